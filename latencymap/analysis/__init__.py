@@ -1,0 +1,1 @@
+"""Diagnosis: bands, bimodality, tail dominance, episodes, stragglers."""

@@ -1,0 +1,66 @@
+"""The data that flows from sources to views: stream identity, snapshots, intervals, notices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from latencymap.buckets import NSLOTS
+
+
+@dataclass(frozen=True, slots=True)
+class StreamId:
+    """Who a histogram belongs to; one heat map per stream."""
+
+    label: str
+    datasource: str = "bpf"
+    unit: str = "millisec"
+
+
+@dataclass(slots=True)
+class Interval:
+    """One time column: events per slot between `start` and `end` (epoch seconds).
+
+    `time`, when given, is the exact time spent per slot in seconds; otherwise views estimate it.
+    `reset` marks a column where a counter went down; `gap` a column with missing data.
+    """
+
+    stream: StreamId
+    start: float
+    end: float
+    counts: np.ndarray
+    time: np.ndarray | None = None
+    reset: bool = False
+    gap: bool = False
+    date: str = ""
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Cumulative counters as read from a source at one instant (`timestamp` None: unknown)."""
+
+    stream: StreamId
+    timestamp: float | None
+    counts: np.ndarray
+    sums: np.ndarray | None = None
+    date: str = ""
+    line: int = 0
+    present: np.ndarray | None = None
+
+
+@dataclass(slots=True)
+class Notice:
+    """Something a reader skipped or wants said, in order with the data."""
+
+    message: str
+    skipped: int = 1
+
+
+def empty_counts() -> np.ndarray:
+    """A zeroed per-slot count vector."""
+    return np.zeros(NSLOTS, dtype=np.int64)

@@ -1,0 +1,110 @@
+"""The plugin interface: sources (live, a CLI subcommand each) and text formats (sniffed readers).
+
+Third parties register either kind under the entry-point group `latencymap.sources`. Each entry
+point is loaded on its own, so one broken plugin does not hide the others.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+import click
+
+from latencymap.model import Interval, Notice, Snapshot
+
+ENTRY_POINT_GROUP = "latencymap.sources"
+
+Item = Interval | Snapshot | Notice
+
+
+class Source(ABC):
+    """A live source: `latencymap <name> [options]`. Yields Intervals, Snapshots and Notices."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        """The source's own CLI options and arguments."""
+        return []
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why the source cannot run here, with the exact remedy; None when it can."""
+        return None
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    @abstractmethod
+    def items(self) -> Iterator[Item]:
+        """Blocking generator of items; runs in a worker thread."""
+
+    def describe(self) -> dict[str, Any]:
+        """What a recording header says about this source (never credentials)."""
+        return {"source": self.name}
+
+
+class TextFormat(ABC):
+    """A text format read from a file or stdin, chosen by `sniff` or by `--format <name>`."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    #: Higher wins when several formats claim the same input.
+    priority: ClassVar[int] = 0
+
+    @classmethod
+    @abstractmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        """True when the first lines of an input look like this format."""
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        """Format options (e.g. `--event`), offered on every command that reads inputs."""
+        return []
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    @abstractmethod
+    def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
+        """Items from the input's lines; `name` is used in messages."""
+
+
+@dataclass
+class Registry:
+    """Plugins found through entry points, by kind, plus the load failures."""
+
+    sources: dict[str, type[Source]] = field(default_factory=dict)
+    formats: dict[str, type[TextFormat]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def format_params(self) -> list[click.Parameter]:
+        """Every format's options, each name once."""
+        seen: dict[str, click.Parameter] = {}
+        for fmt in self.formats.values():
+            for param in fmt.params():
+                seen.setdefault(param.name or "", param)
+        return list(seen.values())
+
+
+def load_registry(group: str = ENTRY_POINT_GROUP) -> Registry:
+    """Load every plugin of `group`, each in isolation."""
+    registry = Registry()
+    for ep in entry_points(group=group):
+        try:
+            obj = ep.load()
+        except Exception as err:
+            registry.errors[ep.name] = f"{type(err).__name__}: {err}"
+            continue
+        if isinstance(obj, type) and issubclass(obj, Source):
+            registry.sources[obj.name] = obj
+        elif isinstance(obj, type) and issubclass(obj, TextFormat):
+            registry.formats[obj.name] = obj
+        else:
+            registry.errors[ep.name] = f"{ep.value} is neither a Source nor a TextFormat"
+    return registry

@@ -1,0 +1,1 @@
+"""The Textual TUI: live dual heat maps with inspection."""

@@ -1,0 +1,1 @@
+"""Sources and text formats shipped with latencymap (installed as `latencymap.sources`)."""

@@ -1,0 +1,1 @@
+"""Spark source: task durations from event logs and the REST API."""

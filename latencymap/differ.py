@@ -56,7 +56,9 @@ class Differ:
             if lost.any():
                 reset = True
                 spent[lost] = snap.sums[lost]
-        return Interval(snap.stream, prev.timestamp, snap.timestamp, counts, spent, reset=reset, date=snap.date)
+        exact_dt = (snap.micros - prev.micros) / 1e6 if snap.micros is not None and prev.micros is not None else 0.0
+        return Interval(snap.stream, prev.timestamp, snap.timestamp, counts, spent, reset=reset, date=snap.date,
+                        duration=exact_dt)
 
     def run(self, items: Iterable[Snapshot | Interval | Notice]) -> Iterator[Interval | Notice]:
         """Pass Intervals and Notices through; diff Snapshots."""

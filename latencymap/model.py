@@ -34,15 +34,19 @@ class Interval:
     reset: bool = False
     gap: bool = False
     date: str = ""
+    duration: float = 0.0
 
-    @property
-    def duration(self) -> float:
-        return self.end - self.start
+    def __post_init__(self) -> None:
+        if not self.duration:
+            self.duration = self.end - self.start
 
 
 @dataclass(slots=True)
 class Snapshot:
-    """Cumulative counters as read from a source at one instant (`timestamp` None: unknown)."""
+    """Cumulative counters as read from a source at one instant (`timestamp` None: unknown).
+
+    `micros`, when the source gave integer microseconds, keeps durations exact.
+    """
 
     stream: StreamId
     timestamp: float | None
@@ -51,6 +55,7 @@ class Snapshot:
     date: str = ""
     line: int = 0
     present: np.ndarray | None = None
+    micros: int | None = None
 
 
 @dataclass(slots=True)

@@ -52,6 +52,7 @@ class RecordError(ValueError):
 class _Record:
     first_line: int
     timestamp: float | None = None
+    micros: int | None = None
     start: float | None = None
     date: str = ""
     label: str = ""
@@ -137,7 +138,8 @@ class ProtocolReader:
             parts = [p.strip() for p in value.split(",", 2)]
             if len(parts) < 2 or parts[0].lower() != "microsec":
                 raise RecordError(n, f"expected 'timestamp, microsec, <epoch usecs>, <date>', got {excerpt(line)}")
-            rec.timestamp = _micros(parts[1], n, line)
+            rec.micros = _micros(parts[1], n, line)
+            rec.timestamp = rec.micros / 1e6
             rec.date = clean_text(parts[2]) if len(parts) > 2 else ""
         elif key == "label":
             rec.label = clean_text(value)
@@ -160,7 +162,7 @@ class ProtocolReader:
             parts = [p.strip() for p in value.split(",")]
             if len(parts) < 2 or parts[0].lower() != "microsec":
                 raise RecordError(n, f"expected 'start, microsec, <epoch usecs>', got {excerpt(line)}")
-            rec.start = _micros(parts[1], n, line)
+            rec.start = _micros(parts[1], n, line) / 1e6
         elif key == "flags":
             rec.flags.update(p.strip().lower() for p in value.split(",") if p.strip())
         else:
@@ -233,12 +235,13 @@ class ProtocolReader:
                 return self._notice(rec.first_line, "interval start is not before its timestamp")
             return Interval(stream, start, rec.timestamp, counts, sums,
                             reset="reset" in rec.flags, gap="gap" in rec.flags, date=rec.date)
-        return Snapshot(stream, rec.timestamp, counts, sums, date=rec.date, line=rec.first_line, present=present)
+        return Snapshot(stream, rec.timestamp, counts, sums, date=rec.date, line=rec.first_line,
+                        present=present, micros=rec.micros)
 
 
-def _micros(text: str, n: int, line: str) -> float:
+def _micros(text: str, n: int, line: str) -> int:
     try:
-        return int(text.strip()) / 1e6
+        return int(text.strip())
     except ValueError:
         raise RecordError(n, f"expected an integer of microseconds, got {excerpt(line)}") from None
 

@@ -14,7 +14,8 @@ from latencymap.buckets import (
 )
 
 
-@pytest.mark.parametrize(("value", "low", "high"), [(0, 0.0, 1.0), (1, 1.0, 2.0), (2, 2.0, 4.0), (1024, 1024.0, 2048.0)])
+@pytest.mark.parametrize(("value", "low", "high"),
+                         [(0, 0.0, 1.0), (1, 1.0, 2.0), (2, 2.0, 4.0), (1024, 1024.0, 2048.0)])
 def test_lower_bound_sources_bucket_is_v_to_2v(value: int, low: float, high: float) -> None:
     for ds in ("bpf", "systemtap", "dtrace"):
         slot = slot_of_bucket_value(value, ds)

@@ -1,0 +1,222 @@
+"""The `latencymap` command line: view (default), report, and one subcommand per installed source."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from latencymap import __version__
+from latencymap.inputs import InputError
+from latencymap.pipeline import Flow, StrictError, input_flow, limited, strict
+from latencymap.plain import PlainOptions
+from latencymap.plugins import Registry, Source, load_registry
+from latencymap.report import build_report, report_text
+from latencymap.views import run_view
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+EXAMPLES = """\b
+Examples:
+  latencymap fixtures/pylatencymap/example_latency_data.txt
+  cat fixtures/pylatencymap/example_latency_data.txt | latencymap --plain --once
+  latencymap report --format json fixtures/pylatencymap/test_SystemTap_data.txt
+  some_connector | latencymap -n 120 --min_bucket 7
+
+\b
+Exit codes: 0 done; 1 a source or view failed; 2 bad usage, unreadable input,
+or a bad record under --strict; 130 interrupted.
+"""
+
+REGISTRY: Registry = load_registry()
+
+
+class DefaultGroup(click.Group):
+    """Runs `view` when the first argument is not a subcommand, so `latencymap FILE` works."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            args = ["view", *args]
+        return super().parse_args(ctx, args)
+
+
+def _multi(*names: str) -> list[str]:
+    """Each PyLatencyMap option name in its underscore and kebab-case spellings."""
+    out: list[str] = []
+    for name in names:
+        out.append(name)
+        if "_" in name:
+            out.append(name.replace("_", "-"))
+    return out
+
+
+def limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--strict", is_flag=True, help="Stop with exit code 2 at the first bad record.")(f)
+    f = click.option("--duration", type=float, default=None, metavar="S", help="Stop after S seconds.")(f)
+    f = click.option("--count", type=int, default=None, metavar="N", help="Stop after N intervals.")(f)
+    return f
+
+
+def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option("--plain", is_flag=True, help="PyLatencyMap-style ANSI frames instead of the TUI."),
+        click.option("--once", is_flag=True, help="Print only the final frame (implies --plain)."),
+        click.option(*_multi("--num_records"), "-n", type=int, default=90, show_default=True,
+                     help="Columns (time intervals) shown."),
+        click.option(*_multi("--min_bucket"), type=int, default=-1, show_default=True,
+                     help="Lowest row: log2 of the input's bucket value; -1 autotunes."),
+        click.option(*_multi("--max_bucket"), type=int, default=64, show_default=True,
+                     help="Highest row: log2 of the input's bucket value; 64 autotunes."),
+        click.option(*_multi("--frequency_maxval"), type=float, default=-1, show_default=True,
+                     help="Pin the frequency colour scale (events/s); -1 autoscale."),
+        click.option(*_multi("--intensity_maxval"), type=float, default=-1, show_default=True,
+                     help="Pin the intensity colour scale (s/s); -1 autoscale."),
+        click.option(*_multi("--screen_delay"), type=float, default=0.1, show_default=True,
+                     help="Seconds between plain frames (replaying files)."),
+        click.option(*_multi("--debug_level"), "-d", type=int, default=0, hidden=True,
+                     help="Accepted for PyLatencyMap compatibility; ignored."),
+        click.option("--history", type=int, default=200_000, show_default=True,
+                     help="Columns kept per stream for scrolling back."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return limit_options(f)
+
+
+def format_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    for param in REGISTRY.format_params():
+        f.__click_params__ = [*getattr(f, "__click_params__", []), param]  # type: ignore[attr-defined]
+    return f
+
+
+def _format_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    names = {p.name for p in REGISTRY.format_params()}
+    return {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+
+
+def _plain_options(kw: dict[str, Any]) -> PlainOptions:
+    return PlainOptions(
+        num_records=max(1, kw["num_records"]), min_bucket=kw["min_bucket"], max_bucket=kw["max_bucket"],
+        frequency_maxval=kw["frequency_maxval"], intensity_maxval=kw["intensity_maxval"],
+    )
+
+
+def _guarded(fn: Callable[[], int]) -> None:
+    """Run a command body, turning known failures into one line and an exit code."""
+    try:
+        code = fn()
+    except (InputError, StrictError) as err:
+        click.echo(f"latencymap: {err}", err=True)
+        code = EXIT_USAGE
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    except BrokenPipeError:
+        code = EXIT_OK
+    sys.exit(code)
+
+
+def _prepare(flow: Flow, kw: dict[str, Any]) -> Flow:
+    if kw.pop("strict"):
+        flow = strict(flow)
+    return limited(flow, kw.pop("count"), kw.pop("duration"))
+
+
+@click.group(cls=DefaultGroup, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="latencymap")
+def main() -> None:
+    """Latency heat maps over time: frequency (how often) and intensity (how much time).
+
+    Reads PyLatencyMap records (and every format below) from files or stdin, or runs a
+    live source. With no subcommand, shows INPUT (default stdin) in the TUI, or as plain ANSI
+    frames when stdout is not a terminal or with --plain.
+    """
+
+
+@main.command("view", epilog=EXAMPLES)
+@click.argument("inputs", nargs=-1, metavar="[INPUT]...")
+@click.option("--format", "--input-format", "input_format", default=None, metavar="NAME",
+              help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats))}.")
+@view_options
+@format_options
+def view(inputs: tuple[str, ...], input_format: str | None, **kw: Any) -> None:
+    """Show INPUT files (or stdin) as heat maps."""
+    fmt_opts = _format_kwargs(kw)
+
+    def body() -> int:
+        flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), kw)
+        return run_view(flow, _plain_options(kw), plain=kw["plain"] or kw["once"], once=kw["once"],
+                        screen_delay=kw["screen_delay"], history=kw["history"])
+
+    _guarded(body)
+
+
+@main.command("report", epilog=EXAMPLES)
+@click.argument("inputs", nargs=-1, metavar="[INPUT]...")
+@click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Report format.")
+@click.option("--input-format", default=None, metavar="NAME",
+              help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats))}.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the report to a file instead of stdout.")
+@limit_options
+@format_options
+def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, output: str | None,
+           **kw: Any) -> None:
+    """Analyse whole INPUTs (default stdin) with no UI."""
+    fmt_opts = _format_kwargs(kw)
+
+    def body() -> int:
+        from latencymap.accumulator import Accumulator
+
+        acc = Accumulator()
+        flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), kw)
+        batch: list[Any] = []
+        for item in flow:
+            batch.append(item)
+            if len(batch) >= 4096:
+                acc.add(batch)
+                batch.clear()
+        acc.add(batch)
+        text = json.dumps(build_report(acc)) + "\n" if out_format == "json" else report_text(acc)
+        if output:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            sys.stdout.write(text)
+        return EXIT_OK
+
+    _guarded(body)
+
+
+def source_command(src: type[Source]) -> click.Command:
+    """A subcommand for one source plugin: its own options plus the view options."""
+
+    def callback(**kw: Any) -> None:
+        view_kw = {k: kw.pop(k) for k in list(kw) if k in _VIEW_NAMES}
+
+        def body() -> int:
+            reason = src.unavailable()
+            if reason:
+                click.echo(f"latencymap {src.name}: {reason}", err=True)
+                return EXIT_FAIL
+            from latencymap.pipeline import diffed
+
+            flow = _prepare(diffed(src(**kw).items(), src.name), view_kw)
+            return run_view(flow, _plain_options(view_kw), plain=view_kw["plain"] or view_kw["once"],
+                            once=view_kw["once"], screen_delay=view_kw["screen_delay"], history=view_kw["history"])
+
+        _guarded(body)
+
+    cmd = click.Command(src.name, callback=view_options(callback), help=src.summary, epilog=EXAMPLES)
+    cmd.params = [*src.params(), *getattr(callback, "__click_params__", [])[::-1]]
+    return cmd
+
+
+_VIEW_NAMES = {p.name for p in view_options(lambda **_: None).__click_params__}  # type: ignore[attr-defined]
+
+for _src in REGISTRY.sources.values():
+    if _src.name not in main.commands:
+        main.add_command(source_command(_src))

@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+from latencymap import __version__
+from latencymap.cli import main
+
+BAD = """<begin record>
+timestamp, microsec, 1000000, a
+1, 10
+<end record>
+<begin record>
+timestamp, microsec, 2000000, b
+3, 10
+<end record>
+<begin record>
+timestamp, microsec, 3000000, c
+1, 30
+<end record>
+"""
+
+
+def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "latencymap", *args], input=stdin, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=60)
+
+
+def drawn_latest(out: str) -> list[float]:
+    """The frequency map's latest-values column, top row first (read by column position, NO_COLOR)."""
+    lines = out.split("Intensity heat map")[0].splitlines()
+    end = lines[0].index("Latest") + len("Latest")
+    rows = [line for line in lines[2:] if len(line) >= end and not line.lstrip().startswith("x=time")]
+    return [float(_unsuffix(line[end - 9: end].strip())) for line in rows]
+
+
+def _unsuffix(text: str) -> float:
+    scale = {"k": 1e3, "M": 1e6, "G": 1e9}
+    return float(text[:-1]) * scale[text[-1]] if text[-1] in scale else float(text)
+
+
+def test_version_and_help() -> None:
+    r = CliRunner().invoke(main, ["--version"])
+    assert __version__ in r.output
+    r = CliRunner().invoke(main, ["--help"])
+    assert r.exit_code == 0 and "Examples:" in r.output and "report" in r.output
+
+
+def test_bad_record_is_skipped_with_line_number_and_stream_continues(tmp_path: Path) -> None:
+    p = tmp_path / "bad.txt"
+    p.write_text(BAD)
+    r = run("report", "--format", "json", str(p))
+    assert r.returncode == 0
+    (stream,) = json.loads(r.stdout)["streams"]
+    assert stream["errors"]["skipped_records"] == 1
+    assert "line 7" in stream["errors"]["messages"][0] and "power of 2" in stream["errors"]["messages"][0]
+    assert stream["total"]["events"] == 20
+
+
+def test_strict_makes_first_error_fatal_with_exit_2(tmp_path: Path) -> None:
+    p = tmp_path / "bad.txt"
+    p.write_text(BAD)
+    r = run("report", "--strict", str(p))
+    assert r.returncode == 2
+    assert "line 7" in r.stderr
+    r = run("--plain", "--once", "--strict", str(p))
+    assert r.returncode == 2
+
+
+def test_missing_file_and_unknown_format_exit_2(tmp_path: Path) -> None:
+    r = run("report", str(tmp_path / "nope.txt"))
+    assert r.returncode == 2 and "nope.txt" in r.stderr
+    p = tmp_path / "junk.txt"
+    p.write_text("hello\nworld\n")
+    r = run("report", str(p))
+    assert r.returncode == 2 and "unrecognised input format" in r.stderr and "pylatencymap" in r.stderr
+
+
+def test_plain_once_from_stdin_prints_both_maps_and_latest_matches_report(example_data: Path) -> None:
+    text = example_data.read_text()
+    for data in (text, text[: text.index("<begin record>", len(text) // 2)]):
+        r = run("--plain", "--once", stdin=data, env={"NO_COLOR": "1"})
+        assert r.returncode == 0, r.stderr
+        assert "Frequency heat map" in r.stdout and "Intensity heat map" in r.stdout
+        drawn = drawn_latest(r.stdout)[::-1]
+        rep = json.loads(run("report", "--format", "json", stdin=data).stdout)["streams"][0]
+        last = np.array(rep["frequency"][-1])
+        # autotune for millisec: 12 rows from 1ms; the top row also holds everything above 2048ms
+        expected = np.zeros(12)
+        n = min(len(last), 12)
+        expected[:n] = last[:n]
+        expected[11] += last[12:].sum()
+        assert len(drawn) == 12
+        assert np.allclose(drawn, expected, rtol=1e-3, atol=1e-9)
+    assert np.array(json.loads(run("report", "--format", "json", stdin=data).stdout)["streams"][0]
+                    ["frequency"][-1]).sum() > 0  # the half file ends on a busy column
+
+
+def test_pylatencymap_options_are_accepted_in_both_spellings(example_data: Path) -> None:
+    for args in (["--num_records=20", "--min_bucket=2", "--max_bucket=8", "--screen_delay=0", "-d", "0"],
+                 ["--num-records", "20", "--min-bucket", "2", "--max-bucket", "8", "--frequency-maxval", "100",
+                  "--intensity_maxval", "2"]):
+        r = run("--plain", "--once", *args, str(example_data), env={"NO_COLOR": "1"})
+        assert r.returncode == 0, r.stderr
+        freq = r.stdout.split("Intensity heat map")[0].splitlines()
+        assert sum(1 for line in freq if "|" not in line and line[:8].strip().startswith(("<", "≥"))) == 2
+        assert any(line.strip().startswith("≥256ms") for line in freq)
+
+
+def test_count_stops_after_n_intervals(example_data: Path) -> None:
+    r = run("report", "--format", "json", "--count", "5", str(example_data))
+    assert json.loads(r.stdout)["streams"][0]["columns"] == 5
+
+
+def test_plain_frames_every_interval_when_not_once(example_data: Path) -> None:
+    text = example_data.read_text()
+    part = "".join(text.split("<end record>")[i] + "<end record>" for i in range(4))
+    r = run("--plain", "--screen_delay=0", stdin=part, env={"NO_COLOR": "1"})
+    assert r.returncode == 0
+    assert r.stdout.count("Frequency heat map") == 3

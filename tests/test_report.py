@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from latencymap.cli import main
+
+
+def parse_records(path: Path) -> list[tuple[int, dict[int, int]]]:
+    """Independent reading of the example data: (timestamp µs, {bucket value: summed count})."""
+    records = []
+    for block in re.findall(r"<begin record>(.*?)<end record>", path.read_text(), re.S):
+        ts = int(re.search(r"timestamp,\s*microsec,\s*(\d+)", block).group(1))
+        counts: dict[int, int] = {}
+        for v, c in re.findall(r"^(\d+),\s*(\d+)\s*$", block, re.M):
+            counts[int(v)] = counts.get(int(v), 0) + int(c)
+        records.append((ts, counts))
+    return records
+
+
+@pytest.fixture
+def report(example_data: Path) -> dict:
+    result = CliRunner().invoke(main, ["report", "--format", "json", str(example_data)])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_total_events_equal_last_minus_first_cumulative(report: dict, example_data: Path) -> None:
+    records = parse_records(example_data)
+    first, last = records[0][1], records[-1][1]
+    expected = sum(last[v] - first.get(v, 0) for v in last)
+    (stream,) = report["streams"]
+    assert stream["total"]["events"] == expected
+    assert stream["columns"] == len(records) - 1
+
+
+def test_each_column_frequency_is_delta_count_over_delta_t(report: dict, example_data: Path) -> None:
+    records = parse_records(example_data)
+    (stream,) = report["streams"]
+    lows = [b["low"] for b in stream["buckets"]]
+    for col, ((t0, c0), (t1, c1)) in enumerate(itertools.pairwise(records)):
+        dt = (t1 - t0) / 1e6
+        for v in c1:
+            if c1[v] == c0.get(v, 0) and v * 1e-3 not in lows:
+                continue
+            j = lows.index(pytest.approx(v * 1e-3))
+            assert stream["frequency"][col][j] == pytest.approx((c1[v] - c0.get(v, 0)) / dt, rel=1e-12)
+
+
+def test_bucket_ranges_follow_default_datasource_semantics(report: dict) -> None:
+    (stream,) = report["streams"]
+    assert stream["stream"]["datasource"] == "bpf"
+    for b in stream["buckets"]:  # bpf: value v (ms) means [v, 2v)
+        assert b["high"] == pytest.approx(2 * b["low"])
+    assert stream["buckets"][0] == {"low": pytest.approx(0.001), "high": pytest.approx(0.002)}
+
+
+def test_json_contract_keys(report: dict) -> None:
+    (stream,) = report["streams"]
+    assert set(stream) >= {"stream", "columns", "start", "end", "buckets", "frequency", "intensity",
+                           "intensity_exact", "total", "errors"}
+    assert set(stream["total"]) >= {"events", "time_s", "mean_s", "p50_s", "p90_s", "p99_s", "p999_s"}
+    assert stream["intensity_exact"] is False
+    assert stream["errors"] == {"skipped_records": 0, "messages": []}
+    f = np.array(stream["frequency"])
+    i = np.array(stream["intensity"])
+    assert f.shape == i.shape == (stream["columns"], len(stream["buckets"]))
+    assert stream["total"]["p50_s"] <= stream["total"]["p90_s"] <= stream["total"]["p99_s"]
+
+
+def test_several_labels_give_several_streams(tmp_path: Path) -> None:
+    text = ""
+    for ts in (1, 2, 3):
+        for label in ("a", "b"):
+            text += f"<begin record>\ntimestamp, microsec, {ts * 1000000}, x\nlabel, {label}\n1, {ts}\n<end record>\n"
+    p = tmp_path / "two.txt"
+    p.write_text(text)
+    result = CliRunner().invoke(main, ["report", "--format", "json", str(p)])
+    streams = json.loads(result.output)["streams"]
+    assert [s["stream"]["label"] for s in streams] == ["a", "b"]
+    assert all(s["total"]["events"] == 2 for s in streams)
+
+
+def test_text_report_summarises(example_data: Path) -> None:
+    result = CliRunner().invoke(main, ["report", str(example_data)])
+    assert result.exit_code == 0
+    assert "71 intervals" in result.output and "p99" in result.output

@@ -14,6 +14,7 @@ from latencymap.inputs import InputError
 from latencymap.pipeline import Flow, StrictError, input_flow, limited, strict
 from latencymap.plain import PlainOptions
 from latencymap.plugins import Registry, Source, load_registry
+from latencymap.recording import Recorder, RecordingError, paced, recorded, windowed
 from latencymap.report import build_report, report_text
 from latencymap.views import run_view
 
@@ -80,6 +81,10 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Accepted for PyLatencyMap compatibility; ignored."),
         click.option("--history", type=int, default=200_000, show_default=True,
                      help="Columns kept per stream for scrolling back."),
+        click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
+                     help="Record the normalized stream to PATH as it arrives (.zst: zstd frames)."),
+        click.option("--force", is_flag=True, help="Let --record overwrite an existing file."),
+        click.option("--compat", is_flag=True, help="Record only what PyLatencyMap 1.3 reads (cumulative records)."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -111,6 +116,9 @@ def _guarded(fn: Callable[[], int]) -> None:
     except (InputError, StrictError) as err:
         click.echo(f"latencymap: {err}", err=True)
         code = EXIT_USAGE
+    except RecordingError as err:
+        click.echo(f"latencymap: {err}", err=True)
+        code = err.exit_code
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -118,10 +126,21 @@ def _guarded(fn: Callable[[], int]) -> None:
     sys.exit(code)
 
 
-def _prepare(flow: Flow, kw: dict[str, Any]) -> Flow:
+def _prepare(flow: Flow, kw: dict[str, Any], source: str = "input") -> Flow:
+    """Strict mode, limits and recording, as the command's options ask."""
+    options = dict(kw)
     if kw.pop("strict"):
         flow = strict(flow)
-    return limited(flow, kw.pop("count"), kw.pop("duration"))
+    flow = limited(flow, kw.pop("count"), kw.pop("duration"))
+    path, force, compat = kw.pop("record_path", None), kw.pop("force", False), kw.pop("compat", False)
+    if path:
+        flow = recorded(flow, Recorder(path, force=force, compat=compat, source=source, options=options))
+    return flow
+
+
+def _view(flow: Flow, kw: dict[str, Any]) -> int:
+    return run_view(flow, _plain_options(kw), plain=kw["plain"] or kw["once"], once=kw["once"],
+                    screen_delay=kw["screen_delay"], history=kw["history"])
 
 
 @click.group(cls=DefaultGroup, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
@@ -146,9 +165,28 @@ def view(inputs: tuple[str, ...], input_format: str | None, **kw: Any) -> None:
     fmt_opts = _format_kwargs(kw)
 
     def body() -> int:
-        flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), kw)
-        return run_view(flow, _plain_options(kw), plain=kw["plain"] or kw["once"], once=kw["once"],
-                        screen_delay=kw["screen_delay"], history=kw["history"])
+        flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), {**kw, "inputs": inputs})
+        return _view(flow, kw)
+
+    _guarded(body)
+
+
+@main.command("replay", epilog=EXAMPLES)
+@click.argument("path", metavar="PATH")
+@click.option("--speed", type=float, default=1.0, show_default=True, help="Replay at X times the original pace.")
+@click.option("--max", "as_fast", is_flag=True, help="Replay as fast as possible.")
+@click.option("--start", type=float, default=None, metavar="T", help="Skip to T seconds after the first interval.")
+@click.option("--end", type=float, default=None, metavar="T", help="Stop at T seconds after the first interval.")
+@view_options
+def replay(path: str, speed: float, as_fast: bool, start: float | None, end: float | None, **kw: Any) -> None:
+    """Replay a recording (or any input) at its original pace."""
+
+    def body() -> int:
+        if speed <= 0:
+            raise click.BadParameter("must be > 0", param_hint="--speed")
+        flow = windowed(input_flow([path], REGISTRY), start, end)
+        flow = _prepare(paced(flow, None if as_fast else speed), {**kw, "inputs": [path]}, source="replay")
+        return _view(flow, {**kw, "screen_delay": 0.0})
 
     _guarded(body)
 
@@ -204,9 +242,9 @@ def source_command(src: type[Source]) -> click.Command:
                 return EXIT_FAIL
             from latencymap.pipeline import diffed
 
-            flow = _prepare(diffed(src(**kw).items(), src.name), view_kw)
-            return run_view(flow, _plain_options(view_kw), plain=view_kw["plain"] or view_kw["once"],
-                            once=view_kw["once"], screen_delay=view_kw["screen_delay"], history=view_kw["history"])
+            source = src(**kw)
+            flow = _prepare(diffed(source.items(), src.name), {**view_kw, **kw}, source=src.name)
+            return _view(flow, {**view_kw, "screen_delay": 0.0})
 
         _guarded(body)
 

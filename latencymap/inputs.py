@@ -11,20 +11,64 @@ from typing import IO, Any
 
 from latencymap.plugins import Item, Registry, TextFormat
 
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 SNIFF_LINES = 200
 #: Longer lines are cut: a hostile or broken input cannot exhaust memory one line at a time.
 MAX_LINE = 64 * 1024
+#: What `-` reads when no stream is passed, instead of sys.stdin (the TUI keeps fd 0 for the terminal).
+_stdin_data: IO[bytes] | None = None
 
 
 class InputError(Exception):
     """An input that cannot be opened or whose format is unknown."""
 
 
+def set_stdin_data(binary: IO[bytes] | None) -> None:
+    """Make `-` read `binary` (a dup of the original stdin) instead of sys.stdin; None undoes it."""
+    global _stdin_data
+    _stdin_data = binary
+
+
+class _ZstdFrames(io.RawIOBase):
+    """Decompressed zstd frames; a truncated or corrupt tail ends the stream instead of raising."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        import zstandard
+
+        self._error = zstandard.ZstdError
+        self._reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+        self.truncated = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.truncated:
+            return 0
+        try:
+            return self._reader.readinto(buffer)
+        except self._error:
+            self.truncated = True
+            return 0
+
+    def close(self) -> None:
+        self._reader.close()
+        super().close()
+
+
+def _text(binary: IO[bytes]) -> IO[str]:
+    peek = getattr(binary, "peek", None)
+    if peek is not None and peek(4)[:4] == ZSTD_MAGIC:
+        binary = io.BufferedReader(_ZstdFrames(binary))
+    return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None)
+
+
 def open_text(path: str, stdin: IO[bytes] | None = None) -> tuple[IO[str], str]:
-    """A text stream (UTF-8, invalid bytes replaced) and its display name; `-` is stdin."""
+    """A text stream (UTF-8, invalid bytes replaced, zstd decoded) and its display name; `-` is stdin."""
     if path in ("-", ""):
-        binary = stdin if stdin is not None else sys.stdin.buffer
-        return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None), "<stdin>"
+        if stdin is None:
+            stdin = _stdin_data if _stdin_data is not None else sys.stdin.buffer
+        return _text(stdin), "<stdin>"
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{path}: is a directory (expected a file of histograms)")
@@ -32,7 +76,7 @@ def open_text(path: str, stdin: IO[bytes] | None = None) -> tuple[IO[str], str]:
         binary = p.open("rb")
     except OSError as err:
         raise InputError(f"{path}: {err.strerror}") from None
-    return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None), path
+    return _text(binary), path
 
 
 def capped_lines(stream: IO[str]) -> Iterator[str]:

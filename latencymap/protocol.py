@@ -53,7 +53,7 @@ class _Record:
     first_line: int
     timestamp: float | None = None
     micros: int | None = None
-    start: float | None = None
+    start_micros: int | None = None
     date: str = ""
     label: str = ""
     datasource: str = DEFAULT_DATASOURCE
@@ -162,7 +162,7 @@ class ProtocolReader:
             parts = [p.strip() for p in value.split(",")]
             if len(parts) < 2 or parts[0].lower() != "microsec":
                 raise RecordError(n, f"expected 'start, microsec, <epoch usecs>', got {excerpt(line)}")
-            rec.start = _micros(parts[1], n, line) / 1e6
+            rec.start_micros = _micros(parts[1], n, line)
         elif key == "flags":
             rec.flags.update(p.strip().lower() for p in value.split(",") if p.strip())
         else:
@@ -228,13 +228,13 @@ class ProtocolReader:
         if sums is not None:
             sums *= unit_seconds(rec.unit)
         if rec.per_interval:
-            if rec.timestamp is None:
+            if rec.micros is None:
                 return self._notice(rec.first_line, "a 'counts, interval' record needs a timestamp line")
-            start = rec.start if rec.start is not None else rec.timestamp - 1.0
-            if start >= rec.timestamp:
+            start_us = rec.start_micros if rec.start_micros is not None else rec.micros - 1_000_000
+            if start_us >= rec.micros:
                 return self._notice(rec.first_line, "interval start is not before its timestamp")
-            return Interval(stream, start, rec.timestamp, counts, sums,
-                            reset="reset" in rec.flags, gap="gap" in rec.flags, date=rec.date)
+            return Interval(stream, start_us / 1e6, rec.micros / 1e6, counts, sums, reset="reset" in rec.flags,
+                            gap="gap" in rec.flags, date=rec.date, duration=(rec.micros - start_us) / 1e6)
         return Snapshot(stream, rec.timestamp, counts, sums, date=rec.date, line=rec.first_line,
                         present=present, micros=rec.micros)
 
@@ -280,7 +280,7 @@ def format_record(
         if sums is None:
             lines.append(f"{value}, {int(counts[slot])}")
         else:
-            lines.append(f"{value}, {int(counts[slot])}, {float(sums[slot]) * scale:.9g}")
+            lines.append(f"{value}, {int(counts[slot])}, {float(sums[slot]) * scale!r}")
     lines.append(END)
     return "\n".join(lines) + "\n"
 

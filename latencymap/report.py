@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from latencymap.accumulator import Accumulator, StreamHistory
+from latencymap.analysis.diagnosis import Diagnosis, diagnose
 from latencymap.estimates import PERCENTILES
 from latencymap.sanitize import clean_text
 from latencymap.units import format_duration, format_number
@@ -44,7 +45,13 @@ def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
             **{_PKEYS[q]: _num(total.percentiles[q]) for q in PERCENTILES},
         },
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
+        **stream_diagnosis(hist).to_json(),
     }
+
+
+def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
+    """Bands, bimodality, tail and episodes of a stream's whole history."""
+    return diagnose(hist.counts, hist.time, hist.low, hist.high, hist.start, hist.end)
 
 
 def build_report(acc: Accumulator) -> dict[str, Any]:
@@ -72,6 +79,7 @@ def report_text(acc: Accumulator) -> str:
                    f"{t.time_s:.4g}s waited ({how})")
         pcts = "  ".join(f"p{f'{q * 100:g}'.replace('.', '')} {format_duration(v)}" for q, v in t.percentiles.items())
         out.append(f"   mean {format_duration(t.mean_s)}  {pcts}")
+        out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
         out += _bucket_table(hist, t.counts)
     if acc.skipped:
         out.append(f"Skipped records: {acc.skipped}")

@@ -91,3 +91,13 @@ def test_text_report_summarises(example_data: Path) -> None:
     result = CliRunner().invoke(main, ["report", str(example_data)])
     assert result.exit_code == 0
     assert "71 intervals" in result.output and "p99" in result.output
+
+
+def test_report_states_its_findings_on_the_example_data(report: dict, example_data: Path) -> None:
+    (stream,) = report["streams"]
+    assert stream["bimodal"] is True
+    assert {"low_s", "high_s", "events_share", "time_share"} == set(stream["bands"][0])
+    assert sum(b["events_share"] for b in stream["bands"]) == pytest.approx(1.0, abs=1e-9)
+    assert 0.5 <= stream["tail"]["time_share"] <= 1.0
+    text = CliRunner().invoke(main, ["report", str(example_data)]).output
+    assert "bands" in text and "tail:" in text

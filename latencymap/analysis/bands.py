@@ -1,0 +1,198 @@
+"""Bands: the modes of a log2 latency histogram, separated by valleys.
+
+Modes are found on the event counts per slot (log2 slots have equal width in log latency, so
+counts per slot are a density over log latency; a lognormal is one mode whatever its spread).
+Every local maximum starts a band; then the least-separated pair of neighbouring bands is merged,
+again and again, while the valley between them is
+
+- shallow: valley > `max_valley_ratio` (0.5) x the smaller of the two peaks, or
+- not significant: smaller peak - valley < `min_valley_z` (3) x sqrt(peak + valley), i.e. within
+  Poisson noise of a flat run (counts are event counts, so sparse tails do not split into bands).
+
+The log2 scale is already coarse (a lognormal spans a few slots), so no smoothing is applied:
+it would fill the one-slot valleys that real bimodal data shows. Finally a band holding less than
+`min_band_share` (0.5%) of the events *and* of the time is folded into its closer neighbour.
+
+The valley slot goes to the side whose adjacent slot holds more events (it is more likely that
+band's flank). A band owns all slots between its valleys (its shares count them all), but its
+`low_s`/`high_s` show its core: edge slots that together hold at most `EDGE_TRIM` (0.5%) of the
+band's events and of its time are left out of the range, so one stray event does not stretch a
+300 us band down to 16 us.
+
+`is_bimodal`: at least two bands each hold a meaningful share: >= 3% of the events, or >= 10% of
+the time. The time criterion catches the thin slow band that owns the waiting: 5% of events at
+10 ms next to 95% at 300 us holds ~64% of the time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+MAX_VALLEY_RATIO = 0.5
+MIN_VALLEY_Z = 3.0
+MIN_BAND_SHARE = 0.005
+MIN_EVENTS_SHARE = 0.03
+MIN_TIME_SHARE = 0.10
+EDGE_TRIM = 0.005
+
+
+@dataclass
+class Band:
+    """One mode of the histogram: slots `first_slot..last_slot` (inclusive)."""
+
+    first_slot: int
+    last_slot: int
+    mode_slot: int
+    low_s: float
+    high_s: float
+    events: float
+    time_s: float
+    events_share: float
+    time_share: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's band object."""
+        return {"low_s": self.low_s, "high_s": self.high_s, "events_share": self.events_share,
+                "time_share": self.time_share}
+
+    def overlaps(self, other: Band) -> bool:
+        """True when the slot ranges intersect."""
+        return self.first_slot <= other.last_slot and other.first_slot <= self.last_slot
+
+
+def estimate_time(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray) -> np.ndarray:
+    """Time per slot when only counts are known: count x arithmetic midpoint of the bucket."""
+    return np.asarray(counts, dtype=np.float64) * (np.asarray(low_s) + np.asarray(high_s)) / 2.0
+
+
+def local_peaks(c: np.ndarray) -> np.ndarray:
+    """Indices of local maxima of `c` (the last slot of a flat top); empty slots never peak."""
+    padded = np.concatenate(([-1.0], c, [-1.0]))
+    left_ok = padded[1:-1] >= padded[:-2]
+    right_ok = padded[1:-1] > padded[2:]
+    return np.flatnonzero(left_ok & right_ok & (c > 0))
+
+
+def _valleys(c: np.ndarray, peaks: list[int]) -> list[int]:
+    """The lowest slot between each pair of consecutive peaks."""
+    return [a + 1 + int(np.argmin(c[a + 1:b])) if b > a + 1 else a for a, b in pairwise(peaks)]
+
+
+def _separation(c: np.ndarray, left: int, valley: int, right: int, max_ratio: float, min_z: float) -> float:
+    """How shallow a valley is (valley / smaller peak); +inf when within Poisson noise."""
+    peak = min(c[left], c[right])
+    depth = c[valley] / peak
+    if peak - c[valley] < min_z * np.sqrt(peak + c[valley]):
+        return np.inf
+    return float(depth) if depth <= max_ratio else float(depth) + 1.0
+
+
+def split_points(c: np.ndarray, *, max_valley_ratio: float = MAX_VALLEY_RATIO,
+                 min_valley_z: float = MIN_VALLEY_Z) -> list[int]:
+    """Valley slots that separate bands after merging shallow or insignificant valleys."""
+    peaks = [int(p) for p in local_peaks(c)]
+    while len(peaks) > 1:
+        valleys = _valleys(c, peaks)
+        shallow = [_separation(c, a, v, b, max_valley_ratio, min_valley_z)
+                   for (a, b), v in zip(pairwise(peaks), valleys, strict=True)]
+        worst = int(np.argmax(shallow))
+        if shallow[worst] <= max_valley_ratio:
+            return valleys
+        a, b = peaks[worst], peaks[worst + 1]
+        peaks.remove(a if c[a] < c[b] else b)
+    return []
+
+
+def _ranges(c: np.ndarray, valleys: list[int]) -> list[tuple[int, int]]:
+    """Inclusive slot ranges cut at the valleys, trimmed to non-empty slots."""
+    cuts = []
+    for v in valleys:
+        right_heavier = v + 1 < len(c) and (v == 0 or c[v + 1] > c[v - 1])
+        cuts.append(v if right_heavier else v + 1)
+    edges = [0, *cuts, len(c)]
+    out = []
+    for lo, hi in pairwise(edges):
+        nz = np.flatnonzero(c[lo:hi] > 0)
+        if nz.size:
+            out.append((lo + int(nz[0]), lo + int(nz[-1])))
+    return out
+
+
+def core(c: np.ndarray, t: np.ndarray, a: int, b: int, trim: float = EDGE_TRIM) -> tuple[int, int]:
+    """Slots a..b less the edge slots that together hold <= `trim` of the range's events and of its time."""
+    ev, tm = c[a:b + 1], t[a:b + 1]
+    ce, ct = max(ev.sum(), 1e-300), max(tm.sum(), 1e-300)
+    keep_left = (np.cumsum(ev) / ce > trim) | (np.cumsum(tm) / ct > trim)
+    keep_right = (np.cumsum(ev[::-1]) / ce > trim) | (np.cumsum(tm[::-1]) / ct > trim)
+    return a + int(np.argmax(keep_left)), b - int(np.argmax(keep_right))
+
+
+def _make_band(rng: tuple[int, int], c: np.ndarray, t: np.ndarray, low_s: np.ndarray, high_s: np.ndarray,
+               total_c: float, total_t: float) -> Band:
+    """A Band over an inclusive slot range, its latency range trimmed to its core."""
+    a, b = rng
+    ev, tm = float(c[a:b + 1].sum()), float(t[a:b + 1].sum())
+    lo, hi = core(c, t, a, b)
+    return Band(a, b, a + int(np.argmax(c[a:b + 1])), float(low_s[lo]), float(high_s[hi]), ev, tm,
+                ev / total_c if total_c > 0 else 0.0, tm / total_t if total_t > 0 else 0.0)
+
+
+def find_bands(
+    counts_1d: np.ndarray,
+    time_1d: np.ndarray | None,
+    low_s: np.ndarray,
+    high_s: np.ndarray,
+    *,
+    max_valley_ratio: float = MAX_VALLEY_RATIO,
+    min_valley_z: float = MIN_VALLEY_Z,
+    min_band_share: float = MIN_BAND_SHARE,
+) -> list[Band]:
+    """Bands of one histogram, fastest first; `time_1d` None estimates time from bucket midpoints."""
+    c = np.clip(np.asarray(counts_1d, dtype=np.float64), 0, None)
+    t = estimate_time(c, low_s, high_s) if time_1d is None else np.clip(np.asarray(time_1d, np.float64), 0, None)
+    total_c, total_t = float(c.sum()), float(t.sum())
+    if total_c <= 0:
+        return []
+    ranges = _ranges(c, split_points(c, max_valley_ratio=max_valley_ratio, min_valley_z=min_valley_z))
+    while len(ranges) > 1:
+        ev = np.array([c[a:b + 1].sum() for a, b in ranges]) / total_c
+        tm = np.array([t[a:b + 1].sum() for a, b in ranges]) / (total_t if total_t > 0 else 1.0)
+        tiny = np.flatnonzero((ev < min_band_share) & (tm < min_band_share))
+        if tiny.size == 0:
+            break
+        k = int(tiny[np.argmin(ev[tiny] + tm[tiny])])
+        j = _closer_neighbour(c, ranges, k)
+        lo, hi = min(k, j), max(k, j)
+        ranges[lo:hi + 1] = [(ranges[lo][0], ranges[hi][1])]
+    return [_make_band(r, c, t, low_s, high_s, total_c, total_t) for r in ranges]
+
+
+def _closer_neighbour(c: np.ndarray, ranges: list[tuple[int, int]], k: int) -> int:
+    """Index of the neighbouring range across the shallower gap (higher valley relative to peaks)."""
+    if k == 0:
+        return 1
+    if k == len(ranges) - 1:
+        return k - 1
+
+    def gap(i: int, j: int) -> float:
+        (a0, a1), (b0, b1) = ranges[i], ranges[j]
+        valley = min(c[a1], c[b0]) if b0 == a1 + 1 else 0.0
+        return valley / max(min(c[a0:a1 + 1].max(), c[b0:b1 + 1].max()), 1e-300)
+
+    return k - 1 if gap(k - 1, k) >= gap(k, k + 1) else k + 1
+
+
+def significant_bands(bands: list[Band], *, min_events_share: float = MIN_EVENTS_SHARE,
+                      min_time_share: float = MIN_TIME_SHARE) -> list[Band]:
+    """Bands holding a meaningful share of the events or of the time."""
+    return [b for b in bands if b.events_share >= min_events_share or b.time_share >= min_time_share]
+
+
+def is_bimodal(bands: list[Band], *, min_events_share: float = MIN_EVENTS_SHARE,
+               min_time_share: float = MIN_TIME_SHARE) -> bool:
+    """True when two or more bands each hold >= `min_events_share` of events or >= `min_time_share` of time."""
+    return len(significant_bands(bands, min_events_share=min_events_share, min_time_share=min_time_share)) >= 2

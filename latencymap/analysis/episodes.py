@@ -1,0 +1,242 @@
+"""Episodes: runs of columns whose latency *shape* departs from the stream's usual shape.
+
+Per column, the histogram is compared with a baseline: the pooled shares of the columns that are
+not anomalous (re-estimated `iterations` times, so a burst does not pollute its own reference).
+Only the shape counts: a change of load alone (more events, same shares) is not an episode.
+
+A column is anomalous when all of these hold:
+
+- it has at least `min_column_events` (10) events;
+- Poisson deviance against `N_col x baseline shares`, divided by the over-dispersion of the
+  stream (median deviance per degree of freedom over normal columns, at least 1: real streams
+  wobble more than Poisson), exceeds the chi-square quantile at `z` (4, one-sided p ~ 3e-5,
+  Wilson-Hilferty approximation);
+- the shares moved enough to matter: total variation distance of event shares >= `min_shift`
+  (5%), or of time shares >= `min_time_shift` (20%, so a thin slow band that owns the waiting
+  counts even when it holds few events).
+
+Anomalous columns closer than `max_gap` + 1 join one run; a run of fewer than `min_columns` (2)
+anomalous columns or shorter than `min_seconds` is dropped (a lone column is noise or a hiccup).
+
+Each episode pools its columns and compares them with the baseline slot by slot: `gained` is the
+contiguous slot region around the largest excess of events (slots beyond `SLOT_Z`, 3, Poisson
+sigmas above expectation), `lost` the one around the largest deficit. The kind is `appear` when
+the gained region held at most `APPEAR_RATIO` (a quarter) of its episode share in the baseline,
+`disappear` when the lost region keeps at most a quarter of its baseline share, `move` when both,
+or when the median latency moved by >= `min_move_octaves` (0.75), else `reshape` (shares moved
+between regions that exist in both). A change covering more than half of the testable columns
+has no baseline to stand against and is not reported: select a range of columns (`col_range` in
+`diagnose`) around it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from latencymap.analysis.bands import estimate_time
+
+Z = 4.0
+MIN_SHIFT = 0.05
+MIN_TIME_SHIFT = 0.20
+MIN_COLUMN_EVENTS = 10
+MIN_COLUMNS = 2
+MAX_GAP = 1
+MIN_MOVE_OCTAVES = 0.75
+SLOT_Z = 3.0
+APPEAR_RATIO = 0.25
+
+
+@dataclass
+class Region:
+    """A slot range and its shares in the episode and in the baseline."""
+
+    low_s: float
+    high_s: float
+    events_share: float
+    baseline_share: float
+    time_share: float
+    baseline_time_share: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        return dict(vars(self))
+
+
+@dataclass
+class Episode:
+    """Columns `first_col..last_col` (inclusive) whose shape departs from the baseline."""
+
+    kind: str
+    first_col: int
+    last_col: int
+    start: float
+    end: float
+    events: float
+    shift_octaves: float
+    gained: Region | None
+    lost: Region | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's episode object."""
+        return {
+            "kind": self.kind, "first_col": self.first_col, "last_col": self.last_col, "start": self.start,
+            "end": self.end, "events": self.events, "shift_octaves": self.shift_octaves,
+            "gained": self.gained.to_json() if self.gained else None,
+            "lost": self.lost.to_json() if self.lost else None,
+        }
+
+
+def chi2_quantile(df: np.ndarray, z: float) -> np.ndarray:
+    """Upper chi-square quantile at standard-normal deviate `z` (Wilson-Hilferty)."""
+    df = np.maximum(np.asarray(df, dtype=np.float64), 1.0)
+    k = 2.0 / (9.0 * df)
+    return df * np.maximum(1.0 - k + z * np.sqrt(k), 0.0) ** 3
+
+
+def poisson_deviance(observed: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Row-wise Poisson deviance 2 * sum(O ln(O/E) - (O - E)); E must be > 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(observed > 0, observed * np.log(observed / expected), 0.0)
+    return 2.0 * (term - (observed - expected)).sum(axis=-1)
+
+
+def _shares(x: np.ndarray) -> np.ndarray:
+    """Rows normalised to sum 1 (zero rows stay zero)."""
+    total = x.sum(axis=-1, keepdims=True)
+    return np.divide(x, total, out=np.zeros_like(x), where=total > 0)
+
+
+def _baseline_shares(base: np.ndarray) -> np.ndarray:
+    """Baseline shares with half an event in every empty slot, so no expectation is zero."""
+    total = base.sum()
+    p = np.where(base > 0, base, 0.5) / max(total, 1.0)
+    return p / p.sum()
+
+
+def anomalous_columns(
+    counts: np.ndarray, times: np.ndarray, *, z: float = Z, min_shift: float = MIN_SHIFT,
+    min_time_shift: float = MIN_TIME_SHIFT, min_column_events: int = MIN_COLUMN_EVENTS, iterations: int = 3,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(anomalous mask, baseline counts, baseline time) over columns (see the module docstring)."""
+    n = counts.sum(axis=1)
+    testable = n >= min_column_events
+    anomalous = np.zeros(len(counts), dtype=bool)
+    for _ in range(iterations):
+        normal = testable & ~anomalous
+        base, base_t = counts[normal].sum(axis=0), times[normal].sum(axis=0)
+        p, pt = _baseline_shares(base), _shares(base_t)
+        deviance = poisson_deviance(counts, n[:, None] * p[None, :])
+        df = np.maximum(((base > 0)[None, :] | (counts > 0)).sum(axis=1) - 1, 1)
+        ratio = deviance / (df * (1.0 - 2.0 / (9.0 * df)) ** 3)  # ~1 at the median of chi2(df)
+        dispersion = max(1.0, float(np.median(ratio[normal]))) if normal.any() else 1.0
+        significant = deviance / dispersion > chi2_quantile(df, z)
+        tvd = 0.5 * np.abs(_shares(counts) - p[None, :]).sum(axis=1)
+        tvd_time = 0.5 * np.abs(_shares(times) - pt[None, :]).sum(axis=1)
+        found = testable & significant & ((tvd >= min_shift) | (tvd_time >= min_time_shift))
+        if found.sum() * 2 > testable.sum() or np.array_equal(found, anomalous):
+            break  # converged, or no majority of normal columns to stand as the baseline
+        anomalous = found
+    normal = testable & ~anomalous
+    return anomalous, counts[normal].sum(axis=0), times[normal].sum(axis=0)
+
+
+def runs(mask: np.ndarray, *, max_gap: int = MAX_GAP, min_columns: int = MIN_COLUMNS) -> list[tuple[int, int]]:
+    """Inclusive (first, last) runs of True, bridging gaps of up to `max_gap`, with >= `min_columns` True."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(idx) > max_gap + 1)
+    firsts = np.r_[0, breaks + 1]
+    lasts = np.r_[breaks, idx.size - 1]
+    return [(int(idx[a]), int(idx[b])) for a, b in zip(firsts, lasts, strict=True) if b - a + 1 >= min_columns]
+
+
+def _region(slots: np.ndarray, pick: int, ep: np.ndarray, ep_t: np.ndarray, p: np.ndarray, pt: np.ndarray,
+            low_s: np.ndarray, high_s: np.ndarray) -> Region:
+    """The contiguous run of `slots` (a mask) around slot `pick`, described."""
+    a = pick
+    while a > 0 and slots[a - 1]:
+        a -= 1
+    b = pick
+    while b + 1 < len(slots) and slots[b + 1]:
+        b += 1
+    sl = slice(a, b + 1)
+    return Region(float(low_s[a]), float(high_s[b]), float(ep[sl].sum()), float(p[sl].sum()),
+                  float(ep_t[sl].sum()), float(pt[sl].sum()))
+
+
+def _median_log2(shares: np.ndarray, centers: np.ndarray) -> float:
+    """Weighted median of log2 slot centres."""
+    cum = np.cumsum(shares)
+    return float(centers[min(int(np.searchsorted(cum, 0.5)), len(centers) - 1)])
+
+
+def describe(
+    ep_counts: np.ndarray, ep_time: np.ndarray, base: np.ndarray, base_t: np.ndarray,
+    low_s: np.ndarray, high_s: np.ndarray, *, min_move_octaves: float = MIN_MOVE_OCTAVES,
+) -> tuple[str, float, Region | None, Region | None]:
+    """(kind, shift in octaves, gained region, lost region) of pooled episode counts against the baseline."""
+    p, pt = _baseline_shares(base), _shares(base_t)
+    ep, ep_t = _shares(ep_counts), _shares(ep_time)
+    expected = ep_counts.sum() * p
+    z = (ep_counts - expected) / np.sqrt(np.maximum(expected, 1.0))
+    up, down = z > SLOT_Z, z < -SLOT_Z
+    diff = ep_counts - expected
+    gained = _region(up, int(np.argmax(np.where(up, diff, -np.inf))), ep, ep_t, p, pt, low_s, high_s) \
+        if up.any() else None
+    lost = _region(down, int(np.argmin(np.where(down, diff, np.inf))), ep, ep_t, p, pt, low_s, high_s) \
+        if down.any() else None
+    centers = np.log2(np.maximum((low_s + high_s) / 2.0, np.finfo(np.float64).tiny))
+    shift = _median_log2(ep, centers) - _median_log2(_shares(base), centers)
+    appeared = gained is not None and gained.baseline_share <= APPEAR_RATIO * gained.events_share
+    gone = lost is not None and lost.events_share <= APPEAR_RATIO * lost.baseline_share
+    if appeared and gone:
+        kind = "move"
+    elif appeared:
+        kind = "appear"
+    elif gone:
+        kind = "disappear"
+    else:
+        kind = "move" if abs(shift) >= min_move_octaves else "reshape"
+    return kind, shift, gained, lost
+
+
+def find_episodes(
+    counts2d: np.ndarray,
+    time2d: np.ndarray | None,
+    low_s: np.ndarray,
+    high_s: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    *,
+    z: float = Z,
+    min_shift: float = MIN_SHIFT,
+    min_time_shift: float = MIN_TIME_SHIFT,
+    min_column_events: int = MIN_COLUMN_EVENTS,
+    min_columns: int = MIN_COLUMNS,
+    max_gap: int = MAX_GAP,
+    min_seconds: float = 0.0,
+    col_offset: int = 0,
+) -> list[Episode]:
+    """Episodes over columns (rows of `counts2d`); column numbers are shifted by `col_offset`."""
+    counts = np.clip(np.asarray(counts2d, dtype=np.float64), 0, None)
+    if counts.ndim != 2 or len(counts) < 2 * min_columns + 1:
+        return []
+    times = estimate_time(counts, low_s, high_s) if time2d is None else np.clip(np.asarray(time2d, np.float64), 0, None)
+    anomalous, base, base_t = anomalous_columns(
+        counts, times, z=z, min_shift=min_shift, min_time_shift=min_time_shift, min_column_events=min_column_events)
+    if base.sum() <= 0:
+        return []
+    starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
+    out = []
+    for a, b in runs(anomalous, max_gap=max_gap, min_columns=min_columns):
+        if ends[b] - starts[a] < min_seconds:
+            continue
+        ep_counts, ep_time = counts[a:b + 1].sum(axis=0), times[a:b + 1].sum(axis=0)
+        kind, shift, gained, lost = describe(ep_counts, ep_time, base, base_t, low_s, high_s)
+        out.append(Episode(kind, a + col_offset, b + col_offset, float(starts[a]), float(ends[b]),
+                           float(ep_counts.sum()), shift, gained, lost))
+    return out

@@ -1,0 +1,118 @@
+"""Bands and bimodality against histograms of known lognormal mixtures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from latencymap.analysis.bands import Band, estimate_time, find_bands, is_bimodal, local_peaks, significant_bands
+from latencymap.buckets import NSLOTS, bin_values, bounds_seconds
+
+LOW, HIGH = bounds_seconds("bpf", "nanosec")
+
+
+Parts = list[tuple[float, float, float]]
+
+
+def mixture(seed: int, n: int, parts: Parts) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Raw ns values of each (share, median_s, sigma) part, and the binned counts and time (s)."""
+    rng = np.random.default_rng(seed)
+    raw = [rng.lognormal(np.log(median * 1e9), sigma, round(n * share)) for share, median, sigma in parts]
+    counts, sums = bin_values(np.concatenate(raw))
+    return raw, counts, sums * 1e-9
+
+
+def holds(band: Band, seconds: float) -> bool:
+    """True when `seconds` lies in the band's latency range."""
+    return band.low_s <= seconds < band.high_s
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("sigma", [0.3, 0.5, 1.0, 1.5, 2.5])
+def test_unimodal_lognormal_is_one_band(seed: int, sigma: float) -> None:
+    _, counts, time = mixture(seed, 100_000, [(1.0, 300e-6, sigma)])
+    bands = find_bands(counts, time, LOW, HIGH)
+    assert not is_bimodal(bands)
+    major = significant_bands(bands)
+    assert len(major) == 1 and holds(major[0], 300e-6)
+    assert major[0].events_share > 0.99
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("exact_time", [True, False])
+def test_bimodal_300us_and_10ms(seed: int, exact_time: bool) -> None:
+    raw, counts, time = mixture(seed, 200_000, [(0.95, 300e-6, 0.5), (0.05, 10e-3, 0.5)])
+    bands = find_bands(counts, time if exact_time else None, LOW, HIGH)
+    assert is_bimodal(bands)
+    assert len(bands) == 2
+    fast, slow = bands
+    assert holds(fast, 300e-6) and holds(slow, 10e-3)
+    true_slow_time = raw[1].sum() / (raw[0].sum() + raw[1].sum())  # ~0.64
+    assert slow.events_share == pytest.approx(0.05, abs=0.005)
+    assert fast.events_share == pytest.approx(0.95, abs=0.005)
+    assert slow.time_share == pytest.approx(true_slow_time, abs=0.01 if exact_time else 0.05)
+    assert fast.events + slow.events == counts.sum()
+    assert fast.high_s <= slow.low_s
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_thin_slow_band_that_owns_the_time_is_bimodal(seed: int) -> None:
+    raw, counts, time = mixture(seed, 100_000, [(0.99, 300e-6, 0.4), (0.01, 30e-3, 0.4)])
+    bands = find_bands(counts, time, LOW, HIGH)
+    assert len(bands) == 2 and bands[1].events_share < 0.03  # below the events threshold ...
+    assert bands[1].time_share == pytest.approx(raw[1].sum() / (raw[0].sum() + raw[1].sum()), abs=0.01)
+    assert bands[1].time_share > 0.4  # ... but it owns the waiting
+    assert is_bimodal(bands)
+    assert not is_bimodal(bands, min_time_share=0.9)
+
+
+def test_close_modes_of_equal_weight_split() -> None:
+    _, counts, time = mixture(5, 100_000, [(0.5, 300e-6, 0.3), (0.5, 2.4e-3, 0.3)])  # 3 octaves apart
+    bands = find_bands(counts, time, LOW, HIGH)
+    assert is_bimodal(bands)
+    assert [round(b.events_share, 2) for b in bands] == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_sparse_noise_does_not_make_bands(seed: int) -> None:
+    _, counts, time = mixture(seed, 150, [(1.0, 1e-3, 1.2)])
+    assert not is_bimodal(find_bands(counts, time, LOW, HIGH))
+
+
+def test_shallow_and_insignificant_valleys_merge() -> None:
+    counts = np.zeros(NSLOTS)
+    counts[10:15] = [50, 100, 70, 100, 50]  # valley at 70% of the peaks: one band
+    assert len(find_bands(counts, None, LOW, HIGH)) == 1
+    counts[10:15] = [5, 10, 2, 10, 5]  # deep but within Poisson noise
+    assert len(find_bands(counts, None, LOW, HIGH)) == 1
+    counts[10:15] = [500, 1000, 200, 1000, 500]  # deep and significant
+    bands = find_bands(counts, None, LOW, HIGH)
+    assert len(bands) == 2 and bands[0].last_slot == 12  # a tie goes left
+
+
+def test_tiny_bands_fold_into_a_neighbour() -> None:
+    counts = np.zeros(NSLOTS)
+    counts[10:13] = [1000, 5000, 1000]
+    counts[20] = 20  # 0.3% of events, ~0.3% x 512 of the time: kept (it owns time)
+    counts[2] = 20  # 0.3% of events, no time: folded
+    bands = find_bands(counts, None, LOW, HIGH)
+    assert len(bands) == 2
+    assert bands[0].first_slot == 2 and bands[1].first_slot == 20
+
+
+def test_band_range_shows_the_core_but_shares_count_everything() -> None:
+    counts = np.zeros(NSLOTS)
+    counts[10:13] = [1000, 5000, 1000]
+    counts[4] = 1  # a stray fast event
+    (band,) = find_bands(counts, None, LOW, HIGH)
+    assert band.first_slot == 4 and band.low_s == LOW[10]
+    assert band.events == counts.sum() and band.events_share == 1.0
+
+
+def test_edge_cases() -> None:
+    assert find_bands(np.zeros(NSLOTS), None, LOW, HIGH) == []
+    assert not is_bimodal([])
+    assert list(local_peaks(np.array([0, 3, 3, 1, 0, 2.0]))) == [2, 5]
+    counts = np.zeros(NSLOTS)
+    counts[7] = 4
+    np.testing.assert_allclose(estimate_time(counts, LOW, HIGH)[7], 4 * 1.5 * LOW[7])

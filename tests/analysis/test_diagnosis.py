@@ -1,0 +1,140 @@
+"""The composed diagnosis: report keys, summary text, and PyLatencyMap's real Oracle sample."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from latencymap.analysis.diagnosis import Diagnosis, diagnose, pct
+from latencymap.buckets import bin_values, bounds_seconds, midpoints_seconds
+from latencymap.differ import Differ
+from latencymap.inputs import read_input
+from latencymap.model import Interval
+from latencymap.plugins import load_registry
+
+SAMPLES = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap"
+LOW, HIGH = bounds_seconds("bpf", "nanosec")
+
+
+def synthetic(seed: int = 0, ncols: int = 80) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """95% at 300 us, 5% at 10 ms, plus a burst at ~80 ms in columns 30..37; 1 s columns."""
+    rng = np.random.default_rng(seed)
+    counts, times = [], []
+    for j in range(ncols):
+        n = rng.poisson(3000)
+        slow = rng.binomial(n, 0.05)
+        burst = rng.lognormal(np.log(80e6), 0.3, rng.poisson(60)) if 30 <= j < 38 else np.empty(0)
+        values = np.r_[rng.lognormal(np.log(300e3), 0.5, n - slow), rng.lognormal(np.log(10e6), 0.5, slow), burst]
+        c, s = bin_values(values)
+        counts.append(c)
+        times.append(s * 1e-9)
+    starts = 5000.0 + np.arange(ncols, dtype=np.float64)
+    return np.array(counts), np.array(times), starts, starts + 1.0
+
+
+def test_report_keys_are_plain_json() -> None:
+    counts, times, starts, ends = synthetic()
+    d = diagnose(counts, times, LOW, HIGH, starts, ends)
+    data = json.loads(json.dumps(d.to_json()))  # no NumPy scalars leak out
+    assert set(data) == {"bands", "bimodal", "tail", "episodes"}
+    assert all(set(b) == {"low_s", "high_s", "events_share", "time_share"} for b in data["bands"])
+    assert set(data["tail"]) == {"threshold_s", "events_share", "time_share", "events", "time_s", "dominant"}
+    assert data["bimodal"] is True
+    (ep,) = data["episodes"]
+    assert set(ep) == {"kind", "first_col", "last_col", "start", "end", "events", "shift_octaves", "gained", "lost"}
+    assert (ep["kind"], ep["first_col"], ep["last_col"], ep["start"], ep["end"]) == ("appear", 30, 37, 5030.0, 5038.0)
+    assert ep["gained"]["low_s"] <= 80e-3 < ep["gained"]["high_s"]
+
+
+def test_summary_reads_as_a_diagnosis() -> None:
+    counts, times, starts, ends = synthetic()
+    lines = diagnose(counts, times, LOW, HIGH, starts, ends).summary_lines()
+    assert lines[0].startswith("bimodal: 95% of events in ")
+    assert "own " in lines[0] and lines[0].endswith("of the time")
+    assert lines[1].startswith("tail dominates: ")
+    assert lines[2].startswith("episode cols 30–37 (t+30s–t+38s): a band appeared at ")
+    assert len(lines) == 3
+
+
+def test_col_range_selects_columns_and_keeps_absolute_numbers() -> None:
+    counts, times, starts, ends = synthetic()
+    inside = diagnose(counts, times, LOW, HIGH, starts, ends, col_range=(10, 70))
+    assert [(e.first_col, e.last_col) for e in inside.episodes] == [(30, 37)]
+    assert "cols 30–37 (t+30s–t+38s)" in inside.summary_lines()[2]
+    before = diagnose(counts, times, LOW, HIGH, starts, ends, col_range=(0, 30))
+    assert before.episodes == []
+    assert before.events == counts[:30].sum()
+
+
+def test_unimodal_and_empty() -> None:
+    rng = np.random.default_rng(2)
+    counts = np.array([bin_values(rng.lognormal(np.log(1e6), 0.4, 1000))[0] for _ in range(20)])
+    starts = np.arange(20.0)
+    d = diagnose(counts, None, LOW, HIGH, starts, starts + 1)
+    assert not d.bimodal and d.time_estimated and d.episodes == []
+    assert d.summary_lines()[0].startswith("unimodal: 100% of events in ")
+    empty = diagnose(np.zeros((3, 64)), None, LOW, HIGH, np.arange(3.0), np.arange(3.0) + 1)
+    assert empty.summary_lines() == ["no events"]
+    assert empty.to_json() == {"bands": [], "bimodal": False, "tail": None, "episodes": []}
+
+
+def test_pct() -> None:
+    assert [pct(x) for x in (0.61, 0.04, 0.003, 0.0, 1.0)] == ["61%", "4%", "0.3%", "0%", "100%"]
+
+
+def sample(name: str) -> tuple[list[Interval], np.ndarray]:
+    """Intervals of one of PyLatencyMap's sample files, and their counts (columns x slots)."""
+    items = Differ().run(read_input(str(SAMPLES / name), load_registry()))
+    intervals = [i for i in items if isinstance(i, Interval)]
+    return intervals, np.array([i.counts for i in intervals])
+
+
+def diagnose_intervals(intervals: list[Interval], counts: np.ndarray) -> Diagnosis:
+    """Diagnosis with time estimated from bucket midpoints (these samples carry counts only)."""
+    assert all(i.time is None for i in intervals)
+    stream = intervals[0].stream
+    time = counts * midpoints_seconds(stream.datasource, stream.unit)
+    low, high = bounds_seconds(stream.datasource, stream.unit)
+    starts, ends = np.array([i.start for i in intervals]), np.array([i.end for i in intervals])
+    return diagnose(counts, time, low, high, starts, ends)
+
+
+def test_diagnosis_of_pylatencymap_example_data() -> None:
+    intervals, counts = sample("example_latency_data.txt")  # Oracle db file sequential read, ms
+    assert len(intervals) == 71
+    d = diagnose_intervals(intervals, counts)
+    total = counts.sum()
+    # Three modes: cached reads at 1-4 ms, disk reads around 16 ms, and a thin band of ~1 s waits.
+    assert d.bimodal and len(d.bands) == 3
+    cache, disk, stalls = d.bands
+    assert (cache.low_s, cache.high_s) == (0.001, 0.004)
+    assert cache.events_share == pytest.approx(counts[:, 1:3].sum() / total)  # slots [1, 2) and [2, 4) ms
+    assert disk.low_s <= 0.016 < disk.high_s and disk.events_share > 0.7
+    assert stalls.low_s >= 0.256 and stalls.events_share < 0.005 and stalls.time_share > 0.1
+    # Half of the time is in the reads of 16 ms and more.
+    assert d.tail is not None and d.tail.threshold_s == 0.016 and not d.tail.dominant
+    assert d.tail.events_share == pytest.approx(counts[:, 5:].sum() / total)
+    # A steady real stream: no episode (its one short last column alone is not one).
+    assert d.episodes == []
+    lines = d.summary_lines()
+    assert lines[0].startswith("multimodal (3 bands): 24% of events in 1ms–4ms, 76% in 4ms–")
+    assert "own 15% of the time" in lines[0]
+    assert lines[1] == "tail: 48% of events (≥ 16ms) take 84% of the time"
+
+
+def test_diagnosis_of_pylatencymap_systemtap_data() -> None:
+    intervals, counts = sample("test_SystemTap_data.txt")  # block I/O 8 KB reads, us
+    d = diagnose_intervals(intervals, counts)
+    assert not d.bimodal  # pooled, disk reads at 4-8 ms swamp the rest ...
+    # ... but from column 33 on, reads of 256 us - 1 ms (cache hits) take over: an episode.
+    fast = counts[:, 9:11].sum(axis=1) / counts.sum(axis=1)  # slots [256, 512) and [512, 1024) us
+    assert fast[:33].max() < 0.1 and np.median(fast[33:44]) > 0.4
+    (e,) = d.episodes
+    assert (e.kind, e.first_col, e.last_col) == ("appear", 33, 43)
+    assert e.gained is not None and e.gained.low_s <= 256e-6 and e.gained.high_s >= 1024e-6
+    assert e.gained.events_share > 0.5 and e.gained.baseline_share < 0.05
+    assert e.shift_octaves <= -2
+    assert d.summary_lines()[2].startswith("episode cols 33–43 (t+99s–t+132s): a band appeared at 128µs–2.05ms")

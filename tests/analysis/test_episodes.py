@@ -1,0 +1,122 @@
+"""Episodes: bursts in known columns are found there; stationary streams give none."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from latencymap.analysis.episodes import chi2_quantile, find_episodes, runs
+from latencymap.buckets import bin_values, bounds_seconds
+
+LOW, HIGH = bounds_seconds("bpf", "nanosec")
+T0 = 1_700_000_000.0
+
+#: Column j -> (mean events, share of slow events at 10 ms, median of the fast band in s).
+Shape = Callable[[int], tuple[float, float, float]]
+
+
+def stream(seed: int, shape: Shape, ncols: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """counts (cols, slots), exact time (s), column starts and ends of a synthetic stream, 1 s columns."""
+    rng = np.random.default_rng(seed)
+    counts, times = [], []
+    for j in range(ncols):
+        mean, slow_share, fast_median = shape(j)
+        n = rng.poisson(mean)
+        slow = rng.binomial(n, slow_share)
+        values = np.r_[rng.lognormal(np.log(fast_median * 1e9), 0.5, n - slow), rng.lognormal(np.log(10e6), 0.5, slow)]
+        c, s = bin_values(values)
+        counts.append(c)
+        times.append(s * 1e-9)
+    starts = T0 + np.arange(ncols, dtype=np.float64)
+    return np.array(counts), np.array(times), starts, starts + 1.0
+
+
+def episodes(seed: int, shape: Shape, ncols: int = 100, estimated: bool = False) -> list:
+    """Episodes of a synthetic stream."""
+    counts, times, starts, ends = stream(seed, shape, ncols)
+    return find_episodes(counts, None if estimated else times, LOW, HIGH, starts, ends)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("estimated", [False, True])
+def test_burst_of_a_slow_band_is_an_episode_at_its_columns(seed: int, estimated: bool) -> None:
+    found = episodes(seed, lambda j: (2000, 0.2 if 40 <= j < 50 else 0.0, 300e-6), estimated=estimated)
+    assert len(found) == 1
+    (e,) = found
+    assert (e.kind, e.first_col, e.last_col) == ("appear", 40, 49)
+    assert (e.start, e.end) == (T0 + 40, T0 + 50)
+    assert e.gained is not None and e.gained.low_s <= 10e-3 < e.gained.high_s
+    assert e.gained.events_share == pytest.approx(0.2, abs=0.02)
+    assert e.gained.baseline_share < 0.001
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_thin_slow_burst_is_found_by_its_time(seed: int) -> None:
+    (e,) = episodes(seed, lambda j: (2000, 0.02 if 20 <= j < 25 else 0.0, 300e-6))
+    assert (e.kind, e.first_col, e.last_col) == ("appear", 20, 24)
+    # truth: 2% of events, 40% of the time (the time criterion flags it, not the events one)
+    assert e.gained is not None and e.gained.events_share < 0.05 and e.gained.time_share > 0.3
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_band_that_moves(seed: int) -> None:
+    (e,) = episodes(seed, lambda j: (2000, 0.0, 1.2e-3 if 60 <= j < 75 else 300e-6))
+    assert (e.kind, e.first_col, e.last_col) == ("move", 60, 74)
+    assert e.shift_octaves == pytest.approx(2.0, abs=0.5)
+    assert e.gained is not None and e.gained.low_s <= 1.2e-3 < e.gained.high_s
+    assert e.lost is not None and e.lost.low_s <= 300e-6 < e.lost.high_s
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_band_that_disappears(seed: int) -> None:
+    (e,) = episodes(seed, lambda j: (2000, 0.0 if 60 <= j < 70 else 0.1, 300e-6))
+    assert (e.kind, e.first_col, e.last_col) == ("disappear", 60, 69)
+    assert e.lost is not None and e.lost.low_s <= 10e-3 < e.lost.high_s
+    assert e.lost.events_share < 0.005 and e.lost.baseline_share == pytest.approx(0.1, abs=0.01)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize(
+    ("name", "shape"),
+    [
+        ("sparse", lambda j: (15, 0.0, 300e-6)),
+        ("small bimodal", lambda j: (100, 0.05, 300e-6)),
+        ("busy", lambda j: (5000, 0.01, 300e-6)),
+        ("load changes", lambda j: (200 + 5000 * (j % 7 == 0), 0.05, 300e-6)),
+    ],
+)
+def test_no_episode_on_a_stationary_stream(seed: int, name: str, shape: Shape) -> None:
+    assert episodes(seed, shape, ncols=150) == []
+
+
+def test_stationary_with_estimated_time_and_huge_columns() -> None:
+    assert episodes(9, lambda j: (100_000, 0.05, 300e-6), ncols=60, estimated=True) == []
+
+
+def test_single_anomalous_column_is_not_an_episode() -> None:
+    assert episodes(3, lambda j: (2000, 0.3 if j == 50 else 0.0, 300e-6)) == []
+    (e,) = episodes(3, lambda j: (2000, 0.3 if j in (50, 52) else 0.0, 300e-6))  # a one-column gap is bridged
+    assert (e.first_col, e.last_col) == (50, 52)
+
+
+def test_col_offset_and_min_seconds() -> None:
+    counts, times, starts, ends = stream(0, lambda j: (2000, 0.2 if 40 <= j < 50 else 0.0, 300e-6))
+    (e,) = find_episodes(counts, times, LOW, HIGH, starts, ends, col_offset=1000)
+    assert (e.first_col, e.last_col) == (1040, 1049)
+    assert find_episodes(counts, times, LOW, HIGH, starts, ends, min_seconds=11.0) == []
+
+
+def test_runs_bridge_small_gaps() -> None:
+    mask = np.zeros(30, dtype=bool)
+    mask[[3, 5, 6, 12, 20, 21, 22]] = True
+    assert runs(mask) == [(3, 6), (20, 22)]
+    assert runs(mask, max_gap=0) == [(5, 6), (20, 22)]
+    assert runs(mask, min_columns=1, max_gap=0) == [(3, 3), (5, 6), (12, 12), (20, 22)]
+
+
+def test_chi2_quantile_matches_tables() -> None:
+    # chi2(10) upper 5% = 18.307, chi2(3) upper 0.1% = 16.266
+    assert chi2_quantile(np.array(10), 1.6449) == pytest.approx(18.307, rel=0.01)
+    assert chi2_quantile(np.array(3), 3.0902) == pytest.approx(16.266, rel=0.03)

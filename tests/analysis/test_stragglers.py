@@ -1,0 +1,97 @@
+"""Stragglers: known slow items are found, nothing else, and warm-up alone is not a straggler."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from latencymap.analysis.stragglers import Item, find_stragglers, first_wave, stragglers_to_json
+
+
+def schedule(group: str, durations: np.ndarray, cores: int, t0: float = 1000.0) -> list[Item]:
+    """Items run greedily on `cores` slots, in order, as a local Spark executor would."""
+    free = np.full(cores, t0)
+    items = []
+    for k, d in enumerate(durations):
+        core = int(np.argmin(free))
+        start = float(free[core])
+        free[core] = start + d
+        items.append(Item(f"{group}.{k}", group, float(d), start, start + float(d)))
+    return items
+
+
+def stage(rng: np.random.Generator, group: str, n: int, *, warmup: int = 0, slow: tuple[int, ...] = (),
+          cores: int = 2) -> list[Item]:
+    """A stage of `n` tasks of ~200 ms (10% spread); the first `warmup` pay 1.8 s, `slow` ones take 5x."""
+    durations = 0.2 * rng.lognormal(0.0, 0.1, n)
+    durations[:warmup] += 1.8
+    durations[list(slow)] *= 5.0
+    return schedule(group, durations, cores)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_known_stragglers_found_and_no_others(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    items = stage(rng, "stage-1", 60, slow=(7, 31, 52)) + stage(rng, "stage-2", 40)
+    found = find_stragglers(items)
+    assert sorted(s.item.key for s in found) == ["stage-1.31", "stage-1.52", "stage-1.7"]
+    for s in found:
+        assert s.ratio > 4.0 and s.mad_score > 10
+        assert s.group_median_s == pytest.approx(0.2, rel=0.1)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_warmup_alone_is_not_a_straggler(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    items = stage(rng, "stage-0", 40, warmup=2, cores=2)
+    assert first_wave(items).sum() == 2
+    assert find_stragglers(items) == []
+    with_warmup = find_stragglers(items, include_warmup=True)
+    assert sorted(s.item.key for s in with_warmup) == ["stage-0.0", "stage-0.1"]
+    assert all(s.warmup and s.ratio > 5 for s in with_warmup)
+
+
+def test_warmup_does_not_hide_a_real_straggler() -> None:
+    rng = np.random.default_rng(7)
+    durations = 0.2 * rng.lognormal(0.0, 0.1, 40)
+    durations[:2] += 1.8  # the first wave pays the warm-up
+    durations[1] += 6.0  # ... and one of its tasks is a straggler on top of it
+    durations[20] *= 5.0  # a later straggler
+    found = find_stragglers(schedule("s", durations, cores=2))
+    assert sorted(s.item.key for s in found) == ["s.1", "s.20"]
+
+
+def test_warmup_without_times_is_judged_against_the_median() -> None:
+    durations = np.r_[2.0, 2.0, np.full(20, 0.2)]
+    items = [Item(str(k), "g", float(d)) for k, d in enumerate(durations)]
+    assert {s.item.key for s in find_stragglers(items)} == {"0", "1"}
+
+
+def test_tiny_spread_and_small_groups_do_not_flag() -> None:
+    tight = [Item(str(k), "g", 0.100 + 0.0001 * k) for k in range(20)] + [Item("x", "g", 0.110)]
+    assert find_stragglers(tight) == []  # 10% slower is far beyond the MAD but below the ratio
+    identical = [Item(str(k), "h", 1.0) for k in range(10)] + [Item("y", "h", 1.6)]
+    assert [s.item.key for s in find_stragglers(identical)] == ["y"]  # MAD = 0 leaves it to the ratio
+    small = [Item("a", "s", 1.0), Item("b", "s", 1.0), Item("c", "s", 9.0)]
+    assert find_stragglers(small) == []
+    assert [s.item.key for s in find_stragglers(small, min_group=3)] == ["c"]
+
+
+def test_wide_group_does_not_flag_its_upper_end() -> None:
+    rng = np.random.default_rng(11)
+    items = [Item(str(k), "g", float(d)) for k, d in enumerate(rng.uniform(0.2, 2.0, 200))]
+    assert find_stragglers(items) == []  # the top items are 1.5x+ the median, but within the spread
+    assert find_stragglers(items, min_mad_score=0.0) != []
+
+
+def test_to_json_round_trips() -> None:
+    items = [Item(str(k), "g", 1.0, 10.0 + k, 11.0 + k) for k in range(10)] + [Item("z", "g", 4.0, 30.0, 34.0)]
+    found = find_stragglers(items)
+    data = json.loads(json.dumps(stragglers_to_json(found)))
+    assert data == [{
+        "key": "z", "group": "g", "duration_s": 4.0, "start": 30.0, "end": 34.0, "group_median_s": 1.0,
+        "reference_s": 1.0, "ratio": 4.0, "mad_score": pytest.approx(0.6745 * 3.0 / 0.01), "group_size": 11,
+        "warmup": False,
+    }]

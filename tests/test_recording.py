@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from latencymap.model import Interval, StreamId
+from latencymap.recording import Recorder, paced, read_header, safe_options, windowed
+
+S = StreamId("s", "bpf", "microsec")
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "latencymap", *args], input=stdin, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "NO_COLOR": "1"})
+
+
+def report(path: Path | str) -> dict:
+    r = cli("report", "--format", "json", str(path))
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def assert_same_report(a: dict, b: dict) -> None:
+    assert len(a["streams"]) == len(b["streams"])
+    for x, y in zip(a["streams"], b["streams"], strict=True):
+        assert x["stream"] == y["stream"] and x["columns"] == y["columns"]
+        assert x["buckets"] == y["buckets"]
+        assert x["total"]["events"] == y["total"]["events"]
+        assert x["intensity_exact"] == y["intensity_exact"]
+        assert np.allclose(x["frequency"], y["frequency"], rtol=1e-12, atol=0)
+        assert np.allclose(x["intensity"], y["intensity"], rtol=1e-12, atol=0)
+        for key in ("time_s", "mean_s", "p50_s", "p99_s"):
+            assert x["total"][key] == pytest.approx(y["total"][key], rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["rec.txt", "rec.zst"])
+def test_report_of_live_run_equals_report_of_its_replay(tmp_path: Path, example_data: Path, name: str) -> None:
+    rec = tmp_path / name
+    r = cli("--plain", "--once", "--record", str(rec), stdin=example_data.read_text())
+    assert r.returncode == 0, r.stderr
+    assert oct(rec.stat().st_mode & 0o777) == "0o600"
+    if name.endswith(".zst"):
+        assert rec.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
+    assert_same_report(report(example_data), report(rec))
+    header = read_header(str(rec))
+    assert header is not None and header["tool"] == "latencymap" and header["source"] == "input"
+    assert {"version", "host", "start", "options"} <= set(header)
+
+
+def test_exact_intensity_survives_a_recording(tmp_path: Path) -> None:
+    rec = tmp_path / "exact.txt"
+    r = Recorder(str(rec))
+    rng = np.random.default_rng(0)
+    for i in range(5):
+        counts = rng.integers(0, 50, 64)
+        r.write(Interval(S, 100.0 + i, 101.0 + i, counts, counts * rng.random(64) * 1e-6))
+    r.close()
+    (stream,) = report(rec)["streams"]
+    assert stream["intensity_exact"] is True and stream["columns"] == 5
+
+
+def test_record_never_overwrites_without_force(tmp_path: Path, example_data: Path) -> None:
+    rec = tmp_path / "keep.txt"
+    rec.write_text("precious\n")
+    r = cli("--plain", "--once", "--record", str(rec), str(example_data))
+    assert r.returncode == 2
+    assert "exists" in r.stderr and "--force" in r.stderr
+    assert rec.read_text() == "precious\n"
+    r = cli("--plain", "--once", "--record", str(rec), "--force", str(example_data))
+    assert r.returncode == 0 and report(rec)["streams"][0]["columns"] == 71
+
+
+PRODUCER = r"""
+import sys, time
+ts = 1_700_000_000_000_000
+for i in range(10_000):
+    sys.stdout.write(f"<begin record>\ntimestamp, microsec, {ts + i * 1_000_000}, t{i}\nlatencyunit, microsec\n"
+                     f"label, live\n128, {i * 3}\n256, {i * i}\n<end record>\n")
+    sys.stdout.flush()
+    time.sleep(0.02)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["live.txt", "live.zst"])
+def test_sigkill_mid_stream_leaves_every_complete_record_replayable(tmp_path: Path, name: str) -> None:
+    rec = tmp_path / name
+    producer = subprocess.Popen([sys.executable, "-c", PRODUCER], stdout=subprocess.PIPE)
+    viewer = subprocess.Popen([sys.executable, "-m", "latencymap", "--plain", "--screen_delay=0", "--record",
+                               str(rec)], stdin=producer.stdout, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not rec.exists() or rec.stat().st_size < 3000):
+        time.sleep(0.05)
+    viewer.send_signal(signal.SIGKILL)
+    viewer.wait(10)
+    producer.kill()
+    producer.wait(10)
+    raw = rec.read_bytes()
+    if name.endswith(".zst"):
+        import zstandard
+
+        text = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True).read().decode()
+        cut = tmp_path / "cut.zst"
+        cut.write_bytes(raw[:-7])  # a file cut inside its last frame
+        (cut_stream,) = report(cut)["streams"]
+        assert cut_stream["columns"] == text.count("<end record>") - 1
+    else:
+        text = raw.decode()
+    complete = text.count("<end record>")
+    assert complete >= 5
+    (stream,) = report(rec)["streams"]
+    assert stream["columns"] == complete
+    # interval i (1-based) holds 3 events at 128µs and i*i-(i-1)**2 at 256µs
+    assert stream["total"]["events"] == 3 * complete + complete**2
+
+
+@pytest.mark.slow
+def test_real_pylatencymap_reads_a_compat_recording(tmp_path: Path, example_data: Path) -> None:
+    target = tmp_path / "plm"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                          "pylatencymap==1.3.0"], capture_output=True, text=True, timeout=300)
+    if pip.returncode != 0:
+        pytest.skip(f"PyLatencyMap 1.3 cannot be installed from the package index here: {pip.stderr[-300:]}")
+    rec = tmp_path / "compat.txt"
+    systemtap = example_data.parent / "test_SystemTap_data.txt"
+    for src in (example_data, systemtap):
+        rec.unlink(missing_ok=True)
+        assert cli("--plain", "--once", "--compat", "--record", str(rec), str(src)).returncode == 0
+        plm = subprocess.run([sys.executable, "-m", "LatencyMap", "--screen_delay=0"], stdin=rec.open(),
+                             capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(target)}, cwd=tmp_path)
+        assert plm.returncode == 0, plm.stderr[-500:]
+        assert "ERROR" not in plm.stderr
+        columns = report(src)["streams"][0]["columns"]
+        assert f"Sample num: {columns + 1}." in plm.stdout  # PyLatencyMap counts the baseline as a sample
+    assert report(rec)["streams"][0]["total"]["events"] == report(systemtap)["streams"][0]["total"]["events"]
+
+
+def test_header_never_holds_credentials() -> None:
+    opts = safe_options({"password": "hunter2", "dsn": "scott/tiger@db:1521/orcl", "url": "http://u:pw@h:4040",
+                         "api_token": "x", "event": ("a", "b"), "interval": 3})
+    text = json.dumps(opts)
+    assert "hunter2" not in text and "tiger" not in text and "pw@" not in text and "api_token" not in text
+    assert opts["event"] == ["a", "b"] and opts["interval"] == 3
+
+
+def intervals(n: int) -> list[Interval]:
+    return [Interval(S, 10.0 + 2 * i, 12.0 + 2 * i, np.ones(64, dtype=np.int64)) for i in range(n)]
+
+
+def test_paced_replay_scales_the_original_timing() -> None:
+    sleeps: list[float] = []
+    list(paced(iter(intervals(4)), 4.0, sleep=sleeps.append))
+    assert sleeps == [0.5, 0.5, 0.5]
+    sleeps.clear()
+    list(paced(iter(intervals(4)), None, sleep=sleeps.append))
+    assert sleeps == []
+
+
+def test_window_by_seconds_from_start() -> None:
+    got = [iv.start for iv in windowed(iter(intervals(10)), 4.0, 9.0)]
+    assert got == [14.0, 16.0, 18.0]
+
+
+def test_replay_command_with_max_and_window(tmp_path: Path, example_data: Path) -> None:
+    rec = tmp_path / "r.txt"
+    assert cli("--plain", "--once", "--record", str(rec), str(example_data)).returncode == 0
+    r = cli("replay", "--max", "--plain", "--once", "--start", "30", "--end", "60", str(rec))
+    assert r.returncode == 0, r.stderr
+    assert "Columns: 11" in r.stdout or "Columns: 10" in r.stdout

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +20,7 @@ from latencymap.recording import Recorder, RecordingError, paced, recorded, wind
 from latencymap.report import build_report, report_text
 from latencymap.views import run_view
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 EXAMPLES = """\b
 Examples:
@@ -109,8 +111,18 @@ def _plain_options(kw: dict[str, Any]) -> PlainOptions:
     )
 
 
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so that `finally` blocks flush and restore the terminal."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def _guarded(fn: Callable[[], int]) -> None:
     """Run a command body, turning known failures into one line and an exit code."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         code = fn()
     except (InputError, StrictError) as err:
@@ -121,6 +133,8 @@ def _guarded(fn: Callable[[], int]) -> None:
         code = err.exit_code
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
+    except Terminated:
+        code = EXIT_TERMINATED
     except BrokenPipeError:
         code = EXIT_OK
     sys.exit(code)

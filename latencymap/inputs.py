@@ -107,7 +107,21 @@ def choose_format(registry: Registry, head: list[str], name: str, forced: str | 
         except Exception:
             continue
     listing = "\n".join(f"  {n:14s} {f.summary}" for n, f in sorted(registry.formats.items()))
-    raise InputError(f"{name}: unrecognised input format. Supported formats (--format NAME):\n{listing}")
+    raise InputError(f"{name}: unrecognised input format. Supported formats (choose one with --format NAME, "
+                     f"or --input-format NAME on report):\n{listing}")
+
+
+def _specific_match(registry: Registry, head: list[str]) -> type[TextFormat] | None:
+    """The highest-priority non-generic format (priority >= 0) that claims `head`, if any."""
+    for fmt in sorted(registry.formats.values(), key=lambda f: -f.priority):
+        if fmt.priority < 0:
+            return None
+        try:
+            if fmt.sniff(head):
+                return fmt
+        except Exception:
+            continue
+    return None
 
 
 def read_input(
@@ -120,8 +134,15 @@ def read_input(
     """Items of one input. Raises InputError before yielding when it cannot be opened or identified."""
     stream, name = open_text(path, stdin)
     lines = capped_lines(stream)
-    head = list(itertools.islice(lines, SNIFF_LINES))
-    fmt = choose_format(registry, head, name, forced_format)
+    head: list[str] = []
+    fmt = None
+    if not forced_format:
+        for line in lines:  # decide as soon as a specific format claims the input: live pipes start at once
+            head.append(line)
+            fmt = _specific_match(registry, head)
+            if fmt is not None or len(head) >= SNIFF_LINES:
+                break
+    fmt = fmt or choose_format(registry, head, name, forced_format)
     reader = fmt(**(options or {}))
 
     def generate() -> Iterator[Item]:

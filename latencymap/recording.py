@@ -69,7 +69,7 @@ class Recorder:
             raise RecordingError(f"{path}: exists; use --force to overwrite it") from None
         except OSError as err:
             raise RecordingError(f"{path}: cannot create recording: {err.strerror}") from None
-        self._fh: IO[bytes] = os.fdopen(fd, "wb")
+        self._fh: IO[bytes] = os.fdopen(fd, "wb", buffering=0)
         self._compressor = None
         if self._zstd:
             import zstandard
@@ -87,8 +87,9 @@ class Recorder:
         if self._compressor is not None:
             data = self._compressor.compress(data)
         try:
-            self._fh.write(data)
-            self._fh.flush()
+            view = memoryview(data)
+            while view:
+                view = view[self._fh.write(view):]
         except OSError as err:
             raise RecordingError(f"{self.path}: recording stopped: {err.strerror}; "
                                  f"the {self.written} records written before are intact", exit_code=1) from None
@@ -124,7 +125,10 @@ class Recorder:
         return text + format_record(stream, iv.end, total, date=iv.date)
 
     def close(self) -> None:
-        self._fh.close()
+        try:
+            self._fh.close()
+        except OSError:
+            pass  # a write error was already reported; what was written stays
 
 
 def recorded(flow: Flow, recorder: Recorder) -> Flow:

@@ -1,0 +1,157 @@
+"""bcc `print_log2_hist` output (biolatency and friends) and biolatency `-j` dict lines.
+
+Text: a header `     usecs   : count     distribution` (its first word gives the unit: `nsecs`,
+`usecs`, `msecs`), then rows `lo -> hi : count |***|` with `hi` inclusive; an optional section
+line just before it (`disk = sda`) names the stream, else the stream is `bcc <unit>`. `-T` prints a
+`14:03:21` line before each interval. `-j` prints one Python dict repr per histogram
+(`{'ts': '2024-05-01 14:03:21', 'val_type': 'usecs', 'data': [{'interval-start': 0,
+'interval-end': 1, 'count': 5}, ...]}`), read with `ast.literal_eval` (never `eval`).
+
+Buckets: bcc stores `bpf_log2l(v)`, so row `2^(k-1) -> 2^k - 1` is slot k; the first row
+`0 -> 1` holds the values 0 and 1 together and is read as slot 1 (`[1, 2)`), like bcc's index.
+Prints are timed and counts read as cumulative or per-interval as for bpftrace
+(see `printed_histograms`); biolatency clears its map, so its prints are per-interval.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import click
+import numpy as np
+from latencymap.sources.printed_histograms import (
+    MAX_COUNT,
+    PrintReader,
+    cumulative_option,
+    interval_option,
+    parse_time_line,
+    slot_of_range,
+    unit_option,
+)
+
+from latencymap.model import Notice, empty_counts
+from latencymap.plugins import Item, TextFormat
+from latencymap.sanitize import clean_text, excerpt
+from latencymap.units import normalize_unit
+
+_HEADER = re.compile(r"^(\S+)\s*:\s*count\s+distribution$")
+_ROW = re.compile(r"^(\d+)\s*->\s*(\d+)\s*:\s*(\d+)\s*\|")
+_DICT = re.compile(r"^\{\s*'(ts|val_type|data)'\s*:")
+_EXPECTED = "expected a row 'lo -> hi : count |***|'"
+
+
+def bcc_slot(low: int, high: int) -> int | None:
+    """Slot of a bcc row `low -> high` (high inclusive); None when it is no bcc log2 row."""
+    if low == 0 and high == 1:
+        return 1
+    return slot_of_range(low, high + 1) if high + 1 == 2 * low else None
+
+
+def time_unit(val_type: str) -> str | None:
+    """The unit a bcc header word names (`usecs` → microsec), None for `kbytes` and the like."""
+    try:
+        unit = normalize_unit(val_type)
+    except ValueError:
+        return None
+    return None if unit == "sec" and val_type.lower() not in ("secs", "sec") else unit
+
+
+class BccTextFormat(TextFormat):
+    """bcc log2 histograms as printed by biolatency, runqlat, ext4dist... (text or `-j`)."""
+
+    name = "bcc"
+    summary = "bcc print_log2_hist text (usecs : count distribution) and biolatency -j dict lines"
+    priority = 5
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        return any(_HEADER.match(s := line.strip()) or _ROW.match(s) or _DICT.match(s) for line in head)
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [interval_option(), unit_option(), cumulative_option()]
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
+        reader = PrintReader(name, self.options)
+        section, section_line = "", 0
+        block: tuple[str, str | None, int] | None = None  # (label, unit, first line)
+        counts = empty_counts()
+        for n, raw in enumerate(lines, 1):
+            text = raw.strip()
+            if block is not None:
+                row = _ROW.match(text)
+                if row is not None:
+                    slot = bcc_slot(int(row.group(1)), int(row.group(2)))
+                    if slot is None or int(row.group(3)) > MAX_COUNT:
+                        yield Notice(f"{name}: line {n}: {_EXPECTED} with log2 bounds and a count < 2**62, got "
+                                     f"{excerpt(text)}; row skipped")
+                    else:
+                        counts[slot] += int(row.group(3))
+                    continue
+                yield from reader.histogram(block[0], counts, block[2], unit=block[1])
+                block, counts = None, empty_counts()
+            if not text:
+                continue
+            header = _HEADER.match(text)
+            if header is not None:
+                val_type = clean_text(header.group(1))
+                label = section if section and section_line == n - 1 else f"bcc {val_type}"
+                block = (label, time_unit(val_type), n)
+                continue
+            if _DICT.match(text):
+                yield from self._dict_line(reader, text, n, name)
+                continue
+            stamp = parse_time_line(text)
+            if stamp is not None:
+                yield from reader.time_line(*stamp, n)
+                continue
+            key, equals, value = text.partition("=")
+            if equals and key.strip() and value.strip():
+                section = clean_text(f"{key.strip()} {value.strip().strip(chr(39) + chr(34))}")
+                section_line = n
+            elif _ROW.match(text):
+                yield Notice(f"{name}: line {n}: a row outside a histogram (expected a '<unit> : count "
+                             f"distribution' header before it), got {excerpt(text)}; line skipped")
+        if block is not None:
+            yield from reader.histogram(block[0], counts, block[2], unit=block[1])
+        yield from reader.finish()
+
+    def _dict_line(self, reader: PrintReader, text: str, n: int, name: str) -> Iterator[Item]:
+        try:
+            obj = ast.literal_eval(text)
+            counts, val_type, label = dict_histogram(obj)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
+            yield Notice(f"{name}: line {n}: expected a biolatency -j dict "
+                         "{'ts': ..., 'val_type': ..., 'data': [{'interval-start': lo, 'interval-end': hi, "
+                         f"'count': n}}, ...]}} ({clean_text(str(err), 80)}); line skipped")
+            return
+        stamp = parse_time_line(str(obj.get("ts", "")))
+        if stamp is not None:
+            yield from reader.time_line(*stamp, n)
+        yield from reader.histogram(label, counts, n, unit=time_unit(val_type))
+
+
+def dict_histogram(obj: Any) -> tuple[np.ndarray, str, str]:
+    """Counts, val_type and stream label of one `-j` dict; ValueError when it is not one."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("data"), list):
+        raise ValueError("no 'data' list")
+    val_type = clean_text(str(obj.get("val_type", "value")))
+    extra = [(k, v) for k, v in obj.items() if k not in ("ts", "val_type", "data")]
+    label = clean_text(" ".join(f"{k} {v}" for k, v in extra)) if extra else f"bcc {val_type}"
+    counts = empty_counts()
+    for row in obj["data"]:
+        if not isinstance(row, dict):
+            raise ValueError(f"bucket {excerpt(str(row))} is not a dict")
+        low, high, count = row.get("interval-start"), row.get("interval-end"), row.get("count")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high, count)):
+            raise ValueError(f"bucket {excerpt(str(row))} lacks integer interval-start, interval-end, count")
+        if not 0 <= count <= MAX_COUNT:
+            raise ValueError(f"bucket {excerpt(str(row))} has a count outside [0, 2**62]")
+        slot = bcc_slot(low, high)
+        if slot is None:
+            raise ValueError(f"bucket {excerpt(str(row))} has no log2 bounds")
+        counts[slot] += count
+    return counts, val_type, label

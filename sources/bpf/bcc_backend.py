@@ -1,0 +1,185 @@
+"""The bcc backend: a generated C program on tracepoints, cumulative count and sum maps read in place."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from .collect import Reading
+from .preconditions import kernel_headers_dir
+from .spec import BpfError, TraceSpec
+
+COMMON = r"""
+struct lm_key { u32 group; u16 op; u16 slot; };
+BPF_HASH(lm_count, struct lm_key, u64, 16384);
+BPF_HASH(lm_sum, struct lm_key, u64, 16384);
+
+static inline void lm_record(u32 group, u16 op, u64 delta) {
+    struct lm_key k = {};
+    u64 zero = 0;
+    u16 slot = delta == 0 ? 0 : bpf_log2l(delta);
+    k.group = group;
+    k.op = op;
+    k.slot = slot > 63 ? 63 : slot;
+    u64 *c = lm_count.lookup_or_try_init(&k, &zero);
+    if (c)
+        __sync_fetch_and_add(c, 1);
+    u64 *t = lm_sum.lookup_or_try_init(&k, &zero);
+    if (t)
+        __sync_fetch_and_add(t, delta);
+}
+"""
+
+BLOCK = r"""
+struct lm_req { u32 dev; u64 sector; };
+BPF_HASH(lm_start, struct lm_req, u64, 65536);
+
+static inline int lm_begin(u32 dev, u64 sector, int keep_first) {
+    if (LM_FILTER_DEV && dev != LM_DEV)
+        return 0;
+    struct lm_req r = {};
+    r.dev = dev;
+    r.sector = sector;
+    u64 ts = bpf_ktime_get_ns();
+    if (keep_first)
+        lm_start.insert(&r, &ts);
+    else
+        lm_start.update(&r, &ts);
+    return 0;
+}
+
+#if LM_QUEUED
+TRACEPOINT_PROBE(block, block_rq_insert) { return lm_begin(args->dev, args->sector, 0); }
+#endif
+
+TRACEPOINT_PROBE(block, block_rq_issue) { return lm_begin(args->dev, args->sector, LM_QUEUED); }
+
+TRACEPOINT_PROBE(block, block_rq_complete) {
+    struct lm_req r = {};
+    r.dev = args->dev;
+    r.sector = args->sector;
+    u64 *tsp = lm_start.lookup(&r);
+    if (!tsp)
+        return 0;
+    u64 delta = bpf_ktime_get_ns() - *tsp;
+    lm_start.delete(&r);
+    u16 op = 0;
+#if LM_SPLIT_RW
+    op = 3;
+    #pragma unroll
+    for (int i = 0; i < 4; i++) {
+        char c = args->rwbs[i];
+        if (c == 'R') { op = 1; break; }
+        if (c == 'W') { op = 2; break; }
+        if (c == 0) break;
+    }
+#endif
+    lm_record(LM_PER_DISK ? args->dev : 0, op, delta);
+    return 0;
+}
+"""
+
+SYSCALL = r"""
+struct lm_call { u64 ts; u32 group; };
+BPF_HASH(lm_start, u64, struct lm_call, 65536);
+
+static inline int lm_enter(u32 group) {
+    u64 id = bpf_get_current_pid_tgid();
+    LM_FILTER
+    struct lm_call call = {};
+    call.ts = bpf_ktime_get_ns();
+    call.group = group;
+    lm_start.update(&id, &call);
+    return 0;
+}
+
+static inline int lm_exit(u32 group) {
+    u64 id = bpf_get_current_pid_tgid();
+    struct lm_call *call = lm_start.lookup(&id);
+    if (!call)
+        return 0;
+    u64 delta = bpf_ktime_get_ns() - call->ts;
+    u32 entered = call->group;
+    lm_start.delete(&id);
+    if (entered == group)
+        lm_record(group, 0, delta);
+    return 0;
+}
+"""
+
+PROBES = """
+TRACEPOINT_PROBE(syscalls, sys_enter_{name}) {{ return lm_enter({group}); }}
+TRACEPOINT_PROBE(syscalls, sys_exit_{name}) {{ return lm_exit({group}); }}
+"""
+
+
+def comm_filter(comm: str) -> str:
+    """C statements that return early unless the task's comm is exactly `comm`."""
+    data = comm.encode()
+    tests = [f"c[{i}] != {b}" for i, b in enumerate(data)] + [f"c[{len(data)}] != 0"]
+    return ("char c[16] = {}; bpf_get_current_comm(&c, sizeof(c)); "
+            f"if ({' || '.join(tests)}) return 0;")
+
+
+def program(spec: TraceSpec) -> tuple[str, list[str]]:
+    """The C source and cflags for a spec."""
+    if spec.mode == "block":
+        flags = [f"-DLM_FILTER_DEV={int(spec.disk_dev is not None)}", f"-DLM_DEV={spec.disk_dev or 0}",
+                 f"-DLM_QUEUED={int(spec.queued)}", f"-DLM_SPLIT_RW={int(spec.split_rw)}",
+                 f"-DLM_PER_DISK={int(spec.per_disk)}"]
+        return COMMON + BLOCK, ["-w", *flags]
+    if spec.pid is not None:
+        check = f"if ((id >> 32) != {int(spec.pid)}) return 0;"
+    elif spec.comm:
+        check = comm_filter(spec.comm)
+    else:
+        check = ""
+    text = COMMON + SYSCALL.replace("LM_FILTER", check)
+    text += "".join(PROBES.format(name=name, group=i) for i, name in enumerate(spec.syscalls))
+    return text, ["-w"]
+
+
+def load(spec: TraceSpec) -> Any:
+    """Compile and attach the program; BpfError (with bcc's reason) when that fails."""
+    headers = kernel_headers_dir()
+    if headers and not os.environ.get("BCC_KERNEL_SOURCE"):
+        os.environ["BCC_KERNEL_SOURCE"] = headers
+    from bcc import BPF
+
+    text, cflags = program(spec)
+    try:
+        return BPF(text=text.encode(), cflags=cflags)
+    except Exception as err:
+        raise BpfError(f"bcc could not compile or attach the {spec.mode} program: {err}") from err
+
+
+def read(bpf: Any, at: float) -> Reading:
+    """Copy both cumulative maps."""
+    reading = Reading(at)
+    for k, v in bpf[b"lm_count"].items():
+        reading.add((int(k.group), int(k.op)), int(k.slot), count=int(v.value))
+    for k, v in bpf[b"lm_sum"].items():
+        reading.add((int(k.group), int(k.op)), int(k.slot), sum_ns=int(v.value))
+    return reading
+
+
+def readings(bpf: Any, spec: TraceSpec, start: float) -> Iterator[Reading]:
+    """A reading every `spec.interval` seconds after `start` (no drift); the caller detaches `bpf`."""
+    tick = 1
+    while True:
+        delay = start + tick * spec.interval - time.time()
+        if delay > 0:
+            time.sleep(delay)
+        else:
+            tick += int(-delay // spec.interval)
+        tick += 1
+        yield read(bpf, time.time())
+
+
+def detach(bpf: Any) -> None:
+    """Detach the probes and free the maps (safe to call twice)."""
+    with contextlib.suppress(Exception):
+        bpf.cleanup()

@@ -1,0 +1,161 @@
+"""`latencymap bpf block|syscall`: the BPF source, choosing between the bcc and bpftrace backends.
+
+Fallback order with `--backend auto`: bcc first (in-process, exact per-slot sums, no subprocess),
+then bpftrace (no kernel headers needed). A backend whose preconditions fail is skipped with its
+reason; one that fails to compile or attach is reported in a Notice and the next is tried; when
+none works, one error lists every backend's reason. Both attach tracepoints only (this kind of
+kernel has no kprobes or fentry).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import click
+
+from latencymap.model import Notice
+from latencymap.plugins import Item, Source
+
+from . import preconditions
+from .collect import Reading, intervals
+from .spec import DEFAULT_SYSCALLS, BpfError, TraceSpec
+
+BACKENDS = ("bcc", "bpftrace")
+
+
+class BpfSource(Source):
+    """Block I/O or syscall latency histograms from in-kernel BPF programs."""
+
+    name: ClassVar[str] = "bpf"
+    summary: ClassVar[str] = "Block I/O or syscall latency from the kernel via BPF tracepoints (bcc or bpftrace)."
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [
+            click.Argument(["mode"], type=click.Choice(["block", "syscall"])),
+            click.Option(["--backend"], type=click.Choice(["auto", *BACKENDS]), default="auto", show_default=True,
+                         help="BPF front end; auto tries bcc, then bpftrace."),
+            click.Option(["--interval"], type=float, default=1.0, show_default=True, metavar="S",
+                         help="Seconds per time column."),
+            click.Option(["--disk"], metavar="NAME", help="block: only this disk (e.g. vda, nvme0n1)."),
+            click.Option(["--queued"], is_flag=True, help="block: include time queued in the OS (from insert)."),
+            click.Option(["--per-disk", "per_disk"], is_flag=True, help="block: one stream per disk."),
+            click.Option(["--split"], type=click.Choice(["rw"]), default=None,
+                         help="block: separate streams for reads, writes and others."),
+            click.Option(["--syscalls"], default=",".join(DEFAULT_SYSCALLS), show_default=True, metavar="LIST",
+                         help="syscall: comma-separated syscall names, one stream each."),
+            click.Option(["--pid"], type=int, default=None, metavar="P", help="syscall: only this process."),
+            click.Option(["--comm"], default=None, metavar="NAME", help="syscall: only tasks with this name."),
+        ]
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        problem = preconditions.system_problem()
+        if problem:
+            return problem
+        reasons = backend_problems()
+        if all(reasons.values()):
+            return no_backend_message(reasons)
+        return None
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.spec = TraceSpec.from_options(options)
+        self.backend = options.get("backend") or "auto"
+        self.chosen: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        spec = self.spec
+        out: dict[str, Any] = {"source": self.name, "mode": spec.mode, "backend": self.chosen or self.backend,
+                               "interval": spec.interval}
+        if spec.mode == "block":
+            out.update(disk=spec.disk, queued=spec.queued, per_disk=spec.per_disk, split_rw=spec.split_rw)
+        else:
+            out.update(syscalls=list(spec.syscalls), pid=spec.pid, comm=spec.comm)
+        return out
+
+    def items(self) -> Iterator[Item]:
+        problem = preconditions.system_problem()
+        if problem:
+            raise BpfError(problem)
+        wanted = BACKENDS if self.backend == "auto" else (self.backend,)
+        reasons = {name: problem for name, problem in backend_problems().items() if name in wanted}
+        for name in wanted:
+            if reasons[name]:
+                continue
+            try:
+                readings, attached_at, close = start_backend(name, self.spec)
+            except BpfError as err:
+                reasons[name] = str(err)
+                if name != wanted[-1]:
+                    yield Notice(f"bpf: {err}; trying {wanted[wanted.index(name) + 1]}", skipped=0)
+                continue
+            self.chosen = name
+            try:
+                yield Notice(f"bpf: tracing {self.spec.mode} latency with {name}", skipped=0)
+                readings = limited(readings, attached_at, self.options.get("count"), self.options.get("duration"))
+                yield from intervals(self.spec, readings, attached_at)
+            finally:
+                close()
+            return
+        raise BpfError(no_backend_message(reasons))
+
+
+def backend_problems() -> dict[str, str | None]:
+    """Each backend's missing precondition (None when it can be tried)."""
+    return {"bcc": preconditions.bcc_problem(), "bpftrace": preconditions.bpftrace_problem()}
+
+
+def no_backend_message(reasons: dict[str, str | None]) -> str:
+    """The one message given when no backend works, with every backend's reason."""
+    detail = "; ".join(f"{name}: {why}" for name, why in reasons.items() if why)
+    return f"no BPF backend works here (tried {', '.join(reasons)}, in this order) — {detail}"
+
+
+def start_backend(name: str, spec: TraceSpec) -> tuple[Iterator[Reading], float, Any]:
+    """Load and attach one backend: (readings, attach time, close function). BpfError on failure."""
+    if name == "bcc":
+        from . import bcc_backend
+
+        bpf = bcc_backend.load(spec)
+        attached_at = time.time()
+        gen = bcc_backend.readings(bpf, spec, attached_at)
+
+        def close_bcc() -> None:
+            gen.close()
+            bcc_backend.detach(bpf)
+
+        return gen, attached_at, close_bcc
+    from .bpftrace_backend import BpftraceRun
+
+    run = BpftraceRun(spec)
+    events = run.events()
+    try:
+        next(events)  # the first event is `ready`, printed once every probe is attached
+    except (BpfError, StopIteration) as err:
+        run.close()
+        raise BpfError(f"bpftrace could not attach the {spec.mode} program: {run_error(err)}") from None
+    attached_at = time.time()
+    readings = (reading for kind, reading in events if kind == "tick" and reading is not None)
+
+    def close() -> None:
+        events.close()
+        run.close()
+
+    return readings, attached_at, close
+
+
+def run_error(err: BaseException) -> str:
+    """Text of a startup failure."""
+    return str(err) or type(err).__name__
+
+
+def limited(readings: Iterator[Reading], attached_at: float, count: int | None,
+            duration: float | None) -> Iterator[Reading]:
+    """Stop after `count` readings or once a reading is `duration` seconds past the attach time."""
+    for n, reading in enumerate(readings, start=1):
+        yield reading
+        if (count is not None and n >= count) or (duration is not None and reading.timestamp - attached_at >= duration):
+            return

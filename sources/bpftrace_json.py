@@ -1,0 +1,122 @@
+"""bpftrace `-f json` output: `{"type": "hist", "data": {"@map": [{"min": 8, "max": 15, "count": n}]}}` lines.
+
+`max` is inclusive; the negative bucket has no `min` and is dropped with a note. Keyed maps
+(`{"@map": {"key": [...]}}`) give one stream per key, labelled `@map[key]`. `{"type": "time"}`
+lines time the prints that follow; other line types are skipped. Timing, units and
+cumulative/per-interval counts work as for the text output (see `bpftrace_text`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import click
+import numpy as np
+from latencymap.sources.printed_histograms import (
+    MAX_COUNT,
+    PrintReader,
+    cumulative_option,
+    interval_option,
+    parse_time_line,
+    slot_of_range,
+    unit_option,
+)
+
+from latencymap.model import Notice, empty_counts
+from latencymap.plugins import Item, TextFormat
+from latencymap.sanitize import clean_text, excerpt
+
+_TYPED = re.compile(r'^\{\s*"type"\s*:\s*"(\w+)"')
+_KNOWN_TYPES = frozenset({"attached_probes", "hist", "time", "map", "value", "printf", "stats", "join",
+                          "syscall", "lost_events", "helper_error"})
+
+
+class HistRowError(ValueError):
+    """A hist entry that is not `{"min": int, "max": int, "count": int}`."""
+
+
+def hist_counts(rows: Any) -> tuple[np.ndarray, int]:
+    """Per-slot counts and the negative-bucket count of one map's JSON hist rows."""
+    if not isinstance(rows, list):
+        raise HistRowError(f"expected a list of buckets, got {type(rows).__name__}")
+    counts = empty_counts()
+    negative = 0
+    for row in rows:
+        count = row.get("count") if isinstance(row, dict) else None
+        if not _is_int(count) or not 0 <= count <= MAX_COUNT:
+            raise HistRowError(f"expected a bucket with an integer count in [0, 2**62], got {excerpt(str(row))}")
+        if "min" not in row:
+            negative += count
+            continue
+        low, high = row.get("min"), row.get("max")
+        if not (_is_int(low) and _is_int(high)):
+            raise HistRowError(f"expected integer min and max, got {excerpt(str(row))}")
+        slot = slot_of_range(low, high + 1)
+        if slot is None:
+            raise HistRowError(f"expected log2 bounds (hist(), not lhist()), got {excerpt(str(row))}")
+        counts[slot] += count
+    return counts, negative
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class BpftraceJsonFormat(TextFormat):
+    """bpftrace `-f json` lines; hist maps become streams."""
+
+    name = "bpftrace-json"
+    summary = 'bpftrace -f json lines ({"type": "hist", ...}, {"type": "time", ...})'
+    priority = 5
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        return any((m := _TYPED.match(line.strip())) is not None and m.group(1) in _KNOWN_TYPES for line in head)
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [interval_option(), unit_option(), cumulative_option()]
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
+        reader = PrintReader(name, self.options)
+        for n, raw in enumerate(lines, 1):
+            text = raw.strip()
+            if not text:
+                continue
+            try:
+                obj = json.loads(text)
+            except (ValueError, RecursionError):
+                obj = None
+            if not isinstance(obj, dict):
+                yield Notice(f"{name}: line {n}: expected one JSON object per line (bpftrace -f json), "
+                             f"got {excerpt(text)}; line skipped")
+                continue
+            kind, data = obj.get("type"), obj.get("data")
+            if kind == "time":
+                stamp = parse_time_line(data) if isinstance(data, str) else None
+                if stamp is None:
+                    yield Notice(f"{name}: line {n}: expected a time such as \"14:03:21\\n\" in a time line, "
+                                 f"got {excerpt(str(data))}; line skipped")
+                else:
+                    yield from reader.time_line(*stamp, n)
+            elif kind == "hist":
+                yield from self._hist(reader, data, n, name)
+        yield from reader.finish()
+
+    def _hist(self, reader: PrintReader, data: Any, n: int, name: str) -> Iterator[Item]:
+        if not isinstance(data, dict):
+            yield Notice(f"{name}: line {n}: expected \"data\": {{\"@map\": [...]}} in a hist line; line skipped")
+            return
+        for map_name, value in data.items():
+            keyed = value.items() if isinstance(value, dict) else [(None, value)]
+            for key, rows in keyed:
+                label = clean_text(str(map_name) if key is None else f"{map_name}[{key}]")
+                try:
+                    counts, negative = hist_counts(rows)
+                except HistRowError as err:
+                    yield Notice(f"{name}: line {n}: {label}: {err}; histogram skipped")
+                    continue
+                yield from reader.histogram(label, counts, n, negative=negative)

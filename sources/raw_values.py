@@ -1,0 +1,201 @@
+"""Raw latency values: one number per line, or `<time> <latency>` pairs (trace2heatmap's input).
+
+Values are in `--unit` (default µs; seconds are read as µs so sub-second values keep their
+resolution), times in `--time-unit` (default s). Pairs are grouped into columns of
+`--interval` seconds of their own time, aligned to multiples of the interval (times before
+1973 are relative and stay so); values without times are grouped by when they arrive. Fields
+may be separated by spaces, tabs or a comma; `#` lines and a first header line are skipped.
+Values are parsed and binned with NumPy in bulk, with exact time per bucket; negative and
+non-numeric values are reported.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import PurePath
+
+import click
+import numpy as np
+from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, column_spans, interval_option, unit_option
+
+from latencymap.buckets import bin_values
+from latencymap.model import Interval, Notice, StreamId
+from latencymap.plugins import Item, TextFormat
+from latencymap.sanitize import clean_text, excerpt
+from latencymap.units import normalize_unit, unit_seconds
+
+DEFAULT_UNIT = "microsec"
+DATASOURCE = "raw"
+#: Lines parsed together; a batch is also cut after BATCH_SECONDS so live input flows.
+BATCH_LINES = 65536
+BATCH_SECONDS = 0.2
+
+
+def _time_unit_callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        return normalize_unit(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _fields(line: str) -> list[str]:
+    return line.replace(",", " ").split()
+
+
+class RawValuesFormat(TextFormat):
+    """Plain latency values, optionally with a time column."""
+
+    name = "raw"
+    summary = "raw latency values, one per line or '<time> <latency>' pairs (--unit, --time-unit)"
+    priority = -10
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        rows = [_fields(line) for line in head if line.strip() and not line.lstrip().startswith("#")]
+        if rows and not all(_is_number(f) for f in rows[0]):
+            rows = rows[1:]  # a header line
+        return bool(rows) and all(1 <= len(r) <= 2 and all(_is_number(f) for f in r) for r in rows)
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [
+            unit_option(),
+            click.Option(["--time-unit"], default="s", show_default=True, callback=_time_unit_callback,
+                         metavar="UNIT", help="Raw values: unit of the time column (s, ms, us, ns)."),
+            interval_option(),
+        ]
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
+        unit = normalize_unit(self.options.get("unit") or DEFAULT_UNIT)
+        time_unit = normalize_unit(self.options.get("time_unit") or "s")
+        interval = float(self.options.get("interval") or DEFAULT_INTERVAL)
+        return RawReader(name, unit, time_unit, interval).read(lines)
+
+
+class RawReader:
+    """Batches of lines → parsed arrays → columns of binned values."""
+
+    def __init__(self, name: str, unit: str, time_unit: str, interval: float,
+                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.name = name
+        self.scale = 1e6 if unit == "sec" else 1.0  # seconds are binned as microseconds
+        unit = "microsec" if unit == "sec" else unit
+        label = "stdin" if name == "<stdin>" else PurePath(name).name
+        self.stream = StreamId(clean_text(label) or "values", DATASOURCE, unit)
+        self.to_seconds = unit_seconds(unit)
+        self.time_scale = unit_seconds(time_unit)
+        self.interval = interval
+        self.clock, self.monotonic = clock, monotonic
+        self.width: int | None = None  # fields per line: 1 (values) or 2 (time, value)
+        self.origin = 0.0
+        self.column: int | None = None
+        self.pending: list[np.ndarray] = []
+        self.late = 0
+
+    def read(self, lines: Iterable[str]) -> Iterator[Item]:
+        batch: list[str] = []
+        first = 1
+        started = self.monotonic()
+        for n, line in enumerate(lines, 1):
+            if not batch:
+                first, started = n, self.monotonic()
+            batch.append(line)
+            if len(batch) >= BATCH_LINES or self.monotonic() - started >= BATCH_SECONDS:
+                yield from self._batch(batch, first)
+                batch = []
+        if batch:
+            yield from self._batch(batch, first)
+        if self.column is not None:
+            yield from self._flush(self.column + 1)
+
+    def _batch(self, batch: list[str], first: int) -> Iterator[Item]:
+        rows, notices = self._parse(batch, first)
+        yield from notices
+        if not len(rows):
+            return
+        values = rows[:, -1] * self.scale
+        if self.width == 1:
+            if self.column is None:
+                self.origin = self.clock()
+            keys = np.full(len(values), math.floor((self.clock() - self.origin) / self.interval), dtype=np.int64)
+        else:
+            times = rows[:, 0] * self.time_scale
+            keys = np.floor(times / self.interval).astype(np.int64)
+            if self.column is not None:
+                late = keys < self.column
+                if late.any():
+                    self.late += int(late.sum())
+                    if self.late == int(late.sum()):
+                        yield Notice(f"{self.name}: line {first}+: times go backwards; earlier values are counted "
+                                     "in the current column", skipped=0)
+                    keys[late] = self.column
+        order = np.argsort(keys, kind="stable")
+        keys, values = keys[order], values[order]
+        uniq, starts = np.unique(keys, return_index=True)
+        bounds = [*starts.tolist(), len(keys)]
+        for i, key in enumerate(uniq.tolist()):
+            if self.column is None:
+                self.column = key
+            elif key > self.column:
+                yield from self._flush(key)
+            self.pending.append(values[bounds[i]:bounds[i + 1]])
+
+    def _parse(self, batch: list[str], first: int) -> tuple[np.ndarray, list[Notice]]:
+        """Rows of floats (one per data line) and the Notices for the lines that are not data."""
+        notices: list[Notice] = []
+        numbered = [(first + i, f) for i, line in enumerate(batch)
+                    if (f := _fields(line)) and not f[0].startswith("#")]
+        if self.width is None and numbered:
+            if not all(_is_number(x) for x in numbered[0][1]) and numbered[0][0] == 1:
+                numbered = numbered[1:]  # a header line
+            if numbered:
+                self.width = 2 if len(numbered[0][1]) >= 2 else 1
+        width = self.width or 1
+        good = [f for _, f in numbered if len(f) == width]
+        try:
+            rows = np.array(good, dtype=np.float64).reshape(-1, width)
+            bad = [(n, f) for n, f in numbered if len(f) != width]
+        except ValueError:
+            good, bad = [], []
+            for n, f in numbered:
+                if len(f) == width and all(_is_number(x) for x in f):
+                    good.append(f)
+                else:
+                    bad.append((n, f))
+            rows = np.array(good, dtype=np.float64).reshape(-1, width)
+        expected = "'<latency>'" if width == 1 else "'<time> <latency>'"
+        for n, f in bad[:3]:
+            notices.append(Notice(f"{self.name}: line {n}: expected {expected} (numbers), got {excerpt(' '.join(f))}; "
+                                  "line skipped"))
+        if len(bad) > 3:
+            notices.append(Notice(f"{self.name}: lines {bad[3][0]}-{bad[-1][0]}: {len(bad) - 3} more lines skipped "
+                                  f"(expected {expected})", skipped=len(bad) - 3))
+        ok = np.isfinite(rows).all(axis=1) & (rows[:, -1] >= 0)
+        if not ok.all():
+            notices.append(Notice(f"{self.name}: lines {first}-{first + len(batch) - 1}: {int((~ok).sum())} negative "
+                                  "or non-finite value(s) dropped", skipped=int((~ok).sum())))
+            rows = rows[ok]
+        return rows, notices
+
+    def _flush(self, upto: int) -> Iterator[Interval]:
+        """The current column, then empty columns up to `upto` (a long idle stretch as one column)."""
+        assert self.column is not None
+        for first, stop in column_spans(self.column, upto):
+            yield self._interval(first, stop, np.concatenate(self.pending) if self.pending else np.empty(0))
+            self.pending = []
+        self.column = upto
+
+    def _interval(self, first: int, stop: int, values: np.ndarray) -> Interval:
+        counts, sums = bin_values(values)
+        start = self.origin + first * self.interval
+        return Interval(self.stream, start, self.origin + stop * self.interval, counts, sums * self.to_seconds)

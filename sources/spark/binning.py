@@ -1,0 +1,189 @@
+"""Task metrics in ms, time columns (fixed or automatic width) and their exact histograms as Intervals."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+
+from latencymap.buckets import NSLOTS, bin_values
+from latencymap.model import Interval, StreamId
+
+from .parse import SparkTask
+
+DATASOURCE = "spark"
+UNIT = "millisec"
+#: Interval widths (ms) automatic binning chooses from.
+NICE_MS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000,
+           600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000, 86_400_000)
+MAX_COLUMNS = 200
+
+
+def _scheduler_delay(t: SparkTask) -> float | None:
+    """The Spark UI's scheduler delay: what the task's wall time does not spend in its own phases."""
+    if t.run_ms is None or t.deserialize_ms is None:
+        return None
+    getting = t.finish_ms - t.getting_result_ms if t.getting_result_ms > 0 else 0
+    return float(max(0, t.duration_ms - t.run_ms - t.deserialize_ms - (t.result_serialize_ms or 0) - getting))
+
+
+def _ns(value: float | None) -> float | None:
+    return None if value is None else value / 1e6
+
+
+#: --metric name -> (what it is, value in ms or None when the task does not have it).
+METRICS: dict[str, tuple[str, Callable[[SparkTask], float | None]]] = {
+    "duration": ("task wall time, launch to finish", lambda t: float(t.duration_ms)),
+    "run": ("Executor Run Time", lambda t: t.run_ms),
+    "cpu": ("Executor CPU Time", lambda t: _ns(t.cpu_ns)),
+    "gc": ("JVM GC Time", lambda t: t.gc_ms),
+    "deserialize": ("Executor Deserialize Time", lambda t: t.deserialize_ms),
+    "fetch-wait": ("shuffle Fetch Wait Time", lambda t: t.fetch_wait_ms),
+    "shuffle-write": ("Shuffle Write Time", lambda t: _ns(t.shuffle_write_ns)),
+    "scheduler-delay": ("duration minus run, deserialize, result serialize, getting result", _scheduler_delay),
+}
+
+
+def auto_interval_ms(first_ms: int, last_ms: int, max_columns: int = MAX_COLUMNS) -> int:
+    """The narrowest nice width that fits [first, last] in at most `max_columns` epoch-aligned columns."""
+    for width in NICE_MS:
+        if last_ms // width - first_ms // width + 1 <= max_columns:
+            return width
+    return NICE_MS[-1]
+
+
+def stream_for(app_name: str, metric: str, stage: int | None = None) -> StreamId:
+    """The stream of an application's metric, or of one stage of it."""
+    where = f" stage {stage}" if stage is not None else ""
+    return StreamId(f"spark {app_name}{where} task {metric}", DATASOURCE, UNIT)
+
+
+def task_values(tasks: Iterable[SparkTask], metric: str, stages: frozenset[int] | None = None,
+                per_stage: bool = False) -> dict[int | None, tuple[np.ndarray, np.ndarray]]:
+    """Per stream key (stage, or None for all): finish times (ms) and metric values (ms)."""
+    value_of = METRICS[metric][1]
+    finish: dict[int | None, list[int]] = defaultdict(list)
+    values: dict[int | None, list[float]] = defaultdict(list)
+    for t in tasks:
+        if stages is not None and t.stage not in stages:
+            continue
+        v = value_of(t)
+        if v is None:
+            continue
+        key = t.stage if per_stage else None
+        finish[key].append(t.finish_ms)
+        values[key].append(v)
+    return {k: (np.asarray(finish[k], dtype=np.int64), np.asarray(values[k], dtype=np.float64)) for k in finish}
+
+
+def cells(finish_ms: np.ndarray, values: np.ndarray, width_ms: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """(first column, counts[columns, slots], sums_ms[columns, slots]) with `bin_values` per column."""
+    col = finish_ms // width_ms
+    first, last = int(col.min()), int(col.max())
+    counts = np.zeros((last - first + 1, NSLOTS), dtype=np.int64)
+    sums = np.zeros((last - first + 1, NSLOTS), dtype=np.float64)
+    order = np.argsort(col, kind="stable")
+    col, values = col[order] - first, values[order]
+    bounds = np.searchsorted(col, np.arange(last - first + 2))
+    for c in np.flatnonzero(np.diff(bounds)):
+        counts[c], sums[c] = bin_values(values[bounds[c]:bounds[c + 1]])
+    return first, counts, sums
+
+
+def intervals_from_cells(stream: StreamId, first: int, counts: np.ndarray, sums_ms: np.ndarray,
+                         width_ms: int) -> list[Interval]:
+    """One Interval per column (empty columns included), exact time in seconds."""
+    out = []
+    for k in range(counts.shape[0]):
+        start, end = (first + k) * width_ms / 1000.0, (first + k + 1) * width_ms / 1000.0
+        out.append(Interval(stream, start, end, counts[k].copy(), sums_ms[k] / 1000.0))
+    return out
+
+
+def merge_in_time(per_stream: Iterable[list[Interval]]) -> list[Interval]:
+    """All streams' Intervals in time order (stable on stream label)."""
+    merged = [iv for ivs in per_stream for iv in ivs]
+    merged.sort(key=lambda iv: (iv.start, iv.stream.label))
+    return merged
+
+
+def batch_intervals(tasks: list[SparkTask], app_name: str, metric: str = "duration",
+                    stages: frozenset[int] | None = None, per_stage: bool = False,
+                    width_ms: int | None = None) -> list[Interval]:
+    """Intervals of a finished application (automatic width unless given)."""
+    groups = task_values(tasks, metric, stages, per_stage)
+    if not groups:
+        return []
+    if width_ms is None:
+        lo = min(int(f.min()) for f, _ in groups.values())
+        hi = max(int(f.max()) for f, _ in groups.values())
+        width_ms = auto_interval_ms(lo, hi)
+    out = []
+    for key in sorted(groups, key=lambda k: -1 if k is None else k):
+        first, counts, sums = cells(*groups[key], width_ms)
+        out.append(intervals_from_cells(stream_for(app_name, metric, key), first, counts, sums, width_ms))
+    return merge_in_time(out)
+
+
+class LiveBinner:
+    """Columns of a running application: a column is emitted once `grace` has passed after its end.
+
+    A task arriving for a column already emitted (the log is written in 96 KiB steps) goes into the
+    oldest open column, so no event is lost; columns of a stream stay contiguous.
+    """
+
+    def __init__(self, app_name: str, metric: str = "duration", stages: frozenset[int] | None = None,
+                 per_stage: bool = False, width_ms: int = 1000, grace_ms: int = 3000) -> None:
+        self.app_name, self.metric, self.stages, self.per_stage = app_name, metric, stages, per_stage
+        self.width_ms, self.grace_ms = width_ms, grace_ms
+        self._open: dict[int | None, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        self._next: dict[int | None, int] = {}
+        self.late = 0
+
+    def add(self, tasks: Iterable[SparkTask]) -> None:
+        """Put tasks in their columns."""
+        for key, (finish, values) in task_values(tasks, self.metric, self.stages, self.per_stage).items():
+            columns = self._open[key]
+            floor = self._next.get(key)
+            for f, v in zip((finish // self.width_ms).tolist(), values.tolist(), strict=True):
+                if floor is not None and f < floor:
+                    f = floor
+                    self.late += 1
+                columns[f].append(v)
+
+    def ready(self, now_ms: float) -> list[Interval]:
+        """Columns whose end is at least `grace` in the past."""
+        return self._emit(int((now_ms - self.grace_ms) // self.width_ms))
+
+    def flush(self) -> list[Interval]:
+        """Every remaining column (the application has ended)."""
+        last = max((max(c) for c in self._open.values() if c), default=None)
+        return [] if last is None else self._emit(last + 1)
+
+    def _emit(self, upto: int) -> list[Interval]:
+        """Columns strictly before `upto`, per stream from its next column on."""
+        out: list[list[Interval]] = []
+        for key, columns in self._open.items():
+            if not columns and key not in self._next:
+                continue
+            start = self._next.get(key, min(columns) if columns else upto)
+            if start >= upto:
+                continue
+            stream = stream_for(self.app_name, self.metric, key)
+            width = self.width_ms
+            ivs = []
+            for c in range(start, upto):
+                counts, sums = bin_values(np.asarray(columns.pop(c, []), dtype=np.float64))
+                ivs.append(Interval(stream, c * width / 1000.0, (c + 1) * width / 1000.0, counts, sums / 1000.0))
+            self._next[key] = upto
+            out.append(ivs)
+        return merge_in_time(out)
+
+
+def live_intervals(batches: Iterator[tuple[list[SparkTask], bool]], binner: LiveBinner,
+                   clock: Callable[[], float]) -> Iterator[Interval]:
+    """Intervals as a live reader's task batches arrive; everything left when it says the app ended."""
+    for tasks, ended in batches:
+        binner.add(tasks)
+        yield from (binner.flush() if ended else binner.ready(clock() * 1000.0))

@@ -1,0 +1,171 @@
+"""Incremental decoders for every compression Spark writes event logs with (none, zstd, lz4, snappy)."""
+
+from __future__ import annotations
+
+import importlib.util
+import struct
+from pathlib import Path
+from typing import Protocol
+
+#: File suffix -> codec name; a file without one of these suffixes is plain text.
+SUFFIXES = {".zstd": "zstd", ".zst": "zstd", ".lz4": "lz4", ".snappy": "snappy", ".lzf": "lzf"}
+
+LZ4_MAGIC = b"LZ4Block"
+LZ4_HEADER = "<Biii"  # token, compressed length, decompressed length, checksum (a format: picklable)
+LZ4_HEADER_LEN = len(LZ4_MAGIC) + struct.calcsize(LZ4_HEADER)  # 21
+LZ4_RAW, LZ4_COMPRESSED = 0x10, 0x20
+
+#: Codec -> the Python package that decodes it.
+MODULES = {"zstd": "zstandard", "lz4": "lz4", "snappy": "cramjam"}
+
+SNAPPY_MAGIC = b"\x82SNAPPY\x00"
+SNAPPY_HEADER_LEN = len(SNAPPY_MAGIC) + 8  # magic, version, compatible version
+
+
+class CodecError(ValueError):
+    """A compressed event log that cannot be decoded."""
+
+
+class Decoder(Protocol):
+    """Bytes in, as they arrive; decompressed bytes out (possibly empty until a block is complete)."""
+
+    def feed(self, data: bytes) -> bytes: ...
+
+    def pending(self) -> int: ...
+
+
+def codec_of(path: str | Path) -> str | None:
+    """The codec a Spark event-log file name says (`.zstd`, `.lz4`, `.snappy`, `.lzf`); None for plain."""
+    return SUFFIXES.get(Path(str(path)).suffix.lower())
+
+
+def make_decoder(codec: str | None) -> Decoder:
+    """A fresh incremental decoder for one file."""
+    if codec is None:
+        return PlainDecoder()
+    module = MODULES.get(codec)
+    if module and importlib.util.find_spec(module) is None:
+        raise CodecError(f"{codec} event logs need the {module} package: pip install 'latencymap[spark]'")
+    if codec == "zstd":
+        return ZstdDecoder()
+    if codec == "lz4":
+        return Lz4BlockDecoder()
+    if codec == "snappy":
+        return SnappyStreamDecoder()
+    raise CodecError(f"event logs compressed with {codec} are not supported (plain, zstd, lz4 and snappy are)")
+
+
+def decompress(data: bytes, codec: str | None) -> bytes:
+    """A whole file's bytes, decompressed; an incomplete last block raises CodecError."""
+    dec = make_decoder(codec)
+    out = dec.feed(data)
+    if dec.pending():
+        raise CodecError(f"{codec} stream ends inside a block ({dec.pending()} bytes left over)")
+    return out
+
+
+class PlainDecoder:
+    """Uncompressed text: bytes pass through."""
+
+    def feed(self, data: bytes) -> bytes:
+        return data
+
+    def pending(self) -> int:
+        return 0
+
+
+class ZstdDecoder:
+    """Zstandard, across the many frames Spark's writer produces."""
+
+    def __init__(self) -> None:
+        import zstandard
+
+        self._obj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+
+    def feed(self, data: bytes) -> bytes:
+        import zstandard
+
+        if not data:
+            return b""
+        try:
+            out = self._obj.decompress(data)
+        except zstandard.ZstdError as err:
+            raise CodecError(f"zstd: {err}") from err
+        return out
+
+    def pending(self) -> int:
+        return 0  # zstandard keeps partial frames internally; truncation only shows as missing lines
+
+
+class _BlockDecoder:
+    """Shared buffering of length-prefixed blocks: keeps a partial block until its bytes arrive."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> bytes:
+        self._buf += data
+        parts: list[bytes] = []
+        pos = self._parse(parts)
+        del self._buf[:pos]
+        return b"".join(parts)
+
+    def pending(self) -> int:
+        return len(self._buf)
+
+    def _parse(self, parts: list[bytes]) -> int:
+        raise NotImplementedError
+
+
+class Lz4BlockDecoder(_BlockDecoder):
+    """lz4-java's LZ4BlockOutputStream format: `LZ4Block`, token, lengths, xxhash32; then the block."""
+
+    def _parse(self, parts: list[bytes]) -> int:
+        import lz4.block
+
+        buf, pos, size = self._buf, 0, len(self._buf)
+        while size - pos >= LZ4_HEADER_LEN:
+            if buf[pos:pos + 8] != LZ4_MAGIC:
+                raise CodecError(f"lz4: no LZ4Block magic at byte {pos} (not an lz4-java block stream?)")
+            token, clen, dlen, _check = struct.unpack_from(LZ4_HEADER, buf, pos + 8)
+            if clen < 0 or dlen < 0:
+                raise CodecError(f"lz4: negative block length at byte {pos}")
+            end = pos + LZ4_HEADER_LEN + clen
+            if end > size:
+                break
+            body = bytes(buf[pos + LZ4_HEADER_LEN:end])
+            method = token & 0xF0
+            if method == LZ4_RAW:
+                parts.append(body)
+            elif method == LZ4_COMPRESSED:
+                parts.append(lz4.block.decompress(body, uncompressed_size=dlen))
+            else:
+                raise CodecError(f"lz4: unknown block method {method:#x} at byte {pos}")
+            pos = end  # a 0/0 block ends one stream; another stream may follow (concatenated writers)
+        return pos
+
+
+class SnappyStreamDecoder(_BlockDecoder):
+    """snappy-java's SnappyOutputStream format: a 16-byte header, then (big-endian length, raw block)."""
+
+    def _parse(self, parts: list[bytes]) -> int:
+        import cramjam
+
+        buf, pos, size = self._buf, 0, len(self._buf)
+        while size - pos >= 4:
+            if buf[pos] == SNAPPY_MAGIC[0]:  # a header (a block length never starts with 0x82: it would be < 0)
+                if size - pos < SNAPPY_HEADER_LEN:
+                    return pos
+                if buf[pos:pos + 8] != SNAPPY_MAGIC:
+                    raise CodecError(f"snappy: bad stream header at byte {pos} (not a snappy-java stream?)")
+                pos += SNAPPY_HEADER_LEN  # at the start, or where streams were concatenated
+                continue
+            (clen,) = struct.unpack_from(">i", buf, pos)
+            if clen < 0:
+                raise CodecError(f"snappy: bad block length at byte {pos}")
+            end = pos + 4 + clen
+            if end > size:
+                return pos
+            parts.append(bytes(cramjam.snappy.decompress_raw(bytes(buf[pos + 4:end]))))
+            pos = end
+        return pos

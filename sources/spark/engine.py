@@ -1,0 +1,163 @@
+"""`--engine spark`: the same histograms and straggler lists computed by PySpark as a distributed job."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from latencymap.buckets import NSLOTS
+from latencymap.model import Interval
+
+from .binning import auto_interval_ms, intervals_from_cells, merge_in_time, stream_for
+from .codecs import codec_of, decompress
+from .eventlog import EventLog
+from .parse import AppInfo, SparkTask, task_from_event
+from .summary import find_task_stragglers, stage_summary
+
+#: Modules whose functions run on executors: shipped by value, so a worker need not import latencymap.sources.
+SHIPPED = ("codecs", "parse", "summary", "engine")
+
+#: Spark SQL expression of each metric in ms (the same definitions as binning.METRICS).
+METRIC_SQL = {
+    "duration": "CAST(ti.`Finish Time` - ti.`Launch Time` AS DOUBLE)",
+    "run": "CAST(tm.`Executor Run Time` AS DOUBLE)",
+    "cpu": "tm.`Executor CPU Time` / 1e6",
+    "gc": "CAST(tm.`JVM GC Time` AS DOUBLE)",
+    "deserialize": "CAST(tm.`Executor Deserialize Time` AS DOUBLE)",
+    "fetch-wait": "CAST(tm.`Shuffle Read Metrics`.`Fetch Wait Time` AS DOUBLE)",
+    "shuffle-write": "tm.`Shuffle Write Metrics`.`Shuffle Write Time` / 1e6",
+    "scheduler-delay": (
+        "CAST(greatest(0, ti.`Finish Time` - ti.`Launch Time` - tm.`Executor Run Time`"
+        " - tm.`Executor Deserialize Time` - coalesce(tm.`Result Serialization Time`, 0)"
+        " - IF(ti.`Getting Result Time` > 0, ti.`Finish Time` - ti.`Getting Result Time`, 0)) AS DOUBLE)"
+    ),
+}
+
+SCHEMA_DDL = (
+    "Event STRING, `App Name` STRING, `App ID` STRING, `Stage ID` BIGINT, `Stage Attempt ID` BIGINT, "
+    "`Task End Reason` STRUCT<Reason: STRING>, "
+    "`Task Info` STRUCT<`Task ID`: BIGINT, `Index`: BIGINT, `Attempt`: BIGINT, `Launch Time`: BIGINT, "
+    "`Finish Time`: BIGINT, `Getting Result Time`: BIGINT, `Executor ID`: STRING, `Host`: STRING, "
+    "`Failed`: BOOLEAN, `Killed`: BOOLEAN, `Speculative`: BOOLEAN>, "
+    "`Task Metrics` STRUCT<`Executor Run Time`: BIGINT, `Executor CPU Time`: BIGINT, `JVM GC Time`: BIGINT, "
+    "`Executor Deserialize Time`: BIGINT, `Result Serialization Time`: BIGINT, "
+    "`Shuffle Read Metrics`: STRUCT<`Fetch Wait Time`: BIGINT>, "
+    "`Shuffle Write Metrics`: STRUCT<`Shuffle Write Time`: BIGINT>>"
+)
+
+
+def slot_of_value(value: float | None) -> int | None:
+    """The log2 slot `bin_values` gives one value (None: dropped, like negative or non-finite values)."""
+    if value is None or not math.isfinite(value) or value < 0:
+        return None
+    if value < 1.0:
+        return 0
+    return min(math.frexp(value)[1], NSLOTS - 1)
+
+
+def _log_lines(item: tuple[str, bytes]) -> list[str]:
+    """The TaskEnd and ApplicationStart lines of one event-log file (runs on the executors)."""
+    path, data = item
+    text = decompress(bytes(data), codec_of(path.split("/")[-1]))
+    keep = (b'"SparkListenerTaskEnd"', b'"SparkListenerApplicationStart"')
+    return [line.decode("utf-8") for line in text.split(b"\n") if any(k in line for k in keep)]
+
+
+def _task_of_row(row: Any) -> SparkTask:
+    return task_from_event(row.asDict(recursive=True))
+
+
+def _group_stragglers(members: Any, options: dict[str, Any]) -> list[dict[str, Any]]:
+    return find_task_stragglers(list(members), **options)
+
+
+def _group_summary(key: tuple[int, int], members: Any) -> dict[str, Any]:
+    return stage_summary(key[0], key[1], list(members))
+
+
+def ship_by_value() -> None:
+    """Pickle this package's executor-side code by value (workers may not see `latencymap.sources`)."""
+    import importlib
+
+    from pyspark import cloudpickle
+
+    for name in SHIPPED:
+        cloudpickle.register_pickle_by_value(importlib.import_module(f"{__package__}.{name}"))
+
+
+def spark_session(master: str | None = None) -> Any:
+    """The active SparkSession, or a local one (`local[2]`) when there is none; workers run this Python."""
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("latencymap").config("spark.ui.showConsoleProgress", "false")
+    return builder.master(master or "local[2]").getOrCreate()
+
+
+def engine_report(logs: Sequence[EventLog], metric: str = "duration", stages: frozenset[int] | None = None,
+                  per_stage: bool = False, width_ms: int | None = None, master: str | None = None,
+                  straggler_options: dict[str, Any] | None = None) -> tuple[list[Interval], dict[str, Any], AppInfo]:
+    """(Intervals, {"stragglers", "stages"}, app) of the logs, computed by Spark; same numbers as the local path."""
+    from pyspark.sql import functions as F
+
+    spark = spark_session(master)
+    ship_by_value()
+    files = ",".join(str(p.resolve()) for log in logs for p in log.files())
+    lines = spark.sparkContext.binaryFiles(files).flatMap(_log_lines)
+    events = spark.read.schema(SCHEMA_DDL).json(lines)
+    app = AppInfo()
+    for row in events.where("Event = 'SparkListenerApplicationStart'").limit(1).collect():
+        app.app_id, app.name = row["App ID"] or "", row["App Name"] or ""
+    task_events = events.where("Event = 'SparkListenerTaskEnd'").drop("App Name", "App ID")
+    if stages is not None:
+        task_events = task_events.where(F.col("`Stage ID`").isin(sorted(stages)))
+    tasks = task_events.select(F.col("`Stage ID`").alias("stage"), F.col("`Task Info`").alias("ti"),
+                               F.col("`Task Metrics`").alias("tm"))
+    slot = F.udf(slot_of_value, "int", useArrow=False)
+    values = (tasks.select("stage", F.col("ti.`Finish Time`").alias("finish"), F.expr(METRIC_SQL[metric]).alias("v"))
+              .where("v IS NOT NULL").withColumn("slot", slot("v")).where("slot IS NOT NULL").cache())
+    if width_ms is None:
+        lo, hi = values.agg(F.min("finish"), F.max("finish")).first()
+        width_ms = auto_interval_ms(int(lo), int(hi)) if lo is not None else 1000
+    key = F.col("stage") if per_stage else F.lit(None).cast("bigint")
+    cells = (values.withColumn("key", key).withColumn("col", F.expr(f"finish div {width_ms}"))
+             .groupBy("key", "col", "slot").agg(F.count("*").alias("n"), F.sum("v").alias("s")).collect())
+    values.unpersist()
+    intervals = _intervals(cells, app.name or app.app_id, metric, width_ms)
+    all_tasks = task_events.rdd.map(_task_of_row)
+    by_stage = all_tasks.keyBy(lambda t: (t.stage, t.stage_attempt)).groupByKey()
+    opts = dict(straggler_options or {})
+    found = by_stage.flatMap(lambda kv: _group_stragglers(kv[1], opts)).collect()
+    found.sort(key=lambda s: (s["warmup"], -(s["ratio"] if s["ratio"] is not None else math.inf)))
+    summaries = sorted(by_stage.map(lambda kv: _group_summary(kv[0], kv[1])).collect(),
+                       key=lambda s: (s["stage"], s["attempt"]))
+    return intervals, {"stragglers": found, "stages": summaries}, app
+
+
+def _intervals(rows: list[Any], app_name: str, metric: str, width_ms: int) -> list[Interval]:
+    """Intervals from the (key, column, slot, count, sum) cells Spark aggregated."""
+    by_key: dict[int | None, list[Any]] = defaultdict(list)
+    for r in rows:
+        by_key[r["key"]].append(r)
+    out = []
+    for key in sorted(by_key, key=lambda k: -1 if k is None else k):
+        group = by_key[key]
+        first = min(r["col"] for r in group)
+        ncols = max(r["col"] for r in group) - first + 1
+        counts = np.zeros((ncols, NSLOTS), dtype=np.int64)
+        sums = np.zeros((ncols, NSLOTS), dtype=np.float64)
+        for r in group:
+            counts[r["col"] - first, r["slot"]] += r["n"]
+            sums[r["col"] - first, r["slot"]] += r["s"]
+        out.append(intervals_from_cells(stream_for(app_name, metric, key), first, counts, sums, width_ms))
+    return merge_in_time(out)

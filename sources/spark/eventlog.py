@@ -1,0 +1,166 @@
+"""Finding Spark event logs (single file, `eventlog_v2_*` directory, directory of applications) and reading lines."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .codecs import SUFFIXES, codec_of, make_decoder
+
+IN_PROGRESS = ".inprogress"
+ROLLING_PREFIX = "eventlog_v2_"
+EVENTS_FILE = re.compile(r"^events_(\d+)_(.+?)(\.[a-z0-9]+)?$")
+STATUS_PREFIX = "appstatus_"
+CHUNK = 8 << 20
+
+
+class EventLogError(FileNotFoundError):
+    """No event log where the user pointed."""
+
+
+@dataclass
+class EventLog:
+    """One application's event log: a single file, or the rolled files of an `eventlog_v2_*` directory."""
+
+    app_id: str
+    path: Path
+    rolling: bool
+
+    def files(self) -> list[Path]:
+        """The log's data files in write order (rolling: by index)."""
+        if not self.rolling:
+            return [self.current_single()]
+        found = []
+        for child in self.path.iterdir():
+            m = EVENTS_FILE.match(child.name)
+            if m and child.is_file():
+                found.append((int(m.group(1)), child))
+        return [p for _, p in sorted(found)]
+
+    def current_single(self) -> Path:
+        """A single-file log's path now: Spark renames `X.inprogress` to `X` when the application ends."""
+        if self.path.exists():
+            return self.path
+        other = _toggle_in_progress(self.path)
+        return other if other.exists() else self.path
+
+    def finished(self) -> bool:
+        """True when Spark marked the application as ended (no `.inprogress` status file or name)."""
+        if self.rolling:
+            names = {p.name for p in self.path.iterdir() if p.name.startswith(STATUS_PREFIX)}
+            return any(not n.endswith(IN_PROGRESS) for n in names)
+        return not self.current_single().name.endswith(IN_PROGRESS)
+
+    def mtime(self) -> float:
+        """Last modification time of any of its files."""
+        paths = self.files() if self.rolling else [self.current_single()]
+        return max((p.stat().st_mtime for p in paths if p.exists()), default=self.path.stat().st_mtime)
+
+
+def _toggle_in_progress(path: Path) -> Path:
+    name = path.name
+    if name.endswith(IN_PROGRESS):
+        return path.with_name(name[: -len(IN_PROGRESS)])
+    return path.with_name(name + IN_PROGRESS)
+
+
+def app_id_of(name: str) -> str:
+    """The application id in a log file or directory name."""
+    if name.startswith(ROLLING_PREFIX):
+        name = name[len(ROLLING_PREFIX):]
+    if name.endswith(IN_PROGRESS):
+        name = name[: -len(IN_PROGRESS)]
+    for suffix in SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _is_rolling_dir(path: Path) -> bool:
+    if path.name.startswith(ROLLING_PREFIX):
+        return True
+    return any(EVENTS_FILE.match(p.name) for p in path.iterdir())
+
+
+def _candidate(path: Path) -> EventLog | None:
+    """An application inside a directory of applications, or None for anything else."""
+    name = path.name
+    if name.startswith(".") or name.endswith(".crc"):
+        return None
+    if path.is_dir():
+        return EventLog(app_id_of(name), path, True) if name.startswith(ROLLING_PREFIX) else None
+    if path.is_file():
+        return EventLog(app_id_of(name), path, False)
+    return None
+
+
+def list_applications(directory: Path) -> list[EventLog]:
+    """Every application log in a directory, oldest first (by last modification)."""
+    logs = [c for c in (_candidate(p) for p in directory.iterdir()) if c is not None]
+    return sorted(logs, key=lambda log: (log.mtime(), log.app_id))
+
+
+def find_event_log(path: str | Path, app: str | None = None) -> EventLog:
+    """The event log PATH names: a file, an `eventlog_v2_*` directory, or a directory of applications."""
+    p = Path(path)
+    if not p.exists():
+        raise EventLogError(f"{p}: no such file or directory")
+    if p.is_file():
+        m = EVENTS_FILE.match(p.name)
+        if m:
+            return EventLog(app_id_of(p.parent.name) if p.parent.name.startswith(ROLLING_PREFIX) else m.group(2),
+                            p.parent, True)
+        return EventLog(app_id_of(p.name), p, False)
+    if _is_rolling_dir(p):
+        return EventLog(app_id_of(p.name), p, True)
+    apps = list_applications(p)
+    if app is not None:
+        chosen = [log for log in apps if log.app_id == app] or [log for log in apps if app in log.app_id]
+        if len(chosen) != 1:
+            known = ", ".join(log.app_id for log in apps) or "none"
+            what = "no application" if not chosen else "several applications"
+            raise EventLogError(f"{p}: {what} matching {app!r} (applications: {known})")
+        return chosen[0]
+    if not apps:
+        raise EventLogError(f"{p}: no Spark event log here (a file, an eventlog_v2_* directory, or their directory)")
+    return apps[-1]
+
+
+class LineSplitter:
+    """Bytes in, complete lines out; the partial last line is kept for the next call."""
+
+    def __init__(self) -> None:
+        self._tail = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if not data:
+            return []
+        lines = (self._tail + data).split(b"\n") if self._tail else data.split(b"\n")
+        self._tail = lines.pop()
+        return lines
+
+    def flush(self) -> list[bytes]:
+        """The kept partial line, when the input has ended."""
+        tail, self._tail = self._tail, b""
+        return [tail] if tail.strip() else []
+
+    @property
+    def pending(self) -> int:
+        return len(self._tail)
+
+
+def read_lines(log: EventLog, chunk: int = CHUNK) -> Iterator[list[bytes]]:
+    """Batches of complete lines of the whole log (every rolled file in order), decompressed."""
+    for path in log.files():
+        decoder, split = make_decoder(codec_of(path)), LineSplitter()
+        with path.open("rb") as fh:
+            while data := fh.read(chunk):
+                lines = split.feed(decoder.feed(data))
+                if lines:
+                    yield lines
+        last = split.flush()
+        if last:
+            yield last
+

@@ -1,0 +1,145 @@
+"""Polling the Spark REST API (driver UI :4040 or History Server :18080) for finished tasks."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+from .parse import AppInfo, SparkTask
+
+PAGE = 1000
+FINISHED = {"SUCCESS": (False, False), "FAILED": (True, False), "KILLED": (False, True)}
+DONE_STAGE = {"COMPLETE", "FAILED", "SKIPPED"}
+
+Fetch = Callable[[str], Any]
+
+
+class RestError(OSError):
+    """The REST API did not answer as Spark's does."""
+
+
+def is_url(target: str) -> bool:
+    """True for http(s) URLs."""
+    return target.startswith(("http://", "https://"))
+
+
+def api_base(url: str) -> str:
+    """`http://host:4040` -> `http://host:4040/api/v1` (an `/api/v1` already there is kept)."""
+    url = url.rstrip("/")
+    return url if url.endswith("/api/v1") else url + "/api/v1"
+
+
+def fetch_json(url: str, timeout: float = 10.0) -> Any:
+    """GET a URL and decode its JSON (stdlib only)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return json.loads(resp.read())
+    except (OSError, ValueError) as err:
+        raise RestError(f"{url}: {err}") from err
+
+
+def epoch_ms(stamp: str) -> int:
+    """`2026-11-21T01:23:51.746GMT` -> epoch milliseconds."""
+    text = stamp.removesuffix("GMT").removesuffix("Z")
+    dt = datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+    return round(dt.timestamp() * 1000)
+
+
+def task_from_rest(stage: int, attempt: int, t: dict[str, Any]) -> SparkTask | None:
+    """A finished task of a taskList answer as a SparkTask; None for a task still running."""
+    if t.get("status") not in FINISHED or t.get("duration") is None:
+        return None
+    failed, killed = FINISHED[t["status"]]
+    launch = epoch_ms(t["launchTime"])
+    finish = launch + int(t["duration"])
+    m = t.get("taskMetrics") or {}
+    read, write = m.get("shuffleReadMetrics") or {}, m.get("shuffleWriteMetrics") or {}
+    getting = int(t.get("gettingResultTime") or 0)
+    return SparkTask(
+        stage, attempt, int(t["taskId"]), int(t["index"]), int(t["attempt"]), launch, finish,
+        str(t.get("executorId") or ""), str(t.get("host") or ""), failed, killed, bool(t.get("speculative")),
+        t["status"], finish - getting if getting > 0 else 0,
+        m.get("executorRunTime"), m.get("executorCpuTime"), m.get("jvmGcTime"), m.get("executorDeserializeTime"),
+        m.get("resultSerializationTime"), read.get("fetchWaitTime"), write.get("writeTime"),
+    )
+
+
+def choose_app(apps: list[dict[str, Any]], app: str | None) -> dict[str, Any]:
+    """The application to follow: `app` (id or part of it), else a running one, else the latest started."""
+    if not apps:
+        raise RestError("no applications")
+    if app is not None:
+        chosen = [a for a in apps if a.get("id") == app] or [a for a in apps if app in str(a.get("id"))]
+        if len(chosen) != 1:
+            raise RestError(f"{len(chosen)} applications match {app!r}: " + ", ".join(str(a.get("id")) for a in apps))
+        return chosen[0]
+    running = [a for a in apps if not _completed(a)]
+    return max(running or apps, key=lambda a: str((a.get("attempts") or [{}])[-1].get("startTime", "")))
+
+
+def _completed(app: dict[str, Any]) -> bool:
+    attempts = app.get("attempts") or []
+    return bool(attempts) and all(a.get("completed") for a in attempts)
+
+
+class RestPoller:
+    """New finished tasks at each `poll()`, each task once; stages seen complete are not asked again."""
+
+    def __init__(self, url: str, app: str | None = None, fetch: Fetch = fetch_json) -> None:
+        self.base, self.fetch = api_base(url), fetch
+        chosen = choose_app(self.fetch(f"{self.base}/applications"), app)
+        self.app = AppInfo(str(chosen["id"]), str(chosen.get("name") or chosen["id"]))
+        self._seen: set[int] = set()
+        self._done: set[tuple[int, int]] = set()
+        self._finished_counts: dict[tuple[int, int], int] = {}
+
+    def app_completed(self) -> bool:
+        """True once the API says every attempt of the application completed."""
+        return _completed(self.fetch(f"{self.base}/applications/{urllib.parse.quote(self.app.app_id)}"))
+
+    def poll(self) -> list[SparkTask]:
+        """Tasks finished since the last poll."""
+        app_path = f"{self.base}/applications/{urllib.parse.quote(self.app.app_id)}"
+        new: list[SparkTask] = []
+        for stage in self.fetch(f"{app_path}/stages"):
+            key = (int(stage["stageId"]), int(stage["attemptId"]))
+            if key in self._done:
+                continue
+            finished = sum(int(stage.get(k) or 0) for k in ("numCompleteTasks", "numFailedTasks", "numKilledTasks"))
+            if finished and finished != self._finished_counts.get(key):
+                new += self._stage_tasks(app_path, *key)
+                self._finished_counts[key] = finished
+            if stage.get("status") in DONE_STAGE:
+                self._done.add(key)
+        return new
+
+    def _stage_tasks(self, app_path: str, stage: int, attempt: int) -> list[SparkTask]:
+        out: list[SparkTask] = []
+        offset = 0
+        while True:
+            page = self.fetch(f"{app_path}/stages/{stage}/{attempt}/taskList?offset={offset}&length={PAGE}")
+            for raw in page:
+                task = task_from_rest(stage, attempt, raw)
+                if task is not None and task.task_id not in self._seen:
+                    self._seen.add(task.task_id)
+                    out.append(task)
+            if len(page) < PAGE:
+                return out
+            offset += PAGE
+
+
+def rest_tasks(url: str, app: str | None = None, poll_s: float = 1.0, sleep: Callable[[float], None] = time.sleep,
+               fetch: Fetch = fetch_json) -> Iterator[tuple[list[SparkTask], bool, AppInfo]]:
+    """(new tasks, ended, app) after each poll, until the application completes."""
+    poller = RestPoller(url, app, fetch)
+    while True:
+        ended = poller.app_completed()
+        yield poller.poll(), ended, poller.app
+        if ended:
+            return
+        sleep(poll_s)

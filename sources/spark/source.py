@@ -1,0 +1,171 @@
+"""`latencymap spark PATH|URL`: Spark task latencies from event logs (any layout) or the REST API."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import click
+
+from latencymap.model import Interval, Notice
+from latencymap.plugins import Item, Source
+
+from .binning import METRICS, LiveBinner, batch_intervals, live_intervals
+from .eventlog import find_event_log, read_lines
+from .parse import AppInfo, EventParser, SparkTask
+
+REMEDY = "pip install 'latencymap[spark]'"
+
+
+def interval_ms(seconds: float | None) -> int | None:
+    """`--interval S` in whole milliseconds (at least 1); None for automatic."""
+    return None if seconds is None else max(1, round(seconds * 1000))
+
+
+class SparkSource(Source):
+    """Task durations (or another task metric) of a Spark application, with exact intensity."""
+
+    name: ClassVar[str] = "spark"
+    summary: ClassVar[str] = (
+        "Spark task latencies: PATH is an event log (file, eventlog_v2_* dir, dir of apps) or http://HOST:4040|18080"
+    )
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        from latencymap.analysis.stragglers import MIN_MAD_SCORE, MIN_RATIO
+
+        return [
+            click.Argument(["target"], metavar="PATH|URL"),
+            click.Option(["--app"], metavar="ID", default=None,
+                         help="Application in a directory of logs or on a History Server (default: the latest)."),
+            click.Option(["--follow"], is_flag=True, help="Tail a running application's log until it ends."),
+            click.Option(["--metric"], type=click.Choice(list(METRICS)), default="duration", show_default=True,
+                         help="Task metric to map: " + "; ".join(f"{k}: {v[0]}" for k, v in METRICS.items()) + "."),
+            click.Option(["--stage", "stages"], type=int, multiple=True, metavar="ID",
+                         help="Only this stage (repeat)."),
+            click.Option(["--per-stage"], is_flag=True, help="One stream (heat map) per stage."),
+            click.Option(["--interval"], type=float, default=None, metavar="S",
+                         help="Column width in seconds (default: automatic, 100-200 columns; 1 s when live)."),
+            click.Option(["--engine"], type=click.Choice(["local", "spark"]), default="local", show_default=True,
+                         help="Read the logs here, or with PySpark as a distributed job (same numbers)."),
+            click.Option(["--master"], default=None, metavar="URL", help="Spark master for --engine spark."),
+            click.Option(["--poll"], type=float, default=1.0, show_default=True, metavar="S",
+                         help="Seconds between polls with --follow or a REST URL."),
+            click.Option(["--straggler-ratio"], type=float, default=MIN_RATIO, show_default=True,
+                         help="A straggler is at least this many times its stage's median..."),
+            click.Option(["--straggler-score"], type=float, default=MIN_MAD_SCORE, show_default=True,
+                         help="...and this many robust standard deviations (MAD) above it."),
+        ]
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.tasks: list[SparkTask] = []
+        self.app = AppInfo()
+        self._analysis: dict[str, Any] | None = None
+
+    @property
+    def _stages(self) -> frozenset[int] | None:
+        stages = self.options.get("stages") or ()
+        return frozenset(stages) if stages else None
+
+    def _opt(self, name: str, default: Any = None) -> Any:
+        value = self.options.get(name)
+        return default if value is None else value
+
+    def straggler_options(self) -> dict[str, Any]:
+        """Options for `find_stragglers`, from the command line."""
+        out = {}
+        if self.options.get("straggler_ratio") is not None:
+            out["min_ratio"] = self.options["straggler_ratio"]
+        if self.options.get("straggler_score") is not None:
+            out["min_mad_score"] = self.options["straggler_score"]
+        return out
+
+    def items(self) -> Iterator[Item]:
+        from .rest import is_url
+
+        target = str(self.options["target"])
+        if is_url(target):
+            yield from self._live(self._rest_batches(target))
+        elif self._opt("follow", False):
+            yield from self._live(self._follow_batches(target))
+        elif self._opt("engine", "local") == "spark":
+            yield from self._engine(target)
+        else:
+            yield from self._batch(target)
+
+    def _batch(self, target: str) -> Iterator[Item]:
+        log = find_event_log(target, self.options.get("app"))
+        parser = EventParser()
+        tasks = [t for lines in read_lines(log) for t in parser.parse(lines)]
+        self.app = parser.app
+        self.tasks = [t for t in tasks if self._stages is None or t.stage in self._stages]
+        yield from batch_intervals(self.tasks, self._app_name(log.app_id), self._opt("metric", "duration"),
+                                   self._stages, bool(self.options.get("per_stage")),
+                                   interval_ms(self.options.get("interval")))
+        if parser.bad_lines:
+            yield Notice(f"spark: {parser.bad_lines} event-log lines could not be parsed", parser.bad_lines)
+
+    def _engine(self, target: str) -> Iterator[Item]:
+        from .engine import engine_report
+
+        log = find_event_log(target, self.options.get("app"))
+        intervals, analysis, self.app = engine_report(
+            [log], self._opt("metric", "duration"), self._stages, bool(self.options.get("per_stage")),
+            interval_ms(self.options.get("interval")), self.options.get("master"), self.straggler_options())
+        self._analysis = analysis
+        yield from intervals
+
+    def _app_name(self, fallback: str = "") -> str:
+        return self.app.name or self.app.app_id or fallback
+
+    def _follow_batches(self, target: str) -> Iterator[tuple[list[SparkTask], bool]]:
+        from .follow import follow_tasks
+
+        parser = EventParser()
+        self.app = parser.app
+        yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser)
+
+    def _rest_batches(self, url: str) -> Iterator[tuple[list[SparkTask], bool]]:
+        from .rest import rest_tasks
+
+        for tasks, ended, app in rest_tasks(url, self.options.get("app"), self._opt("poll", 1.0)):
+            self.app = app
+            yield tasks, ended
+
+    def _live(self, batches: Iterator[tuple[list[SparkTask], bool]]) -> Iterator[Item]:
+        width = interval_ms(self.options.get("interval")) or 1000
+        binner = LiveBinner("", self._opt("metric", "duration"), self._stages, bool(self.options.get("per_stage")),
+                            width_ms=width, grace_ms=max(3000, 2 * width))
+
+        def named() -> Iterator[tuple[list[SparkTask], bool]]:
+            for tasks, ended in batches:
+                binner.app_name = self._app_name("spark")
+                self.tasks += [t for t in tasks if self._stages is None or t.stage in self._stages]
+                yield tasks, ended
+
+        late = 0
+        for interval in live_intervals(named(), binner, time.time):
+            if binner.late > late:
+                yield Notice(f"spark: {binner.late - late} tasks logged late, counted in a later column",
+                             0)
+                late = binner.late
+            yield interval
+
+    def analysis(self) -> dict[str, Any]:
+        """`{"stragglers": [...], "stages": [...]}` for the tasks read so far (call after items())."""
+        if self._analysis is not None:
+            return self._analysis
+        from .summary import spark_analysis
+
+        return spark_analysis(self.tasks, **self.straggler_options())
+
+    def describe(self) -> dict[str, Any]:
+        keep = ("metric", "stages", "per_stage", "interval", "engine", "follow")
+        return {"source": self.name, **{k: self.options[k] for k in keep if self.options.get(k) not in (None, ())}}
+
+
+def collect(source: SparkSource) -> list[Interval]:
+    """Every Interval of a source (Notices dropped): handy in tests and scripts."""
+    return [item for item in source.items() if isinstance(item, Interval)]

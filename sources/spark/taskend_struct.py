@@ -1,0 +1,45 @@
+"""msgspec Structs of only the TaskEnd fields latencymap needs (imported when msgspec is installed)."""
+
+from __future__ import annotations
+
+import msgspec
+
+f = msgspec.field
+
+class Info(msgspec.Struct, kw_only=True):
+    task_id: int = f(name="Task ID")
+    index: int = f(name="Index")
+    attempt: int = f(name="Attempt")
+    launch: int = f(name="Launch Time")
+    finish: int = f(name="Finish Time")
+    executor: str = f(name="Executor ID", default="")
+    host: str = f(name="Host", default="")
+    getting: int = f(name="Getting Result Time", default=0)
+    failed: bool = f(name="Failed", default=False)
+    killed: bool = f(name="Killed", default=False)
+    speculative: bool = f(name="Speculative", default=False)
+
+class ShuffleRead(msgspec.Struct):
+    fetch_wait: float | None = f(name="Fetch Wait Time", default=None)
+
+class ShuffleWrite(msgspec.Struct):
+    write_time: float | None = f(name="Shuffle Write Time", default=None)
+
+class Metrics(msgspec.Struct):
+    run: float | None = f(name="Executor Run Time", default=None)
+    cpu: float | None = f(name="Executor CPU Time", default=None)
+    gc: float | None = f(name="JVM GC Time", default=None)
+    deserialize: float | None = f(name="Executor Deserialize Time", default=None)
+    result_ser: float | None = f(name="Result Serialization Time", default=None)
+    read: ShuffleRead | None = f(name="Shuffle Read Metrics", default=None)
+    write: ShuffleWrite | None = f(name="Shuffle Write Metrics", default=None)
+
+class Reason(msgspec.Struct):
+    reason: str = f(name="Reason", default="")
+
+class TaskEnd(msgspec.Struct, kw_only=True):
+    stage: int = f(name="Stage ID")
+    stage_attempt: int = f(name="Stage Attempt ID", default=0)
+    info: Info = f(name="Task Info")
+    metrics: Metrics | None = f(name="Task Metrics", default=None)
+    end_reason: Reason | None = f(name="Task End Reason", default=None)

@@ -1,0 +1,149 @@
+"""Oracle 10046 (SQL trace) files: `WAIT #...: nam='<event>' ela= <µs> ... tim=<µs>` lines → histograms.
+
+Waits of the chosen events (`--event`, repeatable, default `db file sequential read`; `all` for
+every event) are grouped into columns of `--interval` seconds of trace time by `tim` (the end of
+the wait), binned on the log2 scale by `ela` (µs), with exact time per bucket. Each event is a
+stream; columns without waits are empty columns, so rates stay true. `tim` is epoch µs on
+current releases; when it is not (older releases count from an arbitrary origin), the trace's
+first `*** YYYY-MM-DD HH:MM:SS` line anchors it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+
+import click
+import numpy as np
+from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, column_spans, interval_option
+
+from latencymap.buckets import bin_values
+from latencymap.model import Interval, Notice, StreamId
+from latencymap.plugins import Item, TextFormat
+from latencymap.sanitize import clean_text, excerpt
+
+DEFAULT_EVENT = "db file sequential read"
+DATASOURCE = "oracle10046"
+_WAIT = re.compile(r"^WAIT #\d*:\s*nam='([^']*)'\s+ela=\s*(\d+)")
+_TIM = re.compile(r"\btim=(\d+)")
+_STAMP = re.compile(r"^\*\*\* (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)")
+_SNIFF = re.compile(r"^(WAIT #\d*: nam='|PARSING IN CURSOR #|\*\*\* SESSION ID:\(|EXEC #\d+:c=)")
+_EXPECTED = "expected \"WAIT #<cursor>: nam='<event>' ela= <µs> ... tim=<µs>\""
+_EPOCH_FLOOR = 1e8  # seconds: a tim below this is not an epoch time
+
+
+class Trace10046Format(TextFormat):
+    """Oracle 10046 trace files read into one stream per wait event."""
+
+    name = "oracle10046"
+    summary = "Oracle 10046 trace files (WAIT #..: nam='<event>' ela= .. tim=..), --event, --interval"
+    priority = 5
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        return any(_SNIFF.match(line) for line in head)
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [
+            click.Option(["--event"], multiple=True, default=(DEFAULT_EVENT,), show_default=True, metavar="NAME",
+                         help="10046 traces: wait event to map (repeatable; 'all' for every event)."),
+            interval_option(),
+        ]
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
+        return _Reader(name, tuple(self.options.get("event") or (DEFAULT_EVENT,)),
+                       float(self.options.get("interval") or DEFAULT_INTERVAL)).read(lines)
+
+
+class _Reader:
+    """State of one trace being read."""
+
+    def __init__(self, name: str, events: tuple[str, ...], interval: float) -> None:
+        self.name = name
+        self.interval = interval
+        self.every = any(e.lower() == "all" for e in events)
+        self.wanted = {e.lower(): e for e in events if e.lower() != "all"}
+        self.streams: dict[str, StreamId] = {}
+        if not self.every:
+            self.streams = {key: StreamId(clean_text(e), DATASOURCE, "microsec") for key, e in self.wanted.items()}
+        self.pending: dict[str, list[int]] = {}
+        self.seen: Counter[str] = Counter()
+        self.column: int | None = None
+        self.offset: float | None = None
+        self.anchor: float | None = None
+        self.late = 0
+
+    def read(self, lines: Iterable[str]) -> Iterator[Item]:
+        for n, line in enumerate(lines, 1):
+            if not line.startswith("WAIT"):
+                if self.anchor is None and line.startswith("*** "):
+                    self.anchor = _stamp(line)
+                continue
+            m = _WAIT.match(line)
+            tim = _TIM.search(line, m.end()) if m else None
+            if m is None or tim is None or len(tim.group(1)) > 17:
+                yield Notice(f"{self.name}: line {n}: {_EXPECTED}, got {excerpt(line)}; line skipped")
+                continue
+            event = m.group(1)
+            self.seen[event] += 1
+            key = event.lower()
+            if not self.every and key not in self.wanted:
+                continue
+            if key not in self.streams:
+                self.streams[key] = StreamId(clean_text(event), DATASOURCE, "microsec")
+            column = self._column(int(tim.group(1)))
+            if self.column is None:
+                self.column = column
+            elif column > self.column:
+                yield from self._flush(column)
+            elif column < self.column:
+                self.late += 1
+                if self.late == 1:
+                    yield Notice(f"{self.name}: line {n}: tim goes backwards; earlier waits are counted in the "
+                                 "current column", skipped=0)
+            self.pending.setdefault(key, []).append(int(m.group(2)))
+        if self.column is not None:
+            yield from self._flush(self.column + 1)
+        yield from self._missing()
+
+    def _column(self, tim: int) -> int:
+        seconds = tim / 1e6
+        if self.offset is None:
+            self.offset = self.anchor - seconds if seconds < _EPOCH_FLOOR and self.anchor is not None else 0.0
+        return math.floor((seconds + self.offset) / self.interval)
+
+    def _flush(self, upto: int) -> Iterator[Interval]:
+        """Columns from the current one to just before `upto` (empty ones included)."""
+        assert self.column is not None
+        for first, stop in column_spans(self.column, upto):
+            yield from self._columns(first, stop)
+            self.pending = {}
+        self.column = upto
+
+    def _columns(self, first: int, stop: int) -> Iterator[Interval]:
+        start, end = first * self.interval, stop * self.interval
+        for key, stream in self.streams.items():
+            counts, sums = bin_values(np.asarray(self.pending.get(key, ()), dtype=np.float64))
+            yield Interval(stream, start, end, counts, sums * 1e-6)
+
+    def _missing(self) -> Iterator[Notice]:
+        found = {e.lower() for e in self.seen}
+        absent = [e for key, e in self.wanted.items() if key not in found]
+        if absent:
+            common = ", ".join(f"{clean_text(e)!r} ({c})" for e, c in self.seen.most_common(8)) or "none"
+            yield Notice(f"{self.name}: no WAIT lines for {', '.join(repr(clean_text(e)) for e in absent)}; "
+                         f"events in this trace: {common}", skipped=0)
+
+
+def _stamp(line: str) -> float | None:
+    m = _STAMP.match(line)
+    if m is None:
+        return None
+    try:
+        return datetime.fromisoformat(m.group(1)).timestamp()
+    except ValueError:
+        return None

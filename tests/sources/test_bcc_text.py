@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import ast
+import itertools
+import re
+from collections import defaultdict
+
+import pytest
+from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
+from latencymap.sources.bcc_text import BccTextFormat, bcc_slot
+
+from latencymap.buckets import bounds_in_unit
+
+BCC = FIXTURES / "bcc"
+TEXT_FIXTURES = ["biolatency_usecs.txt", "biolatency_usecs_T.txt", "biolatency_usecs_D.txt", "biolatency_msecs.txt"]
+DICT_FIXTURES = ["biolatency_usecs_j.txt", "biolatency_usecs_jD.txt"]
+
+
+def text_counts(path) -> tuple[dict[str, int], dict[str, str]]:
+    """Total of every `lo -> hi : count` row per histogram label, and each label's header word."""
+    totals: dict[str, int] = defaultdict(int)
+    units: dict[str, str] = {}
+    section, label = "", None
+    for line in path.read_text().splitlines():
+        if m := re.match(r"^disk = (\S+)$", line):
+            section = f"disk {m.group(1)}"
+        elif m := re.match(r"^\s+(\w+)\s+: count\s+distribution$", line):
+            label = section or f"bcc {m.group(1)}"
+            units[label] = m.group(1)
+        elif (m := re.match(r"^\s+\d+ -> \d+\s+: (\d+)\s+\|", line)) and label:
+            totals[label] += int(m.group(1))
+    return dict(totals), units
+
+
+@pytest.mark.parametrize("name", TEXT_FIXTURES)
+def test_text_fixture_totals_equal_the_printed_rows(name: str) -> None:
+    expected, units = text_counts(BCC / name)
+    assert expected and all(v > 0 for v in expected.values())
+    report = report_json(BCC / name)
+    assert totals_by_label(report) == expected
+    unit_of = {"usecs": "microsec", "msecs": "millisec", "nsecs": "nanosec"}
+    assert {s["stream"]["label"]: s["stream"]["unit"] for s in report["streams"]} == {
+        label: unit_of[word] for label, word in units.items()}
+
+
+@pytest.mark.parametrize("name", DICT_FIXTURES)
+def test_dict_fixture_totals_equal_the_dict_counts(name: str) -> None:
+    expected: dict[str, int] = defaultdict(int)
+    for line in (BCC / name).read_text().splitlines():
+        if line.startswith("{"):
+            obj = ast.literal_eval(line)
+            label = f"disk {obj['disk']}" if "disk" in obj else f"bcc {obj['val_type']}"
+            expected[label] += sum(row["count"] for row in obj["data"])
+    report = report_json(BCC / name)
+    assert totals_by_label(report) == dict(expected)
+    assert all(s["columns"] == 3 for s in report["streams"])
+
+
+def test_timestamp_lines_time_the_intervals() -> None:
+    stamps = re.findall(r"^(\d\d:\d\d:\d\d)\s*$", (BCC / "biolatency_usecs_T.txt").read_text(), re.M)
+    cols = intervals(list(BccTextFormat().read((BCC / "biolatency_usecs_T.txt").open(), "t")))
+    seconds = [int(h) * 3600 + int(m) * 60 + int(s) for h, m, s in (t.split(":") for t in stamps)]
+    assert [c.end - cols[0].end for c in cols] == [s - seconds[0] for s in seconds]
+    assert all(b.start == a.end for a, b in itertools.pairwise(cols))
+
+
+@pytest.mark.parametrize(("low", "high", "range_"), [
+    (0, 1, (1.0, 2.0)),  # bpf_log2l puts 0 and 1 in index 1
+    (2, 3, (2.0, 4.0)), (1024, 2047, (1024.0, 2048.0)), (1048576, 2097151, (2.0**20, 2.0**21)),
+])
+def test_rows_map_to_bcc_log2_slots(low: int, high: int, range_: tuple[float, float]) -> None:
+    slot = bcc_slot(low, high)
+    lows, highs = bounds_in_unit("bpf")
+    assert (lows[slot], highs[slot]) == range_
+    assert bcc_slot(0, 5) is None and bcc_slot(3, 5) is None
+
+
+def test_dict_lines_never_evaluated_and_bad_lines_reported() -> None:
+    text = "\n".join([
+        "{'ts': '2024-05-01 10:00:00', 'val_type': 'nsecs', 'data': [{'interval-start': 0, 'interval-end': 1, "
+        "'count': 4}]}",
+        "{'ts': __import__('os').system('echo pwned'), 'data': []}",
+        "     usecs               : count     distribution",
+        "         2 -> 3          : 7        |****|",
+        "         4 -> 9          : 7        |****|",
+    ]) + "\n"
+    items = read_items(BccTextFormat, text, "b.txt")
+    msgs = notices(items)
+    assert any(m.startswith("b.txt: line 2: expected a biolatency -j dict") for m in msgs)
+    assert any(m.startswith("b.txt: line 5: expected a row") for m in msgs)
+    cols = intervals(items)
+    assert [(c.stream.label, c.stream.unit, int(c.counts.sum())) for c in cols] == [
+        ("bcc nsecs", "nanosec", 4), ("bcc usecs", "microsec", 7)]
+
+
+def test_a_key_value_line_names_only_the_histogram_right_below_it() -> None:
+    text = ("\nFunction = vfs_read\n     nsecs               : count     distribution\n"
+            "         2 -> 3          : 7        |****|\navg = 3 nsecs, total: 21 nsecs, count: 7\n\n"
+            "     nsecs               : count     distribution\n         2 -> 3          : 1        |****|\n")
+    cols = intervals(read_items(BccTextFormat, text))
+    assert [c.stream.label for c in cols] == ["Function vfs_read", "bcc nsecs"]

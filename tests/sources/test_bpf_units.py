@@ -1,0 +1,219 @@
+"""BPF source without the kernel: bpftrace JSON parsing, precondition messages, specs, interval diffing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from latencymap.sources.bpf import bcc_backend, preconditions, source
+from latencymap.sources.bpf.bpftrace_backend import parse_stream, reading_from, rwbs_op, script
+from latencymap.sources.bpf.bpftrace_json import hist_counts, keyed, parse_line, slot_of_row
+from latencymap.sources.bpf.collect import Reading, intervals
+from latencymap.sources.bpf.spec import BpfError, TraceSpec
+
+from latencymap.model import Interval, Notice
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpftrace"
+
+
+# --- bpftrace JSON ----------------------------------------------------------------------------
+
+def test_slot_of_row_boundaries() -> None:
+    assert slot_of_row({"min": 0, "max": 0, "count": 1}) == 0
+    assert slot_of_row({"min": 1, "max": 1, "count": 1}) == 1
+    assert slot_of_row({"min": 2, "max": 3, "count": 1}) == 2
+    assert slot_of_row({"min": 8, "max": 15, "count": 1}) == 4
+    assert slot_of_row({"min": 1 << 40, "max": (1 << 41) - 1, "count": 1}) == 41
+    assert slot_of_row({"max": -1, "count": 5}) is None
+    with pytest.raises(ValueError, match="lhist"):
+        slot_of_row({"min": 10, "max": 19, "count": 1})
+
+
+@pytest.mark.parametrize("name", ["block_usecs_interval.json", "syscall_nsecs_cumulative.json"])
+def test_fixture_hist_totals(name: str) -> None:
+    for line in (FIXTURES / name).read_text().splitlines():
+        event = parse_line(line)
+        if event is None or event.kind != "hist":
+            continue
+        raw = json.loads(line)["data"][event.name]
+        for key, rows in keyed(event.data).items():
+            expected = sum(r["count"] for r in (raw[key] if key else raw))
+            negative_expected = sum(r["count"] for r in (raw[key] if key else raw) if "min" not in r)
+            counts, negative = hist_counts(rows)
+            assert int(counts.sum()) + negative == expected
+            assert negative == negative_expected
+
+
+def test_fixture_negative_bucket_is_seen() -> None:
+    negatives = 0
+    for line in (FIXTURES / "block_usecs_interval.json").read_text().splitlines():
+        event = parse_line(line)
+        if event is not None and event.name == "@skew_from_100us":
+            negatives += hist_counts(event.data)[1]
+    assert negatives > 0
+
+
+def test_parse_line_kinds() -> None:
+    assert parse_line("   ") is None
+    assert parse_line('{"type": "attached_probes", "data": {"probes": 3}}').kind == "attached_probes"
+    ev = parse_line('{"type": "map", "data": {"@lm_sum": {"0,0,5": 40}}}')
+    assert (ev.kind, ev.name, ev.data) == ("map", "@lm_sum", {"0,0,5": 40})
+    with pytest.raises(ValueError, match="not bpftrace JSON"):
+        parse_line("Attaching 3 probes...")
+
+
+def test_parse_stream_builds_cumulative_readings() -> None:
+    lines = [
+        '{"type": "attached_probes", "data": {"probes": 4}}',
+        '{"type": "printf", "data": "lm_ready\\n"}',
+        '{"type": "hist", "data": {"@lm_hist": {"0,0": [{"min": 4, "max": 7, "count": 3}, '
+        '{"min": 8, "max": 15, "count": 0}, {"min": 16, "max": 31, "count": 1}], '
+        '"1,0": [{"min": 0, "max": 0, "count": 2}]}}}',
+        '{"type": "map", "data": {"@lm_sum": {"0,0,3": 15, "0,0,5": 20, "1,0,0": 0}}}',
+        '{"type": "printf", "data": "lm_tick\\n"}',
+        "",
+        '{"type": "printf", "data": "lm_tick\\n"}',
+    ]
+    events = list(parse_stream(iter(lines)))
+    assert [kind for kind, _ in events] == ["ready", "tick", "tick"]
+    first = events[1][1]
+    assert isinstance(first, Reading)
+    assert first.counts[(0, 0)][3] == 3 and first.counts[(0, 0)][5] == 1
+    assert first.sums_ns[(0, 0)][3] == 15 and first.sums_ns[(0, 0)][5] == 20
+    assert first.counts[(1, 0)][0] == 2
+    assert events[2][1].counts == {}
+
+
+def test_split_rw_keys() -> None:
+    hist = {"0,WS": [{"min": 8, "max": 15, "count": 2}], "0,FWS": [{"min": 8, "max": 15, "count": 1}],
+            "0,R": [{"min": 16, "max": 31, "count": 4}], "0,FF": [{"min": 2, "max": 3, "count": 1}]}
+    sums = {"0,WS,4": 20, "0,FWS,4": 9, "0,R,5": 80, "0,FF,2": 2}
+    reading = reading_from(hist, sums, 1.0, split_rw=True)
+    assert reading.counts[(0, 2)][4] == 3 and reading.sums_ns[(0, 2)][4] == 29
+    assert reading.counts[(0, 1)][5] == 4
+    assert reading.counts[(0, 3)][2] == 1
+    assert [rwbs_op(x) for x in ("R", "RA", "W", "FWS", "D", "N", "FF")] == [1, 1, 2, 2, 3, 3, 3]
+
+
+# --- preconditions ----------------------------------------------------------------------------
+
+def test_privileges() -> None:
+    assert preconditions.privilege_problem(caps=1 << preconditions.CAP_SYS_ADMIN, euid=1000) is None
+    both = (1 << preconditions.CAP_BPF) | (1 << preconditions.CAP_PERFMON)
+    assert preconditions.privilege_problem(caps=both, euid=1000) is None
+    msg = preconditions.privilege_problem(caps=1 << preconditions.CAP_BPF, euid=1000)
+    assert msg is not None and "not root" in msg and "sudo" in msg and "CAP_BPF" in msg
+    assert "root without" in (preconditions.privilege_problem(caps=0, euid=0) or "")
+
+
+def test_tracefs_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preconditions, "tracefs_root", lambda: None)
+    assert "mount -t tracefs tracefs /sys/kernel/tracing" in (preconditions.tracefs_problem() or "")
+    assert preconditions.tracefs_problem("/somewhere") is None
+
+
+def test_bcc_messages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = preconditions.bcc_problem(find_spec=lambda _: None)
+    assert missing is not None and "python3-bpfcc" in missing and "never `pip install bcc`" in missing
+    fake = tmp_path / "bcc" / "__init__.py"
+    fake.parent.mkdir()
+    fake.write_text("")
+    wrong = preconditions.bcc_problem(find_spec=lambda _: SimpleNamespace(origin=str(fake)))
+    assert wrong is not None and "pip uninstall bcc" in wrong
+    (fake.parent / "table.py").write_text("")
+    real = SimpleNamespace(origin=str(fake))
+    partial = preconditions.bcc_problem(find_spec=lambda _: real, env={"BCC_KERNEL_SOURCE": str(tmp_path)})
+    assert partial is not None and f"BCC_KERNEL_SOURCE={tmp_path}" in partial and "kconfig.h" in partial
+    monkeypatch.setattr(preconditions, "kernel_headers_dir", lambda env=None: None)
+    monkeypatch.setattr(preconditions, "KHEADERS_BUILTIN", str(tmp_path / "none.tar.xz"))
+    headers = preconditions.bcc_problem(find_spec=lambda _: real, env={})
+    assert headers is not None and "kernel headers" in headers and "BCC_KERNEL_SOURCE" in headers
+    (tmp_path / "include" / "linux").mkdir(parents=True)
+    (tmp_path / "include" / "linux" / "kconfig.h").write_text("")
+    (tmp_path / "include" / "generated").mkdir()
+    assert preconditions.headers_complete(str(tmp_path))
+
+
+def test_bpftrace_message() -> None:
+    assert "apt-get install bpftrace" in (preconditions.bpftrace_problem(which=lambda _: None) or "")
+    assert preconditions.bpftrace_problem(which=lambda _: "/bin/bpftrace") is None
+
+
+def test_one_message_when_no_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preconditions, "system_problem", lambda: None)
+    monkeypatch.setattr(source, "backend_problems", lambda: {"bcc": "no bcc", "bpftrace": "no bpftrace"})
+    msg = source.BpfSource.unavailable()
+    assert msg is not None and "bcc: no bcc" in msg and "bpftrace: no bpftrace" in msg and "in this order" in msg
+    with pytest.raises(BpfError, match="no BPF backend works here"):
+        list(source.BpfSource(mode="syscall", syscalls="read").items())
+    monkeypatch.setattr(preconditions, "system_problem", lambda: "not root")
+    assert source.BpfSource.unavailable() == "not root"
+
+
+# --- specs and programs -----------------------------------------------------------------------
+
+def test_spec_validation() -> None:
+    with pytest.raises(BpfError, match="either --pid or --comm"):
+        TraceSpec.from_options({"mode": "syscall", "syscalls": "read", "pid": 1, "comm": "x"})
+    with pytest.raises(BpfError, match="`bpf syscall` only"):
+        TraceSpec.from_options({"mode": "block", "pid": 1})
+    with pytest.raises(BpfError, match="`bpf block` only"):
+        TraceSpec.from_options({"mode": "syscall", "syscalls": "read", "per_disk": True})
+    with pytest.raises(BpfError, match="unknown disk 'nosuchdisk0'"):
+        TraceSpec.from_options({"mode": "block", "disk": "nosuchdisk0"})
+    with pytest.raises(BpfError, match="not a syscall name"):
+        TraceSpec.from_options({"mode": "syscall", "syscalls": "read;rm"})
+
+
+def test_labels_and_programs() -> None:
+    spec = TraceSpec.from_options({"mode": "syscall", "syscalls": "read,pread64", "pid": 42, "interval": 0.5})
+    assert spec.stream(1, 0).label == "syscall pread64 pid 42"
+    assert spec.stream(1, 0).unit == "nanosec" and spec.stream(1, 0).datasource == "bpf"
+    text, cflags = bcc_backend.program(spec)
+    assert "sys_exit_pread64) { return lm_exit(1); }" in text and "!= 42" in text and cflags[0] == "-w"
+    bt = script(spec)
+    assert "/pid == 42/" in bt and "interval:ms:500" in bt and "@lm_call[tid] == 2" in bt
+    block = TraceSpec.from_options({"mode": "block", "split": "rw", "queued": True})
+    assert [block.stream(0, op).label for op in (1, 2, 3)] == [
+        "block I/O queued read", "block I/O queued write", "block I/O queued other"]
+    assert "block_rq_insert" in script(block) and "-DLM_QUEUED=1" in bcc_backend.program(block)[1]
+    assert "c[2] != 0" in bcc_backend.comm_filter("dd")
+
+
+# --- interval diffing -------------------------------------------------------------------------
+
+def test_intervals_are_exact_differences() -> None:
+    spec = TraceSpec.from_options({"mode": "syscall", "syscalls": "read"})
+    r1, r2 = Reading(10.0), Reading(11.0)
+    r1.add((0, 0), 5, count=3, sum_ns=60)
+    r2.add((0, 0), 5, count=7, sum_ns=130)
+    r2.add((0, 0), 64, count=1, sum_ns=1 << 62)
+    out = list(intervals(spec, [r1, r2], attached_at=9.0))
+    assert all(isinstance(x, Interval) for x in out)
+    assert [(x.start, x.end, int(x.counts.sum())) for x in out] == [(9.0, 10.0, 3), (10.0, 11.0, 5)]
+    assert out[1].counts[5] == 4 and out[1].counts[63] == 1
+    assert out[1].time is not None and out[1].time[5] == pytest.approx(70e-9)
+
+
+def test_new_stream_counts_from_previous_reading() -> None:
+    spec = TraceSpec.from_options({"mode": "block", "per_disk": True})
+    r1, r2 = Reading(1.0), Reading(2.0)
+    r2.add((254 << 20, 0), 14, count=9, sum_ns=9 * 10_000)
+    out = [x for x in intervals(spec, [r1, r2], attached_at=0.5) if not isinstance(x, Notice)]
+    assert len(out) == 1 and out[0].start == 1.0 and out[0].counts[14] == 9
+    assert np.isclose(out[0].time[14], 9e-5)
+
+
+def test_cli_command_from_params() -> None:
+    from click.testing import CliRunner
+
+    from latencymap.cli import source_command
+
+    result = CliRunner().invoke(source_command(source.BpfSource), ["--help"])
+    assert result.exit_code == 0
+    for option in ("{block|syscall}", "--backend", "--disk", "--queued", "--per-disk", "--split", "--syscalls",
+                   "--pid", "--comm", "--interval"):
+        assert option in result.output

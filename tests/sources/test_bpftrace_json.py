@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
+from latencymap.sources.bpftrace_json import BpftraceJsonFormat, hist_counts
+
+from latencymap.buckets import bounds_in_unit
+
+INTERVAL_JSON = FIXTURES / "bpftrace" / "block_usecs_interval.json"
+CUMULATIVE_JSON = FIXTURES / "bpftrace" / "syscall_nsecs_cumulative.json"
+
+
+def printed_counts(path) -> dict[str, list[int]]:
+    """Per map (and key), each print's count over buckets that have a "min", straight from the JSON."""
+    prints: dict[str, list[int]] = defaultdict(list)
+    for line in path.read_text().splitlines():
+        obj = json.loads(line) if line.strip() else {}
+        if obj.get("type") != "hist":
+            continue
+        for name, value in obj["data"].items():
+            for key, rows in (value.items() if isinstance(value, dict) else [(None, value)]):
+                label = name if key is None else f"{name}[{key}]"
+                prints[label].append(sum(r["count"] for r in rows if "min" in r))
+    return prints
+
+
+def test_per_interval_fixture_totals_equal_the_json_counts() -> None:
+    expected = {label: sum(p) for label, p in printed_counts(INTERVAL_JSON).items()}
+    assert len(expected) == 3
+    report = report_json(INTERVAL_JSON)
+    assert totals_by_label(report) == expected
+    assert {s["stream"]["label"]: s["stream"]["unit"] for s in report["streams"]}["@usecs"] == "microsec"
+
+
+def test_keyed_cumulative_fixture_totals_are_last_minus_first() -> None:
+    prints = printed_counts(CUMULATIVE_JSON)
+    assert all(label.startswith("@nsecs[tracepoint:syscalls:") for label in prints)
+    report = report_json(CUMULATIVE_JSON)
+    assert totals_by_label(report) == {label: p[-1] - p[0] for label, p in prints.items()}
+    assert {s["stream"]["unit"] for s in report["streams"]} == {"nanosec"}
+
+
+def test_max_is_inclusive_and_negative_bucket_has_no_min() -> None:
+    rows = [{"max": -1, "count": 9}, {"min": 0, "max": 0, "count": 1}, {"min": 1, "max": 1, "count": 2},
+            {"min": 8, "max": 15, "count": 3}, {"min": 1024, "max": 2047, "count": 4}]
+    counts, negative = hist_counts(rows)
+    low, high = bounds_in_unit("bpf")
+    assert negative == 9
+    assert {(low[s], high[s]): int(counts[s]) for s in counts.nonzero()[0]} == {
+        (0.0, 1.0): 1, (1.0, 2.0): 2, (8.0, 16.0): 3, (1024.0, 2048.0): 4}
+
+
+def test_other_lines_skipped_bad_lines_reported_time_lines_used() -> None:
+    text = "\n".join([
+        '{"type": "attached_probes", "data": {"probes": 1}}',
+        '{"type": "time", "data": "10:00:00\\n"}',
+        '{"type": "hist", "data": {"@usecs": [{"min": 2, "max": 3, "count": 5}]}}',
+        '{"type": "printf", "data": "hello"}',
+        'not json {',
+        '{"type": "hist", "data": {"@usecs": [{"min": 2, "max": 4, "count": 5}]}}',
+        '{"type": "time", "data": "10:00:03\\n"}',
+        '{"type": "hist", "data": {"@usecs": [{"min": 2, "max": 3, "count": 1}]}}',
+    ]) + "\n"
+    items = read_items(BpftraceJsonFormat, text, "j.json")
+    msgs = notices(items)
+    assert any(m.startswith("j.json: line 5: expected one JSON object per line") for m in msgs)
+    assert any(m.startswith("j.json: line 6: @usecs: expected log2 bounds") for m in msgs)
+    cols = intervals(items)
+    assert [int(c.counts.sum()) for c in cols] == [5, 1]
+    assert cols[1].end - cols[0].end == 3.0 and cols[1].start == cols[0].end

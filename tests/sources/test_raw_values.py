@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from formats_support import intervals, notices, read_items, report_json
+from latencymap.sources.raw_values import RawValuesFormat
+
+from latencymap.buckets import bounds_in_unit
+
+
+def test_pairs_totals_and_exact_time_through_the_report(tmp_path) -> None:
+    rng = np.random.default_rng(7)
+    times = np.sort(rng.uniform(1_700_000_000, 1_700_000_030, 5000))
+    lat = rng.lognormal(5, 1, 5000)
+    path = tmp_path / "pairs.txt"
+    path.write_text("time latency\n" + "".join(f"{t:.6f} {v:.3f}\n" for t, v in zip(times, lat, strict=True)))
+    values = [float(line.split()[1]) for line in path.read_text().splitlines()[1:]]
+    (stream,) = report_json(path, interval=5)["streams"]
+    assert stream["stream"]["label"] == "pairs.txt" and stream["stream"]["unit"] == "microsec"
+    assert stream["total"]["events"] == len(values)
+    assert stream["intensity_exact"] and stream["total"]["time_s"] == pytest.approx(sum(values) / 1e6, rel=1e-9)
+    assert stream["columns"] == 6 and stream["start"] == 1_700_000_000
+
+
+@pytest.mark.parametrize(("value", "low", "high"), [("0", 0.0, 1.0), ("0.99", 0.0, 1.0), ("1", 1.0, 2.0),
+                                                    ("1023", 512.0, 1024.0), ("1024", 1024.0, 2048.0)])
+def test_value_on_a_boundary(value: str, low: float, high: float) -> None:
+    (col,) = intervals(read_items(RawValuesFormat, value + "\n"))
+    (slot,) = col.counts.nonzero()[0]
+    lows, highs = bounds_in_unit("raw")
+    assert (lows[slot], highs[slot]) == (low, high)
+
+
+def test_units_seconds_become_microseconds_and_time_unit_scales() -> None:
+    text = "1000 0.5\n1500,0.25\n3000 2\n"
+    cols = intervals(read_items(RawValuesFormat, text, unit="sec", time_unit="millisec"))
+    assert [int(c.counts.sum()) for c in cols] == [2, 0, 1]
+    assert cols[0].stream.unit == "microsec" and cols[0].start == 1.0
+    assert sum(float(c.time.sum()) for c in cols) == pytest.approx(2.75)
+    assert cols[0].counts[np.nonzero(cols[0].counts)[0]].tolist() == [1, 1]
+
+
+def test_bad_lines_reported_with_line_numbers_and_reading_goes_on() -> None:
+    text = "# comment\n5\nabc\n6 7\n-3\nnan\n8\n"
+    items = read_items(RawValuesFormat, text, "v.txt")
+    msgs = notices(items)
+    assert any(m.startswith("v.txt: line 3: expected '<latency>'") for m in msgs)
+    assert any(m.startswith("v.txt: line 4: expected '<latency>'") for m in msgs)
+    assert any("2 negative or non-finite" in m for m in msgs)
+    (col,) = intervals(items)
+    assert int(col.counts.sum()) == 2 and float(col.time.sum()) == pytest.approx(13e-6)
+
+
+def test_sniff_accepts_numbers_only() -> None:
+    assert RawValuesFormat.sniff(["time latency\n", "1 2\n", "3 4\n"])
+    assert RawValuesFormat.sniff(["12.5\n", "\n", "# x\n", "3\n"])
+    assert not RawValuesFormat.sniff(["1 2 3\n"]) and not RawValuesFormat.sniff(["hello\n", "world\n"])
+
+
+def test_a_long_idle_stretch_is_one_empty_column() -> None:
+    cols = intervals(read_items(RawValuesFormat, "10 5\n10.5 6\n5000.2 7\n"))
+    assert [(c.start, c.end, int(c.counts.sum())) for c in cols] == [(10, 11, 2), (11, 5000, 0), (5000, 5001, 1)]

@@ -1,0 +1,80 @@
+"""Spark REST polling against a local stub serving the driver answers recorded by fixtures/spark/generate.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+from latencymap.sources.spark.rest import api_base, choose_app, epoch_ms
+from latencymap.sources.spark.source import SparkSource, collect
+
+SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark"
+EXPECTED = json.loads((SPARK / "expected.json").read_text())
+
+
+@pytest.fixture
+def driver() -> Iterator[str]:
+    """A stub driver UI: the recorded answers, with the application marked completed."""
+    answers = json.loads((SPARK / "rest" / "responses.json").read_text())
+    app_path = f"/applications/{EXPECTED['app_id']}"
+    for attempt in answers[app_path]["attempts"]:
+        attempt["completed"] = True
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.removeprefix("/api/v1")
+            body = answers.get(path)
+            if body is None and "taskList" in path:
+                body = []  # pages past the recorded one
+            self.send_response(404 if body is None else 200)
+            self.end_headers()
+            self.wfile.write(json.dumps(body).encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def signature(intervals: list) -> list[tuple]:
+    return [(iv.stream, iv.start, iv.end, iv.counts.tolist(), np.round(iv.time, 9).tolist()) for iv in intervals]
+
+
+def test_rest_gives_the_event_log_intervals(driver: str) -> None:
+    rest = SparkSource(target=driver, interval=0.5, poll=0.01)
+    log = SparkSource(target=str(SPARK / "plain"), interval=0.5)
+    assert signature(collect(rest)) == signature(collect(log))
+    assert sorted(t.task_id for t in rest.tasks) == sorted(t.task_id for t in log.tasks)
+
+
+def test_rest_stragglers_match(driver: str) -> None:
+    rest = SparkSource(target=driver, poll=0.01)
+    collect(rest)
+    got = sorted((s["stage"], s["index"]) for s in rest.analysis()["stragglers"])
+    assert got == sorted((s["stage"], s["index"]) for s in EXPECTED["stragglers"])
+
+
+@pytest.mark.parametrize("metric", ["run", "cpu", "gc", "deserialize", "fetch-wait", "shuffle-write"])
+def test_rest_metrics_match_the_log(driver: str, metric: str) -> None:
+    rest = collect(SparkSource(target=driver, interval=1.0, poll=0.01, metric=metric))
+    log = collect(SparkSource(target=str(SPARK / "plain"), interval=1.0, metric=metric))
+    assert signature(rest) == signature(log)
+
+
+def test_rest_helpers() -> None:
+    assert api_base("http://h:4040/") == "http://h:4040/api/v1"
+    assert api_base("http://h:18080/api/v1") == "http://h:18080/api/v1"
+    assert epoch_ms("1970-01-01T00:00:01.250GMT") == 1250
+    apps = [{"id": "a-1", "attempts": [{"completed": True, "startTime": "2026-01-01T00:00:00.000GMT"}]},
+            {"id": "a-2", "attempts": [{"completed": False, "startTime": "2025-01-01T00:00:00.000GMT"}]}]
+    assert choose_app(apps, None)["id"] == "a-2"
+    assert choose_app(apps, "a-1")["id"] == "a-1"

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
+from latencymap.sources.trace10046 import Trace10046Format
+
+from latencymap.buckets import bounds_in_unit
+
+TRACE = FIXTURES / "pylatencymap" / "test_10046_tracefile.trc"
+
+
+def waits() -> dict[str, list[tuple[int, int]]]:
+    """(ela, tim) of every WAIT line per event, by regex over the trace."""
+    out: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for nam, ela, tim in re.findall(r"^WAIT #\d+: nam='([^']+)' ela= (\d+) .* tim=(\d+)$", TRACE.read_text(), re.M):
+        out[nam].append((int(ela), int(tim)))
+    return out
+
+
+def test_default_event_totals_and_exact_time_equal_the_trace() -> None:
+    seq = waits()["db file sequential read"]
+    report = report_json(TRACE)
+    (stream,) = report["streams"]
+    assert stream["stream"] == {"label": "db file sequential read", "datasource": "oracle10046", "unit": "microsec"}
+    assert stream["total"]["events"] == len(seq)
+    assert stream["intensity_exact"]
+    assert stream["total"]["time_s"] == pytest.approx(sum(e for e, _ in seq) / 1e6, rel=1e-9)
+    first, last = min(t for _, t in seq) / 1e6, max(t for _, t in seq) / 1e6
+    assert stream["columns"] == int(np.floor(last)) - int(np.floor(first)) + 1
+
+
+def test_several_events_are_several_streams_with_interval_columns() -> None:
+    w = waits()
+    report = report_json(TRACE, event=("db file sequential read", "gc cr grant 2-way"), interval=10)
+    assert totals_by_label(report) == {"db file sequential read": len(w["db file sequential read"]),
+                                       "gc cr grant 2-way": len(w["gc cr grant 2-way"])}
+    for s in report["streams"]:
+        assert s["start"] % 10 == 0 and (s["end"] - s["start"]) == 10 * s["columns"]
+
+
+def test_all_events_and_missing_event_note() -> None:
+    w = waits()
+    items = list(Trace10046Format(event=("all",)).read(TRACE.open(), "t.trc"))
+    got: dict[str, int] = defaultdict(int)
+    for col in intervals(items):
+        got[col.stream.label] += int(col.counts.sum())
+    assert got == {k: len(v) for k, v in w.items()}
+    items = list(Trace10046Format(event=("no such event",)).read(TRACE.open(), "t.trc"))
+    assert any("no WAIT lines for 'no such event'" in m and "db file sequential read" in m for m in notices(items))
+
+
+@pytest.mark.parametrize(("ela", "low", "high"), [(0, 0.0, 1.0), (1, 1.0, 2.0), (1023, 512.0, 1024.0),
+                                                  (1024, 1024.0, 2048.0)])
+def test_ela_on_and_below_a_boundary(ela: int, low: float, high: float) -> None:
+    text = f"WAIT #1: nam='db file sequential read' ela= {ela} file#=7 block#=1 blocks=1 obj#=1 tim=1377520823000000\n"
+    (col,) = intervals(read_items(Trace10046Format, text))
+    (slot,) = col.counts.nonzero()[0]
+    lows, highs = bounds_in_unit("oracle10046")
+    assert (lows[slot], highs[slot]) == (low, high)
+    assert col.time is not None and col.time.sum() == pytest.approx(ela / 1e6)
+
+
+def test_malformed_wait_line_reported_and_empty_columns_kept() -> None:
+    text = ("WAIT #1: nam='db file sequential read' ela= 5 tim=1000000000000000\n"
+            "WAIT #1: nam='db file sequential read' ela= oops tim=1000000000500000\n"
+            "WAIT #1: nam='db file sequential read' ela= 7 tim=1000000003200000\n")
+    items = read_items(Trace10046Format, text, "w.trc")
+    assert any(m.startswith("w.trc: line 2: expected \"WAIT #<cursor>") for m in notices(items))
+    assert [int(c.counts.sum()) for c in intervals(items)] == [1, 0, 0, 1]
+
+
+def test_non_epoch_tim_is_anchored_to_the_trace_timestamp() -> None:
+    text = "*** 2013-08-26 14:40:23.035\nWAIT #1: nam='db file sequential read' ela= 5 tim=5000000\n"
+    (col,) = intervals(read_items(Trace10046Format, text))
+    assert col.start > 1.3e9

@@ -2,7 +2,8 @@
 # Install what the BPF source and its tests need on a Debian bookworm machine (run as root).
 #
 # Idempotent and quick when everything is already there:
-#   - bpfcc-tools, python3-bpfcc, libbpfcc, bpftrace (apt-get update at most once per run);
+#   - bpfcc-tools, python3-bpfcc, libbpfcc, bpftrace, plus tmux (TUI tests in a real terminal) and chromium
+#     (static reports opened headless) (apt-get update at most once per run);
 #   - tracefs mounted at /sys/kernel/tracing;
 #   - Debian 6.12 kernel headers unpacked (not installed) into one tree under $LATENCYMAP_KHEADERS
 #     (default /opt/latencymap-kheaders), merged into one directory with a stable link `current`,
@@ -16,7 +17,7 @@ export DEBIAN_FRONTEND=noninteractive
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KHEADERS="${LATENCYMAP_KHEADERS:-/opt/latencymap-kheaders}"
 VENV="${LATENCYMAP_VENV:-$REPO/.venv}"
-PACKAGES=(bpfcc-tools python3-bpfcc libbpfcc bpftrace)
+PACKAGES=(bpfcc-tools python3-bpfcc libbpfcc bpftrace tmux chromium)
 
 log() { printf 'install-system: %s\n' "$*" >&2; }
 

@@ -172,15 +172,20 @@ def main() -> None:
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...")
 @click.option("--format", "--input-format", "input_format", default=None, metavar="NAME",
               help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats))}.")
+@click.option("--serve-metrics", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve the latest interval as OpenMetrics on http://127.0.0.1:PORT/metrics.")
 @view_options
 @format_options
-def view(inputs: tuple[str, ...], input_format: str | None, **kw: Any) -> None:
+def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int | None, **kw: Any) -> None:
     """Show INPUT files (or stdin) as heat maps."""
     fmt_opts = _format_kwargs(kw)
 
     def body() -> int:
+        from latencymap.metrics import metrics_served
+
         flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), {**kw, "inputs": inputs})
-        return _view(flow, kw)
+        with metrics_served(flow, serve_metrics) as flow:
+            return _view(flow, kw)
 
     _guarded(body)
 
@@ -205,18 +210,39 @@ def replay(path: str, speed: float, as_fast: bool, start: float | None, end: flo
     _guarded(body)
 
 
+def _parse_gates(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[Any]:
+    from latencymap.gates import GateError, parse_gate
+
+    try:
+        return [parse_gate(v) for v in value]
+    except GateError as err:
+        raise click.BadParameter(str(err), ctx, param) from None
+
+
+def _gate_failures(acc: Any, gates: list[Any]) -> int:
+    from latencymap.gates import check_gates
+
+    failures = check_gates(acc, gates)
+    for line in failures:
+        click.echo(f"latencymap: {line}", err=True)
+    return EXIT_FAIL if failures else EXIT_OK
+
+
 @main.command("report", epilog=EXAMPLES)
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...")
-@click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Report format.")
+@click.option("--format", "out_format", default="text", show_default=True,
+              type=click.Choice(["text", "json", "svg", "html", "parquet", "openmetrics"]),
+              help="Report format (parquet needs -o and the [export] extra).")
 @click.option("--input-format", default=None, metavar="NAME",
               help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats))}.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to a file instead of stdout.")
+@click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR", callback=_parse_gates,
+              help="Exit 1 when EXPR holds for any stream, e.g. 'p99 > 20ms' (see latencymap/gates.py).")
 @limit_options
 @format_options
 def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, output: str | None,
-           **kw: Any) -> None:
+           fail_if: list[Any], **kw: Any) -> None:
     """Analyse whole INPUTs (default stdin) with no UI."""
     fmt_opts = _format_kwargs(kw)
 
@@ -232,13 +258,18 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
                 acc.add(batch)
                 batch.clear()
         acc.add(batch)
+        if out_format not in ("text", "json"):
+            from latencymap.exports import write_report
+
+            write_report(acc, out_format, output)
+            return _gate_failures(acc, fail_if)
         text = json.dumps(build_report(acc)) + "\n" if out_format == "json" else report_text(acc)
         if output:
             with open(output, "w", encoding="utf-8") as fh:
                 fh.write(text)
         else:
             sys.stdout.write(text)
-        return EXIT_OK
+        return _gate_failures(acc, fail_if)
 
     _guarded(body)
 
@@ -272,3 +303,7 @@ _VIEW_NAMES = {p.name for p in view_options(lambda **_: None).__click_params__} 
 for _src in REGISTRY.sources.values():
     if _src.name not in main.commands:
         main.add_command(source_command(_src))
+
+from latencymap.diff_cmd import diff as _diff  # noqa: E402 (after main exists)
+
+main.add_command(_diff)

@@ -8,6 +8,7 @@ complete frame. `compat` writes only what PyLatencyMap 1.3 reads: cumulative two
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -125,10 +126,8 @@ class Recorder:
         return text + format_record(stream, iv.end, total, date=iv.date)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # a write error was already reported; what was written stays
             self._fh.close()
-        except OSError:
-            pass  # a write error was already reported; what was written stays
 
 
 def recorded(flow: Flow, recorder: Recorder) -> Flow:

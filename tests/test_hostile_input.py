@@ -56,7 +56,8 @@ def test_arbitrary_bytes_on_stdin_never_crash(data: bytes) -> None:
 
 def test_megabyte_lines_are_cut_and_reading_goes_on() -> None:
     huge = b"label, " + b"A" * (3 * MAX_LINE) + b"\n"
-    payload = b"<begin record>\n" + huge + b"1, 1\n<end record>\n" + b"\x00\xff\xfe\n<begin record>\n1, 2\n<end record>\n"
+    payload = (b"<begin record>\n" + huge + b"1, 1\n<end record>\n"
+               + b"\x00\xff\xfe\n<begin record>\n1, 2\n<end record>\n")
     items = list(read_input("-", REGISTRY, stdin=io.BytesIO(payload)))
     snaps = [i for i in items if isinstance(i, Snapshot)]
     assert len(snaps) == 2 and len(snaps[0].stream.label) <= 200

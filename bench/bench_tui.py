@@ -1,0 +1,145 @@
+"""TUI benchmarks: frame render time of two 40x200 heat maps (line API vs a rich Text per cell),
+and key-to-repaint latency while ingesting 10k intervals/s (vs idle). Prints ratios; no thresholds.
+
+Run: python bench/bench_tui.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+
+import numpy as np
+from rich.console import Console
+from rich.style import Style
+from rich.text import Text
+from textual import events
+
+from latencymap.accumulator import Accumulator, StreamHistory
+from latencymap.buckets import NSLOTS
+from latencymap.frame import build_frame
+from latencymap.model import Interval, StreamId
+from latencymap.plain import BLUES, REDS
+from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.heatmap import LABEL_W, RIGHT_W, HeatMap, MapSpec
+
+ROWS, COLS = 40, 200
+STREAM = StreamId("bench", "bpf", "nanosec")
+
+
+def intervals(n: int, seed: int = 0, start: float = 1_700_000_000.0) -> list[Interval]:
+    """`n` one-second intervals with random counts in the lowest 40 slots."""
+    rng = np.random.default_rng(seed)
+    counts = np.zeros((n, NSLOTS), dtype=np.int64)
+    counts[:, :ROWS] = rng.integers(0, 1000, size=(n, ROWS)) * (rng.random((n, ROWS)) < 0.6)
+    return [Interval(STREAM, start + k, start + k + 1, counts[k]) for k in range(n)]
+
+
+def history(n: int = 1000) -> StreamHistory:
+    acc = Accumulator()
+    acc.add(intervals(n))
+    return acc.streams[STREAM]
+
+
+def line_api_frame(maps: list[HeatMap], width: int) -> None:
+    for heatmap in maps:
+        heatmap.build_strips(width, "truecolor")
+
+
+def naive_frame(hist: StreamHistory, console: Console) -> None:
+    """Baseline: one rich Text per row with a new Style per cell, rendered to segments."""
+    for kind, palette in (("frequency", BLUES), ("intensity", REDS)):
+        frame = build_frame(hist, kind, COLS, 0, ROWS - 1)
+        text = Text()
+        for r in range(ROWS - 1, -1, -1):
+            for level in frame.levels[r].tolist():
+                text.append(" ", style=Style(bgcolor=f"color({palette[level]})"))
+            text.append("\n")
+        list(console.render(text))
+
+
+def timed(fn, repeat: int) -> float:
+    """Median milliseconds of `repeat` calls."""
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def bench_render() -> tuple[float, float]:
+    hist = history()
+    width = COLS + LABEL_W + 1 + RIGHT_W
+    maps = [HeatMap("frequency"), HeatMap("intensity")]
+    for heatmap in maps:  # no app: set the inputs directly
+        heatmap.hist, heatmap.spec = hist, MapSpec(0, ROWS - 1, hist.n, cursor=hist.n - 5)
+    console = Console(width=COLS + 10, force_terminal=True, color_system="truecolor", file=io.StringIO())
+    line = timed(lambda: line_api_frame(maps, width), 30)
+    naive = timed(lambda: naive_frame(hist, console), 5)
+    return line, naive
+
+
+def paced(rate: int, stop: threading.Event) -> Iterator[Interval]:
+    """About `rate` intervals per second until `stop`."""
+    pool = intervals(2000, seed=1)
+    k, t0 = 0, time.perf_counter()
+    while not stop.is_set():
+        due = int((time.perf_counter() - t0) * rate)
+        while k < due:
+            item = pool[k % len(pool)]
+            yield Interval(STREAM, 1e9 + k, 1e9 + k + 1, item.counts)
+            k += 1
+        time.sleep(0.001)
+
+
+async def key_latency(rate: int, presses: int = 15) -> tuple[float, int]:
+    """Median ms from a key press to the repaint of the frequency map that shows its effect."""
+    stop = threading.Event()
+    flow = paced(rate, stop) if rate else iter(intervals(300))
+    app = LatencyMapApp(flow, color_mode="truecolor")
+    painted: list[bool] = []
+    samples = []
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause(1.0)
+        heat = app.query_one("#frequency", HeatMap)
+        original = heat.build_strips
+
+        def spy(width: int, mode: str) -> list:
+            strips = original(width, mode)
+            painted.append(bool(heat.spec and heat.spec.log))
+            return strips
+
+        heat.build_strips = spy  # type: ignore[method-assign]
+        for _ in range(presses):
+            want = not app.view.log
+            painted.clear()
+            t0 = time.perf_counter()
+            app.post_message(events.Key("l", "l"))
+            while want not in painted:
+                await asyncio.sleep(0.0005)
+            samples.append((time.perf_counter() - t0) * 1000)
+            await pilot.pause(0.05)
+        seen = app.acc.intervals_seen
+    stop.set()
+    return statistics.median(samples), seen
+
+
+def main() -> None:
+    line, naive = bench_render()
+    print(f"frame render, two {ROWS}x{COLS} maps: line API {line:.2f} ms, "
+          f"rich Text per cell {naive:.1f} ms, ratio {naive / line:.1f}x faster")
+    idle, _ = asyncio.run(key_latency(0))
+    t0 = time.perf_counter()
+    busy, seen = asyncio.run(key_latency(10_000))
+    wall = time.perf_counter() - t0
+    print(f"key-to-repaint: idle {idle:.1f} ms, while ingesting ~10k intervals/s {busy:.1f} ms "
+          f"(ratio {busy / idle:.2f}); {seen} intervals ingested in ~{wall:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""The HeatMap widget: line API, one Strip per row built once per frame from run-length merged cells."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from latencymap.accumulator import StreamHistory
+from latencymap.frame import LEVELS, MapFrame
+from latencymap.tui.frames import Window, zoomed_frame
+from latencymap.tui.palette import CURSOR_CHAR, cell_char, cell_style
+from latencymap.units import format_number
+
+LABEL_W = 8
+LEGEND_W = 10
+RIGHT_W = 1 + 8 + 1 + 2 + 1 + LEGEND_W
+TITLES = {"frequency": "Frequency: events per second",
+          "intensity": "Intensity: time waited per second (s/s)"}
+TITLE_STYLE = Style(bold=True)
+DIM = Style(dim=True)
+SELECTED = Style(bold=True, reverse=True)
+PLAIN = Style()  # never None: Textual's NO_COLOR filter needs a Style on every segment
+
+
+@dataclass(frozen=True, slots=True)
+class MapSpec:
+    """Everything a map needs besides its width: bucket range, window end, zoom, scale, cursor."""
+
+    lo: int
+    hi: int
+    stop: int
+    zoom: int = 1
+    maxval: float | None = None
+    log: bool = False
+    cursor: int = -1
+    selected_row: int | None = None
+
+    @property
+    def rows(self) -> int:
+        return self.hi - self.lo + 1
+
+
+def time_label(epoch: float) -> str:
+    """Wall-clock time of a column end, local time."""
+    return time.strftime("%H:%M:%S", time.localtime(epoch))
+
+
+class HeatMap(Widget):
+    """One heat map (frequency or intensity) of one stream."""
+
+    DEFAULT_CSS = "HeatMap { height: auto; width: 1fr; }"
+
+    @dataclass
+    class Selected(Message):
+        """A click chose history `column` and bucket `row` (0 = lowest row shown)."""
+
+        column: int
+        row: int
+
+    def __init__(self, kind: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.kind = kind
+        self.mode = "truecolor"
+        self.hist: StreamHistory | None = None
+        self.spec: MapSpec | None = None
+        self.frame: MapFrame | None = None
+        self.window: Window | None = None
+        self._version = 0
+        self._built: tuple[int, int, str] | None = None
+        self._strips: list[Strip] = []
+
+    def show(self, hist: StreamHistory | None, spec: MapSpec | None) -> None:
+        """Draw `hist` as `spec` says on the next repaint."""
+        relayout = (spec.rows if spec else 0) != (self.spec.rows if self.spec else 0)
+        self.hist, self.spec = hist, spec
+        self._version += 1
+        self.refresh(layout=relayout)
+
+    @property
+    def cells(self) -> int:
+        """Map columns that fit in the widget's width."""
+        return max(1, self.size.width - LABEL_W - 1 - RIGHT_W)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return (self.spec.rows if self.spec else 1) + 2
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        key = (self._version, width, self.mode)
+        if key != self._built:
+            self._strips = self.build_strips(width, self.mode)
+            self._built = key
+        return self._strips[y] if y < len(self._strips) else Strip.blank(width, PLAIN)
+
+    def plain_lines(self) -> list[str]:
+        """The map as text with shade characters, for the saved plain-text frame."""
+        return [strip.text.rstrip() for strip in self.build_strips(self.size.width, "mono")]
+
+    def build_strips(self, width: int, mode: str) -> list[Strip]:
+        """Quantize once (NumPy) and turn each row into merged segments."""
+        hist, spec = self.hist, self.spec
+        title = TITLES[self.kind]
+        if hist is None or spec is None or hist.n == 0:
+            self.frame = None
+            return [_text_strip(f" {title}", width, TITLE_STYLE), _text_strip(" waiting for data…", width, DIM)]
+        cells = max(1, width - LABEL_W - 1 - RIGHT_W)
+        win = Window(spec.stop, cells, spec.zoom)
+        frame = zoomed_frame(hist, self.kind, win, spec.lo, spec.hi, maxval=spec.maxval, log=spec.log)
+        self.frame, self.window = frame, win
+        if not frame.exact:
+            title += ", estimated from bucket midpoints"
+        scale = "log" if spec.log else "linear"
+        pinned = " pinned" if spec.maxval else ""
+        strips = [_text_strip(f" {title}  [{scale}{pinned} scale · {spec.zoom} col/cell]", width, TITLE_STYLE)]
+        levels = frame.levels
+        pad = cells - levels.shape[1]
+        full = np.zeros((spec.rows, cells), dtype=np.uint8)
+        full[:, pad:] = levels
+        cursor = win.cell_of(spec.cursor) if spec.cursor >= 0 else -1
+        for r in range(spec.rows - 1, -1, -1):
+            segs = [self._label(frame.labels[r], r == spec.selected_row)]
+            segs += _row_segments(full[r], cursor, mode, self.kind)
+            segs += self._right(frame, r, mode)
+            strips.append(Strip(segs, width))
+        strips.append(self._axis(hist, win, cursor, width))
+        return strips
+
+    def _label(self, label: str, selected: bool) -> Segment:
+        text = label[: LABEL_W - 1].rjust(LABEL_W - 1) + " "
+        return Segment(("▸" if selected else " ") + text, SELECTED if selected else PLAIN)
+
+    def _right(self, frame: MapFrame, r: int, mode: str) -> list[Segment]:
+        segs = [Segment(f" {format_number(float(frame.latest[r]), 4):>8} ", PLAIN)]
+        k = len(frame.labels) - 1 - r
+        if k <= LEVELS:
+            segs.append(Segment(cell_char(mode, k) * 2, cell_style(mode, self.kind, k)))
+            legend = _legend_text(frame, k, self.spec.log if self.spec else False)
+            segs.append(Segment(" " + legend[:LEGEND_W].ljust(LEGEND_W), PLAIN))
+        else:
+            text = f"max {format_number(frame.chart_max)}" if k == LEVELS + 1 else ""
+            segs.append(Segment(text[: LEGEND_W + 3].ljust(LEGEND_W + 3), PLAIN))
+        return segs
+
+    def _axis(self, hist: StreamHistory, win: Window, cursor: int, width: int) -> Strip:
+        line = [" "] * width
+        off = LABEL_W + 1
+        first = max(0, win.base)
+        if win.stop > first:
+            left, right = time_label(float(hist.end[first])), time_label(float(hist.end[win.stop - 1]))
+            start = off + max(0, first - win.base) // win.zoom
+            right_at = max(start + len(left) + 1, off + win.cells - len(right))
+            _put(line, start, left)
+            if not 0 <= off + cursor - right_at < len(right):
+                _put(line, right_at, right)
+        if 0 <= cursor < win.cells:
+            line[off + cursor] = "▲"
+        return _text_strip("".join(line), width, DIM)
+
+    def on_click(self, event: events.Click) -> None:
+        """Select the clicked column and bucket."""
+        if self.spec is None or self.window is None or self.hist is None or self.hist.n == 0:
+            return
+        row = self.spec.rows - event.y
+        cell = event.x - LABEL_W - 1
+        if not (0 <= row < self.spec.rows and 0 <= cell < self.window.cells):
+            return
+        a, b = self.window.columns_of(cell)
+        column = min(b, self.spec.stop) - 1
+        if column >= a:
+            self.post_message(self.Selected(column, row))
+
+
+def _legend_text(frame: MapFrame, level: int, log: bool) -> str:
+    if level == 0:
+        return "0"
+    if log:
+        floor = frame.maxval / 10**LEVELS
+        return ">0" if level == 1 else "≥" + format_number(floor * 10 ** (level - 1))
+    return ">" + format_number(frame.maxval * (level - 1) / LEVELS)
+
+
+def _row_segments(row: np.ndarray, cursor: int, mode: str, kind: str) -> list[Segment]:
+    """Cells of one row, equal neighbours merged into one Segment; the cursor cell drawn apart."""
+    chars, styles = _level_looks(mode, kind)
+    bounds = np.flatnonzero(row[1:] != row[:-1]) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(row)]
+    values = row[starts].tolist()
+    segs: list[Segment] = []
+    add = segs.append
+    for a, b, v in zip(starts, ends, values, strict=True):
+        if a <= cursor < b:
+            if cursor > a:
+                add(Segment(chars[v] * (cursor - a), styles[v]))
+            add(Segment(CURSOR_CHAR, cell_style(mode, kind, v, True)))
+            if b > cursor + 1:
+                add(Segment(chars[v] * (b - cursor - 1), styles[v]))
+        else:
+            add(Segment(chars[v] * (b - a), styles[v]))
+    return segs
+
+
+@lru_cache(maxsize=16)
+def _level_looks(mode: str, kind: str) -> tuple[list[str], list[Style]]:
+    """Character and Style of every level, looked up once per (mode, kind)."""
+    levels = range(LEVELS + 1)
+    return [cell_char(mode, v) for v in levels], [cell_style(mode, kind, v) for v in levels]
+
+
+def _put(line: list[str], at: int, text: str) -> None:
+    for i, ch in enumerate(text):
+        if 0 <= at + i < len(line):
+            line[at + i] = ch
+
+
+def _text_strip(text: str, width: int, style: Style) -> Strip:
+    return Strip([Segment(text, style)]).adjust_cell_length(width, PLAIN)

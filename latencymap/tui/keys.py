@@ -1,0 +1,77 @@
+"""Key bindings and the help screen."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+BINDINGS: list[Binding] = [
+    Binding("q", "quit", "Quit"),
+    Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+    Binding("space", "pause", "Pause"),
+    Binding("left", "cursor(-1)", "←", show=False),
+    Binding("right", "cursor(1)", "→", show=False),
+    Binding("home", "home", "Oldest", show=False),
+    Binding("end", "end", "Newest", show=False),
+    Binding("pageup", "page(-1)", "Page back", show=False),
+    Binding("pagedown", "page(1)", "Page forward", show=False),
+    Binding("plus,equals_sign", "zoom(-1)", "Zoom in", show=False),
+    Binding("minus,underscore", "zoom(1)", "Zoom out", show=False),
+    Binding("left_square_bracket", "shift(-1)", "Buckets down", show=False),
+    Binding("right_square_bracket", "shift(1)", "Buckets up", show=False),
+    Binding("l", "log", "Lin/log"),
+    Binding("f", "show('frequency')", "Freq"),
+    Binding("i", "show('intensity')", "Intens"),
+    Binding("p", "percentiles", "Pctl"),
+    Binding("tab", "stream(1)", "Stream", priority=True),
+    Binding("shift+tab", "stream(-1)", "Stream", show=False, priority=True),
+    Binding("s", "save", "Save"),
+    Binding("question_mark", "help", "Help"),
+]
+
+HELP: list[tuple[str, str]] = [
+    ("space", "pause / resume the display (data keeps being read)"),
+    ("← →", "move the column cursor (the inspector follows it)"),
+    ("Home / End", "oldest column / newest column, following live data"),
+    ("PgUp / PgDn", "scroll one screen back / forward through the history"),
+    ("+ / −", "time zoom: fewer / more columns merged into one cell"),
+    ("[ / ]", "shift the latency bucket range down / up one bucket"),
+    ("l", "linear / logarithmic colour scale"),
+    ("f / i", "frequency map only / intensity map only (again: both)"),
+    ("p", "show / hide the p50/p99 strip"),
+    ("tab", "next stream (shift+tab: previous)"),
+    ("s", "save an SVG screenshot and a plain-text frame in the current directory"),
+    ("click", "select a column and a latency bucket"),
+    ("?", "this help (any key closes it)"),
+    ("q", "quit"),
+]
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key, one line each."""
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical { width: 84; height: auto; border: thick $primary; background: $surface; padding: 1 2; }
+    """
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, show_header=False, padding=(0, 2))
+        table.add_column(style="bold")
+        table.add_column()
+        for key, what in HELP:
+            table.add_row(key, what)
+        with Vertical():
+            yield Static("latencymap keys", classes="title")
+            yield Static(table)
+
+    def on_key(self, event: events.Key) -> None:
+        """Any key closes the help."""
+        event.stop()
+        event.prevent_default()
+        self.dismiss()

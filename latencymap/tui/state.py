@@ -1,0 +1,113 @@
+"""What the user is looking at: window, cursor, zoom, bucket shift, scale, visible maps, pause."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SHOW_CYCLE = ("both", "frequency", "intensity")
+MAX_ZOOM = 64
+
+
+@dataclass
+class ViewState:
+    """Navigation state, independent of Textual; every key handler edits one of these fields.
+
+    `end` is the history index one past the last column shown (None: follow the newest);
+    `cursor` the history index of the inspected column (None: the newest shown).
+    """
+
+    end: int | None = None
+    cursor: int | None = None
+    zoom: int = 1
+    shift: int = 0
+    log: bool = False
+    show: str = "both"
+    paused: bool = False
+    frozen: int = 0
+    stream: int = 0
+    percentiles: bool = True
+    selected_row: int | None = None
+
+    def visible_n(self, n: int) -> int:
+        """Columns the display may use: all of them, or those present when paused."""
+        return min(n, self.frozen) if self.paused else n
+
+    def stop(self, n: int) -> int:
+        """History index one past the last column shown."""
+        vn = self.visible_n(n)
+        return vn if self.end is None else max(0, min(self.end, vn))
+
+    def cursor_at(self, n: int) -> int:
+        """The inspected column (clamped), or -1 with no data."""
+        stop = self.stop(n)
+        if stop == 0:
+            return -1
+        return stop - 1 if self.cursor is None else max(0, min(self.cursor, stop - 1))
+
+    def toggle_pause(self, n: int) -> None:
+        self.paused = not self.paused
+        self.frozen = n
+
+    def move_cursor(self, n: int, cells: int, step: int) -> None:
+        """Move the cursor by `step` cells, scrolling the window to keep it visible."""
+        vn = self.visible_n(n)
+        if vn == 0:
+            return
+        target = max(0, min(vn - 1, self.cursor_at(n) + step * self.zoom))
+        self.cursor = target
+        self._reveal(vn, cells)
+
+    def home(self, n: int, cells: int) -> None:
+        """Oldest column of the history."""
+        if self.visible_n(n) == 0:
+            return
+        self.cursor = 0
+        self.end = min(self.visible_n(n), max(1, cells) * self.zoom)
+        self._settle(self.visible_n(n))
+
+    def end_key(self) -> None:
+        """Newest column; follow live data again."""
+        self.cursor = None
+        self.end = None
+
+    def page(self, n: int, cells: int, direction: int) -> None:
+        """Scroll one page (the width of the map) back (-1) or forward (+1)."""
+        vn = self.visible_n(n)
+        if vn == 0:
+            return
+        span = max(1, cells) * self.zoom
+        stop = self.stop(n)
+        new_stop = max(min(vn, span), min(vn, stop + direction * span))
+        self.cursor = max(0, min(vn - 1, self.cursor_at(n) + (new_stop - stop)))
+        self.end = new_stop
+        self._settle(vn)
+
+    def zoom_by(self, factor: int) -> None:
+        """`+` merges fewer columns per cell (factor 1/2 as -1), `-` more."""
+        self.zoom = max(1, min(MAX_ZOOM, self.zoom * 2 if factor > 0 else self.zoom // 2))
+
+    def shift_buckets(self, delta: int) -> None:
+        self.shift += delta
+        self.selected_row = None
+
+    def toggle_show(self, kind: str) -> None:
+        """`f`/`i`: show only that map, or both again when it is already alone."""
+        self.show = "both" if self.show == kind else kind
+
+    def _reveal(self, vn: int, cells: int) -> None:
+        span = max(1, cells) * self.zoom
+        stop = vn if self.end is None else min(self.end, vn)
+        cursor = self.cursor if self.cursor is not None else stop - 1
+        if cursor >= stop:
+            stop = cursor + 1
+        elif cursor < stop - span:
+            stop = cursor + span
+        self.end = min(vn, max(stop, 1))
+        self._settle(vn)
+
+    def _settle(self, vn: int) -> None:
+        """Back to following live data when the window reaches the newest column."""
+        if self.end is not None and self.end >= vn and not self.paused and (
+                self.cursor is None or self.cursor >= vn - 1):
+            self.end = None
+            self.cursor = None

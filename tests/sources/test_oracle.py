@@ -1,0 +1,283 @@
+"""The Oracle source against a DB-API double replaying real gv$event_histogram output (no server needed)."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import latencymap.sources.oracle as oracle
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from latencymap.sources.oracle import OracleSource
+from latencymap.sources.oracle_auth import PASSWORD_ENV
+from latencymap.sources.oracle_errors import OracleError
+from test_oracle_double import (
+    EVENT,
+    DatabaseError,
+    Exhausted,
+    FakeClock,
+    FakeDb,
+    example_rows,
+    slot_counts,
+)
+
+import latencymap.cli as cli
+from latencymap.model import Interval, Notice, StreamId
+
+PASSWORD = "Tr0ub4dor&3-not-in-argv"
+DSN = "dbhost:1521/ORCLPDB1"
+MILLI_SQL = ("SELECT inst_id, event, wait_time_milli, wait_count\n"
+             "  FROM gv$event_histogram\n"
+             " WHERE event IN (:event1)\n"
+             " ORDER BY inst_id, event, wait_time_milli")
+MICRO_SQL = MILLI_SQL.replace("wait_time_milli", "wait_time_micro").replace("histogram\n", "histogram_micro\n")
+LOST = "DPY-4011: the database or network closed the connection\nHelp: https://example/dpy-4011\nORA-03113: end-of-file"
+
+
+def make_source(db: FakeDb, clock: FakeClock, **opts: Any) -> OracleSource:
+    options = {"dsn": DSN, "user": "scott", "events": (EVENT,), "interval": 3.0, "instances": (),
+               "per_instance": False, "thick": False, "external_auth": False, "histogram": "auto", **opts}
+    return OracleSource(connect_fn=db.connect, sleep=clock.sleep, clock=clock, environ={PASSWORD_ENV: PASSWORD},
+                        stdin=io.StringIO(), **options)
+
+
+def collect(source: OracleSource) -> list[Interval | Notice]:
+    out: list[Any] = []
+    try:
+        for item in source.items():
+            out.append(item)
+    except Exhausted:
+        pass
+    return out
+
+
+def intervals(items: list[Any], gap: bool | None = None) -> list[Interval]:
+    return [i for i in items if isinstance(i, Interval) and (gap is None or i.gap == gap)]
+
+
+def test_sql_text_and_binds_reach_the_driver_exactly():
+    db = FakeDb(example_rows()[:4], version="11.2.0.4.0")
+    collect(make_source(db, FakeClock()))
+    assert db.executed == [(MILLI_SQL, {"event1": EVENT})] * 4
+    assert db.connects[0]["password"].reveal() == PASSWORD and db.connects[0]["user"] == "scott"
+
+
+def test_intervals_are_the_independent_deltas_summed_over_instances():
+    rows = example_rows(overflow=True)
+    db, clock = FakeDb(list(rows), version="11.2.0.4.0"), FakeClock()
+    start = clock.now
+    items = collect(make_source(db, clock))
+    ivs = intervals(items)
+    assert len(ivs) == len(rows) - 1 == 71
+    assert {iv.stream for iv in ivs} == {StreamId(EVENT, "oracle", "millisec")}
+    for k, iv in enumerate(ivs, 1):
+        np.testing.assert_array_equal(iv.counts, slot_counts(rows[k]) - slot_counts(rows[k - 1]))
+        assert (iv.start, iv.end) == (start + 3.0 * (k - 1), start + 3.0 * k)
+        assert not iv.reset and not iv.gap
+    assert not [i for i in items if isinstance(i, Notice)]
+
+
+def test_microsecond_view_on_12_1_0_2_and_later():
+    db = FakeDb(example_rows()[:3], version="19.22.0.0.0")
+    ivs = intervals(collect(make_source(db, FakeClock())))
+    assert [sql for sql, _ in db.executed] == [MICRO_SQL] * 3
+    assert ivs[0].stream.unit == "microsec"
+
+
+def test_falls_back_to_the_millisecond_view_on_ora_00942():
+    db = FakeDb(example_rows()[:3], version="19.3.0.0.0", missing_views={"GV$EVENT_HISTOGRAM_MICRO"})
+    items = collect(make_source(db, FakeClock()))
+    assert [sql for sql, _ in db.executed] == [MICRO_SQL, MILLI_SQL, MILLI_SQL, MILLI_SQL]
+    notes = [i.message for i in items if isinstance(i, Notice)]
+    assert len(notes) == 1 and "ORA-00942" in notes[0] and "GV$EVENT_HISTOGRAM " in notes[0] + " "
+    assert {iv.stream.unit for iv in intervals(items)} == {"millisec"}
+
+
+def test_no_view_readable_is_one_line_with_the_grants():
+    db = FakeDb(example_rows()[:3], missing_views={"GV$EVENT_HISTOGRAM_MICRO", "GV$EVENT_HISTOGRAM"})
+    with pytest.raises(OracleError) as err:
+        collect(make_source(db, FakeClock()))
+    msg = err.value.format_message()
+    assert "\n" not in msg and "ORA-00942" in msg
+    assert "GRANT SELECT ON SYS.GV_$EVENT_HISTOGRAM_MICRO TO SCOTT" in msg and "SELECT_CATALOG_ROLE" in msg
+
+
+def test_per_instance_streams_and_instance_filter():
+    rows = example_rows()[:5]
+    ivs = intervals(collect(make_source(FakeDb(list(rows), version="11.2"), FakeClock(), per_instance=True)))
+    for inst in (1, 2):
+        mine = [iv for iv in ivs if iv.stream.label == f"{EVENT} inst {inst}"]
+        assert len(mine) == 4
+        expected = slot_counts(rows[4], inst) - slot_counts(rows[0], inst)
+        np.testing.assert_array_equal(sum(iv.counts for iv in mine), expected)
+
+    db = FakeDb(list(rows), version="11.2")
+    ivs = intervals(collect(make_source(db, FakeClock(), instances=(2,))))
+    assert db.executed[0] == (MILLI_SQL.replace("\n ORDER", "\n   AND inst_id IN (:inst1)\n ORDER"),
+                              {"event1": EVENT, "inst1": 2})
+    assert {iv.stream.label for iv in ivs} == {f"{EVENT} inst 2"}
+    np.testing.assert_array_equal(sum(iv.counts for iv in ivs), slot_counts(rows[4], 2) - slot_counts(rows[0], 2))
+
+
+def test_several_events_give_several_streams():
+    a, b = example_rows()[:4], example_rows("log file sync")[10:14]
+    db = FakeDb([x + y for x, y in zip(a, b, strict=True)], version="11.2")
+    ivs = intervals(collect(make_source(db, FakeClock(), events=(EVENT, "log file sync"))))
+    assert db.executed[0][1] == {"event1": EVENT, "event2": "log file sync"}
+    by_label = {label: sum(iv.counts for iv in ivs if iv.stream.label == label) for label in (EVENT, "log file sync")}
+    np.testing.assert_array_equal(by_label[EVENT], slot_counts(a[3]) - slot_counts(a[0]))
+    np.testing.assert_array_equal(by_label["log file sync"], slot_counts(b[3]) - slot_counts(b[0]))
+
+
+def test_event_with_quotes_and_semicolons_is_only_a_bind_value():
+    name = "db file'; DROP TABLE x; --\"read\""
+    db = FakeDb(example_rows()[:2], version="11.2")
+    items = collect(make_source(db, FakeClock(), events=(name,)))
+    assert db.executed == [(MILLI_SQL, {"event1": name})] * 2
+    assert any(isinstance(i, Notice) and "no histogram rows" in i.message for i in items)
+
+
+def test_instance_restart_is_diffed_per_instance_before_summing():
+    rows = example_rows()[:10]
+    restarted = [list(r) for r in rows]
+    before = {(i, v): c for i, _, v, c in rows[5] if i == 2}
+    for k in range(6, 10):  # instance 2 restarts between samples 5 and 6: its counters start again from zero
+        restarted[k] = [(i, e, v, c - before[(i, v)] if i == 2 else c) for i, e, v, c in rows[k]]
+    ivs = intervals(collect(make_source(FakeDb(restarted, version="11.2"), FakeClock())))
+    assert [iv.reset for iv in ivs] == [False] * 5 + [True] + [False] * 3
+    assert all((iv.counts >= 0).all() for iv in ivs)
+    np.testing.assert_array_equal(sum(iv.counts for iv in ivs), slot_counts(rows[9]) - slot_counts(rows[0]))
+
+
+def test_reconnects_with_backoff_and_marks_the_outage_as_gap_columns():
+    rows = example_rows()
+    db, clock = FakeDb([*rows[:5], DatabaseError(LOST), *rows[5:10]], version="11.2"), FakeClock()
+    db.connect_script = [None, DatabaseError("DPY-6005: cannot connect to database"),
+                         DatabaseError("ORA-12541: TNS:no listener"), DatabaseError("ORA-01033: initialization")]
+    start = clock.now
+    items = collect(make_source(db, clock))
+    assert clock.sleeps[:9] == [3.0] * 5 + [1.0, 2.0, 4.0, 8.0]
+    assert len(db.connects) == 5 and db.closed >= 1
+    gaps = intervals(items, gap=True)
+    last_good, baseline = start + 12.0, start + 15.0 + 15.0  # the loss is seen at +15; 1+2+4+8 s of backoff
+    assert gaps[0].start == last_good and gaps[-1].end == baseline and len(gaps) == 6
+    assert all(g.counts.sum() == 0 for g in gaps)
+    assert all(a.end == b.start for a, b in itertools.pairwise(gaps))
+    ok = intervals(items, gap=False)
+    assert len(ok) == 4 + 4 and ok[4].start == baseline
+    expected = slot_counts(rows[4]) - slot_counts(rows[0]) + slot_counts(rows[9]) - slot_counts(rows[5])
+    np.testing.assert_array_equal(sum(iv.counts for iv in ok), expected)
+    notes = [i.message for i in items if isinstance(i, Notice)]
+    assert "connection lost (DPY-4011" in notes[0] and "reconnected after 4 attempts" in notes[1]
+
+
+def test_backoff_doubles_up_to_a_cap():
+    db = FakeDb([*example_rows()[:2], DatabaseError("ORA-03135: connection lost contact")], version="11.2")
+    clock = FakeClock()
+    db.connect_script = [None, *[DatabaseError("ORA-12514: TNS:listener does not know of service")] * 8]
+    collect(make_source(db, clock))
+    assert clock.sleeps[2:11] == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0, 60.0]
+
+
+def test_reconnect_stops_on_an_error_retrying_cannot_fix():
+    db = FakeDb([*example_rows()[:2], DatabaseError("ORA-03114: not connected to ORACLE")], version="11.2")
+    db.connect_script = [None, DatabaseError("ORA-01017: invalid username/password; logon denied")]
+    with pytest.raises(OracleError, match=r"reconnecting to .*ORA-01017.*check --user"):
+        collect(make_source(db, FakeClock()))
+
+
+# -- through the CLI -------------------------------------------------------------------------------------------
+
+
+def wire_cli(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """`latencymap oracle` wired to a double: set `holder["db"]` before invoking."""
+    holder: dict[str, Any] = {}
+    clock = FakeClock()
+    monkeypatch.setitem(cli.main.commands, "oracle", cli.source_command(OracleSource))
+    monkeypatch.setattr(oracle, "driver_problem", lambda: None)
+    monkeypatch.setattr(oracle, "connect", lambda **kw: holder["db"].connect(**kw))
+    monkeypatch.setattr(oracle, "default_sleep", clock.sleep)
+    monkeypatch.setattr(oracle, "default_clock", clock)
+    return holder
+
+
+@pytest.fixture
+def cli_db(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    return wire_cli(monkeypatch)
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
+    runner = CliRunner()
+    return runner.invoke(cli.main, list(args), env={PASSWORD_ENV: PASSWORD, **(env or {})}, catch_exceptions=False)
+
+
+def test_report_totals_through_the_cli_equal_independent_sums(cli_db, tmp_path, example_data):
+    rows = example_rows(overflow=True)
+    cli_db["db"] = FakeDb(list(rows), version="11.2.0.4.0")
+    rec = tmp_path / "oracle.rec"
+    res = invoke("oracle", "--dsn", DSN, "--user", "scott", "--plain", "--once", "--count", "71", "--record", str(rec))
+    assert res.exit_code == 0, res.output
+    report = json.loads(invoke("report", "--format", "json", str(rec)).stdout)
+    (stream,) = report["streams"]
+    delta = slot_counts(rows[71]) - slot_counts(rows[0])
+    assert stream["stream"] == {"label": EVENT, "datasource": "oracle", "unit": "millisec"}
+    assert stream["columns"] == 71 and stream["total"]["events"] == int(delta.sum())
+    upper_ms = 2.0 ** np.arange(delta.size)  # slot k holds [2**(k-1), 2**k) ms
+    assert stream["total"]["time_s"] == pytest.approx(float((delta * 0.75 * upper_ms).sum()) / 1000, rel=1e-9)
+    pylatencymap = json.loads(invoke("report", "--format", "json", str(example_data)).stdout)["streams"][0]
+    assert pylatencymap["total"]["events"] == stream["total"]["events"]
+
+
+def test_gap_columns_are_marked_in_the_recording(cli_db, tmp_path):
+    rows = example_rows()
+    cli_db["db"] = FakeDb([*rows[:3], DatabaseError(LOST), *rows[3:6]], version="11.2",
+                          connect_script=[None, DatabaseError("DPY-6005: cannot connect to database")])
+    rec = tmp_path / "gap.rec"
+    res = invoke("oracle", "--dsn", DSN, "--user", "scott", "--plain", "--once", "--count", "6", "--record", str(rec))
+    assert res.exit_code == 0, res.output
+    text = rec.read_text()
+    assert text.count("flags, gap") == 2  # last good sample at +6 s, loss seen at +9 s, 1 + 2 s of backoff: 6 s
+    assert text.count("<begin record>") == 6
+    assert "connection lost" in res.stderr and "reconnected after 2 attempts" in res.stderr
+
+
+@pytest.mark.parametrize(("where", "message", "remedy"), [
+    ("connect", "ORA-01017: invalid username/password; logon denied", "check --user and the password"),
+    ("connect", "ORA-12541: TNS:no listener", "start it (lsnrctl start)"),
+    ("connect", "ORA-12514: TNS:listener does not currently know of service", "lsnrctl services"),
+    ("connect", "DPY-6005: cannot connect to database (CONNECTION_ID=x).\n[Errno 111] Connection refused",
+     "that the listener runs"),
+    ("connect", "ORA-28000: the account is locked", "ALTER USER SCOTT ACCOUNT UNLOCK"),
+    ("connect", "ORA-01045: user SCOTT lacks CREATE SESSION privilege", "GRANT CREATE SESSION TO SCOTT"),
+    ("connect", "DPI-1047: Cannot locate a 64-bit Oracle Client library", "drop --thick"),
+    ("connect", "DPY-3015: password verifier type 0x939 is not supported", "add --thick"),
+    ("query", "ORA-01031: insufficient privileges", "GRANT SELECT_CATALOG_ROLE TO SCOTT"),
+])
+def test_ora_errors_are_one_line_with_the_remedy_and_exit_1(cli_db, where, message, remedy):
+    db = FakeDb([DatabaseError(message)] if where == "query" else [], version="11.2")
+    if where == "connect":
+        db.connect_script = [DatabaseError(message)]
+    cli_db["db"] = db
+    res = invoke("oracle", "--dsn", DSN, "--user", "scott", "--plain", "--once")
+    assert res.exit_code == 1
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("latencymap oracle: ") and "Traceback" not in res.output
+    assert message.split(":")[0] in lines[0] and remedy in lines[0]
+    assert PASSWORD not in res.output
+
+
+def test_missing_driver_is_one_line_with_the_install_command(monkeypatch):
+    monkeypatch.setattr(oracle.importlib.util, "find_spec", lambda name: None)
+    assert "pip install 'latencymap[oracle]'" in (OracleSource.unavailable() or "")
+
+
+def test_sqlplus_script_prints_the_protocol_and_binds_the_event():
+    script = (Path(oracle.__file__).parent / "oracle_sqlplus.sql").read_text()
+    for line in ("'<begin record>'", "'<end record>'", "'datasource, oracle'", "'timestamp, microsec, '"):
+        assert line in script
+    assert "where event = :ev" in script and "using :event" in script
+    assert script.count("&1") == 1 and "q'[&1]'" in script  # the event is assigned once, to a bind variable

@@ -1,0 +1,125 @@
+"""`latencymap diff`: a stream against itself, against a copy shifted by one bucket, bands that come and go."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from latencymap.cli import main
+
+_PAIR = re.compile(r"^(\s*)(\d+)(\s*,\s*\d+\s*)$")
+
+
+def shifted_copy(src: Path, dst: Path) -> Path:
+    """The same records with every bucket value doubled: each event one log2 bucket slower."""
+    out = []
+    for line in src.read_text().splitlines():
+        m = _PAIR.match(line)
+        out.append(f"{m.group(1)}{2 * int(m.group(2))}{m.group(3)}" if m else line)
+    dst.write_text("\n".join(out) + "\n")
+    return dst
+
+
+def write_records(path: Path, counts: dict[int, int], label: str = "reads", n: int = 3) -> Path:
+    """`n` identical 1-second intervals of bpf/millisec `counts` (value = bucket low bound)."""
+    lines: list[str] = []
+    for i in range(n + 1):
+        lines += ["<begin record>", f"timestamp, microsec, {(1_700_000_000 + i) * 1_000_000}, t{i}",
+                  "latencyunit, millisec", f"label, {label}", "datasource, bpf"]
+        lines += [f"{v}, {c * i}" for v, c in sorted(counts.items())]
+        lines.append("<end record>")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def diff(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["diff", *args])
+    assert result.exit_code == 0, result.output
+    return result.exit_code, result.stdout
+
+
+def diff_json(a: Path, b: Path) -> dict:
+    return json.loads(diff("--format", "json", str(a), str(b))[1])
+
+
+def test_against_itself_no_change(example_data: Path) -> None:
+    result = diff_json(example_data, example_data)
+    assert result["only_in_baseline"] == [] and result["only_in_candidate"] == []
+    (pair,) = result["pairs"]
+    assert pair["changed"] is False
+    assert pair["shift_octaves"] == 0.0 and pair["median_shift_octaves"] == 0.0
+    assert all(b["events_share_change"] == 0 and b["time_share_change"] == 0 for b in pair["buckets"])
+    assert all(s["delta_s"] == 0 and s["ratio"] == 1 for s in pair["percentiles"].values())
+    assert pair["bands_appeared"] == [] and pair["bands_vanished"] == []
+    text = diff(str(example_data), str(example_data))[1]
+    assert "no change" in text and "shifted" not in text
+
+
+def test_shifted_copy(example_data: Path, tmp_path: Path) -> None:
+    slower = shifted_copy(example_data, tmp_path / "slower.txt")
+    (pair,) = diff_json(example_data, slower)["pairs"]
+    assert pair["changed"] is True
+    assert pair["shift_octaves"] == pytest.approx(1.0)
+    assert pair["median_shift_octaves"] == pytest.approx(1.0)
+    for stat in ("p50", "p90", "p99", "p999", "mean"):
+        assert pair["percentiles"][stat]["ratio"] == pytest.approx(2.0), stat
+    # every baseline bucket's share moved to the bucket one octave up
+    rows = {(b["low"], b["high"]): b for b in pair["buckets"]}
+    checked = 0
+    for (_low, high), row in rows.items():
+        if row["baseline_events_share"]:
+            up = rows[(high, 2 * high)]
+            assert up["candidate_events_share"] == pytest.approx(row["baseline_events_share"])
+            checked += 1
+    assert checked >= 10
+    text = diff(str(example_data), str(slower))[1]
+    assert "latency shifted +1.00 octaves (×2.00" in text
+    assert re.search(r"p50\s+14\.9ms →\s+29\.8ms", text)
+
+    (back,) = diff_json(slower, example_data)["pairs"]
+    assert back["shift_octaves"] == pytest.approx(-1.0)
+
+
+def test_band_appears_and_vanishes(tmp_path: Path) -> None:
+    one = write_records(tmp_path / "one.txt", {1: 1000})
+    two = write_records(tmp_path / "two.txt", {1: 950, 64: 50})
+    (pair,) = diff_json(one, two)["pairs"]
+    (band,) = pair["bands_appeared"]
+    assert band["low_s"] == pytest.approx(0.064) and band["events_share"] == pytest.approx(0.05)
+    assert pair["bands_vanished"] == []
+    assert pair["bimodal"] == {"baseline": False, "candidate": True}
+    text = diff(str(one), str(two))[1]
+    assert "band appeared: 64ms–128ms" in text
+    (pair,) = diff_json(two, one)["pairs"]
+    assert len(pair["bands_vanished"]) == 1 and pair["bands_appeared"] == []
+    assert "band vanished: 64ms–128ms" in diff(str(two), str(one))[1]
+
+
+def test_bucket_shares(tmp_path: Path) -> None:
+    a = write_records(tmp_path / "a.txt", {1: 50, 2: 50})
+    b = write_records(tmp_path / "b.txt", {1: 25, 2: 75})
+    (pair,) = diff_json(a, b)["pairs"]
+    rows = {b["low"]: b for b in pair["buckets"]}
+    assert rows[0.001]["events_share_change"] == pytest.approx(-0.25)
+    assert rows[0.002]["events_share_change"] == pytest.approx(0.25)
+    # time: 1.5 ms and 3 ms midpoints → baseline 1/3 vs 2/3, candidate 1/7 vs 6/7
+    assert rows[0.002]["time_share_change"] == pytest.approx(6 / 7 - 2 / 3)
+
+
+def test_unpaired_streams(tmp_path: Path, example_data: Path) -> None:
+    a = write_records(tmp_path / "a.txt", {1: 10}, label="only here")
+    both = tmp_path / "both.txt"
+    both.write_text(a.read_text() + write_records(tmp_path / "c.txt", {2: 10}, label="other").read_text())
+    result = diff_json(both, a)
+    assert [p["candidate"]["label"] for p in result["pairs"]] == ["only here"]
+    assert [s["label"] for s in result["only_in_baseline"]] == ["other"]
+    assert "other: only in the baseline" in diff(str(both), str(a))[1]
+
+
+def test_missing_input_exit_2(tmp_path: Path, example_data: Path) -> None:
+    result = CliRunner().invoke(main, ["diff", str(example_data), str(tmp_path / "nope.txt")])
+    assert result.exit_code == 2 and "nope.txt" in result.stderr

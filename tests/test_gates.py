@@ -1,0 +1,146 @@
+"""`report --fail-if`: the gate grammar, and each gate passing and failing on fixtures that straddle it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from latencymap.cli import main
+from latencymap.gates import GateError, check_gates, parse_gate
+
+
+def write_records(path: Path, intervals: list[dict[int, int]], label: str = "disk reads",
+                  unit: str = "millisec") -> Path:
+    """A PyLatencyMap file (bpf: value = bucket low bound) whose intervals, 1 s apart, hold these counts."""
+    cumulative: dict[int, int] = {}
+    lines: list[str] = []
+    for i, counts in enumerate([{}, *intervals]):
+        for value, n in counts.items():
+            cumulative[value] = cumulative.get(value, 0) + n
+        lines += ["<begin record>", f"timestamp, microsec, {(1_700_000_000 + i) * 1_000_000}, t{i}",
+                  f"latencyunit, {unit}", f"label, {label}", "datasource, bpf"]
+        lines += [f"{v}, {c}" for v, c in sorted(cumulative.items())] or ["1, 0"]
+        lines.append("<end record>")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_gates(path: Path, *gates: str) -> tuple[int, str]:
+    args = ["report"]
+    for g in gates:
+        args += ["--fail-if", g]
+    result = CliRunner().invoke(main, [*args, str(path)])
+    return result.exit_code, result.stderr
+
+
+@pytest.mark.parametrize(("gate", "passing", "failing"), [
+    # p99 in [8, 16) ms vs 10% of the events in [32, 64) ms
+    ("p99 > 20ms", {8: 1000}, {8: 900, 32: 100}),
+    # the slowest bucket holds exactly half the time (2 x 1.5 ms vs 1 x 3 ms) vs two thirds
+    ("tail.time_share > 0.5", {1: 2, 2: 1}, {1: 2, 2: 2}),
+    ("tail.events_share >= 30%", {1: 80, 4: 20}, {1: 60, 4: 40}),
+    # one mode vs 95% at 1 ms and 5% at 64 ms
+    ("bimodal", {1: 1000}, {1: 950, 64: 50}),
+    ("bands >= 2", {1: 1000}, {1: 950, 64: 50}),
+    ("p50 < 2ms", {4: 100}, {1: 100}),
+    ("p999 >= 1s", {256: 100}, {1024: 100}),
+    ("mean > 5000us", {2: 100}, {8: 100}),
+    ("events < 50", {1: 50}, {1: 49}),
+    ("rate > 100", {1: 100}, {1: 101}),
+    ("time > 0.1 s", {1: 10}, {1: 100}),
+    ("p99 > 20ms or bimodal", {8: 1000}, {1: 950, 64: 50}),
+    ("p90 > 2ms and not bimodal", {1: 950, 64: 50}, {4: 1000}),
+])
+def test_gate_straddles(tmp_path: Path, gate: str, passing: dict[int, int], failing: dict[int, int]) -> None:
+    ok = write_records(tmp_path / "ok.txt", [passing])
+    bad = write_records(tmp_path / "bad.txt", [failing])
+    code, err = run_gates(ok, gate)
+    assert code == 0, err
+    assert err == ""
+    code, err = run_gates(bad, gate)
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    assert f"'{gate}'" in lines[0] and "'disk reads'" in lines[0]
+
+
+def test_one_line_per_failed_gate(tmp_path: Path) -> None:
+    path = write_records(tmp_path / "x.txt", [{1: 950, 64: 50}])
+    code, err = run_gates(path, "p99 > 20ms", "tail.time_share > 0.5", "bimodal", "p50 > 1s")
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert [line.split("'")[1] for line in lines] == ["p99 > 20ms", "tail.time_share > 0.5", "bimodal"]
+    assert "p99 = " in lines[0] and "bimodal = true" in lines[2]
+
+
+def test_report_still_written(tmp_path: Path) -> None:
+    path = write_records(tmp_path / "x.txt", [{8: 10}])
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(main, ["report", "--format", "json", "-o", str(out), "--fail-if", "p50 > 1ms",
+                                       str(path)])
+    assert result.exit_code == 1
+    assert out.read_text().startswith("{")
+
+
+def test_every_stream_checked(tmp_path: Path) -> None:
+    a = write_records(tmp_path / "a.txt", [{1: 100}], label="fast one")
+    b = write_records(tmp_path / "b.txt", [{256: 100}], label="slow one")
+    result = CliRunner().invoke(main, ["report", "--fail-if", "p50 > 100ms", str(a), str(b)])
+    assert result.exit_code == 1
+    assert "'slow one'" in result.stderr and "'fast one'" not in result.stderr
+
+
+def test_no_data_fails(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_text("<begin record>\nlabel, x\n1, 5\n<end record>\n")
+    code, err = run_gates(empty, "p99 > 1s")
+    assert code == 1 and "no stream" in err
+
+
+def test_empty_stream_compares_false_but_events_gate_catches_it(tmp_path: Path) -> None:
+    path = write_records(tmp_path / "x.txt", [{}])
+    assert run_gates(path, "p99 < 1s")[0] == 0
+    assert run_gates(path, "events == 0")[0] == 1
+
+
+@pytest.mark.parametrize(("expr", "pos", "expected"), [
+    ("p99 >", 6, "expected a number"),
+    ("p99 > 20", 9, "expected a unit"),
+    ("p99 = 20ms", 5, "did you mean '=='"),
+    ("latency > 3ms", 1, "expected a metric"),
+    ("p99 20ms", 5, "expected a comparison"),
+    ("(p99 > 1ms", 11, "expected ')'"),
+    ("p99 > 1ms p50", 11, "expected 'and', 'or'"),
+    ("events > 3ms", 11, "not a duration"),
+    ("p50 > 5%", 8, "not a share"),
+    ("tail.time_share > 0.5 $", 23, "unexpected character '$'"),
+    ("", 1, "expected a gate expression"),
+    ("__import__('os') > 1", 12, "unexpected character"),
+    ("import > 1", 1, "expected a metric"),
+])
+def test_malformed(tmp_path: Path, expr: str, pos: int, expected: str) -> None:
+    with pytest.raises(GateError) as info:
+        parse_gate(expr)
+    assert f"position {pos}" in str(info.value) and expected in str(info.value)
+    path = write_records(tmp_path / "x.txt", [{1: 1}])
+    code, err = run_gates(path, expr)
+    assert code == 2
+    assert "--fail-if" in err and expected in err and f"position {pos}" in err
+
+
+def test_grammar_units_and_precedence() -> None:
+    assert parse_gate("p99 > 1500µs").node.value == pytest.approx(1.5e-3)
+    assert parse_gate("p99 > 1500us").node.value == pytest.approx(1.5e-3)
+    assert parse_gate("P99 > 2e6ns").node.value == pytest.approx(2e-3)
+    assert parse_gate("tail.events_share < 5%").node.value == pytest.approx(0.05)
+    gate = parse_gate("bimodal or p50 > 1ms and p99 > 2ms")
+    assert gate.node.op == "or" and gate.node.args[1].op == "and"
+    assert gate.metrics() == ["bimodal", "p50", "p99"]
+
+
+def test_check_gates_api() -> None:
+    from latencymap.accumulator import Accumulator
+
+    assert check_gates(Accumulator(), []) == []

@@ -1,0 +1,117 @@
+"""The inspector and the status line show the accumulator's own numbers."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+from tui_helpers import example_items, synthetic, wait_ended
+
+from latencymap.accumulator import Accumulator
+from latencymap.frame import display_range, fold_rows
+from latencymap.model import Interval, StreamId
+from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.inspector import Inspector, inspect_columns
+from latencymap.tui.palette import detect_mode
+from latencymap.tui.status import status_text
+
+
+def test_inspector_equals_the_accumulator_for_each_cursor_column() -> None:
+    items = example_items()
+    app = LatencyMapApp(iter(items), color_mode="truecolor")
+    ref = Accumulator()
+    ref.add(items)
+    hist = next(iter(ref.streams.values()))
+    lo, hi = display_range(hist)
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await wait_ended(pilot)
+            for _ in range(5):
+                await pilot.press("left")
+                ins = app.query_one(Inspector).inspection
+                col = app.view.cursor
+                assert (ins.first, ins.stop) == (col, col + 1)
+                counts = fold_rows(hist.counts[col:col + 1], lo, hi)[0]
+                assert [r.count for r in ins.rows] == counts.astype(int).tolist()
+                assert ins.events == int(hist.counts[col].sum())
+                stats = hist.column_stats(slice(col, col + 1))
+                np.testing.assert_array_equal(list(ins.percentiles.values()), stats.percentiles[0])
+                assert ins.start == hist.start[col] and ins.end == hist.end[col]
+                assert ins.events_per_s == stats.events_per_s[0]
+                total = counts.sum()
+                if total:
+                    np.testing.assert_allclose([r.percent for r in ins.rows], counts / total * 100)
+                    assert abs(ins.rows[-1].cumulative - 100) < 1e-9
+
+    asyncio.run(main())
+
+
+def test_zoomed_cell_inspects_the_merged_columns() -> None:
+    acc = Accumulator()
+    acc.add(synthetic(40))
+    hist = next(iter(acc.streams.values()))
+    ins = inspect_columns(hist, 10, 14, 8, 20)
+    assert ins.events == int(hist.counts[10:14].sum())
+    assert ins.percentiles == hist.totals(slice(10, 14)).percentiles
+
+
+def test_status_shows_label_safely_and_state() -> None:
+    stream = StreamId("evil\x1b[31mlabel\x07", "bpf", "millisec")
+    counts = np.zeros(64, dtype=np.int64)
+    counts[3] = 10
+    acc = Accumulator()
+    acc.add([Interval(stream, 0.0, 1.0, counts)])
+    hist = acc.streams[stream]
+    text = status_text(hist, 1, state="paused", skipped=2, stream_index=0, streams=1, ingest_rate=0.0)
+    assert "\x1b" not in text.plain and "\x07" not in text.plain
+    assert "PAUSED" in text.plain and "skipped 2" in text.plain and "columns 1" in text.plain
+    assert "p99" in text.plain and "10 ev/s" in text.plain
+
+
+def test_colour_modes() -> None:
+    assert detect_mode("truecolor", no_color=False) == "truecolor"
+    assert detect_mode("256", no_color=False) == "256"
+    assert detect_mode("truecolor", no_color=True) == "mono"
+    assert detect_mode("truecolor", no_color=False, enabled=False) == "mono"
+
+
+def test_mono_mode_draws_shades() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="mono")
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await wait_ended(pilot)
+            strips = app.query_one("#frequency").build_strips(110, "mono")
+            assert any("█" in s.text for s in strips)
+
+    asyncio.run(main())
+
+
+def test_a_failing_flow_ends_the_app_and_keeps_the_error() -> None:
+    def broken():
+        yield from synthetic(3)
+        raise ValueError("boom")
+
+    app = LatencyMapApp(broken(), color_mode="truecolor")
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause(1.0)
+
+    asyncio.run(main())
+    assert isinstance(app.ingest.error, ValueError) and app.return_code == 1
+
+
+def test_no_color_env_draws_shades(monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = LatencyMapApp(iter(example_items()))
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await wait_ended(pilot)
+            heat = app.query_one("#frequency")
+            assert heat.mode == "mono"
+            assert any("█" in heat.render_line(y).text for y in range(heat.spec.rows + 2))
+
+    asyncio.run(main())

@@ -1,0 +1,237 @@
+"""Pilot tests: every key changes the view state as specified."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+from tui_helpers import example_items, gated, synthetic, wait_ended, wait_until
+
+from latencymap.plain import PlainOptions
+from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.heatmap import HeatMap
+from latencymap.tui.inspector import Inspector
+from latencymap.tui.keys import HelpScreen
+from latencymap.tui.percentiles import PercentileStrip
+
+SIZE = (160, 50)
+
+
+def run(app: LatencyMapApp, scenario, size: tuple[int, int] = SIZE) -> None:
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await wait_ended(pilot)
+            await scenario(pilot)
+
+    asyncio.run(main())
+
+
+def freq(app: LatencyMapApp) -> HeatMap:
+    return app.query_one("#frequency", HeatMap)
+
+
+def test_space_freezes_display_while_ingest_continues() -> None:
+    items = example_items()
+    gate = threading.Event()
+    app = LatencyMapApp(gated(items, 20, gate), color_mode="truecolor")
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.acc.intervals_seen == 20 and freq(app).spec is not None
+                             and freq(app).spec.stop == 20)
+            await pilot.press("space")
+            assert app.state_name == "paused"
+            gate.set()
+            await wait_until(pilot, lambda: app.ended)
+            await pilot.pause(0.2)
+            assert app.acc.intervals_seen == len(items)
+            assert freq(app).spec.stop == 20
+            assert app.state_name == "paused"
+            await pilot.press("space")
+            assert freq(app).spec.stop == len(items)
+            assert app.state_name == "ended"
+
+    asyncio.run(main())
+
+
+def test_arrows_home_end_move_the_cursor_and_the_inspector() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        n = app.current().n
+        assert app.view.cursor_at(n) == n - 1
+        await pilot.press("left", "left")
+        assert app.view.cursor == n - 3
+        assert app.query_one(Inspector).inspection.first == n - 3
+        await pilot.press("right")
+        assert app.view.cursor == n - 2
+        await pilot.press("home")
+        assert app.view.cursor == 0
+        assert app.query_one(Inspector).inspection.first == 0
+        await pilot.press("end")
+        assert app.view.cursor is None and app.view.end is None
+        assert app.query_one(Inspector).inspection.first == n - 1
+
+    run(app, scenario)
+
+
+def test_pageup_pagedown_scroll_through_history() -> None:
+    app = LatencyMapApp(iter(synthetic(300)), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        cells = freq(app).cells
+        assert freq(app).spec.stop == 300
+        await pilot.press("pageup")
+        assert freq(app).spec.stop == 300 - cells
+        await pilot.press("pageup")
+        assert freq(app).spec.stop == 300 - 2 * cells
+        await pilot.press("pagedown", "pagedown")
+        assert app.view.end is None and freq(app).spec.stop == 300
+
+    run(app, scenario)
+
+
+def test_plus_minus_zoom_merges_columns() -> None:
+    app = LatencyMapApp(iter(synthetic(300)), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        cells = freq(app).cells
+        assert freq(app).frame.levels.shape[1] == cells
+        await pilot.press("minus")
+        assert app.view.zoom == 2 and freq(app).spec.zoom == 2
+        await pilot.pause()
+        assert freq(app).frame.values.shape[1] == min(cells, 150)
+        await pilot.press("minus", "plus")
+        assert app.view.zoom == 2
+        await pilot.press("plus", "plus")
+        assert app.view.zoom == 1
+
+    run(app, scenario)
+
+
+def test_brackets_shift_the_bucket_range() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        lo, hi = freq(app).spec.lo, freq(app).spec.hi
+        await pilot.press("right_square_bracket")
+        assert (freq(app).spec.lo, freq(app).spec.hi) == (lo + 1, hi + 1)
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        assert (freq(app).spec.lo, freq(app).spec.hi) == (lo - 1, hi - 1)
+
+    run(app, scenario)
+
+
+def test_l_toggles_log_scale() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        linear = freq(app).frame.levels.copy()
+        await pilot.press("l")
+        await pilot.pause()
+        assert app.view.log and freq(app).spec.log
+        assert (freq(app).frame.levels >= linear).all() and (freq(app).frame.levels != linear).any()
+        await pilot.press("l")
+        assert not freq(app).spec.log
+
+    run(app, scenario)
+
+
+def test_f_and_i_choose_the_maps() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        inten = app.query_one("#intensity", HeatMap)
+        await pilot.press("f")
+        assert freq(app).display and not inten.display
+        await pilot.press("i")
+        assert inten.display and not freq(app).display
+        await pilot.press("i")
+        assert inten.display and freq(app).display
+
+    run(app, scenario)
+
+
+def test_p_toggles_the_percentile_strip_and_question_mark_shows_help() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        await pilot.press("p")
+        assert not app.query_one(PercentileStrip).display
+        await pilot.press("p")
+        assert app.query_one(PercentileStrip).display
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("x")
+        assert not isinstance(app.screen, HelpScreen)
+
+    run(app, scenario)
+
+
+def test_s_saves_svg_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        await pilot.press("s")
+        await pilot.pause()
+        svg, txt = app.saved
+        assert svg.parent == tmp_path and svg.suffix == ".svg" and "<svg" in svg.read_text()
+        text = txt.read_text()
+        assert "Frequency" in text and "Intensity" in text and "█" in text
+        assert any(svg.name in n.message for n in app._notifications)
+
+    run(app, scenario)
+
+
+def test_q_quits_with_zero() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        await pilot.press("q")
+
+    run(app, scenario)
+    assert app.return_code == 0
+
+
+def test_tab_switches_streams() -> None:
+    items = [x for pair in zip(synthetic(30, "alpha"), synthetic(30, "beta", seed=2), strict=True) for x in pair]
+    app = LatencyMapApp(iter(items), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        assert freq(app).hist.stream.label == "alpha"
+        await pilot.press("tab")
+        assert freq(app).hist.stream.label == "beta"
+        assert "beta" in str(app.query_one("#status").render())
+        await pilot.press("tab")
+        assert freq(app).hist.stream.label == "alpha"
+
+    run(app, scenario)
+
+
+def test_click_selects_column_and_bucket() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        heat = freq(app)
+        win = heat.window
+        cell = win.cell_of(10)
+        rows = heat.spec.rows
+        await pilot.click("#frequency", offset=(8 + 1 + cell, 1 + (rows - 1 - 3)))
+        assert app.view.cursor == 10 and app.view.selected_row == 3
+        assert app.query_one(Inspector).inspection.first == 10
+
+    run(app, scenario)
+
+
+def test_pinned_scales_come_from_the_options() -> None:
+    opts = PlainOptions(frequency_maxval=100.0, intensity_maxval=0.5)
+    app = LatencyMapApp(iter(example_items()), opts, color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        assert freq(app).frame.maxval == 100.0
+        assert app.query_one("#intensity", HeatMap).frame.maxval == 0.5
+
+    run(app, scenario)

@@ -1,0 +1,48 @@
+"""ViewState navigation without Textual, and the stdin hook the TUI uses."""
+
+from __future__ import annotations
+
+import io
+
+from latencymap.inputs import open_text, set_stdin_data
+from latencymap.tui.frames import Window
+from latencymap.tui.state import ViewState
+
+
+def test_cursor_scrolls_the_window_and_returns_to_live() -> None:
+    view = ViewState()
+    view.move_cursor(n=100, cells=10, step=-1)
+    assert view.cursor == 98 and view.end == 100
+    for _ in range(12):
+        view.move_cursor(100, 10, -1)
+    assert view.cursor == 86 and view.stop(100) == 96
+    view.end_key()
+    assert view.cursor is None and view.stop(150) == 150
+
+
+def test_pause_freezes_the_visible_columns() -> None:
+    view = ViewState()
+    view.toggle_pause(40)
+    assert view.stop(90) == 40 and view.cursor_at(90) == 39
+    view.toggle_pause(90)
+    assert view.stop(90) == 90
+
+
+def test_zoom_and_window_cells() -> None:
+    view = ViewState()
+    view.zoom_by(1)
+    view.zoom_by(1)
+    assert view.zoom == 4
+    view.zoom_by(-1)
+    assert view.zoom == 2
+    win = Window(stop=100, cells=10, zoom=4)
+    assert win.base == 60 and win.cell_of(99) == 9 and win.columns_of(9) == (96, 100)
+
+
+def test_stdin_hook_redirects_dash() -> None:
+    set_stdin_data(io.BytesIO(b"hello\n"))
+    try:
+        stream, name = open_text("-")
+        assert stream.read() == "hello\n" and name == "<stdin>"
+    finally:
+        set_stdin_data(None)

@@ -1,0 +1,57 @@
+"""Shared helpers for the TUI tests: fixture flows, synthetic intervals, waiting for the app."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from latencymap.buckets import NSLOTS
+from latencymap.cli import REGISTRY
+from latencymap.model import Interval, Notice, StreamId
+from latencymap.pipeline import input_flow
+from latencymap.tui.app import LatencyMapApp
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap" / "example_latency_data.txt"
+
+
+def example_items() -> list[Interval | Notice]:
+    """Every item of the PyLatencyMap example fixture."""
+    return list(input_flow([str(EXAMPLE)], REGISTRY))
+
+
+def synthetic(n: int, label: str = "synthetic", seed: int = 1, start: float = 1_700_000_000.0) -> list[Interval]:
+    """`n` one-second intervals of random counts in slots 8..20 (bpf, microsec)."""
+    rng = np.random.default_rng(seed)
+    stream = StreamId(label, "bpf", "microsec")
+    out = []
+    for k in range(n):
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        counts[8:20] = rng.integers(0, 50, size=12)
+        out.append(Interval(stream, start + k, start + k + 1, counts))
+    return out
+
+
+def gated(items: list, first: int, gate: threading.Event) -> Iterator:
+    """Yield `first` items, wait for `gate`, then the rest."""
+    yield from items[:first]
+    gate.wait(10)
+    yield from items[first:]
+
+
+async def wait_until(pilot, condition, timeout: float = 10.0) -> None:
+    """Let the app run until `condition()` holds."""
+    waited = 0.0
+    while not condition():
+        await pilot.pause(0.05)
+        waited += 0.05
+        assert waited < timeout, "timed out waiting for the app"
+
+
+async def wait_ended(pilot) -> None:
+    """Until the flow has ended and the plots are drawn."""
+    app: LatencyMapApp = pilot.app
+    await wait_until(pilot, lambda: app.ended)
+    await pilot.pause(0.4)

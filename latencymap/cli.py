@@ -13,11 +13,11 @@ import click
 
 from latencymap import __version__
 from latencymap.inputs import InputError
-from latencymap.pipeline import Flow, StrictError, input_flow, limited, strict
+from latencymap.pipeline import Flow, StrictError, diffed, input_flow, limited, strict
 from latencymap.plain import PlainOptions
 from latencymap.plugins import Registry, Source, load_registry
 from latencymap.recording import Recorder, RecordingError, paced, recorded, windowed
-from latencymap.report import build_report, report_text
+from latencymap.report import build_report, report_text, straggler_lines
 from latencymap.views import run_view
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
@@ -228,8 +228,8 @@ def _gate_failures(acc: Any, gates: list[Any]) -> int:
     return EXIT_FAIL if failures else EXIT_OK
 
 
-@main.command("report", epilog=EXAMPLES)
-@click.argument("inputs", nargs=-1, metavar="[INPUT]...")
+@main.command("report", epilog=EXAMPLES, context_settings={"ignore_unknown_options": True})
+@click.argument("inputs", nargs=-1, metavar="[INPUT]... | SOURCE [SOURCE OPTIONS]", type=click.UNPROCESSED)
 @click.option("--format", "out_format", default="text", show_default=True,
               type=click.Choice(["text", "json", "svg", "html", "parquet", "openmetrics"]),
               help="Report format (parquet needs -o and the [export] extra).")
@@ -243,14 +243,18 @@ def _gate_failures(acc: Any, gates: list[Any]) -> int:
 @format_options
 def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, output: str | None,
            fail_if: list[Any], **kw: Any) -> None:
-    """Analyse whole INPUTs (default stdin) with no UI."""
+    """Analyse whole INPUTs (default stdin), or a source run to its end (`report spark LOG`), with no UI."""
     fmt_opts = _format_kwargs(kw)
 
     def body() -> int:
         from latencymap.accumulator import Accumulator
 
         acc = Accumulator()
-        flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), kw)
+        source = _report_source(list(inputs))
+        if source is not None:
+            flow = _prepare(diffed(source.items(), source.name), kw, source=source.name)
+        else:
+            flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), kw)
         batch: list[Any] = []
         for item in flow:
             batch.append(item)
@@ -258,12 +262,20 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
                 acc.add(batch)
                 batch.clear()
         acc.add(batch)
+        extra = source.analysis() if source is not None and hasattr(source, "analysis") else {}
+        stragglers = {h.stream.label: extra.get("stragglers", []) for h in acc.streams.values()} if extra else None
         if out_format not in ("text", "json"):
             from latencymap.exports import write_report
 
-            write_report(acc, out_format, output)
+            write_report(acc, out_format, output, stragglers=stragglers)
             return _gate_failures(acc, fail_if)
-        text = json.dumps(build_report(acc)) + "\n" if out_format == "json" else report_text(acc)
+        if out_format == "json":
+            doc = build_report(acc)
+            if source is not None:
+                doc["source"] = {"name": source.name, **extra}
+            text = json.dumps(doc) + "\n"
+        else:
+            text = report_text(acc) + "".join(f"{line}\n" for line in straggler_lines(extra.get("stragglers", [])))
         if output:
             with open(output, "w", encoding="utf-8") as fh:
                 fh.write(text)
@@ -272,6 +284,22 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         return _gate_failures(acc, fail_if)
 
     _guarded(body)
+
+
+def _report_source(args: list[str]) -> Source | None:
+    """The source named by the first argument of `report`, built from the rest; None for plain inputs."""
+    if not args or args[0] not in REGISTRY.sources:
+        for arg in args:
+            if arg.startswith("-") and arg != "-":
+                raise click.UsageError(f"no such option: {arg}")
+        return None
+    src = REGISTRY.sources[args[0]]
+    reason = src.unavailable()
+    if reason:
+        raise InputError(f"{src.name}: {reason}")
+    cmd = click.Command(src.name, params=src.params())
+    ctx = cmd.make_context(f"latencymap report {src.name}", args[1:])
+    return src(**ctx.params)
 
 
 def source_command(src: type[Source]) -> click.Command:
@@ -285,8 +313,6 @@ def source_command(src: type[Source]) -> click.Command:
             if reason:
                 click.echo(f"latencymap {src.name}: {reason}", err=True)
                 return EXIT_FAIL
-            from latencymap.pipeline import diffed
-
             source = src(**kw)
             flow = _prepare(diffed(source.items(), src.name), {**view_kw, **kw}, source=src.name)
             return _view(flow, {**view_kw, "screen_delay": 0.0})

@@ -25,7 +25,7 @@ import numpy as np
 from latencymap.accumulator import Accumulator, StreamHistory
 from latencymap.frame import LEVELS, quantize
 from latencymap.plain import BLUES, REDS
-from latencymap.report import stream_diagnosis
+from latencymap.report import straggler_lines, stream_diagnosis
 from latencymap.sanitize import clean_text
 from latencymap.units import format_duration, format_number
 
@@ -219,10 +219,7 @@ def findings_lines(hist: StreamHistory, stragglers: list[dict[str, Any]] | None 
     for b in diag.bands:
         lines.append(f"band {format_duration(b.low_s)}–{format_duration(b.high_s)}: "
                      f"{100 * b.events_share:.1f}% of events, {100 * b.time_share:.1f}% of the time")
-    for s in stragglers or []:
-        lines.append(f"straggler {s.get('key')} in {s.get('group')}: {format_duration(float(s['duration_s']))}, "
-                     f"{s.get('ratio') or float('inf'):.1f}× its reference {format_duration(float(s['reference_s']))}")
-    return lines
+    return lines + straggler_lines(stragglers or [])
 
 
 def panel(hist: StreamHistory, *, with_findings: bool = True,

@@ -103,3 +103,18 @@ def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:
         pt = 100 * total_time[s] / spent if spent else 0
         rows.append(f"   {rng:<18} {int(counts[s]):>10}   {pe:6.2f}%  {pt:6.2f}%")
     return rows
+
+
+def straggler_lines(stragglers: list[dict[str, Any]]) -> list[str]:
+    """Text lines for straggler findings: the stragglers API's form or a source's own (Spark tasks)."""
+    if not stragglers:
+        return []
+    out = [f"Stragglers: {len(stragglers)}"]
+    for s in stragglers[:20]:
+        name = s.get("key") or f"task {s.get('index')} (id {s.get('task_id')})"
+        group = s.get("group") or f"stage {s.get('stage')}"
+        median = s.get("reference_s") or s.get("group_median_s", s.get("stage_median_s"))
+        ratio = s.get("ratio") or float("inf")
+        out.append(f"   {clean_text(str(name))} in {clean_text(str(group))}: {format_duration(s['duration_s'])}, "
+                   f"{ratio:.1f}x the reference {format_duration(median)}")
+    return out

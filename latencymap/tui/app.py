@@ -13,6 +13,7 @@ from textual.widgets import Footer
 from latencymap.accumulator import DEFAULT_HISTORY, Accumulator, StreamHistory
 from latencymap.pipeline import Flow
 from latencymap.plain import PlainOptions
+from latencymap.tui.findings import FindingsPanel
 from latencymap.tui.frames import Window, bucket_range
 from latencymap.tui.heatmap import HeatMap, MapSpec
 from latencymap.tui.ingest import Ingest
@@ -60,6 +61,7 @@ class LatencyMapApp(App[int]):
                 yield HeatMap("frequency", id="frequency")
                 yield HeatMap("intensity", id="intensity")
                 yield PercentileStrip()
+                yield FindingsPanel()
             yield Inspector()
         yield Footer()
 
@@ -140,6 +142,7 @@ class LatencyMapApp(App[int]):
                                        self.view.selected_row, hist.stream.unit)
         if self.view.percentiles:
             strip.show(hist, max(0, win.base), stop)
+        self.query_one(FindingsPanel).show(hist, max(0, win.base), stop)
 
     def _n(self) -> int:
         hist = self.current()

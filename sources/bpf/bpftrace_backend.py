@@ -16,7 +16,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-from .bpftrace_json import hist_counts, keyed, parse_line, split_key
+from latencymap.sources.bpftrace_json import hist_counts
+
+from .bpftrace_json import keyed, parse_line, split_key
 from .collect import Reading
 from .spec import BpfError, TraceSpec
 

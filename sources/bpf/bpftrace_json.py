@@ -12,10 +12,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from latencymap.buckets import NSLOTS
-
 
 @dataclass(frozen=True, slots=True)
 class Event:
@@ -42,33 +38,6 @@ def parse_line(line: str) -> Event | None:
         name, value = next(iter(data.items()))
         return Event(kind, name, value)
     return Event(kind, "", data)
-
-
-def slot_of_row(row: dict[str, Any]) -> int | None:
-    """Slot (latencymap log2 scale, slot 0 = [0, 1)) of a hist row; None for the negative bucket."""
-    if "min" not in row:
-        return None
-    low = int(row["min"])
-    if low < 0:
-        return None
-    if low == 0:
-        return 0
-    if low & (low - 1):
-        raise ValueError(f"hist row min {low} is not 0 or a power of 2 (an lhist?)")
-    return min(low.bit_length(), NSLOTS - 1)
-
-
-def hist_counts(rows: list[dict[str, Any]]) -> tuple[np.ndarray, int]:
-    """Counts per slot of one histogram's rows, and the count of the negative bucket."""
-    counts = np.zeros(NSLOTS, dtype=np.int64)
-    negative = 0
-    for row in rows:
-        slot = slot_of_row(row)
-        if slot is None:
-            negative += int(row["count"])
-        else:
-            counts[slot] += int(row["count"])
-    return counts, negative
 
 
 def keyed(data: Any) -> dict[str, Any]:

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from latencymap.sources.bpf import bcc_backend, preconditions, source
 from latencymap.sources.bpf.bpftrace_backend import parse_stream, reading_from, rwbs_op, script
-from latencymap.sources.bpf.bpftrace_json import hist_counts, keyed, parse_line, slot_of_row
+from latencymap.sources.bpf.bpftrace_json import keyed, parse_line
 from latencymap.sources.bpf.collect import Reading, intervals
 from latencymap.sources.bpf.spec import BpfError, TraceSpec
+from latencymap.sources.bpftrace_json import hist_counts
 
 from latencymap.model import Interval, Notice
 
@@ -21,15 +22,15 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpftrace"
 
 # --- bpftrace JSON ----------------------------------------------------------------------------
 
-def test_slot_of_row_boundaries() -> None:
-    assert slot_of_row({"min": 0, "max": 0, "count": 1}) == 0
-    assert slot_of_row({"min": 1, "max": 1, "count": 1}) == 1
-    assert slot_of_row({"min": 2, "max": 3, "count": 1}) == 2
-    assert slot_of_row({"min": 8, "max": 15, "count": 1}) == 4
-    assert slot_of_row({"min": 1 << 40, "max": (1 << 41) - 1, "count": 1}) == 41
-    assert slot_of_row({"max": -1, "count": 5}) is None
+def test_hist_row_boundaries_as_the_backend_reads_them() -> None:
+    rows = [{"min": 0, "max": 0, "count": 1}, {"min": 1, "max": 1, "count": 2}, {"min": 2, "max": 3, "count": 3},
+            {"min": 8, "max": 15, "count": 4}, {"min": 1 << 40, "max": (1 << 41) - 1, "count": 5},
+            {"max": -1, "count": 6}]
+    counts, negative = hist_counts(rows)
+    assert [int(counts[s]) for s in (0, 1, 2, 4, 41)] == [1, 2, 3, 4, 5]
+    assert negative == 6
     with pytest.raises(ValueError, match="lhist"):
-        slot_of_row({"min": 10, "max": 19, "count": 1})
+        hist_counts([{"min": 10, "max": 19, "count": 1}])
 
 
 @pytest.mark.parametrize("name", ["block_usecs_interval.json", "syscall_nsecs_cumulative.json"])

@@ -1,0 +1,115 @@
+"""Core throughput against baselines measured in the same run (issue 12, items 3, 5 and 7).
+
+Run: .venv/bin/python bench/bench_core.py
+Prints protocol ingest (records/s, 26 buckets each) vs a plain Python line-reading loop over the same file,
+raw-value binning (values/s) vs np.histogram on log2 edges, and the accumulator's memory for a day of 1 s
+columns. No assertions: targets are in the README's performance section.
+"""
+
+from __future__ import annotations
+
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from latencymap.accumulator import Accumulator
+from latencymap.buckets import bin_values
+from latencymap.model import Interval, StreamId
+from latencymap.pipeline import input_flow
+from latencymap.plugins import load_registry
+
+
+def make_stream(path: Path, records: int, buckets: int = 26) -> None:
+    """A deterministic cumulative stream: `records` records of `buckets` buckets each."""
+    rng = np.random.default_rng(42)
+    totals = np.zeros(buckets, dtype=np.int64)
+    with path.open("w") as fh:
+        for i in range(records):
+            totals += rng.poisson(50, buckets)
+            fh.write(f"<begin record>\ntimestamp, microsec, {1_700_000_000_000_000 + i * 1_000_000}, t\n"
+                     "latencyunit, microsec\nlabel, bench\ndatasource, bpf\n")
+            fh.write("".join(f"{1 << b}, {c}\n" for b, c in enumerate(totals)))
+            fh.write("<end record>\n")
+
+
+def best(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def bench_ingest(records: int = 20_000) -> None:
+    registry = load_registry()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "stream.txt"
+        make_stream(path, records)
+
+        def lines_only() -> None:
+            n = 0
+            with path.open() as fh:
+                for line in fh:
+                    if line.strip():
+                        n += 1
+
+        def ingest() -> None:
+            acc = Accumulator()
+            batch = []
+            for item in input_flow([str(path)], registry):
+                batch.append(item)
+                if len(batch) >= 4096:
+                    acc.add(batch)
+                    batch.clear()
+            acc.add(batch)
+            assert acc.intervals_seen == records - 1
+
+        base = best(lines_only)
+        ours = best(ingest)
+    print(f"protocol ingest: {records / ours:,.0f} records/s  (line-reading loop: {records / base:,.0f} records/s; "
+          f"ratio {base / ours:.1%} of the line-reading rate; target >= 100k records/s and >= 30%)")
+
+
+def bench_binning(n: int = 10_000_000) -> None:
+    values = np.random.default_rng(1).lognormal(np.log(300e3), 1.0, n)
+    edges = np.concatenate(([0.0], np.exp2(np.arange(0, 63))))
+    base = best(lambda: np.histogram(values, bins=edges))
+    ours = best(lambda: bin_values(values))
+    print(f"raw-value binning: {n / ours / 1e6:,.1f}M values/s  (np.histogram on log2 edges: {n / base / 1e6:,.1f}M/s;"
+          f" ratio {base / ours:.2f}x; target >= 20M values/s)")
+
+
+def peak_rss_mb() -> float:
+    """VmHWM (peak RSS) of this process image; unlike ru_maxrss it does not carry the parent's peak over exec."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_memory(columns: int = 86_400) -> None:
+    before = peak_rss_mb()
+    acc = Accumulator(cap=columns)
+    stream = StreamId("day", "bpf", "microsec")
+    counts = np.ones(64, dtype=np.int64)
+    batch = [Interval(stream, float(i), float(i + 1), counts) for i in range(4096)]
+    for start in range(0, columns, 4096):
+        acc.add(batch[: min(4096, columns - start)])
+    peak = peak_rss_mb()
+    print(f"memory: {columns} columns held; peak RSS {peak:.0f} MB (before: {before:.0f} MB; target <= 200 MB)")
+
+
+if __name__ == "__main__":
+    import subprocess
+    import sys
+
+    if sys.argv[1:] == ["memory"]:
+        bench_memory()
+    else:
+        bench_ingest()
+        bench_binning()
+        subprocess.run([sys.executable, __file__, "memory"], check=True)  # a fresh process: its own peak RSS

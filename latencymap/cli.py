@@ -13,6 +13,7 @@ import click
 
 from latencymap import __version__
 from latencymap.inputs import InputError
+from latencymap.model import Notice
 from latencymap.pipeline import Flow, StrictError, diffed, input_flow, limited, strict
 from latencymap.plain import PlainOptions
 from latencymap.plugins import Registry, Source, load_registry
@@ -87,6 +88,8 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Record the normalized stream to PATH as it arrives (.zst: zstd frames)."),
         click.option("--force", is_flag=True, help="Let --record overwrite an existing file."),
         click.option("--compat", is_flag=True, help="Record only what PyLatencyMap 1.3 reads (cumulative records)."),
+        click.option("--emit", is_flag=True,
+                     help="Write the stream to stdout as protocol records instead of showing it (a connector)."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -140,6 +143,15 @@ def _guarded(fn: Callable[[], int]) -> None:
     sys.exit(code)
 
 
+def _emit(flow: Flow, compat: bool) -> int:
+    """`--emit`: protocol records on stdout (per-interval with exact sums, or cumulative with --compat)."""
+    recorder = Recorder("-", compat=compat, source="emit")
+    for item in recorded(flow, recorder):
+        if isinstance(item, Notice):
+            click.echo(f"latencymap: {item.message}", err=True)
+    return EXIT_OK
+
+
 def _prepare(flow: Flow, kw: dict[str, Any], source: str = "input") -> Flow:
     """Strict mode, limits and recording, as the command's options ask."""
     options = dict(kw)
@@ -153,6 +165,8 @@ def _prepare(flow: Flow, kw: dict[str, Any], source: str = "input") -> Flow:
 
 
 def _view(flow: Flow, kw: dict[str, Any]) -> int:
+    if kw.get("emit"):
+        return _emit(flow, kw.get("compat", False))
     return run_view(flow, _plain_options(kw), plain=kw["plain"] or kw["once"], once=kw["once"],
                     screen_delay=kw["screen_delay"], history=kw["history"])
 

@@ -56,20 +56,23 @@ def safe_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 class Recorder:
-    """Writes intervals to `path` as they arrive; never overwrites unless `force`."""
+    """Writes intervals to `path` (`-`: stdout, for `--emit`) as they arrive; never overwrites unless `force`."""
 
     def __init__(self, path: str, *, force: bool = False, compat: bool = False, source: str = "input",
                  options: dict[str, Any] | None = None) -> None:
         self.path = path
         self.compat = compat
         self._zstd = path.endswith(".zst")
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileExistsError:
-            raise RecordingError(f"{path}: exists; use --force to overwrite it") from None
-        except OSError as err:
-            raise RecordingError(f"{path}: cannot create recording: {err.strerror}") from None
+        if path == "-":
+            fd = os.dup(1)
+        else:
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileExistsError:
+                raise RecordingError(f"{path}: exists; use --force to overwrite it") from None
+            except OSError as err:
+                raise RecordingError(f"{path}: cannot create recording: {err.strerror}") from None
         self._fh: IO[bytes] = os.fdopen(fd, "wb", buffering=0)
         self._compressor = None
         if self._zstd:

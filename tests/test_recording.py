@@ -176,3 +176,14 @@ def test_replay_command_with_max_and_window(tmp_path: Path, example_data: Path) 
     r = cli("replay", "--max", "--plain", "--once", "--start", "30", "--end", "60", str(rec))
     assert r.returncode == 0, r.stderr
     assert "Columns: 11" in r.stdout or "Columns: 10" in r.stdout
+
+
+@pytest.mark.parametrize("compat", [False, True])
+def test_emit_writes_the_stream_to_stdout_as_protocol_records(example_data: Path, compat: bool) -> None:
+    args = ["--emit", *(["--compat"] if compat else []), str(example_data)]
+    emitted = cli(*args)
+    assert emitted.returncode == 0, emitted.stderr
+    assert "\x1b" not in emitted.stdout and emitted.stdout.count("<end record>") >= 71
+    again = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", "-"],
+                           input=emitted.stdout, capture_output=True, text=True, timeout=60)
+    assert_same_report(report(example_data), json.loads(again.stdout))

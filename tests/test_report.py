@@ -101,3 +101,18 @@ def test_report_states_its_findings_on_the_example_data(report: dict, example_da
     assert 0.5 <= stream["tail"]["time_share"] <= 1.0
     text = CliRunner().invoke(main, ["report", str(example_data)]).output
     assert "bands" in text and "tail:" in text
+
+
+@pytest.mark.parametrize("capture", ["bcc/biolatency_usecs_T.txt", "bpftrace/block_usecs_interval.txt",
+                                     "bpftrace/block_usecs_interval.json"])
+def test_report_states_findings_on_real_bpf_captures(fixtures: Path, capture: str) -> None:
+    r = CliRunner().invoke(main, ["report", "--format", "json", str(fixtures / capture)])
+    assert r.exit_code == 0, r.output
+    busy = [s for s in json.loads(r.output)["streams"] if s["total"]["events"] > 0]
+    assert busy
+    for stream in busy:
+        assert stream["bands"] and isinstance(stream["bimodal"], bool)
+        assert sum(b["events_share"] for b in stream["bands"]) == pytest.approx(1.0, abs=1e-6)
+        assert stream["tail"]["time_share"] >= 0.5
+    text = CliRunner().invoke(main, ["report", str(fixtures / capture)]).output
+    assert "tail" in text and any(word in text for word in ("bimodal", "multimodal", "unimodal"))

@@ -118,4 +118,10 @@ else
     log "no venv at $VENV; skipped linking the system bcc module into it"
 fi
 
+# 5. CPU PyTorch for the training-loop tests: exactly 2.13.0 (a local CPU wheel here; any other spec pulls CUDA).
+if [ -x "$VENV/bin/python" ] && ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
+    log "pip install torch==2.13.0 (CPU)"
+    "$VENV/bin/pip" install -q --disable-pip-version-check torch==2.13.0 </dev/null
+fi
+
 log "ok (headers: BCC_KERNEL_SOURCE=$KHEADERS/current)"

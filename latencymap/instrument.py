@@ -1,0 +1,389 @@
+"""Time a training loop: data waits and steps become per-interval log2 histograms sent to a sink.
+
+`for batch in timed_iter(loader):` times each blocking `next()` (`data_wait`); `step = timer("step")` is a
+context manager and a decorator. A timing costs a `perf_counter_ns` pair and a list append; values are binned
+with NumPy (nanoseconds, exact sums) when a call finds the interval (default 1 s) over, and at close/exit (an
+idle program flushes at its next call). Streams are `<run>/rank<rank>/<phase>` (run: `$LATENCYMAP_RUN` or the
+script name; rank: `$RANK`, else `$LOCAL_RANK`, else 0). A phase with nothing timed in an interval gets no
+column (its next column spans the gap). In a forked child (a DataLoader worker) timings are discarded.
+
+CUDA (opt-in): `cuda=True` records a pair of CUDA events on the current stream per step (a few µs of CPU, no
+synchronization; durations are read at a later flush, once the GPU passed them). `cuda="sync"` calls
+`torch.cuda.synchronize()` before and after the step: the GPU work's wall time, but the CPU waits for the GPU
+to drain twice per step, losing CPU/GPU overlap (it can slow training). Without a GPU both time on the CPU.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import threading
+import time
+import warnings
+import weakref
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+import numpy as np
+
+from latencymap.buckets import bin_values, bounds_seconds
+from latencymap.model import Interval, StreamId
+from latencymap.sinks import Sink, clean_name, default_run, env_rank, open_sink, parse_label, stream_label
+
+DATASOURCE = "training"
+UNIT = "nanosec"
+#: Most CUDA event pairs waiting for the GPU; beyond, the oldest are dropped.
+MAX_PENDING_CUDA = 10_000
+_MIN_COLUMN_S = 1e-5
+_clock = time.perf_counter_ns
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Timings:
+    """One process's timings: a list of nanosecond durations per phase, flushed to `sink` every `interval` s."""
+
+    def __init__(self, sink: Sink | str | None = None, *, run: str | None = None, rank: int | None = None,
+                 interval: float = 1.0) -> None:
+        self.run = clean_name(run) if run else default_run()
+        self.rank = env_rank() if rank is None else int(rank)
+        self.sink = open_sink(sink, rank=self.rank, hello={"run": self.run, "rank": self.rank})
+        self.interval_ns = max(1, int(interval * 1e9))
+        self._values: dict[str, list[int]] = {}
+        self._streams: dict[str, StreamId] = {}
+        self._starts: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._wall0, self._ns0 = time.time(), _clock()
+        self._last_wall = self._wall0
+        self.deadline_ns = self._ns0 + self.interval_ns
+        self._cuda_pending: deque[tuple[list[int], Any, Any]] = deque()
+        self.cuda_dropped = 0
+        self.intervals = 0
+        self.events = 0
+        self.closed = False
+        _live.add(self)
+
+    def values(self, phase: str) -> list[int]:
+        """The list a timer appends its nanosecond durations to (created on first use)."""
+        lst = self._values.get(phase)
+        if lst is None:
+            name = clean_name(phase) or "phase"
+            self._streams[phase] = StreamId(stream_label(self.run, self.rank, name), DATASOURCE, UNIT)
+            self._starts[phase] = self._last_wall
+            lst = self._values.setdefault(phase, [])
+        return lst
+
+    def record(self, phase: str, seconds: float) -> None:
+        """Add one duration measured elsewhere."""
+        self.values(phase).append(int(seconds * 1e9))
+        if _clock() >= self.deadline_ns:
+            self.flush(wait=False)
+
+    def timer(self, phase: str = "step", *, cuda: bool | str = False) -> Timer:
+        """A context manager and decorator timing `phase`; see the module docstring for `cuda`."""
+        if cuda:
+            mode = "sync" if cuda == "sync" else "events"
+            torch = _usable_torch_cuda()
+            if torch is not None:
+                return CudaTimer(self, phase, torch, mode)
+        return Timer(self, phase)
+
+    def timed_iter(self, iterable: Iterable[Any], phase: str = "data_wait") -> TimedIterable:
+        """`iterable` with each `next()` timed as `phase`; iterate it again for each epoch."""
+        return TimedIterable(self, iterable, phase)
+
+    def flush(self, wait: bool = True) -> list[Interval]:
+        """Bin what was timed since the last flush into one interval per phase and write them to the sink."""
+        if os.getpid() != self._pid:
+            self._after_fork()
+        if self.closed:  # timings after close are discarded
+            for lst in self._values.values():
+                del lst[:len(lst)]
+            return []
+        if not self._lock.acquire(blocking=wait):
+            return []
+        try:
+            self._resolve_cuda()
+            wall = self._wall0 + (_clock() - self._ns0) / 1e9  # monotonic: a clock step cannot reorder columns
+            now = max(wall, self._last_wall + _MIN_COLUMN_S)
+            out: list[Interval] = []
+            for phase, lst in list(self._values.items()):
+                n = len(lst)
+                if n == 0:  # no column: the phase's next one starts where its last ended
+                    continue
+                durations = np.array(lst[:n], dtype=np.float64)
+                del lst[:n]  # appends made meanwhile by other threads stay for the next flush
+                counts, sums_ns = bin_values(durations)
+                out.append(Interval(self._streams[phase], self._starts[phase], now, counts, sums_ns * 1e-9))
+                self._starts[phase] = now
+                self.events += n
+            self._last_wall = now
+            self.deadline_ns = _clock() + self.interval_ns
+            if out:
+                self.intervals += len(out)
+                try:
+                    self.sink.write(out)
+                except Exception as err:  # never let the viewer side break training
+                    warnings.warn(f"latencymap: sink failed: {err}; timings are discarded", RuntimeWarning,
+                                  stacklevel=2)
+                    self.sink = open_sink("null")
+            return out
+        finally:
+            self._lock.release()
+
+    def _after_fork(self) -> None:
+        """In a forked child: keep the lists (timers hold them), drop their content and the parent's sink."""
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        for lst in self._values.values():
+            lst.clear()
+        self._cuda_pending.clear()
+        self.sink = self.sink.after_fork()
+
+    def _resolve_cuda(self, block: bool = False) -> None:
+        pending = self._cuda_pending
+        while pending:
+            values, start, end = pending[0]
+            if block:
+                end.synchronize()
+            elif not end.query():
+                return
+            pending.popleft()
+            values.append(int(start.elapsed_time(end) * 1e6))
+
+    def close(self) -> None:
+        """Flush the last interval, wait for pending CUDA events, close the sink."""
+        if self.closed:
+            return
+        if os.getpid() != self._pid:
+            self._after_fork()
+        try:
+            self._resolve_cuda(block=True)
+        except Exception:
+            self._cuda_pending.clear()
+        if any(self._values.values()):
+            self.flush()
+        self.closed = True
+        self.sink.close()
+
+    def __enter__(self) -> Timings:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Timer:
+    """Times `phase` as `with timer:` (nestable; one Timer per thread) or as `@timer` on a function (any thread)."""
+
+    def __init__(self, timings: Timings, phase: str) -> None:
+        self.timings = timings
+        self.phase = phase
+        self._values = timings.values(phase)
+        self._starts: list[int] = []
+        self._push, self._pop, self._append = self._starts.append, self._starts.pop, self._values.append
+
+    def __enter__(self) -> Timer:
+        self._push(_clock())
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        end = _clock()
+        self._append(end - self._pop())
+        if end >= self.timings.deadline_ns:
+            self.timings.flush(wait=False)
+
+    def __call__(self, fn: F) -> F:
+        values, timings = self._values, self.timings
+
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = _clock()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                end = _clock()
+                values.append(end - start)
+                if end >= timings.deadline_ns:
+                    timings.flush(wait=False)
+
+        return timed  # type: ignore[return-value]
+
+
+class CudaTimer(Timer):
+    """A Timer measuring GPU time: CUDA events (resolved at flush) or `torch.cuda.synchronize()` around the step."""
+
+    def __init__(self, timings: Timings, phase: str, torch: Any, mode: str) -> None:
+        super().__init__(timings, phase)
+        self.mode = mode
+        self._torch = torch
+        self._events: list[Any] = []
+
+    def __enter__(self) -> CudaTimer:
+        if self.mode == "sync":
+            self._torch.cuda.synchronize()
+            self._starts.append(_clock())
+        else:
+            start = self._torch.cuda.Event(enable_timing=True)
+            start.record()
+            self._events.append(start)
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self.mode == "sync":
+            self._torch.cuda.synchronize()
+            super().__exit__(exc_type, exc, tb)
+            return
+        end = self._torch.cuda.Event(enable_timing=True)
+        end.record()
+        pending = self.timings._cuda_pending
+        pending.append((self._values, self._events.pop(), end))
+        if len(pending) > MAX_PENDING_CUDA:
+            pending.popleft()
+            self.timings.cuda_dropped += 1
+        if _clock() >= self.timings.deadline_ns:
+            self.timings.flush(wait=False)
+
+    def __call__(self, fn: F) -> F:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return fn(*args, **kwargs)
+
+        return timed  # type: ignore[return-value]
+
+
+class TimedIterable:
+    """Wraps an iterable (a DataLoader): each iteration times every blocking `next()`; other attributes pass through."""
+
+    def __init__(self, timings: Timings, iterable: Iterable[Any], phase: str) -> None:
+        self.timings = timings
+        self.iterable = iterable
+        self.phase = phase
+
+    def __iter__(self) -> Iterator[Any]:
+        timings, append = self.timings, self.timings.values(self.phase).append
+        it = iter(self.iterable)
+        while True:
+            start = _clock()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            end = _clock()
+            append(end - start)
+            if end >= timings.deadline_ns:
+                timings.flush(wait=False)
+            yield item
+
+    def __len__(self) -> int:
+        return len(self.iterable)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "iterable":
+            raise AttributeError(name)
+        return getattr(self.iterable, name)
+
+
+def _usable_torch_cuda() -> Any:
+    """The torch module when CUDA can be used; None (with one warning) otherwise."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch
+        reason = "torch.cuda.is_available() is False"
+    except ImportError:
+        reason = "torch is not installed"
+    warnings.warn(f"latencymap: cuda timing asked for but {reason}; timing on the CPU", RuntimeWarning, stacklevel=3)
+    return None
+
+
+# Module-level API: one Timings per sink spec, closed at exit.
+_timings: dict[Any, Timings] = {}
+_live: weakref.WeakSet[Timings] = weakref.WeakSet()  # every open Timings, closed at exit too
+_registry_lock = threading.Lock()
+
+
+def get_timings(sink: Sink | str | None = None, *, replace: bool = False, **options: Any) -> Timings:
+    """The shared Timings of `sink`, created with `options` (see `Timings`) on first use or with `replace`."""
+    key = sink if sink is None or isinstance(sink, str) else id(sink)
+    with _registry_lock:
+        found = _timings.get(key)
+        if found is None or found.closed or replace:
+            if found is not None:
+                found.close()
+            found = _timings[key] = Timings(sink, **options)
+        return found
+
+
+def configure(sink: Sink | str | None = None, **options: Any) -> Timings:
+    """Set up (or replace) the Timings that `timed_iter`/`timer` use for `sink` (`run`, `rank`, `interval`)."""
+    return get_timings(sink, replace=True, **options)
+
+
+def timed_iter(iterable: Iterable[Any], phase: str = "data_wait", sink: Sink | str | None = None) -> TimedIterable:
+    """Wrap `iterable` (a DataLoader) so each blocking `next()` is timed as `phase`."""
+    return get_timings(sink).timed_iter(iterable, phase)
+
+
+def timer(phase: str = "step", sink: Sink | str | None = None, *, cuda: bool | str = False) -> Timer:
+    """A context manager/decorator timing `phase` (`cuda=True`: CUDA events; `"sync"`: synchronize)."""
+    return get_timings(sink).timer(phase, cuda=cuda)
+
+
+def close_all() -> None:
+    """Flush and close every Timings still open (registered to run at exit)."""
+    with _registry_lock:
+        items = [*_timings.values(), *_live]
+        _timings.clear()
+    for t in items:
+        t.close()
+
+
+atexit.register(close_all)
+
+
+# Diagnosis of training streams, through latencymap.analysis.
+
+
+def phase_streams(intervals: Iterable[Interval], phase: str) -> dict[StreamId, list[Interval]]:
+    """The intervals of every `run/rankN/<phase>` stream, by stream, in order."""
+    out: dict[StreamId, list[Interval]] = defaultdict(list)
+    for iv in intervals:
+        parsed = parse_label(iv.stream.label)
+        if parsed is not None and parsed[2] == phase:
+            out[iv.stream].append(iv)
+    return dict(out)
+
+
+def diagnose_phase(intervals: Iterable[Interval], phase: str = "data_wait") -> dict[str, Any]:
+    """`diagnose` (bands, bimodal) of each `.../<phase>` stream by label: bimodal data waits = I/O-bound vs cached."""
+    from latencymap.analysis.diagnosis import diagnose
+
+    out: dict[str, Any] = {}
+    for stream, ivs in phase_streams(intervals, phase).items():
+        low, high = bounds_seconds(stream.datasource, stream.unit)
+        times = np.stack([iv.time if iv.time is not None else np.zeros(len(iv.counts)) for iv in ivs])
+        out[stream.label] = diagnose(np.stack([iv.counts for iv in ivs]), times, low, high,
+                                     np.array([iv.start for iv in ivs]), np.array([iv.end for iv in ivs]))
+    return out
+
+
+def straggler_ranks(intervals: Iterable[Interval], phase: str = "step", **options: Any) -> list[Any]:
+    """Ranks whose mean `phase` duration is much slower than their run's (`find_stragglers`; options pass through).
+
+    One item per rank (key `run/rankN`, group `run/phase`); `find_stragglers` needs `min_group` (4) ranks.
+    """
+    from latencymap.analysis.stragglers import Item, find_stragglers
+
+    items = []
+    for stream, ivs in phase_streams(intervals, phase).items():
+        run, rank, _ = parse_label(stream.label) or ("", 0, "")
+        events = sum(int(iv.counts.sum()) for iv in ivs)
+        spent = sum(float(iv.time.sum()) for iv in ivs if iv.time is not None)
+        if events:  # no start/end: ranks run side by side, there is no warm-up wave to excuse
+            items.append(Item(f"{run}/rank{rank}", f"{run}/{phase}", spent / events))
+    return find_stragglers(items, **options)

@@ -1,0 +1,283 @@
+"""`latencymap listen [PATH]`: live timings from instrumented programs (`latencymap.instrument`) over a UNIX socket.
+
+Any number of writers (one per process or DDP rank) connect at once; each sends protocol records with
+the `counts, interval` extension, labelled `run/rankN/phase`, so every rank is its own stream and a
+slow one stands out. The socket is created with mode 0600 (only you can connect); without PATH it is
+`listen.sock` in a private directory (`$XDG_RUNTIME_DIR/latencymap` or `<tmp>/latencymap-<uid>`, mode
+0700), which is also where writers look by default. A stale socket left by a killed listener is
+replaced; any other existing file is refused. Writer comment lines (`# latencymap-writer`,
+`# latencymap-dropped`) become notices: who connected, and how many intervals a writer dropped while
+the viewer was absent or slow.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import selectors
+import socket
+import stat
+import time
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import click
+
+from latencymap.inputs import InputError
+from latencymap.model import Interval, Notice, StreamId
+from latencymap.plugins import Item, Source
+from latencymap.protocol import ProtocolReader
+from latencymap.sinks import DROPPED_PREFIX, WRITER_PREFIX, default_socket_path, parse_label
+
+MAX_WRITERS = 256
+READ_CHUNK = 64 * 1024
+MAX_LINE = 64 * 1024
+POLL_S = 0.25
+
+
+class ListenError(InputError):
+    """The socket cannot be created; the message says why."""
+
+
+def _alive(path: str) -> bool:
+    """True when a listener answers on `path`."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def bind_socket(path: str, mode: int = 0o600) -> socket.socket:
+    """A listening, non-blocking UNIX socket at `path` with permissions `mode`; replaces only a stale socket."""
+    try:
+        st: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as err:
+        raise ListenError(f"{path}: {err.strerror}") from None
+    if st is not None:
+        if not stat.S_ISSOCK(st.st_mode):
+            raise ListenError(f"{path}: exists and is not a socket; not replacing it")
+        if _alive(path):
+            raise ListenError(f"{path}: another listener is using this socket")
+        try:
+            os.unlink(path)
+        except OSError as err:
+            raise ListenError(f"{path}: cannot remove the stale socket: {err.strerror}") from None
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    staging = f"{path}.{os.getpid()}.tmp"  # bound and listening before it appears under its name
+    old = os.umask(0o777 & ~mode)
+    try:
+        server.bind(staging)
+        os.chmod(staging, mode)
+        server.listen(MAX_WRITERS)
+        os.rename(staging, path)
+    except OSError as err:
+        server.close()
+        with contextlib.suppress(OSError):
+            os.unlink(staging)
+        raise ListenError(f"{path}: cannot listen: {err.strerror or err}") from None
+    finally:
+        os.umask(old)
+    server.setblocking(False)
+    return server
+
+
+class _Writer:
+    """One connection: splits bytes into lines, reads records, turns comment lines into notices."""
+
+    def __init__(self, conn: socket.socket, number: int, others: dict[socket.socket, _Writer]) -> None:
+        self.conn = conn
+        self.name = f"writer {number}"
+        self.reader = ProtocolReader(self.name)
+        self.others = others
+        self.identity: tuple[str, int] | None = None
+        self.rename: str | None = None
+        self.intervals = 0
+        self._partial = b""
+        self._skip_line = False
+
+    def feed(self, data: bytes) -> Iterator[Item]:
+        """Items from a chunk of bytes (a line may span chunks)."""
+        *lines, rest = (self._partial + data).split(b"\n")
+        if self._skip_line and lines:
+            lines[0], self._skip_line = b"", False
+        self._partial = rest
+        if len(rest) > MAX_LINE:
+            self._partial, self._skip_line = b"", True
+            yield Notice(f"listen: {self.name}: line longer than {MAX_LINE} bytes dropped")
+        batch: list[str] = []
+        for raw in lines:
+            line = raw.decode("utf-8", "replace")
+            if line.startswith(("# latencymap-writer", "# latencymap-dropped")):
+                yield from self._records(batch)
+                batch = []
+                yield from self._comment(line)
+            else:
+                batch.append(line)
+        yield from self._records(batch)
+
+    def _records(self, lines: list[str]) -> Iterator[Item]:
+        for item in self.reader.feed(lines):
+            if isinstance(item, Interval):
+                self.intervals += 1
+                if self.rename:
+                    item.stream = self._renamed(item.stream)
+            yield item
+
+    def _renamed(self, stream: StreamId) -> StreamId:
+        parsed = parse_label(stream.label)
+        if parsed is None:
+            return StreamId(f"{stream.label} [{self.rename}]", stream.datasource, stream.unit)
+        run, rank, phase = parsed
+        return StreamId(f"{run}/rank{rank}.{self.rename}/{phase}", stream.datasource, stream.unit)
+
+    def _comment(self, line: str) -> Iterator[Notice]:
+        prefix = WRITER_PREFIX if line.startswith(WRITER_PREFIX) else DROPPED_PREFIX
+        try:
+            info = json.loads(line[len(prefix):])
+            assert isinstance(info, dict)
+        except (ValueError, AssertionError):
+            yield Notice(f"listen: {self.name}: unreadable line {line[:80]!r}")
+            return
+        if prefix == DROPPED_PREFIX:
+            yield Notice(f"listen: {self.name} dropped {int(info.get('intervals', 0))} intervals "
+                         f"({int(info.get('events', 0))} events) so far: the viewer was absent or slow", skipped=0)
+            return
+        pid = int(info.get("pid", 0))
+        self.identity = (str(info.get("run", "")), int(info.get("rank", 0)))
+        taken = any(w.identity == self.identity for w in self.others.values() if w is not self)
+        self.rename = f"pid{pid}" if taken else None
+        self.name = f"{self.identity[0]}/rank{self.identity[1]} (pid {pid})"
+        self.reader.name = self.name
+        again = f", reconnect {int(info['connects']) - 1}" if int(info.get("connects", 1)) > 1 else ""
+        also = "; same run and rank as another writer: its streams are labelled by pid" if taken else ""
+        yield Notice(f"listen: {self.name} connected{again}{also}", skipped=0)
+
+    def finish(self) -> Iterator[Item]:
+        """The connection closed: report an unterminated record and say goodbye."""
+        yield from self.reader.close()
+        yield Notice(f"listen: {self.name} disconnected after {self.intervals} intervals", skipped=0)
+
+
+class ListenSource(Source):
+    """Accepts instrumented writers on a UNIX socket and yields their intervals as they arrive."""
+
+    name: ClassVar[str] = "listen"
+    summary: ClassVar[str] = ("Live training-loop timings (latencymap.instrument) from many processes or ranks "
+                              "over a UNIX socket.")
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [
+            click.Argument(["path"], required=False, default=None, metavar="[PATH]"),
+            click.Option(["--mode"], default="600", show_default=True, metavar="OCTAL",
+                         help="Socket permissions; 600: only you can connect."),
+            click.Option(["--writers"], type=int, default=None, metavar="N",
+                         help="Stop once N writers have connected and all have disconnected."),
+            click.Option(["--idle-timeout", "idle_timeout"], type=float, default=None, metavar="S",
+                         help="Stop after S seconds with no writer connected."),
+        ]
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        if not hasattr(socket, "AF_UNIX"):
+            return "UNIX sockets are not available on this platform; record to a file instead (sink='run.txt')"
+        return None
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.path: str | None = options.get("path")
+        try:
+            self.mode = int(str(options.get("mode") or "600"), 8)
+        except ValueError:
+            raise click.BadParameter("expected octal permissions such as 600", param_hint="--mode") from None
+        self.writers: int | None = options.get("writers")
+        self.idle_timeout: float | None = options.get("idle_timeout")
+        self.accepted = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.name, "path": self.path, "mode": oct(self.mode)}
+
+    def items(self) -> Iterator[Item]:
+        if self.path is None:
+            try:
+                self.path = default_socket_path()
+            except OSError as err:
+                raise ListenError(str(err)) from None
+        path = self.path
+        server = bind_socket(path, self.mode)
+        inode = os.stat(path).st_ino
+        cleanup = atexit.register(_unlink_if_ours, path, inode)
+        try:
+            yield Notice(f"listen: waiting for writers on {path}", skipped=0)
+            yield from self._serve(server)
+        finally:
+            server.close()
+            _unlink_if_ours(path, inode)
+            atexit.unregister(cleanup)
+
+    def _serve(self, server: socket.socket) -> Iterator[Item]:
+        sel = selectors.DefaultSelector()
+        sel.register(server, selectors.EVENT_READ, None)
+        writers: dict[socket.socket, _Writer] = {}
+        closed = 0
+        idle_since = time.monotonic()
+        try:
+            while True:
+                if self.writers is not None and closed >= self.writers and not writers:
+                    return
+                if self.idle_timeout is not None and not writers and time.monotonic() - idle_since >= self.idle_timeout:
+                    return
+                for key, _ in sel.select(timeout=POLL_S):
+                    if key.data is None:
+                        yield from self._accept(server, sel, writers)
+                        continue
+                    writer: _Writer = key.data
+                    try:
+                        data = writer.conn.recv(READ_CHUNK)
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError:
+                        data = b""
+                    if data:
+                        yield from writer.feed(data)
+                        continue
+                    yield from writer.finish()
+                    sel.unregister(writer.conn)
+                    writer.conn.close()
+                    del writers[writer.conn]
+                    closed += 1
+                    idle_since = time.monotonic()
+        finally:
+            for conn in writers:
+                conn.close()
+            sel.close()
+
+    def _accept(self, server: socket.socket, sel: selectors.BaseSelector,
+                writers: dict[socket.socket, _Writer]) -> Iterator[Item]:
+        try:
+            conn, _ = server.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        if len(writers) >= MAX_WRITERS:
+            conn.close()
+            yield Notice(f"listen: more than {MAX_WRITERS} writers at once; one refused")
+            return
+        conn.setblocking(False)
+        self.accepted += 1
+        writers[conn] = _Writer(conn, self.accepted, writers)
+        sel.register(conn, selectors.EVENT_READ, writers[conn])
+
+
+def _unlink_if_ours(path: str, inode: int) -> None:
+    """Remove the socket file unless another listener replaced it."""
+    with contextlib.suppress(OSError):
+        if os.stat(path).st_ino == inode:
+            os.unlink(path)

@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from latencymap.sources.listen import ListenError, ListenSource, bind_socket
+
+import latencymap.cli
+from latencymap.instrument import Timings
+from latencymap.model import Interval, Notice
+from latencymap.sinks import SocketSink, default_socket_path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "fixtures" / "training" / "train_example.py"
+#: `latencymap` with the listen command added when its entry point is not installed yet.
+RUNNER = ("from latencymap.cli import main, source_command; from latencymap.sources.listen import ListenSource; "
+          "'listen' in main.commands or main.add_command(source_command(ListenSource)); main()")
+WRITER = """
+import sys, time
+from latencymap.instrument import Timings
+path, rank, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+timings = Timings('unix:' + path, run='two', rank=rank, interval=0.05)
+step = timings.timer('step')
+for _ in range(n):
+    with step:
+        time.sleep(0.002)
+timings.close()
+print('dropped', timings.sink.dropped_intervals)
+"""
+
+if "listen" not in latencymap.cli.main.commands:
+    latencymap.cli.main.add_command(latencymap.cli.source_command(ListenSource))
+
+
+def listen_cmd(sock: Path, *args: str) -> list[str]:
+    return [sys.executable, "-c", RUNNER, "listen", str(sock), *args]
+
+
+def wait_for(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def is_socket(path: Path) -> bool:
+    return path.exists() and stat.S_ISSOCK(path.stat().st_mode)
+
+
+def report(path: Path) -> dict[str, dict[str, Any]]:
+    done = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", str(path)],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return {s["stream"]["label"]: s for s in json.loads(done.stdout)["streams"]}
+
+
+def test_socket_is_private_and_only_a_stale_socket_is_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "lm.sock"
+    server = bind_socket(str(path))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    with pytest.raises(ListenError, match="another listener"):
+        bind_socket(str(path))
+    server.close()  # a killed listener leaves its socket file behind
+    bind_socket(str(path)).close()
+    regular = tmp_path / "notes.txt"
+    regular.write_text("keep me")
+    with pytest.raises(ListenError, match="not a socket"):
+        bind_socket(str(regular))
+    assert regular.read_text() == "keep me"
+
+
+def test_listen_in_process_labels_writers_and_reports_drops(tmp_path: Path) -> None:
+    path = tmp_path / "lm.sock"
+    early = SocketSink(str(path), hello={"run": "same", "rank": 0}, buffer_bytes=600)
+    early_timings = Timings(early, run="same", rank=0, interval=0.0)
+    for _ in range(5):  # no viewer yet: the small buffer keeps only the newest record
+        early_timings.record("step", 0.001)
+    assert early.dropped_intervals >= 3
+    source = ListenSource(path=str(path), writers=2, idle_timeout=20)
+    items: list[Any] = []
+    thread = threading.Thread(target=lambda: items.extend(source.items()))
+    thread.start()
+    wait_for(lambda: is_socket(path))
+    twin = Timings(SocketSink(str(path), hello={"run": "same", "rank": 0}), run="same", rank=0, interval=60)
+    twin.record("step", 0.002)
+    twin.flush()  # connects first: the other writer with the same run and rank gets a pid label
+    assert twin.sink.connected
+    time.sleep(0.1)
+    early._next_try = 0.0  # retry now instead of after the back-off
+    early_timings.record("step", 0.001)
+    early_timings.close()
+
+    def connected() -> int:
+        return sum(1 for n in list(items) if isinstance(n, Notice) and " connected" in n.message)
+
+    wait_for(lambda: connected() == 2)  # the twin stays connected until the listener has seen both
+    twin.close()
+    thread.join(20)
+    assert not thread.is_alive()
+    labels = {iv.stream.label for iv in items if isinstance(iv, Interval)}
+    assert labels == {"same/rank0/step", f"same/rank0.pid{os.getpid()}/step"}
+    messages = [n.message for n in items if isinstance(n, Notice)]
+    assert any("dropped" in m and "viewer was absent or slow" in m for m in messages), messages
+    assert sum(1 for m in messages if "disconnected" in m) == 2
+    assert all(n.skipped == 0 for n in items if isinstance(n, Notice))
+    assert not path.exists()
+
+
+@pytest.mark.slow
+def test_two_writer_processes_become_two_labelled_streams(tmp_path: Path) -> None:
+    sock, rec = tmp_path / "lm.sock", tmp_path / "rec.txt"
+    viewer = subprocess.Popen(listen_cmd(sock, "--writers", "2", "--idle-timeout", "30", "--record", str(rec),
+                                         "--plain", "--once"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        wait_for(lambda: is_socket(sock))
+        writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(sock), str(rank), str(n)],
+                                    stdout=subprocess.PIPE, text=True) for rank, n in ((0, 30), (1, 50))]
+        for w in writers:
+            out, _ = w.communicate(timeout=30)
+            assert w.returncode == 0 and out.strip() == "dropped 0"
+        _, err = viewer.communicate(timeout=30)
+    finally:
+        viewer.kill()
+    assert viewer.returncode == 0, err
+    streams = report(rec)
+    assert {label: s["total"]["events"] for label, s in streams.items()} == {"two/rank0/step": 30,
+                                                                               "two/rank1/step": 50}
+    assert all(s["intensity_exact"] for s in streams.values())
+
+
+@pytest.mark.slow
+def test_training_survives_a_viewer_killed_mid_run(tmp_path: Path) -> None:
+    sock, first, second = tmp_path / "lm.sock", tmp_path / "first.txt", tmp_path / "second.txt"
+    viewer = subprocess.Popen(listen_cmd(sock, "--record", str(first), "--plain", "--once"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    training = None
+    try:
+        wait_for(lambda: is_socket(sock))
+        training = subprocess.Popen([sys.executable, str(EXAMPLE), "--sink", f"unix:{sock}", "--epochs", "4",
+                                     "--items", "96", "--batch-size", "4", "--interval", "0.1"],
+                                    stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        wait_for(lambda: "<end record>" in first.read_text(), timeout=30)
+        viewer.send_signal(signal.SIGKILL)
+        viewer.wait(5)
+        assert training.poll() is None  # still training after its viewer died
+        viewer = subprocess.Popen(listen_cmd(sock, "--writers", "1", "--idle-timeout", "30", "--record",
+                                             str(second), "--plain", "--once"),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, err = training.communicate(timeout=60)
+        assert training.returncode == 0, err
+        viewer.wait(30)
+    finally:
+        viewer.kill()
+        if training is not None:
+            training.kill()
+    assert "steps 96 events 192" in err
+    assert int(err.split("connects ")[1].split()[0]) >= 2  # reconnected to the new viewer
+    seen = [report(path).get("example/rank0/data_wait", {}).get("total", {}).get("events", 0)
+            for path in (first, second)]
+    assert seen[0] > 0 and seen[1] > 0 and sum(seen) <= 96
+
+
+def test_default_socket_lives_in_a_private_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LATENCYMAP_SOCKET", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    path = Path(default_socket_path())
+    assert path == tmp_path / "latencymap" / "listen.sock"
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    path.parent.chmod(0o770)
+    with pytest.raises(PermissionError, match="not a private directory"):
+        default_socket_path()
+    monkeypatch.setenv("LATENCYMAP_SOCKET", str(tmp_path / "elsewhere.sock"))
+    assert default_socket_path() == str(tmp_path / "elsewhere.sock")

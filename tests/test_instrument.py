@@ -1,0 +1,252 @@
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from latencymap import instrument
+from latencymap.instrument import Timings, diagnose_phase, straggler_ranks
+from latencymap.model import Interval, StreamId
+from latencymap.sinks import MemorySink, NullSink, SocketSink, env_rank, open_sink, parse_label
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "fixtures" / "training" / "train_example.py"
+
+
+def totals(intervals: list[Interval], phase: str) -> int:
+    return sum(int(iv.counts.sum()) for iv in intervals if iv.stream.label.endswith("/" + phase))
+
+
+def memory_timings(**kw: object) -> tuple[Timings, MemorySink]:
+    sink = MemorySink()
+    return Timings(sink, run=kw.pop("run", "t"), rank=kw.pop("rank", 0), interval=kw.pop("interval", 60.0)), sink
+
+
+def load_example() -> object:
+    spec = importlib.util.spec_from_file_location("train_example", EXAMPLE)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_flush_bins_nanoseconds_with_exact_sums() -> None:
+    timings, sink = memory_timings(run="exp/1", rank=3)
+    for seconds in (0.0000015, 0.0000015, 0.003, 1.5):
+        timings.record("step", seconds)
+    timings.close()
+    [iv] = sink.intervals
+    assert iv.stream.label == "exp_1/rank3/step"
+    assert (iv.stream.datasource, iv.stream.unit) == ("training", "nanosec")
+    assert parse_label(iv.stream.label) == ("exp_1", 3, "step")
+    # 1500 ns is in [1024, 2048): slot 11; 3 ms = 3e6 ns in [2**21, 2**22): slot 22
+    assert iv.counts[11] == 2 and iv.counts[22] == 1 and iv.counts[31] == 1 and iv.counts.sum() == 4
+    assert iv.time is not None and iv.time[11] == pytest.approx(3e-6) and iv.time.sum() == pytest.approx(1.503003)
+    assert iv.end > iv.start
+    timings.record("step", 1.0)  # after close: discarded
+    timings.flush()
+    assert len(sink.intervals) == 1
+
+
+def test_timer_as_context_manager_and_decorator() -> None:
+    timings, sink = memory_timings()
+    step = timings.timer("step")
+
+    @timings.timer("forward")
+    def forward(x: int) -> int:
+        return x + 1
+
+    for i in range(5):
+        with step:
+            assert forward(i) == i + 1
+    with pytest.raises(ValueError), step:
+        raise ValueError("boom")
+    timings.close()
+    assert totals(sink.intervals, "step") == 6
+    assert totals(sink.intervals, "forward") == 5
+    assert forward.__name__ == "forward"
+
+
+def test_timed_iter_times_each_next_and_is_reiterable() -> None:
+    timings, sink = memory_timings()
+
+    data = timings.timed_iter([10, 20, 30], "data_wait")
+    assert len(data) == 3
+    assert data.count(10) == 1  # other attributes pass through
+    for _epoch in range(2):
+        assert list(data) == [10, 20, 30]
+    timings.close()
+    assert totals(sink.intervals, "data_wait") == 6
+
+
+def test_intervals_flush_on_time_and_totals_match() -> None:
+    timings, sink = memory_timings(interval=0.02)
+    step = timings.timer("step")
+    for _ in range(30):
+        with step:
+            time.sleep(0.002)
+    timings.close()
+    assert len(sink.intervals) >= 2
+    assert totals(sink.intervals, "step") == 30
+    starts = [iv.start for iv in sink.intervals]
+    ends = [iv.end for iv in sink.intervals]
+    assert starts[1:] == ends[:-1] and all(e > s for s, e in zip(starts, ends, strict=True))
+
+
+def test_rank_and_run_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setenv("LOCAL_RANK", "5")
+    assert env_rank() == 5
+    monkeypatch.setenv("RANK", "7")
+    assert env_rank() == 7
+    monkeypatch.setenv("LATENCYMAP_RUN", "my run")
+    timings = Timings("memory")
+    assert timings.values("data_wait") == [] and timings._streams["data_wait"].label == "my_run/rank7/data_wait"
+    timings.close()
+
+
+def test_module_api_shares_one_timings_per_sink() -> None:
+    sink = MemorySink()
+    try:
+        instrument.configure(sink, run="mod", rank=1, interval=60)
+        step = instrument.timer("step", sink)
+        for _ in instrument.timed_iter(range(4), sink=sink):
+            with step:
+                pass
+        assert instrument.get_timings(sink) is step.timings
+    finally:
+        instrument.close_all()
+    assert totals(sink.intervals, "data_wait") == 4 and totals(sink.intervals, "step") == 4
+    assert {iv.stream.label for iv in sink.intervals} == {"mod/rank1/data_wait", "mod/rank1/step"}
+
+
+def test_cuda_timing_falls_back_to_cpu_without_a_gpu() -> None:
+    torch = pytest.importorskip("torch")
+    timings, sink = memory_timings()
+    if torch.cuda.is_available():
+        step = timings.timer("step", cuda=True)
+        assert isinstance(step, instrument.CudaTimer)
+        x = torch.randn(256, 256, device="cuda")
+        for _ in range(3):
+            with step:
+                x = x @ x
+    else:
+        with pytest.warns(RuntimeWarning, match="timing on the CPU"):
+            step = timings.timer("step", cuda=True)
+        assert type(step) is instrument.Timer
+        for _ in range(3):
+            with step:
+                pass
+    timings.close()
+    assert totals(sink.intervals, "step") == 3
+
+
+def test_forked_child_discards_its_timings() -> None:
+    timings, sink = memory_timings(interval=0.0)
+    step = timings.timer("step")
+    with step:
+        pass
+    pid = os.fork()
+    if pid == 0:  # child: timings go nowhere, the parent's sink is untouched
+        with step:
+            pass
+        timings.flush()
+        os._exit(0 if isinstance(timings.sink, NullSink) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    timings.close()
+    assert totals(sink.intervals, "step") == 1
+
+
+def test_socket_sink_without_viewer_never_blocks_and_counts_drops(tmp_path: Path) -> None:
+    sink = SocketSink(str(tmp_path / "absent.sock"), buffer_bytes=4096)
+    timings = Timings(sink, run="r", rank=0, interval=0.0)
+    t0 = time.monotonic()
+    for _ in range(200):
+        timings.record("step", 0.001)
+    timings.close()
+    assert time.monotonic() - t0 < 2.0
+    assert sink.dropped_intervals == timings.intervals and sink.dropped_events == 200
+    assert sink.failed_connects <= 3  # retries are rate-limited
+
+
+def test_socket_sink_with_a_stalled_viewer_keeps_the_buffer_bounded(tmp_path: Path) -> None:
+    path = str(tmp_path / "stalled.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)  # accepts into the backlog but never reads
+    try:
+        sink = SocketSink(path, buffer_bytes=64 * 1024)
+        counts = np.ones(64, dtype=np.int64)
+        big = [Interval(StreamId("r/rank0/step", "training", "nanosec"), i, i + 1, counts, counts * 1.0)
+               for i in range(1, 1000)]
+        worst = 0.0
+        for k in range(0, len(big), 50):
+            t0 = time.monotonic()
+            sink.write(big[k:k + 50])
+            worst = max(worst, time.monotonic() - t0)
+        assert sink.connected and sink.dropped_intervals > 0
+        assert sink._queued <= sink.buffer_bytes
+        assert worst < 0.5
+        sink.close(linger_s=0.05)
+    finally:
+        server.close()
+
+
+def test_open_sink_specs(tmp_path: Path) -> None:
+    assert isinstance(open_sink("memory"), MemorySink)
+    assert isinstance(open_sink("null"), NullSink)
+    assert isinstance(open_sink(str(tmp_path / "x.sock")), SocketSink)
+    assert isinstance(open_sink("unix:" + str(tmp_path / "y")), SocketSink)
+    rec = open_sink(str(tmp_path / "rec-{rank}.txt"), rank=2)
+    rec.close()
+    assert (tmp_path / "rec-2.txt").exists()
+    with pytest.warns(RuntimeWarning, match="cannot open sink"):
+        assert isinstance(open_sink(str(tmp_path / "missing-dir" / "rec.txt")), NullSink)
+
+
+def test_straggler_ranks_flags_the_slow_rank() -> None:
+    sink = MemorySink()
+    for rank in range(5):
+        timings = Timings(sink, run="ddp", rank=rank, interval=60)
+        for _ in range(20):
+            timings.record("step", 0.030 if rank == 3 else 0.010)
+        timings.close()
+    found = straggler_ranks(sink.intervals)
+    assert [s.item.key for s in found] == ["ddp/rank3"]
+    assert found[0].ratio == pytest.approx(3.0)
+
+
+@pytest.mark.slow
+def test_dataloader_slow_items_give_two_data_wait_bands() -> None:
+    example = load_example()
+    timings, sink = memory_timings(run="dl", interval=0.25)
+    steps = example.train(timings, epochs=1, items=96, batch_size=1, workers=2, read_s=0.02, slow_every=4,
+                          device="cpu")
+    timings.close()
+    assert steps == 96
+    assert totals(sink.intervals, "data_wait") == steps and totals(sink.intervals, "step") == steps
+    diagnosis = diagnose_phase(sink.intervals)["dl/rank0/data_wait"]
+    assert diagnosis.bimodal
+    slow = [b for b in diagnosis.bands if b.low_s <= 0.02 <= b.high_s * 1.25]
+    assert slow, [b.to_json() for b in diagnosis.bands]
+    assert 0.15 <= slow[0].events_share <= 0.35  # 1 in 4 items sleeps (plus the workers' start-up)
+    assert diagnosis.bands[0].high_s < 0.008  # cached items wait far less
+
+
+@pytest.mark.slow
+def test_training_example_completes_with_no_viewer(tmp_path: Path) -> None:
+    absent = tmp_path / "nobody.sock"
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, str(EXAMPLE), "--sink", f"unix:{absent}", "--epochs", "2", "--items",
+                           "48", "--interval", "0.1"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "steps 12 events 24" in done.stderr
+    assert time.monotonic() - t0 < 30

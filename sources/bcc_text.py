@@ -20,20 +20,17 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-import click
 import numpy as np
 from latencymap.sources.printed_histograms import (
     MAX_COUNT,
+    PrintedHistogramFormat,
     PrintReader,
-    cumulative_option,
-    interval_option,
     parse_time_line,
     slot_of_range,
-    unit_option,
 )
 
 from latencymap.model import Notice, empty_counts
-from latencymap.plugins import Item, TextFormat
+from latencymap.plugins import Item
 from latencymap.sanitize import clean_text, excerpt
 from latencymap.units import normalize_unit
 
@@ -59,20 +56,15 @@ def time_unit(val_type: str) -> str | None:
     return None if unit == "sec" and val_type.lower() not in ("secs", "sec") else unit
 
 
-class BccTextFormat(TextFormat):
+class BccTextFormat(PrintedHistogramFormat):
     """bcc log2 histograms as printed by biolatency, runqlat, ext4dist... (text or `-j`)."""
 
     name = "bcc"
     summary = "bcc print_log2_hist text (usecs : count distribution) and biolatency -j dict lines"
-    priority = 5
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
         return any(_HEADER.match(s := line.strip()) or _ROW.match(s) or _DICT.match(s) for line in head)
-
-    @classmethod
-    def params(cls) -> list[click.Parameter]:
-        return [interval_option(), unit_option(), cumulative_option()]
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)

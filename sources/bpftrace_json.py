@@ -13,20 +13,17 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-import click
 import numpy as np
 from latencymap.sources.printed_histograms import (
     MAX_COUNT,
+    PrintedHistogramFormat,
     PrintReader,
-    cumulative_option,
-    interval_option,
     parse_time_line,
     slot_of_range,
-    unit_option,
 )
 
 from latencymap.model import Notice, empty_counts
-from latencymap.plugins import Item, TextFormat
+from latencymap.plugins import Item
 from latencymap.sanitize import clean_text, excerpt
 
 _TYPED = re.compile(r'^\{\s*"type"\s*:\s*"(\w+)"')
@@ -65,20 +62,15 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-class BpftraceJsonFormat(TextFormat):
+class BpftraceJsonFormat(PrintedHistogramFormat):
     """bpftrace `-f json` lines; hist maps become streams."""
 
     name = "bpftrace-json"
     summary = 'bpftrace -f json lines ({"type": "hist", ...}, {"type": "time", ...})'
-    priority = 5
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
         return any((m := _TYPED.match(line.strip())) is not None and m.group(1) in _KNOWN_TYPES for line in head)
-
-    @classmethod
-    def params(cls) -> list[click.Parameter]:
-        return [interval_option(), unit_option(), cumulative_option()]
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)

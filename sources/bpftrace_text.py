@@ -15,20 +15,17 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-import click
 import numpy as np
 from latencymap.sources.printed_histograms import (
     MAX_COUNT,
+    PrintedHistogramFormat,
     PrintReader,
-    cumulative_option,
-    interval_option,
     parse_time_line,
     slot_of_range,
-    unit_option,
 )
 
 from latencymap.model import Notice, empty_counts
-from latencymap.plugins import Item, TextFormat
+from latencymap.plugins import Item
 from latencymap.sanitize import clean_text, excerpt
 
 _HEADER = re.compile(r"^(@\w*(?:\[.*\])?):\s*$")
@@ -70,12 +67,11 @@ class _Block:
     rows: int = 0
 
 
-class BpftraceTextFormat(TextFormat):
+class BpftraceTextFormat(PrintedHistogramFormat):
     """bpftrace hist() maps as printed by `print(@map)` or at exit."""
 
     name = "bpftrace"
     summary = "bpftrace hist() text output (@map: blocks of [lo, hi) count |@@@| rows)"
-    priority = 5
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
@@ -83,10 +79,6 @@ class BpftraceTextFormat(TextFormat):
         headers = any(_HEADER.match(line.strip()) for line in head)
         attaching = any(_ATTACHING.match(line.strip()) for line in head[:5])
         return (headers and rows) or (attaching and not any(line.lstrip().startswith("{") for line in head))
-
-    @classmethod
-    def params(cls) -> list[click.Parameter]:
-        return [interval_option(), unit_option(), cumulative_option()]
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)

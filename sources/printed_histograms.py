@@ -23,7 +23,7 @@ import numpy as np
 
 from latencymap.buckets import NSLOTS
 from latencymap.model import Interval, Notice, Snapshot, StreamId
-from latencymap.plugins import Item
+from latencymap.plugins import Item, TextFormat
 from latencymap.units import normalize_unit
 
 #: Prints per stream looked at before deciding between cumulative and per-interval counts.
@@ -130,6 +130,16 @@ def parse_time_line(text: str) -> tuple[str, float] | None:
     if _EPOCH.match(text):
         return "abs", float(text)
     return None
+
+
+class PrintedHistogramFormat(TextFormat):
+    """Base of the formats that print log2 histograms over time (bpftrace, bcc): their shared options."""
+
+    priority = 5
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [interval_option(), unit_option(), cumulative_option()]
 
 
 class PrintClock:

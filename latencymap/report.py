@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -49,9 +50,20 @@ def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
     }
 
 
+_DIAGNOSES: weakref.WeakKeyDictionary[StreamHistory, tuple[int, Diagnosis]] = weakref.WeakKeyDictionary()
+
+
 def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
-    """Bands, bimodality, tail and episodes of a stream's whole history."""
-    return diagnose(hist.counts, hist.time, hist.low, hist.high, hist.start, hist.end)
+    """Bands, bimodality, tail and episodes of a stream's whole history (computed once per history state).
+
+    The report, the gates and the static renderers all ask for it; episode detection is the costly part.
+    """
+    appended = hist.n + hist.dropped  # grows with every column added, so it marks the history's state
+    cached = _DIAGNOSES.get(hist)
+    if cached is None or cached[0] != appended:
+        cached = _DIAGNOSES[hist] = (appended, diagnose(hist.counts, hist.time, hist.low, hist.high,
+                                                        hist.start, hist.end))
+    return cached[1]
 
 
 def build_report(acc: Accumulator) -> dict[str, Any]:

@@ -116,3 +116,24 @@ def test_report_states_findings_on_real_bpf_captures(fixtures: Path, capture: st
         assert stream["tail"]["time_share"] >= 0.5
     text = CliRunner().invoke(main, ["report", str(fixtures / capture)]).output
     assert "tail" in text and any(word in text for word in ("bimodal", "multimodal", "unimodal"))
+
+
+def test_whole_history_diagnosis_is_computed_once_per_history_state() -> None:
+    import numpy as np
+
+    from latencymap.accumulator import StreamHistory
+    from latencymap.model import Interval, StreamId
+    from latencymap.report import stream_diagnosis
+
+    hist = StreamHistory(StreamId("memo", "bpf", "microsec"))
+    counts = np.zeros(64, dtype=np.int64)
+    counts[8] = 100
+    hist.extend([Interval(hist.stream, float(i), float(i + 1), counts) for i in range(5)])
+    first = stream_diagnosis(hist)
+    assert stream_diagnosis(hist) is first
+    slow = counts.copy()
+    slow[16] = 100
+    hist.extend([Interval(hist.stream, 5.0, 6.0, slow)])
+    again = stream_diagnosis(hist)
+    assert again is not first
+    assert sum(b.events_share for b in again.bands) == pytest.approx(1.0)

@@ -3,7 +3,8 @@
 Run: .venv/bin/python bench/bench_core.py
 Prints protocol ingest (records/s, 26 buckets each) vs a plain Python line-reading loop over the same file,
 raw-value binning (values/s) vs np.histogram on log2 edges, and the accumulator's memory for a day of 1 s
-columns. No assertions: targets are in the README's performance section.
+columns. Times are this process's CPU time (steadier than wall time on a shared machine); best of 3.
+No assertions: targets are in the README's performance section.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ def make_stream(path: Path, records: int, buckets: int = 26) -> None:
 def best(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
     times = []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.process_time()
         fn()
-        times.append(time.perf_counter() - t)
+        times.append(time.process_time() - t)
     return min(times)
 
 

@@ -46,17 +46,21 @@ class StreamHistory:
             k = self.cap
         self._make_room(k)
         rows = slice(self.n, self.n + k)
-        counts = np.stack([iv.counts for iv in intervals])
-        self._counts[rows] = counts
-        exact = np.array([iv.time is not None for iv in intervals])
-        times = np.stack([iv.time if iv.time is not None else np.zeros(NSLOTS) for iv in intervals])
-        est = counts * self._mid
-        self._time[rows] = np.where(exact[:, None], times, est)
+        counts = self._counts[rows]
+        for i, iv in enumerate(intervals):
+            counts[i] = iv.counts
+        exact = np.fromiter((iv.time is not None for iv in intervals), dtype=bool, count=k)
+        np.multiply(counts, self._mid, out=self._time[rows])
+        if exact.any():
+            for i in np.flatnonzero(exact):
+                self._time[self.n + i] = intervals[i].time
         self._start[rows] = [iv.start for iv in intervals]
         self._end[rows] = [iv.end for iv in intervals]
         self._dur[rows] = [iv.duration for iv in intervals]
-        self._flags[rows] = (np.array([iv.reset for iv in intervals]) * RESET
-                             + np.array([iv.gap for iv in intervals]) * GAP + exact * EXACT)
+        flags = exact * np.uint8(EXACT)
+        if any(iv.reset or iv.gap for iv in intervals):
+            flags |= np.fromiter((iv.reset * RESET | iv.gap * GAP for iv in intervals), dtype=np.uint8, count=k)
+        self._flags[rows] = flags
         self.n += k
         self.dates = intervals[-1].date
 

@@ -59,6 +59,31 @@ class Snapshot:
 
 
 @dataclass(slots=True)
+class SnapshotRun:
+    """Consecutive cumulative snapshots read in one go (row `i` is one record); the differ takes them in bulk."""
+
+    streams: list[StreamId]
+    micros: np.ndarray
+    counts: np.ndarray
+    present: np.ndarray
+    dates: list[str]
+    lines: list[int]
+
+    def __len__(self) -> int:
+        return len(self.streams)
+
+    def snapshot(self, i: int) -> Snapshot:
+        """Row `i` as a Snapshot."""
+        micros = int(self.micros[i])
+        return Snapshot(self.streams[i], micros / 1e6, self.counts[i], None, self.dates[i], self.lines[i],
+                        self.present[i], micros)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every row as a Snapshot."""
+        return [self.snapshot(i) for i in range(len(self.streams))]
+
+
+@dataclass(slots=True)
 class Notice:
     """Something a reader skipped or wants said, in order with the data."""
 

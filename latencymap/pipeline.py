@@ -26,7 +26,7 @@ def diffed(items: Iterable[Item], name: str) -> Flow:
 def input_flow(paths: Sequence[str], registry: Registry, forced_format: str | None = None,
                options: dict[str, Any] | None = None, stdin: IO[bytes] | None = None) -> Flow:
     """Intervals of every input in turn. Opening/identifying errors raise InputError up front."""
-    readers = [(read_input(p, registry, forced_format, options, stdin), p) for p in (paths or ["-"])]
+    readers = [(read_input(p, registry, forced_format, options, stdin, runs=True), p) for p in (paths or ["-"])]
     for items, path in readers:
         yield from diffed(items, path)
 

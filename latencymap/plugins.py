@@ -14,11 +14,11 @@ from typing import Any, ClassVar
 
 import click
 
-from latencymap.model import Interval, Notice, Snapshot
+from latencymap.model import Interval, Notice, Snapshot, SnapshotRun
 
 ENTRY_POINT_GROUP = "latencymap.sources"
 
-Item = Interval | Snapshot | Notice
+Item = Interval | Snapshot | SnapshotRun | Notice
 
 
 class Source(ABC):
@@ -73,6 +73,10 @@ class TextFormat(ABC):
     @abstractmethod
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         """Items from the input's lines; `name` is used in messages."""
+
+    def read_text(self, chunks: Iterable[str], name: str) -> Iterator[Item]:
+        """Items from pieces of text made of whole lines; formats that can parse in bulk override it."""
+        return self.read((line for chunk in chunks for line in chunk.splitlines(True)), name)
 
 
 @dataclass

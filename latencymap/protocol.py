@@ -26,15 +26,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from latencymap.buckets import NSLOTS, ORACLE_OVERFLOW, bucket_value_of_slot, slot_of_bucket_value
-from latencymap.model import Interval, Notice, Snapshot, StreamId
+from latencymap.model import Interval, Notice, Snapshot, SnapshotRun, StreamId
+from latencymap.protocol_chunks import FastPath
 from latencymap.sanitize import clean_text, excerpt
 from latencymap.units import normalize_unit, unit_seconds
 
+Item = Snapshot | SnapshotRun | Interval | Notice
 BEGIN = "<begin record>"
 END = "<end record>"
 DEFAULT_DATASOURCE = "bpf"
 DEFAULT_UNIT = "millisec"
 PROTOCOL_UNITS = ("millisec", "microsec", "nanosec")
+#: Counts at or above this cannot be held (or summed) in 64-bit counters.
+MAX_COUNT = 1 << 62
 
 _HIST_ROW = re.compile(r"^(-?\d+)\s*\|[^|]*?(\d+)$")
 _HIST_HEADER = re.compile(r"^value\s*\|?[-\s]*(distribution[-\s]*)?count$")
@@ -51,7 +55,6 @@ class RecordError(ValueError):
 @dataclass(slots=True)
 class _Record:
     first_line: int
-    timestamp: float | None = None
     micros: int | None = None
     start_micros: int | None = None
     date: str = ""
@@ -77,11 +80,42 @@ class ProtocolReader:
         self.line_no = 0
         self._record: _Record | None = None
         self._bad_record = False
+        self._streams: dict[tuple[str, str, str], StreamId] = {}
+        self._fast = FastPath(self)
 
     def read(self, lines: Iterable[str]) -> Iterator[Snapshot | Interval | Notice]:
         """Read all lines, then report a record left open at end of input."""
         yield from self.feed(lines)
         yield from self.close()
+
+    def read_chunks(self, chunks: Iterable[str], runs: bool = False) -> Iterator[Item]:
+        """Read text in pieces of any size (the fast path for files and pipes), then close.
+
+        With `runs`, consecutive cumulative records come as SnapshotRuns for the differ to take in bulk.
+        """
+        for chunk in chunks:
+            yield from self.feed_text(chunk, runs)
+        yield from self._fast.finish()
+
+    def feed_text(self, text: str, runs: bool = False) -> Iterator[Item]:
+        """Items of the records completed by `text`; an unfinished record waits for the next call."""
+        for item in self._fast.feed(text):
+            if not runs and isinstance(item, SnapshotRun):
+                yield from item.snapshots()
+            else:
+                yield item
+
+    def in_record(self) -> bool:
+        """True between a `<begin record>` line and its end."""
+        return self._record is not None
+
+    def reread(self, first_line: int, text: str) -> list[Snapshot | Interval | Notice]:
+        """Read one whole record line by line, numbering its lines from `first_line`."""
+        saved, self.line_no = self.line_no, first_line - 1
+        try:
+            return list(self.feed(text.splitlines(True)))
+        finally:
+            self.line_no = saved
 
     def feed(self, lines: Iterable[str]) -> Iterator[Snapshot | Interval | Notice]:
         for raw in lines:
@@ -139,7 +173,6 @@ class ProtocolReader:
             if len(parts) < 2 or parts[0].lower() != "microsec":
                 raise RecordError(n, f"expected 'timestamp, microsec, <epoch usecs>, <date>', got {excerpt(line)}")
             rec.micros = _micros(parts[1], n, line)
-            rec.timestamp = rec.micros / 1e6
             rec.date = clean_text(parts[2]) if len(parts) > 2 else ""
         elif key == "label":
             rec.label = clean_text(value)
@@ -184,8 +217,8 @@ class ProtocolReader:
             count = int(fields[1])
         except ValueError:
             raise RecordError(n, f"expected integers in '<bucket value>, <count>', got {excerpt(line)}") from None
-        if count < 0:
-            raise RecordError(n, f"expected a count >= 0, got {excerpt(line)}")
+        if not 0 <= count < MAX_COUNT:
+            raise RecordError(n, f"expected a count from 0 to 2**62, got {excerpt(line)}")
         if value < 0:
             return  # DTrace/bpftrace negative-value row: not a latency
         total = None
@@ -210,7 +243,6 @@ class ProtocolReader:
             rec.sums.append(0.0)
 
     def _finish(self, rec: _Record) -> Snapshot | Interval | Notice:
-        stream = StreamId(rec.label, rec.datasource, rec.unit)
         counts = np.zeros(NSLOTS, dtype=np.int64)
         present = np.zeros(NSLOTS, dtype=bool)
         sums = np.zeros(NSLOTS, dtype=np.float64) if rec.sums is not None else None
@@ -227,16 +259,31 @@ class ProtocolReader:
                 sums[slot] += rec.sums[i]
         if sums is not None:
             sums *= unit_seconds(rec.unit)
-        if rec.per_interval:
-            if rec.micros is None:
-                return self._notice(rec.first_line, "a 'counts, interval' record needs a timestamp line")
-            start_us = rec.start_micros if rec.start_micros is not None else rec.micros - 1_000_000
-            if start_us >= rec.micros:
-                return self._notice(rec.first_line, "interval start is not before its timestamp")
-            return Interval(stream, start_us / 1e6, rec.micros / 1e6, counts, sums, reset="reset" in rec.flags,
-                            gap="gap" in rec.flags, date=rec.date, duration=(rec.micros - start_us) / 1e6)
-        return Snapshot(stream, rec.timestamp, counts, sums, date=rec.date, line=rec.first_line,
-                        present=present, micros=rec.micros)
+        return self._item(self._stream(rec.label, rec.datasource, rec.unit), rec.first_line, rec.micros, rec.date,
+                          rec.per_interval, rec.start_micros, rec.flags, counts, present, sums)
+
+    def _stream(self, label: str, datasource: str, unit: str) -> StreamId:
+        key = (label, datasource, unit)
+        stream = self._streams.get(key)
+        if stream is None:
+            if len(self._streams) > 4096:
+                self._streams.clear()
+            stream = self._streams[key] = StreamId(label, datasource, unit)
+        return stream
+
+    def _item(self, stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
+              start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,
+              sums: np.ndarray | None) -> Snapshot | Interval | Notice:
+        if per_interval:
+            if micros is None:
+                return self._notice(first_line, "a 'counts, interval' record needs a timestamp line")
+            start_us = start_micros if start_micros is not None else micros - 1_000_000
+            if start_us >= micros:
+                return self._notice(first_line, "interval start is not before its timestamp")
+            return Interval(stream, start_us / 1e6, micros / 1e6, counts, sums, reset="reset" in flags,
+                            gap="gap" in flags, date=date, duration=(micros - start_us) / 1e6)
+        return Snapshot(stream, None if micros is None else micros / 1e6, counts, sums, date=date, line=first_line,
+                        present=present, micros=micros)
 
 
 def _micros(text: str, n: int, line: str) -> int:

@@ -21,3 +21,6 @@ class PyLatencyMapFormat(TextFormat):
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         return ProtocolReader(name).read(lines)
+
+    def read_text(self, chunks: Iterable[str], name: str) -> Iterator[Item]:
+        return ProtocolReader(name).read_chunks(chunks, runs=True)

@@ -1,0 +1,64 @@
+"""Reading inputs in chunks: the same lines as a line-by-line reader, whatever the read sizes."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from latencymap import inputs
+from latencymap.inputs import capped_lines, text_chunks
+
+
+def reference_lines(data: bytes) -> list[str]:
+    stream = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
+    return [line.removesuffix("\n") for line in capped_lines(stream)]
+
+
+def chunked_lines(data: bytes, size: int) -> list[str]:
+    text = "".join(text_chunks(io.BytesIO(data), size))
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+class Trickle(io.RawIOBase):
+    """A pipe that hands out at most `step` bytes per read."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self.data, self.step = data, step
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        piece, self.data = self.data[: min(self.step, len(buffer))], self.data[min(self.step, len(buffer)):]
+        buffer[: len(piece)] = piece
+        return len(piece)
+
+
+PIECES = st.sampled_from([b"a", b"bc", b"\n", b"\r\n", b"\r", b"\xff", b"\xe2\x82", b"\xac", "é".encode(), b"x" * 70,
+                          b"<begin record>\n", b"\x00"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES, max_size=40).map(b"".join), st.integers(1, 64))
+def test_chunks_give_the_lines_a_line_reader_gives(data: bytes, size: int) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(inputs, "MAX_LINE", 50)
+        assert chunked_lines(data, size) == reference_lines(data)
+
+
+def test_a_pipe_gets_each_complete_line_at_once() -> None:
+    pipe = io.BufferedReader(Trickle(b"first\nsec", 7))
+    chunks = text_chunks(pipe, 1 << 16)
+    assert next(chunks) == "first\n"  # a read1 returned: the complete line goes out without waiting for more
+    assert list(chunks) == ["sec"]
+
+
+def test_an_over_long_line_is_cut_and_the_stream_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inputs, "MAX_LINE", 10)
+    data = b"short\n" + b"y" * 1000 + b"\nafter\n"
+    assert chunked_lines(data, 64) == ["short", "y" * 10, "after"]
+    assert chunked_lines(data, 4096) == ["short", "y" * 10, "after"]

@@ -1,0 +1,157 @@
+"""The chunked reader gives exactly what the line reader gives, however the text is cut."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from latencymap.differ import Differ
+from latencymap.model import Interval, Notice, Snapshot
+from latencymap.protocol import ProtocolReader
+
+
+def normal(item: Snapshot | Interval | Notice) -> tuple[Any, ...]:
+    if isinstance(item, Notice):
+        return ("notice", item.message, item.skipped)
+    if isinstance(item, Snapshot):
+        sums = None if item.sums is None else item.sums.tolist()
+        present = None if item.present is None else item.present.tolist()
+        return ("snap", item.stream, item.timestamp, item.counts.tolist(), sums, item.date, item.line, present,
+                item.micros)
+    sums = None if item.time is None else item.time.tolist()
+    return ("iv", item.stream, item.start, item.end, item.counts.tolist(), sums, item.reset, item.gap, item.date,
+            item.duration)
+
+
+def by_lines(text: str) -> list[tuple[Any, ...]]:
+    return [normal(i) for i in ProtocolReader("t").read(text.splitlines())]
+
+
+def by_chunks(text: str, cuts: list[int]) -> list[tuple[Any, ...]]:
+    points = sorted({min(c, len(text)) for c in cuts})
+    pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+    return [normal(i) for i in ProtocolReader("t").read_chunks(pieces)]
+
+
+HEADER = st.sampled_from([
+    "timestamp, microsec, 1700000000000000, 2024-01-01",
+    "timestamp, microsec, 1700000001000000,Mon 1 Jan",
+    "timestamp, microsec, 1700000002000000",
+    "timestamp, microsec, x, bad",
+    "timestamp, MICROSEC, 1700000003000000, d",
+    "label, disk io",
+    "label, \x1b[2Jevil\tlabel",
+    "Label, upper",
+    "datasource, oracle",
+    "datasource, bpf",
+    "latencyunit, microsec",
+    "latencyunit, us",
+    "latencyunit, parsecs",
+    "counts, interval",
+    "counts, Interval",
+    "start, microsec, 1699999999000000",
+    "flags, reset, gap",
+    "value |---- count",
+    "nonsense",
+])
+ROW = st.one_of(
+    st.tuples(st.sampled_from([0, 1, 2, 4, 8, 1024, 3, 4294967295, 1 << 61, 10**19]),
+              st.integers(0, 10**6) | st.sampled_from([-1, 10**20])).map(lambda t: f"{t[0]}, {t[1]}"),
+    st.sampled_from(["2, 5, 0.25", "1,7", " 16 , 3 ", "-4, 2", "8 |@@@ 4", "1, 2, x", "1.5, 2", "1,", "+2, 1",
+                     " +4, 1", "2, +3", ""]),
+)
+MARK = st.sampled_from(["<begin record>", "<end record>", "  <BEGIN RECORD> ", "<End Record>", "noise line", ""])
+
+
+@st.composite
+def stream_text(draw: st.DrawFn) -> str:
+    lines: list[str] = []
+    for _ in range(draw(st.integers(0, 6))):
+        if draw(st.booleans()):
+            lines.append(draw(MARK))
+        lines.append("<begin record>")
+        lines += draw(st.lists(HEADER, max_size=5))
+        lines += draw(st.lists(ROW, max_size=8))
+        if draw(st.integers(0, 9)):
+            lines.append("<end record>")
+    return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\n\n"]))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream_text(), st.lists(st.integers(0, 2000), max_size=6))
+def test_chunked_reader_matches_line_reader(text: str, cuts: list[int]) -> None:
+    assert by_chunks(text, cuts) == by_lines(text)
+
+
+def test_canonical_records_take_the_bulk_path_and_count_right() -> None:
+    rng = np.random.default_rng(3)
+    parts = []
+    totals = np.zeros(20, dtype=np.int64)
+    for i in range(300):
+        totals += rng.poisson(5, 20)
+        parts.append(f"<begin record>\ntimestamp, microsec, {1_000_000 * (i + 1)}, t\nlabel, x\n"
+                     + "".join(f"{1 << b}, {c}\n" for b, c in enumerate(totals)) + "<end record>\n")
+    text = "".join(parts)
+    reader = ProtocolReader("t")
+    calls = []
+    original = reader.feed
+
+    def counting_feed(lines: Any) -> Any:
+        calls.append(1)
+        return original(lines)
+
+    reader.feed = counting_feed  # type: ignore[method-assign]
+    items = list(reader.read_chunks([text[:5000], text[5000:]]))
+    assert len(items) == 300 and not calls[:-1]  # only the final (empty) tail goes line by line
+    last = items[-1]
+    assert isinstance(last, Snapshot)
+    assert last.counts[1:21].tolist() == totals.tolist() and last.line == 299 * 24 + 1
+    assert by_chunks(text, [777, 12345]) == by_lines(text)
+
+
+def test_unfinished_record_waits_for_its_end() -> None:
+    reader = ProtocolReader("t")
+    first = list(reader.feed_text("<begin record>\ntimestamp, microsec, 5, d\nlabel, x\n1, 3\n"))
+    assert first == []
+    rest = list(reader.feed_text("2, 4\n<end record>\n"))
+    assert len(rest) == 1 and isinstance(rest[0], Snapshot) and rest[0].counts[1:3].tolist() == [3, 4]
+
+
+def diffed_by_lines(text: str) -> list[tuple[Any, ...]]:
+    return [normal(i) for i in Differ(clock=lambda: 0.0).run(ProtocolReader("t").read(text.splitlines()))]
+
+
+def diffed_in_runs(text: str, cuts: list[int]) -> list[tuple[Any, ...]]:
+    points = sorted({min(c, len(text)) for c in cuts})
+    pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+    return [normal(i) for i in Differ(clock=lambda: 0.0).run(ProtocolReader("t").read_chunks(pieces, runs=True))]
+
+
+@st.composite
+def cumulative_streams(draw: st.DrawFn) -> str:
+    """Several labels interleaved; buckets come and go; counters sometimes drop; timestamps sometimes repeat."""
+    out = []
+    totals: dict[str, dict[int, int]] = {}
+    micros = 1_000_000
+    for _ in range(draw(st.integers(1, 30))):
+        label = draw(st.sampled_from(["a", "b", "c"]))
+        micros += draw(st.sampled_from([1_000_000, 1_000_000, 250_000, 0, -5]))
+        buckets = totals.setdefault(label, {})
+        rows = []
+        for value in draw(st.lists(st.sampled_from([0, 1, 2, 4, 8, 64]), max_size=5, unique=True)):
+            buckets[value] = max(0, buckets.get(value, 0) + draw(st.integers(-3, 50)))
+            rows.append(f"{value}, {buckets[value]}\n")
+        out.append(f"<begin record>\ntimestamp, microsec, {micros}, d{micros}\nlabel, {label}\n{''.join(rows)}"
+                   "<end record>\n")
+        if draw(st.integers(0, 15)) == 0:
+            out.append("<begin record>\nlabel, a\n1, x\n<end record>\n")
+    return "".join(out)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cumulative_streams(), st.lists(st.integers(0, 3000), max_size=4))
+def test_differ_takes_runs_exactly_as_one_snapshot_at_a_time(text: str, cuts: list[int]) -> None:
+    assert diffed_in_runs(text, cuts) == diffed_by_lines(text)

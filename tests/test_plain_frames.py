@@ -1,0 +1,44 @@
+"""A renderer reused frame after frame draws exactly what a fresh one draws for the same history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from latencymap.accumulator import Accumulator
+from latencymap.cli import REGISTRY
+from latencymap.model import Interval, StreamId
+from latencymap.pipeline import input_flow
+from latencymap.plain import PlainOptions, PlainRenderer
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def synthetic_items(n: int) -> list[Interval]:
+    rng = np.random.default_rng(5)
+    a, b = StreamId("a", "bpf", "microsec"), StreamId("b", "oracle", "millisec")
+    out = []
+    for i in range(n):
+        counts = np.zeros(64, dtype=np.int64)
+        counts[rng.integers(3, 30, 4)] = rng.integers(0, 10**rng.integers(1, 7), 4)
+        spent = None if i % 3 else counts * 1e-5
+        out.append(Interval(a if i % 2 else b, 100.0 + i, 101.0 + i, counts, spent, reset=i % 17 == 0))
+    return out
+
+
+@pytest.mark.parametrize("opts", [
+    PlainOptions(),
+    PlainOptions(num_records=7, color=False),
+    PlainOptions(num_records=12, frequency_maxval=50.0, intensity_maxval=0.001, min_bucket=4, max_bucket=12),
+])
+@pytest.mark.parametrize("history", [1000, 9])
+def test_incremental_frames_equal_fresh_frames(opts: PlainOptions, history: int) -> None:
+    items = list(input_flow([str(FIXTURES / "pylatencymap" / "example_latency_data.txt")], REGISTRY))
+    items += synthetic_items(60)
+    acc = Accumulator(cap=history)
+    reused = PlainRenderer(opts)
+    for item in items:
+        acc.add([item])
+        assert reused.render(acc) == PlainRenderer(opts).render(acc)

@@ -14,10 +14,13 @@ import click
 from latencymap import __version__
 from latencymap.inputs import InputError
 from latencymap.model import Notice
-from latencymap.pipeline import Flow, StrictError, diffed, input_flow, limited, strict
+from latencymap.pipeline import Flow, StrictError, diffed, guarded_source, input_flow, limited, strict
 from latencymap.plain import PlainOptions
-from latencymap.plugins import Registry, Source, load_registry
-from latencymap.recording import Recorder, RecordingError, paced, recorded, windowed
+from latencymap.plugins import Registry, Source, SourceError, load_registry
+from latencymap.profiling.cli import profile_options
+from latencymap.profiling.session import ProfileSession, profile_session, profiled
+from latencymap.recording import Recorder, RecordingError, recorded, windowed
+from latencymap.replay import BurstScan, ReplayClock
 from latencymap.report import build_report, report_text, straggler_lines
 from latencymap.views import run_view
 
@@ -93,7 +96,7 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for opt in reversed(opts):
         f = opt(f)
-    return limit_options(f)
+    return profile_options(limit_options(f))
 
 
 def format_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -131,6 +134,9 @@ def _guarded(fn: Callable[[], int]) -> None:
     except (InputError, StrictError) as err:
         click.echo(f"latencymap: {err}", err=True)
         code = EXIT_USAGE
+    except SourceError as err:  # a source died mid-stream: what it gave before was shown and recorded
+        click.echo(f"latencymap: {err}", err=True)
+        code = EXIT_FAIL
     except RecordingError as err:
         click.echo(f"latencymap: {err}", err=True)
         code = err.exit_code
@@ -143,32 +149,39 @@ def _guarded(fn: Callable[[], int]) -> None:
     sys.exit(code)
 
 
-def _emit(flow: Flow, compat: bool) -> int:
+def _emit(flow: Flow, compat: bool, profile: ProfileSession | None = None) -> int:
     """`--emit`: protocol records on stdout (per-interval with exact sums, or cumulative with --compat)."""
     recorder = Recorder("-", compat=compat, source="emit")
+    if profile is not None:
+        profile.record_to(recorder)
     for item in recorded(flow, recorder):
         if isinstance(item, Notice):
             click.echo(f"latencymap: {item.message}", err=True)
     return EXIT_OK
 
 
-def _prepare(flow: Flow, kw: dict[str, Any], source: str = "input") -> Flow:
-    """Strict mode, limits and recording, as the command's options ask."""
+def _prepare(flow: Flow, kw: dict[str, Any], source: str = "input", profile: ProfileSession | None = None) -> Flow:
+    """Strict mode, limits, profiling and recording, as the command's options ask."""
     options = dict(kw)
     if kw.pop("strict"):
         flow = strict(flow)
-    flow = limited(flow, kw.pop("count"), kw.pop("duration"))
+    flow = profiled(limited(flow, kw.pop("count"), kw.pop("duration")), profile)
     path, force, compat = kw.pop("record_path", None), kw.pop("force", False), kw.pop("compat", False)
     if path:
-        flow = recorded(flow, Recorder(path, force=force, compat=compat, source=source, options=options))
+        recorder = Recorder(path, force=force, compat=compat, source=source, options=options)
+        if profile is not None:
+            profile.record_to(recorder)
+        flow = recorded(flow, recorder)
     return flow
 
 
-def _view(flow: Flow, kw: dict[str, Any]) -> int:
+def _view(flow: Flow, kw: dict[str, Any], profile: ProfileSession | None = None, replay: ReplayClock | None = None,
+          bursts: BurstScan | None = None) -> int:
     if kw.get("emit"):
-        return _emit(flow, kw.get("compat", False))
+        return _emit(flow, kw.get("compat", False), profile)
     return run_view(flow, _plain_options(kw), plain=kw["plain"] or kw["once"], once=kw["once"],
-                    screen_delay=kw["screen_delay"], history=kw["history"])
+                    screen_delay=kw["screen_delay"], history=kw["history"], profile=profile, replay=replay,
+                    bursts=bursts)
 
 
 @click.group(cls=DefaultGroup, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
@@ -197,9 +210,11 @@ def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int |
     def body() -> int:
         from latencymap.metrics import metrics_served
 
-        flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), {**kw, "inputs": inputs})
-        with metrics_served(flow, serve_metrics) as flow:
-            return _view(flow, kw)
+        with profile_session(kw, list(inputs)) as profile:
+            flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), {**kw, "inputs": inputs},
+                            profile=profile)
+            with metrics_served(flow, serve_metrics) as flow:
+                return _view(flow, kw, profile)
 
     _guarded(body)
 
@@ -217,9 +232,14 @@ def replay(path: str, speed: float, as_fast: bool, start: float | None, end: flo
     def body() -> int:
         if speed <= 0:
             raise click.BadParameter("must be > 0", param_hint="--speed")
+        clock = ReplayClock(None if as_fast else speed)
         flow = windowed(input_flow([path], REGISTRY), start, end)
-        flow = _prepare(paced(flow, None if as_fast else speed), {**kw, "inputs": [path]}, source="replay")
-        return _view(flow, {**kw, "screen_delay": 0.0})
+        bursts = None
+        if not (kw["plain"] or kw["once"] or kw.get("emit")):  # the TUI's `n` key: where the bursts are
+            bursts = BurstScan(lambda: windowed(input_flow([path], REGISTRY), start, end)).start()
+        with profile_session(kw, [path]) as profile:
+            flow = _prepare(clock.pace(flow), {**kw, "inputs": [path]}, source="replay", profile=profile)
+            return _view(flow, {**kw, "screen_delay": 0.0}, profile, replay=clock, bursts=bursts)
 
     _guarded(body)
 
@@ -266,7 +286,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         acc = Accumulator()
         source = _report_source(list(inputs))
         if source is not None:
-            flow = _prepare(diffed(source.items(), source.name), kw, source=source.name)
+            flow = _prepare(diffed(guarded_source(source.items(), source.name), source.name), kw, source=source.name)
         else:
             flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), kw)
         batch: list[Any] = []
@@ -328,8 +348,10 @@ def source_command(src: type[Source]) -> click.Command:
                 click.echo(f"latencymap {src.name}: {reason}", err=True)
                 return EXIT_FAIL
             source = src(**kw)
-            flow = _prepare(diffed(source.items(), src.name), {**view_kw, **kw}, source=src.name)
-            return _view(flow, {**view_kw, "screen_delay": 0.0})
+            with profile_session(view_kw) as profile:
+                flow = _prepare(diffed(guarded_source(source.items(), src.name), src.name), {**view_kw, **kw},
+                                source=src.name, profile=profile)
+                return _view(flow, {**view_kw, "screen_delay": 0.0}, profile)
 
         _guarded(body)
 
@@ -347,3 +369,7 @@ for _src in REGISTRY.sources.values():
 from latencymap.diff_cmd import diff as _diff  # noqa: E402 (after main exists)
 
 main.add_command(_diff)
+
+from latencymap.profiling.cli import profile_export as _profile_export  # noqa: E402 (after main exists)
+
+main.add_command(_profile_export)

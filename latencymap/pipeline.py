@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 from latencymap.differ import Differ
-from latencymap.inputs import read_input
+from latencymap.inputs import InputError, read_input
 from latencymap.model import Interval, Notice
-from latencymap.plugins import Item, Registry
+from latencymap.plugins import Item, Registry, SourceError
+from latencymap.sanitize import clean_text
 
 Flow = Iterator[Interval | Notice]
 
@@ -29,6 +32,23 @@ def input_flow(paths: Sequence[str], registry: Registry, forced_format: str | No
     readers = [(read_input(p, registry, forced_format, options, stdin, runs=True), p) for p in (paths or ["-"])]
     for items, path in readers:
         yield from diffed(items, path)
+
+
+def guarded_source(items: Iterable[Item], name: str) -> Iterator[Item]:
+    """A live source's items; an unexpected exception in it becomes a SourceError that names the source.
+
+    Errors that already speak to the user (SourceError, InputError, click's) pass as they are.
+    """
+    import click
+
+    try:
+        yield from items
+    except (SourceError, InputError, click.ClickException):
+        raise
+    except Exception as err:
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        raise SourceError(f"{name}: the source failed: {type(err).__name__}: {clean_text(str(err))} "
+                          f"(at {Path(where.filename).name}:{where.lineno})") from err
 
 
 def strict(flow: Flow) -> Flow:

@@ -6,6 +6,7 @@ point is loaded on its own, so one broken plugin does not hide the others.
 
 from __future__ import annotations
 
+import signal
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,24 @@ from latencymap.model import Interval, Notice, Snapshot, SnapshotRun
 ENTRY_POINT_GROUP = "latencymap.sources"
 
 Item = Interval | Snapshot | SnapshotRun | Notice
+
+
+class SourceError(Exception):
+    """A source that failed while running (its process died, its job failed): exit code 1, with this message.
+
+    What it yielded before the failure stays valid: views keep it and recordings keep every record.
+    """
+
+
+def process_end(returncode: int) -> str:
+    """How a child process ended, in words: `exited with code 3`, `was killed by signal 9 (SIGKILL)`."""
+    if returncode >= 0:
+        return f"exited with code {returncode}"
+    try:
+        name = f" ({signal.Signals(-returncode).name})"
+    except ValueError:
+        name = ""
+    return f"was killed by signal {-returncode}{name}"
 
 
 class Source(ABC):

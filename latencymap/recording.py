@@ -14,8 +14,9 @@ import os
 import platform
 import re
 import socket
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import IO, Any
 
 import numpy as np
@@ -75,6 +76,8 @@ class Recorder:
                 raise RecordingError(f"{path}: cannot create recording: {err.strerror}") from None
         self._fh: IO[bytes] = os.fdopen(fd, "wb", buffering=0)
         self._compressor = None
+        self._lock = threading.Lock()
+        self._closed = False
         if self._zstd:
             import zstandard
 
@@ -87,6 +90,10 @@ class Recorder:
         self._write(HEADER_PREFIX + json.dumps(header, sort_keys=True) + "\n")
 
     def _write(self, text: str) -> None:
+        with self._lock:  # the profiler thread annotates while the flow writes records
+            self._write_locked(text)
+
+    def _write_locked(self, text: str) -> None:
         data = text.encode("utf-8")
         if self._compressor is not None:
             data = self._compressor.compress(data)
@@ -128,7 +135,19 @@ class Recorder:
         total += counts
         return text + format_record(stream, iv.end, total, date=iv.date)
 
+    def annotate(self, tag: str, payload: str) -> None:
+        """Write `# latencymap-<tag> <payload>` between records (nothing with `compat`, or once closed)."""
+        if not re.fullmatch(r"[a-z][a-z0-9-]*", tag) or "\n" in payload or "\r" in payload:
+            raise ValueError(f"annotation tag must be a lowercase word and payload one line: {tag!r}")
+        if self.compat:
+            return
+        with self._lock:
+            if not self._closed:
+                self._write_locked(f"# latencymap-{tag} {payload}\n")
+
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
         with contextlib.suppress(OSError):  # a write error was already reported; what was written stays
             self._fh.close()
 
@@ -157,17 +176,6 @@ def read_header(path: str) -> dict[str, Any] | None:
         except json.JSONDecodeError:
             return None
     return None
-
-
-def paced(flow: Flow, speed: float | None, sleep: Callable[[float], None] = time.sleep) -> Flow:
-    """Replay at the original pace scaled by `speed` (None: as fast as possible)."""
-    prev_end: float | None = None
-    for item in flow:
-        if speed and isinstance(item, Interval):
-            if prev_end is not None and item.end > prev_end:
-                sleep((item.end - prev_end) / speed)
-            prev_end = item.end
-        yield item
 
 
 def windowed(flow: Flow, start: float | None, end: float | None) -> Iterator[Interval | Notice]:

@@ -25,6 +25,8 @@ from latencymap.sources.printed_histograms import (
     MAX_COUNT,
     PrintedHistogramFormat,
     PrintReader,
+    add_count,
+    decimal,
     parse_time_line,
     slot_of_range,
 )
@@ -76,12 +78,11 @@ class BccTextFormat(PrintedHistogramFormat):
             if block is not None:
                 row = _ROW.match(text)
                 if row is not None:
-                    slot = bcc_slot(int(row.group(1)), int(row.group(2)))
-                    if slot is None or int(row.group(3)) > MAX_COUNT:
+                    low, high, count = (decimal(g) for g in row.groups())
+                    slot = None if low is None or high is None else bcc_slot(low, high)
+                    if slot is None or count is None or not add_count(counts, slot, count):
                         yield Notice(f"{name}: line {n}: {_EXPECTED} with log2 bounds and a count < 2**62, got "
                                      f"{excerpt(text)}; row skipped")
-                    else:
-                        counts[slot] += int(row.group(3))
                     continue
                 yield from reader.histogram(block[0], counts, block[2], unit=block[1])
                 block, counts = None, empty_counts()
@@ -145,5 +146,6 @@ def dict_histogram(obj: Any) -> tuple[np.ndarray, str, str]:
         slot = bcc_slot(low, high)
         if slot is None:
             raise ValueError(f"bucket {excerpt(str(row))} has no log2 bounds")
-        counts[slot] += count
+        if not add_count(counts, slot, count):
+            raise ValueError(f"bucket {excerpt(str(row))} brings its bucket past 2**62 events")
     return counts, val_type, label

@@ -18,6 +18,7 @@ from latencymap.sources.printed_histograms import (
     MAX_COUNT,
     PrintedHistogramFormat,
     PrintReader,
+    add_count,
     parse_time_line,
     slot_of_range,
 )
@@ -46,7 +47,7 @@ def hist_counts(rows: Any) -> tuple[np.ndarray, int]:
         if not _is_int(count) or not 0 <= count <= MAX_COUNT:
             raise HistRowError(f"expected a bucket with an integer count in [0, 2**62], got {excerpt(str(row))}")
         if "min" not in row:
-            negative += count
+            negative = min(negative + count, MAX_COUNT)  # only reported, never counted
             continue
         low, high = row.get("min"), row.get("max")
         if not (_is_int(low) and _is_int(high)):
@@ -54,7 +55,8 @@ def hist_counts(rows: Any) -> tuple[np.ndarray, int]:
         slot = slot_of_range(low, high + 1)
         if slot is None:
             raise HistRowError(f"expected log2 bounds (hist(), not lhist()), got {excerpt(str(row))}")
-        counts[slot] += count
+        if not add_count(counts, slot, count):
+            raise HistRowError(f"expected at most 2**62 events per bucket, got more in {excerpt(str(row))}")
     return counts, negative
 
 

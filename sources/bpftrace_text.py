@@ -20,6 +20,8 @@ from latencymap.sources.printed_histograms import (
     MAX_COUNT,
     PrintedHistogramFormat,
     PrintReader,
+    add_count,
+    decimal,
     parse_time_line,
     slot_of_range,
 )
@@ -38,7 +40,8 @@ _EXPECTED = "expected a hist() row '[lo, hi)  count |@@@|', '[0]', '[1]' or '(..
 
 def _number(text: str) -> int | None:
     m = _NUMBER.match(text.strip())
-    return None if m is None else int(m.group(1)) << _SUFFIX[m.group(2)]
+    value = None if m is None else decimal(m.group(1))
+    return None if value is None else value << _SUFFIX[m.group(2)]
 
 
 def parse_bucket(label: str) -> int | str | None:
@@ -113,16 +116,16 @@ class BpftraceTextFormat(PrintedHistogramFormat):
 
 
 def _add_row(block: _Block, row: re.Match[str]) -> bool:
-    """Add one row to `block`; True when the row is no log2 bucket or its count is absurd (skipped)."""
+    """Add one row to `block`; True when the row is no log2 bucket or its count is absurd (skipped).
+
+    A count is absurd above 2**62, alone or added to the same bucket's earlier rows.
+    """
     slot = parse_bucket(row.group(1))
-    count = int(row.group(2))
-    if count > MAX_COUNT:
+    count = decimal(row.group(2))
+    if count is None or count > MAX_COUNT:
         return True
     if slot == "negative":
-        block.negative += count
+        block.negative = min(block.negative + count, MAX_COUNT)  # only reported, never counted
         return False
     block.rows += 1
-    if isinstance(slot, int):
-        block.counts[slot] += count
-        return False
-    return True
+    return not (isinstance(slot, int) and add_count(block.counts, slot, count))

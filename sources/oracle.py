@@ -209,7 +209,7 @@ class OracleSource(Source):
         sample = sample_of_rows(rows)
         if sample.bad_buckets:
             self._notes.append(Notice(f"oracle: {sample.bad_buckets} rows with a bucket value that is not a "
-                                      "power of 2 skipped", sample.bad_buckets))
+                                      "power of 2 (or an unusable count) skipped", sample.bad_buckets))
         return self.view, sample
 
     def stream_of(self, event: str, inst: int, unit: str) -> StreamId:

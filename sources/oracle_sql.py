@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from latencymap.sources.printed_histograms import add_count
 
 from latencymap.buckets import slot_of_bucket_value
 from latencymap.model import empty_counts
@@ -85,8 +86,10 @@ class Sample:
 def sample_of_rows(rows: Iterable[Sequence[object]]) -> Sample:
     """Rows `(inst_id, event, bucket_upper_bound, wait_count)` → per-slot cumulative counts.
 
-    Bucket values are upper bounds (`[v/2, v)`); Oracle's overflow bucket is dropped; a value that is
-    not a power of two is counted in `bad_buckets` and skipped. Duplicate keys add up.
+    Bucket values are upper bounds (`[v/2, v)`); Oracle's overflow bucket is dropped; a row whose bucket
+    value is not a power of two, or whose count is no integer, is negative or would take its bucket past
+    2**62, is counted in `bad_buckets` and skipped. Duplicate keys add up. An instance id that is not a
+    number is no data error but a wrong view or driver: it raises.
     """
     counts: dict[tuple[str, int], np.ndarray] = {}
     bad = 0
@@ -96,10 +99,11 @@ def sample_of_rows(rows: Iterable[Sequence[object]]) -> Sample:
         if arr is None:
             arr = counts[key] = empty_counts()
         try:
+            count = int(wait_count or 0)  # type: ignore[call-overload]
             slot = slot_of_bucket_value(int(bucket), "oracle")  # type: ignore[call-overload]
-        except ValueError:
+        except (TypeError, ValueError, OverflowError):
             bad += 1
             continue
-        if slot is not None:
-            arr[slot] += int(wait_count or 0)  # type: ignore[call-overload]
+        if slot is not None and not add_count(arr, slot, count):
+            bad += 1
     return Sample(counts, bad)

@@ -35,6 +35,8 @@ MAX_EMPTY_COLUMNS = 1000
 MAX_COUNT = 1 << 62
 FALLBACK_UNIT = "microsec"
 DAY = 86400.0
+#: Printed times outside these epoch seconds (1970-01-02 to 9999-12-30) are not real, and `datetime` cannot show them.
+EARLIEST, LATEST = DAY, 253_402_128_000.0
 
 _TIME_OF_DAY = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
 _DATE_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
@@ -99,6 +101,23 @@ def unit_from_name(name: str) -> str | None:
     return found
 
 
+def decimal(digits: str, max_digits: int = 20) -> int | None:
+    """The value of a string of decimal digits; None when it has more than `max_digits` significant digits.
+
+    Such a number is no bucket bound or counter, and `int()` refuses strings of more than 4300 digits.
+    """
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= max_digits else None
+
+
+def add_count(counts: np.ndarray, slot: int, count: int) -> bool:
+    """Add `count` to `counts[slot]` unless the bucket would pass MAX_COUNT (int64 would wrap); True when added."""
+    if not 0 <= count <= MAX_COUNT - int(counts[slot]):
+        return False
+    counts[slot] += count
+    return True
+
+
 def slot_of_range(low: int, high: int) -> int | None:
     """Slot holding the integer range `[low, high)`; None when it is not inside one log2 bucket."""
     if low < 0 or high <= low:
@@ -123,10 +142,10 @@ def parse_time_line(text: str) -> tuple[str, float] | None:
     m = _DATE_TIME.match(text)
     if m:
         try:
-            when = datetime(*(int(g) for g in m.groups()[:6]))
-        except ValueError:
+            when = datetime(*(int(g) for g in m.groups()[:6])).timestamp() + float(f"0.{m.group(7) or 0}")
+        except (ValueError, OverflowError, OSError):
             return None
-        return "abs", when.timestamp() + float(f"0.{m.group(7) or 0}")
+        return ("abs", when) if EARLIEST <= when <= LATEST else None
     if _EPOCH.match(text):
         return "abs", float(text)
     return None
@@ -166,9 +185,12 @@ class PrintClock:
     def time_line(self, kind: str, value: float) -> str | None:
         """Open a group at a printed time; a complaint when the time goes backwards (line ignored)."""
         when = self._time_of_day(value) if kind == "tod" else value
+        if not EARLIEST <= when <= LATEST:
+            return "timestamp out of range (before 1970 or after 9999)"
         if self.current is not None and not self._seen and self._tod and kind == "abs" \
+                and (self.previous is None or when > self.previous) \
                 and abs(self._time_of_day_of(when) - self._time_of_day_of(self.current)) < 1.0:
-            self.current, self._tod = when, False  # a dated stamp of the same instant: re-date it
+            self.current, self._tod = when, False  # a dated stamp of the same instant: re-date it (still forward)
             return None
         if self.current is not None and when <= self.current:
             if when == self.current:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from latencymap.plugins import Item, TextFormat
 from latencymap.protocol import BEGIN, ProtocolReader
+from latencymap.recording import HEADER_PREFIX
 
 
 class PyLatencyMapFormat(TextFormat):
@@ -17,7 +18,8 @@ class PyLatencyMapFormat(TextFormat):
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
-        return any(line.strip().lower() == BEGIN for line in head)
+        """Records, or a latencymap recording's header (a recording whose source died before its first record)."""
+        return any(line.strip().lower() == BEGIN for line in head) or bool(head and head[0].startswith(HEADER_PREFIX))
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         return ProtocolReader(name).read(lines)

@@ -31,6 +31,8 @@ DATASOURCE = "raw"
 #: Lines parsed together; a batch is also cut after BATCH_SECONDS so live input flows.
 BATCH_LINES = 65536
 BATCH_SECONDS = 0.2
+#: Larger values (in the stream's unit) are no latencies, and their sums would overflow to infinity.
+MAX_VALUE = 1e30
 
 
 def _time_unit_callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -124,21 +126,32 @@ class RawReader:
         if not len(rows):
             return
         values = rows[:, -1] * self.scale
+        last = first + len(batch) - 1
         if self.width == 1:
             if self.column is None:
                 self.origin = self.clock()
-            keys = np.full(len(values), math.floor((self.clock() - self.origin) / self.interval), dtype=np.int64)
+            columns = np.full(len(values), float(math.floor((self.clock() - self.origin) / self.interval)))
         else:
-            times = rows[:, 0] * self.time_scale
-            keys = np.floor(times / self.interval).astype(np.int64)
-            if self.column is not None:
-                late = keys < self.column
-                if late.any():
-                    self.late += int(late.sum())
-                    if self.late == int(late.sum()):
-                        yield Notice(f"{self.name}: line {first}+: times go backwards; earlier values are counted "
-                                     "in the current column", skipped=0)
-                    keys[late] = self.column
+            with np.errstate(all="ignore"):
+                columns = np.floor(rows[:, 0] * self.time_scale / self.interval)
+        placeable = self._placeable(columns)
+        if not placeable.all():
+            lost = int((~placeable).sum())
+            yield Notice(f"{self.name}: lines {first}-{last}: {lost} value(s) dropped: their time is too far from "
+                         f"{'now' if self.width == 1 else 0} for --interval {self.interval:g} columns (float "
+                         "precision)", skipped=lost)
+            columns, values = columns[placeable], values[placeable]
+            if not len(values):
+                return
+        keys = columns.astype(np.int64)
+        if self.width != 1 and self.column is not None:
+            late = keys < self.column
+            if late.any():
+                self.late += int(late.sum())
+                if self.late == int(late.sum()):
+                    yield Notice(f"{self.name}: line {first}+: times go backwards; earlier values are counted "
+                                 "in the current column", skipped=0)
+                keys[late] = self.column
         order = np.argsort(keys, kind="stable")
         keys, values = keys[order], values[order]
         uniq, starts = np.unique(keys, return_index=True)
@@ -149,6 +162,13 @@ class RawReader:
             elif key > self.column:
                 yield from self._flush(key)
             self.pending.append(values[bounds[i]:bounds[i + 1]])
+
+    def _placeable(self, columns: np.ndarray) -> np.ndarray:
+        """Column numbers whose edges are distinct floats (and fit int64): a column narrower than that is no column."""
+        with np.errstate(all="ignore"):
+            fits = np.abs(columns) < 2.0**52
+            safe = np.where(fits, columns, 0.0)
+            return fits & (self.origin + (safe + 1) * self.interval > self.origin + safe * self.interval)
 
     def _parse(self, batch: list[str], first: int) -> tuple[np.ndarray, list[Notice]]:
         """Rows of floats (one per data line) and the Notices for the lines that are not data."""
@@ -180,11 +200,18 @@ class RawReader:
         if len(bad) > 3:
             notices.append(Notice(f"{self.name}: lines {bad[3][0]}-{bad[-1][0]}: {len(bad) - 3} more lines skipped "
                                   f"(expected {expected})", skipped=len(bad) - 3))
+        lines = f"lines {first}-{first + len(batch) - 1}"
         ok = np.isfinite(rows).all(axis=1) & (rows[:, -1] >= 0)
         if not ok.all():
-            notices.append(Notice(f"{self.name}: lines {first}-{first + len(batch) - 1}: {int((~ok).sum())} negative "
-                                  "or non-finite value(s) dropped", skipped=int((~ok).sum())))
+            notices.append(Notice(f"{self.name}: {lines}: {int((~ok).sum())} negative or non-finite value(s) dropped",
+                                  skipped=int((~ok).sum())))
             rows = rows[ok]
+        with np.errstate(over="ignore"):
+            huge = rows[:, -1] * self.scale >= MAX_VALUE
+        if huge.any():
+            notices.append(Notice(f"{self.name}: {lines}: {int(huge.sum())} value(s) of {MAX_VALUE:g} or more dropped "
+                                  "(no latency is that long)", skipped=int(huge.sum())))
+            rows = rows[~huge]
         return rows, notices
 
     def _flush(self, upto: int) -> Iterator[Interval]:

@@ -18,7 +18,7 @@ from datetime import datetime
 
 import click
 import numpy as np
-from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, column_spans, interval_option
+from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, column_spans, decimal, interval_option
 
 from latencymap.buckets import bin_values
 from latencymap.model import Interval, Notice, StreamId
@@ -85,7 +85,8 @@ class _Reader:
                 continue
             m = _WAIT.match(line)
             tim = _TIM.search(line, m.end()) if m else None
-            if m is None or tim is None or len(tim.group(1)) > 17:
+            ela = decimal(m.group(2)) if m else None
+            if m is None or tim is None or len(tim.group(1)) > 17 or ela is None:
                 yield Notice(f"{self.name}: line {n}: {_EXPECTED}, got {excerpt(line)}; line skipped")
                 continue
             event = m.group(1)
@@ -105,7 +106,7 @@ class _Reader:
                 if self.late == 1:
                     yield Notice(f"{self.name}: line {n}: tim goes backwards; earlier waits are counted in the "
                                  "current column", skipped=0)
-            self.pending.setdefault(key, []).append(int(m.group(2)))
+            self.pending.setdefault(key, []).append(ela)
         if self.column is not None:
             yield from self._flush(self.column + 1)
         yield from self._missing()

@@ -3,6 +3,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+#: `pytest --hypothesis-profile long`: 100 times the examples of every property test that scales with the
+#: profile (see tests/sources/properties_support.py), no deadline; for a soak run, not for CI.
+settings.register_profile("long", max_examples=10_000, deadline=None)
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

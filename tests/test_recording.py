@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from latencymap.model import Interval, StreamId
-from latencymap.recording import Recorder, paced, read_header, safe_options, windowed
+from latencymap.recording import Recorder, read_header, safe_options, windowed
 
 S = StreamId("s", "bpf", "microsec")
 
@@ -154,15 +154,6 @@ def test_header_never_holds_credentials() -> None:
 
 def intervals(n: int) -> list[Interval]:
     return [Interval(S, 10.0 + 2 * i, 12.0 + 2 * i, np.ones(64, dtype=np.int64)) for i in range(n)]
-
-
-def test_paced_replay_scales_the_original_timing() -> None:
-    sleeps: list[float] = []
-    list(paced(iter(intervals(4)), 4.0, sleep=sleeps.append))
-    assert sleeps == [0.5, 0.5, 0.5]
-    sleeps.clear()
-    list(paced(iter(intervals(4)), None, sleep=sleeps.append))
-    assert sleeps == []
 
 
 def test_window_by_seconds_from_start() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -21,10 +22,16 @@ from latencymap.tui.inspector import Inspector, inspect_columns
 from latencymap.tui.keys import BINDINGS, HelpScreen
 from latencymap.tui.palette import detect_mode
 from latencymap.tui.percentiles import PercentileStrip
+from latencymap.tui.profile import PROFILE_BINDINGS, ProfileController
+from latencymap.tui.replay import REPLAY_BINDINGS, ReplayController
 from latencymap.tui.save import save_frame
 from latencymap.tui.state import ViewState
 from latencymap.tui.status import StatusBar, status_text
 from latencymap.tui.stdin import take_terminal
+
+if TYPE_CHECKING:
+    from latencymap.profiling.session import ProfileSession
+    from latencymap.replay import BurstScan, ReplayClock
 
 TICK_S = 1 / 15
 PLOT_EVERY_S = 0.25
@@ -34,14 +41,15 @@ class LatencyMapApp(App[int]):
     """Live dual heat maps of a flow of intervals, with an inspector for the cursor column."""
 
     TITLE = "latencymap"
-    BINDINGS = BINDINGS
+    BINDINGS = (*BINDINGS, *PROFILE_BINDINGS, *REPLAY_BINDINGS)
     CSS = """
     #body { height: 1fr; }
     #maps { width: 1fr; height: 1fr; overflow: hidden; }
     """
 
     def __init__(self, flow: Flow, opts: PlainOptions | None = None, *, history: int = DEFAULT_HISTORY,
-                 color_mode: str | None = None, tick: float = TICK_S) -> None:
+                 color_mode: str | None = None, tick: float = TICK_S, profile: ProfileSession | None = None,
+                 replay: ReplayClock | None = None, bursts: BurstScan | None = None) -> None:
         super().__init__()
         self.opts = opts or PlainOptions()
         self.acc = Accumulator(cap=history)
@@ -53,6 +61,8 @@ class LatencyMapApp(App[int]):
         self._tick_s = tick
         self._dirty = True
         self._plots_at = 0.0
+        self.profiler = ProfileController(self, profile) if profile is not None else None
+        self.replay = ReplayController(self, replay, bursts) if replay is not None else None
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -62,6 +72,8 @@ class LatencyMapApp(App[int]):
                 yield HeatMap("intensity", id="intensity")
                 yield PercentileStrip()
                 yield FindingsPanel()
+                if self.profiler is not None:
+                    yield self.profiler.panel
             yield Inspector()
         yield Footer()
 
@@ -80,6 +92,8 @@ class LatencyMapApp(App[int]):
             return "paused"
         if self.ended:
             return "ended"
+        if self.replay is not None and self.acc.intervals_seen:
+            return self.replay.clock.describe()
         return "live" if self.acc.intervals_seen else "waiting"
 
     def current(self) -> StreamHistory | None:
@@ -94,6 +108,8 @@ class LatencyMapApp(App[int]):
         items = self.ingest.drain()
         if items:
             self.acc.add(items)
+            self._dirty = True
+        if self.profiler is not None and self.profiler.poll():
             self._dirty = True
         if self.ingest.finished and not self.ended:
             self.ended = self._dirty = True
@@ -143,6 +159,8 @@ class LatencyMapApp(App[int]):
         if self.view.percentiles:
             strip.show(hist, max(0, win.base), stop)
         self.query_one(FindingsPanel).show(hist, max(0, win.base), stop)
+        if self.profiler is not None:
+            self.profiler.show()
 
     def _n(self) -> int:
         hist = self.current()
@@ -152,8 +170,10 @@ class LatencyMapApp(App[int]):
         self.refresh_view(force=True)
 
     def action_pause(self) -> None:
-        """Freeze or unfreeze the display; ingest goes on."""
+        """Freeze or unfreeze the display; ingest goes on (a replay pauses too)."""
         self.view.toggle_pause(self._n())
+        if self.replay is not None:
+            self.replay.toggle_pause()
         self._changed()
 
     def action_cursor(self, step: int) -> None:
@@ -198,6 +218,20 @@ class LatencyMapApp(App[int]):
             self.view.cursor = self.view.end = None
             self._changed()
 
+    def action_profile(self, what: str) -> None:
+        """Profile keys (mark, a, b, clear, export); a notice when there is no profile."""
+        if self.profiler is None:
+            self.notify("no profile: start with --profile PID, or open a recording made with it", title="profile")
+            return
+        self.profiler.act(what)
+
+    def action_replay(self, what: str) -> None:
+        """Replay keys (faster, slower, seek, burst); a notice when not replaying."""
+        if self.replay is None:
+            self.notify("not a replay: open a recording with `latencymap replay PATH`", title="replay")
+            return
+        self.replay.act(what)
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
@@ -219,14 +253,18 @@ class LatencyMapApp(App[int]):
         self._changed()
 
 
-def run_tui(flow: Flow, opts: PlainOptions, *, history: int = DEFAULT_HISTORY) -> int:
+def run_tui(flow: Flow, opts: PlainOptions, *, history: int = DEFAULT_HISTORY,
+            profile: ProfileSession | None = None, replay: ReplayClock | None = None,
+            bursts: BurstScan | None = None) -> int:
     """Show `flow` in the TUI until `q`; falls back to plain frames when there is no terminal."""
     restore = take_terminal()
     if restore is None:
         from latencymap.views import run_plain
 
         return run_plain(flow, opts, once=False, screen_delay=0.1, history=history, out=sys.stdout)
-    app = LatencyMapApp(flow, opts, history=history)
+    if profile is not None:
+        profile.echo = False  # the panel and notices show its messages; stderr is the TUI's
+    app = LatencyMapApp(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts)
     try:
         app.run()
     finally:

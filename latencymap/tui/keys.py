@@ -10,6 +10,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from latencymap.tui.profile import PROFILE_HELP
+from latencymap.tui.replay import REPLAY_HELP
+
 BINDINGS: list[Binding] = [
     Binding("q", "quit", "Quit"),
     Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -47,6 +50,8 @@ HELP: list[tuple[str, str]] = [
     ("tab", "next stream (shift+tab: previous)"),
     ("s", "save an SVG screenshot and a plain-text frame in the current directory"),
     ("click", "select a column and a latency bucket"),
+    *PROFILE_HELP,
+    *REPLAY_HELP,
     ("?", "this help (any key closes it)"),
     ("q", "quit"),
 ]

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 from latencymap.sources.bpftrace_json import hist_counts
 
+from latencymap.plugins import SourceError, process_end
+
 from .bpftrace_json import keyed, parse_line, split_key
 from .collect import Reading
 from .spec import BpfError, TraceSpec
@@ -159,17 +161,21 @@ class BpftraceRun:
         if exe is None:
             raise BpfError("bpftrace is not installed: `apt-get install bpftrace`")
         self.spec = spec
+        self.ticks = 0
         self.stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
         env = dict(os.environ, BPFTRACE_MAP_KEYS_MAX="65536")
         self.proc = subprocess.Popen([exe, "-f", "json", "-e", script(spec)], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self.stderr, text=True, bufsize=1, env=env)
 
     def events(self) -> Iterator[tuple[str, Reading | None]]:
-        """Parsed ready/tick events until bpftrace exits (BpfError when it dies on its own)."""
+        """Parsed ready/tick events until bpftrace ends; SourceError (how it ended, its stderr) when it does."""
         assert self.proc.stdout is not None
-        yield from parse_stream(iter(self.proc.stdout.readline, ""), self.spec.split_rw)
+        for event in parse_stream(iter(self.proc.stdout.readline, ""), self.spec.split_rw):
+            self.ticks += event[0] == "tick"
+            yield event
         code = self.proc.wait()
-        raise BpfError(f"bpftrace exited (code {code}): {self.error_text() or 'no message'}")
+        raise SourceError(f"bpftrace (pid {self.proc.pid}) {process_end(code)} after {self.ticks} readings: "
+                          f"{self.error_text() or 'no message on its stderr'}")
 
     def error_text(self) -> str:
         """bpftrace's stderr without its harmless noise."""

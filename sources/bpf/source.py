@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import click
 
 from latencymap.model import Notice
-from latencymap.plugins import Item, Source
+from latencymap.plugins import Item, Source, SourceError
 
 from . import preconditions
 from .collect import Reading, intervals
@@ -134,7 +134,7 @@ def start_backend(name: str, spec: TraceSpec) -> tuple[Iterator[Reading], float,
     events = run.events()
     try:
         next(events)  # the first event is `ready`, printed once every probe is attached
-    except (BpfError, StopIteration) as err:
+    except (BpfError, SourceError, StopIteration) as err:
         run.close()
         raise BpfError(f"bpftrace could not attach the {spec.mode} program: {run_error(err)}") from None
     attached_at = time.time()

@@ -9,6 +9,7 @@ import numpy as np
 
 from latencymap.buckets import NSLOTS, bin_values
 from latencymap.model import Interval, StreamId
+from latencymap.sanitize import clean_text
 
 from .parse import SparkTask
 
@@ -18,6 +19,14 @@ UNIT = "millisec"
 NICE_MS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000,
            600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000, 86_400_000)
 MAX_COLUMNS = 200
+#: Longest run of empty columns written one by one; a longer idle stretch becomes one empty column (so a task
+#: logged with a bogus time, e.g. a Finish Time of 0, cannot make years of columns).
+MAX_EMPTY_COLUMNS = 1000
+#: Finish times (epoch ms) outside [0, 2**44), after the year 2500, are bogus: such tasks are not binned.
+MAX_FINISH_MS = 1 << 44
+#: Metric values (ms) of this or more are no task's (and their sums would overflow): they are not binned.
+MAX_VALUE_MS = 1e30
+Columns = dict[int, tuple[np.ndarray, np.ndarray]]
 
 
 def _scheduler_delay(t: SparkTask) -> float | None:
@@ -56,7 +65,12 @@ def auto_interval_ms(first_ms: int, last_ms: int, max_columns: int = MAX_COLUMNS
 def stream_for(app_name: str, metric: str, stage: int | None = None) -> StreamId:
     """The stream of an application's metric, or of one stage of it."""
     where = f" stage {stage}" if stage is not None else ""
-    return StreamId(f"spark {app_name}{where} task {metric}", DATASOURCE, UNIT)
+    return StreamId(clean_text(f"spark {app_name}{where} task {metric}"), DATASOURCE, UNIT)  # names come from the log
+
+
+def plausible(t: SparkTask) -> bool:
+    """True when the task's Finish Time can be placed in a column."""
+    return 0 <= t.finish_ms < MAX_FINISH_MS
 
 
 def task_values(tasks: Iterable[SparkTask], metric: str, stages: frozenset[int] | None = None,
@@ -66,10 +80,10 @@ def task_values(tasks: Iterable[SparkTask], metric: str, stages: frozenset[int] 
     finish: dict[int | None, list[int]] = defaultdict(list)
     values: dict[int | None, list[float]] = defaultdict(list)
     for t in tasks:
-        if stages is not None and t.stage not in stages:
+        if (stages is not None and t.stage not in stages) or not plausible(t):
             continue
         v = value_of(t)
-        if v is None:
+        if v is None or not v < MAX_VALUE_MS:
             continue
         key = t.stage if per_stage else None
         finish[key].append(t.finish_ms)
@@ -77,27 +91,44 @@ def task_values(tasks: Iterable[SparkTask], metric: str, stages: frozenset[int] 
     return {k: (np.asarray(finish[k], dtype=np.int64), np.asarray(values[k], dtype=np.float64)) for k in finish}
 
 
-def cells(finish_ms: np.ndarray, values: np.ndarray, width_ms: int) -> tuple[int, np.ndarray, np.ndarray]:
-    """(first column, counts[columns, slots], sums_ms[columns, slots]) with `bin_values` per column."""
-    col = finish_ms // width_ms
-    first, last = int(col.min()), int(col.max())
-    counts = np.zeros((last - first + 1, NSLOTS), dtype=np.int64)
-    sums = np.zeros((last - first + 1, NSLOTS), dtype=np.float64)
+def cells(finish_ms: np.ndarray, values: np.ndarray, width_ms: int) -> Columns:
+    """Per column holding a counted value: (counts, sums_ms) with `bin_values` (values it drops fill no column)."""
+    keep = np.isfinite(values) & (values >= 0)
+    col, values = finish_ms[keep] // width_ms, values[keep]
     order = np.argsort(col, kind="stable")
-    col, values = col[order] - first, values[order]
-    bounds = np.searchsorted(col, np.arange(last - first + 2))
-    for c in np.flatnonzero(np.diff(bounds)):
-        counts[c], sums[c] = bin_values(values[bounds[c]:bounds[c + 1]])
-    return first, counts, sums
+    col, values = col[order], values[order]
+    uniq, starts = np.unique(col, return_index=True)
+    bounds = [*starts.tolist(), len(col)]
+    return {c: bin_values(values[bounds[i]:bounds[i + 1]]) for i, c in enumerate(uniq.tolist())}
 
 
-def intervals_from_cells(stream: StreamId, first: int, counts: np.ndarray, sums_ms: np.ndarray,
-                         width_ms: int) -> list[Interval]:
-    """One Interval per column (empty columns included), exact time in seconds."""
+def spans_covering(filled: list[int], start: int, stop: int) -> list[tuple[int, int]]:
+    """`[first, stop)` column spans from `start` to `stop`: each filled column (sorted, in range) alone, the empty
+    ones between them one by one, or as one span when more than MAX_EMPTY_COLUMNS in a row."""
+    out: list[tuple[int, int]] = []
+    pos = start
+    for c in [*filled, stop]:
+        if c - pos > MAX_EMPTY_COLUMNS:
+            out.append((pos, c))
+        else:
+            out += [(k, k + 1) for k in range(pos, c)]
+        if c < stop:
+            out.append((c, c + 1))
+            pos = c + 1
+    return out
+
+
+def intervals_from_cells(stream: StreamId, columns: Columns, width_ms: int) -> list[Interval]:
+    """One Interval per filled column and per empty column between them (see `spans_covering`), exact time in s."""
+    if not columns:
+        return []
+    filled = sorted(columns)
+    empty = (np.zeros(NSLOTS, dtype=np.int64), np.zeros(NSLOTS))
     out = []
-    for k in range(counts.shape[0]):
-        start, end = (first + k) * width_ms / 1000.0, (first + k + 1) * width_ms / 1000.0
-        out.append(Interval(stream, start, end, counts[k].copy(), sums_ms[k] / 1000.0))
+    for first, stop in spans_covering(filled, filled[0], filled[-1] + 1):
+        counts, sums_ms = columns.get(first, empty) if stop == first + 1 else empty
+        out.append(Interval(stream, first * width_ms / 1000.0, stop * width_ms / 1000.0, counts.copy(),
+                            sums_ms / 1000.0))
     return out
 
 
@@ -121,8 +152,7 @@ def batch_intervals(tasks: list[SparkTask], app_name: str, metric: str = "durati
         width_ms = auto_interval_ms(lo, hi)
     out = []
     for key in sorted(groups, key=lambda k: -1 if k is None else k):
-        first, counts, sums = cells(*groups[key], width_ms)
-        out.append(intervals_from_cells(stream_for(app_name, metric, key), first, counts, sums, width_ms))
+        out.append(intervals_from_cells(stream_for(app_name, metric, key), cells(*groups[key], width_ms), width_ms))
     return merge_in_time(out)
 
 
@@ -173,9 +203,10 @@ class LiveBinner:
             stream = stream_for(self.app_name, self.metric, key)
             width = self.width_ms
             ivs = []
-            for c in range(start, upto):
-                counts, sums = bin_values(np.asarray(columns.pop(c, []), dtype=np.float64))
-                ivs.append(Interval(stream, c * width / 1000.0, (c + 1) * width / 1000.0, counts, sums / 1000.0))
+            for first, stop in spans_covering(sorted(c for c in columns if start <= c < upto), start, upto):
+                counts, sums = bin_values(np.asarray(columns.pop(first, []) if stop == first + 1 else [],
+                                                     dtype=np.float64))
+                ivs.append(Interval(stream, first * width / 1000.0, stop * width / 1000.0, counts, sums / 1000.0))
             self._next[key] = upto
             out.append(ivs)
         return merge_in_time(out)

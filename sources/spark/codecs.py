@@ -14,6 +14,8 @@ LZ4_MAGIC = b"LZ4Block"
 LZ4_HEADER = "<Biii"  # token, compressed length, decompressed length, checksum (a format: picklable)
 LZ4_HEADER_LEN = len(LZ4_MAGIC) + struct.calcsize(LZ4_HEADER)  # 21
 LZ4_RAW, LZ4_COMPRESSED = 0x10, 0x20
+#: lz4-java's largest block (LZ4BlockOutputStream accepts block sizes up to 32 MiB).
+LZ4_MAX_BLOCK = 1 << 25
 
 #: Codec -> the Python package that decodes it.
 MODULES = {"zstd": "zstandard", "lz4": "lz4", "snappy": "cramjam"}
@@ -130,6 +132,9 @@ class Lz4BlockDecoder(_BlockDecoder):
             token, clen, dlen, _check = struct.unpack_from(LZ4_HEADER, buf, pos + 8)
             if clen < 0 or dlen < 0:
                 raise CodecError(f"lz4: negative block length at byte {pos}")
+            if max(clen, dlen) > LZ4_MAX_BLOCK:
+                raise CodecError(f"lz4: a block of {max(clen, dlen)} bytes at byte {pos} (lz4-java writes at most "
+                                 f"{LZ4_MAX_BLOCK})")
             end = pos + LZ4_HEADER_LEN + clen
             if end > size:
                 break
@@ -138,7 +143,10 @@ class Lz4BlockDecoder(_BlockDecoder):
             if method == LZ4_RAW:
                 parts.append(body)
             elif method == LZ4_COMPRESSED:
-                parts.append(lz4.block.decompress(body, uncompressed_size=dlen))
+                try:
+                    parts.append(lz4.block.decompress(body, uncompressed_size=dlen))
+                except lz4.block.LZ4BlockError as err:
+                    raise CodecError(f"lz4: corrupt block at byte {pos}: {err}") from None
             else:
                 raise CodecError(f"lz4: unknown block method {method:#x} at byte {pos}")
             pos = end  # a 0/0 block ends one stream; another stream may follow (concatenated writers)
@@ -166,6 +174,9 @@ class SnappyStreamDecoder(_BlockDecoder):
             end = pos + 4 + clen
             if end > size:
                 return pos
-            parts.append(bytes(cramjam.snappy.decompress_raw(bytes(buf[pos + 4:end]))))
+            try:
+                parts.append(bytes(cramjam.snappy.decompress_raw(bytes(buf[pos + 4:end]))))
+            except cramjam.DecompressionError as err:
+                raise CodecError(f"snappy: corrupt block at byte {pos}: {err}") from None
             pos = end
         return pos

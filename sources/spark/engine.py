@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import subprocess
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -11,8 +13,18 @@ import numpy as np
 
 from latencymap.buckets import NSLOTS
 from latencymap.model import Interval
+from latencymap.plugins import SourceError, process_end
+from latencymap.sanitize import clean_text
 
-from .binning import auto_interval_ms, intervals_from_cells, merge_in_time, stream_for
+from .binning import (
+    MAX_FINISH_MS,
+    MAX_VALUE_MS,
+    Columns,
+    auto_interval_ms,
+    intervals_from_cells,
+    merge_in_time,
+    stream_for,
+)
 from .codecs import codec_of, decompress
 from .eventlog import EventLog
 from .parse import AppInfo, SparkTask, task_from_event
@@ -107,10 +119,40 @@ def spark_session(master: str | None = None) -> Any:
 def engine_report(logs: Sequence[EventLog], metric: str = "duration", stages: frozenset[int] | None = None,
                   per_stage: bool = False, width_ms: int | None = None, master: str | None = None,
                   straggler_options: dict[str, Any] | None = None) -> tuple[list[Interval], dict[str, Any], AppInfo]:
-    """(Intervals, {"stragglers", "stages"}, app) of the logs, computed by Spark; same numbers as the local path."""
+    """(Intervals, {"stragglers", "stages"}, app) of the logs, computed by Spark; same numbers as the local path.
+
+    SourceError when Spark fails: its JVM died (how: exit code or signal) or the job failed (Spark's reason).
+    """
+    try:
+        return _engine_job(spark_session(master), logs, metric, stages, per_stage, width_ms, straggler_options)
+    except Exception as err:
+        raise engine_failure(err) from err
+
+
+def engine_failure(err: Exception) -> SourceError:
+    """What went wrong with the Spark engine, for the user: the JVM's end when it died, else the job's error."""
+    from py4j.protocol import Py4JNetworkError
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    code = proc.poll() if proc is not None else None
+    if code is None and proc is not None and isinstance(err, (ConnectionError, Py4JNetworkError)):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = proc.wait(timeout=5)  # the connection broke first; the JVM is on its way out
+    if code is not None:
+        return SourceError(f"spark: the Spark engine's JVM (pid {proc.pid}) {process_end(code)} during the job; "
+                           "no columns were made (--engine spark gives them all when its job ends)")
+    lines = str(err).strip().splitlines()
+    reason = clean_text(lines[0], 300) if lines else type(err).__name__
+    return SourceError(f"spark: the Spark job failed: {reason}")
+
+
+def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: frozenset[int] | None, per_stage: bool,
+                width_ms: int | None,
+                straggler_options: dict[str, Any] | None) -> tuple[list[Interval], dict[str, Any], AppInfo]:
+    """The Spark job behind `engine_report`."""
     from pyspark.sql import functions as F
 
-    spark = spark_session(master)
     ship_by_value()
     files = ",".join(str(p.resolve()) for log in logs for p in log.files())
     lines = spark.sparkContext.binaryFiles(files).flatMap(_log_lines)
@@ -125,7 +167,8 @@ def engine_report(logs: Sequence[EventLog], metric: str = "duration", stages: fr
                                F.col("`Task Metrics`").alias("tm"))
     slot = F.udf(slot_of_value, "int", useArrow=False)
     values = (tasks.select("stage", F.col("ti.`Finish Time`").alias("finish"), F.expr(METRIC_SQL[metric]).alias("v"))
-              .where("v IS NOT NULL").withColumn("slot", slot("v")).where("slot IS NOT NULL").cache())
+              .where(f"v < {MAX_VALUE_MS} AND finish >= 0 AND finish < {MAX_FINISH_MS}").withColumn("slot", slot("v"))
+              .where("slot IS NOT NULL").cache())
     if width_ms is None:
         lo, hi = values.agg(F.min("finish"), F.max("finish")).first()
         width_ms = auto_interval_ms(int(lo), int(hi)) if lo is not None else 1000
@@ -146,18 +189,15 @@ def engine_report(logs: Sequence[EventLog], metric: str = "duration", stages: fr
 
 def _intervals(rows: list[Any], app_name: str, metric: str, width_ms: int) -> list[Interval]:
     """Intervals from the (key, column, slot, count, sum) cells Spark aggregated."""
-    by_key: dict[int | None, list[Any]] = defaultdict(list)
+    by_key: dict[int | None, Columns] = defaultdict(dict)
     for r in rows:
-        by_key[r["key"]].append(r)
+        columns = by_key[r["key"]]
+        if r["col"] not in columns:
+            columns[r["col"]] = (np.zeros(NSLOTS, dtype=np.int64), np.zeros(NSLOTS, dtype=np.float64))
+        counts, sums = columns[r["col"]]
+        counts[r["slot"]] += r["n"]
+        sums[r["slot"]] += r["s"]
     out = []
     for key in sorted(by_key, key=lambda k: -1 if k is None else k):
-        group = by_key[key]
-        first = min(r["col"] for r in group)
-        ncols = max(r["col"] for r in group) - first + 1
-        counts = np.zeros((ncols, NSLOTS), dtype=np.int64)
-        sums = np.zeros((ncols, NSLOTS), dtype=np.float64)
-        for r in group:
-            counts[r["col"] - first, r["slot"]] += r["n"]
-            sums[r["col"] - first, r["slot"]] += r["s"]
-        out.append(intervals_from_cells(stream_for(app_name, metric, key), first, counts, sums, width_ms))
+        out.append(intervals_from_cells(stream_for(app_name, metric, key), by_key[key], width_ms))
     return merge_in_time(out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -59,13 +60,20 @@ class AppInfo:
         return self.end_ms is not None
 
     def update(self, event: dict[str, Any]) -> None:
-        """Take in an ApplicationStart or ApplicationEnd event."""
+        """Take in an ApplicationStart or ApplicationEnd event (a Timestamp that is no number counts as unknown)."""
         if event.get("Event") == "SparkListenerApplicationStart":
             self.app_id = str(event.get("App ID") or self.app_id)
             self.name = str(event.get("App Name") or self.name)
-            self.start_ms = event.get("Timestamp", self.start_ms)
+            self.start_ms = _millis(event.get("Timestamp")) or self.start_ms
         elif event.get("Event") == "SparkListenerApplicationEnd":
-            self.end_ms = int(event.get("Timestamp") or 0)
+            self.end_ms = _millis(event.get("Timestamp")) or 0
+
+
+def _millis(value: Any) -> int | None:
+    """An epoch-ms field as an int; None when it is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return int(value)
 
 
 @functools.cache
@@ -148,11 +156,11 @@ class EventParser:
                 self.task_end_lines += 1
                 try:
                     append(parse_task(line))
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                     self.bad_lines += 1
             elif line.startswith(APP_PREFIX):
                 try:
                     self.app.update(_json_loads()(line))
-                except ValueError:
+                except (ValueError, AttributeError, RecursionError):
                     self.bad_lines += 1
         return tasks

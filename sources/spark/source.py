@@ -11,7 +11,7 @@ import click
 from latencymap.model import Interval, Notice
 from latencymap.plugins import Item, Source
 
-from .binning import METRICS, LiveBinner, batch_intervals, live_intervals
+from .binning import METRICS, LiveBinner, batch_intervals, live_intervals, plausible
 from .eventlog import find_event_log, read_lines
 from .parse import AppInfo, EventParser, SparkTask
 
@@ -106,6 +106,9 @@ class SparkSource(Source):
                                    interval_ms(self.options.get("interval")))
         if parser.bad_lines:
             yield Notice(f"spark: {parser.bad_lines} event-log lines could not be parsed", parser.bad_lines)
+        bogus = sum(not plausible(t) for t in self.tasks)
+        if bogus:
+            yield Notice(f"spark: {bogus} tasks with a Finish Time outside 1970-2527 not mapped", bogus)
 
     def _engine(self, target: str) -> Iterator[Item]:
         from .engine import engine_report

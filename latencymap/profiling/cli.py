@@ -1,0 +1,75 @@
+"""Profiling's command-line parts: the `--profile` options of every viewing command, and `profile-export`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from latencymap.profiling.samples import DEFAULT_RATE
+
+
+def profile_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`--profile PID`, `--profile-subprocesses`, `--profile-rate HZ`."""
+    f = click.option("--profile-rate", type=click.IntRange(1, 1000), default=DEFAULT_RATE, show_default=True,
+                     metavar="HZ", help="Stack samples per second for --profile.")(f)
+    f = click.option("--profile-subprocesses", is_flag=True,
+                     help="With --profile: sample the target's child processes too.")(f)
+    f = click.option("--profile", "profile_pid", type=int, default=None, metavar="PID",
+                     help="Sample PID's Python stacks with py-spy (the [profile] extra) and attach them to the "
+                          "columns by time; recordings keep them.")(f)
+    return f
+
+
+def first_interval_start(path: str) -> float | None:
+    """Start of the first interval of an input (the origin of replay's --start/--end), or None."""
+    from latencymap.cli import REGISTRY
+    from latencymap.model import Interval
+    from latencymap.pipeline import input_flow
+
+    for item in input_flow([path], REGISTRY):
+        if isinstance(item, Interval):
+            return item.start
+    return None
+
+
+@click.command("profile-export")
+@click.argument("path", metavar="RECORDING")
+@click.option("--start", type=float, default=None, metavar="T",
+              help="From T seconds after the first interval (as replay --start); default: the first sample.")
+@click.option("--end", type=float, default=None, metavar="T",
+              help="Up to T seconds after the first interval (as replay --end); default: the last sample.")
+@click.option("--format", "out_format", type=click.Choice(["collapsed", "speedscope"]), default="collapsed",
+              show_default=True, help="collapsed: flamegraph.pl input lines; speedscope: speedscope JSON.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write to a file instead of stdout.")
+def profile_export(path: str, start: float | None, end: float | None, out_format: str, output: str | None) -> None:
+    """Export the profile samples a recording holds (recorded with --profile PID), without the TUI."""
+    from latencymap.cli import EXIT_OK, EXIT_USAGE, _guarded
+    from latencymap.profiling.export import export_range
+    from latencymap.profiling.persist import load_profile
+
+    def body() -> int:
+        store, messages = load_profile([path])
+        for message in messages:
+            click.echo(f"latencymap: profile: {message}", err=True)
+        if store is None:
+            click.echo(f"latencymap: {path}: no profile samples (record with --profile PID)", err=True)
+            return EXIT_USAGE
+        span = store.span()
+        assert span is not None
+        origin = first_interval_start(path) if start is not None or end is not None else None
+        origin = span[0] if origin is None else origin
+        t0 = span[0] if start is None else origin + start
+        t1 = span[1] + 1.0 if end is None else origin + end
+        text = export_range(store, t0, t1, out_format, f"{path} [{t0:.3f}, {t1:.3f})")
+        if output:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            sys.stdout.write(text)
+        return EXIT_OK
+
+    _guarded(body)

@@ -1,0 +1,124 @@
+"""Samples in recordings: `# latencymap-profile <json>` lines between records, and a loader for them.
+
+Each line is self-contained (its own stack and thread tables), so a recording cut anywhere keeps
+every complete line:
+`{"v": 1, "t0": <epoch s>, "threads": [[pid, tid], ...], "stacks": [[frame, ...], ...],
+"samples": [[<µs after t0>, <thread index>, <stack index>, <weight µs>], ...]}`, stacks root
+first. Lines stay under 60,000 characters (the protocol reader cuts lines at 64 KiB), except a
+single sample whose stack alone is longer. Protocol readers (latencymap's and PyLatencyMap's)
+skip these lines as noise between records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from latencymap.profiling.samples import Sample
+from latencymap.profiling.store import ProfileStore
+
+TAG = "profile"
+PREFIX = f"# latencymap-{TAG} "
+MAX_PAYLOAD = 60_000
+#: The loader reads lines up to this long (one huge stack); longer ones are skipped.
+MAX_LINE = 8 * 1024 * 1024
+BATCH = 2000
+
+
+def encode(samples: Sequence[Sample]) -> str:
+    """One compact JSON payload for `samples`."""
+    t0 = min(s.time for s in samples)
+    threads: dict[tuple[int, int], int] = {}
+    stacks: dict[tuple[str, ...], int] = {}
+    rows = []
+    for s in samples:
+        th = threads.setdefault((s.pid, s.tid), len(threads))
+        st = stacks.setdefault(s.stack, len(stacks))
+        rows.append([round((s.time - t0) * 1e6), th, st, round(s.weight * 1e6)])
+    doc = {"v": 1, "t0": round(t0, 6), "threads": [list(k) for k in threads], "stacks": [list(k) for k in stacks],
+           "samples": rows}
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def payloads(samples: Sequence[Sample]) -> Iterator[str]:
+    """Payloads for `samples`, split so that each stays under MAX_PAYLOAD where it can."""
+    for at in range(0, len(samples), BATCH):
+        yield from _split(samples[at: at + BATCH])
+
+
+def _split(samples: Sequence[Sample]) -> Iterator[str]:
+    text = encode(samples)
+    if len(text) <= MAX_PAYLOAD or len(samples) == 1:
+        yield text
+        return
+    half = len(samples) // 2
+    yield from _split(samples[:half])
+    yield from _split(samples[half:])
+
+
+def decode(payload: str) -> list[Sample]:
+    """The samples of one payload; ValueError when it is malformed."""
+    try:
+        doc: Any = json.loads(payload)
+        t0 = float(doc["t0"])
+        threads = [(int(p), int(t)) for p, t in doc["threads"]]
+        stacks = [tuple(str(f) for f in st) for st in doc["stacks"]]
+        return [Sample(t0 + dt / 1e6, *threads[th], stacks[st], w / 1e6) for dt, th, st, w in doc["samples"]]
+    except (KeyError, TypeError, ValueError, IndexError) as err:
+        raise ValueError(f"bad profile line: {err}") from None
+
+
+def _lines(stream: Any) -> Iterator[str]:
+    while True:
+        line = stream.readline(MAX_LINE)
+        if not line:
+            return
+        if len(line) == MAX_LINE and not line.endswith("\n"):
+            while (rest := stream.readline(MAX_LINE)) and not rest.endswith("\n"):
+                pass
+            continue
+        yield line
+
+
+def scan(lines: Iterable[str], store: ProfileStore) -> tuple[int, int]:
+    """Add the samples of every profile line to `store`; returns (lines read, bad lines skipped)."""
+    good = bad = 0
+    for line in lines:
+        if not line.startswith(PREFIX):
+            continue
+        try:
+            store.add(decode(line[len(PREFIX):]))
+            good += 1
+        except ValueError:
+            bad += 1
+    return good, bad
+
+
+def load_profile(paths: Iterable[str]) -> tuple[ProfileStore | None, list[str]]:
+    """A store of the samples in recordings at `paths` (None when they hold none), and messages.
+
+    Only recordings (a `# latencymap-recording` first line) are scanned; standard input (`-`) is
+    not: it cannot be read twice.
+    """
+    from latencymap.inputs import InputError, open_text
+    from latencymap.recording import HEADER_PREFIX
+
+    store = ProfileStore()
+    messages: list[str] = []
+    found = False
+    for path in paths:
+        if path in ("-", ""):
+            continue
+        try:
+            stream, name = open_text(path)
+        except InputError:
+            continue  # the input flow reports it
+        with stream:
+            if not stream.readline(MAX_LINE).startswith(HEADER_PREFIX):
+                continue  # only latencymap recordings hold profile lines
+            good, bad = scan(_lines(stream), store)
+        found = found or good > 0
+        if bad:
+            messages.append(f"{name}: {bad} malformed profile line{'s' if bad > 1 else ''} skipped")
+    return (store if found else None), messages

@@ -1,0 +1,50 @@
+"""One stack sample and the frame strings it holds: `function (file:line)`, root first."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+DEFAULT_RATE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """The stack of one thread at one instant (epoch seconds); `weight` is the time it stands for (1/rate)."""
+
+    time: float
+    pid: int
+    tid: int
+    stack: tuple[str, ...]
+    weight: float = 1 / DEFAULT_RATE
+
+
+def frame_name(function: str, filename: str, line: int | None) -> str:
+    """`function (file:line)`, or `function (file)` without a line number."""
+    return f"{function} ({filename}:{line})" if line else f"{function} ({filename})"
+
+
+def split_frame(frame: str) -> tuple[str, str, int | None]:
+    """(function, file, line) of a frame string; a string not in frame form is all function."""
+    name, sep, rest = frame.partition(" (")
+    if not sep or not rest.endswith(")"):
+        return frame, "", None
+    loc = rest[:-1]
+    path, colon, line = loc.rpartition(":")
+    if colon and line.isdigit():
+        return name, path, int(line)
+    return name, loc, None
+
+
+def function_of(frame: str) -> str:
+    """The frame without its line number: the key that per-function counts use."""
+    name, path, _ = split_frame(frame)
+    return f"{name} ({path})" if path else name
+
+
+def short_frame(frame: str) -> str:
+    """A frame for narrow displays: the file's base name only."""
+    name, path, line = split_frame(frame)
+    if not path:
+        return name
+    return frame_name(name, os.path.basename(path), line)

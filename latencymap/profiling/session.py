@@ -1,0 +1,151 @@
+"""Profiling for one command: the store that views read, fed live by py-spy and/or loaded from recordings."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from latencymap.pipeline import Flow
+from latencymap.profiling.collector import Collector
+from latencymap.profiling.persist import TAG, load_profile, payloads
+from latencymap.profiling.pyspy import PySpyError
+from latencymap.profiling.samples import DEFAULT_RATE, Sample
+from latencymap.profiling.store import ProfileStore
+from latencymap.recording import Recorder, RecordingError
+
+#: Profile lines held per recorder until its first record (≈ 1.75 s of samples each; the oldest go first).
+MAX_PENDING = 2000
+
+
+class ProfileSession:
+    """A store, an optional live collector of `pid`, and the recordings its samples are written to."""
+
+    def __init__(self, store: ProfileStore, *, pid: int | None = None, rate: int = DEFAULT_RATE,
+                 subprocesses: bool = False, echo: bool = True) -> None:
+        self.store = store
+        self.pid = pid
+        self.rate = rate
+        self.subprocesses = subprocesses
+        #: Print messages on stderr as they come (plain modes); the TUI turns this off and shows them itself.
+        self.echo = echo
+        self.collector: Collector | None = None
+        self._recorders: list[Recorder] = []
+        self._pending: dict[int, list[str]] = {}
+        self._messages: list[str] = []
+        self._lock = threading.Lock()
+        self._stop_lock = threading.Lock()
+        self._started = self._stopped = False
+
+    @property
+    def live(self) -> bool:
+        """Whether py-spy is sampling now."""
+        return self.collector is not None and self.collector.running
+
+    def say(self, message: str) -> None:
+        """Keep a message for the views (and print it on stderr in plain modes)."""
+        with self._lock:
+            self._messages.append(message)
+        if self.echo:
+            print(f"latencymap: profile: {message}", file=sys.stderr, flush=True)
+
+    def messages(self, since: int = 0) -> list[str]:
+        """Messages from index `since` on."""
+        with self._lock:
+            return self._messages[since:]
+
+    def record_to(self, recorder: Recorder) -> None:
+        """Write every new sample batch to `recorder` as profile lines."""
+        with self._lock:
+            self._recorders.append(recorder)
+
+    def start(self) -> None:
+        """Start sampling `pid` (once); when py-spy cannot run, say why and carry on without it."""
+        with self._lock:
+            if self._started or self._stopped or self.pid is None:
+                return
+            self._started = True
+        self.collector = Collector(self.pid, rate=self.rate, subprocesses=self.subprocesses,
+                                   on_samples=self._on_samples, on_message=self.say)
+        try:
+            self.collector.start()
+        except PySpyError as err:
+            self.say(f"{err}; going on without profiling")
+
+    def stop(self) -> None:
+        """Stop sampling, after the running chunks reported and were recorded (idempotent; a second caller waits)."""
+        with self._stop_lock:
+            if self._stopped:
+                return
+            if self.collector is not None:
+                self.collector.stop()
+            self._write([], final=True)
+            self._stopped = True
+
+    def _on_samples(self, samples: list[Sample]) -> None:
+        self.store.add(samples)
+        self._write(list(payloads(samples)))
+
+    def _write(self, lines: list[str], *, final: bool = False) -> None:
+        """Profile lines to every recorder; held back while a recorder has no record yet (unless `final`).
+
+        Readers identify a file by its first lines (200 of them): a recording must not open with
+        a long run of profile lines while a slow source has not produced its first interval.
+        """
+        with self._lock:
+            recorders = list(self._recorders)
+        for recorder in recorders:
+            pending = self._pending.setdefault(id(recorder), [])
+            pending += lines
+            if recorder.written == 0 and not final:
+                if len(pending) > MAX_PENDING:
+                    del pending[: len(pending) - MAX_PENDING]
+                continue
+            try:
+                for payload in pending:
+                    recorder.annotate(TAG, payload)
+            except RecordingError as err:
+                self.say(f"samples no longer recorded: {err}")
+                with self._lock:
+                    self._recorders.remove(recorder)
+            pending.clear()
+
+
+def open_session(kw: dict[str, Any], inputs: Sequence[str] = ()) -> ProfileSession | None:
+    """The session that `--profile` or the samples in the input recordings call for; None for neither."""
+    pid = kw.get("profile_pid")
+    store, messages = load_profile(inputs) if inputs else (None, [])
+    if pid is None and store is None:
+        for message in messages:
+            print(f"latencymap: profile: {message}", file=sys.stderr)
+        return None
+    session = ProfileSession(store or ProfileStore(), pid=pid, rate=kw.get("profile_rate") or DEFAULT_RATE,
+                             subprocesses=bool(kw.get("profile_subprocesses")))
+    for message in messages:
+        session.say(message)
+    return session
+
+
+def profiled(flow: Flow, session: ProfileSession | None) -> Flow:
+    """The flow, with sampling started when it starts and stopped (flushed) when it ends."""
+    if session is None:
+        yield from flow
+        return
+    session.start()
+    try:
+        yield from flow
+    finally:
+        session.stop()
+
+
+@contextlib.contextmanager
+def profile_session(kw: dict[str, Any], inputs: Sequence[str] = ()) -> Iterator[ProfileSession | None]:
+    """`open_session` for the length of a command; sampling is stopped (and flushed) on the way out."""
+    session = open_session(kw, inputs)
+    try:
+        yield session
+    finally:
+        if session is not None:
+            session.stop()

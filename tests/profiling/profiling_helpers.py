@@ -1,0 +1,75 @@
+"""Shared helpers for the profiling tests: synthetic samples, the fixture, real child processes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from latencymap.profiling.pyspy import locate_pyspy
+from latencymap.profiling.samples import Sample
+
+HERE = Path(__file__).resolve().parent
+FIXTURE = HERE.parents[1] / "fixtures" / "profile"
+SCHEMA = json.loads((HERE / "speedscope.schema.json").read_text())
+CHILD = HERE / "phase_child.py"
+STREAM = HERE / "record_stream.py"
+
+needs_pyspy = pytest.mark.skipif(locate_pyspy() is None,
+                                 reason="py-spy is not installed (pip install 'latencymap[profile]')")
+
+
+def frame(name: str, line: int = 1, path: str = "/app/work.py") -> str:
+    return f"{name} ({path}:{line})"
+
+
+def phase_samples(start: float, seconds: float, function: str, rate: int = 100, tid: int = 1) -> list[Sample]:
+    """Samples of one thread in `function` under <module> › main, `rate` per second."""
+    stack = (frame("<module>", 40), frame("main", 30), frame(function, 10))
+    return [Sample(start + k / rate, 100, tid, stack, 1 / rate) for k in range(round(seconds * rate))]
+
+
+def phases_log(path: Path) -> list[tuple[str, float]]:
+    """(function, epoch start) of every phase the child logged, `end` included."""
+    return [(name, float(t)) for name, t in (line.split() for line in path.read_text().splitlines() if line.strip())]
+
+
+def phase_of(phases: list[tuple[str, float]], t0: float, t1: float, margin: float = 0.05) -> str | None:
+    """The phase that covers [t0 - margin, t1 + margin] entirely, or None when [t0, t1) spans a switch."""
+    for (name, start), (_, stop) in itertools.pairwise(phases):
+        if start <= t0 - margin and t1 + margin <= stop:
+            return name
+    return None
+
+
+def next_switch(log: Path, timeout: float = 30.0) -> float:
+    """Wait for the child's next phase switch; its epoch."""
+    seen = log.read_text().count("\n") if log.exists() else 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log.read_text() if log.exists() else ""
+        if text.count("\n") > seen:
+            return float(text.splitlines()[seen].split()[1])
+        time.sleep(0.01)
+    raise TimeoutError("the phase child logged no switch")
+
+
+@contextmanager
+def phase_child(log: Path, seconds: float = 1.0, cycles: int = 1000) -> Iterator[subprocess.Popen]:
+    """The phase child, started and ready; killed on the way out."""
+    proc = subprocess.Popen([sys.executable, str(CHILD), str(log), str(seconds), str(cycles)],
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,126 @@
+"""Chrometrace parsing on a real py-spy 0.4.3 capture (fixtures/profile, see capture.py there)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from profiling_helpers import FIXTURE
+
+from latencymap.profiling.chrometrace import ChrometraceError, load_events, parse_chrometrace, samples_of, spans
+from latencymap.profiling.pyspy import Chunk, PySpyError, error_summary
+from latencymap.profiling.samples import function_of, split_frame
+
+TRACE = (FIXTURE / "phases.chrometrace.json").read_bytes()
+META = json.loads((FIXTURE / "phases.meta.json").read_text())
+
+
+def _threads(samples):
+    by: dict[int, list] = {}
+    for s in samples:
+        by.setdefault(s.tid, []).append(s)
+    return by
+
+
+def test_fixture_layout_is_what_the_parser_expects() -> None:
+    events = load_events(TRACE)
+    assert isinstance(events, list) and events
+    assert {e["ph"] for e in events} <= {"B", "E", "M"}
+    assert all({"name", "pid", "tid", "ts", "args"} <= e.keys() for e in events)
+    assert all("filename" in e["args"] and "line" in e["args"] for e in events)
+    assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
+
+
+def test_spans_rebuild_each_threads_stack_root_first() -> None:
+    got = list(spans(load_events(TRACE)))
+    main = [s for s in got if s.stack[-1].startswith(("fast_phase", "slow_phase"))]
+    sleeper = [s for s in got if s.stack[-1].startswith("idle_wait")]
+    assert main and sleeper and len(main) + len(sleeper) == len(got)
+    assert {s.tid for s in main}.isdisjoint({s.tid for s in sleeper})
+    assert [split_frame(f)[0] for f in main[0].stack] == ["<module>", "main", main[0].stack[-1].split(" ")[0]]
+    assert split_frame(main[0].stack[-1])[1].endswith("fixtures/profile/target.py")
+    assert [split_frame(f)[0] for f in sleeper[0].stack][-2:] == ["Thread.run", "idle_wait"]
+    leaves = [split_frame(s.stack[-1])[0] for s in main]
+    assert all(a != b for a, b in itertools.pairwise(leaves)), "consecutive spans alternate phases"
+    for a, b in itertools.pairwise(main):
+        assert a.end_us == b.start_us  # a stack holds until the next change
+
+
+def test_samples_follow_the_nominal_rate_over_each_threads_recorded_time() -> None:
+    """One sample per 1/rate of recorded time; py-spy's own count is higher (catch-up ticks right after attaching)."""
+    events = load_events(TRACE)
+    samples = parse_chrometrace(TRACE, META["launched"], META["rate"])
+    assert [s.time for s in samples] == sorted(s.time for s in samples)
+    threads = _threads(samples)
+    assert len(threads) == 2
+    for tid, thread in threads.items():
+        ts = [e["ts"] for e in events if e["tid"] == tid]
+        assert abs(len(thread) - (max(ts) - min(ts)) / 1e6 * META["rate"]) <= 3
+        gaps = [b.time - a.time for a, b in itertools.pairwise(thread)]
+        assert max(gaps) < 3 / META["rate"] and min(gaps) > 0
+        assert all(s.weight == pytest.approx(1 / META["rate"]) for s in thread)
+    assert 0.85 * META["pyspy_samples"] <= len(samples) <= META["pyspy_samples"]
+
+
+def test_phase_switches_land_within_a_sample_period_of_the_logged_switches(tmp_path: Path) -> None:
+    out = tmp_path / "trace.json"
+    shutil.copy(FIXTURE / "phases.chrometrace.json", out)
+    chunk = Chunk([], out, tmp_path / "err", META["rate"], 1, launched=META["launched"], exited=META["exited"],
+                  returncode=0)
+    result = chunk.result()
+    assert 0 <= result.offset_error < 0.02
+    assert META["launched"] <= result.origin <= META["exited"]
+    main = [s for s in result.samples if "phase" in s.stack[-1]]
+    firsts = [b for a, b in itertools.pairwise(main) if a.stack[-1] != b.stack[-1]]
+    logged = dict((t, name) for name, t in META["phases"])
+    assert len(firsts) >= 3
+    period = 1 / META["rate"]
+    for s in firsts:
+        t = min(logged, key=lambda t: abs(t - s.time))
+        assert s.stack[-1].startswith(logged[t])
+        assert -result.offset_error - 0.002 <= s.time - t <= 2 * period + result.offset_error
+
+
+def test_a_function_counts_once_without_line_numbers() -> None:
+    samples = parse_chrometrace(TRACE, 0.0, META["rate"])
+    functions = Counter(function_of(s.stack[-1]) for s in samples)
+    assert {f.split(" ")[0] for f in functions} == {"fast_phase", "slow_phase", "idle_wait"}
+
+
+def test_thread_name_events_and_trace_event_objects_are_accepted() -> None:
+    events = load_events(TRACE)
+    meta = {"args": {"filename": "", "line": None, "name": "1: main"}, "cat": "py-spy", "name": "thread_name",
+            "ph": "M", "pid": 1, "tid": 0, "ts": 0}
+    wrapped = json.dumps({"traceEvents": [meta, *events]})
+    assert parse_chrometrace(wrapped, 0.0, 100) == parse_chrometrace(TRACE, 0.0, 100)
+
+
+def test_frames_without_line_numbers() -> None:
+    events = [{"args": {"filename": "/a.py", "line": None}, "name": "f", "ph": "B", "pid": 1, "tid": 2, "ts": 0},
+              {"args": {"filename": "/a.py", "line": None}, "name": "f", "ph": "E", "pid": 1, "tid": 2, "ts": 30000}]
+    samples = samples_of(spans(events), 100.0, 100)
+    assert [s.stack for s in samples] == [("f (/a.py)",)] * 3
+    assert [round(s.time, 6) for s in samples] == [100.0, 100.01, 100.02]
+
+
+@pytest.mark.parametrize("data", [b"not json", b'{"a": 1}', b"[1, 2]", b'[{"ph": "B", "name": "f"}]'])
+def test_malformed_traces_raise(data: bytes) -> None:
+    with pytest.raises(ChrometraceError):
+        parse_chrometrace(data, 0.0, 100)
+
+
+def test_failed_chunk_reports_pyspys_error_and_the_ptrace_remedy(tmp_path: Path) -> None:
+    stderr = ("Error: Failed to get process executable name. Check that the process is running.\n\nCaused by:\n"
+              "    0: Permission denied (os error 13)\n    1: Permission denied (os error 13)\n\n"
+              "Stack backtrace:\n   0: <E as anyhow::context::ext::StdError>::ext_context\n")
+    message = error_summary(stderr, 7)
+    assert message.startswith("py-spy cannot profile PID 7: Failed to get process executable name")
+    assert "Permission denied" in message and "CAP_SYS_PTRACE" in message
+    (tmp_path / "err").write_text(stderr)
+    chunk = Chunk([], tmp_path / "missing.json", tmp_path / "err", 100, 7, returncode=1)
+    with pytest.raises(PySpyError, match="Permission denied"):
+        chunk.result()

@@ -1,0 +1,47 @@
+"""The --profile options on every viewing command, and what a failed attach looks like in plain modes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from latencymap.cli import REGISTRY, main
+
+
+def latencymap(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "latencymap", *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+def test_every_viewing_command_offers_the_profile_options() -> None:
+    runner = CliRunner()
+    for command in ["view", "replay", *REGISTRY.sources]:
+        out = runner.invoke(main, [command, "--help"]).output
+        assert "--profile PID" in out and "--profile-subprocesses" in out and "--profile-rate HZ" in out, command
+    out = runner.invoke(main, ["profile-export", "--help"]).output
+    assert "collapsed" in out and "speedscope" in out
+
+
+def test_bad_profile_rate_is_a_usage_error(example_data: Path) -> None:
+    result = CliRunner().invoke(main, ["--plain", "--once", "--profile", "1", "--profile-rate", "0", str(example_data)])
+    assert result.exit_code == 2 and "--profile-rate" in result.output
+
+
+def test_nonexistent_pid_and_missing_pyspy_are_one_line_each_and_the_view_goes_on(example_data: Path) -> None:
+    result = latencymap("--plain", "--once", "--profile", "999999999", str(example_data))
+    assert result.returncode == 0 and "Frequency heat map" in result.stdout
+    assert result.stderr == "latencymap: profile: no process with PID 999999999; going on without profiling\n"
+    result = latencymap("replay", "--max", "--plain", "--once", "--profile", str(os.getpid()), str(example_data),
+                        env={"LATENCYMAP_PY_SPY": "/nonexistent/py-spy"})
+    assert result.returncode == 0 and "Frequency heat map" in result.stdout
+    assert result.stderr.startswith("latencymap: profile: py-spy not found at $LATENCYMAP_PY_SPY=/nonexistent/py-spy")
+    assert result.stderr.count("\n") == 1
+
+
+def test_profile_export_of_a_file_without_samples_is_a_usage_error(example_data: Path) -> None:
+    result = latencymap("profile-export", str(example_data))
+    assert result.returncode == 2 and "no profile samples (record with --profile PID)" in result.stderr

@@ -1,0 +1,143 @@
+"""The live collector on real processes with real py-spy: chunks, dedup, timing, and every failure path."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from profiling_helpers import needs_pyspy, phase_child, phase_of, phases_log
+
+from latencymap.profiling.collector import Collector
+from latencymap.profiling.pyspy import PySpyError, locate_pyspy
+from latencymap.profiling.samples import Sample, function_of
+from latencymap.profiling.store import ProfileStore
+
+
+class Sink:
+    """Collects the callbacks' batches and messages."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[Sample]] = []
+        self.messages: list[str] = []
+        self.store = ProfileStore()
+        self.event = threading.Event()
+
+    def samples(self, batch: list[Sample]) -> None:
+        self.batches.append(batch)
+        self.store.add(batch)
+
+    def message(self, text: str) -> None:
+        self.messages.append(text)
+        self.event.set()
+
+
+def collector(pid: int, sink: Sink, **kw) -> Collector:
+    return Collector(pid, on_samples=sink.samples, on_message=sink.message, **kw)
+
+
+@needs_pyspy
+@pytest.mark.slow
+def test_overlapping_chunks_report_each_instant_once_and_attribute_each_phase(tmp_path: Path) -> None:
+    log = tmp_path / "phases.log"
+    sink = Sink()
+    with phase_child(log, seconds=1.0) as child:
+        col = collector(child.pid, sink, rate=100)
+        col.start()
+        time.sleep(5.5)
+        col.stop()
+    assert not col.running and sink.messages == []
+    assert col.chunks >= 3 and len(sink.batches) >= 3
+    assert 0 <= col.max_offset_error < 0.05
+    for a, b in zip(sink.batches, sink.batches[1:], strict=False):
+        assert b[0].time >= a[-1].time  # batches follow each other: overlaps were cut
+    phases = phases_log(log)
+    first, last = sink.store.span()
+    t = first
+    while t + 0.5 <= last:
+        n = sink.store.count(t, t + 0.5)
+        assert 35 <= n <= 65, f"{n} samples in 0.5 s at 100 Hz around {t - first:.2f} s"
+        t += 0.5
+    windows = [(start + 0.1, stop - 0.1) for (_, start), (_, stop) in itertools.pairwise(phases)
+               if first <= start and stop <= last]
+    assert len(windows) >= 3
+    for t0, t1 in windows:
+        expected = phase_of(phases, t0, t1)
+        top = sink.store.functions(t0, t1)[0]
+        assert top.function.split(" ")[0] == expected and top.self >= 0.95 * sink.store.count(t0, t1)
+    samples = sink.store.samples(first, last + 1)
+    for name, switch in phases[1:]:
+        if first + 0.1 < switch < last - 0.1:
+            arrived = next(s.time for s in samples if s.time >= switch - 0.05 and
+                           function_of(s.stack[-1]).startswith(name))
+            assert -0.03 <= arrived - switch <= 0.1, (name, arrived - switch)
+
+
+@needs_pyspy
+@pytest.mark.slow
+def test_a_target_that_exits_stops_profiling_with_a_message(tmp_path: Path) -> None:
+    sink = Sink()
+    with phase_child(tmp_path / "log", seconds=0.4, cycles=2) as child:
+        col = collector(child.pid, sink)
+        col.start()
+        assert sink.event.wait(15)
+        col.stop()
+    assert any("exited" in m for m in sink.messages)
+    assert len(sink.store) > 20 and not col.running
+
+
+@needs_pyspy
+@pytest.mark.slow
+def test_a_process_that_is_not_python_gets_pyspys_reason() -> None:
+    sink = Sink()
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        col = collector(proc.pid, sink)
+        col.start()
+        assert sink.event.wait(15)
+        col.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert sink.messages[0].startswith(f"py-spy cannot profile PID {proc.pid}:")
+    assert "python" in sink.messages[0].lower() and not col.running and len(sink.store) == 0
+
+
+@needs_pyspy
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv (util-linux) to run py-spy as an unprivileged user")
+def test_ptrace_denied_says_what_permission_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wrapper = tmp_path / "py-spy-as-nobody"
+    wrapper.write_text(f'#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups {locate_pyspy()} "$@"\n')
+    wrapper.chmod(0o755)
+    tmp_path.chmod(0o755)
+    monkeypatch.setenv("LATENCYMAP_PY_SPY", str(wrapper))
+    sink = Sink()
+    with phase_child(tmp_path / "log", seconds=1.0) as child:
+        col = collector(child.pid, sink)
+        col.start()
+        assert sink.event.wait(15)
+        col.stop()
+    assert "permission denied" in sink.messages[0] and "CAP_SYS_PTRACE" in sink.messages[0]
+    assert len(sink.store) == 0
+
+
+def test_missing_pyspy_and_missing_pid_fail_before_any_thread(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    sink = Sink()
+    monkeypatch.setenv("LATENCYMAP_PY_SPY", str(tmp_path / "no-such-py-spy"))
+    with pytest.raises(PySpyError, match=r"py-spy not found .*pip install 'latencymap\[profile\]'"):
+        collector(os.getpid(), sink).start()
+    monkeypatch.delenv("LATENCYMAP_PY_SPY")
+    if locate_pyspy() is not None:
+        proc = subprocess.Popen(["true"])
+        proc.wait()
+        with pytest.raises(PySpyError, match=f"no process with PID {proc.pid}"):
+            collector(proc.pid, sink).start()
+    assert sink.batches == [] and sink.messages == []

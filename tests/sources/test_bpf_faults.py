@@ -1,0 +1,80 @@
+"""Fault: the bpftrace process dies (SIGKILL) while `latencymap bpf` streams from it.
+
+Chosen behaviour: latencymap stops with exit code 1 (a source failed) and one stderr line naming bpftrace, its
+pid, how it ended (`was killed by signal 9 (SIGKILL)`) and how many readings it gave; every interval read before
+the kill stays in the recording, which replays and reports as usual. Real bpftrace runs here (root); skipped
+only where BPF cannot exist (not root / no CAP_BPF, kernel without BTF).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from latencymap.sources.bpf import preconditions
+from process_support import children_named
+
+from latencymap.plugins import process_end
+
+
+def _skip_reason() -> str | None:
+    if preconditions.privilege_problem():
+        return "BPF needs root or CAP_BPF+CAP_PERFMON: " + (preconditions.privilege_problem() or "")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        return "this kernel has no BTF (/sys/kernel/btf/vmlinux): BPF tracing is not available"
+    return None
+
+
+SKIP = _skip_reason()
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]
+
+
+def records(path: Path) -> int:
+    return path.read_text().count("<end record>") if path.exists() else 0
+
+
+def test_process_end_says_code_or_signal() -> None:
+    assert process_end(3) == "exited with code 3"
+    assert process_end(-9) == "was killed by signal 9 (SIGKILL)"
+    assert process_end(-200) == "was killed by signal 200"
+
+
+@pytest.mark.timeout(120)
+def test_bpftrace_killed_mid_stream_keeps_the_intervals_and_says_how_it_died(tmp_path: Path) -> None:
+    assert preconditions.bpftrace_problem() is None, preconditions.bpftrace_problem()
+    rec = tmp_path / "bpf.txt"
+    view = subprocess.Popen([sys.executable, "-m", "latencymap", "bpf", "block", "--backend", "bpftrace",
+                             "--interval", "0.2", "--plain", "--record", str(rec)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while records(rec) < 3:
+            assert view.poll() is None, view.stderr.read() if view.stderr else ""
+            assert time.monotonic() < deadline, "no intervals from bpftrace within 60 s"
+            time.sleep(0.05)
+        (bpftrace,) = children_named(view.pid, "bpftrace")
+        before = records(rec)
+        os.kill(bpftrace, signal.SIGKILL)
+        rc = view.wait(timeout=30)
+        stderr = view.stderr.read() if view.stderr else ""
+    finally:
+        if view.poll() is None:
+            view.kill()
+            view.wait()
+    assert rc == 1, stderr
+    assert f"latencymap: bpftrace (pid {bpftrace}) was killed by signal 9 (SIGKILL) after " in stderr, stderr
+    assert "Traceback" not in stderr
+    assert children_named(view.pid, "bpftrace") == []
+    text = rec.read_text()
+    assert text.endswith("<end record>\n") and records(rec) >= before
+    report = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", str(rec)],
+                            capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0, report.stderr
+    (stream,) = json.loads(report.stdout)["streams"]
+    assert stream["columns"] == records(rec) and stream["stream"]["label"].startswith("block I/O")

@@ -1,0 +1,100 @@
+"""Pilot tests: the replay keys steer a real paced replay (speed, pause, seek, next burst)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+from tui_helpers import synthetic, wait_until
+
+from latencymap.replay import BurstScan, ReplayClock
+from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.keys import HELP
+
+SIZE = (160, 50)
+T0 = 1_700_000_000.0
+BURST = 400
+
+
+def recording() -> list:
+    """600 one-second columns with a burst of slow events from column BURST on."""
+    items = synthetic(600, start=T0)
+    for iv in items[BURST:BURST + 10]:
+        iv.counts[28:31] += 400
+    return items
+
+
+def newest(app: LatencyMapApp) -> float:
+    hist = app.current()
+    return float(hist.end[hist.n - 1]) if hist is not None and hist.n else 0.0
+
+
+def test_replay_keys_change_speed_pause_seek_and_jump_to_the_burst() -> None:
+    items = recording()
+    clock = ReplayClock(1.0)
+    scan = BurstScan(lambda: iter(items)).start()
+    app = LatencyMapApp(clock.pace(iter(items)), color_mode="truecolor", replay=clock, bursts=scan)
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.acc.intervals_seen >= 1)
+            assert app.state_name == "replay ×1"
+            await pilot.press("greater_than_sign")
+            await pilot.press("greater_than_sign")
+            assert clock.speed == 4.0 and app.state_name == "replay ×4"
+            await pilot.press("less_than_sign")
+            assert clock.speed == 2.0
+
+            await pilot.press("space")  # pauses the replay itself, not only the display
+            assert clock.paused
+            seen = app.acc.intervals_seen
+            await pilot.pause(1.5)
+            assert app.acc.intervals_seen <= seen + 1
+            await pilot.press("space")
+            assert not clock.paused
+
+            await pilot.press("g")  # ahead of what was read: fast-forward to it, then pace again
+            for key in "200":
+                await pilot.press(key)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: newest(app) >= T0 + 200, timeout=10)
+            await pilot.pause(0.3)
+            assert T0 + 200 <= newest(app) < T0 + 215  # paced again at x2 after the target
+
+            await pilot.press("g")  # behind: the view moves there at once
+            for key in "50":
+                await pilot.press(key)
+            await pilot.press("enter")
+            await pilot.pause(0.2)
+            hist = app.current()
+            assert hist is not None
+            assert float(hist.end[app.view.cursor_at(hist.n)]) == T0 + 50
+
+            await wait_until(pilot, lambda: scan.bursts is not None, timeout=20)
+            await pilot.press("n")  # the burst lies ahead of the replay: run to it
+            await wait_until(pilot, lambda: newest(app) >= T0 + BURST + 1, timeout=10)
+            await pilot.pause(0.3)
+            hist = app.current()
+            assert hist is not None
+            big = np.flatnonzero(hist.counts[:, 28:31].sum(axis=1))
+            assert big.size and float(hist.start[big[0]]) == T0 + BURST
+            assert newest(app) < T0 + BURST + 20
+            await pilot.press("q")
+
+    asyncio.run(main())
+
+
+def test_replay_keys_outside_a_replay_just_say_so() -> None:
+    app = LatencyMapApp(iter(synthetic(5)), color_mode="truecolor")
+    notes: list[str] = []
+    app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.ended)
+            await pilot.press("n")
+            await pilot.pause(0.1)
+
+    asyncio.run(main())
+    assert any("not a replay" in n for n in notes)
+    assert any(key == "g" for key, _ in HELP)

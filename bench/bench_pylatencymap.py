@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -35,29 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from bench_common import machine
 
 PYLATENCYMAP = "pylatencymap==1.3.0"
 BUCKETS = 25  # bucket values 2**0 .. 2**24 µs
 START_US = 1_795_000_000_000_000
-
-
-def machine() -> str:
-    """CPU model, cores, RAM and Python version, for the figures' context."""
-    model = "unknown CPU"
-    mem_gib = 0.0
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_gib = int(line.split()[1]) / 1024**2
-    except OSError:
-        pass
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{model}, {os.cpu_count()} cores, {mem_gib:.0f} GiB RAM, Python {platform.python_version()} "
-            f"({sys.executable}); load average {load:.1f} at start")
 
 
 def default_cache() -> Path:

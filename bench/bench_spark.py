@@ -22,7 +22,6 @@ import argparse
 import heapq
 import json
 import os
-import platform
 import random
 import re
 import sys
@@ -32,6 +31,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bench_common import machine
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "fixtures" / "spark" / "plain" / "local-1795225623494"
@@ -43,25 +44,6 @@ STAGES_PER_JOB = 4
 HOLE = re.compile(r'"@@(\d+)@@"')
 
 KeyPath = tuple[str | int, ...]
-
-
-def machine() -> str:
-    """CPU model, cores, RAM and Python version, for the figures' context."""
-    model = "unknown CPU"
-    mem_gib = 0.0
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_gib = int(line.split()[1]) / 1024**2
-    except OSError:
-        pass
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{model}, {os.cpu_count()} cores, {mem_gib:.0f} GiB RAM, Python {platform.python_version()} "
-            f"({sys.executable}); load average {load:.1f} at start")
 
 
 class Template:

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from latencymap import __version__
+from latencymap.exports import write_text
 from latencymap.inputs import InputError
 from latencymap.model import Notice
 from latencymap.pipeline import Flow, StrictError, diffed, guarded_source, input_flow, limited, strict
@@ -310,11 +311,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             text = json.dumps(doc) + "\n"
         else:
             text = report_text(acc) + "".join(f"{line}\n" for line in straggler_lines(extra.get("stragglers", [])))
-        if output:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        else:
-            sys.stdout.write(text)
+        write_text(text, output)
         return _gate_failures(acc, fail_if)
 
     _guarded(body)

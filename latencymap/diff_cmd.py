@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import click
 
 from latencymap.accumulator import Accumulator
 from latencymap.compare import compare, compare_text
+from latencymap.exports import write_text
 
 BATCH = 4096
 
@@ -45,11 +45,7 @@ def diff(baseline: str, candidate: str, out_format: str, input_format: str | Non
         cand = accumulate(input_flow([candidate], REGISTRY, input_format))
         result = compare(base, cand)
         text = json.dumps(result) + "\n" if out_format == "json" else compare_text(result)
-        if output:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        else:
-            sys.stdout.write(text)
+        write_text(text, output)
         return EXIT_OK
 
     _guarded(body)

@@ -22,6 +22,15 @@ BINARY_FORMATS = ("parquet",)
 STATIC_FORMATS = ("svg", "html", "parquet", "openmetrics")
 
 
+def write_text(text: str, output: str | None) -> None:
+    """`text` into the file `output` (UTF-8), or onto stdout when there is none."""
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+
+
 def parquet_columns(acc: Accumulator) -> dict[str, list[Any] | np.ndarray]:
     """The Parquet table's columns as NumPy arrays / lists (no pyarrow needed)."""
     parts: dict[str, list[Any]] = {k: [] for k in (
@@ -90,8 +99,4 @@ def write_report(acc: Accumulator, out_format: str, output: str | None,
         text = report_openmetrics(acc)
     else:
         raise ValueError(f"unknown report format {out_format!r}")
-    if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
+    write_text(text, output)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from latencymap.exports import write_text
 from latencymap.profiling.samples import DEFAULT_RATE
 
 
@@ -65,11 +65,7 @@ def profile_export(path: str, start: float | None, end: float | None, out_format
         t0 = span[0] if start is None else origin + start
         t1 = span[1] + 1.0 if end is None else origin + end
         text = export_range(store, t0, t1, out_format, f"{path} [{t0:.3f}, {t1:.3f})")
-        if output:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        else:
-            sys.stdout.write(text)
+        write_text(text, output)
         return EXIT_OK
 
     _guarded(body)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -114,7 +115,9 @@ class BccTextFormat(PrintedHistogramFormat):
 
     def _dict_line(self, reader: PrintReader, text: str, n: int, name: str) -> Iterator[Item]:
         try:
-            obj = ast.literal_eval(text)
+            with warnings.catch_warnings():  # "invalid escape sequence" warnings would echo the input to stderr
+                warnings.simplefilter("ignore")
+                obj = ast.literal_eval(text)
             counts, val_type, label = dict_histogram(obj)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
             yield Notice(f"{name}: line {n}: expected a biolatency -j dict "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -183,6 +184,14 @@ def test_a_million_rows_in_one_print() -> None:
     (column,) = intervals_of(read_checked(BccTextFormat, lines, cumulative=False))
     assert time.monotonic() - started < 30
     assert int(column.counts.sum()) == 1_000_000
+
+
+def test_hostile_dict_lines_raise_no_warning_that_would_echo_them() -> None:
+    line = "{'ts': '\\\x1b]0;pwned\x07', 'val_type': 'usecs', 'data': []}\n"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        items = read_checked(BccTextFormat, [line, "{'data': '\\)'}\n"], cumulative=False)
+    assert caught == [] and len([i for i in items if isinstance(i, Notice)]) >= 1
 
 
 def test_huge_counts_in_one_bucket_are_rejected_not_wrapped() -> None:

@@ -130,3 +130,11 @@ def intervals_of(items: Iterable[Any]) -> list[Interval]:
 def as_stdin(text: str) -> io.BytesIO:
     """`text` as the bytes of a pipe."""
     return io.BytesIO(text.encode("utf-8", "surrogatepass"))
+
+
+def as_vector(counts: dict[int, int]) -> np.ndarray:
+    """A 64-slot count vector from {slot: count}."""
+    out = np.zeros(NSLOTS, dtype=np.int64)
+    for slot, count in counts.items():
+        out[slot] += count
+    return out

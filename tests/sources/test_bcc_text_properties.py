@@ -16,6 +16,7 @@ from properties_support import (
     NUMERALS,
     QUICK,
     ROUNDTRIP,
+    as_vector,
     hostile_lines,
     intervals_of,
     read_bytes_checked,
@@ -81,13 +82,6 @@ def render(counts: dict[int, int], unit: str = "usecs", section: str | None = No
     lines.append(f"     {unit}               : count     distribution\n")
     lines += [row(s, counts.get(s, 0)) + "\n" for s in range(1, max(counts) + 1)]
     return [*lines, "\n"]
-
-
-def as_vector(counts: dict[int, int]) -> np.ndarray:
-    out = np.zeros(NSLOTS, dtype=np.int64)
-    for slot, count in counts.items():
-        out[slot] += count
-    return out
 
 
 @QUICK

@@ -15,6 +15,7 @@ from properties_support import (
     NUMBERS,
     QUICK,
     ROUNDTRIP,
+    as_vector,
     hostile_lines,
     intervals_of,
     read_bytes_checked,
@@ -70,13 +71,6 @@ def bucket(slot: int, count: int) -> dict[str, int]:
 def hist_line(name: str, counts: dict[int, int], key: str | None = None) -> str:
     rows = [bucket(s, c) for s, c in sorted(counts.items())]
     return json.dumps({"type": "hist", "data": {name: rows if key is None else {key: rows}}}) + "\n"
-
-
-def as_vector(counts: dict[int, int]) -> np.ndarray:
-    out = np.zeros(NSLOTS, dtype=np.int64)
-    for slot, count in counts.items():
-        out[slot] += count
-    return out
 
 
 @QUICK

@@ -13,6 +13,7 @@ from properties_support import (
     NUMERALS,
     QUICK,
     ROUNDTRIP,
+    as_vector,
     hostile_lines,
     intervals_of,
     read_bytes_checked,
@@ -66,13 +67,6 @@ def render(name: str, counts: dict[int, int]) -> list[str]:
     """One printed map, as bpftrace prints it (every row from the lowest to the highest used bucket)."""
     lo, hi = min(counts), max(counts)
     return [f"{name}: \n", *(f"{label(s):<20}{counts.get(s, 0):>8} |@@@@|\n" for s in range(lo, hi + 1)), "\n"]
-
-
-def as_vector(counts: dict[int, int]) -> np.ndarray:
-    out = np.zeros(NSLOTS, dtype=np.int64)
-    for slot, count in counts.items():
-        out[slot] += count
-    return out
 
 
 @QUICK

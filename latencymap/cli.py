@@ -7,7 +7,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,11 +19,13 @@ from latencymap.pipeline import Flow, StrictError, diffed, guarded_source, input
 from latencymap.plain import PlainOptions
 from latencymap.plugins import Registry, Source, SourceError, load_registry
 from latencymap.profiling.cli import profile_options
-from latencymap.profiling.session import ProfileSession, profile_session, profiled
 from latencymap.recording import Recorder, RecordingError, recorded, windowed
 from latencymap.replay import BurstScan, ReplayClock
 from latencymap.report import build_report, report_text, straggler_lines
 from latencymap.views import run_view
+
+if TYPE_CHECKING:
+    from latencymap.profiling.session import ProfileSession
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
@@ -163,6 +165,8 @@ def _emit(flow: Flow, compat: bool, profile: ProfileSession | None = None) -> in
 
 def _prepare(flow: Flow, kw: dict[str, Any], source: str = "input", profile: ProfileSession | None = None) -> Flow:
     """Strict mode, limits, profiling and recording, as the command's options ask."""
+    from latencymap.profiling.session import profiled  # py-spy's machinery loads only for commands that run
+
     options = dict(kw)
     if kw.pop("strict"):
         flow = strict(flow)
@@ -210,6 +214,7 @@ def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int |
 
     def body() -> int:
         from latencymap.metrics import metrics_served
+        from latencymap.profiling.session import profile_session
 
         with profile_session(kw, list(inputs)) as profile:
             flow = _prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), {**kw, "inputs": inputs},
@@ -238,6 +243,8 @@ def replay(path: str, speed: float, as_fast: bool, start: float | None, end: flo
         bursts = None
         if not (kw["plain"] or kw["once"] or kw.get("emit")):  # the TUI's `n` key: where the bursts are
             bursts = BurstScan(lambda: windowed(input_flow([path], REGISTRY), start, end)).start()
+        from latencymap.profiling.session import profile_session
+
         with profile_session(kw, [path]) as profile:
             flow = _prepare(clock.pace(flow), {**kw, "inputs": [path]}, source="replay", profile=profile)
             return _view(flow, {**kw, "screen_delay": 0.0}, profile, replay=clock, bursts=bursts)
@@ -345,6 +352,8 @@ def source_command(src: type[Source]) -> click.Command:
                 click.echo(f"latencymap {src.name}: {reason}", err=True)
                 return EXIT_FAIL
             source = src(**kw)
+            from latencymap.profiling.session import profile_session
+
             with profile_session(view_kw) as profile:
                 flow = _prepare(diffed(guarded_source(source.items(), src.name), src.name), {**view_kw, **kw},
                                 source=src.name, profile=profile)

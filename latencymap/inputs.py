@@ -67,10 +67,6 @@ def _binary(binary: IO[bytes]) -> IO[bytes]:
     return binary
 
 
-def _text(binary: IO[bytes]) -> IO[str]:
-    return io.TextIOWrapper(_binary(binary), encoding="utf-8", errors="replace", newline=None)
-
-
 def _open_binary(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], str]:
     if path in ("-", ""):
         if stdin is None:
@@ -140,20 +136,6 @@ def _has_long_line(text: str) -> bool:
 
 def _cap(text: str) -> str:
     return "\n".join(line[:MAX_LINE] for line in text.split("\n"))
-
-
-def capped_lines(stream: IO[str]) -> Iterator[str]:
-    """Lines of `stream`, each at most MAX_LINE characters (the rest of a long line is dropped)."""
-    while True:
-        line = stream.readline(MAX_LINE)
-        if not line:
-            return
-        if len(line) == MAX_LINE and not line.endswith("\n"):
-            while True:  # drop the rest of the over-long line
-                rest = stream.readline(MAX_LINE)
-                if not rest or rest.endswith("\n"):
-                    break
-        yield line
 
 
 def choose_format(registry: Registry, head: list[str], name: str, forced: str | None) -> type[TextFormat]:

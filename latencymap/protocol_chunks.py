@@ -9,6 +9,7 @@ reader's own state machine, so both paths give the same items and the same messa
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,6 @@ import numpy as np
 from latencymap.buckets import NSLOTS, ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
 from latencymap.model import Interval, Notice, Snapshot, SnapshotRun
 from latencymap.sanitize import clean_text
-from latencymap.units import normalize_unit
 
 if TYPE_CHECKING:
     from latencymap.protocol import ProtocolReader
@@ -28,7 +28,6 @@ END_LINE = "\n<end record>\n"
 MAX_PENDING = 4 * 1024 * 1024
 #: Bucket values and counts at or above this go through the line reader (which checks their range).
 _BIG = 1 << 62
-_UNITS = ("millisec", "microsec", "nanosec")
 #: What latencymap's own interval records (recordings) say after the timestamp.
 _INTERVAL_PREFIX = "counts, interval\nstart, microsec, "
 
@@ -186,35 +185,25 @@ class FastPath:
     def _header(self, block: str) -> tuple | None:
         """(stream, per_interval, flags, oracle) of the constant header lines; None: not canonical.
 
-        `per_interval` is None when no counts line was given. Lines that change per record
-        (timestamp, start) are not cached: they send the record to the line reader.
+        The lines go through the line reader's own parser. `per_interval` is None when no counts
+        line was given. Lines that change per record (timestamp, start) or data rows starting
+        with `-` send the record to the line reader instead.
         """
-        label = ""
-        datasource, unit = "bpf", "millisec"
-        per_interval: bool | None = None
-        flags: tuple[str, ...] = ()
-        for line in block.split("\n")[:-1]:
-            key, _, value = line.partition(",")
-            value = value.strip()
-            if key == "label":
-                label = clean_text(value)
-            elif key == "datasource":
-                datasource = clean_text(value.lower()) or "bpf"
-            elif key == "latencyunit":
-                try:
-                    found = normalize_unit(value)
-                except ValueError:
-                    return None
-                if found not in _UNITS:
-                    return None
-                unit = found
-            elif key == "counts" and value in ("interval", "cumulative"):
-                per_interval = value == "interval"
-            elif key == "flags":
-                flags += tuple(p.strip().lower() for p in value.split(",") if p.strip())
-            else:
-                return None
-        return self.reader._stream(label, datasource, unit), per_interval, flags, datasource in UPPER_BOUND_SOURCES
+        from latencymap.protocol import RecordError, _Record
+
+        rec = _Record(first_line=0)
+        lines = block.split("\n")[:-1]
+        try:
+            for line in map(str.strip, lines):
+                if line:  # the line reader skips blank lines
+                    self.reader._parse_line(rec, line, line.lower())
+        except RecordError:
+            return None
+        if rec.micros is not None or rec.start_micros is not None or rec.values:
+            return None
+        has_counts = any(line.lower().partition(",")[0].strip() == "counts" for line in lines)
+        return (self.reader._stream(rec.label, rec.datasource, rec.unit), rec.per_interval if has_counts else None,
+                tuple(sorted(rec.flags)), rec.datasource in UPPER_BOUND_SOURCES)
 
     def _emit(self, out: list[Item | int], batch: _Batch, buf: str) -> list[Item]:
         """`out` with each queued record resolved; runs of cumulative snapshots stay together as SnapshotRuns."""
@@ -267,12 +256,9 @@ class FastPath:
             return counts, present, np.zeros(nrec, dtype=bool)
         text = text.replace("\n", ",")
         try:
-            with np.errstate(all="ignore"):
-                import warnings
-
-                with warnings.catch_warnings():
-                    warnings.simplefilter("error")
-                    numbers = np.fromstring(text, dtype=np.int64, sep=",")
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # a text number parse that stops early only warns
+                numbers = np.fromstring(text, dtype=np.int64, sep=",")
         except (ValueError, DeprecationWarning):
             numbers = np.empty(0, dtype=np.int64)
         if numbers.size != 2 * int(rows.sum()):

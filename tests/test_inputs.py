@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
+from typing import IO
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from latencymap import inputs
-from latencymap.inputs import capped_lines, text_chunks
+from latencymap.inputs import text_chunks
+
+
+def capped_lines(stream: IO[str]) -> Iterator[str]:
+    """The line-by-line reader the chunks replaced: lines of at most MAX_LINE characters, the rest dropped."""
+    while True:
+        line = stream.readline(inputs.MAX_LINE)
+        if not line:
+            return
+        if len(line) == inputs.MAX_LINE and not line.endswith("\n"):
+            while True:  # drop the rest of the over-long line
+                rest = stream.readline(inputs.MAX_LINE)
+                if not rest or rest.endswith("\n"):
+                    break
+        yield line
 
 
 def reference_lines(data: bytes) -> list[str]:

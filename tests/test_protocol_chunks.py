@@ -56,12 +56,16 @@ HEADER = st.sampled_from([
     "flags, reset, gap",
     "value |---- count",
     "nonsense",
+    "   ",
+    "~~~~",
+    "-3, 1",
+    "label  ,  spaced  ",
 ])
 ROW = st.one_of(
     st.tuples(st.sampled_from([0, 1, 2, 4, 8, 1024, 3, 4294967295, 1 << 61, 10**19]),
               st.integers(0, 10**6) | st.sampled_from([-1, 10**20])).map(lambda t: f"{t[0]}, {t[1]}"),
     st.sampled_from(["2, 5, 0.25", "1,7", " 16 , 3 ", "-4, 2", "8 |@@@ 4", "1, 2, x", "1.5, 2", "1,", "+2, 1",
-                     " +4, 1", "2, +3", ""]),
+                     " +4, 1", "2, +3", "", "   "]),
 )
 MARK = st.sampled_from(["<begin record>", "<end record>", "  <BEGIN RECORD> ", "<End Record>", "noise line", ""])
 

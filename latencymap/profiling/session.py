@@ -114,9 +114,13 @@ class ProfileSession:
 
 
 def open_session(kw: dict[str, Any], inputs: Sequence[str] = ()) -> ProfileSession | None:
-    """The session that `--profile` or the samples in the input recordings call for; None for neither."""
+    """The session that `--profile` or the samples in the input recordings call for; None for neither.
+
+    Recorded samples are read only for the TUI, the one view that shows them (a second pass over the file).
+    """
     pid = kw.get("profile_pid")
-    store, messages = load_profile(inputs) if inputs else (None, [])
+    shown = not (kw.get("plain") or kw.get("once") or kw.get("emit"))
+    store, messages = load_profile(inputs) if inputs and shown else (None, [])
     if pid is None and store is None:
         for message in messages:
             print(f"latencymap: profile: {message}", file=sys.stderr)

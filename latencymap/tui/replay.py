@@ -102,9 +102,7 @@ class ReplayController:
         hist = self.app.current()
         if hist is not None and hist.n and target <= float(hist.end[hist.n - 1]):
             column = int(np.searchsorted(hist.end[: hist.n], target, side="left"))
-            self.app.view.cursor = max(0, min(hist.n - 1, column))
-            self.app.view.end = None
-            self.app.view._reveal(self.app.view.visible_n(hist.n), self.app._cells())
+            self.app.view.goto(hist.n, self.app._cells(), column)
             self._say(f"at {clock_text(target)}")
             return
         self.app.view.end_key()

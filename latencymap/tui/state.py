@@ -65,6 +65,15 @@ class ViewState:
         self.end = min(self.visible_n(n), max(1, cells) * self.zoom)
         self._settle(self.visible_n(n))
 
+    def goto(self, n: int, cells: int, column: int) -> None:
+        """Put the cursor on history column `column` (clamped), scrolling the window to show it."""
+        vn = self.visible_n(n)
+        if vn == 0:
+            return
+        self.cursor = max(0, min(vn - 1, column))
+        self.end = None
+        self._reveal(vn, cells)
+
     def end_key(self) -> None:
         """Newest column; follow live data again."""
         self.cursor = None

@@ -18,20 +18,12 @@ import numpy as np
 import pytest
 from latencymap.sources.bpf import preconditions
 from latencymap.sources.bpf.source import BpfSource
+from process_support import bpf_unavailable, children_named
 
 from latencymap.buckets import bounds_seconds
 from latencymap.model import Interval, Notice
 
-
-def _skip_reason() -> str | None:
-    if preconditions.privilege_problem():
-        return "BPF needs root or CAP_BPF+CAP_PERFMON: " + (preconditions.privilege_problem() or "")
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "this kernel has no BTF (/sys/kernel/btf/vmlinux): BPF tracing is not available"
-    return None
-
-
-SKIP = _skip_reason()
+SKIP = bpf_unavailable()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]
 BACKENDS = ["bcc", "bpftrace"]
 TIMEOUT = 60.0
@@ -186,28 +178,12 @@ def test_auto_falls_back_to_bpftrace_when_bcc_cannot_compile(tmp_path: Path, mon
     assert src.chosen == "bpftrace" and any(isinstance(item, Interval) for item in items)
 
 
-def _bpftrace_children() -> list[int]:
-    """bpftrace processes whose parent is this test process."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        if comm == "bpftrace" and int(rest[1]) == os.getpid() and rest[0] != "Z":
-            out.append(int(entry.name))
-    return out
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_closing_right_after_attach_detaches(backend: str) -> None:
     gen = BpfSource(mode="block", backend=backend).items()
     first = next(gen)
     assert isinstance(first, Notice) and backend in first.message
     if backend == "bpftrace":
-        assert _bpftrace_children()
+        assert children_named(os.getpid(), "bpftrace")
     gen.close()
-    assert _bpftrace_children() == []
+    assert children_named(os.getpid(), "bpftrace") == []

@@ -18,20 +18,11 @@ from pathlib import Path
 
 import pytest
 from latencymap.sources.bpf import preconditions
-from process_support import children_named
+from process_support import bpf_unavailable, children_named
 
 from latencymap.plugins import process_end
 
-
-def _skip_reason() -> str | None:
-    if preconditions.privilege_problem():
-        return "BPF needs root or CAP_BPF+CAP_PERFMON: " + (preconditions.privilege_problem() or "")
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "this kernel has no BTF (/sys/kernel/btf/vmlinux): BPF tracing is not available"
-    return None
-
-
-SKIP = _skip_reason()
+SKIP = bpf_unavailable()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]
 
 

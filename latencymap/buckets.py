@@ -20,6 +20,8 @@ MAX_EXPONENT = NSLOTS - 2
 UPPER_BOUND_SOURCES = frozenset({"oracle"})
 #: Oracle's overflow bucket in gv$event_histogram: no finite range, dropped.
 ORACLE_OVERFLOW = 4294967295
+#: Counts (and epoch microseconds) at or above this cannot be held, or summed, in 64-bit integers.
+MAX_COUNT = 1 << 62
 
 
 def zero_floor(datasource: str) -> bool:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from latencymap.buckets import NSLOTS, ORACLE_OVERFLOW, bucket_value_of_slot, slot_of_bucket_value
+from latencymap.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, bucket_value_of_slot, slot_of_bucket_value
 from latencymap.model import Interval, Notice, Snapshot, SnapshotRun, StreamId
 from latencymap.protocol_chunks import FastPath
 from latencymap.sanitize import clean_text, excerpt
@@ -37,8 +37,6 @@ END = "<end record>"
 DEFAULT_DATASOURCE = "bpf"
 DEFAULT_UNIT = "millisec"
 PROTOCOL_UNITS = ("millisec", "microsec", "nanosec")
-#: Counts at or above this cannot be held (or summed) in 64-bit counters.
-MAX_COUNT = 1 << 62
 
 _HIST_ROW = re.compile(r"^(-?\d+)\s*\|[^|]*?(\d+)$")
 _HIST_HEADER = re.compile(r"^value\s*\|?[-\s]*(distribution[-\s]*)?count$")
@@ -288,9 +286,12 @@ class ProtocolReader:
 
 def _micros(text: str, n: int, line: str) -> int:
     try:
-        return int(text.strip())
+        micros = int(text.strip())
     except ValueError:
         raise RecordError(n, f"expected an integer of microseconds, got {excerpt(line)}") from None
+    if not -MAX_COUNT < micros < MAX_COUNT:
+        raise RecordError(n, f"expected epoch microseconds within +-2**62, got {excerpt(line)}")
+    return micros
 
 
 def format_record(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from latencymap.buckets import NSLOTS, ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
+from latencymap.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
 from latencymap.model import Interval, Notice, Snapshot, SnapshotRun
 from latencymap.sanitize import clean_text
 
@@ -136,6 +136,8 @@ class FastPath:
                 micros = int(parts[1])
             except ValueError:
                 return False
+            if not -MAX_COUNT < micros < MAX_COUNT:
+                return False
             if len(parts) > 2:
                 date = parts[2].strip()
                 if not date.isprintable() or len(date) > 200:
@@ -147,6 +149,8 @@ class FastPath:
             try:
                 start_micros = int(buf[i + len(_INTERVAL_PREFIX):j])
             except ValueError:
+                return False
+            if not -MAX_COUNT < start_micros < MAX_COUNT:
                 return False
             i = j + 1
         block = self._block

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 from latencymap.sources.printed_histograms import (
-    MAX_COUNT,
     PrintedHistogramFormat,
     PrintReader,
     add_count,
@@ -32,6 +31,7 @@ from latencymap.sources.printed_histograms import (
     slot_of_range,
 )
 
+from latencymap.buckets import MAX_COUNT
 from latencymap.model import Notice, empty_counts
 from latencymap.plugins import Item
 from latencymap.sanitize import clean_text, excerpt

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from latencymap.sources.printed_histograms import (
-    MAX_COUNT,
     PrintedHistogramFormat,
     PrintReader,
     add_count,
@@ -26,6 +25,7 @@ from latencymap.sources.printed_histograms import (
     slot_of_range,
 )
 
+from latencymap.buckets import MAX_COUNT
 from latencymap.model import Notice, empty_counts
 from latencymap.plugins import Item
 from latencymap.sanitize import clean_text, excerpt

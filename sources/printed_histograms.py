@@ -21,7 +21,7 @@ from typing import Any
 import click
 import numpy as np
 
-from latencymap.buckets import NSLOTS
+from latencymap.buckets import MAX_COUNT, NSLOTS
 from latencymap.model import Interval, Notice, Snapshot, StreamId
 from latencymap.plugins import Item, TextFormat
 from latencymap.units import normalize_unit
@@ -31,8 +31,6 @@ DETECT_PRINTS = 3
 DEFAULT_INTERVAL = 1.0
 #: Longest run of empty columns written one by one; a longer idle stretch becomes one empty column.
 MAX_EMPTY_COLUMNS = 1000
-#: Larger printed counts are not real counters (and would overflow int64 sums): the row is rejected.
-MAX_COUNT = 1 << 62
 FALLBACK_UNIT = "microsec"
 DAY = 86400.0
 #: Printed times outside these epoch seconds (1970-01-02 to 9999-12-30) are not real, and `datetime` cannot show them.

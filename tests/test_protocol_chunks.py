@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from latencymap.differ import Differ
-from latencymap.model import Interval, Notice, Snapshot
+from latencymap.model import Interval, Notice, Snapshot, SnapshotRun
 from latencymap.protocol import ProtocolReader
 
 
@@ -42,6 +42,8 @@ HEADER = st.sampled_from([
     "timestamp, microsec, 1700000002000000",
     "timestamp, microsec, x, bad",
     "timestamp, MICROSEC, 1700000003000000, d",
+    "timestamp, microsec, 5201467111111111111464, past int64",
+    "timestamp, microsec, -4611686018427387904, just out of range",
     "label, disk io",
     "label, \x1b[2Jevil\tlabel",
     "Label, upper",
@@ -53,6 +55,7 @@ HEADER = st.sampled_from([
     "counts, interval",
     "counts, Interval",
     "start, microsec, 1699999999000000",
+    "start, microsec, 99999999999999999999",
     "flags, reset, gap",
     "value |---- count",
     "nonsense",
@@ -159,3 +162,25 @@ def cumulative_streams(draw: st.DrawFn) -> str:
 @given(cumulative_streams(), st.lists(st.integers(0, 3000), max_size=4))
 def test_differ_takes_runs_exactly_as_one_snapshot_at_a_time(text: str, cuts: list[int]) -> None:
     assert diffed_in_runs(text, cuts) == diffed_by_lines(text)
+
+
+def test_timestamp_past_64_bits_is_a_bad_record_not_a_crash() -> None:
+    """Found by the fuzzer: a run of canonical records whose timestamp overflowed int64 raised OverflowError."""
+    def record(micros: int, count: int) -> str:
+        return f"<begin record>\ntimestamp, microsec, {micros}, d\nlabel, x\n1, {count}\n2, {count}\n<end record>\n"
+
+    text = record(1_000_000, 1) + record(2_000_000, 3) + record(5201467111111111111464, 4) + record(3_000_000, 6)
+    items = list(ProtocolReader("t.txt").read_chunks([text], runs=True))
+    notices = [i for i in items if isinstance(i, Notice)]
+    assert len(notices) == 1 and "t.txt" in notices[0].message and "line 14" in notices[0].message
+    assert "2**62" in notices[0].message
+    differ = Differ()
+    diffed: list[Any] = []
+    for item in items:
+        if isinstance(item, SnapshotRun):
+            diffed += differ.push_run(item)
+        elif isinstance(item, Snapshot):
+            diffed.append(differ.push(item))
+    intervals = [iv for iv in diffed if isinstance(iv, Interval)]
+    assert [iv.counts[1:3].tolist() for iv in intervals] == [[2, 2], [3, 3]]
+    assert by_chunks(text, [100]) == by_lines(text)

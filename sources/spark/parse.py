@@ -15,9 +15,13 @@ APP_PREFIX = b'{"Event":"SparkListenerApplication'
 EVENT_PREFIX = b'{"Event":'
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SparkTask:
-    """One finished task attempt (a SparkListenerTaskEnd event); times in epoch ms, metrics as Spark logs them."""
+    """One finished task attempt (a SparkListenerTaskEnd event); times in epoch ms, metrics as Spark logs them.
+
+    Not frozen: a frozen dataclass's `__init__` sets each field through `object.__setattr__`, which made
+    building one cost as much as decoding its 3.6 KB line. Treat it as a value all the same.
+    """
 
     stage: int
     stage_attempt: int

@@ -1,4 +1,8 @@
-"""msgspec Structs of only the TaskEnd fields latencymap needs (imported when msgspec is installed)."""
+"""msgspec Structs of only the TaskEnd fields latencymap needs (imported when msgspec is installed).
+
+`gc=False`: they hold only scalars and each other, never a cycle, so the cycle collector need not track
+the millions decoded from a large log.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import msgspec
 
 f = msgspec.field
 
-class Info(msgspec.Struct, kw_only=True):
+class Info(msgspec.Struct, kw_only=True, gc=False):
     task_id: int = f(name="Task ID")
     index: int = f(name="Index")
     attempt: int = f(name="Attempt")
@@ -19,13 +23,13 @@ class Info(msgspec.Struct, kw_only=True):
     killed: bool = f(name="Killed", default=False)
     speculative: bool = f(name="Speculative", default=False)
 
-class ShuffleRead(msgspec.Struct):
+class ShuffleRead(msgspec.Struct, gc=False):
     fetch_wait: float | None = f(name="Fetch Wait Time", default=None)
 
-class ShuffleWrite(msgspec.Struct):
+class ShuffleWrite(msgspec.Struct, gc=False):
     write_time: float | None = f(name="Shuffle Write Time", default=None)
 
-class Metrics(msgspec.Struct):
+class Metrics(msgspec.Struct, gc=False):
     run: float | None = f(name="Executor Run Time", default=None)
     cpu: float | None = f(name="Executor CPU Time", default=None)
     gc: float | None = f(name="JVM GC Time", default=None)
@@ -34,10 +38,10 @@ class Metrics(msgspec.Struct):
     read: ShuffleRead | None = f(name="Shuffle Read Metrics", default=None)
     write: ShuffleWrite | None = f(name="Shuffle Write Metrics", default=None)
 
-class Reason(msgspec.Struct):
+class Reason(msgspec.Struct, gc=False):
     reason: str = f(name="Reason", default="")
 
-class TaskEnd(msgspec.Struct, kw_only=True):
+class TaskEnd(msgspec.Struct, kw_only=True, gc=False):
     stage: int = f(name="Stage ID")
     stage_attempt: int = f(name="Stage Attempt ID", default=0)
     info: Info = f(name="Task Info")

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from latencymap.sources.bcc_text import BccTextFormat, dict_histogram
-from latencymap.sources.printed_histograms import MAX_COUNT
 from properties_support import (
     NUMBERS,
     NUMERALS,
@@ -24,7 +23,7 @@ from properties_support import (
     totals,
 )
 
-from latencymap.buckets import NSLOTS
+from latencymap.buckets import MAX_COUNT, NSLOTS
 from latencymap.model import Notice
 
 UNITS = st.sampled_from(["usecs", "nsecs", "msecs", "secs", "kbytes", "slots", "µs\x1b[2J"])

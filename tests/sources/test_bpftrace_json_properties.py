@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from latencymap.sources.bpftrace_json import BpftraceJsonFormat, HistRowError, hist_counts
-from latencymap.sources.printed_histograms import MAX_COUNT
 from properties_support import (
     NUMBERS,
     QUICK,
@@ -23,7 +22,7 @@ from properties_support import (
     totals,
 )
 
-from latencymap.buckets import NSLOTS
+from latencymap.buckets import MAX_COUNT, NSLOTS
 from latencymap.inputs import MAX_LINE
 from latencymap.model import Notice
 

@@ -53,7 +53,7 @@ class FastPath:
         self.reader = reader
         self.pending = ""
         self._headers: dict[str, tuple] = {}
-        self._block = "\0"  # the previous record's constant header lines, and what they say
+        self._block: str | None = None  # the previous record's constant header lines, and what they say
         self._last_header: tuple = ()
 
     def feed(self, text: str) -> list[Item]:
@@ -154,8 +154,8 @@ class FastPath:
                 return False
             i = j + 1
         block = self._block
-        k = i + len(block)
-        if not (buf.startswith(block, i) and k < stop and buf[k].isdigit()):  # not the previous record's header
+        k = i + len(block or "")
+        if block is None or not (buf.startswith(block, i) and k < stop and buf[k].isdigit()):  # a new header
             k = i
             while k < stop and not buf[k].isdigit():
                 if buf[k] == "\n":

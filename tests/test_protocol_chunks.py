@@ -63,6 +63,8 @@ HEADER = st.sampled_from([
     "~~~~",
     "-3, 1",
     "label  ,  spaced  ",
+    "\x00",
+    "\x00754 PM",
 ])
 ROW = st.one_of(
     st.tuples(st.sampled_from([0, 1, 2, 4, 8, 1024, 3, 4294967295, 1 << 61, 10**19]),
@@ -184,3 +186,11 @@ def test_timestamp_past_64_bits_is_a_bad_record_not_a_crash() -> None:
     intervals = [iv for iv in diffed if isinstance(iv, Interval)]
     assert [iv.counts[1:3].tolist() for iv in intervals] == [[2, 2], [3, 3]]
     assert by_chunks(text, [100]) == by_lines(text)
+
+
+def test_a_first_record_starting_with_nul_is_read_not_crashed_on() -> None:
+    """Found by the fuzzer: the first record's header, a NUL line before a digit, matched the empty cache key."""
+    text = "<begin record>\ntimestamp, microsec, 5, d\n\x00754 PM\nlabel, x\n1, 3\n<end record>\n"
+    text += "<begin record>\n\x00\n1, 4\n<end record>\n"
+    assert by_chunks(text, []) == by_lines(text)
+    assert by_chunks(text, [20, 60]) == by_lines(text)

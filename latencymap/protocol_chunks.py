@@ -9,6 +9,7 @@ reader's own state machine, so both paths give the same items and the same messa
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ import numpy as np
 from latencymap.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
 from latencymap.model import Interval, Notice, Snapshot, SnapshotRun
 from latencymap.sanitize import clean_text
+from latencymap.units import unit_seconds
 
 if TYPE_CHECKING:
     from latencymap.protocol import ProtocolReader
@@ -30,6 +32,10 @@ MAX_PENDING = 4 * 1024 * 1024
 _BIG = 1 << 62
 #: What latencymap's own interval records (recordings) say after the timestamp.
 _INTERVAL_PREFIX = "counts, interval\nstart, microsec, "
+#: Rows of three columns: two of digits, then a sum in plain decimals (what `float` and NumPy read alike).
+_THREE_COLUMNS = re.compile(r"(?: *[0-9]+ *, *[0-9]+ *,[0-9.eE\- ]*\n)*")
+#: Integers below this are exact in a float64.
+_EXACT = float(1 << 53)
 
 Item = Snapshot | SnapshotRun | Interval | Notice
 
@@ -44,6 +50,27 @@ class _Batch:
         self.texts: list[tuple[int, int, int]] = []
         self.rows: list[int] = []
         self.data: list[str] = []
+
+
+class _Rows:
+    """What the rows of a batch's records say: counts, presence, sums (when a record had them), which parsed."""
+
+    __slots__ = ("counts", "good", "present", "sums", "three")
+
+    def __init__(self, counts: np.ndarray, present: np.ndarray, good: np.ndarray) -> None:
+        self.counts, self.present, self.good = counts, present, good
+        self.sums: np.ndarray | None = None
+        self.three = np.zeros(len(good), dtype=bool)
+
+
+def _numbers(text: str, dtype: type) -> np.ndarray:
+    """The comma-separated numbers of `text`; empty when one does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a text number parse that stops early only warns
+            return np.fromstring(text, dtype=dtype, sep=",")
+    except (ValueError, DeprecationWarning):
+        return np.empty(0, dtype=dtype)
 
 
 class FastPath:
@@ -213,14 +240,15 @@ class FastPath:
         """`out` with each queued record resolved; runs of cumulative snapshots stay together as SnapshotRuns."""
         if not batch.headers:
             return out  # type: ignore[return-value]
-        counts, present, good = self._parse_rows(batch)
+        rows = self._parse_rows(batch)
+        counts, present, good, three = rows.counts, rows.present, rows.good, rows.three
         reader = self.reader
         items: list[Item] = []
         run: list[int] = []
         for entry in out:
             if isinstance(entry, int):
                 header = batch.headers[entry]
-                if good[entry] and not header[4] and header[2] is not None:
+                if good[entry] and not header[4] and header[2] is not None and not three[entry]:
                     run.append(entry)
                     continue
             if run:
@@ -230,8 +258,9 @@ class FastPath:
                 items.append(entry)
             elif good[entry]:
                 stream, first_line, micros, date, per_interval, start_micros, flags, _ = batch.headers[entry]
+                sums = rows.sums[entry] if three[entry] and rows.sums is not None else None
                 items.append(reader._item(stream, first_line, micros, date, per_interval, start_micros, flags,
-                                          counts[entry], present[entry], None))
+                                          counts[entry], present[entry], sums))
             else:
                 first_line, begin, stop = batch.texts[entry]
                 items.extend(reader.reread(first_line, buf[begin:stop]))
@@ -249,28 +278,57 @@ class FastPath:
         return SnapshotRun([headers[i][0] for i in rows], np.array([headers[i][2] for i in rows], dtype=np.int64),
                            counts[pick], present[pick], [headers[i][3] for i in rows], [headers[i][1] for i in rows])
 
-    def _parse_rows(self, batch: _Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per-record counts and presence over the 64 slots, and which records parsed cleanly."""
+    def _parse_rows(self, batch: _Batch) -> _Rows:
+        """Per-record counts, presence and sums over the 64 slots, and which records parsed cleanly.
+
+        A record's rows are all `<value>, <count>` or all `<value>, <count>, <sum>` (recordings of exact
+        sums); anything else goes back to the line reader.
+        """
         nrec = len(batch.headers)
-        rows = np.asarray(batch.rows, dtype=np.int64)
-        counts = np.zeros((nrec, NSLOTS), dtype=np.int64)
-        present = np.zeros((nrec, NSLOTS), dtype=bool)
-        text = "".join(batch.data)
-        if text.count(",") != text.count("\n") or "+" in text:  # 3 columns, or '+1' (a key line to the reader)
-            return counts, present, np.zeros(nrec, dtype=bool)
-        text = text.replace("\n", ",")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")  # a text number parse that stops early only warns
-                numbers = np.fromstring(text, dtype=np.int64, sep=",")
-        except (ValueError, DeprecationWarning):
-            numbers = np.empty(0, dtype=np.int64)
-        if numbers.size != 2 * int(rows.sum()):
-            return counts, present, np.zeros(nrec, dtype=bool)
-        values, amounts = numbers[0::2], numbers[1::2]
-        record = np.repeat(np.arange(nrec), rows)
-        oracle_rec = np.fromiter((h[7] for h in batch.headers), dtype=bool, count=nrec)
-        oracle = np.repeat(oracle_rec, rows) if oracle_rec.any() else None
+        rows = _Rows(np.zeros((nrec, NSLOTS), dtype=np.int64), np.zeros((nrec, NSLOTS), dtype=bool),
+                     np.zeros(nrec, dtype=bool))
+        data, nrows = batch.data, batch.rows
+        text = "".join(data)
+        if text.count(",") == sum(nrows):
+            self._fill(rows, batch, list(range(nrec)), text, three=False)
+            return rows
+        commas = [d.count(",") for d in data]
+        two = [k for k in range(nrec) if commas[k] == nrows[k]]
+        three = [k for k in range(nrec) if commas[k] == 2 * nrows[k] and nrows[k]]
+        if two:
+            self._fill(rows, batch, two, "".join(data[k] for k in two), three=False)
+        if three:
+            rows.sums = np.zeros((nrec, NSLOTS), dtype=np.float64)
+            self._fill(rows, batch, three, "".join(data[k] for k in three), three=True)
+        return rows
+
+    @staticmethod
+    def _fill(rows: _Rows, batch: _Batch, picks: list[int], text: str, three: bool) -> None:
+        """Parse the rows of records `picks` (their text, in order) into `rows`; a record with a bad row stays bad."""
+        if "+" in text:  # '+1' is a key line to the reader
+            return
+        nrow = np.asarray([batch.rows[k] for k in picks], dtype=np.int64)
+        total = int(nrow.sum())
+        row_sums = inexact = None
+        if three:
+            # digits only in the first two columns, so one float parse reads them exactly below 2**53
+            if not _THREE_COLUMNS.fullmatch(text):
+                return
+            floats = _numbers(text.replace("\n", ","), np.float64)
+            if floats.size != 3 * total:
+                return
+            head = np.minimum(floats.reshape(-1, 3)[:, :2], _EXACT)
+            values, amounts = head[:, 0].astype(np.int64), head[:, 1].astype(np.int64)
+            inexact = head.max(axis=1) >= _EXACT  # the line reader decides such rows
+            row_sums = floats[2::3] + 0.0  # -0.0 becomes 0.0, as the line reader's running sum makes it
+        else:
+            numbers = _numbers(text.replace("\n", ","), np.int64)
+            if numbers.size != 2 * total:
+                return
+            values, amounts = numbers[0::2], numbers[1::2]
+        record = np.repeat(np.asarray(picks), nrow)
+        oracle_rec = np.fromiter((batch.headers[k][7] for k in picks), dtype=bool, count=len(picks))
+        oracle = np.repeat(oracle_rec, nrow) if oracle_rec.any() else None
         # negative numbers show as huge when seen unsigned
         bad = (values.view(np.uint64) >= _BIG) | ((values & (values - 1)) != 0)
         if oracle is not None:
@@ -279,21 +337,33 @@ class FastPath:
         every = bool(keep.all())
         if not every:
             bad &= keep
-        bad |= amounts.view(np.uint64) >= _BIG  # a bad count spoils even the overflow row
-        good = np.ones(nrec, dtype=bool)
+        bad |= amounts.view(np.uint64) >= _BIG  # a bad count (or sum) spoils even the overflow row
+        if row_sums is not None and inexact is not None:
+            bad |= inexact | ~(np.isfinite(row_sums) & (row_sums >= 0))
+        rows.good[picks] = True
         if not every or bad.any():
-            good[record[bad]] = False
+            rows.good[record[bad]] = False
             use = keep & ~bad
             values, amounts, record = values[use], amounts[use], record[use]
             oracle = None if oracle is None else oracle[use]
+            row_sums = None if row_sums is None else row_sums[use]
         slots = np.frexp(values.astype(np.float64))[1]  # the bit length; 0 for the value 0
         if oracle is not None:
             slots -= oracle
         np.minimum(slots, NSLOTS - 1, out=slots)
         flat = record * NSLOTS + slots
-        if flat.size < 2 or bool((flat[1:] > flat[:-1]).all()):
-            counts.ravel()[flat] = amounts
+        unique = flat.size < 2 or bool((flat[1:] > flat[:-1]).all())
+        if unique:
+            rows.counts.ravel()[flat] = amounts
         else:  # a record that repeats a bucket value: the counts add up
-            np.add.at(counts.ravel(), flat, amounts)
-        present.ravel()[flat] = True
-        return counts, present, good
+            np.add.at(rows.counts.ravel(), flat, amounts)
+        rows.present.ravel()[flat] = True
+        if row_sums is not None and rows.sums is not None:
+            if unique:
+                rows.sums.ravel()[flat] = row_sums
+            else:
+                np.add.at(rows.sums.ravel(), flat, row_sums)
+            seconds = np.fromiter((unit_seconds(batch.headers[k][0].unit) for k in picks), dtype=np.float64,
+                                  count=len(picks))
+            rows.sums[picks] *= seconds[:, None]
+            rows.three[record] = True  # not a record of only Oracle overflow rows: the line reader skips those

@@ -72,6 +72,16 @@ ROW = st.one_of(
     st.sampled_from(["2, 5, 0.25", "1,7", " 16 , 3 ", "-4, 2", "8 |@@@ 4", "1, 2, x", "1.5, 2", "1,", "+2, 1",
                      " +4, 1", "2, +3", "", "   "]),
 )
+ROW3 = st.one_of(
+    st.tuples(st.sampled_from([0, 1, 2, 4, 8, 1024, 3, 4294967295, 1 << 61, 10**19, -4]), st.integers(0, 10**6),
+              st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, -0.0, 1e-300, 1e300]))
+    .map(lambda t: f"{t[0]}, {t[1]}, {t[2]!r}"),
+    st.sampled_from(["2, 5, 1e3", "4, 1, -0", "4, 1, 1e400", "4, 1, .5", "8, 2, 5.", "8, 2, 0x10", "8, 2, nan",
+                     "8, 2,", "16, 3, 1 2", "16, 3, 1e5e5", "2, 3, -1", "2, 3, 1e-5", "2,3,4", "1, 2, 3, 4",
+                     "2, 1_0, 5", "2, 3, 1_0", " 4 , 5 , 6 ", "4, 5, 1E2", "4, 5, --1", "4, 5, 1-2",
+                     "9007199254740992, 1, 1", "9007199254740993, 1, 1", "4, 9007199254740993, 1", "\t4, 5, 6",
+                     "1.0, 2, 3", "1e3, 2, 3", "4, 2e1, 3", "004, 5, 6"]),
+)
 MARK = st.sampled_from(["<begin record>", "<end record>", "  <BEGIN RECORD> ", "<End Record>", "noise line", ""])
 
 
@@ -83,13 +93,13 @@ def stream_text(draw: st.DrawFn) -> str:
             lines.append(draw(MARK))
         lines.append("<begin record>")
         lines += draw(st.lists(HEADER, max_size=5))
-        lines += draw(st.lists(ROW, max_size=8))
+        lines += draw(st.lists(ROW, max_size=8) | st.lists(ROW3, max_size=8))
         if draw(st.integers(0, 9)):
             lines.append("<end record>")
     return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\n\n"]))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream_text(), st.lists(st.integers(0, 2000), max_size=6))
 def test_chunked_reader_matches_line_reader(text: str, cuts: list[int]) -> None:
     assert by_chunks(text, cuts) == by_lines(text)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from latencymap.cli import main
+from latencymap.launch import main
 
 if __name__ == "__main__":
     main()

@@ -1,4 +1,4 @@
-"""The atheris harness (fuzz/fuzz_inputs.py) runs a bounded number of inputs on a seed corpus from fixtures/ and finds nothing.
+"""The atheris harness (fuzz/fuzz_inputs.py) runs a bounded number of inputs seeded from fixtures/ and finds nothing.
 
 The run is reproducible: a fixed libFuzzer seed and a fixed number of runs (with a time ceiling), so a
 failure here fails the same way on every machine; longer, randomly seeded runs are for fuzz/ by hand

@@ -34,12 +34,14 @@ def test_fuzzing_every_input_path_finds_no_crash_and_stays_within_memory(tmp_pat
     assert made.returncode == 0, made.stderr
     assert len(list(seeds.iterdir())) >= 50
     corpus.mkdir()
-    run = subprocess.run([sys.executable, str(HARNESS), str(corpus), str(seeds), f"-max_total_time={FUZZ_SECONDS}",
-                          f"-rss_limit_mb={RSS_LIMIT_MB}", "-timeout=20", "-print_final_stats=1"],
+    run = subprocess.run([sys.executable, str(HARNESS), str(corpus), str(seeds), f"-runs={FUZZ_RUNS}",
+                          f"-seed={FUZZ_SEED}", f"-max_total_time={FUZZ_SECONDS}", f"-rss_limit_mb={RSS_LIMIT_MB}",
+                          "-timeout=20", "-print_final_stats=1"],
                          capture_output=True, text=True, timeout=FUZZ_SECONDS + 120, cwd=tmp_path)
     log = run.stderr
     crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-", "leak-"))]
-    assert run.returncode == 0 and not crashes, f"{crashes}\n{log[-6000:]}"
+    # a Python traceback goes to stdout, libFuzzer's report to stderr
+    assert run.returncode == 0 and not crashes, f"{crashes}\n{run.stdout[-4000:]}\n{log[-3000:]}"
     assert re.search(r"^Done \d+ runs in \d+ second", log, re.M), log[-3000:]
     executed = int(re.search(r"stat::number_of_executed_units:\s*(\d+)", log)[1])
     peak = int(re.search(r"stat::peak_rss_mb:\s*(\d+)", log)[1])

@@ -108,7 +108,7 @@ class SparkSource(Source):
             yield Notice(f"spark: {parser.bad_lines} event-log lines could not be parsed", parser.bad_lines)
         bogus = sum(not plausible(t) for t in self.tasks)
         if bogus:
-            yield Notice(f"spark: {bogus} tasks with a Finish Time outside 1970-2527 not mapped", bogus)
+            yield _implausible(bogus)
 
     def _engine(self, target: str) -> Iterator[Item]:
         from .engine import engine_report
@@ -142,19 +142,30 @@ class SparkSource(Source):
         binner = LiveBinner("", self._opt("metric", "duration"), self._stages, bool(self.options.get("per_stage")),
                             width_ms=width, grace_ms=max(3000, 2 * width))
 
+        bogus = told_bogus = late = 0
+
         def named() -> Iterator[tuple[list[SparkTask], bool]]:
+            nonlocal bogus
             for tasks, ended in batches:
                 binner.app_name = self._app_name("spark")
-                self.tasks += [t for t in tasks if self._stages is None or t.stage in self._stages]
+                kept = [t for t in tasks if self._stages is None or t.stage in self._stages]
+                self.tasks += kept
+                bogus += sum(not plausible(t) for t in kept)
                 yield tasks, ended
 
-        late = 0
-        for interval in live_intervals(named(), binner, time.time):
+        def notices() -> Iterator[Notice]:
+            nonlocal told_bogus, late
             if binner.late > late:
-                yield Notice(f"spark: {binner.late - late} tasks logged late, counted in a later column",
-                             0)
+                yield Notice(f"spark: {binner.late - late} tasks logged late, counted in a later column", 0)
                 late = binner.late
+            if bogus > told_bogus:
+                yield _implausible(bogus - told_bogus)
+                told_bogus = bogus
+
+        for interval in live_intervals(named(), binner, time.time):
+            yield from notices()
             yield interval
+        yield from notices()
 
     def analysis(self) -> dict[str, Any]:
         """`{"stragglers": [...], "stages": [...]}` for the tasks read so far (call after items())."""
@@ -167,6 +178,10 @@ class SparkSource(Source):
     def describe(self) -> dict[str, Any]:
         keep = ("metric", "stages", "per_stage", "interval", "engine", "follow")
         return {"source": self.name, **{k: self.options[k] for k in keep if self.options.get(k) not in (None, ())}}
+
+
+def _implausible(n: int) -> Notice:
+    return Notice(f"spark: {n} tasks with a Finish Time outside 1970-2527 not mapped", n)
 
 
 def collect(source: SparkSource) -> list[Interval]:

@@ -233,6 +233,8 @@ def test_a_log_with_a_task_at_epoch_zero_does_not_allocate_years_of_columns(tmp_
     assert int(totals(intervals).sum()) == 3 and len(intervals) < 5000
     bogus = replace(tasks[1], finish_ms=2**62)
     path.write_bytes(b"\n".join(line_of(event_of(t)) for t in [*tasks, bogus]) + b"\n")
-    items = check_items(SparkSource(target=str(path), interval=0.001).items())
-    assert int(totals(items).sum()) == 3
-    assert any(isinstance(i, Notice) and "1 tasks with a Finish Time outside 1970-2527" in i.message for i in items)
+    for follow in (False, True):  # a finished log, and the same log followed as it is written
+        items = check_items(SparkSource(target=str(path), interval=0.001, follow=follow, poll=0.01).items())
+        assert int(totals(items).sum()) == 3
+        told = [i for i in items if isinstance(i, Notice) and "Finish Time outside 1970-2527" in i.message]
+        assert [i.message for i in told] == ["spark: 1 tasks with a Finish Time outside 1970-2527 not mapped"]

@@ -309,7 +309,7 @@ class FastPath:
             return
         nrow = np.asarray([batch.rows[k] for k in picks], dtype=np.int64)
         total = int(nrow.sum())
-        row_sums = inexact = None
+        row_sums = unsure = None
         if three:
             # digits only in the first two columns, so one float parse reads them exactly below 2**53
             if not _THREE_COLUMNS.fullmatch(text):
@@ -319,8 +319,9 @@ class FastPath:
                 return
             head = np.minimum(floats.reshape(-1, 3)[:, :2], _EXACT)
             values, amounts = head[:, 0].astype(np.int64), head[:, 1].astype(np.int64)
-            inexact = head.max(axis=1) >= _EXACT  # the line reader decides such rows
             row_sums = floats[2::3] + 0.0  # -0.0 becomes 0.0, as the line reader's running sum makes it
+            # inexact integers and bad sums: the line reader decides such rows
+            unsure = (head.max(axis=1) >= _EXACT) | ~(np.isfinite(row_sums) & (row_sums >= 0))
         else:
             numbers = _numbers(text.replace("\n", ","), np.int64)
             if numbers.size != 2 * total:
@@ -338,8 +339,8 @@ class FastPath:
         if not every:
             bad &= keep
         bad |= amounts.view(np.uint64) >= _BIG  # a bad count (or sum) spoils even the overflow row
-        if row_sums is not None and inexact is not None:
-            bad |= inexact | ~(np.isfinite(row_sums) & (row_sums >= 0))
+        if unsure is not None:
+            bad |= unsure
         rows.good[picks] = True
         if not every or bad.any():
             rows.good[record[bad]] = False

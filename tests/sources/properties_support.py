@@ -138,3 +138,13 @@ def as_vector(counts: dict[int, int]) -> np.ndarray:
     for slot, count in counts.items():
         out[slot] += count
     return out
+
+
+def assert_backwards_times_refused_and_no_print_lost(items: Sequence[Any],
+                                                     prints: Sequence[tuple[int, dict[int, int]]]) -> None:
+    """Every time line earlier than one before it is refused (a map printed twice in one group also moves the
+    clock on, so a later line may be refused too), and no print's counts are lost either way."""
+    seconds = [s for s, _ in prints]
+    backwards = sum(1 for k, s in enumerate(seconds) if k and s < max(seconds[:k]))
+    assert sum("timestamp goes backwards" in i.message for i in items if isinstance(i, Notice)) >= backwards
+    assert int(totals(items).sum()) == sum(sum(p.values()) for _, p in prints)

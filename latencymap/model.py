@@ -18,12 +18,27 @@ class StreamId:
     unit: str = "millisec"
 
 
+@dataclass(frozen=True, slots=True)
+class SourceBuckets:
+    """A source's own bucket boundaries and one interval's counts in them, when they are not powers of two.
+
+    The Interval's `counts` are these spread onto the log2 slots (`latencymap.rebin`); only totals are exact.
+    """
+
+    bounds: tuple[float, ...]
+    counts: np.ndarray
+    total_time: float | None = None
+
+
 @dataclass(slots=True)
 class Interval:
     """One time column: events per slot between `start` and `end` (epoch seconds).
 
     `time`, when given, is the exact time spent per slot in seconds; otherwise views estimate it.
     `reset` marks a column where a counter went down; `gap` a column with missing data.
+    `source_buckets`, for rebinned sources (Prometheus, OpenTelemetry explicit bounds), keeps the source's own
+    buckets: `bounds` are ascending upper bounds in the stream unit (the last may be inf), `counts` per bucket
+    for this interval, `total_time` the exact seconds spent when the source reports a sum.
     """
 
     stream: StreamId
@@ -35,6 +50,7 @@ class Interval:
     gap: bool = False
     date: str = ""
     duration: float = 0.0
+    source_buckets: SourceBuckets | None = None
 
     def __post_init__(self) -> None:
         if not self.duration:

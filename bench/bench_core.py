@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from latencymap.accumulator import Accumulator
-from latencymap.buckets import NSLOTS, bin_values
-from latencymap.model import Interval, StreamId
-from latencymap.pipeline import input_flow
+from latencymap.core.accumulator import Accumulator
+from latencymap.core.buckets import NSLOTS, bin_values
+from latencymap.core.model import Interval, StreamId
+from latencymap.flow.pipeline import input_flow
 from latencymap.plugins import load_registry
 from latencymap.protocol import format_record
 

@@ -230,7 +230,7 @@ def ours(path: Path) -> tuple[int, int]:
     """`latencymap spark LOG`'s batch ingest: (TaskEnd tasks read, Intervals made)."""
     from latencymap.sources.spark.source import SparkSource
 
-    from latencymap.model import Interval
+    from latencymap.core.model import Interval
 
     source = SparkSource(target=str(path))
     intervals = sum(isinstance(item, Interval) for item in source.items())

@@ -19,13 +19,13 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 
-from latencymap.accumulator import Accumulator, StreamHistory
-from latencymap.buckets import NSLOTS
-from latencymap.frame import build_frame
-from latencymap.model import Interval, StreamId
-from latencymap.plain import BLUES, REDS
+from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, StreamId
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.heatmap import LABEL_W, RIGHT_W, HeatMap, MapSpec
+from latencymap.views.frame import build_frame
+from latencymap.views.options import BLUES, REDS
 
 ROWS, COLS = 40, 200
 STREAM = StreamId("bench", "bpf", "nanosec")

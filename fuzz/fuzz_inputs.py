@@ -26,15 +26,16 @@ import numpy as np
 
 #: NumPy-only modules stay uninstrumented: atheris 3.0's comparison hook leaks every array a `<`/`>=` returns
 #: (about 120 bytes a comparison, gigabytes over an hour), and their branches say nothing about parsing.
-NUMERIC = ["latencymap.accumulator", "latencymap.buckets", "latencymap.differ", "latencymap.estimates",
-           "latencymap.sources.raw_values", "latencymap.sources.spark.binning", "latencymap.sources.bpf.collect"]
+NUMERIC = ["latencymap.core.accumulator", "latencymap.core.buckets", "latencymap.core.deltas",
+           "latencymap.core.percentiles", "latencymap.sources.raw_values", "latencymap.sources.spark.binning",
+           "latencymap.sources.bpf.collect"]
 
 with atheris.instrument_imports(include=["latencymap"], exclude=NUMERIC):
-    from latencymap.accumulator import Accumulator
-    from latencymap.buckets import NSLOTS
-    from latencymap.inputs import InputError
-    from latencymap.model import Interval, Notice
-    from latencymap.pipeline import input_flow
+    from latencymap.core.accumulator import Accumulator
+    from latencymap.core.buckets import NSLOTS
+    from latencymap.core.errors import InputError
+    from latencymap.core.model import Interval, Notice
+    from latencymap.flow.pipeline import input_flow
     from latencymap.plugins import load_registry
 
     REGISTRY = load_registry()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from latencymap.launch import main
+from latencymap.cli.launch import main
 
 if __name__ == "__main__":
     main()

@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from latencymap.buckets import bin_values, bounds_seconds
-from latencymap.model import Interval, StreamId
+from latencymap.core.buckets import bin_values, bounds_seconds
+from latencymap.core.model import Interval, StreamId
 from latencymap.sinks import Sink, clean_name, default_run, env_rank, open_sink, parse_label, stream_label
 
 DATASOURCE = "training"

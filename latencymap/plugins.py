@@ -11,23 +11,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import click
+from latencymap.core.errors import SourceError
+from latencymap.core.model import Item
 
-from latencymap.model import Interval, Notice, Snapshot, SnapshotRun
+if TYPE_CHECKING:
+    import click
+
+__all__ = ["ENTRY_POINT_GROUP", "Item", "Registry", "Source", "SourceError", "TextFormat", "load_registry",
+           "process_end"]
 
 ENTRY_POINT_GROUP = "latencymap.sources"
-
-Item = Interval | Snapshot | SnapshotRun | Notice
-
-
-class SourceError(Exception):
-    """A source that failed while running (its process died, its job failed): exit code 1, with this message.
-
-    What it yielded before the failure stays valid: views keep it and recordings keep every record.
-    """
-
 
 def process_end(returncode: int) -> str:
     """How a child process ended, in words: `exited with code 3`, `was killed by signal 9 (SIGKILL)`."""

@@ -27,7 +27,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from latencymap.model import Interval
+from latencymap.core.model import Interval
 from latencymap.protocol import format_record
 
 WRITER_PREFIX = "# latencymap-writer "
@@ -146,16 +146,16 @@ class MemorySink(Sink):
 
 
 class RecordingSink(Sink):
-    """A recording file (`latencymap.recording.Recorder`), readable by `latencymap report` and `replay`."""
+    """A recording file (`latencymap.flow.recording.Recorder`), readable by `latencymap report` and `replay`."""
 
     def __init__(self, path: str, *, force: bool = False, options: dict[str, Any] | None = None) -> None:
-        from latencymap.recording import Recorder
+        from latencymap.flow.recording import Recorder
 
         self.path = path
         self._recorder: Recorder | None = Recorder(path, force=force, source="instrument", options=options)
 
     def write(self, intervals: list[Interval]) -> None:
-        from latencymap.recording import RecordingError
+        from latencymap.flow.recording import RecordingError
 
         if self._recorder is None:
             self.count_dropped(intervals)

@@ -27,15 +27,16 @@ from latencymap.sources.printed_histograms import (
     PrintReader,
     add_count,
     decimal,
+    is_int,
     parse_time_line,
     slot_of_range,
 )
 
-from latencymap.buckets import MAX_COUNT
-from latencymap.model import Notice, empty_counts
+from latencymap.core.buckets import MAX_COUNT
+from latencymap.core.model import Notice, empty_counts
+from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.units import normalize_unit
 from latencymap.plugins import Item
-from latencymap.sanitize import clean_text, excerpt
-from latencymap.units import normalize_unit
 
 _HEADER = re.compile(r"^(\S+)\s*:\s*count\s+distribution$")
 _ROW = re.compile(r"^(\d+)\s*->\s*(\d+)\s*:\s*(\d+)\s*\|")
@@ -142,7 +143,7 @@ def dict_histogram(obj: Any) -> tuple[np.ndarray, str, str]:
         if not isinstance(row, dict):
             raise ValueError(f"bucket {excerpt(str(row))} is not a dict")
         low, high, count = row.get("interval-start"), row.get("interval-end"), row.get("count")
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high, count)):
+        if not (is_int(low) and is_int(high) and is_int(count)):
             raise ValueError(f"bucket {excerpt(str(row))} lacks integer interval-start, interval-end, count")
         if not 0 <= count <= MAX_COUNT:
             raise ValueError(f"bucket {excerpt(str(row))} has a count outside [0, 2**62]")

@@ -15,17 +15,18 @@ from typing import Any
 
 import numpy as np
 from latencymap.sources.printed_histograms import (
-    MAX_COUNT,
     PrintedHistogramFormat,
     PrintReader,
     add_count,
+    is_int,
     parse_time_line,
     slot_of_range,
 )
 
-from latencymap.model import Notice, empty_counts
+from latencymap.core.buckets import MAX_COUNT
+from latencymap.core.model import Notice, empty_counts
+from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.plugins import Item
-from latencymap.sanitize import clean_text, excerpt
 
 _TYPED = re.compile(r'^\{\s*"type"\s*:\s*"(\w+)"')
 _KNOWN_TYPES = frozenset({"attached_probes", "hist", "time", "map", "value", "printf", "stats", "join",
@@ -44,13 +45,13 @@ def hist_counts(rows: Any) -> tuple[np.ndarray, int]:
     negative = 0
     for row in rows:
         count = row.get("count") if isinstance(row, dict) else None
-        if not _is_int(count) or not 0 <= count <= MAX_COUNT:
+        if not is_int(count) or not 0 <= count <= MAX_COUNT:
             raise HistRowError(f"expected a bucket with an integer count in [0, 2**62], got {excerpt(str(row))}")
         if "min" not in row:
             negative = min(negative + count, MAX_COUNT)  # only reported, never counted
             continue
         low, high = row.get("min"), row.get("max")
-        if not (_is_int(low) and _is_int(high)):
+        if not (is_int(low) and is_int(high)):
             raise HistRowError(f"expected integer min and max, got {excerpt(str(row))}")
         slot = slot_of_range(low, high + 1)
         if slot is None:
@@ -58,10 +59,6 @@ def hist_counts(rows: Any) -> tuple[np.ndarray, int]:
         if not add_count(counts, slot, count):
             raise HistRowError(f"expected at most 2**62 events per bucket, got more in {excerpt(str(row))}")
     return counts, negative
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class BpftraceJsonFormat(PrintedHistogramFormat):

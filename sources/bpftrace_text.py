@@ -25,10 +25,10 @@ from latencymap.sources.printed_histograms import (
     slot_of_range,
 )
 
-from latencymap.buckets import MAX_COUNT
-from latencymap.model import Notice, empty_counts
+from latencymap.core.buckets import MAX_COUNT
+from latencymap.core.model import Notice, empty_counts
+from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.plugins import Item
-from latencymap.sanitize import clean_text, excerpt
 
 _HEADER = re.compile(r"^(@\w*(?:\[.*\])?):\s*$")
 _ROW = re.compile(r"^([\[(][^\])]*[\])])\s+(\d+)\s*\|")
@@ -40,7 +40,9 @@ _EXPECTED = "expected a hist() row '[lo, hi)  count |@@@|', '[0]', '[1]' or '(..
 
 def _number(text: str) -> int | None:
     m = _NUMBER.match(text.strip())
-    value = None if m is None else decimal(m.group(1))
+    if m is None:
+        return None
+    value = decimal(m.group(1))
     return None if value is None else value << _SUFFIX[m.group(2)]
 
 

@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 
 import click
 
-from latencymap.inputs import InputError
-from latencymap.model import Interval, Notice, StreamId
+from latencymap.core.errors import InputError
+from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.plugins import Item, Source
 from latencymap.protocol import ProtocolReader
 from latencymap.sinks import DROPPED_PREFIX, WRITER_PREFIX, default_socket_path, parse_label

@@ -16,15 +16,15 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypeGuard
 
 import click
 import numpy as np
 
-from latencymap.buckets import MAX_COUNT, NSLOTS
-from latencymap.model import Interval, Notice, Snapshot, StreamId
+from latencymap.core.buckets import MAX_COUNT, NSLOTS
+from latencymap.core.model import Interval, Notice, Snapshot, StreamId
+from latencymap.core.units import normalize_unit
 from latencymap.plugins import Item, TextFormat
-from latencymap.units import normalize_unit
 
 #: Prints per stream looked at before deciding between cumulative and per-interval counts.
 DETECT_PRINTS = 3
@@ -140,7 +140,8 @@ def parse_time_line(text: str) -> tuple[str, float] | None:
     m = _DATE_TIME.match(text)
     if m:
         try:
-            when = datetime(*(int(g) for g in m.groups()[:6])).timestamp() + float(f"0.{m.group(7) or 0}")
+            year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+            when = datetime(year, month, day, hour, minute, second).timestamp() + float(f"0.{m.group(7) or 0}")
         except (ValueError, OverflowError, OSError):
             return None
         return ("abs", when) if EARLIEST <= when <= LATEST else None
@@ -343,3 +344,8 @@ class PrintReader:
     def finish(self) -> list[Item]:
         """Items held back for detection, at the end of the input."""
         return list(self.prints.finish())
+
+
+def is_int(value: Any) -> TypeGuard[int]:
+    """True for a JSON integer (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool)

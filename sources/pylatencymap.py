@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from latencymap.plugins import Item, TextFormat
 from latencymap.protocol import BEGIN, ProtocolReader
-from latencymap.recording import HEADER_PREFIX
+from latencymap.protocol.grammar import RECORDING_HEADER as HEADER_PREFIX
 
 
 class PyLatencyMapFormat(TextFormat):

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from latencymap.accumulator import Accumulator, StreamHistory
-from latencymap.buckets import midpoints_seconds
-from latencymap.model import Interval, Notice, StreamId
+from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.buckets import midpoints_seconds
+from latencymap.core.model import Interval, Notice, StreamId
 
 S = StreamId("s", "bpf", "microsec")
 

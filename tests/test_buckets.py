@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from latencymap.buckets import (
+from latencymap.core.buckets import (
     NSLOTS,
     ORACLE_OVERFLOW,
     bin_values,

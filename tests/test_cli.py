@@ -10,7 +10,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from latencymap import __version__
-from latencymap.cli import main
+from latencymap.cli.main import main
 
 BAD = """<begin record>
 timestamp, microsec, 1000000, a

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from latencymap.cli import main
+from latencymap.cli.main import main
 
 _PAIR = re.compile(r"^(\s*)(\d+)(\s*,\s*\d+\s*)$")
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from latencymap.differ import Differ
-from latencymap.model import Interval, Notice, Snapshot, StreamId
+from latencymap.core.deltas import Differ
+from latencymap.core.model import Interval, Notice, Snapshot, StreamId
 
 S = StreamId("s", "bpf", "microsec")
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from latencymap.buckets import bin_values, bounds_seconds
-from latencymap.estimates import percentile_estimates
+from latencymap.core.buckets import bin_values, bounds_seconds
+from latencymap.core.percentiles import percentile_estimates
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

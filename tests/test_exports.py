@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from latencymap.cli import main
-from latencymap.metrics import MetricsServer, metrics_served, openmetrics_text, report_openmetrics, served
-from latencymap.model import Interval, StreamId
-from latencymap.sanitize import clean_text
+from latencymap.cli.main import main
+from latencymap.core.model import Interval, StreamId
+from latencymap.core.sanitize import clean_text
+from latencymap.outputs.metrics import MetricsServer, metrics_served, openmetrics_text, report_openmetrics, served
 
 FAMILY = "latencymap_latency_seconds"
 
@@ -173,6 +173,6 @@ def test_serve_metrics_view_runs(example_data: Path) -> None:
 
 def test_openmetrics_empty() -> None:
     assert openmetrics_text([]).endswith("# EOF\n")
-    from latencymap.accumulator import Accumulator
+    from latencymap.core.accumulator import Accumulator
 
     assert report_openmetrics(Accumulator()).count("\n") > 2

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from latencymap.cli import main
-from latencymap.gates import GateError, check_gates, parse_gate
+from latencymap.cli.main import main
+from latencymap.outputs.gates import GateError, check_gates, parse_gate
 
 
 def write_records(path: Path, intervals: list[dict[int, int]], label: str = "disk reads",
@@ -141,6 +141,6 @@ def test_grammar_units_and_precedence() -> None:
 
 
 def test_check_gates_api() -> None:
-    from latencymap.accumulator import Accumulator
+    from latencymap.core.accumulator import Accumulator
 
     assert check_gates(Accumulator(), []) == []

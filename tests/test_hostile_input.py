@@ -14,9 +14,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from latencymap.differ import Differ
-from latencymap.inputs import MAX_LINE, read_input
-from latencymap.model import Interval, Notice, Snapshot
+from latencymap.core.deltas import Differ
+from latencymap.core.model import Interval, Notice, Snapshot
+from latencymap.flow.inputs import MAX_LINE, read_input
 from latencymap.plugins import load_registry
 from latencymap.protocol import ProtocolReader
 

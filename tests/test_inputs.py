@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latencymap import inputs
-from latencymap.inputs import text_chunks
+from latencymap.flow import inputs
+from latencymap.flow.inputs import text_chunks
 
 
 def capped_lines(stream: IO[str]) -> Iterator[str]:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from latencymap import instrument
+from latencymap.core.model import Interval, StreamId
 from latencymap.instrument import Timings, diagnose_phase, straggler_ranks
-from latencymap.model import Interval, StreamId
 from latencymap.sinks import MemorySink, NullSink, SocketSink, env_rank, open_sink, parse_label
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ threads = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startsw
 print("PROBE", threads, os.environ.get("OPENBLAS_NUM_THREADS", "-"))
 """
 LAUNCH = """
-from latencymap.launch import main
+from latencymap.cli.launch import main
 try:
     main()
 except SystemExit:

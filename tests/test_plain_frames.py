@@ -7,11 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from latencymap.accumulator import Accumulator
-from latencymap.cli import REGISTRY
-from latencymap.model import Interval, StreamId
-from latencymap.pipeline import input_flow
-from latencymap.plain import PlainOptions, PlainRenderer
+from latencymap.cli.common import REGISTRY
+from latencymap.core.accumulator import Accumulator
+from latencymap.core.model import Interval, StreamId
+from latencymap.flow.pipeline import input_flow
+from latencymap.views.options import ViewOptions
+from latencymap.views.plain import PlainRenderer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -29,12 +30,12 @@ def synthetic_items(n: int) -> list[Interval]:
 
 
 @pytest.mark.parametrize("opts", [
-    PlainOptions(),
-    PlainOptions(num_records=7, color=False),
-    PlainOptions(num_records=12, frequency_maxval=50.0, intensity_maxval=0.001, min_bucket=4, max_bucket=12),
+    ViewOptions(),
+    ViewOptions(num_records=7, color=False),
+    ViewOptions(num_records=12, frequency_maxval=50.0, intensity_maxval=0.001, min_bucket=4, max_bucket=12),
 ])
 @pytest.mark.parametrize("history", [1000, 9])
-def test_incremental_frames_equal_fresh_frames(opts: PlainOptions, history: int) -> None:
+def test_incremental_frames_equal_fresh_frames(opts: ViewOptions, history: int) -> None:
     items = list(input_flow([str(FIXTURES / "pylatencymap" / "example_latency_data.txt")], REGISTRY))
     items += synthetic_items(60)
     acc = Accumulator(cap=history)

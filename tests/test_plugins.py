@@ -17,7 +17,7 @@ def test_shipped_formats_are_discovered_through_entry_points() -> None:
 def test_one_broken_plugin_does_not_hide_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
     eps = [
         EntryPoint("broken", "latencymap.sources.does_not_exist:Nope", plugins.ENTRY_POINT_GROUP),
-        EntryPoint("notaplugin", "latencymap.units:format_duration", plugins.ENTRY_POINT_GROUP),
+        EntryPoint("notaplugin", "latencymap.core.units:format_duration", plugins.ENTRY_POINT_GROUP),
         EntryPoint("pylatencymap", "latencymap.sources.pylatencymap:PyLatencyMapFormat", plugins.ENTRY_POINT_GROUP),
     ]
     monkeypatch.setattr(plugins, "entry_points", lambda group: eps)

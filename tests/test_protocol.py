@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from latencymap.buckets import slot_of_bucket_value
-from latencymap.model import Interval, Notice, Snapshot, StreamId
+from latencymap.core.buckets import slot_of_bucket_value
+from latencymap.core.model import Interval, Notice, Snapshot, StreamId
 from latencymap.protocol import ProtocolReader, format_record
 
 

@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from latencymap.differ import Differ
-from latencymap.model import Interval, Notice, Snapshot, SnapshotRun
+from latencymap.core.deltas import Differ
+from latencymap.core.model import Interval, Notice, Snapshot, SnapshotRun
 from latencymap.protocol import ProtocolReader
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from latencymap.rebin import largest_remainder, rebin_counts, spread_fractions, spread_matrix
+from latencymap.core.rebin import largest_remainder, rebin_counts, spread_fractions, spread_matrix
 
 PROMETHEUS_DEFAULT_US = [5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6, 2.5e6, 5e6, 1e7, math.inf]
 

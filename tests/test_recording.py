@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from latencymap.model import Interval, StreamId
-from latencymap.recording import Recorder, read_header, safe_options, windowed
+from latencymap.core.model import Interval, StreamId
+from latencymap.flow.recording import Recorder, read_header, safe_options, windowed
 
 S = StreamId("s", "bpf", "microsec")
 

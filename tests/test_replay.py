@@ -9,9 +9,9 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from latencymap.accumulator import Accumulator
-from latencymap.model import Interval, StreamId
-from latencymap.replay import BurstScan, ReplayClock, burst_starts, next_burst, parse_seek
+from latencymap.core.accumulator import Accumulator
+from latencymap.core.model import Interval, StreamId
+from latencymap.flow.replay import BurstScan, ReplayClock, burst_starts, next_burst, parse_seek
 
 S = StreamId("io", "bpf", "microsec")
 

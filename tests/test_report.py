@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from latencymap.cli import main
+from latencymap.cli.main import main
 
 
 def parse_records(path: Path) -> list[tuple[int, dict[int, int]]]:
@@ -121,9 +121,9 @@ def test_report_states_findings_on_real_bpf_captures(fixtures: Path, capture: st
 def test_whole_history_diagnosis_is_computed_once_per_history_state() -> None:
     import numpy as np
 
-    from latencymap.accumulator import StreamHistory
-    from latencymap.model import Interval, StreamId
-    from latencymap.report import stream_diagnosis
+    from latencymap.analysis.summary import stream_diagnosis
+    from latencymap.core.accumulator import StreamHistory
+    from latencymap.core.model import Interval, StreamId
 
     hist = StreamHistory(StreamId("memo", "bpf", "microsec"))
     counts = np.zeros(64, dtype=np.int64)

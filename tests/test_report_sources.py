@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from latencymap.cli import main
+from latencymap.cli.main import main
 
 LAYOUTS = ("plain", "rolling", "zstd", "lz4", "snappy")
 

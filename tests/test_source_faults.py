@@ -24,9 +24,9 @@ import pytest
 CHILD = textwrap.dedent("""
     import sys
     import numpy as np
-    import latencymap.cli as cli
-    from latencymap.buckets import NSLOTS
-    from latencymap.model import Interval, StreamId
+    import latencymap.cli.main as cli
+    from latencymap.core.buckets import NSLOTS
+    from latencymap.core.model import Interval, StreamId
     from latencymap.plugins import Source
 
     class Boom(Source):

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from latencymap.accumulator import Accumulator
-from latencymap.cli import REGISTRY, main
-from latencymap.frame import quantize
-from latencymap.pipeline import input_flow
-from latencymap.plain import BLUES, REDS
-from latencymap.render_svg import MAX_COLUMNS, merge_columns, xterm_hex
+from latencymap.cli.common import REGISTRY
+from latencymap.cli.main import main
+from latencymap.core.accumulator import Accumulator
+from latencymap.flow.pipeline import input_flow
+from latencymap.views.frame import quantize
+from latencymap.views.options import BLUES, REDS
+from latencymap.views.svg import MAX_COLUMNS, merge_columns, xterm_hex
 
 SVG = "{http://www.w3.org/2000/svg}"
 

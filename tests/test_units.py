@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from latencymap.units import format_duration, format_number, normalize_unit, unit_seconds
+from latencymap.core.units import format_duration, format_number, normalize_unit, unit_seconds
 
 
 @pytest.mark.parametrize(("name", "canon"), [("ms", "millisec"), ("USEC", "microsec"), ("µs", "microsec"),

@@ -24,7 +24,7 @@ import numpy as np
 from latencymap.analysis.bands import Band, estimate_time, find_bands, is_bimodal, significant_bands
 from latencymap.analysis.episodes import MIN_MOVE_OCTAVES, Episode, find_episodes
 from latencymap.analysis.tail import Tail, tail_dominance
-from latencymap.units import format_duration
+from latencymap.core.units import format_duration
 
 #: A band "owns" the time when its time share is at least this many times its events share (and >= 10%).
 OWNS_TIME_FACTOR = 2.0

@@ -64,7 +64,8 @@ def decode(payload: str) -> list[Sample]:
         t0 = float(doc["t0"])
         threads = [(int(p), int(t)) for p, t in doc["threads"]]
         stacks = [tuple(str(f) for f in st) for st in doc["stacks"]]
-        return [Sample(t0 + dt / 1e6, *threads[th], stacks[st], w / 1e6) for dt, th, st, w in doc["samples"]]
+        return [Sample(t0 + dt / 1e6, threads[th][0], threads[th][1], stacks[st], w / 1e6)
+                for dt, th, st, w in doc["samples"]]
     except (KeyError, TypeError, ValueError, IndexError) as err:
         raise ValueError(f"bad profile line: {err}") from None
 
@@ -101,8 +102,9 @@ def load_profile(paths: Iterable[str]) -> tuple[ProfileStore | None, list[str]]:
     Only recordings (a `# latencymap-recording` first line) are scanned; standard input (`-`) is
     not: it cannot be read twice.
     """
-    from latencymap.inputs import InputError, open_text
-    from latencymap.recording import HEADER_PREFIX
+    from latencymap.core.errors import InputError
+    from latencymap.flow.inputs import open_text
+    from latencymap.flow.recording import HEADER_PREFIX
 
     store = ProfileStore()
     messages: list[str] = []

@@ -8,13 +8,13 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from latencymap.pipeline import Flow
+from latencymap.core.model import Flow
+from latencymap.flow.recording import Recorder, RecordingError
 from latencymap.profiling.collector import Collector
 from latencymap.profiling.persist import TAG, load_profile, payloads
 from latencymap.profiling.pyspy import PySpyError
 from latencymap.profiling.samples import DEFAULT_RATE, Sample
 from latencymap.profiling.store import ProfileStore
-from latencymap.recording import Recorder, RecordingError
 
 #: Profile lines held per recorder until its first record (≈ 1.75 s of samples each; the oldest go first).
 MAX_PENDING = 2000

@@ -172,7 +172,7 @@ class ProfileStore:
         """The samples in [t0, t1), time-ordered."""
         with self._lock:
             times, threads, stacks, weights = self._window(t0, t1)
-            return [Sample(float(t), *self._threads[th], self._stacks[st], float(w))
+            return [Sample(float(t), self._threads[th][0], self._threads[th][1], self._stacks[st], float(w))
                     for t, th, st, w in zip(times, threads, stacks, weights, strict=True)]
 
     def functions(self, t0: float, t1: float) -> list[FunctionStat]:

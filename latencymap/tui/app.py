@@ -5,33 +5,34 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App, ComposeResult
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
-from latencymap.accumulator import DEFAULT_HISTORY, Accumulator, StreamHistory
-from latencymap.pipeline import Flow
-from latencymap.plain import PlainOptions
+from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, StreamHistory
+from latencymap.core.model import Flow
+from latencymap.flow.stdin import take_terminal
 from latencymap.tui.findings import FindingsPanel
-from latencymap.tui.frames import Window, bucket_range
 from latencymap.tui.heatmap import HeatMap, MapSpec
 from latencymap.tui.ingest import Ingest
 from latencymap.tui.inspector import Inspector, inspect_columns
 from latencymap.tui.keys import BINDINGS, HelpScreen
 from latencymap.tui.palette import detect_mode
 from latencymap.tui.percentiles import PercentileStrip
-from latencymap.tui.profile import PROFILE_BINDINGS, ProfileController
-from latencymap.tui.replay import REPLAY_BINDINGS, ReplayController
+from latencymap.tui.profile_panel import PROFILE_BINDINGS, ProfileController
+from latencymap.tui.replay_keys import REPLAY_BINDINGS, ReplayController
 from latencymap.tui.save import save_frame
 from latencymap.tui.state import ViewState
 from latencymap.tui.status import StatusBar, status_text
-from latencymap.tui.stdin import take_terminal
+from latencymap.tui.window import Window, bucket_range
+from latencymap.views.options import ViewOptions
 
 if TYPE_CHECKING:
+    from latencymap.flow.replay import BurstScan, ReplayClock
     from latencymap.profiling.session import ProfileSession
-    from latencymap.replay import BurstScan, ReplayClock
 
 TICK_S = 1 / 15
 PLOT_EVERY_S = 0.25
@@ -41,17 +42,17 @@ class LatencyMapApp(App[int]):
     """Live dual heat maps of a flow of intervals, with an inspector for the cursor column."""
 
     TITLE = "latencymap"
-    BINDINGS = (*BINDINGS, *PROFILE_BINDINGS, *REPLAY_BINDINGS)
+    BINDINGS: ClassVar[list[BindingType]] = [*BINDINGS, *PROFILE_BINDINGS, *REPLAY_BINDINGS]
     CSS = """
     #body { height: 1fr; }
     #maps { width: 1fr; height: 1fr; overflow: hidden; }
     """
 
-    def __init__(self, flow: Flow, opts: PlainOptions | None = None, *, history: int = DEFAULT_HISTORY,
+    def __init__(self, flow: Flow, opts: ViewOptions | None = None, *, history: int = DEFAULT_HISTORY,
                  color_mode: str | None = None, tick: float = TICK_S, profile: ProfileSession | None = None,
                  replay: ReplayClock | None = None, bursts: BurstScan | None = None) -> None:
         super().__init__()
-        self.opts = opts or PlainOptions()
+        self.opts = opts or ViewOptions()
         self.acc = Accumulator(cap=history)
         self.ingest = Ingest(flow)
         self.view = ViewState()
@@ -120,7 +121,8 @@ class LatencyMapApp(App[int]):
             self._dirty = False
             self.refresh_view(status_only=self.view.paused)
 
-    def _cells(self) -> int:
+    def map_cells(self) -> int:
+        """How many cells wide the heat maps are."""
         shown = [m for m in self.query(HeatMap) if m.display] or list(self.query(HeatMap))
         return shown[0].cells
 
@@ -152,7 +154,7 @@ class LatencyMapApp(App[int]):
                 self._dirty = True  # plots are due on a later tick
             return
         self._plots_at = now
-        win = Window(stop, self._cells(), self.view.zoom)
+        win = Window(stop, self.map_cells(), self.view.zoom)
         first, last = win.columns_of(win.cell_of(cursor))
         self.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), lo, hi),
                                        self.view.selected_row, hist.stream.unit)
@@ -177,11 +179,11 @@ class LatencyMapApp(App[int]):
         self._changed()
 
     def action_cursor(self, step: int) -> None:
-        self.view.move_cursor(self._n(), self._cells(), step)
+        self.view.move_cursor(self._n(), self.map_cells(), step)
         self._changed()
 
     def action_home(self) -> None:
-        self.view.home(self._n(), self._cells())
+        self.view.home(self._n(), self.map_cells())
         self._changed()
 
     def action_end(self) -> None:
@@ -189,7 +191,7 @@ class LatencyMapApp(App[int]):
         self._changed()
 
     def action_page(self, direction: int) -> None:
-        self.view.page(self._n(), self._cells(), direction)
+        self.view.page(self._n(), self.map_cells(), direction)
         self._changed()
 
     def action_zoom(self, factor: int) -> None:
@@ -253,13 +255,13 @@ class LatencyMapApp(App[int]):
         self._changed()
 
 
-def run_tui(flow: Flow, opts: PlainOptions, *, history: int = DEFAULT_HISTORY,
+def run_tui(flow: Flow, opts: ViewOptions, *, history: int = DEFAULT_HISTORY,
             profile: ProfileSession | None = None, replay: ReplayClock | None = None,
             bursts: BurstScan | None = None) -> int:
     """Show `flow` in the TUI until `q`; falls back to plain frames when there is no terminal."""
     restore = take_terminal()
     if restore is None:
-        from latencymap.views import run_plain
+        from latencymap.views.printer import run_plain
 
         return run_plain(flow, opts, once=False, screen_delay=0.1, history=history, out=sys.stdout)
     if profile is not None:

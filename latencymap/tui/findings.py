@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from latencymap.accumulator import StreamHistory
 from latencymap.analysis.diagnosis import diagnose
-from latencymap.sanitize import clean_text
+from latencymap.core.accumulator import StreamHistory
+from latencymap.core.sanitize import clean_text
 
 MAX_LINES = 3
 

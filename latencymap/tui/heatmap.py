@@ -15,11 +15,11 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from latencymap.accumulator import StreamHistory
-from latencymap.frame import LEVELS, MapFrame
-from latencymap.tui.frames import Window, zoomed_frame
+from latencymap.core.accumulator import StreamHistory
+from latencymap.core.units import format_number
 from latencymap.tui.palette import CURSOR_CHAR, cell_char, cell_style
-from latencymap.units import format_number
+from latencymap.tui.window import Window, zoomed_frame
+from latencymap.views.frame import LEVELS, MapFrame
 
 LABEL_W = 8
 LEGEND_W = 10

@@ -13,9 +13,9 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from latencymap.accumulator import StreamHistory
-from latencymap.frame import fold_rows, row_labels
-from latencymap.units import format_duration, format_number
+from latencymap.core.accumulator import StreamHistory
+from latencymap.core.units import format_duration, format_number
+from latencymap.views.frame import fold_rows, row_labels
 
 
 @dataclass(slots=True)
@@ -120,7 +120,7 @@ class Inspector(Vertical):
         plt.clear_figure()
         positions = list(range(len(ins.rows)))
         plt.bar(positions, [r.count for r in ins.rows], orientation="horizontal", width=0.6)
-        plt.yticks(positions, [r.label for r in ins.rows])
+        plt.yticks([float(p) for p in positions], [r.label for r in ins.rows])
         plot.styles.height = len(ins.rows) + 5
         plt.title(f"events per bucket ({kind_unit})")
         plot.refresh()

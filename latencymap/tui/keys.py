@@ -10,8 +10,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from latencymap.tui.profile import PROFILE_HELP
-from latencymap.tui.replay import REPLAY_HELP
+from latencymap.tui.profile_panel import PROFILE_HELP
+from latencymap.tui.replay_keys import REPLAY_HELP
 
 BINDINGS: list[Binding] = [
     Binding("q", "quit", "Quit"),

@@ -7,8 +7,8 @@ from functools import lru_cache
 from rich.color import Color
 from rich.style import Style
 
-from latencymap.frame import LEVELS
-from latencymap.plain import BLUES, REDS, SHADES
+from latencymap.views.frame import LEVELS
+from latencymap.views.options import BLUES, REDS, SHADES
 
 #: Truecolor ramps per map kind, level 1 (few) to LEVELS (most).
 RAMPS: dict[str, tuple[tuple[int, int, int], tuple[int, int, int]]] = {

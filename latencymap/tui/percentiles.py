@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from textual_plotext import PlotextPlot
 
-from latencymap.accumulator import StreamHistory
-from latencymap.estimates import PERCENTILES
-from latencymap.units import format_duration
+from latencymap.core.accumulator import StreamHistory
+from latencymap.core.percentiles import PERCENTILES
+from latencymap.core.units import format_duration
 
 SHOWN = (0.50, 0.99)
 COLORS = {0.50: "cyan", 0.99: "red"}
@@ -51,6 +51,6 @@ class PercentileStrip(PlotextPlot):
                 plt.plot(xs[ok].tolist(), logs.tolist(), color=COLORS[q], marker="braille")
         if np.isfinite(low):
             ticks = list(range(int(np.floor(low)), int(np.ceil(high)) + 1))
-            plt.yticks(ticks, [format_duration(10.0**k) for k in ticks])
+            plt.yticks([float(k) for k in ticks], [format_duration(10.0**k) for k in ticks])
         plt.title("p50 (cyan) / p99 (red) per column, log scale")
         self.refresh()

@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from latencymap.accumulator import StreamHistory
-from latencymap.estimates import PERCENTILES
-from latencymap.sanitize import clean_text
-from latencymap.units import format_duration, format_number
+from latencymap.core.accumulator import StreamHistory
+from latencymap.core.percentiles import PERCENTILES
+from latencymap.core.sanitize import clean_text
+from latencymap.core.units import format_duration, format_number
 
 STATE_STYLES = {"live": "bold green", "paused": "bold yellow", "ended": "bold cyan", "waiting": "bold"}
 P50, P99 = PERCENTILES.index(0.50), PERCENTILES.index(0.99)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 from .collect import Reading
@@ -166,7 +166,7 @@ def read(bpf: Any, at: float) -> Reading:
     return reading
 
 
-def readings(bpf: Any, spec: TraceSpec, start: float) -> Iterator[Reading]:
+def readings(bpf: Any, spec: TraceSpec, start: float) -> Generator[Reading, None, None]:
     """A reading every `spec.interval` seconds after `start` (no drift); the caller detaches `bpf`."""
     tick = 1
     while True:

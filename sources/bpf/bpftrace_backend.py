@@ -14,7 +14,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from latencymap.sources.bpftrace_json import hist_counts
 
@@ -118,8 +118,8 @@ def reading_from(hist: object, sums: object, at: float, split_rw: bool = False) 
     for key, rows in keyed(hist).items():
         group, op = split_key(key, 2)
         counts, _negative = hist_counts(rows)
-        for slot in counts.nonzero()[0]:
-            reading.add((int(group), _op(op, split_rw)), int(slot), count=int(counts[slot]))
+        for nonzero in counts.nonzero()[0]:
+            reading.add((int(group), _op(op, split_rw)), int(nonzero), count=int(counts[nonzero]))
     for key, value in keyed(sums).items():
         group, op, slot = _split_sum_key(key)
         reading.add((int(group), _op(op, split_rw)), int(slot), sum_ns=int(value))
@@ -132,7 +132,7 @@ def _split_sum_key(key: str) -> list[str]:
     return [group, op, slot]
 
 
-def parse_stream(lines: Iterator[str], split_rw: bool = False) -> Iterator[tuple[str, Reading | None]]:
+def parse_stream(lines: Iterator[str], split_rw: bool = False) -> Generator[tuple[str, Reading | None], None, None]:
     """(`ready`, None) once attached, then (`tick`, Reading) per interval, from bpftrace JSON lines."""
     hist: object = {}
     sums: object = {}
@@ -167,7 +167,7 @@ class BpftraceRun:
         self.proc = subprocess.Popen([exe, "-f", "json", "-e", script(spec)], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self.stderr, text=True, bufsize=1, env=env)
 
-    def events(self) -> Iterator[tuple[str, Reading | None]]:
+    def events(self) -> Generator[tuple[str, Reading | None], None, None]:
         """Parsed ready/tick events until bpftrace ends; SourceError (how it ended, its stderr) when it does."""
         assert self.proc.stdout is not None
         for event in parse_stream(iter(self.proc.stdout.readline, ""), self.spec.split_rw):

@@ -3,7 +3,7 @@
 Read-and-clear without loss: the BPF programs never clear their maps. Every counter (events per
 slot, nanoseconds per slot) only grows, updated with atomic adds, and each reading copies the
 maps. An event is therefore in every reading taken after it and in none before it; the interval
-between two readings is their difference (`latencymap.differ.Differ`), so no event is lost or
+between two readings is their difference (`latencymap.core.deltas.Differ`), so no event is lost or
 counted twice, whatever the timing of reads against updates. The count and the sum of one slot are
 two map entries read microseconds apart: an event landing between the two reads shows in the
 count of one interval and the time of the next, never lost. A stream first seen in a reading gets a
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from latencymap.buckets import NSLOTS
-from latencymap.differ import Differ
-from latencymap.model import Interval, Notice, Snapshot
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.deltas import Differ
+from latencymap.core.model import Interval, Notice, Snapshot
 
 from .spec import TraceSpec
 

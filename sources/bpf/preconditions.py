@@ -6,7 +6,7 @@ import importlib.util
 import os
 import platform
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from .spec import tracefs_root
 
@@ -55,7 +55,7 @@ def tracefs_problem(root: str | None = None) -> str | None:
             "`mount -t tracefs tracefs /sys/kernel/tracing`")
 
 
-def kernel_headers_dir(env: dict[str, str] | None = None) -> str | None:
+def kernel_headers_dir(env: Mapping[str, str] | None = None) -> str | None:
     """A kernel headers tree bcc can compile against: $BCC_KERNEL_SOURCE, the latencymap one, or /lib/modules."""
     env = os.environ if env is None else env
     candidates = [env.get("BCC_KERNEL_SOURCE", "")]
@@ -74,7 +74,7 @@ def headers_complete(path: str) -> bool:
 
 
 def bcc_problem(find_spec: Callable[[str], object] = importlib.util.find_spec,
-                env: dict[str, str] | None = None) -> str | None:
+                env: Mapping[str, str] | None = None) -> str | None:
     """Why the bcc backend cannot work here (module missing, wrong module, headers missing), or None."""
     spec = find_spec("bcc")
     if spec is None:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import click
 
-from latencymap.model import Notice
+from latencymap.core.model import Notice
 from latencymap.plugins import Item, Source, SourceError
 
 from . import preconditions

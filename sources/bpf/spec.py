@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from latencymap.inputs import InputError
-from latencymap.model import StreamId
+from latencymap.core.errors import InputError
+from latencymap.core.model import StreamId
 
 UNIT = "nanosec"
 DEFAULT_SYSCALLS = ("read", "pread64", "write", "fsync")

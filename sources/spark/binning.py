@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from latencymap.buckets import NSLOTS, bin_values
-from latencymap.model import Interval, StreamId
-from latencymap.sanitize import clean_text
+from latencymap.core.buckets import NSLOTS, bin_values
+from latencymap.core.model import Interval, StreamId
+from latencymap.core.sanitize import clean_text
 
 from .parse import SparkTask
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.buckets import NSLOTS
-from latencymap.model import Interval
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval
+from latencymap.core.sanitize import clean_text
 from latencymap.plugins import SourceError, process_end
-from latencymap.sanitize import clean_text
 
 from .binning import (
     MAX_FINISH_MS,
@@ -139,7 +139,7 @@ def engine_failure(err: Exception) -> SourceError:
     if code is None and proc is not None and isinstance(err, (ConnectionError, Py4JNetworkError)):
         with contextlib.suppress(subprocess.TimeoutExpired):
             code = proc.wait(timeout=5)  # the connection broke first; the JVM is on its way out
-    if code is not None:
+    if code is not None and proc is not None:
         return SourceError(f"spark: the Spark engine's JVM (pid {proc.pid}) {process_end(code)} during the job; "
                            "no columns were made (--engine spark gives them all when its job ends)")
     lines = str(err).strip().splitlines()

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import click
 
-from latencymap.model import Interval, Notice
+from latencymap.core.model import Interval, Notice
 from latencymap.plugins import Item, Source
 
 from .binning import METRICS, LiveBinner, batch_intervals, live_intervals, plausible

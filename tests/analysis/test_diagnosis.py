@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from latencymap.analysis.diagnosis import Diagnosis, diagnose, pct
-from latencymap.buckets import bin_values, bounds_seconds, midpoints_seconds
-from latencymap.differ import Differ
-from latencymap.inputs import read_input
-from latencymap.model import Interval
+from latencymap.core.buckets import bin_values, bounds_seconds, midpoints_seconds
+from latencymap.core.deltas import Differ
+from latencymap.core.model import Interval
+from latencymap.flow.inputs import read_input
 from latencymap.plugins import load_registry
 
 SAMPLES = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from latencymap.analysis.episodes import chi2_quantile, find_episodes, runs
-from latencymap.buckets import bin_values, bounds_seconds
+from latencymap.core.buckets import bin_values, bounds_seconds
 
 LOW, HIGH = bounds_seconds("bpf", "nanosec")
 T0 = 1_700_000_000.0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from latencymap.analysis.tail import tail_dominance
-from latencymap.buckets import NSLOTS, bin_values, bounds_seconds
+from latencymap.core.buckets import NSLOTS, bin_values, bounds_seconds
 
 LOW, HIGH = bounds_seconds("bpf", "nanosec")
 

@@ -21,14 +21,14 @@ from profiling_helpers import SCHEMA, STREAM, needs_pyspy, next_switch, phase_ch
 from schema_check import violations
 from test_export import parse_collapsed
 
-from latencymap.cli import REGISTRY
-from latencymap.model import Interval
-from latencymap.pipeline import input_flow
+from latencymap.cli.common import REGISTRY
+from latencymap.core.model import Interval
+from latencymap.flow.pipeline import input_flow
+from latencymap.flow.recording import windowed
 from latencymap.profiling.session import profile_session
 from latencymap.profiling.store import ProfileStore
-from latencymap.recording import windowed
 from latencymap.tui.app import LatencyMapApp
-from latencymap.tui.profile import ProfilePanel
+from latencymap.tui.profile_panel import ProfilePanel
 
 pytestmark = [needs_pyspy, pytest.mark.slow]
 

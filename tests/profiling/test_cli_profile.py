@@ -9,7 +9,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from latencymap.cli import REGISTRY, main
+from latencymap.cli.common import REGISTRY
+from latencymap.cli.main import main
 
 
 def latencymap(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from profiling_helpers import frame, phase_samples
 
-from latencymap.buckets import NSLOTS
-from latencymap.cli import REGISTRY
-from latencymap.model import Interval, StreamId
-from latencymap.pipeline import input_flow
+from latencymap.cli.common import REGISTRY
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, StreamId
+from latencymap.flow.pipeline import input_flow
+from latencymap.flow.recording import Recorder
 from latencymap.profiling.persist import MAX_PAYLOAD, PREFIX, TAG, decode, encode, load_profile, payloads
 from latencymap.profiling.samples import Sample
 from latencymap.profiling.session import ProfileSession
 from latencymap.profiling.store import ProfileStore
-from latencymap.recording import Recorder
 
 T0 = 1_700_000_000.0
 

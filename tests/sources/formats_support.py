@@ -17,12 +17,12 @@ from latencymap.sources.bpftrace_text import BpftraceTextFormat
 from latencymap.sources.raw_values import RawValuesFormat
 from latencymap.sources.trace10046 import Trace10046Format
 
-from latencymap.accumulator import Accumulator
-from latencymap.differ import Differ
-from latencymap.model import Interval, Notice
-from latencymap.pipeline import input_flow
+from latencymap.core.accumulator import Accumulator
+from latencymap.core.deltas import Differ
+from latencymap.core.model import Interval, Notice
+from latencymap.flow.pipeline import input_flow
+from latencymap.outputs.report import build_report
 from latencymap.plugins import Registry, TextFormat, load_registry
-from latencymap.report import build_report
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FORMATS: tuple[type[TextFormat], ...] = (BpftraceTextFormat, BpftraceJsonFormat, BccTextFormat, Trace10046Format,
@@ -53,13 +53,14 @@ def _cli_args(options: dict[str, Any]) -> list[str]:
 
 def report_json(path: Path | str, input_format: str | None = None, **options: Any) -> dict[str, Any]:
     """`latencymap report --format json` of one input (options as the formats receive them)."""
-    from latencymap import cli
+    from latencymap.cli.common import REGISTRY
+    from latencymap.cli.main import main
 
-    if all(fmt.name in cli.REGISTRY.formats for fmt in FORMATS):
+    if all(fmt.name in REGISTRY.formats for fmt in FORMATS):
         args = ["report", "--format", "json", *_cli_args(options)]
         if input_format:
             args += ["--input-format", input_format]
-        result = CliRunner().invoke(cli.main, [*args, str(path)])
+        result = CliRunner().invoke(main, [*args, str(path)])
         assert result.exit_code == 0, result.output
         return json.loads(result.output)
     acc = Accumulator()

@@ -16,12 +16,12 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from latencymap.buckets import NSLOTS
-from latencymap.differ import Differ
-from latencymap.inputs import read_input
-from latencymap.model import Interval, Notice, Snapshot, StreamId
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.deltas import Differ
+from latencymap.core.model import Interval, Notice, Snapshot, StreamId
+from latencymap.core.units import UNIT_SECONDS
+from latencymap.flow.inputs import read_input
 from latencymap.plugins import TextFormat, load_registry
-from latencymap.units import UNIT_SECONDS
 
 REGISTRY = load_registry()
 #: C0/C1 controls, DEL and bidi overrides: what `clean_text` must have removed from anything shown.

@@ -24,8 +24,8 @@ from properties_support import (
     totals,
 )
 
-from latencymap.buckets import MAX_COUNT, NSLOTS
-from latencymap.model import Notice
+from latencymap.core.buckets import MAX_COUNT, NSLOTS
+from latencymap.core.model import Notice
 
 UNITS = st.sampled_from(["usecs", "nsecs", "msecs", "secs", "kbytes", "slots", "µs\x1b[2J"])
 HEADERS = st.builds(lambda u: f"     {u}               : count     distribution", UNITS)

@@ -20,8 +20,8 @@ from latencymap.sources.bpf import preconditions
 from latencymap.sources.bpf.source import BpfSource
 from process_support import bpf_unavailable, children_named
 
-from latencymap.buckets import bounds_seconds
-from latencymap.model import Interval, Notice
+from latencymap.core.buckets import bounds_seconds
+from latencymap.core.model import Interval, Notice
 
 SKIP = bpf_unavailable()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]

@@ -15,7 +15,7 @@ from latencymap.sources.bpf.collect import Reading, intervals
 from latencymap.sources.bpf.spec import BpfError, TraceSpec
 from latencymap.sources.bpftrace_json import hist_counts
 
-from latencymap.model import Interval, Notice
+from latencymap.core.model import Interval, Notice
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpftrace"
 
@@ -211,7 +211,7 @@ def test_new_stream_counts_from_previous_reading() -> None:
 def test_cli_command_from_params() -> None:
     from click.testing import CliRunner
 
-    from latencymap.cli import source_command
+    from latencymap.cli.main import source_command
 
     result = CliRunner().invoke(source_command(source.BpfSource), ["--help"])
     assert result.exit_code == 0

@@ -23,9 +23,9 @@ from properties_support import (
     totals,
 )
 
-from latencymap.buckets import MAX_COUNT, NSLOTS
-from latencymap.inputs import MAX_LINE
-from latencymap.model import Notice
+from latencymap.core.buckets import MAX_COUNT, NSLOTS
+from latencymap.core.model import Notice
+from latencymap.flow.inputs import MAX_LINE
 
 JSON_VALUES = st.recursive(
     st.one_of(st.none(), st.booleans(), NUMBERS, st.floats(allow_nan=True), st.text(max_size=10)),

@@ -8,8 +8,8 @@ import pytest
 from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
 from latencymap.sources.bpftrace_text import BpftraceTextFormat, parse_bucket
 
-from latencymap.buckets import bounds_in_unit
-from latencymap.model import Interval, Snapshot
+from latencymap.core.buckets import bounds_in_unit
+from latencymap.core.model import Interval, Snapshot
 
 INTERVAL_TXT = FIXTURES / "bpftrace" / "block_usecs_interval.txt"
 CUMULATIVE_TXT = FIXTURES / "bpftrace" / "syscall_nsecs_cumulative.txt"

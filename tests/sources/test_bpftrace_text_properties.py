@@ -22,9 +22,9 @@ from properties_support import (
     totals,
 )
 
-from latencymap.buckets import NSLOTS
-from latencymap.inputs import MAX_LINE
-from latencymap.model import Notice
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Notice
+from latencymap.flow.inputs import MAX_LINE
 
 SUFFIXES = (("E", 60), ("P", 50), ("T", 40), ("G", 30), ("M", 20), ("K", 10))
 TIMES = st.one_of(

@@ -5,7 +5,8 @@ import itertools
 import pytest
 from formats_support import FIXTURES, registry
 
-from latencymap.inputs import SNIFF_LINES, InputError, choose_format
+from latencymap.core.errors import InputError
+from latencymap.flow.inputs import SNIFF_LINES, choose_format
 
 CASES = [
     ("bpftrace/block_usecs_interval.txt", "bpftrace"),

@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 from latencymap.sources.listen import ListenError, ListenSource, bind_socket
 
-import latencymap.cli
+import latencymap.cli.main
+from latencymap.core.model import Interval, Notice
 from latencymap.instrument import Timings
-from latencymap.model import Interval, Notice
 from latencymap.sinks import SocketSink, default_socket_path
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fixtures" / "training" / "train_example.py"
 #: `latencymap` with the listen command added when its entry point is not installed yet.
-RUNNER = ("from latencymap.cli import main, source_command; from latencymap.sources.listen import ListenSource; "
+RUNNER = ("from latencymap.cli.main import main, source_command; from latencymap.sources.listen import ListenSource; "
           "'listen' in main.commands or main.add_command(source_command(ListenSource)); main()")
 WRITER = """
 import sys, time
@@ -37,8 +37,8 @@ timings.close()
 print('dropped', timings.sink.dropped_intervals)
 """
 
-if "listen" not in latencymap.cli.main.commands:
-    latencymap.cli.main.add_command(latencymap.cli.source_command(ListenSource))
+if "listen" not in latencymap.cli.main.main.commands:
+    latencymap.cli.main.main.add_command(latencymap.cli.main.source_command(ListenSource))
 
 
 def listen_cmd(sock: Path, *args: str) -> list[str]:

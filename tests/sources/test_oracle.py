@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import latencymap.sources.oracle as oracle
+import latencymap.sources.oracle.source as oracle
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from latencymap.sources.oracle import OracleSource
-from latencymap.sources.oracle_auth import PASSWORD_ENV
-from latencymap.sources.oracle_errors import OracleError
+from latencymap.sources.oracle.auth import PASSWORD_ENV
+from latencymap.sources.oracle.errors import OracleError
+from latencymap.sources.oracle.source import OracleSource
 from test_oracle_double import (
     EVENT,
     DatabaseError,
@@ -25,8 +25,8 @@ from test_oracle_double import (
     slot_counts,
 )
 
-import latencymap.cli as cli
-from latencymap.model import Interval, Notice, StreamId
+import latencymap.cli.main as cli
+from latencymap.core.model import Interval, Notice, StreamId
 
 PASSWORD = "Tr0ub4dor&3-not-in-argv"
 DSN = "dbhost:1521/ORCLPDB1"
@@ -276,7 +276,7 @@ def test_missing_driver_is_one_line_with_the_install_command(monkeypatch):
 
 
 def test_sqlplus_script_prints_the_protocol_and_binds_the_event():
-    script = (Path(oracle.__file__).parent / "oracle_sqlplus.sql").read_text()
+    script = (Path(oracle.__file__).parent / "sqlplus.sql").read_text()
     for line in ("'<begin record>'", "'<end record>'", "'datasource, oracle'", "'timestamp, microsec, '"):
         assert line in script
     assert "where event = :ev" in script and "using :event" in script

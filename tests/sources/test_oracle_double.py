@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from latencymap.sources.oracle_sql import (
+from latencymap.sources.oracle.sql import (
     MICRO,
     MILLI,
     histogram_query,
@@ -19,8 +19,8 @@ from latencymap.sources.oracle_sql import (
     view_for_version,
 )
 
-from latencymap.buckets import ORACLE_OVERFLOW, slot_of_bucket_value
-from latencymap.model import empty_counts
+from latencymap.core.buckets import ORACLE_OVERFLOW, slot_of_bucket_value
+from latencymap.core.model import empty_counts
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap" / "example_latency_data.txt"
 EVENT = "db file sequential read"

@@ -13,10 +13,10 @@ import time
 import types
 from pathlib import Path
 
-import latencymap.sources.oracle as oracle
+import latencymap.sources.oracle.source as oracle
 import pytest
-from latencymap.sources.oracle_auth import PASSWORD_ENV, Secret, resolve_password
-from latencymap.sources.oracle_errors import OracleError
+from latencymap.sources.oracle.auth import PASSWORD_ENV, Secret, resolve_password
+from latencymap.sources.oracle.errors import OracleError
 from test_oracle import DSN, PASSWORD, collect, invoke, make_source, wire_cli
 from test_oracle_double import DatabaseError, FakeClock, FakeDb, example_rows
 
@@ -124,8 +124,8 @@ def test_driver_error_quoting_the_password_is_redacted(cli_db):
 
 CHILD = textwrap.dedent("""
     import sys, time
-    import latencymap.cli as cli
-    import latencymap.sources.oracle as oracle
+    import latencymap.cli.main as cli
+    import latencymap.sources.oracle.source as oracle
 
     ready, mode = sys.argv[1], sys.argv[2]
     state = {"n": 0}

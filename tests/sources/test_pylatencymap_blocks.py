@@ -6,7 +6,7 @@ import re
 import numpy as np
 from formats_support import FIXTURES, intervals, report_json
 
-from latencymap.differ import Differ
+from latencymap.core.deltas import Differ
 from latencymap.protocol import ProtocolReader
 
 SYSTEMTAP = FIXTURES / "pylatencymap" / "test_SystemTap_data.txt"

@@ -5,7 +5,7 @@ import pytest
 from formats_support import intervals, notices, read_items, report_json
 from latencymap.sources.raw_values import RawValuesFormat
 
-from latencymap.buckets import bounds_in_unit
+from latencymap.core.buckets import bounds_in_unit
 
 
 def test_pairs_totals_and_exact_time_through_the_report(tmp_path) -> None:

@@ -23,8 +23,8 @@ from properties_support import (
     totals,
 )
 
-from latencymap.buckets import bin_values
-from latencymap.model import Interval, Notice
+from latencymap.core.buckets import bin_values
+from latencymap.core.model import Interval, Notice
 
 FLOATS = st.one_of(NUMERALS, st.floats().map(repr), st.sampled_from(
     ["nan", "-inf", "1e308", "1e-320", "1_000", "\u0661\u0662", "+5", "-0", "0x10", "1e999", "9e18", "1e300"]))

@@ -18,7 +18,7 @@ from latencymap.sources.spark.follow import follow_tasks
 from latencymap.sources.spark.parse import EventParser, task_from_event
 from latencymap.sources.spark.source import SparkSource, collect
 
-from latencymap.model import Interval
+from latencymap.core.model import Interval
 
 SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark"
 LAYOUTS = ("plain", "rolling", "zstd", "lz4", "snappy")

@@ -22,7 +22,7 @@ from latencymap.sources.spark.parse import EventParser, SparkTask
 from latencymap.sources.spark.source import SparkSource
 from properties_support import NUMBERS, QUICK, ROUNDTRIP, check_items, hostile_lines, spliced, totals
 
-from latencymap.model import Interval, Notice
+from latencymap.core.model import Interval, Notice
 
 SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark"
 JSON_VALUES = st.recursive(

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from latencymap.sources.spark.source import SparkSource, collect
 
-from latencymap.model import Interval
+from latencymap.core.model import Interval
 
 pytest.importorskip("pyspark")
 pytestmark = pytest.mark.slow

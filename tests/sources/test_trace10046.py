@@ -8,7 +8,7 @@ import pytest
 from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
 from latencymap.sources.trace10046 import Trace10046Format
 
-from latencymap.buckets import bounds_in_unit
+from latencymap.core.buckets import bounds_in_unit
 
 TRACE = FIXTURES / "pylatencymap" / "test_10046_tracefile.trc"
 

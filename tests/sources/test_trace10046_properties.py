@@ -20,8 +20,8 @@ from properties_support import (
     totals,
 )
 
-from latencymap.buckets import NSLOTS, bin_values
-from latencymap.model import Notice
+from latencymap.core.buckets import NSLOTS, bin_values
+from latencymap.core.model import Notice
 
 EVENTS = ["db file sequential read", "log file sync", "gc cr grant 2-way"]
 NAMES = st.one_of(st.sampled_from([*EVENTS, "DB FILE SEQUENTIAL READ", "", "x\x1b[2J\x9b"]), st.text(max_size=12))

@@ -22,10 +22,10 @@ import pytest
 from rich.console import Console
 from tui_helpers import wait_ended
 
-from latencymap.buckets import NSLOTS
-from latencymap.cli import REGISTRY
-from latencymap.model import Interval, Notice, StreamId
-from latencymap.pipeline import input_flow
+from latencymap.cli.common import REGISTRY
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.flow.pipeline import input_flow
 from latencymap.tui.app import LatencyMapApp
 
 ESCAPES = "\x1b[2J\x1b[H\x1b]0;pwned\x07\x9b31m\x08\u202e"
@@ -107,9 +107,9 @@ def test_hostile_text_never_reaches_the_screen_and_the_label_shows_neutralised(
 CHILD = textwrap.dedent("""
     import sys, time
     import numpy as np
-    import latencymap.cli as cli
-    from latencymap.buckets import NSLOTS
-    from latencymap.model import Interval, Notice, StreamId
+    import latencymap.cli.main as cli
+    from latencymap.core.buckets import NSLOTS
+    from latencymap.core.model import Interval, Notice, StreamId
     from latencymap.plugins import Source
 
     ESC = "\\x1b[2J\\x1b[H\\x1b]0;pwned\\x07\\x9b31m"

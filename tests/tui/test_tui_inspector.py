@@ -7,13 +7,13 @@ import asyncio
 import numpy as np
 from tui_helpers import example_items, synthetic, wait_ended
 
-from latencymap.accumulator import Accumulator
-from latencymap.frame import display_range, fold_rows
-from latencymap.model import Interval, StreamId
+from latencymap.core.accumulator import Accumulator
+from latencymap.core.model import Interval, StreamId
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.inspector import Inspector, inspect_columns
 from latencymap.tui.palette import detect_mode
 from latencymap.tui.status import status_text
+from latencymap.views.frame import display_range, fold_rows
 
 
 def test_inspector_equals_the_accumulator_for_each_cursor_column() -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from tui_helpers import example_items, gated, synthetic, wait_ended, wait_until
 
-from latencymap.plain import PlainOptions
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector
 from latencymap.tui.keys import HelpScreen
 from latencymap.tui.percentiles import PercentileStrip
+from latencymap.views.options import ViewOptions
 
 SIZE = (160, 50)
 
@@ -227,7 +227,7 @@ def test_click_selects_column_and_bucket() -> None:
 
 
 def test_pinned_scales_come_from_the_options() -> None:
-    opts = PlainOptions(frequency_maxval=100.0, intensity_maxval=0.5)
+    opts = ViewOptions(frequency_maxval=100.0, intensity_maxval=0.5)
     app = LatencyMapApp(iter(example_items()), opts, color_mode="truecolor")
 
     async def scenario(pilot) -> None:

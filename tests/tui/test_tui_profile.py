@@ -13,7 +13,7 @@ from latencymap.profiling.samples import Sample
 from latencymap.profiling.session import ProfileSession, profiled
 from latencymap.profiling.store import ProfileStore
 from latencymap.tui.app import LatencyMapApp
-from latencymap.tui.profile import ProfilePanel
+from latencymap.tui.profile_panel import ProfilePanel
 
 T0 = 1_700_000_000.0
 SIZE = (160, 60)

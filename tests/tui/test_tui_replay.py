@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 from tui_helpers import synthetic, wait_until
 
-from latencymap.replay import BurstScan, ReplayClock
+from latencymap.flow.replay import BurstScan, ReplayClock
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.keys import HELP
 

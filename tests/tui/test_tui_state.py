@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from latencymap.inputs import open_text, set_stdin_data
-from latencymap.tui.frames import Window
+from latencymap.flow.inputs import open_text, set_stdin_data
 from latencymap.tui.state import ViewState
+from latencymap.tui.window import Window
 
 
 def test_cursor_scrolls_the_window_and_returns_to_live() -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from latencymap.buckets import NSLOTS
-from latencymap.cli import REGISTRY
-from latencymap.model import Interval, Notice, StreamId
-from latencymap.pipeline import input_flow
+from latencymap.cli.common import REGISTRY
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.flow.pipeline import input_flow
 from latencymap.tui.app import LatencyMapApp
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap" / "example_latency_data.txt"

@@ -1,0 +1,23 @@
+"""The diagnosis of a whole stream history, computed once and shared by reports, gates, replay and views."""
+
+from __future__ import annotations
+
+import weakref
+
+from latencymap.analysis.diagnosis import Diagnosis, diagnose
+from latencymap.core.accumulator import StreamHistory
+
+_DIAGNOSES: weakref.WeakKeyDictionary[StreamHistory, tuple[int, Diagnosis]] = weakref.WeakKeyDictionary()
+
+
+def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
+    """Bands, bimodality, tail and episodes of a stream's whole history (computed once per history state).
+
+    The report, the gates and the static renderers all ask for it; episode detection is the costly part.
+    """
+    appended = hist.n + hist.dropped  # grows with every column added, so it marks the history's state
+    cached = _DIAGNOSES.get(hist)
+    if cached is None or cached[0] != appended:
+        cached = _DIAGNOSES[hist] = (appended, diagnose(hist.counts, hist.time, hist.low, hist.high,
+                                                        hist.start, hist.end))
+    return cached[1]

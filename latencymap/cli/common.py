@@ -1,0 +1,81 @@
+"""What every command shares: exit codes, the plugin registry, and how a command body turns failures into them."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import click
+
+from latencymap.core.errors import InputError, RecordingError, SourceError, StrictError
+from latencymap.core.model import Item
+from latencymap.core.sanitize import clean_text
+from latencymap.plugins import Registry, load_registry
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+
+EXAMPLES = """\b
+Examples:
+  latencymap fixtures/pylatencymap/example_latency_data.txt
+  cat fixtures/pylatencymap/example_latency_data.txt | latencymap --plain --once
+  latencymap report --format json fixtures/pylatencymap/test_SystemTap_data.txt
+  some_connector | latencymap -n 120 --min_bucket 7
+
+\b
+Exit codes: 0 done; 1 a source or view failed; 2 bad usage, unreadable input,
+or a bad record under --strict; 130 interrupted.
+"""
+
+#: Every source and format plugin installed, loaded once per process.
+REGISTRY: Registry = load_registry()
+
+
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so that `finally` blocks flush and restore the terminal."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def guarded(fn: Callable[[], int]) -> None:
+    """Run a command body, turning known failures into one line and an exit code."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        code = fn()
+    except (InputError, StrictError) as err:
+        click.echo(f"latencymap: {err}", err=True)
+        code = EXIT_USAGE
+    except SourceError as err:  # a source died mid-stream: what it gave before was shown and recorded
+        click.echo(f"latencymap: {err}", err=True)
+        code = EXIT_FAIL
+    except RecordingError as err:
+        click.echo(f"latencymap: {err}", err=True)
+        code = err.exit_code
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    except Terminated:
+        code = EXIT_TERMINATED
+    except BrokenPipeError:
+        code = EXIT_OK
+    sys.exit(code)
+
+
+def guarded_source(items: Iterable[Item], name: str) -> Iterator[Item]:
+    """A live source's items; an unexpected exception in it becomes a SourceError that names the source.
+
+    Errors that already speak to the user (SourceError, InputError, click's) pass as they are.
+    """
+    try:
+        yield from items
+    except (SourceError, InputError, click.ClickException):
+        raise
+    except Exception as err:
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        raise SourceError(f"{name}: the source failed: {type(err).__name__}: {clean_text(str(err))} "
+                          f"(at {Path(where.filename).name}:{where.lineno})") from err

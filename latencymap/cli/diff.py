@@ -1,0 +1,35 @@
+"""`latencymap diff BASELINE CANDIDATE`: what changed between two inputs."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from latencymap.cli.common import EXIT_OK, REGISTRY, guarded
+from latencymap.core.accumulator import accumulate
+from latencymap.flow.pipeline import input_flow
+from latencymap.outputs.compare import compare, compare_text
+from latencymap.outputs.files import write_text
+
+
+@click.command("diff")
+@click.argument("baseline", metavar="BASELINE")
+@click.argument("candidate", metavar="CANDIDATE")
+@click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Output format.")
+@click.option("--input-format", default=None, metavar="NAME", help="Input format of both files instead of sniffing.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the diff to a file instead of stdout.")
+def diff(baseline: str, candidate: str, out_format: str, input_format: str | None, output: str | None) -> None:
+    """Compare two inputs: per-bucket share changes, percentile deltas, bands that appeared or vanished."""
+
+    def body() -> int:
+        base = accumulate(input_flow([baseline], REGISTRY, input_format))
+        cand = accumulate(input_flow([candidate], REGISTRY, input_format))
+        result = compare(base, cand)
+        text = json.dumps(result) + "\n" if out_format == "json" else compare_text(result)
+        write_text(text, output)
+        return EXIT_OK
+
+    guarded(body)

@@ -1,0 +1,28 @@
+"""Pick the view for a flow of intervals: the TUI on a terminal, plain ANSI frames otherwise."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from latencymap.core.model import Flow
+from latencymap.views.options import ViewOptions
+from latencymap.views.printer import run_plain
+
+if TYPE_CHECKING:
+    from latencymap.flow.replay import BurstScan, ReplayClock
+    from latencymap.profiling.session import ProfileSession
+
+def run_view(flow: Flow, opts: ViewOptions, *, plain: bool, once: bool, screen_delay: float,
+             history: int, out: TextIO | None = None, profile: ProfileSession | None = None,
+             replay: ReplayClock | None = None, bursts: BurstScan | None = None) -> int:
+    """Show `flow` (with the profile panel when `profile` is given, replay keys with `replay`); the exit code."""
+    out = out or sys.stdout
+    if not plain and out.isatty():
+        try:
+            from latencymap.tui.app import run_tui
+        except ImportError:
+            pass
+        else:
+            return run_tui(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts)
+    return run_plain(flow, opts, once=once, screen_delay=screen_delay, history=history, out=out)

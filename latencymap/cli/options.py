@@ -1,0 +1,100 @@
+"""Options shared by the commands: PyLatencyMap's view options, limits, profiling, and the formats' own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from latencymap.cli.common import REGISTRY
+from latencymap.profiling.samples import DEFAULT_RATE
+from latencymap.views.options import ViewOptions
+
+
+def _multi(*names: str) -> list[str]:
+    """Each PyLatencyMap option name in its underscore and kebab-case spellings."""
+    out: list[str] = []
+    for name in names:
+        out.append(name)
+        if "_" in name:
+            out.append(name.replace("_", "-"))
+    return out
+
+
+def limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`--count`, `--duration`, `--strict`."""
+    f = click.option("--strict", is_flag=True, help="Stop with exit code 2 at the first bad record.")(f)
+    f = click.option("--duration", type=float, default=None, metavar="S", help="Stop after S seconds.")(f)
+    f = click.option("--count", type=int, default=None, metavar="N", help="Stop after N intervals.")(f)
+    return f
+
+
+def profile_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`--profile PID`, `--profile-subprocesses`, `--profile-rate HZ`."""
+    f = click.option("--profile-rate", type=click.IntRange(1, 1000), default=DEFAULT_RATE, show_default=True,
+                     metavar="HZ", help="Stack samples per second for --profile.")(f)
+    f = click.option("--profile-subprocesses", is_flag=True,
+                     help="With --profile: sample the target's child processes too.")(f)
+    f = click.option("--profile", "profile_pid", type=int, default=None, metavar="PID",
+                     help="Sample PID's Python stacks with py-spy (the [profile] extra) and attach them to the "
+                          "columns by time; recordings keep them.")(f)
+    return f
+
+
+def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Every option of a command that shows a flow: PyLatencyMap's, history, recording, emitting, limits, profiling."""
+    opts = [
+        click.option("--plain", is_flag=True, help="PyLatencyMap-style ANSI frames instead of the TUI."),
+        click.option("--once", is_flag=True, help="Print only the final frame (implies --plain)."),
+        click.option(*_multi("--num_records"), "-n", type=int, default=90, show_default=True,
+                     help="Columns (time intervals) shown."),
+        click.option(*_multi("--min_bucket"), type=int, default=-1, show_default=True,
+                     help="Lowest row: log2 of the input's bucket value; -1 autotunes."),
+        click.option(*_multi("--max_bucket"), type=int, default=64, show_default=True,
+                     help="Highest row: log2 of the input's bucket value; 64 autotunes."),
+        click.option(*_multi("--frequency_maxval"), type=float, default=-1, show_default=True,
+                     help="Pin the frequency colour scale (events/s); -1 autoscale."),
+        click.option(*_multi("--intensity_maxval"), type=float, default=-1, show_default=True,
+                     help="Pin the intensity colour scale (s/s); -1 autoscale."),
+        click.option(*_multi("--screen_delay"), type=float, default=0.1, show_default=True,
+                     help="Seconds between plain frames (replaying files)."),
+        click.option(*_multi("--debug_level"), "-d", type=int, default=0, hidden=True,
+                     help="Accepted for PyLatencyMap compatibility; ignored."),
+        click.option("--history", type=int, default=200_000, show_default=True,
+                     help="Columns kept per stream for scrolling back."),
+        click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
+                     help="Record the normalized stream to PATH as it arrives (.zst: zstd frames)."),
+        click.option("--force", is_flag=True, help="Let --record overwrite an existing file."),
+        click.option("--compat", is_flag=True, help="Record only what PyLatencyMap 1.3 reads (cumulative records)."),
+        click.option("--emit", is_flag=True,
+                     help="Write the stream to stdout as protocol records instead of showing it (a connector)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return profile_options(limit_options(f))
+
+
+#: The names of the view options, to tell them from a source's own options.
+VIEW_NAMES = {p.name for p in view_options(lambda **_: None).__click_params__}  # type: ignore[attr-defined]
+
+
+def format_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Every installed format's own options."""
+    for param in REGISTRY.format_params():
+        f.__click_params__ = [*getattr(f, "__click_params__", []), param]  # type: ignore[attr-defined]
+    return f
+
+
+def format_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Take the formats' options out of a command's keyword arguments."""
+    names = {p.name for p in REGISTRY.format_params()}
+    return {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+
+
+def display_options(kw: dict[str, Any]) -> ViewOptions:
+    """The view options a command's keyword arguments ask for."""
+    return ViewOptions(
+        num_records=max(1, kw["num_records"]), min_bucket=kw["min_bucket"], max_bucket=kw["max_bucket"],
+        frequency_maxval=kw["frequency_maxval"], intensity_maxval=kw["intensity_maxval"],
+    )

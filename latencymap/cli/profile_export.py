@@ -1,0 +1,53 @@
+"""`latencymap profile-export RECORDING`: the profile samples a recording holds, as collapsed stacks or speedscope."""
+
+from __future__ import annotations
+
+import click
+
+from latencymap.cli.common import EXIT_OK, EXIT_USAGE, REGISTRY, guarded
+from latencymap.core.model import Interval
+from latencymap.flow.pipeline import input_flow
+from latencymap.outputs.files import write_text
+
+
+def first_interval_start(path: str) -> float | None:
+    """Start of the first interval of an input (the origin of replay's --start/--end), or None."""
+    for item in input_flow([path], REGISTRY):
+        if isinstance(item, Interval):
+            return item.start
+    return None
+
+
+@click.command("profile-export")
+@click.argument("path", metavar="RECORDING")
+@click.option("--start", type=float, default=None, metavar="T",
+              help="From T seconds after the first interval (as replay --start); default: the first sample.")
+@click.option("--end", type=float, default=None, metavar="T",
+              help="Up to T seconds after the first interval (as replay --end); default: the last sample.")
+@click.option("--format", "out_format", type=click.Choice(["collapsed", "speedscope"]), default="collapsed",
+              show_default=True, help="collapsed: flamegraph.pl input lines; speedscope: speedscope JSON.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write to a file instead of stdout.")
+def profile_export(path: str, start: float | None, end: float | None, out_format: str, output: str | None) -> None:
+    """Export the profile samples a recording holds (recorded with --profile PID), without the TUI."""
+    from latencymap.profiling.export import export_range
+    from latencymap.profiling.persist import load_profile
+
+    def body() -> int:
+        store, messages = load_profile([path])
+        for message in messages:
+            click.echo(f"latencymap: profile: {message}", err=True)
+        if store is None:
+            click.echo(f"latencymap: {path}: no profile samples (record with --profile PID)", err=True)
+            return EXIT_USAGE
+        span = store.span()
+        assert span is not None
+        origin = first_interval_start(path) if start is not None or end is not None else None
+        origin = span[0] if origin is None else origin
+        t0 = span[0] if start is None else origin + start
+        t1 = span[1] + 1.0 if end is None else origin + end
+        text = export_range(store, t0, t1, out_format, f"{path} [{t0:.3f}, {t1:.3f})")
+        write_text(text, output)
+        return EXIT_OK
+
+    guarded(body)

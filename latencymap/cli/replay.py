@@ -1,0 +1,41 @@
+"""`latencymap replay PATH`: a recording (or any input) at its original pace, with the TUI's replay keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from latencymap.cli.common import EXAMPLES, REGISTRY, guarded
+from latencymap.cli.options import view_options
+from latencymap.cli.running import prepare, show
+from latencymap.flow.pipeline import input_flow
+from latencymap.flow.recording import windowed
+from latencymap.flow.replay import BurstScan, ReplayClock
+
+
+@click.command("replay", epilog=EXAMPLES)
+@click.argument("path", metavar="PATH")
+@click.option("--speed", type=float, default=1.0, show_default=True, help="Replay at X times the original pace.")
+@click.option("--max", "as_fast", is_flag=True, help="Replay as fast as possible.")
+@click.option("--start", type=float, default=None, metavar="T", help="Skip to T seconds after the first interval.")
+@click.option("--end", type=float, default=None, metavar="T", help="Stop at T seconds after the first interval.")
+@view_options
+def replay(path: str, speed: float, as_fast: bool, start: float | None, end: float | None, **kw: Any) -> None:
+    """Replay a recording (or any input) at its original pace."""
+
+    def body() -> int:
+        if speed <= 0:
+            raise click.BadParameter("must be > 0", param_hint="--speed")
+        clock = ReplayClock(None if as_fast else speed)
+        flow = windowed(input_flow([path], REGISTRY), start, end)
+        bursts = None
+        if not (kw["plain"] or kw["once"] or kw.get("emit")):  # the TUI's `n` key: where the bursts are
+            bursts = BurstScan(lambda: windowed(input_flow([path], REGISTRY), start, end)).start()
+        from latencymap.profiling.session import profile_session
+
+        with profile_session(kw, [path]) as profile:
+            flow = prepare(clock.pace(flow), {**kw, "inputs": [path]}, source="replay", profile=profile)
+            return show(flow, {**kw, "screen_delay": 0.0}, profile, replay=clock, bursts=bursts)
+
+    guarded(body)

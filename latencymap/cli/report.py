@@ -1,0 +1,122 @@
+"""`latencymap report`: whole inputs, or a source run to its end, analysed with no UI (text, JSON, SVG, ...)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from latencymap.cli.common import EXAMPLES, EXIT_FAIL, EXIT_OK, REGISTRY, guarded, guarded_source
+from latencymap.cli.options import format_kwargs, format_options, limit_options
+from latencymap.cli.running import prepare
+from latencymap.core.accumulator import Accumulator, accumulate
+from latencymap.core.errors import InputError
+from latencymap.flow.pipeline import diffed, input_flow
+from latencymap.outputs.files import write_text
+from latencymap.outputs.report import build_report, report_text, straggler_lines
+from latencymap.plugins import Source
+
+
+def _parse_gates(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[Any]:
+    from latencymap.outputs.gates import GateError, parse_gate
+
+    try:
+        return [parse_gate(v) for v in value]
+    except GateError as err:
+        raise click.BadParameter(str(err), ctx, param) from None
+
+
+def _gate_failures(acc: Any, gates: list[Any]) -> int:
+    from latencymap.outputs.gates import check_gates
+
+    failures = check_gates(acc, gates)
+    for line in failures:
+        click.echo(f"latencymap: {line}", err=True)
+    return EXIT_FAIL if failures else EXIT_OK
+
+
+@click.command("report", epilog=EXAMPLES, context_settings={"ignore_unknown_options": True})
+@click.argument("inputs", nargs=-1, metavar="[INPUT]... | SOURCE [SOURCE OPTIONS]", type=click.UNPROCESSED)
+@click.option("--format", "out_format", default="text", show_default=True,
+              type=click.Choice(["text", "json", "svg", "html", "parquet", "openmetrics"]),
+              help="Report format (parquet needs -o and the [export] extra).")
+@click.option("--input-format", default=None, metavar="NAME",
+              help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats))}.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the report to a file instead of stdout.")
+@click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR", callback=_parse_gates,
+              help="Exit 1 when EXPR holds for any stream, e.g. 'p99 > 20ms' (see latencymap/gates.py).")
+@limit_options
+@format_options
+def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, output: str | None,
+           fail_if: list[Any], **kw: Any) -> None:
+    """Analyse whole INPUTs (default stdin), or a source run to its end (`report spark LOG`), with no UI."""
+    fmt_opts = format_kwargs(kw)
+
+    def body() -> int:
+        source = _report_source(list(inputs))
+        if source is not None:
+            flow = prepare(diffed(guarded_source(source.items(), source.name), source.name), kw, source=source.name)
+        else:
+            flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), kw)
+        acc = accumulate(flow)
+        extra = source.analysis() if source is not None and hasattr(source, "analysis") else {}
+        stragglers = {h.stream.label: extra.get("stragglers", []) for h in acc.streams.values()} if extra else None
+        if out_format not in ("text", "json"):
+            write_report(acc, out_format, output, stragglers=stragglers)
+            return _gate_failures(acc, fail_if)
+        if out_format == "json":
+            doc = build_report(acc)
+            if source is not None:
+                doc["source"] = {"name": source.name, **extra}
+            text = json.dumps(doc) + "\n"
+        else:
+            text = report_text(acc) + "".join(f"{line}\n" for line in straggler_lines(extra.get("stragglers", [])))
+        write_text(text, output)
+        return _gate_failures(acc, fail_if)
+
+    guarded(body)
+
+
+def _report_source(args: list[str]) -> Source | None:
+    """The source named by the first argument of `report`, built from the rest; None for plain inputs."""
+    if not args or args[0] not in REGISTRY.sources:
+        for arg in args:
+            if arg.startswith("-") and arg != "-":
+                raise click.UsageError(f"no such option: {arg}")
+        return None
+    src = REGISTRY.sources[args[0]]
+    reason = src.unavailable()
+    if reason:
+        raise InputError(f"{src.name}: {reason}")
+    cmd = click.Command(src.name, params=src.params())
+    ctx = cmd.make_context(f"latencymap report {src.name}", args[1:])
+    return src(**ctx.params)
+
+
+def write_report(acc: Accumulator, out_format: str, output: str | None,
+                 stragglers: dict[str, list[dict[str, Any]]] | None = None) -> None:
+    """Render `acc` as svg/html/parquet/openmetrics to `output` (stdout for text formats when None)."""
+    if out_format == "parquet":
+        if not output:
+            raise InputError("--format parquet needs -o FILE (it is a binary format)")
+        from latencymap.outputs.exports import write_parquet
+
+        write_parquet(acc, output)
+        return
+    if out_format == "svg":
+        from latencymap.views.svg import render_svg
+
+        text = render_svg(acc, stragglers)
+    elif out_format == "html":
+        from latencymap.views.html import render_html
+
+        text = render_html(acc, stragglers)
+    elif out_format == "openmetrics":
+        from latencymap.outputs.metrics import report_openmetrics
+
+        text = report_openmetrics(acc)
+    else:
+        raise ValueError(f"unknown report format {out_format!r}")
+    write_text(text, output)

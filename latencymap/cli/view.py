@@ -1,0 +1,37 @@
+"""`latencymap [view] [INPUT]...`: files or stdin as heat maps (the default command)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from latencymap.cli.common import EXAMPLES, REGISTRY, guarded
+from latencymap.cli.options import format_kwargs, format_options, view_options
+from latencymap.cli.running import prepare, show
+from latencymap.flow.pipeline import input_flow
+
+
+@click.command("view", epilog=EXAMPLES)
+@click.argument("inputs", nargs=-1, metavar="[INPUT]...")
+@click.option("--format", "--input-format", "input_format", default=None, metavar="NAME",
+              help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats))}.")
+@click.option("--serve-metrics", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve the latest interval as OpenMetrics on http://127.0.0.1:PORT/metrics.")
+@view_options
+@format_options
+def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int | None, **kw: Any) -> None:
+    """Show INPUT files (or stdin) as heat maps."""
+    fmt_opts = format_kwargs(kw)
+
+    def body() -> int:
+        from latencymap.outputs.metrics import metrics_served
+        from latencymap.profiling.session import profile_session
+
+        with profile_session(kw, list(inputs)) as profile:
+            flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), {**kw, "inputs": inputs},
+                           profile=profile)
+            with metrics_served(flow, serve_metrics) as flow:
+                return show(flow, kw, profile)
+
+    guarded(body)

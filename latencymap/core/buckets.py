@@ -1,0 +1,105 @@
+"""The log2 bucket scale shared by every stream.
+
+Each stream has 64 slots. Slot `s` holds the bucket of exponent `e = s - 1` in the stream's unit:
+`[2**e, 2**(e+1))`. Slot 0 (e = -1) is special: for lower-bound sources (bpf, systemtap, dtrace,
+raw values) it is the zero bucket `[0, 1)`; for Oracle (upper-bound values) it is `[0.5, 1)`,
+the bucket Oracle labels `1`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from latencymap.core.units import unit_seconds
+
+NSLOTS = 64
+MIN_EXPONENT = -1
+MAX_EXPONENT = NSLOTS - 2
+
+#: Datasources whose bucket value is the bucket's upper bound (`[v/2, v)`).
+UPPER_BOUND_SOURCES = frozenset({"oracle"})
+#: Oracle's overflow bucket in gv$event_histogram: no finite range, dropped.
+ORACLE_OVERFLOW = 4294967295
+#: Counts (and epoch microseconds) at or above this cannot be held, or summed, in 64-bit integers.
+MAX_COUNT = 1 << 62
+
+
+def zero_floor(datasource: str) -> bool:
+    """True when the lowest slot starts at 0 (every lower-bound source)."""
+    return datasource not in UPPER_BOUND_SOURCES
+
+
+def slot_of_bucket_value(value: int, datasource: str) -> int | None:
+    """Slot of a protocol bucket value under the datasource's convention; None when unusable.
+
+    Oracle: value is the upper bound, a power of two, bucket `[v/2, v)`.
+    Others: value is the lower bound, a power of two or 0, bucket `[v, 2v)` (`[0, 1)` for 0).
+    Values that are not powers of two raise ValueError; the Oracle overflow bucket gives None.
+    """
+    if datasource in UPPER_BOUND_SOURCES:
+        if value == ORACLE_OVERFLOW:
+            return None
+        if value < 1 or value & (value - 1):
+            raise ValueError(f"bucket value {value} is not a power of 2")
+        exponent = value.bit_length() - 2
+    else:
+        if value == 0:
+            return 0
+        if value < 0 or value & (value - 1):
+            raise ValueError(f"bucket value {value} is not 0 or a power of 2")
+        exponent = value.bit_length() - 1
+    return min(exponent - MIN_EXPONENT, NSLOTS - 1)
+
+
+def bucket_value_of_slot(slot: int, datasource: str) -> int:
+    """Inverse of `slot_of_bucket_value`: the value a PyLatencyMap record writes for a slot."""
+    exponent = slot + MIN_EXPONENT
+    if datasource in UPPER_BOUND_SOURCES:
+        return 1 << (exponent + 1)
+    return 0 if slot == 0 else 1 << exponent
+
+
+def bounds_in_unit(datasource: str) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of every slot in the stream's own unit."""
+    exponents = np.arange(MIN_EXPONENT, MIN_EXPONENT + NSLOTS, dtype=np.float64)
+    low = np.exp2(exponents)
+    high = low * 2.0
+    if zero_floor(datasource):
+        low[0] = 0.0
+    return low, high
+
+
+def bounds_seconds(datasource: str, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of every slot in seconds."""
+    low, high = bounds_in_unit(datasource)
+    scale = unit_seconds(unit)
+    return low * scale, high * scale
+
+
+def midpoints_seconds(datasource: str, unit: str) -> np.ndarray:
+    """Per-slot mean latency assumed when a source gives counts only.
+
+    The arithmetic midpoint: 1.5 x lower bound (bpf/systemtap/dtrace) and 0.75 x upper bound
+    (Oracle) — exactly PyLatencyMap's intensity factors.
+    """
+    low, high = bounds_seconds(datasource, unit)
+    mid: np.ndarray = (low + high) / 2.0
+    return mid
+
+
+def bin_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Counts and exact sums per slot for raw latencies in a stream unit (zero-floor scale).
+
+    Values below 1 go to the zero bucket, values beyond the top slot to the top slot;
+    negative and non-finite values are dropped.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values) & (values >= 0)]
+    slots = np.zeros(values.shape, dtype=np.int64)
+    big = values >= 1.0
+    if big.any():
+        _, exp = np.frexp(values[big])  # v = m * 2**exp with m in [0.5, 1): floor(log2 v) = exp - 1
+        slots[big] = np.minimum(exp.astype(np.int64), NSLOTS - 1)
+    counts = np.bincount(slots, minlength=NSLOTS).astype(np.int64)
+    sums = np.bincount(slots, weights=values, minlength=NSLOTS)
+    return counts, sums

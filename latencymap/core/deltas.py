@@ -1,0 +1,124 @@
+"""Turn consecutive cumulative snapshots into Intervals: the one differ every counter source uses.
+
+Per stream: the first snapshot is the baseline. A bucket missing from a snapshot keeps its last
+value. A counter that goes down is a reset: the column is marked and that bucket counts what the
+counter holds now (events since the reset), never a negative number. A snapshot without a
+timestamp takes its arrival time; one whose timestamp does not increase is skipped with a notice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+
+from latencymap.core.model import Interval, Notice, Snapshot, SnapshotRun, StreamId
+
+
+class Differ:
+    """Stateful snapshot-to-interval converter, one baseline per stream."""
+
+    def __init__(self, clock: Callable[[], float] = time.time, name: str = "<input>") -> None:
+        self._clock = clock
+        self._name = name
+        self._last: dict[StreamId, Snapshot] = {}
+
+    def push(self, snap: Snapshot) -> Interval | Notice | None:
+        """The interval since the stream's previous snapshot; None for a baseline."""
+        if snap.timestamp is None:
+            snap.timestamp = self._clock()
+        prev = self._last.get(snap.stream)
+        if snap.present is not None and prev is not None:
+            missing = ~snap.present
+            snap.counts[missing] = prev.counts[missing]
+            if snap.sums is not None and prev.sums is not None:
+                snap.sums[missing] = prev.sums[missing]
+        if prev is None:
+            self._last[snap.stream] = snap
+            return None
+        assert prev.timestamp is not None
+        if snap.timestamp <= prev.timestamp:
+            where = f"line {snap.line}: " if snap.line else ""
+            return Notice(f"{self._name}: {where}timestamp {snap.timestamp:.6f} does not increase "
+                          f"(previous {prev.timestamp:.6f}); record skipped")
+        self._last[snap.stream] = snap
+        counts = snap.counts - prev.counts
+        dropped = counts < 0
+        reset = bool(dropped.any())
+        if reset:
+            counts[dropped] = snap.counts[dropped]
+        spent = None
+        if snap.sums is not None:
+            base = prev.sums if prev.sums is not None else np.zeros_like(snap.sums)
+            spent = snap.sums - base
+            lost = (spent < 0) | dropped
+            if lost.any():
+                reset = True
+                spent[lost] = snap.sums[lost]
+        exact_dt = (snap.micros - prev.micros) / 1e6 if snap.micros is not None and prev.micros is not None else 0.0
+        return Interval(snap.stream, prev.timestamp, snap.timestamp, counts, spent, reset=reset, date=snap.date,
+                        duration=exact_dt)
+
+    def push_run(self, run: SnapshotRun) -> list[Interval | Notice]:
+        """What pushing each row of `run` in turn gives, computed per stream in bulk."""
+        out: list[Interval | Notice | None] = [None] * len(run)
+        groups: dict[StreamId, list[int]] = {}
+        for i, stream in enumerate(run.streams):
+            groups.setdefault(stream, []).append(i)
+        for stream, rows in groups.items():
+            if not self._push_group(stream, rows, run, out):
+                for i in rows:
+                    out[i] = self.push(run.snapshot(i))
+        return [item for item in out if item is not None]
+
+    def _push_group(self, stream: StreamId, rows: list[int], run: SnapshotRun,
+                    out: list[Interval | Notice | None]) -> bool:
+        """Diff one stream's rows of a run in bulk; False (nothing done) when a row needs the one-by-one path."""
+        pick = slice(rows[0], rows[-1] + 1) if len(rows) == rows[-1] - rows[0] + 1 else rows
+        counts, present, micros = run.counts[pick], run.present[pick], run.micros[pick]
+        prev = self._last.get(stream)
+        if prev is not None and (prev.micros is None or prev.sums is not None):
+            return False
+        if not present.all():  # a missing bucket keeps its last value
+            k = len(rows)
+            last = np.where(present, np.arange(k)[:, None], -1)
+            np.maximum.accumulate(last, axis=0, out=last)
+            counts = np.take_along_axis(counts, np.maximum(last, 0), axis=0)
+            if prev is not None:
+                counts = np.where(last >= 0, counts, prev.counts)
+        if prev is not None:
+            full = np.vstack((prev.counts, counts))
+            times = np.concatenate((np.asarray([prev.micros], dtype=np.int64), micros))
+        else:
+            full, times = counts, micros
+        if len(times) > 1 and not bool((times[1:] > times[:-1]).all()):
+            return False
+        diffs = full[1:] - full[:-1]
+        dropped = diffs < 0
+        resets = dropped.any(axis=1)
+        if resets.any():
+            diffs[dropped] = full[1:][dropped]
+        seconds, micro, reset = (times / 1e6).tolist(), times.tolist(), resets.tolist()
+        first = 0 if prev is not None else 1
+        dates = run.dates
+        for d, delta in enumerate(diffs):
+            i = rows[d + first]
+            out[i] = Interval(stream, seconds[d], seconds[d + 1], delta, None, reset[d], False, dates[i],
+                              (micro[d + 1] - micro[d]) / 1e6)
+        i = rows[-1]
+        self._last[stream] = Snapshot(stream, seconds[-1], counts[-1], None, dates[i], run.lines[i], present[-1],
+                                      micro[-1])
+        return True
+
+    def run(self, items: Iterable[Snapshot | SnapshotRun | Interval | Notice]) -> Iterator[Interval | Notice]:
+        """Pass Intervals and Notices through; diff Snapshots."""
+        for item in items:
+            if isinstance(item, Snapshot):
+                out = self.push(item)
+                if out is not None:
+                    yield out
+            elif isinstance(item, SnapshotRun):
+                yield from self.push_run(item)
+            else:
+                yield item

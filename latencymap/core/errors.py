@@ -1,0 +1,26 @@
+"""The errors that cross layers, each with the exit code the CLI gives it."""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """An input that cannot be opened or whose format is unknown (exit code 2)."""
+
+
+class StrictError(Exception):
+    """The first bad record under `--strict` (exit code 2)."""
+
+
+class SourceError(Exception):
+    """A source that failed while running (its process died, its job failed): exit code 1, with this message.
+
+    What it yielded before the failure stays valid: views keep it and recordings keep every record.
+    """
+
+
+class RecordingError(Exception):
+    """A recording that cannot be created (exit code 2) or written (exit code 1)."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -1,0 +1,119 @@
+"""The data that flows from sources to views: stream identity, snapshots, intervals, notices."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from latencymap.core.buckets import NSLOTS
+
+
+@dataclass(frozen=True, slots=True)
+class StreamId:
+    """Who a histogram belongs to; one heat map per stream."""
+
+    label: str
+    datasource: str = "bpf"
+    unit: str = "millisec"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceBuckets:
+    """A source's own bucket boundaries and one interval's counts in them, when they are not powers of two.
+
+    The Interval's `counts` are these spread onto the log2 slots (`latencymap.core.rebin`); only totals are exact.
+    """
+
+    bounds: tuple[float, ...]
+    counts: np.ndarray
+    total_time: float | None = None
+
+
+@dataclass(slots=True)
+class Interval:
+    """One time column: events per slot between `start` and `end` (epoch seconds).
+
+    `time`, when given, is the exact time spent per slot in seconds; otherwise views estimate it.
+    `reset` marks a column where a counter went down; `gap` a column with missing data.
+    `source_buckets`, for rebinned sources (Prometheus, OpenTelemetry explicit bounds), keeps the source's own
+    buckets: `bounds` are ascending upper bounds in the stream unit (the last may be inf), `counts` per bucket
+    for this interval, `total_time` the exact seconds spent when the source reports a sum.
+    """
+
+    stream: StreamId
+    start: float
+    end: float
+    counts: np.ndarray
+    time: np.ndarray | None = None
+    reset: bool = False
+    gap: bool = False
+    date: str = ""
+    duration: float = 0.0
+    source_buckets: SourceBuckets | None = None
+
+    def __post_init__(self) -> None:
+        if not self.duration:
+            self.duration = self.end - self.start
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Cumulative counters as read from a source at one instant (`timestamp` None: unknown).
+
+    `micros`, when the source gave integer microseconds, keeps durations exact.
+    """
+
+    stream: StreamId
+    timestamp: float | None
+    counts: np.ndarray
+    sums: np.ndarray | None = None
+    date: str = ""
+    line: int = 0
+    present: np.ndarray | None = None
+    micros: int | None = None
+
+
+@dataclass(slots=True)
+class SnapshotRun:
+    """Consecutive cumulative snapshots read in one go (row `i` is one record); the differ takes them in bulk."""
+
+    streams: list[StreamId]
+    micros: np.ndarray
+    counts: np.ndarray
+    present: np.ndarray
+    dates: list[str]
+    lines: list[int]
+
+    def __len__(self) -> int:
+        return len(self.streams)
+
+    def snapshot(self, i: int) -> Snapshot:
+        """Row `i` as a Snapshot."""
+        micros = int(self.micros[i])
+        return Snapshot(self.streams[i], micros / 1e6, self.counts[i], None, self.dates[i], self.lines[i],
+                        self.present[i], micros)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every row as a Snapshot."""
+        return [self.snapshot(i) for i in range(len(self.streams))]
+
+
+@dataclass(slots=True)
+class Notice:
+    """Something a reader skipped or wants said, in order with the data."""
+
+    message: str
+    skipped: int = 1
+
+
+#: What readers and sources yield: cumulative snapshots (diffed into intervals downstream), intervals, notices.
+Item = Interval | Snapshot | SnapshotRun | Notice
+#: What views, recorders and outputs take: intervals and notices, in order.
+Flow = Iterator[Interval | Notice]
+
+
+def empty_counts() -> np.ndarray:
+    """A zeroed per-slot count vector."""
+    return np.zeros(NSLOTS, dtype=np.int64)

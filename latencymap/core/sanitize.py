@@ -1,0 +1,42 @@
+"""Neutralise text from input before any view shows it, and keep credentials out of what is written."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# C0 and C1 controls and DEL, plus Unicode bidi overrides; tab becomes a space.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+MAX_TEXT = 200
+
+
+def clean_text(text: str, limit: int = MAX_TEXT) -> str:
+    """`text` with control and escape characters shown as `?`, tabs as spaces, at most `limit` chars."""
+    text = _CONTROL.sub("?", text.replace("\t", " "))
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def excerpt(text: str, limit: int = 60) -> str:
+    """A short, quoted, safe excerpt of an input line for an error message."""
+    return repr(clean_text(text.strip(), limit))
+
+
+_SECRET_KEY = re.compile(r"pass|secret|token|credential|key", re.I)
+_DSN_CREDENTIALS = re.compile(r"(?<=//)[^/@\s]*@|^[^/@\s]+/[^@\s]*@")
+
+
+def safe_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Command options fit for a header: secrets dropped, credentials cut out of DSNs/URLs."""
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        if _SECRET_KEY.search(key):
+            continue
+        if isinstance(value, str):
+            value = _DSN_CREDENTIALS.sub("", value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        if isinstance(value, (str, int, float, bool, list)) or value is None:
+            out[key] = value
+    return out

@@ -1,0 +1,75 @@
+"""Latency units: the one place where unit names and conversions live."""
+
+from __future__ import annotations
+
+import math
+
+UNIT_SECONDS: dict[str, float] = {
+    "sec": 1.0,
+    "millisec": 1e-3,
+    "microsec": 1e-6,
+    "nanosec": 1e-9,
+}
+
+_ALIASES: dict[str, str] = {
+    "s": "sec", "sec": "sec", "secs": "sec", "second": "sec", "seconds": "sec",
+    "ms": "millisec", "msec": "millisec", "msecs": "millisec", "millisec": "millisec",
+    "millisecond": "millisec", "milliseconds": "millisec",
+    "us": "microsec", "µs": "microsec", "μs": "microsec", "usec": "microsec", "usecs": "microsec",
+    "microsec": "microsec", "microsecond": "microsec", "microseconds": "microsec",
+    "ns": "nanosec", "nsec": "nanosec", "nsecs": "nanosec", "nanosec": "nanosec",
+    "nanosecond": "nanosec", "nanoseconds": "nanosec",
+}
+
+
+def normalize_unit(name: str) -> str:
+    """Canonical unit name (`millisec`, `microsec`, `nanosec`, `sec`) for any common spelling."""
+    key = name.strip().lower()
+    try:
+        return _ALIASES[key]
+    except KeyError:
+        raise ValueError(f"unknown latency unit {name!r} (expected one of: ms, us, ns, s)") from None
+
+
+def seconds_per(name: str) -> float | None:
+    """Seconds in the unit `name` (any spelling `normalize_unit` takes), or None when `name` is not a unit."""
+    canonical = _ALIASES.get(name.strip().lower())
+    return None if canonical is None else UNIT_SECONDS[canonical]
+
+
+def unit_seconds(unit: str) -> float:
+    """Seconds in one `unit`."""
+    return UNIT_SECONDS[normalize_unit(unit)]
+
+
+def format_duration(seconds: float | None, digits: int = 3) -> str:
+    """Human form of a duration: `0`, `750ns`, `128µs`, `1.5ms`, `2.05s`."""
+    if seconds is None or math.isnan(seconds):
+        return "-"
+    if seconds == 0:
+        return "0"
+    mag = abs(seconds)
+    for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if mag >= scale or suffix == "ns":
+            return f"{_compact(seconds / scale, digits)}{suffix}"
+    raise AssertionError("unreachable")
+
+
+def format_number(value: float | None, digits: int = 3) -> str:
+    """Compact number: `0`, `0.25`, `12`, `1.5k`, `2.3M`."""
+    if value is None or math.isnan(value):
+        return "-"
+    mag = abs(value)
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if mag >= scale:
+            return f"{_compact(value / scale, digits)}{suffix}"
+    return _compact(value, digits)
+
+
+def _compact(value: float, digits: int) -> str:
+    if value == int(value) and abs(value) < 10**digits:
+        return str(int(value))
+    text = f"{value:.{digits}g}"
+    if "e" in text:
+        return f"{value:.0f}"
+    return text

@@ -1,0 +1,209 @@
+"""Open an input (file or stdin), pick its text format, and read it into items."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from latencymap.core.errors import InputError
+from latencymap.core.model import Item, SnapshotRun
+from latencymap.plugins import Registry, TextFormat
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+SNIFF_LINES = 200
+#: Longer lines are cut: a hostile or broken input cannot exhaust memory one line at a time.
+MAX_LINE = 64 * 1024
+#: Bytes asked of the input at a time; a pipe gives what it has.
+CHUNK = 512 * 1024
+#: What `-` reads when no stream is passed, instead of sys.stdin (the TUI keeps fd 0 for the terminal).
+_stdin_data: IO[bytes] | None = None
+
+
+def set_stdin_data(binary: IO[bytes] | None) -> None:
+    """Make `-` read `binary` (a dup of the original stdin) instead of sys.stdin; None undoes it."""
+    global _stdin_data
+    _stdin_data = binary
+
+
+class _ZstdFrames(io.RawIOBase):
+    """Decompressed zstd frames; a truncated or corrupt tail ends the stream instead of raising."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        import zstandard
+
+        self._error = zstandard.ZstdError
+        self._reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+        self.truncated = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.truncated:
+            return 0
+        try:
+            return self._reader.readinto(buffer)
+        except self._error:
+            self.truncated = True
+            return 0
+
+    def close(self) -> None:
+        self._reader.close()
+        super().close()
+
+
+def _binary(binary: IO[bytes]) -> IO[bytes]:
+    peek = getattr(binary, "peek", None)
+    if peek is not None and peek(4)[:4] == ZSTD_MAGIC:
+        return io.BufferedReader(_ZstdFrames(binary))
+    return binary
+
+
+def _open_binary(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], str]:
+    if path in ("-", ""):
+        if stdin is None:
+            stdin = _stdin_data if _stdin_data is not None else sys.stdin.buffer
+        if not hasattr(stdin, "peek"):
+            stdin = io.BufferedReader(stdin)  # type: ignore[type-var]
+        return _binary(stdin), "<stdin>"
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{path}: is a directory (expected a file of histograms)")
+    try:
+        binary = p.open("rb")
+    except OSError as err:
+        raise InputError(f"{path}: {err.strerror}") from None
+    return _binary(binary), path
+
+
+def open_text(path: str, stdin: IO[bytes] | None = None) -> tuple[IO[str], str]:
+    """A text stream (UTF-8, invalid bytes replaced, zstd decoded) and its display name; `-` is stdin."""
+    binary, name = _open_binary(path, stdin)
+    return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None), name
+
+
+def text_chunks(binary: IO[bytes], size: int = CHUNK) -> Iterator[str]:
+    """Decoded text in pieces of whole lines, as soon as they arrive (a live pipe is not held back).
+
+    Invalid UTF-8 is replaced, newlines are normalised to `\\n`, and a line longer than MAX_LINE
+    keeps its first MAX_LINE characters. The last piece may lack a final newline.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    read = getattr(binary, "read1", binary.read)
+    carry = ""
+    dropping = False  # inside the rest of an over-long line
+    while True:
+        data = read(size)
+        text = carry + decoder.decode(data, final=not data)
+        carry = ""
+        if data and text.endswith("\r"):  # maybe half of a CRLF
+            text, carry = text[:-1], "\r"
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if dropping:
+            nl = text.find("\n")
+            text, dropping = ("", True) if nl < 0 else (text[nl + 1:], False)
+        cut = text.rfind("\n") + 1
+        if cut:
+            head = text[:cut]
+            yield _cap(head) if _has_long_line(head) else head
+        rest = text[cut:]
+        if len(rest) > MAX_LINE:
+            yield rest[:MAX_LINE] + "\n"
+            rest, dropping = "", True
+        carry = rest + carry
+        if not data:
+            if carry:
+                yield carry
+            return
+
+
+def _has_long_line(text: str) -> bool:
+    """True when a line of `text` is longer than MAX_LINE: such a line covers a multiple of MAX_LINE."""
+    for probe in range(MAX_LINE, len(text), MAX_LINE):
+        if text.find("\n", probe) - text.rfind("\n", 0, probe) > MAX_LINE + 1 or text.find("\n", probe) < 0:
+            return True
+    return False
+
+
+def _cap(text: str) -> str:
+    return "\n".join(line[:MAX_LINE] for line in text.split("\n"))
+
+
+def choose_format(registry: Registry, head: list[str], name: str, forced: str | None) -> type[TextFormat]:
+    """The format named by `forced`, else the highest-priority one whose sniff accepts `head`."""
+    if forced:
+        try:
+            return registry.formats[forced]
+        except KeyError:
+            raise InputError(f"unknown format {forced!r}; supported: {', '.join(sorted(registry.formats))}") from None
+    for fmt in sorted(registry.formats.values(), key=lambda f: -f.priority):
+        try:
+            if fmt.sniff(head):
+                return fmt
+        except Exception:
+            continue
+    listing = "\n".join(f"  {n:14s} {f.summary}" for n, f in sorted(registry.formats.items()))
+    raise InputError(f"{name}: unrecognised input format. Supported formats (choose one with --format NAME, "
+                     f"or --input-format NAME on report):\n{listing}")
+
+
+def _specific_match(registry: Registry, head: list[str]) -> type[TextFormat] | None:
+    """The highest-priority non-generic format (priority >= 0) that claims `head`, if any."""
+    for fmt in sorted(registry.formats.values(), key=lambda f: -f.priority):
+        if fmt.priority < 0:
+            return None
+        try:
+            if fmt.sniff(head):
+                return fmt
+        except Exception:
+            continue
+    return None
+
+
+def read_input(
+    path: str,
+    registry: Registry,
+    forced_format: str | None = None,
+    options: dict[str, Any] | None = None,
+    stdin: IO[bytes] | None = None,
+    runs: bool = False,
+) -> Iterator[Item]:
+    """Items of one input. Raises InputError before yielding when it cannot be opened or identified.
+
+    With `runs`, a format may give SnapshotRuns (for the differ); otherwise only single snapshots.
+    """
+    binary, name = _open_binary(path, stdin)
+    chunks = text_chunks(binary)
+    seen: list[str] = []
+    head: list[str] = []
+    fmt = None
+    if not forced_format:
+        for chunk in chunks:  # decide as soon as a specific format claims the input: live pipes start at once
+            seen.append(chunk)
+            for line in chunk.splitlines(True):
+                head.append(line)
+                fmt = _specific_match(registry, head)
+                if fmt is not None or len(head) >= SNIFF_LINES:
+                    break
+            if fmt is not None or len(head) >= SNIFF_LINES:
+                break
+    fmt = fmt or choose_format(registry, head, name, forced_format)
+    reader = fmt(**(options or {}))
+
+    def generate() -> Iterator[Item]:
+        try:
+            for item in reader.read_text(itertools.chain(seen, chunks), name):
+                if not runs and isinstance(item, SnapshotRun):
+                    yield from item.snapshots()
+                else:
+                    yield item
+        finally:
+            binary.close()
+
+    return generate()

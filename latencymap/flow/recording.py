@@ -1,0 +1,167 @@
+"""Record a flow of intervals to a replayable file (plain text or zstd), and pace a replay.
+
+A recording is protocol text: a header of `#` lines (ignored by every protocol reader as noise
+between records) and one `counts, interval` record per interval, flushed as it is written. With a
+`.zst` name every record is its own zstd frame, so a file cut anywhere still decodes up to its last
+complete frame. `compat` writes only what PyLatencyMap 1.3 reads: cumulative two-column records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import IO, Any
+
+import numpy as np
+
+from latencymap import __version__
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.errors import RecordingError
+from latencymap.core.model import Flow, Interval, Notice, StreamId
+from latencymap.core.sanitize import safe_options
+from latencymap.protocol import format_record
+from latencymap.protocol.grammar import RECORDING_HEADER as HEADER_PREFIX
+
+PYLATENCYMAP_SOURCES = ("oracle", "bpf", "systemtap", "dtrace")
+
+
+class Recorder:
+    """Writes intervals to `path` (`-`: stdout, for `--emit`) as they arrive; never overwrites unless `force`."""
+
+    def __init__(self, path: str, *, force: bool = False, compat: bool = False, source: str = "input",
+                 options: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.compat = compat
+        self._zstd = path.endswith(".zst")
+        if path == "-":
+            fd = os.dup(1)
+        else:
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileExistsError:
+                raise RecordingError(f"{path}: exists; use --force to overwrite it") from None
+            except OSError as err:
+                raise RecordingError(f"{path}: cannot create recording: {err.strerror}") from None
+        self._fh: IO[bytes] = os.fdopen(fd, "wb", buffering=0)
+        self._compressor = None
+        self._lock = threading.Lock()
+        self._closed = False
+        if self._zstd:
+            import zstandard
+
+            self._compressor = zstandard.ZstdCompressor(level=3)
+        self._totals: dict[StreamId, np.ndarray] = {}
+        self.written = 0
+        header = {"tool": "latencymap", "version": __version__, "source": source, "host": socket.gethostname(),
+                  "platform": platform.platform(terse=True), "start": time.time(),
+                  "format": "compat" if compat else "interval", "options": safe_options(options or {})}
+        self._write(HEADER_PREFIX + json.dumps(header, sort_keys=True) + "\n")
+
+    def _write(self, text: str) -> None:
+        with self._lock:  # the profiler thread annotates while the flow writes records
+            self._write_locked(text)
+
+    def _write_locked(self, text: str) -> None:
+        data = text.encode("utf-8")
+        if self._compressor is not None:
+            data = self._compressor.compress(data)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[self._fh.write(view):]
+        except OSError as err:
+            raise RecordingError(f"{self.path}: recording stopped: {err.strerror}; "
+                                 f"the {self.written} records written before are intact", exit_code=1) from None
+
+    def write(self, iv: Interval) -> None:
+        """Append one interval."""
+        if self.compat:
+            self._write(self._compat_record(iv))
+        else:
+            flags = [name for name, on in (("reset", iv.reset), ("gap", iv.gap)) if on]
+            self._write(format_record(iv.stream, iv.end, iv.counts, iv.time, date=iv.date, start=iv.start,
+                                      per_interval=True, flags=flags))
+        self.written += 1
+
+    def _compat_record(self, iv: Interval) -> str:
+        stream = StreamId(iv.stream.label.replace(",", ";"),
+                          iv.stream.datasource if iv.stream.datasource in PYLATENCYMAP_SOURCES else "bpf",
+                          iv.stream.unit if iv.stream.unit != "sec" else "millisec")
+        counts = iv.counts
+        if iv.stream.unit == "sec":  # PyLatencyMap has no seconds unit: shift buckets by 2**10 (≈1000)
+            counts = np.zeros(NSLOTS, dtype=np.int64)
+            counts[10:] = iv.counts[: NSLOTS - 10]
+        if stream.datasource != "oracle":  # PyLatencyMap cannot read the value 0: the [0,1) bucket joins [1,2)
+            counts = counts.copy()
+            counts[1] += counts[0]
+            counts[0] = 0
+        text = ""
+        total = self._totals.get(stream)
+        if total is None:
+            total = self._totals[stream] = np.zeros(NSLOTS, dtype=np.int64)
+            text += format_record(stream, iv.start, total, date=iv.date)
+        total += counts
+        return text + format_record(stream, iv.end, total, date=iv.date)
+
+    def annotate(self, tag: str, payload: str) -> None:
+        """Write `# latencymap-<tag> <payload>` between records (nothing with `compat`, or once closed)."""
+        if not re.fullmatch(r"[a-z][a-z0-9-]*", tag) or "\n" in payload or "\r" in payload:
+            raise ValueError(f"annotation tag must be a lowercase word and payload one line: {tag!r}")
+        if self.compat:
+            return
+        with self._lock:
+            if not self._closed:
+                self._write_locked(f"# latencymap-{tag} {payload}\n")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        with contextlib.suppress(OSError):  # a write error was already reported; what was written stays
+            self._fh.close()
+
+
+def recorded(flow: Flow, recorder: Recorder) -> Flow:
+    """Pass the flow through, writing each interval as it goes by."""
+    try:
+        for item in flow:
+            if isinstance(item, Interval):
+                recorder.write(item)
+            yield item
+    finally:
+        recorder.close()
+
+
+def read_header(path: str) -> dict[str, Any] | None:
+    """The header of a recording, or None when the file has none."""
+    from latencymap.flow.inputs import open_text
+
+    stream, _ = open_text(path)
+    with stream:
+        first = stream.readline(64 * 1024)
+    if first.startswith(HEADER_PREFIX):
+        try:
+            return json.loads(first[len(HEADER_PREFIX):])
+        except json.JSONDecodeError:
+            return None
+    return None
+
+
+def windowed(flow: Flow, start: float | None, end: float | None) -> Iterator[Interval | Notice]:
+    """Only intervals overlapping [start, end], in seconds relative to the first interval's start."""
+    origin: float | None = None
+    for item in flow:
+        if isinstance(item, Interval):
+            origin = item.start if origin is None else origin
+            if start is not None and item.end <= origin + start:
+                continue
+            if end is not None and item.start >= origin + end:
+                return
+        yield item

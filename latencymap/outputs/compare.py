@@ -1,0 +1,185 @@
+"""`latencymap diff`: what changed between a baseline and a candidate, stream by stream.
+
+Streams are paired by identity (label, datasource, unit); when each side has exactly one stream
+they are paired whatever their labels. Each side's whole history is pooled into one histogram.
+Buckets are matched by their range in seconds (streams of different units rarely share ranges).
+
+Per pair: each bucket's share of the events (frequency share) and of the time (time share) on
+both sides and the change in percentage points; percentile and mean deltas and ratios; the shift
+in octaves (`log2(candidate / baseline)`) of the median and of the mean log2 latency; bands found
+in the candidate that overlap no baseline band ("appeared"), and the reverse ("vanished").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from latencymap.analysis.bands import Band
+from latencymap.analysis.summary import stream_diagnosis
+from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
+from latencymap.core.sanitize import clean_text
+from latencymap.core.units import format_duration
+
+#: Share changes below this (absolute, as a fraction) count as no change.
+EPSILON = 1e-9
+_STATS = (*PERCENTILE_NAMES.values(), "mean")
+
+
+def pair_streams(base: Accumulator, cand: Accumulator) -> tuple[list[tuple[StreamHistory, StreamHistory]],
+                                                                  list[StreamHistory], list[StreamHistory]]:
+    """(pairs, only in baseline, only in candidate)."""
+    b, c = list(base.streams.values()), list(cand.streams.values())
+    if len(b) == 1 and len(c) == 1:
+        return [(b[0], c[0])], [], []
+    by_id = {h.stream: h for h in c}
+    pairs = [(h, by_id.pop(h.stream)) for h in b if h.stream in by_id]
+    paired = {id(p[0]) for p in pairs}
+    return pairs, [h for h in b if id(h) not in paired], list(by_id.values())
+
+
+def _pooled(hist: StreamHistory) -> dict[tuple[float, float], tuple[float, float]]:
+    counts = hist.counts.sum(axis=0)
+    times = hist.time.sum(axis=0)
+    return {(float(hist.low[s]), float(hist.high[s])): (float(counts[s]), float(times[s]))
+            for s in np.flatnonzero(counts)}
+
+
+def _log2_center(hist: StreamHistory) -> float:
+    """Event-weighted mean of log2 of the bucket centres (geometric; the zero bucket counts at half its top)."""
+    counts = hist.counts.sum(axis=0).astype(np.float64)
+    total = counts.sum()
+    if total <= 0:
+        return math.nan
+    centre = np.where(hist.low > 0, np.sqrt(hist.low * hist.high), hist.high / 2)
+    return float((counts * np.log2(centre)).sum() / total)
+
+
+def _stats(hist: StreamHistory) -> dict[str, float]:
+    t = hist.totals()
+    out = {PERCENTILE_NAMES[q]: t.percentiles[q] for q in PERCENTILES}
+    out["mean"] = t.mean_s
+    return out
+
+
+def _num(v: float) -> float | None:
+    return None if v is None or math.isnan(v) or math.isinf(v) else float(v)
+
+
+def _octaves(new: float, old: float) -> float:
+    if not (new > 0 and old > 0):
+        return math.nan
+    return math.log2(new / old)
+
+
+def _overlaps(a: Band, b: Band) -> bool:
+    return a.low_s < b.high_s and b.low_s < a.high_s
+
+
+def compare_streams(base: StreamHistory, cand: StreamHistory) -> dict[str, Any]:
+    """The JSON object of one pair (see the module docstring)."""
+    pb, pc = _pooled(base), _pooled(cand)
+    eb, tb = sum(v[0] for v in pb.values()), sum(v[1] for v in pb.values())
+    ec, tc = sum(v[0] for v in pc.values()), sum(v[1] for v in pc.values())
+    buckets = []
+    for key in sorted(set(pb) | set(pc)):
+        cb, sb = pb.get(key, (0.0, 0.0))
+        cc, sc = pc.get(key, (0.0, 0.0))
+        fb, fc = (cb / eb if eb else 0.0), (cc / ec if ec else 0.0)
+        xb, xc = (sb / tb if tb else 0.0), (sc / tc if tc else 0.0)
+        buckets.append({"low": key[0], "high": key[1], "baseline_events": cb, "candidate_events": cc,
+                        "baseline_events_share": fb, "candidate_events_share": fc, "events_share_change": fc - fb,
+                        "baseline_time_share": xb, "candidate_time_share": xc, "time_share_change": xc - xb})
+    sb_, sc_ = _stats(base), _stats(cand)
+    stats = {k: {"baseline_s": _num(sb_[k]), "candidate_s": _num(sc_[k]), "delta_s": _num(sc_[k] - sb_[k]),
+                 "ratio": _num(sc_[k] / sb_[k]) if sb_[k] else None} for k in _STATS}
+    db, dc = stream_diagnosis(base), stream_diagnosis(cand)
+    appeared = [b.to_json() for b in dc.bands if not any(_overlaps(b, o) for o in db.bands)]
+    vanished = [b.to_json() for b in db.bands if not any(_overlaps(b, o) for o in dc.bands)]
+    shift = _log2_center(cand) - _log2_center(base)
+    changed = (any(abs(b["events_share_change"]) > EPSILON or abs(b["time_share_change"]) > EPSILON for b in buckets)
+               or bool(appeared or vanished))
+    return {
+        "baseline": _identity(base, eb, tb), "candidate": _identity(cand, ec, tc),
+        "changed": changed,
+        "shift_octaves": _num(shift),
+        "median_shift_octaves": _num(_octaves(sc_["p50"], sb_["p50"])),
+        "percentiles": stats,
+        "buckets": buckets,
+        "bands_appeared": appeared,
+        "bands_vanished": vanished,
+        "bimodal": {"baseline": db.bimodal, "candidate": dc.bimodal},
+    }
+
+
+def _identity(hist: StreamHistory, events: float, time_s: float) -> dict[str, Any]:
+    s = hist.stream
+    return {"label": s.label, "datasource": s.datasource, "unit": s.unit, "columns": hist.n,
+            "events": events, "time_s": time_s}
+
+
+def compare(base: Accumulator, cand: Accumulator) -> dict[str, Any]:
+    """The whole diff: pairs plus streams found on one side only."""
+    pairs, only_b, only_c = pair_streams(base, cand)
+    return {
+        "pairs": [compare_streams(b, c) for b, c in pairs],
+        "only_in_baseline": [_identity(h, float(h.counts.sum()), float(h.time.sum())) for h in only_b],
+        "only_in_candidate": [_identity(h, float(h.counts.sum()), float(h.time.sum())) for h in only_c],
+    }
+
+
+def _pp(change: float) -> str:
+    return f"{100 * change:+.1f}pp"
+
+
+def compare_text(result: dict[str, Any]) -> str:
+    """The diff for humans."""
+    out: list[str] = []
+    for pair in result["pairs"]:
+        b, c = pair["baseline"], pair["candidate"]
+        name = clean_text(c["label"]) or "(no label)"
+        if b["label"] != c["label"]:
+            name = f"{clean_text(b['label']) or '(no label)'} → {name}"
+        out.append(f"== {name}  [{clean_text(c['datasource'])}, {c['unit']}]")
+        out.append(f"   baseline {int(b['events'])} events in {b['columns']} intervals; "
+                   f"candidate {int(c['events'])} events in {c['columns']} intervals")
+        if not pair["changed"]:
+            out.append("   no change: same shares in every bucket, same bands")
+        shift = pair["shift_octaves"]
+        if shift is not None and abs(shift) > EPSILON:
+            out.append(f"   latency shifted {shift:+.2f} octaves (×{2 ** shift:.2f}, event-weighted log2 mean)")
+        for k, s in pair["percentiles"].items():
+            ratio = f" (×{s['ratio']:.2f})" if s["ratio"] is not None else ""
+            delta = "" if s["delta_s"] is None else (
+                f"{'+' if s['delta_s'] >= 0 else '-'}{format_duration(abs(s['delta_s']))}")
+            out.append(f"   {k:<5} {_dur(s['baseline_s']):>9} → {_dur(s['candidate_s']):>9}  {delta}{ratio}")
+        for band in pair["bands_appeared"]:
+            out.append(f"   band appeared: {_span(band)} ({100 * band['events_share']:.1f}% of events, "
+                       f"{100 * band['time_share']:.1f}% of the time)")
+        for band in pair["bands_vanished"]:
+            out.append(f"   band vanished: {_span(band)} (was {100 * band['events_share']:.1f}% of events)")
+        if pair["changed"]:
+            out.append("   bucket                 %events (base → cand, change)      %time (base → cand, change)")
+            for row in pair["buckets"]:
+                rng = f"{format_duration(row['low'])}–{format_duration(row['high'])}"
+                out.append(f"   {rng:<18} {100 * row['baseline_events_share']:6.2f}% → "
+                           f"{100 * row['candidate_events_share']:6.2f}% {_pp(row['events_share_change']):>9}   "
+                           f"{100 * row['baseline_time_share']:6.2f}% → {100 * row['candidate_time_share']:6.2f}% "
+                           f"{_pp(row['time_share_change']):>9}")
+    for key, side in (("only_in_baseline", "baseline"), ("only_in_candidate", "candidate")):
+        for s in result[key]:
+            out.append(f"== {clean_text(s['label']) or '(no label)'}: only in the {side}")
+    if not out:
+        out.append("No data on either side.")
+    return "\n".join(out) + "\n"
+
+
+def _dur(v: float | None) -> str:
+    return "-" if v is None else format_duration(v)
+
+
+def _span(band: dict[str, Any]) -> str:
+    return f"{format_duration(band['low_s'])}–{format_duration(band['high_s'])}"

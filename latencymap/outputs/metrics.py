@@ -1,0 +1,182 @@
+"""OpenMetrics / Prometheus histogram text of the latest interval, and a tiny loopback server for it.
+
+One histogram family, `latencymap_latency_seconds`, with a series per stream (labels `label`,
+`datasource`, `unit`): `_bucket{le="<bucket high in seconds>"}` cumulative counts of the latest
+interval, `le="+Inf"`, `_count` and `_sum` (time waited in the interval, seconds: exact or
+estimated like the intensity map). Plus the gauge `latencymap_interval_seconds` (the interval's
+length) and `latencymap_interval_end_timestamp_seconds`. Values are those of one interval, not
+counters since start: divide by the interval length for rates.
+
+`--serve-metrics PORT` (view command) starts `MetricsServer` on 127.0.0.1:PORT; `served(flow, server)`
+passes every item through and keeps the newest interval of each stream for `/metrics`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.buckets import bounds_seconds, midpoints_seconds
+from latencymap.core.errors import InputError
+from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.core.sanitize import clean_text
+
+FAMILY = "latencymap_latency_seconds"
+CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+@dataclass(slots=True)
+class Latest:
+    """The newest interval of one stream, in seconds-based buckets."""
+
+    stream: StreamId
+    counts: np.ndarray
+    time_s: np.ndarray
+    high_s: np.ndarray
+    start: float
+    end: float
+    duration: float
+
+
+def latest_of_history(hist: StreamHistory) -> Latest | None:
+    """The last column of a history; None when it has none."""
+    if hist.n == 0:
+        return None
+    k = hist.n - 1
+    _, high = bounds_seconds(hist.stream.datasource, hist.stream.unit)
+    return Latest(hist.stream, hist.counts[k].copy(), hist.time[k].copy(), high,
+                  float(hist.start[k]), float(hist.end[k]), float(hist.durations[k]))
+
+
+def latest_of_interval(iv: Interval) -> Latest:
+    """An interval as it arrives (time estimated from midpoints when the source gave none)."""
+    ds, unit = iv.stream.datasource, iv.stream.unit
+    _, high = bounds_seconds(ds, unit)
+    time_s = iv.time if iv.time is not None else iv.counts * midpoints_seconds(ds, unit)
+    return Latest(iv.stream, np.asarray(iv.counts).copy(), np.asarray(time_s, dtype=np.float64).copy(), high,
+                  iv.start, iv.end, iv.duration)
+
+
+def escape_label(value: str) -> str:
+    """A label value: control characters neutralised, then `\\`, `"` and newline escaped."""
+    return clean_text(value, 200).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(stream: StreamId, extra: str = "") -> str:
+    parts = [f'label="{escape_label(stream.label)}"', f'datasource="{escape_label(stream.datasource)}"',
+             f'unit="{escape_label(stream.unit)}"']
+    if extra:
+        parts.append(extra)
+    return "{" + ",".join(parts) + "}"
+
+
+def _float(v: float) -> str:
+    return repr(float(v))
+
+
+def openmetrics_text(latest: list[Latest]) -> str:
+    """The exposition, ending in `# EOF`."""
+    out = [f"# HELP {FAMILY} Latency histogram of the latest interval of each stream.",
+           f"# TYPE {FAMILY} histogram", f"# UNIT {FAMILY} seconds"]
+    for item in latest:
+        counts = np.asarray(item.counts, dtype=np.int64)
+        used = np.flatnonzero(counts)
+        top = int(used[-1]) if used.size else -1
+        cum = np.cumsum(counts)
+        for s in range(top + 1):
+            le = 'le="' + _float(item.high_s[s]) + '"'
+            out.append(f"{FAMILY}_bucket{_labels(item.stream, le)} {int(cum[s])}")
+        total = int(counts.sum())
+        inf = 'le="+Inf"'
+        out.append(f"{FAMILY}_bucket{_labels(item.stream, inf)} {total}")
+        out.append(f"{FAMILY}_count{_labels(item.stream)} {total}")
+        out.append(f"{FAMILY}_sum{_labels(item.stream)} {_float(np.asarray(item.time_s).sum())}")
+    for name, help_text, attr in (("latencymap_interval_seconds", "Length of the latest interval.", "duration"),
+                                  ("latencymap_interval_end_timestamp_seconds", "End of the latest interval.",
+                                   "end")):
+        out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"# UNIT {name} seconds"]
+        out += [f"{name}{_labels(item.stream)} {_float(getattr(item, attr))}" for item in latest]
+    out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+def report_openmetrics(acc: Accumulator) -> str:
+    """`report --format openmetrics`: the last interval of every stream."""
+    return openmetrics_text([x for x in (latest_of_history(h) for h in acc.streams.values()) if x is not None])
+
+
+class MetricsServer:
+    """Serves the newest interval of each stream at http://127.0.0.1:PORT/metrics from a daemon thread."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        self._lock = threading.Lock()
+        self._latest: dict[StreamId, Latest] = {}
+        server_self = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.split("?")[0] not in ("/", "/metrics"):
+                    self.send_error(404)
+                    return
+                body = server_self.text().encode("utf-8")
+                self.send_response(200)
+                self.send_header("Content-Type", CONTENT_TYPE)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="latencymap-metrics", daemon=True)
+        self._thread.start()
+
+    def update(self, iv: Interval) -> None:
+        """Keep `iv` as its stream's newest interval."""
+        item = latest_of_interval(iv)
+        with self._lock:
+            self._latest[iv.stream] = item
+
+    def text(self) -> str:
+        """The current exposition."""
+        with self._lock:
+            items = list(self._latest.values())
+        return openmetrics_text(items)
+
+    def close(self) -> None:
+        """Stop serving."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def served(flow: Iterator[Interval | Notice], server: MetricsServer) -> Iterator[Interval | Notice]:
+    """Pass the flow through, publishing each interval."""
+    for item in flow:
+        if isinstance(item, Interval):
+            server.update(item)
+        yield item
+
+
+@contextmanager
+def metrics_served(flow: Iterator[Interval | Notice], port: int | None) -> Iterator[Iterator[Interval | Notice]]:
+    """`flow` tapped by a MetricsServer on 127.0.0.1:`port` for the duration of the block (None: untouched)."""
+    if port is None:
+        yield flow
+        return
+    try:
+        server = MetricsServer(port)
+    except OSError as err:
+        raise InputError(f"--serve-metrics: cannot listen on 127.0.0.1:{port}: {err.strerror or err}") from None
+    try:
+        yield served(flow, server)
+    finally:
+        server.close()

@@ -1,0 +1,386 @@
+"""Chunked reading of the record protocol: canonical records are parsed in bulk with NumPy.
+
+A chunk of text is cut at exact `<begin record>` / `<end record>` lines. A record whose lines are
+all in the canonical form (the keys the protocol knows, `<value>, <count>` rows) joins a batch
+whose rows are parsed by one `np.fromstring` call; anything else — noise holding a marker in
+another spelling, histogram blocks, a third column, a bad value — goes line by line through the
+reader's own state machine, so both paths give the same items and the same messages.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
+
+import numpy as np
+
+from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
+from latencymap.core.model import Interval, Item, Notice, Snapshot, SnapshotRun, StreamId
+from latencymap.core.sanitize import clean_text
+from latencymap.core.units import unit_seconds
+from latencymap.protocol.grammar import Record, RecordError, parse_record_line
+
+BEGIN_LINE = "<begin record>\n"
+END_LINE = "\n<end record>\n"
+#: An unfinished record longer than this is read line by line instead of waiting for its end.
+MAX_PENDING = 4 * 1024 * 1024
+#: Bucket values and counts at or above this go through the line reader (which checks their range).
+_BIG = 1 << 62
+#: What latencymap's own interval records (recordings) say after the timestamp.
+_INTERVAL_PREFIX = "counts, interval\nstart, microsec, "
+#: Rows of three columns: two of digits, then a sum in plain decimals (what `float` and NumPy read alike).
+_THREE_COLUMNS = re.compile(r"(?: *[0-9]+ *, *[0-9]+ *,[0-9.eE\- ]*\n)*")
+#: Integers below this are exact in a float64.
+_EXACT = float(1 << 53)
+
+
+
+class LineReader(Protocol):
+    """What the bulk path needs of the line reader it hands everything unusual to."""
+
+    name: str
+    line_no: int
+
+    def feed(self, lines: Iterable[str]) -> Iterator[Snapshot | Interval | Notice]: ...
+
+    def close(self) -> Iterator[Notice]: ...
+
+    def in_record(self) -> bool: ...
+
+    def reread(self, first_line: int, text: str) -> list[Snapshot | Interval | Notice]: ...
+
+    def stream(self, label: str, datasource: str, unit: str) -> StreamId: ...
+
+    def item(self, stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
+             start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,
+             sums: np.ndarray | None) -> Snapshot | Interval | Notice: ...
+
+
+class _Batch:
+    """Canonical records of one chunk waiting for their rows to be parsed together."""
+
+    __slots__ = ("data", "headers", "rows", "texts")
+
+    def __init__(self) -> None:
+        self.headers: list[tuple[Any, ...]] = []
+        self.texts: list[tuple[int, int, int]] = []
+        self.rows: list[int] = []
+        self.data: list[str] = []
+
+
+class _Rows:
+    """What the rows of a batch's records say: counts, presence, sums (when a record had them), which parsed."""
+
+    __slots__ = ("counts", "good", "present", "sums", "three")
+
+    def __init__(self, counts: np.ndarray, present: np.ndarray, good: np.ndarray) -> None:
+        self.counts, self.present, self.good = counts, present, good
+        self.sums: np.ndarray | None = None
+        self.three = np.zeros(len(good), dtype=bool)
+
+
+def _numbers(text: str, dtype: type) -> np.ndarray:
+    """The comma-separated numbers of `text`; empty when one does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a text number parse that stops early only warns
+            return np.fromstring(text, dtype=dtype, sep=",")
+    except (ValueError, DeprecationWarning):
+        return np.empty(0, dtype=dtype)
+
+
+class FastPath:
+    """The bulk reader behind `ProtocolReader.feed_text`."""
+
+    def __init__(self, reader: LineReader) -> None:
+        self.reader = reader
+        self.pending = ""
+        self._headers: dict[str, tuple[Any, ...]] = {}
+        self._block: str | None = None  # the previous record's constant header lines, and what they say
+        self._last_header: tuple[Any, ...] = ()
+
+    def feed(self, text: str) -> list[Item]:
+        """Items of the complete records in `pending + text`; the unfinished tail waits for more."""
+        buf = self.pending + text if self.pending else text
+        self.pending = ""
+        reader = self.reader
+        done: list[Item] = []
+        out: list[Item | int] = []
+        batch = _Batch()
+
+        def slow(lines: list[str] | tuple[str, ...]) -> None:
+            nonlocal out, batch
+            if batch.headers:  # queued records first: a bad one is read again, in its place, by the line reader
+                done.extend(self._emit(out, batch, buf))
+                out, batch = [], _Batch()
+            out.extend(reader.feed(lines))
+
+        pos, n = 0, len(buf)
+        while pos < n:
+            if reader.in_record():
+                nl = buf.find("\n", pos)
+                if nl < 0:
+                    break
+                slow((buf[pos:nl + 1],))
+                pos = nl + 1
+                continue
+            begin = buf.find(BEGIN_LINE, pos)
+            while begin > 0 and buf[begin - 1] != "\n":
+                begin = buf.find(BEGIN_LINE, begin + 1)
+            noise_end = begin if begin >= 0 else buf.rfind("\n", pos) + 1
+            if noise_end > pos:
+                noise = buf[pos:noise_end]
+                if "<" in noise and "<begin record>" in noise.lower():
+                    slow(noise.splitlines(True))
+                else:
+                    reader.line_no += noise.count("\n")
+                pos = noise_end
+            if begin < 0 or reader.in_record():
+                if begin < 0:
+                    break
+                continue
+            end = buf.find(END_LINE, begin)
+            if end < 0:
+                break
+            body_start = begin + len(BEGIN_LINE)
+            stop = end + len(END_LINE)
+            if end + 1 == body_start or not self._canonical(buf, body_start, end + 1, reader.line_no + 1, batch, out):
+                slow(buf[begin:stop].splitlines(True))
+            else:
+                reader.line_no += buf.count("\n", begin, stop)
+            pos = stop
+        rest = buf[pos:]
+        if len(rest) > MAX_PENDING:
+            cut = rest.rfind("\n") + 1
+            slow(rest[:cut].splitlines(True))
+            rest = rest[cut:]
+        self.pending = rest
+        done.extend(self._emit(out, batch, buf))
+        return done
+
+    def finish(self) -> Iterator[Item]:
+        """The unfinished tail, line by line, then the reader's end-of-input notice."""
+        rest, self.pending = self.pending, ""
+        yield from self.reader.feed(rest.splitlines(True))
+        yield from self.reader.close()
+
+    def _canonical(self, buf: str, start: int, stop: int, first_line: int, batch: _Batch,
+                   out: list[Item | int]) -> bool:
+        """Queue the record `buf[start:stop]` (its lines, each ending in a newline) when it is canonical."""
+        micros: int | None = None
+        date = ""
+        i = start
+        if buf.startswith("timestamp,", i):
+            j = buf.index("\n", i)
+            parts = buf[i + 10:j].split(",", 2)
+            if len(parts) < 2 or parts[0].strip() != "microsec":
+                return False
+            try:
+                micros = int(parts[1])
+            except ValueError:
+                return False
+            if not -MAX_COUNT < micros < MAX_COUNT:
+                return False
+            if len(parts) > 2:
+                date = parts[2].strip()
+                if not date.isprintable() or len(date) > 200:
+                    date = clean_text(date)
+            i = j + 1
+        start_micros = None
+        if buf.startswith(_INTERVAL_PREFIX, i):
+            j = buf.index("\n", i + len(_INTERVAL_PREFIX))
+            try:
+                start_micros = int(buf[i + len(_INTERVAL_PREFIX):j])
+            except ValueError:
+                return False
+            if not -MAX_COUNT < start_micros < MAX_COUNT:
+                return False
+            i = j + 1
+        block = self._block
+        k = i + len(block or "")
+        if block is None or not (buf.startswith(block, i) and k < stop and buf[k].isdigit()):  # a new header
+            k = i
+            while k < stop and not buf[k].isdigit():
+                if buf[k] == "\n":
+                    return False
+                k = buf.index("\n", k) + 1
+            block = buf[i:k]
+            header = self._headers.get(block)
+            if header is None:
+                header = self._header(block)
+                if header is None:
+                    return False
+                if len(self._headers) > 4096:
+                    self._headers.clear()
+                self._headers[block] = header
+            self._block, self._last_header = block, header
+        header = self._last_header
+        stream, per_interval, flags, oracle = header
+        if start_micros is not None:
+            if per_interval is not None:
+                return False  # a second counts line: the line reader decides
+            per_interval = True
+        i = k
+        rows = buf.count("\n", i, stop)
+        out.append(len(batch.headers))
+        batch.headers.append((stream, first_line, micros, date, bool(per_interval), start_micros, flags, oracle))
+        batch.texts.append((first_line, start - len(BEGIN_LINE), stop + len(END_LINE) - 1))
+        batch.rows.append(rows)
+        batch.data.append(buf[i:stop])
+        return True
+
+    def _header(self, block: str) -> tuple[Any, ...] | None:
+        """(stream, per_interval, flags, oracle) of the constant header lines; None: not canonical.
+
+        The lines go through the line reader's own parser. `per_interval` is None when no counts
+        line was given. Lines that change per record (timestamp, start) or data rows starting
+        with `-` send the record to the line reader instead.
+        """
+        rec = Record(first_line=0)
+        lines = block.split("\n")[:-1]
+        try:
+            for line in map(str.strip, lines):
+                if line:  # the line reader skips blank lines
+                    parse_record_line(rec, line, line.lower(), 0)
+        except RecordError:
+            return None
+        if rec.micros is not None or rec.start_micros is not None or rec.values:
+            return None
+        has_counts = any(line.lower().partition(",")[0].strip() == "counts" for line in lines)
+        return (self.reader.stream(rec.label, rec.datasource, rec.unit), rec.per_interval if has_counts else None,
+                tuple(sorted(rec.flags)), rec.datasource in UPPER_BOUND_SOURCES)
+
+    def _emit(self, out: list[Item | int], batch: _Batch, buf: str) -> list[Item]:
+        """`out` with each queued record resolved; runs of cumulative snapshots stay together as SnapshotRuns."""
+        if not batch.headers:
+            return out  # type: ignore[return-value]
+        rows = self._parse_rows(batch)
+        counts, present, good, three = rows.counts, rows.present, rows.good, rows.three
+        reader = self.reader
+        items: list[Item] = []
+        run: list[int] = []
+        for entry in out:
+            if isinstance(entry, int):
+                header = batch.headers[entry]
+                if good[entry] and not header[4] and header[2] is not None and not three[entry]:
+                    run.append(entry)
+                    continue
+            if run:
+                items.append(self._run(run, batch, counts, present))
+                run = []
+            if not isinstance(entry, int):
+                items.append(entry)
+            elif good[entry]:
+                stream, first_line, micros, date, per_interval, start_micros, flags, _ = batch.headers[entry]
+                sums = rows.sums[entry] if three[entry] and rows.sums is not None else None
+                items.append(reader.item(stream, first_line, micros, date, per_interval, start_micros, flags,
+                                         counts[entry], present[entry], sums))
+            else:
+                first_line, begin, stop = batch.texts[entry]
+                items.extend(reader.reread(first_line, buf[begin:stop]))
+        if run:
+            items.append(self._run(run, batch, counts, present))
+        return items
+
+    @staticmethod
+    def _run(rows: list[int], batch: _Batch, counts: np.ndarray, present: np.ndarray) -> SnapshotRun:
+        headers = batch.headers
+        if len(rows) == rows[-1] - rows[0] + 1:
+            pick: slice | list[int] = slice(rows[0], rows[-1] + 1)
+        else:
+            pick = rows
+        return SnapshotRun([headers[i][0] for i in rows], np.array([headers[i][2] for i in rows], dtype=np.int64),
+                           counts[pick], present[pick], [headers[i][3] for i in rows], [headers[i][1] for i in rows])
+
+    def _parse_rows(self, batch: _Batch) -> _Rows:
+        """Per-record counts, presence and sums over the 64 slots, and which records parsed cleanly.
+
+        A record's rows are all `<value>, <count>` or all `<value>, <count>, <sum>` (recordings of exact
+        sums); anything else goes back to the line reader.
+        """
+        nrec = len(batch.headers)
+        rows = _Rows(np.zeros((nrec, NSLOTS), dtype=np.int64), np.zeros((nrec, NSLOTS), dtype=bool),
+                     np.zeros(nrec, dtype=bool))
+        data, nrows = batch.data, batch.rows
+        text = "".join(data)
+        if text.count(",") == sum(nrows):
+            self._fill(rows, batch, list(range(nrec)), text, three=False)
+            return rows
+        commas = [d.count(",") for d in data]
+        two = [k for k in range(nrec) if commas[k] == nrows[k]]
+        three = [k for k in range(nrec) if commas[k] == 2 * nrows[k] and nrows[k]]
+        if two:
+            self._fill(rows, batch, two, "".join(data[k] for k in two), three=False)
+        if three:
+            rows.sums = np.zeros((nrec, NSLOTS), dtype=np.float64)
+            self._fill(rows, batch, three, "".join(data[k] for k in three), three=True)
+        return rows
+
+    @staticmethod
+    def _fill(rows: _Rows, batch: _Batch, picks: list[int], text: str, three: bool) -> None:
+        """Parse the rows of records `picks` (their text, in order) into `rows`; a record with a bad row stays bad."""
+        if "+" in text:  # '+1' is a key line to the reader
+            return
+        nrow = np.asarray([batch.rows[k] for k in picks], dtype=np.int64)
+        total = int(nrow.sum())
+        row_sums = unsure = None
+        if three:
+            # digits only in the first two columns, so one float parse reads them exactly below 2**53
+            if not _THREE_COLUMNS.fullmatch(text):
+                return
+            floats = _numbers(text.replace("\n", ","), np.float64)
+            if floats.size != 3 * total:
+                return
+            head = np.minimum(floats.reshape(-1, 3)[:, :2], _EXACT)
+            values, amounts = head[:, 0].astype(np.int64), head[:, 1].astype(np.int64)
+            row_sums = floats[2::3] + 0.0  # -0.0 becomes 0.0, as the line reader's running sum makes it
+            # inexact integers and bad sums: the line reader decides such rows
+            unsure = (head.max(axis=1) >= _EXACT) | ~(np.isfinite(row_sums) & (row_sums >= 0))
+        else:
+            numbers = _numbers(text.replace("\n", ","), np.int64)
+            if numbers.size != 2 * total:
+                return
+            values, amounts = numbers[0::2], numbers[1::2]
+        record = np.repeat(np.asarray(picks), nrow)
+        oracle_rec = np.fromiter((batch.headers[k][7] for k in picks), dtype=bool, count=len(picks))
+        oracle = np.repeat(oracle_rec, nrow) if oracle_rec.any() else None
+        # negative numbers show as huge when seen unsigned
+        bad = (values.view(np.uint64) >= _BIG) | ((values & (values - 1)) != 0)
+        if oracle is not None:
+            bad |= oracle & (values == 0)
+        keep = values != ORACLE_OVERFLOW
+        every = bool(keep.all())
+        if not every:
+            bad &= keep
+        bad |= amounts.view(np.uint64) >= _BIG  # a bad count (or sum) spoils even the overflow row
+        if unsure is not None:
+            bad |= unsure
+        rows.good[picks] = True
+        if not every or bad.any():
+            rows.good[record[bad]] = False
+            use = keep & ~bad
+            values, amounts, record = values[use], amounts[use], record[use]
+            oracle = None if oracle is None else oracle[use]
+            row_sums = None if row_sums is None else row_sums[use]
+        slots = np.frexp(values.astype(np.float64))[1]  # the bit length; 0 for the value 0
+        if oracle is not None:
+            slots -= oracle
+        np.minimum(slots, NSLOTS - 1, out=slots)
+        flat = record * NSLOTS + slots
+        unique = flat.size < 2 or bool((flat[1:] > flat[:-1]).all())
+        if unique:
+            rows.counts.ravel()[flat] = amounts
+        else:  # a record that repeats a bucket value: the counts add up
+            np.add.at(rows.counts.ravel(), flat, amounts)
+        rows.present.ravel()[flat] = True
+        if row_sums is not None and rows.sums is not None:
+            if unique:
+                rows.sums.ravel()[flat] = row_sums
+            else:
+                np.add.at(rows.sums.ravel(), flat, row_sums)
+            seconds = np.fromiter((unit_seconds(batch.headers[k][0].unit) for k in picks), dtype=np.float64,
+                                  count=len(picks))
+            rows.sums[picks] *= seconds[:, None]
+            rows.three[record] = True  # not a record of only Oracle overflow rows: the line reader skips those

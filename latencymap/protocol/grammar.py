@@ -1,0 +1,224 @@
+"""The PyLatencyMap record grammar: what each line of a record means, and what a finished record becomes.
+
+```
+<begin record>
+timestamp, microsec, <epoch_usecs>, <free-text date>
+latencyunit, <millisec|microsec|nanosec>
+label, <free text>
+datasource, <oracle|bpf|systemtap|dtrace|...>
+<bucket_value>, <cumulative_count>[, <cumulative_sum>]
+<end record>
+```
+
+Extensions written only by latencymap: a third column (exact time in the bucket, in
+`latencyunit`), `counts, interval` (the record holds one interval, not cumulative counters),
+`start, microsec, <epoch_usecs>` (the interval's start) and `flags, reset|gap`.
+SystemTap `@hist_log` and DTrace `quantize` rows (`  value |@@@  count`) are read as data rows.
+Both readers (line by line, and in bulk) use these functions, so they agree on every record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, slot_of_bucket_value
+from latencymap.core.model import Interval, Snapshot, StreamId
+from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.units import normalize_unit, unit_seconds
+
+BEGIN = "<begin record>"
+END = "<end record>"
+DEFAULT_DATASOURCE = "bpf"
+DEFAULT_UNIT = "millisec"
+PROTOCOL_UNITS = ("millisec", "microsec", "nanosec")
+#: The first line of a latencymap recording (JSON follows): noise to a PyLatencyMap reader.
+RECORDING_HEADER = "# latencymap-recording "
+
+_HIST_ROW = re.compile(r"^(-?\d+)\s*\|[^|]*?(\d+)$")
+_HIST_HEADER = re.compile(r"^value\s*\|?[-\s]*(distribution[-\s]*)?count$")
+
+
+class RecordError(ValueError):
+    """A record that cannot be read; carries the line number."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+@dataclass(slots=True)
+class Record:
+    """What the lines of one record said so far."""
+
+    first_line: int
+    micros: int | None = None
+    start_micros: int | None = None
+    date: str = ""
+    label: str = ""
+    datasource: str = DEFAULT_DATASOURCE
+    unit: str = DEFAULT_UNIT
+    per_interval: bool = False
+    flags: set[str] = field(default_factory=set)
+    values: list[int] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    sums: list[float] | None = None
+
+
+def parse_record_line(rec: Record, line: str, low: str, n: int) -> None:
+    """Read one non-blank line of a record into `rec`; RecordError when it is not one the protocol knows."""
+    if low[0].isdigit() or low[0] == "-":
+        _parse_data(rec, line, n)
+        return
+    key, _, rest = low.partition(",")
+    key = key.strip()
+    if not rest:
+        if low.startswith("~") or _HIST_HEADER.match(re.sub(r"\s+", " ", low)):
+            return  # SystemTap/DTrace histogram decoration
+        raise RecordError(n, f"expected '<key>, <value>' or '<bucket value>, <count>', got {excerpt(line)}")
+    value = line.partition(",")[2].strip()
+    if key == "timestamp":
+        parts = [p.strip() for p in value.split(",", 2)]
+        if len(parts) < 2 or parts[0].lower() != "microsec":
+            raise RecordError(n, f"expected 'timestamp, microsec, <epoch usecs>, <date>', got {excerpt(line)}")
+        rec.micros = parse_micros(parts[1], n, line)
+        rec.date = clean_text(parts[2]) if len(parts) > 2 else ""
+    elif key == "label":
+        rec.label = clean_text(value)
+    elif key == "datasource":
+        rec.datasource = clean_text(value.lower()) or DEFAULT_DATASOURCE
+    elif key == "latencyunit":
+        try:
+            unit = normalize_unit(value)
+        except ValueError:
+            unit = ""
+        if unit not in PROTOCOL_UNITS:
+            raise RecordError(n, f"expected latencyunit millisec, microsec or nanosec, got {excerpt(value)}")
+        rec.unit = unit
+    elif key == "counts":
+        mode = value.lower()
+        if mode not in ("cumulative", "interval"):
+            raise RecordError(n, f"expected 'counts, cumulative' or 'counts, interval', got {excerpt(line)}")
+        rec.per_interval = mode == "interval"
+    elif key == "start":
+        parts = [p.strip() for p in value.split(",")]
+        if len(parts) < 2 or parts[0].lower() != "microsec":
+            raise RecordError(n, f"expected 'start, microsec, <epoch usecs>', got {excerpt(line)}")
+        rec.start_micros = parse_micros(parts[1], n, line)
+    elif key == "flags":
+        rec.flags.update(p.strip().lower() for p in value.split(",") if p.strip())
+    else:
+        raise RecordError(n, f"unknown record line {excerpt(line)} (expected timestamp, label, datasource, "
+                             "latencyunit or '<bucket value>, <count>')")
+
+def _parse_data(rec: Record, line: str, n: int) -> None:
+    if "|" in line:
+        m = _HIST_ROW.match(line)
+        if m is None:
+            raise RecordError(n, f"expected a histogram row '<value> |@@@ <count>', got {excerpt(line)}")
+        fields = [m.group(1), m.group(2)]
+    else:
+        fields = line.split(",")
+    if len(fields) not in (2, 3):
+        raise RecordError(n, f"expected '<bucket value>, <count>[, <sum>]', got {excerpt(line)}")
+    try:
+        value = int(fields[0])
+        count = int(fields[1])
+    except ValueError:
+        raise RecordError(n, f"expected integers in '<bucket value>, <count>', got {excerpt(line)}") from None
+    if not 0 <= count < MAX_COUNT:
+        raise RecordError(n, f"expected a count from 0 to 2**62, got {excerpt(line)}")
+    if value < 0:
+        return  # DTrace/bpftrace negative-value row: not a latency
+    total = None
+    if len(fields) == 3:
+        try:
+            total = float(fields[2])
+        except ValueError:
+            raise RecordError(n, f"expected a number as the third column (sum), got {excerpt(line)}") from None
+        if not np.isfinite(total) or total < 0:
+            raise RecordError(n, f"expected a finite sum >= 0, got {excerpt(line)}")
+    if value == ORACLE_OVERFLOW:
+        return
+    if value & (value - 1):
+        raise RecordError(n, f"expected a bucket value that is 0 or a power of 2, got {excerpt(line)}")
+    rec.values.append(value)
+    rec.counts.append(count)
+    if total is not None:
+        if rec.sums is None:
+            rec.sums = [0.0] * (len(rec.values) - 1)
+        rec.sums.append(total)
+    elif rec.sums is not None:
+        rec.sums.append(0.0)
+
+
+def record_item(rec: Record, stream: StreamId) -> Snapshot | Interval:
+    """What a finished record is: a cumulative Snapshot, or an Interval for `counts, interval` records.
+
+    RecordError (numbered with the record's first line) when its bucket values or times do not fit.
+    """
+    counts = np.zeros(NSLOTS, dtype=np.int64)
+    present = np.zeros(NSLOTS, dtype=bool)
+    sums = np.zeros(NSLOTS, dtype=np.float64) if rec.sums is not None else None
+    try:
+        slots = [slot_of_bucket_value(v, rec.datasource) for v in rec.values]
+    except ValueError as err:
+        raise RecordError(rec.first_line, str(err)) from None
+    for i, slot in enumerate(slots):
+        if slot is None:
+            continue
+        counts[slot] += rec.counts[i]
+        present[slot] = True
+        if sums is not None and rec.sums is not None:
+            sums[slot] += rec.sums[i]
+    if sums is not None:
+        sums *= unit_seconds(rec.unit)
+    return make_item(stream, rec.first_line, rec.micros, rec.date, rec.per_interval, rec.start_micros, rec.flags,
+                     counts, present, sums)
+
+
+def make_item(stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
+              start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,
+              sums: np.ndarray | None) -> Snapshot | Interval:
+    """A Snapshot or Interval from a record's parts; RecordError when a per-interval record's times do not fit."""
+    if per_interval:
+        if micros is None:
+            raise RecordError(first_line, "a 'counts, interval' record needs a timestamp line")
+        start_us = start_micros if start_micros is not None else micros - 1_000_000
+        if start_us >= micros:
+            raise RecordError(first_line, "interval start is not before its timestamp")
+        return Interval(stream, start_us / 1e6, micros / 1e6, counts, sums, reset="reset" in flags,
+                        gap="gap" in flags, date=date, duration=(micros - start_us) / 1e6)
+    return Snapshot(stream, None if micros is None else micros / 1e6, counts, sums, date=date, line=first_line,
+                    present=present, micros=micros)
+
+
+class StreamCache:
+    """One StreamId per (label, datasource, unit), so equal streams are the same object."""
+
+    def __init__(self) -> None:
+        self._streams: dict[tuple[str, str, str], StreamId] = {}
+
+    def get(self, label: str, datasource: str, unit: str) -> StreamId:
+        """The stream of this identity."""
+        key = (label, datasource, unit)
+        stream = self._streams.get(key)
+        if stream is None:
+            if len(self._streams) > 4096:
+                self._streams.clear()
+            stream = self._streams[key] = StreamId(label, datasource, unit)
+        return stream
+
+
+def parse_micros(text: str, n: int, line: str) -> int:
+    """Integer microseconds within +-2**62 (RecordError otherwise)."""
+    try:
+        micros = int(text.strip())
+    except ValueError:
+        raise RecordError(n, f"expected an integer of microseconds, got {excerpt(line)}") from None
+    if not -MAX_COUNT < micros < MAX_COUNT:
+        raise RecordError(n, f"expected epoch microseconds within +-2**62, got {excerpt(line)}")
+    return micros

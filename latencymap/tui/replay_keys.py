@@ -1,0 +1,122 @@
+"""Replay controls in the TUI: speed, pause, seek to a time, jump to the next burst."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+from latencymap.flow.replay import BurstScan, ReplayClock, clock_text, next_burst, parse_seek
+from latencymap.tui.host import MapHost
+
+REPLAY_BINDINGS: list[Binding] = [
+    Binding("greater_than_sign,full_stop", "replay('faster')", "Faster", show=False),
+    Binding("less_than_sign,comma", "replay('slower')", "Slower", show=False),
+    Binding("g", "replay('seek')", "Seek", show=False),
+    Binding("n", "replay('burst')", "Next burst", show=False),
+]
+
+REPLAY_HELP: list[tuple[str, str]] = [
+    ("> / <", "replay: twice / half as fast (space pauses the replay too)"),
+    ("g", "replay: go to a time (+30s, -5m, 90 = seconds from the start, 14:03:07)"),
+    ("n", "replay: jump to the next burst after the cursor"),
+]
+
+
+class SeekScreen(ModalScreen[str | None]):
+    """Asks where to go; Enter answers, Escape cancels."""
+
+    DEFAULT_CSS = """
+    SeekScreen { align: center middle; }
+    SeekScreen > Vertical { width: 64; height: auto; border: thick $primary; background: $surface; padding: 1 2; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("Go to: +30s, -5m, 90 (seconds from the start), 14:03:07")
+            yield Input(placeholder="+30s", id="seek")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ReplayController:
+    """Turns replay keys into clock changes or view moves; already-read times are shown at once."""
+
+    def __init__(self, app: MapHost, clock: ReplayClock, scan: BurstScan | None = None) -> None:
+        self.app = app
+        self.clock = clock
+        self.scan = scan
+
+    def act(self, what: str) -> None:
+        if what == "faster":
+            self._say(f"speed ×{self.clock.faster(1) or 'max'}")
+        elif what == "slower":
+            self._say(f"speed ×{self.clock.faster(-1) or 'max'}")
+        elif what == "seek":
+            self.app.push_screen(SeekScreen(), self._seek_answer)
+        elif what == "burst":
+            self.next_burst()
+
+    def toggle_pause(self) -> None:
+        self.clock.toggle_pause()
+
+    def _say(self, message: str, severity: str = "information") -> None:
+        self.app.notify(message, title="replay", severity=severity, timeout=4)
+        self.app.refresh_view(force=True)
+
+    def _cursor_time(self) -> float | None:
+        hist = self.app.current()
+        if hist is None or hist.n == 0:
+            return None
+        return float(hist.end[self.app.view.cursor_at(hist.n)])
+
+    def _seek_answer(self, text: str | None) -> None:
+        if not text:
+            return
+        first = self.clock.first
+        current = self._cursor_time()
+        if first is None or current is None:
+            self._say("nothing replayed yet", "warning")
+            return
+        try:
+            target = parse_seek(text, first, current)
+        except ValueError as err:
+            self._say(str(err), "error")
+            return
+        self.go(target)
+
+    def go(self, target: float) -> None:
+        """Show the column at `target`: at once when it was read, else after running the replay up to it."""
+        hist = self.app.current()
+        if hist is not None and hist.n and target <= float(hist.end[hist.n - 1]):
+            column = int(np.searchsorted(hist.end[: hist.n], target, side="left"))
+            self.app.view.goto(hist.n, self.app.map_cells(), column)
+            self._say(f"at {clock_text(target)}")
+            return
+        self.app.view.end_key()
+        self.clock.seek(target)
+        self._say(f"seeking {clock_text(target)}…")
+
+    def next_burst(self) -> None:
+        if self.scan is None or (self.scan.bursts is None and self.scan.error is None):
+            self._say("still looking for bursts in the recording…", "warning")
+            return
+        if self.scan.error is not None:
+            self._say(f"no burst list: {self.scan.error}", "error")
+            return
+        after = self._cursor_time()
+        target = next_burst(self.scan.bursts or [], after if after is not None else float("-inf"))
+        if target is None:
+            self._say("no burst after the cursor", "warning")
+            return
+        self.go(target)

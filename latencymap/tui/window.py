@@ -1,0 +1,62 @@
+"""Heat map frames for the TUI: `build_frame` plus time zoom (several columns merged per cell)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from latencymap.core.accumulator import StreamHistory
+from latencymap.core.buckets import NSLOTS
+from latencymap.views.frame import MapFrame, build_frame, display_range, quantize
+
+
+@dataclass(slots=True)
+class Window:
+    """Which history columns a map shows: `cells` groups of `zoom` columns ending at `stop`."""
+
+    stop: int
+    cells: int
+    zoom: int
+
+    @property
+    def base(self) -> int:
+        """History index of the first column of cell 0 (may be negative: empty cells on the left)."""
+        return self.stop - self.cells * self.zoom
+
+    def cell_of(self, column: int) -> int:
+        """Cell index that shows history `column`."""
+        return (column - self.base) // self.zoom
+
+    def columns_of(self, cell: int) -> tuple[int, int]:
+        """History columns [a, b) merged into `cell`."""
+        a = self.base + cell * self.zoom
+        return max(0, a), max(0, a + self.zoom)
+
+
+def bucket_range(hist: StreamHistory, min_bucket: int, max_bucket: int, shift: int) -> tuple[int, int]:
+    """Slots (lo, hi) shown: the options' range moved by `shift` slots, kept inside the scale."""
+    lo, hi = display_range(hist, min_bucket, max_bucket)
+    shift = max(-lo, min(NSLOTS - 1 - hi, shift))
+    return lo + shift, hi + shift
+
+
+def zoomed_frame(hist: StreamHistory, kind: str, win: Window, lo: int, hi: int, *,
+                 maxval: float | None = None, log: bool = False) -> MapFrame:
+    """`build_frame` over the window, with `zoom` columns merged into one duration-weighted cell."""
+    frame = build_frame(hist, kind, win.cells * win.zoom, lo, hi, end=win.stop, maxval=maxval, log=log)
+    if win.zoom == 1 or frame.values.shape[1] == 0:
+        return frame
+    ncols = frame.values.shape[1]
+    dur = hist.durations[frame.first_col: frame.first_col + ncols]
+    pad = (-ncols) % win.zoom
+    values = np.pad(frame.values, ((0, 0), (pad, 0)))
+    weights = np.pad(dur, (pad, 0))
+    groups = values.shape[1] // win.zoom
+    num = (values * weights).reshape(values.shape[0], groups, win.zoom).sum(axis=2)
+    den = weights.reshape(groups, win.zoom).sum(axis=1)
+    merged = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+    chart_max = float(merged.max()) if merged.size else 0.0
+    scale = maxval if maxval and maxval > 0 else chart_max
+    return MapFrame(kind, merged, quantize(merged, scale, log), scale, chart_max, frame.labels,
+                    merged[:, -1], merged.sum(axis=0), frame.first_col - pad, frame.exact)

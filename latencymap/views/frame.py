@@ -1,0 +1,210 @@
+"""What a heat map shows, computed once per frame with NumPy; shared by the plain view and the TUI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from latencymap.core.accumulator import EXACT, StreamHistory
+from latencymap.core.buckets import NSLOTS, bounds_seconds, slot_of_bucket_value
+from latencymap.core.units import format_duration
+
+LEVELS = 6
+#: PyLatencyMap's autotune: lowest bucket value exponent per unit; 12 rows from there.
+AUTOTUNE_MIN_EXPONENT = {"millisec": 0, "microsec": 7, "nanosec": 17, "sec": 0}
+AUTOTUNE_ROWS = 12
+AUTO = -1
+AUTO_MAX = 64
+
+
+def display_range(hist: StreamHistory, min_bucket: int = AUTO, max_bucket: int = AUTO_MAX) -> tuple[int, int]:
+    """(lowest, highest) slot shown, from PyLatencyMap-style bucket exponents of the input's bucket values.
+
+    `min_bucket`/`max_bucket` are log2 of the bucket *value* as the source writes it (so Oracle's
+    value 1 = 2**0 is its `[0.5, 1)` bucket), -1/64 meaning autotune as PyLatencyMap does.
+    """
+    ds = hist.stream.datasource
+    kmin = AUTOTUNE_MIN_EXPONENT.get(hist.stream.unit, 0) if min_bucket == AUTO else min_bucket
+    kmax = kmin + AUTOTUNE_ROWS - 1 if max_bucket >= AUTO_MAX else max_bucket
+    lo = _slot(kmin, ds)
+    hi = max(lo, _slot(kmax, ds))
+    return lo, hi
+
+
+def _slot(exponent: int, datasource: str) -> int:
+    if exponent < 0:
+        return 0
+    slot = slot_of_bucket_value(1 << exponent, datasource)
+    return NSLOTS - 1 if slot is None else slot
+
+
+def fold_rows(matrix: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """(cols, hi-lo+1): slots below `lo` added into the first row, above `hi` into the last."""
+    out = matrix[:, lo: hi + 1].astype(np.float64, copy=True)
+    if lo > 0:
+        out[:, 0] += matrix[:, :lo].sum(axis=1)
+    if hi < NSLOTS - 1:
+        out[:, -1] += matrix[:, hi + 1:].sum(axis=1)
+    return out
+
+
+def row_labels(hist: StreamHistory, lo: int, hi: int) -> list[str]:
+    """Human labels bottom→top: `<high` for the folded bottom row, `≥low` for the folded top row."""
+    return list(_row_labels(hist.stream.datasource, hist.stream.unit, lo, hi))
+
+
+@lru_cache(maxsize=256)
+def _row_labels(datasource: str, unit: str, lo: int, hi: int) -> tuple[str, ...]:
+    """`row_labels` for one scale and range, computed once (it depends on nothing else)."""
+    low, high = bounds_seconds(datasource, unit)
+    labels = [format_duration(float(low[s])) for s in range(lo, hi + 1)]
+    if lo > 0 or low[lo] == 0:
+        labels[0] = "<" + format_duration(float(high[lo]))
+    if hi < NSLOTS - 1:
+        labels[-1] = "≥" + format_duration(float(low[hi]))
+    return tuple(labels)
+
+
+def quantize(values: np.ndarray, maxval: float, log: bool = False, levels: int = LEVELS) -> np.ndarray:
+    """Colour level per cell: 0 for no events, 1..levels scaled to `maxval` (linear like PyLatencyMap, or log)."""
+    values = np.asarray(values)
+    if not np.isfinite(values).all():  # the check is cheaper than nan_to_num on every frame
+        values = np.nan_to_num(values, nan=0.0)
+    if maxval <= 0:
+        return np.zeros(values.shape, dtype=np.uint8)
+    if log:
+        floor = maxval / 10 ** levels
+        scaled = np.log10(np.maximum(values, floor) / floor) / levels
+        level = np.floor(scaled * levels).astype(np.int64)
+    else:
+        level = (values * levels / maxval).astype(np.int64)
+    level += 1
+    np.maximum(level, 1, out=level)  # np.clip, without its Python-level overhead
+    np.minimum(level, levels, out=level)
+    level *= values > 0
+    return level.astype(np.uint8)
+
+
+@dataclass(slots=True)
+class MapFrame:
+    """One heat map ready to draw: rows bottom→top (row 0 = fastest), columns oldest→newest."""
+
+    kind: str
+    values: np.ndarray      # (rows, cols) rate per cell
+    levels: np.ndarray      # (rows, cols) 0..LEVELS
+    maxval: float           # value of the top colour level
+    chart_max: float        # largest cell in the window
+    labels: list[str]
+    latest: np.ndarray      # (rows,) the newest column
+    col_sums: np.ndarray    # (cols,)
+    first_col: int          # history index of the first column shown
+    exact: bool
+
+
+def build_frame(hist: StreamHistory, kind: str, width: int, lo: int, hi: int, *,
+                end: int | None = None, maxval: float | None = None, log: bool = False) -> MapFrame:
+    """The `width` columns ending at history index `end` (default: the newest) of one map."""
+    stop = hist.n if end is None else max(0, min(end, hist.n))
+    first = max(0, stop - width)
+    cols = slice(first, stop)
+    rates = hist.frequency(cols) if kind == "frequency" else hist.intensity(cols)
+    folded = fold_rows(rates, lo, hi).T if stop > first else np.zeros((hi - lo + 1, 0))
+    chart_max = float(folded.max()) if folded.size else 0.0
+    scale = maxval if maxval and maxval > 0 else chart_max
+    latest = folded[:, -1] if folded.shape[1] else np.zeros(hi - lo + 1)
+    exact = kind == "frequency" or bool(stop > first and np.all(hist.flags[cols] & EXACT))
+    return MapFrame(kind, folded, quantize(folded, scale, log), scale, chart_max,
+                    row_labels(hist, lo, hi), latest, folded.sum(axis=0), first, exact)
+
+
+def _fold_both(hist: StreamHistory, cols: slice, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
+    """`fold_rows` of the frequency and intensity rates of history columns `cols`: (map, column, row)."""
+    dur = hist.durations[cols][:, None]
+    rates = np.empty((2, dur.shape[0], NSLOTS))
+    np.divide(hist.counts[cols], dur, out=rates[0])
+    np.divide(hist.time[cols], dur, out=rates[1])
+    if out is None:
+        out = rates[:, :, lo: hi + 1].copy()
+    else:
+        out[...] = rates[:, :, lo: hi + 1]
+    if lo > 0:
+        out[:, :, 0] += rates[:, :, :lo].sum(axis=2)
+    if hi < NSLOTS - 1:
+        out[:, :, -1] += rates[:, :, hi + 1:].sum(axis=2)
+    return out
+
+
+class FoldCache:
+    """Folded rates of a stream's newest columns, kept from frame to frame: a new frame folds only new columns.
+
+    Columns are keyed by their absolute index (history index + columns dropped), so the history may
+    drop its oldest columns in between. Each column is folded by the same operations as a whole
+    window, row by row, so the values are the same.
+    """
+
+    def __init__(self, hist: StreamHistory, lo: int, hi: int, width: int) -> None:
+        self.hist, self.lo, self.hi = hist, lo, hi
+        self._buf = np.empty((2, 2 * max(1, width) + 64, hi - lo + 1))
+        self._start = self._end = 0  # absolute indexes of the buffer's first column and past its last filled one
+
+    def window(self, first: int, stop: int) -> np.ndarray:
+        """(map, column, row) of history columns [first, stop); a view, valid until the next call."""
+        hist, buf = self.hist, self._buf
+        a_first, a_stop = first + hist.dropped, stop + hist.dropped
+        if not self._start <= a_first <= self._end or a_stop < self._end:
+            self._start = self._end = a_first
+        if a_stop - self._start > buf.shape[1]:  # full: move the columns still needed to the front
+            keep = self._end - a_first
+            buf[:, :keep] = buf[:, a_first - self._start: self._end - self._start]
+            self._start = a_first
+        if self._end < a_stop:
+            _fold_both(hist, slice(self._end - hist.dropped, stop), self.lo, self.hi,
+                       out=buf[:, self._end - self._start: a_stop - self._start])
+            self._end = a_stop
+        return buf[:, a_first - self._start: a_stop - self._start]
+
+
+def both_frames(hist: StreamHistory, width: int, lo: int, hi: int, frequency_maxval: float = -1,
+                intensity_maxval: float = -1, cache: FoldCache | None = None) -> tuple[MapFrame, MapFrame, np.ndarray]:
+    """`build_frame` of the newest `width` columns for both maps, and their levels stacked (map, row, column).
+
+    A maxval <= 0 scales a map to its window's maximum. Both maps go through each NumPy call together,
+    and every value comes from the same operations on the same numbers as in `build_frame`, so the
+    frames are the same, for about half the NumPy calls. A `cache` for this stream and range folds
+    only the columns it has not seen.
+    """
+    fmax = frequency_maxval if frequency_maxval > 0 else None
+    imax = intensity_maxval if intensity_maxval > 0 else None
+    stop = hist.n
+    first = max(0, stop - width)
+    if stop <= first:
+        freq = build_frame(hist, "frequency", width, lo, hi, maxval=fmax)
+        inten = build_frame(hist, "intensity", width, lo, hi, maxval=imax)
+        return freq, inten, np.stack((freq.levels, inten.levels))
+    cols = slice(first, stop)
+    if cache is not None and cache.hist is hist and (cache.lo, cache.hi) == (lo, hi):
+        folded = cache.window(first, stop).copy()  # the frames outlive the cache's next update
+    else:
+        folded = _fold_both(hist, cols, lo, hi)
+    chart_max = folded.max(axis=(1, 2)).tolist()
+    scale = [fmax or chart_max[0], imax or chart_max[1]]
+    values = folded.transpose(0, 2, 1)  # (map, row, column), as build_frame's
+    if min(scale) > 0 and np.isfinite(folded).all():  # quantize, both maps at once
+        level = (values * LEVELS / np.array(scale)[:, None, None]).astype(np.int64)
+        level += 1
+        np.maximum(level, 1, out=level)
+        np.minimum(level, LEVELS, out=level)
+        level *= values > 0
+        levels = level.astype(np.uint8)
+    else:
+        levels = np.stack([quantize(values[0], scale[0]), quantize(values[1], scale[1])])
+    sums = folded.sum(axis=2)
+    labels = row_labels(hist, lo, hi)
+    exact = bool(np.all(hist.flags[cols] & EXACT))
+    return (MapFrame("frequency", values[0], levels[0], scale[0], chart_max[0], labels, values[0, :, -1], sums[0],
+                     first, True),
+            MapFrame("intensity", values[1], levels[1], scale[1], chart_max[1], labels, values[1, :, -1], sums[1],
+                     first, exact),
+            levels)

@@ -1,0 +1,45 @@
+"""`report --format html`: one self-contained page, each stream's maps as inline SVG plus its findings.
+
+No scripts, fonts, images or styles are fetched: a Content-Security-Policy forbids every network
+load and the only style is inline. Tooltips are the SVG cells' `<title>` elements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from latencymap import __version__
+from latencymap.core.accumulator import Accumulator
+from latencymap.views.svg import FONT, esc, findings_lines, panel, svg_element
+
+_STYLE = f"""
+body {{ font-family: {FONT}; font-size: 13px; margin: 16px; color: #111; background: #fff; }}
+h1 {{ font-size: 18px; }}
+section {{ margin-bottom: 28px; border-top: 1px solid #ccc; padding-top: 8px; }}
+ul.findings {{ list-style: none; padding-left: 78px; margin: 0; }}
+ul.findings li {{ white-space: pre-wrap; }}
+.errors {{ color: #a00; }}
+"""
+
+
+def render_html(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | None = None,
+                title: str = "latencymap report") -> str:
+    """The page: a section per stream (stragglers keyed by stream label)."""
+    body: list[str] = [f"<h1>{esc(title)}</h1>"]
+    for hist in acc.streams.values():
+        found = (stragglers or {}).get(hist.stream.label)
+        elems, width, height = panel(hist, with_findings=False)
+        items = "\n".join(f"<li>{esc(line)}</li>" for line in findings_lines(hist, found))
+        body.append(f'<section class="stream" data-stream="{esc(hist.stream.label)}">\n'
+                    f"{svg_element(elems, width, height)}"
+                    f'<ul class="findings">\n{items}\n</ul>\n</section>')
+    if not acc.streams:
+        body.append("<p>No data.</p>")
+    if acc.skipped:
+        msgs = "".join(f"<li>{esc(m)}</li>" for m in acc.messages[:10])
+        body.append(f'<div class="errors">Skipped records: {acc.skipped}<ul>{msgs}</ul></div>')
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+            f"<meta name=\"generator\" content=\"latencymap {esc(__version__)}\">\n"
+            f"<title>{esc(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
+            + "\n".join(body) + "\n</body>\n</html>\n")

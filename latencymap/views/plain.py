@@ -1,0 +1,337 @@
+"""PyLatencyMap-style ANSI frames: frequency map in blues, intensity in reds, latest values, legend, footer.
+
+`PlainRenderer` draws frame after frame of one accumulator (the plain view's loop): it keeps what does
+not change between frames (labels, headers, legends, formatted numbers, running totals) and draws the
+cells of both maps with a few NumPy calls per frame.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from itertools import accumulate
+
+import numpy as np
+
+from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.model import StreamId
+from latencymap.core.percentiles import PERCENTILES, percentile_estimates
+from latencymap.core.sanitize import clean_text
+from latencymap.core.units import format_duration, format_number
+from latencymap.views.frame import LEVELS, FoldCache, MapFrame, both_frames, build_frame, display_range
+from latencymap.views.options import BLUES, REDS, SHADES, ViewOptions
+
+RESET = "\x1b[0m"
+CLEAR = "\x1b[0m\x1b[2J\x1b[H"
+
+_PNAMES = tuple(f"{q * 100:g}".replace(".", "") for q in PERCENTILES)
+_ROW_END = 2 * (LEVELS + 1)  # cell code after the last cell of a row: frequency 0..6, intensity 7..13
+_CACHE_MAX = 1 << 14
+
+
+def _row(levels: np.ndarray, pad: int, palette: tuple[int, ...], color: bool) -> str:
+    """One map row; with colour, an escape only where the level changes."""
+    if not color:
+        return SHADES[0] * pad + "".join(SHADES[v] for v in levels.tolist())
+    seq = [0] * pad + levels.tolist()
+    parts: list[str] = []
+    current = -1
+    for v in seq:
+        if v != current:
+            parts.append(f"\x1b[48;5;{palette[v]}m")
+            current = v
+        parts.append(" ")
+    return "".join(parts) + RESET
+
+
+def _swatch(level: int, palette: tuple[int, ...], color: bool) -> str:
+    return f"\x1b[48;5;{palette[level]}m {RESET}" if color else SHADES[level]
+
+
+def _run_table(width: int, color: bool) -> list[str]:
+    """Text of a run of `k` equal cells of code `c` (see `_ROW_END`) at index `c * (width + 1) + k`."""
+    table = [""] * ((_ROW_END + 1) * (width + 1))
+    for code in range(_ROW_END):
+        palette = BLUES if code <= LEVELS else REDS
+        level = code % (LEVELS + 1)
+        for k in range(1, width + 1):
+            table[code * (width + 1) + k] = (f"\x1b[48;5;{palette[level]}m" + " " * k) if color else SHADES[level] * k
+    table[_ROW_END * (width + 1) + 1] = RESET + "\n" if color else "\n"
+    return table
+
+
+class _Scale:
+    """A stream's per-slot numbers that percentile estimates use, as Python floats."""
+
+    __slots__ = ("low", "positive", "ratio", "span")
+
+    def __init__(self, low: np.ndarray, high: np.ndarray) -> None:
+        positive = low > 0
+        self.low: list[float] = low.tolist()
+        self.positive: list[bool] = positive.tolist()
+        self.ratio: list[float] = np.where(positive, high / np.where(positive, low, 1.0), 1.0).tolist()
+        self.span: list[float] = (high - low).tolist()
+
+
+def _percentiles(rows: list[np.ndarray], scale: _Scale) -> list[list[float]]:
+    """`percentile_estimates` of a few histograms (`PERCENTILES` of each), with the same results.
+
+    The same IEEE operations on the same numbers, in plain Python (NumPy's cumsum is a running sum;
+    the first cumulative count reaching the rank is found by bisection), except the power, which
+    NumPy computes for every value at once as `percentile_estimates` does.
+    """
+    picks: list[tuple[float, float, int, bool]] = []
+    for counts in rows:
+        c = counts.astype(np.float64).tolist()
+        cum = list(accumulate(c))
+        total = cum[-1]
+        for q in PERCENTILES:
+            target = q * total
+            idx = bisect_left(cum, target - 1e-9 * total)
+            if idx == len(cum):
+                idx = 0  # np.argmax of no True
+            before = cum[idx - 1] if idx > 0 else 0.0
+            inside = c[idx]
+            frac = (target - before) / inside if inside > 0 else 0.0
+            picks.append((min(max(frac, 0.0), 1.0), scale.ratio[idx], idx, total > 0))
+    powers = np.power([p[1] for p in picks], [p[0] for p in picks]).tolist()
+    out = []
+    for (frac, _, idx, ok), power in zip(picks, powers, strict=True):
+        lo = scale.low[idx]
+        value = lo * power if scale.positive[idx] else lo + frac * scale.span[idx]
+        out.append(value if ok else float("nan"))
+    n = len(PERCENTILES)
+    return [out[k: k + n] for k in range(0, len(out), n)]
+
+
+class _Totals:
+    """Running whole-history totals of one stream, updated with the columns added since the last frame.
+
+    Counts are exact; `spent` and `duration` are running float sums, which may differ from one NumPy
+    sum over the whole history in the last bits (never in the 3 digits shown, bar an exact tie).
+    """
+
+    __slots__ = ("counts", "dropped", "duration", "hist", "scale", "seen", "spent")
+
+    def __init__(self, hist: StreamHistory) -> None:
+        self.hist = hist
+        self.scale: _Scale | None = None
+        self.seen = hist.n
+        self.dropped = hist.dropped
+        self.counts = hist.counts.sum(axis=0)
+        self.spent = float(hist.time.sum())
+        self.duration = float(hist.durations.sum())
+
+    def update(self) -> bool:
+        """Add the new columns; False when columns were dropped (then start over)."""
+        hist = self.hist
+        if hist.dropped != self.dropped or hist.n < self.seen:
+            return False
+        if hist.n > self.seen:
+            new = slice(self.seen, hist.n)
+            self.counts = self.counts + hist.counts[new].sum(axis=0)
+            self.spent += float(hist.time[new].sum())
+            self.duration += float(hist.durations[new].sum())
+            self.seen = hist.n
+        return True
+
+
+class PlainRenderer:
+    """Frames of an accumulator, one after another, as `render` draws them."""
+
+    def __init__(self, opts: ViewOptions) -> None:
+        self.opts = opts
+        self._totals: dict[StreamId, _Totals] = {}
+        self._folds: dict[StreamId, FoldCache] = {}
+        self._latest: dict[float, str] = {}
+        self._legends: dict[tuple[str, float, float, int, bool], list[str]] = {}
+        self._heads: dict[tuple[str, int, int, str], list[str]] = {}
+        self._labels: dict[tuple[StreamId, int, int], tuple[list[str], int]] = {}
+        self._texts: dict[str, str] = {}
+        self._runs: tuple[int, bool, list[str]] | None = None
+
+    def render(self, acc: Accumulator) -> str:
+        """Every stream, one after another."""
+        if not acc.streams:
+            return f"latencymap: no data yet (skipped records: {acc.skipped})\n"
+        return "\n".join([self.render_stream(h, acc.skipped) for h in acc.streams.values()])
+
+    def render_stream(self, hist: StreamHistory, skipped: int = 0) -> str:
+        """Both maps and the footer for one stream."""
+        opts = self.opts
+        lo, hi = display_range(hist, opts.min_bucket, opts.max_bucket)
+        cache = self._folds.get(hist.stream)
+        if cache is None or cache.hist is not hist or (cache.lo, cache.hi) != (lo, hi):
+            cache = self._folds[hist.stream] = FoldCache(hist, lo, hi, opts.num_records)
+        freq, inten, levels = both_frames(hist, opts.num_records, lo, hi, opts.frequency_maxval,
+                                          opts.intensity_maxval, cache)
+        estimate = "" if inten.exact else ", estimated from bucket midpoints"
+        cells = self._cells(levels)
+        prefixes, label_w = self._prefixes(hist.stream, lo, hi, freq.labels)
+        nrows = len(prefixes)
+        lines = self._map(freq, cells[:nrows], prefixes, label_w, "Frequency heat map: events per second",
+                          "(events/s)")
+        lines.append("")
+        lines += self._map(inten, cells[nrows:], prefixes, label_w,
+                           f"Intensity heat map: time waited per second{estimate}", "(s/s)")
+        lines.append("")
+        lines += self.footer_lines(hist, skipped)
+        lines.append("")
+        return "\n".join(lines)
+
+    def _prefixes(self, stream: StreamId, lo: int, hi: int, labels: list[str]) -> tuple[list[str], int]:
+        """Each row's label and the space after it, top row first; the label width."""
+        key = (stream, lo, hi)
+        got = self._labels.get(key)
+        if got is None:
+            label_w = max(len(lbl) for lbl in labels) + 1
+            got = self._labels[key] = ([f"{lbl:>{label_w}} " for lbl in reversed(labels)], label_w)
+        return got
+
+    def _cells(self, levels: np.ndarray) -> list[str]:
+        """The cells of every row of both maps (`levels`: map, row, column), top row first.
+
+        Runs of equal cells are found with NumPy; each run's text comes from a table.
+        """
+        width = self.opts.num_records
+        color = self.opts.color
+        _, rows, ncols = levels.shape
+        if width < 1:  # no cells: the simple way
+            return [_row(levels[m, r], width - ncols, (BLUES, REDS)[m], color)
+                    for m in (0, 1) for r in range(rows - 1, -1, -1)]
+        if self._runs is None or self._runs[:2] != (width, color):
+            self._runs = (width, color, _run_table(width, color))
+        table = self._runs[2]
+        step = width + 1  # codes are scaled by it: code * step + run length indexes the table
+        pad = width - ncols
+        codes = np.empty((2, rows, step), dtype=np.int64)
+        np.multiply(levels[:, ::-1], step, out=codes[:, :, pad:width], dtype=np.int64)
+        codes[1, :, pad:width] += (LEVELS + 1) * step
+        if pad:
+            codes[0, :, :pad] = 0
+            codes[1, :, :pad] = (LEVELS + 1) * step
+        codes[:, :, width] = _ROW_END * step
+        flat = codes.reshape(-1)
+        change = np.empty(flat.size, dtype=bool)
+        change[0] = True
+        np.not_equal(flat[1:], flat[:-1], out=change[1:])  # a row's first cell follows a row end: a change
+        starts = np.flatnonzero(change)
+        keys = flat[starts]
+        keys[:-1] += starts[1:] - starts[:-1]
+        keys[-1] += flat.size - starts[-1]
+        return "".join(map(table.__getitem__, keys.tolist())).split("\n")[:-1]
+
+    def _legend(self, frame: MapFrame, nrows: int) -> list[str]:
+        """What follows the latest value on each row, top row first."""
+        key = (frame.kind, frame.maxval, frame.chart_max, nrows, self.opts.color)
+        legend = self._legends.get(key)
+        if legend is None:
+            if len(self._legends) >= _CACHE_MAX:
+                self._legends.clear()
+            palette = BLUES if frame.kind == "frequency" else REDS
+            legend = []
+            for legend_row in range(nrows):
+                if legend_row <= LEVELS:
+                    bound = 0.0 if legend_row == 0 else frame.maxval * (legend_row - 1) / LEVELS
+                    text = "0" if legend_row == 0 else ">" + format_number(bound)
+                    legend.append(f"   {_swatch(legend_row, palette, self.opts.color)} {text}")
+                elif legend_row == LEVELS + 1:
+                    legend.append(f"   max: {format_number(frame.chart_max)}")
+                else:
+                    legend.append("")
+            self._legends[key] = legend
+        return legend
+
+    def _latest_text(self, value: float) -> str:
+        """A latest value as its column shows it (cached: the same values come back frame after frame)."""
+        text = self._latest.get(value)
+        if text is None:
+            if len(self._latest) >= _CACHE_MAX:
+                self._latest.clear()
+            text = self._latest[value] = f"  {format_number(value, 4):>9}"
+        return text
+
+    def _map(self, frame: MapFrame, cells: list[str], prefixes: list[str], label_w: int, title: str,
+             unit: str) -> list[str]:
+        width = self.opts.num_records
+        head_key = (title, label_w, width, unit)
+        head = self._heads.get(head_key)
+        if head is None:
+            what = "events per second" if frame.kind == "frequency" else "time waited per second"
+            head = self._heads[head_key] = [
+                f"{'Latency':<{label_w}} {title:<{width}}  {'Latest':>9}   Legend",
+                f"{'bucket':<{label_w}} {unit:<{width}}",
+                f"{'':<{label_w}} x=time, y=latency bucket, color={what}{'':<{max(0, width - 44)}}  ",
+            ]
+        latest = map(self._latest_text, frame.latest[::-1].tolist())
+        legend = self._legend(frame, len(prefixes))
+        lines = head[:2]
+        lines += map("".join, zip(prefixes, cells, latest, legend, strict=True))
+        sums = frame.col_sums
+        latest_sum = float(sums[-1]) if sums.size else 0.0
+        lines.append(f"{head[2]}{'sum ' + format_number(latest_sum, 4):>9}")
+        return lines
+
+    def _text(self, text: str) -> str:
+        clean = self._texts.get(text)
+        if clean is None:
+            if len(self._texts) >= _CACHE_MAX:
+                self._texts.clear()
+            clean = self._texts[text] = clean_text(text)
+        return clean
+
+    def footer_lines(self, hist: StreamHistory, skipped: int) -> list[str]:
+        """Averages and percentiles, latest column and whole history."""
+        s = hist.stream
+        head = f"Label: {self._text(s.label) or '(none)'}  datasource: {self._text(s.datasource)}  unit: {s.unit}"
+        if hist.n == 0:
+            return [head, f"Waiting for data (first record is the baseline). Skipped records: {skipped}"]
+        totals = self._totals.get(s)
+        if totals is None or totals.hist is not hist or not totals.update():
+            totals = self._totals[s] = _Totals(hist)
+        last = slice(hist.n - 1, hist.n)
+        counts = hist.counts[last]
+        events = int(counts.sum())
+        spent = float(hist.time[last].sum(axis=1)[0])
+        dur = float(hist.durations[-1])
+        if totals.scale is None:
+            totals.scale = _Scale(hist.low, hist.high)
+        if counts.min() >= 0 and totals.counts.min() >= 0:  # running sums: bisection applies
+            pct = _percentiles([counts[0], totals.counts], totals.scale)
+        else:
+            pct = percentile_estimates(np.concatenate((counts, totals.counts[None, :])), hist.low, hist.high).tolist()
+        pct_latest = "  ".join([f"p{name} {format_duration(v)}" for name, v in zip(_PNAMES, pct[0], strict=True)])
+        pct_total = "  ".join([f"p{name} {format_duration(v)}" for name, v in zip(_PNAMES, pct[1], strict=True)])
+        nan = float("nan")
+        total_events = int(totals.counts.sum())
+        rate_total = total_events / totals.duration if totals.duration else nan
+        mean_total = totals.spent / total_events if total_events else nan
+        return [
+            head,
+            f"Latest:  {format_number(events / dur)} events/s  "
+            f"{format_number(spent / dur)} s/s  mean {format_duration(spent / events if events else nan)}  "
+            f"{pct_latest}",
+            f"Overall: {format_number(rate_total)} events/s  mean {format_duration(mean_total)}  {pct_total}",
+            f"Columns: {hist.n + hist.dropped}  interval: {dur:.1f}s  date: {self._text(hist.dates)}  "
+            f"skipped records: {skipped}",
+        ]
+
+
+def render_stream(hist: StreamHistory, opts: ViewOptions, skipped: int = 0) -> str:
+    """Both maps and the footer for one stream."""
+    return PlainRenderer(opts).render_stream(hist, skipped)
+
+
+def footer_lines(hist: StreamHistory, skipped: int) -> list[str]:
+    """Averages and percentiles, latest column and whole history."""
+    return PlainRenderer(ViewOptions()).footer_lines(hist, skipped)
+
+
+def render(acc: Accumulator, opts: ViewOptions) -> str:
+    """Every stream, one after another (`PlainRenderer` draws a sequence of frames faster)."""
+    return PlainRenderer(opts).render(acc)
+
+
+def latest_values(hist: StreamHistory, opts: ViewOptions, kind: str = "frequency") -> np.ndarray:
+    """The latest-values column as drawn (rows bottom→top), for checks against the report."""
+    lo, hi = display_range(hist, opts.min_bucket, opts.max_bucket)
+    return build_frame(hist, kind, opts.num_records, lo, hi).latest

@@ -1,0 +1,273 @@
+"""`report --format svg`: both heat maps of every stream as one self-contained SVG picture.
+
+Each stream is a panel: title (the stream label), the frequency map (blues) and the intensity map
+(reds) over time with latency axes in human units, a colour legend per map, and the findings
+(totals, percentiles, bands, tail, episodes, stragglers when given) printed under the maps.
+
+Cells: one `<rect class="cell frequency|intensity">` per non-empty cell, with `data-col`,
+`data-slot`, `data-level` and a `<title>` tooltip (time, latency range, count, share of the column,
+cumulative share). Histories longer than `MAX_COLUMNS` columns are merged: every `g = ceil(n /
+MAX_COLUMNS)` adjacent columns are summed (counts, time and durations), so a cell's rate is the
+rate over its merged span. Rows are the slots from the fastest to the slowest bucket ever used.
+Colours are the plain view's linear 6-level scale (`frame.quantize`) against the map's maximum.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from latencymap.analysis.summary import stream_diagnosis
+from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.sanitize import clean_text
+from latencymap.core.units import format_duration, format_number
+from latencymap.outputs.report import straggler_lines
+from latencymap.views.frame import LEVELS, quantize
+from latencymap.views.options import BLUES, REDS
+
+MAX_COLUMNS = 400
+PLOT_WIDTH = 800
+CELL_HEIGHT = 16
+LEFT = 78
+LEGEND_WIDTH = 170
+LINE = 15
+FONT = "DejaVu Sans Mono, Menlo, Consolas, monospace"
+_BASIC16 = ("000000", "800000", "008000", "808000", "000080", "800080", "008080", "c0c0c0",
+            "808080", "ff0000", "00ff00", "ffff00", "0000ff", "ff00ff", "00ffff", "ffffff")
+_CUBE = (0, 95, 135, 175, 215, 255)
+
+
+def xterm_hex(index: int) -> str:
+    """`#rrggbb` of an xterm-256 colour index."""
+    if index < 16:
+        return "#" + _BASIC16[index]
+    if index < 232:
+        n = index - 16
+        return "#" + "".join(f"{_CUBE[v]:02x}" for v in (n // 36, n // 6 % 6, n % 6))
+    grey = 8 + 10 * (index - 232)
+    return f"#{grey:02x}{grey:02x}{grey:02x}"
+
+
+def esc(text: str) -> str:
+    """Text from anywhere, made safe for SVG/HTML text and attributes."""
+    return html.escape(clean_text(str(text), 2000), quote=True)
+
+
+@dataclass
+class Merged:
+    """A stream's columns summed in groups of `group`, restricted to slots `lo..hi`."""
+
+    counts: np.ndarray  # (cols, rows)
+    time: np.ndarray
+    durations: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    lo: int
+    hi: int
+    group: int
+
+    def rates(self, kind: str) -> np.ndarray:
+        """Events/s (frequency) or s/s (intensity) per (col, row)."""
+        num = self.counts if kind == "frequency" else self.time
+        dur = np.where(self.durations > 0, self.durations, np.nan)
+        return np.nan_to_num(num / dur[:, None])
+
+
+def merge_columns(hist: StreamHistory, max_columns: int = MAX_COLUMNS) -> Merged | None:
+    """The history with adjacent columns summed so that at most `max_columns` remain; None if empty."""
+    used = hist.used_slots()
+    if used is None:
+        return None
+    lo, hi = used
+    group = max(1, math.ceil(hist.n / max(1, max_columns)))
+    idx = np.arange(0, hist.n, group)
+
+    def summed(a: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(a, idx, axis=0)
+
+    ends = hist.end[np.minimum(idx + group, hist.n) - 1]
+    return Merged(summed(hist.counts[:, lo: hi + 1]).astype(np.float64), summed(hist.time[:, lo: hi + 1]),
+                  summed(hist.durations), hist.start[idx].copy(), ends, lo, hi, group)
+
+
+def utc(epoch: float) -> str:
+    """`2013-08-26 14:26:51 UTC`."""
+    try:
+        return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return f"{epoch:.0f}"
+
+
+def offset(seconds: float) -> str:
+    """`+0s`, `+45s`, `+12.5m`, `+2.1h` since the first column."""
+    if abs(seconds) < 120:
+        return f"+{seconds:.4g}s"
+    if abs(seconds) < 7200:
+        return f"+{seconds / 60:.3g}m"
+    return f"+{seconds / 3600:.3g}h"
+
+
+def _text(x: float, y: float, text: str, **attrs: Any) -> str:
+    extra = "".join(f' {k.rstrip("_").replace("_", "-")}="{v}"' for k, v in attrs.items())
+    return f'<text x="{x:.1f}" y="{y:.1f}"{extra}>{esc(text)}</text>'
+
+
+def _tooltip(m: Merged, hist: StreamHistory, kind: str, c: int, r: int, rates: np.ndarray) -> str:
+    slot = m.lo + r
+    t0 = float(m.start[0])
+    span = f"{offset(float(m.start[c]) - t0)}–{offset(float(m.end[c]) - t0)} ({utc(float(m.start[c]))})"
+    rng = f"latency {format_duration(float(hist.low[slot]))}–{format_duration(float(hist.high[slot]))}"
+    count = int(m.counts[c, r])
+    if kind == "frequency":
+        col, share_of = m.counts[c], "events"
+        what = f"count {count} ({format_number(float(rates[c, r]))}/s)"
+    else:
+        col, share_of = m.time[c], "time"
+        waited = format_duration(float(m.time[c, r]))
+        what = f"time waited {waited} ({format_number(float(rates[c, r]))} s/s), count {count}"
+    total = float(col.sum())
+    share = 100 * float(col[r]) / total if total else 0.0
+    cum = 100 * float(col[: r + 1].sum()) / total if total else 0.0
+    return f"{span}\n{rng}\n{what}\n{share:.1f}% of the column's {share_of}, cumulative {cum:.1f}%"
+
+
+def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[list[str], float]:
+    """One heat map with its axes and legend at vertical offset `y0`; returns (elements, height)."""
+    palette = BLUES if kind == "frequency" else REDS
+    rates = m.rates(kind)
+    ncols, nrows = rates.shape
+    cell_w = max(1.0, min(12.0, PLOT_WIDTH / max(1, ncols)))
+    width, height = cell_w * ncols, CELL_HEIGHT * nrows
+    maxval = float(rates.max()) if rates.size else 0.0
+    levels = quantize(rates, maxval)
+    if kind == "frequency":
+        title = "Frequency heat map: events per second"
+    else:
+        how = "exact" if hist.exact else "estimated from bucket midpoints"
+        title = f"Intensity heat map: time waited per second ({how})"
+    top = y0 + 18
+    out = [_text(LEFT, y0 + 12, title, font_weight="bold"),
+           f'<rect class="plot {kind}" x="{LEFT}" y="{top}" width="{width:.1f}" height="{height}" '
+           f'fill="{xterm_hex(palette[0])}" stroke="#888"/>']
+    for c, r in zip(*np.nonzero(levels), strict=True):
+        x = LEFT + c * cell_w
+        y = top + (nrows - 1 - r) * CELL_HEIGHT
+        lvl = int(levels[c, r])
+        tip = esc(_tooltip(m, hist, kind, c, r, rates))
+        out.append(f'<rect class="cell {kind}" data-col="{c}" data-slot="{m.lo + r}" data-level="{lvl}" '
+                   f'x="{x:.2f}" y="{y}" width="{cell_w:.2f}" height="{CELL_HEIGHT}" '
+                   f'fill="{xterm_hex(palette[lvl])}"><title>{tip}</title></rect>')
+    step = max(1, math.ceil(nrows / 24))
+    for r in range(0, nrows + 1, step):
+        slot = m.lo + min(r, nrows - 1)
+        edge = float(hist.low[slot]) if r < nrows else float(hist.high[slot])
+        y = top + (nrows - r) * CELL_HEIGHT
+        out.append(f'<line x1="{LEFT - 4}" y1="{y}" x2="{LEFT}" y2="{y}" stroke="#444"/>')
+        out.append(_text(LEFT - 6, y + 4, format_duration(edge), text_anchor="end"))
+    out.append(_text(12, top + height / 2, "latency", transform=f"rotate(-90 12 {top + height / 2:.1f})",
+                     text_anchor="middle"))
+    out += _time_axis(m, top + height, cell_w)
+    out += _legend(palette, maxval, kind, LEFT + width + 20, top)
+    return out, 18 + height + 34
+
+
+def _time_axis(m: Merged, y: float, cell_w: float) -> list[str]:
+    ncols = len(m.start)
+    t0 = float(m.start[0])
+    ticks = sorted({round(k * (ncols - 1) / 6) for k in range(7)} if ncols > 1 else {0})
+    out = []
+    for c in ticks:
+        x = LEFT + (c + 0.5) * cell_w
+        out.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#444"/>')
+        out.append(_text(x, y + 15, offset(float(m.start[c]) - t0), text_anchor="middle"))
+    merged = f", {m.group} intervals per column" if m.group > 1 else ""
+    out.append(_text(LEFT, y + 29, f"time since {utc(t0)}{merged}", fill="#555"))
+    return out
+
+
+def _legend(palette: tuple[int, ...], maxval: float, kind: str, x: float, y: float) -> list[str]:
+    unit = "events/s" if kind == "frequency" else "s/s"
+    out = [_text(x, y + 10, f"legend ({unit})", font_weight="bold")]
+    for level in range(LEVELS + 1):
+        yy = y + 16 + level * 15
+        bound = "0" if level == 0 else ">" + format_number(maxval * (level - 1) / LEVELS)
+        out.append(f'<rect class="legend {kind}" data-level="{level}" x="{x}" y="{yy}" width="14" height="12" '
+                   f'fill="{xterm_hex(palette[level])}" stroke="#888"/>')
+        out.append(_text(x + 20, yy + 10, bound))
+    out.append(_text(x, y + 16 + (LEVELS + 1) * 15 + 10, f"max {format_number(maxval)}"))
+    return out
+
+
+def findings_lines(hist: StreamHistory, stragglers: list[dict[str, Any]] | None = None) -> list[str]:
+    """Totals, percentiles, bands, tail, episodes and stragglers of one stream, as text lines."""
+    if hist.n == 0:
+        return ["no intervals (a single record is only a baseline)"]
+    t = hist.totals()
+    span = float(hist.end[-1] - hist.start[0])
+    rate = t.events / t.duration_s if t.duration_s else float("nan")
+    how = "exact" if hist.exact else "estimated from bucket midpoints"
+    pcts = "  ".join(f"p{f'{q * 100:g}'.replace('.', '')} {format_duration(v)}" for q, v in t.percentiles.items())
+    lines = [f"{hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "
+             f"{format_duration(t.time_s)} waited ({how})",
+             f"mean {format_duration(t.mean_s)}  {pcts}"]
+    diag = stream_diagnosis(hist)
+    lines += diag.summary_lines()
+    for b in diag.bands:
+        lines.append(f"band {format_duration(b.low_s)}–{format_duration(b.high_s)}: "
+                     f"{100 * b.events_share:.1f}% of events, {100 * b.time_share:.1f}% of the time")
+    return lines + straggler_lines(stragglers or [])
+
+
+def panel(hist: StreamHistory, *, with_findings: bool = True,
+          stragglers: list[dict[str, Any]] | None = None) -> tuple[list[str], float, float]:
+    """(elements, width, height) of one stream's panel."""
+    s = hist.stream
+    out = [_text(LEFT, 18, clean_text(s.label) or "(no label)", font_size="16", font_weight="bold"),
+           _text(LEFT, 34, f"datasource {s.datasource}, unit {s.unit}, {hist.n} intervals", fill="#555")]
+    y, width = 46.0, float(LEFT + 300)
+    m = merge_columns(hist)
+    if m is None:
+        out.append(_text(LEFT, y + 14, "no events"))
+        y += 24
+    else:
+        for kind in ("frequency", "intensity"):
+            elems, h = map_elements(hist, m, kind, y)
+            out += elems
+            y += h + 10
+        width = LEFT + max(1.0, min(12.0, PLOT_WIDTH / len(m.start))) * len(m.start) + 20 + LEGEND_WIDTH
+    if with_findings:
+        for line in findings_lines(hist, stragglers):
+            y += LINE
+            out.append(_text(LEFT, y, line, class_="finding"))
+        y += 10
+    return out, width, y + 10
+
+
+def svg_element(elements: list[str], width: float, height: float) -> str:
+    """An `<svg>` root around elements."""
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+            f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="{FONT}" font-size="11">\n'
+            f'<rect class="background" width="100%" height="100%" fill="#ffffff"/>\n'
+            + "\n".join(elements) + "\n</svg>\n")
+
+
+def render_svg(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | None = None) -> str:
+    """The whole standalone SVG: one panel per stream, stacked (stragglers keyed by stream label)."""
+    parts: list[str] = []
+    y, width = 0.0, 400.0
+    for hist in acc.streams.values():
+        elems, w, h = panel(hist, stragglers=(stragglers or {}).get(hist.stream.label))
+        label = esc(hist.stream.label)
+        parts.append(f'<g class="panel" data-stream="{label}" transform="translate(0 {y:.0f})">')
+        parts += elems
+        parts.append("</g>")
+        y, width = y + h, max(width, w)
+    if not acc.streams:
+        parts.append(_text(20, 30, "No data."))
+        y = 50
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + svg_element(parts, width, y)

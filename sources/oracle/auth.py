@@ -1,0 +1,73 @@
+"""Credentials for the Oracle source: never from argv; from the environment, a prompt, or external auth."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from typing import NoReturn, TextIO
+
+from .errors import OracleError
+
+PASSWORD_ENV = "LATENCYMAP_ORACLE_PASSWORD"
+#: `user/password@...` inside --dsn, or `user/password` as --user.
+_DSN_PASSWORD = re.compile(r"^[^/@\s]+/[^@\s]*@|//[^/@\s]*:[^/@\s]*@")
+_USER_PASSWORD = re.compile(r"/.")
+
+
+class Secret:
+    """A password that never shows itself in repr, str, logs or tracebacks."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The password, for the driver only."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret(***)"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a Secret cannot be pickled")
+
+
+def check_no_inline_password(dsn: str, user: str | None) -> None:
+    """Refuse `scott/tiger@db` style arguments: argv is visible to every local user."""
+    for option, value, pattern in (("--dsn", dsn, _DSN_PASSWORD), ("--user", user or "", _USER_PASSWORD)):
+        if value and pattern.search(value):
+            raise OracleError(f"{option} must not carry a password (argv is visible in the process list): "
+                              f"remove it, and set {PASSWORD_ENV} or type it at the prompt")
+
+
+def resolve_password(user: str | None, dsn: str, *, external_auth: bool,
+                     environ: Mapping[str, str] | None = None, stdin: TextIO | None = None,
+                     prompt: Callable[[str], str] = getpass.getpass) -> Secret | None:
+    """The password: None with external auth, else the environment variable, else a prompt on a terminal."""
+    if external_auth:
+        return None
+    environ = os.environ if environ is None else environ
+    value = environ.get(PASSWORD_ENV)
+    if value:
+        return Secret(value)
+    stdin = sys.stdin if stdin is None else stdin
+    try:
+        interactive = stdin is not None and stdin.isatty()
+    except (ValueError, OSError):
+        interactive = False
+    if interactive:
+        try:
+            typed = prompt(f"Oracle password for {user}@{dsn}: ")
+        except (EOFError, KeyboardInterrupt):
+            typed = ""
+        if typed:
+            return Secret(typed)
+        raise OracleError("no password typed; set it in " + PASSWORD_ENV + " or use --external-auth")
+    raise OracleError(f"no password: set {PASSWORD_ENV}, run on a terminal to be prompted, "
+                      "or use --external-auth (wallet or OS authentication)")

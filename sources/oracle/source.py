@@ -1,0 +1,339 @@
+"""`latencymap oracle`: wait-event histograms sampled from GV$EVENT_HISTOGRAM_MICRO (or GV$EVENT_HISTOGRAM).
+
+Each interval the source runs one query (bind variables only, see `oracle_sql`) and gets cumulative
+counts per (event, instance). It diffs them itself, per instance, with the shared `Differ`, and only
+then sums instances (unless `--per-instance`), so a restarted RAC instance (its counters drop to
+zero) shows as a reset column while the other instances keep counting correctly; summing first
+would let one instance's growth hide another's reset. The source therefore yields Intervals, not
+Snapshots. A lost connection is retried with exponential backoff; the outage becomes gap columns
+(zero counts, `gap=True`) and sampling resumes from a fresh baseline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+import click
+import numpy as np
+
+from latencymap.core.deltas import Differ
+from latencymap.core.model import Interval, Notice, Snapshot, StreamId, empty_counts
+from latencymap.core.sanitize import safe_options
+from latencymap.plugins import Item, Source
+
+from .auth import Secret, check_no_inline_password, resolve_password
+from .errors import OracleError, describe_error, first_line, is_lost, is_transient, is_view_missing
+from .sql import MICRO, MILLI, VIEWS, HistogramView, Sample, histogram_query, sample_of_rows, view_for_version
+
+DEFAULT_EVENT = "db file sequential read"
+BACKOFF_START = 1.0
+BACKOFF_MAX = 60.0
+#: An outage longer than this many intervals is drawn as this many (wider) gap columns.
+MAX_GAP_COLUMNS = 1000
+#: Seconds a single round trip may take before the driver gives up (at least 3 intervals).
+MIN_CALL_TIMEOUT = 10.0
+_thick_ready = False
+#: What a source built by the CLI sleeps and reads the time with (tests replace these).
+default_sleep: Callable[[float], None] = time.sleep
+default_clock: Callable[[], float] = time.time
+
+
+class _ConnectionLost(Exception):
+    """The session or network went away during a query."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def driver_problem() -> str | None:
+    """Why python-oracledb cannot be used here, with the remedy; None when it is installed."""
+    if importlib.util.find_spec("oracledb") is None:
+        return "python-oracledb is not installed: pip install 'latencymap[oracle]' (or pip install oracledb)"
+    return None
+
+
+def connect(*, dsn: str, user: str | None, password: Secret | None, thick: bool, external_auth: bool,
+            call_timeout_s: float) -> Any:
+    """Open a python-oracledb connection (thick mode for --thick and --external-auth)."""
+    global _thick_ready
+    import oracledb
+
+    if (thick or external_auth) and not _thick_ready:
+        oracledb.init_oracle_client()
+        _thick_ready = True
+    kwargs: dict[str, Any] = {"dsn": dsn}
+    if user:
+        kwargs["user"] = user
+    if external_auth:
+        kwargs["externalauth"] = True
+    elif password is not None:
+        kwargs["password"] = password.reveal()
+    conn = oracledb.connect(**kwargs)
+    conn.call_timeout = int(call_timeout_s * 1000)
+    return conn
+
+
+class OracleSource(Source):
+    """Oracle wait-event latency histograms, sampled live from the database."""
+
+    name: ClassVar[str] = "oracle"
+    summary: ClassVar[str] = ("Oracle wait-event latency from GV$EVENT_HISTOGRAM_MICRO (or GV$EVENT_HISTOGRAM) "
+                              "via python-oracledb; password from LATENCYMAP_ORACLE_PASSWORD or a prompt.")
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [
+            click.Option(["--dsn"], required=True, metavar="DSN",
+                         help="host:port/service_name, or a tnsnames.ora alias (never user/password@...)."),
+            click.Option(["--user"], default=None, metavar="USER", help="Database user (not needed with "
+                         "--external-auth). The password comes from LATENCYMAP_ORACLE_PASSWORD or a prompt."),
+            click.Option(["--event", "events"], multiple=True, default=(DEFAULT_EVENT,), show_default=True,
+                         metavar="NAME", help="Wait event, exactly as in v$event_name; repeat for several streams."),
+            click.Option(["--interval"], type=click.FloatRange(min=0.1), default=3.0, show_default=True,
+                         metavar="S", help="Seconds per time column."),
+            click.Option(["--instance", "instances"], type=click.IntRange(min=1), multiple=True, metavar="N",
+                         help="RAC: only instance N (inst_id); repeatable. Default: all instances."),
+            click.Option(["--per-instance", "per_instance"], is_flag=True,
+                         help="RAC: one stream per instance instead of their sum."),
+            click.Option(["--thick"], is_flag=True, help="Use Oracle Client libraries (thick mode)."),
+            click.Option(["--external-auth", "external_auth"], is_flag=True,
+                         help="Wallet or OS authentication, no password (implies thick mode)."),
+            click.Option(["--histogram"], type=click.Choice(["auto", *VIEWS]), default="auto", show_default=True,
+                         help="micro: GV$EVENT_HISTOGRAM_MICRO; milli: GV$EVENT_HISTOGRAM; auto: micro, else milli."),
+        ]
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        return driver_problem()
+
+    def __init__(self, *, connect_fn: Callable[..., Any] | None = None, sleep: Callable[[float], None] | None = None,
+                 clock: Callable[[], float] | None = None, environ: dict[str, str] | None = None,
+                 stdin: Any = None, prompt: Callable[[str], str] | None = None, **options: Any) -> None:
+        super().__init__(**options)
+        self.dsn: str = options["dsn"]
+        self.user: str | None = options.get("user") or None
+        self.events: tuple[str, ...] = tuple(options.get("events") or (DEFAULT_EVENT,))
+        self.interval = float(options.get("interval") or 3.0)
+        self.instances: tuple[int, ...] = tuple(sorted(set(options.get("instances") or ())))
+        self.per_instance = bool(options.get("per_instance"))
+        self.thick = bool(options.get("thick"))
+        self.external_auth = bool(options.get("external_auth"))
+        self.histogram: str = options.get("histogram") or "auto"
+        self._connect_fn = connect_fn
+        self._sleep = sleep
+        self._clock = clock
+        check_no_inline_password(self.dsn, self.user)
+        if not self.user and not self.external_auth:
+            raise OracleError("--user is required (or --external-auth for wallet or OS authentication)")
+        extra = {} if prompt is None else {"prompt": prompt}
+        self._password = resolve_password(self.user, self.dsn, external_auth=self.external_auth, environ=environ,
+                                          stdin=stdin, **extra)
+        self._secrets = [self._password] if self._password else []
+        self._conn: Any = None
+        self.view: HistogramView | None = VIEWS.get(self.histogram)
+        self._notes: list[Notice] = []
+
+    def __repr__(self) -> str:
+        return f"OracleSource(dsn={self.dsn!r}, user={self.user!r})"
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.name, **safe_options({
+            "dsn": self.dsn, "user": self.user, "events": list(self.events), "interval": self.interval,
+            "instances": list(self.instances), "per_instance": self.per_instance, "thick": self.thick,
+            "external_auth": self.external_auth, "view": self.view.name if self.view else self.histogram})}
+
+    # -- plumbing that tests replace -------------------------------------------------------------------------------
+
+    def sleep(self, seconds: float) -> None:
+        """Wait (injectable)."""
+        (self._sleep or default_sleep)(seconds)
+
+    def clock(self) -> float:
+        """Wall-clock epoch seconds (injectable)."""
+        return (self._clock or default_clock)()
+
+    def _open(self) -> Any:
+        fn = self._connect_fn or connect
+        conn = fn(dsn=self.dsn, user=self.user, password=self._password, thick=self.thick,
+                  external_auth=self.external_auth, call_timeout_s=max(MIN_CALL_TIMEOUT, 3 * self.interval))
+        if self.histogram == "auto" and self.view is None:
+            self.view = view_for_version(getattr(conn, "version", None))
+        return conn
+
+    def _fail(self, err: BaseException, doing: str) -> OracleError:
+        return OracleError(describe_error(err, user=self.user, doing=doing, secrets=self._secrets))
+
+    def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # the connection is already gone: nothing to release
+                conn.close()
+
+    # -- sampling ----------------------------------------------------------------------------------------------
+
+    def _fetch(self, view: HistogramView) -> list[Any]:
+        query = histogram_query(view, self.events, self.instances)
+        cursor = self._conn.cursor()
+        try:
+            cursor.execute(query.sql, query.binds)
+            return list(cursor.fetchall())
+        finally:
+            with contextlib.suppress(Exception):  # a dead session's cursor fails to close; the query's error matters
+                cursor.close()
+
+    def _sample(self) -> tuple[HistogramView, Sample]:
+        """One query; falls back to GV$EVENT_HISTOGRAM when the microsecond view is missing (auto mode)."""
+        assert self.view is not None
+        try:
+            rows = self._fetch(self.view)
+        except Exception as err:  # DB-API errors, whatever the driver's classes
+            if is_lost(err):
+                raise _ConnectionLost(err) from None
+            if not (is_view_missing(err) and self.view is MICRO and self.histogram == "auto"):
+                raise self._fail(err, f"cannot read {self.view.name}") from None
+            self._notes.append(Notice(f"oracle: {MICRO.name} not readable ({first_line(err, self._secrets)}); "
+                                      f"using {MILLI.name} (millisecond buckets)", skipped=0))
+            self.view = MILLI
+            try:
+                rows = self._fetch(MILLI)
+            except Exception as err2:
+                if is_lost(err2):
+                    raise _ConnectionLost(err2) from None
+                raise self._fail(err2, f"cannot read {MILLI.name}") from None
+        sample = sample_of_rows(rows)
+        if sample.bad_buckets:
+            self._notes.append(Notice(f"oracle: {sample.bad_buckets} rows with a bucket value that is not a "
+                                      "power of 2 (or an unusable count) skipped", sample.bad_buckets))
+        return self.view, sample
+
+    def stream_of(self, event: str, inst: int, unit: str) -> StreamId:
+        """The output stream of one (event, instance) row group."""
+        if self.per_instance:
+            label = f"{event} inst {inst}"
+        elif self.instances:
+            label = f"{event} inst {'+'.join(str(i) for i in self.instances)}"
+        else:
+            label = event
+        return StreamId(label, "oracle", unit)
+
+    def items(self) -> Iterator[Item]:
+        try:
+            self._conn = self._open()
+        except OracleError:
+            raise
+        except Exception as err:  # DB-API errors, whatever the driver's classes
+            raise self._fail(err, f"cannot connect to {self.dsn}") from None
+        try:
+            yield from self._sampling()
+        finally:
+            self._close()
+
+    def _sampling(self) -> Iterator[Item]:
+        differ = Differ(name="oracle")
+        known: list[StreamId] = []
+        prev_t: float | None = None
+        gap_since: float | None = None
+        due: float | None = None
+        checked_events = False
+        while True:
+            try:
+                view, sample = self._sample()
+            except _ConnectionLost as lost:
+                yield from self._drain_notes()
+                yield from self._reconnect(lost.cause)
+                differ, due = Differ(name="oracle"), None
+                gap_since = prev_t if gap_since is None else gap_since
+                continue
+            t = self.clock()
+            yield from self._drain_notes()
+            if prev_t is not None and t <= prev_t:
+                due = self._pace(due)
+                continue
+            if not checked_events:
+                checked_events = True
+                yield from self._missing_events(sample)
+            totals, resets = self._diff(differ, sample, view, t)
+            if gap_since is not None:
+                yield from self._gap(known, gap_since, t)
+                gap_since = None
+            elif prev_t is not None:
+                for sid in known:
+                    if sid.unit == view.unit:
+                        yield Interval(sid, prev_t, t, totals.get(sid, empty_counts()), reset=sid in resets)
+            for event, inst in sorted(sample.counts):
+                sid = self.stream_of(event, inst, view.unit)
+                if sid not in known:
+                    known.append(sid)
+            prev_t = t
+            due = self._pace(due)
+
+    def _diff(self, differ: Differ, sample: Sample, view: HistogramView,
+              t: float) -> tuple[dict[StreamId, np.ndarray], set[StreamId]]:
+        """Diff each instance against its own last counts, then sum per output stream; (counts, reset streams)."""
+        totals: dict[StreamId, np.ndarray] = {}
+        resets: set[StreamId] = set()
+        for (event, inst), counts in sorted(sample.counts.items()):
+            sid = self.stream_of(event, inst, view.unit)
+            out = differ.push(Snapshot(StreamId(f"{event}\x1finst {inst}", "oracle", view.unit), t, counts))
+            if isinstance(out, Interval):
+                totals[sid] = totals.get(sid, empty_counts()) + out.counts
+                if out.reset:
+                    resets.add(sid)
+        return totals, resets
+
+    def _gap(self, known: list[StreamId], start: float, end: float) -> Iterator[Interval]:
+        """Zero-count columns marked `gap` covering an outage, about one per interval."""
+        n = int(min(MAX_GAP_COLUMNS, max(1, round((end - start) / self.interval))))
+        edges = np.linspace(start, end, n + 1)
+        for a, b in itertools.pairwise(edges.tolist()):
+            for sid in known:
+                yield Interval(sid, a, b, empty_counts(), gap=True)
+
+    def _missing_events(self, sample: Sample) -> Iterator[Notice]:
+        seen = {event for event, _ in sample.counts}
+        for event in self.events:
+            if event not in seen:
+                yield Notice(f"oracle: no histogram rows for event {event!r} on the selected instances (names are "
+                             "exact and case-sensitive: SELECT name FROM v$event_name)", skipped=0)
+
+    def _drain_notes(self) -> Iterator[Notice]:
+        notes, self._notes = self._notes, []
+        yield from notes
+
+    def _pace(self, due: float | None) -> float:
+        """Sleep until the next sample is due; never bursts to catch up."""
+        now = self.clock()
+        due = now + self.interval if due is None else due + self.interval
+        if due <= now:
+            due = now
+        else:
+            self.sleep(due - now)
+        return due
+
+    def _reconnect(self, cause: BaseException) -> Iterator[Notice]:
+        """Close, then reconnect with exponential backoff; OracleError when retrying cannot help."""
+        self._close()
+        lost_at = self.clock()
+        yield Notice(f"oracle: connection lost ({first_line(cause, self._secrets)}); reconnecting", skipped=0)
+        delay, attempts = BACKOFF_START, 0
+        while True:
+            self.sleep(delay)
+            attempts += 1
+            try:
+                self._conn = self._open()
+            except OracleError:
+                raise
+            except Exception as err:  # DB-API errors, whatever the driver's classes
+                if not is_transient(err):
+                    raise self._fail(err, f"reconnecting to {self.dsn} failed") from None
+                delay = min(delay * 2, BACKOFF_MAX)
+                continue
+            yield Notice(f"oracle: reconnected after {attempts} attempt{'s' * (attempts > 1)} "
+                         f"({self.clock() - lost_at:.0f}s); the outage shows as gap columns", skipped=0)
+            return

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from profiling_helpers import SCHEMA, STREAM, needs_pyspy, next_switch, phase_child, phase_of, phases_log
+from profiling_support import SCHEMA, STREAM, needs_pyspy, next_switch, phase_child, phase_of, phases_log
 from schema_check import violations
 from test_export import parse_collapsed
 

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from profiling_helpers import FIXTURE
+from profiling_support import FIXTURE
 
 from latencymap.profiling.chrometrace import ChrometraceError, load_events, parse_chrometrace, samples_of, spans
 from latencymap.profiling.pyspy import Chunk, PySpyError, error_summary

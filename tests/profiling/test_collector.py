@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from profiling_helpers import needs_pyspy, phase_child, phase_of, phases_log
+from profiling_support import needs_pyspy, phase_child, phase_of, phases_log
 
 from latencymap.profiling.collector import Collector
 from latencymap.profiling.pyspy import PySpyError, locate_pyspy

@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from profiling_helpers import SCHEMA, frame, phase_samples
+from profiling_support import SCHEMA, frame, phase_samples
 from schema_check import violations
 
 from latencymap.profiling.export import collapsed_text, export_range, speedscope_doc, write_export

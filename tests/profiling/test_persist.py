@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from profiling_helpers import frame, phase_samples
+from profiling_support import frame, phase_samples
 
 from latencymap.cli.common import REGISTRY
 from latencymap.core.buckets import NSLOTS

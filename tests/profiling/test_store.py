@@ -6,7 +6,7 @@ import random
 import threading
 
 import pytest
-from profiling_helpers import frame, phase_samples
+from profiling_support import frame, phase_samples
 
 from latencymap.profiling.samples import Sample, function_of, short_frame, split_frame
 from latencymap.profiling.store import ProfileStore

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rich.console import Console
-from tui_helpers import wait_ended
+from tui_support import wait_ended
 
 from latencymap.cli.common import REGISTRY
 from latencymap.core.buckets import NSLOTS

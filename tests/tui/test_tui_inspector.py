@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
-from tui_helpers import example_items, synthetic, wait_ended
+from tui_support import example_items, synthetic, wait_ended
 
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval, StreamId

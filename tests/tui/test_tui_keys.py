@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from tui_helpers import example_items, gated, synthetic, wait_ended, wait_until
+from tui_support import example_items, gated, synthetic, wait_ended, wait_until
 
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.heatmap import HeatMap

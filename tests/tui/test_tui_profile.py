@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tui_helpers import synthetic, wait_ended
+from tui_support import synthetic, wait_ended
 
 from latencymap.profiling.samples import Sample
 from latencymap.profiling.session import ProfileSession, profiled

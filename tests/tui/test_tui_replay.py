@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
-from tui_helpers import synthetic, wait_until
+from tui_support import synthetic, wait_until
 
 from latencymap.flow.replay import BurstScan, ReplayClock
 from latencymap.tui.app import LatencyMapApp

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from tui_helpers import example_items, wait_ended
+from tui_support import example_items, wait_ended
 
 from latencymap.tui.app import LatencyMapApp
 

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tui_helpers import EXAMPLE
+from tui_support import EXAMPLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
 

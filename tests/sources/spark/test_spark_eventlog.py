@@ -20,7 +20,7 @@ from latencymap.sources.spark.source import SparkSource, collect
 
 from latencymap.core.model import Interval
 
-SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark"
+SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 LAYOUTS = ("plain", "rolling", "zstd", "lz4", "snappy")
 EXPECTED = json.loads((SPARK / "expected.json").read_text())
 

@@ -17,7 +17,7 @@ from latencymap.sources.bpftrace_json import hist_counts
 
 from latencymap.core.model import Interval, Notice
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bpftrace"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "bpftrace"
 
 
 # --- bpftrace JSON ----------------------------------------------------------------------------

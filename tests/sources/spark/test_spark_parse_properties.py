@@ -24,7 +24,7 @@ from properties_support import NUMBERS, QUICK, ROUNDTRIP, check_items, hostile_l
 
 from latencymap.core.model import Interval, Notice
 
-SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark"
+SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 JSON_VALUES = st.recursive(
     st.one_of(st.none(), st.booleans(), NUMBERS, st.floats(allow_nan=False, allow_infinity=False),
               st.text(max_size=8)),

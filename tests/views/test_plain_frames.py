@@ -14,7 +14,7 @@ from latencymap.flow.pipeline import input_flow
 from latencymap.views.options import ViewOptions
 from latencymap.views.plain import PlainRenderer
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def synthetic_items(n: int) -> list[Interval]:

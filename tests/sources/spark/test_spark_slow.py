@@ -18,7 +18,7 @@ from latencymap.core.model import Interval
 pytest.importorskip("pyspark")
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SPARK = REPO / "fixtures" / "spark"
 
 

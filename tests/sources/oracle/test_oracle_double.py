@@ -22,7 +22,7 @@ from latencymap.sources.oracle.sql import (
 from latencymap.core.buckets import ORACLE_OVERFLOW, slot_of_bucket_value
 from latencymap.core.model import empty_counts
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap" / "example_latency_data.txt"
+EXAMPLE = Path(__file__).resolve().parents[3] / "fixtures" / "pylatencymap" / "example_latency_data.txt"
 EVENT = "db file sequential read"
 Row = tuple[int, str, int, int]
 

@@ -22,7 +22,7 @@ from process_support import children_named
 pytest.importorskip("pyspark")
 pytestmark = pytest.mark.slow
 
-SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark"
+SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 
 
 @pytest.mark.timeout(240)

@@ -13,7 +13,7 @@ import pytest
 from latencymap.sources.spark.rest import api_base, choose_app, epoch_ms
 from latencymap.sources.spark.source import SparkSource, collect
 
-SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark"
+SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 EXPECTED = json.loads((SPARK / "expected.json").read_text())
 
 

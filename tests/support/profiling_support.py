@@ -17,7 +17,7 @@ import pytest
 from latencymap.profiling.pyspy import locate_pyspy
 from latencymap.profiling.samples import Sample
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "profiling"
 FIXTURE = HERE.parents[1] / "fixtures" / "profile"
 SCHEMA = json.loads((HERE / "speedscope.schema.json").read_text())
 CHILD = HERE / "phase_child.py"

@@ -20,7 +20,7 @@ from latencymap.sources.oracle.errors import OracleError
 from test_oracle import DSN, PASSWORD, collect, invoke, make_source, wire_cli
 from test_oracle_double import DatabaseError, FakeClock, FakeDb, example_rows
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,51 @@ from latencymap.plugins import Item
 _TYPED = re.compile(r'^\{\s*"type"\s*:\s*"(\w+)"')
 _KNOWN_TYPES = frozenset({"attached_probes", "hist", "time", "map", "value", "printf", "stats", "join",
                           "syscall", "lost_events", "helper_error"})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One output line: `kind` is the bpftrace type (`hist`, `map`, `printf`, `time`, ...; `""` when untyped)."""
+
+    kind: str
+    name: str = ""
+    data: Any = None
+
+
+def parse_line(line: str) -> Event | None:
+    """The event on one `bpftrace -f json` line; None for blank lines. ValueError for text that is not a JSON object.
+
+    A hist or map of one map comes with its name (`@x`) and entries; anything else with its whole `data`.
+    """
+    text = line.strip()
+    if not text:
+        return None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"not bpftrace JSON: {text[:120]!r}") from err
+    if not isinstance(obj, dict):
+        raise ValueError(f"not a bpftrace JSON event: {text[:120]!r}")
+    kind, data = ("" if obj.get("type") is None else str(obj["type"])), obj.get("data")
+    if kind in ("hist", "map", "stats", "lhist") and isinstance(data, dict) and len(data) == 1:
+        name, value = next(iter(data.items()))
+        return Event(kind, str(name), value)
+    return Event(kind, "", data)
+
+
+def keyed(data: Any) -> dict[str, Any]:
+    """A hist's or map's entries by key string (`""` for an unkeyed one)."""
+    if isinstance(data, dict):
+        return {str(k): v for k, v in data.items()}
+    return {"": data}
+
+
+def split_key(key: str, parts: int) -> list[str]:
+    """A joined multi-part key split into `parts` fields (the last one keeps any extra commas)."""
+    fields = key.split(",", parts - 1)
+    if len(fields) != parts:
+        raise ValueError(f"map key {key!r} has not {parts} parts")
+    return fields
 
 
 class HistRowError(ValueError):
@@ -74,18 +120,15 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)
         for n, raw in enumerate(lines, 1):
-            text = raw.strip()
-            if not text:
-                continue
             try:
-                obj = json.loads(text)
-            except (ValueError, RecursionError):
-                obj = None
-            if not isinstance(obj, dict):
+                event = parse_line(raw)
+            except ValueError:
                 yield Notice(f"{name}: line {n}: expected one JSON object per line (bpftrace -f json), "
-                             f"got {excerpt(text)}; line skipped")
+                             f"got {excerpt(raw.strip())}; line skipped")
                 continue
-            kind, data = obj.get("type"), obj.get("data")
+            if event is None:
+                continue
+            kind, data = event.kind, ({event.name: event.data} if event.name else event.data)
             if kind == "time":
                 stamp = parse_time_line(data) if isinstance(data, str) else None
                 if stamp is None:

@@ -16,11 +16,10 @@ import tempfile
 import time
 from collections.abc import Generator, Iterator
 
-from latencymap.sources.bpftrace_json import hist_counts
+from latencymap.sources.bpftrace_json import hist_counts, keyed, parse_line, split_key
 
 from latencymap.plugins import SourceError, process_end
 
-from .bpftrace_json import keyed, parse_line, split_key
 from .collect import Reading
 from .spec import BpfError, TraceSpec
 

@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 from latencymap.sources.bpf import bcc_backend, preconditions, source
 from latencymap.sources.bpf.bpftrace_backend import parse_stream, reading_from, rwbs_op, script
-from latencymap.sources.bpf.bpftrace_json import keyed, parse_line
 from latencymap.sources.bpf.collect import Reading, intervals
 from latencymap.sources.bpf.spec import BpfError, TraceSpec
-from latencymap.sources.bpftrace_json import hist_counts
+from latencymap.sources.bpftrace_json import hist_counts, keyed, parse_line
 
 from latencymap.core.model import Interval, Notice
 

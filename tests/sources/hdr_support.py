@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+import base64
+import struct
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import hdrh.histogram as hdrh_histogram
+import hdrh.log as hdrh_log
 import numpy as np
-import pytest
+from latencymap.sources.hdrhistogram_codec import slots_of
 
-hdrh_histogram = pytest.importorskip("hdrh.histogram", reason="the dev extra's hdrhistogram (PyPI) is not installed")
-hdrh_log = pytest.importorskip("hdrh.log")
-
-from latencymap.sources.hdrhistogram_codec import slots_of  # noqa: E402
-
-from latencymap.buckets import NSLOTS  # noqa: E402
+from latencymap.buckets import NSLOTS
 
 HIGHEST = 3_600_000_000_000
 
@@ -93,3 +93,11 @@ def library_slots(hist) -> np.ndarray:
     out = np.zeros(NSLOTS, dtype=np.int64)
     np.add.at(out, slots_of(np.array(values, dtype=np.float64)), np.array(counts, dtype=np.int64))
     return out
+
+
+def hand_payload(words: bytes, digits: int = 3, lowest: int = 1, cookie: int = 0x1C849313,
+                 outer: int = 0x1C849314) -> str:
+    """A compressed V2 payload built from the spec: header, then the given LEB128 bytes."""
+    inner = struct.pack(">Iiiiqqd", cookie, len(words), 0, digits, lowest, HIGHEST, 1.0) + words
+    packed = zlib.compress(inner)
+    return base64.b64encode(struct.pack(">Ii", outer, len(packed)) + packed).decode()

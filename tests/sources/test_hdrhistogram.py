@@ -5,8 +5,10 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import os
 import struct
-import zlib
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ from click.testing import CliRunner
 from formats_support import FIXTURES, intervals, notices, read_items, registry
 from hdr_support import (
     Logged,
+    hand_payload,
     library_histogram,
     library_index_counts,
     library_read,
@@ -45,14 +48,6 @@ def vector(slots: dict[int, int]) -> np.ndarray:
     for slot, count in slots.items():
         out[slot] = count
     return out
-
-
-def hand_payload(words: bytes, digits: int = 3, lowest: int = 1, cookie: int = 0x1C849313,
-                 outer: int = 0x1C849314) -> str:
-    """A compressed V2 payload built from the spec: header, then the given LEB128 bytes."""
-    inner = struct.pack(">Iiiiqqd", cookie, len(words), 0, digits, lowest, 3_600_000_000_000, 1.0) + words
-    packed = zlib.compress(inner)
-    return base64.b64encode(struct.pack(">Ii", outer, len(packed)) + packed).decode()
 
 
 @pytest.mark.slow
@@ -129,6 +124,11 @@ def test_decoder_on_hand_made_bytes_zero_runs_and_a_nine_byte_count() -> None:
     assert folded.counts.tolist() == vector({3: 4, 4: 2**60, 10: 2}).tolist()
     assert folded.values[3] == 5 * 3 + 7 and folded.values[10] == 2 * 1007
     assert (folded.below_lowest, folded.straddling) == (0, 0)
+    # Long.MAX_VALUE: ZigZag 2**64 - 2, whose 9th byte (0xFF) has its top bit set and is no continuation.
+    top = decode_payload(hand_payload(bytes([0xFE, *[0xFF] * 8, 0x02])))
+    assert top.index.tolist() == [0, 1] and top.counts.tolist() == [2**63 - 1, 1]
+    with pytest.raises(PayloadError, match="expected at most 4611686018427387904 events"):
+        fold(top)
 
 
 @pytest.mark.parametrize(("payload", "expected"), [
@@ -207,6 +207,7 @@ def test_time_rules_of_the_java_reader() -> None:
     assert starts([f"12.5,1.0,0.0,{good}\n", f"13.5,1.0,0.0,{good}\n"]) == [12.5, 13.5]
     # StartTime, no BaseTime, absolute timestamps (not a year before the start time).
     assert starts([start_time_line(START), f"{START + 3:.3f},1.0,0.0,{good}\n"]) == [START + 3]
+    assert starts([start_time_line(START), f"{START - 100:.3f},1.0,0.0,{good}\n"]) == [START - 100]
     # BaseTime wins over the StartTime rule.
     assert starts([start_time_line(START), "#[BaseTime: 1600000000.000 (seconds since epoch)]\n",
                    f"2.0,1.0,0.0,{good}\n"]) == [1_600_000_002.0]
@@ -270,3 +271,43 @@ def test_unit_option_scales_time_and_names_the_unit() -> None:
     assert [c.counts.tolist() for c in us] == [c.counts.tolist() for c in ns]
     np.testing.assert_allclose([c.time.sum() for c in us], [c.time.sum() * 1000 for c in ns], rtol=1e-12)
 
+
+
+def _latencymap(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "latencymap", *args], input=stdin, capture_output=True, timeout=120,
+                          env={**os.environ, "NO_COLOR": "1"})
+
+
+def _counts_and_time(report: bytes) -> list[tuple[str, int, float, list[list[float]]]]:
+    return [(s["stream"]["label"], s["total"]["events"], s["total"]["time_s"], s["frequency"])
+            for s in json.loads(report)["streams"]]
+
+
+@pytest.mark.slow
+def test_every_cli_path_reads_the_log(tmp_path: Path) -> None:
+    path = HLOG / "tagged_java_layout.hlog"
+    direct = _latencymap("report", "--format", "json", str(path))
+    assert direct.returncode == 0, direct.stderr
+    expected = _counts_and_time(direct.stdout)
+    assert [(label, events) for label, events, _, _ in expected] == [("read", 11), ("write", 4)]
+
+    plain = _latencymap("--plain", "--once", str(path))
+    assert plain.returncode == 0, plain.stderr
+    assert b"Label: write  datasource: hdrhistogram  unit: nanosec" in plain.stdout
+
+    emitted = _latencymap("--emit", str(path))
+    assert emitted.returncode == 0 and emitted.stdout.count(b"<begin record>") == 4
+    (tmp_path / "emitted.txt").write_bytes(emitted.stdout)
+    rec = tmp_path / "rec.txt"
+    recorded = _latencymap("--plain", "--once", "--record", str(rec), str(path))
+    assert recorded.returncode == 0, recorded.stderr
+    piped = _latencymap("report", "--format", "json", "-", stdin=path.read_bytes())
+    for other in (_latencymap("report", "--format", "json", str(tmp_path / "emitted.txt")),
+                  _latencymap("report", "--format", "json", str(rec)), piped):
+        assert other.returncode == 0, other.stderr
+        got = _counts_and_time(other.stdout)
+        assert [(label, events, freq) for label, events, _, freq in got] == \
+               [(label, events, freq) for label, events, _, freq in expected]
+        assert [t for *_, t, _ in got] == pytest.approx([t for *_, t, _ in expected], rel=1e-9)
+    replay = _latencymap("replay", "--max", "--plain", "--once", str(rec))
+    assert replay.returncode == 0 and b"Label: write" in replay.stdout

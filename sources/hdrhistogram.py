@@ -20,11 +20,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import PurePath
 
 import click
 import numpy as np
-from latencymap.sources.hdrhistogram_codec import Decoded, PayloadError, decode_payload, fold
+from latencymap.sources.hdrhistogram_codec import Folded, Settings, fold_payloads
 from latencymap.sources.printed_histograms import unit_option
 
 from latencymap.buckets import NSLOTS
@@ -40,6 +41,8 @@ DATASOURCE = "hdrhistogram"
 YEAR = 365 * 24 * 3600.0
 #: Seconds two columns of one stream may overlap silently: Java writes times rounded to the millisecond.
 OVERLAP = 0.002
+#: Lines read together when they come one by one (`read`); `read_text` takes each chunk as it arrives.
+BATCH_LINES = 1024
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _START = re.compile(rf"^#\[StartTime:\s*({_NUMBER})")
 _BASE = re.compile(rf"^#\[BaseTime:\s*({_NUMBER})")
@@ -65,11 +68,38 @@ class HdrHistogramFormat(TextFormat):
         return [unit_option()]
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
-        return HlogReader(name, normalize_unit(self.options.get("unit") or DEFAULT_UNIT)).read(lines)
+        batch: list[str] = []
+        reader = self._reader(name)
+        for line in lines:
+            batch.append(line)
+            if len(batch) >= BATCH_LINES:
+                yield from reader.batch(batch)
+                batch = []
+        yield from reader.batch(batch)
+
+    def read_text(self, chunks: Iterable[str], name: str) -> Iterator[Item]:
+        reader = self._reader(name)
+        for chunk in chunks:  # whole lines, as they arrive: a live log's columns show at once
+            yield from reader.batch(chunk.splitlines(True))
+
+    def _reader(self, name: str) -> HlogReader:
+        return HlogReader(name, normalize_unit(self.options.get("unit") or DEFAULT_UNIT))
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A data line whose payload waits for its batch to be decoded."""
+
+    line: int
+    stream: StreamId
+    start: float
+    end: float
+    payload: str
+    cut: bool
 
 
 class HlogReader:
-    """State of one log being read: start and base times, streams by tag."""
+    """State of one log being read: start and base times, streams by tag, the line count."""
 
     def __init__(self, name: str, unit: str) -> None:
         self.name = name
@@ -83,16 +113,32 @@ class HlogReader:
         self.said_straddling = False
         self.said_backwards = False
         self.ends: dict[StreamId, float] = {}
+        self.lines = 0
 
-    def read(self, lines: Iterable[str]) -> Iterator[Item]:
-        for n, raw in enumerate(lines, 1):
+    def batch(self, lines: list[str]) -> Iterator[Item]:
+        """Items of some consecutive lines, in line order; their payloads are decoded together."""
+        out: list[Notice | _Pending] = []
+        for raw in lines:
+            self.lines += 1
             line = raw.strip()
             if not line or line.startswith('"StartTimestamp"'):
                 continue
             if line.startswith("#"):
                 self._comment(line)
                 continue
-            yield from self._data(line, n, len(raw.rstrip("\n")) >= MAX_LINE)
+            out.extend(self._data(line, self.lines, len(raw.rstrip("\r\n")) >= MAX_LINE))
+        pending = [p for p in out if isinstance(p, _Pending)]
+        if not pending:
+            yield from out  # type: ignore[misc]
+            return
+        folded = fold_payloads([p.payload for p in pending])
+        row = 0
+        for item in out:
+            if isinstance(item, Notice):
+                yield item
+                continue
+            yield from self._column(item, folded, row)
+            row += 1
 
     def _comment(self, line: str) -> None:
         if (m := _START.match(line)) and (value := _finite(m.group(1))) is not None:
@@ -100,7 +146,7 @@ class HlogReader:
         elif (m := _BASE.match(line)) and (value := _finite(m.group(1))) is not None:
             self.base_time = value
 
-    def _data(self, line: str, n: int, cut: bool) -> Iterator[Item]:
+    def _data(self, line: str, n: int, cut: bool) -> Iterator[Notice | _Pending]:
         m = _DATA.match(line)
         stamp, length, peak = (_finite(m.group(i)) for i in (2, 3, 4)) if m else (None, None, None)
         if m is None or stamp is None or length is None or peak is None:
@@ -119,16 +165,20 @@ class HlogReader:
         if notice is not None:
             yield notice
         self.ends[stream] = end
-        try:
-            hist = decode_payload(m.group(5))
-            folded = fold(hist)
-        except PayloadError as err:
-            hint = f" (the line was cut at {MAX_LINE} characters)" if cut else ""
-            yield Notice(f"{self.name}: line {n}: {stream.label}: {err}{hint}; the column is left empty (gap)")
-            yield Interval(stream, start, end, empty_counts(), np.zeros(NSLOTS), gap=True)
+        yield _Pending(n, stream, start, end, m.group(5), cut)
+
+    def _column(self, p: _Pending, folded: Folded, row: int) -> Iterator[Item]:
+        error = folded.errors[row]
+        if error is not None:
+            hint = f" (the line was cut at {MAX_LINE} characters)" if p.cut else ""
+            yield Notice(f"{self.name}: line {p.line}: {p.stream.label}: {error}{hint}; the column is left empty "
+                         "(gap)")
+            yield Interval(p.stream, p.start, p.end, empty_counts(), np.zeros(NSLOTS), gap=True)
             return
-        yield from self._approximations(hist, folded.below_lowest, folded.straddling, n)
-        yield Interval(stream, start, end, folded.counts, folded.values * self.to_seconds)
+        settings = folded.settings[row]
+        assert settings is not None
+        yield from self._approximations(settings, int(folded.below_lowest[row]), int(folded.straddling[row]), p.line)
+        yield Interval(p.stream, p.start, p.end, folded.counts[row].copy(), folded.values[row] * self.to_seconds)
 
     def _absolute(self, stamp: float) -> float:
         """Epoch seconds of a logged timestamp, by Java's HistogramLogReader rules."""
@@ -164,7 +214,7 @@ class HlogReader:
             stream = self.streams[tag] = StreamId(label, DATASOURCE, self.unit)
         return stream
 
-    def _approximations(self, hist: Decoded, below: int, straddling: int, n: int) -> Iterator[Notice]:
+    def _approximations(self, hist: Settings, below: int, straddling: int, n: int) -> Iterator[Notice]:
         """Say once per log where a count cannot sit in one slot exactly."""
         if below and not self.said_below:
             self.said_below = True

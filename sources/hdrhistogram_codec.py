@@ -12,6 +12,8 @@ m = ceil(log2(2 * 10**digits)); index i lies in bucket b = (i >> (m-1)) - 1 at s
 s = (i & (2**(m-1) - 1)) + 2**(m-1) (for b < 0: b = 0, s = i) and holds the integers [s << (b+u), (s+1) << (b+u)).
 Such a range never contains a power of two strictly inside it unless s = 0, i.e. index 0 when u > 0
 ([0, 2**u): the values HdrHistogram cannot tell from 0), so every other count folds into exactly one log2 slot.
+
+Many payloads are decoded together (one NumPy pass over all their counts): a log has one per interval.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import binascii
 import math
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +37,7 @@ _HEADER = struct.Struct(">Iiiiqqd")
 #: Decoded counts bytes accepted per histogram (a 5-digit histogram over the whole 64-bit range needs ~56 MB).
 MAX_PAYLOAD = 64 << 20
 _ZERO_RUN_MAX = 2**31 - 1  # Java refuses longer runs
+_EXACT_FLOAT = 2**52  # counts summed as float64 below this are exact
 
 
 class PayloadError(ValueError):
@@ -41,15 +45,13 @@ class PayloadError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Decoded:
-    """One interval histogram: its settings and its non-zero counts by counts-array index."""
+class Settings:
+    """What a histogram's header says about its value scale."""
 
     digits: int
     lowest: int
     highest: int
     ratio: float
-    index: np.ndarray
-    counts: np.ndarray
 
     @property
     def unit_magnitude(self) -> int:
@@ -60,25 +62,41 @@ class Decoded:
         """log2 of half the sub-bucket count."""
         return max(math.ceil(math.log2(2 * 10**self.digits)) - 1, 0)
 
-    def value_ranges(self, index: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(lowest equivalent value, size of the equivalent range) of each index, as exact float64."""
-        index = self.index if index is None else index
-        half = 1 << self.half_magnitude
-        bucket = (index >> self.half_magnitude) - 1
-        sub = (index & (half - 1)) + half
-        low_bucket = bucket < 0
-        sub = np.where(low_bucket, sub - half, sub)
-        shift = np.where(low_bucket, 0, bucket) + self.unit_magnitude
-        return np.ldexp(sub.astype(np.float64), shift), np.ldexp(1.0, shift)
-
-    def median_values(self) -> np.ndarray:
-        """HdrHistogram's `medianEquivalentValue` of each index (the value its own mean uses)."""
-        low, size = self.value_ranges()
-        return low + np.where(size > 1, size / 2, 0.0)
+    @property
+    def max_length(self) -> int:
+        """Counts-array length of such a histogram tracking values up to 2**63 - 1."""
+        buckets = 64 - self.unit_magnitude - (self.half_magnitude + 1) + 1
+        return (buckets + 1) << self.half_magnitude
 
 
-def decode_payload(text: str) -> Decoded:
-    """The histogram of one base64 payload; PayloadError says what is wrong with it."""
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """One histogram: its settings and its non-zero counts by counts-array index."""
+
+    settings: Settings
+    index: np.ndarray
+    counts: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """Histograms on latencymap's slots, one row per payload (rows of failed payloads are zero).
+
+    `values`: Σ count x median equivalent value per slot (the payload's value unit). `below_lowest`: counts of
+    index 0 when the lowest discernible value is above 1; `straddling`: counts whose range crosses a power of
+    two (only with a conversion ratio that is not a power of two); `errors`: None or what is wrong.
+    """
+
+    counts: np.ndarray
+    values: np.ndarray
+    below_lowest: np.ndarray
+    straddling: np.ndarray
+    settings: list[Settings | None]
+    errors: list[str | None]
+
+
+def inflate(text: str) -> tuple[Settings, bytes]:
+    """The settings and the LEB128 counts bytes of one base64 payload; PayloadError says what is wrong."""
     try:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
@@ -92,13 +110,9 @@ def decode_payload(text: str) -> Decoded:
     body = raw[_OUTER.size:]
     if not 0 <= length <= len(body):
         raise PayloadError(f"payload truncated: its header says {length} compressed bytes, {len(body)} are present")
-    return _decode_compressed(body[:length])
-
-
-def _decode_compressed(data: bytes) -> Decoded:
     inflater = zlib.decompressobj()
     try:
-        head = inflater.decompress(data, _HEADER.size)
+        head = inflater.decompress(body[:length], _HEADER.size)
         if len(head) < _HEADER.size:
             raise PayloadError(f"zlib stream truncated: expected a {_HEADER.size}-byte histogram header, "
                                f"got {len(head)} bytes")
@@ -113,8 +127,7 @@ def _decode_compressed(data: bytes) -> Decoded:
         raise PayloadError(f"expected {size} bytes of counts (the header's payload length), the stream holds more")
     if len(payload) < size or not inflater.eof:
         raise PayloadError(f"zlib stream truncated: expected {size} bytes of counts, got {len(payload)}")
-    index, counts = _counts(_varints(payload), digits, lowest)
-    return Decoded(digits, lowest, highest, ratio, index, counts)
+    return Settings(digits, lowest, highest, ratio), payload
 
 
 def _check_settings(size: int, digits: int, lowest: int, highest: int, ratio: float) -> None:
@@ -131,22 +144,44 @@ def _check_settings(size: int, digits: int, lowest: int, highest: int, ratio: fl
         raise PayloadError(f"expected a positive integer-to-double conversion ratio, got {ratio!r}")
 
 
-def _varints(data: bytes) -> np.ndarray:
-    """ZigZag LEB128 longs, vectorized; values of 9 bytes (counts of 2**55 and more) take the slow path."""
-    b = np.frombuffer(data, dtype=np.uint8)
-    if not len(b):
-        return np.zeros(0, dtype=np.int64)
-    ends = np.flatnonzero(b < 0x80)
-    if not len(ends) or ends[-1] != len(b) - 1:
-        return _varints_slow(data)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    lengths = ends - starts + 1
-    if int(lengths.max()) > 8:
-        return _varints_slow(data)
-    group = np.repeat(np.arange(len(ends)), lengths)
-    shift = ((np.arange(len(b)) - starts[group]) * 7).astype(np.uint64)
-    raw = np.add.reduceat((b & 0x7F).astype(np.uint64) << shift, starts)
-    return (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
+def _words(blobs: Sequence[tuple[int, bytes]], errors: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """The ZigZag LEB128 longs of many owners' counts bytes in one vectorized pass, and each one's owner.
+
+    An owner whose bytes hold a 9-byte value (a count of 2**55 or more) or end inside a value is decoded on its
+    own, the slow way; one that fails gets its error in `errors`.
+    """
+    fast = [(i, d) for i, d in blobs if d and d[-1] < 0x80]
+    slow = [(i, d) for i, d in blobs if d and d[-1] >= 0x80]
+    words, owner = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if fast:
+        b = np.frombuffer(b"".join(d for _, d in fast), dtype=np.uint8)
+        ends = np.flatnonzero(b < 0x80)  # every blob ends with a terminator: no value spans two blobs
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        lengths = ends - starts + 1
+        owner = np.repeat(np.array([i for i, _ in fast], dtype=np.int64), [len(d) for _, d in fast])[starts]
+        position = np.arange(len(b)) - np.repeat(starts, lengths)
+        shift = (np.minimum(position, 8) * 7).astype(np.uint64)
+        raw = np.add.reduceat((b & 0x7F).astype(np.uint64) << shift, starts)
+        words = (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
+        if int(lengths.max()) > 8:
+            long = np.unique(owner[lengths > 8])
+            keep = ~np.isin(owner, long)
+            words, owner = words[keep], owner[keep]
+            again = set(long.tolist())
+            slow += [(i, d) for i, d in fast if i in again]
+    if not slow:
+        return words, owner
+    parts, owners = [words], [owner]
+    for i, data in slow:
+        try:
+            parts.append(_varints_slow(data))
+        except PayloadError as err:
+            errors[i] = str(err)
+            continue
+        owners.append(np.full(len(parts[-1]), i, dtype=np.int64))
+    owner = np.concatenate(owners)
+    order = np.argsort(owner, kind="stable")
+    return np.concatenate(parts)[order], owner[order]
 
 
 def _varints_slow(data: bytes) -> np.ndarray:
@@ -169,26 +204,42 @@ def _varints_slow(data: bytes) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def _counts(words: np.ndarray, digits: int, lowest: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and counts of the non-zero entries; a negative word is a run of zeros."""
-    if len(words) and int(words.min()) < -_ZERO_RUN_MAX:
-        raise PayloadError(f"expected runs of at most {_ZERO_RUN_MAX} zero counts, got {-int(words.min())}")
-    steps = np.where(words < 0, -words, 1)
-    index = np.cumsum(steps) - steps
-    limit = _max_length(digits, lowest)
-    if len(index) and int(index[-1]) + int(steps[-1]) > limit:
-        raise PayloadError(f"expected at most {limit} counts (values up to 2**63), got "
-                           f"{int(index[-1]) + int(steps[-1])}")
-    keep = words > 0
-    return index[keep], words[keep]
+def _decode(texts: Sequence[str]) -> tuple[list[Settings | None], list[str | None], np.ndarray, np.ndarray,
+                                           np.ndarray]:
+    """Settings, errors, and the (owner, index, count) of every non-zero count of the payloads that decode."""
+    n = len(texts)
+    settings: list[Settings | None] = [None] * n
+    errors: list[str | None] = [None] * n
+    blobs: list[tuple[int, bytes]] = []
+    for i, text in enumerate(texts):
+        try:
+            settings[i], data = inflate(text)
+        except PayloadError as err:
+            errors[i] = str(err)
+            continue
+        blobs.append((i, data))
+    words, owner = _words(blobs, errors)
+    steps = np.where(words < 0, -np.maximum(words, -(2**40)), 1)  # capped: no int64 overflow on hostile runs
+    long_runs = words < -_ZERO_RUN_MAX
+    for i in np.unique(owner[long_runs]).tolist():
+        errors[i] = (f"expected runs of at most {_ZERO_RUN_MAX} zero counts, got "
+                     f"{-int(words[long_runs & (owner == i)].min())}")
+    lengths = np.bincount(owner, weights=steps, minlength=n)
+    for i, s in enumerate(settings):
+        if s is not None and errors[i] is None and lengths[i] > s.max_length:
+            errors[i] = f"expected at most {s.max_length} counts (values up to 2**63), got {int(lengths[i])}"
+    ends = np.cumsum(steps)
+    index = ends - steps - np.concatenate(([0], ends))[np.searchsorted(owner, np.arange(n))][owner]
+    keep = (words > 0) & np.array([e is None for e in errors], dtype=bool)[owner]
+    return settings, errors, owner[keep], index[keep], words[keep]
 
 
-def _max_length(digits: int, lowest: int) -> int:
-    """Counts-array length of a histogram with these settings that tracks values up to 2**63 - 1."""
-    unit = lowest.bit_length() - 1
-    count_magnitude = math.ceil(math.log2(2 * 10**digits))
-    buckets = 64 - unit - count_magnitude + 1
-    return (buckets + 1) << max(count_magnitude - 1, 0)
+def decode_payload(text: str) -> Decoded:
+    """The non-zero counts of one base64 payload by index; PayloadError says what is wrong with it."""
+    (settings,), (error,), _owner, index, counts = _decode([text])
+    if error is not None or settings is None:
+        raise PayloadError(error)
+    return Decoded(settings, index, counts)
 
 
 def slots_of(values: np.ndarray) -> np.ndarray:
@@ -201,39 +252,58 @@ def slots_of(values: np.ndarray) -> np.ndarray:
     return slots
 
 
-@dataclass(frozen=True, slots=True)
-class Folded:
-    """A histogram on latencymap's slots: counts, Σ count x median value (stream unit), and the approximations."""
-
-    counts: np.ndarray
-    values: np.ndarray
-    below_lowest: int
-    straddling: int
-
-
-def fold(hist: Decoded) -> Folded:
-    """Counts and value sums per log2 slot.
+def fold_payloads(texts: Sequence[str]) -> Folded:
+    """Counts and value sums per log2 slot of many payloads at once.
 
     Each count is placed by its sub-bucket's median equivalent value, the value HdrHistogram's own mean uses
     (`getMean` sums count x medianEquivalentValue), so our time spent equals its count x mean; the median is
     within half a sub-bucket (1/2**m of the value) of every value the sub-bucket holds. Sub-buckets sit inside
-    one slot, so the slot is the one of every value recorded there, except for index 0 when the lowest
-    discernible value is above 1 (`below_lowest` counts) and, with a conversion ratio that is not a power of
-    two, sub-buckets that cross a power of two (`straddling` counts).
+    one slot, so the slot is the one of every value recorded there (but see `Folded`).
     """
-    counts = np.zeros(NSLOTS, dtype=np.int64)
-    values = np.zeros(NSLOTS, dtype=np.float64)
-    if not len(hist.index):
-        return Folded(counts, values, 0, 0)
-    if int(hist.counts.max()) > MAX_COUNT // len(hist.counts) and sum(int(c) for c in hist.counts) > MAX_COUNT:
-        raise PayloadError(f"expected at most {MAX_COUNT} events in one histogram")
-    low, size = hist.value_ranges()
-    median = (low + np.where(size > 1, size / 2, 0.0)) * hist.ratio
-    slots = slots_of(median)
-    straddle = slots_of(low * hist.ratio) != slots_of((low + size - 1) * hist.ratio)
-    below = int(hist.counts[hist.index == 0].sum()) if hist.unit_magnitude > 0 else 0
-    starts = np.flatnonzero(np.concatenate(([True], slots[1:] != slots[:-1])))
-    counts[slots[starts]] = np.add.reduceat(hist.counts, starts)
-    values[slots[starts]] = np.add.reduceat(hist.counts * median, starts)
-    straddling = int(hist.counts[straddle & (hist.index != 0)].sum()) if straddle.any() else 0
-    return Folded(counts, values, below, straddling)
+    given, errors, owner, index, counts = _decode(texts)
+    n = len(texts)
+    settings = [s or Settings(0, 1, 2, 1.0) for s in given]
+    half_mag = np.array([s.half_magnitude for s in settings], dtype=np.int64)[owner]
+    unit_mag = np.array([s.unit_magnitude for s in settings], dtype=np.int64)[owner]
+    ratios = np.array([s.ratio for s in settings], dtype=np.float64)
+    bucket = np.right_shift(index, half_mag) - 1
+    half = np.left_shift(1, half_mag)
+    sub = np.where(bucket < 0, index, (index & (half - 1)) + half)
+    shift = np.maximum(bucket, 0) + unit_mag
+    # The median of [sub << shift, (sub + 1) << shift) is (2 sub + 1) << (shift - 1), or sub when shift is 0.
+    twice = (2 * sub + (shift > 0)).astype(np.float64)
+    _, bits = np.frexp(twice)
+    median = np.ldexp(twice, shift - 1) * ratios[owner]
+    scale, power = np.frexp(ratios)
+    if np.all(scale == 0.5):  # ratios are powers of two: slots by integer arithmetic, no range crosses one
+        slot = np.clip(np.where(twice > 0, bits + shift - 1 + (power - 1)[owner], 0), 0, NSLOTS - 1)
+        across = np.zeros(n, dtype=np.int64)
+    else:
+        slot = slots_of(median)
+        low = np.ldexp(sub.astype(np.float64), shift) * ratios[owner]
+        top = (np.ldexp(sub.astype(np.float64) + 1, shift) - 1) * ratios[owner]
+        crossing = (slots_of(low) != slots_of(top)) & (index != 0)
+        across = np.bincount(owner[crossing], weights=counts[crossing], minlength=n).astype(np.int64)
+    cell = owner * NSLOTS + slot
+    totals = np.bincount(owner, weights=counts.astype(np.float64), minlength=n)
+    if float(totals.max(initial=0)) < _EXACT_FLOAT:
+        flat = np.rint(np.bincount(cell, weights=counts.astype(np.float64), minlength=n * NSLOTS)).astype(np.int64)
+    else:
+        flat = _exact_counts(cell, counts, owner, totals, errors)
+    values = np.bincount(cell, weights=counts * median, minlength=n * NSLOTS).reshape(n, NSLOTS)
+    values[np.array([e is not None for e in errors], dtype=bool)] = 0.0
+    zero = (index == 0) & (unit_mag > 0)
+    below = np.bincount(owner[zero], weights=counts[zero], minlength=n).astype(np.int64)
+    return Folded(flat.reshape(n, NSLOTS), values, below, across, given, errors)
+
+
+def _exact_counts(cell: np.ndarray, counts: np.ndarray, owner: np.ndarray, totals: np.ndarray,
+                  errors: list[str | None]) -> np.ndarray:
+    """Per-cell int64 sums when some histogram holds 2**52 events or more; past MAX_COUNT it is an error."""
+    for i in np.flatnonzero(totals >= _EXACT_FLOAT):
+        if sum(int(c) for c in counts[owner == i]) > MAX_COUNT:
+            errors[i] = f"expected at most {MAX_COUNT} events in one histogram"
+    ok = np.array([e is None for e in errors], dtype=bool)[owner]
+    flat = np.zeros(len(errors) * NSLOTS, dtype=np.int64)
+    np.add.at(flat, cell[ok], counts[ok])
+    return flat

@@ -96,8 +96,22 @@ def library_slots(hist) -> np.ndarray:
 
 
 def hand_payload(words: bytes, digits: int = 3, lowest: int = 1, cookie: int = 0x1C849313,
-                 outer: int = 0x1C849314) -> str:
+                 outer: int = 0x1C849314, ratio: float = 1.0) -> str:
     """A compressed V2 payload built from the spec: header, then the given LEB128 bytes."""
-    inner = struct.pack(">Iiiiqqd", cookie, len(words), 0, digits, lowest, HIGHEST, 1.0) + words
+    inner = struct.pack(">Iiiiqqd", cookie, len(words), 0, digits, lowest, HIGHEST, ratio) + words
     packed = zlib.compress(inner)
     return base64.b64encode(struct.pack(">Ii", outer, len(packed)) + packed).decode()
+
+
+def java_varint(word: int) -> bytes:
+    """Java's ZigZagEncoding.putLong: LEB128 of the ZigZag value, the 9th byte holding the last 8 bits."""
+    v = ((word << 1) ^ (word >> 63)) & (2**64 - 1)
+    out = bytearray()
+    for _ in range(8):
+        if v >> 7 == 0:
+            out.append(v)
+            return bytes(out)
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)

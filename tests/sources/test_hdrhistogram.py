@@ -18,6 +18,7 @@ from formats_support import FIXTURES, intervals, notices, read_items, registry
 from hdr_support import (
     Logged,
     hand_payload,
+    java_varint,
     library_histogram,
     library_index_counts,
     library_read,
@@ -26,7 +27,7 @@ from hdr_support import (
     write_library_log,
 )
 from latencymap.sources.hdrhistogram import HdrHistogramFormat
-from latencymap.sources.hdrhistogram_codec import PayloadError, decode_payload, fold
+from latencymap.sources.hdrhistogram_codec import PayloadError, decode_payload, fold_payloads
 
 from latencymap.buckets import NSLOTS, bin_values
 from latencymap.inputs import SNIFF_LINES, choose_format
@@ -118,17 +119,33 @@ def test_decoder_on_hand_made_bytes_zero_runs_and_a_nine_byte_count() -> None:
         0x04,  # 2 at index 1007
     ])
     hist = decode_payload(hand_payload(words))
-    assert (hist.digits, hist.lowest, hist.ratio) == (3, 1, 1.0)
+    assert (hist.settings.digits, hist.settings.lowest, hist.settings.ratio) == (3, 1, 1.0)
     assert hist.index.tolist() == [5, 7, 8, 1007] and hist.counts.tolist() == [3, 1, 2**60, 2]
-    folded = fold(hist)  # below 2048 an index is its value: 5, 7 → slot 3; 8 → slot 4; 1007 → slot 10
-    assert folded.counts.tolist() == vector({3: 4, 4: 2**60, 10: 2}).tolist()
-    assert folded.values[3] == 5 * 3 + 7 and folded.values[10] == 2 * 1007
-    assert (folded.below_lowest, folded.straddling) == (0, 0)
+    folded = fold_payloads([hand_payload(words)])  # below 2048 an index is its value: 5, 7 → 3; 8 → 4; 1007 → 10
+    assert folded.errors == [None]
+    assert folded.counts[0].tolist() == vector({3: 4, 4: 2**60, 10: 2}).tolist()
+    assert folded.values[0, 3] == 5 * 3 + 7 and folded.values[0, 10] == 2 * 1007
+    assert (folded.below_lowest[0], folded.straddling[0]) == (0, 0)
     # Long.MAX_VALUE: ZigZag 2**64 - 2, whose 9th byte (0xFF) has its top bit set and is no continuation.
-    top = decode_payload(hand_payload(bytes([0xFE, *[0xFF] * 8, 0x02])))
-    assert top.index.tolist() == [0, 1] and top.counts.tolist() == [2**63 - 1, 1]
-    with pytest.raises(PayloadError, match="expected at most 4611686018427387904 events"):
-        fold(top)
+    top = hand_payload(bytes([0xFE, *[0xFF] * 8, 0x02]))
+    assert decode_payload(top).index.tolist() == [0, 1] and decode_payload(top).counts.tolist() == [2**63 - 1, 1]
+    folded = fold_payloads([top, hand_payload(words)])
+    assert folded.errors == ["expected at most 4611686018427387904 events in one histogram", None]
+    assert folded.counts[0].tolist() == [0] * NSLOTS and folded.counts[1, 4] == 2**60
+
+
+@pytest.mark.parametrize(("ratio", "slot", "crossing"), [(0.5, 11, 0), (2.0**-20, 0, 0), (1.5, 13, 1)])
+def test_conversion_ratio_scales_values_and_a_range_across_a_power_of_two_is_said(ratio: float, slot: int,
+                                                                                 crossing: int) -> None:
+    # 3 digits: index 2389 is bucket 1 (width 2), sub-bucket 1365: the integers [2730, 2732), median 2731.
+    # x 1.5 that is [4095, 4098): it crosses 4096, and the median 4096.5 puts it in slot 13.
+    payload = hand_payload(java_varint(-2389) + java_varint(1), ratio=ratio)
+    folded = fold_payloads([payload])
+    assert folded.counts[0].tolist() == vector({slot: 1}).tolist() and folded.straddling[0] == crossing
+    assert folded.values[0, slot] == 2731 * ratio
+    items = read_items(HdrHistogramFormat, "".join(HEADER) + f"0.0,1.0,0.0,{payload}\n", "r.hlog")
+    assert [m.startswith("r.hlog: line 4: the conversion ratio 1.5 is not a power of two: 1 count(s)")
+            for m in notices(items)] == ([True] if crossing else [])
 
 
 @pytest.mark.parametrize(("payload", "expected"), [

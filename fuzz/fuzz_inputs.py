@@ -27,7 +27,8 @@ import numpy as np
 #: NumPy-only modules stay uninstrumented: atheris 3.0's comparison hook leaks every array a `<`/`>=` returns
 #: (about 120 bytes a comparison, gigabytes over an hour), and their branches say nothing about parsing.
 NUMERIC = ["latencymap.accumulator", "latencymap.buckets", "latencymap.differ", "latencymap.estimates",
-           "latencymap.sources.raw_values", "latencymap.sources.spark.binning", "latencymap.sources.bpf.collect"]
+           "latencymap.sources.raw_values", "latencymap.sources.spark.binning", "latencymap.sources.bpf.collect",
+           "latencymap.sources.hdrhistogram_codec"]
 
 with atheris.instrument_imports(include=["latencymap"], exclude=NUMERIC):
     from latencymap.accumulator import Accumulator
@@ -98,7 +99,7 @@ def write_seeds(directory: Path) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     count = 0
     for path in sorted(FIXTURES.rglob("*")):
-        if not path.is_file() or path.suffix not in (".txt", ".json", ".trc") or path.parent.name == "spark":
+        if not path.is_file() or path.suffix not in (".txt", ".json", ".trc", ".hlog") or path.parent.name == "spark":
             continue
         head = path.read_bytes()[:SEED_BYTES]
         for fmt in FORMATS:

@@ -127,11 +127,7 @@ class HlogReader:
                 self._comment(line)
                 continue
             out.extend(self._data(line, self.lines, len(raw.rstrip("\r\n")) >= MAX_LINE))
-        pending = [p for p in out if isinstance(p, _Pending)]
-        if not pending:
-            yield from out  # type: ignore[misc]
-            return
-        folded = fold_payloads([p.payload for p in pending])
+        folded = fold_payloads([p.payload for p in out if isinstance(p, _Pending)])
         row = 0
         for item in out:
             if isinstance(item, Notice):

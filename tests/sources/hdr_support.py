@@ -96,9 +96,11 @@ def library_slots(hist) -> np.ndarray:
 
 
 def hand_payload(words: bytes, digits: int = 3, lowest: int = 1, cookie: int = 0x1C849313,
-                 outer: int = 0x1C849314, ratio: float = 1.0) -> str:
-    """A compressed V2 payload built from the spec: header, then the given LEB128 bytes."""
-    inner = struct.pack(">Iiiiqqd", cookie, len(words), 0, digits, lowest, HIGHEST, ratio) + words
+                 outer: int = 0x1C849314, ratio: float = 1.0, size: int | None = None) -> str:
+    """A compressed V2 payload built from the spec: header (payload length `size`, default the true one), then the
+    given LEB128 bytes."""
+    size = len(words) if size is None else size
+    inner = struct.pack(">Iiiiqqd", cookie, size, 0, digits, lowest, HIGHEST, ratio) + words
     packed = zlib.compress(inner)
     return base64.b64encode(struct.pack(">Ii", outer, len(packed)) + packed).decode()
 

@@ -156,11 +156,20 @@ def test_conversion_ratio_scales_values_and_a_range_across_a_power_of_two_is_sai
     (hand_payload(b"\x02", digits=7), "expected 0 to 5 significant digits, got 7"),
     (hand_payload(b"\x80"), "the counts end inside one"),
     (hand_payload(b"\x01" * 4)[:-8], "payload truncated: its header says"),
+    (hand_payload(b"\x02\x02", size=1), "expected 1 bytes of counts (the header's payload length), the stream holds"),
+    (hand_payload(b"\x02", ratio=0.0), "expected a positive integer-to-double conversion ratio, got 0.0"),
+    (hand_payload(b"\x02", lowest=0), "expected 1 <= lowest discernible value <= highest trackable / 2, got 0"),
+    (hand_payload(java_varint(-(2**31))), "expected runs of at most 2147483647 zero counts, got 2147483648"),
+    (hand_payload(java_varint(-(2**31 - 1)) + b"\x02"), "expected at most 56320 counts (values up to 2**63), got"),
 ])
 def test_payload_errors_say_what_was_expected(payload: str, expected: str) -> None:
     with pytest.raises(PayloadError) as err:
         decode_payload(payload)
     assert expected in str(err.value)
+    good = payloads(HLOG / "tagged_java_layout.hlog")[0]
+    folded = fold_payloads([good, payload, good])  # one bad payload in a batch costs only its own row
+    assert folded.errors[0] is None and expected in str(folded.errors[1]) and folded.errors[2] is None
+    assert folded.counts.sum(axis=1).tolist() == [6, 0, 6] and folded.values[1].sum() == 0
 
 
 def _truncated_zlib(payload: str) -> str:

@@ -134,6 +134,31 @@ def test_decoder_on_hand_made_bytes_zero_runs_and_a_nine_byte_count() -> None:
     assert folded.counts[0].tolist() == [0] * NSLOTS and folded.counts[1, 4] == 2**60
 
 
+@pytest.mark.parametrize(("digits", "lowest"), [(0, 1), (1, 1), (2, 1), (3, 1), (2, 1000), (3, 3), (1, 2**20)])
+def test_no_sub_bucket_crosses_a_power_of_two(digits: int, lowest: int) -> None:
+    """Every index of a whole counts array (values past 2**63), with exact integers: a sub-bucket's lowest and
+    highest value have the same bit length (so one slot), except index 0 when lowest > 1 ([0, 2**u))."""
+    u = lowest.bit_length() - 1
+    half_mag = max((2 * 10**digits - 1).bit_length() - 1, 0)  # ceil(log2(2 * 10**digits)) - 1
+    half = 1 << half_mag
+    length = (64 - u - half_mag + 1) << half_mag
+    expected = []
+    for index in range(length):
+        bucket = (index >> half_mag) - 1
+        sub = index if bucket < 0 else (index & (half - 1)) + half
+        shift = max(bucket, 0) + u
+        low, high = sub << shift, ((sub + 1) << shift) - 1
+        if index == 0 and u:
+            assert low.bit_length() != high.bit_length()
+        else:
+            assert low.bit_length() == high.bit_length(), (index, low, high)
+        expected.append(min(high.bit_length(), NSLOTS - 1) if index or not u else u)
+    # The codec puts a count at every index into exactly that slot.
+    folded = fold_payloads([hand_payload(b"\x02" * length, digits=digits, lowest=lowest)])
+    assert folded.errors == [None]
+    assert folded.counts[0].tolist() == np.bincount(expected, minlength=NSLOTS).tolist()
+
+
 @pytest.mark.parametrize(("ratio", "slot", "crossing"), [(0.5, 11, 0), (2.0**-20, 0, 0), (1.5, 13, 1)])
 def test_conversion_ratio_scales_values_and_a_range_across_a_power_of_two_is_said(ratio: float, slot: int,
                                                                                  crossing: int) -> None:

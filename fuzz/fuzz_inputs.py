@@ -28,7 +28,7 @@ import numpy as np
 #: (about 120 bytes a comparison, gigabytes over an hour), and their branches say nothing about parsing.
 NUMERIC = ["latencymap.core.accumulator", "latencymap.core.buckets", "latencymap.core.deltas",
            "latencymap.core.percentiles", "latencymap.sources.raw_values", "latencymap.sources.spark.binning",
-           "latencymap.sources.bpf.collect"]
+           "latencymap.sources.bpf.collect", "latencymap.sources.hdrhistogram_codec"]
 
 with atheris.instrument_imports(include=["latencymap"], exclude=NUMERIC):
     from latencymap.core.accumulator import Accumulator
@@ -99,7 +99,7 @@ def write_seeds(directory: Path) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     count = 0
     for path in sorted(FIXTURES.rglob("*")):
-        if not path.is_file() or path.suffix not in (".txt", ".json", ".trc") or path.parent.name == "spark":
+        if not path.is_file() or path.suffix not in (".txt", ".json", ".trc", ".hlog") or path.parent.name == "spark":
             continue
         head = path.read_bytes()[:SEED_BYTES]
         for fmt in FORMATS:

@@ -63,8 +63,8 @@ def unit_option() -> click.Option:
     """`--unit`: the latency unit when the input does not state it."""
     return click.Option(
         ["--unit"], default=None, callback=_unit_callback, metavar="UNIT",
-        help="Latency unit (ns, us, ms, s) of raw values (default us) and of bpftrace maps whose name does not "
-             "say it (@usecs, @nsecs...); bcc headers state their own unit.")
+        help="Latency unit (ns, us, ms, s) of raw values (default us), of HdrHistogram logs (default ns) and of "
+             "bpftrace maps whose name does not say it (@usecs, @nsecs...); bcc headers state their own unit.")
 
 
 def cumulative_option() -> click.Option:

@@ -1,0 +1,233 @@
+"""HdrHistogram interval logs (`.hlog`: jHiccup, cassandra-stress, HdrHistogram's HistogramLogWriter).
+
+Layout: `#[StartTime: <epoch s> ...]` and `#[BaseTime: <epoch s> ...]` comment lines, an optional legend
+`"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"`, then one line per
+interval: `[Tag=NAME,]<start s>,<length s>,<max>,<base64 compressed histogram>`. Each line becomes one column
+(start = base time + start, end = start + length); each tag is a stream (untagged lines: the file's name).
+Times follow Java's HistogramLogReader: without a StartTime line the first timestamp is the start time;
+without a BaseTime line, timestamps more than a year before the start time are relative to it, others absolute.
+
+Counts fold exactly into the log2 slots (HdrHistogram sub-buckets nest inside powers of two) and time spent is
+Σ count x the sub-bucket's median equivalent value, exact to the histogram's significant digits.
+Values carry no unit in the file: `--unit`, default ns, the unit jHiccup, cassandra-stress and HdrHistogram's
+own HistogramLogProcessor (which prints values / 1e6 as ms) record; YCSB and Pulsar's perf tools record µs.
+A bad line or payload is reported with its line number; a payload that cannot be decoded still gives its
+column, empty and marked as a gap, so the time line stays true.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+import click
+import numpy as np
+from latencymap.sources.hdrhistogram_codec import Folded, Settings, fold_payloads
+from latencymap.sources.printed_histograms import unit_option
+
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, Notice, StreamId, empty_counts
+from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.units import normalize_unit, unit_seconds
+from latencymap.flow.inputs import MAX_LINE
+from latencymap.plugins import Item, TextFormat
+
+DEFAULT_UNIT = "nanosec"
+DATASOURCE = "hdrhistogram"
+#: Java's rule: a first timestamp more than a year before StartTime means timestamps are relative.
+YEAR = 365 * 24 * 3600.0
+#: Seconds two columns of one stream may overlap silently: Java writes times rounded to the millisecond.
+OVERLAP = 0.002
+#: Lines read together when they come one by one (`read`); `read_text` takes each chunk as it arrives.
+BATCH_LINES = 1024
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_START = re.compile(rf"^#\[StartTime:\s*({_NUMBER})")
+_BASE = re.compile(rf"^#\[BaseTime:\s*({_NUMBER})")
+_DATA = re.compile(r"^(?:Tag=([^,]*),)?([^,]*),([^,]*),([^,]*),(\S*)$")
+_SNIFF = re.compile(r'^(?:#\[(?:StartTime|BaseTime):|#\[Histogram log format version|"StartTimestamp",'
+                    r'|(?:Tag=[^,]*,)?[\d.]+,[\d.]+,[\d.]+,HIST)')
+_EXPECTED = "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>'"
+
+
+class HdrHistogramFormat(TextFormat):
+    """HdrHistogram interval logs, one column per interval line, one stream per tag."""
+
+    name = "hdrhistogram"
+    summary = "HdrHistogram interval logs (.hlog: jHiccup, cassandra-stress, HistogramLogWriter), --unit (ns)"
+    priority = 10
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        return any(_SNIFF.match(line) for line in head)
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [unit_option()]
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
+        batch: list[str] = []
+        reader = self._reader(name)
+        for line in lines:
+            batch.append(line)
+            if len(batch) >= BATCH_LINES:
+                yield from reader.batch(batch)
+                batch = []
+        yield from reader.batch(batch)
+
+    def read_text(self, chunks: Iterable[str], name: str) -> Iterator[Item]:
+        reader = self._reader(name)
+        for chunk in chunks:  # whole lines, as they arrive: a live log's columns show at once
+            yield from reader.batch(chunk.splitlines(True))
+
+    def _reader(self, name: str) -> HlogReader:
+        return HlogReader(name, normalize_unit(self.options.get("unit") or DEFAULT_UNIT))
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A data line whose payload waits for its batch to be decoded."""
+
+    line: int
+    stream: StreamId
+    start: float
+    end: float
+    payload: str
+    cut: bool
+
+
+class HlogReader:
+    """State of one log being read: start and base times, streams by tag, the line count."""
+
+    def __init__(self, name: str, unit: str) -> None:
+        self.name = name
+        self.unit = unit
+        self.to_seconds = unit_seconds(unit)
+        self.label = clean_text("stdin" if name == "<stdin>" else PurePath(name).name) or "hdrhistogram"
+        self.streams: dict[str | None, StreamId] = {}
+        self.start_time: float | None = None
+        self.base_time: float | None = None
+        self.said_below = False
+        self.said_straddling = False
+        self.said_backwards = False
+        self.ends: dict[StreamId, float] = {}
+        self.lines = 0
+
+    def batch(self, lines: list[str]) -> Iterator[Item]:
+        """Items of some consecutive lines, in line order; their payloads are decoded together."""
+        out: list[Notice | _Pending] = []
+        for raw in lines:
+            self.lines += 1
+            line = raw.strip()
+            if not line or line.startswith('"StartTimestamp"'):
+                continue
+            if line.startswith("#"):
+                self._comment(line)
+                continue
+            out.extend(self._data(line, self.lines, len(raw.rstrip("\r\n")) >= MAX_LINE))
+        folded = fold_payloads([p.payload for p in out if isinstance(p, _Pending)])
+        row = 0
+        for item in out:
+            if isinstance(item, Notice):
+                yield item
+                continue
+            yield from self._column(item, folded, row)
+            row += 1
+
+    def _comment(self, line: str) -> None:
+        if (m := _START.match(line)) and (value := _finite(m.group(1))) is not None:
+            self.start_time = value
+        elif (m := _BASE.match(line)) and (value := _finite(m.group(1))) is not None:
+            self.base_time = value
+
+    def _data(self, line: str, n: int, cut: bool) -> Iterator[Notice | _Pending]:
+        m = _DATA.match(line)
+        stamp, length, peak = (_finite(m.group(i)) for i in (2, 3, 4)) if m else (None, None, None)
+        if m is None or stamp is None or length is None or peak is None:
+            yield Notice(f"{self.name}: line {n}: {_EXPECTED}, got {excerpt(line)}; line skipped")
+            return
+        if length <= 0:
+            yield Notice(f"{self.name}: line {n}: expected a positive interval length, got {length:g}; "
+                         "line skipped")
+            return
+        stream = self._stream(m.group(1))
+        start, end, notice = self._placed(stream, self._absolute(stamp), length, n)
+        if not (math.isfinite(end) and end > start):
+            yield Notice(f"{self.name}: line {n}: expected an interval that ends after it starts, got start "
+                         f"{start:g} s and length {length:g} (too short for float precision); line skipped")
+            return
+        if notice is not None:
+            yield notice
+        self.ends[stream] = end
+        yield _Pending(n, stream, start, end, m.group(5), cut)
+
+    def _column(self, p: _Pending, folded: Folded, row: int) -> Iterator[Item]:
+        error = folded.errors[row]
+        if error is not None:
+            hint = f" (the line was cut at {MAX_LINE} characters)" if p.cut else ""
+            yield Notice(f"{self.name}: line {p.line}: {p.stream.label}: {error}{hint}; the column is left empty "
+                         "(gap)")
+            yield Interval(p.stream, p.start, p.end, empty_counts(), np.zeros(NSLOTS), gap=True)
+            return
+        settings = folded.settings[row]
+        assert settings is not None
+        yield from self._approximations(settings, int(folded.below_lowest[row]), int(folded.straddling[row]), p.line)
+        yield Interval(p.stream, p.start, p.end, folded.counts[row].copy(), folded.values[row] * self.to_seconds)
+
+    def _absolute(self, stamp: float) -> float:
+        """Epoch seconds of a logged timestamp, by Java's HistogramLogReader rules."""
+        if self.start_time is None:
+            self.start_time = stamp
+        if self.base_time is None:
+            self.base_time = self.start_time if stamp < self.start_time - YEAR else 0.0
+        return stamp + self.base_time
+
+    def _placed(self, stream: StreamId, start: float, length: float, n: int) -> tuple[float, float, Notice | None]:
+        """(start, end) of a column: not before the stream's previous column ends.
+
+        Java writes times rounded to the millisecond, so neighbours may overlap by that much: the start moves up.
+        A log that goes back in time further has such columns placed after the previous one, length kept.
+        """
+        previous = self.ends.get(stream)
+        if previous is None or start >= previous:
+            return start, start + length, None
+        if previous - start <= OVERLAP and start + length > previous:
+            return previous, start + length, None
+        notice = None
+        if not self.said_backwards:
+            self.said_backwards = True
+            notice = Notice(f"{self.name}: line {n}: {stream.label}: the interval starts at {start:.3f}, before the "
+                            f"previous one ends ({previous:.3f}); it and any later such interval are placed after "
+                            "the previous one", skipped=0)
+        return previous, previous + length, notice
+
+    def _stream(self, tag: str | None) -> StreamId:
+        stream = self.streams.get(tag)
+        if stream is None:
+            label = self.label if tag is None else clean_text(tag) or "(empty tag)"
+            stream = self.streams[tag] = StreamId(label, DATASOURCE, self.unit)
+        return stream
+
+    def _approximations(self, hist: Settings, below: int, straddling: int, n: int) -> Iterator[Notice]:
+        """Say once per log where a count cannot sit in one slot exactly."""
+        if below and not self.said_below:
+            self.said_below = True
+            top = 1 << hist.unit_magnitude
+            yield Notice(f"{self.name}: line {n}: {below} value(s) below the histogram's lowest discernible value "
+                         f"{hist.lowest} (HdrHistogram keeps [0, {top}) as one count) are shown at {top // 2}",
+                         skipped=0)
+        if straddling and not self.said_straddling:
+            self.said_straddling = True
+            yield Notice(f"{self.name}: line {n}: the conversion ratio {hist.ratio!r} is not a power of two: "
+                         f"{straddling} count(s) whose range crosses a power of two are placed by their median",
+                         skipped=0)
+
+
+def _finite(text: str | None) -> float | None:
+    try:
+        value = float(text) if text is not None and len(text) <= 40 else math.nan
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None

@@ -1,0 +1,364 @@
+"""HdrHistogram interval logs: against the real library's reader, a hand-checked tagged log, bad input, detection."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from formats_support import FIXTURES, intervals, notices, read_items, registry
+from hdr_support import (
+    Logged,
+    hand_payload,
+    java_varint,
+    library_histogram,
+    library_index_counts,
+    library_read,
+    library_slots,
+    start_time_line,
+    write_library_log,
+)
+from latencymap.sources.hdrhistogram import HdrHistogramFormat
+from latencymap.sources.hdrhistogram_codec import PayloadError, decode_payload, fold_payloads
+
+from latencymap.core.buckets import NSLOTS, bin_values
+from latencymap.flow.inputs import SNIFF_LINES, choose_format
+
+HLOG = FIXTURES / "hdrhistogram"
+START = 1_700_000_000.0
+HEADER = ["#[Histogram log format version 1.3]\n", start_time_line(START),
+          '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n']
+
+
+def payloads(path: Path) -> list[str]:
+    """The base64 payload of every data line."""
+    return [line.rsplit(",", 1)[1].strip() for line in path.read_text().splitlines()
+            if line and not line.startswith(("#", '"'))]
+
+
+def vector(slots: dict[int, int]) -> np.ndarray:
+    out = np.zeros(NSLOTS, dtype=np.int64)
+    for slot, count in slots.items():
+        out[slot] = count
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("base_time", [START - 100.0, None], ids=["relative-to-BaseTime", "absolute"])
+def test_library_log_counts_match_the_library_reader(tmp_path: Path, base_time: float | None) -> None:
+    rng = np.random.default_rng(5)
+    logged = [Logged(tag, START + k, 1.0, np.rint(rng.lognormal(np.log(2e5), 1.5, 700)).astype(np.int64).tolist())
+              for k in range(6) for tag in (None, "gc")]
+    path = write_library_log(tmp_path / "run.hlog", logged, START, base_time)
+    items = read_items(HdrHistogramFormat, path.read_text(), str(path))
+    assert notices(items) == []
+    cols = intervals(items)
+    library = library_read(path)
+    assert len(cols) == len(library) == len(logged)
+    for col, lib, item, payload in zip(cols, library, logged, payloads(path), strict=True):
+        assert col.stream.label == (item.tag or "run.hlog") and col.stream.unit == "nanosec"
+        assert col.start == pytest.approx(lib.get_start_time_stamp() / 1000, abs=1e-6) == pytest.approx(item.start)
+        assert col.end == pytest.approx(lib.get_end_time_stamp() / 1000, abs=1e-6)
+        decoded = decode_payload(payload)
+        assert dict(zip(decoded.index.tolist(), decoded.counts.tolist(), strict=True)) == library_index_counts(lib)
+        assert col.counts.tolist() == library_slots(lib).tolist() == bin_values(np.array(item.values))[0].tolist()
+        assert float(col.time.sum()) == pytest.approx(lib.get_mean_value() * lib.get_total_count() * 1e-9, rel=1e-12)
+    values = np.concatenate([np.array(i.values, dtype=np.float64) for i in logged])
+    spent = sum(float(c.time.sum()) for c in cols)
+    assert spent == pytest.approx(values.sum() * 1e-9, rel=0.005)
+    # 3 digits: a sub-bucket is at most 1/1024 of its values wide, its median within half of that of each value.
+    assert abs(spent - values.sum() * 1e-9) <= values.sum() * 1e-9 / 2048
+
+
+def test_hand_checked_tagged_log_in_the_java_layout() -> None:
+    path = HLOG / "tagged_java_layout.hlog"
+    items = read_items(HdrHistogramFormat, path.read_text(), str(path))
+    assert notices(items) == []
+    cols = {(c.stream.label, round(c.start - START)): c for c in intervals(items)}
+    # StartTime 1700000000 and no BaseTime line: the first timestamp (0.000) is more than a year before the start
+    # time, so timestamps are relative to it (Java's HistogramLogReader rule).
+    assert sorted(cols) == [("read", 0), ("read", 1), ("write", 0), ("write", 1)]
+    assert all(c.end - c.start == 1.0 and c.stream.datasource == "hdrhistogram" for c in cols.values())
+    # 3 significant digits: 2048 sub-buckets, so every integer below 2048 is its own sub-bucket (its own median);
+    # [2048, 4096) has sub-buckets 2 wide, [4096, 8192) 4 wide, [2**19, 2**20) 512 wide. Slot s holds
+    # [2**(s-1), 2**s): 0 → 0; 1 → 1; 3 → 2; 100 → 7; 150 → 8; 1000, 1023 → 10; 1024, 2047 → 11;
+    # 2048, 2049, 4095 → 12; 5000 → 13; 1_000_000 → 20.
+    expected = {
+        ("read", 0): ({1: 1, 2: 1, 10: 2, 11: 1, 13: 1},
+                      {1: 1, 2: 3, 10: 1000 + 1023, 11: 1024, 13: 5002}),  # 5000 in [5000, 5004): median 5002
+        ("write", 0): ({7: 2, 8: 1, 20: 1},
+                       {7: 200, 8: 150, 20: 1_000_192}),  # 1_000_000 in [999_936, 1_000_448): median 1_000_192
+        ("read", 1): ({0: 1, 11: 1, 12: 3},
+                      {0: 0, 11: 2047, 12: 2049 + 2049 + 4095}),  # 2048, 2049 in [2048, 2050); 4095 in [4094, 4096)
+        ("write", 1): ({}, {}),
+    }
+    for key, (counts, medians) in expected.items():
+        assert cols[key].counts.tolist() == vector(counts).tolist(), key
+        times = np.zeros(NSLOTS)
+        for slot, ns in medians.items():
+            times[slot] = ns * 1e-9
+        np.testing.assert_allclose(cols[key].time, times, rtol=1e-12, err_msg=str(key))
+
+
+def test_decoder_on_hand_made_bytes_zero_runs_and_a_nine_byte_count() -> None:
+    words = bytes([
+        0x09,  # ZigZag 9 → -5: five zero counts (indexes 0-4)
+        0x06,  # 3 at index 5
+        0x00,  # 0 at index 6 (Java writes a lone zero as 0, not as a run)
+        0x02,  # 1 at index 7
+        *[0x80] * 8, 0x20,  # nine bytes: 0x20 << 56 = 2**61, ZigZag → 2**60 at index 8 (9th byte holds 8 bits)
+        0xCB, 0x0F,  # 0x4B + 0x0F << 7 = 1995 → -998: indexes 9-1006 are zero
+        0x04,  # 2 at index 1007
+    ])
+    hist = decode_payload(hand_payload(words))
+    assert (hist.settings.digits, hist.settings.lowest, hist.settings.ratio) == (3, 1, 1.0)
+    assert hist.index.tolist() == [5, 7, 8, 1007] and hist.counts.tolist() == [3, 1, 2**60, 2]
+    folded = fold_payloads([hand_payload(words)])  # below 2048 an index is its value: 5, 7 → 3; 8 → 4; 1007 → 10
+    assert folded.errors == [None]
+    assert folded.counts[0].tolist() == vector({3: 4, 4: 2**60, 10: 2}).tolist()
+    assert folded.values[0, 3] == 5 * 3 + 7 and folded.values[0, 10] == 2 * 1007
+    assert (folded.below_lowest[0], folded.straddling[0]) == (0, 0)
+    # Long.MAX_VALUE: ZigZag 2**64 - 2, whose 9th byte (0xFF) has its top bit set and is no continuation.
+    top = hand_payload(bytes([0xFE, *[0xFF] * 8, 0x02]))
+    assert decode_payload(top).index.tolist() == [0, 1] and decode_payload(top).counts.tolist() == [2**63 - 1, 1]
+    folded = fold_payloads([top, hand_payload(words)])
+    assert folded.errors == ["expected at most 4611686018427387904 events in one histogram", None]
+    assert folded.counts[0].tolist() == [0] * NSLOTS and folded.counts[1, 4] == 2**60
+
+
+@pytest.mark.parametrize(("digits", "lowest"), [(0, 1), (1, 1), (2, 1), (3, 1), (2, 1000), (3, 3), (1, 2**20)])
+def test_no_sub_bucket_crosses_a_power_of_two(digits: int, lowest: int) -> None:
+    """Every index of a whole counts array (values past 2**63), with exact integers: a sub-bucket's lowest and
+    highest value have the same bit length (so one slot), except index 0 when lowest > 1 ([0, 2**u))."""
+    u = lowest.bit_length() - 1
+    half_mag = max((2 * 10**digits - 1).bit_length() - 1, 0)  # ceil(log2(2 * 10**digits)) - 1
+    half = 1 << half_mag
+    length = (64 - u - half_mag + 1) << half_mag
+    expected = []
+    for index in range(length):
+        bucket = (index >> half_mag) - 1
+        sub = index if bucket < 0 else (index & (half - 1)) + half
+        shift = max(bucket, 0) + u
+        low, high = sub << shift, ((sub + 1) << shift) - 1
+        if index == 0 and u:
+            assert low.bit_length() != high.bit_length()
+        else:
+            assert low.bit_length() == high.bit_length(), (index, low, high)
+        expected.append(min(high.bit_length(), NSLOTS - 1) if index or not u else u)
+    # The codec puts a count at every index into exactly that slot.
+    folded = fold_payloads([hand_payload(b"\x02" * length, digits=digits, lowest=lowest)])
+    assert folded.errors == [None]
+    assert folded.counts[0].tolist() == np.bincount(expected, minlength=NSLOTS).tolist()
+
+
+@pytest.mark.parametrize(("ratio", "slot", "crossing"), [(0.5, 11, 0), (2.0**-20, 0, 0), (1.5, 13, 1)])
+def test_conversion_ratio_scales_values_and_a_range_across_a_power_of_two_is_said(ratio: float, slot: int,
+                                                                                 crossing: int) -> None:
+    # 3 digits: index 2389 is bucket 1 (width 2), sub-bucket 1365: the integers [2730, 2732), median 2731.
+    # x 1.5 that is [4095, 4098): it crosses 4096, and the median 4096.5 puts it in slot 13.
+    payload = hand_payload(java_varint(-2389) + java_varint(1), ratio=ratio)
+    folded = fold_payloads([payload])
+    assert folded.counts[0].tolist() == vector({slot: 1}).tolist() and folded.straddling[0] == crossing
+    assert folded.values[0, slot] == 2731 * ratio
+    items = read_items(HdrHistogramFormat, "".join(HEADER) + f"0.0,1.0,0.0,{payload}\n", "r.hlog")
+    assert [m.startswith("r.hlog: line 4: the conversion ratio 1.5 is not a power of two: 1 count(s)")
+            for m in notices(items)] == ([True] if crossing else [])
+
+
+@pytest.mark.parametrize(("payload", "expected"), [
+    ("HIST!!!!", "not valid base64"),
+    (hand_payload(b"\x02", outer=0x1C849302), "expected a compressed V2 histogram (cookie 0x1c849304), got cookie "
+                                              "0x1c849302"),
+    (hand_payload(b"\x02", cookie=0x0C72124E), "expected a V2 encoding cookie"),
+    (hand_payload(b"\x02", digits=7), "expected 0 to 5 significant digits, got 7"),
+    (hand_payload(b"\x80"), "the counts end inside one"),
+    (hand_payload(b"\x01" * 4)[:-8], "payload truncated: its header says"),
+    (hand_payload(b"\x02\x02", size=1), "expected 1 bytes of counts (the header's payload length), the stream holds"),
+    (hand_payload(b"\x02", ratio=0.0), "expected a positive integer-to-double conversion ratio, got 0.0"),
+    (hand_payload(b"\x02", lowest=0), "expected 1 <= lowest discernible value <= highest trackable / 2, got 0"),
+    (hand_payload(java_varint(-(2**31))), "expected runs of at most 2147483647 zero counts, got 2147483648"),
+    (hand_payload(java_varint(-(2**31 - 1)) + b"\x02"), "expected at most 56320 counts (values up to 2**63), got"),
+])
+def test_payload_errors_say_what_was_expected(payload: str, expected: str) -> None:
+    with pytest.raises(PayloadError) as err:
+        decode_payload(payload)
+    assert expected in str(err.value)
+    good = payloads(HLOG / "tagged_java_layout.hlog")[0]
+    folded = fold_payloads([good, payload, good])  # one bad payload in a batch costs only its own row
+    assert folded.errors[0] is None and expected in str(folded.errors[1]) and folded.errors[2] is None
+    assert folded.counts.sum(axis=1).tolist() == [6, 0, 6] and folded.values[1].sum() == 0
+
+
+def _truncated_zlib(payload: str) -> str:
+    """The payload with its zlib stream cut short (and the outer length fixed to match)."""
+    raw = base64.b64decode(payload)
+    packed = raw[8:-10]
+    return base64.b64encode(raw[:4] + struct.pack(">i", len(packed)) + packed).decode()
+
+
+def _bad_checksum(payload: str) -> str:
+    raw = bytearray(base64.b64decode(payload))
+    raw[-1] ^= 0xFF  # the last byte of zlib's adler32
+    return base64.b64encode(bytes(raw)).decode()
+
+
+def test_bad_lines_are_reported_with_their_line_number_and_reading_goes_on(tmp_path: Path) -> None:
+    good = payloads(HLOG / "tagged_java_layout.hlog")[0]  # read: 6 events
+    data = [
+        f"Tag=read,0.000,1.000,0.005,{good}",
+        "Tag=read,1.000,1.000,0.005,HIST!!!notbase64",
+        f"Tag=read,2.000,1.000,0.005,{_truncated_zlib(good)}",
+        f"Tag=read,3.000,1.000,0.005,{_bad_checksum(good)}",
+        f"Tag=read,4.000,1.000,0.005,{good[:-8]}",
+        f"Tag=read,5.000,1.000,0.005,{hand_payload(b'', outer=0x0C72124F)}",
+        f"Tag=read,abc,1.000,0.005,{good}",
+        "garbage, not a histogram",
+        f"Tag=read,6.000,0,0.005,{good}",
+        f"Tag=read,7.000,1.000,0.005,{good}",
+    ]
+    path = tmp_path / "bad.hlog"
+    path.write_text("".join(HEADER) + "\n".join(data) + "\n")
+    items = read_items(HdrHistogramFormat, path.read_text(), "bad.hlog")
+    msgs = notices(items)
+    first = len(HEADER) + 1
+    expected = [
+        (first + 1, "read: expected a base64 histogram payload; it is not valid base64"),
+        (first + 2, "zlib stream truncated"),
+        (first + 3, "corrupt zlib stream"),
+        (first + 4, "payload truncated: its header says"),
+        (first + 5, "expected a compressed V2 histogram"),
+        (first + 6, "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>', got"),
+        (first + 7, "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>', got"),
+        (first + 8, "expected a positive interval length, got 0"),
+    ]
+    assert len(msgs) == len(expected)
+    for msg, (line, text) in zip(msgs, expected, strict=True):
+        assert msg.startswith(f"bad.hlog: line {line}: ") and text in msg, msg
+    cols = intervals(items)
+    assert [round(c.start - START) for c in cols] == [0, 1, 2, 3, 4, 5, 7]
+    assert [c.gap for c in cols] == [False, True, True, True, True, True, False]
+    assert [int(c.counts.sum()) for c in cols] == [6, 0, 0, 0, 0, 0, 6]
+
+
+def test_time_rules_of_the_java_reader() -> None:
+    good = payloads(HLOG / "tagged_java_layout.hlog")[0]
+
+    def starts(lines: list[str]) -> list[float]:
+        return [c.start for c in intervals(read_items(HdrHistogramFormat, "".join(lines), "t.hlog"))]
+
+    # No StartTime, no BaseTime: the first timestamp is the start time; nothing is a year before it → absolute.
+    assert starts([f"12.5,1.0,0.0,{good}\n", f"13.5,1.0,0.0,{good}\n"]) == [12.5, 13.5]
+    # StartTime, no BaseTime, absolute timestamps (not a year before the start time).
+    assert starts([start_time_line(START), f"{START + 3:.3f},1.0,0.0,{good}\n"]) == [START + 3]
+    assert starts([start_time_line(START), f"{START - 100:.3f},1.0,0.0,{good}\n"]) == [START - 100]
+    # BaseTime wins over the StartTime rule.
+    assert starts([start_time_line(START), "#[BaseTime: 1600000000.000 (seconds since epoch)]\n",
+                   f"2.0,1.0,0.0,{good}\n"]) == [1_600_000_002.0]
+    # Java rounds times to ms: a 1 ms overlap moves the start up silently; going back in time is said once.
+    items = read_items(HdrHistogramFormat, "".join([f"10.000,1.001,0.0,{good}\n", f"11.000,1.000,0.0,{good}\n",
+                                                    f"5.000,1.000,0.0,{good}\n"]), "t.hlog")
+    assert [(c.start, c.end) for c in intervals(items)] == [(10.0, 11.001), (11.001, 12.0), (12.0, 13.0)]
+    (msg,) = notices(items)
+    assert msg.startswith("t.hlog: line 3: t.hlog: the interval starts at 5.000, before the previous one ends")
+
+
+def test_values_below_the_lowest_discernible_value_are_said_and_counted(tmp_path: Path) -> None:
+    hist = library_histogram([0, 100, 511, 512, 600, 5000], lowest=1000)  # unit magnitude 9: [0, 512) is index 0
+    payload = hist.encode().decode()
+    items = read_items(HdrHistogramFormat, "".join(HEADER) + f"0.0,1.0,0.0,{payload}\n", "low.hlog")
+    (msg,) = notices(items)
+    assert "3 value(s) below the histogram's lowest discernible value 1000" in msg and "shown at 256" in msg
+    (col,) = intervals(items)
+    assert col.counts.tolist() == vector({9: 3, 10: 2, 13: 1}).tolist()
+
+
+def _head(path: Path) -> list[str]:
+    with path.open() as fh:
+        return list(itertools.islice(fh, SNIFF_LINES))
+
+
+@pytest.mark.parametrize("name", ["service_ns.hlog", "tagged_java_layout.hlog"])
+def test_detected_from_the_header(name: str) -> None:
+    assert choose_format(registry(), _head(HLOG / name), name, None).name == "hdrhistogram"
+    assert choose_format(registry(), _head(HLOG / name)[-1:], name, None).name == "hdrhistogram"  # a data line alone
+
+
+@pytest.mark.slow
+def test_report_detects_the_log_and_gives_every_interval_and_count() -> None:
+    from latencymap.cli import main as cli
+
+    path = HLOG / "service_ns.hlog"
+    result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    (stream,) = json.loads(result.output)["streams"]
+    library = library_read(path)
+    assert stream["stream"] == {"label": "service_ns.hlog", "datasource": "hdrhistogram", "unit": "nanosec"}
+    assert stream["columns"] == len(library) == 12 and stream["start"] == START and stream["end"] == START + 12
+    assert stream["intensity_exact"] and stream["errors"]["messages"] == []
+    lows = [b["low"] for b in stream["buckets"]]
+    first = int(np.log2(lows[0] * 1e9)) + 1  # slot of the first bucket shown (ns)
+    for row, lib in zip(stream["frequency"], library, strict=True):  # one-second columns: events/s = events
+        counts = library_slots(lib)
+        assert [round(f) for f in row] == counts[first:first + len(row)].tolist()
+        assert counts.sum() == counts[first:first + len(row)].sum()
+    assert stream["total"]["events"] == sum(lib.get_total_count() for lib in library)
+    library_time = sum(lib.get_mean_value() * lib.get_total_count() for lib in library) * 1e-9
+    assert stream["total"]["time_s"] == pytest.approx(library_time, rel=1e-12)
+
+
+def test_unit_option_scales_time_and_names_the_unit() -> None:
+    path = HLOG / "tagged_java_layout.hlog"
+    ns = intervals(read_items(HdrHistogramFormat, path.read_text(), "t.hlog"))
+    us = intervals(read_items(HdrHistogramFormat, path.read_text(), "t.hlog", unit="microsec"))
+    assert {c.stream.unit for c in us} == {"microsec"}
+    assert [c.counts.tolist() for c in us] == [c.counts.tolist() for c in ns]
+    np.testing.assert_allclose([c.time.sum() for c in us], [c.time.sum() * 1000 for c in ns], rtol=1e-12)
+
+
+
+def _latencymap(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "latencymap", *args], input=stdin, capture_output=True, timeout=120,
+                          env={**os.environ, "NO_COLOR": "1"})
+
+
+def _counts_and_time(report: bytes) -> list[tuple[str, int, float, list[list[float]]]]:
+    return [(s["stream"]["label"], s["total"]["events"], s["total"]["time_s"], s["frequency"])
+            for s in json.loads(report)["streams"]]
+
+
+@pytest.mark.slow
+def test_every_cli_path_reads_the_log(tmp_path: Path) -> None:
+    path = HLOG / "tagged_java_layout.hlog"
+    direct = _latencymap("report", "--format", "json", str(path))
+    assert direct.returncode == 0, direct.stderr
+    expected = _counts_and_time(direct.stdout)
+    assert [(label, events) for label, events, _, _ in expected] == [("read", 11), ("write", 4)]
+
+    plain = _latencymap("--plain", "--once", str(path))
+    assert plain.returncode == 0, plain.stderr
+    assert b"Label: write  datasource: hdrhistogram  unit: nanosec" in plain.stdout
+
+    emitted = _latencymap("--emit", str(path))
+    assert emitted.returncode == 0 and emitted.stdout.count(b"<begin record>") == 4
+    (tmp_path / "emitted.txt").write_bytes(emitted.stdout)
+    rec = tmp_path / "rec.txt"
+    recorded = _latencymap("--plain", "--once", "--record", str(rec), str(path))
+    assert recorded.returncode == 0, recorded.stderr
+    piped = _latencymap("report", "--format", "json", "-", stdin=path.read_bytes())
+    for other in (_latencymap("report", "--format", "json", str(tmp_path / "emitted.txt")),
+                  _latencymap("report", "--format", "json", str(rec)), piped):
+        assert other.returncode == 0, other.stderr
+        got = _counts_and_time(other.stdout)
+        assert [(label, events, freq) for label, events, _, freq in got] == \
+               [(label, events, freq) for label, events, _, freq in expected]
+        assert [t for *_, t, _ in got] == pytest.approx([t for *_, t, _ in expected], rel=1e-9)
+    replay = _latencymap("replay", "--max", "--plain", "--once", str(rec))
+    assert replay.returncode == 0 and b"Label: write" in replay.stdout

@@ -314,3 +314,54 @@ def running_prometheus(binary: str, workdir: Path, targets: Sequence[str], **kw:
         yield server
     finally:
         server.stop()
+
+
+class Scripted(Serving):
+    """Answers requests from a script of `(status, content type, body)` (the last one repeats); records headers."""
+
+    def __init__(self, script: Sequence[tuple[int, str, str]], delay_first_s: float = 0.0,
+                 port: int = 0) -> None:
+        self.script = list(script)
+        self.requests: list[dict[str, str]] = []
+        self.delay_first_s = delay_first_s
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                n = len(endpoint.requests)
+                endpoint.requests.append(dict(self.headers.items()))
+                if n == 0 and endpoint.delay_first_s:
+                    time.sleep(endpoint.delay_first_s)
+                status, ctype, body = endpoint.script[min(n, len(endpoint.script) - 1)]
+                data = body.encode()
+                with contextlib.suppress(OSError):
+                    self.send_response(status)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        if port:
+            self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+            self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+            self.thread.start()
+            self.port = port
+            self.url = f"http://127.0.0.1:{port}/metrics"
+        else:
+            super().__init__(Handler)
+
+
+def histogram_page(name: str, bounds: Sequence[float], cumulative: Sequence[int], total: float,
+                   labels: str = "") -> str:
+    """A text-format page with one classic histogram."""
+    extra = f",{labels}" if labels else ""
+    lines = [f"# TYPE {name} histogram"]
+    for b, c in zip(bounds, cumulative, strict=True):
+        le = "+Inf" if math.isinf(b) else repr(b)
+        lines.append(f'{name}_bucket{{le="{le}"{extra}}} {c}')
+    inner = f"{{{labels}}}" if labels else ""
+    lines += [f"{name}_sum{inner} {total!r}", f"{name}_count{inner} {cumulative[-1]}"]
+    return "\n".join(lines) + "\n"

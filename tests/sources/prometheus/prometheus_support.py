@@ -50,7 +50,7 @@ class Serving:
 
     def __init__(self, handler: type[BaseHTTPRequestHandler], path: str = "/metrics") -> None:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
         self.port = int(self.server.server_address[1])
         self.url = f"http://127.0.0.1:{self.port}{path}"
@@ -346,7 +346,7 @@ class Scripted(Serving):
 
         if port:
             self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-            self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+            self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
             self.thread.start()
             self.port = port
             self.url = f"http://127.0.0.1:{port}/metrics"

@@ -10,8 +10,6 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-from latencymap.buckets import bin_values
-from latencymap.model import Interval, Notice
 from latencymap.sources.prometheus import scrape as scrape_mod
 from latencymap.sources.prometheus.scrape import ScrapeSource
 from prometheus_support import (
@@ -23,6 +21,9 @@ from prometheus_support import (
     free_port,
     histogram_page,
 )
+
+from latencymap.buckets import bin_values
+from latencymap.model import Interval, Notice
 
 METRIC = "app_request_duration_seconds"
 

@@ -124,11 +124,17 @@ class Layout:
     def fold(self, counts: np.ndarray, total_time: float | None = None) -> tuple[np.ndarray, SourceBuckets | None]:
         """Row counts for per-bucket integer counts, and the source's own buckets when they were spread."""
         counts = np.asarray(counts, dtype=np.int64)
-        weights = counts.astype(np.float64)
-        slots = largest_remainder(weights @ self.matrix, int(counts.sum()))
+        slots = self.fold_many(counts[None, :])[0]
         if self.exact:
             return slots, None
         return slots, SourceBuckets(self.bounds, counts, total_time)
+
+    def fold_many(self, counts: np.ndarray) -> np.ndarray:
+        """Row counts for a (columns x buckets) array of integer counts, each column's total kept."""
+        shares = counts.astype(np.float64) @ self.matrix
+        if self.exact:
+            return np.rint(shares).astype(np.int64)
+        return whole_rows(shares, counts.sum(axis=1))
 
 
 @lru_cache(maxsize=256)
@@ -139,8 +145,28 @@ def layout_of(bounds: tuple[float, ...], factor: float) -> Layout:
     return Layout(scaled, matrix, one_row_each(matrix))
 
 
+def whole_rows(values: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Row by row, non-negative integers near `values` (NaN and negatives as 0) adding up to `totals` rounded.
+
+    The largest-remainder rule of `latencymap.rebin`, for many rows at once.
+    """
+    floats = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, None)
+    want = np.rint(np.maximum(np.nan_to_num(np.asarray(totals, dtype=np.float64)), 0.0)).astype(np.int64)
+    floors = np.floor(floats).astype(np.int64)
+    missing = want - floors.sum(axis=1)
+    width = floats.shape[1]
+    simple = (missing >= 0) & (missing <= width)
+    if simple.any():
+        order = np.argsort(floors - floats, axis=1, kind="stable")
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.broadcast_to(np.arange(width), order.shape), axis=1)
+        floors += (rank < missing[:, None]) & simple[:, None]
+    for i in np.flatnonzero(~simple):
+        floors[i] = largest_remainder(floats[i], int(want[i]))
+    return floors
+
+
 def integer_counts(values: Sequence[float], total: float | None = None) -> np.ndarray:
     """Whole per-bucket counts for float ones (server-side `increase()` extrapolates): rounded, total kept."""
     floats = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, None)
-    want = round(float(floats.sum()) if total is None else max(0.0, float(total)))
-    return largest_remainder(floats, want)
+    return whole_rows(floats[None, :], np.array([floats.sum() if total is None else total]))[0]

@@ -27,7 +27,7 @@ from latencymap.model import Interval, Notice, StreamId, empty_counts
 from latencymap.plugins import Item, Source, SourceError
 
 from .api import MAX_POINTS, PrometheusAPI, Series, promql_duration
-from .layout import integer_counts, layout_of
+from .layout import integer_counts, layout_of, whole_rows
 from .native import NativeError, fold_native
 from .scrape import BACKOFF_MAX, metric_option
 from .series import Labels, labels_key, selector
@@ -163,16 +163,9 @@ class PrometheusSource(Source):
                     secs = None if total is None else self.builder.seconds(total)
                     parts.setdefault(_key(t), {}).setdefault(stream, []).append(Part(layout, counts, secs))
         else:
-            for (t, key), by_le in sorted(_classic_points(buckets).items()):
-                bounds = tuple(sorted(by_le))
-                stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in bounds])
-                cumulative = [by_le[b] for b in bounds]
-                per = np.diff(cumulative, prepend=0.0)
-                counts = integer_counts(per, max(cumulative))
-                total = spent.get((t, key))
-                secs = None if total is None else self.builder.seconds(total)
-                layout = layout_of(bounds, self.builder.factor(stream))
-                parts.setdefault(t, {}).setdefault(stream, []).append(Part(layout, counts, secs))
+            for key, (les, stamps, table) in _classic_tables(buckets).items():
+                for t, part, stream in self._classic_parts(key, les, stamps, table, spent):
+                    parts.setdefault(t, {}).setdefault(stream, []).append(part)
         if bad:
             yield Notice(f"prometheus: {bad} native histogram values could not be read", bad)
         known = self.builder.known()
@@ -185,6 +178,25 @@ class PrometheusSource(Source):
                     yield Interval(stream, t - step, t, empty_counts(), gap=True)
         yield from self.builder.notices
         self.builder.notices.clear()
+
+    def _classic_parts(self, key: Labels, les: np.ndarray, stamps: list[float], table: np.ndarray,
+                       spent: dict[tuple[float, Labels], float]) -> Iterator[tuple[float, Part, StreamId]]:
+        """The parts of one label set, every step at once: `table` is (steps x le) increases, NaN where missing."""
+        stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in les])
+        layout = layout_of(tuple(les.tolist()), self.builder.factor(stream))
+        complete = ~np.isnan(table).any(axis=1)
+        counts = whole_rows(np.diff(np.nan_to_num(table), axis=1, prepend=0.0), np.nanmax(table, axis=1))
+        rows = layout.fold_many(counts)
+        for i, t in enumerate(stamps):
+            total = spent.get((t, key))
+            secs = None if total is None else self.builder.seconds(total)
+            if complete[i]:
+                yield t, Part(layout, counts[i], secs, rows=rows[i]), stream
+                continue
+            have = ~np.isnan(table[i])  # a step where some buckets have no value: its own layout
+            cumulative = table[i][have]
+            own = layout_of(tuple(les[have].tolist()), self.builder.factor(stream))
+            yield t, Part(own, integer_counts(np.diff(cumulative, prepend=0.0), cumulative.max()), secs), stream
 
     def items(self) -> Iterator[Item]:
         now = self.clock()
@@ -261,20 +273,26 @@ def _key(t: float) -> float:
     return round(t, 3)
 
 
-def _classic_points(series: list[Series]) -> dict[tuple[float, Labels], dict[float, float]]:
-    """`(time, labels without le) -> {le: increase}` from the bucket series of a classic query."""
-    out: dict[tuple[float, Labels], dict[float, float]] = {}
+def _classic_tables(series: list[Series]) -> dict[Labels, tuple[np.ndarray, list[float], np.ndarray]]:
+    """Per label set (without le): ascending le bounds, step times, and the (steps x le) increases, NaN where none."""
+    grouped: dict[Labels, dict[float, list[tuple[float, float]]]] = {}
     for s in series:
         try:
             le = float(s.labels.get("le", "nan"))
         except ValueError:
             continue
-        if math.isnan(le):
-            continue
-        key = labels_key(s.labels)
-        for t, v in s.floats:
-            if math.isfinite(v):
-                out.setdefault((_key(t), key), {})[le] = v
+        if not math.isnan(le):
+            grouped.setdefault(labels_key(s.labels), {})[le] = s.floats
+    out: dict[Labels, tuple[np.ndarray, list[float], np.ndarray]] = {}
+    for key, by_le in grouped.items():
+        les = np.array(sorted(by_le))
+        stamps = sorted({_key(t) for points in by_le.values() for t, _ in points})
+        row = {t: i for i, t in enumerate(stamps)}
+        table = np.full((len(stamps), len(les)), np.nan)
+        for j, le in enumerate(les.tolist()):
+            for t, v in by_le[le]:
+                table[row[_key(t)], j] = v if math.isfinite(v) else np.nan
+        out[key] = (les, stamps, table)
     return out
 
 

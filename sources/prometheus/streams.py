@@ -28,6 +28,7 @@ class Part:
     counts: np.ndarray
     spent_s: float | None = None
     reset: bool = False
+    rows: np.ndarray | None = None  # the counts already folded into rows, when they were folded in bulk
 
 
 def split_labels(values: Sequence[str]) -> tuple[str, ...]:
@@ -123,8 +124,7 @@ class StreamBuilder:
         """One column of a stream: the parts' rows summed, their own buckets kept when they were spread."""
         counts = empty_counts()
         for part in parts:
-            rows, _ = part.layout.fold(part.counts)
-            counts += rows
+            counts += part.rows if part.rows is not None else part.layout.fold(part.counts)[0]
         spent = [p.spent_s for p in parts]
         total = float(sum(s for s in spent if s is not None)) if parts and None not in spent else None
         if total is not None and total < 0:
@@ -134,7 +134,8 @@ class StreamBuilder:
         if spread:
             bounds = spread[0].layout.bounds
             if all(p.layout.bounds == bounds for p in parts):
-                kept = SourceBuckets(bounds, np.sum([p.counts for p in parts], axis=0).astype(np.int64), total)
+                summed = parts[0].counts if len(parts) == 1 else np.sum([p.counts for p in parts], axis=0)
+                kept = SourceBuckets(bounds, np.asarray(summed, dtype=np.int64), total)
             elif not self._mixed_told:
                 self._mixed_told = True
                 self.notices.append(Notice(f"{stream.label}: series with different buckets summed; their own "

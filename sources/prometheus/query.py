@@ -29,10 +29,10 @@ from latencymap.plugins import Item, Source, SourceError
 from .api import MAX_POINTS, PrometheusAPI, Series, promql_duration
 from .layout import integer_counts, layout_of, whole_rows
 from .native import NativeError, fold_native
-from .scrape import BACKOFF_MAX, metric_option
+from .scrape import metric_option
 from .series import Labels, labels_key, selector
 from .streams import Part, StreamBuilder, histogram_options, parse_matchers
-from .transport import EndpointError, check_url, public_url
+from .transport import EndpointError, backoff, check_url, public_url, retry_message
 
 KINDS = ("auto", "native", "classic")
 LIVE_STEP = 15.0
@@ -235,7 +235,7 @@ class PrometheusSource(Source):
     def _live(self, step: float) -> Iterator[Item]:
         """Poll for each step as it ends; after failures, catch up on the missed steps in one range query."""
         due = math.floor((self.clock() - self.delay) / step)  # steps are numbered: step k ends at k * step
-        failures, said, told_empty = 0, "", False
+        failures, told_empty = 0, False
         while True:
             now = self.clock()
             if now < due * step + self.delay:
@@ -253,15 +253,14 @@ class PrometheusSource(Source):
                 if not err.transient:
                     raise SourceError(f"prometheus: {err}") from None
                 failures += 1
-                if str(err) != said:
-                    said = str(err)
-                    yield Notice(f"prometheus: {said}; asking again", skipped=0)
-                self.sleep(min(step * 2 ** min(failures - 1, 20), max(step, BACKOFF_MAX)))
+                delay = backoff(step, failures)
+                yield Notice(f"prometheus: {retry_message(str(err), failures, delay)}", skipped=0)
+                self.sleep(delay)
                 continue
             if failures:
                 yield Notice(f"prometheus: {self.api.shown} answered again after {failures} failed "
                              f"attempt{'s' * (failures > 1)}; caught up on {len(times)} steps", skipped=0)
-                failures, said = 0, ""
+                failures = 0
             if not buckets and not self.builder.known() and not told_empty:
                 told_empty = True
                 yield Notice(f"prometheus: {self.api.shown}: no {self._what()} yet; asking every step", skipped=0)

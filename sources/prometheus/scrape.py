@@ -26,10 +26,9 @@ from .exposition import ACCEPT, Exposition, is_openmetrics, parse_exposition
 from .layout import family_name, layout_of
 from .series import Labels, Reading, diff_readings, histogram_readings
 from .streams import Part, StreamBuilder, histogram_options, parse_matchers
-from .transport import EndpointError, check_url, http_get, public_url
+from .transport import EndpointError, backoff, check_url, http_get, public_url, retry_message
 
 EXPECTED = "Prometheus text exposition (text/plain; version=0.0.4) or OpenMetrics with a histogram"
-BACKOFF_MAX = 30.0
 MAX_TOLD = 1000
 #: What a source built by the CLI sleeps and reads the time with (tests replace these).
 default_sleep: Callable[[float], None] = time.sleep
@@ -127,7 +126,7 @@ class ScrapeSource(Source):
     def items(self) -> Iterator[Item]:
         previous: dict[Labels, Reading] = {}
         last_end: dict[StreamId, float] = {}
-        failures, failed_at, said = 0, 0.0, ""
+        failures, failed_at = 0, 0.0
         due: float | None = None
         while True:
             try:
@@ -136,10 +135,9 @@ class ScrapeSource(Source):
                 if not failures:
                     failed_at = self.clock()
                 failures += 1
-                if str(err) != said:
-                    said = str(err)
-                    yield Notice(f"scrape: {said}; asking again", skipped=0)
-                self.sleep(min(self.interval * 2 ** min(failures - 1, 20), max(self.interval, BACKOFF_MAX)))
+                delay = backoff(self.interval, failures)
+                yield Notice(f"scrape: {retry_message(str(err), failures, delay)}", skipped=0)
+                self.sleep(delay)
                 due = None
                 continue
             t = self.clock()
@@ -148,7 +146,7 @@ class ScrapeSource(Source):
                 yield Notice(f"scrape: {self.shown} answered again after {failures} failed scrape"
                              f"{'s' * (failures > 1)} ({t - failed_at:.0f}s)"
                              + ("; the outage is one gap column" if gap else ""), skipped=0)
-                failures, said = 0, ""
+                failures = 0
             for problem in problems:
                 yield from self._tell(problem)
             yield from self._columns(readings, previous, last_end, t, gap)

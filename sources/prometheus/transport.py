@@ -22,6 +22,7 @@ from latencymap.sanitize import clean_text
 
 TOKEN_ENV = "LATENCYMAP_PROMETHEUS_TOKEN"
 MAX_BODY = 64 * 1024 * 1024
+BACKOFF_MAX = 30.0
 _SECRET_PARAM = re.compile(r"pass|secret|token|key|auth|credential", re.I)
 
 
@@ -39,6 +40,17 @@ class Response:
 
     body: bytes
     content_type: str
+
+
+def backoff(base: float, failures: int) -> float:
+    """Seconds to wait after the n-th failure in a row: `base`, doubling, at most 30 s (or `base` if longer)."""
+    return min(base * 2 ** min(failures - 1, 20), max(base, BACKOFF_MAX))
+
+
+def retry_message(error: str, failures: int, delay: float) -> str:
+    """What a live source says when an attempt failed and it will try again."""
+    again = f" ({failures} failures in a row)" if failures > 1 else ""
+    return f"{error}{again}; asking again in {delay:.3g}s"
 
 
 def public_url(url: str) -> str:

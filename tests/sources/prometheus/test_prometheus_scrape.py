@@ -159,6 +159,7 @@ def test_bad_answers_are_named_and_the_source_goes_on_with_a_gap_column() -> Non
     endpoint = Scripted([
         (200, TEXT_TYPE, histogram_page("h_seconds", bounds, [1, 3], 0.01)),
         (500, "text/plain", "upstream exploded"),
+        (500, "text/plain", "upstream exploded"),
         (200, "text/html", "<html><body>Please log in</body></html>"),
         (200, TEXT_TYPE, "this is not { exposition\nat all\n"),
         (200, TEXT_TYPE, histogram_page("other_seconds", bounds, [1, 1], 0.1)),
@@ -175,14 +176,15 @@ def test_bad_answers_are_named_and_the_source_goes_on_with_a_gap_column() -> Non
     url = endpoint.url
     assert said[0] == f"scrape: {url}: answered HTTP 500 Internal Server Error (upstream exploded); expected " \
                       "Prometheus text exposition (text/plain; version=0.0.4) or OpenMetrics with a histogram; " \
-                      "asking again"
-    assert said[1].startswith(f"scrape: {url}: answered an HTML page (text/html); expected Prometheus text")
-    assert said[2].startswith(f"scrape: {url}: not exposition text (line 1: expected ")
-    assert said[3].startswith(f"scrape: {url}: no histogram h_seconds (histograms there: other_seconds); expected")
-    assert said[4].startswith(f"scrape: {url}: h_seconds is a summary, not a histogram")
-    assert said[5].startswith(f"scrape: {url}: OpenMetrics answer without its '# EOF' line")
-    assert said[6].startswith(f"scrape: {url} answered again after 6 failed scrapes")
-    assert sleeps[1:7] == pytest.approx([0.001, 0.002, 0.004, 0.008, 0.016, 0.032])  # backoff after the baseline
+                      "asking again in 0.001s"
+    assert said[1] == said[0].replace("; asking again in 0.001s", " (2 failures in a row); asking again in 0.002s")
+    assert said[2].startswith(f"scrape: {url}: answered an HTML page (text/html); expected Prometheus text")
+    assert said[3].startswith(f"scrape: {url}: not exposition text (line 1: expected ")
+    assert said[4].startswith(f"scrape: {url}: no histogram h_seconds (histograms there: other_seconds); expected")
+    assert said[5].startswith(f"scrape: {url}: h_seconds is a summary, not a histogram")
+    assert said[6].startswith(f"scrape: {url}: OpenMetrics answer without its '# EOF' line")
+    assert said[7].startswith(f"scrape: {url} answered again after 7 failed scrapes")
+    assert sleeps[1:8] == pytest.approx([0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064])  # backoff
     (column,) = columns
     assert column.gap and int(column.counts.sum()) == 7  # nothing lost: 3 -> 10 across the outage
 

@@ -7,7 +7,8 @@ and diffs each against the previous scrape: one column per scrape, one stream pe
 restarted): that column counts what it holds now and is marked reset. An endpoint that fails (refused, timeout,
 HTTP 500, an HTML page, text that is not exposition, the metric missing) gives a notice naming the URL and what
 was expected, and is asked again with backoff; since the counters are cumulative nothing is lost: the next
-answer's column spans the outage and is marked as a gap.
+answer's column spans the outage and is marked as a gap. Columns end when a scrape's answer arrives; timestamps
+in the page (a /federate endpoint's) are read but not used.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import click
 
 from latencymap.model import Notice, StreamId
 from latencymap.plugins import Item, Source
+from latencymap.sanitize import clean_text
 
 from .exposition import ACCEPT, Exposition, is_openmetrics, parse_exposition
 from .layout import family_name, layout_of
@@ -86,14 +88,14 @@ class ScrapeSource(Source):
         """One GET: the metric's readings per label set and what was wrong with some of it; EndpointError if none."""
         resp = http_get(self.url, ACCEPT, self.timeout, EXPECTED)
         text = resp.body.decode("utf-8", "replace")
-        openmetrics = is_openmetrics(resp.content_type)
+        openmetrics = is_openmetrics(resp.content_type) or text.rstrip().endswith("\n# EOF")
         page = parse_exposition(text, openmetrics, keep=lambda line: self.metric in line)
         if openmetrics and not page.eof:
             raise EndpointError(f"{self.shown}: OpenMetrics answer without its '# EOF' line (cut short?); "
                                 "expected a complete page")
         readings, problems = histogram_readings(page.samples, self.metric, self.matchers)
         if not readings:
-            raise EndpointError(self._why_missing(text, openmetrics, problems))
+            raise EndpointError(clean_text(self._why_missing(text, openmetrics, problems), 400))
         self.scrapes += 1
         if self.scrapes == 1 and not self.options.get("unit") and self.metric in page.units:
             self.builder = StreamBuilder.from_options(self.metric, self.options, page.units[self.metric])
@@ -121,7 +123,7 @@ class ScrapeSource(Source):
     def _tell(self, message: str) -> Iterator[Notice]:
         if message not in self._told and len(self._told) < MAX_TOLD:
             self._told.add(message)
-            yield Notice(f"scrape: {message}")
+            yield Notice(clean_text(f"scrape: {message}", 400))
 
     def items(self) -> Iterator[Item]:
         previous: dict[Labels, Reading] = {}

@@ -48,8 +48,8 @@ def prometheus_binary() -> str | None:
 class Serving:
     """A ThreadingHTTPServer on 127.0.0.1 run in a daemon thread; `url` and `close()`."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler], path: str = "/metrics") -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    def __init__(self, handler: type[BaseHTTPRequestHandler], path: str = "/metrics", port: int = 0) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
         self.port = int(self.server.server_address[1])
@@ -344,14 +344,7 @@ class Scripted(Serving):
             def log_message(self, *args: object) -> None:
                 pass
 
-        if port:
-            self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-            self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-            self.thread.start()
-            self.port = port
-            self.url = f"http://127.0.0.1:{port}/metrics"
-        else:
-            super().__init__(Handler)
+        super().__init__(Handler, port=port)
 
 
 def histogram_page(name: str, bounds: Sequence[float], cumulative: Sequence[int], total: float,

@@ -30,7 +30,7 @@ def bucket_value(t: float, le: str) -> float:
 class Api(Serving):
     """A stub of /api/v1/query and /api/v1/query_range for a classic histogram `h_seconds` (one series)."""
 
-    def __init__(self, fail: Callable[[int], Answer | None] = lambda n: None) -> None:
+    def __init__(self, fail: Callable[[int], Answer | None] = lambda n: None, port: int = 0) -> None:
         self.requests: list[tuple[str, dict[str, str]]] = []
         api = self
 
@@ -50,7 +50,7 @@ class Api(Serving):
             def log_message(self, *args: object) -> None:
                 pass
 
-        super().__init__(Handler, path="")
+        super().__init__(Handler, path="", port=port)
 
     def answer(self, path: str, params: dict[str, str]) -> Answer:
         query = params["query"]
@@ -137,6 +137,32 @@ def test_live_polls_each_step_then_catches_up_after_an_outage(api_factory) -> No
     ranges = [p for path, p in api.requests if path == "/api/v1/query_range"]
     assert ranges[-1] == {"query": "increase(h_seconds_sum[10s])", "start": "960", "end": "1050", "step": "10"}
     assert sleeps == [10.0, 10.0, 20.0, 30.0, 30.0]  # to the next step, then backoff
+
+
+def test_live_goes_on_after_a_refused_connection() -> None:
+    port = free_port()
+    source = PrometheusSource(url=f"http://127.0.0.1:{port}", metric="h_seconds", step=10.0, delay=1.0)
+    servers: list[Api] = []
+    now = [951.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+        if not servers:  # the server comes up after the first refusal
+            servers.append(Api(port=port))
+
+    source.clock, source.sleep = (lambda: now[0]), sleep
+    items = source.items()
+    try:
+        first = next(items)
+        column = next(i for i in items if isinstance(i, Interval))
+    finally:
+        items.close()
+        for s in servers:
+            s.close()
+    where = f"http://127.0.0.1:{port}/api/v1/query"
+    assert isinstance(first, Notice) and first.message.startswith(
+        f"prometheus: {where}: connection refused; expected the Prometheus HTTP API's JSON")
+    assert column.end == 950.0 and int(column.counts.sum()) == round(bucket_value(950.0, "+Inf"))
 
 
 def test_a_query_the_server_refuses_stops_with_its_reason(api_factory) -> None:

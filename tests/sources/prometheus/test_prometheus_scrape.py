@@ -189,6 +189,23 @@ def test_bad_answers_are_named_and_the_source_goes_on_with_a_gap_column() -> Non
     assert column.gap and int(column.counts.sum()) == 7  # nothing lost: 3 -> 10 across the outage
 
 
+def test_openmetrics_sent_as_text_plain_and_control_characters_in_labels() -> None:
+    evil = 'who="\x1b[31mred\x07"'
+    broken = histogram_page("h_seconds", (0.001, math.inf), [5, 3], 0.01, labels=evil)  # not cumulative
+    fine = histogram_page("h_seconds", (0.001, math.inf), [1, 2], 0.01, labels='who="ok"')
+    om = fine.replace("_count{", '_created{who="x"} 1.0\nh_seconds_count{').replace(
+        '} 1\n', '} 1 # {trace_id="abc"} 0.0005 1.7e9\n', 1) + "# EOF\n"
+    endpoint = Scripted([(200, TEXT_TYPE, broken + om)])
+    try:
+        source = ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001)
+        columns, said = run(source, lambda _: None, 1)
+    finally:
+        endpoint.close()
+    assert said == ['scrape: ' + endpoint.url + ': h_seconds{who="?[31mred?"}: bucket counts decrease with le: '
+                    'they are not cumulative']
+    assert columns[0].stream.label == 'h_seconds{who="ok"}'
+
+
 def test_refused_and_timed_out_endpoints_are_named_and_retried() -> None:
     port = free_port()
     page = histogram_page("h_seconds", (0.001, math.inf), [0, 2], 0.01)

@@ -1,7 +1,7 @@
 """`latencymap prometheus` against a real Prometheus server (Debian's `prometheus`, started here on loopback).
 
-The server scrapes, every second (the test drives both exporters from start to end), a prometheus_client exporter (classic histograms, text format) and a native
-histogram exporter (protobuf exposition, schema 2, milliseconds) that the test drives; it runs with
+The server scrapes, every second, a prometheus_client exporter (classic histograms, text format) and a native
+histogram exporter (protobuf exposition, schema 2, milliseconds) that the test drives from start to end; it runs with
 `--enable-feature=native-histograms`, so it keeps the first as classic series and the second as native ones.
 Every expected number is the server's own answer to its own `increase()` over the same steps.
 """

@@ -100,7 +100,23 @@ class PrometheusSource(Source):
         self.delay = float(options.get("delay") if options.get("delay") is not None else 2.0)
         self.sleep = default_sleep
         self.clock = default_clock
-        self.queries: list[str] = []
+        self.window = self._window_options()
+
+    def _window_options(self) -> tuple[float, float, float] | None:
+        """(start, end, step) of a past window from the options, checked now; None when live."""
+        start, end = self.options.get("start"), self.options.get("end")
+        if start is None and end is None:
+            return None
+        if start is None:
+            raise click.BadParameter("a window needs --start (--end defaults to now)", param_hint="--start")
+        now = default_clock()
+        t0, t1 = parse_time(str(start), now), parse_time(str(end) if end is not None else "now", now)
+        if t1 <= t0:
+            raise click.BadParameter("--end must be after --start", param_hint="--end")
+        step = float(self.options.get("step") or max(1.0, math.ceil((t1 - t0) / RANGE_COLUMNS)))
+        if (t1 - t0) / step + 1e-9 < 1:
+            raise click.BadParameter(f"the window is shorter than one step ({step:g}s)", param_hint="--step")
+        return t0, t1, step
 
     def describe(self) -> dict[str, Any]:
         return {"source": self.name, "url": public_url(self.url), "metric": self.metric, "histogram": self.kind,
@@ -136,7 +152,6 @@ class PrometheusSource(Source):
         raise AssertionError("unreachable")
 
     def _ask(self, promql: str, step: float, times: list[float]) -> list[Series]:
-        self.queries.append(promql)
         if len(times) == 1:
             return self.api.query(promql, times[0])
         return self.api.query_range(promql, times[0], times[-1], step)
@@ -199,23 +214,13 @@ class PrometheusSource(Source):
             yield t, Part(own, integer_counts(np.diff(cumulative, prepend=0.0), cumulative.max()), secs), stream
 
     def items(self) -> Iterator[Item]:
-        now = self.clock()
-        start, end = self.options.get("start"), self.options.get("end")
-        if start is None and end is None:
+        if self.window is None:
             yield from self._live(float(self.options.get("step") or LIVE_STEP))
-            return
-        if start is None:
-            raise click.BadParameter("a window needs --start (--end defaults to now)", param_hint="--start")
-        t0, t1 = parse_time(str(start), now), parse_time(str(end) if end is not None else "now", now)
-        if t1 <= t0:
-            raise click.BadParameter("--end must be after --start", param_hint="--end")
-        step = float(self.options.get("step") or max(1.0, math.ceil((t1 - t0) / RANGE_COLUMNS)))
-        yield from self._window(t0, t1, step)
+        else:
+            yield from self._window(*self.window)
 
     def _window(self, t0: float, t1: float, step: float) -> Iterator[Item]:
         count = int((t1 - t0) / step + 1e-9)
-        if count < 1:
-            raise click.BadParameter(f"the window is shorter than one step ({step:g}s)", param_hint="--step")
         for first in range(0, count, MAX_POINTS):
             times = [t0 + step * (i + 1) for i in range(first, min(count, first + MAX_POINTS))]
             try:

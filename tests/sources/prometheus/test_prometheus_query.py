@@ -214,6 +214,8 @@ def test_times() -> None:
     with pytest.raises(click.BadParameter, match="expected now, -1h, epoch seconds or"):
         parse_time("yesterday", now)
     with pytest.raises(click.BadParameter, match="--end must be after --start"):
-        list(PrometheusSource(url="http://h", metric="m", start="200", end="100").items())
+        PrometheusSource(url="http://h", metric="m", start="200", end="100")
+    with pytest.raises(click.BadParameter, match="shorter than one step"):
+        PrometheusSource(url="http://h", metric="m", start="100", end="110", step=15)
     with pytest.raises(click.BadParameter, match="expected an http"):
         PrometheusSource(url="h:9090", metric="m")

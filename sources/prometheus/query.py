@@ -200,7 +200,8 @@ class PrometheusSource(Source):
         stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in les])
         layout = layout_of(tuple(les.tolist()), self.builder.factor(stream))
         complete = ~np.isnan(table).any(axis=1)
-        counts = whole_rows(np.diff(np.nan_to_num(table), axis=1, prepend=0.0), np.nanmax(table, axis=1))
+        totals = np.where(np.isnan(table), 0.0, table).max(axis=1)
+        counts = whole_rows(np.diff(np.nan_to_num(table), axis=1, prepend=0.0), totals)
         rows = layout.fold_many(counts)
         for i, t in enumerate(stamps):
             total = spent.get((t, key))
@@ -278,24 +279,30 @@ def _key(t: float) -> float:
 
 
 def _classic_tables(series: list[Series]) -> dict[Labels, tuple[np.ndarray, list[float], np.ndarray]]:
-    """Per label set (without le): ascending le bounds, step times, and the (steps x le) increases, NaN where none."""
-    grouped: dict[Labels, dict[float, list[tuple[float, float]]]] = {}
+    """Per label set (without le): ascending le bounds, step times, and the (steps x le) increases, NaN where none.
+
+    Series whose le differ only in spelling (`1` from a Go client, `1.0` from a Python one) add up.
+    """
+    grouped: dict[Labels, dict[float, dict[float, float]]] = {}
     for s in series:
         try:
             le = float(s.labels.get("le", "nan"))
         except ValueError:
             continue
-        if not math.isnan(le):
-            grouped.setdefault(labels_key(s.labels), {})[le] = s.floats
+        if math.isnan(le):
+            continue
+        points = grouped.setdefault(labels_key(s.labels), {}).setdefault(le, {})
+        for t, v in s.floats:
+            points[_key(t)] = points.get(_key(t), 0.0) + v
     out: dict[Labels, tuple[np.ndarray, list[float], np.ndarray]] = {}
     for key, by_le in grouped.items():
         les = np.array(sorted(by_le))
-        stamps = sorted({_key(t) for points in by_le.values() for t, _ in points})
+        stamps = sorted({t for points in by_le.values() for t in points})
         row = {t: i for i, t in enumerate(stamps)}
         table = np.full((len(stamps), len(les)), np.nan)
         for j, le in enumerate(les.tolist()):
-            for t, v in by_le[le]:
-                table[row[_key(t)], j] = v if math.isfinite(v) else np.nan
+            for t, v in by_le[le].items():
+                table[row[t], j] = v if math.isfinite(v) else np.nan
         out[key] = (les, stamps, table)
     return out
 

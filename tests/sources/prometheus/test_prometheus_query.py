@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import urllib.parse
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
@@ -219,3 +220,14 @@ def test_times() -> None:
         PrometheusSource(url="http://h", metric="m", start="100", end="110", step=15)
     with pytest.raises(click.BadParameter, match="expected an http"):
         PrometheusSource(url="h:9090", metric="m")
+
+
+def test_le_spelled_two_ways_adds_up() -> None:
+    from latencymap.sources.prometheus.api import Series
+    from latencymap.sources.prometheus.query import _classic_tables
+
+    series = [Series({"le": "1"}, [(10.0, 2.0), (20.0, 1.0)]), Series({"le": "1.0"}, [(10.0, 3.0)]),
+              Series({"le": "+Inf"}, [(10.0, 9.0), (20.0, 4.0)]), Series({"le": "junk"}, [(10.0, 1.0)])]
+    ((key, (les, stamps, table)),) = _classic_tables(series).items()
+    assert key == () and les.tolist() == [1.0, math.inf] and stamps == [10.0, 20.0]
+    assert table.tolist() == [[5.0, 9.0], [1.0, 4.0]]

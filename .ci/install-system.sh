@@ -2,8 +2,9 @@
 # Install what the BPF source and its tests need on a Debian bookworm machine (run as root).
 #
 # Idempotent and quick when everything is already there:
-#   - bpfcc-tools, python3-bpfcc, libbpfcc, bpftrace, plus tmux (TUI tests in a real terminal) and chromium
-#     (static reports opened headless) (apt-get update at most once per run);
+#   - bpfcc-tools, python3-bpfcc, libbpfcc, bpftrace, plus tmux (TUI tests in a real terminal), chromium
+#     (static reports opened headless) and prometheus (the server the Prometheus source tests start on a loopback
+#     port themselves; the package's own service is stopped and disabled) (apt-get update at most once per run);
 #   - tracefs mounted at /sys/kernel/tracing;
 #   - Debian 6.12 kernel headers unpacked (not installed) into one tree under $LATENCYMAP_KHEADERS
 #     (default /opt/latencymap-kheaders), merged into one directory with a stable link `current`,
@@ -17,7 +18,7 @@ export DEBIAN_FRONTEND=noninteractive
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KHEADERS="${LATENCYMAP_KHEADERS:-/opt/latencymap-kheaders}"
 VENV="${LATENCYMAP_VENV:-$REPO/.venv}"
-PACKAGES=(bpfcc-tools python3-bpfcc libbpfcc bpftrace tmux chromium)
+PACKAGES=(bpfcc-tools python3-bpfcc libbpfcc bpftrace tmux chromium prometheus)
 
 log() { printf 'install-system: %s\n' "$*" >&2; }
 
@@ -46,6 +47,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt_update_once
     log "apt-get install ${missing[*]}"
     apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
+fi
+# The tests start their own Prometheus; the Debian service (port 9090) is not wanted running.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled prometheus >/dev/null 2>&1; then
+    log "systemctl disable --now prometheus"
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
 
 # 2. tracefs (tracepoints need it).

@@ -24,17 +24,18 @@ def excerpt(text: str, limit: int = 60) -> str:
 
 
 _SECRET_KEY = re.compile(r"pass|secret|token|credential|key", re.I)
-_DSN_CREDENTIALS = re.compile(r"(?<=//)[^/@\s]*@|^[^/@\s]+/[^@\s]*@")
+_DSN_CREDENTIALS = re.compile(r"(?<=//)[^/@\s]*@|^(?![a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+/[^@\s]*@")
+_SECRET_PARAM = re.compile(r"(?<=[?&])([^=&#\s]*(?:pass|secret|token|key|auth|credential)[^=&#\s]*=)[^&#\s]*", re.I)
 
 
 def safe_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Command options fit for a header: secrets dropped, credentials cut out of DSNs/URLs."""
+    """Command options fit for a header: secrets dropped, credentials cut out of DSNs/URLs (and URL query values)."""
     out: dict[str, Any] = {}
     for key, value in options.items():
         if _SECRET_KEY.search(key):
             continue
         if isinstance(value, str):
-            value = _DSN_CREDENTIALS.sub("", value)
+            value = _SECRET_PARAM.sub(r"\1***", _DSN_CREDENTIALS.sub("", value))
         elif isinstance(value, tuple):
             value = list(value)
         if isinstance(value, (str, int, float, bool, list)) or value is None:

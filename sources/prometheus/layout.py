@@ -1,0 +1,172 @@
+"""Units and bucket layouts of Prometheus histograms, and how their counts land on latencymap's log2 rows.
+
+Units: Prometheus histograms are in seconds by convention. The metric's unit is taken from `--unit`, else from
+an OpenMetrics `# UNIT` line, else from the name (`..._milliseconds`, `..._ms`, `..._microseconds`, `..._us`,
+`..._nanoseconds`, `..._ns`; anything else, `_seconds` included, is seconds). Streams are kept in microseconds
+(`microsec`), or nanoseconds for a nanosecond metric, unless every bucket is exactly one power of two wide in
+milliseconds, microseconds or nanoseconds: then that unit is the stream's and the counts fold exactly.
+
+Rows: a bucket that lies within one row (a power of two) goes there whole: an exact fold. Any other layout (the
+default `.005 .01 .025 ...`) is spread by `latencymap.core.rebin` (log-uniform within a bucket, the first bucket
+`(0, le]` taken as one octave below `le`, `+Inf` whole in the row of its lower bound: the overflow row), and the
+interval keeps its own buckets in `source_buckets`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+
+import numpy as np
+
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import SourceBuckets
+from latencymap.core.rebin import largest_remainder, spread_matrix
+from latencymap.core.units import normalize_unit, unit_seconds
+
+STREAM_UNITS = ("millisec", "microsec", "nanosec")
+_NAME_UNITS = {
+    "seconds": "sec", "second": "sec", "milliseconds": "millisec", "millisecond": "millisec", "ms": "millisec",
+    "microseconds": "microsec", "microsecond": "microsec", "us": "microsec",
+    "nanoseconds": "nanosec", "nanosecond": "nanosec", "ns": "nanosec",
+}
+_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
+
+
+def family_name(metric: str) -> str:
+    """`x_seconds_bucket` -> `x_seconds`: the histogram's name whichever series the user named."""
+    for suffix in ("_bucket", "_sum", "_count"):
+        if metric.endswith(suffix):
+            return metric[: -len(suffix)]
+    return metric
+
+
+def metric_unit(name: str, declared: str | None = None, override: str | None = None) -> str:
+    """The unit of a metric's values: `--unit`, else the OpenMetrics UNIT, else the name; seconds by default."""
+    for given in (override, declared):
+        if given:
+            try:
+                return normalize_unit(given)
+            except ValueError:
+                if given is override:
+                    raise
+    stem = name
+    for suffix in _SUFFIXES:
+        stem = stem.removesuffix(suffix)
+    return _NAME_UNITS.get(stem.rsplit("_", 1)[-1].lower(), "sec")
+
+
+def _snap(value: float) -> float:
+    """`value` rounded to an integer when it is one up to float noise (0.001 s * 1000 = 1.0000000000000002)."""
+    if math.isfinite(value) and value != 0:
+        near = round(value)
+        if near and abs(value - near) <= 1e-9 * abs(value):
+            return float(near)
+    return value
+
+
+def to_unit(bounds: Sequence[float], factor: float) -> tuple[float, ...]:
+    """Bounds multiplied by `factor` (metric unit -> stream unit), snapped to integers where they are ones."""
+    return tuple(_snap(b * factor) for b in bounds)
+
+
+def slot_matrix(bounds: Sequence[float]) -> np.ndarray:
+    """Slot shares per bucket for ascending upper bounds in the stream unit; buckets at or below 0 go to row 0."""
+    uppers = [float(b) for b in bounds]
+    if any(not b > a for a, b in pairwise(uppers)) or any(math.isnan(b) for b in uppers):
+        raise ValueError(f"bucket bounds are not strictly ascending: {uppers}")
+    positive = [b for b in uppers if b > 0]
+    rows = np.zeros((len(uppers) - len(positive), NSLOTS))
+    rows[:, 0] = 1.0
+    if not positive:
+        return rows
+    return np.vstack([rows, spread_matrix(positive)])
+
+
+def one_row_each(matrix: np.ndarray, mask: np.ndarray | None = None) -> bool:
+    """True when every bucket (every one selected by `mask`) lands whole in a single row."""
+    rows = matrix if mask is None else matrix[mask]
+    return bool(((rows > 0).sum(axis=1) == 1).all())
+
+
+def _row_per_bucket(bounds: Sequence[float]) -> bool:
+    """True when each bucket above 0 is exactly one row, a different row each: powers of two, doubling, from 1."""
+    if any(0 < b < 1 for b in bounds):
+        return False
+    matrix = slot_matrix(bounds)
+    positive = np.asarray(bounds, dtype=np.float64) > 0
+    if not one_row_each(matrix):
+        return False
+    rows = matrix[positive].argmax(axis=1)
+    return bool((np.diff(rows) > 0).all())
+
+
+def stream_unit(bounds_s: Sequence[float], unit: str) -> str:
+    """The stream unit for bucket bounds given in seconds: one where each bucket is its own row, else the default."""
+    if any(math.isfinite(b) and b > 0 for b in bounds_s):
+        for candidate in STREAM_UNITS:
+            if _row_per_bucket(to_unit(bounds_s, 1.0 / unit_seconds(candidate))):
+                return candidate
+    return "nanosec" if unit == "nanosec" else "microsec"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One histogram's buckets in a stream unit: how per-bucket counts become row counts."""
+
+    bounds: tuple[float, ...]
+    matrix: np.ndarray
+    exact: bool
+
+    def fold(self, counts: np.ndarray, total_time: float | None = None) -> tuple[np.ndarray, SourceBuckets | None]:
+        """Row counts for per-bucket integer counts, and the source's own buckets when they were spread."""
+        counts = np.asarray(counts, dtype=np.int64)
+        slots = self.fold_many(counts[None, :])[0]
+        if self.exact:
+            return slots, None
+        return slots, SourceBuckets(self.bounds, counts, total_time)
+
+    def fold_many(self, counts: np.ndarray) -> np.ndarray:
+        """Row counts for a (columns x buckets) array of integer counts, each column's total kept."""
+        shares = counts.astype(np.float64) @ self.matrix
+        if self.exact:
+            return np.rint(shares).astype(np.int64)
+        return whole_rows(shares, counts.sum(axis=1))
+
+
+@lru_cache(maxsize=256)
+def layout_of(bounds: tuple[float, ...], factor: float) -> Layout:
+    """The Layout of bounds in the metric unit, scaled by `factor` into the stream unit (cached)."""
+    scaled = to_unit(bounds, factor)
+    matrix = slot_matrix(scaled)
+    return Layout(scaled, matrix, one_row_each(matrix))
+
+
+def whole_rows(values: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Row by row, non-negative integers near `values` (NaN and negatives as 0) adding up to `totals` rounded.
+
+    The largest-remainder rule of `latencymap.core.rebin`, for many rows at once.
+    """
+    floats = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, None)
+    want = np.rint(np.maximum(np.nan_to_num(np.asarray(totals, dtype=np.float64)), 0.0)).astype(np.int64)
+    floors = np.floor(floats).astype(np.int64)
+    missing = want - floors.sum(axis=1)
+    width = floats.shape[1]
+    simple = (missing >= 0) & (missing <= width)
+    if simple.any():
+        order = np.argsort(floors - floats, axis=1, kind="stable")
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.broadcast_to(np.arange(width), order.shape), axis=1)
+        floors += (rank < missing[:, None]) & simple[:, None]
+    for i in np.flatnonzero(~simple):
+        floors[i] = largest_remainder(floats[i], int(want[i]))
+    return floors
+
+
+def integer_counts(values: Sequence[float], total: float | None = None) -> np.ndarray:
+    """Whole per-bucket counts for float ones (server-side `increase()` extrapolates): rounded, total kept."""
+    floats = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, None)
+    return whole_rows(floats[None, :], np.array([floats.sum() if total is None else total]))[0]

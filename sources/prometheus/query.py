@@ -1,0 +1,311 @@
+"""`latencymap prometheus --url URL --metric NAME`: a histogram queried from a Prometheus server's HTTP API.
+
+With `--start`/`--end` a whole past window comes back as columns, one per `--step`: the column ending at `T` is
+`increase(NAME_bucket{...}[step])` evaluated at `T` (one `query_range`), its time spent `increase(NAME_sum[step])`.
+Without them the source is live: it asks `/api/v1/query` for the step that just ended, every step, and after an
+outage catches up on the missed steps with one `query_range`. Native histograms (Prometheus 2.40+ with
+`--enable-feature=native-histograms`) are used where the server has them: `increase(NAME[step])` returns their
+buckets, which fold exactly into rows for schema >= 0 in the metric's own unit. `increase()` extrapolates to the
+step's edges, so counts are the server's (fractional) increase rounded to whole events, per-bucket by largest
+remainder: each column's total is the rounded `increase(NAME_count[step])`. A step where a known stream has no
+value (fewer than two samples in it) is a gap column.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from typing import Any, ClassVar
+
+import click
+import numpy as np
+
+from latencymap.core.model import Interval, Notice, StreamId, empty_counts
+from latencymap.plugins import Item, Source, SourceError
+
+from .api import MAX_POINTS, PrometheusAPI, Series, promql_duration
+from .layout import integer_counts, layout_of, whole_rows
+from .native import NativeError, fold_native
+from .scrape import metric_option
+from .series import Labels, labels_key, selector
+from .streams import Part, StreamBuilder, histogram_options, parse_matchers
+from .transport import EndpointError, backoff, check_url, public_url, retry_message
+
+KINDS = ("auto", "native", "classic")
+LIVE_STEP = 15.0
+RANGE_COLUMNS = 240
+default_sleep: Callable[[float], None] = time.sleep
+default_clock: Callable[[], float] = time.time
+_RELATIVE = re.compile(r"(?:now)?\s*-\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
+_SCALE = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_time(text: str, now: float) -> float:
+    """`now`, `-1h` / `now-90s`, epoch seconds, or RFC 3339 (`2026-11-23T10:00:00Z`) -> epoch seconds."""
+    value = text.strip()
+    if value.lower() == "now":
+        return now
+    m = _RELATIVE.fullmatch(value.lower())
+    if m:
+        return now - float(m.group(1)) * _SCALE[m.group(2)]
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        stamp = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"expected now, -1h, epoch seconds or 2026-11-23T10:00:00Z, got {text!r}") from None
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)).timestamp()
+
+
+class PrometheusSource(Source):
+    """Histogram increases per step from a Prometheus server: a past window, or live."""
+
+    name: ClassVar[str] = "prometheus"
+    summary: ClassVar[str] = ("A histogram from a Prometheus server's HTTP API (native or classic): a past window "
+                              "with --start/--end, live otherwise.")
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [
+            click.Option(["--url"], required=True, metavar="URL", help="The server, e.g. http://localhost:9090."),
+            *histogram_options(),
+            click.Option(["--start"], default=None, metavar="T", help="Window start: -1h, epoch s or RFC 3339."),
+            click.Option(["--end"], default=None, metavar="T", help="Window end (default now)."),
+            click.Option(["--step"], type=click.FloatRange(min=0.001), default=None, metavar="S",
+                         help=f"Column width in seconds, at least twice the scrape interval (default {LIVE_STEP:g} "
+                              f"live, the window / {RANGE_COLUMNS} with --start)."),
+            click.Option(["--histogram", "kind"], type=click.Choice(KINDS), default="auto", show_default=True,
+                         help="Native or classic histograms; auto takes native ones where the server has them."),
+            click.Option(["--delay"], type=click.FloatRange(min=0.0), default=2.0, show_default=True, metavar="S",
+                         help="Live: seconds to wait after a step ends before asking (the last scrape lands)."),
+        ]
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.url = str(options.get("url") or "")
+        try:
+            check_url(self.url)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--url") from None
+        self.metric = metric_option(str(options.get("metric") or ""))
+        self.matchers = parse_matchers(options.get("match") or ())
+        self.builder = StreamBuilder.from_options(self.metric, options)
+        self.api = PrometheusAPI(self.url, float(options.get("timeout") or 10.0))
+        self.kind = str(options.get("kind") or "auto")
+        self.delay = float(options.get("delay") if options.get("delay") is not None else 2.0)
+        self.sleep = default_sleep
+        self.clock = default_clock
+        self.window = self._window_options()
+
+    def _window_options(self) -> tuple[float, float, float] | None:
+        """(start, end, step) of a past window from the options, checked now; None when live."""
+        start, end = self.options.get("start"), self.options.get("end")
+        if start is None and end is None:
+            return None
+        if start is None:
+            raise click.BadParameter("a window needs --start (--end defaults to now)", param_hint="--start")
+        now = default_clock()
+        t0, t1 = parse_time(str(start), now), parse_time(str(end) if end is not None else "now", now)
+        if t1 <= t0:
+            raise click.BadParameter("--end must be after --start", param_hint="--end")
+        step = float(self.options.get("step") or max(1.0, math.ceil((t1 - t0) / RANGE_COLUMNS)))
+        if (t1 - t0) / step + 1e-9 < 1:
+            raise click.BadParameter(f"the window is shorter than one step ({step:g}s)", param_hint="--step")
+        return t0, t1, step
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.name, "url": public_url(self.url), "metric": self.metric, "histogram": self.kind,
+                **{k: self.options[k] for k in ("start", "end", "step") if self.options.get(k) is not None}}
+
+    def _promql(self, kind: str, step: float) -> tuple[str, str | None]:
+        """(the buckets query, the sum query or None) for one kind of histogram."""
+        rng = f"[{promql_duration(step)}]"
+        by = ", ".join(self.builder.sum_by)
+        grouped = self.builder.sum_all or bool(by)
+        if kind == "native":
+            inner = f"increase({selector(self.metric, self.matchers)}{rng})"
+            return (f"sum by ({by}) ({inner})" if grouped else inner), None
+        buckets = f"increase({selector(self.metric + '_bucket', self.matchers)}{rng})"
+        sums = f"increase({selector(self.metric + '_sum', self.matchers)}{rng})"
+        if grouped:
+            buckets = f"sum by (le{', ' if by else ''}{by}) ({buckets})"
+            sums = f"sum by ({by}) ({sums})"
+        return buckets, sums
+
+    def _fetch(self, step: float, times: list[float]) -> tuple[str, list[Series], list[Series]]:
+        """(kind, bucket series, sum series) for the steps ending at `times` (one instant or one range query)."""
+        kinds = [self.kind] if self.kind != "auto" else ["native", "classic"]
+        for kind in kinds:
+            buckets, sums = self._promql(kind, step)
+            found = self._ask(buckets, step, times)
+            if kind == "native":
+                found = [s for s in found if s.histograms]
+            if found or kind == kinds[-1]:
+                if self.kind == "auto" and found:
+                    self.kind = kind
+                return kind, found, (self._ask(sums, step, times) if sums and found else [])
+        raise AssertionError("unreachable")
+
+    def _ask(self, promql: str, step: float, times: list[float]) -> list[Series]:
+        if len(times) == 1:
+            return self.api.query(promql, times[0])
+        return self.api.query_range(promql, times[0], times[-1], step)
+
+    def columns(self, kind: str, buckets: list[Series], sums: list[Series], times: list[float],
+                step: float) -> Iterator[Item]:
+        """One column per stream per step time; a known stream without a value at a time is a gap column."""
+        parts: dict[float, dict[StreamId, list[Part]]] = {}
+        spent: dict[tuple[float, Labels], float] = {}
+        for s in sums:
+            for t, v in s.floats:
+                spent[(_key(t), labels_key(s.labels))] = v
+        bad = 0
+        if kind == "native":
+            for s in buckets:
+                key = labels_key(s.labels)
+                stream = self.builder.stream(self.builder.out_key(key))
+                for t, hist in s.histograms:
+                    try:
+                        layout, counts, total = fold_native(hist, self.builder.factor(stream))
+                    except NativeError:
+                        bad += 1
+                        continue
+                    secs = None if total is None else self.builder.seconds(total)
+                    parts.setdefault(_key(t), {}).setdefault(stream, []).append(Part(layout, counts, secs))
+        else:
+            for key, (les, stamps, table) in _classic_tables(buckets).items():
+                for t, part, stream in self._classic_parts(key, les, stamps, table, spent):
+                    parts.setdefault(t, {}).setdefault(stream, []).append(part)
+        if bad:
+            yield Notice(f"prometheus: {bad} native histogram values could not be read", bad)
+        known = self.builder.known()
+        for t in times:
+            at = parts.get(_key(t), {})
+            for stream in known:
+                if stream in at:
+                    yield self.builder.interval(stream, at[stream], t - step, t)
+                else:
+                    yield Interval(stream, t - step, t, empty_counts(), gap=True)
+        yield from self.builder.notices
+        self.builder.notices.clear()
+
+    def _classic_parts(self, key: Labels, les: np.ndarray, stamps: list[float], table: np.ndarray,
+                       spent: dict[tuple[float, Labels], float]) -> Iterator[tuple[float, Part, StreamId]]:
+        """The parts of one label set, every step at once: `table` is (steps x le) increases, NaN where missing."""
+        stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in les])
+        layout = layout_of(tuple(les.tolist()), self.builder.factor(stream))
+        complete = ~np.isnan(table).any(axis=1)
+        totals = np.where(np.isnan(table), 0.0, table).max(axis=1)
+        counts = whole_rows(np.diff(np.nan_to_num(table), axis=1, prepend=0.0), totals)
+        rows = layout.fold_many(counts)
+        for i, t in enumerate(stamps):
+            total = spent.get((t, key))
+            secs = None if total is None else self.builder.seconds(total)
+            if complete[i]:
+                yield t, Part(layout, counts[i], secs, rows=rows[i]), stream
+                continue
+            have = ~np.isnan(table[i])  # a step where some buckets have no value: its own layout
+            cumulative = table[i][have]
+            own = layout_of(tuple(les[have].tolist()), self.builder.factor(stream))
+            yield t, Part(own, integer_counts(np.diff(cumulative, prepend=0.0), cumulative.max()), secs), stream
+
+    def items(self) -> Iterator[Item]:
+        if self.window is None:
+            yield from self._live(float(self.options.get("step") or LIVE_STEP))
+        else:
+            yield from self._window(*self.window)
+
+    def _window(self, t0: float, t1: float, step: float) -> Iterator[Item]:
+        count = int((t1 - t0) / step + 1e-9)
+        for first in range(0, count, MAX_POINTS):
+            times = [t0 + step * (i + 1) for i in range(first, min(count, first + MAX_POINTS))]
+            try:
+                kind, buckets, sums = self._fetch(step, times)
+            except EndpointError as err:
+                raise SourceError(f"prometheus: {err}") from None
+            if not buckets and not self.builder.known():
+                yield Notice(f"prometheus: {self.api.shown}: no {self._what()} between "
+                             f"{_iso(times[0] - step)} and {_iso(times[-1])}", skipped=0)
+                continue
+            yield from self.columns(kind, buckets, sums, times, step)
+
+    def _what(self) -> str:
+        names = {"native": f"native histogram {self.metric}", "classic": f"{self.metric}_bucket series"}
+        return names.get(self.kind, f"{self.metric} histogram (native or {self.metric}_bucket)")
+
+    def _live(self, step: float) -> Iterator[Item]:
+        """Poll for each step as it ends; after failures, catch up on the missed steps in one range query."""
+        due = math.floor((self.clock() - self.delay) / step)  # steps are numbered: step k ends at k * step
+        failures, told_empty = 0, False
+        while True:
+            now = self.clock()
+            if now < due * step + self.delay:
+                self.sleep(due * step + self.delay - now)
+                continue
+            last = max(due, math.floor((now - self.delay) / step))
+            if last - due >= MAX_POINTS:  # too far behind: the oldest steps become one gap column
+                for stream in self.builder.known():
+                    yield Interval(stream, (due - 1) * step, (last - MAX_POINTS) * step, empty_counts(), gap=True)
+                due = last - MAX_POINTS + 1
+            times = [k * step for k in range(due, last + 1)]
+            try:
+                kind, buckets, sums = self._fetch(step, times)
+            except EndpointError as err:
+                if not err.transient:
+                    raise SourceError(f"prometheus: {err}") from None
+                failures += 1
+                delay = backoff(step, failures)
+                yield Notice(f"prometheus: {retry_message(str(err), failures, delay)}", skipped=0)
+                self.sleep(delay)
+                continue
+            if failures:
+                yield Notice(f"prometheus: {self.api.shown} answered again after {failures} failed "
+                             f"attempt{'s' * (failures > 1)}; caught up on {len(times)} steps", skipped=0)
+                failures = 0
+            if not buckets and not self.builder.known() and not told_empty:
+                told_empty = True
+                yield Notice(f"prometheus: {self.api.shown}: no {self._what()} yet; asking every step", skipped=0)
+            yield from self.columns(kind, buckets, sums, times, step)
+            due = last + 1
+
+def _key(t: float) -> float:
+    """A step time as a dictionary key (the API writes times with millisecond precision)."""
+    return round(t, 3)
+
+
+def _classic_tables(series: list[Series]) -> dict[Labels, tuple[np.ndarray, list[float], np.ndarray]]:
+    """Per label set (without le): ascending le bounds, step times, and the (steps x le) increases, NaN where none.
+
+    Series whose le differ only in spelling (`1` from a Go client, `1.0` from a Python one) add up.
+    """
+    grouped: dict[Labels, dict[float, dict[float, float]]] = {}
+    for s in series:
+        try:
+            le = float(s.labels.get("le", "nan"))
+        except ValueError:
+            continue
+        if math.isnan(le):
+            continue
+        points = grouped.setdefault(labels_key(s.labels), {}).setdefault(le, {})
+        for t, v in s.floats:
+            points[_key(t)] = points.get(_key(t), 0.0) + v
+    out: dict[Labels, tuple[np.ndarray, list[float], np.ndarray]] = {}
+    for key, by_le in grouped.items():
+        les = np.array(sorted(by_le))
+        stamps = sorted({t for points in by_le.values() for t in points})
+        row = {t: i for i, t in enumerate(stamps)}
+        table = np.full((len(stamps), len(les)), np.nan)
+        for j, le in enumerate(les.tolist()):
+            for t, v in by_le[le].items():
+                table[row[t], j] = v if math.isfinite(v) else np.nan
+        out[key] = (les, stamps, table)
+    return out
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

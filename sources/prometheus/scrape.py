@@ -1,0 +1,191 @@
+"""`latencymap scrape URL --metric NAME`: a Prometheus histogram read straight from any `/metrics` endpoint.
+
+Every `--interval` seconds the source GETs the page (OpenMetrics 1.0 or the text format 0.0.4, whichever the
+endpoint answers), reads the cumulative `NAME_bucket{le=...}`, `NAME_sum` and `NAME_count` of every label set,
+and diffs each against the previous scrape: one column per scrape, one stream per label set (or per value of the
+`--sum-by` labels). The first scrape is the baseline. A histogram whose counts went down was reset (its process
+restarted): that column counts what it holds now and is marked reset. An endpoint that fails (refused, timeout,
+HTTP 500, an HTML page, text that is not exposition, the metric missing) gives a notice naming the URL and what
+was expected, and is asked again with backoff; since the counters are cumulative nothing is lost: the next
+answer's column spans the outage and is marked as a gap. Columns end when a scrape's answer arrives; timestamps
+in the page (a /federate endpoint's) are read but not used.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+import click
+
+from latencymap.core.model import Notice, StreamId
+from latencymap.core.sanitize import clean_text
+from latencymap.plugins import Item, Source
+
+from .exposition import ACCEPT, Exposition, is_openmetrics, parse_exposition
+from .layout import family_name, layout_of
+from .series import Labels, Reading, diff_readings, histogram_readings
+from .streams import Part, StreamBuilder, histogram_options, parse_matchers
+from .transport import EndpointError, backoff, check_url, http_get, public_url, retry_message
+
+EXPECTED = "Prometheus text exposition (text/plain; version=0.0.4) or OpenMetrics with a histogram"
+MAX_TOLD = 1000
+#: What a source built by the CLI sleeps and reads the time with (tests replace these).
+default_sleep: Callable[[float], None] = time.sleep
+default_clock: Callable[[], float] = time.time
+
+
+def metric_option(metric: str) -> str:
+    """The histogram's family name from `--metric`; click.BadParameter when it is no metric name."""
+    if not re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", metric or ""):
+        raise click.BadParameter(f"expected a metric name such as http_request_duration_seconds, got {metric!r}",
+                                 param_hint="--metric")
+    return family_name(metric)
+
+
+class ScrapeSource(Source):
+    """Cumulative Prometheus histograms scraped from an endpoint, diffed into one column per scrape."""
+
+    name: ClassVar[str] = "scrape"
+    summary: ClassVar[str] = ("Prometheus histograms scraped from any /metrics endpoint (text format or OpenMetrics) "
+                              "every interval.")
+
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        return [
+            click.Argument(["url"], metavar="URL"),
+            *histogram_options(),
+            click.Option(["--interval"], type=click.FloatRange(min=0.01), default=3.0, show_default=True,
+                         metavar="S", help="Seconds between scrapes (one column each)."),
+        ]
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.url = str(options["url"])
+        try:
+            check_url(self.url)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="URL") from None
+        self.shown = public_url(self.url)
+        self.metric = metric_option(str(options.get("metric") or ""))
+        self.matchers = parse_matchers(options.get("match") or ())
+        self.builder = StreamBuilder.from_options(self.metric, options)
+        self.interval = float(options.get("interval") or 3.0)
+        self.timeout = float(options.get("timeout") or 10.0)
+        self.sleep = default_sleep
+        self.clock = default_clock
+        self.scrapes = 0
+        self._told: set[str] = set()
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.name, "url": self.shown, "metric": self.metric, "interval": self.interval,
+                "match": [f"{m.label}{m.op}{m.value}" for m in self.matchers], "sum_by": list(self.builder.sum_by),
+                "sum": self.builder.sum_all}
+
+    def scrape(self) -> tuple[dict[Labels, Reading], list[str]]:
+        """One GET: the metric's readings per label set and what was wrong with some of it; EndpointError if none."""
+        resp = http_get(self.url, ACCEPT, self.timeout, EXPECTED)
+        text = resp.body.decode("utf-8", "replace")
+        openmetrics = is_openmetrics(resp.content_type) or text.rstrip().endswith("\n# EOF")
+        page = parse_exposition(text, openmetrics, keep=lambda line: self.metric in line)
+        if openmetrics and not page.eof:
+            raise EndpointError(f"{self.shown}: OpenMetrics answer without its '# EOF' line (cut short?); "
+                                "expected a complete page")
+        readings, problems = histogram_readings(page.samples, self.metric, self.matchers)
+        if not readings:
+            raise EndpointError(clean_text(self._why_missing(text, openmetrics, problems), 400))
+        self.scrapes += 1
+        if self.scrapes == 1 and not self.options.get("unit") and self.metric in page.units:
+            self.builder = StreamBuilder.from_options(self.metric, self.options, page.units[self.metric])
+        return readings, [f"{self.shown}: {e}" for e in (*page.errors, *problems)]
+
+    def _why_missing(self, text: str, openmetrics: bool, problems: list[str]) -> str:
+        full: Exposition = parse_exposition(text, openmetrics)
+        if not full.samples:
+            if full.errors:
+                return f"{self.shown}: not exposition text ({full.errors[0]}); expected {EXPECTED}"
+            return f"{self.shown}: no samples in the answer; expected {EXPECTED}"
+        kind = full.types.get(self.metric)
+        if kind not in (None, "histogram"):
+            return (f"{self.shown}: {self.metric} is a {kind}, not a histogram; only histograms "
+                    f"({self.metric}_bucket with le labels) can be mapped")
+        if problems:
+            return f"{self.shown}: {problems[0]}"
+        if any(s.name == f"{self.metric}_bucket" for s in full.samples):
+            wanted = " ".join(f"{m.label}{m.op}{m.value}" for m in self.matchers)
+            return f"{self.shown}: no {self.metric} series match --match {wanted}"
+        others = sorted({s.name.removesuffix("_bucket") for s in full.samples if s.name.endswith("_bucket")})
+        have = f"histograms there: {', '.join(others[:10])}" if others else "no histograms there"
+        return f"{self.shown}: no histogram {self.metric} ({have}); expected {self.metric}_bucket series"
+
+    def _tell(self, message: str) -> Iterator[Notice]:
+        if message not in self._told and len(self._told) < MAX_TOLD:
+            self._told.add(message)
+            yield Notice(clean_text(f"scrape: {message}", 400))
+
+    def items(self) -> Iterator[Item]:
+        previous: dict[Labels, Reading] = {}
+        last_end: dict[StreamId, float] = {}
+        failures, failed_at = 0, 0.0
+        due: float | None = None
+        while True:
+            try:
+                readings, problems = self.scrape()
+            except EndpointError as err:
+                if not failures:
+                    failed_at = self.clock()
+                failures += 1
+                delay = backoff(self.interval, failures)
+                yield Notice(f"scrape: {retry_message(str(err), failures, delay)}", skipped=0)
+                self.sleep(delay)
+                due = None
+                continue
+            t = self.clock()
+            gap = failures > 0 and bool(previous)
+            if failures:
+                yield Notice(f"scrape: {self.shown} answered again after {failures} failed scrape"
+                             f"{'s' * (failures > 1)} ({t - failed_at:.0f}s)"
+                             + ("; the outage is one gap column" if gap else ""), skipped=0)
+                failures = 0
+            for problem in problems:
+                yield from self._tell(problem)
+            yield from self._columns(readings, previous, last_end, t, gap)
+            due = self._pace(due)
+
+    def _columns(self, readings: dict[Labels, Reading], previous: dict[Labels, Reading],
+                 last_end: dict[StreamId, float], t: float, gap: bool) -> Iterator[Item]:
+        """The columns ending at this scrape, one per stream that has a baseline."""
+        parts: dict[StreamId, list[Part]] = {}
+        present: list[StreamId] = []
+        for key, cur in sorted(readings.items()):
+            stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in cur.bounds])
+            present.append(stream)
+            old = previous.get(key)
+            previous[key] = cur
+            if old is None:
+                continue
+            if old.bounds != cur.bounds:
+                yield from self._tell(f"{stream.label}: the buckets changed; counting again from this scrape")
+                continue
+            counts, spent, reset = diff_readings(old, cur)
+            layout = layout_of(cur.bounds, self.builder.factor(stream))
+            seconds = None if spent is None else self.builder.seconds(spent)
+            parts.setdefault(stream, []).append(Part(layout, counts, seconds, reset))
+        for stream in dict.fromkeys(present):
+            start = last_end.get(stream)
+            if start is not None and stream in parts and t > start:
+                yield self.builder.interval(stream, parts[stream], start, t, gap)
+            last_end[stream] = t
+        yield from self.builder.notices
+        self.builder.notices.clear()
+
+    def _pace(self, due: float | None) -> float:
+        """Sleep until the next scrape is due; never bursts to catch up."""
+        now = self.clock()
+        due = now + self.interval if due is None else due + self.interval
+        if due <= now:
+            return now
+        self.sleep(due - now)
+        return due

@@ -1,0 +1,144 @@
+"""From per-series bucket counts to latencymap streams: naming, `--sum-by` grouping, units, folding into rows."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import click
+import numpy as np
+
+from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
+from latencymap.core.sanitize import clean_text
+from latencymap.core.units import unit_seconds
+
+from .layout import STREAM_UNITS, Layout, metric_unit, stream_unit
+from .series import Labels, Matcher, describe_labels, parse_matcher
+
+DATASOURCE = "prometheus"
+MAX_LABEL = 400
+
+
+@dataclass(slots=True)
+class Part:
+    """One series' share of a column: per-bucket counts in its layout, seconds spent (from `_sum`), reset."""
+
+    layout: Layout
+    counts: np.ndarray
+    spent_s: float | None = None
+    reset: bool = False
+    rows: np.ndarray | None = None  # the counts already folded into rows, when they were folded in bulk
+
+
+def split_labels(values: Sequence[str]) -> tuple[str, ...]:
+    """`--sum-by a,b --sum-by c` -> ('a', 'b', 'c')."""
+    out = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    for name in out:
+        if name == "le" or not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", name):
+            raise click.BadParameter(f"expected label names, got {name!r}", param_hint="--sum-by")
+    return tuple(dict.fromkeys(out))
+
+
+def parse_matchers(values: Sequence[str]) -> tuple[Matcher, ...]:
+    """`--match` values as matchers; click.BadParameter saying what is expected."""
+    try:
+        return tuple(parse_matcher(v) for v in values)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--match") from None
+
+
+def histogram_options() -> list[click.Parameter]:
+    """The options both Prometheus sources share."""
+    return [
+        click.Option(["--metric"], required=True, metavar="NAME",
+                     help="Histogram name, e.g. http_request_duration_seconds (a _bucket suffix is ignored)."),
+        click.Option(["--match", "match"], multiple=True, metavar="LABEL=VALUE",
+                     help="Only series whose label matches (repeat; also !=, =~, !~ as in PromQL)."),
+        click.Option(["--sum-by", "sum_by"], multiple=True, metavar="LABEL",
+                     help="One stream per value of these labels, the rest summed (repeat or comma-separate)."),
+        click.Option(["--sum", "sum_all"], is_flag=True, help="Sum every series into one stream."),
+        click.Option(["--unit"], default=None, metavar="UNIT",
+                     help="Unit of the metric's values (s, ms, us, ns); default from # UNIT or the name, else s."),
+        click.Option(["--timeout"], type=click.FloatRange(min=0.1), default=10.0, show_default=True, metavar="S",
+                     help="Seconds to wait for an answer."),
+    ]
+
+
+class StreamBuilder:
+    """Names output streams, decides each one's unit once, and folds series parts into Intervals."""
+
+    def __init__(self, metric: str, unit: str, sum_by: Sequence[str] = (), sum_all: bool = False) -> None:
+        self.metric = metric
+        self.unit = unit
+        self.sum_by = tuple(sum_by)
+        self.sum_all = sum_all
+        self._streams: dict[Labels, StreamId] = {}
+        self.notices: list[Notice] = []
+        self._mixed_told = False
+
+    @classmethod
+    def from_options(cls, metric: str, options: dict, declared_unit: str | None = None) -> StreamBuilder:
+        """A builder for the CLI options."""
+        try:
+            unit = metric_unit(metric, declared_unit, options.get("unit"))
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--unit") from None
+        return cls(metric, unit, split_labels(options.get("sum_by") or ()), bool(options.get("sum_all")))
+
+    def out_key(self, key: Labels) -> Labels:
+        """The output stream a series belongs to."""
+        if self.sum_all:
+            return ()
+        if self.sum_by:
+            have = dict(key)
+            return tuple((name, have.get(name, "")) for name in self.sum_by)
+        return key
+
+    def stream(self, okey: Labels, bounds_s: Sequence[float] | None = None) -> StreamId:
+        """The stream of an output key; its unit is decided at first sight (from bucket bounds in seconds)."""
+        found = self._streams.get(okey)
+        if found is None:
+            if bounds_s is None:
+                unit = self.unit if self.unit in STREAM_UNITS else "microsec"
+            else:
+                unit = stream_unit(bounds_s, self.unit)
+            label = clean_text(describe_labels(self.metric, okey), MAX_LABEL)
+            found = self._streams[okey] = StreamId(label, DATASOURCE, unit)
+        return found
+
+    def known(self) -> list[StreamId]:
+        """Every stream named so far."""
+        return list(self._streams.values())
+
+    def factor(self, stream: StreamId) -> float:
+        """Multiply a value in the metric's unit by this to get it in the stream's unit."""
+        return unit_seconds(self.unit) / unit_seconds(stream.unit)
+
+    def seconds(self, value: float) -> float:
+        """A value in the metric's unit, in seconds."""
+        return value * unit_seconds(self.unit)
+
+    def interval(self, stream: StreamId, parts: Sequence[Part], start: float, end: float,
+                 gap: bool = False) -> Interval:
+        """One column of a stream: the parts' rows summed, their own buckets kept when they were spread."""
+        counts = empty_counts()
+        for part in parts:
+            counts += part.rows if part.rows is not None else part.layout.fold(part.counts)[0]
+        spent = [p.spent_s for p in parts]
+        total = float(sum(s for s in spent if s is not None)) if parts and None not in spent else None
+        if total is not None and total < 0:
+            total = None
+        kept: SourceBuckets | None = None
+        spread = [p for p in parts if not p.layout.exact]
+        if spread:
+            bounds = spread[0].layout.bounds
+            if all(p.layout.bounds == bounds for p in parts):
+                summed = parts[0].counts if len(parts) == 1 else np.sum([p.counts for p in parts], axis=0)
+                kept = SourceBuckets(bounds, np.asarray(summed, dtype=np.int64), total)
+            elif not self._mixed_told:
+                self._mixed_told = True
+                self.notices.append(Notice(f"{stream.label}: series with different buckets summed; their own "
+                                           "buckets are not kept, only the rows", skipped=0))
+        return Interval(stream, start, end, counts, reset=any(p.reset for p in parts), gap=gap,
+                        source_buckets=kept)

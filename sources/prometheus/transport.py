@@ -1,0 +1,146 @@
+"""HTTP GET for the Prometheus sources (standard library only), with credentials kept out of every message.
+
+Basic auth may be given in the URL (`http://user:pass@host/`): it is sent as an Authorization header and cut
+out of the URL everywhere else. A bearer token comes from the environment variable
+`LATENCYMAP_PROMETHEUS_TOKEN`, never from the command line. Messages name the URL without credentials and say
+what was expected instead of what came back.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+from latencymap import __version__
+from latencymap.core.sanitize import clean_text
+
+TOKEN_ENV = "LATENCYMAP_PROMETHEUS_TOKEN"
+MAX_BODY = 64 * 1024 * 1024
+BACKOFF_MAX = 30.0
+_SECRET_PARAM = re.compile(r"pass|secret|token|key|auth|credential", re.I)
+
+
+class EndpointError(OSError):
+    """An endpoint that did not answer as expected; `transient` when asking again may help."""
+
+    def __init__(self, message: str, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A successful answer."""
+
+    body: bytes
+    content_type: str
+
+
+def backoff(base: float, failures: int) -> float:
+    """Seconds to wait after the n-th failure in a row: `base`, doubling, at most 30 s (or `base` if longer)."""
+    return min(base * 2 ** min(failures - 1, 20), max(base, BACKOFF_MAX))
+
+
+def retry_message(error: str, failures: int, delay: float) -> str:
+    """What a live source says when an attempt failed and it will try again."""
+    again = f" ({failures} failures in a row)" if failures > 1 else ""
+    return f"{error}{again}; asking again in {delay:.3g}s"
+
+
+def public_url(url: str) -> str:
+    """`url` fit for messages and recordings: no user:password, secret-looking query values replaced by ***."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return clean_text(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    query = urllib.parse.urlencode(
+        [(k, "***" if _SECRET_PARAM.search(k) else v) for k, v in urllib.parse.parse_qsl(parts.query, True)],
+        safe="*/:")
+    return clean_text(urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)), 300)
+
+
+def split_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """(URL without user:password, headers carrying them and the environment's bearer token)."""
+    parts = urllib.parse.urlsplit(url)
+    headers: dict[str, str] = {}
+    if parts.username is not None or parts.password is not None:
+        user = urllib.parse.unquote(parts.username or "")
+        password = urllib.parse.unquote(parts.password or "")
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return url, headers
+
+
+def check_url(url: str) -> None:
+    """ValueError unless `url` is an http(s) URL with a host."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"expected an http:// or https:// URL, got {public_url(url)!r}")
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, urllib.error.URLError) and not isinstance(err, urllib.error.HTTPError):
+        err = err.reason if isinstance(err.reason, BaseException) else OSError(str(err.reason))
+    if isinstance(err, (TimeoutError, socket.timeout)):
+        return "timed out"
+    if isinstance(err, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror.lower()
+    return clean_text(str(err) or type(err).__name__, 120)
+
+
+def http_get(url: str, accept: str, timeout: float, expected: str, shown: str | None = None) -> Response:
+    """GET `url`; EndpointError naming `shown` (default: the public URL) and `expected` unless it answers 2xx.
+
+    A 4xx answer (but 408 and 429) is not transient: asking again will not help.
+    """
+    target, headers = split_credentials(url)
+    shown = shown or public_url(url)
+    request = urllib.request.Request(target, headers={"Accept": accept, "User-Agent": f"latencymap/{__version__}",
+                                                      **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            body = resp.read(MAX_BODY + 1)
+            content_type = resp.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as err:
+        detail = _error_body(err)
+        transient = err.code >= 500 or err.code in (408, 429)
+        raise EndpointError(f"{shown}: answered HTTP {err.code} {clean_text(err.reason or '', 60)}{detail}; "
+                            f"expected {expected}", transient) from None
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        raise EndpointError(f"{shown}: {_reason(err)}; expected {expected}") from None
+    if len(body) > MAX_BODY:
+        raise EndpointError(f"{shown}: answer larger than {MAX_BODY >> 20} MiB; expected {expected}")
+    if looks_like_html(body, content_type):
+        raise EndpointError(f"{shown}: answered an HTML page ({clean_text(content_type, 60) or 'no Content-Type'}); "
+                            f"expected {expected}")
+    return Response(body, content_type)
+
+
+def _error_body(err: urllib.error.HTTPError) -> str:
+    try:
+        text = err.read(2048).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    if not text or looks_like_html(text.encode(), err.headers.get("Content-Type", "")):
+        return ""
+    return f" ({clean_text(text.splitlines()[0], 160)})"
+
+
+def looks_like_html(body: bytes, content_type: str) -> bool:
+    """True for a web page (a login form, a proxy's error page) where data was expected."""
+    if "html" in content_type.lower():
+        return True
+    head = body[:256].lstrip().lower()
+    return head.startswith((b"<!doctype", b"<html", b"<head", b"<body"))

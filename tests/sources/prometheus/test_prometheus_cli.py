@@ -1,0 +1,99 @@
+"""`latencymap scrape` end to end: the real CLI over a live, driven prometheus_client exporter; record and report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_support import POW2_MS_BUCKETS, Exporter
+
+from latencymap.core.model import Interval
+from latencymap.protocol import ProtocolReader
+
+METRIC = "app_request_duration_seconds"
+STREAMS = {("GET",): f'{METRIC}{{method="GET"}}', ("POST",): f'{METRIC}{{method="POST"}}'}
+
+
+@pytest.fixture
+def driven() -> Iterator[Exporter]:
+    """An exporter observing GET and POST latencies without pause until the test ends."""
+    exporter = Exporter(buckets=POW2_MS_BUCKETS)
+    exporter.observe(0.001, "GET")
+    exporter.observe(0.001, "POST")
+    stop = threading.Event()
+
+    def drive() -> None:
+        k = 0
+        while not stop.is_set():
+            k += 1
+            exporter.observe(0.0005 * (1 + k % 400), "GET" if k % 3 else "POST")
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=drive, daemon=True)
+    thread.start()
+    yield exporter
+    stop.set()
+    thread.join(timeout=5)
+    exporter.close()
+
+
+def latencymap(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "latencymap", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def intervals_of(text: str) -> list[Interval]:
+    return [item for item in ProtocolReader("emit").feed(text.splitlines()) if isinstance(item, Interval)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["negotiate", "text"])
+def test_a_scrape_run_counts_exactly_the_observations_between_its_first_and_last_scrape(driven: Exporter,
+                                                                                        form: str) -> None:
+    driven.form = form
+    scrapes = 6
+    r = latencymap("scrape", driven.url, "--metric", METRIC, "--interval", "0.2", "--emit",
+                   "--count", str(2 * (scrapes - 1)))
+    assert r.returncode == 0, r.stderr
+    assert len(driven.served) == scrapes  # the baseline and one scrape per column pair
+    first, last = driven.served[0], driven.served[-1]
+    columns = intervals_of(r.stdout)
+    assert len(columns) == 2 * (scrapes - 1)
+    for labels, label in STREAMS.items():
+        got = sum(int(iv.counts.sum()) for iv in columns if iv.stream.label == label)
+        assert got == last[labels] - first[labels] > 0
+    assert {iv.stream.unit for iv in columns} == {"millisec"}
+
+
+@pytest.mark.slow
+def test_record_then_report_and_replay_give_the_same_counts(driven: Exporter, tmp_path: Path) -> None:
+    rec = tmp_path / "scrape.rec"
+    secret_url = driven.url.replace("http://", "http://bob:hunter2@") + "?api_key=k3y"
+    live = latencymap("scrape", secret_url, "--metric", METRIC, "--interval", "0.2", "--count", "6", "--emit",
+                      "--record", str(rec))
+    assert live.returncode == 0, live.stderr
+    emitted = intervals_of(live.stdout)
+    report = latencymap("report", "--format", "json", str(rec))
+    assert report.returncode == 0, report.stderr
+    streams = {s["stream"]["label"]: s for s in json.loads(report.stdout)["streams"]}
+    first, last = driven.served[0], driven.served[-1]
+    for labels, label in STREAMS.items():
+        assert streams[label]["stream"] == {"label": label, "datasource": "prometheus", "unit": "millisec"}
+        assert streams[label]["columns"] == 3
+        assert streams[label]["total"]["events"] == sum(int(iv.counts.sum()) for iv in emitted
+                                                        if iv.stream.label == label) == last[labels] - first[labels]
+    replay = latencymap("replay", "--max", "--emit", str(rec))
+    assert replay.returncode == 0, replay.stderr
+    again = intervals_of(replay.stdout)
+    assert [(iv.stream, iv.start, iv.end, iv.counts.tolist()) for iv in again] == \
+        [(iv.stream, iv.start, iv.end, iv.counts.tolist()) for iv in emitted]
+    text = rec.read_text()
+    assert "hunter2" not in text + live.stderr and "bob" not in text and "k3y" not in text
+    header = json.loads(text.splitlines()[0].removeprefix("# latencymap-recording "))
+    assert header["source"] == "scrape" and header["options"]["url"] == driven.url + "?api_key=***"

@@ -1,0 +1,149 @@
+"""Units, the exact fold of power-of-two buckets, rebinning of the others, and native-histogram folding."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+
+import numpy as np
+import pytest
+from latencymap.sources.prometheus.layout import integer_counts, layout_of, metric_unit, stream_unit
+from latencymap.sources.prometheus.native import NativeError, fold_native, native_buckets
+from prometheus_support import DEFAULT_BUCKETS, POW2_MS_BUCKETS, NativeHistogramState
+
+from latencymap.core.buckets import bin_values
+from latencymap.core.rebin import rebin_counts
+
+INF = math.inf
+
+
+@pytest.mark.parametrize(("name", "declared", "override", "unit"), [
+    ("http_request_duration_seconds", None, None, "sec"),
+    ("http_request_duration_seconds_bucket", None, None, "sec"),
+    ("rpc_latency_milliseconds", None, None, "millisec"),
+    ("rpc_latency_ms_bucket", None, None, "millisec"),
+    ("disk_io_microseconds", None, None, "microsec"),
+    ("gc_pause_ns", None, None, "nanosec"),
+    ("request_latency", None, None, "sec"),  # no unit in the name: Prometheus' convention, seconds
+    ("request_latency", "milliseconds", None, "millisec"),  # an OpenMetrics UNIT line
+    ("request_latency_seconds", "milliseconds", "us", "microsec"),  # --unit wins
+])
+def test_metric_unit(name: str, declared: str | None, override: str | None, unit: str) -> None:
+    assert metric_unit(name, declared, override) == unit
+
+
+def test_stream_unit_prefers_one_where_buckets_are_rows() -> None:
+    assert stream_unit([*DEFAULT_BUCKETS], "sec") == "microsec"
+    assert stream_unit([*POW2_MS_BUCKETS, INF], "sec") == "millisec"
+    assert stream_unit([2.0**k * 1e-6 for k in range(10)] + [INF], "sec") == "microsec"
+    assert stream_unit([2.0**k * 1e-9 for k in range(4, 10)] + [INF], "sec") == "nanosec"
+    assert stream_unit([1e-10, INF], "sec") == "microsec"  # all in the zero row in ms: not an exact fold
+    assert stream_unit([0.001, 0.004, 0.016, INF], "sec") == "microsec"  # powers of two, but 2 rows each
+    assert stream_unit([INF], "nanosec") == "nanosec"
+
+
+def test_powers_of_two_fold_exactly() -> None:
+    layout = layout_of((*POW2_MS_BUCKETS, INF), 1000.0)  # seconds -> milliseconds
+    assert layout.exact and layout.bounds[:3] == (1.0, 2.0, 4.0)
+    values_ms = np.array([0.3, 1.5, 1.9, 3.0, 7.9, 600.0, 1500.0, 5000.0])
+    per_bucket = np.bincount([bisect.bisect_left(POW2_MS_BUCKETS, v / 1000) for v in values_ms], minlength=12)
+    rows, kept = layout.fold(per_bucket, 0.5)
+    assert kept is None
+    # rows straight from the values: [0,1) [1,2) [2,4) ... [1024, 2048); +Inf (above 1024 ms) is the overflow row
+    expected, _ = bin_values(np.minimum(values_ms, 1500.0))
+    assert rows.tolist() == expected.tolist() and rows[11] == 2
+
+
+def test_other_buckets_are_spread_and_kept() -> None:
+    layout = layout_of((*DEFAULT_BUCKETS,), 1e6)
+    assert not layout.exact
+    assert layout.bounds[:4] == (5000.0, 10000.0, 25000.0, 50000.0) and layout.bounds[-1] == INF
+    counts = np.arange(1, len(DEFAULT_BUCKETS) + 1)
+    rows, kept = layout.fold(counts, 2.25)
+    assert kept is not None and kept.bounds == layout.bounds and kept.total_time == 2.25
+    assert kept.counts.tolist() == counts.tolist() and rows.sum() == counts.sum()
+    assert rows.tolist() == rebin_counts(layout.bounds, counts).tolist()  # the shared rule, latencymap.core.rebin
+    assert rows[:12].sum() == 0 and rows[12] > 0  # (0, 5 ms] taken as [2.5, 5) ms: from row 12 ([2.048, 4.096))
+    assert rows[24] >= counts[-1] and rows[25:].sum() == 0  # +Inf whole in the row of 10 s = 1e7 us: [2**23, 2**24)
+
+
+def test_nonpositive_bounds_go_to_the_zero_row() -> None:
+    layout = layout_of((-1.0, 0.0, 0.004, INF), 1000.0)
+    rows, _ = layout.fold(np.array([2, 3, 4, 5]))
+    assert rows[:4].tolist() == [5, 0, 4, 5] and rows.sum() == 14  # (0, 4ms] as [2, 4): row 2; +Inf: row 3
+
+
+def test_integer_counts_keep_the_rounded_total() -> None:
+    assert integer_counts([1.2, 2.6, -0.3, 0.7], 4.5).tolist() == [1, 2, 0, 1]  # round(4.5) == 4
+    assert integer_counts([0.5, 0.5, 0.5]).sum() == 2  # round(1.5) == 2
+    assert integer_counts([math.nan, 2.0]).tolist() == [0, 2]
+
+
+def _api_buckets(state: NativeHistogramState) -> list[list[object]]:
+    """A native histogram the way the HTTP API writes it: [rule, left, right, count] strings."""
+    base = 2.0 ** (2.0 ** -state.schema)
+    out: list[list[object]] = []
+    if state.zero_count:
+        out.append([3, str(-state.zero_threshold), str(state.zero_threshold), str(state.zero_count)])
+    for i in sorted(state.buckets):
+        out.append([0, repr(base ** (i - 1)), repr(base ** i), str(state.buckets[i])])
+    return out
+
+
+@pytest.mark.parametrize("schema", [0, 1, 3, 8])
+def test_native_schema_at_least_zero_folds_exactly_in_its_unit(schema: int) -> None:
+    rng = random.Random(schema)
+    values = [rng.lognormvariate(2.0, 1.5) for _ in range(2000)]  # milliseconds
+    values = [v for v in values if abs(math.log2(v) * 2**schema - round(math.log2(v) * 2**schema)) > 1e-6]
+    state = NativeHistogramState(schema)
+    for v in values:
+        state.observe(v)
+    layout, counts, total = fold_native({"count": str(state.count), "sum": repr(state.sum),
+                                         "buckets": _api_buckets(state)}, 1.0)
+    rows, kept = layout.fold(counts)
+    assert layout.exact and kept is None and total == pytest.approx(sum(values))
+    expected, _ = bin_values(np.array(values))
+    assert rows.tolist() == expected.tolist()
+
+
+def test_native_seconds_are_spread_onto_microsecond_rows() -> None:
+    state = NativeHistogramState(2)
+    for v in (0.0021, 0.0021, 0.0021, 0.0021, 0.0125):  # (2**-9, 2**-8.75] s = (1953, 2323] us straddles 2048 us
+        state.observe(v)
+    layout, counts, _ = fold_native({"count": "5", "sum": "0.0209", "buckets": _api_buckets(state)}, 1e6)
+    rows, kept = layout.fold(counts, 0.0209)
+    assert not layout.exact and kept is not None and rows.sum() == 5 and kept.total_time == 0.0209
+    real = [b for b, c in zip(kept.bounds, kept.counts, strict=True) if c]
+    assert real == pytest.approx([2.0 ** -8.75 * 1e6, 2.0 ** -6.25 * 1e6])
+    assert rows[11] + rows[12] == 4 and rows[11] > 0 and rows[12] > 0 and rows[14] == 1
+
+
+def test_native_zero_and_negative_buckets_and_holes() -> None:
+    raw = [[1, "-4", "-2", "1"], [3, "-0.001", "0.001", "2"], [0, "1", "2", "3"], [0, "8", "16", "4"]]
+    bounds, counts, real = native_buckets(raw)
+    assert bounds == [0.001, 1.0, 2.0, 8.0, 16.0]
+    assert counts == [3.0, 0.0, 3.0, 0.0, 4.0] and real == [True, False, True, False, True]
+    layout, whole, _ = fold_native({"count": "10", "buckets": raw}, 1.0)
+    rows, kept = layout.fold(whole)
+    assert layout.exact and kept is None  # the holes span several rows but hold nothing
+    assert rows[0] == 3 and rows[1] == 3 and rows[4] == 4 and rows.sum() == 10
+
+
+def test_native_schema_below_zero_is_spread() -> None:
+    layout, counts, _ = fold_native({"count": "6", "buckets": [[0, "4", "16", "6"]]}, 1.0)  # schema -1
+    rows, kept = layout.fold(counts)
+    assert not layout.exact and kept is not None and rows[3:5].tolist() == [3, 3]
+
+
+def test_native_float_counts_from_increase_are_rounded_to_the_count() -> None:
+    raw = [[0, "1", "2", "1.4"], [0, "2", "4", "2.3"], [0, "4", "8", "0.3"]]
+    _, counts, _ = fold_native({"count": "4.0", "sum": "9.1", "buckets": raw}, 1.0)
+    assert counts.tolist() == [0, 0, 2, 2, 0]  # [0, 0) and the hole [0, 1) first, then 1.4 2.3 0.3 -> 4
+
+
+def test_native_garbage_is_refused() -> None:
+    with pytest.raises(NativeError, match="expected a bucket"):
+        fold_native({"count": "1", "buckets": [[0, "1"]]}, 1.0)
+    with pytest.raises(NativeError, match="expected a number"):
+        fold_native({"count": "x", "buckets": []}, 1.0)

@@ -1,0 +1,265 @@
+"""`latencymap scrape`: a real prometheus_client exporter on loopback, driven between scrapes, and bad endpoints."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import random
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+from latencymap.sources.prometheus import scrape as scrape_mod
+from latencymap.sources.prometheus.scrape import ScrapeSource
+from prometheus_support import (
+    DEFAULT_BUCKETS,
+    POW2_MS_BUCKETS,
+    TEXT_TYPE,
+    Exporter,
+    Scripted,
+    free_port,
+    histogram_page,
+)
+
+from latencymap.core.buckets import bin_values
+from latencymap.core.model import Interval, Notice
+
+METRIC = "app_request_duration_seconds"
+
+
+@pytest.fixture
+def exporters() -> Iterator[Callable[..., Exporter]]:
+    made: list[Exporter] = []
+
+    def make(**kw: object) -> Exporter:
+        made.append(Exporter(**kw))  # type: ignore[arg-type]
+        return made[-1]
+
+    yield make
+    for e in made:
+        e.close()
+
+
+def run(source: ScrapeSource, sleep: Callable[[float], None], intervals: int) -> tuple[list[Interval], list[str]]:
+    """Run a source with `sleep` between scrapes until it gave `intervals` columns; (columns, notice messages).
+
+    The source's clock only moves when it sleeps, so every pause between scrapes is a call to `sleep`.
+    """
+    now = [1.7e9]
+
+    def sleeping(seconds: float) -> None:
+        now[0] += seconds
+        sleep(seconds)
+
+    source.sleep, source.clock = sleeping, lambda: now[0]
+    got: list[Interval] = []
+    said: list[str] = []
+    items = source.items()
+    for item in itertools.islice(items, 10_000):
+        if isinstance(item, Interval):
+            got.append(item)
+        elif isinstance(item, Notice):
+            said.append(item.message)
+        if len(got) >= intervals:
+            break
+    items.close()
+    return got, said
+
+
+@pytest.mark.parametrize("form", ["negotiate", "text", "openmetrics"])
+def test_each_column_counts_the_observations_made_between_its_scrapes(exporters, form: str) -> None:
+    exporter = exporters(buckets=POW2_MS_BUCKETS, form=form)
+    rng = random.Random(7)
+    batches: list[dict[str, list[float]]] = []
+
+    def observe_batch(_: float) -> None:
+        batch: dict[str, list[float]] = {"GET": [], "POST": []}
+        for _ in range(rng.randrange(0, 40)):
+            method = rng.choice(["GET", "POST"])
+            value = rng.lognormvariate(-4.5, 1.5)
+            exporter.observe(value, method)
+            batch[method].append(value)
+        batches.append(batch)
+
+    exporter.observe(0.003, "GET")
+    exporter.observe(0.003, "POST")
+    source = ScrapeSource(url=exporter.url, metric=METRIC, interval=0.001)
+    columns, said = run(source, observe_batch, 12)
+    assert said == []
+    if form == "negotiate":
+        assert exporter.accepts[0].startswith("application/openmetrics-text")
+    for k, column in enumerate(columns):
+        method = "GET" if column.stream.label.endswith('"GET"}') else "POST"
+        assert column.stream.label == f'{METRIC}{{method="{method}"}}' and column.stream.unit == "millisec"
+        values = np.array(batches[k // 2][method]) * 1000.0
+        expected, _ = bin_values(np.minimum(values, 1500.0))  # above 1.024 s: the +Inf row, [1024, 2048) ms
+        assert column.counts.tolist() == expected.tolist()
+        assert column.source_buckets is None and not column.reset and not column.gap  # an exact fold
+    assert all(a.end == b.start for a, b in zip(columns[::2], columns[2::2], strict=False))
+
+
+def test_default_buckets_are_rebinned_and_keep_their_own_counts_and_sum(exporters) -> None:
+    exporter = exporters(labels=())
+    rng = random.Random(3)
+    made: list[list[float]] = []
+
+    def observe_batch(_: float) -> None:
+        values = [rng.lognormvariate(-3.0, 1.2) for _ in range(rng.randrange(1, 60))]
+        for v in values:
+            exporter.observe(v)
+        made.append(values)
+
+    exporter.observe(0.02)
+    columns, _ = run(ScrapeSource(url=exporter.url, metric=METRIC + "_bucket", interval=0.001), observe_batch, 6)
+    for column, values in zip(columns, made, strict=False):
+        kept = column.source_buckets
+        assert column.stream.unit == "microsec" and kept is not None
+        assert kept.bounds == tuple(b * 1e6 for b in DEFAULT_BUCKETS)
+        per_bucket = np.bincount([bisect.bisect_left(DEFAULT_BUCKETS, v) for v in values], minlength=len(kept.bounds))
+        assert kept.counts.tolist() == per_bucket.tolist()
+        assert kept.total_time == pytest.approx(sum(values), rel=1e-9)
+        assert column.counts.sum() == len(values)
+
+
+def test_sum_by_and_sum(exporters) -> None:
+    exporter = exporters(labels=("method", "code"), buckets=POW2_MS_BUCKETS)
+    combos = [("GET", "200"), ("GET", "500"), ("POST", "200")]
+    for combo in combos:
+        exporter.observe(0.001, *combo)
+
+    def observe(_: float) -> None:
+        for i, combo in enumerate(combos):
+            for _ in range(i + 1):
+                exporter.observe(0.005, *combo)
+
+    by_method, _ = run(ScrapeSource(url=exporter.url, metric=METRIC, interval=0.001, sum_by=("method",)), observe, 4)
+    assert {c.stream.label: int(c.counts.sum()) for c in by_method} == {
+        f'{METRIC}{{method="GET"}}': 3, f'{METRIC}{{method="POST"}}': 3}
+    summed, _ = run(ScrapeSource(url=exporter.url, metric=METRIC, interval=0.001, sum_all=True), observe, 2)
+    assert [c.stream.label for c in summed] == [METRIC, METRIC]
+    assert [int(c.counts[3]) for c in summed] == [6, 6]  # 5 ms: row [4, 8) ms
+
+
+def test_a_restarted_exporter_is_a_reset_column_not_a_negative_count() -> None:
+    bounds = (0.001, 0.002, math.inf)
+    pages = [histogram_page("h_seconds", bounds, c, s) for c, s in
+             [([1, 4, 5], 0.01), ([2, 6, 9], 0.02), ([0, 1, 2], 0.003), ([1, 3, 6], 0.008)]]
+    endpoint = Scripted([(200, TEXT_TYPE, p) for p in pages])
+    try:
+        columns, _ = run(ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001), lambda _: None, 3)
+    finally:
+        endpoint.close()
+    assert [c.reset for c in columns] == [False, True, False]
+    assert [c.counts[:3].tolist() for c in columns] == [[1, 1, 2], [0, 1, 1], [1, 1, 2]]
+
+
+def test_bad_answers_are_named_and_the_source_goes_on_with_a_gap_column() -> None:
+    bounds = (0.001, math.inf)
+    endpoint = Scripted([
+        (200, TEXT_TYPE, histogram_page("h_seconds", bounds, [1, 3], 0.01)),
+        (500, "text/plain", "upstream exploded"),
+        (500, "text/plain", "upstream exploded"),
+        (200, "text/html", "<html><body>Please log in</body></html>"),
+        (200, TEXT_TYPE, "this is not { exposition\nat all\n"),
+        (200, TEXT_TYPE, histogram_page("other_seconds", bounds, [1, 1], 0.1)),
+        (200, TEXT_TYPE, "# TYPE h_seconds summary\nh_seconds{quantile=\"0.5\"} 0.1\nh_seconds_count 3\n"),
+        (200, "application/openmetrics-text; version=1.0.0", histogram_page("h_seconds", bounds, [2, 9], 0.05)),
+        (200, TEXT_TYPE, histogram_page("h_seconds", bounds, [2, 10], 0.06)),
+    ])
+    sleeps: list[float] = []
+    try:
+        source = ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001)
+        columns, said = run(source, sleeps.append, 1)
+    finally:
+        endpoint.close()
+    url = endpoint.url
+    assert said[0] == f"scrape: {url}: answered HTTP 500 Internal Server Error (upstream exploded); expected " \
+                      "Prometheus text exposition (text/plain; version=0.0.4) or OpenMetrics with a histogram; " \
+                      "asking again in 0.001s"
+    assert said[1] == said[0].replace("; asking again in 0.001s", " (2 failures in a row); asking again in 0.002s")
+    assert said[2].startswith(f"scrape: {url}: answered an HTML page (text/html); expected Prometheus text")
+    assert said[3].startswith(f"scrape: {url}: not exposition text (line 1: expected ")
+    assert said[4].startswith(f"scrape: {url}: no histogram h_seconds (histograms there: other_seconds); expected")
+    assert said[5].startswith(f"scrape: {url}: h_seconds is a summary, not a histogram")
+    assert said[6].startswith(f"scrape: {url}: OpenMetrics answer without its '# EOF' line")
+    assert said[7].startswith(f"scrape: {url} answered again after 7 failed scrapes")
+    assert sleeps[1:8] == pytest.approx([0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064])  # backoff
+    (column,) = columns
+    assert column.gap and int(column.counts.sum()) == 7  # nothing lost: 3 -> 10 across the outage
+
+
+def test_openmetrics_sent_as_text_plain_and_control_characters_in_labels() -> None:
+    evil = 'who="\x1b[31mred\x07"'
+    broken = histogram_page("h_seconds", (0.001, math.inf), [5, 3], 0.01, labels=evil)  # not cumulative
+    fine = histogram_page("h_seconds", (0.001, math.inf), [1, 2], 0.01, labels='who="ok"')
+    om = fine.replace("_count{", '_created{who="x"} 1.0\nh_seconds_count{').replace(
+        '} 1\n', '} 1 # {trace_id="abc"} 0.0005 1.7e9\n', 1) + "# EOF\n"
+    endpoint = Scripted([(200, TEXT_TYPE, broken + om)])
+    try:
+        source = ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001)
+        columns, said = run(source, lambda _: None, 1)
+    finally:
+        endpoint.close()
+    assert said == ['scrape: ' + endpoint.url + ': h_seconds{who="?[31mred?"}: bucket counts decrease with le: '
+                    'they are not cumulative']
+    assert columns[0].stream.label == 'h_seconds{who="ok"}'
+
+
+def test_refused_and_timed_out_endpoints_are_named_and_retried() -> None:
+    port = free_port()
+    page = histogram_page("h_seconds", (0.001, math.inf), [0, 2], 0.01)
+    started: list[Scripted] = []
+
+    def sleep(_: float) -> None:
+        if not started:  # the endpoint comes up after the first refusal; its first answer is slow
+            started.append(Scripted([(200, TEXT_TYPE, page), (200, TEXT_TYPE, page),
+                                     (200, TEXT_TYPE, page.replace(" 2\n", " 5\n"))], delay_first_s=1.5, port=port))
+
+    try:
+        source = ScrapeSource(url=f"http://127.0.0.1:{port}/metrics", metric="h_seconds", interval=0.001,
+                              timeout=0.3)
+        columns, said = run(source, sleep, 1)
+    finally:
+        for s in started:
+            s.close()
+    assert said[0].startswith(f"scrape: http://127.0.0.1:{port}/metrics: connection refused; expected Prometheus")
+    assert said[1].startswith(f"scrape: http://127.0.0.1:{port}/metrics: timed out; expected Prometheus")
+    assert int(columns[0].counts.sum()) == 3
+
+
+def test_credentials_are_sent_but_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    endpoint = Scripted([(500, "text/plain", "no"),
+                         (200, TEXT_TYPE, histogram_page("h_seconds", (0.001, math.inf), [0, 2], 0.01))])
+    url = endpoint.url.replace("http://", "http://alice:s3cr%40t@") + "?api_key=k3y&x=1"
+    try:
+        source = ScrapeSource(url=url, metric="h_seconds", interval=0.001)
+        _, said = run(source, lambda _: None, 0)
+        assert endpoint.requests[0]["Authorization"] == "Basic YWxpY2U6czNjckB0"  # alice:s3cr@t
+        monkeypatch.setenv("LATENCYMAP_PROMETHEUS_TOKEN", "t0ken")
+        source.scrape()
+        assert endpoint.requests[-1]["Authorization"] == "Bearer t0ken"
+    finally:
+        endpoint.close()
+    shown = " ".join(said) + repr(source.describe())
+    assert "alice" not in shown and "s3cr" not in shown and "k3y" not in shown and "t0ken" not in shown
+    assert f"{endpoint.url}?api_key=***&x=1" in shown
+
+
+def test_bad_options_say_what_is_expected() -> None:
+    import click
+
+    with pytest.raises(click.BadParameter, match="expected an http:// or https:// URL"):
+        ScrapeSource(url="ftp://host/metrics", metric="m")
+    with pytest.raises(click.BadParameter, match="expected a metric name"):
+        ScrapeSource(url="http://h/metrics", metric="bad name")
+    with pytest.raises(click.BadParameter, match="expected LABEL=VALUE"):
+        ScrapeSource(url="http://h/metrics", metric="m", match=("nolabel",))
+    with pytest.raises(click.BadParameter, match="expected label names"):
+        ScrapeSource(url="http://h/metrics", metric="m", sum_by=("le",))
+    with pytest.raises(click.BadParameter, match="unknown latency unit"):
+        ScrapeSource(url="http://h/metrics", metric="m", unit="fortnights")
+
+
+def test_the_cli_uses_the_module_clock_and_sleep() -> None:
+    assert ScrapeSource(url="http://h/metrics", metric="m").sleep is scrape_mod.default_sleep

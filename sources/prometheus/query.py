@@ -97,7 +97,8 @@ class PrometheusSource(Source):
         self.builder = StreamBuilder.from_options(self.metric, options)
         self.api = PrometheusAPI(self.url, float(options.get("timeout") or 10.0))
         self.kind = str(options.get("kind") or "auto")
-        self.delay = float(options.get("delay") if options.get("delay") is not None else 2.0)
+        delay = options.get("delay")
+        self.delay = 2.0 if delay is None else float(delay)
         self.sleep = default_sleep
         self.clock = default_clock
         self.window = self._window_options()

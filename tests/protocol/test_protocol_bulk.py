@@ -149,15 +149,22 @@ def diffed_in_runs(text: str, cuts: list[int]) -> list[tuple[Any, ...]]:
     return [normal(i) for i in Differ(clock=lambda: 0.0).run(ProtocolReader("t").read_chunks(pieces, runs=True))]
 
 
+DAY_US = 86_400_000_000
+
+
 @st.composite
 def cumulative_streams(draw: st.DrawFn) -> str:
-    """Several labels interleaved; buckets come and go; counters sometimes drop; timestamps sometimes repeat."""
+    """Several labels interleaved; buckets come and go; counters sometimes drop; timestamps sometimes repeat or go
+    back. Times of day (as PyLatencyMap's Oracle scripts write them) pass midnight, once or more."""
     out = []
     totals: dict[str, dict[int, int]] = {}
-    micros = 1_000_000
+    time_of_day = draw(st.booleans())
+    micros = DAY_US - draw(st.sampled_from([3_000_000, 600_000_000])) if time_of_day else 1_000_000
     for _ in range(draw(st.integers(1, 30))):
         label = draw(st.sampled_from(["a", "b", "c"]))
-        micros += draw(st.sampled_from([1_000_000, 1_000_000, 250_000, 0, -5]))
+        micros += draw(st.sampled_from([1_000_000, 1_000_000, 250_000, 0, -5, -3_000_000, 3_600_000_000]))
+        if time_of_day and micros >= DAY_US:
+            micros -= DAY_US
         buckets = totals.setdefault(label, {})
         rows = []
         for value in draw(st.lists(st.sampled_from([0, 1, 2, 4, 8, 64]), max_size=5, unique=True)):

@@ -65,6 +65,13 @@ HEADER = st.sampled_from([
     "label  ,  spaced  ",
     "\x00",
     "\x00754 PM",
+    "timestamp,musec,1700000004000000,2013 Aug 27 10:54:53",
+    "  myhistogram   ",
+    "4242",
+    "           value  ------------- Distribution ------------- count    ",
+    "value |-------------------------------------------------- count",
+    "datasource, dtrace",
+    "label, db file sequential read latency data from gv$event_histogram",
 ])
 ROW = st.one_of(
     st.tuples(st.sampled_from([0, 1, 2, 4, 8, 1024, 3, 4294967295, 1 << 61, 10**19]),
@@ -82,7 +89,9 @@ ROW3 = st.one_of(
                      "9007199254740992, 1, 1", "9007199254740993, 1, 1", "4, 9007199254740993, 1", "\t4, 5, 6",
                      "1.0, 2, 3", "1e3, 2, 3", "4, 2e1, 3", "004, 5, 6"]),
 )
-MARK = st.sampled_from(["<begin record>", "<end record>", "  <BEGIN RECORD> ", "<End Record>", "noise line", ""])
+MARK = st.sampled_from(["<begin record>", "<end record>", "  <BEGIN RECORD> ", "<End Record>", "noise line", "",
+                        "<end record><begin record>", "<begin record> <END RECORD>",
+                        "   3  72639                        :tick-10s "])
 
 
 @st.composite
@@ -91,7 +100,10 @@ def stream_text(draw: st.DrawFn) -> str:
     for _ in range(draw(st.integers(0, 6))):
         if draw(st.booleans()):
             lines.append(draw(MARK))
-        lines.append("<begin record>")
+        if lines and lines[-1] == "<end record>" and draw(st.integers(0, 3)) == 0:
+            lines[-1] = "<end record><begin record>"  # a writer that lost a newline
+        else:
+            lines.append("<begin record>")
         lines += draw(st.lists(HEADER, max_size=5))
         lines += draw(st.lists(ROW, max_size=8) | st.lists(ROW3, max_size=8))
         if draw(st.integers(0, 9)):

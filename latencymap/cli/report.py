@@ -15,7 +15,7 @@ from latencymap.core.errors import InputError, NothingReadable
 from latencymap.flow.pipeline import diffed, input_flow
 from latencymap.outputs.files import write_text
 from latencymap.outputs.report import build_report, report_text, straggler_lines
-from latencymap.plugins import Source
+from latencymap.plugins import Source, TextFormat
 
 
 def _parse_gates(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[Any]:
@@ -56,17 +56,18 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
 
     def body() -> int:
         source = _report_source(list(inputs))
+        readers: list[TextFormat] = []
         if source is not None:
             flow = prepare(diffed(guarded_source(source.items(), source.name), source.name), kw, source=source.name)
         else:
-            flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), kw)
+            flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers), kw)
         acc = Accumulator()
         try:
             accumulate(flow, acc)
         except NothingReadable:  # report what was read (and skipped), then fail
-            _write(acc, source, out_format, output)
+            _write(acc, source or _read_through(readers), out_format, output)
             raise
-        _write(acc, source, out_format, output)
+        _write(acc, source or _read_through(readers), out_format, output)
         return _gate_failures(acc, fail_if)
 
     guarded(body)
@@ -87,6 +88,11 @@ def _write(acc: Accumulator, source: Source | None, out_format: str, output: str
     else:
         text = report_text(acc) + "".join(f"{line}\n" for line in straggler_lines(extra.get("stragglers", [])))
     write_text(text, output)
+
+
+def _read_through(readers: list[TextFormat]) -> Source | None:
+    """The source a single input was read through (a Spark event log given as a path), for its analysis."""
+    return readers[0].source if len(readers) == 1 else None
 
 
 def _report_source(args: list[str]) -> Source | None:

@@ -166,6 +166,33 @@ def _specific_match(registry: Registry, head: list[str]) -> type[TextFormat] | N
     return None
 
 
+def claiming_format(registry: Registry, path: str, forced: str | None = None) -> type[TextFormat] | None:
+    """The format that reads the named `path` itself (a directory, a compressed log...), if one claims it."""
+    if path in ("-", ""):
+        return None
+    p = Path(path)
+    if forced:
+        candidates = [registry.formats[forced]] if forced in registry.formats else []
+    else:
+        candidates = sorted(registry.formats.values(), key=lambda f: -f.priority)
+    for fmt in candidates:
+        try:
+            if fmt.claims(p):
+                return fmt
+        except Exception:
+            continue
+    return None
+
+
+def _single(items: Iterator[Item]) -> Iterator[Item]:
+    """`items` with SnapshotRuns given row by row."""
+    for item in items:
+        if isinstance(item, SnapshotRun):
+            yield from item.snapshots()
+        else:
+            yield item
+
+
 def read_input(
     path: str,
     registry: Registry,
@@ -173,11 +200,20 @@ def read_input(
     options: dict[str, Any] | None = None,
     stdin: IO[bytes] | None = None,
     runs: bool = False,
+    readers: list[TextFormat] | None = None,
 ) -> Iterator[Item]:
     """Items of one input. Raises InputError before yielding when it cannot be opened or identified.
 
-    With `runs`, a format may give SnapshotRuns (for the differ); otherwise only single snapshots.
+    A format that claims the path reads it itself; otherwise the text is sniffed. With `runs`, a format may give
+    SnapshotRuns (for the differ); otherwise only single snapshots. The format read with is appended to `readers`.
     """
+    claimed = claiming_format(registry, path, forced_format)
+    if claimed is not None:
+        owner = claimed(**(options or {}))
+        if readers is not None:
+            readers.append(owner)
+        items = owner.open_path(path)
+        return items if runs else _single(items)
     binary, name = _open_binary(path, stdin)
     chunks = text_chunks(binary)
     seen: list[str] = []
@@ -195,6 +231,8 @@ def read_input(
                 break
     fmt = fmt or choose_format(registry, head, name, forced_format)
     reader = fmt(**(options or {}))
+    if readers is not None:
+        readers.append(reader)
 
     def generate() -> Iterator[Item]:
         try:

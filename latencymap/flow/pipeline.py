@@ -10,7 +10,7 @@ from latencymap.core.deltas import Differ
 from latencymap.core.errors import NothingReadable, StrictError
 from latencymap.core.model import Flow, Interval, Item, Notice
 from latencymap.flow.inputs import read_input
-from latencymap.plugins import Registry
+from latencymap.plugins import Registry, TextFormat
 
 
 def diffed(items: Iterable[Item], name: str) -> Flow:
@@ -19,15 +19,18 @@ def diffed(items: Iterable[Item], name: str) -> Flow:
 
 
 def input_flow(paths: Sequence[str], registry: Registry, forced_format: str | None = None,
-               options: dict[str, Any] | None = None, stdin: IO[bytes] | None = None) -> Flow:
-    """Intervals of every input in turn. Opening/identifying errors raise InputError up front.
+               options: dict[str, Any] | None = None, stdin: IO[bytes] | None = None,
+               readers: list[TextFormat] | None = None) -> Flow:
+    """Intervals of every input in turn. Opening/identifying errors raise InputError up front; the formats that
+    read them are appended to `readers`.
 
     When every record of an input was skipped, NothingReadable is raised after the last input (with each such
     input's first error), so what the others gave is shown first.
     """
-    readers = [(read_input(p, registry, forced_format, options, stdin, runs=True), p) for p in (paths or ["-"])]
+    inputs = [(read_input(p, registry, forced_format, options, stdin, runs=True, readers=readers), p)
+              for p in (paths or ["-"])]
     unreadable = []
-    for items, path in readers:
+    for items, path in inputs:
         tally = _Tally()
         yield from diffed(tally.count(items), path)
         if tally.skipped and not tally.read:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from latencymap.protocol.grammar import (
     record_items,
 )
 
+_T = TypeVar("_T", Snapshot | Interval | Notice, Item)
 #: Markers run together on one line (a writer that lost a newline): each is read in turn.
 _RUN_TOGETHER = re.compile(r"(?:<begin record>|<end record>)(?:\s*(?:<begin record>|<end record>))+")
 _MARKER = re.compile(r"<begin record>|<end record>")
@@ -62,7 +64,7 @@ class ProtocolReader:
             yield from self._noted(self.feed_text(chunk, runs))
         yield from self._noted(self._fast.finish())
 
-    def _noted(self, items: Iterable[Item]) -> Iterator[Item]:
+    def _noted(self, items: Iterable[_T]) -> Iterator[_T | Notice]:
         """`items`, with the one notice that Oracle-looking records were read with the default datasource."""
         for item in items:
             if self._guessed and not self._told:

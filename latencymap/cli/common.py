@@ -26,8 +26,9 @@ Examples:
   some_connector | latencymap -n 120 --min_bucket 7
 
 \b
-Exit codes: 0 done; 1 a source or view failed; 2 bad usage, unreadable input,
-or a bad record under --strict; 130 interrupted.
+Exit codes: 0 done; 1 a source or view failed, or no record of an input could
+be read; 2 bad usage, unreadable input, or a bad record under --strict;
+130 interrupted.
 """
 
 #: Every source and format plugin installed, loaded once per process.

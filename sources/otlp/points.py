@@ -226,7 +226,7 @@ class PointStreams:
                     if resource.get(k) and resource.get(k) != dict(other.resource).get(k)]
             kind = "exponential" if key.exponential else "explicit"
             candidates = [f"{label} [{kind}]"] if other.exponential != key.exponential else []
-            candidates += [f"{label} [{clean_text(t, 40)}]" for t in tell[:1]]
+            candidates += [f"{label} [{clean_text(t, 40)}]" for t in tell]
             candidates += [f"{label} #{n}" for n in range(2, len(self._labels) + 3)]
             label = next(c for c in candidates if c not in self._labels)
         self._labels[label] = key

@@ -248,8 +248,9 @@ def decode_protobuf(body: bytes) -> Decoded:
     try:
         request = ExportMetricsServiceRequest.FromString(body)
     except WireError as err:
+        why = clean_text(str(err).rpartition(": ")[2], 60).lower() or "unreadable"
         raise DecodeError(f"{len(body)} bytes that are not a protobuf ExportMetricsServiceRequest "
-                          f"({clean_text(str(err), 120)}; truncated or not protobuf?)") from None
+                          f"({why}: truncated or not protobuf?)") from None
     if body and not request.ListFields():
         raise DecodeError(f"{len(body)} bytes of protobuf with no field of an ExportMetricsServiceRequest")
     out = Decoded()

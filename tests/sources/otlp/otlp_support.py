@@ -80,12 +80,15 @@ class Pusher:
         self.provider.shutdown()
 
 
-def post(url: str, body: bytes, content_type: str | None, gzipped: bool = False) -> tuple[int, str, bytes]:
-    """(status, content type, body) of a raw POST."""
+def post(url: str, body: bytes, content_type: str | None, gzipped: bool = False, encoding: str | None = None,
+         method: str = "POST") -> tuple[int, str, bytes]:
+    """(status, content type, body) of a raw request (`gzipped`: compress the body; `encoding`: just say so)."""
     headers = {} if content_type is None else {"Content-Type": content_type}
     if gzipped:
         body, headers["Content-Encoding"] = gzip.compress(body), "gzip"
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    if encoding:
+        headers["Content-Encoding"] = encoding
+    request = urllib.request.Request(url, data=body if method == "POST" else None, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.headers.get("Content-Type", ""), response.read()

@@ -7,6 +7,7 @@ exactly onto the slots of the observed values, and coarser scales are spread and
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -77,7 +78,7 @@ def test_every_observation_is_counted_once(encoding: str, temporality: str) -> N
         for columns in (explicit, expo):
             assert slot_totals(columns).sum() == len(values)
             assert not any(c.reset for c in columns)
-            assert all(b.start == a.end for a, b in zip(columns, columns[1:], strict=False))  # columns tile time
+            assert all(b.start == a.end for a, b in itertools.pairwise(columns))  # columns tile time
         # explicit bounds: the SDK's own buckets and sum, kept beside the spread slots
         assert np.sum([c.source_buckets.counts for c in explicit], axis=0).tolist() == list(sdk_explicit.bucket_counts)
         assert explicit[0].source_buckets.bounds == (*(float(b) for b in sdk_explicit.explicit_bounds), math.inf)
@@ -101,7 +102,7 @@ def test_values_on_powers_of_two_fold_by_the_documented_rule() -> None:
             for value in values:
                 histogram.record(value)
 
-    got, pusher = push_and_receive("protobuf", "delta", PowersOfTwo(), pushes=2)
+    got, _pusher = push_and_receive("protobuf", "delta", PowersOfTwo(), pushes=2)
     [columns] = by_label(got).values()
     assert columns[0].stream.unit == "microsec"
     twice = np.array(values * 2)

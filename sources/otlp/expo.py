@@ -102,6 +102,15 @@ def _bucket_row(scale: int, index: int, factor: float) -> np.ndarray:
     return row
 
 
+def edges(scale: int, index: np.ndarray) -> np.ndarray:
+    """`base**index` for each index, in the metric's unit (0 or inf where a float cannot hold it)."""
+    if scale <= 0:
+        exponents = np.clip(index << -scale, -1100, 1100).astype(np.int32)
+        return np.ldexp(1.0, exponents)
+    with np.errstate(over="ignore"):
+        return np.exp2(index / float(1 << scale))
+
+
 def spread_expo(scale: int, offset: int, counts: np.ndarray, zero_count: int, zero_threshold: float,
                 factor: float) -> tuple[np.ndarray, tuple[float, ...], np.ndarray]:
     """Spread a point's buckets onto the slots; also its own buckets as (upper bounds, counts) in the stream unit.
@@ -110,33 +119,28 @@ def spread_expo(scale: int, offset: int, counts: np.ndarray, zero_count: int, ze
     positive bucket's lower edge when there is a gap, then the positive buckets; buckets whose edges a float
     cannot tell apart are merged.
     """
-    uppers = [zero_threshold * factor]
-    weights = [int(zero_count)]
-    rows = [_SLOT0]
-    first = lower_edge(scale, offset) * factor
-    if first > uppers[0]:
-        uppers.append(first)
-        weights.append(0)
-        rows.append(_SLOT0)
-    for n, count in enumerate(counts.tolist()):
-        index = offset + n
-        uppers.append(lower_edge(scale, index + 1) * factor)
-        weights.append(count)
-        rows.append(_bucket_row(scale, index, factor))
-    total = sum(weights)
-    slots = largest_remainder(np.asarray(weights, dtype=np.float64) @ np.vstack(rows), total)
-    bounds, own = _merge_equal(uppers, weights)
-    return slots, bounds, own
-
-
-def _merge_equal(uppers: list[float], counts: list[int]) -> tuple[tuple[float, ...], np.ndarray]:
-    """Upper bounds made strictly ascending by merging a run of equal (or lower) bounds into its last bucket."""
-    bounds: list[float] = []
-    merged: list[int] = []
-    for upper, count in zip(uppers, counts, strict=True):
-        if bounds and not upper > bounds[-1]:
-            merged[-1] += count
-            continue
-        bounds.append(upper)
-        merged.append(count)
-    return tuple(bounds), np.asarray(merged, dtype=np.int64)
+    n = len(counts)
+    index = offset + np.arange(n + 1, dtype=np.int64)
+    weights = counts.astype(np.float64)
+    if factor == 1.0 and scale <= 0:
+        width = 1 << -scale
+        octaves = (index[:-1, None] << -scale) + np.arange(width, dtype=np.int64)
+        shares = np.bincount(octave_slots(octaves).ravel(), weights=np.repeat(weights / width, width),
+                             minlength=NSLOTS)
+    elif n:
+        shares = weights @ np.array([_bucket_row(scale, i, factor) for i in index[:-1].tolist()])
+    else:
+        shares = np.zeros(NSLOTS, dtype=np.float64)
+    shares[0] += zero_count
+    slots = largest_remainder(shares, int(zero_count) + int(counts.sum()))
+    bucket_edges = edges(scale, index) * factor
+    zero_upper = zero_threshold * factor
+    gap = [bucket_edges[0]] if n and bucket_edges[0] > zero_upper else []
+    uppers = np.concatenate([[zero_upper], gap, bucket_edges[1:]])
+    held = np.concatenate([[int(zero_count)], [0] * len(gap), counts]).astype(np.int64)
+    if (np.diff(uppers) > 0).all():
+        return slots, tuple(uppers.tolist()), held
+    bounds, group = np.unique(np.maximum.accumulate(uppers), return_inverse=True)
+    merged = np.zeros(len(bounds), dtype=np.int64)
+    np.add.at(merged, group, held)
+    return slots, tuple(bounds.tolist()), merged

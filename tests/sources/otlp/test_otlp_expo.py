@@ -108,3 +108,11 @@ def test_a_unit_conversion_spreads_every_scale_and_keeps_totals() -> None:
     for value in values:  # every event lands in the slot of its value, or the next one (bucket straddles a slot)
         slot = int(bin_values(np.array([value * 1e6]))[0].argmax())
         assert slots[slot] + slots[slot - 1] > 0
+
+
+def test_buckets_beyond_the_float_range_merge_and_keep_totals() -> None:
+    # scale -10: base = 2**1024, past the largest float: bucket 0 is (1, inf), buckets 1 and 2 lie beyond it
+    slots, bounds, own = spread_expo(-10, 0, np.array([1, 2, 3], dtype=np.int64), 4, 0.0, 1.0)
+    assert slots.sum() == own.sum() == 10
+    assert list(bounds) == sorted(set(bounds)) and bounds[-1] == math.inf
+    assert slots[0] == 4 and slots[NSLOTS - 1] >= 5  # the zero bucket; almost every octave of (1, inf) is above 2**62

@@ -104,10 +104,9 @@ def _bucket_row(scale: int, index: int, factor: float) -> np.ndarray:
 
 def edges(scale: int, index: np.ndarray) -> np.ndarray:
     """`base**index` for each index, in the metric's unit (0 or inf where a float cannot hold it)."""
-    if scale <= 0:
-        exponents = np.clip(index << -scale, -1100, 1100).astype(np.int32)
-        return np.ldexp(1.0, exponents)
     with np.errstate(over="ignore"):
+        if scale <= 0:
+            return np.ldexp(1.0, np.clip(index << -scale, -1100, 1100).astype(np.int32))
         return np.exp2(index / float(1 << scale))
 
 
@@ -138,7 +137,7 @@ def spread_expo(scale: int, offset: int, counts: np.ndarray, zero_count: int, ze
     gap = [bucket_edges[0]] if n and bucket_edges[0] > zero_upper else []
     uppers = np.concatenate([[zero_upper], gap, bucket_edges[1:]])
     held = np.concatenate([[int(zero_count)], [0] * len(gap), counts]).astype(np.int64)
-    if (np.diff(uppers) > 0).all():
+    if (uppers[1:] > uppers[:-1]).all():
         return slots, tuple(uppers.tolist()), held
     bounds, group = np.unique(np.maximum.accumulate(uppers), return_inverse=True)
     merged = np.zeros(len(bounds), dtype=np.int64)

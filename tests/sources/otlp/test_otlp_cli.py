@@ -49,6 +49,7 @@ def test_emit_and_record_carry_every_observation_to_report(tmp_path: Path) -> No
             if child.poll() is None:
                 child.kill()
                 child.wait()
+            child.stderr.close()
     label = "cli/job.duration{queue=default}"
     for path in (emitted, recording):
         stream = report(path)[label]

@@ -19,6 +19,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
+from latencymap.sources.otlp.explicit import keep_total
 
 from latencymap.buckets import NSLOTS
 from latencymap.rebin import largest_remainder, spread_fractions
@@ -131,7 +132,8 @@ def spread_expo(scale: int, offset: int, counts: np.ndarray, zero_count: int, ze
     else:
         shares = np.zeros(NSLOTS, dtype=np.float64)
     shares[0] += zero_count
-    slots = largest_remainder(shares, int(zero_count) + int(counts.sum()))
+    total = int(zero_count) + int(counts.sum())
+    slots = keep_total(largest_remainder(shares, total), total)
     bucket_edges = edges(scale, index) * factor
     zero_upper = zero_threshold * factor
     gap = [bucket_edges[0]] if n and bucket_edges[0] > zero_upper else []

@@ -147,3 +147,11 @@ def test_same_label_from_two_processes_is_told_apart() -> None:
 def test_control_characters_in_names_do_not_reach_labels() -> None:
     [col] = intervals(run(explicit(110, [1], k=key(metric="rpc\x1b[31m", service="s\x07"))))
     assert "\x1b" not in col.stream.label and "\x07" not in col.stream.label
+
+
+def test_totals_stay_exact_past_float_precision() -> None:
+    buckets = [3, 2**61 + 1, 7, 2**60 + 3, 1]  # float64 spreading alone loses events past 2**53
+    [col] = intervals(run(explicit(110, buckets, temporality=DELTA)))
+    assert int(col.counts.sum()) == sum(buckets) and (col.counts >= 0).all()
+    [col] = intervals(run(expo(110, -1, 2, [2**61 + 1, 5, 2**60 + 7], temporality=DELTA)))
+    assert int(col.counts.sum()) == 2**61 + 2**60 + 13

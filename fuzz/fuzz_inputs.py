@@ -98,7 +98,7 @@ def write_seeds(directory: Path) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     count = 0
     for path in sorted(FIXTURES.rglob("*")):
-        if not path.is_file() or path.suffix not in (".txt", ".json", ".trc") or path.parent.name == "spark":
+        if not path.is_file() or path.suffix not in (".txt", ".json", ".jsonl", ".trc") or path.parent.name == "spark":
             continue
         head = path.read_bytes()[:SEED_BYTES]
         for fmt in FORMATS:

@@ -103,7 +103,8 @@ def largest_remainder(values: np.ndarray, total: int) -> np.ndarray:
     return floors
 
 
-def rebin_counts(bounds: Sequence[float], counts: Sequence[int], matrix: np.ndarray | None = None) -> np.ndarray:
+def rebin_counts(bounds: Sequence[float], counts: Sequence[int] | np.ndarray,
+                 matrix: np.ndarray | None = None) -> np.ndarray:
     """Per-slot integer counts for per-bucket (not cumulative) `counts` over upper `bounds` in the stream unit."""
     weights = np.asarray(counts, dtype=np.float64)
     if weights.shape != (len(bounds),):

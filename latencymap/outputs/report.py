@@ -11,7 +11,8 @@ from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
-from latencymap.core.units import format_duration, format_number
+from latencymap.core.source_totals import SourceTotals
+from latencymap.core.units import format_duration, format_number, unit_seconds
 
 
 def _num(value: float) -> float | None:
@@ -44,7 +45,24 @@ def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
         },
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
         **stream_diagnosis(hist).to_json(),
+        **_source_buckets(acc.sources.get(hist.stream), hist),
     }
+
+
+def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
+    """`source_buckets` of a rebinned stream: its own bounds (s), counts, percentiles and exact time; else nothing."""
+    if source is None:
+        return {}
+    scale = unit_seconds(hist.stream.unit)
+    return {"source_buckets": {
+        "rebinned": True,
+        "mixed_bounds": source.mixed,
+        "bounds_s": [None if math.isinf(b) else b * scale for b in source.bounds],
+        "counts": source.counts.tolist(),
+        "events": source.events,
+        "time_s": source.time_s if source.timed and source.intervals else None,
+        **{f"{PERCENTILE_NAMES[q]}_s": _num(source.percentile(q) * scale) for q in PERCENTILES},
+    }}
 
 
 def build_report(acc: Accumulator) -> dict[str, Any]:
@@ -68,8 +86,13 @@ def report_text(acc: Accumulator) -> str:
         span = float(hist.end[-1] - hist.start[0])
         rate = t.events / t.duration_s if t.duration_s else float("nan")
         how = "exact" if hist.exact else "estimated from bucket midpoints"
+        source = acc.sources.get(hist.stream)
+        if source is not None:
+            how = "rebinned from the source's buckets, estimated"
         out.append(f"   {hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "
                    f"{t.time_s:.4g}s waited ({how})")
+        if source is not None:
+            out.append("   " + _source_line(source, hist.stream.unit))
         pcts = "  ".join(f"p{f'{q * 100:g}'.replace('.', '')} {format_duration(v)}" for q, v in t.percentiles.items())
         out.append(f"   mean {format_duration(t.mean_s)}  {pcts}")
         out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
@@ -80,6 +103,14 @@ def report_text(acc: Accumulator) -> str:
     if not acc.streams:
         out.append("No data.")
     return "\n".join(out) + "\n"
+
+
+def _source_line(source: SourceTotals, unit: str) -> str:
+    """What the source's own buckets say: exact events and time, and percentiles as histogram_quantile gives them."""
+    scale = unit_seconds(unit)
+    pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {format_duration(source.percentile(q) * scale)}" for q in PERCENTILES)
+    waited = f", {source.time_s:.4g}s waited (exact sum)" if source.timed and source.intervals else ""
+    return f"source buckets ({len(source.bounds)}): {source.events} events{waited}; {pcts}"
 
 
 def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:

@@ -9,7 +9,8 @@ again and again, while the valley between them is
 - not significant: smaller peak - valley < `min_valley_z` (3) x sqrt(peak + valley), i.e. within
   Poisson noise of a flat run (counts are event counts, so sparse tails do not split into bands),
 
-unless the valley is a deep gap: slots holding at most `deep_valley_ratio` (0.1) of the smaller peak (empty
+unless the valley is a deep gap below the smaller peak (a thin band *above* a gap; a few fast events
+below one stay noise, they own no time): slots holding at most `deep_valley_ratio` (0.1) of the smaller peak (empty
 octaves), so many of them that a tail decaying monotonically would leave them that empty with probability
 <= `gap_alpha` (0.05; each gap slot expects at least the smaller peak's count: P = Poisson CDF of the gap's
 events at gap slots x smaller peak). One far event needs three empty octaves, two need two. So a few far
@@ -125,7 +126,8 @@ def _separation(c: np.ndarray, left: int, valley: int, right: int, max_ratio: fl
     peak = min(c[left], c[right])
     depth = c[valley] / peak
     noise = peak - c[valley] < min_z * np.sqrt(peak + c[valley])
-    if noise and (depth > deep_ratio or gap_evidence(c, left, valley, right, deep_ratio) > gap_alpha):
+    far = c[right] < c[left]  # only a thin band above a gap owns time: a few fast events stay noise
+    if noise and (not far or depth > deep_ratio or gap_evidence(c, left, valley, right, deep_ratio) > gap_alpha):
         return np.inf
     return float(depth) if depth <= max_ratio else float(depth) + 1.0
 

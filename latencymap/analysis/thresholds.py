@@ -62,17 +62,18 @@ class Thresholds:
     min_move_octaves: float = 0.75
 
     # Stalls (stalls.py): a handful of events far above every normal band, in a few columns.
-    #: Bands holding at least this share of the events are the stream's normal bands.
+    #: Latencies up to the slot of the (1 - this) percentile event (the 99th) are normal ...
     stall_normal_share: float = 0.01
-    #: A stall event sits at least this many empty octaves above the top of the normal bands' core.
-    stall_gap_octaves: int = 1
+    #: ... and a stall event sits at least this many octaves above that slot's upper bound (4x).
+    stall_gap_octaves: float = 2.0
     #: A stall spans at most this many columns (with its gaps); longer is a band or an episode.
     stall_max_columns: int = 3
     #: Runs of stall columns closer than this many normal columns join.
     stall_max_gap: int = 1
     #: In its columns, the stall's events hold at least this share of the time spent.
     stall_min_column_time_share: float = 0.25
-    #: Columns with such far events are at most this share of all columns; more is a steady thin band.
+    #: Far events in more than this share of the columns (or `stall_max_columns`) are a steady thin band or
+    #: a scatter, not stalls; a slot with events in that many columns is normal.
     stall_max_column_share: float = 0.10
 
     # Drift (drift.py): the median latency trending over the columns.

@@ -8,12 +8,16 @@ shift), yet they own the time of their columns. The rule, on the columns of the 
   percentile event, raised to any higher slot that holds events in more than
   max(`stall_max_column_share` (10%) x columns, `stall_max_columns`) columns (a steady thin band is normal);
 - *far* slots start `stall_gap_octaves` (2) whole octaves above the ceiling's upper bound (4x);
-- columns holding far events, joined across gaps of up to `stall_max_gap` (1) column, make runs; a run is a
-  stall when it spans at most `stall_max_columns` (3) columns and its far events hold at least
+- columns holding far events, joined across gaps of up to `stall_max_gap` (1) column, or across any gap
+  that the next far waits span (they began before the previous run ended), make runs; a run is a
+  stall when it spans at most `stall_max_columns` (3) columns more than its far events' own time fills
+  (three 1.5 s waits fill five 1 s columns back to back) and its far events hold at least
   `stall_min_column_time_share` (25%) of the time spent in its far-event columns;
 - when far events sit in more columns than allowed above (a scatter of far events all along), none is a stall.
 
-A stall is an `Episode` of kind `stall`: `events` and `time_s` are its far events and their time,
+A stall is an `Episode` of kind `stall`: `end` is its last column's end, `start` its first column's start
+less the far waits that ended in that column (events are logged when they end, so the stall began up to
+that much earlier: the episode covers the waiting itself); `events` and `time_s` are its far events and their time,
 `events_share`/`time_share` their shares of the range, `gained` the far slots it hit (`events_share` and
 `time_share` there are shares of its columns), `shift_octaves` the octaves from the range's median to the
 stall's mean latency.
@@ -62,12 +66,14 @@ def find_stalls(
         return []
     total_c, total_t = max(float(counts.sum()), 1e-300), max(float(times.sum()), 1e-300)
     median = _median_s(counts.sum(axis=0), low_s, high_s)
+    width = float(np.median(np.asarray(ends) - np.asarray(starts)))
     out = []
-    for a, b in runs(hit, max_gap=th.stall_max_gap, min_columns=1):
+    for a, b in _joined(runs(hit, max_gap=th.stall_max_gap, min_columns=1), far_c, far_t, starts, ends):
         cols = np.flatnonzero(hit[a:b + 1]) + a
         col_t = float(times[cols].sum())
         ev, tm = float(far_c[cols].sum()), float(far_t[cols].sum())
-        if b - a + 1 > th.stall_max_columns or tm < th.stall_min_column_time_share * col_t:
+        own = int(np.ceil(tm / width)) if width > 0 else 0  # columns its own waits fill, back to back
+        if b - a + 1 > th.stall_max_columns + own or tm < th.stall_min_column_time_share * col_t:
             continue
         slots = far[counts[np.ix_(cols, far)].sum(axis=0) > 0]
         lo, hi = int(slots[0]), int(slots[-1])
@@ -78,8 +84,22 @@ def find_stalls(
                         float(base_c[lo:hi + 1].sum() / max(base_c.sum(), 1e-300)), tm / max(col_t, 1e-300),
                         float(base_t[lo:hi + 1].sum() / max(base_t.sum(), 1e-300)))
         shift = float(np.log2((tm / ev) / median)) if median > 0 else 0.0
-        out.append(Episode("stall", a + col_offset, b + col_offset, float(starts[a]), float(ends[b]), ev, shift,
+        begin = float(starts[a]) - float(far_t[a])  # its first waits ended in column a: they began before
+        out.append(Episode("stall", a + col_offset, b + col_offset, begin, float(ends[b]), ev, shift,
                            gained, None, tm, ev / total_c, tm / total_t))
+    return out
+
+
+def _joined(spans: list[tuple[int, int]], far_c: np.ndarray, far_t: np.ndarray, starts: np.ndarray,
+            ends: np.ndarray) -> list[tuple[int, int]]:
+    """Runs joined when the next run's far waits began before the previous run ended (one stall, long waits)."""
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        longest = float(far_t[a] / far_c[a])  # the mean far wait of the run's first column
+        if out and starts[a] - ends[out[-1][1]] <= longest:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
     return out
 
 

@@ -66,7 +66,8 @@ class Thresholds:
     stall_normal_share: float = 0.01
     #: ... and a stall event sits at least this many octaves above that slot's upper bound (4x).
     stall_gap_octaves: float = 2.0
-    #: A stall spans at most this many columns (with its gaps); longer is a band or an episode.
+    #: A stall spans at most this many columns (with its gaps) beyond those its own waits fill back to back;
+    #: longer is a band or an episode.
     stall_max_columns: int = 3
     #: Runs of stall columns closer than this many normal columns join.
     stall_max_gap: int = 1

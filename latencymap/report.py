@@ -10,6 +10,7 @@ import numpy as np
 
 from latencymap.accumulator import Accumulator, StreamHistory
 from latencymap.analysis.diagnosis import Diagnosis, diagnose
+from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.estimates import PERCENTILES
 from latencymap.sanitize import clean_text
 from latencymap.units import format_duration, format_number
@@ -66,11 +67,18 @@ def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
     return cached[1]
 
 
+def peer_groups(acc: Accumulator) -> list[PeerGroup]:
+    """Streams that are peers (ranks, disks, instances: see analysis/peers.py), compared interval by interval."""
+    return find_peers([PeerStream(h.stream.label, h.stream.datasource, h.stream.unit, h.counts, h.time, h.start,
+                                  h.end) for h in acc.streams.values() if h.n])
+
+
 def build_report(acc: Accumulator) -> dict[str, Any]:
-    """The whole report: one object per stream."""
+    """The whole report: one object per stream, and the peer groups among them."""
     return {
         "streams": [stream_report(h, acc) for h in acc.streams.values()],
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
+        "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
     }
 
 
@@ -93,6 +101,8 @@ def report_text(acc: Accumulator) -> str:
         out.append(f"   mean {format_duration(t.mean_s)}  {pcts}")
         out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
         out += _bucket_table(hist, t.counts)
+    for group in peer_groups(acc):
+        out += [clean_text(line, 2000) for line in group.lines()]
     if acc.skipped:
         out.append(f"Skipped records: {acc.skipped}")
         out += [f"   {clean_text(m, 300)}" for m in acc.messages[:10]]

@@ -121,11 +121,11 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[
     bands: list[Band] = []
     if d.bimodal and d.major:
         main = max(d.major, key=lambda b: b.events)
-        bands = [b for b in d.major if b is not main and not _all_in_stalls(b, d.stalls)]
-        out += [band_finding(b, scope, main) for b in bands]
+        bands = [b for b in d.major if b is not main]
+        out += [band_finding(b, scope, main) for b in bands if not _all_in_stalls(b, d.stalls)]
     tail = d.tail
     if tail is not None and tail.events_share <= th.tail_max_events_share and not any(
-            b.first_slot <= tail.first_slot <= b.last_slot for b in bands):  # that band already says it
+            b.first_slot <= tail.first_slot <= b.last_slot for b in bands):  # that band (or stall) says it
         out.append(tail_finding(tail, scope, top_s))
     if d.drift is not None:
         out.append(drift_finding(d.drift, scope))

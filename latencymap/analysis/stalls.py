@@ -16,8 +16,8 @@ shift), yet they own the time of their columns. The rule, on the columns of the 
 - when far events sit in more columns than allowed above (a scatter of far events all along), none is a stall.
 
 A stall is an `Episode` of kind `stall`: `end` is its last column's end, `start` its first column's start
-less the far waits that ended in that column (events are logged when they end, so the stall began up to
-that much earlier: the episode covers the waiting itself); `events` and `time_s` are its far events and their time,
+less the far waits that ended in that column, not before the range's start (events are logged when they
+end, so the stall began up to that much earlier: the episode covers the waiting itself); `events` and `time_s` are its far events and their time,
 `events_share`/`time_share` their shares of the range, `gained` the far slots it hit (`events_share` and
 `time_share` there are shares of its columns), `shift_octaves` the octaves from the range's median to the
 stall's mean latency.
@@ -84,7 +84,7 @@ def find_stalls(
                         float(base_c[lo:hi + 1].sum() / max(base_c.sum(), 1e-300)), tm / max(col_t, 1e-300),
                         float(base_t[lo:hi + 1].sum() / max(base_t.sum(), 1e-300)))
         shift = float(np.log2((tm / ev) / median)) if median > 0 else 0.0
-        begin = float(starts[a]) - float(far_t[a])  # its first waits ended in column a: they began before
+        begin = max(float(starts[a]) - float(far_t[a]), float(starts[0]))  # its first waits ended in column a
         out.append(Episode("stall", a + col_offset, b + col_offset, begin, float(ends[b]), ev, shift,
                            gained, None, tm, ev / total_c, tm / total_t))
     return out

@@ -63,10 +63,12 @@ def drifting(seed: int, n: int = 20_000, octaves: float = 2.0, t0: float = 1000.
     return Stream(f"drifting +{octaves:g} oct", _clocked(rng, lat, 2e-3, t0), lat, drift=True)
 
 
-def stalled(seed: int, n: int = 20_000, waits: int | None = None, t0: float = 1000.0) -> Stream:
+def stalled(seed: int, n: int = 20_000, waits: int | None = None, t0: float = 1000.0,
+            sigma: float | None = None) -> Stream:
     """A lognormal stream with one stall: 1-3 waits of ~1.5 s next to each other, at a random point."""
     rng = np.random.default_rng(seed)
-    lat = rng.lognormal(np.log(300e-6), float(rng.uniform(0.2, 0.6)), n)
+    sigma = float(rng.uniform(0.2, 0.6)) if sigma is None else sigma
+    lat = rng.lognormal(np.log(300e-6), sigma, n)
     k = int(rng.integers(n // 5, 4 * n // 5))
     waits = int(rng.integers(1, 4)) if waits is None else waits
     lat[k:k + waits] = rng.lognormal(np.log(1.5), 0.1, waits)
@@ -99,3 +101,19 @@ def columns(stream: Stream, width_s: float = 1.0) -> tuple[np.ndarray, np.ndarra
         counts[j], time[j] = c, s * 1e-9
     starts = stream.times.min() + width_s * np.arange(ncols, dtype=np.float64)
     return counts, time, starts, starts + width_s
+
+
+def ranks(seed: int, n: int = 4, events: int = 4000, slow: int | None = None, factor: float = 1.0,
+          stall: int | None = None, run: str = "train", phase: str = "data_wait") -> dict[str, Stream]:
+    """Peer streams `run/rank<k>/phase`: lognormal waits; rank `slow` x `factor`; rank `stall` gets a stall."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for k in range(n):
+        s = stalled(int(rng.integers(1 << 31)), events, waits=2, sigma=0.4) if k == stall else \
+            unimodal(int(rng.integers(1 << 31)), events, sigma=0.4, t0=1000.0 + float(rng.uniform(0, 0.5)))
+        if k == slow:
+            s.latencies = s.latencies * factor
+        if k != stall:
+            s.stalls = []
+        out[f"{run}/rank{k}/{phase}"] = s
+    return out

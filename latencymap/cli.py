@@ -21,7 +21,7 @@ from latencymap.plugins import Registry, Source, SourceError, load_registry
 from latencymap.profiling.cli import profile_options
 from latencymap.recording import Recorder, RecordingError, recorded, windowed
 from latencymap.replay import BurstScan, ReplayClock
-from latencymap.report import build_report, report_text, straggler_lines
+from latencymap.report import build_report, report_text, source_lines
 from latencymap.views import run_view
 
 if TYPE_CHECKING:
@@ -317,7 +317,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
                 doc["source"] = {"name": source.name, **extra}
             text = json.dumps(doc) + "\n"
         else:
-            text = report_text(acc) + "".join(f"{line}\n" for line in straggler_lines(extra.get("stragglers", [])))
+            text = report_text(acc) + "".join(f"{line}\n" for line in source_lines(extra))
         write_text(text, output)
         return _gate_failures(acc, fail_if)
 

@@ -17,10 +17,10 @@ shift), yet they own the time of their columns. The rule, on the columns of the 
 
 A stall is an `Episode` of kind `stall`: `end` is its last column's end, `start` its first column's start
 less the far waits that ended in that column, not before the range's start (events are logged when they
-end, so the stall began up to that much earlier: the episode covers the waiting itself); `events` and `time_s` are its far events and their time,
-`events_share`/`time_share` their shares of the range, `gained` the far slots it hit (`events_share` and
-`time_share` there are shares of its columns), `shift_octaves` the octaves from the range's median to the
-stall's mean latency.
+end, so the stall began up to that much earlier: the episode covers the waiting itself); `events` and
+`time_s` are its far events and their time, `events_share`/`time_share` their shares of the range,
+`gained` the far slots it hit (`events_share` and `time_share` there are shares of its columns),
+`shift_octaves` the octaves from the range's median to the stall's mean latency.
 """
 
 from __future__ import annotations

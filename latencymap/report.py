@@ -164,6 +164,6 @@ def source_lines(extra: dict[str, Any]) -> list[str]:
                 if st.get("max_over_wall") is not None else ")"
         if st.get("wasted_core_s") is not None:
             line += (f"; {st['cores']} cores, {st['wasted_core_s']:.3g} core-s wasted "
-                     f"({100 * (1 - st['utilisation']):.0f}%)")
+                     f"({max(0.0, 100 * (1 - st['utilisation'])):.0f}%)")
         out.append(line)
     return out

@@ -85,3 +85,15 @@ def test_thresholds_are_tunable() -> None:
     assert run(s, thresholds=Thresholds(stall_gap_octaves=30.0)).stalls == []
     u = synthetic.unimodal(1)
     assert [f.kind for f in run(u, thresholds=Thresholds(tail_max_events_share=1.0)).findings] == ["tail"]
+
+
+def test_steady_thin_far_band_is_a_band_not_stalls() -> None:
+    rng = np.random.default_rng(4)
+    s = synthetic.unimodal(4, sigma=0.3)
+    far = rng.random(len(s.latencies)) < 0.004  # 0.4% of the events, all along, at ~1 s
+    s.latencies = np.where(far, rng.lognormal(0.0, 0.1, len(far)), s.latencies)
+    d = run(s)
+    assert d.stalls == []
+    (slow,) = [b for b in d.bands if b.low_s <= 1.0 < b.high_s]
+    assert slow.events_share == pytest.approx(float(far.mean()), abs=1e-9)
+    assert d.bimodal and [f.kind for f in d.findings][:1] == ["band"]

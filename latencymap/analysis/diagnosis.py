@@ -89,7 +89,7 @@ class Diagnosis:
             return ["no events"]
         lines = [self._modes_line()]
         shown = [f for f in self.findings if f.kind != "band"]
-        episodes = [f for f in shown if f.first_col is not None and f.kind not in ("tail", "drift")]
+        episodes = [f for f in shown if f.first_col is not None and f.kind not in ("tail", "drift", "shift")]
         others = [f for f in shown if f not in episodes]
         lines += [f.line() for f in others]
         lines += [f.line() for f in episodes[:MAX_EPISODE_LINES]]
@@ -127,7 +127,8 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[
     if tail is not None and tail.events_share <= th.tail_max_events_share and not any(
             b.first_slot <= tail.first_slot <= b.last_slot for b in bands):  # that band (or stall) says it
         out.append(tail_finding(tail, scope, top_s))
-    if d.drift is not None:
+    if d.drift is not None and not (d.drift.kind == "shift" and d.drift.at_col is not None and any(
+            abs(e.first_col - d.drift.at_col) <= 2 for e in d.episodes)):  # that episode says it, with its shape
         out.append(drift_finding(d.drift, scope))
     out += [episode_finding(e, scope) for e in d.episodes]
     return out

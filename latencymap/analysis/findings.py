@@ -2,7 +2,7 @@
 
 A finding is emitted only when it would not hold for any stream (see thresholds.py): a `band` beyond the
 main one when the stream is bimodal, a `tail` holding at most 10% of the events, each episode (`appear`,
-`disappear`, `move`, `reshape`, `stall`), a `drift`, and across streams a `slow_peer` (peers.py). Report
+`disappear`, `move`, `reshape`, `stall`), a `drift` or `shift`, and across streams a `slow_peer` (peers.py). Report
 JSON: `{"kind", "what", "why", "where": {"first_col", "last_col", "start", "end", "low_s", "high_s"},
 "events", "events_share", "time_s", "time_share"}` (columns inclusive and absolute, times epoch seconds,
 latencies seconds; a key is null where it does not apply).
@@ -30,6 +30,7 @@ WHY = {
     "move": "the whole distribution moved: a change of device, load or configuration at that time",
     "reshape": "the mix between the usual bands changed at that time",
     "drift": "a trend, not noise: a growing queue, a leak or a filling device keeps going if left alone",
+    "shift": "one lasting jump: something changed at that moment (a deploy, a failover, a cache, another device)",
 }
 
 
@@ -158,8 +159,13 @@ def episode_finding(e: Episode, scope: Scope) -> Finding:
 
 
 def drift_finding(d: Drift, scope: Scope) -> Finding:
-    """A trend of the median."""
+    """A trend of the median, or one lasting jump of it."""
     where = scope.when(d.first_col, d.last_col, d.start, d.end)
+    if d.kind == "shift" and d.at_col is not None and d.at is not None:
+        what = (f"shift at col {d.at_col} (t+{d.at - scope.t0:.4g}s): the median went {dur(d.first_median_s)} → "
+                f"{dur(d.last_median_s)} and stayed ({d.octaves:+.1f} octaves, {times(2.0 ** d.octaves)})")
+        return Finding("shift", what, WHY["shift"], scope.events, 1.0, scope.time_s, 1.0, d.at_col, d.last_col,
+                       d.at, d.end, min(d.first_median_s, d.last_median_s), max(d.first_median_s, d.last_median_s))
     what = (f"drift {where}: the median went {dur(d.first_median_s)} → {dur(d.last_median_s)} "
             f"({d.octaves:+.1f} octaves, {times(2.0 ** d.octaves)}; the trend explains {pct(d.r2)} of the "
             "column medians' variance)")

@@ -84,6 +84,8 @@ class Thresholds:
     drift_min_r2: float = 0.5
     #: Fewer testable columns than this have no trend.
     drift_min_columns: int = 10
+    #: A single jump that leaves at most this share of the line's residual is a `shift`, not a drift.
+    drift_step_ratio: float = 0.5
 
     # Peers (peers.py): streams that should behave alike (ranks, disks, instances, executors).
     #: A peer is slow when its mean latency is at least this many times the median of its peers' means.

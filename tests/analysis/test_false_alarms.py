@@ -55,11 +55,15 @@ def test_drift_is_found_with_its_size(seed: int) -> None:
     assert d.drift.octaves == pytest.approx(moved * 10 / 9, abs=0.3)  # fitted end to end vs tenths' centres
 
 
-def test_steady_stream_with_a_level_jump_is_no_drift() -> None:
-    rng = np.random.default_rng(3)
-    s = synthetic.unimodal(3, sigma=0.3)
-    noise = synthetic.Stream("noise", s.times, rng.lognormal(np.log(300e-6), 0.3, len(s.times)))
-    assert run(noise).drift is None
+@pytest.mark.parametrize("seed", range(10))
+def test_a_lasting_jump_is_a_shift_not_a_drift(seed: int) -> None:
+    s = synthetic.shifted(seed, octaves=1.5)
+    d = run(s)
+    assert d.drift is not None and [f.kind for f in d.findings] == ["shift"]
+    half = len(s.latencies) // 2
+    jumped = np.log2(np.median(s.latencies[half:]) / np.median(s.latencies[:half]))
+    assert d.drift.octaves == pytest.approx(jumped, abs=0.2)
+    assert d.drift.at is not None and abs(d.drift.at - s.times[half]) <= 1.0  # the column of the jump
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -236,7 +236,7 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
                         end=last["end"] if last else g.start + g.windows * g.window_s)
 
 
-def find_peers(streams: list[PeerStream], th: Thresholds = DEFAULT_THRESHOLDS) -> list[PeerGroup]:
+def find_peers(streams: list[PeerStream], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[PeerGroup]:
     """Every peer group among the streams, compared (see the module docstring)."""
-    return [compare(key, ds, unit, group, th) for (key, ds, unit), group in group_peers(streams).items()
+    return [compare(key, ds, unit, group, thresholds) for (key, ds, unit), group in group_peers(streams).items()
             if all(len(s.starts) for s, _, _ in group)]

@@ -120,3 +120,11 @@ def test_two_real_ranks_one_stalled_the_report_names_it(tmp_path: Path) -> None:
     assert group["slow"]["stalls"]
     text = CliRunner().invoke(main, ["report", *files]).output
     assert "slow rank: rank1 (job/rank1/data_wait)" in text
+
+
+def test_peer_thresholds_are_tunable() -> None:
+    from latencymap.analysis.thresholds import Thresholds
+
+    streams = peer_streams(synthetic.ranks(1, n=4, slow=2, factor=1.5))
+    assert find_peers(streams)[0].slow is not None
+    assert find_peers(streams, thresholds=Thresholds(peer_min_ratio=2.0))[0].slow is None

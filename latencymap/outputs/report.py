@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
@@ -65,11 +66,18 @@ def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[st
     }}
 
 
+def peer_groups(acc: Accumulator) -> list[PeerGroup]:
+    """Streams that are peers (ranks, disks, instances: see analysis/peers.py), compared interval by interval."""
+    return find_peers([PeerStream(h.stream.label, h.stream.datasource, h.stream.unit, h.counts, h.time, h.start,
+                                  h.end) for h in acc.streams.values() if h.n])
+
+
 def build_report(acc: Accumulator) -> dict[str, Any]:
-    """The whole report: one object per stream."""
+    """The whole report: one object per stream, and the peer groups among them."""
     return {
         "streams": [stream_report(h, acc) for h in acc.streams.values()],
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
+        "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
     }
 
 
@@ -97,6 +105,8 @@ def report_text(acc: Accumulator) -> str:
         out.append(f"   mean {format_duration(t.mean_s)}  {pcts}")
         out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
         out += _bucket_table(hist, t.counts)
+    for group in peer_groups(acc):
+        out += [clean_text(line, 2000) for line in group.lines()]
     if acc.skipped:
         out.append(f"Skipped records: {acc.skipped}")
         out += [f"   {clean_text(m, 300)}" for m in acc.messages[:10]]
@@ -139,6 +149,33 @@ def straggler_lines(stragglers: list[dict[str, Any]]) -> list[str]:
         group = s.get("group") or f"stage {s.get('stage')}"
         median = s.get("reference_s") or s.get("group_median_s", s.get("stage_median_s"))
         ratio = s.get("ratio") or float("inf")
+        warm = f" (warm-up: {clean_text(str(s.get('warmup_reason') or 'first wave'))})" if s.get("warmup") else ""
         out.append(f"   {clean_text(str(name))} in {clean_text(str(group))}: {format_duration(s['duration_s'])}, "
-                   f"{ratio:.1f}x the reference {format_duration(median)}")
+                   f"{ratio:.1f}x the reference {format_duration(median)}{warm}")
+    return out
+
+
+def source_lines(extra: dict[str, Any]) -> list[str]:
+    """Text lines for what a source adds to the report: stragglers, warm-up kept apart, stage skew."""
+    out = straggler_lines(extra.get("stragglers", []))
+    listed = {(w.get("stage"), w.get("task_id")) for w in extra.get("stragglers", []) if w.get("warmup")}
+    apart = [w for w in extra.get("warmup", []) if (w.get("stage"), w.get("task_id")) not in listed]
+    if apart:
+        out.append(f"Warm-up tasks kept apart: {len(apart)} (slow only against the median: cold executor slots or a "
+                   "stage's first wave; --include-warmup lists them)")
+    stages = [st for st in extra.get("stages", []) if st.get("tasks", 0) >= 2]
+    if stages:
+        out.append("Stages: skew = max/median; max/wall = the slowest task's share of the stage's wall time; "
+                   "wasted = cores x wall - task time")
+    for st in stages:
+        line = (f"   stage {st['stage']}.{st['attempt']}: {st['tasks']} tasks, "
+                f"median {format_duration(st['median_s'])}, max {format_duration(st['max_s'])}")
+        if st.get("skew") is not None:
+            line += f" (skew {st['skew']:.1f}x"
+            line += f", {100 * st['max_over_wall']:.0f}% of the wall {format_duration(st['wall_s'])})" \
+                if st.get("max_over_wall") is not None else ")"
+        if st.get("wasted_core_s") is not None:
+            line += (f"; {st['cores']} cores, {st['wasted_core_s']:.3g} core-s wasted "
+                     f"({max(0.0, 100 * (1 - st['utilisation'])):.0f}%)")
+        out.append(line)
     return out

@@ -9,7 +9,7 @@ import numpy as np
 
 from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
-from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.accumulator import Accumulator, StreamHistory, Totals
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
@@ -38,16 +38,25 @@ def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
         "frequency": hist.frequency()[:, slots].tolist(),
         "intensity": hist.intensity()[:, slots].tolist(),
         "intensity_exact": hist.exact,
-        "total": {
-            "events": total.events,
-            "time_s": total.time_s,
-            "mean_s": _num(total.mean_s),
-            **{f"{PERCENTILE_NAMES[q]}_s": _num(total.percentiles[q]) for q in PERCENTILES},
-        },
+        "total": _total(total, acc.sources.get(hist.stream), hist.stream.unit),
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
         **stream_diagnosis(hist).to_json(),
         **_source_buckets(acc.sources.get(hist.stream), hist),
     }
+
+
+def _total(total: Totals, source: SourceTotals | None, unit: str) -> dict[str, Any]:
+    """Events, time, mean and percentiles; a rebinned stream's come from its own buckets (and exact sum)."""
+    time_s, mean_s = total.time_s, total.mean_s
+    percentiles = {q: total.percentiles[q] for q in PERCENTILES}
+    if source is not None and not source.mixed and source.events == total.events:
+        scale = unit_seconds(unit)
+        percentiles = {q: source.percentile(q) * scale for q in PERCENTILES}
+        if source.timed and source.intervals:
+            time_s = source.time_s
+            mean_s = time_s / total.events if total.events else math.nan
+    return {"events": total.events, "time_s": time_s, "mean_s": _num(mean_s),
+            **{f"{PERCENTILE_NAMES[q]}_s": _num(v) for q, v in percentiles.items()}}
 
 
 def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
@@ -95,14 +104,17 @@ def report_text(acc: Accumulator) -> str:
         rate = t.events / t.duration_s if t.duration_s else float("nan")
         how = "exact" if hist.exact else "estimated from bucket midpoints"
         source = acc.sources.get(hist.stream)
+        total = _total(t, source, s.unit)
         if source is not None:
-            how = "rebinned from the source's buckets, estimated"
+            how = "the source's exact sum" if total["time_s"] != t.time_s else "estimated"
         out.append(f"   {hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "
-                   f"{t.time_s:.4g}s waited ({how})")
+                   f"{total['time_s']:.4g}s waited ({how})")
         if source is not None:
-            out.append("   " + _source_line(source, hist.stream.unit))
-        pcts = "  ".join(f"p{f'{q * 100:g}'.replace('.', '')} {format_duration(v)}" for q, v in t.percentiles.items())
-        out.append(f"   mean {format_duration(t.mean_s)}  {pcts}")
+            out.append(f"   rebinned: the source's {len(source.bounds)} buckets are spread over the rows below; "
+                       "percentiles come from the source's buckets (as histogram_quantile)")
+        pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {format_duration(total[f'{PERCENTILE_NAMES[q]}_s'])}"
+                         for q in PERCENTILES)
+        out.append(f"   mean {format_duration(total['mean_s'])}  {pcts}")
         out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
         out += _bucket_table(hist, t.counts)
     for group in peer_groups(acc):
@@ -113,14 +125,6 @@ def report_text(acc: Accumulator) -> str:
     if not acc.streams:
         out.append("No data.")
     return "\n".join(out) + "\n"
-
-
-def _source_line(source: SourceTotals, unit: str) -> str:
-    """What the source's own buckets say: exact events and time, and percentiles as histogram_quantile gives them."""
-    scale = unit_seconds(unit)
-    pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {format_duration(source.percentile(q) * scale)}" for q in PERCENTILES)
-    waited = f", {source.time_s:.4g}s waited (exact sum)" if source.timed and source.intervals else ""
-    return f"source buckets ({len(source.bounds)}): {source.events} events{waited}; {pcts}"
 
 
 def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:

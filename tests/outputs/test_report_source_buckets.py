@@ -86,4 +86,6 @@ def test_a_scrape_recorded_then_reported_keeps_the_exporters_buckets(tmp_path: P
     assert source["bounds_s"][:-1] == pytest.approx(list(les[:-1])) and source["bounds_s"][-1] is None
     assert source["p50_s"] == pytest.approx(quantile(0.5, les, per_bucket.tolist()))
     text = CliRunner().invoke(main, ["report", str(rec)]).output
-    assert "rebinned from the source's buckets" in text and "source buckets (6): 40 events, 2.5s waited" in text
+    assert "40 events" in text and "2.5s waited (the source's exact sum)" in text
+    assert "rebinned: the source's 6 buckets" in text
+    assert stream["total"]["time_s"] == pytest.approx(2.5) and stream["total"]["p50_s"] == source["p50_s"]

@@ -30,7 +30,7 @@ def test_emit_and_record_carry_every_observation_to_report(tmp_path: Path) -> No
     emitted, recording = tmp_path / "emitted.txt", tmp_path / "run.txt"
     with emitted.open("w") as out:
         child = subprocess.Popen([sys.executable, "-m", "latencymap", "listen", "--otlp", f"127.0.0.1:{port}",
-                                  "--emit", "--record", str(recording), "--idle-timeout", "2"],
+                                  "--emit", "--record", str(recording), "--idle-timeout", "8"],
                                  stdout=out, stderr=subprocess.PIPE, text=True)
         try:
             assert child.stderr is not None

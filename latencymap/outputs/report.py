@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from latencymap.analysis.summary import stream_diagnosis
-from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration, format_number
@@ -44,7 +44,26 @@ def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
         },
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
         **stream_diagnosis(hist).to_json(),
+        "resets": marked_columns(hist, RESET),
+        "gaps": marked_columns(hist, GAP),
     }
+
+
+def marked_columns(hist: StreamHistory, flag: int) -> list[int]:
+    """Indexes of the columns carrying `flag` (RESET: a counter went down; GAP: data is missing)."""
+    return np.flatnonzero(hist.flags & flag).tolist()
+
+
+def marks_lines(hist: StreamHistory, limit: int = 20) -> list[str]:
+    """What the text report and the SVG/HTML findings say about reset and gap columns (none: nothing)."""
+    out = []
+    for flag, what in ((RESET, "counter reset (a counter went down; the column counts from the reset)"),
+                       (GAP, "gap (data missing from the column)")):
+        cols = marked_columns(hist, flag)
+        if cols:
+            shown = ", ".join(str(c) for c in cols[:limit]) + (f", … ({len(cols)} in all)" if len(cols) > limit else "")
+            out.append(f"{what}: column{'s' if len(cols) > 1 else ''} {shown}")
+    return out
 
 
 def build_report(acc: Accumulator) -> dict[str, Any]:
@@ -73,6 +92,7 @@ def report_text(acc: Accumulator) -> str:
         pcts = "  ".join(f"p{f'{q * 100:g}'.replace('.', '')} {format_duration(v)}" for q, v in t.percentiles.items())
         out.append(f"   mean {format_duration(t.mean_s)}  {pcts}")
         out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
+        out += [f"   {line}" for line in marks_lines(hist)]
         out += _bucket_table(hist, t.counts)
     if acc.skipped:
         out.append(f"Skipped records: {acc.skipped}")

@@ -29,6 +29,12 @@ class BpfSource(Source):
     """Block I/O or syscall latency histograms from in-kernel BPF programs."""
 
     name: ClassVar[str] = "bpf"
+    examples: ClassVar[tuple[str, ...]] = (
+        "latencymap bpf block --split rw",
+        "latencymap bpf block --disk vda --queued --record io.zst",
+        "latencymap bpf syscall --syscalls pread64,preadv,fsync --pid 1234",
+        "latencymap bpf block --backend bpftrace --count 10 --plain --once",
+    )
     summary: ClassVar[str] = "Block I/O or syscall latency from the kernel via BPF tracepoints (bcc or bpftrace)."
 
     @classmethod

@@ -4,7 +4,7 @@ Per stream: the first snapshot is the baseline. A bucket missing from a snapshot
 value. A counter that goes down is a reset: the column is marked and that bucket counts what the
 counter holds now (events since the reset), never a negative number; the other buckets count their
 difference as usual. When every counter that was non-zero went down or is missing (the source
-restarted: its counters start again from 0, and a restarted Oracle lists only the buckets hit since),
+restarted: its counters start again from 0, and it may list only the buckets hit since),
 the column counts the new snapshot's values and it is the new baseline, a missing bucket counting 0.
 A snapshot without a timestamp takes its arrival time; one whose timestamp does not increase is
 skipped with a notice.

@@ -1,7 +1,7 @@
 """A restarted source, built from PyLatencyMap's Oracle sample: after record `k` every counter starts again from 0.
 
 Each record of the sample holds one block of `value, count` lines per RAC instance (the blocks add up). A
-restarted database's `gv$event_histogram` lists only the buckets hit since the restart, so a restarted record
+restarted source may list only the buckets hit since the restart, so a restarted record here
 holds one block: the summed counts minus those of record `k`, without the lines that are now 0. Every column of
 the copy holds what the original's holds: what happened between two records did not change, only the counters.
 """

@@ -187,8 +187,8 @@ class PlainRenderer:
         if not flags.any():
             return None
         width = self.opts.num_records
-        chars = np.where(flags & RESET_FLAG, "R", np.where(flags & GAP_FLAG, "G", " "))[-width:] if width > 0 else []
-        cells = "".join(chars).rjust(width)
+        chars: list[str] = np.where(flags & RESET_FLAG, "R", np.where(flags & GAP_FLAG, "G", " ")).tolist()
+        cells = "".join(chars[-width:] if width > 0 else []).rjust(width)
         return f"{'marks':>{label_w}} {cells}  R counter reset, G gap"
 
     def _prefixes(self, stream: StreamId, lo: int, hi: int, labels: list[str]) -> tuple[list[str], int]:

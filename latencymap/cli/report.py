@@ -14,7 +14,7 @@ from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.errors import InputError, NothingReadable
 from latencymap.flow.pipeline import diffed, input_flow
 from latencymap.outputs.files import write_text
-from latencymap.outputs.report import build_report, report_text, straggler_lines
+from latencymap.outputs.report import build_report, report_text, source_lines
 from latencymap.plugins import Source, TextFormat
 
 
@@ -86,7 +86,7 @@ def _write(acc: Accumulator, source: Source | None, out_format: str, output: str
             doc["source"] = {"name": source.name, **extra}
         text = json.dumps(doc) + "\n"
     else:
-        text = report_text(acc) + "".join(f"{line}\n" for line in straggler_lines(extra.get("stragglers", [])))
+        text = report_text(acc) + "".join(f"{line}\n" for line in source_lines(extra))
     write_text(text, output)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pylatencymap_support import need_pylatencymap
 
 from latencymap.core.model import Interval, StreamId
 from latencymap.flow.recording import Recorder, read_header, safe_options, windowed
@@ -124,11 +125,7 @@ def test_sigkill_mid_stream_leaves_every_complete_record_replayable(tmp_path: Pa
 
 @pytest.mark.slow
 def test_real_pylatencymap_reads_a_compat_recording(tmp_path: Path, example_data: Path) -> None:
-    target = tmp_path / "plm"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
-                          "pylatencymap==1.3.0"], capture_output=True, text=True, timeout=300)
-    if pip.returncode != 0:
-        pytest.skip(f"PyLatencyMap 1.3 cannot be installed from the package index here: {pip.stderr[-300:]}")
+    target = need_pylatencymap()
     rec = tmp_path / "compat.txt"
     systemtap = example_data.parent / "test_SystemTap_data.txt"
     for src in (example_data, systemtap):

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from skips_support import need_module
 
 from latencymap.cli.main import main
 from latencymap.core.model import Interval, StreamId
@@ -41,7 +42,7 @@ def report_json(*paths: Path) -> dict:
 
 
 def test_parquet_equals_report_matrices(tmp_path: Path, example_data: Path, fixtures: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = need_module("pyarrow.parquet")
     systemtap = fixtures / "pylatencymap" / "test_SystemTap_data.txt"
     out = tmp_path / "r.parquet"
     result = CliRunner().invoke(main, ["report", "--format", "parquet", "-o", str(out), str(example_data),

@@ -12,8 +12,9 @@ import os
 import sys
 import time
 
-#: Seconds each task sleeps, per stage (one job per stage), by partition index.
-SLEEPS = ([0.6, 0.2, 0.2, 0.2, 0.2, 0.2, 1.2, 0.2], [0.3, 0.3, 0.3, 0.9, 0.3, 0.3])
+#: Seconds each task sleeps, per stage (one job per stage), by partition index: the last stage runs for over 3 s
+#: (the live binner's grace), so tasks of the first stages reach the follower's recording before the job ends.
+SLEEPS = ([0.6, 0.2, 0.2, 0.2, 0.2, 0.2, 1.2, 0.2], [0.3, 0.3, 0.3, 0.9, 0.3, 0.3], [1.6, 1.6, 2.0, 2.0])
 
 
 def main() -> int:

@@ -50,8 +50,14 @@ class Box:
         return self.x + self.width / 2, self.y + self.height / 2
 
     def inside(self, pixels: np.ndarray) -> bool:
+        """Wholly inside the picture."""
         rows, cols = pixels.shape[:2]
-        return self.x >= 0 and self.y >= 0 and self.x + self.width <= cols and self.y + self.height <= rows
+        return self.within(Box(0, 0, cols, rows))
+
+    def within(self, other: Box) -> bool:
+        """Wholly inside `other`."""
+        return (self.x >= other.x and self.y >= other.y and self.x + self.width <= other.x + other.width
+                and self.y + self.height <= other.y + other.height)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from screenshot_support import cell_centres, dark_pixels, find_offset, layout, rgb, screenshot
+from screenshot_support import Box, cell_centres, dark_pixels, find_offset, layout, rgb, screenshot
 
 from latencymap.cli.common import REGISTRY
 from latencymap.cli.main import main
@@ -181,9 +181,11 @@ def test_chromium_shows_the_accumulator_cells_legends_and_labels(tmp_path: Path,
     colours = {kind: [xterm_hex(p) for p in palette] for kind, (_, palette) in levels.items()}
     dx, dy = (0, 0) if fmt == "svg" else find_offset(pixels, root, colours)
     drawn = layout(root, dx, dy)
+    area = Box(dx, dy, width, height)  # the SVG's own viewport: it clips what lies outside
+    assert area.inside(pixels)
     for kind, (level, palette) in levels.items():
         plot = drawn.plots[kind]
-        assert plot.inside(pixels), (kind, plot)
+        assert plot.within(area), (kind, plot)
         rows, cols = cell_centres(plot, *level.shape)
         shown = pixels[rows[None, :], cols[:, None]]  # (columns, rows, RGB)
         want = np.array([rgb(c) for c in colours[kind]])[level]
@@ -193,10 +195,10 @@ def test_chromium_shows_the_accumulator_cells_legends_and_labels(tmp_path: Path,
         assert len(drawn.legends[kind]) == len(palette)
         for swatch, colour in zip(drawn.legends[kind], colours[kind], strict=True):
             x, y = swatch.centre()
-            assert swatch.inside(pixels) and tuple(pixels[int(y), int(x)]) == rgb(colour), (kind, swatch)
+            assert swatch.within(area) and tuple(pixels[int(y), int(x)]) == rgb(colour), (kind, swatch)
     texts = {label.text for label in drawn.labels}
     assert {"legend (events/s)", "legend (s/s)", "1ms", "4.1s", "+0s", hist.stream.label} <= texts
     for label in drawn.labels:
-        assert label.box.inside(pixels), label
+        assert label.box.within(area), label
         glyphs = sum(ch.isalnum() for ch in label.text)
         assert dark_pixels(pixels, label.box) >= 5 * glyphs, label

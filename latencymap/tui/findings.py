@@ -20,7 +20,7 @@ def findings_text(hist: StreamHistory, first: int, stop: int) -> Text:
         text.append("  none yet")
         return text
     diag = diagnose(hist.counts, hist.time, hist.low, hist.high, hist.start, hist.end, col_range=(first, stop))
-    lines = diag.summary_lines()[:MAX_LINES] or ["nothing notable"]
+    lines = [line.partition(" — ")[0] for line in diag.summary_lines()[:MAX_LINES]] or ["nothing notable"]  # no why
     text.append("  " + clean_text(lines[0], 300))
     for line in lines[1:]:
         text.append("\n           " + clean_text(line, 300))

@@ -137,7 +137,8 @@ def test_report_states_its_findings_on_the_example_data(report: dict, example_da
     pooled = {(v * 1e-3, 2 * v * 1e-3): float(last[v] - first.get(v, 0)) for v in last}
     assert_tail(stream["tail"], expected_tail(pooled))
     text = CliRunner().invoke(main, ["report", str(example_data)]).output
-    assert "bands" in text and "tail:" in text
+    assert "multimodal (3 bands)" in text and "two populations" in text
+    assert "tail" not in text  # 48% of the events hold 84% of the time: too many for a tail finding
 
 
 @pytest.mark.parametrize("capture", ["bcc/biolatency_usecs_T.txt", "bpftrace/block_usecs_interval.txt",
@@ -164,6 +165,10 @@ def test_report_states_findings_on_real_bpf_captures(fixtures: Path, capture: st
         assert_tail(stream["tail"], expected_tail(pooled[label]))
         lines = [line.strip() for line in sections[label].splitlines()]
         assert lines[3].startswith(word + ": "), lines[3]  # after the heading, totals and percentiles
+        for f in stream["findings"]:  # a tail is a finding only as a minority of the events
+            assert f["kind"] != "tail" or f["events_share"] <= 0.10
+    tails = [f for s in busy for f in s["findings"] if f["kind"] == "tail"]
+    assert ("tail dominates" in text) == bool(tails)
 
 
 def test_whole_history_diagnosis_is_computed_once_per_history_state() -> None:

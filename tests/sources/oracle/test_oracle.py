@@ -302,7 +302,9 @@ def test_sqlplus_script_prints_records_latencymap_reads_back_exactly(kind: str) 
     printed = got.output.replace("<end record>\n", "<end record>\n\n")
     result = CliRunner().invoke(cli.main, ["report", "--format", "json", "-"], input=printed)
     assert result.exit_code == 0, result.output
-    (stream,) = json.loads(result.stdout)["streams"]
+    streams = json.loads(result.stdout)["streams"]
+    assert len(streams) == 1, (result.stderr[-1000:], printed[:600])
+    (stream,) = streams
     assert stream["stream"] == {"label": event.replace(",", ";"), "datasource": "oracle", "unit": view.unit}
     assert stream["columns"] == 3 and stream["errors"] == {"skipped_records": 0, "messages": []}
     assert (stream["start"], stream["end"]) == (times[0].timestamp(), times[-1].timestamp())

@@ -182,7 +182,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         allowed = "allowed in CI" if category in ALLOWED_IN_CI else "fails under CI=true"
         terminalreporter.write_line(f"{kept[category]:4d} {category} ({allowed}){': ' + names if names else ''}")
     if failed:
-        terminalreporter.write_line(f"CI guard: {sum(failed.values())} skips turned into failures: "
-                                    + ", ".join(f"{k} ×{n}" for k, n in sorted(failed.items())), red=True)
+        terminalreporter.write_line(f"CI guard: skips turned into failures: {sum(failed.values())} ("
+                                    + ", ".join(f"{k} ×{n}" for k, n in sorted(failed.items())) + ")", red=True)
     elif ci_enabled():
         terminalreporter.write_line("CI guard: on (CI=true); no skip of a missing component", green=True)

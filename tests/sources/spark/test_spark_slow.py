@@ -71,7 +71,6 @@ ENGINE_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
     from latencymap.sources.spark.source import SparkSource, collect
-from skips_support import requires_module
 
     def sig(ivs):
         return [[iv.stream.label, iv.start, iv.end, iv.counts.tolist(), np.round(iv.time, 9).tolist()] for iv in ivs]

@@ -173,6 +173,10 @@ class ListenSource(Source):
     """Accepts instrumented writers on a UNIX socket and yields their intervals as they arrive."""
 
     name: ClassVar[str] = "listen"
+    examples: ClassVar[tuple[str, ...]] = (
+        "latencymap listen /tmp/lm.sock",
+        "latencymap listen /tmp/lm.sock --record run.txt --writers 4",
+    )
     summary: ClassVar[str] = ("Live training-loop timings (latencymap.instrument) from many processes or ranks "
                               "over a UNIX socket, or OpenTelemetry metrics over OTLP/HTTP (--otlp).")
 

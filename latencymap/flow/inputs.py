@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import io
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,10 +65,19 @@ def _binary(binary: IO[bytes]) -> IO[bytes]:
     return binary
 
 
+def _stdin_binary() -> IO[bytes]:
+    """A reader of fd 0 of its own: a thread blocked in it (read ahead of the view) cannot abort the
+    interpreter's shutdown, as one blocked in `sys.stdin`'s reader does."""
+    try:
+        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    except (AttributeError, OSError, ValueError):
+        return sys.stdin.buffer
+
+
 def _open_binary(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], str]:
     if path in ("-", ""):
         if stdin is None:
-            stdin = _stdin_data if _stdin_data is not None else sys.stdin.buffer
+            stdin = _stdin_data if _stdin_data is not None else _stdin_binary()
         if not hasattr(stdin, "peek"):
             stdin = io.BufferedReader(stdin)  # type: ignore[type-var]
         return _binary(stdin), "<stdin>"

@@ -9,7 +9,7 @@ import numpy as np
 
 from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
-from latencymap.core.accumulator import Accumulator, StreamHistory, Totals
+from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory, Totals
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
@@ -42,6 +42,8 @@ def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
         **stream_diagnosis(hist).to_json(),
         **_source_buckets(acc.sources.get(hist.stream), hist),
+        "resets": marked_columns(hist, RESET),
+        "gaps": marked_columns(hist, GAP),
     }
 
 
@@ -81,6 +83,23 @@ def peer_groups(acc: Accumulator) -> list[PeerGroup]:
                                   h.end) for h in acc.streams.values() if h.n])
 
 
+def marked_columns(hist: StreamHistory, flag: int) -> list[int]:
+    """Indexes of the columns carrying `flag` (RESET: a counter went down; GAP: data is missing)."""
+    return np.flatnonzero(hist.flags & flag).tolist()
+
+
+def marks_lines(hist: StreamHistory, limit: int = 20) -> list[str]:
+    """What the text report and the SVG/HTML findings say about reset and gap columns (none: nothing)."""
+    out = []
+    for flag, what in ((RESET, "counter reset (a counter went down; the column counts from the reset)"),
+                       (GAP, "gap (data missing from the column)")):
+        cols = marked_columns(hist, flag)
+        if cols:
+            shown = ", ".join(str(c) for c in cols[:limit]) + (f", … ({len(cols)} in all)" if len(cols) > limit else "")
+            out.append(f"{what}: column{'s' if len(cols) > 1 else ''} {shown}")
+    return out
+
+
 def build_report(acc: Accumulator) -> dict[str, Any]:
     """The whole report: one object per stream, and the peer groups among them."""
     return {
@@ -116,6 +135,7 @@ def report_text(acc: Accumulator) -> str:
                          for q in PERCENTILES)
         out.append(f"   mean {format_duration(total['mean_s'])}  {pcts}")
         out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
+        out += [f"   {line}" for line in marks_lines(hist)]
         out += _bucket_table(hist, t.counts)
     for group in peer_groups(acc):
         out += [clean_text(line, 2000) for line in group.lines()]

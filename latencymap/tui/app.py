@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from latencymap.profiling.session import ProfileSession
 
 TICK_S = 1 / 15
+#: The exit code of an interrupt (Ctrl-C as a key, or SIGINT), as the CLI documents it.
+EXIT_INTERRUPTED = 130
 PLOT_EVERY_S = 0.25
 
 
@@ -62,6 +66,7 @@ class LatencyMapApp(App[int]):
         self._tick_s = tick
         self._dirty = True
         self._plots_at = 0.0
+        self.interrupted = False  # set by run_tui's SIGINT handler; the next tick exits
         self.profiler = ProfileController(self, profile) if profile is not None else None
         self.replay = ReplayController(self, replay, bursts) if replay is not None else None
 
@@ -106,6 +111,9 @@ class LatencyMapApp(App[int]):
 
     def tick(self) -> None:
         """Drain the ingest queue in bulk and repaint what changed."""
+        if self.interrupted:
+            self.action_interrupt()
+            return
         items = self.ingest.drain()
         if items:
             self.acc.add(items)
@@ -234,6 +242,10 @@ class LatencyMapApp(App[int]):
             return
         self.replay.act(what)
 
+    def action_interrupt(self) -> None:
+        """Ctrl-C: quit as interrupted (exit code 130), like SIGINT."""
+        self.exit(return_code=EXIT_INTERRUPTED)
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
@@ -267,9 +279,17 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: int = DEFAULT_HISTORY,
     if profile is not None:
         profile.echo = False  # the panel and notices show its messages; stderr is the TUI's
     app = LatencyMapApp(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts)
+
+    def on_sigint(signum: int, frame: object) -> None:
+        app.interrupted = True  # asyncio would cancel the app, which then ends as if `q` was pressed
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
     try:
         app.run()
     finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
         restore()
     if app.ingest.error is not None:
         raise app.ingest.error

@@ -13,7 +13,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from latencymap.core.accumulator import StreamHistory
+from latencymap.core.accumulator import GAP, RESET, StreamHistory
 from latencymap.core.units import format_duration, format_number
 from latencymap.views.frame import fold_rows, row_labels
 
@@ -41,6 +41,8 @@ class Inspection:
     mean_s: float
     percentiles: dict[float, float]
     rows: list[BucketRow] = field(default_factory=list)
+    resets: int = 0
+    gaps: int = 0
 
 
 def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int) -> Inspection:
@@ -54,8 +56,10 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
     rows = [BucketRow(label, int(c), float(p), float(q))
             for label, c, p, q in zip(row_labels(hist, lo, hi), folded, pct, cum, strict=True)]
     rate = totals.events / totals.duration_s if totals.duration_s else float("nan")
+    flags = hist.flags[cols]
     return Inspection(first, stop, float(hist.start[first]), float(hist.end[stop - 1]), totals.events, rate,
-                      totals.mean_s, totals.percentiles, rows)
+                      totals.mean_s, totals.percentiles, rows, int(np.count_nonzero(flags & RESET)),
+                      int(np.count_nonzero(flags & GAP)))
 
 
 def _stamp(epoch: float) -> str:
@@ -78,9 +82,18 @@ def inspection_summary(ins: Inspection) -> Text:
     cols = f"column {ins.first}" if ins.stop - ins.first == 1 else f"columns {ins.first}–{ins.stop - 1}"
     items = [f"p{q * 100:g} {format_duration(v)}" for q, v in ins.percentiles.items()]
     pcts = "  ".join(items[:2]) + "\n" + "  ".join(items[2:])
-    return Text(f"{cols}  {_stamp(ins.start)} → {time.strftime('%H:%M:%S', time.localtime(ins.end))}\n"
+    text = Text(f"{cols}  {_stamp(ins.start)} → {time.strftime('%H:%M:%S', time.localtime(ins.end))}\n"
                 f"{ins.events} events  {format_number(ins.events_per_s)}/s  mean {format_duration(ins.mean_s)}\n"
                 f"{pcts}")
+    one = ins.stop - ins.first == 1
+    if ins.resets:
+        text.append("\ncounter reset: " + ("a counter went down; this column counts from the reset" if one
+                                           else f"{ins.resets} of these columns count from a reset"),
+                    style="bold dark_orange")
+    if ins.gaps:
+        text.append("\ngap: " + ("data is missing from this column" if one
+                                 else f"data is missing from {ins.gaps} of these columns"), style="bold")
+    return text
 
 
 class Inspector(Vertical):

@@ -2,7 +2,9 @@
 
 Each stream is a panel: title (the stream label), the frequency map (blues) and the intensity map
 (reds) over time with latency axes in human units, a colour legend per map, and the findings
-(totals, percentiles, bands, tail, episodes, stragglers when given) printed under the maps.
+(totals, percentiles, bands, tail, episodes, stragglers when given) printed under the maps. A column with a
+counter reset is outlined in dashed orange (`<rect class="mark reset">`), one with missing data in dashed grey
+(`class="mark gap"`), each with a tooltip; the findings list their columns.
 
 Cells: one `<rect class="cell frequency|intensity">` per non-empty cell, with `data-col`,
 `data-slot`, `data-level` and a `<title>` tooltip (time, latency range, count, share of the column,
@@ -24,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from latencymap.analysis.summary import stream_diagnosis
-from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration, format_number
-from latencymap.outputs.report import straggler_lines
+from latencymap.outputs.report import marks_lines, straggler_lines
 from latencymap.views.frame import LEVELS, quantize
 from latencymap.views.options import BLUES, REDS
 
@@ -73,6 +75,7 @@ class Merged:
     lo: int
     hi: int
     group: int
+    flags: np.ndarray  # (cols,) the RESET/GAP flags of the columns merged into each
 
     def rates(self, kind: str) -> np.ndarray:
         """Events/s (frequency) or s/s (intensity) per (col, row)."""
@@ -95,7 +98,8 @@ def merge_columns(hist: StreamHistory, max_columns: int = MAX_COLUMNS) -> Merged
 
     ends = hist.end[np.minimum(idx + group, hist.n) - 1]
     return Merged(summed(hist.counts[:, lo: hi + 1]).astype(np.float64), summed(hist.time[:, lo: hi + 1]),
-                  summed(hist.durations), hist.start[idx].copy(), ends, lo, hi, group)
+                  summed(hist.durations), hist.start[idx].copy(), ends, lo, hi, group,
+                  np.bitwise_or.reduceat(hist.flags, idx) & (RESET | GAP))
 
 
 def utc(epoch: float) -> str:
@@ -165,6 +169,7 @@ def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[
         out.append(f'<rect class="cell {kind}" data-col="{c}" data-slot="{m.lo + r}" data-level="{lvl}" '
                    f'x="{x:.2f}" y="{y}" width="{cell_w:.2f}" height="{CELL_HEIGHT}" '
                    f'fill="{xterm_hex(palette[lvl])}"><title>{tip}</title></rect>')
+    out += _marks(m, top, cell_w, height)
     step = max(1, math.ceil(nrows / 24))
     for r in range(0, nrows + 1, step):
         slot = m.lo + min(r, nrows - 1)
@@ -177,6 +182,22 @@ def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[
     out += _time_axis(m, top + height, cell_w)
     out += _legend(palette, maxval, kind, LEFT + width + 20, top)
     return out, 18 + height + 34
+
+
+def _marks(m: Merged, top: float, cell_w: float, height: float) -> list[str]:
+    """A dashed outline over each column with a counter reset (orange) or missing data (grey)."""
+    out = []
+    t0 = float(m.start[0])
+    for c in np.flatnonzero(m.flags).tolist():
+        reset = bool(m.flags[c] & RESET)
+        kind, colour = ("reset", "#e07000") if reset else ("gap", "#808080")
+        what = ("counter reset: a counter went down; the column counts from the reset" if reset
+                else "gap: data missing from the column")
+        tip = esc(f"{offset(float(m.start[c]) - t0)}–{offset(float(m.end[c]) - t0)}: {what}")
+        out.append(f'<rect class="mark {kind}" data-col="{c}" x="{LEFT + c * cell_w:.2f}" y="{top}" '
+                   f'width="{cell_w:.2f}" height="{height}" fill="none" stroke="{colour}" stroke-dasharray="2 2">'
+                   f"<title>{tip}</title></rect>")
+    return out
 
 
 def _time_axis(m: Merged, y: float, cell_w: float) -> list[str]:
@@ -220,6 +241,7 @@ def findings_lines(hist: StreamHistory, stragglers: list[dict[str, Any]] | None 
              f"mean {format_duration(t.mean_s)}  {pcts}"]
     diag = stream_diagnosis(hist)
     lines += diag.summary_lines()
+    lines += marks_lines(hist)
     for b in diag.bands:
         lines.append(f"band {format_duration(b.low_s)}–{format_duration(b.high_s)}: "
                      f"{100 * b.events_share:.1f}% of events, {100 * b.time_share:.1f}% of the time")

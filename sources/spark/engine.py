@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import subprocess
 from collections import defaultdict
 from collections.abc import Sequence
@@ -107,19 +108,43 @@ def ship_by_value() -> None:
         cloudpickle.register_pickle_by_value(importlib.import_module(f"{__package__}.{name}"))
 
 
-def spark_session(master: str | None = None) -> Any:
-    """The active SparkSession, or a local one (`local[2]`) when there is none; workers run this Python."""
-    import os
-    import sys
+#: Where the JVM this process started writes its stdout and stderr (and so do its Python workers); None: none.
+jvm_log: str | None = None
 
+
+def spark_session(master: str | None = None) -> Any:
+    """The active SparkSession, or a local one (`local[2]`) when there is none; workers run this Python.
+
+    A JVM started here writes to a log file, not to our stdout/stderr: its log4j warnings and the tracebacks
+    of workers cut short (pyspark's daemon, `BrokenPipeError`) say nothing a user of a successful run needs.
+    `engine_failure` names the file when the job fails.
+    """
+    global jvm_log
+    import sys
+    import tempfile
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName("latencymap").config("spark.ui.showConsoleProgress", "false")
-    return builder.master(master or "local[2]").getOrCreate()
+    conf = (SparkConf().setAppName("latencymap").setMaster(master or "local[2]")
+            .set("spark.ui.showConsoleProgress", "false"))
+    if SparkContext._active_spark_context is None and SparkContext._gateway is None:
+        fd, jvm_log = tempfile.mkstemp(prefix="latencymap-spark-", suffix=".log")
+        with os.fdopen(fd, "wb") as log:
+            SparkContext(conf=conf, gateway=launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log}))
+    return SparkSession.builder.config(conf=conf).getOrCreate()
+
+
+def _drop_jvm_log() -> None:
+    """Remove the JVM's log after a successful job (the JVM may still write to it: that goes nowhere)."""
+    if jvm_log is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(jvm_log)
 
 
 def engine_report(logs: Sequence[EventLog], metric: str = "duration", stages: frozenset[int] | None = None,
@@ -130,9 +155,11 @@ def engine_report(logs: Sequence[EventLog], metric: str = "duration", stages: fr
     SourceError when Spark fails: its JVM died (how: exit code or signal) or the job failed (Spark's reason).
     """
     try:
-        return _engine_job(spark_session(master), logs, metric, stages, per_stage, width_ms, straggler_options)
+        result = _engine_job(spark_session(master), logs, metric, stages, per_stage, width_ms, straggler_options)
     except Exception as err:
         raise engine_failure(err) from err
+    _drop_jvm_log()
+    return result
 
 
 def engine_failure(err: Exception) -> SourceError:
@@ -145,12 +172,13 @@ def engine_failure(err: Exception) -> SourceError:
     if code is None and proc is not None and isinstance(err, (ConnectionError, Py4JNetworkError)):
         with contextlib.suppress(subprocess.TimeoutExpired):
             code = proc.wait(timeout=5)  # the connection broke first; the JVM is on its way out
+    log = f" (Spark's log: {jvm_log})" if jvm_log is not None and os.path.exists(jvm_log) else ""
     if code is not None and proc is not None:
         return SourceError(f"spark: the Spark engine's JVM (pid {proc.pid}) {process_end(code)} during the job; "
-                           "no columns were made (--engine spark gives them all when its job ends)")
+                           f"no columns were made (--engine spark gives them all when its job ends){log}")
     lines = str(err).strip().splitlines()
     reason = clean_text(lines[0], 300) if lines else type(err).__name__
-    return SourceError(f"spark: the Spark job failed: {reason}")
+    return SourceError(f"spark: the Spark job failed: {reason}{log}")
 
 
 def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: frozenset[int] | None, per_stage: bool,

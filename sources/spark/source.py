@@ -27,6 +27,13 @@ class SparkSource(Source):
     """Task durations (or another task metric) of a Spark application, with exact intensity."""
 
     name: ClassVar[str] = "spark"
+    examples: ClassVar[tuple[str, ...]] = (
+        "latencymap spark /tmp/spark-events",
+        "latencymap spark LOG --metric gc --per-stage",
+        "latencymap spark /tmp/spark-events --follow",
+        "latencymap spark http://localhost:4040",
+        "latencymap report spark fixtures/spark/zstd",
+    )
     summary: ClassVar[str] = (
         "Spark task latencies: PATH is an event log (file, eventlog_v2_* dir, dir of apps) or http://HOST:4040|18080"
     )

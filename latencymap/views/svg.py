@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -38,6 +39,8 @@ CELL_HEIGHT = 16
 LEFT = 78
 LEGEND_WIDTH = 170
 LINE = 15
+#: Advance of one character at font-size 11 (DejaVu Sans Mono: 0.602 em; other monospace fonts are no wider).
+CHAR_WIDTH = 6.7
 FONT = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 _BASIC16 = ("000000", "800000", "008000", "808000", "000080", "800080", "008080", "c0c0c0",
             "808080", "ff0000", "00ff00", "ffff00", "0000ff", "ff00ff", "00ffff", "ffffff")
@@ -263,11 +266,14 @@ def panel(hist: StreamHistory, *, with_findings: bool = True,
             y += h + 10
         width = LEFT + max(1.0, min(12.0, PLOT_WIDTH / len(m.start))) * len(m.start) + 20 + LEGEND_WIDTH
     if with_findings:
+        chars = max(20, int((width - LEFT - 12) / CHAR_WIDTH))
         for line in findings_lines(hist, stragglers):
             what, _, why = line.partition(" — ")  # a finding's why on a line of its own: SVG text does not wrap
             for k, part in enumerate(p for p in (what, why) if p):
-                y += LINE
-                out.append(_text(LEFT + 12 * k, y, f"— {part}" if k else part, class_="finding"))
+                # Past the picture's edge a text is lost: long parts go on as many lines as they need.
+                for piece in textwrap.wrap(f"— {part}" if k else part, chars, subsequent_indent="  ") or [part]:
+                    y += LINE
+                    out.append(_text(LEFT + 12 * k, y, piece, class_="finding"))
         y += 10
     return out, width, y + 10
 

@@ -76,6 +76,7 @@ class SparkSource(Source):
         self.executors: dict[str, ExecutorInfo] = {}
         self.app = AppInfo()
         self._analysis: dict[str, Any] | None = None
+        self._notes: list[str] = []
 
     @property
     def _stages(self) -> frozenset[int] | None:
@@ -153,7 +154,8 @@ class SparkSource(Source):
     def _rest_batches(self, url: str) -> Iterator[tuple[list[SparkTask], bool]]:
         from .rest import rest_tasks
 
-        for tasks, ended, app in rest_tasks(url, self.options.get("app"), self._opt("poll", 1.0)):
+        for tasks, ended, app in rest_tasks(url, self.options.get("app"), self._opt("poll", 1.0),
+                                            note=self._notes.append):
             self.app = app
             yield tasks, ended
 
@@ -182,6 +184,8 @@ class SparkSource(Source):
             if bogus > told_bogus:
                 yield _implausible(bogus - told_bogus)
                 told_bogus = bogus
+            while self._notes:
+                yield Notice(self._notes.pop(0), 0)
 
         for interval in live_intervals(named(), binner, time.time):
             yield from notices()

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from skips_support import requires_module
 
 from latencymap.cli.main import main
 
-pytest.importorskip("pyspark")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 
 SLOW = (9, 17)
 HOT = 5

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from skips_support import requires_binary
 from tui_support import EXAMPLE, example_items, wait_ended
 
 from latencymap.tui.app import LatencyMapApp
@@ -107,7 +107,7 @@ class Pane:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
 @pytest.mark.parametrize("how", ["key", "signal"])
 def test_ctrl_c_in_a_real_terminal_exits_130(how: str) -> None:
     pane = Pane(f"cat {shlex.quote(str(EXAMPLE))} | {shlex.quote(sys.executable)} -m latencymap")

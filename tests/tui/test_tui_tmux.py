@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -12,9 +11,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from skips_support import requires_binary
 from tui_support import EXAMPLE
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
+pytestmark = [pytest.mark.slow, requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")]
 
 SLOW_PRODUCER = """
 import sys, time

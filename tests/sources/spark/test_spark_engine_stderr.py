@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from skips_support import requires_module
 
-pytest.importorskip("pyspark")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 
 SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 from process_support import children_named
+from skips_support import requires_module
 
-pytest.importorskip("pyspark")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 
 SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 

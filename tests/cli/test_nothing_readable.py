@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from field_support import EXAMPLE
+from skips_support import requires_binary
 
 from latencymap.core.deltas import Differ
 from latencymap.core.model import Interval, Notice
@@ -115,7 +115,7 @@ def test_a_bad_record_run_together_with_a_good_one_costs_one_skip() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux for a real terminal")
+@requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
 def test_the_tui_says_so_and_exits_1(unreadable: Path) -> None:
     name = f"lmtest-{uuid.uuid4().hex[:8]}"
     command = f"{shlex.quote(sys.executable)} -m latencymap {shlex.quote(str(unreadable))}; echo EXIT=$?; sleep 30"

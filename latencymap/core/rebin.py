@@ -5,7 +5,8 @@ keep their own boundaries. Their counts are placed on the display rows by one do
 
 - a bucket `[low, high)` is spread over the slots it overlaps in proportion to the log-width of each overlap
   (log-uniform density inside the bucket);
-- a first bucket whose lower bound is 0 (Prometheus' `(0, le]`) is taken as one octave, `[high/2, high)`;
+- a first bucket whose lower bound is 0 (Prometheus' `(0, le]`) is taken as one octave, `[high/2, high)`; a
+  bucket whose upper bound is 0 (OpenTelemetry's default first bucket, `(-inf, 0]`) goes to slot 0;
 - an overflow bucket (`high` infinite, Prometheus' `+Inf`) goes whole into the slot holding its lower bound;
 - the fractional counts are rounded to integers by largest remainder, so the total of events is exact.
 
@@ -47,9 +48,12 @@ def slot_of_value(value: float) -> int:
 
 def spread_fractions(low: float, high: float) -> np.ndarray:
     """The share of a bucket `[low, high)` that falls in each slot under the rule above (sums to 1)."""
-    if not (high > low >= 0.0) or math.isnan(high):
+    if not (high > low >= 0.0 or high == low == 0.0) or math.isnan(high):
         raise ValueError(f"bucket [{low}, {high}) is not an increasing range of non-negative values")
     shares = np.zeros(NSLOTS, dtype=np.float64)
+    if high == 0.0:  # OpenTelemetry's first default bucket, (-inf, 0]: zero latencies
+        shares[0] = 1.0
+        return shares
     if math.isinf(high):
         shares[slot_of_value(low)] = 1.0
         return shares

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -208,7 +209,7 @@ def _parse_source_line(rec: Record, key: str, value: str, n: int, line: str) -> 
     try:
         if key == "sourcebuckets":
             bounds = tuple(float(p) for p in parts)
-            if not bounds or any(not b > a for a, b in zip((0.0, *bounds), bounds, strict=False)):
+            if not bounds or bounds[0] < 0 or any(not b > a for a, b in pairwise(bounds)):
                 raise ValueError
             rec.source_bounds = bounds
         elif key == "sourcecounts":
@@ -222,7 +223,7 @@ def _parse_source_line(rec: Record, key: str, value: str, n: int, line: str) -> 
                 raise ValueError
             rec.source_time = seconds
     except ValueError:
-        expected = {"sourcebuckets": "ascending positive upper bounds", "sourcecounts": "counts from 0 to 2**62",
+        expected = {"sourcebuckets": "ascending upper bounds >= 0", "sourcecounts": "counts from 0 to 2**62",
                     "sourcetime": "seconds >= 0"}[key]
         raise RecordError(n, f"expected '{key}, <{expected}>', got {excerpt(line)}") from None
 

@@ -58,6 +58,10 @@ def test_source_lines_survive_both_readers_and_bad_ones_are_named() -> None:
         got = items[0].source_buckets
         assert isinstance(items[0], Interval) and got is not None
         assert got.bounds == bounds and got.counts.tolist() == counts.tolist() and got.total_time == 0.25
+    zero_first = format_record(stream, 101.0, rebin_counts((0.0, *bounds[1:]), counts), start=100.0,
+                               per_interval=True, source=SourceBuckets((0.0, *bounds[1:]), counts, None))
+    (item,) = ProtocolReader("otel").read_chunks([zero_first])  # OpenTelemetry's default bounds start at 0
+    assert isinstance(item, Interval) and item.source_buckets is not None and item.source_buckets.bounds[0] == 0.0
     bad = text.replace("sourcecounts, 1, 2, 3, 4, 5, 6", "sourcecounts, 1, 2")
     (notice,) = ProtocolReader("rec").read_chunks([bad])
     assert "sourcebuckets' and 'sourcecounts' lines of the same length" in notice.message

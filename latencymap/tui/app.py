@@ -1,4 +1,5 @@
-"""The Textual app: status, frequency and intensity maps, percentile strip, inspector; `run_tui`."""
+"""The Textual app: status, frequency and intensity maps, percentile strip, findings, inspector on one time axis;
+an overview of every stream when there are several; `run_tui`."""
 
 from __future__ import annotations
 
@@ -7,27 +8,33 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+import numpy as np
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, StreamHistory
-from latencymap.core.model import Flow
+from latencymap.core.model import Flow, Interval, StreamId
 from latencymap.flow.stdin import take_terminal
-from latencymap.tui.findings import FindingsPanel
-from latencymap.tui.heatmap import HeatMap, MapSpec
+from latencymap.tui.axis import REAL_EPOCH, learn_clock
+from latencymap.tui.diffmap import DiffScreen
+from latencymap.tui.findings import MAX_LINES, FindingsPanel, window_findings
+from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec
 from latencymap.tui.ingest import Ingest
 from latencymap.tui.inspector import Inspector, inspect_columns
 from latencymap.tui.keys import BINDINGS, HelpScreen
+from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.palette import detect_mode
+from latencymap.tui.percentiles import ROWS as STRIP_ROWS
 from latencymap.tui.percentiles import PercentileStrip
 from latencymap.tui.profile_panel import PROFILE_BINDINGS, ProfileController
 from latencymap.tui.replay_keys import REPLAY_BINDINGS, ReplayController
 from latencymap.tui.save import save_frame
 from latencymap.tui.state import ViewState
 from latencymap.tui.status import StatusBar, status_text
-from latencymap.tui.window import Window, bucket_range
+from latencymap.tui.window import Window
+from latencymap.views.frame import RowFit, RowRange, edge_folds, row_range, window_sums
 from latencymap.views.options import ViewOptions
 
 if TYPE_CHECKING:
@@ -62,6 +69,9 @@ class LatencyMapApp(App[int]):
         self._tick_s = tick
         self._dirty = True
         self._plots_at = 0.0
+        self.fits: dict[StreamId, RowFit] = {}
+        self.color_mode = color_mode or "truecolor"
+        self.overview_offered = False
         self.profiler = ProfileController(self, profile) if profile is not None else None
         self.replay = ReplayController(self, replay, bursts) if replay is not None else None
 
@@ -80,6 +90,7 @@ class LatencyMapApp(App[int]):
 
     def on_mount(self) -> None:
         mode = self._color_mode or detect_mode(self.console.color_system, self.no_color, self.opts.color)
+        self.color_mode = mode
         for heatmap in self.query(HeatMap):
             heatmap.mode = mode
         self.ingest.start()
@@ -110,6 +121,9 @@ class LatencyMapApp(App[int]):
         if items:
             self.acc.add(items)
             self._dirty = True
+            for item in items:
+                if isinstance(item, Interval) and item.end < REAL_EPOCH and item.date:
+                    learn_clock(self.acc.history(item.stream), item.end, item.date)
         if self.profiler is not None and self.profiler.poll():
             self._dirty = True
         if self.ingest.finished and not self.ended:
@@ -117,6 +131,10 @@ class LatencyMapApp(App[int]):
             if self.ingest.error is not None:
                 self.exit(return_code=1)
                 return
+        if len(self.acc.streams) > 1 and not self.overview_offered:
+            self.overview_offered = True  # several streams: start on the overview (once; Esc brings it back)
+            if self.screen.id != "overview":
+                self.push_screen(OverviewScreen())
         if self._dirty:
             self._dirty = False
             self.refresh_view(status_only=self.view.paused)
@@ -126,8 +144,33 @@ class LatencyMapApp(App[int]):
         shown = [m for m in self.query(HeatMap) if m.display] or list(self.query(HeatMap))
         return shown[0].cells
 
+    def max_rows(self) -> int | None:
+        """Rows each shown map may have so that the maps and the panels under them fit the screen."""
+        height = self.query_one("#maps").size.height
+        if height <= 0:
+            return None
+        maps = sum(1 for m in self.query(HeatMap) if m.display) or 1
+        other = 1 + MAX_LINES + (STRIP_ROWS + 2 if self.view.percentiles else 0)
+        if self.profiler is not None:
+            other += self.profiler.panel.outer_size.height
+        return max(3, (height - other) // maps - CHROME_LINES)
+
+    def rows_for(self, hist: StreamHistory, win: Window) -> RowRange:
+        """The rows shown: pinned by `[`/`]`, by the options, or fitted to the window's data."""
+        if self.view.rows is not None:
+            lo, hi = self.view.rows
+            return RowRange(lo, hi, edge_folds(window_sums(hist, win.first, win.stop)[0], lo, hi))
+        fit = self.fits.setdefault(hist.stream, RowFit())
+        return row_range(hist, self.opts.min_bucket, self.opts.max_bucket, first=win.first, stop=win.stop, fit=fit,
+                         max_rows=self.max_rows())
+
     def refresh_view(self, *, force: bool = False, status_only: bool = False) -> None:
-        """Push the view state into every widget."""
+        """Push the view state into every widget (the overview's, when it is on screen)."""
+        screen = self.screen
+        if isinstance(screen, OverviewScreen | DiffScreen):
+            if not status_only or force:
+                screen.update()
+            return
         hist = self.current()
         n = hist.n if hist else 0
         stop = self.view.stop(n)
@@ -142,27 +185,51 @@ class LatencyMapApp(App[int]):
         strip.display = self.view.percentiles
         if hist is None:
             return
-        lo, hi = bucket_range(hist, self.opts.min_bucket, self.opts.max_bucket, self.view.shift)
+        win = Window(stop, self.map_cells(), self.view.zoom)
+        if self.view.cursor is None and stop:
+            filled = np.flatnonzero(hist.counts[win.first: stop].any(axis=1))
+            self.view.auto_cursor = win.first + int(filled[-1]) if filled.size else None
         cursor = self.view.cursor_at(n)
+        rows = self.rows_for(hist, win)
         for heatmap in self.query(HeatMap):
             pinned = self.opts.frequency_maxval if heatmap.kind == "frequency" else self.opts.intensity_maxval
-            heatmap.show(hist, MapSpec(lo, hi, stop, self.view.zoom, pinned if pinned > 0 else None, self.view.log,
-                                       cursor, self.view.selected_row))
+            heatmap.show(hist, MapSpec(rows.lo, rows.hi, stop, self.view.zoom, pinned if pinned > 0 else None,
+                                       self.view.log, cursor, self.view.selected_row, rows.folds))
+        if self.view.percentiles:
+            strip.show(hist, win, cursor)
+        if stop:
+            first, last = win.columns_of(win.cell_of(cursor))
+            self.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
+                                           self.view.selected_row)
         now = time.monotonic()
         if stop == 0 or not (force or now - self._plots_at >= PLOT_EVERY_S):
             if stop:
-                self._dirty = True  # plots are due on a later tick
+                self._dirty = True  # the findings are due on a later tick
             return
         self._plots_at = now
-        win = Window(stop, self.map_cells(), self.view.zoom)
-        first, last = win.columns_of(win.cell_of(cursor))
-        self.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), lo, hi),
-                                       self.view.selected_row, hist.stream.unit)
-        if self.view.percentiles:
-            strip.show(hist, max(0, win.base), stop)
-        self.query_one(FindingsPanel).show(hist, max(0, win.base), stop)
+        panel = self.query_one(FindingsPanel)
+        panel.show(window_findings(hist, win.first, stop), win, self.view.finding)
         if self.profiler is not None:
             self.profiler.show()
+
+    def open_stream(self, index: int) -> None:
+        """Show stream `index` in the full view (from the overview)."""
+        self.view.stream = index % max(1, len(self.acc.streams))
+        self.view.cursor = self.view.end = None
+        self.view.finding = self.view.selected_row = None
+        while isinstance(self.screen, OverviewScreen | DiffScreen):
+            self.pop_screen()
+        self.refresh_view(force=True)
+
+    def show_difference(self, a: int, b: int) -> None:
+        """The difference map of streams `a` and `b` (indexes in arrival order)."""
+        histories = list(self.acc.streams.values())
+        ha, hb = histories[a], histories[b]
+        if (ha.stream.datasource, ha.stream.unit) != (hb.stream.datasource, hb.stream.unit):
+            self.notify("A and B have different units or bucket conventions", title="difference map",
+                        severity="warning")
+            return
+        self.push_screen(DiffScreen(ha, hb))
 
     def _n(self) -> int:
         hist = self.current()
@@ -199,7 +266,41 @@ class LatencyMapApp(App[int]):
         self._changed()
 
     def action_shift(self, delta: int) -> None:
-        self.view.shift_buckets(delta)
+        """Pin the rows shown, one bucket lower or higher."""
+        spec = self.query_one("#frequency", HeatMap).spec
+        if spec is not None:
+            self.view.shift_buckets((spec.lo, spec.hi), delta)
+            self._changed()
+
+    def action_fit(self) -> None:
+        """Rows fit the data again (after `[`/`]`)."""
+        self.view.fit_rows()
+        hist = self.current()
+        if hist is not None:
+            self.fits.pop(hist.stream, None)
+        self._changed()
+
+    def action_overview(self) -> None:
+        """The overview of every stream (with more than one)."""
+        if len(self.acc.streams) > 1 and not isinstance(self.screen, OverviewScreen):
+            self.push_screen(OverviewScreen())
+        elif len(self.acc.streams) <= 1:
+            self.notify("one stream only: the overview lists several", title="overview")
+
+    def action_finding(self, step: int) -> None:
+        """Select the next (previous) finding that has columns and put the cursor on them."""
+        panel = self.query_one(FindingsPanel)
+        placed = panel.placed()
+        hist = self.current()
+        if not placed or hist is None:
+            self.notify("no finding with columns in view", title="findings")
+            return
+        at = self.view.finding
+        pos = placed.index(at) if at in placed else (-1 if step > 0 else 0)
+        self.view.finding = placed[(pos + step) % len(placed)]
+        item = panel.items[self.view.finding]
+        if item.first_col is not None:
+            self.view.goto(hist.n, self.map_cells(), item.first_col)
         self._changed()
 
     def action_log(self) -> None:
@@ -218,6 +319,7 @@ class LatencyMapApp(App[int]):
         if self.acc.streams:
             self.view.stream = (self.view.stream + step) % len(self.acc.streams)
             self.view.cursor = self.view.end = None
+            self.view.finding = None
             self._changed()
 
     def action_profile(self, what: str) -> None:
@@ -238,10 +340,16 @@ class LatencyMapApp(App[int]):
         self.push_screen(HelpScreen())
 
     def action_save(self) -> None:
-        """Save an SVG screenshot and a plain-text frame; say where."""
-        header = str(self.query_one(StatusBar).render())
-        maps = [m for m in self.query(HeatMap) if m.display]
-        svg, txt = save_frame(self, maps, header)
+        """Save an SVG screenshot and a plain-text frame of the screen shown; say where."""
+        screen = self.screen
+        if isinstance(screen, OverviewScreen):
+            lines = screen.plain_lines()
+        else:
+            lines = [str(self.query_one(StatusBar).render()).rstrip(), ""]
+            for widget in [*self.query(HeatMap), self.query_one(PercentileStrip), self.query_one(FindingsPanel)]:
+                if widget.display:
+                    lines += [*widget.plain_lines(), ""]
+        svg, txt = save_frame(self, lines)
         self.saved += [svg, txt]
         self.notify(f"saved {svg.name} and {txt.name}", title="latencymap")
 

@@ -22,6 +22,11 @@ def example_items() -> list[Interval | Notice]:
     return list(input_flow([str(EXAMPLE)], REGISTRY))
 
 
+def fixture_items(path: Path) -> list[Interval | Notice]:
+    """Every item of an input file."""
+    return list(input_flow([str(path)], REGISTRY))
+
+
 def synthetic(n: int, label: str = "synthetic", seed: int = 1, start: float = 1_700_000_000.0) -> list[Interval]:
     """`n` one-second intervals of random counts in slots 8..20 (bpf, microsec)."""
     rng = np.random.default_rng(seed)

@@ -91,7 +91,7 @@ class OverviewList(Widget, can_focus=True):
         current = self.rows[self.selected].index if self.rows and self.selected < len(self.rows) else None
         self.rows, self.stops = rows, stops
         if current is not None:
-            self.selected = next((k for k, r in enumerate(rows) if r.index == current), self.selected)
+            self.selected = next((k for k, r in enumerate(rows) if r.index == current), 0)
         self.move(0)
 
     def move(self, step: int, absolute: int | None = None) -> None:

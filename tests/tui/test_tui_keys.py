@@ -192,11 +192,12 @@ def test_s_saves_svg_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     run(app, scenario)
 
 
-def test_q_quits_with_zero() -> None:
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+def test_q_and_ctrl_c_quit_with_zero(key: str) -> None:
     app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
 
     async def scenario(pilot) -> None:
-        await pilot.press("q")
+        await pilot.press(key)
 
     run(app, scenario)
     assert app.return_code == 0
@@ -217,6 +218,8 @@ def test_tab_switches_streams() -> None:
         assert "beta" in str(app.query_one("#status").render())
         await pilot.press("tab")
         assert freq(app).hist.stream.label == "alpha"
+        await pilot.press("shift+tab")
+        assert freq(app).hist.stream.label == "beta"
         await pilot.press("escape")
         assert isinstance(app.screen, OverviewScreen)
 

@@ -12,6 +12,7 @@ import numpy as np
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer
 
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, StreamHistory
@@ -137,7 +138,10 @@ class LatencyMapApp(App[int]):
                 self.push_screen(OverviewScreen())
         if self._dirty:
             self._dirty = False
-            self.refresh_view(status_only=self.view.paused)
+            try:
+                self.refresh_view(status_only=self.view.paused)
+            except NoMatches:  # the widgets are gone: the app is closing
+                return
 
     def map_cells(self) -> int:
         """How many cells wide the heat maps are."""
@@ -195,18 +199,17 @@ class LatencyMapApp(App[int]):
             pinned = self.opts.frequency_maxval if heatmap.kind == "frequency" else self.opts.intensity_maxval
             heatmap.show(hist, MapSpec(rows.lo, rows.hi, stop, self.view.zoom, pinned if pinned > 0 else None,
                                        self.view.log, cursor, self.view.selected_row, rows.folds))
-        if self.view.percentiles:
-            strip.show(hist, win, cursor)
-        if stop:
-            first, last = win.columns_of(win.cell_of(cursor))
-            self.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
-                                           self.view.selected_row)
         now = time.monotonic()
         if stop == 0 or not (force or now - self._plots_at >= PLOT_EVERY_S):
             if stop:
-                self._dirty = True  # the findings are due on a later tick
+                self._dirty = True  # the panels are due on a later tick
             return
         self._plots_at = now
+        if self.view.percentiles:
+            strip.show(hist, win, cursor)
+        first, last = win.columns_of(win.cell_of(cursor))
+        self.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
+                                       self.view.selected_row)
         panel = self.query_one(FindingsPanel)
         panel.show(window_findings(hist, win.first, stop), win, self.view.finding)
         if self.profiler is not None:

@@ -57,6 +57,7 @@ def test_rows_fit_the_window_and_follow_data_that_moves_out_of_view() -> None:
     async def main() -> None:
         async with app.run_test(size=(160, 70)) as pilot:  # room for 19 rows a map
             await wait_until(pilot, lambda: freq(app).spec is not None and freq(app).spec.stop == 30)
+            await pilot.pause(0.2)  # painted
             spec = freq(app).spec
             assert spec.lo <= 4 and 6 <= spec.hi < 20  # the fast slots, labelled with their own buckets
             assert not any(label.startswith(("<", "≥")) for label in freq(app).frame.labels)

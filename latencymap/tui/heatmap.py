@@ -144,7 +144,10 @@ class HeatMap(Widget):
         return Segment(("▸" if selected else " ") + text, SELECTED if selected else PLAIN)
 
     def _right(self, frame: MapFrame, r: int, mode: str) -> list[Segment]:
-        segs = [Segment(f" {format_number(float(frame.latest[r]), 4):>8} ", PLAIN)]
+        latest = format_number(float(frame.latest[r]), 4)
+        if len(latest) > 8:
+            latest = format_number(float(frame.latest[r]), 3)
+        segs = [Segment(f" {latest[:8]:>8} ", PLAIN)]
         k = len(frame.labels) - 1 - r
         if k <= LEVELS:
             segs.append(Segment(cell_char(mode, k) * 2, cell_style(mode, self.kind, k)))

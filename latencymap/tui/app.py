@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -18,22 +18,23 @@ from textual.widgets import Footer
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, StreamHistory
 from latencymap.core.model import Flow, Interval, StreamId
 from latencymap.flow.stdin import take_terminal
+from latencymap.tui.actions import MapActions
 from latencymap.tui.axis import REAL_EPOCH, learn_clock
 from latencymap.tui.diffmap import DiffScreen
 from latencymap.tui.findings import MAX_LINES, FindingsPanel, window_findings
 from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec
 from latencymap.tui.ingest import Ingest
 from latencymap.tui.inspector import Inspector, inspect_columns
-from latencymap.tui.keys import BINDINGS, HelpScreen
+from latencymap.tui.keys import BINDINGS
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.palette import detect_mode
 from latencymap.tui.percentiles import ROWS as STRIP_ROWS
 from latencymap.tui.percentiles import PercentileStrip
 from latencymap.tui.profile_panel import PROFILE_BINDINGS, ProfileController
 from latencymap.tui.replay_keys import REPLAY_BINDINGS, ReplayController
-from latencymap.tui.save import save_frame
 from latencymap.tui.state import ViewState
 from latencymap.tui.status import StatusBar, status_text
+from latencymap.tui.stragglers import Analysis, StragglersPanel
 from latencymap.tui.window import Window
 from latencymap.views.frame import RowFit, RowRange, edge_folds, row_range, window_sums
 from latencymap.views.options import ViewOptions
@@ -44,9 +45,11 @@ if TYPE_CHECKING:
 
 TICK_S = 1 / 15
 PLOT_EVERY_S = 0.25
+#: A live source's own analysis (Spark stragglers) is asked for at most this often, and when the input ends.
+ANALYSE_EVERY_S = 5.0
 
 
-class LatencyMapApp(App[int]):
+class LatencyMapApp(MapActions):
     """Live dual heat maps of a flow of intervals, with an inspector for the cursor column."""
 
     TITLE = "latencymap"
@@ -58,7 +61,8 @@ class LatencyMapApp(App[int]):
 
     def __init__(self, flow: Flow, opts: ViewOptions | None = None, *, history: int = DEFAULT_HISTORY,
                  color_mode: str | None = None, tick: float = TICK_S, profile: ProfileSession | None = None,
-                 replay: ReplayClock | None = None, bursts: BurstScan | None = None) -> None:
+                 replay: ReplayClock | None = None, bursts: BurstScan | None = None,
+                 analysis: Analysis | None = None) -> None:
         super().__init__()
         self.opts = opts or ViewOptions()
         self.acc = Accumulator(cap=history)
@@ -75,6 +79,8 @@ class LatencyMapApp(App[int]):
         self.overview_offered = False
         self.profiler = ProfileController(self, profile) if profile is not None else None
         self.replay = ReplayController(self, replay, bursts) if replay is not None else None
+        self.analysis = analysis
+        self._analysed_at = 0.0
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -84,6 +90,8 @@ class LatencyMapApp(App[int]):
                 yield HeatMap("intensity", id="intensity")
                 yield PercentileStrip()
                 yield FindingsPanel()
+                if self.analysis is not None:
+                    yield StragglersPanel()
                 if self.profiler is not None:
                     yield self.profiler.panel
             yield Inspector()
@@ -132,6 +140,9 @@ class LatencyMapApp(App[int]):
             if self.ingest.error is not None:
                 self.exit(return_code=1)
                 return
+            self._analyse()
+        elif self.analysis is not None and items and time.monotonic() - self._analysed_at >= ANALYSE_EVERY_S:
+            self._analyse()
         if len(self.acc.streams) > 1 and not self.overview_offered:
             self.overview_offered = True  # several streams: start on the overview (once; Esc brings it back)
             if self.screen.id != "overview":
@@ -142,6 +153,18 @@ class LatencyMapApp(App[int]):
                 self.refresh_view(status_only=self.view.paused)
             except NoMatches:  # the widgets are gone: the app is closing
                 return
+
+    def _analyse(self) -> None:
+        """The source's own analysis (Spark stragglers) into its panel; a failure is a notice."""
+        if self.analysis is None:
+            return
+        self._analysed_at = time.monotonic()
+        try:
+            found = self.analysis()
+        except Exception as err:  # the maps go on without it
+            self.notify(f"analysis failed: {err}", title="stragglers", severity="warning")
+            return
+        self.query_one(StragglersPanel).show(found)
 
     def map_cells(self) -> int:
         """How many cells wide the heat maps are."""
@@ -155,8 +178,9 @@ class LatencyMapApp(App[int]):
             return None
         maps = sum(1 for m in self.query(HeatMap) if m.display) or 1
         other = 1 + MAX_LINES + (STRIP_ROWS + 2 if self.view.percentiles else 0)
-        if self.profiler is not None:
-            other += self.profiler.panel.outer_size.height
+        for panel in (self.profiler.panel if self.profiler is not None else None, *self.query(StragglersPanel)):
+            if panel is not None:
+                other += panel.outer_size.height
         return max(3, (height - other) // maps - CHROME_LINES)
 
     def rows_for(self, hist: StreamHistory, win: Window) -> RowRange:
@@ -215,160 +239,10 @@ class LatencyMapApp(App[int]):
         if self.profiler is not None:
             self.profiler.show()
 
-    def open_stream(self, index: int) -> None:
-        """Show stream `index` in the full view (from the overview)."""
-        self.view.stream = index % max(1, len(self.acc.streams))
-        self.view.cursor = self.view.end = None
-        self.view.finding = self.view.selected_row = None
-        while isinstance(self.screen, OverviewScreen | DiffScreen):
-            self.pop_screen()
-        self.refresh_view(force=True)
-
-    def show_difference(self, a: int, b: int) -> None:
-        """The difference map of streams `a` and `b` (indexes in arrival order)."""
-        histories = list(self.acc.streams.values())
-        ha, hb = histories[a], histories[b]
-        if (ha.stream.datasource, ha.stream.unit) != (hb.stream.datasource, hb.stream.unit):
-            self.notify("A and B have different units or bucket conventions", title="difference map",
-                        severity="warning")
-            return
-        self.push_screen(DiffScreen(ha, hb))
-
-    def _n(self) -> int:
-        hist = self.current()
-        return hist.n if hist else 0
-
-    def _changed(self) -> None:
-        self.refresh_view(force=True)
-
-    def action_pause(self) -> None:
-        """Freeze or unfreeze the display; ingest goes on (a replay pauses too)."""
-        self.view.toggle_pause(self._n())
-        if self.replay is not None:
-            self.replay.toggle_pause()
-        self._changed()
-
-    def action_cursor(self, step: int) -> None:
-        self.view.move_cursor(self._n(), self.map_cells(), step)
-        self._changed()
-
-    def action_home(self) -> None:
-        self.view.home(self._n(), self.map_cells())
-        self._changed()
-
-    def action_end(self) -> None:
-        self.view.end_key()
-        self._changed()
-
-    def action_page(self, direction: int) -> None:
-        self.view.page(self._n(), self.map_cells(), direction)
-        self._changed()
-
-    def action_zoom(self, factor: int) -> None:
-        self.view.zoom_by(factor)
-        self._changed()
-
-    def action_shift(self, delta: int) -> None:
-        """Pin the rows shown, one bucket lower or higher."""
-        spec = self.query_one("#frequency", HeatMap).spec
-        if spec is not None:
-            self.view.shift_buckets((spec.lo, spec.hi), delta)
-            self._changed()
-
-    def action_fit(self) -> None:
-        """Rows fit the data again (after `[`/`]`)."""
-        self.view.fit_rows()
-        hist = self.current()
-        if hist is not None:
-            self.fits.pop(hist.stream, None)
-        self._changed()
-
-    def action_overview(self) -> None:
-        """The overview of every stream (with more than one)."""
-        if len(self.acc.streams) > 1 and not isinstance(self.screen, OverviewScreen):
-            self.push_screen(OverviewScreen())
-        elif len(self.acc.streams) <= 1:
-            self.notify("one stream only: the overview lists several", title="overview")
-
-    def action_finding(self, step: int) -> None:
-        """Select the next (previous) finding that has columns and put the cursor on them."""
-        panel = self.query_one(FindingsPanel)
-        placed = panel.placed()
-        hist = self.current()
-        if not placed or hist is None:
-            self.notify("no finding with columns in view", title="findings")
-            return
-        at = self.view.finding
-        pos = placed.index(at) if at in placed else (-1 if step > 0 else 0)
-        self.view.finding = placed[(pos + step) % len(placed)]
-        item = panel.items[self.view.finding]
-        if item.first_col is not None:
-            self.view.goto(hist.n, self.map_cells(), item.first_col)
-        self._changed()
-
-    def action_log(self) -> None:
-        self.view.log = not self.view.log
-        self._changed()
-
-    def action_show(self, kind: str) -> None:
-        self.view.toggle_show(kind)
-        self._changed()
-
-    def action_percentiles(self) -> None:
-        self.view.percentiles = not self.view.percentiles
-        self._changed()
-
-    def action_stream(self, step: int) -> None:
-        if self.acc.streams:
-            self.view.stream = (self.view.stream + step) % len(self.acc.streams)
-            self.view.cursor = self.view.end = None
-            self.view.finding = None
-            self._changed()
-
-    def action_profile(self, what: str) -> None:
-        """Profile keys (mark, a, b, clear, export); a notice when there is no profile."""
-        if self.profiler is None:
-            self.notify("no profile: start with --profile PID, or open a recording made with it", title="profile")
-            return
-        self.profiler.act(what)
-
-    def action_replay(self, what: str) -> None:
-        """Replay keys (faster, slower, seek, burst); a notice when not replaying."""
-        if self.replay is None:
-            self.notify("not a replay: open a recording with `latencymap replay PATH`", title="replay")
-            return
-        self.replay.act(what)
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen())
-
-    def action_save(self) -> None:
-        """Save an SVG screenshot and a plain-text frame of the screen shown; say where."""
-        screen = self.screen
-        if isinstance(screen, OverviewScreen):
-            lines = screen.plain_lines()
-        else:
-            lines = [str(self.query_one(StatusBar).render()).rstrip(), ""]
-            for widget in [*self.query(HeatMap), self.query_one(PercentileStrip), self.query_one(FindingsPanel)]:
-                if widget.display:
-                    lines += [*widget.plain_lines(), ""]
-        svg, txt = save_frame(self, lines)
-        self.saved += [svg, txt]
-        self.notify(f"saved {svg.name} and {txt.name}", title="latencymap")
-
-    def on_heat_map_selected(self, message: HeatMap.Selected) -> None:
-        """A click picked a column and a bucket."""
-        n = self._n()
-        self.view.end = self.view.stop(n)
-        self.view.cursor = message.column
-        self.view.selected_row = message.row
-        self.view._settle(self.view.visible_n(n))
-        self._changed()
-
 
 def run_tui(flow: Flow, opts: ViewOptions, *, history: int = DEFAULT_HISTORY,
             profile: ProfileSession | None = None, replay: ReplayClock | None = None,
-            bursts: BurstScan | None = None) -> int:
+            bursts: BurstScan | None = None, analysis: Analysis | None = None) -> int:
     """Show `flow` in the TUI until `q`; falls back to plain frames when there is no terminal."""
     restore = take_terminal()
     if restore is None:
@@ -377,7 +251,7 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: int = DEFAULT_HISTORY,
         return run_plain(flow, opts, once=False, screen_delay=0.1, history=history, out=sys.stdout)
     if profile is not None:
         profile.echo = False  # the panel and notices show its messages; stderr is the TUI's
-    app = LatencyMapApp(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts)
+    app = LatencyMapApp(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts, analysis=analysis)
     try:
         app.run()
     finally:

@@ -99,7 +99,8 @@ def inspection_summary(ins: Inspection) -> Text:
     if ins.empty:
         text.append("empty column: no events in it", style="bold yellow")
         return text
-    text.append(f"{ins.events} events  {format_number(ins.events_per_s)}/s  mean {format_duration(ins.mean_s)}\n")
+    noun = "event" if ins.events == 1 else "events"
+    text.append(f"{ins.events} {noun}  {format_number(ins.events_per_s)}/s  mean {format_duration(ins.mean_s)}\n")
     items = [f"p{q * 100:g} {format_duration(v)}" for q, v in ins.percentiles.items()]
     text.append("  ".join(items[:2]) + "\n" + "  ".join(items[2:]))
     return text

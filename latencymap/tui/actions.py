@@ -53,7 +53,7 @@ class MapActions(App[int]):
         """Show stream `index` in the full view (from the overview)."""
         self.view.stream = index % max(1, len(self.acc.streams))
         self.view.cursor = self.view.end = None
-        self.view.finding = self.view.selected_row = None
+        self.view.finding = self.view.selected_row = self.view.rows = None
         while isinstance(self.screen, OverviewScreen | DiffScreen):
             self.pop_screen()
         self.refresh_view(force=True)
@@ -156,7 +156,7 @@ class MapActions(App[int]):
         if self.acc.streams:
             self.view.stream = (self.view.stream + step) % len(self.acc.streams)
             self.view.cursor = self.view.end = None
-            self.view.finding = None
+            self.view.finding = self.view.rows = None  # rows pinned for one stream are not another's
             self._changed()
 
     def action_profile(self, what: str) -> None:

@@ -1,7 +1,7 @@
 """The difference map of two streams: events per second of A minus B in each (bucket, time cell), on A's time axis.
 
 B's columns are matched to A's cells by time (a B column belongs to the A cell its end falls in), so two streams
-read at different moments still compare like for like. Red: A has more; blue: B has more.
+read at different moments still compare like for like. Yellow to red: A has more; blue: B has more.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class DiffMap(Widget):
         self.values, self.rows = diff, hi - lo + 1
         top = float(np.abs(diff).max()) if diff.size else 0.0
         labels = row_labels(self.a, lo, hi, folds)
-        title = " A − B: events per second (red: A has more, blue: B has more)"
+        title = " A − B: events per second (yellow to red: A has more; blue: B has more)"
         out = [Strip([Segment(title, TITLE)]).adjust_cell_length(width, PLAIN)]
         for r in range(hi - lo, -1, -1):
             row = diff[r]

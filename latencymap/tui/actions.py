@@ -4,9 +4,10 @@ class of the app."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
+from textual.screen import Screen
 
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.model import StreamId
@@ -36,6 +37,16 @@ class MapActions(App[int]):
     saved: list[Path]
     profiler: ProfileController | None
     replay: ReplayController | None
+
+    @property
+    def maps(self) -> Screen[Any]:
+        """The map screen (the first one), whichever screen is on top: its widgets are queried there."""
+        return self.screen_stack[0] if self.screen_stack else self.screen
+
+    @property
+    def on_maps(self) -> bool:
+        """True when the map screen is the one on top."""
+        return self.screen is self.maps
 
     def current(self) -> StreamHistory | None:
         """The stream on screen (the app's)."""
@@ -104,7 +115,7 @@ class MapActions(App[int]):
 
     def action_shift(self, delta: int) -> None:
         """Pin the rows shown, one bucket lower or higher."""
-        spec = self.query_one("#frequency", HeatMap).spec
+        spec = self.maps.query_one("#frequency", HeatMap).spec
         if spec is not None:
             self.view.shift_buckets((spec.lo, spec.hi), delta)
             self._changed()
@@ -126,7 +137,7 @@ class MapActions(App[int]):
 
     def action_finding(self, step: int) -> None:
         """Select the next (previous) finding that has columns and put the cursor on them."""
-        panel = self.query_one(FindingsPanel)
+        panel = self.maps.query_one(FindingsPanel)
         placed = panel.placed()
         hist = self.current()
         if not placed or hist is None:
@@ -178,13 +189,14 @@ class MapActions(App[int]):
 
     def action_save(self) -> None:
         """Save an SVG screenshot and a plain-text frame of the screen shown; say where."""
-        screen = self.screen
-        if isinstance(screen, OverviewScreen):
-            lines = screen.plain_lines()
+        if not self.on_maps:
+            plain = getattr(self.screen, "plain_lines", None)
+            lines = plain() if callable(plain) else []
         else:
-            lines = [str(self.query_one(StatusBar).render()).rstrip(), ""]
-            for widget in [*self.query(HeatMap), self.query_one(PercentileStrip), self.query_one(FindingsPanel),
-                           *self.query(StragglersPanel)]:
+            lines = [str(self.maps.query_one(StatusBar).render()).rstrip(), ""]
+            maps = self.maps
+            for widget in [*maps.query(HeatMap), maps.query_one(PercentileStrip), maps.query_one(FindingsPanel),
+                           *maps.query(StragglersPanel)]:
                 if widget.display:
                     lines += [*widget.plain_lines(), ""]
         svg, txt = save_frame(self, lines)

@@ -100,7 +100,7 @@ class LatencyMapApp(MapActions):
     def on_mount(self) -> None:
         mode = self._color_mode or detect_mode(self.console.color_system, self.no_color, self.opts.color)
         self.color_mode = mode
-        for heatmap in self.query(HeatMap):
+        for heatmap in self.maps.query(HeatMap):
             heatmap.mode = mode
         self.ingest.start()
         self.set_interval(self._tick_s, self.tick)
@@ -164,21 +164,21 @@ class LatencyMapApp(MapActions):
         except Exception as err:  # the maps go on without it
             self.notify(f"analysis failed: {err}", title="stragglers", severity="warning")
             return
-        self.query_one(StragglersPanel).show(found)
+        self.maps.query_one(StragglersPanel).show(found)
 
     def map_cells(self) -> int:
         """How many cells wide the heat maps are."""
-        shown = [m for m in self.query(HeatMap) if m.display] or list(self.query(HeatMap))
+        shown = [m for m in self.maps.query(HeatMap) if m.display] or list(self.maps.query(HeatMap))
         return shown[0].cells
 
     def max_rows(self) -> int | None:
         """Rows each shown map may have so that the maps and the panels under them fit the screen."""
-        height = self.query_one("#maps").size.height
+        height = self.maps.query_one("#maps").size.height
         if height <= 0:
             return None
-        maps = sum(1 for m in self.query(HeatMap) if m.display) or 1
+        maps = sum(1 for m in self.maps.query(HeatMap) if m.display) or 1
         other = 1 + MAX_LINES + (STRIP_ROWS + 2 if self.view.percentiles else 0)
-        for panel in (self.profiler.panel if self.profiler is not None else None, *self.query(StragglersPanel)):
+        for panel in (self.profiler.panel if self.profiler is not None else None, *self.maps.query(StragglersPanel)):
             if panel is not None:
                 other += panel.outer_size.height
         return max(3, (height - other) // maps - CHROME_LINES)
@@ -202,14 +202,14 @@ class LatencyMapApp(MapActions):
         hist = self.current()
         n = hist.n if hist else 0
         stop = self.view.stop(n)
-        self.query_one(StatusBar).update(status_text(
+        self.maps.query_one(StatusBar).update(status_text(
             hist, stop, state=self.state_name, skipped=self.acc.skipped, stream_index=self.view.stream % max(1, len(
                 self.acc.streams)), streams=len(self.acc.streams), ingest_rate=self.ingest.rate))
         if status_only:
             return
-        for heatmap in self.query(HeatMap):
+        for heatmap in self.maps.query(HeatMap):
             heatmap.display = self.view.show in ("both", heatmap.kind)
-        strip = self.query_one(PercentileStrip)
+        strip = self.maps.query_one(PercentileStrip)
         strip.display = self.view.percentiles
         if hist is None:
             return
@@ -219,7 +219,7 @@ class LatencyMapApp(MapActions):
             self.view.auto_cursor = win.first + int(filled[-1]) if filled.size else None
         cursor = self.view.cursor_at(n)
         rows = self.rows_for(hist, win)
-        for heatmap in self.query(HeatMap):
+        for heatmap in self.maps.query(HeatMap):
             pinned = self.opts.frequency_maxval if heatmap.kind == "frequency" else self.opts.intensity_maxval
             heatmap.show(hist, MapSpec(rows.lo, rows.hi, stop, self.view.zoom, pinned if pinned > 0 else None,
                                        self.view.log, cursor, self.view.selected_row, rows.folds))
@@ -232,9 +232,9 @@ class LatencyMapApp(MapActions):
         if self.view.percentiles:
             strip.show(hist, win, cursor)
         first, last = win.columns_of(win.cell_of(cursor))
-        self.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
+        self.maps.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
                                        self.view.selected_row)
-        panel = self.query_one(FindingsPanel)
+        panel = self.maps.query_one(FindingsPanel)
         panel.show(window_findings(hist, win.first, stop), win, self.view.finding)
         if self.profiler is not None:
             self.profiler.show()

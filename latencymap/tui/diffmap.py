@@ -151,6 +151,12 @@ class DiffScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one(DiffMap).mode = self.host.color_mode
 
+    def plain_lines(self) -> list[str]:
+        """The screen as text, for the saved plain-text frame."""
+        head = str(self.query_one("#diff-head", Static).render()).splitlines()
+        diffmap = self.query_one(DiffMap)
+        return [*head, *(strip.text.rstrip() for strip in diffmap.render_lines_all(diffmap.size.width))]
+
     def update(self) -> None:
         """Follow the data (and the app's zoom)."""
         if not self.is_mounted:

@@ -179,3 +179,31 @@ def test_one_stream_has_no_overview() -> None:
 
 def test_strip_cells_fit_the_width() -> None:
     assert strip_cells(180) > 90 and strip_cells(20) == 8
+
+
+def test_every_map_key_on_the_overview_and_the_difference_map_keeps_the_app_alive(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    found = {"stragglers": [{"key": "rank7", "group": "step", "duration_s": 0.1, "reference_s": 0.02,
+                             "ratio": 5.0}], "stages": []}
+    app = LatencyMapApp(iter(ranks()), color_mode="truecolor", analysis=lambda: found)
+    keys = ["left", "right", "home", "end", "pageup", "pagedown", "plus", "minus", "left_square_bracket",
+            "right_square_bracket", "r", "e", "E", "l", "f", "f", "p", "p", "m", "c", "x", "g", "n", "tab",
+            "shift+tab", "space", "space", "s"]
+
+    async def scenario(pilot) -> None:
+        assert isinstance(app.screen, OverviewScreen)
+        for key in keys:
+            await pilot.press(key)
+        assert isinstance(app.screen, OverviewScreen)
+        await pilot.press("home", "a", "down", "b", "d")  # (end moved the selection to the last line)
+        assert isinstance(app.screen, DiffScreen)
+        for key in keys:
+            await pilot.press(key)
+        assert isinstance(app.screen, DiffScreen)
+        await pilot.press("escape", "home", "enter")
+        assert app.maps.query_one("#stragglers").found == found  # analysed at the end, under the overview
+        texts = [p.read_text() for p in app.saved if p.suffix == ".txt"]
+        assert any("OVERVIEW" in t for t in texts) and any("A − B" in t for t in texts)
+
+    run(app, scenario)

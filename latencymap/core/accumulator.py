@@ -10,6 +10,7 @@ import numpy as np
 from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates, safe_ratio
+from latencymap.core.source_totals import SourceTotals
 
 RESET, GAP, EXACT = 1, 2, 4
 DEFAULT_HISTORY = 200_000
@@ -184,6 +185,8 @@ class Accumulator:
     skipped: int = 0
     messages: list[str] = field(default_factory=list)
     intervals_seen: int = 0
+    #: Rebinned streams' own buckets (Prometheus, OpenTelemetry explicit bounds), summed.
+    sources: dict[StreamId, SourceTotals] = field(default_factory=dict)
 
     def add(self, items: Iterable[Interval | Notice]) -> int:
         """Append a batch of items; returns the number of intervals added."""
@@ -195,6 +198,11 @@ class Accumulator:
             else:
                 batches.setdefault(item.stream, []).append(item)
                 added += 1
+                if item.source_buckets is not None:
+                    totals = self.sources.get(item.stream)
+                    if totals is None:
+                        totals = self.sources[item.stream] = SourceTotals(tuple(item.source_buckets.bounds))
+                    totals.add(item.source_buckets)
         for stream, batch in batches.items():
             self.history(stream).extend(batch)
         self.intervals_seen += added

@@ -2,8 +2,12 @@
 
 Per stream: the first snapshot is the baseline. A bucket missing from a snapshot keeps its last
 value. A counter that goes down is a reset: the column is marked and that bucket counts what the
-counter holds now (events since the reset), never a negative number. A snapshot without a
-timestamp takes its arrival time; one whose timestamp does not increase is skipped with a notice.
+counter holds now (events since the reset), never a negative number; the other buckets count their
+difference as usual. When every counter that was non-zero went down or is missing (the source
+restarted: its counters start again from 0, and it may list only the buckets hit since),
+the column counts the new snapshot's values and it is the new baseline, a missing bucket counting 0.
+A snapshot without a timestamp takes its arrival time; one whose timestamp does not increase is
+skipped with a notice.
 """
 
 from __future__ import annotations
@@ -14,6 +18,13 @@ from collections.abc import Callable, Iterable, Iterator
 import numpy as np
 
 from latencymap.core.model import Interval, Notice, Snapshot, SnapshotRun, StreamId
+
+
+def restarted(before: np.ndarray, after: np.ndarray, present: np.ndarray) -> bool:
+    """True when every counter non-zero `before` is lower or missing `after`, and one present is lower."""
+    was = before > 0
+    down = (after < before) & present
+    return bool(down.any()) and bool((down | ~present)[was].all())
 
 
 class Differ:
@@ -29,7 +40,7 @@ class Differ:
         if snap.timestamp is None:
             snap.timestamp = self._clock()
         prev = self._last.get(snap.stream)
-        if snap.present is not None and prev is not None:
+        if snap.present is not None and prev is not None and not restarted(prev.counts, snap.counts, snap.present):
             missing = ~snap.present
             snap.counts[missing] = prev.counts[missing]
             if snap.sums is not None and prev.sums is not None:
@@ -98,6 +109,8 @@ class Differ:
         dropped = diffs < 0
         resets = dropped.any(axis=1)
         if resets.any():
+            if not bool(run.present[pick].all()):
+                return False  # a restart makes missing buckets 0: the one-by-one path knows
             diffs[dropped] = full[1:][dropped]
         seconds, micro, reset = (times / 1e6).tolist(), times.tolist(), resets.tolist()
         first = 0 if prev is not None else 1

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import platform
+import queue
 import re
 import socket
 import threading
@@ -30,6 +31,8 @@ from latencymap.protocol import format_record
 from latencymap.protocol.grammar import RECORDING_HEADER as HEADER_PREFIX
 
 PYLATENCYMAP_SOURCES = ("oracle", "bpf", "systemtap", "dtrace")
+#: Items a recording flow may run ahead of its view (about 1 KB each).
+READ_AHEAD = 65_536
 
 
 class Recorder:
@@ -88,7 +91,7 @@ class Recorder:
         else:
             flags = [name for name, on in (("reset", iv.reset), ("gap", iv.gap)) if on]
             self._write(format_record(iv.stream, iv.end, iv.counts, iv.time, date=iv.date, start=iv.start,
-                                      per_interval=True, flags=flags))
+                                      per_interval=True, flags=flags, source=iv.source_buckets))
         self.written += 1
 
     def _compat_record(self, iv: Interval) -> str:
@@ -137,6 +140,64 @@ def recorded(flow: Flow, recorder: Recorder) -> Flow:
             yield item
     finally:
         recorder.close()
+
+
+class _Failed:
+    """The flow's exception, carried from the reading thread to the consumer."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_END = object()
+
+
+def read_ahead(flow: Flow, limit: int = READ_AHEAD) -> Flow:
+    """The flow's items, pulled by a daemon thread up to `limit` items ahead of the consumer.
+
+    What the flow does on the way (a recorder writing each interval) then keeps the source's pace, not the
+    view's. The flow's exception is raised here, after the items before it; closing this generator stops
+    the thread at its next item (it closes the flow).
+    """
+    items: queue.Queue[Any] = queue.Queue(maxsize=max(1, limit))
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                items.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for item in flow:
+                if not put(item):
+                    return
+        except BaseException as err:  # re-raised in the consumer's thread
+            put(_Failed(err))
+            return
+        finally:
+            close = getattr(flow, "close", None)
+            if close is not None:
+                close()
+        put(_END)
+
+    threading.Thread(target=run, name="latencymap-read-ahead", daemon=True).start()
+    try:
+        while True:
+            item = items.get()
+            if item is _END:
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
 
 
 def read_header(path: str) -> dict[str, Any] | None:

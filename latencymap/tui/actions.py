@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from latencymap.tui.replay_keys import ReplayController
 
 
+#: The exit code of an interrupt (Ctrl-C as a key, or SIGINT), as the CLI documents it.
+EXIT_INTERRUPTED = 130
+
+
 class MapActions(App[int]):
     """What each key does; the app provides the state and the repaint."""
 
@@ -183,6 +187,10 @@ class MapActions(App[int]):
             self.notify("not a replay: open a recording with `latencymap replay PATH`", title="replay")
             return
         self.replay.act(what)
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: quit as interrupted (exit code 130), like SIGINT."""
+        self.exit(return_code=EXIT_INTERRUPTED)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

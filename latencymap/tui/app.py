@@ -3,7 +3,9 @@ an overview of every stream when there are several; `run_tui`."""
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -77,6 +79,7 @@ class LatencyMapApp(MapActions):
         self.fits: dict[StreamId, RowFit] = {}
         self.color_mode = color_mode or "truecolor"
         self.overview_offered = False
+        self.interrupted = False  # set by run_tui's SIGINT handler; the next tick exits
         self.profiler = ProfileController(self, profile) if profile is not None else None
         self.replay = ReplayController(self, replay, bursts) if replay is not None else None
         self.analysis = analysis
@@ -126,6 +129,9 @@ class LatencyMapApp(MapActions):
 
     def tick(self) -> None:
         """Drain the ingest queue in bulk and repaint what changed."""
+        if self.interrupted:
+            self.action_interrupt()
+            return
         items = self.ingest.drain()
         if items:
             self.acc.add(items)
@@ -181,7 +187,8 @@ class LatencyMapApp(MapActions):
         for panel in (self.profiler.panel if self.profiler is not None else None, *self.maps.query(StragglersPanel)):
             if panel is not None:
                 other += panel.outer_size.height
-        return max(3, (height - other) // maps - CHROME_LINES)
+        marked = any(m.marked for m in self.maps.query(HeatMap) if m.display)  # a reset/gap marks line
+        return max(3, (height - other) // maps - CHROME_LINES - marked)
 
     def rows_for(self, hist: StreamHistory, win: Window) -> RowRange:
         """The rows shown: pinned by `[`/`]`, by the options, or fitted to the window's data."""
@@ -252,9 +259,17 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: int = DEFAULT_HISTORY,
     if profile is not None:
         profile.echo = False  # the panel and notices show its messages; stderr is the TUI's
     app = LatencyMapApp(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts, analysis=analysis)
+
+    def on_sigint(signum: int, frame: object) -> None:
+        app.interrupted = True  # asyncio would cancel the app, which then ends as if `q` was pressed
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
     try:
         app.run()
     finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
         restore()
     if app.ingest.error is not None:
         raise app.ingest.error

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import groupby
 
 import numpy as np
 from rich.segment import Segment
@@ -14,7 +15,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from latencymap.core.accumulator import StreamHistory
+from latencymap.core.accumulator import GAP, RESET, StreamHistory
 from latencymap.core.units import format_number
 from latencymap.tui.axis import LABEL_W, axis_strip, cursor_strip
 from latencymap.tui.palette import CURSOR_CHAR, cell_char, cell_style
@@ -30,6 +31,7 @@ TITLES = {"frequency": "Frequency: events per second",
 TITLE_STYLE = Style(bold=True)
 DIM = Style(dim=True)
 SELECTED = Style(bold=True, reverse=True)
+MARK_STYLES = {"R": Style(bold=True, color="dark_orange"), "G": Style(bold=True, color="grey50")}
 PLAIN = Style()  # never None: Textual's NO_COLOR filter needs a Style on every segment
 
 
@@ -80,11 +82,13 @@ class HeatMap(Widget):
         self._version = 0
         self._built: tuple[int, int, str] | None = None
         self._strips: list[Strip] = []
+        self.marked = False
 
     def show(self, hist: StreamHistory | None, spec: MapSpec | None) -> None:
         """Draw `hist` as `spec` says on the next repaint."""
-        relayout = (spec.rows if spec else 0) != (self.spec.rows if self.spec else 0)
-        self.hist, self.spec = hist, spec
+        marked = hist is not None and bool((hist.flags & (RESET | GAP)).any())
+        relayout = (spec.rows if spec else 0) != (self.spec.rows if self.spec else 0) or marked != self.marked
+        self.hist, self.spec, self.marked = hist, spec, marked
         self._version += 1
         self.refresh(layout=relayout)
 
@@ -94,7 +98,7 @@ class HeatMap(Widget):
         return map_cells(self.size.width)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return (self.spec.rows if self.spec else 1) + CHROME_LINES
+        return (self.spec.rows if self.spec else 1) + CHROME_LINES + self.marked
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -135,6 +139,8 @@ class HeatMap(Widget):
             segs += _row_segments(full[r], cursor, mode, self.kind)
             segs += self._right(frame, r, mode)
             strips.append(Strip(segs, width))
+        if self.marked:
+            strips.append(_marks_strip(hist, win, width))
         strips.append(cursor_strip(hist, win, spec.cursor, width))
         strips.append(axis_strip(hist, win, width))
         return strips
@@ -170,6 +176,23 @@ class HeatMap(Widget):
         column = min(b, self.spec.stop) - 1
         if column >= a:
             self.post_message(self.Selected(column, row))
+
+
+def cell_marks(hist: StreamHistory, win: Window) -> str:
+    """One character per cell: R when a column in it saw a counter reset, G a gap (missing data), else a space."""
+    first = max(0, win.base)
+    flags = np.zeros(win.cells * win.zoom, dtype=np.uint8)
+    flags[first - win.base:] = hist.flags[first: win.stop]
+    cells = np.bitwise_or.reduce(flags.reshape(win.cells, win.zoom), axis=1)
+    return "".join(np.where(cells & RESET, "R", np.where(cells & GAP, "G", " ")).tolist())
+
+
+def _marks_strip(hist: StreamHistory, win: Window, width: int) -> Strip:
+    """The row under a map that marks reset and gap columns."""
+    segs = [Segment(" marks".rjust(LABEL_W) + " ", DIM)]
+    segs += [Segment(ch * len(list(run)), MARK_STYLES.get(ch, PLAIN)) for ch, run in groupby(cell_marks(hist, win))]
+    segs.append(Segment("  R reset  G gap", DIM))
+    return Strip(segs).adjust_cell_length(width, PLAIN)
 
 
 def _legend_text(frame: MapFrame, level: int, log: bool) -> str:

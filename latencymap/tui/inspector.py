@@ -8,7 +8,7 @@ import numpy as np
 from rich.text import Text
 from textual.widgets import Static
 
-from latencymap.core.accumulator import StreamHistory
+from latencymap.core.accumulator import GAP, RESET, StreamHistory
 from latencymap.core.units import format_duration, format_number
 from latencymap.tui.axis import column_time
 from latencymap.views.frame import Folds, fold_rows, row_labels
@@ -42,6 +42,8 @@ class Inspection:
     rows: list[BucketRow] = field(default_factory=list)
     start_text: str = ""
     end_text: str = ""
+    resets: int = 0
+    gaps: int = 0
 
     @property
     def empty(self) -> bool:
@@ -62,8 +64,10 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
             for label, c, p, q in zip(row_labels(hist, lo, hi, folds), folded, pct, cum, strict=True)]
     rate = totals.events / totals.duration_s if totals.duration_s else float("nan")
     start, end = float(hist.start[first]), float(hist.end[stop - 1])
+    flags = hist.flags[cols]
     return Inspection(first, stop, start, end, totals.events, rate, totals.mean_s, totals.percentiles, rows,
-                      column_time(hist, start), column_time(hist, end)[-8:])
+                      column_time(hist, start), column_time(hist, end)[-8:], int(np.count_nonzero(flags & RESET)),
+                      int(np.count_nonzero(flags & GAP)))
 
 
 def bar(share: float, width: int = BAR_W) -> str:
@@ -98,12 +102,26 @@ def inspection_summary(ins: Inspection) -> Text:
     text.append(f"{ins.start_text} → {ins.end_text}\n")
     if ins.empty:
         text.append("empty column: no events in it", style="bold yellow")
+        _flag_notes(text, ins)
         return text
     noun = "event" if ins.events == 1 else "events"
     text.append(f"{ins.events} {noun}  {format_number(ins.events_per_s)}/s  mean {format_duration(ins.mean_s)}\n")
     items = [f"p{q * 100:g} {format_duration(v)}" for q, v in ins.percentiles.items()]
     text.append("  ".join(items[:2]) + "\n" + "  ".join(items[2:]))
+    _flag_notes(text, ins)
     return text
+
+
+def _flag_notes(text: Text, ins: Inspection) -> None:
+    """Say when the inspected columns count from a counter reset or miss data (a gap)."""
+    one = ins.stop - ins.first == 1
+    if ins.resets:
+        text.append("\ncounter reset: " + ("a counter went down; this column counts from the reset" if one
+                                           else f"{ins.resets} of these columns count from a reset"),
+                    style="bold dark_orange")
+    if ins.gaps:
+        text.append("\ngap: " + ("data is missing from this column" if one
+                                 else f"data is missing from {ins.gaps} of these columns"), style="bold")
 
 
 class Inspector(Static):

@@ -15,7 +15,7 @@ from latencymap.tui.replay_keys import REPLAY_HELP
 
 BINDINGS: list[Binding] = [
     Binding("q", "quit", "Quit"),
-    Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+    Binding("ctrl+c", "interrupt", "Interrupt", show=False, priority=True),
     Binding("space", "pause", "Pause"),
     Binding("left", "cursor(-1)", "←", show=False),
     Binding("right", "cursor(1)", "→", show=False),
@@ -61,7 +61,8 @@ HELP: list[tuple[str, str]] = [
     *PROFILE_HELP,
     *REPLAY_HELP,
     ("?", "this help (any key closes it)"),
-    ("q", "quit"),
+    ("q", "quit (exit code 0)"),
+    ("Ctrl-C", "interrupt: quit with exit code 130, as SIGINT to the process does"),
 ]
 
 

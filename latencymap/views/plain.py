@@ -12,6 +12,8 @@ from itertools import accumulate
 
 import numpy as np
 
+from latencymap.core.accumulator import GAP as GAP_FLAG
+from latencymap.core.accumulator import RESET as RESET_FLAG
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates
@@ -173,15 +175,26 @@ class PlainRenderer:
         cells = self._cells(levels)
         prefixes, label_w = self._prefixes(hist.stream, rows, freq.labels)
         nrows = len(prefixes)
+        marks = self._marks(hist, freq.first_col, label_w)
         lines = self._map(freq, cells[:nrows], prefixes, label_w, "Frequency heat map: events per second",
-                          "(events/s)")
+                          "(events/s)", marks)
         lines.append("")
         lines += self._map(inten, cells[nrows:], prefixes, label_w,
-                           f"Intensity heat map: time waited per second{estimate}", "(s/s)")
+                           f"Intensity heat map: time waited per second{estimate}", "(s/s)", marks)
         lines.append("")
         lines += self.footer_lines(hist, skipped)
         lines.append("")
         return "\n".join(lines)
+
+    def _marks(self, hist: StreamHistory, first: int, label_w: int) -> str | None:
+        """The line under a map marking reset (R) and gap (G) columns; None when the window has none."""
+        flags = hist.flags[first:]
+        if not flags.any():
+            return None
+        width = self.opts.num_records
+        chars: list[str] = np.where(flags & RESET_FLAG, "R", np.where(flags & GAP_FLAG, "G", " ")).tolist()
+        cells = "".join(chars[-width:] if width > 0 else []).rjust(width)
+        return f"{'marks':>{label_w}} {cells}  R counter reset, G gap"
 
     def _prefixes(self, stream: StreamId, rows: RowRange, labels: list[str]) -> tuple[list[str], int]:
         """Each row's label and the space after it, top row first; the label width."""
@@ -256,7 +269,7 @@ class PlainRenderer:
         return text
 
     def _map(self, frame: MapFrame, cells: list[str], prefixes: list[str], label_w: int, title: str,
-             unit: str) -> list[str]:
+             unit: str, marks: str | None = None) -> list[str]:
         width = self.opts.num_records
         head_key = (title, label_w, width, unit)
         head = self._heads.get(head_key)
@@ -271,6 +284,8 @@ class PlainRenderer:
         legend = self._legend(frame, len(prefixes))
         lines = head[:2]
         lines += map("".join, zip(prefixes, cells, latest, legend, strict=True))
+        if marks is not None:
+            lines.append(marks)
         sums = frame.col_sums
         latest_sum = float(sums[-1]) if sums.size else 0.0
         lines.append(f"{head[2]}{'sum ' + format_number(latest_sum, 4):>9}")

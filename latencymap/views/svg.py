@@ -2,7 +2,9 @@
 
 Each stream is a panel: title (the stream label), the frequency map (blues) and the intensity map
 (reds) over time with latency axes in human units, a colour legend per map, and the findings
-(totals, percentiles, bands, tail, episodes, stragglers when given) printed under the maps.
+(totals, percentiles, bands, tail, episodes, stragglers when given) printed under the maps. A column with a
+counter reset is outlined in dashed orange (`<rect class="mark reset">`), one with missing data in dashed grey
+(`class="mark gap"`), each with a tooltip; the findings list their columns.
 
 Cells: one `<rect class="cell frequency|intensity">` per non-empty cell, with `data-col`,
 `data-slot`, `data-level` and a `<title>` tooltip (time, latency range, count, share of the column,
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -24,10 +27,10 @@ from typing import Any
 import numpy as np
 
 from latencymap.analysis.summary import stream_diagnosis
-from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration, format_number
-from latencymap.outputs.report import straggler_lines
+from latencymap.outputs.report import marks_lines, straggler_lines
 from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
 
@@ -37,6 +40,8 @@ CELL_HEIGHT = 16
 LEFT = 78
 LEGEND_WIDTH = 170
 LINE = 15
+#: Advance of one character at font-size 11 (DejaVu Sans Mono: 0.602 em; other monospace fonts are no wider).
+CHAR_WIDTH = 6.7
 FONT = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 _BASIC16 = ("000000", "800000", "008000", "808000", "000080", "800080", "008080", "c0c0c0",
             "808080", "ff0000", "00ff00", "ffff00", "0000ff", "ff00ff", "00ffff", "ffffff")
@@ -71,6 +76,7 @@ class Merged:
     lo: int
     hi: int
     group: int
+    flags: np.ndarray  # (cols,) the RESET/GAP flags of the columns merged into each
     folds: Folds = (False, False)
     used: tuple[int, int] = (0, 0)
 
@@ -96,8 +102,8 @@ def merge_columns(hist: StreamHistory, max_columns: int = MAX_COLUMNS) -> Merged
 
     ends = hist.end[np.minimum(idx + group, hist.n) - 1]
     return Merged(fold_rows(summed(hist.counts), lo, hi), fold_rows(summed(hist.time), lo, hi),
-                  summed(hist.durations), hist.start[idx].copy(), ends, lo, hi, group, rows.folds or (False, False),
-                  used)
+                  summed(hist.durations), hist.start[idx].copy(), ends, lo, hi, group,
+                  np.bitwise_or.reduceat(hist.flags, idx) & (RESET | GAP), rows.folds or (False, False), used)
 
 
 def utc(epoch: float) -> str:
@@ -169,6 +175,7 @@ def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[
         out.append(f'<rect class="cell {kind}" data-col="{c}" data-slot="{m.lo + r}" data-level="{lvl}" '
                    f'x="{x:.2f}" y="{y}" width="{cell_w:.2f}" height="{CELL_HEIGHT}" '
                    f'fill="{xterm_hex(palette[lvl])}"><title>{tip}</title></rect>')
+    out += _marks(m, top, cell_w, height)
     step = max(1, math.ceil(nrows / 24))
     for r in range(0, nrows + 1, step):
         slot = m.lo + min(r, nrows - 1)
@@ -185,6 +192,22 @@ def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[
     out += _time_axis(m, top + height, cell_w)
     out += _legend(palette, maxval, kind, LEFT + width + 20, top)
     return out, 18 + height + 34
+
+
+def _marks(m: Merged, top: float, cell_w: float, height: float) -> list[str]:
+    """A dashed outline over each column with a counter reset (orange) or missing data (grey)."""
+    out = []
+    t0 = float(m.start[0])
+    for c in np.flatnonzero(m.flags).tolist():
+        reset = bool(m.flags[c] & RESET)
+        kind, colour = ("reset", "#e07000") if reset else ("gap", "#808080")
+        what = ("counter reset: a counter went down; the column counts from the reset" if reset
+                else "gap: data missing from the column")
+        tip = esc(f"{offset(float(m.start[c]) - t0)}–{offset(float(m.end[c]) - t0)}: {what}")
+        out.append(f'<rect class="mark {kind}" data-col="{c}" x="{LEFT + c * cell_w:.2f}" y="{top}" '
+                   f'width="{cell_w:.2f}" height="{height}" fill="none" stroke="{colour}" stroke-dasharray="2 2">'
+                   f"<title>{tip}</title></rect>")
+    return out
 
 
 def _time_axis(m: Merged, y: float, cell_w: float) -> list[str]:
@@ -228,6 +251,7 @@ def findings_lines(hist: StreamHistory, stragglers: list[dict[str, Any]] | None 
              f"mean {format_duration(t.mean_s)}  {pcts}"]
     diag = stream_diagnosis(hist)
     lines += diag.summary_lines()
+    lines += marks_lines(hist)
     for b in diag.bands:
         lines.append(f"band {format_duration(b.low_s)}–{format_duration(b.high_s)}: "
                      f"{100 * b.events_share:.1f}% of events, {100 * b.time_share:.1f}% of the time")
@@ -252,9 +276,14 @@ def panel(hist: StreamHistory, *, with_findings: bool = True,
             y += h + 10
         width = LEFT + max(1.0, min(12.0, PLOT_WIDTH / len(m.start))) * len(m.start) + 20 + LEGEND_WIDTH
     if with_findings:
+        chars = max(20, int((width - LEFT - 12) / CHAR_WIDTH))
         for line in findings_lines(hist, stragglers):
-            y += LINE
-            out.append(_text(LEFT, y, line, class_="finding"))
+            what, _, why = line.partition(" — ")  # a finding's why on a line of its own: SVG text does not wrap
+            for k, part in enumerate(p for p in (what, why) if p):
+                # Past the picture's edge a text is lost: long parts go on as many lines as they need.
+                for piece in textwrap.wrap(f"— {part}" if k else part, chars, subsequent_indent="  ") or [part]:
+                    y += LINE
+                    out.append(_text(LEFT + 12 * k, y, piece, class_="finding"))
         y += 10
     return out, width, y + 10
 

@@ -110,6 +110,10 @@ static inline int lm_exit(u32 group) {
 }
 """
 
+#: bcc's tracepoint structs for these syscalls use the kernel type `rwf_t`, which no header bcc reads defines.
+RWF_SYSCALLS = ("preadv2", "pwritev2")
+RWF_T = "typedef int rwf_t;  /* include/linux/fs.h: typedef __kernel_rwf_t rwf_t (an int) */\n"
+
 PROBES = """
 TRACEPOINT_PROBE(syscalls, sys_enter_{name}) {{ return lm_enter({group}); }}
 TRACEPOINT_PROBE(syscalls, sys_exit_{name}) {{ return lm_exit({group}); }}
@@ -137,8 +141,10 @@ def program(spec: TraceSpec) -> tuple[str, list[str]]:
         check = comm_filter(spec.comm)
     else:
         check = ""
-    text = COMMON + SYSCALL.replace("LM_FILTER", check)
-    text += "".join(PROBES.format(name=name, group=i) for i, name in enumerate(spec.syscalls))
+    probes = spec.probes()
+    text = (RWF_T if any(name in RWF_SYSCALLS for name, _ in probes) else "") + COMMON
+    text += SYSCALL.replace("LM_FILTER", check)
+    text += "".join(PROBES.format(name=name, group=i) for name, i in probes)
     return text, ["-w"]
 
 

@@ -75,7 +75,7 @@ def syscall_script(spec: TraceSpec) -> str:
     else:
         only = ""
     parts = []
-    for i, name in enumerate(spec.syscalls):
+    for name, i in spec.probes():
         parts.append(f"tracepoint:syscalls:sys_enter_{name} {_pred(only)} "
                      f"{{ @lm_start[tid] = nsecs; @lm_call[tid] = {i + 1}; }}")
         parts.append(f"tracepoint:syscalls:sys_exit_{name} /@lm_call[tid] == {i + 1}/ {{\n"

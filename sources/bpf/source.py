@@ -20,7 +20,7 @@ from latencymap.plugins import Item, Source, SourceError
 
 from . import preconditions
 from .collect import Reading, intervals
-from .spec import DEFAULT_SYSCALLS, BpfError, TraceSpec
+from .spec import DEFAULT_SYSCALLS, BpfError, BpfUnavailable, TraceSpec
 
 BACKENDS = ("bcc", "bpftrace")
 
@@ -29,6 +29,12 @@ class BpfSource(Source):
     """Block I/O or syscall latency histograms from in-kernel BPF programs."""
 
     name: ClassVar[str] = "bpf"
+    examples: ClassVar[tuple[str, ...]] = (
+        "latencymap bpf block --split rw",
+        "latencymap bpf block --disk vda --queued --record io.zst",
+        "latencymap bpf syscall --syscalls pread64,preadv,fsync --pid 1234",
+        "latencymap bpf block --backend bpftrace --count 10 --plain --once",
+    )
     summary: ClassVar[str] = "Block I/O or syscall latency from the kernel via BPF tracepoints (bcc or bpftrace)."
 
     @classmethod
@@ -79,7 +85,7 @@ class BpfSource(Source):
     def items(self) -> Iterator[Item]:
         problem = preconditions.system_problem()
         if problem:
-            raise BpfError(problem)
+            raise BpfUnavailable(problem)
         wanted = BACKENDS if self.backend == "auto" else (self.backend,)
         reasons = {name: problem for name, problem in backend_problems().items() if name in wanted}
         for name in wanted:
@@ -95,12 +101,16 @@ class BpfSource(Source):
             self.chosen = name
             try:
                 yield Notice(f"bpf: tracing {self.spec.mode} latency with {name}", skipped=0)
+                for i, extra in self.spec.variants.items():
+                    listed = self.spec.syscalls[i]
+                    yield Notice(f"bpf: {listed} also counts {', '.join(extra)} (CPython's os.{listed} and glibc's "
+                                 f"{extra[0]}() issue it); list both in --syscalls to see them apart", skipped=0)
                 readings = limited(readings, attached_at, self.options.get("count"), self.options.get("duration"))
                 yield from intervals(self.spec, readings, attached_at)
             finally:
                 close()
             return
-        raise BpfError(no_backend_message(reasons))
+        raise BpfUnavailable(no_backend_message(reasons))
 
 
 def backend_problems() -> dict[str, str | None]:

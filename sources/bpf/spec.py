@@ -12,18 +12,25 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from latencymap.core.errors import InputError
+from latencymap.core.errors import InputError, SourceError
 from latencymap.core.model import StreamId
 
 UNIT = "nanosec"
 DEFAULT_SYSCALLS = ("read", "pread64", "write", "fsync")
+#: The newer syscalls a runtime issues for an older one's job: CPython's os.preadv/os.pwritev call glibc's
+#: preadv2()/pwritev2(), which issue `preadv2`/`pwritev2`. Tracing the older one counts both, unless both are listed.
+VARIANTS = {"preadv": ("preadv2",), "pwritev": ("pwritev2",)}
 OPS = {0: "", 1: "read", 2: "write", 3: "other"}
 TRACEFS_DIRS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
 class BpfError(InputError):
-    """The BPF source cannot start or stopped working; the message says why and what to do."""
+    """The BPF options do not fit together or name what is not here (exit code 2); the message says why."""
+
+
+class BpfUnavailable(SourceError):
+    """No BPF backend can trace here (exit code 1); the message gives every backend's reason and remedy."""
 
 
 def tracefs_root() -> str | None:
@@ -74,6 +81,7 @@ class TraceSpec:
     syscalls: tuple[str, ...] = DEFAULT_SYSCALLS
     pid: int | None = None
     comm: str | None = None
+    variants: dict[int, tuple[str, ...]] = field(default_factory=dict)
     _labels: dict[tuple[int, int], str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -106,6 +114,7 @@ class TraceSpec:
             if options.get(opt):
                 raise BpfError(f"--{opt.replace('_', '-')} applies to `bpf block` only")
         spec.syscalls = parse_syscalls(options.get("syscalls"))
+        spec.variants = variants_of(spec.syscalls)
         spec.pid, spec.comm = options.get("pid"), options.get("comm")
         if spec.pid is not None and spec.comm is not None:
             raise BpfError("use either --pid or --comm, not both")
@@ -124,6 +133,10 @@ class TraceSpec:
             return []
         return [(0, op) for op in ops]
 
+    def probes(self) -> list[tuple[str, int]]:
+        """Syscall mode: (syscall whose enter/exit tracepoints to attach, the group it counts in)."""
+        return [(name, i) for i, listed in enumerate(self.syscalls) for name in (listed, *self.variants.get(i, ()))]
+
     def stream(self, group: int, op: int) -> StreamId:
         """The stream of a map key `(group, op)`."""
         key = (group, op)
@@ -135,7 +148,8 @@ class TraceSpec:
 
     def _make_label(self, group: int, op: int) -> str:
         if self.mode == "syscall":
-            name = self.syscalls[group] if 0 <= group < len(self.syscalls) else f"#{group}"
+            name = "+".join((self.syscalls[group], *self.variants.get(group, ()))) if 0 <= group < len(
+                self.syscalls) else f"#{group}"
             who = f" pid {self.pid}" if self.pid is not None else f" comm {self.comm}" if self.comm else ""
             return f"syscall {name}{who}"
         parts = ["block I/O" + (" queued" if self.queued else "")]
@@ -146,6 +160,19 @@ class TraceSpec:
         if OPS.get(op):
             parts.append(OPS[op])
         return " ".join(parts)
+
+
+def variants_of(names: tuple[str, ...]) -> dict[int, tuple[str, ...]]:
+    """The VARIANTS each listed syscall also counts: those not listed themselves and with a tracepoint here."""
+    root = tracefs_root()
+    events = os.path.join(root, "events", "syscalls") if root else None
+    out = {}
+    for i, name in enumerate(names):
+        extra = tuple(v for v in VARIANTS.get(name, ()) if v not in names
+                      and (events is None or os.path.isdir(os.path.join(events, f"sys_enter_{v}"))))
+        if extra:
+            out[i] = extra
+    return out
 
 
 def parse_syscalls(text: str | None) -> tuple[str, ...]:

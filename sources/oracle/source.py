@@ -83,6 +83,11 @@ class OracleSource(Source):
     """Oracle wait-event latency histograms, sampled live from the database."""
 
     name: ClassVar[str] = "oracle"
+    examples: ClassVar[tuple[str, ...]] = (
+        "latencymap oracle --dsn dbhost:1521/ORCLPDB1 --user perfstat",
+        "latencymap oracle --dsn prod --user perfstat --event 'log file sync'",
+        "latencymap oracle --dsn rac-scan:1521/OLTP --user perfstat --per-instance",
+    )
     summary: ClassVar[str] = ("Oracle wait-event latency from GV$EVENT_HISTOGRAM_MICRO (or GV$EVENT_HISTOGRAM) "
                               "via python-oracledb; password from LATENCYMAP_ORACLE_PASSWORD or a prompt.")
 

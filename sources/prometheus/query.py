@@ -66,6 +66,10 @@ class PrometheusSource(Source):
     """Histogram increases per step from a Prometheus server: a past window, or live."""
 
     name: ClassVar[str] = "prometheus"
+    examples: ClassVar[tuple[str, ...]] = (
+        "latencymap prometheus --url http://localhost:9090 --metric http_request_duration_seconds",
+        "latencymap prometheus --url http://localhost:9090 --metric api_latency_seconds --start -1h --step 30",
+    )
     summary: ClassVar[str] = ("A histogram from a Prometheus server's HTTP API (native or classic): a past window "
                               "with --start/--end, live otherwise.")
 

@@ -49,6 +49,10 @@ class ScrapeSource(Source):
     """Cumulative Prometheus histograms scraped from an endpoint, diffed into one column per scrape."""
 
     name: ClassVar[str] = "scrape"
+    examples: ClassVar[tuple[str, ...]] = (
+        "latencymap scrape http://localhost:8000/metrics --metric http_request_duration_seconds",
+        "latencymap scrape http://localhost:8000/metrics --metric rpc_latency_seconds --sum-by method",
+    )
     summary: ClassVar[str] = ("Prometheus histograms scraped from any /metrics endpoint (text format or OpenMetrics) "
                               "every interval.")
 

@@ -1,9 +1,15 @@
-"""Polling the Spark REST API (driver UI :4040 or History Server :18080) for finished tasks."""
+"""Polling the Spark REST API (driver UI :4040 or History Server :18080) for finished tasks.
+
+A History Server says when an application completed. A driver's UI never does: it answers while the application
+runs and goes away with it. So a driver that refuses the connection after it has answered has ended its
+application: the stream ends there (with a notice), keeping every task read up to that moment.
+"""
 
 from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -23,6 +29,10 @@ class RestError(OSError):
     """The REST API did not answer as Spark's does."""
 
 
+class DriverGone(RestError):
+    """Nothing listens at the URL any more (connection refused or reset)."""
+
+
 def is_url(target: str) -> bool:
     """True for http(s) URLs."""
     return target.startswith(("http://", "https://"))
@@ -39,6 +49,12 @@ def fetch_json(url: str, timeout: float = 10.0) -> Any:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             return json.loads(resp.read())
+    except urllib.error.URLError as err:
+        if isinstance(err.reason, (ConnectionRefusedError, ConnectionResetError)):
+            raise DriverGone(f"{url}: {err.reason}") from err
+        raise RestError(f"{url}: {err}") from err
+    except (ConnectionRefusedError, ConnectionResetError) as err:
+        raise DriverGone(f"{url}: {err}") from err
     except (OSError, ValueError) as err:
         raise RestError(f"{url}: {err}") from err
 
@@ -97,6 +113,8 @@ class RestPoller:
         self._seen: set[int] = set()
         self._done: set[tuple[int, int]] = set()
         self._finished_counts: dict[tuple[int, int], int] = {}
+        #: Tasks of the poll under way, not yet returned (what a poll cut short had read).
+        self.unreturned: list[SparkTask] = []
 
     def app_completed(self) -> bool:
         """True once the API says every attempt of the application completed."""
@@ -105,21 +123,20 @@ class RestPoller:
     def poll(self) -> list[SparkTask]:
         """Tasks finished since the last poll."""
         app_path = f"{self.base}/applications/{urllib.parse.quote(self.app.app_id)}"
-        new: list[SparkTask] = []
         for stage in self.fetch(f"{app_path}/stages"):
             key = (int(stage["stageId"]), int(stage["attemptId"]))
             if key in self._done:
                 continue
             finished = sum(int(stage.get(k) or 0) for k in ("numCompleteTasks", "numFailedTasks", "numKilledTasks"))
             if finished and finished != self._finished_counts.get(key):
-                new += self._stage_tasks(app_path, *key)
+                self._stage_tasks(app_path, *key)
                 self._finished_counts[key] = finished
             if stage.get("status") in DONE_STAGE:
                 self._done.add(key)
+        new, self.unreturned = self.unreturned, []
         return new
 
-    def _stage_tasks(self, app_path: str, stage: int, attempt: int) -> list[SparkTask]:
-        out: list[SparkTask] = []
+    def _stage_tasks(self, app_path: str, stage: int, attempt: int) -> None:
         offset = 0
         while True:
             page = self.fetch(f"{app_path}/stages/{stage}/{attempt}/taskList?offset={offset}&length={PAGE}")
@@ -127,19 +144,28 @@ class RestPoller:
                 task = task_from_rest(stage, attempt, raw)
                 if task is not None and task.task_id not in self._seen:
                     self._seen.add(task.task_id)
-                    out.append(task)
+                    self.unreturned.append(task)
             if len(page) < PAGE:
-                return out
+                return
             offset += PAGE
 
 
 def rest_tasks(url: str, app: str | None = None, poll_s: float = 1.0, sleep: Callable[[float], None] = time.sleep,
-               fetch: Fetch = fetch_json) -> Iterator[tuple[list[SparkTask], bool, AppInfo]]:
-    """(new tasks, ended, app) after each poll, until the application completes."""
-    poller = RestPoller(url, app, fetch)
+               fetch: Fetch = fetch_json, note: Callable[[str], None] | None = None,
+               ) -> Iterator[tuple[list[SparkTask], bool, AppInfo]]:
+    """(new tasks, ended, app) after each poll, until the application completes or its driver goes away."""
+    poller = RestPoller(url, app, fetch)  # nothing answering here yet is an error, not an end
     while True:
-        ended = poller.app_completed()
-        yield poller.poll(), ended, poller.app
+        try:
+            ended = poller.app_completed()
+            tasks = poller.poll()
+        except DriverGone as err:
+            if note is not None:
+                note(f"spark: {poller.base} stopped answering ({err}): the application {poller.app.app_id} ended; "
+                     "tasks that finished after the last poll are only in its event log")
+            yield poller.unreturned, True, poller.app
+            return
+        yield tasks, ended, poller.app
         if ended:
             return
         sleep(poll_s)

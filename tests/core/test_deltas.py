@@ -71,3 +71,33 @@ def test_streams_are_diffed_separately() -> None:
     assert d.push(Snapshot(other, 1.5, np.ones(64, dtype=np.int64))) is None
     iv = d.push(snap(2.0, [4]))
     assert isinstance(iv, Interval) and iv.counts[0] == 3
+
+
+def _partial(ts: float, values: dict[int, int]) -> Snapshot:
+    """A snapshot that lists only some buckets (a restarted Oracle instance lists only those hit since)."""
+    counts = np.zeros(64, dtype=np.int64)
+    present = np.zeros(64, dtype=bool)
+    for slot, value in values.items():
+        counts[slot], present[slot] = value, True
+    return Snapshot(S, ts, counts, present=present)
+
+
+def test_restart_counts_the_new_record_and_restarts_the_baseline() -> None:
+    d = Differ()
+    d.push(_partial(1.0, {0: 100, 1: 50, 2: 7}))
+    iv = d.push(_partial(2.0, {0: 3, 1: 4}))  # every counter that was non-zero went down (bucket 2 not hit yet)
+    assert isinstance(iv, Interval) and iv.reset
+    assert iv.counts[:3].tolist() == [3, 4, 0]
+    iv = d.push(_partial(3.0, {0: 5, 1: 6, 2: 9}))  # bucket 2 counts from 0 since the restart, not from 7
+    assert isinstance(iv, Interval) and not iv.reset
+    assert iv.counts[:3].tolist() == [2, 2, 9]
+
+
+def test_partial_reset_is_per_bucket() -> None:
+    d = Differ()
+    d.push(_partial(1.0, {0: 100, 1: 50}))
+    iv = d.push(_partial(2.0, {0: 3, 1: 60}))  # one counter went down, one went on: no restart
+    assert isinstance(iv, Interval) and iv.reset
+    assert iv.counts[:2].tolist() == [3, 10]
+    iv = d.push(_partial(3.0, {0: 4}))  # a bucket missing from a record keeps its last value
+    assert isinstance(iv, Interval) and not iv.reset and iv.counts[:2].tolist() == [1, 0]

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from latencymap.cli.main import main
+from latencymap.core.units import format_duration
 
 _PAIR = re.compile(r"^(\s*)(\d+)(\s*,\s*\d+\s*)$")
 
@@ -34,6 +35,28 @@ def write_records(path: Path, counts: dict[int, int], label: str = "reads", n: i
         lines.append("<end record>")
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def pooled_ms(path: Path) -> dict[int, int]:
+    """{bucket value (ms): events} over the whole file, read here: last minus first cumulative record."""
+    records = []
+    for block in re.findall(r"<begin record>(.*?)<end record>", path.read_text(), re.S):
+        counts: dict[int, int] = {}
+        for v, c in re.findall(r"^\s*(\d+)\s*,\s*(\d+)\s*$", block, re.M):
+            counts[int(v)] = counts.get(int(v), 0) + int(c)
+        records.append(counts)
+    first, last = records[0], records[-1]
+    return {v: last[v] - first.get(v, 0) for v in last if last[v] - first.get(v, 0) > 0}
+
+
+def percentile_ms(pooled: dict[int, int], q: float) -> float:
+    """As core/percentiles.py documents it: the bucket [v, 2v) holding rank q·N, interpolated log-uniformly."""
+    total, before = sum(pooled.values()), 0
+    for v in sorted(pooled):
+        if before + pooled[v] >= q * total:
+            return v * 2 ** ((q * total - before) / pooled[v])
+        before += pooled[v]
+    raise AssertionError("rank beyond the histogram")
 
 
 def diff(*args: str) -> tuple[int, str]:
@@ -67,18 +90,21 @@ def test_shifted_copy(example_data: Path, tmp_path: Path) -> None:
     assert pair["median_shift_octaves"] == pytest.approx(1.0)
     for stat in ("p50", "p90", "p99", "p999", "mean"):
         assert pair["percentiles"][stat]["ratio"] == pytest.approx(2.0), stat
-    # every baseline bucket's share moved to the bucket one octave up
-    rows = {(b["low"], b["high"]): b for b in pair["buckets"]}
-    checked = 0
-    for (_low, high), row in rows.items():
-        if row["baseline_events_share"]:
-            up = rows[(high, 2 * high)]
-            assert up["candidate_events_share"] == pytest.approx(row["baseline_events_share"])
-            checked += 1
-    assert checked >= 10
+    # every bucket of the fixture (bpf, ms: value v is [v, 2v)) holds its share, one octave up in the candidate
+    pooled = pooled_ms(example_data)
+    total = sum(pooled.values())
+    rows = {(round(b["low"] * 1e3), round(b["high"] * 1e3)): b for b in pair["buckets"]}
+    assert set(rows) == {(v, 2 * v) for v in pooled} | {(2 * v, 4 * v) for v in pooled}
+    for v, n in pooled.items():
+        assert rows[(v, 2 * v)]["baseline_events"] == n and rows[(2 * v, 4 * v)]["candidate_events"] == n
+        assert rows[(v, 2 * v)]["baseline_events_share"] == pytest.approx(n / total, rel=1e-12)
+        assert rows[(2 * v, 4 * v)]["candidate_events_share"] == pytest.approx(n / total, rel=1e-12)
+    p50 = percentile_ms(pooled, 0.5) / 1e3
+    assert pair["percentiles"]["p50"]["baseline_s"] == pytest.approx(p50, rel=1e-12)
+    assert pair["percentiles"]["p50"]["candidate_s"] == pytest.approx(2 * p50, rel=1e-12)
     text = diff(str(example_data), str(slower))[1]
     assert "latency shifted +1.00 octaves (×2.00" in text
-    assert re.search(r"p50\s+14\.9ms →\s+29\.8ms", text)
+    assert re.search(rf"p50\s+{re.escape(format_duration(p50))} →\s+{re.escape(format_duration(2 * p50))}", text)
 
     (back,) = diff_json(slower, example_data)["pairs"]
     assert back["shift_octaves"] == pytest.approx(-1.0)

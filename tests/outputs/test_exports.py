@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 import socket
+import subprocess
+import sys
+import time
 import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from skips_support import need_module
 
 from latencymap.cli.main import main
 from latencymap.core.model import Interval, StreamId
@@ -41,7 +47,7 @@ def report_json(*paths: Path) -> dict:
 
 
 def test_parquet_equals_report_matrices(tmp_path: Path, example_data: Path, fixtures: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = need_module("pyarrow.parquet")
     systemtap = fixtures / "pylatencymap" / "test_SystemTap_data.txt"
     out = tmp_path / "r.parquet"
     result = CliRunner().invoke(main, ["report", "--format", "parquet", "-o", str(out), str(example_data),
@@ -172,7 +178,74 @@ def test_serve_metrics_view_runs(example_data: Path) -> None:
 
 
 def test_openmetrics_empty() -> None:
-    assert openmetrics_text([]).endswith("# EOF\n")
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
     from latencymap.core.accumulator import Accumulator
 
-    assert report_openmetrics(Accumulator()).count("\n") > 2
+    for text in (openmetrics_text([]), report_openmetrics(Accumulator())):
+        families = {f.name: (f.type, f.unit, f.samples) for f in text_string_to_metric_families(text)}
+        assert families == {FAMILY: ("histogram", "seconds", []),
+                            "latencymap_interval_seconds": ("gauge", "seconds", []),
+                            "latencymap_interval_end_timestamp_seconds": ("gauge", "seconds", [])}
+
+
+def scrape(port: int) -> dict[str, list]:
+    """GET /metrics of a `--serve-metrics` server, parsed by prometheus_client's OpenMetrics parser."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        assert resp.headers["Content-Type"] == "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        text = resp.read().decode()
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+def scrape_when(port: int, end: float, timeout: float = 30.0) -> dict[str, list]:
+    """Scrape until the served interval is the one ending at `end` (epoch seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            got = scrape(port)
+        except OSError:
+            got = {}
+        ends = [s.value for s in got.get("latencymap_interval_end_timestamp_seconds", [])]
+        if ends == [end]:
+            return got
+        assert time.monotonic() < deadline, f"the server never served the interval ending at {end} (serves {ends})"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_serve_metrics_scraped_while_the_view_reads_a_live_stream(tmp_path: Path) -> None:
+    """`latencymap view --plain --serve-metrics PORT` on a pipe the test writes record by record."""
+    port = _free_port()
+    intervals = [{8: 5, 64: 2}, {1: 3, 8: 1, 512: 4}]  # per-interval counts, value = bucket low bound (bpf, µs)
+    text = write_records(tmp_path / "live.txt", intervals, label="disk").read_text()
+    records = [r + "<end record>\n" for r in text.split("<end record>\n")[:-1]]
+    view = subprocess.Popen([sys.executable, "-m", "latencymap", "view", "--plain", "--screen-delay", "0",
+                             "--serve-metrics", str(port), "-"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
+    try:
+        assert view.stdin is not None
+        for i, counts in enumerate(intervals, start=1):
+            view.stdin.write((records[0] if i == 1 else "") + records[i])  # the first record is a baseline
+            view.stdin.flush()
+            got = scrape_when(port, float(1_700_000_000 + 2 * i))
+            series = {"label": "disk", "datasource": "bpf", "unit": "microsec"}
+            buckets = [s for s in got[FAMILY] if s.name == f"{FAMILY}_bucket"]
+            assert all({k: s.labels[k] for k in series} == series for s in got[FAMILY])
+            for s in buckets:  # cumulative: every event in a bucket whose top ([v, 2v) µs) is <= le
+                le = math.inf if s.labels["le"] == "+Inf" else float(s.labels["le"])
+                assert s.value == sum(n for v, n in counts.items() if 2 * v * 1e-6 <= le * (1 + 1e-12)), s
+            tops = sorted(float(s.labels["le"]) for s in buckets if s.labels["le"] != "+Inf")
+            assert tops[-1] == pytest.approx(2 * max(counts) * 1e-6, rel=1e-12)  # up to the slowest used bucket
+            value = {s.name: s.value for s in got[FAMILY] if not s.name.endswith("_bucket")}
+            assert value[f"{FAMILY}_count"] == sum(counts.values())
+            assert value[f"{FAMILY}_sum"] == pytest.approx(sum(n * 1.5 * v * 1e-6 for v, n in counts.items()))
+            assert [s.value for s in got["latencymap_interval_seconds"]] == [2.0]
+        view.stdin.close()
+        assert view.wait(30) == 0, view.stderr.read() if view.stderr else ""
+    finally:
+        view.kill()
+        view.wait(10)
+    with pytest.raises(OSError):
+        scrape(port)

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from latencymap.analysis.bands import MIN_EVENTS_SHARE, MIN_TIME_SHARE
+from latencymap.analysis.tail import MAX_EVENTS_SHARE, TIME_FRACTION
+from latencymap.cli.common import REGISTRY
 from latencymap.cli.main import main
+from latencymap.core.buckets import bounds_seconds
+from latencymap.core.model import Interval
+from latencymap.flow.pipeline import input_flow
 
 
 def parse_records(path: Path) -> list[tuple[int, dict[int, int]]]:
@@ -22,6 +28,34 @@ def parse_records(path: Path) -> list[tuple[int, dict[int, int]]]:
             counts[int(v)] = counts.get(int(v), 0) + int(c)
         records.append((ts, counts))
     return records
+
+
+def expected_tail(pooled: dict[tuple[float, float], float]) -> dict:
+    """The tail as tail.py documents it, over {(low_s, high_s): events}: whole buckets from the slowest down until
+    they hold TIME_FRACTION of the time, time estimated at bucket midpoints (the inputs here have no sums)."""
+    buckets = sorted(((low, high, n) for (low, high), n in pooled.items() if n > 0), reverse=True)
+    total_n = sum(n for _, _, n in buckets)
+    total_t = sum(n * (low + high) / 2 for low, high, n in buckets)
+    events = spent = 0.0
+    for low, high, n in buckets:
+        events, spent = events + n, spent + n * (low + high) / 2
+        if spent >= TIME_FRACTION * total_t:
+            break
+    return {"threshold_s": low, "events_share": events / total_n, "time_share": spent / total_t, "events": events,
+            "time_s": spent, "dominant": events / total_n <= MAX_EVENTS_SHARE}
+
+
+def assert_tail(got: dict, expected: dict) -> None:
+    assert got["dominant"] is expected["dominant"]
+    for key in ("threshold_s", "events_share", "time_share", "events", "time_s"):
+        assert got[key] == pytest.approx(expected[key], rel=1e-12), key
+
+
+def mode_word(bands: list[dict]) -> str:
+    """The first word(s) of a stream's diagnosis, by bands.py's rule: bands that hold >= 3% of the events or
+    >= 10% of the time count; two or more of them make the stream bimodal (multimodal past two)."""
+    major = [b for b in bands if b["events_share"] >= MIN_EVENTS_SHARE or b["time_share"] >= MIN_TIME_SHARE]
+    return "unimodal" if len(major) < 2 else "bimodal" if len(major) == 2 else f"multimodal ({len(major)} bands)"
 
 
 @pytest.fixture
@@ -98,9 +132,13 @@ def test_report_states_its_findings_on_the_example_data(report: dict, example_da
     assert stream["bimodal"] is True
     assert {"low_s", "high_s", "events_share", "time_share"} == set(stream["bands"][0])
     assert sum(b["events_share"] for b in stream["bands"]) == pytest.approx(1.0, abs=1e-9)
-    assert 0.5 <= stream["tail"]["time_share"] <= 1.0
+    records = parse_records(example_data)  # bpf datasource, millisec: value v is [v, 2v) ms
+    first, last = records[0][1], records[-1][1]
+    pooled = {(v * 1e-3, 2 * v * 1e-3): float(last[v] - first.get(v, 0)) for v in last}
+    assert_tail(stream["tail"], expected_tail(pooled))
     text = CliRunner().invoke(main, ["report", str(example_data)]).output
-    assert "bands" in text and "tail:" in text
+    assert "multimodal (3 bands)" in text and "two populations" in text
+    assert "tail" not in text  # 48% of the events hold 84% of the time: too many for a tail finding
 
 
 @pytest.mark.parametrize("capture", ["bcc/biolatency_usecs_T.txt", "bpftrace/block_usecs_interval.txt",
@@ -110,12 +148,27 @@ def test_report_states_findings_on_real_bpf_captures(fixtures: Path, capture: st
     assert r.exit_code == 0, r.output
     busy = [s for s in json.loads(r.output)["streams"] if s["total"]["events"] > 0]
     assert busy
-    for stream in busy:
-        assert stream["bands"] and isinstance(stream["bimodal"], bool)
-        assert sum(b["events_share"] for b in stream["bands"]) == pytest.approx(1.0, abs=1e-6)
-        assert stream["tail"]["time_share"] >= 0.5
+    pooled: dict[str, dict[tuple[float, float], float]] = {}
+    for item in input_flow([str(fixtures / capture)], REGISTRY):
+        if isinstance(item, Interval):
+            low, high = bounds_seconds(item.stream.datasource, item.stream.unit)
+            into = pooled.setdefault(item.stream.label, {})
+            for slot in map(int, np.flatnonzero(item.counts)):
+                into[(low[slot], high[slot])] = into.get((low[slot], high[slot]), 0.0) + float(item.counts[slot])
     text = CliRunner().invoke(main, ["report", str(fixtures / capture)]).output
-    assert "tail" in text and any(word in text for word in ("bimodal", "multimodal", "unimodal"))
+    sections = {block.split("  [")[0]: block for block in text.split("== ")[1:]}
+    for stream in busy:
+        label = stream["stream"]["label"]
+        assert stream["bands"] and sum(b["events_share"] for b in stream["bands"]) == pytest.approx(1.0, abs=1e-6)
+        word = mode_word(stream["bands"])
+        assert stream["bimodal"] is (word != "unimodal")
+        assert_tail(stream["tail"], expected_tail(pooled[label]))
+        lines = [line.strip() for line in sections[label].splitlines()]
+        assert lines[3].startswith(word + ": "), lines[3]  # after the heading, totals and percentiles
+        for f in stream["findings"]:  # a tail is a finding only as a minority of the events
+            assert f["kind"] != "tail" or f["events_share"] <= 0.10
+    tails = [f for s in busy for f in s["findings"] if f["kind"] == "tail"]
+    assert ("tail dominates" in text) == bool(tails)
 
 
 def test_whole_history_diagnosis_is_computed_once_per_history_state() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import subprocess
 import threading
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from profiling_support import needs_pyspy, phase_child, phase_of, phases_log
+from skips_support import requires_binary, requires_root
 
 from latencymap.profiling.collector import Collector
 from latencymap.profiling.pyspy import PySpyError, locate_pyspy
@@ -110,8 +110,8 @@ def test_a_process_that_is_not_python_gets_pyspys_reason() -> None:
 
 @needs_pyspy
 @pytest.mark.slow
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
-                    reason="needs root and setpriv (util-linux) to run py-spy as an unprivileged user")
+@requires_root()
+@requires_binary("setpriv", remedy="apt-get install util-linux")
 def test_ptrace_denied_says_what_permission_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wrapper = tmp_path / "py-spy-as-nobody"
     wrapper.write_text(f'#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups {locate_pyspy()} "$@"\n')

@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import hdrh.histogram as hdrh_histogram
-import hdrh.log as hdrh_log
 import numpy as np
 from latencymap.sources.hdrhistogram_codec import slots_of
+from skips_support import need_module
 
 from latencymap.core.buckets import NSLOTS
 
+#: The real library (PyPI `hdrhistogram`, in the dev extra); a module importing this one skips without it.
+hdrh_histogram = need_module("hdrh.histogram")
+hdrh_log = need_module("hdrh.log")
 HIGHEST = 3_600_000_000_000
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+
+from skips_support import NO_BTF, NOT_LINUX, NOT_ROOT, reason
 
 
 def children_named(parent: int, comm: str) -> list[int]:
@@ -23,11 +26,14 @@ def children_named(parent: int, comm: str) -> list[int]:
 
 
 def bpf_unavailable() -> str | None:
-    """Why BPF tracing cannot run on this machine; None when it can."""
+    """Why BPF tracing cannot run on this machine (a skip reason no install can change); None when it can."""
     from latencymap.sources.bpf import preconditions
 
-    if preconditions.privilege_problem():
-        return "BPF needs root or CAP_BPF+CAP_PERFMON: " + (preconditions.privilege_problem() or "")
+    if not sys.platform.startswith("linux"):
+        return reason(NOT_LINUX, "BPF", f"BPF tracing is Linux only (this is {sys.platform})")
+    problem = preconditions.privilege_problem()
+    if problem:
+        return reason(NOT_ROOT, "root or CAP_BPF+CAP_PERFMON", problem)
     if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "this kernel has no BTF (/sys/kernel/btf/vmlinux): BPF tracing is not available"
+        return reason(NO_BTF, "/sys/kernel/btf/vmlinux", "this kernel has no BTF: BPF tracing is not available")
     return None

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from skips_support import requires
 
 from latencymap.profiling.pyspy import locate_pyspy
 from latencymap.profiling.samples import Sample
@@ -23,8 +23,7 @@ SCHEMA = json.loads((HERE / "speedscope.schema.json").read_text())
 CHILD = HERE / "phase_child.py"
 STREAM = HERE / "record_stream.py"
 
-needs_pyspy = pytest.mark.skipif(locate_pyspy() is None,
-                                 reason="py-spy is not installed (pip install 'latencymap[profile]')")
+needs_pyspy = requires(locate_pyspy() is None, "py-spy", "pip install -e '.[dev]' (or the [profile] extra)")
 
 
 def frame(name: str, line: int = 1, path: str = "/app/work.py") -> str:

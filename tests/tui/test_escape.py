@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import io
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rich.console import Console
+from skips_support import requires_binary
 from tui_support import wait_ended
 
 from latencymap.cli.common import REGISTRY
@@ -160,7 +160,7 @@ CHILD = textwrap.dedent("""
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed: no real terminal to run the TUI in")
+@requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
 def test_a_real_terminal_keeps_its_title_and_screen(tmp_path: Path) -> None:
     child = tmp_path / "child.py"
     child.write_text(CHILD)

@@ -192,15 +192,15 @@ def test_s_saves_svg_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     run(app, scenario)
 
 
-@pytest.mark.parametrize("key", ["q", "ctrl+c"])
-def test_q_and_ctrl_c_quit_with_zero(key: str) -> None:
+@pytest.mark.parametrize(("key", "code"), [("q", 0), ("ctrl+c", 130)])
+def test_q_quits_with_zero_and_ctrl_c_as_interrupted(key: str, code: int) -> None:
     app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
 
     async def scenario(pilot) -> None:
         await pilot.press(key)
 
     run(app, scenario)
-    assert app.return_code == 0
+    assert app.return_code == code
 
 
 def test_tab_switches_streams() -> None:

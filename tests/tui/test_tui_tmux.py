@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -13,11 +12,12 @@ from pathlib import Path
 
 import pytest
 from process_support import bpf_unavailable
+from skips_support import requires_binary
 from tui_support import EXAMPLE
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
+pytestmark = [pytest.mark.slow, requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")]
 
 SLOW_PRODUCER = """
 import sys, time

@@ -1,6 +1,7 @@
 """BPF source against the real kernel, with both backends: exact syscall counts, direct-I/O block latency.
 
-Skipped only where BPF cannot exist (not root / no CAP_BPF, kernel without BTF). Elsewhere a missing
+Skipped only where BPF cannot exist (not root / no CAP_BPF, kernel without BTF). The block test does direct I/O on
+the disk under /var/tmp, or on a loop device where there is none. Elsewhere a missing
 tool or mount fails with its remedy: run `.ci/install-system.sh` as root first.
 """
 
@@ -12,6 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ import pytest
 from latencymap.sources.bpf import preconditions
 from latencymap.sources.bpf.source import BpfSource
 from process_support import bpf_unavailable, children_named
+from skips_support import skip_missing
 
 from latencymap.core.buckets import bounds_seconds
 from latencymap.core.model import Interval, Notice
@@ -118,6 +121,10 @@ def test_pread64_count_is_exact(backend: str, tmp_path: Path) -> None:
         assert iv.stream.unit == "nanosec" and iv.stream.datasource == "bpf" and iv.counts.dtype == np.int64
 
 
+#: Set to 1 to run the block test on a loop device even where /var/tmp lies on a disk.
+FORCE_LOOP = "LATENCYMAP_TEST_LOOP"
+
+
 def _block_dir() -> tuple[str, str] | None:
     """A writable directory on a real block device and that device's disk name."""
     for path in ("/var/tmp", tempfile.gettempdir(), str(Path(__file__).resolve().parent)):
@@ -132,26 +139,57 @@ def _block_dir() -> tuple[str, str] | None:
     return None
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_direct_io_block_latency(backend: str) -> None:
-    found = _block_dir()
-    if found is None:
-        pytest.skip("no writable directory on a block device here (tmpfs/overlay only): nothing to do direct I/O on")
-    where, disk = found
-    blocks = 400
-    fd, name = tempfile.mkstemp(prefix="latencymap-bpf-", dir=where)
+@contextmanager
+def _loop_device(blocks: int) -> Iterator[str]:
+    """A loop device (root) over a file in /var/tmp holding `blocks` 4 KiB blocks; detached on the way out."""
+    fd, backing = tempfile.mkstemp(prefix="latencymap-loop-", dir="/var/tmp")
+    os.ftruncate(fd, blocks * 4096)
     os.close(fd)
+    try:
+        made = subprocess.run(["losetup", "--find", "--show", backing], capture_output=True, text=True, check=False)
+        if made.returncode != 0:
+            skip_missing("block device", f"no disk under /var/tmp and `losetup --find` failed: {made.stderr.strip()}")
+        device = made.stdout.strip()
+        try:
+            yield device
+        finally:
+            subprocess.run(["losetup", "--detach", device], check=False)
+    finally:
+        os.unlink(backing)
+
+
+@pytest.fixture
+def block_target() -> Iterator[tuple[str, str]]:
+    """(a path to do 4 KiB direct I/O on, its disk's name): a file on the disk under /var/tmp, else a loop device."""
+    found = None if os.environ.get(FORCE_LOOP) == "1" else _block_dir()
+    if found is None:
+        with _loop_device(BLOCKS) as device:
+            yield device, Path(device).name
+        return
+    fd, name = tempfile.mkstemp(prefix="latencymap-bpf-", dir=found[0])
+    os.close(fd)
+    try:
+        yield name, found[1]
+    finally:
+        os.unlink(name)
+
+
+BLOCKS = 400
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_io_block_latency(backend: str, block_target: tuple[str, str]) -> None:
+    name, disk = block_target
+    blocks = BLOCKS
 
     def work() -> None:
         subprocess.run(["dd", "if=/dev/zero", f"of={name}", "bs=4k", f"count={blocks}", "oflag=direct",
                         "conv=fsync", "status=none"], check=True)
-        subprocess.run(["dd", f"if={name}", "of=/dev/null", "bs=4k", "iflag=direct", "status=none"], check=True)
+        subprocess.run(["dd", f"if={name}", "of=/dev/null", "bs=4k", f"count={blocks}", "iflag=direct",
+                        "status=none"], check=True)
 
-    try:
-        src = BpfSource(mode="block", disk=disk, split="rw", backend=backend, interval=0.25)
-        intervals = _collect(src, work)
-    finally:
-        os.unlink(name)
+    src = BpfSource(mode="block", disk=disk, split="rw", backend=backend, interval=0.25)
+    intervals = _collect(src, work)
     writes, write_time = _totals(intervals, f"block I/O {disk} write")
     reads, read_time = _totals(intervals, f"block I/O {disk} read")
     assert int(writes.sum()) >= blocks and int(reads.sum()) >= blocks

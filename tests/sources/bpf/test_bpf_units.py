@@ -11,7 +11,7 @@ import pytest
 from latencymap.sources.bpf import bcc_backend, preconditions, source
 from latencymap.sources.bpf.bpftrace_backend import parse_stream, reading_from, rwbs_op, script
 from latencymap.sources.bpf.collect import Reading, intervals
-from latencymap.sources.bpf.spec import BpfError, TraceSpec
+from latencymap.sources.bpf.spec import BpfError, BpfUnavailable, TraceSpec
 from latencymap.sources.bpftrace_json import hist_counts, keyed, parse_line
 
 from latencymap.core.model import Interval, Notice
@@ -147,7 +147,7 @@ def test_one_message_when_no_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(source, "backend_problems", lambda: {"bcc": "no bcc", "bpftrace": "no bpftrace"})
     msg = source.BpfSource.unavailable()
     assert msg is not None and "bcc: no bcc" in msg and "bpftrace: no bpftrace" in msg and "in this order" in msg
-    with pytest.raises(BpfError, match="no BPF backend works here"):
+    with pytest.raises(BpfUnavailable, match="no BPF backend works here"):
         list(source.BpfSource(mode="syscall", syscalls="read").items())
     monkeypatch.setattr(preconditions, "system_problem", lambda: "not root")
     assert source.BpfSource.unavailable() == "not root"

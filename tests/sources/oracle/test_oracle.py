@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from click.testing import CliRunner
 from latencymap.sources.oracle.auth import PASSWORD_ENV
 from latencymap.sources.oracle.errors import OracleError
 from latencymap.sources.oracle.source import OracleSource
+from latencymap.sources.oracle.sql import VIEWS
+from sqlplus_support import run, substitute
 from test_oracle_double import (
     EVENT,
     DatabaseError,
@@ -275,9 +278,39 @@ def test_missing_driver_is_one_line_with_the_install_command(monkeypatch):
     assert "pip install 'latencymap[oracle]'" in (OracleSource.unavailable() or "")
 
 
-def test_sqlplus_script_prints_the_protocol_and_binds_the_event():
+@pytest.mark.parametrize("kind", ["micro", "MILLI"])
+def test_sqlplus_script_prints_records_latencymap_reads_back_exactly(kind: str) -> None:
     script = (Path(oracle.__file__).parent / "sqlplus.sql").read_text()
-    for line in ("'<begin record>'", "'<end record>'", "'datasource, oracle'", "'timestamp, microsec, '"):
-        assert line in script
-    assert "where event = :ev" in script and "using :event" in script
-    assert script.count("&1") == 1 and "q'[&1]'" in script  # the event is assigned once, to a bind variable
+    event = 'db file, "scattered" read\'s'  # a comma (the protocol's separator) and both quotes
+    view = VIEWS[kind.lower()]
+    times = [datetime(2026, 3, 1, 12, 0, 3 * k, 250_000, tzinfo=timezone(timedelta(hours=2))) for k in range(4)]
+    buckets = (1, 2, 4, 8, 16, 32)  # upper bounds, in the view's unit
+
+    def rows(k: int) -> list[tuple[float, float]]:  # cumulative waits, summed over instances
+        return [(b, 1000 * b + (k * k + 1) * (7 - i)) for i, b in enumerate(buckets)]
+
+    got = run(script, {1: event, 2: "3", 3: "4", 4: kind}, times, rows)
+    assert got.binds == {":event": event, ":pause": 3.0, ":view_kind": kind.lower()}
+    assert got.samples == 4
+    column = view.bucket_column.lower()
+    assert got.query == (f"select {column}, sum(wait_count) from {view.name.lower()} where event = :ev "
+                         f"group by {column} order by 1")
+    # The event name reaches the server only as a bind value: it is in the script once, assigned to :event.
+    text = substitute(script, {1: event, 2: "3", 3: "4", 4: kind})
+    assert text.count(event) == 1 and f":event := q'[{event}]';" in text and "using :event" in text
+    # SQL*Plus prints a blank line after each block's output (feedback is off: no 'PL/SQL procedure ...').
+    printed = got.output.replace("<end record>\n", "<end record>\n\n")
+    result = CliRunner().invoke(cli.main, ["report", "--format", "json", "-"], input=printed)
+    assert result.exit_code == 0, result.output
+    streams = json.loads(result.stdout)["streams"]
+    assert len(streams) == 1, (result.stderr[-1000:], printed[:600])
+    (stream,) = streams
+    assert stream["stream"] == {"label": event.replace(",", ";"), "datasource": "oracle", "unit": view.unit}
+    assert stream["columns"] == 3 and stream["errors"] == {"skipped_records": 0, "messages": []}
+    assert (stream["start"], stream["end"]) == (times[0].timestamp(), times[-1].timestamp())
+    scale = 1e-6 if view.unit == "microsec" else 1e-3
+    assert [(b["low"], b["high"]) for b in stream["buckets"]] == pytest.approx([(v / 2 * scale, v * scale)
+                                                                                for v in buckets], rel=1e-12)
+    for col in range(3):  # oracle bucket v is [v/2, v); counts are the waits added between samples
+        added = [new - old for (_, old), (_, new) in zip(rows(col), rows(col + 1), strict=True)]
+        assert stream["frequency"][col] == pytest.approx([n / 3.0 for n in added], rel=1e-12)

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from latencymap.sources.prometheus.query import PrometheusSource
 from prometheus_support import DEFAULT_BUCKETS, Exporter, NativeExporter, PrometheusServer, prometheus_binary
+from skips_support import skip_missing
 
 from latencymap.core.model import Interval
 from latencymap.protocol import ProtocolReader
@@ -44,8 +45,7 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     binary = prometheus_binary()
     if binary is None:
-        pytest.skip("the prometheus binary is not installed (Debian package prometheus; .ci/install-system.sh "
-                    "installs it, so CI runs these tests)")
+        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
     classic = Exporter(buckets=DEFAULT_BUCKETS)
     native = NativeExporter(NATIVE, schema=2, labels={"svc": "a"})
     server = PrometheusServer(binary, tmp_path_factory.mktemp("prometheus"), [classic.url, native.url],

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 from process_support import children_named
+from skips_support import requires_module
 
-pytest.importorskip("pyspark")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 
 SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 
@@ -28,7 +28,7 @@ SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 @pytest.mark.timeout(240)
 def test_spark_engine_jvm_killed_mid_job_fails_with_a_specific_message(tmp_path: Path) -> None:
     rec = tmp_path / "spark.txt"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "TMPDIR": str(tmp_path)}
     view = subprocess.Popen([sys.executable, "-m", "latencymap", "spark", str(SPARK / "zstd"), "--engine", "spark",
                              "--plain", "--record", str(rec)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env=env, cwd=tmp_path)
@@ -53,6 +53,8 @@ def test_spark_engine_jvm_killed_mid_job_fails_with_a_specific_message(tmp_path:
     assert f"latencymap: spark: the Spark engine's JVM (pid {jvm}) was killed by signal 9 (SIGKILL) during the job" \
         in stderr, stderr[-3000:]
     assert "Traceback" not in stderr
+    (log,) = tmp_path.glob("latencymap-spark-*.log")  # the JVM's own output, named in the message
+    assert f"(Spark's log: {log})" in stderr and "log4j" in log.read_text()
     assert rec.read_text().startswith("# latencymap-recording ") and "<begin record>" not in rec.read_text()
     report = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", str(rec)],
                             capture_output=True, text=True, timeout=60)

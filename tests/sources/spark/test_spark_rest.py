@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from latencymap.sources.spark.rest import api_base, choose_app, epoch_ms
+from latencymap.sources.spark.rest import DriverGone, api_base, choose_app, epoch_ms, rest_tasks
 from latencymap.sources.spark.source import SparkSource, collect
 
 SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
@@ -78,3 +78,30 @@ def test_rest_helpers() -> None:
             {"id": "a-2", "attempts": [{"completed": False, "startTime": "2025-01-01T00:00:00.000GMT"}]}]
     assert choose_app(apps, None)["id"] == "a-2"
     assert choose_app(apps, "a-1")["id"] == "a-1"
+
+
+def test_a_driver_going_away_mid_poll_ends_the_stream_and_keeps_what_was_read() -> None:
+    """The recorded answers of a running app (never `completed`); the driver stops while its 3rd stage is read."""
+    answers = json.loads((SPARK / "rest" / "responses.json").read_text())
+    stages = answers[f"/applications/{EXPECTED['app_id']}/stages"]
+    cut = f"/stages/{stages[2]['stageId']}/0/taskList"
+
+    def fetch(url: str) -> object:
+        path = url.removeprefix("http://driver:4040/api/v1")
+        if cut in path:
+            raise DriverGone(f"{url}: [Errno 111] Connection refused")
+        return answers[path]
+
+    notes: list[str] = []
+    got = list(rest_tasks("http://driver:4040", poll_s=0, fetch=fetch, note=notes.append))
+    ((tasks, ended, app),) = got
+    assert ended and app.app_id == EXPECTED["app_id"]
+    read = {int(s["stageId"]) for s in stages[:2]}
+    expected = [t for stage in stages[:2] for t in answers[f"/applications/{EXPECTED['app_id']}/stages/"
+                                                          f"{stage['stageId']}/0/taskList?offset=0&length=1000"]]
+    assert {t.stage for t in tasks} == read
+    assert sorted(t.task_id for t in tasks) == sorted(t["taskId"] for t in expected)
+    app_url = f"http://driver:4040/api/v1/applications/{EXPECTED['app_id']}"
+    assert notes == [f"spark: http://driver:4040/api/v1 stopped answering ({app_url}{cut}?offset=0&length=1000: "
+                     f"[Errno 111] Connection refused): the application {EXPECTED['app_id']} ended; tasks that "
+                     "finished after the last poll are only in its event log"]

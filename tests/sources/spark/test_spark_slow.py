@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from latencymap.sources.spark.source import SparkSource, collect
+from skips_support import requires_module
 
 from latencymap.core.model import Interval
 
-pytest.importorskip("pyspark")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 
 REPO = Path(__file__).resolve().parents[3]
 SPARK = REPO / "fixtures" / "spark"

@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from latencymap.core.errors import SourceError
@@ -66,12 +67,20 @@ class Source(ABC):
 
 
 class TextFormat(ABC):
-    """A text format read from a file or stdin, chosen by `sniff` or by `--format <name>`."""
+    """A text format read from a file or stdin, chosen by `sniff` or by `--format <name>`.
+
+    A format whose inputs text sniffing cannot see (directories, compressed files) also overrides `claims` and
+    `open_path`: every path named on the command line is offered to `claims` first (highest priority first),
+    and the format that takes it reads it with `open_path`. A format that reads through a live `Source` sets
+    `source` to it, so `report` adds that source's analysis (as `report SOURCE PATH` does).
+    """
 
     name: ClassVar[str]
     summary: ClassVar[str]
     #: Higher wins when several formats claim the same input.
     priority: ClassVar[int] = 0
+    #: The Source this format read through, once `open_path`/`read` has started (None: none).
+    source: Source | None = None
 
     @classmethod
     @abstractmethod
@@ -93,6 +102,19 @@ class TextFormat(ABC):
     def read_text(self, chunks: Iterable[str], name: str) -> Iterator[Item]:
         """Items from pieces of text made of whole lines; formats that can parse in bulk override it."""
         return self.read((line for chunk in chunks for line in chunk.splitlines(True)), name)
+
+    @classmethod
+    def claims(cls, path: Path) -> bool:
+        """True when this format reads `path` (a file or directory named as an input) itself, by `open_path`.
+
+        Asked before the input is opened as text; must not consume anything (FIFOs, devices: say False)
+        and must not raise.
+        """
+        return False
+
+    def open_path(self, path: str) -> Iterator[Item]:
+        """Items of a path `claims` took; raises InputError before returning when it cannot be read."""
+        raise NotImplementedError(f"{self.name} does not read paths itself")
 
 
 @dataclass

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from latencymap.plugins import Item, TextFormat
 from latencymap.protocol import BEGIN, ProtocolReader
 from latencymap.protocol.grammar import RECORDING_HEADER as HEADER_PREFIX
+
+if TYPE_CHECKING:
+    import click
+
+#: What `--datasource` may say: the datasources whose bucket values the protocol defines.
+DATASOURCES = ("oracle", "bpf", "systemtap", "dtrace")
 
 
 class PyLatencyMapFormat(TextFormat):
@@ -21,8 +28,20 @@ class PyLatencyMapFormat(TextFormat):
         """Records, or a latencymap recording's header (a recording whose source died before its first record)."""
         return any(line.strip().lower() == BEGIN for line in head) or bool(head and head[0].startswith(HEADER_PREFIX))
 
+    @classmethod
+    def params(cls) -> list[click.Parameter]:
+        import click
+
+        return [click.Option(["--datasource"], type=click.Choice(DATASOURCES, case_sensitive=False), default=None,
+                             help="PyLatencyMap records: the datasource of records that have no 'datasource' line "
+                                  "(default bpf: bucket values are lower bounds; oracle: upper bounds).")]
+
+    def _reader(self, name: str) -> ProtocolReader:
+        datasource = self.options.get("datasource")
+        return ProtocolReader(name, datasource=datasource.lower() if datasource else None)
+
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
-        return ProtocolReader(name).read(lines)
+        return self._reader(name).read(lines)
 
     def read_text(self, chunks: Iterable[str], name: str) -> Iterator[Item]:
-        return ProtocolReader(name).read_chunks(chunks, runs=True)
+        return self._reader(name).read_chunks(chunks, runs=True)

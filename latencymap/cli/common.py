@@ -19,9 +19,10 @@ from latencymap.plugins import Registry, load_registry
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 EXIT_CODES = """\b
-Exit codes: 0 done; 1 a source or view failed; 2 bad usage, unreadable input,
-or a bad record under --strict; 130 interrupted (Ctrl-C, as a key in the TUI
-or SIGINT); 143 terminated (SIGTERM).
+Exit codes: 0 done; 1 a source or view failed, or no record of an input could
+be read; 2 bad usage, unreadable input, or a bad record under --strict;
+130 interrupted (Ctrl-C, as a key in the TUI or SIGINT); 143 terminated
+(SIGTERM).
 """
 
 EXAMPLES = """\b
@@ -38,6 +39,7 @@ def source_epilog(examples: Iterable[str]) -> str:
     """A source subcommand's `--help` epilog: its own examples, then every exit code."""
     lines = "".join(f"  {line}\n" for line in examples)
     return ("\b\nExamples:\n" + lines + "\n" if lines else "") + EXIT_CODES
+
 
 #: Every source and format plugin installed, loaded once per process.
 REGISTRY: Registry = load_registry()

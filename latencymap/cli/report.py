@@ -11,11 +11,11 @@ from latencymap.cli.common import EXAMPLES, EXIT_FAIL, EXIT_OK, REGISTRY, guarde
 from latencymap.cli.options import format_kwargs, format_options, limit_options
 from latencymap.cli.running import prepare
 from latencymap.core.accumulator import Accumulator, accumulate
-from latencymap.core.errors import InputError
+from latencymap.core.errors import InputError, NothingReadable
 from latencymap.flow.pipeline import diffed, input_flow
 from latencymap.outputs.files import write_text
 from latencymap.outputs.report import build_report, report_text, source_lines
-from latencymap.plugins import Source
+from latencymap.plugins import Source, TextFormat
 
 
 def _parse_gates(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[Any]:
@@ -56,27 +56,43 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
 
     def body() -> int:
         source = _report_source(list(inputs))
+        readers: list[TextFormat] = []
         if source is not None:
             flow = prepare(diffed(guarded_source(source.items(), source.name), source.name), kw, source=source.name)
         else:
-            flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), kw)
-        acc = accumulate(flow)
-        extra = source.analysis() if source is not None and hasattr(source, "analysis") else {}
-        stragglers = {h.stream.label: extra.get("stragglers", []) for h in acc.streams.values()} if extra else None
-        if out_format not in ("text", "json"):
-            write_report(acc, out_format, output, stragglers=stragglers)
-            return _gate_failures(acc, fail_if)
-        if out_format == "json":
-            doc = build_report(acc)
-            if source is not None:
-                doc["source"] = {"name": source.name, **extra}
-            text = json.dumps(doc) + "\n"
-        else:
-            text = report_text(acc) + "".join(f"{line}\n" for line in source_lines(extra))
-        write_text(text, output)
+            flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers), kw)
+        acc = Accumulator()
+        try:
+            accumulate(flow, acc)
+        except NothingReadable:  # report what was read (and skipped), then fail
+            _write(acc, source or _read_through(readers), out_format, output)
+            raise
+        _write(acc, source or _read_through(readers), out_format, output)
         return _gate_failures(acc, fail_if)
 
     guarded(body)
+
+
+def _write(acc: Accumulator, source: Source | None, out_format: str, output: str | None) -> None:
+    """The report of `acc` in `out_format` (with a source's own analysis, e.g. Spark's stragglers)."""
+    extra = source.analysis() if source is not None and hasattr(source, "analysis") else {}
+    stragglers = {h.stream.label: extra.get("stragglers", []) for h in acc.streams.values()} if extra else None
+    if out_format not in ("text", "json"):
+        write_report(acc, out_format, output, stragglers=stragglers)
+        return
+    if out_format == "json":
+        doc = build_report(acc)
+        if source is not None:
+            doc["source"] = {"name": source.name, **extra}
+        text = json.dumps(doc) + "\n"
+    else:
+        text = report_text(acc) + "".join(f"{line}\n" for line in source_lines(extra))
+    write_text(text, output)
+
+
+def _read_through(readers: list[TextFormat]) -> Source | None:
+    """The source a single input was read through (a Spark event log given as a path), for its analysis."""
+    return readers[0].source if len(readers) == 1 else None
 
 
 def _report_source(args: list[str]) -> Source | None:

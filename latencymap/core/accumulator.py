@@ -229,12 +229,14 @@ def accumulate(items: Iterable[Interval | Notice], acc: Accumulator | None = Non
     """Every item of `items` in `acc` (a new unbounded one by default), appended in batches; notices to `on_notice`."""
     acc = Accumulator() if acc is None else acc
     batch: list[Interval | Notice] = []
-    for item in items:
-        if on_notice is not None and isinstance(item, Notice):
-            on_notice(item)
-        batch.append(item)
-        if len(batch) >= BATCH:
-            acc.add(batch)
-            batch.clear()
-    acc.add(batch)
+    try:
+        for item in items:
+            if on_notice is not None and isinstance(item, Notice):
+                on_notice(item)
+            batch.append(item)
+            if len(batch) >= BATCH:
+                acc.add(batch)
+                batch.clear()
+    finally:  # a flow that fails keeps what it gave
+        acc.add(batch)
     return acc

@@ -6,8 +6,14 @@ counter holds now (events since the reset), never a negative number; the other b
 difference as usual. When every counter that was non-zero went down or is missing (the source
 restarted: its counters start again from 0, and it may list only the buckets hit since),
 the column counts the new snapshot's values and it is the new baseline, a missing bucket counting 0.
-A snapshot without a timestamp takes its arrival time; one whose timestamp does not increase is
-skipped with a notice.
+A snapshot without a timestamp takes its arrival time.
+
+Timestamps that are times of day (PyLatencyMap's Oracle scripts write microseconds since midnight) roll over: a
+drop of more than 23 hours where both values are below one day is midnight passing, so a day is added to that
+snapshot and the stream's later ones (said once per input). Any other timestamp that does not increase skips
+its own snapshot only, with a notice that counts it: the baseline stays, so a repeated or stale snapshot costs
+nothing; when the next snapshot is again not past the baseline but is past the skipped one, the clock went back
+and the skipped snapshot is its baseline (one column lost, none counted twice).
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from collections.abc import Callable, Iterable, Iterator
 import numpy as np
 
 from latencymap.core.model import Interval, Notice, Snapshot, SnapshotRun, StreamId
+
+DAY_US = 86_400_000_000
+#: A time of day that drops by more than a day less this has passed midnight.
+ROLLOVER_SLACK_US = 3_600_000_000
 
 
 def restarted(before: np.ndarray, after: np.ndarray, present: np.ndarray) -> bool:
@@ -34,11 +44,24 @@ class Differ:
         self._clock = clock
         self._name = name
         self._last: dict[StreamId, Snapshot] = {}
+        self._days: dict[StreamId, int] = {}  # microseconds added to a stream's times of day
+        self._behind: dict[StreamId, Snapshot] = {}  # the last snapshot skipped for going back in time
+        self._said_rollover = False
+        self._in_run = False  # within push_run, the earliest row's rollover is said (see there)
 
     def push(self, snap: Snapshot) -> Interval | Notice | None:
-        """The interval since the stream's previous snapshot; None for a baseline."""
+        """The interval since the stream's previous snapshot; None for a baseline (a rollover's notice comes
+        from `push_items`)."""
+        out = self.push_items(snap)
+        return out[-1] if out else None
+
+    def push_items(self, snap: Snapshot) -> list[Interval | Notice]:
+        """What one snapshot gives: nothing (a baseline), its interval, a notice, or a rollover notice and its
+        interval."""
         if snap.timestamp is None:
             snap.timestamp = self._clock()
+        elif snap.stream in self._days:
+            _shift(snap, self._days[snap.stream])
         prev = self._last.get(snap.stream)
         if snap.present is not None and prev is not None and not restarted(prev.counts, snap.counts, snap.present):
             missing = ~snap.present
@@ -47,12 +70,24 @@ class Differ:
                 snap.sums[missing] = prev.sums[missing]
         if prev is None:
             self._last[snap.stream] = snap
-            return None
+            return []
         assert prev.timestamp is not None
+        said: list[Interval | Notice] = []
         if snap.timestamp <= prev.timestamp:
-            where = f"line {snap.line}: " if snap.line else ""
-            return Notice(f"{self._name}: {where}timestamp {snap.timestamp:.6f} does not increase "
-                          f"(previous {prev.timestamp:.6f}); record skipped")
+            rolled = self._rollover(prev, snap)
+            if rolled is None:
+                behind = self._behind.get(snap.stream)
+                if behind is None or behind.timestamp is None or snap.timestamp <= behind.timestamp:
+                    if snap.timestamp < prev.timestamp:
+                        self._behind[snap.stream] = snap
+                    where = f"line {snap.line}: " if snap.line else ""
+                    return [Notice(f"{self._name}: {where}timestamp {snap.timestamp:.6f} does not increase "
+                                   f"(previous {prev.timestamp:.6f}); record skipped")]
+                prev = behind  # the clock went back: the skipped snapshot is the baseline
+            elif not self._said_rollover:
+                self._said_rollover = not self._in_run
+                said.append(rolled)
+        self._behind.pop(snap.stream, None)
         self._last[snap.stream] = snap
         counts = snap.counts - prev.counts
         dropped = counts < 0
@@ -68,8 +103,25 @@ class Differ:
                 reset = True
                 spent[lost] = snap.sums[lost]
         exact_dt = (snap.micros - prev.micros) / 1e6 if snap.micros is not None and prev.micros is not None else 0.0
-        return Interval(snap.stream, prev.timestamp, snap.timestamp, counts, spent, reset=reset, date=snap.date,
-                        duration=exact_dt)
+        assert prev.timestamp is not None
+        said.append(Interval(snap.stream, prev.timestamp, snap.timestamp, counts, spent, reset=reset, date=snap.date,
+                             duration=exact_dt))
+        return said
+
+    def _rollover(self, prev: Snapshot, snap: Snapshot) -> Notice | None:
+        """When `snap` is `prev`'s time of day past midnight: shift it (and the stream) by a day, and say so."""
+        offset = self._days.get(snap.stream, 0)
+        if prev.micros is None or snap.micros is None:
+            return None
+        before, now = prev.micros - offset, snap.micros - offset
+        if not (0 <= now < DAY_US and 0 <= before < DAY_US and before - now > DAY_US - ROLLOVER_SLACK_US):
+            return None
+        self._days[snap.stream] = offset + DAY_US
+        _shift(snap, DAY_US)
+        where = f"line {snap.line}: " if snap.line else ""
+        return Notice(f"{self._name}: {where}timestamp {now / 1e6:.6f} after {before / 1e6:.6f}: times of day "
+                      "(microseconds since midnight) that passed midnight; a day (86400 s) added to this record and "
+                      "to each later one at every midnight", skipped=0)
 
     def push_run(self, run: SnapshotRun) -> list[Interval | Notice]:
         """What pushing each row of `run` in turn gives, computed per stream in bulk."""
@@ -77,10 +129,24 @@ class Differ:
         groups: dict[StreamId, list[int]] = {}
         for i, stream in enumerate(run.streams):
             groups.setdefault(stream, []).append(i)
-        for stream, rows in groups.items():
-            if not self._push_group(stream, rows, run, out):
-                for i in rows:
-                    out[i] = self.push(run.snapshot(i))
+        extra: dict[int, list[Interval | Notice]] = {}  # rollover notices, said before their row's interval
+        self._in_run = True
+        try:
+            for stream, rows in groups.items():
+                if not self._push_group(stream, rows, run, out):
+                    for i in rows:
+                        got = self.push_items(run.snapshot(i))
+                        if got:
+                            out[i] = got[-1]
+                            if len(got) > 1:
+                                extra[i] = got[:-1]
+        finally:
+            self._in_run = False
+        if extra:  # streams are diffed one after the other: say the rollover of the earliest row, as one by one
+            first = min(extra)
+            self._said_rollover = True
+            return [x for i, item in enumerate(out) for x in (*(extra[i] if i == first else ()), item)
+                    if x is not None]
         return [item for item in out if item is not None]
 
     def _push_group(self, stream: StreamId, rows: list[int], run: SnapshotRun,
@@ -88,6 +154,8 @@ class Differ:
         """Diff one stream's rows of a run in bulk; False (nothing done) when a row needs the one-by-one path."""
         pick = slice(rows[0], rows[-1] + 1) if len(rows) == rows[-1] - rows[0] + 1 else rows
         counts, present, micros = run.counts[pick], run.present[pick], run.micros[pick]
+        if stream in self._days:
+            micros = micros + self._days[stream]
         prev = self._last.get(stream)
         if prev is not None and (prev.micros is None or prev.sums is not None):
             return False
@@ -114,6 +182,7 @@ class Differ:
             diffs[dropped] = full[1:][dropped]
         seconds, micro, reset = (times / 1e6).tolist(), times.tolist(), resets.tolist()
         first = 0 if prev is not None else 1
+        self._behind.pop(stream, None)
         dates = run.dates
         for d, delta in enumerate(diffs):
             i = rows[d + first]
@@ -128,10 +197,17 @@ class Differ:
         """Pass Intervals and Notices through; diff Snapshots."""
         for item in items:
             if isinstance(item, Snapshot):
-                out = self.push(item)
-                if out is not None:
-                    yield out
+                yield from self.push_items(item)
             elif isinstance(item, SnapshotRun):
                 yield from self.push_run(item)
             else:
                 yield item
+
+
+def _shift(snap: Snapshot, micros: int) -> None:
+    """Move a snapshot's time by `micros` (exactly, when it has integer microseconds)."""
+    if snap.micros is not None:
+        snap.micros += micros
+        snap.timestamp = snap.micros / 1e6
+    elif snap.timestamp is not None:
+        snap.timestamp += micros / 1e6

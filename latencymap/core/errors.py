@@ -24,3 +24,8 @@ class RecordingError(Exception):
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class NothingReadable(SourceError):
+    """Inputs of which every record was skipped (exit code 1): raised once all inputs were read, so nothing read
+    from the others is lost. Under `--strict` the first skipped record already stopped the run (exit code 2)."""

@@ -179,6 +179,33 @@ def _specific_match(registry: Registry, head: list[str]) -> type[TextFormat] | N
     return None
 
 
+def claiming_format(registry: Registry, path: str, forced: str | None = None) -> type[TextFormat] | None:
+    """The format that reads the named `path` itself (a directory, a compressed log...), if one claims it."""
+    if path in ("-", ""):
+        return None
+    p = Path(path)
+    if forced:
+        candidates = [registry.formats[forced]] if forced in registry.formats else []
+    else:
+        candidates = sorted(registry.formats.values(), key=lambda f: -f.priority)
+    for fmt in candidates:
+        try:
+            if fmt.claims(p):
+                return fmt
+        except Exception:
+            continue
+    return None
+
+
+def _single(items: Iterator[Item]) -> Iterator[Item]:
+    """`items` with SnapshotRuns given row by row."""
+    for item in items:
+        if isinstance(item, SnapshotRun):
+            yield from item.snapshots()
+        else:
+            yield item
+
+
 def read_input(
     path: str,
     registry: Registry,
@@ -186,11 +213,20 @@ def read_input(
     options: dict[str, Any] | None = None,
     stdin: IO[bytes] | None = None,
     runs: bool = False,
+    readers: list[TextFormat] | None = None,
 ) -> Iterator[Item]:
     """Items of one input. Raises InputError before yielding when it cannot be opened or identified.
 
-    With `runs`, a format may give SnapshotRuns (for the differ); otherwise only single snapshots.
+    A format that claims the path reads it itself; otherwise the text is sniffed. With `runs`, a format may give
+    SnapshotRuns (for the differ); otherwise only single snapshots. The format read with is appended to `readers`.
     """
+    claimed = claiming_format(registry, path, forced_format)
+    if claimed is not None:
+        owner = claimed(**(options or {}))
+        if readers is not None:
+            readers.append(owner)
+        items = owner.open_path(path)
+        return items if runs else _single(items)
     binary, name = _open_binary(path, stdin)
     # Formats may read longer lines (`max_line`): sniff with the longest, then cut to the chosen format's.
     limit = [max((getattr(f, "max_line", MAX_LINE) for f in registry.formats.values()), default=MAX_LINE)]
@@ -213,6 +249,8 @@ def read_input(
         limit[0] = getattr(fmt, "max_line", MAX_LINE)
         seen = [_cap(c, limit[0]) if _has_long_line(c, limit[0]) else c for c in seen]
     reader = fmt(**(options or {}))
+    if readers is not None:
+        readers.append(reader)
 
     def generate() -> Iterator[Item]:
         try:

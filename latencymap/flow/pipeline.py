@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from latencymap.core.deltas import Differ
-from latencymap.core.errors import StrictError
+from latencymap.core.errors import NothingReadable, StrictError
 from latencymap.core.model import Flow, Interval, Item, Notice
 from latencymap.flow.inputs import read_input
-from latencymap.plugins import Registry
+from latencymap.plugins import Registry, TextFormat
 
 
 def diffed(items: Iterable[Item], name: str) -> Flow:
@@ -19,17 +19,49 @@ def diffed(items: Iterable[Item], name: str) -> Flow:
 
 
 def input_flow(paths: Sequence[str], registry: Registry, forced_format: str | None = None,
-               options: dict[str, Any] | None = None, stdin: IO[bytes] | None = None) -> Flow:
-    """Intervals of every input in turn. Opening/identifying errors raise InputError up front."""
-    readers = [(read_input(p, registry, forced_format, options, stdin, runs=True), p) for p in (paths or ["-"])]
-    for items, path in readers:
-        yield from diffed(items, path)
+               options: dict[str, Any] | None = None, stdin: IO[bytes] | None = None,
+               readers: list[TextFormat] | None = None) -> Flow:
+    """Intervals of every input in turn. Opening/identifying errors raise InputError up front; the formats that
+    read them are appended to `readers`.
+
+    When every record of an input was skipped, NothingReadable is raised after the last input (with each such
+    input's first error), so what the others gave is shown first.
+    """
+    inputs = [(read_input(p, registry, forced_format, options, stdin, runs=True, readers=readers), p)
+              for p in (paths or ["-"])]
+    unreadable = []
+    for items, path in inputs:
+        tally = _Tally()
+        yield from diffed(tally.count(items), path)
+        if tally.skipped and not tally.read:
+            name = "<stdin>" if path in ("-", "") else path
+            unreadable.append(f"{name}: no record could be read ({tally.skipped} skipped); the first: {tally.first}")
+    if unreadable:
+        raise NothingReadable("; ".join(unreadable))
+
+
+class _Tally:
+    """What one input's reader gave: data items, and records skipped (with the first message)."""
+
+    def __init__(self) -> None:
+        self.read = 0
+        self.skipped = 0
+        self.first = ""
+
+    def count(self, items: Iterable[Item]) -> Iterator[Item]:
+        for item in items:
+            if not isinstance(item, Notice):
+                self.read += 1
+            elif item.skipped:
+                self.skipped += item.skipped
+                self.first = self.first or item.message
+            yield item
 
 
 def strict(flow: Flow) -> Flow:
-    """Raise StrictError at the first Notice."""
+    """Raise StrictError at the first Notice that skips something (notes that skip nothing pass)."""
     for item in flow:
-        if isinstance(item, Notice):
+        if isinstance(item, Notice) and item.skipped:
             raise StrictError(item.message)
         yield item
 

@@ -20,7 +20,7 @@ from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BO
 from latencymap.core.model import Interval, Item, Notice, Snapshot, SnapshotRun, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import unit_seconds
-from latencymap.protocol.grammar import Record, RecordError, parse_record_line
+from latencymap.protocol.grammar import MICROSECONDS, Record, RecordError, parse_record_line
 
 BEGIN_LINE = "<begin record>\n"
 END_LINE = "\n<end record>\n"
@@ -51,7 +51,7 @@ class LineReader(Protocol):
 
     def reread(self, first_line: int, text: str) -> list[Snapshot | Interval | Notice]: ...
 
-    def stream(self, label: str, datasource: str, unit: str) -> StreamId: ...
+    def stream(self, label: str, datasource: str | None, unit: str) -> StreamId: ...
 
     def item(self, stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
              start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,
@@ -175,7 +175,7 @@ class FastPath:
         if buf.startswith("timestamp,", i):
             j = buf.index("\n", i)
             parts = buf[i + 10:j].split(",", 2)
-            if len(parts) < 2 or parts[0].strip() != "microsec":
+            if len(parts) < 2 or parts[0].strip() not in MICROSECONDS:
                 return False
             try:
                 micros = int(parts[1])
@@ -246,12 +246,13 @@ class FastPath:
                     parse_record_line(rec, line, line.lower(), 0)
         except RecordError:
             return None
-        if rec.micros is not None or rec.start_micros is not None or rec.values or rec.source_bounds is not None \
-                or rec.source_counts is not None or rec.source_time is not None:
-            return None
+        if rec.micros is not None or rec.start_micros is not None or rec.values or rec.keys or rec.pending \
+                or rec.source_bounds is not None or rec.source_counts is not None or rec.source_time is not None:
+            return None  # keyed histogram tables (and lines that may be keys) go to the line reader
         has_counts = any(line.lower().partition(",")[0].strip() == "counts" for line in lines)
-        return (self.reader.stream(rec.label, rec.datasource, rec.unit), rec.per_interval if has_counts else None,
-                tuple(sorted(rec.flags)), rec.datasource in UPPER_BOUND_SOURCES)
+        stream = self.reader.stream(rec.label, rec.datasource, rec.unit)
+        return (stream, rec.per_interval if has_counts else None, tuple(sorted(rec.flags)),
+                stream.datasource in UPPER_BOUND_SOURCES)
 
     def _emit(self, out: list[Item | int], batch: _Batch, buf: str) -> list[Item]:
         """`out` with each queued record resolved; runs of cumulative snapshots stay together as SnapshotRuns."""

@@ -13,14 +13,17 @@ datasource, <oracle|bpf|systemtap|dtrace|...>
 Extensions written only by latencymap: a third column (exact time in the bucket, in
 `latencyunit`), `counts, interval` (the record holds one interval, not cumulative counters),
 `start, microsec, <epoch_usecs>` (the interval's start) and `flags, reset|gap`.
-SystemTap `@hist_log` and DTrace `quantize` rows (`  value |@@@  count`) are read as data rows.
+SystemTap `@hist_log` and DTrace `quantize` rows (`  value |@@@  count`) are read as data rows; a line right
+above a histogram header (`value  ---- Distribution ---- count`) is the aggregation's key, as `dtrace`'s `printa`
+prints it, and names a stream of its own (`<label> [<key>]`). `timestamp, musec, ...` (older PyLatencyMap scripts)
+is `timestamp, microsec, ...`.
 Both readers (line by line, and in bulk) use these functions, so they agree on every record.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +38,8 @@ END = "<end record>"
 DEFAULT_DATASOURCE = "bpf"
 DEFAULT_UNIT = "millisec"
 PROTOCOL_UNITS = ("millisec", "microsec", "nanosec")
+#: How a timestamp line names microseconds (`musec`: PyLatencyMap's DTrace and AWR scripts).
+MICROSECONDS = ("microsec", "musec")
 #: The first line of a latencymap recording (JSON follows): noise to a PyLatencyMap reader.
 RECORDING_HEADER = "# latencymap-recording "
 #: latencymap's lines for a source's own (not power-of-two) buckets in a per-interval record.
@@ -61,7 +66,7 @@ class Record:
     start_micros: int | None = None
     date: str = ""
     label: str = ""
-    datasource: str = DEFAULT_DATASOURCE
+    datasource: str | None = None  # None: no datasource line (the reader's default applies)
     unit: str = DEFAULT_UNIT
     per_interval: bool = False
     flags: set[str] = field(default_factory=set)
@@ -71,30 +76,65 @@ class Record:
     source_bounds: tuple[float, ...] | None = None
     source_counts: tuple[int, ...] | None = None
     source_time: float | None = None
+    #: (index in `values` where its table starts, key) for each key line; rows before the first have no key.
+    keys: list[tuple[int, str]] = field(default_factory=list)
+    #: A line that is not the protocol's, kept until the next line says whether it was a histogram's key.
+    pending: RecordError | None = None
+    pending_line: str = ""
 
 
 def parse_record_line(rec: Record, line: str, low: str, n: int) -> None:
-    """Read one non-blank line of a record into `rec`; RecordError when it is not one the protocol knows."""
+    """Read one non-blank line of a record into `rec`; RecordError when it is not one the protocol knows.
+
+    A line without a comma that is none of the protocol's waits for the next one: above a histogram header it is
+    the table's key, otherwise its own error is raised then (or by `end_record`).
+    """
+    if rec.pending is not None:
+        if _is_hist_header(low):
+            rec.keys.append((len(rec.values), " ".join(clean_text(rec.pending_line).split())))
+            rec.pending = None
+            return
+        end_record(rec)
+    try:
+        _parse_line(rec, line, low, n)
+    except RecordError as err:
+        if "," in line:
+            raise
+        rec.pending, rec.pending_line = err, line
+
+
+def end_record(rec: Record) -> None:
+    """Raise the error of a line left waiting for a histogram header that never came."""
+    if rec.pending is not None:
+        err, rec.pending = rec.pending, None
+        raise err
+
+
+def _is_hist_header(low: str) -> bool:
+    return low.startswith("value") and _HIST_HEADER.match(re.sub(r"\s+", " ", low)) is not None
+
+
+def _parse_line(rec: Record, line: str, low: str, n: int) -> None:
     if low[0].isdigit() or low[0] == "-":
         _parse_data(rec, line, n)
         return
     key, _, rest = low.partition(",")
     key = key.strip()
     if not rest:
-        if low.startswith("~") or _HIST_HEADER.match(re.sub(r"\s+", " ", low)):
+        if low.startswith("~") or _is_hist_header(low):
             return  # SystemTap/DTrace histogram decoration
         raise RecordError(n, f"expected '<key>, <value>' or '<bucket value>, <count>', got {excerpt(line)}")
     value = line.partition(",")[2].strip()
     if key == "timestamp":
         parts = [p.strip() for p in value.split(",", 2)]
-        if len(parts) < 2 or parts[0].lower() != "microsec":
+        if len(parts) < 2 or parts[0].lower() not in MICROSECONDS:
             raise RecordError(n, f"expected 'timestamp, microsec, <epoch usecs>, <date>', got {excerpt(line)}")
         rec.micros = parse_micros(parts[1], n, line)
         rec.date = clean_text(parts[2]) if len(parts) > 2 else ""
     elif key == "label":
         rec.label = clean_text(value)
     elif key == "datasource":
-        rec.datasource = clean_text(value.lower()) or DEFAULT_DATASOURCE
+        rec.datasource = clean_text(value.lower()) or None
     elif key == "latencyunit":
         try:
             unit = normalize_unit(value)
@@ -198,16 +238,41 @@ def source_buckets_of(rec: Record) -> SourceBuckets | None:
     return SourceBuckets(rec.source_bounds, np.asarray(rec.source_counts, dtype=np.int64), rec.source_time)
 
 
-def record_item(rec: Record, stream: StreamId) -> Snapshot | Interval:
-    """What a finished record is: a cumulative Snapshot, or an Interval for `counts, interval` records.
+def record_items(rec: Record, stream_of: Callable[[str, str | None, str], StreamId]) -> list[Snapshot | Interval]:
+    """What a finished record is: a cumulative Snapshot, or an Interval for `counts, interval` records; one per
+    histogram key when the record holds keyed tables (`stream_of(label, datasource or None, unit)` names them).
 
     RecordError (numbered with the record's first line) when its bucket values or times do not fit.
     """
+    if not rec.keys:
+        return [_item(rec, stream_of(rec.label, rec.datasource, rec.unit))]
+    parts = [(0, "")] if rec.keys[0][0] > 0 else []
+    parts += rec.keys
+    bounds = [start for start, _ in parts[1:]] + [len(rec.values)]
+    merged: dict[str, list[tuple[int, int]]] = {}  # a key printed twice in one record: its counts add up
+    for (start, key), stop in zip(parts, bounds, strict=True):
+        merged.setdefault(key, []).append((start, stop))
+    out = []
+    for key, spans in merged.items():
+        label = rec.label if not key else f"{rec.label} [{key}]" if rec.label else key
+        picked = Record(rec.first_line, rec.micros, rec.start_micros, rec.date, label, rec.datasource, rec.unit,
+                        rec.per_interval, rec.flags)
+        for start, stop in spans:
+            picked.values += rec.values[start:stop]
+            picked.counts += rec.counts[start:stop]
+            if rec.sums is not None:
+                picked.sums = (picked.sums or []) + rec.sums[start:stop]
+        out.append(_item(picked, stream_of(label, rec.datasource, rec.unit)))
+    return out
+
+
+def _item(rec: Record, stream: StreamId) -> Snapshot | Interval:
+    """The item of the rows of `rec`, in `stream` (whose datasource says what the bucket values mean)."""
     counts = np.zeros(NSLOTS, dtype=np.int64)
     present = np.zeros(NSLOTS, dtype=bool)
     sums = np.zeros(NSLOTS, dtype=np.float64) if rec.sums is not None else None
     try:
-        slots = [slot_of_bucket_value(v, rec.datasource) for v in rec.values]
+        slots = [slot_of_bucket_value(v, stream.datasource) for v in rec.values]
     except ValueError as err:
         raise RecordError(rec.first_line, str(err)) from None
     for i, slot in enumerate(slots):

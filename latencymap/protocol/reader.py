@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 import numpy as np
 
@@ -10,34 +12,47 @@ from latencymap.core.model import Interval, Item, Notice, Snapshot, SnapshotRun,
 from latencymap.protocol.bulk import FastPath
 from latencymap.protocol.grammar import (
     BEGIN,
+    DEFAULT_DATASOURCE,
     END,
     Record,
     RecordError,
     StreamCache,
+    end_record,
     make_item,
     parse_record_line,
-    record_item,
+    record_items,
 )
+
+_T = TypeVar("_T", Snapshot | Interval | Notice, Item)
+#: Markers run together on one line (a writer that lost a newline): each is read in turn.
+_RUN_TOGETHER = re.compile(r"(?:<begin record>|<end record>)(?:\s*(?:<begin record>|<end record>))+")
+_MARKER = re.compile(r"<begin record>|<end record>")
+#: Labels of Oracle wait-event histograms (PyLatencyMap's, OraLatencyMap's and AWR scripts).
+_ORACLE_LABEL = re.compile(r"event_histogram|\bawr\b", re.IGNORECASE)
 
 
 class ProtocolReader:
     """Incremental reader: feed lines, get Snapshots, Intervals (per-interval records) and Notices.
 
     A malformed record is skipped whole with a Notice naming the line; reading goes on at the
-    next `<begin record>`. Repeated bucket values in one record add up.
+    next `<begin record>`. Repeated bucket values in one record add up. Records without a
+    `datasource` line take `datasource` (default `bpf`).
     """
 
-    def __init__(self, name: str = "<stdin>") -> None:
+    def __init__(self, name: str = "<stdin>", datasource: str | None = None) -> None:
         self.name = name
         self.line_no = 0
+        self.datasource = datasource
         self._record: Record | None = None
         self._bad_record = False
         self._streams = StreamCache()
         self._fast = FastPath(self)
+        self._guessed: set[StreamId] = set()  # Oracle-looking streams read with the default datasource
+        self._told = False
 
     def read(self, lines: Iterable[str]) -> Iterator[Snapshot | Interval | Notice]:
         """Read all lines, then report a record left open at end of input."""
-        yield from self.feed(lines)
+        yield from self._noted(self.feed(lines))
         yield from self.close()
 
     def read_chunks(self, chunks: Iterable[str], runs: bool = False) -> Iterator[Item]:
@@ -46,8 +61,25 @@ class ProtocolReader:
         With `runs`, consecutive cumulative records come as SnapshotRuns for the differ to take in bulk.
         """
         for chunk in chunks:
-            yield from self.feed_text(chunk, runs)
-        yield from self._fast.finish()
+            yield from self._noted(self.feed_text(chunk, runs))
+        yield from self._noted(self._fast.finish())
+
+    def _noted(self, items: Iterable[_T]) -> Iterator[_T | Notice]:
+        """`items`, with the one notice that Oracle-looking records were read with the default datasource."""
+        for item in items:
+            if self._guessed and not self._told:
+                streams = item.streams if isinstance(item, SnapshotRun) else (getattr(item, "stream", None),)
+                guessed = next((s for s in streams if s in self._guessed), None)
+                if guessed is not None:
+                    self._told = True
+                    yield self._datasource_notice(guessed)
+            yield item
+
+    def _datasource_notice(self, stream: StreamId) -> Notice:
+        return Notice(f"{self.name}: '{stream.label}' has no 'datasource' line: read as {DEFAULT_DATASOURCE} "
+                      "(a bucket value is the bucket's lower bound, [v, 2v)). Oracle's event histograms give upper "
+                      "bounds ([v/2, v)): if these are Oracle's, add 'datasource, oracle' to the records or pass "
+                      "--datasource oracle, which puts every row one octave lower", skipped=0)
 
     def feed_text(self, text: str, runs: bool = False) -> Iterator[Item]:
         """Items of the records completed by `text`; an unfinished record waits for the next call."""
@@ -76,28 +108,34 @@ class ProtocolReader:
             if not line:
                 continue
             low = line.lower()
-            if low == BEGIN:
-                if self._record is not None and not self._bad_record:
-                    yield self._notice(self._record.first_line,
-                                       f"record has no {END} before the next {BEGIN} (line {self.line_no})")
-                self._record = Record(first_line=self.line_no)
-                self._bad_record = False
-                continue
-            if self._record is None:
-                continue  # noise between records
-            if low == END:
-                record, bad = self._record, self._bad_record
-                self._record = None
-                if not bad:
-                    yield self.finish_record(record)
-                continue
-            if self._bad_record:
-                continue
+            if low[0] == "<":
+                if low in (BEGIN, END):
+                    yield from self._marker(low)
+                    continue
+                if _RUN_TOGETHER.fullmatch(low):
+                    for marker in _MARKER.findall(low):
+                        yield from self._marker(marker)
+                    continue
+            if self._record is None or self._bad_record:
+                continue  # noise between records, or the rest of a bad record
             try:
                 parse_record_line(self._record, line, low, self.line_no)
             except RecordError as err:
                 self._bad_record = True
                 yield Notice(f"{self.name}: {err}; record skipped")
+
+    def _marker(self, marker: str) -> Iterator[Snapshot | Interval | Notice]:
+        if marker == BEGIN:
+            if self._record is not None and not self._bad_record:
+                yield self._notice(self._record.first_line,
+                                   f"record has no {END} before the next {BEGIN} (line {self.line_no})")
+            self._record = Record(first_line=self.line_no)
+            self._bad_record = False
+        elif self._record is not None:
+            record, bad = self._record, self._bad_record
+            self._record = None
+            if not bad:
+                yield from self.finish_record(record)
 
     def close(self) -> Iterator[Notice]:
         """Report an unterminated record at end of input."""
@@ -108,16 +146,22 @@ class ProtocolReader:
     def _notice(self, line: int, message: str) -> Notice:
         return Notice(f"{self.name}: line {line}: {message}; record skipped")
 
-    def stream(self, label: str, datasource: str, unit: str) -> StreamId:
-        """The one StreamId of this identity in this input."""
-        return self._streams.get(label, datasource, unit)
+    def stream(self, label: str, datasource: str | None, unit: str) -> StreamId:
+        """The one StreamId of this identity in this input; datasource None: the record had no datasource line."""
+        if datasource is not None:
+            return self._streams.get(label, datasource, unit)
+        stream = self._streams.get(label, self.datasource or DEFAULT_DATASOURCE, unit)
+        if self.datasource is None and not self._told and _ORACLE_LABEL.search(label):
+            self._guessed.add(stream)
+        return stream
 
-    def finish_record(self, rec: Record) -> Snapshot | Interval | Notice:
-        """What a complete record becomes, or the Notice that skips it."""
+    def finish_record(self, rec: Record) -> list[Snapshot | Interval | Notice]:
+        """What a complete record becomes (an item per histogram key), or the Notice that skips it."""
         try:
-            return record_item(rec, self.stream(rec.label, rec.datasource, rec.unit))
+            end_record(rec)
+            return list(record_items(rec, self.stream))
         except RecordError as err:
-            return Notice(f"{self.name}: {err}; record skipped")
+            return [Notice(f"{self.name}: {err}; record skipped")]
 
     def item(self, stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
              start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,

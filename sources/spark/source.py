@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 import click
@@ -113,11 +113,16 @@ class SparkSource(Source):
 
     def _batch(self, target: str) -> Iterator[Item]:
         log = find_event_log(target, self.options.get("app"))
+        yield from self.batch_items(read_lines(log), log.app_id)
+
+    def batch_items(self, batches: Iterable[list[bytes]], fallback_name: str) -> Iterator[Item]:
+        """The intervals (and notices) of a whole log's lines, given in batches; `fallback_name` names the stream
+        when the log does not say the application's name."""
         parser = EventParser()
-        tasks = [t for lines in read_lines(log) for t in parser.parse(lines)]
+        tasks = [t for lines in batches for t in parser.parse(lines)]
         self.app, self.executors, self.all_tasks = parser.app, parser.executors, tasks
         self.tasks = [t for t in tasks if self._stages is None or t.stage in self._stages]
-        yield from batch_intervals(self.tasks, self._app_name(log.app_id), self._opt("metric", "duration"),
+        yield from batch_intervals(self.tasks, self._app_name(fallback_name), self._opt("metric", "duration"),
                                    self._stages, bool(self.options.get("per_stage")),
                                    interval_ms(self.options.get("interval")))
         if parser.bad_lines:

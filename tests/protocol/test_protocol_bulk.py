@@ -65,6 +65,13 @@ HEADER = st.sampled_from([
     "label  ,  spaced  ",
     "\x00",
     "\x00754 PM",
+    "timestamp,musec,1700000004000000,2013 Aug 27 10:54:53",
+    "  myhistogram   ",
+    "4242",
+    "           value  ------------- Distribution ------------- count    ",
+    "value |-------------------------------------------------- count",
+    "datasource, dtrace",
+    "label, db file sequential read latency data from gv$event_histogram",
 ])
 ROW = st.one_of(
     st.tuples(st.sampled_from([0, 1, 2, 4, 8, 1024, 3, 4294967295, 1 << 61, 10**19]),
@@ -82,7 +89,9 @@ ROW3 = st.one_of(
                      "9007199254740992, 1, 1", "9007199254740993, 1, 1", "4, 9007199254740993, 1", "\t4, 5, 6",
                      "1.0, 2, 3", "1e3, 2, 3", "4, 2e1, 3", "004, 5, 6"]),
 )
-MARK = st.sampled_from(["<begin record>", "<end record>", "  <BEGIN RECORD> ", "<End Record>", "noise line", ""])
+MARK = st.sampled_from(["<begin record>", "<end record>", "  <BEGIN RECORD> ", "<End Record>", "noise line", "",
+                        "<end record><begin record>", "<begin record> <END RECORD>",
+                        "   3  72639                        :tick-10s "])
 
 
 @st.composite
@@ -91,7 +100,10 @@ def stream_text(draw: st.DrawFn) -> str:
     for _ in range(draw(st.integers(0, 6))):
         if draw(st.booleans()):
             lines.append(draw(MARK))
-        lines.append("<begin record>")
+        if lines and lines[-1] == "<end record>" and draw(st.integers(0, 3)) == 0:
+            lines[-1] = "<end record><begin record>"  # a writer that lost a newline
+        else:
+            lines.append("<begin record>")
         lines += draw(st.lists(HEADER, max_size=5))
         lines += draw(st.lists(ROW, max_size=8) | st.lists(ROW3, max_size=8))
         if draw(st.integers(0, 9)):
@@ -149,15 +161,22 @@ def diffed_in_runs(text: str, cuts: list[int]) -> list[tuple[Any, ...]]:
     return [normal(i) for i in Differ(clock=lambda: 0.0).run(ProtocolReader("t").read_chunks(pieces, runs=True))]
 
 
+DAY_US = 86_400_000_000
+
+
 @st.composite
 def cumulative_streams(draw: st.DrawFn) -> str:
-    """Several labels interleaved; buckets come and go; counters sometimes drop; timestamps sometimes repeat."""
+    """Several labels interleaved; buckets come and go; counters sometimes drop; timestamps sometimes repeat or go
+    back. Times of day (as PyLatencyMap's Oracle scripts write them) pass midnight, once or more."""
     out = []
     totals: dict[str, dict[int, int]] = {}
-    micros = 1_000_000
+    time_of_day = draw(st.booleans())
+    micros = DAY_US - draw(st.sampled_from([3_000_000, 600_000_000])) if time_of_day else 1_000_000
     for _ in range(draw(st.integers(1, 30))):
         label = draw(st.sampled_from(["a", "b", "c"]))
-        micros += draw(st.sampled_from([1_000_000, 1_000_000, 250_000, 0, -5]))
+        micros += draw(st.sampled_from([1_000_000, 1_000_000, 250_000, 0, -5, -3_000_000, 3_600_000_000]))
+        if time_of_day and micros >= DAY_US:
+            micros -= DAY_US
         buckets = totals.setdefault(label, {})
         rows = []
         for value in draw(st.lists(st.sampled_from([0, 1, 2, 4, 8, 64]), max_size=5, unique=True)):

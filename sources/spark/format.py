@@ -1,0 +1,101 @@
+"""Spark event logs as inputs like the others: `latencymap LOG`, `report LOG`, `replay LOG` without `spark`.
+
+A path is claimed (before any text sniffing) when it is an event log Spark wrote: a plain, zstd, lz4 or snappy
+file, a rolling `eventlog_v2_*` directory, a file of one, or a directory of applications (the latest is read),
+and its first decoded line is a Spark listener event. It is read by the `spark` source with its default options,
+so the report is the one `latencymap report spark LOG` gives. Piped JSON lines (`cat LOG | latencymap`) are
+sniffed as text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from latencymap.core.errors import InputError, SourceError
+from latencymap.plugins import Item, TextFormat
+
+from .codecs import CodecError, codec_of, make_decoder
+from .eventlog import EventLogError, find_event_log
+from .source import SparkSource
+
+#: The start of a Spark listener event line (Spark writes compact JSON).
+EVENT_LINE = re.compile(rb'^\s*\{\s*"Event"\s*:\s*"(?:SparkListener|org\.apache\.spark\.)')
+#: Bytes read (and decoded) to decide whether a file is an event log.
+PEEK = 1 << 18
+#: Lines handed to the parser at a time when the log is read as text.
+BATCH = 4096
+
+
+def _first_line(path: Path) -> bytes:
+    """The first decoded line of an event-log file (up to PEEK bytes of it)."""
+    with path.open("rb") as fh:
+        data = make_decoder(codec_of(path)).feed(fh.read(PEEK))
+    return data.split(b"\n", 1)[0]
+
+
+def is_event_log(path: Path) -> bool:
+    """True when `path` is a Spark event log (file or directory) whose first line is a listener event."""
+    if not (path.is_dir() or path.is_file()):
+        return False  # FIFOs and devices are never read ahead
+    try:
+        log = find_event_log(path)
+        files = log.files()
+        return bool(files) and EVENT_LINE.match(_first_line(files[0])) is not None
+    except (OSError, EventLogError, CodecError, ValueError):
+        return False
+
+
+def spark_source(target: str) -> SparkSource:
+    """The `spark` source for `target` with its default options (as `report spark TARGET` builds it)."""
+    import click
+
+    ctx = click.Command("spark", params=SparkSource.params()).make_context("spark", ["--", target])
+    return SparkSource(**ctx.params)
+
+
+class SparkEventLogFormat(TextFormat):
+    """Spark event logs given as plain inputs."""
+
+    name = "spark-eventlog"
+    summary = "Spark event logs (JSON lines; paths also zstd/lz4/snappy, eventlog_v2_* dirs, dirs of logs)"
+    priority = 10
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        return any(EVENT_LINE.match(line.encode("utf-8", "replace")) for line in head[:5])
+
+    @classmethod
+    def claims(cls, path: Path) -> bool:
+        return is_event_log(path)
+
+    def open_path(self, path: str) -> Iterator[Item]:
+        if not is_event_log(Path(path)):
+            raise InputError(f"{path}: not a Spark event log (a file, an eventlog_v2_* directory, or their "
+                             "directory, whose first line is a SparkListener event)")
+        source = self.source = spark_source(path)
+        return _guarded(source.items(), path)
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
+        source = self.source = spark_source(name)
+
+        def batches() -> Iterator[list[bytes]]:
+            batch: list[bytes] = []
+            for line in lines:
+                batch.append(line.encode("utf-8", "replace"))
+                if len(batch) >= BATCH:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+
+        return _guarded(source.batch_items(batches(), "spark"), name)
+
+
+def _guarded(items: Iterator[Item], name: str) -> Iterator[Item]:
+    """A log that cannot be read past some point: what was read stays, and the run fails with a clear line."""
+    try:
+        yield from items
+    except (OSError, EventLogError, CodecError) as err:
+        raise SourceError(f"{name}: cannot read the Spark event log: {err}") from None

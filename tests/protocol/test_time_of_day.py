@@ -1,0 +1,111 @@
+"""Timestamps that are times of day (PyLatencyMap's Oracle scripts) roll over at midnight; a timestamp that does not
+increase skips at most its own record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from field_support import DAY_US, EXAMPLE, example_timestamps, midnight_shift, shifted_example
+from formats_support import report_json
+
+from latencymap.core.deltas import Differ
+from latencymap.core.model import Interval, Notice
+from latencymap.protocol import ProtocolReader
+
+
+def record(micros: int, counts: list[int], label: str = "x") -> str:
+    rows = "".join(f"{1 << i}, {c}\n" for i, c in enumerate(counts))
+    return f"<begin record>\ntimestamp, microsec, {micros}, d\nlabel, {label}\n{rows}<end record>\n"
+
+
+def diffed(text: str, chunks: bool) -> list[Interval | Notice]:
+    reader = ProtocolReader("t.txt")
+    items = reader.read_chunks([text], runs=True) if chunks else reader.read(text.splitlines(True))
+    return list(Differ(name="t.txt").run(items))
+
+
+def both(text: str) -> list[Interval | Notice]:
+    """What the line reader and the bulk reader give (the same, checked), diffed."""
+    by_lines, in_bulk = diffed(text, False), diffed(text, True)
+    assert [_key(i) for i in in_bulk] == [_key(i) for i in by_lines]
+    return by_lines
+
+
+def _key(item: Interval | Notice) -> tuple[Any, ...]:
+    if isinstance(item, Notice):
+        return ("notice", item.message, item.skipped)
+    return (item.stream, item.start, item.end, item.counts.tolist(), item.reset, item.duration)
+
+
+def test_the_oracle_sample_run_past_midnight_keeps_every_record(tmp_path: Path) -> None:
+    shifted = tmp_path / "overnight.txt"
+    shifted.write_text(shifted_example(midnight_shift(30)))
+    assert "timestamp, microsec, 1" in shifted.read_text()  # really past midnight: small values after large ones
+    base, report = report_json(EXAMPLE), report_json(shifted)
+    (before,), (after,) = base["streams"], report["streams"]
+    assert after["columns"] == before["columns"] == len(example_timestamps()) - 1
+    assert after["total"]["events"] == before["total"]["events"]
+    assert np.allclose(after["frequency"], before["frequency"]) and np.allclose(after["intensity"], before["intensity"])
+    assert after["end"] - after["start"] == before["end"] - before["start"]
+    assert report["errors"]["skipped_records"] == 0
+    said = [m for m in report["errors"]["messages"] if "midnight" in m]
+    assert len(said) == 1 and "overnight.txt" in said[0] and "line 1111" in said[0]
+
+
+def test_both_readers_roll_over_alike_and_say_so_once() -> None:
+    text = shifted_example(midnight_shift(30))
+    items = both(text)
+    assert len([i for i in items if isinstance(i, Interval)]) == 71
+    notes = [i for i in items if isinstance(i, Notice) and "midnight" in i.message]
+    assert len(notes) == 1 and notes[0].skipped == 0 and "a day (86400 s) added" in notes[0].message
+    assert sum(i.skipped for i in items if isinstance(i, Notice)) == 0
+
+
+def test_every_midnight_of_a_long_capture_adds_a_day() -> None:
+    """Records every 20 minutes for 50 hours, as a time of day: two midnights."""
+    start = 22 * 3_600_000_000
+    stamps = [start + k * 1_200_000_000 for k in range(150)]
+    text = "".join(record(t % DAY_US, [k, 2 * k]) for k, t in enumerate(stamps))
+    items = both(text)
+    intervals = [i for i in items if isinstance(i, Interval)]
+    assert len(intervals) == 149
+    assert [iv.end for iv in intervals] == [t / 1e6 for t in stamps[1:]]
+    assert sum(int(iv.counts[1:3].sum()) for iv in intervals) == 3 * 149
+    assert len([i for i in items if isinstance(i, Notice)]) == 1
+
+
+def test_a_clock_stepped_back_skips_one_record_and_the_stream_goes_on() -> None:
+    """Not a day: a writer whose clock went back an hour. Only the record at the step is lost, and counted."""
+    hour, start = 3_600_000_000, 50_000_000_000
+    stamps = [start + k * 1_000_000 for k in range(5)] + [start - hour + k * 1_000_000 for k in range(5)]
+    text = "".join(record(t, [10 * k]) for k, t in enumerate(stamps))
+    items = both(text)
+    intervals = [i for i in items if isinstance(i, Interval)]
+    notes = [i for i in items if isinstance(i, Notice)]
+    assert len(intervals) == 8 and [n.skipped for n in notes] == [1]
+    assert "does not increase" in notes[0].message and "line 26" in notes[0].message
+    assert [int(iv.counts[1]) for iv in intervals] == [10] * 8  # 10 per record; the step's 10 is the one lost
+
+
+def test_a_stale_or_repeated_record_is_skipped_without_counting_twice() -> None:
+    """A record repeated (same time) or an old one sent again: skipped and counted; the next is diffed as before."""
+    text = (record(1_000_000, [10]) + record(2_000_000, [20]) + record(2_000_000, [20]) + record(1_000_000, [10])
+            + record(3_000_000, [30]) + record(4_000_000, [40]))
+    items = both(text)
+    intervals = [i for i in items if isinstance(i, Interval)]
+    assert [(iv.start, iv.end, int(iv.counts[1])) for iv in intervals] == [(1.0, 2.0, 10), (2.0, 3.0, 10),
+                                                                           (3.0, 4.0, 10)]
+    assert sum(i.skipped for i in items if isinstance(i, Notice)) == 2
+
+
+def test_times_of_day_beyond_a_day_or_a_big_jump_are_not_rollovers() -> None:
+    """Epoch timestamps never roll over; a drop of only half a day is a step back, not midnight."""
+    day = DAY_US
+    epoch = 1_700_000_000_000_000
+    items = both(record(epoch, [1]) + record(epoch - day + 1_000_000, [2]) + record(epoch - day + 2_000_000, [3]))
+    assert not any("midnight" in i.message for i in items if isinstance(i, Notice))
+    items = both(record(day - 1_000_000, [1]) + record(day // 2 - 1_000_000, [2]) + record(day // 2, [3]))
+    assert not any("midnight" in i.message for i in items if isinstance(i, Notice))
+    assert sum(i.skipped for i in items if isinstance(i, Notice)) == 1

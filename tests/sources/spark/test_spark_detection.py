@@ -1,0 +1,97 @@
+"""Spark event logs are inputs like the others: `latencymap LOG`, `report LOG`, `replay LOG` without `spark`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from latencymap.cli.main import main
+
+SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
+APP = "local-1795225623494"
+#: Every way Spark writes a log, as a path: directories of logs, one rolling directory, one rolled file, one file.
+PATHS = [
+    "plain", f"plain/{APP}", "rolling", f"rolling/eventlog_v2_{APP}", f"rolling/eventlog_v2_{APP}/events_2_{APP}",
+    "zstd", f"zstd/eventlog_v2_{APP}", "lz4", f"lz4/{APP}.lz4", "snappy", f"snappy/{APP}.snappy",
+]
+
+
+def cli(*args: str) -> str:
+    r = CliRunner().invoke(main, list(args))
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_report_of_a_log_equals_report_spark(path: str) -> None:
+    log = str(SPARK / path)
+    detected = json.loads(cli("report", "--format", "json", log))
+    assert detected == json.loads(cli("report", "--format", "json", "spark", log))
+    assert detected["source"]["name"] == "spark" and len(detected["source"]["stragglers"]) == 2
+    assert detected["errors"]["skipped_records"] == 0
+
+
+def test_text_report_and_input_format_name() -> None:
+    log = str(SPARK / "zstd")
+    text = cli("report", log)
+    assert text == cli("report", "spark", log) and "Stragglers: 2" in text
+    assert cli("report", "--input-format", "spark-eventlog", log) == text
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "latencymap", *args], input=stdin, capture_output=True, timeout=120,
+                          env={**os.environ, "NO_COLOR": "1"})
+
+
+@pytest.mark.slow
+def test_the_view_and_replay_read_a_log_as_the_spark_command_does() -> None:
+    log = str(SPARK / "lz4" / f"{APP}.lz4")
+    view = run("--plain", "--once", log)
+    assert view.returncode == 0, view.stderr
+    assert view.stdout == run("spark", "--plain", "--once", log).stdout
+    assert b"latencymap-fixture" in view.stdout
+    replay = run("replay", "--max", "--plain", "--once", str(SPARK / "rolling"))
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout == view.stdout
+
+
+def test_piped_json_lines_are_sniffed() -> None:
+    plain = (SPARK / "plain" / APP).read_bytes()
+    piped = run("report", "--format", "json", stdin=plain)
+    assert piped.returncode == 0, piped.stderr
+    doc = json.loads(piped.stdout)
+    expected = json.loads(cli("report", "--format", "json", "spark", str(SPARK / "plain")))
+    assert doc["streams"] == expected["streams"] and doc["source"] == expected["source"]
+
+
+def test_a_directory_of_other_files_is_not_taken_for_a_log(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello\n")
+    (tmp_path / "capture.txt").write_text("<begin record>\n1, 2\n<end record>\n")
+    r = run("report", str(tmp_path))
+    assert r.returncode == 2 and b"is a directory" in r.stderr
+
+
+def test_a_truncated_compressed_log_keeps_what_was_read(tmp_path: Path) -> None:
+    """An lz4 log cut mid-block (a copy taken while Spark wrote it): no traceback, a clear line, exit code."""
+    data = (SPARK / "lz4" / f"{APP}.lz4").read_bytes()
+    cut = tmp_path / f"{APP}.lz4"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    r = run("report", str(cut))
+    assert b"Traceback" not in r.stderr
+    assert r.returncode in (0, 1) and r.stderr.count(b"\n") <= 3
+    assert r.stdout.startswith(b"== ")  # the tasks before the cut are reported
+
+
+def test_a_log_copied_under_another_name_is_still_detected(tmp_path: Path) -> None:
+    copy = tmp_path / "yesterday.log"
+    shutil.copy(SPARK / "plain" / APP, copy)
+    doc = json.loads(cli("report", "--format", "json", str(copy)))
+    task_ends = copy.read_text().count('{"Event":"SparkListenerTaskEnd"')
+    assert task_ends > 80 and sum(s["total"]["events"] for s in doc["streams"]) == task_ends

@@ -1,5 +1,6 @@
-"""TUI benchmarks: frame render time of two 40x200 heat maps (line API vs a rich Text per cell),
-and key-to-repaint latency while ingesting 10k intervals/s (vs idle). Prints ratios; no thresholds.
+"""TUI benchmarks: frame render time of two 40x200 heat maps (line API vs a rich Text per cell), a frame of the
+overview of 256 streams (vs recomputing every stream's numbers from its whole history), and key-to-repaint latency
+while ingesting 10k intervals/s (vs idle). Prints ratios; no thresholds.
 
 Run: python bench/bench_tui.py
 """
@@ -14,6 +15,7 @@ import time
 from collections.abc import Iterator
 
 import numpy as np
+from bench_common import machine
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
@@ -24,6 +26,7 @@ from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, StreamId
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.heatmap import LABEL_W, RIGHT_W, HeatMap, MapSpec
+from latencymap.tui.overview import OverviewList, OverviewScreen
 from latencymap.views.frame import build_frame
 from latencymap.views.options import BLUES, REDS
 
@@ -84,6 +87,46 @@ def bench_render() -> tuple[float, float]:
     return line, naive
 
 
+def many_streams(streams: int = 256, columns: int = 600) -> list[Interval]:
+    """`streams` peers with `columns` one-second columns each, interleaved in time."""
+    rng = np.random.default_rng(2)
+    out = []
+    for k in range(columns):
+        counts = np.zeros((streams, NSLOTS), dtype=np.int64)
+        counts[:, 12:20] = rng.integers(0, 200, size=(streams, 8))
+        for i in range(streams):
+            out.append(Interval(StreamId(f"rank{i}/step", "bpf", "nanosec"), 1e9 + k, 1e9 + k + 1, counts[i]))
+    return out
+
+
+def naive_overview(app: LatencyMapApp) -> None:
+    """Baseline: every stream's numbers recomputed from its whole history, one stream at a time."""
+    for hist in app.acc.streams.values():
+        hist.totals()
+        hist.column_stats(slice(max(0, hist.n - 5), hist.n))
+
+
+async def overview_frame() -> tuple[float, float, int]:
+    """Median ms of an overview frame (numbers of every stream, lines on screen drawn) at 180x50, and the baseline."""
+    app = LatencyMapApp(iter(many_streams()), color_mode="truecolor")
+    async with app.run_test(size=(180, 50)) as pilot:
+        while not app.ended:
+            await pilot.pause(0.1)
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen)
+        listing = screen.query_one(OverviewList)
+
+        def frame() -> None:
+            screen.update()
+            for y in range(listing.size.height):
+                listing.render_line(y)
+
+        ours = timed(frame, 20)
+        naive = timed(lambda: naive_overview(app), 5)
+        return ours, naive, len(app.acc.streams)
+
+
 def paced(rate: int, stop: threading.Event) -> Iterator[Interval]:
     """About `rate` intervals per second until `stop`."""
     pool = intervals(2000, seed=1)
@@ -130,9 +173,13 @@ async def key_latency(rate: int, presses: int = 15) -> tuple[float, int]:
 
 
 def main() -> None:
+    print(machine())
     line, naive = bench_render()
     print(f"frame render, two {ROWS}x{COLS} maps: line API {line:.2f} ms, "
           f"rich Text per cell {naive:.1f} ms, ratio {naive / line:.1f}x faster")
+    ours, naive, streams = asyncio.run(overview_frame())
+    print(f"overview frame, {streams} streams x 600 columns (180x50): {ours:.2f} ms, "
+          f"recomputing from whole histories {naive:.1f} ms, ratio {naive / ours:.1f}x faster")
     idle, _ = asyncio.run(key_latency(0))
     t0 = time.perf_counter()
     busy, seen = asyncio.run(key_latency(10_000))

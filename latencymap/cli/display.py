@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
 from latencymap.core.model import Flow
 from latencymap.views.options import ViewOptions
@@ -15,8 +16,10 @@ if TYPE_CHECKING:
 
 def run_view(flow: Flow, opts: ViewOptions, *, plain: bool, once: bool, screen_delay: float,
              history: int, out: TextIO | None = None, profile: ProfileSession | None = None,
-             replay: ReplayClock | None = None, bursts: BurstScan | None = None) -> int:
-    """Show `flow` (with the profile panel when `profile` is given, replay keys with `replay`); the exit code."""
+             replay: ReplayClock | None = None, bursts: BurstScan | None = None,
+             analysis: Callable[[], dict[str, Any]] | None = None) -> int:
+    """Show `flow` (with the profile panel when `profile` is given, replay keys with `replay`, a stragglers panel
+    with the source's `analysis`); the exit code."""
     out = out or sys.stdout
     if not plain and out.isatty():
         try:
@@ -24,5 +27,6 @@ def run_view(flow: Flow, opts: ViewOptions, *, plain: bool, once: bool, screen_d
         except ImportError:
             pass
         else:
-            return run_tui(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts)
+            return run_tui(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts,
+                           analysis=analysis)
     return run_plain(flow, opts, once=once, screen_delay=screen_delay, history=history, out=out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -47,10 +48,10 @@ def prepare(flow: Flow, kw: dict[str, Any], source: str = "input", profile: Prof
 
 
 def show(flow: Flow, kw: dict[str, Any], profile: ProfileSession | None = None, replay: ReplayClock | None = None,
-         bursts: BurstScan | None = None) -> int:
+         bursts: BurstScan | None = None, analysis: Callable[[], dict[str, Any]] | None = None) -> int:
     """The flow in the view the options ask for (or on stdout as records with `--emit`); the exit code."""
     if kw.get("emit"):
         return emit(flow, kw.get("compat", False), profile)
     return run_view(flow, display_options(kw), plain=kw["plain"] or kw["once"], once=kw["once"],
                     screen_delay=kw["screen_delay"], history=kw["history"], profile=profile, replay=replay,
-                    bursts=bursts)
+                    bursts=bursts, analysis=analysis)

@@ -1,4 +1,5 @@
-"""The Textual app: status, frequency and intensity maps, percentile strip, inspector; `run_tui`."""
+"""The Textual app: status, frequency and intensity maps, percentile strip, findings, inspector on one time axis;
+an overview of every stream when there are several; `run_tui`."""
 
 from __future__ import annotations
 
@@ -9,27 +10,35 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual.app import App, ComposeResult
+import numpy as np
+from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer
 
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, StreamHistory
-from latencymap.core.model import Flow
+from latencymap.core.model import Flow, Interval, StreamId
 from latencymap.flow.stdin import take_terminal
-from latencymap.tui.findings import FindingsPanel
-from latencymap.tui.heatmap import HeatMap, MapSpec
+from latencymap.tui.actions import MapActions
+from latencymap.tui.axis import REAL_EPOCH, learn_clock
+from latencymap.tui.diffmap import DiffScreen
+from latencymap.tui.findings import MAX_LINES, FindingsPanel, window_findings
+from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec
 from latencymap.tui.ingest import Ingest
 from latencymap.tui.inspector import Inspector, inspect_columns
-from latencymap.tui.keys import BINDINGS, HelpScreen
+from latencymap.tui.keys import BINDINGS
+from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.palette import detect_mode
+from latencymap.tui.percentiles import ROWS as STRIP_ROWS
 from latencymap.tui.percentiles import PercentileStrip
 from latencymap.tui.profile_panel import PROFILE_BINDINGS, ProfileController
 from latencymap.tui.replay_keys import REPLAY_BINDINGS, ReplayController
-from latencymap.tui.save import save_frame
 from latencymap.tui.state import ViewState
 from latencymap.tui.status import StatusBar, status_text
-from latencymap.tui.window import Window, bucket_range
+from latencymap.tui.stragglers import Analysis, StragglersPanel
+from latencymap.tui.window import Window
+from latencymap.views.frame import RowFit, RowRange, edge_folds, row_range, window_sums
 from latencymap.views.options import ViewOptions
 
 if TYPE_CHECKING:
@@ -37,12 +46,12 @@ if TYPE_CHECKING:
     from latencymap.profiling.session import ProfileSession
 
 TICK_S = 1 / 15
-#: The exit code of an interrupt (Ctrl-C as a key, or SIGINT), as the CLI documents it.
-EXIT_INTERRUPTED = 130
 PLOT_EVERY_S = 0.25
+#: A live source's own analysis (Spark stragglers) is asked for at most this often, and when the input ends.
+ANALYSE_EVERY_S = 5.0
 
 
-class LatencyMapApp(App[int]):
+class LatencyMapApp(MapActions):
     """Live dual heat maps of a flow of intervals, with an inspector for the cursor column."""
 
     TITLE = "latencymap"
@@ -54,7 +63,8 @@ class LatencyMapApp(App[int]):
 
     def __init__(self, flow: Flow, opts: ViewOptions | None = None, *, history: int = DEFAULT_HISTORY,
                  color_mode: str | None = None, tick: float = TICK_S, profile: ProfileSession | None = None,
-                 replay: ReplayClock | None = None, bursts: BurstScan | None = None) -> None:
+                 replay: ReplayClock | None = None, bursts: BurstScan | None = None,
+                 analysis: Analysis | None = None) -> None:
         super().__init__()
         self.opts = opts or ViewOptions()
         self.acc = Accumulator(cap=history)
@@ -66,9 +76,14 @@ class LatencyMapApp(App[int]):
         self._tick_s = tick
         self._dirty = True
         self._plots_at = 0.0
+        self.fits: dict[StreamId, RowFit] = {}
+        self.color_mode = color_mode or "truecolor"
+        self.overview_offered = False
         self.interrupted = False  # set by run_tui's SIGINT handler; the next tick exits
         self.profiler = ProfileController(self, profile) if profile is not None else None
         self.replay = ReplayController(self, replay, bursts) if replay is not None else None
+        self.analysis = analysis
+        self._analysed_at = 0.0
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -78,6 +93,8 @@ class LatencyMapApp(App[int]):
                 yield HeatMap("intensity", id="intensity")
                 yield PercentileStrip()
                 yield FindingsPanel()
+                if self.analysis is not None:
+                    yield StragglersPanel()
                 if self.profiler is not None:
                     yield self.profiler.panel
             yield Inspector()
@@ -85,7 +102,8 @@ class LatencyMapApp(App[int]):
 
     def on_mount(self) -> None:
         mode = self._color_mode or detect_mode(self.console.color_system, self.no_color, self.opts.color)
-        for heatmap in self.query(HeatMap):
+        self.color_mode = mode
+        for heatmap in self.maps.query(HeatMap):
             heatmap.mode = mode
         self.ingest.start()
         self.set_interval(self._tick_s, self.tick)
@@ -118,6 +136,9 @@ class LatencyMapApp(App[int]):
         if items:
             self.acc.add(items)
             self._dirty = True
+            for item in items:
+                if isinstance(item, Interval) and item.end < REAL_EPOCH and item.date:
+                    learn_clock(self.acc.history(item.stream), item.end, item.date)
         if self.profiler is not None and self.profiler.poll():
             self._dirty = True
         if self.ingest.finished and not self.ended:
@@ -125,151 +146,110 @@ class LatencyMapApp(App[int]):
             if self.ingest.error is not None:
                 self.exit(return_code=1)
                 return
+            self._analyse()
+        elif self.analysis is not None and items and time.monotonic() - self._analysed_at >= ANALYSE_EVERY_S:
+            self._analyse()
+        if len(self.acc.streams) > 1 and not self.overview_offered:
+            self.overview_offered = True  # several streams: start on the overview (once; Esc brings it back)
+            if self.screen.id != "overview":
+                self.push_screen(OverviewScreen())
         if self._dirty:
             self._dirty = False
-            self.refresh_view(status_only=self.view.paused)
+            try:
+                self.refresh_view(status_only=self.view.paused)
+            except NoMatches:  # the widgets are gone: the app is closing
+                return
+
+    def _analyse(self) -> None:
+        """The source's own analysis (Spark stragglers) into its panel; a failure is a notice."""
+        if self.analysis is None:
+            return
+        self._analysed_at = time.monotonic()
+        try:
+            found = self.analysis()
+        except Exception as err:  # the maps go on without it
+            self.notify(f"analysis failed: {err}", title="stragglers", severity="warning")
+            return
+        self.maps.query_one(StragglersPanel).show(found)
 
     def map_cells(self) -> int:
         """How many cells wide the heat maps are."""
-        shown = [m for m in self.query(HeatMap) if m.display] or list(self.query(HeatMap))
+        shown = [m for m in self.maps.query(HeatMap) if m.display] or list(self.maps.query(HeatMap))
         return shown[0].cells
 
+    def max_rows(self) -> int | None:
+        """Rows each shown map may have so that the maps and the panels under them fit the screen."""
+        height = self.maps.query_one("#maps").size.height
+        if height <= 0:
+            return None
+        maps = sum(1 for m in self.maps.query(HeatMap) if m.display) or 1
+        other = 1 + MAX_LINES + (STRIP_ROWS + 2 if self.view.percentiles else 0)
+        for panel in (self.profiler.panel if self.profiler is not None else None, *self.maps.query(StragglersPanel)):
+            if panel is not None:
+                other += panel.outer_size.height
+        marked = any(m.marked for m in self.maps.query(HeatMap) if m.display)  # a reset/gap marks line
+        return max(3, (height - other) // maps - CHROME_LINES - marked)
+
+    def rows_for(self, hist: StreamHistory, win: Window) -> RowRange:
+        """The rows shown: pinned by `[`/`]`, by the options, or fitted to the window's data."""
+        if self.view.rows is not None:
+            lo, hi = self.view.rows
+            return RowRange(lo, hi, edge_folds(window_sums(hist, win.first, win.stop)[0], lo, hi))
+        fit = self.fits.setdefault(hist.stream, RowFit())
+        return row_range(hist, self.opts.min_bucket, self.opts.max_bucket, first=win.first, stop=win.stop, fit=fit,
+                         max_rows=self.max_rows())
+
     def refresh_view(self, *, force: bool = False, status_only: bool = False) -> None:
-        """Push the view state into every widget."""
+        """Push the view state into every widget (the overview's, when it is on screen)."""
+        screen = self.screen
+        if isinstance(screen, OverviewScreen | DiffScreen):
+            if not status_only or force:
+                screen.update()
+            return
         hist = self.current()
         n = hist.n if hist else 0
         stop = self.view.stop(n)
-        self.query_one(StatusBar).update(status_text(
+        self.maps.query_one(StatusBar).update(status_text(
             hist, stop, state=self.state_name, skipped=self.acc.skipped, stream_index=self.view.stream % max(1, len(
                 self.acc.streams)), streams=len(self.acc.streams), ingest_rate=self.ingest.rate))
         if status_only:
             return
-        for heatmap in self.query(HeatMap):
+        for heatmap in self.maps.query(HeatMap):
             heatmap.display = self.view.show in ("both", heatmap.kind)
-        strip = self.query_one(PercentileStrip)
+        strip = self.maps.query_one(PercentileStrip)
         strip.display = self.view.percentiles
         if hist is None:
             return
-        lo, hi = bucket_range(hist, self.opts.min_bucket, self.opts.max_bucket, self.view.shift)
+        win = Window(stop, self.map_cells(), self.view.zoom)
+        if self.view.cursor is None and stop:
+            filled = np.flatnonzero(hist.counts[win.first: stop].any(axis=1))
+            self.view.auto_cursor = win.first + int(filled[-1]) if filled.size else None
         cursor = self.view.cursor_at(n)
-        for heatmap in self.query(HeatMap):
+        rows = self.rows_for(hist, win)
+        for heatmap in self.maps.query(HeatMap):
             pinned = self.opts.frequency_maxval if heatmap.kind == "frequency" else self.opts.intensity_maxval
-            heatmap.show(hist, MapSpec(lo, hi, stop, self.view.zoom, pinned if pinned > 0 else None, self.view.log,
-                                       cursor, self.view.selected_row))
+            heatmap.show(hist, MapSpec(rows.lo, rows.hi, stop, self.view.zoom, pinned if pinned > 0 else None,
+                                       self.view.log, cursor, self.view.selected_row, rows.folds))
         now = time.monotonic()
         if stop == 0 or not (force or now - self._plots_at >= PLOT_EVERY_S):
             if stop:
-                self._dirty = True  # plots are due on a later tick
+                self._dirty = True  # the panels are due on a later tick
             return
         self._plots_at = now
-        win = Window(stop, self.map_cells(), self.view.zoom)
-        first, last = win.columns_of(win.cell_of(cursor))
-        self.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), lo, hi),
-                                       self.view.selected_row, hist.stream.unit)
         if self.view.percentiles:
-            strip.show(hist, max(0, win.base), stop)
-        self.query_one(FindingsPanel).show(hist, max(0, win.base), stop)
+            strip.show(hist, win, cursor)
+        first, last = win.columns_of(win.cell_of(cursor))
+        self.maps.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
+                                       self.view.selected_row)
+        panel = self.maps.query_one(FindingsPanel)
+        panel.show(window_findings(hist, win.first, stop), win, self.view.finding)
         if self.profiler is not None:
             self.profiler.show()
-
-    def _n(self) -> int:
-        hist = self.current()
-        return hist.n if hist else 0
-
-    def _changed(self) -> None:
-        self.refresh_view(force=True)
-
-    def action_pause(self) -> None:
-        """Freeze or unfreeze the display; ingest goes on (a replay pauses too)."""
-        self.view.toggle_pause(self._n())
-        if self.replay is not None:
-            self.replay.toggle_pause()
-        self._changed()
-
-    def action_cursor(self, step: int) -> None:
-        self.view.move_cursor(self._n(), self.map_cells(), step)
-        self._changed()
-
-    def action_home(self) -> None:
-        self.view.home(self._n(), self.map_cells())
-        self._changed()
-
-    def action_end(self) -> None:
-        self.view.end_key()
-        self._changed()
-
-    def action_page(self, direction: int) -> None:
-        self.view.page(self._n(), self.map_cells(), direction)
-        self._changed()
-
-    def action_zoom(self, factor: int) -> None:
-        self.view.zoom_by(factor)
-        self._changed()
-
-    def action_shift(self, delta: int) -> None:
-        self.view.shift_buckets(delta)
-        self._changed()
-
-    def action_log(self) -> None:
-        self.view.log = not self.view.log
-        self._changed()
-
-    def action_show(self, kind: str) -> None:
-        self.view.toggle_show(kind)
-        self._changed()
-
-    def action_percentiles(self) -> None:
-        self.view.percentiles = not self.view.percentiles
-        self._changed()
-
-    def action_stream(self, step: int) -> None:
-        if self.acc.streams:
-            self.view.stream = (self.view.stream + step) % len(self.acc.streams)
-            self.view.cursor = self.view.end = None
-            self._changed()
-
-    def action_profile(self, what: str) -> None:
-        """Profile keys (mark, a, b, clear, export); a notice when there is no profile."""
-        if self.profiler is None:
-            self.notify("no profile: start with --profile PID, or open a recording made with it", title="profile")
-            return
-        self.profiler.act(what)
-
-    def action_replay(self, what: str) -> None:
-        """Replay keys (faster, slower, seek, burst); a notice when not replaying."""
-        if self.replay is None:
-            self.notify("not a replay: open a recording with `latencymap replay PATH`", title="replay")
-            return
-        self.replay.act(what)
-
-    def action_interrupt(self) -> None:
-        """Ctrl-C: quit as interrupted (exit code 130), like SIGINT."""
-        self.exit(return_code=EXIT_INTERRUPTED)
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen())
-
-    def action_save(self) -> None:
-        """Save an SVG screenshot and a plain-text frame; say where."""
-        header = str(self.query_one(StatusBar).render())
-        maps = [m for m in self.query(HeatMap) if m.display]
-        svg, txt = save_frame(self, maps, header)
-        self.saved += [svg, txt]
-        self.notify(f"saved {svg.name} and {txt.name}", title="latencymap")
-
-    def on_heat_map_selected(self, message: HeatMap.Selected) -> None:
-        """A click picked a column and a bucket."""
-        n = self._n()
-        self.view.end = self.view.stop(n)
-        self.view.cursor = message.column
-        self.view.selected_row = message.row
-        self.view._settle(self.view.visible_n(n))
-        self._changed()
 
 
 def run_tui(flow: Flow, opts: ViewOptions, *, history: int = DEFAULT_HISTORY,
             profile: ProfileSession | None = None, replay: ReplayClock | None = None,
-            bursts: BurstScan | None = None) -> int:
+            bursts: BurstScan | None = None, analysis: Analysis | None = None) -> int:
     """Show `flow` in the TUI until `q`; falls back to plain frames when there is no terminal."""
     restore = take_terminal()
     if restore is None:
@@ -278,7 +258,7 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: int = DEFAULT_HISTORY,
         return run_plain(flow, opts, once=False, screen_delay=0.1, history=history, out=sys.stdout)
     if profile is not None:
         profile.echo = False  # the panel and notices show its messages; stderr is the TUI's
-    app = LatencyMapApp(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts)
+    app = LatencyMapApp(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts, analysis=analysis)
 
     def on_sigint(signum: int, frame: object) -> None:
         app.interrupted = True  # asyncio would cancel the app, which then ends as if `q` was pressed

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import groupby
@@ -18,12 +17,14 @@ from textual.widget import Widget
 
 from latencymap.core.accumulator import GAP, RESET, StreamHistory
 from latencymap.core.units import format_number
+from latencymap.tui.axis import LABEL_W, axis_strip, cursor_strip
 from latencymap.tui.palette import CURSOR_CHAR, cell_char, cell_style
 from latencymap.tui.window import Window, zoomed_frame
-from latencymap.views.frame import LEVELS, MapFrame
+from latencymap.views.frame import LEVELS, Folds, MapFrame
 
-LABEL_W = 8
 LEGEND_W = 10
+#: Lines of a map besides its rows: title, cursor line, time axis.
+CHROME_LINES = 3
 RIGHT_W = 1 + 8 + 1 + 2 + 1 + LEGEND_W
 TITLES = {"frequency": "Frequency: events per second",
           "intensity": "Intensity: time waited per second (s/s)"}
@@ -46,15 +47,16 @@ class MapSpec:
     log: bool = False
     cursor: int = -1
     selected_row: int | None = None
+    folds: Folds | None = None
 
     @property
     def rows(self) -> int:
         return self.hi - self.lo + 1
 
 
-def time_label(epoch: float) -> str:
-    """Wall-clock time of a column end, local time."""
-    return time.strftime("%H:%M:%S", time.localtime(epoch))
+def map_cells(width: int) -> int:
+    """Cells of the shared time axis in a panel `width` wide."""
+    return max(1, width - LABEL_W - 1 - RIGHT_W)
 
 
 class HeatMap(Widget):
@@ -93,10 +95,10 @@ class HeatMap(Widget):
     @property
     def cells(self) -> int:
         """Map columns that fit in the widget's width."""
-        return max(1, self.size.width - LABEL_W - 1 - RIGHT_W)
+        return map_cells(self.size.width)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return (self.spec.rows if self.spec else 1) + 2 + self.marked
+        return (self.spec.rows if self.spec else 1) + CHROME_LINES + self.marked
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -117,9 +119,10 @@ class HeatMap(Widget):
         if hist is None or spec is None or hist.n == 0:
             self.frame = None
             return [_text_strip(f" {title}", width, TITLE_STYLE), _text_strip(" waiting for data…", width, DIM)]
-        cells = max(1, width - LABEL_W - 1 - RIGHT_W)
+        cells = map_cells(width)
         win = Window(spec.stop, cells, spec.zoom)
-        frame = zoomed_frame(hist, self.kind, win, spec.lo, spec.hi, maxval=spec.maxval, log=spec.log)
+        frame = zoomed_frame(hist, self.kind, win, spec.lo, spec.hi, maxval=spec.maxval, log=spec.log,
+                             folds=spec.folds)
         self.frame, self.window = frame, win
         if not frame.exact:
             title += ", estimated from bucket midpoints"
@@ -138,7 +141,8 @@ class HeatMap(Widget):
             strips.append(Strip(segs, width))
         if self.marked:
             strips.append(_marks_strip(hist, win, width))
-        strips.append(self._axis(hist, win, cursor, width))
+        strips.append(cursor_strip(hist, win, spec.cursor, width))
+        strips.append(axis_strip(hist, win, width))
         return strips
 
     def _label(self, label: str, selected: bool) -> Segment:
@@ -146,7 +150,10 @@ class HeatMap(Widget):
         return Segment(("▸" if selected else " ") + text, SELECTED if selected else PLAIN)
 
     def _right(self, frame: MapFrame, r: int, mode: str) -> list[Segment]:
-        segs = [Segment(f" {format_number(float(frame.latest[r]), 4):>8} ", PLAIN)]
+        latest = format_number(float(frame.latest[r]), 4)
+        if len(latest) > 8:
+            latest = format_number(float(frame.latest[r]), 3)
+        segs = [Segment(f" {latest[:8]:>8} ", PLAIN)]
         k = len(frame.labels) - 1 - r
         if k <= LEVELS:
             segs.append(Segment(cell_char(mode, k) * 2, cell_style(mode, self.kind, k)))
@@ -156,21 +163,6 @@ class HeatMap(Widget):
             text = f"max {format_number(frame.chart_max)}" if k == LEVELS + 1 else ""
             segs.append(Segment(text[: LEGEND_W + 3].ljust(LEGEND_W + 3), PLAIN))
         return segs
-
-    def _axis(self, hist: StreamHistory, win: Window, cursor: int, width: int) -> Strip:
-        line = [" "] * width
-        off = LABEL_W + 1
-        first = max(0, win.base)
-        if win.stop > first:
-            left, right = time_label(float(hist.end[first])), time_label(float(hist.end[win.stop - 1]))
-            start = off + max(0, first - win.base) // win.zoom
-            right_at = max(start + len(left) + 1, off + win.cells - len(right))
-            _put(line, start, left)
-            if not 0 <= off + cursor - right_at < len(right):
-                _put(line, right_at, right)
-        if 0 <= cursor < win.cells:
-            line[off + cursor] = "▲"
-        return _text_strip("".join(line), width, DIM)
 
     def on_click(self, event: events.Click) -> None:
         """Select the clicked column and bucket."""
@@ -238,12 +230,6 @@ def _level_looks(mode: str, kind: str) -> tuple[list[str], list[Style]]:
     """Character and Style of every level, looked up once per (mode, kind)."""
     levels = range(LEVELS + 1)
     return [cell_char(mode, v) for v in levels], [cell_style(mode, kind, v) for v in levels]
-
-
-def _put(line: list[str], at: int, text: str) -> None:
-    for i, ch in enumerate(text):
-        if 0 <= at + i < len(line):
-            line[at + i] = ch
 
 
 def _text_strip(text: str, width: int, style: Style) -> Strip:

@@ -1,21 +1,20 @@
-"""The inspector: the cursor column's histogram as a bar chart and a table, with its percentiles."""
+"""The inspector: the cursor column's histogram, one line per map row (aligned with the map), and its statistics."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
 from latencymap.core.accumulator import GAP, RESET, StreamHistory
 from latencymap.core.units import format_duration, format_number
-from latencymap.views.frame import fold_rows, row_labels
+from latencymap.tui.axis import column_time
+from latencymap.views.frame import Folds, fold_rows, row_labels
+
+BAR_W = 12
+EIGHTHS = " ▏▎▍▌▋▊▉█"
 
 
 @dataclass(slots=True)
@@ -30,7 +29,7 @@ class BucketRow:
 
 @dataclass(slots=True)
 class Inspection:
-    """Histogram and statistics of history columns [first, stop) of one stream."""
+    """Histogram and statistics of history columns [first, stop) of one stream; rows bottom (fastest) → top."""
 
     first: int
     stop: int
@@ -41,11 +40,19 @@ class Inspection:
     mean_s: float
     percentiles: dict[float, float]
     rows: list[BucketRow] = field(default_factory=list)
+    start_text: str = ""
+    end_text: str = ""
     resets: int = 0
     gaps: int = 0
 
+    @property
+    def empty(self) -> bool:
+        """True when the columns hold no event."""
+        return self.events == 0
 
-def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int) -> Inspection:
+
+def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int,
+                    folds: Folds | None = None) -> Inspection:
     """Read the columns straight from the accumulator (folded to the shown rows, bottom→top)."""
     cols = slice(first, stop)
     totals = hist.totals(cols)
@@ -54,37 +61,59 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
     pct = folded / total * 100 if total else np.zeros_like(folded)
     cum = np.cumsum(pct)
     rows = [BucketRow(label, int(c), float(p), float(q))
-            for label, c, p, q in zip(row_labels(hist, lo, hi), folded, pct, cum, strict=True)]
+            for label, c, p, q in zip(row_labels(hist, lo, hi, folds), folded, pct, cum, strict=True)]
     rate = totals.events / totals.duration_s if totals.duration_s else float("nan")
+    start, end = float(hist.start[first]), float(hist.end[stop - 1])
     flags = hist.flags[cols]
-    return Inspection(first, stop, float(hist.start[first]), float(hist.end[stop - 1]), totals.events, rate,
-                      totals.mean_s, totals.percentiles, rows, int(np.count_nonzero(flags & RESET)),
+    return Inspection(first, stop, start, end, totals.events, rate, totals.mean_s, totals.percentiles, rows,
+                      column_time(hist, start), column_time(hist, end)[-8:], int(np.count_nonzero(flags & RESET)),
                       int(np.count_nonzero(flags & GAP)))
 
 
-def _stamp(epoch: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+def bar(share: float, width: int = BAR_W) -> str:
+    """A horizontal bar of `share` (0..1) of `width` cells, in eighths of a cell."""
+    eighths = round(max(0.0, min(1.0, share)) * width * 8)
+    if eighths == 0 and share > 0:
+        eighths = 1
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (EIGHTHS[part] if part else "")).ljust(width)
 
 
-def inspection_table(ins: Inspection, selected_row: int | None) -> Table:
-    """Count, % of column and cumulative % per bucket, fastest at the top."""
-    table = Table(box=None, padding=(0, 1), expand=False, show_edge=False)
-    for name in ("bucket", "count", "%", "cum %"):
-        table.add_column(name, justify="right")
-    for i, row in enumerate(ins.rows):
-        style = "reverse" if i == selected_row else None
-        table.add_row(row.label, str(row.count), f"{row.percent:.1f}", f"{row.cumulative:.1f}", style=style)
-    return table
+def inspection_chart(ins: Inspection, selected_row: int | None) -> Text:
+    """A header line, then one line per map row, slowest first (as the map draws them): bar, count, %, cum %."""
+    text = Text(no_wrap=True, overflow="crop")
+    text.append(f"{'bucket':>7} {'events':<{BAR_W}} {'count':>8} {'%':>6} {'cum %':>6}", style="bold")
+    top = max((r.count for r in ins.rows), default=0)
+    for i in range(len(ins.rows) - 1, -1, -1):
+        row = ins.rows[i]
+        style = "reverse" if i == selected_row else ""
+        text.append("\n")
+        text.append(f"{row.label[:7]:>7} ", style=style)
+        text.append(bar(row.count / top if top else 0.0), style=style or "cyan")
+        text.append(f" {row.count:>8} {row.percent:>6.1f} {row.cumulative:>6.1f}", style=style)
+    return text
 
 
 def inspection_summary(ins: Inspection) -> Text:
-    """Timestamp, totals and percentiles of the inspected column(s)."""
+    """Column, time, totals and percentiles of the inspected column(s); says so when they hold no event."""
     cols = f"column {ins.first}" if ins.stop - ins.first == 1 else f"columns {ins.first}–{ins.stop - 1}"
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f"{cols}\n", style="bold")
+    text.append(f"{ins.start_text} → {ins.end_text}\n")
+    if ins.empty:
+        text.append("empty column: no events in it", style="bold yellow")
+        _flag_notes(text, ins)
+        return text
+    noun = "event" if ins.events == 1 else "events"
+    text.append(f"{ins.events} {noun}  {format_number(ins.events_per_s)}/s  mean {format_duration(ins.mean_s)}\n")
     items = [f"p{q * 100:g} {format_duration(v)}" for q, v in ins.percentiles.items()]
-    pcts = "  ".join(items[:2]) + "\n" + "  ".join(items[2:])
-    text = Text(f"{cols}  {_stamp(ins.start)} → {time.strftime('%H:%M:%S', time.localtime(ins.end))}\n"
-                f"{ins.events} events  {format_number(ins.events_per_s)}/s  mean {format_duration(ins.mean_s)}\n"
-                f"{pcts}")
+    text.append("  ".join(items[:2]) + "\n" + "  ".join(items[2:]))
+    _flag_notes(text, ins)
+    return text
+
+
+def _flag_notes(text: Text, ins: Inspection) -> None:
+    """Say when the inspected columns count from a counter reset or miss data (a gap)."""
     one = ins.stop - ins.first == 1
     if ins.resets:
         text.append("\ncounter reset: " + ("a counter went down; this column counts from the reset" if one
@@ -93,47 +122,30 @@ def inspection_summary(ins: Inspection) -> Text:
     if ins.gaps:
         text.append("\ngap: " + ("data is missing from this column" if one
                                  else f"data is missing from {ins.gaps} of these columns"), style="bold")
-    return text
 
 
-class Inspector(Vertical):
-    """Bar chart over a table for the column under the cursor."""
+class Inspector(Static):
+    """The column under the cursor: its histogram row by row beside the map's rows, then its numbers."""
 
     DEFAULT_CSS = """
     Inspector { width: 48; height: 1fr; border-left: solid $primary; padding: 0 0 0 1; }
-    Inspector PlotextPlot { height: 14; }
-    Inspector #inspector-summary { height: auto; }
-    Inspector #inspector-table { height: auto; }
     """
 
     def __init__(self) -> None:
-        super().__init__(id="inspector")
+        super().__init__(Text("Inspector: waiting for data"), id="inspector")
         self.inspection: Inspection | None = None
         self._shown: tuple | None = None
 
-    def compose(self) -> ComposeResult:
-        yield Static(Text("Inspector: waiting for data"), id="inspector-summary")
-        yield PlotextPlot(id="inspector-plot")
-        yield Static(id="inspector-table")
-
-    def show(self, ins: Inspection | None, selected_row: int | None, kind_unit: str) -> None:
-        """Update the chart and table (skipped when nothing changed)."""
+    def show(self, ins: Inspection | None, selected_row: int | None, gap: int = 2) -> None:
+        """Draw `ins`; `gap` lines between the chart and the summary (the map's cursor line and axis)."""
         key = None if ins is None else (ins.first, ins.stop, ins.events, tuple(r.count for r in ins.rows),
-                                        selected_row)
+                                        tuple(r.label for r in ins.rows), selected_row, gap)
         if key == self._shown:
             return
         self._shown, self.inspection = key, ins
         if ins is None:
             return
-        self.query_one("#inspector-summary", Static).update(inspection_summary(ins))
-        self.query_one("#inspector-table", Static).update(inspection_table(ins, selected_row))
-        plot = self.query_one(PlotextPlot)
-        plt = plot.plt
-        plt.clear_data()
-        plt.clear_figure()
-        positions = list(range(len(ins.rows)))
-        plt.bar(positions, [r.count for r in ins.rows], orientation="horizontal", width=0.6)
-        plt.yticks([float(p) for p in positions], [r.label for r in ins.rows])
-        plot.styles.height = len(ins.rows) + 5
-        plt.title(f"events per bucket ({kind_unit})")
-        plot.refresh()
+        text = inspection_chart(ins, selected_row)
+        text.append("\n" * (gap + 1))
+        text.append_text(inspection_summary(ins))
+        self.update(text)

@@ -73,8 +73,9 @@ def functions_table(store: ProfileStore, r: Range, n: int = TOP_N) -> Table:
     """Top functions of a range: self and total samples (and % of the range's samples)."""
     total = store.count(*r)
     table = Table(box=None, padding=(0, 1), show_edge=False, expand=False)
-    for name, justify in (("self", "right"), ("self%", "right"), ("total%", "right"), ("function", "left")):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for name, width in (("self", 4), ("self%", 5), ("total%", 6)):  # numbers keep their width; names shrink
+        table.add_column(name, justify="right", no_wrap=True, min_width=width)
+    table.add_column("function", no_wrap=True, overflow="ellipsis", min_width=6)
     for stat in store.functions(*r)[:n]:
         table.add_row(str(stat.self), _pct(stat.self, total), _pct(stat.total, total), _fn_label(stat.function))
     return table
@@ -84,8 +85,8 @@ def stacks_table(store: ProfileStore, r: Range, n: int = TOP_N) -> Table:
     """Top stacks of a range (per function, leaf last)."""
     total = store.count(*r)
     table = Table(box=None, padding=(0, 1), show_edge=False, expand=False)
-    table.add_column("%", justify="right", no_wrap=True)
-    table.add_column("top stacks (root › leaf)", no_wrap=True, overflow="ellipsis")
+    table.add_column("%", justify="right", no_wrap=True, min_width=5)
+    table.add_column("top stacks (root › leaf)", no_wrap=True, overflow="ellipsis", min_width=6)
     for stat in store.top_stacks(*r, n=n):
         names = [split_frame(f)[0] for f in stat.stack]
         table.add_row(_pct(stat.count, total), clean_text(" › ".join(names[-5:]), 200))
@@ -96,8 +97,10 @@ def growth_table(store: ProfileStore, a: Range, b: Range, n: int = TOP_N) -> Tab
     """What grew from range A to range B, as shares of each range's samples."""
     cmp = store.compare(a, b)
     table = Table(box=None, padding=(0, 1), show_edge=False, expand=False)
-    for name in ("A %", "B %", "Δ", f"grew A→B ({cmp.samples_a} → {cmp.samples_b} samples)"):
-        table.add_column(name, justify="left" if name.startswith("grew") else "right", no_wrap=True)
+    for name in ("A %", "B %", "Δ"):
+        table.add_column(name, justify="right", no_wrap=True, min_width=6)
+    table.add_column(f"grew A→B ({cmp.samples_a} → {cmp.samples_b} samples)", no_wrap=True, overflow="ellipsis",
+                     min_width=6)
     for g in cmp.growth[:n]:
         table.add_row(f"{g.total_a * 100:.1f}", f"{g.total_b * 100:.1f}", f"{g.delta * 100:+.1f}",
                       _fn_label(g.function))

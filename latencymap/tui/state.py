@@ -1,4 +1,4 @@
-"""What the user is looking at: window, cursor, zoom, bucket shift, scale, visible maps, pause."""
+"""What the user is looking at: window, cursor, zoom, rows (fitted or pinned), scale, visible maps, pause."""
 
 from __future__ import annotations
 
@@ -13,13 +13,16 @@ class ViewState:
     """Navigation state, independent of Textual; every key handler edits one of these fields.
 
     `end` is the history index one past the last column shown (None: follow the newest);
-    `cursor` the history index of the inspected column (None: the newest shown).
+    `cursor` the history index of the inspected column (None: the newest non-empty column shown, `auto_cursor`);
+    `rows` the slots shown when the user pinned them with `[`/`]` (None: rows fit the data).
     """
 
     end: int | None = None
     cursor: int | None = None
     zoom: int = 1
-    shift: int = 0
+    rows: tuple[int, int] | None = None
+    auto_cursor: int | None = None
+    finding: int | None = None
     log: bool = False
     show: str = "both"
     paused: bool = False
@@ -42,7 +45,10 @@ class ViewState:
         stop = self.stop(n)
         if stop == 0:
             return -1
-        return stop - 1 if self.cursor is None else max(0, min(self.cursor, stop - 1))
+        if self.cursor is None:
+            auto = self.auto_cursor
+            return auto if auto is not None and 0 <= auto < stop else stop - 1
+        return max(0, min(self.cursor, stop - 1))
 
     def toggle_pause(self, n: int) -> None:
         self.paused = not self.paused
@@ -95,8 +101,16 @@ class ViewState:
         """`+` merges fewer columns per cell (factor 1/2 as -1), `-` more."""
         self.zoom = max(1, min(MAX_ZOOM, self.zoom * 2 if factor > 0 else self.zoom // 2))
 
-    def shift_buckets(self, delta: int) -> None:
-        self.shift += delta
+    def shift_buckets(self, shown: tuple[int, int], delta: int, nslots: int = 64) -> None:
+        """Pin the rows shown, moved by `delta` slots (kept inside the scale)."""
+        lo, hi = shown
+        delta = max(-lo, min(nslots - 1 - hi, delta))
+        self.rows = (lo + delta, hi + delta)
+        self.selected_row = None
+
+    def fit_rows(self) -> None:
+        """Rows fit the data again."""
+        self.rows = None
         self.selected_row = None
 
     def toggle_show(self, kind: str) -> None:

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from latencymap.core.accumulator import StreamHistory
-from latencymap.core.buckets import NSLOTS
-from latencymap.views.frame import MapFrame, build_frame, display_range, quantize
+from latencymap.views.frame import Folds, MapFrame, build_frame, quantize
 
 
 @dataclass(slots=True)
@@ -34,17 +33,40 @@ class Window:
         return max(0, a), max(0, a + self.zoom)
 
 
-def bucket_range(hist: StreamHistory, min_bucket: int, max_bucket: int, shift: int) -> tuple[int, int]:
-    """Slots (lo, hi) shown: the options' range moved by `shift` slots, kept inside the scale."""
-    lo, hi = display_range(hist, min_bucket, max_bucket)
-    shift = max(-lo, min(NSLOTS - 1 - hi, shift))
-    return lo + shift, hi + shift
+    @property
+    def first(self) -> int:
+        """History index of the first column shown."""
+        return max(0, self.base)
+
+    def cell_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """History columns [a, b) of every cell (a == b: no column, left of the history's start)."""
+        edges = np.clip(self.base + np.arange(self.cells + 1) * self.zoom, 0, None)
+        return edges[:-1], edges[1:]
+
+    def cell_ends(self, hist: StreamHistory) -> np.ndarray:
+        """End time (epoch s) of each cell's last column; NaN for a cell with no column."""
+        a, b = self.cell_bounds()
+        ends = np.full(self.cells, np.nan)
+        ok = b > a
+        ends[ok] = hist.end[b[ok] - 1]
+        return ends
+
+    def cell_counts(self, hist: StreamHistory) -> np.ndarray:
+        """Counts per (cell, slot), the columns of each cell summed."""
+        a, b = self.cell_bounds()
+        out = np.zeros((self.cells, hist.counts.shape[1]), dtype=np.int64)
+        ok = b > a
+        if ok.any():
+            starts = a[ok]
+            out[ok] = np.add.reduceat(hist.counts[starts[0]: b[ok][-1]], starts - starts[0], axis=0)
+        return out
 
 
 def zoomed_frame(hist: StreamHistory, kind: str, win: Window, lo: int, hi: int, *,
-                 maxval: float | None = None, log: bool = False) -> MapFrame:
+                 maxval: float | None = None, log: bool = False, folds: Folds | None = None) -> MapFrame:
     """`build_frame` over the window, with `zoom` columns merged into one duration-weighted cell."""
-    frame = build_frame(hist, kind, win.cells * win.zoom, lo, hi, end=win.stop, maxval=maxval, log=log)
+    frame = build_frame(hist, kind, win.cells * win.zoom, lo, hi, end=win.stop, maxval=maxval, log=log,
+                        folds=folds)
     if win.zoom == 1 or frame.values.shape[1] == 0:
         return frame
     ncols = frame.values.shape[1]

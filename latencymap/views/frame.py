@@ -12,18 +12,144 @@ from latencymap.core.buckets import NSLOTS, bounds_seconds, slot_of_bucket_value
 from latencymap.core.units import format_duration
 
 LEVELS = 6
-#: PyLatencyMap's autotune: lowest bucket value exponent per unit; 12 rows from there.
+#: PyLatencyMap's autotune, the fallback before any event: lowest bucket value exponent per unit; 12 rows.
 AUTOTUNE_MIN_EXPONENT = {"millisec": 0, "microsec": 7, "nanosec": 17, "sec": 0}
 AUTOTUNE_ROWS = 12
 AUTO = -1
 AUTO_MAX = 64
+#: Share of the events and of the time that the rows fitted to the data may leave to a folded edge row.
+NEGLIGIBLE = 0.001
+#: Fewest rows fitted rows show (empty rows around a narrow distribution give it context).
+MIN_ROWS = 8
+#: Fitted rows are kept while the data stays inside them and they are at most this many rows too wide.
+REFIT_SLACK = 3
+
+Folds = tuple[bool, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class RowRange:
+    """Slots `lo..hi` shown as rows; `folds`: whether the bottom/top row also holds slots below/above it.
+
+    `folds` is None for a range pinned by `--min_bucket/--max_bucket`: its edge rows are labelled as folded
+    whatever they hold, as before.
+    """
+
+    lo: int
+    hi: int
+    folds: Folds | None = None
+
+
+def fit_rows(counts: np.ndarray, spent: np.ndarray, max_rows: int | None = None) -> tuple[int, int] | None:
+    """Rows (lo, hi) covering where the events and the time are; None when there are no events.
+
+    From the lowest slot holding events to the highest, less edge slots holding together at most
+    `NEGLIGIBLE` of the events and of the time (they go to a folded edge row, one row more). Past
+    `max_rows`, the rows keep the densest slots (events and time shares) and fold the rest. At least
+    `MIN_ROWS` rows: one empty row below, the others above.
+    """
+    got = _fit(counts, spent, max_rows)
+    return None if got is None else got[1]
+
+
+def _fit(counts: np.ndarray, spent: np.ndarray,
+         max_rows: int | None) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """(rows the data needs, the same padded to `MIN_ROWS`), as `fit_rows` says."""
+    ev = np.clip(np.asarray(counts, dtype=np.float64), 0, None)
+    tm = np.clip(np.nan_to_num(np.asarray(spent, dtype=np.float64)), 0, None)
+    total_ev, total_tm = float(ev.sum()), float(tm.sum())
+    if total_ev <= 0:
+        return None
+    share = ev / total_ev
+    tshare = tm / total_tm if total_tm > 0 else np.zeros_like(share)
+    below = np.maximum(np.cumsum(share), np.cumsum(tshare))
+    above = np.maximum(np.cumsum(share[::-1]), np.cumsum(tshare[::-1]))
+    a = int(np.argmax(below > NEGLIGIBLE))
+    b = NSLOTS - 1 - int(np.argmax(above > NEGLIGIBLE))
+    target = MIN_ROWS
+    if max_rows is not None:
+        max_rows = max(3, max_rows)
+        target = min(target, max_rows)
+        room = max_rows - 2
+        if b - a + 1 > room:  # keep the densest `room` slots
+            sums = np.cumsum(np.concatenate(([0.0], share + tshare)))
+            starts = np.arange(a, b - room + 2)
+            x = int(starts[np.argmax(sums[starts + room] - sums[starts])])
+            a, b = x, x + room - 1
+    lo = a - 1 if a > 0 and ev[:a].any() else a
+    hi = b + 1 if b < NSLOTS - 1 and ev[b + 1:].any() else b
+    need = (lo, hi)
+    short = target - (hi - lo + 1)
+    if short > 0:
+        down = min(1, lo) if lo == a else 0
+        up = min(NSLOTS - 1 - hi, short - down)
+        lo, hi = max(0, lo - (short - up)), hi + up
+    return need, (lo, hi)
+
+
+class RowFit:
+    """The fitted rows of one stream in one view, re-fitted with hysteresis as the data moves.
+
+    Re-fitted when the data needs a row outside the current ones, or when the current rows are more than
+    `REFIT_SLACK` rows more than the fit (or more than `max_rows`); kept otherwise, so rows do not flicker
+    as columns come and go.
+    """
+
+    def __init__(self) -> None:
+        self.range: tuple[int, int] | None = None
+
+    def update(self, counts: np.ndarray, spent: np.ndarray, max_rows: int | None = None) -> tuple[int, int] | None:
+        """The rows for data whose per-slot sums are `counts` and `spent`."""
+        got = _fit(counts, spent, max_rows)
+        cur = self.range
+        if got is None:
+            return cur
+        need, want = got
+        if (cur is None or need[0] < cur[0] or need[1] > cur[1]
+                or (cur[1] - cur[0]) - (want[1] - want[0]) > REFIT_SLACK
+                or (max_rows is not None and cur[1] - cur[0] + 1 > max(3, max_rows))):
+            self.range = want
+        return self.range
+
+
+def window_sums(hist: StreamHistory, first: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Counts and time per slot of history columns [first, stop)."""
+    cols = slice(max(0, first), hist.n if stop is None else stop)
+    return hist.counts[cols].sum(axis=0), hist.time[cols].sum(axis=0)
+
+
+def edge_folds(counts: np.ndarray, lo: int, hi: int) -> Folds:
+    """Whether slots below `lo` / above `hi` hold events (`counts` per slot)."""
+    return bool(lo > 0 and counts[:lo].any()), bool(hi < NSLOTS - 1 and counts[hi + 1:].any())
+
+
+def row_range(hist: StreamHistory, min_bucket: int = AUTO, max_bucket: int = AUTO_MAX, *, first: int = 0,
+              stop: int | None = None, fit: RowFit | None = None, max_rows: int | None = None) -> RowRange:
+    """The rows a view shows for history columns [first, stop) (default: all): every view asks this.
+
+    By default (`AUTO`/`AUTO_MAX`) the rows fit the data (`fit_rows`; with `fit`, re-fitted with hysteresis
+    from frame to frame); before any event, PyLatencyMap's autotune. `min_bucket`/`max_bucket` pin the range
+    (see `pinned_range`).
+    """
+    if min_bucket != AUTO or max_bucket < AUTO_MAX:
+        return RowRange(*pinned_range(hist, min_bucket, max_bucket))
+    counts, spent = window_sums(hist, first, stop)
+    got = fit.update(counts, spent, max_rows) if fit is not None else fit_rows(counts, spent, max_rows)
+    lo, hi = got if got is not None else pinned_range(hist, AUTO, AUTO_MAX)
+    return RowRange(lo, hi, edge_folds(counts, lo, hi))
 
 
 def display_range(hist: StreamHistory, min_bucket: int = AUTO, max_bucket: int = AUTO_MAX) -> tuple[int, int]:
-    """(lowest, highest) slot shown, from PyLatencyMap-style bucket exponents of the input's bucket values.
+    """(lowest, highest) slot shown for the whole history: `row_range` without its folds."""
+    rows = row_range(hist, min_bucket, max_bucket)
+    return rows.lo, rows.hi
+
+
+def pinned_range(hist: StreamHistory, min_bucket: int = AUTO, max_bucket: int = AUTO_MAX) -> tuple[int, int]:
+    """(lowest, highest) slot from PyLatencyMap-style bucket exponents of the input's bucket values.
 
     `min_bucket`/`max_bucket` are log2 of the bucket *value* as the source writes it (so Oracle's
-    value 1 = 2**0 is its `[0.5, 1)` bucket), -1/64 meaning autotune as PyLatencyMap does.
+    value 1 = 2**0 is its `[0.5, 1)` bucket), -1/64 meaning PyLatencyMap's autotune for that side.
     """
     ds = hist.stream.datasource
     kmin = AUTOTUNE_MIN_EXPONENT.get(hist.stream.unit, 0) if min_bucket == AUTO else min_bucket
@@ -50,19 +176,23 @@ def fold_rows(matrix: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return out
 
 
-def row_labels(hist: StreamHistory, lo: int, hi: int) -> list[str]:
-    """Human labels bottom→top: `<high` for the folded bottom row, `≥low` for the folded top row."""
-    return list(_row_labels(hist.stream.datasource, hist.stream.unit, lo, hi))
+def row_labels(hist: StreamHistory, lo: int, hi: int, folds: Folds | None = None) -> list[str]:
+    """Human labels bottom→top: a row's lower bound; `<high` for a folded bottom row, `≥low` for a folded top.
+
+    `folds` says which edge rows hold slots beyond them; None labels both edges as folded (a pinned range).
+    """
+    return list(_row_labels(hist.stream.datasource, hist.stream.unit, lo, hi, folds))
 
 
-@lru_cache(maxsize=256)
-def _row_labels(datasource: str, unit: str, lo: int, hi: int) -> tuple[str, ...]:
+@lru_cache(maxsize=1024)
+def _row_labels(datasource: str, unit: str, lo: int, hi: int, folds: Folds | None) -> tuple[str, ...]:
     """`row_labels` for one scale and range, computed once (it depends on nothing else)."""
     low, high = bounds_seconds(datasource, unit)
+    fold_low, fold_high = (lo > 0, hi < NSLOTS - 1) if folds is None else folds
     labels = [format_duration(float(low[s])) for s in range(lo, hi + 1)]
-    if lo > 0 or low[lo] == 0:
+    if fold_low or low[lo] == 0:
         labels[0] = "<" + format_duration(float(high[lo]))
-    if hi < NSLOTS - 1:
+    if fold_high:
         labels[-1] = "≥" + format_duration(float(low[hi]))
     return tuple(labels)
 
@@ -103,8 +233,8 @@ class MapFrame:
     exact: bool
 
 
-def build_frame(hist: StreamHistory, kind: str, width: int, lo: int, hi: int, *,
-                end: int | None = None, maxval: float | None = None, log: bool = False) -> MapFrame:
+def build_frame(hist: StreamHistory, kind: str, width: int, lo: int, hi: int, *, end: int | None = None,
+                maxval: float | None = None, log: bool = False, folds: Folds | None = None) -> MapFrame:
     """The `width` columns ending at history index `end` (default: the newest) of one map."""
     stop = hist.n if end is None else max(0, min(end, hist.n))
     first = max(0, stop - width)
@@ -116,7 +246,7 @@ def build_frame(hist: StreamHistory, kind: str, width: int, lo: int, hi: int, *,
     latest = folded[:, -1] if folded.shape[1] else np.zeros(hi - lo + 1)
     exact = kind == "frequency" or bool(stop > first and np.all(hist.flags[cols] & EXACT))
     return MapFrame(kind, folded, quantize(folded, scale, log), scale, chart_max,
-                    row_labels(hist, lo, hi), latest, folded.sum(axis=0), first, exact)
+                    row_labels(hist, lo, hi, folds), latest, folded.sum(axis=0), first, exact)
 
 
 def _fold_both(hist: StreamHistory, cols: slice, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
@@ -167,7 +297,8 @@ class FoldCache:
 
 
 def both_frames(hist: StreamHistory, width: int, lo: int, hi: int, frequency_maxval: float = -1,
-                intensity_maxval: float = -1, cache: FoldCache | None = None) -> tuple[MapFrame, MapFrame, np.ndarray]:
+                intensity_maxval: float = -1, cache: FoldCache | None = None,
+                folds: Folds | None = None) -> tuple[MapFrame, MapFrame, np.ndarray]:
     """`build_frame` of the newest `width` columns for both maps, and their levels stacked (map, row, column).
 
     A maxval <= 0 scales a map to its window's maximum. Both maps go through each NumPy call together,
@@ -180,8 +311,8 @@ def both_frames(hist: StreamHistory, width: int, lo: int, hi: int, frequency_max
     stop = hist.n
     first = max(0, stop - width)
     if stop <= first:
-        freq = build_frame(hist, "frequency", width, lo, hi, maxval=fmax)
-        inten = build_frame(hist, "intensity", width, lo, hi, maxval=imax)
+        freq = build_frame(hist, "frequency", width, lo, hi, maxval=fmax, folds=folds)
+        inten = build_frame(hist, "intensity", width, lo, hi, maxval=imax, folds=folds)
         return freq, inten, np.stack((freq.levels, inten.levels))
     cols = slice(first, stop)
     if cache is not None and cache.hist is hist and (cache.lo, cache.hi) == (lo, hi):
@@ -201,7 +332,7 @@ def both_frames(hist: StreamHistory, width: int, lo: int, hi: int, frequency_max
     else:
         levels = np.stack([quantize(values[0], scale[0]), quantize(values[1], scale[1])])
     sums = folded.sum(axis=2)
-    labels = row_labels(hist, lo, hi)
+    labels = row_labels(hist, lo, hi, folds)
     exact = bool(np.all(hist.flags[cols] & EXACT))
     return (MapFrame("frequency", values[0], levels[0], scale[0], chart_max[0], labels, values[0, :, -1], sums[0],
                      first, True),

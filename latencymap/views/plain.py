@@ -19,7 +19,7 @@ from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration, format_number
-from latencymap.views.frame import LEVELS, FoldCache, MapFrame, both_frames, build_frame, display_range
+from latencymap.views.frame import LEVELS, FoldCache, MapFrame, RowFit, RowRange, both_frames, build_frame, row_range
 from latencymap.views.options import BLUES, REDS, SHADES, ViewOptions
 
 RESET = "\x1b[0m"
@@ -144,10 +144,11 @@ class PlainRenderer:
         self.opts = opts
         self._totals: dict[StreamId, _Totals] = {}
         self._folds: dict[StreamId, FoldCache] = {}
+        self.fits: dict[StreamId, RowFit] = {}
         self._latest: dict[float, str] = {}
         self._legends: dict[tuple[str, float, float, int, bool], list[str]] = {}
         self._heads: dict[tuple[str, int, int, str], list[str]] = {}
-        self._labels: dict[tuple[StreamId, int, int], tuple[list[str], int]] = {}
+        self._labels: dict[tuple[StreamId, RowRange], tuple[list[str], int]] = {}
         self._texts: dict[str, str] = {}
         self._runs: tuple[int, bool, list[str]] | None = None
 
@@ -160,15 +161,19 @@ class PlainRenderer:
     def render_stream(self, hist: StreamHistory, skipped: int = 0) -> str:
         """Both maps and the footer for one stream."""
         opts = self.opts
-        lo, hi = display_range(hist, opts.min_bucket, opts.max_bucket)
+        fit = self.fits.get(hist.stream)
+        if fit is None:
+            fit = self.fits[hist.stream] = RowFit()
+        rows = row_range(hist, opts.min_bucket, opts.max_bucket, first=hist.n - opts.num_records, fit=fit)
+        lo, hi = rows.lo, rows.hi
         cache = self._folds.get(hist.stream)
         if cache is None or cache.hist is not hist or (cache.lo, cache.hi) != (lo, hi):
             cache = self._folds[hist.stream] = FoldCache(hist, lo, hi, opts.num_records)
         freq, inten, levels = both_frames(hist, opts.num_records, lo, hi, opts.frequency_maxval,
-                                          opts.intensity_maxval, cache)
+                                          opts.intensity_maxval, cache, rows.folds)
         estimate = "" if inten.exact else ", estimated from bucket midpoints"
         cells = self._cells(levels)
-        prefixes, label_w = self._prefixes(hist.stream, lo, hi, freq.labels)
+        prefixes, label_w = self._prefixes(hist.stream, rows, freq.labels)
         nrows = len(prefixes)
         marks = self._marks(hist, freq.first_col, label_w)
         lines = self._map(freq, cells[:nrows], prefixes, label_w, "Frequency heat map: events per second",
@@ -191,12 +196,12 @@ class PlainRenderer:
         cells = "".join(chars[-width:] if width > 0 else []).rjust(width)
         return f"{'marks':>{label_w}} {cells}  R counter reset, G gap"
 
-    def _prefixes(self, stream: StreamId, lo: int, hi: int, labels: list[str]) -> tuple[list[str], int]:
+    def _prefixes(self, stream: StreamId, rows: RowRange, labels: list[str]) -> tuple[list[str], int]:
         """Each row's label and the space after it, top row first; the label width."""
-        key = (stream, lo, hi)
+        key = (stream, rows)
         got = self._labels.get(key)
         if got is None:
-            label_w = max(len(lbl) for lbl in labels) + 1
+            label_w = max(len("Latency"), max(len(lbl) for lbl in labels) + 1)
             got = self._labels[key] = ([f"{lbl:>{label_w}} " for lbl in reversed(labels)], label_w)
         return got
 
@@ -347,6 +352,6 @@ def render(acc: Accumulator, opts: ViewOptions) -> str:
 
 
 def latest_values(hist: StreamHistory, opts: ViewOptions, kind: str = "frequency") -> np.ndarray:
-    """The latest-values column as drawn (rows bottom→top), for checks against the report."""
-    lo, hi = display_range(hist, opts.min_bucket, opts.max_bucket)
-    return build_frame(hist, kind, opts.num_records, lo, hi).latest
+    """The latest-values column as a fresh frame draws it (rows bottom→top), for checks against the report."""
+    rows = row_range(hist, opts.min_bucket, opts.max_bucket, first=hist.n - opts.num_records)
+    return build_frame(hist, kind, opts.num_records, rows.lo, rows.hi).latest

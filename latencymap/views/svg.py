@@ -10,7 +10,8 @@ Cells: one `<rect class="cell frequency|intensity">` per non-empty cell, with `d
 `data-slot`, `data-level` and a `<title>` tooltip (time, latency range, count, share of the column,
 cumulative share). Histories longer than `MAX_COLUMNS` columns are merged: every `g = ceil(n /
 MAX_COLUMNS)` adjacent columns are summed (counts, time and durations), so a cell's rate is the
-rate over its merged span. Rows are the slots from the fastest to the slowest bucket ever used.
+rate over its merged span. Rows fit the whole history as every view's do (`frame.row_range`): from the
+fastest to the slowest bucket holding events, with negligible edges folded into an edge row.
 Colours are the plain view's linear 6-level scale (`frame.quantize`) against the map's maximum.
 """
 
@@ -30,7 +31,7 @@ from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration, format_number
 from latencymap.outputs.report import marks_lines, straggler_lines
-from latencymap.views.frame import LEVELS, quantize
+from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
 
 MAX_COLUMNS = 400
@@ -76,6 +77,8 @@ class Merged:
     hi: int
     group: int
     flags: np.ndarray  # (cols,) the RESET/GAP flags of the columns merged into each
+    folds: Folds = (False, False)
+    used: tuple[int, int] = (0, 0)
 
     def rates(self, kind: str) -> np.ndarray:
         """Events/s (frequency) or s/s (intensity) per (col, row)."""
@@ -89,7 +92,8 @@ def merge_columns(hist: StreamHistory, max_columns: int = MAX_COLUMNS) -> Merged
     used = hist.used_slots()
     if used is None:
         return None
-    lo, hi = used
+    rows = row_range(hist)
+    lo, hi = rows.lo, rows.hi
     group = max(1, math.ceil(hist.n / max(1, max_columns)))
     idx = np.arange(0, hist.n, group)
 
@@ -97,9 +101,9 @@ def merge_columns(hist: StreamHistory, max_columns: int = MAX_COLUMNS) -> Merged
         return np.add.reduceat(a, idx, axis=0)
 
     ends = hist.end[np.minimum(idx + group, hist.n) - 1]
-    return Merged(summed(hist.counts[:, lo: hi + 1]).astype(np.float64), summed(hist.time[:, lo: hi + 1]),
+    return Merged(fold_rows(summed(hist.counts), lo, hi), fold_rows(summed(hist.time), lo, hi),
                   summed(hist.durations), hist.start[idx].copy(), ends, lo, hi, group,
-                  np.bitwise_or.reduceat(hist.flags, idx) & (RESET | GAP))
+                  np.bitwise_or.reduceat(hist.flags, idx) & (RESET | GAP), rows.folds or (False, False), used)
 
 
 def utc(epoch: float) -> str:
@@ -129,6 +133,8 @@ def _tooltip(m: Merged, hist: StreamHistory, kind: str, c: int, r: int, rates: n
     t0 = float(m.start[0])
     span = f"{offset(float(m.start[c]) - t0)}–{offset(float(m.end[c]) - t0)} ({utc(float(m.start[c]))})"
     rng = f"latency {format_duration(float(hist.low[slot]))}–{format_duration(float(hist.high[slot]))}"
+    if (r == 0 and m.folds[0]) or (r == m.hi - m.lo and m.folds[1]):
+        rng = f"latency {row_labels(hist, m.lo, m.hi, m.folds)[r]} (folded edge row)"
     count = int(m.counts[c, r])
     if kind == "frequency":
         col, share_of = m.counts[c], "events"
@@ -174,6 +180,10 @@ def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[
     for r in range(0, nrows + 1, step):
         slot = m.lo + min(r, nrows - 1)
         edge = float(hist.low[slot]) if r < nrows else float(hist.high[slot])
+        if r == 0 and m.folds[0]:
+            edge = float(hist.low[m.used[0]])  # a folded bottom row starts at the fastest bucket used
+        elif r == nrows and m.folds[1]:
+            edge = float(hist.high[m.used[1]])
         y = top + (nrows - r) * CELL_HEIGHT
         out.append(f'<line x1="{LEFT - 4}" y1="{y}" x2="{LEFT}" y2="{y}" stroke="#444"/>')
         out.append(_text(LEFT - 6, y + 4, format_duration(edge), text_anchor="end"))

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from latencymap import __version__
 from latencymap.cli.main import main
+from latencymap.core.units import format_duration
 
 BAD = """<begin record>
 timestamp, microsec, 1000000, a
@@ -34,10 +36,15 @@ def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None)
 
 def drawn_latest(out: str) -> list[float]:
     """The frequency map's latest-values column, top row first (read by column position, NO_COLOR)."""
+    return [value for _, value in drawn_rows(out)]
+
+
+def drawn_rows(out: str) -> list[tuple[str, float]]:
+    """(row label, latest value) of the frequency map, top row first."""
     lines = out.split("Intensity heat map")[0].splitlines()
     end = lines[0].index("Latest") + len("Latest")
     rows = [line for line in lines[2:] if len(line) >= end and not line.lstrip().startswith("x=time")]
-    return [float(_unsuffix(line[end - 9: end].strip())) for line in rows]
+    return [(line.split()[0], float(_unsuffix(line[end - 9: end].strip()))) for line in rows]
 
 
 def _unsuffix(text: str) -> float:
@@ -88,16 +95,15 @@ def test_plain_once_from_stdin_prints_both_maps_and_latest_matches_report(exampl
         r = run("--plain", "--once", stdin=data, env={"NO_COLOR": "1"})
         assert r.returncode == 0, r.stderr
         assert "Frequency heat map" in r.stdout and "Intensity heat map" in r.stdout
-        drawn = drawn_latest(r.stdout)[::-1]
+        drawn = drawn_rows(r.stdout)[::-1]
         rep = json.loads(run("report", "--format", "json", stdin=data).stdout)["streams"][0]
         last = np.array(rep["frequency"][-1])
-        # autotune for millisec: 12 rows from 1ms; the top row also holds everything above 2048ms
-        expected = np.zeros(12)
-        n = min(len(last), 12)
-        expected[:n] = last[:n]
-        expected[11] += last[12:].sum()
-        assert len(drawn) == 12
-        assert np.allclose(drawn, expected, rtol=1e-3, atol=1e-9)
+        lows = [format_duration(b["low"]) for b in rep["buckets"]]
+        # rows fit the data: each row is labelled with its own bucket (edge rows fold what lies beyond them)
+        assert len(drawn) >= 8 and drawn[0][0] in lows and drawn[-1][0] in lows
+        for label, value in drawn:
+            assert value == pytest.approx(float(last[lows.index(label)]), rel=1e-3, abs=1e-9)
+        assert sum(v for _, v in drawn) == pytest.approx(float(last.sum()), rel=1e-3, abs=1e-9)
     assert np.array(json.loads(run("report", "--format", "json", stdin=data).stdout)["streams"][0]
                     ["frequency"][-1]).sum() > 0  # the half file ends on a busy column
 

@@ -22,6 +22,11 @@ def example_items() -> list[Interval | Notice]:
     return list(input_flow([str(EXAMPLE)], REGISTRY))
 
 
+def fixture_items(path: Path) -> list[Interval | Notice]:
+    """Every item of an input file."""
+    return list(input_flow([str(path)], REGISTRY))
+
+
 def synthetic(n: int, label: str = "synthetic", seed: int = 1, start: float = 1_700_000_000.0) -> list[Interval]:
     """`n` one-second intervals of random counts in slots 8..20 (bpf, microsec)."""
     rng = np.random.default_rng(seed)
@@ -31,6 +36,36 @@ def synthetic(n: int, label: str = "synthetic", seed: int = 1, start: float = 1_
         counts = np.zeros(NSLOTS, dtype=np.int64)
         counts[8:20] = rng.integers(0, 50, size=12)
         out.append(Interval(stream, start + k, start + k + 1, counts))
+    return out
+
+
+def ranks(streams: int = 12, columns: int = 60, slow: int = 7, seed: int = 4,
+          start: float = 1_700_000_000.0) -> list[Interval]:
+    """`streams` peers `rank<i>/step` (bpf, µs) with one-second columns in slots 10..12, interleaved in time;
+    rank `slow` moves to slots 14..15 for the last third."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(columns):
+        for i in range(streams):
+            counts = np.zeros(NSLOTS, dtype=np.int64)
+            counts[10:13] = rng.integers(20, 60, size=3)
+            if i == slow and k >= columns * 2 // 3:
+                counts[14:16] = rng.integers(20, 60, size=2)
+            out.append(Interval(StreamId(f"rank{i}/step", "bpf", "microsec"), start + k, start + k + 1, counts))
+    return out
+
+
+def episode_items(n: int = 120) -> list[Interval]:
+    """One stream (bpf, µs) in slots 8..10 with a slow band (slots 15..16) appearing in columns 90..99."""
+    rng = np.random.default_rng(3)
+    stream = StreamId("episodes", "bpf", "microsec")
+    out = []
+    for k in range(n):
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        counts[8:11] = rng.integers(80, 120, 3)
+        if 90 <= k < 100:
+            counts[15:17] = rng.integers(60, 90, 2)
+        out.append(Interval(stream, 1_700_000_000.0 + k, 1_700_000_001.0 + k, counts))
     return out
 
 

@@ -104,6 +104,32 @@ def test_hostile_text_never_reaches_the_screen_and_the_label_shows_neutralised(
         assert not CONTROL.search(path.read_text().replace("\n", " ")), path.name
 
 
+def test_hostile_labels_in_the_overview_and_difference_map(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two hostile streams: the overview (its header names the slow one), its saved frame and the A − B screen."""
+    items = raw_flow()
+    other = StreamId(f"peer{ESCAPES}", f"bpf{ESCAPES}", "microsec")
+    items += [Interval(other, i.start, i.end, i.counts * 3, date=i.date) for i in items if isinstance(i, Interval)]
+    app = LatencyMapApp(iter(items), color_mode="truecolor")
+    monkeypatch.chdir(tmp_path)
+    screens: list[str] = []
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_ended(pilot)
+            screens.append(drawn(app))
+            await pilot.press("s", "a", "down", "b", "d")
+            await pilot.pause(0.4)
+            screens.append(drawn(app))
+
+    asyncio.run(main())
+    assert "OVERVIEW" in screens[0] and "DIFFERENCE" in screens[1]
+    for screen in screens:
+        assert not CONTROL.search(screen), repr(CONTROL.search(screen))
+    assert SHOWN[:20] in screens[0] and "peer?[2J" in screens[0]
+    for path in tmp_path.iterdir():
+        assert not CONTROL.search(path.read_text().replace("\n", " ")), path.name
+
+
 CHILD = textwrap.dedent("""
     import sys, time
     import numpy as np

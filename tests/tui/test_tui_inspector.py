@@ -13,7 +13,7 @@ from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.inspector import Inspector, inspect_columns
 from latencymap.tui.palette import detect_mode
 from latencymap.tui.status import status_text
-from latencymap.views.frame import display_range, fold_rows
+from latencymap.views.frame import fold_rows
 
 
 def test_inspector_equals_the_accumulator_for_each_cursor_column() -> None:
@@ -22,11 +22,12 @@ def test_inspector_equals_the_accumulator_for_each_cursor_column() -> None:
     ref = Accumulator()
     ref.add(items)
     hist = next(iter(ref.streams.values()))
-    lo, hi = display_range(hist)
 
     async def main() -> None:
         async with app.run_test(size=(160, 50)) as pilot:
             await wait_ended(pilot)
+            spec = app.query_one("#frequency").spec
+            lo, hi = spec.lo, spec.hi  # the rows on screen (fitted to the window)
             for _ in range(5):
                 await pilot.press("left")
                 ins = app.query_one(Inspector).inspection

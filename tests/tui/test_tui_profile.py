@@ -156,3 +156,23 @@ def test_pyspy_missing_is_a_notice_and_the_view_goes_on(monkeypatch: pytest.Monk
         await pilot.press("x")
 
     run(app, scenario)
+
+
+def test_narrow_panel_keeps_every_percentage_whole() -> None:
+    """At 120 columns the function names shrink; the numbers are never cut to `9…`."""
+    app = LatencyMapApp(iter(synthetic(10, start=T0)), color_mode="truecolor",
+                        profile=ProfileSession(phase_store()))
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 60)) as pilot:
+            await wait_ended(pilot)
+            await pilot.press("home", "m", *["right"] * 3, "a", *["right"] * 2, "m", *["right"] * 4, "b")
+            await pilot.pause(0.4)
+            panel = app.query_one(ProfilePanel)
+            rows = panel.plain_text(panel.size.width).splitlines()
+            assert panel.size.width < 80
+            assert rows[2].split()[:3] == ["75", "75.0", "100.0"] and "+100.0" in rows[2]
+            assert rows[1].split()[:3] == ["self", "self%", "total%"]
+            assert "-100.0" in "\n".join(rows)
+
+    asyncio.run(main())

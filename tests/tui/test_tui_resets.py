@@ -38,7 +38,7 @@ def test_reset_column_is_marked_and_inspected(tmp_path: Path) -> None:
             for line in lines:
                 cells = line[LABEL_W + 1: LABEL_W + 1 + freq.window.cells]
                 assert [i for i, ch in enumerate(cells) if ch != " "] == [cell] and cells[cell] == "R"
-            summary = app.query_one("#inspector-summary", Static)
+            summary = app.query_one("#inspector", Static)  # the inspector: chart and summary in one
             assert "counter reset" not in str(summary.content)
             while app.view.cursor is None or app.view.cursor > RESTART_AFTER:
                 await pilot.press("left")

@@ -1,13 +1,17 @@
-"""Snapshot of the main screen on the PyLatencyMap example fixture (160x50, UTC)."""
+"""Snapshots of each screen at a fixed size (TZ=UTC): single stream, cursor and log scale, inspector on an empty
+column, the overview of 12 streams, and one stream opened from it."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
-from tui_support import example_items, wait_ended
+from tui_support import example_items, fixture_items, wait_ended
 
 from latencymap.tui.app import LatencyMapApp
+
+RANKS = Path(__file__).resolve().parents[2] / "fixtures" / "training" / "ranks12.txt"
 
 
 @pytest.fixture
@@ -33,3 +37,31 @@ def test_cursor_and_log_scale_snapshot(snap_compare, utc) -> None:
         await pilot.pause(0.4)
 
     assert snap_compare(app, terminal_size=(160, 50), run_before=before)
+
+
+def test_inspector_on_an_empty_column_snapshot(snap_compare, utc) -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def before(pilot) -> None:
+        await wait_ended(pilot)
+        await pilot.press("right")  # the newest columns of the fixture are empty
+        await pilot.pause(0.4)
+        assert app.query_one("#inspector").inspection.empty
+
+    assert snap_compare(app, terminal_size=(160, 50), run_before=before)
+
+
+def test_overview_of_12_streams_snapshot(snap_compare, utc) -> None:
+    app = LatencyMapApp(iter(fixture_items(RANKS)), color_mode="truecolor")
+    assert snap_compare(app, terminal_size=(180, 50), run_before=wait_ended)
+
+
+def test_stream_opened_from_the_overview_snapshot(snap_compare, utc) -> None:
+    app = LatencyMapApp(iter(fixture_items(RANKS)), color_mode="truecolor")
+
+    async def before(pilot) -> None:
+        await wait_ended(pilot)
+        await pilot.press("enter")
+        await pilot.pause(0.4)
+
+    assert snap_compare(app, terminal_size=(180, 50), run_before=before)

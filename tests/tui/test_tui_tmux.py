@@ -11,8 +11,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from process_support import bpf_unavailable
 from skips_support import requires_binary
 from tui_support import EXAMPLE
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 pytestmark = [pytest.mark.slow, requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")]
 
@@ -32,11 +35,11 @@ for k in range(400):
 
 
 class Pane:
-    """A detached tmux session running one shell command at 160x50."""
+    """A detached tmux session running one shell command (160x50 unless told)."""
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, size: tuple[int, int] = (160, 50)) -> None:
         self.name = f"lmtest-{uuid.uuid4().hex[:8]}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "50",
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
                         f"{command}; echo EXIT=$?; sleep 30"], check=True)
 
     def capture(self, escapes: bool = False) -> str:
@@ -72,8 +75,8 @@ def latencymap_command() -> str:
 def pane_factory():
     panes: list[Pane] = []
 
-    def make(command: str) -> Pane:
-        pane = Pane(command)
+    def make(command: str, size: tuple[int, int] = (160, 50)) -> Pane:
+        pane = Pane(command, size)
         panes.append(pane)
         return pane
 
@@ -120,3 +123,86 @@ def _columns(screen: str) -> int:
         if "columns " in line:
             return int(line.split("columns ")[1].split()[0])
     raise AssertionError(f"no column count on screen:\n{screen}")
+
+
+def test_overview_of_12_ranks_shows_them_all_and_the_slow_one_first(pane_factory) -> None:
+    """A real recording of 12 instrumented processes, rank 7 slow at the end: the first screen is the overview."""
+    ranks = FIXTURES / "training" / "ranks12.txt"
+    pane = pane_factory(f"TZ=UTC TERM=xterm-256color COLORTERM=truecolor {latencymap_command()} "
+                        f"{shlex.quote(str(ranks))}", size=(180, 50))
+    screen = pane.wait_for("OVERVIEW · ENDED")
+    labels = [line for line in screen.splitlines() if "train/rank" in line and "/step" in line]
+    names = {re.search(r"train/rank\d+/step", line)[0] for line in labels}
+    assert len(names) >= 8
+    first = next(line for line in screen.splitlines() if line.startswith(">"))
+    assert "train/rank7/step" in first and "▲" in first  # sorted by p99 now: the slow peer on top, marked
+    strips = [line for line in pane.capture(escapes=True).splitlines() if "train/rank" in line]
+    assert all(re.search("\x1b\\[48;[25];", line) for line in strips)  # every stream has its heat strip
+    pane.keys("Enter")
+    screen = pane.wait_for("Frequency: events per second")
+    assert "train/rank7/step" in screen.splitlines()[0]
+    pane.keys("Escape")
+    pane.wait_for("OVERVIEW · ENDED")
+    pane.keys("q")
+    pane.wait_for("EXIT=0")
+
+
+def test_fast_disk_recording_rows_are_its_own_buckets(pane_factory) -> None:
+    """A real `latencymap bpf block --record` capture of a virtio disk (p50 ~27 µs), no options: its I/Os sit in
+    rows labelled with their own buckets, not in a folded `<256µs` row."""
+    recording = FIXTURES / "bpftrace" / "block_fast_disk.zst"
+    pane = pane_factory(f"TERM=xterm-256color COLORTERM=truecolor {latencymap_command()} "
+                        f"{shlex.quote(str(recording))}", size=(180, 50))
+    screen = pane.wait_for("ENDED")
+    freq = screen.split("Intensity:")[0].splitlines()
+    labels = [line.split()[0] for line in freq if re.match(r"^ +[<≥]?[\d.]+[µnm]?s ", line)]
+    assert {"16.4µs", "32.8µs", "65.5µs"} <= set(labels)
+    assert not any(label.startswith("<") for label in labels)
+    coloured = {_plain(line).split()[0] for line in pane.capture(escapes=True).split("Intensity:")[0].splitlines()
+                if re.search("\x1b\\[48;[25];", line) and re.match(r"^ +[\d.]+µs", _plain(line))}
+    assert {"16.4µs", "32.8µs"} <= coloured  # the I/Os are drawn in those rows
+    pane.keys("q")
+    pane.wait_for("EXIT=0")
+
+
+@pytest.mark.skipif(bpf_unavailable() is not None, reason=bpf_unavailable() or "")
+def test_live_bpf_block_of_a_fast_disk_in_a_real_terminal(pane_factory, tmp_path: Path) -> None:
+    """`latencymap bpf block` live in tmux 180x50 while dd does direct 4 KiB I/O on /var/tmp: rows of its buckets."""
+    target = Path("/var/tmp") / f"lm-tui-{uuid.uuid4().hex[:8]}"
+    load = (f"for i in $(seq 1 200); do dd if=/dev/zero of={target} bs=4k count=200 oflag=direct status=none; "
+            f"dd if={target} of=/dev/null bs=4k count=200 iflag=direct status=none; done; rm -f {target}")
+    pane = pane_factory(f"TERM=xterm-256color {latencymap_command()} bpf block --backend bpftrace --duration 12",
+                        size=(180, 50))
+    pane.wait_for("LIVE", timeout=40)
+    worker = subprocess.Popen(["bash", "-c", load])
+    try:
+        deadline = time.monotonic() + 30
+        labels: set[str] = set()
+        while time.monotonic() < deadline and not {"16.4µs", "32.8µs"} & labels:
+            freq = pane.capture(escapes=True).split("Intensity:")[0].splitlines()
+            labels = {_plain(line).split()[0] for line in freq
+                      if re.search("\x1b\\[48;[25];", line) and re.match(r"^ +[\d.]+[µn]s ", _plain(line))}
+            time.sleep(0.5)
+        assert {"8.19µs", "16.4µs", "32.8µs", "65.5µs"} & labels, pane.capture()
+        assert not any(line.lstrip().startswith("<") for line in pane.capture().split("Intensity:")[0].splitlines())
+    finally:
+        worker.kill()
+        worker.wait()
+        target.unlink(missing_ok=True)
+    pane.wait_for("ENDED", timeout=30)
+    pane.keys("q")
+    pane.wait_for("EXIT=0")
+
+
+def _plain(line: str) -> str:
+    return re.sub("\x1b\\[[0-9;]*m", "", line)
+
+
+def test_spark_source_shows_its_stragglers_panel(pane_factory) -> None:
+    """`latencymap spark LOG` in a real terminal: the maps, and the straggler tasks the report would list."""
+    log = FIXTURES / "spark" / "plain"
+    pane = pane_factory(f"TERM=xterm-256color {latencymap_command()} spark {shlex.quote(str(log))}", size=(160, 50))
+    screen = pane.wait_for("2 stragglers in 5 stage attempts")
+    assert "task 5 (id 9) in stage 2.0: 2.55s, 7.5× the median 340ms" in screen
+    pane.keys("q")
+    pane.wait_for("EXIT=0")

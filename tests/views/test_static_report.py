@@ -16,7 +16,7 @@ from latencymap.cli.common import REGISTRY
 from latencymap.cli.main import main
 from latencymap.core.accumulator import Accumulator
 from latencymap.flow.pipeline import input_flow
-from latencymap.views.frame import quantize
+from latencymap.views.frame import MIN_ROWS, quantize, row_range
 from latencymap.views.options import BLUES, REDS
 from latencymap.views.svg import MAX_COLUMNS, merge_columns, xterm_hex
 
@@ -50,7 +50,9 @@ def test_svg_cells_match_accumulator(tmp_path: Path, example_data: Path) -> None
     out = tmp_path / "r.svg"
     render("svg", out, example_data)
     (hist,) = load(example_data).streams.values()
-    lo, hi = hist.used_slots()
+    rows = row_range(hist)  # the rows every view fits to the data; here they hold every event on their own
+    lo, hi = rows.lo, rows.hi
+    assert rows.folds == (False, False) and (lo, hi) == hist.used_slots()
     cells = svg_cells(out)
     for kind, matrix, palette in (("frequency", hist.frequency(), BLUES), ("intensity", hist.intensity(), REDS)):
         values = matrix[:, lo: hi + 1]
@@ -120,7 +122,9 @@ def test_long_history_merged(tmp_path: Path) -> None:
     merged = merge_columns(hist)
     assert merged.group == 3 and len(merged.start) == 334 <= MAX_COLUMNS
     assert merged.counts.sum() == hist.counts.sum()
-    np.testing.assert_allclose(merged.rates("frequency")[0], hist.counts[:3, 1:5].sum(axis=0) / 3.0)
+    rows = row_range(hist)
+    assert (merged.lo, merged.hi) == (rows.lo, rows.hi) and rows.hi - rows.lo + 1 == MIN_ROWS  # padded to MIN_ROWS
+    np.testing.assert_allclose(merged.rates("frequency")[0], hist.counts[:3, rows.lo: rows.hi + 1].sum(axis=0) / 3.0)
     render("svg", tmp_path / "r.svg", src)
     cols = {int(e.get("data-col")) for e in svg_cells(tmp_path / "r.svg")}
     assert max(cols) == 333

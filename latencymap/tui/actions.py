@@ -1,0 +1,222 @@
+"""The map screen's key actions and the moves between screens (overview, one stream, difference map), as a base
+class of the app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.app import App
+from textual.screen import Screen
+
+from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.model import StreamId
+from latencymap.tui.diffmap import DiffScreen
+from latencymap.tui.findings import FindingsPanel
+from latencymap.tui.heatmap import HeatMap
+from latencymap.tui.keys import HelpScreen
+from latencymap.tui.overview import OverviewScreen
+from latencymap.tui.percentiles import PercentileStrip
+from latencymap.tui.save import save_frame
+from latencymap.tui.state import ViewState
+from latencymap.tui.status import StatusBar
+from latencymap.tui.stragglers import StragglersPanel
+from latencymap.views.frame import RowFit
+
+if TYPE_CHECKING:
+    from latencymap.tui.profile_panel import ProfileController
+    from latencymap.tui.replay_keys import ReplayController
+
+
+#: The exit code of an interrupt (Ctrl-C as a key, or SIGINT), as the CLI documents it.
+EXIT_INTERRUPTED = 130
+
+
+class MapActions(App[int]):
+    """What each key does; the app provides the state and the repaint."""
+
+    view: ViewState
+    acc: Accumulator
+    fits: dict[StreamId, RowFit]
+    saved: list[Path]
+    profiler: ProfileController | None
+    replay: ReplayController | None
+
+    @property
+    def maps(self) -> Screen[Any]:
+        """The map screen (the first one), whichever screen is on top: its widgets are queried there."""
+        return self.screen_stack[0] if self.screen_stack else self.screen
+
+    @property
+    def on_maps(self) -> bool:
+        """True when the map screen is the one on top."""
+        return self.screen is self.maps
+
+    def current(self) -> StreamHistory | None:
+        """The stream on screen (the app's)."""
+        raise NotImplementedError
+
+    def map_cells(self) -> int:
+        """How many cells wide the heat maps are (the app's)."""
+        raise NotImplementedError
+
+    def refresh_view(self, *, force: bool = False, status_only: bool = False) -> None:
+        """Repaint (the app's)."""
+        raise NotImplementedError
+
+    def open_stream(self, index: int) -> None:
+        """Show stream `index` in the full view (from the overview)."""
+        self.view.stream = index % max(1, len(self.acc.streams))
+        self.view.cursor = self.view.end = None
+        self.view.finding = self.view.selected_row = self.view.rows = None
+        while isinstance(self.screen, OverviewScreen | DiffScreen):
+            self.pop_screen()
+        self.refresh_view(force=True)
+
+    def show_difference(self, a: int, b: int) -> None:
+        """The difference map of streams `a` and `b` (indexes in arrival order)."""
+        histories = list(self.acc.streams.values())
+        ha, hb = histories[a], histories[b]
+        if (ha.stream.datasource, ha.stream.unit) != (hb.stream.datasource, hb.stream.unit):
+            self.notify("A and B have different units or bucket conventions", title="difference map",
+                        severity="warning")
+            return
+        self.push_screen(DiffScreen(ha, hb))
+
+    def _n(self) -> int:
+        hist = self.current()
+        return hist.n if hist else 0
+
+    def _changed(self) -> None:
+        self.refresh_view(force=True)
+
+    def action_pause(self) -> None:
+        """Freeze or unfreeze the display; ingest goes on (a replay pauses too)."""
+        self.view.toggle_pause(self._n())
+        if self.replay is not None:
+            self.replay.toggle_pause()
+        self._changed()
+
+    def action_cursor(self, step: int) -> None:
+        self.view.move_cursor(self._n(), self.map_cells(), step)
+        self._changed()
+
+    def action_home(self) -> None:
+        self.view.home(self._n(), self.map_cells())
+        self._changed()
+
+    def action_end(self) -> None:
+        self.view.end_key()
+        self._changed()
+
+    def action_page(self, direction: int) -> None:
+        self.view.page(self._n(), self.map_cells(), direction)
+        self._changed()
+
+    def action_zoom(self, factor: int) -> None:
+        self.view.zoom_by(factor)
+        self._changed()
+
+    def action_shift(self, delta: int) -> None:
+        """Pin the rows shown, one bucket lower or higher."""
+        spec = self.maps.query_one("#frequency", HeatMap).spec
+        if spec is not None:
+            self.view.shift_buckets((spec.lo, spec.hi), delta)
+            self._changed()
+
+    def action_fit(self) -> None:
+        """Rows fit the data again (after `[`/`]`)."""
+        self.view.fit_rows()
+        hist = self.current()
+        if hist is not None:
+            self.fits.pop(hist.stream, None)
+        self._changed()
+
+    def action_overview(self) -> None:
+        """The overview of every stream (with more than one)."""
+        if len(self.acc.streams) > 1 and not isinstance(self.screen, OverviewScreen):
+            self.push_screen(OverviewScreen())
+        elif len(self.acc.streams) <= 1:
+            self.notify("one stream only: the overview lists several", title="overview")
+
+    def action_finding(self, step: int) -> None:
+        """Select the next (previous) finding that has columns and put the cursor on them."""
+        panel = self.maps.query_one(FindingsPanel)
+        placed = panel.placed()
+        hist = self.current()
+        if not placed or hist is None:
+            self.notify("no finding with columns in view", title="findings")
+            return
+        at = self.view.finding
+        pos = placed.index(at) if at in placed else (-1 if step > 0 else 0)
+        self.view.finding = placed[(pos + step) % len(placed)]
+        item = panel.items[self.view.finding]
+        if item.first_col is not None:
+            self.view.goto(hist.n, self.map_cells(), item.first_col)
+        self._changed()
+
+    def action_log(self) -> None:
+        self.view.log = not self.view.log
+        self._changed()
+
+    def action_show(self, kind: str) -> None:
+        self.view.toggle_show(kind)
+        self._changed()
+
+    def action_percentiles(self) -> None:
+        self.view.percentiles = not self.view.percentiles
+        self._changed()
+
+    def action_stream(self, step: int) -> None:
+        if self.acc.streams:
+            self.view.stream = (self.view.stream + step) % len(self.acc.streams)
+            self.view.cursor = self.view.end = None
+            self.view.finding = self.view.rows = None  # rows pinned for one stream are not another's
+            self._changed()
+
+    def action_profile(self, what: str) -> None:
+        """Profile keys (mark, a, b, clear, export); a notice when there is no profile."""
+        if self.profiler is None:
+            self.notify("no profile: start with --profile PID, or open a recording made with it", title="profile")
+            return
+        self.profiler.act(what)
+
+    def action_replay(self, what: str) -> None:
+        """Replay keys (faster, slower, seek, burst); a notice when not replaying."""
+        if self.replay is None:
+            self.notify("not a replay: open a recording with `latencymap replay PATH`", title="replay")
+            return
+        self.replay.act(what)
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: quit as interrupted (exit code 130), like SIGINT."""
+        self.exit(return_code=EXIT_INTERRUPTED)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_save(self) -> None:
+        """Save an SVG screenshot and a plain-text frame of the screen shown; say where."""
+        if not self.on_maps:
+            plain = getattr(self.screen, "plain_lines", None)
+            lines = plain() if callable(plain) else []
+        else:
+            lines = [str(self.maps.query_one(StatusBar).render()).rstrip(), ""]
+            maps = self.maps
+            for widget in [*maps.query(HeatMap), maps.query_one(PercentileStrip), maps.query_one(FindingsPanel),
+                           *maps.query(StragglersPanel)]:
+                if widget.display:
+                    lines += [*widget.plain_lines(), ""]
+        svg, txt = save_frame(self, lines)
+        self.saved += [svg, txt]
+        self.notify(f"saved {svg.name} and {txt.name}", title="latencymap")
+
+    def on_heat_map_selected(self, message: HeatMap.Selected) -> None:
+        """A click picked a column and a bucket."""
+        n = self._n()
+        self.view.end = self.view.stop(n)
+        self.view.cursor = message.column
+        self.view.selected_row = message.row
+        self.view._settle(self.view.visible_n(n))
+        self._changed()
+

@@ -1,0 +1,151 @@
+"""The time axis every panel under the maps shares: one cell per column (or per `zoom` columns), labels every few
+cells, and the cursor on a line of its own."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import weakref
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+
+from latencymap.core.accumulator import StreamHistory
+from latencymap.tui.window import Window
+
+#: Columns with an end time before this (1973) carry relative times, not dates: labels are offsets.
+REAL_EPOCH = 1e8
+#: Label steps (seconds); the axis takes the smallest that leaves `LABEL_GAP` cells between labels.
+STEPS = (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200,
+         86400, 172800, 604800)
+LABEL_GAP = 12
+TICK = "╵"
+CURSOR = "▲"
+LABEL_W = 8
+DIM = Style(dim=True)
+CURSOR_STYLE = Style(bold=True)
+PLAIN = Style()
+
+
+#: A time of day inside an input's date text (`14:03:07`, `04.30.26.120610 PM`).
+TIME_OF_DAY = re.compile(r"(?<![\d.:])(\d{1,2})[:.](\d{2})[:.](\d{2})(?:[.,](\d+))?\s*([AaPp][Mm])?")
+#: Streams whose times are not real dates but whose date text gives the time of day: seconds to add to their
+#: times to get that time of day (set by `learn_clock`).
+_CLOCKS: weakref.WeakKeyDictionary[StreamHistory, float] = weakref.WeakKeyDictionary()
+
+
+def learn_clock(hist: StreamHistory, epoch: float, date: str) -> None:
+    """Remember how an input's own date text reads a time that is not a real date (the first one seen)."""
+    if epoch >= REAL_EPOCH or hist in _CLOCKS or not date:
+        return
+    m = TIME_OF_DAY.search(date)
+    if m is None:
+        return
+    hours, minutes, seconds = int(m[1]), int(m[2]), int(m[3])
+    if m[5]:
+        hours = hours % 12 + (12 if m[5].lower() == "pm" else 0)
+    if hours > 23 or minutes > 59 or seconds > 59:
+        return
+    fraction = float("0." + m[4]) if m[4] else 0.0
+    _CLOCKS[hist] = hours * 3600 + minutes * 60 + seconds + fraction - epoch
+
+
+def clock_shift(hist: StreamHistory) -> float | None:
+    """Seconds from a stream's relative times to its input's time of day, when known."""
+    return _CLOCKS.get(hist)
+
+
+def clock(epoch: float, origin: float, step: float = 1.0, shift: float | None = None) -> str:
+    """A column time as the axis writes it: local `HH:MM:SS` (`.f` under a second); for times that are not
+    dates, the input's own time of day (`shift`) or `+90s` since `origin`."""
+    if not math.isfinite(epoch):
+        return ""
+    if epoch < REAL_EPOCH:
+        if shift is None:
+            return "+" + _offset(epoch - origin)
+        text = time.strftime("%H:%M:%S", time.gmtime((epoch + shift) % 86400))
+    else:
+        text = time.strftime("%H:%M:%S", time.localtime(epoch))
+    return text + f".{round(epoch * 10) % 10}" if step < 1 else text
+
+
+def column_time(hist: StreamHistory, epoch: float) -> str:
+    """A column's time for the inspector: `2026-11-23 13:44:17` (local), or as the axis writes relative times."""
+    if epoch >= REAL_EPOCH:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+    return clock(epoch, float(hist.start[0]) if hist.n else 0.0, 1.0, clock_shift(hist))
+
+
+def _offset(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.3g}s"
+    if seconds < 7200:
+        m, s = divmod(round(seconds), 60)
+        return f"{m}m{s:02d}s" if s else f"{m}m"
+    h, m = divmod(round(seconds / 60), 60)
+    return f"{h}h{m:02d}m" if m else f"{h}h"
+
+
+def tick_cells(ends: np.ndarray, seconds_per_cell: float, utc_offset: float = 0.0) -> tuple[list[int], float]:
+    """Cells where a label goes (a round time falls inside them), and the step between labels."""
+    step = next((s for s in STEPS if s >= seconds_per_cell * LABEL_GAP), STEPS[-1])
+    ok = np.isfinite(ends)
+    if not ok.any():
+        return [], step
+    marks = np.floor((np.where(ok, ends, -np.inf) + utc_offset) / step)
+    new = np.flatnonzero(ok[1:] & ok[:-1] & (marks[1:] > marks[:-1])) + 1
+    cells: list[int] = []
+    for c in new.tolist():
+        if not cells or c - cells[-1] >= LABEL_GAP:
+            cells.append(c)
+    return cells, step
+
+
+def axis_strip(hist: StreamHistory, win: Window, width: int, offset: int = LABEL_W + 1) -> Strip:
+    """Time labels at round times, each starting at its cell with a tick."""
+    ends = win.cell_ends(hist)
+    line = [" "] * width
+    if hist.n:
+        spans = hist.durations[win.first: win.stop]
+        per_cell = float(np.median(spans)) * win.zoom if spans.size else 1.0
+        origin = float(hist.start[0]) if hist.n else 0.0
+        real = bool(np.nanmax(ends) >= REAL_EPOCH) if np.isfinite(ends).any() else True
+        shift = None if real else clock_shift(hist)
+        utc_offset = _utc_offset(float(np.nanmax(ends))) if real else -origin if shift is None else shift
+        cells, step = tick_cells(ends, max(per_cell, 1e-3), utc_offset)
+        for c in cells:
+            mark = math.floor((ends[c] + utc_offset) / step) * step - utc_offset
+            _put(line, offset + c, TICK + clock(mark, origin, step, shift))
+    return Strip([Segment("".join(line), DIM)], width)
+
+
+def cursor_strip(hist: StreamHistory, win: Window, cursor: int, width: int, offset: int = LABEL_W + 1) -> Strip:
+    """`▲` under the cursor cell and the cursor column's end time beside it."""
+    cell = win.cell_of(cursor) if cursor >= 0 else -1
+    if not 0 <= cell < win.cells:
+        return Strip.blank(width, PLAIN)
+    origin = float(hist.start[0]) if hist.n else 0.0
+    label = clock(float(hist.end[cursor]), origin, float(hist.durations[cursor]), clock_shift(hist))
+    at = offset + cell
+    if at + 2 + len(label) <= offset + win.cells:
+        segs = [Segment(" " * at, PLAIN), Segment(CURSOR, CURSOR_STYLE), Segment(" " + label, DIM)]
+    else:
+        start = max(0, at - len(label) - 1)
+        segs = [Segment(" " * start, PLAIN), Segment(label[: at - start - 1] + " ", DIM), Segment(CURSOR, CURSOR_STYLE)]
+    return Strip(segs).adjust_cell_length(width, PLAIN)
+
+
+def _utc_offset(epoch: float) -> float:
+    try:
+        return float(time.localtime(epoch).tm_gmtoff)
+    except (OverflowError, OSError, ValueError):
+        return 0.0
+
+
+def _put(line: list[str], at: int, text: str) -> None:
+    for i, ch in enumerate(text):
+        if 0 <= at + i < len(line):
+            line[at + i] = ch

@@ -1,0 +1,167 @@
+"""The difference map of two streams: events per second of A minus B in each (bucket, time cell), on A's time axis.
+
+B's columns are matched to A's cells by time (a B column belongs to the A cell its end falls in), so two streams
+read at different moments still compare like for like. Yellow to red: A has more; blue: B has more.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.screen import Screen
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Footer, Static
+
+from latencymap.core.accumulator import StreamHistory
+from latencymap.core.sanitize import clean_text
+from latencymap.core.units import format_number
+from latencymap.tui.axis import LABEL_W, axis_strip
+from latencymap.tui.heatmap import RIGHT_W, map_cells
+from latencymap.tui.palette import cell_style
+from latencymap.tui.window import Window
+from latencymap.views.frame import LEVELS, edge_folds, fit_rows, fold_rows, row_labels
+
+if TYPE_CHECKING:
+    from latencymap.tui.app import LatencyMapApp
+
+PLAIN = Style()
+DIM = Style(dim=True)
+TITLE = Style(bold=True)
+
+
+def rates_by_time(hist: StreamHistory, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Events per second per (cell, slot) of the columns whose end falls in (edges[k], edges[k+1]]; covered seconds."""
+    idx = np.searchsorted(hist.end, edges, side="right")
+    cum = np.zeros((hist.n + 1, hist.counts.shape[1]))
+    np.cumsum(hist.counts, axis=0, out=cum[1:])
+    dur = np.concatenate(([0.0], np.cumsum(hist.durations)))
+    counts = cum[idx[1:]] - cum[idx[:-1]]
+    seconds = dur[idx[1:]] - dur[idx[:-1]]
+    rates = np.divide(counts, seconds[:, None], out=np.zeros_like(counts), where=seconds[:, None] > 0)
+    return rates, seconds
+
+
+def difference(a: StreamHistory, b: StreamHistory, win: Window) -> tuple[np.ndarray, int, int, tuple[bool, bool]]:
+    """(rows, cells) A − B events/s on A's window, the rows (lo, hi) fitted to both, and their folds."""
+    first, last = win.cell_bounds()
+    ok = last > first
+    edges = np.full(win.cells + 1, -np.inf)
+    ends = win.cell_ends(a)
+    edges[1:] = np.where(ok, ends, -np.inf)
+    if ok.any():
+        k = int(np.argmax(ok))
+        edges[k] = a.end[first[k] - 1] if first[k] > 0 else a.start[0] - 1e-9
+    ra, sa = rates_by_time(a, edges)
+    rb, sb = rates_by_time(b, edges)
+    counts = ra.sum(axis=0) + rb.sum(axis=0)
+    got = fit_rows(counts, counts * a.high)
+    lo, hi = got if got is not None else (0, 7)
+    diff = fold_rows(ra, lo, hi) - fold_rows(rb, lo, hi)
+    diff[(sa <= 0) | (sb <= 0)] = 0.0
+    return diff.T, lo, hi, edge_folds(counts, lo, hi)
+
+
+class DiffMap(Widget):
+    """A − B per cell; levels of |A − B| against the largest difference on screen."""
+
+    DEFAULT_CSS = "DiffMap { height: auto; width: 1fr; }"
+
+    def __init__(self, a: StreamHistory, b: StreamHistory) -> None:
+        super().__init__(id="diffmap")
+        self.a, self.b = a, b
+        self.mode = "truecolor"
+        self.stop = a.n
+        self.zoom = 1
+        self.rows = 8
+        self.values: np.ndarray | None = None
+        self._key: tuple | None = None
+        self._lines: list[Strip] = []
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return self.rows + 2
+
+    def render_lines_all(self, width: int) -> list[Strip]:
+        """Every line: title, rows (slowest on top), time axis."""
+        win = Window(min(self.stop, self.a.n), map_cells(width), self.zoom)
+        diff, lo, hi, folds = difference(self.a, self.b, win)
+        self.values, self.rows = diff, hi - lo + 1
+        top = float(np.abs(diff).max()) if diff.size else 0.0
+        labels = row_labels(self.a, lo, hi, folds)
+        title = " A − B: events per second (yellow to red: A has more; blue: B has more)"
+        out = [Strip([Segment(title, TITLE)]).adjust_cell_length(width, PLAIN)]
+        for r in range(hi - lo, -1, -1):
+            row = diff[r]
+            level = np.zeros(row.shape, dtype=np.int64)
+            if top > 0:
+                level = np.where(row != 0, np.clip(1 + (np.abs(row) * LEVELS / top).astype(np.int64), 1, LEVELS), 0)
+            segs = [Segment(" " + labels[r][: LABEL_W - 1].rjust(LABEL_W - 1) + " ", PLAIN)]
+            for v, sign in zip(level.tolist(), np.sign(row).tolist(), strict=True):
+                kind = "intensity" if sign > 0 else "frequency"
+                char = (" " if self.mode != "mono" else "+" if sign > 0 else "-" if sign < 0 else " ")
+                segs.append(Segment(char, cell_style(self.mode, kind, v)))
+            legend = f"  max |A−B| {format_number(top)}/s" if r == hi - lo else ""
+            segs.append(Segment(legend[:RIGHT_W].ljust(RIGHT_W), DIM))
+            out.append(Strip(Segment.simplify(segs)).adjust_cell_length(width, PLAIN))
+        out.append(axis_strip(self.a, win, width))
+        return out
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        key = (self.stop, self.zoom, width, self.mode, self.a.n, self.b.n)
+        if key != self._key:
+            rows = self.rows
+            self._lines, self._key = self.render_lines_all(width), key
+            if self.rows != rows:
+                self.refresh(layout=True)
+        return self._lines[y] if y < len(self._lines) else Strip.blank(width, PLAIN)
+
+
+class DiffScreen(Screen[None]):
+    """A − B of two streams marked in the overview; Esc goes back."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+    DEFAULT_CSS = "DiffScreen #diff-head { height: 2; background: $boost; }"
+
+    def __init__(self, a: StreamHistory, b: StreamHistory) -> None:
+        super().__init__(id="difference")
+        self.a, self.b = a, b
+
+    @property
+    def host(self) -> LatencyMapApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        head = Text(no_wrap=True, overflow="ellipsis")
+        head.append(" DIFFERENCE ", style="bold reverse")
+        head.append(f"  A: {clean_text(self.a.stream.label, 60)}", style="bold red")
+        head.append(f"   B: {clean_text(self.b.stream.label, 60)}", style="bold blue")
+        head.append(f"\n unit {self.a.stream.unit}; B's columns matched to A's cells by time; Esc: back")
+        yield Static(head, id="diff-head")
+        yield DiffMap(self.a, self.b)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DiffMap).mode = self.host.color_mode
+
+    def plain_lines(self) -> list[str]:
+        """The screen as text, for the saved plain-text frame."""
+        head = str(self.query_one("#diff-head", Static).render()).splitlines()
+        diffmap = self.query_one(DiffMap)
+        return [*head, *(strip.text.rstrip() for strip in diffmap.render_lines_all(diffmap.size.width))]
+
+    def update(self) -> None:
+        """Follow the data (and the app's zoom)."""
+        if not self.is_mounted:
+            return
+        diffmap = self.query_one(DiffMap)
+        diffmap.stop = self.host.view.stop(self.a.n)
+        diffmap.zoom = self.host.view.zoom
+        diffmap.refresh()

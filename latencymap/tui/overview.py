@@ -1,0 +1,316 @@
+"""The overview: every stream on one line (label, a p99 heat strip on a scale shared by all, p50/p99 now and overall,
+time waited, p99 now against the peers), sorted by a metric the user picks; Enter opens a stream, Esc comes back.
+
+Only the lines on screen are drawn, so hundreds of streams stay responsive.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Footer, Input, Static
+
+from latencymap.core.units import format_duration
+from latencymap.tui.axis import axis_strip
+from latencymap.tui.overview_stats import ORDERS, OverviewStats, StreamRow, p99_levels, sort_rows, strip_p99
+from latencymap.tui.palette import cell_char, cell_style
+from latencymap.tui.window import Window
+from latencymap.views.frame import LEVELS
+
+if TYPE_CHECKING:
+    from latencymap.tui.app import LatencyMapApp
+
+MARK_W = 3
+NAME_W = 26
+COLUMNS = (("p50 now", 8), ("p99 now", 8), ("p99 all", 8), ("waited", 9), ("vs peers", 9))
+NUMBERS_W = sum(w + 1 for _, w in COLUMNS)
+HEAD = Style(bold=True)
+DIM = Style(dim=True)
+SLOW = Style(color="red", bold=True)
+SELECTED = Style(reverse=True, bold=True)
+MARKED = Style(color="magenta", bold=True)
+PLAIN = Style()
+
+
+def strip_cells(width: int) -> int:
+    """Cells of each stream's heat strip in a list `width` wide."""
+    return max(8, width - MARK_W - NAME_W - 1 - NUMBERS_W - 1)
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _numbers(row: StreamRow) -> list[Segment]:
+    vs = "-" if not math.isfinite(row.vs_peers) else f"×{row.vs_peers:.2g}" + (" ▲" if row.slow else "")
+    values = (format_duration(row.p50_now), format_duration(row.p99_now), format_duration(row.p99_all),
+              format_duration(row.waited_s), vs)
+    segs = [Segment(" ", PLAIN)]
+    for (name, w), v in zip(COLUMNS, values, strict=True):
+        style = SLOW if (name in ("p99 now", "vs peers") and row.slow) else PLAIN
+        segs.append(Segment(f"{v:>{w}} ", style))
+    return segs
+
+
+class OverviewList(Widget, can_focus=True):
+    """One line per stream; `selected` is the highlighted line, kept on screen."""
+
+    DEFAULT_CSS = "OverviewList { height: 1fr; width: 1fr; }"
+
+    def __init__(self) -> None:
+        super().__init__(id="overview-list")
+        self.rows: list[StreamRow] = []
+        self.selected = 0
+        self.top = 0
+        self.mode = "truecolor"
+        self.zoom = 1
+        self.stops: dict[int, int] = {}
+        self.marks: dict[int, str] = {}
+        self.scale = (math.nan, math.nan)
+        self._strips: dict[int, Strip] = {}
+        self._header: Strip | None = None
+
+    @property
+    def lines_shown(self) -> int:
+        """Stream lines that fit under the header."""
+        return max(1, self.size.height - 1)
+
+    def set_rows(self, rows: list[StreamRow], stops: dict[int, int]) -> None:
+        """New numbers (sorted and filtered); redraws the lines on screen."""
+        current = self.rows[self.selected].index if self.rows and self.selected < len(self.rows) else None
+        self.rows, self.stops = rows, stops
+        if current is not None:
+            self.selected = next((k for k, r in enumerate(rows) if r.index == current), 0)
+        self.move(0)
+
+    def move(self, step: int, absolute: int | None = None) -> None:
+        """Select another line (clamped), scrolling to keep it on screen."""
+        n = len(self.rows)
+        self.selected = 0 if n == 0 else max(0, min(n - 1, (self.selected + step) if absolute is None else absolute))
+        if self.selected < self.top:
+            self.top = self.selected
+        elif self.selected >= self.top + self.lines_shown:
+            self.top = self.selected - self.lines_shown + 1
+        self.top = max(0, min(self.top, max(0, n - self.lines_shown)))
+        self._build()
+        self.refresh()
+
+    def current(self) -> StreamRow | None:
+        """The selected stream's row."""
+        return self.rows[self.selected] if 0 <= self.selected < len(self.rows) else None
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.move(0)
+
+    def _build(self) -> None:
+        """Strips of the lines on screen only (strip percentiles of those streams, one shared scale)."""
+        width = self.size.width
+        cells = strip_cells(width)
+        shown = self.rows[self.top: self.top + self.lines_shown]
+        p99 = [strip_p99(r.hist, self.stops.get(r.index, r.hist.n), cells, self.zoom) for r in shown]
+        levels, low, high = p99_levels(p99, LEVELS)
+        self.scale = (low, high)
+        self._header = self._head(width, cells)
+        self._strips = {self.top + k: self._line(r, lv, width, self.top + k == self.selected)
+                        for k, (r, lv) in enumerate(zip(shown, levels, strict=True))}
+        row = self.current()
+        if row is not None and len(shown) < self.lines_shown:  # the time axis (of the selected stream) under the lines
+            win = Window(min(self.stops.get(row.index, row.hist.n), row.hist.n), cells, self.zoom)
+            self._strips[self.top + len(shown)] = axis_strip(row.hist, win, width, MARK_W + NAME_W + 1)
+
+    def _head(self, width: int, cells: int) -> Strip:
+        low, high = self.scale
+        scale = ("p99 per cell, one scale for all streams: " + format_duration(low) + " … " +
+                 format_duration(high)) if math.isfinite(low) else "p99 per cell"
+        segs = [Segment(" " * MARK_W + f"{'stream':<{NAME_W}} ", HEAD), Segment(_fit(scale, cells).ljust(cells), DIM)]
+        if math.isfinite(low):
+            swatch = [Segment(cell_char(self.mode, k) or " ", cell_style(self.mode, "intensity", k))
+                      for k in range(1, LEVELS + 1)]
+            segs = segs[:1] + swatch + [Segment(" " + _fit(scale, cells - LEVELS - 1).ljust(cells - LEVELS - 1), DIM)]
+        segs.append(Segment(" " + "".join(f"{name:>{w}} " for name, w in COLUMNS), HEAD))
+        return Strip(segs).adjust_cell_length(width, PLAIN)
+
+    def _line(self, row: StreamRow, levels: np.ndarray, width: int, selected: bool) -> Strip:
+        mark = self.marks.get(row.index, "")
+        segs = [Segment(">" if selected else " ", SELECTED if selected else PLAIN),
+                Segment(f"{mark:<2}", MARKED)]
+        name_style = SELECTED if selected else SLOW if row.slow else PLAIN
+        segs.append(Segment(f"{_fit(row.label, NAME_W):<{NAME_W}}", name_style))
+        segs.append(Segment(" ", PLAIN))
+        segs += _heat(levels, self.mode)
+        segs += _numbers(row)
+        return Strip(segs).adjust_cell_length(width, PLAIN)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if self._header is None or self._header.cell_length != width:
+            self._build()
+        if y == 0:
+            return self._header or Strip.blank(width, PLAIN)
+        return self._strips.get(self.top + y - 1) or Strip.blank(width, PLAIN)
+
+    def plain_lines(self) -> list[str]:
+        """The lines on screen as text, for the saved plain-text frame."""
+        return [self.render_line(y).text.rstrip() for y in range(min(self.size.height, len(self.rows) + 1))]
+
+
+def _heat(levels: np.ndarray, mode: str) -> list[Segment]:
+    """A heat strip: runs of equal levels merged into one segment each."""
+    segs: list[Segment] = []
+    if levels.size == 0:
+        return segs
+    bounds = np.flatnonzero(levels[1:] != levels[:-1]) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(levels)]
+    for a, b in zip(starts, ends, strict=True):
+        v = int(levels[a])
+        segs.append(Segment(cell_char(mode, v) * (b - a), cell_style(mode, "intensity", v)))
+    return segs
+
+
+class OverviewScreen(Screen[None]):
+    """Every stream at once; keys: ↑↓ PgUp PgDn Home End select, Enter open, o order, / filter, a b mark, d A−B."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1)", "Up", show=False),
+        Binding("down", "move(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "ends(0)", "First", show=False),
+        Binding("end", "ends(1)", "Last", show=False),
+        Binding("enter", "open", "Open"),
+        Binding("o", "order", "Order"),
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("a", "mark('A')", "Mark A"),
+        Binding("b", "mark('B')", "Mark B"),
+        Binding("d", "difference", "A−B"),
+    ]
+    DEFAULT_CSS = """
+    OverviewScreen #overview-head { height: 1; background: $boost; }
+    OverviewScreen #overview-filter { display: none; height: 3; }
+    OverviewScreen #overview-filter.shown { display: block; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="overview")
+        self.stats = OverviewStats()
+        self.order = ORDERS[0]
+        self.needle = ""
+        self.ready = False
+
+    @property
+    def host(self) -> LatencyMapApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="overview-head")
+        yield OverviewList()
+        yield Input(placeholder="filter streams by label (Enter keeps it, Esc clears it)", id="overview-filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(OverviewList).mode = self.host.color_mode
+        self.ready = True
+        self.update()
+
+    def update(self) -> None:
+        """Numbers of every stream, sorted and filtered, and the lines on screen."""
+        if not self.ready:
+            return
+        app = self.host
+        histories = list(app.acc.streams.values())
+        stops = [app.view.stop(h.n) for h in histories]
+        rows = sort_rows(self.stats.rows(histories, stops), self.order, self.needle)
+        listing = self.query_one(OverviewList)
+        listing.zoom = app.view.zoom
+        listing.set_rows(rows, {i: s for i, s in enumerate(stops)})
+        slow = [r.label for r in rows if r.slow]
+        head = Text(no_wrap=True, overflow="ellipsis")
+        head.append(f" OVERVIEW · {app.state_name.upper()} ", style="bold reverse")
+        head.append(f"  {len(histories)} streams")
+        if self.needle:
+            head.append(f" ({len(rows)} match “{self.needle}”)")
+        head.append(f"  sorted by {self.order} (o)  filter (/)  Enter: open  a/b: mark  d: A−B  ")
+        if slow:
+            head.append(f"slow now: {', '.join(slow[:3])}{' …' if len(slow) > 3 else ''}", style="bold red")
+        self.query_one("#overview-head", Static).update(head)
+
+    def action_move(self, step: int) -> None:
+        self.query_one(OverviewList).move(step)
+
+    def action_page(self, direction: int) -> None:
+        listing = self.query_one(OverviewList)
+        listing.move(direction * listing.lines_shown)
+
+    def action_ends(self, last: int) -> None:
+        listing = self.query_one(OverviewList)
+        listing.move(0, absolute=len(listing.rows) - 1 if last else 0)
+
+    def action_open(self) -> None:
+        """Open the selected stream's full view."""
+        row = self.query_one(OverviewList).current()
+        if row is not None:
+            self.host.open_stream(row.index)
+
+    def action_order(self) -> None:
+        """Next sort order."""
+        self.order = ORDERS[(ORDERS.index(self.order) + 1) % len(ORDERS)]
+        self.update()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#overview-filter", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#overview-filter", Input)
+        box.value = ""
+        box.remove_class("shown")
+        self.needle = ""
+        self.query_one(OverviewList).focus()
+        self.update()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.needle = event.value.strip()
+        self.update()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.input.remove_class("shown")
+        self.query_one(OverviewList).focus()
+
+    def action_mark(self, which: str) -> None:
+        """Mark the selected stream as A or B for the difference map."""
+        row = self.query_one(OverviewList).current()
+        if row is None:
+            return
+        marks = self.query_one(OverviewList).marks
+        for index, mark in list(marks.items()):
+            if mark == which:
+                del marks[index]
+        marks[row.index] = which
+        self.update()
+
+    def action_difference(self) -> None:
+        """The difference map A − B of the two marked streams."""
+        marks = {m: i for i, m in self.query_one(OverviewList).marks.items()}
+        if "A" not in marks or "B" not in marks:
+            self.notify("mark two streams first: a on one, b on the other", title="difference map")
+            return
+        self.host.show_difference(marks["A"], marks["B"])
+
+    def plain_lines(self) -> list[str]:
+        """The screen as text, for the saved plain-text frame."""
+        head = self.query_one("#overview-head", Static).render()
+        return [str(head).rstrip(), *self.query_one(OverviewList).plain_lines()]

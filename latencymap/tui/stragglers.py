@@ -1,0 +1,82 @@
+"""The stragglers panel: what a source's own analysis finds (Spark: straggler tasks and stage skew), under the maps.
+
+The source hands the app a callable returning the report's dict (`{"stragglers": [...], "stages": [...]}`, as
+`latencymap report --format json` writes it under "source"); the panel lists it as it is, slowest first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from latencymap.core.sanitize import clean_text
+from latencymap.core.units import format_duration
+
+MAX_STRAGGLERS = 4
+MAX_STAGES = 2
+Analysis = Callable[[], dict[str, Any]]
+
+
+def straggler_line(s: dict[str, Any]) -> str:
+    """`task 5 (id 9) stage 2.0: 2.55s, 7.5× the median 340ms · executor driver`, or the straggler API's form."""
+    name = s.get("key") or f"task {s.get('index')} (id {s.get('task_id')})"
+    group = s.get("group") or f"stage {s.get('stage')}.{s.get('attempt', 0)}"
+    median = s.get("reference_s") or s.get("group_median_s", s.get("stage_median_s"))
+    ratio = s.get("ratio")
+    times = f"{ratio:.1f}× the median {format_duration(median)}" if isinstance(ratio, int | float) and math.isfinite(
+        ratio) else f"median {format_duration(median)}"
+    where = f" · executor {s['executor']}" if s.get("executor") is not None else ""
+    flags = "".join(f" · {flag}" for flag in ("failed", "killed", "speculative", "warmup") if s.get(flag))
+    return clean_text(f"{name} in {group}: {format_duration(s.get('duration_s'))}, {times}{where}{flags}", 300)
+
+
+def stage_line(st: dict[str, Any]) -> str:
+    """`stage 2.0: 32 tasks, median 340ms, max 2.55s, skew 7.5×`."""
+    skew = st.get("skew")
+    skew_text = f", skew {skew:.1f}×" if isinstance(skew, int | float) and math.isfinite(skew) else ""
+    return clean_text(f"stage {st.get('stage')}.{st.get('attempt', 0)}: {st.get('tasks')} tasks, median "
+                      f"{format_duration(st.get('median_s'))}, max {format_duration(st.get('max_s'))}{skew_text}", 300)
+
+
+def stragglers_text(found: dict[str, Any] | None) -> Text:
+    """The panel's lines: stragglers (slowest ratio first), then the most skewed stages."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(" stragglers ", style="bold reverse")
+    if found is None:
+        text.append("  the source's analysis comes when it has read its input")
+        return text
+    stragglers = list(found.get("stragglers") or [])
+    stages = sorted((s for s in found.get("stages") or [] if s.get("skew")), key=lambda s: -float(s["skew"]))
+    text.append(f"  {len(stragglers)} straggler{'s' if len(stragglers) != 1 else ''}"
+                f" in {len(found.get('stages') or [])} stage attempts")
+    for s in stragglers[:MAX_STRAGGLERS]:
+        text.append("\n  " + straggler_line(s), style="bold red" if (s.get("ratio") or 0) >= 3 else "")
+    if len(stragglers) > MAX_STRAGGLERS:
+        more = len(stragglers) - MAX_STRAGGLERS
+        text.append(f"\n  … and {more} more (latencymap report lists them all)", style="dim")
+    for st in stages[:MAX_STAGES]:
+        text.append("\n  " + stage_line(st), style="dim")
+    return text
+
+
+class StragglersPanel(Static):
+    """Stragglers and stage skew from the source's analysis (shown only for sources that have one)."""
+
+    DEFAULT_CSS = "StragglersPanel { height: auto; max-height: 8; background: $boost; }"
+
+    def __init__(self) -> None:
+        super().__init__(stragglers_text(None), id="stragglers")
+        self.found: dict[str, Any] | None = None
+
+    def show(self, found: dict[str, Any] | None) -> None:
+        """Draw the analysis (a dict as the report's "source" holds it)."""
+        self.found = found
+        self.update(stragglers_text(found))
+
+    def plain_lines(self) -> list[str]:
+        """The panel as text, for the saved plain-text frame."""
+        return stragglers_text(self.found).plain.splitlines()

@@ -1,0 +1,222 @@
+"""The overview of many streams: numbers against the accumulator, every key (Pilot), hundreds of streams, A − B."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tui_support import ranks, synthetic, wait_ended
+
+from latencymap.core.accumulator import Accumulator
+from latencymap.core.model import Interval, StreamId
+from latencymap.core.percentiles import percentile_estimates
+from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.diffmap import DiffMap, DiffScreen
+from latencymap.tui.heatmap import HeatMap
+from latencymap.tui.overview import OverviewList, OverviewScreen, strip_cells
+from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, sort_rows, strip_p99
+from latencymap.tui.window import Window
+
+SIZE = (180, 50)
+
+
+def run(app: LatencyMapApp, scenario, size: tuple[int, int] = SIZE) -> None:
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await wait_ended(pilot)
+            await scenario(pilot)
+
+    asyncio.run(main())
+
+
+def listing(app: LatencyMapApp) -> OverviewList:
+    return app.screen.query_one(OverviewList)
+
+
+def shown_labels(app: LatencyMapApp) -> list[str]:
+    lines = [listing(app).render_line(y).text for y in range(1, listing(app).size.height)]
+    return [line[3:29].strip() for line in lines if "/step" in line]
+
+
+def test_stats_are_the_accumulators_numbers() -> None:
+    acc = Accumulator()
+    acc.add(ranks())
+    histories = list(acc.streams.values())
+    rows = OverviewStats().rows(histories)
+    for row, hist in zip(rows, histories, strict=True):
+        now = hist.counts[hist.n - NOW_COLUMNS:].sum(axis=0)
+        p50, p99 = percentile_estimates(now, hist.low, hist.high, (0.50, 0.99))
+        assert (row.p50_now, row.p99_now) == (p50, p99)
+        assert row.p99_all == hist.totals().percentiles[0.99]
+        assert row.waited_s == pytest.approx(float(hist.time.sum()))
+    median = float(np.median([r.p99_now for r in rows]))
+    slow = next(r for r in rows if r.label == "rank7/step")
+    assert slow.vs_peers == pytest.approx(slow.p99_now / median) and slow.slow
+    assert [r.label for r in rows if r.slow] == ["rank7/step"]
+    assert sort_rows(rows, "p99 now")[0] is slow and sort_rows(rows, "vs peers")[0] is slow
+    assert [r.label for r in sort_rows(rows, "label", "RANK1")] == ["rank1/step", "rank10/step", "rank11/step"]
+    waited = [r.waited_s for r in sort_rows(rows, "waited")]
+    assert waited == sorted(waited, reverse=True)
+
+
+def test_strip_p99_per_cell() -> None:
+    acc = Accumulator()
+    acc.add(ranks())
+    hist = acc.streams[next(iter(acc.streams))]
+    p99 = strip_p99(hist, hist.n, 40, zoom=2)
+    win = Window(hist.n, 40, 2)
+    a, b = win.columns_of(39)
+    assert p99[-1] == percentile_estimates(hist.counts[a:b].sum(axis=0), hist.low, hist.high, (0.99,))[0]
+    assert np.isnan(p99[: 40 - hist.n // 2]).all() and np.isfinite(p99[40 - hist.n // 2:]).all()
+
+
+def test_overview_first_lists_every_stream_slowest_first() -> None:
+    app = LatencyMapApp(iter(ranks()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        assert isinstance(app.screen, OverviewScreen)
+        labels = shown_labels(app)
+        assert len(labels) == 12 and labels[0] == "rank7/step"
+        head = str(app.screen.query_one("#overview-head").render())
+        assert "12 streams" in head and "slow now: rank7/step" in head
+
+    run(app, scenario)
+
+
+def test_overview_keys_move_sort_filter_open_and_come_back(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = LatencyMapApp(iter(ranks()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        lst = listing(app)
+        await pilot.press("down", "down")
+        assert lst.selected == 2
+        await pilot.press("up")
+        assert lst.selected == 1
+        await pilot.press("end")
+        assert lst.selected == 11
+        await pilot.press("home")
+        assert lst.selected == 0
+        await pilot.press("pagedown")
+        assert lst.selected == 11
+        await pilot.press("pageup")
+        assert lst.selected == 0
+        await pilot.press("o")  # time waited
+        assert app.screen.order == "waited"
+        waited = [r.waited_s for r in lst.rows]
+        assert waited == sorted(waited, reverse=True)
+        await pilot.press("o", "o")  # vs peers, then label
+        assert app.screen.order == "label" and shown_labels(app)[:3] == ["rank0/step", "rank1/step", "rank10/step"]
+        await pilot.press("slash", "r", "a", "n", "k", "1")
+        assert app.screen.needle == "rank1" and shown_labels(app) == ["rank1/step", "rank10/step", "rank11/step"]
+        await pilot.press("enter")  # keeps the filter, back to the list
+        await pilot.press("down", "enter")  # opens rank10
+        assert not isinstance(app.screen, OverviewScreen)
+        assert app.query_one("#frequency", HeatMap).hist.stream.label == "rank10/step"
+        await pilot.press("escape")
+        assert isinstance(app.screen, OverviewScreen)
+        await pilot.press("escape")  # clears the filter
+        assert app.screen.needle == "" and len(shown_labels(app)) == 12
+        await pilot.press("s")
+        await pilot.pause()
+        svg, txt = app.saved
+        assert "<svg" in svg.read_text() and "rank7/step" in txt.read_text() and "OVERVIEW" in txt.read_text()
+
+    run(app, scenario)
+
+
+def test_a_b_d_show_the_difference_map() -> None:
+    app = LatencyMapApp(iter(ranks()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        await pilot.press("d")
+        assert any("mark two streams" in str(n.message) for n in app._notifications)
+        await pilot.press("a", "down", "b", "d")  # A: rank7 (slowest), B: the next one
+        assert isinstance(app.screen, DiffScreen)
+        diff = app.screen.query_one(DiffMap)
+        await pilot.pause(0.2)
+        a, b = app.screen.a, app.screen.b
+        assert a.stream.label == "rank7/step"
+        win = Window(a.n, diff.values.shape[1], 1)
+        lo = a.n - 1
+        col = win.cell_of(lo)
+        rates = (a.counts[lo] / a.durations[lo]) - (b.counts[lo] / b.durations[lo])
+        assert diff.values[:, col].sum() == pytest.approx(rates.sum())
+        assert diff.values.max() > 0 and diff.values.min() < 0  # A slower: more in the slow rows, fewer in fast
+        await pilot.press("escape")
+        assert isinstance(app.screen, OverviewScreen)
+
+    run(app, scenario)
+
+
+def test_hundreds_of_streams_draw_only_the_lines_on_screen() -> None:
+    app = LatencyMapApp(iter(ranks(streams=300, columns=20)), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        lst = listing(app)
+        assert len(lst.rows) == 300
+        assert len(lst._strips) <= lst.size.height  # the lines on screen (and the axis), not 300
+        await pilot.press("end")
+        assert lst.top == 300 - lst.lines_shown and lst.current() is lst.rows[-1]
+        assert math.isfinite(lst.scale[0])
+
+    run(app, scenario)
+
+
+def test_one_stream_has_no_overview() -> None:
+    app = LatencyMapApp(iter(synthetic(30)), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        assert not isinstance(app.screen, OverviewScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, OverviewScreen)
+        assert any("one stream" in str(n.message) for n in app._notifications)
+
+    run(app, scenario)
+
+
+def test_strip_cells_fit_the_width() -> None:
+    assert strip_cells(180) > 90 and strip_cells(20) == 8
+
+
+def test_every_map_key_on_the_overview_and_the_difference_map_keeps_the_app_alive(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    found = {"stragglers": [{"key": "rank7", "group": "step", "duration_s": 0.1, "reference_s": 0.02,
+                             "ratio": 5.0}], "stages": []}
+    app = LatencyMapApp(iter(ranks()), color_mode="truecolor", analysis=lambda: found)
+    keys = ["left", "right", "home", "end", "pageup", "pagedown", "plus", "minus", "left_square_bracket",
+            "right_square_bracket", "r", "e", "E", "l", "f", "f", "p", "p", "m", "c", "x", "g", "n", "tab",
+            "shift+tab", "space", "space", "s"]
+
+    async def scenario(pilot) -> None:
+        assert isinstance(app.screen, OverviewScreen)
+        for key in keys:
+            await pilot.press(key)
+        assert isinstance(app.screen, OverviewScreen)
+        await pilot.press("home", "a", "down", "b", "d")  # (end moved the selection to the last line)
+        assert isinstance(app.screen, DiffScreen)
+        for key in keys:
+            await pilot.press(key)
+        assert isinstance(app.screen, DiffScreen)
+        await pilot.press("escape", "home", "enter")
+        assert app.maps.query_one("#stragglers").found == found  # analysed at the end, under the overview
+        texts = [p.read_text() for p in app.saved if p.suffix == ".txt"]
+        assert any("OVERVIEW" in t for t in texts) and any("A − B" in t for t in texts)
+
+    run(app, scenario)
+
+
+def test_peers_are_streams_of_one_unit_and_datasource() -> None:
+    acc = Accumulator()
+    acc.add(ranks(streams=4))
+    acc.add([Interval(StreamId("bytes", "bpf", "millisec"), i.start, i.end, i.counts)
+             for i in ranks(streams=1, slow=-1)])
+    rows = {r.label: r for r in OverviewStats().rows(list(acc.streams.values()))}
+    assert math.isnan(rows["bytes"].vs_peers)  # alone in its unit: no peers
+    mine = [rows[f"rank{i}/step"] for i in range(4)]
+    median = float(np.median([r.p99_now for r in mine]))
+    assert all(r.vs_peers == pytest.approx(r.p99_now / median) for r in mine)

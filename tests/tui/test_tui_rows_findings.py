@@ -1,0 +1,195 @@
+"""Pilot tests: rows fitted to the data ([ ] pin them, r fits again), findings on the time axis (e / E), the
+inspector on an empty column, the shared time axis and the percentile strip on the maps' cells."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+from tui_support import episode_items, example_items, gated, synthetic, wait_ended, wait_until
+
+from latencymap.core.accumulator import Accumulator
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, StreamId
+from latencymap.core.percentiles import percentile_estimates
+from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.axis import CURSOR, TICK
+from latencymap.tui.findings import FindingsPanel
+from latencymap.tui.heatmap import HeatMap
+from latencymap.tui.inspector import Inspector
+from latencymap.tui.percentiles import PercentileStrip
+from latencymap.views.frame import row_range
+
+SIZE = (160, 50)
+
+
+def run(app: LatencyMapApp, scenario, size: tuple[int, int] = SIZE) -> None:
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await wait_ended(pilot)
+            await scenario(pilot)
+
+    asyncio.run(main())
+
+
+def freq(app: LatencyMapApp) -> HeatMap:
+    return app.query_one("#frequency", HeatMap)
+
+
+def moving(first: int, then: int) -> list[Interval]:
+    """`first` columns in slots 4..6 (bpf µs), then `then` columns in slots 20..22."""
+    stream = StreamId("moving", "bpf", "microsec")
+    out = []
+    for k in range(first + then):
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        counts[4:7] = 100 if k < first else 0
+        counts[20:23] = 0 if k < first else 100
+        out.append(Interval(stream, 1_700_000_000.0 + k, 1_700_000_001.0 + k, counts))
+    return out
+
+
+def test_rows_fit_the_window_and_follow_data_that_moves_out_of_view() -> None:
+    items = moving(30, 30)
+    gate = threading.Event()
+    app = LatencyMapApp(gated(items, 30, gate), color_mode="truecolor")
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 70)) as pilot:  # room for 19 rows a map
+            await wait_until(pilot, lambda: freq(app).spec is not None and freq(app).spec.stop == 30)
+            await pilot.pause(0.2)  # painted
+            spec = freq(app).spec
+            assert spec.lo <= 4 and 6 <= spec.hi < 20  # the fast slots, labelled with their own buckets
+            assert not any(label.startswith(("<", "≥")) for label in freq(app).frame.labels)
+            gate.set()
+            await wait_until(pilot, lambda: app.ended)
+            await pilot.pause(0.3)
+            spec = freq(app).spec
+            assert spec.lo <= 4 and spec.hi >= 22  # re-fitted: both bands are in the window
+            labels = freq(app).frame.labels
+            assert labels[4 - spec.lo] == "8µs" and labels[20 - spec.lo] == "524ms"
+
+    asyncio.run(main())
+
+
+def test_brackets_pin_the_rows_and_r_fits_them_again() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        fitted = (freq(app).spec.lo, freq(app).spec.hi)
+        hist = app.current()
+        rows = row_range(hist, first=freq(app).window.first, stop=hist.n)
+        assert fitted == (rows.lo, rows.hi)
+        await pilot.press("left_square_bracket")
+        assert app.view.rows == (fitted[0] - 1, fitted[1] - 1)
+        assert (freq(app).spec.lo, freq(app).spec.hi) == app.view.rows
+        await pilot.press("r")
+        assert app.view.rows is None and (freq(app).spec.lo, freq(app).spec.hi) == fitted
+
+    run(app, scenario)
+
+
+def test_rows_fit_the_screen() -> None:
+    stream = StreamId("wide", "bpf", "nanosec")
+    rng = np.random.default_rng(0)
+    items = []
+    for k in range(100):
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        counts[2:42] = rng.integers(1, 1000, 40)
+        items.append(Interval(stream, 1_700_000_000.0 + k, 1_700_000_001.0 + k, counts))
+    app = LatencyMapApp(iter(items), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        spec = freq(app).spec
+        assert spec.rows <= app.max_rows() < 40
+        findings = app.query_one(FindingsPanel)
+        assert findings.region.bottom <= app.query_one("#maps").region.bottom  # every panel on screen
+
+    run(app, scenario, size=(160, 50))
+
+
+def test_time_axis_labels_and_cursor_line_are_apart() -> None:
+    app = LatencyMapApp(iter(synthetic(300)), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        heat = freq(app)
+        strips = heat.build_strips(heat.size.width, "mono")
+        cursor_line, axis_line = strips[-2].text, strips[-1].text
+        assert cursor_line.count(CURSOR) == 1 and TICK not in cursor_line
+        assert CURSOR not in axis_line and axis_line.count(TICK) >= 5
+        cell = axis_line.index(TICK) - 9  # labels start at their cell, past the 9 label columns
+        ends = heat.window.cell_ends(heat.hist)
+        assert 0 <= cell < heat.window.cells and np.isfinite(ends[cell])
+        strip = app.query_one(PercentileStrip)
+        assert strip.build_strips(strip.size.width)[-1].text == axis_line  # one time axis for both
+
+    run(app, scenario)
+
+
+def test_percentile_strip_cells_are_the_maps_cells() -> None:
+    app = LatencyMapApp(iter(synthetic(300)), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        heat = freq(app)
+        strip = app.query_one(PercentileStrip)
+        strip.build_strips(strip.size.width)
+        win = heat.window
+        hist = app.current()
+        a, b = win.columns_of(win.cells - 1)
+        expected = percentile_estimates(hist.counts[a:b].sum(axis=0), hist.low, hist.high, (0.50, 0.99))
+        np.testing.assert_allclose(strip.values[-1], expected)
+        assert strip.values.shape[0] == win.cells
+
+    run(app, scenario)
+
+
+def test_e_selects_findings_and_moves_the_cursor_to_their_columns() -> None:
+    app = LatencyMapApp(iter(episode_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        panel = app.query_one(FindingsPanel)
+        placed = panel.placed()
+        assert placed, panel.items
+        item = panel.items[placed[0]]
+        assert item.first_col == 90 and item.last_col == 99
+        await pilot.press("e")
+        await pilot.pause(0.3)
+        assert app.view.finding == placed[0] and app.view.cursor == 90
+        assert app.query_one(Inspector).inspection.first == 90
+        marks = panel.render_line(0).text
+        win = freq(app).window
+        assert set(marks[9 + win.cell_of(90): 9 + win.cell_of(99) + 1]) == {"123456789"[placed[0]]}
+        await pilot.press("E")
+        assert app.view.finding == placed[-1]
+
+    run(app, scenario, size=(200, 50))
+
+
+def test_no_finding_with_columns_says_so() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        await pilot.press("e")
+        assert any("no finding" in str(n.message) for n in app._notifications)
+
+    run(app, scenario)
+
+
+def test_inspector_starts_on_the_newest_nonempty_column_and_says_when_one_is_empty() -> None:
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+    ref = Accumulator()
+    ref.add(example_items())
+    hist = next(iter(ref.streams.values()))
+    last = int(np.flatnonzero(hist.counts.any(axis=1))[-1])
+
+    async def scenario(pilot) -> None:
+        inspector = app.query_one(Inspector)
+        assert inspector.inspection.first == last and not inspector.inspection.empty
+        lines = str(inspector.render()).splitlines()
+        rows = freq(app).spec.rows
+        assert [line.split()[0] for line in lines[1: rows + 1]] == freq(app).frame.labels[::-1]  # the map's rows
+        await pilot.press("right")
+        assert inspector.inspection.first == last + 1 and inspector.inspection.empty
+        assert "empty column" in str(inspector.render())
+
+    run(app, scenario)

@@ -1,0 +1,82 @@
+"""The stragglers panel: a real Spark event log's straggler tasks and stage skew in the TUI, as the report has them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from latencymap.sources.spark.source import SparkSource
+from tui_support import wait_ended
+
+from latencymap.flow.pipeline import diffed
+from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.stragglers import StragglersPanel, straggler_line, stragglers_text
+
+SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark" / "plain"
+
+
+def spark_app() -> tuple[LatencyMapApp, SparkSource]:
+    source = SparkSource(target=str(SPARK))
+    return LatencyMapApp(diffed(source.items(), "spark"), color_mode="truecolor", analysis=source.analysis), source
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_panel_lists_the_reports_stragglers_when_the_log_is_read(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    app, source = spark_app()
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await wait_ended(pilot)
+            panel = app.query_one(StragglersPanel)
+            found = source.analysis()
+            assert panel.found == found and found["stragglers"]
+            lines = panel.plain_lines()
+            assert f"{len(found['stragglers'])} straggler" in lines[0]
+            first = found["stragglers"][0]
+            assert lines[1].strip() == straggler_line(first)
+            assert f"task {first['index']} (id {first['task_id']})" in lines[1] and "× the median" in lines[1]
+            assert any(line.strip().startswith("stage ") and "skew" in line for line in lines)
+            await pilot.press("s")  # saved frames hold the panel too
+            await pilot.pause()
+            assert "stragglers" in app.saved[1].read_text()
+
+    asyncio.run(main())
+
+
+def test_no_analysis_no_panel_and_a_failing_one_is_a_notice() -> None:
+    def broken() -> dict:
+        raise RuntimeError("boom")
+
+    source = SparkSource(target=str(SPARK))
+    app = LatencyMapApp(diffed(source.items(), "spark"), color_mode="truecolor", analysis=broken)
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await wait_ended(pilot)
+            assert app.query_one(StragglersPanel).found is None
+            assert any("analysis failed: boom" in str(n.message) for n in app._notifications)
+
+    asyncio.run(main())
+
+
+def test_hostile_fields_are_cleaned() -> None:
+    text = stragglers_text({"stragglers": [{"key": "t\x1b[31m1", "group": "g\x07", "duration_s": 2.0,
+                                            "reference_s": 1.0, "ratio": 2.0}], "stages": []}).plain
+    assert "\x1b" not in text and "\x07" not in text and "2× the median" in text.replace("2.0×", "2×")
+
+
+def test_spark_stragglers_panel_snapshot(snap_compare, utc) -> None:
+    app, _ = spark_app()
+    assert snap_compare(app, terminal_size=(160, 50), run_before=wait_ended)

@@ -1,0 +1,138 @@
+"""Rows that fit the data: where the events and the time are, negligible edges folded, hysteresis, pins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from latencymap.cli.common import REGISTRY
+from latencymap.core.accumulator import Accumulator
+from latencymap.core.buckets import NSLOTS, midpoints_seconds
+from latencymap.core.model import Interval, StreamId
+from latencymap.flow.pipeline import input_flow
+from latencymap.views.frame import (
+    MIN_ROWS,
+    NEGLIGIBLE,
+    REFIT_SLACK,
+    RowFit,
+    build_frame,
+    fit_rows,
+    pinned_range,
+    row_labels,
+    row_range,
+)
+from latencymap.views.options import ViewOptions
+from latencymap.views.plain import PlainRenderer
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+MID = midpoints_seconds("bpf", "microsec")
+
+
+def slots(pairs: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.zeros(NSLOTS, dtype=np.int64)
+    for s, c in pairs.items():
+        counts[s] = c
+    return counts, counts * MID
+
+
+def history(*columns: dict[int, int], unit: str = "microsec"):
+    stream = StreamId("disk", "bpf", unit)
+    acc = Accumulator()
+    acc.add([Interval(stream, 1e9 + k, 1e9 + k + 1, slots(col)[0]) for k, col in enumerate(columns)])
+    return acc.streams[stream]
+
+
+def test_a_fast_disk_gets_its_own_rows() -> None:
+    # 16-33 µs I/Os (slots 5, 6) and a few slow ones that hold time: rows 16µs..2ms, none folded
+    counts, spent = slots({5: 9000, 6: 4000, 8: 20, 12: 3})
+    lo, hi = fit_rows(counts, spent)
+    assert lo == 5 and hi == 12  # from the fastest bucket used to the slowest bucket holding time
+    hist = history({5: 9000, 6: 4000, 8: 20, 12: 3})
+    rows = row_range(hist)
+    assert (rows.lo, rows.hi, rows.folds) == (5, 12, (False, False))
+    labels = row_labels(hist, rows.lo, rows.hi, rows.folds)
+    assert labels[0:2] == ["16µs", "32µs"] and labels[-1] == "2.05ms" and not any(
+        lbl.startswith(("<", "≥")) for lbl in labels)
+
+
+def test_negligible_edges_fold_into_a_row_that_says_so() -> None:
+    # one event in [0, 1) µs among a million fast ones, and nothing else far away
+    column = {0: 1, 7: 600_000, 8: 400_000, 9: 5_000}
+    counts, spent = slots(column)
+    assert counts[0] / counts.sum() < NEGLIGIBLE
+    lo, hi = fit_rows(counts, spent)
+    assert lo == 6 and hi >= 9  # slot 6 is the folded row holding slots 0..6
+    hist = history(column)
+    rows = row_range(hist)
+    assert rows.folds == (True, False)
+    labels = row_labels(hist, rows.lo, rows.hi, rows.folds)
+    assert labels[0] == "<64µs" and labels[1] == "64µs"
+    frame = build_frame(hist, "frequency", 10, rows.lo, rows.hi, folds=rows.folds)
+    assert frame.values[:, -1].sum() == pytest.approx(counts.sum())  # nothing lost: the edge row holds it
+    assert frame.values[0, -1] == 1
+
+
+def test_time_keeps_a_rare_slow_bucket_in_view() -> None:
+    # 0.01% of the events, but most of the time: never trimmed
+    counts, spent = slots({4: 100_000, 20: 10})
+    assert counts[20] / counts.sum() < NEGLIGIBLE and spent[20] / spent.sum() > 0.5
+    assert fit_rows(counts, spent)[1] == 20
+
+
+def test_max_rows_keeps_the_densest_slots_and_min_rows_pads() -> None:
+    counts = np.zeros(NSLOTS)
+    counts[2:40] = 1
+    counts[20:26] = 1000
+    lo, hi = fit_rows(counts, counts * MID, max_rows=10)
+    assert hi - lo + 1 == 10 and lo < 20 and hi >= 25
+    one = np.zeros(NSLOTS)
+    one[30] = 5
+    lo, hi = fit_rows(one, one * MID)
+    assert hi - lo + 1 == MIN_ROWS and lo == 29
+    assert fit_rows(np.zeros(NSLOTS), np.zeros(NSLOTS)) is None
+
+
+def test_refit_has_hysteresis() -> None:
+    fit = RowFit()
+    base = slots({10: 100, 11: 50})
+    first = fit.update(*base)
+    # a small move inside the rows, or a narrower spread by less than the slack: kept
+    assert fit.update(*slots({11: 100, 12: 50})) == first
+    assert fit.update(*slots({10: 100})) == first
+    assert fit.update(*slots({14: 100, 15: 50})) == first  # still inside the rows (the empty ones above)
+    # data out of view: re-fitted at once, to a range that shows it
+    wide = fit.update(*slots({10: 100, 11: 50, 25: 10}))
+    assert wide[1] >= 25 and wide[0] <= 10
+    # alternating between the two states does not flicker while both are in view
+    for _ in range(3):
+        assert fit.update(*slots({10: 100, 11: 50, 25: 10})) == wide
+        assert fit.update(*slots({10: 100, 11: 50, 24: 10})) == wide
+    # far too wide for the data now (more than the slack): narrowed
+    narrow = fit.update(*base)
+    assert narrow == first and (wide[1] - wide[0]) - (narrow[1] - narrow[0]) > REFIT_SLACK
+    lower = fit.update(*slots({8: 100}))
+    assert lower[0] <= 8 < first[0]  # below the rows: re-fitted
+    assert fit.update(np.zeros(NSLOTS), np.zeros(NSLOTS)) == lower  # no events: rows kept
+
+
+def test_pins_work_as_before() -> None:
+    hist = history({5: 10})
+    assert pinned_range(hist) == (8, 19)  # PyLatencyMap: 128 µs and 12 rows
+    rows = row_range(hist, 4, 12)
+    assert (rows.lo, rows.hi, rows.folds) == (5, 13, None)
+    assert row_labels(hist, rows.lo, rows.hi, rows.folds)[0].startswith("<")
+    assert row_range(hist, 4).hi - row_range(hist, 4).lo + 1 == 12
+
+
+def test_plain_frames_of_a_real_fast_disk_show_its_buckets() -> None:
+    """bpftrace block-I/O histogram of a virtio disk (p50 12 µs): rows from its own buckets, no options."""
+    acc = Accumulator()
+    acc.add(list(input_flow([str(FIXTURES / "bpftrace" / "block_usecs_interval.txt")], REGISTRY)))
+    hist = next(h for h in acc.streams.values() if h.stream.label == "@usecs")
+    text = PlainRenderer(ViewOptions(color=False)).render_stream(hist)
+    freq = text.split("Intensity heat map")[0].splitlines()
+    labels = [line.split()[0] for line in freq[2:] if line.strip() and "x=time" not in line]
+    assert "8µs" in labels and "16µs" in labels and "32µs" in labels
+    assert not any(lbl.startswith("<") for lbl in labels)  # nothing folded into a `<256µs` bottom row

@@ -40,7 +40,9 @@ class Pane:
     def __init__(self, command: str, size: tuple[int, int] = (160, 50)) -> None:
         self.name = f"lmtest-{uuid.uuid4().hex[:8]}"
         subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
-                        f"{command}; echo EXIT=$?; sleep 30"], check=True)
+                        # a tmux server started from pytest may carry COLUMNS/LINES (80x24): the app must size
+                        # itself from the pane, as in a user's terminal
+                        f"unset COLUMNS LINES; {command}; echo EXIT=$?; sleep 30"], check=True)
 
     def capture(self, escapes: bool = False) -> str:
         args = ["tmux", "capture-pane", "-p", "-t", self.name] + (["-e"] if escapes else [])
@@ -130,7 +132,8 @@ def test_overview_of_12_ranks_shows_them_all_and_the_slow_one_first(pane_factory
     ranks = FIXTURES / "training" / "ranks12.txt"
     pane = pane_factory(f"TZ=UTC TERM=xterm-256color COLORTERM=truecolor {latencymap_command()} "
                         f"{shlex.quote(str(ranks))}", size=(180, 50))
-    screen = pane.wait_for("OVERVIEW · ENDED")
+    pane.wait_for("OVERVIEW · ENDED")
+    screen = pane.wait_for("▲")  # the ratio column settles on the repaint after the input ends
     labels = [line for line in screen.splitlines() if "train/rank" in line and "/step" in line]
     names = {re.search(r"train/rank\d+/step", line)[0] for line in labels}
     assert len(names) >= 8

@@ -9,6 +9,7 @@ import click
 from latencymap.cli.common import EXIT_OK
 from latencymap.cli.display import run_view
 from latencymap.cli.options import display_options
+from latencymap.core.accumulator import DEFAULT_HISTORY
 from latencymap.core.model import Flow, Notice
 from latencymap.flow.pipeline import limited, strict
 from latencymap.flow.recording import Recorder, recorded
@@ -52,5 +53,5 @@ def show(flow: Flow, kw: dict[str, Any], profile: ProfileSession | None = None, 
     if kw.get("emit"):
         return emit(flow, kw.get("compat", False), profile)
     return run_view(flow, display_options(kw), plain=kw["plain"] or kw["once"], once=kw["once"],
-                    screen_delay=kw["screen_delay"], history=kw["history"], profile=profile, replay=replay,
-                    bursts=bursts)
+                    screen_delay=kw["screen_delay"], history=kw["history"] or DEFAULT_HISTORY, profile=profile,
+                    replay=replay, bursts=bursts)

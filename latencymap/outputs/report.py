@@ -24,8 +24,8 @@ def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
     lo, hi = used if used else (0, -1)
     slots = slice(lo, hi + 1)
     total = hist.totals()
-    start = float(hist.start[0]) if hist.n else None
-    end = float(hist.end[-1]) if hist.n else None
+    start = float(hist.meta_in("start", slice(0, 1))[0]) if hist.n else None
+    end = float(hist.meta_in("end", slice(hist.n - 1, None))[0]) if hist.n else None
     return {
         "stream": {"label": hist.stream.label, "datasource": hist.stream.datasource, "unit": hist.stream.unit},
         "columns": hist.n,
@@ -65,7 +65,7 @@ def report_text(acc: Accumulator) -> str:
             out.append("   no intervals (a single record is only a baseline)")
             continue
         t = hist.totals()
-        span = float(hist.end[-1] - hist.start[0])
+        span = float(hist.meta_in("end", slice(hist.n - 1, None))[0] - hist.meta_in("start", slice(0, 1))[0])
         rate = t.events / t.duration_s if t.duration_s else float("nan")
         how = "exact" if hist.exact else "estimated from bucket midpoints"
         out.append(f"   {hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "
@@ -87,7 +87,7 @@ def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:
     if used is None:
         return []
     lo, hi = used
-    total_time = hist.time.sum(axis=0)
+    total_time = hist.time_in().sum(axis=0)
     events, spent = counts.sum(), total_time.sum()
     rows = ["   bucket                 events   %events    %time"]
     for s in range(lo, hi + 1):

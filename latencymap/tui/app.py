@@ -12,7 +12,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
-from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, StreamHistory
+from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, StreamHistory
 from latencymap.core.model import Flow
 from latencymap.flow.stdin import take_terminal
 from latencymap.tui.findings import FindingsPanel
@@ -48,7 +48,7 @@ class LatencyMapApp(App[int]):
     #maps { width: 1fr; height: 1fr; overflow: hidden; }
     """
 
-    def __init__(self, flow: Flow, opts: ViewOptions | None = None, *, history: int = DEFAULT_HISTORY,
+    def __init__(self, flow: Flow, opts: ViewOptions | None = None, *, history: HistoryLimit | int = DEFAULT_HISTORY,
                  color_mode: str | None = None, tick: float = TICK_S, profile: ProfileSession | None = None,
                  replay: ReplayClock | None = None, bursts: BurstScan | None = None) -> None:
         super().__init__()
@@ -255,7 +255,7 @@ class LatencyMapApp(App[int]):
         self._changed()
 
 
-def run_tui(flow: Flow, opts: ViewOptions, *, history: int = DEFAULT_HISTORY,
+def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFAULT_HISTORY,
             profile: ProfileSession | None = None, replay: ReplayClock | None = None,
             bursts: BurstScan | None = None) -> int:
     """Show `flow` in the TUI until `q`; falls back to plain frames when there is no terminal."""

@@ -19,7 +19,9 @@ def findings_text(hist: StreamHistory, first: int, stop: int) -> Text:
     if stop <= first:
         text.append("  none yet")
         return text
-    diag = diagnose(hist.counts, hist.time, hist.low, hist.high, hist.start, hist.end, col_range=(first, stop))
+    cols = slice(first, stop)
+    diag = diagnose(hist.counts_in(cols), hist.time_in(cols), hist.low, hist.high, hist.start, hist.end,
+                    col_range=(first, stop), rows_from=first)
     lines = diag.summary_lines()[:MAX_LINES] or ["nothing notable"]
     text.append("  " + clean_text(lines[0], 300))
     for line in lines[1:]:

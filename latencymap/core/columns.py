@@ -1,0 +1,247 @@
+"""Compact column storage of one stream: the occupied slot window only, narrow counts, cold chunks compressed.
+
+A `Block` holds consecutive columns in memory: counts of the slots `lo .. lo + width - 1` (every other slot is
+zero) in the narrowest integer type that holds them, the exact time spent per slot when a column carried it
+(`None` for a block of estimated columns: time is then counts x the slots' midpoints, computed when read), and
+per-column start, end, duration and flags. The newest block of a stream grows in place (window and integer
+type widen on demand); full blocks are sealed into a `Chunk`: the block at its tightest window and types
+(times as float32 when every value survives the round trip), each array byte-shuffled and the whole compressed
+with zstd. Decoding gives the same numbers back, bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from latencymap.core.buckets import NSLOTS
+
+#: Columns per sealed chunk.
+CHUNK_COLUMNS = 1024
+ZSTD_LEVEL = 3
+_UNSIGNED = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32))
+_SIGNED = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32))
+_INT64 = np.dtype(np.int64)
+_META = ("start", "end", "dur")
+
+
+def count_dtype(low: int, high: int) -> np.dtype[np.signedinteger | np.unsignedinteger]:  # type: ignore[type-arg]
+    """The narrowest integer type holding every value in [low, high]."""
+    for dtype in _UNSIGNED if low >= 0 else _SIGNED:
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return dtype
+    return _INT64
+
+
+def _wider(a: np.dtype, b: np.dtype) -> np.dtype:  # type: ignore[type-arg]
+    """A type holding every value of both integer types."""
+    if a == b:
+        return a
+    ia, ib = np.iinfo(a), np.iinfo(b)
+    return count_dtype(min(ia.min, ib.min), max(ia.max, ib.max))
+
+
+def occupied(counts: np.ndarray, time: np.ndarray | None) -> np.ndarray:
+    """Per slot: does any column hold a count, or a time that is not +0.0 (-0.0 and NaN are kept as they are)."""
+    used: np.ndarray = (counts != 0).any(axis=0)
+    if time is not None:
+        used |= ((time != 0) | np.signbit(time)).any(axis=0)
+    return used
+
+
+class Block:
+    """Columns in memory over a slot window; the newest block of a stream is appended to, decoded chunks are not."""
+
+    __slots__ = ("counts", "dur", "end", "flags", "lo", "n", "start", "time")
+
+    def __init__(self, capacity: int, lo: int = 0, width: int = 0,
+                 dtype: np.dtype = _UNSIGNED[0]) -> None:  # type: ignore[type-arg]
+        self.n = 0
+        self.lo = lo
+        self.counts: np.ndarray = np.zeros((capacity, width), dtype=dtype)
+        self.time: np.ndarray | None = None
+        self.start: np.ndarray = np.zeros(capacity)
+        self.end: np.ndarray = np.zeros(capacity)
+        self.dur: np.ndarray = np.zeros(capacity)
+        self.flags: np.ndarray = np.zeros(capacity, dtype=np.uint8)
+
+    @property
+    def width(self) -> int:
+        return int(self.counts.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays (at their capacity)."""
+        arrays = (self.counts, self.time, self.start, self.end, self.dur, self.flags)
+        return sum(a.nbytes for a in arrays if a is not None)
+
+    def append(self, counts: np.ndarray, time: np.ndarray | None, start: np.ndarray, end: np.ndarray,
+               dur: np.ndarray, flags: np.ndarray, mid: np.ndarray, limit: int) -> None:
+        """Add full-width (k, 64) columns; `time`, when given, holds every row's time (counts x `mid` if estimated)."""
+        k = len(counts)
+        used = occupied(counts, time)
+        slots = np.flatnonzero(used)
+        if slots.size:
+            lo, hi = int(slots[0]), int(slots[-1]) + 1
+            if self.width:
+                lo, hi = min(lo, self.lo), max(hi, self.lo + self.width)
+            window = counts[:, lo:hi]
+            need = count_dtype(int(window.min()), int(window.max()))
+            self._reshape(lo, hi - lo, _wider(self.counts.dtype, need) if self.n else need)
+        self._grow(self.n + k, limit)
+        rows = slice(self.n, self.n + k)
+        lo, width = self.lo, self.width
+        self.counts[rows] = counts[:, lo: lo + width]
+        if time is not None and self.time is None:
+            self.time = np.zeros(self.counts.shape)
+            np.multiply(self.counts[: self.n], mid[lo: lo + width], out=self.time[: self.n])
+        if self.time is not None:
+            if time is None:
+                np.multiply(self.counts[rows], mid[lo: lo + width], out=self.time[rows])
+            else:
+                self.time[rows] = time[:, lo: lo + width]
+        self.start[rows], self.end[rows], self.dur[rows], self.flags[rows] = start, end, dur, flags
+        self.n += k
+
+    def _reshape(self, lo: int, width: int, dtype: np.dtype) -> None:  # type: ignore[type-arg]
+        """Widen the window to [lo, lo + width) and the counts to `dtype` (a no-op when both already fit)."""
+        if lo == self.lo and width == self.width and dtype == self.counts.dtype:
+            return
+        cap, at = len(self.counts), self.lo - lo
+        counts = np.zeros((cap, width), dtype=dtype)
+        counts[: self.n, at: at + self.width] = self.counts[: self.n]
+        if self.time is not None:
+            time = np.zeros((cap, width))
+            time[: self.n, at: at + self.width] = self.time[: self.n]
+            self.time = time
+        self.counts, self.lo = counts, lo
+
+    def _grow(self, need: int, limit: int) -> None:
+        """Room for `need` columns (doubling, at most `limit`)."""
+        cap = len(self.start)
+        if need <= cap:
+            return
+        new = min(limit, max(need, 2 * cap, 16))
+        for name in ("counts", "time", "start", "end", "dur", "flags"):
+            arr = getattr(self, name)
+            if arr is not None:
+                grown = np.zeros((new, *arr.shape[1:]), dtype=arr.dtype)
+                grown[: self.n] = arr[: self.n]
+                setattr(self, name, grown)
+
+    def dense_counts(self, rows: slice, out: np.ndarray) -> None:
+        """Write rows' counts into `out` (rows, 64), zero outside the window (out must be zeroed)."""
+        out[:, self.lo: self.lo + self.width] = self.counts[rows]
+
+    def dense_time(self, rows: slice, out: np.ndarray, mid: np.ndarray) -> None:
+        """Write rows' time into `out` (rows, 64): stored, or counts x midpoints as the whole history computes it."""
+        window = slice(self.lo, self.lo + self.width)
+        if self.time is not None:
+            out[:, window] = self.time[rows]
+        else:
+            np.multiply(self.counts[rows], mid[window], out=out[:, window])
+
+
+def _shuffle(arr: np.ndarray) -> bytes:
+    """The array's bytes grouped by byte position (all first bytes, then all second bytes...): zstd likes that."""
+    size = arr.dtype.itemsize
+    raw = np.ascontiguousarray(arr).view(np.uint8)
+    return raw.tobytes() if size == 1 else raw.reshape(-1, size).T.tobytes()
+
+
+def _unshuffle(buf: memoryview, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:  # type: ignore[type-arg]
+    size = dtype.itemsize
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    if size > 1:
+        raw = raw.reshape(size, -1).T.copy()
+    return raw.view(dtype).reshape(shape)
+
+
+@dataclass(slots=True, eq=False)
+class Chunk:
+    """A sealed block: compressed arrays plus what totals need without decoding them."""
+
+    n: int
+    lo: int
+    width: int
+    count_type: np.dtype  # type: ignore[type-arg]
+    time_type: np.dtype | None  # type: ignore[type-arg]
+    blob: bytes
+    #: Per slot (64): counts summed over the chunk's columns, and whether any column's count is not zero.
+    slot_counts: np.ndarray
+    used: np.ndarray
+    #: Bitwise AND and OR of the columns' flags.
+    flags_and: int
+    flags_or: int
+    #: Time spent and duration summed over the chunk (for quick totals; an exact total sums the columns).
+    time_total: float
+    dur_total: float
+    #: Arrival order among every chunk of an accumulator (oldest dropped first under a memory budget).
+    seq: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this chunk keeps in memory (compressed data and summaries)."""
+        return len(self.blob) + self.slot_counts.nbytes + self.used.nbytes + 120
+
+    @staticmethod
+    def seal(block: Block, mid: np.ndarray) -> Chunk:
+        """Compress a block's columns at their tightest window and types."""
+        import zstandard
+
+        n = block.n
+        counts, time = block.counts[:n], None if block.time is None else block.time[:n]
+        used_window = occupied(counts, time)
+        slots = np.flatnonzero(used_window)
+        a, b = (int(slots[0]), int(slots[-1]) + 1) if slots.size else (0, 0)
+        counts = counts[:, a:b]
+        ctype = count_dtype(int(counts.min()), int(counts.max())) if counts.size else _UNSIGNED[0]
+        counts = counts.astype(ctype)
+        ttype = None
+        if time is None:
+            spent = float((counts * mid[block.lo + a: block.lo + b]).sum())
+        else:
+            time = time[:, a:b]
+            spent = float(time.sum())
+            with np.errstate(over="ignore", invalid="ignore"):
+                narrow = time.astype(np.float32)
+                lossless = np.array_equal(narrow.astype(np.float64), time, equal_nan=True)
+            time = narrow if lossless else time
+            ttype = time.dtype
+        parts = [_shuffle(counts)] + ([] if time is None else [_shuffle(time)])
+        parts += [_shuffle(getattr(block, name)[:n]) for name in _META] + [block.flags[:n].tobytes()]
+        blob = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(b"".join(parts))
+        slot_counts = np.zeros(NSLOTS, dtype=np.int64)
+        slot_counts[block.lo + a: block.lo + b] = counts.sum(axis=0, dtype=np.int64)
+        used = np.zeros(NSLOTS, dtype=bool)
+        used[block.lo + a: block.lo + b] = (counts != 0).any(axis=0)
+        flags = block.flags[:n]
+        return Chunk(n, block.lo + a, b - a, ctype, ttype, blob, slot_counts, used,
+                     int(np.bitwise_and.reduce(flags)), int(np.bitwise_or.reduce(flags)), spent,
+                     float(block.dur[:n].sum()))
+
+    def decode(self) -> Block:
+        """The chunk's columns as a (read-only) block."""
+        import zstandard
+
+        n, width = self.n, self.width
+        data = memoryview(zstandard.ZstdDecompressor().decompress(self.blob))
+        block = Block(0)
+        block.n, block.lo = n, self.lo
+        at = 0
+
+        def take(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:  # type: ignore[type-arg]
+            nonlocal at
+            size = int(np.prod(shape)) * dtype.itemsize
+            arr = _unshuffle(data[at: at + size], dtype, shape)
+            at += size
+            return arr
+
+        block.counts = take(self.count_type, (n, width))
+        if self.time_type is not None:
+            block.time = take(self.time_type, (n, width)).astype(np.float64)
+        block.start, block.end, block.dur = (take(np.dtype(np.float64), (n,)) for _ in _META)
+        block.flags = take(np.dtype(np.uint8), (n,))
+        return block

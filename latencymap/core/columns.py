@@ -26,7 +26,7 @@ _INT64 = np.dtype(np.int64)
 _META = ("start", "end", "dur")
 
 
-def count_dtype(low: int, high: int) -> np.dtype[np.signedinteger | np.unsignedinteger]:  # type: ignore[type-arg]
+def count_dtype(low: int, high: int) -> np.dtype:
     """The narrowest integer type holding every value in [low, high]."""
     for dtype in _UNSIGNED if low >= 0 else _SIGNED:
         info = np.iinfo(dtype)
@@ -35,7 +35,7 @@ def count_dtype(low: int, high: int) -> np.dtype[np.signedinteger | np.unsignedi
     return _INT64
 
 
-def _wider(a: np.dtype, b: np.dtype) -> np.dtype:  # type: ignore[type-arg]
+def _wider(a: np.dtype, b: np.dtype) -> np.dtype:
     """A type holding every value of both integer types."""
     if a == b:
         return a
@@ -57,7 +57,7 @@ class Block:
     __slots__ = ("counts", "dur", "end", "flags", "lo", "n", "start", "time")
 
     def __init__(self, capacity: int, lo: int = 0, width: int = 0,
-                 dtype: np.dtype = _UNSIGNED[0]) -> None:  # type: ignore[type-arg]
+                 dtype: np.dtype = _UNSIGNED[0]) -> None:
         self.n = 0
         self.lo = lo
         self.counts: np.ndarray = np.zeros((capacity, width), dtype=dtype)
@@ -105,7 +105,7 @@ class Block:
         self.start[rows], self.end[rows], self.dur[rows], self.flags[rows] = start, end, dur, flags
         self.n += k
 
-    def _reshape(self, lo: int, width: int, dtype: np.dtype) -> None:  # type: ignore[type-arg]
+    def _reshape(self, lo: int, width: int, dtype: np.dtype) -> None:
         """Widen the window to [lo, lo + width) and the counts to `dtype` (a no-op when both already fit)."""
         if lo == self.lo and width == self.width and dtype == self.counts.dtype:
             return
@@ -151,7 +151,7 @@ def _shuffle(arr: np.ndarray) -> bytes:
     return raw.tobytes() if size == 1 else raw.reshape(-1, size).T.tobytes()
 
 
-def _unshuffle(buf: memoryview, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:  # type: ignore[type-arg]
+def _unshuffle(buf: memoryview, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     size = dtype.itemsize
     raw = np.frombuffer(buf, dtype=np.uint8)
     if size > 1:
@@ -166,8 +166,8 @@ class Chunk:
     n: int
     lo: int
     width: int
-    count_type: np.dtype  # type: ignore[type-arg]
-    time_type: np.dtype | None  # type: ignore[type-arg]
+    count_type: np.dtype
+    time_type: np.dtype | None
     blob: bytes
     #: Per slot (64): counts summed over the chunk's columns, and whether any column's count is not zero.
     slot_counts: np.ndarray
@@ -232,7 +232,7 @@ class Chunk:
         block.n, block.lo = n, self.lo
         at = 0
 
-        def take(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:  # type: ignore[type-arg]
+        def take(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
             nonlocal at
             size = int(np.prod(shape)) * dtype.itemsize
             arr = _unshuffle(data[at: at + size], dtype, shape)

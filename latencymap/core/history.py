@@ -111,7 +111,7 @@ class StreamHistory:
         flags = ((timed | empty) * np.uint8(EXACT)) | (timed * np.uint8(TIMED))
         if any(iv.reset or iv.gap for iv in intervals):
             flags |= np.fromiter((iv.reset * RESET | iv.gap * GAP for iv in intervals), dtype=np.uint8, count=k)
-        meta = {"start": np.array([iv.start for iv in intervals], dtype=np.float64),
+        meta: dict[str, np.ndarray] = {"start": np.array([iv.start for iv in intervals], dtype=np.float64),
                 "end": np.array([iv.end for iv in intervals], dtype=np.float64),
                 "dur": np.array([iv.duration for iv in intervals], dtype=np.float64),
                 "flags": flags.astype(np.uint8)}

@@ -99,7 +99,8 @@ def write_seeds(directory: Path) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     count = 0
     for path in sorted(FIXTURES.rglob("*")):
-        if not path.is_file() or path.suffix not in (".txt", ".json", ".trc", ".hlog") or path.parent.name == "spark":
+        suffixes = (".txt", ".json", ".jsonl", ".trc", ".hlog")
+        if not path.is_file() or path.suffix not in suffixes or path.parent.name == "spark":
             continue
         head = path.read_bytes()[:SEED_BYTES]
         for fmt in FORMATS:

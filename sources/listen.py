@@ -8,6 +8,8 @@ slow one stands out. The socket is created with mode 0600 (only you can connect)
 replaced; any other existing file is refused. Writer comment lines (`# latencymap-writer`,
 `# latencymap-dropped`) become notices: who connected, and how many intervals a writer dropped while
 the viewer was absent or slow.
+
+`listen --otlp [HOST:PORT]` receives OpenTelemetry metrics over OTLP/HTTP instead (`latencymap.sources.otlp`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import click
+from latencymap.sources.otlp import DEFAULT_ADDRESS
 
 from latencymap.core.errors import InputError
 from latencymap.core.model import Interval, Notice, StreamId
@@ -171,7 +174,7 @@ class ListenSource(Source):
 
     name: ClassVar[str] = "listen"
     summary: ClassVar[str] = ("Live training-loop timings (latencymap.instrument) from many processes or ranks "
-                              "over a UNIX socket.")
+                              "over a UNIX socket, or OpenTelemetry metrics over OTLP/HTTP (--otlp).")
 
     @classmethod
     def params(cls) -> list[click.Parameter]:
@@ -182,7 +185,10 @@ class ListenSource(Source):
             click.Option(["--writers"], type=int, default=None, metavar="N",
                          help="Stop once N writers have connected and all have disconnected."),
             click.Option(["--idle-timeout", "idle_timeout"], type=float, default=None, metavar="S",
-                         help="Stop after S seconds with no writer connected."),
+                         help="Stop after S seconds with no writer connected (--otlp: with no request)."),
+            click.Option(["--otlp"], is_flag=False, flag_value=DEFAULT_ADDRESS, default=None, metavar="[HOST:PORT]",
+                         help=f"Receive OpenTelemetry histograms at POST /v1/metrics (OTLP/HTTP, protobuf or JSON) "
+                              f"instead of the socket; bound only there, {DEFAULT_ADDRESS} when no address is given."),
         ]
 
     @classmethod
@@ -200,12 +206,22 @@ class ListenSource(Source):
             raise click.BadParameter("expected octal permissions such as 600", param_hint="--mode") from None
         self.writers: int | None = options.get("writers")
         self.idle_timeout: float | None = options.get("idle_timeout")
+        self.otlp: str | None = options.get("otlp")
+        if self.otlp and (self.path or self.writers is not None):
+            raise click.UsageError("--otlp receives over HTTP: give no socket PATH and no --writers with it")
         self.accepted = 0
 
     def describe(self) -> dict[str, Any]:
+        if self.otlp:
+            return {"source": self.name, "otlp": self.otlp}
         return {"source": self.name, "path": self.path, "mode": oct(self.mode)}
 
     def items(self) -> Iterator[Item]:
+        if self.otlp:
+            from latencymap.sources.otlp.receiver import receive
+
+            yield from receive(self.otlp, self.idle_timeout)
+            return
         if self.path is None:
             try:
                 self.path = default_socket_path()

@@ -7,11 +7,21 @@ again and again, while the valley between them is
 
 - shallow: valley > `max_valley_ratio` (0.5) x the smaller of the two peaks, or
 - not significant: smaller peak - valley < `min_valley_z` (3) x sqrt(peak + valley), i.e. within
-  Poisson noise of a flat run (counts are event counts, so sparse tails do not split into bands).
+  Poisson noise of a flat run (counts are event counts, so sparse tails do not split into bands),
+
+unless the valley is a deep gap below the smaller peak (a thin band *above* a gap; a few fast events
+below one stay noise, they own no time): slots holding at most `deep_valley_ratio` (0.1) of the smaller peak (empty
+octaves), so many of them that a tail decaying monotonically would leave them that empty with probability
+<= `gap_alpha` (0.05; each gap slot expects at least the smaller peak's count: P = Poisson CDF of the gap's
+events at gap slots x smaller peak). One far event needs three empty octaves, two need two. So a few far
+events (two 1.5 s stalls three empty octaves above an 80 ms band, one 2.5 s task above 64-256 ms tasks)
+are not swallowed as their neighbour's tail; whether they stay a band is left to the share rule below.
 
 The log2 scale is already coarse (a lognormal spans a few slots), so no smoothing is applied:
 it would fill the one-slot valleys that real bimodal data shows. Finally a band holding less than
-`min_band_share` (0.5%) of the events *and* of the time is folded into its closer neighbour.
+`min_band_share` (0.5%) of the events *and* less than `min_band_time_share` (2%) of the time is folded
+into its closer neighbour: a thin far band that owns time stays a band; a stray event of a sparse tail
+does not.
 
 The valley slot goes to the side whose adjacent slot holds more events (it is more likely that
 band's flank). A band owns all slots between its valleys (its shares count them all), but its
@@ -32,12 +42,17 @@ from typing import Any
 
 import numpy as np
 
-MAX_VALLEY_RATIO = 0.5
-MIN_VALLEY_Z = 3.0
-MIN_BAND_SHARE = 0.005
-MIN_EVENTS_SHARE = 0.03
-MIN_TIME_SHARE = 0.10
-EDGE_TRIM = 0.005
+from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS as _T
+
+MAX_VALLEY_RATIO = _T.max_valley_ratio
+MIN_VALLEY_Z = _T.min_valley_z
+DEEP_VALLEY_RATIO = _T.deep_valley_ratio
+GAP_ALPHA = _T.gap_alpha
+MIN_BAND_SHARE = _T.min_band_share
+MIN_BAND_TIME_SHARE = _T.min_band_time_share
+MIN_EVENTS_SHARE = _T.band_events_share
+MIN_TIME_SHARE = _T.band_time_share
+EDGE_TRIM = _T.edge_trim
 
 
 @dataclass
@@ -82,22 +97,49 @@ def _valleys(c: np.ndarray, peaks: list[int]) -> list[int]:
     return [a + 1 + int(np.argmin(c[a + 1:b])) if b > a + 1 else a for a, b in pairwise(peaks)]
 
 
-def _separation(c: np.ndarray, left: int, valley: int, right: int, max_ratio: float, min_z: float) -> float:
-    """How shallow a valley is (valley / smaller peak); +inf when within Poisson noise."""
+def gap_evidence(c: np.ndarray, left: int, valley: int, right: int, deep_ratio: float = DEEP_VALLEY_RATIO) -> float:
+    """P(a deep valley this wide and this empty | every slot of it expects the smaller peak's count).
+
+    A tail that decays monotonically expects at least as many events in each slot of a gap as in the far
+    peak; the gap is the run of slots around the valley holding at most `deep_ratio` of the smaller peak.
+    """
+    peak = min(c[left], c[right])
+    limit = deep_ratio * peak
+    a = b = valley
+    while a - 1 > left and c[a - 1] <= limit:
+        a -= 1
+    while b + 1 < right and c[b + 1] <= limit:
+        b += 1
+    return poisson_cdf(float(c[a:b + 1].sum()), (b - a + 1) * float(peak))
+
+
+def poisson_cdf(k: float, lam: float) -> float:
+    """P(X <= k) for X ~ Poisson(lam) (k rounded down)."""
+    terms = np.arange(int(k) + 1, dtype=np.float64)
+    log_pmf = terms * np.log(lam) - lam - np.cumsum(np.log(np.maximum(terms, 1.0)))
+    return float(min(1.0, np.exp(log_pmf).sum()))
+
+
+def _separation(c: np.ndarray, left: int, valley: int, right: int, max_ratio: float, min_z: float,
+                deep_ratio: float = DEEP_VALLEY_RATIO, gap_alpha: float = GAP_ALPHA) -> float:
+    """How shallow a valley is (valley / smaller peak); +inf when within Poisson noise and no improbable gap."""
     peak = min(c[left], c[right])
     depth = c[valley] / peak
-    if peak - c[valley] < min_z * np.sqrt(peak + c[valley]):
+    noise = peak - c[valley] < min_z * np.sqrt(peak + c[valley])
+    far = c[right] < c[left]  # only a thin band above a gap owns time: a few fast events stay noise
+    if noise and (not far or depth > deep_ratio or gap_evidence(c, left, valley, right, deep_ratio) > gap_alpha):
         return np.inf
     return float(depth) if depth <= max_ratio else float(depth) + 1.0
 
 
 def split_points(c: np.ndarray, *, max_valley_ratio: float = MAX_VALLEY_RATIO,
-                 min_valley_z: float = MIN_VALLEY_Z) -> list[int]:
+                 min_valley_z: float = MIN_VALLEY_Z, deep_valley_ratio: float = DEEP_VALLEY_RATIO,
+                 gap_alpha: float = GAP_ALPHA) -> list[int]:
     """Valley slots that separate bands after merging shallow or insignificant valleys."""
     peaks = [int(p) for p in local_peaks(c)]
     while len(peaks) > 1:
         valleys = _valleys(c, peaks)
-        shallow = [_separation(c, a, v, b, max_valley_ratio, min_valley_z)
+        shallow = [_separation(c, a, v, b, max_valley_ratio, min_valley_z, deep_valley_ratio, gap_alpha)
                    for (a, b), v in zip(pairwise(peaks), valleys, strict=True)]
         worst = int(np.argmax(shallow))
         if shallow[worst] <= max_valley_ratio:
@@ -150,6 +192,9 @@ def find_bands(
     max_valley_ratio: float = MAX_VALLEY_RATIO,
     min_valley_z: float = MIN_VALLEY_Z,
     min_band_share: float = MIN_BAND_SHARE,
+    deep_valley_ratio: float = DEEP_VALLEY_RATIO,
+    min_band_time_share: float = MIN_BAND_TIME_SHARE,
+    gap_alpha: float = GAP_ALPHA,
 ) -> list[Band]:
     """Bands of one histogram, fastest first; `time_1d` None estimates time from bucket midpoints."""
     c = np.clip(np.asarray(counts_1d, dtype=np.float64), 0, None)
@@ -157,11 +202,12 @@ def find_bands(
     total_c, total_t = float(c.sum()), float(t.sum())
     if total_c <= 0:
         return []
-    ranges = _ranges(c, split_points(c, max_valley_ratio=max_valley_ratio, min_valley_z=min_valley_z))
+    ranges = _ranges(c, split_points(c, max_valley_ratio=max_valley_ratio, min_valley_z=min_valley_z,
+                                     deep_valley_ratio=deep_valley_ratio, gap_alpha=gap_alpha))
     while len(ranges) > 1:
         ev = np.array([c[a:b + 1].sum() for a, b in ranges]) / total_c
         tm = np.array([t[a:b + 1].sum() for a, b in ranges]) / (total_t if total_t > 0 else 1.0)
-        tiny = np.flatnonzero((ev < min_band_share) & (tm < min_band_share))
+        tiny = np.flatnonzero((ev < min_band_share) & (tm < min_band_time_share))
         if tiny.size == 0:
             break
         k = int(tiny[np.argmin(ev[tiny] + tm[tiny])])

@@ -1,17 +1,21 @@
-"""Diagnosis: bands, bimodality, tail dominance and episodes of a (columns x slots) heat map.
+"""Diagnosis: bands, bimodality, tail dominance, episodes, stalls and drift of a (columns x slots) heat map.
 
 `diagnose(...).to_json()` gives the report keys:
 
 - `"bands"`: `[{"low_s", "high_s", "events_share", "time_share"}]`, fastest first (see bands.py);
 - `"bimodal"`: two or more bands each hold >= 3% of the events or >= 10% of the time;
 - `"tail"`: `{"threshold_s", "events_share", "time_share", "events", "time_s", "dominant"}` — the
-  slowest buckets from `threshold_s` up hold `time_share` (>= half) of the time (see tail.py);
+  slowest buckets from `threshold_s` up hold `time_share` (>= half) of the time (see tail.py); a measure
+  (gates read it), not a finding: it is a finding only when `dominant` (at most 10% of the events);
   null when there are no events;
 - `"episodes"`: `[{"kind", "first_col", "last_col", "start", "end", "events", "shift_octaves",
-  "gained", "lost"}]` — `kind` is appear / disappear / move / reshape, columns are inclusive and
-  absolute (not relative to `col_range`), `start`/`end` are epoch seconds, `gained`/`lost` are
-  `{"low_s", "high_s", "events_share", "baseline_share", "time_share", "baseline_time_share"}`
-  or null (see episodes.py).
+  "gained", "lost", "time_s", "events_share", "time_share"}]` — `kind` is appear / disappear / move /
+  reshape (episodes.py) or stall (stalls.py), columns are inclusive and absolute (not relative to
+  `col_range`), `start`/`end` are epoch seconds, `gained`/`lost` are `{"low_s", "high_s", "events_share",
+  "baseline_share", "time_share", "baseline_time_share"}` or null;
+- `"findings"`: what is worth saying, each with where, how much and why (see findings.py).
+
+Every threshold is a field of `Thresholds` (thresholds.py), passed as `diagnose(..., thresholds=...)`.
 """
 
 from __future__ import annotations
@@ -21,10 +25,25 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.analysis.bands import Band, estimate_time, find_bands, is_bimodal, significant_bands
-from latencymap.analysis.episodes import MIN_MOVE_OCTAVES, Episode, find_episodes
+from latencymap.analysis.bands import Band, estimate_time, find_bands, significant_bands
+from latencymap.analysis.drift import Drift, find_drift
+from latencymap.analysis.episodes import Episode, find_episodes
+from latencymap.analysis.findings import (
+    Finding,
+    Scope,
+    band_finding,
+    drift_finding,
+    dur,
+    episode_finding,
+    pct,
+    span,
+    tail_finding,
+)
+from latencymap.analysis.stalls import find_stalls, without_covered
 from latencymap.analysis.tail import Tail, tail_dominance
-from latencymap.core.units import format_duration
+from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+__all__ = ["Diagnosis", "diagnose", "dur", "pct", "span"]
 
 #: A band "owns" the time when its time share is at least this many times its events share (and >= 10%).
 OWNS_TIME_FACTOR = 2.0
@@ -46,28 +65,36 @@ class Diagnosis:
     #: Start of column 0: episode lines give times relative to it.
     t0: float = 0.0
     major: list[Band] = field(default_factory=list)
+    drift: Drift | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def stalls(self) -> list[Episode]:
+        """The episodes of kind `stall`."""
+        return [e for e in self.episodes if e.kind == "stall"]
 
     def to_json(self) -> dict[str, Any]:
-        """The report keys `bands`, `bimodal`, `tail`, `episodes`."""
+        """The report keys `bands`, `bimodal`, `tail`, `episodes`, `findings`."""
         return {
             "bands": [b.to_json() for b in self.bands],
             "bimodal": self.bimodal,
             "tail": self.tail.to_json() if self.tail else None,
             "episodes": [e.to_json() for e in self.episodes],
+            "findings": [f.to_json() for f in self.findings],
         }
 
     def summary_lines(self) -> list[str]:
-        """A short human diagnosis, one finding per line."""
+        """A short human diagnosis: the modes (with the band findings' why), then one finding per line."""
         if self.events <= 0:
             return ["no events"]
         lines = [self._modes_line()]
-        if self.tail is not None:
-            head = "tail dominates" if self.tail.dominant else "tail"
-            lines.append(f"{head}: {pct(self.tail.events_share)} of events (≥ {dur(self.tail.threshold_s)}) "
-                         f"take {pct(self.tail.time_share)} of the time")
-        lines += [self._episode_line(e) for e in self.episodes[:MAX_EPISODE_LINES]]
-        if len(self.episodes) > MAX_EPISODE_LINES:
-            lines.append(f"... and {len(self.episodes) - MAX_EPISODE_LINES} more episodes")
+        shown = [f for f in self.findings if f.kind != "band"]
+        episodes = [f for f in shown if f.first_col is not None and f.kind not in ("tail", "drift", "shift")]
+        others = [f for f in shown if f not in episodes]
+        lines += [f.line() for f in others]
+        lines += [f.line() for f in episodes[:MAX_EPISODE_LINES]]
+        if len(episodes) > MAX_EPISODE_LINES:
+            lines.append(f"... and {len(episodes) - MAX_EPISODE_LINES} more episodes")
         return lines
 
     def _modes_line(self) -> str:
@@ -84,47 +111,33 @@ class Diagnosis:
         if minor:
             share = sum(b.events_share for b in minor)
             parts.append(f"plus {len(minor)} minor band{'s' if len(minor) > 1 else ''} ({pct(share)} of events)")
-        return f"{name}: " + ", ".join(parts)
-
-    def _episode_line(self, e: Episode) -> str:
-        """One episode as `episode cols 40–49 (t+40s–t+50s): a band appeared at ...`."""
-        where = f"episode cols {e.first_col}–{e.last_col} (t+{e.start - self.t0:.4g}s–t+{e.end - self.t0:.4g}s)"
-        g, lost = e.gained, e.lost
-        if e.kind == "appear" and g:
-            what = (f"a band appeared at {span(g.low_s, g.high_s)} ({pct(g.events_share)} of events, "
-                    f"{pct(g.time_share)} of the time; usually {pct(g.baseline_share)})")
-        elif e.kind == "disappear" and lost:
-            what = (f"the band at {span(lost.low_s, lost.high_s)} disappeared ({pct(lost.events_share)} of events; "
-                    f"usually {pct(lost.baseline_share)})")
-        elif e.kind == "move":
-            what = f"latency moved {e.shift_octaves:+.1f} octaves" + (
-                f": {span(lost.low_s, lost.high_s)} → {span(g.low_s, g.high_s)}" if g and lost else "")
-        elif g:
-            what = (f"shares shifted toward {span(g.low_s, g.high_s)} ({pct(g.events_share)} of events, "
-                    f"{pct(g.time_share)} of the time; usually {pct(g.baseline_share)})")
-        else:
-            what = f"the latency shape changed ({e.kind})"
-        if e.kind != "move" and abs(e.shift_octaves) >= MIN_MOVE_OCTAVES:
-            what += f"; median {e.shift_octaves:+.1f} octaves"
-        return f"{where}: {what}"
+        why = next((f" — {f.why}" for f in self.findings if f.kind == "band"), "")
+        return f"{name}: " + ", ".join(parts) + why
 
 
-def pct(share: float) -> str:
-    """`61%`, `4%`, `0.3%`, `0%`."""
-    v = 100.0 * share
-    if v >= 1 or v == 0:
-        return f"{v:.0f}%"
-    return f"{v:.1g}%"
+def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[Finding]:
+    """The findings of a diagnosis, in reading order: bands, tail, drift, then episodes by time."""
+    out: list[Finding] = []
+    bands: list[Band] = []
+    if d.bimodal and d.major:
+        main = max(d.major, key=lambda b: b.events)
+        bands = [b for b in d.major if b is not main]
+        out += [band_finding(b, scope, main) for b in bands if not _all_in_stalls(b, d.stalls)]
+    tail = d.tail
+    if tail is not None and tail.events_share <= th.tail_max_events_share and not any(
+            b.first_slot <= tail.first_slot <= b.last_slot for b in bands):  # that band (or stall) says it
+        out.append(tail_finding(tail, scope, top_s))
+    if d.drift is not None and not (d.drift.kind == "shift" and d.drift.at_col is not None and any(
+            abs(e.first_col - d.drift.at_col) <= 2 for e in d.episodes)):  # that episode says it, with its shape
+        out.append(drift_finding(d.drift, scope))
+    out += [episode_finding(e, scope) for e in d.episodes]
+    return out
 
 
-def dur(seconds: float) -> str:
-    """A latency for humans (`131µs`)."""
-    return format_duration(seconds)
-
-
-def span(low_s: float, high_s: float) -> str:
-    """A latency range `131µs–1.05ms`."""
-    return f"{dur(low_s)}–{dur(high_s)}"
+def _all_in_stalls(b: Band, stalls: list[Episode]) -> bool:
+    """True when the stalls hold every event of the band: the stall findings say it with times."""
+    inside = sum(e.events for e in stalls if e.gained and b.low_s <= e.gained.low_s and e.gained.high_s <= b.high_s)
+    return bool(stalls) and inside >= b.events
 
 
 def diagnose(
@@ -136,13 +149,16 @@ def diagnose(
     ends: np.ndarray,
     col_range: tuple[int, int] | None = None,
     *,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
     rows_from: int = 0,
 ) -> Diagnosis:
-    """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), and their episodes.
+    """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), their episodes,
+    stalls and drift, and the findings among them.
 
     `rows_from` is the column of the first row of `counts2d`/`time2d` when they hold only part of the history
     (`starts`/`ends` always cover it all).
     """
+    th = thresholds
     counts = np.asarray(counts2d, dtype=np.float64)
     if counts.ndim == 1:
         counts = counts[None, :]
@@ -158,15 +174,34 @@ def diagnose(
     all_starts = np.asarray(starts, dtype=np.float64)
     starts, ends = all_starts[first:stop], np.asarray(ends, dtype=np.float64)[first:stop]
     pooled, pooled_t = counts.sum(axis=0), times.sum(axis=0)
-    bands = find_bands(pooled, pooled_t, low_s, high_s)
-    return Diagnosis(
+    bands = find_bands(pooled, pooled_t, low_s, high_s, max_valley_ratio=th.max_valley_ratio,
+                       min_valley_z=th.min_valley_z, min_band_share=th.min_band_share,
+                       deep_valley_ratio=th.deep_valley_ratio, min_band_time_share=th.min_band_time_share,
+                       gap_alpha=th.gap_alpha)
+    major = significant_bands(bands, min_events_share=th.band_events_share, min_time_share=th.band_time_share)
+    episodes = find_episodes(
+        counts, times, low_s, high_s, starts, ends, z=th.episode_z, min_shift=th.episode_min_shift,
+        min_time_shift=th.episode_min_time_shift, min_column_events=th.episode_min_column_events,
+        min_columns=th.episode_min_columns, max_gap=th.episode_max_gap, col_offset=first,
+        min_move_octaves=th.min_move_octaves)
+    stalls = find_stalls(counts, times, low_s, high_s, starts, ends, th=th, col_offset=first)
+    episodes = sorted(without_covered(episodes, stalls) + stalls, key=lambda e: (e.first_col, e.kind != "stall"))
+    d = Diagnosis(
         bands=bands,
-        bimodal=is_bimodal(bands),
-        tail=tail_dominance(pooled, pooled_t, low_s, high_s),
-        episodes=find_episodes(counts, times, low_s, high_s, starts, ends, col_offset=first),
+        bimodal=len(major) >= 2,
+        tail=tail_dominance(pooled, pooled_t, low_s, high_s, time_fraction=th.tail_time_fraction,
+                            max_events_share=th.tail_max_events_share),
+        episodes=episodes,
         events=float(pooled.sum()),
         time_s=float(pooled_t.sum()),
         time_estimated=estimated,
         t0=float(all_starts[0]) if len(all_starts) else 0.0,
-        major=significant_bands(bands),
+        major=major,
+        drift=find_drift(counts, low_s, high_s, starts, ends, th=th, col_offset=first) if len(counts) else None,
     )
+    if d.events > 0:
+        used = np.flatnonzero(pooled > 0)
+        scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s)
+        d.findings = _findings(d, scope, th, float(high_s[used[-1]]))
+    return d
+

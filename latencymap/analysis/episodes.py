@@ -37,14 +37,15 @@ from typing import Any
 import numpy as np
 
 from latencymap.analysis.bands import estimate_time
+from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS as _T
 
-Z = 4.0
-MIN_SHIFT = 0.05
-MIN_TIME_SHIFT = 0.20
-MIN_COLUMN_EVENTS = 10
-MIN_COLUMNS = 2
-MAX_GAP = 1
-MIN_MOVE_OCTAVES = 0.75
+Z = _T.episode_z
+MIN_SHIFT = _T.episode_min_shift
+MIN_TIME_SHIFT = _T.episode_min_time_shift
+MIN_COLUMN_EVENTS = _T.episode_min_column_events
+MIN_COLUMNS = _T.episode_min_columns
+MAX_GAP = _T.episode_max_gap
+MIN_MOVE_OCTAVES = _T.min_move_octaves
 SLOT_Z = 3.0
 APPEAR_RATIO = 0.25
 
@@ -78,6 +79,10 @@ class Episode:
     shift_octaves: float
     gained: Region | None
     lost: Region | None
+    #: Time of `events` (a stall: only its own far events and their time), and their shares of the diagnosed range.
+    time_s: float = 0.0
+    events_share: float = 0.0
+    time_share: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """The report's episode object."""
@@ -86,6 +91,7 @@ class Episode:
             "end": self.end, "events": self.events, "shift_octaves": self.shift_octaves,
             "gained": self.gained.to_json() if self.gained else None,
             "lost": self.lost.to_json() if self.lost else None,
+            "time_s": self.time_s, "events_share": self.events_share, "time_share": self.time_share,
         }
 
 
@@ -220,6 +226,7 @@ def find_episodes(
     max_gap: int = MAX_GAP,
     min_seconds: float = 0.0,
     col_offset: int = 0,
+    min_move_octaves: float = MIN_MOVE_OCTAVES,
 ) -> list[Episode]:
     """Episodes over columns (rows of `counts2d`); column numbers are shifted by `col_offset`."""
     counts = np.clip(np.asarray(counts2d, dtype=np.float64), 0, None)
@@ -232,11 +239,14 @@ def find_episodes(
         return []
     starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
     out = []
+    total_c, total_t = max(float(counts.sum()), 1e-300), max(float(times.sum()), 1e-300)
     for a, b in runs(anomalous, max_gap=max_gap, min_columns=min_columns):
         if ends[b] - starts[a] < min_seconds:
             continue
         ep_counts, ep_time = counts[a:b + 1].sum(axis=0), times[a:b + 1].sum(axis=0)
-        kind, shift, gained, lost = describe(ep_counts, ep_time, base, base_t, low_s, high_s)
+        kind, shift, gained, lost = describe(ep_counts, ep_time, base, base_t, low_s, high_s,
+                                             min_move_octaves=min_move_octaves)
+        ev, tm = float(ep_counts.sum()), float(ep_time.sum())
         out.append(Episode(kind, a + col_offset, b + col_offset, float(starts[a]), float(ends[b]),
-                           float(ep_counts.sum()), shift, gained, lost))
+                           ev, shift, gained, lost, tm, ev / total_c, tm / total_t))
     return out

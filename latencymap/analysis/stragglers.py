@@ -12,14 +12,22 @@ An item is a straggler when both hold, against its group (e.g. a Spark stage):
 `reference` is the group median. Median and MAD ignore a few extreme items, so a couple of slow
 items (stragglers or warm-up) neither shift the reference nor hide each other.
 
-Warm-up (Spark starts a Python worker for the first tasks of a job, ~1.8 s): when items carry
-`start`/`end`, the group's *first wave* is the items that started before any item of the group
-ended. If the first wave is at most half of the group, its items are judged against the fastest
-item of the wave instead of the median: that item paid the same start-up cost, so it is the best
-estimate of "normal + warm-up". A uniformly slow first wave is therefore not flagged (reported
-with `warmup=True` only when `include_warmup=True`), while a first-wave item much slower than its
-wave-mates still is. A first wave of one item cannot be told from a straggler and is never flagged.
-Without start/end times the first wave is unknown and every item is judged against the median.
+Warm-up: an item that pays a start-up cost its group's other items do not is *warm-up*, judged against
+the other warm-up items of its group, not against the median:
+
+- `cold` items: the caller knows they ran cold (Spark: the first task on each executor slot, which starts a
+  Python worker; see sources/spark/summary.py);
+- the group's *first wave*, when items carry `start`/`end`: the items that started before any item of the
+  group ended, at most `slots` of them (the first by start) when the caller knows how many run at once —
+  Spark launches the next task a few ms before it logs the end of the previous one, so "started before any
+  ended" alone takes one task too many.
+
+If the warm-up items are at most half of the group, they are judged against the fastest of them (it paid
+the same start-up cost, so it is the best estimate of "normal + warm-up"): a uniformly slow first wave is
+not flagged, a warm-up item much slower than its wave-mates still is. A lone warm-up item cannot be told
+from a straggler and is never flagged as one. Warm-up items slow against the median (>= the same ratio and
+score) are reported with `warmup=True`, and only when `include_warmup=True`: they are not what to chase.
+Without start/end times or cold flags every item is judged against the median.
 """
 
 from __future__ import annotations
@@ -31,12 +39,16 @@ from typing import Any
 
 import numpy as np
 
+from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+_T = DEFAULT_THRESHOLDS
+
 #: Flag an item at least this many times slower than its reference (Spark speculation multiplier).
-MIN_RATIO = 1.5
+MIN_RATIO = _T.straggler_min_ratio
 #: Modified z-score cut-off (Iglewicz & Hoaglin).
-MIN_MAD_SCORE = 3.5
+MIN_MAD_SCORE = _T.straggler_min_mad_score
 #: Groups with fewer items have no meaningful median.
-MIN_GROUP = 4
+MIN_GROUP = _T.straggler_min_group
 #: MAD floor as a fraction of the median.
 MAD_FLOOR = 0.01
 _MAD_TO_SIGMA = 0.6745
@@ -51,6 +63,8 @@ class Item:
     duration_s: float
     start: float | None = None
     end: float | None = None
+    #: The caller knows this item ran cold (it paid a start-up cost the others did not).
+    cold: bool = False
 
 
 @dataclass
@@ -64,6 +78,8 @@ class Straggler:
     mad_score: float
     group_size: int
     warmup: bool = False
+    #: Why a warm-up item is warm-up: "cold" (the caller said so) or "first wave".
+    warmup_reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form."""
@@ -79,6 +95,7 @@ class Straggler:
             "mad_score": _finite(self.mad_score),
             "group_size": self.group_size,
             "warmup": self.warmup,
+            "warmup_reason": self.warmup_reason,
         }
 
 
@@ -87,13 +104,21 @@ def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def first_wave(items: list[Item]) -> np.ndarray:
-    """Mask of the items that started before any item of the list ended (all False without times)."""
+def first_wave(items: list[Item], slots: int | None = None) -> np.ndarray:
+    """Mask of the items that started before any item of the list ended, at most the first `slots` by start.
+
+    All False without times.
+    """
     if len(items) == 0 or any(i.start is None or i.end is None for i in items):
         return np.zeros(len(items), dtype=bool)
     starts = np.array([i.start for i in items], dtype=np.float64)
     ends = np.array([i.end for i in items], dtype=np.float64)
-    return starts < ends.min()
+    wave = starts < ends.min()
+    if slots is not None and wave.sum() > slots:
+        first = np.flatnonzero(wave)[np.argsort(starts[wave], kind="stable")[:max(slots, 0)]]
+        wave = np.zeros(len(items), dtype=bool)
+        wave[first] = True
+    return wave
 
 
 def group_stragglers(
@@ -103,6 +128,7 @@ def group_stragglers(
     min_mad_score: float = MIN_MAD_SCORE,
     min_group: int = MIN_GROUP,
     include_warmup: bool = False,
+    slots: int | None = None,
 ) -> list[Straggler]:
     """Stragglers of one group (see the module docstring for the rules)."""
     durations = np.array([i.duration_s for i in items], dtype=np.float64)
@@ -113,14 +139,17 @@ def group_stragglers(
     mad = float(np.median(np.abs(durations[ok] - median)))
     mad = max(mad, MAD_FLOOR * median, np.finfo(np.float64).tiny)
     reference = np.full(len(items), median)
-    wave = first_wave(items) & ok
+    cold = np.array([i.cold for i in items], dtype=bool) & ok
+    wave = (first_wave(items, slots) | cold) & ok
     if 1 < wave.sum() <= ok.sum() // 2:
         reference[wave] = max(median, float(durations[wave].min()))
+    elif wave.sum() == 1:
+        reference[wave] = np.inf  # a lone warm-up item: never a straggler
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(reference > 0, durations / reference, np.inf)
-    score = _MAD_TO_SIGMA * (durations - reference) / mad
+        score = np.where(np.isfinite(reference), _MAD_TO_SIGMA * (durations - reference) / mad, -np.inf)
     slow = ok & (ratio >= min_ratio) & (score >= min_mad_score)
-    # Warm-up: first-wave items slow against the median but not against their wave.
+    # Warm-up: warm-up items slow against the median but not against their wave.
     median_score = _MAD_TO_SIGMA * (durations - median) / mad
     with np.errstate(divide="ignore", invalid="ignore"):
         median_ratio = np.where(median > 0, durations / median, np.inf)
@@ -131,7 +160,8 @@ def group_stragglers(
     ]
     if include_warmup:
         out += [
-            Straggler(items[k], median, median, float(median_ratio[k]), float(median_score[k]), int(ok.sum()), True)
+            Straggler(items[k], median, median, float(median_ratio[k]), float(median_score[k]), int(ok.sum()), True,
+                      "cold" if cold[k] else "first wave")
             for k in np.flatnonzero(warm)
         ]
     return out
@@ -140,20 +170,28 @@ def group_stragglers(
 def find_stragglers(
     items: Iterable[Item],
     *,
-    min_ratio: float = MIN_RATIO,
-    min_mad_score: float = MIN_MAD_SCORE,
-    min_group: int = MIN_GROUP,
+    min_ratio: float | None = None,
+    min_mad_score: float | None = None,
+    min_group: int | None = None,
     include_warmup: bool = False,
+    slots: dict[str, int] | None = None,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> list[Straggler]:
-    """Stragglers of every group with at least `min_group` items, slowest ratio first."""
+    """Stragglers of every group with at least `min_group` items, slowest ratio first (warm-up last).
+
+    Unset cut-offs come from `thresholds`; `slots` gives, per group, how many items run at once.
+    """
     groups: dict[str, list[Item]] = defaultdict(list)
     for item in items:
         groups[item.group].append(item)
     found: list[Straggler] = []
-    for members in groups.values():
+    for name, members in groups.items():
         found += group_stragglers(
-            members, min_ratio=min_ratio, min_mad_score=min_mad_score, min_group=min_group,
-            include_warmup=include_warmup,
+            members,
+            min_ratio=thresholds.straggler_min_ratio if min_ratio is None else min_ratio,
+            min_mad_score=thresholds.straggler_min_mad_score if min_mad_score is None else min_mad_score,
+            min_group=thresholds.straggler_min_group if min_group is None else min_group,
+            include_warmup=include_warmup, slots=(slots or {}).get(name),
         )
     found.sort(key=lambda s: (s.warmup, -s.ratio))
     return found

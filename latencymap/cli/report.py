@@ -14,7 +14,7 @@ from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.errors import InputError
 from latencymap.flow.pipeline import diffed, input_flow
 from latencymap.outputs.files import write_text
-from latencymap.outputs.report import build_report, report_text, straggler_lines
+from latencymap.outputs.report import build_report, report_text, source_lines
 from latencymap.plugins import Source
 
 
@@ -72,7 +72,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
                 doc["source"] = {"name": source.name, **extra}
             text = json.dumps(doc) + "\n"
         else:
-            text = report_text(acc) + "".join(f"{line}\n" for line in straggler_lines(extra.get("stragglers", [])))
+            text = report_text(acc) + "".join(f"{line}\n" for line in source_lines(extra))
         write_text(text, output)
         return _gate_failures(acc, fail_if)
 

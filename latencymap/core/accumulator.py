@@ -12,6 +12,7 @@ from latencymap.core import columns
 from latencymap.core.columns import Chunk
 from latencymap.core.history import EXACT, GAP, RESET, TIMED, ColumnStats, StreamHistory, Totals
 from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_bytes
 
 __all__ = ["BATCH", "DEFAULT_HISTORY", "EXACT", "GAP", "MAX_MESSAGES", "RESET", "TIMED", "Accumulator", "ColumnStats",
@@ -81,6 +82,8 @@ class Accumulator:
     skipped: int = 0
     messages: list[str] = field(default_factory=list)
     intervals_seen: int = 0
+    #: Rebinned streams' own buckets (Prometheus, OpenTelemetry explicit bounds), summed.
+    sources: dict[StreamId, SourceTotals] = field(default_factory=dict)
     dropped_for_budget: int = 0
     _oldest: list[tuple[int, StreamHistory]] = field(default_factory=list, repr=False)
     _sealed: int = 0
@@ -107,6 +110,11 @@ class Accumulator:
             else:
                 batches.setdefault(item.stream, []).append(item)
                 added += 1
+                if item.source_buckets is not None:
+                    totals = self.sources.get(item.stream)
+                    if totals is None:
+                        totals = self.sources[item.stream] = SourceTotals(tuple(item.source_buckets.bounds))
+                    totals.add(item.source_buckets)
         for stream, batch in batches.items():
             hist = self.history(stream)
             before = hist.sealed_bytes

@@ -86,6 +86,9 @@ def largest_remainder(values: np.ndarray, total: int) -> np.ndarray:
     """Non-negative integers close to `values` that add up to `total` exactly."""
     floors: np.ndarray = np.floor(values).astype(np.int64)
     missing = int(total - floors.sum())
+    if missing > len(floors):  # float rounding of totals past 2**53: the surplus joins the fullest slot
+        floors[int(np.argmax(values))] += missing - len(floors)
+        missing = len(floors)
     if missing > 0:
         order = np.argsort(-(values - floors), kind="stable")
         floors[order[:missing]] += 1
@@ -100,7 +103,8 @@ def largest_remainder(values: np.ndarray, total: int) -> np.ndarray:
     return floors
 
 
-def rebin_counts(bounds: Sequence[float], counts: Sequence[int], matrix: np.ndarray | None = None) -> np.ndarray:
+def rebin_counts(bounds: Sequence[float], counts: Sequence[int] | np.ndarray,
+                 matrix: np.ndarray | None = None) -> np.ndarray:
     """Per-slot integer counts for per-bucket (not cumulative) `counts` over upper `bounds` in the stream unit."""
     weights = np.asarray(counts, dtype=np.float64)
     if weights.shape != (len(bounds),):

@@ -87,17 +87,20 @@ def open_text(path: str, stdin: IO[bytes] | None = None) -> tuple[IO[str], str]:
     return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None), name
 
 
-def text_chunks(binary: IO[bytes], size: int = CHUNK) -> Iterator[str]:
+def text_chunks(binary: IO[bytes], size: int = CHUNK, max_line: list[int] | None = None) -> Iterator[str]:
     """Decoded text in pieces of whole lines, as soon as they arrive (a live pipe is not held back).
 
     Invalid UTF-8 is replaced, newlines are normalised to `\\n`, and a line longer than MAX_LINE
-    keeps its first MAX_LINE characters. The last piece may lack a final newline.
+    (or `max_line[0]`, which the caller may change between pieces) keeps its first MAX_LINE characters.
+    The last piece may lack a final newline.
     """
+    limit = max_line if max_line is not None else [MAX_LINE]
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     read = getattr(binary, "read1", binary.read)
     carry = ""
     dropping = False  # inside the rest of an over-long line
     while True:
+        cap = limit[0]
         data = read(size)
         text = carry + decoder.decode(data, final=not data)
         carry = ""
@@ -111,10 +114,10 @@ def text_chunks(binary: IO[bytes], size: int = CHUNK) -> Iterator[str]:
         cut = text.rfind("\n") + 1
         if cut:
             head = text[:cut]
-            yield _cap(head) if _has_long_line(head) else head
+            yield _cap(head, cap) if _has_long_line(head, cap) else head
         rest = text[cut:]
-        if len(rest) > MAX_LINE:
-            yield rest[:MAX_LINE] + "\n"
+        if len(rest) > cap:
+            yield rest[:cap] + "\n"
             rest, dropping = "", True
         carry = rest + carry
         if not data:
@@ -123,16 +126,16 @@ def text_chunks(binary: IO[bytes], size: int = CHUNK) -> Iterator[str]:
             return
 
 
-def _has_long_line(text: str) -> bool:
-    """True when a line of `text` is longer than MAX_LINE: such a line covers a multiple of MAX_LINE."""
-    for probe in range(MAX_LINE, len(text), MAX_LINE):
-        if text.find("\n", probe) - text.rfind("\n", 0, probe) > MAX_LINE + 1 or text.find("\n", probe) < 0:
+def _has_long_line(text: str, limit: int = MAX_LINE) -> bool:
+    """True when a line of `text` is longer than `limit`: such a line covers a multiple of `limit`."""
+    for probe in range(limit, len(text), limit):
+        if text.find("\n", probe) - text.rfind("\n", 0, probe) > limit + 1 or text.find("\n", probe) < 0:
             return True
     return False
 
 
-def _cap(text: str) -> str:
-    return "\n".join(line[:MAX_LINE] for line in text.split("\n"))
+def _cap(text: str, limit: int = MAX_LINE) -> str:
+    return "\n".join(line[:limit] for line in text.split("\n"))
 
 
 def choose_format(registry: Registry, head: list[str], name: str, forced: str | None) -> type[TextFormat]:
@@ -179,7 +182,9 @@ def read_input(
     With `runs`, a format may give SnapshotRuns (for the differ); otherwise only single snapshots.
     """
     binary, name = _open_binary(path, stdin)
-    chunks = text_chunks(binary)
+    # Formats may read longer lines (`max_line`): sniff with the longest, then cut to the chosen format's.
+    limit = [max((getattr(f, "max_line", MAX_LINE) for f in registry.formats.values()), default=MAX_LINE)]
+    chunks = text_chunks(binary, max_line=limit)
     seen: list[str] = []
     head: list[str] = []
     fmt = None
@@ -194,6 +199,9 @@ def read_input(
             if fmt is not None or len(head) >= SNIFF_LINES:
                 break
     fmt = fmt or choose_format(registry, head, name, forced_format)
+    if getattr(fmt, "max_line", MAX_LINE) < limit[0]:
+        limit[0] = getattr(fmt, "max_line", MAX_LINE)
+        seen = [_cap(c, limit[0]) if _has_long_line(c, limit[0]) else c for c in seen]
     reader = fmt(**(options or {}))
 
     def generate() -> Iterator[Item]:

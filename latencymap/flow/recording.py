@@ -88,7 +88,7 @@ class Recorder:
         else:
             flags = [name for name, on in (("reset", iv.reset), ("gap", iv.gap)) if on]
             self._write(format_record(iv.stream, iv.end, iv.counts, iv.time, date=iv.date, start=iv.start,
-                                      per_interval=True, flags=flags))
+                                      per_interval=True, flags=flags, source=iv.source_buckets))
         self.written += 1
 
     def _compat_record(self, iv: Interval) -> str:

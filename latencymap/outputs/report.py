@@ -7,11 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
-from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.accumulator import Accumulator, StreamHistory, Totals
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
-from latencymap.core.units import format_duration, format_number
+from latencymap.core.source_totals import SourceTotals
+from latencymap.core.units import format_duration, format_number, unit_seconds
 
 
 def _num(value: float) -> float | None:
@@ -36,22 +38,55 @@ def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
         "frequency": hist.frequency()[:, slots].tolist(),
         "intensity": hist.intensity()[:, slots].tolist(),
         "intensity_exact": hist.exact,
-        "total": {
-            "events": total.events,
-            "time_s": total.time_s,
-            "mean_s": _num(total.mean_s),
-            **{f"{PERCENTILE_NAMES[q]}_s": _num(total.percentiles[q]) for q in PERCENTILES},
-        },
+        "total": _total(total, acc.sources.get(hist.stream), hist.stream.unit),
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
         **stream_diagnosis(hist).to_json(),
+        **_source_buckets(acc.sources.get(hist.stream), hist),
     }
 
 
+def _total(total: Totals, source: SourceTotals | None, unit: str) -> dict[str, Any]:
+    """Events, time, mean and percentiles; a rebinned stream's come from its own buckets (and exact sum)."""
+    time_s, mean_s = total.time_s, total.mean_s
+    percentiles = {q: total.percentiles[q] for q in PERCENTILES}
+    if source is not None and not source.mixed and source.events == total.events:
+        scale = unit_seconds(unit)
+        percentiles = {q: source.percentile(q) * scale for q in PERCENTILES}
+        if source.timed and source.intervals:
+            time_s = source.time_s
+            mean_s = time_s / total.events if total.events else math.nan
+    return {"events": total.events, "time_s": time_s, "mean_s": _num(mean_s),
+            **{f"{PERCENTILE_NAMES[q]}_s": _num(v) for q, v in percentiles.items()}}
+
+
+def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
+    """`source_buckets` of a rebinned stream: its own bounds (s), counts, percentiles and exact time; else nothing."""
+    if source is None:
+        return {}
+    scale = unit_seconds(hist.stream.unit)
+    return {"source_buckets": {
+        "rebinned": True,
+        "mixed_bounds": source.mixed,
+        "bounds_s": [None if math.isinf(b) else b * scale for b in source.bounds],
+        "counts": source.counts.tolist(),
+        "events": source.events,
+        "time_s": source.time_s if source.timed and source.intervals else None,
+        **{f"{PERCENTILE_NAMES[q]}_s": _num(source.percentile(q) * scale) for q in PERCENTILES},
+    }}
+
+
+def peer_groups(acc: Accumulator) -> list[PeerGroup]:
+    """Streams that are peers (ranks, disks, instances: see analysis/peers.py), compared interval by interval."""
+    return find_peers([PeerStream(h.stream.label, h.stream.datasource, h.stream.unit, h.counts, h.time, h.start,
+                                  h.end) for h in acc.streams.values() if h.n])
+
+
 def build_report(acc: Accumulator) -> dict[str, Any]:
-    """The whole report: one object per stream."""
+    """The whole report: one object per stream, and the peer groups among them."""
     return {
         "streams": [stream_report(h, acc) for h in acc.streams.values()],
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
+        "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
     }
 
 
@@ -68,12 +103,22 @@ def report_text(acc: Accumulator) -> str:
         span = float(hist.meta_in("end", slice(hist.n - 1, None))[0] - hist.meta_in("start", slice(0, 1))[0])
         rate = t.events / t.duration_s if t.duration_s else float("nan")
         how = "exact" if hist.exact else "estimated from bucket midpoints"
+        source = acc.sources.get(hist.stream)
+        total = _total(t, source, s.unit)
+        if source is not None:
+            how = "the source's exact sum" if total["time_s"] != t.time_s else "estimated"
         out.append(f"   {hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "
-                   f"{t.time_s:.4g}s waited ({how})")
-        pcts = "  ".join(f"p{f'{q * 100:g}'.replace('.', '')} {format_duration(v)}" for q, v in t.percentiles.items())
-        out.append(f"   mean {format_duration(t.mean_s)}  {pcts}")
+                   f"{total['time_s']:.4g}s waited ({how})")
+        if source is not None:
+            out.append(f"   rebinned: the source's {len(source.bounds)} buckets are spread over the rows below; "
+                       "percentiles come from the source's buckets (as histogram_quantile)")
+        pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {format_duration(total[f'{PERCENTILE_NAMES[q]}_s'])}"
+                         for q in PERCENTILES)
+        out.append(f"   mean {format_duration(total['mean_s'])}  {pcts}")
         out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
         out += _bucket_table(hist, t.counts)
+    for group in peer_groups(acc):
+        out += [clean_text(line, 2000) for line in group.lines()]
     if acc.skipped:
         out.append(f"Skipped records: {acc.skipped}")
         out += [f"   {clean_text(m, 300)}" for m in acc.messages[:10]]
@@ -108,6 +153,33 @@ def straggler_lines(stragglers: list[dict[str, Any]]) -> list[str]:
         group = s.get("group") or f"stage {s.get('stage')}"
         median = s.get("reference_s") or s.get("group_median_s", s.get("stage_median_s"))
         ratio = s.get("ratio") or float("inf")
+        warm = f" (warm-up: {clean_text(str(s.get('warmup_reason') or 'first wave'))})" if s.get("warmup") else ""
         out.append(f"   {clean_text(str(name))} in {clean_text(str(group))}: {format_duration(s['duration_s'])}, "
-                   f"{ratio:.1f}x the reference {format_duration(median)}")
+                   f"{ratio:.1f}x the reference {format_duration(median)}{warm}")
+    return out
+
+
+def source_lines(extra: dict[str, Any]) -> list[str]:
+    """Text lines for what a source adds to the report: stragglers, warm-up kept apart, stage skew."""
+    out = straggler_lines(extra.get("stragglers", []))
+    listed = {(w.get("stage"), w.get("task_id")) for w in extra.get("stragglers", []) if w.get("warmup")}
+    apart = [w for w in extra.get("warmup", []) if (w.get("stage"), w.get("task_id")) not in listed]
+    if apart:
+        out.append(f"Warm-up tasks kept apart: {len(apart)} (slow only against the median: cold executor slots or a "
+                   "stage's first wave; --include-warmup lists them)")
+    stages = [st for st in extra.get("stages", []) if st.get("tasks", 0) >= 2]
+    if stages:
+        out.append("Stages: skew = max/median; max/wall = the slowest task's share of the stage's wall time; "
+                   "wasted = cores x wall - task time")
+    for st in stages:
+        line = (f"   stage {st['stage']}.{st['attempt']}: {st['tasks']} tasks, "
+                f"median {format_duration(st['median_s'])}, max {format_duration(st['max_s'])}")
+        if st.get("skew") is not None:
+            line += f" (skew {st['skew']:.1f}x"
+            line += f", {100 * st['max_over_wall']:.0f}% of the wall {format_duration(st['wall_s'])})" \
+                if st.get("max_over_wall") is not None else ")"
+        if st.get("wasted_core_s") is not None:
+            line += (f"; {st['cores']} cores, {st['wasted_core_s']:.3g} core-s wasted "
+                     f"({max(0.0, 100 * (1 - st['utilisation'])):.0f}%)")
+        out.append(line)
     return out

@@ -246,7 +246,8 @@ class FastPath:
                     parse_record_line(rec, line, line.lower(), 0)
         except RecordError:
             return None
-        if rec.micros is not None or rec.start_micros is not None or rec.values:
+        if rec.micros is not None or rec.start_micros is not None or rec.values or rec.source_bounds is not None \
+                or rec.source_counts is not None or rec.source_time is not None:
             return None
         has_counts = any(line.lower().partition(",")[0].strip() == "counts" for line in lines)
         return (self.reader.stream(rec.label, rec.datasource, rec.unit), rec.per_interval if has_counts else None,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, slot_of_bucket_value
-from latencymap.core.model import Interval, Snapshot, StreamId
+from latencymap.core.model import Interval, Snapshot, SourceBuckets, StreamId
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 
@@ -37,6 +37,8 @@ DEFAULT_UNIT = "millisec"
 PROTOCOL_UNITS = ("millisec", "microsec", "nanosec")
 #: The first line of a latencymap recording (JSON follows): noise to a PyLatencyMap reader.
 RECORDING_HEADER = "# latencymap-recording "
+#: latencymap's lines for a source's own (not power-of-two) buckets in a per-interval record.
+SOURCE_KEYS = ("sourcebuckets", "sourcecounts", "sourcetime")
 
 _HIST_ROW = re.compile(r"^(-?\d+)\s*\|[^|]*?(\d+)$")
 _HIST_HEADER = re.compile(r"^value\s*\|?[-\s]*(distribution[-\s]*)?count$")
@@ -66,6 +68,9 @@ class Record:
     values: list[int] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
     sums: list[float] | None = None
+    source_bounds: tuple[float, ...] | None = None
+    source_counts: tuple[int, ...] | None = None
+    source_time: float | None = None
 
 
 def parse_record_line(rec: Record, line: str, low: str, n: int) -> None:
@@ -110,6 +115,8 @@ def parse_record_line(rec: Record, line: str, low: str, n: int) -> None:
         rec.start_micros = parse_micros(parts[1], n, line)
     elif key == "flags":
         rec.flags.update(p.strip().lower() for p in value.split(",") if p.strip())
+    elif key in SOURCE_KEYS:
+        _parse_source_line(rec, key, value, n, line)
     else:
         raise RecordError(n, f"unknown record line {excerpt(line)} (expected timestamp, label, datasource, "
                              "latencyunit or '<bucket value>, <count>')")
@@ -155,6 +162,42 @@ def _parse_data(rec: Record, line: str, n: int) -> None:
         rec.sums.append(0.0)
 
 
+def _parse_source_line(rec: Record, key: str, value: str, n: int, line: str) -> None:
+    """`sourcebuckets, <upper bound>...` (stream unit, `inf` last), `sourcecounts, <count>...`, `sourcetime, <s>`."""
+    parts = [p.strip() for p in value.split(",")]
+    try:
+        if key == "sourcebuckets":
+            bounds = tuple(float(p) for p in parts)
+            if not bounds or any(not b > a for a, b in zip((0.0, *bounds), bounds, strict=False)):
+                raise ValueError
+            rec.source_bounds = bounds
+        elif key == "sourcecounts":
+            counts = tuple(int(p) for p in parts)
+            if any(not 0 <= c < MAX_COUNT for c in counts):
+                raise ValueError
+            rec.source_counts = counts
+        else:
+            seconds = float(value)
+            if not (np.isfinite(seconds) and seconds >= 0):
+                raise ValueError
+            rec.source_time = seconds
+    except ValueError:
+        expected = {"sourcebuckets": "ascending positive upper bounds", "sourcecounts": "counts from 0 to 2**62",
+                    "sourcetime": "seconds >= 0"}[key]
+        raise RecordError(n, f"expected '{key}, <{expected}>', got {excerpt(line)}") from None
+
+
+def source_buckets_of(rec: Record) -> SourceBuckets | None:
+    """The source's own buckets a record carries (latencymap's extension lines), or None."""
+    if rec.source_bounds is None and rec.source_counts is None:
+        return None
+    if rec.source_bounds is None or rec.source_counts is None or len(rec.source_bounds) != len(rec.source_counts):
+        raise RecordError(rec.first_line, "expected 'sourcebuckets' and 'sourcecounts' lines of the same length")
+    if not rec.per_interval:
+        raise RecordError(rec.first_line, "source buckets need a 'counts, interval' record")
+    return SourceBuckets(rec.source_bounds, np.asarray(rec.source_counts, dtype=np.int64), rec.source_time)
+
+
 def record_item(rec: Record, stream: StreamId) -> Snapshot | Interval:
     """What a finished record is: a cumulative Snapshot, or an Interval for `counts, interval` records.
 
@@ -176,8 +219,12 @@ def record_item(rec: Record, stream: StreamId) -> Snapshot | Interval:
             sums[slot] += rec.sums[i]
     if sums is not None:
         sums *= unit_seconds(rec.unit)
-    return make_item(stream, rec.first_line, rec.micros, rec.date, rec.per_interval, rec.start_micros, rec.flags,
+    source = source_buckets_of(rec)
+    item = make_item(stream, rec.first_line, rec.micros, rec.date, rec.per_interval, rec.start_micros, rec.flags,
                      counts, present, sums)
+    if source is not None and isinstance(item, Interval):
+        item.source_buckets = source
+    return item
 
 
 def make_item(stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from latencymap.core.buckets import bucket_value_of_slot
-from latencymap.core.model import StreamId
+from latencymap.core.model import SourceBuckets, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import unit_seconds
 from latencymap.protocol.grammar import BEGIN, END
@@ -24,10 +24,12 @@ def format_record(
     start: float | None = None,
     per_interval: bool = False,
     flags: Iterable[str] = (),
+    source: SourceBuckets | None = None,
 ) -> str:
     """One protocol record. With `per_interval` and `start` it uses latencymap's extensions.
 
-    `sums` (seconds per slot) adds the third column, written in the stream's unit.
+    `sums` (seconds per slot) adds the third column, written in the stream's unit; `source` (per-interval
+    records only) adds the source's own buckets (`sourcebuckets`, `sourcecounts`, `sourcetime` lines).
     Without any extension the record is exactly what PyLatencyMap 1.3 reads.
     """
     date = _one_line(date) or time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(timestamp)) + " UTC"
@@ -42,6 +44,11 @@ def format_record(
     lines.append(f"latencyunit, {stream.unit}")
     lines.append(f"label, {_one_line(stream.label)}")
     lines.append(f"datasource, {stream.datasource}")
+    if source is not None and per_interval:
+        lines.append("sourcebuckets, " + ", ".join(repr(float(b)) for b in source.bounds))
+        lines.append("sourcecounts, " + ", ".join(str(int(c)) for c in source.counts))
+        if source.total_time is not None:
+            lines.append(f"sourcetime, {float(source.total_time)!r}")
     scale = 1.0 / unit_seconds(stream.unit)
     for slot in np.flatnonzero(counts if sums is None else (counts != 0) | (sums != 0)):
         value = bucket_value_of_slot(int(slot), stream.datasource)

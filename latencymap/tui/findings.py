@@ -22,7 +22,7 @@ def findings_text(hist: StreamHistory, first: int, stop: int) -> Text:
     cols = slice(first, stop)
     diag = diagnose(hist.counts_in(cols), hist.time_in(cols), hist.low, hist.high, hist.start, hist.end,
                     col_range=(first, stop), rows_from=first)
-    lines = diag.summary_lines()[:MAX_LINES] or ["nothing notable"]
+    lines = [line.partition(" — ")[0] for line in diag.summary_lines()[:MAX_LINES]] or ["nothing notable"]  # no why
     text.append("  " + clean_text(lines[0], 300))
     for line in lines[1:]:
         text.append("\n           " + clean_text(line, 300))

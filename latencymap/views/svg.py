@@ -242,8 +242,10 @@ def panel(hist: StreamHistory, *, with_findings: bool = True,
         width = LEFT + max(1.0, min(12.0, PLOT_WIDTH / len(m.start))) * len(m.start) + 20 + LEGEND_WIDTH
     if with_findings:
         for line in findings_lines(hist, stragglers):
-            y += LINE
-            out.append(_text(LEFT, y, line, class_="finding"))
+            what, _, why = line.partition(" — ")  # a finding's why on a line of its own: SVG text does not wrap
+            for k, part in enumerate(p for p in (what, why) if p):
+                y += LINE
+                out.append(_text(LEFT + 12 * k, y, f"— {part}" if k else part, class_="finding"))
         y += 10
     return out, width, y + 10
 

@@ -27,8 +27,8 @@ from .binning import (
 )
 from .codecs import codec_of, decompress
 from .eventlog import EventLog
-from .parse import AppInfo, SparkTask, task_from_event
-from .summary import find_task_stragglers, stage_summary
+from .parse import AppInfo, ExecutorInfo, SparkTask, executor_from_event, task_from_event
+from .summary import cold_tasks, find_task_stragglers, stage_cores, stage_summary
 
 #: Modules whose functions run on executors: shipped by value, so a worker need not import latencymap.sources.
 SHIPPED = ("codecs", "parse", "summary", "engine")
@@ -51,6 +51,7 @@ METRIC_SQL = {
 
 SCHEMA_DDL = (
     "Event STRING, `App Name` STRING, `App ID` STRING, `Stage ID` BIGINT, `Stage Attempt ID` BIGINT, "
+    "Timestamp BIGINT, `Executor ID` STRING, `Executor Info` STRUCT<`Total Cores`: BIGINT>, "
     "`Task End Reason` STRUCT<Reason: STRING>, "
     "`Task Info` STRUCT<`Task ID`: BIGINT, `Index`: BIGINT, `Attempt`: BIGINT, `Launch Time`: BIGINT, "
     "`Finish Time`: BIGINT, `Getting Result Time`: BIGINT, `Executor ID`: STRING, `Host`: STRING, "
@@ -75,7 +76,7 @@ def _log_lines(item: tuple[str, bytes]) -> list[str]:
     """The TaskEnd and ApplicationStart lines of one event-log file (runs on the executors)."""
     path, data = item
     text = decompress(bytes(data), codec_of(path.split("/")[-1]))
-    keep = (b'"SparkListenerTaskEnd"', b'"SparkListenerApplicationStart"')
+    keep = (b'"SparkListenerTaskEnd"', b'"SparkListenerApplicationStart"', b'"SparkListenerExecutorAdded"')
     return [line.decode("utf-8") for line in text.split(b"\n") if any(k in line for k in keep)]
 
 
@@ -83,12 +84,17 @@ def _task_of_row(row: Any) -> SparkTask:
     return task_from_event(row.asDict(recursive=True))
 
 
-def _group_stragglers(members: Any, options: dict[str, Any]) -> list[dict[str, Any]]:
-    return find_task_stragglers(list(members), **options)
+def _group_stragglers(members: Any, cold: set[int], cores: dict[tuple[int, int], int],
+                      options: dict[str, Any]) -> list[dict[str, Any]]:
+    return find_task_stragglers(list(members), cold, cores, include_warmup=True, **options)
 
 
-def _group_summary(key: tuple[int, int], members: Any) -> dict[str, Any]:
-    return stage_summary(key[0], key[1], list(members))
+def _group_summary(key: tuple[int, int], members: Any, cores: dict[tuple[int, int], int]) -> dict[str, Any]:
+    return stage_summary(key[0], key[1], list(members), cores.get(key))
+
+
+def _executor_cold(members: Any, executors: dict[str, ExecutorInfo]) -> list[int]:
+    return sorted(cold_tasks(list(members), executors))
 
 
 def ship_by_value() -> None:
@@ -160,7 +166,14 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
     app = AppInfo()
     for row in events.where("Event = 'SparkListenerApplicationStart'").limit(1).collect():
         app.app_id, app.name = row["App ID"] or "", row["App Name"] or ""
+    executors = {}
+    for row in events.where("Event = 'SparkListenerExecutorAdded'").collect():
+        info = executor_from_event(row.asDict(recursive=True))
+        executors[info.executor] = info
     task_events = events.where("Event = 'SparkListenerTaskEnd'").drop("App Name", "App ID")
+    every_task = task_events.rdd.map(_task_of_row)
+    cold = set(every_task.keyBy(lambda t: t.executor).groupByKey()
+               .flatMap(lambda kv: _executor_cold(kv[1], executors)).collect())
     if stages is not None:
         task_events = task_events.where(F.col("`Stage ID`").isin(sorted(stages)))
     tasks = task_events.select(F.col("`Stage ID`").alias("stage"), F.col("`Task Info`").alias("ti"),
@@ -178,13 +191,22 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
     values.unpersist()
     intervals = _intervals(cells, app.name or app.app_id, metric, width_ms)
     all_tasks = task_events.rdd.map(_task_of_row)
+    used = all_tasks.map(lambda t: ((t.stage, t.stage_attempt), t.executor)).distinct().collect()
+    cores = stage_cores([_placeholder(key, executor) for key, executor in used], executors)
     by_stage = all_tasks.keyBy(lambda t: (t.stage, t.stage_attempt)).groupByKey()
     opts = dict(straggler_options or {})
-    found = by_stage.flatMap(lambda kv: _group_stragglers(kv[1], opts)).collect()
+    include_warmup = bool(opts.pop("include_warmup", False))
+    found = by_stage.flatMap(lambda kv: _group_stragglers(kv[1], cold, cores, opts)).collect()
     found.sort(key=lambda s: (s["warmup"], -(s["ratio"] if s["ratio"] is not None else math.inf)))
-    summaries = sorted(by_stage.map(lambda kv: _group_summary(kv[0], kv[1])).collect(),
+    summaries = sorted(by_stage.map(lambda kv: _group_summary(kv[0], kv[1], cores)).collect(),
                        key=lambda s: (s["stage"], s["attempt"]))
-    return intervals, {"stragglers": found, "stages": summaries}, app
+    return intervals, {"stragglers": [s for s in found if include_warmup or not s["warmup"]],
+                       "warmup": [s for s in found if s["warmup"]], "stages": summaries}, app
+
+
+def _placeholder(key: tuple[int, int], executor: str) -> SparkTask:
+    """A stand-in task saying only that `executor` ran a task of stage attempt `key` (for `stage_cores`)."""
+    return SparkTask(key[0], key[1], 0, 0, 0, 0, 0, executor, "")
 
 
 def _intervals(rows: list[Any], app_name: str, metric: str, width_ms: int) -> list[Interval]:

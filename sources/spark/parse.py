@@ -1,4 +1,4 @@
-"""Fast event-log line parsing: only TaskEnd (a Struct of the needed fields) and the application events."""
+"""Fast event-log line parsing: only TaskEnd (a Struct of the needed fields), application and executor events."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 TASK_END = b'"SparkListenerTaskEnd"'
 TASK_END_PREFIX = b'{"Event":"SparkListenerTaskEnd"'
 APP_PREFIX = b'{"Event":"SparkListenerApplication'
+EXECUTOR_PREFIX = b'{"Event":"SparkListenerExecutorAdded"'
 EVENT_PREFIX = b'{"Event":'
 
 
@@ -71,6 +72,22 @@ class AppInfo:
             self.start_ms = _millis(event.get("Timestamp")) or self.start_ms
         elif event.get("Event") == "SparkListenerApplicationEnd":
             self.end_ms = _millis(event.get("Timestamp")) or 0
+
+
+@dataclass(slots=True)
+class ExecutorInfo:
+    """An executor as SparkListenerExecutorAdded gives it: when it was added and how many cores it has."""
+
+    executor: str
+    added_ms: int | None = None
+    cores: int | None = None
+
+
+def executor_from_event(e: dict[str, Any]) -> ExecutorInfo:
+    """An ExecutorInfo from a decoded ExecutorAdded event (a missing or odd field is unknown)."""
+    cores = (e.get("Executor Info") or {}).get("Total Cores")
+    known = cores if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0 else None
+    return ExecutorInfo(str(e.get("Executor ID") or ""), _millis(e.get("Timestamp")), known)
 
 
 def _millis(value: Any) -> int | None:
@@ -147,6 +164,7 @@ class EventParser:
 
     def __init__(self, prefer: str = "msgspec") -> None:
         self.app = AppInfo()
+        self.executors: dict[str, ExecutorInfo] = {}
         self.task_end_lines = 0
         self.bad_lines = 0
         self._parse_task = task_parser(prefer)
@@ -167,4 +185,11 @@ class EventParser:
                     self.app.update(_json_loads()(line))
                 except (ValueError, AttributeError, RecursionError):
                     self.bad_lines += 1
+            elif line.startswith(EXECUTOR_PREFIX):
+                try:
+                    info = executor_from_event(_json_loads()(line))
+                except (ValueError, AttributeError, RecursionError):
+                    self.bad_lines += 1
+                else:
+                    self.executors[info.executor] = info
         return tasks

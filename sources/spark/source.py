@@ -13,7 +13,7 @@ from latencymap.plugins import Item, Source
 
 from .binning import METRICS, LiveBinner, batch_intervals, live_intervals, plausible
 from .eventlog import find_event_log, read_lines
-from .parse import AppInfo, EventParser, SparkTask
+from .parse import AppInfo, EventParser, ExecutorInfo, SparkTask
 
 REMEDY = "pip install 'latencymap[spark]'"
 
@@ -56,11 +56,17 @@ class SparkSource(Source):
                          help="A straggler is at least this many times its stage's median..."),
             click.Option(["--straggler-score"], type=float, default=MIN_MAD_SCORE, show_default=True,
                          help="...and this many robust standard deviations (MAD) above it."),
+            click.Option(["--include-warmup"], is_flag=True,
+                         help="List warm-up tasks (first tasks on cold executor slots, a stage's first wave) among "
+                              "the stragglers, flagged warmup: true (always listed apart under 'warmup')."),
         ]
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.tasks: list[SparkTask] = []
+        #: Every task read, whatever --stage keeps: warm-up is placed where it happened.
+        self.all_tasks: list[SparkTask] = []
+        self.executors: dict[str, ExecutorInfo] = {}
         self.app = AppInfo()
         self._analysis: dict[str, Any] | None = None
 
@@ -80,6 +86,8 @@ class SparkSource(Source):
             out["min_ratio"] = self.options["straggler_ratio"]
         if self.options.get("straggler_score") is not None:
             out["min_mad_score"] = self.options["straggler_score"]
+        if self.options.get("include_warmup"):
+            out["include_warmup"] = True
         return out
 
     def items(self) -> Iterator[Item]:
@@ -99,7 +107,7 @@ class SparkSource(Source):
         log = find_event_log(target, self.options.get("app"))
         parser = EventParser()
         tasks = [t for lines in read_lines(log) for t in parser.parse(lines)]
-        self.app = parser.app
+        self.app, self.executors, self.all_tasks = parser.app, parser.executors, tasks
         self.tasks = [t for t in tasks if self._stages is None or t.stage in self._stages]
         yield from batch_intervals(self.tasks, self._app_name(log.app_id), self._opt("metric", "duration"),
                                    self._stages, bool(self.options.get("per_stage")),
@@ -127,7 +135,7 @@ class SparkSource(Source):
         from .follow import follow_tasks
 
         parser = EventParser()
-        self.app = parser.app
+        self.app, self.executors = parser.app, parser.executors
         yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser)
 
     def _rest_batches(self, url: str) -> Iterator[tuple[list[SparkTask], bool]]:
@@ -150,6 +158,7 @@ class SparkSource(Source):
                 binner.app_name = self._app_name("spark")
                 kept = [t for t in tasks if self._stages is None or t.stage in self._stages]
                 self.tasks += kept
+                self.all_tasks += tasks
                 bogus += sum(not plausible(t) for t in kept)
                 yield tasks, ended
 
@@ -168,12 +177,12 @@ class SparkSource(Source):
         yield from notices()
 
     def analysis(self) -> dict[str, Any]:
-        """`{"stragglers": [...], "stages": [...]}` for the tasks read so far (call after items())."""
+        """`{"stragglers": [...], "warmup": [...], "stages": [...]}` for the tasks read so far (after items())."""
         if self._analysis is not None:
             return self._analysis
         from .summary import spark_analysis
 
-        return spark_analysis(self.tasks, **self.straggler_options())
+        return spark_analysis(self.tasks, self.executors, all_tasks=self.all_tasks, **self.straggler_options())
 
     def describe(self) -> dict[str, Any]:
         keep = ("metric", "stages", "per_stage", "interval", "engine", "follow")

@@ -1,14 +1,29 @@
-"""Straggler tasks (through `latencymap.analysis.stragglers`) and per-stage summaries, as report JSON."""
+"""Straggler tasks (through `latencymap.analysis.stragglers`), warm-up, and per-stage summaries with skew.
+
+Warm-up from the event log: PySpark starts a Python worker the first time an executor runs more tasks at
+once than it has workers (the first task on each of its slots; ~2 s in local mode), so a task is *cold* when
+it raises its executor's concurrency to a level not reached before, up to the executor's `Total Cores`
+(SparkListenerExecutorAdded). Concurrency at a task's launch counts the executor's tasks still running
+then, a task ending within `OVERLAP_MS` of the launch counting as ended (Spark launches the next task a few
+ms before it logs the end of the one whose slot it takes). Idle workers are reused; that PySpark kills them
+after a minute idle is not modelled. A stage's first wave is also capped at the cores of the executors that
+ran it. Cold and first-wave tasks are judged against their wave (see analysis/stragglers.py) and listed
+with `warmup: true` only with `--include-warmup`; `"warmup"` always lists them apart.
+"""
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from .parse import SparkTask
+from .parse import ExecutorInfo, SparkTask
+
+#: A task ending this close after another's launch had already freed its slot.
+OVERLAP_MS = 100
 
 
 def group_of(task: SparkTask) -> str:
@@ -16,54 +31,110 @@ def group_of(task: SparkTask) -> str:
     return f"{task.stage}.{task.stage_attempt}"
 
 
-def straggler_items(tasks: Iterable[SparkTask]) -> list[Any]:
+def cold_tasks(tasks: Iterable[SparkTask], executors: dict[str, ExecutorInfo] | None = None) -> set[int]:
+    """Task ids that ran cold: each raised its executor's concurrency to a new high, up to its cores."""
+    by_executor: dict[str, list[SparkTask]] = defaultdict(list)
+    for t in tasks:
+        by_executor[t.executor].append(t)
+    cold: set[int] = set()
+    for executor, members in by_executor.items():
+        info = (executors or {}).get(executor)
+        cap = info.cores if info is not None and info.cores else None
+        running: list[int] = []
+        high = 0
+        for t in sorted(members, key=lambda t: (t.launch_ms, t.task_id)):
+            while running and running[0] <= t.launch_ms + OVERLAP_MS:
+                heapq.heappop(running)
+            level = len(running) + 1
+            if level > high and (cap is None or level <= cap):
+                cold.add(t.task_id)
+                high = level
+            heapq.heappush(running, t.finish_ms)
+    return cold
+
+
+def stage_cores(tasks: Iterable[SparkTask], executors: dict[str, ExecutorInfo] | None = None
+                ) -> dict[tuple[int, int], int]:
+    """Cores of the executors that ran each stage attempt, where every one of them is known."""
+    used: dict[tuple[int, int], set[str]] = defaultdict(set)
+    for t in tasks:
+        used[(t.stage, t.stage_attempt)].add(t.executor)
+    out = {}
+    for key, names in used.items():
+        cores = [(executors or {}).get(n) for n in names]
+        if all(c is not None and c.cores for c in cores):
+            out[key] = sum(c.cores for c in cores if c is not None and c.cores)
+    return out
+
+
+def straggler_items(tasks: Iterable[SparkTask], cold: set[int] | None = None) -> list[Any]:
     """Tasks as the straggler API's Items: key = task id, group = stage attempt, wall times in seconds."""
     from latencymap.analysis.stragglers import Item
 
-    return [Item(str(t.task_id), group_of(t), t.duration_ms / 1000.0, t.launch_ms / 1000.0, t.finish_ms / 1000.0)
-            for t in tasks]
+    cold = cold or set()
+    return [Item(str(t.task_id), group_of(t), t.duration_ms / 1000.0, t.launch_ms / 1000.0, t.finish_ms / 1000.0,
+                 t.task_id in cold) for t in tasks]
 
 
-def find_task_stragglers(tasks: list[SparkTask], **options: Any) -> list[dict[str, Any]]:
+def find_task_stragglers(tasks: list[SparkTask], cold: set[int] | None = None,
+                         cores: dict[tuple[int, int], int] | None = None, **options: Any) -> list[dict[str, Any]]:
     """Straggler tasks as report objects, slowest ratio first (options go to `find_stragglers`)."""
     from latencymap.analysis.stragglers import find_stragglers  # the single call site of the straggler API
 
     by_id = {(group_of(t), str(t.task_id)): t for t in tasks}
-    found = find_stragglers(straggler_items(tasks), **options)
-    return [straggler_json(by_id[(s.item.group, s.item.key)], s.ratio, s.group_median_s, s.warmup) for s in found]
+    slots = {f"{s}.{a}": n for (s, a), n in (cores or {}).items()}
+    found = find_stragglers(straggler_items(tasks, cold), slots=slots, **options)
+    return [straggler_json(by_id[(s.item.group, s.item.key)], s.ratio, s.group_median_s, s.warmup,
+                           s.warmup_reason) for s in found]
 
 
-def straggler_json(t: SparkTask, ratio: float, median_s: float, warmup: bool = False) -> dict[str, Any]:
+def straggler_json(t: SparkTask, ratio: float, median_s: float, warmup: bool = False,
+                   reason: str | None = None) -> dict[str, Any]:
     """One straggler in the report's shape (issue 7), plus its flags."""
     return {
         "stage": t.stage, "attempt": t.stage_attempt, "index": t.index, "task_id": t.task_id,
         "task_attempt": t.attempt, "executor": t.executor, "host": t.host, "duration_s": t.duration_ms / 1000.0,
         "ratio": float(ratio) if np.isfinite(ratio) else None, "stage_median_s": median_s,
         "failed": t.failed, "killed": t.killed, "speculative": t.speculative, "warmup": warmup,
+        "warmup_reason": reason,
     }
 
 
-def stage_summary(stage: int, attempt: int, tasks: list[SparkTask]) -> dict[str, Any]:
-    """Tasks, median, p99, max and skew (max / median) of one stage attempt's task durations."""
+def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int | None = None) -> dict[str, Any]:
+    """Tasks, median, p99, max, skew (max / median) and the other skew metrics (analysis/skew.py) of a stage."""
+    from latencymap.analysis.skew import stage_skew
+
     d = np.sort(np.array([t.duration_ms for t in tasks], dtype=np.float64)) / 1000.0
     median = float(np.median(d))
+    skew = stage_skew(d, np.array([t.launch_ms for t in tasks]) / 1000.0,
+                      np.array([t.finish_ms for t in tasks]) / 1000.0, cores)
     return {
         "stage": stage, "attempt": attempt, "tasks": len(tasks),
         "median_s": median, "p99_s": float(np.quantile(d, 0.99)), "max_s": float(d[-1]),
-        "skew": float(d[-1] / median) if median > 0 else None,
+        **skew,
         "failed": sum(t.failed for t in tasks), "killed": sum(t.killed for t in tasks),
         "speculative": sum(t.speculative for t in tasks),
     }
 
 
-def stage_summaries(tasks: Iterable[SparkTask]) -> list[dict[str, Any]]:
+def stage_summaries(tasks: Iterable[SparkTask], cores: dict[tuple[int, int], int] | None = None
+                    ) -> list[dict[str, Any]]:
     """One summary per stage attempt, in stage order."""
     groups: dict[tuple[int, int], list[SparkTask]] = defaultdict(list)
     for t in tasks:
         groups[(t.stage, t.stage_attempt)].append(t)
-    return [stage_summary(s, a, groups[(s, a)]) for s, a in sorted(groups)]
+    return [stage_summary(s, a, groups[(s, a)], (cores or {}).get((s, a))) for s, a in sorted(groups)]
 
 
-def spark_analysis(tasks: list[SparkTask], **options: Any) -> dict[str, Any]:
-    """What `report --format json` adds for Spark: `stragglers` and `stages`."""
-    return {"stragglers": find_task_stragglers(tasks, **options), "stages": stage_summaries(tasks)}
+def spark_analysis(tasks: list[SparkTask], executors: dict[str, ExecutorInfo] | None = None,
+                   include_warmup: bool = False, all_tasks: list[SparkTask] | None = None,
+                   **options: Any) -> dict[str, Any]:
+    """What `report --format json` adds for Spark: `stragglers`, `warmup` (kept apart) and `stages`.
+
+    `all_tasks` (default `tasks`): every task of the application, when `tasks` keeps only some stages, so
+    that warm-up is placed where it happened.
+    """
+    cold, cores = cold_tasks(all_tasks if all_tasks is not None else tasks, executors), stage_cores(tasks, executors)
+    found = find_task_stragglers(tasks, cold, cores, include_warmup=True, **options)
+    return {"stragglers": [s for s in found if include_warmup or not s["warmup"]],
+            "warmup": [s for s in found if s["warmup"]], "stages": stage_summaries(tasks, cores)}

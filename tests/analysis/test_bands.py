@@ -116,3 +116,37 @@ def test_edge_cases() -> None:
     counts = np.zeros(NSLOTS)
     counts[7] = 4
     np.testing.assert_allclose(estimate_time(counts, LOW, HIGH)[7], 4 * 1.5 * LOW[7])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_far_task_after_three_empty_octaves_is_a_band(seed: int) -> None:
+    # Issue 20: tasks of 64-256 ms and one of 2.5 s were called unimodal.
+    rng = np.random.default_rng(seed)
+    values = np.r_[rng.uniform(64e6, 256e6, 40), 2.5e9]
+    counts, sums = bin_values(values)
+    bands = find_bands(counts, sums * 1e-9, LOW, HIGH)
+    assert len(bands) == 2 and is_bimodal(bands)
+    far = bands[1]
+    assert holds(far, 2.5) and not holds(far, 0.256) and far.events == 1
+    assert far.time_share == pytest.approx(2.5e9 / values.sum())
+
+
+def test_gap_evidence_needs_enough_empty_octaves() -> None:
+    from latencymap.analysis.bands import gap_evidence, poisson_cdf
+
+    assert poisson_cdf(0, 3.0) == pytest.approx(np.exp(-3.0))
+    assert poisson_cdf(2, 1.5) == pytest.approx(np.exp(-1.5) * (1 + 1.5 + 1.5**2 / 2))
+    c = np.zeros(NSLOTS)
+    c[20], c[24] = 500, 1  # one far event after three empty slots: e^-3 < 0.05
+    assert gap_evidence(c, 20, 21, 24) == pytest.approx(np.exp(-3.0))
+    c[22] = 0
+    c2 = c.copy()
+    c2[24], c2[23] = 0, 1  # two empty slots: e^-2 > 0.05, merged as a sparse tail
+    assert gap_evidence(c2, 20, 21, 23) == pytest.approx(np.exp(-2.0))
+    assert len(find_bands(c2, None, LOW, HIGH)) == 1 and len(find_bands(c, None, LOW, HIGH)) == 2
+
+
+def test_a_few_fast_events_below_a_gap_are_not_a_band() -> None:
+    c = np.zeros(NSLOTS)
+    c[16], c[18:23] = 3, [10, 13, 16, 20, 7]  # 3 fast events, one empty octave, the bulk
+    assert len(find_bands(c, None, LOW, HIGH)) == 1

@@ -93,5 +93,37 @@ def test_to_json_round_trips() -> None:
     assert data == [{
         "key": "z", "group": "g", "duration_s": 4.0, "start": 30.0, "end": 34.0, "group_median_s": 1.0,
         "reference_s": 1.0, "ratio": 4.0, "mad_score": pytest.approx(0.6745 * 3.0 / 0.01), "group_size": 11,
-        "warmup": False,
+        "warmup": False, "warmup_reason": None,
     }]
+
+
+def test_first_wave_is_capped_at_the_slots() -> None:
+    # Spark launches the next task a few ms before it logs the end of the previous one: three tasks "started
+    # before any ended" on two cores. With the slots known, the wave is the first two.
+    rng = np.random.default_rng(5)
+    durations = 0.3 * rng.lognormal(0.0, 0.1, 24)
+    durations[:2] += 4.3  # cold Python workers
+    items = schedule("s", durations, cores=2)
+    third = items[2]
+    items[2] = Item(third.key, third.group, third.duration_s, third.start - 0.05, third.end - 0.05)
+    assert first_wave(items).sum() == 3 and first_wave(items, slots=2).sum() == 2
+    flagged = {s.item.key for s in find_stragglers(items)}
+    assert flagged == {"s.0", "s.1"}  # judged against the third, fast task of the uncapped wave
+    assert find_stragglers(items, slots={"s": 2}) == []
+    warm = find_stragglers(items, slots={"s": 2}, include_warmup=True)
+    assert {(s.item.key, s.warmup, s.warmup_reason) for s in warm} == {("s.0", True, "first wave"),
+                                                                       ("s.1", True, "first wave")}
+
+
+def test_cold_items_are_warmup_and_a_lone_one_is_never_a_straggler() -> None:
+    rng = np.random.default_rng(6)
+    durations = 0.2 * rng.lognormal(0.0, 0.1, 30)
+    durations[[4, 11]] += 2.0  # two tasks that ran cold, not in the first wave
+    items = [Item(str(k), "g", float(d), cold=k in (4, 11)) for k, d in enumerate(durations)]
+    assert find_stragglers(items) == []
+    warm = find_stragglers(items, include_warmup=True)
+    assert {(s.item.key, s.warmup_reason) for s in warm} == {("4", "cold"), ("11", "cold")}
+    lone = [Item(str(k), "g", float(d), cold=k == 4) for k, d in enumerate(durations)]
+    assert [s.item.key for s in find_stragglers(lone)] == ["11"]  # 11 is not known to be cold: a straggler
+    assert [(s.item.key, s.warmup) for s in find_stragglers(lone, include_warmup=True)] == [("11", False),
+                                                                                             ("4", True)]

@@ -48,3 +48,9 @@ def test_bad_bounds_are_refused() -> None:
         spread_matrix([1.0, 1.0])
     with pytest.raises(ValueError, match="counts"):
         rebin_counts([1.0, 2.0], [1])
+
+
+def test_totals_past_float_precision_stay_exact() -> None:
+    counts = [(1 << 60) + 12345, 7, (1 << 59) + 3]
+    slots = rebin_counts([10.0, 100.0, math.inf], counts)
+    assert int(slots.sum()) == sum(counts)

@@ -88,7 +88,8 @@ def test_svg_axes_legend_findings(tmp_path: Path, example_data: Path) -> None:
     assert "legend (events/s)" in texts and "legend (s/s)" in texts
     assert len([e for e in root.iter(f"{SVG}rect") if "legend" in e.get("class", "")]) == 14
     assert any(t.startswith("multimodal (3 bands)") for t in texts)
-    assert any(t.startswith("tail: 48% of events") for t in texts)
+    assert not any("tail" in t for t in texts)  # 48% of the events: not a tail worth a line
+    assert any(t.startswith("— two populations, not one spread") for t in texts)  # the band finding's why
     assert any(t.startswith("band 4ms–256ms") for t in texts)
 
 
@@ -149,7 +150,7 @@ def test_html_self_contained(tmp_path: Path, example_data: Path) -> None:
     assert "default-src 'none'" in text
     assert not re.search(r"\b(src|href)\s*=|url\(|@import|<script|<link", text)
     assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", text + svg_text)
-    assert "<li>tail: 48% of events" in text and "<title>" in text
+    assert "<li>multimodal (3 bands): " in text and "— two populations" in text and "<title>" in text
 
 
 def _chromium() -> str | None:

@@ -1,0 +1,99 @@
+"""Drift: the median latency trending over the columns (a slow leak, a growing queue, a filling disk).
+
+Each column with at least `episode_min_column_events` events gets its median in octaves (log2, placed
+log-uniformly inside the bucket that holds it). A least-squares line over the columns' mid times is a
+drift when it moves the median by at least `drift_min_octaves` (1: the median doubles or halves) from the
+first tested column to the last, and explains at least `drift_min_r2` (50%) of the variance of the column
+medians (so two steady halves with a jump are a trend only when the jump dominates, and noise never is).
+At least `drift_min_columns` (10) columns must be tested.
+
+A level *shift* is told apart: when the best single change point (two flat levels) leaves at most
+`drift_step_ratio` (half) of the line's residual, the medians jumped once rather than trended, and the
+finding is a `shift` at that column (a deploy, a failover, a cache turned on), kept only when its two
+levels differ by at least `drift_min_octaves` and no episode already starts there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+@dataclass
+class Drift:
+    """A trend of the median over columns `first_col..last_col` (absolute numbers)."""
+
+    first_col: int
+    last_col: int
+    start: float
+    end: float
+    octaves: float
+    r2: float
+    first_median_s: float
+    last_median_s: float
+    #: "drift" (a trend) or "shift" (one jump at column `at_col`, time `at`).
+    kind: str = "drift"
+    at_col: int | None = None
+    at: float | None = None
+
+
+def column_medians_log2(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray) -> np.ndarray:
+    """log2 of each column's median latency (seconds), log-uniform inside its bucket; NaN for empty columns."""
+    n = counts.sum(axis=1)
+    cum = np.cumsum(counts, axis=1)
+    half = 0.5 * n
+    k = np.minimum((cum < half[:, None]).sum(axis=1), counts.shape[1] - 1)
+    below = np.where(k > 0, cum[np.arange(len(k)), np.maximum(k - 1, 0)], 0.0)
+    inside = counts[np.arange(len(k)), k]
+    frac = np.divide(half - below, inside, out=np.full(len(k), 0.5), where=inside > 0)
+    hi = np.log2(high_s[k])
+    lo = np.where(low_s[k] > 0, np.log2(np.maximum(low_s[k], 1e-300)), hi - 1.0)
+    return np.where(n > 0, lo + np.clip(frac, 0.0, 1.0) * (hi - lo), np.nan)
+
+
+def find_drift(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+               *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0) -> Drift | None:
+    """The drift of the median over the columns, or None (see the module docstring)."""
+    tested = np.flatnonzero(counts.sum(axis=1) >= th.episode_min_column_events)
+    if tested.size < max(th.drift_min_columns, 3):
+        return None
+    y = column_medians_log2(counts[tested], low_s, high_s)
+    x = (np.asarray(starts, dtype=np.float64)[tested] + np.asarray(ends, dtype=np.float64)[tested]) / 2.0
+    x = x - x[0]
+    if np.ptp(x) <= 0:
+        return None
+    slope, intercept = np.polyfit(x, y, 1)
+    fit = slope * x + intercept
+    total = float(((y - y.mean()) ** 2).sum())
+    sse_line = float(((y - fit) ** 2).sum())
+    r2 = 1.0 - sse_line / total if total > 0 else 0.0
+    octaves = float(slope * (x[-1] - x[0]))
+    if abs(octaves) < th.drift_min_octaves or r2 < th.drift_min_r2:
+        return None
+    a, b = int(tested[0]), int(tested[-1])
+    k, sse_step, left, right = best_step(y)
+    if sse_step <= th.drift_step_ratio * sse_line:
+        if abs(right - left) < th.drift_min_octaves:
+            return None
+        at = int(tested[k])
+        return Drift(a + col_offset, b + col_offset, float(starts[a]), float(ends[b]), right - left,
+                     1.0 - sse_step / total, float(2.0 ** left), float(2.0 ** right), "shift", at + col_offset,
+                     float(starts[at]))
+    return Drift(a + col_offset, b + col_offset, float(starts[a]), float(ends[b]), octaves, r2,
+                 float(2.0 ** fit[0]), float(2.0 ** fit[-1]))
+
+
+def best_step(y: np.ndarray) -> tuple[int, float, float, float]:
+    """(first index of the second level, residual sum of squares, left mean, right mean) of the best split."""
+    n = len(y)
+    c1, c2 = np.cumsum(y), np.cumsum(y * y)
+    k = np.arange(1, n)  # the second level starts at index k
+    left_sse = c2[k - 1] - c1[k - 1] ** 2 / k
+    right_sum, right_sq = c1[-1] - c1[k - 1], c2[-1] - c2[k - 1]
+    right_sse = right_sq - right_sum ** 2 / (n - k)
+    best = int(np.argmin(left_sse + right_sse))
+    kk = int(k[best])
+    return kk, float(left_sse[best] + right_sse[best]), float(c1[kk - 1] / kk), float(right_sum[best] / (n - kk))

@@ -1,0 +1,173 @@
+"""Findings: what the diagnosis has to say, each with where, how much and why it matters.
+
+A finding is emitted only when it would not hold for any stream (see thresholds.py): a `band` beyond the
+main one when the stream is bimodal, a `tail` holding at most 10% of the events, each episode (`appear`,
+`disappear`, `move`, `reshape`, `stall`), a `drift` or `shift`, and across streams a `slow_peer` (peers.py). Report
+JSON: `{"kind", "what", "why", "where": {"first_col", "last_col", "start", "end", "low_s", "high_s"},
+"events", "events_share", "time_s", "time_share"}` (columns inclusive and absolute, times epoch seconds,
+latencies seconds; a key is null where it does not apply).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from latencymap.analysis.bands import Band
+from latencymap.analysis.drift import Drift
+from latencymap.analysis.episodes import MIN_MOVE_OCTAVES, Episode
+from latencymap.analysis.tail import Tail
+from latencymap.core.units import format_duration
+
+WHY = {
+    "band": "two populations, not one spread: the mean describes neither; what sends events to this band "
+            "(a cache miss, a retry, another device or path) is the cause to find",
+    "tail": "a few slow events hold most of the waiting: cutting them saves more than speeding up the rest",
+    "stall": "a pause: a handful of waits far above every usual band held the stream up; look at what ran "
+             "then (GC, a checkpoint, I/O, a lock, the network)",
+    "appear": "a latency band that is not usually there: something started or changed at that time",
+    "disappear": "a usual band went missing: a cache warmed, a path stopped being taken, or load went away",
+    "move": "the whole distribution moved: a change of device, load or configuration at that time",
+    "reshape": "the mix between the usual bands changed at that time",
+    "drift": "a trend, not noise: a growing queue, a leak or a filling device keeps going if left alone",
+    "shift": "one lasting jump: something changed at that moment (a deploy, a failover, a cache, another device)",
+}
+
+
+@dataclass
+class Finding:
+    """One thing worth saying about a stream (or a group of peers), with its evidence."""
+
+    kind: str
+    what: str
+    why: str
+    events: float
+    events_share: float
+    time_s: float
+    time_share: float
+    first_col: int | None = None
+    last_col: int | None = None
+    start: float | None = None
+    end: float | None = None
+    low_s: float | None = None
+    high_s: float | None = None
+
+    def line(self) -> str:
+        """The finding as one text line: what (with where and how much), then why."""
+        return f"{self.what} — {self.why}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's finding object."""
+        return {
+            "kind": self.kind, "what": self.what, "why": self.why,
+            "where": {"first_col": self.first_col, "last_col": self.last_col, "start": self.start, "end": self.end,
+                      "low_s": self.low_s, "high_s": self.high_s},
+            "events": self.events, "events_share": self.events_share, "time_s": self.time_s,
+            "time_share": self.time_share,
+        }
+
+
+def pct(share: float) -> str:
+    """`61%`, `4%`, `0.3%`, `0%`."""
+    v = 100.0 * share
+    if v >= 1 or v == 0:
+        return f"{v:.0f}%"
+    return f"{v:.1g}%"
+
+
+def dur(seconds: float) -> str:
+    """A latency for humans (`131µs`)."""
+    return format_duration(seconds)
+
+
+def span(low_s: float, high_s: float) -> str:
+    """A latency range `131µs–1.05ms`."""
+    return f"{dur(low_s)}–{dur(high_s)}"
+
+
+def times(ratio: float) -> str:
+    """`1,970×`, `3.9×`."""
+    return f"{ratio:,.0f}×" if ratio >= 10 else f"{ratio:.2g}×"
+
+
+@dataclass
+class Scope:
+    """The diagnosed columns: absolute numbers, times, and totals."""
+
+    first_col: int
+    last_col: int
+    start: float
+    end: float
+    t0: float
+    events: float
+    time_s: float
+
+    def when(self, first_col: int, last_col: int, start: float, end: float) -> str:
+        """`cols 40–49 (t+40s–t+50s)`."""
+        return f"cols {first_col}–{last_col} (t+{start - self.t0:.4g}s–t+{end - self.t0:.4g}s)"
+
+
+def band_finding(b: Band, scope: Scope, main: Band) -> Finding:
+    """A band beyond the main one of a bimodal stream."""
+    what = (f"band {span(b.low_s, b.high_s)}: {pct(b.events_share)} of events take {pct(b.time_share)} of the time "
+            f"(main band {span(main.low_s, main.high_s)}: {pct(main.events_share)}, {pct(main.time_share)})")
+    return Finding("band", what, WHY["band"], b.events, b.events_share, b.time_s, b.time_share, scope.first_col,
+                   scope.last_col, scope.start, scope.end, b.low_s, b.high_s)
+
+
+def tail_finding(t: Tail, scope: Scope, top_s: float) -> Finding:
+    """A tail that holds at most a small share of the events."""
+    what = (f"tail dominates: {pct(t.events_share)} of events (≥ {dur(t.threshold_s)}) take {pct(t.time_share)} "
+            "of the time")
+    return Finding("tail", what, WHY["tail"], t.events, t.events_share, t.time_s, t.time_share, scope.first_col,
+                   scope.last_col, scope.start, scope.end, t.threshold_s, top_s)
+
+
+def episode_what(e: Episode, scope: Scope) -> str:
+    """`episode cols 40–49 (t+40s–t+50s): a band appeared at ...`, or `stall cols ...: 2 events of ...`."""
+    where = scope.when(e.first_col, e.last_col, e.start, e.end)
+    g, lost = e.gained, e.lost
+    if e.kind == "stall" and g:
+        return (f"stall {where}: {e.events:.0f} event{'s' if e.events != 1 else ''} of {span(g.low_s, g.high_s)}, "
+                f"{dur(e.time_s)} waited = {pct(e.time_share)} of all the time and {pct(g.time_share)} of "
+                f"those columns' ({times(2.0 ** e.shift_octaves)} the median)")
+    if e.kind == "appear" and g:
+        what = (f"a band appeared at {span(g.low_s, g.high_s)} ({pct(g.events_share)} of events, "
+                f"{pct(g.time_share)} of the time; usually {pct(g.baseline_share)})")
+    elif e.kind == "disappear" and lost:
+        what = (f"the band at {span(lost.low_s, lost.high_s)} disappeared ({pct(lost.events_share)} of events; "
+                f"usually {pct(lost.baseline_share)})")
+    elif e.kind == "move":
+        what = f"latency moved {e.shift_octaves:+.1f} octaves" + (
+            f": {span(lost.low_s, lost.high_s)} → {span(g.low_s, g.high_s)}" if g and lost else "")
+    elif g:
+        what = (f"shares shifted toward {span(g.low_s, g.high_s)} ({pct(g.events_share)} of events, "
+                f"{pct(g.time_share)} of the time; usually {pct(g.baseline_share)})")
+    else:
+        what = f"the latency shape changed ({e.kind})"
+    if e.kind != "move" and abs(e.shift_octaves) >= MIN_MOVE_OCTAVES:
+        what += f"; median {e.shift_octaves:+.1f} octaves"
+    return f"episode {where}: {what}"
+
+
+def episode_finding(e: Episode, scope: Scope) -> Finding:
+    """An episode (a stall included) as a finding."""
+    g = e.gained or e.lost
+    return Finding(e.kind, episode_what(e, scope), WHY.get(e.kind, WHY["reshape"]), e.events, e.events_share,
+                   e.time_s, e.time_share, e.first_col, e.last_col, e.start, e.end,
+                   g.low_s if g else None, g.high_s if g else None)
+
+
+def drift_finding(d: Drift, scope: Scope) -> Finding:
+    """A trend of the median, or one lasting jump of it."""
+    where = scope.when(d.first_col, d.last_col, d.start, d.end)
+    if d.kind == "shift" and d.at_col is not None and d.at is not None:
+        what = (f"shift at col {d.at_col} (t+{d.at - scope.t0:.4g}s): the median went {dur(d.first_median_s)} → "
+                f"{dur(d.last_median_s)} and stayed ({d.octaves:+.1f} octaves, {times(2.0 ** d.octaves)})")
+        return Finding("shift", what, WHY["shift"], scope.events, 1.0, scope.time_s, 1.0, d.at_col, d.last_col,
+                       d.at, d.end, min(d.first_median_s, d.last_median_s), max(d.first_median_s, d.last_median_s))
+    what = (f"drift {where}: the median went {dur(d.first_median_s)} → {dur(d.last_median_s)} "
+            f"({d.octaves:+.1f} octaves, {times(2.0 ** d.octaves)}; the trend explains {pct(d.r2)} of the "
+            "column medians' variance)")
+    return Finding("drift", what, WHY["drift"], scope.events, 1.0, scope.time_s, 1.0, d.first_col, d.last_col,
+                   d.start, d.end, min(d.first_median_s, d.last_median_s), max(d.first_median_s, d.last_median_s))

@@ -1,0 +1,242 @@
+"""Peers: streams that do the same work side by side (ranks of a job, disks, RAC instances, executors).
+
+**Recognised from labels.** Two streams are peers when their labels are equal once every *identity field*
+is masked, and they have the same datasource and unit. An identity field is a number after a word naming
+an instance of something — `rank3` (and `rank3.pid42`), `inst 2`, `instance 2`, `node`, `host`, `worker`,
+`executor`/`exec`, `gpu`, `cuda`, `disk`, `dev`/`device`, `shard`, `replica`, `cpu`, `core`, `partition`,
+`vol`/`volume`, with an optional `_ - : = #` or space before the number — or a block device name
+(`sda`, `vdb`, `xvdc`, `hdb`, `nvme0n1`, `nvme0n1p2`, `dm-3`, `md0`). So `train/rank0/data_wait` and
+`train/rank1/data_wait` are peers, `train/rank0/step` is not their peer (another phase), and Spark's
+per-stage streams are not peers (a stage is other work, not another instance).
+
+**Compared interval by interval.** Columns are pooled into common windows as wide as the widest peer's
+usual column (a column goes to the window holding its middle). Per peer: its mean latency (time / events)
+over the whole range and its `ratio` to the median of the other peers' means; per window where at least two
+peers have events, the peer with the highest mean is that window's slowest (as trace analysers count the
+rank that is slowest or latest at each collective).
+
+**A slow peer** (a `slow_peer` finding) has `ratio >= peer_min_ratio` (1.25) and at least
+`peer_min_events` (20) events, and either
+- is *consistently* slowest: slowest in more windows than chance, one-sided binomial p <= `peer_max_p`
+  (0.01) against 1 / (peers active in the window); or
+- lost its extra time in a few intervals: at most three windows, where its mean was at least
+  2**`stall_gap_octaves` (4x) its peers', hold at least half of its excess time (time - events x the
+  peers' mean in each window, or their mean over the range in a window where no peer has events): a stall
+  of that peer.
+Otherwise peers differ by noise and nothing is said (the members' numbers are still reported).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from latencymap.analysis.findings import Finding, dur, pct, times
+from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+IDENTITY = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?:(?P<word>rank|instance|inst|node|host|worker|executor|exec|gpu|cuda|disk|device|dev"
+    r"|shard|replica|cpu|core|partition|volume|vol)[ _:=#-]?\d+(?:\.pid\d+)?"
+    r"|(?P<disk>(?:sd|vd|xvd|hd)[a-z]{1,2}|nvme\d+n\d+(?:p\d+)?|dm-\d+|md\d+))(?![A-Za-z0-9])")
+#: Windows where the slow peer stalls: at most this many hold its excess.
+STALL_WINDOWS = 3
+WHY = ("peers do the same work: the slow one holds the others up at every synchronisation (a collective, a "
+       "barrier, the end of a stage); look at its host, device or data")
+
+
+@dataclass
+class PeerStream:
+    """One stream's columns, as the peers comparison needs them."""
+
+    label: str
+    datasource: str
+    unit: str
+    counts: np.ndarray
+    time: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def peer_key(label: str) -> tuple[str, str, str] | None:
+    """(label with identity fields masked as `*`, this stream's identity, field kind); None without one."""
+    found = list(IDENTITY.finditer(label))
+    if not found:
+        return None
+    kind = (found[0].group("word") or "disk").lower()
+    return IDENTITY.sub(_mask, label), "/".join(m.group(0) for m in found), kind
+
+
+def _mask(m: re.Match[str]) -> str:
+    """`rank3.pid42` -> `rank*`, `inst 2` -> `inst *`, `sdb` -> `*`."""
+    return re.sub(r"\d+(?:\.pid\d+)?$", "*", m.group(0)) if m.group("word") else "*"
+
+
+@dataclass
+class Member:
+    """One peer's totals and how often it was the slowest."""
+
+    label: str
+    name: str
+    events: float
+    time_s: float
+    mean_s: float
+    ratio: float = float("nan")
+    slowest: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        return {"label": self.label, "name": self.name, "events": self.events, "time_s": self.time_s,
+                "mean_s": _num(self.mean_s), "ratio": _num(self.ratio), "slowest": self.slowest}
+
+
+@dataclass
+class PeerGroup:
+    """Peers sharing a masked label, compared window by window."""
+
+    key: str
+    kind: str
+    datasource: str
+    unit: str
+    window_s: float
+    windows: int
+    start: float
+    members: list[Member]
+    slow: dict[str, Any] | None = None
+    finding: Finding | None = None
+    contested: int = 0
+    stalls: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's peer-group object."""
+        return {"key": self.key, "field": self.kind, "datasource": self.datasource, "unit": self.unit,
+                "window_s": self.window_s, "windows": self.windows, "compared_windows": self.contested,
+                "members": [m.to_json() for m in self.members], "slow": self.slow,
+                "finding": self.finding.to_json() if self.finding else None}
+
+    def lines(self) -> list[str]:
+        """The text report's lines for this group."""
+        head = (f"peers {self.key} ({len(self.members)} {self.kind}s, {self.contested} intervals of "
+                f"{self.window_s:.3g}s compared):")
+        rows = [f"   {m.name}: mean {dur(m.mean_s)} ({m.ratio:.2f}× its peers), slowest in {m.slowest}"
+                for m in self.members]
+        verdict = self.finding.line() if self.finding else "no slow peer: they differ by noise"
+        return [head, *rows, f"   {verdict}"]
+
+
+def _num(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
+
+
+def binomial_sf(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    if k <= 0:
+        return 1.0
+    ks = np.arange(k, n + 1)
+    logc = np.array([math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) for j in ks])
+    return float(min(1.0, np.exp(logc + ks * math.log(p) + (n - ks) * math.log1p(-p)).sum()))
+
+
+def group_peers(streams: list[PeerStream]) -> dict[tuple[str, str, str], list[tuple[PeerStream, str, str]]]:
+    """Streams by (masked label, datasource, unit), with their identities; only groups of two or more."""
+    groups: dict[tuple[str, str, str], list[tuple[PeerStream, str, str]]] = defaultdict(list)
+    for s in streams:
+        key = peer_key(s.label)
+        if key is not None:
+            groups[(key[0], s.datasource, s.unit)].append((s, key[1], key[2]))
+    return {k: v for k, v in groups.items() if len({name for _, name, _ in v}) >= 2}
+
+
+def _windows(members: list[PeerStream]) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """(width, origin, events, time) per (peer, window)."""
+    width = max(float(np.median(s.ends - s.starts)) for s in members)
+    origin = min(float(s.starts[0]) for s in members)
+    width = width if width > 0 else 1.0
+    idx = [np.floor(((s.starts + s.ends) / 2 - origin) / width).astype(np.int64) for s in members]
+    n = int(max(int(i.max()) for i in idx)) + 1
+    ev, tm = np.zeros((len(members), n)), np.zeros((len(members), n))
+    for k, (s, i) in enumerate(zip(members, idx, strict=True)):
+        np.add.at(ev[k], i, s.counts.sum(axis=1))
+        np.add.at(tm[k], i, s.time.sum(axis=1))
+    return width, origin, ev, tm
+
+
+def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, str, str]],
+            th: Thresholds = DEFAULT_THRESHOLDS) -> PeerGroup:
+    """One peer group's comparison and its slow peer, if any (see the module docstring)."""
+    streams = [s for s, _, _ in group]
+    width, origin, ev, tm = _windows(streams)
+    members = [Member(s.label, name, float(ev[k].sum()), float(tm[k].sum()),
+                      float(tm[k].sum() / ev[k].sum()) if ev[k].sum() > 0 else float("nan"))
+               for k, (s, name, _) in enumerate(group)]
+    means = np.array([m.mean_s for m in members])
+    for k, m in enumerate(members):
+        others = np.delete(means, k)
+        others = others[np.isfinite(others)]
+        ref = float(np.median(others)) if others.size else float("nan")
+        m.ratio = m.mean_s / ref if ref > 0 else float("nan")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wmean = np.where(ev > 0, tm / ev, -np.inf)
+    active = (ev > 0).sum(axis=0)
+    contested = active >= 2
+    slowest = np.argmax(wmean, axis=0)
+    for k, m in enumerate(members):
+        m.slowest = int((contested & (slowest == k)).sum())
+    out = PeerGroup(key, group[0][2], datasource, unit, width, ev.shape[1], origin, members,
+                    contested=int(contested.sum()))
+    _judge(out, ev, tm, wmean, active, contested, th)
+    return out
+
+
+def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, active: np.ndarray,
+           contested: np.ndarray, th: Thresholds) -> None:
+    """Name the slow peer of a group when there is one (sets `slow` and `finding`)."""
+    ok = [k for k, m in enumerate(g.members) if m.events >= th.peer_min_events and math.isfinite(m.ratio)]
+    if len(ok) < 1 or g.contested == 0:
+        return
+    k = max(ok, key=lambda i: g.members[i].ratio)
+    m = g.members[k]
+    if m.ratio < th.peer_min_ratio:
+        return
+    chance = float(np.mean(1.0 / active[contested]))
+    p = binomial_sf(m.slowest, g.contested, chance)
+    others = np.delete(wmean, k, axis=0)
+    overall = m.mean_s / m.ratio
+    ref_w = np.array([np.median(col[np.isfinite(col)]) if np.isfinite(col).any() else overall for col in others.T])
+    excess_w = np.where(ev[k] > 0, tm[k] - ev[k] * ref_w, 0.0)
+    excess = float(excess_w[excess_w > 0].sum())
+    far = (ref_w > 0) & (wmean[k] >= ref_w * 2.0 ** th.stall_gap_octaves)
+    worst = sorted(int(w) for w in np.argsort(-excess_w)[:STALL_WINDOWS] if far[w] and excess_w[w] > 0)
+    stalled = excess > 0 and sum(excess_w[w] for w in worst) >= 0.5 * excess
+    consistent = p <= th.peer_max_p
+    if not (consistent or stalled):
+        return
+    spans = [{"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s,
+              "excess_s": float(excess_w[w]), "ratio": float(wmean[k, w] / ref_w[w])} for w in worst]
+    g.slow = {"label": m.label, "name": m.name, "ratio": m.ratio, "consistent": consistent, "slowest": m.slowest,
+              "compared_windows": g.contested, "chance": chance, "p_value": p, "excess_s": excess,
+              "stalls": spans if stalled else []}
+    how = (f"slowest in {m.slowest} of {g.contested} intervals (chance {chance * g.contested:.3g})"
+           + ("" if consistent else ": not consistently"))
+    if stalled:
+        where = ", ".join(f"t+{s['start'] - g.start:.4g}s" for s in spans)
+        how += (f"; {pct(sum(s['excess_s'] for s in spans) / excess)} of its extra {dur(excess)} in "
+                f"{len(spans)} interval{'s' if len(spans) > 1 else ''} ({where}), up to "
+                f"{times(max(s['ratio'] for s in spans))} its peers' mean there")
+    what = (f"slow {g.kind}: {m.name} ({m.label}), mean {dur(m.mean_s)}, {times(m.ratio)} its peers'; {how}")
+    first, last = (spans[0], spans[-1]) if stalled else (None, None)
+    total_t = float(tm.sum())
+    g.finding = Finding("slow_peer", what, WHY + (" and what it did then" if stalled else ""), m.events,
+                        m.events / max(float(ev.sum()), 1e-300), m.time_s, m.time_s / max(total_t, 1e-300),
+                        start=first["start"] if first else g.start,
+                        end=last["end"] if last else g.start + g.windows * g.window_s)
+
+
+def find_peers(streams: list[PeerStream], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[PeerGroup]:
+    """Every peer group among the streams, compared (see the module docstring)."""
+    return [compare(key, ds, unit, group, thresholds) for (key, ds, unit), group in group_peers(streams).items()
+            if all(len(s.starts) for s, _, _ in group)]

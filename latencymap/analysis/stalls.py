@@ -1,0 +1,111 @@
+"""Stalls: short bursts of a handful of events far above the stream's normal latencies (episode kind `stall`).
+
+A training loop that waits 1 ms per item, 80 ms for every tenth, and once 1.5 s twice: the 1.5 s waits are
+the stall. They are too few to shift a column's shape much (episodes.py needs two columns and a share
+shift), yet they own the time of their columns. The rule, on the columns of the diagnosed range:
+
+- the *ceiling* is the highest normal slot: the slot holding the stream's `1 - stall_normal_share` (99th)
+  percentile event, raised to any higher slot that holds events in more than
+  max(`stall_max_column_share` (10%) x columns, `stall_max_columns`) columns (a steady thin band is normal);
+- *far* slots start `stall_gap_octaves` (2) whole octaves above the ceiling's upper bound (4x);
+- columns holding far events, joined across gaps of up to `stall_max_gap` (1) column, or across any gap
+  that the next far waits span (they began before the previous run ended), make runs; a run is a
+  stall when it spans at most `stall_max_columns` (3) columns more than its far events' own time fills
+  (three 1.5 s waits fill five 1 s columns back to back) and its far events hold at least
+  `stall_min_column_time_share` (25%) of the time spent in its far-event columns;
+- when far events sit in more columns than allowed above (a scatter of far events all along), none is a stall.
+
+A stall is an `Episode` of kind `stall`: `end` is its last column's end, `start` its first column's start
+less the far waits that ended in that column, not before the range's start (events are logged when they
+end, so the stall began up to that much earlier: the episode covers the waiting itself); `events` and
+`time_s` are its far events and their time, `events_share`/`time_share` their shares of the range,
+`gained` the far slots it hit (`events_share` and `time_share` there are shares of its columns),
+`shift_octaves` the octaves from the range's median to the stall's mean latency.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from latencymap.analysis.episodes import Episode, Region, runs
+from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+
+
+def ceiling_slot(counts: np.ndarray, th: Thresholds = DEFAULT_THRESHOLDS) -> int:
+    """The highest normal slot of (columns x slots) counts; -1 when there are no events."""
+    pooled = counts.sum(axis=0)
+    total = pooled.sum()
+    if total <= 0:
+        return -1
+    top = int(np.searchsorted(np.cumsum(pooled), (1.0 - th.stall_normal_share) * total * (1 - 1e-12)))
+    presence = (counts > 0).sum(axis=0)
+    steady = np.flatnonzero(presence > max(th.stall_max_column_share * len(counts), th.stall_max_columns))
+    return max(top, int(steady[-1]) if steady.size else -1)
+
+
+def _median_s(pooled: np.ndarray, low_s: np.ndarray, high_s: np.ndarray) -> float:
+    """Geometric centre of the slot holding the median event."""
+    k = int(np.searchsorted(np.cumsum(pooled), 0.5 * pooled.sum()))
+    return float(np.sqrt(max(low_s[k], high_s[k] / 2) * high_s[k]))
+
+
+def find_stalls(
+    counts: np.ndarray, times: np.ndarray, low_s: np.ndarray, high_s: np.ndarray,
+    starts: np.ndarray, ends: np.ndarray, *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0,
+) -> list[Episode]:
+    """Stall episodes of (columns x slots) counts and times (see the module docstring)."""
+    top = ceiling_slot(counts, th)
+    if top < 0:
+        return []
+    far = np.flatnonzero(low_s >= high_s[top] * 2.0 ** th.stall_gap_octaves)
+    if far.size == 0:
+        return []
+    far_c, far_t = counts[:, far].sum(axis=1), times[:, far].sum(axis=1)
+    hit = far_c > 0
+    if hit.sum() > max(th.stall_max_column_share * len(counts), th.stall_max_columns):
+        return []
+    total_c, total_t = max(float(counts.sum()), 1e-300), max(float(times.sum()), 1e-300)
+    median = _median_s(counts.sum(axis=0), low_s, high_s)
+    width = float(np.median(np.asarray(ends) - np.asarray(starts)))
+    out = []
+    for a, b in _joined(runs(hit, max_gap=th.stall_max_gap, min_columns=1), far_c, far_t, starts, ends):
+        cols = np.flatnonzero(hit[a:b + 1]) + a
+        col_t = float(times[cols].sum())
+        ev, tm = float(far_c[cols].sum()), float(far_t[cols].sum())
+        own = int(np.ceil(tm / width)) if width > 0 else 0  # columns its own waits fill, back to back
+        if b - a + 1 > th.stall_max_columns + own or tm < th.stall_min_column_time_share * col_t:
+            continue
+        slots = far[counts[np.ix_(cols, far)].sum(axis=0) > 0]
+        lo, hi = int(slots[0]), int(slots[-1])
+        col_c = float(counts[cols].sum())
+        base_cols = ~hit
+        base_c, base_t = counts[base_cols].sum(axis=0), times[base_cols].sum(axis=0)
+        gained = Region(float(low_s[lo]), float(high_s[hi]), ev / max(col_c, 1e-300),
+                        float(base_c[lo:hi + 1].sum() / max(base_c.sum(), 1e-300)), tm / max(col_t, 1e-300),
+                        float(base_t[lo:hi + 1].sum() / max(base_t.sum(), 1e-300)))
+        shift = float(np.log2((tm / ev) / median)) if median > 0 else 0.0
+        begin = max(float(starts[a]) - float(far_t[a]), float(starts[0]))  # its first waits ended in column a
+        out.append(Episode("stall", a + col_offset, b + col_offset, begin, float(ends[b]), ev, shift,
+                           gained, None, tm, ev / total_c, tm / total_t))
+    return out
+
+
+def _joined(spans: list[tuple[int, int]], far_c: np.ndarray, far_t: np.ndarray, starts: np.ndarray,
+            ends: np.ndarray) -> list[tuple[int, int]]:
+    """Runs joined when the next run's far waits began before the previous run ended (one stall, long waits)."""
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        longest = float(far_t[a] / far_c[a])  # the mean far wait of the run's first column
+        if out and starts[a] - ends[out[-1][1]] <= longest:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
+def without_covered(episodes: list[Episode], stalls: list[Episode]) -> list[Episode]:
+    """Episodes less those that lie within a stall's columns (give or take one): the stall says it better."""
+    def covered(e: Episode) -> bool:
+        return any(s.first_col - 1 <= e.first_col and e.last_col <= s.last_col + 1 for s in stalls)
+
+    return [e for e in episodes if not covered(e)]

@@ -1,0 +1,107 @@
+"""Every threshold of the diagnosis, in one place: `Thresholds()` are the defaults, `replace(...)` tunes them.
+
+`diagnose(..., thresholds=...)`, `find_peers(..., thresholds=...)` and `find_stragglers(..., thresholds=...)`
+take one. Each value says what it decides and why it has its default; the README's "Findings" section
+repeats them for users. No finding is emitted that would hold for any stream: a tail is a minority of the
+events, a band is a share of events or time that a single population would not have, a stall is far above
+every band that holds a real share of the events, a slow peer is slower than its peers by more than their
+spread explains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Tunable cut-offs of bands, tail, episodes, stalls, drift, peers and stragglers (see field comments)."""
+
+    # Bands (bands.py): modes of the pooled log2 histogram.
+    #: Neighbouring modes merge when the valley between them is above this fraction of the smaller peak ...
+    max_valley_ratio: float = 0.5
+    #: ... or within this many Poisson sigmas of a flat run (sparse tails do not split).
+    min_valley_z: float = 3.0
+    #: Slots holding at most this fraction of the smaller peak (empty octaves) form a gap ...
+    deep_valley_ratio: float = 0.1
+    #: ... that splits, noise test or not, when a monotonically decaying tail would leave it that empty with
+    #: at most this probability: a few far events after empty octaves are a band, not their neighbour's tail.
+    gap_alpha: float = 0.05
+    #: A band with less than this share of the events ...
+    min_band_share: float = 0.005
+    #: ... and less than this share of the time is folded into its closer neighbour (noise in a sparse tail).
+    min_band_time_share: float = 0.02
+    #: A band counts towards "bimodal" with at least this share of the events ...
+    band_events_share: float = 0.03
+    #: ... or of the time (a thin slow band that owns the waiting).
+    band_time_share: float = 0.10
+    #: A band's printed range leaves out edge slots holding together at most this share of its events and time.
+    edge_trim: float = 0.005
+
+    # Tail (tail.py): the slowest buckets holding half of the time.
+    #: The tail is the fewest slowest buckets holding this share of the time.
+    tail_time_fraction: float = 0.5
+    #: A tail finding needs the tail to hold at most this share of the events: a lognormal of two octaves'
+    #: spread already has 10% of its events above its time median, so a larger tail says nothing.
+    tail_max_events_share: float = 0.10
+
+    # Episodes (episodes.py): columns whose latency shape departs from the stream's usual shape.
+    #: Chi-square cut-off of a column's deviance, as a one-sided normal z (4: p ~ 3e-5 per column).
+    episode_z: float = 4.0
+    #: ... and the event shares moved by at least this total variation distance ...
+    episode_min_shift: float = 0.05
+    #: ... or the time shares by at least this one.
+    episode_min_time_shift: float = 0.20
+    #: Columns with fewer events are not tested.
+    episode_min_column_events: int = 10
+    #: An episode spans at least this many anomalous columns ...
+    episode_min_columns: int = 2
+    #: ... bridging gaps of up to this many normal columns.
+    episode_max_gap: int = 1
+    #: A median shift of at least this many octaves makes a `move`.
+    min_move_octaves: float = 0.75
+
+    # Stalls (stalls.py): a handful of events far above every normal band, in a few columns.
+    #: Latencies up to the slot of the (1 - this) percentile event (the 99th) are normal ...
+    stall_normal_share: float = 0.01
+    #: ... and a stall event sits at least this many octaves above that slot's upper bound (4x).
+    stall_gap_octaves: float = 2.0
+    #: A stall spans at most this many columns (with its gaps) beyond those its own waits fill back to back;
+    #: longer is a band or an episode.
+    stall_max_columns: int = 3
+    #: Runs of stall columns closer than this many normal columns join.
+    stall_max_gap: int = 1
+    #: In its columns, the stall's events hold at least this share of the time spent.
+    stall_min_column_time_share: float = 0.25
+    #: Far events in more than this share of the columns (or `stall_max_columns`) are a steady thin band or
+    #: a scatter, not stalls; a slot with events in that many columns is normal.
+    stall_max_column_share: float = 0.10
+
+    # Drift (drift.py): the median latency trending over the columns.
+    #: The fitted trend moves the median by at least this many octaves over the range ...
+    drift_min_octaves: float = 1.0
+    #: ... and explains at least this share of the variance of the column medians (a trend, not noise).
+    drift_min_r2: float = 0.5
+    #: Fewer testable columns than this have no trend.
+    drift_min_columns: int = 10
+    #: A single jump that leaves at most this share of the line's residual is a `shift`, not a drift.
+    drift_step_ratio: float = 0.5
+
+    # Peers (peers.py): streams that should behave alike (ranks, disks, instances, executors).
+    #: A peer is slow when its mean latency is at least this many times the median of its peers' means.
+    peer_min_ratio: float = 1.25
+    #: Peers with fewer events are left out.
+    peer_min_events: int = 20
+    #: "Consistently slowest": slowest in more intervals than chance, one-sided binomial p at most this.
+    peer_max_p: float = 0.01
+
+    # Stragglers (stragglers.py): items much slower than the others of their group.
+    #: At least this many times the group's reference (Spark's speculation multiplier) ...
+    straggler_min_ratio: float = 1.5
+    #: ... and this modified z-score (Iglewicz-Hoaglin) above it.
+    straggler_min_mad_score: float = 3.5
+    #: Groups with fewer items have no meaningful median.
+    straggler_min_group: int = 4
+
+
+DEFAULT_THRESHOLDS = Thresholds()

@@ -1,0 +1,58 @@
+"""The OpenTelemetry collector's file exporter (`format: json`): one OTLP/JSON request per line.
+
+Each line is an `ExportMetricsServiceRequest` (`{"resourceMetrics": [...]}`), read like a request to
+`listen --otlp` (see `points` for temporality, units and stream labels). Lines of traces or logs, which the
+same exporter may write to the file, are skipped with one notice; a line that is not OTLP JSON is skipped with
+a message naming the file and line. The exporter's `format: proto` and compressed files are not read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import ClassVar
+
+from latencymap.sources.otlp.decode import DecodeError, decode_json
+from latencymap.sources.otlp.points import PointStreams
+
+from latencymap.core.model import Notice
+from latencymap.plugins import Item, TextFormat
+
+_HEAD = re.compile(r'\s*\{\s*"(resourceMetrics|resource_metrics)"\s*:')
+#: A collector writes a whole batch on one line; longer lines are cut (and reported) by the input layer.
+MAX_LINE = 16 * 1024 * 1024
+
+
+class OtlpJsonFormat(TextFormat):
+    """OTLP/JSON metrics requests, one per line."""
+
+    name = "otlp-json"
+    summary = "OpenTelemetry OTLP/JSON metrics, one request per line (the collector's file exporter)"
+    max_line: ClassVar[int] = MAX_LINE
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        first = next((line for line in head if line.strip()), "")
+        return bool(_HEAD.match(first))
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
+        streams = PointStreams()
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            where = f"{name}: line {number}"
+            try:
+                doc = json.loads(line)
+            except ValueError as err:
+                cut = " (cut: longer than the longest line read)" if len(line.rstrip("\n")) >= MAX_LINE else ""
+                column = f" at column {err.colno}" if isinstance(err, json.JSONDecodeError) else ""
+                yield Notice(f"{where}: invalid JSON{column}{cut}; expected one OTLP/JSON metrics request "
+                             '({"resourceMetrics": [...]}) per line')
+                continue
+            try:
+                decoded = decode_json(doc)
+            except DecodeError as err:
+                yield Notice(f"{where}: {err}; expected one OTLP/JSON metrics request per line")
+                continue
+            yield from streams.feed(decoded, where)

@@ -1,0 +1,263 @@
+"""OTLP histogram points to Intervals: one stream per resource, scope, metric and attribute set.
+
+Temporality:
+- DELTA: each point is one column, from its `start_time_unix_nano` to its `time_unix_nano`.
+- CUMULATIVE: consecutive points of a stream are diffed. The first point counts everything since its start
+  time (OTel says when counting began, so nothing is lost or counted twice); without a start time it is only a
+  baseline. A start time that changes, or a count or bucket that goes down, is a reset: the column is marked
+  and counts what the point holds since its new start. Exponential points are compared at the coarser of the
+  two scales (downscaling is exact).
+- A point flagged "no recorded value" is skipped; a point not later than its stream's previous one is skipped
+  with a notice (a resent identical point silently).
+
+Units: `ns`, `us` and `ms` streams keep the metric's unit, so exponential scales >= 0 fold exactly; `s` is read
+as microseconds (rows start at 1 unit), its buckets scaled and spread; a histogram without a unit is read as
+milliseconds (the unit the SDKs' default bounds 0, 5, 10, 25 ... 10000 are meant for); any other unit is not
+a duration and the metric is skipped with a notice.
+
+Labels are `service/metric{attr=value,...}` (`service.namespace/service.name`); a stream whose label another
+stream already has (two processes of one service) gets the first of `service.instance.id`, `host.name`,
+`process.pid` that tells it apart, or `#2`, `#3`...
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from latencymap.sources.otlp.explicit import spread_explicit
+from latencymap.sources.otlp.expo import downscale, fold_exact, spread_expo, subtract
+
+from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId
+from latencymap.core.sanitize import clean_text
+from latencymap.core.units import normalize_unit, unit_seconds
+from latencymap.plugins import Item
+
+DATASOURCE = "otlp"
+DELTA, CUMULATIVE = 1, 2
+FLAG_NO_RECORDED_VALUE = 1
+DEFAULT_UNIT = "ms"
+#: Problems listed one by one per request; the rest are counted in one notice.
+MAX_PROBLEMS = 3
+_SERVICE = ("service.namespace", "service.name")
+_TELL_APART = ("service.instance.id", "host.name", "process.pid")
+
+Attrs = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamKey:
+    """What makes a stream: the resource's attributes, the scope, the metric, its kind and the point's attributes."""
+
+    resource: Attrs
+    scope: str
+    metric: str
+    exponential: bool
+    attributes: Attrs
+
+
+@dataclass(slots=True)
+class Point:
+    """One histogram data point; `counts` are the explicit buckets, or the positive buckets from `offset`."""
+
+    key: StreamKey
+    unit: str
+    temporality: int
+    start_ns: int
+    time_ns: int
+    count: int
+    sum: float | None
+    counts: np.ndarray
+    bounds: tuple[float, ...] = ()
+    scale: int = 0
+    offset: int = 0
+    zero_count: int = 0
+    zero_threshold: float = 0.0
+    negative: int = 0
+    flags: int = 0
+
+    def held(self) -> int:
+        """Observations the buckets hold (negative ones included)."""
+        return int(self.counts.sum()) + self.zero_count + self.negative
+
+
+@dataclass
+class Decoded:
+    """What one OTLP request (or file line) gave: points, rejected points' reasons, metrics that are no histograms."""
+
+    points: list[Point] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    ignored: dict[str, str] = field(default_factory=dict)
+    signals: set[str] = field(default_factory=set)
+
+
+def stream_unit(unit: str) -> tuple[str, float] | None:
+    """(stream unit, factor from the metric's unit) for a metric unit; None when it is not a duration."""
+    try:
+        name = normalize_unit(unit.strip() or DEFAULT_UNIT)
+    except ValueError:
+        return None
+    return ("microsec", 1e6) if name == "sec" else (name, 1.0)
+
+
+class PointStreams:
+    """Turns decoded points into Intervals and Notices, keeping each stream's last point and label."""
+
+    def __init__(self) -> None:
+        self._last: dict[StreamKey, Point] = {}
+        self._streams: dict[StreamKey, StreamId] = {}
+        self._labels: dict[str, StreamKey] = {}
+        self._said: set[tuple[str, ...]] = set()
+
+    def feed(self, decoded: Decoded, origin: str) -> Iterator[Item]:
+        """Items for one request or line; `origin` (peer or file and line) starts every message."""
+        for signal in sorted(decoded.signals):
+            yield from self._once(("signal", signal), f"{origin}: {signal} are not metrics; skipped")
+        for name, kind in decoded.ignored.items():
+            yield from self._once(("kind", name, kind), f"{origin}: metric {clean_text(name, 80)!r} is a {kind}, "
+                                  "not a Histogram or ExponentialHistogram; skipped")
+        for problem in decoded.problems[:MAX_PROBLEMS]:
+            yield Notice(f"{origin}: {problem}; point skipped")
+        if len(decoded.problems) > MAX_PROBLEMS:
+            more = len(decoded.problems) - MAX_PROBLEMS
+            yield Notice(f"{origin}: {more} more malformed points skipped", skipped=more)
+        for point in decoded.points:
+            yield from self._point(point, origin)
+
+    def _once(self, key: tuple[str, ...], message: str, skipped: int = 0) -> Iterator[Notice]:
+        if key not in self._said:
+            self._said.add(key)
+            yield Notice(message, skipped=skipped)
+
+    def _point(self, point: Point, origin: str) -> Iterator[Item]:
+        if point.flags & FLAG_NO_RECORDED_VALUE:
+            return
+        metric = clean_text(point.key.metric, 80)
+        unit = stream_unit(point.unit)
+        if unit is None:
+            yield from self._once(("unit", point.key.metric, point.unit),
+                                  f"{origin}: metric {metric!r} has unit {clean_text(point.unit, 40)!r}, not a "
+                                  "duration (s, ms, us, ns); skipped")
+            return
+        if not point.unit.strip():
+            yield from self._once(("nounit", point.key.metric),
+                                  f"{origin}: metric {metric!r} has no unit; read as {DEFAULT_UNIT}")
+        stream = self._stream(point.key, unit[0])
+        if point.negative:
+            yield from self._once(("negative", stream.label), f"{origin}: {stream.label}: negative values are "
+                                  "not latencies; their buckets are ignored")
+        if point.held() != point.count:
+            yield from self._once(("count", stream.label), f"{origin}: {stream.label}: count {point.count} but "
+                                  f"the buckets hold {point.held()}; the buckets are used")
+        if point.temporality == DELTA:
+            yield from self._delta(point, stream, unit[1], origin)
+        else:
+            yield from self._cumulative(point, stream, unit[1], origin)
+
+    def _delta(self, point: Point, stream: StreamId, factor: float, origin: str) -> Iterator[Item]:
+        prev = self._last.get(point.key)
+        if prev is not None and point.time_ns <= prev.time_ns:
+            if point.time_ns < prev.time_ns or point.start_ns != prev.start_ns or point.held() != prev.held():
+                yield Notice(f"{origin}: {stream.label}: point at {point.time_ns} ns is not after the previous one "
+                             f"({prev.time_ns} ns); skipped")
+            return
+        start = point.start_ns
+        if not 0 < start < point.time_ns:
+            start = prev.time_ns if prev is not None else point.time_ns - 1_000_000_000
+            yield from self._once(("nostart", stream.label), f"{origin}: {stream.label}: delta point without a "
+                                  "start time before its time; the column starts at the previous point (or 1 s before)")
+        self._last[point.key] = point
+        yield self._interval(stream, factor, point, start, point.time_ns, reset=False)
+
+    def _cumulative(self, point: Point, stream: StreamId, factor: float, origin: str) -> Iterator[Item]:
+        prev = self._last.get(point.key)
+        if prev is None:
+            self._last[point.key] = point
+            if 0 < point.start_ns < point.time_ns:
+                yield self._interval(stream, factor, point, point.start_ns, point.time_ns, reset=False)
+            else:
+                yield from self._once(("baseline", stream.label), f"{origin}: {stream.label}: cumulative point "
+                                      "without a start time; it is the baseline for the next one", 0)
+            return
+        if point.time_ns <= prev.time_ns:
+            if point.time_ns < prev.time_ns or point.held() != prev.held():
+                yield Notice(f"{origin}: {stream.label}: point at {point.time_ns} ns is not after the previous one "
+                             f"({prev.time_ns} ns); skipped")
+            return
+        self._last[point.key] = point
+        delta = None if point.start_ns != prev.start_ns else _difference(point, prev)
+        if delta is None:
+            start = max(prev.time_ns, point.start_ns)
+            yield self._interval(stream, factor, point, start, point.time_ns, reset=True)
+        else:
+            yield self._interval(stream, factor, delta, prev.time_ns, point.time_ns, reset=False)
+
+    def _interval(self, stream: StreamId, factor: float, point: Point, start_ns: int, end_ns: int,
+                  reset: bool) -> Interval:
+        seconds = None if point.sum is None else point.sum * unit_seconds(point.unit.strip() or DEFAULT_UNIT)
+        own: SourceBuckets | None = None
+        if not point.key.exponential:
+            counts = spread_explicit(point.bounds, point.counts, factor, point.sum)
+            bounds = (*(b * factor for b in point.bounds), math.inf)
+            own = SourceBuckets(bounds, point.counts.astype(np.int64), seconds)
+        elif point.scale >= 0 and factor == 1.0:
+            counts = fold_exact(point.scale, point.offset, point.counts)
+            counts[0] += point.zero_count
+        else:
+            counts, bounds, held = spread_expo(point.scale, point.offset, point.counts, point.zero_count,
+                                               point.zero_threshold, factor)
+            own = SourceBuckets(bounds, held, seconds)
+        return Interval(stream, start_ns / 1e9, end_ns / 1e9, counts, None, reset=reset,
+                        duration=(end_ns - start_ns) / 1e9, source_buckets=own)
+
+    def _stream(self, key: StreamKey, unit: str) -> StreamId:
+        stream = self._streams.get(key)
+        if stream is not None:
+            return stream
+        resource = dict(key.resource)
+        service = "/".join(resource[k] for k in _SERVICE if resource.get(k)) or "unknown_service"
+        attrs = ",".join(f"{k}={v}" for k, v in key.attributes)
+        label = clean_text(f"{service}/{key.metric}" + (f"{{{attrs}}}" if attrs else ""), 160)
+        other = self._labels.get(label)
+        if other is not None:
+            tell = [f"{k}={resource[k][:12]}" for k in _TELL_APART
+                    if resource.get(k) and resource.get(k) != dict(other.resource).get(k)]
+            kind = "exponential" if key.exponential else "explicit"
+            candidates = [f"{label} [{kind}]"] if other.exponential != key.exponential else []
+            candidates += [f"{label} [{clean_text(t, 40)}]" for t in tell]
+            candidates += [f"{label} #{n}" for n in range(2, len(self._labels) + 3)]
+            label = next(c for c in candidates if c not in self._labels)
+        self._labels[label] = key
+        stream = self._streams[key] = StreamId(label, DATASOURCE, unit)
+        return stream
+
+
+def _difference(point: Point, prev: Point) -> Point | None:
+    """`point - prev` as a point of counts since `prev`; None when a counter went down or the buckets changed."""
+    if point.count < prev.count or point.zero_count < prev.zero_count:
+        return None
+    total = None if point.sum is None or prev.sum is None else point.sum - prev.sum
+    if not point.key.exponential:
+        if point.bounds != prev.bounds or len(point.counts) != len(prev.counts):
+            return None
+        counts = point.counts - prev.counts
+        if (counts < 0).any():
+            return None
+        return Point(point.key, point.unit, DELTA, prev.time_ns, point.time_ns, point.count - prev.count, total,
+                     counts, point.bounds)
+    scale = min(point.scale, prev.scale)
+    offset, counts = downscale(point.offset, point.counts, point.scale - scale)
+    base_offset, base = downscale(prev.offset, prev.counts, prev.scale - scale)
+    offset, counts = subtract(offset, counts, base_offset, base)
+    if (counts < 0).any():
+        return None
+    nonzero = np.flatnonzero(counts)
+    if len(nonzero):
+        offset, counts = offset + int(nonzero[0]), counts[nonzero[0]: nonzero[-1] + 1]
+    else:
+        counts = counts[:0]
+    return Point(point.key, point.unit, DELTA, prev.time_ns, point.time_ns, point.count - prev.count, total,
+                 counts, scale=scale, offset=offset, zero_count=point.zero_count - prev.zero_count,
+                 zero_threshold=point.zero_threshold, negative=max(0, point.negative - prev.negative))

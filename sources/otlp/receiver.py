@@ -1,0 +1,244 @@
+"""`latencymap listen --otlp [HOST:PORT]`: an OTLP/HTTP metrics receiver.
+
+`POST /v1/metrics` with `Content-Type: application/x-protobuf` or `application/json`, optionally
+`Content-Encoding: gzip`. Answers 200 with an empty `ExportMetricsServiceResponse` in the request's encoding
+(`partial_success` counts the points it rejected), 400 with a `google.rpc.Status` message for a body it cannot
+decode, 415 for other content types or encodings, 413 past MAX_BODY bytes, 404 for other paths, 503 while the
+viewer is behind (the exporter retries). It binds only where it is told, 127.0.0.1:4318 by default (OTLP/HTTP's
+port, loopback only); it has no authentication, so bind another address only on a network you trust.
+
+The HTTP server runs in daemon threads that only decode; a queue hands the points to the source's worker
+thread, which turns them into Intervals (all stream state lives there) and shuts the server down when the
+source stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from latencymap.sources.otlp import DEFAULT_ADDRESS
+from latencymap.sources.otlp.decode import DecodeError, decode_json, decode_protobuf, protobuf_available
+from latencymap.sources.otlp.points import Decoded, PointStreams
+
+from latencymap.core.model import Notice
+from latencymap.core.sanitize import clean_text
+from latencymap.flow.inputs import InputError
+from latencymap.plugins import Item
+
+PROTOBUF, JSON = "application/x-protobuf", "application/json"
+PATH = "/v1/metrics"
+MAX_BODY = 16 * 1024 * 1024
+#: Requests decoded but not yet turned into intervals; past this the receiver answers 503.
+QUEUE_REQUESTS = 256
+POLL_S = 0.2
+INVALID_ARGUMENT = 3
+NAME = "listen --otlp"
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """(host, port) of `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (host 127.0.0.1)."""
+    text = (text or DEFAULT_ADDRESS).strip()
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT (e.g. {DEFAULT_ADDRESS}), got {text!r}")
+    return host, int(port)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def status_body(message: str, protobuf: bool) -> bytes:
+    """A `google.rpc.Status` {code: INVALID_ARGUMENT, message} in protobuf or JSON."""
+    if not protobuf:
+        return json.dumps({"code": INVALID_ARGUMENT, "message": message}).encode()
+    text = message.encode()
+    return b"\x08" + _varint(INVALID_ARGUMENT) + b"\x12" + _varint(len(text)) + text
+
+
+def success_body(rejected: int, message: str, protobuf: bool) -> bytes:
+    """An `ExportMetricsServiceResponse`, with `partial_success` when points were rejected."""
+    if protobuf:
+        from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
+
+        response = ExportMetricsServiceResponse()
+        if rejected:
+            response.partial_success.rejected_data_points = rejected
+            response.partial_success.error_message = message
+        return response.SerializeToString()
+    body = {"partialSuccess": {"rejectedDataPoints": str(rejected), "errorMessage": message}} if rejected else {}
+    return json.dumps(body).encode()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    inbox: queue.Queue[tuple[str, Decoded | str]]
+    protobuf: bool
+
+
+class _V6Server(_Server):
+    address_family = socket.AF_INET6
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    server_version = "latencymap-otlp"
+    protocol_version = "HTTP/1.0"
+    timeout = 30
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: what matters reaches the view as notices."""
+
+    def _peer(self) -> str:
+        host, port = self.client_address[:2]
+        return f"{NAME}: {host}:{port}"
+
+    def _reply(self, code: int, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _refuse(self, code: int, message: str, kind: str | None = None) -> None:
+        """Answer `code` with `message` and tell the view."""
+        with contextlib.suppress(queue.Full):
+            self.server.inbox.put_nowait((self._peer(), f"{self.command} {clean_text(self.path, 80)}: {message}"))
+        if kind is None:
+            self._reply(code, (message + "\n").encode(), "text/plain; charset=utf-8")
+        else:
+            self._reply(code, status_body(message, kind == PROTOBUF), kind)
+
+    def _other_method(self) -> None:
+        self._refuse(405, f"expected POST {PATH}")
+
+    do_GET = do_PUT = do_DELETE = do_PATCH = _other_method
+
+    def do_POST(self) -> None:
+        if urlsplit(self.path).path != PATH:
+            self._refuse(404, f"latencymap receives OTLP metrics only, at POST {PATH}")
+            return
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if kind not in (PROTOBUF, JSON):
+            self._refuse(415, f"Content-Type {clean_text(kind, 60)!r}; expected {PROTOBUF} or {JSON}")
+            return
+        if kind == PROTOBUF and not self.server.protobuf:
+            self._refuse(415, f"{PROTOBUF} needs the opentelemetry-proto package (pip install 'latencymap[otlp]'); "
+                         f"{JSON} works without it")
+            return
+        body = self._body(kind)
+        if body is None:
+            return
+        try:
+            decoded = decode_protobuf(body) if kind == PROTOBUF else _decode_json_body(body)
+        except DecodeError as err:
+            self._refuse(400, f"{err}", kind)
+            return
+        try:
+            self.server.inbox.put_nowait((self._peer(), decoded))
+        except queue.Full:
+            self._reply(503, b"latencymap is behind; retry\n", "text/plain; charset=utf-8", {"Retry-After": "1"})
+            return
+        message = "; ".join(decoded.problems[:3])
+        self._reply(200, success_body(len(decoded.problems), message, kind == PROTOBUF), kind)
+
+    def _body(self, kind: str) -> bytes | None:
+        """The request body, gunzipped; None after answering an error."""
+        length = self.headers.get("Content-Length")
+        if length is None or not length.strip().isdigit():
+            self._refuse(411, "expected a Content-Length header", kind)
+            return None
+        if int(length) > MAX_BODY:
+            self.close_connection = True
+            self._refuse(413, f"body of {int(length)} bytes; at most {MAX_BODY} are read", kind)
+            return None
+        body = self.rfile.read(int(length))
+        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
+        if encoding == "identity":
+            return body
+        if encoding != "gzip":
+            self._refuse(415, f"Content-Encoding {clean_text(encoding, 40)!r}; expected gzip or none", kind)
+            return None
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            data = inflater.decompress(body, MAX_BODY + 1)
+        except zlib.error as err:
+            self._refuse(400, f"Content-Encoding gzip but the body does not inflate ({err})", kind)
+            return None
+        if len(data) > MAX_BODY:
+            self._refuse(413, f"gzip body inflates past {MAX_BODY} bytes", kind)
+            return None
+        if not inflater.eof:
+            self._refuse(400, "Content-Encoding gzip but the body is truncated", kind)
+            return None
+        return data
+
+
+def _decode_json_body(body: bytes) -> Decoded:
+    try:
+        doc = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as err:
+        where = f" at line {err.lineno} column {err.colno}" if isinstance(err, json.JSONDecodeError) else ""
+        raise DecodeError(f"invalid JSON{where}; expected an OTLP/JSON ExportMetricsServiceRequest") from None
+    return decode_json(doc)
+
+
+def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[Item]:
+    """Intervals and notices from OTLP/HTTP exporters, until closed (or `idle_timeout` s without a request)."""
+    try:
+        host, port = parse_address(address or DEFAULT_ADDRESS)
+    except ValueError as err:
+        raise InputError(f"--otlp: {err}") from None
+    kind = _V6Server if ":" in host else _Server
+    try:
+        server = kind((host, port), _Handler)
+    except OSError as err:
+        raise InputError(f"--otlp {host}:{port}: cannot listen: {err.strerror or err}") from None
+    server.inbox = queue.Queue(QUEUE_REQUESTS)
+    server.protobuf = protobuf_available()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_S},
+                              name="latencymap-otlp", daemon=True)
+    thread.start()
+    streams = PointStreams()
+    bound = server.server_address[1]
+    try:
+        shown = f"[{host}]" if ":" in host else host
+        yield Notice(f"{NAME}: receiving OpenTelemetry metrics at http://{shown}:{bound}{PATH}", skipped=0)
+        if not server.protobuf:
+            yield Notice(f"{NAME}: protobuf requests are refused (415) without the opentelemetry-proto package: "
+                         "pip install 'latencymap[otlp]'; JSON works", skipped=0)
+        last = time.monotonic()
+        while True:
+            try:
+                origin, what = server.inbox.get(timeout=POLL_S)
+            except queue.Empty:
+                if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
+                    return
+                continue
+            last = time.monotonic()
+            if isinstance(what, str):
+                yield Notice(f"{origin}: {what}")
+            else:
+                yield from streams.feed(what, origin)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

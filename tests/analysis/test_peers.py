@@ -1,0 +1,130 @@
+"""Peers: recognised from labels, the slow one named (consistently or by a stall), identical peers left alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from latencymap.analysis import synthetic
+from latencymap.analysis.peers import PeerStream, binomial_sf, find_peers, group_peers, peer_key
+from latencymap.cli.main import main
+
+
+def peer_streams(streams: dict[str, synthetic.Stream], width: float = 1.0) -> list[PeerStream]:
+    out = []
+    for label, s in streams.items():
+        counts, time, starts, ends = synthetic.columns(s, width)
+        out.append(PeerStream(label, "training", "nanosec", counts, time, starts, ends))
+    return out
+
+
+def test_peer_labels() -> None:
+    assert peer_key("train/rank3/data_wait") == ("train/rank*/data_wait", "rank3", "rank")
+    assert peer_key("train/rank3.pid42/step")[:2] == ("train/rank*/step", "rank3.pid42")  # type: ignore[index]
+    assert peer_key("db file sequential read inst 2") == ("db file sequential read inst *", "inst 2", "inst")
+    assert peer_key("block I/O sdb read") == ("block I/O * read", "sdb", "disk")
+    assert peer_key("block I/O nvme0n1") == ("block I/O *", "nvme0n1", "disk")
+    assert peer_key("spark app stage 3 task duration") is None  # another stage is other work
+    assert peer_key("db file sequential read") is None and peer_key("strank2x") is None
+    zero = np.zeros((1, 64))
+    labels = ["j/rank0/step", "j/rank1/step", "j/rank0/data_wait", "sda", "sdb", "other/rank0/step"]
+    groups = group_peers([PeerStream(x, "training", "nanosec", zero, zero, np.zeros(1), np.ones(1)) for x in labels])
+    assert sorted(sorted(s.label for s, _, _ in g) for g in groups.values()) == [
+        ["j/rank0/step", "j/rank1/step"], ["sda", "sdb"]]
+
+
+def test_binomial_tail() -> None:
+    assert binomial_sf(0, 10, 0.5) == 1.0
+    assert binomial_sf(10, 10, 0.5) == pytest.approx(0.5 ** 10)
+    assert binomial_sf(9, 10, 0.25) == pytest.approx(10 * 0.25 ** 9 * 0.75 + 0.25 ** 10)
+
+
+@pytest.mark.parametrize("seed", range(15))
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_identical_peers_have_no_slow_one(seed: int, n: int) -> None:
+    (group,) = find_peers(peer_streams(synthetic.ranks(seed, n=n)))
+    assert group.finding is None and group.slow is None
+    assert len(group.members) == n and all(abs(m.ratio - 1) < 0.1 for m in group.members)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_consistently_slow_rank_is_named(seed: int) -> None:
+    streams = synthetic.ranks(seed, n=4, slow=2, factor=1.5)
+    (group,) = find_peers(peer_streams(streams))
+    assert group.slow is not None and group.slow["name"] == "rank2" and group.slow["consistent"]
+    means = {label.split("/")[1]: float(s.latencies.mean()) for label, s in streams.items()}
+    others = np.median([v for k, v in means.items() if k != "rank2"])
+    assert group.slow["ratio"] == pytest.approx(means["rank2"] / others, rel=0.02)
+    assert group.finding is not None and "slow rank: rank2" in group.finding.what
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_stalled_rank_is_named_with_its_stall(seed: int) -> None:
+    streams = synthetic.ranks(seed, n=2, stall=1)
+    (group,) = find_peers(peer_streams(streams))
+    assert group.slow is not None and group.slow["name"] == "rank1"
+    (start, end), = streams["train/rank1/data_wait"].stalls
+    assert any(s["start"] <= end and start <= s["end"] for s in group.slow["stalls"])
+
+
+CHILD = textwrap.dedent("""
+    import json, sys, time
+    from latencymap.instrument import Timings
+
+    rank, stall, sink = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
+    waits = []
+
+    def loader():
+        for i in range(400):
+            t = time.perf_counter()
+            time.sleep(0.75 if stall and i in (200, 201) else 0.002)
+            waits.append(time.perf_counter() - t)
+            yield i
+
+    timings = Timings(sink, run="job", rank=rank, interval=0.2)
+    for _ in timings.timed_iter(loader()):
+        pass
+    timings.close()
+    print(json.dumps(waits))
+""")
+
+
+@pytest.mark.slow
+def test_two_real_ranks_one_stalled_the_report_names_it(tmp_path: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(rank), str(rank), f"file:{tmp_path}/r{{rank}}.txt"],
+                              stdout=subprocess.PIPE, text=True, cwd=tmp_path) for rank in (0, 1)]
+    waits = []
+    for p in procs:
+        out, _ = p.communicate(timeout=60)
+        assert p.returncode == 0
+        waits.append(np.array(json.loads(out)))
+    files = [str(tmp_path / "r0.txt"), str(tmp_path / "r1.txt")]
+    doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", *files]).output)
+    (group,) = doc["peers"]["groups"]
+    assert group["key"] == "job/rank*/data_wait" and group["field"] == "rank"
+    assert group["slow"]["label"] == "job/rank1/data_wait" and group["slow"]["name"] == "rank1"
+    # The ranks' own measurements: rank 1 waited two 0.75 s sleeps more.
+    measured = {f"rank{k}": float(w.mean()) for k, w in enumerate(waits)}
+    for m in group["members"]:
+        assert m["mean_s"] == pytest.approx(measured[m["name"]], rel=0.1)
+        assert m["events"] == len(waits[int(m["name"][-1])])
+    assert group["slow"]["ratio"] == pytest.approx(measured["rank1"] / measured["rank0"], rel=0.15)
+    assert group["slow"]["excess_s"] == pytest.approx(waits[1].sum() - len(waits[1]) * measured["rank0"], rel=0.2)
+    assert group["slow"]["stalls"]
+    text = CliRunner().invoke(main, ["report", *files]).output
+    assert "slow rank: rank1 (job/rank1/data_wait)" in text
+
+
+def test_peer_thresholds_are_tunable() -> None:
+    from latencymap.analysis.thresholds import Thresholds
+
+    streams = peer_streams(synthetic.ranks(1, n=4, slow=2, factor=1.5))
+    assert find_peers(streams)[0].slow is not None
+    assert find_peers(streams, thresholds=Thresholds(peer_min_ratio=2.0))[0].slow is None

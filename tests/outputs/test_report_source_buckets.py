@@ -1,0 +1,91 @@
+"""Rebinned streams keep their own buckets: exact totals and histogram_quantile percentiles in the report."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from prometheus_support import TEXT_TYPE, Scripted, histogram_page
+
+from latencymap.cli.main import main
+from latencymap.core.model import Interval, SourceBuckets, StreamId
+from latencymap.core.rebin import rebin_counts
+from latencymap.core.source_totals import SourceTotals
+from latencymap.protocol import ProtocolReader, format_record
+
+BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, math.inf)  # seconds, as Prometheus' `le`
+
+
+def quantile(q: float, bounds: tuple[float, ...], counts: list[int]) -> float:
+    """Prometheus' histogram_quantile, written out from its documentation."""
+    total = sum(counts)
+    rank, seen = q * total, 0
+    for i, c in enumerate(counts):
+        if seen + c >= rank:
+            if math.isinf(bounds[i]):
+                return bounds[i - 1]
+            low = bounds[i - 1] if i else 0.0
+            return low + (bounds[i] - low) * (rank - seen) / c
+        seen += c
+    raise AssertionError
+
+
+def test_percentiles_follow_histogram_quantile() -> None:
+    counts = [3, 10, 40, 30, 12, 5]
+    totals = SourceTotals(BOUNDS)
+    totals.add(SourceBuckets(BOUNDS, np.array(counts), 1.5))
+    for q in (0.5, 0.9, 0.99, 0.999):
+        assert totals.percentile(q) == pytest.approx(quantile(q, BOUNDS, counts))
+    assert totals.percentile(0.999) == 0.1  # in +Inf: the largest finite bound
+    assert totals.events == 100 and totals.time_s == 1.5 and not totals.mixed
+    totals.add(SourceBuckets(BOUNDS[:-1], np.array(counts[:-1])))
+    assert totals.mixed and totals.events == 100
+
+
+def test_source_lines_survive_both_readers_and_bad_ones_are_named() -> None:
+    stream = StreamId("api", "prometheus", "microsec")
+    bounds = tuple(b * 1e6 for b in BOUNDS)
+    counts = np.array([1, 2, 3, 4, 5, 6])
+    text = format_record(stream, 101.0, rebin_counts(bounds, counts), start=100.0, per_interval=True,
+                         source=SourceBuckets(bounds, counts, 0.25))
+    for items in (list(ProtocolReader("a").read_chunks([text * 2])), list(ProtocolReader("b").read(
+            (text * 2).splitlines(True)))):
+        assert len(items) == 2
+        got = items[0].source_buckets
+        assert isinstance(items[0], Interval) and got is not None
+        assert got.bounds == bounds and got.counts.tolist() == counts.tolist() and got.total_time == 0.25
+    bad = text.replace("sourcecounts, 1, 2, 3, 4, 5, 6", "sourcecounts, 1, 2")
+    (notice,) = ProtocolReader("rec").read_chunks([bad])
+    assert "sourcebuckets' and 'sourcecounts' lines of the same length" in notice.message
+    assert "rec: line 1" in notice.message
+
+
+def test_a_scrape_recorded_then_reported_keeps_the_exporters_buckets(tmp_path: Path) -> None:
+    les = BOUNDS
+    first, second, third = [2, 5, 9, 9, 10, 10], [3, 9, 20, 26, 30, 31], [3, 12, 30, 40, 45, 50]
+    pages = [histogram_page("h_seconds", les, c, s) for c, s in ((first, 0.5), (second, 1.75), (third, 3.0))]
+    endpoint = Scripted([(200, TEXT_TYPE, p) for p in pages])
+    rec = tmp_path / "scrape.rec"
+    try:
+        result = CliRunner().invoke(main, ["scrape", endpoint.url, "--metric", "h_seconds", "--interval", "0.05",
+                                           "--count", "2", "--emit", "--record", str(rec)])
+    finally:
+        endpoint.close()
+    assert result.exit_code == 0, result.output
+    report = CliRunner().invoke(main, ["report", "--format", "json", str(rec)])
+    (stream,) = json.loads(report.output)["streams"]
+    per_bucket = np.diff([0, *third]) - np.diff([0, *first])
+    source = stream["source_buckets"]
+    assert source["counts"] == per_bucket.tolist()
+    assert source["events"] == stream["total"]["events"] == third[-1] - first[-1]
+    assert source["time_s"] == pytest.approx(3.0 - 0.5)
+    assert source["bounds_s"][:-1] == pytest.approx(list(les[:-1])) and source["bounds_s"][-1] is None
+    assert source["p50_s"] == pytest.approx(quantile(0.5, les, per_bucket.tolist()))
+    text = CliRunner().invoke(main, ["report", str(rec)]).output
+    assert "40 events" in text and "2.5s waited (the source's exact sum)" in text
+    assert "rebinned: the source's 6 buckets" in text
+    assert stream["total"]["time_s"] == pytest.approx(2.5) and stream["total"]["p50_s"] == source["p50_s"]

@@ -1,0 +1,75 @@
+"""`latencymap listen --otlp` as a command: --emit, --record and report see what the SDK pushed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from latencymap.sources.otlp import DEFAULT_ADDRESS
+from otlp_support import Pusher, exporter, free_port
+
+from latencymap.cli import main as cli
+
+
+def report(path: Path) -> dict[str, Any]:
+    result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    return {s["stream"]["label"]: s for s in json.loads(result.output)["streams"]}
+
+
+@pytest.mark.slow
+def test_emit_and_record_carry_every_observation_to_report(tmp_path: Path) -> None:
+    port = free_port()
+    emitted, recording = tmp_path / "emitted.txt", tmp_path / "run.txt"
+    with emitted.open("w") as out:
+        child = subprocess.Popen([sys.executable, "-m", "latencymap", "listen", "--otlp", f"127.0.0.1:{port}",
+                                  "--emit", "--record", str(recording), "--idle-timeout", "2"],
+                                 stdout=out, stderr=subprocess.PIPE, text=True)
+        try:
+            assert child.stderr is not None
+            line = child.stderr.readline()  # the receiver is listening once it says so
+            assert f"receiving OpenTelemetry metrics at http://127.0.0.1:{port}/v1/metrics" in line, line
+            pusher = Pusher(exporter("protobuf", f"http://127.0.0.1:{port}/v1/metrics", "cumulative"), service="cli")
+            latency = pusher.meter.create_histogram("job.duration", unit="s")
+            values = np.random.default_rng(3).lognormal(-4.0, 1.0, 500)
+            for chunk in np.array_split(values, 3):
+                for value in chunk.tolist():
+                    latency.record(value, {"queue": "default"})
+                pusher.push()
+            pusher.close()
+            assert child.wait(timeout=60) == 0, child.stderr.read()
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            child.stderr.close()
+    label = "cli/job.duration{queue=default}"
+    for path in (emitted, recording):
+        stream = report(path)[label]
+        assert stream["total"]["events"] == len(values)
+        assert stream["stream"]["unit"] == "microsec" and stream["stream"]["datasource"] == "otlp"
+    header = json.loads(recording.read_text().splitlines()[0].split(" ", 2)[2])
+    assert header["source"] == "listen" and header["options"]["otlp"] == f"127.0.0.1:{port}"
+
+
+def test_otlp_without_an_address_binds_the_default_on_loopback() -> None:
+    command = cli.main.commands["listen"]
+    assert command.make_context("listen", ["--otlp", "--emit"]).params["otlp"] == DEFAULT_ADDRESS
+    assert command.make_context("listen", ["--otlp", "[::1]:9999"]).params["otlp"] == "[::1]:9999"
+    assert command.make_context("listen", []).params["otlp"] is None
+
+
+def test_otlp_and_a_socket_path_together_are_a_usage_error() -> None:
+    from latencymap.sources.listen import ListenSource
+
+    with pytest.raises(click.UsageError, match="give no socket PATH"):
+        ListenSource(path="x.sock", otlp=DEFAULT_ADDRESS)
+    result = CliRunner().invoke(cli.main, ["listen", "--otlp", "not-an-address", "--emit"])
+    assert result.exit_code == 2 and "expected HOST:PORT" in result.output

@@ -1,0 +1,140 @@
+"""The file exporter's OTLP/JSON lines, written by the SDK's own file exporter: sniffed, counted, long lines whole."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from latencymap.sources.otlp.file_format import OtlpJsonFormat
+from opentelemetry.exporter.otlp.json.file.metric_exporter import FileMetricExporter
+from otlp_support import TEMPORALITY, by_label, messages, slot_totals
+
+from latencymap.cli import main as cli
+from latencymap.core.buckets import bin_values
+from latencymap.flow.inputs import MAX_LINE, SNIFF_LINES, choose_format, read_input
+from latencymap.plugins import Item, Registry, TextFormat, load_registry
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+FIXTURE = FIXTURES / "otlp" / "checkout_metrics.jsonl"
+
+
+def write_with_sdk(path: Path, temporality: str, routes: int = 2, exports: int = 3,
+                   seed: int = 5) -> dict[str, list[float]]:
+    """Exponential histograms (us) per route written by the SDK's file exporter; the values recorded per route."""
+    from opentelemetry.sdk.metrics import Histogram, MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
+    from opentelemetry.sdk.resources import Resource
+
+    exporter = FileMetricExporter(path, preferred_temporality={Histogram: TEMPORALITY[temporality]})
+    reader = PeriodicExportingMetricReader(exporter, export_interval_millis=3_600_000)
+    provider = MeterProvider(metric_readers=[reader], resource=Resource.create({"service.name": "files"}),
+                             views=[View(instrument_name="*", aggregation=ExponentialBucketHistogramAggregation())])
+    histogram = provider.get_meter("t").create_histogram("io.latency", unit="us")
+    rng = np.random.default_rng(seed)
+    values: dict[str, list[float]] = {f"/r{n}": [] for n in range(routes)}
+    for _ in range(exports):
+        for route, series in values.items():
+            for value in rng.lognormal(4.0, 1.5, 20).tolist():
+                histogram.record(value, {"route": route})
+                series.append(value)
+        reader.force_flush()
+    provider.shutdown()
+    return values
+
+
+def items_of(path: Path) -> list[Any]:
+    return list(read_input(str(path), load_registry()))
+
+
+def head(path: Path) -> list[str]:
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        return list(itertools.islice(fh, SNIFF_LINES))
+
+
+@pytest.mark.parametrize("temporality", ["delta", "cumulative"])
+def test_sdk_file_is_detected_and_every_value_counted_exactly(tmp_path: Path, temporality: str) -> None:
+    path = tmp_path / "metrics.jsonl"
+    values = write_with_sdk(path, temporality)
+    assert choose_format(load_registry(), head(path), str(path), None) is OtlpJsonFormat
+    streams = by_label(items_of(path))
+    for route, series in values.items():
+        columns = streams[f"files/io.latency{{route={route}}}"]
+        np.testing.assert_array_equal(slot_totals(columns), bin_values(np.array(series))[0])
+
+
+def test_bad_lines_are_named_and_the_rest_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    values = write_with_sdk(path, "delta")
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1:1] = ["<html>collector restarted</html>\n", '{"resourceSpans": []}\n', '{"oops": 1}\n',
+                  lines[1][: len(lines[1]) // 2] + "\n"]
+    path.write_text("".join(lines))
+    items = items_of(path)
+    said = messages(items)
+    assert f"{path}: line 2: invalid JSON at column 1; expected one OTLP/JSON metrics request" in said[0]
+    assert said[1] == f"{path}: line 3: traces are not metrics; skipped"
+    assert f"{path}: line 4: a JSON object with keys 'oops', expected \"resourceMetrics\"" in said[2]
+    assert f"{path}: line 5: invalid JSON" in said[3]
+    assert len(said) == 4
+    total = sum(int(c.counts.sum()) for cs in by_label(items).values() for c in cs)
+    assert total == sum(len(v) for v in values.values())
+
+
+def test_a_line_longer_than_other_formats_read_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    values = write_with_sdk(path, "cumulative", routes=300, exports=2)
+    assert max(len(line) for line in path.read_text().splitlines()) > 4 * MAX_LINE
+    streams = by_label(items_of(path))
+    assert len(streams) == 300
+    assert sum(int(slot_totals(c).sum()) for c in streams.values()) == sum(len(v) for v in values.values())
+
+
+class _Probe(TextFormat):
+    """Claims inputs that start with PROBE and remembers the longest line it was given."""
+
+    name = "probe"
+    summary = "test probe"
+    longest = 0
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        return bool(head) and head[0].startswith("PROBE")
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
+        for line in lines:
+            _Probe.longest = max(_Probe.longest, len(line.rstrip("\n")))
+        return iter(())
+
+
+def test_other_formats_still_get_lines_cut_at_max_line(tmp_path: Path) -> None:
+    path = tmp_path / "probe.txt"
+    path.write_text("PROBE\n" + "x" * (3 * MAX_LINE) + "\nend\n")
+    registry = Registry(formats={"probe": _Probe, "otlp-json": OtlpJsonFormat})
+    list(read_input(str(path), registry))
+    assert _Probe.longest == MAX_LINE
+
+
+def test_no_other_fixture_looks_like_otlp() -> None:
+    others = [p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".txt", ".json", ".trc")]
+    assert others
+    assert not [p for p in others if OtlpJsonFormat.sniff(head(p))]
+
+
+def test_fixture_report_counts_match_the_exporters_last_cumulative_points() -> None:
+    result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(FIXTURE)])
+    assert result.exit_code == 0, result.output
+    totals = {s["stream"]["label"]: s["total"]["events"] for s in json.loads(result.output)["streams"]}
+    last = json.loads(FIXTURE.read_text().splitlines()[-1])
+    expected = {}
+    for metric in last["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]:
+        for point in (metric.get("histogram") or metric["exponentialHistogram"])["dataPoints"]:
+            attrs = ",".join(sorted(f"{a['key']}={a['value']['stringValue']}" for a in point["attributes"]))
+            expected[f"checkout/{metric['name']}{{{attrs}}}"] = int(point["count"])
+    assert totals == expected

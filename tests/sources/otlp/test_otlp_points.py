@@ -1,0 +1,157 @@
+"""Points to intervals: cumulative diffs and resets, delta columns, units, labels, rebinned explicit buckets."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from latencymap.sources.otlp.decode import explicit_point, expo_point
+from latencymap.sources.otlp.points import CUMULATIVE, DELTA, Decoded, Point, PointStreams, StreamKey
+
+from latencymap.core.model import Interval, Notice
+
+S = 1_000_000_000
+BOUNDS = [0.0, 5.0, 10.0, 25.0, 50.0, 75.0, 100.0, 250.0, 500.0, 750.0, 1000.0, 2500.0, 5000.0, 7500.0, 10000.0]
+
+
+def key(metric: str = "rpc", service: str = "svc", exponential: bool = False, **resource: str) -> StreamKey:
+    attrs = tuple(sorted({"service.name": service, **resource}.items()))
+    return StreamKey(attrs, "scope", metric, exponential, (("route", "/a"),))
+
+
+def explicit(time_s: int, buckets: list[int], start_s: int = 100, temporality: int = CUMULATIVE,
+             total: float | None = None, unit: str = "ms", k: StreamKey | None = None) -> Point:
+    return explicit_point(k or key(), unit, temporality, start_s * S, time_s * S, sum(buckets), total, buckets,
+                          BOUNDS[: len(buckets) - 1], 0)
+
+
+def expo(time_s: int, scale: int, offset: int, buckets: list[int], start_s: int = 100, zero: int = 0,
+         temporality: int = CUMULATIVE, negative: list[int] | None = None) -> Point:
+    return expo_point(key("lat", exponential=True), "us", temporality, start_s * S, time_s * S,
+                      sum(buckets) + zero + sum(negative or []), None, scale, zero, 0.0, offset, buckets,
+                      negative or [], 0)
+
+
+def run(*points: Point, streams: PointStreams | None = None) -> list[Any]:
+    return list((streams or PointStreams()).feed(Decoded(points=list(points)), "peer"))
+
+
+def intervals(items: list[Any]) -> list[Interval]:
+    return [i for i in items if isinstance(i, Interval)]
+
+
+def notes(items: list[Any]) -> list[str]:
+    return [i.message for i in items if isinstance(i, Notice)]
+
+
+def test_cumulative_first_point_counts_since_its_start_then_diffs() -> None:
+    items = run(explicit(110, [0, 4, 1]), explicit(120, [0, 6, 1]), explicit(130, [1, 6, 3]))
+    cols = intervals(items)
+    assert [(c.start, c.end) for c in cols] == [(100, 110), (110, 120), (120, 130)]
+    assert [int(c.counts.sum()) for c in cols] == [5, 2, 3]
+    assert [c.source_buckets.counts.tolist() for c in cols] == [[0, 4, 1], [0, 2, 0], [1, 0, 2]]
+    assert not any(c.reset for c in cols)
+    assert cols[0].source_buckets.bounds == (0.0, 5.0, math.inf)
+
+
+def test_cumulative_reset_by_start_time_or_by_a_count_that_goes_down() -> None:
+    items = run(explicit(110, [0, 4, 1]), explicit(120, [0, 1, 0], start_s=115), explicit(130, [0, 3, 0], start_s=115),
+                explicit(140, [0, 2, 0], start_s=115))
+    cols = intervals(items)
+    assert [c.reset for c in cols] == [False, True, False, True]
+    assert [int(c.counts.sum()) for c in cols] == [5, 1, 2, 2]
+    assert (cols[1].start, cols[1].end) == (115, 120)  # counting began at the new start time
+    assert all((c.counts >= 0).all() for c in cols)
+
+
+def test_cumulative_without_start_is_a_baseline_and_stale_points_are_skipped() -> None:
+    items = run(explicit(110, [0, 4, 1], start_s=0), explicit(120, [0, 6, 1], start_s=0),
+                explicit(120, [0, 6, 1], start_s=0), explicit(115, [0, 7, 1], start_s=0))
+    cols = intervals(items)
+    assert len(cols) == 1 and int(cols[0].counts.sum()) == 2 and (cols[0].start, cols[0].end) == (110, 120)
+    said = notes(items)
+    assert any("baseline" in m for m in said)
+    assert sum("not after the previous one" in m for m in said) == 1  # the identical resend is silent
+
+
+def test_cumulative_exponential_diffs_across_a_scale_change() -> None:
+    # scale 2 then scale 1 (the SDK downscaled when a wider value came): compare at scale 1
+    first = expo(110, 2, 8, [1, 2, 3, 4])  # indices 8..11 at scale 2 -> 4..5 at scale 1
+    second = expo(120, 1, 4, [4, 7, 0, 5])  # 4 + 7 = 3 + 7 -> one new in idx4, idx5 +0, idx7 +5
+    cols = intervals(run(first, second))
+    assert int(cols[1].counts.sum()) == 6 and not cols[1].reset
+    # idx 4 at scale 1 covers (2**2, 2**2.5] -> slot 3; idx 7 covers (2**3.5, 2**4] -> slot 4
+    assert cols[1].counts[3] == 1 and cols[1].counts[4] == 5
+    assert cols[1].source_buckets is None  # scale >= 0 in the stream's unit: exact
+
+
+def test_delta_points_are_columns_and_missing_starts_follow_the_previous_point() -> None:
+    items = run(explicit(110, [0, 4, 1], temporality=DELTA, start_s=100),
+                explicit(120, [0, 1, 0], temporality=DELTA, start_s=0),
+                explicit(120, [0, 1, 0], temporality=DELTA, start_s=0))
+    cols = intervals(items)
+    assert [(c.start, c.end, int(c.counts.sum())) for c in cols] == [(100, 110, 5), (110, 120, 1)]
+    assert any("without a start time" in m for m in notes(items))
+
+
+def test_zero_count_goes_to_slot_zero_and_negative_buckets_are_ignored_with_one_notice() -> None:
+    streams = PointStreams()
+    items = run(expo(110, 0, 3, [2], zero=5, temporality=DELTA, negative=[4]), streams=streams)
+    items += run(expo(120, 0, 3, [2], zero=0, temporality=DELTA, negative=[1]), streams=streams)
+    cols = intervals(items)
+    assert cols[0].counts[0] == 5 and cols[0].counts[4] == 2 and cols[0].counts.sum() == 7
+    assert sum("negative values" in m for m in notes(items)) == 1
+
+
+@pytest.mark.parametrize(("unit", "stream_unit", "factor"), [("ms", "millisec", 1.0), ("us", "microsec", 1.0),
+                                                              ("ns", "nanosec", 1.0), ("s", "microsec", 1e6),
+                                                              ("", "millisec", 1.0)])
+def test_units_pick_the_stream_unit_and_scale_bounds(unit: str, stream_unit: str, factor: float) -> None:
+    items = run(explicit(110, [0, 4, 1], total=30.0, unit=unit))
+    [col] = intervals(items)
+    assert col.stream.unit == stream_unit
+    assert col.source_buckets.bounds == (0.0, 5.0 * factor, math.inf)
+    per_unit = {"ms": 1e-3, "us": 1e-6, "ns": 1e-9, "s": 1.0, "": 1e-3}[unit]
+    assert col.source_buckets.total_time == pytest.approx(30.0 * per_unit)
+    assert (not unit) == any("has no unit" in m for m in notes(items))
+
+
+def test_a_unit_that_is_not_a_duration_is_skipped_once() -> None:
+    streams = PointStreams()
+    items = run(explicit(110, [0, 4, 1], unit="By"), explicit(120, [0, 5, 1], unit="By"), streams=streams)
+    assert not intervals(items)
+    assert sum("not a duration" in m for m in notes(items)) == 1
+
+
+def test_default_bounds_rebin_with_totals_exact() -> None:
+    buckets = [2, 7, 3, 11, 0, 5, 1, 9, 0, 0, 4, 0, 0, 1, 0, 1]  # SDK default bounds: first bucket holds zeros only
+    [col] = intervals(run(explicit(110, buckets, temporality=DELTA)))
+    assert col.counts.sum() == sum(buckets)
+    assert col.counts[0] >= 2  # (-inf, 0] -> [0, 1)
+    assert col.counts[14] == 1  # (10000, +inf) -> the slot of 10000 ms: [8192, 16384)
+    assert col.source_buckets.counts.tolist() == buckets
+
+
+def test_same_label_from_two_processes_is_told_apart() -> None:
+    a = explicit(110, [0, 1, 0], k=key(**{"service.instance.id": "aaaaaaaa-1"}))
+    b = explicit(110, [0, 2, 0], k=key(**{"service.instance.id": "bbbbbbbb-2"}))
+    c = explicit(110, [0, 3, 0], k=key(**{"service.instance.id": "bbbbbbbb-2", "host.name": "h"}))
+    labels = [col.stream.label for col in intervals(run(a, b, c))]
+    assert labels[0] == "svc/rpc{route=/a}"
+    assert labels[1] == "svc/rpc{route=/a} [service.instance.id=bbbbbbbb-2]"
+    assert labels[2] == "svc/rpc{route=/a} [host.name=h]"
+    assert len(set(labels)) == 3
+
+
+def test_control_characters_in_names_do_not_reach_labels() -> None:
+    [col] = intervals(run(explicit(110, [1], k=key(metric="rpc\x1b[31m", service="s\x07"))))
+    assert "\x1b" not in col.stream.label and "\x07" not in col.stream.label
+
+
+def test_totals_stay_exact_past_float_precision() -> None:
+    buckets = [3, 2**61 + 1, 7, 2**60 + 3, 1]  # float64 spreading alone loses events past 2**53
+    [col] = intervals(run(explicit(110, buckets, temporality=DELTA)))
+    assert int(col.counts.sum()) == sum(buckets) and (col.counts >= 0).all()
+    [col] = intervals(run(expo(110, -1, 2, [2**61 + 1, 5, 2**60 + 7], temporality=DELTA)))
+    assert int(col.counts.sum()) == 2**61 + 2**60 + 13

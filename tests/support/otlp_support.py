@@ -1,0 +1,155 @@
+"""Helpers for the OpenTelemetry tests: the real SDK set up to push to latencymap, free ports, raw posts."""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from opentelemetry.sdk.metrics import Histogram, MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    InMemoryMetricReader,
+    MetricExporter,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
+from opentelemetry.sdk.resources import Resource
+
+from latencymap.core.model import Interval, Notice
+
+TEMPORALITY = {"delta": AggregationTemporality.DELTA, "cumulative": AggregationTemporality.CUMULATIVE}
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def exporter(encoding: str, url: str, temporality: str) -> MetricExporter:
+    """The SDK's own OTLP/HTTP exporter: protobuf (optionally gzip) or JSON."""
+    preferred = {Histogram: TEMPORALITY[temporality]}
+    if encoding == "json":
+        from opentelemetry.exporter.otlp.json.http.metric_exporter import OTLPMetricExporter as JsonExporter
+
+        return JsonExporter(endpoint=url, preferred_temporality=preferred)
+    from opentelemetry.exporter.otlp.proto.http import Compression
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as ProtoExporter
+
+    compression = Compression.Gzip if encoding == "protobuf+gzip" else Compression.NoCompression
+    return ProtoExporter(endpoint=url, preferred_temporality=preferred, compression=compression)
+
+
+@dataclass
+class Pusher:
+    """A MeterProvider with a pushing reader (exported on `push()`) and an in-memory reader to cross-check."""
+
+    push_exporter: MetricExporter
+    service: str = "acceptance"
+    expo_max_size: int = 160
+    memory: InMemoryMetricReader = field(default_factory=InMemoryMetricReader)
+
+    def __post_init__(self) -> None:
+        self.reader = PeriodicExportingMetricReader(self.push_exporter, export_interval_millis=3_600_000)
+        self.provider = MeterProvider(
+            metric_readers=[self.reader, self.memory], resource=Resource.create({"service.name": self.service}),
+            views=[View(instrument_name="*.expo", aggregation=ExponentialBucketHistogramAggregation(
+                max_size=self.expo_max_size))])
+        self.meter = self.provider.get_meter("latencymap-tests")
+
+    def push(self) -> None:
+        """Export what was recorded since the last push, now."""
+        assert self.reader.force_flush(10_000)
+
+    def points(self) -> dict[tuple[str, tuple[tuple[str, Any], ...]], Any]:
+        """The SDK's own cumulative points, by (metric name, attributes)."""
+        data = self.memory.get_metrics_data()
+        assert data is not None
+        return {(m.name, tuple(sorted(p.attributes.items()))): p
+                for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+                for p in m.data.data_points}
+
+    def close(self) -> None:
+        self.provider.shutdown()
+
+
+def post(url: str, body: bytes, content_type: str | None, gzipped: bool = False, encoding: str | None = None,
+         method: str = "POST") -> tuple[int, str, bytes]:
+    """(status, content type, body) of a raw request (`gzipped`: compress the body; `encoding`: just say so)."""
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    if gzipped:
+        body, headers["Content-Encoding"] = gzip.compress(body), "gzip"
+    if encoding:
+        headers["Content-Encoding"] = encoding
+    request = urllib.request.Request(url, data=body if method == "POST" else None, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.headers.get("Content-Type", ""), response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers.get("Content-Type", ""), err.read()
+
+
+def by_label(items: list[Any]) -> dict[str, list[Interval]]:
+    """The intervals of each stream label, in order."""
+    out: dict[str, list[Interval]] = {}
+    for item in items:
+        if isinstance(item, Interval):
+            out.setdefault(item.stream.label, []).append(item)
+    return out
+
+
+def slot_totals(intervals: list[Interval]) -> np.ndarray:
+    """Counts per slot over intervals."""
+    return np.sum([iv.counts for iv in intervals], axis=0)
+
+
+def messages(items: list[Any]) -> list[str]:
+    """The text of every notice."""
+    return [item.message for item in items if isinstance(item, Notice)]
+
+
+def drain(items: Iterator[Any]) -> list[Any]:
+    """Everything a receiver generator still yields (it ends after its idle timeout)."""
+    return list(items)
+
+
+def sdk_collect(values: list[float], *, name: str = "x.expo", unit: str = "ms", max_size: int = 160,
+                temporality: str = "delta", attributes: dict[str, str] | None = None) -> Any:
+    """The SDK's MetricsData after recording `values` once (an exponential histogram for names ending in .expo)."""
+    memory = InMemoryMetricReader(preferred_temporality={Histogram: TEMPORALITY[temporality]})
+    provider = MeterProvider(metric_readers=[memory], resource=Resource.create({"service.name": "unit"}), views=[
+        View(instrument_name="*.expo", aggregation=ExponentialBucketHistogramAggregation(max_size=max_size))])
+    histogram = provider.get_meter("latencymap-tests").create_histogram(name, unit=unit)
+    for value in values:
+        histogram.record(value, attributes or {})
+    data = memory.get_metrics_data()
+    provider.shutdown()
+    return data
+
+
+def only_point(data: Any) -> Any:
+    """The single data point of MetricsData."""
+    [point] = [p for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+               for p in m.data.data_points]
+    return point
+
+
+def protobuf_request(data: Any) -> bytes:
+    """MetricsData encoded by the SDK's own OTLP protobuf encoder."""
+    from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+
+    return encode_metrics(data).SerializeToString()
+
+
+def json_request(data: Any) -> dict[str, Any]:
+    """MetricsData encoded by the SDK's own OTLP/JSON encoder."""
+    from opentelemetry.exporter.otlp.json.common.metrics_encoder import encode_metrics
+
+    return encode_metrics(data).to_dict()

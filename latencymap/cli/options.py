@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from latencymap.cli.common import REGISTRY
 from latencymap.core.accumulator import HistoryLimit, parse_history
 from latencymap.profiling.samples import DEFAULT_RATE
-from latencymap.views.options import ViewOptions
+
+if TYPE_CHECKING:
+    from latencymap.views.options import ViewOptions
 
 
 class _History(click.ParamType):
@@ -113,6 +115,8 @@ def format_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def display_options(kw: dict[str, Any]) -> ViewOptions:
     """The view options a command's keyword arguments ask for."""
+    from latencymap.views.options import ViewOptions
+
     return ViewOptions(
         num_records=max(1, kw["num_records"]), min_bucket=kw["min_bucket"], max_bucket=kw["max_bucket"],
         frequency_maxval=kw["frequency_maxval"], intensity_maxval=kw["intensity_maxval"],

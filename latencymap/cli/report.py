@@ -19,6 +19,8 @@ from latencymap.plugins import Source
 
 
 def _parse_gates(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[Any]:
+    if not value:
+        return []
     from latencymap.outputs.gates import GateError, parse_gate
 
     try:
@@ -28,6 +30,8 @@ def _parse_gates(ctx: click.Context, param: click.Parameter, value: tuple[str, .
 
 
 def _gate_failures(acc: Any, gates: list[Any]) -> int:
+    if not gates:
+        return EXIT_OK
     from latencymap.outputs.gates import check_gates
 
     failures = check_gates(acc, gates)
@@ -60,7 +64,8 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             flow = prepare(diffed(guarded_source(source.items(), source.name), source.name), kw, source=source.name)
         else:
             flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), kw)
-        acc = accumulate(flow)
+        # OpenMetrics shows each stream's last interval: without gates, no other column is kept
+        acc = accumulate(flow, Accumulator(cap=1) if out_format == "openmetrics" and not fail_if else None)
         extra = source.analysis() if source is not None and hasattr(source, "analysis") else {}
         stragglers = {h.stream.label: extra.get("stragglers", []) for h in acc.streams.values()} if extra else None
         if out_format not in ("text", "json"):

@@ -11,7 +11,9 @@ with zstd. Decoding gives the same numbers back, bit for bit.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -144,6 +146,19 @@ class Block:
             np.multiply(self.counts[rows], mid[window], out=out[:, window])
 
 
+_LOCAL = threading.local()
+
+
+def _codecs() -> tuple[Any, Any]:
+    """This thread's zstd compressor and decompressor (neither may be shared between threads)."""
+    pair = getattr(_LOCAL, "pair", None)
+    if pair is None:
+        import zstandard
+
+        pair = _LOCAL.pair = (zstandard.ZstdCompressor(level=ZSTD_LEVEL), zstandard.ZstdDecompressor())
+    return pair
+
+
 def _shuffle(arr: np.ndarray) -> bytes:
     """The array's bytes grouped by byte position (all first bytes, then all second bytes...): zstd likes that."""
     size = arr.dtype.itemsize
@@ -151,7 +166,7 @@ def _shuffle(arr: np.ndarray) -> bytes:
     return raw.tobytes() if size == 1 else raw.reshape(-1, size).T.tobytes()
 
 
-def _unshuffle(buf: memoryview, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+def _unshuffle(buf: memoryview | bytes, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     size = dtype.itemsize
     raw = np.frombuffer(buf, dtype=np.uint8)
     if size > 1:
@@ -161,14 +176,17 @@ def _unshuffle(buf: memoryview, dtype: np.dtype, shape: tuple[int, ...]) -> np.n
 
 @dataclass(slots=True, eq=False)
 class Chunk:
-    """A sealed block: compressed arrays plus what totals need without decoding them."""
+    """A sealed block: its arrays compressed (counts, time, metadata: one zstd frame each, decoded separately), plus
+    what totals need without decoding them."""
 
     n: int
     lo: int
     width: int
     count_type: np.dtype
     time_type: np.dtype | None
-    blob: bytes
+    counts_blob: bytes
+    time_blob: bytes
+    meta_blob: bytes
     #: Per slot (64): counts summed over the chunk's columns, and whether any column's count is not zero.
     slot_counts: np.ndarray
     used: np.ndarray
@@ -184,13 +202,12 @@ class Chunk:
     @property
     def nbytes(self) -> int:
         """Bytes this chunk keeps in memory (compressed data and summaries)."""
-        return len(self.blob) + self.slot_counts.nbytes + self.used.nbytes + 120
+        blobs = len(self.counts_blob) + len(self.time_blob) + len(self.meta_blob)
+        return blobs + self.slot_counts.nbytes + self.used.nbytes + 200
 
     @staticmethod
     def seal(block: Block, mid: np.ndarray) -> Chunk:
         """Compress a block's columns at their tightest window and types."""
-        import zstandard
-
         n = block.n
         counts, time = block.counts[:n], None if block.time is None else block.time[:n]
         used_window = occupied(counts, time)
@@ -208,40 +225,81 @@ class Chunk:
             with np.errstate(over="ignore", invalid="ignore"):
                 narrow = time.astype(np.float32)
                 lossless = np.array_equal(narrow.astype(np.float64), time, equal_nan=True)
-            time = narrow if lossless else time
+            time = narrow if lossless else np.ascontiguousarray(time)
             ttype = time.dtype
-        parts = [_shuffle(counts)] + ([] if time is None else [_shuffle(time)])
-        parts += [_shuffle(getattr(block, name)[:n]) for name in _META] + [block.flags[:n].tobytes()]
-        blob = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(b"".join(parts))
+        zstd = _codecs()[0]
+        meta = b"".join([*(_shuffle(getattr(block, name)[:n]) for name in _META), block.flags[:n].tobytes()])
         slot_counts = np.zeros(NSLOTS, dtype=np.int64)
         slot_counts[block.lo + a: block.lo + b] = counts.sum(axis=0, dtype=np.int64)
         used = np.zeros(NSLOTS, dtype=bool)
         used[block.lo + a: block.lo + b] = (counts != 0).any(axis=0)
         flags = block.flags[:n]
-        return Chunk(n, block.lo + a, b - a, ctype, ttype, blob, slot_counts, used,
+        return Chunk(n, block.lo + a, b - a, ctype, ttype, zstd.compress(_shuffle(counts)),
+                     b"" if time is None else zstd.compress(time.tobytes()), zstd.compress(meta), slot_counts, used,
                      int(np.bitwise_and.reduce(flags)), int(np.bitwise_or.reduce(flags)), spent,
                      float(block.dur[:n].sum()))
 
     def decode(self) -> Block:
-        """The chunk's columns as a (read-only) block."""
-        import zstandard
+        """The chunk's columns as a read-only block; each array is decompressed when first read."""
+        return _Decoded(self)
 
+    def decode_part(self, part: str) -> dict[str, np.ndarray | None]:
+        """The arrays of one part (`counts`, `time` or the metadata), decompressed."""
+        unzip = _codecs()[1]
         n, width = self.n, self.width
-        data = memoryview(zstandard.ZstdDecompressor().decompress(self.blob))
-        block = Block(0)
-        block.n, block.lo = n, self.lo
-        at = 0
+        if part == "counts":
+            return {"counts": _unshuffle(unzip.decompress(self.counts_blob), self.count_type, (n, width))}
+        if part == "time":
+            if self.time_type is None:
+                return {"time": None}
+            raw = np.frombuffer(unzip.decompress(self.time_blob), dtype=self.time_type).reshape(n, width)
+            return {"time": raw.astype(np.float64)}
+        data = memoryview(unzip.decompress(self.meta_blob))
+        f64 = np.dtype(np.float64)
+        out: dict[str, np.ndarray | None] = {
+            name: _unshuffle(data[k * 8 * n: (k + 1) * 8 * n], f64, (n,)) for k, name in enumerate(_META)}
+        out["flags"] = np.frombuffer(data[3 * 8 * n:], dtype=np.uint8)
+        return out
 
-        def take(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-            nonlocal at
-            size = int(np.prod(shape)) * dtype.itemsize
-            arr = _unshuffle(data[at: at + size], dtype, shape)
-            at += size
-            return arr
 
-        block.counts = take(self.count_type, (n, width))
-        if self.time_type is not None:
-            block.time = take(self.time_type, (n, width)).astype(np.float64)
-        block.start, block.end, block.dur = (take(np.dtype(np.float64), (n,)) for _ in _META)
-        block.flags = take(np.dtype(np.uint8), (n,))
-        return block
+_PART = {"counts": "counts", "time": "time", "start": "meta", "end": "meta", "dur": "meta", "flags": "meta"}
+
+
+class _Decoded(Block):
+    """A sealed chunk read back: `counts`, `time` and the metadata are decompressed when first used."""
+
+    __slots__ = ("_chunk",)
+
+    def __init__(self, chunk: Chunk) -> None:  # no Block.__init__: the arrays come from the chunk on demand
+        self._chunk = chunk
+        self.n, self.lo = chunk.n, chunk.lo
+
+    @property
+    def width(self) -> int:
+        return self._chunk.width
+
+    @property
+    def nbytes(self) -> int:
+        names = ("counts", "time", "start", "end", "dur", "flags")
+        held = (getattr(self, name, None) for name in names if _is_set(self, name))
+        return sum(a.nbytes for a in held if a is not None)
+
+    def __getattr__(self, name: str) -> np.ndarray | None:
+        part = _PART.get(name)
+        if part is None:
+            raise AttributeError(name)
+        found = None
+        for key, arr in self._chunk.decode_part(part).items():
+            object.__setattr__(self, key, arr)
+            if key == name:
+                found = arr
+        return found
+
+
+def _is_set(block: Block, name: str) -> bool:
+    """Whether a slot of the block holds a value (without decoding it)."""
+    try:
+        object.__getattribute__(block, name)
+    except AttributeError:
+        return False
+    return True

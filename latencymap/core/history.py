@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,6 +86,7 @@ class StreamHistory:
         self._skip = 0
         self._cache: list[tuple[Chunk, Block]] = []
         self._meta: _Meta | None = None
+        self._dense: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
 
     # -- appending and dropping
 
@@ -93,6 +95,7 @@ class StreamHistory:
         k = len(intervals)
         if k == 0:
             return
+        self._dense = None
         if self.cap is not None and k > self.cap:
             self.dropped += k - self.cap
             intervals = intervals[-self.cap:]
@@ -172,6 +175,29 @@ class StreamHistory:
         """Free what reading kept decoded (the metadata arrays, decoded chunks); it is rebuilt when asked for."""
         self._meta = None
         self._cache = []
+        self._dense = None
+
+    @contextmanager
+    def dense(self) -> Iterator[StreamHistory]:
+        """Within: every read comes from dense (columns, 64) arrays built once, for readers that go over the whole
+        history several times (a report); they are freed on leaving."""
+        if self._dense is not None:
+            yield self
+            return
+        self._dense = (self.counts_in(), self.time_in(), {name: self.meta_in(name) for name in _META})
+        try:
+            yield self
+        finally:
+            self._dense = None
+
+    def column_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Events and time (seconds) per column, each the sum of the column's 64 slots (built a chunk at a time)."""
+        events, spent = np.zeros(self.n, dtype=np.int64), np.zeros(self.n)
+        for at in range(0, self.n, self._size):
+            cols = slice(at, min(self.n, at + self._size))
+            events[cols] = self.counts_in(cols).sum(axis=1)
+            spent[cols] = self.time_in(cols).sum(axis=1)
+        return events, spent
 
     @property
     def nbytes(self) -> int:
@@ -225,6 +251,8 @@ class StreamHistory:
     def counts_in(self, cols: slice = slice(None)) -> np.ndarray:
         """Counts of columns `cols` as a dense (columns, 64) int64 array."""
         first, stop = self._range(cols)
+        if self._dense is not None:
+            return self._dense[0][first:stop]
         out = np.zeros((stop - first, NSLOTS), dtype=np.int64)
         for at, block, rows in self._pieces(first, stop):
             block.dense_counts(rows, out[at: at + rows.stop - rows.start])
@@ -233,6 +261,8 @@ class StreamHistory:
     def time_in(self, cols: slice = slice(None)) -> np.ndarray:
         """Seconds spent per (column, slot) of columns `cols`: exact where the source gave it, else estimated."""
         first, stop = self._range(cols)
+        if self._dense is not None:
+            return self._dense[1][first:stop]
         out = np.zeros((stop - first, NSLOTS))
         for at, block, rows in self._pieces(first, stop):
             block.dense_time(rows, out[at: at + rows.stop - rows.start], self._mid)
@@ -240,6 +270,8 @@ class StreamHistory:
 
     def meta_in(self, name: str, cols: slice = slice(None)) -> np.ndarray:
         """`start`, `end`, `dur` or `flags` of columns `cols`."""
+        if self._dense is not None:
+            return self._dense[2][name][cols]
         if self._meta is not None:
             return self._meta.view(name)[cols]
         first, stop = self._range(cols)

@@ -14,7 +14,6 @@ import re
 import socket
 import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 
 from latencymap import __version__
@@ -107,6 +106,8 @@ def http_get(url: str, accept: str, timeout: float, expected: str, shown: str | 
     """
     target, headers = split_credentials(url)
     shown = shown or public_url(url)
+    import urllib.request  # with http.client, email and ssl: loaded when a source fetches, not with the plugin
+
     request = urllib.request.Request(target, headers={"Accept": accept, "User-Agent": f"latencymap/{__version__}",
                                                       **headers})
     try:

@@ -117,8 +117,11 @@ class Registry:
 class EntryPointLike(Protocol):
     """What the registry reads of an entry point (importlib.metadata's EntryPoint has it too)."""
 
-    name: str
-    value: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value(self) -> str: ...
 
     def load(self) -> Any: ...
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 
 import click
-from click.utils import make_default_short_help
 
 from latencymap import __version__
 from latencymap.cli.common import EXAMPLES, registry
@@ -58,7 +57,7 @@ class LazyGroup(click.Group):
         names = self.list_commands(ctx)
         helps = {name: BUILTIN[name][2] if name in BUILTIN else registry().sources[name].summary for name in names}
         limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, make_default_short_help(helps[name], limit)) for name in names]
+        rows = [(name, click.Command(name, help=helps[name]).get_short_help_str(limit)) for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

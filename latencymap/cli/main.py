@@ -8,6 +8,7 @@ it to the commands' own docstrings), and a source's from its plugin class, so `-
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
 
@@ -27,9 +28,38 @@ BUILTIN: dict[str, tuple[str, str, str]] = {
 }
 
 
+def _load(name: str) -> click.Command | None:
+    """The command `name`: a built-in imported now, or a source plugin's subcommand built now; None if unknown."""
+    if name in BUILTIN:
+        module, attr, _ = BUILTIN[name]
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+    src = registry().sources.get(name)
+    if src is None:
+        return None
+    from latencymap.cli.source_commands import source_command
+
+    return source_command(src)
+
+
+class _Commands(dict[str, click.Command]):
+    """The group's commands: those not yet used are loaded when looked up (`main.commands["report"]`)."""
+
+    def __missing__(self, name: str) -> click.Command:
+        command = _load(name)
+        if command is None:
+            raise KeyError(name)
+        self[name] = command
+        return command
+
+
 class LazyGroup(click.Group):
     """Built-in commands imported on use, a subcommand per source plugin; runs `view` when the first argument is
     not a command, so `latencymap FILE` works."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands(self.commands)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = set(BUILTIN) | set(self.commands)
@@ -37,20 +67,10 @@ class LazyGroup(click.Group):
         return sorted(names)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in self.commands:
+        try:
             return self.commands[cmd_name]
-        if cmd_name in BUILTIN:
-            module, attr, _ = BUILTIN[cmd_name]
-            command: click.Command = getattr(importlib.import_module(module), attr)
-        else:
-            src = registry().sources.get(cmd_name)
-            if src is None:
-                return None
-            from latencymap.cli.source_commands import source_command
-
-            command = source_command(src)
-        self.commands[cmd_name] = command
-        return command
+        except KeyError:
+            return None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list, from the table and the plugins' summaries (no command is imported for it)."""
@@ -63,7 +83,7 @@ class LazyGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or (args[0] not in BUILTIN and args[0] not in ("--help", "-h", "--version")
-                        and args[0] not in registry().sources):
+                        and args[0] not in self.commands and args[0] not in registry().sources):
             args = ["view", *args]
         return super().parse_args(ctx, args)
 
@@ -77,3 +97,12 @@ def main() -> None:
     live source. With no subcommand, shows INPUT (default stdin) in the TUI, or as plain ANSI
     frames when stdout is not a terminal or with --plain.
     """
+
+
+def __getattr__(name: str) -> Any:
+    """`source_command` (a subcommand for a Source class), imported when asked for, as the commands are."""
+    if name == "source_command":
+        from latencymap.cli.source_commands import source_command
+
+        return source_command
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

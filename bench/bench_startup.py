@@ -18,10 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_common import machine  # noqa: E402
-from bench_core import make_stream  # noqa: E402
+from bench_common import machine
+from bench_core import make_stream
 
 
 def timed(argv: list[str], repeat: int) -> tuple[float, float]:

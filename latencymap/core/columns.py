@@ -198,6 +198,8 @@ class Chunk:
     dur_total: float
     #: Arrival order among every chunk of an accumulator (oldest dropped first under a memory budget).
     seq: int = 0
+    #: Whether the time blob is byte-shuffled (smaller for times with random mantissas, larger for regular ones).
+    time_shuffled: bool = False
 
     @property
     def nbytes(self) -> int:
@@ -228,16 +230,19 @@ class Chunk:
             time = narrow if lossless else np.ascontiguousarray(time)
             ttype = time.dtype
         zstd = _codecs()[0]
+        time_blob, shuffled = b"", False
+        if time is not None:  # whichever of plain and shuffled compresses better
+            plain, mixed = zstd.compress(time.tobytes()), zstd.compress(_shuffle(time))
+            time_blob, shuffled = (mixed, True) if len(mixed) < len(plain) else (plain, False)
         meta = b"".join([*(_shuffle(getattr(block, name)[:n]) for name in _META), block.flags[:n].tobytes()])
         slot_counts = np.zeros(NSLOTS, dtype=np.int64)
         slot_counts[block.lo + a: block.lo + b] = counts.sum(axis=0, dtype=np.int64)
         used = np.zeros(NSLOTS, dtype=bool)
         used[block.lo + a: block.lo + b] = (counts != 0).any(axis=0)
         flags = block.flags[:n]
-        return Chunk(n, block.lo + a, b - a, ctype, ttype, zstd.compress(_shuffle(counts)),
-                     b"" if time is None else zstd.compress(time.tobytes()), zstd.compress(meta), slot_counts, used,
-                     int(np.bitwise_and.reduce(flags)), int(np.bitwise_or.reduce(flags)), spent,
-                     float(block.dur[:n].sum()))
+        return Chunk(n, block.lo + a, b - a, ctype, ttype, zstd.compress(_shuffle(counts)), time_blob,
+                     zstd.compress(meta), slot_counts, used, int(np.bitwise_and.reduce(flags)),
+                     int(np.bitwise_or.reduce(flags)), spent, float(block.dur[:n].sum()), time_shuffled=shuffled)
 
     def decode(self) -> Block:
         """The chunk's columns as a read-only block; each array is decompressed when first read."""
@@ -252,7 +257,9 @@ class Chunk:
         if part == "time":
             if self.time_type is None:
                 return {"time": None}
-            raw = np.frombuffer(unzip.decompress(self.time_blob), dtype=self.time_type).reshape(n, width)
+            data = unzip.decompress(self.time_blob)
+            raw = _unshuffle(data, self.time_type, (n, width)) if self.time_shuffled else \
+                np.frombuffer(data, dtype=self.time_type).reshape(n, width)
             return {"time": raw.astype(np.float64)}
         data = memoryview(unzip.decompress(self.meta_blob))
         f64 = np.dtype(np.float64)

@@ -235,3 +235,18 @@ def test_history_is_a_budget_or_a_number_of_columns(text: str, limit: HistoryLim
 def test_bad_history_values_say_what_was_expected(text: str) -> None:
     with pytest.raises(ValueError, match=r"memory size|number of columns|under 1 MiB"):
         parse_history(text)
+
+
+@pytest.mark.parametrize("kind", ["random", "regular"])
+def test_times_come_back_bit_for_bit_whichever_encoding_compresses_better(kind: str) -> None:
+    rng = np.random.default_rng(5)
+    block = Block(512)
+    c = np.zeros((512, NSLOTS), dtype=np.int64)
+    c[:, 9:15] = rng.poisson(50, (512, 6))
+    t = c * (rng.uniform(1e-6, 2e-6, (512, NSLOTS)) if kind == "random" else 1.1e-6)
+    block.append(c, t, np.arange(512.0), np.arange(512.0) + 1, np.ones(512), np.zeros(512, np.uint8), MID, 512)
+    chunk = Chunk.seal(block, MID)
+    assert chunk.time_shuffled == (kind == "random") and chunk.time_type == np.float64
+    out = np.zeros((512, NSLOTS))
+    chunk.decode().dense_time(slice(0, 512), out, MID)
+    assert same_bits(out, t)

@@ -174,12 +174,14 @@ def accumulate(items: Iterable[Interval | Notice], acc: Accumulator | None = Non
     to `on_notice`."""
     acc = Accumulator() if acc is None else acc
     batch: list[Interval | Notice] = []
+    size = BATCH
     for item in items:
         if on_notice is not None and isinstance(item, Notice):
             on_notice(item)
         batch.append(item)
-        if len(batch) >= BATCH:
+        if len(batch) >= size:
             acc.add(batch)
             batch.clear()
+            size = min(16 * BATCH, max(BATCH, 16 * len(acc.streams)))  # many streams: a few columns each per add
     acc.add(batch)
     return acc

@@ -26,13 +26,15 @@ _UNSIGNED = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32))
 _SIGNED = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32))
 _INT64 = np.dtype(np.int64)
 _META = ("start", "end", "dur")
+#: (min, max) of each integer type (np.iinfo is slow to ask on every append).
+_LIMITS = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in (*_UNSIGNED, *_SIGNED, _INT64)}
 
 
 def count_dtype(low: int, high: int) -> np.dtype:
     """The narrowest integer type holding every value in [low, high]."""
     for dtype in _UNSIGNED if low >= 0 else _SIGNED:
-        info = np.iinfo(dtype)
-        if info.min <= low and high <= info.max:
+        tmin, tmax = _LIMITS[dtype]
+        if tmin <= low and high <= tmax:
             return dtype
     return _INT64
 
@@ -41,8 +43,8 @@ def _wider(a: np.dtype, b: np.dtype) -> np.dtype:
     """A type holding every value of both integer types."""
     if a == b:
         return a
-    ia, ib = np.iinfo(a), np.iinfo(b)
-    return count_dtype(min(ia.min, ib.min), max(ia.max, ib.max))
+    (amin, amax), (bmin, bmax) = _LIMITS[a], _LIMITS[b]
+    return count_dtype(min(amin, bmin), max(amax, bmax))
 
 
 def occupied(counts: np.ndarray, time: np.ndarray | None) -> np.ndarray:
@@ -83,9 +85,8 @@ class Block:
                dur: np.ndarray, flags: np.ndarray, mid: np.ndarray, limit: int) -> None:
         """Add full-width (k, 64) columns; `time`, when given, holds every row's time (counts x `mid` if estimated)."""
         k = len(counts)
-        used = occupied(counts, time)
-        slots = np.flatnonzero(used)
-        if slots.size:
+        slots = None if self.n and self._fits(counts, time) else np.flatnonzero(occupied(counts, time))
+        if slots is not None and slots.size:
             lo, hi = int(slots[0]), int(slots[-1]) + 1
             if self.width:
                 lo, hi = min(lo, self.lo), max(hi, self.lo + self.width)
@@ -106,6 +107,17 @@ class Block:
                 self.time[rows] = time[:, lo: lo + width]
         self.start[rows], self.end[rows], self.dur[rows], self.flags[rows] = start, end, dur, flags
         self.n += k
+
+    def _fits(self, counts: np.ndarray, time: np.ndarray | None) -> bool:
+        """Whether columns hold nothing outside the window and counts within its type (the usual case)."""
+        lo, hi = self.lo, self.lo + self.width
+        if time is not None or counts[:, :lo].any() or counts[:, hi:].any():
+            return False
+        if hi > lo:
+            tmin, tmax = _LIMITS[self.counts.dtype]
+            window = counts[:, lo:hi]
+            return bool(tmin <= window.min() and window.max() <= tmax)
+        return True
 
     def _reshape(self, lo: int, width: int, dtype: np.dtype) -> None:
         """Widen the window to [lo, lo + width) and the counts to `dtype` (a no-op when both already fit)."""
@@ -157,6 +169,11 @@ def _codecs() -> tuple[Any, Any]:
 
         pair = _LOCAL.pair = (zstandard.ZstdCompressor(level=ZSTD_LEVEL), zstandard.ZstdDecompressor())
     return pair
+
+
+def _compress(data: bytes) -> bytes:
+    """zstd of `data`, in a bytes object of its own size (zstandard's keeps the worst-case allocation)."""
+    return memoryview(_codecs()[0].compress(data)).tobytes()
 
 
 def _shuffle(arr: np.ndarray) -> bytes:
@@ -229,10 +246,9 @@ class Chunk:
                 lossless = np.array_equal(narrow.astype(np.float64), time, equal_nan=True)
             time = narrow if lossless else np.ascontiguousarray(time)
             ttype = time.dtype
-        zstd = _codecs()[0]
         time_blob, shuffled = b"", False
         if time is not None:  # whichever of plain and shuffled compresses better
-            plain, mixed = zstd.compress(time.tobytes()), zstd.compress(_shuffle(time))
+            plain, mixed = _compress(time.tobytes()), _compress(_shuffle(time))
             time_blob, shuffled = (mixed, True) if len(mixed) < len(plain) else (plain, False)
         meta = b"".join([*(_shuffle(getattr(block, name)[:n]) for name in _META), block.flags[:n].tobytes()])
         slot_counts = np.zeros(NSLOTS, dtype=np.int64)
@@ -240,8 +256,8 @@ class Chunk:
         used = np.zeros(NSLOTS, dtype=bool)
         used[block.lo + a: block.lo + b] = (counts != 0).any(axis=0)
         flags = block.flags[:n]
-        return Chunk(n, block.lo + a, b - a, ctype, ttype, zstd.compress(_shuffle(counts)), time_blob,
-                     zstd.compress(meta), slot_counts, used, int(np.bitwise_and.reduce(flags)),
+        return Chunk(n, block.lo + a, b - a, ctype, ttype, _compress(_shuffle(counts)), time_blob,
+                     _compress(meta), slot_counts, used, int(np.bitwise_and.reduce(flags)),
                      int(np.bitwise_or.reduce(flags)), spent, float(block.dur[:n].sum()), time_shuffled=shuffled)
 
     def decode(self) -> Block:

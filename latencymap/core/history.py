@@ -103,21 +103,18 @@ class StreamHistory:
         counts = np.empty((k, NSLOTS), dtype=np.int64)
         for i, iv in enumerate(intervals):
             counts[i] = iv.counts
-        timed = np.fromiter((iv.time is not None for iv in intervals), dtype=bool, count=k)
         time = None
-        if timed.any():
+        if any(iv.time is not None for iv in intervals):
             time = np.multiply(counts, self._mid)
-            for j in np.flatnonzero(timed).tolist():
-                time[j] = intervals[j].time
+            for j, iv in enumerate(intervals):
+                if iv.time is not None:
+                    time[j] = iv.time
             self.timed = True
-        empty = ~counts.any(axis=1)
-        flags = ((timed | empty) * np.uint8(EXACT)) | (timed * np.uint8(TIMED))
-        if any(iv.reset or iv.gap for iv in intervals):
-            flags |= np.fromiter((iv.reset * RESET | iv.gap * GAP for iv in intervals), dtype=np.uint8, count=k)
-        meta: dict[str, np.ndarray] = {"start": np.array([iv.start for iv in intervals], dtype=np.float64),
-                "end": np.array([iv.end for iv in intervals], dtype=np.float64),
-                "dur": np.array([iv.duration for iv in intervals], dtype=np.float64),
-                "flags": flags.astype(np.uint8)}
+        empty = (~counts.any(axis=1)).tolist()
+        flags = np.array([(EXACT | TIMED if iv.time is not None else EXACT if none else 0) | iv.reset * RESET
+                          | iv.gap * GAP for iv, none in zip(intervals, empty, strict=True)], dtype=np.uint8)
+        spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T
+        meta: dict[str, np.ndarray] = {"start": spans[0], "end": spans[1], "dur": spans[2], "flags": flags}
         done = 0
         while done < k:
             take = min(self._size - self._hot.n, k - done)
@@ -211,7 +208,7 @@ class StreamHistory:
         first, stop, step = cols.indices(self.n)
         if step != 1:
             raise ValueError("history columns are read in contiguous ranges")
-        return first, max(first, stop)
+        return first, stop if stop > first else first
 
     def _block(self, i: int, keep: bool) -> Block:
         chunk = self._chunks[i]
@@ -235,8 +232,14 @@ class StreamHistory:
             yield i, r, take
             p += take
 
-    def _pieces(self, first: int, stop: int) -> Iterator[tuple[int, Block, slice]]:
+    def _pieces(self, first: int, stop: int) -> Iterator[tuple[int, Block, slice]] | tuple[tuple[int, Block, slice]]:
         """(offset in the range, block, rows of the block) covering kept columns [first, stop)."""
+        newest = first + self._skip - len(self._chunks) * self._size
+        if newest >= 0:  # all in the newest block: what views read, frame after frame
+            return ((0, self._hot, slice(newest, newest + stop - first)),)
+        return self._chunk_pieces(first, stop)
+
+    def _chunk_pieces(self, first: int, stop: int) -> Iterator[tuple[int, Block, slice]]:
         keep = (stop - first) <= _CACHED_CHUNKS * self._size
         at = 0
         for i, r, take in self._spans(first, stop):

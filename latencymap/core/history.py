@@ -110,8 +110,7 @@ class StreamHistory:
                 if iv.time is not None:
                     time[j] = iv.time
             self.timed = True
-        has_events: np.ndarray = counts.any(axis=1)
-        empty: list[bool] = [not e for e in has_events.tolist()]
+        empty: list[bool] = np.logical_not(counts.any(axis=1)).tolist()
         flags = np.array([(EXACT | TIMED if iv.time is not None else EXACT if none else 0) | iv.reset * RESET
                           | iv.gap * GAP for iv, none in zip(intervals, empty, strict=True)], dtype=np.uint8)
         spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T

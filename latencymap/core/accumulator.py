@@ -85,6 +85,8 @@ class Accumulator:
     #: Rebinned streams' own buckets (Prometheus, OpenTelemetry explicit bounds), summed.
     sources: dict[StreamId, SourceTotals] = field(default_factory=dict)
     dropped_for_budget: int = 0
+    #: Told what the accumulator itself has to say (the budget is full), as a view shows a reader's notices.
+    on_notice: Callable[[Notice], None] | None = field(default=None, repr=False)
     _oldest: list[tuple[int, StreamHistory]] = field(default_factory=list, repr=False)
     _sealed: int = 0
     _other: int = 0
@@ -142,8 +144,11 @@ class Accumulator:
             dropped += hist.drop_oldest_chunk()
             self._sealed += hist.sealed_bytes - before
         if dropped and not self.dropped_for_budget:
-            self.note(Notice(f"history: the memory budget ({format_bytes(budget)}, --history) is full; the oldest "
-                             "columns are dropped from now on", skipped=0))
+            notice = Notice(f"history: the memory budget ({format_bytes(budget)}, --history) is full; the oldest "
+                            "columns are dropped from now on", skipped=0)
+            self.note(notice)
+            if self.on_notice is not None:
+                self.on_notice(notice)
         self.dropped_for_budget += dropped
 
     def note(self, notice: Notice) -> None:

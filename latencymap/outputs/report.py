@@ -139,6 +139,9 @@ def report_text(acc: Accumulator) -> str:
     if acc.skipped:
         out.append(f"Skipped records: {acc.skipped}")
         out += [f"   {clean_text(m, 300)}" for m in acc.messages[:10]]
+    elif acc.dropped_for_budget:
+        out.append(f"History: {acc.dropped_for_budget} of the oldest columns were dropped (the memory budget, "
+                   "--history, was full)")
     if not acc.streams:
         out.append("No data.")
     return "\n".join(out) + "\n"

@@ -14,6 +14,7 @@ from textual.widgets import Footer
 
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, StreamHistory
 from latencymap.core.model import Flow
+from latencymap.core.sanitize import clean_text
 from latencymap.flow.stdin import take_terminal
 from latencymap.tui.findings import FindingsPanel
 from latencymap.tui.heatmap import HeatMap, MapSpec
@@ -53,7 +54,8 @@ class LatencyMapApp(App[int]):
                  replay: ReplayClock | None = None, bursts: BurstScan | None = None) -> None:
         super().__init__()
         self.opts = opts or ViewOptions()
-        self.acc = Accumulator(cap=history)
+        self.acc = Accumulator(cap=history,
+                               on_notice=lambda n: self.notify(clean_text(n.message, 300), title="history"))
         self.ingest = Ingest(flow)
         self.view = ViewState()
         self.ended = False

@@ -16,7 +16,7 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
               out: TextIO) -> int:
     """A frame per interval (like PyLatencyMap), or only the last one with `once`."""
     opts.color = opts.color and color_enabled()
-    acc = Accumulator(cap=history)
+    acc = Accumulator(cap=history, on_notice=_say)
     render = PlainRenderer(opts).render
     clear = CLEAR if out.isatty() else ""
     try:

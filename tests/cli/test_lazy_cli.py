@@ -10,6 +10,7 @@ from importlib.metadata import entry_points as metadata_entry_points
 from pathlib import Path
 
 import click
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -83,3 +84,26 @@ def test_entry_points_read_directly_match_importlib_metadata(group: str) -> None
     assert ours == theirs and (group != ENTRY_POINT_GROUP or ours)
     for ep in entry_points(ENTRY_POINT_GROUP):
         assert ep.load() is next(e for e in metadata_entry_points(group=ENTRY_POINT_GROUP) if e.name == ep.name).load()
+
+
+@pytest.mark.slow
+def test_history_budget_on_the_command_line_drops_the_oldest_and_says_so(tmp_path: Path) -> None:
+    from latencymap.core.model import StreamId
+    from latencymap.protocol import format_record
+
+    rng = np.random.default_rng(4)
+    stream = StreamId("wide", "bpf", "microsec")
+    path = tmp_path / "wide.txt"
+    with path.open("w") as fh:
+        for i in range(12_000):
+            counts = np.zeros(64, dtype=np.int64)
+            counts[2:60] = rng.integers(0, 1 << 30, 58)  # incompressible: about 250 bytes a column
+            fh.write(format_record(stream, 1e9 + i + 1, counts, None, start=1e9 + i, per_interval=True))
+    r = subprocess.run([sys.executable, "-m", "latencymap", "--plain", "--once", "--history", "1M", str(path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("memory budget (1 MiB, --history) is full") == 1
+    assert "Columns: 12000" in r.stdout  # columns seen, kept or not
+    bad = subprocess.run([sys.executable, "-m", "latencymap", "--plain", "--once", "--history", "lots", str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "neither a memory size" in bad.stderr

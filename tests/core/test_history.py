@@ -250,3 +250,19 @@ def test_times_come_back_bit_for_bit_whichever_encoding_compresses_better(kind: 
     out = np.zeros((512, NSLOTS))
     chunk.decode().dense_time(slice(0, 512), out, MID)
     assert same_bits(out, t)
+
+
+def test_views_are_told_once_when_the_budget_drops_columns() -> None:
+    told: list[Notice] = []
+    rng = np.random.default_rng(2)
+    with chunk_columns(32):
+        acc = Accumulator(cap=HistoryLimit(budget=20_000), on_notice=told.append)
+        for step in range(30):
+            batch = []
+            for i in range(32):
+                counts = np.zeros(NSLOTS, dtype=np.int64)
+                counts[3:50] = rng.integers(0, 1 << 30, 47)
+                batch.append(Interval(S, step * 32.0 + i, step * 32.0 + i + 1, counts))
+            acc.add(batch)
+    assert len(told) == 1 and told[0].skipped == 0 and told[0].message in acc.messages
+    assert acc.dropped_for_budget > 0 and acc.streams[S].dropped == acc.dropped_for_budget

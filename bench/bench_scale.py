@@ -1,13 +1,13 @@
 """History at scale (issue 23, items 1, 2 and 6): bytes per column, many streams for a day, reading recordings.
 
-Run: .venv/bin/python bench/bench_scale.py [--streams 1000] [--columns 8640]
+Run: .venv/bin/python bench/bench_scale.py [--streams 1000] [--columns 8640] [--day]
 Prints
 - bytes of history per column per stream (streams using 6 buckets, counts only and with exact times), against the
   1,049 bytes the dense history took (64 int64 counts + 64 float64 times + 25 bytes of column data) and the
   48-byte target;
 - peak RSS of `--streams` streams x `--columns` one-second columns appended through the public input path (a flow
   of Intervals, as sources yield them, through `accumulate`), each size in a fresh process; two sizes give the
-  cost per column, extrapolated to 86,400 columns (a day) and said so;
+  cost per column, extrapolated to 86,400 columns (a day) and said so; `--day` runs the day too;
 - recording read rate: a zstd recording (one frame per record, as `--record x.zst` writes) read into an accumulator,
   in MB/s of decompressed text, against zstd decompression plus line splitting of the same file.
 No assertions: targets are in the README's performance section.
@@ -158,11 +158,19 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=1000)
     ap.add_argument("--columns", type=int, default=8640)
     ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--day", action="store_true", help="also run --streams x 86,400 columns (about 10 min here)")
     ns = ap.parse_args()
     print(machine())
     bytes_per_column()
     bench_recording(ns.records)
     bench_many(ns.streams, ns.columns)
+    if ns.day:
+        out = subprocess.run([sys.executable, __file__, "many", str(ns.streams), str(DAY)], capture_output=True,
+                             text=True, check=True).stdout.split()
+        start, peak, held, cpu = (float(x) for x in out)
+        print(f"{ns.streams} streams x {DAY} columns (run): peak RSS {peak:.0f} MB (at start {start:.0f} MB), history "
+              f"{held:.0f} MB ({held * 1e6 / (ns.streams * DAY):.1f} bytes per column per stream), ingest {cpu:.0f} s "
+              f"CPU; target <= 4 GB: {peak / 4000:.2f} of it")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,10 @@ class Dense:
             self.counts, self.time, self.meta = (a[-self.cap:] for a in (self.counts, self.time, self.meta))
 
 
+def total_time(ref: Dense) -> float:
+    return float(ref.time.sum())
+
+
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
@@ -92,9 +96,11 @@ def intervals(draw: st.DrawFn) -> list[Interval]:
 @settings(max_examples=150, deadline=None)
 @given(ivs=intervals(), chunk=st.integers(1, 9), cap=st.one_of(st.none(), st.integers(1, 30)),
        cuts=st.lists(st.integers(1, 12), min_size=1, max_size=6), ranges=st.lists(st.tuples(st.integers(0, 40),
-                                                                                             st.integers(0, 40))))
+                                                                                             st.integers(0, 40))),
+       read_early=st.booleans())
 def test_compact_and_plain_storage_give_the_same_numbers(ivs: list[Interval], chunk: int, cap: int | None,
-                                                          cuts: list[int], ranges: list[tuple[int, int]]) -> None:
+                                                          cuts: list[int], ranges: list[tuple[int, int]],
+                                                          read_early: bool) -> None:
     with chunk_columns(chunk):
         hist, ref = StreamHistory(S, cap), Dense(cap)
         at = 0
@@ -104,9 +110,16 @@ def test_compact_and_plain_storage_give_the_same_numbers(ivs: list[Interval], ch
             if batch:
                 hist.extend(batch)
                 ref.extend(batch)
+                if read_early:  # the decoded metadata is then kept, and appended to, dropped from, as columns come
+                    assert same_bits(hist.end, ref.meta[:, 1])
+                    assert hist.exact_in() == hist.exact
         assert hist.n == len(ref.counts) and hist.n + hist.dropped == len(ivs)
         assert same_bits(hist.counts, ref.counts) and same_bits(hist.time, ref.time)
         assert same_bits(hist.start, ref.meta[:, 0]) and same_bits(hist.durations, ref.meta[:, 2])
+        assert same_bits(hist.meta_in("end", slice(1, None)), ref.meta[1:, 1])
+        with hist.dense():
+            assert same_bits(hist.counts, ref.counts)
+            assert same_bits(np.float64(hist.totals().time_s), np.float64(total_time(ref)))
         total = hist.totals()
         assert total.events == int(ref.counts.sum())
         assert same_bits(np.float64(total.time_s), np.float64(ref.time.sum()))

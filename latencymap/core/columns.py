@@ -326,3 +326,41 @@ def _is_set(block: Block, name: str) -> bool:
     except AttributeError:
         return False
     return True
+
+
+class KeptMeta:
+    """Per-column start, end, duration and flags of every kept column, decoded, appended to as columns arrive."""
+
+    __slots__ = ("arrays", "n", "off")
+
+    def __init__(self, parts: dict[str, np.ndarray]) -> None:
+        self.arrays = parts
+        self.n = len(parts["start"])
+        self.off = 0
+
+    def view(self, name: str) -> np.ndarray:
+        return self.arrays[name][self.off: self.off + self.n]
+
+    def append(self, parts: dict[str, np.ndarray]) -> None:
+        k = len(parts["start"])
+        cap = len(self.arrays["start"])
+        if self.off + self.n + k > cap:
+            keep = slice(self.off, self.off + self.n)
+            size = max(2 * (self.n + k), 64)
+            for name, arr in self.arrays.items():
+                grown = np.zeros(size, dtype=arr.dtype)
+                grown[: self.n] = arr[keep]
+                self.arrays[name] = grown
+            self.off = 0
+        rows = slice(self.off + self.n, self.off + self.n + k)
+        for name, arr in self.arrays.items():
+            arr[rows] = parts[name]
+        self.n += k
+
+    def drop(self, k: int) -> None:
+        self.off += k
+        self.n -= k
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays.values())

@@ -17,7 +17,7 @@ import numpy as np
 
 from latencymap.core import columns
 from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
-from latencymap.core.columns import Block, Chunk
+from latencymap.core.columns import Block, Chunk, KeptMeta
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates, safe_ratio
 
@@ -26,44 +26,6 @@ RESET, GAP, EXACT, TIMED = 1, 2, 4, 8
 _CACHED_CHUNKS = 2
 _SEQUENCE = itertools.count()
 _META = ("start", "end", "dur", "flags")
-
-
-class _Meta:
-    """Per-column start, end, duration and flags of every kept column, decoded, appended to as columns arrive."""
-
-    __slots__ = ("arrays", "n", "off")
-
-    def __init__(self, parts: dict[str, np.ndarray]) -> None:
-        self.arrays = parts
-        self.n = len(parts["start"])
-        self.off = 0
-
-    def view(self, name: str) -> np.ndarray:
-        return self.arrays[name][self.off: self.off + self.n]
-
-    def append(self, parts: dict[str, np.ndarray]) -> None:
-        k = len(parts["start"])
-        cap = len(self.arrays["start"])
-        if self.off + self.n + k > cap:
-            keep = slice(self.off, self.off + self.n)
-            size = max(2 * (self.n + k), 64)
-            for name, arr in self.arrays.items():
-                grown = np.zeros(size, dtype=arr.dtype)
-                grown[: self.n] = arr[keep]
-                self.arrays[name] = grown
-            self.off = 0
-        rows = slice(self.off + self.n, self.off + self.n + k)
-        for name, arr in self.arrays.items():
-            arr[rows] = parts[name]
-        self.n += k
-
-    def drop(self, k: int) -> None:
-        self.off += k
-        self.n -= k
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.arrays.values())
 
 
 class StreamHistory:
@@ -85,7 +47,7 @@ class StreamHistory:
         self._hot = Block(min(64, self._size))
         self._skip = 0
         self._cache: list[tuple[Chunk, Block]] = []
-        self._meta: _Meta | None = None
+        self._meta: KeptMeta | None = None
         self._dense: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
 
     # -- appending and dropping
@@ -283,9 +245,9 @@ class StreamHistory:
             return np.zeros(0, dtype=np.uint8 if name == "flags" else np.float64)
         return parts[0].copy() if len(parts) == 1 else np.concatenate(parts)
 
-    def _kept_meta(self) -> _Meta:
+    def _kept_meta(self) -> KeptMeta:
         if self._meta is None:
-            self._meta = _Meta({name: self.meta_in(name) for name in _META})
+            self._meta = KeptMeta({name: self.meta_in(name) for name in _META})
         return self._meta
 
     @property

@@ -150,20 +150,26 @@ def diagnose(
     col_range: tuple[int, int] | None = None,
     *,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    rows_from: int = 0,
 ) -> Diagnosis:
     """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), their episodes,
-    stalls and drift, and the findings among them."""
+    stalls and drift, and the findings among them.
+
+    `rows_from` is the column of the first row of `counts2d`/`time2d` when they hold only part of the history
+    (`starts`/`ends` always cover it all).
+    """
     th = thresholds
     counts = np.asarray(counts2d, dtype=np.float64)
     if counts.ndim == 1:
         counts = counts[None, :]
-    first, stop = (0, len(counts)) if col_range is None else col_range
-    first, stop = max(0, first), min(len(counts), stop)
-    counts = np.clip(counts[first:stop], 0, None)
+    first, stop = (rows_from, rows_from + len(counts)) if col_range is None else col_range
+    first, stop = max(rows_from, first), min(rows_from + len(counts), stop)
+    rows = slice(first - rows_from, stop - rows_from)
+    counts = np.clip(counts[rows], 0, None)
     if time2d is None:
         times, estimated = estimate_time(counts, low_s, high_s), True
     else:
-        times = np.clip(np.asarray(time2d, dtype=np.float64).reshape(-1, counts.shape[1])[first:stop], 0, None)
+        times = np.clip(np.asarray(time2d, dtype=np.float64).reshape(-1, counts.shape[1])[rows], 0, None)
         estimated = False
     all_starts = np.asarray(starts, dtype=np.float64)
     starts, ends = all_starts[first:stop], np.asarray(ends, dtype=np.float64)[first:stop]

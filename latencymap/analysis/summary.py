@@ -19,5 +19,5 @@ def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
     cached = _DIAGNOSES.get(hist)
     if cached is None or cached[0] != appended:
         cached = _DIAGNOSES[hist] = (appended, diagnose(hist.counts, hist.time, hist.low, hist.high,
-                                                        hist.start, hist.end))
+                                                        hist.meta_in("start"), hist.meta_in("end")))
     return cached[1]

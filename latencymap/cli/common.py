@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 import threading
@@ -41,8 +42,17 @@ def source_epilog(examples: Iterable[str]) -> str:
     return ("\b\nExamples:\n" + lines + "\n" if lines else "") + EXIT_CODES
 
 
-#: Every source and format plugin installed, loaded once per process.
-REGISTRY: Registry = load_registry()
+@functools.cache
+def registry() -> Registry:
+    """Every source and format plugin installed, loaded once per process (when a command first needs them)."""
+    return load_registry()
+
+
+def __getattr__(name: str) -> Registry:
+    """`REGISTRY`: the plugins, loaded on first use (`from latencymap.cli.common import REGISTRY` loads them)."""
+    if name == "REGISTRY":
+        return registry()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Terminated(BaseException):

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from latencymap.core.accumulator import HistoryLimit
 from latencymap.core.model import Flow
 from latencymap.views.options import ViewOptions
 from latencymap.views.printer import run_plain
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from latencymap.profiling.session import ProfileSession
 
 def run_view(flow: Flow, opts: ViewOptions, *, plain: bool, once: bool, screen_delay: float,
-             history: int, out: TextIO | None = None, profile: ProfileSession | None = None,
+             history: HistoryLimit | int, out: TextIO | None = None, profile: ProfileSession | None = None,
              replay: ReplayClock | None = None, bursts: BurstScan | None = None,
              analysis: Callable[[], dict[str, Any]] | None = None) -> int:
     """Show `flow` (with the profile panel when `profile` is given, replay keys with `replay`, a stragglers panel

@@ -1,29 +1,94 @@
-"""The `latencymap` group: `view` by default, the built-in commands, and one subcommand per source plugin."""
+"""The `latencymap` group: `view` by default, the built-in commands, and one subcommand per source plugin.
+
+Commands are imported when they run: the group knows their names and one-line help from `BUILTIN` (a test holds
+it to the commands' own docstrings), and a source's from its plugin class, so `--version`, `--help` and
+`report` load only what they use.
+"""
 
 from __future__ import annotations
+
+import importlib
+from typing import Any
 
 import click
 
 from latencymap import __version__
-from latencymap.cli.common import EXAMPLES, REGISTRY
-from latencymap.cli.diff import diff
-from latencymap.cli.profile_export import profile_export
-from latencymap.cli.replay import replay
-from latencymap.cli.report import report
-from latencymap.cli.source_commands import source_command
-from latencymap.cli.view import view
+from latencymap.cli.common import EXAMPLES, registry
+
+#: Built-in commands: name -> (module, attribute, help as the command's docstring gives it).
+BUILTIN: dict[str, tuple[str, str, str]] = {
+    "view": ("latencymap.cli.view", "view", "Show INPUT files (or stdin) as heat maps."),
+    "replay": ("latencymap.cli.replay", "replay", "Replay a recording (or any input) at its original pace."),
+    "report": ("latencymap.cli.report", "report", "Analyse whole INPUTs (default stdin), or a source run to its end "
+               "(`report spark LOG`), with no UI."),
+    "diff": ("latencymap.cli.diff", "diff", "Compare two inputs: per-bucket share changes, percentile deltas, bands "
+             "that appeared or vanished."),
+    "profile-export": ("latencymap.cli.profile_export", "profile_export", "Export the profile samples a recording "
+                       "holds (recorded with --profile PID), without the TUI."),
+}
 
 
-class DefaultGroup(click.Group):
-    """Runs `view` when the first argument is not a subcommand, so `latencymap FILE` works."""
+def _load(name: str) -> click.Command | None:
+    """The command `name`: a built-in imported now, or a source plugin's subcommand built now; None if unknown."""
+    if name in BUILTIN:
+        module, attr, _ = BUILTIN[name]
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+    src = registry().sources.get(name)
+    if src is None:
+        return None
+    from latencymap.cli.source_commands import source_command
+
+    return source_command(src)
+
+
+class _Commands(dict[str, click.Command]):
+    """The group's commands: those not yet used are loaded when looked up (`main.commands["report"]`)."""
+
+    def __missing__(self, name: str) -> click.Command:
+        command = _load(name)
+        if command is None:
+            raise KeyError(name)
+        self[name] = command
+        return command
+
+
+class LazyGroup(click.Group):
+    """Built-in commands imported on use, a subcommand per source plugin; runs `view` when the first argument is
+    not a command, so `latencymap FILE` works."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands(self.commands)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(BUILTIN) | set(self.commands)
+        names |= {name for name in registry().sources if name not in names}
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        try:
+            return self.commands[cmd_name]
+        except KeyError:
+            return None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list, from the table and the plugins' summaries (no command is imported for it)."""
+        names = self.list_commands(ctx)
+        helps = {name: BUILTIN[name][2] if name in BUILTIN else registry().sources[name].summary for name in names}
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, click.Command(name, help=helps[name]).get_short_help_str(limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+        if not args or (args[0] not in BUILTIN and args[0] not in ("--help", "-h", "--version")
+                        and args[0] not in self.commands and args[0] not in registry().sources):
             args = ["view", *args]
         return super().parse_args(ctx, args)
 
 
-@click.group(cls=DefaultGroup, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="latencymap")
 def main() -> None:
     """Latency heat maps over time: frequency (how often) and intensity (how much time).
@@ -34,8 +99,10 @@ def main() -> None:
     """
 
 
-for _command in (view, replay, report, diff, profile_export):
-    main.add_command(_command)
-for _src in REGISTRY.sources.values():
-    if _src.name not in main.commands:
-        main.add_command(source_command(_src))
+def __getattr__(name: str) -> Any:
+    """`source_command` (a subcommand for a Source class), imported when asked for, as the commands are."""
+    if name == "source_command":
+        from latencymap.cli.source_commands import source_command
+
+        return source_command
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

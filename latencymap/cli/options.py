@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from latencymap.cli.common import REGISTRY
+from latencymap.core.accumulator import HistoryLimit, parse_history
 from latencymap.profiling.samples import DEFAULT_RATE
-from latencymap.views.options import ViewOptions
+
+if TYPE_CHECKING:
+    from latencymap.views.options import ViewOptions
+
+
+class _History(click.ParamType):
+    """`--history`: a memory budget (`512M`) or a number of columns (`5000`); None: the default budget."""
+
+    name = "history"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> HistoryLimit:
+        if isinstance(value, HistoryLimit):
+            return value
+        try:
+            return parse_history(str(value))
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
+
+
+HISTORY = _History()
 
 
 def _multi(*names: str) -> list[str]:
@@ -61,8 +81,9 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Seconds between plain frames (replaying files)."),
         click.option(*_multi("--debug_level"), "-d", type=int, default=0, hidden=True,
                      help="Accepted for PyLatencyMap compatibility; ignored."),
-        click.option("--history", type=int, default=200_000, show_default=True,
-                     help="Columns kept per stream for scrolling back."),
+        click.option("--history", type=HISTORY, default=None, metavar="SIZE|N",
+                     help="History kept for scrolling back: a memory budget for all streams (512M, 2G; default a "
+                          "quarter of RAM; the oldest columns go first), or N columns per stream."),
         click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
                      help="Record the normalized stream to PATH as it arrives (.zst: zstd frames)."),
         click.option("--force", is_flag=True, help="Let --record overwrite an existing file."),
@@ -94,6 +115,8 @@ def format_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def display_options(kw: dict[str, Any]) -> ViewOptions:
     """The view options a command's keyword arguments ask for."""
+    from latencymap.views.options import ViewOptions
+
     return ViewOptions(
         num_records=max(1, kw["num_records"]), min_bucket=kw["min_bucket"], max_bucket=kw["max_bucket"],
         frequency_maxval=kw["frequency_maxval"], intensity_maxval=kw["intensity_maxval"],

@@ -19,6 +19,8 @@ from latencymap.plugins import Source, TextFormat
 
 
 def _parse_gates(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[Any]:
+    if not value:
+        return []
     from latencymap.outputs.gates import GateError, parse_gate
 
     try:
@@ -28,6 +30,8 @@ def _parse_gates(ctx: click.Context, param: click.Parameter, value: tuple[str, .
 
 
 def _gate_failures(acc: Any, gates: list[Any]) -> int:
+    if not gates:
+        return EXIT_OK
     from latencymap.outputs.gates import check_gates
 
     failures = check_gates(acc, gates)
@@ -61,7 +65,8 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             flow = prepare(diffed(guarded_source(source.items(), source.name), source.name), kw, source=source.name)
         else:
             flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers), kw)
-        acc = Accumulator()
+        # OpenMetrics shows each stream's last interval: without gates, no other column is kept
+        acc = Accumulator(cap=1) if out_format == "openmetrics" and not fail_if else Accumulator()
         try:
             accumulate(flow, acc)
         except NothingReadable:  # report what was read (and skipped), then fail

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from latencymap.cli.common import EXIT_OK
-from latencymap.cli.display import run_view
 from latencymap.cli.options import display_options
+from latencymap.core.accumulator import DEFAULT_HISTORY
 from latencymap.core.model import Flow, Notice
 from latencymap.flow.pipeline import limited, strict
 from latencymap.flow.recording import Recorder, read_ahead, recorded
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 def emit(flow: Flow, compat: bool, profile: ProfileSession | None = None) -> int:
     """`--emit`: protocol records on stdout (per-interval with exact sums, or cumulative with --compat)."""
+
     recorder = Recorder("-", compat=compat, source="emit")
     if profile is not None:
         profile.record_to(recorder)
@@ -32,14 +33,18 @@ def emit(flow: Flow, compat: bool, profile: ProfileSession | None = None) -> int
 
 def prepare(flow: Flow, kw: dict[str, Any], source: str = "input", profile: ProfileSession | None = None) -> Flow:
     """Strict mode, limits, profiling and recording, as the command's options ask."""
-    from latencymap.profiling.session import profiled  # py-spy's machinery loads only for commands that run
-
     options = dict(kw)
     if kw.pop("strict"):
         flow = strict(flow)
-    flow = profiled(limited(flow, kw.pop("count"), kw.pop("duration")), profile)
+    flow = limited(flow, kw.pop("count"), kw.pop("duration"))
+    if profile is not None:
+        from latencymap.profiling.session import profiled  # py-spy's machinery loads only for commands that use it
+
+        flow = profiled(flow, profile)
     path, force, compat = kw.pop("record_path", None), kw.pop("force", False), kw.pop("compat", False)
     if path:
+        from latencymap.flow.recording import Recorder, recorded
+
         recorder = Recorder(path, force=force, compat=compat, source=source, options=options)
         if profile is not None:
             profile.record_to(recorder)
@@ -52,6 +57,8 @@ def show(flow: Flow, kw: dict[str, Any], profile: ProfileSession | None = None, 
     """The flow in the view the options ask for (or on stdout as records with `--emit`); the exit code."""
     if kw.get("emit"):
         return emit(flow, kw.get("compat", False), profile)
+    from latencymap.cli.display import run_view  # the views load only for commands that show a flow
+
     return run_view(flow, display_options(kw), plain=kw["plain"] or kw["once"], once=kw["once"],
-                    screen_delay=kw["screen_delay"], history=kw["history"], profile=profile, replay=replay,
-                    bursts=bursts, analysis=analysis)
+                    screen_delay=kw["screen_delay"], history=kw["history"] or DEFAULT_HISTORY, profile=profile,
+                    replay=replay, bursts=bursts, analysis=analysis)

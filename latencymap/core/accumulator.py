@@ -1,192 +1,106 @@
-"""NumPy history of intervals per stream: counts and time per (column, slot), plus column metadata."""
+"""Histories of every stream (compact, `latencymap.core.history`), under a memory budget or a column limit."""
 
 from __future__ import annotations
 
+import heapq
+import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
+from latencymap.core import columns
+from latencymap.core.columns import Chunk
+from latencymap.core.history import EXACT, GAP, RESET, TIMED, ColumnStats, StreamHistory, Totals
 from latencymap.core.model import Interval, Notice, StreamId
-from latencymap.core.percentiles import PERCENTILES, percentile_estimates, safe_ratio
 from latencymap.core.source_totals import SourceTotals
+from latencymap.core.units import format_bytes
 
-RESET, GAP, EXACT = 1, 2, 4
-DEFAULT_HISTORY = 200_000
+__all__ = ["BATCH", "DEFAULT_HISTORY", "EXACT", "GAP", "MAX_MESSAGES", "RESET", "TIMED", "Accumulator", "ColumnStats",
+           "HistoryLimit", "StreamHistory", "Totals", "accumulate", "default_budget", "parse_history",
+           "set_chunk_columns"]
+
 MAX_MESSAGES = 100
 
 
-class StreamHistory:
-    """All columns of one stream; the oldest are dropped past `cap`."""
-
-    def __init__(self, stream: StreamId, cap: int = DEFAULT_HISTORY) -> None:
-        self.stream = stream
-        self.cap = max(1, cap)
-        self.low, self.high = bounds_seconds(stream.datasource, stream.unit)
-        self._mid = midpoints_seconds(stream.datasource, stream.unit)
-        size = min(64, self.cap)
-        self._counts = np.zeros((size, NSLOTS), dtype=np.int64)
-        self._time = np.zeros((size, NSLOTS), dtype=np.float64)
-        self._start = np.zeros(size)
-        self._end = np.zeros(size)
-        self._dur = np.zeros(size)
-        self._flags = np.zeros(size, dtype=np.uint8)
-        self.n = 0
-        self.dropped = 0
-        self.dates: str = ""
-
-    def extend(self, intervals: list[Interval]) -> None:
-        """Append intervals in bulk."""
-        k = len(intervals)
-        if k == 0:
-            return
-        if k > self.cap:
-            self.dropped += k - self.cap
-            intervals = intervals[-self.cap:]
-            k = self.cap
-        self._make_room(k)
-        rows = slice(self.n, self.n + k)
-        counts = self._counts[rows]
-        for i, iv in enumerate(intervals):
-            counts[i] = iv.counts
-        exact = np.fromiter((iv.time is not None for iv in intervals), dtype=bool, count=k)
-        np.multiply(counts, self._mid, out=self._time[rows])
-        if exact.any():
-            for j in np.flatnonzero(exact).tolist():
-                self._time[self.n + j] = intervals[j].time
-        self._start[rows] = [iv.start for iv in intervals]
-        self._end[rows] = [iv.end for iv in intervals]
-        self._dur[rows] = [iv.duration for iv in intervals]
-        flags = exact * np.uint8(EXACT)
-        if any(iv.reset or iv.gap for iv in intervals):
-            flags |= np.fromiter((iv.reset * RESET | iv.gap * GAP for iv in intervals), dtype=np.uint8, count=k)
-        self._flags[rows] = flags
-        self.n += k
-        self.dates = intervals[-1].date
-
-    def _make_room(self, k: int) -> None:
-        need = self.n + k
-        if need > self.cap:
-            drop = need - self.cap
-            keep = slice(drop, self.n)
-            for name in ("_counts", "_time", "_start", "_end", "_dur", "_flags"):
-                arr = getattr(self, name)
-                arr[: self.n - drop] = arr[keep]
-            self.n -= drop
-            self.dropped += drop
-            need = self.cap
-        size = len(self._start)
-        if need <= size:
-            return
-        new = min(self.cap, max(need, int(size * 1.5) + 64))
-        for name in ("_counts", "_time", "_start", "_end", "_dur", "_flags"):
-            arr = getattr(self, name)
-            grown = np.zeros((new, *arr.shape[1:]), dtype=arr.dtype)
-            grown[: self.n] = arr[: self.n]
-            setattr(self, name, grown)
-
-    @property
-    def counts(self) -> np.ndarray:
-        return self._counts[: self.n]
-
-    @property
-    def time(self) -> np.ndarray:
-        """Seconds spent per (column, slot): exact where the source gave it, else estimated."""
-        return self._time[: self.n]
-
-    @property
-    def start(self) -> np.ndarray:
-        return self._start[: self.n]
-
-    @property
-    def end(self) -> np.ndarray:
-        return self._end[: self.n]
-
-    @property
-    def flags(self) -> np.ndarray:
-        return self._flags[: self.n]
-
-    @property
-    def durations(self) -> np.ndarray:
-        return self._dur[: self.n]
-
-    @property
-    def exact(self) -> bool:
-        """True when every column's time is exact."""
-        return bool(self.n) and bool(np.all(self.flags & EXACT))
-
-    def frequency(self, cols: slice = slice(None)) -> np.ndarray:
-        """Events per second per (column, slot)."""
-        freq: np.ndarray = self.counts[cols] / self.durations[cols][:, None]
-        return freq
-
-    def intensity(self, cols: slice = slice(None)) -> np.ndarray:
-        """Seconds spent per second per (column, slot)."""
-        intensity: np.ndarray = self.time[cols] / self.durations[cols][:, None]
-        return intensity
-
-    def column_stats(self, cols: slice = slice(None)) -> ColumnStats:
-        """Per-column events/s, time/s, mean and percentiles."""
-        counts, spent, dur = self.counts[cols], self.time[cols], self.durations[cols]
-        events = counts.sum(axis=1)
-        total_time = spent.sum(axis=1)
-        return ColumnStats(
-            events_per_s=events / dur,
-            time_per_s=total_time / dur,
-            mean_s=safe_ratio(total_time, events),
-            percentiles=percentile_estimates(counts, self.low, self.high),
-        )
-
-    def totals(self, cols: slice = slice(None)) -> Totals:
-        """Aggregate over columns."""
-        counts = self.counts[cols].sum(axis=0)
-        spent = float(self.time[cols].sum())
-        events = int(counts.sum())
-        dur = float(self.durations[cols].sum())
-        pct = percentile_estimates(counts, self.low, self.high)
-        return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
-                      dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)))
-
-    def used_slots(self) -> tuple[int, int] | None:
-        """(first, last) slot that ever held an event, or None."""
-        if self.n == 0:
-            return None
-        used = np.flatnonzero(self.counts.any(axis=0))
-        if used.size == 0:
-            return None
-        return int(used[0]), int(used[-1])
+def default_budget() -> int:
+    """The default history budget: a quarter of physical memory (1 GiB when it cannot be read)."""
+    try:
+        return max(256 << 20, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
+    except (ValueError, OSError, AttributeError):
+        return 1 << 30
 
 
-@dataclass(slots=True)
-class ColumnStats:
-    events_per_s: np.ndarray
-    time_per_s: np.ndarray
-    mean_s: np.ndarray
-    percentiles: np.ndarray  # (cols, len(PERCENTILES)) seconds
+@dataclass(frozen=True, slots=True)
+class HistoryLimit:
+    """How much history is kept: a memory budget over all streams (bytes), or a number of columns per stream."""
+
+    budget: int | None = None
+    columns: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.columns} columns per stream" if self.columns is not None else \
+            format_bytes(self.budget) if self.budget is not None else "unlimited"
 
 
-@dataclass(slots=True)
-class Totals:
-    events: int
-    time_s: float
-    mean_s: float
-    duration_s: float
-    counts: np.ndarray
-    percentiles: dict[float, float]
+#: The default: a memory budget (see `default_budget`).
+DEFAULT_HISTORY = HistoryLimit(budget=default_budget())
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*", re.IGNORECASE)
+
+
+def parse_history(text: str) -> HistoryLimit:
+    """`--history`: a memory budget with a unit (`512M`, `2GB`, `1.5GiB`; K/M/G/T are powers of 1024), or a plain
+    number of columns kept per stream (`5000`, the old form). Raises ValueError with what was expected."""
+    m = _SIZE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"{text!r} is neither a memory size (512M, 2GB) nor a number of columns")
+    number, unit = m.group(1), m.group(2).lower()
+    if not unit and not m.group(3):
+        if not number.isdigit() or int(number) < 1:
+            raise ValueError(f"{text!r}: a number of columns is a whole number >= 1 (or give a size: 512M)")
+        return HistoryLimit(columns=int(number))
+    size = int(float(number) * (1 << (10 * " kmgt".index(unit or " "))))
+    if size < 1 << 20:
+        raise ValueError(f"{text!r}: a history budget under 1 MiB holds almost nothing")
+    return HistoryLimit(budget=size)
+
+
+def set_chunk_columns(n: int) -> None:
+    """Seal history chunks every `n` columns from now on (tests and benches: small inputs through cold chunks)."""
+    columns.CHUNK_COLUMNS = max(1, n)
 
 
 @dataclass
 class Accumulator:
-    """Histories of every stream seen, in arrival order, plus what readers skipped."""
+    """Histories of every stream seen, in arrival order, plus what readers skipped.
 
-    cap: int = DEFAULT_HISTORY
+    `cap` is a `HistoryLimit`, or a number of columns per stream (the old form). Under a memory budget the
+    oldest sealed chunk of all streams is dropped first, and a message says so once.
+    """
+
+    cap: HistoryLimit | int | None = DEFAULT_HISTORY
     streams: dict[StreamId, StreamHistory] = field(default_factory=dict)
     skipped: int = 0
     messages: list[str] = field(default_factory=list)
     intervals_seen: int = 0
     #: Rebinned streams' own buckets (Prometheus, OpenTelemetry explicit bounds), summed.
     sources: dict[StreamId, SourceTotals] = field(default_factory=dict)
+    dropped_for_budget: int = 0
+    #: Told what the accumulator itself has to say (the budget is full), as a view shows a reader's notices.
+    on_notice: Callable[[Notice], None] | None = field(default=None, repr=False)
+    _oldest: list[tuple[int, StreamHistory]] = field(default_factory=list, repr=False)
+    _sealed: int = 0
+    _other: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.cap, int):
+            self.cap = HistoryLimit(columns=self.cap)
+        elif self.cap is None:
+            self.cap = HistoryLimit()
+
+    @property
+    def limit(self) -> HistoryLimit:
+        assert isinstance(self.cap, HistoryLimit)
+        return self.cap
 
     def add(self, items: Iterable[Interval | Notice]) -> int:
         """Append a batch of items; returns the number of intervals added."""
@@ -204,9 +118,38 @@ class Accumulator:
                         totals = self.sources[item.stream] = SourceTotals(tuple(item.source_buckets.bounds))
                     totals.add(item.source_buckets)
         for stream, batch in batches.items():
-            self.history(stream).extend(batch)
+            hist = self.history(stream)
+            before = hist.sealed_bytes
+            hist.extend(batch)
+            self._sealed += hist.sealed_bytes - before
         self.intervals_seen += added
+        budget = self.limit.budget
+        if budget is not None and self._sealed + self._other > budget:
+            self._enforce(budget)
         return added
+
+    def _on_seal(self, hist: StreamHistory, chunk: Chunk) -> None:
+        heapq.heappush(self._oldest, (chunk.seq, hist))
+
+    def _enforce(self, budget: int) -> None:
+        """Drop the oldest sealed chunks of all streams until the histories fit `budget`."""
+        self._other = sum(h.nbytes - h.sealed_bytes for h in self.streams.values())
+        dropped = 0
+        while self._sealed + self._other > budget and self._oldest:
+            seq, hist = heapq.heappop(self._oldest)
+            chunk = hist.oldest_chunk()
+            if chunk is None or chunk.seq != seq:
+                continue  # already gone (a column limit dropped it)
+            before = hist.sealed_bytes
+            dropped += hist.drop_oldest_chunk()
+            self._sealed += hist.sealed_bytes - before
+        if dropped and not self.dropped_for_budget:
+            notice = Notice(f"history: the memory budget ({format_bytes(budget)}, --history) is full; the oldest "
+                            "columns are dropped from now on", skipped=0)
+            self.note(notice)
+            if self.on_notice is not None:
+                self.on_notice(notice)
+        self.dropped_for_budget += dropped
 
     def note(self, notice: Notice) -> None:
         self.skipped += notice.skipped
@@ -216,8 +159,14 @@ class Accumulator:
     def history(self, stream: StreamId) -> StreamHistory:
         hist = self.streams.get(stream)
         if hist is None:
-            hist = self.streams[stream] = StreamHistory(stream, self.cap)
+            hist = self.streams[stream] = StreamHistory(stream, self.limit.columns)
+            hist.on_seal = self._on_seal
         return hist
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by every history."""
+        return sum(h.nbytes for h in self.streams.values())
 
 
 #: Items appended to an accumulator at a time when a whole flow is read without a view.
@@ -226,17 +175,20 @@ BATCH = 4096
 
 def accumulate(items: Iterable[Interval | Notice], acc: Accumulator | None = None,
                on_notice: Callable[[Notice], None] | None = None) -> Accumulator:
-    """Every item of `items` in `acc` (a new unbounded one by default), appended in batches; notices to `on_notice`."""
+    """Every item of `items` in `acc` (a new one under the default budget by default), appended in batches; notices
+    to `on_notice`."""
     acc = Accumulator() if acc is None else acc
     batch: list[Interval | Notice] = []
+    size = BATCH
     try:
         for item in items:
             if on_notice is not None and isinstance(item, Notice):
                 on_notice(item)
             batch.append(item)
-            if len(batch) >= BATCH:
+            if len(batch) >= size:
                 acc.add(batch)
                 batch.clear()
+                size = min(16 * BATCH, max(BATCH, 16 * len(acc.streams)))  # many streams: a few columns each per add
     finally:  # a flow that fails keeps what it gave
         acc.add(batch)
     return acc

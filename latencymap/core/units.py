@@ -73,3 +73,13 @@ def _compact(value: float, digits: int) -> str:
     if "e" in text:
         return f"{value:.0f}"
     return text
+
+
+def format_bytes(size: int) -> str:
+    """A size in powers of 1024: `512 MiB`, `1.5 GiB`."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{value:.3g} TiB"

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.core.accumulator import EXACT, Accumulator
+from latencymap.core.accumulator import Accumulator
 from latencymap.core.errors import InputError
 
 BINARY_FORMATS = ("parquet",)
@@ -46,7 +46,7 @@ def parquet_columns(acc: Accumulator) -> dict[str, list[Any] | np.ndarray]:
         parts["time_s"].append(hist.time[:, lo: hi + 1].reshape(-1))
         parts["frequency"].append(hist.frequency()[:, lo: hi + 1].reshape(-1))
         parts["intensity"].append(hist.intensity()[:, lo: hi + 1].reshape(-1))
-        parts["intensity_exact"].append(np.repeat((hist.flags & EXACT) > 0, nb))
+        parts["intensity_exact"].append(np.repeat(hist.exact_columns(), nb))
     empty = {"label": object, "datasource": object, "unit": object, "column": np.int64, "count": np.int64,
              "intensity_exact": bool}
     return {k: np.concatenate(v) if v else np.zeros(0, dtype=empty.get(k, np.float64)) for k, v in parts.items()}

@@ -285,7 +285,8 @@ def check_gates(acc: Accumulator, gates: list[Gate]) -> list[str]:
         return [f"gate failed: {g.text!r}: no stream to check (no data)" for g in gates]
     failures: list[str] = []
     for hist in acc.streams.values():
-        values = stream_metrics(hist)
+        with hist.dense():
+            values = stream_metrics(hist)
         name = clean_text(hist.stream.label) or "(no label)"
         for gate in gates:
             if evaluate(gate.node, values):

@@ -50,8 +50,10 @@ def latest_of_history(hist: StreamHistory) -> Latest | None:
         return None
     k = hist.n - 1
     _, high = bounds_seconds(hist.stream.datasource, hist.stream.unit)
-    return Latest(hist.stream, hist.counts[k].copy(), hist.time[k].copy(), high,
-                  float(hist.start[k]), float(hist.end[k]), float(hist.durations[k]))
+    last = slice(k, k + 1)
+    return Latest(hist.stream, hist.counts_in(last)[0], hist.time_in(last)[0], high,
+                  float(hist.meta_in("start", last)[0]), float(hist.meta_in("end", last)[0]),
+                  float(hist.meta_in("dur", last)[0]))
 
 
 def latest_of_interval(iv: Interval) -> Latest:

@@ -26,8 +26,8 @@ def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
     lo, hi = used if used else (0, -1)
     slots = slice(lo, hi + 1)
     total = hist.totals()
-    start = float(hist.start[0]) if hist.n else None
-    end = float(hist.end[-1]) if hist.n else None
+    start = float(hist.meta_in("start", slice(0, 1))[0]) if hist.n else None
+    end = float(hist.meta_in("end", slice(hist.n - 1, None))[0]) if hist.n else None
     return {
         "stream": {"label": hist.stream.label, "datasource": hist.stream.datasource, "unit": hist.stream.unit},
         "columns": hist.n,
@@ -79,8 +79,19 @@ def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[st
 
 def peer_groups(acc: Accumulator) -> list[PeerGroup]:
     """Streams that are peers (ranks, disks, instances: see analysis/peers.py), compared interval by interval."""
-    return find_peers([PeerStream(h.stream.label, h.stream.datasource, h.stream.unit, h.counts, h.time, h.start,
-                                  h.end) for h in acc.streams.values() if h.n])
+    peers = []
+    for h in acc.streams.values():
+        if h.n:  # the comparison reads only each column's sums: (columns, 1) arrays of them, built a chunk at a time
+            events, spent = h.column_sums()
+            peers.append(PeerStream(h.stream.label, h.stream.datasource, h.stream.unit, events[:, None],
+                                    spent[:, None], h.meta_in("start"), h.meta_in("end")))
+    return find_peers(peers)
+
+
+def _dense_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
+    """`stream_report`, reading the stream's columns once."""
+    with hist.dense():
+        return stream_report(hist, acc)
 
 
 def marked_columns(hist: StreamHistory, flag: int) -> list[int]:
@@ -103,45 +114,54 @@ def marks_lines(hist: StreamHistory, limit: int = 20) -> list[str]:
 def build_report(acc: Accumulator) -> dict[str, Any]:
     """The whole report: one object per stream, and the peer groups among them."""
     return {
-        "streams": [stream_report(h, acc) for h in acc.streams.values()],
+        "streams": [_dense_report(h, acc) for h in acc.streams.values()],
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
         "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
     }
+
+
+def _stream_text(hist: StreamHistory, acc: Accumulator) -> list[str]:
+    """The text report's lines for one stream."""
+    s = hist.stream
+    out = [f"== {clean_text(s.label) or '(no label)'}  [{clean_text(s.datasource)}, {s.unit}]"]
+    if hist.n == 0:
+        return [*out, "   no intervals (a single record is only a baseline)"]
+    t = hist.totals()
+    span = float(hist.meta_in("end", slice(hist.n - 1, None))[0] - hist.meta_in("start", slice(0, 1))[0])
+    rate = t.events / t.duration_s if t.duration_s else float("nan")
+    how = "exact" if hist.exact else "estimated from bucket midpoints"
+    source = acc.sources.get(hist.stream)
+    total = _total(t, source, s.unit)
+    if source is not None:
+        how = "the source's exact sum" if total["time_s"] != t.time_s else "estimated"
+    out.append(f"   {hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "
+               f"{total['time_s']:.4g}s waited ({how})")
+    if source is not None:
+        out.append(f"   rebinned: the source's {len(source.bounds)} buckets are spread over the rows below; "
+                   "percentiles come from the source's buckets (as histogram_quantile)")
+    pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {format_duration(total[f'{PERCENTILE_NAMES[q]}_s'])}"
+                     for q in PERCENTILES)
+    out.append(f"   mean {format_duration(total['mean_s'])}  {pcts}")
+    out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
+    out += [f"   {line}" for line in marks_lines(hist)]
+    out += _bucket_table(hist, t.counts)
+    return out
 
 
 def report_text(acc: Accumulator) -> str:
     """A short human summary of every stream."""
     out: list[str] = []
     for hist in acc.streams.values():
-        s = hist.stream
-        out.append(f"== {clean_text(s.label) or '(no label)'}  [{clean_text(s.datasource)}, {s.unit}]")
-        if hist.n == 0:
-            out.append("   no intervals (a single record is only a baseline)")
-            continue
-        t = hist.totals()
-        span = float(hist.end[-1] - hist.start[0])
-        rate = t.events / t.duration_s if t.duration_s else float("nan")
-        how = "exact" if hist.exact else "estimated from bucket midpoints"
-        source = acc.sources.get(hist.stream)
-        total = _total(t, source, s.unit)
-        if source is not None:
-            how = "the source's exact sum" if total["time_s"] != t.time_s else "estimated"
-        out.append(f"   {hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "
-                   f"{total['time_s']:.4g}s waited ({how})")
-        if source is not None:
-            out.append(f"   rebinned: the source's {len(source.bounds)} buckets are spread over the rows below; "
-                       "percentiles come from the source's buckets (as histogram_quantile)")
-        pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {format_duration(total[f'{PERCENTILE_NAMES[q]}_s'])}"
-                         for q in PERCENTILES)
-        out.append(f"   mean {format_duration(total['mean_s'])}  {pcts}")
-        out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
-        out += [f"   {line}" for line in marks_lines(hist)]
-        out += _bucket_table(hist, t.counts)
+        with hist.dense():
+            out += _stream_text(hist, acc)
     for group in peer_groups(acc):
         out += [clean_text(line, 2000) for line in group.lines()]
     if acc.skipped:
         out.append(f"Skipped records: {acc.skipped}")
         out += [f"   {clean_text(m, 300)}" for m in acc.messages[:10]]
+    elif acc.dropped_for_budget:
+        out.append(f"History: {acc.dropped_for_budget} of the oldest columns were dropped (the memory budget, "
+                   "--history, was full)")
     if not acc.streams:
         out.append("No data.")
     return "\n".join(out) + "\n"
@@ -152,7 +172,7 @@ def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:
     if used is None:
         return []
     lo, hi = used
-    total_time = hist.time.sum(axis=0)
+    total_time = hist.time_in().sum(axis=0)
     events, spent = counts.sum(), total_time.sum()
     rows = ["   bucket                 events   %events    %time"]
     for s in range(lo, hi + 1):

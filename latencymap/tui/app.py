@@ -17,8 +17,9 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Footer
 
-from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, StreamHistory
+from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, StreamHistory
 from latencymap.core.model import Flow, Interval, StreamId
+from latencymap.core.sanitize import clean_text
 from latencymap.flow.stdin import take_terminal
 from latencymap.tui.actions import MapActions
 from latencymap.tui.axis import REAL_EPOCH, learn_clock
@@ -61,13 +62,14 @@ class LatencyMapApp(MapActions):
     #maps { width: 1fr; height: 1fr; overflow: hidden; }
     """
 
-    def __init__(self, flow: Flow, opts: ViewOptions | None = None, *, history: int = DEFAULT_HISTORY,
+    def __init__(self, flow: Flow, opts: ViewOptions | None = None, *, history: HistoryLimit | int = DEFAULT_HISTORY,
                  color_mode: str | None = None, tick: float = TICK_S, profile: ProfileSession | None = None,
                  replay: ReplayClock | None = None, bursts: BurstScan | None = None,
                  analysis: Analysis | None = None) -> None:
         super().__init__()
         self.opts = opts or ViewOptions()
-        self.acc = Accumulator(cap=history)
+        self.acc = Accumulator(cap=history,
+                               on_notice=lambda n: self.notify(clean_text(n.message, 300), title="history"))
         self.ingest = Ingest(flow)
         self.view = ViewState()
         self.ended = False
@@ -247,7 +249,7 @@ class LatencyMapApp(MapActions):
             self.profiler.show()
 
 
-def run_tui(flow: Flow, opts: ViewOptions, *, history: int = DEFAULT_HISTORY,
+def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFAULT_HISTORY,
             profile: ProfileSession | None = None, replay: ReplayClock | None = None,
             bursts: BurstScan | None = None, analysis: Analysis | None = None) -> int:
     """Show `flow` in the TUI until `q`; falls back to plain frames when there is no terminal."""

@@ -62,7 +62,9 @@ def window_findings(hist: StreamHistory, first: int, stop: int) -> list[FindingI
     """Findings of history columns [first, stop)."""
     if stop <= first:
         return []
-    diag = diagnose(hist.counts, hist.time, hist.low, hist.high, hist.start, hist.end, col_range=(first, stop))
+    cols = slice(first, stop)
+    diag = diagnose(hist.counts_in(cols), hist.time_in(cols), hist.low, hist.high, hist.start, hist.end,
+                    col_range=(first, stop), rows_from=first)
     return finding_items(diag)
 
 

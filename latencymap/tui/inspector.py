@@ -56,7 +56,7 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
     """Read the columns straight from the accumulator (folded to the shown rows, bottom→top)."""
     cols = slice(first, stop)
     totals = hist.totals(cols)
-    folded = fold_rows(hist.counts[cols].sum(axis=0, keepdims=True), lo, hi)[0]
+    folded = fold_rows(hist.counts_in(cols).sum(axis=0, keepdims=True), lo, hi)[0]
     total = float(folded.sum())
     pct = folded / total * 100 if total else np.zeros_like(folded)
     cum = np.cumsum(pct)

@@ -33,7 +33,7 @@ def status_text(hist: StreamHistory | None, stop: int, *, state: str, skipped: i
     if state == "live":
         text.append(f"  ingest {format_number(ingest_rate)}/s")
     latest = hist.column_stats(slice(stop - 1, stop))
-    total = hist.totals(slice(0, stop))
+    total = hist.totals(slice(0, stop), fast=True)
     rate = total.events / total.duration_s if total.duration_s else float("nan")
     text.append("\n latest ", style="bold")
     text.append(f"{format_number(float(latest.events_per_s[0]))} ev/s  "

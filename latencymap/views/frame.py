@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from latencymap.core.accumulator import EXACT, StreamHistory
+from latencymap.core.accumulator import StreamHistory
 from latencymap.core.buckets import NSLOTS, bounds_seconds, slot_of_bucket_value
 from latencymap.core.units import format_duration
 
@@ -244,17 +244,17 @@ def build_frame(hist: StreamHistory, kind: str, width: int, lo: int, hi: int, *,
     chart_max = float(folded.max()) if folded.size else 0.0
     scale = maxval if maxval and maxval > 0 else chart_max
     latest = folded[:, -1] if folded.shape[1] else np.zeros(hi - lo + 1)
-    exact = kind == "frequency" or bool(stop > first and np.all(hist.flags[cols] & EXACT))
+    exact = kind == "frequency" or hist.exact_in(cols)
     return MapFrame(kind, folded, quantize(folded, scale, log), scale, chart_max,
                     row_labels(hist, lo, hi, folds), latest, folded.sum(axis=0), first, exact)
 
 
 def _fold_both(hist: StreamHistory, cols: slice, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
     """`fold_rows` of the frequency and intensity rates of history columns `cols`: (map, column, row)."""
-    dur = hist.durations[cols][:, None]
+    dur = hist.meta_in("dur", cols)[:, None]
     rates = np.empty((2, dur.shape[0], NSLOTS))
-    np.divide(hist.counts[cols], dur, out=rates[0])
-    np.divide(hist.time[cols], dur, out=rates[1])
+    np.divide(hist.counts_in(cols), dur, out=rates[0])
+    np.divide(hist.time_in(cols), dur, out=rates[1])
     if out is None:
         out = rates[:, :, lo: hi + 1].copy()
     else:
@@ -333,7 +333,7 @@ def both_frames(hist: StreamHistory, width: int, lo: int, hi: int, frequency_max
         levels = np.stack([quantize(values[0], scale[0]), quantize(values[1], scale[1])])
     sums = folded.sum(axis=2)
     labels = row_labels(hist, lo, hi, folds)
-    exact = bool(np.all(hist.flags[cols] & EXACT))
+    exact = hist.exact_in(cols)
     return (MapFrame("frequency", values[0], levels[0], scale[0], chart_max[0], labels, values[0, :, -1], sums[0],
                      first, True),
             MapFrame("intensity", values[1], levels[1], scale[1], chart_max[1], labels, values[1, :, -1], sums[1],

@@ -119,9 +119,10 @@ class _Totals:
         self.scale: _Scale | None = None
         self.seen = hist.n
         self.dropped = hist.dropped
-        self.counts = hist.counts.sum(axis=0)
-        self.spent = float(hist.time.sum())
-        self.duration = float(hist.durations.sum())
+        whole = hist.totals(fast=True)
+        self.counts = whole.counts
+        self.spent = whole.time_s
+        self.duration = whole.duration_s
 
     def update(self) -> bool:
         """Add the new columns; False when columns were dropped (then start over)."""
@@ -130,9 +131,9 @@ class _Totals:
             return False
         if hist.n > self.seen:
             new = slice(self.seen, hist.n)
-            self.counts = self.counts + hist.counts[new].sum(axis=0)
-            self.spent += float(hist.time[new].sum())
-            self.duration += float(hist.durations[new].sum())
+            self.counts = self.counts + hist.counts_in(new).sum(axis=0)
+            self.spent += float(hist.time_in(new).sum())
+            self.duration += float(hist.meta_in("dur", new).sum())
             self.seen = hist.n
         return True
 
@@ -309,10 +310,10 @@ class PlainRenderer:
         if totals is None or totals.hist is not hist or not totals.update():
             totals = self._totals[s] = _Totals(hist)
         last = slice(hist.n - 1, hist.n)
-        counts = hist.counts[last]
+        counts = hist.counts_in(last)
         events = int(counts.sum())
-        spent = float(hist.time[last].sum(axis=1)[0])
-        dur = float(hist.durations[-1])
+        spent = float(hist.time_in(last).sum(axis=1)[0])
+        dur = float(hist.meta_in("dur", last)[0])
         if totals.scale is None:
             totals.scale = _Scale(hist.low, hist.high)
         if counts.min() >= 0 and totals.counts.min() >= 0:  # running sums: bisection applies

@@ -6,17 +6,17 @@ import sys
 import time
 from typing import TextIO
 
-from latencymap.core.accumulator import Accumulator, accumulate
+from latencymap.core.accumulator import Accumulator, HistoryLimit, accumulate
 from latencymap.core.model import Flow, Notice
 from latencymap.views.options import ViewOptions, color_enabled
 from latencymap.views.plain import CLEAR, PlainRenderer
 
 
-def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float, history: int,
+def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float, history: HistoryLimit | int,
               out: TextIO) -> int:
     """A frame per interval (like PyLatencyMap), or only the last one with `once`."""
     opts.color = opts.color and color_enabled()
-    acc = Accumulator(cap=history)
+    acc = Accumulator(cap=history, on_notice=_say)
     render = PlainRenderer(opts).render
     clear = CLEAR if out.isatty() else ""
     try:

@@ -8,17 +8,17 @@ what was expected instead of what came back.
 
 from __future__ import annotations
 
-import base64
 import os
 import re
-import socket
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from latencymap import __version__
 from latencymap.core.sanitize import clean_text
+
+if TYPE_CHECKING:
+    import urllib.error
 
 TOKEN_ENV = "LATENCYMAP_PROMETHEUS_TOKEN"
 MAX_BODY = 64 * 1024 * 1024
@@ -73,6 +73,8 @@ def split_credentials(url: str) -> tuple[str, dict[str, str]]:
     if parts.username is not None or parts.password is not None:
         user = urllib.parse.unquote(parts.username or "")
         password = urllib.parse.unquote(parts.password or "")
+        import base64
+
         headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
         url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
     token = os.environ.get(TOKEN_ENV, "").strip()
@@ -89,6 +91,9 @@ def check_url(url: str) -> None:
 
 
 def _reason(err: BaseException) -> str:
+    import socket
+    import urllib.error
+
     if isinstance(err, urllib.error.URLError) and not isinstance(err, urllib.error.HTTPError):
         err = err.reason if isinstance(err.reason, BaseException) else OSError(str(err.reason))
     if isinstance(err, (TimeoutError, socket.timeout)):
@@ -107,6 +112,9 @@ def http_get(url: str, accept: str, timeout: float, expected: str, shown: str | 
     """
     target, headers = split_credentials(url)
     shown = shown or public_url(url)
+    import urllib.error  # these (with http.client, email and ssl) load when a source fetches, not with the plugin
+    import urllib.request
+
     request = urllib.request.Request(target, headers={"Accept": accept, "User-Agent": f"latencymap/{__version__}",
                                                       **headers})
     try:

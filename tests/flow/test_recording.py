@@ -70,6 +70,23 @@ def test_exact_intensity_survives_a_recording(tmp_path: Path) -> None:
     assert stream["intensity_exact"] is True and stream["columns"] == 5
 
 
+def test_a_recording_with_empty_intervals_is_still_exact(tmp_path: Path) -> None:
+    """Empty intervals carry no per-bucket time in a recording; the stream is exact when every other one does."""
+    rec = tmp_path / "sparse.txt"
+    r = Recorder(str(rec))
+    rng = np.random.default_rng(3)
+    for i in range(8):
+        counts = rng.integers(0, 50, 64) if i % 3 else np.zeros(64, dtype=np.int64)
+        r.write(Interval(S, 100.0 + i, 101.0 + i, counts, counts * rng.random(64) * 1e-6))
+    r.close()
+    (stream,) = report(rec)["streams"]
+    assert stream["intensity_exact"] is True and stream["columns"] == 8
+    text = cli("report", str(rec)).stdout
+    assert "waited (exact)" in text
+    frame = cli("--plain", "--once", str(rec)).stdout
+    assert "estimated from bucket midpoints" not in frame and "Intensity" in frame
+
+
 def test_record_never_overwrites_without_force(tmp_path: Path, example_data: Path) -> None:
     rec = tmp_path / "keep.txt"
     rec.write_text("precious\n")

@@ -1,0 +1,66 @@
+"""Start-up and report time against the Python floor, `python -c "import numpy"`, measured in the same run.
+
+Run: .venv/bin/python bench/bench_startup.py [--records 5000] [--repeat 9]
+Prints, for `--version`, `--help`, `report` (text and JSON) on a 5,000-record stream (26 buckets, datasource
+line: the shape of issue 23) and `report --format openmetrics`, the best wall time and CPU time (user + sys of
+the child) over the repeats, and the ratio to the floor. Each command runs as a fresh process, as a user runs
+it, with OpenBLAS on one thread (as the console script sets it). No assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_common import machine
+from bench_core import make_stream
+
+
+def timed(argv: list[str], repeat: int) -> tuple[float, float]:
+    """Best wall and best CPU seconds of `argv` over `repeat` runs."""
+    walls, cpus = [], []
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
+        walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return min(walls), min(cpus)
+
+
+def main() -> None:
+    """Run every command; print the table."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=5000)
+    ap.add_argument("--repeat", type=int, default=9)
+    ns = ap.parse_args()
+    print(machine())
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        stream = Path(tmp) / "stream.txt"
+        make_stream(stream, ns.records + 1)
+        floor = timed([py, "-c", "import numpy"], ns.repeat)
+        print(f"floor: python -c 'import numpy': {floor[0] * 1e3:.0f} ms wall, {floor[1] * 1e3:.0f} ms CPU")
+        cases = [
+            ("--version", ["--version"]),
+            ("--help", ["--help"]),
+            (f"report (text), {ns.records} records", ["report", str(stream)]),
+            (f"report --format json, {ns.records} records", ["report", "--format", "json", str(stream)]),
+            (f"report --format openmetrics, {ns.records} records", ["report", "--format", "openmetrics", str(stream)]),
+        ]
+        for label, args in cases:
+            wall, cpu = timed([py, "-m", "latencymap", *args], ns.repeat)
+            print(f"{label:45s} {wall * 1e3:6.0f} ms wall ({wall / floor[0]:.2f}x the floor), "
+                  f"{cpu * 1e3:6.0f} ms CPU ({cpu / floor[1]:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,366 @@
+"""Compact column storage of one stream: the occupied slot window only, narrow counts, cold chunks compressed.
+
+A `Block` holds consecutive columns in memory: counts of the slots `lo .. lo + width - 1` (every other slot is
+zero) in the narrowest integer type that holds them, the exact time spent per slot when a column carried it
+(`None` for a block of estimated columns: time is then counts x the slots' midpoints, computed when read), and
+per-column start, end, duration and flags. The newest block of a stream grows in place (window and integer
+type widen on demand); full blocks are sealed into a `Chunk`: the block at its tightest window and types
+(times as float32 when every value survives the round trip), each array byte-shuffled and the whole compressed
+with zstd. Decoding gives the same numbers back, bit for bit.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from latencymap.core.buckets import NSLOTS
+
+#: Columns per sealed chunk.
+CHUNK_COLUMNS = 1024
+ZSTD_LEVEL = 3
+_UNSIGNED = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32))
+_SIGNED = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32))
+_INT64 = np.dtype(np.int64)
+_META = ("start", "end", "dur")
+#: (min, max) of each integer type (np.iinfo is slow to ask on every append).
+_LIMITS = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in (*_UNSIGNED, *_SIGNED, _INT64)}
+
+
+def count_dtype(low: int, high: int) -> np.dtype:
+    """The narrowest integer type holding every value in [low, high]."""
+    for dtype in _UNSIGNED if low >= 0 else _SIGNED:
+        tmin, tmax = _LIMITS[dtype]
+        if tmin <= low and high <= tmax:
+            return dtype
+    return _INT64
+
+
+def _wider(a: np.dtype, b: np.dtype) -> np.dtype:
+    """A type holding every value of both integer types."""
+    if a == b:
+        return a
+    (amin, amax), (bmin, bmax) = _LIMITS[a], _LIMITS[b]
+    return count_dtype(min(amin, bmin), max(amax, bmax))
+
+
+def occupied(counts: np.ndarray, time: np.ndarray | None) -> np.ndarray:
+    """Per slot: does any column hold a count, or a time that is not +0.0 (-0.0 and NaN are kept as they are)."""
+    used: np.ndarray = (counts != 0).any(axis=0)
+    if time is not None:
+        used |= ((time != 0) | np.signbit(time)).any(axis=0)
+    return used
+
+
+class Block:
+    """Columns in memory over a slot window; the newest block of a stream is appended to, decoded chunks are not."""
+
+    __slots__ = ("counts", "dur", "end", "flags", "lo", "n", "start", "time")
+
+    def __init__(self, capacity: int, lo: int = 0, width: int = 0,
+                 dtype: np.dtype = _UNSIGNED[0]) -> None:
+        self.n = 0
+        self.lo = lo
+        self.counts: np.ndarray = np.zeros((capacity, width), dtype=dtype)
+        self.time: np.ndarray | None = None
+        self.start: np.ndarray = np.zeros(capacity)
+        self.end: np.ndarray = np.zeros(capacity)
+        self.dur: np.ndarray = np.zeros(capacity)
+        self.flags: np.ndarray = np.zeros(capacity, dtype=np.uint8)
+
+    @property
+    def width(self) -> int:
+        return int(self.counts.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays (at their capacity)."""
+        arrays = (self.counts, self.time, self.start, self.end, self.dur, self.flags)
+        return sum(a.nbytes for a in arrays if a is not None)
+
+    def append(self, counts: np.ndarray, time: np.ndarray | None, start: np.ndarray, end: np.ndarray,
+               dur: np.ndarray, flags: np.ndarray, mid: np.ndarray, limit: int) -> None:
+        """Add full-width (k, 64) columns; `time`, when given, holds every row's time (counts x `mid` if estimated)."""
+        k = len(counts)
+        slots = None if self.n and self._fits(counts, time) else np.flatnonzero(occupied(counts, time))
+        if slots is not None and slots.size:
+            lo, hi = int(slots[0]), int(slots[-1]) + 1
+            if self.width:
+                lo, hi = min(lo, self.lo), max(hi, self.lo + self.width)
+            window = counts[:, lo:hi]
+            need = count_dtype(int(window.min()), int(window.max()))
+            self._reshape(lo, hi - lo, _wider(self.counts.dtype, need) if self.n else need)
+        self._grow(self.n + k, limit)
+        rows = slice(self.n, self.n + k)
+        lo, width = self.lo, self.width
+        self.counts[rows] = counts[:, lo: lo + width]
+        if time is not None and self.time is None:
+            self.time = np.zeros(self.counts.shape)
+            np.multiply(self.counts[: self.n], mid[lo: lo + width], out=self.time[: self.n])
+        if self.time is not None:
+            if time is None:
+                np.multiply(self.counts[rows], mid[lo: lo + width], out=self.time[rows])
+            else:
+                self.time[rows] = time[:, lo: lo + width]
+        self.start[rows], self.end[rows], self.dur[rows], self.flags[rows] = start, end, dur, flags
+        self.n += k
+
+    def _fits(self, counts: np.ndarray, time: np.ndarray | None) -> bool:
+        """Whether columns hold nothing outside the window and counts within its type (the usual case)."""
+        lo, hi = self.lo, self.lo + self.width
+        if time is not None or np.count_nonzero(counts) != np.count_nonzero(counts[:, lo:hi]):
+            return False
+        if hi > lo:
+            tmin, tmax = _LIMITS[self.counts.dtype]
+            window = counts[:, lo:hi]
+            return bool(tmin <= window.min() and window.max() <= tmax)
+        return True
+
+    def _reshape(self, lo: int, width: int, dtype: np.dtype) -> None:
+        """Widen the window to [lo, lo + width) and the counts to `dtype` (a no-op when both already fit)."""
+        if lo == self.lo and width == self.width and dtype == self.counts.dtype:
+            return
+        cap, at = len(self.counts), self.lo - lo
+        counts = np.zeros((cap, width), dtype=dtype)
+        counts[: self.n, at: at + self.width] = self.counts[: self.n]
+        if self.time is not None:
+            time = np.zeros((cap, width))
+            time[: self.n, at: at + self.width] = self.time[: self.n]
+            self.time = time
+        self.counts, self.lo = counts, lo
+
+    def _grow(self, need: int, limit: int) -> None:
+        """Room for `need` columns (doubling, at most `limit`)."""
+        cap = len(self.start)
+        if need <= cap:
+            return
+        new = min(limit, max(need, 2 * cap, 16))
+        for name in ("counts", "time", "start", "end", "dur", "flags"):
+            arr = getattr(self, name)
+            if arr is not None:
+                grown = np.zeros((new, *arr.shape[1:]), dtype=arr.dtype)
+                grown[: self.n] = arr[: self.n]
+                setattr(self, name, grown)
+
+    def dense_counts(self, rows: slice, out: np.ndarray) -> None:
+        """Write rows' counts into `out` (rows, 64), zero outside the window (out must be zeroed)."""
+        out[:, self.lo: self.lo + self.width] = self.counts[rows]
+
+    def dense_time(self, rows: slice, out: np.ndarray, mid: np.ndarray) -> None:
+        """Write rows' time into `out` (rows, 64): stored, or counts x midpoints as the whole history computes it."""
+        window = slice(self.lo, self.lo + self.width)
+        if self.time is not None:
+            out[:, window] = self.time[rows]
+        else:
+            np.multiply(self.counts[rows], mid[window], out=out[:, window])
+
+
+_LOCAL = threading.local()
+
+
+def _codecs() -> tuple[Any, Any]:
+    """This thread's zstd compressor and decompressor (neither may be shared between threads)."""
+    pair = getattr(_LOCAL, "pair", None)
+    if pair is None:
+        import zstandard
+
+        pair = _LOCAL.pair = (zstandard.ZstdCompressor(level=ZSTD_LEVEL), zstandard.ZstdDecompressor())
+    return pair
+
+
+def _compress(data: bytes) -> bytes:
+    """zstd of `data`, in a bytes object of its own size (zstandard's keeps the worst-case allocation)."""
+    return memoryview(_codecs()[0].compress(data)).tobytes()
+
+
+def _shuffle(arr: np.ndarray) -> bytes:
+    """The array's bytes grouped by byte position (all first bytes, then all second bytes...): zstd likes that."""
+    size = arr.dtype.itemsize
+    raw = np.ascontiguousarray(arr).view(np.uint8)
+    return raw.tobytes() if size == 1 else raw.reshape(-1, size).T.tobytes()
+
+
+def _unshuffle(buf: memoryview | bytes, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    size = dtype.itemsize
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    if size > 1:
+        raw = raw.reshape(size, -1).T.copy()
+    return raw.view(dtype).reshape(shape)
+
+
+@dataclass(slots=True, eq=False)
+class Chunk:
+    """A sealed block: its arrays compressed (counts, time, metadata: one zstd frame each, decoded separately), plus
+    what totals need without decoding them."""
+
+    n: int
+    lo: int
+    width: int
+    count_type: np.dtype
+    time_type: np.dtype | None
+    counts_blob: bytes
+    time_blob: bytes
+    meta_blob: bytes
+    #: Per slot (64): counts summed over the chunk's columns, and whether any column's count is not zero.
+    slot_counts: np.ndarray
+    used: np.ndarray
+    #: Bitwise AND and OR of the columns' flags.
+    flags_and: int
+    flags_or: int
+    #: Time spent and duration summed over the chunk (for quick totals; an exact total sums the columns).
+    time_total: float
+    dur_total: float
+    #: Arrival order among every chunk of an accumulator (oldest dropped first under a memory budget).
+    seq: int = 0
+    #: Whether the time blob is byte-shuffled (smaller for times with random mantissas, larger for regular ones).
+    time_shuffled: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this chunk keeps in memory (compressed data and summaries)."""
+        blobs = len(self.counts_blob) + len(self.time_blob) + len(self.meta_blob)
+        return blobs + self.slot_counts.nbytes + self.used.nbytes + 200
+
+    @staticmethod
+    def seal(block: Block, mid: np.ndarray) -> Chunk:
+        """Compress a block's columns at their tightest window and types."""
+        n = block.n
+        counts, time = block.counts[:n], None if block.time is None else block.time[:n]
+        used_window = occupied(counts, time)
+        slots = np.flatnonzero(used_window)
+        a, b = (int(slots[0]), int(slots[-1]) + 1) if slots.size else (0, 0)
+        counts = counts[:, a:b]
+        ctype = count_dtype(int(counts.min()), int(counts.max())) if counts.size else _UNSIGNED[0]
+        counts = counts.astype(ctype)
+        ttype = None
+        if time is None:
+            spent = float((counts * mid[block.lo + a: block.lo + b]).sum())
+        else:
+            time = time[:, a:b]
+            spent = float(time.sum())
+            with np.errstate(over="ignore", invalid="ignore"):
+                narrow = time.astype(np.float32)
+                lossless = np.array_equal(narrow.astype(np.float64), time, equal_nan=True)
+            time = narrow if lossless else np.ascontiguousarray(time)
+            ttype = time.dtype
+        time_blob, shuffled = b"", False
+        if time is not None:  # whichever of plain and shuffled compresses better
+            plain, mixed = _compress(time.tobytes()), _compress(_shuffle(time))
+            time_blob, shuffled = (mixed, True) if len(mixed) < len(plain) else (plain, False)
+        meta = b"".join([*(_shuffle(getattr(block, name)[:n]) for name in _META), block.flags[:n].tobytes()])
+        slot_counts = np.zeros(NSLOTS, dtype=np.int64)
+        slot_counts[block.lo + a: block.lo + b] = counts.sum(axis=0, dtype=np.int64)
+        used = np.zeros(NSLOTS, dtype=bool)
+        used[block.lo + a: block.lo + b] = (counts != 0).any(axis=0)
+        flags = block.flags[:n]
+        return Chunk(n, block.lo + a, b - a, ctype, ttype, _compress(_shuffle(counts)), time_blob,
+                     _compress(meta), slot_counts, used, int(np.bitwise_and.reduce(flags)),
+                     int(np.bitwise_or.reduce(flags)), spent, float(block.dur[:n].sum()), time_shuffled=shuffled)
+
+    def decode(self) -> Block:
+        """The chunk's columns as a read-only block; each array is decompressed when first read."""
+        return _Decoded(self)
+
+    def decode_part(self, part: str) -> dict[str, np.ndarray | None]:
+        """The arrays of one part (`counts`, `time` or the metadata), decompressed."""
+        unzip = _codecs()[1]
+        n, width = self.n, self.width
+        if part == "counts":
+            return {"counts": _unshuffle(unzip.decompress(self.counts_blob), self.count_type, (n, width))}
+        if part == "time":
+            if self.time_type is None:
+                return {"time": None}
+            data = unzip.decompress(self.time_blob)
+            raw = _unshuffle(data, self.time_type, (n, width)) if self.time_shuffled else \
+                np.frombuffer(data, dtype=self.time_type).reshape(n, width)
+            return {"time": raw.astype(np.float64)}
+        data = memoryview(unzip.decompress(self.meta_blob))
+        f64 = np.dtype(np.float64)
+        out: dict[str, np.ndarray | None] = {
+            name: _unshuffle(data[k * 8 * n: (k + 1) * 8 * n], f64, (n,)) for k, name in enumerate(_META)}
+        out["flags"] = np.frombuffer(data[3 * 8 * n:], dtype=np.uint8)
+        return out
+
+
+_PART = {"counts": "counts", "time": "time", "start": "meta", "end": "meta", "dur": "meta", "flags": "meta"}
+
+
+class _Decoded(Block):
+    """A sealed chunk read back: `counts`, `time` and the metadata are decompressed when first used."""
+
+    __slots__ = ("_chunk",)
+
+    def __init__(self, chunk: Chunk) -> None:  # no Block.__init__: the arrays come from the chunk on demand
+        self._chunk = chunk
+        self.n, self.lo = chunk.n, chunk.lo
+
+    @property
+    def width(self) -> int:
+        return self._chunk.width
+
+    @property
+    def nbytes(self) -> int:
+        names = ("counts", "time", "start", "end", "dur", "flags")
+        held = (getattr(self, name, None) for name in names if _is_set(self, name))
+        return sum(a.nbytes for a in held if a is not None)
+
+    def __getattr__(self, name: str) -> np.ndarray | None:
+        part = _PART.get(name)
+        if part is None:
+            raise AttributeError(name)
+        found = None
+        for key, arr in self._chunk.decode_part(part).items():
+            object.__setattr__(self, key, arr)
+            if key == name:
+                found = arr
+        return found
+
+
+def _is_set(block: Block, name: str) -> bool:
+    """Whether a slot of the block holds a value (without decoding it)."""
+    try:
+        object.__getattribute__(block, name)
+    except AttributeError:
+        return False
+    return True
+
+
+class KeptMeta:
+    """Per-column start, end, duration and flags of every kept column, decoded, appended to as columns arrive."""
+
+    __slots__ = ("arrays", "n", "off")
+
+    def __init__(self, parts: dict[str, np.ndarray]) -> None:
+        self.arrays = parts
+        self.n = len(parts["start"])
+        self.off = 0
+
+    def view(self, name: str) -> np.ndarray:
+        return self.arrays[name][self.off: self.off + self.n]
+
+    def append(self, parts: dict[str, np.ndarray]) -> None:
+        k = len(parts["start"])
+        cap = len(self.arrays["start"])
+        if self.off + self.n + k > cap:
+            keep = slice(self.off, self.off + self.n)
+            size = max(2 * (self.n + k), 64)
+            for name, arr in self.arrays.items():
+                grown = np.zeros(size, dtype=arr.dtype)
+                grown[: self.n] = arr[keep]
+                self.arrays[name] = grown
+            self.off = 0
+        rows = slice(self.off + self.n, self.off + self.n + k)
+        for name, arr in self.arrays.items():
+            arr[rows] = parts[name]
+        self.n += k
+
+    def drop(self, k: int) -> None:
+        self.off += k
+        self.n -= k
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays.values())

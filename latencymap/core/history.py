@@ -1,0 +1,395 @@
+"""The columns of one stream, stored compactly (`latencymap.core.columns`), read back as dense NumPy arrays.
+
+Readers ask for a range of columns (`counts_in`, `time_in`, `frequency`, `intensity`, `column_stats`,
+`totals`): only the chunks covering it are decoded (the last two are kept decoded). The full-array properties
+`counts` and `time` build (columns, 64) arrays on every access; `start`, `end`, `durations` and `flags` are
+kept decoded once asked for, until `release()`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from latencymap.core import columns
+from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
+from latencymap.core.columns import Block, Chunk, KeptMeta
+from latencymap.core.model import Interval, StreamId
+from latencymap.core.percentiles import PERCENTILES, percentile_estimates, safe_ratio
+
+#: Column flags: a counter reset, missing data, time exact (given by the source, or no events), time given.
+RESET, GAP, EXACT, TIMED = 1, 2, 4, 8
+_CACHED_CHUNKS = 2
+_SEQUENCE = itertools.count()
+_META = ("start", "end", "dur", "flags")
+
+
+class StreamHistory:
+    """All kept columns of one stream; the oldest are dropped past `cap` columns (None: no column limit)."""
+
+    def __init__(self, stream: StreamId, cap: int | None = None) -> None:
+        self.stream = stream
+        self.cap = None if cap is None else max(1, cap)
+        self.low, self.high = bounds_seconds(stream.datasource, stream.unit)
+        self._mid = midpoints_seconds(stream.datasource, stream.unit)
+        self.n = 0
+        self.dropped = 0
+        self.dates: str = ""
+        self.timed = False
+        self.sealed_bytes = 0
+        self.on_seal: Callable[[StreamHistory, Chunk], None] | None = None
+        self._size = columns.CHUNK_COLUMNS
+        self._chunks: list[Chunk] = []
+        self._hot = Block(min(64, self._size))
+        self._skip = 0
+        self._cache: list[tuple[Chunk, Block]] = []
+        self._meta: KeptMeta | None = None
+        self._dense: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
+
+    # -- appending and dropping
+
+    def extend(self, intervals: list[Interval]) -> None:
+        """Append intervals in bulk."""
+        k = len(intervals)
+        if k == 0:
+            return
+        self._dense = None
+        if self.cap is not None and k > self.cap:
+            self.dropped += k - self.cap
+            intervals = intervals[-self.cap:]
+            k = self.cap
+        counts = np.empty((k, NSLOTS), dtype=np.int64)
+        for i, iv in enumerate(intervals):
+            counts[i] = iv.counts
+        time = None
+        if any(iv.time is not None for iv in intervals):
+            time = np.multiply(counts, self._mid)
+            for j, iv in enumerate(intervals):
+                if iv.time is not None:
+                    time[j] = iv.time
+            self.timed = True
+        empty: list[bool] = np.logical_not(counts.any(axis=1)).tolist()
+        flags = np.array([(EXACT | TIMED if iv.time is not None else EXACT if none else 0) | iv.reset * RESET
+                          | iv.gap * GAP for iv, none in zip(intervals, empty, strict=True)], dtype=np.uint8)
+        spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T
+        meta: dict[str, np.ndarray] = {"start": spans[0], "end": spans[1], "dur": spans[2], "flags": flags}
+        done = 0
+        while done < k:
+            take = min(self._size - self._hot.n, k - done)
+            rows = slice(done, done + take)
+            self._hot.append(counts[rows], None if time is None else time[rows], meta["start"][rows],
+                             meta["end"][rows], meta["dur"][rows], meta["flags"][rows], self._mid, self._size)
+            done += take
+            if self._hot.n == self._size:
+                self._seal()
+        self.n += k
+        if self._meta is not None:
+            self._meta.append(meta)
+        if self.cap is not None and self.n > self.cap:
+            self._drop_front(self.n - self.cap)
+        self.dates = intervals[-1].date
+
+    def _seal(self) -> None:
+        chunk = Chunk.seal(self._hot, self._mid)
+        chunk.seq = next(_SEQUENCE)
+        self._chunks.append(chunk)
+        self.sealed_bytes += chunk.nbytes
+        self._hot = Block(min(64, self._size))
+        if self.on_seal is not None:
+            self.on_seal(self, chunk)
+
+    def _drop_front(self, k: int) -> None:
+        """Forget the `k` oldest kept columns."""
+        k = min(k, self.n)
+        self._skip += k
+        self.n -= k
+        self.dropped += k
+        if self._meta is not None:
+            self._meta.drop(k)
+        while self._chunks and self._skip >= self._size:
+            self._forget(self._chunks.pop(0))
+            self._skip -= self._size
+
+    def _forget(self, chunk: Chunk) -> None:
+        self.sealed_bytes -= chunk.nbytes
+        self._cache = [(c, b) for c, b in self._cache if c is not chunk]
+
+    def oldest_chunk(self) -> Chunk | None:
+        """The oldest sealed chunk still held, if any."""
+        return self._chunks[0] if self._chunks else None
+
+    def drop_oldest_chunk(self) -> int:
+        """Forget the oldest sealed chunk's columns (a memory budget is full); the columns dropped."""
+        if not self._chunks:
+            return 0
+        k = self._size - self._skip
+        self._drop_front(k)
+        return k
+
+    def release(self) -> None:
+        """Free what reading kept decoded (the metadata arrays, decoded chunks); it is rebuilt when asked for."""
+        self._meta = None
+        self._cache = []
+        self._dense = None
+
+    @contextmanager
+    def dense(self) -> Iterator[StreamHistory]:
+        """Within: every read comes from dense (columns, 64) arrays built once, for readers that go over the whole
+        history several times (a report); they are freed on leaving."""
+        if self._dense is not None:
+            yield self
+            return
+        self._dense = (self.counts_in(), self.time_in(), {name: self.meta_in(name) for name in _META})
+        try:
+            yield self
+        finally:
+            self._dense = None
+
+    def column_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Events and time (seconds) per column, each the sum of the column's 64 slots (built a chunk at a time)."""
+        events, spent = np.zeros(self.n, dtype=np.int64), np.zeros(self.n)
+        for at in range(0, self.n, self._size):
+            cols = slice(at, min(self.n, at + self._size))
+            events[cols] = self.counts_in(cols).sum(axis=1)
+            spent[cols] = self.time_in(cols).sum(axis=1)
+        return events, spent
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this history holds: sealed chunks, the growing block, and what reading kept decoded."""
+        extra = self._meta.nbytes if self._meta is not None else 0
+        return self.sealed_bytes + self._hot.nbytes + extra + sum(b.nbytes for _, b in self._cache)
+
+    # -- reading columns
+
+    def _range(self, cols: slice) -> tuple[int, int]:
+        first, stop, step = cols.indices(self.n)
+        if step != 1:
+            raise ValueError("history columns are read in contiguous ranges")
+        return first, stop if stop > first else first
+
+    def _block(self, i: int, keep: bool) -> Block:
+        chunk = self._chunks[i]
+        for c, block in self._cache:
+            if c is chunk:
+                return block
+        block = chunk.decode()
+        if keep:
+            self._cache = [*self._cache[-(_CACHED_CHUNKS - 1):], (chunk, block)]
+        return block
+
+    def _spans(self, first: int, stop: int) -> Iterator[tuple[int, int, int]]:
+        """(chunk index, first row, rows) covering kept columns [first, stop); index len(chunks) is the newest block."""
+        size, held = self._size, len(self._chunks)
+        p, end = first + self._skip, stop + self._skip
+        while p < end:
+            i, r = divmod(p, size)
+            if i >= held:
+                i, r = held, p - held * size
+            take = min(size - r, end - p) if i < held else end - p
+            yield i, r, take
+            p += take
+
+    def _pieces(self, first: int, stop: int) -> Iterator[tuple[int, Block, slice]] | tuple[tuple[int, Block, slice]]:
+        """(offset in the range, block, rows of the block) covering kept columns [first, stop)."""
+        newest = first + self._skip - len(self._chunks) * self._size
+        if newest >= 0:  # all in the newest block: what views read, frame after frame
+            return ((0, self._hot, slice(newest, newest + stop - first)),)
+        return self._chunk_pieces(first, stop)
+
+    def _chunk_pieces(self, first: int, stop: int) -> Iterator[tuple[int, Block, slice]]:
+        keep = (stop - first) <= _CACHED_CHUNKS * self._size
+        at = 0
+        for i, r, take in self._spans(first, stop):
+            block = self._block(i, keep) if i < len(self._chunks) else self._hot
+            yield at, block, slice(r, r + take)
+            at += take
+
+    def _whole(self, i: int, take: int) -> Chunk | None:
+        """Chunk `i` when a span covers all of it."""
+        return self._chunks[i] if i < len(self._chunks) and take == self._size else None
+
+    def counts_in(self, cols: slice = slice(None)) -> np.ndarray:
+        """Counts of columns `cols` as a dense (columns, 64) int64 array."""
+        first, stop = self._range(cols)
+        if self._dense is not None:
+            return self._dense[0][first:stop]
+        out = np.zeros((stop - first, NSLOTS), dtype=np.int64)
+        for at, block, rows in self._pieces(first, stop):
+            block.dense_counts(rows, out[at: at + rows.stop - rows.start])
+        return out
+
+    def time_in(self, cols: slice = slice(None)) -> np.ndarray:
+        """Seconds spent per (column, slot) of columns `cols`: exact where the source gave it, else estimated."""
+        first, stop = self._range(cols)
+        if self._dense is not None:
+            return self._dense[1][first:stop]
+        out = np.zeros((stop - first, NSLOTS))
+        for at, block, rows in self._pieces(first, stop):
+            block.dense_time(rows, out[at: at + rows.stop - rows.start], self._mid)
+        return out
+
+    def meta_in(self, name: str, cols: slice = slice(None)) -> np.ndarray:
+        """`start`, `end`, `dur` or `flags` of columns `cols`."""
+        if self._dense is not None:
+            return self._dense[2][name][cols]
+        if self._meta is not None:
+            return self._meta.view(name)[cols]
+        first, stop = self._range(cols)
+        parts = [getattr(block, name)[rows] for _, block, rows in self._pieces(first, stop)]
+        if not parts:
+            return np.zeros(0, dtype=np.uint8 if name == "flags" else np.float64)
+        return parts[0].copy() if len(parts) == 1 else np.concatenate(parts)
+
+    def _kept_meta(self) -> KeptMeta:
+        if self._meta is None:
+            self._meta = KeptMeta({name: self.meta_in(name) for name in _META})
+        return self._meta
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Every kept column's counts, (columns, 64) int64, built on each access (prefer `counts_in`)."""
+        return self.counts_in()
+
+    @property
+    def time(self) -> np.ndarray:
+        """Every kept column's time per slot in seconds, built on each access (prefer `time_in`)."""
+        return self.time_in()
+
+    @property
+    def start(self) -> np.ndarray:
+        return self._kept_meta().view("start")
+
+    @property
+    def end(self) -> np.ndarray:
+        return self._kept_meta().view("end")
+
+    @property
+    def flags(self) -> np.ndarray:
+        return self._kept_meta().view("flags")
+
+    @property
+    def durations(self) -> np.ndarray:
+        return self._kept_meta().view("dur")
+
+    # -- what the columns say
+
+    @property
+    def exact(self) -> bool:
+        """True when the time of every kept column with events was given by the source."""
+        return self.exact_in()
+
+    def exact_in(self, cols: slice = slice(None)) -> bool:
+        """True when the time of every column of `cols` with events was given by the source (and there are some)."""
+        first, stop = self._range(cols)
+        if stop <= first or not self.timed:
+            return False
+        if self._meta is not None:
+            return bool(np.all(self._meta.view("flags")[first:stop] & EXACT))
+        for i, r, take in self._spans(first, stop):
+            chunk = self._whole(i, take)
+            if chunk is not None:
+                if not chunk.flags_and & EXACT:
+                    return False
+                continue
+            block = self._block(i, True) if i < len(self._chunks) else self._hot
+            if not np.all(block.flags[r: r + take] & EXACT):
+                return False
+        return True
+
+    def exact_columns(self, cols: slice = slice(None)) -> np.ndarray:
+        """Per column of `cols`: is its time exact (given by the source, or no events in a stream that gives times)."""
+        exact: np.ndarray = (self.meta_in("flags", cols) & EXACT) > 0
+        return exact & self.timed
+
+    def frequency(self, cols: slice = slice(None)) -> np.ndarray:
+        """Events per second per (column, slot)."""
+        freq: np.ndarray = self.counts_in(cols) / self.meta_in("dur", cols)[:, None]
+        return freq
+
+    def intensity(self, cols: slice = slice(None)) -> np.ndarray:
+        """Seconds spent per second per (column, slot)."""
+        intensity: np.ndarray = self.time_in(cols) / self.meta_in("dur", cols)[:, None]
+        return intensity
+
+    def column_stats(self, cols: slice = slice(None)) -> ColumnStats:
+        """Per-column events/s, time/s, mean and percentiles."""
+        counts, spent, dur = self.counts_in(cols), self.time_in(cols), self.meta_in("dur", cols)
+        events = counts.sum(axis=1)
+        total_time = spent.sum(axis=1)
+        return ColumnStats(
+            events_per_s=events / dur,
+            time_per_s=total_time / dur,
+            mean_s=safe_ratio(total_time, events),
+            percentiles=percentile_estimates(counts, self.low, self.high),
+        )
+
+    def totals(self, cols: slice = slice(None), *, fast: bool = False) -> Totals:
+        """Aggregate over columns; `fast` takes whole chunks' sums without decoding them (time may then differ
+        from the exact sum in the last bits)."""
+        if fast:
+            counts, spent, dur = self._chunk_sums(*self._range(cols))
+        else:
+            counts = self.counts_in(cols).sum(axis=0)
+            spent = float(self.time_in(cols).sum())
+            dur = float(self.meta_in("dur", cols).sum())
+        events = int(counts.sum())
+        pct = percentile_estimates(counts, self.low, self.high)
+        return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
+                      dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)))
+
+    def _chunk_sums(self, first: int, stop: int) -> tuple[np.ndarray, float, float]:
+        """Per-slot counts, time and duration of [first, stop): whole chunks from their summaries."""
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        spent = dur = 0.0
+        at = first
+        for i, _, take in self._spans(first, stop):
+            chunk = self._whole(i, take)
+            if chunk is not None:
+                counts += chunk.slot_counts
+                spent += chunk.time_total
+                dur += chunk.dur_total
+            else:
+                part = slice(at, at + take)
+                counts += self.counts_in(part).sum(axis=0)
+                spent += float(self.time_in(part).sum())
+                dur += float(self.meta_in("dur", part).sum())
+            at += take
+        return counts, spent, dur
+
+    def used_slots(self) -> tuple[int, int] | None:
+        """(first, last) slot that ever held an event in the kept columns, or None."""
+        used = np.zeros(NSLOTS, dtype=bool)
+        for i, r, take in self._spans(0, self.n):
+            chunk = self._whole(i, take)
+            if chunk is not None:
+                used |= chunk.used
+                continue
+            block = self._block(i, True) if i < len(self._chunks) else self._hot
+            used[block.lo: block.lo + block.width] |= (block.counts[r: r + take] != 0).any(axis=0)
+        slots = np.flatnonzero(used)
+        if slots.size == 0:
+            return None
+        return int(slots[0]), int(slots[-1])
+
+
+@dataclass(slots=True)
+class ColumnStats:
+    events_per_s: np.ndarray
+    time_per_s: np.ndarray
+    mean_s: np.ndarray
+    percentiles: np.ndarray  # (cols, len(PERCENTILES)) seconds
+
+
+@dataclass(slots=True)
+class Totals:
+    events: int
+    time_s: float
+    mean_s: float
+    duration_s: float
+    counts: np.ndarray
+    percentiles: dict[float, float]

@@ -1,0 +1,281 @@
+"""Compact history (slot window, narrow counts, compressed cold chunks) against a plain dense reference."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from latencymap.core import columns
+from latencymap.core.accumulator import Accumulator, HistoryLimit, StreamHistory, parse_history, set_chunk_columns
+from latencymap.core.buckets import NSLOTS, midpoints_seconds
+from latencymap.core.columns import Block, Chunk, count_dtype
+from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.core.percentiles import percentile_estimates
+
+S = StreamId("s", "bpf", "microsec")
+MID = midpoints_seconds("bpf", "microsec")
+
+
+@contextmanager
+def chunk_columns(n: int) -> Iterator[None]:
+    before = columns.CHUNK_COLUMNS
+    set_chunk_columns(n)
+    try:
+        yield
+    finally:
+        columns.CHUNK_COLUMNS = before
+
+
+class Dense:
+    """The plain storage: every column as 64 int64 counts and 64 float64 times, as the history kept before."""
+
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
+        self.counts = np.zeros((0, NSLOTS), dtype=np.int64)
+        self.time = np.zeros((0, NSLOTS))
+        self.meta = np.zeros((0, 3))
+
+    def extend(self, ivs: list[Interval]) -> None:
+        counts = np.array([iv.counts for iv in ivs], dtype=np.int64).reshape(-1, NSLOTS)
+        time = np.multiply(counts, MID)
+        for j, iv in enumerate(ivs):
+            if iv.time is not None:
+                time[j] = iv.time
+        self.counts = np.vstack((self.counts, counts))
+        self.time = np.vstack((self.time, time))
+        self.meta = np.vstack((self.meta, [[iv.start, iv.end, iv.duration] for iv in ivs]))
+        if self.cap is not None and len(self.counts) > self.cap:
+            self.counts, self.time, self.meta = (a[-self.cap:] for a in (self.counts, self.time, self.meta))
+
+
+def total_time(ref: Dense) -> float:
+    return float(ref.time.sum())
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+SPECIAL_TIMES = [0.0, -0.0, 1.5e-6, 0.1, 1 / 3, 2.0**-20, 1e300, float("nan"), 7.25]
+
+
+@st.composite
+def intervals(draw: st.DrawFn) -> list[Interval]:
+    n = draw(st.integers(1, 40))
+    lo = draw(st.integers(0, 60))
+    width = draw(st.integers(1, min(8, NSLOTS - lo)))
+    big = draw(st.sampled_from([3, 300, 70_000, 5_000_000_000]))
+    signed = draw(st.booleans())
+    out = []
+    t = 1_700_000_000.0
+    for _ in range(n):
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        kind = draw(st.sampled_from(["empty", "counts", "counts", "timed", "timed_empty"]))
+        if kind in ("counts", "timed"):
+            vals = draw(st.lists(st.integers(-big if signed else 0, big), min_size=width, max_size=width))
+            counts[lo: lo + width] = vals
+        time = None
+        if kind.startswith("timed"):
+            time = np.zeros(NSLOTS)
+            picks = draw(st.lists(st.sampled_from(SPECIAL_TIMES), min_size=width, max_size=width))
+            time[lo: lo + width] = picks
+            if draw(st.booleans()):
+                time = counts * 1e-6 * 1.1  # float64 values that float32 cannot hold
+        dur = draw(st.sampled_from([1.0, 0.5, 3.0000001]))
+        out.append(Interval(S, t, t + dur, counts, time, reset=draw(st.booleans()), gap=False))
+        t += dur
+        lo = min(NSLOTS - width, max(0, lo + draw(st.integers(-2, 2))))  # the window drifts
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(ivs=intervals(), chunk=st.integers(1, 9), cap=st.one_of(st.none(), st.integers(1, 30)),
+       cuts=st.lists(st.integers(1, 12), min_size=1, max_size=6), ranges=st.lists(st.tuples(st.integers(0, 40),
+                                                                                             st.integers(0, 40))),
+       read_early=st.booleans())
+def test_compact_and_plain_storage_give_the_same_numbers(ivs: list[Interval], chunk: int, cap: int | None,
+                                                          cuts: list[int], ranges: list[tuple[int, int]],
+                                                          read_early: bool) -> None:
+    with chunk_columns(chunk):
+        hist, ref = StreamHistory(S, cap), Dense(cap)
+        at = 0
+        for cut in [*cuts, len(ivs)]:
+            batch = ivs[at: at + cut]
+            at += len(batch)
+            if batch:
+                hist.extend(batch)
+                ref.extend(batch)
+                if read_early:  # the decoded metadata is then kept, and appended to, dropped from, as columns come
+                    assert same_bits(hist.end, ref.meta[:, 1])
+                    assert hist.exact_in() == hist.exact
+        assert hist.n == len(ref.counts) and hist.n + hist.dropped == len(ivs)
+        assert same_bits(hist.counts, ref.counts) and same_bits(hist.time, ref.time)
+        assert same_bits(hist.start, ref.meta[:, 0]) and same_bits(hist.durations, ref.meta[:, 2])
+        assert same_bits(hist.meta_in("end", slice(1, None)), ref.meta[1:, 1])
+        with hist.dense():
+            assert same_bits(hist.counts, ref.counts)
+            assert same_bits(np.float64(hist.totals().time_s), np.float64(total_time(ref)))
+        total = hist.totals()
+        assert total.events == int(ref.counts.sum())
+        assert same_bits(np.float64(total.time_s), np.float64(ref.time.sum()))
+        expected = percentile_estimates(ref.counts.sum(axis=0), hist.low, hist.high)
+        assert same_bits(np.array(list(total.percentiles.values())), expected)
+        fast = hist.totals(fast=True)
+        assert fast.events == total.events and np.array_equal(fast.counts, total.counts)
+        if np.isfinite(total.time_s):
+            assert fast.time_s == pytest.approx(total.time_s, rel=1e-9, abs=1e-300)
+        used = np.flatnonzero(ref.counts.any(axis=0))
+        assert hist.used_slots() == ((int(used[0]), int(used[-1])) if used.size else None)
+        for a, b in ranges:
+            cols = slice(min(a, b), max(a, b))
+            assert same_bits(hist.counts_in(cols), ref.counts[cols])
+            assert same_bits(hist.time_in(cols), ref.time[cols])
+            assert same_bits(hist.frequency(cols), ref.counts[cols] / ref.meta[cols, 2][:, None])
+            stats = hist.column_stats(cols)
+            assert same_bits(stats.percentiles, percentile_estimates(ref.counts[cols], hist.low, hist.high))
+
+
+def test_a_stream_is_exact_when_every_column_with_events_carries_its_time() -> None:
+    counts = np.zeros(NSLOTS, dtype=np.int64)
+    counts[3] = 5
+
+    def col(i: int, events: bool, timed: bool) -> Interval:
+        c = counts if events else np.zeros(NSLOTS, dtype=np.int64)
+        return Interval(S, float(i), i + 1.0, c, c * 2e-6 if timed else None)
+
+    timed_with_empty = StreamHistory(S)
+    timed_with_empty.extend([col(0, True, True), col(1, False, False), col(2, True, True), col(3, False, False)])
+    assert timed_with_empty.exact and timed_with_empty.exact_in(slice(1, 2))
+    assert timed_with_empty.exact_columns().all()
+    untimed = StreamHistory(S)
+    untimed.extend([col(0, True, False), col(1, False, False)])
+    assert not untimed.exact and not untimed.exact_in(slice(1, 2))
+    assert not untimed.exact_columns().any()
+    mixed = StreamHistory(S)
+    mixed.extend([col(0, True, True), col(1, True, False)])
+    assert not mixed.exact and mixed.exact_in(slice(0, 1))
+    with chunk_columns(2):
+        sealed = StreamHistory(S)
+        sealed.extend([col(i, i % 3 != 1, i % 3 != 1) for i in range(11)])
+        assert sealed.exact and len(sealed._chunks) == 5
+
+
+def test_sealed_chunks_keep_the_narrowest_types_and_window() -> None:
+    block = Block(4)
+    c = np.zeros((4, NSLOTS), dtype=np.int64)
+    c[:, 10:13] = [[1, 2, 3], [0, 250, 0], [4, 0, 1], [0, 0, 0]]
+    block.append(c, None, np.arange(4.0), np.arange(4.0) + 1, np.ones(4), np.zeros(4, np.uint8), MID, 4)
+    assert block.counts.dtype == np.uint8 and (block.lo, block.width) == (10, 3)
+    big = np.zeros((1, NSLOTS), dtype=np.int64)
+    big[0, 20] = 70_000
+    block2 = Block(4)
+    block2.append(c[:2], None, np.zeros(2), np.ones(2), np.ones(2), np.zeros(2, np.uint8), MID, 4)
+    block2.append(big, None, np.zeros(1), np.ones(1), np.ones(1), np.zeros(1, np.uint8), MID, 4)
+    assert block2.counts.dtype == np.uint32 and (block2.lo, block2.width) == (10, 11)
+    chunk = Chunk.seal(block2, MID)
+    assert chunk.count_type == np.uint32 and chunk.time_type is None
+    back = chunk.decode()
+    dense = np.zeros((3, NSLOTS), dtype=np.int64)
+    back.dense_counts(slice(0, 3), dense)
+    assert np.array_equal(dense, np.vstack((c[:2], big)))
+    assert count_dtype(-1, 127) == np.int8 and count_dtype(0, 1 << 40) == np.int64
+
+
+def test_times_are_kept_as_float32_only_when_every_value_survives() -> None:
+    def sealed(values: list[float]) -> Chunk:
+        block = Block(2)
+        c = np.zeros((2, NSLOTS), dtype=np.int64)
+        c[:, 5] = 1
+        t = np.zeros((2, NSLOTS))
+        t[:, 5] = values
+        block.append(c, t, np.zeros(2), np.ones(2), np.ones(2), np.zeros(2, np.uint8), MID, 2)
+        return Chunk.seal(block, MID)
+
+    assert sealed([0.5, 2.0**-20]).time_type == np.float32
+    assert sealed([0.5, 0.1]).time_type == np.float64
+
+
+def test_compact_history_costs_few_bytes_per_column() -> None:
+    rng = np.random.default_rng(7)
+    hist = StreamHistory(S)
+    lam = np.zeros(NSLOTS)
+    lam[8:14] = [50, 200, 300, 100, 20, 2]
+    t0 = 1_700_000_000.0
+    for start in range(0, 20_480, 1024):
+        hist.extend([Interval(S, t0 + i, t0 + i + 1, rng.poisson(lam).astype(np.int64))
+                     for i in range(start, start + 1024)])
+    assert hist.n == 20_480
+    per_column = hist.nbytes / hist.n
+    assert per_column < 24, per_column  # the dense history took 64 x 8 + 64 x 8 + 25 = 1049 bytes
+
+
+def test_memory_budget_drops_the_oldest_chunks_of_all_streams_and_says_so() -> None:
+    other = StreamId("o", "bpf", "microsec")
+    rng = np.random.default_rng(1)
+    with chunk_columns(64):
+        acc = Accumulator(cap=HistoryLimit(budget=60_000))
+        for step in range(40):
+            batch: list[Interval | Notice] = []
+            for stream in (S, other):
+                for i in range(64):
+                    counts = np.zeros(NSLOTS, dtype=np.int64)
+                    counts[5:60] = rng.integers(0, 1 << 30, 55)  # incompressible: chunks are big
+                    batch.append(Interval(stream, step * 64.0 + i, step * 64.0 + i + 1, counts))
+            acc.add(batch)
+    hists = list(acc.streams.values())
+    assert all(h.dropped > 0 for h in hists) and acc.dropped_for_budget == sum(h.dropped for h in hists)
+    assert all(h.n + h.dropped == 40 * 64 for h in hists)
+    assert acc.nbytes <= 60_000 + sum(h._hot.nbytes for h in hists)
+    assert sum("memory budget" in m for m in acc.messages) == 1 and acc.skipped == 0
+    assert hists[0].start[0] == 64.0 * (hists[0].dropped // 64)
+
+
+@pytest.mark.parametrize(("text", "limit"), [
+    ("5000", HistoryLimit(columns=5000)), ("512M", HistoryLimit(budget=512 << 20)),
+    ("2GB", HistoryLimit(budget=2 << 30)), ("1.5GiB", HistoryLimit(budget=3 << 29)),
+    ("64 m", HistoryLimit(budget=64 << 20)),
+])
+def test_history_is_a_budget_or_a_number_of_columns(text: str, limit: HistoryLimit) -> None:
+    assert parse_history(text) == limit
+
+
+@pytest.mark.parametrize("text", ["0", "1.5", "-3", "5X", "12K", "", "G"])
+def test_bad_history_values_say_what_was_expected(text: str) -> None:
+    with pytest.raises(ValueError, match=r"memory size|number of columns|under 1 MiB"):
+        parse_history(text)
+
+
+@pytest.mark.parametrize("kind", ["random", "regular"])
+def test_times_come_back_bit_for_bit_whichever_encoding_compresses_better(kind: str) -> None:
+    rng = np.random.default_rng(5)
+    block = Block(512)
+    c = np.zeros((512, NSLOTS), dtype=np.int64)
+    c[:, 9:15] = rng.poisson(50, (512, 6))
+    t = c * (rng.uniform(1e-6, 2e-6, (512, NSLOTS)) if kind == "random" else 1.1e-6)
+    block.append(c, t, np.arange(512.0), np.arange(512.0) + 1, np.ones(512), np.zeros(512, np.uint8), MID, 512)
+    chunk = Chunk.seal(block, MID)
+    assert chunk.time_shuffled == (kind == "random") and chunk.time_type == np.float64
+    out = np.zeros((512, NSLOTS))
+    chunk.decode().dense_time(slice(0, 512), out, MID)
+    assert same_bits(out, t)
+
+
+def test_views_are_told_once_when_the_budget_drops_columns() -> None:
+    told: list[Notice] = []
+    rng = np.random.default_rng(2)
+    with chunk_columns(32):
+        acc = Accumulator(cap=HistoryLimit(budget=20_000), on_notice=told.append)
+        for step in range(30):
+            batch = []
+            for i in range(32):
+                counts = np.zeros(NSLOTS, dtype=np.int64)
+                counts[3:50] = rng.integers(0, 1 << 30, 47)
+                batch.append(Interval(S, step * 32.0 + i, step * 32.0 + i + 1, counts))
+            acc.add(batch)
+    assert len(told) == 1 and told[0].skipped == 0 and told[0].message in acc.messages
+    assert acc.dropped_for_budget > 0 and acc.streams[S].dropped == acc.dropped_for_budget

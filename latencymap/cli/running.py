@@ -12,7 +12,6 @@ from latencymap.cli.options import display_options
 from latencymap.core.accumulator import DEFAULT_HISTORY
 from latencymap.core.model import Flow, Notice
 from latencymap.flow.pipeline import limited, strict
-from latencymap.flow.recording import Recorder, read_ahead, recorded
 
 if TYPE_CHECKING:
     from latencymap.flow.replay import BurstScan, ReplayClock
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
 
 def emit(flow: Flow, compat: bool, profile: ProfileSession | None = None) -> int:
     """`--emit`: protocol records on stdout (per-interval with exact sums, or cumulative with --compat)."""
+    from latencymap.flow.recording import Recorder, recorded
 
     recorder = Recorder("-", compat=compat, source="emit")
     if profile is not None:
@@ -43,7 +43,7 @@ def prepare(flow: Flow, kw: dict[str, Any], source: str = "input", profile: Prof
         flow = profiled(flow, profile)
     path, force, compat = kw.pop("record_path", None), kw.pop("force", False), kw.pop("compat", False)
     if path:
-        from latencymap.flow.recording import Recorder, recorded
+        from latencymap.flow.recording import Recorder, read_ahead, recorded
 
         recorder = Recorder(path, force=force, compat=compat, source=source, options=options)
         if profile is not None:

@@ -189,7 +189,7 @@ class PlainRenderer:
 
     def _marks(self, hist: StreamHistory, first: int, label_w: int) -> str | None:
         """The line under a map marking reset (R) and gap (G) columns; None when the window has none."""
-        flags = hist.flags[first:]
+        flags = hist.flags[first:] & (RESET_FLAG | GAP_FLAG)  # other bits (EXACT, TIMED) are not marks
         if not flags.any():
             return None
         width = self.opts.num_records

@@ -46,14 +46,6 @@ def spread_matrix(bounds: tuple[float, ...], factor: float) -> np.ndarray:
     return matrix
 
 
-def keep_total(slots: np.ndarray, total: int) -> np.ndarray:
-    """`slots` with the events float rounding lost past 2**53 put back in the fullest slot (totals stay exact)."""
-    missing = total - int(slots.sum())
-    if missing:
-        slots[int(np.argmax(slots))] += missing
-    return slots
-
-
 def spread_explicit(bounds: tuple[float, ...], counts: np.ndarray, factor: float,
                     total_sum: float | None) -> np.ndarray:
     """Per-slot integer counts (totals exact) for one interval's per-bucket `counts`."""
@@ -63,4 +55,4 @@ def spread_explicit(bounds: tuple[float, ...], counts: np.ndarray, factor: float
         mean = total_sum / total * factor if total and total_sum is not None else 0.0
         slots[slot_of_value(mean) if math.isfinite(mean) else 0] = total
         return slots
-    return keep_total(rebin_counts([*bounds, math.inf], counts, spread_matrix(bounds, factor)), int(counts.sum()))
+    return rebin_counts([*bounds, math.inf], counts, spread_matrix(bounds, factor))

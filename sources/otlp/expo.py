@@ -19,7 +19,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from latencymap.sources.otlp.explicit import keep_total
 
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.rebin import largest_remainder, spread_fractions
@@ -133,7 +132,7 @@ def spread_expo(scale: int, offset: int, counts: np.ndarray, zero_count: int, ze
         shares = np.zeros(NSLOTS, dtype=np.float64)
     shares[0] += zero_count
     total = int(zero_count) + int(counts.sum())
-    slots = keep_total(largest_remainder(shares, total), total)
+    slots = largest_remainder(shares, total)
     bucket_edges = edges(scale, index) * factor
     zero_upper = zero_threshold * factor
     gap = [bucket_edges[0]] if n and bucket_edges[0] > zero_upper else []

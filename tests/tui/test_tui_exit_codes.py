@@ -9,11 +9,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 from skips_support import requires_binary
+from tmux_support import Pane as TmuxPane
 from tui_support import EXAMPLE, example_items, wait_ended
 
 from latencymap.tui.app import LatencyMapApp
@@ -65,26 +65,8 @@ def test_sigint_to_the_plain_view_exits_130_keeping_the_recording(tmp_path: Path
     assert rec.read_text().endswith("<end record>\n")
 
 
-class Pane:
-    """A detached tmux session running one shell command at 160x50."""
-
-    def __init__(self, command: str) -> None:
-        self.name = f"lmexit-{uuid.uuid4().hex[:8]}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "160", "-y", "50",
-                        f"{command}; echo EXIT=$?; sleep 30"], check=True)
-
-    def capture(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True,
-                              check=True).stdout
-
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.capture()
-            if text in screen:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared:\n{self.capture()}")
+class Pane(TmuxPane):
+    """A tmux pane that can find the latencymap process it runs."""
 
     def viewer_pid(self) -> int:
         """The latencymap process of the pane (a child of the pane's shell)."""
@@ -102,8 +84,6 @@ class Pane:
                 return int(entry.name)
         raise AssertionError("no latencymap process in the pane")
 
-    def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
 
 @pytest.mark.slow

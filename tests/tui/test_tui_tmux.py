@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from process_support import bpf_unavailable
 from skips_support import requires_binary
+from tmux_support import Pane
 from tui_support import EXAMPLE
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -32,41 +33,6 @@ for k in range(400):
     sys.stdout.flush()
     time.sleep(0.05)
 """
-
-
-class Pane:
-    """A detached tmux session running one shell command (160x50 unless told)."""
-
-    def __init__(self, command: str, size: tuple[int, int] = (160, 50)) -> None:
-        self.name = f"lmtest-{uuid.uuid4().hex[:8]}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
-                        # a tmux server started from pytest may carry COLUMNS/LINES (80x24): the app must size
-                        # itself from the pane, as in a user's terminal
-                        f"unset COLUMNS LINES; {command}; echo EXIT=$?; sleep 30"], check=True)
-
-    def capture(self, escapes: bool = False) -> str:
-        args = ["tmux", "capture-pane", "-p", "-t", self.name] + (["-e"] if escapes else [])
-        return subprocess.run(args, capture_output=True, text=True, check=True).stdout
-
-    def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
-
-    def wait_for(self, text: str, timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.capture()
-            if text in screen:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared:\n{self.capture()}")
-
-    def alternate_screen(self) -> bool:
-        out = subprocess.run(["tmux", "display", "-p", "-t", self.name, "#{alternate_on}"],
-                             capture_output=True, text=True, check=True).stdout
-        return out.strip() == "1"
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
 
 def latencymap_command() -> str:

@@ -1,0 +1,42 @@
+"""A real terminal for tests: a detached tmux session running one shell command."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+
+
+class Pane:
+    """A detached tmux session running one shell command (160x50 unless told)."""
+
+    def __init__(self, command: str, size: tuple[int, int] = (160, 50)) -> None:
+        self.name = f"lmtest-{uuid.uuid4().hex[:8]}"
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
+                        # a tmux server started from pytest may carry COLUMNS/LINES (80x24): the app must size
+                        # itself from the pane, as in a user's terminal
+                        f"unset COLUMNS LINES; {command}; echo EXIT=$?; sleep 30"], check=True)
+
+    def capture(self, escapes: bool = False) -> str:
+        args = ["tmux", "capture-pane", "-p", "-t", self.name] + (["-e"] if escapes else [])
+        return subprocess.run(args, capture_output=True, text=True, check=True).stdout
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def wait_for(self, text: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.capture()
+            if text in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared:\n{self.capture()}")
+
+    def alternate_screen(self) -> bool:
+        out = subprocess.run(["tmux", "display", "-p", "-t", self.name, "#{alternate_on}"],
+                             capture_output=True, text=True, check=True).stdout
+        return out.strip() == "1"
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)

@@ -228,9 +228,8 @@ def orjson_parse(path: Path) -> int:
 
 def ours(path: Path) -> tuple[int, int]:
     """`latencymap spark LOG`'s batch ingest: (TaskEnd tasks read, Intervals made)."""
-    from latencymap.sources.spark.source import SparkSource
-
     from latencymap.core.model import Interval
+    from latencymap.sources.spark.source import SparkSource
 
     source = SparkSource(target=str(path))
     intervals = sum(isinstance(item, Interval) for item in source.items())

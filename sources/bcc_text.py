@@ -22,6 +22,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+
+from latencymap.core.buckets import MAX_COUNT
+from latencymap.core.model import Notice, empty_counts
+from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.units import normalize_unit
+from latencymap.plugins import Item
 from latencymap.sources.printed_histograms import (
     PrintedHistogramFormat,
     PrintReader,
@@ -31,12 +37,6 @@ from latencymap.sources.printed_histograms import (
     parse_time_line,
     slot_of_range,
 )
-
-from latencymap.core.buckets import MAX_COUNT
-from latencymap.core.model import Notice, empty_counts
-from latencymap.core.sanitize import clean_text, excerpt
-from latencymap.core.units import normalize_unit
-from latencymap.plugins import Item
 
 _HEADER = re.compile(r"^(\S+)\s*:\s*count\s+distribution$")
 _ROW = re.compile(r"^(\d+)\s*->\s*(\d+)\s*:\s*(\d+)\s*\|")

@@ -15,6 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from latencymap.core.buckets import MAX_COUNT
+from latencymap.core.model import Notice, empty_counts
+from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.plugins import Item
 from latencymap.sources.printed_histograms import (
     PrintedHistogramFormat,
     PrintReader,
@@ -23,11 +28,6 @@ from latencymap.sources.printed_histograms import (
     parse_time_line,
     slot_of_range,
 )
-
-from latencymap.core.buckets import MAX_COUNT
-from latencymap.core.model import Notice, empty_counts
-from latencymap.core.sanitize import clean_text, excerpt
-from latencymap.plugins import Item
 
 _TYPED = re.compile(r'^\{\s*"type"\s*:\s*"(\w+)"')
 _KNOWN_TYPES = frozenset({"attached_probes", "hist", "time", "map", "value", "printf", "stats", "join",

@@ -16,6 +16,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from latencymap.core.buckets import MAX_COUNT
+from latencymap.core.model import Notice, empty_counts
+from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.plugins import Item
 from latencymap.sources.printed_histograms import (
     PrintedHistogramFormat,
     PrintReader,
@@ -24,11 +29,6 @@ from latencymap.sources.printed_histograms import (
     parse_time_line,
     slot_of_range,
 )
-
-from latencymap.core.buckets import MAX_COUNT
-from latencymap.core.model import Notice, empty_counts
-from latencymap.core.sanitize import clean_text, excerpt
-from latencymap.plugins import Item
 
 _HEADER = re.compile(r"^(@\w*(?:\[.*\])?):\s*$")
 _ROW = re.compile(r"^([\[(][^\])]*[\])])\s+(\d+)\s*\|")

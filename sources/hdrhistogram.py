@@ -25,8 +25,6 @@ from pathlib import PurePath
 
 import click
 import numpy as np
-from latencymap.sources.hdrhistogram_codec import Folded, Settings, fold_payloads
-from latencymap.sources.printed_histograms import unit_option
 
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, Notice, StreamId, empty_counts
@@ -34,6 +32,8 @@ from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.flow.inputs import MAX_LINE
 from latencymap.plugins import Item, TextFormat
+from latencymap.sources.hdrhistogram_codec import Folded, Settings, fold_payloads
+from latencymap.sources.printed_histograms import unit_option
 
 DEFAULT_UNIT = "nanosec"
 DATASOURCE = "hdrhistogram"

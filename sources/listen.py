@@ -26,13 +26,13 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import click
-from latencymap.sources.otlp import DEFAULT_ADDRESS
 
 from latencymap.core.errors import InputError
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.plugins import Item, Source
 from latencymap.protocol import ProtocolReader
 from latencymap.sinks import DROPPED_PREFIX, WRITER_PREFIX, default_socket_path, parse_label
+from latencymap.sources.otlp import DEFAULT_ADDRESS
 
 MAX_WRITERS = 256
 READ_CHUNK = 64 * 1024

@@ -18,13 +18,13 @@ from pathlib import PurePath
 
 import click
 import numpy as np
-from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, column_spans, interval_option, unit_option
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
+from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, column_spans, interval_option, unit_option
 
 DEFAULT_UNIT = "microsec"
 DATASOURCE = "raw"

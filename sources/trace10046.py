@@ -18,12 +18,12 @@ from datetime import datetime
 
 import click
 import numpy as np
-from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, column_spans, decimal, interval_option
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.plugins import Item, TextFormat
+from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, column_spans, decimal, interval_option
 
 DEFAULT_EVENT = "db file sequential read"
 DATASOURCE = "oracle10046"

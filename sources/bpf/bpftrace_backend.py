@@ -16,9 +16,8 @@ import tempfile
 import time
 from collections.abc import Generator, Iterator
 
-from latencymap.sources.bpftrace_json import hist_counts, keyed, parse_line, split_key
-
 from latencymap.plugins import SourceError, process_end
+from latencymap.sources.bpftrace_json import hist_counts, keyed, parse_line, split_key
 
 from .collect import Reading
 from .spec import BpfError, TraceSpec

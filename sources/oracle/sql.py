@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from latencymap.sources.printed_histograms import add_count
 
 from latencymap.core.buckets import slot_of_bucket_value
 from latencymap.core.model import empty_counts
+from latencymap.sources.printed_histograms import add_count
 
 
 @dataclass(frozen=True)

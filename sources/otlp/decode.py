@@ -17,10 +17,10 @@ from itertools import pairwise
 from typing import Any
 
 import numpy as np
-from latencymap.sources.otlp.points import CUMULATIVE, DELTA, Attrs, Decoded, Point, StreamKey
 
 from latencymap.core.buckets import MAX_COUNT
 from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.sources.otlp.points import CUMULATIVE, DELTA, Attrs, Decoded, Point, StreamKey
 
 #: More positive buckets than this in one point is no histogram an SDK or collector writes (they keep 160).
 MAX_EXPO_BUCKETS = 16384

@@ -13,11 +13,10 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import ClassVar
 
-from latencymap.sources.otlp.decode import DecodeError, decode_json
-from latencymap.sources.otlp.points import PointStreams
-
 from latencymap.core.model import Notice
 from latencymap.plugins import Item, TextFormat
+from latencymap.sources.otlp.decode import DecodeError, decode_json
+from latencymap.sources.otlp.points import PointStreams
 
 _HEAD = re.compile(r'\s*\{\s*"(resourceMetrics|resource_metrics)"\s*:')
 #: A collector writes a whole batch on one line; longer lines are cut (and reported) by the input layer.

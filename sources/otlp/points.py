@@ -27,13 +27,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from latencymap.sources.otlp.explicit import spread_explicit
-from latencymap.sources.otlp.expo import downscale, fold_exact, spread_expo, subtract
 
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item
+from latencymap.sources.otlp.explicit import spread_explicit
+from latencymap.sources.otlp.expo import downscale, fold_exact, spread_expo, subtract
 
 DATASOURCE = "otlp"
 DELTA, CUMULATIVE = 1, 2

@@ -26,14 +26,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from latencymap.sources.otlp import DEFAULT_ADDRESS
-from latencymap.sources.otlp.decode import DecodeError, decode_json, decode_protobuf, protobuf_available
-from latencymap.sources.otlp.points import Decoded, PointStreams
-
 from latencymap.core.model import Notice
 from latencymap.core.sanitize import clean_text
 from latencymap.flow.inputs import InputError
 from latencymap.plugins import Item
+from latencymap.sources.otlp import DEFAULT_ADDRESS
+from latencymap.sources.otlp.decode import DecodeError, decode_json, decode_protobuf, protobuf_available
+from latencymap.sources.otlp.points import Decoded, PointStreams
 
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
 PATH = "/v1/metrics"

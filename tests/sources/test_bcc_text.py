@@ -7,9 +7,9 @@ from collections import defaultdict
 
 import pytest
 from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
-from latencymap.sources.bcc_text import BccTextFormat, bcc_slot
 
 from latencymap.core.buckets import bounds_in_unit
+from latencymap.sources.bcc_text import BccTextFormat, bcc_slot
 
 BCC = FIXTURES / "bcc"
 TEXT_FIXTURES = ["biolatency_usecs.txt", "biolatency_usecs_T.txt", "biolatency_usecs_D.txt", "biolatency_msecs.txt"]

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from latencymap.sources.bcc_text import BccTextFormat, dict_histogram
 from properties_support import (
     NUMBERS,
     NUMERALS,
@@ -26,6 +25,7 @@ from properties_support import (
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS
 from latencymap.core.model import Notice
+from latencymap.sources.bcc_text import BccTextFormat, dict_histogram
 
 UNITS = st.sampled_from(["usecs", "nsecs", "msecs", "secs", "kbytes", "slots", "µs\x1b[2J"])
 HEADERS = st.builds(lambda u: f"     {u}               : count     distribution", UNITS)

@@ -4,9 +4,9 @@ import json
 from collections import defaultdict
 
 from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
-from latencymap.sources.bpftrace_json import BpftraceJsonFormat, hist_counts
 
 from latencymap.core.buckets import bounds_in_unit
+from latencymap.sources.bpftrace_json import BpftraceJsonFormat, hist_counts
 
 INTERVAL_JSON = FIXTURES / "bpftrace" / "block_usecs_interval.json"
 CUMULATIVE_JSON = FIXTURES / "bpftrace" / "syscall_nsecs_cumulative.json"

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from latencymap.sources.bpftrace_json import BpftraceJsonFormat, HistRowError, hist_counts
 from properties_support import (
     NUMBERS,
     QUICK,
@@ -26,6 +25,7 @@ from properties_support import (
 from latencymap.core.buckets import MAX_COUNT, NSLOTS
 from latencymap.core.model import Notice
 from latencymap.flow.inputs import MAX_LINE
+from latencymap.sources.bpftrace_json import BpftraceJsonFormat, HistRowError, hist_counts
 
 JSON_VALUES = st.recursive(
     st.one_of(st.none(), st.booleans(), NUMBERS, st.floats(allow_nan=True), st.text(max_size=10)),

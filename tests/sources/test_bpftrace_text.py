@@ -6,10 +6,10 @@ from collections import defaultdict
 import numpy as np
 import pytest
 from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
-from latencymap.sources.bpftrace_text import BpftraceTextFormat, parse_bucket
 
 from latencymap.core.buckets import bounds_in_unit
 from latencymap.core.model import Interval, Snapshot
+from latencymap.sources.bpftrace_text import BpftraceTextFormat, parse_bucket
 
 INTERVAL_TXT = FIXTURES / "bpftrace" / "block_usecs_interval.txt"
 CUMULATIVE_TXT = FIXTURES / "bpftrace" / "syscall_nsecs_cumulative.txt"

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from latencymap.sources.bpftrace_text import BpftraceTextFormat
 from properties_support import (
     NUMERALS,
     QUICK,
@@ -25,6 +24,7 @@ from properties_support import (
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Notice
 from latencymap.flow.inputs import MAX_LINE
+from latencymap.sources.bpftrace_text import BpftraceTextFormat
 
 SUFFIXES = (("E", 60), ("P", 50), ("T", 40), ("G", 30), ("M", 20), ("K", 10))
 TIMES = st.one_of(

@@ -26,11 +26,11 @@ from hdr_support import (
     start_time_line,
     write_library_log,
 )
-from latencymap.sources.hdrhistogram import HdrHistogramFormat
-from latencymap.sources.hdrhistogram_codec import PayloadError, decode_payload, fold_payloads
 
 from latencymap.core.buckets import NSLOTS, bin_values
 from latencymap.flow.inputs import SNIFF_LINES, choose_format
+from latencymap.sources.hdrhistogram import HdrHistogramFormat
+from latencymap.sources.hdrhistogram_codec import PayloadError, decode_payload, fold_payloads
 
 HLOG = FIXTURES / "hdrhistogram"
 START = 1_700_000_000.0

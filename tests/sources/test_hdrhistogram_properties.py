@@ -7,11 +7,11 @@ import numpy as np
 from hdr_support import hand_payload, java_varint, library_histogram, start_time_line
 from hypothesis import given
 from hypothesis import strategies as st
-from latencymap.sources.hdrhistogram import HdrHistogramFormat
-from latencymap.sources.hdrhistogram_codec import decode_payload, fold_payloads
 from properties_support import QUICK, ROUNDTRIP, hostile_lines, intervals_of, read_bytes_checked, read_checked, totals
 
 from latencymap.core.buckets import NSLOTS, bin_values
+from latencymap.sources.hdrhistogram import HdrHistogramFormat
+from latencymap.sources.hdrhistogram_codec import decode_payload, fold_payloads
 
 START = 1_700_000_000.0
 LOWEST = st.sampled_from([1, 2, 3, 1000, 1024, 10**6])

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from latencymap.sources.listen import ListenError, ListenSource, bind_socket
 
 import latencymap.cli.main
 from latencymap.core.model import Interval, Notice
 from latencymap.instrument import Timings
 from latencymap.sinks import SocketSink, default_socket_path
+from latencymap.sources.listen import ListenError, ListenSource, bind_socket
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fixtures" / "training" / "train_example.py"

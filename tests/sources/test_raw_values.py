@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from formats_support import intervals, notices, read_items, report_json
-from latencymap.sources.raw_values import RawValuesFormat
 
 from latencymap.core.buckets import bounds_in_unit
+from latencymap.sources.raw_values import RawValuesFormat
 
 
 def test_pairs_totals_and_exact_time_through_the_report(tmp_path) -> None:

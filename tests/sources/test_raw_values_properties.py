@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from latencymap.sources.raw_values import RawReader, RawValuesFormat
 from properties_support import (
     NUMERALS,
     QUICK,
@@ -25,6 +24,7 @@ from properties_support import (
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.model import Interval, Notice
+from latencymap.sources.raw_values import RawReader, RawValuesFormat
 
 FLOATS = st.one_of(NUMERALS, st.floats().map(repr), st.sampled_from(
     ["nan", "-inf", "1e308", "1e-320", "1_000", "\u0661\u0662", "+5", "-0", "0x10", "1e999", "9e18", "1e300"]))

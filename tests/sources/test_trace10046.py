@@ -6,9 +6,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
-from latencymap.sources.trace10046 import Trace10046Format
 
 from latencymap.core.buckets import bounds_in_unit
+from latencymap.sources.trace10046 import Trace10046Format
 
 TRACE = FIXTURES / "pylatencymap" / "test_10046_tracefile.trc"
 

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from latencymap.sources.trace10046 import Trace10046Format
 from properties_support import (
     NUMERALS,
     QUICK,
@@ -22,6 +21,7 @@ from properties_support import (
 
 from latencymap.core.buckets import NSLOTS, bin_values
 from latencymap.core.model import Notice
+from latencymap.sources.trace10046 import Trace10046Format
 
 EVENTS = ["db file sequential read", "log file sync", "gc cr grant 2-way"]
 NAMES = st.one_of(st.sampled_from([*EVENTS, "DB FILE SEQUENTIAL READ", "", "x\x1b[2J\x9b"]), st.text(max_size=12))

@@ -11,11 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
-from latencymap.sources.bcc_text import BccTextFormat
-from latencymap.sources.bpftrace_json import BpftraceJsonFormat
-from latencymap.sources.bpftrace_text import BpftraceTextFormat
-from latencymap.sources.raw_values import RawValuesFormat
-from latencymap.sources.trace10046 import Trace10046Format
 
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.deltas import Differ
@@ -23,6 +18,11 @@ from latencymap.core.model import Interval, Notice
 from latencymap.flow.pipeline import input_flow
 from latencymap.outputs.report import build_report
 from latencymap.plugins import Registry, TextFormat, load_registry
+from latencymap.sources.bcc_text import BccTextFormat
+from latencymap.sources.bpftrace_json import BpftraceJsonFormat
+from latencymap.sources.bpftrace_text import BpftraceTextFormat
+from latencymap.sources.raw_values import RawValuesFormat
+from latencymap.sources.trace10046 import Trace10046Format
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FORMATS: tuple[type[TextFormat], ...] = (BpftraceTextFormat, BpftraceJsonFormat, BccTextFormat, Trace10046Format,

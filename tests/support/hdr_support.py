@@ -11,10 +11,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from latencymap.sources.hdrhistogram_codec import slots_of
 from skips_support import need_module
 
 from latencymap.core.buckets import NSLOTS
+from latencymap.sources.hdrhistogram_codec import slots_of
 
 #: The real library (PyPI `hdrhistogram`, in the dev extra); a module importing this one skips without it.
 hdrh_histogram = need_module("hdrh.histogram")

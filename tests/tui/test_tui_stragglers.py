@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from latencymap.sources.spark.source import SparkSource
 from tui_support import wait_ended
 
 from latencymap.flow.pipeline import diffed
+from latencymap.sources.spark.source import SparkSource
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.stragglers import StragglersPanel, straggler_line, stragglers_text
 

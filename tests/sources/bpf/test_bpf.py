@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from latencymap.sources.bpf import preconditions
-from latencymap.sources.bpf.source import BpfSource
 from process_support import bpf_unavailable, children_named
 from skips_support import skip_missing
 
 from latencymap.core.buckets import bounds_seconds
 from latencymap.core.model import Interval, Notice
+from latencymap.sources.bpf import preconditions
+from latencymap.sources.bpf.source import BpfSource
 
 SKIP = bpf_unavailable()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
-from latencymap.sources.bpf import preconditions
 from process_support import bpf_unavailable, children_named
 
 from latencymap.plugins import process_end
+from latencymap.sources.bpf import preconditions
 
 SKIP = bpf_unavailable()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]

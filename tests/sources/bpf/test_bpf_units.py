@@ -8,13 +8,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+
+from latencymap.core.model import Interval, Notice
 from latencymap.sources.bpf import bcc_backend, preconditions, source
 from latencymap.sources.bpf.bpftrace_backend import parse_stream, reading_from, rwbs_op, script
 from latencymap.sources.bpf.collect import Reading, intervals
 from latencymap.sources.bpf.spec import BpfError, BpfUnavailable, TraceSpec
 from latencymap.sources.bpftrace_json import hist_counts, keyed, parse_line
-
-from latencymap.core.model import Interval, Notice
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "bpftrace"
 

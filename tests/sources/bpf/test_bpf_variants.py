@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-from latencymap.sources.bpf import preconditions
-from latencymap.sources.bpf.source import BpfSource
 from process_support import bpf_unavailable
 
 from latencymap.core.model import Interval, Notice
+from latencymap.sources.bpf import preconditions
+from latencymap.sources.bpf.source import BpfSource
 
 SKIP = bpf_unavailable()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]

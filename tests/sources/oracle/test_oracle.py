@@ -9,14 +9,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import latencymap.sources.oracle.source as oracle
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from latencymap.sources.oracle.auth import PASSWORD_ENV
-from latencymap.sources.oracle.errors import OracleError
-from latencymap.sources.oracle.source import OracleSource
-from latencymap.sources.oracle.sql import VIEWS
 from sqlplus_support import run, substitute
 from test_oracle_double import (
     EVENT,
@@ -29,7 +24,12 @@ from test_oracle_double import (
 )
 
 import latencymap.cli.main as cli
+import latencymap.sources.oracle.source as oracle
 from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.sources.oracle.auth import PASSWORD_ENV
+from latencymap.sources.oracle.errors import OracleError
+from latencymap.sources.oracle.source import OracleSource
+from latencymap.sources.oracle.sql import VIEWS
 
 PASSWORD = "Tr0ub4dor&3-not-in-argv"
 DSN = "dbhost:1521/ORCLPDB1"

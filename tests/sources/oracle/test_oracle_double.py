@@ -11,6 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+from latencymap.core.buckets import ORACLE_OVERFLOW, slot_of_bucket_value
+from latencymap.core.model import empty_counts
 from latencymap.sources.oracle.sql import (
     MICRO,
     MILLI,
@@ -18,9 +21,6 @@ from latencymap.sources.oracle.sql import (
     sample_of_rows,
     view_for_version,
 )
-
-from latencymap.core.buckets import ORACLE_OVERFLOW, slot_of_bucket_value
-from latencymap.core.model import empty_counts
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "fixtures" / "pylatencymap" / "example_latency_data.txt"
 EVENT = "db file sequential read"

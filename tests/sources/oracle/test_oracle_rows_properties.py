@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from latencymap.sources.oracle.sql import sample_of_rows
 from properties_support import NUMBERS, QUICK, ROUNDTRIP
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, slot_of_bucket_value
+from latencymap.sources.oracle.sql import sample_of_rows
 
 EVENTS = st.sampled_from(["db file sequential read", "log file sync", "x\x1b[2J"])
 ANY = st.one_of(NUMBERS, st.none(), st.floats(), st.text(max_size=5), st.decimals(allow_nan=True),

@@ -13,12 +13,13 @@ import time
 import types
 from pathlib import Path
 
-import latencymap.sources.oracle.source as oracle
 import pytest
-from latencymap.sources.oracle.auth import PASSWORD_ENV, Secret, resolve_password
-from latencymap.sources.oracle.errors import OracleError
 from test_oracle import DSN, PASSWORD, collect, invoke, make_source, wire_cli
 from test_oracle_double import DatabaseError, FakeClock, FakeDb, example_rows
+
+import latencymap.sources.oracle.source as oracle
+from latencymap.sources.oracle.auth import PASSWORD_ENV, Secret, resolve_password
+from latencymap.sources.oracle.errors import OracleError
 
 REPO = Path(__file__).resolve().parents[3]
 

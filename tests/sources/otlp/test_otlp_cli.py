@@ -12,10 +12,10 @@ import click
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from latencymap.sources.otlp import DEFAULT_ADDRESS
 from otlp_support import Pusher, exporter, free_port
 
 from latencymap.cli import main as cli
+from latencymap.sources.otlp import DEFAULT_ADDRESS
 
 
 def report(path: Path) -> dict[str, Any]:

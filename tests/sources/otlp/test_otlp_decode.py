@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format
-from latencymap.sources.otlp.decode import DecodeError, decode_json, decode_protobuf
-from latencymap.sources.otlp.points import CUMULATIVE, DELTA, Decoded
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from otlp_support import json_request, protobuf_request, sdk_collect
+
+from latencymap.sources.otlp.decode import DecodeError, decode_json, decode_protobuf
+from latencymap.sources.otlp.points import CUMULATIVE, DELTA, Decoded
 
 
 def sdk_data(temporality: str = "delta") -> Any:

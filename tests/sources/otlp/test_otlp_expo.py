@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from latencymap.sources.otlp.expo import downscale, fold_exact, lower_edge, spread_expo, subtract
 from otlp_support import only_point, sdk_collect
 
 from latencymap.core.buckets import NSLOTS, bin_values
+from latencymap.sources.otlp.expo import downscale, fold_exact, lower_edge, spread_expo, subtract
 
 
 def sdk_fold(values: list[float], max_size: int = 160) -> tuple[int, np.ndarray]:

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from latencymap.sources.otlp.file_format import OtlpJsonFormat
 from opentelemetry.exporter.otlp.json.file.metric_exporter import FileMetricExporter
 from otlp_support import TEMPORALITY, by_label, messages, slot_totals
 
@@ -19,6 +18,7 @@ from latencymap.cli import main as cli
 from latencymap.core.buckets import bin_values
 from latencymap.flow.inputs import MAX_LINE, SNIFF_LINES, choose_format, read_input
 from latencymap.plugins import Item, Registry, TextFormat, load_registry
+from latencymap.sources.otlp.file_format import OtlpJsonFormat
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 FIXTURE = FIXTURES / "otlp" / "checkout_metrics.jsonl"

@@ -6,10 +6,10 @@ import math
 from typing import Any
 
 import pytest
-from latencymap.sources.otlp.decode import explicit_point, expo_point
-from latencymap.sources.otlp.points import CUMULATIVE, DELTA, Decoded, Point, PointStreams, StreamKey
 
 from latencymap.core.model import Interval, Notice
+from latencymap.sources.otlp.decode import explicit_point, expo_point
+from latencymap.sources.otlp.points import CUMULATIVE, DELTA, Decoded, Point, PointStreams, StreamKey
 
 S = 1_000_000_000
 BOUNDS = [0.0, 5.0, 10.0, 25.0, 50.0, 75.0, 100.0, 250.0, 500.0, 750.0, 1000.0, 2500.0, 5000.0, 7500.0, 10000.0]

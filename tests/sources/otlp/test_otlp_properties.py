@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from latencymap.sources.otlp.decode import DecodeError, decode_json, decode_protobuf
-from latencymap.sources.otlp.file_format import OtlpJsonFormat
-from latencymap.sources.otlp.points import PointStreams
 from otlp_support import json_request, protobuf_request, sdk_collect
 
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, Notice
+from latencymap.sources.otlp.decode import DecodeError, decode_json, decode_protobuf
+from latencymap.sources.otlp.file_format import OtlpJsonFormat
+from latencymap.sources.otlp.points import PointStreams
 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 #: 150 examples, times the loaded profile's max_examples over Hypothesis' default (`--hypothesis-profile long`).

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 from google.rpc.status_pb2 import Status
-from latencymap.sources.otlp import receiver
-from latencymap.sources.otlp.receiver import parse_address, receive
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from otlp_support import by_label, free_port, json_request, messages, post, protobuf_request, sdk_collect
 
 from latencymap.flow.inputs import InputError
+from latencymap.sources.otlp import receiver
+from latencymap.sources.otlp.receiver import parse_address, receive
 
 HTML = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
 LABEL = "unit/rpc.duration"

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from latencymap.sources.otlp.receiver import receive
 from otlp_support import Pusher, by_label, exporter, free_port, messages, slot_totals
 
 from latencymap.core.buckets import bin_values
+from latencymap.sources.otlp.receiver import receive
 
 ROUTES = ("/cart", "/pay")
 

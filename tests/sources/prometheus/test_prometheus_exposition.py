@@ -8,6 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.exposition import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
 from latencymap.sources.prometheus.exposition import parse_exposition
 from latencymap.sources.prometheus.series import (
     Reading,
@@ -17,9 +21,6 @@ from latencymap.sources.prometheus.series import (
     parse_matcher,
     selector,
 )
-from prometheus_client import CollectorRegistry, Histogram
-from prometheus_client.exposition import generate_latest
-from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 TEXT = r"""# HELP rpc_seconds RPC latency with a \\ backslash and a \n newline.
 # TYPE rpc_seconds histogram

@@ -8,12 +8,12 @@ import random
 
 import numpy as np
 import pytest
-from latencymap.sources.prometheus.layout import integer_counts, layout_of, metric_unit, stream_unit
-from latencymap.sources.prometheus.native import NativeError, fold_native, native_buckets
 from prometheus_support import DEFAULT_BUCKETS, POW2_MS_BUCKETS, NativeHistogramState
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.rebin import rebin_counts
+from latencymap.sources.prometheus.layout import integer_counts, layout_of, metric_unit, stream_unit
+from latencymap.sources.prometheus.native import NativeError, fold_native, native_buckets
 
 INF = math.inf
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import click
 import pytest
-from latencymap.sources.prometheus.api import MAX_POINTS, promql_duration
-from latencymap.sources.prometheus.query import PrometheusSource, parse_time
 from prometheus_support import Serving, free_port
 
 from latencymap.core.model import Interval, Notice
 from latencymap.plugins import SourceError
+from latencymap.sources.prometheus.api import MAX_POINTS, promql_duration
+from latencymap.sources.prometheus.query import PrometheusSource, parse_time
 
 Answer = tuple[int, str, str]
 JSON = "application/json"

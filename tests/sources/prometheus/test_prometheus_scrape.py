@@ -10,8 +10,6 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-from latencymap.sources.prometheus import scrape as scrape_mod
-from latencymap.sources.prometheus.scrape import ScrapeSource
 from prometheus_support import (
     DEFAULT_BUCKETS,
     POW2_MS_BUCKETS,
@@ -24,6 +22,8 @@ from prometheus_support import (
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.model import Interval, Notice
+from latencymap.sources.prometheus import scrape as scrape_mod
+from latencymap.sources.prometheus.scrape import ScrapeSource
 
 METRIC = "app_request_duration_seconds"
 

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from latencymap.sources.prometheus.query import PrometheusSource
 from prometheus_support import DEFAULT_BUCKETS, Exporter, NativeExporter, PrometheusServer, prometheus_binary
 from skips_support import skip_missing
 
 from latencymap.core.model import Interval
 from latencymap.protocol import ProtocolReader
+from latencymap.sources.prometheus.query import PrometheusSource
 
 pytestmark = pytest.mark.slow
 CLASSIC = "app_request_duration_seconds"

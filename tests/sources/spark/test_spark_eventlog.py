@@ -11,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from latencymap.core.model import Interval
 from latencymap.sources.spark.binning import METRICS, LiveBinner, auto_interval_ms, live_intervals
 from latencymap.sources.spark.codecs import codec_of, decompress, make_decoder
 from latencymap.sources.spark.eventlog import EventLogError, LineSplitter, find_event_log, read_lines
 from latencymap.sources.spark.follow import follow_tasks
 from latencymap.sources.spark.parse import EventParser, task_from_event
 from latencymap.sources.spark.source import SparkSource, collect
-
-from latencymap.core.model import Interval
 
 SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 LAYOUTS = ("plain", "rolling", "zstd", "lz4", "snappy")

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from properties_support import NUMBERS, QUICK, ROUNDTRIP, check_items, hostile_lines, spliced, totals
+
+from latencymap.core.model import Interval, Notice
 from latencymap.sources.spark.binning import METRICS, LiveBinner, batch_intervals, plausible
 from latencymap.sources.spark.codecs import CodecError, decompress
 from latencymap.sources.spark.eventlog import LineSplitter, find_event_log, read_lines
 from latencymap.sources.spark.parse import EventParser, SparkTask
 from latencymap.sources.spark.source import SparkSource
-from properties_support import NUMBERS, QUICK, ROUNDTRIP, check_items, hostile_lines, spliced, totals
-
-from latencymap.core.model import Interval, Notice
 
 SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 JSON_VALUES = st.recursive(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from latencymap.sources.spark.rest import DriverGone, api_base, choose_app, epoch_ms, rest_tasks
 from latencymap.sources.spark.source import SparkSource, collect
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from latencymap.sources.spark.source import SparkSource, collect
 from skips_support import requires_module
 
 from latencymap.core.model import Interval
+from latencymap.sources.spark.source import SparkSource, collect
 
 pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 

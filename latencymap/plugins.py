@@ -13,10 +13,10 @@ import re
 import signal
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from latencymap.core.errors import SourceError
 from latencymap.core.model import Item
@@ -28,6 +28,7 @@ __all__ = ["ENTRY_POINT_GROUP", "Item", "Registry", "Source", "SourceError", "Te
            "process_end"]
 
 ENTRY_POINT_GROUP = "latencymap.sources"
+P = TypeVar("P")
 
 def process_end(returncode: int) -> str:
     """How a child process ended, in words: `exited with code 3`, `was killed by signal 9 (SIGKILL)`."""
@@ -121,13 +122,80 @@ class TextFormat(ABC):
         raise NotImplementedError(f"{self.name} does not read paths itself")
 
 
+class PluginTable(MutableMapping[str, type[P]]):
+    """Plugins of one kind by name. Entry points known to be of this kind (the shipped sources) wait in it
+    unloaded: `name in table` costs nothing for other names, and a plugin is imported when first looked up."""
+
+    def __init__(self, loaded: dict[str, type[P]] | None = None) -> None:
+        self._loaded: dict[str, type[P]] = dict(loaded or {})
+        self._waiting: dict[str, EntryPointLike] = {}
+        self._errors: dict[str, str] = {}
+        self._kind: type[P] | None = None
+
+    def defer(self, ep: EntryPointLike, kind: type[P], errors: dict[str, str]) -> None:
+        """Keep `ep` (named as its class is) to be loaded on first lookup; a failure then goes to `errors`."""
+        self._waiting[ep.name] = ep
+        self._kind, self._errors = kind, errors
+
+    def __getitem__(self, name: str) -> type[P]:
+        found = self._loaded.get(name)
+        if found is not None:
+            return found
+        ep = self._waiting.pop(name)  # KeyError for a name that is not here
+        try:
+            obj = ep.load()
+        except Exception as err:
+            self._errors[ep.name] = f"{type(err).__name__}: {err}"
+            raise KeyError(name) from None
+        if not (isinstance(obj, type) and self._kind is not None and issubclass(obj, self._kind)
+                and obj.name == name):
+            self._errors[ep.name] = f"{ep.value} is not the {getattr(self._kind, '__name__', 'plugin')} {name!r}"
+            raise KeyError(name)
+        self._loaded[name] = obj
+        return obj
+
+    def __contains__(self, name: object) -> bool:
+        if name in self._loaded:
+            return True
+        if name not in self._waiting:
+            return False
+        try:
+            self[name]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        for name in list(self._waiting):
+            if name not in self:  # loads it; one that fails is left out (its error is in the registry)
+                continue
+        return iter(list(self._loaded))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __setitem__(self, name: str, plugin: type[P]) -> None:
+        self._waiting.pop(name, None)
+        self._loaded[name] = plugin
+
+    def __delitem__(self, name: str) -> None:
+        if self._waiting.pop(name, None) is None:
+            del self._loaded[name]
+
+
 @dataclass
 class Registry:
-    """Plugins found through entry points, by kind, plus the load failures."""
+    """Plugins found through entry points, by kind, plus the load failures (`name: why`)."""
 
-    sources: dict[str, type[Source]] = field(default_factory=dict)
-    formats: dict[str, type[TextFormat]] = field(default_factory=dict)
+    sources: PluginTable[Source] = field(default_factory=PluginTable)
+    formats: PluginTable[TextFormat] = field(default_factory=PluginTable)
     errors: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.sources, PluginTable):
+            self.sources = PluginTable(self.sources)
+        if not isinstance(self.formats, PluginTable):
+            self.formats = PluginTable(self.formats)
 
     def format_params(self) -> list[click.Parameter]:
         """Every format's options, each name once."""
@@ -216,10 +284,25 @@ def _group_lines(text: str, group: str) -> list[EntryPointLike]:
     return out
 
 
+#: Entry points of the sources latencymap ships (value -> name), loaded only when named: sniffing an input needs
+#: every format, not these (a test holds this table to the classes).
+SHIPPED_SOURCES: dict[str, str] = {
+    "latencymap.sources.bpf.source:BpfSource": "bpf",
+    "latencymap.sources.spark.source:SparkSource": "spark",
+    "latencymap.sources.oracle.source:OracleSource": "oracle",
+    "latencymap.sources.listen:ListenSource": "listen",
+    "latencymap.sources.prometheus.scrape:ScrapeSource": "scrape",
+    "latencymap.sources.prometheus.query:PrometheusSource": "prometheus",
+}
+
+
 def load_registry(group: str = ENTRY_POINT_GROUP) -> Registry:
-    """Load every plugin of `group`, each in isolation."""
+    """Load every plugin of `group`, each in isolation (the shipped sources when first looked up)."""
     registry = Registry()
     for ep in entry_points(group=group):
+        if SHIPPED_SOURCES.get(ep.value) == ep.name:
+            registry.sources.defer(ep, Source, registry.errors)
+            continue
         try:
             obj = ep.load()
         except Exception as err:

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
@@ -32,8 +33,10 @@ from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.flow.inputs import MAX_LINE
 from latencymap.plugins import Item, TextFormat
-from latencymap.sources.hdrhistogram_codec import Folded, Settings, fold_payloads
 from latencymap.sources.printed_histograms import unit_option
+
+if TYPE_CHECKING:
+    from latencymap.sources.hdrhistogram_codec import Folded, Settings
 
 DEFAULT_UNIT = "nanosec"
 DATASOURCE = "hdrhistogram"
@@ -127,6 +130,8 @@ class HlogReader:
                 self._comment(line)
                 continue
             out.extend(self._data(line, self.lines, len(raw.rstrip("\r\n")) >= MAX_LINE))
+        from latencymap.sources.hdrhistogram_codec import fold_payloads  # the decoder, not needed to sniff
+
         folded = fold_payloads([p.payload for p in out if isinstance(p, _Pending)])
         row = 0
         for item in out:

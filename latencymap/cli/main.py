@@ -36,6 +36,8 @@ def _load(name: str) -> click.Command | None:
         return command
     src = registry().sources.get(name)
     if src is None:
+        if name in registry().errors:
+            raise click.UsageError(f"the plugin {name!r} failed to load: {registry().errors[name]}")
         return None
     from latencymap.cli.source_commands import source_command
 
@@ -75,15 +77,22 @@ class LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list, from the table and the plugins' summaries (no command is imported for it)."""
         names = self.list_commands(ctx)
-        helps = {name: BUILTIN[name][2] if name in BUILTIN else registry().sources[name].summary for name in names}
+        sources = registry().sources
+        helps = {name: BUILTIN[name][2] if name in BUILTIN else sources[name].summary if name in sources
+                 else self.commands[name].help or "" for name in names}
         limit = formatter.width - 6 - max(len(name) for name in names)
         rows = [(name, click.Command(name, help=helps[name]).get_short_help_str(limit)) for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+        broken = registry().errors
+        if broken:
+            with formatter.section("Plugins that failed to load"):
+                formatter.write_dl(sorted(broken.items()))
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or (args[0] not in BUILTIN and args[0] not in ("--help", "-h", "--version")
-                        and args[0] not in self.commands and args[0] not in registry().sources):
+                        and args[0] not in self.commands and args[0] not in registry().sources
+                        and args[0] not in registry().errors):
             args = ["view", *args]
         return super().parse_args(ctx, args)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -14,6 +13,7 @@ from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.errors import InputError, NothingReadable
 from latencymap.flow.pipeline import diffed, input_flow
 from latencymap.outputs.files import write_text
+from latencymap.outputs.json_text import dumps
 from latencymap.outputs.report import build_report, report_text, source_lines
 from latencymap.plugins import Source, TextFormat
 
@@ -89,7 +89,7 @@ def _write(acc: Accumulator, source: Source | None, out_format: str, output: str
         doc = build_report(acc)
         if source is not None:
             doc["source"] = {"name": source.name, **extra}
-        text = json.dumps(doc) + "\n"
+        text = dumps(doc) + "\n"
     else:
         text = report_text(acc) + "".join(f"{line}\n" for line in source_lines(extra))
     write_text(text, output)

@@ -15,8 +15,6 @@ from typing import ClassVar
 
 from latencymap.core.model import Notice
 from latencymap.plugins import Item, TextFormat
-from latencymap.sources.otlp.decode import DecodeError, decode_json
-from latencymap.sources.otlp.points import PointStreams
 
 _HEAD = re.compile(r'\s*\{\s*"(resourceMetrics|resource_metrics)"\s*:')
 #: A collector writes a whole batch on one line; longer lines are cut (and reported) by the input layer.
@@ -36,6 +34,9 @@ class OtlpJsonFormat(TextFormat):
         return bool(_HEAD.match(first))
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
+        from latencymap.sources.otlp.decode import DecodeError, decode_json  # the reader, not needed to sniff
+        from latencymap.sources.otlp.points import PointStreams
+
         streams = PointStreams()
         for number, line in enumerate(lines, 1):
             if not line.strip():

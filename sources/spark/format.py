@@ -12,13 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from latencymap.core.errors import InputError, SourceError
 from latencymap.plugins import Item, TextFormat
 
 from .codecs import CodecError, codec_of, make_decoder
 from .eventlog import EventLogError, find_event_log
-from .source import SparkSource
+
+if TYPE_CHECKING:
+    from .source import SparkSource
 
 #: The start of a Spark listener event line (Spark writes compact JSON).
 EVENT_LINE = re.compile(rb'^\s*\{\s*"Event"\s*:\s*"(?:SparkListener|org\.apache\.spark\.)')
@@ -50,6 +53,8 @@ def is_event_log(path: Path) -> bool:
 def spark_source(target: str) -> SparkSource:
     """The `spark` source for `target` with its default options (as `report spark TARGET` builds it)."""
     import click
+
+    from .source import SparkSource  # the reader itself, imported when a log is read (not to sniff one)
 
     ctx = click.Command("spark", params=SparkSource.params()).make_context("spark", ["--", target])
     return SparkSource(**ctx.params)

@@ -107,3 +107,18 @@ def test_history_budget_on_the_command_line_drops_the_oldest_and_says_so(tmp_pat
     bad = subprocess.run([sys.executable, "-m", "latencymap", "--plain", "--once", "--history", "lots", str(path)],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "neither a memory size" in bad.stderr
+
+
+def test_a_plugin_that_failed_to_load_is_named_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    from latencymap import plugins
+    from latencymap.cli import main as main_module
+
+    broken = plugins.Registry(errors={"bpf": "ModuleNotFoundError: No module named 'bcc'"})
+    monkeypatch.setattr(main_module, "registry", lambda: broken)
+    monkeypatch.delitem(main.commands, "bpf", raising=False)  # a test before may have built the real one
+    ran = CliRunner().invoke(main, ["bpf", "--help"])
+    assert ran.exit_code == 2
+    assert "the plugin 'bpf' failed to load: ModuleNotFoundError: No module named 'bcc'" in ran.output
+    helped = CliRunner().invoke(main, ["--help"])
+    assert helped.exit_code == 0
+    assert "Plugins that failed to load" in helped.output and "No module named 'bcc'" in helped.output

@@ -1,0 +1,73 @@
+"""The report's JSON writer gives `json.dumps`'s text byte for byte, with or without orjson."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from latencymap.outputs import json_text
+from latencymap.outputs.json_text import MIN_ROWS, dumps, number_rows
+
+FINITE = st.floats(allow_nan=False, allow_infinity=False)
+ANY_FLOAT = st.floats(allow_nan=True, allow_infinity=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(FINITE, min_size=1, max_size=30), min_size=1, max_size=40))
+def test_rows_of_floats_are_written_as_json_dumps_writes_them(rows: list[list[float]]) -> None:
+    assert number_rows(rows) == json.dumps(rows)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(FINITE, st.integers(-(2**63), 2**64 - 1), st.booleans()), min_size=1, max_size=200))
+def test_flat_lists_of_numbers_too(values: list[float | int | bool]) -> None:
+    assert number_rows(values) == json.dumps(values)
+
+
+def test_every_decade_and_the_edges_of_repr_notation() -> None:
+    rng = np.random.default_rng(2026)
+    mantissa = rng.random(200_000) * 10
+    exponent = rng.integers(-324, 309, 200_000).astype(float)
+    with np.errstate(over="ignore", under="ignore"):
+        values = mantissa * 10.0**exponent
+    values = values[np.isfinite(values)]
+    values[::3] *= -1
+    edges = [0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1e-5, -1e-5, 1.5e-5, 9.999999999999999e-05, 1e-4, 1e-6,
+             1e-7, 1e-9, 1e-10, 1e15, 9999999999999998.0, 1e16, 1.7976931348623157e308, 10.00001, 100.00001]
+    values = np.concatenate([values, edges, rng.random(50_000) * 1e-4, rng.random(50_000) * 1e-6]).tolist()
+    rows = [values[i: i + 22] for i in range(0, len(values), 22)]
+    assert number_rows(rows) == json.dumps(rows)
+
+
+@given(st.lists(st.lists(ANY_FLOAT, min_size=1, max_size=5), min_size=MIN_ROWS, max_size=MIN_ROWS + 5),
+       st.text(max_size=20))
+@settings(max_examples=100, deadline=None)
+def test_documents_with_nan_strings_and_nesting_are_written_exactly(rows: list[list[float]], label: str) -> None:
+    doc = {"streams": [{"label": label, "frequency": rows, "columns": [1.5] * MIN_ROWS,
+                        "episodes": [{"start": 1.0, "why": label}] * MIN_ROWS}], "n": math.pi}
+    assert dumps(doc) == json.dumps(doc)
+
+
+def test_a_document_holding_the_placeholder_text_is_still_written_exactly() -> None:
+    rows = [[1e-5, 2.0]] * MIN_ROWS
+    doc = {"a": rows, "b": "\x00latencymap-rows-0\x00", "c": rows}
+    assert dumps(doc) == json.dumps(doc)
+
+
+def test_values_orjson_cannot_write_exactly_fall_back() -> None:
+    assert number_rows([[2**70, 1.0]] * MIN_ROWS) is None  # past 64 bits
+    assert number_rows([[float("nan"), 1.0]] * MIN_ROWS) is None  # orjson would write null
+    assert number_rows([["x", 1.0]] * MIN_ROWS) is None
+
+
+def test_without_orjson_the_standard_writer_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "orjson", None)  # import orjson now raises ImportError
+    rows = [[1e-5, 2.0]] * MIN_ROWS
+    assert json_text.number_rows(rows) is None
+    assert dumps({"a": rows}) == json.dumps({"a": rows})

@@ -130,17 +130,18 @@ def anomalous_columns(
     n = counts.sum(axis=1)
     testable = n >= min_column_events
     anomalous = np.zeros(len(counts), dtype=bool)
+    present, count_shares, time_shares = counts > 0, _shares(counts), _shares(times)  # the same every iteration
     for _ in range(iterations):
         normal = testable & ~anomalous
         base, base_t = counts[normal].sum(axis=0), times[normal].sum(axis=0)
         p, pt = _baseline_shares(base), _shares(base_t)
         deviance = poisson_deviance(counts, n[:, None] * p[None, :])
-        df = np.maximum(((base > 0)[None, :] | (counts > 0)).sum(axis=1) - 1, 1)
+        df = np.maximum(((base > 0)[None, :] | present).sum(axis=1) - 1, 1)
         ratio = deviance / (df * (1.0 - 2.0 / (9.0 * df)) ** 3)  # ~1 at the median of chi2(df)
         dispersion = max(1.0, float(np.median(ratio[normal]))) if normal.any() else 1.0
         significant = deviance / dispersion > chi2_quantile(df, z)
-        tvd = 0.5 * np.abs(_shares(counts) - p[None, :]).sum(axis=1)
-        tvd_time = 0.5 * np.abs(_shares(times) - pt[None, :]).sum(axis=1)
+        tvd = 0.5 * np.abs(count_shares - p[None, :]).sum(axis=1)
+        tvd_time = 0.5 * np.abs(time_shares - pt[None, :]).sum(axis=1)
         found = testable & significant & ((tvd >= min_shift) | (tvd_time >= min_time_shift))
         if found.sum() * 2 > testable.sum() or np.array_equal(found, anomalous):
             break  # converged, or no majority of normal columns to stand as the baseline

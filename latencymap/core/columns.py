@@ -17,8 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.core.buckets import NSLOTS
-
 #: Columns per sealed chunk.
 CHUNK_COLUMNS = 1024
 ZSTD_LEVEL = 3
@@ -204,7 +202,8 @@ class Chunk:
     counts_blob: bytes
     time_blob: bytes
     meta_blob: bytes
-    #: Per slot (64): counts summed over the chunk's columns, and whether any column's count is not zero.
+    #: Per slot of the window (`lo` to `lo + width`): counts summed over the chunk's columns, and whether any
+    #: column's count is not zero.
     slot_counts: np.ndarray
     used: np.ndarray
     #: Bitwise AND and OR of the columns' flags.
@@ -217,11 +216,14 @@ class Chunk:
     seq: int = 0
     #: Whether the time blob is byte-shuffled (smaller for times with random mantissas, larger for regular ones).
     time_shuffled: bool = False
+    #: Sizes of the counts blob's frames, one per slot of the window (each slot's counts apart compress better when
+    #: slots hold counts of different sizes); empty when the blob is one frame of every slot.
+    count_frames: tuple[int, ...] = ()
 
     @property
     def nbytes(self) -> int:
         """Bytes this chunk keeps in memory (compressed data and summaries)."""
-        blobs = len(self.counts_blob) + len(self.time_blob) + len(self.meta_blob)
+        blobs = len(self.counts_blob) + len(self.time_blob) + len(self.meta_blob) + 8 * len(self.count_frames)
         return blobs + self.slot_counts.nbytes + self.used.nbytes + 200
 
     @staticmethod
@@ -251,14 +253,18 @@ class Chunk:
             plain, mixed = _compress(time.tobytes()), _compress(_shuffle(time))
             time_blob, shuffled = (mixed, True) if len(mixed) < len(plain) else (plain, False)
         meta = b"".join([*(_shuffle(getattr(block, name)[:n]) for name in _META), block.flags[:n].tobytes()])
-        slot_counts = np.zeros(NSLOTS, dtype=np.int64)
-        slot_counts[block.lo + a: block.lo + b] = counts.sum(axis=0, dtype=np.int64)
-        used = np.zeros(NSLOTS, dtype=bool)
-        used[block.lo + a: block.lo + b] = (counts != 0).any(axis=0)
+        slot_counts = counts.sum(axis=0, dtype=np.int64)
+        used = (counts != 0).any(axis=0)
         flags = block.flags[:n]
-        return Chunk(n, block.lo + a, b - a, ctype, ttype, _compress(_shuffle(counts)), time_blob,
+        counts_blob, frames = _compress(_shuffle(counts)), ()
+        if b - a > 1:  # whichever of one frame and a frame per slot is smaller
+            apart = [_compress(_shuffle(counts[:, k])) for k in range(b - a)]
+            if sum(map(len, apart)) + 8 * len(apart) < len(counts_blob):
+                counts_blob, frames = b"".join(apart), tuple(map(len, apart))
+        return Chunk(n, block.lo + a, b - a, ctype, ttype, counts_blob, time_blob,
                      _compress(meta), slot_counts, used, int(np.bitwise_and.reduce(flags)),
-                     int(np.bitwise_or.reduce(flags)), spent, float(block.dur[:n].sum()), time_shuffled=shuffled)
+                     int(np.bitwise_or.reduce(flags)), spent, float(block.dur[:n].sum()), time_shuffled=shuffled,
+                     count_frames=frames)
 
     def decode(self) -> Block:
         """The chunk's columns as a read-only block; each array is decompressed when first read."""
@@ -269,7 +275,14 @@ class Chunk:
         unzip = _codecs()[1]
         n, width = self.n, self.width
         if part == "counts":
-            return {"counts": _unshuffle(unzip.decompress(self.counts_blob), self.count_type, (n, width))}
+            if not self.count_frames:
+                return {"counts": _unshuffle(unzip.decompress(self.counts_blob), self.count_type, (n, width))}
+            counts = np.empty((n, width), dtype=self.count_type)
+            blob, at = memoryview(self.counts_blob), 0
+            for k, size in enumerate(self.count_frames):
+                counts[:, k] = _unshuffle(unzip.decompress(blob[at: at + size]), self.count_type, (n,))
+                at += size
+            return {"counts": counts}
         if part == "time":
             if self.time_type is None:
                 return {"time": None}

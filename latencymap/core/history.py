@@ -350,7 +350,7 @@ class StreamHistory:
         for i, _, take in self._spans(first, stop):
             chunk = self._whole(i, take)
             if chunk is not None:
-                counts += chunk.slot_counts
+                counts[chunk.lo: chunk.lo + chunk.width] += chunk.slot_counts
                 spent += chunk.time_total
                 dur += chunk.dur_total
             else:
@@ -367,7 +367,7 @@ class StreamHistory:
         for i, r, take in self._spans(0, self.n):
             chunk = self._whole(i, take)
             if chunk is not None:
-                used |= chunk.used
+                used[chunk.lo: chunk.lo + chunk.width] |= chunk.used
                 continue
             block = self._block(i, True) if i < len(self._chunks) else self._hot
             used[block.lo: block.lo + block.width] |= (block.counts[r: r + take] != 0).any(axis=0)

@@ -279,3 +279,22 @@ def test_views_are_told_once_when_the_budget_drops_columns() -> None:
             acc.add(batch)
     assert len(told) == 1 and told[0].skipped == 0 and told[0].message in acc.messages
     assert acc.dropped_for_budget > 0 and acc.streams[S].dropped == acc.dropped_for_budget
+
+
+@pytest.mark.parametrize("rates", [[3, 40, 320, 1000, 25, 2], [50, 50]])
+def test_counts_come_back_whichever_of_one_frame_and_a_frame_per_slot_is_smaller(rates: list[int]) -> None:
+    rng = np.random.default_rng(11)
+    n = 1024
+    block = Block(n)
+    c = np.zeros((n, NSLOTS), dtype=np.int64)
+    c[:, 20: 20 + len(rates)] = rng.poisson(rates, (n, len(rates)))
+    block.append(c, None, np.arange(float(n)), np.arange(float(n)) + 1, np.ones(n), np.zeros(n, np.uint8), MID, n)
+    chunk = Chunk.seal(block, MID)
+    one_frame = len(columns._compress(columns._shuffle(c[:, 20: 20 + len(rates)].astype(chunk.count_type))))
+    assert len(chunk.counts_blob) + 8 * len(chunk.count_frames) <= one_frame
+    if len(rates) == 6:  # slots of very different sizes: apart they compress better
+        assert len(chunk.count_frames) == 6
+    out = np.zeros((n, NSLOTS), dtype=np.int64)
+    chunk.decode().dense_counts(slice(0, n), out)
+    assert np.array_equal(out, c)
+    assert np.array_equal(chunk.slot_counts, c[:, 20: 20 + len(rates)].sum(axis=0))

@@ -86,7 +86,7 @@ def _write(acc: Accumulator, source: Source | None, out_format: str, output: str
         write_report(acc, out_format, output, stragglers=stragglers)
         return
     if out_format == "json":
-        doc = build_report(acc)
+        doc = build_report(acc, arrays=True)
         if source is not None:
             doc["source"] = {"name": source.name, **extra}
         text = dumps(doc) + "\n"

@@ -20,8 +20,10 @@ def _num(value: float) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
-def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
-    """The JSON object of one stream."""
+def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
+    """The JSON object of one stream (with `arrays`, its frequency and intensity as NumPy arrays, which
+    `json_text.dumps` writes as the lists would be written)."""
+    rows: Any = (lambda a: a) if arrays else np.ndarray.tolist
     used = hist.used_slots()
     lo, hi = used if used else (0, -1)
     slots = slice(lo, hi + 1)
@@ -35,8 +37,8 @@ def stream_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
         "end": end,
         "buckets": [{"low": float(a), "high": float(b)}
                     for a, b in zip(hist.low[slots], hist.high[slots], strict=True)],
-        "frequency": hist.frequency()[:, slots].tolist(),
-        "intensity": hist.intensity()[:, slots].tolist(),
+        "frequency": rows(hist.frequency()[:, slots]),
+        "intensity": rows(hist.intensity()[:, slots]),
         "intensity_exact": hist.exact,
         "total": _total(total, acc.sources.get(hist.stream), hist.stream.unit),
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
@@ -88,10 +90,10 @@ def peer_groups(acc: Accumulator) -> list[PeerGroup]:
     return find_peers(peers)
 
 
-def _dense_report(hist: StreamHistory, acc: Accumulator) -> dict[str, Any]:
+def _dense_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
     """`stream_report`, reading the stream's columns once."""
     with hist.dense():
-        return stream_report(hist, acc)
+        return stream_report(hist, acc, arrays)
 
 
 def marked_columns(hist: StreamHistory, flag: int) -> list[int]:
@@ -111,10 +113,10 @@ def marks_lines(hist: StreamHistory, limit: int = 20) -> list[str]:
     return out
 
 
-def build_report(acc: Accumulator) -> dict[str, Any]:
-    """The whole report: one object per stream, and the peer groups among them."""
+def build_report(acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
+    """The whole report: one object per stream, and the peer groups among them (`arrays`: see `stream_report`)."""
     return {
-        "streams": [_dense_report(h, acc) for h in acc.streams.values()],
+        "streams": [_dense_report(h, acc, arrays) for h in acc.streams.values()],
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
         "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
     }

@@ -71,3 +71,12 @@ def test_without_orjson_the_standard_writer_is_used(monkeypatch: pytest.MonkeyPa
     rows = [[1e-5, 2.0]] * MIN_ROWS
     assert json_text.number_rows(rows) is None
     assert dumps({"a": rows}) == json.dumps({"a": rows})
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(ANY_FLOAT, min_size=3, max_size=3), min_size=1, max_size=MIN_ROWS + 5))
+def test_numpy_arrays_are_written_as_their_lists_would_be(rows: list[list[float]]) -> None:
+    arr = np.array(rows, dtype=np.float64)
+    doc = {"frequency": arr, "intensity": arr[:, :0], "label": "x", "column": arr[:, 0]}
+    assert dumps(doc) == json.dumps({"frequency": arr.tolist(), "intensity": [[] for _ in rows], "label": "x",
+                                     "column": arr[:, 0].tolist()})

@@ -38,6 +38,7 @@ import numpy as np
 
 from latencymap.analysis.bands import estimate_time
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS as _T
+from latencymap.core.percentiles import median_of
 
 Z = _T.episode_z
 MIN_SHIFT = _T.episode_min_shift
@@ -138,7 +139,7 @@ def anomalous_columns(
         deviance = poisson_deviance(counts, n[:, None] * p[None, :])
         df = np.maximum(((base > 0)[None, :] | present).sum(axis=1) - 1, 1)
         ratio = deviance / (df * (1.0 - 2.0 / (9.0 * df)) ** 3)  # ~1 at the median of chi2(df)
-        dispersion = max(1.0, float(np.median(ratio[normal]))) if normal.any() else 1.0
+        dispersion = max(1.0, float(median_of(ratio[normal]))) if normal.any() else 1.0
         significant = deviance / dispersion > chi2_quantile(df, z)
         tvd = 0.5 * np.abs(count_shares - p[None, :]).sum(axis=1)
         tvd_time = 0.5 * np.abs(time_shares - pt[None, :]).sum(axis=1)

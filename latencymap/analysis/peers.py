@@ -38,6 +38,7 @@ import numpy as np
 
 from latencymap.analysis.findings import Finding, dur, pct, times
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from latencymap.core.percentiles import median_of
 
 IDENTITY = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?:(?P<word>rank|instance|inst|node|host|worker|executor|exec|gpu|cuda|disk|device|dev"
@@ -153,7 +154,7 @@ def group_peers(streams: list[PeerStream]) -> dict[tuple[str, str, str], list[tu
 
 def _windows(members: list[PeerStream]) -> tuple[float, float, np.ndarray, np.ndarray]:
     """(width, origin, events, time) per (peer, window)."""
-    width = max(float(np.median(s.ends - s.starts)) for s in members)
+    width = max(float(median_of(s.ends - s.starts)) for s in members)
     origin = min(float(s.starts[0]) for s in members)
     width = width if width > 0 else 1.0
     idx = [np.floor(((s.starts + s.ends) / 2 - origin) / width).astype(np.int64) for s in members]
@@ -177,7 +178,7 @@ def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, 
     for k, m in enumerate(members):
         others = np.delete(means, k)
         others = others[np.isfinite(others)]
-        ref = float(np.median(others)) if others.size else float("nan")
+        ref = float(median_of(others)) if others.size else float("nan")
         m.ratio = m.mean_s / ref if ref > 0 else float("nan")
     with np.errstate(divide="ignore", invalid="ignore"):
         wmean = np.where(ev > 0, tm / ev, -np.inf)
@@ -206,7 +207,7 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
     p = binomial_sf(m.slowest, g.contested, chance)
     others = np.delete(wmean, k, axis=0)
     overall = m.mean_s / m.ratio
-    ref_w = np.array([np.median(col[np.isfinite(col)]) if np.isfinite(col).any() else overall for col in others.T])
+    ref_w = np.array([median_of(col[np.isfinite(col)]) if np.isfinite(col).any() else overall for col in others.T])
     excess_w = np.where(ev[k] > 0, tm[k] - ev[k] * ref_w, 0.0)
     excess = float(excess_w[excess_w > 0].sum())
     far = (ref_w > 0) & (wmean[k] >= ref_w * 2.0 ** th.stall_gap_octaves)

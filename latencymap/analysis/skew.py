@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from latencymap.core.percentiles import median_of
+
 
 def stage_skew(durations_s: np.ndarray, starts_s: np.ndarray, ends_s: np.ndarray,
                cores: int | None = None) -> dict[str, Any]:
@@ -26,7 +28,7 @@ def stage_skew(durations_s: np.ndarray, starts_s: np.ndarray, ends_s: np.ndarray
     if d.size == 0:
         return {"skew": None, "max_over_wall": None, "wall_s": 0.0, "task_time_s": 0.0, "cores": cores,
                 "wasted_core_s": None, "utilisation": None}
-    median, longest = float(np.median(d)), float(d.max())
+    median, longest = float(median_of(d)), float(d.max())
     wall = float(np.max(ends_s) - np.min(starts_s))
     busy = float(d.sum())
     held = cores * wall if cores else None

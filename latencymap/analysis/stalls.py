@@ -29,6 +29,7 @@ import numpy as np
 
 from latencymap.analysis.episodes import Episode, Region, runs
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from latencymap.core.percentiles import median_of
 
 
 def ceiling_slot(counts: np.ndarray, th: Thresholds = DEFAULT_THRESHOLDS) -> int:
@@ -66,7 +67,7 @@ def find_stalls(
         return []
     total_c, total_t = max(float(counts.sum()), 1e-300), max(float(times.sum()), 1e-300)
     median = _median_s(counts.sum(axis=0), low_s, high_s)
-    width = float(np.median(np.asarray(ends) - np.asarray(starts)))
+    width = float(median_of(np.asarray(ends) - np.asarray(starts)))
     out = []
     for a, b in _joined(runs(hit, max_gap=th.stall_max_gap, min_columns=1), far_c, far_t, starts, ends):
         cols = np.flatnonzero(hit[a:b + 1]) + a

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from latencymap.core.percentiles import median_of
 
 _T = DEFAULT_THRESHOLDS
 
@@ -135,8 +136,8 @@ def group_stragglers(
     ok = np.isfinite(durations) & (durations >= 0)
     if int(ok.sum()) < min_group:
         return []
-    median = float(np.median(durations[ok]))
-    mad = float(np.median(np.abs(durations[ok] - median)))
+    median = float(median_of(durations[ok]))
+    mad = float(median_of(np.abs(durations[ok] - median)))
     mad = max(mad, MAD_FLOOR * median, np.finfo(np.float64).tiny)
     reference = np.full(len(items), median)
     cold = np.array([i.cold for i in items], dtype=bool) & ok

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 PERCENTILES: tuple[float, ...] = (0.50, 0.90, 0.99, 0.999)
@@ -45,3 +47,18 @@ def safe_ratio(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:
     den = np.asarray(den, dtype=np.float64)
     out: np.ndarray = np.divide(num, den, out=np.full(np.broadcast(num, den).shape, np.nan), where=den != 0)
     return out
+
+
+def median_of(values: np.ndarray | list[float]) -> float:
+    """`np.median` of a 1-D array, the same number, without the ~20 ms import of numpy.ma it makes on first use."""
+    a = np.asarray(values).ravel()
+    n = a.size
+    if n == 0 or (a.dtype.kind == "f" and np.isnan(a).any()):
+        return math.nan
+    k = n // 2
+    if n % 2:
+        return float(np.partition(a, k)[k])
+    part = np.partition(a, (k - 1, k))
+    if part.dtype.kind != "f":
+        part = part.astype(np.float64)
+    return float((part[k - 1] + part[k]) / 2)  # in the array's float type, as np.median's mean is

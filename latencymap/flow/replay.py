@@ -13,6 +13,7 @@ import numpy as np
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Flow, Interval
+from latencymap.core.percentiles import median_of
 
 SPEEDS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
 #: Longest single sleep: a change of speed, pause or seek takes effect at least this often.
@@ -155,7 +156,7 @@ def burst_starts(acc: Accumulator) -> list[float]:
             starts.update(e.start for e in episodes)
             continue
         spent = hist.time.sum(axis=1) / np.maximum(hist.durations, 1e-9)
-        typical = float(np.median(spent))
+        typical = float(median_of(spent))
         hot = spent > max(typical * BURST_FACTOR, 0.0) if typical > 0 else spent > 0
         rising = hot & ~np.concatenate(([False], hot[:-1]))
         starts.update(float(t) for t in hist.start[rising])

@@ -14,6 +14,7 @@ from rich.style import Style
 from textual.strip import Strip
 
 from latencymap.core.accumulator import StreamHistory
+from latencymap.core.percentiles import median_of
 from latencymap.tui.window import Window
 
 #: Columns with an end time before this (1973) carry relative times, not dates: labels are offsets.
@@ -110,7 +111,7 @@ def axis_strip(hist: StreamHistory, win: Window, width: int, offset: int = LABEL
     line = [" "] * width
     if hist.n:
         spans = hist.durations[win.first: win.stop]
-        per_cell = float(np.median(spans)) * win.zoom if spans.size else 1.0
+        per_cell = float(median_of(spans)) * win.zoom if spans.size else 1.0
         origin = float(hist.start[0]) if hist.n else 0.0
         real = bool(np.nanmax(ends) >= REAL_EPOCH) if np.isfinite(ends).any() else True
         shift = None if real else clock_shift(hist)

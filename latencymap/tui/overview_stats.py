@@ -14,7 +14,7 @@ import numpy as np
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import StreamId
-from latencymap.core.percentiles import percentile_estimates
+from latencymap.core.percentiles import median_of, percentile_estimates
 from latencymap.core.sanitize import clean_text
 from latencymap.tui.window import Window
 
@@ -122,7 +122,7 @@ def _compare_peers(peers: list[StreamRow]) -> None:
     ok = np.isfinite(now) & (now > 0)
     if ok.sum() < 2:
         return
-    median = float(np.median(now[ok]))
+    median = float(median_of(now[ok]))
     for r, v, good in zip(peers, now.tolist(), ok.tolist(), strict=True):
         r.vs_peers = v / median if good and median > 0 else math.nan
 

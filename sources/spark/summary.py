@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from latencymap.core.percentiles import median_of
+
 from .parse import ExecutorInfo, SparkTask
 
 #: A task ending this close after another's launch had already freed its slot.
@@ -105,7 +107,7 @@ def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int |
     from latencymap.analysis.skew import stage_skew
 
     d = np.sort(np.array([t.duration_ms for t in tasks], dtype=np.float64)) / 1000.0
-    median = float(np.median(d))
+    median = float(median_of(d))
     skew = stage_skew(d, np.array([t.launch_ms for t in tasks]) / 1000.0,
                       np.array([t.finish_ms for t in tasks]) / 1000.0, cores)
     return {

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from latencymap.core.buckets import bin_values, bounds_seconds
-from latencymap.core.percentiles import percentile_estimates
+from latencymap.core.percentiles import median_of, percentile_estimates
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -31,3 +35,19 @@ def test_empty_rows_give_nan_and_rows_are_vectorized() -> None:
     assert np.isnan(est[0, 0])
     assert low[10] <= est[1, 0] < high[10]
     assert 0 <= est[2, 0] < high[0]  # zero bucket interpolates linearly from 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([np.float64, np.float32, np.int64]),
+       st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), max_size=40))
+def test_median_of_is_numpys_median(dtype: type, values: list[float]) -> None:
+    import warnings
+
+    if dtype is np.int64:
+        values = [v for v in values if math.isfinite(v) and abs(v) < 2**53]
+    arr = np.array(values, dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = float(np.median(arr))
+        got = median_of(arr)
+    assert got == expected or (math.isnan(got) and math.isnan(expected))

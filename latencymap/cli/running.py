@@ -34,6 +34,8 @@ def emit(flow: Flow, compat: bool, profile: ProfileSession | None = None) -> int
 def prepare(flow: Flow, kw: dict[str, Any], source: str = "input", profile: ProfileSession | None = None) -> Flow:
     """Strict mode, limits, profiling and recording, as the command's options ask."""
     options = dict(kw)
+    if "history" in options:  # what was kept, in the header: a budget or a number of columns, as the option says it
+        options["history"] = str(options["history"] or DEFAULT_HISTORY)
     if kw.pop("strict"):
         flow = strict(flow)
     flow = limited(flow, kw.pop("count"), kw.pop("duration"))

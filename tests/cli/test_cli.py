@@ -130,3 +130,17 @@ def test_plain_frames_every_interval_when_not_once(example_data: Path) -> None:
     r = run("--plain", "--screen_delay=0", stdin=part, env={"NO_COLOR": "1"})
     assert r.returncode == 0
     assert r.stdout.count("Frequency heat map") == 3
+
+
+@pytest.mark.parametrize(("given", "said"), [(["--history", "64M"], "64 MiB"), (["--history", "500"],
+                                              "500 columns per stream"), ([], None)])
+def test_the_recording_header_says_how_much_history_was_kept(tmp_path: Path, given: list[str],
+                                                             said: str | None) -> None:
+    from latencymap.core.accumulator import DEFAULT_HISTORY
+
+    rec = tmp_path / "h.rec"
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap" / "example_latency_data.txt"
+    ran = CliRunner().invoke(main, ["--plain", "--once", *given, "--record", str(rec), str(fixture)])
+    assert ran.exit_code == 0, ran.output
+    header = json.loads(rec.read_text().splitlines()[0].split(" ", 2)[2])
+    assert header["options"]["history"] == (said or str(DEFAULT_HISTORY))

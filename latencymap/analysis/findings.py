@@ -68,8 +68,14 @@ class Finding:
 
 
 def pct(share: float) -> str:
-    """`61%`, `4%`, `0.3%`, `0%`."""
+    """`61%`, `4%`, `0.3%`, `0%`, `99.9%` (never `100%` for a share short of all: it would hide the rest)."""
     v = 100.0 * share
+    if 99.5 <= v < 100:
+        for digits in range(1, 6):
+            text = f"{v:.{digits}f}"
+            if float(text) < 100:
+                return f"{text}%"
+        return "99.99999%"
     if v >= 1 or v == 0:
         return f"{v:.0f}%"
     return f"{v:.1g}%"

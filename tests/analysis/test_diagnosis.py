@@ -84,6 +84,8 @@ def test_unimodal_and_empty() -> None:
 
 def test_pct() -> None:
     assert [pct(x) for x in (0.61, 0.04, 0.003, 0.0, 1.0)] == ["61%", "4%", "0.3%", "0%", "100%"]
+    # a share short of all is never written 100%
+    assert [pct(x) for x in (0.9991, 0.99999, 0.995, 0.99)] == ["99.9%", "99.999%", "99.5%", "99%"]
 
 
 def sample(name: str) -> tuple[list[Interval], np.ndarray]:

@@ -78,6 +78,7 @@ class LatencyMapApp(MapActions):
         self._tick_s = tick
         self._dirty = True
         self._plots_at = 0.0
+        self._listed_at = 0.0
         self.fits: dict[StreamId, RowFit] = {}
         self.color_mode = color_mode or "truecolor"
         self.overview_offered = False
@@ -154,7 +155,7 @@ class LatencyMapApp(MapActions):
         if len(self.acc.streams) > 1 and not self.overview_offered:
             self.overview_offered = True  # several streams: start on the overview (once; Esc brings it back)
             if self.screen.id != "overview":
-                self.push_screen(OverviewScreen())
+                self.show_overview()
         if self._dirty:
             self._dirty = False
             try:
@@ -205,8 +206,12 @@ class LatencyMapApp(MapActions):
         """Push the view state into every widget (the overview's, when it is on screen)."""
         screen = self.screen
         if isinstance(screen, OverviewScreen | DiffScreen):
-            if not status_only or force:
+            now = time.monotonic()
+            if force or (not status_only and now - self._listed_at >= PLOT_EVERY_S):
+                self._listed_at = now
                 screen.update()
+            elif not status_only:
+                self._dirty = True  # new data is listed at the plots' pace (keys repaint at once)
             return
         hist = self.current()
         n = hist.n if hist else 0
@@ -224,7 +229,7 @@ class LatencyMapApp(MapActions):
             return
         win = Window(stop, self.map_cells(), self.view.zoom)
         if self.view.cursor is None and stop:
-            filled = np.flatnonzero(hist.counts[win.first: stop].any(axis=1))
+            filled = np.flatnonzero(hist.counts_in(slice(win.first, stop)).any(axis=1))
             self.view.auto_cursor = win.first + int(filled[-1]) if filled.size else None
         cursor = self.view.cursor_at(n)
         rows = self.rows_for(hist, win)

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.geometry import Region
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
@@ -86,7 +87,8 @@ class OverviewList(Widget, can_focus=True):
         self._strips: dict[int, Strip] = {}
         self._header: Strip | None = None
         self._p99: dict[StreamId, tuple[tuple[int, ...], np.ndarray]] = {}
-        self._lines: dict[StreamId, tuple[tuple[object, ...], Strip]] = {}
+        #: per stream on screen: what its line shows (`_line_key`), the line, its numbers and its strip levels
+        self._lines: dict[StreamId, tuple[tuple[object, ...], Strip, tuple[str, ...], np.ndarray]] = {}
 
     @property
     def scale(self) -> tuple[float, float]:
@@ -105,25 +107,50 @@ class OverviewList(Widget, can_focus=True):
         self.rows, self.stops = rows, stops
         if current is not None:
             self.selected = next((k for k, r in enumerate(rows) if r.index == current), 0)
+        self._header = None  # built once, at the next repaint (however many changes came before it)
         self.move(0)
 
     def move(self, step: int, absolute: int | None = None) -> None:
         """Select another line (clamped), scrolling to keep it on screen."""
-        n = len(self.rows)
+        n, before, top = len(self.rows), self.selected, self.top
         self.selected = 0 if n == 0 else max(0, min(n - 1, (self.selected + step) if absolute is None else absolute))
         if self.selected < self.top:
             self.top = self.selected
         elif self.selected >= self.top + self.lines_shown:
             self.top = self.selected - self.lines_shown + 1
         self.top = max(0, min(self.top, max(0, n - self.lines_shown)))
-        self._header = None  # built once, at the next repaint (however many changes came before it)
+        if self.selected == before and self.top == top and self._header is not None:
+            return
+        if self.top == top and self._header is not None and self._restyle(before, self.selected):
+            return
+        self._header = None
         self.refresh()
+
+    def _restyle(self, *lines: int) -> bool:
+        """Redraw only `lines` (indexes in `rows`), whose selection mark changed; False when the whole list must be
+        built again (a line not built yet, or the time axis of the selected stream under the lines)."""
+        if len(self.rows) - self.top < self.lines_shown or any(k not in self._strips for k in lines):
+            return False
+        width = self.size.width
+        for k in lines:
+            row = self.rows[k]
+            got = self._lines.get(row.hist.stream)
+            if got is None:
+                return False
+            key, _, values, levels = got
+            selected = k == self.selected
+            strip = self._line(row, values, levels, width, selected)
+            self._lines[row.hist.stream] = ((*key[:4], selected, *key[5:]), strip, values, levels)
+            self._strips[k] = strip
+            self.refresh(Region(0, 1 + k - self.top, width, 1))
+        return True
 
     def current(self) -> StreamRow | None:
         """The selected stream's row."""
         return self.rows[self.selected] if 0 <= self.selected < len(self.rows) else None
 
     def on_resize(self, event: events.Resize) -> None:
+        self._header = None
         self.move(0)
 
     def _ensure_built(self) -> None:
@@ -138,14 +165,14 @@ class OverviewList(Widget, can_focus=True):
         levels, low, high = p99_levels(self._strip_p99(shown, cells), LEVELS)
         self._scale = (low, high)
         self._header = self._head(width, cells)
-        lines: dict[StreamId, tuple[tuple[object, ...], Strip]] = {}
+        lines = {}
         for k, (r, lv) in enumerate(zip(shown, levels, strict=True)):
             values = _values(r)
-            key = (r.label, values, r.slow, lv.tobytes(), self.top + k == self.selected, self.marks.get(r.index, ""),
-                   width, self.mode)
+            selected = self.top + k == self.selected
+            key = (r.label, values, r.slow, lv.tobytes(), selected, self.marks.get(r.index, ""), width, self.mode)
             got = self._lines.get(r.hist.stream)
             if got is None or got[0] != key:  # a line is drawn again only when what it shows changed
-                got = (key, self._line(r, values, lv, width, self.top + k == self.selected))
+                got = (key, self._line(r, values, lv, width, selected), values, lv)
             lines[r.hist.stream] = got
         self._lines = lines  # the lines on screen only
         self._strips = {self.top + k: lines[r.hist.stream][1] for k, r in enumerate(shown)}

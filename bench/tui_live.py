@@ -1,7 +1,9 @@
 """Key-to-repaint of the real app fed live: many streams paced through the app's flow (its public input), key presses
-sent through the driver as a terminal's would be, and the time to the first screen update that draws their effect.
+sent through the driver as a terminal's would be, and the time from each to the first screen update drawn after its
+action ran (the widget that shows the effect rendered it). Against one idle stream's, measured in the same run.
 
-Used by bench_tui.py; `python bench/tui_live.py` runs only the 1,000-stream cases.
+Used by bench_tui.py; `python bench/tui_live.py [live] [burst]` runs only these cases (STREAMS, BACKLOG, ROUNDS in
+the environment change their size).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.overview import OverviewList, OverviewScreen
 
 T0 = 1_700_000_000.0
-#: Key presses of one round on the overview: each changes what is drawn (selection, order, screen).
-ROUND = ("down", "down", "pagedown", "up", "pageup", "end", "home", "o", "enter", "escape")
+#: Key presses of one round on the overview: each changes what is drawn (selection, order, screen); `l` (linear/log)
+#: on the map of the stream opened.
+ROUND = ("down", "down", "pagedown", "up", "pageup", "end", "home", "o", "enter", "l", "escape")
 GIVE_UP_S = 20.0
 
 
@@ -160,6 +163,10 @@ class RepaintProbe:
 
 def overview_expectation(app: LatencyMapApp, key: str) -> tuple[Callable[[], bool], type[Widget]]:
     """What the screen shows once `key` (pressed on the overview) took effect, and which widget draws it."""
+    if key == "l":  # on the map screen
+        heat = app.maps.query_one("#frequency", HeatMap)
+        log = not app.view.log
+        return (lambda: app.on_maps and heat.spec is not None and heat.spec.log == log), HeatMap
     if key == "escape":  # from the map screen
         def back() -> bool:
             top = app.screen
@@ -282,13 +289,13 @@ def thousand_streams(streams: int = 1000, backlog: int = 300, rounds: int = 3,
     base = statistics.median(idle.all())
     if "live" in cases:
         live = asyncio.run(overview_keys(LiveFeed(streams, backlog=backlog), rounds))
-        print(describe(f"{streams} live streams, overview (a column each per second, {streams:,} intervals/s; "
-                       f"{backlog} columns of history each)", live))
+        print(describe(f"{streams} live streams (a column each per second, {streams:,} intervals/s; {backlog} "
+                       "columns of history each), keys on the overview and a stream's map", live))
         print(f"  ratio to the idle baseline (medians): {statistics.median(live.all()) / base:.1f}x")
     if "burst" in cases:
         burst = asyncio.run(overview_keys(LiveFeed(streams, backlog=backlog, burst=10), rounds, seed=10))
-        print(describe(f"{streams} streams in bursts, overview (10 columns each at once every second: "
-                       f"{10 * streams:,} intervals/s)", burst))
+        print(describe(f"{streams} streams in bursts (10 columns each at once every second: {10 * streams:,} "
+                       "intervals/s), the same keys", burst))
         print(f"  ratio to the idle baseline (medians): {statistics.median(burst.all()) / base:.1f}x")
 
 

@@ -80,6 +80,7 @@ class LatencyMapApp(MapActions):
         self._dirty = True
         self._plots_at = 0.0
         self._listed_at = 0.0
+        self._postponed = False
         self.fits: dict[StreamId, RowFit] = {}
         self.color_mode = color_mode or "truecolor"
         self.overview_offered = False
@@ -143,8 +144,11 @@ class LatencyMapApp(MapActions):
             self.action_interrupt()
             return
         items = self.ingest.drain()
+        busy = 0.0
         if items:
+            started = time.perf_counter()
             self.acc.add(items)
+            busy = time.perf_counter() - started
             self._dirty = True
             for item in items:
                 if isinstance(item, Interval) and item.end < REAL_EPOCH and item.date:
@@ -163,6 +167,10 @@ class LatencyMapApp(MapActions):
             self.overview_offered = True  # several streams: start on the overview (once; Esc brings it back)
             if self.screen.id != "overview":
                 self.show_overview()
+        if self._dirty and busy > self._tick_s / 2 and not self._postponed:
+            self._postponed = True  # a long append (a burst of many streams): keys pressed meanwhile go first
+            return
+        self._postponed = False
         if self._dirty:
             self._dirty = False
             try:
@@ -214,7 +222,8 @@ class LatencyMapApp(MapActions):
         screen = self.screen
         if isinstance(screen, OverviewScreen | DiffScreen):
             now = time.monotonic()
-            if force or (not status_only and now - self._listed_at >= PLOT_EVERY_S):
+            painted = getattr(screen, "painted", True)
+            if force or (not status_only and painted and now - self._listed_at >= PLOT_EVERY_S):
                 self._listed_at = now
                 screen.update()
             elif not status_only:

@@ -272,6 +272,8 @@ class OverviewScreen(Screen[None]):
         self.order = ORDERS[0]
         self.needle = ""
         self.ready = False
+        #: False from leaving the screen until it is drawn again (the app lists new data only once it is)
+        self.painted = True
         self._all: list[StreamRow] = []  # every stream's row, in arrival order, as of the last update
         self._stops: dict[int, int] = {}
 
@@ -290,12 +292,19 @@ class OverviewScreen(Screen[None]):
         self.ready = True
         self.update()
 
+    def on_screen_suspend(self) -> None:
+        self.painted = False
+
     def on_screen_resume(self) -> None:
         """Back on top (Esc from a stream or from the difference map): drawn at once as it was, then with the numbers
         of every stream that changed meanwhile (a thousand of them take tens of milliseconds)."""
         if self.ready:
             self._show()
-            self.call_after_refresh(self.update)
+            self.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        self.painted = True
+        self.update()
 
     def update(self) -> None:
         """Numbers of every stream (of the streams that changed), sorted and filtered, and the lines on screen."""

@@ -119,9 +119,9 @@ class OverviewStats:
                 changed.setdefault(group, []).append((hist, state))
             groups.setdefault(group, []).append(i)
             states.append(state)
-        for members in changed.values():
-            _percentiles(members)
-        rows = [StreamRow(i, hist, s.label, *s.pct, waited_s=s.spent, waited_now=s.waited_now)
+        for streams in changed.values():
+            _percentiles(streams)
+        rows = [StreamRow(i, hist, s.label, s.pct[0], s.pct[1], s.pct[2], s.pct[3], s.spent, s.waited_now)
                 for i, (hist, s) in enumerate(zip(histories, states, strict=True))]
         for members in groups.values():
             _compare_peers([rows[i] for i in members])

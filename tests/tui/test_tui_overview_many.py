@@ -157,3 +157,31 @@ def test_300_streams_show_the_right_lines_scrolled_re_sorted_and_while_columns_a
             assert listing.current().label == f"rank{SLOW}/step"
 
     asyncio.run(main())
+
+
+def test_back_from_a_stream_the_overview_is_as_it_was() -> None:
+    """One overview screen for the whole run: Esc from the stream opened shows the same order, filter and selection."""
+    app = LatencyMapApp(iter(ranks()), color_mode="truecolor")
+
+    async def main() -> None:
+        async with app.run_test(size=(180, 50)) as pilot:
+            await wait_ended(pilot)
+            overview = app.screen
+            assert isinstance(overview, OverviewScreen)
+            await pilot.press("o", "slash", "r", "a", "n", "k", "1", "enter", "down", "down")
+            listing = overview.query_one(OverviewList)
+            picked = listing.current().label
+            shown = [r.label for r in listing.rows]
+            await pilot.press("enter")
+            assert app.on_maps and app.query_one("#frequency").hist.stream.label == picked
+            await pilot.press("escape")
+            await pilot.pause(0.1)
+            assert app.screen is overview and (overview.order, overview.needle) == ("waited", "rank1")
+            assert [r.label for r in listing.rows] == shown and listing.current().label == picked
+            assert check_labels(listing) == shown
+
+    asyncio.run(main())
+
+
+def check_labels(listing: OverviewList) -> list[str]:
+    return [listing.render_line(y).text[MARK_W: MARK_W + NAME_W].strip() for y in range(1, len(listing.rows) + 1)]

@@ -25,7 +25,7 @@ from textual.widgets import Footer, Input, Static
 from latencymap.core.model import StreamId
 from latencymap.core.units import format_duration
 from latencymap.tui.axis import axis_strip
-from latencymap.tui.overview_stats import ORDERS, OverviewStats, StreamRow, p99_levels, sort_rows, strips_p99
+from latencymap.tui.overview_stats import ORDERS, OverviewStats, StreamRow, StripCache, p99_levels, sort_rows
 from latencymap.tui.palette import cell_char, cell_style
 from latencymap.tui.window import Window
 from latencymap.views.frame import LEVELS
@@ -86,8 +86,8 @@ class OverviewList(Widget, can_focus=True):
         self._scale = (math.nan, math.nan)
         self._strips: dict[int, Strip] = {}
         self._header: Strip | None = None
-        self._p99: dict[StreamId, tuple[tuple[int, ...], np.ndarray]] = {}
-        #: per stream on screen: what its line shows (`_line_key`), the line, its numbers and its strip levels
+        self._p99 = StripCache()
+        #: per stream on screen: what its line shows (`_key`), the line, its numbers and its strip levels
         self._lines: dict[StreamId, tuple[tuple[object, ...], Strip, tuple[str, ...], np.ndarray]] = {}
 
     @property
@@ -137,10 +137,10 @@ class OverviewList(Widget, can_focus=True):
             got = self._lines.get(row.hist.stream)
             if got is None:
                 return False
-            key, _, values, levels = got
+            _, _, values, levels = got
             selected = k == self.selected
             strip = self._line(row, values, levels, width, selected)
-            self._lines[row.hist.stream] = ((*key[:4], selected, *key[5:]), strip, values, levels)
+            self._lines[row.hist.stream] = (self._key(row, values, levels, selected), strip, values, levels)
             self._strips[k] = strip
             self.refresh(Region(0, 1 + k - self.top, width, 1))
         return True
@@ -162,14 +162,15 @@ class OverviewList(Widget, can_focus=True):
         width = self.size.width
         cells = strip_cells(width)
         shown = self.rows[self.top: self.top + self.lines_shown]
-        levels, low, high = p99_levels(self._strip_p99(shown, cells), LEVELS)
+        stops = [self.stops.get(r.index, r.hist.n) for r in shown]
+        levels, low, high = p99_levels(self._p99.get([r.hist for r in shown], stops, cells, self.zoom), LEVELS)
         self._scale = (low, high)
         self._header = self._head(width, cells)
         lines = {}
         for k, (r, lv) in enumerate(zip(shown, levels, strict=True)):
             values = _values(r)
             selected = self.top + k == self.selected
-            key = (r.label, values, r.slow, lv.tobytes(), selected, self.marks.get(r.index, ""), width, self.mode)
+            key = self._key(r, values, lv, selected)
             got = self._lines.get(r.hist.stream)
             if got is None or got[0] != key:  # a line is drawn again only when what it shows changed
                 got = (key, self._line(r, values, lv, width, selected), values, lv)
@@ -181,17 +182,10 @@ class OverviewList(Widget, can_focus=True):
             win = Window(min(self.stops.get(row.index, row.hist.n), row.hist.n), cells, self.zoom)
             self._strips[self.top + len(shown)] = axis_strip(row.hist, win, width, MARK_W + NAME_W + 1)
 
-    def _strip_p99(self, shown: list[StreamRow], cells: int) -> list[np.ndarray]:
-        """Per-cell p99 of the streams shown, recomputed only for those whose columns or window changed."""
-        keys = [(r.hist.n, r.hist.dropped, self.stops.get(r.index, r.hist.n), cells, self.zoom) for r in shown]
-        kept = {r.hist.stream: self._p99[r.hist.stream] for r, key in zip(shown, keys, strict=True)
-                if self._p99.get(r.hist.stream, ((), None))[0] == key}
-        stale = [k for k, r in enumerate(shown) if r.hist.stream not in kept]
-        fresh = strips_p99([(shown[k].hist, keys[k][2]) for k in stale], cells, self.zoom)
-        for k, p99 in zip(stale, fresh, strict=True):
-            kept[shown[k].hist.stream] = (keys[k], p99)
-        self._p99 = kept  # the lines on screen only
-        return [kept[r.hist.stream][1] for r in shown]
+    def _key(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, selected: bool) -> tuple[object, ...]:
+        """Everything a stream's line shows: the line is drawn again only when this changes."""
+        mark = self.marks.get(row.index, "")
+        return row.label, values, row.slow, levels.tobytes(), selected, mark, self.size.width, self.mode
 
     def _head(self, width: int, cells: int) -> Strip:
         low, high = self._scale

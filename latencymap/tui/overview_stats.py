@@ -188,6 +188,25 @@ def strips_p99(wanted: list[tuple[StreamHistory, int]], cells: int, zoom: int = 
     return out
 
 
+class StripCache:
+    """Per-cell p99 of the streams on screen, computed again only for those whose columns or window changed."""
+
+    def __init__(self) -> None:
+        self._kept: dict[StreamId, tuple[tuple[int, ...], np.ndarray]] = {}
+
+    def get(self, histories: list[StreamHistory], stops: list[int], cells: int, zoom: int) -> list[np.ndarray]:
+        """`strip_p99` of each history up to its stop; only these are kept for the next call."""
+        keys = [(h.n, h.dropped, stop, cells, zoom) for h, stop in zip(histories, stops, strict=True)]
+        kept = {h.stream: self._kept[h.stream] for h, key in zip(histories, keys, strict=True)
+                if self._kept.get(h.stream, ((), None))[0] == key}
+        stale = [k for k, h in enumerate(histories) if h.stream not in kept]
+        fresh = strips_p99([(histories[k], stops[k]) for k in stale], cells, zoom)
+        for k, p99 in zip(stale, fresh, strict=True):
+            kept[histories[k].stream] = (keys[k], p99)
+        self._kept = kept
+        return [kept[h.stream][1] for h in histories]
+
+
 def p99_levels(values: list[np.ndarray], levels: int) -> tuple[list[np.ndarray], float, float]:
     """Colour level (0 none, 1..levels) of every cell of every strip on one shared log scale; the scale's ends."""
     finite = [v[np.isfinite(v) & (v > 0)] for v in values]

@@ -1,8 +1,9 @@
 """TUI benchmarks: frame render time of two 40x200 heat maps (line API vs a rich Text per cell), a frame of the
-overview of 256 streams (vs recomputing every stream's numbers from its whole history), and key-to-repaint latency
-while ingesting 10k intervals/s (vs idle). Prints ratios; no thresholds.
+overview of 256 streams after a new column of every stream (vs recomputing every stream's numbers from its whole
+history), key-to-repaint latency while ingesting 10k intervals/s (vs idle), and key-to-repaint on the overview of
+1,000 live streams (vs one idle stream; `tui_live.py`). Prints ratios; no thresholds.
 
-Run: python bench/bench_tui.py
+Run: python bench/bench_tui.py        (python bench/tui_live.py [live] [burst]: the 1,000-stream cases only)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from textual import events
+from tui_live import thousand_streams
 
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.buckets import NSLOTS
@@ -107,8 +109,10 @@ def naive_overview(app: LatencyMapApp) -> None:
 
 
 async def overview_frame() -> tuple[float, float, int]:
-    """Median ms of an overview frame (numbers of every stream, lines on screen drawn) at 180x50, and the baseline."""
-    app = LatencyMapApp(iter(many_streams()), color_mode="truecolor")
+    """Median ms of an overview frame after a new column of every stream (numbers of every stream, lines on screen
+    drawn) at 180x50, and the baseline."""
+    items = many_streams(columns=620)
+    app = LatencyMapApp(iter(items[: 256 * 600]), color_mode="truecolor")
     async with app.run_test(size=(180, 50)) as pilot:
         while not app.ended:
             await pilot.pause(0.1)
@@ -116,13 +120,15 @@ async def overview_frame() -> tuple[float, float, int]:
         screen = app.screen
         assert isinstance(screen, OverviewScreen)
         listing = screen.query_one(OverviewList)
-
-        def frame() -> None:
+        samples = []
+        for k in range(600, 620):  # every stream changed since the last frame: nothing kept is reused as is
+            app.acc.add(items[256 * k: 256 * (k + 1)])
+            t0 = time.perf_counter()
             screen.update()
             for y in range(listing.size.height):
                 listing.render_line(y)
-
-        ours = timed(frame, 20)
+            samples.append((time.perf_counter() - t0) * 1000)
+        ours = statistics.median(samples)
         naive = timed(lambda: naive_overview(app), 5)
         return ours, naive, len(app.acc.streams)
 
@@ -186,6 +192,7 @@ def main() -> None:
     wall = time.perf_counter() - t0
     print(f"key-to-repaint: idle {idle:.1f} ms, while ingesting ~10k intervals/s {busy:.1f} ms "
           f"(ratio {busy / idle:.2f}); {seen} intervals ingested in ~{wall:.1f} s")
+    thousand_streams()
 
 
 if __name__ == "__main__":

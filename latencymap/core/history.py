@@ -332,7 +332,7 @@ class StreamHistory:
         """Aggregate over columns; `fast` takes whole chunks' sums without decoding them (time may then differ
         from the exact sum in the last bits)."""
         if fast:
-            counts, spent, dur = self._chunk_sums(*self._range(cols))
+            counts, spent, dur = self.slot_sums(cols)
         else:
             counts = self.counts_in(cols).sum(axis=0)
             spent = float(self.time_in(cols).sum())
@@ -342,8 +342,10 @@ class StreamHistory:
         return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
                       dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)))
 
-    def _chunk_sums(self, first: int, stop: int) -> tuple[np.ndarray, float, float]:
-        """Per-slot counts, time and duration of [first, stop): whole chunks from their summaries."""
+    def slot_sums(self, cols: slice = slice(None)) -> tuple[np.ndarray, float, float]:
+        """Per-slot counts, time and duration (s) of columns `cols`: whole chunks from their summaries, without
+        decoding them (time may differ from the exact sum in the last bits)."""
+        first, stop = self._range(cols)
         counts = np.zeros(NSLOTS, dtype=np.int64)
         spent = dur = 0.0
         at = first

@@ -73,6 +73,13 @@ class MapActions(App[int]):
             self.pop_screen()
         self.refresh_view(force=True)
 
+    def show_overview(self) -> None:
+        """Push the overview: one screen, kept installed, so its numbers, order, filter, marks and selection are
+        there again after Enter and Esc."""
+        if not self.is_screen_installed("overview"):
+            self.install_screen(OverviewScreen(), "overview")
+        self.push_screen("overview")
+
     def show_difference(self, a: int, b: int) -> None:
         """The difference map of streams `a` and `b` (indexes in arrival order)."""
         histories = list(self.acc.streams.values())
@@ -135,7 +142,7 @@ class MapActions(App[int]):
     def action_overview(self) -> None:
         """The overview of every stream (with more than one)."""
         if len(self.acc.streams) > 1 and not isinstance(self.screen, OverviewScreen):
-            self.push_screen(OverviewScreen())
+            self.show_overview()
         elif len(self.acc.streams) <= 1:
             self.notify("one stream only: the overview lists several", title="overview")
 

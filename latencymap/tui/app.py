@@ -3,6 +3,7 @@ an overview of every stream when there are several; `run_tui`."""
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 import threading
@@ -78,6 +79,8 @@ class LatencyMapApp(MapActions):
         self._tick_s = tick
         self._dirty = True
         self._plots_at = 0.0
+        self._listed_at = 0.0
+        self._postponed = False
         self.fits: dict[StreamId, RowFit] = {}
         self.color_mode = color_mode or "truecolor"
         self.overview_offered = False
@@ -110,6 +113,12 @@ class LatencyMapApp(MapActions):
         self.ingest.start()
         self.set_interval(self._tick_s, self.tick)
         self.refresh_view(force=True)
+        # What exists now (modules, widgets) lives as long as the app: the collector's full passes skip it, which
+        # keeps them short (about 40 ms down to 5 with a thousand streams: a pause keys would wait for).
+        gc.freeze()
+
+    def on_unmount(self) -> None:
+        gc.unfreeze()
 
     @property
     def state_name(self) -> str:
@@ -135,8 +144,11 @@ class LatencyMapApp(MapActions):
             self.action_interrupt()
             return
         items = self.ingest.drain()
+        busy = 0.0
         if items:
+            started = time.perf_counter()
             self.acc.add(items)
+            busy = time.perf_counter() - started
             self._dirty = True
             for item in items:
                 if isinstance(item, Interval) and item.end < REAL_EPOCH and item.date:
@@ -154,7 +166,11 @@ class LatencyMapApp(MapActions):
         if len(self.acc.streams) > 1 and not self.overview_offered:
             self.overview_offered = True  # several streams: start on the overview (once; Esc brings it back)
             if self.screen.id != "overview":
-                self.push_screen(OverviewScreen())
+                self.show_overview()
+        if self._dirty and busy > self._tick_s / 2 and not self._postponed:
+            self._postponed = True  # a long append (a burst of many streams): keys pressed meanwhile go first
+            return
+        self._postponed = False
         if self._dirty:
             self._dirty = False
             try:
@@ -205,8 +221,13 @@ class LatencyMapApp(MapActions):
         """Push the view state into every widget (the overview's, when it is on screen)."""
         screen = self.screen
         if isinstance(screen, OverviewScreen | DiffScreen):
-            if not status_only or force:
+            now = time.monotonic()
+            painted = getattr(screen, "painted", True)
+            if force or (not status_only and painted and now - self._listed_at >= PLOT_EVERY_S):
+                self._listed_at = now
                 screen.update()
+            elif not status_only:
+                self._dirty = True  # new data is listed at the plots' pace (keys repaint at once)
             return
         hist = self.current()
         n = hist.n if hist else 0
@@ -224,7 +245,7 @@ class LatencyMapApp(MapActions):
             return
         win = Window(stop, self.map_cells(), self.view.zoom)
         if self.view.cursor is None and stop:
-            filled = np.flatnonzero(hist.counts[win.first: stop].any(axis=1))
+            filled = np.flatnonzero(hist.counts_in(slice(win.first, stop)).any(axis=1))
             self.view.auto_cursor = win.first + int(filled[-1]) if filled.size else None
         cursor = self.view.cursor_at(n)
         rows = self.rows_for(hist, win)

@@ -16,14 +16,16 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.geometry import Region
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
+from latencymap.core.model import StreamId
 from latencymap.core.units import format_duration
 from latencymap.tui.axis import axis_strip
-from latencymap.tui.overview_stats import ORDERS, OverviewStats, StreamRow, p99_levels, sort_rows, strip_p99
+from latencymap.tui.overview_stats import ORDERS, OverviewStats, StreamRow, StripCache, p99_levels, sort_rows
 from latencymap.tui.palette import cell_char, cell_style
 from latencymap.tui.window import Window
 from latencymap.views.frame import LEVELS
@@ -52,10 +54,14 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _numbers(row: StreamRow) -> list[Segment]:
+def _values(row: StreamRow) -> tuple[str, ...]:
+    """The numbers of a line as shown."""
     vs = "-" if not math.isfinite(row.vs_peers) else f"×{row.vs_peers:.2g}" + (" ▲" if row.slow else "")
-    values = (format_duration(row.p50_now), format_duration(row.p99_now), format_duration(row.p99_all),
-              format_duration(row.waited_s), vs)
+    return (format_duration(row.p50_now), format_duration(row.p99_now), format_duration(row.p99_all),
+            format_duration(row.waited_s), vs)
+
+
+def _numbers(row: StreamRow, values: tuple[str, ...]) -> list[Segment]:
     segs = [Segment(" ", PLAIN)]
     for (name, w), v in zip(COLUMNS, values, strict=True):
         style = SLOW if (name in ("p99 now", "vs peers") and row.slow) else PLAIN
@@ -77,9 +83,18 @@ class OverviewList(Widget, can_focus=True):
         self.zoom = 1
         self.stops: dict[int, int] = {}
         self.marks: dict[int, str] = {}
-        self.scale = (math.nan, math.nan)
+        self._scale = (math.nan, math.nan)
         self._strips: dict[int, Strip] = {}
         self._header: Strip | None = None
+        self._p99 = StripCache()
+        #: per stream on screen: what its line shows (`_key`), the line, its numbers and its strip levels
+        self._lines: dict[StreamId, tuple[tuple[object, ...], Strip, tuple[str, ...], np.ndarray]] = {}
+
+    @property
+    def scale(self) -> tuple[float, float]:
+        """(low, high) seconds of the p99 colour scale of the lines on screen."""
+        self._ensure_built()
+        return self._scale
 
     @property
     def lines_shown(self) -> int:
@@ -92,45 +107,88 @@ class OverviewList(Widget, can_focus=True):
         self.rows, self.stops = rows, stops
         if current is not None:
             self.selected = next((k for k, r in enumerate(rows) if r.index == current), 0)
+        self._header = None  # built once, at the next repaint (however many changes came before it)
         self.move(0)
 
     def move(self, step: int, absolute: int | None = None) -> None:
         """Select another line (clamped), scrolling to keep it on screen."""
-        n = len(self.rows)
+        n, before, top = len(self.rows), self.selected, self.top
         self.selected = 0 if n == 0 else max(0, min(n - 1, (self.selected + step) if absolute is None else absolute))
         if self.selected < self.top:
             self.top = self.selected
         elif self.selected >= self.top + self.lines_shown:
             self.top = self.selected - self.lines_shown + 1
         self.top = max(0, min(self.top, max(0, n - self.lines_shown)))
-        self._build()
+        if self.selected == before and self.top == top and self._header is not None:
+            return
+        if self.top == top and self._header is not None and self._restyle(before, self.selected):
+            return
+        self._header = None
         self.refresh()
+
+    def _restyle(self, *lines: int) -> bool:
+        """Redraw only `lines` (indexes in `rows`), whose selection mark changed; False when the whole list must be
+        built again (a line not built yet, or the time axis of the selected stream under the lines)."""
+        if len(self.rows) - self.top < self.lines_shown or any(k not in self._strips for k in lines):
+            return False
+        width = self.size.width
+        for k in lines:
+            row = self.rows[k]
+            got = self._lines.get(row.hist.stream)
+            if got is None:
+                return False
+            _, _, values, levels = got
+            selected = k == self.selected
+            strip = self._line(row, values, levels, width, selected)
+            self._lines[row.hist.stream] = (self._key(row, values, levels, selected), strip, values, levels)
+            self._strips[k] = strip
+            self.refresh(Region(0, 1 + k - self.top, width, 1))
+        return True
 
     def current(self) -> StreamRow | None:
         """The selected stream's row."""
         return self.rows[self.selected] if 0 <= self.selected < len(self.rows) else None
 
     def on_resize(self, event: events.Resize) -> None:
+        self._header = None
         self.move(0)
+
+    def _ensure_built(self) -> None:
+        if self._header is None or self._header.cell_length != self.size.width:
+            self._build()
 
     def _build(self) -> None:
         """Strips of the lines on screen only (strip percentiles of those streams, one shared scale)."""
         width = self.size.width
         cells = strip_cells(width)
         shown = self.rows[self.top: self.top + self.lines_shown]
-        p99 = [strip_p99(r.hist, self.stops.get(r.index, r.hist.n), cells, self.zoom) for r in shown]
-        levels, low, high = p99_levels(p99, LEVELS)
-        self.scale = (low, high)
+        stops = [self.stops.get(r.index, r.hist.n) for r in shown]
+        levels, low, high = p99_levels(self._p99.get([r.hist for r in shown], stops, cells, self.zoom), LEVELS)
+        self._scale = (low, high)
         self._header = self._head(width, cells)
-        self._strips = {self.top + k: self._line(r, lv, width, self.top + k == self.selected)
-                        for k, (r, lv) in enumerate(zip(shown, levels, strict=True))}
+        lines = {}
+        for k, (r, lv) in enumerate(zip(shown, levels, strict=True)):
+            values = _values(r)
+            selected = self.top + k == self.selected
+            key = self._key(r, values, lv, selected)
+            got = self._lines.get(r.hist.stream)
+            if got is None or got[0] != key:  # a line is drawn again only when what it shows changed
+                got = (key, self._line(r, values, lv, width, selected), values, lv)
+            lines[r.hist.stream] = got
+        self._lines = lines  # the lines on screen only
+        self._strips = {self.top + k: lines[r.hist.stream][1] for k, r in enumerate(shown)}
         row = self.current()
         if row is not None and len(shown) < self.lines_shown:  # the time axis (of the selected stream) under the lines
             win = Window(min(self.stops.get(row.index, row.hist.n), row.hist.n), cells, self.zoom)
             self._strips[self.top + len(shown)] = axis_strip(row.hist, win, width, MARK_W + NAME_W + 1)
 
+    def _key(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, selected: bool) -> tuple[object, ...]:
+        """Everything a stream's line shows: the line is drawn again only when this changes."""
+        mark = self.marks.get(row.index, "")
+        return row.label, values, row.slow, levels.tobytes(), selected, mark, self.size.width, self.mode
+
     def _head(self, width: int, cells: int) -> Strip:
-        low, high = self.scale
+        low, high = self._scale
         scale = ("p99 per cell, one scale for all streams: " + format_duration(low) + " … " +
                  format_duration(high)) if math.isfinite(low) else "p99 per cell"
         segs = [Segment(" " * MARK_W + f"{'stream':<{NAME_W}} ", HEAD), Segment(_fit(scale, cells).ljust(cells), DIM)]
@@ -141,7 +199,7 @@ class OverviewList(Widget, can_focus=True):
         segs.append(Segment(" " + "".join(f"{name:>{w}} " for name, w in COLUMNS), HEAD))
         return Strip(segs).adjust_cell_length(width, PLAIN)
 
-    def _line(self, row: StreamRow, levels: np.ndarray, width: int, selected: bool) -> Strip:
+    def _line(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, width: int, selected: bool) -> Strip:
         mark = self.marks.get(row.index, "")
         segs = [Segment(">" if selected else " ", SELECTED if selected else PLAIN),
                 Segment(f"{mark:<2}", MARKED)]
@@ -149,13 +207,12 @@ class OverviewList(Widget, can_focus=True):
         segs.append(Segment(f"{_fit(row.label, NAME_W):<{NAME_W}}", name_style))
         segs.append(Segment(" ", PLAIN))
         segs += _heat(levels, self.mode)
-        segs += _numbers(row)
+        segs += _numbers(row, values)
         return Strip(segs).adjust_cell_length(width, PLAIN)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        if self._header is None or self._header.cell_length != width:
-            self._build()
+        self._ensure_built()
         if y == 0:
             return self._header or Strip.blank(width, PLAIN)
         return self._strips.get(self.top + y - 1) or Strip.blank(width, PLAIN)
@@ -209,6 +266,10 @@ class OverviewScreen(Screen[None]):
         self.order = ORDERS[0]
         self.needle = ""
         self.ready = False
+        #: False from leaving the screen until it is drawn again (the app lists new data only once it is)
+        self.painted = True
+        self._all: list[StreamRow] = []  # every stream's row, in arrival order, as of the last update
+        self._stops: dict[int, int] = {}
 
     @property
     def host(self) -> LatencyMapApp:
@@ -225,21 +286,41 @@ class OverviewScreen(Screen[None]):
         self.ready = True
         self.update()
 
+    def on_screen_suspend(self) -> None:
+        self.painted = False
+
+    def on_screen_resume(self) -> None:
+        """Back on top (Esc from a stream or from the difference map): drawn at once as it was, then with the numbers
+        of every stream that changed meanwhile (a thousand of them take tens of milliseconds)."""
+        if self.ready:
+            self._show()
+            self.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        self.painted = True
+        self.update()
+
     def update(self) -> None:
-        """Numbers of every stream, sorted and filtered, and the lines on screen."""
+        """Numbers of every stream (of the streams that changed), sorted and filtered, and the lines on screen."""
         if not self.ready:
             return
         app = self.host
         histories = list(app.acc.streams.values())
         stops = [app.view.stop(h.n) for h in histories]
-        rows = sort_rows(self.stats.rows(histories, stops), self.order, self.needle)
+        self._all, self._stops = self.stats.rows(histories, stops), dict(enumerate(stops))
+        self._show()
+
+    def _show(self) -> None:
+        """The rows of the last update in the order and filter chosen (keys that change only these are instant)."""
+        app = self.host
+        rows = sort_rows(self._all, self.order, self.needle)
         listing = self.query_one(OverviewList)
         listing.zoom = app.view.zoom
-        listing.set_rows(rows, {i: s for i, s in enumerate(stops)})
+        listing.set_rows(rows, self._stops)
         slow = [r.label for r in rows if r.slow]
         head = Text(no_wrap=True, overflow="ellipsis")
         head.append(f" OVERVIEW · {app.state_name.upper()} ", style="bold reverse")
-        head.append(f"  {len(histories)} streams")
+        head.append(f"  {len(self._all)} streams")
         if self.needle:
             head.append(f" ({len(rows)} match “{self.needle}”)")
         head.append(f"  sorted by {self.order} (o)  filter (/)  Enter: open  a/b: mark  d: A−B  ")
@@ -267,7 +348,7 @@ class OverviewScreen(Screen[None]):
     def action_order(self) -> None:
         """Next sort order."""
         self.order = ORDERS[(ORDERS.index(self.order) + 1) % len(ORDERS)]
-        self.update()
+        self._show()
 
     def action_filter(self) -> None:
         box = self.query_one("#overview-filter", Input)
@@ -280,11 +361,11 @@ class OverviewScreen(Screen[None]):
         box.remove_class("shown")
         self.needle = ""
         self.query_one(OverviewList).focus()
-        self.update()
+        self._show()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.needle = event.value.strip()
-        self.update()
+        self._show()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.input.remove_class("shown")
@@ -300,7 +381,7 @@ class OverviewScreen(Screen[None]):
             if mark == which:
                 del marks[index]
         marks[row.index] = which
-        self.update()
+        self._show()
 
     def action_difference(self) -> None:
         """The difference map A − B of the two marked streams."""

@@ -1,7 +1,8 @@
 """Numbers of the overview: per stream p50/p99 now and overall, time waited, p99 now against its peers; per-cell p99.
 
-Everything is computed for all streams at once with NumPy (one percentile call per unit/datasource group), and
-running totals are kept from frame to frame, so hundreds of streams cost a few milliseconds per frame.
+Numbers are kept per stream from frame to frame and recomputed only for the streams whose columns (or window)
+changed, their percentiles in one NumPy call per unit/datasource group: a thousand live streams cost a few
+milliseconds per frame.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ ORDERS = ("p99 now", "waited", "vs peers", "label")
 SLOW_PEER = 2.0
 #: "Now" is the newest columns, this many merged (one column alone is often a handful of events).
 NOW_COLUMNS = 5
+#: New columns and "now" columns this close together are read from the history in one range.
+READ_TOGETHER = 256
 
 
 @dataclass(slots=True)
@@ -48,72 +51,93 @@ class StreamRow:
         return self.vs_peers >= SLOW_PEER
 
 
-class _Running:
-    """Whole-history counts and time of one stream, updated with the columns added since the last frame."""
+class _Stream:
+    """One stream's numbers as of its last change: whole-history sums (updated with the columns added since), the
+    "now" columns' sums, and their percentiles; recomputed only when the stream's columns or its window moved."""
 
-    __slots__ = ("counts", "dropped", "seen", "spent")
+    __slots__ = ("counts", "dropped", "key", "label", "latest", "pct", "seen", "spent", "waited_now")
+    pct: tuple[float, ...]
 
     def __init__(self, hist: StreamHistory) -> None:
-        self.dropped, self.seen = hist.dropped, hist.n
-        self.counts = hist.counts.sum(axis=0)
-        self.spent = float(hist.time.sum())
+        self.label = clean_text(hist.stream.label, 200) or "(no label)"
+        self.key: tuple[int, int, int] | None = None
+        self.pct = (math.nan,) * 4  # p50 now, p99 now, p50 all, p99 all
+        self.waited_now = math.nan
+        self.latest = np.zeros(NSLOTS, dtype=np.int64)
+        self._whole(hist)
 
-    def update(self, hist: StreamHistory) -> bool:
-        if hist.dropped != self.dropped or hist.n < self.seen:
-            return False
-        if hist.n > self.seen:
-            new = slice(self.seen, hist.n)
-            self.counts = self.counts + hist.counts[new].sum(axis=0)
-            self.spent += float(hist.time[new].sum())
-            self.seen = hist.n
-        return True
+    def _whole(self, hist: StreamHistory) -> None:
+        """Sums of every kept column, whole chunks from their summaries (no decoding)."""
+        self.counts, self.spent, _ = hist.slot_sums()
+        self.dropped, self.seen = hist.dropped, hist.n
+
+    def refresh(self, hist: StreamHistory, stop: int) -> None:
+        """Sums up to date for a history of `hist.n` columns shown up to `stop`."""
+        n = hist.n
+        if hist.dropped != self.dropped or n < self.seen:
+            self._whole(hist)
+        now = max(0, stop - NOW_COLUMNS)
+        # the new columns and the "now" ones are usually the same few newest: read them together
+        first = min(self.seen, now) if stop > 0 and now >= self.seen - READ_TOGETHER else self.seen
+        counts, spent = hist.counts_in(slice(first, n)), hist.time_in(slice(first, n))
+        if n > self.seen:
+            self.counts = self.counts + counts[self.seen - first:].sum(axis=0)
+            self.spent += float(spent[self.seen - first:].sum())
+            self.seen = n
+        if stop <= 0:
+            self.latest, self.waited_now = np.zeros(NSLOTS, dtype=np.int64), math.nan
+        else:
+            if first > now:
+                counts, spent, first = hist.counts_in(slice(now, stop)), hist.time_in(slice(now, stop)), now
+            self.latest = counts[now - first: stop - first].sum(axis=0)
+            dur = float(hist.meta_in("dur", slice(now, stop)).sum())
+            self.waited_now = float(spent[now - first: stop - first].sum()) / dur if dur > 0 else math.nan
+        self.key = (n, hist.dropped, stop)
 
 
 class OverviewStats:
-    """The overview's rows for every stream, kept up to date frame after frame."""
+    """The overview's rows for every stream, kept up to date frame after frame: only the streams whose columns (or
+    window) changed since the last frame are recomputed, their percentiles in one NumPy call per group."""
 
     def __init__(self) -> None:
-        self._running: dict[StreamId, _Running] = {}
-        self._labels: dict[StreamId, str] = {}
+        self._streams: dict[StreamId, _Stream] = {}
 
     def rows(self, histories: list[StreamHistory], stops: list[int] | None = None) -> list[StreamRow]:
         """A row per history (in order); "now" is the `NOW_COLUMNS` columns before `stops[i]` (default: the newest)."""
-        rows = []
+        cached = self._streams
+        changed: dict[tuple[str, str], list[tuple[StreamHistory, _Stream]]] = {}
         groups: dict[tuple[str, str], list[int]] = {}
+        states = []
         for i, hist in enumerate(histories):
-            label = self._labels.get(hist.stream)
-            if label is None:
-                label = self._labels[hist.stream] = clean_text(hist.stream.label, 200) or "(no label)"
-            rows.append(StreamRow(i, hist, label))
-            groups.setdefault((hist.stream.datasource, hist.stream.unit), []).append(i)
+            state = cached.get(hist.stream)
+            if state is None:
+                state = cached[hist.stream] = _Stream(hist)
+            stop = hist.n if stops is None else min(stops[i], hist.n)
+            group = (hist.stream.datasource, hist.stream.unit)
+            if state.key != (hist.n, hist.dropped, stop):
+                state.refresh(hist, stop)
+                changed.setdefault(group, []).append((hist, state))
+            groups.setdefault(group, []).append(i)
+            states.append(state)
+        for streams in changed.values():
+            _percentiles(streams)
+        rows = [StreamRow(i, hist, s.label, s.pct[0], s.pct[1], s.pct[2], s.pct[3], s.spent, s.waited_now)
+                for i, (hist, s) in enumerate(zip(histories, states, strict=True))]
         for members in groups.values():
-            self._fill(rows, members, stops)
             _compare_peers([rows[i] for i in members])
         return rows
 
-    def _fill(self, rows: list[StreamRow], members: list[int], stops: list[int] | None) -> None:
-        latest = np.zeros((len(members), NSLOTS), dtype=np.int64)
-        totals = np.zeros((len(members), NSLOTS), dtype=np.int64)
-        for k, i in enumerate(members):
-            hist = rows[i].hist
-            stop = hist.n if stops is None else min(stops[i], hist.n)
-            run = self._running.get(hist.stream)
-            if run is None or not run.update(hist):
-                run = self._running[hist.stream] = _Running(hist)
-            totals[k] = run.counts
-            rows[i].waited_s = run.spent
-            if stop > 0:
-                now = slice(max(0, stop - NOW_COLUMNS), stop)
-                latest[k] = hist.counts[now].sum(axis=0)
-                dur = float(hist.durations[now].sum())
-                rows[i].waited_now = float(hist.time[now].sum()) / dur if dur > 0 else math.nan
-        hist0 = rows[members[0]].hist
-        pct = percentile_estimates(np.concatenate((latest, totals)), hist0.low, hist0.high, SHOWN)
-        n = len(members)
-        for k, i in enumerate(members):
-            r = rows[i]
-            r.p50_now, r.p99_now = float(pct[k, 0]), float(pct[k, 1])
-            r.p50_all, r.p99_all = float(pct[n + k, 0]), float(pct[n + k, 1])
+
+def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
+    """p50/p99 now and overall of streams of one unit and datasource, in one call."""
+    hist0 = members[0][0]
+    n = len(members)
+    stacked = np.empty((2 * n, NSLOTS), dtype=np.int64)
+    for k, (_, state) in enumerate(members):
+        stacked[k], stacked[n + k] = state.latest, state.counts
+    pct = percentile_estimates(stacked, hist0.low, hist0.high, SHOWN)
+    for k, (_, state) in enumerate(members):
+        state.pct = (*pct[k].tolist(), *pct[n + k].tolist())
 
 
 def _compare_peers(peers: list[StreamRow]) -> None:
@@ -146,6 +170,41 @@ def strip_p99(hist: StreamHistory, stop: int, cells: int, zoom: int = 1) -> np.n
     """p99 (seconds) of each of the `cells` cells ending at history index `stop`; NaN where a cell has no events."""
     win = Window(min(stop, hist.n), cells, zoom)
     return percentile_estimates(win.cell_counts(hist), hist.low, hist.high, (0.99,))[:, 0]
+
+
+def strips_p99(wanted: list[tuple[StreamHistory, int]], cells: int, zoom: int = 1) -> list[np.ndarray]:
+    """`strip_p99` of several (history, stop), with one percentile call per unit and datasource."""
+    out: list[np.ndarray] = [np.zeros(0)] * len(wanted)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for k, (hist, _) in enumerate(wanted):
+        groups.setdefault((hist.stream.datasource, hist.stream.unit), []).append(k)
+    for members in groups.values():
+        counts = np.concatenate([Window(min(stop, hist.n), cells, zoom).cell_counts(hist)
+                                 for hist, stop in (wanted[k] for k in members)])
+        hist0 = wanted[members[0]][0]
+        p99 = percentile_estimates(counts, hist0.low, hist0.high, (0.99,))[:, 0].reshape(len(members), cells)
+        for j, k in enumerate(members):
+            out[k] = p99[j]
+    return out
+
+
+class StripCache:
+    """Per-cell p99 of the streams on screen, computed again only for those whose columns or window changed."""
+
+    def __init__(self) -> None:
+        self._kept: dict[StreamId, tuple[tuple[int, ...], np.ndarray]] = {}
+
+    def get(self, histories: list[StreamHistory], stops: list[int], cells: int, zoom: int) -> list[np.ndarray]:
+        """`strip_p99` of each history up to its stop; only these are kept for the next call."""
+        keys = [(h.n, h.dropped, stop, cells, zoom) for h, stop in zip(histories, stops, strict=True)]
+        kept = {h.stream: self._kept[h.stream] for h, key in zip(histories, keys, strict=True)
+                if self._kept.get(h.stream, ((), None))[0] == key}
+        stale = [k for k, h in enumerate(histories) if h.stream not in kept]
+        fresh = strips_p99([(histories[k], stops[k]) for k in stale], cells, zoom)
+        for k, p99 in zip(stale, fresh, strict=True):
+            kept[histories[k].stream] = (keys[k], p99)
+        self._kept = kept
+        return [kept[h.stream][1] for h in histories]
 
 
 def p99_levels(values: list[np.ndarray], levels: int) -> tuple[list[np.ndarray], float, float]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from latencymap.core.accumulator import StreamHistory
+from latencymap.core.buckets import NSLOTS
 from latencymap.views.frame import Folds, MapFrame, build_frame, quantize
 
 
@@ -54,11 +55,11 @@ class Window:
     def cell_counts(self, hist: StreamHistory) -> np.ndarray:
         """Counts per (cell, slot), the columns of each cell summed."""
         a, b = self.cell_bounds()
-        out = np.zeros((self.cells, hist.counts.shape[1]), dtype=np.int64)
+        out = np.zeros((self.cells, NSLOTS), dtype=np.int64)
         ok = b > a
         if ok.any():
             starts = a[ok]
-            out[ok] = np.add.reduceat(hist.counts[starts[0]: b[ok][-1]], starts - starts[0], axis=0)
+            out[ok] = np.add.reduceat(hist.counts_in(slice(starts[0], b[ok][-1])), starts - starts[0], axis=0)
         return out
 
 

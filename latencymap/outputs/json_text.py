@@ -3,8 +3,9 @@
 `json.dumps` spends most of a report's time writing floats (`float.__repr__`, one at a time). orjson writes the
 same shortest round-trip digits ~10x faster in another layout: `,` without a space, exponents without a leading
 zero (`1e-7`), and positional notation down to 1e-5 (`0.000016`) where `repr` switches to exponents below 1e-4
-(`1.6e-05`). Those three differences are put back; a matrix orjson cannot write as `json.dumps` would (strings,
-NaN or infinities, integers past 64 bits) is written by `json.dumps` itself.
+(`1.6e-05`). Those differences are put back (in a NumPy array, the numbers below 1e-4 are simply written by
+`repr`); a matrix orjson cannot write as `json.dumps` would (strings, NaN or infinities, integers past 64 bits)
+is written by `json.dumps` itself.
 """
 
 from __future__ import annotations
@@ -36,13 +37,12 @@ def number_rows(rows: list[Any] | np.ndarray) -> str | None:
         import orjson
     except ImportError:
         return None
+    if isinstance(rows, np.ndarray):
+        if rows.dtype != np.float64 or not np.isfinite(rows).all():
+            return None
+        return _array_text(rows, orjson).replace(b",", b", ").decode("ascii")
     try:
-        if isinstance(rows, np.ndarray):
-            if rows.dtype != np.float64 or not np.isfinite(rows).all():
-                return None
-            out = orjson.dumps(np.ascontiguousarray(rows), option=orjson.OPT_SERIALIZE_NUMPY)
-        else:
-            out = orjson.dumps(rows)
+        out = orjson.dumps(rows)
     except (TypeError, orjson.JSONEncodeError):  # integers past 64 bits, objects
         return None
     if b'"' in out or b"null" in out or b"{" in out:  # strings, None/NaN/inf (orjson writes null), objects
@@ -55,6 +55,21 @@ def number_rows(rows: list[Any] | np.ndarray) -> str | None:
     if b"0.0000" in out:
         out = _SMALL.sub(_small, out)
     return out.replace(b",", b", ").decode("ascii")
+
+
+def _array_text(a: np.ndarray, orjson: Any) -> bytes:
+    """orjson's text of a finite float array, with the numbers it writes unlike `repr` (0 < |x| < 1e-4) written by
+    `repr`: orjson writes them as `null` once made NaN, and the text is cut there."""
+    small = (np.abs(a) < 1e-4) & (a != 0)
+    if not small.any():
+        return orjson.dumps(np.ascontiguousarray(a), option=orjson.OPT_SERIALIZE_NUMPY)
+    marked = np.array(a, dtype=np.float64, order="C")
+    marked[small] = np.nan
+    pieces = orjson.dumps(marked, option=orjson.OPT_SERIALIZE_NUMPY).split(b"null")
+    texts = [repr(v).encode() for v in a[small].tolist()]  # in the same (row-major) order as the text
+    joined: list[bytes] = [b""] * (len(pieces) + len(texts))
+    joined[::2], joined[1::2] = pieces, texts
+    return b"".join(joined)
 
 
 def _plain(obj: Any) -> Any:

@@ -80,3 +80,15 @@ def test_numpy_arrays_are_written_as_their_lists_would_be(rows: list[list[float]
     doc = {"frequency": arr, "intensity": arr[:, :0], "label": "x", "column": arr[:, 0]}
     assert dumps(doc) == json.dumps({"frequency": arr.tolist(), "intensity": [[] for _ in rows], "label": "x",
                                      "column": arr[:, 0].tolist()})
+
+
+def test_arrays_in_every_decade_are_written_as_their_lists_would_be() -> None:
+    rng = np.random.default_rng(2027)
+    with np.errstate(over="ignore", under="ignore"):
+        values = rng.random(120_000) * 10 * 10.0 ** rng.integers(-324, 309, 120_000).astype(float)
+    values = values[np.isfinite(values)]
+    values[::3] *= -1
+    values = np.concatenate([values, [0.0, -0.0, 5e-324, 1e-5, -1e-5, 9.999999999999999e-05, 1e-4, 1e-6, 1e16,
+                                      10.00001, 0.00012], rng.random(30_000) * 1e-4])
+    arr = values[: len(values) // 11 * 11].reshape(-1, 11)
+    assert number_rows(arr) == json.dumps(arr.tolist())

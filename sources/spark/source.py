@@ -12,7 +12,7 @@ from latencymap.core.model import Interval, Notice
 from latencymap.plugins import Item, Source
 
 from .binning import METRICS, LiveBinner, batch_intervals, live_intervals, plausible
-from .eventlog import find_event_log, read_lines
+from .eventlog import find_event_log
 from .parse import AppInfo, EventParser, ExecutorInfo, SparkTask
 
 REMEDY = "pip install 'latencymap[spark]'"
@@ -112,21 +112,28 @@ class SparkSource(Source):
             yield from self._batch(target)
 
     def _batch(self, target: str) -> Iterator[Item]:
+        from .ingest import read_tasks
+
         log = find_event_log(target, self.options.get("app"))
-        yield from self.batch_items(read_lines(log), log.app_id)
+        parser = EventParser()
+        yield from self._batch_of(parser, read_tasks(log, parser), log.app_id)
 
     def batch_items(self, batches: Iterable[list[bytes]], fallback_name: str) -> Iterator[Item]:
         """The intervals (and notices) of a whole log's lines, given in batches; `fallback_name` names the stream
         when the log does not say the application's name."""
         parser = EventParser()
-        tasks = [t for lines in batches for t in parser.parse(lines)]
+        parser.begin(fallback_name)
+        yield from self._batch_of(parser, [t for lines in batches for t in parser.parse(lines)], fallback_name)
+
+    def _batch_of(self, parser: EventParser, tasks: list[SparkTask], fallback_name: str) -> Iterator[Item]:
+        """The intervals (and notices) of a whole log's tasks, read by `parser`."""
         self.app, self.executors, self.all_tasks = parser.app, parser.executors, tasks
-        self.tasks = [t for t in tasks if self._stages is None or t.stage in self._stages]
+        self.tasks = tasks if self._stages is None else [t for t in tasks if t.stage in self._stages]
         yield from batch_intervals(self.tasks, self._app_name(fallback_name), self._opt("metric", "duration"),
                                    self._stages, bool(self.options.get("per_stage")),
                                    interval_ms(self.options.get("interval")))
         if parser.bad_lines:
-            yield Notice(f"spark: {parser.bad_lines} event-log lines could not be parsed", parser.bad_lines)
+            yield _unread(parser)
         bogus = sum(not plausible(t) for t in self.tasks)
         if bogus:
             yield _implausible(bogus)
@@ -203,6 +210,13 @@ class SparkSource(Source):
     def describe(self) -> dict[str, Any]:
         keep = ("metric", "stages", "per_stage", "interval", "engine", "follow")
         return {"source": self.name, **{k: self.options[k] for k in keep if self.options.get(k) not in (None, ())}}
+
+
+def _unread(parser: EventParser) -> Notice:
+    """How many lines could not be read, and where the first ones are."""
+    told = "; ".join(parser.told())
+    more = f"; {parser.bad_lines - len(parser.problems)} more" if parser.bad_lines > len(parser.problems) else ""
+    return Notice(f"spark: {parser.bad_lines} event-log lines could not be parsed: {told}{more}", parser.bad_lines)
 
 
 def _implausible(n: int) -> Notice:

@@ -1,27 +1,31 @@
-"""A whole event log's tasks, read in blocks; a big log is split with a worker process that reads the second part.
+"""A whole event log's tasks, read in blocks; a big log is split with a worker process that reads its second part.
 
-The parent reads the first half of the log's bytes while `python -m latencymap.sources.spark.worker` reads the
-rest (a line belongs to the part where it starts) and sends back its tasks, the application and executor lines it
-read and its unreadable lines, as msgpack. The parent then takes in what the worker read as if it had read it itself:
-same tasks in log order, same application state, line numbers counted across both parts. Should the worker fail,
+The parent reads the first PARENT_SHARE of the log's bytes while a worker (worker.py) reads the rest (a line
+belongs to the part where it starts) and sends back its tasks as it goes, then the application and executor lines
+it read and its unreadable lines. The parent takes in what the worker read as if it had read it itself: the same
+tasks in log order, the same application state, line numbers counted across both parts. Should the worker fail,
 the parent reads its part too: nothing is lost.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+from typing import TYPE_CHECKING
 
 from .blocks import Span
 from .codecs import codec_of
 from .eventlog import EventLog
 from .parse import TOLD_BAD_LINES, EventParser, SparkTask
 
+if TYPE_CHECKING:
+    from .worker import Worker
+
 #: Logs of fewer bytes (a compressed file counts EXPANSION times its size) are read in one process.
 PARALLEL_MIN = 64 << 20
 #: What a compressed event log's bytes expand to, roughly, for balancing the two parts.
 EXPANSION = 8
+#: The parent's share of the bytes: it also starts the worker, takes in its answer and bins every task.
+PARENT_SHARE = 0.52
 #: Set to 0 to never start a worker (or 1 to start one for any log of two lines or more).
 WORKER_ENV = "LATENCYMAP_SPARK_WORKER"
 
@@ -29,19 +33,19 @@ WORKER_ENV = "LATENCYMAP_SPARK_WORKER"
 def read_tasks(log: EventLog, parser: EventParser, worker: bool | None = None) -> list[SparkTask]:
     """Every TaskEnd of the log as a SparkTask, in log order; `parser` keeps the rest (app, executors, problems).
 
-    `worker`: read the second half in a worker process (None: when the log is big and a second core exists)."""
+    `worker`: read the second part in a worker process (None: when the log is big and a second core exists)."""
     spans = [Span(p) for p in log.files()]
     mine, theirs = split(spans) if _wants_worker(spans, worker) else (spans, [])
-    proc = start_worker(theirs) if theirs else None
+    if not theirs:
+        return parser.read_spans(mine)
+    from .worker import Worker
+
+    helper = Worker(theirs)
     try:
         tasks = parser.read_spans(mine)
-        if proc is not None:
-            tasks += take_in(proc, theirs, parser)
+        return tasks + take_in(helper, theirs, parser)
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return tasks
+        helper.close()
 
 
 def _weight(span: Span) -> int:
@@ -62,10 +66,11 @@ def _wants_worker(spans: list[Span], worker: bool | None) -> bool:
     return (os.cpu_count() or 1) > 1 and sum(_weight(s) for s in spans) >= PARALLEL_MIN
 
 
-def split(spans: list[Span]) -> tuple[list[Span], list[Span]]:
-    """(first part, second part) of about equal weight: whole files, and a plain file cut where the halves meet."""
+def split(spans: list[Span], share: float = PARENT_SHARE) -> tuple[list[Span], list[Span]]:
+    """(first part, second part), the first `share` of the weight: whole files, and a plain file cut where the
+    parts meet."""
     weights = [_weight(s) for s in spans]
-    half, before = sum(weights) / 2, 0
+    half, before = sum(weights) * share, 0
     for k, (span, weight) in enumerate(zip(spans, weights, strict=True)):
         if before + weight >= half:
             if codec_of(span.path) is not None:  # whole: to the side that it fits better
@@ -77,24 +82,16 @@ def split(spans: list[Span]) -> tuple[list[Span], list[Span]]:
     return spans, []
 
 
-def start_worker(spans: list[Span]) -> subprocess.Popen[bytes]:
-    """A worker process reading `spans` (see worker.py); its answer comes on stdout."""
-    import msgspec
-
-    spec = msgspec.json.encode([[str(s.path), s.start, s.stop] for s in spans]).decode()
-    proc = subprocess.Popen([sys.executable, "-m", "latencymap.sources.spark.worker", spec], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return proc
-
-
-def take_in(proc: subprocess.Popen[bytes], spans: list[Span], parser: EventParser) -> list[SparkTask]:
+def take_in(helper: Worker, spans: list[Span], parser: EventParser) -> list[SparkTask]:
     """The worker's tasks, application and executor lines and problems taken into `parser` as if read here (after
     the parent's part, line numbers continuing its count); when the worker failed, its spans read here."""
-    from .worker import decode_answer
+    from .worker import WorkerFailed
 
-    out, _ = proc.communicate()
-    answer = decode_answer(out) if proc.returncode == 0 else None
-    if answer is None:
+    tasks: list[SparkTask] = []
+    try:
+        for answer in helper.answers():
+            tasks += answer.tasks
+    except WorkerFailed:
         return parser.read_spans(spans)
     first = str(spans[0].path)
     offset = parser.line_no if spans[0].start > 0 and parser.where == first else 0
@@ -109,4 +106,4 @@ def take_in(proc: subprocess.Popen[bytes], spans: list[Span], parser: EventParse
     parser.problems += [(where, absolute(where, n), what, why) for where, n, what, why in answer.problems[:room]]
     parser.bad_lines += answer.bad_lines
     parser.task_end_lines += answer.task_end_lines
-    return answer.tasks
+    return tasks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -267,9 +267,12 @@ class EventParser:
         return tasks
 
     def read_spans(self, spans: Iterable[Span]) -> list[SparkTask]:
-        """The tasks of the lines of `spans`, read in blocks; lines are counted per file (a span that starts inside
-        a file not read so far counts from its own first line: a parent adds the lines before it)."""
-        tasks: list[SparkTask] = []
+        """The tasks of the lines of `spans` (see `iter_spans`)."""
+        return [t for tasks in self.iter_spans(spans) for t in tasks]
+
+    def iter_spans(self, spans: Iterable[Span]) -> Iterator[list[SparkTask]]:
+        """The tasks of the lines of `spans`, block after block; lines are counted per file (a span that starts
+        inside a file not read so far counts from its own first line: a parent adds the lines before it)."""
         current = None
         for span, block, end in read_blocks(spans):
             if span.path != current:
@@ -278,8 +281,7 @@ class EventParser:
                 else:
                     self.where = str(span.path)
                 current = span.path
-            tasks += self.parse_block(block, end)
-        return tasks
+            yield self.parse_block(block, end)
 
     def other(self, line: bytes, line_no: int) -> None:
         """Application and executor events (any other line is not read)."""

@@ -11,7 +11,7 @@ import click
 from latencymap.core.model import Interval, Notice
 from latencymap.plugins import Item, Source
 
-from .binning import METRICS, LiveBinner, batch_intervals, live_intervals, plausible
+from .binning import METRICS, LiveBinner, batch_intervals, implausible, live_intervals, plausible
 from .eventlog import find_event_log
 from .parse import AppInfo, EventParser, ExecutorInfo, SparkTask
 
@@ -134,7 +134,7 @@ class SparkSource(Source):
                                    interval_ms(self.options.get("interval")))
         if parser.bad_lines:
             yield _unread(parser)
-        bogus = sum(not plausible(t) for t in self.tasks)
+        bogus = implausible(self.tasks)
         if bogus:
             yield _implausible(bogus)
 

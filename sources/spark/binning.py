@@ -98,6 +98,8 @@ def _task_arrays(tasks: list[SparkTask], metric: str, stages: frozenset[int] | N
     value_of = METRICS[metric][1]
     finish = np.array([t.finish_ms for t in tasks], dtype=np.int64)
     values = np.array([value_of(t) for t in tasks], dtype=np.float64)  # None -> NaN
+    if np.any(np.abs(values - MAX_VALUE_MS) < MAX_VALUE_MS * 1e-15):
+        raise ValueError("an integer just below MAX_VALUE_MS compares exactly only task by task")
     keep = (finish >= 0) & (finish < MAX_FINISH_MS) & (values < MAX_VALUE_MS)
     if stages is None and not per_stage:
         return {None: (finish[keep], values[keep])} if keep.any() else {}

@@ -32,10 +32,11 @@ class Span:
         return self.start == 0 and self.stop is None
 
 
-def read_blocks(spans: Iterable[Span], size: int = BLOCK) -> Iterator[tuple[Span, bytearray, int]]:
+def read_blocks(spans: Iterable[Span], size: int | None = None) -> Iterator[tuple[Span, bytearray, int]]:
     """(span, block, end) span after span: `block[:end]` holds complete lines (a file's last line may lack its
-    newline), decompressed. The block is reused: use it before asking for the next."""
-    block = bytearray(size)
+    newline), decompressed. The block (`size` bytes to start with, BLOCK by default) is reused: use it before
+    asking for the next."""
+    block = bytearray(size or BLOCK)
     for span in spans:
         with span.path.open("rb", buffering=0) as fh:
             codec = codec_of(span.path)

@@ -10,6 +10,7 @@ the parent reads its part too: nothing is lost.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .blocks import Span
@@ -18,7 +19,7 @@ from .eventlog import EventLog
 from .parse import TOLD_BAD_LINES, EventParser, SparkTask
 
 if TYPE_CHECKING:
-    from .worker import Worker
+    from .worker import Answer
 
 #: Logs of fewer bytes (a compressed file counts EXPANSION times its size) are read in one process.
 PARALLEL_MIN = 64 << 20
@@ -43,7 +44,7 @@ def read_tasks(log: EventLog, parser: EventParser, worker: bool | None = None) -
     helper = Worker(theirs)
     try:
         tasks = parser.read_spans(mine)
-        return tasks + take_in(helper, theirs, parser)
+        return tasks + take_in(helper.answers(), theirs, parser)
     finally:
         helper.close()
 
@@ -82,16 +83,19 @@ def split(spans: list[Span], share: float = PARENT_SHARE) -> tuple[list[Span], l
     return spans, []
 
 
-def take_in(helper: Worker, spans: list[Span], parser: EventParser) -> list[SparkTask]:
-    """The worker's tasks, application and executor lines and problems taken into `parser` as if read here (after
-    the parent's part, line numbers continuing its count); when the worker failed, its spans read here."""
+def take_in(answers: Iterable[Answer], spans: list[Span], parser: EventParser) -> list[SparkTask]:
+    """The tasks, application and executor lines and problems a worker read from `spans` taken into `parser` as if
+    read here after the parent's part (line numbers continue its count); when the worker failed, `spans` read here."""
     from .worker import WorkerFailed
 
     tasks: list[SparkTask] = []
+    answer = None
     try:
-        for answer in helper.answers():
+        for answer in answers:
             tasks += answer.tasks
     except WorkerFailed:
+        answer = None
+    if answer is None or not answer.final:
         return parser.read_spans(spans)
     first = str(spans[0].path)
     offset = parser.line_no if spans[0].start > 0 and parser.where == first else 0

@@ -86,21 +86,26 @@ def _send(out: IO[bytes], bell: IO[bytes], answer: Answer) -> None:
     bell.flush()
 
 
-def main() -> None:
-    """Read the spans, answer on stdout."""
-    spans = [Span(Path(p), start, stop)
-             for p, start, stop in msgspec.json.decode(sys.argv[1], type=list[tuple[str, int, int | None]])]
+def answers_for(spans: list[Span], frame_tasks: int = FRAME_TASKS) -> Iterator[Answer]:
+    """What a worker reading `spans` answers, in order (the worker process sends them; tests take them here)."""
     parser = EventParser()
     parser.kept = []
+    pending: list[SparkTask] = []
+    for tasks in parser.iter_spans(spans):
+        pending += tasks
+        if len(pending) >= frame_tasks:
+            yield Answer(pending)
+            pending = []
+    yield Answer(pending, parser.kept, parser.problems, parser.bad_lines, parser.task_end_lines, True)
+
+
+def main() -> None:
+    """Read the spans, answer through the file and ring on stdout."""
+    spans = [Span(Path(p), start, stop)
+             for p, start, stop in msgspec.json.decode(sys.argv[1], type=list[tuple[str, int, int | None]])]
     with open(int(sys.argv[2]), "wb") as out:
-        bell = sys.stdout.buffer
-        pending: list[SparkTask] = []
-        for tasks in parser.iter_spans(spans):
-            pending += tasks
-            if len(pending) >= FRAME_TASKS:
-                _send(out, bell, Answer(pending))
-                pending = []
-        _send(out, bell, Answer(pending, parser.kept, parser.problems, parser.bad_lines, parser.task_end_lines, True))
+        for answer in answers_for(spans):
+            _send(out, sys.stdout.buffer, answer)
 
 
 if __name__ == "__main__":

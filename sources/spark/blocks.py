@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from io import FileIO
 from pathlib import Path
-from typing import BinaryIO
 
 from .codecs import Decoder, codec_of, make_decoder
 
@@ -69,7 +69,7 @@ def line_blocks(fill: Filler, block: bytearray) -> Iterator[int]:
         yield filled
 
 
-def _first_line_start(fh: BinaryIO, start: int) -> int:
+def _first_line_start(fh: FileIO, start: int) -> int:
     """Where the first line starting at or after `start` starts (the file's size when none does)."""
     if start == 0:
         return 0
@@ -83,7 +83,7 @@ def _first_line_start(fh: BinaryIO, start: int) -> int:
     return pos
 
 
-def _span_filler(fh: BinaryIO, start: int, stop: int | None) -> Filler:
+def _span_filler(fh: FileIO, start: int, stop: int | None) -> Filler:
     """A `fill` reading the lines that start in [start, stop) of a plain file straight into the block."""
     pos = _first_line_start(fh, start)
     fh.seek(pos)
@@ -110,7 +110,7 @@ def _span_filler(fh: BinaryIO, start: int, stop: int | None) -> Filler:
     return fill
 
 
-def _decoded_filler(fh: BinaryIO, decoder: Decoder) -> Filler:
+def _decoded_filler(fh: FileIO, decoder: Decoder) -> Filler:
     """A `fill` that reads compressed bytes and appends what they decode to."""
 
     def fill(block: bytearray, filled: int) -> int:

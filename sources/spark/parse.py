@@ -197,7 +197,7 @@ class EventParser:
         self.where = "event log"
         self.line_no = 0
         fast = _msgspec_decoder() if prefer == "msgspec" else None
-        self._parse_task = fast or task_parser(prefer)
+        self._parse_task: Callable[[Any], SparkTask] = fast or task_parser(prefer)
         self._takes_views = fast is not None
 
     def begin(self, where: str) -> None:

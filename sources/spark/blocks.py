@@ -6,8 +6,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from io import FileIO
 from pathlib import Path
+from typing import Any
 
-from .codecs import Decoder, codec_of, make_decoder
+from .codecs import CodecError, Decoder, codec_of, make_decoder, require
 
 #: Bytes read at a time into a reused block (a block grows to hold a longer line).
 BLOCK = 1 << 20
@@ -22,14 +23,14 @@ Filler = Callable[[bytearray, int], int]
 
 @dataclass(frozen=True)
 class Span:
-    """The lines of a file that start in [start, stop) (stop None: the end); a compressed file is read whole."""
+    """Part of a file: in a plain file, the lines that start in [start, stop) (stop None: the end). In a compressed
+    one, start and stop are where frames or blocks start (`codecs.cut_at`), and a line goes to the part in whose
+    decoded bytes its newline is (a part skips through the first newline it decodes unless it starts the file, and
+    reads on past `stop` through the first newline there)."""
 
     path: Path
     start: int = 0
     stop: int | None = None
-
-    def whole(self) -> bool:
-        return self.start == 0 and self.stop is None
 
 
 def read_blocks(spans: Iterable[Span], size: int | None = None) -> Iterator[tuple[Span, bytearray, int]]:
@@ -40,12 +41,12 @@ def read_blocks(spans: Iterable[Span], size: int | None = None) -> Iterator[tupl
     for span in spans:
         with span.path.open("rb", buffering=0) as fh:
             codec = codec_of(span.path)
-            if codec is not None:
-                if not span.whole():
-                    raise ValueError(f"{span.path}: a compressed file is read whole")
-                fill = _decoded_filler(fh, make_decoder(codec))
-            else:
+            if codec is None:
                 fill = _span_filler(fh, span.start, span.stop)
+            elif codec == "zstd":
+                fill = _zstd_filler(fh, span.start, span.stop)
+            else:
+                fill = _decoded_filler(fh, make_decoder(codec), span.start, span.stop)
             for end in line_blocks(fill, block):
                 yield span, block, end
 
@@ -110,17 +111,90 @@ def _span_filler(fh: FileIO, start: int, stop: int | None) -> Filler:
     return fill
 
 
-def _decoded_filler(fh: FileIO, decoder: Decoder) -> Filler:
-    """A `fill` that reads compressed bytes and appends what they decode to."""
+def _decoded_filler(fh: FileIO, decoder: Decoder, start: int = 0, stop: int | None = None) -> Filler:
+    """A `fill` that reads compressed bytes from `start` and appends what they decode to (see Span for `stop`)."""
+    fh.seek(start)
+    skipping, done, left = start > 0, False, stop - start if stop is not None else None
 
     def fill(block: bytearray, filled: int) -> int:
-        while data := fh.read(COMPRESSED_READ):
+        nonlocal skipping, done, left
+        while not done:
+            past = left is not None and left <= 0
+            data = fh.read(COMPRESSED_READ if left is None or past else min(COMPRESSED_READ, left))
+            if not data:
+                break
+            if left is not None:
+                left -= len(data)
             out = decoder.feed(data)
+            if skipping and out:
+                cut = out.find(b"\n") + 1
+                out, skipping = (out[cut:], False) if cut else (b"", True)
+            if past and out:
+                cut = out.find(b"\n") + 1
+                out, done = (out[:cut], True) if cut else (out, False)
             if out:
                 if filled + len(out) > len(block):
                     block += bytes(filled + len(out) - len(block))
                 block[filled:filled + len(out)] = out
                 return len(out)
+        done = True
+        return 0
+
+    return fill
+
+
+class _Bounded:
+    """The next `left` bytes of a file (all of them when None), for a decompressor that reads by itself."""
+
+    def __init__(self, fh: FileIO, left: int | None) -> None:
+        self.fh, self.left = fh, left
+
+    def read(self, size: int = -1) -> bytes:
+        if self.left is None:
+            return self.fh.read(size) or b""
+        data = self.fh.read(self.left if size < 0 else min(size, self.left)) or b""
+        self.left -= len(data)
+        return data
+
+
+def _zstd_filler(fh: FileIO, start: int = 0, stop: int | None = None) -> Filler:
+    """`_decoded_filler` for zstd, decoding straight into the block (no output buffers to allocate)."""
+    require("zstd")
+    import zstandard
+
+    def reader(left: int | None) -> Any:
+        return zstandard.ZstdDecompressor().stream_reader(_Bounded(fh, left), read_across_frames=True, closefd=False)
+
+    fh.seek(start)
+    current = reader(None if stop is None else stop - start)
+    skipping, past, done = start > 0, False, False
+
+    def fill(block: bytearray, filled: int) -> int:
+        nonlocal current, skipping, past, done
+        while not done:
+            with memoryview(block) as view, view[filled:] as room:
+                try:
+                    got = current.readinto(room)
+                except zstandard.ZstdError as err:
+                    raise CodecError(f"zstd: {err}") from None
+            if not got:
+                if stop is None or past:
+                    break
+                past, current = True, reader(None)
+                continue
+            if skipping:
+                cut = block.find(b"\n", filled, filled + got) + 1
+                if not cut:
+                    continue
+                skipping, got = False, filled + got - cut
+                block[filled:filled + got] = block[cut:cut + got]
+            if past and got:
+                cut = block.find(b"\n", filled, filled + got) + 1
+                if cut:
+                    got, done = cut - filled, True
+            if got:
+                return got
+        done = True
         return 0
 
     return fill

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .blocks import Span
-from .codecs import codec_of
+from .codecs import codec_of, cut_at
 from .eventlog import EventLog
 from .parse import TOLD_BAD_LINES, EventParser, SparkTask
 
@@ -37,8 +37,8 @@ def read_tasks(log: EventLog, parser: EventParser, worker: bool | None = None) -
     `worker`: read the second part in a worker process (None: when the log is big and a second core exists)."""
     spans = [Span(p) for p in log.files()]
     mine, theirs = split(spans) if _wants_worker(spans, worker) else (spans, [])
-    if not theirs:
-        return parser.read_spans(mine)
+    if not theirs or not mine:
+        return parser.read_spans(spans)
     from .worker import Worker
 
     helper = Worker(theirs)
@@ -68,16 +68,17 @@ def _wants_worker(spans: list[Span], worker: bool | None) -> bool:
 
 
 def split(spans: list[Span], share: float = PARENT_SHARE) -> tuple[list[Span], list[Span]]:
-    """(first part, second part), the first `share` of the weight: whole files, and a plain file cut where the
-    parts meet."""
+    """(first part, second part), the first `share` of the weight: whole files, and the file where the parts meet
+    cut there (a compressed one where a frame or block starts: `cut_at`)."""
     weights = [_weight(s) for s in spans]
-    half, before = sum(weights) * share, 0
+    goal, before = sum(weights) * share, 0
     for k, (span, weight) in enumerate(zip(spans, weights, strict=True)):
-        if before + weight >= half:
-            if codec_of(span.path) is not None:  # whole: to the side that it fits better
-                cut = k + 1 if half - before > before + weight - half else k
+        if before + weight >= goal:
+            codec = codec_of(span.path)
+            at = int(goal - before) if codec is None else cut_at(span.path, codec, int((goal - before) / EXPANSION))
+            if not at:  # no place to cut: the whole file to the part it fits better
+                cut = k + 1 if goal - before > before + weight - goal else k
                 return spans[:cut], spans[cut:]
-            at = int(half - before)
             return [*spans[:k], Span(span.path, 0, at)], [Span(span.path, at, None), *spans[k + 1:]]
         before += weight
     return spans, []

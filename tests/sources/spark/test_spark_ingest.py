@@ -33,6 +33,7 @@ from spark_support import (
 from latencymap.sources.spark import blocks
 from latencymap.sources.spark.binning import METRICS, _task_arrays, _task_lists
 from latencymap.sources.spark.blocks import Span, read_blocks
+from latencymap.sources.spark.codecs import codec_of, cut_at
 from latencymap.sources.spark.eventlog import find_event_log, read_lines
 from latencymap.sources.spark.ingest import WORKER_ENV, read_tasks, split, take_in
 from latencymap.sources.spark.parse import EventParser, SparkTask
@@ -172,6 +173,37 @@ def test_spans_give_each_line_once(tmp_path_factory: pytest.TempPathFactory, dat
     assert b"".join(parts) == b"".join(whole)
     cut = data.rfind(b"\n") + 1
     assert b"".join(whole) == (data if data[cut:].strip() else data[:cut])
+
+
+def _compressed(tmp_path: Path) -> list[Path]:
+    """Spark's own lz4, snappy and zstd fixture files, and the hostile log as one zstd file of many frames."""
+    import zstandard
+
+    ours = tmp_path / "app-1.zstd"
+    with ours.open("wb") as fh, zstandard.ZstdCompressor().stream_writer(fh, closefd=False) as out:
+        for k, line in enumerate(hostile_log(copies=2, long_line=300_000)):
+            out.write(line + b"\n")
+            if k % 7 == 0:
+                out.flush(zstandard.FLUSH_FRAME)
+    return [*sorted(p for layout in ("lz4", "snappy", "zstd") for p in (SPARK / layout).rglob("*.*")
+                    if codec_of(p)), ours]
+
+
+def test_compressed_files_cut_where_frames_start_give_each_line_once(tmp_path: Path) -> None:
+    for path in _compressed(tmp_path):
+        codec = codec_of(path)
+        assert codec is not None
+        size = path.stat().st_size
+        whole = [bytes(block[:end]) for _, block, end in read_blocks([Span(path)])]
+        cuts = {cut_at(path, codec, target) for target in range(0, size, max(1, size // 60))} - {None}
+        assert len(cuts) > 2, path
+        for at in sorted(c for c in cuts if c):
+            with block_size(997):
+                parts = [bytes(block[:end]) for _, block, end in read_blocks([Span(path, 0, at), Span(path, at)])]
+            assert b"".join(parts) == b"".join(whole), (path, at)
+        alone = _read_alone([Span(path)])
+        for share in (0.1, 0.5, 0.9):
+            _same(_read_split([Span(path)], share, 3), alone)
 
 
 def test_a_failed_worker_leaves_nothing_out(tmp_path: Path) -> None:

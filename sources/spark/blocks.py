@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from io import FileIO
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from .codecs import CodecError, Decoder, codec_of, make_decoder, require
 
@@ -163,7 +163,8 @@ def _zstd_filler(fh: FileIO, start: int = 0, stop: int | None = None) -> Filler:
     import zstandard
 
     def reader(left: int | None) -> Any:
-        return zstandard.ZstdDecompressor().stream_reader(_Bounded(fh, left), read_across_frames=True, closefd=False)
+        return zstandard.ZstdDecompressor().stream_reader(cast(IO[bytes], _Bounded(fh, left)),
+                                                           read_across_frames=True, closefd=False)
 
     fh.seek(start)
     current = reader(None if stop is None else stop - start)

@@ -77,6 +77,7 @@ class SparkSource(Source):
         self.app = AppInfo()
         self._analysis: dict[str, Any] | None = None
         self._notes: list[str] = []
+        self._parser: EventParser | None = None
 
     @property
     def _stages(self) -> frozenset[int] | None:
@@ -133,7 +134,7 @@ class SparkSource(Source):
                                    self._stages, bool(self.options.get("per_stage")),
                                    interval_ms(self.options.get("interval")))
         if parser.bad_lines:
-            yield _unread(parser)
+            yield _unread(parser, parser.bad_lines)
         bogus = implausible(self.tasks)
         if bogus:
             yield _implausible(bogus)
@@ -154,7 +155,7 @@ class SparkSource(Source):
     def _follow_batches(self, target: str) -> Iterator[tuple[list[SparkTask], bool]]:
         from .follow import follow_tasks
 
-        parser = EventParser()
+        parser = self._parser = EventParser()
         self.app, self.executors = parser.app, parser.executors
         yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser)
 
@@ -171,7 +172,7 @@ class SparkSource(Source):
         binner = LiveBinner("", self._opt("metric", "duration"), self._stages, bool(self.options.get("per_stage")),
                             width_ms=width, grace_ms=max(3000, 2 * width))
 
-        bogus = told_bogus = late = 0
+        bogus = told_bogus = late = told_bad = told_problems = 0
 
         def named() -> Iterator[tuple[list[SparkTask], bool]]:
             nonlocal bogus
@@ -184,7 +185,11 @@ class SparkSource(Source):
                 yield tasks, ended
 
         def notices() -> Iterator[Notice]:
-            nonlocal told_bogus, late
+            nonlocal told_bogus, late, told_bad, told_problems
+            parser = self._parser
+            if parser is not None and parser.bad_lines > told_bad:
+                yield _unread(parser, parser.bad_lines - told_bad, told_problems)
+                told_bad, told_problems = parser.bad_lines, len(parser.problems)
             if binner.late > late:
                 yield Notice(f"spark: {binner.late - late} tasks logged late, counted in a later column", 0)
                 late = binner.late
@@ -212,11 +217,11 @@ class SparkSource(Source):
         return {"source": self.name, **{k: self.options[k] for k in keep if self.options.get(k) not in (None, ())}}
 
 
-def _unread(parser: EventParser) -> Notice:
-    """How many lines could not be read, and where the first ones are."""
-    told = "; ".join(parser.told())
-    more = f"; {parser.bad_lines - len(parser.problems)} more" if parser.bad_lines > len(parser.problems) else ""
-    return Notice(f"spark: {parser.bad_lines} event-log lines could not be parsed: {told}{more}", parser.bad_lines)
+def _unread(parser: EventParser, bad: int, told: int = 0) -> Notice:
+    """`bad` more lines could not be read; where the first ones are (problems from `told` on)."""
+    shown = parser.told()[told:]
+    where = ": " + "; ".join(shown) + (f"; {bad - len(shown)} more" if bad > len(shown) else "") if shown else ""
+    return Notice(f"spark: {bad} event-log lines could not be parsed{where}", bad)
 
 
 def _implausible(n: int) -> Notice:

@@ -37,6 +37,7 @@ from latencymap.sources.spark.codecs import codec_of, cut_at
 from latencymap.sources.spark.eventlog import find_event_log, read_lines
 from latencymap.sources.spark.ingest import WORKER_ENV, read_tasks, split, take_in
 from latencymap.sources.spark.parse import EventParser, SparkTask
+from latencymap.sources.spark.source import SparkSource
 from latencymap.sources.spark.worker import Answer, WorkerFailed, answers_for
 
 LAYOUTS = ("plain", "rolling", "zstd", "lz4", "snappy")
@@ -109,6 +110,20 @@ def test_unreadable_lines_are_named_by_file_and_line_and_the_rest_is_read(tmp_pa
     assert told.startswith(f"spark: 2 event-log lines could not be parsed: {path} line 4: SparkListenerTaskEnd "
                            "not read (")
     assert f"{path} line 61: SparkListenerTaskEnd not read (Expected `int`, got `str`" in told
+
+
+def test_following_a_rolled_log_names_the_file_and_line_of_what_it_cannot_read(tmp_path: Path) -> None:
+    good = task_end_lines()
+    log = tmp_path / "eventlog_v2_local-1"
+    log.mkdir()
+    first = write_log(log / "events_1_local-1", good[:10])
+    second = write_log(log / "events_2_local-1", [*good[10:12], good[12][:99], *good[13:],
+                                                   b'{"Event":"SparkListenerApplicationEnd","Timestamp":1}'])
+    (log / "appstatus_local-1").write_bytes(b"")
+    items = list(SparkSource(target=str(log), follow=True, poll=0.01).items())
+    assert first.exists() and int(totals(items).sum()) == len(good) - 1
+    assert notices(items) == [f"spark: 1 event-log lines could not be parsed: {second} line 3: "
+                              "SparkListenerTaskEnd not read (Input data was truncated)"]
 
 
 def test_only_the_first_unreadable_lines_are_described(tmp_path: Path) -> None:

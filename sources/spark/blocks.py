@@ -24,9 +24,8 @@ Filler = Callable[[bytearray, int], int]
 @dataclass(frozen=True)
 class Span:
     """Part of a file: in a plain file, the lines that start in [start, stop) (stop None: the end). In a compressed
-    one, start and stop are where frames or blocks start (`codecs.cut_at`), and a line goes to the part in whose
-    decoded bytes its newline is (a part skips through the first newline it decodes unless it starts the file, and
-    reads on past `stop` through the first newline there)."""
+    one, start and stop are where frames or blocks start (`codecs.cut_at`): a part that ends at `stop` decodes on
+    past it through the first newline there, and the part that starts there skips through that same newline."""
 
     path: Path
     start: int = 0

@@ -1,7 +1,7 @@
 """A whole event log's tasks, read in blocks; a big log is split with a worker process that reads its second part.
 
-The parent reads the first PARENT_SHARE of the log's bytes while a worker (worker.py) reads the rest (a line
-belongs to the part where it starts) and sends back its tasks as it goes, then the application and executor lines
+The parent reads the first PARENT_SHARE of the log's bytes while a worker (worker.py) reads the rest (each line in
+exactly one part: see blocks.Span) and sends back its tasks as it goes, then the application and executor lines
 it read and its unreadable lines. The parent takes in what the worker read as if it had read it itself: the same
 tasks in log order, the same application state, line numbers counted across both parts. Should the worker fail,
 the parent reads its part too: nothing is lost.
@@ -64,7 +64,8 @@ def _wants_worker(spans: list[Span], worker: bool | None) -> bool:
         import msgspec  # noqa: F401  (the worker's answer is msgpack)
     except ImportError:
         return False
-    return (os.cpu_count() or 1) > 1 and sum(_weight(s) for s in spans) >= PARALLEL_MIN
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores > 1 and sum(_weight(s) for s in spans) >= PARALLEL_MIN
 
 
 def split(spans: list[Span], share: float = PARENT_SHARE) -> tuple[list[Span], list[Span]]:

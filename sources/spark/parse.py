@@ -39,7 +39,8 @@ class SparkTask(Struct, gc=False, array_like=True):
     """One finished task attempt (a SparkListenerTaskEnd event); times in epoch ms, metrics as Spark logs them.
 
     A msgspec Struct (a dataclass without msgspec): building one costs a tenth of a slotted dataclass's
-    `__init__`, and `gc=False` keeps a whole log's tasks out of the cycle collector's work. Treat it as a value.
+    `__init__`, `gc=False` keeps a whole log's tasks out of the cycle collector's work, and a worker process
+    sends it as a msgpack array (`array_like`). Treat it as a value.
     """
 
     stage: int

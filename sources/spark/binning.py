@@ -95,9 +95,15 @@ def task_values(tasks: Iterable[SparkTask], metric: str, stages: frozenset[int] 
 def _task_arrays(tasks: list[SparkTask], metric: str, stages: frozenset[int] | None,
                  per_stage: bool) -> dict[int | None, tuple[np.ndarray, np.ndarray]]:
     """`task_values` with NumPy: the same selection as `_task_lists` (None and NaN fail `< MAX_VALUE_MS`)."""
-    value_of = METRICS[metric][1]
     finish = np.array([t.finish_ms for t in tasks], dtype=np.int64)
-    values = np.array([value_of(t) for t in tasks], dtype=np.float64)  # None -> NaN
+    if metric == "duration":  # finish - launch, exact while both are within ±2**62
+        launch = np.array([t.launch_ms for t in tasks], dtype=np.int64)
+        if np.any((launch > 2**62) | (launch < -(2**62)) | (finish > 2**62) | (finish < -(2**62))):
+            raise ValueError("times too far apart to subtract in int64")
+        values = (finish - launch).astype(np.float64)
+    else:
+        value_of = METRICS[metric][1]
+        values = np.array([value_of(t) for t in tasks], dtype=np.float64)  # None -> NaN
     if np.any(np.abs(values - MAX_VALUE_MS) < MAX_VALUE_MS * 1e-15):
         raise ValueError("an integer just below MAX_VALUE_MS compares exactly only task by task")
     keep = (finish >= 0) & (finish < MAX_FINISH_MS) & (values < MAX_VALUE_MS)

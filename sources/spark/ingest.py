@@ -1,10 +1,10 @@
 """A whole event log's tasks, read in blocks; a big log is split with a worker process that reads its second part.
 
-The parent reads the first PARENT_SHARE of the log's bytes while a worker (worker.py) reads the rest (each line in
-exactly one part: see blocks.Span) and sends back its tasks as it goes, then the application and executor lines
-it read and its unreadable lines. The parent takes in what the worker read as if it had read it itself: the same
-tasks in log order, the same application state, line numbers counted across both parts. Should the worker fail,
-the parent reads its part too: nothing is lost.
+The parent reads the first half of the log's bytes (a little more: see `share`) while a worker (worker.py) reads
+the rest (each line in exactly one part: see blocks.Span) and sends back its tasks as it goes, then the application
+and executor lines it read and its unreadable lines. The parent takes in what the worker read as if it had read it
+itself: the same tasks in log order, the same application state, line numbers counted across both parts. Should
+the worker fail, the parent reads its part too: nothing is lost.
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from .parse import TOLD_BAD_LINES, EventParser, SparkTask
 if TYPE_CHECKING:
     from .worker import Answer
 
-#: Logs of fewer bytes (a compressed file counts EXPANSION times its size) are read in one process.
-PARALLEL_MIN = 64 << 20
+#: Logs of fewer bytes (a compressed file counts EXPANSION times its size) are read in one process: below this
+#: starting the worker (~0.07 s) costs about what it saves.
+PARALLEL_MIN = 128 << 20
+#: Bytes the parent reads while the worker starts: its part is larger by half of them.
+STARTUP_BYTES = 48 << 20
 #: What a compressed event log's bytes expand to, roughly, for balancing the two parts.
 EXPANSION = 8
-#: The parent's share of the bytes: it also starts the worker, takes in its answer and bins every task.
-PARENT_SHARE = 0.52
 #: Set to 0 to never start a worker (or 1 to start one for any log of two lines or more).
 WORKER_ENV = "LATENCYMAP_SPARK_WORKER"
 
@@ -68,11 +69,17 @@ def _wants_worker(spans: list[Span], worker: bool | None) -> bool:
     return cores > 1 and sum(_weight(s) for s in spans) >= PARALLEL_MIN
 
 
-def split(spans: list[Span], share: float = PARENT_SHARE) -> tuple[list[Span], list[Span]]:
-    """(first part, second part), the first `share` of the weight: whole files, and the file where the parts meet
-    cut there (a compressed one where a frame or block starts: `cut_at`)."""
+def share(total: int) -> float:
+    """The parent's share of a log of `total` bytes (weights): half, and half of what it reads while the worker
+    starts (taking in the worker's answer and binning, after, are about what the worker spends sending it)."""
+    return min(0.75, 0.5 + STARTUP_BYTES / 2 / max(total, 1))
+
+
+def split(spans: list[Span], part: float | None = None) -> tuple[list[Span], list[Span]]:
+    """(first part, second part), the first `part` of the weight (default: `share`): whole files, and the file
+    where the parts meet cut there (a compressed one where a frame or block starts: `cut_at`)."""
     weights = [_weight(s) for s in spans]
-    goal, before = sum(weights) * share, 0
+    goal, before = sum(weights) * (share(sum(weights)) if part is None else part), 0
     for k, (span, weight) in enumerate(zip(spans, weights, strict=True)):
         if before + weight >= goal:
             codec = codec_of(span.path)

@@ -198,6 +198,8 @@ def cut_at(path: str | Path, codec: str, target: int) -> int | None:
     event-log file starts, from which it decodes on its own; None when there is none (or the file is odd)."""
     import mmap
 
+    if Path(path).stat().st_size == 0:
+        return None
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
         step = {"zstd": _zstd_frame_end, "lz4": _lz4_block_end, "snappy": _snappy_block_end}.get(codec)
         pos, size = 0, len(data)
@@ -239,6 +241,8 @@ def _zstd_frame_end(data: mmap.mmap, pos: int) -> int:
     header = 1 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
     pos += 4 + header
     while True:
+        if pos + 3 > len(data):
+            raise CodecError("zstd frame cut short")
         block = int.from_bytes(data[pos:pos + 3], "little")
         last, kind, size = block & 1, block >> 1 & 3, block >> 3
         if kind == 3:

@@ -33,7 +33,7 @@ from spark_support import (
 from latencymap.sources.spark import blocks
 from latencymap.sources.spark.binning import METRICS, _task_arrays, _task_lists
 from latencymap.sources.spark.blocks import Span, read_blocks
-from latencymap.sources.spark.codecs import codec_of, cut_at
+from latencymap.sources.spark.codecs import CodecError, codec_of, cut_at
 from latencymap.sources.spark.eventlog import find_event_log, read_lines
 from latencymap.sources.spark.ingest import WORKER_ENV, read_tasks, split, take_in
 from latencymap.sources.spark.parse import EventParser, SparkTask
@@ -219,6 +219,25 @@ def test_compressed_files_cut_where_frames_start_give_each_line_once(tmp_path: P
         alone = _read_alone([Span(path)])
         for share in (0.1, 0.5, 0.9):
             _same(_read_split([Span(path)], share, 3), alone)
+
+
+CORRUPT = st.one_of(st.binary(max_size=400), *(st.builds(lambda b, m=magic: m + b, st.binary(max_size=300))
+                                                for magic in (b"LZ4Block", b"\x82SNAPPY\x00", b"\x28\xb5\x2f\xfd")))
+
+
+@QUICK
+@given(st.sampled_from(["", ".zstd", ".lz4", ".snappy"]), CORRUPT, st.floats(0, 1))
+def test_a_corrupt_log_raises_only_codec_errors_whole_or_cut(tmp_path_factory: pytest.TempPathFactory,
+                                                              suffix: str, data: bytes, part: float) -> None:
+    path = tmp_path_factory.mktemp("log") / f"local-1{suffix}"
+    path.write_bytes(data)
+    for read in (lambda: _read_alone([Span(path)]), lambda: _read_split([Span(path)], part, 2)):
+        try:
+            _, tasks = read()
+        except CodecError as err:
+            assert str(err)
+        else:
+            assert all(isinstance(t, SparkTask) for t in tasks)
 
 
 def test_a_failed_worker_leaves_nothing_out(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Spark event-log ingest against baselines measured in the same run (issue 12, item 4).
+"""Spark event-log ingest against baselines measured in the same run (issue 12 item 4, issue 23 item 5).
 
 Run: .venv/bin/python bench/bench_spark.py [--tasks 200000] [--repeat 3] [--log PATH] [--keep]
 
@@ -10,7 +10,7 @@ Spark's compact JSON. Then reads that same file three ways (and ours without bin
 - raw line reading: `for line in file` over the binary file, nothing else;
 - orjson full parse: `orjson.loads` of every line;
 - ours: `latencymap spark LOG`'s batch path (blocks, EventParser, binning into Intervals): on a log this big
-  a worker process reads the second half of the file while this one reads the first;
+  a worker process reads the second half of the file while this one reads the first (past 128 MiB);
 - ours in one process (no worker), and ours without binning.
 
 Readers take turns, round after round; prints lines/s (best wall time) for each, CPU seconds (the worker's

@@ -73,9 +73,58 @@ def plausible(t: SparkTask) -> bool:
     return 0 <= t.finish_ms < MAX_FINISH_MS
 
 
+def implausible(tasks: list[SparkTask]) -> int:
+    """How many tasks `plausible` rejects."""
+    try:
+        finish = np.array([t.finish_ms for t in tasks], dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        return sum(not plausible(t) for t in tasks)
+    return int(np.count_nonzero((finish < 0) | (finish >= MAX_FINISH_MS)))
+
+
 def task_values(tasks: Iterable[SparkTask], metric: str, stages: frozenset[int] | None = None,
                 per_stage: bool = False) -> dict[int | None, tuple[np.ndarray, np.ndarray]]:
-    """Per stream key (stage, or None for all): finish times (ms) and metric values (ms)."""
+    """Per stream key (stage, or None for all): finish times (ms) and metric values (ms), in task order."""
+    tasks = tasks if isinstance(tasks, list) else list(tasks)
+    try:
+        return _task_arrays(tasks, metric, stages, per_stage)
+    except (OverflowError, TypeError, ValueError):  # a value NumPy cannot hold: task by task, as it always was
+        return _task_lists(tasks, metric, stages, per_stage)
+
+
+def _task_arrays(tasks: list[SparkTask], metric: str, stages: frozenset[int] | None,
+                 per_stage: bool) -> dict[int | None, tuple[np.ndarray, np.ndarray]]:
+    """`task_values` with NumPy: the same selection as `_task_lists` (None and NaN fail `< MAX_VALUE_MS`)."""
+    finish = np.array([t.finish_ms for t in tasks], dtype=np.int64)
+    if metric == "duration":  # finish - launch, exact while both are within ±2**62
+        launch = np.array([t.launch_ms for t in tasks], dtype=np.int64)
+        if np.any((launch > 2**62) | (launch < -(2**62)) | (finish > 2**62) | (finish < -(2**62))):
+            raise ValueError("times too far apart to subtract in int64")
+        values = (finish - launch).astype(np.float64)
+    else:
+        value_of = METRICS[metric][1]
+        values = np.array([value_of(t) for t in tasks], dtype=np.float64)  # None -> NaN
+    if np.any(np.abs(values - MAX_VALUE_MS) < MAX_VALUE_MS * 1e-15):
+        raise ValueError("an integer just below MAX_VALUE_MS compares exactly only task by task")
+    keep = (finish >= 0) & (finish < MAX_FINISH_MS) & (values < MAX_VALUE_MS)
+    if stages is None and not per_stage:
+        return {None: (finish[keep], values[keep])} if keep.any() else {}
+    stage = np.array([t.stage for t in tasks], dtype=np.int64)
+    if stages is not None:
+        keep &= np.isin(stage, np.array(sorted(stages), dtype=np.int64))
+    finish, values, stage = finish[keep], values[keep], stage[keep]
+    if not per_stage:
+        return {None: (finish, values)} if len(finish) else {}
+    order = np.argsort(stage, kind="stable")  # each stage's tasks together, in task order
+    keys, starts = np.unique(stage[order], return_index=True)
+    bounds = [*starts.tolist(), len(order)]
+    return {k: (finish[order[bounds[i]:bounds[i + 1]]], values[order[bounds[i]:bounds[i + 1]]])
+            for i, k in enumerate(keys.tolist())}
+
+
+def _task_lists(tasks: list[SparkTask], metric: str, stages: frozenset[int] | None,
+                per_stage: bool) -> dict[int | None, tuple[np.ndarray, np.ndarray]]:
+    """`task_values` one task at a time."""
     value_of = METRICS[metric][1]
     finish: dict[int | None, list[int]] = defaultdict(list)
     values: dict[int | None, list[float]] = defaultdict(list)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import importlib.util
 import struct
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import mmap
 
 #: File suffix -> codec name; a file without one of these suffixes is plain text.
 SUFFIXES = {".zstd": "zstd", ".zst": "zstd", ".lz4": "lz4", ".snappy": "snappy", ".lzf": "lzf"}
@@ -41,13 +44,18 @@ def codec_of(path: str | Path) -> str | None:
     return SUFFIXES.get(Path(str(path)).suffix.lower())
 
 
+def require(codec: str) -> None:
+    """CodecError when the package that decodes `codec` is not installed."""
+    module = MODULES.get(codec)
+    if module and importlib.util.find_spec(module) is None:
+        raise CodecError(f"{codec} event logs need the {module} package: pip install 'latencymap[spark]'")
+
+
 def make_decoder(codec: str | None) -> Decoder:
     """A fresh incremental decoder for one file."""
     if codec is None:
         return PlainDecoder()
-    module = MODULES.get(codec)
-    if module and importlib.util.find_spec(module) is None:
-        raise CodecError(f"{codec} event logs need the {module} package: pip install 'latencymap[spark]'")
+    require(codec)
     if codec == "zstd":
         return ZstdDecoder()
     if codec == "lz4":
@@ -180,3 +188,65 @@ class SnappyStreamDecoder(_BlockDecoder):
                 raise CodecError(f"snappy: corrupt block at byte {pos}: {err}") from None
             pos = end
         return pos
+
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def cut_at(path: str | Path, codec: str, target: int) -> int | None:
+    """The first byte offset at or after `target` where a frame (zstd) or block (lz4, snappy) of a compressed
+    event-log file starts, from which it decodes on its own; None when there is none (or the file is odd)."""
+    import mmap
+
+    if Path(path).stat().st_size == 0:
+        return None
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        step = {"zstd": _zstd_frame_end, "lz4": _lz4_block_end, "snappy": _snappy_block_end}.get(codec)
+        pos, size = 0, len(data)
+        try:
+            while step is not None and pos < size:
+                if pos >= target and (codec != "snappy" or data[pos] != SNAPPY_MAGIC[0]):
+                    return pos
+                pos = step(data, pos)
+        except (struct.error, IndexError, CodecError):
+            return None
+    return None
+
+
+def _lz4_block_end(data: mmap.mmap, pos: int) -> int:
+    if data[pos:pos + 8] != LZ4_MAGIC:
+        raise CodecError("no LZ4Block magic")
+    _token, clen, _dlen, _check = struct.unpack_from(LZ4_HEADER, data, pos + 8)
+    return pos + LZ4_HEADER_LEN + clen
+
+
+def _snappy_block_end(data: mmap.mmap, pos: int) -> int:
+    if data[pos] == SNAPPY_MAGIC[0]:
+        return pos + SNAPPY_HEADER_LEN
+    (clen,) = struct.unpack_from(">i", data, pos)
+    if clen < 0:
+        raise CodecError("bad block length")
+    return pos + 4 + clen
+
+
+def _zstd_frame_end(data: mmap.mmap, pos: int) -> int:
+    """The end of the zstd frame (or skippable frame) at `pos` (RFC 8878, 3.1)."""
+    magic = data[pos:pos + 4]
+    if magic[:3] == b"\x2a\x4d\x18" and magic[3] & 0xF0 == 0x50:  # skippable frame: 0x184D2A5?
+        return pos + 8 + struct.unpack_from("<I", data, pos + 4)[0]
+    if magic != ZSTD_MAGIC:
+        raise CodecError("no zstd frame magic")
+    descriptor = data[pos + 4]
+    fcs_flag, single, checksum, dict_flag = descriptor >> 6, descriptor >> 5 & 1, descriptor >> 2 & 1, descriptor & 3
+    header = 1 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
+    pos += 4 + header
+    while True:
+        if pos + 3 > len(data):
+            raise CodecError("zstd frame cut short")
+        block = int.from_bytes(data[pos:pos + 3], "little")
+        last, kind, size = block & 1, block >> 1 & 3, block >> 3
+        if kind == 3:
+            raise CodecError("reserved zstd block type")
+        pos += 3 + (1 if kind == 1 else size)
+        if last:
+            return pos + (4 if checksum else 0)

@@ -31,8 +31,10 @@ from .eventlog import EventLog
 from .parse import AppInfo, ExecutorInfo, SparkTask, executor_from_event, task_from_event
 from .summary import cold_tasks, find_task_stragglers, stage_cores, stage_summary
 
-#: Modules whose functions run on executors: shipped by value, so a worker need not import latencymap.sources.
-SHIPPED = ("codecs", "parse", "summary", "engine")
+#: Modules whose functions run on executors, shipped by value. Not `parse`: its SparkTask is a msgspec Struct, which
+#: cloudpickle cannot rebuild by value (its fields are lost), so executors import it (they import latencymap for
+#: the straggler analysis already).
+SHIPPED = ("codecs", "summary", "engine")
 
 #: Spark SQL expression of each metric in ms (the same definitions as binning.METRICS).
 METRIC_SQL = {

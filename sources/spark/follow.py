@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import BinaryIO
 
 from .codecs import Decoder, codec_of, make_decoder
@@ -21,6 +22,7 @@ class Tailer:
         self._fh: BinaryIO | None = None
         self._decoder: Decoder | None = None
         self._split = LineSplitter()
+        self._path_now = Path()
 
     def _resolve(self) -> bool:
         if self.log is None:
@@ -39,23 +41,28 @@ class Tailer:
 
     def poll(self) -> list[bytes]:
         """Lines completed since the last call, across rolled files in order."""
+        return [line for _, lines in self.poll_files() for line in lines]
+
+    def poll_files(self) -> list[tuple[Path, list[bytes]]]:
+        """`poll`, file by file: (file, its lines completed since the last call)."""
         if not self._resolve():
             return []
         assert self.log is not None
-        out: list[bytes] = []
+        out: list[tuple[Path, list[bytes]]] = []
         while True:
             files = self.log.files()
             if self._fh is None:
                 if self._index >= len(files):
                     return out
-                path = files[self._index]
-                self._fh = path.open("rb")
-                self._decoder = make_decoder(codec_of(path))
-            out += self._read_available()
+                self._path_now = files[self._index]
+                self._fh = self._path_now.open("rb")
+                self._decoder = make_decoder(codec_of(self._path_now))
+            lines = self._read_available()
             if self._index + 1 >= len(self.log.files()):
-                return out
-            out += self._read_available()  # a later file exists: this one is complete
-            out += self._split.flush()
+                return [*out, (self._path_now, lines)]
+            lines += self._read_available()  # a later file exists: this one is complete
+            lines += self._split.flush()
+            out.append((self._path_now, lines))
             self._close()
             self._index += 1
 
@@ -70,9 +77,13 @@ class Tailer:
 
     def drain(self) -> list[bytes]:
         """Everything left, the kept partial line included; closes the files."""
-        out = self.poll()
+        return [line for _, lines in self.drain_files() for line in lines]
+
+    def drain_files(self) -> list[tuple[Path, list[bytes]]]:
+        """`drain`, file by file."""
+        out = self.poll_files()
         if self._fh is not None:
-            out += self._split.flush()
+            out.append((self._path_now, self._split.flush()))
         self._close()
         return out
 
@@ -83,11 +94,23 @@ def follow_tasks(path: str, app: str | None = None, poll_s: float = 0.5,
     """(new tasks, ended) after each poll of a live log, until the application ends."""
     tailer = Tailer(path, app)
     parser = parser or EventParser()
+    current: Path | None = None
+
+    def parse(files: list[tuple[Path, list[bytes]]]) -> list[SparkTask]:
+        nonlocal current
+        tasks: list[SparkTask] = []
+        for file, lines in files:
+            if file != current:
+                parser.begin(str(file))
+                current = file
+            tasks += parser.parse(lines)
+        return tasks
+
     while True:
-        tasks = parser.parse(tailer.poll())
+        tasks = parse(tailer.poll_files())
         ended = parser.app.ended or tailer.finished()
         if ended:
-            tasks += parser.parse(tailer.drain())
+            tasks += parse(tailer.drain_files())
         yield tasks, ended
         if ended:
             return

@@ -5,23 +5,42 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from latencymap.core.sanitize import clean_text
+
+from .blocks import Span, read_blocks
+
+try:
+    from msgspec import Struct
+except ImportError:  # without the spark extra: a slotless dataclass stands in (same fields, same constructor)
+
+    class Struct:  # type: ignore[no-redef]
+        """Turns each subclass into a dataclass (what msgspec.Struct gives, slower to build)."""
+
+        def __init_subclass__(cls, **_options: Any) -> None:
+            dataclass(cls)
+
 TASK_END = b'"SparkListenerTaskEnd"'
 TASK_END_PREFIX = b'{"Event":"SparkListenerTaskEnd"'
+TASK_START_PREFIX = b'{"Event":"SparkListenerTaskStart"'
 APP_PREFIX = b'{"Event":"SparkListenerApplication'
 EXECUTOR_PREFIX = b'{"Event":"SparkListenerExecutorAdded"'
 EVENT_PREFIX = b'{"Event":'
+#: Unreadable lines described (file and line) in the notice; the others are only counted.
+TOLD_BAD_LINES = 3
+#: What a bad line's decoder may raise (json, orjson, msgspec: ValueError subclasses; a field of the wrong kind).
+LINE_ERRORS = (ValueError, KeyError, TypeError, AttributeError, RecursionError)
 
 
-@dataclass(slots=True)
-class SparkTask:
+class SparkTask(Struct, gc=False, array_like=True):
     """One finished task attempt (a SparkListenerTaskEnd event); times in epoch ms, metrics as Spark logs them.
 
-    Not frozen: a frozen dataclass's `__init__` sets each field through `object.__setattr__`, which made
-    building one cost as much as decoding its 3.6 KB line. Treat it as a value all the same.
+    A msgspec Struct (a dataclass without msgspec): building one costs a tenth of a slotted dataclass's
+    `__init__`, `gc=False` keeps a whole log's tasks out of the cycle collector's work, and a worker process
+    sends it as a msgpack array (`array_like`). Treat it as a value.
     """
 
     stage: int
@@ -98,8 +117,8 @@ def _millis(value: Any) -> int | None:
 
 
 @functools.cache
-def _msgspec_decoder() -> Callable[[bytes], SparkTask] | None:
-    """A msgspec decoder of TaskEnd lines into SparkTask; None when msgspec is missing."""
+def _msgspec_decoder() -> Callable[[bytes | memoryview], SparkTask] | None:
+    """A msgspec decoder of TaskEnd lines (bytes, or a view into a block) into SparkTask; None without msgspec."""
     try:
         import msgspec
     except ImportError:
@@ -109,14 +128,15 @@ def _msgspec_decoder() -> Callable[[bytes], SparkTask] | None:
     decode = msgspec.json.Decoder(TaskEnd).decode
     empty = Metrics()
 
-    def parse(line: bytes) -> SparkTask:
+    def parse(line: bytes | memoryview) -> SparkTask:
         e = decode(line)
         i, m = e.info, e.metrics or empty
+        read, write = m.read, m.write
         return SparkTask(
             e.stage, e.stage_attempt, i.task_id, i.index, i.attempt, i.launch, i.finish, i.executor, i.host,
             i.failed, i.killed, i.speculative, e.end_reason.reason if e.end_reason else "", i.getting,
             m.run, m.cpu, m.gc, m.deserialize, m.result_ser,
-            m.read.fetch_wait if m.read else None, m.write.write_time if m.write else None,
+            read.fetch_wait if read else None, write.write_time if write else None,
         )
 
     return parse
@@ -160,36 +180,124 @@ def task_parser(prefer: str = "msgspec") -> Callable[[bytes], SparkTask]:
 
 
 class EventParser:
-    """Turns complete event-log lines into SparkTasks, keeping the application's identity and end."""
+    """Turns complete event-log lines into SparkTasks, keeping the application's identity and end.
+
+    It counts the lines it is given (`begin` starts a file): an unreadable line is counted in `bad_lines`, and
+    the first TOLD_BAD_LINES are described in `problems` with their file and line number.
+    """
 
     def __init__(self, prefer: str = "msgspec") -> None:
         self.app = AppInfo()
         self.executors: dict[str, ExecutorInfo] = {}
         self.task_end_lines = 0
         self.bad_lines = 0
-        self._parse_task = task_parser(prefer)
+        #: The first TOLD_BAD_LINES unreadable lines: (file, line number, what, why).
+        self.problems: list[tuple[str, int, str, str]] = []
+        #: When a list: every application and executor line read, as (file, line number, line), for a parent.
+        self.kept: list[tuple[str, int, bytes]] | None = None
+        self.where = "event log"
+        self.line_no = 0
+        fast = _msgspec_decoder() if prefer == "msgspec" else None
+        self._parse_task: Callable[[Any], SparkTask] = fast or task_parser(prefer)
+        self._takes_views = fast is not None
+
+    def begin(self, where: str) -> None:
+        """Lines from now on are those of `where` (a file), counted from 1."""
+        self.where, self.line_no = where, 0
+
+    def bad(self, line_no: int, what: str, err: BaseException) -> None:
+        """Count an unreadable line; describe it while fewer than TOLD_BAD_LINES have been."""
+        self.bad_lines += 1
+        if len(self.problems) < TOLD_BAD_LINES:
+            reason = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
+            self.problems.append((self.where, line_no, what, reason))
+
+    def told(self) -> list[str]:
+        """The described problems as text: `FILE line N: WHAT not read (WHY)`."""
+        return [f"{clean_text(where, 200)} line {n}: {what} not read ({clean_text(why, 160)})"
+                for where, n, what, why in self.problems]
 
     def parse(self, lines: Iterable[bytes]) -> list[SparkTask]:
         """SparkTasks of the TaskEnd lines among `lines`; application events update `app`."""
         tasks: list[SparkTask] = []
         parse_task, append = self._parse_task, tasks.append
         for line in lines:
+            self.line_no += 1
             if line.startswith(TASK_END_PREFIX) or (not line.startswith(EVENT_PREFIX) and TASK_END in line):
                 self.task_end_lines += 1
                 try:
                     append(parse_task(line))
-                except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-                    self.bad_lines += 1
-            elif line.startswith(APP_PREFIX):
-                try:
-                    self.app.update(_json_loads()(line))
-                except (ValueError, AttributeError, RecursionError):
-                    self.bad_lines += 1
-            elif line.startswith(EXECUTOR_PREFIX):
-                try:
-                    info = executor_from_event(_json_loads()(line))
-                except (ValueError, AttributeError, RecursionError):
-                    self.bad_lines += 1
-                else:
-                    self.executors[info.executor] = info
+                except LINE_ERRORS as err:
+                    self.bad(self.line_no, "SparkListenerTaskEnd", err)
+            else:
+                self.other(line, self.line_no)
         return tasks
+
+    def parse_block(self, block: bytes | bytearray, end: int) -> list[SparkTask]:
+        """`parse` of the lines of `block[:end]` (the last one may lack its newline), found in place: TaskEnd
+        lines are decoded from views into the block, TaskStart lines only stepped over."""
+        tasks: list[SparkTask] = []
+        parse_task, append = self._parse_task, tasks.append
+        find, starts = block.find, block.startswith
+        line_no, pos, ends = self.line_no, 0, 0
+        with memoryview(block) as view:
+            source = view if self._takes_views else block
+            while pos < end:
+                stop = find(b"\n", pos, end)
+                if stop < 0:
+                    stop = end
+                line_no += 1
+                if starts(TASK_END_PREFIX, pos):
+                    task_end = True
+                elif starts(TASK_START_PREFIX, pos):
+                    task_end = False
+                elif starts(EVENT_PREFIX, pos):
+                    task_end = False
+                    if starts(APP_PREFIX, pos) or starts(EXECUTOR_PREFIX, pos):
+                        self.other(bytes(view[pos:stop]), line_no)
+                else:
+                    task_end = find(TASK_END, pos, stop) >= 0
+                if task_end:
+                    ends += 1
+                    try:
+                        append(parse_task(source[pos:stop]))
+                    except LINE_ERRORS as err:
+                        self.bad(line_no, "SparkListenerTaskEnd", err)
+                pos = stop + 1
+        self.line_no, self.task_end_lines = line_no, self.task_end_lines + ends
+        return tasks
+
+    def read_spans(self, spans: Iterable[Span]) -> list[SparkTask]:
+        """The tasks of the lines of `spans` (see `iter_spans`)."""
+        return [t for tasks in self.iter_spans(spans) for t in tasks]
+
+    def iter_spans(self, spans: Iterable[Span]) -> Iterator[list[SparkTask]]:
+        """The tasks of the lines of `spans`, block after block; lines are counted per file (a span that starts
+        inside a file not read so far counts from its own first line: a parent adds the lines before it)."""
+        current = None
+        for span, block, end in read_blocks(spans):
+            if span.path != current:
+                if span.start == 0 or current is not None:
+                    self.begin(str(span.path))
+                else:
+                    self.where = str(span.path)
+                current = span.path
+            yield self.parse_block(block, end)
+
+    def other(self, line: bytes, line_no: int) -> None:
+        """Application and executor events (any other line is not read)."""
+        app = line.startswith(APP_PREFIX)
+        if not app and not line.startswith(EXECUTOR_PREFIX):
+            return
+        try:
+            event = _json_loads()(line)
+            if app:
+                self.app.update(event)
+            else:
+                info = executor_from_event(event)
+                self.executors[info.executor] = info
+        except (ValueError, AttributeError, RecursionError) as err:
+            self.bad(line_no, "application event" if app else "SparkListenerExecutorAdded", err)
+            return
+        if self.kept is not None:
+            self.kept.append((self.where, line_no, line))

@@ -11,8 +11,8 @@ import click
 from latencymap.core.model import Interval, Notice
 from latencymap.plugins import Item, Source
 
-from .binning import METRICS, LiveBinner, batch_intervals, live_intervals, plausible
-from .eventlog import find_event_log, read_lines
+from .binning import METRICS, LiveBinner, batch_intervals, implausible, live_intervals, plausible
+from .eventlog import find_event_log
 from .parse import AppInfo, EventParser, ExecutorInfo, SparkTask
 
 REMEDY = "pip install 'latencymap[spark]'"
@@ -77,6 +77,7 @@ class SparkSource(Source):
         self.app = AppInfo()
         self._analysis: dict[str, Any] | None = None
         self._notes: list[str] = []
+        self._parser: EventParser | None = None
 
     @property
     def _stages(self) -> frozenset[int] | None:
@@ -112,22 +113,29 @@ class SparkSource(Source):
             yield from self._batch(target)
 
     def _batch(self, target: str) -> Iterator[Item]:
+        from .ingest import read_tasks
+
         log = find_event_log(target, self.options.get("app"))
-        yield from self.batch_items(read_lines(log), log.app_id)
+        parser = EventParser()
+        yield from self._batch_of(parser, read_tasks(log, parser), log.app_id)
 
     def batch_items(self, batches: Iterable[list[bytes]], fallback_name: str) -> Iterator[Item]:
         """The intervals (and notices) of a whole log's lines, given in batches; `fallback_name` names the stream
         when the log does not say the application's name."""
         parser = EventParser()
-        tasks = [t for lines in batches for t in parser.parse(lines)]
+        parser.begin(fallback_name)
+        yield from self._batch_of(parser, [t for lines in batches for t in parser.parse(lines)], fallback_name)
+
+    def _batch_of(self, parser: EventParser, tasks: list[SparkTask], fallback_name: str) -> Iterator[Item]:
+        """The intervals (and notices) of a whole log's tasks, read by `parser`."""
         self.app, self.executors, self.all_tasks = parser.app, parser.executors, tasks
-        self.tasks = [t for t in tasks if self._stages is None or t.stage in self._stages]
+        self.tasks = tasks if self._stages is None else [t for t in tasks if t.stage in self._stages]
         yield from batch_intervals(self.tasks, self._app_name(fallback_name), self._opt("metric", "duration"),
                                    self._stages, bool(self.options.get("per_stage")),
                                    interval_ms(self.options.get("interval")))
         if parser.bad_lines:
-            yield Notice(f"spark: {parser.bad_lines} event-log lines could not be parsed", parser.bad_lines)
-        bogus = sum(not plausible(t) for t in self.tasks)
+            yield _unread(parser, parser.bad_lines)
+        bogus = implausible(self.tasks)
         if bogus:
             yield _implausible(bogus)
 
@@ -147,7 +155,7 @@ class SparkSource(Source):
     def _follow_batches(self, target: str) -> Iterator[tuple[list[SparkTask], bool]]:
         from .follow import follow_tasks
 
-        parser = EventParser()
+        parser = self._parser = EventParser()
         self.app, self.executors = parser.app, parser.executors
         yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser)
 
@@ -164,7 +172,7 @@ class SparkSource(Source):
         binner = LiveBinner("", self._opt("metric", "duration"), self._stages, bool(self.options.get("per_stage")),
                             width_ms=width, grace_ms=max(3000, 2 * width))
 
-        bogus = told_bogus = late = 0
+        bogus = told_bogus = late = told_bad = told_problems = 0
 
         def named() -> Iterator[tuple[list[SparkTask], bool]]:
             nonlocal bogus
@@ -177,7 +185,11 @@ class SparkSource(Source):
                 yield tasks, ended
 
         def notices() -> Iterator[Notice]:
-            nonlocal told_bogus, late
+            nonlocal told_bogus, late, told_bad, told_problems
+            parser = self._parser
+            if parser is not None and parser.bad_lines > told_bad:
+                yield _unread(parser, parser.bad_lines - told_bad, told_problems)
+                told_bad, told_problems = parser.bad_lines, len(parser.problems)
             if binner.late > late:
                 yield Notice(f"spark: {binner.late - late} tasks logged late, counted in a later column", 0)
                 late = binner.late
@@ -203,6 +215,13 @@ class SparkSource(Source):
     def describe(self) -> dict[str, Any]:
         keep = ("metric", "stages", "per_stage", "interval", "engine", "follow")
         return {"source": self.name, **{k: self.options[k] for k in keep if self.options.get(k) not in (None, ())}}
+
+
+def _unread(parser: EventParser, bad: int, told: int = 0) -> Notice:
+    """`bad` more lines could not be read; where the first ones are (problems from `told` on)."""
+    shown = parser.told()[told:]
+    where = ": " + "; ".join(shown) + (f"; {bad - len(shown)} more" if bad > len(shown) else "") if shown else ""
+    return Notice(f"spark: {bad} event-log lines could not be parsed{where}", bad)
 
 
 def _implausible(n: int) -> Notice:

@@ -8,13 +8,13 @@ the codecs' `make_decoder(...).feed` / `decompress`, `read_lines`, and the binni
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from msgspec.structs import replace
 from properties_support import NUMBERS, QUICK, ROUNDTRIP, check_items, hostile_lines, spliced, totals
 
 from latencymap.core.model import Interval, Notice

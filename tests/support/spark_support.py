@@ -1,0 +1,124 @@
+"""Spark event logs for the reader tests: today's line-by-line path as the reference, and a log of hostile lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from latencymap.core.model import Interval, Notice
+from latencymap.sources.spark import binning
+from latencymap.sources.spark.eventlog import find_event_log, read_lines
+from latencymap.sources.spark.source import SparkSource
+
+SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark"
+(PLAIN,) = [p for p in (SPARK / "plain").iterdir() if not p.name.startswith(".")]
+
+
+def exact(items: list[Any]) -> list[tuple]:
+    """Intervals as comparable tuples (times bit for bit), notices as their counts."""
+    return [(i.stream, i.start, i.end, i.counts.tolist(), i.time.tolist()) if isinstance(i, Interval)
+            else ("notice", i.skipped) for i in items]
+
+
+def reference(target: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[SparkSource, list[Any]]:
+    """The log read the way it was before block reading: `read_lines` (line splitting), `EventParser.parse`
+    line by line, and task-by-task binning (`_task_lists`)."""
+    source = SparkSource(target=str(target), **options)
+    log = find_event_log(target)
+    with monkeypatch.context() as m:
+        m.setattr(binning, "task_values", binning._task_lists)
+        items = list(source.batch_items(read_lines(log), log.app_id))
+    return source, items
+
+
+def current(target: Path, **options: Any) -> tuple[SparkSource, list[Any]]:
+    """The log read as `latencymap spark LOG` reads it now."""
+    source = SparkSource(target=str(target), **options)
+    return source, list(source.items())
+
+
+def same_reading(old: SparkSource, new: SparkSource) -> None:
+    """Both read the same tasks (values and order), application, executors and number of unreadable lines."""
+    assert new.all_tasks == old.all_tasks
+    assert new.tasks == old.tasks
+    assert new.app == old.app
+    assert new.executors == old.executors
+
+
+def task_end_lines() -> list[bytes]:
+    """The fixture's TaskEnd lines."""
+    return [line for line in PLAIN.read_bytes().splitlines() if b'"SparkListenerTaskEnd"' in line]
+
+
+def hostile_log(copies: int = 3, long_line: int = 3 << 20) -> list[bytes]:
+    """The fixture's lines `copies` times over (task ids renumbered) with broken and odd lines among them.
+
+    Every line kind a reader must get right: truncated TaskEnds (alone and run into the next line), fields in
+    another order, spaces, duplicate keys, wrong types, CRLF, NUL and non-UTF-8 bytes, blank lines, a line longer
+    than a block, malformed application and executor events, `"SparkListenerTaskEnd"` inside another line.
+    """
+    base = PLAIN.read_bytes().splitlines()
+    ends = task_end_lines()
+    sample = json.loads(ends[0])
+    out: list[bytes] = []
+    for copy in range(copies):
+        for n, line in enumerate(base):
+            if b'"SparkListenerTaskEnd"' in line:
+                event = json.loads(line)
+                event["Task Info"]["Task ID"] += 1000 * copy
+                event["Task Info"]["Finish Time"] += 7 * copy
+                line = json.dumps(event, separators=(",", ":")).encode()
+            out.append(line)
+            if n % 17 == 5:
+                out.append(_odd(copy, n, sample, ends))
+    big = dict(sample, **{"Task End Reason": {"Reason": "ExceptionFailure", "Description": "x" * long_line}})
+    out.insert(len(out) // 2, json.dumps(big, separators=(",", ":")).encode())
+    return out
+
+
+def _odd(copy: int, n: int, sample: dict, ends: list[bytes]) -> bytes:
+    """One of the odd lines, chosen by position."""
+    line = ends[n % len(ends)]
+    reordered = dict(reversed(list(sample.items())))
+    choices = [
+        line[: len(line) // 2],  # truncated
+        line[: len(line) // 3] + ends[0],  # truncated, run into the next line
+        json.dumps(reordered, separators=(",", ":")).encode(),  # "Event" last
+        json.dumps(sample).encode(),  # spaces after ':' and ','
+        line.replace(b'"Finish Time":', b'"Finish Time":1,"Finish Time":', 1),  # duplicate key: the last counts
+        line.replace(b'"Task ID":', b'"Task ID":"7",' + b'"x":', 1),  # a string where a number belongs
+        line + b"\r",
+        b"\x00" * 40,
+        line.replace(b'"Host":"', b'"Host":"\xff\xfe', 1),  # not UTF-8
+        b"",
+        b"   \t ",
+        b'{"Event":"SparkListenerApplicationEnd","Timestamp":"soon"}',
+        b'{"Event":"SparkListenerApplicationStart","App Name":["x"],"App ID":7}',
+        b'{"Event":"SparkListenerExecutorAdded","Executor ID":"9","Executor Info":[1]}',
+        b'{"Event":"SparkListenerExecutorAdded","Timestamp":5,"Executor ID":"' + str(copy).encode() +
+        b'","Executor Info":{"Total Cores":3}}',
+        b'x"SparkListenerTaskEnd"' + line[30:],
+        b'{"Event":"SparkListenerTaskStart","Stage ID":1,"x":"SparkListenerTaskEnd"}',
+        line.replace(b'"Launch Time":', b'"Launch Time":1.5,"y":', 1),  # a float where an int belongs
+        line[:-1] + b',}',  # trailing comma
+        b'\xef\xbb\xbf' + line,  # a byte-order mark
+    ]
+    return choices[(n + copy) % len(choices)]
+
+
+def write_log(path: Path, lines: list[bytes], end: bytes = b"\n") -> Path:
+    """`lines` as a file (the last one followed by `end`)."""
+    path.write_bytes(b"\n".join(lines) + end)
+    return path
+
+
+def notices(items: list[Any]) -> list[str]:
+    return [i.message for i in items if isinstance(i, Notice)]
+
+
+def totals(items: list[Any]) -> np.ndarray:
+    return sum((i.counts for i in items if isinstance(i, Interval)), np.zeros(64, dtype=np.int64))

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 from latencymap.core.errors import SourceError
 from latencymap.core.model import Item
@@ -130,9 +130,9 @@ class PluginTable(MutableMapping[str, type[P]]):
         self._loaded: dict[str, type[P]] = dict(loaded or {})
         self._waiting: dict[str, EntryPointLike] = {}
         self._errors: dict[str, str] = {}
-        self._kind: type[P] | None = None
+        self._kind: type | None = None
 
-    def defer(self, ep: EntryPointLike, kind: type[P], errors: dict[str, str]) -> None:
+    def defer(self, ep: EntryPointLike, kind: type, errors: dict[str, str]) -> None:
         """Keep `ep` (named as its class is) to be loaded on first lookup; a failure then goes to `errors`."""
         self._waiting[ep.name] = ep
         self._kind, self._errors = kind, errors
@@ -148,11 +148,12 @@ class PluginTable(MutableMapping[str, type[P]]):
             self._errors[ep.name] = f"{type(err).__name__}: {err}"
             raise KeyError(name) from None
         if not (isinstance(obj, type) and self._kind is not None and issubclass(obj, self._kind)
-                and obj.name == name):
+                and getattr(obj, "name", None) == name):
             self._errors[ep.name] = f"{ep.value} is not the {getattr(self._kind, '__name__', 'plugin')} {name!r}"
             raise KeyError(name)
-        self._loaded[name] = obj
-        return obj
+        plugin = cast("type[P]", obj)
+        self._loaded[name] = plugin
+        return plugin
 
     def __contains__(self, name: object) -> bool:
         if name in self._loaded:
@@ -160,7 +161,7 @@ class PluginTable(MutableMapping[str, type[P]]):
         if name not in self._waiting:
             return False
         try:
-            self[name]  # type: ignore[index]
+            self[name]
         except KeyError:
             return False
         return True

@@ -256,7 +256,7 @@ class Chunk:
         slot_counts = counts.sum(axis=0, dtype=np.int64)
         used = (counts != 0).any(axis=0)
         flags = block.flags[:n]
-        counts_blob, frames = _compress(_shuffle(counts)), ()
+        counts_blob, frames = _compress(_shuffle(counts)), tuple[int, ...]()
         if b - a > 1:  # whichever of one frame and a frame per slot is smaller
             apart = [_compress(_shuffle(counts[:, k])) for k in range(b - a)]
             if sum(map(len, apart)) + 8 * len(apart) < len(counts_blob):

@@ -115,7 +115,7 @@ class RowFit:
 def window_sums(hist: StreamHistory, first: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Counts and time per slot of history columns [first, stop)."""
     cols = slice(max(0, first), hist.n if stop is None else stop)
-    return hist.counts[cols].sum(axis=0), hist.time[cols].sum(axis=0)
+    return hist.counts_in(cols).sum(axis=0), hist.time_in(cols).sum(axis=0)
 
 
 def edge_folds(counts: np.ndarray, lo: int, hi: int) -> Folds:

@@ -1,14 +1,16 @@
 """`format_number` / `format_duration` of many values at once, each text exactly as `latencymap.core.units` writes it.
 
-A value's text depends only on its suffix (k, M, ms, µs...), sign, exponent and the mantissa rounded to the
-digits shown. NumPy computes that key for every value; the text of a key is formatted once, by the real
-function on the first value seen with it, and looked up after. Values whose rounding NumPy cannot decide for
-sure (a mantissa within a hair of a half, a power of ten, an exponent form, infinities) are formatted one by one.
+A value's text depends only on its suffix (k, M, ms, µs...), sign, decimal exponent and the mantissa rounded to
+the digits shown (`%g`, as `_compact` writes it). NumPy computes that key for every value; texts are kept in a
+table indexed by key, and those not there yet are written by NumPy too, from the key. Values whose rounding
+NumPy cannot decide for sure (a mantissa within a hair of a half) or that `_compact` writes another way (an
+exponent of `digits` or more) are formatted one by one by the real functions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+import operator
 
 import numpy as np
 
@@ -18,108 +20,170 @@ from latencymap.core.units import format_duration, format_number
 #: `format_duration`: ns, µs, ms, s). Both functions take the largest scale a magnitude reaches.
 _NUMBER_STEPS, _NUMBER_DIV = np.array([1e3, 1e6, 1e9]), np.array([1.0, 1e3, 1e6, 1e9])
 _DURATION_STEPS, _DURATION_DIV = np.array([1e-6, 1e-3, 1.0]), np.array([1e-9, 1e-6, 1e-3, 1.0])
+_SUFFIXES = {False: ("", "k", "M", "G"), True: ("ns", "µs", "ms", "s")}
 _POW10 = 10.0 ** np.arange(-22, 23)
-#: Key parts: `_COMBOS` suffix/sign/exponent combinations (a "bank" of mantissas each); bank 0 holds NaN and 0.
+#: A key is (combo, mantissa); combo = suffix * 32 + negative * 16 + exponent + 4 for -4 <= exponent < digits.
 _COMBOS = 4 * 32
-_NAN_KEY, _ZERO_KEY, _PYTHON = 0, 1, -1
+#: Combo -1 holds the values written without digits: NaN, zero, and values under 1e-4 (`_compact` rounds them
+#: to a whole number: "0" or "-0"), with their suffix.
+_NAN, _ZERO, _TINY = 0, 1, 2
+_PYTHON = -2
 #: Distance from a half (in units of the last digit shown) under which NumPy's rounding is not trusted.
 _HALF_MARGIN = 1e-6
 
 
 def text_keys(values: np.ndarray, digits: int, duration: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Per value, (combo, mantissa): equal pairs give equal texts. Combo -1: NaN (mantissa 0) or zero (1);
-    combo -2: format this value one by one."""
+    """Per value, (combo, mantissa): equal keys give equal texts. Combo -1: see `_NAN` and after (a tiny value's
+    mantissa is `_TINY + suffix * 2 + negative`); combo -2: format this value one by one."""
     v = np.asarray(values, dtype=np.float64)
     steps, divisors = (_DURATION_STEPS, _DURATION_DIV) if duration else (_NUMBER_STEPS, _NUMBER_DIV)
     a = np.abs(v)
     idx = np.searchsorted(steps, a, side="right")
     a /= divisors[idx]  # |q|: the functions divide the signed value, and division is exact in its sign
+    negative = v < 0
+    a_in = a.copy()
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         exp = np.log10(a)
         np.floor(exp, out=exp)
-        exp = np.nan_to_num(exp, nan=-99.0, posinf=99.0, neginf=-99.0).astype(np.int64)
-        np.clip(exp, -5, digits, out=exp)  # outside [-4, digits): an exponent form, formatted one by one
-        a *= _POW10[22 + digits - 1 - exp]
+        finite = np.isfinite(exp)
+        exp = np.where(finite, exp, 0.0).astype(np.int64)
+        np.clip(exp, -30, 30, out=exp)
+        a *= _POW10[22 + np.clip(digits - 1 - exp, -22, 22)]
         mantissa = np.rint(a)
         a -= mantissa
-    sure = np.abs(a) < 0.5 - _HALF_MARGIN
-    sure &= mantissa >= 10 ** (digits - 1)
-    sure &= mantissa < 10 ** digits
-    sure &= exp >= -4
-    sure &= exp < digits
-    combo = idx * 32 + (v < 0) * 16 + exp + 4
-    combo[~sure] = -2
-    mantissa[~sure] = 0
+    sure = finite & (np.abs(a) < 0.5 - _HALF_MARGIN) & (np.abs(digits - 1 - exp) <= 22) & (mantissa <= 10 ** digits)
+    mantissa = np.where(sure, mantissa, 0.0).astype(np.int64)
+    carry = mantissa == 10 ** digits  # rounded up to the next power of ten
+    mantissa[carry] = 10 ** (digits - 1)
+    exp += carry
+    sure &= (mantissa >= 10 ** (digits - 1)) & (mantissa < 10 ** digits) & (exp < digits)
+    tiny = (sure & (exp < -4)) | ((a_in > 0) & (a_in < 9.9e-5))  # %g's exponent form: `_compact` rounds to 0
+    combo = np.where(sure & ~tiny, idx * 32 + negative * 16 + exp + 4, _PYTHON)
+    combo[tiny] = -1
+    mantissa[tiny] = _TINY + idx[tiny] * 2 + negative[tiny]
     special = np.isnan(v) | (v == 0)
     if special.any():
         combo[special] = -1
-        mantissa[special] = v[special] == 0
-    return combo, mantissa.astype(np.int64)
+        mantissa[special] = np.where(v[special] == 0, _ZERO, _NAN)
+    return combo, mantissa
 
 
-_NUMBER_SUFFIX = ("", "k", "M", "G")
-_DURATION_SUFFIX = ("ns", "µs", "ms", "s")
-
-
-def key_text(combo: int, mantissa: int, digits: int, duration: bool) -> str:
-    """The text of a key (combo >= 0) as %g writes the rounded value, with its suffix (`_compact` and its callers)."""
-    suffix, rest = divmod(combo, 32)
-    negative, exp = divmod(rest, 16)
-    exp -= 4
-    shown = str(mantissa)
-    if exp >= 0:
-        whole, frac = shown[: exp + 1], shown[exp + 1:].rstrip("0")
-    else:
-        whole, frac = "0", ("0" * (-exp - 1) + shown).rstrip("0")
-    text = f"{whole}.{frac}" if frac else whole
-    return ("-" if negative else "") + text + (_DURATION_SUFFIX if duration else _NUMBER_SUFFIX)[suffix]
+def _special_text(mantissa: int, duration: bool) -> str:
+    """The text of a combo -1 key."""
+    if mantissa < _TINY:
+        return "0" if mantissa == _ZERO else "-"
+    suffix, negative = divmod(mantissa - _TINY, 2)
+    return ("-0" if negative else "0") + _SUFFIXES[duration][suffix]
 
 
 class TextCache:
-    """Texts of numbers as one function writes them, in a given style (bytes), kept in a table indexed by key."""
+    """Texts of numbers as one function writes them, styled as `before + (inner + text).rjust(align) + after` (UTF-8).
 
-    def __init__(self, digits: int = 3, duration: bool = False,
-                 style: Callable[[str], bytes] = str.encode) -> None:
-        self.digits = digits
-        self.duration = duration
-        self.style = style
+    The texts lie in `arena` (grown as needed: read it after the lookups), found by key through offset and length
+    tables; texts of values formatted one by one are appended there too, uncached.
+    """
+
+    def __init__(self, digits: int = 3, duration: bool = False, before: str = "", inner: str = "", align: int = 0,
+                 after: str = "") -> None:
+        self.digits, self.duration = digits, duration
+        self.before, self.inner, self.align, self.after = before, inner, align, after
         self._size = 10 ** digits
         self._banks = np.full(_COMBOS + 1, -1, dtype=np.int64)
-        self._banks[-1] = 0  # combo -1 (NaN, zero) indexes the last entry
-        self._table = np.empty(self._size, dtype=object)
-        self._filled = np.zeros(self._size, dtype=bool)
+        self._banks[-1] = 0  # combo -1 (NaN, zero, tiny values) is bank 0
+        self._used = 1
+        self._offset = np.zeros(4 * self._size, dtype=np.int64)
+        self._length = np.zeros(4 * self._size, dtype=np.int64)  # 0: not written yet (no text is empty)
+        self.arena = np.empty(1 << 16, dtype=np.uint8)
+        self._end = 0
+
+    def style(self, text: str) -> bytes:
+        return f"{self.before}{self.inner + text:>{self.align}}{self.after}".encode()
 
     def text(self, value: float) -> str:
         """The text of one value, by the real function."""
         return format_duration(value, self.digits) if self.duration else format_number(value, self.digits)
 
-    def texts(self, values: np.ndarray) -> np.ndarray:
-        """Styled texts of `values`: an object array of bytes of the same shape."""
-        v = np.asarray(values, dtype=np.float64)
-        combo, mantissa = text_keys(v.reshape(-1), self.digits, self.duration)
-        keyed = combo >= -1
-        bank = self._banks[np.where(keyed, combo, -1)]
+    def lookup(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(offset in `arena`, length) of the styled text of each of `values`, flattened."""
+        v = np.asarray(values, dtype=np.float64).reshape(-1)
+        combo, mantissa = text_keys(v, self.digits, self.duration)
+        keyed = combo != _PYTHON
+        combo_at = np.where(keyed, combo, -1)
+        bank = self._banks[combo_at]
         if (bank < 0).any():
-            for c in np.unique(combo[bank < 0]).tolist():
-                self._banks[c] = len(self._table) // self._size
-                self._table = np.concatenate((self._table, np.empty(self._size, dtype=object)))
-                self._filled = np.concatenate((self._filled, np.zeros(self._size, dtype=bool)))
-            bank = self._banks[np.where(keyed, combo, -1)]
+            seen = np.bincount(combo_at + 1, minlength=_COMBOS + 1)  # combo -1 counts at 0
+            self._add_banks([c - 1 for c in np.flatnonzero(seen).tolist() if self._banks[c - 1] < 0])
+            bank = self._banks[combo_at]
         slot = bank * self._size + mantissa
-        missing = ~self._filled[slot] & keyed
+        missing = keyed & (self._length[slot] == 0)
         if missing.any():
-            new, at = np.unique(slot[missing], return_index=True)
-            rows = np.flatnonzero(missing)[at]
-            style, digits, duration = self.style, self.digits, self.duration
-            texts = [style(key_text(c, m, digits, duration) if c >= 0 else "-" if m == _NAN_KEY else "0")
-                     for c, m in zip(combo[rows].tolist(), mantissa[rows].tolist(), strict=True)]
-            column = np.empty(len(texts), dtype=object)
-            column[:] = texts
-            self._table[new] = column
-            self._filled[new] = True
-        out = self._table[slot]
+            slots, first = np.unique(slot[missing], return_index=True)
+            at = np.flatnonzero(missing)[first]
+            self._fill(slots, combo[at], mantissa[at], v[at])
+        offset, length = self._offset[slot], self._length[slot]
         if not keyed.all():
-            flat = v.reshape(-1)
             for i in np.flatnonzero(~keyed).tolist():
-                out[i] = self.style(self.text(float(flat[i])))
-        return out.reshape(v.shape)
+                offset[i], length[i] = self._append_one(self.style(self.text(float(v[i]))))
+        return offset, length
+
+    def texts(self, values: np.ndarray) -> list[bytes]:
+        """The styled texts of `values`, flattened, as bytes."""
+        offset, length = self.lookup(values)
+        arena = self.arena
+        return [arena[o: o + n].tobytes() for o, n in zip(offset.tolist(), length.tolist(), strict=True)]
+
+    def _add_banks(self, combos: list[int]) -> None:
+        for c in combos:
+            self._banks[c] = self._used
+            self._used += 1
+        need = self._used * self._size
+        if need > len(self._offset):
+            grow = max(need, 2 * len(self._offset)) - len(self._offset)
+            self._offset = np.concatenate((self._offset, np.zeros(grow, dtype=np.int64)))
+            self._length = np.concatenate((self._length, np.zeros(grow, dtype=np.int64)))
+
+    def _room(self, size: int) -> None:
+        if self._end + size > len(self.arena):
+            grown = np.empty(max(2 * len(self.arena), self._end + size), dtype=np.uint8)
+            grown[: self._end] = self.arena[: self._end]
+            self.arena = grown
+
+    def _append_one(self, text: bytes) -> tuple[int, int]:
+        self._room(len(text))
+        at = self._end
+        self.arena[at: at + len(text)] = np.frombuffer(text, dtype=np.uint8)
+        self._end += len(text)
+        return at, len(text)
+
+    def _fill(self, slots: np.ndarray, combos: np.ndarray, mantissas: np.ndarray, values: np.ndarray) -> None:
+        """Write the texts of new keys (`values`: one value of each) into the arena and the tables.
+
+        For a key with digits, `%g` of the value's scaled mantissa is `_compact`'s text (its whole-number and
+        exponent cases are other keys), so Python's formatting writes them all in a few C-level passes.
+        """
+        digital = combos >= 0
+        texts: list[str] = []
+        if digital.any():
+            suffixes = _SUFFIXES[self.duration]
+            divisors = _DURATION_DIV if self.duration else _NUMBER_DIV
+            scaled = values[digital] / divisors[combos[digital] // 32]
+            texts = list(map(f"{{:.{self.digits}g}}".format, scaled.tolist()))
+            texts = list(map(operator.add, texts, [suffixes[c] for c in (combos[digital] // 32).tolist()]))
+        specials = [_special_text(m, self.duration) for m in mantissas[~digital].tolist()]
+        order = np.concatenate((slots[digital], slots[~digital]))
+        texts += specials
+        if self.inner:
+            texts = list(map(operator.add, itertools.repeat(self.inner), texts))
+        if self.align:
+            texts = list(map(str.rjust, texts, itertools.repeat(self.align)))
+        before, after = self.before, self.after
+        data = (before + (after + before).join(texts) + after).encode()
+        lengths = np.array(list(map(len, texts)), dtype=np.int64)
+        if not data.isascii():
+            lengths = np.array([len(t.encode()) for t in texts], dtype=np.int64)
+        lengths += len(before.encode()) + len(after.encode())
+        self._room(len(data))
+        self.arena[self._end: self._end + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self._offset[order] = self._end + np.cumsum(lengths) - lengths
+        self._length[order] = lengths
+        self._end += len(data)

@@ -1,42 +1,56 @@
 """Plain frames in bulk: many frames of one stream composed per NumPy pass, byte for byte what `PlainRenderer` draws.
 
 When the input is ahead of the screen (a replay with `--screen-delay 0`), the plain view appends a batch of
-intervals at once and draws all their frames here. Each frame is a list of byte strings joined once per
-batch: constant pieces (row labels, legends, heads) are shared, the cells of a row are a slice of one byte
-string per map holding every cell's run-length text, and numbers come from `numbers.TextCache`. Everything
-a frame shows is computed for all frames at once from the same numbers with the same operations as the
-one-frame path (rows and their hysteresis, autoscale, percentiles, running totals), so the bytes are the same;
-the renderer's state (fitted rows, running totals) ends as drawing the frames one by one leaves it.
+intervals at once and draws all their frames here. A frame is a sequence of pieces, each a slice of one of a
+few buffers: the cells of a map row are a slice of one byte string per map holding every cell's run-length
+text, numbers come from `numbers.TextCache` arenas, and the fixed words (labels, legends, heads) are stored
+once per batch. NumPy lays out every piece of every frame as (buffer, offset, length); `scatter` writes them.
+Everything a frame shows is computed for all frames at once from the same numbers with the same operations as
+the one-frame path (rows and their hysteresis, autoscale, percentiles, running totals), so the bytes are the
+same; the renderer's state (fitted rows, running totals) ends as drawing the frames one by one leaves it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 
 import numpy as np
 
 from latencymap.core.accumulator import EXACT, GAP, RESET, TIMED, Accumulator, StreamHistory
 from latencymap.core.model import Interval
-from latencymap.core.percentiles import percentile_estimates
+from latencymap.core.percentiles import PERCENTILES, percentile_estimates
+from latencymap.core.sanitize import MAX_TEXT
 from latencymap.views.bulk_rows import Span, fitted_rows, window_any, window_bounds, window_max
 from latencymap.views.frame import LEVELS, Folds, RowFit, RowRange, fold_rates, row_labels
 from latencymap.views.numbers import TextCache
 from latencymap.views.options import BLUES, REDS, SHADES
 from latencymap.views.plain import RESET as RESET_TEXT
 from latencymap.views.plain import PlainRenderer
+from latencymap.views.scatter import Pieces
 
-#: Frames composed per call at most (their bytes are held at once: ~12 KB a frame at 90 columns).
+#: Frames composed per call at most.
 MAX_FRAMES = 1024
 #: Shortest interval drawn in bulk (shorter ones, or odd ones, take the one-frame path).
 MIN_DURATION = 1e-6
 _ESTIMATED = ", estimated from bucket midpoints"
 _NO_ESCAPE = LEVELS + 1
+#: Bytes of fixed texts kept from batch to batch at most (legends and marks lines vary with the data).
+_FIXED_MAX = 8 << 20
 _PIECE = 12  # bytes of the longest cell text: an escape with a 3-digit colour and a space
+_PNAMES = tuple(f"{q * 100:g}".replace(".", "") for q in PERCENTILES)
+#: A footer's pieces: words (the first, the label line's, is set per stream), numbers (events/s, s/s, overall
+#: events/s), durations (mean, percentiles; overall mean, percentiles) and the columns line, in order.
+_FOOTER_LAYOUT = ["", "n", " events/s  ", "n", " s/s  mean ", "d", *[x for n in _PNAMES for x in (f"  p{n} ", "d")],
+                  "\nOverall: ", "n", " events/s  mean ", "d", *[x for n in _PNAMES for x in (f"  p{n} ", "d")], "c"]
+_FOOTER_PIECES = len(_FOOTER_LAYOUT)
+_WORDS = [i for i, x in enumerate(_FOOTER_LAYOUT) if x not in ("n", "d", "c")]
+_NUMBERS = [i for i, x in enumerate(_FOOTER_LAYOUT) if x == "n"]
+_DURATIONS = [i for i, x in enumerate(_FOOTER_LAYOUT) if x == "d"]
 
 
-def _cell_tables(color: bool) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _cell_tables(color: bool) -> list[tuple[np.ndarray, np.ndarray, list[bytes]]]:
     """Per map: (cell texts indexed by level * 2 + starts-a-run, padded to `_PIECE` bytes; their lengths;
     the escape to put before a window's first cell, by level, `_NO_ESCAPE`: none)."""
     out = []
@@ -49,16 +63,67 @@ def _cell_tables(color: bool) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]
         table = np.zeros((len(texts), _PIECE), dtype=np.uint8)
         for i, text in enumerate(texts):
             table[i, : len(text)] = np.frombuffer(text, dtype=np.uint8)
-        escapes = np.empty(LEVELS + 2, dtype=object)
-        escapes[:] = [f"\x1b[48;5;{palette[level]}m".encode() if color else b"" for level in range(LEVELS + 1)] + [b""]
+        escapes = [f"\x1b[48;5;{palette[level]}m".encode() if color else b"" for level in range(LEVELS + 1)] + [b""]
         out.append((table, np.array([len(t) for t in texts]), escapes))
     return out
 
 
-def _runs(keys: list[object]) -> list[tuple[int, int]]:
+def _clean(text: str, clean: Callable[[str], str]) -> str:
+    """`clean_text(text)` (through `clean`, a cached one) without the call for plain short ASCII text."""
+    return text if len(text) <= MAX_TEXT and text.isascii() and text.isprintable() else clean(text)
+
+
+def _runs(keys: Sequence[object]) -> list[tuple[int, int]]:
     """[start, stop) of each run of equal consecutive keys."""
     bounds = [0] + [j for j in range(1, len(keys)) if keys[j] != keys[j - 1]] + [len(keys)]
     return list(pairwise(bounds))
+
+
+class _Sources:
+    """The buffers a batch's pieces lie in: source 0 holds fixed texts (kept from batch to batch, each stored once),
+    the others are given per batch (cell texts, number arenas, columns lines)."""
+
+    def __init__(self) -> None:
+        self.fixed = np.empty(1 << 16, dtype=np.uint8)
+        self._end = 0
+        self._index: dict[bytes, tuple[int, int]] = {}
+        self.buffers: list[np.ndarray] = []
+
+    def start(self) -> None:
+        """A new batch: forget the last one's buffers (and the fixed texts, when they take too much room)."""
+        self.buffers = [self.fixed]
+        if self._end > _FIXED_MAX:
+            self._index.clear()
+            self._end = 0
+
+    def text(self, data: bytes) -> tuple[int, int]:
+        """(offset, length) of a fixed text in source 0."""
+        got = self._index.get(data)
+        if got is None:
+            if self._end + len(data) > len(self.fixed):
+                grown = np.empty(max(2 * len(self.fixed), self._end + len(data)), dtype=np.uint8)
+                grown[: self._end] = self.fixed[: self._end]
+                self.fixed = self.buffers[0] = grown
+            self.fixed[self._end: self._end + len(data)] = np.frombuffer(data, dtype=np.uint8)
+            got = self._index[data] = (self._end, len(data))
+            self._end += len(data)
+        return got
+
+    def texts(self, items: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """Offsets and lengths of fixed texts."""
+        at = [self.text(x) for x in items]
+        return np.array([o for o, _ in at], dtype=np.int64), np.array([n for _, n in at], dtype=np.int64)
+
+    def buffer(self, data: np.ndarray) -> int:
+        """The source number of a buffer (which must not change any more)."""
+        self.buffers.append(data)
+        return len(self.buffers) - 1
+
+    def pieces(self, src: np.ndarray, off: np.ndarray, size: np.ndarray) -> Pieces:
+        """The pieces (source, offset, length) as (address, length) pairs; empty ones left out."""
+        keep = size > 0
+        bases = np.array([b.ctypes.data for b in self.buffers], dtype=np.int64)
+        return Pieces(np.stack((bases[src[keep]] + off[keep], size[keep]), axis=1), list(self.buffers))
 
 
 class BulkFrames:
@@ -71,6 +136,7 @@ class BulkFrames:
         self.errors = errors
         self._texts: dict[object, TextCache] = {}
         self._cells = _cell_tables(self.opts.color)
+        self._sources = _Sources()
 
     def ready(self, acc: Accumulator, intervals: Sequence[Interval]) -> int:
         """How many of `intervals`, from the first, can be drawn in bulk now (0: draw the first the usual way)."""
@@ -92,18 +158,14 @@ class BulkFrames:
             count = min(count, hist.cap - hist.n)
         return count if count > 0 and acc.room_for(count) else 0
 
-    def _cache(self, key: object, digits: int, duration: bool, before: str = "", after: str = "",
-               align: int = 0, inner: str = "") -> TextCache:
-        """Texts of numbers as `{before}{inner + text:>{align}}{after}`, cached under `key`."""
+    def _cache(self, key: object, digits: int, duration: bool, before: str = "", inner: str = "", align: int = 0,
+               after: str = "") -> TextCache:
         cache = self._texts.get(key)
         if cache is None:
-            def style(text: str) -> bytes:
-                return f"{before}{inner + text:>{align}}{after}".encode()
-
-            cache = self._texts[key] = TextCache(digits, duration, style)
+            cache = self._texts[key] = TextCache(digits, duration, before, inner, align, after)
         return cache
 
-    def draw(self, acc: Accumulator, intervals: Sequence[Interval]) -> bytes:
+    def draw(self, acc: Accumulator, intervals: Sequence[Interval]) -> Pieces:
         """Append `intervals` (as many as `ready` said) to `acc`; the bytes of their frames, one after another."""
         stream = intervals[0].stream
         hist = acc.streams[stream]
@@ -122,17 +184,45 @@ class BulkFrames:
         timed_now = timed | (np.cumsum(span.flags[new] & TIMED) > 0)
         exact = timed_now & ~window_any((span.flags & EXACT) == 0, starts, stops)
         marks = window_any((span.flags & (RESET | GAP)) != 0, starts, stops)
-        footer = self._footer(hist, span, new, intervals, skipped)
-        out = []
-        for a, b in _runs(rows):  # type: ignore[arg-type]
-            lo, hi, folds = rows[a]
-            out.append(self._frames(hist, span, starts[a:b], stops[a:b], lo, hi, folds, exact[a:b], marks[a:b],
-                                    footer[a:b]))
-        return b"".join(out)
+        sources = self._sources
+        sources.start()
+        runs = [self._layout(sources, hist, span, starts[a:b], stops[a:b], *rows[a], exact[a:b], marks[a:b])
+                for a, b in _runs(rows)]
+        # Every run's numbers, each kind looked up at once; their texts' arenas are final after the lookups.
+        latest = self._cache(("latest", self.opts.color), 4, False, (RESET_TEXT if self.opts.color else "") + "  ",
+                             align=9)
+        sums = self._cache("sum", 4, False, inner="sum ", align=9, after="\n\n")
+        latest_at = latest.lookup(np.concatenate([run[3].reshape(-1) for run in runs]))
+        sums_at = sums.lookup(np.concatenate([run[4].reshape(-1) for run in runs]))
+        footer = self._footer(sources, hist, span, new, intervals, skipped)
+        latest_src, sums_src = sources.buffer(latest.arena), sources.buffer(sums.arena)
+        done_latest = done_sum = done = 0
+        parts = []
+        for src, off, size, values, _ in runs:
+            frames, nrows = values.shape[1], values.shape[2]
+            per_map = 4 * nrows + 5
+            for m in (0, 1):
+                base, count = m * per_map, frames * nrows
+                cols = slice(base + 4, base + 4 + 4 * nrows, 4)
+                src[:, cols] = latest_src
+                off[:, cols] = latest_at[0][done_latest: done_latest + count].reshape(frames, nrows)
+                size[:, cols] = latest_at[1][done_latest: done_latest + count].reshape(frames, nrows)
+                done_latest += count
+                src[:, base + per_map - 1] = sums_src
+                off[:, base + per_map - 1] = sums_at[0][done_sum: done_sum + frames]
+                size[:, base + per_map - 1] = sums_at[1][done_sum: done_sum + frames]
+                done_sum += frames
+            for whole, part in zip((src, off, size), footer, strict=True):
+                whole[:, 2 * per_map:] = part[done: done + frames]
+            done += frames
+            parts.append((src.reshape(-1), off.reshape(-1), size.reshape(-1)))
+        return sources.pieces(*(np.concatenate(p) for p in zip(*parts, strict=True)))
 
-    def _frames(self, hist: StreamHistory, span: Span, starts: np.ndarray, stops: np.ndarray, lo: int, hi: int,
-                folds: Folds | None, exact: np.ndarray, marks: np.ndarray, footer: np.ndarray) -> bytes:
-        """The frames of windows that share their rows."""
+    def _layout(self, sources: _Sources, hist: StreamHistory, span: Span, starts: np.ndarray, stops: np.ndarray,
+                lo: int, hi: int, folds: Folds | None, exact: np.ndarray,
+                marks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The pieces (source, offset, length: (frame, piece)) of frames whose windows share their rows, numbers and
+        footer left out; the latest values (map, frame, row top first) and newest columns' sums (map, frame)."""
         opts, width = self.opts, self.opts.num_records
         labels = row_labels(hist, lo, hi, folds)
         prefixes, label_w = self.r._prefixes(hist.stream, RowRange(lo, hi, folds), labels)
@@ -142,10 +232,10 @@ class BulkFrames:
         starts, stops = starts - a, stops - a
         newest = stops - 1
         col_max = folded.max(axis=2)
-        sums = folded.sum(axis=2)
-        per_map = 4 * nrows + 4
-        pieces = np.empty((frames, 2 * per_map + footer.shape[1]), dtype=object)
-        mark_lines = self._marks(span, a, starts, stops, marks, label_w)
+        per_map = 4 * nrows + 5
+        shape = (frames, 2 * per_map + _FOOTER_PIECES)
+        src, off, size = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64), np.zeros(shape, np.int64)
+        mark_lines = self._marks(sources, span, a, starts, stops, marks, label_w)
         for m, (kind, maxval) in enumerate((("frequency", opts.frequency_maxval),
                                             ("intensity", opts.intensity_maxval))):
             base = m * per_map
@@ -153,27 +243,23 @@ class BulkFrames:
             scale = np.full(frames, maxval) if maxval > 0 else chart
             if m == 0:
                 head = self.r.heads(kind, "Frequency heat map: events per second", "(events/s)", label_w)
-                pieces[:, base] = self.clear + f"{head[0]}\n{head[1]}\n".encode()
+                off[:, base], size[:, base] = sources.text(self.clear + f"{head[0]}\n{head[1]}\n".encode())
             else:
                 title = "Intensity heat map: time waited per second"
                 head = self.r.heads(kind, title, "(s/s)", label_w)
                 rough = self.r.heads(kind, title + _ESTIMATED, "(s/s)", label_w)
-                choice = np.array([f"{rough[0]}\n{rough[1]}\n".encode(), f"{head[0]}\n{head[1]}\n".encode()],
-                                  dtype=object)
-                pieces[:, base] = choice[exact.astype(np.intp)]
-            latest = self._cache(("latest", opts.color), 4, False, (RESET_TEXT if opts.color else "") + "  ",
-                                 align=9)
-            pieces[:, base + 4: base + 4 + 4 * nrows: 4] = latest.texts(folded[m, newest, ::-1])
-            self._cells_of(pieces, base, m, kind, folded[m], stops, scale, chart, prefixes)
-            pieces[:, base + 4 * nrows + 2] = mark_lines
-            tail = self._cache(("tail", m, head[2]), 4, False, head[2], "\n\n", 9, "sum ")
-            pieces[:, base + 4 * nrows + 3] = tail.texts(sums[m, newest])
-        pieces[:, 2 * per_map:] = footer
-        return b"".join(pieces.ravel().tolist())
+                at, length = sources.texts([f"{rough[0]}\n{rough[1]}\n".encode(), f"{head[0]}\n{head[1]}\n".encode()])
+                off[:, base], size[:, base] = at[exact.astype(np.intp)], length[exact.astype(np.intp)]
+            self._cells_of(sources, (src, off, size), base, m, kind, folded[m], stops, scale, chart, prefixes)
+            off[:, base + 4 * nrows + 2], size[:, base + 4 * nrows + 2] = mark_lines
+            off[:, base + 4 * nrows + 3], size[:, base + 4 * nrows + 3] = sources.text(head[2].encode())
+        return src, off, size, folded[:, newest, ::-1], folded.sum(axis=2)[:, newest]
 
-    def _cells_of(self, pieces: np.ndarray, base: int, m: int, kind: str, folded: np.ndarray, stops: np.ndarray,
-                  scale: np.ndarray, chart: np.ndarray, prefixes: list[str]) -> None:
-        """Fill one map's rows (label, escape, cells) and the legend after the last row, in `pieces`."""
+    def _cells_of(self, sources: _Sources, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], base: int, m: int,
+                  kind: str, folded: np.ndarray, stops: np.ndarray, scale: np.ndarray, chart: np.ndarray,
+                  prefixes: list[str]) -> None:
+        """Lay out one map's rows (label, escape, cells) and the legend after the last row, in `pieces`."""
+        src, off, size = pieces
         width, nrows, frames = self.opts.num_records, len(prefixes), len(stops)
         segments = _runs(list(zip(scale.tolist(), chart.tolist(), strict=True)))
         # Each segment (frames with one scale) lays out its columns once: from its first frame's window
@@ -197,44 +283,51 @@ class BulkFrames:
         starts_run[:, seg_base[:-1]] = True
         table, lengths, escapes = self._cells[m]
         code = level * 2 + starts_run
-        size = lengths[code].reshape(-1)
-        text = table[code].reshape(-1, _PIECE)[np.arange(_PIECE) < size[:, None]].tobytes()
-        offset = np.zeros(size.size + 1, dtype=np.int64)
-        np.cumsum(size, out=offset[1:])
+        cell_size = lengths[code].reshape(-1)
+        text = table[code].reshape(-1, _PIECE)[np.arange(_PIECE) < cell_size[:, None]]
+        offset = np.zeros(cell_size.size + 1, dtype=np.int64)
+        np.cumsum(cell_size, out=offset[1:])
         seg_of_frame = np.repeat(np.arange(len(segments)), [sb - sa for sa, sb in segments])
         at = seg_base[seg_of_frame] + np.arange(frames) - seg_a[seg_of_frame]  # first laid-out column of a window
         cell = np.arange(nrows)[None, :] * total + at[:, None]
-        first, last = offset[cell].ravel().tolist(), offset[cell + width].ravel().tolist()
-        cells = np.empty(frames * nrows, dtype=object)
-        cells[:] = list(map(text.__getitem__, map(slice, first, last)))
-        pieces[:, base + 3: base + 3 + 4 * nrows: 4] = cells.reshape(frames, nrows)
+        cols = slice(base + 3, base + 3 + 4 * nrows, 4)
+        src[:, cols] = sources.buffer(text)
+        off[:, cols] = offset[cell]
+        size[:, cols] = offset[cell + width] - offset[cell]
         lead = np.where(starts_run[:, at].T, _NO_ESCAPE, level[:, at].T)
-        pieces[:, base + 2: base + 2 + 4 * nrows: 4] = escapes[lead]
-        labels = np.empty((len(segments), nrows + 1), dtype=object)
+        escape_at, escape_size = sources.texts(escapes)
+        off[:, base + 2: base + 2 + 4 * nrows: 4] = escape_at[lead]
+        size[:, base + 2: base + 2 + 4 * nrows: 4] = escape_size[lead]
+        label_at = np.empty((len(segments), nrows + 1), dtype=np.int64)
+        label_size = np.empty((len(segments), nrows + 1), dtype=np.int64)
         for s, (sa, _) in enumerate(segments):
             legend = self.r.legend(kind, float(scale[sa]), float(chart[sa]), nrows)
-            labels[s] = [prefixes[0].encode()] + [f"{legend[r - 1]}\n{prefixes[r]}".encode()
-                                                  for r in range(1, nrows)] + [f"{legend[-1]}\n".encode()]
-        rows_of = labels[seg_of_frame]
-        pieces[:, base + 1: base + 1 + 4 * nrows: 4] = rows_of[:, :nrows]
-        pieces[:, base + 4 * nrows + 1] = rows_of[:, nrows]
+            label_at[s], label_size[s] = sources.texts(
+                [prefixes[0].encode()] + [f"{legend[r - 1]}\n{prefixes[r]}".encode() for r in range(1, nrows)]
+                + [f"{legend[-1]}\n".encode()])
+        cols = slice(base + 1, base + 1 + 4 * nrows, 4)
+        off[:, cols], size[:, cols] = label_at[seg_of_frame, :nrows], label_size[seg_of_frame, :nrows]
+        off[:, base + 4 * nrows + 1] = label_at[seg_of_frame, nrows]
+        size[:, base + 4 * nrows + 1] = label_size[seg_of_frame, nrows]
 
-    def _marks(self, span: Span, a: int, starts: np.ndarray, stops: np.ndarray, marks: np.ndarray,
-               label_w: int) -> np.ndarray:
-        """The marks line (and its newline) of each frame, empty where its window has no reset or gap."""
-        lines = np.full(len(starts), b"", dtype=object)
+    def _marks(self, sources: _Sources, span: Span, a: int, starts: np.ndarray, stops: np.ndarray, marks: np.ndarray,
+               label_w: int) -> tuple[np.ndarray, np.ndarray]:
+        """The fixed text (offset, length) of each frame's marks line and its newline: empty where its window has no
+        reset or gap."""
+        at, size = np.zeros(len(starts), dtype=np.int64), np.zeros(len(starts), dtype=np.int64)
         if marks.any():
             flags = span.flags[a:]
             chars = "".join(np.where(flags & RESET, "R", np.where(flags & GAP, "G", " ")).tolist())
             width = self.opts.num_records
             for j in np.flatnonzero(marks).tolist():
                 cells = chars[starts[j]: stops[j]].rjust(width)
-                lines[j] = f"{'marks':>{label_w}} {cells}  R counter reset, G gap\n".encode()
-        return lines
+                at[j], size[j] = sources.text(f"{'marks':>{label_w}} {cells}  R counter reset, G gap\n".encode())
+        return at, size
 
-    def _footer(self, hist: StreamHistory, span: Span, new: np.ndarray, intervals: Sequence[Interval],
-                skipped: int) -> np.ndarray:
-        """(frame, piece): each frame's footer, as `footer_lines` writes it; the running totals move to the end."""
+    def _footer(self, sources: _Sources, hist: StreamHistory, span: Span, new: np.ndarray,
+                intervals: Sequence[Interval], skipped: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(source, offset, length) of each frame's footer pieces, as `footer_lines` writes it; the running totals
+        move to the end of the batch."""
         r = self.r
         s = hist.stream
         totals = r._totals[s]
@@ -252,31 +345,32 @@ class BulkFrames:
             mean_total = np.where(run_events != 0, run_spent / np.where(run_events != 0, run_events, 1), nan)
         pct = percentile_estimates(np.concatenate((counts, run_counts)), hist.low, hist.high)
         k = len(new)
-        head = (f"Label: {r._text(s.label) or '(none)'}  datasource: {r._text(s.datasource)}  unit: {s.unit}\n"
-                "Latest:  ")
-        out = np.empty((k, 15), dtype=object)
-        out[:, 0] = head.encode("utf-8", self.errors)
-        out[:, 1] = self._cache("ev", 3, False, after=" events/s  ").texts(events / dur)
-        out[:, 2] = self._cache("ss", 3, False, after=" s/s  mean ").texts(spent / dur)
-        after = ("  p50 ", "  p90 ", "  p99 ", "  p999 ")
-        out[:, 3] = self._cache(("d", 0), 3, True, after=after[0]).texts(mean)
-        out[:, 4] = self._cache(("d", 1), 3, True, after=after[1]).texts(pct[:k, 0])
-        out[:, 5] = self._cache(("d", 2), 3, True, after=after[2]).texts(pct[:k, 1])
-        out[:, 6] = self._cache(("d", 3), 3, True, after=after[3]).texts(pct[:k, 2])
-        out[:, 7] = self._cache("p999", 3, True, after="\nOverall: ").texts(pct[:k, 3])
-        out[:, 8] = self._cache("evt", 3, False, after=" events/s  mean ").texts(rate_total)
-        out[:, 9] = self._cache(("d", 0), 3, True, after=after[0]).texts(mean_total)
-        out[:, 10] = self._cache(("d", 1), 3, True, after=after[1]).texts(pct[k:, 0])
-        out[:, 11] = self._cache(("d", 2), 3, True, after=after[2]).texts(pct[k:, 1])
-        out[:, 12] = self._cache(("d", 3), 3, True, after=after[3]).texts(pct[k:, 2])
-        out[:, 13] = self._cache("p999t", 3, True, after="\nColumns: ").texts(pct[k:, 3])
+        shape = (k, _FOOTER_PIECES)
+        src, off, size = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64), np.zeros(shape, np.int64)
+        label = (f"Label: {r._text(s.label) or '(none)'}  datasource: {r._text(s.datasource)}  unit: {s.unit}\n"
+                 "Latest:  ").encode("utf-8", self.errors)
+        off[:, _WORDS], size[:, _WORDS] = sources.texts([label] + [_FOOTER_LAYOUT[i].encode() for i in _WORDS[1:]])
+        numbers = self._cache("number", 3, False)
+        durations = self._cache("duration", 3, True)
+        for cache, cols, values in (
+                (numbers, _NUMBERS, np.stack((events / dur, spent / dur, rate_total), axis=1)),
+                (durations, _DURATIONS, np.concatenate((mean[:, None], pct[:k], mean_total[:, None], pct[k:]),
+                                                       axis=1))):
+            at, length = cache.lookup(values)
+            off[:, cols], size[:, cols] = at.reshape(values.shape), length.reshape(values.shape)
         columns = (np.arange(hist.n - k + 1, hist.n + 1) + hist.dropped).tolist()
-        text = r._text
-        errors = self.errors
-        out[:, 14] = [f"{c}  interval: {d:.1f}s  date: {text(iv.date)}  skipped records: {skipped}\n".encode(
-            "utf-8", errors) for c, d, iv in zip(columns, dur.tolist(), intervals, strict=True)]
+        clean, errors = r._text, self.errors
+        lines = [f"\nColumns: {c}  interval: {d:.1f}s  date: {_clean(iv.date, clean)}  skipped records: "
+                 f"{skipped}\n".encode("utf-8", errors) for c, d, iv in zip(columns, dur.tolist(), intervals,
+                                                                               strict=True)]
+        src[:, -1] = sources.buffer(np.frombuffer(b"".join(lines), dtype=np.uint8))
+        lengths = np.array([len(x) for x in lines], dtype=np.int64)
+        off[:, -1], size[:, -1] = np.cumsum(lengths) - lengths, lengths
+        # The number arenas are final once both lookups are done.
+        src[:, _NUMBERS] = sources.buffer(numbers.arena)
+        src[:, _DURATIONS] = sources.buffer(durations.arena)
         totals.counts = run_counts[-1].copy()
         totals.spent = float(run_spent[-1])
         totals.duration = float(run_dur[-1])
         totals.seen = hist.n
-        return out
+        return src, off, size

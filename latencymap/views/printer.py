@@ -6,7 +6,6 @@ import codecs
 import os
 import sys
 import time
-from collections.abc import Callable
 from typing import TextIO
 
 from latencymap.core.accumulator import Accumulator, HistoryLimit, accumulate
@@ -15,6 +14,7 @@ from latencymap.flow.batches import ready_batches
 from latencymap.views.options import ViewOptions, color_enabled
 from latencymap.views.plain import CLEAR, PlainRenderer
 from latencymap.views.plain_bulk import MAX_FRAMES, BulkFrames
+from latencymap.views.scatter import can_scatter, write_pieces
 
 
 def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float, history: HistoryLimit | int,
@@ -52,7 +52,8 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
 def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: TextIO, clear: str) -> None:
     """Every frame, as fast as the input comes: what a reader thread has read when a frame is due is appended at
     once and drawn as many frames per NumPy pass (`BulkFrames`), the same bytes as frame after frame."""
-    write, errors = _byte_writer(out)
+    errors = getattr(out, "errors", None) or "strict"
+    fd = _scatter_fd(out)
     bulk = BulkFrames(renderer, clear, errors)
     for batch in ready_batches(flow):
         at, size = 0, len(batch)
@@ -71,33 +72,28 @@ def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: 
             while done < len(run):
                 count = bulk.ready(acc, run[done:])
                 if count:
-                    write(bulk.draw(acc, run[done: done + count]))
+                    pieces = bulk.draw(acc, run[done: done + count])
+                    if fd is None:
+                        out.write(pieces.tobytes().decode("utf-8", errors))
+                    else:
+                        out.flush()
+                        write_pieces(fd, pieces)
                     done += count
                 else:
                     acc.add([run[done]])
-                    write((clear + renderer.render(acc)).encode("utf-8", errors))
+                    out.write(clear + renderer.render(acc))
                     done += 1
         out.flush()
 
 
-def _byte_writer(out: TextIO) -> tuple[Callable[[bytes], object], str]:
-    """Where frames' UTF-8 bytes go (the text stream's buffer when it writes UTF-8 as is), and the encoding errors
-    the text stream would use."""
-    errors = getattr(out, "errors", None) or "strict"
-    buffer = getattr(out, "buffer", None)
-    encoding = getattr(out, "encoding", None) or ""
+def _scatter_fd(out: TextIO) -> int | None:
+    """The file descriptor bulk frames can be written to directly: where the text stream writes UTF-8 as is."""
     try:
-        utf8 = codecs.lookup(encoding).name == "utf-8"
-    except LookupError:
-        utf8 = False
-    if buffer is not None and utf8 and os.linesep == "\n":
-        out.flush()
-
-        def write(data: bytes) -> object:
-            return buffer.write(data)
-
-        return write, errors
-    return (lambda data: out.write(data.decode("utf-8", errors))), errors
+        utf8 = codecs.lookup(getattr(out, "encoding", None) or "").name == "utf-8"
+        fd = out.fileno()
+    except (LookupError, OSError, AttributeError, ValueError):
+        return None
+    return fd if utf8 and os.linesep == "\n" and can_scatter() else None
 
 
 def _say(notice: Notice) -> None:

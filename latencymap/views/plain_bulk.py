@@ -85,28 +85,25 @@ class _Sources:
 
     def __init__(self) -> None:
         self.fixed = np.empty(1 << 16, dtype=np.uint8)
-        self._end = 0
+        self._end = 0  # where the next fixed text goes (those not yet copied in are in `_new`)
+        self._new: list[bytes] = []
         self._index: dict[bytes, tuple[int, int]] = {}
         self.buffers: list[np.ndarray] = []
 
     def start(self) -> None:
         """A new batch: forget the last one's buffers (and the fixed texts, when they take too much room)."""
-        self.buffers = [self.fixed]
         if self._end > _FIXED_MAX:
             self._index.clear()
             self._end = 0
+        self.buffers = [self.fixed]
 
     def text(self, data: bytes) -> tuple[int, int]:
         """(offset, length) of a fixed text in source 0."""
         got = self._index.get(data)
         if got is None:
-            if self._end + len(data) > len(self.fixed):
-                grown = np.empty(max(2 * len(self.fixed), self._end + len(data)), dtype=np.uint8)
-                grown[: self._end] = self.fixed[: self._end]
-                self.fixed = self.buffers[0] = grown
-            self.fixed[self._end: self._end + len(data)] = np.frombuffer(data, dtype=np.uint8)
             got = self._index[data] = (self._end, len(data))
             self._end += len(data)
+            self._new.append(data)
         return got
 
     def texts(self, items: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
@@ -119,11 +116,18 @@ class _Sources:
         self.buffers.append(data)
         return len(self.buffers) - 1
 
-    def pieces(self, src: np.ndarray, off: np.ndarray, size: np.ndarray) -> Pieces:
-        """The pieces (source, offset, length) as (address, length) pairs; empty ones left out."""
-        keep = size > 0
-        bases = np.array([b.ctypes.data for b in self.buffers], dtype=np.int64)
-        return Pieces(np.stack((bases[src[keep]] + off[keep], size[keep]), axis=1), list(self.buffers))
+    def bases(self) -> np.ndarray:
+        """Each source's address, the fixed texts copied in first."""
+        if self._new:
+            new = b"".join(self._new)
+            self._new = []
+            start = self._end - len(new)
+            if self._end > len(self.fixed):
+                grown = np.empty(max(2 * len(self.fixed), self._end), dtype=np.uint8)
+                grown[:start] = self.fixed[:start]
+                self.fixed = self.buffers[0] = grown
+            self.fixed[start: self._end] = np.frombuffer(new, dtype=np.uint8)
+        return np.array([b.ctypes.data for b in self.buffers], dtype=np.int64)
 
 
 class BulkFrames:
@@ -197,31 +201,37 @@ class BulkFrames:
         footer = self._footer(sources, hist, span, new, intervals, skipped)
         latest_src, sums_src = sources.buffer(latest.arena), sources.buffer(sums.arena)
         done_latest = done_sum = done = 0
-        parts = []
+        bases = sources.bases()
+        iov = np.empty((sum(run[0].size for run in runs), 2), dtype=np.int64)
+        at = 0
         for src, off, size, values, _ in runs:
             frames, nrows = values.shape[1], values.shape[2]
             per_map = 4 * nrows + 5
             for m in (0, 1):
                 base, count = m * per_map, frames * nrows
                 cols = slice(base + 4, base + 4 + 4 * nrows, 4)
-                src[:, cols] = latest_src
-                off[:, cols] = latest_at[0][done_latest: done_latest + count].reshape(frames, nrows)
-                size[:, cols] = latest_at[1][done_latest: done_latest + count].reshape(frames, nrows)
+                src[cols] = latest_src
+                off[cols] = latest_at[0][done_latest: done_latest + count].reshape(frames, nrows).T
+                size[cols] = latest_at[1][done_latest: done_latest + count].reshape(frames, nrows).T
                 done_latest += count
-                src[:, base + per_map - 1] = sums_src
-                off[:, base + per_map - 1] = sums_at[0][done_sum: done_sum + frames]
-                size[:, base + per_map - 1] = sums_at[1][done_sum: done_sum + frames]
+                src[base + per_map - 1] = sums_src
+                off[base + per_map - 1] = sums_at[0][done_sum: done_sum + frames]
+                size[base + per_map - 1] = sums_at[1][done_sum: done_sum + frames]
                 done_sum += frames
             for whole, part in zip((src, off, size), footer, strict=True):
-                whole[:, 2 * per_map:] = part[done: done + frames]
+                whole[2 * per_map:] = part[:, done: done + frames]
             done += frames
-            parts.append((src.reshape(-1), off.reshape(-1), size.reshape(-1)))
-        return sources.pieces(*(np.concatenate(p) for p in zip(*parts, strict=True)))
+            off += bases[src]
+            block = iov[at: at + src.size].reshape(frames, src.shape[0], 2)
+            block[:, :, 0] = off.T
+            block[:, :, 1] = size.T
+            at += src.size
+        return Pieces(iov, list(sources.buffers))
 
     def _layout(self, sources: _Sources, hist: StreamHistory, span: Span, starts: np.ndarray, stops: np.ndarray,
                 lo: int, hi: int, folds: Folds | None, exact: np.ndarray,
                 marks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The pieces (source, offset, length: (frame, piece)) of frames whose windows share their rows, numbers and
+        """The pieces (source, offset, length: (piece, frame)) of frames whose windows share their rows, numbers and
         footer left out; the latest values (map, frame, row top first) and newest columns' sums (map, frame)."""
         opts, width = self.opts, self.opts.num_records
         labels = row_labels(hist, lo, hi, folds)
@@ -233,9 +243,9 @@ class BulkFrames:
         newest = stops - 1
         col_max = folded.max(axis=2)
         per_map = 4 * nrows + 5
-        shape = (frames, 2 * per_map + _FOOTER_PIECES)
-        src, off, size = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64), np.zeros(shape, np.int64)
-        mark_lines = self._marks(sources, span, a, starts, stops, marks, label_w)
+        shape = (2 * per_map + _FOOTER_PIECES, frames)
+        src, off, size = np.zeros(shape, dtype=np.int64), np.empty(shape, dtype=np.int64), np.empty(shape, np.int64)
+        mark_at, mark_size = self._marks(sources, span, a, starts, stops, marks, label_w)
         for m, (kind, maxval) in enumerate((("frequency", opts.frequency_maxval),
                                             ("intensity", opts.intensity_maxval))):
             base = m * per_map
@@ -243,16 +253,16 @@ class BulkFrames:
             scale = np.full(frames, maxval) if maxval > 0 else chart
             if m == 0:
                 head = self.r.heads(kind, "Frequency heat map: events per second", "(events/s)", label_w)
-                off[:, base], size[:, base] = sources.text(self.clear + f"{head[0]}\n{head[1]}\n".encode())
+                off[base], size[base] = sources.text(self.clear + f"{head[0]}\n{head[1]}\n".encode())
             else:
                 title = "Intensity heat map: time waited per second"
                 head = self.r.heads(kind, title, "(s/s)", label_w)
                 rough = self.r.heads(kind, title + _ESTIMATED, "(s/s)", label_w)
                 at, length = sources.texts([f"{rough[0]}\n{rough[1]}\n".encode(), f"{head[0]}\n{head[1]}\n".encode()])
-                off[:, base], size[:, base] = at[exact.astype(np.intp)], length[exact.astype(np.intp)]
+                off[base], size[base] = at[exact.astype(np.intp)], length[exact.astype(np.intp)]
             self._cells_of(sources, (src, off, size), base, m, kind, folded[m], stops, scale, chart, prefixes)
-            off[:, base + 4 * nrows + 2], size[:, base + 4 * nrows + 2] = mark_lines
-            off[:, base + 4 * nrows + 3], size[:, base + 4 * nrows + 3] = sources.text(head[2].encode())
+            off[base + 4 * nrows + 2], size[base + 4 * nrows + 2] = mark_at, mark_size
+            off[base + 4 * nrows + 3], size[base + 4 * nrows + 3] = sources.text(head[2].encode())
         return src, off, size, folded[:, newest, ::-1], folded.sum(axis=2)[:, newest]
 
     def _cells_of(self, sources: _Sources, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], base: int, m: int,
@@ -261,14 +271,15 @@ class BulkFrames:
         """Lay out one map's rows (label, escape, cells) and the legend after the last row, in `pieces`."""
         src, off, size = pieces
         width, nrows, frames = self.opts.num_records, len(prefixes), len(stops)
-        segments = _runs(list(zip(scale.tolist(), chart.tolist(), strict=True)))
+        bounds = np.flatnonzero((scale[1:] != scale[:-1]) | (chart[1:] != chart[:-1])) + 1
+        seg_a = np.concatenate(([0], bounds))
+        seg_frames = np.diff(np.append(seg_a, frames))
         # Each segment (frames with one scale) lays out its columns once: from its first frame's window
         # (columns before the history are the padding's empty cells) to its last frame's newest column.
-        seg_a = np.array([sa for sa, _ in segments])
-        seg_len = np.array([width + sb - sa - 1 for sa, sb in segments])
+        seg_len = width + seg_frames - 1
         seg_base = np.concatenate(([0], np.cumsum(seg_len)))
         total = int(seg_base[-1])
-        seg_of_col = np.repeat(np.arange(len(segments)), seg_len)
+        seg_of_col = np.repeat(np.arange(len(seg_a)), seg_len)
         col = np.arange(total) - seg_base[seg_of_col] + (stops[seg_a] - width)[seg_of_col]
         col_scale = scale[seg_a][seg_of_col]
         values = folded[np.maximum(col, 0), ::-1].T  # (row top first, laid-out column)
@@ -281,34 +292,70 @@ class BulkFrames:
         starts_run = np.ones(level.shape, dtype=bool)
         np.not_equal(level[:, 1:], level[:, :-1], out=starts_run[:, 1:])
         starts_run[:, seg_base[:-1]] = True
-        table, lengths, escapes = self._cells[m]
-        code = level * 2 + starts_run
-        cell_size = lengths[code].reshape(-1)
-        text = table[code].reshape(-1, _PIECE)[np.arange(_PIECE) < cell_size[:, None]]
-        offset = np.zeros(cell_size.size + 1, dtype=np.int64)
-        np.cumsum(cell_size, out=offset[1:])
-        seg_of_frame = np.repeat(np.arange(len(segments)), [sb - sa for sa, sb in segments])
+        text, offset = self._cell_text(m, level, starts_run)
+        seg_of_frame = np.repeat(np.arange(len(seg_a)), seg_frames)
         at = seg_base[seg_of_frame] + np.arange(frames) - seg_a[seg_of_frame]  # first laid-out column of a window
-        cell = np.arange(nrows)[None, :] * total + at[:, None]
+        cell = np.arange(nrows)[:, None] * total + at[None, :]  # (row, frame)
         cols = slice(base + 3, base + 3 + 4 * nrows, 4)
-        src[:, cols] = sources.buffer(text)
-        off[:, cols] = offset[cell]
-        size[:, cols] = offset[cell + width] - offset[cell]
-        lead = np.where(starts_run[:, at].T, _NO_ESCAPE, level[:, at].T)
-        escape_at, escape_size = sources.texts(escapes)
-        off[:, base + 2: base + 2 + 4 * nrows: 4] = escape_at[lead]
-        size[:, base + 2: base + 2 + 4 * nrows: 4] = escape_size[lead]
-        label_at = np.empty((len(segments), nrows + 1), dtype=np.int64)
-        label_size = np.empty((len(segments), nrows + 1), dtype=np.int64)
-        for s, (sa, _) in enumerate(segments):
-            legend = self.r.legend(kind, float(scale[sa]), float(chart[sa]), nrows)
-            label_at[s], label_size[s] = sources.texts(
-                [prefixes[0].encode()] + [f"{legend[r - 1]}\n{prefixes[r]}".encode() for r in range(1, nrows)]
-                + [f"{legend[-1]}\n".encode()])
+        src[cols] = sources.buffer(text)
+        off[cols] = offset[cell]
+        size[cols] = offset[cell + width] - offset[cell]
+        lead = np.where(starts_run[:, at], _NO_ESCAPE, level[:, at])
+        escape_at, escape_size = sources.texts(self._cells[m][2])
+        cols = slice(base + 2, base + 2 + 4 * nrows, 4)
+        off[cols], size[cols] = escape_at[lead], escape_size[lead]
+        label_at, label_size = self._labels(sources, kind, prefixes, scale[seg_a], chart[seg_a])
         cols = slice(base + 1, base + 1 + 4 * nrows, 4)
-        off[:, cols], size[:, cols] = label_at[seg_of_frame, :nrows], label_size[seg_of_frame, :nrows]
-        off[:, base + 4 * nrows + 1] = label_at[seg_of_frame, nrows]
-        size[:, base + 4 * nrows + 1] = label_size[seg_of_frame, nrows]
+        off[cols], size[cols] = label_at[:nrows, seg_of_frame], label_size[:nrows, seg_of_frame]
+        off[base + 4 * nrows + 1], size[base + 4 * nrows + 1] = label_at[nrows, seg_of_frame], label_size[nrows,
+                                                                                                         seg_of_frame]
+
+    def _cell_text(self, m: int, level: np.ndarray, starts_run: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The text of every laid-out cell, row after row (a cell starting a run carries its colour's escape), and
+        where each cell starts in it (one more offset: the end)."""
+        table, lengths, _ = self._cells[m]
+        code = (level * 2 + starts_run).reshape(-1)
+        cell_size = lengths[code]
+        offset = np.zeros(code.size + 1, dtype=np.int64)
+        np.cumsum(cell_size, out=offset[1:])
+        text = np.empty(int(offset[-1]), dtype=np.uint8)
+        for c in np.flatnonzero(np.bincount(code, minlength=len(lengths))).tolist():  # one store per kind of cell
+            at = offset[:-1][code == c]
+            n = int(lengths[c])
+            text[at[:, None] + np.arange(n)] = table[c, :n]
+        return text, offset
+
+    def _labels(self, sources: _Sources, kind: str, prefixes: list[str], scales: np.ndarray,
+                charts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fixed texts (offset, length: (row, segment)) of what goes before each row's cells (the legend after the
+        row above, the row's label) and, last, the legend after the bottom row, for each segment's scale.
+
+        The legends are `PlainRenderer.legend`'s, their numbers looked up for every segment at once.
+        """
+        nrows = len(prefixes)
+        palette = BLUES if kind == "frequency" else REDS
+        swatch = [(f"\x1b[48;5;{palette[level]}m {RESET_TEXT}" if self.opts.color else SHADES[level]).encode()
+                  for level in range(LEVELS + 1)]
+        bounds = scales[:, None] * np.arange(LEVELS)[None, :] / LEVELS  # legend rows 1..LEVELS: maxval * (row - 1)
+        numbers = self._cache("number", 3, False).texts(np.concatenate((bounds, charts[:, None]), axis=1))
+        per = LEVELS + 1
+        label = [p.encode() for p in prefixes]
+        at = np.empty((nrows + 1, len(scales)), dtype=np.int64)
+        size = np.empty((nrows + 1, len(scales)), dtype=np.int64)
+        # Legend rows 0 and 1 ("0", ">0") and those past the scale ("") read the same whatever the scale.
+        varying = [r for r in range(1, nrows + 1) if 2 <= r - 1 <= LEVELS + 1]
+        fixed = [r for r in range(nrows + 1) if r not in varying]
+        for s in range(len(scales)):
+            texts = numbers[s * per: (s + 1) * per]
+            legend = [b"   " + swatch[0] + b" 0"] + [b"   " + swatch[r] + b" >" + texts[r - 1]
+                                                      for r in range(1, LEVELS + 1)]
+            legend += [b"   max: " + texts[LEVELS]] + [b""] * max(0, nrows - LEVELS - 2)
+            for r in range(nrows + 1) if s == 0 else varying:
+                before = label[0] if r == 0 else legend[r - 1] + b"\n" + (label[r] if r < nrows else b"")
+                at[r, s], size[r, s] = sources.text(before)
+            if s:
+                at[fixed, s], size[fixed, s] = at[fixed, 0], size[fixed, 0]
+        return at, size
 
     def _marks(self, sources: _Sources, span: Span, a: int, starts: np.ndarray, stops: np.ndarray, marks: np.ndarray,
                label_w: int) -> tuple[np.ndarray, np.ndarray]:
@@ -345,11 +392,12 @@ class BulkFrames:
             mean_total = np.where(run_events != 0, run_spent / np.where(run_events != 0, run_events, 1), nan)
         pct = percentile_estimates(np.concatenate((counts, run_counts)), hist.low, hist.high)
         k = len(new)
-        shape = (k, _FOOTER_PIECES)
-        src, off, size = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64), np.zeros(shape, np.int64)
+        shape = (_FOOTER_PIECES, k)
+        src, off, size = np.zeros(shape, dtype=np.int64), np.empty(shape, dtype=np.int64), np.empty(shape, np.int64)
         label = (f"Label: {r._text(s.label) or '(none)'}  datasource: {r._text(s.datasource)}  unit: {s.unit}\n"
                  "Latest:  ").encode("utf-8", self.errors)
-        off[:, _WORDS], size[:, _WORDS] = sources.texts([label] + [_FOOTER_LAYOUT[i].encode() for i in _WORDS[1:]])
+        at, length = sources.texts([label] + [_FOOTER_LAYOUT[i].encode() for i in _WORDS[1:]])
+        off[_WORDS], size[_WORDS] = at[:, None], length[:, None]
         numbers = self._cache("number", 3, False)
         durations = self._cache("duration", 3, True)
         for cache, cols, values in (
@@ -357,18 +405,18 @@ class BulkFrames:
                 (durations, _DURATIONS, np.concatenate((mean[:, None], pct[:k], mean_total[:, None], pct[k:]),
                                                        axis=1))):
             at, length = cache.lookup(values)
-            off[:, cols], size[:, cols] = at.reshape(values.shape), length.reshape(values.shape)
+            off[cols], size[cols] = at.reshape(values.shape).T, length.reshape(values.shape).T
         columns = (np.arange(hist.n - k + 1, hist.n + 1) + hist.dropped).tolist()
         clean, errors = r._text, self.errors
         lines = [f"\nColumns: {c}  interval: {d:.1f}s  date: {_clean(iv.date, clean)}  skipped records: "
                  f"{skipped}\n".encode("utf-8", errors) for c, d, iv in zip(columns, dur.tolist(), intervals,
                                                                                strict=True)]
-        src[:, -1] = sources.buffer(np.frombuffer(b"".join(lines), dtype=np.uint8))
+        src[-1] = sources.buffer(np.frombuffer(b"".join(lines), dtype=np.uint8))
         lengths = np.array([len(x) for x in lines], dtype=np.int64)
-        off[:, -1], size[:, -1] = np.cumsum(lengths) - lengths, lengths
+        off[-1], size[-1] = np.cumsum(lengths) - lengths, lengths
         # The number arenas are final once both lookups are done.
-        src[:, _NUMBERS] = sources.buffer(numbers.arena)
-        src[:, _DURATIONS] = sources.buffer(durations.arena)
+        src[_NUMBERS] = sources.buffer(numbers.arena)
+        src[_DURATIONS] = sources.buffer(durations.arena)
         totals.counts = run_counts[-1].copy()
         totals.spent = float(run_spent[-1])
         totals.duration = float(run_dur[-1])

@@ -23,7 +23,7 @@ class Pieces:
     """Bytes given as (address, length) pairs (`iov`: (pieces, 2) uint64) into the buffers in `keep`."""
 
     def __init__(self, iov: np.ndarray, keep: list[object]) -> None:
-        self.iov = np.ascontiguousarray(iov, dtype=np.uint64)
+        self.iov = np.ascontiguousarray(iov).view(np.uint64)
         self.keep = keep  # the buffers the addresses point into stay alive as long as this
 
     def __len__(self) -> int:

@@ -50,22 +50,22 @@ _NUMBERS = [i for i, x in enumerate(_FOOTER_LAYOUT) if x == "n"]
 _DURATIONS = [i for i, x in enumerate(_FOOTER_LAYOUT) if x == "d"]
 
 
-def _cell_tables(color: bool) -> list[tuple[np.ndarray, np.ndarray, list[bytes]]]:
-    """Per map: (cell texts indexed by level * 2 + starts-a-run, padded to `_PIECE` bytes; their lengths;
-    the escape to put before a window's first cell, by level, `_NO_ESCAPE`: none)."""
-    out = []
+def _cell_tables(color: bool) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+    """Cell texts indexed by (map * (LEVELS + 1) + level) * 2 + starts-a-run, padded to `_PIECE` bytes; their
+    lengths; the escapes to put before a window's first cell, by map * (LEVELS + 2) + level (`_NO_ESCAPE`: none)."""
+    texts: list[bytes] = []
+    escapes: list[bytes] = []
     for palette in (BLUES, REDS):
-        texts = []
         for level in range(LEVELS + 1):
             escape = f"\x1b[48;5;{palette[level]}m" if color else ""
             cell = " " if color else SHADES[level]
             texts += [cell.encode(), (escape + cell).encode()]
-        table = np.zeros((len(texts), _PIECE), dtype=np.uint8)
-        for i, text in enumerate(texts):
-            table[i, : len(text)] = np.frombuffer(text, dtype=np.uint8)
-        escapes = [f"\x1b[48;5;{palette[level]}m".encode() if color else b"" for level in range(LEVELS + 1)] + [b""]
-        out.append((table, np.array([len(t) for t in texts]), escapes))
-    return out
+            escapes.append(escape.encode())
+        escapes.append(b"")
+    table = np.zeros((len(texts), _PIECE), dtype=np.uint8)
+    for i, text in enumerate(texts):
+        table[i, : len(text)] = np.frombuffer(text, dtype=np.uint8)
+    return table, np.array([len(t) for t in texts]), escapes
 
 
 def _clean(text: str, clean: Callable[[str], str]) -> str:
@@ -245,44 +245,47 @@ class BulkFrames:
         per_map = 4 * nrows + 5
         shape = (2 * per_map + _FOOTER_PIECES, frames)
         src, off, size = np.zeros(shape, dtype=np.int64), np.empty(shape, dtype=np.int64), np.empty(shape, np.int64)
+        charts = np.stack([window_max(col_max[m], starts, stops, width) for m in (0, 1)])
+        scales = np.stack([np.full(frames, maxval) if maxval > 0 else charts[m]
+                           for m, maxval in enumerate((opts.frequency_maxval, opts.intensity_maxval))])
+        self._cells_of(sources, (src, off, size), folded, stops, scales, charts, prefixes)
+        head = self.r.heads("frequency", "Frequency heat map: events per second", "(events/s)", label_w)
+        off[0], size[0] = sources.text(self.clear + f"{head[0]}\n{head[1]}\n".encode())
+        off[per_map - 2], size[per_map - 2] = sources.text(head[2].encode())
+        title = "Intensity heat map: time waited per second"
+        head = self.r.heads("intensity", title, "(s/s)", label_w)
+        rough = self.r.heads("intensity", title + _ESTIMATED, "(s/s)", label_w)
+        at, length = sources.texts([f"{rough[0]}\n{rough[1]}\n".encode(), f"{head[0]}\n{head[1]}\n".encode()])
+        off[per_map], size[per_map] = at[exact.astype(np.intp)], length[exact.astype(np.intp)]
+        off[2 * per_map - 2], size[2 * per_map - 2] = sources.text(head[2].encode())
         mark_at, mark_size = self._marks(sources, span, a, starts, stops, marks, label_w)
-        for m, (kind, maxval) in enumerate((("frequency", opts.frequency_maxval),
-                                            ("intensity", opts.intensity_maxval))):
-            base = m * per_map
-            chart = window_max(col_max[m], starts, stops, width)
-            scale = np.full(frames, maxval) if maxval > 0 else chart
-            if m == 0:
-                head = self.r.heads(kind, "Frequency heat map: events per second", "(events/s)", label_w)
-                off[base], size[base] = sources.text(self.clear + f"{head[0]}\n{head[1]}\n".encode())
-            else:
-                title = "Intensity heat map: time waited per second"
-                head = self.r.heads(kind, title, "(s/s)", label_w)
-                rough = self.r.heads(kind, title + _ESTIMATED, "(s/s)", label_w)
-                at, length = sources.texts([f"{rough[0]}\n{rough[1]}\n".encode(), f"{head[0]}\n{head[1]}\n".encode()])
-                off[base], size[base] = at[exact.astype(np.intp)], length[exact.astype(np.intp)]
-            self._cells_of(sources, (src, off, size), base, m, kind, folded[m], stops, scale, chart, prefixes)
-            off[base + 4 * nrows + 2], size[base + 4 * nrows + 2] = mark_at, mark_size
-            off[base + 4 * nrows + 3], size[base + 4 * nrows + 3] = sources.text(head[2].encode())
+        off[per_map - 3: 2 * per_map - 2: per_map], size[per_map - 3: 2 * per_map - 2: per_map] = mark_at, mark_size
         return src, off, size, folded[:, newest, ::-1], folded.sum(axis=2)[:, newest]
 
-    def _cells_of(self, sources: _Sources, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], base: int, m: int,
-                  kind: str, folded: np.ndarray, stops: np.ndarray, scale: np.ndarray, chart: np.ndarray,
-                  prefixes: list[str]) -> None:
-        """Lay out one map's rows (label, escape, cells) and the legend after the last row, in `pieces`."""
+    def _cells_of(self, sources: _Sources, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], folded: np.ndarray,
+                  stops: np.ndarray, scales: np.ndarray, charts: np.ndarray, prefixes: list[str]) -> None:
+        """Lay out both maps' rows (label, escape, cells) and the legends after the last rows, in `pieces`."""
         src, off, size = pieces
         width, nrows, frames = self.opts.num_records, len(prefixes), len(stops)
-        bounds = np.flatnonzero((scale[1:] != scale[:-1]) | (chart[1:] != chart[:-1])) + 1
-        seg_a = np.concatenate(([0], bounds))
-        seg_frames = np.diff(np.append(seg_a, frames))
-        # Each segment (frames with one scale) lays out its columns once: from its first frame's window
-        # (columns before the history are the padding's empty cells) to its last frame's newest column.
+        per_map = 4 * nrows + 5
+        # Each segment (frames of one map with one scale) lays out its columns once: from its first frame's window
+        # (columns before the history are the padding's empty cells) to its last frame's newest column. The
+        # frequency map's segments come first, then the intensity map's.
+        seg_a, seg_map = [], []
+        for m in (0, 1):
+            change = np.flatnonzero((scales[m, 1:] != scales[m, :-1]) | (charts[m, 1:] != charts[m, :-1])) + 1
+            seg_a.append(np.concatenate(([0], change)))
+            seg_map.append(np.full(len(change) + 1, m))
+        firsts, maps = np.concatenate(seg_a), np.concatenate(seg_map)
+        seg_frames = np.concatenate([np.diff(np.append(x, frames)) for x in seg_a])
         seg_len = width + seg_frames - 1
         seg_base = np.concatenate(([0], np.cumsum(seg_len)))
         total = int(seg_base[-1])
-        seg_of_col = np.repeat(np.arange(len(seg_a)), seg_len)
-        col = np.arange(total) - seg_base[seg_of_col] + (stops[seg_a] - width)[seg_of_col]
-        col_scale = scale[seg_a][seg_of_col]
-        values = folded[np.maximum(col, 0), ::-1].T  # (row top first, laid-out column)
+        seg_of_col = np.repeat(np.arange(len(firsts)), seg_len)
+        col = np.arange(total) - seg_base[seg_of_col] + (stops[firsts] - width)[seg_of_col]
+        col_map = maps[seg_of_col]
+        col_scale = scales[maps, firsts][seg_of_col]
+        values = folded[col_map, np.maximum(col, 0), ::-1].T  # (row top first, laid-out column)
         with np.errstate(divide="ignore", invalid="ignore"):
             level = (values * LEVELS / np.where(col_scale > 0, col_scale, 1.0)).astype(np.int64)
         level += 1
@@ -292,50 +295,54 @@ class BulkFrames:
         starts_run = np.ones(level.shape, dtype=bool)
         np.not_equal(level[:, 1:], level[:, :-1], out=starts_run[:, 1:])
         starts_run[:, seg_base[:-1]] = True
-        text, offset = self._cell_text(m, level, starts_run)
-        seg_of_frame = np.repeat(np.arange(len(seg_a)), seg_frames)
-        at = seg_base[seg_of_frame] + np.arange(frames) - seg_a[seg_of_frame]  # first laid-out column of a window
-        cell = np.arange(nrows)[:, None] * total + at[None, :]  # (row, frame)
-        cols = slice(base + 3, base + 3 + 4 * nrows, 4)
-        src[cols] = sources.buffer(text)
-        off[cols] = offset[cell]
-        size[cols] = offset[cell + width] - offset[cell]
-        lead = np.where(starts_run[:, at], _NO_ESCAPE, level[:, at])
-        escape_at, escape_size = sources.texts(self._cells[m][2])
-        cols = slice(base + 2, base + 2 + 4 * nrows, 4)
-        off[cols], size[cols] = escape_at[lead], escape_size[lead]
-        label_at, label_size = self._labels(sources, kind, prefixes, scale[seg_a], chart[seg_a])
-        cols = slice(base + 1, base + 1 + 4 * nrows, 4)
-        off[cols], size[cols] = label_at[:nrows, seg_of_frame], label_size[:nrows, seg_of_frame]
-        off[base + 4 * nrows + 1], size[base + 4 * nrows + 1] = label_at[nrows, seg_of_frame], label_size[nrows,
-                                                                                                         seg_of_frame]
+        text, offset = self._cell_text(level + (col_map * (LEVELS + 1))[None, :], starts_run)
+        text_src = sources.buffer(text)
+        escape_at, escape_size = sources.texts(self._cells[2])
+        label_at, label_size = self._labels(sources, prefixes, maps, scales[maps, firsts], charts[maps, firsts])
+        cols_row = np.arange(nrows)[:, None] * total
+        for m in (0, 1):
+            segs = np.flatnonzero(maps == m)
+            seg_of_frame = np.repeat(segs, seg_frames[segs])
+            at = seg_base[seg_of_frame] + np.arange(frames) - firsts[seg_of_frame]  # a window's first laid-out column
+            cell = cols_row + at[None, :]  # (row, frame)
+            base = m * per_map
+            cols = slice(base + 3, base + 3 + 4 * nrows, 4)
+            src[cols] = text_src
+            off[cols] = offset[cell]
+            size[cols] = offset[cell + width] - offset[cell]
+            lead = np.where(starts_run[:, at], _NO_ESCAPE, level[:, at]) + m * (_NO_ESCAPE + 1)
+            cols = slice(base + 2, base + 2 + 4 * nrows, 4)
+            off[cols], size[cols] = escape_at[lead], escape_size[lead]
+            cols = slice(base + 1, base + 1 + 4 * nrows, 4)
+            off[cols], size[cols] = label_at[:nrows, seg_of_frame], label_size[:nrows, seg_of_frame]
+            off[base + 4 * nrows + 1] = label_at[nrows, seg_of_frame]
+            size[base + 4 * nrows + 1] = label_size[nrows, seg_of_frame]
 
-    def _cell_text(self, m: int, level: np.ndarray, starts_run: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The text of every laid-out cell, row after row (a cell starting a run carries its colour's escape), and
-        where each cell starts in it (one more offset: the end)."""
-        table, lengths, _ = self._cells[m]
+    def _cell_text(self, level: np.ndarray, starts_run: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The text of every laid-out cell (`level`: plus LEVELS + 1 in the intensity map), row after row (a cell
+        starting a run carries its colour's escape), and where each cell starts in it (one more offset: the end)."""
+        table, lengths = self._cells[0], self._cells[1]
         code = (level * 2 + starts_run).reshape(-1)
         cell_size = lengths[code]
         offset = np.zeros(code.size + 1, dtype=np.int64)
         np.cumsum(cell_size, out=offset[1:])
-        text = np.empty(int(offset[-1]), dtype=np.uint8)
-        for c in np.flatnonzero(np.bincount(code, minlength=len(lengths))).tolist():  # one store per kind of cell
-            at = offset[:-1][code == c]
-            n = int(lengths[c])
-            text[at[:, None] + np.arange(n)] = table[c, :n]
+        # Every cell ends with (or is) one byte that is a space: start with spaces, then store the longer cells.
+        text = np.full(int(offset[-1]), ord(" "), dtype=np.uint8)
+        for n in np.unique(lengths[lengths > 1]).tolist():
+            sel = np.flatnonzero(cell_size == n)
+            text[offset[sel][:, None] + np.arange(n)] = table[code[sel], :n]
         return text, offset
 
-    def _labels(self, sources: _Sources, kind: str, prefixes: list[str], scales: np.ndarray,
+    def _labels(self, sources: _Sources, prefixes: list[str], maps: np.ndarray, scales: np.ndarray,
                 charts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fixed texts (offset, length: (row, segment)) of what goes before each row's cells (the legend after the
-        row above, the row's label) and, last, the legend after the bottom row, for each segment's scale.
+        row above, the row's label) and, last, the legend after the bottom row, for each segment's map and scale.
 
         The legends are `PlainRenderer.legend`'s, their numbers looked up for every segment at once.
         """
         nrows = len(prefixes)
-        palette = BLUES if kind == "frequency" else REDS
-        swatch = [(f"\x1b[48;5;{palette[level]}m {RESET_TEXT}" if self.opts.color else SHADES[level]).encode()
-                  for level in range(LEVELS + 1)]
+        swatches = [[(f"\x1b[48;5;{palette[level]}m {RESET_TEXT}" if self.opts.color else SHADES[level]).encode()
+                     for level in range(LEVELS + 1)] for palette in (BLUES, REDS)]
         bounds = scales[:, None] * np.arange(LEVELS)[None, :] / LEVELS  # legend rows 1..LEVELS: maxval * (row - 1)
         numbers = self._cache("number", 3, False).texts(np.concatenate((bounds, charts[:, None]), axis=1))
         per = LEVELS + 1
@@ -345,16 +352,19 @@ class BulkFrames:
         # Legend rows 0 and 1 ("0", ">0") and those past the scale ("") read the same whatever the scale.
         varying = [r for r in range(1, nrows + 1) if 2 <= r - 1 <= LEVELS + 1]
         fixed = [r for r in range(nrows + 1) if r not in varying]
-        for s in range(len(scales)):
-            texts = numbers[s * per: (s + 1) * per]
+        first = {}
+        for s, m in enumerate(maps.tolist()):
+            swatch, texts = swatches[m], numbers[s * per: (s + 1) * per]
             legend = [b"   " + swatch[0] + b" 0"] + [b"   " + swatch[r] + b" >" + texts[r - 1]
                                                       for r in range(1, LEVELS + 1)]
             legend += [b"   max: " + texts[LEVELS]] + [b""] * max(0, nrows - LEVELS - 2)
-            for r in range(nrows + 1) if s == 0 else varying:
+            for r in varying if m in first else range(nrows + 1):
                 before = label[0] if r == 0 else legend[r - 1] + b"\n" + (label[r] if r < nrows else b"")
                 at[r, s], size[r, s] = sources.text(before)
-            if s:
-                at[fixed, s], size[fixed, s] = at[fixed, 0], size[fixed, 0]
+            if m in first:
+                at[fixed, s], size[fixed, s] = at[fixed, first[m]], size[fixed, first[m]]
+            else:
+                first[m] = s
         return at, size
 
     def _marks(self, sources: _Sources, span: Span, a: int, starts: np.ndarray, stops: np.ndarray, marks: np.ndarray,

@@ -27,6 +27,8 @@ from latencymap.views.frame import (
 )
 
 _EPS = float(np.finfo(np.float64).eps)
+#: Frames `_hysteresis` looks ahead at a time.
+_AHEAD = 64
 
 
 @dataclass(slots=True)
@@ -91,8 +93,7 @@ def _fit_many(ev_counts: np.ndarray, spent: np.ndarray) -> tuple[np.ndarray, ...
 def _unsure(cs_ev: np.ndarray, cs_tm: np.ndarray, tol: np.ndarray) -> np.ndarray:
     """Per row: could a time share within `tol` of its value be on the other side of NEGLIGIBLE where it decides?"""
     near = (cs_ev <= NEGLIGIBLE) & (np.abs(cs_tm - NEGLIGIBLE) <= tol[:, None])
-    out: np.ndarray = near.any(axis=1)
-    return out
+    return np.asarray(near.any(axis=1))
 
 
 def fitted_rows(hist: StreamHistory, span: Span, starts: np.ndarray, stops: np.ndarray, fit: RowFit,
@@ -117,27 +118,45 @@ def fitted_rows(hist: StreamHistory, span: Span, starts: np.ndarray, stops: np.n
         with np.errstate(divide="ignore", invalid="ignore"):
             tol = np.where(total_tm > 4 * bound, 4 * bound / total_tm + 1e-12, np.inf)
         unsure = has & (_unsure(cs_ev, cs_tm, tol) | _unsure(rs_ev, rs_tm, tol))
-    lists = [x.tolist() for x in (has, need_lo, need_hi, want_lo, want_hi)]
     for j in np.flatnonzero(unsure).tolist():
         got = fit_window(counts[j], span.spent[starts[j]: stops[j]].sum(axis=0), None)
-        lists[0][j] = got is not None
+        has[j] = got is not None
         if got is not None:
-            (lists[1][j], lists[2][j]), (lists[3][j], lists[4][j]) = got
-    cur = fit.range
-    chosen: list[tuple[int, int] | None] = []
-    for ok, nlo, nhi, wlo, whi in zip(*lists, strict=True):
-        if ok and (cur is None or nlo < cur[0] or nhi > cur[1] or (cur[1] - cur[0]) - (whi - wlo) > REFIT_SLACK):
-            cur = (wlo, whi)
-        chosen.append(cur)
-    fit.range = cur
-    fallback = pinned_range(hist, AUTO, AUTO_MAX)
-    lohi = np.array([c if c is not None else fallback for c in chosen], dtype=np.int64).reshape(frames, 2)
+            (need_lo[j], need_hi[j]), (want_lo[j], want_hi[j]) = got
+    lows, highs = _hysteresis(fit, has, need_lo, need_hi, want_lo, want_hi, pinned_range(hist, AUTO, AUTO_MAX))
     held = np.cumsum(counts != 0, axis=1)
     rows = np.arange(frames)
-    lo, hi = lohi[:, 0], lohi[:, 1]
-    fold_lo = (lo > 0) & (held[rows, np.maximum(lo - 1, 0)] > 0)
-    fold_hi = (hi < NSLOTS - 1) & (held[rows, -1] - held[rows, hi] > 0)
-    return list(zip(lo.tolist(), hi.tolist(), zip(fold_lo.tolist(), fold_hi.tolist(), strict=True), strict=True))
+    fold_lo = (lows > 0) & (held[rows, np.maximum(lows - 1, 0)] > 0)
+    fold_hi = (highs < NSLOTS - 1) & (held[rows, -1] - held[rows, highs] > 0)
+    return list(zip(lows.tolist(), highs.tolist(), zip(fold_lo.tolist(), fold_hi.tolist(), strict=True),
+                    strict=True))
+
+
+def _hysteresis(fit: RowFit, has: np.ndarray, need_lo: np.ndarray, need_hi: np.ndarray, want_lo: np.ndarray,
+                want_hi: np.ndarray, fallback: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows `fit.update` keeps frame after frame (`RowFit`'s rule), for fits given per frame; `fit` ends as the
+    last frame leaves it. Frames before any fit get `fallback`. Looks ahead `_AHEAD` frames at a time for the
+    next re-fit, so a batch costs a few NumPy calls per re-fit."""
+    frames = len(has)
+    lo, hi = np.empty(frames, dtype=np.int64), np.empty(frames, dtype=np.int64)
+    cur, j = fit.range, 0
+    while j < frames:
+        stop = min(frames, j + _AHEAD)
+        window = slice(j, stop)
+        if cur is None:
+            refit = has[window]
+        else:
+            refit = has[window] & ((need_lo[window] < cur[0]) | (need_hi[window] > cur[1])
+                                   | ((cur[1] - cur[0]) - (want_hi[window] - want_lo[window]) > REFIT_SLACK))
+        at = stop if not refit.any() else j + int(np.argmax(refit))
+        lo[j:at], hi[j:at] = cur if cur is not None else fallback
+        if at < frames and at < stop:
+            cur = (int(want_lo[at]), int(want_hi[at]))
+            lo[at], hi[at] = cur
+            at += 1
+        j = at
+    fit.range = cur
+    return lo, hi
 
 
 def window_max(values: np.ndarray, starts: np.ndarray, stops: np.ndarray, width: int) -> np.ndarray:

@@ -351,8 +351,8 @@ class BulkFrames:
         size = np.empty((nrows + 1, len(scales)), dtype=np.int64)
         # Legend rows 0 and 1 ("0", ">0") and those past the scale ("") read the same whatever the scale.
         varying = [r for r in range(1, nrows + 1) if 2 <= r - 1 <= LEVELS + 1]
-        fixed = [r for r in range(nrows + 1) if r not in varying]
-        first = {}
+        fixed = np.array([r for r in range(nrows + 1) if r not in varying], dtype=np.intp)
+        first: dict[int, int] = {}
         for s, m in enumerate(maps.tolist()):
             swatch, texts = swatches[m], numbers[s * per: (s + 1) * per]
             legend = [b"   " + swatch[0] + b" 0"] + [b"   " + swatch[r] + b" >" + texts[r - 1]
@@ -400,7 +400,11 @@ class BulkFrames:
             run_events = run_counts.sum(axis=1)
             rate_total = np.where(run_dur != 0, run_events / np.where(run_dur != 0, run_dur, 1.0), nan)
             mean_total = np.where(run_events != 0, run_spent / np.where(run_events != 0, run_events, 1), nan)
-        pct = percentile_estimates(np.concatenate((counts, run_counts)), hist.low, hist.high)
+        both = np.concatenate((counts, run_counts))
+        used = np.flatnonzero(both.any(axis=0))
+        # Slots empty in every histogram change no percentile (their cumulative counts stay 0 or the total).
+        a, b = (int(used[0]), int(used[-1]) + 1) if used.size and both.min() >= 0 else (0, both.shape[1])
+        pct = percentile_estimates(both[:, a:b], hist.low[a:b], hist.high[a:b])
         k = len(new)
         shape = (_FOOTER_PIECES, k)
         src, off, size = np.zeros(shape, dtype=np.int64), np.empty(shape, dtype=np.int64), np.empty(shape, np.int64)
@@ -417,12 +421,14 @@ class BulkFrames:
             at, length = cache.lookup(values)
             off[cols], size[cols] = at.reshape(values.shape).T, length.reshape(values.shape).T
         columns = (np.arange(hist.n - k + 1, hist.n + 1) + hist.dropped).tolist()
-        clean, errors = r._text, self.errors
-        lines = [f"\nColumns: {c}  interval: {d:.1f}s  date: {_clean(iv.date, clean)}  skipped records: "
-                 f"{skipped}\n".encode("utf-8", errors) for c, d, iv in zip(columns, dur.tolist(), intervals,
-                                                                               strict=True)]
-        src[-1] = sources.buffer(np.frombuffer(b"".join(lines), dtype=np.uint8))
-        lengths = np.array([len(x) for x in lines], dtype=np.int64)
+        clean = r._text
+        dates = [_clean(iv.date, clean) for iv in intervals]
+        line = f"\nColumns: %d  interval: %.1fs  date: %s  skipped records: {skipped}\n"
+        lines = list(map(line.__mod__, zip(columns, dur.tolist(), dates, strict=True)))
+        data = "".join(lines).encode("utf-8", self.errors)
+        src[-1] = sources.buffer(np.frombuffer(data, dtype=np.uint8))
+        lengths = np.array(list(map(len, lines)) if data.isascii() else
+                           [len(x.encode("utf-8", self.errors)) for x in lines], dtype=np.int64)
         off[-1], size[-1] = np.cumsum(lengths) - lengths, lengths
         # The number arenas are final once both lookups are done.
         src[_NUMBERS] = sources.buffer(numbers.arena)

@@ -44,7 +44,7 @@ def _load_writev() -> _Writev | None:
         return None
     function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
     function.restype = ctypes.c_ssize_t
-    return function  # type: ignore[no-any-return]
+    return function
 
 
 _WRITEV = _load_writev()

@@ -10,11 +10,8 @@ from typing import TextIO
 
 from latencymap.core.accumulator import Accumulator, HistoryLimit, accumulate
 from latencymap.core.model import Flow, Interval, Notice
-from latencymap.flow.batches import ready_batches
 from latencymap.views.options import ViewOptions, color_enabled
 from latencymap.views.plain import CLEAR, PlainRenderer
-from latencymap.views.plain_bulk import MAX_FRAMES, BulkFrames
-from latencymap.views.scatter import can_scatter, write_pieces
 
 
 def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float, history: HistoryLimit | int,
@@ -52,6 +49,10 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
 def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: TextIO, clear: str) -> None:
     """Every frame, as fast as the input comes: what a reader thread has read when a frame is due is appended at
     once and drawn as many frames per NumPy pass (`BulkFrames`), the same bytes as frame after frame."""
+    from latencymap.flow.batches import ready_batches  # only this way of drawing needs them
+    from latencymap.views.plain_bulk import MAX_FRAMES, BulkFrames
+    from latencymap.views.scatter import write_pieces
+
     errors = getattr(out, "errors", None) or "strict"
     fd = _scatter_fd(out)
     bulk = BulkFrames(renderer, clear, errors)
@@ -93,6 +94,8 @@ def _scatter_fd(out: TextIO) -> int | None:
         fd = out.fileno()
     except (LookupError, OSError, AttributeError, ValueError):
         return None
+    from latencymap.views.scatter import can_scatter
+
     return fd if utf8 and os.linesep == "\n" and can_scatter() else None
 
 

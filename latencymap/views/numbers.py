@@ -93,6 +93,7 @@ class TextCache:
         self._used = 1
         self._offset = np.zeros(4 * self._size, dtype=np.int64)
         self._length = np.zeros(4 * self._size, dtype=np.int64)  # 0: not written yet (no text is empty)
+        self._claim = np.zeros(4 * self._size, dtype=np.int64)
         self.arena = np.empty(1 << 16, dtype=np.uint8)
         self._end = 0
 
@@ -117,9 +118,10 @@ class TextCache:
         slot = bank * self._size + mantissa
         missing = keyed & (self._length[slot] == 0)
         if missing.any():
-            slots, first = np.unique(slot[missing], return_index=True)
-            at = np.flatnonzero(missing)[first]
-            self._fill(slots, combo[at], mantissa[at], v[at])
+            at = np.flatnonzero(missing)
+            self._claim[slot[at]] = at  # one value per new key: the last one written for it
+            at = at[self._claim[slot[at]] == at]
+            self._fill(slot[at], combo[at], mantissa[at], v[at])
         offset, length = self._offset[slot], self._length[slot]
         if not keyed.all():
             for i in np.flatnonzero(~keyed).tolist():
@@ -141,6 +143,7 @@ class TextCache:
             grow = max(need, 2 * len(self._offset)) - len(self._offset)
             self._offset = np.concatenate((self._offset, np.zeros(grow, dtype=np.int64)))
             self._length = np.concatenate((self._length, np.zeros(grow, dtype=np.int64)))
+            self._claim = np.concatenate((self._claim, np.zeros(grow, dtype=np.int64)))
 
     def _room(self, size: int) -> None:
         if self._end + size > len(self.arena):
@@ -161,21 +164,24 @@ class TextCache:
         For a key with digits, `%g` of the value's scaled mantissa is `_compact`'s text (its whole-number and
         exponent cases are other keys), so Python's formatting writes them all in a few C-level passes.
         """
-        digital = combos >= 0
-        texts: list[str] = []
+        suffix = np.where(combos >= 0, combos // 32, -1)
+        # Without a suffix or an inner text, one format spec writes and aligns the value ("{:>9.4g}").
+        plain = (suffix == 0 if not self.duration else np.zeros(len(combos), dtype=bool)) & (self.inner == "")
+        digital = (combos >= 0) & ~plain
+        divisors = _DURATION_DIV if self.duration else _NUMBER_DIV
+        texts = list(map(f"%{self.align or ''}.{self.digits}g".__mod__, values[plain].tolist()))  # %g: format's g
+        others: list[str] = []
         if digital.any():
-            suffixes = _SUFFIXES[self.duration]
-            divisors = _DURATION_DIV if self.duration else _NUMBER_DIV
-            scaled = values[digital] / divisors[combos[digital] // 32]
-            texts = list(map(f"{{:.{self.digits}g}}".format, scaled.tolist()))
-            texts = list(map(operator.add, texts, [suffixes[c] for c in (combos[digital] // 32).tolist()]))
-        specials = [_special_text(m, self.duration) for m in mantissas[~digital].tolist()]
-        order = np.concatenate((slots[digital], slots[~digital]))
-        texts += specials
+            scaled = values[digital] / divisors[suffix[digital]]
+            others = list(map(f"%.{self.digits}g".__mod__, scaled.tolist()))
+            others = list(map(operator.add, others, [_SUFFIXES[self.duration][c] for c in suffix[digital].tolist()]))
+        others += [_special_text(m, self.duration) for m in mantissas[combos < 0].tolist()]
         if self.inner:
-            texts = list(map(operator.add, itertools.repeat(self.inner), texts))
+            others = list(map(operator.add, itertools.repeat(self.inner), others))
         if self.align:
-            texts = list(map(str.rjust, texts, itertools.repeat(self.align)))
+            others = list(map(str.rjust, others, itertools.repeat(self.align)))
+        texts += others
+        order = np.concatenate((slots[plain], slots[digital], slots[combos < 0]))
         before, after = self.before, self.after
         data = (before + (after + before).join(texts) + after).encode()
         lengths = np.array(list(map(len, texts)), dtype=np.int64)

@@ -22,6 +22,7 @@ from latencymap.core.accumulator import EXACT, GAP, RESET, TIMED, Accumulator, S
 from latencymap.core.model import Interval
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates
 from latencymap.core.sanitize import MAX_TEXT
+from latencymap.core.units import format_number
 from latencymap.views.bulk_rows import Span, fitted_rows, window_any, window_bounds, window_max
 from latencymap.views.frame import LEVELS, Folds, RowFit, RowRange, fold_rates, row_labels
 from latencymap.views.numbers import TextCache
@@ -38,6 +39,7 @@ _ESTIMATED = ", estimated from bucket midpoints"
 _NO_ESCAPE = LEVELS + 1
 #: Bytes of fixed texts kept from batch to batch at most (legends and marks lines vary with the data).
 _FIXED_MAX = 8 << 20
+_NUMBERS_MAX = 1 << 14
 _PIECE = 12  # bytes of the longest cell text: an escape with a 3-digit colour and a space
 _PNAMES = tuple(f"{q * 100:g}".replace(".", "") for q in PERCENTILES)
 #: A footer's pieces: words (the first, the label line's, is set per stream), numbers (events/s, s/s, overall
@@ -141,6 +143,7 @@ class BulkFrames:
         self._texts: dict[object, TextCache] = {}
         self._cells = _cell_tables(self.opts.color)
         self._sources = _Sources()
+        self._numbers: dict[float, bytes] = {}
 
     def ready(self, acc: Accumulator, intervals: Sequence[Interval]) -> int:
         """How many of `intervals`, from the first, can be drawn in bulk now (0: draw the first the usual way)."""
@@ -161,6 +164,15 @@ class BulkFrames:
         if hist.cap is not None:
             count = min(count, hist.cap - hist.n)
         return count if count > 0 and acc.room_for(count) else 0
+
+    def _number(self, value: float) -> bytes:
+        """`format_number(value)` as bytes (a few per legend: one at a time, remembered)."""
+        text = self._numbers.get(value)
+        if text is None:
+            if len(self._numbers) > _NUMBERS_MAX:
+                self._numbers.clear()
+            text = self._numbers[value] = format_number(value).encode()
+        return text
 
     def _cache(self, key: object, digits: int, duration: bool, before: str = "", inner: str = "", align: int = 0,
                after: str = "") -> TextCache:
@@ -260,7 +272,8 @@ class BulkFrames:
         off[2 * per_map - 2], size[2 * per_map - 2] = sources.text(head[2].encode())
         mark_at, mark_size = self._marks(sources, span, a, starts, stops, marks, label_w)
         off[per_map - 3: 2 * per_map - 2: per_map], size[per_map - 3: 2 * per_map - 2: per_map] = mark_at, mark_size
-        return src, off, size, folded[:, newest, ::-1], folded.sum(axis=2)[:, newest]
+        latest = folded[:, newest]
+        return src, off, size, latest[:, :, ::-1], latest.sum(axis=2)
 
     def _cells_of(self, sources: _Sources, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], folded: np.ndarray,
                   stops: np.ndarray, scales: np.ndarray, charts: np.ndarray, prefixes: list[str]) -> None:
@@ -344,7 +357,7 @@ class BulkFrames:
         swatches = [[(f"\x1b[48;5;{palette[level]}m {RESET_TEXT}" if self.opts.color else SHADES[level]).encode()
                      for level in range(LEVELS + 1)] for palette in (BLUES, REDS)]
         bounds = scales[:, None] * np.arange(LEVELS)[None, :] / LEVELS  # legend rows 1..LEVELS: maxval * (row - 1)
-        numbers = self._cache("number", 3, False).texts(np.concatenate((bounds, charts[:, None]), axis=1))
+        numbers = list(map(self._number, np.concatenate((bounds, charts[:, None]), axis=1).reshape(-1).tolist()))
         per = LEVELS + 1
         label = [p.encode() for p in prefixes]
         at = np.empty((nrows + 1, len(scales)), dtype=np.int64)

@@ -142,6 +142,7 @@ class BulkFrames:
         self.errors = errors
         self._texts: dict[object, TextCache] = {}
         self._cells = _cell_tables(self.opts.color)
+        self._long_cells = sorted({int(n) for n in self._cells[1] if n > 1})
         self._sources = _Sources()
         self._numbers: dict[float, bytes] = {}
 
@@ -341,7 +342,7 @@ class BulkFrames:
         np.cumsum(cell_size, out=offset[1:])
         # Every cell ends with (or is) one byte that is a space: start with spaces, then store the longer cells.
         text = np.full(int(offset[-1]), ord(" "), dtype=np.uint8)
-        for n in np.unique(lengths[lengths > 1]).tolist():
+        for n in self._long_cells:
             sel = np.flatnonzero(cell_size == n)
             text[offset[sel][:, None] + np.arange(n)] = table[code[sel], :n]
         return text, offset
@@ -360,25 +361,27 @@ class BulkFrames:
         numbers = list(map(self._number, np.concatenate((bounds, charts[:, None]), axis=1).reshape(-1).tolist()))
         per = LEVELS + 1
         label = [p.encode() for p in prefixes]
-        at = np.empty((nrows + 1, len(scales)), dtype=np.int64)
-        size = np.empty((nrows + 1, len(scales)), dtype=np.int64)
         # Legend rows 0 and 1 ("0", ">0") and those past the scale ("") read the same whatever the scale.
         varying = [r for r in range(1, nrows + 1) if 2 <= r - 1 <= LEVELS + 1]
-        fixed = np.array([r for r in range(nrows + 1) if r not in varying], dtype=np.intp)
+        columns: list[list[tuple[int, int]]] = []
         first: dict[int, int] = {}
+        text = sources.text
         for s, m in enumerate(maps.tolist()):
             swatch, texts = swatches[m], numbers[s * per: (s + 1) * per]
             legend = [b"   " + swatch[0] + b" 0"] + [b"   " + swatch[r] + b" >" + texts[r - 1]
                                                       for r in range(1, LEVELS + 1)]
             legend += [b"   max: " + texts[LEVELS]] + [b""] * max(0, nrows - LEVELS - 2)
-            for r in varying if m in first else range(nrows + 1):
-                before = label[0] if r == 0 else legend[r - 1] + b"\n" + (label[r] if r < nrows else b"")
-                at[r, s], size[r, s] = sources.text(before)
             if m in first:
-                at[fixed, s], size[fixed, s] = at[fixed, first[m]], size[fixed, first[m]]
+                column = list(columns[first[m]])
+                for r in varying:
+                    column[r] = text(legend[r - 1] + b"\n" + (label[r] if r < nrows else b""))
             else:
                 first[m] = s
-        return at, size
+                column = [text(label[0])] + [text(legend[r - 1] + b"\n" + label[r]) for r in range(1, nrows)]
+                column.append(text(legend[nrows - 1] + b"\n"))
+            columns.append(column)
+        table = np.array(columns, dtype=np.int64)  # (segment, row, offset/length)
+        return table[:, :, 0].T, table[:, :, 1].T
 
     def _marks(self, sources: _Sources, span: Span, a: int, starts: np.ndarray, stops: np.ndarray, marks: np.ndarray,
                label_w: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,23 +13,22 @@ same; the renderer's state (fitted rows, running totals) ends as drawing the fra
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
 
 import numpy as np
 
 from latencymap.core.accumulator import EXACT, GAP, RESET, TIMED, Accumulator, StreamHistory
 from latencymap.core.model import Interval
-from latencymap.core.percentiles import PERCENTILES, percentile_estimates
-from latencymap.core.sanitize import MAX_TEXT
 from latencymap.core.units import format_number
+from latencymap.views.bulk_footer import FOOTER_PIECES, Footer
 from latencymap.views.bulk_rows import Span, fitted_rows, window_any, window_bounds, window_max
 from latencymap.views.frame import LEVELS, Folds, RowFit, RowRange, fold_rates, row_labels
 from latencymap.views.numbers import TextCache
 from latencymap.views.options import BLUES, REDS, SHADES
 from latencymap.views.plain import RESET as RESET_TEXT
 from latencymap.views.plain import PlainRenderer
-from latencymap.views.scatter import Pieces
+from latencymap.views.scatter import Buffers, Pieces
 
 #: Frames composed per call at most.
 MAX_FRAMES = 1024
@@ -37,21 +36,8 @@ MAX_FRAMES = 1024
 MIN_DURATION = 1e-6
 _ESTIMATED = ", estimated from bucket midpoints"
 _NO_ESCAPE = LEVELS + 1
-#: Bytes of fixed texts kept from batch to batch at most (legends and marks lines vary with the data).
-_FIXED_MAX = 8 << 20
 _NUMBERS_MAX = 1 << 14
 _PIECE = 12  # bytes of the longest cell text: an escape with a 3-digit colour and a space
-_PNAMES = tuple(f"{q * 100:g}".replace(".", "") for q in PERCENTILES)
-#: A footer's pieces: words (the first, the label line's, is set per stream), numbers (events/s, s/s, overall
-#: events/s), durations (mean, percentiles; overall mean, percentiles) and the columns line, in order.
-_FOOTER_LAYOUT = ["", "n", " events/s  ", "n", " s/s  mean ", "d", *[x for n in _PNAMES for x in (f"  p{n} ", "d")],
-                  "\nOverall: ", "n", " events/s  mean ", "d", *[x for n in _PNAMES for x in (f"  p{n} ", "d")], "c"]
-_FOOTER_PIECES = len(_FOOTER_LAYOUT)
-_WORDS = [i for i, x in enumerate(_FOOTER_LAYOUT) if x not in ("n", "d", "c")]
-_NUMBERS = [i for i, x in enumerate(_FOOTER_LAYOUT) if x == "n"]
-_DURATIONS = [i for i, x in enumerate(_FOOTER_LAYOUT) if x == "d"]
-
-
 def _cell_tables(color: bool) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
     """Cell texts indexed by (map * (LEVELS + 1) + level) * 2 + starts-a-run, padded to `_PIECE` bytes; their
     lengths; the escapes to put before a window's first cell, by map * (LEVELS + 2) + level (`_NO_ESCAPE`: none)."""
@@ -70,66 +56,10 @@ def _cell_tables(color: bool) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
     return table, np.array([len(t) for t in texts]), escapes
 
 
-def _clean(text: str, clean: Callable[[str], str]) -> str:
-    """`clean_text(text)` (through `clean`, a cached one) without the call for plain short ASCII text."""
-    return text if len(text) <= MAX_TEXT and text.isascii() and text.isprintable() else clean(text)
-
-
 def _runs(keys: Sequence[object]) -> list[tuple[int, int]]:
     """[start, stop) of each run of equal consecutive keys."""
     bounds = [0] + [j for j in range(1, len(keys)) if keys[j] != keys[j - 1]] + [len(keys)]
     return list(pairwise(bounds))
-
-
-class _Sources:
-    """The buffers a batch's pieces lie in: source 0 holds fixed texts (kept from batch to batch, each stored once),
-    the others are given per batch (cell texts, number arenas, columns lines)."""
-
-    def __init__(self) -> None:
-        self.fixed = np.empty(1 << 16, dtype=np.uint8)
-        self._end = 0  # where the next fixed text goes (those not yet copied in are in `_new`)
-        self._new: list[bytes] = []
-        self._index: dict[bytes, tuple[int, int]] = {}
-        self.buffers: list[np.ndarray] = []
-
-    def start(self) -> None:
-        """A new batch: forget the last one's buffers (and the fixed texts, when they take too much room)."""
-        if self._end > _FIXED_MAX:
-            self._index.clear()
-            self._end = 0
-        self.buffers = [self.fixed]
-
-    def text(self, data: bytes) -> tuple[int, int]:
-        """(offset, length) of a fixed text in source 0."""
-        got = self._index.get(data)
-        if got is None:
-            got = self._index[data] = (self._end, len(data))
-            self._end += len(data)
-            self._new.append(data)
-        return got
-
-    def texts(self, items: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
-        """Offsets and lengths of fixed texts."""
-        at = [self.text(x) for x in items]
-        return np.array([o for o, _ in at], dtype=np.int64), np.array([n for _, n in at], dtype=np.int64)
-
-    def buffer(self, data: np.ndarray) -> int:
-        """The source number of a buffer (which must not change any more)."""
-        self.buffers.append(data)
-        return len(self.buffers) - 1
-
-    def bases(self) -> np.ndarray:
-        """Each source's address, the fixed texts copied in first."""
-        if self._new:
-            new = b"".join(self._new)
-            self._new = []
-            start = self._end - len(new)
-            if self._end > len(self.fixed):
-                grown = np.empty(max(2 * len(self.fixed), self._end), dtype=np.uint8)
-                grown[:start] = self.fixed[:start]
-                self.fixed = self.buffers[0] = grown
-            self.fixed[start: self._end] = np.frombuffer(new, dtype=np.uint8)
-        return np.array([b.ctypes.data for b in self.buffers], dtype=np.int64)
 
 
 class BulkFrames:
@@ -140,10 +70,13 @@ class BulkFrames:
         self.opts = renderer.opts
         self.clear = clear.encode()
         self.errors = errors
-        self._texts: dict[object, TextCache] = {}
+        # A row's latest value (after the reset ending its cells), a map's newest column's sum (and the blank line).
+        self._latest = TextCache(4, False, (RESET_TEXT if self.opts.color else "") + "  ", align=9)
+        self._sums = TextCache(4, False, inner="sum ", align=9, after="\n\n")
         self._cells = _cell_tables(self.opts.color)
         self._long_cells = sorted({int(n) for n in self._cells[1] if n > 1})
-        self._sources = _Sources()
+        self._sources = Buffers()
+        self._footer = Footer(renderer, errors)
         self._numbers: dict[float, bytes] = {}
 
     def ready(self, acc: Accumulator, intervals: Sequence[Interval]) -> int:
@@ -175,13 +108,6 @@ class BulkFrames:
             text = self._numbers[value] = format_number(value).encode()
         return text
 
-    def _cache(self, key: object, digits: int, duration: bool, before: str = "", inner: str = "", align: int = 0,
-               after: str = "") -> TextCache:
-        cache = self._texts.get(key)
-        if cache is None:
-            cache = self._texts[key] = TextCache(digits, duration, before, inner, align, after)
-        return cache
-
     def draw(self, acc: Accumulator, intervals: Sequence[Interval]) -> Pieces:
         """Append `intervals` (as many as `ready` said) to `acc`; the bytes of their frames, one after another."""
         stream = intervals[0].stream
@@ -206,12 +132,10 @@ class BulkFrames:
         runs = [self._layout(sources, hist, span, starts[a:b], stops[a:b], *rows[a], exact[a:b], marks[a:b])
                 for a, b in _runs(rows)]
         # Every run's numbers, each kind looked up at once; their texts' arenas are final after the lookups.
-        latest = self._cache(("latest", self.opts.color), 4, False, (RESET_TEXT if self.opts.color else "") + "  ",
-                             align=9)
-        sums = self._cache("sum", 4, False, inner="sum ", align=9, after="\n\n")
+        latest, sums = self._latest, self._sums
         latest_at = latest.lookup(np.concatenate([run[3].reshape(-1) for run in runs]))
         sums_at = sums.lookup(np.concatenate([run[4].reshape(-1) for run in runs]))
-        footer = self._footer(sources, hist, span, new, intervals, skipped)
+        footer = self._footer.pieces(sources, hist, span, new, intervals, skipped)
         latest_src, sums_src = sources.buffer(latest.arena), sources.buffer(sums.arena)
         done_latest = done_sum = done = 0
         bases = sources.bases()
@@ -241,7 +165,7 @@ class BulkFrames:
             at += src.size
         return Pieces(iov, list(sources.buffers))
 
-    def _layout(self, sources: _Sources, hist: StreamHistory, span: Span, starts: np.ndarray, stops: np.ndarray,
+    def _layout(self, sources: Buffers, hist: StreamHistory, span: Span, starts: np.ndarray, stops: np.ndarray,
                 lo: int, hi: int, folds: Folds | None, exact: np.ndarray,
                 marks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The pieces (source, offset, length: (piece, frame)) of frames whose windows share their rows, numbers and
@@ -256,7 +180,7 @@ class BulkFrames:
         newest = stops - 1
         col_max = folded.max(axis=2)
         per_map = 4 * nrows + 5
-        shape = (2 * per_map + _FOOTER_PIECES, frames)
+        shape = (2 * per_map + FOOTER_PIECES, frames)
         src, off, size = np.zeros(shape, dtype=np.int64), np.empty(shape, dtype=np.int64), np.empty(shape, np.int64)
         charts = np.stack([window_max(col_max[m], starts, stops, width) for m in (0, 1)])
         scales = np.stack([np.full(frames, maxval) if maxval > 0 else charts[m]
@@ -276,7 +200,7 @@ class BulkFrames:
         latest = folded[:, newest]
         return src, off, size, latest[:, :, ::-1], latest.sum(axis=2)
 
-    def _cells_of(self, sources: _Sources, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], folded: np.ndarray,
+    def _cells_of(self, sources: Buffers, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], folded: np.ndarray,
                   stops: np.ndarray, scales: np.ndarray, charts: np.ndarray, prefixes: list[str]) -> None:
         """Lay out both maps' rows (label, escape, cells) and the legends after the last rows, in `pieces`."""
         src, off, size = pieces
@@ -347,7 +271,7 @@ class BulkFrames:
             text[offset[sel][:, None] + np.arange(n)] = table[code[sel], :n]
         return text, offset
 
-    def _labels(self, sources: _Sources, prefixes: list[str], maps: np.ndarray, scales: np.ndarray,
+    def _labels(self, sources: Buffers, prefixes: list[str], maps: np.ndarray, scales: np.ndarray,
                 charts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fixed texts (offset, length: (row, segment)) of what goes before each row's cells (the legend after the
         row above, the row's label) and, last, the legend after the bottom row, for each segment's map and scale.
@@ -383,7 +307,7 @@ class BulkFrames:
         table = np.array(columns, dtype=np.int64)  # (segment, row, offset/length)
         return table[:, :, 0].T, table[:, :, 1].T
 
-    def _marks(self, sources: _Sources, span: Span, a: int, starts: np.ndarray, stops: np.ndarray, marks: np.ndarray,
+    def _marks(self, sources: Buffers, span: Span, a: int, starts: np.ndarray, stops: np.ndarray, marks: np.ndarray,
                label_w: int) -> tuple[np.ndarray, np.ndarray]:
         """The fixed text (offset, length) of each frame's marks line and its newline: empty where its window has no
         reset or gap."""
@@ -396,61 +320,3 @@ class BulkFrames:
                 cells = chars[starts[j]: stops[j]].rjust(width)
                 at[j], size[j] = sources.text(f"{'marks':>{label_w}} {cells}  R counter reset, G gap\n".encode())
         return at, size
-
-    def _footer(self, sources: _Sources, hist: StreamHistory, span: Span, new: np.ndarray,
-                intervals: Sequence[Interval], skipped: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(source, offset, length) of each frame's footer pieces, as `footer_lines` writes it; the running totals
-        move to the end of the batch."""
-        r = self.r
-        s = hist.stream
-        totals = r._totals[s]
-        counts, dur = span.counts[new], span.dur[new]
-        events = counts.sum(axis=1)
-        spent = span.spent[new].sum(axis=1)
-        nan = float("nan")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mean = np.where(events != 0, spent / np.where(events != 0, events, 1), nan)
-            run_counts = totals.counts + np.cumsum(counts, axis=0)
-            run_spent = np.cumsum(np.concatenate(([totals.spent], spent)))[1:]
-            run_dur = np.cumsum(np.concatenate(([totals.duration], dur)))[1:]
-            run_events = run_counts.sum(axis=1)
-            rate_total = np.where(run_dur != 0, run_events / np.where(run_dur != 0, run_dur, 1.0), nan)
-            mean_total = np.where(run_events != 0, run_spent / np.where(run_events != 0, run_events, 1), nan)
-        both = np.concatenate((counts, run_counts))
-        used = np.flatnonzero(both.any(axis=0))
-        # Slots empty in every histogram change no percentile (their cumulative counts stay 0 or the total).
-        a, b = (int(used[0]), int(used[-1]) + 1) if used.size and both.min() >= 0 else (0, both.shape[1])
-        pct = percentile_estimates(both[:, a:b], hist.low[a:b], hist.high[a:b])
-        k = len(new)
-        shape = (_FOOTER_PIECES, k)
-        src, off, size = np.zeros(shape, dtype=np.int64), np.empty(shape, dtype=np.int64), np.empty(shape, np.int64)
-        label = (f"Label: {r._text(s.label) or '(none)'}  datasource: {r._text(s.datasource)}  unit: {s.unit}\n"
-                 "Latest:  ").encode("utf-8", self.errors)
-        at, length = sources.texts([label] + [_FOOTER_LAYOUT[i].encode() for i in _WORDS[1:]])
-        off[_WORDS], size[_WORDS] = at[:, None], length[:, None]
-        numbers = self._cache("number", 3, False)
-        durations = self._cache("duration", 3, True)
-        for cache, cols, values in (
-                (numbers, _NUMBERS, np.stack((events / dur, spent / dur, rate_total), axis=1)),
-                (durations, _DURATIONS, np.concatenate((mean[:, None], pct[:k], mean_total[:, None], pct[k:]),
-                                                       axis=1))):
-            at, length = cache.lookup(values)
-            off[cols], size[cols] = at.reshape(values.shape).T, length.reshape(values.shape).T
-        columns = (np.arange(hist.n - k + 1, hist.n + 1) + hist.dropped).tolist()
-        clean = r._text
-        dates = [_clean(iv.date, clean) for iv in intervals]
-        line = f"\nColumns: %d  interval: %.1fs  date: %s  skipped records: {skipped}\n"
-        lines = list(map(line.__mod__, zip(columns, dur.tolist(), dates, strict=True)))
-        data = "".join(lines).encode("utf-8", self.errors)
-        src[-1] = sources.buffer(np.frombuffer(data, dtype=np.uint8))
-        lengths = np.array(list(map(len, lines)) if data.isascii() else
-                           [len(x.encode("utf-8", self.errors)) for x in lines], dtype=np.int64)
-        off[-1], size[-1] = np.cumsum(lengths) - lengths, lengths
-        # The number arenas are final once both lookups are done.
-        src[_NUMBERS] = sources.buffer(numbers.arena)
-        src[_DURATIONS] = sources.buffer(durations.arena)
-        totals.counts = run_counts[-1].copy()
-        totals.spent = float(run_spent[-1])
-        totals.duration = float(run_dur[-1])
-        totals.seen = hist.n
-        return src, off, size

@@ -10,10 +10,12 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+#: Bytes of fixed texts `Buffers` keeps from batch to batch at most.
+_FIXED_MAX = 8 << 20
 #: Pieces per `writev` call (POSIX guarantees at least 16; Linux and the BSDs take 1024).
 IOV_MAX = 1024
 _Writev = Callable[[int, int, int], int]
@@ -82,3 +84,54 @@ def write_pieces(fd: int, pieces: Pieces) -> None:
         iov[at + whole, 0] += np.uint64(cut)
         iov[at + whole, 1] -= np.uint64(cut)
         at += whole
+
+
+class Buffers:
+    """The buffers a batch's pieces lie in: source 0 holds fixed texts (kept from batch to batch, each stored once),
+    the others are given per batch (cell texts, number arenas, columns lines)."""
+
+    def __init__(self) -> None:
+        self.fixed = np.empty(1 << 16, dtype=np.uint8)
+        self._end = 0  # where the next fixed text goes (those not yet copied in are in `_new`)
+        self._new: list[bytes] = []
+        self._index: dict[bytes, tuple[int, int]] = {}
+        self.buffers: list[np.ndarray] = []
+
+    def start(self) -> None:
+        """A new batch: forget the last one's buffers (and the fixed texts, when they take too much room)."""
+        if self._end > _FIXED_MAX:
+            self._index.clear()
+            self._end = 0
+        self.buffers = [self.fixed]
+
+    def text(self, data: bytes) -> tuple[int, int]:
+        """(offset, length) of a fixed text in source 0."""
+        got = self._index.get(data)
+        if got is None:
+            got = self._index[data] = (self._end, len(data))
+            self._end += len(data)
+            self._new.append(data)
+        return got
+
+    def texts(self, items: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """Offsets and lengths of fixed texts."""
+        at = [self.text(x) for x in items]
+        return np.array([o for o, _ in at], dtype=np.int64), np.array([n for _, n in at], dtype=np.int64)
+
+    def buffer(self, data: np.ndarray) -> int:
+        """The source number of a buffer (which must not change any more)."""
+        self.buffers.append(data)
+        return len(self.buffers) - 1
+
+    def bases(self) -> np.ndarray:
+        """Each source's address, the fixed texts copied in first."""
+        if self._new:
+            new = b"".join(self._new)
+            self._new = []
+            start = self._end - len(new)
+            if self._end > len(self.fixed):
+                grown = np.empty(max(2 * len(self.fixed), self._end), dtype=np.uint8)
+                grown[:start] = self.fixed[:start]
+                self.fixed = self.buffers[0] = grown
+            self.fixed[start: self._end] = np.frombuffer(new, dtype=np.uint8)
+        return np.array([b.ctypes.data for b in self.buffers], dtype=np.int64)

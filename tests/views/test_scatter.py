@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from skips_support import NOT_LINUX, reason
 
 from latencymap.views import scatter
 from latencymap.views.scatter import Pieces, write_pieces
 
-pytestmark = pytest.mark.skipif(not scatter.can_scatter(), reason="no writev here (not POSIX)")
+pytestmark = pytest.mark.skipif(not scatter.can_scatter(),
+                                reason=reason(NOT_LINUX, "writev", "not a 64-bit POSIX system"))
 
 
 def pieces_of(chunks: list[bytes]) -> tuple[Pieces, bytes]:

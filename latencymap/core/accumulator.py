@@ -128,6 +128,13 @@ class Accumulator:
             self._enforce(budget)
         return added
 
+    def room_for(self, count: int) -> bool:
+        """Whether appending `count` columns to one stream in one `add` surely drops none for the memory budget."""
+        budget = self.limit.budget
+        # Sealing holds at most the growing block's columns and the new ones, each well under 4 KiB compressed
+        # (64 int64 counts, 64 float64 times, 25 bytes of metadata, zstd's framing).
+        return budget is None or self._sealed + self._other + (count + columns.CHUNK_COLUMNS) * 4096 <= budget
+
     def _on_seal(self, hist: StreamHistory, chunk: Chunk) -> None:
         heapq.heappush(self._oldest, (chunk.seq, hist))
 

@@ -48,11 +48,11 @@ def fit_rows(counts: np.ndarray, spent: np.ndarray, max_rows: int | None = None)
     `max_rows`, the rows keep the densest slots (events and time shares) and fold the rest. At least
     `MIN_ROWS` rows: one empty row below, the others above.
     """
-    got = _fit(counts, spent, max_rows)
+    got = fit_window(counts, spent, max_rows)
     return None if got is None else got[1]
 
 
-def _fit(counts: np.ndarray, spent: np.ndarray,
+def fit_window(counts: np.ndarray, spent: np.ndarray,
          max_rows: int | None) -> tuple[tuple[int, int], tuple[int, int]] | None:
     """(rows the data needs, the same padded to `MIN_ROWS`), as `fit_rows` says."""
     ev = np.clip(np.asarray(counts, dtype=np.float64), 0, None)
@@ -100,7 +100,7 @@ class RowFit:
 
     def update(self, counts: np.ndarray, spent: np.ndarray, max_rows: int | None = None) -> tuple[int, int] | None:
         """The rows for data whose per-slot sums are `counts` and `spent`."""
-        got = _fit(counts, spent, max_rows)
+        got = fit_window(counts, spent, max_rows)
         cur = self.range
         if got is None:
             return cur
@@ -251,10 +251,17 @@ def build_frame(hist: StreamHistory, kind: str, width: int, lo: int, hi: int, *,
 
 def _fold_both(hist: StreamHistory, cols: slice, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
     """`fold_rows` of the frequency and intensity rates of history columns `cols`: (map, column, row)."""
-    dur = hist.meta_in("dur", cols)[:, None]
+    return fold_rates(hist.counts_in(cols), hist.time_in(cols), hist.meta_in("dur", cols), lo, hi, out)
+
+
+def fold_rates(counts: np.ndarray, spent: np.ndarray, dur: np.ndarray, lo: int, hi: int,
+               out: np.ndarray | None = None) -> np.ndarray:
+    """(map, column, row): events and time per second of columns (`counts`, `spent`: (columns, 64); `dur`) folded
+    into rows lo..hi. Each column's values come from its own numbers only, whatever the other columns."""
+    dur = dur[:, None]
     rates = np.empty((2, dur.shape[0], NSLOTS))
-    np.divide(hist.counts_in(cols), dur, out=rates[0])
-    np.divide(hist.time_in(cols), dur, out=rates[1])
+    np.divide(counts, dur, out=rates[0])
+    np.divide(spent, dur, out=rates[1])
     if out is None:
         out = rates[:, :, lo: hi + 1].copy()
     else:

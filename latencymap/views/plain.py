@@ -239,22 +239,22 @@ class PlainRenderer:
         keys[-1] += flat.size - starts[-1]
         return "".join(map(table.__getitem__, keys.tolist())).split("\n")[:-1]
 
-    def _legend(self, frame: MapFrame, nrows: int) -> list[str]:
-        """What follows the latest value on each row, top row first."""
-        key = (frame.kind, frame.maxval, frame.chart_max, nrows, self.opts.color)
+    def legend(self, kind: str, maxval: float, chart_max: float, nrows: int) -> list[str]:
+        """What follows the latest value on each row of a map, top row first."""
+        key = (kind, maxval, chart_max, nrows, self.opts.color)
         legend = self._legends.get(key)
         if legend is None:
             if len(self._legends) >= _CACHE_MAX:
                 self._legends.clear()
-            palette = BLUES if frame.kind == "frequency" else REDS
+            palette = BLUES if kind == "frequency" else REDS
             legend = []
             for legend_row in range(nrows):
                 if legend_row <= LEVELS:
-                    bound = 0.0 if legend_row == 0 else frame.maxval * (legend_row - 1) / LEVELS
+                    bound = 0.0 if legend_row == 0 else maxval * (legend_row - 1) / LEVELS
                     text = "0" if legend_row == 0 else ">" + format_number(bound)
                     legend.append(f"   {_swatch(legend_row, palette, self.opts.color)} {text}")
                 elif legend_row == LEVELS + 1:
-                    legend.append(f"   max: {format_number(frame.chart_max)}")
+                    legend.append(f"   max: {format_number(chart_max)}")
                 else:
                     legend.append("")
             self._legends[key] = legend
@@ -271,18 +271,9 @@ class PlainRenderer:
 
     def _map(self, frame: MapFrame, cells: list[str], prefixes: list[str], label_w: int, title: str,
              unit: str, marks: str | None = None) -> list[str]:
-        width = self.opts.num_records
-        head_key = (title, label_w, width, unit)
-        head = self._heads.get(head_key)
-        if head is None:
-            what = "events per second" if frame.kind == "frequency" else "time waited per second"
-            head = self._heads[head_key] = [
-                f"{'Latency':<{label_w}} {title:<{width}}  {'Latest':>9}   Legend",
-                f"{'bucket':<{label_w}} {unit:<{width}}",
-                f"{'':<{label_w}} x=time, y=latency bucket, color={what}{'':<{max(0, width - 44)}}  ",
-            ]
+        head = self.heads(frame.kind, title, unit, label_w)
         latest = map(self._latest_text, frame.latest[::-1].tolist())
-        legend = self._legend(frame, len(prefixes))
+        legend = self.legend(frame.kind, frame.maxval, frame.chart_max, len(prefixes))
         lines = head[:2]
         lines += map("".join, zip(prefixes, cells, latest, legend, strict=True))
         if marks is not None:
@@ -291,6 +282,20 @@ class PlainRenderer:
         latest_sum = float(sums[-1]) if sums.size else 0.0
         lines.append(f"{head[2]}{'sum ' + format_number(latest_sum, 4):>9}")
         return lines
+
+    def heads(self, kind: str, title: str, unit: str, label_w: int) -> list[str]:
+        """A map's two title lines and the start of its last line (before the newest column's sum)."""
+        width = self.opts.num_records
+        head_key = (title, label_w, width, unit)
+        head = self._heads.get(head_key)
+        if head is None:
+            what = "events per second" if kind == "frequency" else "time waited per second"
+            head = self._heads[head_key] = [
+                f"{'Latency':<{label_w}} {title:<{width}}  {'Latest':>9}   Legend",
+                f"{'bucket':<{label_w}} {unit:<{width}}",
+                f"{'':<{label_w}} x=time, y=latency bucket, color={what}{'':<{max(0, width - 44)}}  ",
+            ]
+        return head
 
     def _text(self, text: str) -> str:
         clean = self._texts.get(text)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
+import os
 import sys
 import time
 from typing import TextIO
 
 from latencymap.core.accumulator import Accumulator, HistoryLimit, accumulate
-from latencymap.core.model import Flow, Notice
+from latencymap.core.model import Flow, Interval, Notice
 from latencymap.views.options import ViewOptions, color_enabled
 from latencymap.views.plain import CLEAR, PlainRenderer
 
@@ -17,11 +19,14 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
     """A frame per interval (like PyLatencyMap), or only the last one with `once`."""
     opts.color = opts.color and color_enabled()
     acc = Accumulator(cap=history, on_notice=_say)
-    render = PlainRenderer(opts).render
+    renderer = PlainRenderer(opts)
+    render = renderer.render
     clear = CLEAR if out.isatty() else ""
     try:
         if once:
             accumulate(flow, acc, on_notice=_say)
+        elif screen_delay <= 0:
+            _frames_in_bulk(flow, acc, renderer, out, clear)
         else:
             for item in flow:
                 if isinstance(item, Notice):
@@ -31,8 +36,7 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
                 acc.add([item])
                 out.write(clear + render(acc))
                 out.flush()
-                if screen_delay > 0:
-                    time.sleep(screen_delay)
+                time.sleep(screen_delay)
     finally:
         if once or not acc.intervals_seen:
             out.write(render(acc))
@@ -40,6 +44,59 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
             out.write("\x1b[0m")
         out.flush()
     return 0
+
+
+def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: TextIO, clear: str) -> None:
+    """Every frame, as fast as the input comes: what a reader thread has read when a frame is due is appended at
+    once and drawn as many frames per NumPy pass (`BulkFrames`), the same bytes as frame after frame."""
+    from latencymap.flow.batches import ready_batches  # only this way of drawing needs them
+    from latencymap.views.plain_bulk import MAX_FRAMES, BulkFrames
+    from latencymap.views.scatter import write_pieces
+
+    errors = getattr(out, "errors", None) or "strict"
+    fd = _scatter_fd(out)
+    bulk = BulkFrames(renderer, clear, errors)
+    for batch in ready_batches(flow):
+        at, size = 0, len(batch)
+        while at < size:
+            item = batch[at]
+            if isinstance(item, Notice):
+                _say(item)
+                acc.add([item])
+                at += 1
+                continue
+            run: list[Interval] = []
+            while at < size and len(run) < MAX_FRAMES and isinstance(batch[at], Interval):
+                run.append(batch[at])  # type: ignore[arg-type]
+                at += 1
+            done = 0
+            while done < len(run):
+                count = bulk.ready(acc, run[done:])
+                if count:
+                    pieces = bulk.draw(acc, run[done: done + count])
+                    if fd is None:
+                        out.write(pieces.tobytes().decode("utf-8", errors))
+                    else:
+                        out.flush()
+                        write_pieces(fd, pieces)
+                    done += count
+                else:
+                    acc.add([run[done]])
+                    out.write(clear + renderer.render(acc))
+                    done += 1
+        out.flush()
+
+
+def _scatter_fd(out: TextIO) -> int | None:
+    """The file descriptor bulk frames can be written to directly: where the text stream writes UTF-8 as is."""
+    try:
+        utf8 = codecs.lookup(getattr(out, "encoding", None) or "").name == "utf-8"
+        fd = out.fileno()
+    except (LookupError, OSError, AttributeError, ValueError):
+        return None
+    from latencymap.views.scatter import can_scatter
+
+    return fd if utf8 and os.linesep == "\n" and can_scatter() else None
 
 
 def _say(notice: Notice) -> None:

@@ -129,12 +129,14 @@ class PluginTable(MutableMapping[str, type[P]]):
     def __init__(self, loaded: dict[str, type[P]] | None = None) -> None:
         self._loaded: dict[str, type[P]] = dict(loaded or {})
         self._waiting: dict[str, EntryPointLike] = {}
+        self._summaries: dict[str, str] = {}
         self._errors: dict[str, str] = {}
         self._kind: type | None = None
 
-    def defer(self, ep: EntryPointLike, kind: type, errors: dict[str, str]) -> None:
+    def defer(self, ep: EntryPointLike, kind: type, errors: dict[str, str], summary: str = "") -> None:
         """Keep `ep` (named as its class is) to be loaded on first lookup; a failure then goes to `errors`."""
         self._waiting[ep.name] = ep
+        self._summaries[ep.name] = summary
         self._kind, self._errors = kind, errors
 
     def __getitem__(self, name: str) -> type[P]:
@@ -154,6 +156,18 @@ class PluginTable(MutableMapping[str, type[P]]):
         plugin = cast("type[P]", obj)
         self._loaded[name] = plugin
         return plugin
+
+    def names(self) -> list[str]:
+        """Every plugin's name, loading none."""
+        return [*self._loaded, *(n for n in self._waiting if n not in self._loaded)]
+
+    def summary(self, name: str) -> str:
+        """A plugin's one-line summary; one waiting to load gives the one noted for it (it is not loaded)."""
+        if name in self._loaded:
+            return str(getattr(self._loaded[name], "summary", ""))
+        if name in self._waiting:
+            return self._summaries.get(name, "")
+        raise KeyError(name)
 
     def __contains__(self, name: object) -> bool:
         if name in self._loaded:
@@ -285,15 +299,26 @@ def _group_lines(text: str, group: str) -> list[EntryPointLike]:
     return out
 
 
-#: Entry points of the sources latencymap ships (value -> name), loaded only when named: sniffing an input needs
-#: every format, not these (a test holds this table to the classes).
-SHIPPED_SOURCES: dict[str, str] = {
-    "latencymap.sources.bpf.source:BpfSource": "bpf",
-    "latencymap.sources.spark.source:SparkSource": "spark",
-    "latencymap.sources.oracle.source:OracleSource": "oracle",
-    "latencymap.sources.listen:ListenSource": "listen",
-    "latencymap.sources.prometheus.scrape:ScrapeSource": "scrape",
-    "latencymap.sources.prometheus.query:PrometheusSource": "prometheus",
+#: Entry points of the sources latencymap ships (value -> name, summary), loaded only when named: sniffing an input
+#: needs every format, not these, and `--help` lists them from here (a test holds this table to the classes).
+SHIPPED_SOURCES: dict[str, tuple[str, str]] = {
+    "latencymap.sources.bpf.source:BpfSource": (
+        "bpf", "Block I/O or syscall latency from the kernel via BPF tracepoints (bcc or bpftrace)."),
+    "latencymap.sources.spark.source:SparkSource": (
+        "spark", "Spark task latencies: PATH is an event log (file, eventlog_v2_* dir, dir of apps) or "
+        "http://HOST:4040|18080"),
+    "latencymap.sources.oracle.source:OracleSource": (
+        "oracle", "Oracle wait-event latency from GV$EVENT_HISTOGRAM_MICRO (or GV$EVENT_HISTOGRAM) via "
+        "python-oracledb; password from LATENCYMAP_ORACLE_PASSWORD or a prompt."),
+    "latencymap.sources.listen:ListenSource": (
+        "listen", "Live training-loop timings (latencymap.instrument) from many processes or ranks over a UNIX "
+        "socket, or OpenTelemetry metrics over OTLP/HTTP (--otlp)."),
+    "latencymap.sources.prometheus.scrape:ScrapeSource": (
+        "scrape", "Prometheus histograms scraped from any /metrics endpoint (text format or OpenMetrics) every "
+        "interval."),
+    "latencymap.sources.prometheus.query:PrometheusSource": (
+        "prometheus", "A histogram from a Prometheus server's HTTP API (native or classic): a past window with "
+        "--start/--end, live otherwise."),
 }
 
 
@@ -301,8 +326,9 @@ def load_registry(group: str = ENTRY_POINT_GROUP) -> Registry:
     """Load every plugin of `group`, each in isolation (the shipped sources when first looked up)."""
     registry = Registry()
     for ep in entry_points(group=group):
-        if SHIPPED_SOURCES.get(ep.value) == ep.name:
-            registry.sources.defer(ep, Source, registry.errors)
+        shipped = SHIPPED_SOURCES.get(ep.value)
+        if shipped is not None and shipped[0] == ep.name:
+            registry.sources.defer(ep, Source, registry.errors, shipped[1])
             continue
         try:
             obj = ep.load()

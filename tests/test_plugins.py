@@ -31,10 +31,11 @@ def test_shipped_sources_table_names_each_source_class_as_its_entry_point() -> N
     from latencymap.cli.main import BUILTIN  # noqa: F401  (the CLI's own imports do not change the table)
 
     declared = {ep.value: ep.name for ep in plugins.entry_points(plugins.ENTRY_POINT_GROUP)}
-    for value, name in plugins.SHIPPED_SOURCES.items():
+    for value, (name, summary) in plugins.SHIPPED_SOURCES.items():
         assert declared.get(value) == name, f"{value} is not the entry point {name!r} in pyproject.toml"
         obj = plugins._EntryPoint(name, value).load()
         assert issubclass(obj, plugins.Source) and obj.name == name
+        assert obj.summary == summary, f"the summary of {name} in SHIPPED_SOURCES is not the class's"
 
 
 def test_shipped_sources_load_only_when_named() -> None:
@@ -44,6 +45,9 @@ def test_shipped_sources_load_only_when_named() -> None:
             "'latencymap.sources.listen', 'latencymap.sources.prometheus.')) for m in sys.modules), "
             "sorted(sys.modules); "
             "assert 'bpf' in r.sources and 'latencymap.sources.bpf.source' in sys.modules; "
+            "assert sorted(r.sources.names()) == ['bpf', 'listen', 'oracle', 'prometheus', 'scrape', 'spark']; "
+            "assert r.sources.summary('oracle').startswith('Oracle wait-event'); "
+            "assert 'latencymap.sources.oracle.source' not in sys.modules; "
             "assert sorted(r.sources) == ['bpf', 'listen', 'oracle', 'prometheus', 'scrape', 'spark']; "
             "assert 'pylatencymap' in r.formats and not r.errors, r.errors")
     import subprocess
@@ -57,7 +61,7 @@ def test_a_shipped_source_that_fails_to_load_is_left_out_with_its_reason(monkeyp
     value = "latencymap.sources.does_not_exist:BpfSource"
     eps = [EntryPoint("bpf", value, plugins.ENTRY_POINT_GROUP)]
     monkeypatch.setattr(plugins, "entry_points", lambda group: eps)
-    monkeypatch.setitem(plugins.SHIPPED_SOURCES, value, "bpf")
+    monkeypatch.setitem(plugins.SHIPPED_SOURCES, value, ("bpf", "BPF"))
     registry = load_registry()
     assert "bpf" not in registry.sources
     assert list(registry.sources) == []

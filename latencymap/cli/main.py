@@ -65,7 +65,7 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = set(BUILTIN) | set(self.commands)
-        names |= {name for name in registry().sources if name not in names}
+        names |= set(registry().sources.names())
         return sorted(names)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -78,7 +78,8 @@ class LazyGroup(click.Group):
         """The command list, from the table and the plugins' summaries (no command is imported for it)."""
         names = self.list_commands(ctx)
         sources = registry().sources
-        helps = {name: BUILTIN[name][2] if name in BUILTIN else sources[name].summary if name in sources
+        listed = set(sources.names())
+        helps = {name: BUILTIN[name][2] if name in BUILTIN else sources.summary(name) if name in listed
                  else self.commands[name].help or "" for name in names}
         limit = formatter.width - 6 - max(len(name) for name in names)
         rows = [(name, click.Command(name, help=helps[name]).get_short_help_str(limit)) for name in names]

@@ -68,6 +68,16 @@ class Band:
     time_s: float
     events_share: float
     time_share: float
+    #: Shares of events and time inside `low_s..high_s`, the band's core that its text names (the band's own slots
+    #: may reach further, with a few stray events); None: the same as the band's.
+    core_events_share: float | None = None
+    core_time_share: float | None = None
+
+    @property
+    def shown_shares(self) -> tuple[float, float]:
+        """(events, time) shares of the range the band is described by."""
+        return (self.events_share if self.core_events_share is None else self.core_events_share,
+                self.time_share if self.core_time_share is None else self.core_time_share)
 
     def to_json(self) -> dict[str, Any]:
         """The report's band object."""
@@ -179,8 +189,10 @@ def _make_band(rng: tuple[int, int], c: np.ndarray, t: np.ndarray, low_s: np.nda
     a, b = rng
     ev, tm = float(c[a:b + 1].sum()), float(t[a:b + 1].sum())
     lo, hi = core(c, t, a, b)
+    core_ev, core_tm = float(c[lo:hi + 1].sum()), float(t[lo:hi + 1].sum())
     return Band(a, b, a + int(np.argmax(c[a:b + 1])), float(low_s[lo]), float(high_s[hi]), ev, tm,
-                ev / total_c if total_c > 0 else 0.0, tm / total_t if total_t > 0 else 0.0)
+                ev / total_c if total_c > 0 else 0.0, tm / total_t if total_t > 0 else 0.0,
+                core_ev / total_c if total_c > 0 else 0.0, core_tm / total_t if total_t > 0 else 0.0)
 
 
 def find_bands(

@@ -103,9 +103,10 @@ class Diagnosis:
         name = "unimodal" if not self.bimodal else "bimodal" if len(major) == 2 else f"multimodal ({len(major)} bands)"
         parts = []
         for k, b in enumerate(major):
-            text = f"{pct(b.events_share)}{' of events' if k == 0 else ''} in {span(b.low_s, b.high_s)}"
+            events_share, time_share = b.shown_shares  # of the range named, not of the band's stray tail too
+            text = f"{pct(events_share)}{' of events' if k == 0 else ''} in {span(b.low_s, b.high_s)}"
             if b.time_share >= max(0.10, OWNS_TIME_FACTOR * b.events_share):
-                text += f" own {pct(b.time_share)} of the time"
+                text += f" own {pct(time_share)} of the time"
             parts.append(text)
         minor = [b for b in self.bands if b not in major]
         if minor:

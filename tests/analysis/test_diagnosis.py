@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from diagnosis_support import UNIMODAL
 
 from latencymap.analysis.diagnosis import Diagnosis, diagnose, pct
 from latencymap.core.buckets import bin_values, bounds_seconds, midpoints_seconds
@@ -76,10 +77,25 @@ def test_unimodal_and_empty() -> None:
     starts = np.arange(20.0)
     d = diagnose(counts, None, LOW, HIGH, starts, starts + 1)
     assert not d.bimodal and d.time_estimated and d.episodes == []
-    assert d.summary_lines()[0].startswith("unimodal: 100% of events in ")
+    assert UNIMODAL.match(d.summary_lines()[0])
     empty = diagnose(np.zeros((3, 64)), None, LOW, HIGH, np.arange(3.0), np.arange(3.0) + 1)
     assert empty.summary_lines() == ["no events"]
     assert empty.to_json() == {"bands": [], "bimodal": False, "tail": None, "episodes": [], "findings": []}
+
+
+def test_a_band_is_named_by_its_core_with_the_share_of_events_inside_it() -> None:
+    counts = np.zeros((40, 64))
+    counts[:, 24], counts[:, 25] = 2, 45  # ~47 steps a second of 8-34 ms (ns slots), as ranks12's rank3
+    counts[39, 27] = counts[39, 28] = 1  # two stray slow steps in the last column: too few for a band
+    starts = np.arange(40.0)
+    d = diagnose(counts, None, LOW, HIGH, starts, starts + 1)
+    band = d.bands[0]
+    assert len(d.bands) == 1 and band.events_share == 1.0  # the band's slots reach the strays
+    inside = (band.low_s <= LOW) & (band.high_s >= HIGH)
+    assert band.high_s < HIGH[28] and band.core_events_share == pytest.approx(counts[:, inside].sum() / counts.sum())
+    assert band.core_events_share < 1
+    assert d.summary_lines()[0].startswith("unimodal: 99.9") and "% of events in " in d.summary_lines()[0]
+    assert d.to_json()["bands"][0]["events_share"] == 1.0  # the report's contract is unchanged
 
 
 def test_pct() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import click
@@ -10,6 +11,7 @@ from latencymap.cli.common import EXAMPLES, REGISTRY, guarded
 from latencymap.cli.options import format_kwargs, format_options, view_options
 from latencymap.cli.running import prepare, show
 from latencymap.flow.pipeline import input_flow
+from latencymap.profiling.wanted import profile_wanted
 
 
 @click.command("view", epilog=EXAMPLES)
@@ -25,12 +27,19 @@ def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int |
     fmt_opts = format_kwargs(kw)
 
     def body() -> int:
-        from latencymap.outputs.metrics import metrics_served
-        from latencymap.profiling.session import profile_session
+        # the profiler and the metrics server load only when asked for (`--plain` replays start faster)
+        session: Any = contextlib.nullcontext(None)
+        if profile_wanted(kw, list(inputs)):
+            from latencymap.profiling.session import profile_session
 
-        with profile_session(kw, list(inputs)) as profile:
+            session = profile_session(kw, list(inputs))
+        with session as profile:
             flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), {**kw, "inputs": inputs},
                            profile=profile)
+            if serve_metrics is None:
+                return show(flow, kw, profile)
+            from latencymap.outputs.metrics import metrics_served
+
             with metrics_served(flow, serve_metrics) as flow:
                 return show(flow, kw, profile)
 

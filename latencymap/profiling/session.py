@@ -15,6 +15,7 @@ from latencymap.profiling.persist import TAG, load_profile, payloads
 from latencymap.profiling.pyspy import PySpyError
 from latencymap.profiling.samples import DEFAULT_RATE, Sample
 from latencymap.profiling.store import ProfileStore
+from latencymap.profiling.wanted import profile_shown
 
 #: Profile lines held per recorder until its first record (≈ 1.75 s of samples each; the oldest go first).
 MAX_PENDING = 2000
@@ -119,8 +120,7 @@ def open_session(kw: dict[str, Any], inputs: Sequence[str] = ()) -> ProfileSessi
     Recorded samples are read only for the TUI, the one view that shows them (a second pass over the file).
     """
     pid = kw.get("profile_pid")
-    shown = not (kw.get("plain") or kw.get("once") or kw.get("emit"))
-    store, messages = load_profile(inputs) if inputs and shown else (None, [])
+    store, messages = load_profile(inputs) if inputs and profile_shown(kw) else (None, [])
     if pid is None and store is None:
         for message in messages:
             print(f"latencymap: profile: {message}", file=sys.stderr)

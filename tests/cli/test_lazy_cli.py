@@ -66,6 +66,16 @@ def test_version_help_and_report_import_only_what_they_run(example_data: Path) -
     assert "latencymap.outputs.gates" in gated
 
 
+@pytest.mark.slow
+def test_a_plain_view_loads_no_profiler_or_metrics_server_unless_asked(example_data: Path) -> None:
+    plain = loaded_after("--plain", "--once", str(example_data))
+    assert "latencymap.views.plain" in plain
+    unasked = ("latencymap.profiling.session", "latencymap.outputs.metrics", "http.server")
+    assert not plain & set(unasked), sorted(plain & set(unasked))
+    served = loaded_after("--plain", "--once", "--serve-metrics", "0", str(example_data))
+    assert "latencymap.outputs.metrics" in served and "latencymap.profiling.session" not in served
+
+
 def test_commands_still_run_through_the_lazy_group(example_data: Path) -> None:
     r = CliRunner().invoke(main, ["report", "--format", "json", str(example_data)])
     assert r.exit_code == 0 and json.loads(r.output)["streams"]

@@ -40,10 +40,12 @@ TITLE = Style(bold=True)
 def rates_by_time(hist: StreamHistory, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Events per second per (cell, slot) of the columns whose end falls in (edges[k], edges[k+1]]; covered seconds."""
     idx = np.searchsorted(hist.end, edges, side="right")
-    cum = np.zeros((hist.n + 1, hist.counts.shape[1]))
-    np.cumsum(hist.counts, axis=0, out=cum[1:])
+    first, stop = int(idx.min()), int(idx.max())  # only the columns on screen are read (whole counts are exact)
+    window = hist.counts_in(slice(first, stop))
+    cum = np.zeros((stop - first + 1, window.shape[1]))
+    np.cumsum(window, axis=0, out=cum[1:])
     dur = np.concatenate(([0.0], np.cumsum(hist.durations)))
-    counts = cum[idx[1:]] - cum[idx[:-1]]
+    counts = cum[idx[1:] - first] - cum[idx[:-1] - first]
     seconds = dur[idx[1:]] - dur[idx[:-1]]
     rates = np.divide(counts, seconds[:, None], out=np.zeros_like(counts), where=seconds[:, None] > 0)
     return rates, seconds

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -220,3 +221,30 @@ def test_peers_are_streams_of_one_unit_and_datasource() -> None:
     mine = [rows[f"rank{i}/step"] for i in range(4)]
     median = float(np.median([r.p99_now for r in mine]))
     assert all(r.vs_peers == pytest.approx(r.p99_now / median) for r in mine)
+
+
+def test_difference_rates_read_only_the_columns_on_screen_and_match_the_whole_history() -> None:
+    from latencymap.core import columns
+    from latencymap.core.accumulator import set_chunk_columns
+    from latencymap.tui.diffmap import rates_by_time
+
+    rng = np.random.default_rng(4)
+    s = StreamId("a", "bpf", "microsec")
+    before = columns.CHUNK_COLUMNS
+    set_chunk_columns(16)  # sealed, compressed chunks are read back too
+    try:
+        acc = Accumulator()
+        counts = np.zeros((200, 64), dtype=np.int64)
+        counts[:, 8:14] = rng.poisson(50, (200, 6))
+        acc.add([Interval(s, 1000.0 + k, 1001.0 + k + 0.01 * (k % 3), counts[k]) for k in range(200)])
+    finally:
+        set_chunk_columns(before)
+    hist = acc.streams[s]
+    for edges in (np.array([-np.inf, 1040.5, 1070.0, 1130.2]), np.array([1100.0, 1150.0, 1150.0, 1301.0])):
+        rates, seconds = rates_by_time(hist, edges)
+        idx = np.searchsorted(hist.end, edges, side="right")
+        whole = np.vstack([counts[a:b].sum(axis=0) for a, b in pairwise(idx)]).astype(float)
+        spans = np.array([hist.durations[a:b].sum() for a, b in pairwise(idx)])
+        assert np.allclose(seconds, spans)
+        assert np.allclose(rates, np.divide(whole, spans[:, None], out=np.zeros_like(whole),
+                                            where=spans[:, None] > 0))

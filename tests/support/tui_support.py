@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.flow.pipeline import input_flow
 from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.heatmap import HeatMap
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap" / "example_latency_data.txt"
 
@@ -90,3 +92,19 @@ async def wait_ended(pilot) -> None:
     app: LatencyMapApp = pilot.app
     await wait_until(pilot, lambda: app.ended)
     await pilot.pause(0.4)
+
+
+def run_ended(app: LatencyMapApp, scenario, size: tuple[int, int] = (160, 50)) -> None:
+    """Run `app` headless at `size` until its flow has ended, then play `scenario(pilot)`."""
+
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await wait_ended(pilot)
+            await scenario(pilot)
+
+    asyncio.run(main())
+
+
+def frequency_map(app: LatencyMapApp) -> HeatMap:
+    """The stream view's frequency map."""
+    return app.query_one("#frequency", HeatMap)

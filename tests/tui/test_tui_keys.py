@@ -8,7 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tui_support import example_items, gated, synthetic, wait_ended, wait_until
+from tui_support import example_items, gated, synthetic, wait_until
+from tui_support import frequency_map as freq
+from tui_support import run_ended as run
 
 from latencymap.core.model import Interval
 from latencymap.tui.app import LatencyMapApp
@@ -20,20 +22,6 @@ from latencymap.tui.percentiles import PercentileStrip
 from latencymap.views.options import ViewOptions
 
 SIZE = (160, 50)
-
-
-def run(app: LatencyMapApp, scenario, size: tuple[int, int] = SIZE) -> None:
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await wait_ended(pilot)
-            await scenario(pilot)
-
-    asyncio.run(main())
-
-
-def freq(app: LatencyMapApp) -> HeatMap:
-    return app.query_one("#frequency", HeatMap)
-
 
 def test_space_freezes_display_while_ingest_continues() -> None:
     items = [i for i in example_items() if isinstance(i, Interval)]  # the sample's datasource note aside

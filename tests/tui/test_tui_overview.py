@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import math
 from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import pytest
-from tui_support import ranks, synthetic, wait_ended
+from tui_support import ranks, run_ended, synthetic
 
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval, StreamId
@@ -24,13 +24,7 @@ from latencymap.tui.window import Window
 SIZE = (180, 50)
 
 
-def run(app: LatencyMapApp, scenario, size: tuple[int, int] = SIZE) -> None:
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await wait_ended(pilot)
-            await scenario(pilot)
-
-    asyncio.run(main())
+run = functools.partial(run_ended, size=SIZE)
 
 
 def listing(app: LatencyMapApp) -> OverviewList:

@@ -7,7 +7,9 @@ import asyncio
 import threading
 
 import numpy as np
-from tui_support import episode_items, example_items, gated, synthetic, wait_ended, wait_until
+from tui_support import episode_items, example_items, gated, synthetic, wait_until
+from tui_support import frequency_map as freq
+from tui_support import run_ended as run
 
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.buckets import NSLOTS
@@ -16,25 +18,9 @@ from latencymap.core.percentiles import percentile_estimates
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.axis import CURSOR, TICK
 from latencymap.tui.findings import FindingsPanel
-from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector
 from latencymap.tui.percentiles import PercentileStrip
 from latencymap.views.frame import row_range
-
-SIZE = (160, 50)
-
-
-def run(app: LatencyMapApp, scenario, size: tuple[int, int] = SIZE) -> None:
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await wait_ended(pilot)
-            await scenario(pilot)
-
-    asyncio.run(main())
-
-
-def freq(app: LatencyMapApp) -> HeatMap:
-    return app.query_one("#frequency", HeatMap)
 
 
 def moving(first: int, then: int) -> list[Interval]:

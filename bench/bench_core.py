@@ -51,6 +51,7 @@ def make_recording(path: Path, records: int, buckets: int = 26) -> None:
 
 
 def best(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
+    """Best CPU seconds of `fn` over `repeat` runs."""
     times = []
     for _ in range(repeat):
         t = time.process_time()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_common import machine
-from bench_core import peak_rss_mb
+from bench_core import best, peak_rss_mb
 
 from latencymap.core.accumulator import Accumulator, HistoryLimit, StreamHistory, accumulate
 from latencymap.core.buckets import NSLOTS
@@ -137,16 +137,6 @@ def bench_recording(records: int = 200_000) -> None:
     print(f"recording read: {text_mb / mine:.1f} MB/s of text ({records / mine / 1e3:.0f}k records/s, "
           f"{zst_mb / mine:.1f} MB/s of .zst), zstd + split {text_mb / base:.0f} MB/s: "
           f"{base / mine:.1%} of it")
-
-
-def best(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
-    """Best CPU seconds of `fn` over `repeat` runs."""
-    times = []
-    for _ in range(repeat):
-        t = time.process_time()
-        fn()
-        times.append(time.process_time() - t)
-    return min(times)
 
 
 def main() -> None:

@@ -7,7 +7,6 @@ built by hand, as a third-party source may yield them): the TUI must not rely on
 
 from __future__ import annotations
 
-import asyncio
 import io
 import re
 import subprocess
@@ -20,7 +19,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 from skips_support import requires_binary
-from tui_support import wait_ended
+from tui_support import run_ended
 
 from latencymap.cli.common import REGISTRY
 from latencymap.core.buckets import NSLOTS
@@ -78,20 +77,18 @@ def test_hostile_text_never_reaches_the_screen_and_the_label_shows_neutralised(
     monkeypatch.chdir(tmp_path)
     screens: list[str] = []
 
-    async def main() -> None:
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_ended(pilot)
+    async def scenario(pilot) -> None:
+        screens.append(drawn(app))
+        screens.append(app.export_screenshot())
+        for key in ("left", "i", "i", "p", "question_mark"):
+            await pilot.press(key)
+            await pilot.pause(0.3)
             screens.append(drawn(app))
-            screens.append(app.export_screenshot())
-            for key in ("left", "i", "i", "p", "question_mark"):
-                await pilot.press(key)
-                await pilot.pause(0.3)
-                screens.append(drawn(app))
-            await pilot.press("escape")
-            await pilot.press("s")
-            await pilot.pause(0.5)
+        await pilot.press("escape")
+        await pilot.press("s")
+        await pilot.pause(0.5)
 
-    asyncio.run(main())
+    run_ended(app, scenario, SIZE)
     for screen in screens:
         assert not CONTROL.search(screen), repr(CONTROL.search(screen))
         assert "\x1b" not in screen and "\x9b" not in screen and "\x07" not in screen
@@ -113,15 +110,13 @@ def test_hostile_labels_in_the_overview_and_difference_map(tmp_path: Path, monke
     monkeypatch.chdir(tmp_path)
     screens: list[str] = []
 
-    async def main() -> None:
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_ended(pilot)
-            screens.append(drawn(app))
-            await pilot.press("s", "a", "down", "b", "d")
-            await pilot.pause(0.4)
-            screens.append(drawn(app))
+    async def scenario(pilot) -> None:
+        screens.append(drawn(app))
+        await pilot.press("s", "a", "down", "b", "d")
+        await pilot.pause(0.4)
+        screens.append(drawn(app))
 
-    asyncio.run(main())
+    run_ended(app, scenario, SIZE)
     assert "OVERVIEW" in screens[0] and "DIFFERENCE" in screens[1]
     for screen in screens:
         assert not CONTROL.search(screen), repr(CONTROL.search(screen))

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from bench_common import machine
+from bench_common import compile_package, machine
 
 PYLATENCYMAP = "pylatencymap==1.3.0"
 BUCKETS = 25  # bucket values 2**0 .. 2**24 µs
@@ -136,6 +136,7 @@ def main() -> None:
     p.add_argument("--cache", type=Path, default=None, help="where PyLatencyMap 1.3 is (or is to be) installed")
     args = p.parse_args()
     print(f"machine: {machine()}")
+    print(compile_package())
     plm_dir = install_pylatencymap(args.cache or default_cache())
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "PYTHONPATH")}
     env["TERM"] = "xterm-256color"  # both draw colour escapes

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import machine
+from bench_common import compile_package, machine
 from bench_core import make_stream
 
 
@@ -43,6 +43,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=9)
     ns = ap.parse_args()
     print(machine())
+    print(compile_package())
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         stream = Path(tmp) / "stream.txt"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import sys
 import time
@@ -48,43 +49,58 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
 
 def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: TextIO, clear: str) -> None:
     """Every frame, as fast as the input comes: what a reader thread has read when a frame is due is appended at
-    once and drawn as many frames per NumPy pass (`BulkFrames`), the same bytes as frame after frame."""
+    once and drawn as many frames per NumPy pass (`BulkFrames`), the same bytes as frame after frame; a writer
+    thread gathers one batch into the output while the next is composed."""
     from latencymap.flow.batches import ready_batches  # only this way of drawing needs them
     from latencymap.views.plain_bulk import MAX_FRAMES, BulkFrames
-    from latencymap.views.scatter import write_pieces
+    from latencymap.views.scatter import PieceWriter
 
     errors = getattr(out, "errors", None) or "strict"
     fd = _scatter_fd(out)
     bulk = BulkFrames(renderer, clear, errors)
-    for batch in ready_batches(flow):
-        at, size = 0, len(batch)
-        while at < size:
-            item = batch[at]
-            if isinstance(item, Notice):
-                _say(item)
-                acc.add([item])
-                at += 1
-                continue
-            run: list[Interval] = []
-            while at < size and len(run) < MAX_FRAMES and isinstance(batch[at], Interval):
-                run.append(batch[at])  # type: ignore[arg-type]
-                at += 1
-            done = 0
-            while done < len(run):
-                count = bulk.ready(acc, run[done:])
-                if count:
-                    pieces = bulk.draw(acc, run[done: done + count])
-                    if fd is None:
-                        out.write(pieces.tobytes().decode("utf-8", errors))
-                    else:
-                        out.flush()
-                        write_pieces(fd, pieces)
-                    done += count
-                else:
-                    acc.add([run[done]])
-                    out.write(clear + renderer.render(acc))
-                    done += 1
+    writer = None
+    if fd is not None:
         out.flush()
+        writer = PieceWriter(fd)
+    try:
+        for batch in ready_batches(flow):
+            at, size = 0, len(batch)
+            while at < size:
+                item = batch[at]
+                if isinstance(item, Notice):
+                    _say(item)
+                    acc.add([item])
+                    at += 1
+                    continue
+                run: list[Interval] = []
+                while at < size and len(run) < MAX_FRAMES and isinstance(batch[at], Interval):
+                    run.append(batch[at])  # type: ignore[arg-type]
+                    at += 1
+                done = 0
+                while done < len(run):
+                    count = bulk.ready(acc, run[done:])
+                    if count:
+                        pieces = bulk.draw(acc, run[done: done + count])
+                        if writer is None:
+                            out.write(pieces.tobytes().decode("utf-8", errors))
+                        else:
+                            writer.put(pieces)
+                        done += count
+                    else:
+                        acc.add([run[done]])
+                        if writer is not None:
+                            writer.drain()
+                        out.write(clear + renderer.render(acc))
+                        out.flush()
+                        done += 1
+    except BaseException:
+        if writer is not None:
+            with contextlib.suppress(Exception):  # what stopped the frames is what the caller hears of
+                writer.close()
+        raise
+    if writer is not None:
+        writer.close()
+    out.flush()
 
 
 def _scatter_fd(out: TextIO) -> int | None:

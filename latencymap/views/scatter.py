@@ -10,6 +10,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -98,10 +100,12 @@ class Buffers:
         self.buffers: list[np.ndarray] = []
 
     def start(self) -> None:
-        """A new batch: forget the last one's buffers (and the fixed texts, when they take too much room)."""
+        """A new batch: forget the last one's buffers (and the fixed texts, when they take too much room: in a new
+        buffer, since batches not yet written may still point into the old one)."""
         if self._end > _FIXED_MAX:
             self._index.clear()
             self._end = 0
+            self.fixed = np.empty(1 << 16, dtype=np.uint8)
         self.buffers = [self.fixed]
 
     def text(self, data: bytes) -> tuple[int, int]:
@@ -135,3 +139,72 @@ class Buffers:
                 self.fixed = self.buffers[0] = grown
             self.fixed[start: self._end] = np.frombuffer(new, dtype=np.uint8)
         return np.array([b.ctypes.data for b in self.buffers], dtype=np.int64)
+
+
+class PieceWriter:
+    """`write_pieces` in a thread of its own, so the next batch is composed while this one is written.
+
+    Batches are written in the order given; `put` waits while `depth` of them are pending. A write error is raised
+    in the caller's thread by the next `put`, `drain` or `close`. The buffers of a batch must not change until it is
+    written: `Pieces.keep` holds them, and every buffer a batch points into is either new or only appended to.
+    """
+
+    def __init__(self, fd: int, depth: int = 2) -> None:
+        self.fd = fd
+        self._pending: deque[Pieces | None] = deque()
+        self._cond = threading.Condition()
+        self._depth = max(1, depth)
+        self._busy = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="latencymap-frames", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        cond, pending = self._cond, self._pending
+        while True:
+            with cond:
+                while not pending:
+                    cond.wait()
+                pieces = pending.popleft()
+                self._busy = pieces is not None
+            if pieces is None:
+                return
+            try:
+                if self._error is None:
+                    write_pieces(self.fd, pieces)
+            except BaseException as err:  # raised again in the caller's thread
+                self._error = err
+            with cond:
+                self._busy = False
+                cond.notify_all()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+
+    def put(self, pieces: Pieces) -> None:
+        """Write `pieces` after those already given (waits while too many are pending)."""
+        self._raise()
+        with self._cond:
+            while len(self._pending) >= self._depth and self._thread.is_alive():
+                self._cond.wait()
+            self._pending.append(pieces)
+            self._cond.notify_all()
+
+    def drain(self) -> None:
+        """Wait until everything given is written."""
+        with self._cond:
+            while (self._pending or self._busy) and self._thread.is_alive():
+                self._cond.wait()
+        self._raise()
+
+    def close(self) -> None:
+        """Write what is pending, then end the thread."""
+        try:
+            self.drain()
+        finally:
+            with self._cond:
+                self._pending.append(None)
+                self._cond.notify_all()
+            self._thread.join()

@@ -11,7 +11,7 @@ import pytest
 from skips_support import NOT_LINUX, reason
 
 from latencymap.views import scatter
-from latencymap.views.scatter import Pieces, write_pieces
+from latencymap.views.scatter import Buffers, Pieces, PieceWriter, write_pieces
 
 pytestmark = pytest.mark.skipif(not scatter.can_scatter(),
                                 reason=reason(NOT_LINUX, "writev", "not a 64-bit POSIX system"))
@@ -83,3 +83,46 @@ def test_a_pipe_read_while_written() -> None:
     reader.join(timeout=30)
     os.close(read_fd)
     assert bytes(got) == whole
+
+
+def test_a_writer_thread_writes_batches_in_order_while_the_next_is_given(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    batches = [pieces_of([os.urandom(int(n)) for n in rng.integers(0, 400, 300)]) for _ in range(12)]
+    path = tmp_path / "out"
+    with path.open("wb") as out:
+        out.write(b"head ")
+        out.flush()
+        writer = PieceWriter(out.fileno(), depth=2)
+        for pieces, _ in batches:
+            writer.put(pieces)
+        writer.drain()
+        out.write(b"|between|")
+        out.flush()
+        writer.put(batches[0][0])
+        writer.close()
+    assert path.read_bytes() == b"head " + b"".join(w for _, w in batches) + b"|between|" + batches[0][1]
+
+
+def test_a_writer_threads_error_is_raised_in_the_callers_thread() -> None:
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)  # writing now fails with EPIPE (Python ignores SIGPIPE)
+    writer = PieceWriter(write_fd)
+    pieces, _ = pieces_of([b"frame"] * 10)
+    writer.put(pieces)
+    with pytest.raises(BrokenPipeError):
+        writer.close()
+    os.close(write_fd)
+
+
+def test_fixed_texts_start_afresh_in_a_new_buffer_that_pending_batches_do_not_point_into(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scatter, "_FIXED_MAX", 10)
+    sources = Buffers()
+    sources.start()
+    offset, size = sources.text(b"the first batch's words")
+    base = int(sources.bases()[0])
+    kept = Pieces(np.array([[base + offset, size]], dtype=np.int64), list(sources.buffers))
+    sources.start()  # past _FIXED_MAX: forgets the texts
+    sources.text(b"XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX")
+    sources.bases()
+    assert kept.tobytes() == b"the first batch's words"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from textual.app import App
 from textual.screen import Screen
 
@@ -20,12 +21,20 @@ from latencymap.tui.percentiles import PercentileStrip
 from latencymap.tui.save import save_frame
 from latencymap.tui.state import ViewState
 from latencymap.tui.status import StatusBar
-from latencymap.tui.stragglers import StragglersPanel
+from latencymap.tui.stragglers import StragglersPanel, finished_at
 from latencymap.views.frame import RowFit
 
 if TYPE_CHECKING:
     from latencymap.tui.profile_panel import ProfileController
     from latencymap.tui.replay_keys import ReplayController
+
+
+def column_of(starts: np.ndarray, ends: np.ndarray, when: float) -> int | None:
+    """The history column whose span [start, end) holds `when` (epoch seconds), or the next one after a gap; None
+    outside the history's span (the history's last end counts as the last column's)."""
+    if len(ends) == 0 or not starts[0] <= when <= ends[-1]:
+        return None
+    return min(int(np.searchsorted(ends, when, side="right")), len(ends) - 1)
 
 
 #: The exit code of an interrupt (Ctrl-C as a key, or SIGINT), as the CLI documents it.
@@ -160,6 +169,26 @@ class MapActions(App[int]):
         item = panel.items[self.view.finding]
         if item.first_col is not None:
             self.view.goto(hist.n, self.map_cells(), item.first_col)
+        self._changed()
+
+    def action_straggler(self, step: int) -> None:
+        """Select the next (previous) listed straggler and put the cursor on the column it finished in."""
+        panels = list(self.maps.query(StragglersPanel))
+        hist = self.current()
+        placed = panels[0].placed() if panels else []
+        if not placed or hist is None or hist.n == 0:
+            self.notify("no straggler with a finish time listed (Spark sources list them)", title="stragglers")
+            return
+        panel = panels[0]
+        at = panel.selected
+        pos = placed.index(at) if at in placed else (-1 if step > 0 else 0)
+        straggler = panel.select(placed[(pos + step) % len(placed)])
+        end = finished_at(straggler or {})
+        column = column_of(hist.start, hist.end, end) if end is not None else None
+        if column is None:
+            self.notify("the column it finished in is not in the history kept", title="stragglers")
+        else:
+            self.view.goto(hist.n, self.map_cells(), column)
         self._changed()
 
     def action_log(self) -> None:

@@ -2,6 +2,7 @@
 
 The source hands the app a callable returning the report's dict (`{"stragglers": [...], "stages": [...]}`, as
 `latencymap report --format json` writes it under "source"); the panel lists it as it is, slowest first.
+`t` / `T` select the next / previous listed straggler and put the cursor on the column it finished in.
 """
 
 from __future__ import annotations
@@ -42,8 +43,19 @@ def stage_line(st: dict[str, Any]) -> str:
                       f"{format_duration(st.get('median_s'))}, max {format_duration(st.get('max_s'))}{skew_text}", 300)
 
 
-def stragglers_text(found: dict[str, Any] | None) -> Text:
-    """The panel's lines: stragglers (slowest ratio first), then the most skewed stages."""
+def listed(found: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The stragglers the panel lists (the slowest ratio first, as the analysis orders them)."""
+    return list((found or {}).get("stragglers") or [])[:MAX_STRAGGLERS]
+
+
+def finished_at(s: dict[str, Any]) -> float | None:
+    """When the straggler ended (epoch seconds), if the analysis says."""
+    end = s.get("end")
+    return float(end) if isinstance(end, int | float) and math.isfinite(end) else None
+
+
+def stragglers_text(found: dict[str, Any] | None, selected: int | None = None) -> Text:
+    """The panel's lines: stragglers (slowest ratio first, `selected` highlighted), then the most skewed stages."""
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(" stragglers ", style="bold reverse")
     if found is None:
@@ -53,8 +65,12 @@ def stragglers_text(found: dict[str, Any] | None) -> Text:
     stages = sorted((s for s in found.get("stages") or [] if s.get("skew")), key=lambda s: -float(s["skew"]))
     text.append(f"  {len(stragglers)} straggler{'s' if len(stragglers) != 1 else ''}"
                 f" in {len(found.get('stages') or [])} stage attempts")
-    for s in stragglers[:MAX_STRAGGLERS]:
-        text.append("\n  " + straggler_line(s), style="bold red" if (s.get("ratio") or 0) >= 3 else "")
+    if any(finished_at(s) is not None for s in listed(found)):
+        text.append("  (t/T: cursor to one)", style="dim")
+    for i, s in enumerate(listed(found)):
+        style = "bold red" if (s.get("ratio") or 0) >= 3 else ""
+        text.append("\n" + ("▶ " if i == selected else "  ") + straggler_line(s),
+                    style=f"{style} reverse".strip() if i == selected else style)
     if len(stragglers) > MAX_STRAGGLERS:
         more = len(stragglers) - MAX_STRAGGLERS
         text.append(f"\n  … and {more} more (latencymap report lists them all)", style="dim")
@@ -71,12 +87,26 @@ class StragglersPanel(Static):
     def __init__(self) -> None:
         super().__init__(stragglers_text(None), id="stragglers")
         self.found: dict[str, Any] | None = None
+        self.selected: int | None = None
 
     def show(self, found: dict[str, Any] | None) -> None:
-        """Draw the analysis (a dict as the report's "source" holds it)."""
+        """Draw the analysis (a dict as the report's "source" holds it); the selection stays on the same task."""
+        before = listed(self.found)[self.selected] if self.selected is not None else None
         self.found = found
-        self.update(stragglers_text(found))
+        now = listed(found)
+        self.selected = now.index(before) if before in now else None
+        self.update(stragglers_text(found, self.selected))
+
+    def placed(self) -> list[int]:
+        """Indexes of the listed stragglers that say when they finished (those the cursor can go to)."""
+        return [i for i, s in enumerate(listed(self.found)) if finished_at(s) is not None]
+
+    def select(self, index: int | None) -> dict[str, Any] | None:
+        """Highlight listed straggler `index`; the straggler."""
+        self.selected = index
+        self.update(stragglers_text(self.found, index))
+        return listed(self.found)[index] if index is not None else None
 
     def plain_lines(self) -> list[str]:
         """The panel as text, for the saved plain-text frame."""
-        return stragglers_text(self.found).plain.splitlines()
+        return stragglers_text(self.found, self.selected).plain.splitlines()

@@ -96,6 +96,7 @@ def straggler_json(t: SparkTask, ratio: float, median_s: float, warmup: bool = F
     return {
         "stage": t.stage, "attempt": t.stage_attempt, "index": t.index, "task_id": t.task_id,
         "task_attempt": t.attempt, "executor": t.executor, "host": t.host, "duration_s": t.duration_ms / 1000.0,
+        "start": t.launch_ms / 1000.0, "end": t.finish_ms / 1000.0,
         "ratio": float(ratio) if np.isfinite(ratio) else None, "stage_median_s": median_s,
         "failed": t.failed, "killed": t.killed, "speculative": t.speculative, "warmup": warmup,
         "warmup_reason": reason,

@@ -7,12 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
+from frames_support import generated
 from tui_support import wait_ended
 
 from latencymap.flow.pipeline import diffed
 from latencymap.sources.spark.source import SparkSource
 from latencymap.tui.app import LatencyMapApp
-from latencymap.tui.stragglers import StragglersPanel, straggler_line, stragglers_text
+from latencymap.tui.stragglers import MAX_STRAGGLERS, StragglersPanel, straggler_line, stragglers_text
 
 SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark" / "plain"
 
@@ -69,6 +70,59 @@ def test_no_analysis_no_panel_and_a_failing_one_is_a_notice() -> None:
             assert any("analysis failed: boom" in str(n.message) for n in app._notifications)
 
     asyncio.run(main())
+
+
+def test_t_selects_stragglers_and_moves_the_cursor_to_the_column_each_finished_in() -> None:
+    app, source = spark_app()
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await wait_ended(pilot)
+            panel = app.query_one(StragglersPanel)
+            shown = source.analysis()["stragglers"][:MAX_STRAGGLERS]
+            assert len(shown) >= 2 and panel.placed() == list(range(len(shown)))
+            hist = app.current()
+            assert hist is not None
+            starts, ends = hist.start, hist.end
+            for step, want in (("t", 0), ("t", 1), ("T", 0), ("T", len(shown) - 1)):
+                await pilot.press(step)
+                await pilot.pause()
+                assert panel.selected == want
+                column = app.view.cursor
+                assert column is not None
+                finished = shown[want]["end"]
+                assert starts[column] <= finished < ends[column] or (column == hist.n - 1 and finished == ends[-1])
+                line = panel.plain_lines()[1 + want]
+                assert line.startswith("▶ ") and line[2:] == straggler_line(shown[want])
+            assert sum(line.startswith("▶") for line in panel.plain_lines()) == 1
+
+    asyncio.run(main())
+
+
+def test_t_without_stragglers_says_so() -> None:
+    app = LatencyMapApp(iter(generated(30, seed=3)), color_mode="truecolor")
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await wait_ended(pilot)
+            cursor = app.view.cursor
+            await pilot.press("t")
+            await pilot.pause()
+            assert app.view.cursor == cursor
+            assert any("no straggler" in str(n.message) for n in app._notifications)
+
+    asyncio.run(main())
+
+
+def test_column_of_a_time() -> None:
+    import numpy as np
+
+    from latencymap.tui.actions import column_of
+
+    starts, ends = np.array([10.0, 11.0, 13.0]), np.array([11.0, 12.0, 14.0])  # a gap from 12 to 13
+    assert [column_of(starts, ends, t) for t in (10.0, 10.5, 11.0, 11.99, 12.5, 13.0, 14.0)] == [0, 0, 1, 1, 2, 2, 2]
+    assert column_of(starts, ends, 9.99) is None and column_of(starts, ends, 14.01) is None
+    assert column_of(starts[:0], ends[:0], 1.0) is None
 
 
 def test_hostile_fields_are_cleaned() -> None:

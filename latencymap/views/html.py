@@ -10,11 +10,12 @@ from typing import Any
 
 from latencymap import __version__
 from latencymap.core.accumulator import Accumulator
-from latencymap.views.svg import FONT, esc, findings_lines, panel, svg_element
+from latencymap.views.svg import FONT, esc, findings_lines, panel, peer_lines, svg_element
 
 _STYLE = f"""
 body {{ font-family: {FONT}; font-size: 13px; margin: 16px; color: #111; background: #fff; }}
 h1 {{ font-size: 18px; }}
+h2 {{ font-size: 15px; }}
 section {{ margin-bottom: 28px; border-top: 1px solid #ccc; padding-top: 8px; }}
 ul.findings {{ list-style: none; padding-left: 78px; margin: 0; }}
 ul.findings li {{ white-space: pre-wrap; }}
@@ -24,8 +25,13 @@ ul.findings li {{ white-space: pre-wrap; }}
 
 def render_html(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | None = None,
                 title: str = "latencymap report") -> str:
-    """The page: a section per stream (stragglers keyed by stream label)."""
+    """The page: the peer comparison, then a section per stream (stragglers keyed by stream label)."""
     body: list[str] = [f"<h1>{esc(title)}</h1>"]
+    peers = peer_lines(acc)
+    if peers:
+        items = "\n".join(f"<li>{esc(line)}</li>" for line in peers)
+        body.append('<section class="peers">\n<h2>Peers: streams doing the same work, compared interval by interval'
+                    f'</h2>\n<ul class="findings">\n{items}\n</ul>\n</section>')
     for hist in acc.streams.values():
         found = (stragglers or {}).get(hist.stream.label)
         elems, width, height = panel(hist, with_findings=False)

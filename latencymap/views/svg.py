@@ -30,7 +30,7 @@ from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration, format_number
-from latencymap.outputs.report import marks_lines, straggler_lines
+from latencymap.outputs.report import marks_lines, peer_groups, straggler_lines
 from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
 
@@ -296,17 +296,44 @@ def svg_element(elements: list[str], width: float, height: float) -> str:
             + "\n".join(elements) + "\n</svg>\n")
 
 
+def peer_lines(acc: Accumulator) -> list[str]:
+    """The peer groups' comparison (ranks, disks, instances), as the text report words it."""
+    return [clean_text(line, 2000) for group in peer_groups(acc) for line in group.lines()]
+
+
+def peers_panel(lines: list[str], width: float) -> tuple[list[str], float]:
+    """(elements, height) of the peer comparison, wrapped to `width`; nothing without peers."""
+    if not lines:
+        return [], 0.0
+    out, y = [_text(LEFT, 18, "Peers: streams doing the same work, compared interval by interval", font_size="14",
+                    font_weight="bold")], 18.0
+    chars = max(40, int((width - LEFT - 12) / CHAR_WIDTH))
+    for line in lines:
+        indent = len(line) - len(line.lstrip(" "))  # SVG text drops leading spaces: the indent is a position
+        for k, piece in enumerate(textwrap.wrap(line.strip(), chars - indent - 3) or [""]):
+            y += LINE
+            out.append(_text(LEFT + (indent + 3 * (k > 0)) * CHAR_WIDTH, y, piece, class_="peers"))
+    return out, y + 16
+
+
 def render_svg(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | None = None) -> str:
-    """The whole standalone SVG: one panel per stream, stacked (stragglers keyed by stream label)."""
+    """The whole standalone SVG: the peer comparison first, then one panel per stream, stacked (stragglers keyed by
+    stream label)."""
     parts: list[str] = []
     y, width = 0.0, 400.0
+    panels = []
     for hist in acc.streams.values():
-        elems, w, h = panel(hist, stragglers=(stragglers or {}).get(hist.stream.label))
+        panels.append((hist, *panel(hist, stragglers=(stragglers or {}).get(hist.stream.label))))
+        width = max(width, panels[-1][2])
+    elems, y = peers_panel(peer_lines(acc), width)
+    if elems:
+        parts += ['<g class="peers">', *elems, "</g>"]
+    for hist, elems, _, h in panels:
         label = esc(hist.stream.label)
         parts.append(f'<g class="panel" data-stream="{label}" transform="translate(0 {y:.0f})">')
         parts += elems
         parts.append("</g>")
-        y, width = y + h, max(width, w)
+        y += h
     if not acc.streams:
         parts.append(_text(20, 30, "No data."))
         y = 50

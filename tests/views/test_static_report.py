@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from html import unescape as html_unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -98,6 +99,31 @@ def test_several_streams_several_panels(tmp_path: Path, example_data: Path, fixt
     root = ET.fromstring(text.encode())
     panels = [g for g in root.iter(f"{SVG}g") if g.get("class") == "panel"]
     assert [p.get("data-stream")[:7] for p in panels] == ["db file", "Latency"]
+
+
+@pytest.mark.parametrize("fmt", ["svg", "html"])
+def test_peers_come_first_as_the_text_report_words_them(tmp_path: Path, fixtures: Path, fmt: str) -> None:
+    """Twelve ranks: the comparison that names the slow one is at the top, before the first stream's maps."""
+    ranks = fixtures / "training" / "ranks12.txt"
+    text = render(fmt, tmp_path / f"r.{fmt}", ranks)
+    report = CliRunner().invoke(main, ["report", str(ranks)]).output.splitlines()
+    head = next(i for i, line in enumerate(report) if line.startswith("peers "))
+    verdict = next(line for line in report[head:] if line.strip().startswith("slow rank: rank7"))
+    if fmt == "svg":
+        root = ET.fromstring(text.encode())
+        shown = [e.text or "" for e in root.iter(f"{SVG}text") if e.get("class") == "peers"]
+        assert [line.strip() for line in shown[:13]] == [line.strip() for line in report[head: head + 13]]
+        assert " ".join(shown).split() == " ".join(report[head: report.index(verdict) + 1]).split()
+        assert text.index('class="peers"') < text.index('class="panel"')
+    else:
+        items = re.findall(r"<li>(.*?)</li>", text.split('<section class="stream"')[0], re.S)
+        assert [html_unescape(i) for i in items] == report[head: report.index(verdict) + 1]
+    assert "rank7" in verdict
+
+
+def test_no_peers_no_peers_section(tmp_path: Path, example_data: Path) -> None:
+    assert 'class="peers"' not in render("svg", tmp_path / "r.svg", example_data)
+    assert 'class="peers"' not in render("html", tmp_path / "r.html", example_data)
 
 
 def test_hostile_label_escaped(tmp_path: Path) -> None:

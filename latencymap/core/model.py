@@ -24,6 +24,7 @@ class SourceBuckets:
     """A source's own bucket boundaries and one interval's counts in them, when they are not powers of two.
 
     The Interval's `counts` are these spread onto the log2 slots (`latencymap.core.rebin`); only totals are exact.
+    No bounds (and no counts): the source's buckets folded exactly onto the slots, and this keeps only its sum.
     """
 
     bounds: tuple[float, ...]

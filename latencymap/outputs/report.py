@@ -40,7 +40,7 @@ def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -
         "frequency": rows(hist.frequency()[:, slots]),
         "intensity": rows(hist.intensity()[:, slots]),
         "intensity_exact": hist.exact,
-        "total": _total(total, acc.sources.get(hist.stream), hist.stream.unit),
+        "total": _total(total, acc.sources.get(hist.stream), hist.stream.unit, hist.n),
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
         **stream_diagnosis(hist).to_json(),
         **_source_buckets(acc.sources.get(hist.stream), hist),
@@ -49,11 +49,16 @@ def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -
     }
 
 
-def _total(total: Totals, source: SourceTotals | None, unit: str) -> dict[str, Any]:
-    """Events, time, mean and percentiles; a rebinned stream's come from its own buckets (and exact sum)."""
+def _total(total: Totals, source: SourceTotals | None, unit: str, columns: int) -> dict[str, Any]:
+    """Events, time, mean and percentiles; a rebinned stream's come from its own buckets (and exact sum), and a
+    stream whose source folded exactly into rows takes its time from the source's sum when every column has one."""
     time_s, mean_s = total.time_s, total.mean_s
     percentiles = {q: total.percentiles[q] for q in PERCENTILES}
-    if source is not None and not source.mixed and source.events == total.events:
+    if source is not None and not source.bounds and not source.mixed:
+        if source.timed and source.intervals == columns:
+            time_s = source.time_s
+            mean_s = time_s / total.events if total.events else math.nan
+    elif source is not None and not source.mixed and source.events == total.events:
         scale = unit_seconds(unit)
         percentiles = {q: source.percentile(q) * scale for q in PERCENTILES}
         if source.timed and source.intervals:
@@ -65,7 +70,7 @@ def _total(total: Totals, source: SourceTotals | None, unit: str) -> dict[str, A
 
 def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
     """`source_buckets` of a rebinned stream: its own bounds (s), counts, percentiles and exact time; else nothing."""
-    if source is None:
+    if source is None or not source.bounds:
         return {}
     scale = unit_seconds(hist.stream.unit)
     return {"source_buckets": {
@@ -133,12 +138,12 @@ def _stream_text(hist: StreamHistory, acc: Accumulator) -> list[str]:
     rate = t.events / t.duration_s if t.duration_s else float("nan")
     how = "exact" if hist.exact else "estimated from bucket midpoints"
     source = acc.sources.get(hist.stream)
-    total = _total(t, source, s.unit)
+    total = _total(t, source, s.unit, hist.n)
     if source is not None:
         how = "the source's exact sum" if total["time_s"] != t.time_s else "estimated"
     out.append(f"   {hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "
                f"{total['time_s']:.4g}s waited ({how})")
-    if source is not None:
+    if source is not None and source.bounds:
         out.append(f"   rebinned: the source's {len(source.bounds)} buckets are spread over the rows below; "
                    "percentiles come from the source's buckets (as histogram_quantile)")
     pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {format_duration(total[f'{PERCENTILE_NAMES[q]}_s'])}"

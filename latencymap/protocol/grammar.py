@@ -231,7 +231,11 @@ def _parse_source_line(rec: Record, key: str, value: str, n: int, line: str) -> 
 def source_buckets_of(rec: Record) -> SourceBuckets | None:
     """The source's own buckets a record carries (latencymap's extension lines), or None."""
     if rec.source_bounds is None and rec.source_counts is None:
-        return None
+        if rec.source_time is None:
+            return None
+        if not rec.per_interval:
+            raise RecordError(rec.first_line, "a source's sum needs a 'counts, interval' record")
+        return SourceBuckets((), np.zeros(0, dtype=np.int64), rec.source_time)  # buckets folded exactly: the sum
     if rec.source_bounds is None or rec.source_counts is None or len(rec.source_bounds) != len(rec.source_counts):
         raise RecordError(rec.first_line, "expected 'sourcebuckets' and 'sourcecounts' lines of the same length")
     if not rec.per_interval:

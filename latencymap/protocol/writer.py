@@ -45,8 +45,9 @@ def format_record(
     lines.append(f"label, {_one_line(stream.label)}")
     lines.append(f"datasource, {stream.datasource}")
     if source is not None and per_interval:
-        lines.append("sourcebuckets, " + ", ".join(repr(float(b)) for b in source.bounds))
-        lines.append("sourcecounts, " + ", ".join(str(int(c)) for c in source.counts))
+        if source.bounds:  # none: the buckets folded exactly, only their sum is kept
+            lines.append("sourcebuckets, " + ", ".join(repr(float(b)) for b in source.bounds))
+            lines.append("sourcecounts, " + ", ".join(str(int(c)) for c in source.counts))
         if source.total_time is not None:
             lines.append(f"sourcetime, {float(source.total_time)!r}")
     scale = 1.0 / unit_seconds(stream.unit)

@@ -197,6 +197,8 @@ class PointStreams:
     def _interval(self, stream: StreamId, factor: float, point: Point, start_ns: int, end_ns: int,
                   reset: bool) -> Interval:
         seconds = None if point.sum is None else point.sum * unit_seconds(point.unit.strip() or DEFAULT_UNIT)
+        if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
+            seconds = None  # a negative or endless sum is no time spent (and no recording could hold it)
         own: SourceBuckets | None = None
         if not point.key.exponential:
             counts = spread_explicit(point.bounds, point.counts, factor, point.sum)
@@ -205,6 +207,8 @@ class PointStreams:
         elif point.scale >= 0 and factor == 1.0:
             counts = fold_exact(point.scale, point.offset, point.counts)
             counts[0] += point.zero_count
+            if seconds is not None:  # folded exactly: the rows are the buckets, the sum is kept
+                own = SourceBuckets((), np.zeros(0, dtype=np.int64), seconds)
         else:
             counts, bounds, held = spread_expo(point.scale, point.offset, point.counts, point.zero_count,
                                                point.zero_threshold, factor)

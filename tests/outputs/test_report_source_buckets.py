@@ -93,3 +93,47 @@ def test_a_scrape_recorded_then_reported_keeps_the_exporters_buckets(tmp_path: P
     assert "40 events" in text and "2.5s waited (the source's exact sum)" in text
     assert "rebinned: the source's 6 buckets" in text
     assert stream["total"]["time_s"] == pytest.approx(2.5) and stream["total"]["p50_s"] == source["p50_s"]
+
+
+def test_an_exact_fold_keeps_only_the_sum_and_the_report_takes_its_time_from_it(tmp_path: Path) -> None:
+    """Power-of-two millisecond buckets fold onto the rows as they are: no source buckets in the report, but the
+    `_sum` is the time waited, live and through a recording (its `sourcetime` line, without buckets)."""
+    les = (*(b / 1000 for b in (1, 2, 4, 8, 16)), math.inf)
+    first, second, third = [1, 2, 4, 4, 5, 5], [2, 6, 9, 12, 14, 15], [4, 9, 15, 20, 22, 25]
+    pages = [histogram_page("h_milliseconds", [b * 1000 for b in les], c, s)
+             for c, s in ((first, 20.0), (second, 95.5), (third, 180.25))]
+    endpoint = Scripted([(200, TEXT_TYPE, p) for p in pages])
+    rec = tmp_path / "scrape.rec"
+    try:
+        result = CliRunner().invoke(main, ["scrape", endpoint.url, "--metric", "h_milliseconds", "--interval",
+                                           "0.05", "--count", "2", "--emit", "--record", str(rec)])
+    finally:
+        endpoint.close()
+    assert result.exit_code == 0, result.output
+    text = rec.read_text()  # a plain-text recording (no .zst name)
+    assert "sourcetime, " in text and "sourcebuckets" not in text and "sourcecounts" not in text
+    report = CliRunner().invoke(main, ["report", "--format", "json", str(rec)])
+    (stream,) = json.loads(report.output)["streams"]
+    assert stream["stream"]["unit"] == "millisec" and "source_buckets" not in stream
+    assert stream["total"]["events"] == third[-1] - first[-1]
+    assert stream["total"]["time_s"] == pytest.approx((180.25 - 20.0) / 1000)  # the `_sum`, not midpoints
+    assert stream["total"]["mean_s"] == pytest.approx((180.25 - 20.0) / 1000 / 20)
+    summary = CliRunner().invoke(main, ["report", str(rec)]).output
+    assert "(the source's exact sum)" in summary and "rebinned" not in summary
+
+
+def test_the_sum_alone_survives_both_readers() -> None:
+    stream = StreamId("api", "prometheus", "millisec")
+    counts = np.zeros(64, dtype=np.int64)
+    counts[3:6] = (4, 2, 1)
+    text = format_record(stream, 101.0, counts, start=100.0, per_interval=True,
+                         source=SourceBuckets((), np.zeros(0, dtype=np.int64), 0.0375))
+    assert "sourcetime, 0.0375" in text and "sourcebuckets" not in text
+    for items in (list(ProtocolReader("a").read_chunks([text * 2])),
+                  list(ProtocolReader("b").read((text * 2).splitlines(True)))):
+        got = items[1].source_buckets
+        assert isinstance(items[1], Interval) and got is not None
+        assert got.bounds == () and len(got.counts) == 0 and got.total_time == 0.0375
+    cumulative = text.replace("counts, interval\n", "")
+    (notice,) = [i for i in ProtocolReader("rec").read_chunks([cumulative]) if not isinstance(i, Interval)][:1]
+    assert "a source's sum needs a 'counts, interval' record" in notice.message

@@ -83,7 +83,21 @@ def test_cumulative_exponential_diffs_across_a_scale_change() -> None:
     assert int(cols[1].counts.sum()) == 6 and not cols[1].reset
     # idx 4 at scale 1 covers (2**2, 2**2.5] -> slot 3; idx 7 covers (2**3.5, 2**4] -> slot 4
     assert cols[1].counts[3] == 1 and cols[1].counts[4] == 5
-    assert cols[1].source_buckets is None  # scale >= 0 in the stream's unit: exact
+    assert cols[1].source_buckets is None  # scale >= 0 in the stream's unit: exact (and these points have no sum)
+
+
+def test_exact_exponential_columns_keep_the_sum_of_their_points() -> None:
+    """Folded exactly, the rows are the buckets; the points' sum (µs here) is what the column spent, in seconds."""
+    def summed(time_s: int, buckets: list[int], total_us: float) -> Point:
+        return expo_point(key("lat", exponential=True), "us", CUMULATIVE, 100 * S, time_s * S, sum(buckets),
+                          total_us, 1, 0, 0.0, 4, buckets, [], 0)
+
+    cols = intervals(run(summed(110, [1, 2, 3, 4], 120.0), summed(120, [4, 7, 3, 5], 300.0)))
+    assert [int(c.counts.sum()) for c in cols] == [10, 9]
+    for col, spent_us in zip(cols, (120.0, 180.0), strict=True):
+        own = col.source_buckets
+        assert own is not None and own.bounds == () and len(own.counts) == 0
+        assert own.total_time == pytest.approx(spent_us * 1e-6)
 
 
 def test_delta_points_are_columns_and_missing_starts_follow_the_previous_point() -> None:

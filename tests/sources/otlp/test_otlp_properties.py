@@ -65,8 +65,12 @@ def check(items: list[Any]) -> None:
         ends[item.stream] = item.end
         own = item.source_buckets
         if own is not None:
-            assert (own.counts >= 0).all() and int(own.counts.sum()) == int(item.counts.sum())
             assert len(own.bounds) == len(own.counts) and list(own.bounds) == sorted(set(own.bounds))
+            assert own.total_time is None or (math.isfinite(own.total_time) and own.total_time >= 0)
+            if own.bounds:
+                assert (own.counts >= 0).all() and int(own.counts.sum()) == int(item.counts.sum())
+            else:  # folded exactly: only the sum is kept
+                assert own.total_time is not None
 
 
 @SETTINGS

@@ -86,7 +86,8 @@ def test_every_observation_is_counted_once(encoding: str, temporality: str) -> N
         assert spent == pytest.approx(values.sum() / 1e3, rel=1e-9)
         # exponential at scale >= 0: exactly the slots of the observed values
         assert sdk_expo.scale >= 0
-        assert all(c.source_buckets is None for c in expo)
+        assert all(c.source_buckets is not None and c.source_buckets.bounds == () for c in expo)  # only the sum
+        assert sum(c.source_buckets.total_time for c in expo) == pytest.approx(values.sum() / 1e3, rel=1e-9)
         np.testing.assert_array_equal(slot_totals(expo), bin_values(values)[0])
 
 

@@ -95,7 +95,10 @@ def test_each_column_counts_the_observations_made_between_its_scrapes(exporters,
         values = np.array(batches[k // 2][method]) * 1000.0
         expected, _ = bin_values(np.minimum(values, 1500.0))  # above 1.024 s: the +Inf row, [1024, 2048) ms
         assert column.counts.tolist() == expected.tolist()
-        assert column.source_buckets is None and not column.reset and not column.gap  # an exact fold
+        assert not column.reset and not column.gap
+        own = column.source_buckets  # an exact fold: the rows are the buckets, only the `_sum` is kept besides
+        assert own is not None and own.bounds == () and len(own.counts) == 0
+        assert own.total_time == pytest.approx(sum(batches[k // 2][method]), rel=1e-9, abs=1e-12)
     assert all(a.end == b.start for a, b in zip(columns[::2], columns[2::2], strict=False))
 
 

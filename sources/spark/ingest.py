@@ -42,7 +42,7 @@ def read_tasks(log: EventLog, parser: EventParser, worker: bool | None = None) -
         return parser.read_spans(spans)
     from .worker import Worker
 
-    helper = Worker(theirs, parser.strict_json)
+    helper = Worker(theirs)
     try:
         tasks = parser.read_spans(mine)
         return tasks + take_in(helper.answers(), theirs, parser)

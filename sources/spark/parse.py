@@ -29,9 +29,6 @@ TASK_START_PREFIX = b'{"Event":"SparkListenerTaskStart"'
 APP_PREFIX = b'{"Event":"SparkListenerApplication'
 EXECUTOR_PREFIX = b'{"Event":"SparkListenerExecutorAdded"'
 EVENT_PREFIX = b'{"Event":'
-#: Where the fast path cuts a TaskEnd line: from Task Info's accumulables to the Task Metrics of the end.
-ACCUMULABLES = b',"Accumulables":['
-TASK_METRICS = b',"Task Metrics":{'
 #: Unreadable lines described (file and line) in the notice; the others are only counted.
 TOLD_BAD_LINES = 3
 #: What a bad line's decoder may raise (json, orjson, msgspec: ValueError subclasses; a field of the wrong kind).
@@ -145,57 +142,6 @@ def _msgspec_decoder() -> Callable[[bytes | memoryview], SparkTask] | None:
     return parse
 
 
-#: A fast TaskEnd parser: the task of `buf[start:stop]`, or None where it cannot tell (the whole-line one decides).
-CutParser = Callable[[bytes | bytearray, int, int], "SparkTask | None"]
-
-
-@functools.cache
-def _cut_decoder() -> CutParser | None:
-    """The fast path: a TaskEnd line decoded without its middle; None without msgspec.
-
-    Spark writes a TaskEnd's Task Info with its accumulables last and Task Metrics as the event's last field; the
-    ~2.1 KB between (accumulables, Task Executor Metrics) hold nothing latencymap reads. The line is cut there: the
-    bytes before `,"Accumulables":[` (event, stage, reason, Task Info's fields), a `}` closing Task Info, and the last
-    `,"Task Metrics":{` through the line's end are decoded as one JSON object. Every field read before the cut is
-    required (taskend_struct.CutTaskEnd) and the Task Metrics object must run to the line's closing `}`, so when the
-    line is JSON the values are those of the whole line (a key written twice in one object and once in the middle
-    aside). The middle must hold no `[` but the accumulables' own: a TaskEnd cut short and run into the next one
-    (whose accumulables open there) is decoded whole, and reported. Otherwise None: the caller decodes it whole.
-    """
-    try:
-        import msgspec
-    except ImportError:
-        return None
-    from .taskend_struct import CutTaskEnd
-
-    decode = msgspec.json.Decoder(CutTaskEnd).decode
-    before = len(ACCUMULABLES) - 1
-
-    def parse(buf: bytes | bytearray, start: int, stop: int) -> SparkTask | None:
-        cut = buf.find(b"[", start, stop) - before  # the first `[` of a successful task's line is its accumulables
-        if cut <= start or not buf.startswith(ACCUMULABLES, cut, stop):
-            cut = buf.find(ACCUMULABLES, start, stop)
-            if cut < 0:
-                return None
-        metrics = buf.rfind(TASK_METRICS, cut, stop)
-        if metrics < 0 or buf.find(b"[", cut + before + 1, metrics) >= 0:
-            return None
-        try:
-            e = decode(buf[start:cut] + b"}" + buf[metrics:stop])
-        except LINE_ERRORS:
-            return None
-        i, m = e.info, e.metrics
-        read, write = m.read, m.write
-        return SparkTask(
-            e.stage, e.stage_attempt, i.task_id, i.index, i.attempt, i.launch, i.finish, i.executor, i.host,
-            i.failed, i.killed, i.speculative, e.end_reason.reason, i.getting,
-            m.run, m.cpu, m.gc, m.deserialize, m.result_ser,
-            read.fetch_wait if read else None, write.write_time if write else None,
-        )
-
-    return parse
-
-
 def task_from_event(e: dict[str, Any]) -> SparkTask:
     """A SparkTask from a decoded TaskEnd event (the json/orjson fallback and the Spark engine use it)."""
     i = e["Task Info"]
@@ -237,11 +183,10 @@ class EventParser:
     """Turns complete event-log lines into SparkTasks, keeping the application's identity and end.
 
     It counts the lines it is given (`begin` starts a file): an unreadable line is counted in `bad_lines`, and
-    the first TOLD_BAD_LINES are described in `problems` with their file and line number. TaskEnd lines go through
-    the fast path (`_cut_decoder`) first; `strict_json` decodes each whole, as JSON checked from end to end.
+    the first TOLD_BAD_LINES are described in `problems` with their file and line number.
     """
 
-    def __init__(self, prefer: str = "msgspec", strict_json: bool = False) -> None:
+    def __init__(self, prefer: str = "msgspec") -> None:
         self.app = AppInfo()
         self.executors: dict[str, ExecutorInfo] = {}
         self.task_end_lines = 0
@@ -255,8 +200,6 @@ class EventParser:
         fast = _msgspec_decoder() if prefer == "msgspec" else None
         self._parse_task: Callable[[Any], SparkTask] = fast or task_parser(prefer)
         self._takes_views = fast is not None
-        self.strict_json = strict_json
-        self._cut = None if strict_json or fast is None else _cut_decoder()
 
     def begin(self, where: str) -> None:
         """Lines from now on are those of `where` (a file), counted from 1."""
@@ -277,14 +220,11 @@ class EventParser:
     def parse(self, lines: Iterable[bytes]) -> list[SparkTask]:
         """SparkTasks of the TaskEnd lines among `lines`; application events update `app`."""
         tasks: list[SparkTask] = []
-        parse_task, cut, append = self._parse_task, self._cut, tasks.append
+        parse_task, append = self._parse_task, tasks.append
         for line in lines:
             self.line_no += 1
             if line.startswith(TASK_END_PREFIX) or (not line.startswith(EVENT_PREFIX) and TASK_END in line):
                 self.task_end_lines += 1
-                if cut is not None and (task := cut(line, 0, len(line))) is not None:
-                    append(task)
-                    continue
                 try:
                     append(parse_task(line))
                 except LINE_ERRORS as err:
@@ -297,7 +237,7 @@ class EventParser:
         """`parse` of the lines of `block[:end]` (the last one may lack its newline), found in place: TaskEnd
         lines are decoded from views into the block, TaskStart lines only stepped over."""
         tasks: list[SparkTask] = []
-        parse_task, cut, append = self._parse_task, self._cut, tasks.append
+        parse_task, append = self._parse_task, tasks.append
         find, starts = block.find, block.startswith
         line_no, pos, ends = self.line_no, 0, 0
         with memoryview(block) as view:
@@ -319,13 +259,10 @@ class EventParser:
                     task_end = find(TASK_END, pos, stop) >= 0
                 if task_end:
                     ends += 1
-                    if cut is not None and (task := cut(block, pos, stop)) is not None:
-                        append(task)
-                    else:
-                        try:
-                            append(parse_task(source[pos:stop]))
-                        except LINE_ERRORS as err:
-                            self.bad(line_no, "SparkListenerTaskEnd", err)
+                    try:
+                        append(parse_task(source[pos:stop]))
+                    except LINE_ERRORS as err:
+                        self.bad(line_no, "SparkListenerTaskEnd", err)
                 pos = stop + 1
         self.line_no, self.task_end_lines = line_no, self.task_end_lines + ends
         return tasks

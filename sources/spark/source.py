@@ -63,9 +63,6 @@ class SparkSource(Source):
                          help="A straggler is at least this many times its stage's median..."),
             click.Option(["--straggler-score"], type=float, default=MIN_MAD_SCORE, show_default=True,
                          help="...and this many robust standard deviations (MAD) above it."),
-            click.Option(["--strict-json"], is_flag=True,
-                         help="Check every TaskEnd line as JSON from end to end (default: the fields read are "
-                              "decoded and checked, the accumulables between them are not parsed)."),
             click.Option(["--include-warmup"], is_flag=True,
                          help="List warm-up tasks (first tasks on cold executor slots, a stage's first wave) among "
                               "the stragglers, flagged warmup: true (always listed apart under 'warmup')."),
@@ -119,18 +116,15 @@ class SparkSource(Source):
         from .ingest import read_tasks
 
         log = find_event_log(target, self.options.get("app"))
-        parser = self._new_parser()
+        parser = EventParser()
         yield from self._batch_of(parser, read_tasks(log, parser), log.app_id)
 
     def batch_items(self, batches: Iterable[list[bytes]], fallback_name: str) -> Iterator[Item]:
         """The intervals (and notices) of a whole log's lines, given in batches; `fallback_name` names the stream
         when the log does not say the application's name."""
-        parser = self._new_parser()
+        parser = EventParser()
         parser.begin(fallback_name)
         yield from self._batch_of(parser, [t for lines in batches for t in parser.parse(lines)], fallback_name)
-
-    def _new_parser(self) -> EventParser:
-        return EventParser(strict_json=bool(self.options.get("strict_json")))
 
     def _batch_of(self, parser: EventParser, tasks: list[SparkTask], fallback_name: str) -> Iterator[Item]:
         """The intervals (and notices) of a whole log's tasks, read by `parser`."""
@@ -161,7 +155,7 @@ class SparkSource(Source):
     def _follow_batches(self, target: str) -> Iterator[tuple[list[SparkTask], bool]]:
         from .follow import follow_tasks
 
-        parser = self._parser = self._new_parser()
+        parser = self._parser = EventParser()
         self.app, self.executors = parser.app, parser.executors
         yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser)
 

@@ -47,31 +47,3 @@ class TaskEnd(msgspec.Struct, kw_only=True, gc=False):
     info: Info = f(name="Task Info")
     metrics: Metrics | None = f(name="Task Metrics", default=None)
     end_reason: Reason | None = f(name="Task End Reason", default=None)
-
-
-# The fast path (`parse.cut_decoder`) decodes a TaskEnd line with its middle left out: every field it reads
-# before the cut is required, so that one written after the cut (where Spark never writes it) sends the line to
-# the whole-line decoder instead of being taken as missing.
-
-class CutInfo(msgspec.Struct, kw_only=True, gc=False):
-    task_id: int = f(name="Task ID")
-    index: int = f(name="Index")
-    attempt: int = f(name="Attempt")
-    launch: int = f(name="Launch Time")
-    finish: int = f(name="Finish Time")
-    executor: str = f(name="Executor ID")
-    host: str = f(name="Host")
-    getting: int = f(name="Getting Result Time")
-    failed: bool = f(name="Failed")
-    killed: bool = f(name="Killed")
-    speculative: bool = f(name="Speculative")
-
-class CutReason(msgspec.Struct, gc=False):
-    reason: str = f(name="Reason")
-
-class CutTaskEnd(msgspec.Struct, kw_only=True, gc=False):
-    stage: int = f(name="Stage ID")
-    stage_attempt: int = f(name="Stage Attempt ID")
-    end_reason: CutReason = f(name="Task End Reason")
-    info: CutInfo = f(name="Task Info")
-    metrics: Metrics = f(name="Task Metrics")

@@ -1,8 +1,7 @@
-"""A worker process reading part of an event log: `python -m latencymap.sources.spark.worker SPANS FD [strict]` reads
-the spans given as JSON ([[path, start, stop], ...]) with the parent's parser (`strict`: `--strict-json`) and
-writes Answers as they fill, as msgpack frames (each after its 4-byte big-endian length) to the file open as FD,
-ringing the parent (a byte on stdout) after each one; the last answer is `final`. A file, not a pipe: the worker
-never waits for the parent, which reads frames when it has time.
+"""A worker process reading part of an event log: `python -m latencymap.sources.spark.worker SPANS FD` reads the spans
+given as JSON ([[path, start, stop], ...]) and writes Answers as they fill, as msgpack frames (each after its
+4-byte big-endian length) to the file open as FD, ringing the parent (a byte on stdout) after each one; the last
+answer is `final`. A file, not a pipe: the worker never waits for the parent, which reads frames when it has time.
 """
 
 from __future__ import annotations
@@ -43,12 +42,11 @@ class WorkerFailed(Exception):
 class Worker:
     """The parent's side: starts the worker with an unlinked temporary file for its answers."""
 
-    def __init__(self, spans: list[Span], strict_json: bool = False) -> None:
+    def __init__(self, spans: list[Span]) -> None:
         spec = msgspec.json.encode([[str(s.path), s.start, s.stop] for s in spans]).decode()
         self._file = tempfile.TemporaryFile(prefix="latencymap-spark-")  # noqa: SIM115 (closed by close())
         fd = self._file.fileno()
-        strict = ["strict"] if strict_json else []
-        self.proc = subprocess.Popen([sys.executable, "-m", __name__, spec, str(fd), *strict], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([sys.executable, "-m", __name__, spec, str(fd)], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=(fd,))
 
     def answers(self) -> Iterator[Answer]:
@@ -88,9 +86,9 @@ def _send(out: IO[bytes], bell: IO[bytes], answer: Answer) -> None:
     bell.flush()
 
 
-def answers_for(spans: list[Span], frame_tasks: int = FRAME_TASKS, strict_json: bool = False) -> Iterator[Answer]:
+def answers_for(spans: list[Span], frame_tasks: int = FRAME_TASKS) -> Iterator[Answer]:
     """What a worker reading `spans` answers, in order (the worker process sends them; tests take them here)."""
-    parser = EventParser(strict_json=strict_json)
+    parser = EventParser()
     parser.kept = []
     pending: list[SparkTask] = []
     for tasks in parser.iter_spans(spans):
@@ -106,7 +104,7 @@ def main() -> None:
     spans = [Span(Path(p), start, stop)
              for p, start, stop in msgspec.json.decode(sys.argv[1], type=list[tuple[str, int, int | None]])]
     with open(int(sys.argv[2]), "wb") as out:
-        for answer in answers_for(spans, strict_json=sys.argv[3:] == ["strict"]):
+        for answer in answers_for(spans):
             _send(out, sys.stdout.buffer, answer)
 
 

@@ -16,17 +16,19 @@ bytes that were tried:
   parsed strictly (digits, `true`/`false`, a string without escapes), no JSON parser. Without the nesting checks
   a real one needs: a lower bound of its cost.
 
-Every reader's SparkTask is checked against the whole-line decoder's. Best of 5 repeats; µs per line and the
-ratio to the whole-line decode (below 1: faster). Needs msgspec and orjson. No assertions about speed; no network.
+Every reader's SparkTask is checked against the whole-line decoder's. Best of 5 rounds (readers take turns); µs per
+line and the ratio to the whole-line decode (below 1: faster). Needs msgspec and orjson. No assertions about speed;
+no network.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import timeit
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import msgspec
 from bench_common import machine
@@ -52,7 +54,8 @@ ORDER = [0, 1, 12, 2, 3, 4, 5, 7, 8, 11, 13, 6, 9, 10, 17, 14, 15, 16, 18, 19, 2
 
 def bytes_only(line: bytes) -> SparkTask:
     """The needed values found and parsed with bytes operations only (ValueError where one is not as expected)."""
-    find, values, pos = line.find, [], 0
+    find, pos = line.find, 0
+    values: list[Any] = []
     for key, kind in FIELDS:
         at = find(key, pos)
         if at < 0 or line[at - 1] not in b"{,":
@@ -83,7 +86,7 @@ def bytes_only(line: bytes) -> SparkTask:
                 raise ValueError(key)
             values.append(int(token) if kind == INT else float(token))
             pos = end
-    args = [None] * len(values)
+    args: list[Any] = [None] * len(values)
     for k, v in zip(ORDER, values, strict=True):
         args[k] = v
     return SparkTask(*args)
@@ -142,9 +145,13 @@ def cut_decoder() -> tuple[Callable[[bytes], SparkTask], Callable[[bytes], bytes
     return lambda line: task(cut(line)), cut, task
 
 
-def per_line(fn: Callable[[], object], number: int) -> float:
-    """Best µs per call over 5 repeats."""
-    return min(timeit.repeat(fn, number=number, repeat=5)) / number * 1e6
+def interleaved(fns: list[Callable[[], object]], number: int, repeat: int = 5) -> list[float]:
+    """Best µs per call of each, the readers taking turns round after round (a change of load hits all alike)."""
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            best[k] = min(best[k], timeit.timeit(fn, number=number) / number * 1e6)
+    return best
 
 
 def main() -> None:
@@ -157,7 +164,7 @@ def main() -> None:
     print(f"machine: {machine()}")
     whole = _msgspec_decoder()
     assert whole is not None
-    floor = msgspec.json.Decoder(type("Nothing", (msgspec.Struct,), {})).decode
+    floor: Callable[[bytes], object] = msgspec.json.Decoder(type("Nothing", (msgspec.Struct,), {})).decode
     with_cut, make_cut, decode_cut = cut_decoder()
     generated = next(line for line in event_lines(1) if '"SparkListenerTaskEnd"' in line).encode()
     fixture = next(line for line in FIXTURE.read_bytes().splitlines() if b'"SparkListenerTaskEnd"' in line)
@@ -166,17 +173,16 @@ def main() -> None:
         prepared = make_cut(line)
         assert with_cut(line) == expected == bytes_only(line) == decode_cut(prepared), name
         json.loads(line)  # a JSON line
-        base = per_line(lambda line=line: whole(line), args.number)
         print(f"{name}: {len(line):,} bytes ({len(prepared):,} after the cut)")
-        for what, fn in (("whole line (latencymap)", lambda line=line: whole(line)),
-                         ("msgspec's floor, no fields", lambda line=line: floor(line)),
-                         ("cut, made and decoded", lambda line=line: with_cut(line)),
-                         ("cut, decoding only", lambda prepared=prepared: decode_cut(prepared)),
-                         ("bytes only, no JSON parser", lambda line=line: bytes_only(line)),
-                         ("orjson.loads (a dict)", lambda line=line: orjson.loads(line))):
-            took = per_line(fn, args.number)
-            print(f"  {what:28s} {took:6.2f} µs  {took / base:4.2f}x the whole-line decode")
+        readers: list[tuple[str, Callable[[], object]]] = [
+            ("whole line (latencymap)", partial(whole, line)), ("msgspec's floor, no fields", partial(floor, line)),
+            ("cut, made and decoded", partial(with_cut, line)), ("cut, decoding only", partial(decode_cut, prepared)),
+            ("bytes only, no JSON parser", partial(bytes_only, line)),
+            ("orjson.loads (a dict)", partial(orjson.loads, line))]
+        took = interleaved([fn for _, fn in readers], args.number)
+        for (what, _), t in zip(readers, took, strict=True):
+            print(f"  {what:28s} {t:6.2f} µs  {t / took[0]:4.2f}x the whole-line decode")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

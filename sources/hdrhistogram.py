@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import click
 import numpy as np
@@ -31,7 +31,6 @@ from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, Notice, StreamId, empty_counts
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
-from latencymap.flow.inputs import MAX_LINE
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.printed_histograms import unit_option
 
@@ -53,6 +52,9 @@ _DATA = re.compile(r"^(?:Tag=([^,]*),)?([^,]*),([^,]*),([^,]*),(\S*)$")
 _SNIFF = re.compile(r'^(?:#\[(?:StartTime|BaseTime):|#\[Histogram log format version|"StartTimestamp",'
                     r'|(?:Tag=[^,]*,)?[\d.]+,[\d.]+,[\d.]+,HIST)')
 _EXPECTED = "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>'"
+#: Longer lines are cut (and their columns left empty, said): a histogram of 4 or 5 significant digits over a
+#: wide range of values encodes to 100-300 KB.
+MAX_HLOG_LINE = 16 * 1024 * 1024
 
 
 class HdrHistogramFormat(TextFormat):
@@ -61,6 +63,7 @@ class HdrHistogramFormat(TextFormat):
     name = "hdrhistogram"
     summary = "HdrHistogram interval logs (.hlog: jHiccup, cassandra-stress, HistogramLogWriter), --unit (ns)"
     priority = 10
+    max_line: ClassVar[int] = MAX_HLOG_LINE
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
@@ -129,7 +132,7 @@ class HlogReader:
             if line.startswith("#"):
                 self._comment(line)
                 continue
-            out.extend(self._data(line, self.lines, len(raw.rstrip("\r\n")) >= MAX_LINE))
+            out.extend(self._data(line, self.lines, len(raw.rstrip("\r\n")) >= MAX_HLOG_LINE))
         from latencymap.sources.hdrhistogram_codec import fold_payloads  # the decoder, not needed to sniff
 
         folded = fold_payloads([p.payload for p in out if isinstance(p, _Pending)])
@@ -171,7 +174,7 @@ class HlogReader:
     def _column(self, p: _Pending, folded: Folded, row: int) -> Iterator[Item]:
         error = folded.errors[row]
         if error is not None:
-            hint = f" (the line was cut at {MAX_LINE} characters)" if p.cut else ""
+            hint = f" (the line was cut at {MAX_HLOG_LINE} characters)" if p.cut else ""
             yield Notice(f"{self.name}: line {p.line}: {p.stream.label}: {error}{hint}; the column is left empty "
                          "(gap)")
             yield Interval(p.stream, p.start, p.end, empty_counts(), np.zeros(NSLOTS), gap=True)

@@ -362,3 +362,45 @@ def test_every_cli_path_reads_the_log(tmp_path: Path) -> None:
         assert [t for *_, t, _ in got] == pytest.approx([t for *_, t, _ in expected], rel=1e-9)
     replay = _latencymap("replay", "--max", "--plain", "--once", str(rec))
     assert replay.returncode == 0 and b"Label: write" in replay.stdout
+
+
+def wide_log(tmp_path: Path) -> tuple[Path, list[Logged]]:
+    """A library log whose first interval (4 significant digits, values over seven decades) encodes to ~120 KB."""
+    rng = np.random.default_rng(9)
+    wide = np.exp(rng.uniform(np.log(1e3), np.log(1e10), 300_000)).astype(np.int64).tolist()
+    logged = [Logged(None, START, 1.0, wide), Logged(None, START + 1, 1.0, [1000, 2000, 3000])]
+    return write_library_log(tmp_path / "wide.hlog", logged, START, digits=4), logged
+
+
+def test_lines_of_a_hundred_kilobytes_are_read_whole_from_a_file_and_from_stdin(tmp_path: Path) -> None:
+    from latencymap.cli import main as cli
+
+    path, logged = wide_log(tmp_path)
+    longest = max(len(line) for line in path.read_text().splitlines())
+    assert longest > 100_000  # past the 64 KiB other formats' lines are cut at
+    want = sum(len(item.values) for item in logged)
+    library = library_read(path)
+    assert sum(h.get_total_count() for h in library) == want
+    for args, stdin in ((["report", "--format", "json", str(path)], None),
+                        (["report", "--format", "json"], path.read_text())):
+        result = CliRunner().invoke(cli.main, args, input=stdin)
+        assert result.exit_code == 0, result.output
+        (stream,) = json.loads(result.output)["streams"]
+        assert stream["total"]["events"] == want and stream["errors"]["messages"] == []
+        assert stream["gaps"] == []
+
+
+def test_a_line_past_the_format_limit_is_cut_said_and_its_column_left_empty(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from latencymap.cli import main as cli
+    from latencymap.sources import hdrhistogram
+
+    path, logged = wide_log(tmp_path)
+    monkeypatch.setattr(hdrhistogram, "MAX_HLOG_LINE", 50_000)
+    monkeypatch.setattr(HdrHistogramFormat, "max_line", 50_000)
+    result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    (stream,) = json.loads(result.output)["streams"]
+    assert stream["total"]["events"] == len(logged[1].values) and stream["gaps"] == [0]
+    (message,) = stream["errors"]["messages"]
+    assert "line 5" in message and "(the line was cut at 50000 characters)" in message and "gap" in message

@@ -14,6 +14,9 @@ from latencymap.core.model import Flow, Interval, Notice
 from latencymap.views.options import ViewOptions, color_enabled
 from latencymap.views.plain import CLEAR, PlainRenderer
 
+#: How long an interrupted replay still writes the frames it has drawn (a stopped reader must not hold it).
+INTERRUPTED_WRITES_S = 1.0
+
 
 def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float, history: HistoryLimit | int,
               out: TextIO) -> int:
@@ -93,10 +96,10 @@ def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: 
                         out.write(clear + renderer.render(acc))
                         out.flush()
                         done += 1
-    except BaseException:
+    except BaseException as err:
         if writer is not None:
             with contextlib.suppress(Exception):  # what stopped the frames is what the caller hears of
-                writer.close()
+                writer.close(None if isinstance(err, Exception) else INTERRUPTED_WRITES_S)
         raise
     if writer is not None:
         writer.close()

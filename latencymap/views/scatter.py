@@ -11,6 +11,7 @@ import ctypes
 import errno
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
@@ -192,19 +193,28 @@ class PieceWriter:
             self._pending.append(pieces)
             self._cond.notify_all()
 
-    def drain(self) -> None:
-        """Wait until everything given is written."""
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until everything given is written (at most `timeout` s); whether it was."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while (self._pending or self._busy) and self._thread.is_alive():
-                self._cond.wait()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
         self._raise()
+        return True
 
-    def close(self) -> None:
-        """Write what is pending, then end the thread."""
+    def close(self, timeout: float | None = None) -> None:
+        """Write what is pending (for at most `timeout` s: a reader that stopped reading must not hold an
+        interrupted replay), then end the thread."""
+        done = False
         try:
-            self.drain()
+            done = self.drain(timeout)
         finally:
             with self._cond:
+                if not done:
+                    self._pending.clear()
                 self._pending.append(None)
                 self._cond.notify_all()
-            self._thread.join()
+            self._thread.join(timeout)

@@ -126,3 +126,20 @@ def test_fixed_texts_start_afresh_in_a_new_buffer_that_pending_batches_do_not_po
     sources.text(b"XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX")
     sources.bases()
     assert kept.tobytes() == b"the first batch's words"
+
+
+def test_closing_with_a_timeout_gives_up_on_a_reader_that_stopped_reading() -> None:
+    """An interrupted replay into a pipe nobody reads any more: close(timeout) returns, the pending batch dropped."""
+    read_fd, write_fd = os.pipe()
+    writer = PieceWriter(write_fd)
+    pieces, _ = pieces_of([os.urandom(1000)] * 2000)  # 2 MB: far past the pipe's buffer, so writev blocks
+    writer.put(pieces)
+    writer.put(pieces)
+    closing = threading.Thread(target=writer.close, args=(0.2,), daemon=True)
+    closing.start()
+    closing.join(timeout=20)
+    assert not closing.is_alive()
+    os.close(read_fd)  # the blocked writev now fails with EPIPE and the writer's thread ends
+    writer._thread.join(timeout=20)
+    assert not writer._thread.is_alive()
+    os.close(write_fd)

@@ -217,4 +217,4 @@ class PieceWriter:
                     self._pending.clear()
                 self._pending.append(None)
                 self._cond.notify_all()
-            self._thread.join(timeout)
+            self._thread.join(timeout if done else 0)

@@ -78,6 +78,9 @@ class OverviewList(Widget, can_focus=True):
         super().__init__(id="overview-list")
         self.rows: list[StreamRow] = []
         self.selected = 0
+        #: Whether the user picked a line (moved or opened one): the selection then follows its stream when the rows
+        #: are sorted again; until then it stays on the top line, the stream the order puts first.
+        self.chosen = False
         self.top = 0
         self.mode = "truecolor"
         self.zoom = 1
@@ -106,7 +109,7 @@ class OverviewList(Widget, can_focus=True):
         current = self.rows[self.selected].index if self.rows and self.selected < len(self.rows) else None
         self.rows, self.stops = rows, stops
         if current is not None:
-            self.selected = next((k for k, r in enumerate(rows) if r.index == current), 0)
+            self.selected = next((k for k, r in enumerate(rows) if r.index == current), 0) if self.chosen else 0
         self._header = None  # built once, at the next repaint (however many changes came before it)
         self.move(0)
 
@@ -328,20 +331,26 @@ class OverviewScreen(Screen[None]):
             head.append(f"slow now: {', '.join(slow[:3])}{' …' if len(slow) > 3 else ''}", style="bold red")
         self.query_one("#overview-head", Static).update(head)
 
+    def _chosen(self) -> OverviewList:
+        """The list, with the user's pick to be kept from now on."""
+        listing = self.query_one(OverviewList)
+        listing.chosen = True
+        return listing
+
     def action_move(self, step: int) -> None:
-        self.query_one(OverviewList).move(step)
+        self._chosen().move(step)
 
     def action_page(self, direction: int) -> None:
-        listing = self.query_one(OverviewList)
+        listing = self._chosen()
         listing.move(direction * listing.lines_shown)
 
     def action_ends(self, last: int) -> None:
-        listing = self.query_one(OverviewList)
+        listing = self._chosen()
         listing.move(0, absolute=len(listing.rows) - 1 if last else 0)
 
     def action_open(self) -> None:
         """Open the selected stream's full view."""
-        row = self.query_one(OverviewList).current()
+        row = self._chosen().current()
         if row is not None:
             self.host.open_stream(row.index)
 

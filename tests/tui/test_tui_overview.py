@@ -242,3 +242,27 @@ def test_difference_rates_read_only_the_columns_on_screen_and_match_the_whole_hi
         assert np.allclose(seconds, spans)
         assert np.allclose(rates, np.divide(whole, spans[:, None], out=np.zeros_like(whole),
                                             where=spans[:, None] > 0))
+
+
+def test_the_selection_stays_on_top_until_the_user_picks_a_line_then_follows_it() -> None:
+    """Rows sorted again as data comes (rank 7 turns slow at the end): an untouched selection is the top line, the
+    stream the order puts first; once the user has moved, it stays on the stream picked."""
+    items = ranks()
+    early, late = Accumulator(), Accumulator()
+    early.add(items[: len(items) // 3])
+    late.add(items)
+    before = sort_rows(OverviewStats().rows(list(early.streams.values())), "p99 now")
+    after = sort_rows(OverviewStats().rows(list(late.streams.values())), "p99 now")
+    assert before[0].label != "rank7/step" and after[0].label == "rank7/step"
+    untouched = OverviewList()
+    untouched.set_rows(before, {})
+    untouched.set_rows(after, {})
+    assert untouched.current() is after[0]
+    picked = OverviewList()
+    picked.set_rows(before, {})
+    picked.chosen = True
+    picked.move(1)
+    chosen = before[1].index
+    picked.set_rows(after, {})
+    current = picked.current()
+    assert current is not None and current.index == chosen

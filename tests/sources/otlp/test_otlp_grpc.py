@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
     ExportMetricsServiceResponse,
 )
-from otlp_support import by_label, free_port, grpc_export, messages, protobuf_request, sdk_collect
+from otlp_support import Pusher, by_label, exporter, free_port, grpc_export, messages, protobuf_request, sdk_collect
 
 from latencymap.flow.inputs import InputError
 from latencymap.sources.otlp import receiver
@@ -144,11 +145,16 @@ def test_a_busy_port_is_a_clear_error_even_for_a_second_receiver() -> None:
 
 
 def test_port_zero_binds_a_free_port_and_says_which() -> None:
-    items = receive("127.0.0.1:0")
+    host = "127.0.0.1"
+    items = receive(f"{host}:0")
     message = next(items).message
     try:
-        port = int(message.rpartition(":")[2])
-        assert port > 0 and grpc_export(f"127.0.0.1:{port}", good_request([1.0]))[0] == grpc.StatusCode.OK
+        shown, _, port = message.rpartition(" at ")[2].rpartition(":")
+        assert shown == host and int(port) > 0
+        assert grpc_export(f"{host}:{port}", good_request([1.0]))[0] == grpc.StatusCode.OK
+        got = list(items)
+        assert by_label(got)[LABEL][0].counts.sum() == 1
+        assert messages(got) == []
     finally:
         items.close()
 
@@ -157,3 +163,36 @@ def test_port_zero_binds_a_free_port_and_says_which() -> None:
 def test_bad_addresses_name_the_option(text: str) -> None:
     with pytest.raises(InputError, match="--otlp-grpc"):
         next(receive(text))
+
+
+@pytest.mark.slow
+def test_the_sdk_exporter_retries_after_unavailable_and_nothing_is_lost(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(receiver, "QUEUE_REQUESTS", 1)
+    port = free_port()
+    items = receive(f"127.0.0.1:{port}", idle_timeout=3)
+    got = [next(items)]
+    pusher = Pusher(exporter("grpc", f"127.0.0.1:{port}", "delta"))
+    histogram = pusher.meter.create_histogram("rpc.duration", unit="ms")
+    try:
+        histogram.record(1.0)
+        pusher.push()  # accepted: the queue is now full, nobody drains it yet
+        histogram.record(2.0)
+        histogram.record(3.0)
+        second = threading.Thread(target=pusher.push)
+        second.start()  # told UNAVAILABLE, waits the 1 s we asked for, then retries
+        deadline = time.monotonic() + 30
+        while not told_to_retry(caplog) and second.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert told_to_retry(caplog), [r.getMessage() for r in caplog.records]
+        got += items  # drains the queue while the exporter waits; ends 3 s after the last request
+        second.join(30)
+    finally:
+        pusher.close()
+    assert sum(int(c.counts.sum()) for c in by_label(got)["acceptance/rpc.duration"]) == 3
+
+
+def told_to_retry(caplog: pytest.LogCaptureFixture) -> bool:
+    """The SDK's exporter logged that it will retry after our UNAVAILABLE, in the 1 s our RetryInfo asked for."""
+    return any("UNAVAILABLE" in r.getMessage() and "retrying in 1.00s" in r.getMessage()
+               and "latencymap is behind" in r.getMessage() for r in caplog.records)

@@ -123,8 +123,12 @@ def test_stops_cleanly_and_frees_the_port() -> None:
     assert any(t.name.startswith("latencymap-otlp-grpc") for t in threading.enumerate())
     items.close()  # the view quit while the receiver waited
     assert not any(t.name.startswith("latencymap-otlp-grpc") and t.is_alive() for t in threading.enumerate())
-    with socket.socket() as again:
+    with socket.socket() as again:  # as servers bind: a connection we closed may linger in TIME_WAIT
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         again.bind(("127.0.0.1", port))
+    restarted = receive(f"127.0.0.1:{port}")
+    assert f"127.0.0.1:{port}" in next(restarted).message
+    restarted.close()
 
 
 def test_a_busy_port_is_a_clear_error_even_for_a_second_receiver() -> None:
@@ -146,7 +150,7 @@ def test_a_busy_port_is_a_clear_error_even_for_a_second_receiver() -> None:
 
 def test_port_zero_binds_a_free_port_and_says_which() -> None:
     host = "127.0.0.1"
-    items = receive(f"{host}:0")
+    items = receive(f"{host}:0", idle_timeout=0.3)
     message = next(items).message
     try:
         shown, _, port = message.rpartition(" at ")[2].rpartition(":")

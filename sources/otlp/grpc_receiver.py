@@ -38,7 +38,8 @@ WORKERS = 4
 STOP_GRACE_S = 0.5
 #: `google.rpc.RetryInfo {retry_delay: {seconds: 1}}`, the trailer OTLP exporters read before retrying.
 RETRY_INFO = b"\x0a\x02\x08\x01"
-#: Let two receivers share a port (gRPC's default on Linux): no; a second one is an error.
+#: gRPC refuses requests past MAX_BODY bytes (inflated); no SO_REUSEPORT, gRPC's default on Linux, which would let
+#: a second receiver share the port.
 OPTIONS = [("grpc.max_receive_message_length", MAX_BODY), ("grpc.so_reuseport", 0)]
 
 

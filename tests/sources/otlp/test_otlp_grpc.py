@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from otlp_support import Pusher, by_label, exporter, free_port, grpc_export, messages, protobuf_request, sdk_collect
 
 from latencymap.flow.inputs import InputError
-from latencymap.sources.otlp import receiver
+from latencymap.sources.otlp import grpc_receiver, receiver
 from latencymap.sources.otlp.grpc_receiver import receive
 from latencymap.sources.otlp.receiver import MAX_BODY
 
@@ -131,7 +131,7 @@ def test_stops_cleanly_and_frees_the_port() -> None:
     restarted.close()
 
 
-def test_a_busy_port_is_a_clear_error_even_for_a_second_receiver() -> None:
+def test_a_busy_port_is_a_clear_error_even_for_a_second_receiver(monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -144,6 +144,10 @@ def test_a_busy_port_is_a_clear_error_even_for_a_second_receiver() -> None:
     try:  # gRPC lets two servers share a port (SO_REUSEPORT) unless told not to
         with pytest.raises(InputError, match=f"--otlp-grpc 127.0.0.1:{port}: cannot listen"):
             next(receive(f"127.0.0.1:{port}"))
+        with monkeypatch.context() as patch:  # without our own probe, gRPC's failure is still an InputError
+            patch.setattr(grpc_receiver, "_check_free", lambda *args: None)
+            with pytest.raises(InputError, match=rf"--otlp-grpc 127.0.0.1:{port}: cannot listen \(address in use"):
+                next(receive(f"127.0.0.1:{port}"))
     finally:
         first.close()
 

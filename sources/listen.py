@@ -9,7 +9,8 @@ replaced; any other existing file is refused. Writer comment lines (`# latencyma
 `# latencymap-dropped`) become notices: who connected, and how many intervals a writer dropped while
 the viewer was absent or slow.
 
-`listen --otlp [HOST:PORT]` receives OpenTelemetry metrics over OTLP/HTTP instead (`latencymap.sources.otlp`).
+`listen --otlp [HOST:PORT]` receives OpenTelemetry metrics over OTLP/HTTP instead, `listen --otlp-grpc
+[HOST:PORT]` over OTLP/gRPC (`latencymap.sources.otlp`; gRPC needs grpcio, extra `otlp`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.plugins import Item, Source
 from latencymap.protocol import ProtocolReader
 from latencymap.sinks import DROPPED_PREFIX, WRITER_PREFIX, default_socket_path, parse_label
-from latencymap.sources.otlp import DEFAULT_ADDRESS
+from latencymap.sources.otlp import DEFAULT_ADDRESS, DEFAULT_GRPC_ADDRESS
 
 MAX_WRITERS = 256
 READ_CHUNK = 64 * 1024
@@ -176,9 +177,11 @@ class ListenSource(Source):
     examples: ClassVar[tuple[str, ...]] = (
         "latencymap listen /tmp/lm.sock",
         "latencymap listen /tmp/lm.sock --record run.txt --writers 4",
+        "latencymap listen --otlp-grpc --record otel.txt",
     )
     summary: ClassVar[str] = ("Live training-loop timings (latencymap.instrument) from many processes or ranks "
-                              "over a UNIX socket, or OpenTelemetry metrics over OTLP/HTTP (--otlp).")
+                              "over a UNIX socket, or OpenTelemetry metrics over OTLP/HTTP (--otlp) or OTLP/gRPC "
+                              "(--otlp-grpc).")
 
     @classmethod
     def params(cls) -> list[click.Parameter]:
@@ -189,10 +192,17 @@ class ListenSource(Source):
             click.Option(["--writers"], type=int, default=None, metavar="N",
                          help="Stop once N writers have connected and all have disconnected."),
             click.Option(["--idle-timeout", "idle_timeout"], type=float, default=None, metavar="S",
-                         help="Stop after S seconds with no writer connected (--otlp: with no request)."),
+                         help="Stop after S seconds with no writer connected (--otlp, --otlp-grpc: with no request)."),
             click.Option(["--otlp"], is_flag=False, flag_value=DEFAULT_ADDRESS, default=None, metavar="[HOST:PORT]",
                          help=f"Receive OpenTelemetry histograms at POST /v1/metrics (OTLP/HTTP, protobuf or JSON) "
-                              f"instead of the socket; bound only there, {DEFAULT_ADDRESS} when no address is given."),
+                              f"instead of the socket; bound only there, {DEFAULT_ADDRESS} when no address is given. "
+                              "No authentication: bind only on networks you trust."),
+            click.Option(["--otlp-grpc", "otlp_grpc"], is_flag=False, flag_value=DEFAULT_GRPC_ADDRESS, default=None,
+                         metavar="[HOST:PORT]",
+                         help=f"Receive OpenTelemetry histograms over OTLP/gRPC (MetricsService/Export, where "
+                              f"exporters send by default) instead of the socket; bound only there, "
+                              f"{DEFAULT_GRPC_ADDRESS} when no address is given. No TLS, no authentication: bind "
+                              f"only on networks you trust. Needs grpcio: pip install 'latencymap[otlp]'."),
         ]
 
     @classmethod
@@ -211,13 +221,22 @@ class ListenSource(Source):
         self.writers: int | None = options.get("writers")
         self.idle_timeout: float | None = options.get("idle_timeout")
         self.otlp: str | None = options.get("otlp")
+        self.otlp_grpc: str | None = options.get("otlp_grpc")
+        if self.otlp and self.otlp_grpc:
+            raise click.UsageError("--otlp (HTTP) and --otlp-grpc: give one of them")
         if self.otlp and (self.path or self.writers is not None):
             raise click.UsageError("--otlp receives over HTTP: give no socket PATH and no --writers with it")
+        if self.otlp_grpc:
+            if self.path or self.writers is not None:
+                raise click.UsageError("--otlp-grpc receives over gRPC: give no socket PATH and no --writers with it")
+            _check_grpc()
         self.accepted = 0
 
     def describe(self) -> dict[str, Any]:
         if self.otlp:
             return {"source": self.name, "otlp": self.otlp}
+        if self.otlp_grpc:
+            return {"source": self.name, "otlp_grpc": self.otlp_grpc}
         return {"source": self.name, "path": self.path, "mode": oct(self.mode)}
 
     def items(self) -> Iterator[Item]:
@@ -225,6 +244,11 @@ class ListenSource(Source):
             from latencymap.sources.otlp.receiver import receive
 
             yield from receive(self.otlp, self.idle_timeout)
+            return
+        if self.otlp_grpc:
+            from latencymap.sources.otlp.grpc_receiver import receive as receive_grpc
+
+            yield from receive_grpc(self.otlp_grpc, self.idle_timeout)
             return
         if self.path is None:
             try:
@@ -294,6 +318,20 @@ class ListenSource(Source):
         self.accepted += 1
         writers[conn] = _Writer(conn, self.accepted, writers)
         sel.register(conn, selectors.EVENT_READ, writers[conn])
+
+
+def _check_grpc() -> None:
+    """A usage error with the remedy when `--otlp-grpc` cannot run here (grpcio or opentelemetry-proto missing)."""
+    try:
+        from latencymap.sources.otlp.grpc_receiver import unavailable
+    except ImportError as err:
+        if (err.name or "").partition(".")[0] != "grpc":
+            raise
+        raise click.UsageError("--otlp-grpc needs the grpcio package: pip install 'latencymap[otlp]' "
+                               "(--otlp, OTLP/HTTP, works without it)") from None
+    why = unavailable()
+    if why is not None:
+        raise click.UsageError(why)
 
 
 def _unlink_if_ours(path: str, inode: int) -> None:

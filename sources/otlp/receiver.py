@@ -9,7 +9,7 @@ port, loopback only); it has no authentication, so bind another address only on 
 
 The HTTP server runs in daemon threads that only decode; a queue hands the points to the source's worker
 thread, which turns them into Intervals (all stream state lives there) and shuts the server down when the
-source stops.
+source stops. `consume` is that worker side, shared with the gRPC transport (`grpc_receiver`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,14 +44,52 @@ INVALID_ARGUMENT = 3
 NAME = "listen --otlp"
 
 
-def parse_address(text: str) -> tuple[str, int]:
+#: What a transport's threads hand the worker: (origin, decoded request or a message for a notice).
+Inbox = queue.Queue[tuple[str, Decoded | str]]
+
+
+def parse_address(text: str, default: str = DEFAULT_ADDRESS) -> tuple[str, int]:
     """(host, port) of `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (host 127.0.0.1)."""
-    text = (text or DEFAULT_ADDRESS).strip()
+    text = (text or default).strip()
     host, _, port = text.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"expected HOST:PORT (e.g. {DEFAULT_ADDRESS}), got {text!r}")
+        raise ValueError(f"expected HOST:PORT (e.g. {default}), got {text!r}")
     return host, int(port)
+
+
+def new_inbox() -> Inbox:
+    """The bounded queue between a transport and `consume`; a transport answers "retry" while it is full."""
+    return queue.Queue(QUEUE_REQUESTS)
+
+
+def tell(inbox: Inbox, origin: str, message: str) -> None:
+    """Queue a notice for the view (dropped when the queue is full: the client hears about it anyway)."""
+    with contextlib.suppress(queue.Full):
+        inbox.put_nowait((origin, message))
+
+
+def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None,
+            stop: Callable[[], None]) -> Iterator[Item]:
+    """`greeting`, then Intervals and notices of what arrives on `inbox` until closed or idle; then `stop()`."""
+    streams = PointStreams()
+    try:
+        yield from greeting
+        last = time.monotonic()
+        while True:
+            try:
+                origin, what = inbox.get(timeout=POLL_S)
+            except queue.Empty:
+                if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
+                    return
+                continue
+            last = time.monotonic()
+            if isinstance(what, str):
+                yield Notice(f"{origin}: {what}")
+            else:
+                yield from streams.feed(what, origin)
+    finally:
+        stop()
 
 
 def _varint(value: int) -> bytes:
@@ -87,7 +125,7 @@ def success_body(rejected: int, message: str, protobuf: bool) -> bytes:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    inbox: queue.Queue[tuple[str, Decoded | str]]
+    inbox: Inbox
     protobuf: bool
 
 
@@ -119,8 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _refuse(self, code: int, message: str, kind: str | None = None) -> None:
         """Answer `code` with `message` and tell the view."""
-        with contextlib.suppress(queue.Full):
-            self.server.inbox.put_nowait((self._peer(), f"{self.command} {clean_text(self.path, 80)}: {message}"))
+        tell(self.server.inbox, self._peer(), f"{self.command} {clean_text(self.path, 80)}: {message}")
         if kind is None:
             self._reply(code, (message + "\n").encode(), "text/plain; charset=utf-8")
         else:
@@ -211,33 +248,21 @@ def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[
         server = kind((host, port), _Handler)
     except OSError as err:
         raise InputError(f"--otlp {host}:{port}: cannot listen: {err.strerror or err}") from None
-    server.inbox = queue.Queue(QUEUE_REQUESTS)
+    server.inbox = new_inbox()
     server.protobuf = protobuf_available()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_S},
                               name="latencymap-otlp", daemon=True)
     thread.start()
-    streams = PointStreams()
-    bound = server.server_address[1]
-    try:
-        shown = f"[{host}]" if ":" in host else host
-        yield Notice(f"{NAME}: receiving OpenTelemetry metrics at http://{shown}:{bound}{PATH}", skipped=0)
-        if not server.protobuf:
-            yield Notice(f"{NAME}: protobuf requests are refused (415) without the opentelemetry-proto package: "
-                         "pip install 'latencymap[otlp]'; JSON works", skipped=0)
-        last = time.monotonic()
-        while True:
-            try:
-                origin, what = server.inbox.get(timeout=POLL_S)
-            except queue.Empty:
-                if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
-                    return
-                continue
-            last = time.monotonic()
-            if isinstance(what, str):
-                yield Notice(f"{origin}: {what}")
-            else:
-                yield from streams.feed(what, origin)
-    finally:
+
+    def stop() -> None:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+    shown = f"[{host}]" if ":" in host else host
+    greeting = [Notice(f"{NAME}: receiving OpenTelemetry metrics at http://{shown}:{server.server_address[1]}{PATH}",
+                       skipped=0)]
+    if not server.protobuf:
+        greeting.append(Notice(f"{NAME}: protobuf requests are refused (415) without the opentelemetry-proto "
+                               "package: pip install 'latencymap[otlp]'; JSON works", skipped=0))
+    yield from consume(server.inbox, greeting, idle_timeout, stop)

@@ -1,4 +1,4 @@
-"""Helpers for the OpenTelemetry tests: the real SDK set up to push to latencymap, free ports, raw posts."""
+"""Helpers for the OpenTelemetry tests: the real SDK set up to push to latencymap, free ports, raw requests."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation
 from opentelemetry.sdk.resources import Resource
 
 from latencymap.core.model import Interval, Notice
+from latencymap.sources.otlp.receiver import receive
 
+GRPC_EXPORT = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
 TEMPORALITY = {"delta": AggregationTemporality.DELTA, "cumulative": AggregationTemporality.CUMULATIVE}
 
 
@@ -34,8 +36,14 @@ def free_port() -> int:
 
 
 def exporter(encoding: str, url: str, temporality: str) -> MetricExporter:
-    """The SDK's own OTLP/HTTP exporter: protobuf (optionally gzip) or JSON."""
+    """The SDK's own OTLP exporter: HTTP protobuf (optionally gzip) or JSON; gRPC (`grpc`, `grpc+gzip`) to HOST:PORT."""
     preferred = {Histogram: TEMPORALITY[temporality]}
+    if encoding.startswith("grpc"):
+        from grpc import Compression as GrpcCompression
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcExporter
+
+        gzipped = GrpcCompression.Gzip if encoding == "grpc+gzip" else GrpcCompression.NoCompression
+        return GrpcExporter(endpoint=url, insecure=True, preferred_temporality=preferred, compression=gzipped)
     if encoding == "json":
         from opentelemetry.exporter.otlp.json.http.metric_exporter import OTLPMetricExporter as JsonExporter
 
@@ -55,6 +63,7 @@ class Pusher:
     service: str = "acceptance"
     expo_max_size: int = 160
     memory: InMemoryMetricReader = field(default_factory=InMemoryMetricReader)
+    sdk: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.reader = PeriodicExportingMetricReader(self.push_exporter, export_interval_millis=3_600_000)
@@ -78,6 +87,30 @@ class Pusher:
 
     def close(self) -> None:
         self.provider.shutdown()
+
+
+def push_and_receive(encoding: str, temporality: str, record: Any, pushes: int = 4,
+                     expo_max_size: int = 160) -> tuple[list[Any], Pusher]:
+    """Items latencymap made of what `record(meter)` recorded before each of `pushes` exports (`exporter` encodings)."""
+    port = free_port()
+    if encoding.startswith("grpc"):
+        from latencymap.sources.otlp.grpc_receiver import receive as receive_grpc
+
+        items, endpoint = receive_grpc(f"127.0.0.1:{port}", idle_timeout=0.5), f"127.0.0.1:{port}"
+    else:
+        items, endpoint = receive(f"127.0.0.1:{port}", idle_timeout=0.5), f"http://127.0.0.1:{port}/v1/metrics"
+    got = [next(items)]
+    pusher = Pusher(exporter(encoding, endpoint, temporality), expo_max_size=expo_max_size)
+    try:
+        instruments = record.setup(pusher.meter)
+        for n in range(pushes):
+            record(instruments, n)
+            pusher.push()
+        pusher.sdk = pusher.points()
+    finally:
+        pusher.close()  # a last export (cumulative: the same counts again)
+    got += items
+    return got, pusher
 
 
 def post(url: str, body: bytes, content_type: str | None, gzipped: bool = False, encoding: str | None = None,
@@ -153,3 +186,18 @@ def json_request(data: Any) -> dict[str, Any]:
     from opentelemetry.exporter.otlp.json.common.metrics_encoder import encode_metrics
 
     return encode_metrics(data).to_dict()
+
+
+def grpc_export(address: str, body: bytes, method: str = GRPC_EXPORT,
+                gzipped: bool = False) -> tuple[Any, str, bytes, dict[str, Any]]:
+    """(status code, details, response, trailing metadata) of one raw unary gRPC call with `body` as the request."""
+    import grpc
+
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(method)
+        compression = grpc.Compression.Gzip if gzipped else grpc.Compression.NoCompression
+        try:
+            answer, outcome = call.with_call(body, timeout=10, compression=compression)
+        except grpc.RpcError as err:
+            return err.code(), err.details() or "", b"", dict(err.trailing_metadata() or ())
+        return outcome.code(), outcome.details() or "", answer, dict(outcome.trailing_metadata() or ())

@@ -1,4 +1,4 @@
-"""Acceptance: the real OpenTelemetry SDK exporting to `listen --otlp`, delta and cumulative, protobuf and JSON.
+"""Acceptance: the real SDK exporting to `listen --otlp` and `--otlp-grpc`, delta and cumulative, protobuf and JSON.
 
 Every observation the SDK made is counted once (cross-checked with the SDK's in-memory reader on the same
 meter provider), explicit buckets keep the SDK's own counts and sum, exponential histograms at scale >= 0 fold
@@ -13,32 +13,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from otlp_support import Pusher, by_label, exporter, free_port, messages, slot_totals
+from otlp_support import by_label, messages, push_and_receive, slot_totals
 
 from latencymap.core.buckets import bin_values
-from latencymap.sources.otlp.receiver import receive
 
 ROUTES = ("/cart", "/pay")
-
-
-def push_and_receive(encoding: str, temporality: str, record: Any, pushes: int = 4,
-                     expo_max_size: int = 160) -> tuple[list[Any], Pusher]:
-    """Items latencymap made of what `record(meter)` recorded before each of `pushes` exports."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/v1/metrics"
-    items = receive(f"127.0.0.1:{port}", idle_timeout=0.5)
-    got = [next(items)]
-    pusher = Pusher(exporter(encoding, url, temporality), expo_max_size=expo_max_size)
-    try:
-        instruments = record.setup(pusher.meter)
-        for n in range(pushes):
-            record(instruments, n)
-            pusher.push()
-        pusher.sdk = pusher.points()
-    finally:
-        pusher.close()  # a last export (cumulative: the same counts again)
-    got += items
-    return got, pusher
 
 
 class Lognormal:
@@ -62,7 +41,7 @@ class Lognormal:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("temporality", ["delta", "cumulative"])
-@pytest.mark.parametrize("encoding", ["protobuf", "protobuf+gzip", "json"])
+@pytest.mark.parametrize("encoding", ["protobuf", "protobuf+gzip", "json", "grpc", "grpc+gzip"])
 def test_every_observation_is_counted_once(encoding: str, temporality: str) -> None:
     record = Lognormal()
     got, pusher = push_and_receive(encoding, temporality, record)

@@ -1,0 +1,102 @@
+"""`latencymap listen --otlp-grpc` as a command: a report of what the SDK pushed, usage errors, a busy port."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from typing import Any
+
+import click
+import grpc
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from otlp_support import Pusher, exporter, free_port, post, protobuf_request, sdk_collect
+
+from latencymap.cli import main as cli
+from latencymap.sources.listen import ListenSource
+from latencymap.sources.otlp import DEFAULT_ADDRESS, DEFAULT_GRPC_ADDRESS
+
+
+@pytest.mark.slow
+def test_report_of_a_listen_run_counts_every_observation_the_sdk_pushed() -> None:
+    port = free_port()
+    child = subprocess.Popen([sys.executable, "-m", "latencymap", "report", "--format", "json", "listen",
+                              "--otlp-grpc", f"127.0.0.1:{port}", "--idle-timeout", "3"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=60)  # the receiver is listening
+        pusher = Pusher(exporter("grpc+gzip", f"127.0.0.1:{port}", "cumulative"), service="cli")
+        latency = pusher.meter.create_histogram("job.duration", unit="s")
+        values = np.random.default_rng(3).lognormal(-4.0, 1.0, 500)
+        for chunk in np.array_split(values, 3):
+            for value in chunk.tolist():
+                latency.record(value, {"queue": "default"})
+            pusher.push()
+        pusher.close()
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 0, err
+    report: dict[str, Any] = json.loads(out)
+    [stream] = report["streams"]
+    assert stream["stream"]["label"] == "cli/job.duration{queue=default}"
+    assert stream["total"]["events"] == len(values)
+    assert stream["stream"]["unit"] == "microsec" and stream["stream"]["datasource"] == "otlp"
+    assert report["errors"]["messages"] == [
+        f"listen --otlp-grpc: receiving OpenTelemetry metrics over OTLP/gRPC at 127.0.0.1:{port}"]
+
+
+@pytest.mark.slow
+def test_a_busy_port_is_one_clear_line_and_exit_code_2() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "latencymap", "listen", "--otlp-grpc", f"127.0.0.1:{port}",
+                               "--emit"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"latencymap: --otlp-grpc 127.0.0.1:{port}: cannot listen: Address already in use"
+    assert "<begin record>" not in done.stdout
+
+
+def test_otlp_grpc_without_an_address_binds_the_default_on_loopback() -> None:
+    command = cli.main.commands["listen"]
+    assert command.make_context("listen", ["--otlp-grpc", "--emit"]).params["otlp_grpc"] == DEFAULT_GRPC_ADDRESS
+    assert command.make_context("listen", ["--otlp-grpc", "[::1]:9999"]).params["otlp_grpc"] == "[::1]:9999"
+    assert command.make_context("listen", []).params["otlp_grpc"] is None
+    assert ListenSource(otlp_grpc="127.0.0.1:4999").describe() == {"source": "listen", "otlp_grpc": "127.0.0.1:4999"}
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({"otlp": DEFAULT_ADDRESS}, "give one of them"),
+    ({"path": "x.sock"}, "give no socket PATH"),
+    ({"writers": 2}, "no --writers"),
+])
+def test_otlp_grpc_with_another_transport_is_a_usage_error(options: dict[str, Any], expected: str) -> None:
+    with pytest.raises(click.UsageError, match=expected):
+        ListenSource(otlp_grpc=DEFAULT_GRPC_ADDRESS, **options)
+
+
+def test_bad_address_is_a_usage_error() -> None:
+    result = CliRunner().invoke(cli.main, ["listen", "--otlp-grpc", "not-an-address", "--emit"])
+    assert result.exit_code == 2 and "--otlp-grpc: expected HOST:PORT (e.g. 127.0.0.1:4317)" in result.output
+
+
+def test_without_grpcio_otlp_grpc_says_how_to_get_it_and_http_still_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "grpc", None)  # `import grpc` fails as if grpcio were not installed
+    monkeypatch.delitem(sys.modules, "latencymap.sources.otlp.grpc_receiver", raising=False)
+    result = CliRunner().invoke(cli.main, ["listen", "--otlp-grpc", "--emit"])
+    assert result.exit_code == 2
+    assert "--otlp-grpc needs the grpcio package: pip install 'latencymap[otlp]'" in result.output
+    port = free_port()
+    items = ListenSource(otlp=f"127.0.0.1:{port}", idle_timeout=0.3).items()
+    assert "http://127.0.0.1:" in next(items).message
+    body = protobuf_request(sdk_collect([2.0, 20.0], name="rpc.duration"))
+    assert post(f"http://127.0.0.1:{port}/v1/metrics", body, "application/x-protobuf")[0] == 200
+    assert sum(int(item.counts.sum()) for item in items if hasattr(item, "counts")) == 2

@@ -312,7 +312,7 @@ SHIPPED_SOURCES: dict[str, tuple[str, str]] = {
         "python-oracledb; password from LATENCYMAP_ORACLE_PASSWORD or a prompt."),
     "latencymap.sources.listen:ListenSource": (
         "listen", "Live training-loop timings (latencymap.instrument) from many processes or ranks over a UNIX "
-        "socket, or OpenTelemetry metrics over OTLP/HTTP (--otlp)."),
+        "socket, or OpenTelemetry metrics over OTLP/HTTP (--otlp) or OTLP/gRPC (--otlp-grpc)."),
     "latencymap.sources.prometheus.scrape:ScrapeSource": (
         "scrape", "Prometheus histograms scraped from any /metrics endpoint (text format or OpenMetrics) every "
         "interval."),

@@ -201,3 +201,29 @@ def grpc_export(address: str, body: bytes, method: str = GRPC_EXPORT,
         except grpc.RpcError as err:
             return err.code(), err.details() or "", b"", dict(err.trailing_metadata() or ())
         return outcome.code(), outcome.details() or "", answer, dict(outcome.trailing_metadata() or ())
+
+
+def good_request(values: list[float]) -> bytes:
+    """A protobuf ExportMetricsServiceRequest of one SDK histogram `rpc.duration` holding `values`."""
+    return protobuf_request(sdk_collect(values, name="rpc.duration"))
+
+
+def listening(receive_at: Any, shown: str) -> Iterator[tuple[str, list[Any], Iterator[Any]]]:
+    """For a fixture: (`shown` with {port} filled, items so far, the receiver generator), the server listening."""
+    port = free_port()
+    items = receive_at(f"127.0.0.1:{port}", idle_timeout=0.3)
+    first = [next(items)]
+    yield shown.format(port=port), first, items
+    items.close()
+
+
+def push_job_durations(pusher: Pusher, count: int = 500, pushes: int = 3) -> np.ndarray:
+    """Record `count` log-normal job durations (s) in `pushes` exports of `pusher`, then close it; the values."""
+    latency = pusher.meter.create_histogram("job.duration", unit="s")
+    values = np.random.default_rng(3).lognormal(-4.0, 1.0, count)
+    for chunk in np.array_split(values, pushes):
+        for value in chunk.tolist():
+            latency.record(value, {"queue": "default"})
+        pusher.push()
+    pusher.close()
+    return values

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-import numpy as np
 import pytest
 from click.testing import CliRunner
-from otlp_support import Pusher, exporter, free_port
+from otlp_support import Pusher, exporter, free_port, push_job_durations
 
 from latencymap.cli import main as cli
 from latencymap.sources.otlp import DEFAULT_ADDRESS
@@ -36,14 +35,8 @@ def test_emit_and_record_carry_every_observation_to_report(tmp_path: Path) -> No
             assert child.stderr is not None
             line = child.stderr.readline()  # the receiver is listening once it says so
             assert f"receiving OpenTelemetry metrics at http://127.0.0.1:{port}/v1/metrics" in line, line
-            pusher = Pusher(exporter("protobuf", f"http://127.0.0.1:{port}/v1/metrics", "cumulative"), service="cli")
-            latency = pusher.meter.create_histogram("job.duration", unit="s")
-            values = np.random.default_rng(3).lognormal(-4.0, 1.0, 500)
-            for chunk in np.array_split(values, 3):
-                for value in chunk.tolist():
-                    latency.record(value, {"queue": "default"})
-                pusher.push()
-            pusher.close()
+            values = push_job_durations(Pusher(exporter("protobuf", f"http://127.0.0.1:{port}/v1/metrics",
+                                                        "cumulative"), service="cli"))
             assert child.wait(timeout=60) == 0, child.stderr.read()
         finally:
             if child.poll() is None:

@@ -16,7 +16,16 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
     ExportMetricsServiceResponse,
 )
-from otlp_support import Pusher, by_label, exporter, free_port, grpc_export, messages, protobuf_request, sdk_collect
+from otlp_support import (
+    Pusher,
+    by_label,
+    exporter,
+    free_port,
+    good_request,
+    grpc_export,
+    listening,
+    messages,
+)
 
 from latencymap.flow.inputs import InputError
 from latencymap.sources.otlp import grpc_receiver, receiver
@@ -31,15 +40,7 @@ HTML = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></ht
 @pytest.fixture
 def otlp() -> Iterator[tuple[str, list[Any], Iterator[Any]]]:
     """(HOST:PORT, items so far, the receiver generator), with the server already listening."""
-    port = free_port()
-    items = receive(f"127.0.0.1:{port}", idle_timeout=0.3)
-    first = [next(items)]
-    yield f"127.0.0.1:{port}", first, items
-    items.close()
-
-
-def good_request(values: list[float]) -> bytes:
-    return protobuf_request(sdk_collect(values, name="rpc.duration"))
+    yield from listening(receive, "127.0.0.1:{port}")
 
 
 def test_garbage_is_invalid_argument_with_a_notice_naming_the_peer_and_the_stream_goes_on(otlp: Any) -> None:

@@ -10,10 +10,9 @@ from typing import Any
 
 import click
 import grpc
-import numpy as np
 import pytest
 from click.testing import CliRunner
-from otlp_support import Pusher, exporter, free_port, post, protobuf_request, sdk_collect
+from otlp_support import Pusher, exporter, free_port, post, protobuf_request, push_job_durations, sdk_collect
 
 from latencymap.cli import main as cli
 from latencymap.sources.listen import ListenSource
@@ -29,14 +28,7 @@ def test_report_of_a_listen_run_counts_every_observation_the_sdk_pushed() -> Non
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             grpc.channel_ready_future(channel).result(timeout=60)  # the receiver is listening
-        pusher = Pusher(exporter("grpc+gzip", f"127.0.0.1:{port}", "cumulative"), service="cli")
-        latency = pusher.meter.create_histogram("job.duration", unit="s")
-        values = np.random.default_rng(3).lognormal(-4.0, 1.0, 500)
-        for chunk in np.array_split(values, 3):
-            for value in chunk.tolist():
-                latency.record(value, {"queue": "default"})
-            pusher.push()
-        pusher.close()
+        values = push_job_durations(Pusher(exporter("grpc+gzip", f"127.0.0.1:{port}", "cumulative"), service="cli"))
         out, err = child.communicate(timeout=60)
     finally:
         if child.poll() is None:

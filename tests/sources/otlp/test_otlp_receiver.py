@@ -11,7 +11,16 @@ from typing import Any
 import pytest
 from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
-from otlp_support import by_label, free_port, json_request, messages, post, protobuf_request, sdk_collect
+from otlp_support import (
+    by_label,
+    free_port,
+    good_request,
+    json_request,
+    listening,
+    messages,
+    post,
+    sdk_collect,
+)
 
 from latencymap.flow.inputs import InputError
 from latencymap.sources.otlp import receiver
@@ -24,15 +33,7 @@ LABEL = "unit/rpc.duration"
 @pytest.fixture
 def otlp() -> Iterator[tuple[str, list[Any], Iterator[Any]]]:
     """(base URL, items so far, the receiver generator), with the server already listening."""
-    port = free_port()
-    items = receive(f"127.0.0.1:{port}", idle_timeout=0.3)
-    first = [next(items)]
-    yield f"http://127.0.0.1:{port}", first, items
-    items.close()
-
-
-def good_request(values: list[float]) -> bytes:
-    return protobuf_request(sdk_collect(values, name="rpc.duration"))
+    yield from listening(receive, "http://127.0.0.1:{port}")
 
 
 def test_bad_requests_get_status_codes_and_notices_and_a_good_one_still_counts(otlp: Any) -> None:

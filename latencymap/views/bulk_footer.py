@@ -47,7 +47,7 @@ class Footer:
         move to the end of the batch."""
         r = self.renderer
         s = hist.stream
-        totals = r._totals[s]
+        totals = r.totals[s]
         counts, dur = span.counts[new], span.dur[new]
         events = counts.sum(axis=1)
         spent = span.spent[new].sum(axis=1)

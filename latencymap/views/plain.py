@@ -105,7 +105,7 @@ def _percentiles(rows: list[np.ndarray], scale: _Scale) -> list[list[float]]:
     return [out[k: k + n] for k in range(0, len(out), n)]
 
 
-class _Totals:
+class RunningTotals:
     """Running whole-history totals of one stream, updated with the columns added since the last frame.
 
     Counts are exact; `spent` and `duration` are running float sums, which may differ from one NumPy
@@ -143,7 +143,8 @@ class PlainRenderer:
 
     def __init__(self, opts: ViewOptions) -> None:
         self.opts = opts
-        self._totals: dict[StreamId, _Totals] = {}
+        #: The footer's running totals per stream; frames drawn in bulk (`plain_bulk`) carry them on.
+        self.totals: dict[StreamId, RunningTotals] = {}
         self._folds: dict[StreamId, FoldCache] = {}
         self.fits: dict[StreamId, RowFit] = {}
         self._latest: dict[float, str] = {}
@@ -174,7 +175,7 @@ class PlainRenderer:
                                           opts.intensity_maxval, cache, rows.folds)
         estimate = "" if inten.exact else ", estimated from bucket midpoints"
         cells = self._cells(levels)
-        prefixes, label_w = self._prefixes(hist.stream, rows, freq.labels)
+        prefixes, label_w = self.label_prefixes(hist.stream, rows, freq.labels)
         nrows = len(prefixes)
         marks = self._marks(hist, freq.first_col, label_w)
         lines = self._map(freq, cells[:nrows], prefixes, label_w, "Frequency heat map: events per second",
@@ -197,7 +198,7 @@ class PlainRenderer:
         cells = "".join(chars[-width:] if width > 0 else []).rjust(width)
         return f"{'marks':>{label_w}} {cells}  R counter reset, G gap"
 
-    def _prefixes(self, stream: StreamId, rows: RowRange, labels: list[str]) -> tuple[list[str], int]:
+    def label_prefixes(self, stream: StreamId, rows: RowRange, labels: list[str]) -> tuple[list[str], int]:
         """Each row's label and the space after it, top row first; the label width."""
         key = (stream, rows)
         got = self._labels.get(key)
@@ -311,9 +312,9 @@ class PlainRenderer:
         head = f"Label: {self._text(s.label) or '(none)'}  datasource: {self._text(s.datasource)}  unit: {s.unit}"
         if hist.n == 0:
             return [head, f"Waiting for data (first record is the baseline). Skipped records: {skipped}"]
-        totals = self._totals.get(s)
+        totals = self.totals.get(s)
         if totals is None or totals.hist is not hist or not totals.update():
-            totals = self._totals[s] = _Totals(hist)
+            totals = self.totals[s] = RunningTotals(hist)
         last = slice(hist.n - 1, hist.n)
         counts = hist.counts_in(last)
         events = int(counts.sum())

@@ -84,7 +84,7 @@ class BulkFrames:
         if self.opts.num_records < 1 or len(acc.streams) != 1 or not intervals:
             return 0
         ((stream, hist),) = acc.streams.items()
-        totals = self.r._totals.get(stream)
+        totals = self.r.totals.get(stream)
         if (hist.n < 1 or totals is None or totals.hist is not hist or totals.seen != hist.n
                 or totals.dropped != hist.dropped):
             return 0
@@ -172,7 +172,7 @@ class BulkFrames:
         footer left out; the latest values (map, frame, row top first) and newest columns' sums (map, frame)."""
         opts, width = self.opts, self.opts.num_records
         labels = row_labels(hist, lo, hi, folds)
-        prefixes, label_w = self.r._prefixes(hist.stream, RowRange(lo, hi, folds), labels)
+        prefixes, label_w = self.r.label_prefixes(hist.stream, RowRange(lo, hi, folds), labels)
         nrows, frames = len(prefixes), len(starts)
         a = int(starts[0])
         folded = fold_rates(span.counts[a: stops[-1]], span.spent[a: stops[-1]], span.dur[a: stops[-1]], lo, hi)

@@ -91,9 +91,9 @@ def test_bulk_frames_are_the_same_bytes_and_leave_the_same_state(stream: str, op
         got, renderer, drawn = in_bulk(items, dataclasses.replace(OPTIONS[option]), chunk)
         assert got == want, f"{stream}, {option}, runs of {chunk}: {first_difference(got, want)}"
         assert drawn == intervals - 1  # all but the first frame
-        ((s, totals),) = renderer._totals.items()
-        assert totals.counts.tolist() == ref._totals[s].counts.tolist()
-        assert (totals.spent, totals.duration) == (ref._totals[s].spent, ref._totals[s].duration)
+        ((s, totals),) = renderer.totals.items()
+        assert totals.counts.tolist() == ref.totals[s].counts.tolist()
+        assert (totals.spent, totals.duration) == (ref.totals[s].spent, ref.totals[s].duration)
         assert {k: f.range for k, f in renderer.fits.items()} == {k: f.range for k, f in ref.fits.items()}
 
 

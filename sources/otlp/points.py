@@ -15,6 +15,10 @@ as microseconds (rows start at 1 unit), its buckets scaled and spread; a histogr
 milliseconds (the unit the SDKs' default bounds 0, 5, 10, 25 ... 10000 are meant for); any other unit is not
 a duration and the metric is skipped with a notice.
 
+Memory: a series with no point for IDLE_S (by the points' own clocks, against the newest point seen) lets go
+of its last point; its label stays. If it comes back with the same start time (the same cumulative counters), its
+first point is a baseline, so nothing is counted twice.
+
 Labels are `service/metric{attr=value,...}` (`service.namespace/service.name`); a stream whose label another
 stream already has (two processes of one service) gets the first of `service.instance.id`, `host.name`,
 `process.pid` that tells it apart, or `#2`, `#3`...
@@ -41,6 +45,12 @@ FLAG_NO_RECORDED_VALUE = 1
 DEFAULT_UNIT = "ms"
 #: Problems listed one by one per request; the rest are counted in one notice.
 MAX_PROBLEMS = 3
+#: A series with no point for this long (points' clocks) lets go of its last point (pods come and go in a day).
+IDLE_S = 900.0
+#: Points taken in between looks for idle series.
+EVICT_EVERY = 1024
+#: Start times of let-go cumulative series remembered at most (their comeback is a baseline).
+GONE_MAX = 100_000
 _SERVICE = ("service.namespace", "service.name")
 _TELL_APART = ("service.instance.id", "host.name", "process.pid")
 
@@ -110,6 +120,9 @@ class PointStreams:
         self._streams: dict[StreamKey, StreamId] = {}
         self._labels: dict[str, StreamKey] = {}
         self._said: set[tuple[str, ...]] = set()
+        self._gone: dict[StreamKey, int] = {}  # let-go cumulative series: their start time
+        self._newest_ns = 0
+        self._taken = 0
 
     def feed(self, decoded: Decoded, origin: str) -> Iterator[Item]:
         """Items for one request or line; `origin` (peer or file and line) starts every message."""
@@ -125,6 +138,27 @@ class PointStreams:
             yield Notice(f"{origin}: {more} more malformed points skipped", skipped=more)
         for point in decoded.points:
             yield from self._point(point, origin)
+        self._taken += len(decoded.points)
+        if self._taken >= EVICT_EVERY:
+            self._taken = 0
+            self.let_go_idle()
+
+    def let_go_idle(self) -> int:
+        """Drop the last point of series idle for IDLE_S against the newest point seen; how many."""
+        horizon = self._newest_ns - int(IDLE_S * 1e9)
+        idle = [key for key, last in self._last.items() if last.time_ns < horizon]
+        for key in idle:
+            last = self._last.pop(key)
+            if last.temporality != DELTA:
+                self._gone[key] = last.start_ns
+        while len(self._gone) > GONE_MAX:
+            del self._gone[next(iter(self._gone))]
+        return len(idle)
+
+    @property
+    def held(self) -> int:
+        """Series whose last point is kept."""
+        return len(self._last)
 
     def _once(self, key: tuple[str, ...], message: str, skipped: int = 0) -> Iterator[Notice]:
         if key not in self._said:
@@ -151,6 +185,7 @@ class PointStreams:
         if point.held() != point.count:
             yield from self._once(("count", stream.label), f"{origin}: {stream.label}: count {point.count} but "
                                   f"the buckets hold {point.held()}; the buckets are used")
+        self._newest_ns = max(self._newest_ns, point.time_ns)
         if point.temporality == DELTA:
             yield from self._delta(point, stream, unit[1], origin)
         else:
@@ -175,6 +210,10 @@ class PointStreams:
         prev = self._last.get(point.key)
         if prev is None:
             self._last[point.key] = point
+            if self._gone.pop(point.key, None) == point.start_ns:
+                yield from self._once(("back", stream.label), f"{origin}: {stream.label}: back after {IDLE_S:g} s or "
+                                      "more without a point; this point is the baseline for the next one", 0)
+                return
             if 0 < point.start_ns < point.time_ns:
                 yield self._interval(stream, factor, point, point.start_ns, point.time_ns, reset=False)
             else:

@@ -169,3 +169,29 @@ def test_totals_stay_exact_past_float_precision() -> None:
     assert int(col.counts.sum()) == sum(buckets) and (col.counts >= 0).all()
     [col] = intervals(run(expo(110, -1, 2, [2**61 + 1, 5, 2**60 + 7], temporality=DELTA)))
     assert int(col.counts.sum()) == 2**61 + 2**60 + 13
+
+
+def test_idle_series_let_go_of_their_last_point_and_come_back_without_counting_twice(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pods come and go: a series silent for IDLE_S (points' clocks) is let go; back with the same start time, its
+    first point is a baseline; back with a new start (a restart), it counts since then; delta series just go on."""
+    from latencymap.sources.otlp import points
+
+    monkeypatch.setattr(points, "EVICT_EVERY", 1)
+    streams = PointStreams()
+    gone, restarted, busy = key("a"), key("b"), key("c")
+    first = [explicit(110, [1, 2, 3], k=gone), explicit(110, [4, 0, 0], k=restarted),
+             explicit(110, [0, 5, 0], k=busy, temporality=DELTA, start_s=109)]
+    assert sum(int(c.counts.sum()) for c in intervals(run(*first, streams=streams))) == 6 + 4 + 5
+    assert streams.held == 3
+    later = 110 + int(points.IDLE_S) + 60
+    run(explicit(later, [0, 1, 0], k=busy, temporality=DELTA, start_s=later - 1), streams=streams)
+    assert streams.held == 1  # a and b let go, c (delta, just seen) kept
+    back = run(explicit(later + 10, [3, 4, 5], k=gone), explicit(later + 10, [2, 2, 0], k=restarted, start_s=later),
+               streams=streams)
+    cols = intervals(back)
+    assert [c.stream.label for c in cols] == ["svc/b{route=/a}"] and int(cols[0].counts.sum()) == 4
+    assert any("back after 900 s or more" in n.message for n in back if isinstance(n, Notice))
+    (col,) = intervals(run(explicit(later + 20, [3, 6, 5], k=gone), streams=streams))
+    assert int(col.counts.sum()) == 2 and not col.reset  # counted from the comeback, not from 100 s
+    assert streams.held == 3

@@ -15,8 +15,9 @@ as microseconds (rows start at 1 unit), its buckets scaled and spread; a histogr
 milliseconds (the unit the SDKs' default bounds 0, 5, 10, 25 ... 10000 are meant for); any other unit is not
 a duration and the metric is skipped with a notice.
 
-Memory: a series with no point for IDLE_S (by the points' own clocks, against the newest point seen) lets go
-of its last point; its label stays. If it comes back with the same start time (the same cumulative counters), its
+Memory: a series with no point for IDLE_S, or four of its own intervals if longer, or IDLE_FIRST_S when it has
+sent one point only (by the points' own clocks, against the newest point seen), lets go of its last point; its
+label stays. If it comes back with the same start time (the same cumulative counters), its
 first point is a baseline, so nothing is counted twice.
 
 Labels are `service/metric{attr=value,...}` (`service.namespace/service.name`); a stream whose label another
@@ -45,8 +46,12 @@ FLAG_NO_RECORDED_VALUE = 1
 DEFAULT_UNIT = "ms"
 #: Problems listed one by one per request; the rest are counted in one notice.
 MAX_PROBLEMS = 3
-#: A series with no point for this long (points' clocks) lets go of its last point (pods come and go in a day).
+#: A series with no point for this long (points' clocks), or IDLE_INTERVALS of its own intervals if that is longer,
+#: lets go of its last point (pods come and go in a day).
 IDLE_S = 900.0
+IDLE_INTERVALS = 4
+#: ... and a series seen once (its interval not known yet) after this long.
+IDLE_FIRST_S = 4 * 3600.0
 #: Points taken in between looks for idle series.
 EVICT_EVERY = 1024
 #: Start times of let-go cumulative series remembered at most (their comeback is a baseline).
@@ -121,6 +126,7 @@ class PointStreams:
         self._labels: dict[str, StreamKey] = {}
         self._said: set[tuple[str, ...]] = set()
         self._gone: dict[StreamKey, int] = {}  # let-go cumulative series: their start time
+        self._every: dict[StreamKey, int] = {}  # each series' last interval (ns)
         self._newest_ns = 0
         self._taken = 0
 
@@ -145,10 +151,14 @@ class PointStreams:
 
     def let_go_idle(self) -> int:
         """Drop the last point of series idle for IDLE_S against the newest point seen; how many."""
-        horizon = self._newest_ns - int(IDLE_S * 1e9)
-        idle = [key for key, last in self._last.items() if last.time_ns < horizon]
+        idle_ns, first_ns = int(IDLE_S * 1e9), int(IDLE_FIRST_S * 1e9)
+        every = self._every
+        idle = [key for key, last in self._last.items()
+                if last.time_ns < self._newest_ns - (max(idle_ns, IDLE_INTERVALS * every[key]) if key in every
+                                                     else first_ns)]
         for key in idle:
             last = self._last.pop(key)
+            every.pop(key, None)
             if last.temporality != DELTA:
                 self._gone[key] = last.start_ns
         while len(self._gone) > GONE_MAX:
@@ -186,6 +196,9 @@ class PointStreams:
             yield from self._once(("count", stream.label), f"{origin}: {stream.label}: count {point.count} but "
                                   f"the buckets hold {point.held()}; the buckets are used")
         self._newest_ns = max(self._newest_ns, point.time_ns)
+        prev = self._last.get(point.key)
+        if prev is not None and point.time_ns > prev.time_ns:
+            self._every[point.key] = point.time_ns - prev.time_ns
         if point.temporality == DELTA:
             yield from self._delta(point, stream, unit[1], origin)
         else:

@@ -182,9 +182,10 @@ def test_idle_series_let_go_of_their_last_point_and_come_back_without_counting_t
     gone, restarted, busy = key("a"), key("b"), key("c")
     first = [explicit(110, [1, 2, 3], k=gone), explicit(110, [4, 0, 0], k=restarted),
              explicit(110, [0, 5, 0], k=busy, temporality=DELTA, start_s=109)]
+    first += [explicit(120, [1, 2, 3], k=gone), explicit(120, [4, 0, 0], k=restarted)]  # every 10 s
     assert sum(int(c.counts.sum()) for c in intervals(run(*first, streams=streams))) == 6 + 4 + 5
     assert streams.held == 3
-    later = 110 + int(points.IDLE_S) + 60
+    later = 120 + int(points.IDLE_S) + 60
     run(explicit(later, [0, 1, 0], k=busy, temporality=DELTA, start_s=later - 1), streams=streams)
     assert streams.held == 1  # a and b let go, c (delta, just seen) kept
     back = run(explicit(later + 10, [3, 4, 5], k=gone), explicit(later + 10, [2, 2, 0], k=restarted, start_s=later),
@@ -192,6 +193,26 @@ def test_idle_series_let_go_of_their_last_point_and_come_back_without_counting_t
     cols = intervals(back)
     assert [c.stream.label for c in cols] == ["svc/b{route=/a}"] and int(cols[0].counts.sum()) == 4
     assert any("back after 900 s or more" in n.message for n in back if isinstance(n, Notice))
+    assert streams.held == 3  # c, and a and b again
     (col,) = intervals(run(explicit(later + 20, [3, 6, 5], k=gone), streams=streams))
     assert int(col.counts.sum()) == 2 and not col.reset  # counted from the comeback, not from 100 s
     assert streams.held == 3
+
+
+def test_a_series_exporting_less_often_than_the_idle_time_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An hourly cumulative exporter beside a busy one: four of its own intervals, not 15 minutes, make it idle."""
+    from latencymap.sources.otlp import points
+
+    monkeypatch.setattr(points, "EVICT_EVERY", 1)
+    streams = PointStreams()
+    hourly, busy = key("h"), key("c")
+    got = []
+    for hour in range(4):
+        t = 200 + 3600 * hour
+        got += run(explicit(t, [hour, hour, 0], k=hourly, start_s=100), streams=streams)
+        for minute in range(0, 3600, 600):
+            got += run(explicit(t + minute + 1, [1, 0, 0], k=busy, temporality=DELTA, start_s=t + minute),
+                       streams=streams)
+    cols = [c for c in intervals(got) if c.stream.label == "svc/h{route=/a}"]
+    assert [int(c.counts.sum()) for c in cols] == [0, 2, 2, 2]  # every hour's increase, none a baseline
+    assert not any("back after" in n.message for n in got if isinstance(n, Notice))

@@ -31,6 +31,11 @@ class SourceBuckets:
     counts: np.ndarray
     total_time: float | None = None
 
+    @classmethod
+    def sum_only(cls, seconds: float) -> SourceBuckets:
+        """The sum of a source whose buckets folded exactly onto the slots (no bounds, no counts)."""
+        return cls((), np.zeros(0, dtype=np.int64), seconds)
+
 
 @dataclass(slots=True)
 class Interval:

@@ -95,6 +95,11 @@ def peer_groups(acc: Accumulator) -> list[PeerGroup]:
     return find_peers(peers)
 
 
+def peer_lines(acc: Accumulator) -> list[str]:
+    """The peer groups' comparison (ranks, disks, instances) as the text report words it."""
+    return [clean_text(line, 2000) for group in peer_groups(acc) for line in group.lines()]
+
+
 def _dense_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
     """`stream_report`, reading the stream's columns once."""
     with hist.dense():
@@ -161,8 +166,7 @@ def report_text(acc: Accumulator) -> str:
     for hist in acc.streams.values():
         with hist.dense():
             out += _stream_text(hist, acc)
-    for group in peer_groups(acc):
-        out += [clean_text(line, 2000) for line in group.lines()]
+    out += peer_lines(acc)
     if acc.skipped:
         out.append(f"Skipped records: {acc.skipped}")
         out += [f"   {clean_text(m, 300)}" for m in acc.messages[:10]]

@@ -235,7 +235,7 @@ def source_buckets_of(rec: Record) -> SourceBuckets | None:
             return None
         if not rec.per_interval:
             raise RecordError(rec.first_line, "a source's sum needs a 'counts, interval' record")
-        return SourceBuckets((), np.zeros(0, dtype=np.int64), rec.source_time)  # buckets folded exactly: the sum
+        return SourceBuckets.sum_only(rec.source_time)
     if rec.source_bounds is None or rec.source_counts is None or len(rec.source_bounds) != len(rec.source_counts):
         raise RecordError(rec.first_line, "expected 'sourcebuckets' and 'sourcecounts' lines of the same length")
     if not rec.per_interval:

@@ -65,9 +65,10 @@ def stragglers_text(found: dict[str, Any] | None, selected: int | None = None) -
     stages = sorted((s for s in found.get("stages") or [] if s.get("skew")), key=lambda s: -float(s["skew"]))
     text.append(f"  {len(stragglers)} straggler{'s' if len(stragglers) != 1 else ''}"
                 f" in {len(found.get('stages') or [])} stage attempts")
-    if any(finished_at(s) is not None for s in listed(found)):
+    shown = listed(found)
+    if any(finished_at(s) is not None for s in shown):
         text.append("  (t/T: cursor to one)", style="dim")
-    for i, s in enumerate(listed(found)):
+    for i, s in enumerate(shown):
         style = "bold red" if (s.get("ratio") or 0) >= 3 else ""
         text.append("\n" + ("▶ " if i == selected else "  ") + straggler_line(s),
                     style=f"{style} reverse".strip() if i == selected else style)

@@ -10,7 +10,8 @@ from typing import Any
 
 from latencymap import __version__
 from latencymap.core.accumulator import Accumulator
-from latencymap.views.svg import FONT, esc, findings_lines, panel, peer_lines, svg_element
+from latencymap.outputs.report import peer_lines
+from latencymap.views.svg import FONT, PEERS_TITLE, esc, findings_lines, panel, svg_element
 
 _STYLE = f"""
 body {{ font-family: {FONT}; font-size: 13px; margin: 16px; color: #111; background: #fff; }}
@@ -30,8 +31,8 @@ def render_html(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | 
     peers = peer_lines(acc)
     if peers:
         items = "\n".join(f"<li>{esc(line)}</li>" for line in peers)
-        body.append('<section class="peers">\n<h2>Peers: streams doing the same work, compared interval by interval'
-                    f'</h2>\n<ul class="findings">\n{items}\n</ul>\n</section>')
+        body.append(f'<section class="peers">\n<h2>{esc(PEERS_TITLE)}</h2>\n<ul class="findings">\n{items}\n</ul>\n'
+                    "</section>")
     for hist in acc.streams.values():
         found = (stragglers or {}).get(hist.stream.label)
         elems, width, height = panel(hist, with_findings=False)

@@ -30,7 +30,7 @@ from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration, format_number
-from latencymap.outputs.report import marks_lines, peer_groups, straggler_lines
+from latencymap.outputs.report import marks_lines, peer_lines, straggler_lines
 from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
 
@@ -296,17 +296,15 @@ def svg_element(elements: list[str], width: float, height: float) -> str:
             + "\n".join(elements) + "\n</svg>\n")
 
 
-def peer_lines(acc: Accumulator) -> list[str]:
-    """The peer groups' comparison (ranks, disks, instances), as the text report words it."""
-    return [clean_text(line, 2000) for group in peer_groups(acc) for line in group.lines()]
+#: The heading of the peer comparison in SVG and HTML reports.
+PEERS_TITLE = "Peers: streams doing the same work, compared interval by interval"
 
 
 def peers_panel(lines: list[str], width: float) -> tuple[list[str], float]:
     """(elements, height) of the peer comparison, wrapped to `width`; nothing without peers."""
     if not lines:
         return [], 0.0
-    out, y = [_text(LEFT, 18, "Peers: streams doing the same work, compared interval by interval", font_size="14",
-                    font_weight="bold")], 18.0
+    out, y = [_text(LEFT, 18, PEERS_TITLE, font_size="14", font_weight="bold")], 18.0
     chars = max(40, int((width - LEFT - 12) / CHAR_WIDTH))
     for line in lines:
         indent = len(line) - len(line.lstrip(" "))  # SVG text drops leading spaces: the indent is a position

@@ -150,7 +150,8 @@ class PointStreams:
             self.let_go_idle()
 
     def let_go_idle(self) -> int:
-        """Drop the last point of series idle for IDLE_S against the newest point seen; how many."""
+        """Drop the last point of the series idle against the newest point seen (see the module docstring); how
+        many."""
         idle_ns, first_ns = int(IDLE_S * 1e9), int(IDLE_FIRST_S * 1e9)
         every = self._every
         idle = [key for key, last in self._last.items()
@@ -260,7 +261,7 @@ class PointStreams:
             counts = fold_exact(point.scale, point.offset, point.counts)
             counts[0] += point.zero_count
             if seconds is not None:  # folded exactly: the rows are the buckets, the sum is kept
-                own = SourceBuckets((), np.zeros(0, dtype=np.int64), seconds)
+                own = SourceBuckets.sum_only(seconds)
         else:
             counts, bounds, held = spread_expo(point.scale, point.offset, point.counts, point.zero_count,
                                                point.zero_threshold, factor)

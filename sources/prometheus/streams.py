@@ -141,6 +141,6 @@ class StreamBuilder:
                 self.notices.append(Notice(f"{stream.label}: series with different buckets summed; their own "
                                            "buckets are not kept, only the rows", skipped=0))
         elif parts and total is not None:  # folded exactly: the rows are the buckets, the sum is kept
-            kept = SourceBuckets((), np.zeros(0, dtype=np.int64), total)
+            kept = SourceBuckets.sum_only(total)
         return Interval(stream, start, end, counts, reset=any(p.reset for p in parts), gap=gap,
                         source_buckets=kept)

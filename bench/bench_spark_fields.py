@@ -34,8 +34,8 @@ import msgspec
 from bench_common import machine
 from bench_spark import FIXTURE, event_lines
 
-from latencymap.sources.spark.parse import SparkTask, _msgspec_decoder
-from latencymap.sources.spark.taskend_struct import Metrics
+from latencymap.sources.spark.parse import SparkTask, _msgspec_decoder, task_of
+from latencymap.sources.spark.taskend_struct import NO_METRICS, Metrics
 
 ACCUMULABLES = b',"Accumulables":['
 TASK_METRICS = b',"Task Metrics":{'
@@ -92,6 +92,7 @@ def bytes_only(line: bytes) -> SparkTask:
     return SparkTask(*args)
 
 
+# taskend_struct's Info and Reason with every field required: the cut must not lose one unnoticed.
 class Info(msgspec.Struct, kw_only=True, gc=False):
     task_id: int = msgspec.field(name="Task ID")
     index: int = msgspec.field(name="Index")
@@ -134,13 +135,7 @@ def cut_decoder() -> tuple[Callable[[bytes], SparkTask], Callable[[bytes], bytes
         return line[:at] + b"}" + line[metrics:]
 
     def task(cut_line: bytes) -> SparkTask:
-        e = decode(cut_line)
-        i, m = e.info, e.metrics
-        read, write = m.read, m.write
-        return SparkTask(e.stage, e.stage_attempt, i.task_id, i.index, i.attempt, i.launch, i.finish, i.executor,
-                         i.host, i.failed, i.killed, i.speculative, e.end_reason.reason, i.getting, m.run, m.cpu,
-                         m.gc, m.deserialize, m.result_ser, read.fetch_wait if read else None,
-                         write.write_time if write else None)
+        return task_of(decode(cut_line), NO_METRICS)
 
     return lambda line: task(cut(line)), cut, task
 

@@ -89,23 +89,23 @@ def dumps(doc: Any) -> str:
     parts: dict[str, str] = {}
     token = "\x00latencymap-rows-{}\x00"
 
+    def held(text: str) -> str:
+        """A placeholder that `text` replaces in the written document."""
+        key = token.format(len(parts))
+        parts[json.dumps(key)] = text
+        return key
+
     def swap(obj: Any) -> Any:
         if isinstance(obj, np.ndarray):
             text = number_rows(obj)
-            if text is None:
-                return swap(obj.tolist())
-            key = token.format(len(parts))
-            parts[json.dumps(key)] = text
-            return key
+            return swap(obj.tolist()) if text is None else held(text)
         if isinstance(obj, dict):
             return {k: swap(v) for k, v in obj.items()}
         if isinstance(obj, list):
             if len(obj) >= MIN_ROWS and type(obj[0]) in (list, float, int):
                 text = number_rows(obj)
                 if text is not None:
-                    key = token.format(len(parts))
-                    parts[json.dumps(key)] = text
-                    return key
+                    return held(text)
             return [swap(v) for v in obj]
         return obj
 

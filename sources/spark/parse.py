@@ -123,23 +123,27 @@ def _msgspec_decoder() -> Callable[[bytes | memoryview], SparkTask] | None:
         import msgspec
     except ImportError:
         return None
-    from .taskend_struct import Metrics, TaskEnd
+    from .taskend_struct import NO_METRICS, TaskEnd
 
     decode = msgspec.json.Decoder(TaskEnd).decode
-    empty = Metrics()
 
     def parse(line: bytes | memoryview) -> SparkTask:
-        e = decode(line)
-        i, m = e.info, e.metrics or empty
-        read, write = m.read, m.write
-        return SparkTask(
-            e.stage, e.stage_attempt, i.task_id, i.index, i.attempt, i.launch, i.finish, i.executor, i.host,
-            i.failed, i.killed, i.speculative, e.end_reason.reason if e.end_reason else "", i.getting,
-            m.run, m.cpu, m.gc, m.deserialize, m.result_ser,
-            read.fetch_wait if read else None, write.write_time if write else None,
-        )
+        return task_of(decode(line), NO_METRICS)
 
     return parse
+
+
+def task_of(e: Any, no_metrics: Any) -> SparkTask:
+    """A SparkTask from a TaskEnd decoded into `taskend_struct`'s Structs (or Structs with the same fields);
+    `no_metrics` stands for a TaskEnd without metrics (`taskend_struct.NO_METRICS`)."""
+    i, m = e.info, e.metrics or no_metrics
+    read, write = m.read, m.write
+    return SparkTask(
+        e.stage, e.stage_attempt, i.task_id, i.index, i.attempt, i.launch, i.finish, i.executor, i.host,
+        i.failed, i.killed, i.speculative, e.end_reason.reason if e.end_reason else "", i.getting,
+        m.run, m.cpu, m.gc, m.deserialize, m.result_ser,
+        read.fetch_wait if read else None, write.write_time if write else None,
+    )
 
 
 def task_from_event(e: dict[str, Any]) -> SparkTask:

@@ -47,3 +47,7 @@ class TaskEnd(msgspec.Struct, kw_only=True, gc=False):
     info: Info = f(name="Task Info")
     metrics: Metrics | None = f(name="Task Metrics", default=None)
     end_reason: Reason | None = f(name="Task End Reason", default=None)
+
+
+#: The metrics of a TaskEnd that has none.
+NO_METRICS = Metrics()

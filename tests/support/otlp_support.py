@@ -7,6 +7,7 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -227,3 +228,12 @@ def push_job_durations(pusher: Pusher, count: int = 500, pushes: int = 3) -> np.
         pusher.push()
     pusher.close()
     return values
+
+
+@contextmanager
+def busy_port() -> Iterator[int]:
+    """A loopback port another socket is listening on, for as long as the block runs."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]

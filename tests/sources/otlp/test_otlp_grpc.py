@@ -18,6 +18,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from otlp_support import (
     Pusher,
+    busy_port,
     by_label,
     exporter,
     free_port,
@@ -133,12 +134,9 @@ def test_stops_cleanly_and_frees_the_port() -> None:
 
 
 def test_a_busy_port_is_a_clear_error_even_for_a_second_receiver(monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        with pytest.raises(InputError, match=f"--otlp-grpc 127.0.0.1:{port}: cannot listen: Address already in use"):
-            next(receive(f"127.0.0.1:{port}"))
+    with busy_port() as port, pytest.raises(
+            InputError, match=f"--otlp-grpc 127.0.0.1:{port}: cannot listen: Address already in use"):
+        next(receive(f"127.0.0.1:{port}"))
     port = free_port()
     first = receive(f"127.0.0.1:{port}")
     next(first)

@@ -12,6 +12,7 @@ import pytest
 from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceResponse
 from otlp_support import (
+    busy_port,
     by_label,
     free_port,
     good_request,
@@ -116,12 +117,8 @@ def test_stops_cleanly_and_frees_the_port() -> None:
 
 
 def test_a_busy_port_is_a_clear_error() -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        with pytest.raises(InputError, match=f"--otlp 127.0.0.1:{port}: cannot listen"):
-            next(receive(f"127.0.0.1:{port}"))
+    with busy_port() as port, pytest.raises(InputError, match=f"--otlp 127.0.0.1:{port}: cannot listen"):
+        next(receive(f"127.0.0.1:{port}"))
 
 
 @pytest.mark.parametrize(("text", "expected"), [

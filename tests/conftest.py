@@ -15,6 +15,15 @@ settings.register_profile("long", max_examples=10_000, deadline=None)
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `grpc` run after all others.
+
+    gRPC's core threads outlive its servers and channels, and a fork() beside them (DataLoader workers,
+    `preexec_fn`) can abort the child before it runs anything (seen in CI: SIGABRT).
+    """
+    items.sort(key=lambda item: item.get_closest_marker("grpc") is not None)
+
+
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES

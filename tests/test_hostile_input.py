@@ -3,7 +3,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -115,15 +114,19 @@ def test_sigterm_exits_cleanly_with_recording_flushed(tmp_path: Path) -> None:
     assert text.endswith("<end record>\n")
 
 
+#: `python -c FILE_SIZE_LIMITED BYTES ARGV...`: exec ARGV with files capped at BYTES. Not `preexec_fn`: that runs
+#: Python in a fork of this threaded process (gRPC's threads aborted such a child in CI). Nor may the capped
+#: child write bytecode: importlib keeps a .pyc cut at the cap, and the next import of it fails.
+FILE_SIZE_LIMITED = ("import os, resource, sys; cap = int(sys.argv[1]); "
+                     "resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap)); os.execv(sys.argv[2], sys.argv[2:])")
+
+
 def test_disk_full_while_recording_keeps_what_was_written(tmp_path: Path, example_data: Path) -> None:
     rec = tmp_path / "full.txt"
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))
-
-    r = subprocess.run([sys.executable, "-m", "latencymap", "--plain", "--once", "--record", str(rec),
-                        str(example_data)], capture_output=True, text=True, preexec_fn=limit, timeout=60)
-    assert r.returncode == 1
+    r = subprocess.run([sys.executable, "-c", FILE_SIZE_LIMITED, "6000", sys.executable, "-m", "latencymap", "--plain",
+                        "--once", "--record", str(rec), str(example_data)],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert r.returncode == 1, r.stderr
     assert "recording stopped" in r.stderr and "intact" in r.stderr and "Traceback" not in r.stderr
     complete = rec.read_text().count("<end record>")
     assert complete >= 3

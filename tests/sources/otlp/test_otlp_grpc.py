@@ -33,6 +33,8 @@ from latencymap.sources.otlp import grpc_receiver, receiver
 from latencymap.sources.otlp.grpc_receiver import receive
 from latencymap.sources.otlp.receiver import MAX_BODY
 
+pytestmark = pytest.mark.grpc  # gRPC in this process: run last (tests/conftest.py)
+
 LABEL = "unit/rpc.duration"
 TRACES = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 HTML = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"

@@ -18,6 +18,8 @@ from latencymap.cli import main as cli
 from latencymap.sources.listen import ListenSource
 from latencymap.sources.otlp import DEFAULT_ADDRESS, DEFAULT_GRPC_ADDRESS
 
+pytestmark = pytest.mark.grpc  # gRPC in this process: run last (tests/conftest.py)
+
 
 @pytest.mark.slow
 def test_report_of_a_listen_run_counts_every_observation_the_sdk_pushed() -> None:

@@ -1,11 +1,17 @@
-"""HdrHistogram's compressed V2 encoding (the payload of `.hlog` lines), decoded without the library.
+"""HdrHistogram's compressed encodings (the payload of `.hlog` lines), decoded without the library.
 
-base64 → `cookie, length` (big-endian int32s; compressed cookie base 0x1c849304) → zlib → a 40-byte header
-(encoding cookie base 0x1c849303, payload length, normalizing index offset, significant digits, lowest
-discernible value, highest trackable value, integer-to-double conversion ratio as an IEEE double) → counts as
-ZigZag LEB128 longs of at most 9 bytes (the 9th byte holds 8 bits), where a negative value -n is a run of n
-zero counts. Counts are in logical index order, so the normalizing index offset does not change which value
-an index stands for (Java decodes with it set before filling and reading alike).
+V2 (every current library): base64 → `cookie, length` (big-endian int32s; compressed cookie base 0x1c849304)
+→ zlib → a 40-byte header (encoding cookie base 0x1c849303, payload length, normalizing index offset,
+significant digits, lowest discernible value, highest trackable value, integer-to-double conversion ratio as
+an IEEE double) → counts as ZigZag LEB128 longs of at most 9 bytes (the 9th byte holds 8 bits), where a
+negative value -n is a run of n zero counts. Counts are in logical index order, so the normalizing index
+offset does not change which value an index stands for (Java decodes with it set before filling and reading
+alike).
+
+The older encodings Java still reads (jHiccup logs of 2014-2015): V1 (compressed cookie base 0x1c849302,
+encoding 0x1c849301) has V2's header but every count as a big-endian signed word, no runs; V0 (0x1c849309,
+encoding 0x1c849308) has a 32-byte header (cookie, significant digits, lowest, highest, total count) and its
+words fill the rest of the stream. Their word size, 2, 4 or 8 bytes, is bits 4-7 of the encoding cookie.
 
 Index → values follows HdrHistogram: `unit magnitude` u = floor(log2 lowest), sub-bucket count 2**m with
 m = ceil(log2(2 * 10**digits)); index i lies in bucket b = (i >> (m-1)) - 1 at sub-bucket
@@ -32,8 +38,13 @@ from latencymap.core.buckets import MAX_COUNT, NSLOTS
 
 COMPRESSED_COOKIE = 0x1C849304
 ENCODING_COOKIE = 0x1C849303
+#: Compressed cookie base → (version, encoding cookie base inside the zlib stream).
+VERSIONS = {COMPRESSED_COOKIE: (2, ENCODING_COOKIE), 0x1C849302: (1, 0x1C849301), 0x1C849309: (0, 0x1C849308)}
+#: `word` of a V2 payload: its counts are ZigZag LEB128, not fixed-width words.
+LEB128 = 9
 _OUTER = struct.Struct(">Ii")
 _HEADER = struct.Struct(">Iiiiqqd")
+_V0_HEADER = struct.Struct(">Iiqqq")
 #: Decoded counts bytes accepted per histogram (a 5-digit histogram over the whole 64-bit range needs ~56 MB).
 MAX_PAYLOAD = 64 << 20
 _ZERO_RUN_MAX = 2**31 - 1  # Java refuses longer runs
@@ -95,8 +106,9 @@ class Folded:
     errors: list[str | None]
 
 
-def inflate(text: str) -> tuple[Settings, bytes]:
-    """The settings and the LEB128 counts bytes of one base64 payload; PayloadError says what is wrong."""
+def inflate(text: str) -> tuple[Settings, bytes, int]:
+    """The settings, counts bytes and word size (LEB128 for V2) of one base64 payload; PayloadError says what
+    is wrong."""
     try:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
@@ -104,30 +116,42 @@ def inflate(text: str) -> tuple[Settings, bytes]:
     if len(raw) < _OUTER.size:
         raise PayloadError(f"expected at least {_OUTER.size} bytes (cookie and length), got {len(raw)}")
     cookie, length = _OUTER.unpack_from(raw)
-    if cookie & ~0xF0 != COMPRESSED_COOKIE:
-        raise PayloadError(f"expected a compressed V2 histogram (cookie 0x{COMPRESSED_COOKIE:08x}), got cookie "
-                           f"0x{cookie:08x} (V0/V1 encodings and DoubleHistogram logs are not read)")
+    if cookie & ~0xF0 not in VERSIONS:
+        raise PayloadError(f"expected a compressed V2, V1 or V0 histogram (cookie 0x{COMPRESSED_COOKIE:08x}, "
+                           f"0x1c849302 or 0x1c849309), got cookie 0x{cookie:08x} (DoubleHistogram logs are not "
+                           "read)")
+    version, inner = VERSIONS[cookie & ~0xF0]
     body = raw[_OUTER.size:]
     if not 0 <= length <= len(body):
         raise PayloadError(f"payload truncated: its header says {length} compressed bytes, {len(body)} are present")
+    header = _V0_HEADER if version == 0 else _HEADER
     inflater = zlib.decompressobj()
     try:
-        head = inflater.decompress(body[:length], _HEADER.size)
-        if len(head) < _HEADER.size:
-            raise PayloadError(f"zlib stream truncated: expected a {_HEADER.size}-byte histogram header, "
+        head = inflater.decompress(body[:length], header.size)
+        if len(head) < header.size:
+            raise PayloadError(f"zlib stream truncated: expected a {header.size}-byte histogram header, "
                                f"got {len(head)} bytes")
-        cookie, size, _offset, digits, lowest, highest, ratio = _HEADER.unpack(head)
-        if cookie & ~0xF0 != ENCODING_COOKIE:
-            raise PayloadError(f"expected a V2 encoding cookie 0x{ENCODING_COOKIE:08x} inside, got 0x{cookie:08x}")
+        if version == 0:
+            cookie, digits, lowest, highest, _total = header.unpack(head)
+            size, ratio = MAX_PAYLOAD, 1.0  # V0 gives no length: its words run to the end of the stream
+        else:
+            cookie, size, _offset, digits, lowest, highest, ratio = header.unpack(head)
+        if cookie & ~0xF0 != inner:
+            raise PayloadError(f"expected a V{version} encoding cookie 0x{inner:08x} inside, got 0x{cookie:08x}")
+        word = LEB128 if version == 2 else (cookie & 0xF0) >> 4
+        if word not in (2, 4, 8, LEB128):
+            raise PayloadError(f"expected counts of 2, 4 or 8 bytes (cookie bits 4-7), got {word}")
         _check_settings(size, digits, lowest, highest, ratio)
         payload = inflater.decompress(inflater.unconsumed_tail, size + 1)
     except zlib.error as err:
         raise PayloadError(f"corrupt zlib stream ({err})") from None
     if len(payload) > size:
         raise PayloadError(f"expected {size} bytes of counts (the header's payload length), the stream holds more")
-    if len(payload) < size or not inflater.eof:
+    if (version > 0 and len(payload) < size) or not inflater.eof:
         raise PayloadError(f"zlib stream truncated: expected {size} bytes of counts, got {len(payload)}")
-    return Settings(digits, lowest, highest, ratio), payload
+    if word != LEB128 and len(payload) % word:
+        raise PayloadError(f"expected counts of {word} bytes each, got {len(payload)} bytes")
+    return Settings(digits, lowest, highest, ratio), payload, word
 
 
 def _check_settings(size: int, digits: int, lowest: int, highest: int, ratio: float) -> None:
@@ -211,13 +235,17 @@ def _decode(texts: Sequence[str]) -> tuple[list[Settings | None], list[str | Non
     settings: list[Settings | None] = [None] * n
     errors: list[str | None] = [None] * n
     blobs: list[tuple[int, bytes]] = []
+    fixed: list[tuple[int, bytes, int]] = []
     for i, text in enumerate(texts):
         try:
-            settings[i], data = inflate(text)
+            settings[i], data, word = inflate(text)
         except PayloadError as err:
             errors[i] = str(err)
             continue
-        blobs.append((i, data))
+        if word == LEB128:
+            blobs.append((i, data))
+        else:
+            fixed.append((i, data, word))
     words, owner = _words(blobs, errors)
     steps = np.where(words < 0, -np.maximum(words, -(2**40)), 1)  # capped: no int64 overflow on hostile runs
     long_runs = words < -_ZERO_RUN_MAX
@@ -231,7 +259,32 @@ def _decode(texts: Sequence[str]) -> tuple[list[Settings | None], list[str | Non
     ends = np.cumsum(steps)
     index = ends - steps - np.concatenate(([0], ends))[np.searchsorted(owner, np.arange(n))][owner]
     keep = (words > 0) & np.array([e is None for e in errors], dtype=bool)[owner]
-    return settings, errors, owner[keep], index[keep], words[keep]
+    owner, index, words = owner[keep], index[keep], words[keep]
+    if fixed:
+        more = _fixed_words(fixed, settings, errors)
+        owner, index, words = (np.concatenate((a, b)) for a, b in zip((owner, index, words), more, strict=True))
+        order = np.argsort(owner, kind="stable")
+        owner, index, words = owner[order], index[order], words[order]
+    return settings, errors, owner, index, words
+
+
+def _fixed_words(blobs: Sequence[tuple[int, bytes, int]], settings: list[Settings | None],
+                 errors: list[str | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (owner, index, count) of the non-zero counts of V0/V1 payloads: big-endian words, one per index."""
+    owners, indexes, counts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0, np.int64)]
+    for i, data, word in blobs:
+        words = np.frombuffer(data, dtype=f">i{word}").astype(np.int64)
+        limit = settings[i].max_length  # type: ignore[union-attr]  # set for every payload that inflated
+        if len(words) > limit:
+            errors[i] = f"expected at most {limit} counts (values up to 2**63), got {len(words)}"
+        elif words.size and int(words.min()) < 0:
+            errors[i] = f"expected counts of 0 or more, got {int(words.min())}"
+        else:
+            at = np.flatnonzero(words)
+            owners.append(np.full(len(at), i, dtype=np.int64))
+            indexes.append(at.astype(np.int64))
+            counts.append(words[at])
+    return np.concatenate(owners), np.concatenate(indexes), np.concatenate(counts)
 
 
 def decode_payload(text: str) -> Decoded:

@@ -9,6 +9,7 @@ import os
 import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,10 @@ from click.testing import CliRunner
 from formats_support import FIXTURES, intervals, notices, read_items, registry
 from hdr_support import (
     Logged,
+    fixed_payload,
     hand_payload,
     java_varint,
+    library_decode,
     library_histogram,
     library_index_counts,
     library_read,
@@ -134,6 +137,79 @@ def test_decoder_on_hand_made_bytes_zero_runs_and_a_nine_byte_count() -> None:
     assert folded.counts[0].tolist() == [0] * NSLOTS and folded.counts[1, 4] == 2**60
 
 
+def _java_columns(path: Path) -> list[tuple[float, float, float, str]]:
+    """(start, length, max ms, payload) of each data line, as jHiccup wrote them."""
+    rows = []
+    for line in path.read_text().splitlines():
+        if line and not line.startswith(("#", '"')):
+            start, length, top, payload = line.split(",")
+            rows.append((float(start), float(length), float(top), payload))
+    return rows
+
+
+def _top_slot(counts: np.ndarray) -> int:
+    return int(np.flatnonzero(counts)[-1])
+
+
+def _slots_of_logged_max(ms: float) -> set[int]:
+    """The slots a max logged as `%.3f` ms may lie in: it is rounded to the microsecond (0.131 may be 131072 ns)."""
+    ns = np.array([ms * 1e6 - 500, ms * 1e6 + 499])
+    return set(range(*(int(np.flatnonzero(bin_values(v[None])[0])[0]) + k for v, k in zip(ns, (0, 1), strict=True))))
+
+
+def test_jhiccup_v0_log_of_2014_reads_as_java_wrote_it() -> None:
+    """HdrHistogram's own sample from jHiccup 2.0.3 (log format 1.01, V0 payloads of 8-byte counts, whose header
+    keeps the total count); checked against what Java wrote beside the counts: that total and the interval max."""
+    path = HLOG / "hiccup.140623.1028.10646.hlog"
+    items = read_items(HdrHistogramFormat, path.read_text(), str(path))
+    cols, rows = intervals(items), _java_columns(path)
+    assert len(cols) == len(rows) == 11
+    for col, (start, length, top_ms, payload) in zip(cols, rows, strict=True):
+        raw = base64.b64decode(payload)
+        assert struct.unpack_from(">I", raw)[0] == 0x1C849389  # V0, compressed, 8-byte words
+        cookie, digits, lowest, _highest, total = struct.unpack_from(">Iiqqq", zlib.decompress(raw[8:]))
+        assert (cookie, digits, lowest) == (0x1C849388, 2, 20000)
+        assert int(col.counts.sum()) == total
+        assert _top_slot(col.counts) in _slots_of_logged_max(top_ms)
+        assert col.start == pytest.approx(1403476110.183 + start) and col.end - col.start == pytest.approx(length)
+        assert col.stream.unit == "nanosec" and not col.gap
+    assert sum(int(c.counts.sum()) for c in cols) == 51715
+    # Index 0 of a histogram whose lowest discernible value is 20000 ns is [0, 16384): said once, shown at 8192.
+    assert [m.split(": ", 2)[2] for m in notices(items)] == [
+        "890 value(s) below the histogram's lowest discernible value 20000 (HdrHistogram keeps [0, 16384) as one "
+        "count) are shown at 8192"]
+
+
+def test_v1_and_v0_words_of_every_size_give_what_the_v0_log_gives() -> None:
+    """The V0 sample's counts, re-encoded as V1 (2-, 4- and 8-byte words) and as V0 (2 and 4 bytes)."""
+    originals = [p for *_, p in _java_columns(HLOG / "hiccup.140623.1028.10646.hlog")]
+    words = [np.frombuffer(zlib.decompress(base64.b64decode(p)[8:])[32:], dtype=">i8").tolist() for p in originals]
+    want = fold_payloads(originals)
+    assert want.errors == [None] * len(originals)
+    for version, word in [(1, 2), (1, 4), (1, 8), (0, 2), (0, 4)]:
+        again = fold_payloads([fixed_payload(w, word=word, version=version) for w in words])
+        assert again.errors == want.errors, (version, word)
+        assert again.counts.tolist() == want.counts.tolist() and again.values.tolist() == want.values.tolist()
+        assert again.below_lowest.tolist() == want.below_lowest.tolist()
+
+
+@pytest.mark.slow
+def test_jhiccup_v2_log_of_2015_matches_the_library_and_the_logged_max() -> None:
+    """HdrHistogram's sample from jHiccup 2.0.7 (Java-written V2): every payload's counts are the Python
+    library's, and each interval's highest slot holds the max Java logged beside it."""
+    path = HLOG / "jHiccup-2.0.7S.logV2.hlog"
+    items = read_items(HdrHistogramFormat, path.read_text(), str(path))
+    cols, rows = intervals(items), _java_columns(path)
+    assert len(cols) == len(rows) == 38
+    for col, (start, _length, top_ms, payload) in zip(cols, rows, strict=True):
+        lib = library_decode(payload)
+        decoded = decode_payload(payload)
+        assert dict(zip(decoded.index.tolist(), decoded.counts.tolist(), strict=True)) == library_index_counts(lib)
+        assert int(col.counts.sum()) == lib.get_total_count()
+        assert _top_slot(col.counts) in _slots_of_logged_max(top_ms)
+        assert col.start == pytest.approx(1441753532.570 + start)
+
+
 @pytest.mark.parametrize(("digits", "lowest"), [(0, 1), (1, 1), (2, 1), (3, 1), (2, 1000), (3, 3), (1, 2**20)])
 def test_no_sub_bucket_crosses_a_power_of_two(digits: int, lowest: int) -> None:
     """Every index of a whole counts array (values past 2**63), with exact integers: a sub-bucket's lowest and
@@ -175,8 +251,15 @@ def test_conversion_ratio_scales_values_and_a_range_across_a_power_of_two_is_sai
 
 @pytest.mark.parametrize(("payload", "expected"), [
     ("HIST!!!!", "not valid base64"),
-    (hand_payload(b"\x02", outer=0x1C849302), "expected a compressed V2 histogram (cookie 0x1c849304), got cookie "
-                                              "0x1c849302"),
+    (hand_payload(b"\x02", outer=0x1C849305), "expected a compressed V2, V1 or V0 histogram (cookie 0x1c849304, "
+                                              "0x1c849302 or 0x1c849309), got cookie 0x1c849305"),
+    (hand_payload(b"\x02", outer=0x1C849382), "expected a V1 encoding cookie 0x1c849301 inside, got 0x1c849313"),
+    (fixed_payload([1, 2], word_bits=3), "expected counts of 2, 4 or 8 bytes (cookie bits 4-7), got 3"),
+    (fixed_payload([1, 2], word_bits=3, version=0), "expected counts of 2, 4 or 8 bytes (cookie bits 4-7), got 3"),
+    (fixed_payload([1, -2]), "expected counts of 0 or more, got -2"),
+    (fixed_payload([1, 2], size=24), "zlib stream truncated: expected 24 bytes of counts, got 16"),
+    (fixed_payload([1, 2, 3], size=8), "expected 8 bytes of counts (the header's payload length), the stream holds"),
+    (fixed_payload([1, 2, 3], word=4, word_bits=8, version=0), "expected counts of 8 bytes each, got 12 bytes"),
     (hand_payload(b"\x02", cookie=0x0C72124E), "expected a V2 encoding cookie"),
     (hand_payload(b"\x02", digits=7), "expected 0 to 5 significant digits, got 7"),
     (hand_payload(b"\x80"), "the counts end inside one"),
@@ -234,7 +317,7 @@ def test_bad_lines_are_reported_with_their_line_number_and_reading_goes_on(tmp_p
         (first + 2, "zlib stream truncated"),
         (first + 3, "corrupt zlib stream"),
         (first + 4, "payload truncated: its header says"),
-        (first + 5, "expected a compressed V2 histogram"),
+        (first + 5, "expected a compressed V2, V1 or V0 histogram"),
         (first + 6, "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>', got"),
         (first + 7, "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>', got"),
         (first + 8, "expected a positive interval length, got 0"),

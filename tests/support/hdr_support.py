@@ -78,6 +78,11 @@ def library_read(path: Path) -> list:
     return out
 
 
+def library_decode(payload: str):
+    """One base64 payload as the library decodes it."""
+    return hdrh_histogram.HdrHistogram.decode(payload)
+
+
 def library_index_counts(hist) -> dict[int, int]:
     """{counts-array index: count} of the non-zero entries of a library histogram."""
     nonzero = np.flatnonzero(np.ctypeslib.as_array(hist.counts)[: hist.counts_len])
@@ -103,6 +108,24 @@ def hand_payload(words: bytes, digits: int = 3, lowest: int = 1, cookie: int = 0
     given LEB128 bytes."""
     size = len(words) if size is None else size
     inner = struct.pack(">Iiiiqqd", cookie, size, 0, digits, lowest, HIGHEST, ratio) + words
+    packed = zlib.compress(inner)
+    return base64.b64encode(struct.pack(">Ii", outer, len(packed)) + packed).decode()
+
+
+def fixed_payload(counts: Sequence[int], word: int = 8, version: int = 1, digits: int = 2, lowest: int = 20000,
+                  size: int | None = None, word_bits: int | None = None) -> str:
+    """A compressed V1 or V0 payload built from Java's decoder: every count a big-endian signed `word`-byte
+    integer (the cookie's bits 4-7 say the size, `word_bits` overrides them); V1 has V2's 40-byte header, V0 a
+    32-byte one (cookie, digits, lowest, highest, total count) and no payload length."""
+    data = b"".join(int(c).to_bytes(word, "big", signed=True) for c in counts)
+    bits = (word if word_bits is None else word_bits) << 4
+    if version == 1:
+        size = len(data) if size is None else size
+        inner = struct.pack(">Iiiiqqd", 0x1C849301 | bits, size, 0, digits, lowest, HIGHEST, 1.0) + data
+        outer = 0x1C849302 | bits
+    else:
+        inner = struct.pack(">Iiqqq", 0x1C849308 | bits, digits, lowest, HIGHEST, sum(counts)) + data
+        outer = 0x1C849309 | bits
     packed = zlib.compress(inner)
     return base64.b64encode(struct.pack(">Ii", outer, len(packed)) + packed).decode()
 

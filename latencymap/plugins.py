@@ -314,8 +314,8 @@ SHIPPED_SOURCES: dict[str, tuple[str, str]] = {
         "listen", "Live training-loop timings (latencymap.instrument) from many processes or ranks over a UNIX "
         "socket, or OpenTelemetry metrics over OTLP/HTTP (--otlp) or OTLP/gRPC (--otlp-grpc)."),
     "latencymap.sources.prometheus.scrape:ScrapeSource": (
-        "scrape", "Prometheus histograms scraped from any /metrics endpoint (text format or OpenMetrics) every "
-        "interval."),
+        "scrape", "Prometheus histograms (classic or native) scraped from any /metrics endpoint (text, OpenMetrics "
+                  "or protobuf) every interval."),
     "latencymap.sources.prometheus.query:PrometheusSource": (
         "prometheus", "A histogram from a Prometheus server's HTTP API (native or classic): a past window with "
         "--start/--end, live otherwise."),

@@ -31,10 +31,9 @@ from .layout import integer_counts, layout_of, whole_rows
 from .native import NativeError, fold_native
 from .scrape import metric_option
 from .series import Labels, labels_key, selector
-from .streams import Part, StreamBuilder, histogram_options, parse_matchers
+from .streams import Part, StreamBuilder, histogram_options, kind_option, parse_matchers
 from .transport import EndpointError, backoff, check_url, public_url, retry_message
 
-KINDS = ("auto", "native", "classic")
 LIVE_STEP = 15.0
 RANGE_COLUMNS = 240
 default_sleep: Callable[[float], None] = time.sleep
@@ -83,8 +82,7 @@ class PrometheusSource(Source):
             click.Option(["--step"], type=click.FloatRange(min=0.001), default=None, metavar="S",
                          help=f"Column width in seconds, at least twice the scrape interval (default {LIVE_STEP:g} "
                               f"live, the window / {RANGE_COLUMNS} with --start)."),
-            click.Option(["--histogram", "kind"], type=click.Choice(KINDS), default="auto", show_default=True,
-                         help="Native or classic histograms; auto takes native ones where the server has them."),
+            kind_option(),
             click.Option(["--delay"], type=click.FloatRange(min=0.0), default=2.0, show_default=True, metavar="S",
                          help="Live: seconds to wait after a step ends before asking (the last scrape lands)."),
         ]

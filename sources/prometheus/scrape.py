@@ -1,7 +1,9 @@
 """`latencymap scrape URL --metric NAME`: a Prometheus histogram read straight from any `/metrics` endpoint.
 
-Every `--interval` seconds the source GETs the page (OpenMetrics 1.0 or the text format 0.0.4, whichever the
-endpoint answers), reads the cumulative `NAME_bucket{le=...}`, `NAME_sum` and `NAME_count` of every label set,
+Every `--interval` seconds the source GETs the page (the protobuf exposition, OpenMetrics 1.0 or the text format
+0.0.4, whichever the endpoint answers; protobuf only unless `--histogram classic`, since only it carries native
+histograms), reads the cumulative `NAME_bucket{le=...}`, `NAME_sum` and `NAME_count` of every label set (or its
+native histogram: `protobuf.py`),
 and diffs each against the previous scrape: one column per scrape, one stream per label set (or per value of the
 `--sum-by` labels). The first scrape is the baseline. A histogram whose counts went down was reset (its process
 restarted): that column counts what it holds now and is marked reset. An endpoint that fails (refused, timeout,
@@ -24,13 +26,19 @@ from latencymap.core.model import Notice, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.plugins import Item, Source
 
+from . import protobuf
 from .exposition import ACCEPT, Exposition, is_openmetrics, parse_exposition
 from .layout import family_name, layout_of
+from .native import NativeError, fold_native
+from .protobuf import NativeReading, diff_native, is_protobuf, parse_protobuf
 from .series import Labels, Reading, diff_readings, histogram_readings
-from .streams import Part, StreamBuilder, histogram_options, parse_matchers
+from .streams import Part, StreamBuilder, histogram_options, kind_option, parse_matchers
 from .transport import EndpointError, backoff, check_url, http_get, public_url, retry_message
 
 EXPECTED = "Prometheus text exposition (text/plain; version=0.0.4) or OpenMetrics with a histogram"
+#: What `--histogram auto|native` asks for: the protobuf exposition first (native histograms), then text.
+ACCEPT_PROTOBUF = (f"{protobuf.ACCEPT};q=1,application/openmetrics-text;version=1.0.0;q=0.6,"
+                   "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
 MAX_TOLD = 1000
 #: What a source built by the CLI sleeps and reads the time with (tests replace these).
 default_sleep: Callable[[float], None] = time.sleep
@@ -53,14 +61,15 @@ class ScrapeSource(Source):
         "latencymap scrape http://localhost:8000/metrics --metric http_request_duration_seconds",
         "latencymap scrape http://localhost:8000/metrics --metric rpc_latency_seconds --sum-by method",
     )
-    summary: ClassVar[str] = ("Prometheus histograms scraped from any /metrics endpoint (text format or OpenMetrics) "
-                              "every interval.")
+    summary: ClassVar[str] = ("Prometheus histograms (classic or native) scraped from any /metrics endpoint "
+                              "(text, OpenMetrics or protobuf) every interval.")
 
     @classmethod
     def params(cls) -> list[click.Parameter]:
         return [
             click.Argument(["url"], metavar="URL"),
             *histogram_options(),
+            kind_option(),
             click.Option(["--interval"], type=click.FloatRange(min=0.01), default=3.0, show_default=True,
                          metavar="S", help="Seconds between scrapes (one column each)."),
         ]
@@ -77,6 +86,7 @@ class ScrapeSource(Source):
         self.matchers = parse_matchers(options.get("match") or ())
         self.builder = StreamBuilder.from_options(self.metric, options)
         self.interval = float(options.get("interval") or 3.0)
+        self.kind = str(options.get("kind") or "auto")
         self.timeout = float(options.get("timeout") or 10.0)
         self.sleep = default_sleep
         self.clock = default_clock
@@ -86,11 +96,17 @@ class ScrapeSource(Source):
     def describe(self) -> dict[str, Any]:
         return {"source": self.name, "url": self.shown, "metric": self.metric, "interval": self.interval,
                 "match": [f"{m.label}{m.op}{m.value}" for m in self.matchers], "sum_by": list(self.builder.sum_by),
-                "sum": self.builder.sum_all}
+                "sum": self.builder.sum_all, "histogram": self.kind}
 
-    def scrape(self) -> tuple[dict[Labels, Reading], list[str]]:
-        """One GET: the metric's readings per label set and what was wrong with some of it; EndpointError if none."""
-        resp = http_get(self.url, ACCEPT, self.timeout, EXPECTED)
+    def scrape(self) -> tuple[dict[Labels, Reading], list[str], dict[Labels, NativeReading]]:
+        """One GET: the metric's classic and native readings per label set and what was wrong with some of it;
+        EndpointError if none."""
+        resp = http_get(self.url, ACCEPT if self.kind == "classic" else ACCEPT_PROTOBUF, self.timeout, EXPECTED)
+        if is_protobuf(resp.content_type):
+            return self._from_protobuf(resp.body)
+        if self.kind == "native":
+            raise EndpointError(f"{self.shown}: answered {resp.content_type or 'text'}, not the protobuf exposition; "
+                                "native histograms come only in protobuf (--histogram classic reads this page)")
         text = resp.body.decode("utf-8", "replace")
         openmetrics = is_openmetrics(resp.content_type) or text.rstrip().endswith("\n# EOF")
         page = parse_exposition(text, openmetrics, keep=lambda line: self.metric in line)
@@ -101,9 +117,48 @@ class ScrapeSource(Source):
         if not readings:
             raise EndpointError(clean_text(self._why_missing(text, openmetrics, problems), 400))
         self.scrapes += 1
+        self._units(page)
+        return readings, [f"{self.shown}: {e}" for e in (*page.errors, *problems)], {}
+
+    def _units(self, page: Exposition) -> None:
         if self.scrapes == 1 and not self.options.get("unit") and self.metric in page.units:
             self.builder = StreamBuilder.from_options(self.metric, self.options, page.units[self.metric])
-        return readings, [f"{self.shown}: {e}" for e in (*page.errors, *problems)]
+
+    def _from_protobuf(self, body: bytes) -> tuple[dict[Labels, Reading], list[str], dict[Labels, NativeReading]]:
+        got = parse_protobuf(body, self.metric, self.matchers)
+        page = got.page
+        readings, problems = histogram_readings(page.samples, self.metric)
+        natives = got.native
+        if self.kind == "classic":
+            natives = {}
+        elif self.kind == "native":
+            readings = {}
+        else:
+            readings = {k: r for k, r in readings.items() if k not in natives}
+        if not readings and not natives:
+            raise EndpointError(clean_text(self._why_missing_protobuf(page, problems, bool(got.native)), 400))
+        self.scrapes += 1
+        self._units(page)
+        return readings, [f"{self.shown}: {e}" for e in (*page.errors, *problems)], natives
+
+    def _why_missing_protobuf(self, page: Exposition, problems: list[str], had_native: bool) -> str:
+        kind = page.types.get(self.metric)
+        if page.errors and kind is None:
+            return f"{self.shown}: not the protobuf exposition ({page.errors[0]}); expected {EXPECTED}"
+        if kind is None:
+            have = sorted(n for n, k in page.types.items() if k == "histogram")
+            there = f"histograms there: {', '.join(have[:10])}" if have else "no histograms there"
+            return f"{self.shown}: no histogram {self.metric} ({there})"
+        if kind not in ("histogram", "gaugehistogram"):
+            return f"{self.shown}: {self.metric} is a {kind}, not a histogram"
+        if problems:
+            return f"{self.shown}: {problems[0]}"
+        if self.kind == "classic" and had_native:
+            return f"{self.shown}: {self.metric} is served as a native histogram only (--histogram native reads it)"
+        if self.kind == "native":
+            return f"{self.shown}: {self.metric} has no native histogram here, only classic buckets"
+        wanted = " ".join(f"{m.label}{m.op}{m.value}" for m in self.matchers)
+        return f"{self.shown}: no {self.metric} series match --match {wanted}"
 
     def _why_missing(self, text: str, openmetrics: bool, problems: list[str]) -> str:
         full: Exposition = parse_exposition(text, openmetrics)
@@ -131,12 +186,13 @@ class ScrapeSource(Source):
 
     def items(self) -> Iterator[Item]:
         previous: dict[Labels, Reading] = {}
+        natives: dict[Labels, NativeReading] = {}
         last_end: dict[StreamId, float] = {}
         failures, failed_at = 0, 0.0
         due: float | None = None
         while True:
             try:
-                readings, problems = self.scrape()
+                readings, problems, native = self.scrape()
             except EndpointError as err:
                 if not failures:
                     failed_at = self.clock()
@@ -147,7 +203,7 @@ class ScrapeSource(Source):
                 due = None
                 continue
             t = self.clock()
-            gap = failures > 0 and bool(previous)
+            gap = failures > 0 and bool(previous or natives)
             if failures:
                 yield Notice(f"scrape: {self.shown} answered again after {failures} failed scrape"
                              f"{'s' * (failures > 1)} ({t - failed_at:.0f}s)"
@@ -155,14 +211,35 @@ class ScrapeSource(Source):
                 failures = 0
             for problem in problems:
                 yield from self._tell(problem)
-            yield from self._columns(readings, previous, last_end, t, gap)
+            yield from self._columns(readings, previous, last_end, t, gap, native, natives)
             due = self._pace(due)
 
     def _columns(self, readings: dict[Labels, Reading], previous: dict[Labels, Reading],
-                 last_end: dict[StreamId, float], t: float, gap: bool) -> Iterator[Item]:
+                 last_end: dict[StreamId, float], t: float, gap: bool, native: dict[Labels, NativeReading],
+                 natives: dict[Labels, NativeReading]) -> Iterator[Item]:
         """The columns ending at this scrape, one per stream that has a baseline."""
         parts: dict[StreamId, list[Part]] = {}
         present: list[StreamId] = []
+        for key, now in sorted(native.items()):
+            stream = self.builder.stream(self.builder.out_key(key))
+            present.append(stream)
+            before = natives.get(key)
+            natives[key] = now
+            if before is None:
+                continue
+            diffed = diff_native(before, now)
+            if diffed is None:
+                yield from self._tell(f"{stream.label}: the zero bucket's width changed; counting again from this "
+                                      "scrape")
+                continue
+            hist, reset = diffed
+            try:
+                layout, counts, total = fold_native(hist, self.builder.factor(stream))
+            except NativeError as err:
+                yield from self._tell(f"{stream.label}: {err}")
+                continue
+            seconds = None if total is None else self.builder.seconds(total)
+            parts.setdefault(stream, []).append(Part(layout, counts, seconds, reset))
         for key, cur in sorted(readings.items()):
             stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in cur.bounds])
             present.append(stream)

@@ -65,6 +65,16 @@ def histogram_options() -> list[click.Parameter]:
     ]
 
 
+#: `--histogram`: which histograms a Prometheus source takes.
+KINDS = ("auto", "native", "classic")
+
+
+def kind_option() -> click.Option:
+    """`--histogram auto|native|classic`, shared by both Prometheus sources."""
+    return click.Option(["--histogram", "kind"], type=click.Choice(KINDS), default="auto", show_default=True,
+                        help="Native or classic histograms; auto takes native ones where they are served.")
+
+
 class StreamBuilder:
     """Names output streams, decides each one's unit once, and folds series parts into Intervals."""
 

@@ -88,7 +88,8 @@ def test_each_column_counts_the_observations_made_between_its_scrapes(exporters,
     columns, said = run(source, observe_batch, 12)
     assert said == []
     if form == "negotiate":
-        assert exporter.accepts[0].startswith("application/openmetrics-text")
+        assert exporter.accepts[0].startswith("application/vnd.google.protobuf")  # native histograms first,
+        assert "application/openmetrics-text" in exporter.accepts[0]  # and what prometheus_client answers
     for k, column in enumerate(columns):
         method = "GET" if column.stream.label.endswith('"GET"}') else "POST"
         assert column.stream.label == f'{METRIC}{{method="{method}"}}' and column.stream.unit == "millisec"

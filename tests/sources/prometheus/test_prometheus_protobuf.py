@@ -1,0 +1,214 @@
+"""`latencymap scrape` over the protobuf exposition: classic histograms from a real Prometheus' own /metrics, native
+ones from a test exporter whose bytes a real Prometheus reads the same way, resets, downscaling and bad answers."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from prometheus_support import (
+    NativeExporter,
+    NativeHistogramState,
+    PrometheusServer,
+    Scripted,
+    prometheus_binary,
+)
+from skips_support import skip_missing
+from test_prometheus_scrape import run
+
+from latencymap.core.buckets import bin_values
+from latencymap.sources.prometheus.exposition import parse_exposition
+from latencymap.sources.prometheus.protobuf import (
+    ACCEPT,
+    NativeReading,
+    api_histogram,
+    diff_native,
+    parse_protobuf,
+)
+from latencymap.sources.prometheus.scrape import ScrapeSource
+from latencymap.sources.prometheus.series import histogram_readings, labels_key
+from latencymap.sources.prometheus.transport import EndpointError
+
+NATIVE = "app_latency_milliseconds"
+
+
+@pytest.fixture
+def native() -> Iterator[NativeExporter]:
+    exporter = NativeExporter(NATIVE, schema=2, labels={"svc": "a"})
+    yield exporter
+    exporter.close()
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrometheusServer, NativeExporter]]:
+    binary = prometheus_binary()
+    if binary is None:
+        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
+    exporter = NativeExporter(NATIVE, schema=3, labels={"svc": "b"})
+    server = PrometheusServer(binary, tmp_path_factory.mktemp("prometheus"), [exporter.url], scrape_interval=1.0,
+                              native=True)
+    try:
+        server.wait_ready()
+        yield server, exporter
+    finally:
+        server.stop()
+        exporter.close()
+
+
+def _get(url: str, accept: str) -> tuple[str, bytes]:
+    with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": accept}), timeout=10) as resp:
+        return resp.headers.get("Content-Type", ""), resp.read()
+
+
+@pytest.mark.slow
+def test_prometheus_own_classic_histograms_read_the_same_from_protobuf_and_text(prometheus) -> None:
+    server, _ = prometheus
+    kind, body = _get(f"{server.url}/metrics", ACCEPT)
+    _, text = _get(f"{server.url}/metrics", "text/plain;version=0.0.4")
+    assert kind.startswith("application/vnd.google.protobuf")
+    page = parse_exposition(text.decode(), openmetrics=False)
+    names = sorted(n for n, k in page.types.items() if k == "histogram")
+    assert len(names) >= 5, names
+    same = 0
+    for name in names:
+        from_text, _ = histogram_readings(page.samples, name)
+        got = parse_protobuf(body, name)
+        assert got.page.errors == [] and got.native == {}
+        from_protobuf, problems = histogram_readings(got.page.samples, name)
+        assert problems == []
+        new = set(from_protobuf) ^ set(from_text)  # the first GET may start the /metrics handler's series
+        assert all(dict(key).get("handler") == "/metrics" for key in new), (name, new)
+        for key, reading in from_text.items():
+            if key in new:
+                continue
+            other = from_protobuf[key]
+            assert other.bounds == reading.bounds, (name, key)
+            if other.count == reading.count:  # a series that moved between the two GETs cannot be compared
+                same += 1
+                assert other.cumulative.tolist() == reading.cumulative.tolist(), (name, key)
+                assert other.total == pytest.approx(reading.total, rel=1e-15), (name, key)
+    assert same >= 5
+
+
+@pytest.mark.slow
+def test_native_buckets_decode_as_the_prometheus_server_reads_the_same_bytes(prometheus) -> None:
+    server, exporter = prometheus
+    rng = np.random.default_rng(11)
+    for value in rng.lognormal(np.log(20.0), 1.2, 500):
+        exporter.observe(float(value))
+    exporter.observe(0.0)  # the zero bucket
+    _, body = _get(exporter.url, ACCEPT)
+    (reading,) = parse_protobuf(body, NATIVE).native.values()
+    ours = api_histogram(reading, None)
+    deadline = time.monotonic() + 20
+    theirs = None
+    while time.monotonic() < deadline:
+        result = server.get("/api/v1/query", {"query": NATIVE})["data"]["result"]
+        if result and "histogram" in result[0] and float(result[0]["histogram"][1]["count"]) == reading.count:
+            theirs = result[0]["histogram"][1]
+            break
+        time.sleep(0.2)
+    assert theirs is not None, "the server never scraped the exporter's last state"
+    assert float(theirs["count"]) == ours["count"] == 501
+    assert float(theirs["sum"]) == pytest.approx(ours["sum"], rel=1e-12)
+    want = sorted((float(lo), float(hi), float(c)) for _, lo, hi, c in theirs["buckets"])
+    got = sorted((float(lo), float(hi), float(c)) for _, lo, hi, c in ours["buckets"])
+    assert len(got) == len(want) > 10
+    for (glo, ghi, gc), (wlo, whi, wc) in zip(got, want, strict=True):
+        assert (glo, ghi) == pytest.approx((wlo, whi), rel=1e-12) and gc == wc
+
+
+def test_native_histogram_columns_fold_exactly_and_keep_the_sum(native: NativeExporter) -> None:
+    rng = np.random.default_rng(5)
+    batches = [rng.lognormal(np.log(5.0), 1.0, n) for n in (200, 0, 37, 400)]
+    made = iter(batches)
+
+    def observe(_: float) -> None:
+        for value in next(made, []):
+            native.observe(float(value))
+
+    native.observe(3.0)  # before the baseline: in no column
+    columns, said = run(ScrapeSource(url=native.url, metric=NATIVE, interval=0.001), observe, 4)
+    assert said == []
+    for column, values in zip(columns, batches, strict=True):
+        assert column.stream.label == f'{NATIVE}{{svc="a"}}' and column.stream.unit == "millisec"
+        assert column.counts.tolist() == bin_values(values)[0].tolist()  # schema 2 nests in powers of two
+        assert not column.reset and not column.gap
+        own = column.source_buckets
+        assert own is not None and own.total_time == pytest.approx(values.sum() / 1000, rel=1e-9, abs=1e-12)
+
+
+def test_a_restart_is_a_reset_and_a_coarser_schema_is_diffed_in_it(native: NativeExporter) -> None:
+    values = [0.7, 1.3, 2.6, 6.1, 6.2, 40.0, 41.0, 90.0]
+    step = iter(range(3))
+
+    def act(_: float) -> None:
+        k = next(step, None)
+        if k == 0:
+            for v in values[:4]:
+                native.observe(v)
+        elif k == 1:  # the client downscaled to schema 0 (it kept its counts) and took two more observations
+            coarse = NativeHistogramState(0)
+            for v in values[:6]:
+                coarse.observe(v)
+            with native.lock:
+                native.state = coarse
+        elif k == 2:  # the process restarted: a new histogram holding two observations
+            fresh = NativeHistogramState(2)
+            for v in values[6:]:
+                fresh.observe(v)
+            with native.lock:
+                native.state = fresh
+
+    columns, _ = run(ScrapeSource(url=native.url, metric=NATIVE, interval=0.001), act, 3)
+    assert [int(c.counts.sum()) for c in columns] == [4, 2, 2]
+    assert [c.reset for c in columns] == [False, False, True]
+    assert columns[1].counts.tolist() == bin_values(np.array(values[4:6]))[0].tolist()
+    assert columns[2].counts.tolist() == bin_values(np.array(values[6:]))[0].tolist()
+
+
+def test_downscaling_and_differences_by_hand() -> None:
+    fine = NativeReading(2, 0.0, 1.0, {1: 2.0, 4: 3.0, 5: 1.0, -3: 1.0}, {2: 1.0}, 8.0, 10.0)
+    coarse = fine.at_schema(0)  # schema 2 → 0: four buckets per one, index i → ((i - 1) >> 2) + 1
+    assert coarse.positive == {1: 5.0, 2: 1.0, 0: 1.0} and coarse.negative == {1: 1.0}
+    later = NativeReading(0, 0.0, 1.0, {1: 7.0, 2: 1.0, 0: 1.0}, {1: 1.0}, 10.0, 12.5)
+    hist, reset = diff_native(fine, later)  # type: ignore[misc]
+    assert not reset and hist["count"] == 2.0 and hist["sum"] == 2.5
+    assert hist["buckets"] == [[0, 1.0, 2.0, 2.0]]  # bucket 1 of schema 0 is (1, 2]
+    assert diff_native(later, fine.at_schema(0)) is not None  # counts went down: a reset, the newer one whole
+    assert diff_native(later, fine.at_schema(0))[1] is True  # type: ignore[index]
+    assert diff_native(fine, NativeReading(2, 0.5, 1.0, {}, {}, 9.0, None)) is None  # zero bucket width changed
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    (b"\x06\x0a\x03abc", "protobuf message 2: its length says 6 bytes, 5 are left (cut short?)"),
+    (b"\x02\x0b\x00", "protobuf message 2: field 1 has wire type 3, which the exposition does not use"),
+    (b"\x03\x0a\x05a", "protobuf message 2: field 1 runs past its message"),
+])
+def test_bad_protobuf_is_named_and_what_came_before_is_kept(body: bytes, expected: str) -> None:
+    good = NativeExporter.__new__(NativeExporter)
+    good.name, good.labels, good.state = NATIVE, {"svc": "a"}, NativeHistogramState(2)
+    good.state.observe(3.0)
+    got = parse_protobuf(good.family() + body, NATIVE)
+    assert list(got.native) == [labels_key({"svc": "a"})]
+    assert got.page.errors == [expected]
+
+
+def test_native_only_and_classic_only_say_which_option_reads_them(native: NativeExporter) -> None:
+    native.observe(3.0)
+    with pytest.raises(EndpointError, match="served as a native histogram only"):
+        ScrapeSource(url=native.url, metric=NATIVE, kind="classic").scrape()
+    text = Scripted([(200, "text/plain; version=0.0.4", f"# TYPE {NATIVE} histogram\n{NATIVE}_bucket{{le=\"+Inf\"}} 1\n"
+                                                        f"{NATIVE}_count 1\n{NATIVE}_sum 2\n")] * 2)
+    try:
+        with pytest.raises(EndpointError, match="native histograms come only in protobuf"):
+            ScrapeSource(url=text.url, metric=NATIVE, kind="native").scrape()
+        readings, _, natives = ScrapeSource(url=text.url, metric=NATIVE, kind="auto").scrape()
+        assert natives == {} and list(readings) == [()]
+    finally:
+        text.close()
+    with pytest.raises(EndpointError, match=r"no \S+ series match --match svc=b"):
+        ScrapeSource(url=native.url, metric=NATIVE, match=("svc=b",)).scrape()

@@ -251,6 +251,11 @@ def _native(raw: dict[int, list[Any]], count: float, total: float | None) -> Nat
     zero = last(8, _double, None)
     if zero is None:
         zero = float(last(7, lambda w, v: v if w == 0 else _bad(7), 0))
+    for what, value in (("zero threshold", threshold), ("zero bucket count", zero), ("sample count", count)):
+        if not (math.isfinite(value) and value >= 0):
+            raise ProtobufError(f"native histogram {what} {value}, expected a finite number >= 0")
+    if total is not None and not math.isfinite(total):
+        total = None
     return NativeReading(schema, threshold, zero, _side(raw, 12, 13, 14), _side(raw, 9, 10, 11), count, total)
 
 
@@ -274,14 +279,15 @@ def _side(raw: dict[int, list[Any]], spans_at: int, deltas_at: int, counts_at: i
         for d in deltas:
             running += d
             counts.append(float(running))
+    if sum(length for _, length in spans) != len(counts):
+        raise ProtobufError(f"spans cover {sum(length for _, length in spans)} buckets, {len(counts)} counts are "
+                            "given")
     indexes: list[int] = []
     index = 0
     for k, (offset, length) in enumerate(spans):
         index = offset if k == 0 else index + offset
         indexes.extend(range(index, index + length))
         index += length
-    if len(indexes) != len(counts):
-        raise ProtobufError(f"spans cover {len(indexes)} buckets, {len(counts)} counts are given")
     if any(c < 0 or not math.isfinite(c) for c in counts):
         raise ProtobufError("a native bucket count is negative or not finite")
     return {i: c for i, c in zip(indexes, counts, strict=True) if c}

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_support import (
     NativeExporter,
     NativeHistogramState,
@@ -212,3 +214,19 @@ def test_native_only_and_classic_only_say_which_option_reads_them(native: Native
         text.close()
     with pytest.raises(EndpointError, match=r"no \S+ series match --match svc=b"):
         ScrapeSource(url=native.url, metric=NATIVE, match=("svc=b",)).scrape()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300), st.integers(0, 299), st.binary(max_size=12))
+def test_any_bytes_give_readings_or_named_errors_never_an_exception(noise: bytes, at: int, insert: bytes) -> None:
+    exporter = NativeExporter.__new__(NativeExporter)
+    exporter.name, exporter.labels, exporter.state = NATIVE, {"svc": "a"}, NativeHistogramState(1)
+    for value in (0.5, 3.0, 3.1, 700.0):
+        exporter.state.observe(value)
+    good = exporter.family()
+    for body in (noise, good[:at] + insert + good[at:], good + noise):
+        got = parse_protobuf(body, NATIVE)
+        assert len(got.page.errors) <= 1
+        for reading in got.native.values():
+            hist = api_histogram(reading, None)
+            assert all(c > 0 for *_, c in hist["buckets"]) and hist["count"] >= 0

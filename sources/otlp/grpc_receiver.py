@@ -4,8 +4,9 @@ Serves `opentelemetry.proto.collector.metrics.v1.MetricsService/Export` (unary),
 (the SDKs' `otlp` exporters, the Collector's `otlp` exporter). Requests go through the same protobuf decoding and
 the same worker loop (`receiver.consume`) as OTLP/HTTP. Answers an `ExportMetricsServiceResponse`
 (`partial_success` counts the points it rejected), INVALID_ARGUMENT for a body it cannot decode, UNAVAILABLE
-with a 1 s `RetryInfo` while the viewer is behind (exporters retry), UNIMPLEMENTED for other methods; gRPC itself
-inflates gzip requests and answers RESOURCE_EXHAUSTED past MAX_BODY bytes (inflated). It binds only where it is
+with a 1 s `RetryInfo` while the viewer is behind (exporters retry), UNIMPLEMENTED for other methods, and
+RESOURCE_EXHAUSTED past MAX_BODY bytes (inflated: gRPC inflates gzip requests), with a notice; past GRPC_LIMIT
+gRPC itself refuses the request before latencymap sees it, without one. It binds only where it is
 told, 127.0.0.1:4317 by default (OTLP/gRPC's port, loopback only), without TLS or authentication: bind another
 address only on a network you trust.
 
@@ -38,9 +39,11 @@ WORKERS = 4
 STOP_GRACE_S = 0.5
 #: `google.rpc.RetryInfo {retry_delay: {seconds: 1}}`, the trailer OTLP exporters read before retrying.
 RETRY_INFO = b"\x0a\x02\x08\x01"
-#: gRPC refuses requests past MAX_BODY bytes (inflated); no SO_REUSEPORT, gRPC's default on Linux, which would let
-#: a second receiver share the port.
-OPTIONS = [("grpc.max_receive_message_length", MAX_BODY), ("grpc.so_reuseport", 0)]
+#: gRPC refuses requests past this many bytes (inflated) unseen; between MAX_BODY and it, the receiver refuses them
+#: itself and says so.
+GRPC_LIMIT = 2 * MAX_BODY
+#: No SO_REUSEPORT, gRPC's default on Linux, which would let a second receiver share the port.
+OPTIONS = [("grpc.max_receive_message_length", GRPC_LIMIT), ("grpc.so_reuseport", 0)]
 
 
 def unavailable() -> str | None:
@@ -64,6 +67,10 @@ def _export(inbox: Inbox) -> Callable[[bytes, grpc.ServicerContext], bytes]:
     """The Export method: bytes of an ExportMetricsServiceRequest in, of an ExportMetricsServiceResponse out."""
 
     def export(body: bytes, context: grpc.ServicerContext) -> bytes:
+        if len(body) > MAX_BODY:
+            message = f"request of {len(body)} bytes (inflated); at most {MAX_BODY} are read"
+            tell(inbox, _origin(context), f"Export: {message}; refused")
+            return _fail(context, grpc.StatusCode.RESOURCE_EXHAUSTED, message)
         try:
             decoded = decode_protobuf(body)
         except DecodeError as err:

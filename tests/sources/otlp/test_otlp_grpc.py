@@ -30,7 +30,7 @@ from otlp_support import (
 
 from latencymap.flow.inputs import InputError
 from latencymap.sources.otlp import grpc_receiver, receiver
-from latencymap.sources.otlp.grpc_receiver import receive
+from latencymap.sources.otlp.grpc_receiver import GRPC_LIMIT, receive
 from latencymap.sources.otlp.receiver import MAX_BODY
 
 pytestmark = pytest.mark.grpc  # gRPC in this process: run last (tests/conftest.py)
@@ -95,13 +95,19 @@ def test_rejected_points_are_a_partial_success(otlp: Any) -> None:
 def test_oversized_messages_are_resource_exhausted_plain_or_gzip(otlp: Any) -> None:
     address, got, items = otlp
     code, details, _, _ = grpc_export(address, b"\0" * (MAX_BODY + 1))
-    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and str(MAX_BODY) in details
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert details == f"request of {MAX_BODY + 1} bytes (inflated); at most {MAX_BODY} are read"
     bomb = b"\0" * (MAX_BODY + 1)
     assert len(gzip.compress(bomb)) < MAX_BODY // 100
     code, details, _, _ = grpc_export(address, bomb, gzipped=True)  # small on the wire, past the limit inflated
-    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and str(MAX_BODY) in details
+    code, details, _, _ = grpc_export(address, b"\0" * (GRPC_LIMIT + 1), gzipped=True)
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details  # gRPC's own refusal
     assert grpc_export(address, good_request([5.0]))[0] == grpc.StatusCode.OK  # the receiver goes on
     got += items
+    said = [m for m in messages(got) if "at most" in m]
+    assert len(said) == 2 and all(m.startswith("listen --otlp-grpc: ipv4:127.0.0.1:") and m.endswith(
+        f"Export: request of {MAX_BODY + 1} bytes (inflated); at most {MAX_BODY} are read; refused") for m in said)
     assert by_label(got)[LABEL][0].counts.sum() == 1
 
 

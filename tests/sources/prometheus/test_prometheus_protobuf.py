@@ -93,6 +93,13 @@ def test_prometheus_own_classic_histograms_read_the_same_from_protobuf_and_text(
                 assert other.cumulative.tolist() == reading.cumulative.tolist(), (name, key)
                 assert other.total == pytest.approx(reading.total, rel=1e-15), (name, key)
     assert same >= 5
+    metrics = f"{server.url}/metrics"
+    with pytest.raises(EndpointError, match=f"{names[0]} has no native histogram here, only classic buckets"):
+        ScrapeSource(url=metrics, metric=names[0], kind="native").scrape()
+    with pytest.raises(EndpointError, match=r"no histogram nope_seconds \(histograms there: prometheus_"):
+        ScrapeSource(url=metrics, metric="nope_seconds").scrape()
+    with pytest.raises(EndpointError, match="prometheus_build_info is a gauge, not a histogram"):
+        ScrapeSource(url=metrics, metric="prometheus_build_info").scrape()
 
 
 @pytest.mark.slow

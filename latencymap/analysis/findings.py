@@ -70,7 +70,7 @@ class Finding:
 def pct(share: float) -> str:
     """`61%`, `4%`, `0.3%`, `0%`, `99.9%` (never `100%` for a share short of all: it would hide the rest)."""
     v = 100.0 * share
-    if 99.5 <= v < 100:
+    if 99.5 <= v < 100 - 1e-7:  # closer to 100 than that is rounding in float sums, not a missing event
         for digits in range(1, 6):
             text = f"{v:.{digits}f}"
             if float(text) < 100:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from latencymap.analysis.findings import pct
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.sanitize import clean_text
@@ -36,12 +37,17 @@ from latencymap.views.options import BLUES, REDS
 
 MAX_COLUMNS = 400
 PLOT_WIDTH = 800
+#: Widest cell: a short history still gets a map wide enough for its time axis.
+MAX_CELL = 40.0
+#: Least room between two time-axis labels.
+TICK_SPACING = 80
 CELL_HEIGHT = 16
 LEFT = 78
 LEGEND_WIDTH = 170
 LINE = 15
 #: Advance of one character at font-size 11 (DejaVu Sans Mono: 0.602 em; other monospace fonts are no wider).
 CHAR_WIDTH = 6.7
+TITLE_SIZE = 16
 FONT = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 _BASIC16 = ("000000", "800000", "008000", "808000", "000080", "800080", "008080", "c0c0c0",
             "808080", "ff0000", "00ff00", "ffff00", "0000ff", "ff00ff", "00ffff", "ffffff")
@@ -123,6 +129,18 @@ def offset(seconds: float) -> str:
     return f"+{seconds / 3600:.3g}h"
 
 
+def cell_width(ncols: int) -> float:
+    """Width of one column's cells: the plot spread over PLOT_WIDTH, between 1 and MAX_CELL pixels."""
+    return max(1.0, min(MAX_CELL, PLOT_WIDTH / max(1, ncols)))
+
+
+def map_title(hist: StreamHistory, kind: str) -> str:
+    if kind == "frequency":
+        return "Frequency heat map: events per second"
+    how = "exact" if hist.exact else "estimated from bucket midpoints"
+    return f"Intensity heat map: time waited per second ({how})"
+
+
 def _text(x: float, y: float, text: str, **attrs: Any) -> str:
     extra = "".join(f' {k.rstrip("_").replace("_", "-")}="{v}"' for k, v in attrs.items())
     return f'<text x="{x:.1f}" y="{y:.1f}"{extra}>{esc(text)}</text>'
@@ -154,17 +172,12 @@ def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[
     palette = BLUES if kind == "frequency" else REDS
     rates = m.rates(kind)
     ncols, nrows = rates.shape
-    cell_w = max(1.0, min(12.0, PLOT_WIDTH / max(1, ncols)))
+    cell_w = cell_width(ncols)
     width, height = cell_w * ncols, CELL_HEIGHT * nrows
     maxval = float(rates.max()) if rates.size else 0.0
     levels = quantize(rates, maxval)
-    if kind == "frequency":
-        title = "Frequency heat map: events per second"
-    else:
-        how = "exact" if hist.exact else "estimated from bucket midpoints"
-        title = f"Intensity heat map: time waited per second ({how})"
     top = y0 + 18
-    out = [_text(LEFT, y0 + 12, title, font_weight="bold"),
+    out = [_text(LEFT, y0 + 12, map_title(hist, kind), font_weight="bold"),
            f'<rect class="plot {kind}" x="{LEFT}" y="{top}" width="{width:.1f}" height="{height}" '
            f'fill="{xterm_hex(palette[0])}" stroke="#888"/>']
     for c, r in zip(*np.nonzero(levels), strict=True):
@@ -213,7 +226,8 @@ def _marks(m: Merged, top: float, cell_w: float, height: float) -> list[str]:
 def _time_axis(m: Merged, y: float, cell_w: float) -> list[str]:
     ncols = len(m.start)
     t0 = float(m.start[0])
-    ticks = sorted({round(k * (ncols - 1) / 6) for k in range(7)} if ncols > 1 else {0})
+    spaces = max(1, min(6, int(ncols * cell_w // TICK_SPACING)))  # labels never run into each other
+    ticks = sorted({round(k * (ncols - 1) / spaces) for k in range(spaces + 1)} if ncols > 1 else {0})
     out = []
     for c in ticks:
         x = LEFT + (c + 0.5) * cell_w
@@ -254,7 +268,7 @@ def findings_lines(hist: StreamHistory, stragglers: list[dict[str, Any]] | None 
     lines += marks_lines(hist)
     for b in diag.bands:
         lines.append(f"band {format_duration(b.low_s)}–{format_duration(b.high_s)}: "
-                     f"{100 * b.events_share:.1f}% of events, {100 * b.time_share:.1f}% of the time")
+                     f"{pct(b.events_share)} of events, {pct(b.time_share)} of the time")
     return lines + straggler_lines(stragglers or [])
 
 
@@ -262,9 +276,13 @@ def panel(hist: StreamHistory, *, with_findings: bool = True,
           stragglers: list[dict[str, Any]] | None = None) -> tuple[list[str], float, float]:
     """(elements, width, height) of one stream's panel."""
     s = hist.stream
-    out = [_text(LEFT, 18, clean_text(s.label) or "(no label)", font_size="16", font_weight="bold"),
-           _text(LEFT, 34, f"datasource {s.datasource}, unit {s.unit}, {hist.n} intervals", fill="#555")]
-    y, width = 46.0, float(LEFT + 300)
+    label = clean_text(s.label) or "(no label)"
+    subtitle = f"datasource {s.datasource}, unit {s.unit}, {hist.n} intervals"
+    out = [_text(LEFT, 18, label, font_size=str(TITLE_SIZE), font_weight="bold"),
+           _text(LEFT, 34, subtitle, fill="#555")]
+    y = 46.0
+    # Wide enough for its own titles: SVG text past the picture's edge is lost.
+    width = LEFT + 12 + max(300.0, len(label) * CHAR_WIDTH * TITLE_SIZE / 11, len(subtitle) * CHAR_WIDTH)
     m = merge_columns(hist)
     if m is None:
         out.append(_text(LEFT, y + 14, "no events"))
@@ -274,7 +292,8 @@ def panel(hist: StreamHistory, *, with_findings: bool = True,
             elems, h = map_elements(hist, m, kind, y)
             out += elems
             y += h + 10
-        width = LEFT + max(1.0, min(12.0, PLOT_WIDTH / len(m.start))) * len(m.start) + 20 + LEGEND_WIDTH
+        titles = max(len(map_title(hist, kind)) for kind in ("frequency", "intensity")) * CHAR_WIDTH + 12
+        width = max(width, LEFT + max(cell_width(len(m.start)) * len(m.start) + 20 + LEGEND_WIDTH, titles))
     if with_findings:
         chars = max(20, int((width - LEFT - 12) / CHAR_WIDTH))
         for line in findings_lines(hist, stragglers):

@@ -102,6 +102,8 @@ def test_pct() -> None:
     assert [pct(x) for x in (0.61, 0.04, 0.003, 0.0, 1.0)] == ["61%", "4%", "0.3%", "0%", "100%"]
     # a share short of all is never written 100%
     assert [pct(x) for x in (0.9991, 0.99999, 0.995, 0.99)] == ["99.9%", "99.999%", "99.5%", "99%"]
+    # One event short in 10**8 still shows; a float sum's rounding (a band's time over the total) does not.
+    assert [pct(1 - 1e-8), pct(1 - 1e-10), pct(1 - 2**-52)] == ["99.99999%", "100%", "100%"]
 
 
 def sample(name: str) -> tuple[list[Interval], np.ndarray]:

@@ -6,6 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from html import unescape as html_unescape
 from html.parser import HTMLParser
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +120,24 @@ def test_peers_come_first_as_the_text_report_words_them(tmp_path: Path, fixtures
         items = re.findall(r"<li>(.*?)</li>", text.split('<section class="stream"')[0], re.S)
         assert [html_unescape(i) for i in items] == report[head: report.index(verdict) + 1]
     assert "rank7" in verdict
+
+
+def test_a_short_history_has_room_for_its_time_labels_and_titles(tmp_path: Path, fixtures: Path) -> None:
+    """11 columns (jHiccup's V0 log): the axis labels overlapped and the titles ran past a 400 px picture."""
+    out = tmp_path / "short.svg"
+    render("svg", out, fixtures / "hdrhistogram" / "hiccup.140623.1028.10646.hlog")
+    root = ET.parse(out).getroot()
+    width = float(root.get("width", "0"))
+    texts = list(root.iter(f"{SVG}text"))
+    ticks = sorted(float(t.get("x", "0")) for t in texts
+                   if t.get("text-anchor") == "middle" and re.fullmatch(r"\+[\d.]+[smh]", t.text or ""))
+    per_map = sorted(set(ticks))
+    assert len(per_map) >= 4 and len(ticks) == 2 * len(per_map)  # two maps, the same labels at the same places
+    assert min(b - a for a, b in pairwise(per_map)) >= 80
+    titles = [t for t in texts if (t.text or "").startswith(("datasource ", "Intensity heat map"))]
+    assert len(titles) == 2
+    # A monospace character at font-size 11 advances 0.602 em: every title ends inside the picture.
+    assert all(float(t.get("x", "0")) + len(t.text or "") * 11 * 0.602 <= width for t in titles)
 
 
 def test_no_peers_no_peers_section(tmp_path: Path, example_data: Path) -> None:

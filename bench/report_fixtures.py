@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-SKIP_SUFFIXES = {".md", ".py", ".crc", ".json.meta"}
+SKIP_SUFFIXES = {".md", ".py", ".crc", ".json.meta", ".payloads"}
 #: Fixtures read through a source subcommand rather than as an input file.
 SOURCES = {"spark/zstd": ["spark"], "spark/plain": ["spark"], "spark/rolling": ["spark"]}
 #: Inputs timed by the clock when read (no time lines): their start/end differ from run to run.

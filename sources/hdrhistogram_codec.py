@@ -147,7 +147,9 @@ def inflate(text: str) -> tuple[Settings, bytes, int]:
         raise PayloadError(f"corrupt zlib stream ({err})") from None
     if len(payload) > size:
         raise PayloadError(f"expected {size} bytes of counts (the header's payload length), the stream holds more")
-    if (version > 0 and len(payload) < size) or not inflater.eof:
+    # HdrHistogram_c's V1 encoder counted its 40-byte header in the payload length (the stream itself is whole).
+    c_quirk = version == 1 and len(payload) == size - _HEADER.size
+    if (version > 0 and len(payload) < size and not c_quirk) or not inflater.eof:
         raise PayloadError(f"zlib stream truncated: expected {size} bytes of counts, got {len(payload)}")
     if word != LEB128 and len(payload) % word:
         raise PayloadError(f"expected counts of {word} bytes each, got {len(payload)} bytes")

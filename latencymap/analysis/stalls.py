@@ -13,7 +13,8 @@ shift), yet they own the time of their columns. The rule, on the columns of the 
   stall when it spans at most `stall_max_columns` (3) columns more than its far events' own time fills
   (three 1.5 s waits fill five 1 s columns back to back) and its far events hold at least
   `stall_min_column_time_share` (25%) of the time spent in its far-event columns;
-- when far events sit in more columns than allowed above (a scatter of far events all along), none is a stall.
+- when far events sit in more columns than allowed above (a scatter of far events all along), or in every column
+  (a single column, say: nothing tells when they happened, and the bands say the rest), none is a stall.
 
 A stall is an `Episode` of kind `stall`: `end` is its last column's end, `start` its first column's start
 less the far waits that ended in that column, not before the range's start (events are logged when they
@@ -63,7 +64,7 @@ def find_stalls(
         return []
     far_c, far_t = counts[:, far].sum(axis=1), times[:, far].sum(axis=1)
     hit = far_c > 0
-    if hit.sum() > max(th.stall_max_column_share * len(counts), th.stall_max_columns):
+    if hit.all() or hit.sum() > max(th.stall_max_column_share * len(counts), th.stall_max_columns):
         return []
     total_c, total_t = max(float(counts.sum()), 1e-300), max(float(times.sum()), 1e-300)
     median = _median_s(counts.sum(axis=0), low_s, high_s)

@@ -102,3 +102,15 @@ def test_steady_thin_far_band_is_a_band_not_stalls() -> None:
     (slow,) = [b for b in d.bands if b.low_s <= 1.0 < b.high_s]
     assert slow.events_share == pytest.approx(float(far.mean()), abs=1e-9)
     assert d.bimodal and [f.kind for f in d.findings][:1] == ["band"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_far_waits_in_every_column_are_no_stall_not_even_in_one_column(seed: int) -> None:
+    """A stall says when: a single column (or far waits in every column) tells nothing of the sort."""
+    rng = np.random.default_rng(seed)
+    s = synthetic.unimodal(seed, sigma=0.3)
+    s.latencies[rng.choice(len(s.latencies), 12, replace=False)] = 1.5  # a dozen 1.5 s waits
+    span = float(s.times.max() - s.times.min()) + 1.0
+    whole = run(s, width=span)  # one column holds everything
+    assert whole.stalls == [] and [e for e in whole.episodes if e.kind == "stall"] == []
+    assert any(b.low_s <= 1.5 < b.high_s for b in whole.bands)  # the far waits are still a band of their own

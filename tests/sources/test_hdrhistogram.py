@@ -212,6 +212,19 @@ def test_hdrhistogram_c_v1_payloads_hold_its_standard_test_histograms() -> None:
     assert fold_payloads([truncated]).errors[0] is not None
 
 
+def test_a_v1_log_with_absolute_timestamps_before_its_start_time() -> None:
+    """raphael.hlog (the Python library's tests, logged in 2021): one 63 s interval, a V1 payload of 8-byte counts at
+    2 digits; its timestamp is absolute and 63 s before StartTime (not a year: Java's rule keeps it absolute)."""
+    path = HLOG / "raphael.hlog"
+    items = read_items(HdrHistogramFormat, path.read_text(), str(path))
+    (col,), ((start, length, top_ms, payload),) = intervals(items), _java_columns(path)
+    assert struct.unpack_from(">I", base64.b64decode(payload))[0] & ~0xF0 == 0x1C849302  # compressed V1
+    assert col.start == pytest.approx(start) == pytest.approx(1629447418.475) and col.end - col.start == \
+        pytest.approx(length)
+    assert _top_slot(col.counts) in _slots_of_logged_max(top_ms) and int(col.counts.sum()) > 100_000
+    assert [m for m in notices(items) if "expected" in m] == []
+
+
 @pytest.mark.slow
 def test_jhiccup_v2_log_of_2015_matches_the_library_and_the_logged_max() -> None:
     """HdrHistogram's sample from jHiccup 2.0.7 (Java-written V2): every payload's counts are the Python

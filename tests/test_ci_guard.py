@@ -125,3 +125,17 @@ def test_a_machine_without_tmux_fails_ci_naming_it(tmp_path: Path, ci: str | Non
         line = next(x for x in proc.stdout.splitlines() if x.startswith("SKIPPED [1] tests/tui/test_escape.py:"))
         assert line.endswith(": missing component: tmux — apt-get install tmux (.ci/install-system.sh)")
         assert "1 skipped" in proc.stdout
+
+
+@pytest.mark.slow
+def test_tests_that_start_grpc_run_after_every_other_test() -> None:
+    """tests/conftest.py orders them last: a fork beside gRPC's threads (DataLoader workers, preexec_fn) can abort."""
+
+    def collected(*args: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", *args],
+                             cwd=REPO, capture_output=True, text=True, timeout=300)
+        return [line for line in out.stdout.splitlines() if "::" in line]
+
+    order, grpc = collected(), collected("-m", "grpc")
+    assert len(grpc) >= 10 and set(grpc) <= set(order)
+    assert order[-len(grpc):] == grpc

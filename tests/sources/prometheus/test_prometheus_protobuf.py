@@ -130,6 +130,40 @@ def test_native_buckets_decode_as_the_prometheus_server_reads_the_same_bytes(pro
         assert (glo, ghi) == pytest.approx((wlo, whi), rel=1e-12) and gc == wc
 
 
+@pytest.mark.slow
+def test_native_histograms_federated_by_prometheus_decode_as_its_query_api_gives_them(prometheus) -> None:
+    """/federate answers protobuf encoded by Prometheus' own Go code (client_model), the only way it can give
+    native histograms (2.42's text answer leaves them out): what we decode is what its query API says."""
+    server, exporter = prometheus
+    for value in (0.3, 2.5, 2.6, 9.0, 180.0, 0.0):
+        exporter.observe(value)
+    deadline = time.monotonic() + 20
+    theirs = None
+    while time.monotonic() < deadline:
+        result = server.get("/api/v1/query", {"query": NATIVE})["data"]["result"]
+        if result and float(result[0]["histogram"][1]["count"]) == exporter.state.count:
+            theirs = result[0]["histogram"][1]
+            break
+        time.sleep(0.2)
+    assert theirs is not None, "the server never scraped the exporter's last state"
+    url = f"{server.url}/federate?match[]={NATIVE}"
+    kind, body = _get(url, ACCEPT)
+    assert kind.startswith("application/vnd.google.protobuf")
+    got = parse_protobuf(body, NATIVE)
+    assert got.page.errors == [] and got.page.samples == []
+    ((key, reading),) = got.native.items()
+    assert dict(key)["svc"] == "b" and dict(key)["job"] == "t0"
+    ours = api_histogram(reading, None)
+    assert ours["count"] == float(theirs["count"]) and ours["sum"] == pytest.approx(float(theirs["sum"]), rel=1e-12)
+    want = sorted((float(lo), float(hi), float(c)) for _, lo, hi, c in theirs["buckets"])
+    have = sorted((float(lo), float(hi), float(c)) for _, lo, hi, c in ours["buckets"])
+    assert len(have) == len(want) >= 5
+    for (glo, ghi, gc), (wlo, whi, wc) in zip(have, want, strict=True):
+        assert (glo, ghi) == pytest.approx((wlo, whi), rel=1e-12) and gc == wc
+    readings, _, natives = ScrapeSource(url=url, metric=NATIVE).scrape()
+    assert readings == {} and list(natives) == [key]
+
+
 def test_native_histogram_columns_fold_exactly_and_keep_the_sum(native: NativeExporter) -> None:
     rng = np.random.default_rng(5)
     batches = [rng.lognormal(np.log(5.0), 1.0, n) for n in (200, 0, 37, 400)]

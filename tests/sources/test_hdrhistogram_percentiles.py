@@ -1,0 +1,127 @@
+"""HdrHistogram percentile distributions (`.hgrm`): the real library's printout, wrk2's layout, CSV, bad input."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from formats_support import intervals, notices, read_items
+from hdr_support import library_histogram
+
+from latencymap.core.buckets import NSLOTS
+from latencymap.flow.inputs import SNIFF_LINES, choose_format
+from latencymap.plugins import load_registry
+from latencymap.sources.hdrhistogram_percentiles import HdrPercentilesFormat
+
+NS = np.concatenate([np.random.default_rng(1).lognormal(np.log(2e5), 0.5, 5000),
+                     np.random.default_rng(2).lognormal(np.log(3e7), 0.3, 50)]).astype(np.int64)
+
+
+def printout(values: np.ndarray, csv: bool = False) -> str:
+    """What the library's outputPercentileDistribution prints for these nanosecond values, in milliseconds."""
+    out = io.BytesIO()
+    library_histogram(values.tolist()).output_percentile_distribution(out, 1e6, use_csv=csv)
+    return out.getvalue().decode()
+
+
+def points(text: str) -> list[tuple[float, int]]:
+    """(value ms, total count) of every printed row, as the text says."""
+    rows = []
+    for line in text.splitlines():
+        fields = line.replace(",", " ").split()
+        if len(fields) >= 3 and fields[0][0].isdigit():
+            rows.append((float(fields[0]), int(float(fields[2]))))
+    return rows
+
+
+def test_the_library_printout_keeps_every_event_between_its_own_points() -> None:
+    text = printout(NS)
+    items = read_items(HdrPercentilesFormat, text, "run.hgrm")
+    (col,) = intervals(items)
+    assert col.stream.label == "run.hgrm" and col.stream.unit == "microsec" and col.stream.datasource == "hdrhistogram"
+    assert int(col.counts.sum()) == len(NS)
+    assert col.end - col.start == pytest.approx(1.0)
+    assert [m.split(": ", 1)[1] for m in notices(items)] == [
+        "a percentile distribution does not say how long it covers: its column is 1s long (--interval), and rates "
+        "are per that"]
+    # At every row edge E (a power of two µs) our events below E lie between the printed totals around E: those
+    # of the last point at or below E and of the first point at or above it. The true values do too.
+    rows = points(text)
+    below = np.concatenate(([0], np.cumsum(col.counts)))
+    ordered = np.sort(NS)
+    for k in range(1, NSLOTS):
+        edge_ms = 2.0 ** (k - 1) / 1000
+        low = max((t for v, t in rows if v <= edge_ms), default=0)
+        high = min((t for v, t in rows if v >= edge_ms), default=len(NS))
+        assert low <= below[k] <= high, (k, low, below[k], high)
+        true_below = int(np.searchsorted(ordered, edge_ms * 1e6))  # true values below the edge
+        assert low <= true_below <= high
+    # The far mode (about 30 ms) stays a band of its own, and the rows between 2 and 8 ms stay near empty.
+    assert int(col.counts[15:17].sum()) >= 40 and int(col.counts[12:14].sum()) <= 5
+
+
+def test_csv_printout_reads_the_same() -> None:
+    plain = intervals(read_items(HdrPercentilesFormat, printout(NS), "a"))[0]
+    csv = intervals(read_items(HdrPercentilesFormat, printout(NS, csv=True), "a"))[0]
+    assert csv.counts.tolist() == plain.counts.tolist()
+
+
+def _wrk2(table: str, span: str) -> str:
+    """wrk2 --latency around a table, as its source prints it (header spacing, `inf`, the requests line)."""
+    lines = table.splitlines()
+    lines[0] = "       Value   Percentile   TotalCount 1/(1-Percentile)"
+    body = [line if not line.strip().startswith(tuple("0123456789")) or len(line.split()) == 4
+            else line + "          inf" for line in lines]
+    return "\n".join([
+        "Running 10s test @ http://127.0.0.1:8080/", "  2 threads and 16 connections",
+        "  Thread calibration: mean lat.: 0.655ms, rate sampling interval: 10ms",
+        "  Latency Distribution (HdrHistogram - Recorded Latency)", " 50.000%  199.00us", "100.000%   57.70ms", "",
+        "  Detailed Percentile spectrum:", *body,
+        "----------------------------------------------------------",
+        f"  5050 requests in {span}, 1.23MB read", "Requests/sec:    505.00", ""])
+
+
+def test_wrk2_output_two_runs_two_columns_each_as_long_as_its_run() -> None:
+    first, second = printout(NS), printout(NS[:3000])
+    text = _wrk2(first, "10.00s") + _wrk2(second, "1.00m")
+    head = text.splitlines()[:SNIFF_LINES]
+    assert choose_format(load_registry(), head, "wrk2.txt", None).name == "hgrm"
+    items = read_items(HdrPercentilesFormat, text, "wrk2.txt")
+    assert notices(items) == []
+    cols = intervals(items)
+    assert [c.end - c.start for c in cols] == pytest.approx([10.0, 60.0])
+    assert [int(c.counts.sum()) for c in cols] == [5050, 3000]
+    assert cols[0].end == pytest.approx(cols[1].start)
+    alone = intervals(read_items(HdrPercentilesFormat, first, "x"))[0]
+    assert cols[0].counts.tolist() == alone.counts.tolist()
+
+
+def test_bad_distributions_are_named_and_left_out_and_the_rest_is_read() -> None:
+    good = printout(NS[:100])
+    rows = good.splitlines()
+    at = next(i for i, line in enumerate(rows) if line.strip().startswith("0.") and i > 3)
+    down = rows.copy()
+    value, pct, _, *rest = down[at + 1].split()
+    down[at + 1] = f"{value} {pct} {int(down[at].split()[2]) - 1} {' '.join(rest)}"  # fewer than the row before
+    footer = [line.replace("TotalCount     =      100.000", "TotalCount     =      999.000") for line in rows]
+    garbage = rows.copy()
+    garbage.insert(at, "       abc 0.5 12 2.0")
+    text = "\n".join([*down, *footer, *garbage, *rows]) + "\n"
+    items = read_items(HdrPercentilesFormat, text, "bad.hgrm")
+    said = [m for m in notices(items) if "left out" in m]
+    assert len(said) == 2, said
+    assert said[0].startswith("bad.hgrm: distribution at line 1: line ") and "values and counts must not go down" \
+        in said[0]
+    assert "its footer says Total count 999, its last row 100" in said[1]
+    (skipped,) = [m for m in notices(items) if "skipped" in m]
+    assert skipped.endswith("expected '<value> <percentile> <total count> [1/(1-percentile)]', got "
+                            "'abc 0.5 12 2.0'; skipped")
+    # The distribution with a bad line is read whole (its next row counts what the line would have), as is the last.
+    assert [int(c.counts.sum()) for c in intervals(items)] == [100, 100]
+
+
+def test_sniffing_takes_the_header_and_nothing_else() -> None:
+    assert HdrPercentilesFormat.sniff(['"Value","Percentile","TotalCount","1/(1-Percentile)"'])
+    assert HdrPercentilesFormat.sniff(["       Value     Percentile TotalCount 1/(1-Percentile)"])
+    assert not HdrPercentilesFormat.sniff(["Value Percentile", "0.5 0.1 3 1.1"])

@@ -167,12 +167,16 @@ def report_text(acc: Accumulator) -> str:
         with hist.dense():
             out += _stream_text(hist, acc)
     out += peer_lines(acc)
+    said = [f"   {clean_text(m, 600)}" for m in acc.messages[:10]]
     if acc.skipped:
         out.append(f"Skipped records: {acc.skipped}")
-        out += [f"   {clean_text(m, 300)}" for m in acc.messages[:10]]
-    elif acc.dropped_for_budget:
-        out.append(f"History: {acc.dropped_for_budget} of the oldest columns were dropped (the memory budget, "
-                   "--history, was full)")
+        out += said
+    else:
+        if said:  # what the reading had to assume or leave aside (a unit, a datasource, a fold) is part of the report
+            out += ["Notes:", *said]
+        if acc.dropped_for_budget:
+            out.append(f"History: {acc.dropped_for_budget} of the oldest columns were dropped (the memory budget, "
+                       "--history, was full)")
     if not acc.streams:
         out.append("No data.")
     return "\n".join(out) + "\n"

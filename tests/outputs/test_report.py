@@ -191,3 +191,13 @@ def test_whole_history_diagnosis_is_computed_once_per_history_state() -> None:
     again = stream_diagnosis(hist)
     assert again is not first
     assert sum(b.events_share for b in again.bands) == pytest.approx(1.0)
+
+
+def test_the_text_report_says_what_reading_assumed_even_when_nothing_was_skipped(example_data: Path) -> None:
+    """The example has no datasource line: it is read as bpf, and the text report says so, remedy included."""
+    result = CliRunner().invoke(main, ["report", str(example_data)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "Skipped records" not in result.output and "Notes:" in lines
+    (note,) = lines[lines.index("Notes:") + 1:]
+    assert "has no 'datasource' line: read as bpf" in note and note.endswith("one octave lower")

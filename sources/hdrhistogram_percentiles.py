@@ -101,8 +101,8 @@ class HdrPercentilesFormat(TextFormat):
                 current = _Spectrum(n)
                 continue
             if current is None:
-                if done and done[-1].span_s is None and (m := _WRK2_SPAN.match(line)):
-                    done[-1].span_s = float(m.group(2)) * _SPAN_UNITS[m.group(3)]
+                if done and done[-1].span_s is None:
+                    done[-1].span_s = _span(line)
                 continue
             if not line.strip():
                 continue
@@ -115,10 +115,9 @@ class HdrPercentilesFormat(TextFormat):
                     current = None
                 continue
             if current.footer:  # past the footer: the printer's own lines (wrk2's requests line among them)
+                current.span_s = _span(line)
                 done.append(current)
                 current = None
-                if (m := _WRK2_SPAN.match(line)) is not None:
-                    done[-1].span_s = float(m.group(2)) * _SPAN_UNITS[m.group(3)]
                 continue
             row = _ROW.match(line)
             if row is None:  # totals are cumulative: the next row counts what a skipped one held
@@ -153,6 +152,12 @@ class HdrPercentilesFormat(TextFormat):
             rows = rebin_counts(bounds, counts) if bounds else np.zeros(NSLOTS, dtype=np.int64)
             yield Interval(stream, start, end, rows, duration=span,
                            source_buckets=SourceBuckets(tuple(bounds), np.asarray(counts, dtype=np.int64)))
+
+
+def _span(line: str) -> float | None:
+    """Seconds of wrk2's `N requests in 30.00s` line; None for any other line."""
+    m = _WRK2_SPAN.match(line)
+    return None if m is None else float(m.group(2)) * _SPAN_UNITS[m.group(3)]
 
 
 def _whole(text: str) -> int | None:
@@ -196,7 +201,7 @@ def _buckets(spectrum: _Spectrum, factor: float) -> tuple[list[float], list[int]
     before = 0
     for value, total in zip(spectrum.values, spectrum.totals, strict=True):
         bound = value * factor
-        if bound <= 0:  # values printed as 0 join the first bucket above them
+        if bound <= 0:  # printed as 0: below half the printed last digit, a bucket up to one stream unit
             bound = 1.0
         if bounds and bound <= bounds[-1]:
             counts[-1] += total - before

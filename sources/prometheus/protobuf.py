@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +87,16 @@ def _double(wire: int, value: Any) -> float:
     return float(_DOUBLE.unpack(value)[0])
 
 
+def _uint(wire: int, value: Any) -> int:
+    if wire != 0:
+        raise ProtobufError(f"expected a varint, got wire type {wire}")
+    return int(value)
+
+
+def _sint(wire: int, value: Any) -> int:
+    return _zigzag(_uint(wire, value))
+
+
 def _ints(wire: int, value: Any, signed: bool) -> list[int]:
     """A repeated varint field's values, packed (wire type 2) or one by one (0)."""
     if wire == 0:
@@ -146,8 +156,7 @@ class ProtoPage:
     native: dict[Labels, NativeReading] = field(default_factory=dict)
 
 
-def parse_protobuf(body: bytes, metric: str, matchers: tuple[Matcher, ...] | list[Matcher] = (),
-                   keep: Callable[[str], bool] | None = None) -> ProtoPage:
+def parse_protobuf(body: bytes, metric: str, matchers: Sequence[Matcher] = ()) -> ProtoPage:
     """The families of a delimited protobuf answer; histogram `metric`'s series as samples or native readings.
 
     Every family's name and type are listed (`page.types`), so a missing metric can be explained; a family that
@@ -162,7 +171,7 @@ def parse_protobuf(body: bytes, metric: str, matchers: tuple[Matcher, ...] | lis
             size, at = _varint(body, at)
             if at + size > len(body):
                 raise ProtobufError(f"its length says {size} bytes, {len(body) - at} are left (cut short?)")
-            _family(body[at: at + size], metric, matchers, keep, out)
+            _family(body[at: at + size], metric, matchers, out)
         except ProtobufError as err:
             page.errors.append(f"protobuf message {number}: {err}")
             page.bad_lines += 1
@@ -172,8 +181,7 @@ def parse_protobuf(body: bytes, metric: str, matchers: tuple[Matcher, ...] | lis
     return out
 
 
-def _family(data: bytes, metric: str, matchers: tuple[Matcher, ...] | list[Matcher],
-            keep: Callable[[str], bool] | None, out: ProtoPage) -> None:
+def _family(data: bytes, metric: str, matchers: Sequence[Matcher], out: ProtoPage) -> None:
     name, kind, unit, metrics = "", 3, "", []
     for number, wire, value in _fields(data):
         if number == 1 and wire == 2:
@@ -188,7 +196,7 @@ def _family(data: bytes, metric: str, matchers: tuple[Matcher, ...] | list[Match
                             GAUGE_HISTOGRAM: "gaugehistogram"}.get(kind, "unknown")
     if unit:
         out.page.units[name] = unit
-    if name != metric or kind not in (HISTOGRAM, GAUGE_HISTOGRAM) or (keep is not None and not keep(name)):
+    if name != metric or kind not in (HISTOGRAM, GAUGE_HISTOGRAM):
         return
     for raw in metrics:
         labels, hist = _metric(raw)
@@ -223,8 +231,7 @@ def _histogram(name: str, labels: dict[str, str], data: bytes, out: ProtoPage) -
         elif number == 3 and wire == 2:
             bucket = {n: (w, v) for n, w, v in _fields(value)}
             upper = _double(*bucket[2]) if 2 in bucket else math.inf
-            cumulative = (_double(*bucket[4]) if 4 in bucket
-                          else float(bucket[1][1]) if 1 in bucket and bucket[1][0] == 0 else 0.0)
+            cumulative = _double(*bucket[4]) if 4 in bucket else float(_uint(*bucket[1])) if 1 in bucket else 0.0
             classic.append((upper, cumulative))
         elif number in _NATIVE_FIELDS:
             native.setdefault(number, []).append((wire, value))
@@ -244,13 +251,13 @@ def _native(raw: dict[int, list[Any]], count: float, total: float | None) -> Nat
     def last(number: int, read: Callable[[int, Any], Any], default: Any) -> Any:
         return read(*raw[number][-1]) if number in raw else default
 
-    schema = last(5, lambda w, v: _zigzag(v) if w == 0 else _bad(5), 0)
+    schema = last(5, _sint, 0)
     if not -4 <= schema <= 8:
         raise ProtobufError(f"native histogram schema {schema}, expected -4 to 8")
     threshold = last(6, _double, 0.0)
     zero = last(8, _double, None)
     if zero is None:
-        zero = float(last(7, lambda w, v: v if w == 0 else _bad(7), 0))
+        zero = float(last(7, _uint, 0))
     for what, value in (("zero threshold", threshold), ("zero bucket count", zero), ("sample count", count)):
         if not (math.isfinite(value) and value >= 0):
             raise ProtobufError(f"native histogram {what} {value}, expected a finite number >= 0")
@@ -259,16 +266,12 @@ def _native(raw: dict[int, list[Any]], count: float, total: float | None) -> Nat
     return NativeReading(schema, threshold, zero, _side(raw, 12, 13, 14), _side(raw, 9, 10, 11), count, total)
 
 
-def _bad(number: int) -> Any:
-    raise ProtobufError(f"field {number} has the wrong wire type")
-
-
 def _side(raw: dict[int, list[Any]], spans_at: int, deltas_at: int, counts_at: int) -> dict[int, float]:
     """Bucket index → count of one side (positive or negative) from its spans and deltas or float counts."""
     spans = []
     for wire, value in raw.get(spans_at, []):
         if wire != 2:
-            _bad(spans_at)
+            raise ProtobufError(f"field {spans_at} (a span) has wire type {wire}, expected a message")
         span = {n: v for n, w, v in _fields(value) if w == 0}
         spans.append((_zigzag(span.get(1, 0)), span.get(2, 0)))
     if counts_at in raw:
@@ -317,18 +320,14 @@ def _bound(index: int, schema: int) -> float:
 def api_histogram(cur: NativeReading, prev: NativeReading | None) -> dict[str, Any]:
     """`{"count", "sum", "buckets": [[rule, left, right, count], ...]}` as Prometheus' HTTP API writes a native
     histogram: `cur - prev` (or `cur`), in `cur`'s schema (both must share it)."""
+    base = prev or NativeReading(cur.schema, cur.zero_threshold, 0.0, {}, {}, 0.0, 0.0)
     buckets: list[list[Any]] = []
-    zero = cur.zero_count - (prev.zero_count if prev else 0.0)
-    if zero:
+    if zero := cur.zero_count - base.zero_count:
         buckets.append([3, -cur.zero_threshold, cur.zero_threshold, zero])
-    for side, sign in ((cur.positive, 1.0), (cur.negative, -1.0)):
-        before = (prev.positive if sign > 0 else prev.negative) if prev else {}
+    for side, before, positive in ((cur.positive, base.positive, True), (cur.negative, base.negative, False)):
         for i in sorted(side):
-            c = side[i] - before.get(i, 0.0)
-            if c:
+            if c := side[i] - before.get(i, 0.0):
                 low, high = _bound(i - 1, cur.schema), _bound(i, cur.schema)
-                buckets.append([0, low, high, c] if sign > 0 else [1, -high, -low, c])
-    total = None
-    if cur.total is not None and (prev is None or prev.total is not None):
-        total = cur.total - (prev.total if prev and prev.total is not None else 0.0)
-    return {"count": cur.count - (prev.count if prev else 0.0), "sum": total, "buckets": buckets}
+                buckets.append([0, low, high, c] if positive else [1, -high, -low, c])
+    total = None if cur.total is None or base.total is None else cur.total - base.total
+    return {"count": cur.count - base.count, "sum": total, "buckets": buckets}

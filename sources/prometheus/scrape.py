@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
 import click
@@ -146,19 +146,16 @@ class ScrapeSource(Source):
         if page.errors and kind is None:
             return f"{self.shown}: not the protobuf exposition ({page.errors[0]}); expected {EXPECTED}"
         if kind is None:
-            have = sorted(n for n, k in page.types.items() if k == "histogram")
-            there = f"histograms there: {', '.join(have[:10])}" if have else "no histograms there"
-            return f"{self.shown}: no histogram {self.metric} ({there})"
+            return self._no_histogram(n for n, k in page.types.items() if k == "histogram")
         if kind not in ("histogram", "gaugehistogram"):
-            return f"{self.shown}: {self.metric} is a {kind}, not a histogram"
+            return self._not_histogram(kind)
         if problems:
             return f"{self.shown}: {problems[0]}"
         if self.kind == "classic" and had_native:
             return f"{self.shown}: {self.metric} is served as a native histogram only (--histogram native reads it)"
         if self.kind == "native":
             return f"{self.shown}: {self.metric} has no native histogram here, only classic buckets"
-        wanted = " ".join(f"{m.label}{m.op}{m.value}" for m in self.matchers)
-        return f"{self.shown}: no {self.metric} series match --match {wanted}"
+        return self._no_match()
 
     def _why_missing(self, text: str, openmetrics: bool, problems: list[str]) -> str:
         full: Exposition = parse_exposition(text, openmetrics)
@@ -168,16 +165,26 @@ class ScrapeSource(Source):
             return f"{self.shown}: no samples in the answer; expected {EXPECTED}"
         kind = full.types.get(self.metric)
         if kind not in (None, "histogram"):
-            return (f"{self.shown}: {self.metric} is a {kind}, not a histogram; only histograms "
-                    f"({self.metric}_bucket with le labels) can be mapped")
+            return f"{self._not_histogram(kind)}; only histograms ({self.metric}_bucket with le labels) can be mapped"
         if problems:
             return f"{self.shown}: {problems[0]}"
         if any(s.name == f"{self.metric}_bucket" for s in full.samples):
-            wanted = " ".join(f"{m.label}{m.op}{m.value}" for m in self.matchers)
-            return f"{self.shown}: no {self.metric} series match --match {wanted}"
-        others = sorted({s.name.removesuffix("_bucket") for s in full.samples if s.name.endswith("_bucket")})
-        have = f"histograms there: {', '.join(others[:10])}" if others else "no histograms there"
-        return f"{self.shown}: no histogram {self.metric} ({have}); expected {self.metric}_bucket series"
+            return self._no_match()
+        others = (s.name.removesuffix("_bucket") for s in full.samples if s.name.endswith("_bucket"))
+        return f"{self._no_histogram(others)}; expected {self.metric}_bucket series"
+
+    def _not_histogram(self, kind: str) -> str:
+        return f"{self.shown}: {self.metric} is a {kind}, not a histogram"
+
+    def _no_match(self) -> str:
+        wanted = " ".join(f"{m.label}{m.op}{m.value}" for m in self.matchers)
+        return f"{self.shown}: no {self.metric} series match --match {wanted}"
+
+    def _no_histogram(self, histograms: Iterable[str]) -> str:
+        """No histogram of this name; which ones the answer holds instead."""
+        have = sorted(set(histograms))
+        there = f"histograms there: {', '.join(have[:10])}" if have else "no histograms there"
+        return f"{self.shown}: no histogram {self.metric} ({there})"
 
     def _tell(self, message: str) -> Iterator[Notice]:
         if message not in self._told and len(self._told) < MAX_TOLD:

@@ -65,6 +65,27 @@ def _get(url: str, accept: str) -> tuple[str, bytes]:
         return resp.headers.get("Content-Type", ""), resp.read()
 
 
+def _served(server: PrometheusServer, count: float) -> dict:
+    """The server's own native histogram NATIVE once it holds `count` observations (its query API's answer)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        result = server.get("/api/v1/query", {"query": NATIVE})["data"]["result"]
+        if result and "histogram" in result[0] and float(result[0]["histogram"][1]["count"]) == count:
+            return result[0]["histogram"][1]
+        time.sleep(0.2)
+    raise AssertionError("the server never scraped the exporter's last state")
+
+
+def _buckets(histogram: dict) -> list[tuple[float, float, float]]:
+    """(left, right, count) of an API-shaped native histogram, sorted."""
+    return sorted((float(lo), float(hi), float(c)) for _, lo, hi, c in histogram["buckets"])
+
+
+def _assert_same_buckets(ours: list[tuple[float, float, float]], theirs: list[tuple[float, float, float]]) -> None:
+    for (glo, ghi, gc), (wlo, whi, wc) in zip(ours, theirs, strict=True):
+        assert (glo, ghi) == pytest.approx((wlo, whi), rel=1e-12) and gc == wc
+
+
 @pytest.mark.slow
 def test_prometheus_own_classic_histograms_read_the_same_from_protobuf_and_text(prometheus) -> None:
     server, _ = prometheus
@@ -112,22 +133,12 @@ def test_native_buckets_decode_as_the_prometheus_server_reads_the_same_bytes(pro
     _, body = _get(exporter.url, ACCEPT)
     (reading,) = parse_protobuf(body, NATIVE).native.values()
     ours = api_histogram(reading, None)
-    deadline = time.monotonic() + 20
-    theirs = None
-    while time.monotonic() < deadline:
-        result = server.get("/api/v1/query", {"query": NATIVE})["data"]["result"]
-        if result and "histogram" in result[0] and float(result[0]["histogram"][1]["count"]) == reading.count:
-            theirs = result[0]["histogram"][1]
-            break
-        time.sleep(0.2)
-    assert theirs is not None, "the server never scraped the exporter's last state"
+    theirs = _served(server, reading.count)
     assert float(theirs["count"]) == ours["count"] == 501
     assert float(theirs["sum"]) == pytest.approx(ours["sum"], rel=1e-12)
-    want = sorted((float(lo), float(hi), float(c)) for _, lo, hi, c in theirs["buckets"])
-    got = sorted((float(lo), float(hi), float(c)) for _, lo, hi, c in ours["buckets"])
+    want, got = _buckets(theirs), _buckets(ours)
     assert len(got) == len(want) > 10
-    for (glo, ghi, gc), (wlo, whi, wc) in zip(got, want, strict=True):
-        assert (glo, ghi) == pytest.approx((wlo, whi), rel=1e-12) and gc == wc
+    _assert_same_buckets(got, want)
 
 
 @pytest.mark.slow
@@ -137,15 +148,7 @@ def test_native_histograms_federated_by_prometheus_decode_as_its_query_api_gives
     server, exporter = prometheus
     for value in (0.3, 2.5, 2.6, 9.0, 180.0, 0.0):
         exporter.observe(value)
-    deadline = time.monotonic() + 20
-    theirs = None
-    while time.monotonic() < deadline:
-        result = server.get("/api/v1/query", {"query": NATIVE})["data"]["result"]
-        if result and float(result[0]["histogram"][1]["count"]) == exporter.state.count:
-            theirs = result[0]["histogram"][1]
-            break
-        time.sleep(0.2)
-    assert theirs is not None, "the server never scraped the exporter's last state"
+    theirs = _served(server, exporter.state.count)
     url = f"{server.url}/federate?match[]={NATIVE}"
     kind, body = _get(url, ACCEPT)
     assert kind.startswith("application/vnd.google.protobuf")
@@ -155,11 +158,9 @@ def test_native_histograms_federated_by_prometheus_decode_as_its_query_api_gives
     assert dict(key)["svc"] == "b" and dict(key)["job"] == "t0"
     ours = api_histogram(reading, None)
     assert ours["count"] == float(theirs["count"]) and ours["sum"] == pytest.approx(float(theirs["sum"]), rel=1e-12)
-    want = sorted((float(lo), float(hi), float(c)) for _, lo, hi, c in theirs["buckets"])
-    have = sorted((float(lo), float(hi), float(c)) for _, lo, hi, c in ours["buckets"])
+    want, have = _buckets(theirs), _buckets(ours)
     assert len(have) == len(want) >= 5
-    for (glo, ghi, gc), (wlo, whi, wc) in zip(have, want, strict=True):
-        assert (glo, ghi) == pytest.approx((wlo, whi), rel=1e-12) and gc == wc
+    _assert_same_buckets(have, want)
     readings, _, natives = ScrapeSource(url=url, metric=NATIVE).scrape()
     assert readings == {} and list(natives) == [key]
 

@@ -46,7 +46,7 @@ class MapActions(App[int]):
 
     view: ViewState
     acc: Accumulator
-    fits: dict[StreamId, RowFit]
+    fits: dict[tuple[StreamId, str], RowFit]
     saved: list[Path]
     profiler: ProfileController | None
     replay: ReplayController | None
@@ -77,7 +77,7 @@ class MapActions(App[int]):
         """Show stream `index` in the full view (from the overview)."""
         self.view.stream = index % max(1, len(self.acc.streams))
         self.view.cursor = self.view.end = None
-        self.view.finding = self.view.selected_row = self.view.rows = None
+        self.view.finding = self.view.selected_slot = self.view.rows = None
         while isinstance(self.screen, OverviewScreen | DiffScreen):
             self.pop_screen()
         self.refresh_view(force=True)
@@ -145,7 +145,8 @@ class MapActions(App[int]):
         self.view.fit_rows()
         hist = self.current()
         if hist is not None:
-            self.fits.pop(hist.stream, None)
+            for kind in ("frequency", "intensity"):
+                self.fits.pop((hist.stream, kind), None)
         self._changed()
 
     def action_overview(self) -> None:
@@ -252,7 +253,7 @@ class MapActions(App[int]):
         n = self._n()
         self.view.end = self.view.stop(n)
         self.view.cursor = message.column
-        self.view.selected_row = message.row
+        self.view.selected_slot = message.slot
         self.view._settle(self.view.visible_n(n))
         self._changed()
 

@@ -81,7 +81,7 @@ class LatencyMapApp(MapActions):
         self._plots_at = 0.0
         self._listed_at = 0.0
         self._postponed = False
-        self.fits: dict[StreamId, RowFit] = {}
+        self.fits: dict[tuple[StreamId, str], RowFit] = {}
         self.color_mode = color_mode or "truecolor"
         self.overview_offered = False
         self.interrupted = False  # set by run_tui's SIGINT handler; the next tick exits
@@ -208,14 +208,18 @@ class LatencyMapApp(MapActions):
         marked = any(m.marked for m in self.maps.query(HeatMap) if m.display)  # a reset/gap marks line
         return max(3, (height - other) // maps - CHROME_LINES - marked)
 
-    def rows_for(self, hist: StreamHistory, win: Window) -> RowRange:
-        """The rows shown: pinned by `[`/`]`, by the options, or fitted to the window's data."""
+    def rows_for(self, hist: StreamHistory, win: Window, kind: str = "frequency") -> RowRange:
+        """The rows the `kind` map shows: pinned by `[`/`]`, by the options, or fitted to the window's data.
+
+        Fitted rows are the same for both maps while the data fits the screen; when it needs more rows,
+        the frequency map keeps where the events are and the intensity map where the time is.
+        """
         if self.view.rows is not None:
             lo, hi = self.view.rows
             return RowRange(lo, hi, edge_folds(window_sums(hist, win.first, win.stop)[0], lo, hi))
-        fit = self.fits.setdefault(hist.stream, RowFit())
+        fit = self.fits.setdefault((hist.stream, kind), RowFit())
         return row_range(hist, self.opts.min_bucket, self.opts.max_bucket, first=win.first, stop=win.stop, fit=fit,
-                         max_rows=self.max_rows())
+                         max_rows=self.max_rows(), weigh="events" if kind == "frequency" else "time")
 
     def refresh_view(self, *, force: bool = False, status_only: bool = False) -> None:
         """Push the view state into every widget (the overview's, when it is on screen)."""
@@ -251,8 +255,9 @@ class LatencyMapApp(MapActions):
         rows = self.rows_for(hist, win)
         for heatmap in self.maps.query(HeatMap):
             pinned = self.opts.frequency_maxval if heatmap.kind == "frequency" else self.opts.intensity_maxval
-            heatmap.show(hist, MapSpec(rows.lo, rows.hi, stop, self.view.zoom, pinned if pinned > 0 else None,
-                                       self.view.log, cursor, self.view.selected_row, rows.folds))
+            own = rows if heatmap.kind == "frequency" else self.rows_for(hist, win, heatmap.kind)
+            heatmap.show(hist, MapSpec(own.lo, own.hi, stop, self.view.zoom, pinned if pinned > 0 else None,
+                                       self.view.log, cursor, own.row_of(self.view.selected_slot), own.folds))
         now = time.monotonic()
         if stop == 0 or not (force or now - self._plots_at >= PLOT_EVERY_S):
             if stop:
@@ -263,7 +268,7 @@ class LatencyMapApp(MapActions):
             strip.show(hist, win, cursor)
         first, last = win.columns_of(win.cell_of(cursor))
         self.maps.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
-                                       self.view.selected_row)
+                                            rows.row_of(self.view.selected_slot))
         panel = self.maps.query_one(FindingsPanel)
         panel.show(window_findings(hist, win.first, stop), win, self.view.finding)
         if self.profiler is not None:

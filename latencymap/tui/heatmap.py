@@ -66,10 +66,11 @@ class HeatMap(Widget):
 
     @dataclass
     class Selected(Message):
-        """A click chose history `column` and bucket `row` (0 = lowest row shown)."""
+        """A click chose history `column` and bucket `row` (0 = lowest row shown), the map's slot `slot`."""
 
         column: int
         row: int
+        slot: int
 
     def __init__(self, kind: str, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -175,7 +176,7 @@ class HeatMap(Widget):
         a, b = self.window.columns_of(cell)
         column = min(b, self.spec.stop) - 1
         if column >= a:
-            self.post_message(self.Selected(column, row))
+            self.post_message(self.Selected(column, row, self.spec.lo + row))
 
 
 def cell_marks(hist: StreamHistory, win: Window) -> str:

@@ -29,7 +29,7 @@ class ViewState:
     frozen: int = 0
     stream: int = 0
     percentiles: bool = True
-    selected_row: int | None = None
+    selected_slot: int | None = None  # the bucket picked by a click (a slot: the maps may show different rows)
 
     def visible_n(self, n: int) -> int:
         """Columns the display may use: all of them, or those present when paused."""
@@ -106,12 +106,12 @@ class ViewState:
         lo, hi = shown
         delta = max(-lo, min(nslots - 1 - hi, delta))
         self.rows = (lo + delta, hi + delta)
-        self.selected_row = None
+        self.selected_slot = None
 
     def fit_rows(self) -> None:
         """Rows fit the data again."""
         self.rows = None
-        self.selected_row = None
+        self.selected_slot = None
 
     def toggle_show(self, kind: str) -> None:
         """`f`/`i`: show only that map, or both again when it is already alone."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 import numpy as np
 
@@ -25,6 +26,8 @@ MIN_ROWS = 8
 REFIT_SLACK = 3
 
 Folds = tuple[bool, bool]
+#: What a fit keeps when the data needs more rows than it may have: events and time ("both"), or one of them.
+Weigh = Literal["both", "events", "time"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,21 +42,26 @@ class RowRange:
     hi: int
     folds: Folds | None = None
 
+    def row_of(self, slot: int | None) -> int | None:
+        """The row (0 = lowest) showing `slot`; None when it is not one of these rows."""
+        return slot - self.lo if slot is not None and self.lo <= slot <= self.hi else None
 
-def fit_rows(counts: np.ndarray, spent: np.ndarray, max_rows: int | None = None) -> tuple[int, int] | None:
+
+def fit_rows(counts: np.ndarray, spent: np.ndarray, max_rows: int | None = None,
+             weigh: Weigh = "both") -> tuple[int, int] | None:
     """Rows (lo, hi) covering where the events and the time are; None when there are no events.
 
     From the lowest slot holding events to the highest, less edge slots holding together at most
     `NEGLIGIBLE` of the events and of the time (they go to a folded edge row, one row more). Past
-    `max_rows`, the rows keep the densest slots (events and time shares) and fold the rest. At least
-    `MIN_ROWS` rows: one empty row below, the others above.
+    `max_rows`, the rows keep the densest slots (by `weigh`: the sum of the events and time shares, or
+    one of them) and fold the rest. At least `MIN_ROWS` rows: one empty row below, the others above.
     """
-    got = fit_window(counts, spent, max_rows)
+    got = fit_window(counts, spent, max_rows, weigh)
     return None if got is None else got[1]
 
 
-def fit_window(counts: np.ndarray, spent: np.ndarray,
-         max_rows: int | None) -> tuple[tuple[int, int], tuple[int, int]] | None:
+def fit_window(counts: np.ndarray, spent: np.ndarray, max_rows: int | None,
+               weigh: Weigh = "both") -> tuple[tuple[int, int], tuple[int, int]] | None:
     """(rows the data needs, the same padded to `MIN_ROWS`), as `fit_rows` says."""
     ev = np.clip(np.asarray(counts, dtype=np.float64), 0, None)
     tm = np.clip(np.nan_to_num(np.asarray(spent, dtype=np.float64)), 0, None)
@@ -72,7 +80,8 @@ def fit_window(counts: np.ndarray, spent: np.ndarray,
         target = min(target, max_rows)
         room = max_rows - 2
         if b - a + 1 > room:  # keep the densest `room` slots
-            sums = np.cumsum(np.concatenate(([0.0], share + tshare)))
+            dense = share + tshare if weigh == "both" else share if weigh == "events" else tshare
+            sums = np.cumsum(np.concatenate(([0.0], dense)))
             starts = np.arange(a, b - room + 2)
             x = int(starts[np.argmax(sums[starts + room] - sums[starts])])
             a, b = x, x + room - 1
@@ -98,9 +107,10 @@ class RowFit:
     def __init__(self) -> None:
         self.range: tuple[int, int] | None = None
 
-    def update(self, counts: np.ndarray, spent: np.ndarray, max_rows: int | None = None) -> tuple[int, int] | None:
+    def update(self, counts: np.ndarray, spent: np.ndarray, max_rows: int | None = None,
+               weigh: Weigh = "both") -> tuple[int, int] | None:
         """The rows for data whose per-slot sums are `counts` and `spent`."""
-        got = fit_window(counts, spent, max_rows)
+        got = fit_window(counts, spent, max_rows, weigh)
         cur = self.range
         if got is None:
             return cur
@@ -124,7 +134,8 @@ def edge_folds(counts: np.ndarray, lo: int, hi: int) -> Folds:
 
 
 def row_range(hist: StreamHistory, min_bucket: int = AUTO, max_bucket: int = AUTO_MAX, *, first: int = 0,
-              stop: int | None = None, fit: RowFit | None = None, max_rows: int | None = None) -> RowRange:
+              stop: int | None = None, fit: RowFit | None = None, max_rows: int | None = None,
+              weigh: Weigh = "both") -> RowRange:
     """The rows a view shows for history columns [first, stop) (default: all): every view asks this.
 
     By default (`AUTO`/`AUTO_MAX`) the rows fit the data (`fit_rows`; with `fit`, re-fitted with hysteresis
@@ -134,7 +145,7 @@ def row_range(hist: StreamHistory, min_bucket: int = AUTO, max_bucket: int = AUT
     if min_bucket != AUTO or max_bucket < AUTO_MAX:
         return RowRange(*pinned_range(hist, min_bucket, max_bucket))
     counts, spent = window_sums(hist, first, stop)
-    got = fit.update(counts, spent, max_rows) if fit is not None else fit_rows(counts, spent, max_rows)
+    got = fit.update(counts, spent, max_rows, weigh) if fit is not None else fit_rows(counts, spent, max_rows, weigh)
     lo, hi = got if got is not None else pinned_range(hist, AUTO, AUTO_MAX)
     return RowRange(lo, hi, edge_folds(counts, lo, hi))
 

@@ -224,7 +224,7 @@ def test_click_selects_column_and_bucket() -> None:
         cell = win.cell_of(10)
         rows = heat.spec.rows
         await pilot.click("#frequency", offset=(8 + 1 + cell, 1 + (rows - 1 - 3)))
-        assert app.view.cursor == 10 and app.view.selected_row == 3
+        assert app.view.cursor == 10 and app.view.selected_slot == heat.spec.lo + 3
         assert app.query_one(Inspector).inspection.first == 10
 
     run(app, scenario)

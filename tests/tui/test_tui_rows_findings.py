@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import numpy as np
 from tui_support import episode_items, example_items, gated, synthetic, wait_until
 from tui_support import frequency_map as freq
 from tui_support import run_ended as run
 
+from latencymap.cli.common import REGISTRY
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import percentile_estimates
+from latencymap.flow.pipeline import input_flow
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.axis import CURSOR, TICK
 from latencymap.tui.findings import FindingsPanel
@@ -92,6 +95,30 @@ def test_rows_fit_the_screen() -> None:
         assert findings.region.bottom <= app.query_one("#maps").region.bottom  # every panel on screen
 
     run(app, scenario, size=(160, 50))
+
+
+def test_when_rows_run_short_each_map_keeps_its_own_population() -> None:
+    """jHiccup's log spans 17 octaves: 91% of the events below 1 ms, hiccups up to 1 s owning 99% of the time."""
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "hdrhistogram" / "jHiccup-2.0.7S.logV2.hlog"
+    app = LatencyMapApp(input_flow([str(path)], REGISTRY), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        counts, spent = (a.sum(axis=0) for a in (app.current().counts_in(slice(None)), app.current().time_in(
+            slice(None))))
+        events_top, time_top = int(np.argmax(counts)), int(np.argmax(spent))
+        frequency, intensity = freq(app).spec, app.query_one("#intensity").spec
+        assert frequency.rows < time_top - events_top + 1  # the two do not fit in one map's rows
+        assert frequency.lo < events_top < frequency.hi  # the events' own bucket is a row, not a folded edge
+        assert intensity.lo < time_top <= intensity.hi  # and the time's
+        assert frequency.hi < time_top and intensity.lo > events_top
+        cell = freq(app).window.cell_of(10)
+        await pilot.click("#intensity", offset=(9 + cell, 1 + (intensity.rows - 1 - (time_top - intensity.lo))))
+        assert app.view.selected_slot == time_top  # a click picks a bucket; the frequency map has no row of it
+        await pilot.pause(0.2)
+        assert freq(app).spec.selected_row is None and app.query_one("#intensity").spec.selected_row == (
+            time_top - intensity.lo)
+
+    run(app, scenario, size=(160, 45))
 
 
 def test_time_axis_labels_and_cursor_line_are_apart() -> None:

@@ -136,3 +136,18 @@ def test_plain_frames_of_a_real_fast_disk_show_its_buckets() -> None:
     labels = [line.split()[0] for line in freq[2:] if line.strip() and "x=time" not in line]
     assert "8µs" in labels and "16µs" in labels and "32µs" in labels
     assert not any(lbl.startswith("<") for lbl in labels)  # nothing folded into a `<256µs` bottom row
+
+
+def test_max_rows_weighed_by_events_or_by_time_keep_each_population() -> None:
+    counts = np.zeros(NSLOTS)
+    counts[10:14] = [100, 5000, 20000, 300]  # the many fast events
+    counts[30:36] = [20, 40, 80, 160, 300, 400]  # few slow ones that own the time
+    spent = counts * MID
+    assert spent[30:].sum() / spent.sum() > 0.99 and counts[:20].sum() / counts.sum() > 0.9
+    both = fit_rows(counts, spent, max_rows=10)
+    events = fit_rows(counts, spent, max_rows=10, weigh="events")
+    time = fit_rows(counts, spent, max_rows=10, weigh="time")
+    assert events[0] <= 10 and events[1] >= 13  # every fast slot has its own row
+    assert time[0] <= 30 and time[1] >= 35  # and every slow one
+    assert both == time  # events plus time: the slow band's time outweighs the fast events
+    assert fit_rows(counts, spent, weigh="events") == fit_rows(counts, spent)  # room for all: one fit

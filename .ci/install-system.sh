@@ -6,8 +6,9 @@
 # Idempotent and quick when everything is already there:
 #   - bpfcc-tools, python3-bpfcc, libbpfcc, bpftrace, plus tmux (TUI tests in a real terminal), chromium
 #     (static reports opened headless), prometheus (the server the Prometheus source tests start on a loopback
-#     port themselves; the package's own service is stopped and disabled), a Java 17 runtime (PySpark) and
-#     mount (losetup) (apt-get update at most once per run);
+#     port themselves; the package's own service is stopped and disabled), a Java 17 runtime (PySpark), a JDK
+#     and Java's HdrHistogram library (libhdrhistogram-java: tests/sources/test_hdrhistogram_java.py writes logs
+#     with it) and mount (losetup) (apt-get update at most once per run);
 #   - tracefs mounted at /sys/kernel/tracing;
 #   - Debian 6.12 kernel headers unpacked (not installed) into one tree under $LATENCYMAP_KHEADERS
 #     (default /opt/latencymap-kheaders), merged into one directory with a stable link `current`,
@@ -28,7 +29,8 @@ export DEBIAN_FRONTEND=noninteractive
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KHEADERS="${LATENCYMAP_KHEADERS:-/opt/latencymap-kheaders}"
 VENV="${LATENCYMAP_VENV:-$REPO/.venv}"
-PACKAGES=(bpfcc-tools python3-bpfcc libbpfcc bpftrace tmux chromium prometheus openjdk-17-jre-headless mount)
+PACKAGES=(bpfcc-tools python3-bpfcc libbpfcc bpftrace tmux chromium prometheus openjdk-17-jre-headless
+          openjdk-17-jdk-headless libhdrhistogram-java mount)
 PYLATENCYMAP_DIR="${LATENCYMAP_PYLATENCYMAP:-${XDG_CACHE_HOME:-$HOME/.cache}/latencymap-bench/pylatencymap-1.3.0}"
 DID=()
 did() { DID+=("$*"); log "$*"; }

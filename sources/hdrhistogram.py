@@ -11,6 +11,8 @@ Counts fold exactly into the log2 slots (HdrHistogram sub-buckets nest inside po
 Σ count x the sub-bucket's median equivalent value, exact to the histogram's significant digits.
 Values carry no unit in the file: `--unit`, default ns, the unit jHiccup, cassandra-stress and HdrHistogram's
 own HistogramLogProcessor (which prints values / 1e6 as ms) record; YCSB and Pulsar's perf tools record µs.
+A tag whose first histogram is a DoubleHistogram (fractions of the unit: 0.4 for 0.4 ms) becomes a nanosecond
+stream, its values scaled from `--unit`, so that fractions keep their own rows.
 A bad line or payload is reported with its line number; a payload that cannot be decoded still gives its
 column, empty and marked as a gap, so the time line stays true.
 """
@@ -43,6 +45,9 @@ DATASOURCE = "hdrhistogram"
 YEAR = 365 * 24 * 3600.0
 #: Seconds two columns of one stream may overlap silently: Java writes times rounded to the millisecond.
 OVERLAP = 0.002
+#: The unit of a DoubleHistogram's stream, and the start of its base64 payloads (cookie 0x0c72124f).
+DOUBLE_UNIT = "nanosec"
+DOUBLE_PREFIX = "DHIST"
 #: Lines read together when they come one by one (`read`); `read_text` takes each chunk as it arrives.
 BATCH_LINES = 1024
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -50,7 +55,7 @@ _START = re.compile(rf"^#\[StartTime:\s*({_NUMBER})")
 _BASE = re.compile(rf"^#\[BaseTime:\s*({_NUMBER})")
 _DATA = re.compile(r"^(?:Tag=([^,]*),)?([^,]*),([^,]*),([^,]*),(\S*)$")
 _SNIFF = re.compile(r'^(?:#\[(?:StartTime|BaseTime):|#\[Histogram log format version|"StartTimestamp",'
-                    r'|(?:Tag=[^,]*,)?[\d.]+,[\d.]+,[\d.]+,HIST)')
+                    r'|(?:Tag=[^,]*,)?[\d.]+,[\d.]+,[\d.]+,D?HIST)')
 _EXPECTED = "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>'"
 #: Longer lines are cut (and their columns left empty, said): a histogram of 4 or 5 significant digits over a
 #: wide range of values encodes to 100-300 KB.
@@ -102,6 +107,7 @@ class _Pending:
     end: float
     payload: str
     cut: bool
+    scale: int  # stream units per value unit (1, or 1000**k for a DoubleHistogram's nanosecond stream)
 
 
 class HlogReader:
@@ -110,7 +116,6 @@ class HlogReader:
     def __init__(self, name: str, unit: str) -> None:
         self.name = name
         self.unit = unit
-        self.to_seconds = unit_seconds(unit)
         self.label = clean_text("stdin" if name == "<stdin>" else PurePath(name).name) or "hdrhistogram"
         self.streams: dict[str | None, StreamId] = {}
         self.start_time: float | None = None
@@ -135,7 +140,8 @@ class HlogReader:
             out.extend(self._data(line, self.lines, len(raw.rstrip("\r\n")) >= MAX_HLOG_LINE))
         from latencymap.sources.hdrhistogram_codec import fold_payloads  # the decoder, not needed to sniff
 
-        folded = fold_payloads([p.payload for p in out if isinstance(p, _Pending)])
+        pending = [p for p in out if isinstance(p, _Pending)]
+        folded = fold_payloads([p.payload for p in pending], [p.scale for p in pending])
         row = 0
         for item in out:
             if isinstance(item, Notice):
@@ -160,7 +166,7 @@ class HlogReader:
             yield Notice(f"{self.name}: line {n}: expected a positive interval length, got {length:g}; "
                          "line skipped")
             return
-        stream = self._stream(m.group(1))
+        stream = self._stream(m.group(1), m.group(5).startswith(DOUBLE_PREFIX))
         start, end, notice = self._placed(stream, self._absolute(stamp), length, n)
         if not (math.isfinite(end) and end > start):
             yield Notice(f"{self.name}: line {n}: expected an interval that ends after it starts, got start "
@@ -169,7 +175,8 @@ class HlogReader:
         if notice is not None:
             yield notice
         self.ends[stream] = end
-        yield _Pending(n, stream, start, end, m.group(5), cut)
+        scale = round(unit_seconds(self.unit) / unit_seconds(stream.unit))
+        yield _Pending(n, stream, start, end, m.group(5), cut, scale)
 
     def _column(self, p: _Pending, folded: Folded, row: int) -> Iterator[Item]:
         error = folded.errors[row]
@@ -181,8 +188,9 @@ class HlogReader:
             return
         settings = folded.settings[row]
         assert settings is not None
-        yield from self._approximations(settings, int(folded.below_lowest[row]), int(folded.straddling[row]), p.line)
-        yield Interval(p.stream, p.start, p.end, folded.counts[row].copy(), folded.values[row] * self.to_seconds)
+        yield from self._approximations(settings, int(folded.below_lowest[row]), int(folded.straddling[row]), p)
+        yield Interval(p.stream, p.start, p.end, folded.counts[row].copy(),
+                       folded.values[row] * unit_seconds(p.stream.unit))
 
     def _absolute(self, stamp: float) -> float:
         """Epoch seconds of a logged timestamp, by Java's HistogramLogReader rules."""
@@ -211,15 +219,17 @@ class HlogReader:
                             "the previous one", skipped=0)
         return previous, previous + length, notice
 
-    def _stream(self, tag: str | None) -> StreamId:
+    def _stream(self, tag: str | None, double: bool) -> StreamId:
+        """The stream of `tag`, made at its first line: in nanoseconds when that line holds a DoubleHistogram."""
         stream = self.streams.get(tag)
         if stream is None:
             label = self.label if tag is None else clean_text(tag) or "(empty tag)"
-            stream = self.streams[tag] = StreamId(label, DATASOURCE, self.unit)
+            stream = self.streams[tag] = StreamId(label, DATASOURCE, DOUBLE_UNIT if double else self.unit)
         return stream
 
-    def _approximations(self, hist: Settings, below: int, straddling: int, n: int) -> Iterator[Notice]:
+    def _approximations(self, hist: Settings, below: int, straddling: int, p: _Pending) -> Iterator[Notice]:
         """Say once per log where a count cannot sit in one slot exactly."""
+        n = p.line
         if below and not self.said_below:
             self.said_below = True
             top = 1 << hist.unit_magnitude
@@ -228,14 +238,19 @@ class HlogReader:
                          skipped=0)
         if straddling and not self.said_straddling:
             self.said_straddling = True
-            yield Notice(f"{self.name}: line {n}: the conversion ratio {hist.ratio!r} is not a power of two: "
-                         f"{straddling} count(s) whose range crosses a power of two are placed by their median",
-                         skipped=0)
+            why = (f"the conversion ratio {hist.ratio!r} is not a power of two" if p.scale == 1 else
+                   f"{self.unit} values shown in {p.stream.unit} ({p.scale:,} to one) do not keep powers of two")
+            yield Notice(f"{self.name}: line {n}: {why}: {straddling} count(s) whose range crosses a power of two are "
+                         "placed by their median", skipped=0)
+
+
+#: Longest number read: Java prints an empty DoubleHistogram's max (6.5e237 / 1e6) with "%.3f", 235 characters.
+MAX_NUMBER = 400
 
 
 def _finite(text: str | None) -> float | None:
     try:
-        value = float(text) if text is not None and len(text) <= 40 else math.nan
+        value = float(text) if text is not None and len(text) <= MAX_NUMBER else math.nan
     except ValueError:
         return None
     return value if math.isfinite(value) else None

@@ -13,6 +13,12 @@ encoding 0x1c849301) has V2's header but every count as a big-endian signed word
 encoding 0x1c849308) has a 32-byte header (cookie, significant digits, lowest, highest, total count) and its
 words fill the rest of the stream. Their word size, 2, 4 or 8 bytes, is bits 4-7 of the encoding cookie.
 
+A DoubleHistogram (Java's floating-point histogram) payload is 16 bytes before an integer histogram's whole
+compressed payload: its cookie 0x0c72124f, significant digits (int32) and the highest-to-lowest value ratio it was
+configured with (int64). The integer histogram's conversion ratio turns its values into the doubles recorded, and
+is the ratio `fold_payloads` already applies; it is grown with the range (auto-resizing), so it changes from
+interval to interval.
+
 Index → values follows HdrHistogram: `unit magnitude` u = floor(log2 lowest), sub-bucket count 2**m with
 m = ceil(log2(2 * 10**digits)); index i lies in bucket b = (i >> (m-1)) - 1 at sub-bucket
 s = (i & (2**(m-1) - 1)) + 2**(m-1) (for b < 0: b = 0, s = i) and holds the integers [s << (b+u), (s+1) << (b+u)).
@@ -43,6 +49,9 @@ VERSIONS = {COMPRESSED_COOKIE: (2, ENCODING_COOKIE), 0x1C849302: (1, 0x1C849301)
 #: `word` of a V2 payload: its counts are ZigZag LEB128, not fixed-width words.
 LEB128 = 9
 _OUTER = struct.Struct(">Ii")
+#: Java's DoubleHistogram, compressed (what logs hold) and not: cookie, significant digits, configured value ratio.
+DOUBLE_COOKIE, DOUBLE_RAW_COOKIE = 0x0C72124F, 0x0C72124E
+_DOUBLE = struct.Struct(">Iiq")
 _HEADER = struct.Struct(">Iiiiqqd")
 _V0_HEADER = struct.Struct(">Iiqqq")
 #: Decoded counts bytes accepted per histogram (a 5-digit histogram over the whole 64-bit range needs ~56 MB).
@@ -116,10 +125,13 @@ def inflate(text: str) -> tuple[Settings, bytes, int]:
     if len(raw) < _OUTER.size:
         raise PayloadError(f"expected at least {_OUTER.size} bytes (cookie and length), got {len(raw)}")
     cookie, length = _OUTER.unpack_from(raw)
+    if cookie in (DOUBLE_COOKIE, DOUBLE_RAW_COOKIE):
+        raw = _double_body(raw)
+        cookie, length = _OUTER.unpack_from(raw)
     if cookie & ~0xF0 not in VERSIONS:
         raise PayloadError(f"expected a compressed V2, V1 or V0 histogram (cookie 0x{COMPRESSED_COOKIE:08x}, "
-                           f"0x1c849302 or 0x1c849309), got cookie 0x{cookie:08x} (DoubleHistogram logs are not "
-                           "read)")
+                           f"0x1c849302 or 0x1c849309) or DoubleHistogram (0x{DOUBLE_COOKIE:08x}), got cookie "
+                           f"0x{cookie:08x}")
     version, inner = VERSIONS[cookie & ~0xF0]
     body = raw[_OUTER.size:]
     if not 0 <= length <= len(body):
@@ -154,6 +166,21 @@ def inflate(text: str) -> tuple[Settings, bytes, int]:
     if word != LEB128 and len(payload) % word:
         raise PayloadError(f"expected counts of {word} bytes each, got {len(payload)} bytes")
     return Settings(digits, lowest, highest, ratio), payload, word
+
+
+def _double_body(raw: bytes) -> bytes:
+    """The integer histogram's payload inside a DoubleHistogram's (`raw`, decoded from base64)."""
+    if len(raw) < _DOUBLE.size + _OUTER.size:
+        raise PayloadError(f"expected a DoubleHistogram of at least {_DOUBLE.size + _OUTER.size} bytes (its header "
+                           f"and an integer histogram's), got {len(raw)}")
+    cookie, digits, ratio = _DOUBLE.unpack_from(raw)
+    if cookie == DOUBLE_RAW_COOKIE:
+        raise PayloadError(f"expected a compressed DoubleHistogram (cookie 0x{DOUBLE_COOKIE:08x}), got the "
+                           f"uncompressed encoding 0x{cookie:08x}, which logs do not hold")
+    if not 0 <= digits <= 5 or ratio < 2:
+        raise PayloadError(f"expected a DoubleHistogram of 0 to 5 significant digits and a value ratio of 2 or "
+                           f"more, got {digits} digits and ratio {ratio}")
+    return raw[_DOUBLE.size:]
 
 
 def _check_settings(size: int, digits: int, lowest: int, highest: int, ratio: float) -> None:
@@ -307,8 +334,9 @@ def slots_of(values: np.ndarray) -> np.ndarray:
     return slots
 
 
-def fold_payloads(texts: Sequence[str]) -> Folded:
-    """Counts and value sums per log2 slot of many payloads at once.
+def fold_payloads(texts: Sequence[str], scales: Sequence[float] | None = None) -> Folded:
+    """Counts and value sums per log2 slot of many payloads at once, each payload's values times its `scales`
+    entry (default 1: the payload's own value unit).
 
     Each count is placed by its sub-bucket's median equivalent value, the value HdrHistogram's own mean uses
     (`getMean` sums count x medianEquivalentValue), so our time spent equals its count x mean; the median is
@@ -321,6 +349,8 @@ def fold_payloads(texts: Sequence[str]) -> Folded:
     half_mag = np.array([s.half_magnitude for s in settings], dtype=np.int64)[owner]
     unit_mag = np.array([s.unit_magnitude for s in settings], dtype=np.int64)[owner]
     ratios = np.array([s.ratio for s in settings], dtype=np.float64)
+    if scales is not None:
+        ratios *= np.asarray(scales, dtype=np.float64)
     bucket = np.right_shift(index, half_mag) - 1
     half = np.left_shift(1, half_mag)
     sub = np.where(bucket < 0, index, (index & (half - 1)) + half)

@@ -281,10 +281,21 @@ def test_conversion_ratio_scales_values_and_a_range_across_a_power_of_two_is_sai
             for m in notices(items)] == ([True] if crossing else [])
 
 
+def _double(inner: bytes, cookie: int = 0x0C72124F, digits: int = 3, ratio: int = 2) -> str:
+    """A DoubleHistogram payload around the integer histogram payload `inner` (raw bytes)."""
+    return base64.b64encode(struct.pack(">Iiq", cookie, digits, ratio) + inner).decode()
+
+
 @pytest.mark.parametrize(("payload", "expected"), [
     ("HIST!!!!", "not valid base64"),
     (hand_payload(b"\x02", outer=0x1C849305), "expected a compressed V2, V1 or V0 histogram (cookie 0x1c849304, "
-                                              "0x1c849302 or 0x1c849309), got cookie 0x1c849305"),
+                                              "0x1c849302 or 0x1c849309) or DoubleHistogram (0x0c72124f), got "
+                                              "cookie 0x1c849305"),
+    (_double(b""), "expected a DoubleHistogram of at least 24 bytes (its header and an integer histogram's), got 16"),
+    (_double(base64.b64decode(hand_payload(b"\x02")), cookie=0x0C72124E), "got the uncompressed encoding 0x0c72124e"),
+    (_double(base64.b64decode(hand_payload(b"\x02")), ratio=1), "a value ratio of 2 or more, got 3 digits and ratio 1"),
+    (_double(base64.b64decode(hand_payload(b"\x02", outer=0x0C72124F))), "or DoubleHistogram (0x0c72124f), got "
+                                                                         "cookie 0x0c72124f"),  # not nested twice
     (hand_payload(b"\x02", outer=0x1C849382), "expected a V1 encoding cookie 0x1c849301 inside, got 0x1c849313"),
     (fixed_payload([1, 2], word_bits=3), "expected counts of 2, 4 or 8 bytes (cookie bits 4-7), got 3"),
     (fixed_payload([1, 2], word_bits=3, version=0), "expected counts of 2, 4 or 8 bytes (cookie bits 4-7), got 3"),
@@ -349,7 +360,7 @@ def test_bad_lines_are_reported_with_their_line_number_and_reading_goes_on(tmp_p
         (first + 2, "zlib stream truncated"),
         (first + 3, "corrupt zlib stream"),
         (first + 4, "payload truncated: its header says"),
-        (first + 5, "expected a compressed V2, V1 or V0 histogram"),
+        (first + 5, "expected a DoubleHistogram of 0 to 5 significant digits"),
         (first + 6, "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>', got"),
         (first + 7, "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>', got"),
         (first + 8, "expected a positive interval length, got 0"),

@@ -1,0 +1,156 @@
+"""HdrHistogram logs written by the Java library itself (DoubleHistograms, tags), read as Java's own reader reads them.
+
+fixtures/hdrhistogram/java holds logs written by HdrHistogram 2.2.2 and, beside each, what Java's
+HistogramLogReader read back (NAME.reference.json, by Reference.java). The live test writes the same logs again
+with the library installed here (Debian's libhdrhistogram-java, 2.1.11, in CI) and compares with its reading.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from formats_support import FIXTURES, intervals, notices, read_items
+from skips_support import need_binary, skip_missing
+
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval
+from latencymap.core.units import unit_seconds
+from latencymap.sources.hdrhistogram import HdrHistogramFormat
+from latencymap.sources.hdrhistogram_percentiles import HdrPercentilesFormat
+
+JAVA = FIXTURES / "hdrhistogram" / "java"
+#: The unit each log's values were recorded in (LogWriter.java).
+UNITS = {"double_ms": "millisec", "double_tagged": "millisec", "double_corrected": "millisec",
+         "double_int_counts": "millisec", "int_tagged_us": "microsec"}
+JAR_HINT = "apt-get install libhdrhistogram-java (.ci/install-system.sh), or set HDRHISTOGRAM_JAR"
+
+
+def _slot(value: float) -> int:
+    """latencymap's log2 slot of a value in the stream unit: [2**(s-1), 2**s), 0 below 1."""
+    return 0 if value < 1 else min(math.frexp(value)[1], NSLOTS - 1)
+
+
+def _expected(interval: dict[str, Any], scale: float) -> tuple[np.ndarray, float]:
+    """Counts per slot, and Σ count x median equivalent value (stream units), of Java's buckets of one interval.
+
+    Each bucket is [lowest, highest] equivalent values; a bucket whose range crosses a power of two in the
+    stream unit sits where its median does, as the reader places it.
+    """
+    ratio = interval.get("integer_to_double_value_conversion_ratio", 1.0)
+    double = interval["class"].endswith("DoubleHistogram")
+    counts = np.zeros(NSLOTS, dtype=np.int64)
+    total = 0.0
+    for _to, _from, count, lowest, highest, _integer in interval["buckets"]:
+        low = round(lowest / ratio)
+        size = round((highest - lowest) / ratio) + (0 if double else 1)
+        median = (low + (size >> 1)) * ratio * scale
+        ends = {_slot(lowest * scale), _slot(highest * scale)}
+        counts[ends.pop() if len(ends) == 1 else _slot(median)] += count
+        total += count * median
+    return counts, total
+
+
+def _check_against_java(log: Path, reference: dict[str, Any], unit: str) -> list[Interval]:
+    """Read `log` as a user does (`--unit`) and compare every interval with Java's reading of it."""
+    items = read_items(HdrHistogramFormat, log.read_text(), str(log), unit=unit)
+    assert not [m for m in notices(items) if "line skipped" in m or "left empty" in m], notices(items)
+    got = intervals(items)
+    java = reference["intervals"]
+    assert len(got) == len(java)
+    for column, interval in zip(got, java, strict=True):
+        stream_unit = column.stream.unit
+        assert stream_unit == ("nanosec" if interval["class"].endswith("DoubleHistogram") else unit)
+        assert column.stream.label == (interval["tag"] or log.name)
+        scale = round(unit_seconds(unit) / unit_seconds(stream_unit))
+        counts, total = _expected(interval, scale)
+        where = f"{log.name} interval {interval['index']}"
+        assert column.counts.tolist() == counts.tolist(), where
+        assert int(column.counts.sum()) == interval["total_count"], where
+        assert column.time.sum() == pytest.approx(total * unit_seconds(stream_unit), rel=1e-12, abs=1e-300), where
+        if interval["total_count"]:  # Java's mean is Σ count x median / count: the same time spent
+            assert column.time.sum() == pytest.approx(
+                interval["mean"] * interval["total_count"] * unit_seconds(unit), rel=1e-9), where
+        assert round(column.start * 1000) == interval["start_timestamp_ms"], where
+        assert round(column.end * 1000) == interval["end_timestamp_ms"], where
+    return got
+
+
+@pytest.mark.parametrize("name", sorted(UNITS))
+def test_java_written_logs_read_as_javas_own_reader_reads_them(name: str) -> None:
+    reference = json.loads((JAVA / f"{name}.reference.json").read_text())
+    _check_against_java(JAVA / f"{name}.hlog", reference, UNITS[name])
+
+
+def test_fractions_of_a_millisecond_keep_their_rows() -> None:
+    """The main mode of double_ms.hlog is 0.4 ms: in a millisecond stream it would all be one row, [0, 1 ms)."""
+    got = _check_against_java(JAVA / "double_ms.hlog", json.loads((JAVA / "double_ms.reference.json").read_text()),
+                              "millisec")
+    counts = sum(c.counts for c in got)
+    assert {c.stream.unit for c in got} == {"nanosec"}
+    assert counts[_slot(250_000)] + counts[_slot(500_000)] > counts.sum() / 2  # 262µs–524µs and 524µs–1.05ms
+    assert counts[_slot(1.5e9)] == 1  # the 1,500 ms value of interval 5
+    empty = [c for c in got if not c.counts.any()]
+    assert len(empty) == 1 and not empty[0].gap  # interval 7 recorded nothing: an empty column, not a gap
+
+
+def test_the_five_kinds_of_double_histogram_encode_alike() -> None:
+    got = intervals(read_items(HdrHistogramFormat, (JAVA / "double_int_counts.hlog").read_text(), "x",
+                               unit="millisec"))
+    by_tag: dict[str, list[list[int]]] = {}
+    for column in got:
+        by_tag.setdefault(column.stream.label, []).append(column.counts.tolist())
+    assert sorted(by_tag) == ["concurrent", "int_counts", "packed", "plain", "short_counts"]
+    assert all(columns == by_tag["plain"] for columns in by_tag.values())
+
+
+def test_javas_percentile_printout_of_the_same_log_holds_every_event() -> None:
+    """HistogramLogProcessor's .hgrm of double_ms.hlog (values in ms) and of int_tagged_us.hlog per tag."""
+    for hgrm, log, tag, unit in (("double_ms.hgrm", "double_ms", None, "millisec"),
+                                 ("double_ms.csv.hgrm", "double_ms", None, "millisec"),
+                                 ("int_tagged_us.read.hgrm", "int_tagged_us", "read", "millisec"),
+                                 ("int_tagged_us.write.csv.hgrm", "int_tagged_us", "write", "millisec")):
+        java = json.loads((JAVA / f"{log}.reference.json").read_text())["intervals"]
+        total = sum(i["total_count"] for i in java if i["tag"] == tag)
+        items = read_items(HdrPercentilesFormat, (JAVA / hgrm).read_text(), hgrm, unit=unit)
+        assert not [m for m in notices(items) if "skipped" in m or "left out" in m], notices(items)
+        assert sum(int(c.counts.sum()) for c in intervals(items)) == total, hgrm
+
+
+def _jar() -> str:
+    """The HdrHistogram jar to write logs with: $HDRHISTOGRAM_JAR, Debian's, or one in the local Maven repository."""
+    candidates = [os.environ.get("HDRHISTOGRAM_JAR", ""), "/usr/share/java/hdrhistogram.jar",
+                  *sorted(str(p) for p in (Path.home() / ".m2/repository/org/hdrhistogram/HdrHistogram").glob(
+                      "*/HdrHistogram-*[0-9].jar"))]
+    for jar in candidates:
+        if jar and Path(jar).is_file():
+            return jar
+    skip_missing("the Java HdrHistogram library", JAR_HINT)
+
+
+@pytest.mark.slow
+def test_logs_written_now_by_the_installed_java_library_read_as_it_reads_them(tmp_path: Path) -> None:
+    javac = need_binary("javac", remedy="apt-get install default-jdk-headless")
+    java = need_binary("java", remedy="apt-get install default-jdk-headless")
+    jar = _jar()
+    for source in ("LogWriter.java", "Reference.java"):
+        shutil.copy(JAVA / source, tmp_path)
+    env = {**os.environ, "LC_ALL": "C"}
+    subprocess.run([javac, "-encoding", "UTF-8", "-d", str(tmp_path / "classes"), "-cp", jar,
+                    str(tmp_path / "LogWriter.java"), str(tmp_path / "Reference.java")], check=True, env=env)
+    classpath = f"{jar}{os.pathsep}{tmp_path / 'classes'}"
+    flags = ["-Duser.timezone=UTC", "-Duser.language=en", "-Duser.country=US", "-cp", classpath]
+    subprocess.run([java, *flags, "LogWriter", str(tmp_path)], check=True, env=env, cwd=tmp_path)
+    logs = [f"{name}.hlog" for name in sorted(UNITS)]
+    subprocess.run([java, *flags, "Reference", *logs], check=True, env=env, cwd=tmp_path)
+    for name, unit in UNITS.items():
+        reference = json.loads((tmp_path / f"{name}.reference.json").read_text())
+        assert reference["intervals"], name
+        _check_against_java(tmp_path / f"{name}.hlog", reference, unit)

@@ -54,7 +54,8 @@ _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _START = re.compile(rf"^#\[StartTime:\s*({_NUMBER})")
 _BASE = re.compile(rf"^#\[BaseTime:\s*({_NUMBER})")
 _DATA = re.compile(r"^(?:Tag=([^,]*),)?([^,]*),([^,]*),([^,]*),(\S*)$")
-_SNIFF = re.compile(r'^(?:#\[(?:StartTime|BaseTime):|#\[Histogram log format version|"StartTimestamp",'
+#: A log's own lines; not StartTime/BaseTime, which HistogramLogProcessor's percentile printouts carry too.
+_SNIFF = re.compile(r'^(?:#\[Histogram log format version|"StartTimestamp",'
                     r'|(?:Tag=[^,]*,)?[\d.]+,[\d.]+,[\d.]+,D?HIST)')
 _EXPECTED = "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>'"
 #: Longer lines are cut (and their columns left empty, said): a histogram of 4 or 5 significant digits over a

@@ -15,8 +15,11 @@ HdrHistogram library print a histogram as its cumulative count at percentile poi
 or the same as CSV (`"Value","Percentile","TotalCount","1/(1-Percentile)"`, the last row's ratio `Infinity`).
 Each distribution is one column. A printed value is the highest value of the sub-bucket the percentile falls
 in, so the events between two points, `TotalCount[i] - TotalCount[i-1]`, lie in `(Value[i-1], Value[i]]`; they
-are spread over the rows that range overlaps (`latencymap.core.rebin`), the first point's events over the
-octave below it. Between far-apart tail points that spreading is all the format allows: it keeps no more.
+are spread over the rows that range overlaps (`latencymap.core.rebin`). Two points say more: the first
+(percentile 0) is the minimum's sub-bucket, so its events lie in that sub-bucket, and the last (percentile 1)
+is the maximum's, so one event lies there (a sub-bucket is at most 2/SubBuckets of its value wide, per the
+`#[Buckets = ..., SubBuckets = ...]` footer, 256 when there is none, plus the printed rounding). Between
+far-apart tail points that spreading is all the format allows: it keeps no more.
 Values are in `--unit` (default ms, what jHiccup, HistogramLogProcessor and wrk2 print). A distribution says
 nothing of when it was taken or over how long: its column ends when it is read and is `--interval` long, or
 as long as wrk2's "N requests in 10.00s" line after it says. A line that is no row is reported and skipped
@@ -52,6 +55,9 @@ _HEADER = re.compile(r'^\s*"?Value"?[\s,]+"?Percentile"?[\s,]+"?TotalCount"?[\s,
 _ROW = re.compile(r"^\s*([-+0-9.eE]+)\s*[\s,]\s*([-+0-9.eE]+)\s*[\s,]\s*([0-9.eE+]+)(?:\s*[\s,]\s*(\S+))?\s*$")
 _TOTAL = re.compile(r"^#\[Max\s*=\s*[-+0-9.eE]+,\s*Total ?count\s*=\s*([0-9.eE+]+)\s*\]", re.IGNORECASE)
 _FOOTER_END = re.compile(r"^#\[Buckets\s*=")
+_SUB_BUCKETS = re.compile(r"^#\[Buckets\s*=\s*\d+,\s*SubBuckets\s*=\s*(\d+)\s*\]")
+#: Sub-buckets per histogram when the footer does not say (2 significant digits: the widest common ones).
+DEFAULT_SUB_BUCKETS = 256
 _WRK2_SPAN = re.compile(r"^\s*(\d+) requests in ([0-9.]+)(us|ms|s|m|h)\b")
 _SPAN_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 #: Skipped lines told one by one per distribution; the rest are counted in one notice.
@@ -66,6 +72,7 @@ class _Spectrum:
     values: list[float] = field(default_factory=list)
     totals: list[int] = field(default_factory=list)
     footer_total: int | None = None
+    sub_buckets: int = DEFAULT_SUB_BUCKETS
     footer: bool = False
     error: str | None = None
     span_s: float | None = None
@@ -110,6 +117,8 @@ class HdrPercentilesFormat(TextFormat):
                 current.footer = True
                 if (m := _TOTAL.match(line)) is not None:
                     current.footer_total = _whole(m.group(1))
+                if (m := _SUB_BUCKETS.match(line)) is not None and int(m.group(1)) >= 2:
+                    current.sub_buckets = int(m.group(1))
                 if _FOOTER_END.match(line):
                     done.append(current)
                     current = None
@@ -209,4 +218,16 @@ def _buckets(spectrum: _Spectrum, factor: float) -> tuple[list[float], list[int]
             bounds.append(bound)
             counts.append(total - before)
         before = total
+    # The minimum's and the maximum's sub-buckets: [value - width, value], width at most 2/SubBuckets of the
+    # value, and half a printed last digit (a thousandth of --unit: half a stream unit) for the rounding.
+    def low_end(bound: float) -> float:
+        return bound - bound * 2 / spectrum.sub_buckets - 0.5
+
+    if counts and counts[0] > 0 and low_end(bounds[0]) > 0:
+        bounds.insert(0, low_end(bounds[0]))
+        counts.insert(0, 0)
+    if len(bounds) >= 2 and counts[-1] > 0 and low_end(bounds[-1]) > bounds[-2]:
+        bounds.insert(-1, low_end(bounds[-1]))
+        counts.insert(-1, counts[-1] - 1)
+        counts[-1] = 1
     return bounds, counts

@@ -58,6 +58,9 @@ _FOOTER_END = re.compile(r"^#\[Buckets\s*=")
 _SUB_BUCKETS = re.compile(r"^#\[Buckets\s*=\s*\d+,\s*SubBuckets\s*=\s*(\d+)\s*\]")
 #: Sub-buckets per histogram when the footer does not say (2 significant digits: the widest common ones).
 DEFAULT_SUB_BUCKETS = 256
+#: wrk2's line per thread before its results (wrk, without the 2, prints none): a run with many threads can push
+#: the spectrum past the lines sniffed, so this line claims the input too.
+_WRK2_CALIBRATION = re.compile(r"^\s*Thread calibration: mean lat\.:")
 _WRK2_SPAN = re.compile(r"^\s*(\d+) requests in ([0-9.]+)(us|ms|s|m|h)\b")
 _SPAN_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 #: Skipped lines told one by one per distribution; the rest are counted in one notice.
@@ -88,7 +91,7 @@ class HdrPercentilesFormat(TextFormat):
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
-        return any(_HEADER.match(line) for line in head)
+        return any(_HEADER.match(line) or _WRK2_CALIBRATION.match(line) for line in head)
 
     @classmethod
     def params(cls) -> list[click.Parameter]:
@@ -100,8 +103,10 @@ class HdrPercentilesFormat(TextFormat):
         factor = unit_seconds(unit) / unit_seconds(stream.unit)
         done: list[_Spectrum] = []
         current: _Spectrum | None = None
+        wrk2 = False
         for n, raw in enumerate(lines, 1):
             line = raw.rstrip("\r\n")
+            wrk2 = wrk2 or bool(_WRK2_CALIBRATION.match(line))
             if _HEADER.match(line):
                 if current is not None:
                     done.append(current)
@@ -136,6 +141,10 @@ class HdrPercentilesFormat(TextFormat):
                 current.error = _add(current, row, n)
         if current is not None:
             done.append(current)
+        if not done:
+            what = ("wrk2's 'Detailed Percentile spectrum' (wrk2 prints it with --latency, -L)" if wrk2 else
+                    "a percentile distribution ('Value Percentile TotalCount 1/(1-Percentile)' and its rows)")
+            yield Notice(f"{name}: expected {what}; none found", skipped=1)
         yield from self._columns(done, stream, factor, name)
 
     def _columns(self, spectra: list[_Spectrum], stream: StreamId, factor: float, name: str) -> Iterator[Item]:

@@ -10,7 +10,9 @@ from formats_support import intervals, notices, read_items
 from hdr_support import library_histogram
 
 from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval
 from latencymap.flow.inputs import SNIFF_LINES, choose_format
+from latencymap.flow.pipeline import input_flow
 from latencymap.plugins import load_registry
 from latencymap.sources.hdrhistogram_percentiles import HdrPercentilesFormat
 
@@ -95,6 +97,20 @@ def test_wrk2_output_two_runs_two_columns_each_as_long_as_its_run() -> None:
     assert cols[0].end == pytest.approx(cols[1].start)
     alone = intervals(read_items(HdrPercentilesFormat, first, "x"))[0]
     assert cols[0].counts.tolist() == alone.counts.tolist()
+
+
+def test_wrk2_with_many_threads_is_found_past_the_sniffed_lines_and_without_latency_says_so(tmp_path) -> None:
+    calibration = "  Thread calibration: mean lat.: 0.655ms, rate sampling interval: 10ms"
+    many = _wrk2(printout(NS), "10.00s").replace(calibration, "\n".join([calibration] * (SNIFF_LINES + 50)))
+    path = tmp_path / "wrk2.txt"
+    path.write_text(many)
+    readers: list = []
+    (col,) = [i for i in input_flow([str(path)], load_registry(), readers=readers) if isinstance(i, Interval)]
+    assert readers[0].name == "hgrm" and int(col.counts.sum()) == 5050
+    without = "\n".join(line for line in many.splitlines() if "Percentile" not in line) + "\n"
+    items = read_items(HdrPercentilesFormat, without, "plain.txt")
+    assert intervals(items) == [] and notices(items) == [
+        "plain.txt: expected wrk2's 'Detailed Percentile spectrum' (wrk2 prints it with --latency, -L); none found"]
 
 
 def test_bad_distributions_are_named_and_left_out_and_the_rest_is_read() -> None:

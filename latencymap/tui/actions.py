@@ -22,7 +22,7 @@ from latencymap.tui.save import save_frame
 from latencymap.tui.state import ViewState
 from latencymap.tui.status import StatusBar
 from latencymap.tui.stragglers import StragglersPanel, finished_at
-from latencymap.views.frame import RowFit
+from latencymap.views.frame import MapFits
 
 if TYPE_CHECKING:
     from latencymap.tui.profile_panel import ProfileController
@@ -46,7 +46,7 @@ class MapActions(App[int]):
 
     view: ViewState
     acc: Accumulator
-    fits: dict[tuple[StreamId, str], RowFit]
+    fits: dict[StreamId, MapFits]
     saved: list[Path]
     profiler: ProfileController | None
     replay: ReplayController | None
@@ -145,8 +145,7 @@ class MapActions(App[int]):
         self.view.fit_rows()
         hist = self.current()
         if hist is not None:
-            for kind in ("frequency", "intensity"):
-                self.fits.pop((hist.stream, kind), None)
+            self.fits.pop(hist.stream, None)
         self._changed()
 
     def action_overview(self) -> None:

@@ -40,7 +40,7 @@ from latencymap.tui.state import ViewState
 from latencymap.tui.status import StatusBar, status_text
 from latencymap.tui.stragglers import Analysis, StragglersPanel
 from latencymap.tui.window import Window
-from latencymap.views.frame import RowFit, RowRange, edge_folds, row_range, window_sums
+from latencymap.views.frame import MapFits, RowRange, edge_folds, row_range, window_sums
 from latencymap.views.options import ViewOptions
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class LatencyMapApp(MapActions):
         self._plots_at = 0.0
         self._listed_at = 0.0
         self._postponed = False
-        self.fits: dict[tuple[StreamId, str], RowFit] = {}
+        self.fits: dict[StreamId, MapFits] = {}
         self.color_mode = color_mode or "truecolor"
         self.overview_offered = False
         self.interrupted = False  # set by run_tui's SIGINT handler; the next tick exits
@@ -217,7 +217,7 @@ class LatencyMapApp(MapActions):
         if self.view.rows is not None:
             lo, hi = self.view.rows
             return RowRange(lo, hi, edge_folds(window_sums(hist, win.first, win.stop)[0], lo, hi))
-        fit = self.fits.setdefault((hist.stream, kind), RowFit())
+        fit = self.fits.setdefault(hist.stream, MapFits())
         return row_range(hist, self.opts.min_bucket, self.opts.max_bucket, first=win.first, stop=win.stop, fit=fit,
                          max_rows=self.max_rows(), weigh="events" if kind == "frequency" else "time")
 

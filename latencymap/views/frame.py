@@ -60,9 +60,8 @@ def fit_rows(counts: np.ndarray, spent: np.ndarray, max_rows: int | None = None,
     return None if got is None else got[1]
 
 
-def fit_window(counts: np.ndarray, spent: np.ndarray, max_rows: int | None,
-               weigh: Weigh = "both") -> tuple[tuple[int, int], tuple[int, int]] | None:
-    """(rows the data needs, the same padded to `MIN_ROWS`), as `fit_rows` says."""
+def _extent(counts: np.ndarray, spent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int] | None:
+    """(events, events share, time share, a, b): slots a..b hold all but `NEGLIGIBLE` of both; None: no events."""
     ev = np.clip(np.asarray(counts, dtype=np.float64), 0, None)
     tm = np.clip(np.nan_to_num(np.asarray(spent, dtype=np.float64)), 0, None)
     total_ev, total_tm = float(ev.sum()), float(tm.sum())
@@ -72,19 +71,47 @@ def fit_window(counts: np.ndarray, spent: np.ndarray, max_rows: int | None,
     tshare = tm / total_tm if total_tm > 0 else np.zeros_like(share)
     below = np.maximum(np.cumsum(share), np.cumsum(tshare))
     above = np.maximum(np.cumsum(share[::-1]), np.cumsum(tshare[::-1]))
-    a = int(np.argmax(below > NEGLIGIBLE))
-    b = NSLOTS - 1 - int(np.argmax(above > NEGLIGIBLE))
+    return ev, share, tshare, int(np.argmax(below > NEGLIGIBLE)), NSLOTS - 1 - int(np.argmax(above > NEGLIGIBLE))
+
+
+def _rest(ev: np.ndarray, a: int, b: int) -> tuple[bool, bool]:
+    """Whether slots below `a` / above `b` hold events (they then need a folded edge row)."""
+    return bool(a > 0 and ev[:a].any()), bool(b < NSLOTS - 1 and ev[b + 1:].any())
+
+
+def crowded(counts: np.ndarray, spent: np.ndarray, max_rows: int | None) -> bool:
+    """Whether the data needs more than `max_rows` rows, so that a fit keeps only the densest slots."""
+    got = _extent(counts, spent) if max_rows is not None else None
+    if got is None or max_rows is None:
+        return False
+    ev, _, _, a, b = got
+    return b - a + 1 + sum(_rest(ev, a, b)) > max(3, max_rows)
+
+
+def fit_window(counts: np.ndarray, spent: np.ndarray, max_rows: int | None,
+               weigh: Weigh = "both") -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """(rows the data needs, the same padded to `MIN_ROWS`), as `fit_rows` says."""
+    got = _extent(counts, spent)
+    if got is None:
+        return None
+    ev, share, tshare, a, b = got
     target = MIN_ROWS
     if max_rows is not None:
         max_rows = max(3, max_rows)
         target = min(target, max_rows)
-        room = max_rows - 2
-        if b - a + 1 > room:  # keep the densest `room` slots
+        if b - a + 1 + sum(_rest(ev, a, b)) > max_rows:  # keep the densest slots, two rows left for folds
+            room = max_rows - 2
             dense = share + tshare if weigh == "both" else share if weigh == "events" else tshare
             sums = np.cumsum(np.concatenate(([0.0], dense)))
             starts = np.arange(a, b - room + 2)
             x = int(starts[np.argmax(sums[starts + room] - sums[starts])])
-            a, b = x, x + room - 1
+            low, high = _rest(ev, x, x + room - 1)
+            if not low:  # nothing below: its fold row goes to one more slot above
+                a, b = x, min(b, x + room)
+            elif not high:
+                a, b = max(a, x - 1), x + room - 1
+            else:
+                a, b = x, x + room - 1
     lo = a - 1 if a > 0 and ev[:a].any() else a
     hi = b + 1 if b < NSLOTS - 1 and ev[b + 1:].any() else b
     need = (lo, hi)
@@ -122,6 +149,23 @@ class RowFit:
         return self.range
 
 
+class MapFits:
+    """The fitted rows of one stream's two maps: one fit while the data fits the rows, else one per map.
+
+    When the data needs more rows than a map may have, the frequency map (`weigh="events"`) keeps where the
+    events are and the intensity map (`"time"`) where the time is; otherwise both show the same rows.
+    """
+
+    def __init__(self) -> None:
+        self.fits: dict[str, RowFit] = {}
+
+    def update(self, counts: np.ndarray, spent: np.ndarray, max_rows: int | None = None,
+               weigh: Weigh = "both") -> tuple[int, int] | None:
+        """The rows of the map that weighs `weigh`, for data whose per-slot sums are `counts` and `spent`."""
+        key: Weigh = weigh if crowded(counts, spent, max_rows) else "both"
+        return self.fits.setdefault(key, RowFit()).update(counts, spent, max_rows, key)
+
+
 def window_sums(hist: StreamHistory, first: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Counts and time per slot of history columns [first, stop)."""
     cols = slice(max(0, first), hist.n if stop is None else stop)
@@ -134,7 +178,7 @@ def edge_folds(counts: np.ndarray, lo: int, hi: int) -> Folds:
 
 
 def row_range(hist: StreamHistory, min_bucket: int = AUTO, max_bucket: int = AUTO_MAX, *, first: int = 0,
-              stop: int | None = None, fit: RowFit | None = None, max_rows: int | None = None,
+              stop: int | None = None, fit: RowFit | MapFits | None = None, max_rows: int | None = None,
               weigh: Weigh = "both") -> RowRange:
     """The rows a view shows for history columns [first, stop) (default: all): every view asks this.
 

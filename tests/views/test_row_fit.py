@@ -16,6 +16,7 @@ from latencymap.views.frame import (
     MIN_ROWS,
     NEGLIGIBLE,
     REFIT_SLACK,
+    MapFits,
     RowFit,
     build_frame,
     fit_rows,
@@ -151,3 +152,26 @@ def test_max_rows_weighed_by_events_or_by_time_keep_each_population() -> None:
     assert time[0] <= 30 and time[1] >= 35  # and every slow one
     assert both == time  # events plus time: the slow band's time outweighs the fast events
     assert fit_rows(counts, spent, weigh="events") == fit_rows(counts, spent)  # room for all: one fit
+
+
+def test_data_that_fills_the_rows_exactly_is_shown_whole_and_a_window_uses_a_fold_row_it_does_not_need() -> None:
+    counts = np.zeros(NSLOTS)
+    counts[10:22] = 100  # 12 slots
+    assert fit_rows(counts, counts * MID, max_rows=12) == (10, 21)  # no fold rows: none is needed
+    counts[22] = 100  # 13 slots in 12 rows: 11 at the bottom (nothing below to fold), the top one folded
+    assert fit_rows(counts, counts * 0, max_rows=12, weigh="events") == (10, 21)
+
+
+def test_both_maps_share_one_fit_until_the_data_needs_more_rows() -> None:
+    fits = MapFits()
+    counts = np.zeros(NSLOTS)
+    counts[10:16] = [100, 5000, 20000, 300, 10, 10]
+    spent = counts * MID
+    assert fits.update(counts, spent, 12, "events") == fits.update(counts, spent, 12, "time")
+    assert set(fits.fits) == {"both"}
+    counts[30:36] = [20, 40, 80, 160, 300, 400]
+    spent = counts * MID
+    events, time = fits.update(counts, spent, 12, "events"), fits.update(counts, spent, 12, "time")
+    assert events[0] <= 10 < 13 <= events[1] < 30 and time[0] > 13 and time[1] >= 35
+    counts[30:36] = 0  # the slow band gone (another window): one fit again, the rows it had kept
+    assert fits.update(counts, counts * MID, 12, "events") == fits.update(counts, counts * MID, 12, "time")

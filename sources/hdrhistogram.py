@@ -123,6 +123,7 @@ class HlogReader:
         self.base_time: float | None = None
         self.said_below = False
         self.said_straddling = False
+        self.said_double = False
         self.said_backwards = False
         self.ends: dict[StreamId, float] = {}
         self.lines = 0
@@ -167,7 +168,12 @@ class HlogReader:
             yield Notice(f"{self.name}: line {n}: expected a positive interval length, got {length:g}; "
                          "line skipped")
             return
-        stream = self._stream(m.group(1), m.group(5).startswith(DOUBLE_PREFIX))
+        double = m.group(5).startswith(DOUBLE_PREFIX)
+        if double and not self.said_double and self.unit != DOUBLE_UNIT:
+            self.said_double = True
+            yield Notice(f"{self.name}: line {n}: DoubleHistogram values, in {self.unit} (--unit), are shown in "
+                         f"{DOUBLE_UNIT} so that fractions of a {self.unit[:-3]}second keep their own rows", skipped=0)
+        stream = self._stream(m.group(1), double)
         start, end, notice = self._placed(stream, self._absolute(stamp), length, n)
         if not (math.isfinite(end) and end > start):
             yield Notice(f"{self.name}: line {n}: expected an interval that ends after it starts, got start "

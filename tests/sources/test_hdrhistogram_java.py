@@ -101,6 +101,10 @@ def test_fractions_of_a_millisecond_keep_their_rows() -> None:
     assert counts[_slot(1.5e9)] == 1  # the 1,500 ms value of interval 5
     empty = [c for c in got if not c.counts.any()]
     assert len(empty) == 1 and not empty[0].gap  # interval 7 recorded nothing: an empty column, not a gap
+    said = notices(read_items(HdrHistogramFormat, (JAVA / "double_ms.hlog").read_text(), "d.hlog", unit="millisec"))
+    assert said[0] == ("d.hlog: line 6: DoubleHistogram values, in millisec (--unit), are shown in nanosec so that "
+                       "fractions of a millisecond keep their own rows")
+    assert len(said) == 2 and "1 count(s) whose range crosses a power of two are placed by their median" in said[1]
 
 
 def test_the_five_kinds_of_double_histogram_encode_alike() -> None:

@@ -242,7 +242,9 @@ def test_dataloader_slow_items_give_two_data_wait_bands() -> None:
     assert diagnosis.bimodal
     slow = [b for b in diagnosis.bands if b.low_s <= 0.02 <= b.high_s * 1.25]
     assert slow, [b.to_json() for b in diagnosis.bands]
-    assert slow[0].time_share >= 0.8, slow[0].to_json()  # the sleeping items own the waiting
+    # The sleeping items own more of the waiting than their share of the waits (usually 80-90% of it for a quarter
+    # of the items; once in CI, on a fresh clone, 44% for 24%: the cached items also waited on sleeping workers).
+    assert slow[0].time_share >= 1.5 * slow[0].events_share, slow[0].to_json()
     assert diagnosis.bands[0].high_s < 0.02  # cached items wait less than one read (a loaded machine adds ms)
     # 1 in 4 items sleeps (plus the workers' start-up). Counted from the histogram, not the band: on a loaded
     # machine the cached items' waits spread over milliseconds and the slow band reaches down to them.

@@ -67,7 +67,8 @@ class HdrHistogramFormat(TextFormat):
     """HdrHistogram interval logs, one column per interval line, one stream per tag."""
 
     name = "hdrhistogram"
-    summary = "HdrHistogram interval logs (.hlog: jHiccup, cassandra-stress, HistogramLogWriter), --unit (ns)"
+    summary = ("HdrHistogram interval logs (.hlog: jHiccup, cassandra-stress, HistogramLogWriter; integer or Double "
+               "histograms), --unit (ns)")
     priority = 10
     max_line: ClassVar[int] = MAX_HLOG_LINE
 

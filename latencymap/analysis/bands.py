@@ -16,6 +16,9 @@ octaves), so many of them that a tail decaying monotonically would leave them th
 events at gap slots x smaller peak). One far event needs three empty octaves, two need two. So a few far
 events (two 1.5 s stalls three empty octaves above an 80 ms band, one 2.5 s task above 64-256 ms tasks)
 are not swallowed as their neighbour's tail; whether they stay a band is left to the share rule below.
+Of peaks of equal height (a handful of events) the upper is a thin band above the gap when its band holds
+fewer events than the lower one: two 1 s waits above eight faster ones, not four waits of 8-500 us above
+one at 0. The gap is looked for in the longest run of the lowest slots between two peaks.
 
 The log2 scale is already coarse (a lognormal spans a few slots), so no smoothing is applied:
 it would fill the one-slot valleys that real bimodal data shows. Finally a band holding less than
@@ -103,8 +106,16 @@ def local_peaks(c: np.ndarray) -> np.ndarray:
 
 
 def _valleys(c: np.ndarray, peaks: list[int]) -> list[int]:
-    """The lowest slot between each pair of consecutive peaks."""
-    return [a + 1 + int(np.argmin(c[a + 1:b])) if b > a + 1 else a for a, b in pairwise(peaks)]
+    """The lowest slot between each pair of consecutive peaks: in the longest run of such slots (the widest gap)."""
+    return [_lowest(c, a + 1, b) if b > a + 1 else a for a, b in pairwise(peaks)]
+
+
+def _lowest(c: np.ndarray, a: int, b: int) -> int:
+    """A slot of `c[a:b]` holding its minimum, the first of the longest run of them."""
+    low = c[a:b] == c[a:b].min()
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], low.view(np.int8), [0]))))
+    starts, stops = edges[0::2], edges[1::2]
+    return a + int(starts[np.argmax(stops - starts)])
 
 
 def gap_evidence(c: np.ndarray, left: int, valley: int, right: int, deep_ratio: float = DEEP_VALLEY_RATIO) -> float:
@@ -131,12 +142,17 @@ def poisson_cdf(k: float, lam: float) -> float:
 
 
 def _separation(c: np.ndarray, left: int, valley: int, right: int, max_ratio: float, min_z: float,
-                deep_ratio: float = DEEP_VALLEY_RATIO, gap_alpha: float = GAP_ALPHA) -> float:
-    """How shallow a valley is (valley / smaller peak); +inf when within Poisson noise and no improbable gap."""
+                deep_ratio: float = DEEP_VALLEY_RATIO, gap_alpha: float = GAP_ALPHA,
+                right_thinner: bool = False) -> float:
+    """How shallow a valley is (valley / smaller peak); +inf when within Poisson noise and no improbable gap.
+
+    `right_thinner`: the upper band holds fewer events than the lower (it decides between peaks of equal height).
+    """
     peak = min(c[left], c[right])
     depth = c[valley] / peak
     noise = peak - c[valley] < min_z * np.sqrt(peak + c[valley])
-    far = c[right] < c[left]  # only a thin band above a gap owns time: a few fast events stay noise
+    # only a thin band above a gap owns time: a few fast events stay noise
+    far = c[right] < c[left] or (c[right] == c[left] and right_thinner)
     if noise and (not far or depth > deep_ratio or gap_evidence(c, left, valley, right, deep_ratio) > gap_alpha):
         return np.inf
     return float(depth) if depth <= max_ratio else float(depth) + 1.0
@@ -147,10 +163,14 @@ def split_points(c: np.ndarray, *, max_valley_ratio: float = MAX_VALLEY_RATIO,
                  gap_alpha: float = GAP_ALPHA) -> list[int]:
     """Valley slots that separate bands after merging shallow or insignificant valleys."""
     peaks = [int(p) for p in local_peaks(c)]
+    cum = np.concatenate(([0.0], np.cumsum(c)))
     while len(peaks) > 1:
         valleys = _valleys(c, peaks)
-        shallow = [_separation(c, a, v, b, max_valley_ratio, min_valley_z, deep_valley_ratio, gap_alpha)
-                   for (a, b), v in zip(pairwise(peaks), valleys, strict=True)]
+        cuts = [0, *(v + 1 for v in valleys), len(c)]
+        mass = [cum[b] - cum[a] for a, b in pairwise(cuts)]  # events of each peak's band, valleys to the left
+        shallow = [_separation(c, a, v, b, max_valley_ratio, min_valley_z, deep_valley_ratio, gap_alpha,
+                               mass[i + 1] < mass[i])
+                   for i, ((a, b), v) in enumerate(zip(pairwise(peaks), valleys, strict=True))]
         worst = int(np.argmax(shallow))
         if shallow[worst] <= max_valley_ratio:
             return valleys

@@ -150,3 +150,27 @@ def test_a_few_fast_events_below_a_gap_are_not_a_band() -> None:
     c = np.zeros(NSLOTS)
     c[16], c[18:23] = 3, [10, 13, 16, 20, 7]  # 3 fast events, one empty octave, the bulk
     assert len(find_bands(c, None, LOW, HIGH)) == 1
+
+
+def test_a_handful_of_events_two_slow_ones_owning_the_time_above_the_widest_gap() -> None:
+    """A DoubleHistogram's 10 read waits (fixtures/hdrhistogram/java/double_tagged.hlog, ms): 0, 12 us ... 3.75 ms, and
+    two of 1 s. The peaks below and above the gap hold 2 events each, and the lowest slots between them are one
+    empty slot beside the fast events and seven empty octaves below the slow ones."""
+    c = np.zeros(NSLOTS)
+    for slot, n in {0: 1, 14: 1, 17: 1, 18: 1, 19: 2, 20: 1, 22: 1, 30: 2}.items():
+        c[slot] = n
+    (fast, slow) = find_bands(c, None, LOW, HIGH)
+    assert (fast.first_slot, fast.last_slot, slow.first_slot) == (0, 22, 30) and slow.time_share > 0.99
+    c[30] = 0
+    c[23] = 2  # two events just one empty slot above: a tail, not a band
+    assert len(find_bands(c, None, LOW, HIGH)) == 1
+
+
+def test_equal_peaks_split_only_where_the_upper_band_is_the_thinner() -> None:
+    c = np.zeros(NSLOTS)
+    c[0], c[14:20] = 1, [1, 0, 0, 1, 1, 1]  # one event at 0, thirteen empty slots, four of 8-500 us: one band
+    assert len(find_bands(c, None, LOW, HIGH)) == 1
+    c[0] = 0
+    c[4], c[30] = 1, 1  # 8 ns and 0.5 s, one each: the one above ten empty octaves is a band of its own
+    bands = find_bands(c, None, LOW, HIGH)
+    assert len(bands) == 2 and bands[-1].first_slot == 30

@@ -21,10 +21,13 @@ import pytest
 from formats_support import FIXTURES, intervals, notices, read_items
 from skips_support import need_binary, skip_missing
 
+from latencymap.cli.common import REGISTRY
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.buckets import NSLOTS
+from latencymap.core.errors import InputError
 from latencymap.core.model import Interval
 from latencymap.core.units import unit_seconds
+from latencymap.flow.pipeline import input_flow
 from latencymap.sources.hdrhistogram import HdrHistogramFormat
 from latencymap.sources.hdrhistogram_percentiles import HdrPercentilesFormat
 
@@ -183,10 +186,6 @@ def test_logs_written_now_by_the_installed_java_library_read_as_it_reads_them(tm
 
 def test_javas_logs_and_printouts_are_told_apart() -> None:
     """HistogramLogProcessor's printouts carry the log's StartTime line; only the logs are read as logs."""
-    from latencymap.cli.common import REGISTRY
-    from latencymap.core.errors import InputError
-    from latencymap.flow.pipeline import input_flow
-
     for path in sorted(JAVA.iterdir()):
         readers: list[Any] = []
         if path.name.endswith(".intervals.txt"):  # percentiles per interval, no histograms: not claimed

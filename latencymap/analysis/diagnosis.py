@@ -6,8 +6,9 @@
 - `"bimodal"`: two or more bands each hold >= 3% of the events or >= 10% of the time;
 - `"tail"`: `{"threshold_s", "events_share", "time_share", "events", "time_s", "dominant"}` — the
   slowest buckets from `threshold_s` up hold `time_share` (>= half) of the time (see tail.py); a measure
-  (gates read it), not a finding: it is a finding only when `dominant` (at most 10% of the events);
-  null when there are no events;
+  (gates read it), not a finding: it is a finding only when `dominant` (at most 10% of the events), or, when
+  it is not, if the slowest buckets holding at most 2% of the events hold 30% of the time (a heavy tail, see
+  tail.py `slowest_few`: that finding gives their shares); null when there are no events;
 - `"episodes"`: `[{"kind", "first_col", "last_col", "start", "end", "events", "shift_octaves",
   "gained", "lost", "time_s", "events_share", "time_share"}]` — `kind` is appear / disappear / move /
   reshape (episodes.py) or stall (stalls.py), columns are inclusive and absolute (not relative to
@@ -40,7 +41,7 @@ from latencymap.analysis.findings import (
     tail_finding,
 )
 from latencymap.analysis.stalls import find_stalls, without_covered
-from latencymap.analysis.tail import Tail, tail_dominance
+from latencymap.analysis.tail import Tail, slowest_few, tail_dominance
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 __all__ = ["Diagnosis", "diagnose", "dur", "pct", "span"]
@@ -67,6 +68,8 @@ class Diagnosis:
     major: list[Band] = field(default_factory=list)
     drift: Drift | None = None
     findings: list[Finding] = field(default_factory=list)
+    #: The slowest buckets holding at most 2% of the events (`slowest_few`): a finding when heavy and `tail` is not.
+    few: Tail | None = None
 
     @property
     def stalls(self) -> list[Episode]:
@@ -125,6 +128,8 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[
         bands = [b for b in d.major if b is not main]
         out += [band_finding(b, scope, main) for b in bands if not _all_in_stalls(b, d.stalls)]
     tail = d.tail
+    if tail is not None and tail.events_share > th.tail_max_events_share and d.few is not None and d.few.dominant:
+        tail = d.few  # half the time is in too many events, but a few of them hold much of it
     if tail is not None and tail.events_share <= th.tail_max_events_share and not any(
             b.first_slot <= tail.first_slot <= b.last_slot for b in bands):  # that band (or stall) says it
         out.append(tail_finding(tail, scope, top_s))
@@ -199,6 +204,8 @@ def diagnose(
         t0=float(all_starts[0]) if len(all_starts) else 0.0,
         major=major,
         drift=find_drift(counts, low_s, high_s, starts, ends, th=th, col_offset=first) if len(counts) else None,
+        few=slowest_few(pooled, pooled_t, low_s, high_s, events_share=th.tail_few_events_share,
+                        time_share=th.tail_few_time_share),
     )
     if d.events > 0:
         used = np.flatnonzero(pooled > 0)

@@ -1,7 +1,8 @@
 """Findings: what the diagnosis has to say, each with where, how much and why it matters.
 
 A finding is emitted only when it would not hold for any stream (see thresholds.py): a `band` beyond the
-main one when the stream is bimodal, a `tail` holding at most 10% of the events, each episode (`appear`,
+main one when the stream is bimodal, a `tail` holding half of the time in at most 10% of the events (or 30% of it
+in at most 2%: a heavy tail), each episode (`appear`,
 `disappear`, `move`, `reshape`, `stall`), a `drift` or `shift`, and across streams a `slow_peer` (peers.py). Report
 JSON: `{"kind", "what", "why", "where": {"first_col", "last_col", "start", "end", "low_s", "high_s"},
 "events", "events_share", "time_s", "time_share"}` (columns inclusive and absolute, times epoch seconds,
@@ -23,6 +24,7 @@ WHY = {
     "band": "two populations, not one spread: the mean describes neither; what sends events to this band "
             "(a cache miss, a retry, another device or path) is the cause to find",
     "tail": "a few slow events hold most of the waiting: cutting them saves more than speeding up the rest",
+    "heavy": "a few slow events hold a large share of the waiting: what makes them slow is worth finding",
     "stall": "a pause: a handful of waits far above every usual band held the stream up; look at what ran "
              "then (GC, a checkpoint, I/O, a lock, the network)",
     "appear": "a latency band that is not usually there: something started or changed at that time",
@@ -122,10 +124,12 @@ def band_finding(b: Band, scope: Scope, main: Band) -> Finding:
 
 
 def tail_finding(t: Tail, scope: Scope, top_s: float) -> Finding:
-    """A tail that holds at most a small share of the events."""
-    what = (f"tail dominates: {pct(t.events_share)} of events (≥ {dur(t.threshold_s)}) take {pct(t.time_share)} "
-            "of the time")
-    return Finding("tail", what, WHY["tail"], t.events, t.events_share, t.time_s, t.time_share, scope.first_col,
+    """A tail that holds at most a small share of the events: most of the time, or (heavy) a large share of it."""
+    most = t.time_share >= 0.5
+    what = (f"{'tail dominates' if most else 'heavy tail'}: {pct(t.events_share)} of events (≥ {dur(t.threshold_s)}) "
+            f"take {pct(t.time_share)} of the time")
+    return Finding("tail", what, WHY["tail" if most else "heavy"], t.events, t.events_share, t.time_s, t.time_share,
+                   scope.first_col,
                    scope.last_col, scope.start, scope.end, t.threshold_s, top_s)
 
 

@@ -49,3 +49,31 @@ def test_hand_built_histogram_with_estimated_time() -> None:
 
 def test_empty_has_no_tail() -> None:
     assert tail_dominance(np.zeros(NSLOTS), None, LOW, HIGH) is None
+
+
+def test_a_few_slowest_events_holding_a_third_of_the_time_are_a_heavy_tail() -> None:
+    from latencymap.analysis.tail import slowest_few
+
+    counts = np.zeros(NSLOTS)
+    counts[12:15] = [2000, 5000, 2000]  # 4-8 us and around: the bulk
+    counts[17:20] = [90, 60, 30]  # 2% of the events, 64-512 us
+    tail = tail_dominance(counts, None, LOW, HIGH)
+    few = slowest_few(counts, None, LOW, HIGH)
+    assert tail is not None and few is not None
+    assert few.first_slot == 17 and few.events_share == pytest.approx(180 / 9180) and few.dominant
+    assert 0.3 <= few.time_share < 0.5 and not tail.dominant  # a third of the time; half of it is in 24% of events
+    counts[17:20] = [9, 6, 3]  # a tenth as many: a tail of a wide distribution, not heavy
+    assert not slowest_few(counts, None, LOW, HIGH).dominant
+    one = np.zeros(NSLOTS)
+    one[30] = 5
+    assert slowest_few(one, None, LOW, HIGH) is None  # the slowest bucket alone holds more than 2% of the events
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 1.3])
+def test_lognormal_of_ordinary_spread_has_no_heavy_tail(sigma: float) -> None:
+    from latencymap.analysis.tail import slowest_few
+
+    values = np.random.default_rng(7).lognormal(np.log(2e5), sigma, 200_000)
+    counts, sums = bin_values(values)
+    few = slowest_few(counts, sums * 1e-9, LOW, HIGH)
+    assert few is not None and not few.dominant and few.time_share < 0.3

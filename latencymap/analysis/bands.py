@@ -97,6 +97,14 @@ def estimate_time(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray) -> 
     return np.asarray(counts, dtype=np.float64) * (np.asarray(low_s) + np.asarray(high_s)) / 2.0
 
 
+def counts_and_time(counts_1d: np.ndarray, time_1d: np.ndarray | None, low_s: np.ndarray,
+                    high_s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Counts and time per slot (time estimated from midpoints when None), negatives clipped, and their totals."""
+    c = np.clip(np.asarray(counts_1d, dtype=np.float64), 0, None)
+    t = estimate_time(c, low_s, high_s) if time_1d is None else np.clip(np.asarray(time_1d, np.float64), 0, None)
+    return c, t, float(c.sum()), float(t.sum())
+
+
 def local_peaks(c: np.ndarray) -> np.ndarray:
     """Indices of local maxima of `c` (the last slot of a flat top); empty slots never peak."""
     padded = np.concatenate(([-1.0], c, [-1.0]))
@@ -229,9 +237,7 @@ def find_bands(
     gap_alpha: float = GAP_ALPHA,
 ) -> list[Band]:
     """Bands of one histogram, fastest first; `time_1d` None estimates time from bucket midpoints."""
-    c = np.clip(np.asarray(counts_1d, dtype=np.float64), 0, None)
-    t = estimate_time(c, low_s, high_s) if time_1d is None else np.clip(np.asarray(time_1d, np.float64), 0, None)
-    total_c, total_t = float(c.sum()), float(t.sum())
+    c, t, total_c, total_t = counts_and_time(counts_1d, time_1d, low_s, high_s)
     if total_c <= 0:
         return []
     ranges = _ranges(c, split_points(c, max_valley_ratio=max_valley_ratio, min_valley_z=min_valley_z,

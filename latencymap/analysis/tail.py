@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.analysis.bands import estimate_time
+from latencymap.analysis.bands import counts_and_time
 
 TIME_FRACTION = 0.5
 MAX_EVENTS_SHARE = 0.10
@@ -56,9 +56,7 @@ def tail_dominance(
     max_events_share: float = MAX_EVENTS_SHARE,
 ) -> Tail | None:
     """The tail of one histogram; None when it holds no time."""
-    c = np.clip(np.asarray(counts_1d, dtype=np.float64), 0, None)
-    t = estimate_time(c, low_s, high_s) if time_1d is None else np.clip(np.asarray(time_1d, np.float64), 0, None)
-    total_c, total_t = float(c.sum()), float(t.sum())
+    c, t, total_c, total_t = counts_and_time(counts_1d, time_1d, low_s, high_s)
     if total_c <= 0 or total_t <= 0:
         return None
     from_top = np.cumsum(t[::-1])  # time of the k slowest slots
@@ -83,9 +81,7 @@ def slowest_few(
 ) -> Tail | None:
     """The slowest whole buckets holding at most `events_share` of the events, `dominant` (heavy) when they hold at
     least `time_share` of the time; None when there is no time or the slowest bucket alone holds more events."""
-    c = np.clip(np.asarray(counts_1d, dtype=np.float64), 0, None)
-    t = estimate_time(c, low_s, high_s) if time_1d is None else np.clip(np.asarray(time_1d, np.float64), 0, None)
-    total_c, total_t = float(c.sum()), float(t.sum())
+    c, t, total_c, total_t = counts_and_time(counts_1d, time_1d, low_s, high_s)
     if total_c <= 0 or total_t <= 0:
         return None
     held = np.flatnonzero(c > 0)

@@ -131,7 +131,9 @@ def test_profile_export_writes_collapsed_stacks_and_valid_speedscope(run: Run, t
         for stack, w in zip(profile["samples"], profile["weights"], strict=True):
             weight[frames[stack[-1]]["name"]] = weight.get(frames[stack[-1]]["name"], 0.0) + w
     assert max(weight, key=weight.__getitem__) == "slow_phase"
-    assert 0.4 <= sum(weight.values()) <= 0.6
+    # Samples of the 0.5 s column, weighted by py-spy's interval: fewer when py-spy falls behind on a busy machine
+    # (0.38 s once in a fresh-clone CI run), never more than the column holds.
+    assert 0.25 <= sum(weight.values()) <= 0.6
     folded = latencymap("profile-export", str(run.rec), "--start", f"{col.start - origin:.6f}",
                         "--end", f"{col.end - origin:.6f}")
     assert all(";slow_phase (" in line for line in folded.stdout.splitlines())

@@ -79,13 +79,18 @@ def _rest(ev: np.ndarray, a: int, b: int) -> tuple[bool, bool]:
     return bool(a > 0 and ev[:a].any()), bool(b < NSLOTS - 1 and ev[b + 1:].any())
 
 
+def _rows_needed(ev: np.ndarray, a: int, b: int) -> int:
+    """Rows that slots a..b and the folded edge rows of what lies beyond them take."""
+    return b - a + 1 + sum(_rest(ev, a, b))
+
+
 def crowded(counts: np.ndarray, spent: np.ndarray, max_rows: int | None) -> bool:
     """Whether the data needs more than `max_rows` rows, so that a fit keeps only the densest slots."""
     got = _extent(counts, spent) if max_rows is not None else None
     if got is None or max_rows is None:
         return False
     ev, _, _, a, b = got
-    return b - a + 1 + sum(_rest(ev, a, b)) > max(3, max_rows)
+    return _rows_needed(ev, a, b) > max(3, max_rows)
 
 
 def fit_window(counts: np.ndarray, spent: np.ndarray, max_rows: int | None,
@@ -99,7 +104,7 @@ def fit_window(counts: np.ndarray, spent: np.ndarray, max_rows: int | None,
     if max_rows is not None:
         max_rows = max(3, max_rows)
         target = min(target, max_rows)
-        if b - a + 1 + sum(_rest(ev, a, b)) > max_rows:  # keep the densest slots, two rows left for folds
+        if _rows_needed(ev, a, b) > max_rows:  # keep the densest slots, two rows left for folds
             room = max_rows - 2
             dense = share + tshare if weigh == "both" else share if weigh == "events" else tshare
             sums = np.cumsum(np.concatenate(([0.0], dense)))
@@ -112,8 +117,8 @@ def fit_window(counts: np.ndarray, spent: np.ndarray, max_rows: int | None,
                 a, b = max(a, x - 1), x + room - 1
             else:
                 a, b = x, x + room - 1
-    lo = a - 1 if a > 0 and ev[:a].any() else a
-    hi = b + 1 if b < NSLOTS - 1 and ev[b + 1:].any() else b
+    low, high = _rest(ev, a, b)  # a folded edge row each
+    lo, hi = a - low, b + high
     need = (lo, hi)
     short = target - (hi - lo + 1)
     if short > 0:

@@ -97,11 +97,17 @@ def estimate_time(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray) -> 
     return np.asarray(counts, dtype=np.float64) * (np.asarray(low_s) + np.asarray(high_s)) / 2.0
 
 
+def nonnegative(values: np.ndarray) -> np.ndarray:
+    """`values` as float64 with negatives (and -0.0) clipped to 0; no copy when there are none to clip."""
+    x = np.asarray(values, dtype=np.float64)
+    return np.clip(x, 0, None) if np.signbit(x).any() else x
+
+
 def counts_and_time(counts_1d: np.ndarray, time_1d: np.ndarray | None, low_s: np.ndarray,
                     high_s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
     """Counts and time per slot (time estimated from midpoints when None), negatives clipped, and their totals."""
-    c = np.clip(np.asarray(counts_1d, dtype=np.float64), 0, None)
-    t = estimate_time(c, low_s, high_s) if time_1d is None else np.clip(np.asarray(time_1d, np.float64), 0, None)
+    c = nonnegative(counts_1d)
+    t = estimate_time(c, low_s, high_s) if time_1d is None else nonnegative(time_1d)
     return c, t, float(c.sum()), float(t.sum())
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.analysis.bands import Band, estimate_time, find_bands, significant_bands
+from latencymap.analysis.bands import Band, estimate_time, find_bands, nonnegative, significant_bands
 from latencymap.analysis.drift import Drift, find_drift
 from latencymap.analysis.episodes import Episode, find_episodes
 from latencymap.analysis.findings import (
@@ -171,11 +171,11 @@ def diagnose(
     first, stop = (rows_from, rows_from + len(counts)) if col_range is None else col_range
     first, stop = max(rows_from, first), min(rows_from + len(counts), stop)
     rows = slice(first - rows_from, stop - rows_from)
-    counts = np.clip(counts[rows], 0, None)
+    counts = nonnegative(counts[rows])
     if time2d is None:
         times, estimated = estimate_time(counts, low_s, high_s), True
     else:
-        times = np.clip(np.asarray(time2d, dtype=np.float64).reshape(-1, counts.shape[1])[rows], 0, None)
+        times = nonnegative(np.asarray(time2d, dtype=np.float64).reshape(-1, counts.shape[1])[rows])
         estimated = False
     all_starts = np.asarray(starts, dtype=np.float64)
     starts, ends = all_starts[first:stop], np.asarray(ends, dtype=np.float64)[first:stop]

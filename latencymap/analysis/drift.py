@@ -57,6 +57,10 @@ def column_medians_log2(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarra
 def find_drift(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0) -> Drift | None:
     """The drift of the median over the columns, or None (see the module docstring)."""
+    used = np.flatnonzero(counts.any(axis=0))
+    if used.size:  # the medians read only the slots some column uses
+        slots = slice(int(used[0]), int(used[-1]) + 1)
+        counts, low_s, high_s = counts[:, slots], low_s[slots], high_s[slots]
     tested = np.flatnonzero(counts.sum(axis=1) >= th.episode_min_column_events)
     if tested.size < max(th.drift_min_columns, 3):
         return None

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.analysis.bands import estimate_time
+from latencymap.analysis.bands import estimate_time, nonnegative
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS as _T
 from latencymap.core.percentiles import median_of
 
@@ -127,7 +127,17 @@ def anomalous_columns(
     counts: np.ndarray, times: np.ndarray, *, z: float = Z, min_shift: float = MIN_SHIFT,
     min_time_shift: float = MIN_TIME_SHIFT, min_column_events: int = MIN_COLUMN_EVENTS, iterations: int = 3,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(anomalous mask, baseline counts, baseline time) over columns (see the module docstring)."""
+    """(anomalous mask, baseline counts, baseline time) over columns (see the module docstring).
+
+    The work runs on the slots some column uses: each empty slot outside them only adds its half-event baseline
+    share `q` to the normaliser, `2 n q` to a column's deviance and `q / 2` to its distance, which are added as sums.
+    """
+    width = counts.shape[1]
+    used = np.flatnonzero(counts.any(axis=0) | times.any(axis=0))
+    lo, hi = (int(used[0]), int(used[-1]) + 1) if used.size else (0, width)
+    outside = width - (hi - lo)
+    full_counts, full_times = counts, times
+    counts, times = np.ascontiguousarray(counts[:, lo:hi]), np.ascontiguousarray(times[:, lo:hi])
     n = counts.sum(axis=1)
     testable = n >= min_column_events
     anomalous = np.zeros(len(counts), dtype=bool)
@@ -135,20 +145,24 @@ def anomalous_columns(
     for _ in range(iterations):
         normal = testable & ~anomalous
         base, base_t = counts[normal].sum(axis=0), times[normal].sum(axis=0)
-        p, pt = _baseline_shares(base), _shares(base_t)
-        deviance = poisson_deviance(counts, n[:, None] * p[None, :])
+        total = max(float(base.sum()), 1.0)
+        p = np.where(base > 0, base, 0.5) / total
+        norm = float(p.sum()) + outside * 0.5 / total
+        p, rest = p / norm, outside * 0.5 / total / norm  # `rest`: the baseline share of the slots outside
+        pt = _shares(base_t)
+        deviance = poisson_deviance(counts, n[:, None] * p[None, :]) + 2.0 * n * rest
         df = np.maximum(((base > 0)[None, :] | present).sum(axis=1) - 1, 1)
         ratio = deviance / (df * (1.0 - 2.0 / (9.0 * df)) ** 3)  # ~1 at the median of chi2(df)
         dispersion = max(1.0, float(median_of(ratio[normal]))) if normal.any() else 1.0
         significant = deviance / dispersion > chi2_quantile(df, z)
-        tvd = 0.5 * np.abs(count_shares - p[None, :]).sum(axis=1)
+        tvd = 0.5 * (np.abs(count_shares - p[None, :]).sum(axis=1) + rest)
         tvd_time = 0.5 * np.abs(time_shares - pt[None, :]).sum(axis=1)
         found = testable & significant & ((tvd >= min_shift) | (tvd_time >= min_time_shift))
         if found.sum() * 2 > testable.sum() or np.array_equal(found, anomalous):
             break  # converged, or no majority of normal columns to stand as the baseline
         anomalous = found
     normal = testable & ~anomalous
-    return anomalous, counts[normal].sum(axis=0), times[normal].sum(axis=0)
+    return anomalous, full_counts[normal].sum(axis=0), full_times[normal].sum(axis=0)
 
 
 def runs(mask: np.ndarray, *, max_gap: int = MAX_GAP, min_columns: int = MIN_COLUMNS) -> list[tuple[int, int]]:
@@ -231,10 +245,10 @@ def find_episodes(
     min_move_octaves: float = MIN_MOVE_OCTAVES,
 ) -> list[Episode]:
     """Episodes over columns (rows of `counts2d`); column numbers are shifted by `col_offset`."""
-    counts = np.clip(np.asarray(counts2d, dtype=np.float64), 0, None)
+    counts = nonnegative(counts2d)
     if counts.ndim != 2 or len(counts) < 2 * min_columns + 1:
         return []
-    times = estimate_time(counts, low_s, high_s) if time2d is None else np.clip(np.asarray(time2d, np.float64), 0, None)
+    times = estimate_time(counts, low_s, high_s) if time2d is None else nonnegative(time2d)
     anomalous, base, base_t = anomalous_columns(
         counts, times, z=z, min_shift=min_shift, min_time_shift=min_time_shift, min_column_events=min_column_events)
     if base.sum() <= 0:

@@ -7,8 +7,17 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from latencymap.analysis.episodes import chi2_quantile, find_episodes, runs
+from latencymap.analysis.episodes import (
+    _baseline_shares,
+    _shares,
+    anomalous_columns,
+    chi2_quantile,
+    find_episodes,
+    poisson_deviance,
+    runs,
+)
 from latencymap.core.buckets import bin_values, bounds_seconds
+from latencymap.core.percentiles import median_of
 
 LOW, HIGH = bounds_seconds("bpf", "nanosec")
 T0 = 1_700_000_000.0
@@ -120,3 +129,48 @@ def test_chi2_quantile_matches_tables() -> None:
     # chi2(10) upper 5% = 18.307, chi2(3) upper 0.1% = 16.266
     assert chi2_quantile(np.array(10), 1.6449) == pytest.approx(18.307, rel=0.01)
     assert chi2_quantile(np.array(3), 3.0902) == pytest.approx(16.266, rel=0.03)
+
+
+def whole_width(counts: np.ndarray, times: np.ndarray, z: float, min_shift: float, min_time_shift: float,
+                min_column_events: int = 10) -> np.ndarray:
+    """The anomalous mask computed over every slot, the empty ones included (what the trimmed work must equal)."""
+    n = counts.sum(axis=1)
+    testable = n >= min_column_events
+    anomalous = np.zeros(len(counts), dtype=bool)
+    for _ in range(3):
+        normal = testable & ~anomalous
+        base, base_t = counts[normal].sum(axis=0), times[normal].sum(axis=0)
+        p, pt = _baseline_shares(base), _shares(base_t)
+        deviance = poisson_deviance(counts, n[:, None] * p[None, :])
+        df = np.maximum(((base > 0)[None, :] | (counts > 0)).sum(axis=1) - 1, 1)
+        ratio = deviance / (df * (1.0 - 2.0 / (9.0 * df)) ** 3)
+        dispersion = max(1.0, float(median_of(ratio[normal]))) if normal.any() else 1.0
+        significant = deviance / dispersion > chi2_quantile(df, z)
+        tvd = 0.5 * np.abs(_shares(counts) - p[None, :]).sum(axis=1)
+        tvd_time = 0.5 * np.abs(_shares(times) - pt[None, :]).sum(axis=1)
+        found = testable & significant & ((tvd >= min_shift) | (tvd_time >= min_time_shift))
+        if found.sum() * 2 > testable.sum() or np.array_equal(found, anomalous):
+            break
+        anomalous = found
+    return anomalous
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_anomalous_columns_on_the_used_slots_equal_the_whole_width(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    slow = rng.uniform(0.02, 0.3)
+    counts, times, _, _ = stream(seed, lambda j: (rng.uniform(8, 60), slow if j % 17 < 3 else 0.0, 300e-6), 60)
+    if seed % 3 == 0:  # a stream whose data starts at the first slot or ends at the last
+        counts[:, 0 if seed % 2 else -1] += rng.poisson(3, len(counts))
+    counts = counts.astype(np.float64)
+    flips = 0
+    for z in (1.0, 2.0, 4.0):  # thresholds swept finely: the empty slots' share must count where it decides
+        for min_shift in np.linspace(0.01, 0.6, 60):
+            mask, base, base_t = anomalous_columns(counts, times, z=z, min_shift=min_shift, min_time_shift=2.0)
+            expected = whole_width(counts, times, z=z, min_shift=min_shift, min_time_shift=2.0)
+            np.testing.assert_array_equal(mask, expected)
+            normal = ~expected & (counts.sum(axis=1) >= 10)
+            np.testing.assert_array_equal(base, counts[normal].sum(axis=0))
+            np.testing.assert_array_equal(base_t, times[normal].sum(axis=0))
+            flips += int(mask.any() and (~mask).any())
+    assert flips > 10

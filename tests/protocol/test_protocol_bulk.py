@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +43,7 @@ HEADER = st.sampled_from([
     "timestamp, microsec, 1700000002000000",
     "timestamp, microsec, x, bad",
     "timestamp, MICROSEC, 1700000003000000, d",
+    "timestamp, millisec, 1700000003000, in another unit",
     "timestamp, microsec, 5201467111111111111464, past int64",
     "timestamp, microsec, -4611686018427387904, just out of range",
     "label, disk io",
@@ -72,12 +74,14 @@ HEADER = st.sampled_from([
     "value |-------------------------------------------------- count",
     "datasource, dtrace",
     "label, db file sequential read latency data from gv$event_histogram",
+    "<not a marker>",
+    "\u0663, 5",
 ])
 ROW = st.one_of(
     st.tuples(st.sampled_from([0, 1, 2, 4, 8, 1024, 3, 4294967295, 1 << 61, 10**19]),
               st.integers(0, 10**6) | st.sampled_from([-1, 10**20])).map(lambda t: f"{t[0]}, {t[1]}"),
     st.sampled_from(["2, 5, 0.25", "1,7", " 16 , 3 ", "-4, 2", "8 |@@@ 4", "1, 2, x", "1.5, 2", "1,", "+2, 1",
-                     " +4, 1", "2, +3", "", "   "]),
+                     " +4, 1", "2, +3", "", "   ", "\u0663, 5", "4, \u0663"]),
 )
 ROW3 = st.one_of(
     st.tuples(st.sampled_from([0, 1, 2, 4, 8, 1024, 3, 4294967295, 1 << 61, 10**19, -4]), st.integers(0, 10**6),
@@ -115,6 +119,42 @@ def stream_text(draw: st.DrawFn) -> str:
 @given(stream_text(), st.lists(st.integers(0, 2000), max_size=6))
 def test_chunked_reader_matches_line_reader(text: str, cuts: list[int]) -> None:
     assert by_chunks(text, cuts) == by_lines(text)
+
+
+#: Records whose first lines decide which path reads them (each between two canonical records).
+EDGE_RECORDS = [
+    "timestamp, millisec, 1700000003000, in another unit\nlabel, a\n1, 5",
+    "timestamp, MICROSEC, 1700000003000000, upper case\nlabel, a\n1, 5",
+    "timestamp,musec,1700000003000000,2013 Aug 27 10:54:53\nlabel, a\n1, 5",
+    "timestamp, microsec, 1700000003000000\nlabel, a\n1, 5",
+    "timestamp, microsec, 1700000003000000, a, date, with commas\nlabel, a\n1, 5",
+    "timestamp, microsec\nlabel, a\n1, 5",
+    "timestamp, microsec, 17e14, x\nlabel, a\n1, 5",
+    "timestamp, microsec, 1700000003000000, \x1b[2J\nlabel, a\n1, 5",
+    "label, a\n1, 5",
+    "timestamp, microsec, 1700000003000000, x\n<not a marker>\nlabel, a\n1, 5",
+    "timestamp, microsec, 1700000003000000, x\nlabel, a\n\n1, 5",
+    "timestamp, microsec, 1700000003000000, x\nlabel, a\n1, 5\n\n2, 5",
+    "timestamp, microsec, 1700000003000000, x\nlabel, a\n\u0663, 5\n1, 5",
+    "timestamp, microsec, 1700000003000000, x\nlabel, a\n1, 5\n\u0663, 5",
+    "timestamp, microsec, 1700000003000000, x\nlabel, a\n1, 5\nlabel, b",
+    "timestamp, microsec, 1700000003000000, x\ncounts, interval\nstart, microsec, 1700000002000000\nlabel, a\n"
+    "1, 5, 0.5",
+    "timestamp, microsec, 1700000003000000, x\ncounts, interval\nstart, microsec,1700000002000000\nlabel, a\n1, 5",
+    "timestamp, microsec, 1700000003000000, x\ncounts, interval\nstart, microsec, 17e14\nlabel, a\n1, 5",
+    "timestamp, microsec, 1700000003000000, x\ncounts, interval\nstart, microsec, 1700000002000000\n"
+    "counts, interval\nlabel, a\n1, 5",
+    "",
+]
+
+
+@pytest.mark.parametrize("record", EDGE_RECORDS)
+def test_records_that_decide_the_path_read_as_line_by_line(record: str) -> None:
+    good = "<begin record>\ntimestamp, microsec, {}, d\nlabel, a\n1, 5\n<end record>\n"
+    body = f"{record}\n" if record else ""
+    text = good.format(1700000001000000) + f"<begin record>\n{body}<end record>\n" + good.format(1700000009000000)
+    assert by_chunks(text, []) == by_lines(text)
+    assert by_chunks(text, [len(good) + 20]) == by_lines(text)
 
 
 def test_canonical_records_take_the_bulk_path_and_count_right() -> None:

@@ -159,13 +159,18 @@ class Differ:
         prev = self._last.get(stream)
         if prev is not None and (prev.micros is None or prev.sums is not None):
             return False
-        if not present.all():  # a missing bucket keeps its last value
-            k = len(rows)
-            last = np.where(present, np.arange(k)[:, None], -1)
+        # a missing bucket keeps its last value: only slots some row lacks, that some row or the last record held
+        held = present.any(axis=0) if prev is None else present.any(axis=0) | (prev.counts != 0)
+        missing = ~present.all(axis=0) & held
+        if missing.any():
+            cols = np.flatnonzero(missing)
+            last = np.where(present[:, cols], np.arange(len(rows))[:, None], -1)
             np.maximum.accumulate(last, axis=0, out=last)
-            counts = np.take_along_axis(counts, np.maximum(last, 0), axis=0)
+            filled = np.take_along_axis(counts[:, cols], np.maximum(last, 0), axis=0)
             if prev is not None:
-                counts = np.where(last >= 0, counts, prev.counts)
+                filled = np.where(last >= 0, filled, prev.counts[cols])
+            counts = counts.copy()
+            counts[:, cols] = filled
         if prev is not None:
             full = np.vstack((prev.counts, counts))
             times = np.concatenate((np.asarray([prev.micros], dtype=np.int64), micros))

@@ -235,6 +235,27 @@ def test_differ_takes_runs_exactly_as_one_snapshot_at_a_time(text: str, cuts: li
     assert diffed_in_runs(text, cuts) == diffed_by_lines(text)
 
 
+@pytest.mark.parametrize("later", [["1"], ["1", "4"], ["4"], ["1", "2"]])
+def test_a_bucket_missing_from_a_whole_later_run_keeps_its_value(later: list[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bucket 2 is in the first chunk's run only: each later run (another chunk) keeps its last count, so it is
+    neither a counter reset nor zero, as one snapshot at a time, and the runs are diffed in bulk."""
+    one_by_one: list[int] = []
+    push_items = Differ.push_items
+    monkeypatch.setattr(Differ, "push_items", lambda self, snap: one_by_one.append(1) or push_items(self, snap))
+
+    def record(second: int, rows: dict[str, int]) -> str:
+        lines = "".join(f"{value}, {count}\n" for value, count in rows.items())
+        return f"<begin record>\ntimestamp, microsec, {second}000000, d\nlabel, x\n{lines}<end record>\n"
+
+    first = record(1, {"1": 5, "2": 7}) + record(2, {"1": 6, "2": 9})
+    rest = "".join(record(3 + k, {value: 10 + k for value in later}) for k in range(3))
+    found = diffed_in_runs(first + rest, [len(first)])
+    assert not one_by_one
+    assert found == diffed_by_lines(first + rest)
+    assert not any(item[6] for item in found if item[0] == "iv")  # no reset
+
+
 def test_timestamp_past_64_bits_is_a_bad_record_not_a_crash() -> None:
     """Found by the fuzzer: a run of canonical records whose timestamp overflowed int64 raised OverflowError."""
     def record(micros: int, count: int) -> str:

@@ -1,7 +1,8 @@
 """Core throughput against baselines measured in the same run (issue 12, items 3, 5 and 7).
 
 Run: .venv/bin/python bench/bench_core.py
-Prints protocol ingest (records/s, 26 buckets each) vs a plain Python line-reading loop over the same file,
+Prints protocol ingest (records/s, 26 buckets each; as `report` reads, intervals in columns, and as the views read,
+one by one) vs a plain Python line-reading loop over the same file,
 raw-value binning (values/s) vs np.histogram on log2 edges, and the accumulator's memory for a day of 1 s
 columns. Times are this process's CPU time (steadier than wall time on a shared machine); best of 3.
 No assertions: targets are in the README's performance section.
@@ -19,7 +20,7 @@ import numpy as np
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.buckets import NSLOTS, bin_values
 from latencymap.core.model import Interval, StreamId
-from latencymap.flow.pipeline import input_flow
+from latencymap.flow.pipeline import column_flow, input_flow
 from latencymap.plugins import load_registry
 from latencymap.protocol import format_record
 
@@ -60,7 +61,7 @@ def best(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
     return min(times)
 
 
-def bench_ingest(records: int = 20_000, recording: bool = False) -> None:
+def bench_ingest(records: int = 20_000, recording: bool = False, columns: bool = True) -> None:
     registry = load_registry()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "stream.txt"
@@ -76,7 +77,7 @@ def bench_ingest(records: int = 20_000, recording: bool = False) -> None:
         def ingest() -> None:
             acc = Accumulator()
             batch = []
-            for item in input_flow([str(path)], registry):
+            for item in (column_flow if columns else input_flow)([str(path)], registry):
                 batch.append(item)
                 if len(batch) >= 4096:
                     acc.add(batch)
@@ -87,6 +88,7 @@ def bench_ingest(records: int = 20_000, recording: bool = False) -> None:
         base = best(lines_only)
         ours = best(ingest)
     what = "recording ingest (interval records, exact sums)" if recording else "protocol ingest"
+    what += ", in columns (report)" if columns else ", one by one (views)"
     print(f"{what}: {records / ours:,.0f} records/s  (line-reading loop: {records / base:,.0f} records/s; "
           f"ratio {base / ours:.1%} of the line-reading rate; target >= 100k records/s and >= 30%)")
 
@@ -127,7 +129,8 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["memory"]:
         bench_memory()
     else:
-        bench_ingest()
-        bench_ingest(recording=True)
+        for columns in (True, False):
+            bench_ingest(columns=columns)
+            bench_ingest(recording=True, columns=columns)
         bench_binning()
         subprocess.run([sys.executable, __file__, "memory"], check=True)  # a fresh process: its own peak RSS

@@ -11,7 +11,8 @@ from latencymap.cli.options import format_kwargs, format_options, limit_options
 from latencymap.cli.running import prepare
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.errors import InputError, NothingReadable
-from latencymap.flow.pipeline import diffed, input_flow
+from latencymap.core.model import ColumnFlow
+from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import write_text
 from latencymap.outputs.json_text import dumps
 from latencymap.outputs.report import build_report, report_text, source_lines
@@ -61,10 +62,11 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
     def body() -> int:
         source = _report_source(list(inputs))
         readers: list[TextFormat] = []
+        flow: ColumnFlow
         if source is not None:
             flow = prepare(diffed(guarded_source(source.items(), source.name), source.name), kw, source=source.name)
         else:
-            flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers), kw)
+            flow = prepare(column_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers), kw)
         # OpenMetrics shows each stream's last interval: without gates, no other column is kept
         acc = Accumulator(cap=1) if out_format == "openmetrics" and not fail_if else Accumulator()
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -10,7 +10,7 @@ import click
 from latencymap.cli.common import EXIT_OK
 from latencymap.cli.options import display_options
 from latencymap.core.accumulator import DEFAULT_HISTORY
-from latencymap.core.model import Flow, Notice
+from latencymap.core.model import Flow, FlowItem, Notice, unrolled
 from latencymap.flow.pipeline import limited, strict
 
 if TYPE_CHECKING:
@@ -31,8 +31,10 @@ def emit(flow: Flow, compat: bool, profile: ProfileSession | None = None) -> int
     return EXIT_OK
 
 
-def prepare(flow: Flow, kw: dict[str, Any], source: str = "input", profile: ProfileSession | None = None) -> Flow:
-    """Strict mode, limits, profiling and recording, as the command's options ask."""
+def prepare(flow: Iterator[FlowItem], kw: dict[str, Any], source: str = "input",
+            profile: ProfileSession | None = None) -> Iterator[FlowItem]:
+    """Strict mode, limits, profiling and recording, as the command's options ask (the last two take intervals one
+    by one)."""
     options = dict(kw)
     if "history" in options:  # what was kept, in the header: a budget or a number of columns, as the option says it
         options["history"] = str(options["history"] or DEFAULT_HISTORY)
@@ -42,7 +44,7 @@ def prepare(flow: Flow, kw: dict[str, Any], source: str = "input", profile: Prof
     if profile is not None:
         from latencymap.profiling.session import profiled  # py-spy's machinery loads only for commands that use it
 
-        flow = profiled(flow, profile)
+        flow = profiled(unrolled(flow), profile)
     path, force, compat = kw.pop("record_path", None), kw.pop("force", False), kw.pop("compat", False)
     if path:
         from latencymap.flow.recording import Recorder, read_ahead, recorded
@@ -50,7 +52,7 @@ def prepare(flow: Flow, kw: dict[str, Any], source: str = "input", profile: Prof
         recorder = Recorder(path, force=force, compat=compat, source=source, options=options)
         if profile is not None:
             profile.record_to(recorder)
-        flow = read_ahead(recorded(flow, recorder))  # records as they arrive, however the view is paced
+        flow = read_ahead(recorded(unrolled(flow), recorder))  # records as they arrive, however the view is paced
     return flow
 
 

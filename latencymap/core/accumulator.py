@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from latencymap.core import columns
 from latencymap.core.columns import Chunk
 from latencymap.core.history import EXACT, GAP, RESET, TIMED, ColumnStats, StreamHistory, Totals
-from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.core.model import Interval, IntervalRun, Notice, StreamId
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_bytes
 
@@ -102,13 +102,16 @@ class Accumulator:
         assert isinstance(self.cap, HistoryLimit)
         return self.cap
 
-    def add(self, items: Iterable[Interval | Notice]) -> int:
+    def add(self, items: Iterable[Interval | IntervalRun | Notice]) -> int:
         """Append a batch of items; returns the number of intervals added."""
         batches: dict[StreamId, list[Interval]] = {}
         added = 0
         for item in items:
             if isinstance(item, Notice):
                 self.note(item)
+            elif isinstance(item, IntervalRun):
+                self._add_run(item, batches)
+                added += len(item)
             else:
                 batches.setdefault(item.stream, []).append(item)
                 added += 1
@@ -117,16 +120,33 @@ class Accumulator:
                     if totals is None:
                         totals = self.sources[item.stream] = SourceTotals(tuple(item.source_buckets.bounds))
                     totals.add(item.source_buckets)
-        for stream, batch in batches.items():
-            hist = self.history(stream)
-            before = hist.sealed_bytes
-            hist.extend(batch)
-            self._sealed += hist.sealed_bytes - before
+        self._flush(batches)
         self.intervals_seen += added
         budget = self.limit.budget
         if budget is not None and self._sealed + self._other > budget:
             self._enforce(budget)
         return added
+
+    def _add_run(self, run: IntervalRun, batches: dict[StreamId, list[Interval]]) -> None:
+        """Append a run's rows stream by stream, after the intervals of this batch that came before it."""
+        self._flush(batches)
+        groups: dict[StreamId, list[int]] = {}
+        for i, stream in enumerate(run.streams):
+            groups.setdefault(stream, []).append(i)
+        for stream, rows in groups.items():
+            hist = self.history(stream)
+            before = hist.sealed_bytes
+            hist.extend_run(run, None if len(rows) == len(run) else rows)
+            self._sealed += hist.sealed_bytes - before
+
+    def _flush(self, batches: dict[StreamId, list[Interval]]) -> None:
+        """Append the intervals gathered per stream, and forget them."""
+        for stream, batch in batches.items():
+            hist = self.history(stream)
+            before = hist.sealed_bytes
+            hist.extend(batch)
+            self._sealed += hist.sealed_bytes - before
+        batches.clear()
 
     def room_for(self, count: int) -> bool:
         """Whether appending `count` columns to one stream in one `add` surely drops none for the memory budget."""
@@ -180,12 +200,12 @@ class Accumulator:
 BATCH = 4096
 
 
-def accumulate(items: Iterable[Interval | Notice], acc: Accumulator | None = None,
+def accumulate(items: Iterable[Interval | IntervalRun | Notice], acc: Accumulator | None = None,
                on_notice: Callable[[Notice], None] | None = None) -> Accumulator:
     """Every item of `items` in `acc` (a new one under the default budget by default), appended in batches; notices
     to `on_notice`."""
     acc = Accumulator() if acc is None else acc
-    batch: list[Interval | Notice] = []
+    batch: list[Interval | IntervalRun | Notice] = []
     size = BATCH
     try:
         for item in items:

@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from latencymap.core.model import Interval, Notice, Snapshot, SnapshotRun, StreamId
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId, unrolled
 
 DAY_US = 86_400_000_000
 #: A time of day that drops by more than a day less this has passed midnight.
@@ -123,17 +124,19 @@ class Differ:
                       "(microseconds since midnight) that passed midnight; a day (86400 s) added to this record and "
                       "to each later one at every midnight", skipped=0)
 
-    def push_run(self, run: SnapshotRun) -> list[Interval | Notice]:
-        """What pushing each row of `run` in turn gives, computed per stream in bulk."""
+    def push_run(self, run: SnapshotRun) -> list[Interval | IntervalRun | Notice]:
+        """What pushing each row of `run` in turn gives, computed per stream in bulk: one IntervalRun when every
+        stream's rows were diffed in bulk, else Intervals and Notices one by one."""
         out: list[Interval | Notice | None] = [None] * len(run)
         groups: dict[StreamId, list[int]] = {}
         for i, stream in enumerate(run.streams):
             groups.setdefault(stream, []).append(i)
         extra: dict[int, list[Interval | Notice]] = {}  # rollover notices, said before their row's interval
+        cols = _Columns(len(run))
         self._in_run = True
         try:
             for stream, rows in groups.items():
-                if not self._push_group(stream, rows, run, out):
+                if not self._push_group(stream, rows, run, cols):
                     for i in rows:
                         got = self.push_items(run.snapshot(i))
                         if got:
@@ -142,6 +145,11 @@ class Differ:
                                 extra[i] = got[:-1]
         finally:
             self._in_run = False
+        made = np.flatnonzero(cols.made)
+        if not extra and all(item is None for item in out):
+            return [cols.run(made, run)] if made.size else []
+        for i, iv in zip(made.tolist(), cols.run(made, run).intervals(), strict=True):
+            out[i] = iv
         if extra:  # streams are diffed one after the other: say the rollover of the earliest row, as one by one
             first = min(extra)
             self._said_rollover = True
@@ -149,8 +157,7 @@ class Differ:
                     if x is not None]
         return [item for item in out if item is not None]
 
-    def _push_group(self, stream: StreamId, rows: list[int], run: SnapshotRun,
-                    out: list[Interval | Notice | None]) -> bool:
+    def _push_group(self, stream: StreamId, rows: list[int], run: SnapshotRun, cols: _Columns) -> bool:
         """Diff one stream's rows of a run in bulk; False (nothing done) when a row needs the one-by-one path."""
         pick = slice(rows[0], rows[-1] + 1) if len(rows) == rows[-1] - rows[0] + 1 else rows
         counts, present, micros = run.counts[pick], run.present[pick], run.micros[pick]
@@ -163,14 +170,14 @@ class Differ:
         held = present.any(axis=0) if prev is None else present.any(axis=0) | (prev.counts != 0)
         missing = ~present.all(axis=0) & held
         if missing.any():
-            cols = np.flatnonzero(missing)
-            last = np.where(present[:, cols], np.arange(len(rows))[:, None], -1)
+            slots = np.flatnonzero(missing)
+            last = np.where(present[:, slots], np.arange(len(rows))[:, None], -1)
             np.maximum.accumulate(last, axis=0, out=last)
-            filled = np.take_along_axis(counts[:, cols], np.maximum(last, 0), axis=0)
+            filled = np.take_along_axis(counts[:, slots], np.maximum(last, 0), axis=0)
             if prev is not None:
-                filled = np.where(last >= 0, filled, prev.counts[cols])
+                filled = np.where(last >= 0, filled, prev.counts[slots])
             counts = counts.copy()
-            counts[:, cols] = filled
+            counts[:, slots] = filled
         if prev is not None:
             full = np.vstack((prev.counts, counts))
             times = np.concatenate((np.asarray([prev.micros], dtype=np.int64), micros))
@@ -185,21 +192,22 @@ class Differ:
             if not bool(run.present[pick].all()):
                 return False  # a restart makes missing buckets 0: the one-by-one path knows
             diffs[dropped] = full[1:][dropped]
-        seconds, micro, reset = (times / 1e6).tolist(), times.tolist(), resets.tolist()
-        first = 0 if prev is not None else 1
+        seconds = times / 1e6
         self._behind.pop(stream, None)
-        dates = run.dates
-        for d, delta in enumerate(diffs):
-            i = rows[d + first]
-            out[i] = Interval(stream, seconds[d], seconds[d + 1], delta, None, reset[d], False, dates[i],
-                              (micro[d + 1] - micro[d]) / 1e6)
+        made = rows[0 if prev is not None else 1:]
+        cols.start[made], cols.end[made], cols.duration[made] = seconds[:-1], seconds[1:], np.diff(times) / 1e6
+        cols.counts[made], cols.reset[made], cols.made[made] = diffs, resets, True
         i = rows[-1]
-        self._last[stream] = Snapshot(stream, seconds[-1], counts[-1], None, dates[i], run.lines[i], present[-1],
-                                      micro[-1])
+        self._last[stream] = Snapshot(stream, float(seconds[-1]), counts[-1], None, run.dates[i], run.lines[i],
+                                      present[-1], int(times[-1]))
         return True
 
-    def run(self, items: Iterable[Snapshot | SnapshotRun | Interval | Notice]) -> Iterator[Interval | Notice]:
+    def run(self, items: Iterable[Item]) -> Iterator[Interval | Notice]:
         """Pass Intervals and Notices through; diff Snapshots."""
+        return unrolled(self.run_columns(items))
+
+    def run_columns(self, items: Iterable[Item]) -> Iterator[Interval | IntervalRun | Notice]:
+        """`run`, with runs of intervals kept in columns (IntervalRuns) for consumers that take them in bulk."""
         for item in items:
             if isinstance(item, Snapshot):
                 yield from self.push_items(item)
@@ -207,6 +215,24 @@ class Differ:
                 yield from self.push_run(item)
             else:
                 yield item
+
+
+class _Columns:
+    """The intervals a run's rows give, filled stream by stream (`made`: the rows that gave one)."""
+
+    __slots__ = ("counts", "duration", "end", "made", "reset", "start")
+
+    def __init__(self, k: int) -> None:
+        self.start, self.end, self.duration = np.empty(k), np.empty(k), np.empty(k)
+        self.counts = np.empty((k, NSLOTS), dtype=np.int64)
+        self.reset, self.made = np.zeros(k, dtype=bool), np.zeros(k, dtype=bool)
+
+    def run(self, made: np.ndarray, snaps: SnapshotRun) -> IntervalRun:
+        """The rows `made` as an IntervalRun."""
+        rows = made.tolist()
+        return IntervalRun([snaps.streams[i] for i in rows], self.start[made], self.end[made], self.duration[made],
+                           self.counts[made], None, self.reset[made], np.zeros(len(rows), dtype=bool),
+                           [snaps.dates[i] for i in rows])
 
 
 def _shift(snap: Snapshot, micros: int) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from latencymap.core import columns
 from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
 from latencymap.core.columns import Block, Chunk, KeptMeta
-from latencymap.core.model import Interval, StreamId
+from latencymap.core.model import Interval, IntervalRun, StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates, safe_ratio
 
 #: Column flags: a counter reset, missing data, time exact (given by the source, or no events), time given.
@@ -57,32 +57,62 @@ class StreamHistory:
         k = len(intervals)
         if k == 0:
             return
-        self._dense = None
         if self.cap is not None and k > self.cap:
+            if any(iv.time is not None for iv in intervals[:-self.cap]):
+                self.timed = True  # the stream gives times, as when those columns came in an earlier batch
             self.dropped += k - self.cap
             intervals = intervals[-self.cap:]
             k = self.cap
         counts = np.empty((k, NSLOTS), dtype=np.int64)
         for i, iv in enumerate(intervals):
             counts[i] = iv.counts
+        timed = np.fromiter((iv.time is not None for iv in intervals), dtype=bool, count=k)
         time = None
-        if any(iv.time is not None for iv in intervals):
+        if timed.any():
             time = np.multiply(counts, self._mid)
             for j, iv in enumerate(intervals):
                 if iv.time is not None:
                     time[j] = iv.time
-            self.timed = True
-        empty: list[bool] = np.logical_not(counts.any(axis=1)).tolist()
-        flags = np.array([(EXACT | TIMED if iv.time is not None else EXACT if none else 0) | iv.reset * RESET
-                          | iv.gap * GAP for iv, none in zip(intervals, empty, strict=True)], dtype=np.uint8)
+        marks = np.array([(iv.reset, iv.gap) for iv in intervals], dtype=bool).reshape(k, 2)
         spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T
-        meta: dict[str, np.ndarray] = {"start": spans[0], "end": spans[1], "dur": spans[2], "flags": flags}
+        self.extend_columns(counts, time, timed, spans[0], spans[1], spans[2], marks[:, 0], marks[:, 1],
+                            intervals[-1].date)
+
+    def extend_run(self, run: IntervalRun, rows: list[int] | None = None) -> None:
+        """Append the rows `rows` of `run` (None: all of them) in bulk."""
+        pick: slice | list[int] = slice(None) if rows is None else rows
+        k = len(run) if rows is None else len(rows)
+        if k == 0:
+            return
+        if self.cap is not None and k > self.cap:
+            self.dropped += k - self.cap
+            pick = slice(len(run) - self.cap, None) if rows is None else rows[-self.cap:]
+        time = None if run.time is None else run.time[pick]  # the stream gives times even if all were dropped
+        timed = None if time is None else np.ones(len(time), dtype=bool)
+        self.extend_columns(run.counts[pick], time, timed, run.start[pick], run.end[pick], run.duration[pick],
+                            run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]])
+
+    def extend_columns(self, counts: np.ndarray, time: np.ndarray | None, timed: np.ndarray | None,
+                       start: np.ndarray, end: np.ndarray, dur: np.ndarray, reset: np.ndarray, gap: np.ndarray,
+                       date: str) -> None:
+        """Append columns given as arrays (at most `cap` of them): counts per slot, times per slot (exact in the
+        rows `timed`, estimates elsewhere; None: no row has them), spans, reset and gap marks, the last date."""
+        k = len(counts)
+        self._dense = None
+        if time is not None:
+            self.timed = True
+        estimated = counts.any(axis=1) if timed is None else counts.any(axis=1) & ~timed
+        flags = np.where(estimated, 0, EXACT).astype(np.uint8)
+        if timed is not None:
+            flags[timed] |= TIMED
+        flags |= reset.astype(np.uint8) * RESET | gap.astype(np.uint8) * GAP
+        meta: dict[str, np.ndarray] = {"start": start, "end": end, "dur": dur, "flags": flags}
         done = 0
         while done < k:
             take = min(self._size - self._hot.n, k - done)
             rows = slice(done, done + take)
-            self._hot.append(counts[rows], None if time is None else time[rows], meta["start"][rows],
-                             meta["end"][rows], meta["dur"][rows], meta["flags"][rows], self._mid, self._size)
+            self._hot.append(counts[rows], None if time is None else time[rows], start[rows], end[rows], dur[rows],
+                             flags[rows], self._mid, self._size)
             done += take
             if self._hot.n == self._size:
                 self._seal()
@@ -91,7 +121,7 @@ class StreamHistory:
             self._meta.append(meta)
         if self.cap is not None and self.n > self.cap:
             self._drop_front(self.n - self.cap)
-        self.dates = intervals[-1].date
+        self.dates = date
 
     def _seal(self) -> None:
         chunk = Chunk.seal(self._hot, self._mid)

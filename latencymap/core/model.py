@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,37 @@ class SnapshotRun:
 
 
 @dataclass(slots=True)
+class IntervalRun:
+    """Consecutive Intervals in columns (row `i` is one interval, of stream `streams[i]`), for consumers that take
+    them in bulk (the accumulator); `time` is None when no row has exact times, else every row has them."""
+
+    streams: list[StreamId]
+    start: np.ndarray
+    end: np.ndarray
+    duration: np.ndarray
+    counts: np.ndarray
+    time: np.ndarray | None
+    reset: np.ndarray
+    gap: np.ndarray
+    dates: list[str]
+
+    def __len__(self) -> int:
+        return len(self.streams)
+
+    def head(self, k: int) -> IntervalRun:
+        """The first `k` rows."""
+        return IntervalRun(self.streams[:k], self.start[:k], self.end[:k], self.duration[:k], self.counts[:k],
+                           None if self.time is None else self.time[:k], self.reset[:k], self.gap[:k], self.dates[:k])
+
+    def intervals(self) -> list[Interval]:
+        """Every row as an Interval."""
+        times = [None] * len(self.streams) if self.time is None else list(self.time)
+        return [Interval(*row) for row in zip(self.streams, self.start.tolist(), self.end.tolist(), self.counts,
+                                              times, self.reset.tolist(), self.gap.tolist(), self.dates,
+                                              self.duration.tolist(), strict=True)]
+
+
+@dataclass(slots=True)
 class Notice:
     """Something a reader skipped or wants said, in order with the data."""
 
@@ -115,9 +149,22 @@ class Notice:
 
 
 #: What readers and sources yield: cumulative snapshots (diffed into intervals downstream), intervals, notices.
-Item = Interval | Snapshot | SnapshotRun | Notice
+Item = Interval | IntervalRun | Snapshot | SnapshotRun | Notice
 #: What views, recorders and outputs take: intervals and notices, in order.
 Flow = Iterator[Interval | Notice]
+#: A flow whose intervals may come in columns (`column_flow`), for the accumulator.
+ColumnFlow = Iterator[Interval | IntervalRun | Notice]
+#: What a stage that takes either kind of flow passes on: the kind it was given.
+FlowItem = TypeVar("FlowItem", Interval | Notice, Interval | IntervalRun | Notice)
+
+
+def unrolled(items: Iterable[_T | IntervalRun]) -> Iterator[_T | Interval]:
+    """`items` with each IntervalRun given as its Intervals, one by one."""
+    for item in items:
+        if isinstance(item, IntervalRun):
+            yield from item.intervals()
+        else:
+            yield item
 
 
 def empty_counts() -> np.ndarray:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from latencymap.core.errors import InputError
-from latencymap.core.model import Item, SnapshotRun
+from latencymap.core.model import IntervalRun, Item, SnapshotRun
 from latencymap.plugins import Registry, TextFormat
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -198,10 +198,12 @@ def claiming_format(registry: Registry, path: str, forced: str | None = None) ->
 
 
 def _single(items: Iterator[Item]) -> Iterator[Item]:
-    """`items` with SnapshotRuns given row by row."""
+    """`items` with SnapshotRuns and IntervalRuns given row by row."""
     for item in items:
         if isinstance(item, SnapshotRun):
             yield from item.snapshots()
+        elif isinstance(item, IntervalRun):
+            yield from item.intervals()
         else:
             yield item
 
@@ -218,7 +220,8 @@ def read_input(
     """Items of one input. Raises InputError before yielding when it cannot be opened or identified.
 
     A format that claims the path reads it itself; otherwise the text is sniffed. With `runs`, a format may give
-    SnapshotRuns (for the differ); otherwise only single snapshots. The format read with is appended to `readers`.
+    SnapshotRuns (for the differ) and IntervalRuns; otherwise only single snapshots and intervals. The format read
+    with is appended to `readers`.
     """
     claimed = claiming_format(registry, path, forced_format)
     if claimed is not None:
@@ -254,11 +257,8 @@ def read_input(
 
     def generate() -> Iterator[Item]:
         try:
-            for item in reader.read_text(itertools.chain(seen, chunks), name):
-                if not runs and isinstance(item, SnapshotRun):
-                    yield from item.snapshots()
-                else:
-                    yield item
+            items = reader.read_text(itertools.chain(seen, chunks), name)
+            yield from items if runs else _single(items)
         finally:
             binary.close()
 

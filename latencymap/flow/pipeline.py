@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from latencymap.core.deltas import Differ
 from latencymap.core.errors import NothingReadable, StrictError
-from latencymap.core.model import Flow, Interval, Item, Notice
+from latencymap.core.model import ColumnFlow, Flow, FlowItem, Interval, IntervalRun, Item, Notice, unrolled
 from latencymap.flow.inputs import read_input
 from latencymap.plugins import Registry, TextFormat
 
@@ -27,12 +27,19 @@ def input_flow(paths: Sequence[str], registry: Registry, forced_format: str | No
     When every record of an input was skipped, NothingReadable is raised after the last input (with each such
     input's first error), so what the others gave is shown first.
     """
+    return unrolled(column_flow(paths, registry, forced_format, options, stdin, readers))
+
+
+def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | None = None,
+                options: dict[str, Any] | None = None, stdin: IO[bytes] | None = None,
+                readers: list[TextFormat] | None = None) -> ColumnFlow:
+    """`input_flow` with runs of intervals kept in columns (IntervalRuns), for consumers that take them in bulk."""
     inputs = [(read_input(p, registry, forced_format, options, stdin, runs=True, readers=readers), p)
               for p in (paths or ["-"])]
     unreadable = []
     for items, path in inputs:
         tally = _Tally()
-        yield from diffed(tally.count(items), path)
+        yield from Differ(name=path).run_columns(tally.count(items))
         if tally.skipped and not tally.read:
             name = "<stdin>" if path in ("-", "") else path
             unreadable.append(f"{name}: no record could be read ({tally.skipped} skipped); the first: {tally.first}")
@@ -58,7 +65,7 @@ class _Tally:
             yield item
 
 
-def strict(flow: Flow) -> Flow:
+def strict(flow: Iterator[FlowItem]) -> Iterator[FlowItem]:
     """Raise StrictError at the first Notice that skips something (notes that skip nothing pass)."""
     for item in flow:
         if isinstance(item, Notice) and item.skipped:
@@ -66,17 +73,19 @@ def strict(flow: Flow) -> Flow:
         yield item
 
 
-def limited(flow: Flow, count: int | None = None, duration: float | None = None,
-            clock: Callable[[], float] = time.monotonic) -> Flow:
+def limited(flow: Iterator[FlowItem], count: int | None = None, duration: float | None = None,
+            clock: Callable[[], float] = time.monotonic) -> Iterator[FlowItem]:
     """Stop after `count` intervals or `duration` seconds of wall time, whichever comes first."""
     seen = 0
     deadline = None if duration is None else clock() + duration
     if count is not None and count <= 0:
         return
     for item in flow:
+        if isinstance(item, IntervalRun) and count is not None and seen + len(item) > count:
+            item = item.head(count - seen)
         yield item
-        if isinstance(item, Interval):
-            seen += 1
+        if isinstance(item, Interval | IntervalRun):
+            seen += 1 if isinstance(item, Interval) else len(item)
             if count is not None and seen >= count:
                 return
         if deadline is not None and clock() >= deadline:

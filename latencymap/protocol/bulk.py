@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
-from latencymap.core.model import Interval, Item, Notice, Snapshot, SnapshotRun, StreamId
+from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import unit_seconds
 from latencymap.protocol.grammar import MICROSECONDS, Record, RecordError, parse_record_line
@@ -263,12 +263,30 @@ class FastPath:
         reader = self.reader
         items: list[Item] = []
         run: list[int] = []
+        spans: list[int] = []  # interval records whose times hold, of one kind (exact sums or none), in a row
         for entry in out:
-            if isinstance(entry, int):
+            if isinstance(entry, int) and good[entry]:
                 header = batch.headers[entry]
-                if good[entry] and not header[4] and header[2] is not None and not three[entry]:
+                micros = header[2]
+                if not header[4] and micros is not None and not three[entry]:
+                    if spans:
+                        items.append(self._intervals(spans, batch, rows))
+                        spans = []
                     run.append(entry)
                     continue
+                start = header[5] if header[5] is not None else (micros or 0) - 1_000_000
+                if header[4] and micros is not None and -_EXACT < start < micros < _EXACT:
+                    if run:
+                        items.append(self._run(run, batch, counts, present))
+                        run = []
+                    if spans and three[spans[0]] != three[entry]:
+                        items.append(self._intervals(spans, batch, rows))
+                        spans = []
+                    spans.append(entry)
+                    continue
+            if spans:
+                items.append(self._intervals(spans, batch, rows))
+                spans = []
             if run:
                 items.append(self._run(run, batch, counts, present))
                 run = []
@@ -282,9 +300,23 @@ class FastPath:
             else:
                 first_line, begin, stop = batch.texts[entry]
                 items.extend(reader.reread(first_line, buf[begin:stop]))
+        if spans:
+            items.append(self._intervals(spans, batch, rows))
         if run:
             items.append(self._run(run, batch, counts, present))
         return items
+
+    @staticmethod
+    def _intervals(picks: list[int], batch: _Batch, rows: _Rows) -> IntervalRun:
+        """Interval records `picks` (each with a timestamp after its start, both below 2**53 µs) in columns."""
+        headers = [batch.headers[i] for i in picks]
+        end = np.array([h[2] for h in headers], dtype=np.int64)
+        start = np.array([h[5] if h[5] is not None else h[2] - 1_000_000 for h in headers], dtype=np.int64)
+        pick = slice(picks[0], picks[-1] + 1) if len(picks) == picks[-1] - picks[0] + 1 else picks
+        sums = rows.sums[pick] if rows.three[picks[0]] and rows.sums is not None else None
+        return IntervalRun([h[0] for h in headers], start / 1e6, end / 1e6, (end - start) / 1e6, rows.counts[pick],
+                           sums, np.array(["reset" in h[6] for h in headers], dtype=bool),
+                           np.array(["gap" in h[6] for h in headers], dtype=bool), [h[3] for h in headers])
 
     @staticmethod
     def _run(rows: list[int], batch: _Batch, counts: np.ndarray, present: np.ndarray) -> SnapshotRun:

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from latencymap.core.model import Interval, Item, Notice, Snapshot, SnapshotRun, StreamId
+from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId
 from latencymap.protocol.bulk import FastPath
 from latencymap.protocol.grammar import (
     BEGIN,
@@ -58,7 +58,8 @@ class ProtocolReader:
     def read_chunks(self, chunks: Iterable[str], runs: bool = False) -> Iterator[Item]:
         """Read text in pieces of any size (the fast path for files and pipes), then close.
 
-        With `runs`, consecutive cumulative records come as SnapshotRuns for the differ to take in bulk.
+        With `runs`, consecutive cumulative records come as SnapshotRuns for the differ to take in bulk, and
+        consecutive interval records as IntervalRuns.
         """
         for chunk in chunks:
             yield from self._noted(self.feed_text(chunk, runs))
@@ -68,7 +69,8 @@ class ProtocolReader:
         """`items`, with the one notice that Oracle-looking records were read with the default datasource."""
         for item in items:
             if self._guessed and not self._told:
-                streams = item.streams if isinstance(item, SnapshotRun) else (getattr(item, "stream", None),)
+                streams = item.streams if isinstance(item, SnapshotRun | IntervalRun) \
+                    else (getattr(item, "stream", None),)
                 guessed = next((s for s in streams if s in self._guessed), None)
                 if guessed is not None:
                     self._told = True
@@ -86,6 +88,8 @@ class ProtocolReader:
         for item in self._fast.feed(text):
             if not runs and isinstance(item, SnapshotRun):
                 yield from item.snapshots()
+            elif not runs and isinstance(item, IntervalRun):
+                yield from item.intervals()
             else:
                 yield item
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from latencymap.core.deltas import Differ
-from latencymap.core.model import Interval, Notice, Snapshot, SnapshotRun
+from latencymap.core.model import Interval, Notice, Snapshot
 from latencymap.protocol import ProtocolReader
 
 
@@ -266,14 +266,7 @@ def test_timestamp_past_64_bits_is_a_bad_record_not_a_crash() -> None:
     notices = [i for i in items if isinstance(i, Notice)]
     assert len(notices) == 1 and "t.txt" in notices[0].message and "line 14" in notices[0].message
     assert "2**62" in notices[0].message
-    differ = Differ()
-    diffed: list[Any] = []
-    for item in items:
-        if isinstance(item, SnapshotRun):
-            diffed += differ.push_run(item)
-        elif isinstance(item, Snapshot):
-            diffed.append(differ.push(item))
-    intervals = [iv for iv in diffed if isinstance(iv, Interval)]
+    intervals = [iv for iv in Differ().run(items) if isinstance(iv, Interval)]
     assert [iv.counts[1:3].tolist() for iv in intervals] == [[2, 2], [3, 3]]
     assert by_chunks(text, [100]) == by_lines(text)
 

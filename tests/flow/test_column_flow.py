@@ -1,0 +1,123 @@
+"""Intervals in columns (IntervalRuns, `column_flow`) accumulate exactly as the line reader's intervals one by one."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from latencymap.core.accumulator import Accumulator, accumulate
+from latencymap.core.deltas import Differ
+from latencymap.core.errors import NothingReadable
+from latencymap.core.model import Interval, IntervalRun, Notice, StreamId
+from latencymap.flow.pipeline import column_flow, limited
+from latencymap.flow.recording import Recorder
+from latencymap.plugins import load_registry
+from latencymap.protocol import ProtocolReader
+
+REGISTRY = load_registry()
+
+
+def held(acc: Accumulator) -> dict[str, Any]:
+    """Everything an accumulator holds that a report or view reads."""
+    out: dict[str, Any] = {"messages": list(acc.messages), "skipped": acc.skipped, "seen": acc.intervals_seen}
+    for stream, h in acc.streams.items():
+        out[repr(stream)] = (h.n, h.dropped, h.timed, h.dates, h.counts_in().tolist(), h.time_in().tolist(),
+                             *(h.meta_in(name).tolist() for name in ("start", "end", "dur", "flags")))
+    return out
+
+
+def by_lines(path: Path) -> Iterator[Interval | Notice]:
+    """The flow of `path` read by the protocol's line reader, record by record (what the bulk path must equal)."""
+    return Differ(name=str(path)).run(ProtocolReader(str(path)).read(path.read_text().splitlines(True)))
+
+
+def both(path: Path, cap: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What accumulating `path` read line by line, and read in bulk in columns, holds."""
+    out = []
+    for flow in (by_lines, lambda p: column_flow([str(p)], REGISTRY)):
+        acc = Accumulator() if cap is None else Accumulator(cap=cap)
+        with contextlib.suppress(NothingReadable):  # raised after the last item: what was read is held
+            accumulate(flow(path), acc)
+        out.append(held(acc))
+    return out[0], out[1]
+
+
+RECORD = st.builds(
+    lambda label, start, width, rows, flags, three, kind: (label, start, width, rows, flags, three, kind),
+    st.sampled_from(["a", "b", "c"]), st.integers(0, 3), st.sampled_from([1_000_000, 250_000, 0, -5]),
+    st.lists(st.tuples(st.sampled_from([0, 1, 2, 4, 64, 1 << 20]), st.integers(0, 99),
+                       st.sampled_from([0.5, 0.0, 1e-7, 3.25])), max_size=4, unique_by=lambda r: r[0]),
+    st.sampled_from(["", "flags, reset\n", "flags, gap\n", "flags, reset, gap\n"]), st.booleans(),
+    st.sampled_from(["interval", "interval", "cumulative", "no start", "bad"]))
+
+
+def text_of(records: list[tuple[Any, ...]]) -> str:
+    """Interval records (with or without sums, start lines, flags), cumulative ones and broken ones, interleaved."""
+    out, now = [], 1_700_000_000_000_000
+    for label, start, width, rows, flags, three, kind in records:
+        now += 1_000_000 * (start + 1)
+        body = "".join(f"{v}, {c}, {s!r}\n" if three else f"{v}, {c}\n" for v, c, s in rows)
+        head = f"<begin record>\ntimestamp, microsec, {now}, d{now}\n"
+        if kind == "interval":
+            head += f"counts, interval\nstart, microsec, {now - width}\n"
+        elif kind == "no start":
+            head += "counts, interval\n"
+        elif kind == "bad":
+            body += "x, 1\n"
+        out.append(f"{head}latencyunit, microsec\nlabel, {label}\n{flags}{body}<end record>\n")
+    return "".join(out)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.lists(RECORD, min_size=1, max_size=30), st.sampled_from([None, 1, 3]))
+def test_any_records_accumulate_alike_in_columns_and_one_by_one(tmp_path: Path, records: list[Any],
+                                                                cap: int | None) -> None:
+    path = tmp_path / "mixed.txt"
+    path.write_text(text_of(records))
+    one, cols = both(path, cap)
+    assert cols == one
+
+
+def test_a_recording_accumulates_alike_and_in_runs(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    streams = [StreamId(f"disk{k}", "bpf", "microsec") for k in range(3)]
+    path = tmp_path / "rec.txt"
+    rec = Recorder(str(path))
+    for c in range(400):
+        for k, stream in enumerate(streams):
+            counts = np.zeros(64, dtype=np.int64)
+            counts[9:13] = rng.poisson(20, 4)
+            time = counts * 1e-3 * rng.uniform(1, 2, 64) if k != 1 else None  # one stream without exact times
+            rec.write(Interval(stream, 1e9 + c, 1e9 + c + 1, counts, time, reset=c % 97 == 5, gap=c % 89 == 3))
+    rec.close()
+    one, cols = both(path)
+    assert cols == one and one["seen"] == 1200
+    runs = [item for item in column_flow([str(path)], REGISTRY) if isinstance(item, IntervalRun)]
+    assert runs and sum(len(r) for r in runs) == 1200
+
+
+@pytest.mark.parametrize("count", [1, 7, 100, 1199, 1200, 5000])
+def test_a_count_limit_cuts_a_run_where_it_cuts_intervals(tmp_path: Path, count: int) -> None:
+    path = tmp_path / "rec.txt"
+    rec = Recorder(str(path))
+    for c in range(1200):
+        rec.write(Interval(StreamId("x", "bpf", "microsec"), 1e9 + c, 1e9 + c + 1, np.arange(64, dtype=np.int64)))
+    rec.close()
+    one = held(accumulate(limited(by_lines(path), count)))
+    cols = held(accumulate(limited(column_flow([str(path)], REGISTRY), count)))
+    assert cols == one and one["seen"] == min(count, 1200)
+
+
+def test_cumulative_records_diff_into_runs(example_data: Path) -> None:
+    items = list(column_flow([str(example_data)], REGISTRY))
+    assert any(isinstance(item, IntervalRun) for item in items)
+    one, cols = both(example_data)
+    assert cols == one

@@ -207,14 +207,17 @@ def accumulate(items: Iterable[Interval | IntervalRun | Notice], acc: Accumulato
     acc = Accumulator() if acc is None else acc
     batch: list[Interval | IntervalRun | Notice] = []
     size = BATCH
+    held = 0  # intervals in `batch`: a run counts its rows, so a batch never holds more columns than `size`
     try:
         for item in items:
             if on_notice is not None and isinstance(item, Notice):
                 on_notice(item)
             batch.append(item)
-            if len(batch) >= size:
+            held += len(item) if isinstance(item, IntervalRun) else 1
+            if held >= size:
                 acc.add(batch)
                 batch.clear()
+                held = 0
                 size = min(16 * BATCH, max(BATCH, 16 * len(acc.streams)))  # many streams: a few columns each per add
     finally:  # a flow that fails keeps what it gave
         acc.add(batch)

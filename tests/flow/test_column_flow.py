@@ -121,3 +121,23 @@ def test_cumulative_records_diff_into_runs(example_data: Path) -> None:
     assert any(isinstance(item, IntervalRun) for item in items)
     one, cols = both(example_data)
     assert cols == one
+
+
+def test_runs_are_appended_a_batch_of_columns_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch counts a run's rows: runs of a big recording never wait in memory for one huge append."""
+    from latencymap.core import accumulator
+
+    k = 1000
+    stream = StreamId("x", "bpf", "microsec")
+
+    def run(i: int) -> IntervalRun:
+        start = 1e9 + i * k + np.arange(k, dtype=np.float64)
+        return IntervalRun([stream] * k, start, start + 1, np.ones(k), np.ones((k, 64), dtype=np.int64), None,
+                           np.zeros(k, dtype=bool), np.zeros(k, dtype=bool), [""] * k)
+
+    sizes: list[int] = []
+    add = Accumulator.add
+    monkeypatch.setattr(Accumulator, "add", lambda self, items: sizes.append(sum(map(len, items))) or add(self, items))
+    acc = accumulate(run(i) for i in range(20))
+    assert acc.intervals_seen == 20 * k and sum(sizes) == 20 * k
+    assert len(sizes) > 1 and max(sizes) <= accumulator.BATCH + k

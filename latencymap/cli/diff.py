@@ -8,7 +8,7 @@ import click
 
 from latencymap.cli.common import EXIT_OK, REGISTRY, guarded
 from latencymap.core.accumulator import accumulate
-from latencymap.flow.pipeline import input_flow
+from latencymap.flow.pipeline import column_flow
 from latencymap.outputs.compare import compare, compare_text
 from latencymap.outputs.files import write_text
 
@@ -25,8 +25,8 @@ def diff(baseline: str, candidate: str, out_format: str, input_format: str | Non
     """Compare two inputs: per-bucket share changes, percentile deltas, bands that appeared or vanished."""
 
     def body() -> int:
-        base = accumulate(input_flow([baseline], REGISTRY, input_format))
-        cand = accumulate(input_flow([candidate], REGISTRY, input_format))
+        base = accumulate(column_flow([baseline], REGISTRY, input_format))
+        cand = accumulate(column_flow([candidate], REGISTRY, input_format))
         result = compare(base, cand)
         text = json.dumps(result) + "\n" if out_format == "json" else compare_text(result)
         write_text(text, output)

@@ -9,7 +9,7 @@ import click
 from latencymap.cli.common import EXAMPLES, REGISTRY, guarded
 from latencymap.cli.options import view_options
 from latencymap.cli.running import prepare, show
-from latencymap.flow.pipeline import input_flow
+from latencymap.flow.pipeline import column_flow, input_flow
 from latencymap.flow.recording import windowed
 from latencymap.flow.replay import BurstScan, ReplayClock
 
@@ -31,7 +31,9 @@ def replay(path: str, speed: float, as_fast: bool, start: float | None, end: flo
         flow = windowed(input_flow([path], REGISTRY), start, end)
         bursts = None
         if not (kw["plain"] or kw["once"] or kw.get("emit")):  # the TUI's `n` key: where the bursts are
-            bursts = BurstScan(lambda: windowed(input_flow([path], REGISTRY), start, end)).start()
+            whole = start is None and end is None  # the whole input: read in columns, as `report` reads
+            bursts = BurstScan(lambda: column_flow([path], REGISTRY) if whole
+                               else windowed(input_flow([path], REGISTRY), start, end)).start()
         from latencymap.profiling.session import profile_session
 
         with profile_session(kw, [path]) as profile:

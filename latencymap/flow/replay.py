@@ -12,7 +12,7 @@ import numpy as np
 
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator
-from latencymap.core.model import Flow, Interval
+from latencymap.core.model import ColumnFlow, Flow, Interval
 from latencymap.core.percentiles import median_of
 
 SPEEDS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
@@ -172,7 +172,7 @@ def next_burst(bursts: Sequence[float], after: float) -> float | None:
 class BurstScan:
     """Reads a whole input in a background thread to find its bursts before the replay gets there."""
 
-    def __init__(self, make_flow: Callable[[], Flow]) -> None:
+    def __init__(self, make_flow: Callable[[], ColumnFlow]) -> None:
         self.bursts: list[float] | None = None
         self.error: str | None = None
         self._make_flow = make_flow

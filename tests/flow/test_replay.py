@@ -5,13 +5,17 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval, StreamId
+from latencymap.flow.pipeline import column_flow, input_flow
+from latencymap.flow.recording import Recorder
 from latencymap.flow.replay import BurstScan, ReplayClock, burst_starts, next_burst, parse_seek
+from latencymap.plugins import load_registry
 
 S = StreamId("io", "bpf", "microsec")
 
@@ -143,3 +147,21 @@ def test_burst_scan_runs_in_the_background() -> None:
     broken = BurstScan(lambda: (_ for _ in ()).throw(OSError("gone"))).start()
     broken.join(5)
     assert broken.bursts is None and broken.error == "OSError: gone"
+
+
+def test_burst_scan_of_a_recording_read_in_columns_finds_the_same_bursts(tmp_path: Path) -> None:
+    acc = bursty()
+    hist = next(iter(acc.streams.values()))
+    path = tmp_path / "bursty.zst"
+    rec = Recorder(str(path))
+    for s, e, c in zip(hist.start, hist.end, hist.counts, strict=True):
+        rec.write(Interval(S, float(s), float(e), c.copy()))
+    rec.close()
+    registry = load_registry()
+    found = []
+    for flow in (lambda: column_flow([str(path)], registry), lambda: input_flow([str(path)], registry)):
+        scan = BurstScan(flow).start()
+        scan.join(30)
+        assert scan.error is None
+        found.append(scan.bursts)
+    assert found[0] == found[1] == burst_starts(acc) and len(found[0] or []) == 2

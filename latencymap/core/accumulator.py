@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from latencymap.core import columns
 from latencymap.core.columns import Chunk
 from latencymap.core.history import EXACT, GAP, RESET, TIMED, ColumnStats, StreamHistory, Totals
-from latencymap.core.model import Interval, IntervalRun, Notice, StreamId
+from latencymap.core.model import Interval, IntervalRun, Notice, StreamId, rows_by_stream
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_bytes
 
@@ -130,23 +130,24 @@ class Accumulator:
     def _add_run(self, run: IntervalRun, batches: dict[StreamId, list[Interval]]) -> None:
         """Append a run's rows stream by stream, after the intervals of this batch that came before it."""
         self._flush(batches)
-        groups: dict[StreamId, list[int]] = {}
-        for i, stream in enumerate(run.streams):
-            groups.setdefault(stream, []).append(i)
-        for stream, rows in groups.items():
-            hist = self.history(stream)
-            before = hist.sealed_bytes
-            hist.extend_run(run, None if len(rows) == len(run) else rows)
-            self._sealed += hist.sealed_bytes - before
+        for stream, rows in rows_by_stream(run.streams).items():
+            self._append(stream, run, None if len(rows) == len(run) else rows)
 
     def _flush(self, batches: dict[StreamId, list[Interval]]) -> None:
         """Append the intervals gathered per stream, and forget them."""
         for stream, batch in batches.items():
-            hist = self.history(stream)
-            before = hist.sealed_bytes
-            hist.extend(batch)
-            self._sealed += hist.sealed_bytes - before
+            self._append(stream, batch)
         batches.clear()
+
+    def _append(self, stream: StreamId, columns: list[Interval] | IntervalRun, rows: list[int] | None = None) -> None:
+        """Append intervals (or the rows `rows` of a run) to the stream's history, counting what that sealed."""
+        hist = self.history(stream)
+        before = hist.sealed_bytes
+        if isinstance(columns, IntervalRun):
+            hist.extend_run(columns, rows)
+        else:
+            hist.extend(columns)
+        self._sealed += hist.sealed_bytes - before
 
     def room_for(self, count: int) -> bool:
         """Whether appending `count` columns to one stream in one `add` surely drops none for the memory budget."""

@@ -24,7 +24,17 @@ from collections.abc import Callable, Iterable, Iterator
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
-from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId, unrolled
+from latencymap.core.model import (
+    Interval,
+    IntervalRun,
+    Item,
+    Notice,
+    Snapshot,
+    SnapshotRun,
+    StreamId,
+    rows_by_stream,
+    unrolled,
+)
 
 DAY_US = 86_400_000_000
 #: A time of day that drops by more than a day less this has passed midnight.
@@ -128,9 +138,7 @@ class Differ:
         """What pushing each row of `run` in turn gives, computed per stream in bulk: one IntervalRun when every
         stream's rows were diffed in bulk, else Intervals and Notices one by one."""
         out: list[Interval | Notice | None] = [None] * len(run)
-        groups: dict[StreamId, list[int]] = {}
-        for i, stream in enumerate(run.streams):
-            groups.setdefault(stream, []).append(i)
+        groups = rows_by_stream(run.streams)
         extra: dict[int, list[Interval | Notice]] = {}  # rollover notices, said before their row's interval
         cols = _Columns(len(run))
         self._in_run = True

@@ -158,6 +158,25 @@ ColumnFlow = Iterator[Interval | IntervalRun | Notice]
 FlowItem = TypeVar("FlowItem", Interval | Notice, Interval | IntervalRun | Notice)
 
 
+def one_by_one(items: Iterable[Item]) -> Iterator[Item]:
+    """`items` with each SnapshotRun and IntervalRun given row by row."""
+    for item in items:
+        if isinstance(item, SnapshotRun):
+            yield from item.snapshots()
+        elif isinstance(item, IntervalRun):
+            yield from item.intervals()
+        else:
+            yield item
+
+
+def rows_by_stream(streams: list[StreamId]) -> dict[StreamId, list[int]]:
+    """The rows of a run (SnapshotRun, IntervalRun) of each stream, in order."""
+    groups: dict[StreamId, list[int]] = {}
+    for i, stream in enumerate(streams):
+        groups.setdefault(stream, []).append(i)
+    return groups
+
+
 def unrolled(items: Iterable[_T | IntervalRun]) -> Iterator[_T | Interval]:
     """`items` with each IntervalRun given as its Intervals, one by one."""
     for item in items:

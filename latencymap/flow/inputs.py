@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from latencymap.core.errors import InputError
-from latencymap.core.model import IntervalRun, Item, SnapshotRun
+from latencymap.core.model import Item, one_by_one
 from latencymap.plugins import Registry, TextFormat
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -197,17 +197,6 @@ def claiming_format(registry: Registry, path: str, forced: str | None = None) ->
     return None
 
 
-def _single(items: Iterator[Item]) -> Iterator[Item]:
-    """`items` with SnapshotRuns and IntervalRuns given row by row."""
-    for item in items:
-        if isinstance(item, SnapshotRun):
-            yield from item.snapshots()
-        elif isinstance(item, IntervalRun):
-            yield from item.intervals()
-        else:
-            yield item
-
-
 def read_input(
     path: str,
     registry: Registry,
@@ -229,7 +218,7 @@ def read_input(
         if readers is not None:
             readers.append(owner)
         items = owner.open_path(path)
-        return items if runs else _single(items)
+        return items if runs else one_by_one(items)
     binary, name = _open_binary(path, stdin)
     # Formats may read longer lines (`max_line`): sniff with the longest, then cut to the chosen format's.
     limit = [max((getattr(f, "max_line", MAX_LINE) for f in registry.formats.values()), default=MAX_LINE)]
@@ -258,7 +247,7 @@ def read_input(
     def generate() -> Iterator[Item]:
         try:
             items = reader.read_text(itertools.chain(seen, chunks), name)
-            yield from items if runs else _single(items)
+            yield from items if runs else one_by_one(items)
         finally:
             binary.close()
 

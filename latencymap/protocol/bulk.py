@@ -20,7 +20,7 @@ from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BO
 from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import unit_seconds
-from latencymap.protocol.grammar import MICROSECONDS, Record, RecordError, parse_record_line
+from latencymap.protocol.grammar import MICROSECONDS, Record, RecordError, interval_start, parse_record_line
 
 BEGIN_LINE = "<begin record>\n"
 END_LINE = "\n<end record>\n"
@@ -274,8 +274,7 @@ class FastPath:
                         spans = []
                     run.append(entry)
                     continue
-                start = header[5] if header[5] is not None else (micros or 0) - 1_000_000
-                if header[4] and micros is not None and -_EXACT < start < micros < _EXACT:
+                if header[4] and micros is not None and -_EXACT < interval_start(micros, header[5]) < micros < _EXACT:
                     if run:
                         items.append(self._run(run, batch, counts, present))
                         run = []
@@ -311,7 +310,7 @@ class FastPath:
         """Interval records `picks` (each with a timestamp after its start, both below 2**53 µs) in columns."""
         headers = [batch.headers[i] for i in picks]
         end = np.array([h[2] for h in headers], dtype=np.int64)
-        start = np.array([h[5] if h[5] is not None else h[2] - 1_000_000 for h in headers], dtype=np.int64)
+        start = np.array([interval_start(h[2], h[5]) for h in headers], dtype=np.int64)
         pick = slice(picks[0], picks[-1] + 1) if len(picks) == picks[-1] - picks[0] + 1 else picks
         sums = rows.sums[pick] if rows.three[picks[0]] and rows.sums is not None else None
         return IntervalRun([h[0] for h in headers], start / 1e6, end / 1e6, (end - start) / 1e6, rows.counts[pick],

@@ -297,6 +297,11 @@ def _item(rec: Record, stream: StreamId) -> Snapshot | Interval:
     return item
 
 
+def interval_start(micros: int, start_micros: int | None) -> int:
+    """Where a per-interval record starts: its start line, else one second before its timestamp."""
+    return start_micros if start_micros is not None else micros - 1_000_000
+
+
 def make_item(stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
               start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,
               sums: np.ndarray | None) -> Snapshot | Interval:
@@ -304,7 +309,7 @@ def make_item(stream: StreamId, first_line: int, micros: int | None, date: str, 
     if per_interval:
         if micros is None:
             raise RecordError(first_line, "a 'counts, interval' record needs a timestamp line")
-        start_us = start_micros if start_micros is not None else micros - 1_000_000
+        start_us = interval_start(micros, start_micros)
         if start_us >= micros:
             raise RecordError(first_line, "interval start is not before its timestamp")
         return Interval(stream, start_us / 1e6, micros / 1e6, counts, sums, reset="reset" in flags,

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId
+from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId, one_by_one
 from latencymap.protocol.bulk import FastPath
 from latencymap.protocol.grammar import (
     BEGIN,
@@ -85,13 +85,8 @@ class ProtocolReader:
 
     def feed_text(self, text: str, runs: bool = False) -> Iterator[Item]:
         """Items of the records completed by `text`; an unfinished record waits for the next call."""
-        for item in self._fast.feed(text):
-            if not runs and isinstance(item, SnapshotRun):
-                yield from item.snapshots()
-            elif not runs and isinstance(item, IntervalRun):
-                yield from item.intervals()
-            else:
-                yield item
+        items = self._fast.feed(text)
+        yield from items if runs else one_by_one(items)
 
     def in_record(self) -> bool:
         """True between a `<begin record>` line and its end."""

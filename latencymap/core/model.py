@@ -172,8 +172,13 @@ def one_by_one(items: Iterable[Item]) -> Iterator[Item]:
 def rows_by_stream(streams: list[StreamId]) -> dict[StreamId, list[int]]:
     """The rows of a run (SnapshotRun, IntervalRun) of each stream, in order."""
     groups: dict[StreamId, list[int]] = {}
+    last: StreamId | None = None
+    rows: list[int] = []
     for i, stream in enumerate(streams):
-        groups.setdefault(stream, []).append(i)
+        if stream is not last:  # rows of one stream come in stretches: hash (a tuple built each time) once per stretch
+            rows = groups.setdefault(stream, [])
+            last = stream
+        rows.append(i)
     return groups
 
 

@@ -15,6 +15,7 @@ from latencymap.core.model import StreamId
 from latencymap.tui.diffmap import DiffScreen
 from latencymap.tui.findings import FindingsPanel
 from latencymap.tui.heatmap import HeatMap
+from latencymap.tui.inspector import Inspector
 from latencymap.tui.keys import HelpScreen
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.percentiles import PercentileStrip
@@ -232,7 +233,13 @@ class MapActions(App[int]):
         self.push_screen(HelpScreen())
 
     def action_save(self) -> None:
-        """Save an SVG screenshot and a plain-text frame of the screen shown; say where."""
+        """Save an SVG screenshot and a plain-text frame of the screen shown; say where.
+
+        The panels (percentile strip, inspector, findings) follow the maps at most every PLOT_EVERY_S: in a fast
+        replay they may be columns behind. They are brought to the maps' column first, so the saved frame agrees.
+        """
+        if self.on_maps:
+            self.refresh_view(force=True)
         if not self.on_maps:
             plain = getattr(self.screen, "plain_lines", None)
             lines = plain() if callable(plain) else []
@@ -240,7 +247,7 @@ class MapActions(App[int]):
             lines = [str(self.maps.query_one(StatusBar).render()).rstrip(), ""]
             maps = self.maps
             for widget in [*maps.query(HeatMap), maps.query_one(PercentileStrip), maps.query_one(FindingsPanel),
-                           *maps.query(StragglersPanel)]:
+                           *maps.query(StragglersPanel), maps.query_one(Inspector)]:
                 if widget.display:
                     lines += [*widget.plain_lines(), ""]
         svg, txt = save_frame(self, lines)

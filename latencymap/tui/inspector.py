@@ -132,7 +132,8 @@ class Inspector(Static):
     """
 
     def __init__(self) -> None:
-        super().__init__(Text("Inspector: waiting for data"), id="inspector")
+        self._text = Text("Inspector: waiting for data")
+        super().__init__(self._text, id="inspector")
         self.inspection: Inspection | None = None
         self._shown: tuple | None = None
 
@@ -148,4 +149,9 @@ class Inspector(Static):
         text = inspection_chart(ins, selected_row)
         text.append("\n" * (gap + 1))
         text.append_text(inspection_summary(ins))
+        self._text = text
         self.update(text)
+
+    def plain_lines(self) -> list[str]:
+        """The inspector as text, for the saved plain-text frame."""
+        return [line.rstrip() for line in self._text.plain.splitlines()]

@@ -181,6 +181,33 @@ def test_s_saves_svg_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     run(app, scenario)
 
 
+def test_s_brings_the_panels_to_the_maps_before_saving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The panels repaint at most every PLOT_EVERY_S; a frame saved in between still shows one column everywhere."""
+    monkeypatch.chdir(tmp_path)
+    items = synthetic(40)
+    gate = threading.Event()
+    app = LatencyMapApp(gated(items, 20, gate), color_mode="truecolor")
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            panel = app.query_one(Inspector)
+            await wait_until(pilot, lambda: panel.inspection is not None and panel.inspection.first == 19)
+            monkeypatch.setattr("latencymap.tui.app.PLOT_EVERY_S", 3600.0)  # from now on, only forced repaints
+            gate.set()
+            await wait_until(pilot, lambda: app.ended and freq(app).spec.stop == 40)
+            await pilot.pause(0.2)
+            assert panel.inspection.first == 19  # the set-up holds: the maps moved on, the inspector did not
+            await pilot.press("s")
+            await pilot.pause()
+            assert panel.inspection.first == 39
+            svg, txt = app.saved
+            text = txt.read_text()
+            assert "column 39" in text and "column 19" not in text
+            assert "column 39" in svg.read_text().replace("&#160;", " ")
+
+    asyncio.run(main())
+
+
 @pytest.mark.parametrize(("key", "code"), [("q", 0), ("ctrl+c", 130)])
 def test_q_quits_with_zero_and_ctrl_c_as_interrupted(key: str, code: int) -> None:
     app = LatencyMapApp(iter(example_items()), color_mode="truecolor")

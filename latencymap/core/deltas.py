@@ -41,11 +41,11 @@ DAY_US = 86_400_000_000
 ROLLOVER_SLACK_US = 3_600_000_000
 
 
-def restarted(before: np.ndarray, after: np.ndarray, present: np.ndarray) -> bool:
-    """True when every counter non-zero `before` is lower or missing `after`, and one present is lower."""
-    was = before > 0
+def restarted(before: np.ndarray, after: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Per row (the last axis): every counter non-zero `before` is lower or missing `after`, and one present is
+    lower."""
     down = (after < before) & present
-    return bool(down.any()) and bool((down | ~present)[was].all())
+    return np.asarray(down.any(axis=-1) & (down | ~present | (before <= 0)).all(axis=-1))
 
 
 class Differ:
@@ -197,8 +197,11 @@ class Differ:
         dropped = diffs < 0
         resets = dropped.any(axis=1)
         if resets.any():
-            if not bool(run.present[pick].all()):
-                return False  # a restart makes missing buckets 0: the one-by-one path knows
+            # a restart (`restarted`) makes missing buckets 0 where they were carried forward: the one-by-one path
+            # knows; a drop that is not one (some counter still grew) is diffed here as it would be there
+            shown = present if prev is not None else present[1:]
+            if restarted(full[:-1][resets], full[1:][resets], shown[resets]).any():
+                return False
             diffs[dropped] = full[1:][dropped]
         seconds = times / 1e6
         self._behind.pop(stream, None)

@@ -256,6 +256,31 @@ def test_a_bucket_missing_from_a_whole_later_run_keeps_its_value(later: list[str
     assert not any(item[6] for item in found if item[0] == "iv")  # no reset
 
 
+def _record(second: int, rows: dict[int, int]) -> str:
+    lines = "".join(f"{value}, {count}\n" for value, count in rows.items())
+    return f"<begin record>\ntimestamp, microsec, {second}000000, d\nlabel, x\n{lines}<end record>\n"
+
+
+@pytest.mark.parametrize(("name", "after", "bulk"), [
+    ("one counter drops while another grows: a reset, not a restart", [{1: 2, 2: 12}, {1: 4}, {1: 5, 2: 13}], True),
+    ("a restart: every counter lower or missing", [{1: 2}, {1: 4, 2: 3}, {1: 5, 2: 12}], False),
+    ("a restart with every bucket present", [{1: 2, 2: 1}, {1: 4, 2: 3}], False),
+    ("a restart where a new bucket appears", [{1: 2, 4: 3}, {1: 4, 2: 3}], False),
+])
+def test_counter_drops_in_a_run_diff_as_one_snapshot_at_a_time(name: str, after: list[dict[int, int]], bulk: bool,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose counters drop is diffed in bulk unless a row is a restart, where missing buckets count from 0
+    instead of keeping their last value (the one-by-one path decides that)."""
+    one_by_one: list[int] = []
+    push_items = Differ.push_items
+    monkeypatch.setattr(Differ, "push_items", lambda self, snap: one_by_one.append(1) or push_items(self, snap))
+    text = "".join(_record(k + 1, rows) for k, rows in enumerate([{1: 5, 2: 7}, {1: 6, 2: 9}, *after]))
+    found = diffed_in_runs(text, [])
+    assert bool(one_by_one) is not bulk, name
+    assert found == diffed_by_lines(text), name
+    assert any(item[6] for item in found if item[0] == "iv"), name  # the drop is flagged as a reset
+
+
 def test_timestamp_past_64_bits_is_a_bad_record_not_a_crash() -> None:
     """Found by the fuzzer: a run of canonical records whose timestamp overflowed int64 raised OverflowError."""
     def record(micros: int, count: int) -> str:

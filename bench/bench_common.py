@@ -28,8 +28,9 @@ def machine() -> str:
 
 
 
-def compile_package() -> str:
-    """Write latencymap's bytecode (`__pycache__`), as `pip install` does, so fresh processes do not compile.
+def compile_package(checkout: Path | None = None) -> str:
+    """Write latencymap's bytecode (`__pycache__`), as `pip install` does, so fresh processes do not compile
+    (of the package imported, or of another `checkout` of the repository).
 
     An editable install only writes bytecode when a module is first imported, and not at all under
     PYTHONDONTWRITEBYTECODE (set on some machines here): every run then compiles ~60 modules from source
@@ -37,9 +38,12 @@ def compile_package() -> str:
     """
     import compileall
 
-    import latencymap
+    if checkout is None:
+        import latencymap
 
-    package = Path(latencymap.__file__).parent
+        package = Path(latencymap.__file__).parent
+    else:
+        package = checkout / "latencymap"
     # latencymap/sources is a link into ../sources, which compileall does not follow
     ok = all([compileall.compile_dir(str(root), quiet=1) for root in (package, (package / "sources").resolve())])
     return f"bytecode: written for latencymap and its sources (as pip install does){'' if ok else ', with errors'}"

@@ -7,6 +7,7 @@ import json
 import click
 
 from latencymap.cli.common import EXIT_OK, REGISTRY, guarded
+from latencymap.cli.launch import keep_freed_memory
 from latencymap.core.accumulator import accumulate
 from latencymap.flow.pipeline import column_flow
 from latencymap.outputs.compare import compare, compare_text
@@ -25,6 +26,7 @@ def diff(baseline: str, candidate: str, out_format: str, input_format: str | Non
     """Compare two inputs: per-bucket share changes, percentile deltas, bands that appeared or vanished."""
 
     def body() -> int:
+        keep_freed_memory()
         base = accumulate(column_flow([baseline], REGISTRY, input_format))
         cand = accumulate(column_flow([candidate], REGISTRY, input_format))
         result = compare(base, cand)

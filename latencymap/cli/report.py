@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from latencymap.cli.common import EXAMPLES, EXIT_FAIL, EXIT_OK, REGISTRY, guarded, guarded_source
+from latencymap.cli.launch import keep_freed_memory
 from latencymap.cli.options import format_kwargs, format_options, limit_options
 from latencymap.cli.running import prepare
 from latencymap.core.accumulator import Accumulator, accumulate
@@ -60,6 +61,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
     fmt_opts = format_kwargs(kw)
 
     def body() -> int:
+        keep_freed_memory()
         source = _report_source(list(inputs))
         readers: list[TextFormat] = []
         flow: ColumnFlow

@@ -7,7 +7,7 @@ import json
 import click
 
 from latencymap.cli.common import EXIT_OK, REGISTRY, guarded
-from latencymap.cli.launch import keep_freed_memory
+from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import accumulate
 from latencymap.flow.pipeline import column_flow
 from latencymap.outputs.compare import compare, compare_text

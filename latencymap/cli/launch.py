@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import sys
 import threading
 
-#: glibc's mallopt parameters: blocks up to this size come from the heap, not from a fresh mmap each time ...
-_M_MMAP_THRESHOLD, _MMAP_THRESHOLD = -3, 32 << 20
-#: ... and freed memory is given back to the kernel only when this much is free at the top of the heap.
-_M_TRIM_THRESHOLD, _TRIM_THRESHOLD = -1, 256 << 20
+from latencymap.cli.tuning import no_collection
 
 #: latencymap does no linear algebra, yet NumPy's OpenBLAS starts a spinning thread per core when it loads:
 #: about 0.1 s of CPU time on every start of a 2-core machine, more with more cores.
@@ -23,7 +21,8 @@ def main() -> None:
     if ours:
         os.environ[_BLAS_THREADS] = "1"
     try:
-        from latencymap.cli.main import main as cli_main
+        with no_collection():
+            from latencymap.cli.main import main as cli_main
     finally:
         if ours:
             os.environ.pop(_BLAS_THREADS, None)  # read once, when NumPy loaded OpenBLAS
@@ -33,6 +32,8 @@ def main() -> None:
         if isinstance(done.code, int | None) and nothing_left():
             os._exit(done.code or 0)
         raise
+    finally:
+        gc.unfreeze()  # the interpreter's own teardown then frees what the imports made, in its usual order
 
 
 def nothing_left() -> bool:
@@ -47,20 +48,3 @@ def nothing_left() -> bool:
     except (OSError, ValueError):  # a closed or broken pipe: the normal exit says so as it always did
         return False
     return True
-
-
-def keep_freed_memory() -> bool:
-    """Let a command that reads a whole input and ends (`report`, `diff`) reuse the memory it frees.
-
-    glibc serves blocks over 128 KB by mmap and gives freed memory back above 128 KB, so each chunk's buffers are
-    faulted in afresh: about 5,000 page faults and 10 ms of a 170 ms report of 5,000 records. Keeping it costs
-    nothing in a process that ends; the TUI, which runs for hours, keeps glibc's defaults. True when set (glibc)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes  # NumPy has loaded it already
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))

@@ -14,6 +14,7 @@ import click
 
 from latencymap import __version__
 from latencymap.cli.common import EXAMPLES, registry
+from latencymap.cli.tuning import no_collection
 
 #: Built-in commands: name -> (module, attribute, help as the command's docstring gives it).
 BUILTIN: dict[str, tuple[str, str, str]] = {
@@ -32,7 +33,8 @@ def _load(name: str) -> click.Command | None:
     """The command `name`: a built-in imported now, or a source plugin's subcommand built now; None if unknown."""
     if name in BUILTIN:
         module, attr, _ = BUILTIN[name]
-        command: click.Command = getattr(importlib.import_module(module), attr)
+        with no_collection():
+            command: click.Command = getattr(importlib.import_module(module), attr)
         return command
     src = registry().sources.get(name)
     if src is None:

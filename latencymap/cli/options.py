@@ -9,7 +9,7 @@ import click
 
 from latencymap.cli.common import REGISTRY
 from latencymap.core.accumulator import HistoryLimit, parse_history
-from latencymap.profiling.samples import DEFAULT_RATE
+from latencymap.profiling import DEFAULT_RATE
 
 if TYPE_CHECKING:
     from latencymap.views.options import ViewOptions

@@ -7,9 +7,9 @@ from typing import Any
 import click
 
 from latencymap.cli.common import EXAMPLES, EXIT_FAIL, EXIT_OK, REGISTRY, guarded, guarded_source
-from latencymap.cli.launch import keep_freed_memory
 from latencymap.cli.options import format_kwargs, format_options, limit_options
 from latencymap.cli.running import prepare
+from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.errors import InputError, NothingReadable
 from latencymap.core.model import ColumnFlow

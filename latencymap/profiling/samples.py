@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-DEFAULT_RATE = 100
+from latencymap.profiling import DEFAULT_RATE
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import subprocess
@@ -137,9 +138,22 @@ def spark_session(master: str | None = None) -> Any:
             .set("spark.ui.showConsoleProgress", "false"))
     if SparkContext._active_spark_context is None and SparkContext._gateway is None:
         fd, jvm_log = tempfile.mkstemp(prefix="latencymap-spark-", suffix=".log")
-        with os.fdopen(fd, "wb") as log:
+        os.close(fd)
+        log_python_side(jvm_log)
+        with open(jvm_log, "ab") as log:  # appending, as the Python side's lines are: neither overwrites the other
             SparkContext(conf=conf, gateway=launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log}))
     return SparkSession.builder.config(conf=conf).getOrCreate()
+
+
+def log_python_side(path: str) -> logging.Handler:
+    """Send this process's log records (py4j's, pyspark's) to the engine's log at `path`, not to stderr.
+
+    When the JVM dies, py4j logs the broken connection with `logging.exception`, which with no handler installs
+    one on stderr: a Python traceback under latencymap's own one-line message. Returns the handler installed."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    return handler
 
 
 def _drop_jvm_log() -> None:

@@ -34,3 +34,31 @@ def test_successful_engine_run_keeps_stderr_clean(tmp_path: Path) -> None:
     report = json.loads(run.stdout)
     assert sum(s["total"]["events"] for s in report["streams"]) == expected["task_end_events"]
     assert list(tmp_path.iterdir()) == []  # no log left behind after a successful run
+
+
+PY4J_FAILS = """
+import logging, sys
+from latencymap.sources.spark.engine import log_python_side
+if sys.argv[1] != "-":
+    log_python_side(sys.argv[1])
+try:
+    raise ConnectionResetError(104, "Connection reset by peer")
+except ConnectionResetError:
+    logging.exception("Exception while sending command.")  # as py4j's send_command does, when it gives up
+"""
+
+
+def test_py4j_errors_logged_in_this_process_go_to_the_engine_log(tmp_path: Path) -> None:
+    """py4j reports a connection that broke when the JVM died with `logging.exception`, which writes a traceback to
+    stderr when no handler is installed (seen once in a loaded run of the JVM-killed test); it goes to the log."""
+    def run(log: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", PY4J_FAILS, log], capture_output=True, text=True, timeout=60)
+
+    assert "Traceback" in run("-").stderr  # what the user saw
+    log = tmp_path / "engine.log"
+    log.write_bytes(b"a JVM line\n")
+    done = run(str(log))
+    assert done.returncode == 0 and done.stderr == ""
+    text = log.read_text()
+    assert text.startswith("a JVM line\n")
+    assert "root ERROR: Exception while sending command." in text and "ConnectionResetError" in text

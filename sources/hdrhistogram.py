@@ -34,7 +34,7 @@ from latencymap.core.model import Interval, Notice, StreamId, empty_counts
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
-from latencymap.sources.printed_histograms import unit_option
+from latencymap.sources.format_options import unit_option
 
 if TYPE_CHECKING:
     from latencymap.sources.hdrhistogram_codec import Folded, Settings

@@ -45,7 +45,7 @@ from latencymap.core.rebin import rebin_counts
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import unit_seconds
 from latencymap.plugins import Item, TextFormat
-from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, interval_option, unit_option
+from latencymap.sources.format_options import DEFAULT_INTERVAL, interval_option, unit_option
 
 DATASOURCE = "hdrhistogram"
 DEFAULT_UNIT = "millisec"

@@ -25,10 +25,10 @@ from latencymap.core.buckets import MAX_COUNT, NSLOTS
 from latencymap.core.model import Interval, Notice, Snapshot, StreamId
 from latencymap.core.units import normalize_unit
 from latencymap.plugins import Item, TextFormat
+from latencymap.sources.format_options import DEFAULT_INTERVAL, cumulative_option, interval_option, unit_option
 
 #: Prints per stream looked at before deciding between cumulative and per-interval counts.
 DETECT_PRINTS = 3
-DEFAULT_INTERVAL = 1.0
 #: Longest run of empty columns written one by one; a longer idle stretch becomes one empty column.
 MAX_EMPTY_COLUMNS = 1000
 FALLBACK_UNIT = "microsec"
@@ -40,39 +40,6 @@ _TIME_OF_DAY = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
 _DATE_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
 _EPOCH = re.compile(r"^1\d{9}(?:\.\d{1,9})?$")
 _UNIT_WORD = re.compile(r"[a-zµ]+")
-
-
-def _unit_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        return normalize_unit(value)
-    except ValueError as err:
-        raise click.BadParameter(str(err)) from None
-
-
-def interval_option() -> click.Option:
-    """`--interval`: seconds per column (shared by every reader that needs it, with one meaning)."""
-    return click.Option(
-        ["--interval"], type=click.FloatRange(min=0, min_open=True), default=DEFAULT_INTERVAL, show_default=True,
-        metavar="S", help="Seconds per column: how raw values and 10046 waits are grouped (input time), and the "
-                          "time between bpftrace/bcc prints that carry no timestamps.")
-
-
-def unit_option() -> click.Option:
-    """`--unit`: the latency unit when the input does not state it."""
-    return click.Option(
-        ["--unit"], default=None, callback=_unit_callback, metavar="UNIT",
-        help="Latency unit (ns, us, ms, s) of raw values (default us), of HdrHistogram logs (default ns) and of "
-             "bpftrace maps whose name does not say it (@usecs, @nsecs...); bcc headers state their own unit.")
-
-
-def cumulative_option() -> click.Option:
-    """`--cumulative/--per-interval`: how bpftrace/bcc counts behave (default: detected)."""
-    return click.Option(
-        ["--cumulative/--per-interval"], default=None,
-        help="bpftrace/bcc histograms: counts keep growing (map never cleared) or restart at every print "
-             "(cleared). Default: detected from the first prints of each map.")
 
 
 def column_spans(current: int, upto: int) -> list[tuple[int, int]]:

@@ -12,10 +12,6 @@ from latencymap.protocol.grammar import RECORDING_HEADER as HEADER_PREFIX
 if TYPE_CHECKING:
     import click
 
-#: What `--datasource` may say: the datasources whose bucket values the protocol defines.
-DATASOURCES = ("oracle", "bpf", "systemtap", "dtrace")
-
-
 class PyLatencyMapFormat(TextFormat):
     """`<begin record>` ... `<end record>` streams, as PyLatencyMap 1.3 and OraLatencyMap read."""
 
@@ -30,11 +26,9 @@ class PyLatencyMapFormat(TextFormat):
 
     @classmethod
     def params(cls) -> list[click.Parameter]:
-        import click
+        from latencymap.sources.format_options import datasource_option
 
-        return [click.Option(["--datasource"], type=click.Choice(DATASOURCES, case_sensitive=False), default=None,
-                             help="PyLatencyMap records: the datasource of records that have no 'datasource' line "
-                                  "(default bpf: bucket values are lower bounds; oracle: upper bounds).")]
+        return [datasource_option()]
 
     def _reader(self, name: str) -> ProtocolReader:
         datasource = self.options.get("datasource")

@@ -24,7 +24,8 @@ from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
-from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, column_spans, interval_option, unit_option
+from latencymap.sources.format_options import DEFAULT_INTERVAL, interval_option, time_unit_option, unit_option
+from latencymap.sources.printed_histograms import column_spans
 
 DEFAULT_UNIT = "microsec"
 DATASOURCE = "raw"
@@ -33,13 +34,6 @@ BATCH_LINES = 65536
 BATCH_SECONDS = 0.2
 #: Larger values (in the stream's unit) are no latencies, and their sums would overflow to infinity.
 MAX_VALUE = 1e30
-
-
-def _time_unit_callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    try:
-        return normalize_unit(value)
-    except ValueError as err:
-        raise click.BadParameter(str(err)) from None
 
 
 def _is_number(text: str) -> bool:
@@ -72,8 +66,7 @@ class RawValuesFormat(TextFormat):
     def params(cls) -> list[click.Parameter]:
         return [
             unit_option(),
-            click.Option(["--time-unit"], default="s", show_default=True, callback=_time_unit_callback,
-                         metavar="UNIT", help="Raw values: unit of the time column (s, ms, us, ns)."),
+            time_unit_option(),
             interval_option(),
         ]
 

@@ -23,9 +23,9 @@ from latencymap.core.buckets import bin_values
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.plugins import Item, TextFormat
-from latencymap.sources.printed_histograms import DEFAULT_INTERVAL, column_spans, decimal, interval_option
+from latencymap.sources.format_options import DEFAULT_EVENT, DEFAULT_INTERVAL, event_option, interval_option
+from latencymap.sources.printed_histograms import column_spans, decimal
 
-DEFAULT_EVENT = "db file sequential read"
 DATASOURCE = "oracle10046"
 _WAIT = re.compile(r"^WAIT #\d*:\s*nam='([^']*)'\s+ela=\s*(\d+)")
 _TIM = re.compile(r"\btim=(\d+)")
@@ -49,8 +49,7 @@ class Trace10046Format(TextFormat):
     @classmethod
     def params(cls) -> list[click.Parameter]:
         return [
-            click.Option(["--event"], multiple=True, default=(DEFAULT_EVENT,), show_default=True, metavar="NAME",
-                         help="10046 traces: wait event to map (repeatable; 'all' for every event)."),
+            event_option(),
             interval_option(),
         ]
 

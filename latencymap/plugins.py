@@ -13,7 +13,7 @@ import re
 import signal
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
@@ -128,15 +128,21 @@ class PluginTable(MutableMapping[str, type[P]]):
 
     def __init__(self, loaded: dict[str, type[P]] | None = None) -> None:
         self._loaded: dict[str, type[P]] = dict(loaded or {})
+        self._order: dict[str, None] = dict.fromkeys(self._loaded)  # every name, as registered
         self._waiting: dict[str, EntryPointLike] = {}
         self._summaries: dict[str, str] = {}
+        self._facts: dict[str, Any] = {}
         self._errors: dict[str, str] = {}
         self._kind: type | None = None
 
-    def defer(self, ep: EntryPointLike, kind: type, errors: dict[str, str], summary: str = "") -> None:
-        """Keep `ep` (named as its class is) to be loaded on first lookup; a failure then goes to `errors`."""
+    def defer(self, ep: EntryPointLike, kind: type, errors: dict[str, str], summary: str = "",
+              facts: Any = None) -> None:
+        """Keep `ep` (named as its class is) to be loaded on first lookup; a failure then goes to `errors`.
+        `facts`: what the table's users may ask of it meanwhile (see FormatTable)."""
         self._waiting[ep.name] = ep
+        self._order[ep.name] = None
         self._summaries[ep.name] = summary
+        self._facts[ep.name] = facts
         self._kind, self._errors = kind, errors
 
     def __getitem__(self, name: str) -> type[P]:
@@ -158,8 +164,12 @@ class PluginTable(MutableMapping[str, type[P]]):
         return plugin
 
     def names(self) -> list[str]:
-        """Every plugin's name, loading none."""
-        return [*self._loaded, *(n for n in self._waiting if n not in self._loaded)]
+        """Every plugin's name, in the order they were registered, loading none."""
+        return [n for n in self._order if n in self._loaded or n in self._waiting]
+
+    def waiting(self, name: str) -> Any:
+        """The facts noted for a plugin not loaded yet; None once it is loaded (or when none were noted)."""
+        return self._facts.get(name) if name in self._waiting else None
 
     def summary(self, name: str) -> str:
         """A plugin's one-line summary; one waiting to load gives the one noted for it (it is not loaded)."""
@@ -184,7 +194,7 @@ class PluginTable(MutableMapping[str, type[P]]):
         for name in list(self._waiting):
             if name not in self:  # loads it; one that fails is left out (its error is in the registry)
                 continue
-        return iter(list(self._loaded))
+        return iter([n for n in self._order if n in self._loaded])
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -192,10 +202,88 @@ class PluginTable(MutableMapping[str, type[P]]):
     def __setitem__(self, name: str, plugin: type[P]) -> None:
         self._waiting.pop(name, None)
         self._loaded[name] = plugin
+        self._order[name] = None
 
     def __delitem__(self, name: str) -> None:
         if self._waiting.pop(name, None) is None:
             del self._loaded[name]
+        self._order.pop(name, None)
+
+
+class FormatFacts:
+    """What sniffing, listings and `--help` need of a shipped text format, known without importing it."""
+
+    __slots__ = ("claims_paths", "max_line", "name", "options", "priority", "summary")
+
+    def __init__(self, name: str, summary: str, priority: int = 0, max_line: int | None = None,
+                 claims_paths: bool = False, options: tuple[str, ...] = ()) -> None:
+        self.name, self.summary, self.priority, self.max_line = name, summary, priority, max_line
+        #: Whether the format's `claims` takes some paths (directories, compressed files) before text sniffing.
+        self.claims_paths = claims_paths
+        #: Its options, by their names in latencymap.sources.format_options (FORMAT_OPTIONS).
+        self.options = options
+
+
+#: Where the shipped formats' options are made (FormatFacts.options names them).
+FORMAT_OPTIONS = "latencymap.sources.format_options"
+
+
+class FormatTable(PluginTable[TextFormat]):
+    """Text formats by name. A shipped one waits unloaded with its FormatFacts: it is imported when an input
+    needs it (sniffing reaches it, or it is named), so a command reading one format imports that one."""
+
+    def priority(self, name: str) -> int:
+        """The format's priority, loading nothing."""
+        facts = self.waiting(name)
+        return facts.priority if facts is not None else self[name].priority
+
+    def by_priority(self, floor: int | None = None,
+                    keep: Callable[[str], bool] | None = None) -> Iterator[type[TextFormat]]:
+        """The formats from the highest priority down (ties as registered), each loaded when reached: none below
+        `floor`, only the names `keep` accepts (decided before loading); one that fails to load is left out (its
+        error is in the registry)."""
+        for name in sorted(self.names(), key=lambda n: -self.priority(n)):
+            if floor is not None and self.priority(name) < floor:
+                return
+            if keep is not None and not keep(name):
+                continue
+            try:
+                yield self[name]
+            except KeyError:
+                continue
+
+    def claimants(self) -> Iterator[type[TextFormat]]:
+        """The formats whose `claims` may take a path, highest priority first (only those are loaded)."""
+        return self.by_priority(keep=self._may_claim)
+
+    def _may_claim(self, name: str) -> bool:
+        facts = self.waiting(name)
+        if facts is not None:
+            return bool(facts.claims_paths)
+        return getattr(self[name].claims, "__func__", None) is not getattr(TextFormat.claims, "__func__", None)
+
+    def max_line(self, default: int) -> int:
+        """The longest line any format reads (`default` for those that do not say), loading nothing."""
+        longest = default
+        for name in self.names():
+            facts = self.waiting(name)
+            size = facts.max_line if facts is not None else getattr(self[name], "max_line", None)
+            longest = max(longest, size or default)
+        return longest
+
+    def params(self) -> list[click.Parameter]:
+        """Every format's options, each name once (the first format's), loading none of the shipped formats."""
+        seen: dict[str, click.Parameter] = {}
+        for name in self.names():
+            facts = self.waiting(name)
+            if facts is not None:
+                made = importlib.import_module(FORMAT_OPTIONS).OPTIONS
+                params: list[click.Parameter] = [made[option]() for option in facts.options]
+            else:
+                params = self[name].params()
+            for param in params:
+                seen.setdefault(param.name or "", param)
+        return list(seen.values())
 
 
 @dataclass
@@ -203,22 +291,18 @@ class Registry:
     """Plugins found through entry points, by kind, plus the load failures (`name: why`)."""
 
     sources: PluginTable[Source] = field(default_factory=PluginTable)
-    formats: PluginTable[TextFormat] = field(default_factory=PluginTable)
+    formats: FormatTable = field(default_factory=FormatTable)
     errors: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.sources, PluginTable):
             self.sources = PluginTable(self.sources)
-        if not isinstance(self.formats, PluginTable):
-            self.formats = PluginTable(self.formats)
+        if not isinstance(self.formats, FormatTable):
+            self.formats = FormatTable(dict(self.formats))
 
     def format_params(self) -> list[click.Parameter]:
-        """Every format's options, each name once."""
-        seen: dict[str, click.Parameter] = {}
-        for fmt in self.formats.values():
-            for param in fmt.params():
-                seen.setdefault(param.name or "", param)
-        return list(seen.values())
+        """Every format's options, each name once (see FormatTable.params)."""
+        return self.formats.params()
 
 
 class EntryPointLike(Protocol):
@@ -299,8 +383,8 @@ def _group_lines(text: str, group: str) -> list[EntryPointLike]:
     return out
 
 
-#: Entry points of the sources latencymap ships (value -> name, summary), loaded only when named: sniffing an input
-#: needs every format, not these, and `--help` lists them from here (a test holds this table to the classes).
+#: Entry points of the sources latencymap ships (value -> name, summary), loaded only when named: `--help` lists
+#: them from here (a test holds this table to the classes).
 SHIPPED_SOURCES: dict[str, tuple[str, str]] = {
     "latencymap.sources.bpf.source:BpfSource": (
         "bpf", "Block I/O or syscall latency from the kernel via BPF tracepoints (bcc or bpftrace)."),
@@ -322,13 +406,55 @@ SHIPPED_SOURCES: dict[str, tuple[str, str]] = {
 }
 
 
+_MB16 = 16 * 1024 * 1024
+
+#: Entry points of the text formats latencymap ships, with what is known of each before it is imported: a format is
+#: loaded when sniffing an input reaches it or it is named (a test holds this table to the classes).
+SHIPPED_FORMATS: dict[str, FormatFacts] = {
+    "latencymap.sources.bcc_text:BccTextFormat": FormatFacts(
+        "bcc", "bcc print_log2_hist text (usecs : count distribution) and biolatency -j dict lines", 5,
+        options=("interval", "unit", "cumulative")),
+    "latencymap.sources.bpftrace_text:BpftraceTextFormat": FormatFacts(
+        "bpftrace", "bpftrace hist() text output (@map: blocks of [lo, hi) count |@@@| rows)", 5,
+        options=("interval", "unit", "cumulative")),
+    "latencymap.sources.bpftrace_json:BpftraceJsonFormat": FormatFacts(
+        "bpftrace-json", 'bpftrace -f json lines ({"type": "hist", ...}, {"type": "time", ...})', 5,
+        options=("interval", "unit", "cumulative")),
+    "latencymap.sources.hdrhistogram:HdrHistogramFormat": FormatFacts(
+        "hdrhistogram", "HdrHistogram interval logs (.hlog: jHiccup, cassandra-stress, HistogramLogWriter; integer or "
+        "Double histograms), --unit (ns)", 10, max_line=_MB16, options=("unit",)),
+    "latencymap.sources.hdrhistogram_percentiles:HdrPercentilesFormat": FormatFacts(
+        "hgrm", "HdrHistogram percentile distributions: .hgrm files, wrk2 --latency, HistogramLogProcessor (--unit, "
+        "default ms)", options=("unit", "interval")),
+    "latencymap.sources.trace10046:Trace10046Format": FormatFacts(
+        "oracle10046", "Oracle 10046 trace files (WAIT #..: nam='<event>' ela= .. tim=..), --event, --interval", 5,
+        options=("event", "interval")),
+    "latencymap.sources.otlp.file_format:OtlpJsonFormat": FormatFacts(
+        "otlp-json", "OpenTelemetry OTLP/JSON metrics, one request per line (the collector's file exporter)",
+        max_line=_MB16),
+    "latencymap.sources.pylatencymap:PyLatencyMapFormat": FormatFacts(
+        "pylatencymap", "PyLatencyMap records (<begin record> ... <end record>), incl. SystemTap/DTrace blocks", 10,
+        options=("datasource",)),
+    "latencymap.sources.raw_values:RawValuesFormat": FormatFacts(
+        "raw", "raw latency values, one per line or '<time> <latency>' pairs (--unit, --time-unit)", -10,
+        options=("unit", "time_unit", "interval")),
+    "latencymap.sources.spark.format:SparkEventLogFormat": FormatFacts(
+        "spark-eventlog", "Spark event logs (JSON lines; paths also zstd/lz4/snappy, eventlog_v2_* dirs, dirs of "
+        "logs)", 10, claims_paths=True),
+}
+
+
 def load_registry(group: str = ENTRY_POINT_GROUP) -> Registry:
-    """Load every plugin of `group`, each in isolation (the shipped sources when first looked up)."""
+    """Load every plugin of `group`, each in isolation (the shipped sources and formats when first needed)."""
     registry = Registry()
     for ep in entry_points(group=group):
         shipped = SHIPPED_SOURCES.get(ep.value)
         if shipped is not None and shipped[0] == ep.name:
             registry.sources.defer(ep, Source, registry.errors, shipped[1])
+            continue
+        facts = SHIPPED_FORMATS.get(ep.value)
+        if facts is not None and facts.name == ep.name:
+            registry.formats.defer(ep, TextFormat, registry.errors, facts.summary, facts)
             continue
         try:
             obj = ep.load()

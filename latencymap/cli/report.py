@@ -48,7 +48,7 @@ def _gate_failures(acc: Any, gates: list[Any]) -> int:
               type=click.Choice(["text", "json", "svg", "html", "parquet", "openmetrics"]),
               help="Report format (parquet needs -o and the [export] extra).")
 @click.option("--input-format", default=None, metavar="NAME",
-              help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats))}.")
+              help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats.names()))}.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to a file instead of stdout.")
 @click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR", callback=_parse_gates,

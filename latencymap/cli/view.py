@@ -17,7 +17,7 @@ from latencymap.profiling.wanted import profile_wanted
 @click.command("view", epilog=EXAMPLES)
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...")
 @click.option("--format", "--input-format", "input_format", default=None, metavar="NAME",
-              help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats))}.")
+              help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats.names()))}.")
 @click.option("--serve-metrics", type=click.IntRange(0, 65535), default=None, metavar="PORT",
               help="Serve the latest interval as OpenMetrics on http://127.0.0.1:PORT/metrics.")
 @view_options

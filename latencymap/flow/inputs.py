@@ -7,7 +7,7 @@ import io
 import itertools
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -155,7 +155,7 @@ def choose_format(registry: Registry, head: list[str], name: str, forced: str | 
             return registry.formats[forced]
         except KeyError:
             raise InputError(f"unknown format {forced!r}; supported: {', '.join(sorted(registry.formats))}") from None
-    for fmt in sorted(registry.formats.values(), key=lambda f: -f.priority):
+    for fmt in registry.formats.by_priority():
         try:
             if fmt.sniff(head):
                 return fmt
@@ -168,9 +168,7 @@ def choose_format(registry: Registry, head: list[str], name: str, forced: str | 
 
 def _specific_match(registry: Registry, head: list[str]) -> type[TextFormat] | None:
     """The highest-priority non-generic format (priority >= 0) that claims `head`, if any."""
-    for fmt in sorted(registry.formats.values(), key=lambda f: -f.priority):
-        if fmt.priority < 0:
-            return None
+    for fmt in registry.formats.by_priority(floor=0):
         try:
             if fmt.sniff(head):
                 return fmt
@@ -184,10 +182,11 @@ def claiming_format(registry: Registry, path: str, forced: str | None = None) ->
     if path in ("-", ""):
         return None
     p = Path(path)
+    candidates: Iterable[type[TextFormat]]
     if forced:
         candidates = [registry.formats[forced]] if forced in registry.formats else []
     else:
-        candidates = sorted(registry.formats.values(), key=lambda f: -f.priority)
+        candidates = registry.formats.claimants()
     for fmt in candidates:
         try:
             if fmt.claims(p):
@@ -221,7 +220,7 @@ def read_input(
         return items if runs else one_by_one(items)
     binary, name = _open_binary(path, stdin)
     # Formats may read longer lines (`max_line`): sniff with the longest, then cut to the chosen format's.
-    limit = [max((getattr(f, "max_line", MAX_LINE) for f in registry.formats.values()), default=MAX_LINE)]
+    limit = [registry.formats.max_line(MAX_LINE)]
     chunks = text_chunks(binary, max_line=limit)
     seen: list[str] = []
     head: list[str] = []

@@ -336,14 +336,14 @@ class StreamHistory:
         exact: np.ndarray = (self.meta_in("flags", cols) & EXACT) > 0
         return exact & self.timed
 
-    def frequency(self, cols: slice = slice(None)) -> np.ndarray:
-        """Events per second per (column, slot)."""
-        freq: np.ndarray = self.counts_in(cols) / self.meta_in("dur", cols)[:, None]
+    def frequency(self, cols: slice = slice(None), slots: slice = slice(None)) -> np.ndarray:
+        """Events per second per (column, slot) of columns `cols` and slots `slots`."""
+        freq: np.ndarray = self.counts_in(cols)[:, slots] / self.meta_in("dur", cols)[:, None]
         return freq
 
-    def intensity(self, cols: slice = slice(None)) -> np.ndarray:
-        """Seconds spent per second per (column, slot)."""
-        intensity: np.ndarray = self.time_in(cols) / self.meta_in("dur", cols)[:, None]
+    def intensity(self, cols: slice = slice(None), slots: slice = slice(None)) -> np.ndarray:
+        """Seconds spent per second per (column, slot) of columns `cols` and slots `slots`."""
+        intensity: np.ndarray = self.time_in(cols)[:, slots] / self.meta_in("dur", cols)[:, None]
         return intensity
 
     def column_stats(self, cols: slice = slice(None)) -> ColumnStats:

@@ -44,8 +44,8 @@ def parquet_columns(acc: Accumulator) -> dict[str, list[Any] | np.ndarray]:
         parts["bucket_high_s"].append(np.tile(hist.high[lo: hi + 1], ncols))
         parts["count"].append(hist.counts[:, lo: hi + 1].reshape(-1).astype(np.int64))
         parts["time_s"].append(hist.time[:, lo: hi + 1].reshape(-1))
-        parts["frequency"].append(hist.frequency()[:, lo: hi + 1].reshape(-1))
-        parts["intensity"].append(hist.intensity()[:, lo: hi + 1].reshape(-1))
+        parts["frequency"].append(hist.frequency(slots=slice(lo, hi + 1)).reshape(-1))
+        parts["intensity"].append(hist.intensity(slots=slice(lo, hi + 1)).reshape(-1))
         parts["intensity_exact"].append(np.repeat(hist.exact_columns(), nb))
     empty = {"label": object, "datasource": object, "unit": object, "column": np.int64, "count": np.int64,
              "intensity_exact": bool}

@@ -37,8 +37,8 @@ def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -
         "end": end,
         "buckets": [{"low": float(a), "high": float(b)}
                     for a, b in zip(hist.low[slots], hist.high[slots], strict=True)],
-        "frequency": rows(hist.frequency()[:, slots]),
-        "intensity": rows(hist.intensity()[:, slots]),
+        "frequency": rows(hist.frequency(slots=slots)),
+        "intensity": rows(hist.intensity(slots=slots)),
         "intensity_exact": hist.exact,
         "total": _total(total, acc.sources.get(hist.stream), hist.stream.unit, hist.n),
         "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},

@@ -264,3 +264,21 @@ def test_training_example_completes_with_no_viewer(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "steps 12 events 24" in done.stderr
     assert time.monotonic() - t0 < 30
+
+
+def test_a_recording_of_the_example_loop_on_a_gpu_reads_back_with_its_cold_epoch_band() -> None:
+    """fixtures/training/train_gpu_h100.txt: `bench/bench_cuda_timer.py --record` on an NVIDIA H100 (torch
+    2.11+cu130): steps timed with CUDA events, data waits through the DataLoader with two workers, first epoch cold."""
+    from latencymap.cli.common import REGISTRY
+    from latencymap.core.accumulator import accumulate
+    from latencymap.flow.pipeline import input_flow
+    from latencymap.outputs.report import build_report
+
+    acc = accumulate(input_flow([str(ROOT / "fixtures" / "training" / "train_gpu_h100.txt")], REGISTRY))
+    streams = {s["stream"]["label"]: s for s in build_report(acc)["streams"]}
+    step, wait = streams["example/rank0/step"], streams["example/rank0/data_wait"]
+    assert step["stream"]["unit"] == "nanosec" and step["intensity_exact"]
+    assert step["total"]["events"] == wait["total"]["events"] == 96  # 3 epochs of 32 batches
+    assert 0.5e-3 < step["total"]["mean_s"] < 4.2e-3  # GPU time per step of the small MLP, from CUDA events
+    (band,) = [f for f in wait["findings"] if f["kind"] == "band"]
+    assert band["events_share"] == 16 / 96 and band["time_share"] > 0.9  # the cold epoch's slow reads

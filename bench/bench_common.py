@@ -41,9 +41,9 @@ def compile_package(checkout: Path | None = None) -> str:
     if checkout is None:
         import latencymap
 
-        package = Path(latencymap.__file__).parent
+        package, what = Path(latencymap.__file__).parent, "latencymap"
     else:
-        package = checkout / "latencymap"
+        package, what = checkout / "latencymap", str(checkout)
     # latencymap/sources is a link into ../sources, which compileall does not follow
     ok = all([compileall.compile_dir(str(root), quiet=1) for root in (package, (package / "sources").resolve())])
-    return f"bytecode: written for latencymap and its sources (as pip install does){'' if ok else ', with errors'}"
+    return f"bytecode: written for {what} and its sources (as pip install does){'' if ok else ', with errors'}"

@@ -78,20 +78,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         stream = Path(tmp) / "stream.txt"
         make_stream(stream, ns.records + 1)
+        json_report = ["report", "--format", "json", str(stream)]
         cases = [
             ("--version", ["--version"]),
             ("--help", ["--help"]),
             (f"report (text), {ns.records} records", ["report", str(stream)]),
-            (f"report --format json, {ns.records} records", ["report", "--format", "json", str(stream)]),
+            (f"report --format json, {ns.records} records", json_report),
             (f"report --format openmetrics, {ns.records} records", ["report", "--format", "openmetrics", str(stream)]),
         ]
-        json_args = ["-m", "latencymap", *cases[3][1]]
         runs: list[tuple[str, list[str], str | None]] = [("floor", [py, "-c", "import numpy"], None)]
         runs += [(label, [py, "-m", "latencymap", *args], None) for label, args in cases]
         runs.append(("bare minimum (read, parse, write; see source)", [py, "-c", BARE_MINIMUM, str(stream)], None))
         if ns.base:  # another checkout's code (e.g. a git worktree of an earlier commit), in the same rounds
-            print(compile_package(Path(ns.base)).replace("latencymap", ns.base, 1))
-            runs.append((f"report --format json, {ns.base}", [py, *json_args], str(Path(ns.base).resolve())))
+            print(compile_package(Path(ns.base)))
+            runs.append((f"report --format json, {ns.base}", [py, "-m", "latencymap", *json_report],
+                         str(Path(ns.base).resolve())))
         times = timed_rounds([(argv, checkout) for _, argv, checkout in runs], ns.repeat)
         floor = times[0]
         print(f"floor: python -c 'import numpy': {floor[0] * 1e3:.0f} ms wall, {floor[1] * 1e3:.0f} ms CPU "

@@ -274,10 +274,11 @@ class FormatTable(PluginTable[TextFormat]):
     def params(self) -> list[click.Parameter]:
         """Every format's options, each name once (the first format's), loading none of the shipped formats."""
         seen: dict[str, click.Parameter] = {}
+        made: dict[str, Callable[[], click.Parameter]] | None = None
         for name in self.names():
             facts = self.waiting(name)
             if facts is not None:
-                made = importlib.import_module(FORMAT_OPTIONS).OPTIONS
+                made = made or importlib.import_module(FORMAT_OPTIONS).OPTIONS
                 params: list[click.Parameter] = [made[option]() for option in facts.options]
             else:
                 params = self[name].params()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from latencymap.core.errors import InputError
-from latencymap.core.model import Item, one_by_one
+from latencymap.core.model import Item, Notice, one_by_one
 from latencymap.plugins import Registry, TextFormat
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -235,6 +235,9 @@ def read_input(
                     break
             if fmt is not None or len(head) >= SNIFF_LINES:
                 break
+        if fmt is None and len(head) < SNIFF_LINES and not any(line.strip() for line in head):
+            binary.close()  # read to its end: an empty input is no data, as in any format, not an unknown one
+            return iter([Notice(f"{name}: empty input, nothing to read", skipped=0)])
     fmt = fmt or choose_format(registry, head, name, forced_format)
     if getattr(fmt, "max_line", MAX_LINE) < limit[0]:
         limit[0] = getattr(fmt, "max_line", MAX_LINE)

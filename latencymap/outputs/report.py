@@ -162,7 +162,7 @@ def _stream_text(hist: StreamHistory, acc: Accumulator) -> list[str]:
 
 def report_text(acc: Accumulator) -> str:
     """A short human summary of every stream."""
-    out: list[str] = []
+    out: list[str] = [] if acc.streams else ["No data."]
     for hist in acc.streams.values():
         with hist.dense():
             out += _stream_text(hist, acc)
@@ -177,8 +177,6 @@ def report_text(acc: Accumulator) -> str:
         if acc.dropped_for_budget:
             out.append(f"History: {acc.dropped_for_budget} of the oldest columns were dropped (the memory budget, "
                        "--history, was full)")
-    if not acc.streams:
-        out.append("No data.")
     return "\n".join(out) + "\n"
 
 

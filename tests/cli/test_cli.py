@@ -89,6 +89,16 @@ def test_missing_file_and_unknown_format_exit_2(tmp_path: Path) -> None:
     assert r.returncode == 2 and "unrecognised input format" in r.stderr and "pylatencymap" in r.stderr
 
 
+def test_an_empty_input_reports_no_data_and_fails_a_gate(tmp_path: Path) -> None:
+    r = run("report", stdin="")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "No data.\nNotes:\n   <stdin>: empty input, nothing to read\n"
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    r = run("report", "--fail-if", "p99 > 20ms", str(empty))
+    assert r.returncode == 1 and "no stream to check" in r.stderr
+
+
 def test_plain_once_from_stdin_prints_both_maps_and_latest_matches_report(example_data: Path) -> None:
     text = example_data.read_text()
     for data in (text, text[: text.index("<begin record>", len(text) // 2)]):

@@ -10,8 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from latencymap.core.errors import InputError
+from latencymap.core.model import Notice
 from latencymap.flow import inputs
 from latencymap.flow.inputs import text_chunks
+from latencymap.plugins import load_registry
 
 
 def capped_lines(stream: IO[str]) -> Iterator[str]:
@@ -78,3 +81,16 @@ def test_an_over_long_line_is_cut_and_the_stream_goes_on(monkeypatch: pytest.Mon
     data = b"short\n" + b"y" * 1000 + b"\nafter\n"
     assert chunked_lines(data, 64) == ["short", "y" * 10, "after"]
     assert chunked_lines(data, 4096) == ["short", "y" * 10, "after"]
+
+
+@pytest.mark.parametrize("data", [b"", b"\n", b"\n  \n\t\n"])
+def test_an_empty_input_is_no_data_not_an_unknown_format(data: bytes) -> None:
+    items = list(inputs.read_input("-", load_registry(), stdin=io.BytesIO(data)))
+    assert len(items) == 1 and isinstance(items[0], Notice) and items[0].skipped == 0
+    assert items[0].message == "<stdin>: empty input, nothing to read"
+
+
+def test_blank_lines_past_the_sniffing_window_still_need_a_format() -> None:
+    data = b"\n" * inputs.SNIFF_LINES + b"hello\n"
+    with pytest.raises(InputError, match="unrecognised input format"):
+        list(inputs.read_input("-", load_registry(), stdin=io.BytesIO(data)))

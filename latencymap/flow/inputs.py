@@ -31,14 +31,12 @@ def set_stdin_data(binary: IO[bytes] | None) -> None:
     _stdin_data = binary
 
 
-class _ZstdFrames(io.RawIOBase):
-    """Decompressed zstd frames; a truncated or corrupt tail ends the stream instead of raising."""
+class _Decompressing(io.RawIOBase):
+    """A decompressed input; a truncated or corrupt tail ends the stream instead of raising."""
 
-    def __init__(self, raw: IO[bytes]) -> None:
-        import zstandard
-
-        self._error = zstandard.ZstdError
-        self._reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+    def __init__(self, raw: IO[bytes], reader: Any, errors: tuple[type[Exception], ...],
+                 piecewise: bool = True) -> None:
+        self._raw, self._reader, self._errors, self._piecewise = raw, reader, errors, piecewise
         self.truncated = False
 
     def readable(self) -> bool:
@@ -48,21 +46,48 @@ class _ZstdFrames(io.RawIOBase):
         if self.truncated:
             return 0
         try:
+            if self._piecewise:  # one piece at a time: an error then loses only the piece it is in
+                data = self._reader.read1(len(buffer))
+                buffer[:len(data)] = data
+                return len(data)
             return self._reader.readinto(buffer)
-        except self._error:
+        except self._errors:
             self.truncated = True
             return 0
 
     def close(self) -> None:
         self._reader.close()
+        self._raw.close()
         super().close()
+
+
+def _decompressing(raw: IO[bytes], magic: bytes) -> _Decompressing | None:
+    """A reader of `raw` decompressed, when `magic` (its first bytes) names zstd, gzip, bzip2 or xz."""
+    if magic[:4] == ZSTD_MAGIC:
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
+        return _Decompressing(raw, reader, (zstandard.ZstdError,), piecewise=False)  # a frame per record
+    if magic[:2] == b"\x1f\x8b":
+        import gzip
+        import zlib
+
+        return _Decompressing(raw, gzip.GzipFile(fileobj=raw, mode="rb"), (EOFError, OSError, zlib.error))
+    if magic[:3] == b"BZh":
+        import bz2
+
+        return _Decompressing(raw, bz2.BZ2File(raw), (EOFError, OSError))
+    if magic[:6] == b"\xfd7zXZ\x00":
+        import lzma
+
+        return _Decompressing(raw, lzma.LZMAFile(raw), (EOFError, OSError, lzma.LZMAError))
+    return None
 
 
 def _binary(binary: IO[bytes]) -> IO[bytes]:
     peek = getattr(binary, "peek", None)
-    if peek is not None and peek(4)[:4] == ZSTD_MAGIC:
-        return io.BufferedReader(_ZstdFrames(binary))
-    return binary
+    decompressed = _decompressing(binary, peek(6)[:6]) if peek is not None else None
+    return binary if decompressed is None else io.BufferedReader(decompressed)
 
 
 def _stdin_binary() -> IO[bytes]:
@@ -92,7 +117,7 @@ def _open_binary(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], str]:
 
 
 def open_text(path: str, stdin: IO[bytes] | None = None) -> tuple[IO[str], str]:
-    """A text stream (UTF-8, invalid bytes replaced, zstd decoded) and its display name; `-` is stdin."""
+    """A text stream (UTF-8, invalid bytes replaced, zstd/gzip/bzip2/xz decoded) and its display name; `-` is stdin."""
     binary, name = _open_binary(path, stdin)
     return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None), name
 
@@ -236,8 +261,11 @@ def read_input(
             if fmt is not None or len(head) >= SNIFF_LINES:
                 break
         if fmt is None and len(head) < SNIFF_LINES and not any(line.strip() for line in head):
-            binary.close()  # read to its end: an empty input is no data, as in any format, not an unknown one
-            return iter([Notice(f"{name}: empty input, nothing to read", skipped=0)])
+            # read to its end: an empty input is no data, as in any format, not an unknown one
+            what = "nothing decompressed (cut short?)" if isinstance(getattr(binary, "raw", None), _Decompressing) \
+                else "nothing to read"
+            binary.close()
+            return iter([Notice(f"{name}: empty input, {what}", skipped=0)])
     fmt = fmt or choose_format(registry, head, name, forced_format)
     if getattr(fmt, "max_line", MAX_LINE) < limit[0]:
         limit[0] = getattr(fmt, "max_line", MAX_LINE)
@@ -250,6 +278,9 @@ def read_input(
         try:
             items = reader.read_text(itertools.chain(seen, chunks), name)
             yield from items if runs else one_by_one(items)
+            if getattr(getattr(binary, "raw", None), "truncated", False):
+                yield Notice(f"{name}: the compressed data ends early (cut short or corrupt): read up to there",
+                             skipped=0)
         finally:
             binary.close()
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
-from collections.abc import Iterator
-from typing import IO
+import lzma
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from latencymap.core.errors import InputError
-from latencymap.core.model import Notice
+from latencymap.core.model import Interval, Notice
 from latencymap.flow import inputs
 from latencymap.flow.inputs import text_chunks
+from latencymap.flow.pipeline import diffed
 from latencymap.plugins import load_registry
 
 
@@ -94,3 +99,39 @@ def test_blank_lines_past_the_sniffing_window_still_need_a_format() -> None:
     data = b"\n" * inputs.SNIFF_LINES + b"hello\n"
     with pytest.raises(InputError, match="unrecognised input format"):
         list(inputs.read_input("-", load_registry(), stdin=io.BytesIO(data)))
+
+
+def _intervals(items: list[Any]) -> list[tuple[Any, ...]]:
+    return [(i.stream.label, i.start, i.end, i.counts.tolist()) for i in items if isinstance(i, Interval)]
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
+def test_gzip_bzip2_and_xz_inputs_read_as_their_text(example_data: Path, tmp_path: Path,
+                                                      compress: Callable[[bytes], bytes]) -> None:
+    plain = list(read_pipeline(str(example_data)))
+    packed = tmp_path / "example.packed"
+    packed.write_bytes(compress(example_data.read_bytes()))
+    assert _intervals(list(read_pipeline(str(packed)))) == _intervals(plain) != []
+    with packed.open("rb") as stdin:  # from a pipe too: the magic number decides, not the name
+        assert _intervals(list(read_pipeline("-", stdin))) == _intervals(plain)
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
+def test_a_cut_compressed_input_keeps_what_came_before_the_cut_and_says_so(example_data: Path, tmp_path: Path,
+                                                                          compress: Callable[[bytes], bytes]) -> None:
+    whole = _intervals(list(read_pipeline(str(example_data))))
+    data = example_data.read_bytes()
+    first = compress(data[: len(data) // 2])  # two streams, as `cat a.gz b.gz` makes: the cut is in the second
+    second = compress(data[len(data) // 2:])
+    cut = tmp_path / "cut.packed"
+    cut.write_bytes(first + second[: len(second) // 2])
+    items = list(read_pipeline(str(cut)))
+    got = _intervals(items)
+    assert 0 < len(got) < len(whole) and got == whole[: len(got)]
+    assert isinstance(items[-1], Notice) and items[-1].message.endswith(
+        "cut.packed: the compressed data ends early (cut short or corrupt): read up to there")
+
+
+def read_pipeline(path: str, stdin: IO[bytes] | None = None) -> Iterator[Any]:
+    """Intervals and notices of one input, as the views read it (diffed)."""
+    return diffed(inputs.read_input(path, load_registry(), stdin=stdin), path)

@@ -23,6 +23,7 @@ from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration
+from latencymap.outputs.report import read_errors, read_notes
 
 #: Share changes below this (absolute, as a fraction) count as no change.
 EPSILON = 1e-9
@@ -128,6 +129,7 @@ def compare(base: Accumulator, cand: Accumulator) -> dict[str, Any]:
         "pairs": [compare_streams(b, c) for b, c in pairs],
         "only_in_baseline": [_identity(h, float(h.counts.sum()), float(h.time.sum())) for h in only_b],
         "only_in_candidate": [_identity(h, float(h.counts.sum()), float(h.time.sum())) for h in only_c],
+        "errors": {"baseline": read_errors(base), "candidate": read_errors(cand)},
     }
 
 
@@ -174,6 +176,8 @@ def compare_text(result: dict[str, Any]) -> str:
             out.append(f"== {clean_text(s['label']) or '(no label)'}: only in the {side}")
     if not out:
         out.append("No data on either side.")
+    for side, errors in result.get("errors", {}).items():  # what reading each side skipped and said
+        out += read_notes(errors["skipped_records"], errors["messages"], whose=f" ({side})")
     return "\n".join(out) + "\n"
 
 

@@ -41,7 +41,7 @@ def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -
         "intensity": rows(hist.intensity(slots=slots)),
         "intensity_exact": hist.exact,
         "total": _total(total, acc.sources.get(hist.stream), hist.stream.unit, hist.n),
-        "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
+        "errors": read_errors(acc),
         **stream_diagnosis(hist).to_json(),
         **_source_buckets(acc.sources.get(hist.stream), hist),
         "resets": marked_columns(hist, RESET),
@@ -127,7 +127,7 @@ def build_report(acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
     """The whole report: one object per stream, and the peer groups among them (`arrays`: see `stream_report`)."""
     return {
         "streams": [_dense_report(h, acc, arrays) for h in acc.streams.values()],
-        "errors": {"skipped_records": acc.skipped, "messages": list(acc.messages)},
+        "errors": read_errors(acc),
         "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
     }
 
@@ -167,17 +167,30 @@ def report_text(acc: Accumulator) -> str:
         with hist.dense():
             out += _stream_text(hist, acc)
     out += peer_lines(acc)
-    said = [f"   {clean_text(m, 600)}" for m in acc.messages[:10]]
-    if acc.skipped:
-        out.append(f"Skipped records: {acc.skipped}")
+    out += read_notes(acc.skipped, acc.messages, acc.dropped_for_budget)
+    return "\n".join(out) + "\n"
+
+
+def read_errors(acc: Accumulator) -> dict[str, Any]:
+    """What reading skipped and said, as the JSON documents give it."""
+    return {"skipped_records": acc.skipped, "messages": list(acc.messages)}
+
+
+def read_notes(skipped: int, messages: list[str], dropped: int = 0, whose: str = "") -> list[str]:
+    """A text report's closing lines: records skipped, what reading said, and columns dropped for the memory
+    budget (`whose`: which input, where there are two)."""
+    out: list[str] = []
+    said = [f"   {clean_text(m, 600)}" for m in messages[:10]]
+    if skipped:
+        out.append(f"Skipped records{whose}: {skipped}")
         out += said
     else:
         if said:  # what the reading had to assume or leave aside (a unit, a datasource, a fold) is part of the report
-            out += ["Notes:", *said]
-        if acc.dropped_for_budget:
-            out.append(f"History: {acc.dropped_for_budget} of the oldest columns were dropped (the memory budget, "
+            out += [f"Notes{whose}:", *said]
+        if dropped:
+            out.append(f"History{whose}: {dropped} of the oldest columns were dropped (the memory budget, "
                        "--history, was full)")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:

@@ -149,3 +149,20 @@ def test_unpaired_streams(tmp_path: Path, example_data: Path) -> None:
 def test_missing_input_exit_2(tmp_path: Path, example_data: Path) -> None:
     result = CliRunner().invoke(main, ["diff", str(example_data), str(tmp_path / "nope.txt")])
     assert result.exit_code == 2 and "nope.txt" in result.stderr
+
+
+def test_what_reading_skipped_and_said_is_in_the_diff(tmp_path: Path) -> None:
+    good = write_records(tmp_path / "good.txt", {1: 10})
+    bad = tmp_path / "bad.txt"
+    bad.write_text(good.read_text().replace("1, 20\n", "1, x20\n"))  # the third record's row
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    result = diff_json(bad, empty)
+    assert result["errors"]["baseline"]["skipped_records"] == 1
+    assert "bad.txt: line 20: expected integers" in result["errors"]["baseline"]["messages"][0]
+    assert result["errors"]["candidate"] == {"skipped_records": 0,
+                                             "messages": [f"{empty}: empty input, nothing to read"]}
+    text = diff(str(bad), str(empty))[1]
+    assert text.endswith(f"Skipped records (baseline): 1\n   {result['errors']['baseline']['messages'][0]}\n"
+                         f"Notes (candidate):\n   {empty}: empty input, nothing to read\n")
+    assert "Skipped" not in diff(str(good), str(good))[1]

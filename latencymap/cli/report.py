@@ -52,7 +52,9 @@ def _gate_failures(acc: Any, gates: list[Any]) -> int:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to a file instead of stdout.")
 @click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR", callback=_parse_gates,
-              help="Exit 1 when EXPR holds for any stream, e.g. 'p99 > 20ms' (see latencymap/gates.py).")
+              help="Exit 1 when EXPR holds for any stream, e.g. 'p99 > 20ms', 'tail.time_share > 50% or bimodal'. "
+                   "Metrics: p50 p90 p99 p999 mean time events rate bands tail.time_share tail.events_share "
+                   "bimodal; and, or, not, parentheses. Repeatable.")
 @limit_options
 @format_options
 def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, output: str | None,

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from latencymap.cli.main import main
-from latencymap.outputs.gates import GateError, check_gates, parse_gate
+from latencymap.outputs.gates import METRICS, GateError, check_gates, parse_gate
 
 
 def write_records(path: Path, intervals: list[dict[int, int]], label: str = "disk reads",
@@ -144,3 +144,8 @@ def test_check_gates_api() -> None:
     from latencymap.core.accumulator import Accumulator
 
     assert check_gates(Accumulator(), []) == []
+
+
+def test_the_help_names_every_metric_of_the_grammar() -> None:
+    text = " ".join(CliRunner().invoke(main, ["report", "--help"]).output.split())
+    assert all(f" {m} " in text.replace(";", " ") for m in METRICS), text

@@ -12,7 +12,8 @@ from latencymap.cli.running import prepare
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.errors import InputError, NothingReadable
-from latencymap.core.model import ColumnFlow
+from latencymap.core.model import ColumnFlow, Notice
+from latencymap.core.sanitize import clean_text
 from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import write_text
 from latencymap.outputs.json_text import dumps
@@ -42,7 +43,50 @@ def _gate_failures(acc: Any, gates: list[Any]) -> int:
     return EXIT_FAIL if failures else EXIT_OK
 
 
-@click.command("report", epilog=EXAMPLES, context_settings={"ignore_unknown_options": True})
+def _takes_value(params: list[click.Parameter]) -> dict[str, bool]:
+    """Each option string of `params`, and whether it is followed by a value."""
+    return {name: not (p.is_flag or p.count) for p in params if isinstance(p, click.Option)
+            for name in (*p.opts, *p.secondary_opts)}
+
+
+def split_source_args(own: list[click.Parameter], args: list[str]) -> tuple[list[str], list[str]]:
+    """`report`'s own arguments, and `SOURCE [SOURCE OPTIONS]` (empty when no source is named). After the source's
+    name its own options are its own, even where `report` has one of the same name (`scrape --interval`, not the
+    10046 format's); `report`'s other options may still come anywhere."""
+    mine = _takes_value(own)
+    at = 0
+    while at < len(args) and args[at] not in REGISTRY.sources:
+        token = args[at]
+        if token == "--":
+            return args, []
+        at += 2 if mine.get(token) else 1  # an option's value is never the source's name
+    if at >= len(args):
+        return args, []
+    theirs = _takes_value(REGISTRY.sources[args[at]].params())
+    kept, source = list(args[:at]), [args[at]]
+    rest = iter(args[at + 1:])
+    for token in rest:
+        name = token.partition("=")[0]
+        if name in theirs or name not in mine:
+            source.append(token)
+            if theirs.get(token):
+                source.append(next(rest, ""))
+        else:
+            kept.append(token)
+            if mine.get(token):
+                kept.append(next(rest, ""))
+    return kept, source
+
+
+class _ReportCommand(click.Command):
+    """`report`, whose arguments after a source's name go to that source first."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        kept, source = split_source_args(self.params, args)
+        return super().parse_args(ctx, [*kept, "--", *source] if source else kept)
+
+
+@click.command("report", cls=_ReportCommand, epilog=EXAMPLES, context_settings={"ignore_unknown_options": True})
 @click.argument("inputs", nargs=-1, metavar="[INPUT]... | SOURCE [SOURCE OPTIONS]", type=click.UNPROCESSED)
 @click.option("--format", "out_format", default="text", show_default=True,
               type=click.Choice(["text", "json", "svg", "html", "parquet", "openmetrics"]),
@@ -74,7 +118,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         # OpenMetrics shows each stream's last interval: without gates, no other column is kept
         acc = Accumulator(cap=1) if out_format == "openmetrics" and not fail_if else Accumulator()
         try:
-            accumulate(flow, acc)
+            accumulate(flow, acc, on_notice=_tell if source is not None else None)
         except NothingReadable:  # report what was read (and skipped), then fail
             _write(acc, source or _read_through(readers), out_format, output)
             raise
@@ -82,6 +126,12 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         return _gate_failures(acc, fail_if)
 
     guarded(body)
+
+
+def _tell(notice: Notice) -> None:
+    """What a live source says as it runs (an endpoint down, retrying; back again), at once: the report waits for
+    the end, and a source may run for long."""
+    click.echo(f"latencymap: {clean_text(notice.message, 600)}", err=True)
 
 
 def _write(acc: Accumulator, source: Source | None, out_format: str, output: str | None) -> None:

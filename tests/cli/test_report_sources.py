@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from latencymap.cli.main import main
+from latencymap.cli.report import _report_source, split_source_args
+from latencymap.cli.report import report as report_command
 
 LAYOUTS = ("plain", "rolling", "zstd", "lz4", "snappy")
 
@@ -45,3 +48,29 @@ def test_unknown_options_on_plain_inputs_are_usage_errors(example_data: Path) ->
 def test_bad_source_arguments_are_usage_errors(args: list[str]) -> None:
     r = CliRunner().invoke(main, ["report", *args])
     assert r.exit_code == 2
+
+
+def test_after_a_source_name_its_own_options_win_and_reports_options_still_work() -> None:
+    args = ["--format", "json", "scrape", "http://127.0.0.1:9/metrics", "--metric", "m", "--interval", "0.5",
+            "--count", "4", "--fail-if", "p99 > 1s", "--match=job=api", "-o", "out.json", "--sum"]
+    kept, source = split_source_args(report_command.params, args)
+    assert kept == ["--format", "json", "--count", "4", "--fail-if", "p99 > 1s", "-o", "out.json"]
+    assert source == ["scrape", "http://127.0.0.1:9/metrics", "--metric", "m", "--interval", "0.5",
+                      "--match=job=api", "--sum"]
+    scrape = _report_source(source)  # `--interval` is also the 10046 format's option: here it is the scrape's
+    assert scrape is not None and scrape.interval == 0.5
+    assert split_source_args(report_command.params, ["--interval", "7", "trace.trc"]) == (
+        ["--interval", "7", "trace.trc"], [])
+    assert split_source_args(report_command.params, ["-o", "scrape", "x.txt"]) == (["-o", "scrape", "x.txt"], [])
+
+
+
+def test_a_live_source_s_notices_reach_stderr_as_they_come() -> None:
+    with socket.socket() as probe:  # a port nothing listens on: every scrape is refused
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/metrics"
+    r = CliRunner().invoke(main, ["report", "scrape", url, "--metric", "m", "--interval", "0.05", "--duration", "0.3",
+                                  "--timeout", "0.2"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr.startswith(f"latencymap: scrape: {url}: connection refused")
+    assert r.stdout.startswith(f"No data.\nNotes:\n   scrape: {url}: connection refused")

@@ -47,6 +47,21 @@ class SourceTotals:
         """Events counted in the source's buckets."""
         return int(self.counts.sum())
 
+    def first_bucket_faster(self, unit_s: float) -> tuple[int, float, float] | None:
+        """(events, upper bound, the most their mean can be) of the first bucket above 0, when the exact time proves
+        them faster than its rows' octave `[upper/2, upper)` (`core.rebin`'s rule; bounds and mean in the stream unit,
+        `unit_s` seconds): there `histogram_quantile`'s straight line from 0 overstates them. None otherwise."""
+        above = [i for i, b in enumerate(self.bounds) if b > 0]
+        if not above or not self.timed or self.mixed or not math.isfinite(self.bounds[above[0]]):
+            return None
+        first = above[0]
+        events = int(self.counts[first])
+        lows = np.maximum(np.concatenate([[0.0], np.asarray(self.bounds[:-1], dtype=np.float64)]), 0.0)
+        others = float(self.counts @ lows)
+        most = (self.time_s / unit_s - others) / events if events else math.nan
+        upper = float(self.bounds[first])
+        return (events, upper, most) if 0 < most < upper / 2.0 / math.log(2.0) else None
+
     def percentile(self, q: float) -> float:
         """The q-quantile in the stream unit (NaN with no events), as `histogram_quantile` computes it."""
         total = self.events

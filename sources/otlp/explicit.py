@@ -2,7 +2,8 @@
 
 Bucket `j` is `(bounds[j-1], bounds[j]]`, the first `(-inf, bounds[0]]`, the last `(bounds[-1], +inf)`.
 A bucket that ends at or below 0 goes to slot 0; one that starts below 0 is read as starting at 0 (so the
-first bucket of bounds `5, 10, ...` is taken as the octave `[2.5, 5)`, like Prometheus' first bucket); the
+first bucket of bounds `5, 10, ...` is taken as the octave `[2.5, 5)`, like Prometheus' first bucket, or lower when
+the point's `sum` proves its events faster); the
 overflow bucket goes whole into the slot of its lower bound. A point without buckets (count and sum only)
 puts its count in the slot of its mean, or in slot 0 without a sum.
 """
@@ -16,7 +17,7 @@ from itertools import pairwise
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
-from latencymap.core.rebin import rebin_counts, slot_of_value, spread_fractions
+from latencymap.core.rebin import largest_remainder, rebin_counts, slot_of_value, spread_fractions, with_time
 
 _CACHE_SIZE = 512
 _matrices: OrderedDict[tuple[tuple[float, ...], float], np.ndarray] = OrderedDict()
@@ -55,4 +56,9 @@ def spread_explicit(bounds: tuple[float, ...], counts: np.ndarray, factor: float
         mean = total_sum / total * factor if total and total_sum is not None else 0.0
         slots[slot_of_value(mean) if math.isfinite(mean) else 0] = total
         return slots
-    return rebin_counts([*bounds, math.inf], counts, spread_matrix(bounds, factor))
+    uppers = [*(b * factor for b in bounds), math.inf]
+    matrix = spread_matrix(bounds, factor)
+    if total_sum is None or not math.isfinite(total_sum):
+        return rebin_counts(uppers, counts, matrix)
+    shares = with_time(matrix, uppers, np.asarray(counts)[None, :], np.array([total_sum * factor]))[0]
+    return largest_remainder(shares, int(sum(int(c) for c in counts)))

@@ -24,7 +24,7 @@ import numpy as np
 
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import SourceBuckets
-from latencymap.core.rebin import largest_remainder, spread_matrix
+from latencymap.core.rebin import largest_remainder, spread_matrix, with_time
 from latencymap.core.units import normalize_unit, unit_seconds
 
 STREAM_UNITS = ("millisec", "microsec", "nanosec")
@@ -121,19 +121,25 @@ class Layout:
     matrix: np.ndarray
     exact: bool
 
-    def fold(self, counts: np.ndarray, total_time: float | None = None) -> tuple[np.ndarray, SourceBuckets | None]:
-        """Row counts for per-bucket integer counts, and the source's own buckets when they were spread."""
+    def fold(self, counts: np.ndarray, total_time: float | None = None,
+             time: float | None = None) -> tuple[np.ndarray, SourceBuckets | None]:
+        """Row counts for per-bucket integer counts, and the source's own buckets (with `total_time`, seconds) when
+        they were spread; `time` (the same in the stream unit) places the first bucket (`core.rebin`'s rule)."""
         counts = np.asarray(counts, dtype=np.int64)
-        slots = self.fold_many(counts[None, :])[0]
+        slots = self.fold_many(counts[None, :], None if time is None else np.array([time]))[0]
         if self.exact:
             return slots, None
         return slots, SourceBuckets(self.bounds, counts, total_time)
 
-    def fold_many(self, counts: np.ndarray) -> np.ndarray:
-        """Row counts for a (columns x buckets) array of integer counts, each column's total kept."""
-        shares = counts.astype(np.float64) @ self.matrix
+    def fold_many(self, counts: np.ndarray, times: np.ndarray | None = None) -> np.ndarray:
+        """Row counts for a (columns x buckets) array of integer counts, each column's total kept; `times` (the
+        columns' exact times in the stream unit, NaN where unknown) place the first bucket (`core.rebin`'s rule)."""
         if self.exact:
-            return np.rint(shares).astype(np.int64)
+            return np.rint(counts.astype(np.float64) @ self.matrix).astype(np.int64)
+        if times is None:
+            shares = counts.astype(np.float64) @ self.matrix
+        else:
+            shares = with_time(self.matrix, self.bounds, counts, times)
         return whole_rows(shares, counts.sum(axis=1))
 
 

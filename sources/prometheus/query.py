@@ -205,7 +205,9 @@ class PrometheusSource(Source):
         complete = ~np.isnan(table).any(axis=1)
         totals = np.where(np.isnan(table), 0.0, table).max(axis=1)
         counts = whole_rows(np.diff(np.nan_to_num(table), axis=1, prepend=0.0), totals)
-        rows = layout.fold_many(counts)
+        factor = self.builder.factor(stream)
+        times = np.array([spent.get((t, key), math.nan) for t in stamps], dtype=np.float64) * factor
+        rows = layout.fold_many(counts, times)
         for i, t in enumerate(stamps):
             total = spent.get((t, key))
             secs = None if total is None else self.builder.seconds(total)

@@ -134,7 +134,11 @@ class StreamBuilder:
         """One column of a stream: the parts' rows summed, their own buckets kept when they were spread."""
         counts = empty_counts()
         for part in parts:
-            counts += part.rows if part.rows is not None else part.layout.fold(part.counts)[0]
+            if part.rows is not None:
+                counts += part.rows
+            else:
+                time = None if part.spent_s is None else part.spent_s / unit_seconds(stream.unit)
+                counts += part.layout.fold(part.counts, time=time)[0]
         spent = [p.spent_s for p in parts]
         total = float(sum(s for s in spent if s is not None)) if parts and None not in spent else None
         if total is not None and total < 0:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from latencymap.core.rebin import largest_remainder, rebin_counts, spread_fractions, spread_matrix
+from latencymap.core.rebin import largest_remainder, rebin_counts, spread_fractions, spread_matrix, with_time
 
 PROMETHEUS_DEFAULT_US = [5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6, 2.5e6, 5e6, 1e7, math.inf]
 
@@ -54,3 +54,24 @@ def test_totals_past_float_precision_stay_exact() -> None:
     counts = [(1 << 60) + 12345, 7, (1 << 59) + 3]
     slots = rebin_counts([10.0, 100.0, math.inf], counts)
     assert int(slots.sum()) == sum(counts)
+
+
+def test_the_first_bucket_goes_as_low_as_the_columns_time_proves() -> None:
+    bounds = [1e5, 2e5, 4e5, math.inf]  # a first bucket of 100 ms, in µs: the rule's octave is [50, 100) ms
+    matrix = spread_matrix(bounds)
+    counts = np.array([[2, 0, 0, 0],    # two 0.72 ms events: the time is their own
+                       [3, 0, 0, 1],    # three 1 ms events and one of 400 ms, the most that overflow's low allows
+                       [2, 1, 0, 0],    # the other event's lower bound leaves the first two up to 75 ms: the rule
+                       [2, 0, 0, 0],    # no time known
+                       [2, 0, 0, 0]])   # a time below zero after the others: not believed, the rule
+    times = np.array([1449.0, 3000.0 + 4e5, 1449.0 + 2.5e5, math.nan, -5.0])
+    shares = with_time(matrix, bounds, counts, times)
+    assert shares.sum(axis=1) == pytest.approx(counts.sum(axis=1))
+    low = 1449.0 / 2 * math.log(2)  # the octave [low, 2 low) whose log-uniform mean is 724.5 µs
+    assert shares[0] == pytest.approx(2 * spread_fractions(low, 2 * low))
+    assert shares[0][10] > 1.9 and shares[0][:9].sum() == 0 and shares[0][11:].sum() == 0  # [512, 1024) µs
+    assert shares[1] == pytest.approx(3 * spread_fractions(1000 * math.log(2), 2000 * math.log(2)) + matrix[3])
+    for rule in (2, 3, 4):
+        assert shares[rule] == pytest.approx(counts[rule] @ matrix)
+    mean = (shares[0] * (2.0 ** np.arange(64)) * 0.75).sum() / 2  # the rows' midpoints (~0.7 ms), not 75 ms
+    assert 500 < mean < 1000

@@ -137,3 +137,33 @@ def test_the_sum_alone_survives_both_readers() -> None:
     cumulative = text.replace("counts, interval\n", "")
     (notice,) = [i for i in ProtocolReader("rec").read_chunks([cumulative]) if not isinstance(i, Interval)][:1]
     assert "a source's sum needs a 'counts, interval' record" in notice.message
+
+
+def test_a_fast_services_first_bucket_is_shown_where_its_sum_puts_it(tmp_path: Path) -> None:
+    """Prometheus' own request histogram starts at (0, 100 ms]: requests of ~0.9 ms all land there. The rows follow
+    the `_sum`, not the rule's [50, 100) ms, and the report says why its histogram_quantile percentiles differ."""
+    les = (0.1, 0.2, 0.4, 1.0, math.inf)
+    cumulative = [[4, 4, 4, 4, 4], [10, 10, 10, 10, 10], [16, 16, 16, 16, 16]]
+    sums = [0.0036, 0.0090, 0.0144]  # 0.9 ms a request
+    pages = [histogram_page("http_seconds", les, c, s) for c, s in zip(cumulative, sums, strict=True)]
+    endpoint = Scripted([(200, TEXT_TYPE, p) for p in pages])
+    rec = tmp_path / "fast.rec"
+    try:
+        result = CliRunner().invoke(main, ["scrape", endpoint.url, "--metric", "http_seconds", "--interval", "0.05",
+                                           "--count", "2", "--emit", "--record", str(rec)])
+    finally:
+        endpoint.close()
+    assert result.exit_code == 0, result.output
+    (stream,) = json.loads(CliRunner().invoke(main, ["report", "--format", "json", str(rec)]).output)["streams"]
+    rows = [(b["low"], b["high"]) for b in stream["buckets"]]
+    events = np.sum(stream["frequency"], axis=0)  # intervals of any length: rows that hold events are > 0
+    held = [rows[i] for i in np.flatnonzero(events)]
+    assert held and all(low >= 0.000512 and high <= 0.002048 for low, high in held)  # around 0.9 ms, not 50-100
+    assert stream["total"]["mean_s"] == pytest.approx(0.0009)
+    assert stream["source_buckets"]["p50_s"] == pytest.approx(0.05)  # histogram_quantile's, as Grafana shows
+    text = CliRunner().invoke(main, ["report", str(rec)]).output
+    assert ("the first bucket, (0, 100ms], holds 100% of the events, whose mean the exact sum puts at 900µs at "
+            "most (the rows place them so)") in text
+    totals = SourceTotals((1e5, 2e5, math.inf))
+    totals.add(SourceBuckets((1e5, 2e5, math.inf), np.array([3, 1, 0]), 0.35))  # up to 83 ms each: the octave fits
+    assert totals.first_bucket_faster(1e-6) is None

@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from latencymap.core.model import Interval, Notice
 from latencymap.sources.otlp.decode import explicit_point, expo_point
+from latencymap.sources.otlp.explicit import spread_explicit
 from latencymap.sources.otlp.points import CUMULATIVE, DELTA, Decoded, Point, PointStreams, StreamKey
 
 S = 1_000_000_000
@@ -216,3 +218,11 @@ def test_a_series_exporting_less_often_than_the_idle_time_is_kept(monkeypatch: p
     cols = [c for c in intervals(got) if c.stream.label == "svc/h{route=/a}"]
     assert [int(c.counts.sum()) for c in cols] == [0, 2, 2, 2]  # every hour's increase, none a baseline
     assert not any("back after" in n.message for n in got if isinstance(n, Notice))
+
+
+def test_an_explicit_points_sum_places_its_first_bucket() -> None:
+    bounds = (5.0, 10.0, 25.0)  # milliseconds; the first bucket (-inf, 5] is taken as [2.5, 5) ms by the rule
+    counts = np.array([10, 0, 0, 0])
+    assert spread_explicit(bounds, counts, 1000.0, None)[12:14].sum() == 10  # [2.048, 8.192) ms in µs rows
+    placed = spread_explicit(bounds, counts, 1000.0, 3.0)  # ten calls of 0.3 ms in all, in the point's sum
+    assert placed.sum() == 10 and placed[8:10].sum() == 10  # [128, 512) µs: around 0.3 ms

@@ -147,3 +147,15 @@ def test_native_garbage_is_refused() -> None:
         fold_native({"count": "1", "buckets": [[0, "1"]]}, 1.0)
     with pytest.raises(NativeError, match="expected a number"):
         fold_native({"count": "x", "buckets": []}, 1.0)
+
+
+def test_the_sum_places_a_fast_services_first_bucket() -> None:
+    layout = layout_of((0.1, 0.2, 0.4, 1.0, INF), 1e6)  # Prometheus' own request histogram: (0, 100 ms] first
+    counts = np.array([4, 0, 0, 0, 0])
+    plain, _ = layout.fold(counts, 0.0038)
+    placed, kept = layout.fold(counts, 0.0038, time=3800.0)  # four requests of 0.95 ms, as `_sum` says
+    assert plain[16] + plain[17] == 4  # the rule alone: [50, 100) ms
+    assert placed[10] + placed[11] == 4 and placed.sum() == 4  # [512 µs, 2 ms): where 0.95 ms is
+    assert kept is not None and kept.counts.tolist() == counts.tolist() and kept.total_time == 0.0038
+    many = layout.fold_many(np.array([[4, 0, 0, 0, 0], [4, 0, 0, 0, 0]]), np.array([3800.0, math.nan]))
+    assert many[0].tolist() == placed.tolist() and many[1].tolist() == plain.tolist()

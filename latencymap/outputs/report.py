@@ -9,7 +9,7 @@ import numpy as np
 
 from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
-from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory, Totals
+from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, StreamHistory, Totals
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
@@ -178,6 +178,10 @@ def report_text(acc: Accumulator) -> str:
     return "\n".join(out) + "\n"
 
 
+#: Messages a text report prints; the rest are counted.
+SHOWN_MESSAGES = 10
+
+
 def read_errors(acc: Accumulator) -> dict[str, Any]:
     """What reading skipped and said, as the JSON documents give it."""
     return {"skipped_records": acc.skipped, "messages": list(acc.messages)}
@@ -187,7 +191,9 @@ def read_notes(skipped: int, messages: list[str], dropped: int = 0, whose: str =
     """A text report's closing lines: records skipped, what reading said, and columns dropped for the memory
     budget (`whose`: which input, where there are two)."""
     out: list[str] = []
-    said = [f"   {clean_text(m, 600)}" for m in messages[:10]]
+    said = [f"   {clean_text(m, 600)}" for m in messages[:SHOWN_MESSAGES]]
+    if len(messages) > SHOWN_MESSAGES:
+        said.append(f"   ... and {len(messages) - SHOWN_MESSAGES} more (--format json lists up to {MAX_MESSAGES})")
     if skipped:
         out.append(f"Skipped records{whose}: {skipped}")
         out += said

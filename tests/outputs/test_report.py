@@ -201,3 +201,16 @@ def test_the_text_report_says_what_reading_assumed_even_when_nothing_was_skipped
     assert "Skipped records" not in result.output and "Notes:" in lines
     (note,) = lines[lines.index("Notes:") + 1:]
     assert "has no 'datasource' line: read as bpf" in note and note.endswith("one octave lower")
+
+
+def test_the_text_report_counts_the_messages_it_does_not_print(tmp_path: Path) -> None:
+    lines = []
+    for i in range(30):  # every other record has a bad count: 15 skipped, 15 messages
+        lines += ["<begin record>", f"timestamp, microsec, {(i + 1) * 1_000_000}, t", "label, a",
+                  "1, x" if i % 2 else f"1, {5 * i}", "<end record>"]
+    path = tmp_path / "bad.txt"
+    path.write_text("\n".join(lines) + "\n")
+    text = CliRunner().invoke(main, ["report", str(path)]).output
+    assert text.count("record skipped") == 10 and text.endswith("   ... and 5 more (--format json lists up to 100)\n")
+    doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", str(path)]).output)
+    assert len(doc["errors"]["messages"]) == doc["errors"]["skipped_records"] == 15

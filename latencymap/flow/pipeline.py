@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import IO, Any
 
 from latencymap.core.deltas import Differ
 from latencymap.core.errors import NothingReadable, StrictError
-from latencymap.core.model import ColumnFlow, Flow, FlowItem, Interval, IntervalRun, Item, Notice, unrolled
+from latencymap.core.model import (
+    ColumnFlow,
+    Flow,
+    FlowItem,
+    Interval,
+    IntervalRun,
+    Item,
+    Notice,
+    StreamId,
+    rows_by_stream,
+    unrolled,
+)
 from latencymap.flow.inputs import read_input
 from latencymap.plugins import Registry, TextFormat
 
@@ -37,14 +49,48 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
     inputs = [(read_input(p, registry, forced_format, options, stdin, runs=True, readers=readers), p)
               for p in (paths or ["-"])]
     unreadable = []
+    seen: dict[StreamId, tuple[float, str]] = {}
     for items, path in inputs:
         tally = _Tally()
-        yield from Differ(name=path).run_columns(tally.count(items))
+        flow = Differ(name=path).run_columns(tally.count(items))
+        yield from _apart(flow, "<stdin>" if path in ("-", "") else path, seen) if len(inputs) > 1 else flow
         if tally.skipped and not tally.read:
             name = "<stdin>" if path in ("-", "") else path
             unreadable.append(f"{name}: no record could be read ({tally.skipped} skipped); the first: {tally.first}")
     if unreadable:
         raise NothingReadable("; ".join(unreadable))
+
+
+def _apart(flow: ColumnFlow, name: str, seen: dict[StreamId, tuple[float, str]]) -> ColumnFlow:
+    """One of several inputs' flow. A stream that an earlier input had too continues it when it starts where that
+    one ended, or later (a log and its rotation); one that goes back into that time (another host's `sda`, the same
+    run twice) would mix two histories in one, so it becomes a stream of its own, named after its input, with a
+    notice. `seen` holds each stream's last end so far, and the input it came from."""
+    own: dict[StreamId, StreamId] = {}
+    ends: dict[StreamId, float] = {}
+    for item in flow:
+        if isinstance(item, Notice):
+            yield item
+            continue
+        spans = [(item.stream, item.start, item.end)] if isinstance(item, Interval) else [
+            (stream, float(item.start[rows[0]]), float(item.end[rows].max()))
+            for stream, rows in rows_by_stream(item.streams).items()]
+        for stream, start, end in spans:
+            if stream not in own:
+                before = seen.get(stream)
+                own[stream] = stream
+                if before is not None and start < before[0]:
+                    own[stream] = StreamId(f"{stream.label} [{name}]", stream.datasource, stream.unit)
+                    yield Notice(f"{name}: '{stream.label}' goes back into the time of the same stream from "
+                                 f"{before[1]}: shown apart, as '{own[stream].label}'", skipped=0)
+            ends[stream] = max(ends.get(stream, end), end)
+        if any(own[s] is not s for s, _, _ in spans):
+            item = replace(item, stream=own[item.stream]) if isinstance(item, Interval) else replace(
+                item, streams=[own[s] for s in item.streams])
+        yield item
+    for stream, end in ends.items():
+        if own[stream] is stream:
+            seen[stream] = (max(end, seen.get(stream, (end, ""))[0]), name)
 
 
 class _Tally:

@@ -16,7 +16,7 @@ from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.deltas import Differ
 from latencymap.core.errors import NothingReadable
 from latencymap.core.model import Interval, IntervalRun, Notice, StreamId
-from latencymap.flow.pipeline import column_flow, limited
+from latencymap.flow.pipeline import column_flow, input_flow, limited
 from latencymap.flow.recording import Recorder
 from latencymap.plugins import load_registry
 from latencymap.protocol import ProtocolReader
@@ -141,3 +141,23 @@ def test_runs_are_appended_a_batch_of_columns_at_a_time(monkeypatch: pytest.Monk
     acc = accumulate(run(i) for i in range(20))
     assert acc.intervals_seen == 20 * k and sum(sizes) == 20 * k
     assert len(sizes) > 1 and max(sizes) <= accumulator.BATCH + k
+
+
+def test_a_stream_going_back_into_an_earlier_inputs_time_is_shown_apart(example_data: Path, tmp_path: Path) -> None:
+    text = example_data.read_text()
+    cut = text.index("<begin record>", len(text) // 2)
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_text(text[:cut])
+    second.write_text(text[cut:])
+    rotated = accumulate(column_flow([str(first), str(second)], REGISTRY))  # a log and its rotation: one stream
+    (stream,) = rotated.streams
+    assert not [m for m in rotated.messages if "shown apart" in m]
+    twice = accumulate(column_flow([str(example_data), str(second)], REGISTRY))  # the second half again
+    assert [s.label for s in twice.streams] == [stream.label, f"{stream.label} [{second}]"]
+    alone = [accumulate(column_flow([str(p)], REGISTRY)).streams[stream].n for p in (example_data, second)]
+    assert [h.n for h in twice.streams.values()] == alone
+    (said,) = [m for m in twice.messages if "shown apart" in m]
+    assert said == (f"{second}: '{stream.label}' goes back into the time of the same stream from {example_data}: "
+                    f"shown apart, as '{stream.label} [{second}]'")
+    one_by_one = [i for i in input_flow([str(example_data), str(second)], REGISTRY) if isinstance(i, Interval)]
+    assert {i.stream.label for i in one_by_one} == {s.label for s in twice.streams}

@@ -18,6 +18,15 @@ def clean_text(text: str, limit: int = MAX_TEXT) -> str:
     return text
 
 
+def cut_middle(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut in the middle: stream names that differ only at the end (label
+    sets, the input a stream was set apart for) stay apart."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) * 2 // 5
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
 def excerpt(text: str, limit: int = 60) -> str:
     """A short, quoted, safe excerpt of an input line for an error message."""
     return repr(clean_text(text.strip(), limit))

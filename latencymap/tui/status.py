@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.percentiles import PERCENTILES
-from latencymap.core.sanitize import clean_text
+from latencymap.core.sanitize import clean_text, cut_middle
 from latencymap.core.units import format_duration, format_number
 
 STATE_STYLES = {"live": "bold green", "paused": "bold yellow", "ended": "bold cyan", "waiting": "bold"}
@@ -23,7 +23,7 @@ def status_text(hist: StreamHistory | None, stop: int, *, state: str, skipped: i
         text.append(f"  waiting for data…  skipped records: {skipped}")
         return text
     s = hist.stream
-    text.append(f"  {clean_text(s.label, 60) or '(no label)'}", style="bold")
+    text.append(f"  {cut_middle(clean_text(s.label, 1000), 60) or '(no label)'}", style="bold")
     text.append(f"  [{stream_index + 1}/{streams}]  {clean_text(s.datasource, 20)}  unit {s.unit}")
     if stop == 0:
         text.append("  waiting for the second record (the first is the baseline)")

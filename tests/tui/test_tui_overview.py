@@ -14,10 +14,11 @@ from tui_support import ranks, run_ended, synthetic
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import percentile_estimates
+from latencymap.core.sanitize import cut_middle
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.diffmap import DiffMap, DiffScreen
 from latencymap.tui.heatmap import HeatMap
-from latencymap.tui.overview import OverviewList, OverviewScreen, strip_cells
+from latencymap.tui.overview import NAME_W, OverviewList, OverviewScreen, strip_cells
 from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, sort_rows, strip_p99
 from latencymap.tui.window import Window
 
@@ -266,3 +267,13 @@ def test_the_selection_stays_on_top_until_the_user_picks_a_line_then_follows_it(
     picked.set_rows(after, {})
     current = picked.current()
     assert current is not None and current.index == chosen
+
+
+def test_names_that_differ_only_at_the_end_stay_apart() -> None:
+    labels = ['prometheus_http_request_duration_seconds{handler="/api/v1/query"}',
+              'prometheus_http_request_duration_seconds{handler="/metrics"}',
+              "db file sequential read latency data from gv$event_histogram [host2/io.txt]"]
+    shown = [cut_middle(label, NAME_W) for label in labels]
+    assert all(len(s) == NAME_W for s in shown) and len(set(shown)) == 3
+    assert shown[0] == 'prometheus…/api/v1/query"}' and shown[2].endswith("[host2/io.txt]")
+    assert cut_middle("sda", NAME_W) == "sda"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -68,18 +69,24 @@ def test_source_lines_survive_both_readers_and_bad_ones_are_named() -> None:
     assert "rec: line 1" in notice.message
 
 
-def test_a_scrape_recorded_then_reported_keeps_the_exporters_buckets(tmp_path: Path) -> None:
-    les = BOUNDS
-    first, second, third = [2, 5, 9, 9, 10, 10], [3, 9, 20, 26, 30, 31], [3, 12, 30, 40, 45, 50]
-    pages = [histogram_page("h_seconds", les, c, s) for c, s in ((first, 0.5), (second, 1.75), (third, 3.0))]
+def scraped(tmp_path: Path, metric: str, les: Sequence[float], cumulative: list[list[int]], sums: list[float]) -> Path:
+    """A recording of `latencymap scrape` over pages of one classic histogram: cumulative counts and `_sum`s."""
+    pages = [histogram_page(metric, les, c, s) for c, s in zip(cumulative, sums, strict=True)]
     endpoint = Scripted([(200, TEXT_TYPE, p) for p in pages])
-    rec = tmp_path / "scrape.rec"
+    rec = tmp_path / f"{metric}.rec"
     try:
-        result = CliRunner().invoke(main, ["scrape", endpoint.url, "--metric", "h_seconds", "--interval", "0.05",
-                                           "--count", "2", "--emit", "--record", str(rec)])
+        result = CliRunner().invoke(main, ["scrape", endpoint.url, "--metric", metric, "--interval", "0.05",
+                                           "--count", str(len(pages) - 1), "--emit", "--record", str(rec)])
     finally:
         endpoint.close()
     assert result.exit_code == 0, result.output
+    return rec
+
+
+def test_a_scrape_recorded_then_reported_keeps_the_exporters_buckets(tmp_path: Path) -> None:
+    les = BOUNDS
+    first, second, third = [2, 5, 9, 9, 10, 10], [3, 9, 20, 26, 30, 31], [3, 12, 30, 40, 45, 50]
+    rec = scraped(tmp_path, "h_seconds", les, [first, second, third], [0.5, 1.75, 3.0])
     report = CliRunner().invoke(main, ["report", "--format", "json", str(rec)])
     (stream,) = json.loads(report.output)["streams"]
     per_bucket = np.diff([0, *third]) - np.diff([0, *first])
@@ -100,16 +107,7 @@ def test_an_exact_fold_keeps_only_the_sum_and_the_report_takes_its_time_from_it(
     `_sum` is the time waited, live and through a recording (its `sourcetime` line, without buckets)."""
     les = (*(b / 1000 for b in (1, 2, 4, 8, 16)), math.inf)
     first, second, third = [1, 2, 4, 4, 5, 5], [2, 6, 9, 12, 14, 15], [4, 9, 15, 20, 22, 25]
-    pages = [histogram_page("h_milliseconds", [b * 1000 for b in les], c, s)
-             for c, s in ((first, 20.0), (second, 95.5), (third, 180.25))]
-    endpoint = Scripted([(200, TEXT_TYPE, p) for p in pages])
-    rec = tmp_path / "scrape.rec"
-    try:
-        result = CliRunner().invoke(main, ["scrape", endpoint.url, "--metric", "h_milliseconds", "--interval",
-                                           "0.05", "--count", "2", "--emit", "--record", str(rec)])
-    finally:
-        endpoint.close()
-    assert result.exit_code == 0, result.output
+    rec = scraped(tmp_path, "h_milliseconds", [b * 1000 for b in les], [first, second, third], [20.0, 95.5, 180.25])
     text = rec.read_text()  # a plain-text recording (no .zst name)
     assert "sourcetime, " in text and "sourcebuckets" not in text and "sourcecounts" not in text
     report = CliRunner().invoke(main, ["report", "--format", "json", str(rec)])
@@ -144,16 +142,7 @@ def test_a_fast_services_first_bucket_is_shown_where_its_sum_puts_it(tmp_path: P
     the `_sum`, not the rule's [50, 100) ms, and the report says why its histogram_quantile percentiles differ."""
     les = (0.1, 0.2, 0.4, 1.0, math.inf)
     cumulative = [[4, 4, 4, 4, 4], [10, 10, 10, 10, 10], [16, 16, 16, 16, 16]]
-    sums = [0.0036, 0.0090, 0.0144]  # 0.9 ms a request
-    pages = [histogram_page("http_seconds", les, c, s) for c, s in zip(cumulative, sums, strict=True)]
-    endpoint = Scripted([(200, TEXT_TYPE, p) for p in pages])
-    rec = tmp_path / "fast.rec"
-    try:
-        result = CliRunner().invoke(main, ["scrape", endpoint.url, "--metric", "http_seconds", "--interval", "0.05",
-                                           "--count", "2", "--emit", "--record", str(rec)])
-    finally:
-        endpoint.close()
-    assert result.exit_code == 0, result.output
+    rec = scraped(tmp_path, "http_seconds", les, cumulative, [0.0036, 0.0090, 0.0144])  # 0.9 ms a request
     (stream,) = json.loads(CliRunner().invoke(main, ["report", "--format", "json", str(rec)]).output)["streams"]
     rows = [(b["low"], b["high"]) for b in stream["buckets"]]
     events = np.sum(stream["frequency"], axis=0)  # intervals of any length: rows that hold events are > 0

@@ -18,13 +18,35 @@ def clean_text(text: str, limit: int = MAX_TEXT) -> str:
     return text
 
 
+def cell_width(text: str) -> int:
+    """Terminal cells `text` takes: wide (East Asian) characters two, combining marks none, others one."""
+    if text.isascii():
+        return len(text)
+    import unicodedata  # only for text that needs it
+
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 def cut_middle(text: str, width: int) -> str:
-    """`text` in at most `width` characters, cut in the middle: stream names that differ only at the end (label
+    """`text` in at most `width` terminal cells, cut in the middle: stream names that differ only at the end (label
     sets, the input a stream was set apart for) stay apart."""
-    if len(text) <= width:
+    if cell_width(text) <= width:
         return text
-    head = (width - 1) * 2 // 5
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+    room = (width - 1) * 2 // 5
+    if text.isascii():
+        return text[:room] + "…" + text[len(text) - (width - 1 - room):]
+    head = ""
+    for c in text:
+        if cell_width(head + c) > room:
+            break
+        head += c
+    room = width - 1 - cell_width(head)
+    tail = ""
+    for c in reversed(text):
+        if cell_width(c + tail) > room:
+            break
+        tail = c + tail
+    return f"{head}…{tail}"
 
 
 def excerpt(text: str, limit: int = 60) -> str:

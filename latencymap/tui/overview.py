@@ -23,7 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
 from latencymap.core.model import StreamId
-from latencymap.core.sanitize import cut_middle
+from latencymap.core.sanitize import cell_width, cut_middle
 from latencymap.core.units import format_duration
 from latencymap.tui.axis import axis_strip
 from latencymap.tui.overview_stats import ORDERS, OverviewStats, StreamRow, StripCache, p99_levels, sort_rows
@@ -208,7 +208,8 @@ class OverviewList(Widget, can_focus=True):
         segs = [Segment(">" if selected else " ", SELECTED if selected else PLAIN),
                 Segment(f"{mark:<2}", MARKED)]
         name_style = SELECTED if selected else SLOW if row.slow else PLAIN
-        segs.append(Segment(f"{cut_middle(row.label, NAME_W):<{NAME_W}}", name_style))
+        name = cut_middle(row.label, NAME_W)
+        segs.append(Segment(name + " " * (NAME_W - cell_width(name)), name_style))
         segs.append(Segment(" ", PLAIN))
         segs += _heat(levels, self.mode)
         segs += _numbers(row, values)

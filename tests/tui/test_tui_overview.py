@@ -14,7 +14,7 @@ from tui_support import ranks, run_ended, synthetic
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import percentile_estimates
-from latencymap.core.sanitize import cut_middle
+from latencymap.core.sanitize import cell_width, cut_middle
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.diffmap import DiffMap, DiffScreen
 from latencymap.tui.heatmap import HeatMap
@@ -277,3 +277,11 @@ def test_names_that_differ_only_at_the_end_stay_apart() -> None:
     assert all(len(s) == NAME_W for s in shown) and len(set(shown)) == 3
     assert shown[0] == 'prometheus…/api/v1/query"}' and shown[2].endswith("[host2/io.txt]")
     assert cut_middle("sda", NAME_W) == "sda"
+
+
+def test_wide_names_keep_the_columns_in_place() -> None:
+    wide = "磁盘读取延迟统计数据来自主机一号的第一块硬盘"
+    shown = cut_middle(wide, NAME_W)
+    assert shown == "磁盘读取延…号的第一块硬盘" and cell_width(shown) <= NAME_W
+    assert cut_middle("é" * 40, NAME_W) == "é" * 10 + "…" + "é" * 15
+    assert cell_width("e\u0301") == 1 and cell_width("ab") == 2

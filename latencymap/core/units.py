@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+#: Interval times before this (1973) are relative (seconds since some start), not dates: views show offsets.
+REAL_EPOCH = 1e8
+
 UNIT_SECONDS: dict[str, float] = {
     "sec": 1.0,
     "millisec": 1e-3,

@@ -21,9 +21,10 @@ from textual.widgets import Footer
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, StreamHistory
 from latencymap.core.model import Flow, Interval, StreamId
 from latencymap.core.sanitize import clean_text
+from latencymap.core.units import REAL_EPOCH
 from latencymap.flow.stdin import take_terminal
 from latencymap.tui.actions import MapActions
-from latencymap.tui.axis import REAL_EPOCH, learn_clock
+from latencymap.tui.axis import learn_clock
 from latencymap.tui.diffmap import DiffScreen
 from latencymap.tui.findings import MAX_LINES, FindingsPanel, window_findings
 from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec

@@ -15,10 +15,9 @@ from textual.strip import Strip
 
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.percentiles import median_of
+from latencymap.core.units import REAL_EPOCH
 from latencymap.tui.window import Window
 
-#: Columns with an end time before this (1973) carry relative times, not dates: labels are offsets.
-REAL_EPOCH = 1e8
 #: Label steps (seconds); the axis takes the smallest that leaves `LABEL_GAP` cells between labels.
 STEPS = (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200,
          86400, 172800, 604800)

@@ -30,7 +30,7 @@ from latencymap.analysis.findings import pct
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.sanitize import clean_text
-from latencymap.core.units import format_duration, format_number
+from latencymap.core.units import REAL_EPOCH, format_duration, format_number
 from latencymap.outputs.report import marks_lines, peer_lines, straggler_lines
 from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
@@ -234,7 +234,8 @@ def _time_axis(m: Merged, y: float, cell_w: float) -> list[str]:
         out.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#444"/>')
         out.append(_text(x, y + 15, offset(float(m.start[c]) - t0), text_anchor="middle"))
     merged = f", {m.group} intervals per column" if m.group > 1 else ""
-    out.append(_text(LEFT, y + 29, f"time since {utc(t0)}{merged}", fill="#555"))
+    since = utc(t0) if float(m.end[-1]) >= REAL_EPOCH else "the first interval (the input's times are not dates)"
+    out.append(_text(LEFT, y + 29, f"time since {since}{merged}", fill="#555"))
     return out
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from latencymap.core.errors import InputError, RecordingError, SourceError, StrictError
+from latencymap.core.errors import InputError, OutputError, SourceError, StrictError
 from latencymap.core.model import Item
 from latencymap.core.sanitize import clean_text
 from latencymap.plugins import Registry, load_registry
@@ -19,8 +19,9 @@ from latencymap.plugins import Registry, load_registry
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 EXIT_CODES = """\b
-Exit codes: 0 done; 1 a source or view failed, or no record of an input could
-be read; 2 bad usage, unreadable input, or a bad record under --strict;
+Exit codes: 0 done; 1 a source or view failed, no record of an input could
+be read, or the output could not be written; 2 bad usage, unreadable input,
+an output file that cannot be created, or a bad record under --strict;
 130 interrupted (Ctrl-C, as a key in the TUI or SIGINT); 143 terminated
 (SIGTERM).
 """
@@ -74,7 +75,7 @@ def guarded(fn: Callable[[], int]) -> None:
     except SourceError as err:  # a source died mid-stream: what it gave before was shown and recorded
         click.echo(f"latencymap: {err}", err=True)
         code = EXIT_FAIL
-    except RecordingError as err:
+    except OutputError as err:  # a recording or an output file
         click.echo(f"latencymap: {err}", err=True)
         code = err.exit_code
     except KeyboardInterrupt:

@@ -11,7 +11,7 @@ from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import accumulate
 from latencymap.flow.pipeline import column_flow
 from latencymap.outputs.compare import compare, compare_text
-from latencymap.outputs.files import write_text
+from latencymap.outputs.files import check_output, write_text
 
 
 @click.command("diff")
@@ -26,6 +26,7 @@ def diff(baseline: str, candidate: str, out_format: str, input_format: str | Non
     """Compare two inputs: per-bucket share changes, percentile deltas, bands that appeared or vanished."""
 
     def body() -> int:
+        check_output(output)
         keep_freed_memory()
         base = accumulate(column_flow([baseline], REGISTRY, input_format))
         cand = accumulate(column_flow([candidate], REGISTRY, input_format))

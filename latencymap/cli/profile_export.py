@@ -7,7 +7,7 @@ import click
 from latencymap.cli.common import EXIT_OK, EXIT_USAGE, REGISTRY, guarded
 from latencymap.core.model import Interval
 from latencymap.flow.pipeline import input_flow
-from latencymap.outputs.files import write_text
+from latencymap.outputs.files import check_output, write_text
 
 
 def first_interval_start(path: str) -> float | None:
@@ -34,6 +34,7 @@ def profile_export(path: str, start: float | None, end: float | None, out_format
     from latencymap.profiling.persist import load_profile
 
     def body() -> int:
+        check_output(output)
         store, messages = load_profile([path])
         for message in messages:
             click.echo(f"latencymap: profile: {message}", err=True)

@@ -11,14 +11,16 @@ from latencymap.cli.options import format_kwargs, format_options, limit_options
 from latencymap.cli.running import prepare
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import Accumulator, accumulate
-from latencymap.core.errors import InputError, NothingReadable
+from latencymap.core.errors import InputError, NothingReadable, OutputError
 from latencymap.core.model import ColumnFlow, Notice
 from latencymap.core.sanitize import clean_text
 from latencymap.flow.pipeline import column_flow, diffed
-from latencymap.outputs.files import write_text
+from latencymap.outputs.files import check_output, write_text
 from latencymap.outputs.json_text import dumps
 from latencymap.outputs.report import build_report, report_text, source_lines
 from latencymap.plugins import Source, TextFormat
+
+PARQUET_NEEDS_OUTPUT = "--format parquet needs -o FILE (it is a binary format)"
 
 
 def _parse_gates(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[Any]:
@@ -107,6 +109,9 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
     fmt_opts = format_kwargs(kw)
 
     def body() -> int:
+        check_output(output)  # before reading: a long run is not lost to a bad path at its end
+        if out_format == "parquet" and not output:
+            raise InputError(PARQUET_NEEDS_OUTPUT)
         keep_freed_memory()
         source = _report_source(list(inputs))
         readers: list[TextFormat] = []
@@ -177,10 +182,13 @@ def write_report(acc: Accumulator, out_format: str, output: str | None,
     """Render `acc` as svg/html/parquet/openmetrics to `output` (stdout for text formats when None)."""
     if out_format == "parquet":
         if not output:
-            raise InputError("--format parquet needs -o FILE (it is a binary format)")
+            raise InputError(PARQUET_NEEDS_OUTPUT)
         from latencymap.outputs.exports import write_parquet
 
-        write_parquet(acc, output)
+        try:
+            write_parquet(acc, output)
+        except OSError as err:
+            raise OutputError(f"{output}: cannot write the output: {err.strerror or err}", exit_code=1) from None
         return
     if out_format == "svg":
         from latencymap.views.svg import render_svg

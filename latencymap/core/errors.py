@@ -18,12 +18,16 @@ class SourceError(Exception):
     """
 
 
-class RecordingError(Exception):
-    """A recording that cannot be created (exit code 2) or written (exit code 1)."""
+class OutputError(Exception):
+    """A file that cannot be created (exit code 2) or written (exit code 1): a report's `-o`, a recording."""
 
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class RecordingError(OutputError):
+    """A recording that cannot be created (exit code 2) or written (exit code 1)."""
 
 
 class NothingReadable(SourceError):

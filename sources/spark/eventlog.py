@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from latencymap.core.errors import InputError
+
 from .codecs import SUFFIXES, codec_of, make_decoder
 
 IN_PROGRESS = ".inprogress"
@@ -16,8 +18,8 @@ STATUS_PREFIX = "appstatus_"
 CHUNK = 8 << 20
 
 
-class EventLogError(FileNotFoundError):
-    """No event log where the user pointed."""
+class EventLogError(InputError, FileNotFoundError):
+    """No event log where the user pointed: an input that cannot be opened (exit code 2), not a source failing."""
 
 
 @dataclass

@@ -74,3 +74,10 @@ def test_a_live_source_s_notices_reach_stderr_as_they_come() -> None:
     assert r.exit_code == 0, r.output
     assert r.stderr.startswith(f"latencymap: scrape: {url}: connection refused")
     assert r.stdout.startswith(f"No data.\nNotes:\n   scrape: {url}: connection refused")
+
+
+def test_a_path_with_no_event_log_is_an_input_error_not_a_failed_source(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["report", "spark", str(tmp_path)])
+    assert r.exit_code == 2, r.output
+    assert r.stderr == (f"latencymap: {tmp_path}: no Spark event log here (a file, an eventlog_v2_* directory, or "
+                        "their directory)\n")

@@ -113,7 +113,14 @@ class PrometheusSource(Source):
         if start is None:
             raise click.BadParameter("a window needs --start (--end defaults to now)", param_hint="--start")
         now = default_clock()
-        t0, t1 = parse_time(str(start), now), parse_time(str(end) if end is not None else "now", now)
+        try:
+            t0 = parse_time(str(start), now)
+        except click.BadParameter as err:
+            raise click.BadParameter(err.message, param_hint="--start") from None
+        try:
+            t1 = parse_time(str(end) if end is not None else "now", now)
+        except click.BadParameter as err:
+            raise click.BadParameter(err.message, param_hint="--end") from None
         if t1 <= t0:
             raise click.BadParameter("--end must be after --start", param_hint="--end")
         step = float(self.options.get("step") or max(1.0, math.ceil((t1 - t0) / RANGE_COLUMNS)))

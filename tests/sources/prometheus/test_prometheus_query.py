@@ -214,6 +214,10 @@ def test_times() -> None:
     assert parse_time("2026-11-23T10:00:00Z", now) == parse_time("2026-11-23T11:00:00+01:00", now) == 1795428000.0
     with pytest.raises(click.BadParameter, match="expected now, -1h, epoch seconds or"):
         parse_time("yesterday", now)
+    for option, given in (("--start", {"start": "yesterday"}), ("--end", {"start": "-1h", "end": "tomorrow"})):
+        with pytest.raises(click.BadParameter) as bad:
+            PrometheusSource(url="http://h", metric="m", **given)
+        assert bad.value.param_hint == option and "got '" in bad.value.message
     with pytest.raises(click.BadParameter, match="--end must be after --start"):
         PrometheusSource(url="http://h", metric="m", start="200", end="100")
     with pytest.raises(click.BadParameter, match="shorter than one step"):

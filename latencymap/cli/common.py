@@ -59,6 +59,20 @@ class Terminated(BaseException):
     """SIGTERM, turned into an exception so that `finally` blocks flush and restore the terminal."""
 
 
+def no_terminal_input(inputs: Iterable[str]) -> None:
+    """Refuse to read records from the terminal when no INPUT was named: nothing would ever come (the TUI takes the
+    keys), and a command that waits in silence looks hung. `-` still reads the terminal when asked for."""
+    if any(True for _ in inputs):
+        return
+    try:
+        terminal = sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    if terminal:
+        raise click.UsageError("no input: name INPUT files, pipe records in (some_source | latencymap ...), or run "
+                               "a source (latencymap bpf block); '-' reads records typed at the terminal")
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated
 

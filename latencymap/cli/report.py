@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXAMPLES, EXIT_FAIL, EXIT_OK, REGISTRY, guarded, guarded_source
+from latencymap.cli.common import EXAMPLES, EXIT_FAIL, EXIT_OK, REGISTRY, guarded, guarded_source, no_terminal_input
 from latencymap.cli.options import format_kwargs, format_options, limit_options
 from latencymap.cli.running import prepare
 from latencymap.cli.tuning import keep_freed_memory
@@ -114,6 +114,8 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             raise InputError(PARQUET_NEEDS_OUTPUT)
         keep_freed_memory()
         source = _report_source(list(inputs))
+        if source is None:
+            no_terminal_input(inputs)
         readers: list[TextFormat] = []
         flow: ColumnFlow
         if source is not None:

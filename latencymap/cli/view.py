@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXAMPLES, REGISTRY, guarded
+from latencymap.cli.common import EXAMPLES, REGISTRY, guarded, no_terminal_input
 from latencymap.cli.options import format_kwargs, format_options, view_options
 from latencymap.cli.running import prepare, show
 from latencymap.flow.pipeline import input_flow
@@ -25,6 +25,8 @@ from latencymap.profiling.wanted import profile_wanted
 def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int | None, **kw: Any) -> None:
     """Show INPUT files (or stdin) as heat maps."""
     fmt_opts = format_kwargs(kw)
+
+    no_terminal_input(inputs)
 
     def body() -> int:
         # the profiler and the metrics server load only when asked for (`--plain` replays start faster)

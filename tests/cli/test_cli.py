@@ -154,3 +154,33 @@ def test_the_recording_header_says_how_much_history_was_kept(tmp_path: Path, giv
     assert ran.exit_code == 0, ran.output
     header = json.loads(rec.read_text().splitlines()[0].split(" ", 2)[2])
     assert header["options"]["history"] == (said or str(DEFAULT_HISTORY))
+
+
+@pytest.mark.parametrize("args", [[], ["--plain"], ["report"], ["report", "--format", "json"]])
+def test_no_input_and_a_terminal_on_stdin_is_a_usage_error_not_a_silent_wait(args: list[str]) -> None:
+    main_fd, terminal = os.openpty()
+    try:
+        r = subprocess.run([sys.executable, "-m", "latencymap", *args], stdin=terminal, capture_output=True,
+                           text=True, timeout=60)
+    finally:
+        os.close(terminal)
+        os.close(main_fd)
+    assert r.returncode == 2
+    assert "no input: name INPUT files, pipe records in (some_source | latencymap ...)" in r.stderr
+
+
+def test_a_dash_still_reads_records_typed_at_the_terminal(example_data: Path) -> None:
+    main_fd, terminal = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "latencymap", "report", "-"], stdin=terminal,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        text = example_data.read_bytes()
+        two = text[: text.index(b"<end record>", text.index(b"<end record>") + 1)] + b"<end record>\n"
+        os.write(main_fd, two + b"\x04")  # two records (less than a terminal's line queue holds), then Ctrl-D
+        out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(terminal)
+        os.close(main_fd)
+    assert proc.returncode == 0, err
+    assert out.startswith("== db file sequential read latency data from gv$event_histogram  [bpf, millisec]\n"
+                          "   1 intervals over")

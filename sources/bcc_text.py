@@ -73,7 +73,7 @@ class BccTextFormat(PrintedHistogramFormat):
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)
         section, section_line = "", 0
-        block: tuple[str, str | None, int] | None = None  # (label, unit, first line)
+        block: tuple[str, str | None, int, str] | None = None  # (label, unit, first line, the header's word)
         counts = empty_counts()
         for n, raw in enumerate(lines, 1):
             text = raw.strip()
@@ -86,7 +86,7 @@ class BccTextFormat(PrintedHistogramFormat):
                         yield Notice(f"{name}: line {n}: {_EXPECTED} with log2 bounds and a count < 2**62, got "
                                      f"{excerpt(text)}; row skipped")
                     continue
-                yield from reader.histogram(block[0], counts, block[2], unit=block[1])
+                yield from reader.histogram(block[0], counts, block[2], unit=block[1], named=block[3])
                 block, counts = None, empty_counts()
             if not text:
                 continue
@@ -94,7 +94,7 @@ class BccTextFormat(PrintedHistogramFormat):
             if header is not None:
                 val_type = clean_text(header.group(1))
                 label = section if section and section_line == n - 1 else f"bcc {val_type}"
-                block = (label, time_unit(val_type), n)
+                block = (label, time_unit(val_type), n, val_type)
                 continue
             if _DICT.match(text):
                 yield from self._dict_line(reader, text, n, name)
@@ -111,7 +111,7 @@ class BccTextFormat(PrintedHistogramFormat):
                 yield Notice(f"{name}: line {n}: a row outside a histogram (expected a '<unit> : count "
                              f"distribution' header before it), got {excerpt(text)}; line skipped")
         if block is not None:
-            yield from reader.histogram(block[0], counts, block[2], unit=block[1])
+            yield from reader.histogram(block[0], counts, block[2], unit=block[1], named=block[3])
         yield from reader.finish()
 
     def _dict_line(self, reader: PrintReader, text: str, n: int, name: str) -> Iterator[Item]:
@@ -128,7 +128,7 @@ class BccTextFormat(PrintedHistogramFormat):
         stamp = parse_time_line(str(obj.get("ts", "")))
         if stamp is not None:
             yield from reader.time_line(*stamp, n)
-        yield from reader.histogram(label, counts, n, unit=time_unit(val_type))
+        yield from reader.histogram(label, counts, n, unit=time_unit(val_type), named=val_type)
 
 
 def dict_histogram(obj: Any) -> tuple[np.ndarray, str, str]:

@@ -53,6 +53,16 @@ def column_spans(current: int, upto: int) -> list[tuple[int, int]]:
     return spans
 
 
+#: Words that name a quantity other than time (`@bytes`, `@req_size`, bcc's `kbytes` header): sizes, not latencies.
+NOT_TIME = frozenset({"bytes", "byte", "kbytes", "mbytes", "kb", "mb", "size", "sizes", "len", "length", "pages",
+                      "sectors"})
+
+
+def not_time(name: str) -> str | None:
+    """The word of a map name or histogram header that says its values are no times, if one does."""
+    return next((w for w in _UNIT_WORD.findall(name.split("[", 1)[0].lower()) if w in NOT_TIME), None)
+
+
 def unit_from_name(name: str) -> str | None:
     """The time unit a map name announces (`@usecs`, `@lat_ns`, `@ms[comm]`), if any."""
     found = None
@@ -282,6 +292,7 @@ class PrintReader:
         self.prints = PrintedHistograms(options.get("cumulative"), name)
         self._units: dict[str, str] = {}
         self._negative: set[str] = set()
+        self._left_out: set[str] = set()
 
     def time_line(self, kind: str, value: float, line_no: int) -> list[Item]:
         """A printed timestamp; a Notice when it goes backwards."""
@@ -289,10 +300,19 @@ class PrintReader:
         return [Notice(f"{self.name}: line {line_no}: {complaint}; line ignored")] if complaint else []
 
     def histogram(self, label: str, counts: np.ndarray, line_no: int, unit: str | None = None,
-                  negative: int = 0) -> list[Item]:
-        """Items for one printed histogram of `label` (first line `line_no`); `unit` when the input says it."""
+                  negative: int = 0, named: str | None = None) -> list[Item]:
+        """Items for one printed histogram of `label` (first line `line_no`); `unit` when the input says it, `named`
+        the word it gives its values (bcc's header), when not the label. A histogram of sizes is left out, with a
+        notice, unless `--unit` says to read it as latencies."""
         out: list[Item] = []
+        if label in self._left_out:
+            return out
         if label not in self._units:
+            other = None if unit or self.unit else not_time(named or label)
+            if other is not None:
+                self._left_out.add(label)
+                return [Notice(f"{self.name}: line {line_no}: {label}: a histogram of {other}, not of latencies: left "
+                               "out (--unit reads it as latencies)", skipped=0)]
             chosen = unit or self.unit or unit_from_name(label)
             if chosen is None:
                 chosen = FALLBACK_UNIT

@@ -99,3 +99,17 @@ def test_a_key_value_line_names_only_the_histogram_right_below_it() -> None:
             "     nsecs               : count     distribution\n         2 -> 3          : 1        |****|\n")
     cols = intervals(read_items(BccTextFormat, text))
     assert [c.stream.label for c in cols] == ["Function vfs_read", "bcc nsecs"]
+
+
+def test_a_histogram_of_sizes_is_left_out_unless_unit_says_otherwise() -> None:
+    text = ("     kbytes          : count     distribution\n"
+            "         4 -> 7          : 12       |**        |\n\n"
+            "     usecs           : count     distribution\n"
+            "         4 -> 7          : 3        |**        |\n")
+    items = read_items(BccTextFormat, text)
+    assert [i.stream.label for i in intervals(items)] == ["bcc usecs"]
+    (said,) = [m for m in notices(items) if "left out" in m]
+    assert said.endswith("line 1: bcc kbytes: a histogram of kbytes, not of latencies: left out (--unit reads it as "
+                          "latencies)")
+    forced = intervals(read_items(BccTextFormat, text, unit="microsec"))
+    assert {i.stream.label for i in forced} == {"bcc kbytes", "bcc usecs"}

@@ -34,7 +34,10 @@ def test_per_interval_fixture_totals_equal_the_printed_counts() -> None:
     expected = {label: sum(p) for label, p in printed_counts(INTERVAL_TXT).items()}
     assert set(expected) == {"@usecs", "@bytes", "@skew_from_100us"}
     report = report_json(INTERVAL_TXT)
-    assert totals_by_label(report) == expected
+    sizes = expected.pop("@bytes")  # request sizes: no latencies, left out with a note
+    assert sizes > 0 and totals_by_label(report) == expected
+    assert any(m.endswith("@bytes: a histogram of bytes, not of latencies: left out (--unit reads it as latencies)")
+               for m in report["errors"]["messages"])
     assert all(s["columns"] == 4 for s in report["streams"])
     messages = report["errors"]["messages"]
     assert any("@skew_from_100us" in m and "negative value(s) in the (..., 0) row dropped" in m for m in messages)
@@ -108,12 +111,14 @@ def test_without_time_lines_prints_are_interval_seconds_apart() -> None:
 
 
 def test_unit_from_option_name_or_fallback_with_note() -> None:
-    text = "@usecs: \n[1]  1 |@|\n\n@bytes: \n[1]  1 |@|\n\n"
-    items = read_items(BpftraceTextFormat, text)
-    assert {c.stream.label: c.stream.unit for c in intervals(items)} == {"@usecs": "microsec", "@bytes": "microsec"}
-    assert any("@bytes: the unit is not evident" in m for m in notices(items))
-    forced = intervals(read_items(BpftraceTextFormat, text, unit="nanosec"))
-    assert {c.stream.unit for c in forced} == {"nanosec"}
+    text = "@usecs: \n[1]  1 |@|\n\n@x: \n[1]  1 |@|\n\n@bytes: \n[1]  1 |@|\n\n@req_size[sda]: \n[1]  1 |@|\n\n"
+    items = read_items(BpftraceTextFormat, text * 2)
+    assert {c.stream.label: c.stream.unit for c in intervals(items)} == {"@usecs": "microsec", "@x": "microsec"}
+    assert any("@x: the unit is not evident" in m for m in notices(items))
+    left_out = [m for m in notices(items) if "not of latencies: left out" in m]
+    assert len(left_out) == 2 and "@bytes: a histogram of bytes" in left_out[0] and "of size" in left_out[1]
+    forced = intervals(read_items(BpftraceTextFormat, text, unit="nanosec"))  # --unit: every map is a latency
+    assert {c.stream.unit for c in forced} == {"nanosec"} and len({c.stream.label for c in forced}) == 4
 
 
 def test_exit_print_without_time_line_comes_after_the_last_one() -> None:

@@ -368,7 +368,8 @@ def diagnose_phase(intervals: Iterable[Interval], phase: str = "data_wait") -> d
         low, high = bounds_seconds(stream.datasource, stream.unit)
         times = np.stack([iv.time if iv.time is not None else np.zeros(len(iv.counts)) for iv in ivs])
         out[stream.label] = diagnose(np.stack([iv.counts for iv in ivs]), times, low, high,
-                                     np.array([iv.start for iv in ivs]), np.array([iv.end for iv in ivs]))
+                                     np.array([iv.start for iv in ivs]), np.array([iv.end for iv in ivs]),
+                                     datasource=stream.datasource)
     return out
 
 

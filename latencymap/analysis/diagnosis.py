@@ -157,12 +157,13 @@ def diagnose(
     *,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     rows_from: int = 0,
+    datasource: str = "",
 ) -> Diagnosis:
     """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), their episodes,
     stalls and drift, and the findings among them.
 
     `rows_from` is the column of the first row of `counts2d`/`time2d` when they hold only part of the history
-    (`starts`/`ends` always cover it all).
+    (`starts`/`ends` always cover it all); `datasource` (`spark`, `training`...) words the findings' causes.
     """
     th = thresholds
     counts = np.asarray(counts2d, dtype=np.float64)
@@ -209,7 +210,7 @@ def diagnose(
     )
     if d.events > 0:
         used = np.flatnonzero(pooled > 0)
-        scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s)
+        scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s, datasource)
         d.findings = _findings(d, scope, th, float(high_s[used[-1]]))
     return d
 

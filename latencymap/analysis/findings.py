@@ -23,6 +23,12 @@ from latencymap.core.units import format_duration
 WHY = {
     "band": "two populations, not one spread: the mean describes neither; what sends events to this band "
             "(a cache miss, a retry, another device or path) is the cause to find",
+    # the same, in the terms of a datasource whose events are not I/O: `band_why`
+    "band spark": "two populations, not one spread: the mean describes neither; what sends tasks to this band "
+                  "(skewed partitions, a spill, a slow executor, a shuffle fetch) is the cause to find",
+    "band training": "two populations, not one spread: the mean describes neither; what sends steps or waits to "
+                     "this band (a DataLoader that cannot keep up, a sync between ranks, a checkpoint) is the cause "
+                     "to find",
     "tail": "a few slow events hold most of the waiting: cutting them saves more than speeding up the rest",
     "heavy": "a few slow events hold a large share of the waiting: what makes them slow is worth finding",
     "stall": "a pause: a handful of waits far above every usual band held the stream up; look at what ran "
@@ -109,18 +115,25 @@ class Scope:
     t0: float
     events: float
     time_s: float
+    #: The stream's datasource: findings name the causes its events usually have.
+    datasource: str = ""
 
     def when(self, first_col: int, last_col: int, start: float, end: float) -> str:
         """`cols 40–49 (t+40s–t+50s)`."""
         return f"cols {first_col}–{last_col} (t+{start - self.t0:.4g}s–t+{end - self.t0:.4g}s)"
 
 
+def band_why(datasource: str) -> str:
+    """Why a second band matters, with the causes a `datasource`'s events usually have."""
+    return WHY.get(f"band {datasource}", WHY["band"])
+
+
 def band_finding(b: Band, scope: Scope, main: Band) -> Finding:
     """A band beyond the main one of a bimodal stream."""
     what = (f"band {span(b.low_s, b.high_s)}: {pct(b.events_share)} of events take {pct(b.time_share)} of the time "
             f"(main band {span(main.low_s, main.high_s)}: {pct(main.events_share)}, {pct(main.time_share)})")
-    return Finding("band", what, WHY["band"], b.events, b.events_share, b.time_s, b.time_share, scope.first_col,
-                   scope.last_col, scope.start, scope.end, b.low_s, b.high_s)
+    return Finding("band", what, band_why(scope.datasource), b.events, b.events_share, b.time_s, b.time_share,
+                   scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s)
 
 
 def tail_finding(t: Tail, scope: Scope, top_s: float) -> Finding:

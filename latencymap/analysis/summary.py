@@ -19,5 +19,6 @@ def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
     cached = _DIAGNOSES.get(hist)
     if cached is None or cached[0] != appended:
         cached = _DIAGNOSES[hist] = (appended, diagnose(hist.counts, hist.time, hist.low, hist.high,
-                                                        hist.meta_in("start"), hist.meta_in("end")))
+                                                        hist.meta_in("start"), hist.meta_in("end"),
+                                                        datasource=hist.stream.datasource))
     return cached[1]

@@ -61,6 +61,17 @@ def test_summary_reads_as_a_diagnosis() -> None:
     assert len(lines) == 2
 
 
+@pytest.mark.parametrize(("datasource", "causes"), [
+    ("bpf", "(a cache miss, a retry, another device or path)"), ("oracle", "(a cache miss, a retry"),
+    ("spark", "what sends tasks to this band (skewed partitions, a spill, a slow executor, a shuffle fetch)"),
+    ("training", "(a DataLoader that cannot keep up, a sync between ranks, a checkpoint)")])
+def test_a_second_band_is_explained_in_its_datasource_s_terms(datasource: str, causes: str) -> None:
+    counts, times, starts, ends = synthetic()
+    d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource)
+    (band,) = [f for f in d.findings if f.kind == "band"]
+    assert causes in band.why and causes in d.summary_lines()[0]
+
+
 def test_col_range_selects_columns_and_keeps_absolute_numbers() -> None:
     counts, times, starts, ends = synthetic()
     inside = diagnose(counts, times, LOW, HIGH, starts, ends, col_range=(10, 70))

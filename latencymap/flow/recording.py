@@ -26,7 +26,7 @@ from latencymap import __version__
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.errors import RecordingError
 from latencymap.core.model import Flow, Interval, Notice, StreamId
-from latencymap.core.sanitize import safe_options
+from latencymap.core.sanitize import clean_text, safe_options
 from latencymap.protocol import format_record
 from latencymap.protocol.grammar import RECORDING_HEADER as HEADER_PREFIX
 
@@ -62,6 +62,8 @@ class Recorder:
 
             self._compressor = zstandard.ZstdCompressor(level=3)
         self._totals: dict[StreamId, np.ndarray] = {}
+        #: With `compat`: the first two stream labels written, once there are two (PyLatencyMap reads one stream).
+        self.mixed: tuple[str, str] | None = None
         self.written = 0
         header = {"tool": "latencymap", "version": __version__, "source": source, "host": socket.gethostname(),
                   "platform": platform.platform(terse=True), "start": time.time(),
@@ -109,6 +111,8 @@ class Recorder:
         text = ""
         total = self._totals.get(stream)
         if total is None:
+            if self._totals and self.mixed is None:
+                self.mixed = (next(iter(self._totals)).label, stream.label)
             total = self._totals[stream] = np.zeros(NSLOTS, dtype=np.int64)
             text += format_record(stream, iv.start, total, date=iv.date)
         total += counts
@@ -132,11 +136,18 @@ class Recorder:
 
 
 def recorded(flow: Flow, recorder: Recorder) -> Flow:
-    """Pass the flow through, writing each interval as it goes by."""
+    """Pass the flow through, writing each interval as it goes by; with `compat`, a notice when a second stream
+    joins the first (PyLatencyMap 1.3 would draw them as one)."""
+    told = False
     try:
         for item in flow:
             if isinstance(item, Interval):
                 recorder.write(item)
+                if recorder.mixed is not None and not told:
+                    told = True
+                    first, second = (clean_text(label, 80) for label in recorder.mixed)
+                    yield Notice(f"--compat: PyLatencyMap 1.3 reads every record as one stream: '{second}' is mixed "
+                                 f"into '{first}' there (give it a single stream's records)", skipped=0)
             yield item
     finally:
         recorder.close()

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from pylatencymap_support import need_pylatencymap
 
-from latencymap.core.model import Interval, StreamId
-from latencymap.flow.recording import Recorder, read_header, safe_options, windowed
+from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.flow.recording import Recorder, read_header, recorded, safe_options, windowed
 
 S = StreamId("s", "bpf", "microsec")
 
@@ -200,3 +200,19 @@ def test_emit_writes_the_stream_to_stdout_as_protocol_records(example_data: Path
     again = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", "-"],
                            input=emitted.stdout, capture_output=True, text=True, timeout=60)
     assert_same_report(report(example_data), json.loads(again.stdout))
+
+
+def test_compat_says_once_when_a_second_stream_would_mix_into_the_first(tmp_path: Path) -> None:
+    def interval(label: str, t: float) -> Interval:
+        counts = np.zeros(64, dtype=np.int64)
+        counts[5] = 3
+        return Interval(StreamId(label, "bpf", "microsec"), t, t + 1.0, counts)
+
+    flow = [interval("sda", 1.0), interval("sda", 2.0), interval("sdb", 2.0), interval("sdc", 2.0)]
+    items = list(recorded(iter(flow), Recorder(str(tmp_path / "c.txt"), compat=True)))
+    said = [i.message for i in items if isinstance(i, Notice)]
+    assert said == ["--compat: PyLatencyMap 1.3 reads every record as one stream: 'sdb' is mixed into 'sda' there "
+                    "(give it a single stream's records)"]
+    assert [i for i in items if isinstance(i, Interval)] == flow
+    alone = list(recorded(iter(flow), Recorder(str(tmp_path / "all.txt"))))  # our own recordings keep streams apart
+    assert not [i for i in alone if isinstance(i, Notice)]

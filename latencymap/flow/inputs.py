@@ -130,13 +130,19 @@ def text_chunks(binary: IO[bytes], size: int = CHUNK, max_line: list[int] | None
     The last piece may lack a final newline.
     """
     limit = max_line if max_line is not None else [MAX_LINE]
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     read = getattr(binary, "read1", binary.read)
+    first = read(size)
+    while first and len(first) < 3 and (codecs.BOM_UTF8.startswith(first) or first in (b"\xff", b"\xfe")):
+        more = read(size)  # a pipe gave a piece of what may be a byte order mark: decide on the whole of it
+        if not more:
+            break
+        first += more
+    decoder = codecs.getincrementaldecoder(input_encoding(first))(errors="replace")
     carry = ""
     dropping = False  # inside the rest of an over-long line
     while True:
         cap = limit[0]
-        data = read(size)
+        data, first = (first, None) if first is not None else (read(size), None)
         text = carry + decoder.decode(data, final=not data)
         carry = ""
         if data and text.endswith("\r"):  # maybe half of a CRLF
@@ -159,6 +165,14 @@ def text_chunks(binary: IO[bytes], size: int = CHUNK, max_line: list[int] | None
             if carry:
                 yield carry
             return
+
+
+def input_encoding(head: bytes) -> str:
+    """UTF-16 when the input starts with its byte order mark (a Windows shell's `>`), else UTF-8, a UTF-8 byte order
+    mark dropped (an editor's): either would otherwise hide the first line, a record's `<begin record>`."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    return "utf-8-sig"
 
 
 def _has_long_line(text: str, limit: int = MAX_LINE) -> bool:

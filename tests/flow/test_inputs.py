@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bz2
+import codecs
 import gzip
 import io
 import lzma
@@ -37,7 +38,7 @@ def capped_lines(stream: IO[str]) -> Iterator[str]:
 
 
 def reference_lines(data: bytes) -> list[str]:
-    stream = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
+    stream = io.TextIOWrapper(io.BytesIO(data), encoding=inputs.input_encoding(data), errors="replace", newline=None)
     return [line.removesuffix("\n") for line in capped_lines(stream)]
 
 
@@ -63,7 +64,7 @@ class Trickle(io.RawIOBase):
 
 
 PIECES = st.sampled_from([b"a", b"bc", b"\n", b"\r\n", b"\r", b"\xff", b"\xe2\x82", b"\xac", "é".encode(), b"x" * 70,
-                          b"<begin record>\n", b"\x00"])
+                          b"<begin record>\n", b"\x00", b"\xef\xbb\xbf", b"\xfe", b"\xff\xfe", b"\xfe\xff"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -135,3 +136,15 @@ def test_a_cut_compressed_input_keeps_what_came_before_the_cut_and_says_so(examp
 def read_pipeline(path: str, stdin: IO[bytes] | None = None) -> Iterator[Any]:
     """Intervals and notices of one input, as the views read it (diffed)."""
     return diffed(inputs.read_input(path, load_registry(), stdin=stdin), path)
+
+
+@pytest.mark.parametrize("encode", [lambda t: codecs.BOM_UTF8 + t.encode(), lambda t: t.encode("utf-16"),
+                                    lambda t: codecs.BOM_UTF16_BE + t.encode("utf-16-be")])
+def test_a_byte_order_mark_hides_no_record(example_data: Path, tmp_path: Path, encode: Callable[[str], bytes]) -> None:
+    plain = _intervals(list(read_pipeline(str(example_data))))
+    marked = tmp_path / "windows.txt"
+    marked.write_bytes(encode(example_data.read_text()))
+    assert _intervals(list(read_pipeline(str(marked)))) == plain  # the first record too (71 intervals, not 70)
+    with marked.open("rb") as raw:  # a pipe that hands out the mark a byte at a time
+        trickled = io.BufferedReader(Trickle(raw.read(), 1))  # type: ignore[arg-type]
+        assert _intervals(list(read_pipeline("-", trickled))) == plain

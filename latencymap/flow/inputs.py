@@ -243,8 +243,12 @@ def read_input(
     stdin: IO[bytes] | None = None,
     runs: bool = False,
     readers: list[TextFormat] | None = None,
+    keep_open: bool = True,
 ) -> Iterator[Item]:
     """Items of one input. Raises InputError before yielding when it cannot be opened or identified.
+
+    Without `keep_open`, a regular file is closed once identified and opened again when read (one of many inputs:
+    they would run out of file descriptors, 1,024 on many systems).
 
     A format that claims the path reads it itself; otherwise the text is sniffed. With `runs`, a format may give
     SnapshotRuns (for the differ) and IntervalRuns; otherwise only single snapshots and intervals. The format read
@@ -287,8 +291,15 @@ def read_input(
     reader = fmt(**(options or {}))
     if readers is not None:
         readers.append(reader)
+    again = not keep_open and path not in ("-", "") and Path(path).is_file()
+    if again:  # identified: read from the start when its turn comes, so that many inputs hold no file open
+        binary.close()
 
     def generate() -> Iterator[Item]:
+        nonlocal binary, chunks, seen
+        if again:
+            binary, _ = _open_binary(path, None)
+            chunks, seen = text_chunks(binary, max_line=limit), []
         try:
             items = reader.read_text(itertools.chain(seen, chunks), name)
             yield from items if runs else one_by_one(items)

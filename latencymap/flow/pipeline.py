@@ -24,6 +24,9 @@ from latencymap.core.model import (
 from latencymap.flow.inputs import read_input
 from latencymap.plugins import Registry, TextFormat
 
+#: Inputs up to this many stay open from their identification to their reading; more are opened again when read.
+KEPT_OPEN = 32
+
 
 def diffed(items: Iterable[Item], name: str) -> Flow:
     """Snapshots diffed into Intervals (one differ per input)."""
@@ -46,8 +49,9 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
                 options: dict[str, Any] | None = None, stdin: IO[bytes] | None = None,
                 readers: list[TextFormat] | None = None) -> ColumnFlow:
     """`input_flow` with runs of intervals kept in columns (IntervalRuns), for consumers that take them in bulk."""
-    inputs = [(read_input(p, registry, forced_format, options, stdin, runs=True, readers=readers), p)
-              for p in (paths or ["-"])]
+    named = paths or ["-"]
+    inputs = [(read_input(p, registry, forced_format, options, stdin, runs=True, readers=readers,
+                          keep_open=len(named) <= KEPT_OPEN), p) for p in named]
     unreadable = []
     seen: dict[StreamId, tuple[float, str]] = {}
     for items, path in inputs:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import resource
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,3 +165,34 @@ def test_a_stream_going_back_into_an_earlier_inputs_time_is_shown_apart(example_
                     f"shown apart, as '{stream.label} [{second}]'")
     one_by_one = [i for i in input_flow([str(example_data), str(second)], REGISTRY) if isinstance(i, Interval)]
     assert {i.stream.label for i in one_by_one} == {s.label for s in twice.streams}
+
+
+def _rotations(folder: Path, n: int) -> list[str]:
+    """`n` inputs of one stream, each going on where the previous ended: one interval each."""
+    folder.mkdir()
+    paths = []
+    for k in range(n):
+        path = folder / f"part{k:04d}.txt"
+        path.write_text("".join(f"<begin record>\ntimestamp, microsec, {(2 * k + i + 1) * 1_000_000}, t\n"
+                                f"label, sda\n1, {5 * (i + 1)}\n<end record>\n" for i in range(2)))
+        paths.append(str(path))
+    return paths
+
+
+def test_many_inputs_hold_few_files_open(tmp_path: Path) -> None:
+    paths = _rotations(tmp_path / "parts", 300)
+
+    def few_descriptors() -> None:  # many desktops allow 1,024; 300 inputs under 64 shows the same
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    r = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", *paths],
+                       capture_output=True, text=True, preexec_fn=few_descriptors, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (stream,) = json.loads(r.stdout)["streams"]
+    assert stream["columns"] == 300 and stream["total"]["events"] == 300 * 5
+    junk = tmp_path / "parts" / "zz-junk.txt"
+    junk.write_text("hello\n")
+    r = subprocess.run([sys.executable, "-m", "latencymap", "report", *paths, str(junk)], capture_output=True,
+                       text=True, preexec_fn=few_descriptors, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""  # still identified up front: nothing is read before the error
+    assert "zz-junk.txt: unrecognised input format" in r.stderr

@@ -45,8 +45,10 @@ def _multi(*names: str) -> list[str]:
 def limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """`--count`, `--duration`, `--strict`."""
     f = click.option("--strict", is_flag=True, help="Stop with exit code 2 at the first bad record.")(f)
-    f = click.option("--duration", type=float, default=None, metavar="S", help="Stop after S seconds.")(f)
-    f = click.option("--count", type=int, default=None, metavar="N", help="Stop after N intervals.")(f)
+    f = click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None, metavar="S",
+                     help="Stop after S seconds.")(f)
+    f = click.option("--count", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Stop after N intervals.")(f)
     return f
 
 

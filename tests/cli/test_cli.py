@@ -184,3 +184,10 @@ def test_a_dash_still_reads_records_typed_at_the_terminal(example_data: Path) ->
     assert proc.returncode == 0, err
     assert out.startswith("== db file sequential read latency data from gv$event_histogram  [bpf, millisec]\n"
                           "   1 intervals over")
+
+
+@pytest.mark.parametrize(("option", "value"), [("--count", "0"), ("--count", "-5"), ("--duration", "0"),
+                                               ("--duration", "-1")])
+def test_limits_that_would_read_nothing_are_usage_errors(example_data: Path, option: str, value: str) -> None:
+    result = CliRunner().invoke(main, ["report", option, value, str(example_data)])
+    assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output

@@ -69,17 +69,17 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option("--plain", is_flag=True, help="PyLatencyMap-style ANSI frames instead of the TUI."),
         click.option("--once", is_flag=True, help="Print only the final frame (implies --plain)."),
-        click.option(*_multi("--num_records"), "-n", type=int, default=90, show_default=True,
+        click.option(*_multi("--num_records"), "-n", type=click.IntRange(min=1), default=90, show_default=True,
                      help="Columns (time intervals) shown."),
-        click.option(*_multi("--min_bucket"), type=int, default=-1, show_default=True,
+        click.option(*_multi("--min_bucket"), type=click.IntRange(-1, 63), default=-1, show_default=True,
                      help="Pin the lowest row: log2 of the input's bucket value; -1: rows fit the data."),
-        click.option(*_multi("--max_bucket"), type=int, default=64, show_default=True,
+        click.option(*_multi("--max_bucket"), type=click.IntRange(0, 64), default=64, show_default=True,
                      help="Pin the highest row: log2 of the input's bucket value; 64: rows fit the data."),
         click.option(*_multi("--frequency_maxval"), type=float, default=-1, show_default=True,
                      help="Pin the frequency colour scale (events/s); -1 autoscale."),
         click.option(*_multi("--intensity_maxval"), type=float, default=-1, show_default=True,
                      help="Pin the intensity colour scale (s/s); -1 autoscale."),
-        click.option(*_multi("--screen_delay"), type=float, default=0.1, show_default=True,
+        click.option(*_multi("--screen_delay"), type=click.FloatRange(min=0), default=0.1, show_default=True,
                      help="Seconds between plain frames (replaying files)."),
         click.option(*_multi("--debug_level"), "-d", type=int, default=0, hidden=True,
                      help="Accepted for PyLatencyMap compatibility; ignored."),
@@ -119,7 +119,10 @@ def display_options(kw: dict[str, Any]) -> ViewOptions:
     """The view options a command's keyword arguments ask for."""
     from latencymap.views.options import ViewOptions
 
+    low, high = kw["min_bucket"], kw["max_bucket"]
+    if low >= 0 and high < 64 and low > high:
+        raise click.UsageError(f"--min_bucket {low} is above --max_bucket {high}: no row would be left to show")
     return ViewOptions(
-        num_records=max(1, kw["num_records"]), min_bucket=kw["min_bucket"], max_bucket=kw["max_bucket"],
+        num_records=kw["num_records"], min_bucket=low, max_bucket=high,
         frequency_maxval=kw["frequency_maxval"], intensity_maxval=kw["intensity_maxval"],
     )

@@ -191,3 +191,15 @@ def test_a_dash_still_reads_records_typed_at_the_terminal(example_data: Path) ->
 def test_limits_that_would_read_nothing_are_usage_errors(example_data: Path, option: str, value: str) -> None:
     result = CliRunner().invoke(main, ["report", option, value, str(example_data)])
     assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["-n", "0"], "Invalid value for '--num_records'"),
+    (["--screen_delay", "-1"], "Invalid value for '--screen_delay'"),
+    (["--min_bucket", "-2"], "Invalid value for '--min_bucket'"),
+    (["--max_bucket", "99"], "Invalid value for '--max_bucket'"),
+    (["--min_bucket", "10", "--max_bucket", "2"], "--min_bucket 10 is above --max_bucket 2: no row would be left")])
+def test_pylatencymap_options_that_would_show_nothing_are_usage_errors(example_data: Path, args: list[str],
+                                                                       said: str) -> None:
+    result = CliRunner().invoke(main, ["--plain", "--once", *args, str(example_data)])
+    assert result.exit_code == 2 and said in result.output

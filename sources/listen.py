@@ -189,9 +189,10 @@ class ListenSource(Source):
             click.Argument(["path"], required=False, default=None, metavar="[PATH]"),
             click.Option(["--mode"], default="600", show_default=True, metavar="OCTAL",
                          help="Socket permissions; 600: only you can connect."),
-            click.Option(["--writers"], type=int, default=None, metavar="N",
+            click.Option(["--writers"], type=click.IntRange(min=1), default=None, metavar="N",
                          help="Stop once N writers have connected and all have disconnected."),
-            click.Option(["--idle-timeout", "idle_timeout"], type=float, default=None, metavar="S",
+            click.Option(["--idle-timeout", "idle_timeout"], type=click.FloatRange(min=0, min_open=True), default=None,
+                         metavar="S",
                          help="Stop after S seconds with no writer connected (--otlp, --otlp-grpc: with no request)."),
             click.Option(["--otlp"], is_flag=False, flag_value=DEFAULT_ADDRESS, default=None, metavar="[HOST:PORT]",
                          help=f"Receive OpenTelemetry histograms at POST /v1/metrics (OTLP/HTTP, protobuf or JSON) "

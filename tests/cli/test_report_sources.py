@@ -81,3 +81,14 @@ def test_a_path_with_no_event_log_is_an_input_error_not_a_failed_source(tmp_path
     assert r.exit_code == 2, r.output
     assert r.stderr == (f"latencymap: {tmp_path}: no Spark event log here (a file, an eventlog_v2_* directory, or "
                         "their directory)\n")
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["bpf", "block", "--interval", "0"], "--interval"),  # was read as the default, 1 s
+    (["listen", "--idle-timeout", "-1"], "--idle-timeout"), (["listen", "--writers", "0"], "--writers"),
+    (["spark", "LOG", "--straggler-ratio", "0.5"], "--straggler-ratio"),
+    (["spark", "LOG", "--interval", "-5"], "--interval"),
+    (["spark", "LOG", "--poll", "0"], "--poll")])
+def test_source_values_that_make_no_sense_are_usage_errors(args: list[str], option: str) -> None:
+    r = CliRunner().invoke(main, ["report", *args])
+    assert r.exit_code == 2 and f"Invalid value for '{option}'" in r.output

@@ -6,6 +6,7 @@ import click
 
 from latencymap.cli.common import EXIT_OK, EXIT_USAGE, REGISTRY, guarded
 from latencymap.core.model import Interval
+from latencymap.flow.inputs import open_text
 from latencymap.flow.pipeline import input_flow
 from latencymap.outputs.files import check_output, write_text
 
@@ -35,6 +36,7 @@ def profile_export(path: str, start: float | None, end: float | None, out_format
 
     def body() -> int:
         check_output(output)
+        open_text(path)[0].close()  # a recording that cannot be opened says why (exit 2), not "no samples"
         store, messages = load_profile([path])
         for message in messages:
             click.echo(f"latencymap: profile: {message}", err=True)

@@ -52,3 +52,9 @@ def _profile_lines(stderr: str) -> list[str]:
 def test_profile_export_of_a_file_without_samples_is_a_usage_error(example_data: Path) -> None:
     result = latencymap("profile-export", str(example_data))
     assert result.returncode == 2 and "no profile samples (record with --profile PID)" in result.stderr
+
+
+def test_profile_export_of_a_missing_recording_says_it_is_missing(tmp_path: Path) -> None:
+    gone = tmp_path / "gone.zst"
+    result = latencymap("profile-export", str(gone))
+    assert result.returncode == 2 and result.stderr == f"latencymap: {gone}: No such file or directory\n"

@@ -6,13 +6,13 @@ import functools
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import click
 
 from latencymap.core.errors import InputError, OutputError, SourceError, StrictError
-from latencymap.core.model import Item
+from latencymap.core.model import Item, Notice
 from latencymap.core.sanitize import clean_text
 from latencymap.plugins import Registry, load_registry
 
@@ -59,10 +59,15 @@ class Terminated(BaseException):
     """SIGTERM, turned into an exception so that `finally` blocks flush and restore the terminal."""
 
 
-def no_terminal_input(inputs: Iterable[str]) -> None:
+def say(notice: Notice) -> None:
+    """A notice on stderr as it comes (what a source or a reader says while the command runs)."""
+    click.echo(f"latencymap: {clean_text(notice.message, 600)}", err=True)
+
+
+def no_terminal_input(inputs: Sequence[str]) -> None:
     """Refuse to read records from the terminal when no INPUT was named: nothing would ever come (the TUI takes the
     keys), and a command that waits in silence looks hung. `-` still reads the terminal when asked for."""
-    if any(True for _ in inputs):
+    if inputs:
         return
     try:
         terminal = sys.stdin is not None and sys.stdin.isatty()

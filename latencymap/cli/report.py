@@ -6,16 +6,24 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXAMPLES, EXIT_FAIL, EXIT_OK, REGISTRY, guarded, guarded_source, no_terminal_input
+from latencymap.cli.common import (
+    EXAMPLES,
+    EXIT_FAIL,
+    EXIT_OK,
+    REGISTRY,
+    guarded,
+    guarded_source,
+    no_terminal_input,
+    say,
+)
 from latencymap.cli.options import format_kwargs, format_options, limit_options
 from latencymap.cli.running import prepare
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import Accumulator, accumulate
-from latencymap.core.errors import InputError, NothingReadable, OutputError
-from latencymap.core.model import ColumnFlow, Notice
-from latencymap.core.sanitize import clean_text
+from latencymap.core.errors import InputError, NothingReadable
+from latencymap.core.model import ColumnFlow
 from latencymap.flow.pipeline import column_flow, diffed
-from latencymap.outputs.files import check_output, write_text
+from latencymap.outputs.files import check_output, write_text, writing
 from latencymap.outputs.json_text import dumps
 from latencymap.outputs.report import build_report, report_text, source_lines
 from latencymap.plugins import Source, TextFormat
@@ -125,7 +133,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         # OpenMetrics shows each stream's last interval: without gates, no other column is kept
         acc = Accumulator(cap=1) if out_format == "openmetrics" and not fail_if else Accumulator()
         try:
-            accumulate(flow, acc, on_notice=_tell if source is not None else None)
+            accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
         except NothingReadable:  # report what was read (and skipped), then fail
             _write(acc, source or _read_through(readers), out_format, output)
             raise
@@ -133,12 +141,6 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         return _gate_failures(acc, fail_if)
 
     guarded(body)
-
-
-def _tell(notice: Notice) -> None:
-    """What a live source says as it runs (an endpoint down, retrying; back again), at once: the report waits for
-    the end, and a source may run for long."""
-    click.echo(f"latencymap: {clean_text(notice.message, 600)}", err=True)
 
 
 def _write(acc: Accumulator, source: Source | None, out_format: str, output: str | None) -> None:
@@ -187,10 +189,8 @@ def write_report(acc: Accumulator, out_format: str, output: str | None,
             raise InputError(PARQUET_NEEDS_OUTPUT)
         from latencymap.outputs.exports import write_parquet
 
-        try:
+        with writing(output):
             write_parquet(acc, output)
-        except OSError as err:
-            raise OutputError(f"{output}: cannot write the output: {err.strerror or err}", exit_code=1) from None
         return
     if out_format == "svg":
         from latencymap.views.svg import render_svg

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import click
-
-from latencymap.cli.common import EXIT_OK
+from latencymap.cli.common import EXIT_OK, say
 from latencymap.cli.options import display_options
 from latencymap.core.accumulator import DEFAULT_HISTORY
 from latencymap.core.model import Flow, FlowItem, Notice, unrolled
@@ -27,7 +25,7 @@ def emit(flow: Flow, compat: bool, profile: ProfileSession | None = None) -> int
         profile.record_to(recorder)
     for item in recorded(flow, recorder):
         if isinstance(item, Notice):
-            click.echo(f"latencymap: {item.message}", err=True)
+            say(item)
     return EXIT_OK
 
 

@@ -89,28 +89,41 @@ def spread_matrix(bounds: Sequence[float]) -> np.ndarray:
     return np.vstack([spread_fractions(lo, hi) for lo, hi in zip(lows, uppers, strict=True)])
 
 
-def with_time(matrix: np.ndarray, uppers: Sequence[float], counts: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Float slot counts (columns x slots) of per-bucket `counts` (columns x buckets) spread by `matrix`, the first
-    bucket above 0 moved to the octave its column's exact time allows (the rule above).
+def faster_first_bucket(uppers: Sequence[float], counts: np.ndarray,
+                        times: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """The first bucket above 0, and per column the most its events' mean can be when the column's exact time
+    proves them faster than the rule's octave `[high/2, high)` (every other event put at its bucket's lower bound);
+    NaN in the other columns. None when there is no such bucket (nothing above 0, or only `+Inf`).
 
-    `uppers` are the buckets' ascending upper bounds (the last may be inf) and `times` each column's time, both in
-    the stream unit; a NaN time leaves its column to the plain rule.
+    `uppers` are the buckets' ascending upper bounds (the last may be inf), `counts` per-bucket counts (columns x
+    buckets) and `times` each column's time (NaN: unknown), bounds and times in the same unit.
     """
-    counts = np.asarray(counts, dtype=np.float64)
-    shares: np.ndarray = counts @ matrix
     highs = np.asarray(uppers, dtype=np.float64)
     above = np.flatnonzero(highs > 0)
     if not above.size or not math.isfinite(highs[above[0]]):
-        return shares
+        return None
     first = int(above[0])
     lows = np.maximum(np.concatenate([[0.0], highs[:-1]]), 0.0)
     n_first = counts[:, first]
     with np.errstate(invalid="ignore", divide="ignore"):
         most = (np.asarray(times, dtype=np.float64) - counts @ lows) / n_first
-    octave_mean = highs[first] / 2.0 / math.log(2.0)
-    for col in np.flatnonzero((n_first > 0) & (most > 0) & (most < octave_mean)):
-        low = float(most[col]) * math.log(2.0)
-        shares[col] += n_first[col] * (spread_fractions(low, 2.0 * low) - matrix[first])
+    octave_mean = highs[first] / 2.0 / math.log(2.0)  # the log-uniform mean of [high/2, high)
+    return first, np.where((n_first > 0) & (most > 0) & (most < octave_mean), most, np.nan)
+
+
+def with_time(matrix: np.ndarray, uppers: Sequence[float], counts: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Float slot counts (columns x slots) of per-bucket `counts` (columns x buckets) spread by `matrix`, the first
+    bucket above 0 moved to the octave its column's exact time allows (the rule above; see `faster_first_bucket`).
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    shares: np.ndarray = counts @ matrix
+    faster = faster_first_bucket(uppers, counts, times)
+    if faster is None:
+        return shares
+    first, most = faster
+    for col in np.flatnonzero(~np.isnan(most)):
+        low = float(most[col]) * math.log(2.0)  # the octave [low, 2 low) whose log-uniform mean is `most`
+        shares[col] += counts[col, first] * (spread_fractions(low, 2.0 * low) - matrix[first])
     return shares
 
 

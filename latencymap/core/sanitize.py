@@ -32,21 +32,21 @@ def cut_middle(text: str, width: int) -> str:
     sets, the input a stream was set apart for) stay apart."""
     if cell_width(text) <= width:
         return text
-    room = (width - 1) * 2 // 5
-    if text.isascii():
-        return text[:room] + "…" + text[len(text) - (width - 1 - room):]
-    head = ""
-    for c in text:
-        if cell_width(head + c) > room:
-            break
-        head += c
-    room = width - 1 - cell_width(head)
-    tail = ""
-    for c in reversed(text):
-        if cell_width(c + tail) > room:
-            break
-        tail = c + tail
+    head = _within(text, (width - 1) * 2 // 5)
+    tail = _within(text[::-1], width - 1 - cell_width(head))[::-1]
     return f"{head}…{tail}"
+
+
+def _within(text: str, cells: int) -> str:
+    """The longest start of `text` that takes at most `cells` terminal cells."""
+    if text.isascii():
+        return text[:cells]
+    used = 0
+    for k, c in enumerate(text):
+        used += cell_width(c)
+        if used > cells:
+            return text[:k]
+    return text
 
 
 def excerpt(text: str, limit: int = 60) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from latencymap.core.model import SourceBuckets
+from latencymap.core.rebin import faster_first_bucket
 
 
 @dataclass
@@ -49,18 +50,17 @@ class SourceTotals:
 
     def first_bucket_faster(self, unit_s: float) -> tuple[int, float, float] | None:
         """(events, upper bound, the most their mean can be) of the first bucket above 0, when the exact time proves
-        them faster than its rows' octave `[upper/2, upper)` (`core.rebin`'s rule; bounds and mean in the stream unit,
-        `unit_s` seconds): there `histogram_quantile`'s straight line from 0 overstates them. None otherwise."""
-        above = [i for i, b in enumerate(self.bounds) if b > 0]
-        if not above or not self.timed or self.mixed or not math.isfinite(self.bounds[above[0]]):
+        them faster than its rows' octave `[upper/2, upper)` (`core.rebin.faster_first_bucket`; bounds and mean in
+        the stream unit, `unit_s` seconds): there `histogram_quantile`'s straight line from 0 overstates them. None
+        otherwise."""
+        if not self.timed or self.mixed:
             return None
-        first = above[0]
-        events = int(self.counts[first])
-        lows = np.maximum(np.concatenate([[0.0], np.asarray(self.bounds[:-1], dtype=np.float64)]), 0.0)
-        others = float(self.counts @ lows)
-        most = (self.time_s / unit_s - others) / events if events else math.nan
-        upper = float(self.bounds[first])
-        return (events, upper, most) if 0 < most < upper / 2.0 / math.log(2.0) else None
+        faster = faster_first_bucket(self.bounds, self.counts[None, :].astype(np.float64),
+                                     np.array([self.time_s / unit_s]))
+        if faster is None or math.isnan(faster[1][0]):
+            return None
+        first, most = faster
+        return int(self.counts[first]), float(self.bounds[first]), float(most[0])
 
     def percentile(self, q: float) -> float:
         """The q-quantile in the stream unit (NaN with no events), as `histogram_quantile` computes it."""

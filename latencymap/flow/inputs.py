@@ -131,18 +131,17 @@ def text_chunks(binary: IO[bytes], size: int = CHUNK, max_line: list[int] | None
     """
     limit = max_line if max_line is not None else [MAX_LINE]
     read = getattr(binary, "read1", binary.read)
-    first = read(size)
-    while first and len(first) < 3 and (codecs.BOM_UTF8.startswith(first) or first in (b"\xff", b"\xfe")):
+    data = read(size)
+    while data and len(data) < 3 and (codecs.BOM_UTF8.startswith(data) or data in (b"\xff", b"\xfe")):
         more = read(size)  # a pipe gave a piece of what may be a byte order mark: decide on the whole of it
         if not more:
             break
-        first += more
-    decoder = codecs.getincrementaldecoder(input_encoding(first))(errors="replace")
+        data += more
+    decoder = codecs.getincrementaldecoder(input_encoding(data))(errors="replace")
     carry = ""
     dropping = False  # inside the rest of an over-long line
     while True:
         cap = limit[0]
-        data, first = (first, None) if first is not None else (read(size), None)
         text = carry + decoder.decode(data, final=not data)
         carry = ""
         if data and text.endswith("\r"):  # maybe half of a CRLF
@@ -165,6 +164,7 @@ def text_chunks(binary: IO[bytes], size: int = CHUNK, max_line: list[int] | None
             if carry:
                 yield carry
             return
+        data = read(size)
 
 
 def input_encoding(head: bytes) -> str:

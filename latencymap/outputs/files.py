@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from latencymap.core.errors import OutputError
@@ -23,13 +25,19 @@ def check_output(output: str | None) -> None:
         raise OutputError(f"{output}: cannot create it: permission denied")
 
 
+@contextmanager
+def writing(output: str) -> Iterator[None]:
+    """A failure to write `output` as one OutputError line (exit code 1), not a traceback."""
+    try:
+        yield
+    except OSError as err:
+        raise OutputError(f"{output}: cannot write the output: {err.strerror or err}", exit_code=1) from None
+
+
 def write_text(text: str, output: str | None) -> None:
     """`text` into the file `output` (UTF-8), or onto stdout when there is none."""
     if not output:
         sys.stdout.write(text)
         return
-    try:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as err:
-        raise OutputError(f"{output}: cannot write the output: {err.strerror}", exit_code=1) from None
+    with writing(output), open(output, "w", encoding="utf-8") as fh:
+        fh.write(text)

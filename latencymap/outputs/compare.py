@@ -176,7 +176,7 @@ def compare_text(result: dict[str, Any]) -> str:
             out.append(f"== {clean_text(s['label']) or '(no label)'}: only in the {side}")
     if not out:
         out.append("No data on either side.")
-    for side, errors in result.get("errors", {}).items():  # what reading each side skipped and said
+    for side, errors in result["errors"].items():  # what reading each side skipped and said
         out += read_notes(errors["skipped_records"], errors["messages"], whose=f" ({side})")
     return "\n".join(out) + "\n"
 

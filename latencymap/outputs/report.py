@@ -151,10 +151,11 @@ def _stream_text(hist: StreamHistory, acc: Accumulator) -> list[str]:
     if source is not None and source.bounds:
         out.append(f"   rebinned: the source's {len(source.bounds)} buckets are spread over the rows below; "
                    "percentiles come from the source's buckets (as histogram_quantile)")
-        faster = source.first_bucket_faster(unit_seconds(s.unit))
+        to_s = unit_seconds(s.unit)
+        faster = source.first_bucket_faster(to_s)
         if faster is not None:
             events, upper, most = faster
-            to_s, share = unit_seconds(s.unit), events / source.events
+            share = events / source.events
             out.append(f"   the first bucket, (0, {format_duration(upper * to_s)}], holds {share:.0%} of the events, "
                        f"whose mean the exact sum puts at {format_duration(most * to_s)} at most (the rows place them "
                        "so); inside it, histogram_quantile draws a straight line from 0")

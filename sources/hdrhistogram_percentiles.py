@@ -63,6 +63,8 @@ DEFAULT_SUB_BUCKETS = 256
 _WRK2_CALIBRATION = re.compile(r"^\s*Thread calibration: mean lat\.:")
 _WRK2_SPAN = re.compile(r"^\s*(\d+) requests in ([0-9.]+)(us|ms|s|m|h)\b")
 _SPAN_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+#: The run lengths a column may have: a microsecond up to about three years.
+MIN_SPAN_S, MAX_SPAN_S = 1e-6, 1e8
 #: Skipped lines told one by one per distribution; the rest are counted in one notice.
 MAX_TOLD = 3
 
@@ -149,10 +151,16 @@ class HdrPercentilesFormat(TextFormat):
 
     def _columns(self, spectra: list[_Spectrum], stream: StreamId, factor: float, name: str) -> Iterator[Item]:
         width = float(self.options.get("interval") or DEFAULT_INTERVAL)
-        spans = [s.span_s or width for s in spectra]
+        spans = [s.span_s if s.span_s is not None and MIN_SPAN_S <= s.span_s <= MAX_SPAN_S else width
+                 for s in spectra]
         if any(s.span_s is None for s in spectra):
             yield Notice(f"{name}: a percentile distribution does not say how long it covers: its column is "
                          f"{width:g}s long (--interval), and rates are per that", skipped=0)
+        for spectrum in spectra:
+            if spectrum.span_s is not None and not MIN_SPAN_S <= spectrum.span_s <= MAX_SPAN_S:
+                yield Notice(f"{name}: distribution at line {spectrum.line}: a run of {spectrum.span_s:g}s is out of "
+                             f"range ({MIN_SPAN_S:g}s to {MAX_SPAN_S:g}s); its column is {width:g}s long "
+                             "(--interval)", skipped=0)
         end = time.time() - sum(spans)
         for spectrum, span in zip(spectra, spans, strict=True):
             start, end = end, end + span

@@ -191,7 +191,9 @@ class Differ:
             times = np.concatenate((np.asarray([prev.micros], dtype=np.int64), micros))
         else:
             full, times = counts, micros
-        if len(times) > 1 and not bool((times[1:] > times[:-1]).all()):
+        seconds = times / 1e6
+        # in seconds: past 2**53 µs two microseconds apart can be the same float
+        if len(times) > 1 and not bool((seconds[1:] > seconds[:-1]).all()):
             return False
         diffs = full[1:] - full[:-1]
         dropped = diffs < 0
@@ -203,7 +205,6 @@ class Differ:
             if restarted(full[:-1][resets], full[1:][resets], shown[resets]).any():
                 return False
             diffs[dropped] = full[1:][dropped]
-        seconds = times / 1e6
         self._behind.pop(stream, None)
         made = rows[0 if prev is not None else 1:]
         cols.start[made], cols.end[made], cols.duration[made] = seconds[:-1], seconds[1:], np.diff(times) / 1e6

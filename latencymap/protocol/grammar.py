@@ -312,6 +312,9 @@ def make_item(stream: StreamId, first_line: int, micros: int | None, date: str, 
         start_us = interval_start(micros, start_micros)
         if start_us >= micros:
             raise RecordError(first_line, "interval start is not before its timestamp")
+        if start_us / 1e6 >= micros / 1e6:
+            raise RecordError(first_line, f"interval start and timestamp are the same second at this magnitude "
+                                          f"({micros} µs has no microsecond precision as seconds)")
         return Interval(stream, start_us / 1e6, micros / 1e6, counts, sums, reset="reset" in flags,
                         gap="gap" in flags, date=date, duration=(micros - start_us) / 1e6)
     return Snapshot(stream, None if micros is None else micros / 1e6, counts, sums, date=date, line=first_line,

@@ -266,8 +266,11 @@ class PointStreams:
             counts, bounds, held = spread_expo(point.scale, point.offset, point.counts, point.zero_count,
                                                point.zero_threshold, factor)
             own = SourceBuckets(bounds, held, seconds)
-        return Interval(stream, start_ns / 1e9, end_ns / 1e9, counts, None, reset=reset,
-                        duration=(end_ns - start_ns) / 1e9, source_buckets=own)
+        start, end = start_ns / 1e9, end_ns / 1e9
+        if start >= end:  # closer than a float second can tell (about 240 ns now): the order is kept, not the gap
+            start = math.nextafter(end, -math.inf)
+        return Interval(stream, start, end, counts, None, reset=reset, duration=(end_ns - start_ns) / 1e9,
+                        source_buckets=own)
 
     def _stream(self, key: StreamKey, unit: str) -> StreamId:
         stream = self._streams.get(key)

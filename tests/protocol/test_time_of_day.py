@@ -109,3 +109,19 @@ def test_times_of_day_beyond_a_day_or_a_big_jump_are_not_rollovers() -> None:
     items = both(record(day - 1_000_000, [1]) + record(day // 2 - 1_000_000, [2]) + record(day // 2, [3]))
     assert not any("midnight" in i.message for i in items if isinstance(i, Notice))
     assert sum(i.skipped for i in items if isinstance(i, Notice)) == 1
+
+
+def test_times_past_2_53_microseconds_that_collapse_as_seconds_skip_their_record_not_the_stream() -> None:
+    """Past 2**53 µs two timestamps a microsecond apart are the same float second: no zero-length interval, a notice."""
+    base = 179_573_931_505_908_080  # about 5,700 years of microseconds: seconds keep about 30 µs of precision
+    assert base / 1e6 == (base + 1) / 1e6
+    cumulative = record(base, [1]) + record(base + 1, [2]) + record(base + 100_000_000, [5])
+    items = both(cumulative)
+    intervals = [i for i in items if isinstance(i, Interval)]
+    assert [(iv.end > iv.start, int(iv.counts.sum())) for iv in intervals] == [(True, 4)]
+    assert any(isinstance(i, Notice) and "does not increase" in i.message for i in items)
+    per_interval = (f"<begin record>\ntimestamp, microsec, {base + 1}, d\ncounts, interval\nstart, microsec, {base}\n"
+                    "label, x\n1, 3\n<end record>\n")
+    items = both(per_interval)
+    assert not [i for i in items if isinstance(i, Interval)]
+    assert any(isinstance(i, Notice) and "no microsecond precision" in i.message for i in items)

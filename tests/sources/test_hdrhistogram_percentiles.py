@@ -141,3 +141,12 @@ def test_sniffing_takes_the_header_and_nothing_else() -> None:
     assert HdrPercentilesFormat.sniff(['"Value","Percentile","TotalCount","1/(1-Percentile)"'])
     assert HdrPercentilesFormat.sniff(["       Value     Percentile TotalCount 1/(1-Percentile)"])
     assert not HdrPercentilesFormat.sniff(["Value Percentile", "0.5 0.1 3 1.1"])
+
+
+@pytest.mark.parametrize("span", ["0.00s", "0.0000000001us", "9" * 400 + "h"])
+def test_wrk2_run_length_out_of_range_is_told_and_the_column_is_interval_long(span: str) -> None:
+    """A run of 0, of a far-below-microsecond or of an infinite length would make an empty or endless column."""
+    items = read_items(HdrPercentilesFormat, _wrk2(printout(NS), span), "wrk2.txt")
+    (col,) = intervals(items)
+    assert col.end - col.start == pytest.approx(1.0) and int(col.counts.sum()) == 5050
+    assert any("out of range" in n and "line " in n for n in notices(items))

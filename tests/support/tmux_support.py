@@ -24,14 +24,27 @@ class Pane:
     def keys(self, *keys: str) -> None:
         subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
 
-    def wait_for(self, text: str, timeout: float = 20.0) -> str:
+    def wait_for(self, text: str, timeout: float = 20.0, settle: float = 2.0) -> str:
+        """The screen once `text` is on it and two captures 0.1 s apart agree (for at most `settle` seconds).
+
+        tmux may be captured while it is still parsing a large frame: a first capture holding `text` can show
+        the top of the new frame over the rest of the old one."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             screen = self.capture()
             if text in screen:
-                return screen
+                return self._settled(screen, text, time.monotonic() + settle)
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never appeared:\n{self.capture()}")
+
+    def _settled(self, screen: str, text: str, until: float) -> str:
+        while time.monotonic() < until:
+            time.sleep(0.1)
+            again = self.capture()
+            if again == screen or text not in again:
+                return screen
+            screen = again
+        return screen
 
     def alternate_screen(self) -> bool:
         out = subprocess.run(["tmux", "display", "-p", "-t", self.name, "#{alternate_on}"],

@@ -125,8 +125,8 @@ def test_fast_disk_recording_rows_are_its_own_buckets(pane_factory) -> None:
     screen = pane.wait_for("ENDED")
     freq = screen.split("Intensity:")[0].splitlines()
     labels = [line.split()[0] for line in freq if re.match(r"^ +[<≥]?[\d.]+[µnm]?s ", line)]
-    assert {"16.4µs", "32.8µs", "65.5µs"} <= set(labels)
-    assert not any(label.startswith("<") for label in labels)
+    assert {"16.4µs", "32.8µs", "65.5µs"} <= set(labels), screen
+    assert not any(label.startswith("<") for label in labels), screen
     coloured = {_plain(line).split()[0] for line in pane.capture(escapes=True).split("Intensity:")[0].splitlines()
                 if re.search("\x1b\\[48;[25];", line) and re.match(r"^ +[\d.]+µs", _plain(line))}
     assert {"16.4µs", "32.8µs"} <= coloured  # the I/Os are drawn in those rows

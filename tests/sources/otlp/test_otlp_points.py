@@ -226,3 +226,14 @@ def test_an_explicit_points_sum_places_its_first_bucket() -> None:
     assert spread_explicit(bounds, counts, 1000.0, None)[12:14].sum() == 10  # [2.048, 8.192) ms in µs rows
     placed = spread_explicit(bounds, counts, 1000.0, 3.0)  # ten calls of 0.3 ms in all, in the point's sum
     assert placed.sum() == 10 and placed[8:10].sum() == 10  # [128, 512) µs: around 0.3 ms
+
+
+def test_points_closer_than_a_float_second_can_tell_keep_their_order_and_exact_duration() -> None:
+    """A delta point 1 ns long at an epoch time: as seconds its start and end are one float; it still ends after
+    it starts, and its duration stays the exact 1 ns."""
+    start_ns = 1_795_438_988_531_832_469
+    assert start_ns / 1e9 == (start_ns + 1) / 1e9
+    point = explicit_point(key(), "ms", DELTA, start_ns, start_ns + 1, 5, None, [0, 4, 1], BOUNDS[:2], 0)
+    (col,) = intervals(run(point))
+    assert col.end > col.start and col.end == (start_ns + 1) / 1e9 and col.duration == pytest.approx(1e-9)
+    assert int(col.counts.sum()) == 5

@@ -1,13 +1,16 @@
 """The atheris harness (fuzz/fuzz_inputs.py) runs a bounded number of inputs seeded from fixtures/ and finds nothing.
 
-The run is reproducible: a fixed libFuzzer seed and a fixed number of runs (with a time ceiling), so a
-failure here fails the same way on every machine; longer, randomly seeded runs are for fuzz/ by hand
-(README, "Fuzzing for longer"). atheris is part of the `dev` extra: when it cannot be imported this
-test fails (it is not skipped).
+The run is bounded and seeded: a fixed libFuzzer seed, a fixed number of runs (with a time ceiling) and a fixed
+PYTHONHASHSEED. It is not reproducible bit for bit (readers that consult the clock take time-dependent branches,
+and two runs here part ways after about a thousand inputs), so a failure prints the failing input itself, as
+Python bytes: write them to a file and replay it with `fuzz/fuzz_inputs.py FILE`. Longer, randomly seeded runs
+are for fuzz/ by hand (README, "Fuzzing for longer"). atheris is part of the `dev` extra: when it cannot be
+imported this test fails (it is not skipped).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -37,11 +40,13 @@ def test_fuzzing_every_input_path_finds_no_crash_and_stays_within_memory(tmp_pat
     run = subprocess.run([sys.executable, str(HARNESS), str(corpus), str(seeds), f"-runs={FUZZ_RUNS}",
                           f"-seed={FUZZ_SEED}", f"-max_total_time={FUZZ_SECONDS}", f"-rss_limit_mb={RSS_LIMIT_MB}",
                           "-timeout=20", "-print_final_stats=1"],
-                         capture_output=True, text=True, timeout=FUZZ_SECONDS + 120, cwd=tmp_path)
+                         capture_output=True, text=True, timeout=FUZZ_SECONDS + 120, cwd=tmp_path,
+                         env={**os.environ, "PYTHONHASHSEED": "0"})
     log = run.stderr
     crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-", "leak-"))]
     # a Python traceback goes to stdout, libFuzzer's report to stderr
-    assert run.returncode == 0 and not crashes, f"{crashes}\n{run.stdout[-4000:]}\n{log[-3000:]}"
+    found = "\n".join(f"{name}: {(tmp_path / name).read_bytes()!r}" for name in crashes)
+    assert run.returncode == 0 and not crashes, f"{found}\n{run.stdout[-4000:]}\n{log[-3000:]}"
     assert re.search(r"^Done \d+ runs in \d+ second", log, re.M), log[-3000:]
     executed = int(re.search(r"stat::number_of_executed_units:\s*(\d+)", log)[1])
     peak = int(re.search(r"stat::peak_rss_mb:\s*(\d+)", log)[1])

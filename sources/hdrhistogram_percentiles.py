@@ -19,7 +19,11 @@ are spread over the rows that range overlaps (`latencymap.core.rebin`). Two poin
 (percentile 0) is the minimum's sub-bucket, so its events lie in that sub-bucket, and the last (percentile 1)
 is the maximum's, so one event lies there (a sub-bucket is at most 2/SubBuckets of its value wide, per the
 `#[Buckets = ..., SubBuckets = ...]` footer, 256 when there is none, plus the printed rounding). Between
-far-apart tail points that spreading is all the format allows: it keeps no more.
+far-apart tail points that spreading is all the format allows, except that wrk2 prints its own percentiles
+(50% ... 99.999%) above each spectrum: each one that falls between two rows becomes a point of its own. The
+footer's `#[Mean = ...]` times the count is the distribution's time. wrk2 `-U` prints a run twice, as recorded
+(corrected for coordinated omission) and uncorrected: the second is its own stream, `NAME (uncorrected latency)`,
+over the same time.
 Values are in `--unit` (default ms, what jHiccup, HistogramLogProcessor and wrk2 print). A distribution says
 nothing of when it was taken or over how long: its column ends when it is read and is `--interval` long, or
 as long as wrk2's "N requests in 10.00s" line after it says. A line that is no row is reported and skipped
@@ -62,6 +66,12 @@ DEFAULT_SUB_BUCKETS = 256
 #: the spectrum past the lines sniffed, so this line claims the input too.
 _WRK2_CALIBRATION = re.compile(r"^\s*Thread calibration: mean lat\.:")
 _WRK2_SPAN = re.compile(r"^\s*(\d+) requests in ([0-9.]+)(us|ms|s|m|h)\b")
+#: wrk2's title of each distribution it prints (`-U` adds an "Uncorrected Latency" one), and the percentiles it
+#: prints under the title, before the spectrum: exact values where the spectrum's tail points are far apart.
+_WRK2_TITLE = re.compile(r"^\s*Latency Distribution \(HdrHistogram - ([^()]+?)\s*(?:\(.*\))?\)\s*$")
+_WRK2_POINT = re.compile(r"^\s*(\d+(?:\.\d+)?)%\s+([0-9.]+)(us|ms|s|m|h)\s*$")
+_RECORDED = "Recorded Latency"
+_MEAN = re.compile(r"^#\[Mean\s*=\s*([-+0-9.eE]+)\s*,")
 _SPAN_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 #: The run lengths a column may have: a microsecond up to about three years.
 MIN_SPAN_S, MAX_SPAN_S = 1e-6, 1e8
@@ -82,6 +92,9 @@ class _Spectrum:
     error: str | None = None
     span_s: float | None = None
     skipped: list[str] = field(default_factory=list)
+    title: str = _RECORDED
+    points: list[tuple[float, float]] = field(default_factory=list)  # wrk2's (percentile 0-1, value in --unit)
+    mean: float | None = None  # the footer's, in --unit
 
 
 class HdrPercentilesFormat(TextFormat):
@@ -101,22 +114,33 @@ class HdrPercentilesFormat(TextFormat):
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         unit = self.options.get("unit") or DEFAULT_UNIT
-        stream = StreamId(clean_text(PurePath(name).name or name, 160), DATASOURCE, _FINER[unit])
-        factor = unit_seconds(unit) / unit_seconds(stream.unit)
         done: list[_Spectrum] = []
         current: _Spectrum | None = None
         wrk2 = False
+        title, points = _RECORDED, list[tuple[float, float]]()
+        run = 0  # the first distribution of the run a "N requests in" line ends
         for n, raw in enumerate(lines, 1):
             line = raw.rstrip("\r\n")
             wrk2 = wrk2 or bool(_WRK2_CALIBRATION.match(line))
             if _HEADER.match(line):
                 if current is not None:
                     done.append(current)
-                current = _Spectrum(n)
+                current = _Spectrum(n, title=title, points=points)
+                title, points = _RECORDED, []
                 continue
+            if current is not None and current.footer and line.strip() and not line.startswith("#"):
+                done.append(current)  # past the footer: the printer's own lines (wrk2's requests line among them)
+                current = None
             if current is None:
-                if done and done[-1].span_s is None:
-                    done[-1].span_s = _span(line)
+                if (m := _WRK2_TITLE.match(line)) is not None:
+                    title, points = m.group(1), []
+                elif (m := _WRK2_POINT.match(line)) is not None:
+                    points.append((float(m.group(1)) / 100, float(m.group(2)) * _SPAN_UNITS[m.group(3)]
+                                   / unit_seconds(unit)))
+                elif (span := _span(line)) is not None:
+                    for spectrum in done[run:]:
+                        spectrum.span_s = span if spectrum.span_s is None else spectrum.span_s
+                    run = len(done)
                 continue
             if not line.strip():
                 continue
@@ -126,14 +150,8 @@ class HdrPercentilesFormat(TextFormat):
                     current.footer_total = _whole(m.group(1))
                 if (m := _SUB_BUCKETS.match(line)) is not None and int(m.group(1)) >= 2:
                     current.sub_buckets = int(m.group(1))
-                if _FOOTER_END.match(line):
-                    done.append(current)
-                    current = None
-                continue
-            if current.footer:  # past the footer: the printer's own lines (wrk2's requests line among them)
-                current.span_s = _span(line)
-                done.append(current)
-                current = None
+                if (m := _MEAN.match(line)) is not None:
+                    current.mean = _finite(m.group(1))
                 continue
             row = _ROW.match(line)
             if row is None:  # totals are cumulative: the next row counts what a skipped one held
@@ -147,10 +165,16 @@ class HdrPercentilesFormat(TextFormat):
             what = ("wrk2's 'Detailed Percentile spectrum' (wrk2 prints it with --latency, -L)" if wrk2 else
                     "a percentile distribution ('Value Percentile TotalCount 1/(1-Percentile)' and its rows)")
             yield Notice(f"{name}: expected {what}; none found", skipped=1)
-        yield from self._columns(done, stream, factor, name)
+        yield from self._columns(done, unit, name)
 
-    def _columns(self, spectra: list[_Spectrum], stream: StreamId, factor: float, name: str) -> Iterator[Item]:
+    def _columns(self, spectra: list[_Spectrum], unit: str, name: str) -> Iterator[Item]:
         width = float(self.options.get("interval") or DEFAULT_INTERVAL)
+        base = clean_text(PurePath(name).name or name, 160)
+        streams: dict[str, StreamId] = {}
+        for spectrum in spectra:
+            label = base if spectrum.title == _RECORDED else f"{base} ({clean_text(spectrum.title.lower(), 60)})"
+            streams.setdefault(spectrum.title, StreamId(label, DATASOURCE, _FINER[unit]))
+        factor = unit_seconds(unit) / unit_seconds(_FINER[unit])
         spans = [s.span_s if s.span_s is not None and MIN_SPAN_S <= s.span_s <= MAX_SPAN_S else width
                  for s in spectra]
         if any(s.span_s is None for s in spectra):
@@ -161,9 +185,11 @@ class HdrPercentilesFormat(TextFormat):
                 yield Notice(f"{name}: distribution at line {spectrum.line}: a run of {spectrum.span_s:g}s is out of "
                              f"range ({MIN_SPAN_S:g}s to {MAX_SPAN_S:g}s); its column is {width:g}s long "
                              "(--interval)", skipped=0)
-        end = time.time() - sum(spans)
-        for spectrum, span in zip(spectra, spans, strict=True):
-            start, end = end, end + span
+        runs = _runs(spectra)  # one column per run: wrk2 -U's two distributions of one run side by side
+        end = time.time() - sum(spans[first] for first in runs)
+        for i, (spectrum, span) in enumerate(zip(spectra, spans, strict=True)):
+            if i in runs:
+                start, end = end, end + span
             for message in spectrum.skipped[:MAX_TOLD]:
                 yield Notice(f"{name}: {message}", skipped=1)
             if len(spectrum.skipped) > MAX_TOLD:
@@ -176,8 +202,31 @@ class HdrPercentilesFormat(TextFormat):
                 continue
             bounds, counts = _buckets(spectrum, factor)
             rows = rebin_counts(bounds, counts) if bounds else np.zeros(NSLOTS, dtype=np.int64)
-            yield Interval(stream, start, end, rows, duration=span,
-                           source_buckets=SourceBuckets(tuple(bounds), np.asarray(counts, dtype=np.int64)))
+            spent = None
+            if spectrum.mean is not None and spectrum.mean >= 0:
+                spent = spectrum.mean * unit_seconds(unit) * spectrum.totals[-1]
+            yield Interval(streams[spectrum.title], start, end, rows, duration=end - start,
+                           source_buckets=SourceBuckets(tuple(bounds), np.asarray(counts, dtype=np.int64), spent))
+
+
+def _runs(spectra: list[_Spectrum]) -> set[int]:
+    """Indexes of the distributions that begin a run: each title (recorded, uncorrected) once per run."""
+    firsts: set[int] = set()
+    titles: set[str] = set()
+    for i, spectrum in enumerate(spectra):
+        if not firsts or spectrum.title in titles:
+            firsts.add(i)
+            titles = set()
+        titles.add(spectrum.title)
+    return firsts
+
+
+def _finite(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _span(line: str) -> float | None:
@@ -212,6 +261,19 @@ def _add(spectrum: _Spectrum, row: re.Match[str], n: int) -> str | None:
     return None
 
 
+def _with_points(spectrum: _Spectrum) -> list[tuple[float, int]]:
+    """The rows' (value, total count), with wrk2's own percentiles put in where they fall strictly between two
+    rows: the value at percentile p holds at least p x total events at or below it."""
+    rows = list(zip(spectrum.values, spectrum.totals, strict=True))
+    everything = spectrum.totals[-1]
+    for share, value in spectrum.points:
+        below = math.ceil(share * everything - 1e-9)
+        at = next((i for i, (v, t) in enumerate(rows) if t >= below or v >= value), len(rows))
+        if 0 < at < len(rows) and rows[at - 1][0] < value < rows[at][0] and rows[at - 1][1] < below < rows[at][1]:
+            rows.insert(at, (value, below))
+    return rows
+
+
 def _check(spectrum: _Spectrum) -> str | None:
     if not spectrum.values:
         return "no rows after the header"
@@ -225,7 +287,7 @@ def _buckets(spectrum: _Spectrum, factor: float) -> tuple[list[float], list[int]
     bounds: list[float] = []
     counts: list[int] = []
     before = 0
-    for value, total in zip(spectrum.values, spectrum.totals, strict=True):
+    for value, total in _with_points(spectrum):
         bound = value * factor
         if bound <= 0:  # printed as 0: below half the printed last digit, a bucket up to one stream unit
             bound = 1.0

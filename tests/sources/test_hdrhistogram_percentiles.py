@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 import pytest
-from formats_support import intervals, notices, read_items
+from formats_support import intervals, notices, read_items, report_json
 from hdr_support import library_histogram
 
 from latencymap.core.buckets import NSLOTS
@@ -69,18 +69,25 @@ def test_csv_printout_reads_the_same() -> None:
     assert csv.counts.tolist() == plain.counts.tolist()
 
 
-def _wrk2(table: str, span: str) -> str:
-    """wrk2 --latency around a table, as its source prints it (header spacing, `inf`, the requests line)."""
+def _distribution(table: str, title: str = "Recorded Latency", summary: tuple[str, ...] = (" 50.000%  199.00us",
+                  "100.000%   57.70ms")) -> list[str]:
+    """One of wrk2's printed distributions: its title, its own percentiles, the spectrum (`inf` on the last row)."""
     lines = table.splitlines()
     lines[0] = "       Value   Percentile   TotalCount 1/(1-Percentile)"
     body = [line if not line.strip().startswith(tuple("0123456789")) or len(line.split()) == 4
             else line + "          inf" for line in lines]
+    return [f"  Latency Distribution (HdrHistogram - {title})", *summary, "", "  Detailed Percentile spectrum:", *body,
+            "----------------------------------------------------------"]
+
+
+def _wrk2(table: str, span: str, *more: list[str], summary: tuple[str, ...] | None = None) -> str:
+    """wrk2 --latency around a table, as its source prints it (header spacing, `inf`, the requests line); `more`:
+    further distributions of the same run (`-U`)."""
+    first = _distribution(table) if summary is None else _distribution(table, summary=summary)
     return "\n".join([
         "Running 10s test @ http://127.0.0.1:8080/", "  2 threads and 16 connections",
-        "  Thread calibration: mean lat.: 0.655ms, rate sampling interval: 10ms",
-        "  Latency Distribution (HdrHistogram - Recorded Latency)", " 50.000%  199.00us", "100.000%   57.70ms", "",
-        "  Detailed Percentile spectrum:", *body,
-        "----------------------------------------------------------",
+        "  Thread calibration: mean lat.: 0.655ms, rate sampling interval: 10ms", *first,
+        *(line for lines in more for line in lines),
         f"  5050 requests in {span}, 1.23MB read", "Requests/sec:    505.00", ""])
 
 
@@ -150,3 +157,35 @@ def test_wrk2_run_length_out_of_range_is_told_and_the_column_is_interval_long(sp
     (col,) = intervals(items)
     assert col.end - col.start == pytest.approx(1.0) and int(col.counts.sum()) == 5050
     assert any("out of range" in n and "line " in n for n in notices(items))
+
+
+def test_wrk2_uncorrected_distribution_is_its_own_stream_over_the_same_run() -> None:
+    """`wrk2 -L -U` prints the run twice (corrected, then uncorrected): two streams side by side, not one counted
+    twice."""
+    uncorrected = _distribution(printout(NS // 2), "Uncorrected Latency (measured without taking delayed starts "
+                                "into account)")
+    items = read_items(HdrPercentilesFormat, _wrk2(printout(NS), "10.00s", uncorrected), "wrk2.txt")
+    assert notices(items) == []
+    recorded, raw = intervals(items)
+    assert (recorded.stream.label, raw.stream.label) == ("wrk2.txt", "wrk2.txt (uncorrected latency)")
+    assert (recorded.start, recorded.end) == (raw.start, raw.end) and recorded.end - recorded.start == \
+        pytest.approx(10.0)
+    assert [int(c.counts.sum()) for c in (recorded, raw)] == [5050, 5050]
+    assert int(np.argmax(raw.counts)) < int(np.argmax(recorded.counts))  # the uncorrected values are halved
+
+
+def test_wrk2_own_percentiles_fix_the_tail_and_the_footer_mean_gives_the_time(tmp_path) -> None:
+    """The spectrum's tail points are far apart (1% of events between about 1 and 17 ms): wrk2's own p99 line
+    pins the percentile there (within the last event's share of the straight line histogram_quantile draws up to
+    it); the footer's mean times the count is the time waited."""
+    library = library_histogram(NS.tolist())
+    summary = tuple(f"{q:7.3f}%{library.get_value_at_percentile(q) / 1e6:>10.2f}ms" for q in (50, 90, 99, 99.9))
+    path = tmp_path / "wrk2.txt"
+    path.write_text(_wrk2(printout(NS), "10.00s", summary=summary))
+    total = report_json(path)["streams"][0]["total"]
+    for name, q in (("p99", 99), ("p999", 99.9)):
+        printed = round(library.get_value_at_percentile(q) / 1e6, 2) / 1000
+        assert total[f"{name}_s"] == pytest.approx(printed, rel=0.05), name
+    assert total["time_s"] == pytest.approx(library.get_mean_value() / 1e9 * len(NS), rel=1e-3)
+    path.write_text(_wrk2(printout(NS), "10.00s", summary=()))  # without them: the straight line across the gap
+    assert report_json(path)["streams"][0]["total"]["p99_s"] > 2 * library.get_value_at_percentile(99) / 1e9

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from latencymap.analysis.peers import peer_key
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import StreamId
@@ -55,11 +56,13 @@ class _Stream:
     """One stream's numbers as of its last change: whole-history sums (updated with the columns added since), the
     "now" columns' sums, and their percentiles; recomputed only when the stream's columns or its window moved."""
 
-    __slots__ = ("counts", "dropped", "key", "label", "latest", "pct", "seen", "spent", "waited_now")
+    __slots__ = ("counts", "dropped", "key", "label", "latest", "pct", "peers", "seen", "spent", "waited_now")
     pct: tuple[float, ...]
 
     def __init__(self, hist: StreamHistory) -> None:
         self.label = clean_text(hist.stream.label, 200) or "(no label)"
+        found = peer_key(hist.stream.label)  # rank3/step's peers are rank*/step, not rank*/data_wait
+        self.peers = (hist.stream.datasource, hist.stream.unit, found[0] if found else None)
         self.key: tuple[int, int, int] | None = None
         self.pct = (math.nan,) * 4  # p50 now, p99 now, p50 all, p99 all
         self.waited_now = math.nan
@@ -106,7 +109,7 @@ class OverviewStats:
         """A row per history (in order); "now" is the `NOW_COLUMNS` columns before `stops[i]` (default: the newest)."""
         cached = self._streams
         changed: dict[tuple[str, str], list[tuple[StreamHistory, _Stream]]] = {}
-        groups: dict[tuple[str, str], list[int]] = {}
+        groups: dict[tuple[str, str, str | None], list[int]] = {}
         states = []
         for i, hist in enumerate(histories):
             state = cached.get(hist.stream)
@@ -117,7 +120,7 @@ class OverviewStats:
             if state.key != (hist.n, hist.dropped, stop):
                 state.refresh(hist, stop)
                 changed.setdefault(group, []).append((hist, state))
-            groups.setdefault(group, []).append(i)
+            groups.setdefault(state.peers, []).append(i)
             states.append(state)
         for streams in changed.values():
             _percentiles(streams)
@@ -141,7 +144,8 @@ def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
 
 
 def _compare_peers(peers: list[StreamRow]) -> None:
-    """`vs_peers` of streams of one unit and datasource: p99 now over their median p99 now (two or more)."""
+    """`vs_peers` of peers (one unit and datasource; one label but for its rank, disk or instance when it names
+    one, as `analysis.peers`): p99 now over their median p99 now (two or more)."""
     now = np.array([r.p99_now for r in peers])
     ok = np.isfinite(now) & (now > 0)
     if ok.sum() < 2:

@@ -218,6 +218,23 @@ def test_peers_are_streams_of_one_unit_and_datasource() -> None:
     assert all(r.vs_peers == pytest.approx(r.p99_now / median) for r in mine)
 
 
+def test_a_ranks_phases_are_peers_of_that_phase_on_other_ranks_not_of_its_other_phases() -> None:
+    """Four even ranks, each with a step and a much faster data_wait stream (one unit and datasource): no rank is
+    slow, and each phase's ratio is to its own phase's median."""
+    acc = Accumulator()
+    for i in ranks(streams=4, slow=-1):
+        fast = np.roll(i.counts, -8)  # the same shape, 256 times faster
+        acc.add([i, Interval(StreamId(i.stream.label.replace("step", "data_wait"), "bpf", "microsec"), i.start,
+                             i.end, fast)])
+    rows = OverviewStats().rows(list(acc.streams.values()))
+    assert len(rows) == 8 and not [r.label for r in rows if r.slow]
+    for phase in ("step", "data_wait"):
+        mine = [r for r in rows if r.label.endswith(phase)]
+        median = float(np.median([r.p99_now for r in mine]))
+        assert all(r.vs_peers == pytest.approx(r.p99_now / median) for r in mine)
+        assert all(0.5 < r.vs_peers < 2 for r in mine)
+
+
 def test_difference_rates_read_only_the_columns_on_screen_and_match_the_whole_history() -> None:
     from latencymap.core import columns
     from latencymap.core.accumulator import set_chunk_columns

@@ -23,7 +23,9 @@ rank that is slowest or latest at each collective).
   2**`stall_gap_octaves` (4x) its peers', hold at least half of its excess time (time - events x the
   peers' mean in each window, or their mean over the range in a window where no peer has events): a stall
   of that peer.
-Otherwise peers differ by noise and nothing is said (the members' numbers are still reported).
+Otherwise peers differ by noise and nothing is said (the members' numbers are still reported), except when the
+peer with the highest ratio was slowest in so few windows that even "every one of them" could be chance (p >
+`peer_max_p` at best): then the group says it has too few intervals to tell, and how many it would need.
 """
 
 from __future__ import annotations
@@ -111,13 +113,14 @@ class PeerGroup:
     finding: Finding | None = None
     contested: int = 0
     stalls: list[dict[str, Any]] = field(default_factory=list)
+    undecided: str | None = None  # why a peer that looks slow is not named: too few intervals to tell
 
     def to_json(self) -> dict[str, Any]:
         """The report's peer-group object."""
         return {"key": self.key, "field": self.kind, "datasource": self.datasource, "unit": self.unit,
                 "window_s": self.window_s, "windows": self.windows, "compared_windows": self.contested,
                 "members": [m.to_json() for m in self.members], "slow": self.slow,
-                "finding": self.finding.to_json() if self.finding else None}
+                "finding": self.finding.to_json() if self.finding else None, "undecided": self.undecided}
 
     def lines(self) -> list[str]:
         """The text report's lines for this group."""
@@ -125,7 +128,7 @@ class PeerGroup:
                 f"{self.window_s:.3g}s compared):")
         rows = [f"   {m.name}: mean {dur(m.mean_s)} ({m.ratio:.2f}× its peers), slowest in {m.slowest}"
                 for m in self.members]
-        verdict = self.finding.line() if self.finding else "no slow peer: they differ by noise"
+        verdict = self.finding.line() if self.finding else self.undecided or "no slow peer: they differ by noise"
         return [head, *rows, f"   {verdict}"]
 
 
@@ -215,6 +218,13 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
     stalled = excess > 0 and sum(excess_w[w] for w in worst) >= 0.5 * excess
     consistent = p <= th.peer_max_p
     if not (consistent or stalled):
+        best = chance ** g.contested  # slowest in every compared interval
+        if best > th.peer_max_p and 0 < chance < 1:
+            need = math.ceil(math.log(th.peer_max_p) / math.log(chance))
+            g.undecided = (f"too few intervals to tell: {m.name} is {times(m.ratio)} its peers' mean and slowest in "
+                           f"{m.slowest} of {g.contested}, but {g.contested} intervals cannot rule out chance "
+                           f"(p >= {best:.2g} even if slowest in all; {need} or more needed: a longer run or "
+                           "shorter intervals)")
         return
     spans = [{"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s,
               "excess_s": float(excess_w[w]), "ratio": float(wmean[k, w] / ref_w[w])} for w in worst]

@@ -128,3 +128,18 @@ def test_peer_thresholds_are_tunable() -> None:
     streams = peer_streams(synthetic.ranks(1, n=4, slow=2, factor=1.5))
     assert find_peers(streams)[0].slow is not None
     assert find_peers(streams, thresholds=Thresholds(peer_min_ratio=2.0))[0].slow is None
+
+
+def test_a_rank_slowest_in_every_one_of_too_few_intervals_is_undecided_not_noise() -> None:
+    """Three intervals of four ranks: slowest in all three has chance 0.25**3 = 0.016 > 0.01, so the group cannot
+    name it, and it says that (not "noise"), with how many intervals it would need."""
+    streams = synthetic.ranks(1, n=4, slow=2, factor=3.0)
+    span = max(float(s.ends.max()) for s in peer_streams(streams)) - min(float(s.starts.min())
+                                                                        for s in peer_streams(streams))
+    (group,) = find_peers(peer_streams(streams, width=span / 2.9))
+    assert group.contested == 3 and group.slow is None and group.finding is None
+    assert group.undecided is not None and "too few intervals to tell: rank2" in group.undecided
+    assert "4 or more needed" in group.undecided and "noise" not in group.lines()[-1]
+    assert group.to_json()["undecided"] == group.undecided
+    (enough,) = find_peers(peer_streams(streams, width=span / 10))
+    assert enough.slow is not None and enough.undecided is None

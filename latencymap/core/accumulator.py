@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from latencymap.core import columns
-from latencymap.core.columns import Chunk
-from latencymap.core.history import EXACT, GAP, RESET, TIMED, ColumnStats, StreamHistory, Totals
+from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Chunk
+from latencymap.core.history import ColumnStats, StreamHistory, Totals
 from latencymap.core.model import Interval, IntervalRun, Notice, StreamId, rows_by_stream
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_bytes

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+#: Column flags: a counter reset, missing data, time exact (given by the source, or no events), time given.
+RESET, GAP, EXACT, TIMED = 1, 2, 4, 8
 #: Columns per sealed chunk.
 CHUNK_COLUMNS = 1024
 ZSTD_LEVEL = 3
@@ -26,6 +28,11 @@ _INT64 = np.dtype(np.int64)
 _META = ("start", "end", "dur")
 #: (min, max) of each integer type (np.iinfo is slow to ask on every append).
 _LIMITS = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in (*_UNSIGNED, *_SIGNED, _INT64)}
+
+
+def observed_s(dur: np.ndarray, flags: np.ndarray) -> float:
+    """Seconds the columns with data cover: their durations, gap columns (data missing) left out."""
+    return float(dur[(flags & GAP) == 0].sum())
 
 
 def count_dtype(low: int, high: int) -> np.dtype:
@@ -209,7 +216,8 @@ class Chunk:
     #: Bitwise AND and OR of the columns' flags.
     flags_and: int
     flags_or: int
-    #: Time spent and duration summed over the chunk (for quick totals; an exact total sums the columns).
+    #: Time spent, and duration of the columns with data (gap columns left out), summed over the chunk (for quick
+    #: totals; an exact total sums the columns).
     time_total: float
     dur_total: float
     #: Arrival order among every chunk of an accumulator (oldest dropped first under a memory budget).
@@ -263,7 +271,7 @@ class Chunk:
                 counts_blob, frames = b"".join(apart), tuple(map(len, apart))
         return Chunk(n, block.lo + a, b - a, ctype, ttype, counts_blob, time_blob,
                      _compress(meta), slot_counts, used, int(np.bitwise_and.reduce(flags)),
-                     int(np.bitwise_or.reduce(flags)), spent, float(block.dur[:n].sum()), time_shuffled=shuffled,
+                     int(np.bitwise_or.reduce(flags)), spent, observed_s(block.dur[:n], flags), time_shuffled=shuffled,
                      count_frames=frames)
 
     def decode(self) -> Block:

@@ -17,12 +17,10 @@ import numpy as np
 
 from latencymap.core import columns
 from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
-from latencymap.core.columns import Block, Chunk, KeptMeta
+from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Block, Chunk, KeptMeta, observed_s
 from latencymap.core.model import Interval, IntervalRun, StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates, safe_ratio
 
-#: Column flags: a counter reset, missing data, time exact (given by the source, or no events), time given.
-RESET, GAP, EXACT, TIMED = 1, 2, 4, 8
 _CACHED_CHUNKS = 2
 _SEQUENCE = itertools.count()
 _META = ("start", "end", "dur", "flags")
@@ -366,15 +364,15 @@ class StreamHistory:
         else:
             counts = self.counts_in(cols).sum(axis=0)
             spent = float(self.time_in(cols).sum())
-            dur = float(self.meta_in("dur", cols).sum())
+            dur = observed_s(self.meta_in("dur", cols), self.meta_in("flags", cols))
         events = int(counts.sum())
         pct = percentile_estimates(counts, self.low, self.high)
         return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
                       dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)))
 
     def slot_sums(self, cols: slice = slice(None)) -> tuple[np.ndarray, float, float]:
-        """Per-slot counts, time and duration (s) of columns `cols`: whole chunks from their summaries, without
-        decoding them (time may differ from the exact sum in the last bits)."""
+        """Per-slot counts, time and duration (s, gap columns left out) of columns `cols`: whole chunks from their
+        summaries, without decoding them (time may differ from the exact sum in the last bits)."""
         first, stop = self._range(cols)
         counts = np.zeros(NSLOTS, dtype=np.int64)
         spent = dur = 0.0
@@ -389,7 +387,7 @@ class StreamHistory:
                 part = slice(at, at + take)
                 counts += self.counts_in(part).sum(axis=0)
                 spent += float(self.time_in(part).sum())
-                dur += float(self.meta_in("dur", part).sum())
+                dur += observed_s(self.meta_in("dur", part), self.meta_in("flags", part))
             at += take
         return counts, spent, dur
 
@@ -419,6 +417,9 @@ class ColumnStats:
 
 @dataclass(slots=True)
 class Totals:
+    """Sums over columns; `duration_s` is the time the columns with data cover (a gap column's data is missing:
+    rates are per second observed)."""
+
     events: int
     time_s: float
     mean_s: float

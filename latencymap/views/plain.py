@@ -15,6 +15,7 @@ import numpy as np
 from latencymap.core.accumulator import GAP as GAP_FLAG
 from latencymap.core.accumulator import RESET as RESET_FLAG
 from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.columns import observed_s
 from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates
 from latencymap.core.sanitize import clean_text
@@ -133,7 +134,7 @@ class RunningTotals:
             new = slice(self.seen, hist.n)
             self.counts = self.counts + hist.counts_in(new).sum(axis=0)
             self.spent += float(hist.time_in(new).sum())
-            self.duration += float(hist.meta_in("dur", new).sum())
+            self.duration += observed_s(hist.meta_in("dur", new), hist.meta_in("flags", new))
             self.seen = hist.n
         return True
 

@@ -214,3 +214,22 @@ def test_the_text_report_counts_the_messages_it_does_not_print(tmp_path: Path) -
     assert text.count("record skipped") == 10 and text.endswith("   ... and 5 more (--format json lists up to 100)\n")
     doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", str(path)]).output)
     assert len(doc["errors"]["messages"]) == doc["errors"]["skipped_records"] == 15
+
+
+def test_rates_are_per_second_observed_gap_columns_left_out(tmp_path: Path) -> None:
+    """Four 1 s columns of 100 events and six 1 s gap columns (a scrape target down): 100 events/s, not 40/s, in the
+    text report and the gate; the time line still spans all ten columns."""
+    records = []
+    for k in range(10):
+        gap = 4 <= k < 10
+        body = "" if gap else "1024, 100\n"
+        records.append(f"<begin record>\ntimestamp, microsec, {(k + 2) * 1_000_000}, d\ncounts, interval\n"
+                       f"label, svc\nlatencyunit, microsec\n{'flags, gap' + chr(10) if gap else ''}{body}"
+                       "<end record>\n")
+    path = tmp_path / "gaps.txt"
+    path.write_text("".join(records))
+    text = CliRunner().invoke(main, ["report", str(path)])
+    assert text.exit_code == 0, text.output
+    assert "10 intervals over 10.0s: 400 events (100/s)" in text.output
+    gate = CliRunner().invoke(main, ["report", "--fail-if", "rate < 90", str(path)])
+    assert gate.exit_code == 0, gate.output

@@ -38,7 +38,9 @@ from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
+from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number, seconds_per
+from latencymap.outputs.report import stream_total
 
 DURATION_METRICS = ("p50", "p90", "p99", "p999", "mean", "time")
 NUMBER_METRICS = ("events", "rate", "bands")
@@ -238,19 +240,26 @@ def parse_gate(text: str) -> Gate:
     return Gate(text, _Parser(text).parse())
 
 
-def stream_metrics(hist: StreamHistory) -> dict[str, float]:
-    """Every gate metric of one stream's whole history."""
+def stream_metrics(hist: StreamHistory, source: SourceTotals | None = None) -> dict[str, float]:
+    """Every gate metric of one stream's whole history: the numbers the report prints (a rebinned stream's
+    percentiles from its own buckets, its time from the source's sum: `source`)."""
     t = hist.totals()
     diag = stream_diagnosis(hist)
-    values: dict[str, float] = {PERCENTILE_NAMES[q]: t.percentiles.get(q, math.nan) for q in PERCENTILES}
+    total = stream_total(t, source, hist.stream.unit, hist.n)
+    values: dict[str, float] = {PERCENTILE_NAMES[q]: _value(total[f"{PERCENTILE_NAMES[q]}_s"]) for q in PERCENTILES}
     values.update({
-        "mean": t.mean_s, "time": t.time_s, "events": float(t.events),
+        "mean": _value(total["mean_s"]), "time": total["time_s"], "events": float(t.events),
         "rate": t.events / t.duration_s if t.duration_s else math.nan,
         "bands": float(len(diag.bands)), "bimodal": float(diag.bimodal),
         "tail.time_share": diag.tail.time_share if diag.tail else 0.0,
         "tail.events_share": diag.tail.events_share if diag.tail else 0.0,
     })
     return values
+
+
+def _value(v: float | None) -> float:
+    """A report number as a gate compares it (the report's null is NaN)."""
+    return math.nan if v is None else float(v)
 
 
 def evaluate(node: Node, values: dict[str, float]) -> bool:
@@ -286,7 +295,7 @@ def check_gates(acc: Accumulator, gates: list[Gate]) -> list[str]:
     failures: list[str] = []
     for hist in acc.streams.values():
         with hist.dense():
-            values = stream_metrics(hist)
+            values = stream_metrics(hist, acc.sources.get(hist.stream))
         name = clean_text(hist.stream.label) or "(no label)"
         for gate in gates:
             if evaluate(gate.node, values):

@@ -40,7 +40,7 @@ def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -
         "frequency": rows(hist.frequency(slots=slots)),
         "intensity": rows(hist.intensity(slots=slots)),
         "intensity_exact": hist.exact,
-        "total": _total(total, acc.sources.get(hist.stream), hist.stream.unit, hist.n),
+        "total": stream_total(total, acc.sources.get(hist.stream), hist.stream.unit, hist.n),
         "errors": read_errors(acc),
         **stream_diagnosis(hist).to_json(),
         **_source_buckets(acc.sources.get(hist.stream), hist),
@@ -49,7 +49,7 @@ def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -
     }
 
 
-def _total(total: Totals, source: SourceTotals | None, unit: str, columns: int) -> dict[str, Any]:
+def stream_total(total: Totals, source: SourceTotals | None, unit: str, columns: int) -> dict[str, Any]:
     """Events, time, mean and percentiles; a rebinned stream's come from its own buckets (and exact sum), and a
     stream whose source folded exactly into rows takes its time from the source's sum when every column has one."""
     time_s, mean_s = total.time_s, total.mean_s
@@ -143,7 +143,7 @@ def _stream_text(hist: StreamHistory, acc: Accumulator) -> list[str]:
     rate = t.events / t.duration_s if t.duration_s else float("nan")
     how = "exact" if hist.exact else "estimated from bucket midpoints"
     source = acc.sources.get(hist.stream)
-    total = _total(t, source, s.unit, hist.n)
+    total = stream_total(t, source, s.unit, hist.n)
     if source is not None:
         how = "the source's exact sum" if total["time_s"] != t.time_s else "estimated"
     out.append(f"   {hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "

@@ -149,3 +149,26 @@ def test_check_gates_api() -> None:
 def test_the_help_names_every_metric_of_the_grammar() -> None:
     text = " ".join(CliRunner().invoke(main, ["report", "--help"]).output.split())
     assert all(f" {m} " in text.replace(";", " ") for m in METRICS), text
+
+
+def test_a_rebinned_streams_gate_checks_the_numbers_its_report_prints() -> None:
+    """Every event of a Prometheus-style stream in its first bucket, (0, 5ms], with an exact sum: the report's p99
+    (histogram_quantile over the source's buckets) and time (the sum) are what the gates compare, not the rows'."""
+    import numpy as np
+
+    from latencymap.core.accumulator import Accumulator
+    from latencymap.core.model import Interval, SourceBuckets, StreamId
+    from latencymap.core.rebin import rebin_counts
+    from latencymap.outputs.report import build_report
+
+    bounds, held = (5.0, 10.0, float("inf")), [100, 0, 0]
+    stream = StreamId("svc", "prometheus", "millisec")
+    acc = Accumulator()
+    acc.add([Interval(stream, 10.0 * k, 10.0 * (k + 1), rebin_counts(list(bounds), held),
+                      source_buckets=SourceBuckets(bounds, np.array(held), 0.3)) for k in range(3)])
+    total = build_report(acc)["streams"][0]["total"]
+    assert total["p99_s"] == pytest.approx(0.00495) and total["time_s"] == pytest.approx(0.9)
+    gates = [parse_gate(g) for g in ("p99 > 4.96ms", "time > 0.91s", "mean > 3.01ms")]
+    assert check_gates(acc, gates) == []
+    failed = check_gates(acc, [parse_gate("p99 > 4.9ms and time > 0.89s")])
+    assert len(failed) == 1 and "p99 = 4.95ms" in failed[0] and "time = 900ms" in failed[0]

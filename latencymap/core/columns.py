@@ -30,9 +30,10 @@ _META = ("start", "end", "dur")
 _LIMITS = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in (*_UNSIGNED, *_SIGNED, _INT64)}
 
 
-def observed_s(dur: np.ndarray, flags: np.ndarray) -> float:
-    """Seconds the columns with data cover: their durations, gap columns (data missing) left out."""
-    return float(dur[(flags & GAP) == 0].sum())
+def observed_s(dur: np.ndarray, flags: np.ndarray, counts: np.ndarray) -> float:
+    """Seconds the columns with data cover: their durations, empty gap columns (data missing) left out; a gap
+    column holding events (a counter's increase across an outage) counted them over its whole span."""
+    return float(dur[((flags & GAP) == 0) | counts.any(axis=1)].sum())
 
 
 def count_dtype(low: int, high: int) -> np.dtype:
@@ -216,8 +217,8 @@ class Chunk:
     #: Bitwise AND and OR of the columns' flags.
     flags_and: int
     flags_or: int
-    #: Time spent, and duration of the columns with data (gap columns left out), summed over the chunk (for quick
-    #: totals; an exact total sums the columns).
+    #: Time spent, and duration of the columns with data (`observed_s`), summed over the chunk (for quick totals;
+    #: an exact total sums the columns).
     time_total: float
     dur_total: float
     #: Arrival order among every chunk of an accumulator (oldest dropped first under a memory budget).
@@ -271,8 +272,8 @@ class Chunk:
                 counts_blob, frames = b"".join(apart), tuple(map(len, apart))
         return Chunk(n, block.lo + a, b - a, ctype, ttype, counts_blob, time_blob,
                      _compress(meta), slot_counts, used, int(np.bitwise_and.reduce(flags)),
-                     int(np.bitwise_or.reduce(flags)), spent, observed_s(block.dur[:n], flags), time_shuffled=shuffled,
-                     count_frames=frames)
+                     int(np.bitwise_or.reduce(flags)), spent, observed_s(block.dur[:n], flags, counts),
+                     time_shuffled=shuffled, count_frames=frames)
 
     def decode(self) -> Block:
         """The chunk's columns as a read-only block; each array is decompressed when first read."""

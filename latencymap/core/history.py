@@ -362,9 +362,10 @@ class StreamHistory:
         if fast:
             counts, spent, dur = self.slot_sums(cols)
         else:
-            counts = self.counts_in(cols).sum(axis=0)
+            columns = self.counts_in(cols)
+            counts = columns.sum(axis=0)
             spent = float(self.time_in(cols).sum())
-            dur = observed_s(self.meta_in("dur", cols), self.meta_in("flags", cols))
+            dur = observed_s(self.meta_in("dur", cols), self.meta_in("flags", cols), columns)
         events = int(counts.sum())
         pct = percentile_estimates(counts, self.low, self.high)
         return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
@@ -385,9 +386,10 @@ class StreamHistory:
                 dur += chunk.dur_total
             else:
                 part = slice(at, at + take)
-                counts += self.counts_in(part).sum(axis=0)
+                columns = self.counts_in(part)
+                counts += columns.sum(axis=0)
                 spent += float(self.time_in(part).sum())
-                dur += observed_s(self.meta_in("dur", part), self.meta_in("flags", part))
+                dur += observed_s(self.meta_in("dur", part), self.meta_in("flags", part), columns)
             at += take
         return counts, spent, dur
 

@@ -54,18 +54,29 @@ def stream_total(total: Totals, source: SourceTotals | None, unit: str, columns:
     stream whose source folded exactly into rows takes its time from the source's sum when every column has one."""
     time_s, mean_s = total.time_s, total.mean_s
     percentiles = {q: total.percentiles[q] for q in PERCENTILES}
-    if source is not None and not source.bounds and not source.mixed:
-        if source.timed and source.intervals == columns:
-            time_s = source.time_s
-            mean_s = time_s / total.events if total.events else math.nan
-    elif source is not None and not source.mixed and source.events == total.events:
+    own_percentiles, own_time = source_use(source, total.events, columns)
+    if own_percentiles:
+        assert source is not None
         scale = unit_seconds(unit)
         percentiles = {q: source.percentile(q) * scale for q in PERCENTILES}
-        if source.timed and source.intervals:
-            time_s = source.time_s
-            mean_s = time_s / total.events if total.events else math.nan
+    if own_time:
+        assert source is not None
+        time_s = source.time_s
+        mean_s = time_s / total.events if total.events else math.nan
     return {"events": total.events, "time_s": time_s, "mean_s": _num(mean_s),
             **{f"{PERCENTILE_NAMES[q]}_s": _num(v) for q, v in percentiles.items()}}
+
+
+def source_use(source: SourceTotals | None, events: int, columns: int) -> tuple[bool, bool]:
+    """Whether a stream's percentiles, and its time, come from its source's own buckets and sum: a rebinned
+    stream's when the bounds never changed and hold every event; a folded stream's time when every column had
+    a sum."""
+    if source is None or source.mixed:
+        return False, False
+    if not source.bounds:
+        return False, source.timed and source.intervals == columns
+    own = source.events == events
+    return own, own and source.timed and source.intervals > 0
 
 
 def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
@@ -144,13 +155,19 @@ def _stream_text(hist: StreamHistory, acc: Accumulator) -> list[str]:
     how = "exact" if hist.exact else "estimated from bucket midpoints"
     source = acc.sources.get(hist.stream)
     total = stream_total(t, source, s.unit, hist.n)
+    own_percentiles, own_time = source_use(source, t.events, hist.n)
     if source is not None:
-        how = "the source's exact sum" if total["time_s"] != t.time_s else "estimated"
-    out.append(f"   {hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "
-               f"{total['time_s']:.4g}s waited ({how})")
+        how = "the source's exact sum" if own_time else "estimated"
+    columns = f"{hist.n} interval{'s' if hist.n != 1 else ''} over {span:.1f}s"
+    if not t.events:
+        what = "no events" if t.duration_s else "no data (every column is a gap: data missing)"
+        return [*out, f"   {columns}: {what}", *(f"   {line}" for line in marks_lines(hist))]
+    out.append(f"   {columns}: {t.events} events ({format_number(rate)}/s), {total['time_s']:.4g}s waited ({how})")
     if source is not None and source.bounds:
-        out.append(f"   rebinned: the source's {len(source.bounds)} buckets are spread over the rows below; "
-                   "percentiles come from the source's buckets (as histogram_quantile)")
+        where = ("percentiles come from the source's buckets (as histogram_quantile)" if own_percentiles else
+                 "the source's bounds changed between intervals, so percentiles come from the rows (log-uniform "
+                 "inside each)")
+        out.append(f"   rebinned: the source's {len(source.bounds)} buckets are spread over the rows below; {where}")
         to_s = unit_seconds(s.unit)
         faster = source.first_bucket_faster(to_s)
         if faster is not None:

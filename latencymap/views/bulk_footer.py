@@ -56,7 +56,7 @@ class Footer:
             mean = np.where(events != 0, spent / np.where(events != 0, events, 1), nan)
             run_counts = totals.counts + np.cumsum(counts, axis=0)
             run_spent = np.cumsum(np.concatenate(([totals.spent], spent)))[1:]
-            seen = np.where(span.flags[new] & GAP, 0.0, dur)  # rates are per second observed: gaps left out
+            seen = np.where((span.flags[new] & GAP) & (events == 0), 0.0, dur)  # as core.columns.observed_s
             run_dur = np.cumsum(np.concatenate(([totals.duration], seen)))[1:]
             run_events = run_counts.sum(axis=1)
             rate_total = np.where(run_dur != 0, run_events / np.where(run_dur != 0, run_dur, 1.0), nan)

@@ -132,9 +132,10 @@ class RunningTotals:
             return False
         if hist.n > self.seen:
             new = slice(self.seen, hist.n)
-            self.counts = self.counts + hist.counts_in(new).sum(axis=0)
+            columns = hist.counts_in(new)
+            self.counts = self.counts + columns.sum(axis=0)
             self.spent += float(hist.time_in(new).sum())
-            self.duration += observed_s(hist.meta_in("dur", new), hist.meta_in("flags", new))
+            self.duration += observed_s(hist.meta_in("dur", new), hist.meta_in("flags", new), columns)
             self.seen = hist.n
         return True
 

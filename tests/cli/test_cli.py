@@ -183,7 +183,7 @@ def test_a_dash_still_reads_records_typed_at_the_terminal(example_data: Path) ->
         os.close(main_fd)
     assert proc.returncode == 0, err
     assert out.startswith("== db file sequential read latency data from gv$event_histogram  [bpf, millisec]\n"
-                          "   1 intervals over")
+                          "   1 interval over")
 
 
 @pytest.mark.parametrize(("option", "value"), [("--count", "0"), ("--count", "-5"), ("--duration", "0"),

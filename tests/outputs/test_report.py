@@ -233,3 +233,22 @@ def test_rates_are_per_second_observed_gap_columns_left_out(tmp_path: Path) -> N
     assert "10 intervals over 10.0s: 400 events (100/s)" in text.output
     gate = CliRunner().invoke(main, ["report", "--fail-if", "rate < 90", str(path)])
     assert gate.exit_code == 0, gate.output
+
+
+def _record(k: int, body: str, flags: str = "", label: str = "svc") -> str:
+    return (f"<begin record>\ntimestamp, microsec, {(k + 2) * 1_000_000}, d\ncounts, interval\nlabel, {label}\n"
+            f"latencyunit, microsec\n{'flags, ' + flags + chr(10) if flags else ''}{body}<end record>\n")
+
+
+def test_a_gap_column_holding_events_counts_its_time_and_empty_streams_say_so(tmp_path: Path) -> None:
+    """A gap column with events (a counter's increase across an outage) counted them over its span: its time stays
+    in the rate. A stream of one empty column says "1 interval ...: no events"; one of gaps only, "no data"."""
+    path = tmp_path / "mixed.txt"
+    path.write_text(_record(0, "1024, 100\n") + _record(1, "1024, 100\n", "gap, reset") + _record(2, "", "gap")
+                    + _record(0, "", label="quiet") + _record(0, "", "gap", label="down") + _record(1, "", "gap",
+                                                                                                     label="down"))
+    out = CliRunner().invoke(main, ["report", str(path)]).output
+    assert "3 intervals over 3.0s: 200 events (100/s)" in out
+    assert "== quiet" in out and "1 interval over 1.0s: no events" in out
+    assert "2 intervals over 2.0s: no data (every column is a gap: data missing)" in out
+    assert "mean nan" not in out and "p50 nan" not in out

@@ -48,6 +48,8 @@ OVERLAP = 0.002
 #: The unit of a DoubleHistogram's stream, and the start of its base64 payloads (cookie 0x0c72124f).
 DOUBLE_UNIT = "nanosec"
 DOUBLE_PREFIX = "DHIST"
+#: A stream's columns further apart than this (and than the new column is long) have a gap column between them.
+HOLE_S = 1.0
 #: Lines read together when they come one by one (`read`); `read_text` takes each chunk as it arrives.
 BATCH_LINES = 1024
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -108,7 +110,7 @@ class _Pending:
     start: float
     end: float
     payload: str
-    cut: bool
+    hint: str  # why a payload may not decode: the line was cut (at MAX_HLOG_LINE, or the input ended in it)
     scale: int  # stream units per value unit (1, or 1000**k for a DoubleHistogram's nanosecond stream)
 
 
@@ -120,46 +122,55 @@ class HlogReader:
         self.unit = unit
         self.label = clean_text("stdin" if name == "<stdin>" else PurePath(name).name) or "hdrhistogram"
         self.streams: dict[str | None, StreamId] = {}
+        self.owners: dict[tuple[str, str], str | None] = {}  # (label, unit) -> the tag whose stream it names
+        self.data_seen = False
         self.start_time: float | None = None
         self.base_time: float | None = None
         self.said_below = False
         self.said_straddling = False
         self.said_double = False
         self.said_backwards = False
+        self.said_renamed: dict[StreamId, str] = {}
         self.ends: dict[StreamId, float] = {}
         self.lines = 0
 
     def batch(self, lines: list[str]) -> Iterator[Item]:
         """Items of some consecutive lines, in line order; their payloads are decoded together."""
-        out: list[Notice | _Pending] = []
+        out: list[Notice | Interval | _Pending] = []
         for raw in lines:
             self.lines += 1
             line = raw.strip()
             if not line or line.startswith('"StartTimestamp"'):
                 continue
             if line.startswith("#"):
-                self._comment(line)
+                out.extend(self._comment(line, self.lines))
                 continue
-            out.extend(self._data(line, self.lines, len(raw.rstrip("\r\n")) >= MAX_HLOG_LINE))
+            hint = (f" (the line was cut at {MAX_HLOG_LINE} characters)" if len(raw.rstrip("\r\n")) >= MAX_HLOG_LINE
+                    else "" if raw.endswith("\n") else " (the input ends in this line, without a line end: cut short?)")
+            out.extend(self._data(line, self.lines, hint))
         from latencymap.sources.hdrhistogram_codec import fold_payloads  # the decoder, not needed to sniff
 
         pending = [p for p in out if isinstance(p, _Pending)]
         folded = fold_payloads([p.payload for p in pending], [p.scale for p in pending])
         row = 0
         for item in out:
-            if isinstance(item, Notice):
+            if not isinstance(item, _Pending):
                 yield item
                 continue
             yield from self._column(item, folded, row)
             row += 1
 
-    def _comment(self, line: str) -> None:
+    def _comment(self, line: str, n: int) -> Iterator[Notice]:
         if (m := _START.match(line)) and (value := _finite(m.group(1))) is not None:
+            if self.data_seen:  # logs written one after another into one file: the next one's times are its own
+                self.base_time, self.data_seen = None, False
+                yield Notice(f"{self.name}: line {n}: a new log starts here (StartTime {value:.3f}); its times "
+                             "count from it", skipped=0)
             self.start_time = value
         elif (m := _BASE.match(line)) and (value := _finite(m.group(1))) is not None:
             self.base_time = value
 
-    def _data(self, line: str, n: int, cut: bool) -> Iterator[Notice | _Pending]:
+    def _data(self, line: str, n: int, hint: str) -> Iterator[Notice | Interval | _Pending]:
         m = _DATA.match(line)
         stamp, length, peak = (_finite(m.group(i)) for i in (2, 3, 4)) if m else (None, None, None)
         if m is None or stamp is None or length is None or peak is None:
@@ -175,6 +186,9 @@ class HlogReader:
             yield Notice(f"{self.name}: line {n}: DoubleHistogram values, in {self.unit} (--unit), are shown in "
                          f"{DOUBLE_UNIT} so that fractions of a {self.unit[:-3]}second keep their own rows", skipped=0)
         stream = self._stream(m.group(1), double)
+        if (renamed := self.said_renamed.pop(stream, None)) is not None:
+            yield Notice(f"{self.name}: line {n}: {renamed}", skipped=0)
+        self.data_seen = True
         start, end, notice = self._placed(stream, self._absolute(stamp), length, n)
         if not (math.isfinite(end) and end > start):
             yield Notice(f"{self.name}: line {n}: expected an interval that ends after it starts, got start "
@@ -182,15 +196,17 @@ class HlogReader:
             return
         if notice is not None:
             yield notice
+        previous = self.ends.get(stream)
+        if previous is not None and start - previous > max(HOLE_S, length):
+            yield Interval(stream, previous, start, empty_counts(), np.zeros(NSLOTS), gap=True)
         self.ends[stream] = end
         scale = round(unit_seconds(self.unit) / unit_seconds(stream.unit))
-        yield _Pending(n, stream, start, end, m.group(5), cut, scale)
+        yield _Pending(n, stream, start, end, m.group(5), hint, scale)
 
     def _column(self, p: _Pending, folded: Folded, row: int) -> Iterator[Item]:
         error = folded.errors[row]
         if error is not None:
-            hint = f" (the line was cut at {MAX_HLOG_LINE} characters)" if p.cut else ""
-            yield Notice(f"{self.name}: line {p.line}: {p.stream.label}: {error}{hint}; the column is left empty "
+            yield Notice(f"{self.name}: line {p.line}: {p.stream.label}: {error}{p.hint}; the column is left empty "
                          "(gap)")
             yield Interval(p.stream, p.start, p.end, empty_counts(), np.zeros(NSLOTS), gap=True)
             return
@@ -231,8 +247,18 @@ class HlogReader:
         """The stream of `tag`, made at its first line: in nanoseconds when that line holds a DoubleHistogram."""
         stream = self.streams.get(tag)
         if stream is None:
-            label = self.label if tag is None else clean_text(tag) or "(empty tag)"
-            stream = self.streams[tag] = StreamId(label, DATASOURCE, DOUBLE_UNIT if double else self.unit)
+            label = wanted = self.label if tag is None else clean_text(tag) or "(empty tag)"
+            unit = DOUBLE_UNIT if double else self.unit
+            k = 1
+            while self.owners.setdefault((label, unit), tag) != tag:  # another tag's stream has this name
+                k += 1
+                label = f"{wanted} ({k})"
+            stream = self.streams[tag] = StreamId(label, DATASOURCE, unit)
+            if k > 1:
+                what = "untagged lines" if tag is None else f"tag {excerpt(tag)}"
+                self.said_renamed[stream] = (f"{what} shown as {label!r}: as a stream name it is the same as an "
+                                             "earlier tag's or the untagged lines' (control characters replaced, "
+                                             "long names cut)")
         return stream
 
     def _approximations(self, hist: Settings, below: int, straddling: int, p: _Pending) -> Iterator[Notice]:

@@ -530,3 +530,48 @@ def test_a_line_past_the_format_limit_is_cut_said_and_its_column_left_empty(tmp_
     assert stream["total"]["events"] == len(logged[1].values) and stream["gaps"] == [0]
     (message,) = stream["errors"]["messages"]
     assert "line 5" in message and "(the line was cut at 50000 characters)" in message and "gap" in message
+
+
+def _payload(value: int, count: int) -> str:
+    hist = library_histogram([])
+    hist.record_value(value, count)
+    return hist.encode().decode()
+
+
+def test_tags_whose_names_clash_are_kept_apart_and_said() -> None:
+    """Untagged lines of a file named `svc` and `Tag=svc` lines, and two tags equal in their first 200 characters,
+    are four streams, not two merged ones."""
+    fast, slow = _payload(100_000, 1000), _payload(5_000_000, 10)
+    long = "svc.endpoint." + "x" * 200
+    lines = [*HEADER]
+    for i in range(3):
+        lines += [f"{i}.000,1.000,0.0,{fast}\n", f"Tag=svc,{i}.000,1.000,0.0,{slow}\n",
+                  f"Tag={long}.read,{i}.000,1.000,0.0,{fast}\n", f"Tag={long}.write,{i}.000,1.000,0.0,{slow}\n"]
+    items = read_items(HdrHistogramFormat, "".join(lines), "svc")
+    cols = intervals(items)
+    by_label: dict[str, list[int]] = {}
+    for c in cols:
+        by_label.setdefault(c.stream.label, []).append(int(c.counts.sum()))
+    assert len(by_label) == 4 and sorted(map(tuple, by_label.values())) == [(10, 10, 10)] * 2 + [(1000,) * 3] * 2
+    assert by_label["svc"] == [1000] * 3 and by_label["svc (2)"] == [10] * 3
+    said = [n for n in notices(items) if "shown as" in n]
+    assert len(said) == 2 and "tag 'svc' shown as 'svc (2)'" in said[0]
+    assert not [n for n in notices(items) if "placed after" in n]
+
+
+def test_logs_written_one_after_another_keep_their_own_times_and_a_hole_is_a_gap() -> None:
+    """Two jHiccup runs an hour apart in one file: the second run's StartTime counts, said once. Within a run, a
+    recorder stopped for 6 s leaves a gap column, so rates are per second observed."""
+    payload = _payload(200_000, 1000)
+
+    def run(start: float, stamps: list[int]) -> str:
+        return "".join([HEADER[0], start_time_line(start), HEADER[2],
+                        *(f"{t}.000,1.000,0.200,{payload}\n" for t in stamps)])
+
+    items = read_items(HdrHistogramFormat, run(START, [0, 1, 2, 3, 10, 11]) + run(START + 3600, [0, 1, 2]), "x")
+    cols = intervals(items)
+    assert [(c.start - START, c.end - START, c.gap) for c in cols] == [
+        (0, 1, False), (1, 2, False), (2, 3, False), (3, 4, False), (4, 10, True), (10, 11, False), (11, 12, False),
+        (12, 3600, True), (3600, 3601, False), (3601, 3602, False), (3602, 3603, False)]
+    assert [n for n in notices(items) if "a new log starts here (StartTime 1700003600.000)" in n]
+    assert not [n for n in notices(items) if "placed after" in n]

@@ -36,6 +36,7 @@ from latencymap.analysis.findings import (
     drift_finding,
     dur,
     episode_finding,
+    outliers,
     pct,
     span,
     tail_finding,
@@ -107,7 +108,10 @@ class Diagnosis:
         parts = []
         for k, b in enumerate(major):
             events_share, time_share = b.shown_shares  # of the range named, not of the band's stray tail too
-            text = f"{pct(events_share)}{' of events' if k == 0 else ''} in {span(b.low_s, b.high_s)}"
+            few = outliers(b)
+            held = f"{few} event{'s' if few > 1 else ''}" if few and k else \
+                f"{pct(events_share)}{' of events' if k == 0 else ''}"
+            text = f"{held} in {span(b.low_s, b.high_s)}"
             if b.time_share >= max(0.10, OWNS_TIME_FACTOR * b.events_share):
                 text += f" own {pct(time_share)} of the time"
             parts.append(text)

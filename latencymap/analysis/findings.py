@@ -29,6 +29,8 @@ WHY = {
     "band training": "two populations, not one spread: the mean describes neither; what sends steps or waits to "
                      "this band (a DataLoader that cannot keep up, a sync between ranks, a checkpoint) is the cause "
                      "to find",
+    "outliers": "one or two events far from the rest are outliers, not a population of their own: what held them "
+                "up (a stall, a retry, a timeout, a pause) is the cause to find",
     "tail": "a few slow events hold most of the waiting: cutting them saves more than speeding up the rest",
     "heavy": "a few slow events hold a large share of the waiting: what makes them slow is worth finding",
     "stall": "a pause: a handful of waits far above every usual band held the stream up; look at what ran "
@@ -129,11 +131,23 @@ def band_why(datasource: str) -> str:
 
 
 def band_finding(b: Band, scope: Scope, main: Band) -> Finding:
-    """A band beyond the main one of a bimodal stream."""
-    what = (f"band {span(b.low_s, b.high_s)}: {pct(b.events_share)} of events take {pct(b.time_share)} of the time "
+    """A band beyond the main one of a bimodal stream (one or two events: outliers, said so)."""
+    few = outliers(b)
+    held = f"{few} event{'s' if few > 1 else ''} ({pct(b.events_share)})" if few else f"{pct(b.events_share)} of events"
+    what = (f"band {span(b.low_s, b.high_s)}: {held} take {pct(b.time_share)} of the time "
             f"(main band {span(main.low_s, main.high_s)}: {pct(main.events_share)}, {pct(main.time_share)})")
-    return Finding("band", what, band_why(scope.datasource), b.events, b.events_share, b.time_s, b.time_share,
+    why = WHY["outliers"] if few else band_why(scope.datasource)
+    return Finding("band", what, why, b.events, b.events_share, b.time_s, b.time_share,
                    scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s)
+
+
+#: A band of fewer events is a few outliers, not a population.
+POPULATION = 3
+
+
+def outliers(b: Band) -> int:
+    """How many events a band of one or two holds (0: a population)."""
+    return round(b.events) if 0 < b.events < POPULATION else 0
 
 
 def tail_finding(t: Tail, scope: Scope, top_s: float) -> Finding:

@@ -175,3 +175,19 @@ def test_diagnosis_of_pylatencymap_systemtap_data() -> None:
     # Pooled, the 2% of reads above 32 ms (the disk's slow tail, no band of their own) hold 35% of the time.
     assert d.summary_lines()[1].startswith("heavy tail: 2% of events (≥ 32.8ms) take 35% of the time")
     assert d.summary_lines()[2].startswith("episode cols 33–43 (t+99s–t+132s): a band appeared at 128µs–2.05ms")
+
+
+def test_one_far_step_is_an_outlier_band_not_a_population() -> None:
+    """79 steps of ~50 ms and one of 5 s (a real `long.txt`-like training run): still two bands (a far event after
+    empty octaves), but worded as one event and an outlier, not "two populations"."""
+    values = np.r_[np.random.default_rng(2).uniform(40e6, 60e6, 79), 5e9]
+    c, s = bin_values(values)
+    starts = np.arange(5.0)
+    counts, times = np.zeros((5, 64), dtype=np.int64), np.zeros((5, 64))
+    counts[2], times[2] = c, s * 1e-9
+    d = diagnose(counts, times, LOW, HIGH, starts, starts + 1, datasource="training")
+    line = d.summary_lines()[0]
+    assert line.startswith("bimodal: 99% of events in ") and ", 1 event in 4.29s–8.59s own" in line
+    assert "outliers, not a population" in line and "two populations" not in line
+    (band,) = [f for f in d.findings if f.kind == "band"]
+    assert "1 event (1%) take" in band.what

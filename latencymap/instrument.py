@@ -7,6 +7,11 @@ idle program flushes at its next call). Streams are `<run>/rank<rank>/<phase>` (
 script name; rank: `$RANK`, else `$LOCAL_RANK`, else 0). A phase with nothing timed in an interval gets no
 column (its next column spans the gap). In a forked child (a DataLoader worker) timings are discarded.
 
+The first wait of an epoch includes `iter(loader)` (where a DataLoader starts its workers); a `next()` that
+raises is recorded, then the error goes on unchanged. Two phases that clean to the same label name stay apart
+(the later one gets `.2`, with a warning); `record` drops a value that is not a finite duration >= 0 (counted in
+`invalid_dropped`, with one warning).
+
 CUDA (opt-in): `cuda=True` records a pair of CUDA events on the current stream per step (a few µs of CPU, no
 synchronization; durations are read at a later flush, once the GPU passed them). `cuda="sync"` calls
 `torch.cuda.synchronize()` before and after the step: the GPU work's wall time, but the CPU waits for the GPU
@@ -18,12 +23,15 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import reprlib
+import sys
 import threading
 import time
 import warnings
 import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
 from typing import Any, TypeVar
 
 import numpy as np
@@ -38,6 +46,7 @@ UNIT = "nanosec"
 MAX_PENDING_CUDA = 10_000
 _MIN_COLUMN_S = 1e-5
 _clock = time.perf_counter_ns
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -54,12 +63,15 @@ class Timings:
         self._streams: dict[str, StreamId] = {}
         self._starts: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._phase_lock = threading.Lock()
+        self._names: dict[str, str] = {}  # label name -> the phase given it
         self._pid = os.getpid()
         self._wall0, self._ns0 = time.time(), _clock()
         self._last_wall = self._wall0
         self.deadline_ns = self._ns0 + self.interval_ns
         self._cuda_pending: deque[tuple[list[int], Any, Any]] = deque()
         self.cuda_dropped = 0
+        self.invalid_dropped = 0
         self.intervals = 0
         self.events = 0
         self.closed = False
@@ -69,15 +81,42 @@ class Timings:
         """The list a timer appends its nanosecond durations to (created on first use)."""
         lst = self._values.get(phase)
         if lst is None:
-            name = clean_name(phase) or "phase"
-            self._streams[phase] = StreamId(stream_label(self.run, self.rank, name), DATASOURCE, UNIT)
-            self._starts[phase] = self._last_wall
-            lst = self._values.setdefault(phase, [])
+            with self._phase_lock:
+                lst = self._values.get(phase)
+                if lst is None:
+                    label = stream_label(self.run, self.rank, self._label_name(phase))
+                    self._streams[phase] = StreamId(label, DATASOURCE, UNIT)
+                    self._starts[phase] = self._last_wall
+                    lst = self._values[phase] = []
         return lst
 
+    def _label_name(self, phase: str) -> str:
+        """`phase` cleaned for its label, plus `.2`, `.3`... when another phase already cleaned to that name."""
+        base = clean_name(phase) or "phase"
+        name, n = base, 1
+        while name in self._names:
+            n += 1
+            name = f"{base}.{n}"
+        self._names[name] = phase
+        if name != base:
+            _warn(f"latencymap: phases {self._names[base]!r} and {phase!r} both clean to the label name {base!r}; "
+                  f"{phase!r} is labelled {name!r}")
+        return name
+
     def record(self, phase: str, seconds: float) -> None:
-        """Add one duration measured elsewhere."""
-        self.values(phase).append(int(seconds * 1e9))
+        """Add one duration measured elsewhere; one that is not a finite number of seconds >= 0 is dropped."""
+        try:
+            ns = float(seconds) * 1e9
+            valid = 0.0 <= ns < float("inf")
+        except Exception:
+            valid = False
+        if not valid:
+            self.invalid_dropped += 1
+            if self.invalid_dropped == 1:
+                _warn(f"latencymap: Timings.record({phase!r}, {reprlib.repr(seconds)}): not a finite duration >= 0; "
+                      "dropped (told once)")
+            return
+        self.values(phase).append(int(ns))
         if _clock() >= self.deadline_ns:
             self.flush(wait=False)
 
@@ -137,6 +176,7 @@ class Timings:
         """In a forked child: keep the lists (timers hold them), drop their content and the parent's sink."""
         self._pid = os.getpid()
         self._lock = threading.Lock()
+        self._phase_lock = threading.Lock()
         for lst in self._values.values():
             lst.clear()
         self._cuda_pending.clear()
@@ -265,18 +305,26 @@ class TimedIterable:
 
     def __iter__(self) -> Iterator[Any]:
         timings, append = self.timings, self.timings.values(self.phase).append
-        it = iter(self.iterable)
+        start = _clock()  # the first wait includes iter(): a DataLoader starts its workers there
+        try:
+            it = iter(self.iterable)
+        except BaseException:
+            append(_clock() - start)
+            raise
         while True:
-            start = _clock()
             try:
                 item = next(it)
             except StopIteration:
                 return
+            except BaseException:  # the wait that ended in the error (a Dataset's, DataLoader's timeout) counts too
+                append(_clock() - start)
+                raise
             end = _clock()
             append(end - start)
             if end >= timings.deadline_ns:
                 timings.flush(wait=False)
             yield item
+            start = _clock()
 
     def __len__(self) -> int:
         return len(self.iterable)  # type: ignore[arg-type]
@@ -285,6 +333,15 @@ class TimedIterable:
         if name == "iterable":
             raise AttributeError(name)
         return getattr(self.iterable, name)
+
+
+def _warn(message: str) -> None:
+    """A RuntimeWarning pointing at the first caller outside latencymap (the user's line)."""
+    level = 2
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, RuntimeWarning, stacklevel=level)
 
 
 def _usable_torch_cuda() -> Any:
@@ -376,15 +433,17 @@ def diagnose_phase(intervals: Iterable[Interval], phase: str = "data_wait") -> d
 def straggler_ranks(intervals: Iterable[Interval], phase: str = "step", **options: Any) -> list[Any]:
     """Ranks whose mean `phase` duration is much slower than their run's (`find_stragglers`; options pass through).
 
-    One item per rank (key `run/rankN`, group `run/phase`); `find_stragglers` needs `min_group` (4) ranks.
+    One item per writer (key `run/rankN`, or `run/rankN.pidM` for a writer the listener told apart from another
+    of the same rank; group `run/phase`); `find_stragglers` needs `min_group` (4) ranks.
     """
     from latencymap.analysis.stragglers import Item, find_stragglers
 
     items = []
     for stream, ivs in phase_streams(intervals, phase).items():
-        run, rank, _ = parse_label(stream.label) or ("", 0, "")
+        run = (parse_label(stream.label) or ("",))[0]
+        writer = stream.label.rsplit("/", 1)[0]  # run/rankN, keeping a listener's `.pidM`
         events = sum(int(iv.counts.sum()) for iv in ivs)
         spent = sum(float(iv.time.sum()) for iv in ivs if iv.time is not None)
         if events:  # no start/end: ranks run side by side, there is no warm-up wave to excuse
-            items.append(Item(f"{run}/rank{rank}", f"{run}/{phase}", spent / events))
+            items.append(Item(writer, f"{run}/{phase}", spent / events))
     return find_stragglers(items, **options)

@@ -31,16 +31,18 @@ def interval_option() -> click.Option:
     """`--interval`: seconds per column (shared by every reader that needs it, with one meaning)."""
     return click.Option(
         ["--interval"], type=click.FloatRange(min=0, min_open=True), default=DEFAULT_INTERVAL, show_default=True,
-        metavar="S", help="Seconds per column: how raw values and 10046 waits are grouped (input time), and the "
-                          "time between bpftrace/bcc prints that carry no timestamps.")
+        metavar="S", help="Seconds per column: how raw values and 10046 waits are grouped (input time), the "
+                          "time between bpftrace/bcc prints that carry no timestamps, and how long an HdrHistogram "
+                          "percentile distribution (.hgrm) covers when it does not say.")
 
 
 def unit_option() -> click.Option:
     """`--unit`: the latency unit when the input does not state it."""
     return click.Option(
         ["--unit"], default=None, callback=_unit, metavar="UNIT",
-        help="Latency unit (ns, us, ms, s) of raw values (default us), of HdrHistogram logs (default ns) and of "
-             "bpftrace maps whose name does not say it (@usecs, @nsecs...); bcc headers state their own unit.")
+        help="Latency unit (ns, us, ms, s) of raw values (default us), of HdrHistogram logs (default ns), of "
+             "HdrHistogram percentile distributions (.hgrm, wrk2; default ms) and of bpftrace maps whose name does "
+             "not say it (@usecs, @nsecs...); bcc headers state their own unit.")
 
 
 def cumulative_option() -> click.Option:

@@ -267,9 +267,9 @@ class HlogReader:
         if below and not self.said_below:
             self.said_below = True
             top = 1 << hist.unit_magnitude
-            yield Notice(f"{self.name}: line {n}: {below} value(s) below the histogram's lowest discernible value "
-                         f"{hist.lowest} (HdrHistogram keeps [0, {top}) as one count) are shown at {top // 2}",
-                         skipped=0)
+            yield Notice(f"{self.name}: line {n}: {below} value(s) here (and any on later lines) below the "
+                         f"histogram's lowest discernible value {hist.lowest} (HdrHistogram keeps [0, {top}) as one "
+                         f"count) are shown at {top // 2}", skipped=0)
         if straddling and not self.said_straddling:
             self.said_straddling = True
             why = (f"the conversion ratio {hist.ratio!r} is not a power of two" if p.scale == 1 else

@@ -176,8 +176,8 @@ def test_jhiccup_v0_log_of_2014_reads_as_java_wrote_it() -> None:
     assert sum(int(c.counts.sum()) for c in cols) == 51715
     # Index 0 of a histogram whose lowest discernible value is 20000 ns is [0, 16384): said once, shown at 8192.
     assert [m.split(": ", 2)[2] for m in notices(items)] == [
-        "890 value(s) below the histogram's lowest discernible value 20000 (HdrHistogram keeps [0, 16384) as one "
-        "count) are shown at 8192"]
+        "890 value(s) here (and any on later lines) below the histogram's lowest discernible value 20000 "
+        "(HdrHistogram keeps [0, 16384) as one count) are shown at 8192"]
 
 
 def test_v1_and_v0_words_of_every_size_give_what_the_v0_log_gives() -> None:
@@ -401,7 +401,8 @@ def test_values_below_the_lowest_discernible_value_are_said_and_counted(tmp_path
     payload = hist.encode().decode()
     items = read_items(HdrHistogramFormat, "".join(HEADER) + f"0.0,1.0,0.0,{payload}\n", "low.hlog")
     (msg,) = notices(items)
-    assert "3 value(s) below the histogram's lowest discernible value 1000" in msg and "shown at 256" in msg
+    assert "3 value(s) here (and any on later lines) below the histogram's lowest discernible value 1000" in msg
+    assert "shown at 256" in msg
     (col,) = intervals(items)
     assert col.counts.tolist() == vector({9: 3, 10: 2, 13: 1}).tolist()
 

@@ -12,7 +12,7 @@ with zstd. Decoding gives the same numbers back, bit for bit.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -228,12 +228,14 @@ class Chunk:
     #: Sizes of the counts blob's frames, one per slot of the window (each slot's counts apart compress better when
     #: slots hold counts of different sizes); empty when the blob is one frame of every slot.
     count_frames: tuple[int, ...] = ()
+    #: Time spent per slot of the window, summed over the chunk's columns (for percentiles that use the mean).
+    slot_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def nbytes(self) -> int:
         """Bytes this chunk keeps in memory (compressed data and summaries)."""
         blobs = len(self.counts_blob) + len(self.time_blob) + len(self.meta_blob) + 8 * len(self.count_frames)
-        return blobs + self.slot_counts.nbytes + self.used.nbytes + 200
+        return blobs + self.slot_counts.nbytes + self.used.nbytes + self.slot_time.nbytes + 200
 
     @staticmethod
     def seal(block: Block, mid: np.ndarray) -> Chunk:
@@ -248,10 +250,11 @@ class Chunk:
         counts = counts.astype(ctype)
         ttype = None
         if time is None:
-            spent = float((counts * mid[block.lo + a: block.lo + b]).sum())
+            per_slot = counts * mid[block.lo + a: block.lo + b]
+            spent, slot_time = float(per_slot.sum()), per_slot.sum(axis=0)
         else:
             time = time[:, a:b]
-            spent = float(time.sum())
+            spent, slot_time = float(time.sum()), time.sum(axis=0)
             with np.errstate(over="ignore", invalid="ignore"):
                 narrow = time.astype(np.float32)
                 lossless = np.array_equal(narrow.astype(np.float64), time, equal_nan=True)
@@ -273,7 +276,7 @@ class Chunk:
         return Chunk(n, block.lo + a, b - a, ctype, ttype, counts_blob, time_blob,
                      _compress(meta), slot_counts, used, int(np.bitwise_and.reduce(flags)),
                      int(np.bitwise_or.reduce(flags)), spent, observed_s(block.dur[:n], flags, counts),
-                     time_shuffled=shuffled, count_frames=frames)
+                     time_shuffled=shuffled, count_frames=frames, slot_time=slot_time)
 
     def decode(self) -> Block:
         """The chunk's columns as a read-only block; each array is decompressed when first read."""

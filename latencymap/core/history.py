@@ -345,53 +345,57 @@ class StreamHistory:
         return intensity
 
     def column_stats(self, cols: slice = slice(None)) -> ColumnStats:
-        """Per-column events/s, time/s, mean and percentiles."""
+        """Per-column events/s, time/s, mean and percentiles (a column of exact times: using its buckets' means)."""
         counts, spent, dur = self.counts_in(cols), self.time_in(cols), self.meta_in("dur", cols)
         events = counts.sum(axis=1)
         total_time = spent.sum(axis=1)
+        means = np.where(self.exact_columns(cols)[:, None], spent, np.nan)
         return ColumnStats(
             events_per_s=events / dur,
             time_per_s=total_time / dur,
             mean_s=safe_ratio(total_time, events),
-            percentiles=percentile_estimates(counts, self.low, self.high),
+            percentiles=percentile_estimates(counts, self.low, self.high, times=means),
         )
 
     def totals(self, cols: slice = slice(None), *, fast: bool = False) -> Totals:
         """Aggregate over columns; `fast` takes whole chunks' sums without decoding them (time may then differ
         from the exact sum in the last bits)."""
         if fast:
-            counts, spent, dur = self.slot_sums(cols)
+            counts, times, dur = self.slot_sums(cols)
+            spent = float(times.sum())
         else:
-            columns = self.counts_in(cols)
-            counts = columns.sum(axis=0)
-            spent = float(self.time_in(cols).sum())
+            columns, spent_in = self.counts_in(cols), self.time_in(cols)
+            counts, times = columns.sum(axis=0), spent_in.sum(axis=0)
+            spent = float(spent_in.sum())
             dur = observed_s(self.meta_in("dur", cols), self.meta_in("flags", cols), columns)
         events = int(counts.sum())
-        pct = percentile_estimates(counts, self.low, self.high)
+        # exact times say where inside each bucket its events lie (estimated ones would say the midpoint)
+        pct = percentile_estimates(counts, self.low, self.high, times=times if self.exact_in(cols) else None)
         return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
                       dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)))
 
-    def slot_sums(self, cols: slice = slice(None)) -> tuple[np.ndarray, float, float]:
-        """Per-slot counts, time and duration (s, gap columns left out) of columns `cols`: whole chunks from their
-        summaries, without decoding them (time may differ from the exact sum in the last bits)."""
+    def slot_sums(self, cols: slice = slice(None)) -> tuple[np.ndarray, np.ndarray, float]:
+        """Per-slot counts and time, and duration (s, gap columns left out) of columns `cols`: whole chunks from
+        their summaries, without decoding them (time may differ from the exact sum in the last bits)."""
         first, stop = self._range(cols)
         counts = np.zeros(NSLOTS, dtype=np.int64)
-        spent = dur = 0.0
+        times = np.zeros(NSLOTS)
+        dur = 0.0
         at = first
         for i, _, take in self._spans(first, stop):
             chunk = self._whole(i, take)
             if chunk is not None:
                 counts[chunk.lo: chunk.lo + chunk.width] += chunk.slot_counts
-                spent += chunk.time_total
+                times[chunk.lo: chunk.lo + chunk.width] += chunk.slot_time
                 dur += chunk.dur_total
             else:
                 part = slice(at, at + take)
                 columns = self.counts_in(part)
                 counts += columns.sum(axis=0)
-                spent += float(self.time_in(part).sum())
+                times += self.time_in(part).sum(axis=0)
                 dur += observed_s(self.meta_in("dur", part), self.meta_in("flags", part), columns)
             at += take
-        return counts, spent, dur
+        return counts, times, dur
 
     def used_slots(self) -> tuple[int, int] | None:
         """(first, last) slot that ever held an event in the kept columns, or None."""

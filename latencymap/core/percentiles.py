@@ -12,16 +12,20 @@ PERCENTILE_NAMES: dict[float, str] = {0.50: "p50", 0.90: "p90", 0.99: "p99", 0.9
 
 
 def percentile_estimates(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
-                         qs: tuple[float, ...] = PERCENTILES) -> np.ndarray:
+                         qs: tuple[float, ...] = PERCENTILES, times: np.ndarray | None = None) -> np.ndarray:
     """Percentiles (seconds) of each histogram row in `counts` (..., slots); NaN for empty rows.
 
     Inside the bucket holding the target rank the value is interpolated geometrically
-    (log-uniform within `[low, high)`), linearly in a bucket that starts at 0.
+    (log-uniform within `[low, high)`), linearly in a bucket that starts at 0. With `times` (the exact seconds
+    spent per slot, same shape), the bucket's mean is known: its one event is at that mean, and more events
+    follow the density of the exponential family on `[low, high)` that has that mean (`_within_mean`), so a
+    bucket whose events all sit near one end is read so.
     """
     counts = np.asarray(counts, dtype=np.float64)
     squeeze = counts.ndim == 1
     if squeeze:
         counts = counts[None, :]
+        times = None if times is None else np.asarray(times, dtype=np.float64)[None, :]
     cum = np.cumsum(counts, axis=-1)
     total = cum[:, -1]
     out = np.full((counts.shape[0], len(qs)), np.nan)
@@ -37,8 +41,46 @@ def percentile_estimates(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
         with np.errstate(divide="ignore", invalid="ignore"):
             geometric = lo * np.power(np.where(lo > 0, hi / np.where(lo > 0, lo, 1.0), 1.0), frac)
         value = np.where(lo > 0, geometric, lo + frac * (hi - lo))
+        if times is not None:
+            value = _within_mean(value, frac, inside, times[rows, idx], lo, hi)
         out[:, j] = np.where(ok, value, np.nan)
     return out[0] if squeeze else out
+
+
+def _within_mean(value: np.ndarray, frac: np.ndarray, inside: np.ndarray, spent: np.ndarray, lo: np.ndarray,
+                 hi: np.ndarray) -> np.ndarray:
+    """`value` where a bucket's mean (`spent / inside`) says more: a lone event is at the mean; several, at the
+    `frac` quantile of the density proportional to exp(k x) on the bucket that has that mean (k = 0: uniform)."""
+    width = hi - lo
+    usable = (inside > 0) & np.isfinite(width) & (width > 0) & np.isfinite(spent)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = np.clip((spent / np.where(usable, inside, 1.0) - lo) / np.where(usable, width, 1.0), 0.0, 1.0)
+    k = _rate_of_mean(mu)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        x = np.where(np.abs(k) < 1e-6, frac, np.log1p(frac * np.expm1(k)) / np.where(k == 0, 1.0, k))
+    x = np.clip(np.nan_to_num(x, nan=0.5), 0.0, 1.0)
+    x = np.where((inside == 1) | (mu <= 0) | (mu >= 1), mu, x)  # one event, or all at an end: there
+    return np.where(usable, lo + x * width, value)
+
+
+def _rate_of_mean(mu: np.ndarray) -> np.ndarray:
+    """k such that the density proportional to exp(k x) on [0, 1] has mean `mu` (bisection; |k| <= 500)."""
+    a, b = np.full(mu.shape, -500.0), np.full(mu.shape, 500.0)
+    for _ in range(60):
+        k = (a + b) / 2
+        below = _mean_of_rate(k) < mu
+        a, b = np.where(below, k, a), np.where(below, b, k)
+    rate: np.ndarray = (a + b) / 2
+    return rate
+
+
+def _mean_of_rate(k: np.ndarray) -> np.ndarray:
+    """Mean of the density proportional to exp(k x) on [0, 1]: 1 / (1 - e^-k) - 1 / k (1/2 at k = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        small = np.abs(k) < 1e-4
+        safe = np.where(small, 1.0, k)
+        m = -1.0 / np.expm1(-safe) - 1.0 / safe
+    return np.where(small, 0.5 + k / 12, m)
 
 
 def safe_ratio(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:

@@ -56,7 +56,8 @@ class _Stream:
     """One stream's numbers as of its last change: whole-history sums (updated with the columns added since), the
     "now" columns' sums, and their percentiles; recomputed only when the stream's columns or its window moved."""
 
-    __slots__ = ("counts", "dropped", "key", "label", "latest", "pct", "peers", "seen", "spent", "waited_now")
+    __slots__ = ("counts", "dropped", "exact_all", "exact_now", "key", "label", "latest", "latest_t", "pct", "peers",
+                 "seen", "spent", "times", "waited_now")
     pct: tuple[float, ...]
 
     def __init__(self, hist: StreamHistory) -> None:
@@ -67,11 +68,14 @@ class _Stream:
         self.pct = (math.nan,) * 4  # p50 now, p99 now, p50 all, p99 all
         self.waited_now = math.nan
         self.latest = np.zeros(NSLOTS, dtype=np.int64)
+        self.latest_t = np.zeros(NSLOTS)
+        self.exact_now = self.exact_all = False  # whether the times are exact: percentiles then use bucket means
         self._whole(hist)
 
     def _whole(self, hist: StreamHistory) -> None:
         """Sums of every kept column, whole chunks from their summaries (no decoding)."""
-        self.counts, self.spent, _ = hist.slot_sums()
+        self.counts, self.times, _ = hist.slot_sums()
+        self.spent = float(self.times.sum())
         self.dropped, self.seen = hist.dropped, hist.n
 
     def refresh(self, hist: StreamHistory, stop: int) -> None:
@@ -85,14 +89,19 @@ class _Stream:
         counts, spent = hist.counts_in(slice(first, n)), hist.time_in(slice(first, n))
         if n > self.seen:
             self.counts = self.counts + counts[self.seen - first:].sum(axis=0)
+            self.times = self.times + spent[self.seen - first:].sum(axis=0)
             self.spent += float(spent[self.seen - first:].sum())
             self.seen = n
+        self.exact_all = hist.exact
         if stop <= 0:
             self.latest, self.waited_now = np.zeros(NSLOTS, dtype=np.int64), math.nan
+            self.latest_t, self.exact_now = np.zeros(NSLOTS), False
         else:
             if first > now:
                 counts, spent, first = hist.counts_in(slice(now, stop)), hist.time_in(slice(now, stop)), now
             self.latest = counts[now - first: stop - first].sum(axis=0)
+            self.latest_t = spent[now - first: stop - first].sum(axis=0)
+            self.exact_now = hist.exact_in(slice(now, stop))
             dur = float(hist.meta_in("dur", slice(now, stop)).sum())
             self.waited_now = float(spent[now - first: stop - first].sum()) / dur if dur > 0 else math.nan
         self.key = (n, hist.dropped, stop)
@@ -136,9 +145,14 @@ def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
     hist0 = members[0][0]
     n = len(members)
     stacked = np.empty((2 * n, NSLOTS), dtype=np.int64)
+    times = np.full((2 * n, NSLOTS), np.nan)  # NaN: not exact, the bucket's mean says nothing
     for k, (_, state) in enumerate(members):
         stacked[k], stacked[n + k] = state.latest, state.counts
-    pct = percentile_estimates(stacked, hist0.low, hist0.high, SHOWN)
+        if state.exact_now:
+            times[k] = state.latest_t
+        if state.exact_all:
+            times[n + k] = state.times
+    pct = percentile_estimates(stacked, hist0.low, hist0.high, SHOWN, times=times)
     for k, (_, state) in enumerate(members):
         state.pct = (*pct[k].tolist(), *pct[n + k].tolist())
 

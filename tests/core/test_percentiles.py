@@ -51,3 +51,27 @@ def test_median_of_is_numpys_median(dtype: type, values: list[float]) -> None:
         expected = float(np.median(arr))
         got = median_of(arr)
     assert got == expected or (math.isnan(got) and math.isnan(expected))
+
+
+def test_exact_bucket_means_place_events_inside_their_bucket() -> None:
+    """With the exact time per bucket: a lone event is at its value; many events of one value are read near it
+    (not at the bucket's log-uniform middle); a row without exact times (NaN) keeps the log-uniform estimate."""
+    low, high = bounds_seconds("bpf", "nanosec")
+    one, one_t = bin_values(np.array([123_456.0]))
+    assert percentile_estimates(one, low, high, times=one_t * 1e-9) == pytest.approx([123.456e-6] * 4)
+    many, many_t = bin_values(np.full(1000, 123_456.0))
+    plain = percentile_estimates(many, low, high)
+    mean_aware = percentile_estimates(many, low, high, times=many_t * 1e-9)
+    assert plain[0] == pytest.approx(92.7e-6, rel=1e-3)  # log-uniform in [65.5, 131) µs
+    assert abs(mean_aware[0] - 123.456e-6) < 0.03 * 123.456e-6 and (mean_aware < 131.073e-6).all()
+    rows = np.stack([many, many])
+    times = np.stack([many_t * 1e-9, np.full(64, np.nan)])
+    both = percentile_estimates(rows, low, high, times=times)
+    assert both[0].tolist() == mean_aware.tolist() and both[1].tolist() == plain.tolist()
+    # the helper's HdrHistogram case, in small: the p99 rank falls among a few events just above a bucket's low end
+    values = np.r_[np.full(985, 200e3), np.full(10, 270e3), np.full(5, 50e6)]
+    counts, sums = bin_values(values)
+    p99_log, p99_mean = (percentile_estimates(counts, low, high, times=t)[2] for t in (None, sums * 1e-9))
+    assert p99_log > 1.3 * 270e-6 and abs(p99_mean / 270e-6 - 1) < 0.03
+    zero, zero_t = bin_values(np.zeros(10))
+    assert percentile_estimates(zero, low, high, times=zero_t)[0] == 0.0  # all zeros read 0, not a µs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from latencymap.cli.common import EXIT_OK, EXIT_USAGE, REGISTRY, guarded
+from latencymap.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, REGISTRY, guarded
 from latencymap.core.model import Interval
 from latencymap.flow.inputs import open_text
 from latencymap.flow.pipeline import input_flow
@@ -17,6 +17,19 @@ def first_interval_start(path: str) -> float | None:
         if isinstance(item, Interval):
             return item.start
     return None
+
+
+def _seconds(t: float) -> str:
+    """Seconds as the user would write them: 30, 30.5, 1234.125 (to the ms)."""
+    text = f"{t:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _window(start: float | None, end: float | None) -> str:
+    """The asked-for range in words, relative to the first interval."""
+    if start is not None and end is not None:
+        return f"between {_seconds(start)} s and {_seconds(end)} s"
+    return f"from {_seconds(start)} s on" if start is not None else f"before {_seconds(end or 0.0)} s"
 
 
 @click.command("profile-export")
@@ -34,6 +47,9 @@ def profile_export(path: str, start: float | None, end: float | None, out_format
     from latencymap.profiling.export import export_range
     from latencymap.profiling.persist import load_profile
 
+    if start is not None and end is not None and start >= end:
+        raise click.UsageError(f"--start {_seconds(start)} is not before --end {_seconds(end)}: the range is empty")
+
     def body() -> int:
         check_output(output)
         open_text(path)[0].close()  # a recording that cannot be opened says why (exit 2), not "no samples"
@@ -49,6 +65,10 @@ def profile_export(path: str, start: float | None, end: float | None, out_format
         origin = span[0] if origin is None else origin
         t0 = span[0] if start is None else origin + start
         t1 = span[1] + 1.0 if end is None else origin + end
+        if store.count(t0, t1) == 0:
+            click.echo(f"latencymap: {path}: no profile samples {_window(start, end)}; the profile covers "
+                       f"{_seconds(span[0] - origin)} s to {_seconds(span[1] - origin)} s", err=True)
+            return EXIT_FAIL
         text = export_range(store, t0, t1, out_format, f"{path} [{t0:.3f}, {t1:.3f})")
         write_text(text, output)
         return EXIT_OK

@@ -1,11 +1,15 @@
-"""Run py-spy continuously as overlapping bounded chunks in a background thread; report samples by callback.
+"""Run py-spy continuously as overlapping chunks in a background thread; report samples by callback.
 
 py-spy writes a chrometrace file only when a recording ends, so a live view needs bounded
-recordings. A chunk lasts `chunk_s` seconds and the next one starts `overlap_s` before it ends, so
-there is no gap while py-spy starts and attaches (≈10–20 ms). Chunks finish in the order they
-started; samples of a chunk earlier than the end of the previous chunk are dropped (that stretch
-was already reported), so each instant is reported once. Samples reach the callback up to
-`chunk_s` (+ write time) after they were taken.
+recordings. A chunk is started every `chunk_s - overlap_s` seconds, and a running chunk is ended
+(SIGINT: py-spy still writes what it sampled) once a later one has printed that it is sampling
+and has sampled for `overlap_s`, so there is no gap while py-spy starts and attaches (≈30–200 ms).
+py-spy's own `--duration` cannot place the end: it counts samples, and its sampling intervals are
+random (exponential, against aliasing), so a 2 s run lasts 1.6–2.3 s; it is only a bound
+(LIMIT_FACTOR × chunk_s) for a py-spy whose collector died. Chunks finish in the order
+they started; samples of a chunk earlier than the end of the previous chunk are dropped (that
+stretch was already reported), so each instant is reported once. Samples reach the callback up
+to ≈`chunk_s` (+ write time) after they were taken.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from latencymap.profiling.samples import DEFAULT_RATE, Sample
 
 CHUNK_S = 2
 OVERLAP_S = 0.25
+LIMIT_FACTOR = 2
 STOP_WAIT_S = 5.0
 
 
@@ -36,7 +41,8 @@ class Collector:
         self.rate = rate
         self.subprocesses = subprocesses
         self.chunk_s = max(1, int(chunk_s))
-        self.step_s = max(0.1, self.chunk_s - overlap_s)
+        self.overlap_s = max(0.0, min(overlap_s, self.chunk_s / 2))
+        self.step_s = self.chunk_s - self.overlap_s
         self._on_samples = on_samples
         self._on_message = on_message
         self._stop = threading.Event()
@@ -70,7 +76,7 @@ class Collector:
         assert self._dir is not None
         self._seq += 1
         out = self._dir / f"chunk-{self._seq}.json"
-        argv = record_argv(self._exe, self.pid, str(out), duration=self.chunk_s, rate=self.rate,
+        argv = record_argv(self._exe, self.pid, str(out), duration=LIMIT_FACTOR * self.chunk_s, rate=self.rate,
                            subprocesses=self.subprocesses)
         chunk = Chunk(argv, out, self._dir / f"chunk-{self._seq}.err", self.rate, self.pid)
         chunk.start()
@@ -97,6 +103,7 @@ class Collector:
             if now >= next_at:
                 running.append(self._launch())
                 next_at = now + self.step_s
+            self._hand_over(running, now)
             while running and running[0].done.is_set():
                 if not self._finish(running.popleft()):
                     return
@@ -111,6 +118,16 @@ class Collector:
                 chunk.done.wait(1.0)
             if chunk.done.is_set() and not self._finish(chunk, stopping=True):
                 break
+
+    def _hand_over(self, running: deque[Chunk], now: float) -> None:
+        """End the chunks older than the newest one that has been sampling for `overlap_s`."""
+        for at in range(len(running) - 1, 0, -1):
+            since = running[at].sampling_since(now)
+            if since is not None and now - since >= self.overlap_s and not running[at].done.is_set():
+                for older in list(running)[:at]:
+                    if not older.interrupted:
+                        older.interrupt()
+                return
 
     def _finish(self, chunk: Chunk, *, stopping: bool = False) -> bool:
         """Report a finished chunk's new samples; False when profiling must stop (error or target gone)."""

@@ -4,15 +4,17 @@ Each line is self-contained (its own stack and thread tables), so a recording cu
 every complete line:
 `{"v": 1, "t0": <epoch s>, "threads": [[pid, tid], ...], "stacks": [[frame, ...], ...],
 "samples": [[<µs after t0>, <thread index>, <stack index>, <weight µs>], ...]}`, stacks root
-first. Lines stay under 60,000 characters (the protocol reader cuts lines at 64 KiB), except a
-single sample whose stack alone is longer. Protocol readers (latencymap's and PyLatencyMap's)
-skip these lines as noise between records.
+first. Lines stay under 60,000 characters (the protocol reader cuts lines at 64 KiB): a single
+sample whose stack alone is longer keeps its outermost and innermost frames around one
+`… N frames …` frame. Protocol readers (latencymap's and PyLatencyMap's) skip these lines as noise
+between records.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from latencymap.profiling.samples import Sample
@@ -21,6 +23,8 @@ from latencymap.profiling.store import ProfileStore
 TAG = "profile"
 PREFIX = f"# latencymap-{TAG} "
 MAX_PAYLOAD = 60_000
+#: A frame longer than this is cut when a stack must be shortened to fit MAX_PAYLOAD.
+MAX_FRAME = 2000
 #: The loader reads lines up to this long (one huge stack); longer ones are skipped.
 MAX_LINE = 8 * 1024 * 1024
 BATCH = 2000
@@ -49,12 +53,29 @@ def payloads(samples: Sequence[Sample]) -> Iterator[str]:
 
 def _split(samples: Sequence[Sample]) -> Iterator[str]:
     text = encode(samples)
-    if len(text) <= MAX_PAYLOAD or len(samples) == 1:
+    if len(text) <= MAX_PAYLOAD:
         yield text
+        return
+    if len(samples) == 1:
+        yield _elided(samples[0])
         return
     half = len(samples) // 2
     yield from _split(samples[:half])
     yield from _split(samples[half:])
+
+
+def _elided(sample: Sample) -> str:
+    """The payload of one sample whose stack is too long, its middle frames replaced by `… N frames …`."""
+    stack = tuple(frame[:MAX_FRAME] for frame in sample.stack)
+    keep = len(stack)
+    while True:
+        head = (keep + 1) // 2
+        tail = stack[len(stack) - (keep - head):]
+        trimmed = (*stack[:head], f"… {len(stack) - keep} frames …", *tail) if keep < len(stack) else stack
+        text = encode([replace(sample, stack=trimmed)])
+        if len(text) <= MAX_PAYLOAD or keep == 0:
+            return text
+        keep = keep * 3 // 4
 
 
 def decode(payload: str) -> list[Sample]:

@@ -30,6 +30,9 @@ from latencymap.profiling.samples import Sample
 
 PYSPY_ENV = "LATENCYMAP_PY_SPY"
 INSTALL_HINT = "install it with `pip install 'latencymap[profile]'` (py-spy>=0.4) or set LATENCYMAP_PY_SPY to its path"
+#: What `py-spy record` prints (stdout) once it has attached, right before its first sample (0.4.x).
+SAMPLING_ANNOUNCEMENT = "Sampling process"
+ANNOUNCE_WAIT_S = 1.0
 PTRACE_HINT = ("profiling needs permission to ptrace the process: run as root or as its owner with "
                "kernel.yama.ptrace_scope=0, or give the container CAP_SYS_PTRACE")
 
@@ -127,14 +130,31 @@ class Chunk:
     returncode: int | None = None
     proc: subprocess.Popen | None = None
     done: threading.Event = field(default_factory=threading.Event)
+    started_mono: float = 0.0
+    sampling_mono: float | None = None
+    interrupted: bool = False
 
     def start(self) -> None:
-        """Start py-spy in its own session (a terminal's Ctrl-C reaches us, not it) and time its exit."""
+        """Start py-spy in its own session (a terminal's Ctrl-C reaches us, not it) and time its exit.
+
+        Its stdout (`py-spy> ` progress lines: sampling, stopped, written) goes to the stderr file too.
+        """
         with open(self.stderr_path, "wb") as err:
             self.launched = time.time()
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=err, start_new_session=True)
+            self.started_mono = time.monotonic()
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                         start_new_session=True)
         threading.Thread(target=self._wait, name="latencymap-pyspy-wait", daemon=True).start()
+
+    def sampling_since(self, now: float) -> float | None:
+        """When (monotonic) py-spy was first seen sampling, None before; it says so once attached.
+
+        A py-spy that says nothing (another version's wording) counts as sampling after ANNOUNCE_WAIT_S.
+        """
+        waiting = self.sampling_mono is None and self.proc is not None and not self.done.is_set()
+        if waiting and (SAMPLING_ANNOUNCEMENT in self.stderr() or now - self.started_mono >= ANNOUNCE_WAIT_S):
+            self.sampling_mono = now
+        return self.sampling_mono
 
     def _wait(self) -> None:
         assert self.proc is not None
@@ -144,6 +164,7 @@ class Chunk:
 
     def interrupt(self) -> None:
         """Ask py-spy to stop early; it still writes what it sampled (SIGINT, like Ctrl-C)."""
+        self.interrupted = True
         if self.proc is not None and self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signal.SIGINT)

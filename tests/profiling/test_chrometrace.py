@@ -124,3 +124,63 @@ def test_failed_chunk_reports_pyspys_error_and_the_ptrace_remedy(tmp_path: Path)
     chunk = Chunk([], tmp_path / "missing.json", tmp_path / "err", 100, 7, returncode=1)
     with pytest.raises(PySpyError, match="Permission denied"):
         chunk.result()
+
+
+def test_stacks_that_change_faster_than_the_rate_get_no_extra_samples() -> None:
+    """Ten 2 ms spans at 100 Hz are 20 ms of recording: two samples, not one per span."""
+    events = []
+    for k in range(10):
+        name = "f" if k % 2 else "g"
+        if k:
+            events.append({"args": {"filename": "/a.py", "line": 1}, "name": "g" if k % 2 else "f", "ph": "E",
+                           "pid": 1, "tid": 2, "ts": k * 2000})
+        events.append({"args": {"filename": "/a.py", "line": 1}, "name": name, "ph": "B", "pid": 1, "tid": 2,
+                       "ts": k * 2000})
+    events.append({"args": {"filename": "/a.py", "line": 1}, "name": "f", "ph": "E", "pid": 1, "tid": 2, "ts": 20000})
+    samples = samples_of(spans(events), 100.0, 100)
+    assert [round(s.time, 6) for s in samples] == [100.0, 100.01]
+
+
+def pyspy_chrometrace(traces: list[tuple[int, int, int, tuple[str, ...]]], end_us: int) -> list[dict]:
+    """The events py-spy 0.4.3 writes for `traces` of (ts, pid, tid, frames root first): its state is per tid only.
+
+    Like its Chrometrace.increment: the frames that left the tid's previous trace end (leaf first) and the new
+    ones begin (root first), all with the pid of the trace sampled now; on writing, the last trace of every
+    tid ends.
+    """
+    events: list[dict] = []
+    previous: dict[int, tuple[int, tuple[str, ...]]] = {}
+
+    def event(name: str, phase: str, pid: int, tid: int, ts: int) -> dict:
+        return {"args": {"filename": "/w.py", "line": 1}, "cat": "py-spy", "name": name, "ph": phase, "pid": pid,
+                "tid": tid, "ts": ts}
+
+    for ts, pid, tid, frames in traces:
+        before = previous.get(tid, (pid, ()))[1]
+        common = next((k for k, (a, b) in enumerate(zip(before, frames, strict=False)) if a != b),
+                      min(len(before), len(frames)))
+        events += [event(name, "E", pid, tid, ts) for name in reversed(before[common:])]
+        events += [event(name, "B", pid, tid, ts) for name in frames[common:]]
+        previous[tid] = (pid, frames)
+    for tid, (pid, frames) in previous.items():
+        events += [event(name, "E", pid, tid, end_us) for name in reversed(frames)]
+    return events
+
+
+def test_forked_processes_that_share_a_thread_id_keep_their_own_stacks() -> None:
+    """A parent and two forked children, sampled in turn each 10 ms under one tid (py-spy --subprocesses)."""
+    stacks = {7: ("process 7", "<module>", "parent_work"),
+              8: ("process 7", "process 8", "<module>", "child_work", "leaf_a"),
+              9: ("process 7", "process 9", "<module>", "child_work", "leaf_b")}
+    traces = []
+    for tick in range(100):
+        for k, pid in enumerate((7, 8, 9)):
+            frames = stacks[pid] if tick % 4 or pid == 7 else stacks[pid][:-1]  # children sometimes between leaves
+            traces.append((tick * 10_000 + 5 * k, pid, 1, frames))
+    samples = parse_chrometrace(json.dumps(pyspy_chrometrace(traces, 1_000_000)), 0.0, 100)
+    by_pid: dict[int, Counter] = {}
+    for s in samples:
+        by_pid.setdefault(s.pid, Counter())[s.stack[-1].split(" ")[0]] += 1
+    assert by_pid == {7: {"parent_work": 100}, 8: {"leaf_a": 75, "child_work": 25},
+                      9: {"leaf_b": 75, "child_work": 25}}
+    assert max(len(s.stack) for s in samples) == 5

@@ -7,10 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 from click.testing import CliRunner
+from profiling_support import phase_samples
 
 from latencymap.cli.common import REGISTRY
 from latencymap.cli.main import main
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, StreamId
+from latencymap.flow.recording import Recorder
+from latencymap.profiling.persist import TAG, payloads
+
+T0 = 1_700_000_000.0
 
 
 def latencymap(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -58,3 +66,37 @@ def test_profile_export_of_a_missing_recording_says_it_is_missing(tmp_path: Path
     gone = tmp_path / "gone.zst"
     result = latencymap("profile-export", str(gone))
     assert result.returncode == 2 and result.stderr == f"latencymap: {gone}: No such file or directory\n"
+
+
+def profiled_recording(path: Path) -> Path:
+    """Four 1 s intervals from T0, and 3 s of samples at 100 Hz from T0 (the last at 2.99 s)."""
+    rec = Recorder(str(path))
+    stream = StreamId("s", "bpf", "microsec")
+    for k in range(4):
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        counts[10] = 1
+        rec.write(Interval(stream, T0 + k, T0 + k + 1, counts))
+    for payload in payloads(phase_samples(T0, 3.0, "f")):
+        rec.annotate(TAG, payload)
+    rec.close()
+    return path
+
+
+def test_profile_export_of_start_after_end_is_a_usage_error_naming_both(tmp_path: Path) -> None:
+    rec = profiled_recording(tmp_path / "rec.txt")
+    result = latencymap("profile-export", str(rec), "--start", "5", "--end", "2")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "--start 5 is not before --end 2" in result.stderr
+
+
+def test_profile_export_of_a_range_without_samples_says_what_the_profile_covers(tmp_path: Path) -> None:
+    rec = profiled_recording(tmp_path / "rec.txt")
+    out = tmp_path / "out.folded"
+    for args, words in ((["--start", "100"], "from 100 s on"),
+                        (["--start", "3.5", "--end", "4"], "between 3.5 s and 4 s"),
+                        (["--end", "-1.25"], "before -1.25 s")):
+        result = latencymap("profile-export", str(rec), *args, "-o", str(out))
+        assert result.returncode == 1 and result.stdout == "" and not out.exists(), args
+        assert result.stderr == f"latencymap: {rec}: no profile samples {words}; the profile covers 0 s to 2.99 s\n"
+    result = latencymap("profile-export", str(rec), "--start", "2.5", "--end", "3.5")
+    assert result.returncode == 0 and result.stdout.endswith(";f (/app/work.py:10) 50\n"), result.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -58,6 +59,7 @@ def test_overlapping_chunks_report_each_instant_once_and_attribute_each_phase(tm
         assert b[0].time >= a[-1].time  # batches follow each other: overlaps were cut
     phases = phases_log(log)
     first, last = sink.store.span()
+    assert holes(sink.store.samples(first, last + 1), 5 / 100) == []
     t = first
     while t + 0.5 <= last:
         n = sink.store.count(t, t + 0.5)
@@ -76,6 +78,56 @@ def test_overlapping_chunks_report_each_instant_once_and_attribute_each_phase(tm
             arrived = next(s.time for s in samples if s.time >= switch - 0.05 and
                            function_of(s.stack[-1]).startswith(name))
             assert -0.03 <= arrived - switch <= 0.1, (name, arrived - switch)
+
+
+SHORT_PYSPY = """#!{python}
+import signal, subprocess, sys
+args = sys.argv[1:]
+proc = subprocess.Popen([{pyspy!r}, *args])
+signal.signal(signal.SIGINT, lambda *_: proc.send_signal(signal.SIGINT))
+try:
+    proc.wait(0.8 * float(args[args.index("--duration") + 1]))
+except subprocess.TimeoutExpired:
+    proc.send_signal(signal.SIGINT)
+sys.exit(proc.wait())
+"""
+
+
+def holes(samples: list[Sample], longer_than: float) -> list[tuple[float, float]]:
+    """(seconds after the first sample, length) of every gap between a thread's samples longer than `longer_than`."""
+    first = samples[0].time
+    out = []
+    for tid in {s.tid for s in samples}:
+        times = [s.time for s in samples if s.tid == tid]
+        out += [(round(a - first, 3), round(b - a, 3)) for a, b in itertools.pairwise(times) if b - a > longer_than]
+    return out
+
+
+@needs_pyspy
+@pytest.mark.slow
+def test_no_hole_between_chunks_when_pyspy_stops_short_of_its_duration(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """py-spy's --duration counts samples taken at random (exponential) intervals: `--duration 2` ran 1.6–2.3 s.
+
+    The py-spy here stops (SIGINT, so it still writes its file) at 80% of its --duration, as the real one can.
+    """
+    wrapper = tmp_path / "py-spy-short"
+    wrapper.write_text(SHORT_PYSPY.format(python=sys.executable, pyspy=locate_pyspy()))
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("LATENCYMAP_PY_SPY", str(wrapper))
+    rate = 50
+    sink = Sink()
+    with phase_child(tmp_path / "log", seconds=1.0) as child:
+        col = collector(child.pid, sink, rate=rate)
+        col.start()
+        time.sleep(6.5)
+        col.stop()
+    assert sink.messages == [] and col.chunks >= 4
+    span = sink.store.span()
+    assert span is not None
+    samples = sink.store.samples(span[0], span[1] + 1)
+    assert holes(samples, 5 / rate) == []  # a chunk boundary: 2 periods and the chunks' origin errors at most
+    assert abs(len(samples) - (span[1] - span[0]) * rate) <= 2 * col.chunks
 
 
 @needs_pyspy

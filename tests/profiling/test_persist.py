@@ -45,6 +45,18 @@ def test_big_batches_are_split_under_the_protocol_line_limit() -> None:
     assert sum(len(decode(p)) for p in parts) == 3000
 
 
+def test_a_stack_too_deep_for_one_line_keeps_its_ends_and_stays_under_the_limit() -> None:
+    deep = tuple(frame(f"recurse{k}", k, "/very/long/path/" + "x" * 40 + ".py") for k in range(3000))
+    (line, other) = payloads([Sample(T0, 1, 1, deep), Sample(T0 + 0.01, 1, 1, deep[:3])])
+    assert len(line) <= MAX_PAYLOAD
+    (sample,) = decode(line)
+    marker = next(k for k, f in enumerate(sample.stack) if f.startswith("… "))
+    tail = sample.stack[marker + 1:]
+    assert sample.stack[:marker] == deep[:marker] and tail == deep[len(deep) - len(tail):] and len(tail) >= marker - 1
+    assert sample.stack[marker] == f"… {len(deep) - len(sample.stack) + 1} frames …" and marker > 100
+    assert decode(other)[0].stack == deep[:3]
+
+
 @pytest.mark.parametrize("bad", ["{", "{}", '{"t0": 1, "threads": [], "stacks": [], "samples": [[0, 0, 0, 1]]}'])
 def test_malformed_payloads_raise_value_error(bad: str) -> None:
     with pytest.raises(ValueError):

@@ -3,6 +3,11 @@
 Percentiles follow Prometheus' `histogram_quantile`: linear interpolation inside the bucket that holds the rank (a
 first bucket starts at 0), and the largest finite bound when the rank falls in the overflow (`+Inf`) bucket, so the
 figures agree with what Grafana shows for the same histogram.
+
+Intervals whose bounds differ (a native histogram lists only the buckets a column filled) are added on the union of
+their bounds when that is exact: no bound of the union falls strictly inside a bucket that holds events (an interval
+without events fits any bounds). Otherwise (a coarser schema, an `le` bound missing from a bucket with events, an
+overflow bucket in some intervals only) the totals are marked mixed.
 """
 
 from __future__ import annotations
@@ -32,16 +37,24 @@ class SourceTotals:
             self.counts = np.zeros(len(self.bounds), dtype=np.int64)
 
     def add(self, source: SourceBuckets) -> None:
-        """One interval's buckets; bounds that differ from the first interval's mark the totals mixed."""
-        if tuple(source.bounds) != self.bounds:
+        """One interval's buckets, on the union of the bounds when that is exact; otherwise the totals are mixed."""
+        bounds = tuple(source.bounds)
+        combined = None if self.mixed and bounds != self.bounds else combine_buckets(
+            self.bounds, self.counts, bounds, np.asarray(source.counts, dtype=np.int64))
+        if combined is None:
             self.mixed = True
             return
-        self.counts += np.asarray(source.counts, dtype=np.int64)
+        self.bounds, self.counts = combined
         self.intervals += 1
         if source.total_time is None:
             self.timed = False
         else:
             self.time_s += float(source.total_time)
+
+    def bounds_seconds(self, unit_s: float) -> list[float | None]:
+        """The bounds in seconds (None for +Inf) as the source wrote them: `unit_s` seconds per stream unit, the
+        product rounded to 15 significant digits (0.025, not 0.024999999999999998 from 25000 µs)."""
+        return [None if math.isinf(b) else float(f"{b * unit_s:.15g}") for b in self.bounds]
 
     @property
     def events(self) -> int:
@@ -79,3 +92,40 @@ class SourceTotals:
         before = int(cumulative[i - 1]) if i else 0
         inside = int(self.counts[i])
         return lower + (upper - lower) * ((rank - before) / inside if inside else 1.0)
+
+
+def _holds(bounds: tuple[float, ...], counts: np.ndarray) -> list[tuple[float, float]]:
+    """(lower, upper) of each bucket holding events; a first bucket above 0 starts at 0, one at or below 0 at -inf."""
+    lowers = [0.0 if bounds[0] > 0 else -math.inf, *bounds[:-1]]
+    return [(low, high) for low, high, n in zip(lowers, bounds, counts.tolist(), strict=True) if n]
+
+
+def merge_buckets(bounds_a: tuple[float, ...], counts_a: np.ndarray, bounds_b: tuple[float, ...],
+                  counts_b: np.ndarray) -> tuple[tuple[float, ...], np.ndarray, np.ndarray] | None:
+    """(the union of two bucket layouts, `counts_a` and `counts_b` on it) when no bound of the union falls strictly
+    inside a bucket holding events; None when one would, or when only one of them has an overflow (+Inf) bucket."""
+    if not bounds_a or not bounds_b or math.isinf(bounds_a[-1]) != math.isinf(bounds_b[-1]):
+        return None
+    union = np.array(sorted(set(bounds_a) | set(bounds_b)), dtype=np.float64)
+    out = []
+    for bounds, counts in ((bounds_a, counts_a), (bounds_b, counts_b)):
+        if any(((union > low) & (union < high)).any() for low, high in _holds(bounds, counts)):
+            return None
+        moved = np.zeros(len(union), dtype=np.int64)
+        moved[np.searchsorted(union, np.asarray(bounds, dtype=np.float64))] = counts
+        out.append(moved)
+    return tuple(union.tolist()), out[0], out[1]
+
+
+def combine_buckets(bounds_a: tuple[float, ...], counts_a: np.ndarray, bounds_b: tuple[float, ...],
+                    counts_b: np.ndarray) -> tuple[tuple[float, ...], np.ndarray] | None:
+    """Two buckets' counts added up: on the same bounds, on the union (`merge_buckets`), or on either one's bounds
+    when the other holds no events; None when they cannot be added exactly."""
+    if bounds_a == bounds_b:
+        return bounds_a, counts_a + counts_b
+    if not counts_b.any():
+        return bounds_a, counts_a.copy()
+    if not counts_a.any():
+        return bounds_b, counts_b.copy()
+    merged = merge_buckets(bounds_a, counts_a, bounds_b, counts_b)
+    return None if merged is None else (merged[0], merged[1] + merged[2])

@@ -87,7 +87,7 @@ def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[st
     return {"source_buckets": {
         "rebinned": True,
         "mixed_bounds": source.mixed,
-        "bounds_s": [None if math.isinf(b) else b * scale for b in source.bounds],
+        "bounds_s": source.bounds_seconds(scale),
         "counts": source.counts.tolist(),
         "events": source.events,
         "time_s": source.time_s if source.timed and source.intervals else None,
@@ -167,7 +167,7 @@ def _stream_text(hist: StreamHistory, acc: Accumulator) -> list[str]:
         where = ("percentiles come from the source's buckets (as histogram_quantile)" if own_percentiles else
                  "the source's bounds changed between intervals, so percentiles come from the rows (log-uniform "
                  "inside each)")
-        out.append(f"   rebinned: the source's {len(source.bounds)} buckets are spread over the rows below; {where}")
+        out.append(f"   rebinned: the source's {len(source.bounds)} buckets are kept beside the rows below; {where}")
         to_s = unit_seconds(s.unit)
         faster = source.first_bucket_faster(to_s)
         if faster is not None:

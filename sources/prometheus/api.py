@@ -8,7 +8,6 @@ and the server's own error text; `EndpointError.transient` is False for a query 
 from __future__ import annotations
 
 import json
-import math
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,6 +97,28 @@ class PrometheusAPI:
         resp = _get_json(url, self.timeout, where)
         return parse_result(resp, where)
 
+    def data(self, path: str, params: dict[str, str]) -> Any:
+        """The `data` of a successful answer from another endpoint (`/api/v1/series`, `/api/v1/metadata`)."""
+        where = f"{self.shown}{path}"
+        doc = _get_json(f"{self.root}{path}?{urllib.parse.urlencode(params)}", self.timeout, where)
+        if not isinstance(doc, dict) or doc.get("status") != "success" or "data" not in doc:
+            raise EndpointError(f"{where}: not a successful answer; expected {EXPECTED}")
+        return doc["data"]
+
+    def series(self, match: str, start: float, end: float) -> list[dict[str, str]]:
+        """The label sets (`__name__` included) of the series `match` selects that have samples in [start, end]."""
+        found = self.data("/api/v1/series", {"match[]": match, "start": _stamp(start), "end": _stamp(end)})
+        return [{str(k): str(v) for k, v in s.items()} for s in found if isinstance(s, dict)] \
+            if isinstance(found, list) else []
+
+    def metadata(self, metric: str | None = None) -> dict[str, set[str]]:
+        """Metric name -> the types its scrape targets declare (`/api/v1/metadata`): every metric, or one."""
+        found = self.data("/api/v1/metadata", {"metric": metric} if metric else {})
+        if not isinstance(found, dict):
+            return {}
+        return {str(name): {str(m.get("type")) for m in entries if isinstance(m, dict)}
+                for name, entries in found.items() if isinstance(entries, list)}
+
     def query(self, promql: str, at: float) -> list[Series]:
         """An instant query evaluated at `at` (epoch seconds)."""
         return self._get("/api/v1/query", {"query": promql, "time": _stamp(at)})
@@ -109,7 +130,7 @@ class PrometheusAPI:
         while begin <= end + 1e-9:
             stop = min(end, begin + (MAX_POINTS - 1) * step)
             for s in self._get("/api/v1/query_range", {"query": promql, "start": _stamp(begin),
-                                                         "end": _stamp(stop), "step": _stamp(step)}):
+                                                         "end": _stamp(stop), "step": promql_duration(step)}):
                 key = tuple(sorted(s.labels.items()))
                 have = merged.setdefault(key, Series(s.labels))
                 have.floats += s.floats
@@ -119,7 +140,8 @@ class PrometheusAPI:
 
 
 def _stamp(t: float) -> str:
-    return f"{t:.3f}" if not math.isclose(t, round(t)) else str(round(t))
+    """Epoch seconds to the millisecond, as the server reads them: `1795749178.83`, `960`."""
+    return f"{t:.3f}".rstrip("0").rstrip(".")
 
 
 def _get_json(url: str, timeout: float, where: str) -> Any:

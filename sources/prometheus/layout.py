@@ -9,7 +9,8 @@ milliseconds, microseconds or nanoseconds: then that unit is the stream's and th
 Rows: a bucket that lies within one row (a power of two) goes there whole: an exact fold. Any other layout (the
 default `.005 .01 .025 ...`) is spread by `latencymap.core.rebin` (log-uniform within a bucket, the first bucket
 `(0, le]` taken as one octave below `le`, `+Inf` whole in the row of its lower bound: the overflow row), and the
-interval keeps its own buckets in `source_buckets`.
+interval keeps its own buckets in `source_buckets`; so does one whose buckets fold exactly but are narrower than
+their rows (`Layout.finer`: native schemas >= 1), for percentiles as fine as the source's.
 """
 
 from __future__ import annotations
@@ -120,14 +121,20 @@ class Layout:
     bounds: tuple[float, ...]
     matrix: np.ndarray
     exact: bool
+    finer: bool = False  # buckets narrower than their rows: kept for percentiles though they fold exactly
+
+    @property
+    def kept(self) -> bool:
+        """True when intervals keep these buckets (`source_buckets`): they were spread, or are finer than rows."""
+        return self.finer or not self.exact
 
     def fold(self, counts: np.ndarray, total_time: float | None = None,
              time: float | None = None) -> tuple[np.ndarray, SourceBuckets | None]:
         """Row counts for per-bucket integer counts, and the source's own buckets (with `total_time`, seconds) when
-        they were spread; `time` (the same in the stream unit) places the first bucket (`core.rebin`'s rule)."""
+        they are kept; `time` (the same in the stream unit) places the first bucket (`core.rebin`'s rule)."""
         counts = np.asarray(counts, dtype=np.int64)
         slots = self.fold_many(counts[None, :], None if time is None else np.array([time]))[0]
-        if self.exact:
+        if not self.kept:
             return slots, None
         return slots, SourceBuckets(self.bounds, counts, total_time)
 

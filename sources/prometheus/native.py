@@ -5,7 +5,11 @@ only populated buckets, the zero bucket `[-z, z]` among them. In schema `n` the 
 `2**(2**-n)`, so for schema >= 0 every bucket lies inside one power of two of the metric's unit and the counts
 fold exactly into rows when the stream is in that unit (a `_milliseconds` metric); a seconds metric is kept in
 microseconds, where those powers of two are not row edges, so its buckets are spread (`latencymap.core.rebin`) and
-kept in `source_buckets`. Negative buckets and the zero bucket go to the lowest row.
+kept in `source_buckets`. Buckets narrower than a row (schema >= 1) are kept there too even when they fold exactly:
+percentiles come from them, as `histogram_quantile` computes them, not from rows 2 to 256 times wider. Each
+column lists its buckets contiguously from its first populated one's lower bound (empty buckets between), so
+columns of one schema add up exactly on the union of their bounds (`core.source_totals`). Negative buckets and the
+zero bucket go to the lowest row.
 """
 
 from __future__ import annotations
@@ -87,6 +91,8 @@ def fold_native(histogram: dict[str, Any], factor: float) -> tuple[Layout, np.nd
     if any(not b > a for a, b in pairwise(scaled)):
         raise NativeError(f"bucket bounds {bounds[:8]} collapse in the stream unit")
     matrix = slot_matrix(scaled)
-    layout = Layout(scaled, matrix, one_row_each(matrix, np.asarray(real)))
+    finer = any(own and low > 0 and high < 2.0 * low * (1 - 1e-9)
+                for low, high, own in zip(bounds, bounds[1:], real[1:], strict=False))
+    layout = Layout(scaled, matrix, one_row_each(matrix, np.asarray(real)), finer)
     return layout, integer_counts(counts, count), spent
 

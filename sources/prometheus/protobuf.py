@@ -11,7 +11,9 @@ after the previous span (the first one's is the first bucket's index); bucket `i
 `(2**((i-1) * 2**-n), 2**(i * 2**-n)]`.
 
 Classic buckets become the text format's samples (`NAME_bucket{le}`, `_sum`, `_count`), so they are read by
-the same code as a text page; native ones become `NativeReading`s, diffed here between scrapes.
+the same code as a text page; so do the untyped (or counter, gauge) families `NAME_bucket`, `NAME_sum` and
+`NAME_count` that a server's `/federate` gives for a classic histogram. Native ones become `NativeReading`s,
+diffed here between scrapes.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from .series import Labels, Matcher, labels_key
 
 TYPE = "application/vnd.google.protobuf"
 ACCEPT = f"{TYPE};proto=io.prometheus.client.MetricFamily;encoding=delimited"
-HISTOGRAM, GAUGE_HISTOGRAM = 4, 5
+COUNTER, GAUGE, UNTYPED, HISTOGRAM, GAUGE_HISTOGRAM = 0, 1, 3, 4, 5
+#: Where a Metric keeps a counter's, a gauge's and an untyped sample's value (each a message with `value` 1).
+_SCALAR_FIELDS = {COUNTER: 3, GAUGE: 2, UNTYPED: 5}
 _DOUBLE = struct.Struct("<d")
 #: Fields of a histogram that only a native one sets.
 _NATIVE_FIELDS = frozenset({5, 6, 7, 8, 9, 10, 11, 12, 13, 14})
@@ -192,29 +196,42 @@ def _family(data: bytes, metric: str, matchers: Sequence[Matcher], out: ProtoPag
             metrics.append(value)
         elif number == 5 and wire == 2:
             unit = value.decode("utf-8", "replace")
-    out.page.types[name] = {0: "counter", 1: "gauge", 2: "summary", HISTOGRAM: "histogram",
+    out.page.types[name] = {COUNTER: "counter", GAUGE: "gauge", 2: "summary", HISTOGRAM: "histogram",
                             GAUGE_HISTOGRAM: "gaugehistogram"}.get(kind, "unknown")
     if unit:
         out.page.units[name] = unit
+    if name in (f"{metric}_bucket", f"{metric}_sum", f"{metric}_count") and kind in _SCALAR_FIELDS:
+        for raw in metrics:  # a classic histogram as /federate gives it: untyped families of its series
+            labels, held = _metric(raw, _SCALAR_FIELDS[kind])
+            if held is not None and all(m.matches(labels) for m in matchers):
+                fields = _message(held)
+                out.page.samples.append(Sample(name, labels, _double(*fields[1]) if 1 in fields else 0.0))
+        return
     if name != metric or kind not in (HISTOGRAM, GAUGE_HISTOGRAM):
         return
     for raw in metrics:
-        labels, hist = _metric(raw)
+        labels, hist = _metric(raw, 7)
         if hist is None or not all(m.matches(labels) for m in matchers):
             continue
         _histogram(name, labels, hist, out)
 
 
-def _metric(data: bytes) -> tuple[dict[str, str], bytes | None]:
+def _message(data: bytes) -> dict[int, tuple[int, Any]]:
+    """A message's fields by number (the last of each)."""
+    return {number: (wire, value) for number, wire, value in _fields(data)}
+
+
+def _metric(data: bytes, at: int) -> tuple[dict[str, str], bytes | None]:
+    """A Metric's labels and its value message, field `at` (7: the histogram; 2, 3, 5: a gauge, counter, untyped)."""
     labels: dict[str, str] = {}
-    hist = None
+    held = None
     for number, wire, value in _fields(data):
         if number == 1 and wire == 2:
             pair = {n: v.decode("utf-8", "replace") for n, w, v in _fields(value) if w == 2}
             labels[pair.get(1, "")] = pair.get(2, "")
-        elif number == 7 and wire == 2:
-            hist = value
-    return labels, hist
+        elif number == at and wire == 2:
+            held = value
+    return labels, held
 
 
 def _histogram(name: str, labels: dict[str, str], data: bytes, out: ProtoPage) -> None:

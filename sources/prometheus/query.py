@@ -8,11 +8,15 @@ outage catches up on the missed steps with one `query_range`. Native histograms 
 buckets, which fold exactly into rows for schema >= 0 in the metric's own unit. `increase()` extrapolates to the
 step's edges, so counts are the server's (fractional) increase rounded to whole events, per-bucket by largest
 remainder: each column's total is the rounded `increase(NAME_count[step])`. A step where a known stream has no
-value (fewer than two samples in it) is a gap column.
+value (fewer than two samples in it) is a gap column. Times are sent to the millisecond, the step as a duration
+(`2500ms`), so the answers' times are the columns' own; a window that is not a whole number of steps says what it
+leaves out. A window where no step has a value is an error that says why, as far as the API tells (no such name, and
+the histograms it has; another type; series that `--match` skips; a step too short for the scrape interval).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import time
@@ -30,7 +34,7 @@ from .api import MAX_POINTS, PrometheusAPI, Series, promql_duration
 from .layout import integer_counts, layout_of, whole_rows
 from .native import NativeError, fold_native
 from .scrape import metric_option
-from .series import Labels, labels_key, selector
+from .series import Labels, Matcher, labels_key, selector
 from .streams import Part, StreamBuilder, histogram_options, kind_option, parse_matchers
 from .transport import EndpointError, backoff, check_url, public_url, retry_message
 
@@ -40,6 +44,8 @@ default_sleep: Callable[[float], None] = time.sleep
 default_clock: Callable[[], float] = time.time
 _RELATIVE = re.compile(r"(?:now)?\s*-\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
 _SCALE = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_HISTOGRAM_TYPES = frozenset({"histogram", "gaugehistogram"})
+LOOKBACK = 600.0  # seconds looked back for a live source's missing metric and for the samples' spacing
 
 
 def parse_time(text: str, now: float) -> float:
@@ -123,7 +129,8 @@ class PrometheusSource(Source):
             raise click.BadParameter(err.message, param_hint="--end") from None
         if t1 <= t0:
             raise click.BadParameter("--end must be after --start", param_hint="--end")
-        step = float(self.options.get("step") or max(1.0, math.ceil((t1 - t0) / RANGE_COLUMNS)))
+        t0, t1 = round(t0, 3), round(t1, 3)  # the API reads times to the millisecond
+        step = round(float(self.options.get("step") or max(1.0, math.ceil((t1 - t0) / RANGE_COLUMNS))), 3)
         if (t1 - t0) / step + 1e-9 < 1:
             raise click.BadParameter(f"the window is shorter than one step ({step:g}s)", param_hint="--step")
         return t0, t1, step
@@ -228,23 +235,93 @@ class PrometheusSource(Source):
 
     def items(self) -> Iterator[Item]:
         if self.window is None:
-            yield from self._live(float(self.options.get("step") or LIVE_STEP))
+            yield from self._live(round(float(self.options.get("step") or LIVE_STEP), 3))
         else:
             yield from self._window(*self.window)
 
     def _window(self, t0: float, t1: float, step: float) -> Iterator[Item]:
-        count = int((t1 - t0) / step + 1e-9)
+        """The window's columns, asked for MAX_POINTS steps at a time; SourceError when none of it has the metric."""
+        t0_ms, t1_ms, step_ms = round(t0 * 1000), round(t1 * 1000), round(step * 1000)
+        count, tail_ms = divmod(t1_ms - t0_ms, step_ms)
+        if tail_ms:
+            last = (t0_ms + count * step_ms) / 1000
+            yield Notice(f"prometheus: the window is not a whole number of {step:g}s steps: its last "
+                         f"{tail_ms / 1000:g}s, {_iso(last)} to {_iso(t1)}, are left out (no column)", skipped=0)
+        waiting: list[float] = []  # steps before the first part with data: gap columns once a stream is known
         for first in range(0, count, MAX_POINTS):
-            times = [t0 + step * (i + 1) for i in range(first, min(count, first + MAX_POINTS))]
+            times = [(t0_ms + step_ms * (i + 1)) / 1000 for i in range(first, min(count, first + MAX_POINTS))]
             try:
                 kind, buckets, sums = self._fetch(step, times)
             except EndpointError as err:
                 raise SourceError(f"prometheus: {err}") from None
             if not buckets and not self.builder.known():
-                yield Notice(f"prometheus: {self.api.shown}: no {self._what()} between "
-                             f"{_iso(times[0] - step)} and {_iso(times[-1])}", skipped=0)
+                waiting += times
                 continue
-            yield from self.columns(kind, buckets, sums, times, step)
+            yield from self.columns(kind, buckets, sums, waiting + times, step)
+            waiting = []
+        if not self.builder.known():
+            raise SourceError(f"prometheus: {self._missing(t0, t1, step)[0]}")
+
+    def _missing(self, t0: float, t1: float, step: float) -> tuple[str, bool]:
+        """Why no histogram came back between t0 and t1, as far as the API can tell, and whether asking again cannot
+        help (the name is another type of metric, or the server neither has series of it nor declares it)."""
+        span = f"between {_iso(t0)} and {_iso(t1)}"
+        try:
+            return self._diagnose(t0, t1, step, span)
+        except EndpointError:
+            return f"{self.api.shown}: no {self._what()} {span}", False
+
+    def _diagnose(self, t0: float, t1: float, step: float, span: str) -> tuple[str, bool]:
+        """`_missing` from the server's series, metadata and samples (EndpointError when it cannot tell)."""
+        where, name, what = self.api.shown, self.metric, self._what()
+        wanted = {"native": (name,), "classic": (f"{name}_bucket",)}.get(self.kind, (name, f"{name}_bucket"))
+        pick = f'__name__=~"{name}|{name}_bucket"'
+        found = self.api.series("{" + ",".join([pick, *(m.promql() for m in self.matchers)]) + "}", t0, t1)
+        types = self.api.metadata(name).get(name, set()) - {"unknown", ""}
+        if types and not types & _HISTOGRAM_TYPES and not any(s.get("__name__") == f"{name}_bucket" for s in found):
+            return f"{where}: {name} is a {'/'.join(sorted(types))}, not a histogram (the targets' metadata)", True
+        mine = [s for s in found if s.get("__name__") in wanted]
+        if mine:
+            return self._too_short(mine[0], t1, step, f"{where}: {what} has series {span}")
+        if found and self.kind == "native":
+            return f"{where}: {name} has only classic buckets ({name}_bucket) {span}; --histogram classic or auto " \
+                   "reads them", False
+        if found:
+            return f"{where}: {name} is only a native histogram {span}; --histogram native or auto reads it", False
+        if self.matchers and self.api.series("{" + pick + "}", t0, t1):
+            given = " ".join(f"{m.label}{m.op}{m.value}" for m in self.matchers)
+            return f"{where}: no {what} series match --match {given} {span}", False
+        if types:
+            return f"{where}: no {what} {span} (the targets declare {name}: the window is before or after it)", False
+        return f"{where}: no {what} {span}{self._histograms_there()}", True
+
+    def _histograms_there(self) -> str:
+        """`; did you mean x?` or ` (histograms there: a, b)` from the server's metadata (or its series names)."""
+        declared = self.api.metadata()
+        have = sorted(n for n, kinds in declared.items() if kinds & _HISTOGRAM_TYPES)
+        if not declared:
+            names = self.api.data("/api/v1/label/__name__/values", {})
+            have = sorted({str(n).removesuffix("_bucket") for n in names if str(n).endswith("_bucket")}) \
+                if isinstance(names, list) else []
+        close = difflib.get_close_matches(self.metric, have, n=3, cutoff=0.75)
+        if close:
+            return f"; did you mean {' or '.join(close)}?"
+        return f" (histograms there: {', '.join(have[:10])}{', ...' * (len(have) > 10)})" if have else \
+            " (the server names no histograms)"
+
+    def _too_short(self, labels: dict[str, str], at: float, step: float, has: str) -> tuple[str, bool]:
+        """A histogram that has series but no increase at any step: the step holds fewer than two samples (never,
+        when it is shorter than their spacing)."""
+        exact = "{" + ",".join(Matcher(k, "=", v).promql() for k, v in sorted(labels.items())) + "}"
+        got = self.api.query(f"{exact}[{promql_duration(LOOKBACK)}]", at)
+        stamps = sorted({t for s in got for t, _ in (*s.floats, *s.histograms)})
+        spacing = float(np.median(np.diff(stamps))) if len(stamps) > 1 else None
+        if spacing is not None and step >= 2 * spacing:
+            return f"{has}, but increase() over {promql_duration(step)} has no value at any step", False
+        apart = f", and its samples are {_seconds(spacing)}s apart" if spacing else ""
+        need = f"--step {_seconds(2 * spacing)} or more" if spacing else "a step of at least twice the scrape interval"
+        return (f"{has}, but increase() over {promql_duration(step)} has no value at any step: a step must hold two "
+                f"samples of a series{apart}; use {need}"), spacing is not None and step < spacing
 
     def _what(self) -> str:
         names = {"native": f"native histogram {self.metric}", "classic": f"{self.metric}_bucket series"}
@@ -281,13 +358,20 @@ class PrometheusSource(Source):
                 failures = 0
             if not buckets and not self.builder.known() and not told_empty:
                 told_empty = True
-                yield Notice(f"prometheus: {self.api.shown}: no {self._what()} yet; asking every step", skipped=0)
+                why, hopeless = self._missing(times[-1] - LOOKBACK, times[-1], step)
+                if hopeless:
+                    raise SourceError(f"prometheus: {why}")
+                yield Notice(f"prometheus: {why}; asking every step", skipped=0)
             yield from self.columns(kind, buckets, sums, times, step)
             due = last + 1
 
 def _key(t: float) -> float:
     """A step time as a dictionary key (the API writes times with millisecond precision)."""
     return round(t, 3)
+
+
+def _seconds(value: float) -> str:
+    return f"{round(value, 3):g}"
 
 
 def _classic_tables(series: list[Series]) -> dict[Labels, tuple[np.ndarray, list[float], np.ndarray]]:
@@ -320,4 +404,5 @@ def _classic_tables(series: list[Series]) -> dict[Labels, tuple[np.ndarray, list
 
 
 def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = datetime.fromtimestamp(t, timezone.utc)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S") + (f".{stamp.microsecond // 1000:03d}Z" if t % 1 else "Z")

@@ -9,8 +9,10 @@ and diffs each against the previous scrape: one column per scrape, one stream pe
 restarted): that column counts what it holds now and is marked reset. An endpoint that fails (refused, timeout,
 HTTP 500, an HTML page, text that is not exposition, the metric missing) gives a notice naming the URL and what
 was expected, and is asked again with backoff; since the counters are cumulative nothing is lost: the next
-answer's column spans the outage and is marked as a gap. Columns end when a scrape's answer arrives; timestamps
-in the page (a /federate endpoint's) are read but not used.
+answer's column spans the outage and is marked as a gap. Before the first good scrape, a page that answers without
+any histogram of that name (or has it as another type) stops the source with an error naming the histograms it has:
+waiting will not bring it (a declared histogram without series yet, or series that `--match` skips, is waited for).
+Columns end when a scrape's answer arrives; timestamps in the page (a /federate endpoint's) are read but not used.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import click
 
 from latencymap.core.model import Notice, StreamId
 from latencymap.core.sanitize import clean_text
-from latencymap.plugins import Item, Source
+from latencymap.plugins import Item, Source, SourceError
 
 from . import protobuf
 from .exposition import ACCEPT, Exposition, is_openmetrics, parse_exposition
@@ -43,6 +45,13 @@ MAX_TOLD = 1000
 #: What a source built by the CLI sleeps and reads the time with (tests replace these).
 default_sleep: Callable[[float], None] = time.sleep
 default_clock: Callable[[], float] = time.time
+
+
+class MetricMissing(EndpointError):
+    """A page that answers but has no histogram of that name (or has it as another type, or of the other kind)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)
 
 
 def metric_option(metric: str) -> str:
@@ -115,7 +124,7 @@ class ScrapeSource(Source):
                                 "expected a complete page")
         readings, problems = histogram_readings(page.samples, self.metric, self.matchers)
         if not readings:
-            raise EndpointError(clean_text(self._why_missing(text, openmetrics, problems), 400))
+            raise self._why_missing(text, openmetrics, problems)
         self.scrapes += 1
         self._units(page)
         return readings, [f"{self.shown}: {e}" for e in (*page.errors, *problems)], {}
@@ -136,42 +145,51 @@ class ScrapeSource(Source):
         else:
             readings = {k: r for k, r in readings.items() if k not in natives}
         if not readings and not natives:
-            raise EndpointError(clean_text(self._why_missing_protobuf(page, problems, bool(got.native)), 400))
+            raise self._why_missing_protobuf(page, problems, bool(got.native))
         self.scrapes += 1
         self._units(page)
         return readings, [f"{self.shown}: {e}" for e in (*page.errors, *problems)], natives
 
-    def _why_missing_protobuf(self, page: Exposition, problems: list[str], had_native: bool) -> str:
+    def _why_missing_protobuf(self, page: Exposition, problems: list[str], had_native: bool) -> EndpointError:
         kind = page.types.get(self.metric)
         if page.errors and kind is None:
-            return f"{self.shown}: not the protobuf exposition ({page.errors[0]}); expected {EXPECTED}"
+            return _error(f"{self.shown}: not the protobuf exposition ({page.errors[0]}); expected {EXPECTED}")
+        if kind is None and any(s.name == f"{self.metric}_bucket" for s in page.samples):
+            return _error(self._no_match())  # /federate's untyped _bucket families, none matching
         if kind is None:
-            return self._no_histogram(n for n, k in page.types.items() if k == "histogram")
+            declared = (n.removesuffix("_bucket") for n, k in page.types.items() if k == "histogram" or
+                        n.endswith("_bucket"))  # /federate gives a classic histogram as untyped families
+            return _error(self._no_histogram(declared), missing=True)
         if kind not in ("histogram", "gaugehistogram"):
-            return self._not_histogram(kind)
+            return _error(self._not_histogram(kind), missing=True)
         if problems:
-            return f"{self.shown}: {problems[0]}"
+            return _error(f"{self.shown}: {problems[0]}")
         if self.kind == "classic" and had_native:
-            return f"{self.shown}: {self.metric} is served as a native histogram only (--histogram native reads it)"
-        if self.kind == "native":
-            return f"{self.shown}: {self.metric} has no native histogram here, only classic buckets"
-        return self._no_match()
+            return _error(f"{self.shown}: {self.metric} is served as a native histogram only (--histogram native "
+                          "reads it)", missing=True)
+        if self.kind == "native" and any(s.name == f"{self.metric}_bucket" for s in page.samples):
+            return _error(f"{self.shown}: {self.metric} has no native histogram here, only classic buckets",
+                          missing=True)
+        return _error(self._no_match() if self.matchers else f"{self.shown}: {self.metric} has no series yet")
 
-    def _why_missing(self, text: str, openmetrics: bool, problems: list[str]) -> str:
+    def _why_missing(self, text: str, openmetrics: bool, problems: list[str]) -> EndpointError:
         full: Exposition = parse_exposition(text, openmetrics)
-        if not full.samples:
+        if not full.samples and not full.types:
             if full.errors:
-                return f"{self.shown}: not exposition text ({full.errors[0]}); expected {EXPECTED}"
-            return f"{self.shown}: no samples in the answer; expected {EXPECTED}"
+                return _error(f"{self.shown}: not exposition text ({full.errors[0]}); expected {EXPECTED}")
+            return _error(f"{self.shown}: no samples in the answer; expected {EXPECTED}")
         kind = full.types.get(self.metric)
         if kind not in (None, "histogram"):
-            return f"{self._not_histogram(kind)}; only histograms ({self.metric}_bucket with le labels) can be mapped"
+            return _error(f"{self._not_histogram(kind)}; only histograms ({self.metric}_bucket with le labels) can be "
+                          "mapped", missing=True)
         if problems:
-            return f"{self.shown}: {problems[0]}"
+            return _error(f"{self.shown}: {problems[0]}")
         if any(s.name == f"{self.metric}_bucket" for s in full.samples):
-            return self._no_match()
+            return _error(self._no_match())
+        if kind == "histogram":  # declared, but no label set observed yet (a labelled histogram before its first use)
+            return _error(f"{self.shown}: {self.metric} has no series yet")
         others = (s.name.removesuffix("_bucket") for s in full.samples if s.name.endswith("_bucket"))
-        return f"{self._no_histogram(others)}; expected {self.metric}_bucket series"
+        return _error(f"{self._no_histogram(others)}; expected {self.metric}_bucket series", missing=True)
 
     def _not_histogram(self, kind: str) -> str:
         return f"{self.shown}: {self.metric} is a {kind}, not a histogram"
@@ -201,6 +219,8 @@ class ScrapeSource(Source):
             try:
                 readings, problems, native = self.scrape()
             except EndpointError as err:
+                if isinstance(err, MetricMissing) and not self.scrapes:
+                    raise SourceError(f"scrape: {err}") from None
                 if not failures:
                     failed_at = self.clock()
                 failures += 1
@@ -277,3 +297,10 @@ class ScrapeSource(Source):
             return now
         self.sleep(due - now)
         return due
+
+
+def _error(message: str, missing: bool = False) -> EndpointError:
+    """The error for a page without the histogram; `missing`: it answers, but the name is no histogram there (not
+    worth waiting for before the first good scrape)."""
+    text = clean_text(message, 400)
+    return MetricMissing(text) if missing else EndpointError(text)

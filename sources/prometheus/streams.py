@@ -11,6 +11,7 @@ import numpy as np
 
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
 from latencymap.core.sanitize import clean_text
+from latencymap.core.source_totals import combine_buckets
 from latencymap.core.units import unit_seconds
 
 from .layout import STREAM_UNITS, Layout, metric_unit, stream_unit
@@ -131,7 +132,8 @@ class StreamBuilder:
 
     def interval(self, stream: StreamId, parts: Sequence[Part], start: float, end: float,
                  gap: bool = False) -> Interval:
-        """One column of a stream: the parts' rows summed, their own buckets kept when they were spread."""
+        """One column of a stream: the parts' rows summed, their own buckets kept (on the union of their bounds when
+        they differ) when they were spread or are finer than rows."""
         counts = empty_counts()
         for part in parts:
             if part.rows is not None:
@@ -144,12 +146,14 @@ class StreamBuilder:
         if total is not None and total < 0:
             total = None
         kept: SourceBuckets | None = None
-        spread = [p for p in parts if not p.layout.exact]
-        if spread:
-            bounds = spread[0].layout.bounds
-            if all(p.layout.bounds == bounds for p in parts):
-                summed = parts[0].counts if len(parts) == 1 else np.sum([p.counts for p in parts], axis=0)
-                kept = SourceBuckets(bounds, np.asarray(summed, dtype=np.int64), total)
+        if any(p.layout.kept for p in parts):
+            summed: tuple[tuple[float, ...], np.ndarray] | None = (parts[0].layout.bounds,
+                                                                   np.asarray(parts[0].counts, dtype=np.int64))
+            for p in parts[1:]:
+                if summed is not None:
+                    summed = combine_buckets(*summed, p.layout.bounds, np.asarray(p.counts, dtype=np.int64))
+            if summed is not None:
+                kept = SourceBuckets(summed[0], summed[1], total)
             elif not self._mixed_told:
                 self._mixed_told = True
                 self.notices.append(Notice(f"{stream.label}: series with different buckets summed; their own "

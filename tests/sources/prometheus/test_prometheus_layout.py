@@ -12,8 +12,10 @@ from prometheus_support import DEFAULT_BUCKETS, POW2_MS_BUCKETS, NativeHistogram
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.rebin import rebin_counts
+from latencymap.core.source_totals import SourceTotals
 from latencymap.sources.prometheus.layout import integer_counts, layout_of, metric_unit, stream_unit
 from latencymap.sources.prometheus.native import NativeError, fold_native, native_buckets
+from latencymap.sources.prometheus.streams import Part, StreamBuilder
 
 INF = math.inf
 
@@ -102,7 +104,11 @@ def test_native_schema_at_least_zero_folds_exactly_in_its_unit(schema: int) -> N
     layout, counts, total = fold_native({"count": str(state.count), "sum": repr(state.sum),
                                          "buckets": _api_buckets(state)}, 1.0)
     rows, kept = layout.fold(counts)
-    assert layout.exact and kept is None and total == pytest.approx(sum(values))
+    assert layout.exact and total == pytest.approx(sum(values))
+    if schema == 0:  # each bucket is one row: the rows are the buckets
+        assert kept is None
+    else:  # narrower than rows: kept for percentiles, as histogram_quantile reads them
+        assert kept is not None and kept.counts.sum() == len(values) and kept.bounds == layout.bounds
     expected, _ = bin_values(np.array(values))
     assert rows.tolist() == expected.tolist()
 
@@ -159,3 +165,37 @@ def test_the_sum_places_a_fast_services_first_bucket() -> None:
     assert kept is not None and kept.counts.tolist() == counts.tolist() and kept.total_time == 0.0038
     many = layout.fold_many(np.array([[4, 0, 0, 0, 0], [4, 0, 0, 0, 0]]), np.array([3800.0, math.nan]))
     assert many[0].tolist() == placed.tolist() and many[1].tolist() == plain.tolist()
+
+
+def _bucket(i: int, count: int, schema: int = 3) -> list[object]:
+    """Native bucket `i` of `schema` as the HTTP API writes it: [rule, left, right, count]."""
+    return [0, repr(2.0 ** ((i - 1) / 2**schema)), repr(2.0 ** (i / 2**schema)), str(count)]
+
+
+def test_a_native_bucket_inside_one_row_is_kept_for_percentiles() -> None:
+    layout, counts, total = fold_native({"count": "100", "sum": "5.0", "buckets": [_bucket(-34, 100)]}, 1e6)
+    rows, kept = layout.fold(counts, 5.0)  # (48.2, 52.6] ms: inside the row [32.8, 65.5) ms, folded exactly
+    assert layout.exact and rows[16] == 100 and rows.sum() == 100
+    assert kept is not None and kept.total_time == 5.0
+    totals = SourceTotals(kept.bounds)
+    totals.add(kept)
+    low, high = 2.0 ** (-35 / 8) * 1e6, 2.0 ** (-34 / 8) * 1e6
+    assert totals.percentile(0.5) == pytest.approx(low + 0.5 * (high - low))  # 50.4 ms, as histogram_quantile
+    assert totals.percentile(0.99) == pytest.approx(low + 0.99 * (high - low))
+    builder = StreamBuilder("x_seconds", "sec")
+    stream = builder.stream(())
+    column = builder.interval(stream, [Part(layout, counts, total)], 0.0, 1.0)
+    assert column.source_buckets is not None and column.source_buckets.bounds == layout.bounds
+
+
+def test_native_series_with_different_buckets_sum_on_the_union() -> None:
+    fifty, seven, _ = fold_native({"count": "7", "sum": "0.35", "buckets": [_bucket(-34, 7)]}, 1e6)
+    hundred, two, _ = fold_native({"count": "2", "sum": "0.2", "buckets": [_bucket(-26, 2)]}, 1e6)
+    builder = StreamBuilder("x_seconds", "sec", sum_all=True)
+    stream = builder.stream(())
+    column = builder.interval(stream, [Part(fifty, seven, 0.35), Part(hundred, two, 0.2)], 0.0, 1.0)
+    own = column.source_buckets
+    assert builder.notices == [] and own is not None and own.total_time == pytest.approx(0.55)
+    held = {b: int(n) for b, n in zip(own.bounds, own.counts, strict=True) if n}
+    assert held == {2.0 ** (-34 / 8) * 1e6: 7, 2.0 ** (-26 / 8) * 1e6: 2}
+    assert int(column.counts.sum()) == 9

@@ -28,6 +28,14 @@ def bucket_value(t: float, le: str) -> float:
     return total if le == "+Inf" else total / 2
 
 
+def seconds(step: str) -> float:
+    """A query_range step as the server reads it: float seconds or a duration (`10s`, `1500ms`)."""
+    for suffix, scale in (("ms", 1e-3), ("s", 1.0), ("m", 60.0)):
+        if step.endswith(suffix):
+            return float(step.removesuffix(suffix)) * scale
+    return float(step)
+
+
 class Api(Serving):
     """A stub of /api/v1/query and /api/v1/query_range for a classic histogram `h_seconds` (one series)."""
 
@@ -58,7 +66,7 @@ class Api(Serving):
         if path == "/api/v1/query":
             times = [float(params["time"])]
         else:
-            start, end, step = float(params["start"]), float(params["end"]), float(params["step"])
+            start, end, step = float(params["start"]), float(params["end"]), seconds(params["step"])
             assert (end - start) / step + 1 <= MAX_POINTS + 1e-6
             times = [start + i * step for i in range(round((end - start) / step) + 1)]
         times = [t for t in times if t != 1000.0]  # one step the server has no value for
@@ -136,7 +144,7 @@ def test_live_polls_each_step_then_catches_up_after_an_outage(api_factory) -> No
     assert said[3].startswith(f"prometheus: {ranged}: JSON without a status; {expected}")
     assert said[4] == f"prometheus: {api.url} answered again after 4 failed attempts; caught up on 10 steps"
     ranges = [p for path, p in api.requests if path == "/api/v1/query_range"]
-    assert ranges[-1] == {"query": "increase(h_seconds_sum[10s])", "start": "960", "end": "1050", "step": "10"}
+    assert ranges[-1] == {"query": "increase(h_seconds_sum[10s])", "start": "960", "end": "1050", "step": "10s"}
     assert sleeps == [10.0, 10.0, 20.0, 30.0, 30.0]  # to the next step, then backoff
 
 
@@ -235,3 +243,25 @@ def test_le_spelled_two_ways_adds_up() -> None:
     ((key, (les, stamps, table)),) = _classic_tables(series).items()
     assert key == () and les.tolist() == [1.0, math.inf] and stamps == [10.0, 20.0]
     assert table.tolist() == [[5.0, 9.0], [1.0, 4.0]]
+
+
+def test_a_window_that_is_not_whole_steps_says_what_it_leaves_out(api_factory) -> None:
+    api = api_factory()
+    items = list(PrometheusSource(url=api.url, metric="h_seconds", start="100", end="129", step=10.0,
+                                  kind="classic").items())
+    assert [c.end for c in items if isinstance(c, Interval)] == [110.0, 120.0]
+    said = [i.message for i in items if isinstance(i, Notice)]
+    assert said == ["prometheus: the window is not a whole number of 10s steps: its last 9s, 1970-01-01T00:02:00Z "
+                    "to 1970-01-01T00:02:09Z, are left out (no column)"]
+
+
+def test_fractional_times_are_sent_to_the_millisecond(api_factory) -> None:
+    api = api_factory()
+    start = 1_795_749_178.83  # `--start -5m`: now, to the microsecond; math.isclose(t, round(t)) at this size
+    source = PrometheusSource(url=api.url, metric="h_seconds", start=repr(start), end=repr(start + 20.0004),
+                              step=2.5, kind="classic")
+    columns = [c for c in source.items() if isinstance(c, Interval)]
+    assert [c.end for c in columns] == [round(start + 2.5 * (k + 1), 3) for k in range(8)]
+    assert not any(c.gap for c in columns)
+    (first, *_) = [p for path, p in api.requests if path == "/api/v1/query_range"]
+    assert (first["start"], first["end"], first["step"]) == ("1795749181.33", "1795749198.83", "2500ms")

@@ -22,6 +22,7 @@ from prometheus_support import (
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.model import Interval, Notice
+from latencymap.plugins import SourceError
 from latencymap.sources.prometheus import scrape as scrape_mod
 from latencymap.sources.prometheus.scrape import ScrapeSource
 
@@ -267,3 +268,25 @@ def test_bad_options_say_what_is_expected() -> None:
 
 def test_the_cli_uses_the_module_clock_and_sleep() -> None:
     assert ScrapeSource(url="http://h/metrics", metric="m").sleep is scrape_mod.default_sleep
+
+
+def test_a_page_without_the_histogram_stops_the_source_naming_the_ones_it_has(exporters) -> None:
+    exporter = exporters()
+    exporter.observe(0.01, "GET")
+    declared = exporters(name="other_seconds")  # a labelled histogram not observed yet: declared, no series
+    summary = Scripted([(200, TEXT_TYPE, "# TYPE h_seconds summary\nh_seconds_count 3\nh_seconds_sum 0.3\n")])
+    try:
+        wrong = rf"scrape: {exporter.url}: no histogram app_request_duration_secs \(histograms there: {METRIC}\)"
+        for url, metric, expected in (
+                (exporter.url, "app_request_duration_secs", wrong),
+                (summary.url, "h_seconds", rf"scrape: {summary.url}: h_seconds is a summary, not a histogram")):
+            source = ScrapeSource(url=url, metric=metric, interval=0.001)
+            source.sleep = lambda _: None
+            with pytest.raises(SourceError, match=expected):
+                next(iter(source.items()))
+        waiting = ScrapeSource(url=declared.url, metric="other_seconds", interval=0.001)
+        waiting.sleep = lambda _: None
+        first = next(iter(waiting.items()))
+        assert isinstance(first, Notice) and "other_seconds has no series yet; asking again" in first.message
+    finally:
+        summary.close()

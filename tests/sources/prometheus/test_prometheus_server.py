@@ -1,9 +1,10 @@
 """`latencymap prometheus` against a real Prometheus server (Debian's `prometheus`, started here on loopback).
 
-The server scrapes, every second, a prometheus_client exporter (classic histograms, text format) and a native
-histogram exporter (protobuf exposition, schema 2, milliseconds) that the test drives from start to end; it runs with
-`--enable-feature=native-histograms`, so it keeps the first as classic series and the second as native ones.
-Every expected number is the server's own answer to its own `increase()` over the same steps.
+The server scrapes, every second, a prometheus_client exporter (classic histograms, text format) and two native
+histogram exporters (protobuf exposition: schema 2 in milliseconds; schema 3 in seconds, whose 100 ms bucket fills
+only one second in six) that the test drives from start to end; it runs with `--enable-feature=native-histograms`,
+so it keeps the first as classic series and the others as native ones. Every expected number is the server's own
+answer to its own `increase()` over the same steps.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +25,8 @@ import pytest
 from prometheus_support import DEFAULT_BUCKETS, Exporter, NativeExporter, PrometheusServer, prometheus_binary
 from skips_support import skip_missing
 
-from latencymap.core.model import Interval
+from latencymap.core.model import Interval, Notice
+from latencymap.plugins import SourceError
 from latencymap.protocol import ProtocolReader
 from latencymap.sources.prometheus.query import PrometheusSource
 
@@ -32,6 +35,7 @@ CLASSIC = "app_request_duration_seconds"
 NATIVE = "native_latency_milliseconds"
 STEP = 2.0
 NATIVE_VALUES_MS = (0.6, 3.3, 5.7, 12.1, 50.5, 230.0)
+VARIED = "varied_latency_seconds"
 
 
 @dataclass
@@ -39,6 +43,7 @@ class Served:
     server: PrometheusServer
     t0: float
     t1: float
+    started: float
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +53,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
     classic = Exporter(buckets=DEFAULT_BUCKETS)
     native = NativeExporter(NATIVE, schema=2, labels={"svc": "a"})
-    server = PrometheusServer(binary, tmp_path_factory.mktemp("prometheus"), [classic.url, native.url],
+    varied = NativeExporter(VARIED, schema=3, labels={"svc": "v"})
+    started = time.time()
+    server = PrometheusServer(binary, tmp_path_factory.mktemp("prometheus"), [classic.url, native.url, varied.url],
                               scrape_interval=1.0, native=True)
     stop = threading.Event()
 
@@ -58,6 +65,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             k += 1
             classic.observe(0.002 * (1 + k % 97), "GET" if k % 4 else "POST")
             native.observe(NATIVE_VALUES_MS[k % len(NATIVE_VALUES_MS)])
+            varied.observe(0.05)  # (48.2, 52.6] ms, inside the row [32.8, 65.5) ms
+            if int(time.time()) % 6 == 2:
+                varied.observe(0.1)  # (96.4, 105.1] ms, some columns only
             time.sleep(0.02)
 
     thread = threading.Thread(target=drive, daemon=True)
@@ -66,18 +76,21 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         thread.start()
         server.wait_until(f"count({CLASSIC}_count)", lambda r: bool(r) and float(r[0]["value"][1]) == 2)
         server.wait_until(f"count({NATIVE})", lambda r: bool(r))
+        server.wait_until(f"count({VARIED})", lambda r: bool(r))
         t0 = math.ceil(time.time())
         t1 = t0 + 5 * STEP
         time.sleep(max(0.0, t1 - time.time()))
         server.wait_until(f"min(timestamp({CLASSIC}_count))", lambda r: bool(r) and float(r[0]["value"][1]) > t1 + 1)
         server.wait_until(f"timestamp({NATIVE})", lambda r: bool(r) and float(r[0]["value"][1]) > t1 + 1)
-        yield Served(server, t0, t1)
+        server.wait_until(f"timestamp({VARIED})", lambda r: bool(r) and float(r[0]["value"][1]) > t1 + 1)
+        yield Served(server, t0, t1, started)
     finally:
         stop.set()
         thread.join(timeout=5)
         server.stop()
         classic.close()
         native.close()
+        varied.close()
 
 
 def server_increase(s: Served, promql: str) -> dict[tuple[str, float], float]:
@@ -145,8 +158,13 @@ def test_native_histograms_fold_exactly_and_match_the_servers_count(served: Serv
     for c in columns:
         key = (labels_of(c), round(c.end, 3))
         assert int(c.counts.sum()) == round(counts[key])
-        own = c.source_buckets  # schema 2 in milliseconds: every bucket inside one row; the sum is kept besides
-        assert own is not None and own.bounds == () and own.total_time == pytest.approx(sums_ms[key] / 1e3, rel=1e-9)
+        own = c.source_buckets  # schema 2 in milliseconds: every bucket inside one row, and kept (4 to a row)
+        assert own is not None and own.total_time == pytest.approx(sums_ms[key] / 1e3, rel=1e-9)
+        assert int(own.counts.sum()) == int(c.counts.sum())
+        filled = {(float(left), float(right)) for _, left, right, n in per_step[round(c.end, 3)].get("buckets", [])
+                  if float(n) > 0}
+        lows = (0.0, *own.bounds[:-1])
+        assert {(lo, hi) for lo, hi, n in zip(lows, own.bounds, own.counts, strict=True) if n} <= filled
         assert set(np.flatnonzero(c.counts)) <= expected_rows
         server_rows = np.zeros(64)
         for _, left, right, n in per_step[round(c.end, 3)].get("buckets", []):
@@ -194,3 +212,114 @@ def test_cli_window_is_recordable_and_its_report_counts_the_same(served: Served,
         assert stream["total"]["events"] == events == sum(round(v) for (labels, _), v in totals.items()
                                                           if labels == labels_of(mine[0]))
         assert stream["columns"] == 5
+
+
+def test_a_window_starting_at_a_fractional_second_matches_the_servers_steps(served: Served) -> None:
+    start = served.t0 + 0.37  # what `--start -5m` gives: now, to the microsecond
+    columns = [c for c in PrometheusSource(url=served.server.url, metric=CLASSIC, start=repr(start),
+                                           end=repr(start + 4 * STEP), step=STEP).items() if isinstance(c, Interval)]
+    doc = served.server.get("/api/v1/query_range", {"query": f"increase({CLASSIC}_count[2s])",
+                                                    "start": f"{start + STEP:.3f}", "end": f"{start + 4 * STEP:.3f}",
+                                                    "step": STEP})
+    counts = {(json.dumps(r["metric"], sort_keys=True), round(float(t), 3)): float(v)
+              for r in doc["data"]["result"] for t, v in r["values"]}
+    assert len(columns) == 2 * 4 and len(counts) == 2 * 4
+    for c in columns:
+        assert not c.gap and int(c.counts.sum()) == round(counts[(labels_of(c), round(c.end, 3))])
+
+
+def test_live_steps_ending_at_half_seconds_are_not_gaps(served: Served) -> None:
+    from test_prometheus_query import live
+
+    source = PrometheusSource(url=served.server.url, metric=CLASSIC, step=2.5, delay=1.0, sum_all=True)
+    columns, _, _ = live(source, served.t0 + 6.0, 3)
+    halves = [c for c in columns if c.end % 1]
+    assert len(columns) == 3 and halves
+    for c in columns:
+        doc = served.server.get("/api/v1/query", {"query": f"sum(increase({CLASSIC}_count[2500ms]))",
+                                                  "time": f"{c.end:.3f}"})
+        (value,) = [float(r["value"][1]) for r in doc["data"]["result"]]
+        assert not c.gap and int(c.counts.sum()) == round(value) > 0
+
+
+def histogram_quantile(q: float, buckets: dict[tuple[float, float], float]) -> float:
+    """Prometheus' histogram_quantile over native buckets `(left, right) -> count`: linear inside the bucket."""
+    rank, seen = q * sum(buckets.values()), 0.0
+    for (left, right), n in sorted(buckets.items()):
+        if n and seen + n >= rank:
+            return left + (right - left) * (rank - seen) / n
+        seen += n
+    raise AssertionError
+
+
+def test_native_buckets_that_differ_from_column_to_column_give_the_servers_quantiles(served: Served) -> None:
+    args = ["--url", served.server.url, "--metric", VARIED, "--start", str(served.t0), "--end", str(served.t1),
+            "--step", "2"]
+    done = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", "prometheus", *args],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (stream,) = json.loads(done.stdout)["streams"]
+    raw = served.server.get("/api/v1/query_range", {"query": f"increase({VARIED}[2s])", "start": served.t0 + STEP,
+                                                    "end": served.t1, "step": STEP})["data"]["result"]
+    (series,) = raw
+    steps = [h.get("buckets", []) for _, h in series["histograms"]]
+    assert len({tuple((b[1], b[2]) for b in buckets) for buckets in steps}) > 1  # the buckets differ by column
+    summed: dict[tuple[float, float], float] = {}
+    for buckets in steps:
+        for _, left, right, n in buckets:
+            summed[(float(left), float(right))] = summed.get((float(left), float(right)), 0.0) + float(n)
+    own = stream["source_buckets"]
+    assert not own["mixed_bounds"] and own["events"] == stream["total"]["events"]
+    assert abs(own["events"] - sum(summed.values())) <= len(steps)  # each column's increase rounded
+    for name, q in (("p50", 0.5), ("p99", 0.99)):  # from (48.2, 52.6] and (96.4, 105.1] ms, not from their rows
+        assert stream["total"][f"{name}_s"] == pytest.approx(histogram_quantile(q, summed), rel=1e-2)
+    sums = server_increase(served, f"histogram_sum(increase({VARIED}[2s]))")
+    assert stream["total"]["time_s"] == pytest.approx(sum(sums.values()), rel=1e-9)
+
+
+def test_a_name_the_server_does_not_have_as_a_histogram_is_an_error(served: Served) -> None:
+    def window_of(metric: str, step: float = STEP) -> list[object]:
+        return list(PrometheusSource(url=served.server.url, metric=metric, start=str(served.t0),
+                                     end=str(served.t1), step=step).items())
+
+    with pytest.raises(SourceError, match=r"no app_request_duration_secs histogram \(native or "
+                                          rf"app_request_duration_secs_bucket\) between .*; did you mean {CLASSIC}\?"):
+        window_of("app_request_duration_secs")
+    with pytest.raises(SourceError, match="prometheus_http_requests_total is a counter, not a histogram"):
+        window_of("prometheus_http_requests_total")
+    with pytest.raises(SourceError, match=rf"{CLASSIC} histogram .* has series between .*, but increase\(\) over "
+                                          r"500ms has no value at any step: .* its samples are 1(\.\d+)?s apart; "
+                                          r"use --step 2(\.\d+)? or more"):
+        window_of(CLASSIC, step=0.5)
+    live = PrometheusSource(url=served.server.url, metric="app_request_duration_secs", step=STEP)
+    live.clock, live.sleep = (lambda: served.t1 + 1.5), (lambda _: None)
+    with pytest.raises(SourceError, match=f"did you mean {CLASSIC}"):
+        next(iter(live.items()))
+
+
+def test_parts_of_a_long_window_before_the_data_are_gaps_not_a_notice(served: Served,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from latencymap.sources.prometheus import api, query
+
+    monkeypatch.setattr(query, "MAX_POINTS", 4)
+    monkeypatch.setattr(api, "MAX_POINTS", 4)
+    start = served.t1 - STEP * (math.ceil((served.t1 - served.started) / STEP) + 5)  # queries before the server ran
+    items = list(PrometheusSource(url=served.server.url, metric=CLASSIC, start=str(start), end=str(served.t1),
+                                  step=STEP, sum_all=True).items())
+    said = [i.message for i in items if isinstance(i, Notice)]
+    columns = [i for i in items if isinstance(i, Interval)]
+    assert not [m for m in said if "no " in m and "between" in m], said
+    assert [c.end for c in columns] == [start + STEP * (k + 1) for k in range(round((served.t1 - start) / STEP))]
+    assert all(c.gap for c in columns[:5]) and sum(int(c.counts.sum()) for c in columns) > 0
+
+
+def test_federation_gives_classic_histograms_as_untyped_families_that_auto_mode_reads(served: Served) -> None:
+    from latencymap.sources.prometheus.scrape import ScrapeSource
+
+    match = urllib.parse.urlencode({"match[]": f'{{__name__=~"{CLASSIC}_(bucket|sum|count)"}}'})
+    source = ScrapeSource(url=f"{served.server.url}/federate?{match}", metric=CLASSIC)
+    readings, problems, natives = source.scrape()
+    assert problems == [] and natives == {}
+    assert {dict(key)["method"] for key in readings} == {"GET", "POST"}
+    for reading in readings.values():
+        assert reading.bounds == tuple(DEFAULT_BUCKETS) and reading.count > 0 and reading.total

@@ -1,0 +1,89 @@
+"""SourceTotals: intervals whose bucket bounds differ add up exactly on the union of their bounds, or are mixed."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from latencymap.core.model import SourceBuckets
+from latencymap.core.source_totals import SourceTotals, combine_buckets, merge_buckets
+
+#: Schema 3 bounds (2**(i/8)), as a native histogram's columns list them: each only from its own first bucket.
+GRID = [2.0 ** (i / 8) for i in range(-40, -20)]
+
+
+def native_column(filled: dict[int, int]) -> SourceBuckets:
+    """Bounds from 0 through the last filled grid bucket, the first filled one's lower bound included."""
+    first, last = min(filled), max(filled)
+    bounds = (0.0, *GRID[first - 1: last + 1])
+    counts = [0, 0, *(filled.get(i, 0) for i in range(first, last + 1))]
+    return SourceBuckets(bounds, np.array(counts), 0.1)
+
+
+def histogram_quantile(q: float, bounds: list[float], counts: list[int]) -> float:
+    """Prometheus' histogram_quantile over explicit buckets (linear inside the bucket that holds the rank)."""
+    rank, seen = q * sum(counts), 0
+    for i, n in enumerate(counts):
+        if n and seen + n >= rank:
+            low = bounds[i - 1] if i else 0.0
+            return low + (bounds[i] - low) * (rank - seen) / n
+        seen += n
+    raise AssertionError
+
+
+def test_columns_of_one_schema_add_up_on_the_union_of_their_bounds() -> None:
+    columns = [native_column({5: 90, 6: 8}), native_column({5: 70, 12: 3}), native_column({6: 40}),
+               native_column({9: 1, 5: 50})]
+    totals = SourceTotals(tuple(columns[0].bounds))
+    for c in columns:
+        totals.add(c)
+    assert not totals.mixed and totals.events == 262 and totals.intervals == 4
+    assert totals.time_s == pytest.approx(0.4)
+    expected = {GRID[5]: 210, GRID[6]: 48, GRID[9]: 1, GRID[12]: 3}
+    held = {b: int(n) for b, n in zip(totals.bounds, totals.counts, strict=True) if n}
+    assert held == expected
+    bounds, counts = list(expected), list(expected.values())
+    lows = [GRID[4], GRID[5], GRID[8], GRID[11]]  # each bucket's own lower bound, not the previous filled one
+    for q in (0.5, 0.9, 0.99):
+        full = [b for pair in zip(lows, bounds, strict=True) for b in pair]
+        assert totals.percentile(q) == pytest.approx(
+            histogram_quantile(q, full, [n for c in counts for n in (0, c)]), rel=1e-12)
+    assert GRID[4] < totals.percentile(0.5) < GRID[5]
+
+
+def test_a_union_that_would_split_a_bucket_with_events_is_mixed() -> None:
+    fine = SourceBuckets((1.0, 1.5, 2.0, math.inf), np.array([1, 2, 3, 0]))
+    coarse = SourceBuckets((1.0, 2.0, math.inf), np.array([0, 4, 0]))  # (1, 2] holds events, 1.5 would split it
+    totals = SourceTotals(tuple(fine.bounds))
+    totals.add(fine)
+    totals.add(coarse)
+    assert totals.mixed
+    empty_between = SourceBuckets((1.0, 2.0, math.inf), np.array([5, 0, 1]))  # (1, 2] empty: nothing split
+    again = SourceTotals(tuple(fine.bounds))
+    again.add(fine)
+    again.add(empty_between)
+    assert not again.mixed and again.counts.tolist() == [6, 2, 3, 1] and again.bounds == fine.bounds
+    first_bucket = SourceBuckets((2.0, math.inf), np.array([3, 0]))  # (0, 2] holds events: 1 and 1.5 split it
+    assert merge_buckets(fine.bounds, fine.counts, first_bucket.bounds, first_bucket.counts) is None
+
+
+def test_an_interval_without_events_fits_any_bounds() -> None:
+    totals = SourceTotals((0.0,))
+    totals.add(SourceBuckets((0.0,), np.array([0]), 0.0))  # a native column without events
+    totals.add(SourceBuckets((0.0, 3.0, 4.0), np.array([0, 0, 7]), 0.02))
+    totals.add(SourceBuckets((1.0, math.inf), np.array([0, 0]), 0.0))
+    assert not totals.mixed and totals.bounds == (0.0, 3.0, 4.0) and totals.events == 7 and totals.intervals == 3
+    same = combine_buckets((1.0, 2.0), np.array([1, 2]), (1.0, 2.0), np.array([3, 4]))
+    assert same is not None and same[1].tolist() == [4, 6]
+
+
+def test_bounds_in_seconds_are_the_sources_own_values() -> None:
+    les = (0.005, 0.01, 0.025, 0.1, 0.3, 2.5, math.inf)
+    in_us = tuple(le * 1e6 for le in les)
+    assert in_us[2] * 1e-6 != 0.025  # 0.024999999999999998: the noise a plain product gives
+    assert SourceTotals(in_us).bounds_seconds(1e-6) == [0.005, 0.01, 0.025, 0.1, 0.3, 2.5, None]
+    native = tuple(2.0 ** (i / 8) * 1e3 for i in (-40, -39, -38))  # a native seconds metric kept in ms
+    got = SourceTotals(native).bounds_seconds(1e-3)
+    assert got == pytest.approx([2.0 ** (i / 8) for i in (-40, -39, -38)], rel=1e-15)

@@ -9,8 +9,9 @@ An item is a straggler when both hold, against its group (e.g. a Spark stage):
   half. The MAD is floored at 1% of the median: a group of identical durations leaves the
   decision to the ratio.
 
-`reference` is the group median. Median and MAD ignore a few extreme items, so a couple of slow
-items (stragglers or warm-up) neither shift the reference nor hide each other.
+`reference` is the group median (`reference="median"`), or for warm-up items the fastest of their wave
+(`reference="wave"`, below). Median and MAD ignore a few extreme items, so a couple of slow items (stragglers
+or warm-up) neither shift the reference nor hide each other.
 
 Warm-up: an item that pays a start-up cost its group's other items do not is *warm-up*, judged against
 the other warm-up items of its group, not against the median:
@@ -81,6 +82,8 @@ class Straggler:
     warmup: bool = False
     #: Why a warm-up item is warm-up: "cold" (the caller said so) or "first wave".
     warmup_reason: str | None = None
+    #: What `reference_s` is: "median" (the group's) or "wave" (the fastest item of its warm-up wave).
+    reference: str = "median"
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form."""
@@ -92,6 +95,7 @@ class Straggler:
             "end": self.item.end,
             "group_median_s": self.group_median_s,
             "reference_s": self.reference_s,
+            "reference": self.reference,
             "ratio": _finite(self.ratio),
             "mad_score": _finite(self.mad_score),
             "group_size": self.group_size,
@@ -142,8 +146,10 @@ def group_stragglers(
     reference = np.full(len(items), median)
     cold = np.array([i.cold for i in items], dtype=bool) & ok
     wave = (first_wave(items, slots) | cold) & ok
+    by_wave = np.zeros(len(items), dtype=bool)
     if 1 < wave.sum() <= ok.sum() // 2:
         reference[wave] = max(median, float(durations[wave].min()))
+        by_wave = wave & (reference > median)
     elif wave.sum() == 1:
         reference[wave] = np.inf  # a lone warm-up item: never a straggler
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -156,7 +162,8 @@ def group_stragglers(
         median_ratio = np.where(median > 0, durations / median, np.inf)
     warm = wave & ~slow & (median_ratio >= min_ratio) & (median_score >= min_mad_score)
     out = [
-        Straggler(items[k], median, float(reference[k]), float(ratio[k]), float(score[k]), int(ok.sum()))
+        Straggler(items[k], median, float(reference[k]), float(ratio[k]), float(score[k]), int(ok.sum()),
+                  reference="wave" if by_wave[k] else "median")
         for k in np.flatnonzero(slow)
     ]
     if include_warmup:

@@ -240,43 +240,107 @@ def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:
     return rows
 
 
-def straggler_lines(stragglers: list[dict[str, Any]]) -> list[str]:
-    """Text lines for straggler findings: the stragglers API's form or a source's own (Spark tasks)."""
+#: Stragglers the text report lists; the rest are counted (`--format json` lists them all).
+SHOWN_STRAGGLERS = 20
+
+
+def straggler_lines(stragglers: list[dict[str, Any]], by: str = "") -> list[str]:
+    """Text lines for straggler findings: the stragglers API's form or a source's own (Spark tasks); `by` says
+    what they are measured by when the maps show something else."""
     if not stragglers:
         return []
-    out = [f"Stragglers: {len(stragglers)}"]
-    for s in stragglers[:20]:
-        name = s.get("key") or f"task {s.get('index')} (id {s.get('task_id')})"
-        group = s.get("group") or f"stage {s.get('stage')}"
-        median = s.get("reference_s") or s.get("group_median_s", s.get("stage_median_s"))
-        ratio = s.get("ratio") or float("inf")
-        warm = f" (warm-up: {clean_text(str(s.get('warmup_reason') or 'first wave'))})" if s.get("warmup") else ""
-        out.append(f"   {clean_text(str(name))} in {clean_text(str(group))}: {format_duration(s['duration_s'])}, "
-                   f"{ratio:.1f}x the reference {format_duration(median)}{warm}")
+    out = [f"Stragglers{by}: {len(stragglers)}"]
+    for s in stragglers[:SHOWN_STRAGGLERS]:
+        out.append(f"   {_straggler_text(s)}")
+    if len(stragglers) > SHOWN_STRAGGLERS:
+        out.append(f"   … {len(stragglers) - SHOWN_STRAGGLERS} more (--format json lists them all)")
     return out
+
+
+def _straggler_text(s: dict[str, Any]) -> str:
+    """One straggler: which, how slow against which reference, and what became of a task attempt."""
+    spark = s.get("key") is None and "task_id" in s
+    if spark:
+        again = f", attempt {s['task_attempt']}" if s.get("task_attempt") else ""
+        name = f"task {s.get('index')} (id {s.get('task_id')}{again})"
+        group = f"stage {s.get('stage')}.{s.get('attempt', 0)}"
+    else:
+        name, group = str(s.get("key")), str(s.get("group"))
+    median = s.get("group_median_s", s.get("stage_median_s"))
+    reference = s.get("reference_s") if s.get("reference_s") is not None else median
+    if s.get("reference") == "wave":
+        against = "its warm-up wave's fastest"
+    elif s.get("reference") == "median" or reference == median:
+        against = "the stage median" if spark else "the group median"
+    else:
+        against = "the reference"
+    ratio = s.get("ratio") or float("inf")
+    warm = f" (warm-up: {s.get('warmup_reason') or 'first wave'})" if s.get("warmup") else ""
+    fate = "; ".join(f"{flag} attempt" for flag in ("failed", "killed", "speculative") if s.get(flag))
+    if fate and s.get("end_reason") and (s.get("failed") or s.get("killed")):
+        fate += f" ({s['end_reason']})"
+    return clean_text(f"{name} in {group}: {format_duration(s['duration_s'])}, {ratio:.1f}x {against} "
+                      f"({format_duration(reference)}){warm}{' — ' + fate if fate else ''}", 600)
+
+
+def _stage_counts(st: dict[str, Any]) -> str:
+    """`8 tasks, 2 failed attempts`: tasks that succeeded (of how many, when not all did), then the attempts that
+    failed, were killed or ran speculatively."""
+    if st.get("succeeded") is None:
+        return f"{st['tasks']} tasks"
+    done, planned = st["succeeded"], st.get("num_tasks")
+    parts = [f"{done}{f' of {planned}' if planned is not None and planned != done else ''} tasks"]
+    for key in ("failed", "killed", "speculative"):
+        n = st.get(key) or 0
+        if n:
+            parts.append(f"{n} {key} attempt{'s' if n != 1 else ''}")
+    return ", ".join(parts)
+
+
+def _stage_end(st: dict[str, Any]) -> str:
+    """`; did not complete: ...` for a stage attempt that failed or has no end; nothing otherwise."""
+    if st.get("status") == "failed":
+        return f"; did not complete: failed ({st.get('failure') or 'no reason given'})"
+    if st.get("status") == "unfinished":
+        return "; did not complete: no end logged (still running, or the log is cut short)"
+    return ""
+
+
+def _warmup_hides(st: dict[str, Any]) -> bool:
+    """True when a stage's slowest task is warm-up and its skew reads otherwise without it (by 10% or more)."""
+    after, skew = st.get("skew_after_warmup"), st.get("skew")
+    return after is not None and skew is not None and st["max_after_warmup_s"] < st["max_s"] and after <= 0.9 * skew
 
 
 def source_lines(extra: dict[str, Any]) -> list[str]:
     """Text lines for what a source adds to the report: stragglers, warm-up kept apart, stage skew."""
-    out = straggler_lines(extra.get("stragglers", []))
+    analysed, mapped = extra.get("analysed"), extra.get("metric")
+    by = f" (by task {analysed}; the maps show {mapped})" if analysed and mapped and analysed != mapped else ""
+    out = straggler_lines(extra.get("stragglers", []), by)
     listed = {(w.get("stage"), w.get("task_id")) for w in extra.get("stragglers", []) if w.get("warmup")}
     apart = [w for w in extra.get("warmup", []) if (w.get("stage"), w.get("task_id")) not in listed]
     if apart:
         out.append(f"Warm-up tasks kept apart: {len(apart)} (slow only against the median: cold executor slots or a "
                    "stage's first wave; --include-warmup lists them)")
-    stages = [st for st in extra.get("stages", []) if st.get("tasks", 0) >= 2]
+    stages = [st for st in extra.get("stages", []) if st.get("tasks", 0) >= 2 or st.get("status") in
+              ("failed", "unfinished")]
     if stages:
-        out.append("Stages: skew = max/median; max/wall = the slowest task's share of the stage's wall time; "
+        out.append(f"Stages{by}: skew = max/median; max/wall = the slowest task's share of the stage's wall time; "
                    "wasted = cores x wall - task time")
     for st in stages:
-        line = (f"   stage {st['stage']}.{st['attempt']}: {st['tasks']} tasks, "
+        end = _stage_end(st)
+        line = (f"   stage {st['stage']}.{st['attempt']}: {_stage_counts(st)}{end}{'; ' if end else ', '}"
                 f"median {format_duration(st['median_s'])}, max {format_duration(st['max_s'])}")
         if st.get("skew") is not None:
             line += f" (skew {st['skew']:.1f}x"
             line += f", {100 * st['max_over_wall']:.0f}% of the wall {format_duration(st['wall_s'])})" \
                 if st.get("max_over_wall") is not None else ")"
+        if _warmup_hides(st):
+            n = st["warmup_tasks"]
+            line += (f"; without its {n} warm-up task{'s' if n != 1 else ''}: skew {st['skew_after_warmup']:.1f}x, "
+                     f"max {format_duration(st['max_after_warmup_s'])}")
         if st.get("wasted_core_s") is not None:
             line += (f"; {st['cores']} cores, {st['wasted_core_s']:.3g} core-s wasted "
                      f"({max(0.0, 100 * (1 - st['utilisation'])):.0f}%)")
-        out.append(line)
+        out.append(clean_text(line, 1000))
     return out

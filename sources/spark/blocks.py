@@ -40,14 +40,17 @@ def read_blocks(spans: Iterable[Span], size: int | None = None) -> Iterator[tupl
     for span in spans:
         with span.path.open("rb", buffering=0) as fh:
             codec = codec_of(span.path)
-            if codec is None:
-                fill = _span_filler(fh, span.start, span.stop)
-            elif codec == "zstd":
-                fill = _zstd_filler(fh, span.start, span.stop)
-            else:
-                fill = _decoded_filler(fh, make_decoder(codec), span.start, span.stop)
-            for end in line_blocks(fill, block):
-                yield span, block, end
+            try:
+                if codec is None:
+                    fill = _span_filler(fh, span.start, span.stop)
+                elif codec == "zstd":
+                    fill = _zstd_filler(fh, span.start, span.stop)
+                else:
+                    fill = _decoded_filler(fh, make_decoder(codec), span.start, span.stop)
+                for end in line_blocks(fill, block):
+                    yield span, block, end
+            except CodecError as err:
+                raise CodecError(f"{span.path}: {err}") from None
 
 
 def line_blocks(fill: Filler, block: bytearray) -> Iterator[int]:

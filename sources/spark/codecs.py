@@ -213,6 +213,28 @@ def cut_at(path: str | Path, codec: str, target: int) -> int | None:
     return None
 
 
+def ends_early(path: str | Path) -> str | None:
+    """How a compressed event-log file ends inside a zstd frame or an lz4/snappy block (a log cut short), as a few
+    words; None when it ends where one ends (or it is plain, or empty)."""
+    import mmap
+
+    codec = codec_of(path)
+    step = {"zstd": _zstd_frame_end, "lz4": _lz4_block_end, "snappy": _snappy_block_end}.get(codec or "")
+    if step is None or Path(path).stat().st_size == 0:
+        return None
+    unit = "frame" if codec == "zstd" else "block"
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        pos, size = 0, len(data)
+        try:
+            while pos < size:
+                start, pos = pos, step(data, pos)
+        except (struct.error, IndexError, CodecError):
+            return f"its last {codec} {unit}, at byte {pos} of {size}, is cut short"
+        if pos > size:
+            return f"its last {codec} {unit}, at byte {start} of {size}, is cut short"
+    return None
+
+
 def _lz4_block_end(data: mmap.mmap, pos: int) -> int:
     if data[pos:pos + 8] != LZ4_MAGIC:
         raise CodecError("no LZ4Block magic")

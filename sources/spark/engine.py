@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
 import subprocess
+import urllib.parse
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval
-from latencymap.core.sanitize import clean_text
 from latencymap.plugins import SourceError, process_end
 
 from .binning import (
@@ -27,9 +29,26 @@ from .binning import (
     merge_in_time,
     stream_for,
 )
-from .codecs import codec_of, decompress
+from .codecs import CodecError, codec_of, make_decoder
 from .eventlog import EventLog
-from .parse import AppInfo, ExecutorInfo, SparkTask, executor_from_event, task_from_event
+from .parse import (
+    APP_PREFIX,
+    EVENT_PREFIX,
+    EXECUTOR_PREFIX,
+    LINE_ERRORS,
+    STAGE_END_PREFIX,
+    TASK_END,
+    TASK_END_PREFIX,
+    TOLD_BAD_LINES,
+    AppInfo,
+    EventParser,
+    ExecutorInfo,
+    SparkTask,
+    StageEnd,
+    executor_from_event,
+    failure_cause,
+    task_from_event,
+)
 from .summary import cold_tasks, find_task_stragglers, stage_cores, stage_summary
 
 #: Modules whose functions run on executors, shipped by value. Not `parse`: its SparkTask is a msgspec Struct, which
@@ -63,8 +82,25 @@ SCHEMA_DDL = (
     "`Task Metrics` STRUCT<`Executor Run Time`: BIGINT, `Executor CPU Time`: BIGINT, `JVM GC Time`: BIGINT, "
     "`Executor Deserialize Time`: BIGINT, `Result Serialization Time`: BIGINT, "
     "`Shuffle Read Metrics`: STRUCT<`Fetch Wait Time`: BIGINT>, "
-    "`Shuffle Write Metrics`: STRUCT<`Shuffle Write Time`: BIGINT>>"
+    "`Shuffle Write Metrics`: STRUCT<`Shuffle Write Time`: BIGINT>>, "
+    "latencymap STRING"
 )
+#: The line `_log_lines` adds for each file: what it held besides the lines Spark reads (its `latencymap` field).
+READ_EVENT = "latencymap.FileRead"
+
+
+@dataclass
+class EngineResult:
+    """What the Spark job found: intervals, analysis and application; the stages that have tasks; the lines the
+    local reader would have skipped (count and where the first are) and tasks with a Finish Time never mapped."""
+
+    intervals: list[Interval]
+    analysis: dict[str, Any]
+    app: AppInfo
+    stages: set[int] = field(default_factory=set)
+    bad_lines: int = 0
+    problems: list[str] = field(default_factory=list)
+    implausible: int = 0
 
 
 def slot_of_value(value: float | None) -> int | None:
@@ -76,12 +112,44 @@ def slot_of_value(value: float | None) -> int | None:
     return min(math.frexp(value)[1], NSLOTS - 1)
 
 
-def _log_lines(item: tuple[str, bytes]) -> list[str]:
-    """The TaskEnd and ApplicationStart lines of one event-log file (runs on the executors)."""
+def _log_lines(item: tuple[str, bytes], names: dict[str, str]) -> list[str]:
+    """The TaskEnd, application and ExecutorAdded lines of one event-log file that the local reader reads (runs on
+    the executors), then a READ_EVENT line: the lines it could not read (named as it names them: `names` maps
+    the file's path to the name the user gave), how its stage attempts ended, and a decoding error."""
     path, data = item
-    text = decompress(bytes(data), codec_of(path.split("/")[-1]))
-    keep = (b'"SparkListenerTaskEnd"', b'"SparkListenerApplicationStart"', b'"SparkListenerExecutorAdded"')
-    return [line.decode("utf-8") for line in text.split(b"\n") if any(k in line for k in keep)]
+    where = names.get(urllib.parse.unquote(urllib.parse.urlparse(path).path), path)
+    parser = EventParser()
+    parser.begin(where)
+    try:
+        text = make_decoder(codec_of(where)).feed(bytes(data))  # a cut last block is left out, as locally
+    except CodecError as err:
+        return [_read_event(where, parser, str(err))]
+    out = []
+    for n, line in enumerate(text.split(b"\n"), 1):
+        if line.startswith(TASK_END_PREFIX) or (not line.startswith(EVENT_PREFIX) and TASK_END in line):
+            try:
+                parser.parse_task(line)
+            except LINE_ERRORS as err:
+                parser.bad(n, "SparkListenerTaskEnd", err)
+                continue
+        elif line.startswith((APP_PREFIX, EXECUTOR_PREFIX, STAGE_END_PREFIX)):
+            bad = parser.bad_lines
+            parser.other(line, n)
+            if parser.bad_lines > bad or line.startswith(STAGE_END_PREFIX):
+                continue
+        else:
+            continue
+        out.append(line.decode("utf-8", "replace"))
+    return [*out, _read_event(where, parser)]
+
+
+def _read_event(where: str, parser: EventParser, error: str | None = None) -> str:
+    """The READ_EVENT line of a file."""
+    ends = [[e.stage, e.attempt, e.tasks, e.failure] for e in parser.stage_ends.values()]
+    app = parser.app
+    said = {"file": where, "bad": parser.bad_lines, "problems": parser.problems, "ends": ends,
+            "app": [app.app_id, app.name, app.start_ms, app.end_ms], "error": error}
+    return json.dumps({"Event": READ_EVENT, "latencymap": json.dumps(said)})
 
 
 def _task_of_row(row: Any) -> SparkTask:
@@ -93,8 +161,9 @@ def _group_stragglers(members: Any, cold: set[int], cores: dict[tuple[int, int],
     return find_task_stragglers(list(members), cold, cores, include_warmup=True, **options)
 
 
-def _group_summary(key: tuple[int, int], members: Any, cores: dict[tuple[int, int], int]) -> dict[str, Any]:
-    return stage_summary(key[0], key[1], list(members), cores.get(key))
+def _group_summary(key: tuple[int, int], members: Any, cores: dict[tuple[int, int], int],
+                   ends: dict[tuple[int, int], StageEnd], cold: set[int], slow: set[int]) -> dict[str, Any]:
+    return stage_summary(key[0], key[1], list(members), cores.get(key), ends, cold, slow)
 
 
 def _executor_cold(members: Any, executors: dict[str, ExecutorInfo]) -> list[int]:
@@ -165,13 +234,18 @@ def _drop_jvm_log() -> None:
 
 def engine_report(logs: Sequence[EventLog], metric: str = "duration", stages: frozenset[int] | None = None,
                   per_stage: bool = False, width_ms: int | None = None, master: str | None = None,
-                  straggler_options: dict[str, Any] | None = None) -> tuple[list[Interval], dict[str, Any], AppInfo]:
-    """(Intervals, {"stragglers", "stages"}, app) of the logs, computed by Spark; same numbers as the local path.
+                  straggler_options: dict[str, Any] | None = None) -> EngineResult:
+    """Intervals, {"stragglers", "warmup", "stages"} and app of the logs, computed by Spark; the same numbers and
+    skipped lines as the local path.
 
-    SourceError when Spark fails: its JVM died (how: exit code or signal) or the job failed (Spark's reason).
+    SourceError when Spark fails: its JVM died (how: exit code or signal) or the job failed (what the Python
+    worker raised, or Spark's reason), or a file cannot be decoded (as the local reader says it).
     """
     try:
         result = _engine_job(spark_session(master), logs, metric, stages, per_stage, width_ms, straggler_options)
+    except SourceError:
+        _drop_jvm_log()
+        raise
     except Exception as err:
         raise engine_failure(err) from err
     _drop_jvm_log()
@@ -192,36 +266,37 @@ def engine_failure(err: Exception) -> SourceError:
     if code is not None and proc is not None:
         return SourceError(f"spark: the Spark engine's JVM (pid {proc.pid}) {process_end(code)} during the job; "
                            f"no columns were made (--engine spark gives them all when its job ends){log}")
-    lines = str(err).strip().splitlines()
-    reason = clean_text(lines[0], 300) if lines else type(err).__name__
+    reason = failure_cause(str(err)) if str(err).strip() else type(err).__name__
     return SourceError(f"spark: the Spark job failed: {reason}{log}")
 
 
 def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: frozenset[int] | None, per_stage: bool,
-                width_ms: int | None,
-                straggler_options: dict[str, Any] | None) -> tuple[list[Interval], dict[str, Any], AppInfo]:
+                width_ms: int | None, straggler_options: dict[str, Any] | None) -> EngineResult:
     """The Spark job behind `engine_report`."""
     from pyspark.sql import functions as F
 
     ship_by_value()
-    files = ",".join(str(p.resolve()) for log in logs for p in log.files())
-    lines = spark.sparkContext.binaryFiles(files).flatMap(_log_lines)
-    events = spark.read.schema(SCHEMA_DDL).json(lines)
-    app = AppInfo()
-    for row in events.where("Event = 'SparkListenerApplicationStart'").limit(1).collect():
-        app.app_id, app.name = row["App ID"] or "", row["App Name"] or ""
+    paths = [p for log in logs for p in log.files()]
+    names = {str(p.resolve()): str(p) for p in paths}
+    lines = spark.sparkContext.binaryFiles(",".join(names)).flatMap(lambda item: _log_lines(item, names))
+    events = spark.read.schema(SCHEMA_DDL).json(lines).cache()
+    read = _files_read(events, [str(p) for p in paths])
+    app = read.app
     executors = {}
     for row in events.where("Event = 'SparkListenerExecutorAdded'").collect():
         info = executor_from_event(row.asDict(recursive=True))
         executors[info.executor] = info
-    task_events = events.where("Event = 'SparkListenerTaskEnd'").drop("App Name", "App ID")
+    task_events = events.where("Event = 'SparkListenerTaskEnd'").drop("App Name", "App ID", "latencymap")
     every_task = task_events.rdd.map(_task_of_row)
     cold = set(every_task.keyBy(lambda t: t.executor).groupByKey()
                .flatMap(lambda kv: _executor_cold(kv[1], executors)).collect())
+    with_tasks = {int(r[0]) for r in task_events.select("`Stage ID`").distinct().collect() if r[0] is not None}
     if stages is not None:
         task_events = task_events.where(F.col("`Stage ID`").isin(sorted(stages)))
     tasks = task_events.select(F.col("`Stage ID`").alias("stage"), F.col("`Task Info`").alias("ti"),
                                F.col("`Task Metrics`").alias("tm"))
+    finish = F.col("ti.`Finish Time`")
+    implausible = tasks.where(~((finish >= 0) & (finish < MAX_FINISH_MS))).count()
     slot = F.udf(slot_of_value, "int", useArrow=False)
     values = (tasks.select("stage", F.col("ti.`Finish Time`").alias("finish"), F.expr(METRIC_SQL[metric]).alias("v"))
               .where(f"v < {MAX_VALUE_MS} AND finish >= 0 AND finish < {MAX_FINISH_MS}").withColumn("slot", slot("v"))
@@ -242,10 +317,46 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
     include_warmup = bool(opts.pop("include_warmup", False))
     found = by_stage.flatMap(lambda kv: _group_stragglers(kv[1], cold, cores, opts)).collect()
     found.sort(key=lambda s: (s["warmup"], -(s["ratio"] if s["ratio"] is not None else math.inf)))
-    summaries = sorted(by_stage.map(lambda kv: _group_summary(kv[0], kv[1], cores)).collect(),
+    ends, slow = read.ends, {s["task_id"] for s in found if not s["warmup"]}
+    summaries = sorted(by_stage.map(lambda kv: _group_summary(kv[0], kv[1], cores, ends, cold, slow)).collect(),
                        key=lambda s: (s["stage"], s["attempt"]))
-    return intervals, {"stragglers": [s for s in found if include_warmup or not s["warmup"]],
-                       "warmup": [s for s in found if s["warmup"]], "stages": summaries}, app
+    events.unpersist()
+    analysis = {"stragglers": [s for s in found if include_warmup or not s["warmup"]],
+                "warmup": [s for s in found if s["warmup"]], "stages": summaries}
+    return EngineResult(intervals, analysis, app, with_tasks, read.bad, read.told, implausible)
+
+
+@dataclass
+class _Read:
+    """What the READ_EVENT lines of a log's files say, in file order."""
+
+    bad: int = 0
+    told: list[str] = field(default_factory=list)
+    ends: dict[tuple[int, int], StageEnd] = field(default_factory=dict)
+    app: AppInfo = field(default_factory=AppInfo)
+
+
+def _files_read(events: Any, order: list[str]) -> _Read:
+    """The READ_EVENT lines of `events` merged in file `order`, as one local reader would have read the files;
+    SourceError for a file that cannot be decoded, worded as the local reader's."""
+    said = [json.loads(row[0]) for row in events.where(f"Event = '{READ_EVENT}'").select("latencymap").collect()]
+    said.sort(key=lambda s: order.index(s["file"]) if s["file"] in order else len(order))
+    parser, out = EventParser(), _Read()
+    for s in said:
+        if s["error"]:
+            raise SourceError(f"spark: cannot read the Spark event log: {s['file']}: {s['error']}")
+        out.bad += s["bad"]
+        app_id, name, start_ms, end_ms = s["app"]
+        app = out.app
+        app.app_id, app.name = app_id or app.app_id, name or app.name
+        app.start_ms = start_ms if start_ms is not None else app.start_ms
+        app.end_ms = end_ms if end_ms is not None else app.end_ms
+        parser.problems += [tuple(p) for p in s["problems"]]
+        for stage, attempt, tasks, failure in s["ends"]:
+            out.ends[(stage, attempt)] = StageEnd(stage, attempt, tasks, failure)
+    parser.problems = parser.problems[:TOLD_BAD_LINES]
+    out.told = parser.told()
+    return out
 
 
 def _placeholder(key: tuple[int, int], executor: str) -> SparkTask:

@@ -9,13 +9,17 @@ from pathlib import Path
 
 from latencymap.core.errors import InputError
 
-from .codecs import SUFFIXES, codec_of, make_decoder
+from .codecs import SUFFIXES, CodecError, codec_of, make_decoder
 
 IN_PROGRESS = ".inprogress"
 ROLLING_PREFIX = "eventlog_v2_"
 EVENTS_FILE = re.compile(r"^events_(\d+)_(.+?)(\.[a-z0-9]+)?$")
 STATUS_PREFIX = "appstatus_"
 CHUNK = 8 << 20
+#: The start of a Spark listener event line (Spark writes compact JSON).
+EVENT_LINE = re.compile(rb'^\s*\{\s*"Event"\s*:\s*"(?:SparkListener|org\.apache\.spark\.)')
+#: Bytes read (and decoded) at most to find a file's first line.
+PEEK = 1 << 18
 
 
 class EventLogError(InputError, FileNotFoundError):
@@ -29,6 +33,8 @@ class EventLog:
     app_id: str
     path: Path
     rolling: bool
+    #: Applications in the directory it was chosen from as the latest (1: it was named, or alone there).
+    among: int = 1
 
     def files(self) -> list[Path]:
         """The log's data files in write order (rolling: by index)."""
@@ -86,14 +92,45 @@ def _is_rolling_dir(path: Path) -> bool:
     return any(EVENTS_FILE.match(p.name) for p in path.iterdir())
 
 
+def first_line(path: Path) -> bytes:
+    """The first decoded line of an event-log file (from up to PEEK bytes of it)."""
+    decoder, data = make_decoder(codec_of(path)), b""
+    with path.open("rb") as fh:
+        read = 0
+        while read < PEEK and b"\n" not in data:
+            chunk = fh.read(min(16 << 10, PEEK - read))
+            if not chunk:
+                break
+            read += len(chunk)
+            data += decoder.feed(chunk)
+    return data.split(b"\n", 1)[0]
+
+
+def starts_with_event(path: Path, strict: bool = False) -> bool:
+    """True when the file's first line is a Spark listener event (any codec); False for any other file, and with
+    `strict` CodecError for a compressed file whose start cannot be decoded."""
+    try:
+        return EVENT_LINE.match(first_line(path)) is not None
+    except CodecError:
+        if strict:
+            raise
+        return False
+    except (OSError, ValueError):
+        return False
+
+
 def _candidate(path: Path) -> EventLog | None:
-    """An application inside a directory of applications, or None for anything else."""
+    """An application inside a directory of applications (a file whose first line is a listener event, or an
+    `eventlog_v2_*` directory holding an events file), or None for anything else."""
     name = path.name
     if name.startswith(".") or name.endswith(".crc"):
         return None
     if path.is_dir():
-        return EventLog(app_id_of(name), path, True) if name.startswith(ROLLING_PREFIX) else None
-    if path.is_file():
+        if not name.startswith(ROLLING_PREFIX):
+            return None
+        log = EventLog(app_id_of(name), path, True)
+        return log if log.files() else None
+    if path.is_file() and starts_with_event(path):
         return EventLog(app_id_of(name), path, False)
     return None
 
@@ -112,11 +149,13 @@ def find_event_log(path: str | Path, app: str | None = None) -> EventLog:
     if p.is_file():
         m = EVENTS_FILE.match(p.name)
         if m:
-            return EventLog(app_id_of(p.parent.name) if p.parent.name.startswith(ROLLING_PREFIX) else m.group(2),
-                            p.parent, True)
-        return EventLog(app_id_of(p.name), p, False)
+            log = EventLog(app_id_of(p.parent.name) if p.parent.name.startswith(ROLLING_PREFIX) else m.group(2),
+                           p.parent, True)
+        else:
+            log = EventLog(app_id_of(p.name), p, False)
+        return _only(log, app, p)
     if _is_rolling_dir(p):
-        return EventLog(app_id_of(p.name), p, True)
+        return _only(EventLog(app_id_of(p.name), p, True), app, p)
     apps = list_applications(p)
     if app is not None:
         chosen = [log for log in apps if log.app_id == app] or [log for log in apps if app in log.app_id]
@@ -127,7 +166,32 @@ def find_event_log(path: str | Path, app: str | None = None) -> EventLog:
         return chosen[0]
     if not apps:
         raise EventLogError(f"{p}: no Spark event log here (a file, an eventlog_v2_* directory, or their directory)")
-    return apps[-1]
+    latest = apps[-1]
+    latest.among = len(apps)
+    return latest
+
+
+def check_event_log(log: EventLog) -> None:
+    """EventLogError when a single-file log is not empty and its first line is no listener event (a README, notes),
+    CodecError (naming the file) when its start cannot be decoded."""
+    path = log.current_single() if not log.rolling else None
+    if path is None or not path.stat().st_size:
+        return
+    try:
+        is_log = starts_with_event(path, strict=True)
+    except CodecError as err:
+        raise CodecError(f"{path}: {err}") from None
+    if not is_log:
+        raise EventLogError(f"{path}: not a Spark event log (its first line is not a SparkListener event)")
+
+
+def _only(log: EventLog, app: str | None, path: Path) -> EventLog:
+    """The log of a path that holds one application; InputError when `app` names another (not an EventLogError:
+    `--follow` waits for a log that is not there yet, not for this one to change)."""
+    if app is not None and app != log.app_id and app not in log.app_id:
+        raise InputError(f"{path}: the log of application {log.app_id}, not {app!r} (--app chooses among the "
+                         "applications of a directory of logs)")
+    return log
 
 
 class LineSplitter:

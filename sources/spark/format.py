@@ -9,7 +9,6 @@ sniffed as text.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,25 +16,14 @@ from typing import TYPE_CHECKING
 from latencymap.core.errors import InputError, SourceError
 from latencymap.plugins import Item, TextFormat
 
-from .codecs import CodecError, codec_of, make_decoder
-from .eventlog import EventLogError, find_event_log
+from .codecs import CodecError
+from .eventlog import EVENT_LINE, EventLogError, find_event_log, first_line
 
 if TYPE_CHECKING:
     from .source import SparkSource
 
-#: The start of a Spark listener event line (Spark writes compact JSON).
-EVENT_LINE = re.compile(rb'^\s*\{\s*"Event"\s*:\s*"(?:SparkListener|org\.apache\.spark\.)')
-#: Bytes read (and decoded) to decide whether a file is an event log.
-PEEK = 1 << 18
 #: Lines handed to the parser at a time when the log is read as text.
 BATCH = 4096
-
-
-def _first_line(path: Path) -> bytes:
-    """The first decoded line of an event-log file (up to PEEK bytes of it)."""
-    with path.open("rb") as fh:
-        data = make_decoder(codec_of(path)).feed(fh.read(PEEK))
-    return data.split(b"\n", 1)[0]
 
 
 def is_event_log(path: Path) -> bool:
@@ -45,7 +33,7 @@ def is_event_log(path: Path) -> bool:
     try:
         log = find_event_log(path)
         files = log.files()
-        return bool(files) and EVENT_LINE.match(_first_line(files[0])) is not None
+        return bool(files) and EVENT_LINE.match(first_line(files[0])) is not None
     except (OSError, EventLogError, CodecError, ValueError):
         return False
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ TASK_END_PREFIX = b'{"Event":"SparkListenerTaskEnd"'
 TASK_START_PREFIX = b'{"Event":"SparkListenerTaskStart"'
 APP_PREFIX = b'{"Event":"SparkListenerApplication'
 EXECUTOR_PREFIX = b'{"Event":"SparkListenerExecutorAdded"'
+STAGE_END_PREFIX = b'{"Event":"SparkListenerStageCompleted"'
 EVENT_PREFIX = b'{"Event":'
 #: Unreadable lines described (file and line) in the notice; the others are only counted.
 TOLD_BAD_LINES = 3
@@ -100,6 +102,50 @@ class ExecutorInfo:
     executor: str
     added_ms: int | None = None
     cores: int | None = None
+
+
+@dataclass(slots=True)
+class StageEnd:
+    """How a stage attempt ended, as SparkListenerStageCompleted (or the REST API's status) says."""
+
+    stage: int
+    attempt: int
+    #: Tasks the stage attempt had to run (None: not said).
+    tasks: int | None = None
+    #: Why it failed, one line; None when it completed.
+    failure: str | None = None
+
+    @property
+    def completed(self) -> bool:
+        return self.failure is None
+
+
+def stage_end_from_event(e: dict[str, Any]) -> StageEnd:
+    """A StageEnd from a decoded StageCompleted event (KeyError/TypeError/ValueError when it is not one)."""
+    info = e["Stage Info"]
+    reason = info.get("Failure Reason")
+    tasks = info.get("Number of Tasks")
+    return StageEnd(int(info["Stage ID"]), int(info.get("Stage Attempt ID") or 0),
+                    tasks if isinstance(tasks, int) and not isinstance(tasks, bool) else None,
+                    failure_cause(str(reason)) if reason is not None else None)
+
+
+#: An exception line at the end of a Python traceback: `module.Name: message` (or a bare `Name`).
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)(:.*)?$")
+
+
+def failure_cause(text: str, limit: int = 300) -> str:
+    """The line of a Spark failure message that says what went wrong: the exception a Python worker raised
+    (`RuntimeError: boom`, module path dropped) when the message carries its traceback, else its first line."""
+    lines = text.splitlines()
+    marks = [k for k, line in enumerate(lines) if "Traceback (most recent call last):" in line]
+    for line in lines[marks[-1] + 1:] if marks else ():
+        if line.strip() and not line[0].isspace():
+            m = _EXCEPTION_LINE.match(line.strip())
+            cause = m.group(1) + (m.group(2) or "") if m else line.strip()
+            return clean_text(cause, limit)
+    first = next((line.strip() for line in lines if line.strip()), "")
+    return clean_text(first, limit) or "(no reason given)"
 
 
 def executor_from_event(e: dict[str, Any]) -> ExecutorInfo:
@@ -193,6 +239,8 @@ class EventParser:
     def __init__(self, prefer: str = "msgspec") -> None:
         self.app = AppInfo()
         self.executors: dict[str, ExecutorInfo] = {}
+        #: How each stage attempt ended (StageCompleted events), by (stage, attempt).
+        self.stage_ends: dict[tuple[int, int], StageEnd] = {}
         self.task_end_lines = 0
         self.bad_lines = 0
         #: The first TOLD_BAD_LINES unreadable lines: (file, line number, what, why).
@@ -204,6 +252,10 @@ class EventParser:
         fast = _msgspec_decoder() if prefer == "msgspec" else None
         self._parse_task: Callable[[Any], SparkTask] = fast or task_parser(prefer)
         self._takes_views = fast is not None
+
+    def parse_task(self, line: bytes) -> SparkTask:
+        """One TaskEnd line as a SparkTask (one of LINE_ERRORS when it cannot be read)."""
+        return self._parse_task(line)
 
     def begin(self, where: str) -> None:
         """Lines from now on are those of `where` (a file), counted from 1."""
@@ -257,7 +309,7 @@ class EventParser:
                     task_end = False
                 elif starts(EVENT_PREFIX, pos):
                     task_end = False
-                    if starts(APP_PREFIX, pos) or starts(EXECUTOR_PREFIX, pos):
+                    if starts(APP_PREFIX, pos) or starts(EXECUTOR_PREFIX, pos) or starts(STAGE_END_PREFIX, pos):
                         self.other(bytes(view[pos:stop]), line_no)
                 else:
                     task_end = find(TASK_END, pos, stop) >= 0
@@ -289,19 +341,24 @@ class EventParser:
             yield self.parse_block(block, end)
 
     def other(self, line: bytes, line_no: int) -> None:
-        """Application and executor events (any other line is not read)."""
-        app = line.startswith(APP_PREFIX)
-        if not app and not line.startswith(EXECUTOR_PREFIX):
+        """Application, executor and stage-end events (any other line is not read)."""
+        app, stage = line.startswith(APP_PREFIX), line.startswith(STAGE_END_PREFIX)
+        if not app and not stage and not line.startswith(EXECUTOR_PREFIX):
             return
         try:
             event = _json_loads()(line)
             if app:
                 self.app.update(event)
+            elif stage:
+                end = stage_end_from_event(event)
+                self.stage_ends[(end.stage, end.attempt)] = end
             else:
                 info = executor_from_event(event)
                 self.executors[info.executor] = info
-        except (ValueError, AttributeError, RecursionError) as err:
-            self.bad(line_no, "application event" if app else "SparkListenerExecutorAdded", err)
+        except (ValueError, AttributeError, RecursionError, KeyError, TypeError) as err:
+            what = "application event" if app else "SparkListenerStageCompleted" if stage else \
+                "SparkListenerExecutorAdded"
+            self.bad(line_no, what, err)
             return
         if self.kept is not None:
             self.kept.append((self.where, line_no, line))

@@ -8,6 +8,7 @@ application: the stream ends there (with a notice), keeping every task read up t
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -16,10 +17,15 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
-from .parse import AppInfo, SparkTask
+from latencymap.core.errors import InputError
+
+from .parse import AppInfo, ExecutorInfo, SparkTask, StageEnd, failure_cause
 
 PAGE = 1000
 FINISHED = {"SUCCESS": (False, False), "FAILED": (True, False), "KILLED": (False, True)}
+#: How Spark's failure reasons other than an exception start their error message (`TaskFailedReason.toErrorString`).
+OTHER_FAILURES = re.compile(r"^(FetchFailed|ExecutorLostFailure|TaskResultLost|TaskCommitDenied|Resubmitted|"
+                            r"UnknownReason)\b")
 DONE_STAGE = {"COMPLETE", "FAILED", "SKIPPED"}
 
 Fetch = Callable[[str], Any]
@@ -31,6 +37,10 @@ class RestError(OSError):
 
 class DriverGone(RestError):
     """Nothing listens at the URL any more (connection refused or reset)."""
+
+
+class NoDriver(InputError):
+    """Nothing answers at the URL as a Spark driver or History Server does (exit code 2)."""
 
 
 def is_url(target: str) -> bool:
@@ -66,6 +76,17 @@ def epoch_ms(stamp: str) -> int:
     return round(dt.timestamp() * 1000)
 
 
+def end_reason(t: dict[str, Any]) -> str:
+    """A taskList entry's end as the event log's `Task End Reason` names it (`Success`, `TaskKilled`,
+    `ExceptionFailure`...), from its status and error message."""
+    if t["status"] == "SUCCESS":
+        return "Success"
+    if t["status"] == "KILLED":
+        return "TaskKilled"
+    other = OTHER_FAILURES.match(str(t.get("errorMessage") or ""))
+    return other.group(1) if other else "ExceptionFailure"
+
+
 def task_from_rest(stage: int, attempt: int, t: dict[str, Any]) -> SparkTask | None:
     """A finished task of a taskList answer as a SparkTask; None for a task still running."""
     if t.get("status") not in FINISHED or t.get("duration") is None:
@@ -79,20 +100,44 @@ def task_from_rest(stage: int, attempt: int, t: dict[str, Any]) -> SparkTask | N
     return SparkTask(
         stage, attempt, int(t["taskId"]), int(t["index"]), int(t["attempt"]), launch, finish,
         str(t.get("executorId") or ""), str(t.get("host") or ""), failed, killed, bool(t.get("speculative")),
-        t["status"], finish - getting if getting > 0 else 0,
+        end_reason(t), finish - getting if getting > 0 else 0,
         m.get("executorRunTime"), m.get("executorCpuTime"), m.get("jvmGcTime"), m.get("executorDeserializeTime"),
         m.get("resultSerializationTime"), read.get("fetchWaitTime"), write.get("writeTime"),
     )
 
 
+def executor_from_rest(e: dict[str, Any]) -> ExecutorInfo:
+    """An ExecutorInfo from an `/allexecutors` entry (a missing or odd field is unknown)."""
+    cores = e.get("totalCores")
+    known = cores if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0 else None
+    try:
+        added = epoch_ms(str(e["addTime"])) if e.get("addTime") else None
+    except ValueError:
+        added = None
+    return ExecutorInfo(str(e.get("id") or ""), added, known)
+
+
+def stage_end_from_rest(stage: dict[str, Any]) -> StageEnd | None:
+    """How a stage attempt of a `/stages` answer ended; None while it has not."""
+    status = stage.get("status")
+    if status not in ("COMPLETE", "FAILED"):
+        return None
+    tasks = stage.get("numTasks")
+    failure = failure_cause(str(stage.get("failureReason") or "failed")) if status == "FAILED" else None
+    return StageEnd(int(stage["stageId"]), int(stage["attemptId"]), tasks if isinstance(tasks, int) else None,
+                    failure)
+
+
 def choose_app(apps: list[dict[str, Any]], app: str | None) -> dict[str, Any]:
-    """The application to follow: `app` (id or part of it), else a running one, else the latest started."""
+    """The application to follow: `app` (id or part of it), else a running one, else the latest started
+    (InputError when there is none, or `app` matches none or several)."""
     if not apps:
-        raise RestError("no applications")
+        raise InputError("spark: the REST API lists no applications")
     if app is not None:
         chosen = [a for a in apps if a.get("id") == app] or [a for a in apps if app in str(a.get("id"))]
         if len(chosen) != 1:
-            raise RestError(f"{len(chosen)} applications match {app!r}: " + ", ".join(str(a.get("id")) for a in apps))
+            raise InputError(f"spark: {len(chosen)} applications match {app!r} (applications: "
+                             + ", ".join(str(a.get("id")) for a in apps) + ")")
         return chosen[0]
     running = [a for a in apps if not _completed(a)]
     return max(running or apps, key=lambda a: str((a.get("attempts") or [{}])[-1].get("startTime", "")))
@@ -115,6 +160,11 @@ class RestPoller:
         self._finished_counts: dict[tuple[int, int], int] = {}
         #: Tasks of the poll under way, not yet returned (what a poll cut short had read).
         self.unreturned: list[SparkTask] = []
+        #: How stage attempts ended, by (stage, attempt).
+        self.stage_ends: dict[tuple[int, int], StageEnd] = {}
+        #: The application's executors (`/allexecutors`: their cores), asked again when a task names a new one.
+        self.executors: dict[str, ExecutorInfo] = {}
+        self._executors_asked = False
 
     def app_completed(self) -> bool:
         """True once the API says every attempt of the application completed."""
@@ -131,10 +181,30 @@ class RestPoller:
             if finished and finished != self._finished_counts.get(key):
                 self._stage_tasks(app_path, *key)
                 self._finished_counts[key] = finished
+            end = stage_end_from_rest(stage)
+            if end is not None:
+                self.stage_ends[key] = end
             if stage.get("status") in DONE_STAGE:
                 self._done.add(key)
         new, self.unreturned = self.unreturned, []
+        if not self._executors_asked or any(t.executor not in self.executors for t in new):
+            self._ask_executors(app_path)
         return new
+
+    def _ask_executors(self, app_path: str) -> None:
+        """The executors' cores; an API that does not give them leaves them unknown (as an event log without
+        ExecutorAdded does)."""
+        self._executors_asked = True
+        try:
+            answer = self.fetch(f"{app_path}/allexecutors")
+        except DriverGone:
+            raise
+        except RestError:
+            return
+        for e in answer if isinstance(answer, list) else []:
+            if isinstance(e, dict):
+                info = executor_from_rest(e)
+                self.executors[info.executor] = info
 
     def _stage_tasks(self, app_path: str, stage: int, attempt: int) -> None:
         offset = 0
@@ -152,9 +222,23 @@ class RestPoller:
 
 def rest_tasks(url: str, app: str | None = None, poll_s: float = 1.0, sleep: Callable[[float], None] = time.sleep,
                fetch: Fetch = fetch_json, note: Callable[[str], None] | None = None,
+               on_poller: Callable[[RestPoller], None] | None = None,
                ) -> Iterator[tuple[list[SparkTask], bool, AppInfo]]:
-    """(new tasks, ended, app) after each poll, until the application completes or its driver goes away."""
-    poller = RestPoller(url, app, fetch)  # nothing answering here yet is an error, not an end
+    """(new tasks, ended, app) after each poll, until the application completes or its driver goes away;
+    `on_poller` is given the poller (its executors and stage ends) once it is made."""
+    try:
+        poller = RestPoller(url, app, fetch)  # nothing answering here yet is an error, not an end
+    except RestError as err:
+        raise NoDriver(f"spark: no Spark REST API answers at {url} ({err}): is a driver's UI (port 4040) or a "
+                       "History Server (18080) there?") from None
+    if on_poller is not None:
+        on_poller(poller)
+    yield from _polls(poller, poll_s, sleep, note)
+
+
+def _polls(poller: RestPoller, poll_s: float, sleep: Callable[[float], None], note: Callable[[str], None] | None,
+           ) -> Iterator[tuple[list[SparkTask], bool, AppInfo]]:
+    """`rest_tasks` once its poller is made."""
     while True:
         try:
             ended = poller.app_completed()

@@ -8,12 +8,14 @@ from typing import Any, ClassVar
 
 import click
 
+from latencymap.core.errors import InputError, SourceError
 from latencymap.core.model import Interval, Notice
 from latencymap.plugins import Item, Source
 
 from .binning import METRICS, LiveBinner, batch_intervals, implausible, live_intervals, plausible
-from .eventlog import find_event_log
-from .parse import AppInfo, EventParser, ExecutorInfo, SparkTask
+from .codecs import CodecError
+from .eventlog import EventLog, check_event_log, find_event_log
+from .parse import AppInfo, EventParser, ExecutorInfo, SparkTask, StageEnd
 
 REMEDY = "pip install 'latencymap[spark]'"
 
@@ -75,6 +77,8 @@ class SparkSource(Source):
         #: Every task read, whatever --stage keeps: warm-up is placed where it happened.
         self.all_tasks: list[SparkTask] = []
         self.executors: dict[str, ExecutorInfo] = {}
+        #: How stage attempts ended, by (stage, attempt); None where the source cannot tell.
+        self.stage_ends: dict[tuple[int, int], StageEnd] | None = None
         self.app = AppInfo()
         self._analysis: dict[str, Any] | None = None
         self._notes: list[str] = []
@@ -117,8 +121,49 @@ class SparkSource(Source):
         from .ingest import read_tasks
 
         log = find_event_log(target, self.options.get("app"))
+        yield from self._chosen(log)
         parser = EventParser()
-        yield from self._batch_of(parser, read_tasks(log, parser), log.app_id)
+        try:
+            check_event_log(log)
+            tasks = read_tasks(log, parser)
+        except CodecError as err:
+            raise SourceError(f"spark: cannot read the Spark event log: {err}") from None
+        self._check_stages({t.stage for t in tasks}, log)
+        yield from self._batch_of(parser, tasks, log.app_id)
+        yield from self._log_state(log, parser.app)
+
+    def _chosen(self, log: EventLog) -> Iterator[Notice]:
+        """Which application of a directory of several is read."""
+        if log.among > 1:
+            yield Notice(f"spark: {log.path.parent} holds {log.among} applications; read: the latest, {log.app_id} "
+                         "(--app ID reads another)", 0)
+
+    def _check_stages(self, have: set[int], log: EventLog) -> None:
+        """InputError when `--stage` names no stage that has tasks (`have`); the error lists those that do."""
+        wanted = self._stages
+        if wanted is not None and not wanted & have:
+            missing = ", ".join(str(s) for s in sorted(wanted))
+            known = ", ".join(str(s) for s in sorted(have)) or "none: no task ended"
+            raise InputError(f"--stage {missing}: no such stage in {log.app_id} (its stages: {known})")
+
+    def _log_state(self, log: EventLog, app: AppInfo) -> Iterator[Notice]:
+        """What the log's state says about its last stage: still written, cut short, or started (ApplicationStart)
+        and never ended."""
+        from .codecs import ends_early
+
+        running = not log.finished()
+        if running:
+            yield Notice("spark: the application is still running (in-progress log): the last stage may be partial",
+                         0)
+        files, cut = log.files(), False
+        for path in files[:-1] if running else files:
+            early = ends_early(path)
+            if early:
+                cut = True
+                yield Notice(f"spark: the compressed log ends early: {path}: {early}; what followed is missing", 0)
+        if not running and not app.ended and app.start_ms is not None and not cut:
+            yield Notice("spark: the log has no application end (SparkListenerApplicationEnd): it is cut short, or "
+                         "its driver died; the last stage may be partial", 0)
 
     def batch_items(self, batches: Iterable[list[bytes]], fallback_name: str) -> Iterator[Item]:
         """The intervals (and notices) of a whole log's lines, given in batches; `fallback_name` names the stream
@@ -130,6 +175,7 @@ class SparkSource(Source):
     def _batch_of(self, parser: EventParser, tasks: list[SparkTask], fallback_name: str) -> Iterator[Item]:
         """The intervals (and notices) of a whole log's tasks, read by `parser`."""
         self.app, self.executors, self.all_tasks = parser.app, parser.executors, tasks
+        self.stage_ends = parser.stage_ends
         self.tasks = tasks if self._stages is None else [t for t in tasks if t.stage in self._stages]
         yield from batch_intervals(self.tasks, self._app_name(fallback_name), self._opt("metric", "duration"),
                                    self._stages, bool(self.options.get("per_stage")),
@@ -144,11 +190,22 @@ class SparkSource(Source):
         from .engine import engine_report
 
         log = find_event_log(target, self.options.get("app"))
-        intervals, analysis, self.app = engine_report(
+        yield from self._chosen(log)
+        try:
+            check_event_log(log)
+        except CodecError as err:
+            raise SourceError(f"spark: cannot read the Spark event log: {err}") from None
+        result = engine_report(
             [log], self._opt("metric", "duration"), self._stages, bool(self.options.get("per_stage")),
             interval_ms(self.options.get("interval")), self.options.get("master"), self.straggler_options())
-        self._analysis = analysis
-        yield from intervals
+        self._check_stages(result.stages, log)
+        self._analysis, self.app = {**result.analysis, **self._measured()}, result.app
+        yield from result.intervals
+        if result.bad_lines:
+            yield _unread_of(result.problems, result.bad_lines)
+        if result.implausible:
+            yield _implausible(result.implausible)
+        yield from self._log_state(log, result.app)
 
     def _app_name(self, fallback: str = "") -> str:
         return self.app.name or self.app.app_id or fallback
@@ -157,14 +214,17 @@ class SparkSource(Source):
         from .follow import follow_tasks
 
         parser = self._parser = EventParser()
-        self.app, self.executors = parser.app, parser.executors
+        self.app, self.executors, self.stage_ends = parser.app, parser.executors, parser.stage_ends
         yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser)
 
     def _rest_batches(self, url: str) -> Iterator[tuple[list[SparkTask], bool]]:
-        from .rest import rest_tasks
+        from .rest import RestPoller, rest_tasks
+
+        def poller(made: RestPoller) -> None:
+            self.executors, self.stage_ends = made.executors, made.stage_ends
 
         for tasks, ended, app in rest_tasks(url, self.options.get("app"), self._opt("poll", 1.0),
-                                            note=self._notes.append):
+                                            note=self._notes.append, on_poller=poller):
             self.app = app
             yield tasks, ended
 
@@ -206,12 +266,17 @@ class SparkSource(Source):
         yield from notices()
 
     def analysis(self) -> dict[str, Any]:
-        """`{"stragglers": [...], "warmup": [...], "stages": [...]}` for the tasks read so far (after items())."""
+        """`{"stragglers": [...], "warmup": [...], "stages": [...], "metric", "analysed"}` for the tasks read so far
+        (after items()): `analysed` is the task metric stragglers and stages measure, `metric` the one mapped."""
         if self._analysis is not None:
             return self._analysis
         from .summary import spark_analysis
 
-        return spark_analysis(self.tasks, self.executors, all_tasks=self.all_tasks, **self.straggler_options())
+        return {**spark_analysis(self.tasks, self.executors, all_tasks=self.all_tasks, ends=self.stage_ends,
+                                 **self.straggler_options()), **self._measured()}
+
+    def _measured(self) -> dict[str, str]:
+        return {"metric": self._opt("metric", "duration"), "analysed": "duration"}
 
     def describe(self) -> dict[str, Any]:
         keep = ("metric", "stages", "per_stage", "interval", "engine", "follow")
@@ -220,7 +285,11 @@ class SparkSource(Source):
 
 def _unread(parser: EventParser, bad: int, told: int = 0) -> Notice:
     """`bad` more lines could not be read; where the first ones are (problems from `told` on)."""
-    shown = parser.told()[told:]
+    return _unread_of(parser.told()[told:], bad)
+
+
+def _unread_of(shown: list[str], bad: int) -> Notice:
+    """`bad` lines could not be read; `shown` says where the first ones are."""
     where = ": " + "; ".join(shown) + (f"; {bad - len(shown)} more" if bad > len(shown) else "") if shown else ""
     return Notice(f"spark: {bad} event-log lines could not be parsed{where}", bad)
 

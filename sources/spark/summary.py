@@ -22,7 +22,7 @@ import numpy as np
 
 from latencymap.core.percentiles import median_of
 
-from .parse import ExecutorInfo, SparkTask
+from .parse import ExecutorInfo, SparkTask, StageEnd
 
 #: A task ending this close after another's launch had already freed its slot.
 OVERLAP_MS = 100
@@ -87,57 +87,93 @@ def find_task_stragglers(tasks: list[SparkTask], cold: set[int] | None = None,
     slots = {f"{s}.{a}": n for (s, a), n in (cores or {}).items()}
     found = find_stragglers(straggler_items(tasks, cold), slots=slots, **options)
     return [straggler_json(by_id[(s.item.group, s.item.key)], s.ratio, s.group_median_s, s.warmup,
-                           s.warmup_reason) for s in found]
+                           s.warmup_reason, s.reference_s, s.reference) for s in found]
 
 
 def straggler_json(t: SparkTask, ratio: float, median_s: float, warmup: bool = False,
-                   reason: str | None = None) -> dict[str, Any]:
-    """One straggler in the report's shape (issue 7), plus its flags."""
+                   reason: str | None = None, reference_s: float | None = None,
+                   reference: str = "median") -> dict[str, Any]:
+    """One straggler in the report's shape, plus its flags: `ratio` is `duration_s / reference_s`, the reference
+    being the stage median (`reference: "median"`) or the fastest task of its warm-up wave (`"wave"`)."""
     return {
         "stage": t.stage, "attempt": t.stage_attempt, "index": t.index, "task_id": t.task_id,
         "task_attempt": t.attempt, "executor": t.executor, "host": t.host, "duration_s": t.duration_ms / 1000.0,
         "start": t.launch_ms / 1000.0, "end": t.finish_ms / 1000.0,
-        "ratio": float(ratio) if np.isfinite(ratio) else None, "stage_median_s": median_s,
-        "failed": t.failed, "killed": t.killed, "speculative": t.speculative, "warmup": warmup,
-        "warmup_reason": reason,
+        "ratio": float(ratio) if np.isfinite(ratio) else None,
+        "reference_s": median_s if reference_s is None else reference_s, "reference": reference,
+        "stage_median_s": median_s,
+        "failed": t.failed, "killed": t.killed, "speculative": t.speculative, "end_reason": t.reason,
+        "warmup": warmup, "warmup_reason": reason,
     }
 
 
-def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int | None = None) -> dict[str, Any]:
-    """Tasks, median, p99, max, skew (max / median) and the other skew metrics (analysis/skew.py) of a stage."""
+def warmup_mask(tasks: list[SparkTask], cold: set[int] | None = None, cores: int | None = None) -> np.ndarray:
+    """Which of a stage attempt's tasks are warm-up as the straggler analysis sees them: cold, or in the stage's
+    first wave (at most `cores` of them)."""
+    from latencymap.analysis.stragglers import first_wave
+
+    items = straggler_items(tasks, cold)
+    return first_wave(items, cores) | np.array([i.cold for i in items], dtype=bool)
+
+
+def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int | None = None,
+                  ends: dict[tuple[int, int], StageEnd] | None = None, cold: set[int] | None = None,
+                  stragglers: set[int] | None = None) -> dict[str, Any]:
+    """Task attempts, median, p99, max, skew (max / median) and the other skew metrics (analysis/skew.py) of a
+    stage attempt; the skew of its other tasks when warm-up tasks (`cold`, the first wave) that are not
+    `stragglers` (task ids) are left out (`warmup_tasks` left out, `skew_after_warmup`, `max_after_warmup_s`:
+    None when none is, or fewer than MIN_GROUP tasks are left); how many attempts succeeded, failed, were killed or
+    speculative; and how the stage ended (`status`: "complete", "failed", "unfinished" when no end is known,
+    None when `ends` is None: the source cannot tell)."""
     from latencymap.analysis.skew import stage_skew
+    from latencymap.analysis.stragglers import MIN_GROUP
 
     d = np.sort(np.array([t.duration_ms for t in tasks], dtype=np.float64)) / 1000.0
     median = float(median_of(d))
     skew = stage_skew(d, np.array([t.launch_ms for t in tasks]) / 1000.0,
                       np.array([t.finish_ms for t in tasks]) / 1000.0, cores)
+    warm = warmup_mask(tasks, cold, cores) & np.array([t.task_id not in (stragglers or ()) for t in tasks], dtype=bool)
+    rest = np.sort(np.array([t.duration_ms for t, w in zip(tasks, warm, strict=True) if not w],
+                            dtype=np.float64)) / 1000.0
+    after = warm.any() and rest.size >= MIN_GROUP and median_of(rest) > 0
+    end = (ends or {}).get((stage, attempt))
+    status = None if ends is None else "unfinished" if end is None else "complete" if end.completed else "failed"
     return {
         "stage": stage, "attempt": attempt, "tasks": len(tasks),
         "median_s": median, "p99_s": float(np.quantile(d, 0.99)), "max_s": float(d[-1]),
         **skew,
+        "warmup_tasks": int(warm.sum()),
+        "skew_after_warmup": float(rest[-1] / median_of(rest)) if after else None,
+        "max_after_warmup_s": float(rest[-1]) if after else None,
+        "succeeded": sum(not t.failed and not t.killed for t in tasks),
         "failed": sum(t.failed for t in tasks), "killed": sum(t.killed for t in tasks),
         "speculative": sum(t.speculative for t in tasks),
+        "num_tasks": end.tasks if end is not None else None,
+        "status": status, "failure": end.failure if end is not None else None,
     }
 
 
-def stage_summaries(tasks: Iterable[SparkTask], cores: dict[tuple[int, int], int] | None = None
-                    ) -> list[dict[str, Any]]:
-    """One summary per stage attempt, in stage order."""
+def stage_summaries(tasks: Iterable[SparkTask], cores: dict[tuple[int, int], int] | None = None,
+                    ends: dict[tuple[int, int], StageEnd] | None = None, cold: set[int] | None = None,
+                    stragglers: set[int] | None = None) -> list[dict[str, Any]]:
+    """One summary per stage attempt, in stage order (`ends`, `cold`, `stragglers`: see `stage_summary`)."""
     groups: dict[tuple[int, int], list[SparkTask]] = defaultdict(list)
     for t in tasks:
         groups[(t.stage, t.stage_attempt)].append(t)
-    return [stage_summary(s, a, groups[(s, a)], (cores or {}).get((s, a))) for s, a in sorted(groups)]
+    return [stage_summary(s, a, groups[(s, a)], (cores or {}).get((s, a)), ends, cold, stragglers)
+            for s, a in sorted(groups)]
 
 
 def spark_analysis(tasks: list[SparkTask], executors: dict[str, ExecutorInfo] | None = None,
                    include_warmup: bool = False, all_tasks: list[SparkTask] | None = None,
-                   **options: Any) -> dict[str, Any]:
+                   ends: dict[tuple[int, int], StageEnd] | None = None, **options: Any) -> dict[str, Any]:
     """What `report --format json` adds for Spark: `stragglers`, `warmup` (kept apart) and `stages`.
 
     `all_tasks` (default `tasks`): every task of the application, when `tasks` keeps only some stages, so
-    that warm-up is placed where it happened.
+    that warm-up is placed where it happened. `ends`: how stage attempts ended (None: the source cannot tell).
     """
     cold, cores = cold_tasks(all_tasks if all_tasks is not None else tasks, executors), stage_cores(tasks, executors)
     found = find_task_stragglers(tasks, cold, cores, include_warmup=True, **options)
+    slow = {s["task_id"] for s in found if not s["warmup"]}
     return {"stragglers": [s for s in found if include_warmup or not s["warmup"]],
-            "warmup": [s for s in found if s["warmup"]], "stages": stage_summaries(tasks, cores)}
+            "warmup": [s for s in found if s["warmup"]], "stages": stage_summaries(tasks, cores, ends, cold, slow)}

@@ -61,6 +61,12 @@ def test_warmup_does_not_hide_a_real_straggler() -> None:
     durations[20] *= 5.0  # a later straggler
     found = find_stragglers(schedule("s", durations, cores=2))
     assert sorted(s.item.key for s in found) == ["s.1", "s.20"]
+    by_key = {s.item.key: s for s in found}
+    wave, late = by_key["s.1"], by_key["s.20"]
+    assert (wave.reference, wave.reference_s) == ("wave", durations[0])  # its wave-mate, not the median
+    assert wave.ratio == pytest.approx(durations[1] / durations[0]) and wave.reference_s > wave.group_median_s
+    assert (late.reference, late.reference_s) == ("median", late.group_median_s)
+    assert wave.to_json()["reference"] == "wave"
 
 
 def test_warmup_without_times_is_judged_against_the_median() -> None:
@@ -92,8 +98,8 @@ def test_to_json_round_trips() -> None:
     data = json.loads(json.dumps(stragglers_to_json(found)))
     assert data == [{
         "key": "z", "group": "g", "duration_s": 4.0, "start": 30.0, "end": 34.0, "group_median_s": 1.0,
-        "reference_s": 1.0, "ratio": 4.0, "mad_score": pytest.approx(0.6745 * 3.0 / 0.01), "group_size": 11,
-        "warmup": False, "warmup_reason": None,
+        "reference_s": 1.0, "reference": "median", "ratio": 4.0, "mad_score": pytest.approx(0.6745 * 3.0 / 0.01),
+        "group_size": 11, "warmup": False, "warmup_reason": None,
     }]
 
 

@@ -38,6 +38,10 @@ def column_of(starts: np.ndarray, ends: np.ndarray, when: float) -> int | None:
     return min(int(np.searchsorted(ends, when, side="right")), len(ends) - 1)
 
 
+#: The app's actions that also work on the overview and the difference map (they follow the pause and the zoom).
+ELSEWHERE = frozenset({"quit", "interrupt", "pause", "zoom", "save", "help", "replay", "command_palette",
+                       "pop_screen"})
+
 #: The exit code of an interrupt (Ctrl-C as a key, or SIGINT), as the CLI documents it.
 EXIT_INTERRUPTED = 130
 
@@ -77,7 +81,7 @@ class MapActions(App[int]):
     def open_stream(self, index: int) -> None:
         """Show stream `index` in the full view (from the overview)."""
         self.view.stream = index % max(1, len(self.acc.streams))
-        self.view.cursor = self.view.end = None
+        self.view.end_key()
         self.view.finding = self.view.selected_slot = self.view.rows = None
         while isinstance(self.screen, OverviewScreen | DiffScreen):
             self.pop_screen()
@@ -157,12 +161,12 @@ class MapActions(App[int]):
             self.notify("one stream only: the overview lists several", title="overview")
 
     def action_finding(self, step: int) -> None:
-        """Select the next (previous) finding that has columns and put the cursor on them."""
+        """Select the next (previous) finding, shown whole; the cursor goes to its columns when it has some."""
         panel = self.maps.query_one(FindingsPanel)
-        placed = panel.placed()
+        placed = panel.selectable()
         hist = self.current()
         if not placed or hist is None:
-            self.notify("no finding with columns in view", title="findings")
+            self.notify("no finding in view", title="findings")
             return
         at = self.view.finding
         pos = placed.index(at) if at in placed else (-1 if step > 0 else 0)
@@ -201,13 +205,23 @@ class MapActions(App[int]):
         self._changed()
 
     def action_percentiles(self) -> None:
-        self.view.percentiles = not self.view.percentiles
+        """Show or hide the percentile strip (shown by default when there is room)."""
+        self.view.percentiles = not self.maps.query_one(PercentileStrip).display
         self._changed()
+
+    def action_inspector(self) -> None:
+        """Show or hide the inspector (shown by default when the screen is wide enough)."""
+        self.view.inspector = not self.maps.query_one(Inspector).display
+        self._changed()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The map screen's keys work (and are listed) only there; the overview and the difference map keep theirs."""
+        return self.on_maps or action in ELSEWHERE
 
     def action_stream(self, step: int) -> None:
         if self.acc.streams:
             self.view.stream = (self.view.stream + step) % len(self.acc.streams)
-            self.view.cursor = self.view.end = None
+            self.view.end_key()
             self.view.finding = self.view.rows = None  # rows pinned for one stream are not another's
             self._changed()
 

@@ -27,10 +27,11 @@ from latencymap.tui.actions import MapActions
 from latencymap.tui.axis import learn_clock
 from latencymap.tui.diffmap import DiffScreen
 from latencymap.tui.findings import MAX_LINES, FindingsPanel, window_findings
-from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec
+from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec, map_cells
 from latencymap.tui.ingest import Ingest
 from latencymap.tui.inspector import Inspector, inspect_columns
 from latencymap.tui.keys import BINDINGS
+from latencymap.tui.layout import CHROME_H, INSPECTOR_W, STRIP_MIN_ROWS, TALL, inspector_width, rows_per_map
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.palette import detect_mode
 from latencymap.tui.percentiles import ROWS as STRIP_ROWS
@@ -38,7 +39,7 @@ from latencymap.tui.percentiles import PercentileStrip
 from latencymap.tui.profile_panel import PROFILE_BINDINGS, ProfileController
 from latencymap.tui.replay_keys import REPLAY_BINDINGS, ReplayController
 from latencymap.tui.state import ViewState
-from latencymap.tui.status import StatusBar, status_text
+from latencymap.tui.status import StatusBar, status_lines
 from latencymap.tui.stragglers import Analysis, StragglersPanel
 from latencymap.tui.window import Window
 from latencymap.views.frame import MapFits, RowRange, edge_folds, row_range, window_sums
@@ -192,22 +193,54 @@ class LatencyMapApp(MapActions):
         self.maps.query_one(StragglersPanel).show(found)
 
     def map_cells(self) -> int:
-        """How many cells wide the heat maps are."""
-        shown = [m for m in self.maps.query(HeatMap) if m.display] or list(self.maps.query(HeatMap))
-        return shown[0].cells
+        """How many cells wide the heat maps are (from the screen's width: the layout may not have caught up)."""
+        inspector = inspector_width(self.size.width, self.view.inspector)
+        return map_cells(self.size.width - inspector)
 
-    def max_rows(self) -> int | None:
-        """Rows each shown map may have so that the maps and the panels under them fit the screen."""
-        height = self.maps.query_one("#maps").size.height
+    def body_height(self) -> int:
+        """Lines between the status bar and the footer."""
+        return self.size.height - CHROME_H
+
+    def max_rows(self, strip: bool | None = None) -> int | None:
+        """Rows each shown map may have so that the maps and the panels under them fit the screen (`strip`: with the
+        percentile strip or not; default: as shown)."""
+        height = self.body_height()
         if height <= 0:
             return None
-        maps = sum(1 for m in self.maps.query(HeatMap) if m.display) or 1
-        other = 1 + MAX_LINES + (STRIP_ROWS + 2 if self.view.percentiles else 0)
-        for panel in (self.profiler.panel if self.profiler is not None else None, *self.maps.query(StragglersPanel)):
-            if panel is not None:
-                other += panel.outer_size.height
+        if strip is None:
+            strip = self.maps.query_one(PercentileStrip).display
+        maps = sum(1 for m in self.maps.query(HeatMap) if self.view.show in ("both", m.kind)) or 1
+        other = self._panels_height() + 1 + (MAX_LINES if height >= TALL else 1)  # the findings' lines kept
+        other += STRIP_ROWS + 2 if strip else 0
         marked = any(m.marked for m in self.maps.query(HeatMap) if m.display)  # a reset/gap marks line
-        return max(3, (height - other) // maps - CHROME_LINES - marked)
+        return rows_per_map(height, maps, other, marked)
+
+    def _panels_height(self) -> int:
+        """Lines of the stragglers and profile panels."""
+        lines = sum(panel.height_needed for panel in self.maps.query(StragglersPanel))
+        return lines + (self.profiler.panel.outer_size.height if self.profiler is not None else 0)
+
+    def _lay_out(self) -> None:
+        """The inspector's width and the percentile strip for the screen's size (or as the user toggled them)."""
+        inspector = self.maps.query_one(Inspector)
+        width = inspector_width(self.size.width, self.view.inspector)
+        inspector.display = width > 0
+        if width:
+            inspector.styles.width = width
+            inspector.compact = width < INSPECTOR_W
+        strip = self.maps.query_one(PercentileStrip)
+        wanted = self.view.percentiles
+        strip.display = wanted if wanted is not None else (self.max_rows(strip=True) or 0) >= STRIP_MIN_ROWS
+
+    def _findings_room(self) -> int:
+        """Lines left under the maps, the strip and the other panels for the findings."""
+        used = sum(m.spec.rows + CHROME_LINES + m.marked for m in self.maps.query(HeatMap) if m.display and m.spec)
+        used += STRIP_ROWS + 2 if self.maps.query_one(PercentileStrip).display else 0
+        return self.body_height() - used - self._panels_height() - 1
+
+    def on_resize(self) -> None:
+        """Lay the screen out again for its new size (once the app has taken it: this runs first)."""
+        self.call_after_refresh(self.refresh_view, force=True)
 
     def rows_for(self, hist: StreamHistory, win: Window, kind: str = "frequency") -> RowRange:
         """The rows the `kind` map shows: pinned by `[`/`]`, by the options, or fitted to the window's data.
@@ -215,12 +248,19 @@ class LatencyMapApp(MapActions):
         Fitted rows are the same for both maps while the data fits the screen; when it needs more rows,
         the frequency map keeps where the events are and the intensity map where the time is.
         """
+        limit = self.max_rows()
         if self.view.rows is not None:
             lo, hi = self.view.rows
-            return RowRange(lo, hi, edge_folds(window_sums(hist, win.first, win.stop)[0], lo, hi))
-        fit = self.fits.setdefault(hist.stream, MapFits())
-        return row_range(hist, self.opts.min_bucket, self.opts.max_bucket, first=win.first, stop=win.stop, fit=fit,
-                         max_rows=self.max_rows(), weigh="events" if kind == "frequency" else "time")
+            rows = RowRange(lo, hi, edge_folds(window_sums(hist, win.first, win.stop)[0], lo, hi))
+        else:
+            fit = self.fits.setdefault(hist.stream, MapFits())
+            rows = row_range(hist, self.opts.min_bucket, self.opts.max_bucket, first=win.first, stop=win.stop, fit=fit,
+                             max_rows=limit, weigh="events" if kind == "frequency" else "time")
+        if limit is None or rows.hi - rows.lo < limit:
+            return rows
+        hi = rows.lo + limit - 1  # pinned rows, or the rows before any event, taller than the screen: the top folds
+        return RowRange(rows.lo, hi, None if rows.folds is None else edge_folds(
+            window_sums(hist, win.first, win.stop)[0], rows.lo, hi))
 
     def refresh_view(self, *, force: bool = False, status_only: bool = False) -> None:
         """Push the view state into every widget (the overview's, when it is on screen)."""
@@ -237,15 +277,16 @@ class LatencyMapApp(MapActions):
         hist = self.current()
         n = hist.n if hist else 0
         stop = self.view.stop(n)
-        self.maps.query_one(StatusBar).update(status_text(
-            hist, stop, state=self.state_name, skipped=self.acc.skipped, stream_index=self.view.stream % max(1, len(
-                self.acc.streams)), streams=len(self.acc.streams), ingest_rate=self.ingest.rate))
+        self.maps.query_one(StatusBar).update(status_lines(
+            hist, self.view.visible_n(n), state=self.state_name, skipped=self.acc.skipped,
+            stream_index=self.view.stream % max(1, len(self.acc.streams)), streams=len(self.acc.streams),
+            ingest_rate=self.ingest.rate))
         if status_only:
             return
         for heatmap in self.maps.query(HeatMap):
             heatmap.display = self.view.show in ("both", heatmap.kind)
+        self._lay_out()
         strip = self.maps.query_one(PercentileStrip)
-        strip.display = self.view.percentiles
         if hist is None:
             return
         win = Window(stop, self.map_cells(), self.view.zoom)
@@ -265,13 +306,13 @@ class LatencyMapApp(MapActions):
                 self._dirty = True  # the panels are due on a later tick
             return
         self._plots_at = now
-        if self.view.percentiles:
+        if strip.display:
             strip.show(hist, win, cursor)
         first, last = win.columns_of(win.cell_of(cursor))
         self.maps.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
                                             rows.row_of(self.view.selected_slot))
         panel = self.maps.query_one(FindingsPanel)
-        panel.show(window_findings(hist, win.first, stop), win, self.view.finding)
+        panel.show(window_findings(hist, win.first, stop), win, self.view.finding, self._findings_room())
         if self.profiler is not None:
             self.profiler.show()
 

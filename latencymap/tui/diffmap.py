@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_number
 from latencymap.tui.axis import LABEL_W, axis_strip
+from latencymap.tui.fit import Field, FittedText
 from latencymap.tui.heatmap import RIGHT_W, map_cells
 from latencymap.tui.palette import cell_style
 from latencymap.tui.window import Window
@@ -141,12 +141,13 @@ class DiffScreen(Screen[None]):
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
-        head = Text(no_wrap=True, overflow="ellipsis")
-        head.append(" DIFFERENCE ", style="bold reverse")
-        head.append(f"  A: {clean_text(self.a.stream.label, 60)}", style="bold red")
-        head.append(f"   B: {clean_text(self.b.stream.label, 60)}", style="bold blue")
-        head.append(f"\n unit {self.a.stream.unit}; B's columns matched to A's cells by time; Esc: back")
-        yield Static(head, id="diff-head")
+        yield FittedText([
+            [Field(" DIFFERENCE ", "bold reverse", 100),
+             Field(f"  A: {clean_text(self.a.stream.label, 200)}", "bold red", 50, shrink=12),
+             Field(f"   B: {clean_text(self.b.stream.label, 200)}", "bold blue", 50, shrink=12)],
+            [Field(f" unit {self.a.stream.unit};", rank=20),
+             Field(" B's columns matched to A's cells by time;", rank=10), Field(" Esc: back", rank=30)]],
+            id="diff-head")
         yield DiffMap(self.a, self.b)
         yield Footer()
 
@@ -155,7 +156,7 @@ class DiffScreen(Screen[None]):
 
     def plain_lines(self) -> list[str]:
         """The screen as text, for the saved plain-text frame."""
-        head = str(self.query_one("#diff-head", Static).render()).splitlines()
+        head = str(self.query_one("#diff-head", FittedText).render()).splitlines()
         diffmap = self.query_one(DiffMap)
         return [*head, *(strip.text.rstrip() for strip in diffmap.render_lines_all(diffmap.size.width))]
 

@@ -1,10 +1,11 @@
 """The findings panel: the diagnosis of the columns on screen, marked on the maps' time axis and listed.
 
-`e` / `E` select the next / previous finding that has columns and move the cursor to them.
+`e` / `E` select the next / previous finding (shown whole) and move the cursor to its columns when it has some.
 """
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,12 +17,15 @@ from textual.widget import Widget
 
 from latencymap.analysis.diagnosis import diagnose
 from latencymap.core.accumulator import StreamHistory
-from latencymap.core.sanitize import clean_text
+from latencymap.core.sanitize import cell_width, clean_text
 from latencymap.tui.axis import LABEL_W
 from latencymap.tui.heatmap import map_cells
 from latencymap.tui.window import Window
 
+#: Finding lines the maps always leave room for (more show when there is room).
 MAX_LINES = 3
+#: Lines the selected finding may wrap onto.
+WRAPPED = 3
 MARKS = "123456789abcdefghijklmnopqrstuvwxyz"
 HEAD = Style(bold=True, reverse=True)
 MARK = Style(color="yellow", bold=True)
@@ -69,7 +73,8 @@ def window_findings(hist: StreamHistory, first: int, stop: int) -> list[FindingI
 
 
 class FindingsPanel(Widget):
-    """Findings of the visible window: their columns marked on the time axis, then up to three lines."""
+    """Findings of the visible window: their columns marked on the time axis, then as many lines as there is room
+    for (at least `MAX_LINES` when there are that many), the selected one whole, the others cut with …"""
 
     DEFAULT_CSS = "FindingsPanel { height: auto; background: $boost; }"
 
@@ -78,39 +83,76 @@ class FindingsPanel(Widget):
         self.items: list[FindingItem] = []
         self.win: Window | None = None
         self.selected: int | None = None
-        self._lines = 1
+        #: Lines the app leaves for the findings under the maps.
+        self.room = MAX_LINES
+        self._built: tuple[object, ...] | None = None
+        self._rows: list[Strip] = []
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return 1 + max(1, min(MAX_LINES, len(self.items)))
+        return 1 + len(self._lines(width))
 
-    def show(self, items: list[FindingItem], win: Window | None, selected: int | None) -> None:
-        """Draw `items` on the window's cells on the next repaint."""
-        relayout = max(1, min(MAX_LINES, len(items))) != max(1, min(MAX_LINES, len(self.items)))
+    def show(self, items: list[FindingItem], win: Window | None, selected: int | None, room: int | None = None) -> None:
+        """Draw `items` on the window's cells on the next repaint, in at most `room` lines."""
+        before = len(self._lines(self.size.width))
         self.items, self.win, self.selected = items, win, selected
-        self.refresh(layout=relayout)
+        self.room = self.room if room is None else max(1, room)
+        self.refresh(layout=len(self._lines(self.size.width)) != before)
 
     def placed(self) -> list[int]:
-        """Indexes of the items that have columns (the ones `e` selects)."""
+        """Indexes of the items that have columns."""
         return [k for k, item in enumerate(self.items) if item.first_col is not None]
+
+    def selectable(self) -> list[int]:
+        """Indexes of the items `e` goes through: every finding after the first line (the modes)."""
+        return list(range(1, len(self.items)))
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         if y == 0:
             return self._marks(width)
+        rows = self._lines(width)
+        return rows[y - 1] if y - 1 < len(rows) else Strip.blank(width, PLAIN)
+
+    def _lines(self, width: int) -> list[Strip]:
+        """The lines under the marks: the items that fit `room`, the selected one kept in view."""
+        key = (width, tuple(self.items), self.selected, self.room, self.win is None)
+        if key == self._built:
+            return self._rows
+        text_w = max(8, width - LABEL_W - 1)
         if not self.items:
-            return Strip([Segment(" " * (LABEL_W + 1) + "none yet" if self.win is None else
-                                  " " * (LABEL_W + 1) + "nothing notable", DIM)]).adjust_cell_length(width, PLAIN)
-        first = 0
-        if self.selected is not None and self.selected >= MAX_LINES:
-            first = self.selected - MAX_LINES + 1
-        k = first + y - 1
-        if k >= len(self.items):
-            return Strip.blank(width, PLAIN)
-        item = self.items[k]
-        mark = MARKS[k] if k < len(MARKS) else " "
-        style = SELECTED if k == self.selected else PLAIN
-        return Strip([Segment(f" {mark:>{LABEL_W - 1}} ", MARK), Segment(clean_text(item.text, 300), style)]
-                     ).adjust_cell_length(width, PLAIN)
+            note = "none yet" if self.win is None else "nothing notable"
+            rows = [Strip([Segment(" " * (LABEL_W + 1) + note, DIM)]).adjust_cell_length(width, PLAIN)]
+            self._built, self._rows = key, rows
+            return rows
+        lines: list[tuple[int, str, bool]] = []  # (item, text, first line of the item)
+        for k, item in enumerate(self.items):
+            text = clean_text(item.text, 300)
+            wrapped = textwrap.wrap(text, text_w) if k == self.selected else [text]
+            parts = [cut_end(p, text_w) for p in wrapped[:WRAPPED]] or [""]
+            if len(wrapped) > WRAPPED:
+                parts[-1] = cut_end(parts[-1] + " " + wrapped[WRAPPED], text_w)
+            lines += [(k, p, i == 0) for i, p in enumerate(parts)]
+        room = max(1, self.room)
+        start = 0
+        if len(lines) > room > 1:
+            room -= 1  # the last line says how many more there are
+            chosen = [i for i, (k, _, _) in enumerate(lines) if k == self.selected]
+            if chosen:
+                start = max(0, min(chosen[0], chosen[-1] - room + 1))
+        shown = lines[start: start + room]
+        rows = []
+        for k, text, first in shown:
+            mark = (MARKS[k] if k < len(MARKS) else " ") if first else ""
+            style = SELECTED if k == self.selected else PLAIN
+            rows.append(Strip([Segment(f" {mark:>{LABEL_W - 1}} ", MARK), Segment(text, style)]
+                              ).adjust_cell_length(width, PLAIN))
+        if len(shown) < len(lines) and len(shown) < self.room:
+            hidden = len({k for k, _, _ in lines} - {k for k, _, _ in shown})
+            note = f"… {hidden} more finding{'s' if hidden != 1 else ''}: e / E go through them"
+            rows.append(Strip([Segment(" " * (LABEL_W + 1) + cut_end(note, text_w), DIM)]
+                              ).adjust_cell_length(width, PLAIN))
+        self._built, self._rows = key, rows
+        return rows
 
     def _marks(self, width: int) -> Strip:
         """` findings ` and each finding's mark over the cells of its columns."""
@@ -138,4 +180,17 @@ class FindingsPanel(Widget):
 
     def plain_lines(self) -> list[str]:
         """The panel as text, for the saved plain-text frame."""
-        return [self.render_line(y).text.rstrip() for y in range(1 + max(1, min(MAX_LINES, len(self.items))))]
+        return [self.render_line(y).text.rstrip() for y in range(1 + len(self._lines(self.size.width)))]
+
+
+def cut_end(text: str, width: int) -> str:
+    """`text` in at most `width` terminal cells, cut at the end with …"""
+    if cell_width(text) <= width:
+        return text
+    out, used = [], 0
+    for ch in text:
+        used += cell_width(ch)
+        if used > width - 1:
+            break
+        out.append(ch)
+    return "".join(out) + "…"

@@ -16,8 +16,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from latencymap.core.accumulator import GAP, RESET, StreamHistory
+from latencymap.core.sanitize import cell_width
 from latencymap.core.units import format_number
 from latencymap.tui.axis import LABEL_W, axis_strip, cursor_strip
+from latencymap.tui.fit import Field, fit_fields
 from latencymap.tui.palette import CURSOR_CHAR, cell_char, cell_style
 from latencymap.tui.window import Window, zoomed_frame
 from latencymap.views.frame import LEVELS, Folds, MapFrame
@@ -125,20 +127,17 @@ class HeatMap(Widget):
         frame = zoomed_frame(hist, self.kind, win, spec.lo, spec.hi, maxval=spec.maxval, log=spec.log,
                              folds=spec.folds)
         self.frame, self.window = frame, win
-        if not frame.exact:
-            title += ", estimated from bucket midpoints"
-        scale = "log" if spec.log else "linear"
-        pinned = " pinned" if spec.maxval else ""
-        strips = [_text_strip(f" {title}  [{scale}{pinned} scale · {spec.zoom} col/cell]", width, TITLE_STYLE)]
+        strips = [_text_strip(map_title(title, frame.exact, spec, width), width, TITLE_STYLE)]
         levels = frame.levels
         pad = cells - levels.shape[1]
         full = np.zeros((spec.rows, cells), dtype=np.uint8)
         full[:, pad:] = levels
         cursor = win.cell_of(spec.cursor) if spec.cursor >= 0 else -1
+        shown = frame.values[:, cursor - pad] if 0 <= cursor - pad < frame.values.shape[1] else frame.latest
         for r in range(spec.rows - 1, -1, -1):
             segs = [self._label(frame.labels[r], r == spec.selected_row)]
             segs += _row_segments(full[r], cursor, mode, self.kind)
-            segs += self._right(frame, r, mode)
+            segs += self._right(frame, float(shown[r]), spec.rows - 1 - r, mode)
             strips.append(Strip(segs, width))
         if self.marked:
             strips.append(_marks_strip(hist, win, width))
@@ -150,19 +149,26 @@ class HeatMap(Widget):
         text = label[: LABEL_W - 1].rjust(LABEL_W - 1) + " "
         return Segment(("▸" if selected else " ") + text, SELECTED if selected else PLAIN)
 
-    def _right(self, frame: MapFrame, r: int, mode: str) -> list[Segment]:
-        latest = format_number(float(frame.latest[r]), 4)
-        if len(latest) > 8:
-            latest = format_number(float(frame.latest[r]), 3)
-        segs = [Segment(f" {latest[:8]:>8} ", PLAIN)]
-        k = len(frame.labels) - 1 - r
+    def _right(self, frame: MapFrame, value: float, k: int, mode: str) -> list[Segment]:
+        """Beside row `k` (0 = top): the cursor column's value in that row, and a line of the colour legend."""
+        text = format_number(value, 4)
+        if len(text) > 8:
+            text = format_number(value, 3)
+        segs = [Segment(f" {text[:8]:>8} ", PLAIN)]
+        rows = len(frame.labels)
+        if rows < LEVELS + 2:  # too few rows for a legend line per level: the levels on one line, then the max
+            if k == 0:
+                segs += [Segment(cell_char(mode, v), cell_style(mode, self.kind, v)) for v in range(1, LEVELS + 1)]
+                return [*segs, Segment(" >0…max".ljust(LEGEND_W + 3 - LEVELS), PLAIN)]
+            line = f"max {format_number(frame.chart_max)}" if k == 1 else ""
+            return [*segs, Segment(line[: LEGEND_W + 3].ljust(LEGEND_W + 3), PLAIN)]
         if k <= LEVELS:
             segs.append(Segment(cell_char(mode, k) * 2, cell_style(mode, self.kind, k)))
             legend = _legend_text(frame, k, self.spec.log if self.spec else False)
             segs.append(Segment(" " + legend[:LEGEND_W].ljust(LEGEND_W), PLAIN))
         else:
-            text = f"max {format_number(frame.chart_max)}" if k == LEVELS + 1 else ""
-            segs.append(Segment(text[: LEGEND_W + 3].ljust(LEGEND_W + 3), PLAIN))
+            line = f"max {format_number(frame.chart_max)}" if k == LEVELS + 1 else ""
+            segs.append(Segment(line[: LEGEND_W + 3].ljust(LEGEND_W + 3), PLAIN))
         return segs
 
     def on_click(self, event: events.Click) -> None:
@@ -177,6 +183,18 @@ class HeatMap(Widget):
         column = min(b, self.spec.stop) - 1
         if column >= a:
             self.post_message(self.Selected(column, row, self.spec.lo + row))
+
+
+def map_title(title: str, exact: bool, spec: MapSpec, width: int) -> str:
+    """The map's title line fitted to `width`: the estimate note is shortened, the scale goes, then the note, before
+    the title is cut."""
+    scale = Field(f"  [{'log' if spec.log else 'linear'}{' pinned' if spec.maxval else ''} scale · "
+                  f"{spec.zoom} col/cell]", rank=5)
+    for note in ("" if exact else ", estimated from bucket midpoints", "" if exact else ", estimated"):
+        fields = [Field(f" {title}", rank=10), Field(note, rank=6), scale]
+        if sum(cell_width(f.text) for f in fields) <= width:
+            break
+    return "".join(f.text for f in fit_fields(fields, width))
 
 
 def cell_marks(hist: StreamHistory, win: Window) -> str:

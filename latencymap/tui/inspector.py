@@ -14,6 +14,9 @@ from latencymap.tui.axis import column_time
 from latencymap.views.frame import Folds, fold_rows, row_labels
 
 BAR_W = 12
+#: The compact inspector's bar (a narrow terminal), and its count and % columns.
+COMPACT_BAR_W = 8
+COUNT_W = 7
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 
 
@@ -79,18 +82,28 @@ def bar(share: float, width: int = BAR_W) -> str:
     return ("█" * full + (EIGHTHS[part] if part else "")).ljust(width)
 
 
-def inspection_chart(ins: Inspection, selected_row: int | None) -> Text:
-    """A header line, then one line per map row, slowest first (as the map draws them): bar, count, %, cum %."""
+def inspection_chart(ins: Inspection, selected_row: int | None, compact: bool = False) -> Text:
+    """A header line, then one line per map row, slowest first (as the map draws them): bar, count, %, cum %.
+
+    `compact` (30 cells): a shorter bar, no cum %.
+    """
     text = Text(no_wrap=True, overflow="crop")
-    text.append(f"{'bucket':>7} {'events':<{BAR_W}} {'count':>8} {'%':>6} {'cum %':>6}", style="bold")
+    width = COMPACT_BAR_W if compact else BAR_W
+    head = f"{'bucket':>7} {'events':<{width}} " + (f"{'count':>{COUNT_W}} {'%':>5}" if compact else
+                                                      f"{'count':>8} {'%':>6} {'cum %':>6}")
+    text.append(head, style="bold")
     top = max((r.count for r in ins.rows), default=0)
     for i in range(len(ins.rows) - 1, -1, -1):
         row = ins.rows[i]
         style = "reverse" if i == selected_row else ""
         text.append("\n")
         text.append(f"{row.label[:7]:>7} ", style=style)
-        text.append(bar(row.count / top if top else 0.0), style=style or "cyan")
-        text.append(f" {row.count:>8} {row.percent:>6.1f} {row.cumulative:>6.1f}", style=style)
+        text.append(bar(row.count / top if top else 0.0, width), style=style or "cyan")
+        if compact:
+            count = str(row.count) if len(str(row.count)) <= COUNT_W else format_number(row.count)
+            text.append(f" {count:>{COUNT_W}} {row.percent:>5.1f}", style=style)
+        else:
+            text.append(f" {row.count:>8} {row.percent:>6.1f} {row.cumulative:>6.1f}", style=style)
     return text
 
 
@@ -135,18 +148,19 @@ class Inspector(Static):
         self._text = Text("Inspector: waiting for data")
         super().__init__(self._text, id="inspector")
         self.inspection: Inspection | None = None
+        self.compact = False
         self._shown: tuple | None = None
 
     def show(self, ins: Inspection | None, selected_row: int | None, gap: int = 2) -> None:
         """Draw `ins`; `gap` lines between the chart and the summary (the map's cursor line and axis)."""
         key = None if ins is None else (ins.first, ins.stop, ins.events, tuple(r.count for r in ins.rows),
-                                        tuple(r.label for r in ins.rows), selected_row, gap)
+                                        tuple(r.label for r in ins.rows), selected_row, gap, self.compact)
         if key == self._shown:
             return
         self._shown, self.inspection = key, ins
         if ins is None:
             return
-        text = inspection_chart(ins, selected_row)
+        text = inspection_chart(ins, selected_row, self.compact)
         text.append("\n" * (gap + 1))
         text.append_text(inspection_summary(ins))
         self._text = text

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
-from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Vertical
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -37,6 +38,7 @@ BINDINGS: list[Binding] = [
     Binding("f", "show('frequency')", "Freq"),
     Binding("i", "show('intensity')", "Intens"),
     Binding("p", "percentiles", "Pctl"),
+    Binding("v", "inspector", "Inspector"),
     Binding("tab", "stream(1)", "Stream", priority=True),
     Binding("shift+tab", "stream(-1)", "Stream", show=False, priority=True),
     Binding("s", "save", "Save"),
@@ -53,8 +55,9 @@ HELP: list[tuple[str, str]] = [
     ("r", "rows fit the data again (the default; re-fitted as the data moves)"),
     ("l", "linear / logarithmic colour scale"),
     ("f / i", "frequency map only / intensity map only (again: both)"),
-    ("p", "show / hide the p50/p99 strip"),
-    ("e / E", "next / previous finding: the cursor goes to its columns"),
+    ("p", "show / hide the p50/p99 strip (shown by default when the screen is tall enough)"),
+    ("v", "show / hide the inspector (shown by default from 96 columns; compact below 120)"),
+    ("e / E", "next / previous finding, shown whole: the cursor goes to its columns"),
     ("t / T", "next / previous straggler task (Spark): the cursor goes to the column it finished in"),
     ("tab", "next stream (shift+tab: previous)"),
     ("Esc", "overview of every stream (several streams)"),
@@ -63,32 +66,43 @@ HELP: list[tuple[str, str]] = [
     ("click", "select a column and a latency bucket"),
     *PROFILE_HELP,
     *REPLAY_HELP,
-    ("?", "this help (any key closes it)"),
+    ("?", "this help (↑ ↓ PgUp PgDn scroll it; Esc, q or ? closes it)"),
     ("q", "quit (exit code 0)"),
     ("Ctrl-C", "interrupt: quit with exit code 130, as SIGINT to the process does"),
 ]
 
 
 class HelpScreen(ModalScreen[None]):
-    """Every key, one line each."""
+    """Every key, one line each; scrolls when the terminal is small."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical { width: 84; height: auto; border: thick $primary; background: $surface; padding: 1 2; }
+    HelpScreen > VerticalScroll { width: 84; max-width: 100%; height: auto; max-height: 100%; border: thick $primary;
+                                  background: $surface; padding: 1 2; }
     """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "close", "Close"),
+        Binding("up", "scroll('up')", "Up", show=False),
+        Binding("down", "scroll('down')", "Down", show=False),
+        Binding("pageup", "scroll('page_up')", "Page up", show=False),
+        Binding("pagedown", "scroll('page_down')", "Page down", show=False),
+        Binding("home", "scroll('home')", "Top", show=False),
+        Binding("end", "scroll('end')", "Bottom", show=False),
+    ]
 
     def compose(self) -> ComposeResult:
-        table = Table(box=None, show_header=False, padding=(0, 2))
-        table.add_column(style="bold")
-        table.add_column()
+        table = Table(box=None, show_header=False, padding=(0, 2), expand=False)
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(overflow="fold")
         for key, what in HELP:
             table.add_row(key, what)
-        with Vertical():
+        with VerticalScroll():
             yield Static("latencymap keys", classes="title")
             yield Static(table)
 
-    def on_key(self, event: events.Key) -> None:
-        """Any key closes the help."""
-        event.stop()
-        event.prevent_default()
+    def action_close(self) -> None:
         self.dismiss()
+
+    def action_scroll(self, where: str) -> None:
+        """Scroll the list of keys."""
+        getattr(self.query_one(VerticalScroll), f"scroll_{where}")(animate=False)

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -20,12 +19,13 @@ from textual.geometry import Region
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input
 
 from latencymap.core.model import StreamId
-from latencymap.core.sanitize import cell_width, cut_middle
+from latencymap.core.sanitize import cell_width, clean_text, cut_middle
 from latencymap.core.units import format_duration
 from latencymap.tui.axis import axis_strip
+from latencymap.tui.fit import Field, FittedText
 from latencymap.tui.overview_stats import ORDERS, OverviewStats, StreamRow, StripCache, p99_levels, sort_rows
 from latencymap.tui.palette import cell_char, cell_style
 from latencymap.tui.window import Window
@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 MARK_W = 3
 NAME_W = 26
+#: The narrowest the names get on a narrow terminal, where the heat strips keep about `STRIP_W` cells.
+MIN_NAME_W = 14
+STRIP_W = 20
 COLUMNS = (("p50 now", 8), ("p99 now", 8), ("p99 all", 8), ("waited", 9), ("vs peers", 9))
 NUMBERS_W = sum(w + 1 for _, w in COLUMNS)
 HEAD = Style(bold=True)
@@ -48,11 +51,27 @@ PLAIN = Style()
 
 def strip_cells(width: int) -> int:
     """Cells of each stream's heat strip in a list `width` wide."""
-    return max(8, width - MARK_W - NAME_W - 1 - NUMBERS_W - 1)
+    return max(8, width - MARK_W - name_width(width) - 1 - NUMBERS_W - 1)
+
+
+def name_width(width: int) -> int:
+    """Cells of the stream names in a list `width` wide (`NAME_W`, less on a narrow terminal)."""
+    return max(MIN_NAME_W, min(NAME_W, width - MARK_W - 1 - NUMBERS_W - 1 - STRIP_W))
 
 
 def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…" if width > 0 else ""
+
+
+def scale_heading(low: float, high: float, width: int) -> str | None:
+    """What the strips' colours mean, as long as `width` allows (the scale's ends kept longest); None: not even
+    the scale fits."""
+    scale = f"{format_duration(low)} … {format_duration(high)}"
+    for text in (f"p99 per cell, one scale for all streams: {scale}", f"p99 per cell, one scale: {scale}",
+                 f"p99, one scale: {scale}", f"p99 {scale}", scale, scale.replace(" ", "")):
+        if cell_width(text) <= width:
+            return text
+    return None
 
 
 def _values(row: StreamRow) -> tuple[str, ...]:
@@ -184,7 +203,7 @@ class OverviewList(Widget, can_focus=True):
         row = self.current()
         if row is not None and len(shown) < self.lines_shown:  # the time axis (of the selected stream) under the lines
             win = Window(min(self.stops.get(row.index, row.hist.n), row.hist.n), cells, self.zoom)
-            self._strips[self.top + len(shown)] = axis_strip(row.hist, win, width, MARK_W + NAME_W + 1)
+            self._strips[self.top + len(shown)] = axis_strip(row.hist, win, width, MARK_W + name_width(width) + 1)
 
     def _key(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, selected: bool) -> tuple[object, ...]:
         """Everything a stream's line shows: the line is drawn again only when this changes."""
@@ -193,13 +212,18 @@ class OverviewList(Widget, can_focus=True):
 
     def _head(self, width: int, cells: int) -> Strip:
         low, high = self._scale
-        scale = ("p99 per cell, one scale for all streams: " + format_duration(low) + " … " +
-                 format_duration(high)) if math.isfinite(low) else "p99 per cell"
-        segs = [Segment(" " * MARK_W + f"{'stream':<{NAME_W}} ", HEAD), Segment(_fit(scale, cells).ljust(cells), DIM)]
-        if math.isfinite(low):
-            swatch = [Segment(cell_char(self.mode, k) or " ", cell_style(self.mode, "intensity", k))
-                      for k in range(1, LEVELS + 1)]
-            segs = segs[:1] + swatch + [Segment(" " + _fit(scale, cells - LEVELS - 1).ljust(cells - LEVELS - 1), DIM)]
+        segs = [Segment(" " * MARK_W + f"{'stream':<{name_width(width)}} ", HEAD)]
+        room = cells - LEVELS - 1
+        heading = scale_heading(low, high, room) if math.isfinite(low) else None
+        if math.isfinite(low) and heading is None:  # no room for the swatch and the scale: the scale
+            short = f"{format_duration(low)}…{format_duration(high)}"
+            segs.append(Segment(_fit(scale_heading(low, high, cells) or short, cells).ljust(cells), DIM))
+        elif heading is not None:
+            segs += [Segment(cell_char(self.mode, k) or " ", cell_style(self.mode, "intensity", k))
+                     for k in range(1, LEVELS + 1)]
+            segs.append(Segment(" " + heading.ljust(room), DIM))
+        else:
+            segs.append(Segment(_fit("p99 per cell", cells).ljust(cells), DIM))
         segs.append(Segment(" " + "".join(f"{name:>{w}} " for name, w in COLUMNS), HEAD))
         return Strip(segs).adjust_cell_length(width, PLAIN)
 
@@ -208,8 +232,9 @@ class OverviewList(Widget, can_focus=True):
         segs = [Segment(">" if selected else " ", SELECTED if selected else PLAIN),
                 Segment(f"{mark:<2}", MARKED)]
         name_style = SELECTED if selected else SLOW if row.slow else PLAIN
-        name = cut_middle(row.label, NAME_W)
-        segs.append(Segment(name + " " * (NAME_W - cell_width(name)), name_style))
+        name_w = name_width(width)
+        name = cut_middle(row.label, name_w)
+        segs.append(Segment(name + " " * (name_w - cell_width(name)), name_style))
         segs.append(Segment(" ", PLAIN))
         segs += _heat(levels, self.mode)
         segs += _numbers(row, values)
@@ -239,6 +264,27 @@ def _heat(levels: np.ndarray, mode: str) -> list[Segment]:
         v = int(levels[a])
         segs.append(Segment(cell_char(mode, v) * (b - a), cell_style(mode, "intensity", v)))
     return segs
+
+
+def overview_head(state: str, streams: int, rows: list[StreamRow], needle: str, order: str,
+                  skipped: int) -> list[Field]:
+    """The overview's header line: state, streams, skipped records, order, filter, slow streams, then key hints (the
+    first to go when the line is too long)."""
+    fields = [Field(f" OVERVIEW · {state.upper()} ", "bold reverse", 100), Field(f"  {streams} streams", rank=90)]
+    if needle:
+        fields.append(Field(f" ({len(rows)} match “{clean_text(needle, 40)}”)", rank=80))
+    fields.append(Field(f"  skipped {skipped}", "bold yellow" if skipped else "", rank=85 if skipped else 5))
+    fields.append(Field(f"  sorted by {order}", rank=60))
+    fields += [Field(" (o)", rank=10), Field("  filter (/)", rank=9), Field("  Enter: open", rank=8),
+               Field("  a/b: mark", rank=7), Field("  d: A−B", rank=6)]
+    slow = [clean_text(r.label, 60) for r in rows if r.slow]
+    if slow:
+        fields.append(Field("  slow now:", "bold red", group="slow", head=True))
+        fields.append(Field(f" {slow[0]}", "bold red", 70, shrink=12, group="slow"))
+        fields += [Field(f", {label}", "bold red", 50 - k, group="slow") for k, label in enumerate(slow[1:3])]
+        if len(slow) > 3:
+            fields.append(Field(f" +{len(slow) - 3} more", "bold red", 48, group="slow"))
+    return fields
 
 
 class OverviewScreen(Screen[None]):
@@ -281,7 +327,7 @@ class OverviewScreen(Screen[None]):
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
-        yield Static(id="overview-head")
+        yield FittedText(id="overview-head")
         yield OverviewList()
         yield Input(placeholder="filter streams by label (Enter keeps it, Esc clears it)", id="overview-filter")
         yield Footer()
@@ -322,16 +368,8 @@ class OverviewScreen(Screen[None]):
         listing = self.query_one(OverviewList)
         listing.zoom = app.view.zoom
         listing.set_rows(rows, self._stops)
-        slow = [r.label for r in rows if r.slow]
-        head = Text(no_wrap=True, overflow="ellipsis")
-        head.append(f" OVERVIEW · {app.state_name.upper()} ", style="bold reverse")
-        head.append(f"  {len(self._all)} streams")
-        if self.needle:
-            head.append(f" ({len(rows)} match “{self.needle}”)")
-        head.append(f"  sorted by {self.order} (o)  filter (/)  Enter: open  a/b: mark  d: A−B  ")
-        if slow:
-            head.append(f"slow now: {', '.join(slow[:3])}{' …' if len(slow) > 3 else ''}", style="bold red")
-        self.query_one("#overview-head", Static).update(head)
+        self.query_one("#overview-head", FittedText).update([overview_head(
+            app.state_name, len(self._all), rows, self.needle, self.order, app.acc.skipped)])
 
     def _chosen(self) -> OverviewList:
         """The list, with the user's pick to be kept from now on."""
@@ -404,5 +442,5 @@ class OverviewScreen(Screen[None]):
 
     def plain_lines(self) -> list[str]:
         """The screen as text, for the saved plain-text frame."""
-        head = self.query_one("#overview-head", Static).render()
+        head = self.query_one("#overview-head", FittedText).render()
         return [str(head).rstrip(), *self.query_one(OverviewList).plain_lines()]

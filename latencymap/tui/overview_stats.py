@@ -8,6 +8,7 @@ milliseconds per frame.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ from latencymap.tui.window import Window
 
 SHOWN = (0.50, 0.99)
 #: Sort orders the overview offers (`o` cycles): key name → what the column header says.
+DIGITS = re.compile(r"(\d+)")
 ORDERS = ("p99 now", "waited", "vs peers", "label")
 #: A stream whose p99 now is at least this many times its peers' median stands out.
 SLOW_PEER = 2.0
@@ -169,12 +171,17 @@ def _compare_peers(peers: list[StreamRow]) -> None:
         r.vs_peers = v / median if good and median > 0 else math.nan
 
 
+def natural_key(label: str) -> tuple[tuple[int, str], ...]:
+    """Sort key of a label with its numbers in numeric order: rank2 before rank10."""
+    return tuple((int(part), "") if k % 2 else (0, part) for k, part in enumerate(DIGITS.split(label.casefold())))
+
+
 def sort_rows(rows: list[StreamRow], order: str, needle: str = "") -> list[StreamRow]:
     """Rows whose label contains `needle` (case-insensitive), slowest first by `order` (missing values last)."""
     needle = needle.casefold()
     kept = [r for r in rows if needle in r.label.casefold()] if needle else list(rows)
     if order == "label":
-        return sorted(kept, key=lambda r: r.label.casefold())
+        return sorted(kept, key=lambda r: natural_key(r.label))
     attr = {"p99 now": "p99_now", "waited": "waited_s", "vs peers": "vs_peers"}[order]
 
     def key(r: StreamRow) -> tuple[bool, float]:

@@ -13,8 +13,10 @@ class ViewState:
     """Navigation state, independent of Textual; every key handler edits one of these fields.
 
     `end` is the history index one past the last column shown (None: follow the newest);
-    `cursor` the history index of the inspected column (None: the newest non-empty column shown, `auto_cursor`);
-    `rows` the slots shown when the user pinned them with `[`/`]` (None: rows fit the data).
+    `cursor` the history index of the inspected column (None: the newest non-empty column shown, `auto_cursor`, or
+    the newest column when `newest`: the cursor was moved there, and stays on it as columns come);
+    `rows` the slots shown when the user pinned them with `[`/`]` (None: rows fit the data);
+    `percentiles` and `inspector` whether the user wants the strip and the inspector (None: when there is room).
     """
 
     end: int | None = None
@@ -22,13 +24,15 @@ class ViewState:
     zoom: int = 1
     rows: tuple[int, int] | None = None
     auto_cursor: int | None = None
+    newest: bool = False
     finding: int | None = None
     log: bool = False
     show: str = "both"
     paused: bool = False
     frozen: int = 0
     stream: int = 0
-    percentiles: bool = True
+    percentiles: bool | None = None
+    inspector: bool | None = None
     selected_slot: int | None = None  # the bucket picked by a click (a slot: the maps may show different rows)
 
     def visible_n(self, n: int) -> int:
@@ -46,7 +50,7 @@ class ViewState:
         if stop == 0:
             return -1
         if self.cursor is None:
-            auto = self.auto_cursor
+            auto = None if self.newest else self.auto_cursor
             return auto if auto is not None and 0 <= auto < stop else stop - 1
         return max(0, min(self.cursor, stop - 1))
 
@@ -81,9 +85,10 @@ class ViewState:
         self._reveal(vn, cells)
 
     def end_key(self) -> None:
-        """Newest column; follow live data again."""
+        """Newest non-empty column; follow live data again."""
         self.cursor = None
         self.end = None
+        self.newest = False
 
     def page(self, n: int, cells: int, direction: int) -> None:
         """Scroll one page (the width of the map) back (-1) or forward (+1)."""
@@ -129,8 +134,10 @@ class ViewState:
         self._settle(vn)
 
     def _settle(self, vn: int) -> None:
-        """Back to following live data when the window reaches the newest column."""
+        """Back to following live data when the window reaches the newest column (a cursor put on the newest column
+        stays on it, empty or not)."""
         if self.end is not None and self.end >= vn and not self.paused and (
                 self.cursor is None or self.cursor >= vn - 1):
+            self.newest = self.cursor is not None
             self.end = None
             self.cursor = None

@@ -19,6 +19,8 @@ from latencymap.core.units import format_duration
 
 MAX_STRAGGLERS = 4
 MAX_STAGES = 2
+#: Lines the panel takes at most (each line is cut to the width, never wrapped).
+MAX_HEIGHT = 8
 Analysis = Callable[[], dict[str, Any]]
 
 
@@ -83,7 +85,10 @@ def stragglers_text(found: dict[str, Any] | None, selected: int | None = None) -
 class StragglersPanel(Static):
     """Stragglers and stage skew from the source's analysis (shown only for sources that have one)."""
 
-    DEFAULT_CSS = "StragglersPanel { height: auto; max-height: 8; background: $boost; }"
+    DEFAULT_CSS = f"""
+    StragglersPanel {{ height: auto; max-height: {MAX_HEIGHT}; background: $boost; text-wrap: nowrap;
+                       text-overflow: ellipsis; }}
+    """
 
     def __init__(self) -> None:
         super().__init__(stragglers_text(None), id="stragglers")
@@ -107,6 +112,11 @@ class StragglersPanel(Static):
         self.selected = index
         self.update(stragglers_text(self.found, index))
         return listed(self.found)[index] if index is not None else None
+
+    @property
+    def height_needed(self) -> int:
+        """Lines the panel takes (its lines are cut, not wrapped)."""
+        return min(MAX_HEIGHT, len(self.plain_lines()))
 
     def plain_lines(self) -> list[str]:
         """The panel as text, for the saved plain-text frame."""

@@ -104,8 +104,8 @@ def test_overview_keys_move_sort_filter_open_and_come_back(tmp_path: Path, monke
         assert app.screen.order == "waited"
         waited = [r.waited_s for r in lst.rows]
         assert waited == sorted(waited, reverse=True)
-        await pilot.press("o", "o")  # vs peers, then label
-        assert app.screen.order == "label" and shown_labels(app)[:3] == ["rank0/step", "rank1/step", "rank10/step"]
+        await pilot.press("o", "o")  # vs peers, then label (numbers in numeric order)
+        assert app.screen.order == "label" and shown_labels(app)[:3] == ["rank0/step", "rank1/step", "rank2/step"]
         await pilot.press("slash", "r", "a", "n", "k", "1")
         assert app.screen.needle == "rank1" and shown_labels(app) == ["rank1/step", "rank10/step", "rank11/step"]
         await pilot.press("enter")  # keeps the filter, back to the list

@@ -46,3 +46,18 @@ def test_stdin_hook_redirects_dash() -> None:
         assert stream.read() == "hello\n" and name == "<stdin>"
     finally:
         set_stdin_data(None)
+
+
+def test_right_onto_the_newest_column_stays_there_empty_or_not() -> None:
+    view = ViewState(auto_cursor=97)  # the newest non-empty column: the newest ones are empty
+    view.move_cursor(100, 10, 1)
+    assert view.cursor_at(100) == 98
+    view.move_cursor(100, 10, 1)
+    assert view.cursor_at(100) == 99 and view.end is None  # on the newest column, following live data
+    view.move_cursor(100, 10, 1)
+    assert view.cursor_at(100) == 99
+    assert view.cursor_at(120) == 119  # it stays on the newest column as columns come
+    view.move_cursor(120, 10, -1)
+    assert view.cursor_at(120) == 118
+    view.end_key()
+    assert view.cursor_at(120) == 97  # End: the newest non-empty column again

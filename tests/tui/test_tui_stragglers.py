@@ -134,3 +134,22 @@ def test_hostile_fields_are_cleaned() -> None:
 def test_spark_stragglers_panel_snapshot(snap_compare, utc) -> None:
     app, _ = spark_app()
     assert snap_compare(app, terminal_size=(160, 50), run_before=wait_ended)
+
+
+def test_panel_lines_are_cut_to_the_width_and_the_legends_stay_whole_after_t() -> None:
+    app, _ = spark_app()
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_ended(pilot)
+            await pilot.press("t")
+            await pilot.pause(0.4)
+            lines = [strip.text for strip in app.screen._compositor.render_strips()]
+            top = next(k for k, line in enumerate(lines) if line.startswith(" stragglers "))
+            panel = lines[top + 1: top + app.query_one(StragglersPanel).outer_size.height]
+            assert any(line.startswith("▶ task") for line in panel)
+            assert all(line.startswith(("▶ ", "  ")) for line in panel)  # no line wrapped to column 0
+            assert any("…" in line for line in panel)
+            assert sum("max " in line for line in lines[:top]) == 2  # both maps' legends end with their maximum
+
+    asyncio.run(main())

@@ -175,3 +175,30 @@ def test_spark_source_shows_its_stragglers_panel(pane_factory) -> None:
     assert "task 5 (id 9) in stage 2.0: 2.55s, 7.5× the median 340ms" in screen
     pane.keys("q")
     pane.wait_for("EXIT=0")
+
+
+def test_80x24_terminal_keeps_both_maps_whole_and_the_help_scrolls(pane_factory) -> None:
+    """A real 80x24 terminal: no inspector (`v` shows a compact one), both maps with their rows and axes, the
+    status lines unwrapped; the help fits, scrolls, and `q` closes it rather than the app."""
+    pane = pane_factory(f"TERM=xterm-256color COLORTERM=truecolor {latencymap_command()} {shlex.quote(str(EXAMPLE))}",
+                        size=(80, 24))
+    lines = pane.wait_for("findings").splitlines()
+    assert lines[0].startswith(" ENDED ") and lines[1].startswith(" latest ") and "overall" in lines[1]
+    assert sum(line.startswith((" Frequency:", " Intensity:")) for line in lines) == 2
+    assert sum("max " in line for line in lines) == 2 and "bucket" not in "".join(lines)
+    assert all(line.index("max ") > 60 for line in lines if "max " in line)  # the maps span the width
+    pane.keys("v")
+    lines = pane.wait_for("bucket events").splitlines()
+    assert sum(line.startswith((" Frequency:", " Intensity:")) for line in lines) == 2
+    pane.keys("?")
+    lines = pane.wait_for("latencymap keys").splitlines()
+    assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
+    pane.keys("PageDown")
+    pane.wait_for("current directory")
+    pane.keys("End")
+    pane.wait_for("Ctrl-C")
+    pane.keys("q")
+    screen = pane.wait_for("Frequency:")
+    assert "latencymap keys" not in screen and "EXIT=" not in screen
+    pane.keys("q")
+    pane.wait_for("EXIT=0")

@@ -1,0 +1,96 @@
+"""Header lines fitted to a width in terminal cells: the least important fields go first, none is cut mid-way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widget import Widget
+
+from latencymap.core.sanitize import cell_width, cut_middle
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """A piece of a line (with its leading spaces); the lowest `rank` is dropped first.
+
+    `shrink` > 0: cut in the middle down to that many cells instead of being dropped (a label);
+    `group`: a `head` field (a heading) goes when the last other field of its group does.
+    """
+
+    text: str
+    style: str = ""
+    rank: int = 0
+    shrink: int = 0
+    group: str = ""
+    head: bool = False
+
+
+def _width(fields: list[Field]) -> int:
+    return sum(cell_width(f.text) for f in fields)
+
+
+def _shrunk(field: Field, cells: int) -> Field:
+    """`field` cut in the middle to `cells` cells (its leading spaces kept)."""
+    body = field.text.lstrip(" ")
+    lead = field.text[: len(field.text) - len(body)]
+    return Field(lead + cut_middle(body, max(1, cells - len(lead))), field.style, field.rank, 0, field.group,
+                 field.head)
+
+
+def _headed(fields: list[Field]) -> list[Field]:
+    """`fields` less the headings whose group has no other field left."""
+    groups = {f.group for f in fields if f.group and not f.head}
+    return [f for f in fields if not f.head or f.group in groups]
+
+
+def fit_fields(fields: list[Field], width: int) -> list[Field]:
+    """The fields that fit in `width` cells, in their order: by rank, the lowest are dropped (or shrunk) first."""
+    kept = list(fields)
+    for rank in sorted({f.rank for f in fields if not f.head}):
+        if _width(_headed(kept)) <= width:
+            break
+        for k in range(len(kept) - 1, -1, -1):
+            field = kept[k]
+            over = _width(_headed(kept)) - width
+            if field.rank != rank or field.head or over <= 0:
+                continue
+            if field.shrink:
+                kept[k] = _shrunk(field, max(field.shrink, cell_width(field.text) - over))
+            else:
+                del kept[k]
+    return _headed(kept)
+
+
+def fit_line(fields: list[Field], width: int) -> Text:
+    """One line of `fields` fitted to `width` cells (cropped with … only when even the most important do not fit)."""
+    text = Text(no_wrap=True, overflow="ellipsis", end="")
+    for field in fit_fields(fields, width):
+        text.append(field.text, style=field.style or None)
+    text.truncate(max(1, width), overflow="ellipsis")
+    return text
+
+
+def fit_lines(lines: list[list[Field]], width: int) -> Text:
+    """Several lines, each fitted to `width` cells."""
+    return Text("\n", no_wrap=True, end="").join(fit_line(line, width) for line in lines)
+
+
+class FittedText(Widget):
+    """Lines of fields drawn fitted to the widget's width (fitted again when it changes)."""
+
+    DEFAULT_CSS = "FittedText { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }"
+
+    def __init__(self, lines: list[list[Field]] | None = None, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[list[Field]] = lines or []
+
+    def update(self, lines: list[list[Field]]) -> None:
+        """Draw `lines` on the next repaint."""
+        if lines != self.lines:
+            relayout = len(lines) != len(self.lines)
+            self.lines = lines
+            self.refresh(layout=relayout)
+
+    def render(self) -> Text:
+        return fit_lines(self.lines, self.size.width or 10_000)

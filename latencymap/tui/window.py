@@ -62,6 +62,19 @@ class Window:
             out[ok] = np.add.reduceat(hist.counts_in(slice(starts[0], b[ok][-1])), starts - starts[0], axis=0)
         return out
 
+    def cell_means(self, hist: StreamHistory) -> np.ndarray:
+        """Time spent per (cell, slot) of the cells whose every column's time is exact; NaN for the others (their
+        buckets' means say nothing: `percentile_estimates(times=...)`)."""
+        a, b = self.cell_bounds()
+        out = np.full((self.cells, NSLOTS), np.nan)
+        ok = b > a
+        if ok.any():
+            starts, cols = a[ok], slice(a[ok][0], b[ok][-1])
+            spent = np.add.reduceat(hist.time_in(cols), starts - starts[0], axis=0)
+            exact = np.logical_and.reduceat(hist.exact_columns(cols), starts - starts[0])
+            out[ok] = np.where(exact[:, None], spent, np.nan)
+        return out
+
 
 def zoomed_frame(hist: StreamHistory, kind: str, win: Window, lo: int, hi: int, *,
                  maxval: float | None = None, log: bool = False, folds: Folds | None = None) -> MapFrame:

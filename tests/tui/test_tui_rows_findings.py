@@ -207,3 +207,28 @@ def test_inspector_starts_on_the_newest_nonempty_column_and_says_when_one_is_emp
         assert "empty column" in str(inspector.render())
 
     run(app, scenario)
+
+
+def test_the_strip_cells_percentiles_are_the_inspectors_for_exact_times() -> None:
+    """Columns with exact times (BPF sums): the strip's p50/p99 of a cell of 3 merged columns are the inspector's
+    (`totals` of those columns), which use the buckets' exact means, so the two panels agree."""
+    from latencymap.core.accumulator import Accumulator
+    from latencymap.core.buckets import bin_values
+    from latencymap.core.model import Interval, StreamId
+    from latencymap.tui.percentiles import cell_percentiles
+    from latencymap.tui.window import Window
+
+    rng = np.random.default_rng(5)
+    stream = StreamId("disk", "bpf", "nanosec")
+    acc = Accumulator()
+    for k in range(12):
+        counts, sums = bin_values(np.r_[rng.normal(27e3, 3e3, 500), rng.normal(300e3, 20e3, 8)])
+        acc.add([Interval(stream, 100.0 + k, 101.0 + k, counts, sums * 1e-9)])
+    hist = acc.streams[stream]
+    win = Window(hist.n, 4, 3)
+    a, b = win.cell_bounds()
+    strip = cell_percentiles(hist, win)
+    inspector = hist.totals(slice(int(a[-1]), int(b[-1]))).percentiles
+    np.testing.assert_allclose(strip[-1], [inspector[0.50], inspector[0.99]])
+    plain = percentile_estimates(hist.counts[a[-1]:b[-1]].sum(axis=0), hist.low, hist.high, (0.50, 0.99))
+    assert not np.allclose(strip[-1], plain)  # the means moved them: the test would pass on counts alone otherwise

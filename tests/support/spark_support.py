@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +126,29 @@ def notices(items: list[Any]) -> list[str]:
 
 def totals(items: list[Any]) -> np.ndarray:
     return sum((i.counts for i in items if isinstance(i, Interval)), np.zeros(64, dtype=np.int64))
+
+
+@contextmanager
+def stub_driver(answers: dict[str, Any], empty_task_pages: bool = False) -> Iterator[str]:
+    """A driver UI stub serving recorded REST answers (by path under /api/v1), 404 for any other path; its URL.
+    `empty_task_pages`: a taskList page past the recorded ones is an empty list, as a driver answers."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.removeprefix("/api/v1")
+            body = answers.get(path)
+            if body is None and empty_task_pages and "taskList" in path:
+                body = []
+            self.send_response(404 if body is None else 200)
+            self.end_headers()
+            self.wfile.write(json.dumps(body).encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()

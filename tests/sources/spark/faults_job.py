@@ -27,17 +27,11 @@ FAILING = (2, 6)
 
 
 def main() -> int:
-    from pyspark import SparkConf, SparkContext, TaskContext
+    from job_conf import local_conf
+    from pyspark import SparkContext, TaskContext
 
     log_dir, port, rest_out = sys.argv[1], sys.argv[2], sys.argv[3]
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    conf = (SparkConf().setMaster("local[2,2]").setAppName("latencymap-faults")
-            .set("spark.eventLog.enabled", "true").set("spark.eventLog.dir", "file://" + os.path.abspath(log_dir))
-            .set("spark.eventLog.rolling.enabled", "false").set("spark.eventLog.compress", "false")
-            .set("spark.ui.port", port).set("spark.port.maxRetries", "0").set("spark.driver.host", "127.0.0.1")
-            .set("spark.driver.bindAddress", "127.0.0.1").set("spark.ui.showConsoleProgress", "false")
-            .set("spark.driver.memory", "512m"))
-    sc = SparkContext(conf=conf)
+    sc = SparkContext(conf=local_conf("latencymap-faults", "local[2,2]", log_dir, port))
     sc.setLogLevel("OFF")
 
     def rows(i: int) -> range:

@@ -8,7 +8,6 @@ prints `done`, waits for another line, then stops the application (the event log
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 
@@ -18,17 +17,11 @@ SLEEPS = ([0.6, 0.2, 0.2, 0.2, 0.2, 0.2, 1.2, 0.2], [0.3, 0.3, 0.3, 0.9, 0.3, 0.
 
 
 def main() -> int:
-    from pyspark import SparkConf, SparkContext
+    from job_conf import local_conf
+    from pyspark import SparkContext
 
     log_dir, port = sys.argv[1], sys.argv[2]
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    conf = (SparkConf().setMaster("local[2]").setAppName("latencymap-live-rest")
-            .set("spark.eventLog.enabled", "true").set("spark.eventLog.dir", "file://" + os.path.abspath(log_dir))
-            .set("spark.eventLog.rolling.enabled", "false").set("spark.eventLog.compress", "false")
-            .set("spark.ui.port", port).set("spark.port.maxRetries", "0").set("spark.driver.host", "127.0.0.1")
-            .set("spark.driver.bindAddress", "127.0.0.1").set("spark.ui.showConsoleProgress", "false")
-            .set("spark.driver.memory", "512m"))
-    sc = SparkContext(conf=conf)
+    sc = SparkContext(conf=local_conf("latencymap-live-rest", "local[2]", log_dir, port))
     sc.setLogLevel("ERROR")
     print(json.dumps({"ui": sc.uiWebUrl, "app_id": sc.applicationId}), flush=True)
     sys.stdin.readline()

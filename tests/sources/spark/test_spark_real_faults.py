@@ -13,16 +13,15 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from collections import defaultdict
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 from skips_support import requires_module
+from spark_support import stub_driver
 
 from latencymap.cli.main import main
 from latencymap.core.units import format_duration
@@ -170,21 +169,8 @@ def driver(ran: tuple[Path, Path]) -> Iterator[str]:
         if path.count("/") == 2:  # /applications/ID
             for attempt in body["attempts"]:
                 attempt["completed"] = True
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = answers.get(self.path.removeprefix("/api/v1"))
-            self.send_response(404 if body is None else 200)
-            self.end_headers()
-            self.wfile.write(json.dumps(body).encode())
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with stub_driver(answers) as url:
+        yield url
 
 
 @pytest.mark.timeout(300)

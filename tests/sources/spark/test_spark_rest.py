@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
+from spark_support import stub_driver
 
 from latencymap.sources.spark.rest import DriverGone, api_base, choose_app, epoch_ms, rest_tasks
 from latencymap.sources.spark.source import SparkSource, collect
@@ -25,25 +24,8 @@ def driver() -> Iterator[str]:
     app_path = f"/applications/{EXPECTED['app_id']}"
     for attempt in answers[app_path]["attempts"]:
         attempt["completed"] = True
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.removeprefix("/api/v1")
-            body = answers.get(path)
-            if body is None and "taskList" in path:
-                body = []  # pages past the recorded one
-            self.send_response(404 if body is None else 200)
-            self.end_headers()
-            self.wfile.write(json.dumps(body).encode())
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with stub_driver(answers, empty_task_pages=True) as url:
+        yield url
 
 
 def signature(intervals: list) -> list[tuple]:

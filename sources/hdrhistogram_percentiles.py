@@ -26,9 +26,11 @@ footer's `#[Mean = ...]` times the count is the distribution's time. wrk2 `-U` p
 over the same time.
 Values are in `--unit` (default ms, what jHiccup, HistogramLogProcessor and wrk2 print). A distribution says
 nothing of when it was taken or over how long: its column ends when it is read and is `--interval` long, or
-as long as wrk2's "N requests in 10.00s" line after it says. A line that is no row is reported and skipped
-(the next row's total counts what it held); values or totals that go down, or a `Total count` footer that
-disagrees with the last row, are reported with their line and that distribution is left out.
+as long as wrk2's "N requests in 10.00s" line after it says; HistogramLogProcessor's `#[StartTime: ...]` and
+`between A and B seconds` lines above it place it at StartTime + A, B - A long when B is finite. A line that is
+no row is reported and skipped (the next row's total counts what it held); values or totals that go down, or a
+`Total count` footer that disagrees with the last row, are reported with their line and that distribution is
+left out.
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ _WRK2_SPAN = re.compile(r"^\s*(\d+) requests in ([0-9.]+)(us|ms|s|m|h)\b")
 _WRK2_TITLE = re.compile(r"^\s*Latency Distribution \(HdrHistogram - ([^()]+?)\s*(?:\(.*\))?\)\s*$")
 _WRK2_POINT = re.compile(r"^\s*(\d+(?:\.\d+)?)%\s+([0-9.]+)(us|ms|s|m|h)\s*$")
 _RECORDED = "Recorded Latency"
+#: HistogramLogProcessor's lines above each distribution: its range (seconds relative to StartTime) and StartTime.
+_RANGE = re.compile(r"^#\[Overall percentile distribution between ([0-9.]+) and (\S+) seconds")
+_START_TIME = re.compile(r"^#\[StartTime:\s*([0-9.]+)")
 _MEAN = re.compile(r"^#\[Mean\s*=\s*([-+0-9.eE]+)\s*,")
 _SPAN_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 #: The run lengths a column may have: a microsecond up to about three years.
@@ -95,6 +100,7 @@ class _Spectrum:
     title: str = _RECORDED
     points: list[tuple[float, float]] = field(default_factory=list)  # wrk2's (percentile 0-1, value in --unit)
     mean: float | None = None  # the footer's, in --unit
+    begin_s: float | None = None  # epoch seconds it starts at, when HistogramLogProcessor says
 
 
 class HdrPercentilesFormat(TextFormat):
@@ -119,6 +125,8 @@ class HdrPercentilesFormat(TextFormat):
         wrk2 = False
         title, points = _RECORDED, list[tuple[float, float]]()
         run = 0  # the first distribution of the run a "N requests in" line ends
+        start_time: float | None = None
+        covers: tuple[float, float] | None = None  # HistogramLogProcessor's range of the next distribution
         for n, raw in enumerate(lines, 1):
             line = raw.rstrip("\r\n")
             wrk2 = wrk2 or bool(_WRK2_CALIBRATION.match(line))
@@ -127,6 +135,16 @@ class HdrPercentilesFormat(TextFormat):
                     done.append(current)
                 current = _Spectrum(n, title=title, points=points)
                 title, points = _RECORDED, []
+                _place(current, start_time, covers)
+                continue
+            if (m := _RANGE.match(line) or _START_TIME.match(line)) is not None:
+                if current is not None and current.footer:
+                    done.append(current)
+                    current = None
+                if m.re is _START_TIME:
+                    start_time = _finite(m.group(1))
+                else:
+                    covers = (_finite(m.group(1)) or 0.0, _finite(m.group(2)) or math.inf)
                 continue
             if current is not None and current.footer and line.strip() and not line.startswith("#"):
                 done.append(current)  # past the footer: the printer's own lines (wrk2's requests line among them)
@@ -189,7 +207,8 @@ class HdrPercentilesFormat(TextFormat):
         end = time.time() - sum(spans[first] for first in runs)
         for i, (spectrum, span) in enumerate(zip(spectra, spans, strict=True)):
             if i in runs:
-                start, end = end, end + span
+                start = spectrum.begin_s if spectrum.begin_s is not None else end
+                end = start + span
             for message in spectrum.skipped[:MAX_TOLD]:
                 yield Notice(f"{name}: {message}", skipped=1)
             if len(spectrum.skipped) > MAX_TOLD:
@@ -207,6 +226,18 @@ class HdrPercentilesFormat(TextFormat):
                 spent = spectrum.mean * unit_seconds(unit) * spectrum.totals[-1]
             yield Interval(streams[spectrum.title], start, end, rows, duration=end - start,
                            source_buckets=SourceBuckets(tuple(bounds), np.asarray(counts, dtype=np.int64), spent))
+
+
+def _place(spectrum: _Spectrum, start_time: float | None, span: tuple[float, float] | None) -> None:
+    """HistogramLogProcessor's StartTime and `between A and B seconds`: where the distribution starts, and how long
+    it covers when B is not `<Infinite>`."""
+    if span is None:
+        return
+    a, b = span
+    if start_time is not None:
+        spectrum.begin_s = start_time + a
+    if math.isfinite(b) and b > a:
+        spectrum.span_s = b - a
 
 
 def _runs(spectra: list[_Spectrum]) -> set[int]:

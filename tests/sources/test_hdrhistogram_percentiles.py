@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 import pytest
-from formats_support import intervals, notices, read_items, report_json
+from formats_support import FIXTURES, intervals, notices, read_items, report_json
 from hdr_support import library_histogram
 
 from latencymap.core.buckets import NSLOTS
@@ -189,3 +189,18 @@ def test_wrk2_own_percentiles_fix_the_tail_and_the_footer_mean_gives_the_time(tm
     assert total["time_s"] == pytest.approx(library.get_mean_value() / 1e9 * len(NS), rel=1e-3)
     path.write_text(_wrk2(printout(NS), "10.00s", summary=()))  # without them: the straight line across the gap
     assert report_json(path)["streams"][0]["total"]["p99_s"] > 2 * library.get_value_at_percentile(99) / 1e9
+
+
+def test_histogram_log_processors_start_time_and_range_place_the_column(tmp_path) -> None:
+    """Java's HistogramLogProcessor heads each distribution with its range (relative to StartTime) and StartTime:
+    the column starts there, and is as long as a finite range; not at the time it is read."""
+    java = report_json(FIXTURES / "hdrhistogram" / "java" / "int_tagged_us.read.hgrm")["streams"][0]
+    assert java["start"] == 1795651200.25 and java["end"] == 1795651201.25  # <Infinite>: --interval long
+    table = printout(NS)
+    text = "".join(f"#[Overall percentile distribution between {a:.3f} and {b:.3f} seconds (relative to StartTime)]\n"
+                   f"#[StartTime: 1700000000.000 (seconds since epoch), Tue Nov 14 22:13:20 UTC 2023]\n{table}"
+                   for a, b in ((10, 20), (20, 50)))
+    items = read_items(HdrPercentilesFormat, text, "processor.hgrm")
+    assert notices(items) == []
+    assert [(c.start, c.end, int(c.counts.sum())) for c in intervals(items)] == [
+        (1_700_000_010.0, 1_700_000_020.0, len(NS)), (1_700_000_020.0, 1_700_000_050.0, len(NS))]

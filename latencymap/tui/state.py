@@ -76,12 +76,16 @@ class ViewState:
         self._settle(self.visible_n(n))
 
     def goto(self, n: int, cells: int, column: int) -> None:
-        """Put the cursor on history column `column` (clamped), scrolling the window to show it."""
+        """Put the cursor on history column `column` (clamped); a column off screen comes to the middle of the
+        window, so the time before it shows too."""
         vn = self.visible_n(n)
         if vn == 0:
             return
-        self.cursor = max(0, min(vn - 1, column))
-        self.end = None
+        cursor = self.cursor = max(0, min(vn - 1, column))
+        span = max(1, cells) * self.zoom
+        stop = self.stop(n)
+        if not stop - span <= cursor < stop:
+            self.end = min(vn, max(cursor + 1, cursor + (span + 1) // 2, span))
         self._reveal(vn, cells)
 
     def end_key(self) -> None:

@@ -61,3 +61,17 @@ def test_right_onto_the_newest_column_stays_there_empty_or_not() -> None:
     assert view.cursor_at(120) == 118
     view.end_key()
     assert view.cursor_at(120) == 97  # End: the newest non-empty column again
+
+
+def test_a_jump_off_screen_puts_the_column_in_the_middle_and_one_on_screen_does_not_scroll() -> None:
+    """`e`/`t`/`g` jump to a column: off screen, it comes to the middle of the window (the time before it shows
+    too), not to the left edge; already on screen, the window stays."""
+    view = ViewState()
+    view.goto(n=200, cells=20, column=50)
+    assert view.cursor_at(200) == 50 and view.stop(200) == 60  # cells 40..59: the column is the 11th of 20
+    view.goto(200, 20, 45)
+    assert view.cursor_at(200) == 45 and view.stop(200) == 60  # on screen: no scroll
+    view.goto(200, 20, 3)
+    assert view.cursor_at(200) == 3 and view.stop(200) == 20  # near the start: the window cannot go further back
+    view.goto(200, 20, 195)
+    assert view.cursor_at(200) == 195 and view.stop(200) == 200  # near the end: the window ends with the history

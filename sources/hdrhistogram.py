@@ -161,18 +161,18 @@ class HlogReader:
             row += 1
 
     def _comment(self, line: str, n: int) -> Iterator[Notice]:
-        if (m := _START.match(line)) and (value := _finite(m.group(1))) is not None:
+        if (m := _START.match(line)) and (value := finite_number(m.group(1))) is not None:
             if self.data_seen:  # logs written one after another into one file: the next one's times are its own
                 self.base_time, self.data_seen = None, False
                 yield Notice(f"{self.name}: line {n}: a new log starts here (StartTime {value:.3f}); its times "
                              "count from it", skipped=0)
             self.start_time = value
-        elif (m := _BASE.match(line)) and (value := _finite(m.group(1))) is not None:
+        elif (m := _BASE.match(line)) and (value := finite_number(m.group(1))) is not None:
             self.base_time = value
 
     def _data(self, line: str, n: int, hint: str) -> Iterator[Notice | Interval | _Pending]:
         m = _DATA.match(line)
-        stamp, length, peak = (_finite(m.group(i)) for i in (2, 3, 4)) if m else (None, None, None)
+        stamp, length, peak = (finite_number(m.group(i)) for i in (2, 3, 4)) if m else (None, None, None)
         if m is None or stamp is None or length is None or peak is None:
             yield Notice(f"{self.name}: line {n}: {_EXPECTED}, got {excerpt(line)}; line skipped")
             return
@@ -282,7 +282,8 @@ class HlogReader:
 MAX_NUMBER = 400
 
 
-def _finite(text: str | None) -> float | None:
+def finite_number(text: str | None) -> float | None:
+    """The finite number a text spells (at most MAX_NUMBER characters), else None."""
     try:
         value = float(text) if text is not None and len(text) <= MAX_NUMBER else math.nan
     except ValueError:

@@ -52,6 +52,7 @@ from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import unit_seconds
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import DEFAULT_INTERVAL, interval_option, unit_option
+from latencymap.sources.hdrhistogram import finite_number
 
 DATASOURCE = "hdrhistogram"
 DEFAULT_UNIT = "millisec"
@@ -142,9 +143,9 @@ class HdrPercentilesFormat(TextFormat):
                     done.append(current)
                     current = None
                 if m.re is _START_TIME:
-                    start_time = _finite(m.group(1))
+                    start_time = finite_number(m.group(1))
                 else:
-                    covers = (_finite(m.group(1)) or 0.0, _finite(m.group(2)) or math.inf)
+                    covers = (finite_number(m.group(1)) or 0.0, finite_number(m.group(2)) or math.inf)
                 continue
             if current is not None and current.footer and line.strip() and not line.startswith("#"):
                 done.append(current)  # past the footer: the printer's own lines (wrk2's requests line among them)
@@ -169,7 +170,7 @@ class HdrPercentilesFormat(TextFormat):
                 if (m := _SUB_BUCKETS.match(line)) is not None and int(m.group(1)) >= 2:
                     current.sub_buckets = int(m.group(1))
                 if (m := _MEAN.match(line)) is not None:
-                    current.mean = _finite(m.group(1))
+                    current.mean = finite_number(m.group(1))
                 continue
             row = _ROW.match(line)
             if row is None:  # totals are cumulative: the next row counts what a skipped one held
@@ -250,14 +251,6 @@ def _runs(spectra: list[_Spectrum]) -> set[int]:
             titles = set()
         titles.add(spectrum.title)
     return firsts
-
-
-def _finite(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
 
 
 def _span(line: str) -> float | None:

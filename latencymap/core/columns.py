@@ -12,7 +12,7 @@ with zstd. Decoding gives the same numbers back, bit for bit.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,10 +30,16 @@ _META = ("start", "end", "dur")
 _LIMITS = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in (*_UNSIGNED, *_SIGNED, _INT64)}
 
 
-def observed_s(dur: np.ndarray, flags: np.ndarray, counts: np.ndarray) -> float:
-    """Seconds the columns with data cover: their durations, empty gap columns (data missing) left out; a gap
+def observed(dur: np.ndarray, flags: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per column, the seconds it covers with data: its duration, 0 for an empty gap column (data missing); a gap
     column holding events (a counter's increase across an outage) counted them over its whole span."""
-    return float(dur[((flags & GAP) == 0) | counts.any(axis=1)].sum())
+    seen: np.ndarray = np.where(((flags & GAP) == 0) | counts.any(axis=1), dur, 0.0)
+    return seen
+
+
+def observed_s(dur: np.ndarray, flags: np.ndarray, counts: np.ndarray) -> float:
+    """`observed` summed: the seconds the columns with data cover."""
+    return float(observed(dur, flags, counts).sum())
 
 
 def count_dtype(low: int, high: int) -> np.dtype:
@@ -210,16 +216,15 @@ class Chunk:
     counts_blob: bytes
     time_blob: bytes
     meta_blob: bytes
-    #: Per slot of the window (`lo` to `lo + width`): counts summed over the chunk's columns, and whether any
-    #: column's count is not zero.
+    #: Per slot of the window (`lo` to `lo + width`): counts and time spent summed over the chunk's columns, and
+    #: whether any column's count is not zero.
     slot_counts: np.ndarray
+    slot_time: np.ndarray
     used: np.ndarray
     #: Bitwise AND and OR of the columns' flags.
     flags_and: int
     flags_or: int
-    #: Time spent, and duration of the columns with data (`observed_s`), summed over the chunk (for quick totals;
-    #: an exact total sums the columns).
-    time_total: float
+    #: Duration of the columns with data (`observed_s`), summed over the chunk (for quick totals).
     dur_total: float
     #: Arrival order among every chunk of an accumulator (oldest dropped first under a memory budget).
     seq: int = 0
@@ -228,8 +233,6 @@ class Chunk:
     #: Sizes of the counts blob's frames, one per slot of the window (each slot's counts apart compress better when
     #: slots hold counts of different sizes); empty when the blob is one frame of every slot.
     count_frames: tuple[int, ...] = ()
-    #: Time spent per slot of the window, summed over the chunk's columns (for percentiles that use the mean).
-    slot_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def nbytes(self) -> int:
@@ -250,11 +253,10 @@ class Chunk:
         counts = counts.astype(ctype)
         ttype = None
         if time is None:
-            per_slot = counts * mid[block.lo + a: block.lo + b]
-            spent, slot_time = float(per_slot.sum()), per_slot.sum(axis=0)
+            slot_time = (counts * mid[block.lo + a: block.lo + b]).sum(axis=0)
         else:
             time = time[:, a:b]
-            spent, slot_time = float(time.sum()), time.sum(axis=0)
+            slot_time = time.sum(axis=0)
             with np.errstate(over="ignore", invalid="ignore"):
                 narrow = time.astype(np.float32)
                 lossless = np.array_equal(narrow.astype(np.float64), time, equal_nan=True)
@@ -274,9 +276,9 @@ class Chunk:
             if sum(map(len, apart)) + 8 * len(apart) < len(counts_blob):
                 counts_blob, frames = b"".join(apart), tuple(map(len, apart))
         return Chunk(n, block.lo + a, b - a, ctype, ttype, counts_blob, time_blob,
-                     _compress(meta), slot_counts, used, int(np.bitwise_and.reduce(flags)),
-                     int(np.bitwise_or.reduce(flags)), spent, observed_s(block.dur[:n], flags, counts),
-                     time_shuffled=shuffled, count_frames=frames, slot_time=slot_time)
+                     _compress(meta), slot_counts, slot_time, used, int(np.bitwise_and.reduce(flags)),
+                     int(np.bitwise_or.reduce(flags)), observed_s(block.dur[:n], flags, counts),
+                     time_shuffled=shuffled, count_frames=frames)
 
     def decode(self) -> Block:
         """The chunk's columns as a read-only block; each array is decompressed when first read."""

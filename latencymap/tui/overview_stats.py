@@ -92,7 +92,7 @@ class _Stream:
         if n > self.seen:
             self.counts = self.counts + counts[self.seen - first:].sum(axis=0)
             self.times = self.times + spent[self.seen - first:].sum(axis=0)
-            self.spent += float(spent[self.seen - first:].sum())
+            self.spent = float(self.times.sum())
             self.seen = n
         self.exact_all = hist.exact
         if stop <= 0:

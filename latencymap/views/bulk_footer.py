@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from latencymap.core.accumulator import GAP, StreamHistory
+from latencymap.core.accumulator import StreamHistory
+from latencymap.core.columns import observed
 from latencymap.core.model import Interval
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates
 from latencymap.core.sanitize import MAX_TEXT
@@ -56,8 +57,7 @@ class Footer:
             mean = np.where(events != 0, spent / np.where(events != 0, events, 1), nan)
             run_counts = totals.counts + np.cumsum(counts, axis=0)
             run_spent = np.cumsum(np.concatenate(([totals.spent], spent)))[1:]
-            seen = np.where((span.flags[new] & GAP) & (events == 0), 0.0, dur)  # as core.columns.observed_s
-            run_dur = np.cumsum(np.concatenate(([totals.duration], seen)))[1:]
+            run_dur = np.cumsum(np.concatenate(([totals.duration], observed(dur, span.flags[new], counts))))[1:]
             run_events = run_counts.sum(axis=1)
             rate_total = np.where(run_dur != 0, run_events / np.where(run_dur != 0, run_dur, 1.0), nan)
             mean_total = np.where(run_events != 0, run_spent / np.where(run_events != 0, run_events, 1), nan)

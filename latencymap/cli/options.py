@@ -49,7 +49,8 @@ def limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Stop after S seconds of wall-clock time (how long a live source runs; a file is read "
                           "whole unless reading it takes longer: --count limits a file).")(f)
     f = click.option("--count", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Stop after N intervals.")(f)
+                     help="Stop after N intervals of each stream (a source reporting several streams each round "
+                          "runs N rounds).")(f)
     return f
 
 

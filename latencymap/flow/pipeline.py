@@ -125,18 +125,33 @@ def strict(flow: Iterator[FlowItem]) -> Iterator[FlowItem]:
 
 def limited(flow: Iterator[FlowItem], count: int | None = None, duration: float | None = None,
             clock: Callable[[], float] = time.monotonic) -> Iterator[FlowItem]:
-    """Stop after `count` intervals or `duration` seconds of wall time, whichever comes first."""
-    seen = 0
+    """Stop after `count` intervals of each stream, or after `duration` seconds of wall time, whichever comes first.
+
+    A source that reports its streams in rounds (a disk each, a series each) gives every stream `count` columns: the
+    flow stops at the first interval past `count` of its stream, or at once when every stream seen has `count`, which
+    a stream's second interval shows to be a whole round (so one stream stops at its `count`th, not waiting for more;
+    with `count` 1 that is only known from the next round's first interval)."""
+    seen: dict[StreamId, int] = {}
+    full = 0
     deadline = None if duration is None else clock() + duration
     if count is not None and count <= 0:
         return
     for item in flow:
-        if isinstance(item, IntervalRun) and count is not None and seen + len(item) > count:
-            item = item.head(count - seen)
-        yield item
-        if isinstance(item, Interval | IntervalRun):
-            seen += 1 if isinstance(item, Interval) else len(item)
-            if count is not None and seen >= count:
+        if count is not None and isinstance(item, Interval | IntervalRun):
+            streams = [item.stream] if isinstance(item, Interval) else item.streams
+            for k, stream in enumerate(streams):
+                n = seen.get(stream, 0)
+                if n < count:
+                    seen[stream] = n = n + 1
+                    full += n == count
+                    if count == 1 or full < len(seen):
+                        continue
+                    k += 1
+                if k and isinstance(item, IntervalRun):
+                    yield item.head(k)
+                elif k:
+                    yield item
                 return
+        yield item
         if deadline is not None and clock() >= deadline:
             return

@@ -153,7 +153,8 @@ def _write(acc: Accumulator, source: Source | None, out_format: str, output: str
     if out_format == "json":
         doc = build_report(acc, arrays=True)
         if source is not None:
-            doc["source"] = {"name": source.name, **extra}
+            said = {k: v for k, v in source.describe().items() if k != "source"}  # what it ran on: URL, metric, ...
+            doc["source"] = {"name": source.name, **said, **extra}
         text = dumps(doc) + "\n"
     else:
         text = report_text(acc) + "".join(f"{line}\n" for line in source_lines(extra))

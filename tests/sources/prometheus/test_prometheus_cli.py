@@ -97,3 +97,14 @@ def test_record_then_report_and_replay_give_the_same_counts(driven: Exporter, tm
     assert "hunter2" not in text + live.stderr and "bob" not in text and "k3y" not in text
     header = json.loads(text.splitlines()[0].removeprefix("# latencymap-recording "))
     assert header["source"] == "scrape" and header["options"]["url"] == driven.url + "?api_key=***"
+
+
+def test_a_json_report_of_a_scrape_says_what_was_scraped_without_its_secrets(driven: Exporter) -> None:
+    secret_url = driven.url.replace("http://", "http://bob:hunter2@") + "?api_key=k3y"
+    r = latencymap("report", "--format", "json", "scrape", secret_url, "--metric", METRIC, "--interval", "0.2",
+                   "--count", "2")
+    assert r.returncode == 0, r.stderr
+    source = json.loads(r.stdout)["source"]
+    assert source["name"] == "scrape" and source["metric"] == METRIC and source["interval"] == 0.2
+    assert source["url"] == driven.url + "?api_key=***"
+    assert "hunter2" not in r.stdout + r.stderr and "k3y" not in r.stdout

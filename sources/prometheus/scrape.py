@@ -81,6 +81,10 @@ class ScrapeSource(Source):
             kind_option(),
             click.Option(["--interval"], type=click.FloatRange(min=0.01), default=3.0, show_default=True,
                          metavar="S", help="Seconds between scrapes (one column each)."),
+            click.Option(["--wait-for-metric"], is_flag=True,
+                         help="When the page does not have the histogram yet (a client library shows a labelled "
+                              "histogram only after its first observation), scrape again every interval until it "
+                              "does, instead of stopping with exit 1."),
         ]
 
     def __init__(self, **options: Any) -> None:
@@ -96,6 +100,7 @@ class ScrapeSource(Source):
         self.builder = StreamBuilder.from_options(self.metric, options)
         self.interval = float(options.get("interval") or 3.0)
         self.kind = str(options.get("kind") or "auto")
+        self.wait_for_metric = bool(options.get("wait_for_metric"))
         self.timeout = float(options.get("timeout") or 10.0)
         self.sleep = default_sleep
         self.clock = default_clock
@@ -104,6 +109,7 @@ class ScrapeSource(Source):
 
     def describe(self) -> dict[str, Any]:
         return {"source": self.name, "url": self.shown, "metric": self.metric, "interval": self.interval,
+                **({"wait_for_metric": True} if self.wait_for_metric else {}),
                 "match": [f"{m.label}{m.op}{m.value}" for m in self.matchers], "sum_by": list(self.builder.sum_by),
                 "sum": self.builder.sum_all, "histogram": self.kind}
 
@@ -220,7 +226,12 @@ class ScrapeSource(Source):
                 readings, problems, native = self.scrape()
             except EndpointError as err:
                 if isinstance(err, MetricMissing) and not self.scrapes:
-                    raise SourceError(f"scrape: {err}") from None
+                    if not self.wait_for_metric:
+                        raise SourceError(f"scrape: {err} (--wait-for-metric waits for it to appear)") from None
+                    yield from self._tell(f"{err}; waiting for it (--wait-for-metric), scraping every "
+                                          f"{self.interval:g}s")
+                    self.sleep(self.interval)
+                    continue
                 if not failures:
                     failed_at = self.clock()
                 failures += 1

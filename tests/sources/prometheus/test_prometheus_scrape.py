@@ -282,7 +282,7 @@ def test_a_page_without_the_histogram_stops_the_source_naming_the_ones_it_has(ex
                 (summary.url, "h_seconds", rf"scrape: {summary.url}: h_seconds is a summary, not a histogram")):
             source = ScrapeSource(url=url, metric=metric, interval=0.001)
             source.sleep = lambda _: None
-            with pytest.raises(SourceError, match=expected):
+            with pytest.raises(SourceError, match=expected + r".*\(--wait-for-metric waits for it to appear\)"):
                 next(iter(source.items()))
         waiting = ScrapeSource(url=declared.url, metric="other_seconds", interval=0.001)
         waiting.sleep = lambda _: None
@@ -290,3 +290,24 @@ def test_a_page_without_the_histogram_stops_the_source_naming_the_ones_it_has(ex
         assert isinstance(first, Notice) and "other_seconds has no series yet; asking again" in first.message
     finally:
         summary.close()
+
+
+def test_wait_for_metric_scrapes_until_the_histogram_appears_and_counts_from_its_first_page() -> None:
+    bounds = (0.001, math.inf)
+    before = "# TYPE up gauge\nup 1\n"  # client_golang: no labelled histogram before its first observation
+    endpoint = Scripted([(200, TEXT_TYPE, before), (200, TEXT_TYPE, before), (200, TEXT_TYPE, before),
+                         (200, TEXT_TYPE, histogram_page("h_seconds", bounds, [1, 3], 0.01)),
+                         (200, TEXT_TYPE, histogram_page("h_seconds", bounds, [4, 7], 0.05))])
+    sleeps: list[float] = []
+    try:
+        source = ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.5, wait_for_metric=True)
+        columns, said = run(source, sleeps.append, 1)
+    finally:
+        endpoint.close()
+    assert said == [f"scrape: {endpoint.url}: no histogram h_seconds (no histograms there); expected h_seconds_bucket "
+                    "series; waiting for it "
+                    "(--wait-for-metric), scraping every 0.5s"]  # told once, not at each scrape
+    assert sleeps[:3] == [0.5, 0.5, 0.5]  # the interval, not a growing backoff
+    (column,) = columns
+    assert int(column.counts.sum()) == 4 and not column.gap  # 3 -> 7: from the first page that had it
+    assert source.describe()["wait_for_metric"] is True

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.buckets import zero_floor
 from latencymap.core.model import StreamId
 from latencymap.tui.diffmap import DiffScreen
 from latencymap.tui.findings import FindingsPanel
@@ -66,6 +68,12 @@ class MapActions(App[int]):
         """True when the map screen is the one on top."""
         return self.screen is self.maps
 
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """A toast, its text shown as written: labels, paths and notices from the input hold brackets that Textual's
+        markup would eat or refuse (`[/]` raises)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     def current(self) -> StreamHistory | None:
         """The stream on screen (the app's)."""
         raise NotImplementedError
@@ -98,9 +106,9 @@ class MapActions(App[int]):
         """The difference map of streams `a` and `b` (indexes in arrival order)."""
         histories = list(self.acc.streams.values())
         ha, hb = histories[a], histories[b]
-        if (ha.stream.datasource, ha.stream.unit) != (hb.stream.datasource, hb.stream.unit):
-            self.notify("A and B have different units or bucket conventions", title="difference map",
-                        severity="warning")
+        why = not_comparable(ha.stream, hb.stream)
+        if why:
+            self.notify(why, title="difference map", severity="warning")
             return
         self.push_screen(DiffScreen(ha, hb))
 
@@ -277,3 +285,13 @@ class MapActions(App[int]):
         self.view._settle(self.view.visible_n(n))
         self._changed()
 
+
+
+def not_comparable(a: StreamId, b: StreamId) -> str | None:
+    """Why the rows of two streams are not the same buckets (None when they are): the difference map subtracts rows."""
+    if a.unit != b.unit:
+        return f"A is in {a.unit} and B in {b.unit}: their rows are not the same buckets"
+    if zero_floor(a.datasource) != zero_floor(b.datasource):
+        return (f"A ({a.datasource}) and B ({b.datasource}) bound their buckets differently (one by the upper "
+                "bound, as Oracle does): their rows are not the same buckets")
+    return None

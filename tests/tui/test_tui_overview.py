@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import percentile_estimates
 from latencymap.core.sanitize import cell_width, cut_middle
+from latencymap.tui.actions import not_comparable
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.diffmap import DiffMap, DiffScreen
 from latencymap.tui.heatmap import HeatMap
@@ -144,6 +146,40 @@ def test_a_b_d_show_the_difference_map() -> None:
         assert diff.values.max() > 0 and diff.values.min() < 0  # A slower: more in the slow rows, fewer in fast
         await pilot.press("escape")
         assert isinstance(app.screen, OverviewScreen)
+
+    run(app, scenario)
+
+
+def test_streams_of_two_datasources_with_the_same_buckets_have_a_difference_map() -> None:
+    """PyLatencyMap records name their disk in `datasource`: diskA and diskB share the lower-bound buckets."""
+    intervals = [replace(iv, stream=StreamId(iv.stream.label, "disk" + "AB"[int(iv.stream.label[4:5]) % 2],
+                                             "microsec")) for iv in ranks(streams=2)]
+    app = LatencyMapApp(iter(intervals), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        await pilot.press("a", "down", "b", "d")
+        assert isinstance(app.screen, DiffScreen), [str(n.message) for n in app._notifications]
+
+    run(app, scenario)
+
+
+def test_streams_whose_rows_differ_are_refused_with_the_reason_as_written() -> None:
+    assert not_comparable(StreamId("a", "diskA", "microsec"), StreamId("b", "bpf", "microsec")) is None
+    assert not_comparable(StreamId("a", "bpf", "microsec"), StreamId("b", "bpf", "millisec")) == \
+        "A is in microsec and B in millisec: their rows are not the same buckets"
+    intervals = [replace(iv, stream=StreamId(iv.stream.label, "oracle" if "0" in iv.stream.label else "bpf",
+                                             "microsec")) for iv in ranks(streams=2)]
+    app = LatencyMapApp(iter(intervals), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        await pilot.press("a", "down", "b", "d")
+        assert isinstance(app.screen, OverviewScreen)
+        app.notify("x.txt line 3: expected [begin record]; label [/]")  # input's brackets are text, not markup
+        await pilot.pause(0.3)  # the toast is drawn
+        said = [str(n.message) for n in app._notifications]
+        assert any("(oracle)" in m and "(bpf)" in m and "bound their buckets differently" in m for m in said), said
+        assert "x.txt line 3: expected [begin record]; label [/]" in said
+        assert not any(n.markup for n in app._notifications)  # Textual's markup eats "[begin record]" and "[/]"
 
     run(app, scenario)
 

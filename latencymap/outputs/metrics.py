@@ -1,14 +1,17 @@
-"""OpenMetrics / Prometheus histogram text of the latest interval, and a tiny loopback server for it.
+"""OpenMetrics / Prometheus exposition of latencymap's streams, and a tiny loopback server for it.
 
-One histogram family, `latencymap_latency_seconds`, with a series per stream (labels `label`,
-`datasource`, `unit`): `_bucket{le="<bucket high in seconds>"}` cumulative counts of the latest
-interval, `le="+Inf"`, `_count` and `_sum` (time waited in the interval, seconds: exact or
-estimated like the intensity map). Plus the gauge `latencymap_interval_seconds` (the interval's
-length) and `latencymap_interval_end_timestamp_seconds`. Values are those of one interval, not
-counters since start: divide by the interval length for rates.
+Per stream (labels `label`, `datasource`, `unit`):
+- `latencymap_latency_seconds`, a histogram: counters since the start (of the input for `report`, of the server
+  for `--serve-metrics`): `_bucket{le="<bucket high in seconds>"}` cumulative counts, `le="+Inf"`, `_count`, and
+  `_sum` (time waited, seconds: exact or estimated like the intensity map). They only grow, so Prometheus'
+  `rate()` and `histogram_quantile()` work on them as on any client library's histogram.
+- `latencymap_interval_latency_seconds`, a gauge histogram: the latest interval alone (`_bucket`, `_gcount`,
+  `_gsum`), the heat map's newest column.
+- the gauges `latencymap_interval_seconds` (the latest interval's length) and
+  `latencymap_interval_end_timestamp_seconds`.
 
 `--serve-metrics PORT` (view command) starts `MetricsServer` on 127.0.0.1:PORT; `served(flow, server)`
-passes every item through and keeps the newest interval of each stream for `/metrics`.
+passes every item through, adding each interval to its stream's counters and keeping it as the newest.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text
 
 FAMILY = "latencymap_latency_seconds"
+INTERVAL_FAMILY = "latencymap_interval_latency_seconds"
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 
 @dataclass(slots=True)
 class Latest:
-    """The newest interval of one stream, in seconds-based buckets."""
+    """The newest interval of one stream, in seconds-based buckets, and the stream's counters since the start
+    (`total_counts`, `total_time_s`; the newest interval alone when not given)."""
 
     stream: StreamId
     counts: np.ndarray
@@ -42,6 +47,15 @@ class Latest:
     start: float
     end: float
     duration: float
+    total_counts: np.ndarray | None = None
+    total_time_s: float | None = None
+
+    def add_to(self, before: Latest | None) -> Latest:
+        """This interval as the newest, its counters `before`'s plus its own."""
+        if before is not None and before.total_counts is not None:
+            self.total_counts = before.total_counts + self.counts
+            self.total_time_s = (before.total_time_s or 0.0) + float(np.asarray(self.time_s).sum())
+        return self
 
 
 def latest_of_history(hist: StreamHistory) -> Latest | None:
@@ -51,9 +65,10 @@ def latest_of_history(hist: StreamHistory) -> Latest | None:
     k = hist.n - 1
     _, high = bounds_seconds(hist.stream.datasource, hist.stream.unit)
     last = slice(k, k + 1)
+    counts, times, _ = hist.slot_sums()
     return Latest(hist.stream, hist.counts_in(last)[0], hist.time_in(last)[0], high,
                   float(hist.meta_in("start", last)[0]), float(hist.meta_in("end", last)[0]),
-                  float(hist.meta_in("dur", last)[0]))
+                  float(hist.meta_in("dur", last)[0]), counts, float(times.sum()))
 
 
 def latest_of_interval(iv: Interval) -> Latest:
@@ -78,27 +93,44 @@ def _labels(stream: StreamId, extra: str = "") -> str:
     return "{" + ",".join(parts) + "}"
 
 
+def _le(bound: str) -> str:
+    return f'le="{bound}"'
+
+
 def _float(v: float) -> str:
     return repr(float(v))
 
 
+def _histogram_lines(family: str, stream: StreamId, counts: np.ndarray, high_s: np.ndarray, time_s: float,
+                     gauge: bool) -> list[str]:
+    """`_bucket` lines up to the highest used bucket, `+Inf`, and the count and sum (`_gcount`, `_gsum` for a gauge
+    histogram)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    used = np.flatnonzero(counts)
+    top = int(used[-1]) if used.size else -1
+    cum = np.cumsum(counts)
+    out = [f"{family}_bucket{_labels(stream, _le(_float(high_s[s])))} {int(cum[s])}" for s in range(top + 1)]
+    total = int(counts.sum())
+    g = "g" if gauge else ""
+    out.append(f"{family}_bucket{_labels(stream, _le('+Inf'))} {total}")
+    out.append(f"{family}_{g}count{_labels(stream)} {total}")
+    out.append(f"{family}_{g}sum{_labels(stream)} {_float(time_s)}")
+    return out
+
+
 def openmetrics_text(latest: list[Latest]) -> str:
     """The exposition, ending in `# EOF`."""
-    out = [f"# HELP {FAMILY} Latency histogram of the latest interval of each stream.",
+    out = [f"# HELP {FAMILY} Latency histogram of each stream since the start.",
            f"# TYPE {FAMILY} histogram", f"# UNIT {FAMILY} seconds"]
     for item in latest:
-        counts = np.asarray(item.counts, dtype=np.int64)
-        used = np.flatnonzero(counts)
-        top = int(used[-1]) if used.size else -1
-        cum = np.cumsum(counts)
-        for s in range(top + 1):
-            le = 'le="' + _float(item.high_s[s]) + '"'
-            out.append(f"{FAMILY}_bucket{_labels(item.stream, le)} {int(cum[s])}")
-        total = int(counts.sum())
-        inf = 'le="+Inf"'
-        out.append(f"{FAMILY}_bucket{_labels(item.stream, inf)} {total}")
-        out.append(f"{FAMILY}_count{_labels(item.stream)} {total}")
-        out.append(f"{FAMILY}_sum{_labels(item.stream)} {_float(np.asarray(item.time_s).sum())}")
+        counts = item.counts if item.total_counts is None else item.total_counts
+        spent = float(np.asarray(item.time_s).sum()) if item.total_time_s is None else item.total_time_s
+        out += _histogram_lines(FAMILY, item.stream, counts, item.high_s, spent, gauge=False)
+    out += [f"# HELP {INTERVAL_FAMILY} Latency histogram of the latest interval of each stream.",
+            f"# TYPE {INTERVAL_FAMILY} gaugehistogram", f"# UNIT {INTERVAL_FAMILY} seconds"]
+    for item in latest:
+        out += _histogram_lines(INTERVAL_FAMILY, item.stream, item.counts, item.high_s,
+                                float(np.asarray(item.time_s).sum()), gauge=True)
     for name, help_text, attr in (("latencymap_interval_seconds", "Length of the latest interval.", "duration"),
                                   ("latencymap_interval_end_timestamp_seconds", "End of the latest interval.",
                                    "end")):
@@ -109,12 +141,13 @@ def openmetrics_text(latest: list[Latest]) -> str:
 
 
 def report_openmetrics(acc: Accumulator) -> str:
-    """`report --format openmetrics`: the last interval of every stream."""
+    """`report --format openmetrics`: every stream's counters over the whole input, and its last interval."""
     return openmetrics_text([x for x in (latest_of_history(h) for h in acc.streams.values()) if x is not None])
 
 
 class MetricsServer:
-    """Serves the newest interval of each stream at http://127.0.0.1:PORT/metrics from a daemon thread."""
+    """Serves each stream's counters since it started, and its newest interval, at http://127.0.0.1:PORT/metrics
+    from a daemon thread."""
 
     def __init__(self, port: int, host: str = "127.0.0.1") -> None:
         self._lock = threading.Lock()
@@ -145,8 +178,9 @@ class MetricsServer:
     def update(self, iv: Interval) -> None:
         """Keep `iv` as its stream's newest interval."""
         item = latest_of_interval(iv)
+        item.total_counts, item.total_time_s = item.counts.copy(), float(np.asarray(item.time_s).sum())
         with self._lock:
-            self._latest[iv.stream] = item
+            self._latest[iv.stream] = item.add_to(self._latest.get(iv.stream))
 
     def text(self) -> str:
         """The current exposition."""

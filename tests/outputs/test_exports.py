@@ -20,7 +20,14 @@ from skips_support import need_module
 from latencymap.cli.main import main
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.sanitize import clean_text
-from latencymap.outputs.metrics import MetricsServer, metrics_served, openmetrics_text, report_openmetrics, served
+from latencymap.outputs.metrics import (
+    INTERVAL_FAMILY,
+    MetricsServer,
+    metrics_served,
+    openmetrics_text,
+    report_openmetrics,
+    served,
+)
 
 FAMILY = "latencymap_latency_seconds"
 
@@ -81,11 +88,12 @@ def test_parquet_needs_output(example_data: Path) -> None:
 
 
 def _histograms(text: str) -> dict[str, list]:
-    from prometheus_client.parser import text_string_to_metric_families
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
     families = {f.name: f for f in text_string_to_metric_families(text)}
-    assert families[FAMILY].type == "histogram"
-    return {"samples": families[FAMILY].samples, "gauges": families["latencymap_interval_seconds"].samples}
+    assert families[FAMILY].type == "histogram" and families[INTERVAL_FAMILY].type == "gaugehistogram"
+    return {"samples": families[INTERVAL_FAMILY].samples, "totals": families[FAMILY].samples,
+            "gauges": families["latencymap_interval_seconds"].samples}
 
 
 def test_openmetrics_last_interval_parses(tmp_path: Path) -> None:
@@ -99,17 +107,22 @@ def test_openmetrics_last_interval_parses(tmp_path: Path) -> None:
     samples = got["samples"]
     assert {s.labels["label"] for s in samples} == {clean_text(label)}
     assert {s.labels["unit"] for s in samples} == {"microsec"}
-    buckets = [(s.labels["le"], s.value) for s in samples if s.name == f"{FAMILY}_bucket"]
+    buckets = [(s.labels["le"], s.value) for s in samples if s.name == f"{INTERVAL_FAMILY}_bucket"]
     # last interval only: [1,2)us: 3, [8,16)us: 5, [64,128)us: 2; `le` is the bucket's top in seconds
     assert buckets[-1] == ("+Inf", 10)
     values = dict(buckets)
     assert values[repr(2e-6)] == 3 and values[repr(16e-6)] == 8 and values[repr(128e-6)] == 10
     assert [v for _, v in buckets] == sorted(v for _, v in buckets)
-    count = next(s.value for s in samples if s.name == f"{FAMILY}_count")
-    total = next(s.value for s in samples if s.name == f"{FAMILY}_sum")
+    count = next(s.value for s in samples if s.name == f"{INTERVAL_FAMILY}_gcount")
+    total = next(s.value for s in samples if s.name == f"{INTERVAL_FAMILY}_gsum")
     assert count == 10
     assert total == pytest.approx((3 * 1.5 + 5 * 12 + 2 * 96) * 1e-6)  # estimated at bucket midpoints
     assert got["gauges"][0].value == pytest.approx(2.0)
+    # the histogram proper counts since the start: both intervals, as counters do
+    totals = dict((s.labels.get("le"), s.value) for s in got["totals"] if s.name.endswith("_bucket"))
+    assert totals["+Inf"] == 18 and totals[repr(1e-6)] == 1 and totals[repr(16e-6)] == 16
+    assert next(s.value for s in got["totals"] if s.name == f"{FAMILY}_sum") == \
+        pytest.approx((0.5 * 1 + 7 * 6 + 3 * 1.5 + 5 * 12 + 2 * 96) * 1e-6)
 
 
 def test_openmetrics_strict_parser(example_data: Path) -> None:
@@ -143,9 +156,9 @@ def test_metrics_server_serves_latest_interval() -> None:
     finally:
         server.close()
     assert len(items) == 2
-    samples = _histograms(body)["samples"]
-    count = next(s.value for s in samples if s.name == f"{FAMILY}_count")
-    assert count == 9
+    got = _histograms(body)
+    assert next(s.value for s in got["samples"] if s.name == f"{INTERVAL_FAMILY}_gcount") == 9  # the newest
+    assert next(s.value for s in got["totals"] if s.name == f"{FAMILY}_count") == 13  # counters since the start
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=2)
 
@@ -184,7 +197,7 @@ def test_openmetrics_empty() -> None:
 
     for text in (openmetrics_text([]), report_openmetrics(Accumulator())):
         families = {f.name: (f.type, f.unit, f.samples) for f in text_string_to_metric_families(text)}
-        assert families == {FAMILY: ("histogram", "seconds", []),
+        assert families == {FAMILY: ("histogram", "seconds", []), INTERVAL_FAMILY: ("gaugehistogram", "seconds", []),
                             "latencymap_interval_seconds": ("gauge", "seconds", []),
                             "latencymap_interval_end_timestamp_seconds": ("gauge", "seconds", [])}
 
@@ -231,16 +244,21 @@ def test_serve_metrics_scraped_while_the_view_reads_a_live_stream(tmp_path: Path
             view.stdin.flush()
             got = scrape_when(port, float(1_700_000_000 + 2 * i))
             series = {"label": "disk", "datasource": "bpf", "unit": "microsec"}
-            buckets = [s for s in got[FAMILY] if s.name == f"{FAMILY}_bucket"]
-            assert all({k: s.labels[k] for k in series} == series for s in got[FAMILY])
-            for s in buckets:  # cumulative: every event in a bucket whose top ([v, 2v) µs) is <= le
-                le = math.inf if s.labels["le"] == "+Inf" else float(s.labels["le"])
-                assert s.value == sum(n for v, n in counts.items() if 2 * v * 1e-6 <= le * (1 + 1e-12)), s
-            tops = sorted(float(s.labels["le"]) for s in buckets if s.labels["le"] != "+Inf")
-            assert tops[-1] == pytest.approx(2 * max(counts) * 1e-6, rel=1e-12)  # up to the slowest used bucket
-            value = {s.name: s.value for s in got[FAMILY] if not s.name.endswith("_bucket")}
-            assert value[f"{FAMILY}_count"] == sum(counts.values())
-            assert value[f"{FAMILY}_sum"] == pytest.approx(sum(n * 1.5 * v * 1e-6 for v, n in counts.items()))
+            so_far: dict[int, int] = {}
+            for done in intervals[:i]:
+                for v, n in done.items():
+                    so_far[v] = so_far.get(v, 0) + n
+            for family, g, held in ((INTERVAL_FAMILY, "g", counts), (FAMILY, "", so_far)):
+                buckets = [s for s in got[family] if s.name == f"{family}_bucket"]
+                assert all({k: s.labels[k] for k in series} == series for s in got[family])
+                for s in buckets:  # cumulative: every event in a bucket whose top ([v, 2v) µs) is <= le
+                    le = math.inf if s.labels["le"] == "+Inf" else float(s.labels["le"])
+                    assert s.value == sum(n for v, n in held.items() if 2 * v * 1e-6 <= le * (1 + 1e-12)), s
+                tops = sorted(float(s.labels["le"]) for s in buckets if s.labels["le"] != "+Inf")
+                assert tops[-1] == pytest.approx(2 * max(held) * 1e-6, rel=1e-12)  # up to the slowest used bucket
+                value = {s.name: s.value for s in got[family] if not s.name.endswith("_bucket")}
+                assert value[f"{family}_{g}count"] == sum(held.values())
+                assert value[f"{family}_{g}sum"] == pytest.approx(sum(n * 1.5 * v * 1e-6 for v, n in held.items()))
             assert [s.value for s in got["latencymap_interval_seconds"]] == [2.0]
         view.stdin.close()
         assert view.wait(30) == 0, view.stderr.read() if view.stderr else ""

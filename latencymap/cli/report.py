@@ -130,8 +130,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             flow = prepare(diffed(guarded_source(source.items(), source.name), source.name), kw, source=source.name)
         else:
             flow = prepare(column_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers), kw)
-        # OpenMetrics shows each stream's last interval: without gates, no other column is kept
-        acc = Accumulator(cap=1) if out_format == "openmetrics" and not fail_if else Accumulator()
+        acc = Accumulator()
         try:
             accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
         except NothingReadable:  # report what was read (and skipped), then fail

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
 from latencymap.cli.common import EXIT_OK, REGISTRY, guarded
+from latencymap.cli.options import format_kwargs, format_options
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import accumulate
 from latencymap.flow.pipeline import column_flow
@@ -22,14 +24,18 @@ from latencymap.outputs.files import check_output, write_text
 @click.option("--input-format", default=None, metavar="NAME", help="Input format of both files instead of sniffing.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the diff to a file instead of stdout.")
-def diff(baseline: str, candidate: str, out_format: str, input_format: str | None, output: str | None) -> None:
-    """Compare two inputs: per-bucket share changes, percentile deltas, bands that appeared or vanished."""
+@format_options
+def diff(baseline: str, candidate: str, out_format: str, input_format: str | None, output: str | None,
+         **kw: Any) -> None:
+    """Compare two inputs: per-bucket share changes, percentile deltas, bands that appeared or vanished (the format
+    options, `--datasource oracle` or `--event NAME` say, apply to both)."""
+    fmt_opts = format_kwargs(kw)
 
     def body() -> int:
         check_output(output)
         keep_freed_memory()
-        base = accumulate(column_flow([baseline], REGISTRY, input_format))
-        cand = accumulate(column_flow([candidate], REGISTRY, input_format))
+        base = accumulate(column_flow([baseline], REGISTRY, input_format, fmt_opts))
+        cand = accumulate(column_flow([candidate], REGISTRY, input_format, fmt_opts))
         result = compare(base, cand)
         text = json.dumps(result) + "\n" if out_format == "json" else compare_text(result)
         write_text(text, output)

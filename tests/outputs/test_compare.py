@@ -166,3 +166,15 @@ def test_what_reading_skipped_and_said_is_in_the_diff(tmp_path: Path) -> None:
     assert text.endswith(f"Skipped records (baseline): 1\n   {result['errors']['baseline']['messages'][0]}\n"
                          f"Notes (candidate):\n   {empty}: empty input, nothing to read\n")
     assert "Skipped" not in diff(str(good), str(good))[1]
+
+
+def test_format_options_apply_to_both_inputs(example_data: Path, fixtures: Path) -> None:
+    """PyLatencyMap's Oracle records without a datasource line need `--datasource oracle`; a 10046 trace `--event`."""
+    as_oracle = json.loads(CliRunner().invoke(main, ["diff", "--format", "json", "--datasource", "oracle",
+                                                     str(example_data), str(example_data)]).stdout)
+    assert {p["baseline"]["datasource"] for p in as_oracle["pairs"]} == {"oracle"}
+    trace = str(fixtures / "pylatencymap" / "test_10046_tracefile.trc")
+    result = CliRunner().invoke(main, ["diff", "--format", "json", "--event", "all", trace, trace])
+    assert result.exit_code == 0, result.output
+    labels = {p["baseline"]["label"] for p in json.loads(result.stdout)["pairs"]}
+    assert len(labels) > 1 and any("db file sequential read" in label for label in labels)

@@ -18,6 +18,17 @@ def clean_text(text: str, limit: int = MAX_TEXT) -> str:
     return text
 
 
+#: A message line on stderr: long enough for a path and its reason, or a summary naming several inputs.
+MAX_MESSAGE = 4000
+
+
+def clean_message(text: str, limit: int = MAX_MESSAGE) -> str:
+    """A message for the terminal (stderr), each of its lines through `clean_text`: paths, labels and whatever
+    else came from input cannot move the cursor, clear the screen, set the title or reorder the text, while the
+    message's own line breaks stay."""
+    return "\n".join(clean_text(line, limit) for line in str(text).split("\n"))
+
+
 def cell_width(text: str) -> int:
     """Terminal cells `text` takes: wide (East Asian) characters two, combining marks none, others one."""
     if text.isascii():
@@ -55,8 +66,75 @@ def excerpt(text: str, limit: int = 60) -> str:
 
 
 _SECRET_KEY = re.compile(r"pass|secret|token|credential|key", re.I)
-_DSN_CREDENTIALS = re.compile(r"(?<=//)[^/@\s]*@|^(?![a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+/[^@\s]*@")
+#: `[scheme:]//` opening a URL-style address (Easy Connect's `tcp://`, `//host`, http URLs), after leading blanks.
+_URL_START = re.compile(r"\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//")
+#: Easy Connect's `host:port/` (or a list of `host:port`) at the start, after `/@` or `user@` (no password): no
+#: unquoted user name has a `:`, so the `/` and any `@` after it belong to the service and its `?name=value` parameters.
+_EASY_CONNECT = re.compile(r'(?:(?:/|[^"/:@]*)@)?[^"/@]*:\d+/')
+#: The `@` before a descriptor: `user/password@(DESCRIPTION=...)`.
+_AT_DESCRIPTOR = re.compile(r"@\s*\(")
+#: A URL's userinfo (`scheme://user:password@`, `//token@` at the start), blanks included: cut from every value a
+#: header shows (group 1 is what stays).
+_URL_USERINFO = re.compile(r"((?:^\s*|[A-Za-z][A-Za-z0-9+.-]*:)//)[^/@]*@")
 _SECRET_PARAM = re.compile(r"(?<=[?&])([^=&#\s]*(?:pass|secret|token|key|auth|credential)[^=&#\s]*=)[^&#\s]*", re.I)
+
+
+def dsn_credentials(dsn: str) -> tuple[int, int] | None:
+    """The span of the credential part of an Oracle connect string, through its `@`; None when it has none.
+
+    A credential part is `user/password@` (SQL*Plus and python-oracledb) or `[scheme:]//user:password@`, with quotes,
+    blanks, tabs or line breaks anywhere in it and leading blanks included (they are counted in the span). The `@`
+    that ends it is the one opening a descriptor that runs to the end (`@(DESCRIPTION=...)`), else the last one; an
+    `@` inside double quotes (a quoted password) does not count while the quotes pair up. None for a descriptor,
+    a tnsnames alias, Easy Connect `[//]host[:port]/service[?params]` (a `/` or `@` after `host:port/` is the
+    service's or a parameter's), `user@...` (no password) and `/@alias` (external authentication).
+    """
+    if dsn.lstrip().startswith("("):
+        return None
+    url = _URL_START.match(dsn)
+    start = url.end() if url else 0
+    at = _credential_at(dsn[start:])
+    if at < 0:
+        return None
+    head = "".join(dsn[start:start + at].split())
+    if head == "/" or ("/" not in head and ":" not in head) or _EASY_CONNECT.match(head):
+        return None
+    return (start if url else 0, start + at + 1)
+
+
+def _credential_at(text: str) -> int:
+    """Index in `text` of the `@` that would end a credential part (see `dsn_credentials`), -1 when none: the first
+    `@(` when a descriptor with balanced parentheses runs from it to the end, else the last `@`. An `@` or a
+    parenthesis inside double quotes does not count, unless the quotes do not pair up."""
+    paired = text.count('"') % 2 == 0
+    inside, last, first, depth, broken = False, -1, -1, 0, False
+    for i, c in enumerate(text):
+        if c == '"' and paired:
+            inside = not inside
+        elif inside:
+            continue
+        elif first >= 0:  # after the first `@(`: a descriptor must run to the end
+            last = i if c == "@" else last
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                broken |= depth < 0
+            elif depth == 0 and not c.isspace():
+                broken = True
+        elif c == "@":
+            last = i
+            if _AT_DESCRIPTOR.match(text, i):
+                first = i
+    return first if first >= 0 and not broken and depth == 0 else last
+
+
+def strip_credentials(text: str) -> str:
+    """`text` without a connect string's credential part (`dsn_credentials`) and without any URL's userinfo."""
+    span = dsn_credentials(text)
+    if span is not None:
+        text = text[: span[0]] + text[span[1]:]
+    return _URL_USERINFO.sub(r"\1", text)
 
 
 def safe_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +144,7 @@ def safe_options(options: dict[str, Any]) -> dict[str, Any]:
         if _SECRET_KEY.search(key):
             continue
         if isinstance(value, str):
-            value = _SECRET_PARAM.sub(r"\1***", _DSN_CREDENTIALS.sub("", value))
+            value = _SECRET_PARAM.sub(r"\1***", strip_credentials(value))
         elif isinstance(value, tuple):
             value = list(value)
         if isinstance(value, (str, int, float, bool, list)) or value is None:

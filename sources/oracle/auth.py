@@ -9,12 +9,13 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import NoReturn, TextIO
 
+from latencymap.core.sanitize import dsn_credentials
+
 from .errors import OracleError
 
 PASSWORD_ENV = "LATENCYMAP_ORACLE_PASSWORD"
-#: `user/password@...` inside --dsn, or `user/password` as --user.
-_DSN_PASSWORD = re.compile(r"^[^/@\s]+/[^@\s]*@|//[^/@\s]*:[^/@\s]*@")
-_USER_PASSWORD = re.compile(r"/.")
+#: `user/password` as --user (blanks included); `/` alone is not refused.
+_USER_PASSWORD = re.compile(r"/\s*\S")
 
 
 class Secret:
@@ -39,9 +40,11 @@ class Secret:
 
 
 def check_no_inline_password(dsn: str, user: str | None) -> None:
-    """Refuse `scott/tiger@db` style arguments: argv is visible to every local user."""
-    for option, value, pattern in (("--dsn", dsn, _DSN_PASSWORD), ("--user", user or "", _USER_PASSWORD)):
-        if value and pattern.search(value):
+    """Refuse `scott/tiger@db` style arguments, quoted or with blanks (`dsn_credentials`): argv is visible to every
+    local user, and a refused DSN never reaches a recording or a message."""
+    for option, carries in (("--dsn", dsn_credentials(dsn or "") is not None),
+                            ("--user", bool(_USER_PASSWORD.search(user or "")))):
+        if carries:
             raise OracleError(f"{option} must not carry a password (argv is visible in the process list): "
                               f"remove it, and set {PASSWORD_ENV} or type it at the prompt")
 

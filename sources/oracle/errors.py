@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from latencymap.core.sanitize import strip_credentials
+
 _CODE = re.compile(r"\b(ORA|DPY|DPI|TNS)-(\d{4,5})\b")
 
 #: The session or the network went away: reconnect with backoff.
@@ -17,7 +19,7 @@ LOST = frozenset({
 })
 #: Worth retrying while reconnecting (the database or listener may be restarting).
 TRANSIENT = LOST | frozenset({
-    "ORA-01033", "ORA-01034", "ORA-27101", "ORA-12170", "ORA-12505", "ORA-12514", "ORA-12516", "ORA-12518",
+    "ORA-01033", "ORA-01034", "ORA-01109", "ORA-27101", "ORA-12170", "ORA-12505", "ORA-12514", "ORA-12516", "ORA-12518",
     "ORA-12519", "ORA-12520", "ORA-12521", "ORA-12526", "ORA-12527", "ORA-12528", "ORA-12541", "ORA-12543",
     "DPY-4005", "DPY-6000", "DPY-6001", "DPY-6003", "DPY-6005",
 })
@@ -43,6 +45,8 @@ REMEDIES: dict[str, str] = {
     "ORA-12170": "connect timeout: " + _NETWORK,
     "ORA-01033": "the database is starting or stopping: wait for it to open",
     "ORA-01034": "the database is not available: start it (or check ORACLE_SID / the service)",
+    "ORA-01109": "the database (or the PDB of that service) is mounted but not open: wait for it to open, or open "
+                 "it (ALTER PLUGGABLE DATABASE ... OPEN, as a DBA)",
     "ORA-03113": "the connection dropped: check that the database is up, then retry",
     "ORA-03114": "not connected: check that the database is up, then retry",
     "ORA-03135": "the connection lost contact: check the network and that the database is up",
@@ -108,7 +112,7 @@ def is_view_missing(err: BaseException) -> bool:
 
 
 def first_line(err: BaseException, secrets: Iterable[Any] = ()) -> str:
-    """The error's first line, secrets redacted."""
+    """The error's first line (the driver's text), secrets redacted."""
     arg = err.args[0] if getattr(err, "args", None) else err
     text = str(getattr(arg, "message", arg)) or type(err).__name__
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -118,17 +122,29 @@ def first_line(err: BaseException, secrets: Iterable[Any] = ()) -> str:
 
 
 def redact(text: str, secrets: Iterable[Any]) -> str:
-    """`text` with every non-empty secret (a str, or a Secret) replaced by ***."""
+    """`text` (the driver's words, or a connect string) with every non-empty secret (a str, or a Secret) replaced by
+    *** where it stands as a token of its own, not inside a longer word: a password `e` leaves `connect` alone.
+
+    Only text from outside goes through here, never latencymap's own words (what failed, the remedy): replacing the
+    password there would mangle them and, for a password that is a common word, tell it.
+    """
     for secret in secrets:
         value = secret.reveal() if hasattr(secret, "reveal") else str(secret)
         if value:
-            text = text.replace(value, "***")
+            before = r"(?<!\w)" if re.match(r"\w", value[0]) else ""
+            after = r"(?!\w)" if re.match(r"\w", value[-1]) else ""
+            text = re.sub(before + re.escape(value) + after, "***", text)
     return text
 
 
+def shown_dsn(dsn: str, secrets: Iterable[Any] = ()) -> str:
+    """The connect string as messages show it: any credential part cut out, secrets redacted."""
+    return redact(strip_credentials(dsn), secrets).strip()
+
+
 def describe_error(err: BaseException, *, user: str | None, doing: str, secrets: Iterable[Any] = ()) -> str:
-    """One line: what failed, the driver's words, and the remedy for the first code we know."""
-    secrets = list(secrets)
+    """One line: what failed (`doing`, latencymap's words: a connect string in it goes through `shown_dsn` first),
+    the driver's words (redacted), and the remedy for the first code we know."""
     line = first_line(err, secrets)
     codes = error_codes(err)
     remedy = next((REMEDIES[c] for c in codes if c in REMEDIES), None)
@@ -137,5 +153,5 @@ def describe_error(err: BaseException, *, user: str | None, doing: str, secrets:
     who = (user or "<user>").strip() or "<user>"
     out = f"{doing}: {line}"
     if remedy:
-        out += " — " + remedy.replace("{user}", redact(who.upper(), secrets))
-    return redact(" ".join(out.split()), secrets)
+        out += " — " + remedy.replace("{user}", who.upper())
+    return " ".join(out.split())

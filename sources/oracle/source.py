@@ -4,9 +4,12 @@ Each interval the source runs one query (bind variables only, see `oracle_sql`) 
 counts per (event, instance). It diffs them itself, per instance, with the shared `Differ`, and only
 then sums instances (unless `--per-instance`), so a restarted RAC instance (its counters drop to
 zero) shows as a reset column while the other instances keep counting correctly; summing first
-would let one instance's growth hide another's reset. The source therefore yields Intervals, not
-Snapshots. A lost connection is retried with exponential backoff; the outage becomes gap columns
-(zero counts, `gap=True`) and sampling resumes from a fresh baseline.
+would let one instance's growth hide another's reset. Oracle's counters only grow while an instance
+runs, so one that went down means that instance restarted: the column then counts all of its new
+values (its waits since the restart), also in a bucket that has already passed its old value. The
+source therefore yields Intervals, not Snapshots. A lost connection is retried with exponential
+backoff; the outage becomes gap columns (zero counts, `gap=True`) and sampling resumes from a
+fresh baseline.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from latencymap.core.sanitize import safe_options
 from latencymap.plugins import Item, Source
 
 from .auth import Secret, check_no_inline_password, resolve_password
-from .errors import OracleError, describe_error, first_line, is_lost, is_transient, is_view_missing
+from .errors import OracleError, describe_error, first_line, is_lost, is_transient, is_view_missing, shown_dsn
 from .sql import MICRO, MILLI, VIEWS, HistogramView, Sample, histogram_query, sample_of_rows, view_for_version
 
 DEFAULT_EVENT = "db file sequential read"
@@ -143,6 +146,8 @@ class OracleSource(Source):
         self._conn: Any = None
         self.view: HistogramView | None = VIEWS.get(self.histogram)
         self._notes: list[Notice] = []
+        #: The unusable rows last said (see `_say_problems`).
+        self._problems_said: frozenset[tuple[str, int, str]] = frozenset()
 
     def __repr__(self) -> str:
         return f"OracleSource(dsn={self.dsn!r}, user={self.user!r})"
@@ -212,10 +217,23 @@ class OracleSource(Source):
                     raise _ConnectionLost(err2) from None
                 raise self._fail(err2, f"cannot read {MILLI.name}") from None
         sample = sample_of_rows(rows)
-        if sample.bad_buckets:
-            self._notes.append(Notice(f"oracle: {sample.bad_buckets} rows with a bucket value that is not a "
-                                      "power of 2 (or an unusable count) skipped", sample.bad_buckets))
+        self._say_problems(sample)
         return self.view, sample
+
+    def _say_problems(self, sample: Sample) -> None:
+        """A notice for rows that cannot be used, once while they stay the same (said again when they change). It
+        skips no record (the sample's other rows count): it says which rows' waits are left out."""
+        problems = sample.problems
+        if not problems or problems == self._problems_said:
+            return
+        self._problems_said = problems
+        ordered = sorted(problems)
+        named = "; ".join(f"{event!r} inst {inst}: {what}" for event, inst, what in ordered[:3])
+        more = f"; and {len(ordered) - 3} more" if len(ordered) > 3 else ""
+        rows = f"{len(ordered)} unusable row{'s' * (len(ordered) > 1)}"
+        where = self.view.name if self.view else "the view"
+        self._notes.append(Notice(f"oracle: {rows} in {where} ({named}{more}): their waits are not counted (said "
+                                  "again only when these rows change)", skipped=0))
 
     def stream_of(self, event: str, inst: int, unit: str) -> StreamId:
         """The output stream of one (event, instance) row group."""
@@ -233,7 +251,7 @@ class OracleSource(Source):
         except OracleError:
             raise
         except Exception as err:  # DB-API errors, whatever the driver's classes
-            raise self._fail(err, f"cannot connect to {self.dsn}") from None
+            raise self._fail(err, f"cannot connect to {shown_dsn(self.dsn, self._secrets)}") from None
         try:
             yield from self._sampling()
         finally:
@@ -280,14 +298,22 @@ class OracleSource(Source):
 
     def _diff(self, differ: Differ, sample: Sample, view: HistogramView,
               t: float) -> tuple[dict[StreamId, np.ndarray], set[StreamId]]:
-        """Diff each instance against its own last counts, then sum per output stream; (counts, reset streams)."""
+        """Diff each instance against its own last counts, then sum per output stream; (counts, reset streams).
+
+        A counter of an instance that went down means the instance restarted (Oracle's only grow while it runs):
+        all of that instance's counts now are its waits since the restart, and they are the column's, also in a
+        bucket whose counter has already passed its pre-restart value. A bucket whose row was unusable is not
+        known this sample: it keeps its last value (`Snapshot.present`), so it fakes no restart.
+        """
         totals: dict[StreamId, np.ndarray] = {}
         resets: set[StreamId] = set()
         for (event, inst), counts in sorted(sample.counts.items()):
             sid = self.stream_of(event, inst, view.unit)
-            out = differ.push(Snapshot(StreamId(f"{event}\x1finst {inst}", "oracle", view.unit), t, counts))
+            snap = Snapshot(StreamId(f"{event}\x1finst {inst}", "oracle", view.unit), t, counts,
+                            present=sample.present((event, inst)))
+            out = differ.push(snap)
             if isinstance(out, Interval):
-                totals[sid] = totals.get(sid, empty_counts()) + out.counts
+                totals[sid] = totals.get(sid, empty_counts()) + (snap.counts if out.reset else out.counts)
                 if out.reset:
                     resets.add(sid)
         return totals, resets
@@ -336,7 +362,7 @@ class OracleSource(Source):
                 raise
             except Exception as err:  # DB-API errors, whatever the driver's classes
                 if not is_transient(err):
-                    raise self._fail(err, f"reconnecting to {self.dsn} failed") from None
+                    raise self._fail(err, f"reconnecting to {shown_dsn(self.dsn, self._secrets)} failed") from None
                 delay = min(delay * 2, BACKOFF_MAX)
                 continue
             yield Notice(f"oracle: reconnected after {attempts} attempt{'s' * (attempts > 1)} "

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from latencymap.core.buckets import slot_of_bucket_value
+from latencymap.core.buckets import NSLOTS, slot_of_bucket_value
 from latencymap.core.model import empty_counts
+from latencymap.core.sanitize import clean_text
 from latencymap.sources.printed_histograms import add_count
 
 
@@ -77,10 +78,26 @@ def view_for_version(version: str | None) -> HistogramView:
 
 @dataclass
 class Sample:
-    """One query's result: cumulative counts per (event, instance), and rows that could not be used."""
+    """One query's result: cumulative counts per (event, instance), and rows that could not be used.
+
+    `problems` names each unusable row by `(event, instance, what)`, its count left out (the same rows give the
+    same problems from sample to sample, whatever their counts); `unread` holds, per (event, instance), the slots
+    whose count was unusable: they are not known this sample (not zero).
+    """
 
     counts: dict[tuple[str, int], np.ndarray]
     bad_buckets: int = 0
+    problems: frozenset[tuple[str, int, str]] = frozenset()
+    unread: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+
+    def present(self, key: tuple[str, int]) -> np.ndarray | None:
+        """The slots of `key` whose counts were read (None: all of them), for `Snapshot.present`."""
+        slots = self.unread.get(key)
+        if not slots:
+            return None
+        present = np.ones(NSLOTS, dtype=bool)
+        present[slots] = False
+        return present
 
 
 def sample_of_rows(rows: Iterable[Sequence[object]]) -> Sample:
@@ -88,10 +105,13 @@ def sample_of_rows(rows: Iterable[Sequence[object]]) -> Sample:
 
     Bucket values are upper bounds (`[v/2, v)`); Oracle's overflow bucket is dropped; a row whose bucket
     value is not a power of two, or whose count is no integer, is negative or would take its bucket past
-    2**62, is counted in `bad_buckets` and skipped. Duplicate keys add up. An instance id that is not a
-    number is no data error but a wrong view or driver: it raises.
+    2**62, is counted in `bad_buckets`, named in `problems` and skipped (a bad count's slot is in `unread`).
+    Duplicate keys add up. An instance id that is not a number is no data error but a wrong view or driver: it
+    raises.
     """
     counts: dict[tuple[str, int], np.ndarray] = {}
+    problems: set[tuple[str, int, str]] = set()
+    unread: dict[tuple[str, int], list[int]] = {}
     bad = 0
     for inst_id, event, bucket, wait_count in rows:
         key = (str(event), int(inst_id))  # type: ignore[call-overload]
@@ -99,11 +119,22 @@ def sample_of_rows(rows: Iterable[Sequence[object]]) -> Sample:
         if arr is None:
             arr = counts[key] = empty_counts()
         try:
-            count = int(wait_count or 0)  # type: ignore[call-overload]
             slot = slot_of_bucket_value(int(bucket), "oracle")  # type: ignore[call-overload]
         except (TypeError, ValueError, OverflowError):
             bad += 1
+            problems.add((*key, f"bucket {_shown(bucket)} is not a power of 2"))
             continue
+        try:
+            count = int(wait_count or 0)  # type: ignore[call-overload]
+        except (TypeError, ValueError, OverflowError):
+            count = -1
         if slot is not None and not add_count(arr, slot, count):
             bad += 1
-    return Sample(counts, bad)
+            problems.add((*key, f"bucket {_shown(bucket)} has an unusable count"))
+            unread.setdefault(key, []).append(slot)
+    return Sample(counts, bad, frozenset(problems), unread)
+
+
+def _shown(value: object) -> str:
+    """A row's value as a notice names it: short, no control characters."""
+    return clean_text(str(value), 24)

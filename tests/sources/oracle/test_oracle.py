@@ -314,3 +314,83 @@ def test_sqlplus_script_prints_records_latencymap_reads_back_exactly(kind: str) 
     for col in range(3):  # oracle bucket v is [v/2, v); counts are the waits added between samples
         added = [new - old for (_, old), (_, new) in zip(rows(col), rows(col + 1), strict=True)]
         assert stream["frequency"][col] == pytest.approx([n / 3.0 for n in added], rel=1e-12)
+
+
+# -- a restarted instance, unusable rows, a PDB not yet open ------------------------------------------------------
+
+
+def restart_samples() -> list[list[tuple[int, str, int, int]]]:
+    """Instance 2 is absent for one sample and comes back restarted: bucket 1 fell (1,000,000 → 100), a rarely hit
+    bucket grew past its old value (5 → 10) and an empty one now holds 3: 113 waits since the restart."""
+    before, after = {1: 1_000_000, 2: 5, 4: 0}, {1: 100, 2: 10, 4: 3}
+
+    def inst1(k: int) -> list[tuple[int, str, int, int]]:
+        return [(1, EVENT, b, 1000 + 10 * k) for b in (1, 2, 4)]
+
+    return [inst1(0) + [(2, EVENT, b, v) for b, v in before.items()],
+            inst1(1) + [(2, EVENT, b, v) for b, v in before.items()],
+            inst1(2),
+            inst1(3) + [(2, EVENT, b, v) for b, v in after.items()],
+            inst1(4) + [(2, EVENT, b, v) for b, v in after.items()]]
+
+
+@pytest.mark.parametrize("per_instance", [True, False])
+def test_a_restarted_instance_counts_all_its_new_values(per_instance):
+    samples = restart_samples()
+    items = collect(make_source(FakeDb(list(samples), version="11.2"), FakeClock(), per_instance=per_instance))
+    by_stream: dict[str, list[Interval]] = {}
+    for iv in intervals(items):
+        by_stream.setdefault(iv.stream.label, []).append(iv)
+    since_restart = slot_counts(samples[3], inst=2)
+    assert since_restart.sum() == 113
+    if per_instance:
+        inst2 = by_stream[f"{EVENT} inst 2"]
+        assert [iv.reset for iv in inst2] == [False, False, True, False]  # absent at sample 2: an empty column
+        assert [int(iv.counts.sum()) for iv in inst2] == [0, 0, 113, 0]
+        np.testing.assert_array_equal(inst2[2].counts, since_restart)
+        assert [int(iv.counts.sum()) for iv in by_stream[f"{EVENT} inst 1"]] == [30, 30, 30, 30]
+    else:
+        ivs = by_stream[EVENT]
+        assert [iv.reset for iv in ivs] == [False, False, True, False]
+        np.testing.assert_array_equal(ivs[2].counts, since_restart + slot_counts(samples[3], 1)
+                                      - slot_counts(samples[2], 1))
+
+
+def test_an_unusable_count_keeps_its_bucket_and_fakes_no_restart():
+    good = [[(1, EVENT, b, 100 * k + b) for b in (1, 2, 4)] for k in range(4)]
+    samples = [good[0], [r if r[2] != 2 else (1, EVENT, 2, -7) for r in good[1]], good[2], good[3]]
+    items = collect(make_source(FakeDb(list(samples), version="11.2"), FakeClock()))
+    ivs = intervals(items)
+    assert [iv.reset for iv in ivs] == [False, False, False]
+    slot2 = slot_counts([(1, EVENT, 2, 1)]).argmax()
+    assert [int(iv.counts[slot2]) for iv in ivs] == [0, 200, 100]  # unknown at sample 1: its growth comes at 2
+    np.testing.assert_array_equal(sum(iv.counts for iv in ivs), slot_counts(good[3]) - slot_counts(good[0]))
+
+
+def test_unusable_rows_are_said_once_until_they_change_and_skip_no_record(cli_db):
+    def sample(k: int, bad: list[tuple[int, str, int, int]]) -> list[tuple[int, str, int, int]]:
+        return [(1, EVENT, 1, 100 * k), (1, EVENT, 2, 50 * k), *bad]
+
+    bucket3 = [(1, EVENT, 3, 7)]
+    steps = [sample(k, bucket3) for k in range(6)] + [sample(k, [*bucket3, (2, EVENT, 8, -1)]) for k in (6, 7)]
+    items = collect(make_source(FakeDb(steps, version="11.2"), FakeClock()))
+    notes = [i for i in items if isinstance(i, Notice)]
+    assert len(notes) == 2 and all(n.skipped == 0 for n in notes)
+    assert "1 unusable row" in notes[0].message and "bucket 3 is not a power of 2" in notes[0].message
+    assert "2 unusable rows" in notes[1].message and "inst 2: bucket 8 has an unusable count" in notes[1].message
+    assert [int(iv.counts.sum()) for iv in intervals(items)][:5] == [150] * 5
+    cli_db["db"] = FakeDb([sample(k, bucket3) for k in range(6)], version="11.2")
+    res = invoke("oracle", "--dsn", DSN, "--user", "scott", "--plain", "--once", "--count", "5")
+    assert res.exit_code == 0 and res.stderr.count("unusable row") == 1
+    assert "skipped records: 0" in res.stdout
+
+
+def test_a_pdb_not_yet_open_is_retried_like_a_database_not_available():
+    db = FakeDb([*example_rows()[:2], DatabaseError("ORA-01092: ORACLE instance terminated. Disconnection forced"),
+                 *example_rows()[2:5]], version="11.2")
+    db.connect_script = [None, DatabaseError("ORA-01034: ORACLE not available"),
+                         DatabaseError("ORA-01109: database not open")]
+    items = collect(make_source(db, FakeClock()))
+    notes = [i.message for i in items if isinstance(i, Notice)]
+    assert "reconnected after 3 attempts" in notes[-1] and len(db.connects) == 4
+    assert intervals(items, gap=True) and len(intervals(items, gap=False)) == 1 + 2

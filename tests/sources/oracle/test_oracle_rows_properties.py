@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from properties_support import NUMBERS, QUICK, ROUNDTRIP
+from properties_support import CONTROL, NUMBERS, QUICK, ROUNDTRIP
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, slot_of_bucket_value
 from latencymap.sources.oracle.sql import sample_of_rows
@@ -27,6 +27,10 @@ GOOD_ROWS = st.tuples(st.integers(1, 4), EVENTS,
 def test_any_bucket_and_count_values_give_counts_or_bad_rows_never_an_exception(rows: list[tuple]) -> None:
     sample = sample_of_rows(rows)
     assert 0 <= sample.bad_buckets <= len(rows)
+    assert len(sample.problems) <= sample.bad_buckets and not any(CONTROL.search(p[2]) for p in sample.problems)
+    for key in sample.counts:
+        present = sample.present(key)
+        assert present is None or (present.dtype == bool and not present.all())
     for (event, inst), counts in sample.counts.items():
         assert isinstance(event, str) and isinstance(inst, int)
         assert counts.shape == (NSLOTS,) and counts.dtype == np.int64

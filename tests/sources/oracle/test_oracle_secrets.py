@@ -19,7 +19,7 @@ from test_oracle_double import DatabaseError, FakeClock, FakeDb, example_rows
 
 import latencymap.sources.oracle.source as oracle
 from latencymap.sources.oracle.auth import PASSWORD_ENV, Secret, resolve_password
-from latencymap.sources.oracle.errors import OracleError
+from latencymap.sources.oracle.errors import OracleError, describe_error, redact, shown_dsn
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -199,3 +199,26 @@ def test_crash_output_never_shows_the_password(tmp_path):
     stderr = err.read_text()
     assert "latencymap: oracle: the source failed: ValueError" in stderr  # a crash, told in one line
     assert PASSWORD not in stderr and PASSWORD not in out.read_text()
+
+
+@pytest.mark.parametrize("password", ["listener", "e", "connect", "start", "check", "SCOTT", "at"])
+def test_redaction_never_touches_latencymaps_own_words(cli_db, password):
+    cli_db["db"] = FakeDb([], connect_script=[DatabaseError("ORA-12541: TNS:no listener")])
+    res = invoke("oracle", "--dsn", DSN, "--user", "scott", "--plain", "--once", env={PASSWORD_ENV: password})
+    assert res.exit_code == 1
+    (line,) = res.stderr.splitlines()
+    remedy = "no listener at that address: start it (lsnrctl start), or check host and port in --dsn"
+    assert line.startswith(f"latencymap oracle: cannot connect to {DSN}: ORA-12541: TNS:no ")
+    assert line.endswith(" — " + remedy)  # the remedy, untouched, whatever the password
+    driver = "ORA-12541: TNS:no *** —" if password == "listener" else "ORA-12541: TNS:no listener —"
+    assert driver in line  # in the driver's text, only a whole word is the password; `e` mangles nothing
+
+
+def test_redaction_still_hides_the_password_in_the_drivers_text_and_the_connect_string():
+    secrets = [Secret("S3cr3t")]
+    err = DatabaseError('DPY-4000: cannot connect using "scott/S3cr3t@dbhost" (S3cr3t) S3cr3tly')
+    line = describe_error(err, user="scott", doing=f"cannot connect to {shown_dsn('dbhost/S3cr3t', secrets)}",
+                          secrets=secrets)
+    assert line.startswith("cannot connect to dbhost/***: DPY-4000: ")
+    assert '"scott/***@dbhost" (***) S3cr3tly' in line  # inside a longer word it is not the password
+    assert redact("pw=S3cr3t;", secrets) == "pw=***;" and redact("a.b", ["."]) == "a***b"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 from latencymap.core.errors import SourceError
-from latencymap.core.model import Item
+from latencymap.core.model import Item, StreamId
 
 if TYPE_CHECKING:
     import click
@@ -103,6 +103,11 @@ class TextFormat(ABC):
     @abstractmethod
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         """Items from the input's lines; `name` is used in messages."""
+
+    def untimed_streams(self) -> set[StreamId]:
+        """Streams this format has read whose columns carry no time of their own (values without timestamps,
+        grouped by when they were read): a report gives them no span and no rate. None by default."""
+        return set()
 
     def read_text(self, chunks: Iterable[str], name: str) -> Iterator[Item]:
         """Items from pieces of text made of whole lines; formats that can parse in bulk override it."""
@@ -435,7 +440,7 @@ SHIPPED_FORMATS: dict[str, FormatFacts] = {
         max_line=_MB16),
     "latencymap.sources.pylatencymap:PyLatencyMapFormat": FormatFacts(
         "pylatencymap", "PyLatencyMap records (<begin record> ... <end record>), incl. SystemTap/DTrace blocks", 10,
-        options=("datasource",)),
+        options=("datasource", "interval")),
     "latencymap.sources.raw_values:RawValuesFormat": FormatFacts(
         "raw", "raw latency values, one per line or '<time> <latency>' pairs (--unit, --time-unit)", -10,
         options=("unit", "time_unit", "interval")),

@@ -32,8 +32,9 @@ def interval_option() -> click.Option:
     return click.Option(
         ["--interval"], type=click.FloatRange(min=0, min_open=True), default=DEFAULT_INTERVAL, show_default=True,
         metavar="S", help="Seconds per column: how raw values and 10046 waits are grouped (input time), the "
-                          "time between bpftrace/bcc prints that carry no timestamps, and how long an HdrHistogram "
-                          "percentile distribution (.hgrm) covers when it does not say.")
+                          "least time between bpftrace/bcc prints and between PyLatencyMap records that carry no "
+                          "timestamps (read faster, as from a file, they are this far apart), and how long an "
+                          "HdrHistogram percentile distribution (.hgrm) covers when it does not say.")
 
 
 def unit_option() -> click.Option:

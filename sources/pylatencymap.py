@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from latencymap.plugins import Item, TextFormat
 from latencymap.protocol import BEGIN, ProtocolReader
 from latencymap.protocol.grammar import RECORDING_HEADER as HEADER_PREFIX
+from latencymap.protocol.reader import DEFAULT_UNTIMED_INTERVAL
 
 if TYPE_CHECKING:
     import click
@@ -26,13 +27,14 @@ class PyLatencyMapFormat(TextFormat):
 
     @classmethod
     def params(cls) -> list[click.Parameter]:
-        from latencymap.sources.format_options import datasource_option
+        from latencymap.sources.format_options import datasource_option, interval_option
 
-        return [datasource_option()]
+        return [datasource_option(), interval_option()]
 
     def _reader(self, name: str) -> ProtocolReader:
         datasource = self.options.get("datasource")
-        return ProtocolReader(name, datasource=datasource.lower() if datasource else None)
+        interval = self.options.get("interval") or DEFAULT_UNTIMED_INTERVAL
+        return ProtocolReader(name, datasource=datasource.lower() if datasource else None, interval=interval)
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         return self._reader(name).read(lines)

@@ -3,9 +3,10 @@
 Values are in `--unit` (default µs; seconds are read as µs so sub-second values keep their
 resolution), times in `--time-unit` (default s). Pairs are grouped into columns of
 `--interval` seconds of their own time, aligned to multiples of the interval (times before
-1973 are relative and stay so); values without times are grouped by when they arrive. Fields
-may be separated by spaces, tabs or a comma; `#` lines and a first header line are skipped.
-Values are parsed and binned with NumPy in bulk, with exact time per bucket; negative and
+1973 are relative and stay so); values without times are grouped by when they arrive, which is
+no time of theirs (a file arrives at once): `untimed_streams` says so, and a report gives them no
+rate. Fields may be separated by spaces, tabs or a comma; `#` lines and a first header line are
+skipped. Values are parsed and binned with NumPy in bulk, with exact time per bucket; negative and
 non-numeric values are reported.
 """
 
@@ -54,6 +55,8 @@ class RawValuesFormat(TextFormat):
     name = "raw"
     summary = "raw latency values, one per line or '<time> <latency>' pairs (--unit, --time-unit)"
     priority = -10
+    #: The reader of the input, once `read` started.
+    reader: RawReader | None = None
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
@@ -74,7 +77,13 @@ class RawValuesFormat(TextFormat):
         unit = normalize_unit(self.options.get("unit") or DEFAULT_UNIT)
         time_unit = normalize_unit(self.options.get("time_unit") or "s")
         interval = float(self.options.get("interval") or DEFAULT_INTERVAL)
-        return RawReader(name, unit, time_unit, interval).read(lines)
+        self.reader = RawReader(name, unit, time_unit, interval)
+        return self.reader.read(lines)
+
+    def untimed_streams(self) -> set[StreamId]:
+        """The stream, once its values turned out to come without times: its columns are when they were read."""
+        reader = self.reader
+        return {reader.stream} if reader is not None and reader.width == 1 else set()
 
 
 class RawReader:

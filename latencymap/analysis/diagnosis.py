@@ -92,6 +92,8 @@ class Diagnosis:
         if self.events <= 0:
             return ["no events"]
         lines = [self._modes_line()]
+        if not self._pair():  # several bands: one line per band finding, each with the why of its direction
+            lines += [f.line() for f in self.findings if f.kind == "band"]
         shown = [f for f in self.findings if f.kind != "band"]
         episodes = [f for f in shown if f.first_col is not None and f.kind not in ("tail", "drift", "shift")]
         others = [f for f in shown if f not in episodes]
@@ -119,8 +121,15 @@ class Diagnosis:
         if minor:
             share = sum(b.events_share for b in minor)
             parts.append(f"plus {len(minor)} minor band{'s' if len(minor) > 1 else ''} ({pct(share)} of events)")
-        why = next((f" — {f.why}" for f in self.findings if f.kind == "band"), "")
+        if self._pair():
+            why = next((f" — {f.why}" for f in self.findings if f.kind == "band"), "")
+        else:  # each band finding follows on its own line, with its own why
+            why = f" — not one spread: the mean describes none of the {len(major)} bands" if self.bimodal else ""
         return f"{name}: " + ", ".join(parts) + why
+
+    def _pair(self) -> bool:
+        """True unless the stream is multimodal (its band findings then get a line each)."""
+        return not self.bimodal or len(self.major) <= 2
 
 
 def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[Finding]:
@@ -130,7 +139,7 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[
     if d.bimodal and d.major:
         main = max(d.major, key=lambda b: b.events)
         bands = [b for b in d.major if b is not main]
-        out += [band_finding(b, scope, main) for b in bands if not _all_in_stalls(b, d.stalls)]
+        out += [band_finding(b, scope, main, pair=len(d.major) == 2) for b in bands if not _all_in_stalls(b, d.stalls)]
     tail = d.tail
     if tail is not None and tail.events_share > th.tail_max_events_share and d.few is not None and d.few.dominant:
         tail = d.few  # half the time is in too many events, but a few of them hold much of it
@@ -162,12 +171,15 @@ def diagnose(
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     rows_from: int = 0,
     datasource: str = "",
+    exact: bool | None = None,
 ) -> Diagnosis:
     """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), their episodes,
     stalls and drift, and the findings among them.
 
     `rows_from` is the column of the first row of `counts2d`/`time2d` when they hold only part of the history
-    (`starts`/`ends` always cover it all); `datasource` (`spark`, `training`...) words the findings' causes.
+    (`starts`/`ends` always cover it all); `datasource` (`spark`, `training`...) words the findings' causes;
+    `exact`: `time2d` is the source's own time, not estimated (None: when it is given), so a stall's p50 is read
+    as the report's header reads it.
     """
     th = thresholds
     counts = np.asarray(counts2d, dtype=np.float64)
@@ -195,7 +207,8 @@ def diagnose(
         min_time_shift=th.episode_min_time_shift, min_column_events=th.episode_min_column_events,
         min_columns=th.episode_min_columns, max_gap=th.episode_max_gap, col_offset=first,
         min_move_octaves=th.min_move_octaves)
-    stalls = find_stalls(counts, times, low_s, high_s, starts, ends, th=th, col_offset=first)
+    stalls = find_stalls(counts, times, low_s, high_s, starts, ends, th=th, col_offset=first,
+                         exact=not estimated if exact is None else exact)
     episodes = sorted(without_covered(episodes, stalls) + stalls, key=lambda e: (e.first_col, e.kind != "stall"))
     d = Diagnosis(
         bands=bands,

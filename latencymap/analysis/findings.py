@@ -1,8 +1,9 @@
 """Findings: what the diagnosis has to say, each with where, how much and why it matters.
 
 A finding is emitted only when it would not hold for any stream (see thresholds.py): a `band` beyond the
-main one when the stream is bimodal, a `tail` holding half of the time in at most 10% of the events (or 30% of it
-in at most 2%: a heavy tail), each episode (`appear`,
+main one when the stream is bimodal (its why fits its direction: a band faster than the main one is cache hits,
+early errors or empty results, not a cache miss; with three or more bands each gets its own line), a `tail` holding
+half of the time in at most 10% of the events (or 30% of it in at most 2%: a heavy tail), each episode (`appear`,
 `disappear`, `move`, `reshape`, `stall`), a `drift` or `shift`, and across streams a `slow_peer` (peers.py). Report
 JSON: `{"kind", "what", "why", "where": {"first_col", "last_col", "start", "end", "low_s", "high_s"},
 "events", "events_share", "time_s", "time_share"}` (columns inclusive and absolute, times epoch seconds,
@@ -16,21 +17,28 @@ from typing import Any
 
 from latencymap.analysis.bands import Band
 from latencymap.analysis.drift import Drift
-from latencymap.analysis.episodes import MIN_MOVE_OCTAVES, Episode
+from latencymap.analysis.episodes import MIN_MOVE_OCTAVES, Episode, Region
 from latencymap.analysis.tail import Tail
 from latencymap.core.units import format_duration
 
+#: Why a band beyond the main one matters, by datasource (`band_why`): the events' noun, what sends them to a
+#: *slower* band, and what lets them finish in a *faster* one (a fast minority is not a cache miss).
+BAND_NOUNS = {"spark": "tasks", "training": "steps or waits"}
+SLOW_CAUSES = {"": "a cache miss, a retry, another device or path",
+               "spark": "skewed partitions, a spill, a slow executor, a shuffle fetch",
+               "training": "a DataLoader that cannot keep up, a sync between ranks, a checkpoint"}
+FAST_CAUSES = {"": "cache hits, early errors, empty results",
+               "spark": "tiny or empty partitions, a skipped or cached input",
+               "training": "a batch already prefetched, a cached sample, a short or empty batch"}
+#: The lead of a band's why when the stream has two bands (bimodal): the pair is two populations.
+PAIR = "two populations, not one spread: the mean describes neither; "
+
 WHY = {
-    "band": "two populations, not one spread: the mean describes neither; what sends events to this band "
-            "(a cache miss, a retry, another device or path) is the cause to find",
-    # the same, in the terms of a datasource whose events are not I/O: `band_why`
-    "band spark": "two populations, not one spread: the mean describes neither; what sends tasks to this band "
-                  "(skewed partitions, a spill, a slow executor, a shuffle fetch) is the cause to find",
-    "band training": "two populations, not one spread: the mean describes neither; what sends steps or waits to "
-                     "this band (a DataLoader that cannot keep up, a sync between ranks, a checkpoint) is the cause "
-                     "to find",
+    "band": PAIR + f"what sends events to the slower band ({SLOW_CAUSES['']}) is the cause to find",
     "outliers": "one or two events far from the rest are outliers, not a population of their own: what held them "
                 "up (a stall, a retry, a timeout, a pause) is the cause to find",
+    "outliers fast": "one or two events far faster than the rest are outliers, not a population of their own: an "
+                     "early error, an empty or cached result?",
     "tail": "a few slow events hold most of the waiting: cutting them saves more than speeding up the rest",
     "heavy": "a few slow events hold a large share of the waiting: what makes them slow is worth finding",
     "stall": "a pause: a handful of waits far above every usual band held the stream up; look at what ran "
@@ -93,7 +101,7 @@ def pct(share: float) -> str:
 
 def dur(seconds: float) -> str:
     """A latency for humans (`131µs`)."""
-    return format_duration(seconds)
+    return format_duration(seconds, long_units=True)
 
 
 def span(low_s: float, high_s: float) -> str:
@@ -121,24 +129,61 @@ class Scope:
     datasource: str = ""
 
     def when(self, first_col: int, last_col: int, start: float, end: float) -> str:
-        """`cols 40–49 (t+40s–t+50s)`."""
-        return f"cols {first_col}–{last_col} (t+{start - self.t0:.4g}s–t+{end - self.t0:.4g}s)"
+        """`cols 40–49 (t+40s–t+50s)`, `col 30 (t+30s–t+31s)`."""
+        return f"{cols(first_col, last_col)} (t+{since(start - self.t0)}–t+{since(end - self.t0)})"
 
 
-def band_why(datasource: str) -> str:
-    """Why a second band matters, with the causes a `datasource`'s events usually have."""
-    return WHY.get(f"band {datasource}", WHY["band"])
+def since(seconds: float) -> str:
+    """Time since the range's start: `40s`, `2.011s`; past 1,000 s in minutes, hours or days (`2.78h`), never
+    `1e+04s`."""
+    return f"{seconds:.4g}s" if abs(seconds) < 1000 else format_duration(seconds, 4, long_units=True)
 
 
-def band_finding(b: Band, scope: Scope, main: Band) -> Finding:
-    """A band beyond the main one of a bimodal stream (one or two events: outliers, said so)."""
+def cols(first_col: int, last_col: int) -> str:
+    """`cols 40–49`, or `col 30` for a single column."""
+    return f"col {first_col}" if first_col == last_col else f"cols {first_col}–{last_col}"
+
+
+def band_why(datasource: str, *, faster: bool = False, ratio: float = float("nan"), pair: bool = True) -> str:
+    """Why a band beyond the main one matters, with the causes a `datasource`'s events usually have.
+
+    `faster`: the band lies below the main one (`ratio`: how many times faster its events are), so what lets events
+    finish early is the cause, not what slows them; `pair`: the stream has just the two bands (bimodal), else the
+    band is one of several and its line names it.
+    """
+    noun = BAND_NOUNS.get(datasource, "events")
+    if faster:
+        how = f" {times(ratio)} sooner" if ratio == ratio and ratio > 1 else " sooner"  # NaN: not known
+        cause = f"({FAST_CAUSES.get(datasource, FAST_CAUSES[''])}) is the cause to find"
+        if pair:
+            return PAIR + f"what lets {noun} of the faster band finish{how} {cause}"
+        return f"a faster population than the main band: what lets these {noun} finish{how} {cause}"
+    cause = f"({SLOW_CAUSES.get(datasource, SLOW_CAUSES[''])}) is the cause to find"
+    if pair:
+        return PAIR + f"what sends {noun} to the slower band {cause}"
+    return f"a slower population than the main band: what sends {noun} to it {cause}"
+
+
+def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True) -> Finding:
+    """A band beyond the main one (one or two events: outliers, said so), its why fitting its direction: a band
+    below the main one is a fast minority, not a slow one. `pair`: the stream has only these two bands."""
     few = outliers(b)
     held = f"{few} event{'s' if few > 1 else ''} ({pct(b.events_share)})" if few else f"{pct(b.events_share)} of events"
     what = (f"band {span(b.low_s, b.high_s)}: {held} take {pct(b.time_share)} of the time "
             f"(main band {span(main.low_s, main.high_s)}: {pct(main.events_share)}, {pct(main.time_share)})")
-    why = WHY["outliers"] if few else band_why(scope.datasource)
+    faster = b.mode_slot < main.mode_slot
+    if few:
+        why = WHY["outliers fast" if faster else "outliers"]
+    else:
+        ratio = mean_s(main) / mean_s(b) if mean_s(b) > 0 else float("nan")
+        why = band_why(scope.datasource, faster=faster, ratio=ratio, pair=pair)
     return Finding("band", what, why, b.events, b.events_share, b.time_s, b.time_share,
                    scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s)
+
+
+def mean_s(b: Band) -> float:
+    """A band's mean latency (0 without events)."""
+    return b.time_s / b.events if b.events > 0 else 0.0
 
 
 #: A band of fewer events is a few outliers, not a population.
@@ -165,26 +210,33 @@ def episode_what(e: Episode, scope: Scope) -> str:
     where = scope.when(e.first_col, e.last_col, e.start, e.end)
     g, lost = e.gained, e.lost
     if e.kind == "stall" and g:
+        mean = e.time_s / e.events if e.events > 0 else 0.0
+        median = mean / 2.0 ** e.shift_octaves
         return (f"stall {where}: {e.events:.0f} event{'s' if e.events != 1 else ''} of {span(g.low_s, g.high_s)}, "
                 f"{dur(e.time_s)} waited = {pct(e.time_share)} of all the time and {pct(g.time_share)} of "
-                f"those columns' ({times(2.0 ** e.shift_octaves)} the median)")
+                f"those columns'; {'its' if e.events == 1 else 'their mean'} wait ({dur(mean)}) is "
+                f"{times(2.0 ** e.shift_octaves)} the stream's p50 ({dur(median)})")
     if e.kind == "appear" and g:
-        what = (f"a band appeared at {span(g.low_s, g.high_s)} ({pct(g.events_share)} of events, "
-                f"{pct(g.time_share)} of the time; usually {pct(g.baseline_share)})")
+        what = (f"a band appeared at {span(g.low_s, g.high_s)} with {shares(g)}")
     elif e.kind == "disappear" and lost:
-        what = (f"the band at {span(lost.low_s, lost.high_s)} disappeared ({pct(lost.events_share)} of events; "
-                f"usually {pct(lost.baseline_share)})")
+        what = (f"the band at {span(lost.low_s, lost.high_s)} disappeared, down to {pct(lost.events_share)} of events "
+                f"(usually {pct(lost.baseline_share)})")
     elif e.kind == "move":
         what = f"latency moved {e.shift_octaves:+.1f} octaves" + (
             f": {span(lost.low_s, lost.high_s)} → {span(g.low_s, g.high_s)}" if g and lost else "")
     elif g:
-        what = (f"shares shifted toward {span(g.low_s, g.high_s)} ({pct(g.events_share)} of events, "
-                f"{pct(g.time_share)} of the time; usually {pct(g.baseline_share)})")
+        what = f"shares shifted toward {span(g.low_s, g.high_s)}, now {shares(g)}"
     else:
         what = f"the latency shape changed ({e.kind})"
     if e.kind != "move" and abs(e.shift_octaves) >= MIN_MOVE_OCTAVES:
         what += f"; median {e.shift_octaves:+.1f} octaves"
     return f"episode {where}: {what}"
+
+
+def shares(g: Region) -> str:
+    """`85% of events (usually 67%) and 22% of the time (usually 35%)`: each usual share beside its own."""
+    return (f"{pct(g.events_share)} of events (usually {pct(g.baseline_share)}) and {pct(g.time_share)} of the time "
+            f"(usually {pct(g.baseline_time_share)})")
 
 
 def episode_finding(e: Episode, scope: Scope) -> Finding:
@@ -199,7 +251,7 @@ def drift_finding(d: Drift, scope: Scope) -> Finding:
     """A trend of the median, or one lasting jump of it."""
     where = scope.when(d.first_col, d.last_col, d.start, d.end)
     if d.kind == "shift" and d.at_col is not None and d.at is not None:
-        what = (f"shift at col {d.at_col} (t+{d.at - scope.t0:.4g}s): the median went {dur(d.first_median_s)} → "
+        what = (f"shift at col {d.at_col} (t+{since(d.at - scope.t0)}): the median went {dur(d.first_median_s)} → "
                 f"{dur(d.last_median_s)} and stayed ({d.octaves:+.1f} octaves, {times(2.0 ** d.octaves)})")
         return Finding("shift", what, WHY["shift"], scope.events, 1.0, scope.time_s, 1.0, d.at_col, d.last_col,
                        d.at, d.end, min(d.first_median_s, d.last_median_s), max(d.first_median_s, d.last_median_s))

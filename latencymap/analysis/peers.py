@@ -23,9 +23,16 @@ rank that is slowest or latest at each collective).
   2**`stall_gap_octaves` (4x) its peers', hold at least half of its excess time (time - events x the
   peers' mean in each window, or their mean over the range in a window where no peer has events): a stall
   of that peer.
-Otherwise peers differ by noise and nothing is said (the members' numbers are still reported), except when the
-peer with the highest ratio was slowest in so few windows that even "every one of them" could be chance (p >
-`peer_max_p` at best): then the group says it has too few intervals to tell, and how many it would need.
+Otherwise no peer is named slow (the members' numbers are still reported). When no peer reaches the ratio but the
+one slowest most often is so in more windows than chance (p x peers <= `peer_max_p`), the group says so with its
+ratio (`consistently_slowest` in JSON: a rank 10% slower in every interval slows the whole job 10%): that is not
+noise. When the peer with the highest ratio was slowest in so few windows that even "every one of them" could be
+chance (p > `peer_max_p` at best), the group says it has too few intervals to tell, and how many it would need.
+Else they differ by noise.
+
+**Why it matters** depends on the peers: ranks of a training job and Spark executors wait for each other (a
+collective, a barrier, the end of a stage), so the slow one holds them all up; disks and other devices do not (a
+failing or different device, a queue, a RAID rebuild, another path), nor do independent instances, nodes or shards.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.analysis.findings import Finding, dur, pct, times
+from latencymap.analysis.findings import Finding, dur, pct, since, times
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from latencymap.core.percentiles import median_of
 
@@ -48,8 +55,27 @@ IDENTITY = re.compile(
     r"|(?P<disk>(?:sd|vd|xvd|hd)[a-z]{1,2}|nvme\d+n\d+(?:p\d+)?|dm-\d+|md\d+))(?![A-Za-z0-9])")
 #: Windows where the slow peer stalls: at most this many hold its excess.
 STALL_WINDOWS = 3
+#: Peers that wait for each other (training ranks, Spark executors): the slow one holds the others up.
+SYNCHRONISED = frozenset({"rank", "gpu", "cuda", "executor", "exec"})
 WHY = ("peers do the same work: the slow one holds the others up at every synchronisation (a collective, a "
        "barrier, the end of a stage); look at its host, device or data")
+#: Devices do not wait on each other: a slow one is its own fault.
+WHY_DEVICE = ("peers do the same work, and devices do not wait on each other: the slow one serves its share of the "
+              "I/O slower (a failing or different device, a deeper queue, a RAID rebuild, another path or "
+              "controller); look at its health, its queue and its errors")
+#: Other independent peers (instances, nodes, shards): the slow one serves its share slower.
+WHY_INDEPENDENT = ("peers do the same work: the slow one serves its share of it slower (another host or "
+                   "configuration, more load or a hot share of the data, a noisy neighbour, another path); look at "
+                   "its host, load and data")
+DEVICES = frozenset({"disk", "device", "dev", "volume", "vol"})
+
+
+def slow_peer_why(kind: str, datasource: str) -> str:
+    """Why a slow peer matters: it holds synchronised peers up (training ranks, Spark executors); a device or an
+    independent instance is only slow itself."""
+    if kind in SYNCHRONISED or datasource in ("training", "spark"):
+        return WHY
+    return WHY_DEVICE if kind in DEVICES else WHY_INDEPENDENT
 
 
 @dataclass
@@ -114,13 +140,17 @@ class PeerGroup:
     contested: int = 0
     stalls: list[dict[str, Any]] = field(default_factory=list)
     undecided: str | None = None  # why a peer that looks slow is not named: too few intervals to tell
+    #: A peer slowest in more intervals than chance, but by less than `peer_min_ratio`: not named slow, not noise
+    #: either (`{"label", "name", "ratio", "slowest", "compared_windows", "expected_slowest", "p_value", "min_ratio"}`).
+    consistent: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The report's peer-group object."""
         return {"key": self.key, "field": self.kind, "datasource": self.datasource, "unit": self.unit,
                 "window_s": self.window_s, "windows": self.windows, "compared_windows": self.contested,
                 "members": [m.to_json() for m in self.members], "slow": self.slow,
-                "finding": self.finding.to_json() if self.finding else None, "undecided": self.undecided}
+                "finding": self.finding.to_json() if self.finding else None, "undecided": self.undecided,
+                "consistently_slowest": self.consistent}
 
     def lines(self) -> list[str]:
         """The text report's lines for this group."""
@@ -128,8 +158,21 @@ class PeerGroup:
                 f"{self.window_s:.3g}s compared):")
         rows = [f"   {m.name}: mean {dur(m.mean_s)} ({m.ratio:.2f}× its peers), slowest in {m.slowest}"
                 for m in self.members]
-        verdict = self.finding.line() if self.finding else self.undecided or "no slow peer: they differ by noise"
+        verdict = self.finding.line() if self.finding else self.undecided or self._below() or \
+            "no slow peer: they differ by noise"
         return [head, *rows, f"   {verdict}"]
+
+    def _below(self) -> str | None:
+        """`no rank ≥1.25× its peers, but rank5 is consistently slowest (1.10× its peers, slowest in 60 of 60
+        intervals, 3.75 expected by chance): a small steady gap, not noise ...`."""
+        c = self.consistent
+        if c is None:
+            return None
+        sync = self.kind in SYNCHRONISED or self.datasource in ("training", "spark")
+        return (f"no {self.kind} ≥{c['min_ratio']:.3g}× its peers, but {c['name']} is consistently slowest "
+                f"({c['ratio']:.2f}× its peers, slowest in {c['slowest']} of {c['compared_windows']} intervals, "
+                f"{c['expected_slowest']:.3g} expected by chance): a small steady gap, not noise"
+                + (f"; {self.kind}s that wait for each other all run that much slower" if sync else ""))
 
 
 def _num(v: float) -> float | None:
@@ -204,9 +247,10 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
         return
     k = max(ok, key=lambda i: g.members[i].ratio)
     m = g.members[k]
-    if m.ratio < th.peer_min_ratio:
-        return
     chance = float(np.mean(1.0 / active[contested]))
+    if m.ratio < th.peer_min_ratio:
+        _consistent_below(g, ok, chance, th)
+        return
     p = binomial_sf(m.slowest, g.contested, chance)
     others = np.delete(wmean, k, axis=0)
     overall = m.mean_s / m.ratio
@@ -231,20 +275,35 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
     g.slow = {"label": m.label, "name": m.name, "ratio": m.ratio, "consistent": consistent, "slowest": m.slowest,
               "compared_windows": g.contested, "chance": chance, "p_value": p, "excess_s": excess,
               "stalls": spans if stalled else []}
-    how = (f"slowest in {m.slowest} of {g.contested} intervals (chance {chance * g.contested:.3g})"
+    how = (f"slowest in {m.slowest} of {g.contested} intervals ({chance * g.contested:.3g} expected by chance)"
            + ("" if consistent else ": not consistently"))
     if stalled:
-        where = ", ".join(f"t+{s['start'] - g.start:.4g}s" for s in spans)
+        where = ", ".join(f"t+{since(s['start'] - g.start)}" for s in spans)
         how += (f"; {pct(sum(s['excess_s'] for s in spans) / excess)} of its extra {dur(excess)} in "
                 f"{len(spans)} interval{'s' if len(spans) > 1 else ''} ({where}), up to "
                 f"{times(max(s['ratio'] for s in spans))} its peers' mean there")
     what = (f"slow {g.kind}: {m.name} ({m.label}), mean {dur(m.mean_s)}, {times(m.ratio)} its peers'; {how}")
     first, last = (spans[0], spans[-1]) if stalled else (None, None)
     total_t = float(tm.sum())
-    g.finding = Finding("slow_peer", what, WHY + (" and what it did then" if stalled else ""), m.events,
+    g.finding = Finding("slow_peer", what, slow_peer_why(g.kind, g.datasource) + (" and what it did then" if stalled
+                                                                                   else ""), m.events,
                         m.events / max(float(ev.sum()), 1e-300), m.time_s, m.time_s / max(total_t, 1e-300),
                         start=first["start"] if first else g.start,
                         end=last["end"] if last else g.start + g.windows * g.window_s)
+
+
+def _consistent_below(g: PeerGroup, ok: list[int], chance: float, th: Thresholds) -> None:
+    """Set `consistent` when a peer is slowest in more intervals than chance though no peer reaches `peer_min_ratio`:
+    a small but steady gap (a rank 10% slow slows every step of the job), not noise. The peer picked is the one
+    slowest most often, so its p is taken times the number of peers (Bonferroni): among 8 identical peers one
+    would otherwise reach p <= 0.01 in ~8% of runs."""
+    k = max(ok, key=lambda i: (g.members[i].slowest, g.members[i].ratio))
+    m = g.members[k]
+    p = binomial_sf(m.slowest, g.contested, chance)
+    if m.ratio > 1 and p * len(g.members) <= th.peer_max_p:
+        g.consistent = {"label": m.label, "name": m.name, "ratio": m.ratio, "slowest": m.slowest,
+                        "compared_windows": g.contested, "expected_slowest": chance * g.contested, "p_value": p,
+                        "min_ratio": th.peer_min_ratio}
 
 
 def find_peers(streams: list[PeerStream], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[PeerGroup]:

@@ -13,15 +13,19 @@ shift), yet they own the time of their columns. The rule, on the columns of the 
   stall when it spans at most `stall_max_columns` (3) columns more than its far events' own time fills
   (three 1.5 s waits fill five 1 s columns back to back) and its far events hold at least
   `stall_min_column_time_share` (25%) of the time spent in its far-event columns;
-- when far events sit in more columns than allowed above (a scatter of far events all along), or in every column
-  (a single column, say: nothing tells when they happened, and the bands say the rest), none is a stall.
+- its far events' time must also be at least `stall_min_wall_share` (1%) of the wall time of its far-event columns:
+  a 25 us "pause" in a 1 s column held nothing up (a 10 ms one in a 1 s column is the least that counts);
+- columns count only when they hold events: when far events sit in more of those than allowed above (a scatter of far
+  events all along), or in every one of them, or all the events lie in a single column (nothing tells when they
+  happened, and the bands say the rest), none is a stall.
 
 A stall is an `Episode` of kind `stall`: `end` is its last column's end, `start` its first column's start
 less the far waits that ended in that column, not before the range's start (events are logged when they
 end, so the stall began up to that much earlier: the episode covers the waiting itself); `events` and
 `time_s` are its far events and their time, `events_share`/`time_share` their shares of the range,
 `gained` the far slots it hit (`events_share` and `time_share` there are shares of its columns),
-`shift_octaves` the octaves from the range's median to the stall's mean latency.
+`shift_octaves` the octaves from the range's p50 (estimated as the report's header does) to the stall's mean
+latency.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import numpy as np
 
 from latencymap.analysis.episodes import Episode, Region, runs
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
-from latencymap.core.percentiles import median_of
+from latencymap.core.percentiles import median_of, percentile_estimates
 
 
 def ceiling_slot(counts: np.ndarray, th: Thresholds = DEFAULT_THRESHOLDS) -> int:
@@ -41,21 +45,27 @@ def ceiling_slot(counts: np.ndarray, th: Thresholds = DEFAULT_THRESHOLDS) -> int
         return -1
     top = int(np.searchsorted(np.cumsum(pooled), (1.0 - th.stall_normal_share) * total * (1 - 1e-12)))
     presence = (counts > 0).sum(axis=0)
-    steady = np.flatnonzero(presence > max(th.stall_max_column_share * len(counts), th.stall_max_columns))
+    columns = int((counts.sum(axis=1) > 0).sum())  # columns with events: empty ones say nothing of what is usual
+    steady = np.flatnonzero(presence > max(th.stall_max_column_share * columns, th.stall_max_columns))
     return max(top, int(steady[-1]) if steady.size else -1)
 
 
-def _median_s(pooled: np.ndarray, low_s: np.ndarray, high_s: np.ndarray) -> float:
-    """Geometric centre of the slot holding the median event."""
-    k = int(np.searchsorted(np.cumsum(pooled), 0.5 * pooled.sum()))
-    return float(np.sqrt(max(low_s[k], high_s[k] / 2) * high_s[k]))
+def _median_s(pooled: np.ndarray, pooled_t: np.ndarray | None, low_s: np.ndarray, high_s: np.ndarray) -> float:
+    """The range's p50, estimated as the report's header estimates it (`pooled_t`: exact time per slot, or None)."""
+    return float(percentile_estimates(pooled, low_s, high_s, (0.5,), times=pooled_t)[0])
 
 
 def find_stalls(
     counts: np.ndarray, times: np.ndarray, low_s: np.ndarray, high_s: np.ndarray,
     starts: np.ndarray, ends: np.ndarray, *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0,
+    exact: bool = False,
 ) -> list[Episode]:
-    """Stall episodes of (columns x slots) counts and times (see the module docstring)."""
+    """Stall episodes of (columns x slots) counts and times (see the module docstring); `exact`: the times are the
+    source's, not estimated (the p50 that `shift_octaves` starts from is then read with them, as the report's)."""
+    occupied = counts.sum(axis=1) > 0
+    columns = int(occupied.sum())
+    if columns < 2:  # every event in one column: nothing says when inside it, and the bands say the rest
+        return []
     top = ceiling_slot(counts, th)
     if top < 0:
         return []
@@ -64,10 +74,10 @@ def find_stalls(
         return []
     far_c, far_t = counts[:, far].sum(axis=1), times[:, far].sum(axis=1)
     hit = far_c > 0
-    if hit.all() or hit.sum() > max(th.stall_max_column_share * len(counts), th.stall_max_columns):
+    if hit[occupied].all() or hit.sum() > max(th.stall_max_column_share * columns, th.stall_max_columns):
         return []
     total_c, total_t = max(float(counts.sum()), 1e-300), max(float(times.sum()), 1e-300)
-    median = _median_s(counts.sum(axis=0), low_s, high_s)
+    median = _median_s(counts.sum(axis=0), times.sum(axis=0) if exact else None, low_s, high_s)
     width = float(median_of(np.asarray(ends) - np.asarray(starts)))
     out = []
     for a, b in _joined(runs(hit, max_gap=th.stall_max_gap, min_columns=1), far_c, far_t, starts, ends):
@@ -75,7 +85,9 @@ def find_stalls(
         col_t = float(times[cols].sum())
         ev, tm = float(far_c[cols].sum()), float(far_t[cols].sum())
         own = int(np.ceil(tm / width)) if width > 0 else 0  # columns its own waits fill, back to back
-        if b - a + 1 > th.stall_max_columns + own or tm < th.stall_min_column_time_share * col_t:
+        wall = float((np.asarray(ends)[cols] - np.asarray(starts)[cols]).sum())
+        if (b - a + 1 > th.stall_max_columns + own or tm < th.stall_min_column_time_share * col_t
+                or tm < th.stall_min_wall_share * wall):
             continue
         slots = far[counts[np.ix_(cols, far)].sum(axis=0) > 0]
         lo, hi = int(slots[0]), int(slots[-1])

@@ -20,5 +20,5 @@ def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
     if cached is None or cached[0] != appended:
         cached = _DIAGNOSES[hist] = (appended, diagnose(hist.counts, hist.time, hist.low, hist.high,
                                                         hist.meta_in("start"), hist.meta_in("end"),
-                                                        datasource=hist.stream.datasource))
+                                                        datasource=hist.stream.datasource, exact=hist.exact))
     return cached[1]

@@ -78,6 +78,9 @@ class Thresholds:
     stall_max_gap: int = 1
     #: In its columns, the stall's events hold at least this share of the time spent.
     stall_min_column_time_share: float = 0.25
+    #: ... and at least this share of those columns' wall time: shorter waits held nothing up that matters (a
+    #: 25 us "pause" in a 1 s column). 1%: 10 ms in a 1 s column, 1 ms in a 100 ms one.
+    stall_min_wall_share: float = 0.01
     #: Far events in more than this share of the columns (or `stall_max_columns`) are a steady thin band or
     #: a scatter, not stalls; a slot with events in that many columns is normal.
     stall_max_column_share: float = 0.10

@@ -13,7 +13,7 @@ import click
 
 from latencymap.core.errors import InputError, OutputError, SourceError, StrictError
 from latencymap.core.model import Item, Notice
-from latencymap.core.sanitize import clean_text
+from latencymap.core.sanitize import clean_message, clean_text
 from latencymap.plugins import Registry, load_registry
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
@@ -59,9 +59,16 @@ class Terminated(BaseException):
     """SIGTERM, turned into an exception so that `finally` blocks flush and restore the terminal."""
 
 
+def tell(message: object, prefix: str = "latencymap") -> None:
+    """One message on stderr, `prefix: message`. Every message of the commands goes through here: the paths and
+    other text from input in it are cleaned (`clean_message`), so that a file named with escape sequences cannot
+    clear the screen or set the terminal's title."""
+    click.echo(f"{prefix}: {clean_message(str(message))}", err=True)
+
+
 def say(notice: Notice) -> None:
     """A notice on stderr as it comes (what a source or a reader says while the command runs)."""
-    click.echo(f"latencymap: {clean_text(notice.message, 600)}", err=True)
+    tell(clean_text(notice.message, 600))
 
 
 def no_terminal_input(inputs: Sequence[str]) -> None:
@@ -89,13 +96,13 @@ def guarded(fn: Callable[[], int]) -> None:
     try:
         code = fn()
     except (InputError, StrictError) as err:
-        click.echo(f"latencymap: {err}", err=True)
+        tell(err)
         code = EXIT_USAGE
     except SourceError as err:  # a source died mid-stream: what it gave before was shown and recorded
-        click.echo(f"latencymap: {err}", err=True)
+        tell(err)
         code = EXIT_FAIL
     except OutputError as err:  # a recording or an output file
-        click.echo(f"latencymap: {err}", err=True)
+        tell(err)
         code = err.exit_code
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED

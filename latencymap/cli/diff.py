@@ -27,8 +27,9 @@ from latencymap.outputs.files import check_output, write_text
 @format_options
 def diff(baseline: str, candidate: str, out_format: str, input_format: str | None, output: str | None,
          **kw: Any) -> None:
-    """Compare two inputs: per-bucket share changes, percentile deltas, bands that appeared or vanished (the format
-    options, `--datasource oracle` or `--event NAME` say, apply to both)."""
+    """Compare two inputs: per-bucket share changes, percentile deltas, bands that appeared or vanished.
+
+    The format options (`--datasource oracle`, `--event NAME`, ...) apply to both inputs."""
     fmt_opts = format_kwargs(kw)
 
     def body() -> int:

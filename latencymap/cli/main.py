@@ -8,6 +8,10 @@ it to the commands' own docstrings), and a source's from its plugin class, so `-
 from __future__ import annotations
 
 import importlib
+import os
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -15,6 +19,7 @@ import click
 from latencymap import __version__
 from latencymap.cli.common import EXAMPLES, registry
 from latencymap.cli.tuning import no_collection
+from latencymap.core.sanitize import clean_message
 
 #: Built-in commands: name -> (module, attribute, help as the command's docstring gives it).
 BUILTIN: dict[str, tuple[str, str, str]] = {
@@ -23,7 +28,8 @@ BUILTIN: dict[str, tuple[str, str, str]] = {
     "report": ("latencymap.cli.report", "report", "Analyse whole INPUTs (default stdin), or a source run to its end "
                "(`report spark LOG`), with no UI."),
     "diff": ("latencymap.cli.diff", "diff", "Compare two inputs: per-bucket share changes, percentile deltas, bands "
-             "that appeared or vanished."),
+             "that appeared or vanished. The format options (`--datasource oracle`, `--event NAME`, ...) apply to "
+             "both inputs."),
     "profile-export": ("latencymap.cli.profile_export", "profile_export", "Export the profile samples a recording "
                        "holds (recorded with --profile PID), without the TUI."),
 }
@@ -55,6 +61,36 @@ class _Commands(dict[str, click.Command]):
             raise KeyError(name)
         self[name] = command
         return command
+
+
+@contextmanager
+def _clean_errors() -> Iterator[None]:
+    """click's own errors (a bad option value, no such option, a path that does not exist) with what came from the
+    command line cleaned, as every other message on stderr is: a file name with escape sequences stays text."""
+    try:
+        yield
+    except click.ClickException as err:
+        setattr(err, "message", clean_message(err.message))  # noqa: B010 (`message` is Final to type checkers)
+        raise
+
+
+def _misplaced_options(args: list[str], commands: set[str]) -> str | None:
+    """The command line in the right order when options come before a subcommand (`latencymap --strict report
+    FILE`, where `report` would be read as an input file of the default `view`); None when they do not. A first
+    argument that is a file or a directory that exists is an input, whatever its name."""
+    if (not args or not args[0].startswith("-") or args[0] in ("-", "--", "--help", "-h", "--version")
+            or not commands.intersection(args)):
+        return None
+    view = _load("view")
+    assert view is not None
+    takes_value = {name for p in view.params if isinstance(p, click.Option) and not (p.is_flag or p.count)
+                   for name in p.opts}
+    at = 0
+    while at < len(args) and args[at].startswith("-") and args[at] not in ("-", "--"):
+        at += 2 if args[at] in takes_value else 1
+    if at >= len(args) or args[at] not in commands or os.path.exists(args[at]):
+        return None
+    return shlex.join(["latencymap", args[at], *args[:at], *args[at + 1:]])
 
 
 class LazyGroup(click.Group):
@@ -92,7 +128,20 @@ class LazyGroup(click.Group):
             with formatter.section("Plugins that failed to load"):
                 formatter.write_dl(sorted(broken.items()))
 
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        with _clean_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _clean_errors():
+            return super().invoke(ctx)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        commands = {*BUILTIN, *registry().sources.names()}
+        right = _misplaced_options(args, commands)
+        if right is not None:
+            raise click.UsageError(f"options go after the subcommand: {right}", ctx)
         if not args or (args[0] not in BUILTIN and args[0] not in ("--help", "-h", "--version")
                         and args[0] not in self.commands and args[0] not in registry().sources
                         and args[0] not in registry().errors):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,36 @@ class _History(click.ParamType):
 HISTORY = _History()
 
 
+class Finite(click.FloatRange):
+    """A float option that NaN and infinities cannot pass (click's float takes `nan` and `inf`, and every range check
+    passes NaN): a speed, a time, a delay or a scale that is not a number is bad usage, not a crash later on."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+    def _describe_range(self) -> str:
+        return "finite" if self.min is None and self.max is None else super()._describe_range()
+
+
+def seconds_text(t: float) -> str:
+    """Seconds as the user would write them: 30, 30.5, 1234.125 (to the ms)."""
+    text = f"{t:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def time_window(start: float | None, end: float | None) -> None:
+    """`--start T` / `--end T` (seconds after the first interval: replay, profile-export): a usage error when the
+    range they give is empty."""
+    if start is not None and end is not None and start >= end:
+        raise click.UsageError(f"--start {seconds_text(start)} is not before --end {seconds_text(end)}: "
+                               "the range is empty")
+
+
 def _multi(*names: str) -> list[str]:
     """Each PyLatencyMap option name in its underscore and kebab-case spellings."""
     out: list[str] = []
@@ -45,7 +76,7 @@ def _multi(*names: str) -> list[str]:
 def limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """`--count`, `--duration`, `--strict`."""
     f = click.option("--strict", is_flag=True, help="Stop with exit code 2 at the first bad record.")(f)
-    f = click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None, metavar="S",
+    f = click.option("--duration", type=Finite(min=0, min_open=True), default=None, metavar="S",
                      help="Stop after S seconds of wall-clock time (how long a live source runs; a file is read "
                           "whole unless reading it takes longer: --count limits a file).")(f)
     f = click.option("--count", type=click.IntRange(min=1), default=None, metavar="N",
@@ -77,11 +108,12 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Pin the lowest row: log2 of the input's bucket value; -1: rows fit the data."),
         click.option(*_multi("--max_bucket"), type=click.IntRange(0, 64), default=64, show_default=True,
                      help="Pin the highest row: log2 of the input's bucket value; 64: rows fit the data."),
-        click.option(*_multi("--frequency_maxval"), type=float, default=-1, show_default=True,
+        click.option(*_multi("--frequency_maxval"), type=Finite(), default=-1, show_default=True,
                      help="Pin the frequency colour scale (events/s); -1 autoscale."),
-        click.option(*_multi("--intensity_maxval"), type=float, default=-1, show_default=True,
-                     help="Pin the intensity colour scale (s/s); -1 autoscale."),
-        click.option(*_multi("--screen_delay"), type=click.FloatRange(min=0), default=0.1, show_default=True,
+        click.option(*_multi("--intensity_maxval"), type=Finite(), default=-1, show_default=True,
+                     help="Pin the intensity colour scale, in the stream's latency unit per second as in "
+                          "PyLatencyMap (millisec/s for millisec records); -1 autoscale."),
+        click.option(*_multi("--screen_delay"), type=Finite(min=0), default=0.1, show_default=True,
                      help="Seconds between plain frames (replaying files)."),
         click.option(*_multi("--debug_level"), "-d", type=int, default=0, hidden=True,
                      help="Accepted for PyLatencyMap compatibility; ignored."),

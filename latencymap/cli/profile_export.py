@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from latencymap.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, REGISTRY, guarded
+from latencymap.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, REGISTRY, guarded, tell
+from latencymap.cli.options import Finite, time_window
+from latencymap.cli.options import seconds_text as _seconds
 from latencymap.core.model import Interval
 from latencymap.flow.inputs import open_text
 from latencymap.flow.pipeline import input_flow
@@ -19,12 +21,6 @@ def first_interval_start(path: str) -> float | None:
     return None
 
 
-def _seconds(t: float) -> str:
-    """Seconds as the user would write them: 30, 30.5, 1234.125 (to the ms)."""
-    text = f"{t:.3f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
-
-
 def _window(start: float | None, end: float | None) -> str:
     """The asked-for range in words, relative to the first interval."""
     if start is not None and end is not None:
@@ -34,9 +30,9 @@ def _window(start: float | None, end: float | None) -> str:
 
 @click.command("profile-export")
 @click.argument("path", metavar="RECORDING")
-@click.option("--start", type=float, default=None, metavar="T",
+@click.option("--start", type=Finite(), default=None, metavar="T",
               help="From T seconds after the first interval (as replay --start); default: the first sample.")
-@click.option("--end", type=float, default=None, metavar="T",
+@click.option("--end", type=Finite(), default=None, metavar="T",
               help="Up to T seconds after the first interval (as replay --end); default: the last sample.")
 @click.option("--format", "out_format", type=click.Choice(["collapsed", "speedscope"]), default="collapsed",
               show_default=True, help="collapsed: flamegraph.pl input lines; speedscope: speedscope JSON.")
@@ -47,17 +43,16 @@ def profile_export(path: str, start: float | None, end: float | None, out_format
     from latencymap.profiling.export import export_range
     from latencymap.profiling.persist import load_profile
 
-    if start is not None and end is not None and start >= end:
-        raise click.UsageError(f"--start {_seconds(start)} is not before --end {_seconds(end)}: the range is empty")
+    time_window(start, end)
 
     def body() -> int:
         check_output(output)
         open_text(path)[0].close()  # a recording that cannot be opened says why (exit 2), not "no samples"
         store, messages = load_profile([path])
         for message in messages:
-            click.echo(f"latencymap: profile: {message}", err=True)
+            tell(message, "latencymap: profile")
         if store is None:
-            click.echo(f"latencymap: {path}: no profile samples (record with --profile PID)", err=True)
+            tell(f"{path}: no profile samples (record with --profile PID)")
             return EXIT_USAGE
         span = store.span()
         assert span is not None
@@ -66,8 +61,8 @@ def profile_export(path: str, start: float | None, end: float | None, out_format
         t0 = span[0] if start is None else origin + start
         t1 = span[1] + 1.0 if end is None else origin + end
         if store.count(t0, t1) == 0:
-            click.echo(f"latencymap: {path}: no profile samples {_window(start, end)}; the profile covers "
-                       f"{_seconds(span[0] - origin)} s to {_seconds(span[1] - origin)} s", err=True)
+            tell(f"{path}: no profile samples {_window(start, end)}; the profile covers "
+                 f"{_seconds(span[0] - origin)} s to {_seconds(span[1] - origin)} s")
             return EXIT_FAIL
         text = export_range(store, t0, t1, out_format, f"{path} [{t0:.3f}, {t1:.3f})")
         write_text(text, output)

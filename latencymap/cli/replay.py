@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from latencymap.cli.common import EXAMPLES, REGISTRY, guarded
-from latencymap.cli.options import view_options
+from latencymap.cli.options import Finite, time_window, view_options
 from latencymap.cli.running import prepare, show
 from latencymap.flow.pipeline import column_flow, input_flow
 from latencymap.flow.recording import windowed
@@ -16,17 +16,17 @@ from latencymap.flow.replay import BurstScan, ReplayClock
 
 @click.command("replay", epilog=EXAMPLES)
 @click.argument("path", metavar="PATH")
-@click.option("--speed", type=float, default=1.0, show_default=True, help="Replay at X times the original pace.")
+@click.option("--speed", type=Finite(min=0, min_open=True), default=1.0, show_default=True,
+              help="Replay at X times the original pace.")
 @click.option("--max", "as_fast", is_flag=True, help="Replay as fast as possible.")
-@click.option("--start", type=float, default=None, metavar="T", help="Skip to T seconds after the first interval.")
-@click.option("--end", type=float, default=None, metavar="T", help="Stop at T seconds after the first interval.")
+@click.option("--start", type=Finite(), default=None, metavar="T", help="Skip to T seconds after the first interval.")
+@click.option("--end", type=Finite(), default=None, metavar="T", help="Stop at T seconds after the first interval.")
 @view_options
 def replay(path: str, speed: float, as_fast: bool, start: float | None, end: float | None, **kw: Any) -> None:
     """Replay a recording (or any input) at its original pace."""
+    time_window(start, end)
 
     def body() -> int:
-        if speed <= 0:
-            raise click.BadParameter("must be > 0", param_hint="--speed")
         clock = ReplayClock(None if as_fast else speed)
         flow = windowed(input_flow([path], REGISTRY), start, end)
         bursts = None

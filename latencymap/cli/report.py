@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from latencymap.cli.common import (
-    EXAMPLES,
+    EXIT_CODES,
     EXIT_FAIL,
     EXIT_OK,
     REGISTRY,
@@ -21,7 +21,7 @@ from latencymap.cli.running import prepare
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.errors import InputError, NothingReadable
-from latencymap.core.model import ColumnFlow
+from latencymap.core.model import ColumnFlow, StreamId
 from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import check_output, write_text, writing
 from latencymap.outputs.json_text import dumps
@@ -88,6 +88,34 @@ def split_source_args(own: list[click.Parameter], args: list[str]) -> tuple[list
     return kept, source
 
 
+#: `report --help`: its own examples (the sources it can run are listed after them, from the registry).
+REPORT_EXAMPLES = """\b
+Examples:
+  latencymap report trace.zst
+  latencymap report --format json fixtures/pylatencymap/test_SystemTap_data.txt
+  latencymap report --fail-if 'p99 > 20ms' --fail-if 'tail.events_share < 5%' bench.txt
+  latencymap report --format html -o io.html trace.zst
+  latencymap report scrape http://localhost:8000/metrics --metric NAME --count 60
+  latencymap report spark /var/log/spark-events/app-1234"""
+
+#: `report --help`: what each `--fail-if` metric means.
+GATE_METRICS = (
+    ("p50 p90 p99 p999 mean", "latency percentiles and mean, compared with a unit: 'p99 > 20ms'"),
+    ("time events rate", "time waited ('time > 1s'), events counted, events per second"),
+    ("bands", "how many latency bands (modes of the log2 histogram) the stream has, minor ones and far outliers "
+              "included"),
+    ("bimodal", "two or more bands each with >= 3% of the events or >= 10% of the time (a band of one or two far "
+                "outliers counts when it holds >= 10% of the time)"),
+    ("tail.events_share", "the share of the events in the slowest buckets that hold half of all the time: "
+                          "'tail.events_share < 5%' fails when under 5% of the events spend half of the time (a "
+                          "heavy tail)"),
+    ("tail.time_share", "the time those buckets hold: >= 50% by construction (whole buckets are taken until half "
+                        "is reached), so 'tail.time_share > 50%' fails on healthy streams: no gate on its own"),
+)
+GATES_NOTE = ("A stream with no events (or no time) has no percentiles, mean or tail: comparisons on them are false "
+              "('events == 0' fails on an empty stream). With no stream at all, every gate fails.")
+
+
 class _ReportCommand(click.Command):
     """`report`, whose arguments after a source's name go to that source first."""
 
@@ -95,8 +123,31 @@ class _ReportCommand(click.Command):
         kept, source = split_source_args(self.params, args)
         return super().parse_args(ctx, [*kept, "--", *source] if source else kept)
 
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Its examples, the sources it can run (those installed, from the registry: none is imported for it),
+        what the `--fail-if` metrics mean, then every exit code."""
+        sources = REGISTRY.sources
+        parts: list[tuple[str, list[tuple[str, str]]]] = [
+            ("Sources (report SOURCE [SOURCE OPTIONS]; 'latencymap SOURCE --help' gives its options):",
+             [(name, sources.summary(name)) for name in sources.names()]),
+            ("--fail-if metrics (each gate is checked on every stream's whole history):", list(GATE_METRICS)),
+        ]
+        with formatter.indentation():
+            formatter.write_paragraph()
+            formatter.write_text(REPORT_EXAMPLES)
+            for title, rows in parts:
+                if rows:
+                    formatter.write_paragraph()
+                    formatter.write_text(title)
+                    with formatter.indentation():
+                        formatter.write_dl(rows, col_max=24)
+            formatter.write_paragraph()
+            formatter.write_text(GATES_NOTE)
+            formatter.write_paragraph()
+            formatter.write_text(EXIT_CODES)
 
-@click.command("report", cls=_ReportCommand, epilog=EXAMPLES, context_settings={"ignore_unknown_options": True})
+
+@click.command("report", cls=_ReportCommand, epilog=EXIT_CODES, context_settings={"ignore_unknown_options": True})
 @click.argument("inputs", nargs=-1, metavar="[INPUT]... | SOURCE [SOURCE OPTIONS]", type=click.UNPROCESSED)
 @click.option("--format", "out_format", default="text", show_default=True,
               type=click.Choice(["text", "json", "svg", "html", "parquet", "openmetrics"]),
@@ -106,9 +157,9 @@ class _ReportCommand(click.Command):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to a file instead of stdout.")
 @click.option("--fail-if", "fail_if", multiple=True, metavar="EXPR", callback=_parse_gates,
-              help="Exit 1 when EXPR holds for any stream, e.g. 'p99 > 20ms', 'tail.time_share > 50% or bimodal'. "
+              help="Exit 1 when EXPR holds for any stream, e.g. 'p99 > 20ms', 'tail.events_share < 5% or bimodal'. "
                    "Metrics: p50 p90 p99 p999 mean time events rate bands tail.time_share tail.events_share "
-                   "bimodal; and, or, not, parentheses. Repeatable.")
+                   "bimodal (see below); and, or, not, parentheses. Repeatable.")
 @limit_options
 @format_options
 def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, output: str | None,
@@ -134,16 +185,18 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         try:
             accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
         except NothingReadable:  # report what was read (and skipped), then fail
-            _write(acc, source or _read_through(readers), out_format, output)
+            _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
             raise
-        _write(acc, source or _read_through(readers), out_format, output)
+        _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
         return _gate_failures(acc, fail_if)
 
     guarded(body)
 
 
-def _write(acc: Accumulator, source: Source | None, out_format: str, output: str | None) -> None:
-    """The report of `acc` in `out_format` (with a source's own analysis, e.g. Spark's stragglers)."""
+def _write(acc: Accumulator, source: Source | None, out_format: str, output: str | None,
+           untimed: set[StreamId] | None = None) -> None:
+    """The report of `acc` in `out_format` (with a source's own analysis, e.g. Spark's stragglers; `untimed`: the
+    streams whose columns carry no time of their own, which the text report gives no rate)."""
     extra = source.analysis() if source is not None and hasattr(source, "analysis") else {}
     stragglers = {h.stream.label: extra.get("stragglers", []) for h in acc.streams.values()} if extra else None
     if out_format not in ("text", "json"):
@@ -156,8 +209,13 @@ def _write(acc: Accumulator, source: Source | None, out_format: str, output: str
             doc["source"] = {"name": source.name, **said, **extra}
         text = dumps(doc) + "\n"
     else:
-        text = report_text(acc) + "".join(f"{line}\n" for line in source_lines(extra))
+        text = report_text(acc, untimed or set()) + "".join(f"{line}\n" for line in source_lines(extra))
     write_text(text, output)
+
+
+def _untimed(readers: list[TextFormat]) -> set[StreamId]:
+    """The streams the inputs' formats read without time of their own (raw values without timestamps)."""
+    return {stream for reader in readers for stream in reader.untimed_streams()}
 
 
 def _read_through(readers: list[TextFormat]) -> Source | None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXIT_FAIL, guarded, guarded_source, source_epilog
+from latencymap.cli.common import EXIT_FAIL, guarded, guarded_source, source_epilog, tell
 from latencymap.cli.options import VIEW_NAMES, view_options
 from latencymap.cli.running import prepare, show
 from latencymap.flow.pipeline import diffed
@@ -22,7 +22,7 @@ def source_command(src: type[Source]) -> click.Command:
         def body() -> int:
             reason = src.unavailable()
             if reason:
-                click.echo(f"latencymap {src.name}: {reason}", err=True)
+                tell(reason, f"latencymap {src.name}")
                 return EXIT_FAIL
             source = src(**kw)
             from latencymap.profiling.session import profile_session

@@ -6,7 +6,8 @@ counter holds now (events since the reset), never a negative number; the other b
 difference as usual. When every counter that was non-zero went down or is missing (the source
 restarted: its counters start again from 0, and it may list only the buckets hit since),
 the column counts the new snapshot's values and it is the new baseline, a missing bucket counting 0.
-A snapshot without a timestamp takes its arrival time.
+A snapshot without a timestamp takes its arrival time. A stream's first interval keeps its baseline's date text
+(`start_date`), which `--compat` writes back.
 
 Timestamps that are times of day (PyLatencyMap's Oracle scripts write microseconds since midnight) roll over: a
 drop of more than 23 hours where both values are below one day is midnight passing, so a day is added to that
@@ -14,6 +15,10 @@ snapshot and the stream's later ones (said once per input). Any other timestamp 
 its own snapshot only, with a notice that counts it: the baseline stays, so a repeated or stale snapshot costs
 nothing; when the next snapshot is again not past the baseline but is past the skipped one, the clock went back
 and the skipped snapshot is its baseline (one column lost, none counted twice).
+
+A stream whose input ends before it gave a column (one record: only the baseline) was still read: when the items
+run out, a note names it (`'io': 1 record, the baseline of cumulative counters; a column needs a second record`),
+so that a report of it says more than "No data.".
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from latencymap.core.model import (
     rows_by_stream,
     unrolled,
 )
+from latencymap.core.sanitize import clean_text
 
 DAY_US = 86_400_000_000
 #: A time of day that drops by more than a day less this has passed midnight.
@@ -59,6 +65,7 @@ class Differ:
         self._behind: dict[StreamId, Snapshot] = {}  # the last snapshot skipped for going back in time
         self._said_rollover = False
         self._in_run = False  # within push_run, the earliest row's rollover is said (see there)
+        self._pending: dict[StreamId, int] = {}  # records of the streams that have given no interval yet
 
     def push(self, snap: Snapshot) -> Interval | Notice | None:
         """The interval since the stream's previous snapshot; None for a baseline (a rollover's notice comes
@@ -74,6 +81,8 @@ class Differ:
         elif snap.stream in self._days:
             _shift(snap, self._days[snap.stream])
         prev = self._last.get(snap.stream)
+        if prev is None or snap.stream in self._pending:
+            self._pending[snap.stream] = self._pending.get(snap.stream, 0) + 1
         if snap.present is not None and prev is not None and not restarted(prev.counts, snap.counts, snap.present):
             missing = ~snap.present
             snap.counts[missing] = prev.counts[missing]
@@ -115,8 +124,9 @@ class Differ:
                 spent[lost] = snap.sums[lost]
         exact_dt = (snap.micros - prev.micros) / 1e6 if snap.micros is not None and prev.micros is not None else 0.0
         assert prev.timestamp is not None
+        first = self._pending.pop(snap.stream, None) is not None  # the stream's first interval: from its baseline
         said.append(Interval(snap.stream, prev.timestamp, snap.timestamp, counts, spent, reset=reset, date=snap.date,
-                             duration=exact_dt))
+                             duration=exact_dt, start_date=prev.date if first else ""))
         return said
 
     def _rollover(self, prev: Snapshot, snap: Snapshot) -> Notice | None:
@@ -207,6 +217,14 @@ class Differ:
             diffs[dropped] = full[1:][dropped]
         self._behind.pop(stream, None)
         made = rows[0 if prev is not None else 1:]
+        if prev is None and made:
+            cols.start_dates[made[0]] = run.dates[rows[0]]  # the stream's first interval: from its baseline
+        elif prev is not None and stream in self._pending:
+            cols.start_dates[made[0]] = prev.date
+        if made:
+            self._pending.pop(stream, None)
+        else:  # a run's only row of a new stream: its baseline
+            self._pending[stream] = self._pending.get(stream, 0) + 1
         cols.start[made], cols.end[made], cols.duration[made] = seconds[:-1], seconds[1:], np.diff(times) / 1e6
         cols.counts[made], cols.reset[made], cols.made[made] = diffs, resets, True
         i = rows[-1]
@@ -219,7 +237,8 @@ class Differ:
         return unrolled(self.run_columns(items))
 
     def run_columns(self, items: Iterable[Item]) -> Iterator[Interval | IntervalRun | Notice]:
-        """`run`, with runs of intervals kept in columns (IntervalRuns) for consumers that take them in bulk."""
+        """`run`, with runs of intervals kept in columns (IntervalRuns) for consumers that take them in bulk; at the
+        end, the notes of `baselines_only`."""
         for item in items:
             if isinstance(item, Snapshot):
                 yield from self.push_items(item)
@@ -227,24 +246,40 @@ class Differ:
                 yield from self.push_run(item)
             else:
                 yield item
+        yield from self.baselines_only()
+
+    def baselines_only(self) -> list[Notice]:
+        """A note (skipping nothing) for each stream read that has given no interval: its records were only the
+        baseline of its cumulative counters (and, when there are more, ones not later than it)."""
+        out = []
+        for stream, records in self._pending.items():
+            label = clean_text(stream.label) or "(no label)"
+            what = ("1 record, the baseline of cumulative counters; a column needs a second record" if records == 1
+                    else f"{records} records, none later than the first (the baseline of cumulative counters); a "
+                         "column needs a record with a later timestamp")
+            out.append(Notice(f"{self._name}: '{label}': {what}", skipped=0))
+        return out
 
 
 class _Columns:
     """The intervals a run's rows give, filled stream by stream (`made`: the rows that gave one)."""
 
-    __slots__ = ("counts", "duration", "end", "made", "reset", "start")
+    __slots__ = ("counts", "duration", "end", "made", "reset", "start", "start_dates")
 
     def __init__(self, k: int) -> None:
         self.start, self.end, self.duration = np.empty(k), np.empty(k), np.empty(k)
         self.counts = np.empty((k, NSLOTS), dtype=np.int64)
         self.reset, self.made = np.zeros(k, dtype=bool), np.zeros(k, dtype=bool)
+        self.start_dates: dict[int, str] = {}  # by row: the baseline's date of a stream's first interval
 
     def run(self, made: np.ndarray, snaps: SnapshotRun) -> IntervalRun:
         """The rows `made` as an IntervalRun."""
         rows = made.tolist()
+        firsts = {k: self.start_dates[i] for k, i in enumerate(rows) if i in self.start_dates} \
+            if self.start_dates else {}
         return IntervalRun([snaps.streams[i] for i in rows], self.start[made], self.end[made], self.duration[made],
                            self.counts[made], None, self.reset[made], np.zeros(len(rows), dtype=bool),
-                           [snaps.dates[i] for i in rows])
+                           [snaps.dates[i] for i in rows], firsts)
 
 
 def _shift(snap: Snapshot, micros: int) -> None:

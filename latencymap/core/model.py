@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -49,6 +49,8 @@ class Interval:
     `source_buckets`, for rebinned sources (Prometheus, OpenTelemetry explicit bounds), keeps the source's own
     buckets: `bounds` are ascending upper bounds in the stream unit (the last may be inf), `counts` per bucket
     for this interval, `total_time` the exact seconds spent when the source reports a sum.
+    `date` is the date text of the record at its end; `start_date`, on a stream's first interval diffed from
+    cumulative records, that of the baseline record at its start (which gives no interval of its own).
     """
 
     stream: StreamId
@@ -61,6 +63,7 @@ class Interval:
     date: str = ""
     duration: float = 0.0
     source_buckets: SourceBuckets | None = None
+    start_date: str = ""
 
     def __post_init__(self) -> None:
         if not self.duration:
@@ -112,7 +115,8 @@ class SnapshotRun:
 @dataclass(slots=True)
 class IntervalRun:
     """Consecutive Intervals in columns (row `i` is one interval, of stream `streams[i]`), for consumers that take
-    them in bulk (the accumulator); `time` is None when no row has exact times, else every row has them."""
+    them in bulk (the accumulator); `time` is None when no row has exact times, else every row has them.
+    `start_dates`: the `Interval.start_date` of the rows that have one, by row."""
 
     streams: list[StreamId]
     start: np.ndarray
@@ -123,6 +127,7 @@ class IntervalRun:
     reset: np.ndarray
     gap: np.ndarray
     dates: list[str]
+    start_dates: dict[int, str] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.streams)
@@ -130,14 +135,18 @@ class IntervalRun:
     def head(self, k: int) -> IntervalRun:
         """The first `k` rows."""
         return IntervalRun(self.streams[:k], self.start[:k], self.end[:k], self.duration[:k], self.counts[:k],
-                           None if self.time is None else self.time[:k], self.reset[:k], self.gap[:k], self.dates[:k])
+                           None if self.time is None else self.time[:k], self.reset[:k], self.gap[:k], self.dates[:k],
+                           {i: d for i, d in self.start_dates.items() if i < k})
 
     def intervals(self) -> list[Interval]:
         """Every row as an Interval."""
         times = [None] * len(self.streams) if self.time is None else list(self.time)
-        return [Interval(*row) for row in zip(self.streams, self.start.tolist(), self.end.tolist(), self.counts,
-                                              times, self.reset.tolist(), self.gap.tolist(), self.dates,
-                                              self.duration.tolist(), strict=True)]
+        out = [Interval(*row) for row in zip(self.streams, self.start.tolist(), self.end.tolist(), self.counts,
+                                             times, self.reset.tolist(), self.gap.tolist(), self.dates,
+                                             self.duration.tolist(), strict=True)]
+        for i, date in self.start_dates.items():
+            out[i].start_date = date
+        return out
 
 
 @dataclass(slots=True)

@@ -6,8 +6,15 @@ figures agree with what Grafana shows for the same histogram.
 
 Intervals whose bounds differ (a native histogram lists only the buckets a column filled) are added on the union of
 their bounds when that is exact: no bound of the union falls strictly inside a bucket that holds events (an interval
-without events fits any bounds). Otherwise (a coarser schema, an `le` bound missing from a bucket with events, an
-overflow bucket in some intervals only) the totals are marked mixed.
+without events fits any bounds). When it is not, they are added on the union less the bounds that would split a
+bucket holding events, provided every bucket left holding events is one of the two layouts' own (a coarser
+exponential scale or native schema: the finer buckets merge into the coarser ones, exactly). Otherwise (bounds that
+do not nest, such as a redeploy with new explicit bounds, an overflow bucket in some intervals only) the totals are
+marked mixed: from then on the buckets hold only the intervals on their bounds, and `events` is less than the
+stream's.
+
+The exact time does not depend on the layout: `time_s` adds every interval's sum, mixed or not (`timed` says
+whether every interval had one); `buckets_time_s` is the time of the intervals whose events the buckets hold.
 """
 
 from __future__ import annotations
@@ -27,29 +34,43 @@ class SourceTotals:
 
     bounds: tuple[float, ...]
     counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: Exact seconds of every interval added (`timed`: every one had a sum), whatever its bounds.
     time_s: float = 0.0
     timed: bool = True
+    #: Intervals added, mixed or not.
     intervals: int = 0
     mixed: bool = False
+    #: Exact seconds of the intervals whose events `counts` hold; None when one of them had no sum.
+    buckets_time_s: float | None = 0.0
 
     def __post_init__(self) -> None:
         if not len(self.counts):
             self.counts = np.zeros(len(self.bounds), dtype=np.int64)
 
     def add(self, source: SourceBuckets) -> None:
-        """One interval's buckets, on the union of the bounds when that is exact; otherwise the totals are mixed."""
-        bounds = tuple(source.bounds)
-        combined = None if self.mixed and bounds != self.bounds else combine_buckets(
-            self.bounds, self.counts, bounds, np.asarray(source.counts, dtype=np.int64))
-        if combined is None:
-            self.mixed = True
-            return
-        self.bounds, self.counts = combined
+        """One interval: its sum to the time; its buckets on the union of the bounds, or on a coarser layout of the
+        two, when that is exact; otherwise the totals are mixed and its buckets left out."""
         self.intervals += 1
         if source.total_time is None:
             self.timed = False
         else:
             self.time_s += float(source.total_time)
+        bounds = tuple(source.bounds)
+        if not bounds:
+            return  # only a sum: the source's buckets were the rows
+        counts = np.asarray(source.counts, dtype=np.int64)
+        if self.mixed and bounds != self.bounds:
+            return
+        combined = combine_buckets(self.bounds, self.counts, bounds, counts)
+        if combined is None:
+            combined = coarsen_buckets(self.bounds, self.counts, bounds, counts)
+        if combined is None:
+            self.mixed = True
+            return
+        self.bounds, self.counts = combined
+        if self.buckets_time_s is not None:
+            self.buckets_time_s = None if source.total_time is None else self.buckets_time_s + float(
+                source.total_time)
 
     def bounds_seconds(self, unit_s: float) -> list[float | None]:
         """The bounds in seconds (None for +Inf) as the source wrote them: `unit_s` seconds per stream unit, the
@@ -66,10 +87,10 @@ class SourceTotals:
         them faster than its rows' octave `[upper/2, upper)` (`core.rebin.faster_first_bucket`; bounds and mean in
         the stream unit, `unit_s` seconds): there `histogram_quantile`'s straight line from 0 overstates them. None
         otherwise."""
-        if not self.timed or self.mixed:
+        if self.buckets_time_s is None or self.mixed or not self.bounds:
             return None
         faster = faster_first_bucket(self.bounds, self.counts[None, :].astype(np.float64),
-                                     np.array([self.time_s / unit_s]))
+                                     np.array([self.buckets_time_s / unit_s]))
         if faster is None or math.isnan(faster[1][0]):
             return None
         first, most = faster
@@ -129,3 +150,38 @@ def combine_buckets(bounds_a: tuple[float, ...], counts_a: np.ndarray, bounds_b:
         return bounds_b, counts_b.copy()
     merged = merge_buckets(bounds_a, counts_a, bounds_b, counts_b)
     return None if merged is None else (merged[0], merged[1] + merged[2])
+
+
+def _every_bucket(bounds: tuple[float, ...]) -> set[tuple[float, float]]:
+    """(lower, upper) of every bucket, as `_holds` bounds them."""
+    return set(zip([0.0 if bounds[0] > 0 else -math.inf, *bounds[:-1]], bounds, strict=True))
+
+
+def _split(union: np.ndarray, bounds: tuple[float, ...], counts: np.ndarray) -> np.ndarray:
+    """Which bounds of `union` fall strictly inside a bucket of `bounds` that holds events."""
+    held = _holds(bounds, counts)
+    if not held:
+        return np.zeros(len(union), dtype=bool)
+    lows = np.array([low for low, _ in held])
+    highs = np.array([high for _, high in held])
+    i = np.minimum(np.searchsorted(highs, union, side="left"), len(highs) - 1)
+    return (lows[i] < union) & (union < highs[i])
+
+
+def coarsen_buckets(bounds_a: tuple[float, ...], counts_a: np.ndarray, bounds_b: tuple[float, ...],
+                    counts_b: np.ndarray) -> tuple[tuple[float, ...], np.ndarray] | None:
+    """Two buckets' counts added up on the union of their bounds less those that would split a bucket holding
+    events, when every bucket that then holds events is a bucket of one layout or the other (nested layouts: a
+    coarser exponential scale, a coarser native schema); None otherwise, or when only one has an overflow bucket."""
+    if not bounds_a or not bounds_b or math.isinf(bounds_a[-1]) != math.isinf(bounds_b[-1]):
+        return None
+    union = np.array(sorted(set(bounds_a) | set(bounds_b)), dtype=np.float64)
+    kept = union[~(_split(union, bounds_a, counts_a) | _split(union, bounds_b, counts_b))]
+    out = np.zeros(len(kept), dtype=np.int64)
+    for bounds, counts in ((bounds_a, counts_a), (bounds_b, counts_b)):
+        np.add.at(out, np.searchsorted(kept, np.asarray(bounds, dtype=np.float64), side="left"), counts)
+    layout = tuple(kept.tolist())
+    own = _every_bucket(bounds_a) | _every_bucket(bounds_b)
+    if any(bucket not in own for bucket in _holds(layout, out)):
+        return None
+    return layout, out

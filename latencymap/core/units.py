@@ -45,13 +45,30 @@ def unit_seconds(unit: str) -> float:
     return UNIT_SECONDS[normalize_unit(unit)]
 
 
-def format_duration(seconds: float | None, digits: int = 3) -> str:
-    """Human form of a duration: `0`, `750ns`, `128µs`, `1.5ms`, `2.05s`."""
+#: Past a minute, with `format_duration(..., long_units=True)`: scales and suffixes, largest first.
+_LONG_UNITS = ((86400.0, " days"), (3600.0, "h"), (60.0, "min"))
+
+
+def format_duration(seconds: float | None, digits: int = 3, long_units: bool = False) -> str:
+    """Human form of a duration: `0`, `750ns`, `128µs`, `1.5ms`, `2.05s`.
+
+    With `long_units`, a minute or more is written in minutes, hours or days (`17.9min`, `7.73h`, `116 days`,
+    `1 day`) instead of seconds (`1074s`, `27840s`, `10001000s`). Off by default: the views' bulk formatter
+    (`latencymap.views.numbers`) writes exactly this function's default texts, seconds included.
+    """
     if seconds is None or math.isnan(seconds):
         return "-"
     if seconds == 0:
         return "0"
     mag = abs(seconds)
+    if long_units and mag >= 60:
+        for scale, suffix in _LONG_UNITS:
+            if mag >= scale:
+                value = seconds / scale
+                if abs(value) >= 10**digits:  # `_compact` would write all the digits: group them
+                    return f"{value:,.0f}{suffix}"
+                text = _compact(value, digits)
+                return f"{text}{' day' if text in ('1', '-1') and scale == 86400.0 else suffix}"
     for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
         if mag >= scale or suffix == "ns":
             return f"{_compact(seconds / scale, digits)}{suffix}"

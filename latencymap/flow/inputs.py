@@ -8,6 +8,7 @@ import itertools
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,12 +32,26 @@ def set_stdin_data(binary: IO[bytes] | None) -> None:
     _stdin_data = binary
 
 
+#: Why nothing could be read from a compressed input cut short, whichever the compressor.
+NOTHING_DECOMPRESSED = "the compressed data ends early (cut short or corrupt): nothing could be decompressed"
+
+
+@dataclass(slots=True)
+class CutShort(Notice):
+    """The note that a compressed input ends early (skipping nothing): an input that gave no record before it is
+    said to be cut short, not unreadable for another reason."""
+
+
 class _Decompressing(io.RawIOBase):
-    """A decompressed input; a truncated or corrupt tail ends the stream instead of raising."""
+    """A decompressed input; a truncated or corrupt tail ends the stream instead of raising.
+
+    `promised`: the bytes the first frame's header says it holds, where it says (zstd, whose reader reports no cut):
+    an input that then gives none was cut in its first frame."""
 
     def __init__(self, raw: IO[bytes], reader: Any, errors: tuple[type[Exception], ...],
-                 piecewise: bool = True) -> None:
+                 piecewise: bool = True, promised: int | None = None) -> None:
         self._raw, self._reader, self._errors, self._piecewise = raw, reader, errors, piecewise
+        self._promised, self._given = promised, 0
         self.truncated = False
 
     def readable(self) -> bool:
@@ -49,11 +64,16 @@ class _Decompressing(io.RawIOBase):
             if self._piecewise:  # one piece at a time: an error then loses only the piece it is in
                 data = self._reader.read1(len(buffer))
                 buffer[:len(data)] = data
-                return len(data)
-            return self._reader.readinto(buffer)
+                given = len(data)
+            else:
+                given = self._reader.readinto(buffer)
         except self._errors:
             self.truncated = True
             return 0
+        if not given and not self._given and self._promised and len(buffer):
+            self.truncated = True  # the end, and nothing of what the header promised came
+        self._given += given
+        return given
 
     def close(self) -> None:
         self._reader.close()
@@ -62,12 +82,19 @@ class _Decompressing(io.RawIOBase):
 
 
 def _decompressing(raw: IO[bytes], magic: bytes) -> _Decompressing | None:
-    """A reader of `raw` decompressed, when `magic` (its first bytes) names zstd, gzip, bzip2 or xz."""
+    """A reader of `raw` decompressed, when `magic` (its first bytes, up to a zstd frame header's 18) names zstd,
+    gzip, bzip2 or xz."""
     if magic[:4] == ZSTD_MAGIC:
         import zstandard
 
         reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
-        return _Decompressing(raw, reader, (zstandard.ZstdError,), piecewise=False)  # a frame per record
+        try:
+            promised = zstandard.get_frame_parameters(magic).content_size
+        except zstandard.ZstdError:  # a header not whole in what was peeked: nothing is concluded from it
+            promised = None
+        promised = None if promised == zstandard.CONTENTSIZE_UNKNOWN else promised
+        return _Decompressing(raw, reader, (zstandard.ZstdError,), piecewise=False,  # a frame per record
+                              promised=promised)
     if magic[:2] == b"\x1f\x8b":
         import gzip
         import zlib
@@ -86,8 +113,13 @@ def _decompressing(raw: IO[bytes], magic: bytes) -> _Decompressing | None:
 
 def _binary(binary: IO[bytes]) -> IO[bytes]:
     peek = getattr(binary, "peek", None)
-    decompressed = _decompressing(binary, peek(6)[:6]) if peek is not None else None
+    decompressed = _decompressing(binary, peek(18)[:18]) if peek is not None else None
     return binary if decompressed is None else io.BufferedReader(decompressed)
+
+
+def _cut(binary: IO[bytes]) -> bool:
+    """Whether `binary` is a compressed input whose compressed data ended early (as far as it was read)."""
+    return bool(getattr(getattr(binary, "raw", None), "truncated", False))
 
 
 def _stdin_binary() -> IO[bytes]:
@@ -279,12 +311,18 @@ def read_input(
             if fmt is not None or len(head) >= SNIFF_LINES:
                 break
         if fmt is None and len(head) < SNIFF_LINES and not any(line.strip() for line in head):
-            # read to its end: an empty input is no data, as in any format, not an unknown one
-            what = "nothing decompressed (cut short?)" if isinstance(getattr(binary, "raw", None), _Decompressing) \
-                else "nothing to read"
+            # read to its end: an empty input is no data, as in any format, not an unknown one; a compressed one
+            # that ends early before anything came out is cut short
             binary.close()
-            return iter([Notice(f"{name}: empty input, {what}", skipped=0)])
-    fmt = fmt or choose_format(registry, head, name, forced_format)
+            return iter([CutShort(f"{name}: {NOTHING_DECOMPRESSED}", skipped=0) if _cut(binary)
+                         else Notice(f"{name}: empty input, nothing to read", skipped=0)])
+    try:
+        fmt = fmt or choose_format(registry, head, name, forced_format)
+    except InputError:
+        if forced_format or len(head) >= SNIFF_LINES or not _cut(binary):
+            raise
+        binary.close()  # read to the cut, and what came before it (a piece of a line) tells no format: cut short
+        return iter([CutShort(f"{name}: {NOTHING_DECOMPRESSED}", skipped=0)])
     if getattr(fmt, "max_line", MAX_LINE) < limit[0]:
         limit[0] = getattr(fmt, "max_line", MAX_LINE)
         seen = [_cap(c, limit[0]) if _has_long_line(c, limit[0]) else c for c in seen]
@@ -303,9 +341,9 @@ def read_input(
         try:
             items = reader.read_text(itertools.chain(seen, chunks), name)
             yield from items if runs else one_by_one(items)
-            if getattr(getattr(binary, "raw", None), "truncated", False):
-                yield Notice(f"{name}: the compressed data ends early (cut short or corrupt): read up to there",
-                             skipped=0)
+            if _cut(binary):
+                yield CutShort(f"{name}: the compressed data ends early (cut short or corrupt): read up to there",
+                               skipped=0)
         finally:
             binary.close()
 

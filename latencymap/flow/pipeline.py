@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -21,7 +22,7 @@ from latencymap.core.model import (
     rows_by_stream,
     unrolled,
 )
-from latencymap.flow.inputs import read_input
+from latencymap.flow.inputs import NOTHING_DECOMPRESSED, CutShort, read_input
 from latencymap.plugins import Registry, TextFormat
 
 #: Inputs up to this many stay open from their identification to their reading; more are opened again when read.
@@ -58,8 +59,10 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
         tally = _Tally()
         flow = Differ(name=path).run_columns(tally.count(items))
         yield from _apart(flow, "<stdin>" if path in ("-", "") else path, seen) if len(inputs) > 1 else flow
-        if tally.skipped and not tally.read:
-            name = "<stdin>" if path in ("-", "") else path
+        name = "<stdin>" if path in ("-", "") else path
+        if tally.cut and not tally.read:  # whatever the compressor, and whether a piece of a record came out or not
+            unreadable.append(f"{name}: {NOTHING_DECOMPRESSED}")
+        elif tally.skipped and not tally.read:
             unreadable.append(f"{name}: no record could be read ({tally.skipped} skipped); the first: {tally.first}")
     if unreadable:
         raise NothingReadable("; ".join(unreadable))
@@ -98,28 +101,37 @@ def _apart(flow: ColumnFlow, name: str, seen: dict[StreamId, tuple[float, str]])
 
 
 class _Tally:
-    """What one input's reader gave: data items, and records skipped (with the first message)."""
+    """What one input's reader gave: data items, records skipped (with the first message), and whether its
+    compressed data ended early."""
 
     def __init__(self) -> None:
         self.read = 0
         self.skipped = 0
         self.first = ""
+        self.cut = False
 
     def count(self, items: Iterable[Item]) -> Iterator[Item]:
         for item in items:
             if not isinstance(item, Notice):
                 self.read += 1
+            elif isinstance(item, CutShort):
+                self.cut = True
             elif item.skipped:
                 self.skipped += item.skipped
                 self.first = self.first or item.message
             yield item
 
 
+#: How a reader's message ends when it skipped the record and read on: not so under --strict, where it stops.
+_WENT_ON = re.compile(r"; (?:(?:record|row|line|point) )?skipped$|; left out$")
+
+
 def strict(flow: Iterator[FlowItem]) -> Iterator[FlowItem]:
-    """Raise StrictError at the first Notice that skips something (notes that skip nothing pass)."""
+    """Raise StrictError at the first Notice that skips something (notes that skip nothing pass), with its message
+    less the "; record skipped" that says reading went on: it does not."""
     for item in flow:
         if isinstance(item, Notice) and item.skipped:
-            raise StrictError(item.message)
+            raise StrictError(_WENT_ON.sub("", item.message))
         yield item
 
 

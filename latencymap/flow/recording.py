@@ -114,7 +114,8 @@ class Recorder:
             if self._totals and self.mixed is None:
                 self.mixed = (next(iter(self._totals)).label, stream.label)
             total = self._totals[stream] = np.zeros(NSLOTS, dtype=np.int64)
-            text += format_record(stream, iv.start, total, date=iv.date)
+            # the baseline record: its own date (the input's first record's), else one made from its time
+            text += format_record(stream, iv.start, total, date=iv.start_date)
         total += counts
         return text + format_record(stream, iv.end, total, date=iv.date)
 

@@ -15,8 +15,11 @@ Metrics, computed over a stream's whole history:
 - `p50 p90 p99 p999 mean` (durations) and `time` (total time waited): compared with a duration
   that carries its unit (`20ms`, `1.5 s`); a bare `0` is allowed.
 - `events` (count), `rate` (events per second), `bands` (number of latency bands): plain numbers.
-- `tail.time_share`, `tail.events_share`: a fraction (`0.5`) or a percentage (`50%`); 0 when the
-  stream has no time.
+- `tail.time_share`, `tail.events_share`: a fraction (`0.5`) or a percentage (`50%`), of the slowest
+  buckets that hold half of the time (`latencymap.analysis.tail`): `tail.events_share < 5%` fails when
+  under 5% of the events spend half of the time; `tail.time_share` is >= 50% by construction, so
+  `tail.time_share > 50%` fails on healthy streams. Undefined (comparisons false) when the stream has
+  no time, as percentiles are: an empty stream has no heavy tail.
 - `bimodal`: true/false; alone it is a gate, compared it is 1/0.
 
 The expression says when to fail: `--fail-if 'p99 > 20ms'` fails when p99 is above 20 ms. Every
@@ -251,8 +254,8 @@ def stream_metrics(hist: StreamHistory, source: SourceTotals | None = None) -> d
         "mean": _value(total["mean_s"]), "time": total["time_s"], "events": float(t.events),
         "rate": t.events / t.duration_s if t.duration_s else math.nan,
         "bands": float(len(diag.bands)), "bimodal": float(diag.bimodal),
-        "tail.time_share": diag.tail.time_share if diag.tail else 0.0,
-        "tail.events_share": diag.tail.events_share if diag.tail else 0.0,
+        "tail.time_share": diag.tail.time_share if diag.tail else math.nan,
+        "tail.events_share": diag.tail.events_share if diag.tail else math.nan,
     })
     return values
 
@@ -277,8 +280,10 @@ def evaluate(node: Node, values: dict[str, float]) -> bool:
 
 def show(metric: str, value: float) -> str:
     """A metric value for a failure line."""
+    if math.isnan(value):
+        return "-"  # undefined: no events (or no time)
     if metric in DURATION_METRICS:
-        return format_duration(value)
+        return format_duration(value, long_units=True)
     if metric in SHARE_METRICS:
         return f"{100 * value:.1f}%"
     if metric in BOOL_METRICS:

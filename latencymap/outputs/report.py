@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, StreamHistory, Totals
+from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
@@ -18,6 +20,19 @@ from latencymap.core.units import format_duration, format_number, unit_seconds
 
 def _num(value: float) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
+
+
+def duration_text(seconds: float | None) -> str:
+    """A duration as the text report writes it: latency units up to seconds, then minutes, hours and days
+    (`12.7µs`, `7.23ms`, `7.73h`, `116 days`); zero as `0s`."""
+    return "0s" if seconds == 0 else format_duration(seconds, long_units=True)
+
+
+def share_text(part: float, whole: float) -> str:
+    """`part` of `whole` as a percentage 7 characters wide (`  4.58%`); a non-empty part that rounds to 0.00%
+    reads ` <0.01%`."""
+    pct = 100 * part / whole if whole else 0.0
+    return " <0.01%" if part > 0 and f"{pct:.2f}" == "0.00" else f"{pct:6.2f}%"
 
 
 def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
@@ -68,29 +83,32 @@ def stream_total(total: Totals, source: SourceTotals | None, unit: str, columns:
 
 
 def source_use(source: SourceTotals | None, events: int, columns: int) -> tuple[bool, bool]:
-    """Whether a stream's percentiles, and its time, come from its source's own buckets and sum: a rebinned
-    stream's when the bounds never changed and hold every event; a folded stream's time when every column had
-    a sum."""
-    if source is None or source.mixed:
+    """Whether a stream's percentiles, and its time, come from its source's own buckets and sum: its percentiles
+    when the buckets hold every event (bounds that changed beyond adding up exactly do not); its time when they do
+    and had sums, or when every column had a sum, whatever the bounds."""
+    if source is None:
         return False, False
-    if not source.bounds:
-        return False, source.timed and source.intervals == columns
-    own = source.events == events
-    return own, own and source.timed and source.intervals > 0
+    own = bool(source.bounds) and not source.mixed and source.events == events
+    return own, source.timed and source.intervals > 0 and (own or source.intervals == columns)
 
 
 def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
-    """`source_buckets` of a rebinned stream: its own bounds (s), counts, percentiles and exact time; else nothing."""
+    """`source_buckets` of a rebinned stream: its own bounds (s), counts, percentiles and exact time; else nothing.
+    `events` and `time_s` are those the buckets hold; `whole_stream` says whether that is the whole stream
+    (`stream_events`): not when its bounds changed beyond adding up exactly (`mixed_bounds`)."""
     if source is None or not source.bounds:
         return {}
     scale = unit_seconds(hist.stream.unit)
+    stream_events = int(hist.totals().events)
     return {"source_buckets": {
         "rebinned": True,
         "mixed_bounds": source.mixed,
+        "whole_stream": not source.mixed and source.events == stream_events,
+        "stream_events": stream_events,
         "bounds_s": source.bounds_seconds(scale),
         "counts": source.counts.tolist(),
         "events": source.events,
-        "time_s": source.time_s if source.timed and source.intervals else None,
+        "time_s": source.buckets_time_s,
         **{f"{PERCENTILE_NAMES[q]}_s": _num(source.percentile(q) * scale) for q in PERCENTILES},
     }}
 
@@ -143,54 +161,80 @@ def build_report(acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
     }
 
 
-def _stream_text(hist: StreamHistory, acc: Accumulator) -> list[str]:
-    """The text report's lines for one stream."""
+def _stream_text(hist: StreamHistory, acc: Accumulator, untimed: bool = False) -> list[str]:
+    """The text report's lines for one stream (`untimed`: its columns carry no time of their own, so no span and
+    no rate are given)."""
     s = hist.stream
     out = [f"== {clean_text(s.label) or '(no label)'}  [{clean_text(s.datasource)}, {s.unit}]"]
+    lines, t = _summary(hist, acc, untimed)
+    out += [f"   {line}" for line in lines]
+    if t is not None and t.events:
+        out += _bucket_table(hist, t.counts)
+    return out
+
+
+def stream_summary(hist: StreamHistory, acc: Accumulator | None = None, untimed: bool = False) -> list[str]:
+    """What the report says of one stream above its bucket table: columns, events, rate and time waited, how the
+    source's buckets are used, mean and percentiles, the diagnosis, marked columns (the SVG and HTML reports show
+    the same lines; `acc` gives the source's own buckets and sums, as `report` reads them)."""
+    return _summary(hist, acc, untimed)[0]
+
+
+def _summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool) -> tuple[list[str], Totals | None]:
+    """`stream_summary`'s lines, and the stream's totals (None without columns)."""
     if hist.n == 0:
-        return [*out, "   no intervals (a single record is only a baseline)"]
+        return ["no intervals (a single record is only a baseline)"], None
+    s = hist.stream
     t = hist.totals()
     span = float(hist.meta_in("end", slice(hist.n - 1, None))[0] - hist.meta_in("start", slice(0, 1))[0])
     rate = t.events / t.duration_s if t.duration_s else float("nan")
     how = "exact" if hist.exact else "estimated from bucket midpoints"
-    source = acc.sources.get(hist.stream)
+    source = acc.sources.get(hist.stream) if acc is not None else None
     total = stream_total(t, source, s.unit, hist.n)
     own_percentiles, own_time = source_use(source, t.events, hist.n)
     if source is not None:
         how = "the source's exact sum" if own_time else "estimated"
-    columns = f"{hist.n} interval{'s' if hist.n != 1 else ''} over {span:.1f}s"
+    columns = f"{hist.n} interval{'s' if hist.n != 1 else ''} over {duration_text(span)}"
+    if untimed:
+        columns = (f"{hist.n} interval{'s' if hist.n != 1 else ''} by arrival (no timestamps: rates are not "
+                   "known)")
     if not t.events:
         what = "no events" if t.duration_s else "no data (every column is a gap: data missing)"
-        return [*out, f"   {columns}: {what}", *(f"   {line}" for line in marks_lines(hist))]
-    out.append(f"   {columns}: {t.events} events ({format_number(rate)}/s), {total['time_s']:.4g}s waited ({how})")
+        return [f"{columns}: {what}", *marks_lines(hist)], t
+    per_s = "" if untimed else f" ({format_number(rate)}/s)"
+    out = [f"{columns}: {int(t.events):,} events{per_s}, {duration_text(total['time_s'])} waited ({how})"]
     if source is not None and source.bounds:
+        held = f"they hold {source.events:,} of the {int(t.events):,} events"
         where = ("percentiles come from the source's buckets (as histogram_quantile)" if own_percentiles else
-                 "the source's bounds changed between intervals, so percentiles come from the rows (log-uniform "
-                 "inside each)")
-        out.append(f"   rebinned: the source's {len(source.bounds)} buckets are kept beside the rows below; {where}")
+                 f"the source's bounds changed between intervals and do not nest ({held}), so percentiles come from "
+                 "the rows (log-uniform inside each)" if source.mixed else
+                 f"{held}, so percentiles come from the rows (log-uniform inside each)")
+        n = len(source.bounds)
+        out.append(f"rebinned: the source's {n} bucket{'s are' if n != 1 else ' is'} kept beside the rows below; "
+                   f"{where}")
         to_s = unit_seconds(s.unit)
         faster = source.first_bucket_faster(to_s)
         if faster is not None:
             events, upper, most = faster
             share = events / source.events
-            out.append(f"   the first bucket, (0, {format_duration(upper * to_s)}], holds {share:.0%} of the events, "
-                       f"whose mean the exact sum puts at {format_duration(most * to_s)} at most (the rows place them "
+            out.append(f"the first bucket, (0, {duration_text(upper * to_s)}], holds {share:.0%} of the events, "
+                       f"whose mean the exact sum puts at {duration_text(most * to_s)} at most (the rows place them "
                        "so); inside it, histogram_quantile draws a straight line from 0")
-    pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {format_duration(total[f'{PERCENTILE_NAMES[q]}_s'])}"
+    pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {format_duration(total[f'{PERCENTILE_NAMES[q]}_s'], long_units=True)}"
                      for q in PERCENTILES)
-    out.append(f"   mean {format_duration(total['mean_s'])}  {pcts}")
-    out += [f"   {line}" for line in stream_diagnosis(hist).summary_lines()]
-    out += [f"   {line}" for line in marks_lines(hist)]
-    out += _bucket_table(hist, t.counts)
-    return out
+    out.append(f"mean {format_duration(total['mean_s'], long_units=True)}  {pcts}")
+    out += stream_diagnosis(hist).summary_lines()
+    out += marks_lines(hist)
+    return out, t
 
 
-def report_text(acc: Accumulator) -> str:
-    """A short human summary of every stream."""
+def report_text(acc: Accumulator, untimed: Collection[StreamId] = ()) -> str:
+    """A short human summary of every stream (`untimed`: streams whose columns carry no time of their own, such as
+    raw values read without timestamps: their rates are not known, and the report says so instead of giving any)."""
     out: list[str] = [] if acc.streams else ["No data."]
     for hist in acc.streams.values():
         with hist.dense():
-            out += _stream_text(hist, acc)
+            out += _stream_text(hist, acc, hist.stream in untimed)
     out += peer_lines(acc)
     out += read_notes(acc.skipped, acc.messages, acc.dropped_for_budget)
     return "\n".join(out) + "\n"
@@ -224,6 +268,10 @@ def read_notes(skipped: int, messages: list[str], dropped: int = 0, whose: str =
     return out
 
 
+#: Characters of a bucket table's row range: `1.59 days–3.18 days` fits.
+_ROW_WIDTH = 20
+
+
 def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:
     used = hist.used_slots()
     if used is None:
@@ -231,12 +279,11 @@ def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:
     lo, hi = used
     total_time = hist.time_in().sum(axis=0)
     events, spent = counts.sum(), total_time.sum()
-    rows = ["   bucket                 events   %events    %time"]
+    rows = [f"   {'bucket':<{_ROW_WIDTH}} {'events':>10}   %events    %time"]
     for s in range(lo, hi + 1):
-        rng = f"{format_duration(float(hist.low[s]))}–{format_duration(float(hist.high[s]))}"
-        pe = 100 * counts[s] / events if events else 0
-        pt = 100 * total_time[s] / spent if spent else 0
-        rows.append(f"   {rng:<18} {int(counts[s]):>10}   {pe:6.2f}%  {pt:6.2f}%")
+        rng = "–".join(format_duration(float(edge), long_units=True) for edge in (hist.low[s], hist.high[s]))
+        rows.append(f"   {rng:<{_ROW_WIDTH}} {int(counts[s]):>10,}   {share_text(counts[s], events)}  "
+                    f"{share_text(total_time[s], spent)}")
     return rows
 
 
@@ -279,8 +326,8 @@ def _straggler_text(s: dict[str, Any]) -> str:
     fate = "; ".join(f"{flag} attempt" for flag in ("failed", "killed", "speculative") if s.get(flag))
     if fate and s.get("end_reason") and (s.get("failed") or s.get("killed")):
         fate += f" ({s['end_reason']})"
-    return clean_text(f"{name} in {group}: {format_duration(s['duration_s'])}, {ratio:.1f}x {against} "
-                      f"({format_duration(reference)}){warm}{' — ' + fate if fate else ''}", 600)
+    return clean_text(f"{name} in {group}: {duration_text(s['duration_s'])}, {ratio:.1f}x {against} "
+                      f"({duration_text(reference)}){warm}{' — ' + fate if fate else ''}", 600)
 
 
 def _stage_counts(st: dict[str, Any]) -> str:
@@ -330,15 +377,15 @@ def source_lines(extra: dict[str, Any]) -> list[str]:
     for st in stages:
         end = _stage_end(st)
         line = (f"   stage {st['stage']}.{st['attempt']}: {_stage_counts(st)}{end}{'; ' if end else ', '}"
-                f"median {format_duration(st['median_s'])}, max {format_duration(st['max_s'])}")
+                f"median {duration_text(st['median_s'])}, max {duration_text(st['max_s'])}")
         if st.get("skew") is not None:
             line += f" (skew {st['skew']:.1f}x"
-            line += f", {100 * st['max_over_wall']:.0f}% of the wall {format_duration(st['wall_s'])})" \
+            line += f", {100 * st['max_over_wall']:.0f}% of the wall {duration_text(st['wall_s'])})" \
                 if st.get("max_over_wall") is not None else ")"
         if _warmup_hides(st):
             n = st["warmup_tasks"]
             line += (f"; without its {n} warm-up task{'s' if n != 1 else ''}: skew {st['skew_after_warmup']:.1f}x, "
-                     f"max {format_duration(st['max_after_warmup_s'])}")
+                     f"max {duration_text(st['max_after_warmup_s'])}")
         if st.get("wasted_core_s") is not None:
             line += (f"; {st['cores']} cores, {st['wasted_core_s']:.3g} core-s wasted "
                      f"({max(0.0, 100 * (1 - st['utilisation'])):.0f}%)")

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from latencymap.core.model import Flow
+from latencymap.core.sanitize import clean_message
 from latencymap.flow.recording import Recorder, RecordingError
 from latencymap.profiling.collector import Collector
 from latencymap.profiling.persist import TAG, load_profile, payloads
@@ -50,7 +51,7 @@ class ProfileSession:
         with self._lock:
             self._messages.append(message)
         if self.echo:
-            print(f"latencymap: profile: {message}", file=sys.stderr, flush=True)
+            print(f"latencymap: profile: {clean_message(message)}", file=sys.stderr, flush=True)
 
     def messages(self, since: int = 0) -> list[str]:
         """Messages from index `since` on."""
@@ -123,7 +124,7 @@ def open_session(kw: dict[str, Any], inputs: Sequence[str] = ()) -> ProfileSessi
     store, messages = load_profile(inputs) if inputs and profile_shown(kw) else (None, [])
     if pid is None and store is None:
         for message in messages:
-            print(f"latencymap: profile: {message}", file=sys.stderr)
+            print(f"latencymap: profile: {clean_message(message)}", file=sys.stderr)
         return None
     session = ProfileSession(store or ProfileStore(), pid=pid, rate=kw.get("profile_rate") or DEFAULT_RATE,
                              subprocesses=bool(kw.get("profile_subprocesses")))

@@ -20,7 +20,14 @@ from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BO
 from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import unit_seconds
-from latencymap.protocol.grammar import MICROSECONDS, Record, RecordError, interval_start, parse_record_line
+from latencymap.protocol.grammar import (
+    DEFAULT_UNIT,
+    MICROSECONDS,
+    Record,
+    RecordError,
+    interval_start,
+    parse_record_line,
+)
 
 BEGIN_LINE = "<begin record>\n"
 END_LINE = "\n<end record>\n"
@@ -42,6 +49,10 @@ class LineReader(Protocol):
 
     name: str
     line_no: int
+    #: The unit of the last `latencyunit` line read (None: none yet): records without one take it.
+    unit: str | None
+    #: Whether the note that a record took an earlier record's unit was given.
+    said_unit: bool
 
     def feed(self, lines: Iterable[str]) -> Iterator[Snapshot | Interval | Notice]: ...
 
@@ -49,7 +60,9 @@ class LineReader(Protocol):
 
     def in_record(self) -> bool: ...
 
-    def reread(self, first_line: int, text: str) -> list[Snapshot | Interval | Notice]: ...
+    def reread(self, first_line: int, text: str, unit: str | None) -> list[Snapshot | Interval | Notice]: ...
+
+    def unit_notice(self, first_line: int, unit: str) -> Notice: ...
 
     def stream(self, label: str, datasource: str | None, unit: str) -> StreamId: ...
 
@@ -65,7 +78,8 @@ class _Batch:
 
     def __init__(self) -> None:
         self.headers: list[tuple[Any, ...]] = []
-        self.texts: list[tuple[int, int, int]] = []
+        #: (first line, begin, end, the unit the record would take without a latencyunit line of its own)
+        self.texts: list[tuple[int, int, int, str | None]] = []
         self.rows: list[int] = []
         self.data: list[str] = []
 
@@ -73,12 +87,15 @@ class _Batch:
 class _Rows:
     """What the rows of a batch's records say: counts, presence, sums (when a record had them), which parsed."""
 
-    __slots__ = ("counts", "good", "present", "sums", "three")
+    __slots__ = ("counts", "good", "present", "sums", "three", "unit_line")
 
     def __init__(self, counts: np.ndarray, present: np.ndarray, good: np.ndarray) -> None:
         self.counts, self.present, self.good = counts, present, good
         self.sums: np.ndarray | None = None
         self.three = np.zeros(len(good), dtype=bool)
+        #: The first record whose rows may hold a `latencyunit` line (an `n`), after which the units the records
+        #: were queued with may be wrong: it and the records after it are read again line by line. None: none.
+        self.unit_line: int | None = None
 
 
 def _numbers(text: str, dtype: type) -> np.ndarray:
@@ -97,9 +114,10 @@ class FastPath:
     def __init__(self, reader: LineReader) -> None:
         self.reader = reader
         self.pending = ""
-        self._headers: dict[str, tuple[Any, ...]] = {}
+        self._headers: dict[tuple[str, str | None], tuple[Any, ...]] = {}
         self._block: str | None = None  # the previous record's constant header lines, and what they say
         self._last_header: tuple[Any, ...] = ()
+        self._carried: str | None = None  # the earlier records' unit `_last_header` was made with
 
     def feed(self, text: str) -> list[Item]:
         """Items of the complete records in `pending + text`; the unfinished tail waits for more."""
@@ -199,44 +217,51 @@ class FastPath:
                 return False
             i = j + 1
         block = self._block
+        carried = self.reader.unit
         k = i + len(block or "")
-        if block is None or not (buf.startswith(block, i) and k < stop and buf[k].isdigit()):  # a new header
+        if block is None or carried != self._carried or not (buf.startswith(block, i) and k < stop
+                                                              and buf[k].isdigit()):  # a new header
             k = i
             while k < stop and not buf[k].isdigit():
                 if buf[k] == "\n":
                     return False
                 k = buf.index("\n", k) + 1
             block = buf[i:k]
-            header = self._headers.get(block)
+            header = self._headers.get((block, carried))
             if header is None:
-                header = self._header(block)
+                header = self._header(block, carried)
                 if header is None:
                     return False
                 if len(self._headers) > 4096:
                     self._headers.clear()
-                self._headers[block] = header
-            self._block, self._last_header = block, header
+                self._headers[block, carried] = header
+            self._block, self._last_header, self._carried = block, header, carried
         header = self._last_header
-        stream, per_interval, flags, oracle = header
+        stream, per_interval, flags, oracle, own_unit, carries = header
         if start_micros is not None:
             if per_interval is not None:
                 return False  # a second counts line: the line reader decides
             per_interval = True
         i = k
         rows = buf.count("\n", i, stop)
+        if own_unit is not None:
+            self.reader.unit = own_unit  # later records without a latencyunit line take it (the line reader's rule)
         out.append(len(batch.headers))
-        batch.headers.append((stream, first_line, micros, date, bool(per_interval), start_micros, flags, oracle))
-        batch.texts.append((first_line, start - len(BEGIN_LINE), stop + len(END_LINE) - 1))
+        batch.headers.append((stream, first_line, micros, date, bool(per_interval), start_micros, flags, oracle,
+                              carries))
+        batch.texts.append((first_line, start - len(BEGIN_LINE), stop + len(END_LINE) - 1, carried))
         batch.rows.append(rows)
         batch.data.append(buf[i:stop])
         return True
 
-    def _header(self, block: str) -> tuple[Any, ...] | None:
-        """(stream, per_interval, flags, oracle) of the constant header lines; None: not canonical.
+    def _header(self, block: str, carried: str | None) -> tuple[Any, ...] | None:
+        """(stream, per_interval, flags, oracle, own unit, carries) of the constant header lines, after records
+        whose last unit given was `carried`; None: not canonical.
 
         The lines go through the line reader's own parser. `per_interval` is None when no counts
         line was given. Lines that change per record (timestamp, start) or data rows starting
-        with `-` send the record to the line reader instead.
+        with `-` send the record to the line reader instead. `own unit` is the block's latencyunit (None: none, and
+        the record takes `carried`, else millisec); `carries` says that it takes `carried`.
         """
         rec = Record(first_line=0)
         lines = block.split("\n")[:-1]
@@ -250,9 +275,9 @@ class FastPath:
                 or rec.source_bounds is not None or rec.source_counts is not None or rec.source_time is not None:
             return None  # keyed histogram tables (and lines that may be keys) go to the line reader
         has_counts = any(line.lower().partition(",")[0].strip() == "counts" for line in lines)
-        stream = self.reader.stream(rec.label, rec.datasource, rec.unit)
+        stream = self.reader.stream(rec.label, rec.datasource, rec.unit or carried or DEFAULT_UNIT)
         return (stream, rec.per_interval if has_counts else None, tuple(sorted(rec.flags)),
-                stream.datasource in UPPER_BOUND_SOURCES)
+                stream.datasource in UPPER_BOUND_SOURCES, rec.unit, rec.unit is None and carried is not None)
 
     def _emit(self, out: list[Item | int], batch: _Batch, buf: str) -> list[Item]:
         """`out` with each queued record resolved; runs of cumulative snapshots stay together as SnapshotRuns."""
@@ -264,7 +289,26 @@ class FastPath:
         items: list[Item] = []
         run: list[int] = []
         spans: list[int] = []  # interval records whose times hold, of one kind (exact sums or none), in a row
-        for entry in out:
+        for at, entry in enumerate(out):
+            if isinstance(entry, int) and entry == rows.unit_line:
+                if spans:
+                    items.append(self._intervals(spans, batch, rows))
+                    spans = []
+                if run:
+                    items.append(self._run(run, batch, counts, present))
+                    run = []
+                items.extend(self._reread_from(out[at:], batch, buf))
+                return items
+            if isinstance(entry, int) and good[entry] and batch.headers[entry][8] and not reader.said_unit:
+                # the first record that takes an earlier record's unit: its note goes before it, as line by line
+                if spans:
+                    items.append(self._intervals(spans, batch, rows))
+                    spans = []
+                if run:
+                    items.append(self._run(run, batch, counts, present))
+                    run = []
+                reader.said_unit = True
+                items.append(reader.unit_notice(batch.headers[entry][1], batch.headers[entry][0].unit))
             if isinstance(entry, int) and good[entry]:
                 header = batch.headers[entry]
                 micros = header[2]
@@ -292,17 +336,37 @@ class FastPath:
             if not isinstance(entry, int):
                 items.append(entry)
             elif good[entry]:
-                stream, first_line, micros, date, per_interval, start_micros, flags, _ = batch.headers[entry]
+                stream, first_line, micros, date, per_interval, start_micros, flags, _, _ = batch.headers[entry]
                 sums = rows.sums[entry] if three[entry] and rows.sums is not None else None
                 items.append(reader.item(stream, first_line, micros, date, per_interval, start_micros, flags,
                                          counts[entry], present[entry], sums))
             else:
-                first_line, begin, stop = batch.texts[entry]
-                items.extend(reader.reread(first_line, buf[begin:stop]))
+                first_line, begin, stop, carried = batch.texts[entry]
+                items.extend(reader.reread(first_line, buf[begin:stop], carried))
         if spans:
             items.append(self._intervals(spans, batch, rows))
         if run:
             items.append(self._run(run, batch, counts, present))
+        return items
+
+    def _reread_from(self, rest: list[Item | int], batch: _Batch, buf: str) -> list[Item]:
+        """The records `rest` (the batch's last ones, the first of which may hold a `latencyunit` line among its rows)
+        read line by line, the unit that records without a latencyunit line take going on from record to record
+        as the line reader has it; it is the unit later records start from."""
+        reader, items = self.reader, []
+        first = True
+        for entry in rest:
+            if not isinstance(entry, int):
+                items.append(entry)
+                continue
+            first_line, begin, stop, carried = batch.texts[entry]
+            if first:
+                reader.unit, first = carried, False
+            saved, reader.line_no = reader.line_no, first_line - 1
+            try:
+                items.extend(reader.feed(buf[begin:stop].splitlines(True)))
+            finally:
+                reader.line_no = saved
         return items
 
     @staticmethod
@@ -338,6 +402,8 @@ class FastPath:
                      np.zeros(nrec, dtype=bool))
         data, nrows = batch.data, batch.rows
         text = "".join(data)
+        if "n" in text or "N" in text:  # a `latencyunit` line among a record's rows? (digits have no n)
+            rows.unit_line = next(k for k in range(nrec) if "n" in data[k] or "N" in data[k])
         if text.count(",") == sum(nrows):
             self._fill(rows, batch, list(range(nrec)), text, three=False)
             return rows

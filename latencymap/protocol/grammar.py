@@ -16,7 +16,8 @@ Extensions written only by latencymap: a third column (exact time in the bucket,
 SystemTap `@hist_log` and DTrace `quantize` rows (`  value |@@@  count`) are read as data rows; a line right
 above a histogram header (`value  ---- Distribution ---- count`) is the aggregation's key, as `dtrace`'s `printa`
 prints it, and names a stream of its own (`<label> [<key>]`). `timestamp, musec, ...` (older PyLatencyMap scripts)
-is `timestamp, microsec, ...`.
+is `timestamp, microsec, ...`. A record without a `latencyunit` line is in the unit the last record before it in
+the same input gave (PyLatencyMap keeps the unit as a global), or millisec when none did: the reader decides that.
 Both readers (line by line, and in bulk) use these functions, so they agree on every record.
 """
 
@@ -68,7 +69,7 @@ class Record:
     date: str = ""
     label: str = ""
     datasource: str | None = None  # None: no datasource line (the reader's default applies)
-    unit: str = DEFAULT_UNIT
+    unit: str | None = None  # None: no latencyunit line (the reader gives the input's last unit, else millisec)
     per_interval: bool = False
     flags: set[str] = field(default_factory=set)
     values: list[int] = field(default_factory=list)
@@ -250,7 +251,7 @@ def record_items(rec: Record, stream_of: Callable[[str, str | None, str], Stream
     RecordError (numbered with the record's first line) when its bucket values or times do not fit.
     """
     if not rec.keys:
-        return [_item(rec, stream_of(rec.label, rec.datasource, rec.unit))]
+        return [_item(rec, stream_of(rec.label, rec.datasource, rec.unit or DEFAULT_UNIT))]
     parts = [(0, "")] if rec.keys[0][0] > 0 else []
     parts += rec.keys
     bounds = [start for start, _ in parts[1:]] + [len(rec.values)]
@@ -267,7 +268,7 @@ def record_items(rec: Record, stream_of: Callable[[str, str | None, str], Stream
             picked.counts += rec.counts[start:stop]
             if rec.sums is not None:
                 picked.sums = (picked.sums or []) + rec.sums[start:stop]
-        out.append(_item(picked, stream_of(label, rec.datasource, rec.unit)))
+        out.append(_item(picked, stream_of(label, rec.datasource, rec.unit or DEFAULT_UNIT)))
     return out
 
 
@@ -288,7 +289,7 @@ def _item(rec: Record, stream: StreamId) -> Snapshot | Interval:
         if sums is not None and rec.sums is not None:
             sums[slot] += rec.sums[i]
     if sums is not None:
-        sums *= unit_seconds(rec.unit)
+        sums *= unit_seconds(stream.unit)
     source = source_buckets_of(rec)
     item = make_item(stream, rec.first_line, rec.micros, rec.date, rec.per_interval, rec.start_micros, rec.flags,
                      counts, present, sums)

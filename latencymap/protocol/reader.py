@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 import numpy as np
@@ -13,6 +14,7 @@ from latencymap.protocol.bulk import FastPath
 from latencymap.protocol.grammar import (
     BEGIN,
     DEFAULT_DATASOURCE,
+    DEFAULT_UNIT,
     END,
     Record,
     RecordError,
@@ -29,6 +31,9 @@ _RUN_TOGETHER = re.compile(r"(?:<begin record>|<end record>)(?:\s*(?:<begin reco
 _MARKER = re.compile(r"<begin record>|<end record>")
 #: Labels of Oracle wait-event histograms (PyLatencyMap's, OraLatencyMap's and AWR scripts).
 _ORACLE_LABEL = re.compile(r"event_histogram|\bawr\b", re.IGNORECASE)
+#: The least time between two records without a timestamp line of one stream (`--interval`'s default; PyLatencyMap
+#: takes 1 s between such records).
+DEFAULT_UNTIMED_INTERVAL = 1.0
 
 
 class ProtocolReader:
@@ -36,13 +41,25 @@ class ProtocolReader:
 
     A malformed record is skipped whole with a Notice naming the line; reading goes on at the
     next `<begin record>`. Repeated bucket values in one record add up. Records without a
-    `datasource` line take `datasource` (default `bpf`).
+    `datasource` line take `datasource` (default `bpf`). A record without a `latencyunit` line takes the unit the
+    last record before it gave (`unit`: PyLatencyMap keeps it as a global), else millisec; one note says so.
+    Records without a timestamp line are timed by `clock` as they are read, each at least `interval` seconds
+    after its stream's previous one (PyLatencyMap takes 1 s between them); one note says so.
     """
 
-    def __init__(self, name: str = "<stdin>", datasource: str | None = None) -> None:
+    def __init__(self, name: str = "<stdin>", datasource: str | None = None, *,
+                 interval: float = DEFAULT_UNTIMED_INTERVAL, clock: Callable[[], float] = time.time) -> None:
         self.name = name
         self.line_no = 0
         self.datasource = datasource
+        #: The unit of the last `latencyunit` line read in this input (None: none yet).
+        self.unit: str | None = None
+        #: Whether the note that a record took an earlier record's unit was given.
+        self.said_unit = False
+        self.interval = interval
+        self._clock = clock
+        self._untimed: dict[StreamId, float] = {}  # the time given to each stream's last record without a timestamp
+        self._said_untimed = False
         self._record: Record | None = None
         self._bad_record = False
         self._streams = StreamCache()
@@ -66,8 +83,13 @@ class ProtocolReader:
         yield from self._noted(self._fast.finish())
 
     def _noted(self, items: Iterable[_T]) -> Iterator[_T | Notice]:
-        """`items`, with the one notice that Oracle-looking records were read with the default datasource."""
+        """`items`, with the one notice that Oracle-looking records were read with the default datasource; records
+        without a timestamp are timed here (see `_timed`), as they come out."""
         for item in items:
+            if isinstance(item, Snapshot) and item.timestamp is None:
+                said = self._timed(item)
+                if said is not None:
+                    yield said
             if self._guessed and not self._told:
                 streams = item.streams if isinstance(item, SnapshotRun | IntervalRun) \
                     else (getattr(item, "stream", None),)
@@ -76,6 +98,28 @@ class ProtocolReader:
                     self._told = True
                     yield self._datasource_notice(guessed)
             yield item
+
+    def _timed(self, snap: Snapshot) -> Notice | None:
+        """Time a snapshot of a record without a timestamp line: now, but at least `interval` seconds after its
+        stream's previous such record, so that a file read at once gets one column per `interval` (PyLatencyMap's
+        1 s) and a live pipe its real spacing when slower; the note that says so, at the first such column."""
+        now = self._clock()
+        last = self._untimed.get(snap.stream)
+        snap.timestamp = now if last is None else max(now, last + self.interval)
+        self._untimed[snap.stream] = snap.timestamp
+        if last is None or self._said_untimed:
+            return None
+        self._said_untimed = True
+        where = f"line {snap.line}: " if snap.line else ""
+        return Notice(f"{self.name}: {where}records without a 'timestamp' line are timed as they are read, at least "
+                      f"{self.interval:g} s apart (--interval; PyLatencyMap takes 1 s between records): rates are "
+                      "per that time", skipped=0)
+
+    def unit_notice(self, first_line: int, unit: str) -> Notice:
+        """The one note that a record without a `latencyunit` line took the unit an earlier record gave."""
+        return Notice(f"{self.name}: line {first_line}: record without a 'latencyunit' line: read in {unit}, the unit "
+                      "of the last record before it that gave one (as PyLatencyMap does); so are later such "
+                      "records", skipped=0)
 
     def _datasource_notice(self, stream: StreamId) -> Notice:
         return Notice(f"{self.name}: '{stream.label}' has no 'datasource' line: read as {DEFAULT_DATASOURCE} "
@@ -92,13 +136,16 @@ class ProtocolReader:
         """True between a `<begin record>` line and its end."""
         return self._record is not None
 
-    def reread(self, first_line: int, text: str) -> list[Snapshot | Interval | Notice]:
-        """Read one whole record line by line, numbering its lines from `first_line`."""
+    def reread(self, first_line: int, text: str, unit: str | None) -> list[Snapshot | Interval | Notice]:
+        """Read one whole record line by line, numbering its lines from `first_line`, with `unit` the last unit
+        given before it (the records read in bulk since have moved `self.unit` on: it is kept)."""
         saved, self.line_no = self.line_no, first_line - 1
+        saved_unit, self.unit = self.unit, unit
         try:
             return list(self.feed(text.splitlines(True)))
         finally:
             self.line_no = saved
+            self.unit = saved_unit
 
     def feed(self, lines: Iterable[str]) -> Iterator[Snapshot | Interval | Notice]:
         for raw in lines:
@@ -125,16 +172,25 @@ class ProtocolReader:
 
     def _marker(self, marker: str) -> Iterator[Snapshot | Interval | Notice]:
         if marker == BEGIN:
-            if self._record is not None and not self._bad_record:
-                yield self._notice(self._record.first_line,
-                                   f"record has no {END} before the next {BEGIN} (line {self.line_no})")
+            if self._record is not None:
+                self._given(self._record)
+                if not self._bad_record:
+                    yield self._notice(self._record.first_line,
+                                       f"record has no {END} before the next {BEGIN} (line {self.line_no})")
             self._record = Record(first_line=self.line_no)
             self._bad_record = False
         elif self._record is not None:
             record, bad = self._record, self._bad_record
             self._record = None
+            self._given(record)
             if not bad:
                 yield from self.finish_record(record)
+
+    def _given(self, record: Record) -> None:
+        """A record ended (read or skipped): a `latencyunit` line it had holds for later records, as PyLatencyMap's
+        global does (set when the line is read)."""
+        if record.unit is not None:
+            self.unit = record.unit
 
     def close(self) -> Iterator[Notice]:
         """Report an unterminated record at end of input."""
@@ -155,12 +211,20 @@ class ProtocolReader:
         return stream
 
     def finish_record(self, rec: Record) -> list[Snapshot | Interval | Notice]:
-        """What a complete record becomes (an item per histogram key), or the Notice that skips it."""
+        """What a complete record becomes (an item per histogram key), or the Notice that skips it; before it, the
+        note that it took an earlier record's unit, the first time one does."""
+        out: list[Snapshot | Interval | Notice] = []
         try:
             end_record(rec)
-            return list(record_items(rec, self.stream))
+            if rec.unit is None:
+                rec.unit = self.unit or DEFAULT_UNIT
+                if self.unit is not None and not self.said_unit:
+                    self.said_unit = True
+                    out.append(self.unit_notice(rec.first_line, self.unit))
+            out += record_items(rec, self.stream)
         except RecordError as err:
-            return [Notice(f"{self.name}: {err}; record skipped")]
+            out.append(Notice(f"{self.name}: {err}; record skipped"))
+        return out
 
     def item(self, stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
              start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,

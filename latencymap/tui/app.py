@@ -296,7 +296,8 @@ class LatencyMapApp(MapActions):
         cursor = self.view.cursor_at(n)
         rows = self.rows_for(hist, win)
         for heatmap in self.maps.query(HeatMap):
-            pinned = self.opts.frequency_maxval if heatmap.kind == "frequency" else self.opts.intensity_maxval
+            pinned = self.opts.frequency_maxval if heatmap.kind == "frequency" \
+                else self.opts.intensity_scale(hist.stream)
             own = rows if heatmap.kind == "frequency" else self.rows_for(hist, win, heatmap.kind)
             heatmap.show(hist, MapSpec(own.lo, own.hi, stop, self.view.zoom, pinned if pinned > 0 else None,
                                        self.view.log, cursor, own.row_of(self.view.selected_slot), own.folds))

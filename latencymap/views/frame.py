@@ -210,9 +210,13 @@ def pinned_range(hist: StreamHistory, min_bucket: int = AUTO, max_bucket: int = 
 
     `min_bucket`/`max_bucket` are log2 of the bucket *value* as the source writes it (so Oracle's
     value 1 = 2**0 is its `[0.5, 1)` bucket), -1/64 meaning PyLatencyMap's autotune for that side.
+    A `max_bucket` alone below the autotuned lowest row (7 for microsec, 17 for nanosec: PyLatencyMap 1.3 stops
+    there with an error) keeps the top row it pins and takes autotune's 12 rows down from it (not below 2**0).
     """
     ds = hist.stream.datasource
     kmin = AUTOTUNE_MIN_EXPONENT.get(hist.stream.unit, 0) if min_bucket == AUTO else min_bucket
+    if min_bucket == AUTO and max_bucket < kmin:
+        kmin = max(0, max_bucket - (AUTOTUNE_ROWS - 1))
     kmax = kmin + AUTOTUNE_ROWS - 1 if max_bucket >= AUTO_MAX else max_bucket
     lo = _slot(kmin, ds)
     hi = max(lo, _slot(kmax, ds))
@@ -237,7 +241,8 @@ def fold_rows(matrix: np.ndarray, lo: int, hi: int) -> np.ndarray:
 
 
 def row_labels(hist: StreamHistory, lo: int, hi: int, folds: Folds | None = None) -> list[str]:
-    """Human labels bottom→top: a row's lower bound; `<high` for a folded bottom row, `≥low` for a folded top.
+    """Human labels bottom→top: a row's lower bound; `<high` for a folded bottom row, `≥low` for a folded top, and
+    `all` for one row that is both (it holds every bucket).
 
     `folds` says which edge rows hold slots beyond them; None labels both edges as folded (a pinned range).
     """
@@ -254,6 +259,8 @@ def _row_labels(datasource: str, unit: str, lo: int, hi: int, folds: Folds | Non
         labels[0] = "<" + format_duration(float(high[lo]))
     if fold_high:
         labels[-1] = "≥" + format_duration(float(low[hi]))
+    if lo == hi and fold_high and (fold_low or low[lo] == 0):
+        labels[0] = "all"  # neither `<high` nor `≥low` alone would be true
     return tuple(labels)
 
 

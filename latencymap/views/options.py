@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from latencymap.core.model import StreamId
+from latencymap.core.units import unit_seconds
 from latencymap.views.frame import AUTO, AUTO_MAX
 
 BLUES = (15, 51, 45, 39, 33, 27, 21)
@@ -14,7 +16,11 @@ SHADES = (" ", "░", "░", "▒", "▒", "▓", "█")
 
 @dataclass(slots=True)
 class ViewOptions:
-    """PyLatencyMap's display options, shared by the plain frames, the TUI and static reports."""
+    """PyLatencyMap's display options, shared by the plain frames, the TUI and static reports.
+
+    `intensity_maxval` is in the stream's latency unit per second, as PyLatencyMap's (`(millisec/sec)` for its
+    millisec records): `intensity_scale` gives it in the seconds per second the intensity maps show.
+    """
 
     num_records: int = 90
     min_bucket: int = AUTO
@@ -22,6 +28,15 @@ class ViewOptions:
     frequency_maxval: float = -1
     intensity_maxval: float = -1
     color: bool = True
+
+    def intensity_scale(self, stream: StreamId) -> float:
+        """The pinned intensity scale for `stream` in s/s (`intensity_maxval` in its unit per second); <= 0: none."""
+        if self.intensity_maxval <= 0:
+            return self.intensity_maxval
+        try:
+            return self.intensity_maxval * unit_seconds(stream.unit)
+        except ValueError:  # a unit latencymap does not know: taken as seconds
+            return self.intensity_maxval
 
 
 def color_enabled() -> bool:

@@ -174,7 +174,7 @@ class PlainRenderer:
         if cache is None or cache.hist is not hist or (cache.lo, cache.hi) != (lo, hi):
             cache = self._folds[hist.stream] = FoldCache(hist, lo, hi, opts.num_records)
         freq, inten, levels = both_frames(hist, opts.num_records, lo, hi, opts.frequency_maxval,
-                                          opts.intensity_maxval, cache, rows.folds)
+                                          opts.intensity_scale(hist.stream), cache, rows.folds)
         estimate = "" if inten.exact else ", estimated from bucket midpoints"
         cells = self._cells(levels)
         prefixes, label_w = self.label_prefixes(hist.stream, rows, freq.labels)

@@ -184,7 +184,7 @@ class BulkFrames:
         src, off, size = np.zeros(shape, dtype=np.int64), np.empty(shape, dtype=np.int64), np.empty(shape, np.int64)
         charts = np.stack([window_max(col_max[m], starts, stops, width) for m in (0, 1)])
         scales = np.stack([np.full(frames, maxval) if maxval > 0 else charts[m]
-                           for m, maxval in enumerate((opts.frequency_maxval, opts.intensity_maxval))])
+                           for m, maxval in enumerate((opts.frequency_maxval, opts.intensity_scale(hist.stream)))])
         self._cells_of(sources, (src, off, size), folded, stops, scales, charts, prefixes)
         head = self.r.heads("frequency", "Frequency heat map: events per second", "(events/s)", label_w)
         off[0], size[0] = sources.text(self.clear + f"{head[0]}\n{head[1]}\n".encode())

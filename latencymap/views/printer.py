@@ -11,6 +11,7 @@ from typing import TextIO
 
 from latencymap.core.accumulator import Accumulator, HistoryLimit, accumulate
 from latencymap.core.model import Flow, Interval, Notice
+from latencymap.core.sanitize import clean_message
 from latencymap.views.options import ViewOptions, color_enabled
 from latencymap.views.plain import CLEAR, PlainRenderer
 
@@ -119,4 +120,4 @@ def _scatter_fd(out: TextIO) -> int | None:
 
 
 def _say(notice: Notice) -> None:
-    print(f"latencymap: {notice.message}", file=sys.stderr)
+    print(f"latencymap: {clean_message(notice.message)}", file=sys.stderr)

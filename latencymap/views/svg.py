@@ -26,12 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.analysis.findings import pct
-from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import REAL_EPOCH, format_duration, format_number
-from latencymap.outputs.report import marks_lines, peer_lines, straggler_lines
+from latencymap.outputs.report import peer_lines, straggler_lines, stream_summary
 from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
 
@@ -68,6 +66,16 @@ def xterm_hex(index: int) -> str:
 def esc(text: str) -> str:
     """Text from anywhere, made safe for SVG/HTML text and attributes."""
     return html.escape(clean_text(str(text), 2000), quote=True)
+
+
+#: A line break in a `<title>` tooltip: browsers show the newline it stands for as one.
+LINE_BREAK = "&#10;"
+
+
+def esc_lines(lines: list[str]) -> str:
+    """Lines of a tooltip, each made safe as `esc` makes text (a control character in one is no line break), joined
+    by line breaks."""
+    return LINE_BREAK.join(esc(line) for line in lines)
 
 
 @dataclass
@@ -146,7 +154,7 @@ def _text(x: float, y: float, text: str, **attrs: Any) -> str:
     return f'<text x="{x:.1f}" y="{y:.1f}"{extra}>{esc(text)}</text>'
 
 
-def _tooltip(m: Merged, hist: StreamHistory, kind: str, c: int, r: int, rates: np.ndarray) -> str:
+def _tooltip(m: Merged, hist: StreamHistory, kind: str, c: int, r: int, rates: np.ndarray) -> list[str]:
     slot = m.lo + r
     t0 = float(m.start[0])
     span = f"{offset(float(m.start[c]) - t0)}–{offset(float(m.end[c]) - t0)} ({utc(float(m.start[c]))})"
@@ -164,7 +172,7 @@ def _tooltip(m: Merged, hist: StreamHistory, kind: str, c: int, r: int, rates: n
     total = float(col.sum())
     share = 100 * float(col[r]) / total if total else 0.0
     cum = 100 * float(col[: r + 1].sum()) / total if total else 0.0
-    return f"{span}\n{rng}\n{what}\n{share:.1f}% of the column's {share_of}, cumulative {cum:.1f}%"
+    return [span, rng, what, f"{share:.1f}% of the column's {share_of}, cumulative {cum:.1f}%"]
 
 
 def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[list[str], float]:
@@ -184,7 +192,7 @@ def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[
         x = LEFT + c * cell_w
         y = top + (nrows - 1 - r) * CELL_HEIGHT
         lvl = int(levels[c, r])
-        tip = esc(_tooltip(m, hist, kind, c, r, rates))
+        tip = esc_lines(_tooltip(m, hist, kind, c, r, rates))
         out.append(f'<rect class="cell {kind}" data-col="{c}" data-slot="{m.lo + r}" data-level="{lvl}" '
                    f'x="{x:.2f}" y="{y}" width="{cell_w:.2f}" height="{CELL_HEIGHT}" '
                    f'fill="{xterm_hex(palette[lvl])}"><title>{tip}</title></rect>')
@@ -252,29 +260,15 @@ def _legend(palette: tuple[int, ...], maxval: float, kind: str, x: float, y: flo
     return out
 
 
-def findings_lines(hist: StreamHistory, stragglers: list[dict[str, Any]] | None = None) -> list[str]:
-    """Totals, percentiles, bands, tail, episodes and stragglers of one stream, as text lines."""
-    if hist.n == 0:
-        return ["no intervals (a single record is only a baseline)"]
-    t = hist.totals()
-    span = float(hist.end[-1] - hist.start[0])
-    rate = t.events / t.duration_s if t.duration_s else float("nan")
-    how = "exact" if hist.exact else "estimated from bucket midpoints"
-    pcts = "  ".join(f"p{f'{q * 100:g}'.replace('.', '')} {format_duration(v)}" for q, v in t.percentiles.items())
-    lines = [f"{hist.n} intervals over {span:.1f}s: {t.events} events ({format_number(rate)}/s), "
-             f"{format_duration(t.time_s)} waited ({how})",
-             f"mean {format_duration(t.mean_s)}  {pcts}"]
-    diag = stream_diagnosis(hist)
-    lines += diag.summary_lines()
-    lines += marks_lines(hist)
-    for b in diag.bands:
-        lines.append(f"band {format_duration(b.low_s)}–{format_duration(b.high_s)}: "
-                     f"{pct(b.events_share)} of events, {pct(b.time_share)} of the time")
-    return lines + straggler_lines(stragglers or [])
+def findings_lines(hist: StreamHistory, stragglers: list[dict[str, Any]] | None = None,
+                   acc: Accumulator | None = None) -> list[str]:
+    """What the text report says of one stream above its bucket table (its numbers from the source's own buckets
+    and sums where `acc` has them), then its stragglers."""
+    return stream_summary(hist, acc) + straggler_lines(stragglers or [])
 
 
-def panel(hist: StreamHistory, *, with_findings: bool = True,
-          stragglers: list[dict[str, Any]] | None = None) -> tuple[list[str], float, float]:
+def panel(hist: StreamHistory, *, with_findings: bool = True, stragglers: list[dict[str, Any]] | None = None,
+          acc: Accumulator | None = None) -> tuple[list[str], float, float]:
     """(elements, width, height) of one stream's panel."""
     s = hist.stream
     label = clean_text(s.label) or "(no label)"
@@ -297,7 +291,7 @@ def panel(hist: StreamHistory, *, with_findings: bool = True,
         width = max(width, LEFT + max(cell_width(len(m.start)) * len(m.start) + 20 + LEGEND_WIDTH, titles))
     if with_findings:
         chars = max(20, int((width - LEFT - 12) / CHAR_WIDTH))
-        for line in findings_lines(hist, stragglers):
+        for line in findings_lines(hist, stragglers, acc):
             what, _, why = line.partition(" — ")  # a finding's why on a line of its own: SVG text does not wrap
             for k, part in enumerate(p for p in (what, why) if p):
                 # Past the picture's edge a text is lost: long parts go on as many lines as they need.
@@ -341,7 +335,7 @@ def render_svg(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | N
     y, width = 0.0, 400.0
     panels = []
     for hist in acc.streams.values():
-        panels.append((hist, *panel(hist, stragglers=(stragglers or {}).get(hist.stream.label))))
+        panels.append((hist, *panel(hist, stragglers=(stragglers or {}).get(hist.stream.label), acc=acc)))
         width = max(width, panels[-1][2])
     elems, y = peers_panel(peer_lines(acc), width)
     if elems:

@@ -10,15 +10,18 @@ Temporality:
 - A point flagged "no recorded value" is skipped; a point not later than its stream's previous one is skipped
   with a notice (a resent identical point silently).
 
-Units: `ns`, `us` and `ms` streams keep the metric's unit, so exponential scales >= 0 fold exactly; `s` is read
-as microseconds (rows start at 1 unit), its buckets scaled and spread; a histogram without a unit is read as
-milliseconds (the unit the SDKs' default bounds 0, 5, 10, 25 ... 10000 are meant for); any other unit is not
-a duration and the metric is skipped with a notice.
+Units (UCUM, case-sensitive: `MS` or `S` is no duration): `ns`, `us` and `ms` streams keep the metric's unit, so
+exponential scales >= 0 fold exactly; `s` is read as microseconds (rows start at 1 unit), its buckets scaled and
+spread; a histogram without a unit is read as milliseconds (the unit the SDKs' default bounds 0, 5, 10, 25 ... 10000
+are meant for); any other unit is not a duration and the metric is skipped with a notice.
 
 Memory: a series with no point for IDLE_S, or four of its own intervals if longer, or IDLE_FIRST_S when it has
-sent one point only (by the points' own clocks, against the newest point seen), lets go of its last point; its
-label stays. If it comes back with the same start time (the same cumulative counters), its
-first point is a baseline, so nothing is counted twice.
+sent one point only, lets go of its last point; its label stays. Time is the points' own, but each sender's
+(resource's) clock is aligned with the others' when it is first seen, so a host whose clock is an hour ahead is as
+current as the rest; and a clock that leaps more than LEAP_S past the others' (a point from the future) has the
+leap taken up into its own offset, so it moves the shared clock by LEAP_S at most, too little to idle anyone's
+series (its own included), and a clock that steps back goes on from where it was. If a series comes back with
+the same start time (the same cumulative counters), its first point is a baseline, so nothing is counted twice.
 
 Labels are `service/metric{attr=value,...}` (`service.namespace/service.name`); a stream whose label another
 stream already has (two processes of one service) gets the first of `service.instance.id`, `host.name`,
@@ -54,8 +57,15 @@ IDLE_INTERVALS = 4
 IDLE_FIRST_S = 4 * 3600.0
 #: Points taken in between looks for idle series.
 EVICT_EVERY = 1024
+#: How far one point may move a sender's aligned clock past the shared one (or past its own newest): more is a
+#: clock that leapt, taken up into that sender's offset. Well under IDLE_S, so that no one point idles others.
+LEAP_S = IDLE_S / 4
+#: Earlier start times (restarts, or other processes with the same resource) a cumulative series keeps a point of.
+MAX_WRITERS = 8
 #: Start times of let-go cumulative series remembered at most (their comeback is a baseline).
 GONE_MAX = 100_000
+#: Duration symbols, in the only case UCUM reads as durations.
+_SYMBOLS = frozenset({"s", "ms", "us", "ns", "µs", "μs"})
 _SERVICE = ("service.namespace", "service.name")
 _TELL_APART = ("service.instance.id", "host.name", "process.pid")
 
@@ -109,9 +119,14 @@ class Decoded:
 
 
 def stream_unit(unit: str) -> tuple[str, float] | None:
-    """(stream unit, factor from the metric's unit) for a metric unit; None when it is not a duration."""
+    """(stream unit, factor from the metric's unit) for a metric unit; None when it is not a duration. OTel units
+    are UCUM, which is case-sensitive: `Ms` is a megasecond, `mS` a millisiemens, `S` a siemens, none of them a
+    latency unit (spelled-out names such as `milliseconds` are taken in any case)."""
+    text = unit.strip() or DEFAULT_UNIT
+    if text.lower() in _SYMBOLS and text not in _SYMBOLS:
+        return None
     try:
-        name = normalize_unit(unit.strip() or DEFAULT_UNIT)
+        name = normalize_unit(text)
     except ValueError:
         return None
     return ("microsec", 1e6) if name == "sec" else (name, 1.0)
@@ -127,7 +142,10 @@ class PointStreams:
         self._said: set[tuple[str, ...]] = set()
         self._gone: dict[StreamKey, int] = {}  # let-go cumulative series: their start time
         self._every: dict[StreamKey, int] = {}  # each series' last interval (ns)
-        self._newest_ns = 0
+        self._writers: dict[StreamKey, dict[int, Point]] = {}  # cumulative series' earlier start times' points
+        self._seen: dict[StreamKey, int] = {}  # each series' last point on the shared (aligned) clock (ns)
+        self._senders: dict[Attrs, _Sender] = {}
+        self._now_ns: int | None = None  # the shared clock: the newest aligned point
         self._taken = 0
 
     def feed(self, decoded: Decoded, origin: str) -> Iterator[Item]:
@@ -150,21 +168,47 @@ class PointStreams:
             self.let_go_idle()
 
     def let_go_idle(self) -> int:
-        """Drop the last point of the series idle against the newest point seen (see the module docstring); how
-        many."""
+        """Drop the last point of the series idle on the shared clock, each sender's aligned on it (see the module
+        docstring); how many."""
         idle_ns, first_ns = int(IDLE_S * 1e9), int(IDLE_FIRST_S * 1e9)
-        every = self._every
-        idle = [key for key, last in self._last.items()
-                if last.time_ns < self._newest_ns - (max(idle_ns, IDLE_INTERVALS * every[key]) if key in every
-                                                     else first_ns)]
+        every, seen, senders = self._every, self._seen, self._senders
+        now = self._now_ns or 0
+        idle = [key for key in self._last
+                if now - seen[key] > (max(idle_ns, IDLE_INTERVALS * every[key]) if key in every else first_ns)]
         for key in idle:
             last = self._last.pop(key)
             every.pop(key, None)
+            seen.pop(key, None)
+            self._writers.pop(key, None)
             if last.temporality != DELTA:
                 self._gone[key] = last.start_ns
+        if idle:
+            kept = {key.resource for key in self._last}
+            for resource in [r for r in senders if r not in kept]:
+                del senders[resource]  # back later, it is aligned afresh
         while len(self._gone) > GONE_MAX:
             del self._gone[next(iter(self._gone))]
         return len(idle)
+
+    def _keep(self, point: Point) -> None:
+        """`point` is its series' last point now: on its sender's aligned clock, and the shared clock moved on."""
+        self._last[point.key] = point
+        t = point.time_ns
+        sender = self._senders.get(point.key.resource)
+        now = self._now_ns
+        if sender is None:  # first seen: as current as the rest
+            sender = self._senders[point.key.resource] = _Sender(t - (t if now is None else now))
+        aligned = t - sender.offset
+        leap = int(LEAP_S * 1e9)
+        if now is not None and aligned > max(now, sender.aligned_ns + leap):  # leapt ahead of everyone
+            aligned = max(now, sender.aligned_ns + leap)
+            sender.offset = t - aligned
+        elif aligned < sender.aligned_ns - leap:  # stepped back (from a leap, or NTP): it goes on from where it was
+            aligned = sender.aligned_ns
+            sender.offset = t - aligned
+        sender.aligned_ns = max(sender.aligned_ns, aligned)
+        self._seen[point.key] = aligned
+        self._now_ns = aligned if now is None else max(now, aligned)
 
     @property
     def held(self) -> int:
@@ -192,11 +236,11 @@ class PointStreams:
         stream = self._stream(point.key, unit[0])
         if point.negative:
             yield from self._once(("negative", stream.label), f"{origin}: {stream.label}: negative values are "
-                                  "not latencies; their buckets are ignored")
+                                  "not latencies; their buckets are ignored, and so is the sum of a column that holds "
+                                  "them (it counts them too): that column's time waited is estimated from its buckets")
         if point.held() != point.count:
             yield from self._once(("count", stream.label), f"{origin}: {stream.label}: count {point.count} but "
                                   f"the buckets hold {point.held()}; the buckets are used")
-        self._newest_ns = max(self._newest_ns, point.time_ns)
         prev = self._last.get(point.key)
         if prev is not None and point.time_ns > prev.time_ns:
             self._every[point.key] = point.time_ns - prev.time_ns
@@ -217,13 +261,13 @@ class PointStreams:
             start = prev.time_ns if prev is not None else point.time_ns - 1_000_000_000
             yield from self._once(("nostart", stream.label), f"{origin}: {stream.label}: delta point without a "
                                   "start time before its time; the column starts at the previous point (or 1 s before)")
-        self._last[point.key] = point
+        self._keep(point)
         yield self._interval(stream, factor, point, start, point.time_ns, reset=False)
 
     def _cumulative(self, point: Point, stream: StreamId, factor: float, origin: str) -> Iterator[Item]:
         prev = self._last.get(point.key)
         if prev is None:
-            self._last[point.key] = point
+            self._keep(point)
             if self._gone.pop(point.key, None) == point.start_ns:
                 yield from self._once(("back", stream.label), f"{origin}: {stream.label}: back after {IDLE_S:g} s or "
                                       "more without a point; this point is the baseline for the next one", 0)
@@ -234,12 +278,21 @@ class PointStreams:
                 yield from self._once(("baseline", stream.label), f"{origin}: {stream.label}: cumulative point "
                                       "without a start time; it is the baseline for the next one", 0)
             return
+        others = self._writers.get(point.key)
+        if point.start_ns != prev.start_ns and others is not None and point.start_ns in others:
+            yield from self._second_writer(point, prev, others, stream, factor, origin)
+            return
         if point.time_ns <= prev.time_ns:
             if point.time_ns < prev.time_ns or point.held() != prev.held():
                 yield Notice(f"{origin}: {stream.label}: point at {point.time_ns} ns is not after the previous one "
                              f"({prev.time_ns} ns); skipped")
             return
-        self._last[point.key] = point
+        self._keep(point)
+        if point.start_ns != prev.start_ns:  # a restart, or another process with the same resource: keep the old
+            others = self._writers.setdefault(point.key, {})
+            others[prev.start_ns] = prev
+            while len(others) > MAX_WRITERS:
+                del others[next(iter(others))]
         delta = None if point.start_ns != prev.start_ns else _difference(point, prev)
         if delta is None:
             start = max(prev.time_ns, point.start_ns)
@@ -247,11 +300,37 @@ class PointStreams:
         else:
             yield self._interval(stream, factor, delta, prev.time_ns, point.time_ns, reset=False)
 
+    def _second_writer(self, point: Point, prev: Point, others: dict[int, Point], stream: StreamId, factor: float,
+                       origin: str) -> Iterator[Item]:
+        """A cumulative point whose start time is an earlier one of its series', not the latest: a restart never
+        goes back to an old start time, so two processes with the same resource write this series. Each is diffed
+        against its own previous point."""
+        mine = others[point.start_ns]
+        if point.time_ns <= mine.time_ns:
+            if point.time_ns < mine.time_ns or point.held() != mine.held():
+                yield Notice(f"{origin}: {stream.label}: point at {point.time_ns} ns is not after the previous one "
+                             f"({mine.time_ns} ns); skipped")
+            return
+        yield from self._once(("writers", stream.label), f"{origin}: {stream.label}: points of two start times "
+                              "alternate: processes with the same resource attributes (the same service.instance.id) "
+                              "send this series; each is counted against its own previous point (give each process "
+                              "its own service.instance.id to see them apart)", 0)
+        del others[point.start_ns]
+        others[prev.start_ns] = prev
+        self._keep(point)
+        delta = _difference(point, mine)
+        if delta is None:
+            yield self._interval(stream, factor, point, max(mine.time_ns, point.start_ns), point.time_ns, reset=True)
+        else:
+            yield self._interval(stream, factor, delta, mine.time_ns, point.time_ns, reset=False)
+
     def _interval(self, stream: StreamId, factor: float, point: Point, start_ns: int, end_ns: int,
                   reset: bool) -> Interval:
         seconds = None if point.sum is None else point.sum * unit_seconds(point.unit.strip() or DEFAULT_UNIT)
         if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
             seconds = None  # a negative or endless sum is no time spent (and no recording could hold it)
+        if point.negative:
+            seconds = None  # the sum counts the negative values left out: not the kept events' time
         own: SourceBuckets | None = None
         if not point.key.exponential:
             counts = spread_explicit(point.bounds, point.counts, factor, point.sum)
@@ -292,6 +371,14 @@ class PointStreams:
         self._labels[label] = key
         stream = self._streams[key] = StreamId(label, DATASOURCE, unit)
         return stream
+
+
+@dataclass(slots=True)
+class _Sender:
+    """One resource's clock on the shared one: `offset` (ns) taken from its points' times, and the newest."""
+
+    offset: int
+    aligned_ns: int = -(2**63)
 
 
 def _difference(point: Point, prev: Point) -> Point | None:

@@ -127,6 +127,20 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     inbox: Inbox
     protobuf: bool
+    told: set[tuple[str, str]]  # (peer host, kind) of the mistakes told once
+    told_lock: threading.Lock
+
+
+#: What a connection that is no OTLP/HTTP request most likely is, and what to do about it.
+_HINTS = {
+    "h2": "an HTTP/2 connection preface: an OTLP/gRPC client is talking to the OTLP/HTTP port: use --otlp-grpc "
+          "(port 4317), or the exporter's http/protobuf protocol with http://HOST:PORT/v1/metrics",
+    "tls": "a TLS handshake on a plain-HTTP port: use http:// in the exporter's endpoint, not https:// (latencymap "
+           "has no TLS; put a Collector in front for that)",
+    "OPTIONS": f"OPTIONS: a browser exporter's CORS preflight, which latencymap does not answer; expected POST {PATH} "
+               "(send from a server-side exporter, or through a Collector)",
+    "HEAD": f"HEAD: expected POST {PATH}",
+}
 
 
 class _V6Server(_Server):
@@ -168,6 +182,48 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_PUT = do_DELETE = do_PATCH = _other_method
 
+    def _tell_once(self, kind: str, message: str) -> None:
+        """Tell the view `message`, once per peer host and kind (an exporter retries the same mistake)."""
+        once = (str(self.client_address[0]), kind)
+        with self.server.told_lock:
+            if once in self.server.told:
+                return
+            self.server.told.add(once)
+        tell(self.server.inbox, self._peer(), message)
+
+    def do_OPTIONS(self) -> None:
+        self._tell_once("OPTIONS", _HINTS["OPTIONS"])
+        self._reply(405, f"expected POST {PATH}\n".encode(), "text/plain; charset=utf-8", {"Allow": "POST"})
+
+    def do_HEAD(self) -> None:
+        self._tell_once("HEAD", _HINTS["HEAD"])
+        self.send_response(405)
+        self.send_header("Allow", "POST")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def handle(self) -> None:
+        """A TLS handshake is told at once (it may hold no line end to read a request line up to)."""
+        try:
+            first = self.connection.recv(3, socket.MSG_PEEK)
+        except OSError:
+            return
+        if first[:2] == b"\x16\x03":
+            self._tell_once("tls", _HINTS["tls"])
+            return
+        super().handle()
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (a request line it cannot read, a method it does not know) are told too."""
+        line = getattr(self, "raw_requestline", b"") or b""
+        if line.startswith(b"PRI * HTTP/2"):
+            self._tell_once("h2", _HINTS["h2"])
+        else:
+            shown = clean_text(line.decode("latin-1").strip(), 80)
+            self._tell_once(f"http {code}", f"{code} {clean_text(message or '', 120)}: {shown!r} is not an OTLP/HTTP "
+                            f"request (expected POST {PATH})")
+        super().send_error(code, message, explain)
+
     def do_POST(self) -> None:
         if urlsplit(self.path).path != PATH:
             self._refuse(404, f"latencymap receives OTLP metrics only, at POST {PATH}")
@@ -199,14 +255,23 @@ class _Handler(BaseHTTPRequestHandler):
     def _body(self, kind: str) -> bytes | None:
         """The request body, gunzipped; None after answering an error."""
         length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
+        if length is None:
             self._refuse(411, "expected a Content-Length header", kind)
+            return None
+        if not length.strip().isdigit():
+            self._refuse(400, f"Content-Length {clean_text(length, 40)!r} is not a length (a number of bytes)", kind)
             return None
         if int(length) > MAX_BODY:
             self.close_connection = True
             self._refuse(413, f"body of {int(length)} bytes; at most {MAX_BODY} are read", kind)
             return None
-        body = self.rfile.read(int(length))
+        try:
+            body = self.rfile.read(int(length))
+        except TimeoutError:
+            self.close_connection = True
+            tell(self.server.inbox, self._peer(), f"{self.command} {clean_text(self.path, 80)}: fewer bytes than its "
+                 f"Content-Length ({int(length)}) came in {self.timeout} s; dropped")
+            return None
         encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
         if encoding == "identity":
             return body
@@ -250,6 +315,7 @@ def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[
         raise InputError(f"--otlp {host}:{port}: cannot listen: {err.strerror or err}") from None
     server.inbox = new_inbox()
     server.protobuf = protobuf_available()
+    server.told, server.told_lock = set(), threading.Lock()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_S},
                               name="latencymap-otlp", daemon=True)
     thread.start()

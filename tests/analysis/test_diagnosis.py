@@ -63,7 +63,7 @@ def test_summary_reads_as_a_diagnosis() -> None:
 
 @pytest.mark.parametrize(("datasource", "causes"), [
     ("bpf", "(a cache miss, a retry, another device or path)"), ("oracle", "(a cache miss, a retry"),
-    ("spark", "what sends tasks to this band (skewed partitions, a spill, a slow executor, a shuffle fetch)"),
+    ("spark", "what sends tasks to the slower band (skewed partitions, a spill, a slow executor, a shuffle fetch)"),
     ("training", "(a DataLoader that cannot keep up, a sync between ranks, a checkpoint)")])
 def test_a_second_band_is_explained_in_its_datasource_s_terms(datasource: str, causes: str) -> None:
     counts, times, starts, ends = synthetic()
@@ -191,3 +191,55 @@ def test_one_far_step_is_an_outlier_band_not_a_population() -> None:
     assert "outliers, not a population" in line and "two populations" not in line
     (band,) = [f for f in d.findings if f.kind == "band"]
     assert "1 event (1%) take" in band.what
+
+
+def fast_thin_band(ncols: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """81% of events at ~50 ms and 19% at ~0.2 ms: the thin band is the *fast* one (it owns ~0.1% of the time)."""
+    rng = np.random.default_rng(4)
+    counts, times = [], []
+    for _ in range(ncols):
+        values = np.r_[rng.lognormal(np.log(50e6), 0.3, 162), rng.lognormal(np.log(0.2e6), 0.3, 38)]
+        c, s = bin_values(values)
+        counts.append(c)
+        times.append(s * 1e-9)
+    starts = np.arange(ncols, dtype=np.float64)
+    return np.array(counts), np.array(times), starts, starts + 1.0
+
+
+@pytest.mark.parametrize(("datasource", "causes"), [
+    ("bpf", "(cache hits, early errors, empty results)"), ("spark", "(tiny or empty partitions"),
+    ("training", "(a batch already prefetched")])
+def test_a_fast_thin_band_is_explained_as_fast_not_as_a_cache_miss(datasource: str, causes: str) -> None:
+    counts, times, starts, ends = fast_thin_band()
+    d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource)
+    (band,) = [f for f in d.findings if f.kind == "band"]
+    assert band.high_s <= 1e-3  # the band beyond the main one is the fast one
+    assert causes in band.why and "of the faster band finish" in band.why and "× sooner" in band.why
+    for slow_cause in ("a cache miss", "what sends", "skewed partitions", "cannot keep up"):
+        assert slow_cause not in band.why
+    assert d.summary_lines()[0].startswith("bimodal: 19% of events in ") and band.why in d.summary_lines()[0]
+
+
+def test_multimodal_bands_each_get_the_why_of_their_direction() -> None:
+    """The Oracle sample: cached reads (fast), disk reads (main), ~1 s waits (slow): one line per band finding, each
+    with its own why, and a head that does not call three bands two populations."""
+    d = diagnose_intervals(*sample("example_latency_data.txt"))
+    lines = d.summary_lines()
+    assert lines[0].startswith("multimodal (3 bands): ") and "two populations" not in lines[0]
+    assert lines[0].endswith(" — not one spread: the mean describes none of the 3 bands")
+    fast, slow = lines[1], lines[2]
+    assert fast.startswith("band 1ms–4ms: 24% of events") and "— a faster population than the main band" in fast
+    assert "(cache hits, early errors, empty results)" in fast and "cache miss" not in fast
+    assert slow.startswith("band 256ms–") and "— a slower population than the main band" in slow
+    assert "(a cache miss, a retry, another device or path)" in slow and "cache hits" not in slow
+    assert [f.line() for f in d.findings if f.kind == "band"] == [fast, slow]
+
+
+def test_episode_lines_put_each_usual_share_beside_its_own() -> None:
+    counts, times, starts, ends = synthetic()
+    d = diagnose(counts, times, LOW, HIGH, starts, ends)
+    line, e = d.summary_lines()[1], d.episodes[0]
+    assert e.gained is not None
+    assert (f"with {pct(e.gained.events_share)} of events (usually {pct(e.gained.baseline_share)}) and "
+            f"{pct(e.gained.time_share)} of the time (usually {pct(e.gained.baseline_time_share)})") in line
+    assert "; usually" not in line

@@ -143,3 +143,46 @@ def test_a_rank_slowest_in_every_one_of_too_few_intervals_is_undecided_not_noise
     assert group.to_json()["undecided"] == group.undecided
     (enough,) = find_peers(peer_streams(streams, width=span / 10))
     assert enough.slow is not None and enough.undecided is None
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_rank_consistently_slowest_below_the_ratio_is_said_not_called_noise(seed: int) -> None:
+    """16 ranks, rank5 10% slower in every interval: under the 1.25x ratio that names a slow peer, but slowest in
+    every interval is not noise (in a synchronous job it slows every step 10%)."""
+    (group,) = find_peers(peer_streams(synthetic.ranks(seed, n=16, slow=5, factor=1.1)))
+    assert group.slow is None and group.finding is None  # the slow-peer rule is unchanged
+    verdict = group.lines()[-1]
+    assert "noise" not in verdict.replace("not noise", "")
+    assert "no rank ≥1.25× its peers, but rank5 is consistently slowest (1.1" in verdict
+    n = group.contested
+    assert f"slowest in {n} of {n} intervals, " in verdict and "expected by chance)" in verdict
+    c = group.to_json()["consistently_slowest"]
+    assert c["name"] == "rank5" and c["slowest"] == group.contested and c["p_value"] < 1e-6
+    assert c["expected_slowest"] == pytest.approx(group.contested / 16, rel=0.05)
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_identical_peers_have_no_consistently_slowest_one(n: int) -> None:
+    """The peer slowest most often is picked, so its p is corrected for the number of peers: no false claims."""
+    for seed in range(40):
+        (group,) = find_peers(peer_streams(synthetic.ranks(seed, n=n)))
+        assert group.consistent is None and group.lines()[-1].endswith("no slow peer: they differ by noise")
+
+
+def test_a_slow_peer_s_why_fits_what_the_peers_are() -> None:
+    """Ranks wait for each other at collectives; disks do not: a slow disk gets a device's causes."""
+    streams = synthetic.ranks(1, n=4, slow=2, factor=1.5)
+    (ranks,) = find_peers(peer_streams(streams))
+    assert ranks.finding is not None and "a collective" in ranks.finding.why
+    assert "expected by chance)" in ranks.finding.what and "(chance " not in ranks.finding.what
+    disks = [PeerStream(f"block I/O sd{'abcd'[k]}", "bpf", "nanosec", *synthetic.columns(s))
+             for k, s in enumerate(streams.values())]
+    (group,) = find_peers(disks)
+    assert group.kind == "disk" and group.finding is not None and "slow disk: sdc" in group.finding.what
+    why = group.finding.why
+    assert "a failing or different device" in why and "RAID rebuild" in why
+    assert "collective" not in why and "barrier" not in why and "stage" not in why
+    inst = [PeerStream(f"db file sequential read inst {k}", "oracle", "nanosec", *synthetic.columns(s))
+            for k, s in enumerate(streams.values())]
+    (group,) = find_peers(inst)
+    assert group.finding is not None and "collective" not in group.finding.why and "its host" in group.finding.why

@@ -36,3 +36,24 @@ def test_every_command_lists_every_exit_code(command: tuple[str, ...]) -> None:
     for code in CODES:
         assert code in text, (command, code)
     assert "Ctrl-C" in text
+
+
+def test_report_help_has_its_own_examples_its_sources_and_what_the_gate_metrics_mean() -> None:
+    """`report --help` showed the top-level examples (two not even `report`), never listed the sources it runs,
+    and offered `tail.time_share > 50%` as a gate, which holds on nearly every stream (>= 50% by construction)."""
+    text = _help("report")
+    examples = text.split("Examples:", 1)[1].split("Sources", 1)[0]
+    commands = re.findall(r"latencymap [\w-]+", examples)
+    assert commands and set(commands) == {"latencymap report"}, examples
+    for shown in ("--format json", "--fail-if 'p99 > 20ms'", "--fail-if 'tail.events_share < 5%'",
+                  "--format html -o io.html", "latencymap report scrape http", "--metric NAME --count 60"):
+        assert shown in examples, shown
+    sources = text.split("Sources", 1)[1].split("--fail-if metrics", 1)[0]
+    for name in REGISTRY.sources.names():
+        assert f" {name} {REGISTRY.sources.summary(name).split()[0]}" in sources, name
+    metrics = text.split("--fail-if metrics", 1)[1].split("Exit codes:", 1)[0]
+    for name in ("p50 p90 p99 p999 mean", "bands", "bimodal", "tail.events_share", "tail.time_share"):
+        assert f" {name} " in metrics, name
+    assert "one or two far outliers" in metrics
+    assert ">= 50% by construction" in metrics
+    assert "'tail.time_share > 50% or" not in text

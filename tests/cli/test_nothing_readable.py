@@ -73,10 +73,18 @@ def test_a_readable_input_beside_an_unreadable_one_is_reported_and_the_run_fails
 
 
 def test_one_good_record_is_not_a_failure(tmp_path: Path) -> None:
-    """A baseline alone makes no column, but it was read: no data yet is not an error."""
+    """A baseline alone makes no column, but it was read: no data yet is not an error, and the report says which
+    stream was read and why it has no column (it said only "No data.")."""
     path = tmp_path / "one.txt"
     path.write_text(EXAMPLE.read_text().split("<end record>")[0] + "<end record>\n")
-    assert run("report", str(path)).returncode == 0
+    r = run("report", str(path))
+    assert r.returncode == 0
+    assert r.stdout.startswith("No data.\nNotes:\n")
+    assert (f"\n   {path}: 'db file sequential read latency data from gv$event_histogram': 1 record, the baseline of "
+            "cumulative counters; a column needs a second record\n") in r.stdout
+    doc = json.loads(run("report", "--format", "json", str(path)).stdout)
+    assert doc["streams"] == [] and doc["errors"]["skipped_records"] == 0
+    assert any("1 record, the baseline" in m for m in doc["errors"]["messages"])
 
 
 def run_together(text: str) -> str:

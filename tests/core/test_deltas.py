@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 
 from latencymap.core.deltas import Differ
-from latencymap.core.model import Interval, Notice, Snapshot, StreamId
+from latencymap.core.model import Interval, IntervalRun, Notice, Snapshot, SnapshotRun, StreamId
 
 S = StreamId("s", "bpf", "microsec")
 
@@ -101,3 +101,68 @@ def test_partial_reset_is_per_bucket() -> None:
     assert iv.counts[:2].tolist() == [3, 10]
     iv = d.push(_partial(3.0, {0: 4}))  # a bucket missing from a record keeps its last value
     assert isinstance(iv, Interval) and not iv.reset and iv.counts[:2].tolist() == [1, 0]
+
+
+IO = StreamId("io", "bpf", "microsec")
+LONE = "f.txt: 'io': 1 record, the baseline of cumulative counters; a column needs a second record"
+
+
+def _notes(items: list) -> list[str]:
+    """The notes that skip nothing (a record skipped for its timestamp is another notice)."""
+    return [i.message for i in items if isinstance(i, Notice) and not i.skipped]
+
+
+def test_a_stream_that_gave_only_its_baseline_is_named_when_the_input_ends() -> None:
+    """One record of a stream makes no column, but it was read: the end of the input says so (a report of it said
+    only "No data.")."""
+    lone = Snapshot(IO, 2.0, np.zeros(64, dtype=np.int64))
+    out = list(Differ(name="f.txt").run([snap(1.0, [5]), lone, snap(2.0, [7])]))
+    assert [type(i) for i in out] == [Interval, Notice]
+    assert _notes(out) == [LONE]
+    assert _notes(list(Differ(name="f.txt").run([snap(1.0, [5]), snap(2.0, [7])]))) == []
+
+
+def test_records_none_later_than_the_baseline_are_counted_in_the_note() -> None:
+    out = list(Differ(name="f.txt").run([snap(5.0, [1]), snap(5.0, [2]), snap(4.0, [3])]))
+    assert not [i for i in out if isinstance(i, Interval)]
+    assert _notes(out) == ["f.txt: 's': 3 records, none later than the first (the baseline of cumulative "
+                               "counters); a column needs a record with a later timestamp"]
+
+
+def test_a_run_diffed_in_bulk_names_its_lone_baseline_too() -> None:
+    counts = np.zeros((4, 64), dtype=np.int64)
+    counts[:, 0] = [1, 3, 2, 6]
+    run = SnapshotRun([S, S, IO, S], np.array([1, 2, 2, 3], dtype=np.int64) * 1_000_000, counts,
+                      np.ones((4, 64), dtype=bool), [""] * 4, [1, 2, 3, 4])
+    out = list(Differ(name="f.txt").run_columns([run]))
+    assert sum(len(i) for i in out if isinstance(i, IntervalRun)) == 2
+    assert _notes(out) == [LONE]
+
+
+def test_a_streams_first_interval_keeps_its_baselines_date() -> None:
+    """The baseline record gives no interval: its date text rides on the first one (`--compat` writes it back),
+    one snapshot at a time and in runs diffed in bulk (a stream whose baseline came in an earlier run too)."""
+    def dated(ts: float, date: str) -> Snapshot:
+        s = snap(ts, [int(ts)])
+        s.date = date
+        return s
+
+    one = list(Differ().run([dated(1.0, "first"), dated(2.0, "second"), dated(3.0, "third")]))
+    assert [(i.date, i.start_date) for i in one if isinstance(i, Interval)] == [("second", "first"), ("third", "")]
+    counts = np.zeros((5, 64), dtype=np.int64)
+    counts[:, 0] = [1, 1, 2, 3, 4]
+    run = SnapshotRun([S, IO, S, S, IO], np.array([1, 1, 2, 3, 3], dtype=np.int64) * 1_000_000, counts,
+                      np.ones((5, 64), dtype=bool), ["s1", "io1", "s2", "s3", "io3"], [1, 2, 3, 4, 5])
+    differ = Differ()
+    (bulk,) = [i for i in differ.run_columns([run]) if isinstance(i, IntervalRun)]
+    assert [(iv.stream, iv.date, iv.start_date) for iv in bulk.intervals()] == [
+        (S, "s2", "s1"), (S, "s3", ""), (IO, "io3", "io1")]
+    assert bulk.head(1).start_dates == {0: "s1"}
+    lone = SnapshotRun([IO], np.array([1], dtype=np.int64) * 1_000_000, counts[:1], np.ones((1, 64), dtype=bool),
+                       ["a1"], [1])
+    later = SnapshotRun([IO, IO], np.array([2, 3], dtype=np.int64) * 1_000_000, counts[1:3],
+                        np.ones((2, 64), dtype=bool), ["a2", "a3"], [2, 3])
+    differ = Differ()
+    got = [iv for item in differ.run_columns([lone, later]) if isinstance(item, IntervalRun)
+           for iv in item.intervals()]
+    assert [(iv.date, iv.start_date) for iv in got] == [("a2", "a1"), ("a3", "")]

@@ -53,13 +53,22 @@ def test_columns_of_one_schema_add_up_on_the_union_of_their_bounds() -> None:
     assert GRID[4] < totals.percentile(0.5) < GRID[5]
 
 
-def test_a_union_that_would_split_a_bucket_with_events_is_mixed() -> None:
-    fine = SourceBuckets((1.0, 1.5, 2.0, math.inf), np.array([1, 2, 3, 0]))
-    coarse = SourceBuckets((1.0, 2.0, math.inf), np.array([0, 4, 0]))  # (1, 2] holds events, 1.5 would split it
+def test_a_union_that_would_split_a_bucket_with_events_is_coarsened_when_the_layouts_nest_else_mixed() -> None:
+    fine = SourceBuckets((1.0, 1.5, 2.0, math.inf), np.array([1, 2, 3, 0]), 0.5)
+    coarse = SourceBuckets((1.0, 2.0, math.inf), np.array([0, 4, 0]), 0.25)  # (1, 2] holds events: 1.5 would split
     totals = SourceTotals(tuple(fine.bounds))
     totals.add(fine)
     totals.add(coarse)
-    assert totals.mixed
+    assert not totals.mixed and totals.bounds == coarse.bounds and totals.counts.tolist() == [1, 9, 0]
+    assert totals.buckets_time_s == totals.time_s == 0.75
+    other = SourceBuckets((1.5, 3.0, math.inf), np.array([0, 5, 0]), 1.0)  # (1.5, 3] splits (1, 2] and back
+    totals.add(other)
+    assert totals.mixed and totals.events == 10 and totals.intervals == 3
+    assert totals.time_s == 1.75 and totals.timed and totals.buckets_time_s == 0.75  # the time stays whole
+    totals.add(SourceBuckets(coarse.bounds, np.array([2, 0, 0]), 0.125))  # the kept bounds still add up
+    assert totals.events == 12 and totals.time_s == 1.875 and totals.buckets_time_s == 0.875
+    totals.add(SourceBuckets.sum_only(0.5))
+    assert totals.time_s == 2.375 and totals.intervals == 5 and totals.events == 12
     empty_between = SourceBuckets((1.0, 2.0, math.inf), np.array([5, 0, 1]))  # (1, 2] empty: nothing split
     again = SourceTotals(tuple(fine.bounds))
     again.add(fine)
@@ -87,3 +96,33 @@ def test_bounds_in_seconds_are_the_sources_own_values() -> None:
     native = tuple(2.0 ** (i / 8) * 1e3 for i in (-40, -39, -38))  # a native seconds metric kept in ms
     got = SourceTotals(native).bounds_seconds(1e-3)
     assert got == pytest.approx([2.0 ** (i / 8) for i in (-40, -39, -38)], rel=1e-15)
+
+
+def test_exponential_scales_that_change_add_up_exactly_at_the_coarser_one() -> None:
+    """OTLP delta points whose scale alternates 4/5 (and a cumulative one downscaling): the scale-5 buckets merge
+    into the scale-4 ones exactly, wherever a scale-4 bucket holds events; the total is every event, not a mix."""
+    from latencymap.sources.otlp.expo import downscale, spread_expo
+
+    rng = np.random.default_rng(1)
+    totals: SourceTotals | None = None
+    at_4: dict[int, int] = {}
+    for k in range(12):
+        scale = 5 if k % 2 else 4
+        offset = int(rng.integers(-40, -30)) * 2
+        counts = rng.integers(0, 6, int(rng.integers(5, 30)))
+        _, bounds, held = spread_expo(scale, offset, counts, 0, 0.0, 1e6)  # seconds read as microseconds
+        column = SourceBuckets(bounds, held, 0.01)
+        totals = totals or SourceTotals(bounds)
+        totals.add(column)
+        low, down = downscale(offset, counts, scale - 4)
+        for i, n in enumerate(down.tolist()):
+            at_4[low + i] = at_4.get(low + i, 0) + n
+    assert totals is not None and not totals.mixed
+    assert totals.events == sum(at_4.values()) and totals.time_s == pytest.approx(0.12)
+    assert totals.buckets_time_s == pytest.approx(0.12)
+    back_at_4: dict[int, int] = {}  # each kept bucket, a scale-4 one or a scale-5 one inside it, at scale 4
+    for upper, n in zip(totals.bounds, totals.counts.tolist(), strict=True):
+        if n:
+            i = (round(math.log2(upper / 1e6) * 32) - 1) >> 1
+            back_at_4[i] = back_at_4.get(i, 0) + n
+    assert back_at_4 == {i: n for i, n in at_4.items() if n}

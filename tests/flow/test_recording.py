@@ -202,6 +202,37 @@ def test_emit_writes_the_stream_to_stdout_as_protocol_records(example_data: Path
     assert_same_report(report(example_data), json.loads(again.stdout))
 
 
+@pytest.mark.parametrize("name", ["example_latency_data.txt", "test_SystemTap_data.txt"])
+def test_compat_baseline_record_keeps_the_first_records_own_date(example_data: Path, name: str) -> None:
+    """The baseline record `--compat` writes is the input's first record: its time and its date text, not the
+    second record's date (read in bulk, and line by line for the SystemTap blocks)."""
+    src = example_data.parent / name
+    emitted = cli("--emit", "--compat", str(src))
+    assert emitted.returncode == 0, emitted.stderr
+    stamp = re.compile(r"^timestamp,\s*microsec,\s*(\d+),\s*(.*?)\s*$", re.MULTILINE | re.IGNORECASE)
+    given, written = stamp.findall(src.read_text()), stamp.findall(emitted.stdout)
+    assert written[:3] == given[:3]
+
+
+@pytest.mark.slow
+def test_real_pylatencymap_dates_its_frames_alike_from_a_compat_emit(tmp_path: Path, example_data: Path) -> None:
+    """PyLatencyMap shows the first record's date on its first frame: the same dates from the input and from
+    `--emit --compat`."""
+    target = need_pylatencymap()
+    compat = tmp_path / "compat.txt"
+    compat.write_text(cli("--emit", "--compat", str(example_data)).stdout)
+
+    def dates(path: Path) -> list[str]:
+        plm = subprocess.run([sys.executable, "-m", "LatencyMap", "--screen_delay=0"], stdin=path.open(),
+                             capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(target)}, cwd=tmp_path)
+        assert plm.returncode == 0, plm.stderr[-500:]
+        return re.findall(r"Date: (.*)", plm.stdout)
+
+    got, want = dates(compat), dates(example_data)
+    assert len(want) == 72 and got == want
+
+
 def test_compat_says_once_when_a_second_stream_would_mix_into_the_first(tmp_path: Path) -> None:
     def interval(label: str, t: float) -> Interval:
         counts = np.zeros(64, dtype=np.int64)

@@ -172,3 +172,20 @@ def test_a_rebinned_streams_gate_checks_the_numbers_its_report_prints() -> None:
     assert check_gates(acc, gates) == []
     failed = check_gates(acc, [parse_gate("p99 > 4.9ms and time > 0.89s")])
     assert len(failed) == 1 and "p99 = 4.95ms" in failed[0] and "time = 900ms" in failed[0]
+
+
+def test_the_helps_tail_gate_fails_only_on_a_heavy_tail(tmp_path: Path) -> None:
+    """`tail.events_share < 5%` (the example of `report --help` and the README): half of the time spent by under 5%
+    of the events. A steady stream and a stream with no events pass it; `tail.time_share > 50%`, the old example,
+    fails on the steady one (it is >= 50% by construction)."""
+    gate = "tail.events_share < 5%"
+    steady = write_records(tmp_path / "steady.txt", [{1: 400, 2: 500, 4: 100}] * 3)
+    heavy = write_records(tmp_path / "heavy.txt", [{1: 990, 1024: 10}] * 3)
+    empty = write_records(tmp_path / "empty.txt", [{}] * 3)
+    assert run_gates(steady, gate) == (0, "")
+    assert run_gates(empty, gate) == (0, "")
+    code, err = run_gates(heavy, gate)
+    assert code == 1 and "tail.events_share = 1.0%" in err
+    assert run_gates(steady, "tail.time_share > 50%")[0] == 1
+    code, err = run_gates(empty, "not tail.events_share < 5%")
+    assert code == 1 and "tail.events_share = -" in err  # undefined, not 0%

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from latencymap.core.buckets import slot_of_bucket_value
-from latencymap.core.model import Interval, Notice, Snapshot, StreamId
+from latencymap.core.model import Interval, Notice, Snapshot, StreamId, one_by_one
 from latencymap.protocol import ProtocolReader, format_record
 
 
@@ -59,10 +59,67 @@ def test_repeated_bucket_values_add_up() -> None:
 
 
 def test_default_datasource_is_bpf_and_default_unit_millisec() -> None:
-    (snap,) = read("<begin record>\n1, 1\n<end record>\n")
+    (snap,) = ProtocolReader("t.txt", clock=lambda: 123.5).read(["<begin record>", "1, 1", "<end record>"])
+    assert isinstance(snap, Snapshot)
     assert snap.stream.datasource == "bpf"
     assert snap.stream.unit == "millisec"
-    assert snap.timestamp is None
+    assert snap.micros is None and snap.timestamp == 123.5  # no timestamp line: the time it was read
+
+
+def unit_records(*units: str | None) -> str:
+    """One record per entry, with a `latencyunit` line when it is not None; the counts grow by 10 a record."""
+    return "".join(f"<begin record>\ntimestamp, microsec, {1_000_000 * (i + 1)}, t{i}\nlabel, io\n"
+                   + (f"latencyunit, {unit}\n" if unit else "") + f"64, {10 * i}\n128, {10 * i}\n<end record>\n"
+                   for i, unit in enumerate(units))
+
+
+def both_paths(text: str) -> list[list[Snapshot | Interval | Notice]]:
+    """What the line reader and the bulk reader (text cut in two places) make of `text`."""
+    third = len(text) // 3
+    chunks = [text[:third], text[third:2 * third], text[2 * third:]]
+    return [read(text), list(one_by_one(ProtocolReader("t.txt").read_chunks(chunks, runs=True)))]
+
+
+def test_a_record_without_latencyunit_keeps_the_unit_given_before_it_in_its_input() -> None:
+    """PyLatencyMap keeps `latencyunit` as a global: a record without the line is in the last unit given (the
+    record before, whatever its label), not millisec; one note says so the first time."""
+    text = unit_records("microsec", None, None, "nanosec", None)
+    for items in both_paths(text):
+        notes = [i.message for i in items if isinstance(i, Notice)]
+        assert [i.stream.unit for i in items if isinstance(i, Snapshot)] == ["microsec"] * 3 + ["nanosec"] * 2
+        assert notes == ["t.txt: line 8: record without a 'latencyunit' line: read in microsec, the unit of the last "
+                         "record before it that gave one (as PyLatencyMap does); so are later such records"]
+        assert all(i.skipped == 0 for i in items if isinstance(i, Notice))
+    # per input: another input starts again from millisec, and one that never names a unit says nothing
+    for items in both_paths(unit_records(None, None)):
+        assert [i.stream.unit for i in items if isinstance(i, Snapshot)] == ["millisec"] * 2
+        assert not [i for i in items if isinstance(i, Notice)]
+
+
+def test_a_unit_given_by_a_skipped_record_still_holds_as_in_pylatencymap() -> None:
+    """PyLatencyMap sets its unit when it reads the line: a record skipped for a bad row after it still gives it."""
+    text = unit_records("microsec", None).replace("128, 10\n", "128, x\n") + unit_records(None)
+    for items in both_paths(text):
+        assert [i.stream.unit for i in items if isinstance(i, Snapshot)] == ["microsec", "microsec"]
+        assert sum(i.skipped for i in items if isinstance(i, Notice)) == 1
+
+
+def test_records_without_a_timestamp_are_at_least_interval_apart() -> None:
+    """Read from a file, such records arrive microseconds apart: each stream's are spaced by at least `interval`
+    (1 s: PyLatencyMap takes 1 s between them); slower ones keep their arrival times. One note says so."""
+    text = "".join(f"<begin record>\nlabel, {label}\nlatencyunit, microsec\n64, {n}\n<end record>\n"
+                   for n, label in [(1, "a"), (1, "b"), (5, "a"), (9, "a"), (7, "b"), (20, "a")])
+    now = iter([100.0, 100.001, 100.002, 100.003, 107.5, 107.501])
+    items = list(ProtocolReader("t.txt", clock=lambda: next(now)).read(text.splitlines()))
+    snaps = [(i.stream.label, i.timestamp) for i in items if isinstance(i, Snapshot)]
+    assert snaps == [("a", 100.0), ("b", 100.001), ("a", 101.0), ("a", 102.0), ("b", 107.5), ("a", 107.501)]
+    notes = [i for i in items if isinstance(i, Notice)]
+    assert [n.message for n in notes] == [
+        "t.txt: line 11: records without a 'timestamp' line are timed as they are read, at least 1 s apart "
+        "(--interval; PyLatencyMap takes 1 s between records): rates are per that time"]
+    assert notes[0].skipped == 0 and items.index(notes[0]) == 2  # said before the first record it spaces
+    spaced = ProtocolReader("t.txt", interval=3.0, clock=lambda: 50.0).read(text.splitlines())
+    assert [i.timestamp for i in spaced if isinstance(i, Snapshot) and i.stream.label == "a"] == [50, 53, 56, 59]
 
 
 def test_oracle_values_are_upper_bounds_and_overflow_is_dropped() -> None:

@@ -60,3 +60,15 @@ def test_sniff_accepts_numbers_only() -> None:
 def test_a_long_idle_stretch_is_one_empty_column() -> None:
     cols = intervals(read_items(RawValuesFormat, "10 5\n10.5 6\n5000.2 7\n"))
     assert [(c.start, c.end, int(c.counts.sum())) for c in cols] == [(10, 11, 2), (11, 5000, 0), (5000, 5001, 1)]
+
+
+def test_values_without_times_are_said_to_carry_no_time_of_their_own() -> None:
+    """Plain values are grouped by when they are read, which is no time of theirs: the format names their stream
+    (a report then gives it no rate); `<time> <latency>` pairs carry their own time."""
+    plain = RawValuesFormat(unit="ms")
+    assert plain.untimed_streams() == set()
+    items = list(plain.read(["1.5\n", "2\n"], "plain.txt"))
+    assert {i.stream for i in intervals(items)} == plain.untimed_streams() and len(plain.untimed_streams()) == 1
+    pairs = RawValuesFormat(unit="ms")
+    list(pairs.read(["0.5 1.5\n", "1.5 2\n"], "pairs.txt"))
+    assert pairs.untimed_streams() == set()

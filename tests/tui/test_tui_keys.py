@@ -260,7 +260,8 @@ def test_click_selects_column_and_bucket() -> None:
 
 
 def test_pinned_scales_come_from_the_options() -> None:
-    opts = ViewOptions(frequency_maxval=100.0, intensity_maxval=0.5)
+    """--intensity_maxval is in the stream's unit per second, as PyLatencyMap's: 500 on millisec records is 0.5 s/s."""
+    opts = ViewOptions(frequency_maxval=100.0, intensity_maxval=500.0)
     app = LatencyMapApp(iter(example_items()), opts, color_mode="truecolor")
 
     async def scenario(pilot) -> None:

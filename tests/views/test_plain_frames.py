@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import copy
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pylatencymap_support import need_pylatencymap
 
 from latencymap.cli.common import REGISTRY
 from latencymap.core.accumulator import Accumulator
@@ -46,3 +51,53 @@ def test_incremental_frames_equal_fresh_frames(opts: ViewOptions, history: int) 
         fresh = PlainRenderer(opts)
         fresh.fits = copy.deepcopy(reused.fits)  # the rows fitted so far are state, not a cache
         assert reused.render(acc) == fresh.render(acc)
+
+
+def test_intensity_maxval_is_in_the_streams_unit_per_second() -> None:
+    """PyLatencyMap's `--intensity_maxval` is in <latencyunit>/sec (its map says `(millisec/sec)`); the maps show
+    s/s, so the same number pins the same colours: 20000 on millisec records is 20 s/s, on microsec 0.02 s/s."""
+    ms, us = StreamId("a", "bpf", "millisec"), StreamId("a", "bpf", "microsec")
+    opts = ViewOptions(intensity_maxval=20000)
+    assert opts.intensity_scale(ms) == 20.0 and opts.intensity_scale(us) == pytest.approx(0.02)
+    assert opts.intensity_scale(StreamId("a", "prometheus", "sec")) == 20000
+    assert ViewOptions().intensity_scale(ms) == -1  # autoscale stays autoscale
+    acc = Accumulator()
+    acc.add(list(input_flow([str(FIXTURES / "pylatencymap" / "example_latency_data.txt")], REGISTRY)))
+    (hist,) = acc.streams.values()
+    text = PlainRenderer(ViewOptions(color=False, intensity_maxval=20000)).render_stream(hist)
+    legend = text.split("Intensity heat map")[1]
+    assert ">3.33" in legend and ">16.7" in legend and ">3.33k" not in legend  # 20 s/s in six steps
+
+
+def cell_colours(frame: str) -> list[list[int]]:
+    """The background colour of every cell of a frame's intensity map, top row first (PyLatencyMap's or ours)."""
+    rows = []
+    for line in re.split(r"Intensity [Hh]eat ?map", frame)[1].splitlines():
+        cells = line.split("\x1b[0m")[0]
+        runs = re.findall(r"\x1b\[48;5;(\d+)m( +)", cells)
+        if runs:
+            rows.append([int(colour) for colour, spaces in runs for _ in spaces])
+    return rows
+
+
+@pytest.mark.slow
+def test_pinned_intensity_colours_match_real_pylatencymap(tmp_path: Path) -> None:
+    """The same `--intensity_maxval=20000` (millisec/sec there) gives PyLatencyMap 1.3's colours cell for cell
+    (PyLatencyMap draws -n + 1 columns)."""
+    target = need_pylatencymap()
+    data = FIXTURES / "pylatencymap" / "example_latency_data.txt"
+    pins = ["--min_bucket=0", "--max_bucket=11", "--intensity_maxval=20000"]
+    with data.open() as stdin:
+        plm = subprocess.run([sys.executable, "-m", "LatencyMap", "--screen_delay=0", "-n", "20", *pins],
+                             stdin=stdin, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(target)}, cwd=tmp_path)
+    assert plm.returncode == 0, plm.stderr[-500:]
+    ours = subprocess.run([sys.executable, "-m", "latencymap", "--plain", "--once", "-n", "21", *pins, str(data)],
+                          capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {"TERM": "xterm-256color"})
+    assert ours.returncode == 0, ours.stderr
+    want = cell_colours(plm.stdout.split("\x1b[0m\x1b[2J\x1b[H")[-1])
+    got = cell_colours(ours.stdout)
+    assert len(want) == len(got) == 12 and all(len(row) == 21 for row in want)
+    assert got == want
+    assert sum(colour != 15 for row in got for colour in row) > 50  # coloured, not all pale

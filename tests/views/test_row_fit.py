@@ -127,6 +127,28 @@ def test_pins_work_as_before() -> None:
     assert row_range(hist, 4).hi - row_range(hist, 4).lo + 1 == 12
 
 
+def test_max_bucket_alone_below_autotunes_lowest_row_keeps_its_top_row() -> None:
+    """--max_bucket=5 on µs data (events at 8-64 µs): PyLatencyMap's automatic lowest row is 7 (128 µs), above the
+    pinned top row (PyLatencyMap 1.3 stops with an error). The top row stays at 2**5 = 32 µs and the rows go down
+    from it, so each row holds what its label says, instead of one row `≥128µs` holding every event."""
+    hist = history({4: 30, 5: 20, 6: 10})  # bpf slots 4..6: [8, 16), [16, 32), [32, 64) µs
+    rows = row_range(hist, max_bucket=5)
+    assert (rows.lo, rows.hi, rows.folds) == (1, 6, None)  # values 2**0..2**5: 1 µs .. 32 µs
+    assert row_labels(hist, rows.lo, rows.hi, rows.folds) == ["<2µs", "2µs", "4µs", "8µs", "16µs", "≥32µs"]
+    # far below (ns data, automatic lowest row 2**17): autotune's 12 rows down from the top, 2**1..2**12
+    assert pinned_range(history({4: 1}, unit="nanosec"), max_bucket=12) == (2, 13)
+    assert pinned_range(hist, max_bucket=8) == (8, 9)  # above autotune's lowest row: PyLatencyMap's rule, as before
+    text = PlainRenderer(ViewOptions(color=False, max_bucket=5)).render_stream(hist)
+    assert "≥128µs" not in text and "≥32µs" in text and "16µs" in text
+
+
+def test_one_row_holding_every_bucket_is_labelled_all() -> None:
+    hist = history({4: 30, 5: 20, 6: 10})
+    rows = row_range(hist, 5, 5)
+    assert rows.lo == rows.hi == 6 and row_labels(hist, rows.lo, rows.hi, rows.folds) == ["all"]
+    assert row_labels(hist, 6, 6, (False, True)) == ["≥32µs"] and row_labels(hist, 6, 6, (True, False)) == ["<64µs"]
+
+
 def test_plain_frames_of_a_real_fast_disk_show_its_buckets() -> None:
     """bpftrace block-I/O histogram of a virtio disk (p50 12 µs): rows from its own buckets, no options."""
     acc = Accumulator()

@@ -91,8 +91,11 @@ def test_svg_axes_legend_findings(tmp_path: Path, example_data: Path) -> None:
     assert len([e for e in root.iter(f"{SVG}rect") if "legend" in e.get("class", "")]) == 14
     assert any(t.startswith("multimodal (3 bands)") for t in texts)
     assert not any("tail" in t for t in texts)  # 48% of the events: not a tail worth a line
-    assert any(t.startswith("— two populations, not one spread") for t in texts)  # the band finding's why
-    assert any(t.startswith("band 4ms–256ms") for t in texts)
+    assert any(t.startswith("— a slower population than the main band") for t in texts)  # each band finding's why
+    assert any(t.startswith("— a faster population than the main band") for t in texts)  # fits its direction
+    # the text report's words and numbers, once: no second list of the bands below the findings
+    assert any(t.startswith("71 intervals over 3.57min: 1,237,243 events (5.77k/s), 7.73h waited") for t in texts)
+    assert not any(t.startswith("band 4ms–256ms: 76% of events") for t in texts)
 
 
 def test_several_streams_several_panels(tmp_path: Path, example_data: Path, fixtures: Path) -> None:
@@ -197,7 +200,7 @@ def test_html_self_contained(tmp_path: Path, example_data: Path) -> None:
     assert "default-src 'none'" in text
     assert not re.search(r"\b(src|href)\s*=|url\(|@import|<script|<link", text)
     assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", text + svg_text)
-    assert "<li>multimodal (3 bands): " in text and "— two populations" in text and "<title>" in text
+    assert "<li>multimodal (3 bands): " in text and "— not one spread" in text and "<title>" in text
 
 
 def expected_levels(hist) -> dict[str, tuple[np.ndarray, tuple[int, ...]]]:

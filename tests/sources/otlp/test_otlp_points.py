@@ -140,6 +140,20 @@ def test_a_unit_that_is_not_a_duration_is_skipped_once() -> None:
     assert sum("not a duration" in m for m in notes(items)) == 1
 
 
+def test_units_are_case_sensitive_as_ucum_is() -> None:
+    """`Ms` is a megasecond, `mS` a millisiemens, `MS` a megasiemens, `S` a siemens: none is read as ms or s (the
+    SDK lowercases instrument names, so three metrics `h.ms` in these units were one `ms` stream)."""
+    from latencymap.sources.otlp.points import stream_unit
+
+    assert [stream_unit(u) for u in ("Ms", "mS", "MS", "S", "NS", "US", "uS")] == [None] * 7
+    assert [stream_unit(u) for u in ("ms", "s", "us", "ns", "µs", "milliseconds", "Seconds")] == [
+        ("millisec", 1.0), ("microsec", 1e6), ("microsec", 1.0), ("nanosec", 1.0), ("microsec", 1.0),
+        ("millisec", 1.0), ("microsec", 1e6)]
+    items = run(explicit(110, [0, 4, 1], unit="mS"), explicit(110, [0, 4, 1], unit="Ms", k=key("other")))
+    assert not intervals(items)
+    assert sum("not a duration" in m for m in notes(items)) == 2
+
+
 def test_default_bounds_rebin_with_totals_exact() -> None:
     buckets = [2, 7, 3, 11, 0, 5, 1, 9, 0, 0, 4, 0, 0, 1, 0, 1]  # SDK default bounds: first bucket holds zeros only
     [col] = intervals(run(explicit(110, buckets, temporality=DELTA)))
@@ -188,7 +202,8 @@ def test_idle_series_let_go_of_their_last_point_and_come_back_without_counting_t
     assert sum(int(c.counts.sum()) for c in intervals(run(*first, streams=streams))) == 6 + 4 + 5
     assert streams.held == 3
     later = 120 + int(points.IDLE_S) + 60
-    run(explicit(later, [0, 1, 0], k=busy, temporality=DELTA, start_s=later - 1), streams=streams)
+    for t in range(180, later + 1, 60):  # c goes on every minute
+        run(explicit(t, [0, 1, 0], k=busy, temporality=DELTA, start_s=t - 1), streams=streams)
     assert streams.held == 1  # a and b let go, c (delta, just seen) kept
     back = run(explicit(later + 10, [3, 4, 5], k=gone), explicit(later + 10, [2, 2, 0], k=restarted, start_s=later),
                streams=streams)
@@ -237,3 +252,25 @@ def test_points_closer_than_a_float_second_can_tell_keep_their_order_and_exact_d
     (col,) = intervals(run(point))
     assert col.end > col.start and col.end == (start_ns + 1) / 1e9 and col.duration == pytest.approx(1e-9)
     assert int(col.counts.sum()) == 5
+
+
+def test_a_columns_sum_that_counts_negative_values_is_not_its_time() -> None:
+    """craft.py's negative2: 10 values of 1.8 ms (scale 1, bucket (1.41, 2] ms) and 4 of -1.8 ms, sum 10.8 ms. The
+    negative buckets are left out, and so is the sum (it is not the 10 kept events' time); a later cumulative
+    column without new negative values keeps its exact sum."""
+    from latencymap.core.accumulator import accumulate
+    from latencymap.outputs.report import build_report, report_text
+
+    def point(time_s: int, positive: int, negative: int, total: float) -> Point:
+        return expo_point(key("neg", exponential=True), "ms", CUMULATIVE, 100 * S, time_s * S,
+                          positive + negative, total, 1, 0, 0.0, 1, [positive], [negative], 0)
+
+    items = run(point(110, 10, 4, 10.8), point(120, 15, 4, 19.8))  # then 5 more of 1.8 ms: 9 ms more
+    first, second = intervals(items)
+    assert int(first.counts.sum()) == 10 and first.source_buckets is None  # no sum: the rows' estimate
+    assert second.source_buckets is not None and second.source_buckets.total_time == pytest.approx(0.009)
+    assert any("so is the sum of a column that holds them" in m for m in notes(items))
+    acc = accumulate(items)
+    (stream,) = build_report(acc)["streams"]
+    assert 1.41e-3 <= stream["total"]["mean_s"] <= 2e-3  # inside the only bucket with events, not 10.8 / 10 ms
+    assert "the source's exact sum" not in report_text(acc)

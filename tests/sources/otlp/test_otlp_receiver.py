@@ -133,3 +133,70 @@ def test_addresses(text: str, expected: tuple[str, int]) -> None:
 def test_bad_addresses(text: str) -> None:
     with pytest.raises(ValueError, match="expected HOST:PORT"):
         parse_address(text)
+
+
+def _raw(port: int, data: bytes) -> bytes:
+    """What the receiver answers to `data` sent as is on a new connection (until it closes it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(data)
+        out = b""
+        while chunk := conn.recv(65536):
+            out += chunk
+    return out
+
+
+#: The start of a TLS ClientHello: a record of type 22 (handshake), version 3.1; no line end anywhere.
+CLIENT_HELLO = bytes.fromhex("160301") + b"\x00\xa0\x01\x00\x00\x9c\x03\x03" + b"\x01" * 160
+
+
+def test_what_is_no_otlp_http_request_is_told_once_per_peer_with_a_hint(otlp: Any) -> None:
+    """silent_http.py's requests: a browser's CORS preflight, HEAD, an OTLP/gRPC client's HTTP/2 preface and an
+    https:// exporter's TLS handshake each get one notice naming the peer and saying what to do; Content-Length -1
+    is a 400 saying it is not a length."""
+    base, got, items = otlp
+    port = int(base.rsplit(":", 1)[1])
+    preflight = b"OPTIONS /v1/metrics HTTP/1.1\r\nHost: x\r\nAccess-Control-Request-Method: POST\r\n\r\n"
+    assert _raw(port, preflight).startswith(b"HTTP/1.0 405")
+    assert _raw(port, preflight).startswith(b"HTTP/1.0 405")  # again: not told again
+    head = _raw(port, b"HEAD /v1/metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 405") and head.endswith(b"\r\n\r\n")  # no body to a HEAD
+    _raw(port, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+    assert _raw(port, CLIENT_HELLO) == b""  # closed at once, not after the 30 s a request line may take
+    _raw(port, CLIENT_HELLO)
+    negative = _raw(port, b"POST /v1/metrics HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: -1\r\n\r\n")
+    assert negative.startswith(b"HTTP/1.0 400") and b"is not a length" in negative
+    got += items
+    said = messages(got)[1:]
+    assert all(m.startswith("listen --otlp: 127.0.0.1:") for m in said)
+    assert [m.split(": ", 2)[2] for m in said] == [
+        "OPTIONS: a browser exporter's CORS preflight, which latencymap does not answer; expected POST /v1/metrics "
+        "(send from a server-side exporter, or through a Collector)",
+        "HEAD: expected POST /v1/metrics",
+        "an HTTP/2 connection preface: an OTLP/gRPC client is talking to the OTLP/HTTP port: use --otlp-grpc (port "
+        "4317), or the exporter's http/protobuf protocol with http://HOST:PORT/v1/metrics",
+        "a TLS handshake on a plain-HTTP port: use http:// in the exporter's endpoint, not https:// (latencymap has "
+        "no TLS; put a Collector in front for that)",
+        "POST /v1/metrics: Content-Length '-1' is not a length (a number of bytes)"]
+
+
+def test_an_sdk_exporter_with_https_is_told_to_use_http(otlp: Any) -> None:
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    base, got, items = otlp
+    https = OTLPMetricExporter(endpoint=base.replace("http://", "https://") + "/v1/metrics", timeout=2)
+    https.export(sdk_collect([3.0], name="rpc.duration"))
+    https.shutdown()
+    got += items
+    assert [m for m in messages(got) if "a TLS handshake on a plain-HTTP port: use http://" in m]
+
+
+@pytest.mark.grpc
+def test_an_sdk_grpc_exporter_at_the_http_port_is_told_to_use_otlp_grpc(otlp: Any) -> None:
+    from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+
+    base, got, items = otlp
+    swapped = OTLPMetricExporter(endpoint=base.removeprefix("http://"), insecure=True, timeout=2)
+    swapped.export(sdk_collect([3.0], name="rpc.duration"))
+    swapped.shutdown()
+    got += items
+    assert [m for m in messages(got) if "an OTLP/gRPC client is talking to the OTLP/HTTP port: use --otlp-grpc" in m]

@@ -1,0 +1,73 @@
+"""Stalls: only against columns that have events, only when they matter against wall time, and worded plainly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from latencymap.analysis.diagnosis import diagnose
+from latencymap.analysis.findings import dur, times
+from latencymap.analysis.stalls import find_stalls
+from latencymap.core.buckets import bin_values, bounds_seconds
+from latencymap.core.percentiles import percentile_estimates
+
+LOW, HIGH = bounds_seconds("bpf", "nanosec")
+
+
+def stream(columns: dict[int, np.ndarray], ncols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(counts, time in s, starts, ends) of 1 s columns holding the given values (ns); the others are empty."""
+    counts, spent = np.zeros((ncols, len(LOW))), np.zeros((ncols, len(LOW)))
+    for j, values in columns.items():
+        c, s = bin_values(values)
+        counts[j], spent[j] = c, s * 1e-9
+    starts = np.arange(ncols, dtype=np.float64)
+    return counts, spent, starts, starts + 1.0
+
+
+def steady(scale_ns: float, far_ns: float, ncols: int = 10, at: int = 5, n: int = 50) -> dict[int, np.ndarray]:
+    """`n` events of ~`scale_ns` per column, and one of `far_ns` in column `at`."""
+    rng = np.random.default_rng(1)
+    out = {j: rng.lognormal(np.log(scale_ns), 0.2, n) for j in range(ncols)}
+    out[at] = np.r_[out[at], far_ns]
+    return out
+
+
+def test_a_pause_of_microseconds_in_a_second_long_column_is_not_a_stall() -> None:
+    """One 25 µs event among ~1 µs ones (HdrHistogram's int_tagged_us `write`): far above the usual band and 33% of
+    its column's time spent, but 0.0025% of its wall time. The same shape 1,000x longer (a 25 ms pause in a 1 s
+    column, 2.5% of it) is a stall."""
+    short = stream(steady(1e3, 25e3), 10)
+    assert find_stalls(*short[:2], LOW, HIGH, *short[2:]) == []
+    long = stream(steady(1e6, 25e6), 10)
+    (stall,) = find_stalls(*long[:2], LOW, HIGH, *long[2:])
+    assert (stall.first_col, stall.last_col, stall.events) == (5, 5, 1)
+
+
+def test_events_in_a_single_column_are_never_a_stall() -> None:
+    """bpftrace's cumulative `sys_exit_read` map: every event in column 0 (the others empty, the workload done). The
+    far reads are the whole stream's third band, not a pause inside it."""
+    rng = np.random.default_rng(2)
+    values = np.r_[rng.lognormal(np.log(100), 0.2, 2000), rng.lognormal(np.log(10e6), 0.1, 5)]  # 5 far: 50 ms
+    counts, spent, starts, ends = stream({0: values}, 3)
+    assert find_stalls(counts, spent, LOW, HIGH, starts, ends) == []
+    assert not [f for f in diagnose(counts, spent, LOW, HIGH, starts, ends).findings if f.kind == "stall"]
+
+
+def test_far_events_in_every_column_that_has_events_are_not_a_stall() -> None:
+    """40 columns, events only in columns 10 and 11, far events in both: empty columns do not make them rare."""
+    rng = np.random.default_rng(3)
+    cols = {j: np.r_[rng.lognormal(np.log(1e6), 0.2, 200), 200e6] for j in (10, 11)}
+    counts, spent, starts, ends = stream(cols, 40)
+    assert find_stalls(counts, spent, LOW, HIGH, starts, ends) == []
+
+
+def test_a_stall_line_names_one_column_and_the_p50_it_compares_to() -> None:
+    counts, spent, starts, ends = stream(steady(1e6, 2e9, ncols=20, at=7), 20)
+    d = diagnose(counts, spent, LOW, HIGH, starts, ends)
+    (stall,) = d.stalls
+    line = next(x for x in d.summary_lines() if x.startswith("stall "))
+    assert line.startswith("stall col 7 (") and "cols 7–7" not in line
+    p50 = float(percentile_estimates(counts.sum(axis=0), LOW, HIGH, (0.5,), times=spent.sum(axis=0))[0])
+    assert stall.shift_octaves == pytest.approx(np.log2(stall.time_s / stall.events / p50))
+    assert f"its wait ({dur(stall.time_s)}) is {times(stall.time_s / p50)} the stream's p50 ({dur(p50)})" in line
+    assert "the median" not in line

@@ -1,0 +1,75 @@
+"""The text report's numbers: durations in human units (minutes, hours, days past a minute), counts with thousands
+separators, a non-empty bucket's tiny share as `<0.01%`, and no made-up rate for values read without timestamps."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from latencymap.cli.main import main
+from latencymap.outputs.report import duration_text, share_text
+
+
+def _report(*args: str) -> str:
+    result = CliRunner().invoke(main, ["report", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_time_waited_and_counts_read_as_a_person_writes_them(example_data: Path) -> None:
+    """PyLatencyMap's Oracle sample waited 27,840 s: `7.73h`, not `2.784e+04s`; its 1,237,243 events and bucket
+    counts are grouped by thousands; the 20 events of 256ms–512ms are `<0.01%` of them, not `0.00%`."""
+    text = _report(str(example_data))
+    assert "71 intervals over 3.57min: 1,237,243 events (5.77k/s), 7.73h waited (estimated from bucket midpoints)" \
+        in text
+    assert re.search(r"\n   256ms–512ms +20 +<0\.01% +0\.03%\n", text)
+    assert re.search(r"\n   16ms–32ms +425,973 +34\.43% +36\.72%\n", text)
+    assert "e+0" not in text and "1237243" not in text and " 0.00%" not in text
+    doc = json.loads(_report("--format", "json", str(example_data)))
+    assert doc["streams"][0]["total"]["events"] == 1237243  # the JSON keeps plain numbers
+    assert doc["streams"][0]["total"]["time_s"] == pytest.approx(27840, rel=1e-3)
+
+
+def test_days_long_values_and_rows_read_in_days(tmp_path: Path) -> None:
+    """A value of 1e13 µs (116 days) in a 30 s run: the time waited and the rows past a minute are in minutes, hours
+    and days (`102 days–204 days`), never `10001000s` or `8796093s–17592186s`."""
+    lines = [f"{t / 200:.3f} 1000" for t in range(6000)] + ["10.5 600000000", "20.5 10000000000000"]
+    path = tmp_path / "huge.txt"
+    path.write_text("\n".join(lines) + "\n")
+    text = _report("--unit", "us", str(path))
+    head = text.splitlines()[1]
+    assert head.endswith("6,002 events (200/s), 116 days waited (exact)"), head
+    rows = text.split("%time\n")[1]
+    assert re.search(r"^   8\.95min–17\.9min +1 ", rows, re.M)
+    assert re.search(r"^   102 days–204 days +1 ", rows, re.M)
+    assert not re.search(r"\d{4,}s", rows)
+
+
+def test_share_and_duration_texts() -> None:
+    assert share_text(20, 1_237_243) == " <0.01%"
+    assert share_text(0, 1_237_243) == "  0.00%"
+    assert share_text(1, 200) == "  0.50%"
+    assert share_text(0, 0) == "  0.00%"
+    assert duration_text(0) == "0s" and duration_text(8.885e-08) == "88.8ns" and duration_text(0.002001) == "2ms"
+    assert duration_text(27840) == "7.73h"
+
+
+def test_values_without_timestamps_get_no_rate(tmp_path: Path) -> None:
+    """Plain values carry no time: read from a file they all arrive at once, so `5000 events (5k/s)` over `1.0s`
+    was made up. The report says the rate is not known; values with their times keep theirs."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text("".join(f"{1 + (k % 7) / 10}\n" for k in range(5000)))
+    text = _report("--unit", "ms", str(plain))
+    head = text.splitlines()[1]
+    assert head == "   1 interval by arrival (no timestamps: rates are not known): 5,000 events, 6.5s waited (exact)"
+    assert "/s" not in text
+    piped = CliRunner().invoke(main, ["report", "--unit", "ms"], input=plain.read_text())
+    assert "no timestamps: rates are not known" in piped.output
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("".join(f"{k / 1000:.3f} 1.5\n" for k in range(5000)))
+    timed = _report("--unit", "ms", str(pairs))
+    assert "5 intervals over 5s: 5,000 events (1k/s)" in timed and "no timestamps" not in timed

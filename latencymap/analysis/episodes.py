@@ -22,11 +22,14 @@ Each episode pools its columns and compares them with the baseline slot by slot:
 contiguous slot region around the largest excess of events (slots beyond `SLOT_Z`, 3, Poisson
 sigmas above expectation), `lost` the one around the largest deficit. The kind is `appear` when
 the gained region held at most `APPEAR_RATIO` (a quarter) of its episode share in the baseline,
-`disappear` when the lost region keeps at most a quarter of its baseline share, `move` when both,
-or when the median latency moved by >= `min_move_octaves` (0.75), else `reshape` (shares moved
-between regions that exist in both). A change covering more than half of the testable columns
-has no baseline to stand against and is not reported: select a range of columns (`col_range` in
-`diagnose`) around it.
+`disappear` when the lost region keeps at most a quarter of its baseline share, `move` when both;
+`surge` when the gained region's events per second are at least `SURGE_RATIO` (2) times its usual rate
+while the rest keeps at least `KEPT_RATIO` (60%) of its own (events added on top of the usual load: the median may
+move, yet nothing moved; checked first when the region held at least `EXISTED_SHARE` (5%) of the baseline's events,
+since the shares alone would then make the added events a band that appeared and the rest one that went); `move`
+when the median latency moved by >= `min_move_octaves` (0.75), else `reshape` (shares moved between regions that
+exist in both). A change covering more than half of the testable columns has no baseline to stand against and is
+not reported: select a range of columns (`col_range` in `diagnose`) around it.
 """
 
 from __future__ import annotations
@@ -49,6 +52,13 @@ MAX_GAP = _T.episode_max_gap
 MIN_MOVE_OCTAVES = _T.min_move_octaves
 SLOT_Z = 3.0
 APPEAR_RATIO = 0.25
+#: A surge: the gained region at least this many times its usual events per second ...
+SURGE_RATIO = 2.0
+#: ... while the other slots keep at least this share of theirs.
+KEPT_RATIO = 0.6
+#: A region holding at least this share of the baseline's events existed before: more of it is a surge, not a band
+#: that appeared (however small its share was next to the episode's).
+EXISTED_SHARE = 0.05
 
 
 @dataclass
@@ -84,6 +94,11 @@ class Episode:
     time_s: float = 0.0
     events_share: float = 0.0
     time_share: float = 0.0
+    #: Events per second in the gained region during the episode and usually (a `surge` says both).
+    gained_rate: float | None = None
+    usual_rate: float | None = None
+    #: ... and the other slots' events per second against their usual ones.
+    rest_ratio: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The report's episode object."""
@@ -93,6 +108,7 @@ class Episode:
             "gained": self.gained.to_json() if self.gained else None,
             "lost": self.lost.to_json() if self.lost else None,
             "time_s": self.time_s, "events_share": self.events_share, "time_share": self.time_share,
+            "gained_rate": self.gained_rate, "usual_rate": self.usual_rate, "rest_ratio": self.rest_ratio,
         }
 
 
@@ -199,8 +215,12 @@ def _median_log2(shares: np.ndarray, centers: np.ndarray) -> float:
 def describe(
     ep_counts: np.ndarray, ep_time: np.ndarray, base: np.ndarray, base_t: np.ndarray,
     low_s: np.ndarray, high_s: np.ndarray, *, min_move_octaves: float = MIN_MOVE_OCTAVES,
-) -> tuple[str, float, Region | None, Region | None]:
-    """(kind, shift in octaves, gained region, lost region) of pooled episode counts against the baseline."""
+    seconds: tuple[float, float] | None = None,
+) -> tuple[str, float, Region | None, Region | None, tuple[float, float, float] | None]:
+    """(kind, shift in octaves, gained region, lost region, the gained region's (episode, usual) events per second
+    and the other slots' rate against their usual one)
+    of pooled episode counts against the baseline; `seconds`: (the episode's, the baseline's) length, which rates
+    need (without it there is no `surge`)."""
     p, pt = _baseline_shares(base), _shares(base_t)
     ep, ep_t = _shares(ep_counts), _shares(ep_time)
     expected = ep_counts.sum() * p
@@ -215,15 +235,29 @@ def describe(
     shift = _median_log2(ep, centers) - _median_log2(_shares(base), centers)
     appeared = gained is not None and gained.baseline_share <= APPEAR_RATIO * gained.events_share
     gone = lost is not None and lost.events_share <= APPEAR_RATIO * lost.baseline_share
-    if appeared and gone:
+    rates = None
+    if gained is not None and seconds is not None and min(seconds) > 0:
+        inside = (low_s >= gained.low_s * (1 - 1e-9)) & (high_s <= gained.high_s * (1 + 1e-9))
+        ep_s, base_s = seconds
+        usual_rest = float(base[~inside].sum()) / base_s
+        rest = float(ep_counts[~inside].sum()) / ep_s / usual_rest if usual_rest > 0 else 1.0
+        rates = (float(ep_counts[inside].sum()) / ep_s, float(base[inside].sum()) / base_s, rest)
+        surge = rest >= KEPT_RATIO and rates[0] >= SURGE_RATIO * rates[1]
+    else:
+        surge = False
+    if surge and gained is not None and gained.baseline_share >= EXISTED_SHARE:
+        kind = "surge"  # shares alone would call it a band that appeared where the rest was "gone"
+    elif appeared and gone:
         kind = "move"
     elif appeared:
         kind = "appear"
     elif gone:
         kind = "disappear"
+    elif surge:
+        kind = "surge"
     else:
         kind = "move" if abs(shift) >= min_move_octaves else "reshape"
-    return kind, shift, gained, lost
+    return kind, shift, gained, lost, rates
 
 
 def find_episodes(
@@ -254,15 +288,19 @@ def find_episodes(
     if base.sum() <= 0:
         return []
     starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
+    lengths = ends - starts
+    base_s = float(lengths[(counts.sum(axis=1) >= min_column_events) & ~anomalous].sum())  # the baseline's columns
     out = []
     total_c, total_t = max(float(counts.sum()), 1e-300), max(float(times.sum()), 1e-300)
     for a, b in runs(anomalous, max_gap=max_gap, min_columns=min_columns):
         if ends[b] - starts[a] < min_seconds:
             continue
         ep_counts, ep_time = counts[a:b + 1].sum(axis=0), times[a:b + 1].sum(axis=0)
-        kind, shift, gained, lost = describe(ep_counts, ep_time, base, base_t, low_s, high_s,
-                                             min_move_octaves=min_move_octaves)
+        kind, shift, gained, lost, rates = describe(ep_counts, ep_time, base, base_t, low_s, high_s,
+                                                    min_move_octaves=min_move_octaves,
+                                                    seconds=(float(lengths[a:b + 1].sum()), base_s))
         ev, tm = float(ep_counts.sum()), float(ep_time.sum())
         out.append(Episode(kind, a + col_offset, b + col_offset, float(starts[a]), float(ends[b]),
-                           ev, shift, gained, lost, tm, ev / total_c, tm / total_t))
+                           ev, shift, gained, lost, tm, ev / total_c, tm / total_t,
+                           *(rates if kind == "surge" and rates else (None, None, None))))
     return out

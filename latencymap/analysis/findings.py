@@ -19,7 +19,7 @@ from latencymap.analysis.bands import Band
 from latencymap.analysis.drift import Drift
 from latencymap.analysis.episodes import MIN_MOVE_OCTAVES, Episode, Region
 from latencymap.analysis.tail import Tail
-from latencymap.core.units import format_duration
+from latencymap.core.units import format_duration, format_number
 
 #: Why a band beyond the main one matters, by datasource (`band_why`): the events' noun, what sends them to a
 #: *slower* band, and what lets them finish in a *faster* one (a fast minority is not a cache miss).
@@ -47,6 +47,8 @@ WHY = {
     "disappear": "a usual band went missing: a cache warmed, a path stopped being taken, or load went away",
     "move": "the whole distribution moved: a change of device, load or configuration at that time",
     "reshape": "the mix between the usual bands changed at that time",
+    "surge": "more work of one kind at that time while the rest went on as usual (a burst of cache hits, a batch, a "
+             "scan, another client): nothing slowed down or sped up, the mix did",
     "drift": "a trend, not noise: a growing queue, a leak or a filling device keeps going if left alone",
     "shift": "one lasting jump: something changed at that moment (a deploy, a failover, a cache, another device)",
 }
@@ -221,6 +223,11 @@ def episode_what(e: Episode, scope: Scope) -> str:
     elif e.kind == "disappear" and lost:
         what = (f"the band at {span(lost.low_s, lost.high_s)} disappeared, down to {pct(lost.events_share)} of events "
                 f"(usually {pct(lost.baseline_share)})")
+    elif e.kind == "surge" and g and e.gained_rate is not None and e.usual_rate is not None:
+        what = (f"{format_number(e.gained_rate - e.usual_rate)} more events/s in {span(g.low_s, g.high_s)} on top of "
+                f"the usual load ({format_number(e.gained_rate)}/s, usually {format_number(e.usual_rate)}/s), the "
+                + ("rest at its usual rate" if (e.rest_ratio or 1.0) >= 0.9 else
+                   f"rest at {pct(e.rest_ratio or 0.0)} of its usual rate"))
     elif e.kind == "move":
         what = f"latency moved {e.shift_octaves:+.1f} octaves" + (
             f": {span(lost.low_s, lost.high_s)} → {span(g.low_s, g.high_s)}" if g and lost else "")
@@ -228,7 +235,7 @@ def episode_what(e: Episode, scope: Scope) -> str:
         what = f"shares shifted toward {span(g.low_s, g.high_s)}, now {shares(g)}"
     else:
         what = f"the latency shape changed ({e.kind})"
-    if e.kind != "move" and abs(e.shift_octaves) >= MIN_MOVE_OCTAVES:
+    if e.kind not in ("move", "surge") and abs(e.shift_octaves) >= MIN_MOVE_OCTAVES:
         what += f"; median {e.shift_octaves:+.1f} octaves"
     return f"episode {where}: {what}"
 

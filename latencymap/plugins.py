@@ -48,6 +48,10 @@ class Source(ABC):
     summary: ClassVar[str]
     #: Command lines shown under `latencymap <name> --help`.
     examples: ClassVar[tuple[str, ...]] = ()
+    #: The source stops itself after `count` rounds or `duration` seconds (given to it as the options `count` and
+    #: `duration`), at the end of a whole round: the flow's own limit, which stops between two items, would cut a
+    #: round of several streams in two, and cannot stop a source that yields nothing (an idle disk).
+    own_limits: ClassVar[bool] = False
 
     @classmethod
     def params(cls) -> list[click.Parameter]:

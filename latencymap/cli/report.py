@@ -11,6 +11,7 @@ from latencymap.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
     REGISTRY,
+    Terminated,
     guarded,
     guarded_source,
     no_terminal_input,
@@ -21,12 +22,12 @@ from latencymap.cli.running import prepare
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.errors import InputError, NothingReadable
-from latencymap.core.model import ColumnFlow, StreamId
+from latencymap.core.model import ColumnFlow, Notice, StreamId
 from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import check_output, write_text, writing
 from latencymap.outputs.json_text import dumps
 from latencymap.outputs.report import build_report, report_text, source_lines
-from latencymap.plugins import Source, TextFormat
+from latencymap.plugins import Source, SourceError, TextFormat
 
 PARQUET_NEEDS_OUTPUT = "--format parquet needs -o FILE (it is a binary format)"
 
@@ -172,7 +173,9 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         if out_format == "parquet" and not output:
             raise InputError(PARQUET_NEEDS_OUTPUT)
         keep_freed_memory()
-        source = _report_source(list(inputs))
+        source = _report_source(list(inputs), {k: kw[k] for k in ("count", "duration")})
+        if source is not None and source.own_limits:  # it stops at a whole round itself
+            kw.update(count=None, duration=None)
         if source is None:
             no_terminal_input(inputs)
         readers: list[TextFormat] = []
@@ -187,10 +190,22 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         except NothingReadable:  # report what was read (and skipped), then fail
             _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
             raise
+        except (KeyboardInterrupt, Terminated, SourceError) as err:  # stopped or failed: what was read is reported
+            acc.note(Notice(_stopped(err, source), skipped=0))
+            _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
+            raise
         _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
         return _gate_failures(acc, fail_if)
 
     guarded(body)
+
+
+def _stopped(err: BaseException, source: Source | None) -> str:
+    """The note that ends a report cut short: by Ctrl-C, SIGTERM, or its source failing."""
+    what = "the source failed" if isinstance(err, SourceError) else \
+        "interrupted (Ctrl-C)" if isinstance(err, KeyboardInterrupt) else "terminated (SIGTERM)"
+    read = f"{source.name} ran" if source is not None else "the inputs were read"
+    return f"{what}: this report covers what was read until then (while {read})"
 
 
 def _write(acc: Accumulator, source: Source | None, out_format: str, output: str | None,
@@ -223,8 +238,9 @@ def _read_through(readers: list[TextFormat]) -> Source | None:
     return readers[0].source if len(readers) == 1 else None
 
 
-def _report_source(args: list[str]) -> Source | None:
-    """The source named by the first argument of `report`, built from the rest; None for plain inputs."""
+def _report_source(args: list[str], limits: dict[str, Any]) -> Source | None:
+    """The source named by the first argument of `report`, built from the rest (and `limits`, `--count` and
+    `--duration`, when it stops itself); None for plain inputs."""
     if not args or args[0] not in REGISTRY.sources:
         for arg in args:
             if arg.startswith("-") and arg != "-":
@@ -232,11 +248,11 @@ def _report_source(args: list[str]) -> Source | None:
         return None
     src = REGISTRY.sources[args[0]]
     reason = src.unavailable()
-    if reason:
-        raise InputError(f"{src.name}: {reason}")
+    if reason:  # the source cannot run here: a failed source (1), as `latencymap SOURCE` says it
+        raise SourceError(f"{src.name}: {reason}")
     cmd = click.Command(src.name, params=src.params())
     ctx = cmd.make_context(f"latencymap report {src.name}", args[1:])
-    return src(**ctx.params)
+    return src(**ctx.params, **(limits if src.own_limits else {}))
 
 
 def write_report(acc: Accumulator, out_format: str, output: str | None,

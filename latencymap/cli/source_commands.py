@@ -24,7 +24,10 @@ def source_command(src: type[Source]) -> click.Command:
             if reason:
                 tell(reason, f"latencymap {src.name}")
                 return EXIT_FAIL
-            source = src(**kw)
+            limits = {k: view_kw.get(k) for k in ("count", "duration")}
+            source = src(**kw, **(limits if src.own_limits else {}))
+            if src.own_limits:  # it stops at a whole round itself
+                view_kw.update(count=None, duration=None)
             from latencymap.profiling.session import profile_session
 
             with profile_session(view_kw) as profile:

@@ -202,7 +202,8 @@ def _summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool) -> tup
         what = "no events" if t.duration_s else "no data (every column is a gap: data missing)"
         return [f"{columns}: {what}", *marks_lines(hist)], t
     per_s = "" if untimed else f" ({format_number(rate)}/s)"
-    out = [f"{columns}: {int(t.events):,} events{per_s}, {duration_text(total['time_s'])} waited ({how})"]
+    counted = f"{int(t.events):,} event{'s' * (int(t.events) != 1)}"
+    out = [f"{columns}: {counted}{per_s}, {duration_text(total['time_s'])} waited ({how})"]
     if source is not None and source.bounds:
         held = f"they hold {source.events:,} of the {int(t.events):,} events"
         where = ("percentiles come from the source's buckets (as histogram_quantile)" if own_percentiles else

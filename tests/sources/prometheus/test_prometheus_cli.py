@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -108,3 +109,23 @@ def test_a_json_report_of_a_scrape_says_what_was_scraped_without_its_secrets(dri
     assert source["name"] == "scrape" and source["metric"] == METRIC and source["interval"] == 0.2
     assert source["url"] == driven.url + "?api_key=***"
     assert "hunter2" not in r.stdout + r.stderr and "k3y" not in r.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code", "said"), [(signal.SIGINT, 130, "interrupted (Ctrl-C)"),
+                                                   (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_a_report_stopped_by_a_signal_reports_what_was_read(driven: Exporter, sig: int, code: int, said: str) -> None:
+    """A live `report SOURCE` without --count runs until stopped: Ctrl-C used to throw the whole run away."""
+    proc = subprocess.Popen([sys.executable, "-m", "latencymap", "report", "--format", "json", "scrape", driven.url,
+                             "--metric", METRIC, "--interval", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 30
+    while len(driven.served) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    doc = json.loads(out)
+    assert {s["stream"]["label"] for s in doc["streams"]} == set(STREAMS.values())
+    assert all(s["columns"] >= 2 and s["total"]["events"] > 0 for s in doc["streams"])
+    assert any(said in m and "covers what was read until then" in m for m in doc["errors"]["messages"])

@@ -52,7 +52,8 @@ from latencymap.core.percentiles import median_of
 IDENTITY = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?:(?P<word>rank|instance|inst|node|host|worker|executor|exec|gpu|cuda|disk|device|dev"
     r"|shard|replica|cpu|core|partition|volume|vol)[ _:=#-]?\d+(?:\.pid\d+)?"
-    r"|(?P<disk>(?:sd|vd|xvd|hd)[a-z]{1,2}|nvme\d+n\d+(?:p\d+)?|dm-\d+|md\d+))(?![A-Za-z0-9])")
+    r"|(?P<disk>(?:sd|vd|xvd|hd)[a-z]{1,2}|nvme\d+n\d+(?:p\d+)?|dm-\d+|md\d+|loop\d+|zram\d+|nbd\d+|rbd\d+"
+    r"|mmcblk\d+(?:p\d+)?))(?![A-Za-z0-9])")
 #: Windows where the slow peer stalls: at most this many hold its excess.
 STALL_WINDOWS = 3
 #: Peers that wait for each other (training ranks, Spark executors): the slow one holds the others up.

@@ -137,8 +137,9 @@ class OverviewStats:
             _percentiles(streams)
         rows = [StreamRow(i, hist, s.label, s.pct[0], s.pct[1], s.pct[2], s.pct[3], s.spent, s.waited_now)
                 for i, (hist, s) in enumerate(zip(histories, states, strict=True))]
-        for members in groups.values():
-            _compare_peers([rows[i] for i in members])
+        for (_, _, key), members in groups.items():
+            if key is not None:  # no rank, disk or instance in the label: `read` and `fsync` are no peers
+                _compare_peers([rows[i] for i in members])
         return rows
 
 
@@ -160,8 +161,9 @@ def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
 
 
 def _compare_peers(peers: list[StreamRow]) -> None:
-    """`vs_peers` of peers (one unit and datasource; one label but for its rank, disk or instance when it names
-    one, as `analysis.peers`): p99 now over their median p99 now (two or more)."""
+    """`vs_peers` of peers (one unit and datasource; one label but for its rank, disk or instance, as
+    `analysis.peers`: streams whose label names none have no peers): p99 now over their median p99 now (two or
+    more)."""
     now = np.array([r.p99_now for r in peers])
     ok = np.isfinite(now) & (now > 0)
     if ok.sum() < 2:

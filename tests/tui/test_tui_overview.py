@@ -254,6 +254,19 @@ def test_peers_are_streams_of_one_unit_and_datasource() -> None:
     assert all(r.vs_peers == pytest.approx(r.p99_now / median) for r in mine)
 
 
+def test_streams_whose_labels_name_no_disk_rank_or_instance_have_no_peers() -> None:
+    """`syscall read` against `syscall fsync` headlined "slow now: read ×17": they do different work. Loop devices
+    are disks, compared by operation as the report compares them."""
+    acc = Accumulator()
+    names = ["syscall read", "syscall fsync", "block I/O loop0 read", "block I/O loop1 read", "block I/O vda read"]
+    for i in ranks(streams=5, slow=1):
+        acc.add([replace(i, stream=StreamId(names[int(i.stream.label[4])], "bpf", "microsec"))])
+    rows = {r.label: r for r in OverviewStats().rows(list(acc.streams.values()))}
+    assert math.isnan(rows["syscall read"].vs_peers) and math.isnan(rows["syscall fsync"].vs_peers)
+    disks = [rows[f"block I/O {d} read"] for d in ("loop0", "loop1", "vda")]
+    assert all(math.isfinite(r.vs_peers) for r in disks)
+
+
 def test_a_ranks_phases_are_peers_of_that_phase_on_other_ranks_not_of_its_other_phases() -> None:
     """Four even ranks, each with a step and a much faster data_wait stream (one unit and datasource): no rank is
     slow, and each phase's ratio is to its own phase's median."""

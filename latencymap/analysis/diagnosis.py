@@ -132,6 +132,11 @@ class Diagnosis:
         return not self.bimodal or len(self.major) <= 2
 
 
+#: An episode that starts (ends) this close to a shift and lasts to the end (from the start) of the range is that
+#: shift.
+SHIFT_EPISODE_COLUMNS = 5
+
+
 def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[Finding]:
     """The findings of a diagnosis, in reading order: bands, tail, drift, then episodes by time."""
     out: list[Finding] = []
@@ -146,11 +151,23 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[
     if tail is not None and tail.events_share <= th.tail_max_events_share and not any(
             b.first_slot <= tail.first_slot <= b.last_slot for b in bands):  # that band (or stall) says it
         out.append(tail_finding(tail, scope, top_s))
-    if d.drift is not None and not (d.drift.kind == "shift" and d.drift.at_col is not None and any(
-            abs(e.first_col - d.drift.at_col) <= 2 for e in d.episodes)):  # that episode says it, with its shape
+    episodes = d.episodes
+    at = d.drift.at_col if d.drift is not None and d.drift.kind == "shift" else None
+    if at is not None:  # a change from the shift to the end (or from the start to it) is the shift itself
+        episodes = [e for e in episodes if e.kind == "stall" or not _is_shift(e, at, scope)]
+    if d.drift is not None and not (at is not None and any(
+            abs(e.first_col - at) <= 2 for e in episodes)):  # that episode says it, with its shape
         out.append(drift_finding(d.drift, scope))
-    out += [episode_finding(e, scope) for e in d.episodes]
+    out += [episode_finding(e, scope) for e in episodes]
     return out
+
+
+def _is_shift(e: Episode, at: int, scope: Scope) -> bool:
+    """True when episode `e` runs from a shift at column `at` to the range's end, or from its start to the shift:
+    the columns on one side of the jump, which the shift finding ("and stayed") says better."""
+    near = SHIFT_EPISODE_COLUMNS
+    return ((e.last_col >= scope.last_col - 1 and abs(e.first_col - at) <= near)
+            or (e.first_col <= scope.first_col + 1 and abs(e.last_col + 1 - at) <= near))
 
 
 def _all_in_stalls(b: Band, stalls: list[Episode]) -> bool:

@@ -112,6 +112,13 @@ class Episode:
         }
 
 
+def _median_shape(shares: np.ndarray) -> np.ndarray:
+    """The per-slot median of columns' shares, as shares again (the pooled shares when every median is 0)."""
+    med = np.median(shares, axis=0)
+    total = float(med.sum())
+    return med / total if total > 0 else _shares(shares.sum(axis=0))
+
+
 def chi2_quantile(df: np.ndarray, z: float) -> np.ndarray:
     """Upper chi-square quantile at standard-normal deviate `z` (Wilson-Hilferty)."""
     df = np.maximum(np.asarray(df, dtype=np.float64), 1.0)
@@ -158,9 +165,15 @@ def anomalous_columns(
     testable = n >= min_column_events
     anomalous = np.zeros(len(counts), dtype=bool)
     present, count_shares, time_shares = counts > 0, _shares(counts), _shares(times)  # the same every iteration
-    for _ in range(iterations):
+    for step in range(iterations):
         normal = testable & ~anomalous
         base, base_t = counts[normal].sum(axis=0), times[normal].sum(axis=0)
+        if step == 0 and normal.sum() >= 3:
+            # The first baseline is the median column's shape, not the pooled one: a change lasting a third of the
+            # range (a slow band from t+40s to the end) would otherwise be in the pooled shape, making every column
+            # before it look as changed as those after, and no majority would be left to stand as the baseline.
+            base = _median_shape(count_shares[normal]) * float(base.sum())
+            base_t = _median_shape(time_shares[normal]) * float(base_t.sum())
         total = max(float(base.sum()), 1.0)
         p = np.where(base > 0, base, 0.5) / total
         norm = float(p.sum()) + outside * 0.5 / total

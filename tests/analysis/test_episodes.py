@@ -9,6 +9,7 @@ import pytest
 
 from latencymap.analysis.episodes import (
     _baseline_shares,
+    _median_shape,
     _shares,
     anomalous_columns,
     chi2_quantile,
@@ -91,6 +92,17 @@ def test_more_events_of_the_fast_band_on_top_of_the_usual_load_are_a_surge_not_a
     assert e.shift_octaves < -3  # the median did move: shares alone called it a move
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_slow_band_that_comes_and_stays_for_a_third_of_the_range_is_an_episode(seed: int) -> None:
+    """A regression from t+40s to the end of a 60 s range (or a cold start's first 20 s): the pooled shape held the
+    band, so every column before it looked as changed as those after, and nothing was reported."""
+    (late,) = episodes(seed, lambda j: (200, 0.4 if j >= 40 else 0.0, 100e-6), ncols=60)
+    assert (late.kind, late.first_col, late.last_col) == ("appear", 40, 59)
+    assert late.gained is not None and late.gained.low_s <= 10e-3 < late.gained.high_s
+    (early,) = episodes(seed, lambda j: (200, 0.4 if j < 20 else 0.0, 100e-6), ncols=60)
+    assert (early.kind, early.first_col, early.last_col) == ("appear", 0, 19)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_band_that_disappears(seed: int) -> None:
     (e,) = episodes(seed, lambda j: (2000, 0.0 if 60 <= j < 70 else 0.1, 300e-6))
@@ -150,9 +162,12 @@ def whole_width(counts: np.ndarray, times: np.ndarray, z: float, min_shift: floa
     n = counts.sum(axis=1)
     testable = n >= min_column_events
     anomalous = np.zeros(len(counts), dtype=bool)
-    for _ in range(3):
+    for step in range(3):
         normal = testable & ~anomalous
         base, base_t = counts[normal].sum(axis=0), times[normal].sum(axis=0)
+        if step == 0 and normal.sum() >= 3:  # the median column's shape first
+            base = _median_shape(_shares(counts)[normal]) * float(base.sum())
+            base_t = _median_shape(_shares(times)[normal]) * float(base_t.sum())
         p, pt = _baseline_shares(base), _shares(base_t)
         deviance = poisson_deviance(counts, n[:, None] * p[None, :])
         df = np.maximum(((base > 0)[None, :] | (counts > 0)).sum(axis=1) - 1, 1)

@@ -75,6 +75,10 @@ class Band:
     #: may reach further, with a few stray events); None: the same as the band's.
     core_events_share: float | None = None
     core_time_share: float | None = None
+    #: When most of the band's events came in a few columns (GC pauses, a flush every 10 s): (absolute column, its
+    #: start time) of each of those columns, and the share of the band's events they hold (see `diagnosis`).
+    bursts: list[tuple[int, float]] | None = None
+    burst_share: float = 0.0
 
     @property
     def shown_shares(self) -> tuple[float, float]:

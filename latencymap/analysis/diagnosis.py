@@ -92,8 +92,8 @@ class Diagnosis:
         if self.events <= 0:
             return ["no events"]
         lines = [self._modes_line()]
-        if not self._pair():  # several bands: one line per band finding, each with the why of its direction
-            lines += [f.line() for f in self.findings if f.kind == "band"]
+        # several bands: one line per band finding, each with the why of its direction; bursts always (their when)
+        lines += [f.line() for f in self.findings if f.kind == "band" and (not self._pair() or f.bursts)]
         shown = [f for f in self.findings if f.kind != "band"]
         episodes = [f for f in shown if f.first_col is not None and f.kind not in ("tail", "drift", "shift")]
         others = [f for f in shown if f not in episodes]
@@ -122,7 +122,7 @@ class Diagnosis:
             share = sum(b.events_share for b in minor)
             parts.append(f"plus {len(minor)} minor band{'s' if len(minor) > 1 else ''} ({pct(share)} of events)")
         if self._pair():
-            why = next((f" — {f.why}" for f in self.findings if f.kind == "band"), "")
+            why = next((f" — {f.why}" for f in self.findings if f.kind == "band" and not f.bursts), "")
         else:  # each band finding follows on its own line, with its own why
             why = f" — not one spread: the mean describes none of the {len(major)} bands" if self.bimodal else ""
         return f"{name}: " + ", ".join(parts) + why
@@ -160,6 +160,32 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[
         out.append(drift_finding(d.drift, scope))
     out += [episode_finding(e, scope) for e in episodes]
     return out
+
+
+#: A band is bursts when at most this many columns (or `BURST_COLUMN_SHARE` of those with events) hold ...
+BURST_COLUMNS = 3
+BURST_COLUMN_SHARE = 0.10
+#: ... this share of its events.
+BURST_EVENTS_SHARE = 0.8
+
+
+def _find_bursts(b: Band, counts: np.ndarray, starts: np.ndarray, first: int) -> None:
+    """Mark band `b` as bursts when few columns hold most of its events (`b.bursts`): a GC pause makes every request
+    that arrives during it slow, so a slow band of many events can sit in three columns of a hundred. Said as a
+    population spread over the range, it would hide the one thing that identifies it: when."""
+    per_col = counts[:, b.first_slot: b.last_slot + 1].sum(axis=1)
+    total = float(per_col.sum())
+    occupied = int((counts.sum(axis=1) > 0).sum())
+    if total <= 0 or outliers(b) or occupied < 2 * BURST_COLUMNS:
+        return
+    order = np.argsort(-per_col, kind="stable")
+    held = np.cumsum(per_col[order])
+    k = int(np.searchsorted(held, BURST_EVENTS_SHARE * total * (1 - 1e-12))) + 1
+    if k > max(BURST_COLUMNS, BURST_COLUMN_SHARE * occupied):
+        return
+    cols = sorted(int(c) for c in order[:k])
+    b.bursts = [(first + c, float(starts[c])) for c in cols]
+    b.burst_share = float(per_col[cols].sum()) / total
 
 
 def _is_shift(e: Episode, at: int, scope: Scope) -> bool:
@@ -242,6 +268,10 @@ def diagnose(
         few=slowest_few(pooled, pooled_t, low_s, high_s, events_share=th.tail_few_events_share,
                         time_share=th.tail_few_time_share),
     )
+    main = max(major, key=lambda b: b.events) if major else None
+    for b in major:
+        if b is not main:
+            _find_bursts(b, counts, starts, first)
     if d.events > 0:
         used = np.flatnonzero(pooled > 0)
         scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s, datasource)

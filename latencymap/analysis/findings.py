@@ -12,6 +12,7 @@ latencies seconds; a key is null where it does not apply).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,8 @@ WHY = {
     "band": PAIR + f"what sends events to the slower band ({SLOW_CAUSES['']}) is the cause to find",
     "outliers": "one or two events far from the rest are outliers, not a population of their own: what held them "
                 "up (a stall, a retry, a timeout, a pause) is the cause to find",
+    "bursts": "bursts, not a steady population: at those times something held many requests up at once (a GC "
+              "pause, a checkpoint or flush, a cron job, a network blip); look at what ran then",
     "outliers fast": "one or two events far faster than the rest are outliers, not a population of their own: an "
                      "early error, an empty or cached result?",
     "tail": "a few slow events hold most of the waiting: cutting them saves more than speeding up the rest",
@@ -71,6 +74,8 @@ class Finding:
     end: float | None = None
     low_s: float | None = None
     high_s: float | None = None
+    #: A band whose events came in a few columns (bursts): said on its own line, with when.
+    bursts: bool = False
 
     def line(self) -> str:
         """The finding as one text line: what (with where and how much), then why."""
@@ -174,6 +179,11 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True) -> Findin
     what = (f"band {span(b.low_s, b.high_s)}: {held} take {pct(b.time_share)} of the time "
             f"(main band {span(main.low_s, main.high_s)}: {pct(main.events_share)}, {pct(main.time_share)})")
     faster = b.mode_slot < main.mode_slot
+    if b.bursts and not faster:
+        what += f"; {pct(b.burst_share)} of them in {burst_text(b.bursts, scope)}"
+        (first, t_first), (last, t_last) = b.bursts[0], b.bursts[-1]
+        return Finding("band", what, WHY["bursts"], b.events, b.events_share, b.time_s, b.time_share, first, last,
+                       t_first, t_last, b.low_s, b.high_s, bursts=True)
     if few:
         why = WHY["outliers fast" if faster else "outliers"]
     else:
@@ -181,6 +191,24 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True) -> Findin
         why = band_why(scope.datasource, faster=faster, ratio=ratio, pair=pair)
     return Finding("band", what, why, b.events, b.events_share, b.time_s, b.time_share,
                    scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s)
+
+
+def burst_text(bursts: list[tuple[int, float]], scope: Scope) -> str:
+    """`col 30 (t+30s)`, `cols 30, 60 and 90 (t+30s, t+60s, t+90s)`, or, on a period (some may be missing), `10 columns
+    on a period of 10 from col 5 (t+5s) to col 115 (t+115s)`."""
+    cols = [c for c, _ in bursts]
+    at = [f"t+{since(t - scope.t0)}" for _, t in bursts]
+    steps = [b - a for a, b in itertools.pairwise(cols)]
+    step = min(steps, default=0)
+    if len(cols) >= 4 and step >= 2 and all(d % step == 0 for d in steps):  # on a period, some maybe missed
+        return (f"{len(cols)} columns on a period of {step} from col {cols[0]} ({at[0]}) to col {cols[-1]} "
+                f"({at[-1]})")
+    if len(cols) == 1:
+        return f"col {cols[0]} ({at[0]})"
+    shown = min(len(cols), 5)
+    names = ", ".join(str(c) for c in cols[:shown - 1]) + f" and {cols[shown - 1]}"
+    more = f", and {len(cols) - shown} more" if len(cols) > shown else ""
+    return f"cols {names} ({', '.join(at[:shown])}{more})"
 
 
 def mean_s(b: Band) -> float:

@@ -132,6 +132,9 @@ class Diagnosis:
         return not self.bimodal or len(self.major) <= 2
 
 
+#: A tail whose time is at least this much a stall's is that stall (said once, with when), not a tail of the usual
+#: latencies.
+STALL_HOLDS_TAIL = 0.5
 #: An episode that starts (ends) this close to a shift and lasts to the end (from the start) of the range is that
 #: shift.
 SHIFT_EPISODE_COLUMNS = 5
@@ -148,8 +151,10 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[
     tail = d.tail
     if tail is not None and tail.events_share > th.tail_max_events_share and d.few is not None and d.few.dominant:
         tail = d.few  # half the time is in too many events, but a few of them hold much of it
+    stalled = sum(e.time_s for e in d.stalls)
     if tail is not None and tail.events_share <= th.tail_max_events_share and not any(
-            b.first_slot <= tail.first_slot <= b.last_slot for b in bands):  # that band (or stall) says it
+            b.first_slot <= tail.first_slot <= b.last_slot for b in bands) \
+            and stalled < STALL_HOLDS_TAIL * tail.time_s:  # that band (or stall) says it
         out.append(tail_finding(tail, scope, top_s))
     episodes = d.episodes
     at = d.drift.at_col if d.drift is not None and d.drift.kind == "shift" else None

@@ -278,3 +278,21 @@ def test_bursts_on_a_period_are_said_as_a_period_and_a_steady_band_is_not_bursts
     counts, times, starts, ends = _paused(list(range(120)))  # slow requests in every column: a population
     d = diagnose(counts, times, LOW, HIGH, starts, ends)
     assert not any("bursts" in f.why for f in d.findings)
+
+
+def test_a_tail_that_is_a_stall_is_said_once_as_the_stall() -> None:
+    """Five 2 s waits in one column: the stall line says them with when; a 'heavy tail' line gave the same 45% to
+    the stream's ordinary p99 latencies."""
+    rng = np.random.default_rng(5)
+    counts, times = [], []
+    for j in range(60):
+        values = rng.lognormal(np.log(1e6), 0.3, 200)
+        if j == 40:
+            values = np.r_[values, np.full(5, 2e9)]
+        c, t = bin_values(values)
+        counts.append(c)
+        times.append(t * 1e-9)
+    starts = 1_700_000_000.0 + np.arange(60, dtype=np.float64)
+    d = diagnose(np.array(counts), np.array(times), LOW, HIGH, starts, starts + 1.0)
+    kinds = [f.kind for f in d.findings]
+    assert "stall" in kinds and "tail" not in kinds, kinds

@@ -38,9 +38,11 @@ from latencymap.analysis.findings import (
     episode_finding,
     outliers,
     pct,
+    silence_finding,
     span,
     tail_finding,
 )
+from latencymap.analysis.silences import Silence, find_silences
 from latencymap.analysis.stalls import find_stalls, without_covered
 from latencymap.analysis.tail import Tail, slowest_few, tail_dominance
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -71,6 +73,8 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
     #: The slowest buckets holding at most 2% of the events (`slowest_few`): a finding when heavy and `tail` is not.
     few: Tail | None = None
+    #: Runs of columns without the events a continuous stream's usual rate says were due (`silences`).
+    silences: list[Silence] = field(default_factory=list)
 
     @property
     def stalls(self) -> list[Episode]:
@@ -163,7 +167,8 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[
     if d.drift is not None and not (at is not None and any(
             abs(e.first_col - at) <= 2 for e in episodes)):  # that episode says it, with its shape
         out.append(drift_finding(d.drift, scope))
-    out += [episode_finding(e, scope) for e in episodes]
+    out += sorted([episode_finding(e, scope) for e in episodes] + [silence_finding(q, scope) for q in d.silences],
+                  key=lambda f: f.first_col if f.first_col is not None else -1)
     return out
 
 
@@ -220,6 +225,7 @@ def diagnose(
     rows_from: int = 0,
     datasource: str = "",
     exact: bool | None = None,
+    gaps: np.ndarray | None = None,
 ) -> Diagnosis:
     """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), their episodes,
     stalls and drift, and the findings among them.
@@ -227,7 +233,8 @@ def diagnose(
     `rows_from` is the column of the first row of `counts2d`/`time2d` when they hold only part of the history
     (`starts`/`ends` always cover it all); `datasource` (`spark`, `training`...) words the findings' causes;
     `exact`: `time2d` is the source's own time, not estimated (None: when it is given), so a stall's p50 is read
-    as the report's header reads it.
+    as the report's header reads it; `gaps` marks (over all columns, as `starts`) the gap columns: missing data is
+    no silence.
     """
     th = thresholds
     counts = np.asarray(counts2d, dtype=np.float64)
@@ -272,6 +279,8 @@ def diagnose(
         drift=find_drift(counts, low_s, high_s, starts, ends, th=th, col_offset=first) if len(counts) else None,
         few=slowest_few(pooled, pooled_t, low_s, high_s, events_share=th.tail_few_events_share,
                         time_share=th.tail_few_time_share),
+        silences=find_silences(counts, starts, ends, None if gaps is None else np.asarray(gaps)[first:stop],
+                               col_offset=first),
     )
     main = max(major, key=lambda b: b.events) if major else None
     for b in major:

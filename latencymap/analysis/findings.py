@@ -19,6 +19,7 @@ from typing import Any
 from latencymap.analysis.bands import Band
 from latencymap.analysis.drift import Drift
 from latencymap.analysis.episodes import MIN_MOVE_OCTAVES, Episode, Region
+from latencymap.analysis.silences import Silence
 from latencymap.analysis.tail import Tail
 from latencymap.core.units import format_duration, format_number
 
@@ -38,6 +39,11 @@ WHY = {
     "band": PAIR + f"what sends events to the slower band ({SLOW_CAUSES['']}) is the cause to find",
     "outliers": "one or two events far from the rest are outliers, not a population of their own: what held them "
                 "up (a stall, a retry, a timeout, a pause) is the cause to find",
+    "silence": "the work, the source or its path stopped (or the collector missed it): a throughput collapse is often "
+               "the incident, and the rate over the whole range counts these seconds",
+    "silence end": "the work ended (or stopped) before the capture did: rates over the whole range count these "
+                   "seconds",
+    "silence start": "the capture began before the work did: rates over the whole range count these seconds",
     "bursts": "bursts, not a steady population: at those times something held many requests up at once (a GC "
               "pause, a checkpoint or flush, a cron job, a network blip); look at what ran then",
     "outliers fast": "one or two events far faster than the rest are outliers, not a population of their own: an "
@@ -191,6 +197,17 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True) -> Findin
         why = band_why(scope.datasource, faster=faster, ratio=ratio, pair=pair)
     return Finding("band", what, why, b.events, b.events_share, b.time_s, b.time_share,
                    scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s)
+
+
+def silence_finding(q: Silence, scope: Scope) -> Finding:
+    """Columns without the events a continuous stream's usual rate says were due."""
+    where = scope.when(q.first_col, q.last_col, q.start, q.end)
+    got = "no events" if q.events == 0 else f"{q.events:,.0f} event{'s' * (q.events != 1)}"
+    what = (f"silence {where}: {got} in {dur(q.end - q.start)} where the usual {format_number(q.usual_rate)}/s "
+            f"would give {q.expected:,.0f}")
+    edge = "silence end" if q.last_col >= scope.last_col else "silence start" if q.first_col <= scope.first_col \
+        else "silence"
+    return Finding("silence", what, WHY[edge], q.events, 0.0, 0.0, 0.0, q.first_col, q.last_col, q.start, q.end)
 
 
 def burst_text(bursts: list[tuple[int, float]], scope: Scope) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 
 from latencymap.analysis.diagnosis import Diagnosis, diagnose
-from latencymap.core.accumulator import StreamHistory
+from latencymap.core.accumulator import GAP, StreamHistory
 
 _DIAGNOSES: weakref.WeakKeyDictionary[StreamHistory, tuple[int, Diagnosis]] = weakref.WeakKeyDictionary()
 
@@ -20,5 +20,6 @@ def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
     if cached is None or cached[0] != appended:
         cached = _DIAGNOSES[hist] = (appended, diagnose(hist.counts, hist.time, hist.low, hist.high,
                                                         hist.meta_in("start"), hist.meta_in("end"),
-                                                        datasource=hist.stream.datasource, exact=hist.exact))
+                                                        datasource=hist.stream.datasource, exact=hist.exact,
+                                                        gaps=(hist.meta_in("flags") & GAP) != 0))
     return cached[1]

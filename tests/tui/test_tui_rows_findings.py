@@ -180,7 +180,8 @@ def test_e_selects_findings_and_moves_the_cursor_to_their_columns() -> None:
 
 
 def test_no_finding_with_columns_says_so() -> None:
-    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+    """A steady stream: no episode, stall or silence to jump to (the example data ends in a silence now said)."""
+    app = LatencyMapApp(iter(synthetic(60)), color_mode="truecolor")
 
     async def scenario(pilot) -> None:
         await pilot.press("e")

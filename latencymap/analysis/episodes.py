@@ -41,7 +41,7 @@ import numpy as np
 
 from latencymap.analysis.bands import estimate_time, nonnegative
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS as _T
-from latencymap.core.percentiles import median_of
+from latencymap.core.percentiles import column_medians, median_of
 
 Z = _T.episode_z
 MIN_SHIFT = _T.episode_min_shift
@@ -114,7 +114,7 @@ class Episode:
 
 def _median_shape(shares: np.ndarray) -> np.ndarray:
     """The per-slot median of columns' shares, as shares again (the pooled shares when every median is 0)."""
-    med = np.median(shares, axis=0)
+    med = column_medians(shares)
     total = float(med.sum())
     return med / total if total > 0 else _shares(shares.sum(axis=0))
 

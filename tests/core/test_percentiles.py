@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from latencymap.core.buckets import bin_values, bounds_seconds
-from latencymap.core.percentiles import median_of, percentile_estimates
+from latencymap.core.percentiles import column_medians, median_of, percentile_estimates
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -75,3 +75,9 @@ def test_exact_bucket_means_place_events_inside_their_bucket() -> None:
     assert p99_log > 1.3 * 270e-6 and abs(p99_mean / 270e-6 - 1) < 0.03
     zero, zero_t = bin_values(np.zeros(10))
     assert percentile_estimates(zero, low, high, times=zero_t)[0] == 0.0  # all zeros read 0, not a µs
+
+
+@given(st.integers(1, 40), st.integers(1, 9), st.integers(0, 2**32 - 1))
+def test_column_medians_are_numpys_column_medians(rows: int, cols: int, seed: int) -> None:
+    values = np.random.default_rng(seed).integers(0, 5, size=(rows, cols)).astype(np.float64) / 7
+    assert np.array_equal(column_medians(values), np.median(values, axis=0))

@@ -52,6 +52,9 @@ class Source(ABC):
     #: `duration`), at the end of a whole round: the flow's own limit, which stops between two items, would cut a
     #: round of several streams in two, and cannot stop a source that yields nothing (an idle disk).
     own_limits: ClassVar[bool] = False
+    #: A source whose argument picks a mode (`latencymap bpf block`): per mode, its summary and the names of the
+    #: source options that apply to it, so that `latencymap <name> <mode> --help` shows that mode's usage only.
+    modes: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {}
 
     @classmethod
     def params(cls) -> list[click.Parameter]:

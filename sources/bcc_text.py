@@ -10,7 +10,8 @@ line just before it (`disk = sda`) names the stream, else the stream is `bcc <un
 Buckets: bcc stores `bpf_log2l(v)`, so row `2^(k-1) -> 2^k - 1` is slot k; the first row
 `0 -> 1` holds the values 0 and 1 together and is read as slot 1 (`[1, 2)`), like bcc's index.
 Prints are timed and counts read as cumulative or per-interval as for bpftrace
-(see `printed_histograms`); biolatency clears its map, so its prints are per-interval.
+(see `print_modes`); biolatency clears its map, so its prints are per-interval. A run with no event
+prints only the tool's banner, time lines and `Detaching...`: no data. A row cut short (no bar) is reported.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.core.buckets import MAX_COUNT
+from latencymap.core.buckets import MAX_COUNT, NSLOTS
 from latencymap.core.model import Notice, empty_counts
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import normalize_unit
@@ -41,6 +42,11 @@ from latencymap.sources.printed_histograms import (
 _HEADER = re.compile(r"^(\S+)\s*:\s*count\s+distribution$")
 _ROW = re.compile(r"^(\d+)\s*->\s*(\d+)\s*:\s*(\d+)\s*\|")
 _DICT = re.compile(r"^\{\s*'(ts|val_type|data)'\s*:")
+#: What is left of a row cut short (a writer killed mid-line, a copy of a file still being written): no bar.
+_CUT_ROW = re.compile(r"^(?:(\d+)\s*->\s*(\d+)\s*(?::\s*\d*)?|\d+\s*(?:->\s*\d*)?)$")
+#: The line a bcc tool prints once attached (`Tracing block device I/O... Hit Ctrl-C to end.`): a run that saw no
+#: event prints only this, time lines and `Detaching...`, and is no data, not an unknown format.
+_BANNER = re.compile(r"^Tracing .*Hit Ctrl-C to end\.$")
 _EXPECTED = "expected a row 'lo -> hi : count |***|'"
 
 
@@ -68,13 +74,16 @@ class BccTextFormat(PrintedHistogramFormat):
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
-        return any(_HEADER.match(s := line.strip()) or _ROW.match(s) or _DICT.match(s) for line in head)
+        return any(_HEADER.match(s := line.strip()) or _ROW.match(s) or _DICT.match(s) for line in head) \
+            or any(_BANNER.match(line.strip()) for line in head[:3])
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)
         section, section_line = "", 0
         block: tuple[str, str | None, int, str] | None = None  # (label, unit, first line, the header's word)
         counts = empty_counts()
+        last_slot, unknown = 0, None
+        n = 0
         for n, raw in enumerate(lines, 1):
             text = raw.strip()
             if block is not None:
@@ -85,9 +94,20 @@ class BccTextFormat(PrintedHistogramFormat):
                     if slot is None or count is None or not add_count(counts, slot, count):
                         yield Notice(f"{name}: line {n}: {_EXPECTED} with log2 bounds and a count < 2**62, got "
                                      f"{excerpt(text)}; row skipped")
+                    else:
+                        last_slot = max(last_slot, slot)
+                        if unknown is not None:  # a row after a cut one: this bucket is known after all
+                            unknown[slot] = False
                     continue
-                yield from reader.histogram(block[0], counts, block[2], unit=block[1], named=block[3])
-                block, counts = None, empty_counts()
+                cut = _CUT_ROW.match(text)
+                if cut is not None:
+                    unknown = cut_slots(unknown, cut, last_slot)
+                    yield Notice(f"{name}: line {n}: {block[0]}: a row cut short (no '|' bar: was the output cut "
+                                 f"mid-line?), got {excerpt(text)}; row skipped, its bucket's count unknown")
+                    continue
+                yield from reader.histogram(block[0], counts, block[2], unit=block[1], named=block[3],
+                                            family=block[3], unknown=unknown)
+                block, counts, last_slot, unknown = None, empty_counts(), 0, None
             if not text:
                 continue
             header = _HEADER.match(text)
@@ -111,8 +131,9 @@ class BccTextFormat(PrintedHistogramFormat):
                 yield Notice(f"{name}: line {n}: a row outside a histogram (expected a '<unit> : count "
                              f"distribution' header before it), got {excerpt(text)}; line skipped")
         if block is not None:
-            yield from reader.histogram(block[0], counts, block[2], unit=block[1], named=block[3])
-        yield from reader.finish()
+            yield from reader.histogram(block[0], counts, block[2], unit=block[1], named=block[3], family=block[3],
+                                        unknown=unknown)
+        yield from reader.finish(n)
 
     def _dict_line(self, reader: PrintReader, text: str, n: int, name: str) -> Iterator[Item]:
         try:
@@ -128,7 +149,17 @@ class BccTextFormat(PrintedHistogramFormat):
         stamp = parse_time_line(str(obj.get("ts", "")))
         if stamp is not None:
             yield from reader.time_line(*stamp, n)
-        yield from reader.histogram(label, counts, n, unit=time_unit(val_type), named=val_type)
+        yield from reader.histogram(label, counts, n, unit=time_unit(val_type), named=val_type, family=val_type)
+
+
+def cut_slots(unknown: np.ndarray | None, cut: re.Match[str], last_slot: int) -> np.ndarray:
+    """`unknown` with the buckets a row cut short leaves unknown marked: rows come in ascending order, so the rest of
+    the print is missing from its bucket (the one its bounds name, else the one after the last row read) up."""
+    out = np.zeros(NSLOTS, dtype=bool) if unknown is None else unknown
+    low, high = (None, None) if cut.group(1) is None else (decimal(cut.group(1)), decimal(cut.group(2)))
+    slot = None if low is None or high is None else bcc_slot(low, high)
+    out[last_slot + 1 if slot is None else slot:] = True
+    return out
 
 
 def dict_histogram(obj: Any) -> tuple[np.ndarray, str, str]:

@@ -119,6 +119,7 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)
+        n = 0
         for n, raw in enumerate(lines, 1):
             try:
                 event = parse_line(raw)
@@ -138,7 +139,7 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
                     yield from reader.time_line(*stamp, n)
             elif kind == "hist":
                 yield from self._hist(reader, data, n, name)
-        yield from reader.finish()
+        yield from reader.finish(n)
 
     def _hist(self, reader: PrintReader, data: Any, n: int, name: str) -> Iterator[Item]:
         if not isinstance(data, dict):
@@ -151,6 +152,7 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
                 try:
                     counts, negative = hist_counts(rows)
                 except HistRowError as err:
+                    reader.unreadable(label)
                     yield Notice(f"{name}: line {n}: {label}: {err}; histogram skipped")
                     continue
                 yield from reader.histogram(label, counts, n, negative=negative)

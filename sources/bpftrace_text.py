@@ -5,8 +5,9 @@ Rows: `[0]` and `[1]` hold single values, `[lo, hi)` a log2 range (K, M, G... ar
 keyed map, `@us[comm]`) is a stream labelled as printed. Prints are timed by lines printed
 with `time()` (`14:03:21`, or a date and time) before them, else by arrival order every
 `--interval` seconds. Counts are per-interval (map cleared after print) or cumulative,
-declared with `--cumulative/--per-interval` or detected (see `printed_histograms`). The
-latency unit comes from `--unit`, else the map name (`@usecs`, `@nsecs`, `@lat_ms`).
+declared with `--cumulative/--per-interval` or detected (see `print_modes`). A row cut short
+(no bar) is reported and skipped. The latency unit comes from `--unit`, else the map name
+(`@usecs`, `@nsecs`, `@lat_ms`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from latencymap.core.buckets import MAX_COUNT
+from latencymap.core.buckets import MAX_COUNT, NSLOTS
 from latencymap.core.model import Notice, empty_counts
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.plugins import Item
@@ -32,6 +33,9 @@ from latencymap.sources.printed_histograms import (
 
 _HEADER = re.compile(r"^(@\w*(?:\[.*\])?):\s*$")
 _ROW = re.compile(r"^([\[(][^\])]*[\])])\s+(\d+)\s*\|")
+#: What is left of a row cut short (a writer killed mid-line, a copy of a file still being written): its label, or
+#: part of it, and maybe a number, but no bar.
+_CUT_ROW = re.compile(r"^(?:([\[(][^\])|]*[\])])(?:\s+\d*)?|[\[(][^\])|]*)$")
 _NUMBER = re.compile(r"^(\d+)([KMGTPE]?)$")
 _ATTACHING = re.compile(r"^Attaching \d+ probes?\.\.\.$")
 _SUFFIX = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40, "P": 50, "E": 60}
@@ -70,6 +74,8 @@ class _Block:
     counts: np.ndarray = field(default_factory=empty_counts)
     negative: int = 0
     rows: int = 0
+    last_slot: int = -1
+    unknown: np.ndarray | None = None  # slots whose row was cut short: their count is not known
 
 
 class BpftraceTextFormat(PrintedHistogramFormat):
@@ -88,6 +94,7 @@ class BpftraceTextFormat(PrintedHistogramFormat):
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)
         block: _Block | None = None
+        n = 0
         for n, raw in enumerate(lines, 1):
             text = raw.strip()
             row = _ROW.match(text) if block is not None and text[:1] in "[(" else None
@@ -97,9 +104,13 @@ class BpftraceTextFormat(PrintedHistogramFormat):
                     yield Notice(f"{name}: line {n}: {_EXPECTED} with log2 bounds and a count < 2**62, got "
                                  f"{excerpt(text)}; row skipped")
                 continue
+            if block is not None and (cut := _CUT_ROW.match(text)) is not None:
+                _cut_row(block, cut.group(1))
+                yield Notice(f"{name}: line {n}: {block.label}: a row cut short (no '|' bar: was the output cut "
+                             f"mid-line?), got {excerpt(text)}; row skipped, its bucket's count unknown")
+                continue
             if block is not None:
-                if block.rows or block.negative:
-                    yield from reader.histogram(block.label, block.counts, block.line, negative=block.negative)
+                yield from _emit(reader, block)
                 block = None
             if not text or _ATTACHING.match(text):
                 continue
@@ -112,9 +123,26 @@ class BpftraceTextFormat(PrintedHistogramFormat):
                 yield from reader.time_line(*stamp, n)
             elif text[:1] in "[(" and "|" in text:
                 yield Notice(f"{name}: line {n}: {_EXPECTED} inside a @map: block, got {excerpt(text)}")
-        if block is not None and (block.rows or block.negative):
-            yield from reader.histogram(block.label, block.counts, block.line, negative=block.negative)
-        yield from reader.finish()
+        if block is not None:
+            yield from _emit(reader, block)
+        yield from reader.finish(n)
+
+
+def _emit(reader: PrintReader, block: _Block) -> list[Item]:
+    """The items of a finished block: none when it held no row (a header alone tells nothing)."""
+    if not (block.rows or block.negative or block.unknown is not None):
+        return []
+    return reader.histogram(block.label, block.counts, block.line, negative=block.negative, unknown=block.unknown)
+
+
+def _cut_row(block: _Block, label: str | None) -> None:
+    """Mark the buckets a row cut short leaves unknown: rows come in ascending order, so the rest of the print is
+    missing from its bucket (the one its label names, else the one after the last row read) up."""
+    if block.unknown is None:
+        block.unknown = np.zeros(NSLOTS, dtype=bool)
+    slot = None if label is None else parse_bucket(label)
+    if slot != "negative":
+        block.unknown[slot if isinstance(slot, int) else block.last_slot + 1:] = True
 
 
 def _add_row(block: _Block, row: re.Match[str]) -> bool:
@@ -130,4 +158,8 @@ def _add_row(block: _Block, row: re.Match[str]) -> bool:
         block.negative = min(block.negative + count, MAX_COUNT)  # only reported, never counted
         return False
     block.rows += 1
+    if isinstance(slot, int):
+        block.last_slot = max(block.last_slot, slot)
+        if block.unknown is not None:  # a row after a cut one: this bucket is known after all
+            block.unknown[slot] = False
     return not (isinstance(slot, int) and add_count(block.counts, slot, count))

@@ -1,11 +1,10 @@
-"""Shared pieces of the text-format readers: options, time lines, bucket ranges, columns, cumulative detection.
+"""Shared pieces of the text-format readers: options, time lines, bucket ranges, columns, print groups.
 
-bpftrace and bcc print a histogram per map every interval. Whether the printed counts are
-per interval (the map is cleared after each print) or cumulative (never cleared) is either
-declared (`--cumulative` / `--per-interval`) or detected per stream from its first prints:
-a count that goes down means per-interval; counts that never go down over the first
-`DETECT_PRINTS` prints (or all of them, if fewer) mean cumulative, unless every print is empty.
-Per-interval prints become Intervals; cumulative ones Snapshots for the shared differ.
+bpftrace and bcc print a histogram per map every interval, each group of prints after a time line
+(or, without time lines, until a map is printed again). Whether the printed counts are per interval
+(the map is cleared after each print) or cumulative (never cleared) is declared (`--cumulative` /
+`--per-interval`) or detected per map (see `print_modes`): `PrintReader` tells it which streams
+each closed group printed and which it did not.
 """
 
 from __future__ import annotations
@@ -13,24 +12,22 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from datetime import datetime
-from itertools import pairwise
 from typing import Any, TypeGuard
 
 import click
 import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS
-from latencymap.core.model import Interval, Notice, Snapshot, StreamId
+from latencymap.core.model import Notice, StreamId
 from latencymap.core.units import normalize_unit
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import DEFAULT_INTERVAL, cumulative_option, interval_option, unit_option
+from latencymap.sources.print_modes import DETECT_PRINTS, MAX_EMPTY_COLUMNS, PrintedHistograms
 
-#: Prints per stream looked at before deciding between cumulative and per-interval counts.
-DETECT_PRINTS = 3
-#: Longest run of empty columns written one by one; a longer idle stretch becomes one empty column.
-MAX_EMPTY_COLUMNS = 1000
+__all__ = ["DETECT_PRINTS", "MAX_EMPTY_COLUMNS", "PrintClock", "PrintReader", "PrintedHistograms", "column_spans",
+           "parse_time_line"]
+
 FALLBACK_UNIT = "microsec"
 DAY = 86400.0
 #: Printed times outside these epoch seconds (1970-01-02 to 9999-12-30) are not real, and `datetime` cannot show them.
@@ -157,6 +154,13 @@ class PrintClock:
         self._seen: set[Hashable] = set()
         self._tod = False
         self._timed = False
+        self.group = 0  # print groups opened so far
+
+    def span(self) -> tuple[float, float] | None:
+        """(start, end) of the current group: what a print in it covers; None before the first group."""
+        if self.current is None:
+            return None
+        return (self.previous if self.previous is not None else self.current - self.interval), self.current
 
     def time_line(self, kind: str, value: float) -> str | None:
         """Open a group at a printed time; a complaint when the time goes backwards (line ignored)."""
@@ -176,16 +180,19 @@ class PrintClock:
         self._seen = set()
         self._tod = kind == "tod"
         self._timed = True
+        self.group += 1
         return None
 
     def stamp(self, key: Hashable) -> tuple[float, float]:
         """(start, end) of the print of `key` (a stream) in the current group."""
         if self.current is None:
             self.current = self._clock()
+            self.group += 1
         elif key in self._seen:
             after = self.current + self.interval
             self.previous, self.current = self.current, after if self._timed else max(after, self._clock())
             self._seen = set()
+            self.group += 1
         self._seen.add(key)
         start = self.previous if self.previous is not None else self.current - self.interval
         return start, self.current
@@ -210,76 +217,6 @@ class PrintClock:
         return datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
 
 
-@dataclass(slots=True)
-class _Print:
-    stream: StreamId
-    start: float
-    end: float
-    counts: np.ndarray
-    line: int
-
-
-class PrintedHistograms:
-    """Printed histograms → Intervals (per-interval counts) or Snapshots (cumulative counts)."""
-
-    def __init__(self, cumulative: bool | None, name: str, window: int = DETECT_PRINTS) -> None:
-        self.declared = cumulative
-        self.name = name
-        self.window = max(2, window)
-        self._mode: dict[StreamId, bool] = {}
-        self._pending: dict[StreamId, list[_Print]] = {}
-        self._told: set[bool] = set()
-
-    def add(self, stream: StreamId, start: float, end: float, counts: np.ndarray,
-            line: int = 0) -> list[Interval | Snapshot | Notice]:
-        """Items for one printed histogram (none while its stream's mode is still being detected)."""
-        item = _Print(stream, start, end, counts, line)
-        mode = self.declared if self.declared is not None else self._mode.get(stream)
-        if mode is not None:
-            return [self._item(item, mode)]
-        pending = self._pending.setdefault(stream, [])
-        pending.append(item)
-        decided = self._decide(pending, final=False)
-        return [] if decided is None else self._release(stream, *decided)
-
-    def finish(self) -> list[Interval | Snapshot | Notice]:
-        """Items still held for detection at the end of the input."""
-        out: list[Interval | Snapshot | Notice] = []
-        for stream, pending in list(self._pending.items()):
-            decided = self._decide(pending, final=True)
-            assert decided is not None
-            out += self._release(stream, *decided)
-        return out
-
-    def _decide(self, pending: list[_Print], final: bool) -> tuple[bool, str] | None:
-        for before, after in pairwise(pending):
-            if (after.counts < before.counts).any():
-                return False, "per-interval: counts go down between prints"
-        if len(pending) < self.window and not final:
-            return None
-        if len(pending) == 1:
-            return False, "per-interval: a single print"
-        if not pending[-1].counts.any():
-            return False, "per-interval: every print is empty"
-        return True, "cumulative: counts never go down"
-
-    def _release(self, stream: StreamId, cumulative: bool, how: str) -> list[Interval | Snapshot | Notice]:
-        self._mode[stream] = cumulative
-        out: list[Interval | Snapshot | Notice] = []
-        if cumulative not in self._told:
-            self._told.add(cumulative)
-            out.append(Notice(f"{self.name}: {stream.label}: counts read as {how} (declare with --cumulative or "
-                              "--per-interval)", skipped=0))
-        out += [self._item(p, cumulative) for p in self._pending.pop(stream)]
-        return out
-
-    @staticmethod
-    def _item(p: _Print, cumulative: bool) -> Interval | Snapshot:
-        if cumulative:
-            return Snapshot(p.stream, p.end, p.counts, line=p.line)
-        return Interval(p.stream, p.start, p.end, p.counts)
-
-
 class PrintReader:
     """One input of printed histograms: its clock, cumulative detection, per-map units and notes."""
 
@@ -293,16 +230,44 @@ class PrintReader:
         self._units: dict[str, str] = {}
         self._negative: set[str] = set()
         self._left_out: set[str] = set()
+        self._group = 0  # the print group being read (the clock's count when it was synced)
+        self._span: tuple[float, float] | None = None
+        self._printed: set[str] = set()  # labels of the streams printed (or printed unreadably) in the group being read
+        self._streams: dict[StreamId, Hashable] = {}  # every stream printed so far, with its map
 
     def time_line(self, kind: str, value: float, line_no: int) -> list[Item]:
         """A printed timestamp; a Notice when it goes backwards."""
         complaint = self.clock.time_line(kind, value)
-        return [Notice(f"{self.name}: line {line_no}: {complaint}; line ignored")] if complaint else []
+        if complaint:
+            return [Notice(f"{self.name}: line {line_no}: {complaint}; line ignored")]
+        return self._sync(line_no)
+
+    def _sync(self, line_no: int) -> list[Item]:
+        """Follow the clock: when it opened a group, close the one read so far."""
+        out: list[Item] = []
+        if self.clock.group != self._group:
+            out += self._close(line_no)
+            self._group, self._printed = self.clock.group, set()
+        self._span = self.clock.span()
+        return out
+
+    def _close(self, line_no: int) -> list[Item]:
+        """The streams printed before that the group read so far did not print (its span, closed at `line_no`)."""
+        if self._span is None:
+            return []
+        out: list[Item] = []
+        start, end = self._span
+        for stream, family in self._streams.items():
+            if stream.label not in self._printed:
+                out += self.prints.absent(stream, start, end, line_no, family=family)
+        return out
 
     def histogram(self, label: str, counts: np.ndarray, line_no: int, unit: str | None = None,
-                  negative: int = 0, named: str | None = None) -> list[Item]:
+                  negative: int = 0, named: str | None = None, family: Hashable | None = None,
+                  unknown: np.ndarray | None = None) -> list[Item]:
         """Items for one printed histogram of `label` (first line `line_no`); `unit` when the input says it, `named`
-        the word it gives its values (bcc's header), when not the label. A histogram of sizes is left out, with a
+        the word it gives its values (bcc's header), when not the label; `family` the map it is a key of (default:
+        the label before `[`); `unknown` the slots whose row was cut short. A histogram of sizes is left out, with a
         notice, unless `--unit` says to read it as latencies."""
         out: list[Item] = []
         if label in self._left_out:
@@ -325,12 +290,25 @@ class PrintReader:
                               "(..., 0) row dropped, not latencies (and in later prints of this map)", skipped=0))
         stream = StreamId(label, self.datasource, self._units[label])
         start, end = self.clock.stamp(stream)
-        out += self.prints.add(stream, start, end, counts, line_no)
+        out += self._sync(line_no)
+        family = label.split("[", 1)[0] if family is None else family
+        # a print group before this one without this stream: the map (or this key) was empty then
+        born_late = stream not in self._streams and self._group > 1
+        self._streams.setdefault(stream, family)
+        self._printed.add(label)
+        out += self.prints.add(stream, start, end, counts, line_no, family=family, group=self._group,
+                               born_late=born_late, unknown=unknown)
         return out
 
-    def finish(self) -> list[Item]:
-        """Items held back for detection, at the end of the input."""
-        return list(self.prints.finish())
+    def unreadable(self, label: str) -> None:
+        """A print of `label` that could not be read (skipped with a notice): it was printed, not missing."""
+        self._printed.add(label)
+
+    def finish(self, line_no: int = 0) -> list[Item]:
+        """Items held back for detection, at the end of the input. The last group counts as closed when it printed
+        something (one that ends right after its time line may have been cut)."""
+        out: list[Item] = self._close(line_no) if self._printed else []
+        return out + list(self.prints.finish())
 
 
 def is_int(value: Any) -> TypeGuard[int]:

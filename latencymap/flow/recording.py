@@ -136,18 +136,23 @@ class Recorder:
             self._fh.close()
 
 
+COMPAT_MIXED = "--compat: PyLatencyMap 1.3 reads every record as one stream: "
+
+
 def recorded(flow: Flow, recorder: Recorder) -> Flow:
     """Pass the flow through, writing each interval as it goes by; with `compat`, a notice when a second stream
     joins the first (PyLatencyMap 1.3 would draw them as one)."""
     told = False
     try:
         for item in flow:
+            if isinstance(item, Notice) and item.message.startswith(COMPAT_MIXED):
+                told = True  # a recorder upstream (--record with --emit) said it already
             if isinstance(item, Interval):
                 recorder.write(item)
                 if recorder.mixed is not None and not told:
                     told = True
                     first, second = (clean_text(label, 80) for label in recorder.mixed)
-                    yield Notice(f"--compat: PyLatencyMap 1.3 reads every record as one stream: '{second}' is mixed "
+                    yield Notice(f"{COMPAT_MIXED}'{second}' is mixed "
                                  f"into '{first}' there (give it a single stream's records)", skipped=0)
             yield item
     finally:

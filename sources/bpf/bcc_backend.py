@@ -1,4 +1,9 @@
-"""The bcc backend: a generated C program on tracepoints, cumulative count and sum maps read in place."""
+"""The bcc backend: a generated C program on tracepoints, cumulative count and sum maps read in place.
+
+Block mode attaches the raw block tracepoints, which pass the `struct request *`: issue and completion are paired
+by that pointer, so a flush (issued at sector 0, completed at sector -1) and concurrent requests for one sector
+are each counted once. The disk and operation are read through the request at offsets from the kernel's BTF.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import time
 from collections.abc import Generator
 from typing import Any
 
+from .btf import BtfError, request_layout
 from .collect import Reading
 from .preconditions import kernel_headers_dir
 from .spec import BpfError, TraceSpec
@@ -34,50 +40,57 @@ static inline void lm_record(u32 group, u16 op, u64 delta) {
 """
 
 BLOCK = r"""
-struct lm_req { u32 dev; u64 sector; };
-BPF_HASH(lm_start, struct lm_req, u64, 65536);
+BPF_HASH(lm_start, u64, u64, 65536);
 
-static inline int lm_begin(u32 dev, u64 sector, int keep_first) {
-    if (LM_FILTER_DEV && dev != LM_DEV)
+/* kernel dev_t (major << 20 | minor, as block tracepoints report it) of a request's disk: rq->q->disk */
+static inline u32 lm_dev(u64 rq) {
+    u64 q = 0, disk = 0;
+    int major = 0, minor = 0;
+    bpf_probe_read_kernel(&q, sizeof(q), (void *)(rq + LM_OFF_Q));
+    if (!q)
         return 0;
-    struct lm_req r = {};
-    r.dev = dev;
-    r.sector = sector;
+    bpf_probe_read_kernel(&disk, sizeof(disk), (void *)(q + LM_OFF_DISK));
+    if (!disk)
+        return 0;
+    bpf_probe_read_kernel(&major, sizeof(major), (void *)(disk + LM_OFF_MAJOR));
+    bpf_probe_read_kernel(&minor, sizeof(minor), (void *)(disk + LM_OFF_MINOR));
+    return ((u32)major << 20) | (u32)minor;
+}
+
+static inline int lm_begin(u64 rq, int keep_first) {
+    if (LM_FILTER_DEV && lm_dev(rq) != LM_DEV)
+        return 0;
     u64 ts = bpf_ktime_get_ns();
     if (keep_first)
-        lm_start.insert(&r, &ts);
+        lm_start.insert(&rq, &ts);
     else
-        lm_start.update(&r, &ts);
+        lm_start.update(&rq, &ts);
     return 0;
 }
 
 #if LM_QUEUED
-TRACEPOINT_PROBE(block, block_rq_insert) { return lm_begin(args->dev, args->sector, 0); }
+RAW_TRACEPOINT_PROBE(block_rq_insert) { return lm_begin(ctx->args[LM_ARG_INSERT], 0); }
+/* a request merged into another never completes itself: forget its insert time */
+RAW_TRACEPOINT_PROBE(block_rq_merge) { u64 rq = ctx->args[LM_ARG_MERGE]; lm_start.delete(&rq); return 0; }
 #endif
 
-TRACEPOINT_PROBE(block, block_rq_issue) { return lm_begin(args->dev, args->sector, LM_QUEUED); }
+RAW_TRACEPOINT_PROBE(block_rq_issue) { return lm_begin(ctx->args[LM_ARG_ISSUE], LM_QUEUED); }
 
-TRACEPOINT_PROBE(block, block_rq_complete) {
-    struct lm_req r = {};
-    r.dev = args->dev;
-    r.sector = args->sector;
-    u64 *tsp = lm_start.lookup(&r);
+RAW_TRACEPOINT_PROBE(block_rq_complete) {
+    u64 rq = ctx->args[LM_ARG_COMPLETE];
+    u64 *tsp = lm_start.lookup(&rq);
     if (!tsp)
         return 0;
     u64 delta = bpf_ktime_get_ns() - *tsp;
-    lm_start.delete(&r);
+    lm_start.delete(&rq);
     u16 op = 0;
 #if LM_SPLIT_RW
-    op = 3;
-    #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        char c = args->rwbs[i];
-        if (c == 'R') { op = 1; break; }
-        if (c == 'W') { op = 2; break; }
-        if (c == 0) break;
-    }
+    u32 flags = 0;
+    bpf_probe_read_kernel(&flags, sizeof(flags), (void *)(rq + LM_OFF_CMD_FLAGS));
+    u32 req_op = flags & 0xff;  /* REQ_OP_MASK */
+    op = req_op == LM_OP_READ ? 1 : req_op == LM_OP_WRITE ? 2 : 3;
 #endif
-    lm_record(LM_PER_DISK ? args->dev : 0, op, delta);
+    lm_record(LM_PER_DISK ? lm_dev(rq) : 0, op, delta);
     return 0;
 }
 """
@@ -121,19 +134,29 @@ TRACEPOINT_PROBE(syscalls, sys_exit_{name}) {{ return lm_exit({group}); }}
 
 
 def comm_filter(comm: str) -> str:
-    """C statements that return early unless the task's comm is exactly `comm`."""
+    """C statements that return early unless the task's comm is exactly `comm` (UTF-8 bytes, compared unsigned:
+    a `char` is signed, so a byte >= 128 read as `char` never equals its value)."""
     data = comm.encode()
     tests = [f"c[{i}] != {b}" for i, b in enumerate(data)] + [f"c[{len(data)}] != 0"]
-    return ("char c[16] = {}; bpf_get_current_comm(&c, sizeof(c)); "
+    return ("unsigned char c[16] = {}; bpf_get_current_comm(&c, sizeof(c)); "
             f"if ({' || '.join(tests)}) return 0;")
 
 
 def program(spec: TraceSpec) -> tuple[str, list[str]]:
     """The C source and cflags for a spec."""
     if spec.mode == "block":
+        try:
+            layout = request_layout()
+        except BtfError as err:
+            raise BpfError(f"bcc block mode pairs each request's issue and completion by the request itself, "
+                           f"through the kernel's BTF: {err}") from None
         flags = [f"-DLM_FILTER_DEV={int(spec.disk_dev is not None)}", f"-DLM_DEV={spec.disk_dev or 0}",
                  f"-DLM_QUEUED={int(spec.queued)}", f"-DLM_SPLIT_RW={int(spec.split_rw)}",
-                 f"-DLM_PER_DISK={int(spec.per_disk)}"]
+                 f"-DLM_PER_DISK={int(spec.per_disk)}", f"-DLM_OFF_Q={layout.q}",
+                 f"-DLM_OFF_CMD_FLAGS={layout.cmd_flags}", f"-DLM_OFF_DISK={layout.disk}",
+                 f"-DLM_OFF_MAJOR={layout.major}", f"-DLM_OFF_MINOR={layout.first_minor}",
+                 f"-DLM_OP_READ={layout.op_read}", f"-DLM_OP_WRITE={layout.op_write}",
+                 *(f"-DLM_ARG_{event.removeprefix('block_rq_').upper()}={index}" for event, index in layout.args)]
         return COMMON + BLOCK, ["-w", *flags]
     if spec.pid is not None:
         check = f"if ((id >> 32) != {int(spec.pid)}) return 0;"

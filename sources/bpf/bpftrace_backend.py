@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 
 from latencymap.plugins import SourceError, process_end
 from latencymap.sources.bpftrace_json import hist_counts, keyed, parse_line, split_key
@@ -46,23 +47,105 @@ interval:ms:{ms} {{ print(@lm_hist); print(@lm_sum); printf("{tick}\\n"); }}
 """
 
 
+#: In-flight requests per (disk, sector) that block mode can tell apart (see `block_script`): at most this many CPUs
+#: get slots of their own, SLOTS_PER_MACHINE between them; on more CPUs they share SHARED_SLOTS.
+OWN_SLOTS_CPUS = 8
+SLOTS_PER_MACHINE = 16
+SHARED_SLOTS = 8
+#: The key of a request: its disk and sector + 1. A flush is issued at sector 0 (the tracepoint shows 0 for "no
+#: sector") and completes at sector -1 (it shows the raw position): sector + 1 makes the completion 0, and the
+#: issue of a request with no data whose rwbs starts with F (a flush) is given 0 too.
+BLOCK_KEY = ("$dev = args->dev; $k = args->sector + 1; "
+             "if (args->nr_sector == 0 && strncmp(args->rwbs, \"F\", 1) == 0) { $k = (uint64)0; }")
+
+
+@dataclass(frozen=True)
+class Slots:
+    """How the starts of one sector's requests in flight are kept: `count` slots, `per_cpu` of them each CPU's own
+    (0: shared by all CPUs)."""
+
+    count: int
+    per_cpu: int
+    cpus: int
+
+    @classmethod
+    def here(cls, cpus: int | None = None) -> Slots:
+        cpus = cpus or os.cpu_count() or 1
+        if cpus <= OWN_SLOTS_CPUS:
+            per_cpu = SLOTS_PER_MACHINE // cpus
+            return cls(per_cpu * cpus, per_cpu, cpus)
+        return cls(SHARED_SLOTS, 0, cpus)
+
+    def mine(self, n: int) -> str:
+        """`$j`: this CPU's `n`-th slot (its own ones, or the shared ones counted from a slot of its own)."""
+        if self.per_cpu:
+            return f"$j = (uint64)((cpu % {self.cpus}) * {self.per_cpu} + {n});"
+        return f"$j = (uint64)((cpu + {n}) % {self.count});"
+
+    def push(self, req: str) -> str:
+        """Statements storing `nsecs` in a free slot of `req`: one of this CPU's own, which no other CPU writes
+        (bpftrace has no atomic claim), or on a machine with many CPUs the first free one from a slot of its own."""
+        out = ["$done = 0;"]
+        for n in range(self.per_cpu or self.count):
+            out.append(f"{self.mine(n)} if ($done == 0) {{ if (!@lm_start[{req}, $j]) "
+                       f"{{ @lm_start[{req}, $j] = nsecs; $done = 1; }} }}")
+        return "\n    ".join(out)
+
+    def pick(self, req: str, newest: bool = False) -> str:
+        """Statements setting `$i` to a slot of `req` holding a start and `$t` to that start (`$i` is `count` when
+        none does): this CPU's own slots first, then all from the last one down, so that two CPUs completing
+        requests of one sector at once take different starts; with `newest`, the latest start."""
+        out = [f"$i = (uint64){self.count}; $t = nsecs;"]
+        take = f"($i == {self.count} || $x > $t)" if newest else f"$i == {self.count}"
+        order = [] if newest else [self.mine(n) for n in range(self.per_cpu or self.count)]
+        if newest or self.per_cpu:
+            order += [f"$j = (uint64){self.count - 1 - n};" for n in range(self.count)]
+        for slot in order:
+            out.append(f"{slot} $x = @lm_start[{req}, $j]; if ($x && {take}) {{ $i = $j; $t = $x; }}")
+        return "\n    ".join(out)
+
+
 def block_script(spec: TraceSpec) -> str:
-    """bpftrace program for block I/O latency (issue, or insert with --queued, to complete)."""
-    req = "args->dev, args->sector"
+    """bpftrace program for block I/O latency (issue, or insert with --queued, to complete).
+
+    bpftrace's tracepoints (this version has no raw tracepoints) show a request's disk and sector, not the
+    request: requests are keyed by (disk, sector + 1, slot) (see `Slots`). Each request in flight for one sector
+    keeps its own start; a completion takes one of them, so requests for one sector are paired in no set order
+    (counts and total time exact, each one's latency not). bpftrace updates maps without atomics: on up to
+    OWN_SLOTS_CPUS CPUs each CPU stores starts in slots of its own, and two CPUs completing at once scan in
+    opposite orders; on more CPUs, two requests for one sector issued at the same instant can still collide.
+    The bcc backend pairs by the request itself.
+    """
+    req = "$dev, $k"  # args->dev copied once: bpftrace 0.17 emits ctx reads the verifier refuses after map calls
+    slots = Slots.here()
     only = f"args->dev == {spec.disk_dev}" if spec.disk_dev is not None else ""
     starts = []
     if spec.queued:
-        starts.append(f"tracepoint:block:block_rq_insert {_pred(only)} {{ @lm_start[{req}] = nsecs; }}")
-        issue_pred = _pred(" && ".join(p for p in (only, f"!@lm_start[{req}]") if p))
+        # Inserted requests are counted from insert; a request issued without an insert, from issue.
+        starts.append(f"tracepoint:block:block_rq_insert {_pred(only)} {{\n    {BLOCK_KEY}\n    {slots.push(req)}\n"
+                      f"    @lm_queued[{req}] = @lm_queued[{req}] + 1;\n}}")
+        starts.append(f"tracepoint:block:block_rq_issue {_pred(only)} {{\n    {BLOCK_KEY}\n"
+                      f"    if (@lm_queued[{req}] > 1) {{ @lm_queued[{req}] = @lm_queued[{req}] - 1; }}\n"
+                      f"    else if (@lm_queued[{req}] == 1) {{ delete(@lm_queued[{req}]); }}\n"
+                      f"    else {{ {slots.push(req)} }}\n}}")
+        # A request merged into another never completes itself: forget the latest insert for its sector.
+        starts.append(f"tracepoint:block:block_rq_merge {_pred(only)} {{\n    {BLOCK_KEY}\n"
+                      f"    {slots.pick(req, newest=True)}\n"
+                      f"    if ($i < {slots.count}) {{ delete(@lm_start[{req}, $i]); }}\n"
+                      f"    if (@lm_queued[{req}] > 1) {{ @lm_queued[{req}] = @lm_queued[{req}] - 1; }}\n"
+                      f"    else {{ delete(@lm_queued[{req}]); }}\n}}")
     else:
-        issue_pred = _pred(only)
-    starts.append(f"tracepoint:block:block_rq_issue {issue_pred} {{ @lm_start[{req}] = nsecs; }}")
-    group = "(uint64)args->dev" if spec.per_disk else "0"
-    op = "args->rwbs" if spec.split_rw else "0"
-    body = (f"tracepoint:block:block_rq_complete /@lm_start[{req}]/ {{\n"
-            f"    $d = nsecs - @lm_start[{req}]; delete(@lm_start[{req}]);\n"
-            f"    $g = {group}; $op = {op};\n{SLOT}}}\n")
-    return "\n".join(starts) + "\n" + body + FOOTER.format(ready=READY, tick=TICK, ms=_ms(spec))
+        starts.append(f"tracepoint:block:block_rq_issue {_pred(only)} {{\n    {BLOCK_KEY}\n    {slots.push(req)}\n}}")
+    group = "(uint64)$dev" if spec.per_disk else "0"
+    op = "$rwbs" if spec.split_rw else "0"
+    rwbs = " $rwbs = args->rwbs;" if spec.split_rw else ""
+    body = (f"tracepoint:block:block_rq_complete {_pred(only)} {{\n"
+            f"    $dev = args->dev; $k = args->sector + 1;{rwbs}\n    {slots.pick(req)}\n"
+            f"    if ($i < {slots.count}) {{\n"
+            f"    delete(@lm_start[{req}, $i]);\n"
+            f"    $d = nsecs - $t;\n"
+            f"    $g = {group}; $op = {op};\n{SLOT}    }}\n}}\n")
+    return "\n".join(starts) + "\n" + body + FOOTER.format(ready=READY, tick=TICK, ms=interval_ms(spec))
 
 
 def syscall_script(spec: TraceSpec) -> str:
@@ -80,7 +163,7 @@ def syscall_script(spec: TraceSpec) -> str:
         parts.append(f"tracepoint:syscalls:sys_exit_{name} /@lm_call[tid] == {i + 1}/ {{\n"
                      "    $d = nsecs - @lm_start[tid]; delete(@lm_start[tid]); delete(@lm_call[tid]);\n"
                      f"    $g = {i}; $op = 0;\n{SLOT}}}")
-    return "\n".join(parts) + "\n" + FOOTER.format(ready=READY, tick=TICK, ms=_ms(spec))
+    return "\n".join(parts) + "\n" + FOOTER.format(ready=READY, tick=TICK, ms=interval_ms(spec))
 
 
 def script(spec: TraceSpec) -> str:
@@ -92,7 +175,8 @@ def _pred(expr: str) -> str:
     return f"/{expr}/" if expr else ""
 
 
-def _ms(spec: TraceSpec) -> int:
+def interval_ms(spec: TraceSpec) -> int:
+    """The whole milliseconds of bpftrace's interval probe for `spec.interval`."""
     return max(1, round(spec.interval * 1000))
 
 

@@ -9,6 +9,7 @@ kernel has no kprobes or fentry).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -19,10 +20,14 @@ from latencymap.core.model import Notice
 from latencymap.plugins import Item, Source, SourceError
 
 from . import preconditions
-from .collect import Reading, intervals
-from .spec import DEFAULT_SYSCALLS, BpfError, BpfUnavailable, TraceSpec
+from .bpftrace_backend import interval_ms as bpftrace_ms
+from .collect import Reading, intervals, watched
+from .spec import DEFAULT_SYSCALLS, MIN_INTERVAL, BpfError, BpfUnavailable, TraceSpec
 
 BACKENDS = ("bcc", "bpftrace")
+BPFTRACE_PAIRING = ("bpf: bpftrace pairs block requests by disk and sector (its tracepoints do not show the request): "
+                    "requests in flight for one sector are each counted, but paired in no set order, so their "
+                    "latencies may be swapped (the total time is exact); the bcc backend pairs each request exactly")
 
 
 class BpfSource(Source):
@@ -36,6 +41,13 @@ class BpfSource(Source):
         "latencymap bpf block --backend bpftrace --count 10 --plain --once",
     )
     summary: ClassVar[str] = "Block I/O or syscall latency from the kernel via BPF tracepoints (bcc or bpftrace)."
+    modes: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {
+        "block": ("Block I/O latency from the kernel: issue (or insert, with --queued) to completion of each request.",
+                  ("backend", "interval", "disk", "queued", "per_disk", "split")),
+        "syscall": ("Syscall latency from the kernel: entry to exit of each call, one stream per syscall.",
+                    ("backend", "interval", "syscalls", "pid", "comm")),
+    }
+    own_limits: ClassVar[bool] = True  # --count readings, --duration past the attach: whole readings, idle or not
 
     @classmethod
     def params(cls) -> list[click.Parameter]:
@@ -43,16 +55,17 @@ class BpfSource(Source):
             click.Argument(["mode"], type=click.Choice(["block", "syscall"])),
             click.Option(["--backend"], type=click.Choice(["auto", *BACKENDS]), default="auto", show_default=True,
                          help="BPF front end; auto tries bcc, then bpftrace."),
-            click.Option(["--interval"], type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+            click.Option(["--interval"], type=click.FloatRange(min=MIN_INTERVAL), default=1.0, show_default=True,
                          metavar="S",
-                         help="Seconds per time column."),
+                         help=f"Seconds per time column (at least {MIN_INTERVAL:g})."),
             click.Option(["--disk"], metavar="NAME", help="block: only this disk (e.g. vda, nvme0n1)."),
             click.Option(["--queued"], is_flag=True, help="block: include time queued in the OS (from insert)."),
             click.Option(["--per-disk", "per_disk"], is_flag=True, help="block: one stream per disk."),
             click.Option(["--split"], type=click.Choice(["rw"]), default=None,
                          help="block: separate streams for reads, writes and others."),
-            click.Option(["--syscalls"], default=",".join(DEFAULT_SYSCALLS), show_default=True, metavar="LIST",
-                         help="syscall: comma-separated syscall names, one stream each."),
+            click.Option(["--syscalls"], default=None, metavar="LIST",
+                         help=f"syscall: comma-separated syscall names, one stream each [default: "
+                              f"{','.join(DEFAULT_SYSCALLS)}]."),
             click.Option(["--pid"], type=int, default=None, metavar="P", help="syscall: only this process."),
             click.Option(["--comm"], default=None, metavar="NAME", help="syscall: only tasks with this name."),
         ]
@@ -91,6 +104,8 @@ class BpfSource(Source):
         reasons = {name: problem for name, problem in backend_problems().items() if name in wanted}
         for name in wanted:
             if reasons[name]:
+                if name != wanted[-1]:
+                    yield Notice(f"bpf: {name}: {reasons[name]}; trying {wanted[wanted.index(name) + 1]}", skipped=0)
                 continue
             try:
                 readings, attached_at, close = start_backend(name, self.spec)
@@ -102,6 +117,11 @@ class BpfSource(Source):
             self.chosen = name
             try:
                 yield Notice(f"bpf: tracing {self.spec.mode} latency with {name}", skipped=0)
+                if name == "bpftrace" and self.spec.mode == "block":
+                    yield Notice(BPFTRACE_PAIRING, skipped=0)
+                if name == "bpftrace" and abs(bpftrace_ms(self.spec) / 1000 - self.spec.interval) > 1e-9:
+                    yield Notice(f"bpf: bpftrace's interval probe counts whole milliseconds: columns of "
+                                 f"{bpftrace_ms(self.spec)} ms, not {self.spec.interval * 1000:g}", skipped=0)
                 for i, extra in self.spec.variants.items():
                     listed = self.spec.syscalls[i]
                     yield Notice(f"bpf: {listed} also counts {', '.join(extra)} (CPython's os.{listed} and glibc's "
@@ -132,7 +152,7 @@ def start_backend(name: str, spec: TraceSpec) -> tuple[Iterator[Reading], float,
 
         bpf = bcc_backend.load(spec)
         attached_at = time.time()
-        gen = bcc_backend.readings(bpf, spec, attached_at)
+        gen = watched(bcc_backend.readings(bpf, spec, attached_at), os.getpid())
 
         def close_bcc() -> None:
             gen.close()
@@ -149,7 +169,7 @@ def start_backend(name: str, spec: TraceSpec) -> tuple[Iterator[Reading], float,
         run.close()
         raise BpfError(f"bpftrace could not attach the {spec.mode} program: {run_error(err)}") from None
     attached_at = time.time()
-    readings = (reading for kind, reading in events if kind == "tick" and reading is not None)
+    readings = watched((reading for kind, reading in events if kind == "tick" and reading is not None), run.proc.pid)
 
     def close() -> None:
         events.close()

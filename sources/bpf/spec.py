@@ -17,6 +17,8 @@ from latencymap.core.model import StreamId
 
 UNIT = "nanosec"
 DEFAULT_SYSCALLS = ("read", "pread64", "write", "fsync")
+#: The shortest --interval, in seconds (see `TraceSpec.from_options`).
+MIN_INTERVAL = 0.01
 #: The newer syscalls a runtime issues for an older one's job: CPython's os.preadv/os.pwritev call glibc's
 #: preadv2()/pwritev2(), which issue `preadv2`/`pwritev2`. Tracing the older one counts both, unless both are listed.
 VARIANTS = {"preadv": ("preadv2",), "pwritev": ("pwritev2",)}
@@ -93,11 +95,17 @@ class TraceSpec:
         interval = float(options.get("interval") or 1.0)
         if interval <= 0:
             raise BpfError("--interval must be > 0 seconds")
+        if interval < MIN_INTERVAL:
+            raise BpfError(f"--interval {interval:g}: the shortest column is {MIN_INTERVAL:g} s (bpftrace's interval "
+                           "probe counts whole milliseconds, and bcc reads its maps once per column: thousands of "
+                           "reads a second cost more CPU than the I/O traced)")
         spec = cls(mode=mode, interval=interval)
         if mode == "block":
             for opt in ("pid", "comm"):
                 if options.get(opt) is not None:
                     raise BpfError(f"--{opt} applies to `bpf syscall` only (block I/O completes in interrupts)")
+            if options.get("syscalls") is not None:
+                raise BpfError("--syscalls applies to `bpf syscall` only")
             spec.disk = options.get("disk")
             spec.disk_dev = dev_of_disk(spec.disk) if spec.disk else None
             spec.queued = bool(options.get("queued"))
@@ -118,6 +126,8 @@ class TraceSpec:
         spec.pid, spec.comm = options.get("pid"), options.get("comm")
         if spec.pid is not None and spec.comm is not None:
             raise BpfError("use either --pid or --comm, not both")
+        if spec.pid is not None:
+            check_pid(int(spec.pid))
         if spec.comm is not None and (not spec.comm or len(spec.comm.encode()) > 15):
             raise BpfError("--comm must be 1 to 15 bytes (the kernel's task name length)")
         if spec.comm is not None and any(ch in spec.comm for ch in '"\\\n'):
@@ -160,6 +170,21 @@ class TraceSpec:
         if OPS.get(op):
             parts.append(OPS[op])
         return " ".join(parts)
+
+
+def check_pid(pid: int, proc: str = "/proc") -> None:
+    """BpfError unless `pid` is a live process (not one of its threads: BPF filters on the process id)."""
+    if pid <= 0:
+        raise BpfError(f"--pid {pid}: a process id is a positive number")
+    try:
+        with open(os.path.join(proc, str(pid), "status")) as f:
+            tgid = next((int(line.split()[1]) for line in f if line.startswith("Tgid:")), pid)
+    except FileNotFoundError:
+        raise BpfError(f"--pid {pid}: no such process (it must run when tracing starts)") from None
+    except (OSError, ValueError):
+        return  # exists, unreadable here: let the trace decide
+    if tgid != pid:
+        raise BpfError(f"--pid {pid} is a thread of process {tgid}: --pid takes the process id (--pid {tgid})")
 
 
 def variants_of(names: tuple[str, ...]) -> dict[int, tuple[str, ...]]:

@@ -247,3 +247,14 @@ def test_compat_says_once_when_a_second_stream_would_mix_into_the_first(tmp_path
     assert [i for i in items if isinstance(i, Interval)] == flow
     alone = list(recorded(iter(flow), Recorder(str(tmp_path / "all.txt"))))  # our own recordings keep streams apart
     assert not [i for i in alone if isinstance(i, Notice)]
+
+
+def test_compat_notice_said_once_with_two_recorders(tmp_path: Path) -> None:
+    """`--record X --emit --compat`: the recording and the emitted records each see the mix; one notice."""
+    def interval(label: str, t: float) -> Interval:
+        return Interval(StreamId(label, "bpf", "microsec"), t, t + 1.0, np.ones(64, dtype=np.int64))
+
+    flow = [interval("sda", 1.0), interval("sdb", 1.0), interval("sda", 2.0)]
+    inner = recorded(iter(flow), Recorder(str(tmp_path / "rec.txt"), compat=True))
+    items = list(recorded(inner, Recorder(str(tmp_path / "emit.txt"), compat=True)))
+    assert sum(isinstance(i, Notice) for i in items) == 1

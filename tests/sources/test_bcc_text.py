@@ -113,3 +113,42 @@ def test_a_histogram_of_sizes_is_left_out_unless_unit_says_otherwise() -> None:
                           "latencies)")
     forced = intervals(read_items(BccTextFormat, text, unit="microsec"))
     assert {i.stream.label for i in forced} == {"bcc kbytes", "bcc usecs"}
+
+
+FUNCLATENCY_T = BCC / "funclatency_T.txt"
+
+
+@pytest.mark.parametrize("name", ["funclatency_idle_T.txt", "funclatency_idle.txt"])
+def test_an_idle_run_is_no_data_not_an_unknown_format(name: str) -> None:
+    """Real funclatency output of a run that saw no call: its banner, time lines or `Detaching...`."""
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    result = CliRunner().invoke(main, ["report", str(BCC / name)])
+    assert result.exit_code == 0 and result.output.strip() == "No data.", result.output
+    assert BccTextFormat.sniff((BCC / name).read_text().splitlines()[:3])
+
+
+def test_idle_seconds_of_a_cleared_table_are_empty_columns() -> None:
+    """funclatency -T (it clears after each print): prints at 06:10:31 and :32, then :33 idle (closed by :34)."""
+    cols = intervals(read_items(BccTextFormat, FUNCLATENCY_T.read_text(), "f.txt"))
+    assert [int(c.counts.sum()) for c in cols] == [262, 47, 0]
+    assert all(a.end == b.start for a, b in itertools.pairwise(cols))
+
+
+@pytest.mark.parametrize(("keep", "known"), [(28, 37), (31, 37), (17, 37)])  # before the bar, mid-number, mid-bound
+def test_a_row_cut_short_is_reported_with_file_and_line_and_the_rest_kept(keep: int, known: int, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    text = FUNCLATENCY_T.read_text()
+    row = "     16384 -> 32767      : 10"
+    cut = tmp_path / "cut.txt"
+    cut.write_text(text[:text.index(row) + keep])
+    line = text[:text.index(row)].count("\n") + 1
+    items = read_items(BccTextFormat, cut.read_text(), "cut.txt", cumulative=False)
+    assert any(m.startswith(f"cut.txt: line {line}: ") and "a row cut short" in m for m in notices(items))
+    assert [int(c.counts.sum()) for c in intervals(items)] == [262, known]
+    assert CliRunner().invoke(main, ["report", "--strict", str(cut)]).exit_code == 2

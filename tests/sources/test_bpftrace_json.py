@@ -71,3 +71,36 @@ def test_other_lines_skipped_bad_lines_reported_time_lines_used() -> None:
     cols = intervals(items)
     assert [int(c.counts.sum()) for c in cols] == [5, 1]
     assert cols[1].end - cols[0].end == 3.0 and cols[1].start == cols[0].end
+
+
+RAMP_JSON = FIXTURES / "bpftrace" / "sleeps_ramp_cleared.json"
+
+
+def test_cleared_map_under_rising_load_is_read_per_interval() -> None:
+    """Real `bpftrace -f json` of `print(@usecs); clear(@usecs)` over 50, 100, ... 250 sleeps: was 201 events."""
+    report = report_json(RAMP_JSON)
+    assert totals_by_label(report) == {"@usecs": sum(printed_counts(RAMP_JSON)["@usecs"])} == {"@usecs": 750}
+    (stream,) = report["streams"]
+    assert stream["columns"] == 7  # 5 prints, 2 idle seconds closed by the next time line (the last one is not)
+
+
+def _json_lines(*prints: int | None) -> str:
+    """One time line per second, then a hist of `@usecs` with that count (None: nothing printed)."""
+    out = []
+    for k, count in enumerate(prints):
+        out.append(f'{{"type": "time", "data": "10:00:{k:02d}\\n"}}')
+        if count is not None:
+            out.append(f'{{"type": "hist", "data": {{"@usecs": [{{"min": 8, "max": 15, "count": {count}}}]}}}}')
+    return "\n".join(out) + "\n"
+
+
+def test_a_map_missing_after_the_next_time_line_was_cleared_and_idle_seconds_are_columns() -> None:
+    items = read_items(BpftraceJsonFormat, _json_lines(5, 6, None, None, 7, None), "j.json")
+    assert [int(c.counts.sum()) for c in intervals(items)] == [5, 6, 0, 0, 7]
+    assert any("@usecs is missing from the print group" in m for m in notices(items))
+
+
+def test_an_unreadable_print_is_no_sign_of_a_cleared_map() -> None:
+    text = _json_lines(5, 6, 7, 8).replace('"count": 6', '"count": -6')
+    items = read_items(BpftraceJsonFormat, text, "j.json")
+    assert not any("is missing from" in m for m in notices(items)) and any("undecided" in m for m in notices(items))

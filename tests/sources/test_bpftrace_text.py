@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -137,3 +138,125 @@ def test_live_prints_without_time_lines_take_their_arrival_time() -> None:
     now[0] = 105.0  # a live tool printing every 5 s
     assert clock.stamp("a") == (100.0, 105.0)
     assert clock.stamp("a") == (105.0, 106.0)  # read at once: `interval` apart
+
+
+RAMP_TXT = FIXTURES / "bpftrace" / "sleeps_ramp_cleared.txt"
+BURSTS_TXT = FIXTURES / "bpftrace" / "sleeps_bursts_cleared.txt"
+KEYED_TXT = FIXTURES / "bpftrace" / "sleeps_keyed_cumulative.txt"
+
+
+def _report_cli(*args: str) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    result = CliRunner().invoke(main, ["report", *args])
+    return result.exit_code, result.output
+
+
+def test_cleared_map_under_rising_load_is_read_per_interval() -> None:
+    """Real `print(@usecs); clear(@usecs)` output of 50, 100, 150, 200, 250 sleeps in successive seconds: every
+    count grows over the first prints, which used to be read as cumulative (202 events and a false reset)."""
+    report = report_json(RAMP_TXT)
+    assert totals_by_label(report) == {"@usecs": sum(printed_counts(RAMP_TXT)["@usecs"])} == {"@usecs": 750}
+    assert not any("reset" in m for m in report["errors"]["messages"])
+
+
+def _rising(prints: int, idle_after: int = 0, start: int = 0) -> str:
+    """A cleared map printed `prints` times with one more event each time, then `idle_after` idle seconds."""
+    text = "Attaching 2 probes...\n"
+    for k in range(prints):
+        text += f"10:00:{start + k:02d}\n@usecs: \n[8, 16)  {10 * (k + 1)} |@@@@|\n\n"
+    for k in range(idle_after):
+        text += f"10:00:{start + prints + k:02d}\n\n"
+    return text
+
+
+def test_a_map_missing_after_the_next_time_line_was_cleared() -> None:
+    items = read_items(BpftraceTextFormat, _rising(4, idle_after=2), "rise.txt")
+    cols = intervals(items)
+    assert [int(c.counts.sum()) for c in cols] == [10, 20, 30, 40, 0]  # the idle second closed by a time line
+    assert any("per-interval: @usecs is missing from the print group that ends at line 20" in m for m in notices(items))
+
+
+def test_without_evidence_the_mode_is_undecided_and_the_note_names_the_options() -> None:
+    items = read_items(BpftraceTextFormat, _rising(4), "rise.txt")
+    (note,) = [m for m in notices(items) if "undecided" in m]
+    assert "read as cumulative" in note and "--per-interval or --cumulative" in note
+    assert [int(c.counts.sum()) for c in intervals(items)] == [10, 10, 10]  # the first print is the baseline
+
+
+def test_missing_after_an_undecided_read_switches_to_per_interval_and_says_so() -> None:
+    from latencymap.sources.printed_histograms import DETECT_PRINTS
+
+    items = read_items(BpftraceTextFormat, _rising(DETECT_PRINTS + 2, idle_after=2), "rise.txt")
+    messages = notices(items)
+    assert any("undecided" in m for m in messages)
+    assert any("read as per-interval from here on" in m and "--per-interval" in m for m in messages)
+    cols = intervals(items)
+    assert cols[-1].counts.sum() == 0 and cols[-2].counts.sum() == 10  # differences until then, an idle column
+
+
+def test_idle_seconds_of_a_cleared_map_are_empty_columns() -> None:
+    """Real output: 300 sleeps, 3 idle seconds (nothing printed but the time line), 100 sleeps, idle again."""
+    report = report_json(BURSTS_TXT)
+    (stream,) = report["streams"]
+    assert stream["total"]["events"] == 400
+    assert stream["columns"] == 8  # 4 prints and the 4 idle seconds between and after them (the last line cut)
+    assert stream["end"] - stream["start"] == 8.0
+    cols = intervals(read_items(BpftraceTextFormat, BURSTS_TXT.read_text(), "b.txt"))
+    assert all(a.end == b.start for a, b in pairwise(cols))
+    assert [int(c.counts.sum()) for c in cols].count(0) == 4
+
+
+def test_declared_per_interval_also_fills_idle_seconds() -> None:
+    cols = intervals(read_items(BpftraceTextFormat, BURSTS_TXT.read_text(), "b.txt", cumulative=False))
+    assert len(cols) == 8 and sum(int(c.counts.sum()) for c in cols) == 400
+
+
+@pytest.mark.parametrize("cumulative", [None, True])
+def test_a_key_first_printed_mid_run_counts_from_zero(cumulative: bool | None) -> None:
+    """Real output of `@usecs[comm] = hist(...)` never cleared: `ramp` (150 sleeps, bpftrace's own @n[ramp]) appears
+    after the first print; `sc`'s first print (200 of its 600) is the map's first print, the baseline."""
+    report = report_json(KEYED_TXT, cumulative=cumulative) if cumulative else report_json(KEYED_TXT)
+    assert totals_by_label(report) == {"@usecs[ramp]": 150, "@usecs[sc]": 400}
+
+
+def _cut(text: str, row_start: str, keep: int) -> str:
+    """`text` up to the first line starting with `row_start`, which keeps only its first `keep` characters."""
+    head, _, rest = text.partition(row_start)
+    return head + (row_start + rest)[:keep]
+
+
+def test_a_row_cut_before_its_bar_is_reported_and_the_rest_kept(tmp_path) -> None:
+    text = BURSTS_TXT.read_text()
+    cut = tmp_path / "cut.txt"
+    cut.write_text(_cut(text, "[4K, 8K)              44", 24))  # `[4K, 8K)              44` with no bar
+    items = read_items(BpftraceTextFormat, cut.read_text(), "cut.txt", cumulative=False)
+    (note,) = [m for m in notices(items) if "cut short" in m]
+    assert note.startswith("cut.txt: line 19: @usecs: a row cut short")
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == 300 + 53  # the rows before the cut one
+    code, output = _report_cli("--per-interval", "--strict", str(cut))
+    assert code == 2 and "line 19" in output
+    code, output = _report_cli("--per-interval", str(cut))
+    assert code == 0 and "Skipped records: 1" in output
+
+
+def test_a_first_row_cut_mid_number_is_reported() -> None:
+    text = _cut(BURSTS_TXT.read_text(), "[2K, 4K)              53", 23)  # `[2K, 4K)              5`
+    items = read_items(BpftraceTextFormat, text, "cut.txt", cumulative=False)
+    assert any(m.startswith("cut.txt: line 18: @usecs: a row cut short") for m in notices(items))
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == 300
+
+
+def test_a_key_that_never_comes_back_costs_one_column_after_a_long_idle_run() -> None:
+    from latencymap.sources.printed_histograms import MAX_EMPTY_COLUMNS
+
+    groups = MAX_EMPTY_COLUMNS + 200
+    text = "".join(f"{1_700_000_000 + k}\n@us[steady]: \n[8, 16)  {1 + k % 3} |@|\n\n"
+                   + ("@us[once]: \n[8, 16)  5 |@|\n\n" if k == 0 else "") for k in range(groups))
+    cols = intervals(read_items(BpftraceTextFormat, text, "keys.txt", cumulative=False))
+    once = [c for c in cols if c.stream.label == "@us[once]"]
+    assert len(once) == 2 and once[1].counts.sum() == 0  # its print, then one column for the whole idle run
+    assert once[1].start == once[0].end and once[1].end == 1_700_000_000 + groups - 1  # to the last group
+    assert len([c for c in cols if c.stream.label == "@us[steady]"]) == groups

@@ -19,6 +19,13 @@ CASES = [
     ("bcc/biolatency_msecs.txt", "bcc"),
     ("bcc/biolatency_usecs_j.txt", "bcc"),
     ("bcc/biolatency_usecs_jD.txt", "bcc"),
+    ("bcc/funclatency_T.txt", "bcc"),
+    ("bcc/funclatency_idle_T.txt", "bcc"),  # the banner and time lines only: no data, not an unknown format
+    ("bcc/funclatency_idle.txt", "bcc"),
+    ("bpftrace/sleeps_ramp_cleared.txt", "bpftrace"),
+    ("bpftrace/sleeps_bursts_cleared.txt", "bpftrace"),
+    ("bpftrace/sleeps_keyed_cumulative.txt", "bpftrace"),
+    ("bpftrace/sleeps_ramp_cleared.json", "bpftrace-json"),
     ("pylatencymap/test_10046_tracefile.trc", "oracle10046"),
     ("pylatencymap/test_SystemTap_data.txt", "pylatencymap"),
     ("pylatencymap/example_latency_data.txt", "pylatencymap"),

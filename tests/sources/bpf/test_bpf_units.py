@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,6 +13,7 @@ import pytest
 from latencymap.core.model import Interval, Notice
 from latencymap.sources.bpf import bcc_backend, preconditions, source
 from latencymap.sources.bpf.bpftrace_backend import parse_stream, reading_from, rwbs_op, script
+from latencymap.sources.bpf.btf import EVENTS, RequestLayout
 from latencymap.sources.bpf.collect import Reading, intervals
 from latencymap.sources.bpf.spec import BpfError, BpfUnavailable, TraceSpec
 from latencymap.sources.bpftrace_json import hist_counts, keyed, parse_line
@@ -168,7 +170,63 @@ def test_spec_validation() -> None:
         TraceSpec.from_options({"mode": "syscall", "syscalls": "read;rm"})
 
 
-def test_labels_and_programs() -> None:
+def test_block_refuses_syscalls_and_a_short_interval() -> None:
+    with pytest.raises(BpfError, match="--syscalls applies to `bpf syscall` only"):
+        TraceSpec.from_options({"mode": "block", "syscalls": "read"})
+    with pytest.raises(BpfError, match=r"--interval 0.0001: the shortest column is 0.01 s"):
+        TraceSpec.from_options({"mode": "block", "interval": 0.0001})
+    assert TraceSpec.from_options({"mode": "block", "interval": 0.01}).interval == 0.01
+
+
+def test_pid_must_be_a_live_process_not_a_thread() -> None:
+    import threading
+
+    with pytest.raises(BpfError, match="a process id is a positive number"):
+        TraceSpec.from_options({"mode": "syscall", "pid": -5})
+    with pytest.raises(BpfError, match="--pid 999999999: no such process"):
+        TraceSpec.from_options({"mode": "syscall", "pid": 999999999})
+    ready, release, tid = threading.Event(), threading.Event(), []
+
+    def thread() -> None:
+        tid.append(threading.get_native_id())
+        ready.set()
+        release.wait(10)
+
+    worker = threading.Thread(target=thread)
+    worker.start()
+    try:
+        ready.wait(10)
+        with pytest.raises(BpfError, match=f"--pid {tid[0]} is a thread of process {os.getpid()}"):
+            TraceSpec.from_options({"mode": "syscall", "pid": tid[0]})
+    finally:
+        release.set()
+        worker.join()
+    assert TraceSpec.from_options({"mode": "syscall", "pid": os.getpid()}).pid == os.getpid()
+
+
+def test_a_skipped_backend_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preconditions, "system_problem", lambda: None)
+    monkeypatch.setattr(source, "backend_problems", lambda: {"bcc": "BCC_KERNEL_SOURCE=/nonexistent is not a "
+                                                             "complete kernel headers tree", "bpftrace": None})
+    monkeypatch.setattr(source, "start_backend", lambda name, spec: (iter([]), 0.0, lambda: None))
+    said = [i.message for i in source.BpfSource(mode="block").items() if isinstance(i, Notice)]
+    assert said[0] == ("bpf: bcc: BCC_KERNEL_SOURCE=/nonexistent is not a complete kernel headers tree; "
+                       "trying bpftrace")
+    assert "tracing block latency with bpftrace" in said[1]
+
+
+def test_comm_is_compared_as_unsigned_bytes() -> None:
+    text = bcc_backend.comm_filter("scé")  # é is c3 a9 in UTF-8: bytes >= 128
+    assert "unsigned char c[16]" in text and "c[2] != 195" in text and "c[3] != 169" in text
+
+
+#: A request layout as the kernel's BTF gives it (here without reading it).
+LAYOUT = RequestLayout(q=0, cmd_flags=24, disk=104, major=0, first_minor=4, op_read=0, op_write=1,
+                       args=tuple((event, 0) for event in EVENTS))
+
+
+def test_labels_and_programs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bcc_backend, "request_layout", lambda: LAYOUT)
     spec = TraceSpec.from_options({"mode": "syscall", "syscalls": "read,pread64", "pid": 42, "interval": 0.5})
     assert spec.stream(1, 0).label == "syscall pread64 pid 42"
     assert spec.stream(1, 0).unit == "nanosec" and spec.stream(1, 0).datasource == "bpf"
@@ -217,3 +275,20 @@ def test_cli_command_from_params() -> None:
     for option in ("{block|syscall}", "--backend", "--disk", "--queued", "--per-disk", "--split", "--syscalls",
                    "--pid", "--comm", "--interval"):
         assert option in result.output
+
+
+@pytest.mark.parametrize(("mode", "own", "other"), [("block", ["--disk", "--queued", "--per-disk", "--split"],
+                                                      ["--syscalls", "--pid", "--comm"]),
+                                                     ("syscall", ["--syscalls", "--pid", "--comm"],
+                                                      ["--disk", "--queued", "--per-disk", "--split"])])
+def test_mode_help_shows_the_mode_usage_and_options(mode: str, own: list[str], other: list[str]) -> None:
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    result = CliRunner().invoke(main, ["bpf", mode, "--help"])
+    assert result.exit_code == 0
+    assert result.output.startswith(f"Usage: main bpf {mode} [OPTIONS]") or \
+        result.output.startswith(f"Usage: latencymap bpf {mode} [OPTIONS]"), result.output[:80]
+    assert all(o in result.output for o in [*own, "--backend", "--interval", "--plain", "--record"])
+    assert not any(f"{o} " in result.output for o in other)

@@ -128,3 +128,55 @@ def test_no_backend_exits_1_when_none_is_installed(tmp_path: Path) -> None:
     r = _cli("block", env={"PATH": str(tmp_path), "BCC_KERNEL_SOURCE": str(tmp_path / "none")})
     assert r.returncode == 1, r.stderr
     assert "no BPF backend works here" in r.stderr
+
+
+#: A process named `scé` (bytes 73 63 c3 a9: two of them >= 128) doing `n` pread64 calls.
+NAMED_CHILD = """
+import os, sys
+with open("/proc/self/comm", "wb") as f:
+    f.write("scé".encode())
+fd = os.open(sys.argv[1], os.O_RDONLY)
+n = int(sys.argv[2])
+sys.stdout.write("ready\\n"); sys.stdout.flush()
+sys.stdin.readline()
+for i in range(n):
+    os.pread(fd, 64, 0)
+sys.stdout.write("done\\n"); sys.stdout.flush()
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_comm_with_non_ascii_bytes_matches(backend: str, tmp_path: Path) -> None:
+    """bcc compared a signed `char` with the byte value, so a name with a byte >= 128 matched nothing."""
+    n = 321
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(4096))
+    child = subprocess.Popen([sys.executable, "-c", NAMED_CHILD, str(data), str(n)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    counted = 0
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "ready"
+        src = BpfSource(mode="syscall", syscalls="pread64", comm="scé", backend=backend, interval=0.25)
+        done_at = None
+        gen = src.items()
+        try:
+            for item in gen:
+                if isinstance(item, Notice) and "tracing" in item.message and done_at is None:
+                    child.stdin.write("go\n")
+                    child.stdin.flush()
+                    assert child.stdout.readline().strip() == "done"
+                    done_at = time.time()
+                elif isinstance(item, Interval):
+                    counted += int(item.counts.sum())
+                    if done_at is not None and item.start > done_at:
+                        break
+        finally:
+            gen.close()
+        assert src.chosen == backend
+    finally:
+        if child.stdin:
+            child.stdin.close()
+        child.wait(timeout=10)
+    assert counted == n

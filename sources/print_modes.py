@@ -1,0 +1,189 @@
+"""Cumulative or per-interval: how the printed counts of one map (bpftrace, bcc) become Intervals or Snapshots.
+
+The mode is a property of a map, shared by all its keys (`@usecs[sda]`, `@usecs[vdb]`: one `clear()` clears
+them all), declared with `--cumulative` / `--per-interval` or detected from evidence:
+
+- per-interval, certainly: a count goes down between two prints of one stream, or a stream printed once is
+  missing from a later print group (after the next time line): `clear()` empties a map, and bpftrace and bcc
+  print nothing for an empty one, while a cumulative map, once it has data, is printed every time.
+- cumulative is never certain: counts that keep growing are also what a cleared map prints while its load
+  rises. A map whose first `DETECT_PRINTS` print groups show neither sign is read as cumulative, and the note
+  says that it was undecided and which option forces the mode. Should it go missing later, it was cleared:
+  a note says so, and it is read as per-interval from there on.
+
+Per-interval: a print is an Interval; a print group without it is an empty Interval (an idle second that was
+observed), written when the stream prints again or the input ends (a run of more than `MAX_EMPTY_COLUMNS` as one
+column, as the 10046 and raw readers do: a key that never comes back costs one column, not one per group).
+
+Cumulative: a print is a Snapshot for the shared differ; the map's first print is the baseline (it holds events
+from before reading started), but a key first printed later, or after a print group that did not print it,
+holds only new events (the map started empty), so it gets a zero baseline at the start of its print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from latencymap.core.model import Interval, Notice, Snapshot, StreamId, empty_counts
+
+#: Print groups per map looked at before deciding, without evidence, that its counts are cumulative.
+DETECT_PRINTS = 10
+#: Longest run of empty columns written one by one; a longer idle stretch becomes one empty column.
+MAX_EMPTY_COLUMNS = 1000
+
+
+@dataclass(slots=True)
+class _Print:
+    stream: StreamId
+    start: float
+    end: float
+    counts: np.ndarray
+    line: int
+    born_late: bool = False  # first print of a key, after its map's first print group
+    unknown: np.ndarray | None = None  # slots whose row was cut short (count unknown: 0 here, absent from a Snapshot)
+
+
+@dataclass(slots=True)
+class _Gap:
+    stream: StreamId
+    start: float
+    end: float
+
+
+@dataclass
+class _Family:
+    """One map: its mode (None while detecting), how it was decided, and what is held until then."""
+
+    mode: bool | None = None
+    undecided: bool = False  # read as cumulative for want of evidence (a later gap turns it per-interval)
+    pending: list[_Print | _Gap] = field(default_factory=list)
+    groups: int = 0  # print groups holding a print of this map
+    last_group: int | None = None
+    last: dict[StreamId, np.ndarray] = field(default_factory=dict)
+
+
+class PrintedHistograms:
+    """Printed histograms → Intervals (per-interval counts) or Snapshots (cumulative counts), per map."""
+
+    def __init__(self, cumulative: bool | None, name: str, window: int = DETECT_PRINTS) -> None:
+        self.declared = cumulative
+        self.name = name
+        self.window = max(2, window)
+        self._families: dict[Hashable, _Family] = {}
+        self._idle: dict[StreamId, list[tuple[float, float]]] = {}  # per-interval streams' empty groups, held
+        self._merged: set[StreamId] = set()  # streams whose held run became one column
+
+    def add(self, stream: StreamId, start: float, end: float, counts: np.ndarray, line: int = 0, *,
+            family: Hashable | None = None, group: int = 0, born_late: bool = False,
+            unknown: np.ndarray | None = None) -> list[Interval | Snapshot | Notice]:
+        """Items for one printed histogram of `stream` (a key of map `family`) in print group `group`; none while
+        the map's mode is still being detected. `unknown`: slots whose count was not read (their row was cut)."""
+        fam = self._family(stream if family is None else family)
+        item = _Print(stream, start, end, counts, line, born_late, unknown)
+        if fam.last_group != group:
+            fam.last_group = group
+            fam.groups += 1
+        before = fam.last.get(stream)
+        if unknown is not None and before is not None:
+            counts = np.where(unknown, before, counts)  # compare what was read; keep the last known value
+        fam.last[stream] = counts
+        mode = self.declared if self.declared is not None else fam.mode
+        if mode is not None:
+            return self._items(item, mode)
+        fam.pending.append(item)
+        if before is not None and (counts < before).any():
+            return self._release(fam, stream, False, f"per-interval: counts go down between prints (line {line})")
+        if fam.groups >= self.window:
+            return self._release(fam, stream, True, None)
+        return []
+
+    def absent(self, stream: StreamId, start: float, end: float, line: int, *,
+               family: Hashable | None = None) -> list[Interval | Snapshot | Notice]:
+        """Items for a print group `[start, end]` (closed at line `line`) that did not print `stream`."""
+        fam = self._family(stream if family is None else family)
+        gap = _Gap(stream, start, end)
+        if self.declared is not None:
+            return [] if self.declared else self._items(gap, False)
+        why = (f"per-interval: {stream.label} is missing from the print group that ends at line {line} after it had "
+               "been printed (a cleared map prints nothing while empty; a cumulative one is printed every time)")
+        if fam.mode is None:
+            fam.pending.append(gap)
+            return self._release(fam, stream, False, why)
+        if fam.mode and fam.undecided:
+            fam.mode, fam.undecided = False, False
+            return [Notice(f"{self.name}: {stream.label}: {why}: read as per-interval from here on; it was read as "
+                           "cumulative before, so its earlier columns are wrong (read it again with --per-interval)",
+                           skipped=0), *self._items(gap, False)]
+        return [] if fam.mode else self._items(gap, False)
+
+    def finish(self) -> list[Interval | Snapshot | Notice]:
+        """Items still held for detection at the end of the input."""
+        out: list[Interval | Snapshot | Notice] = []
+        for fam in self._families.values():
+            if fam.mode is not None or not fam.pending:
+                continue
+            first = next(p.stream for p in fam.pending if isinstance(p, _Print))
+            if fam.groups <= 1:
+                out += self._release(fam, first, False, "per-interval: a single print")
+            elif not any(p.counts.any() for p in fam.pending if isinstance(p, _Print)):
+                out += self._release(fam, first, False, "per-interval: every print is empty")
+            else:
+                out += self._release(fam, first, True, None)
+        for stream in list(self._idle):
+            out += self._flush(stream)
+        return out
+
+    def _family(self, key: Hashable) -> _Family:
+        fam = self._families.get(key)
+        if fam is None:
+            fam = self._families[key] = _Family()
+        return fam
+
+    def _release(self, fam: _Family, stream: StreamId, cumulative: bool,
+                 how: str | None) -> list[Interval | Snapshot | Notice]:
+        fam.mode, fam.undecided = cumulative, how is None
+        label = stream.label.split("[", 1)[0] if "[" in stream.label else stream.label
+        if how is None:
+            note = (f"{self.name}: {label}: undecided whether counts are cumulative or per-interval: no count went "
+                    f"down and the map was never missing over {fam.groups} print(s); read as cumulative (the first "
+                    "print is the baseline), as a map cleared after each print under rising load would print the "
+                    "same — say --per-interval or --cumulative")
+        else:
+            note = f"{self.name}: {label}: counts read as {how} (declare with --cumulative or --per-interval)"
+        out: list[Interval | Snapshot | Notice] = [Notice(note, skipped=0)]
+        for held in fam.pending:
+            out += self._items(held, cumulative)
+        fam.pending = []
+        return out
+
+    def _items(self, p: _Print | _Gap, cumulative: bool) -> list[Interval | Snapshot | Notice]:
+        if isinstance(p, _Gap):
+            if not cumulative:
+                self._hold(p)
+            return []
+        if not cumulative:
+            return [*self._flush(p.stream), Interval(p.stream, p.start, p.end, p.counts)]
+        present = None if p.unknown is None else ~p.unknown
+        last = Snapshot(p.stream, p.end, p.counts, line=p.line, present=present)
+        if p.born_late:  # the map started empty: this key's first print counts from zero
+            return [Snapshot(p.stream, p.start, empty_counts(), line=p.line), last]
+        return [last]
+
+    def _hold(self, gap: _Gap) -> None:
+        """Hold an empty group of a per-interval stream until it prints again (or the input ends)."""
+        run = self._idle.setdefault(gap.stream, [])
+        if gap.stream in self._merged:
+            run[0] = (run[0][0], gap.end)
+            return
+        run.append((gap.start, gap.end))
+        if len(run) > MAX_EMPTY_COLUMNS:
+            run[:] = [(run[0][0], gap.end)]
+            self._merged.add(gap.stream)
+
+    def _flush(self, stream: StreamId) -> list[Interval | Snapshot | Notice]:
+        """The held empty columns of `stream`."""
+        self._merged.discard(stream)
+        return [Interval(stream, start, end, empty_counts()) for start, end in self._idle.pop(stream, [])]

@@ -289,24 +289,25 @@ class FastPath:
         items: list[Item] = []
         run: list[int] = []
         spans: list[int] = []  # interval records whose times hold, of one kind (exact sums or none), in a row
+
+        def flush() -> None:
+            """The interval records and the snapshot run pending, as items (in that order)."""
+            nonlocal spans, run
+            if spans:
+                items.append(self._intervals(spans, batch, rows))
+                spans = []
+            if run:
+                items.append(self._run(run, batch, counts, present))
+                run = []
+
         for at, entry in enumerate(out):
             if isinstance(entry, int) and entry == rows.unit_line:
-                if spans:
-                    items.append(self._intervals(spans, batch, rows))
-                    spans = []
-                if run:
-                    items.append(self._run(run, batch, counts, present))
-                    run = []
+                flush()
                 items.extend(self._reread_from(out[at:], batch, buf))
                 return items
             if isinstance(entry, int) and good[entry] and batch.headers[entry][8] and not reader.said_unit:
                 # the first record that takes an earlier record's unit: its note goes before it, as line by line
-                if spans:
-                    items.append(self._intervals(spans, batch, rows))
-                    spans = []
-                if run:
-                    items.append(self._run(run, batch, counts, present))
-                    run = []
+                flush()
                 reader.said_unit = True
                 items.append(reader.unit_notice(batch.headers[entry][1], batch.headers[entry][0].unit))
             if isinstance(entry, int) and good[entry]:
@@ -327,12 +328,7 @@ class FastPath:
                         spans = []
                     spans.append(entry)
                     continue
-            if spans:
-                items.append(self._intervals(spans, batch, rows))
-                spans = []
-            if run:
-                items.append(self._run(run, batch, counts, present))
-                run = []
+            flush()
             if not isinstance(entry, int):
                 items.append(entry)
             elif good[entry]:

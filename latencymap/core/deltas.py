@@ -43,6 +43,9 @@ from latencymap.core.model import (
 from latencymap.core.sanitize import clean_text
 
 DAY_US = 86_400_000_000
+#: A stream's first snapshot in an input continues its last one in the input before when it comes at most this
+#: many of that stream's intervals later (a log and its rotation: one).
+CONTINUE_STEPS = 3
 #: A time of day that drops by more than a day less this has passed midnight.
 ROLLOVER_SLACK_US = 3_600_000_000
 
@@ -66,6 +69,25 @@ class Differ:
         self._said_rollover = False
         self._in_run = False  # within push_run, the earliest row's rollover is said (see there)
         self._pending: dict[StreamId, int] = {}  # records of the streams that have given no interval yet
+        self._step: dict[StreamId, float] = {}  # each stream's last interval, in seconds
+        self._carried: dict[StreamId, Snapshot] = {}  # the input before this one's last snapshots (`carry`)
+        self._carried_step: dict[StreamId, float] = {}
+
+    def carry(self, before: Differ) -> None:
+        """Continue the streams of the input `before` read (a log, then its rotation): a stream's first snapshot
+        here is diffed against its last one there when it comes later, by at most `CONTINUE_STEPS` of its last
+        intervals (anything else, another host's stream or the same run twice, starts from a baseline)."""
+        self._carried, self._carried_step = dict(before._last), dict(before._step)
+
+    def _resumed(self, stream: StreamId, t: float) -> Snapshot | None:
+        """The carried snapshot of `stream` when its first snapshot here, at `t` (s), continues it (see `carry`)."""
+        last = self._carried.pop(stream, None)
+        step = self._carried_step.get(stream)
+        if last is None or last.timestamp is None or step is None \
+                or not 0 < t - last.timestamp <= CONTINUE_STEPS * step:
+            return None
+        self._last[stream] = last
+        return last
 
     def push(self, snap: Snapshot) -> Interval | Notice | None:
         """The interval since the stream's previous snapshot; None for a baseline (a rollover's notice comes
@@ -81,6 +103,8 @@ class Differ:
         elif snap.stream in self._days:
             _shift(snap, self._days[snap.stream])
         prev = self._last.get(snap.stream)
+        if prev is None and self._carried:
+            prev = self._resumed(snap.stream, snap.timestamp)
         if prev is None or snap.stream in self._pending:
             self._pending[snap.stream] = self._pending.get(snap.stream, 0) + 1
         if snap.present is not None and prev is not None and not restarted(prev.counts, snap.counts, snap.present):
@@ -125,6 +149,7 @@ class Differ:
         exact_dt = (snap.micros - prev.micros) / 1e6 if snap.micros is not None and prev.micros is not None else 0.0
         assert prev.timestamp is not None
         first = self._pending.pop(snap.stream, None) is not None  # the stream's first interval: from its baseline
+        self._step[snap.stream] = snap.timestamp - prev.timestamp
         said.append(Interval(snap.stream, prev.timestamp, snap.timestamp, counts, spent, reset=reset, date=snap.date,
                              duration=exact_dt, start_date=prev.date if first else ""))
         return said
@@ -182,6 +207,8 @@ class Differ:
         if stream in self._days:
             micros = micros + self._days[stream]
         prev = self._last.get(stream)
+        if prev is None and self._carried:
+            prev = self._resumed(stream, float(micros[0]) / 1e6)
         if prev is not None and (prev.micros is None or prev.sums is not None):
             return False
         # a missing bucket keeps its last value: only slots some row lacks, that some row or the last record held
@@ -227,6 +254,8 @@ class Differ:
             self._pending[stream] = self._pending.get(stream, 0) + 1
         cols.start[made], cols.end[made], cols.duration[made] = seconds[:-1], seconds[1:], np.diff(times) / 1e6
         cols.counts[made], cols.reset[made], cols.made[made] = diffs, resets, True
+        if len(seconds) > 1:
+            self._step[stream] = float(seconds[-1] - seconds[-2])
         i = rows[-1]
         self._last[stream] = Snapshot(stream, float(seconds[-1]), counts[-1], None, run.dates[i], run.lines[i],
                                       present[-1], int(times[-1]))

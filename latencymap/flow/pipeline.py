@@ -55,9 +55,14 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
                           keep_open=len(named) <= KEPT_OPEN), p) for p in named]
     unreadable = []
     seen: dict[StreamId, tuple[float, str]] = {}
+    before: Differ | None = None
     for items, path in inputs:
         tally = _Tally()
-        flow = Differ(name=path).run_columns(tally.count(items))
+        differ = Differ(name=path)
+        if before is not None:  # a log and its rotation: the interval between them is the next input's first
+            differ.carry(before)
+        before = differ
+        flow = differ.run_columns(tally.count(items))
         yield from _apart(flow, "<stdin>" if path in ("-", "") else path, seen) if len(inputs) > 1 else flow
         name = "<stdin>" if path in ("-", "") else path
         if tally.cut and not tally.read:  # whatever the compressor, and whether a piece of a record came out or not

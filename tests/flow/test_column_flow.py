@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -167,6 +168,29 @@ def test_a_stream_going_back_into_an_earlier_inputs_time_is_shown_apart(example_
     assert {i.stream.label for i in one_by_one} == {s.label for s in twice.streams}
 
 
+def test_a_log_and_its_rotation_lose_no_interval_between_them(example_data: Path, tmp_path: Path) -> None:
+    """The interval between the last record of one input and the first of the next was a baseline: lost."""
+    text = example_data.read_text()
+    cut = text.index("<begin record>", len(text) // 2)
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_text(text[:cut])
+    second.write_text(text[cut:])
+    def data(acc: Accumulator) -> dict[str, Any]:
+        return {k: v for k, v in held(acc).items() if k != "messages"}  # they name the files
+
+    whole = data(accumulate(column_flow([str(example_data)], REGISTRY)))
+    assert data(accumulate(column_flow([str(first), str(second)], REGISTRY))) == whole
+    one_by_one = Accumulator()
+    one_by_one.add(input_flow([str(first), str(second)], REGISTRY))
+    assert data(one_by_one) == whole
+    later = tmp_path / "later.txt"  # the same records an hour later: another run, not this one's next interval
+    later.write_text(re.sub(r"(timestamp, microsec, )(\d+)", lambda m: f"{m[1]}{int(m[2]) + 3_600_000_000}",
+                            text[cut:]))
+    apart = accumulate(column_flow([str(first), str(later)], REGISTRY))
+    (hist,) = apart.streams.values()
+    assert hist.n == whole["seen"] - 1  # its first record is a baseline again
+
+
 def _rotations(folder: Path, n: int) -> list[str]:
     """`n` inputs of one stream, each going on where the previous ended: one interval each."""
     folder.mkdir()
@@ -189,7 +213,9 @@ def test_many_inputs_hold_few_files_open(tmp_path: Path) -> None:
                        capture_output=True, text=True, preexec_fn=few_descriptors, timeout=120)
     assert r.returncode == 0, r.stderr
     (stream,) = json.loads(r.stdout)["streams"]
-    assert stream["columns"] == 300 and stream["total"]["events"] == 300 * 5
+    # each input's first record continues the one before (its counters restarted: a reset column of its 5 events)
+    assert stream["columns"] == 599 and stream["total"]["events"] == 300 * 5 + 299 * 5
+    assert stream["resets"] == list(range(1, 599, 2))
     junk = tmp_path / "parts" / "zz-junk.txt"
     junk.write_text("hello\n")
     r = subprocess.run([sys.executable, "-m", "latencymap", "report", *paths, str(junk)], capture_output=True,

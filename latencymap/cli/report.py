@@ -18,7 +18,7 @@ from latencymap.cli.common import (
     say,
 )
 from latencymap.cli.options import format_kwargs, format_options, limit_options
-from latencymap.cli.running import prepare
+from latencymap.cli.running import built, prepare
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.errors import InputError, NothingReadable
@@ -173,9 +173,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         if out_format == "parquet" and not output:
             raise InputError(PARQUET_NEEDS_OUTPUT)
         keep_freed_memory()
-        source = _report_source(list(inputs), {k: kw[k] for k in ("count", "duration")})
-        if source is not None and source.own_limits:  # it stops at a whole round itself
-            kw.update(count=None, duration=None)
+        source = _report_source(list(inputs), kw)
         if source is None:
             no_terminal_input(inputs)
         readers: list[TextFormat] = []
@@ -238,9 +236,9 @@ def _read_through(readers: list[TextFormat]) -> Source | None:
     return readers[0].source if len(readers) == 1 else None
 
 
-def _report_source(args: list[str], limits: dict[str, Any]) -> Source | None:
-    """The source named by the first argument of `report`, built from the rest (and `limits`, `--count` and
-    `--duration`, when it stops itself); None for plain inputs."""
+def _report_source(args: list[str], kw: dict[str, Any]) -> Source | None:
+    """The source named by the first argument of `report`, built from the rest (with `report`'s `--count` and
+    `--duration` from `kw` when it stops itself: `built`); None for plain inputs."""
     if not args or args[0] not in REGISTRY.sources:
         for arg in args:
             if arg.startswith("-") and arg != "-":
@@ -252,7 +250,7 @@ def _report_source(args: list[str], limits: dict[str, Any]) -> Source | None:
         raise SourceError(f"{src.name}: {reason}")
     cmd = click.Command(src.name, params=src.params())
     ctx = cmd.make_context(f"latencymap report {src.name}", args[1:])
-    return src(**ctx.params, **(limits if src.own_limits else {}))
+    return built(src, ctx.params, kw)
 
 
 def write_report(acc: Accumulator, out_format: str, output: str | None,

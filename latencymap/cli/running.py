@@ -10,6 +10,7 @@ from latencymap.cli.options import display_options
 from latencymap.core.accumulator import DEFAULT_HISTORY
 from latencymap.core.model import Flow, FlowItem, Notice, unrolled
 from latencymap.flow.pipeline import limited, strict
+from latencymap.plugins import Source
 
 if TYPE_CHECKING:
     from latencymap.flow.replay import BurstScan, ReplayClock
@@ -27,6 +28,16 @@ def emit(flow: Flow, compat: bool, profile: ProfileSession | None = None) -> int
         if isinstance(item, Notice):
             say(item)
     return EXIT_OK
+
+
+def built(src: type[Source], options: dict[str, Any], kw: dict[str, Any]) -> Source:
+    """Source `src` built from its `options`. One that stops itself at whole rounds (`own_limits`) takes `--count`
+    and `--duration` from the command's `kw`, which then no longer limit the flow (`prepare`)."""
+    if not src.own_limits:
+        return src(**options)
+    limits = {k: kw.get(k) for k in ("count", "duration")}
+    kw.update(count=None, duration=None)
+    return src(**options, **limits)
 
 
 def prepare(flow: Iterator[FlowItem], kw: dict[str, Any], source: str = "input",

@@ -8,7 +8,7 @@ import click
 
 from latencymap.cli.common import EXIT_FAIL, guarded, guarded_source, source_epilog, tell
 from latencymap.cli.options import VIEW_NAMES, view_options
-from latencymap.cli.running import prepare, show
+from latencymap.cli.running import built, prepare, show
 from latencymap.flow.pipeline import diffed
 from latencymap.plugins import Source
 
@@ -24,10 +24,7 @@ def source_command(src: type[Source]) -> click.Command:
             if reason:
                 tell(reason, f"latencymap {src.name}")
                 return EXIT_FAIL
-            limits = {k: view_kw.get(k) for k in ("count", "duration")}
-            source = src(**kw, **(limits if src.own_limits else {}))
-            if src.own_limits:  # it stops at a whole round itself
-                view_kw.update(count=None, duration=None)
+            source = built(src, kw, view_kw)
             from latencymap.profiling.session import profile_session
 
             with profile_session(view_kw) as profile:

@@ -51,10 +51,12 @@ class Latest:
     total_time_s: float | None = None
 
     def add_to(self, before: Latest | None) -> Latest:
-        """This interval as the newest, its counters `before`'s plus its own."""
-        if before is not None and before.total_counts is not None:
-            self.total_counts = before.total_counts + self.counts
-            self.total_time_s = (before.total_time_s or 0.0) + float(np.asarray(self.time_s).sum())
+        """This interval as the newest, its counters `before`'s (none: zero) plus its own."""
+        spent = float(np.asarray(self.time_s).sum())
+        if before is None or before.total_counts is None:
+            self.total_counts, self.total_time_s = self.counts.copy(), spent
+        else:
+            self.total_counts, self.total_time_s = before.total_counts + self.counts, (before.total_time_s or 0) + spent
         return self
 
 
@@ -178,7 +180,6 @@ class MetricsServer:
     def update(self, iv: Interval) -> None:
         """Keep `iv` as its stream's newest interval."""
         item = latest_of_interval(iv)
-        item.total_counts, item.total_time_s = item.counts.copy(), float(np.asarray(item.time_s).sum())
         with self._lock:
             self._latest[iv.stream] = item.add_to(self._latest.get(iv.stream))
 

@@ -148,12 +148,18 @@ def test_runs_are_appended_a_batch_of_columns_at_a_time(monkeypatch: pytest.Monk
     assert len(sizes) > 1 and max(sizes) <= accumulator.BATCH + k
 
 
-def test_a_stream_going_back_into_an_earlier_inputs_time_is_shown_apart(example_data: Path, tmp_path: Path) -> None:
-    text = example_data.read_text()
+def halves(path: Path, folder: Path) -> tuple[Path, Path]:
+    """`path`'s records cut in two at the middle record: a log and its rotation."""
+    text = path.read_text()
     cut = text.index("<begin record>", len(text) // 2)
-    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first, second = folder / "first.txt", folder / "second.txt"
     first.write_text(text[:cut])
     second.write_text(text[cut:])
+    return first, second
+
+
+def test_a_stream_going_back_into_an_earlier_inputs_time_is_shown_apart(example_data: Path, tmp_path: Path) -> None:
+    first, second = halves(example_data, tmp_path)
     rotated = accumulate(column_flow([str(first), str(second)], REGISTRY))  # a log and its rotation: one stream
     (stream,) = rotated.streams
     assert not [m for m in rotated.messages if "shown apart" in m]
@@ -170,11 +176,7 @@ def test_a_stream_going_back_into_an_earlier_inputs_time_is_shown_apart(example_
 
 def test_a_log_and_its_rotation_lose_no_interval_between_them(example_data: Path, tmp_path: Path) -> None:
     """The interval between the last record of one input and the first of the next was a baseline: lost."""
-    text = example_data.read_text()
-    cut = text.index("<begin record>", len(text) // 2)
-    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
-    first.write_text(text[:cut])
-    second.write_text(text[cut:])
+    first, second = halves(example_data, tmp_path)
     def data(acc: Accumulator) -> dict[str, Any]:
         return {k: v for k, v in held(acc).items() if k != "messages"}  # they name the files
 
@@ -185,7 +187,7 @@ def test_a_log_and_its_rotation_lose_no_interval_between_them(example_data: Path
     assert data(one_by_one) == whole
     later = tmp_path / "later.txt"  # the same records an hour later: another run, not this one's next interval
     later.write_text(re.sub(r"(timestamp, microsec, )(\d+)", lambda m: f"{m[1]}{int(m[2]) + 3_600_000_000}",
-                            text[cut:]))
+                            second.read_text()))
     apart = accumulate(column_flow([str(first), str(later)], REGISTRY))
     (hist,) = apart.streams.values()
     assert hist.n == whole["seen"] - 1  # its first record is a baseline again

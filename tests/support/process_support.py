@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from skips_support import NO_BTF, NOT_LINUX, NOT_ROOT, reason
+from skips_support import NO_BTF, NOT_LINUX, NOT_ROOT, reason, skip_missing
 
 
 def children_named(parent: int, comm: str) -> list[int]:
@@ -37,3 +41,28 @@ def bpf_unavailable() -> str | None:
     if not os.path.exists("/sys/kernel/btf/vmlinux"):
         return reason(NO_BTF, "/sys/kernel/btf/vmlinux", "this kernel has no BTF: BPF tracing is not available")
     return None
+
+
+@contextmanager
+def loop_device(blocks: int, direct_io: bool = False) -> Iterator[str]:
+    """A loop device (root) over a file in /var/tmp holding `blocks` 4 KiB blocks, detached on the way out;
+    `direct_io`: over the file with O_DIRECT (real disk latencies, requests that overlap; its first block is data)."""
+    fd, backing = tempfile.mkstemp(prefix="latencymap-loop-", dir="/var/tmp")
+    if direct_io:
+        os.write(fd, os.urandom(4096))
+    os.ftruncate(fd, blocks * 4096)
+    if direct_io:
+        os.fsync(fd)
+    os.close(fd)
+    try:
+        made = subprocess.run(["losetup", "--find", "--show", *(["--direct-io=on"] if direct_io else []), backing],
+                              capture_output=True, text=True, check=False)
+        if made.returncode != 0:
+            skip_missing("loop device", f"`losetup --find` failed: {made.stderr.strip()}")
+        device = made.stdout.strip()
+        try:
+            yield device
+        finally:
+            subprocess.run(["losetup", "--detach", device], check=False)
+    finally:
+        os.unlink(backing)

@@ -13,13 +13,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
-from process_support import bpf_unavailable, children_named
-from skips_support import skip_missing
+from process_support import bpf_unavailable, children_named, loop_device
 
 from latencymap.core.buckets import bounds_seconds
 from latencymap.core.model import Interval, Notice
@@ -139,31 +137,12 @@ def _block_dir() -> tuple[str, str] | None:
     return None
 
 
-@contextmanager
-def _loop_device(blocks: int) -> Iterator[str]:
-    """A loop device (root) over a file in /var/tmp holding `blocks` 4 KiB blocks; detached on the way out."""
-    fd, backing = tempfile.mkstemp(prefix="latencymap-loop-", dir="/var/tmp")
-    os.ftruncate(fd, blocks * 4096)
-    os.close(fd)
-    try:
-        made = subprocess.run(["losetup", "--find", "--show", backing], capture_output=True, text=True, check=False)
-        if made.returncode != 0:
-            skip_missing("block device", f"no disk under /var/tmp and `losetup --find` failed: {made.stderr.strip()}")
-        device = made.stdout.strip()
-        try:
-            yield device
-        finally:
-            subprocess.run(["losetup", "--detach", device], check=False)
-    finally:
-        os.unlink(backing)
-
-
 @pytest.fixture
 def block_target() -> Iterator[tuple[str, str]]:
     """(a path to do 4 KiB direct I/O on, its disk's name): a file on the disk under /var/tmp, else a loop device."""
     found = None if os.environ.get(FORCE_LOOP) == "1" else _block_dir()
     if found is None:
-        with _loop_device(BLOCKS) as device:
+        with loop_device(BLOCKS) as device:
             yield device, Path(device).name
         return
     fd, name = tempfile.mkstemp(prefix="latencymap-bpf-", dir=found[0])

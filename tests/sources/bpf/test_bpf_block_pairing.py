@@ -12,14 +12,11 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from process_support import bpf_unavailable
+from process_support import bpf_unavailable, loop_device
 from skips_support import skip_missing
 
 from latencymap.core.model import Interval, Notice
@@ -81,28 +78,6 @@ def diskstats(disk: str) -> dict[str, int]:
     raise AssertionError(f"{disk} not in /proc/diskstats")
 
 
-@contextmanager
-def loop_device(blocks: int) -> Iterator[str]:
-    """A direct-I/O loop device over a file in /var/tmp (real disk latencies, requests that overlap)."""
-    fd, backing = tempfile.mkstemp(prefix="latencymap-loop-", dir="/var/tmp")
-    os.write(fd, os.urandom(4096))
-    os.ftruncate(fd, blocks * 4096)
-    os.fsync(fd)
-    os.close(fd)
-    try:
-        made = subprocess.run(["losetup", "--find", "--show", "--direct-io=on", backing], capture_output=True,
-                              text=True, check=False)
-        if made.returncode != 0:
-            skip_missing("loop device", f"`losetup --find` failed: {made.stderr.strip()}")
-        device = made.stdout.strip()
-        try:
-            yield device
-        finally:
-            subprocess.run(["losetup", "--detach", device], check=False)
-    finally:
-        os.unlink(backing)
-
-
 def run_block(backend: str, disk: str, script: str, *args: str) -> tuple[dict[str, int], dict[str, int], str]:
     """Trace `disk` with --split rw while `script` runs: (events per stream, diskstats deltas, notices)."""
     src = BpfSource(mode="block", disk=disk, split="rw", backend=backend, interval=0.25)
@@ -138,7 +113,7 @@ def run_block(backend: str, disk: str, script: str, *args: str) -> tuple[dict[st
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_concurrent_reads_of_one_sector_are_each_counted(backend: str) -> None:
     procs, reads = 4, 500
-    with loop_device(256) as device:
+    with loop_device(256, direct_io=True) as device:
         disk = os.path.basename(device)
         counts, delta, notes = run_block(backend, disk, SAME_SECTOR, device, str(procs), str(reads))
     assert delta["read"] == procs * reads
@@ -155,7 +130,7 @@ def test_concurrent_reads_of_one_sector_are_each_counted(backend: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_flushes_are_counted_as_diskstats_counts_them(backend: str) -> None:
     procs, rounds = 2, 40
-    with loop_device(256) as device:
+    with loop_device(256, direct_io=True) as device:
         disk = os.path.basename(device)
         counts, delta, _ = run_block(backend, disk, FLUSHES, device, str(procs), str(rounds))
     if delta["flush"] == 0:

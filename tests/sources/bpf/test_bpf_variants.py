@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -52,12 +53,21 @@ def _trace(tmp_path: Path, backend: str, syscalls: str) -> tuple[dict[str, int],
     data.write_bytes(os.urandom(4096))
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(data), str(N)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
+    counts, notices = _drive(child, lambda: BpfSource(mode="syscall", syscalls=syscalls, pid=child.pid,
+                                                      backend=backend, interval=0.25), backend)
+    return counts, child.pid, notices
+
+
+def _drive(child: subprocess.Popen[str], make: Callable[[], BpfSource],
+           backend: str) -> tuple[dict[str, int], list[str]]:
+    """Trace `child` (which says "ready", waits for "go", does its calls and says "done") with the source `make`
+    builds once the child is ready: per-stream event counts until a column starts after "done"; notices."""
     counts: dict[str, int] = {}
     notices: list[str] = []
     try:
         assert child.stdout is not None and child.stdin is not None
         assert child.stdout.readline().strip() == "ready"
-        src = BpfSource(mode="syscall", syscalls=syscalls, pid=child.pid, backend=backend, interval=0.25)
+        src = make()
         done_at = None
         gen = src.items()
         try:
@@ -80,7 +90,7 @@ def _trace(tmp_path: Path, backend: str, syscalls: str) -> tuple[dict[str, int],
         if child.stdin:
             child.stdin.close()
         child.wait(timeout=10)
-    return counts, child.pid, notices
+    return counts, notices
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -154,29 +164,7 @@ def test_comm_with_non_ascii_bytes_matches(backend: str, tmp_path: Path) -> None
     data.write_bytes(os.urandom(4096))
     child = subprocess.Popen([sys.executable, "-c", NAMED_CHILD, str(data), str(n)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
-    counted = 0
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        assert child.stdout.readline().strip() == "ready"
-        src = BpfSource(mode="syscall", syscalls="pread64", comm="scé", backend=backend, interval=0.25)
-        done_at = None
-        gen = src.items()
-        try:
-            for item in gen:
-                if isinstance(item, Notice) and "tracing" in item.message and done_at is None:
-                    child.stdin.write("go\n")
-                    child.stdin.flush()
-                    assert child.stdout.readline().strip() == "done"
-                    done_at = time.time()
-                elif isinstance(item, Interval):
-                    counted += int(item.counts.sum())
-                    if done_at is not None and item.start > done_at:
-                        break
-        finally:
-            gen.close()
-        assert src.chosen == backend
-    finally:
-        if child.stdin:
-            child.stdin.close()
-        child.wait(timeout=10)
+    counts, _ = _drive(child, lambda: BpfSource(mode="syscall", syscalls="pread64", comm="scé", backend=backend,
+                                                interval=0.25), backend)
+    counted = sum(counts.values())
     assert counted == n

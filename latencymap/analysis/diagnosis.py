@@ -179,10 +179,11 @@ BURST_COLUMN_SHARE = 0.10
 BURST_EVENTS_SHARE = 0.8
 
 
-def _find_bursts(b: Band, counts: np.ndarray, starts: np.ndarray, first: int) -> None:
+def _find_bursts(b: Band, counts: np.ndarray, starts: np.ndarray, first: int, episodes: list[Episode]) -> None:
     """Mark band `b` as bursts when few columns hold most of its events (`b.bursts`): a GC pause makes every request
     that arrives during it slow, so a slow band of many events can sit in three columns of a hundred. Said as a
-    population spread over the range, it would hide the one thing that identifies it: when."""
+    population spread over the range, it would hide the one thing that identifies it: when. Columns that episodes
+    (or stalls) cover already say when, so bursts all inside them are not said again."""
     per_col = counts[:, b.first_slot: b.last_slot + 1].sum(axis=1)
     total = float(per_col.sum())
     occupied = int((counts.sum(axis=1) > 0).sum())
@@ -194,6 +195,8 @@ def _find_bursts(b: Band, counts: np.ndarray, starts: np.ndarray, first: int) ->
     if k > max(BURST_COLUMNS, BURST_COLUMN_SHARE * occupied):
         return
     cols = sorted(int(c) for c in order[:k])
+    if all(any(e.first_col <= first + c <= e.last_col for e in episodes) for c in cols):
+        return
     b.bursts = [(first + c, float(starts[c])) for c in cols]
     b.burst_share = float(per_col[cols].sum()) / total
 
@@ -285,7 +288,7 @@ def diagnose(
     main = max(major, key=lambda b: b.events) if major else None
     for b in major:
         if b is not main:
-            _find_bursts(b, counts, starts, first)
+            _find_bursts(b, counts, starts, first, episodes)
     if d.events > 0:
         used = np.flatnonzero(pooled > 0)
         scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s, datasource)

@@ -51,7 +51,9 @@ def finding_items(diag: Any) -> list[FindingItem]:
     head = FindingItem(lines[0].partition(" — ")[0])
     found = getattr(diag, "findings", None)
     if found is not None:  # a diagnosis that names its findings with where they are
-        return [head] + [FindingItem(f.what, f.first_col, f.last_col) for f in found if f.kind != "band"]
+        # a band is in the modes line, unless it came in bursts: then it has columns to go to
+        return [head] + [FindingItem(f.what, f.first_col, f.last_col) for f in found
+                         if f.kind != "band" or getattr(f, "bursts", False)]
     items = [head]
     rest = lines[1:]
     if diag.tail is not None and rest:

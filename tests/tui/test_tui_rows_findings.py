@@ -233,3 +233,24 @@ def test_the_strip_cells_percentiles_are_the_inspectors_for_exact_times() -> Non
     np.testing.assert_allclose(strip[-1], [inspector[0.50], inspector[0.99]])
     plain = percentile_estimates(hist.counts[a[-1]:b[-1]].sum(axis=0), hist.low, hist.high, (0.50, 0.99))
     assert not np.allclose(strip[-1], plain)  # the means moved them: the test would pass on counts alone otherwise
+
+
+def test_a_band_that_came_in_bursts_is_a_finding_with_its_columns() -> None:
+    """The modes line says a steady band; a band of bursts (GC pauses at cols 30, 60 and 90) has columns to go to."""
+    from latencymap.analysis.diagnosis import diagnose
+    from latencymap.core.buckets import bin_values, bounds_seconds
+    from latencymap.tui.findings import finding_items
+
+    rng = np.random.default_rng(3)
+    counts, times = [], []
+    for j in range(120):
+        values = rng.lognormal(np.log(1e6), 0.3, 200)
+        if j in (30, 60, 90):
+            values = np.r_[values, rng.uniform(10e6, 500e6, 100)]
+        c, t = bin_values(values)
+        counts.append(c)
+        times.append(t * 1e-9)
+    starts = 1_700_000_000.0 + np.arange(120, dtype=np.float64)
+    low, high = bounds_seconds("bpf", "nanosec")
+    items = finding_items(diagnose(np.array(counts), np.array(times), low, high, starts, starts + 1.0))
+    assert [(i.first_col, i.last_col) for i in items if "cols 30, 60 and 90" in i.text] == [(30, 90)]

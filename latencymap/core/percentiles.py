@@ -17,9 +17,10 @@ def percentile_estimates(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
 
     Inside the bucket holding the target rank the value is interpolated geometrically
     (log-uniform within `[low, high)`), linearly in a bucket that starts at 0. With `times` (the exact seconds
-    spent per slot, same shape), the bucket's mean is known: its one event is at that mean, and more events
-    follow the density of the exponential family on `[low, high)` that has that mean (`_within_mean`), so a
-    bucket whose events all sit near one end is read so.
+    spent per slot, same shape; NaN where not exact), the bucket's mean is known: its one event is at that mean,
+    and more events follow the density of the exponential family that has that mean on the range its count and
+    sum allow (`exact_bucket_range`, `_within_mean`), so a bucket whose events all sit near one end is read so,
+    and no percentile is past the largest (or below the smallest) value the data allows.
     """
     counts = np.asarray(counts, dtype=np.float64)
     squeeze = counts.ndim == 1
@@ -47,20 +48,42 @@ def percentile_estimates(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
     return out[0] if squeeze else out
 
 
+def exact_bucket_range(inside: np.ndarray, spent: np.ndarray, lo: np.ndarray,
+                       hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(least, most, mean): where the `inside` events of buckets `[lo, hi)` that took `spent` in all can lie.
+
+    Every value is >= lo and < hi, so the largest is at most `spent - (inside - 1) * lo` and the smallest at
+    least `spent - (inside - 1) * hi`; `least <= mean <= most` within `[lo, hi]` always (the mean, clipped to
+    the bucket, is kept inside when float rounding or sums that disagree with the counts would empty the
+    range). One event: least = most = its value. Arrays broadcast; NaN where `inside` is 0 or the sum unknown.
+    """
+    inside, spent = np.asarray(inside, dtype=np.float64), np.asarray(spent, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        mean = np.clip(spent / np.where(inside > 0, inside, np.nan), lo, hi)
+        others = np.maximum(inside - 1.0, 0.0)  # the events besides the one bounded
+        least = np.minimum(np.maximum(lo, spent - others * hi), mean)
+        most = np.maximum(np.minimum(hi, spent - others * lo), mean)
+    return least, most, mean
+
+
 def _within_mean(value: np.ndarray, frac: np.ndarray, inside: np.ndarray, spent: np.ndarray, lo: np.ndarray,
                  hi: np.ndarray) -> np.ndarray:
     """`value` where a bucket's mean (`spent / inside`) says more: a lone event is at the mean; several, at the
-    `frac` quantile of the density proportional to exp(k x) on the bucket that has that mean (k = 0: uniform)."""
+    `frac` quantile of the density proportional to exp(k x) that has that mean (k = 0: uniform) on the range the
+    count and sum allow (`exact_bucket_range`)."""
     width = hi - lo
     usable = (inside > 0) & np.isfinite(width) & (width > 0) & np.isfinite(spent)
+    least, most, mean = exact_bucket_range(np.where(usable, inside, 1.0), np.where(usable, spent, lo),
+                                           np.where(usable, lo, 0.0), np.where(usable, hi, 1.0))
+    span = most - least
     with np.errstate(divide="ignore", invalid="ignore"):
-        mu = np.clip((spent / np.where(usable, inside, 1.0) - lo) / np.where(usable, width, 1.0), 0.0, 1.0)
+        mu = np.clip((mean - least) / np.where(span > 0, span, 1.0), 0.0, 1.0)
     k = _rate_of_mean(mu)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         x = np.where(np.abs(k) < 1e-6, frac, np.log1p(frac * np.expm1(k)) / np.where(k == 0, 1.0, k))
     x = np.clip(np.nan_to_num(x, nan=0.5), 0.0, 1.0)
-    x = np.where((inside == 1) | (mu <= 0) | (mu >= 1), mu, x)  # one event, or all at an end: there
-    return np.where(usable, lo + x * width, value)
+    x = np.where((inside == 1) | (mu <= 0) | (mu >= 1) | (span <= 0), mu, x)  # one event, or all at an end
+    return np.where(usable, np.clip(least + x * span, least, most), value)
 
 
 def _rate_of_mean(mu: np.ndarray) -> np.ndarray:

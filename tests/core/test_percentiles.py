@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latencymap.core.buckets import bin_values, bounds_seconds
-from latencymap.core.percentiles import column_medians, median_of, percentile_estimates
+from latencymap.core.buckets import bin_values, bounds_in_unit, bounds_seconds
+from latencymap.core.percentiles import column_medians, exact_bucket_range, median_of, percentile_estimates
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -81,3 +81,104 @@ def test_exact_bucket_means_place_events_inside_their_bucket() -> None:
 def test_column_medians_are_numpys_column_medians(rows: int, cols: int, seed: int) -> None:
     values = np.random.default_rng(seed).integers(0, 5, size=(rows, cols)).astype(np.float64) / 7
     assert np.array_equal(column_medians(values), np.median(values, axis=0))
+
+
+def _allowed_range(counts: np.ndarray, sums: np.ndarray, low: np.ndarray,
+                   high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per slot, the least and most a value can be given its bucket's count and exact sum (every value >= low and
+    < high): the oracle of the tests below, written out apart from `exact_bucket_range`."""
+    others = np.maximum(counts - 1.0, 0.0)
+    return np.maximum(low, sums - others * high), np.minimum(high, sums - others * low)
+
+
+_QS = (0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1.0)
+#: Values inside a bucket: where in it (0: its low end, just under 1: its top), clustered ends included.
+_WHERE = st.one_of(st.sampled_from([0.0, 1e-9, 0.001, 0.5, 0.999, 1 - 2**-40]),
+                   st.floats(0.0, 1.0, exclude_max=True))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.lists(_WHERE, min_size=1, max_size=8)), min_size=1, max_size=5))
+def test_exact_percentiles_lie_within_the_values_their_buckets_allow_and_grow_with_q(
+        groups: list[tuple[int, list[float]]]) -> None:
+    """Random exact buckets built from real values: each percentile lies in the bucket holding its rank, between
+    the least and the most value its count and sum allow (so never past the bucket's largest possible value: a
+    lone event is read as itself), and percentiles grow with q."""
+    low, high = bounds_in_unit("bpf")
+    values = np.array([low[k] + u * (high[k] - low[k]) for k, where in groups for u in where])
+    counts, sums = bin_values(values)
+    pct = percentile_estimates(counts, low, high, _QS, times=sums)
+    slots = np.where(values >= 1.0, np.frexp(values)[1], 0)  # as bin_values bins them
+    least, most = _allowed_range(counts.astype(np.float64), sums, low, high)
+    cum = np.cumsum(counts)
+    for q, p in zip(_QS, pct, strict=True):
+        k = int(np.argmax(cum >= q * cum[-1] - 1e-9 * cum[-1]))  # the bucket holding the rank
+        mine = values[slots == k]
+        tol = 1e-12 * high[k] * len(mine)  # the sum's rounding
+        assert mine.min() >= least[k] - tol and mine.max() <= most[k] + tol  # the oracle holds the true values
+        assert least[k] - tol <= p <= most[k] + tol, (q, p, k, mine.tolist())
+        if len(mine) == 1:
+            assert p == pytest.approx(mine[0], rel=1e-12)
+    assert (np.diff(pct) >= -1e-12 * pct[1:]).all(), pct
+
+
+def test_spark_stragglers_alone_in_their_bucket_read_no_p999_past_what_their_sum_allows() -> None:
+    """fixtures/spark (85 tasks): the two stragglers, 2.55 s and 2.534 s, are alone in [2.048, 4.096) s. Spread over
+    the whole bucket they read p999 = 3.53 s, though two tasks of 5.084 s in all, neither under 2.048 s, leave at
+    most 3.036 s to the slower one. (Nearer the slowest, 2.55 s, no reading of a count and a sum can promise: only
+    the mean is sure to lie between the bucket's fastest and slowest.)"""
+    low, high = bounds_seconds("spark", "millisec")
+    counts, sums = np.zeros(64), np.zeros(64)
+    slots = np.searchsorted(low, [0.032, 0.064, 0.256, 0.512, 2.048])
+    counts[slots] = [12, 3, 66, 2, 2]
+    sums[slots] = [0.657, 0.258, 24.327, 1.986, 5.084]  # seconds: the fixture's exact time per bucket
+    plain = percentile_estimates(counts, low, high)
+    p50, p90, p99, p999 = percentile_estimates(counts, low, high, times=sums)
+    assert p999 <= 5.084 - 2.048 and p999 == pytest.approx(2.994, abs=1e-3)  # was 3.534
+    assert 2.048 <= p99 <= p999  # 2.616, was 2.495: the same mean on a narrower range moves it up, inside the range
+    assert (p50, p90) == (0.34131625624680745, 0.48720922724528426)  # their buckets' sums allow the whole bucket
+    assert plain[3] > 3.0  # counts alone know nothing of the sums: log-uniform as ever
+
+
+def test_only_exact_buckets_are_narrowed_estimated_ones_read_as_before() -> None:
+    """Rows (or buckets) without an exact time give the numbers they gave before exact buckets were narrowed to
+    what their sums allow, in the same call as rows that are narrowed; and edge cases of exact buckets: a zero
+    bucket of small values, a sum that float rounding puts past the bucket, a lone event, an empty bucket."""
+    low, high = bounds_seconds("bpf", "microsec")
+    counts = np.zeros((5, 64))
+    counts[0, 0], counts[0, 3], counts[0, 4], counts[0, 9] = 5, 40, 30, 2
+    counts[1, 10], counts[1, 11], counts[1, 20] = 700, 290, 3
+    counts[2, 0] = 4
+    counts[3, 20] = 3  # exact: three values just above the bucket's low end
+    counts[4, 0] = 3  # exact, zero bucket: 0, 0 and 0.3 µs
+    times = np.full((5, 64), np.nan)
+    times[3, 20] = 3 * low[20] + 1e-6
+    times[4, 0] = 0.3e-6
+    qs = (0.01, 0.5, 0.9, 0.99, 0.999)
+    pct = percentile_estimates(counts, low, high, qs, times=times)
+    before = [[1.54e-07, 7.14780362956521e-06, 1.4025691541056561e-05, 0.0003920788472561625, 0.0004985173825923063],
+              [0.0005170592197402991, 0.0008371171443536322, 0.0016269238772828388, 0.0020143566816330214,
+               0.8336024544990616],
+              [1e-08, 5e-07, 9e-07, 9.9e-07, 9.989999999999999e-07]]
+    assert pct[:3].tolist() == before
+    assert percentile_estimates(counts[:3], low, high, qs).tolist() == before
+    assert (pct[3] >= low[20]).all() and (pct[3] <= low[20] + 1e-6).all()  # not up to 2x low[20]
+    assert (pct[4] >= 0).all() and (pct[4] <= 0.3e-6).all()  # not up to 1 µs
+    assert np.diff(pct[3]).min() >= 0 and np.diff(pct[4]).min() >= 0
+
+
+def test_exact_bucket_range_edge_cases() -> None:
+    """`exact_bucket_range`, which percentiles read: never empty nor inverted, the mean always inside."""
+    lo, hi = np.full(6, 2.0), np.full(6, 4.0)
+    n = np.array([0.0, 1.0, 1.0, 3.0, 2.0, 1000.0])
+    s = np.array([0.0, 3.0, 4.0 + 1e-15, 6.0 + 1e-3, 4.0 * 2 + 1e-12, 1000 * 2.0 + 0.5])
+    least, most, mean = exact_bucket_range(n, s, lo, hi)
+    assert np.isnan([least[0], most[0], mean[0]]).all()  # no events
+    assert least[1] == most[1] == mean[1] == 3.0  # a lone event is its value
+    assert least[2] == most[2] == mean[2] == 4.0  # a sum rounded past the bucket: its top, not an empty range
+    assert least[3] == 2.0 and most[3] == pytest.approx(2.001)  # three just above 2: the largest is at most 2.001
+    assert least[4] == most[4] == mean[4] == 4.0  # two at the top, and the sum rounded up: not inverted
+    assert most[5] == pytest.approx(2.5) and least[5] == 2.0
+    assert (least[1:] <= mean[1:]).all() and (mean[1:] <= most[1:]).all()
+    zero_least, zero_most, _ = exact_bucket_range(np.array([10.0]), np.array([0.0]), np.array([0.0]), np.array([1.0]))
+    assert zero_least[0] == zero_most[0] == 0.0  # S = 0 in a zero-floor bucket: every value is 0

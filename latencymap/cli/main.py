@@ -83,11 +83,17 @@ def _misplaced_options(args: list[str], commands: set[str]) -> str | None:
         return None
     view = _load("view")
     assert view is not None
+    from latencymap.cli.options import pylatencymap_abbreviations
+
+    try:
+        full = pylatencymap_abbreviations(view, args)  # `--num 5` takes a value as `--num_records 5` does
+    except click.UsageError:
+        full = args
     takes_value = {name for p in view.params if isinstance(p, click.Option) and not (p.is_flag or p.count)
                    for name in p.opts}
     at = 0
     while at < len(args) and args[at].startswith("-") and args[at] not in ("-", "--"):
-        at += 2 if args[at] in takes_value else 1
+        at += 2 if full[at] in takes_value else 1
     if at >= len(args) or args[at] not in commands or os.path.exists(args[at]):
         return None
     return shlex.join(["latencymap", args[at], *args[:at], *args[at + 1:]])
@@ -136,6 +142,16 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         with _clean_errors():
             return super().invoke(ctx)
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command, and its arguments with PyLatencyMap's abbreviated options written in full (`--num 60`)."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and not ctx.resilient_parsing:  # completing a command line: as it is typed
+            from latencymap.cli.options import pylatencymap_abbreviations
+
+            rest = pylatencymap_abbreviations(command, rest, click.Context(command, info_name=name, parent=ctx))
+        return name, command, rest
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         commands = {*BUILTIN, *registry().sources.names()}

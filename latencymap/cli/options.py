@@ -73,6 +73,65 @@ def _multi(*names: str) -> list[str]:
     return out
 
 
+#: PyLatencyMap 1.3's long options (its argparse's, but --help): a command line may abbreviate them as it did.
+PYLATENCYMAP_OPTIONS = ("--num_records", "--min_bucket", "--max_bucket", "--frequency_maxval", "--intensity_maxval",
+                        "--screen_delay", "--debug_level")
+_PYLATENCYMAP_NAMES = frozenset(name[2:] for name in PYLATENCYMAP_OPTIONS)
+
+
+def pylatencymap_abbreviations(command: click.Command, args: list[str], ctx: click.Context | None = None) -> list[str]:
+    """`args` for `command`, each abbreviated PyLatencyMap option written in full, as PyLatencyMap's argparse reads
+    them: a long option that `command` does not have (`--num`, `--frequency_m=40`, `--num-rec`) stands for the one
+    PyLatencyMap option whose names (either spelling) begin with it; one that begins several (`--m`) is a usage
+    error naming them (in `ctx`). Only PyLatencyMap's options are abbreviated (`--d` is `--debug_level`, as there,
+    though `--duration` begins with it too), and never an option `command` has (`replay --max`). Values
+    (`--record --nu`) and what follows `--` are left as they are."""
+    options = [p for p in command.params if isinstance(p, click.Option)]
+    known = {name: p for p in options for name in (*p.opts, *p.secondary_opts)}
+    ours = [p for p in options if p.name in _PYLATENCYMAP_NAMES]
+    if not ours or not any(arg.startswith("--") and arg.partition("=")[0] not in known for arg in args if arg != "--"):
+        return args
+    out = list(args)
+    at = 0
+    while at < len(out):
+        arg = out[at]
+        at += 1
+        if arg == "--":
+            break
+        if arg[:1] != "-" or arg == "-":
+            continue
+        name, eq, _ = arg.partition("=")
+        option = known.get(name)
+        if option is None and arg.startswith("--") and len(name) > 2:
+            found = [p for p in ours if any(n.startswith(name) for n in p.opts if n.startswith("--"))]
+            if len(found) > 1:
+                *first, last = [_underscored(p) for p in found]
+                raise click.UsageError(f"Ambiguous option {name!r}: it could be {', '.join(first)} or {last}.", ctx)
+            if found:
+                option = found[0]
+                out[at - 1] = _underscored(option) + arg[len(name):]
+        elif option is None and not arg.startswith("--"):
+            # short options run together (`-d1`, `-xn 5`): the first that takes a value ends them
+            for end, ch in enumerate(arg[1:], start=2):
+                short = known.get(f"-{ch}")
+                if short is None or _takes_value(short):
+                    at += short.nargs if short is not None and end == len(arg) else 0
+                    break
+            continue
+        if option is not None and not eq and _takes_value(option):
+            at += option.nargs
+    return out
+
+
+def _underscored(option: click.Option) -> str:
+    """A PyLatencyMap option's name as PyLatencyMap spells it (`--num_records`)."""
+    return next(n for n in option.opts if n.startswith("--") and "-" not in n[2:])
+
+
+def _takes_value(option: click.Option) -> bool:
+    return not (option.is_flag or option.count)
+
+
 def limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """`--count`, `--duration`, `--strict`."""
     f = click.option("--strict", is_flag=True, help="Stop with exit code 2 at the first bad record.")(f)

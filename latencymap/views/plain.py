@@ -25,6 +25,8 @@ from latencymap.views.options import BLUES, REDS, SHADES, ViewOptions
 
 RESET = "\x1b[0m"
 CLEAR = "\x1b[0m\x1b[2J\x1b[H"
+#: Between a map's newest column's sum and PyLatencyMap's `Max(Sum)`: the largest column sum of the window.
+MAX_SUM = "   max(sum): "
 
 _PNAMES = tuple(f"{q * 100:g}".replace(".", "") for q in PERCENTILES)
 _ROW_END = 2 * (LEVELS + 1)  # cell code after the last cell of a row: frequency 0..6, intensity 7..13
@@ -282,8 +284,8 @@ class PlainRenderer:
         if marks is not None:
             lines.append(marks)
         sums = frame.col_sums
-        latest_sum = float(sums[-1]) if sums.size else 0.0
-        lines.append(f"{head[2]}{'sum ' + format_number(latest_sum, 4):>9}")
+        latest_sum, max_sum = (float(sums[-1]), float(sums.max())) if sums.size else (0.0, 0.0)
+        lines.append(f"{head[2]}{'sum ' + format_number(latest_sum, 4):>9}{MAX_SUM}{format_number(max_sum, 4)}")
         return lines
 
     def heads(self, kind: str, title: str, unit: str, label_w: int) -> list[str]:

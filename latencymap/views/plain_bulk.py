@@ -26,8 +26,8 @@ from latencymap.views.bulk_rows import Span, fitted_rows, window_any, window_bou
 from latencymap.views.frame import LEVELS, Folds, RowFit, RowRange, fold_rates, row_labels
 from latencymap.views.numbers import TextCache
 from latencymap.views.options import BLUES, REDS, SHADES
+from latencymap.views.plain import MAX_SUM, PlainRenderer
 from latencymap.views.plain import RESET as RESET_TEXT
-from latencymap.views.plain import PlainRenderer
 from latencymap.views.scatter import Buffers, Pieces
 
 #: Frames composed per call at most.
@@ -38,6 +38,15 @@ _ESTIMATED = ", estimated from bucket midpoints"
 _NO_ESCAPE = LEVELS + 1
 _NUMBERS_MAX = 1 << 14
 _PIECE = 12  # bytes of the longest cell text: an escape with a 3-digit colour and a space
+
+
+def _per_map(nrows: int) -> int:
+    """Pieces of one map in a frame: its heads; per row the legend after the row above with the row's label, an
+    escape, the cells and the latest value; the legend after the bottom row; the marks line; the start of the last
+    line; the newest column's sum; the largest column sum (`MAX_SUM`) and the blank line."""
+    return 4 * nrows + 6
+
+
 def _cell_tables(color: bool) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
     """Cell texts indexed by (map * (LEVELS + 1) + level) * 2 + starts-a-run, padded to `_PIECE` bytes; their
     lengths; the escapes to put before a window's first cell, by map * (LEVELS + 2) + level (`_NO_ESCAPE`: none)."""
@@ -70,9 +79,11 @@ class BulkFrames:
         self.opts = renderer.opts
         self.clear = clear.encode()
         self.errors = errors
-        # A row's latest value (after the reset ending its cells), a map's newest column's sum (and the blank line).
+        # A row's latest value (after the reset ending its cells), a map's newest column's sum, and the largest
+        # column sum of its window (and the blank line).
         self._latest = TextCache(4, False, (RESET_TEXT if self.opts.color else "") + "  ", align=9)
-        self._sums = TextCache(4, False, inner="sum ", align=9, after="\n\n")
+        self._sums = TextCache(4, False, inner="sum ", align=9)
+        self._max_sums = TextCache(4, False, MAX_SUM, after="\n\n")
         self._cells = _cell_tables(self.opts.color)
         self._long_cells = sorted({int(n) for n in self._cells[1] if n > 1})
         self._sources = Buffers()
@@ -132,18 +143,20 @@ class BulkFrames:
         runs = [self._layout(sources, hist, span, starts[a:b], stops[a:b], *rows[a], exact[a:b], marks[a:b])
                 for a, b in _runs(rows)]
         # Every run's numbers, each kind looked up at once; their texts' arenas are final after the lookups.
-        latest, sums = self._latest, self._sums
+        latest, sums, max_sums = self._latest, self._sums, self._max_sums
         latest_at = latest.lookup(np.concatenate([run[3].reshape(-1) for run in runs]))
         sums_at = sums.lookup(np.concatenate([run[4].reshape(-1) for run in runs]))
+        max_at = max_sums.lookup(np.concatenate([run[5].reshape(-1) for run in runs]))
         footer = self._footer.pieces(sources, hist, span, new, intervals, skipped)
         latest_src, sums_src = sources.buffer(latest.arena), sources.buffer(sums.arena)
+        max_src = sources.buffer(max_sums.arena)
         done_latest = done_sum = done = 0
         bases = sources.bases()
         iov = np.empty((sum(run[0].size for run in runs), 2), dtype=np.int64)
         at = 0
-        for src, off, size, values, _ in runs:
+        for src, off, size, values, _, _ in runs:
             frames, nrows = values.shape[1], values.shape[2]
-            per_map = 4 * nrows + 5
+            per_map = _per_map(nrows)
             for m in (0, 1):
                 base, count = m * per_map, frames * nrows
                 cols = slice(base + 4, base + 4 + 4 * nrows, 4)
@@ -151,9 +164,12 @@ class BulkFrames:
                 off[cols] = latest_at[0][done_latest: done_latest + count].reshape(frames, nrows).T
                 size[cols] = latest_at[1][done_latest: done_latest + count].reshape(frames, nrows).T
                 done_latest += count
-                src[base + per_map - 1] = sums_src
-                off[base + per_map - 1] = sums_at[0][done_sum: done_sum + frames]
-                size[base + per_map - 1] = sums_at[1][done_sum: done_sum + frames]
+                src[base + per_map - 2] = sums_src
+                off[base + per_map - 2] = sums_at[0][done_sum: done_sum + frames]
+                size[base + per_map - 2] = sums_at[1][done_sum: done_sum + frames]
+                src[base + per_map - 1] = max_src
+                off[base + per_map - 1] = max_at[0][done_sum: done_sum + frames]
+                size[base + per_map - 1] = max_at[1][done_sum: done_sum + frames]
                 done_sum += frames
             for whole, part in zip((src, off, size), footer, strict=True):
                 whole[2 * per_map:] = part[:, done: done + frames]
@@ -167,9 +183,10 @@ class BulkFrames:
 
     def _layout(self, sources: Buffers, hist: StreamHistory, span: Span, starts: np.ndarray, stops: np.ndarray,
                 lo: int, hi: int, folds: Folds | None, exact: np.ndarray,
-                marks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                marks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The pieces (source, offset, length: (piece, frame)) of frames whose windows share their rows, numbers and
-        footer left out; the latest values (map, frame, row top first) and newest columns' sums (map, frame)."""
+        footer left out; the latest values (map, frame, row top first), newest columns' sums (map, frame) and the
+        largest column sum of each window (map, frame)."""
         opts, width = self.opts, self.opts.num_records
         labels = row_labels(hist, lo, hi, folds)
         prefixes, label_w = self.r.label_prefixes(hist.stream, RowRange(lo, hi, folds), labels)
@@ -179,7 +196,7 @@ class BulkFrames:
         starts, stops = starts - a, stops - a
         newest = stops - 1
         col_max = folded.max(axis=2)
-        per_map = 4 * nrows + 5
+        per_map = _per_map(nrows)
         shape = (2 * per_map + FOOTER_PIECES, frames)
         src, off, size = np.zeros(shape, dtype=np.int64), np.empty(shape, dtype=np.int64), np.empty(shape, np.int64)
         charts = np.stack([window_max(col_max[m], starts, stops, width) for m in (0, 1)])
@@ -188,24 +205,27 @@ class BulkFrames:
         self._cells_of(sources, (src, off, size), folded, stops, scales, charts, prefixes)
         head = self.r.heads("frequency", "Frequency heat map: events per second", "(events/s)", label_w)
         off[0], size[0] = sources.text(self.clear + f"{head[0]}\n{head[1]}\n".encode())
-        off[per_map - 2], size[per_map - 2] = sources.text(head[2].encode())
+        off[per_map - 3], size[per_map - 3] = sources.text(head[2].encode())
         title = "Intensity heat map: time waited per second"
         head = self.r.heads("intensity", title, "(s/s)", label_w)
         rough = self.r.heads("intensity", title + _ESTIMATED, "(s/s)", label_w)
         at, length = sources.texts([f"{rough[0]}\n{rough[1]}\n".encode(), f"{head[0]}\n{head[1]}\n".encode()])
         off[per_map], size[per_map] = at[exact.astype(np.intp)], length[exact.astype(np.intp)]
-        off[2 * per_map - 2], size[2 * per_map - 2] = sources.text(head[2].encode())
+        off[2 * per_map - 3], size[2 * per_map - 3] = sources.text(head[2].encode())
         mark_at, mark_size = self._marks(sources, span, a, starts, stops, marks, label_w)
-        off[per_map - 3: 2 * per_map - 2: per_map], size[per_map - 3: 2 * per_map - 2: per_map] = mark_at, mark_size
-        latest = folded[:, newest]
-        return src, off, size, latest[:, :, ::-1], latest.sum(axis=2)
+        off[per_map - 4: 2 * per_map - 3: per_map], size[per_map - 4: 2 * per_map - 3: per_map] = mark_at, mark_size
+        # Each column's sum over its rows, as `both_frames` sums a window's columns (the same reduction of the same
+        # numbers), and PyLatencyMap's Max(Sum): the largest of a window's.
+        col_sums = folded.sum(axis=2)
+        max_sums = np.stack([window_max(col_sums[m], starts, stops, width) for m in (0, 1)])
+        return src, off, size, folded[:, newest, ::-1], col_sums[:, newest], max_sums
 
     def _cells_of(self, sources: Buffers, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], folded: np.ndarray,
                   stops: np.ndarray, scales: np.ndarray, charts: np.ndarray, prefixes: list[str]) -> None:
         """Lay out both maps' rows (label, escape, cells) and the legends after the last rows, in `pieces`."""
         src, off, size = pieces
         width, nrows, frames = self.opts.num_records, len(prefixes), len(stops)
-        per_map = 4 * nrows + 5
+        per_map = _per_map(nrows)
         # Each segment (frames of one map with one scale) lays out its columns once: from its first frame's window
         # (columns before the history are the padding's empty cells) to its last frame's newest column. The
         # frequency map's segments come first, then the intensity map's.

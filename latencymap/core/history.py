@@ -65,12 +65,17 @@ class StreamHistory:
         for i, iv in enumerate(intervals):
             counts[i] = iv.counts
         timed = np.fromiter((iv.time is not None for iv in intervals), dtype=bool, count=k)
+        summed = [j for j, iv in enumerate(intervals) if iv.time is None and _exact_sum(iv) is not None]
         time = None
-        if timed.any():
+        if timed.any() or summed:
             time = np.multiply(counts, self._mid)
             for j, iv in enumerate(intervals):
                 if iv.time is not None:
                     time[j] = iv.time
+            for j in summed:
+                estimated = float(time[j].sum())
+                if estimated > 0:  # the rows' split stays an estimate; the column's total is the source's sum
+                    time[j] *= _exact_sum(intervals[j]) / estimated  # type: ignore[operator]
         marks = np.array([(iv.reset, iv.gap) for iv in intervals], dtype=bool).reshape(k, 2)
         spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T
         self.extend_columns(counts, time, timed, spans[0], spans[1], spans[2], marks[:, 0], marks[:, 1],
@@ -97,7 +102,7 @@ class StreamHistory:
         rows `timed`, estimates elsewhere; None: no row has them), spans, reset and gap marks, the last date."""
         k = len(counts)
         self._dense = None
-        if time is not None:
+        if time is not None and (timed is None or timed.any()):
             self.timed = True
         estimated = counts.any(axis=1) if timed is None else counts.any(axis=1) & ~timed
         flags = np.where(estimated, 0, EXACT).astype(np.uint8)
@@ -411,6 +416,14 @@ class StreamHistory:
         if slots.size == 0:
             return None
         return int(slots[0]), int(slots[-1])
+
+
+def _exact_sum(interval: Interval) -> float | None:
+    """The exact seconds of a column whose source gave only their sum (a rebinned stream's), or None."""
+    source = interval.source_buckets
+    if source is None or source.total_time is None or not 0 <= source.total_time < float("inf"):
+        return None
+    return float(source.total_time)
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from latencymap.core import columns
 from latencymap.core.accumulator import Accumulator, HistoryLimit, StreamHistory, parse_history, set_chunk_columns
 from latencymap.core.buckets import NSLOTS, midpoints_seconds
 from latencymap.core.columns import Block, Chunk, count_dtype
-from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId
 from latencymap.core.percentiles import percentile_estimates
 
 S = StreamId("s", "bpf", "microsec")
@@ -166,6 +166,25 @@ def test_a_stream_is_exact_when_every_column_with_events_carries_its_time() -> N
         sealed = StreamHistory(S)
         sealed.extend([col(i, i % 3 != 1, i % 3 != 1) for i in range(11)])
         assert sealed.exact and len(sealed._chunks) == 5
+
+
+def test_a_column_whose_source_gave_only_its_sum_spends_that_sum_split_as_estimated() -> None:
+    counts = np.zeros(NSLOTS, dtype=np.int64)
+    counts[[3, 7]] = (40, 2)
+    source = SourceBuckets((10.0, 100.0, 1000.0), np.array([40, 2, 0]), 0.0123)
+    no_sum = SourceBuckets((10.0, 100.0, 1000.0), np.array([40, 2, 0]), None)
+    hist = StreamHistory(S)
+    hist.extend([Interval(S, 0.0, 1.0, counts, source_buckets=source),
+                 Interval(S, 1.0, 2.0, counts, source_buckets=no_sum), Interval(S, 2.0, 3.0, counts)])
+    spent = hist.time_in()
+    estimate = counts * MID
+    assert spent[0].sum() == pytest.approx(0.0123, rel=1e-12)  # the column's total is the source's sum
+    assert spent[0] / spent[0].sum() == pytest.approx(estimate / estimate.sum())  # split as the rows estimate
+    assert same_bits(spent[1], estimate) and same_bits(spent[2], estimate)
+    assert not hist.exact and not hist.exact_columns()[0]  # the split is still an estimate
+    plain = StreamHistory(S)
+    plain.extend([Interval(S, float(i), i + 1.0, counts) for i in range(3)])
+    assert hist.totals().percentiles == plain.totals().percentiles
 
 
 def test_sealed_chunks_keep_the_narrowest_types_and_window() -> None:

@@ -10,13 +10,13 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from latencymap.core.errors import InputError
 from latencymap.core.model import Item, Notice, one_by_one
+from latencymap.flow.zstd_frames import ZSTD_MAGIC, FollowedSource, ZstdFrames
 from latencymap.plugins import Registry, TextFormat
 
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 SNIFF_LINES = 200
 #: Longer lines are cut: a hostile or broken input cannot exhaust memory one line at a time.
 MAX_LINE = 64 * 1024
@@ -45,13 +45,13 @@ class CutShort(Notice):
 class _Decompressing(io.RawIOBase):
     """A decompressed input; a truncated or corrupt tail ends the stream instead of raising.
 
-    `promised`: the bytes the first frame's header says it holds, where it says (zstd, whose reader reports no cut):
-    an input that then gives none was cut in its first frame."""
+    `frames`: the frame layout of what the reader read (zstd, whose reader reports no cut): an input that ends
+    inside a frame was cut there."""
 
     def __init__(self, raw: IO[bytes], reader: Any, errors: tuple[type[Exception], ...],
-                 piecewise: bool = True, promised: int | None = None) -> None:
+                 piecewise: bool = True, frames: ZstdFrames | None = None) -> None:
         self._raw, self._reader, self._errors, self._piecewise = raw, reader, errors, piecewise
-        self._promised, self._given = promised, 0
+        self._frames = frames
         self.truncated = False
 
     def readable(self) -> bool:
@@ -70,10 +70,9 @@ class _Decompressing(io.RawIOBase):
         except self._errors:
             self.truncated = True
             return 0
-        if not given and not self._given and self._promised and len(buffer):
-            self.truncated = True  # the end, and nothing of what the header promised came
-        self._given += given
-        return given
+        if not given and len(buffer) and self._frames is not None and not self._frames.between_frames:
+            self.truncated = True  # the end, inside a frame
+        return int(given)
 
     def close(self) -> None:
         self._reader.close()
@@ -82,19 +81,15 @@ class _Decompressing(io.RawIOBase):
 
 
 def _decompressing(raw: IO[bytes], magic: bytes) -> _Decompressing | None:
-    """A reader of `raw` decompressed, when `magic` (its first bytes, up to a zstd frame header's 18) names zstd,
-    gzip, bzip2 or xz."""
+    """A reader of `raw` decompressed, when `magic` (its first bytes) names zstd, gzip, bzip2 or xz."""
     if magic[:4] == ZSTD_MAGIC:
         import zstandard
 
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
-        try:
-            promised = zstandard.get_frame_parameters(magic).content_size
-        except zstandard.ZstdError:  # a header not whole in what was peeked: nothing is concluded from it
-            promised = None
-        promised = None if promised == zstandard.CONTENTSIZE_UNKNOWN else promised
+        frames = ZstdFrames()
+        followed = cast(IO[bytes], FollowedSource(raw, frames))  # zstandard calls only its read()
+        reader = zstandard.ZstdDecompressor().stream_reader(followed, read_across_frames=True, closefd=False)
         return _Decompressing(raw, reader, (zstandard.ZstdError,), piecewise=False,  # a frame per record
-                              promised=promised)
+                              frames=frames)
     if magic[:2] == b"\x1f\x8b":
         import gzip
         import zlib
@@ -113,7 +108,7 @@ def _decompressing(raw: IO[bytes], magic: bytes) -> _Decompressing | None:
 
 def _binary(binary: IO[bytes]) -> IO[bytes]:
     peek = getattr(binary, "peek", None)
-    decompressed = _decompressing(binary, peek(18)[:18]) if peek is not None else None
+    decompressed = _decompressing(binary, peek(6)[:6]) if peek is not None else None
     return binary if decompressed is None else io.BufferedReader(decompressed)
 
 

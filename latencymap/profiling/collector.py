@@ -56,6 +56,7 @@ class Collector:
         self.max_offset_error = 0.0
         self.running = False
         self._succeeded = False
+        self._quiet = False
 
     def start(self) -> None:
         """Check py-spy and the target, then start sampling; PySpyError says why it cannot."""
@@ -65,6 +66,11 @@ class Collector:
         self.running = True
         self._thread = threading.Thread(target=self._run, name="latencymap-profiler", daemon=True)
         self._thread.start()
+
+    def request_stop(self) -> None:
+        """Stop sampling soon, without waiting (`stop` waits); a chunk stopped before it sampled is not an error."""
+        self._quiet = True
+        self._stop.set()
 
     def stop(self) -> None:
         """Stop the running chunks early (they still report what they sampled) and wait for the thread."""
@@ -135,7 +141,7 @@ class Collector:
         try:
             result = chunk.result()
         except PySpyError as err:
-            if stopping and self._succeeded:
+            if stopping and (self._succeeded or self._quiet):
                 return True  # stopped before it had sampled anything
             self._on_message(str(err) if alive(self.pid) else f"profiled process {self.pid} exited; profiling stopped")
             self._stop.set()

@@ -6,11 +6,13 @@ import contextlib
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
-from latencymap.core.model import Flow
+from latencymap.core.model import Flow, Interval
 from latencymap.core.sanitize import clean_message
 from latencymap.flow.recording import Recorder, RecordingError
+from latencymap.profiling.clock import InputClock
 from latencymap.profiling.collector import Collector
 from latencymap.profiling.persist import TAG, load_profile, payloads
 from latencymap.profiling.pyspy import PySpyError
@@ -40,6 +42,9 @@ class ProfileSession:
         self._lock = threading.Lock()
         self._stop_lock = threading.Lock()
         self._started = self._stopped = False
+        #: How the input's columns are timed (judged at its first column); samples wait for the verdict.
+        self.clock = InputClock()
+        self._held: list[list[Sample]] = []
 
     @property
     def live(self) -> bool:
@@ -83,10 +88,41 @@ class ProfileSession:
                 return
             if self.collector is not None:
                 self.collector.stop()
+            self.clock.settle()  # no column came: the samples keep the wall clock's times
+            self._release()
             self._write([], final=True)
             self._stopped = True
 
+    def column(self, end: float) -> None:
+        """An input column ending at `end` has arrived: the first one tells whether (and how) samples taken now can be
+        attached to the input's columns; when they cannot, say so once and stop sampling."""
+        verdict = self.clock.first_column(end)
+        if verdict is None:
+            return
+        if verdict.not_now is not None and self.collector is not None and self.live:
+            self.say(verdict.not_now)
+            self.collector.request_stop()
+        self._release()
+
+    def _release(self) -> None:
+        """Samples held until the input's first column, now timed as its columns are."""
+        with self._lock:
+            held, self._held = self._held, []
+        for batch in held:
+            self._keep(batch)
+
     def _on_samples(self, samples: list[Sample]) -> None:
+        with self._lock:
+            if self.clock.verdict is None:  # a slow source's first column is still to come
+                self._held.append(samples)
+                del self._held[: max(0, len(self._held) - MAX_PENDING)]
+                return
+        self._keep(samples)
+
+    def _keep(self, samples: list[Sample]) -> None:
+        shift = self.clock.shift
+        if shift:
+            samples = [replace(s, time=s.time + shift) for s in samples]
         self.store.add(samples)
         self._write(list(payloads(samples)))
 
@@ -140,7 +176,10 @@ def profiled(flow: Flow, session: ProfileSession | None) -> Flow:
         return
     session.start()
     try:
-        yield from flow
+        for item in flow:
+            if isinstance(item, Interval):
+                session.column(item.end)
+            yield item
     finally:
         session.stop()
 

@@ -117,7 +117,13 @@ def test_gzip_bzip2_and_xz_inputs_read_as_their_text(example_data: Path, tmp_pat
         assert _intervals(list(read_pipeline("-", stdin))) == _intervals(plain)
 
 
-@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
+def _zstd(data: bytes) -> bytes:
+    import zstandard
+
+    return zstandard.ZstdCompressor().compress(data)
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress, _zstd])
 def test_a_cut_compressed_input_keeps_what_came_before_the_cut_and_says_so(example_data: Path, tmp_path: Path,
                                                                           compress: Callable[[bytes], bytes]) -> None:
     whole = _intervals(list(read_pipeline(str(example_data))))

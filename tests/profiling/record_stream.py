@@ -1,7 +1,8 @@
 """A live protocol stream: one cumulative PyLatencyMap record every STEP seconds (epoch timestamps).
 
-Usage: python record_stream.py COUNT [STEP] [START_EPOCH]; the first record (the baseline) is written
-at START_EPOCH (default: at once).
+Usage: python record_stream.py COUNT [STEP] [START_EPOCH] [timeofday]; the first record (the baseline) is
+written at START_EPOCH (default: at once); `timeofday` writes microseconds since midnight UTC instead of epoch
+microseconds, as PyLatencyMap's Oracle scripts do.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import time
 def main() -> None:
     count = int(sys.argv[1])
     step = float(sys.argv[2]) if len(sys.argv) > 2 else 0.5
-    next_at = float(sys.argv[3]) if len(sys.argv) > 3 else time.time()
+    next_at = float(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else time.time()
+    day_us = 86_400_000_000 if sys.argv[4:] == ["timeofday"] else None
     time.sleep(max(0.0, next_at - time.time()))
     total = 0
     for _ in range(count):
-        now = time.time()
+        now = int(time.time() * 1e6)
         total += 10
-        sys.stdout.write(f"<begin record>\ntimestamp, microsec, {int(now * 1e6)}, live\nlatencyunit, microsec\n"
+        stamp = now % day_us if day_us else now
+        sys.stdout.write(f"<begin record>\ntimestamp, microsec, {stamp}, live\nlatencyunit, microsec\n"
                          f"label, phases\ndatasource, bpf\n64, {total}\n128, {total // 2}\n<end record>\n")
         sys.stdout.flush()
         next_at += step

@@ -1,0 +1,121 @@
+"""Samples are timed by the wall clock, columns by their input: a live input timed by its own clock (epoch or time
+of day) gets its samples; one of another time (an old file, a replayed recording) says so once, with real py-spy."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from profiling_support import STREAM, needs_pyspy, next_switch, phase_child, phase_of, phases_log
+
+from latencymap.cli.common import REGISTRY
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, StreamId
+from latencymap.flow.pipeline import input_flow
+from latencymap.flow.recording import Recorder
+from latencymap.profiling.clock import DAY_S, LIVE_SLACK_S, InputClock, judge
+from latencymap.profiling.session import profile_session
+
+NOW = 1_800_000_000.0
+T0 = 1_700_000_000.0  # 2023-11-14
+
+
+def latencymap(*args: str | Path, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "latencymap", *map(str, args)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "TZ": "UTC"}, **kw)
+
+
+def test_columns_ending_about_now_take_samples_as_they_are() -> None:
+    for lag in (0.0, 2.5, -1.0, LIVE_SLACK_S):
+        assert judge(NOW - lag, NOW).shift == 0.0 and judge(NOW - lag, NOW).not_now is None
+
+
+def test_times_of_day_take_samples_moved_back_to_the_epochs_day() -> None:
+    midnight = NOW - NOW % DAY_S
+    verdict = judge(NOW - midnight - 1.5, NOW)  # microseconds since midnight UTC, 1.5 s late
+    assert verdict.not_now is None and verdict.shift == -midnight
+    rolled = judge(NOW - midnight + DAY_S - 1.5, NOW)  # a day added at a midnight the stream passed
+    assert rolled.not_now is None and rolled.shift == -(midnight - DAY_S)
+
+
+def test_columns_of_another_time_are_said_to_be_so() -> None:
+    old = judge(T0, NOW).not_now
+    assert old is not None and "1157.4 days before the clock" in old and old.endswith("profiling stopped")
+    assert "after the clock" in (judge(NOW + 3600, NOW).not_now or "")
+    of_day = judge(12 * 3600.0, NOW - NOW % DAY_S + 18 * 3600)  # 12:00 read at 18:00
+    assert of_day.not_now is not None and "12:00:00 UTC, a time of day" in of_day.not_now
+
+
+def test_only_the_first_column_is_judged() -> None:
+    clock = InputClock(lambda: NOW)
+    assert clock.first_column(T0) is not None and clock.first_column(NOW) is None
+    assert clock.verdict is not None and clock.verdict.not_now is not None
+
+
+def old_recording(path: Path) -> Path:
+    rec = Recorder(str(path))
+    for k in range(5):
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        counts[10] = k + 1
+        rec.write(Interval(StreamId("s", "bpf", "microsec"), T0 + k, T0 + k + 1, counts))
+    rec.close()
+    return path
+
+
+@needs_pyspy
+@pytest.mark.slow
+def test_an_old_file_or_recording_says_once_that_samples_taken_now_cannot_be_attached(example_data: Path,
+                                                                                     tmp_path: Path) -> None:
+    old = old_recording(tmp_path / "old.zst")
+    said = ("latencymap: profile: the input's columns are not timed by the present (its first column ends at {}: a "
+            "recording or file of another time), so samples taken now cannot be attached to them; profiling stopped")
+    with phase_child(tmp_path / "log", seconds=0.5) as child:
+        replayed = latencymap("replay", "--max", "--plain", "--once", "--profile", child.pid, old)
+        read = latencymap("--plain", "--once", "--profile", child.pid, example_data)  # microseconds since midnight
+    age = (time.time() - (T0 + 1)) / DAY_S
+    assert replayed.returncode == 0 and "Frequency heat map" in replayed.stdout
+    (line,) = [line for line in replayed.stderr.splitlines() if "profile:" in line]
+    assert line == said.format(f"2023-11-14 22:13:21, {age:.1f} days before the clock")
+    assert read.returncode == 0
+    (line,) = [line for line in read.stderr.splitlines() if "profile:" in line]
+    assert line == said.format("14:26:54 UTC, a time of day")
+
+
+@needs_pyspy
+@pytest.mark.slow
+def test_a_live_input_timed_by_the_time_of_day_gets_every_sample_in_its_columns(tmp_path: Path) -> None:
+    rec, log = tmp_path / "rec.zst", tmp_path / "phases.log"
+    with phase_child(log, seconds=1.0) as child:
+        view = subprocess.Popen([sys.executable, "-m", "latencymap", "--plain", "--once", "--record", str(rec),
+                                 "--profile", str(child.pid), "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not rec.exists() and view.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        start = next_switch(log) + 2.25  # records a quarter second after the switches, as PyLatencyMap's Oracle
+        subprocess.run([sys.executable, str(STREAM), "11", "0.5", repr(start), "timeofday"], stdout=view.stdin,
+                       check=True, timeout=60)
+        _, err = view.communicate(timeout=60)
+    assert view.returncode == 0 and "profile:" not in err, err
+    intervals = [i for i in input_flow([str(rec)], REGISTRY) if isinstance(i, Interval)]
+    assert len(intervals) == 10 and all(0 <= iv.end < 2 * DAY_S for iv in intervals)  # times of day
+    phases = phases_log(log)
+    days = round((phases[-1][1] - intervals[-1].end) / DAY_S) * DAY_S
+    with profile_session({}, [str(rec)]) as session:
+        assert session is not None
+        store = session.store
+        span = store.span()
+        assert span is not None and span[1] < 2 * DAY_S  # on the columns' time, not the epoch's
+        inside = [iv for iv in intervals if span[0] <= iv.start and iv.end <= span[1]]
+        assert len(inside) >= 6
+        for iv in inside:
+            assert 35 <= store.count(iv.start, iv.end) <= 65  # ≈ 0.5 s × 100 Hz: no gaps, no doubles
+        pairs = [(phase_of(phases, iv.start + days, iv.end + days), store.functions(iv.start, iv.end)[0].function)
+                 for iv in inside]
+    pairs = [(expected, top.split(" ")[0]) for expected, top in pairs if expected is not None]
+    assert len(pairs) >= 3 and all(expected == top for expected, top in pairs), pairs

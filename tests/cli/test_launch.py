@@ -80,8 +80,8 @@ def test_a_finished_command_ends_without_the_teardown_and_keeps_its_exit_code(ex
 
 
 def test_the_interpreter_ends_the_process_when_a_thread_or_an_exit_handler_is_left(example_data: Path) -> None:
-    thread = launched("threading.Thread(target=__import__('time').sleep, args=(0.3,)).start()", "report",
-                      str(example_data))
+    # a thread alive until the main thread ends, however long the report takes (a timed sleep raced a slow run)
+    thread = launched("threading.Thread(target=threading.main_thread().join).start()", "report", str(example_data))
     handler = launched("import atexit; atexit.register(lambda: sys.stderr.write('handler ran\\\\n'))", "report",
                        str(example_data))
     for done in (thread, handler):

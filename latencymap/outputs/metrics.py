@@ -8,7 +8,11 @@ Per stream (labels `label`, `datasource`, `unit`):
 - `latencymap_interval_latency_seconds`, a gauge histogram: the latest interval alone (`_bucket`, `_gcount`,
   `_gsum`), the heat map's newest column.
 - the gauges `latencymap_interval_seconds` (the latest interval's length) and
-  `latencymap_interval_end_timestamp_seconds`.
+  `latencymap_interval_end_timestamp_seconds` (its end, Unix time, as Prometheus reads any `_timestamp_seconds`).
+  A stream whose input's times are not dates (before `REAL_EPOCH`: a time of day, as PyLatencyMap's Oracle
+  scripts write, or seconds since a start) has no sample there, its day being unknown; the served exposition
+  gives one where such a stream is live and timed by the time of day (`latencymap.profiling.clock.judge`: its
+  columns end at the clock's time of day), moved by the whole days since the epoch, as the profiler does.
 
 `--serve-metrics PORT` (view command) starts `MetricsServer` on 127.0.0.1:PORT; `served(flow, server)`
 passes every item through, adding each interval to its stream's counters and keeping it as the newest.
@@ -17,7 +21,8 @@ passes every item through, adding each interval to its stream's counters and kee
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,10 +34,16 @@ from latencymap.core.buckets import bounds_seconds, midpoints_seconds
 from latencymap.core.errors import InputError
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text
+from latencymap.core.units import REAL_EPOCH
+from latencymap.profiling.clock import judge
 
 FAMILY = "latencymap_latency_seconds"
 INTERVAL_FAMILY = "latencymap_interval_latency_seconds"
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+#: The end gauge's HELP: why a stream may have no sample.
+END_HELP = ("End of the latest interval, Unix time. No sample for a stream whose input times are not dates "
+            "(a time of day, as PyLatencyMap's Oracle scripts write, or seconds since a start): its day is not "
+            "known (one served live and timed by the time of day has it).")
 
 
 @dataclass(slots=True)
@@ -49,6 +60,8 @@ class Latest:
     duration: float
     total_counts: np.ndarray | None = None
     total_time_s: float | None = None
+    #: Seconds to add to `end` for Unix time: 0 for dates, whole days for a live time of day; None: not known.
+    to_epoch: float | None = None
 
     def add_to(self, before: Latest | None) -> Latest:
         """This interval as the newest, its counters `before`'s (none: zero) plus its own."""
@@ -58,6 +71,12 @@ class Latest:
         else:
             self.total_counts, self.total_time_s = before.total_counts + self.counts, (before.total_time_s or 0) + spent
         return self
+
+    def end_timestamp(self) -> float | None:
+        """The end in Unix time; None when the input's times are not dates and their day is not known."""
+        if self.end >= REAL_EPOCH:
+            return self.end
+        return None if self.to_epoch is None else self.end + self.to_epoch
 
 
 def latest_of_history(hist: StreamHistory) -> Latest | None:
@@ -133,11 +152,12 @@ def openmetrics_text(latest: list[Latest]) -> str:
     for item in latest:
         out += _histogram_lines(INTERVAL_FAMILY, item.stream, item.counts, item.high_s,
                                 float(np.asarray(item.time_s).sum()), gauge=True)
-    for name, help_text, attr in (("latencymap_interval_seconds", "Length of the latest interval.", "duration"),
-                                  ("latencymap_interval_end_timestamp_seconds", "End of the latest interval.",
-                                   "end")):
+    for name, help_text, values in (
+            ("latencymap_interval_seconds", "Length of the latest interval.", [x.duration for x in latest]),
+            ("latencymap_interval_end_timestamp_seconds", END_HELP, [x.end_timestamp() for x in latest])):
         out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"# UNIT {name} seconds"]
-        out += [f"{name}{_labels(item.stream)} {_float(getattr(item, attr))}" for item in latest]
+        out += [f"{name}{_labels(item.stream)} {_float(v)}" for item, v in zip(latest, values, strict=True)
+                if v is not None]
     out.append("# EOF")
     return "\n".join(out) + "\n"
 
@@ -151,8 +171,9 @@ class MetricsServer:
     """Serves each stream's counters since it started, and its newest interval, at http://127.0.0.1:PORT/metrics
     from a daemon thread."""
 
-    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+    def __init__(self, port: int, host: str = "127.0.0.1", clock: Callable[[], float] = time.time) -> None:
         self._lock = threading.Lock()
+        self._clock = clock
         self._latest: dict[StreamId, Latest] = {}
         server_self = self
 
@@ -181,7 +202,9 @@ class MetricsServer:
         """Keep `iv` as its stream's newest interval."""
         item = latest_of_interval(iv)
         with self._lock:
-            self._latest[iv.stream] = item.add_to(self._latest.get(iv.stream))
+            before = self._latest.get(iv.stream)
+            item.to_epoch = _live_shift(iv.end, self._clock()) if before is None else before.to_epoch
+            self._latest[iv.stream] = item.add_to(before)
 
     def text(self) -> str:
         """The current exposition."""
@@ -193,6 +216,15 @@ class MetricsServer:
         """Stop serving."""
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def _live_shift(end: float, now: float) -> float | None:
+    """Seconds to add to a stream's column ends for Unix time, judged by its first column (`end`, arriving at
+    `now`): 0 for dates; the whole days since the epoch for a live time of day; None when not known."""
+    if end >= REAL_EPOCH:
+        return 0.0
+    verdict = judge(end, now)
+    return -verdict.shift if verdict.not_now is None and verdict.shift else None
 
 
 def served(flow: Iterator[Interval | Notice], server: MetricsServer) -> Iterator[Interval | Notice]:

@@ -14,7 +14,7 @@ from latencymap.core.percentiles import PERCENTILES, percentile_estimates
 from latencymap.core.sanitize import MAX_TEXT
 from latencymap.views.bulk_rows import Span
 from latencymap.views.numbers import TextCache
-from latencymap.views.plain import PlainRenderer
+from latencymap.views.plain import PlainRenderer, column_dates
 from latencymap.views.scatter import Buffers
 
 _PNAMES = tuple(f"{q * 100:g}".replace(".", "") for q in PERCENTILES)
@@ -82,7 +82,7 @@ class Footer:
             off[cols], size[cols] = at.reshape(values.shape).T, length.reshape(values.shape).T
         columns = (np.arange(hist.n - k + 1, hist.n + 1) + hist.dropped).tolist()
         clean = r._text
-        dates = [_clean(iv.date, clean) for iv in intervals]
+        dates = [_clean(date, clean) for date in column_dates(intervals)]  # a source's own text, or the end's
         line = f"\nColumns: %d  interval: %.1fs  date: %s  skipped records: {skipped}\n"
         lines = list(map(line.__mod__, zip(columns, dur.tolist(), dates, strict=True)))
         data = "".join(lines).encode("utf-8", self.errors)

@@ -7,7 +7,10 @@ cells of both maps with a few NumPy calls per frame.
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_left
+from collections.abc import Sequence
+from datetime import datetime, timezone
 from itertools import accumulate
 
 import numpy as np
@@ -16,7 +19,7 @@ from latencymap.core.accumulator import GAP as GAP_FLAG
 from latencymap.core.accumulator import RESET as RESET_FLAG
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.columns import observed_s
-from latencymap.core.model import StreamId
+from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration, format_number
@@ -31,6 +34,36 @@ MAX_SUM = "   max(sum): "
 _PNAMES = tuple(f"{q * 100:g}".replace(".", "") for q in PERCENTILES)
 _ROW_END = 2 * (LEVELS + 1)  # cell code after the last cell of a row: frequency 0..6, intensity 7..13
 _CACHE_MAX = 1 << 14
+
+
+#: Column ends (epoch seconds) that NumPy writes as `time.strftime` does, four-digit years: 1000 to 9999.
+_NUMPY_DATES = (datetime(1000, 1, 1, tzinfo=timezone.utc).timestamp(),
+                datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp() + 1)
+
+
+def column_date(end: float) -> str:
+    """The footer's date of a column whose source gave no date text: its end as a recording of it writes it
+    (`latencymap.protocol.writer.format_record`), so a replay shows what the original view showed:
+    `2023-11-14 22:13:32 UTC`; "" for an end no calendar holds (not finite, out of range)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(end)) + " UTC"
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def column_dates(intervals: Sequence[Interval]) -> list[str]:
+    """Each interval's date text, or `column_date` of its end where the source gave none (at once, by NumPy)."""
+    dates = [iv.date for iv in intervals]
+    missing = [i for i, date in enumerate(dates) if not date]
+    if not missing:
+        return dates
+    ends = np.array([intervals[i].end for i in missing], dtype=np.float64)
+    ok = (ends >= _NUMPY_DATES[0]) & (ends < _NUMPY_DATES[1])  # NaN too: not ok
+    seconds = np.floor(np.where(ok, ends, 0.0)).astype(np.int64).astype("datetime64[s]")  # gmtime floors too
+    texts = np.datetime_as_string(seconds).tolist()  # `2023-11-14T22:13:32`
+    for i, text, fits, end in zip(missing, texts, ok.tolist(), ends.tolist(), strict=True):
+        dates[i] = text.replace("T", " ") + " UTC" if fits else column_date(end)
+    return dates
 
 
 def _row(levels: np.ndarray, pad: int, palette: tuple[int, ...], color: bool) -> str:
@@ -324,6 +357,7 @@ class PlainRenderer:
         events = int(counts.sum())
         spent = float(hist.time_in(last).sum(axis=1)[0])
         dur = float(hist.meta_in("dur", last)[0])
+        date = self._text(hist.dates) if hist.dates else column_date(float(hist.meta_in("end", last)[0]))
         if totals.scale is None:
             totals.scale = _Scale(hist.low, hist.high)
         if counts.min() >= 0 and totals.counts.min() >= 0:  # running sums: bisection applies
@@ -342,7 +376,7 @@ class PlainRenderer:
             f"{format_number(spent / dur)} s/s  mean {format_duration(spent / events if events else nan)}  "
             f"{pct_latest}",
             f"Overall: {format_number(rate_total)} events/s  mean {format_duration(mean_total)}  {pct_total}",
-            f"Columns: {hist.n + hist.dropped}  interval: {dur:.1f}s  date: {self._text(hist.dates)}  "
+            f"Columns: {hist.n + hist.dropped}  interval: {dur:.1f}s  date: {date}  "
             f"skipped records: {skipped}",
         ]
 

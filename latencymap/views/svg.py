@@ -12,7 +12,8 @@ cumulative share). Histories longer than `MAX_COLUMNS` columns are merged: every
 MAX_COLUMNS)` adjacent columns are summed (counts, time and durations), so a cell's rate is the
 rate over its merged span. Rows fit the whole history as every view's do (`frame.row_range`): from the
 fastest to the slowest bucket holding events, with negligible edges folded into an edge row.
-Colours are the plain view's linear 6-level scale (`frame.quantize`) against the map's maximum.
+Colours are the plain view's linear 6-level scale (`frame.quantize`) against the map's maximum. The time axis is
+labelled at round steps since the first column (`time_ticks`), in one unit, each tick where its time falls.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ MAX_COLUMNS = 400
 PLOT_WIDTH = 800
 #: Widest cell: a short history still gets a map wide enough for its time axis.
 MAX_CELL = 40.0
-#: Least room between two time-axis labels.
+#: Least room between two time-axis labels (give or take a pixel: ticks are where their times fall), and the most
+#: labels on one axis.
 TICK_SPACING = 80
+MAX_TICKS = 7
 CELL_HEIGHT = 16
 LEFT = 78
 LEGEND_WIDTH = 170
@@ -231,16 +234,60 @@ def _marks(m: Merged, top: float, cell_w: float, height: float) -> list[str]:
     return out
 
 
+#: Time-axis steps in seconds, with the unit their labels are written in: 1, 2, 5 x 10^k seconds (milliseconds below
+#: one), then whole minutes, hours and days.
+_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+TIME_STEPS: tuple[tuple[float, str], ...] = (
+    *[(m * 10.0 ** k, "ms") for k in range(-4, 0) for m in (1, 2, 5)],
+    *[(m * 10.0 ** k, "s") for k in range(0, 2) for m in (1, 2, 5)],
+    *[(m * 60.0, "m") for m in (1, 2, 5, 10, 15, 30)],
+    *[(h * 3600.0, "h") for h in (1, 2, 3, 6, 12)],
+    *[(m * 10.0 ** k * 86400.0, "d") for k in range(0, 6) for m in (1, 2, 5)],
+)
+
+
+def column_x(m: Merged, seconds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where times (seconds since the first column's start) fall on the time axis, in columns from the plot's left
+    edge (inside the column holding the time, in proportion to it), and whether a column holds them (not a time
+    between two columns, where data is missing: there, the next column's left edge)."""
+    t = np.asarray(seconds, dtype=np.float64) + float(m.start[0])
+    ends = np.maximum.accumulate(m.end)  # in order even where a column's end overlaps the next one's
+    c = np.minimum(np.searchsorted(ends, t, side="left"), len(ends) - 1)
+    start, length = m.start[c], m.end[c] - m.start[c]
+    inside = np.divide(t - start, length, out=np.zeros_like(t), where=length > 0)
+    held = (t >= start) & (t <= m.end[c])
+    return c + np.clip(inside, 0.0, 1.0), held
+
+
+def time_ticks(m: Merged, cell_w: float) -> tuple[np.ndarray, list[str]]:
+    """The time axis's ticks: x in columns from the plot's left edge, and labels (`+0s +20s +40s`, one unit per
+    axis) at round times since the first column's start that a column holds: the smallest of `TIME_STEPS` that
+    gives at most `MAX_TICKS` ticks, each `TICK_SPACING` (less a pixel) or more from the next where its time falls
+    (gaps and merged columns make the axis uneven in time)."""
+    span = float(np.max(m.end) - m.start[0])
+    for step, unit in TIME_STEPS:
+        count = math.floor(span / step * (1 + 1e-9)) + 1 if math.isfinite(span) and span > 0 else 1
+        if count > 64 * MAX_TICKS:
+            continue
+        times = np.arange(count) * step
+        x, held = column_x(m, times)
+        times, x = times[held], x[held]
+        if len(x) > MAX_TICKS or (len(x) > 1 and float(np.diff(x).min()) * cell_w < TICK_SPACING - 1):
+            continue
+        scale = _UNITS[unit]
+        digits = max(0, -math.floor(math.log10(step / scale) + 1e-9))
+        return x, [f"+{t / scale:.{digits}f}{unit}" for t in times.tolist()]
+    return np.zeros(1), ["+0s"]  # no step fits (times too far apart for any): the start alone
+
+
 def _time_axis(m: Merged, y: float, cell_w: float) -> list[str]:
-    ncols = len(m.start)
     t0 = float(m.start[0])
-    spaces = max(1, min(6, int(ncols * cell_w // TICK_SPACING)))  # labels never run into each other
-    ticks = sorted({round(k * (ncols - 1) / spaces) for k in range(spaces + 1)} if ncols > 1 else {0})
     out = []
-    for c in ticks:
-        x = LEFT + (c + 0.5) * cell_w
+    x_cols, labels = time_ticks(m, cell_w)
+    for col, label in zip(x_cols.tolist(), labels, strict=True):
+        x = LEFT + col * cell_w
         out.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#444"/>')
-        out.append(_text(x, y + 15, offset(float(m.start[c]) - t0), text_anchor="middle"))
+        out.append(_text(x, y + 15, label, text_anchor="middle"))
     merged = f", {m.group} intervals per column" if m.group > 1 else ""
     since = utc(t0) if float(m.end[-1]) >= REAL_EPOCH else "the first interval (the input's times are not dates)"
     out.append(_text(LEFT, y + 29, f"time since {since}{merged}", fill="#555"))

@@ -78,6 +78,10 @@ STREAMS = {
     "generated": lambda: generated(200),
     "generated, exact times from 100": lambda: generated(160, seed=3, exact_from=100),
     "generated, notices": lambda: with_notices(generated(150, seed=11, unit="nanosec"), 40),
+    # sources without date text (hlog, bcc, bpftrace, 10046): the footer shows each column's end as a date
+    "generated, no date text mostly": lambda: [dataclasses.replace(iv, date="") if i % 3 else iv
+                                               for i, iv in enumerate(generated(120, seed=5))],
+    "hlog, no date text": lambda: fixture("hdrhistogram/jHiccup-2.0.7S.logV2.hlog"),
 }
 
 

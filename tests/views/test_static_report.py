@@ -20,7 +20,16 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.flow.pipeline import input_flow
 from latencymap.views.frame import MIN_ROWS, quantize, row_range
 from latencymap.views.options import BLUES, REDS
-from latencymap.views.svg import MAX_COLUMNS, merge_columns, xterm_hex
+from latencymap.views.svg import (
+    MAX_COLUMNS,
+    MAX_TICKS,
+    TICK_SPACING,
+    Merged,
+    cell_width,
+    merge_columns,
+    time_ticks,
+    xterm_hex,
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -136,7 +145,7 @@ def test_a_short_history_has_room_for_its_time_labels_and_titles(tmp_path: Path,
                    if t.get("text-anchor") == "middle" and re.fullmatch(r"\+[\d.]+[smh]", t.text or ""))
     per_map = sorted(set(ticks))
     assert len(per_map) >= 4 and len(ticks) == 2 * len(per_map)  # two maps, the same labels at the same places
-    assert min(b - a for a, b in pairwise(per_map)) >= 80
+    assert min(b - a for a, b in pairwise(per_map)) >= TICK_SPACING - 1  # ticks where their times fall: 79.9 px
     titles = [t for t in texts if (t.text or "").startswith(("datasource ", "Intensity heat map"))]
     assert len(titles) == 2
     # A monospace character at font-size 11 advances 0.602 em: every title ends inside the picture.
@@ -261,3 +270,43 @@ def test_the_time_axis_names_the_start_when_times_are_dates(tmp_path: Path, fixt
     text = render("svg", tmp_path / "r.svg", fixtures / "hdrhistogram" / "jHiccup-2.0.7S.logV2.hlog")
     texts = [t.text or "" for t in ET.fromstring(text.encode()).iter(f"{SVG}text")]
     assert "time since 2015-09-08 23:05:32 UTC" in texts
+
+
+def _merged(starts: list[float], ends: list[float]) -> Merged:
+    n = len(starts)
+    zeros = np.zeros((n, 1))
+    return Merged(zeros, zeros, np.array(ends) - np.array(starts), np.array(starts, dtype=np.float64),
+                  np.array(ends, dtype=np.float64), 0, 0, 1, np.zeros(n, dtype=np.uint8))
+
+
+@pytest.mark.parametrize(("seconds", "step", "unit"), [(214.5, 50.0, "s"), (11.4, 2.0, "s"), (3 * 3600.0, 1800.0, "m"),
+                                                       (0.9, 0.2, "ms"), (40 * 3600.0, 6 * 3600.0, "h")])
+def test_time_ticks_are_round_in_one_unit_at_their_columns(seconds: float, step: float, unit: str) -> None:
+    """Uneven columns (every third one 1.5 times as long): each tick at its time's place inside its column."""
+    lengths = np.resize([1.0, 1.0, 1.5], 170)
+    edges = 1_700_000_000.0 + np.concatenate(([0.0], np.cumsum(lengths))) * seconds / lengths.sum()
+    m = _merged(edges[:-1].tolist(), edges[1:].tolist())
+    cell_w = cell_width(170)
+    x, labels = time_ticks(m, cell_w)
+    scale = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}[unit]
+    numbers = [float(label[1:-len(unit)]) for label in labels]
+    assert all(label.startswith("+") and label.endswith(unit) and label[-len(unit) - 1].isdigit() for label in labels)
+    assert numbers == [pytest.approx(k * step / scale) for k in range(len(labels))]
+    assert 3 <= len(labels) <= MAX_TICKS and np.diff(x).min() * cell_w >= TICK_SPACING - 1
+    when = np.interp(x, np.arange(171), edges - edges[0])  # the time at each tick's place on the axis
+    assert when == pytest.approx(np.arange(len(labels)) * step, abs=1e-6 + 1e-9 * seconds)  # epoch floats: 0.2 µs
+
+
+def test_time_ticks_skip_times_no_column_holds() -> None:
+    """Ten seconds, ninety missing, ten more: no tick stands for a time in the gap."""
+    starts = [float(t) for t in (*range(10), *range(100, 110))]
+    x, labels = time_ticks(_merged(starts, [t + 1 for t in starts]), 40.0)
+    # +10s and +100s would share a place (the gap has none): the step is the next one, 20s
+    assert labels == ["+0s", "+100s"] and x.tolist() == [0.0, 10.0]
+
+
+def test_svg_time_axis_of_the_oracle_sample_is_round(tmp_path: Path, example_data: Path) -> None:
+    text = render("svg", tmp_path / "r.svg", example_data)
+    root = ET.fromstring(text.encode())
+    ticks = [t.text for t in root.iter(f"{SVG}text") if (t.text or "").startswith("+")]
+    assert ticks == ["+0s", "+50s", "+100s", "+150s", "+200s"] * 2  # was +0s +36.24s +69.47s +105.7s +2.37m ...

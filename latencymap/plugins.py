@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import sys
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -136,9 +137,16 @@ class TextFormat(ABC):
 
 class PluginTable(MutableMapping[str, type[P]]):
     """Plugins of one kind by name. Entry points known to be of this kind (the shipped sources) wait in it
-    unloaded: `name in table` costs nothing for other names, and a plugin is imported when first looked up."""
+    unloaded: `name in table` costs nothing for other names, and a plugin is imported when first looked up.
+
+    Safe to use from several threads (the view's reader and a replay's burst finder identify inputs at once): a
+    plugin is loaded once, under the table's lock, and stays waiting until it is either loaded or has failed, so
+    another thread never finds it in neither place; a plugin already loaded is looked up without the lock."""
 
     def __init__(self, loaded: dict[str, type[P]] | None = None) -> None:
+        #: Held while a plugin loads and while the waiting plugins are read or changed. Reentrant: a plugin's
+        #: import may look another one up in the same table.
+        self._lock = threading.RLock()
         self._loaded: dict[str, type[P]] = dict(loaded or {})
         self._order: dict[str, None] = dict.fromkeys(self._loaded)  # every name, as registered
         self._waiting: dict[str, EntryPointLike] = {}
@@ -151,75 +159,93 @@ class PluginTable(MutableMapping[str, type[P]]):
               facts: Any = None) -> None:
         """Keep `ep` (named as its class is) to be loaded on first lookup; a failure then goes to `errors`.
         `facts`: what the table's users may ask of it meanwhile (see FormatTable)."""
-        self._waiting[ep.name] = ep
-        self._order[ep.name] = None
-        self._summaries[ep.name] = summary
-        self._facts[ep.name] = facts
-        self._kind, self._errors = kind, errors
+        with self._lock:
+            self._waiting[ep.name] = ep
+            self._order[ep.name] = None
+            self._summaries[ep.name] = summary
+            self._facts[ep.name] = facts
+            self._kind, self._errors = kind, errors
 
     def __getitem__(self, name: str) -> type[P]:
         found = self._loaded.get(name)
         if found is not None:
             return found
-        ep = self._waiting.pop(name)  # KeyError for a name that is not here
-        try:
-            obj = ep.load()
-        except Exception as err:
-            self._errors[ep.name] = f"{type(err).__name__}: {err}"
-            raise KeyError(name) from None
-        if not (isinstance(obj, type) and self._kind is not None and issubclass(obj, self._kind)
-                and getattr(obj, "name", None) == name):
-            self._errors[ep.name] = f"{ep.value} is not the {getattr(self._kind, '__name__', 'plugin')} {name!r}"
-            raise KeyError(name)
-        plugin = cast("type[P]", obj)
-        self._loaded[name] = plugin
-        return plugin
+        with self._lock:
+            found = self._loaded.get(name)  # another thread may have loaded it meanwhile
+            if found is not None:
+                return found
+            ep = self._waiting.get(name)
+            if ep is None:  # not here, or it failed to load (its error is in the registry)
+                raise KeyError(name)
+            try:
+                obj = ep.load()
+            except Exception as err:
+                self._errors[ep.name] = f"{type(err).__name__}: {err}"
+                self._waiting.pop(name, None)
+                raise KeyError(name) from None
+            if not (isinstance(obj, type) and self._kind is not None and issubclass(obj, self._kind)
+                    and getattr(obj, "name", None) == name):
+                self._errors[ep.name] = f"{ep.value} is not the {getattr(self._kind, '__name__', 'plugin')} {name!r}"
+                self._waiting.pop(name, None)
+                raise KeyError(name)
+            plugin = cast("type[P]", obj)
+            self._loaded[name] = plugin  # loaded before it stops waiting: never in neither place
+            self._waiting.pop(name, None)
+            return plugin
 
     def names(self) -> list[str]:
         """Every plugin's name, in the order they were registered, loading none."""
-        return [n for n in self._order if n in self._loaded or n in self._waiting]
+        with self._lock:
+            return [n for n in self._order if n in self._loaded or n in self._waiting]
 
     def waiting(self, name: str) -> Any:
         """The facts noted for a plugin not loaded yet; None once it is loaded (or when none were noted)."""
-        return self._facts.get(name) if name in self._waiting else None
+        with self._lock:
+            return self._facts.get(name) if name in self._waiting else None
 
     def summary(self, name: str) -> str:
         """A plugin's one-line summary; one waiting to load gives the one noted for it (it is not loaded)."""
-        if name in self._loaded:
-            return str(getattr(self._loaded[name], "summary", ""))
-        if name in self._waiting:
-            return self._summaries.get(name, "")
+        with self._lock:
+            if name in self._loaded:
+                return str(getattr(self._loaded[name], "summary", ""))
+            if name in self._waiting:
+                return self._summaries.get(name, "")
         raise KeyError(name)
 
     def __contains__(self, name: object) -> bool:
         if name in self._loaded:
             return True
-        if name not in self._waiting:
+        if not isinstance(name, str):
             return False
         try:
-            self[name]
+            self[name]  # loads it (or waits for the thread loading it)
         except KeyError:
             return False
         return True
 
     def __iter__(self) -> Iterator[str]:
-        for name in list(self._waiting):
+        with self._lock:
+            waiting = list(self._waiting)
+        for name in waiting:
             if name not in self:  # loads it; one that fails is left out (its error is in the registry)
                 continue
-        return iter([n for n in self._order if n in self._loaded])
+        with self._lock:
+            return iter([n for n in self._order if n in self._loaded])
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
     def __setitem__(self, name: str, plugin: type[P]) -> None:
-        self._waiting.pop(name, None)
-        self._loaded[name] = plugin
-        self._order[name] = None
+        with self._lock:
+            self._loaded[name] = plugin
+            self._waiting.pop(name, None)
+            self._order[name] = None
 
     def __delitem__(self, name: str) -> None:
-        if self._waiting.pop(name, None) is None:
-            del self._loaded[name]
-        self._order.pop(name, None)
+        with self._lock:
+            if self._waiting.pop(name, None) is None:
+                del self._loaded[name]
+            self._order.pop(name, None)
 
 
 class FormatFacts:

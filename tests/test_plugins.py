@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -138,3 +141,106 @@ def test_a_shipped_format_that_fails_to_load_is_left_out_of_sniffing(monkeypatch
     assert [f.name for f in registry.formats.by_priority()] == ["pylatencymap"]
     assert "ModuleNotFoundError" in registry.errors["bcc"]
     assert registry.formats.names() == ["pylatencymap"]
+
+
+class _SlowEntryPoint:
+    """An entry point whose load takes a while (as importing a format does) and counts its calls."""
+
+    def __init__(self, name: str, obj: object, delay: float = 0.02) -> None:
+        self.name, self.value, self.obj, self.delay = name, f"tests.slow:{name}", obj, delay
+        self.loads = 0
+        self._count = threading.Lock()
+
+    def load(self) -> object:
+        with self._count:
+            self.loads += 1
+        time.sleep(self.delay)  # another thread looks the plugin up meanwhile
+        if isinstance(self.obj, BaseException):
+            raise self.obj
+        return self.obj
+
+
+def _hammer(threads: int, work: Callable[[int], object]) -> list[object]:
+    """What `work(i)` gave (or raised) in each thread i of `threads` started together at a barrier."""
+    barrier = threading.Barrier(threads)
+    out: list[object] = [None] * threads
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            out[i] = work(i)
+        except Exception as err:
+            out[i] = err
+
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join(30)
+    return out
+
+
+class _Fmt(plugins.TextFormat):
+    name = "slowfmt"
+    summary = "slow"
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        return False
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[plugins.Item]:
+        return iter(())
+
+    @classmethod
+    def claims(cls, path: Path) -> bool:
+        return False
+
+
+def _table_with(*eps: _SlowEntryPoint) -> tuple[plugins.FormatTable, dict[str, str]]:
+    table, errors = plugins.FormatTable(), {}
+    for ep in eps:
+        table.defer(ep, plugins.TextFormat, errors, "slow", plugins.FormatFacts(ep.name, "slow", claims_paths=True))
+    return table, errors
+
+
+@pytest.mark.parametrize("lookup", ["getitem", "contains", "claimants", "names"])
+def test_plugins_looked_up_from_many_threads_at_once_load_once_and_are_found_by_every_thread(lookup: str) -> None:
+    # replay identified its input in two threads at once: one had taken 'raw' out of the waiting plugins and not
+    # yet put it among the loaded ones when the other looked it up (KeyError: 'raw', exit 1 instead of 2).
+    ep = _SlowEntryPoint("slowfmt", _Fmt)
+    table, errors = _table_with(ep)
+    work: dict[str, Callable[[int], object]] = {
+        "getitem": lambda i: table["slowfmt"],
+        "contains": lambda i: "slowfmt" in table,
+        "claimants": lambda i: list(table.claimants()),
+        "names": lambda i: table["slowfmt"] if i % 2 else table.names(),
+    }
+    results = _hammer(16, work[lookup])
+    expected = {"getitem": _Fmt, "contains": True, "claimants": [_Fmt]}
+    for got in results:
+        assert not isinstance(got, BaseException), repr(got)
+        if lookup == "names":
+            assert got in (_Fmt, ["slowfmt"])
+        else:
+            assert got == expected[lookup]
+    assert ep.loads == 1
+    assert not errors and table.names() == ["slowfmt"] and table.waiting("slowfmt") is None
+
+
+def test_a_plugin_failing_to_load_from_many_threads_at_once_is_tried_once_and_reported_once() -> None:
+    bad = _SlowEntryPoint("broken", ImportError("no module named nope"))
+    good = _SlowEntryPoint("slowfmt", _Fmt)
+    table, errors = _table_with(bad, good)
+    results = _hammer(16, lambda i: [f.name for f in table.by_priority()])
+    assert results == [["slowfmt"]] * 16
+    assert bad.loads == 1 and good.loads == 1
+    assert errors == {"broken": "ImportError: no module named nope"}
+    assert "broken" not in table and table.names() == ["slowfmt"]
+
+
+def test_the_registry_identifies_inputs_from_many_threads_at_once(tmp_path: Path) -> None:
+    # The real registry, every shipped format loaded lazily by 8 threads sniffing at once.
+    registry = load_registry()
+    results = _hammer(8, lambda i: sorted(f.name for f in registry.formats.by_priority()))
+    assert results == [sorted(f.name for f in plugins.SHIPPED_FORMATS.values())] * 8
+    assert not registry.errors, registry.errors

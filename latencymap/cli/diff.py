@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXIT_OK, REGISTRY, guarded
+from latencymap.cli.common import EXIT_OK, REGISTRY, guarded, source_epilog
 from latencymap.cli.options import format_kwargs, format_options
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import accumulate
@@ -16,7 +16,11 @@ from latencymap.outputs.compare import compare, compare_text
 from latencymap.outputs.files import check_output, write_text
 
 
-@click.command("diff")
+@click.command("diff", epilog=source_epilog((
+    "latencymap diff baseline.txt candidate.txt",
+    "latencymap diff --format json -o diff.json before.zst after.zst",
+    "latencymap diff --input-format bcc --unit us monday.log tuesday.log",
+)))
 @click.argument("baseline", metavar="BASELINE")
 @click.argument("candidate", metavar="CANDIDATE")
 @click.option("--format", "out_format", type=click.Choice(["text", "json"]), default="text", show_default=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from latencymap.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, REGISTRY, guarded, tell
+from latencymap.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, REGISTRY, guarded, source_epilog, tell
 from latencymap.cli.options import Finite, time_window
 from latencymap.cli.options import seconds_text as _seconds
 from latencymap.core.model import Interval
@@ -21,14 +21,17 @@ def first_interval_start(path: str) -> float | None:
     return None
 
 
-def _window(start: float | None, end: float | None) -> str:
-    """The asked-for range in words, relative to the first interval."""
+def window_words(start: float | None, end: float | None) -> str:
+    """The asked-for range in words, relative to the first interval (replay's --start/--end too)."""
     if start is not None and end is not None:
         return f"between {_seconds(start)} s and {_seconds(end)} s"
     return f"from {_seconds(start)} s on" if start is not None else f"before {_seconds(end or 0.0)} s"
 
 
-@click.command("profile-export")
+@click.command("profile-export", epilog=source_epilog((
+    "latencymap profile-export run.zst > all.folded          # flamegraph.pl all.folded",
+    "latencymap profile-export run.zst --start 30 --end 31 --format speedscope -o hot.json",
+)))
 @click.argument("path", metavar="RECORDING")
 @click.option("--start", type=Finite(), default=None, metavar="T",
               help="From T seconds after the first interval (as replay --start); default: the first sample.")
@@ -61,7 +64,7 @@ def profile_export(path: str, start: float | None, end: float | None, out_format
         t0 = span[0] if start is None else origin + start
         t1 = span[1] + 1.0 if end is None else origin + end
         if store.count(t0, t1) == 0:
-            tell(f"{path}: no profile samples {_window(start, end)}; the profile covers "
+            tell(f"{path}: no profile samples {window_words(start, end)}; the profile covers "
                  f"{_seconds(span[0] - origin)} s to {_seconds(span[1] - origin)} s")
             return EXIT_FAIL
         text = export_range(store, t0, t1, out_format, f"{path} [{t0:.3f}, {t1:.3f})")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from latencymap.cli.common import EXAMPLES, REGISTRY, guarded
-from latencymap.cli.options import Finite, time_window, view_options
+from latencymap.cli.options import Finite, seconds_text, time_window, view_options
+from latencymap.cli.profile_export import window_words
 from latencymap.cli.running import prepare, show
+from latencymap.core.errors import SourceError
+from latencymap.core.model import Flow, Interval, Notice
 from latencymap.flow.pipeline import column_flow, input_flow
 from latencymap.flow.recording import windowed
 from latencymap.flow.replay import BurstScan, ReplayClock
@@ -28,7 +32,9 @@ def replay(path: str, speed: float, as_fast: bool, start: float | None, end: flo
 
     def body() -> int:
         clock = ReplayClock(None if as_fast else speed)
-        flow = windowed(input_flow([path], REGISTRY), start, end)
+        flow = input_flow([path], REGISTRY)
+        if start is not None or end is not None:
+            flow = _said_when_empty(flow, path, start, end)
         bursts = None
         if not (kw["plain"] or kw["once"] or kw.get("emit")):  # the TUI's `n` key: where the bursts are
             whole = start is None and end is None  # the whole input: read in columns, as `report` reads
@@ -41,3 +47,29 @@ def replay(path: str, speed: float, as_fast: bool, start: float | None, end: flo
             return show(flow, {**kw, "screen_delay": 0.0}, profile, replay=clock, bursts=bursts)
 
     guarded(body)
+
+
+def _said_when_empty(flow: Flow, path: str, start: float | None, end: float | None) -> Iterator[Interval | Notice]:
+    """`windowed(flow, start, end)`, which ends with a SourceError (exit code 1, after the view showed what it
+    had: nothing) when the window held no interval of a recording that has some, saying where they are, as
+    profile-export does for its samples: `--start 1000` past the end gave only `no data yet` and exit code 0."""
+    covered: float | None = None  # the latest end of an interval, in seconds after the first of its run
+    origin, latest = 0.0, -float("inf")
+
+    def seen(items: Flow) -> Flow:
+        nonlocal covered, origin, latest
+        for item in items:
+            if isinstance(item, Interval):
+                if covered is None or item.end < latest:  # a new time-ordered run, as `windowed` counts them
+                    origin, latest = item.start, item.start
+                latest = max(latest, item.start)
+                covered = max(covered or 0.0, item.end - origin)
+            yield item
+
+    shown = False
+    for item in windowed(seen(flow), start, end):
+        shown = shown or isinstance(item, Interval)
+        yield item
+    if not shown and covered is not None:
+        raise SourceError(f"{path}: no interval {window_words(start, end)}; the recording's intervals cover 0 s to "
+                          f"{seconds_text(covered)} s")

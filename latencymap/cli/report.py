@@ -185,8 +185,9 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         acc = Accumulator()
         try:
             accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
-        except NothingReadable:  # report what was read (and skipped), then fail
+        except NothingReadable:  # report what was read (and skipped), say what the gates found there, then fail
             _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
+            _gate_failures(acc, fail_if)  # exit code 1 either way: the unreadable input's
             raise
         except (KeyboardInterrupt, Terminated, SourceError) as err:  # stopped or failed: what was read is reported
             acc.note(Notice(_stopped(err, source), skipped=0))

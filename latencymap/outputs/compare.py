@@ -145,9 +145,9 @@ def compare_text(result: dict[str, Any]) -> str:
         name = clean_text(c["label"]) or "(no label)"
         if b["label"] != c["label"]:
             name = f"{clean_text(b['label']) or '(no label)'} → {name}"
-        out.append(f"== {name}  [{clean_text(c['datasource'])}, {c['unit']}]")
-        out.append(f"   baseline {int(b['events'])} events in {b['columns']} intervals; "
-                   f"candidate {int(c['events'])} events in {c['columns']} intervals")
+        out.append(f"== {name}  [{_both(b, c, 'datasource')}, {_both(b, c, 'unit')}]")
+        out.append(f"   baseline {int(b['events']):,} events in {b['columns']:,} intervals; "
+                   f"candidate {int(c['events']):,} events in {c['columns']:,} intervals")
         if not pair["changed"]:
             out.append("   no change: same shares in every bucket, same bands")
         shift = pair["shift_octaves"]
@@ -155,8 +155,7 @@ def compare_text(result: dict[str, Any]) -> str:
             out.append(f"   latency shifted {shift:+.2f} octaves (×{2 ** shift:.2f}, event-weighted log2 mean)")
         for k, s in pair["percentiles"].items():
             ratio = f" (×{s['ratio']:.2f})" if s["ratio"] is not None else ""
-            delta = "" if s["delta_s"] is None else (
-                f"{'+' if s['delta_s'] >= 0 else '-'}{format_duration(abs(s['delta_s']))}")
+            delta = "" if s["delta_s"] is None else _delta(s["delta_s"], s["baseline_s"], s["candidate_s"])
             out.append(f"   {k:<5} {_dur(s['baseline_s']):>9} → {_dur(s['candidate_s']):>9}  {delta}{ratio}")
         for band in pair["bands_appeared"]:
             out.append(f"   band appeared: {_span(band)} ({100 * band['events_share']:.1f}% of events, "
@@ -179,6 +178,22 @@ def compare_text(result: dict[str, Any]) -> str:
     for side, errors in result["errors"].items():  # what reading each side skipped and said
         out += read_notes(errors["skipped_records"], errors["messages"], whose=f" ({side})")
     return "\n".join(out) + "\n"
+
+
+def _both(b: dict[str, Any], c: dict[str, Any], key: str) -> str:
+    """The pair's `key` (datasource, unit): once when both sides have it, else `baseline → candidate`."""
+    if b[key] == c[key]:
+        return clean_text(c[key])
+    return f"{clean_text(b[key])} → {clean_text(c[key])}"
+
+
+def _delta(delta: float, base: float | None, cand: float | None) -> str:
+    """A statistic's change, signed: `+0` when it is float noise (within EPSILON of the values, as the bucket shares
+    count no change), not `-0ns`."""
+    scale = max(abs(base or 0.0), abs(cand or 0.0))
+    if abs(delta) <= EPSILON * scale or delta == 0:
+        return "+0"
+    return f"{'+' if delta >= 0 else '-'}{format_duration(abs(delta))}"
 
 
 def _dur(v: float | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -178,3 +179,40 @@ def test_format_options_apply_to_both_inputs(example_data: Path, fixtures: Path)
     assert result.exit_code == 0, result.output
     labels = {p["baseline"]["label"] for p in json.loads(result.stdout)["pairs"]}
     assert len(labels) > 1 and any("db file sequential read" in label for label in labels)
+
+
+def test_counts_are_grouped_by_thousands_as_in_the_report(tmp_path: Path) -> None:
+    # `baseline 299000 events`: the report writes 299,000.
+    a = write_records(tmp_path / "a.txt", {1: 100_000, 2: 500}, n=3)
+    text = diff(str(a), str(a))[1]
+    assert "   baseline 301,500 events in 3 intervals; candidate 301,500 events in 3 intervals\n" in text
+
+
+def test_a_change_that_is_float_noise_is_no_change_not_minus_zero(tmp_path: Path) -> None:
+    # The same numbers read back through a recording differed in their last bits: `mean 21.4ms → 21.4ms  -0ns`.
+    from latencymap.outputs.compare import compare_text
+
+    a = write_records(tmp_path / "a.txt", {1: 10, 4: 3})
+    result = diff_json(a, a)
+    stats = result["pairs"][0]["percentiles"]
+    for key, step in (("mean", -1), ("p99", 1)):
+        s = stats[key]
+        s["candidate_s"] = s["baseline_s"] + step * 2 * math.ulp(s["baseline_s"])
+        s["delta_s"] = s["candidate_s"] - s["baseline_s"]
+        assert s["delta_s"] != 0
+    stats["p50"]["candidate_s"] = stats["p50"]["baseline_s"] * 1.5  # a real change still shows, signed
+    stats["p50"]["delta_s"], stats["p50"]["ratio"] = stats["p50"]["baseline_s"] * 0.5, 1.5
+    text = compare_text(result)
+    assert "0ns" not in text and "-0" not in text
+    assert re.search(r"   mean .* \+0 \(×1\.00\)\n", text) and re.search(r"   p99 .* \+0 \(×1\.00\)\n", text)
+    assert f"+{format_duration(stats['p50']['baseline_s'] * 0.5)} (×1.50)" in text
+
+
+def test_a_pair_in_two_units_shows_both_in_its_header(tmp_path: Path) -> None:
+    # `== io [bpf, nanosec]` for a µs stream against a ns one: only the candidate's unit.
+    us = write_records(tmp_path / "us.txt", {1: 10}, label="io")
+    us.write_text(us.read_text().replace("latencyunit, millisec", "latencyunit, microsec"))
+    ns = tmp_path / "ns.txt"
+    ns.write_text(us.read_text().replace("latencyunit, microsec", "latencyunit, nanosec"))
+    assert diff(str(us), str(ns))[1].startswith("== io  [bpf, microsec → nanosec]\n")
+    assert diff(str(us), str(us))[1].startswith("== io  [bpf, microsec]\n")

@@ -10,11 +10,11 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 from latencymap.core.errors import InputError
 from latencymap.core.model import Item, Notice, one_by_one
-from latencymap.flow.zstd_frames import ZSTD_MAGIC, FollowedSource, ZstdFrames
+from latencymap.flow.zstd_frames import ZSTD_MAGIC, Damage, FrameDecoder
 from latencymap.plugins import Registry, TextFormat
 
 SNIFF_LINES = 200
@@ -42,16 +42,17 @@ class CutShort(Notice):
     said to be cut short, not unreadable for another reason."""
 
 
+@dataclass(slots=True)
+class Skipped(CutShort):
+    """The note that a stretch of compressed data could not be decoded and was skipped (a zstd frame: a record of a
+    recording); what came before and after it is read. It counts as a record skipped."""
+
+
 class _Decompressing(io.RawIOBase):
-    """A decompressed input; a truncated or corrupt tail ends the stream instead of raising.
+    """A decompressed input (gzip, bzip2, xz); a truncated or corrupt tail ends the stream instead of raising."""
 
-    `frames`: the frame layout of what the reader read (zstd, whose reader reports no cut): an input that ends
-    inside a frame was cut there."""
-
-    def __init__(self, raw: IO[bytes], reader: Any, errors: tuple[type[Exception], ...],
-                 piecewise: bool = True, frames: ZstdFrames | None = None) -> None:
-        self._raw, self._reader, self._errors, self._piecewise = raw, reader, errors, piecewise
-        self._frames = frames
+    def __init__(self, raw: IO[bytes], reader: Any, errors: tuple[type[Exception], ...]) -> None:
+        self._raw, self._reader, self._errors = raw, reader, errors
         self.truncated = False
 
     def readable(self) -> bool:
@@ -60,19 +61,13 @@ class _Decompressing(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         if self.truncated:
             return 0
-        try:
-            if self._piecewise:  # one piece at a time: an error then loses only the piece it is in
-                data = self._reader.read1(len(buffer))
-                buffer[:len(data)] = data
-                given = len(data)
-            else:
-                given = self._reader.readinto(buffer)
+        try:  # one piece at a time: an error then loses only the piece it is in
+            data = self._reader.read1(len(buffer))
         except self._errors:
             self.truncated = True
             return 0
-        if not given and len(buffer) and self._frames is not None and not self._frames.between_frames:
-            self.truncated = True  # the end, inside a frame
-        return int(given)
+        buffer[:len(data)] = data
+        return len(data)
 
     def close(self) -> None:
         self._reader.close()
@@ -80,16 +75,10 @@ class _Decompressing(io.RawIOBase):
         super().close()
 
 
-def _decompressing(raw: IO[bytes], magic: bytes) -> _Decompressing | None:
+def _decompressing(raw: IO[bytes], magic: bytes) -> io.RawIOBase | None:
     """A reader of `raw` decompressed, when `magic` (its first bytes) names zstd, gzip, bzip2 or xz."""
     if magic[:4] == ZSTD_MAGIC:
-        import zstandard
-
-        frames = ZstdFrames()
-        followed = cast(IO[bytes], FollowedSource(raw, frames))  # zstandard calls only its read()
-        reader = zstandard.ZstdDecompressor().stream_reader(followed, read_across_frames=True, closefd=False)
-        return _Decompressing(raw, reader, (zstandard.ZstdError,), piecewise=False,  # a frame per record
-                              frames=frames)
+        return FrameDecoder(raw, CHUNK)  # frame by frame: a corrupt one (a record of a recording) is skipped
     if magic[:2] == b"\x1f\x8b":
         import gzip
         import zlib
@@ -334,8 +323,12 @@ def read_input(
             binary, _ = _open_binary(path, None)
             chunks, seen = text_chunks(binary, max_line=limit), []
         try:
-            items = reader.read_text(itertools.chain(seen, chunks), name)
-            yield from items if runs else one_by_one(items)
+            damage: list[Damage] | None = getattr(getattr(binary, "raw", None), "damage", None)
+            if damage is None:
+                items = reader.read_text(itertools.chain(seen, chunks), name)
+                yield from items if runs else one_by_one(items)
+            else:
+                yield from _told(reader, itertools.chain(seen, chunks), name, damage, runs)
             if _cut(binary):
                 yield CutShort(f"{name}: the compressed data ends early (cut short or corrupt): read up to there",
                                skipped=0)
@@ -343,3 +336,34 @@ def read_input(
             binary.close()
 
     return generate()
+
+
+def _told(reader: TextFormat, chunks: Iterator[str], name: str, damage: list[Damage], runs: bool) -> Iterator[Item]:
+    """The items `reader` reads of `chunks`, each stretch of `damage` (found as they are decoded) said in its place:
+    before the first item read from the text after it (a chunk ends where a stretch was skipped)."""
+    handed = 0  # lines handed to the reader
+    due = said = 0  # stretches before the text handed so far; of them, those said
+
+    def handing() -> Iterator[str]:
+        nonlocal handed, due
+        for chunk in chunks:
+            while due < len(damage) and damage[due].lines <= handed:
+                due += 1
+            yield chunk
+            handed += chunk.count("\n")
+        due = len(damage)
+
+    items = reader.read_text(handing(), name)
+    for item in items if runs else one_by_one(items):
+        while said < due:
+            yield _skipped(name, damage[said])
+            said += 1
+        yield item
+    for stretch in damage[said:]:
+        yield _skipped(name, stretch)
+
+
+def _skipped(name: str, stretch: Damage) -> Skipped:
+    return Skipped(f"{name}: a zstd frame that cannot be decoded (corrupt) at byte {stretch.at:,}, after line "
+                   f"{stretch.lines:,} of the text: skipped, with what it held (in a recording, one record); read on "
+                   f"from the next frame, at byte {stretch.resumed:,}", skipped=1)

@@ -3,7 +3,10 @@
 A recording is protocol text: a header of `#` lines (ignored by every protocol reader as noise
 between records) and one `counts, interval` record per interval, flushed as it is written. With a
 `.zst` name every record is its own zstd frame, so a file cut anywhere still decodes up to its last
-complete frame. `compat` writes only what PyLatencyMap 1.3 reads: cumulative two-column records.
+complete frame, and carries a content checksum, so that a damaged frame is found (and skipped with a message)
+instead of read as other numbers. `compat` writes only what PyLatencyMap 1.3 reads: cumulative two-column records.
+The notes of the recorded run (what its reading assumed or skipped) are kept as `# latencymap-note {...}` lines
+between records, which the protocol reader turns back into notes (see `latencymap.protocol.reader`).
 """
 
 from __future__ import annotations
@@ -28,11 +31,14 @@ from latencymap.core.errors import RecordingError
 from latencymap.core.model import Flow, Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, safe_options
 from latencymap.protocol import format_record
+from latencymap.protocol.grammar import NOTE_TAG
 from latencymap.protocol.grammar import RECORDING_HEADER as HEADER_PREFIX
 
 PYLATENCYMAP_SOURCES = ("oracle", "bpf", "systemtap", "dtrace")
 #: Items a recording flow may run ahead of its view (about 1 KB each).
 READ_AHEAD = 65_536
+#: Notes of the recorded run kept in a recording; past this many, one last note counts the rest.
+MAX_NOTES = 100
 
 
 class Recorder:
@@ -60,11 +66,14 @@ class Recorder:
         if self._zstd:
             import zstandard
 
-            self._compressor = zstandard.ZstdCompressor(level=3)
+            # a checksum per frame (4 bytes): a flipped bit is a frame that fails, not other numbers read silently
+            self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
         self._totals: dict[StreamId, np.ndarray] = {}
         #: With `compat`: the first two stream labels written, once there are two (PyLatencyMap reads one stream).
         self.mixed: tuple[str, str] | None = None
         self.written = 0
+        self._notes = 0  # notes of the recorded run written (`note`), and how many more there were
+        self._notes_left_out = 0
         header = {"tool": "latencymap", "version": __version__, "source": source, "host": socket.gethostname(),
                   "platform": platform.platform(terse=True), "start": time.time(),
                   "format": "compat" if compat else "interval", "options": safe_options(options or {})}
@@ -129,7 +138,21 @@ class Recorder:
             if not self._closed:
                 self._write_locked(f"# latencymap-{tag} {payload}\n")
 
+    def note(self, notice: Notice) -> None:
+        """Keep a notice of the recorded run (what reading it assumed, or skipped) as a note line: a report or replay
+        of the recording says it again. At most MAX_NOTES; `close` counts the rest."""
+        if self._notes >= MAX_NOTES:
+            self._notes_left_out += 1
+            return
+        self._notes += 1
+        self.annotate(NOTE_TAG, json.dumps({"message": notice.message, "skipped": notice.skipped}))
+
     def close(self) -> None:
+        if self._notes_left_out:
+            with contextlib.suppress(RecordingError):  # a write error was already reported
+                self.annotate(NOTE_TAG, json.dumps({"message": f"{self._notes_left_out} more notes of the recorded "
+                                                               f"run are not kept in the recording", "skipped": 0}))
+            self._notes_left_out = 0
         with self._lock:
             self._closed = True
         with contextlib.suppress(OSError):  # a write error was already reported; what was written stays
@@ -147,6 +170,8 @@ def recorded(flow: Flow, recorder: Recorder) -> Flow:
         for item in flow:
             if isinstance(item, Notice) and item.message.startswith(COMPAT_MIXED):
                 told = True  # a recorder upstream (--record with --emit) said it already
+            elif isinstance(item, Notice):
+                recorder.note(item)
             if isinstance(item, Interval):
                 recorder.write(item)
                 if recorder.mixed is not None and not told:
@@ -233,13 +258,23 @@ def read_header(path: str) -> dict[str, Any] | None:
 
 
 def windowed(flow: Flow, start: float | None, end: float | None) -> Iterator[Interval | Notice]:
-    """Only intervals overlapping [start, end], in seconds relative to the first interval's start."""
+    """Only intervals overlapping [start, end], in seconds relative to the start of their time-ordered run.
+
+    A flow is one time-ordered run unless its intervals go back in time: a recording of several inputs read in
+    turn holds their streams one after another, each from the same seconds. An interval that ends before the
+    latest interval so far began starts a new run, whose window counts from its own first interval. Since a later
+    run may come at any point, the flow is read to its end (an interval at a time: nothing is kept), not left at
+    the first interval past the window.
+    """
     origin: float | None = None
+    latest = -float("inf")  # the latest start of the run so far
     for item in flow:
         if isinstance(item, Interval):
-            origin = item.start if origin is None else origin
+            if origin is None or item.end < latest:  # the first interval, or back in time: a new run
+                origin, latest = item.start, item.start
+            latest = max(latest, item.start)
             if start is not None and item.end <= origin + start:
                 continue
             if end is not None and item.start >= origin + end:
-                return
+                continue
         yield item

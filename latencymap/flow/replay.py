@@ -27,6 +27,11 @@ class ReplayClock:
 
     `speed` None means as fast as possible. A seek ahead (`seek(t)`) lets the flow run unpaced
     up to the first interval that ends at or after `t`; pacing resumes after it.
+
+    The pace follows the recording's clock, the latest end time let through (`position`), which never goes back:
+    an interval that ends at or before it comes at once. A recording of several inputs read in turn holds their
+    streams one after another, each over the same seconds; the first is paced, the later ones (back in time) then
+    come at once, so the replay takes the recorded time over the speed, not that once per stream.
     """
 
     def __init__(self, speed: float | None = 1.0, *, sleep: Callable[[float], None] = time.sleep,
@@ -46,7 +51,7 @@ class ReplayClock:
             if isinstance(item, Interval):
                 self._wait_for(item.end)
                 self.first = item.start if self.first is None else self.first
-                self.position = item.end
+                self.position = item.end if self.position is None else max(self.position, item.end)
             yield item
 
     def _wait_for(self, end: float) -> None:

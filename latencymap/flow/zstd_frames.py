@@ -8,6 +8,10 @@ layout (RFC 8878: frame headers, block headers, checksums, skippable frames) cos
 
 from __future__ import annotations
 
+import io
+from collections import deque
+from collections.abc import MutableSequence
+from dataclasses import dataclass
 from typing import IO, Any
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -23,11 +27,23 @@ _FRAME, _BLOCK, _NOT_A_FRAME = range(3)
 class ZstdFrames:
     """The frame layout of the bytes fed so far: `between_frames` when they end where a frame ends (or are none)."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: int = 0, cuts: MutableSequence[int] | None = None,
+                 ends: MutableSequence[int] | None = None) -> None:
         self._state = _FRAME
         self._carry = b""  # the start of a header that the bytes fed so far end in
         self._skip = 0  # bytes to pass over (content) before the next header
         self._checksum = 0  # the bytes of the current frame's checksum, after its last block
+        self._fed = start  # the offset of the next byte fed (the first is at `start`)
+        #: Where each block (with its frame's checksum after the last) and each skippable frame ends, as offsets, as
+        #: far as the bytes fed so far tell (the end of a block may lie beyond them): when given, a list to append to.
+        self.cuts = cuts
+        #: Where each frame (a skippable one too) ends, likewise.
+        self.ends = ends
+
+    @property
+    def lost(self) -> bool:
+        """The bytes fed are no zstd frames (from somewhere on): no more ends will be found."""
+        return self._state == _NOT_A_FRAME
 
     @property
     def between_frames(self) -> bool:
@@ -37,6 +53,9 @@ class ZstdFrames:
         if self._state == _NOT_A_FRAME or not data:
             return
         buf = self._carry + bytes(data) if self._carry else data
+        base = self._fed - len(self._carry)  # the offset of buf[0]
+        self._fed += len(data)
+        cuts, ends = self.cuts, self.ends
         pos, size, state, checksum = self._skip, len(buf), self._state, self._checksum
         while pos < size:  # pos: where the next header starts
             if state == _FRAME:
@@ -54,6 +73,10 @@ class ZstdFrames:
                     if pos + 8 > size:
                         break
                     pos += 8 + int.from_bytes(buf[pos + 4:pos + 8], "little")
+                    if cuts is not None:
+                        cuts.append(base + pos)
+                    if ends is not None:
+                        ends.append(base + pos)
                 else:
                     state = _NOT_A_FRAME
                     break
@@ -69,6 +92,10 @@ class ZstdFrames:
                 if header & 1:
                     pos += checksum
                     state = _FRAME
+                    if ends is not None:
+                        ends.append(base + pos)
+                if cuts is not None:
+                    cuts.append(base + pos)
         self._state, self._checksum = state, checksum
         self._skip = max(pos - size, 0)
         self._carry = bytes(buf[pos:]) if pos < size and state != _NOT_A_FRAME else b""
@@ -85,3 +112,175 @@ class FollowedSource:
         if data:
             self._frames.feed(data)
         return data
+
+
+@dataclass(slots=True)
+class Damage:
+    """A stretch of a zstd input that could not be decoded: from the frame at `at` (a byte offset of the compressed
+    input) to the next frame, at `resumed`; `lines`: the lines of decoded text before it."""
+
+    at: int
+    resumed: int
+    lines: int
+
+
+#: Blocks decoded at once at most (each decodes to at most 128 KiB).
+BULK_BLOCKS = 256
+
+
+class FrameDecoder(io.RawIOBase):
+    """The decoded bytes of a zstd input, frame by frame, each block given as soon as it is whole.
+
+    A frame that cannot be decoded (corrupt) loses only what it holds from its first bad block on (a recording: the
+    one record of that frame): decoding goes on at the next frame, found by its magic number, and `damage` lists
+    each such stretch; a read returns short where one was skipped, so what comes after it comes in a later read.
+    `truncated`: the input ends inside a frame (cut short), or with bytes in which no frame could be found.
+    """
+
+    def __init__(self, raw: IO[bytes], chunk: int = 512 * 1024) -> None:
+        import zstandard
+
+        self._raw, self._chunk = raw, chunk
+        self._dctx = zstandard.ZstdDecompressor()
+        self._error = zstandard.ZstdError
+        self._data = b""  # compressed bytes read; those from `_pos` on are not decoded yet
+        self._pos = 0
+        self._at = 0  # the offset of `_data[0]` in the input
+        self._cuts: deque[int] = deque()  # offsets where the blocks (and frames) ahead end, in order
+        self._ends: deque[int] = deque()  # offsets where the frames ahead end
+        self._frames = ZstdFrames(0, self._cuts, self._ends)
+        self._bulk: Any = None  # the decoder across frames (as many blocks at once as are held); None: a new one
+        self._clean = True  # whether it is between frames
+        self._careful = -1  # up to this offset, a frame at a time (a frame there cannot be decoded)
+        self._dobj: Any = None  # the decoder of the frame under way, a frame at a time; None: between frames
+        self._frame_at = 0  # where that frame starts
+        self._out = b""  # decoded bytes, given up to `_given`
+        self._given = 0
+        self._lines = 0  # newlines decoded so far
+        self._ended = False  # the input gave everything
+        self.damage: list[Damage] = []
+        self._said = 0  # stretches of `damage` that a read ended at
+        self.truncated = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size, got = len(buffer), 0
+        view = memoryview(buffer).cast("B")
+        while got < size:
+            if self._given < len(self._out):
+                take = min(size - got, len(self._out) - self._given)
+                view[got:got + take] = memoryview(self._out)[self._given:self._given + take]
+                self._given += take
+                got += take
+            elif self._pos < len(self._data) and (self._ended or self._decode()):
+                if len(self.damage) > self._said and got:
+                    break  # what follows a damaged stretch comes in the next read
+                self._said = len(self.damage)
+            elif got or self._ended or self.truncated:
+                break  # what is here goes out now: a live pipe is not waited on with data in hand
+            else:
+                self._read()
+        return got
+
+    def _read(self) -> None:
+        data = self._raw.read(self._chunk)
+        if not data:
+            self._ended = True
+            if not self._frames.between_frames:
+                self.truncated = True  # the end, inside a frame (a block cut there is not decoded)
+                self._data, self._pos = b"", 0
+            return
+        self._frames.feed(data)
+        held = self._data[self._pos:]  # the start of a block, which is decoded whole
+        self._at += self._pos
+        self._data, self._pos = held + data if held else data, 0
+
+    def _decode(self) -> bool:
+        """Decode the compressed bytes held up to the last whole block, across frames at once; where that fails,
+        again a block at a time, each frame on its own, to keep every frame before the bad one and find where it
+        starts. False: no whole block is held (nothing was done)."""
+        cuts, data, pos = self._cuts, self._data, self._pos
+        at = self._at + pos
+        while cuts and cuts[0] <= at:
+            cuts.popleft()
+        if at < self._careful or self._dobj is not None:
+            self._one_block(at)
+            return True
+        limit = self._at + len(data)
+        end = limit  # bytes that are no frame: the decoder says where
+        if not self._frames.lost:
+            last = len(cuts) - 1 if cuts and cuts[-1] <= limit else len(cuts) - 2
+            end = cuts[min(last, BULK_BLOCKS - 1)] if last >= 0 else at  # a bomb of RLE blocks stays small
+            if end <= at:
+                return False  # not one whole block held: read more first
+        if self._bulk is None:
+            self._bulk = self._dctx.decompressobj(read_across_frames=True)
+        try:
+            out = self._bulk.decompress(memoryview(data)[pos:end - self._at])
+        except self._error:
+            self._bulk = None
+            if self._clean:  # again, a frame at a time
+                self._careful = end
+            else:  # inside a frame begun before: what it gave before is kept
+                self._frame_at = at
+                self._resync(at)
+            return True
+        ends = self._ends
+        while ends and ends[0] < end:
+            ends.popleft()
+        self._clean = bool(ends) and ends[0] == end
+        self._pos = end - self._at
+        if out:
+            self._out, self._given = out, 0
+            self._lines += out.count(b"\n")
+        return True
+
+    def _one_block(self, at: int) -> None:
+        """Decode up to the end of the next block, its frame on its own."""
+        cuts, data, pos = self._cuts, self._data, self._pos
+        end = min(cuts[0] - self._at, len(data)) if cuts else len(data)
+        if self._dobj is None:
+            self._dobj, self._frame_at = self._dctx.decompressobj(), at
+        try:
+            out = self._dobj.decompress(memoryview(data)[pos:end])
+        except self._error:
+            self._resync(at + 1 if at == self._frame_at else at)
+            return
+        if self._dobj.eof:
+            end -= len(self._dobj.unused_data)
+            self._dobj = None
+        self._pos = end
+        if out:
+            self._out, self._given = out, 0
+            self._lines += out.count(b"\n")
+
+    def _resync(self, start: int) -> None:
+        """After a frame that cannot be decoded: go on at the next frame magic number from offset `start`."""
+        bad, self._dobj = self._frame_at, None
+        data, skip = self._data[self._pos:], self._at + self._pos  # `data` starts at offset `skip`
+        while True:
+            found = data.find(ZSTD_MAGIC, max(start - skip, 0))
+            if found >= 0:
+                break
+            keep = min(len(data), len(ZSTD_MAGIC) - 1)  # a magic number may be cut between two reads
+            skip += len(data) - keep
+            data = data[len(data) - keep:]
+            more = self._raw.read(self._chunk)
+            if not more:
+                self._ended = self.truncated = True  # no frame after it: the input ends damaged
+                self._data, self._pos = b"", 0
+                return
+            data += more
+        self._data, self._pos, self._at = data, found, skip
+        self.damage.append(Damage(bad, skip + found, self._lines))
+        self._cuts.clear()
+        self._ends.clear()
+        self._bulk, self._clean = None, True
+        self._frames = ZstdFrames(skip + found, self._cuts, self._ends)
+        self._frames.feed(memoryview(data)[found:])
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()

@@ -256,7 +256,10 @@ def read_notes(skipped: int, messages: list[str], dropped: int = 0, whose: str =
     out: list[str] = []
     said = [f"   {clean_text(m, 600)}" for m in messages[:SHOWN_MESSAGES]]
     if len(messages) > SHOWN_MESSAGES:
-        said.append(f"   ... and {len(messages) - SHOWN_MESSAGES} more (--format json lists up to {MAX_MESSAGES})")
+        more = len(messages) - SHOWN_MESSAGES
+        if len(messages) >= MAX_MESSAGES:  # only the first messages were kept: count the records skipped after them
+            more = max(more, skipped - sum(m.endswith("skipped") for m in messages[:SHOWN_MESSAGES]))
+        said.append(f"   ... and {more} more (--format json lists up to {MAX_MESSAGES})")
     if skipped:
         out.append(f"Skipped records{whose}: {skipped}")
         out += said

@@ -23,6 +23,8 @@ from latencymap.core.units import unit_seconds
 from latencymap.protocol.grammar import (
     DEFAULT_UNIT,
     MICROSECONDS,
+    NOTE_PREFIX,
+    RECORDING_HEADER,
     Record,
     RecordError,
     interval_start,
@@ -64,11 +66,15 @@ class LineReader(Protocol):
 
     def unit_notice(self, first_line: int, unit: str) -> Notice: ...
 
+    def comment(self, line: str) -> list[Notice]: ...
+
     def stream(self, label: str, datasource: str | None, unit: str) -> StreamId: ...
 
     def item(self, stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
              start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,
-             sums: np.ndarray | None) -> Snapshot | Interval | Notice: ...
+             sums: np.ndarray | None) -> list[Snapshot | Interval | Notice]: ...
+
+    def placed_run(self, run: IntervalRun, lines: list[int]) -> list[IntervalRun | Interval | Notice]: ...
 
 
 class _Batch:
@@ -153,6 +159,10 @@ class FastPath:
                 if "<" in noise and "<begin record>" in noise.lower():
                     slow(noise.splitlines(True))
                 else:
+                    if NOTE_PREFIX in noise or RECORDING_HEADER in noise:  # a recording's header, a recorded note
+                        for line in noise.splitlines():
+                            if line.startswith("# latencymap-"):
+                                out.extend(reader.comment(line.strip()))
                     reader.line_no += noise.count("\n")
                 pos = noise_end
             if begin < 0 or reader.in_record():
@@ -294,7 +304,7 @@ class FastPath:
             """The interval records and the snapshot run pending, as items (in that order)."""
             nonlocal spans, run
             if spans:
-                items.append(self._intervals(spans, batch, rows))
+                items.extend(self._placed(spans, batch, rows))
                 spans = []
             if run:
                 items.append(self._run(run, batch, counts, present))
@@ -315,7 +325,7 @@ class FastPath:
                 micros = header[2]
                 if not header[4] and micros is not None and not three[entry]:
                     if spans:
-                        items.append(self._intervals(spans, batch, rows))
+                        items.extend(self._placed(spans, batch, rows))
                         spans = []
                     run.append(entry)
                     continue
@@ -324,7 +334,7 @@ class FastPath:
                         items.append(self._run(run, batch, counts, present))
                         run = []
                     if spans and three[spans[0]] != three[entry]:
-                        items.append(self._intervals(spans, batch, rows))
+                        items.extend(self._placed(spans, batch, rows))
                         spans = []
                     spans.append(entry)
                     continue
@@ -334,13 +344,13 @@ class FastPath:
             elif good[entry]:
                 stream, first_line, micros, date, per_interval, start_micros, flags, _, _ = batch.headers[entry]
                 sums = rows.sums[entry] if three[entry] and rows.sums is not None else None
-                items.append(reader.item(stream, first_line, micros, date, per_interval, start_micros, flags,
+                items.extend(reader.item(stream, first_line, micros, date, per_interval, start_micros, flags,
                                          counts[entry], present[entry], sums))
             else:
                 first_line, begin, stop, carried = batch.texts[entry]
                 items.extend(reader.reread(first_line, buf[begin:stop], carried))
         if spans:
-            items.append(self._intervals(spans, batch, rows))
+            items.extend(self._placed(spans, batch, rows))
         if run:
             items.append(self._run(run, batch, counts, present))
         return items
@@ -364,6 +374,11 @@ class FastPath:
             finally:
                 reader.line_no = saved
         return items
+
+    def _placed(self, picks: list[int], batch: _Batch, rows: _Rows) -> list[IntervalRun | Interval | Notice]:
+        """The interval records `picks` in columns, each in its run (the reader's rule for records that go back in
+        time)."""
+        return self.reader.placed_run(self._intervals(picks, batch, rows), [batch.headers[i][1] for i in picks])
 
     @staticmethod
     def _intervals(picks: list[int], batch: _Batch, rows: _Rows) -> IntervalRun:

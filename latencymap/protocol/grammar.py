@@ -44,6 +44,9 @@ PROTOCOL_UNITS = ("millisec", "microsec", "nanosec")
 MICROSECONDS = ("microsec", "musec")
 #: The first line of a latencymap recording (JSON follows): noise to a PyLatencyMap reader.
 RECORDING_HEADER = "# latencymap-recording "
+#: A note of the recorded run, between records (JSON follows: `message`, `skipped`): the reader says it again.
+NOTE_TAG = "note"
+NOTE_PREFIX = f"# latencymap-{NOTE_TAG} "
 #: latencymap's lines for a source's own (not power-of-two) buckets in a per-interval record.
 SOURCE_KEYS = ("sourcebuckets", "sourcecounts", "sourcetime")
 

@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
-from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId, one_by_one
+from latencymap import __version__
+from latencymap.core.model import (
+    Interval,
+    IntervalRun,
+    Item,
+    Notice,
+    Snapshot,
+    SnapshotRun,
+    StreamId,
+    one_by_one,
+    rows_by_stream,
+)
+from latencymap.core.sanitize import clean_text
 from latencymap.protocol.bulk import FastPath
 from latencymap.protocol.grammar import (
     BEGIN,
     DEFAULT_DATASOURCE,
     DEFAULT_UNIT,
     END,
+    NOTE_PREFIX,
+    RECORDING_HEADER,
     Record,
     RecordError,
     StreamCache,
@@ -34,6 +50,8 @@ _ORACLE_LABEL = re.compile(r"event_histogram|\bawr\b", re.IGNORECASE)
 #: The least time between two records without a timestamp line of one stream (`--interval`'s default; PyLatencyMap
 #: takes 1 s between such records).
 DEFAULT_UNTIMED_INTERVAL = 1.0
+#: What a recording cannot carry of a source that analyses more than histograms (a recording holds intervals only).
+_NOT_RECORDED = {"spark": "Spark's per-task analysis (the stragglers and the per-stage summaries)"}
 
 
 class ProtocolReader:
@@ -64,8 +82,14 @@ class ProtocolReader:
         self._bad_record = False
         self._streams = StreamCache()
         self._fast = FastPath(self)
+        self.timeline = Timeline(name, self._streams)  # interval records that go back in time: shown apart
         self._guessed: set[StreamId] = set()  # Oracle-looking streams read with the default datasource
         self._told = False
+        #: The header of a latencymap recording (`# latencymap-recording {...}`), once read; None: none (yet).
+        self.recording: dict[str, Any] | None = None
+        self._newer: str | None = None  # the version of a newer latencymap that made the recording
+        self._said: set[str] = set()  # the one-time notes given: "newer", and the datasources of _NOT_RECORDED
+        self._pending: list[Notice] = []  # notes to give before the next item
 
     def read(self, lines: Iterable[str]) -> Iterator[Snapshot | Interval | Notice]:
         """Read all lines, then report a record left open at end of input."""
@@ -86,6 +110,12 @@ class ProtocolReader:
         """`items`, with the one notice that Oracle-looking records were read with the default datasource; records
         without a timestamp are timed here (see `_timed`), as they come out."""
         for item in items:
+            if self._pending:
+                yield from self._pending
+                self._pending.clear()
+            if isinstance(item, Notice) and item.skipped and self._newer is not None and "newer" not in self._said:
+                self._said.add("newer")
+                yield self._newer_notice(self._newer)
             if isinstance(item, Snapshot) and item.timestamp is None:
                 said = self._timed(item)
                 if said is not None:
@@ -98,6 +128,9 @@ class ProtocolReader:
                     self._told = True
                     yield self._datasource_notice(guessed)
             yield item
+        if self._pending:
+            yield from self._pending
+            self._pending.clear()
 
     def _timed(self, snap: Snapshot) -> Notice | None:
         """Time a snapshot of a record without a timestamp line: now, but at least `interval` seconds after its
@@ -126,6 +159,40 @@ class ProtocolReader:
                       "(a bucket value is the bucket's lower bound, [v, 2v)). Oracle's event histograms give upper "
                       "bounds ([v/2, v)): if these are Oracle's, add 'datasource, oracle' to the records or pass "
                       "--datasource oracle, which puts every row one octave lower", skipped=0)
+
+    def comment(self, line: str) -> list[Notice]:
+        """A `# latencymap-...` line between records: a recording's header (kept in `recording`; a newer latencymap's
+        version is said at the first record skipped), or a note of the recorded run (said again, as a note)."""
+        if line.startswith(RECORDING_HEADER):
+            header = _json_object(line[len(RECORDING_HEADER):])
+            if header is not None:
+                self.recording = header
+                version = header.get("version")
+                if isinstance(version, str) and _release(version) > _release(__version__):
+                    self._newer = clean_text(version, 40)
+            return []
+        if line.startswith(NOTE_PREFIX):
+            note = _json_object(line[len(NOTE_PREFIX):])
+            message = note.get("message") if note is not None else None
+            if isinstance(message, str) and message:
+                return [Notice(f"{self.name}: as recorded: {clean_text(message, 2000)}", skipped=0)]
+        return []
+
+    def _newer_notice(self, version: str) -> Notice:
+        return Notice(f"{self.name}: recorded by latencymap {version}, newer than this {__version__}: records in a "
+                      f"form this version does not know are skipped (read it with latencymap {version} or later)",
+                      skipped=0)
+
+    def _not_recorded(self, stream: StreamId) -> None:
+        """The note, once per datasource, that a recording holds this stream's intervals but not its source's own
+        analysis, and where to get it."""
+        lost = _NOT_RECORDED.get(stream.datasource)
+        if lost is None or self.recording is None or stream.datasource in self._said:
+            return
+        self._said.add(stream.datasource)
+        self._pending.append(Notice(
+            f"{self.name}: '{clean_text(stream.label, 200)}': a recording keeps the histograms, not {lost}; for "
+            f"them, report what was recorded: latencymap report {_recorded_from(self.recording)}", skipped=0))
 
     def feed_text(self, text: str, runs: bool = False) -> Iterator[Item]:
         """Items of the records completed by `text`; an unfinished record waits for the next call."""
@@ -162,8 +229,10 @@ class ProtocolReader:
                     for marker in _MARKER.findall(low):
                         yield from self._marker(marker)
                     continue
-            if self._record is None or self._bad_record:
-                continue  # noise between records, or the rest of a bad record
+            if self._record is None or self._bad_record:  # noise between records, or the rest of a bad record
+                if self._record is None and low.startswith("# latencymap-"):
+                    yield from self.comment(line)
+                continue
             try:
                 parse_record_line(self._record, line, low, self.line_no)
             except RecordError as err:
@@ -204,7 +273,10 @@ class ProtocolReader:
     def stream(self, label: str, datasource: str | None, unit: str) -> StreamId:
         """The one StreamId of this identity in this input; datasource None: the record had no datasource line."""
         if datasource is not None:
-            return self._streams.get(label, datasource, unit)
+            stream = self._streams.get(label, datasource, unit)
+            if self.recording is not None:
+                self._not_recorded(stream)
+            return stream
         stream = self._streams.get(label, self.datasource or DEFAULT_DATASOURCE, unit)
         if self.datasource is None and not self._told and _ORACLE_LABEL.search(label):
             self._guessed.add(stream)
@@ -221,17 +293,115 @@ class ProtocolReader:
                 if self.unit is not None and not self.said_unit:
                     self.said_unit = True
                     out.append(self.unit_notice(rec.first_line, self.unit))
-            out += record_items(rec, self.stream)
+            for item in record_items(rec, self.stream):
+                out += self.timeline.placed(item, rec.first_line) if isinstance(item, Interval) else [item]
         except RecordError as err:
             out.append(Notice(f"{self.name}: {err}; record skipped"))
         return out
 
     def item(self, stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
              start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,
-             sums: np.ndarray | None) -> Snapshot | Interval | Notice:
-        """A record's item from parts parsed in bulk, or the Notice that skips it."""
+             sums: np.ndarray | None) -> list[Snapshot | Interval | Notice]:
+        """A record's item from parts parsed in bulk (after the note that it goes back in time, if it does), or the
+        Notice that skips it."""
         try:
-            return make_item(stream, first_line, micros, date, per_interval, start_micros, flags, counts, present,
+            item = make_item(stream, first_line, micros, date, per_interval, start_micros, flags, counts, present,
                              sums)
         except RecordError as err:
-            return Notice(f"{self.name}: {err}; record skipped")
+            return [Notice(f"{self.name}: {err}; record skipped")]
+        out: list[Snapshot | Interval | Notice] = []
+        out += self.timeline.placed(item, first_line) if isinstance(item, Interval) else [item]
+        return out
+
+    def placed_run(self, run: IntervalRun, lines: list[int]) -> list[IntervalRun | Interval | Notice]:
+        """The interval records parsed in bulk (`lines`: where each starts) in their runs (see `Timeline`)."""
+        return self.timeline.placed_run(run, lines)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version (`0.1.0` -> (0, 1, 0)), for comparing releases."""
+    m = re.match(r"\s*(\d+(?:\.\d+)*)", version)
+    return tuple(int(part) for part in m.group(1).split(".")) if m else ()
+
+
+#: Runs of one stream that go back in time, shown apart in one input, at most; a record that would start one more is
+#: skipped.
+MAX_RUNS = 16
+
+
+class Timeline:
+    """Where the intervals of `counts, interval` records go, in one input: a record whose timestamp does not increase
+    over its stream's last one (the rule for cumulative records) goes back into time already read, as a second
+    recording of another run joined to the first does (`cat a.zst b.zst`): mixing the two would lay their columns
+    over each other. It starts a run of its own, shown apart as `LABEL [INPUT, from line N]` with a note, and the
+    records after it go on in the first run whose last interval they come after (the stream's own first): a
+    record repeated costs a one-column run, a later part of the first run goes on in it. Past `MAX_RUNS` runs of a
+    stream, such a record is skipped and counted."""
+
+    def __init__(self, name: str, streams: StreamCache) -> None:
+        self._name, self._streams = name, streams
+        self._runs: dict[StreamId, list[tuple[float, StreamId]]] = {}  # a stream's runs: (last end, shown as)
+
+    def placed(self, interval: Interval, line: int) -> list[Interval | Notice]:
+        """`interval` (of the record at `line`) in its run, after the note that it starts one; or the Notice that
+        skips it."""
+        stream, end = interval.stream, interval.end
+        runs = self._runs.get(stream)
+        if runs is None:
+            self._runs[stream] = [(end, stream)]
+            return [interval]
+        for k, (last, shown) in enumerate(runs):
+            if end > last:
+                runs[k] = (end, shown)
+                interval.stream = shown
+                return [interval]
+        if len(runs) >= MAX_RUNS:
+            return [Notice(f"{self._name}: line {line}: '{stream.label}' goes back in time again (its interval ends "
+                           f"at {end:.6f}, not after its last one, {runs[0][0]:.6f}), and {MAX_RUNS} runs of it are "
+                           "shown apart already; record skipped")]
+        shown = self._streams.get(f"{stream.label} [{self._name}, from line {line}]", stream.datasource, stream.unit)
+        runs.append((end, shown))
+        interval.stream = shown
+        return [Notice(f"{self._name}: line {line}: '{stream.label}' goes back into the time of its earlier records "
+                       f"(its interval ends at {end:.6f}, not after its last one, {runs[0][0]:.6f}): another run, "
+                       f"shown apart, as '{shown.label}'", skipped=0), interval]
+
+    def placed_run(self, run: IntervalRun, lines: list[int]) -> list[IntervalRun | Interval | Notice]:
+        """`run` (of the records at `lines`) as it is when every stream's intervals come after its last one (the
+        common case, checked in bulk); else row by row."""
+        streams, end = run.streams, run.end
+        groups = {streams[0]: slice(None)} if streams.count(streams[0]) == len(streams) else rows_by_stream(streams)
+        for stream, rows in groups.items():
+            ends = end[rows]
+            runs = self._runs.get(stream)
+            back = runs is not None and (len(runs) > 1 or ends[0] <= runs[0][0])
+            if back or bool((ends[1:] <= ends[:-1]).any()):
+                out: list[IntervalRun | Interval | Notice] = []
+                for interval, line in zip(run.intervals(), lines, strict=True):
+                    out += self.placed(interval, line)
+                return out
+        for stream, rows in groups.items():
+            self._runs[stream] = [(float(end[rows][-1]), stream)]
+        return [run]
+
+
+def _recorded_from(header: dict[str, Any]) -> str:
+    """The `report` arguments that read again what a recording was made from (`LOG` when the header does not say)."""
+    options = header.get("options")
+    options = options if isinstance(options, dict) else {}
+    source, inputs, target = header.get("source"), options.get("inputs"), options.get("target")
+    if source == "replay":  # made from another recording: what that one was made from is not known here
+        return "LOG"
+    if isinstance(inputs, list) and inputs:
+        return shlex.join(clean_text(str(i), 200) for i in inputs)
+    if isinstance(source, str) and isinstance(target, str) and target:  # a source subcommand: `spark LOG`
+        return shlex.join([clean_text(source, 40), clean_text(target, 200)])
+    return "LOG"

@@ -38,6 +38,17 @@ def frame_ends(data: bytes) -> list[int]:
     return ends
 
 
+def record_frame_ends(data: bytes) -> list[int]:
+    """Where the header's frame and each record's frame of a recording end (a frame that holds a note of the recorded
+    run, `# latencymap-note`, between them is left out)."""
+    ends, start = [], 0
+    for end in frame_ends(data):
+        if not zstandard.ZstdDecompressor().decompress(data[start:end]).startswith(b"# latencymap-note "):
+            ends.append(end)
+        start = end
+    return ends
+
+
 def _streamed(data: bytes, **params: int | bool) -> bytes:
     """One frame that does not say how much it holds (the `zstd` tool on a pipe writes such frames), a block for
     each 4 KB (as a writer that flushes as it goes)."""
@@ -115,7 +126,7 @@ def _report(path: Path | None = None, stdin: bytes | None = None) -> tuple[dict[
 def test_a_recording_cut_inside_a_later_frame_keeps_every_record_before_it_and_says_so(recording: Path,
                                                                                      tmp_path: Path) -> None:
     data = recording.read_bytes()
-    ends = frame_ends(data)  # the header line's frame, then one frame per record
+    ends = record_frame_ends(data)  # the header line's frame, then one frame per record
     assert len(ends) > 20
     cut = tmp_path / "cut.zst"
     cut.write_bytes(data[:(ends[9] + ends[10]) // 2])  # inside the frame of record 10: records 1..9 are whole
@@ -135,7 +146,7 @@ def test_a_recording_cut_inside_a_later_frame_keeps_every_record_before_it_and_s
 
 def test_a_recording_cut_where_a_frame_ends_is_a_whole_file(recording: Path, tmp_path: Path) -> None:
     data = recording.read_bytes()
-    ends = frame_ends(data)
+    ends = record_frame_ends(data)
     for records in (1, 10, len(ends) - 1):
         whole = tmp_path / f"first{records}.zst"
         whole.write_bytes(data[:ends[records]])

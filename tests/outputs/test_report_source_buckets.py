@@ -51,10 +51,10 @@ def test_source_lines_survive_both_readers_and_bad_ones_are_named() -> None:
     stream = StreamId("api", "prometheus", "microsec")
     bounds = tuple(b * 1e6 for b in BOUNDS)
     counts = np.array([1, 2, 3, 4, 5, 6])
-    text = format_record(stream, 101.0, rebin_counts(bounds, counts), start=100.0, per_interval=True,
-                         source=SourceBuckets(bounds, counts, 0.25))
-    for items in (list(ProtocolReader("a").read_chunks([text * 2])), list(ProtocolReader("b").read(
-            (text * 2).splitlines(True)))):
+    text, later = (format_record(stream, end, rebin_counts(bounds, counts), start=end - 1, per_interval=True,
+                                 source=SourceBuckets(bounds, counts, 0.25)) for end in (101.0, 102.0))
+    for items in (list(ProtocolReader("a").read_chunks([text + later])), list(ProtocolReader("b").read(
+            (text + later).splitlines(True)))):
         assert len(items) == 2
         got = items[0].source_buckets
         assert isinstance(items[0], Interval) and got is not None
@@ -124,11 +124,12 @@ def test_the_sum_alone_survives_both_readers() -> None:
     stream = StreamId("api", "prometheus", "millisec")
     counts = np.zeros(64, dtype=np.int64)
     counts[3:6] = (4, 2, 1)
-    text = format_record(stream, 101.0, counts, start=100.0, per_interval=True,
-                         source=SourceBuckets((), np.zeros(0, dtype=np.int64), 0.0375))
+    sum_only = SourceBuckets((), np.zeros(0, dtype=np.int64), 0.0375)
+    text, later = (format_record(stream, end, counts, start=end - 1, per_interval=True, source=sum_only)
+                   for end in (101.0, 102.0))
     assert "sourcetime, 0.0375" in text and "sourcebuckets" not in text
-    for items in (list(ProtocolReader("a").read_chunks([text * 2])),
-                  list(ProtocolReader("b").read((text * 2).splitlines(True)))):
+    for items in (list(ProtocolReader("a").read_chunks([text + later])),
+                  list(ProtocolReader("b").read((text + later).splitlines(True)))):
         got = items[1].source_buckets
         assert isinstance(items[1], Interval) and got is not None
         assert got.bounds == () and len(got.counts) == 0 and got.total_time == 0.0375

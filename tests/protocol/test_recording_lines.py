@@ -1,0 +1,106 @@
+"""What a recording says between its records: the header (a newer latencymap's version) and the notes of the
+recorded run, read alike by the line reader and the bulk path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from latencymap import __version__
+from latencymap.core.model import Interval, Notice, StreamId, unrolled
+from latencymap.protocol import ProtocolReader, format_record
+from latencymap.protocol.grammar import NOTE_PREFIX, RECORDING_HEADER
+
+S = StreamId("io", "bpf", "microsec")
+SPARK = StreamId("spark app task duration", "spark", "millisec")
+
+
+def header(version: str = __version__, **more: object) -> str:
+    return RECORDING_HEADER + json.dumps({"tool": "latencymap", "version": version, **more}) + "\n"
+
+
+def records(n: int, stream: StreamId = S, extra: str = "", t0: float = 100.0) -> str:
+    out = []
+    for i in range(n):
+        text = format_record(stream, t0 + 1 + i, np.arange(64) % 3, start=t0 + i, per_interval=True)
+        out.append(text.replace("counts, interval\n", f"counts, interval\n{extra}") if extra else text)
+    return "".join(out)
+
+
+def items(text: str, bulk: bool) -> list[Interval | Notice]:
+    reader = ProtocolReader("rec.txt")
+    if bulk:
+        got: Iterator = reader.read_chunks([text[i:i + 97] for i in range(0, len(text), 97)], runs=True)
+    else:
+        got = reader.read(text.splitlines(True))
+    return [i for i in unrolled(got) if isinstance(i, Interval | Notice)]  # type: ignore[arg-type]
+
+
+def notices(got: list[Interval | Notice]) -> list[Notice]:
+    return [i for i in got if isinstance(i, Notice)]
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_newer_recording_whose_records_cannot_be_read_says_so_once(bulk: bool) -> None:
+    got = items(header("9.0.0") + records(5, extra="quantiles, 0.5, 0.9\n"), bulk)
+    said = notices(got)
+    assert len(said) == 6 and not any(isinstance(i, Interval) for i in got)
+    assert said[0].skipped == 0 and said[0].message.startswith(
+        f"rec.txt: recorded by latencymap 9.0.0, newer than this {__version__}: ")
+    assert all(n.skipped == 1 and "quantiles" in n.message for n in said[1:])
+
+
+@pytest.mark.parametrize("version", [__version__, "0.0.9", "garbage"])
+@pytest.mark.parametrize("bulk", [False, True])
+def test_no_version_note_for_this_or_an_older_version(version: str, bulk: bool) -> None:
+    said = notices(items(header(version) + records(3, extra="quantiles, 0.5\n"), bulk))
+    assert len(said) == 3 and not any("newer than" in n.message for n in said)
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_newer_recording_that_reads_gets_no_note(bulk: bool) -> None:
+    got = items(header("9.0.0") + records(3), bulk)
+    assert not notices(got) and sum(isinstance(i, Interval) for i in got) == 3
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_notes_of_the_recorded_run_come_back_in_their_place(bulk: bool) -> None:
+    note = NOTE_PREFIX + json.dumps({"message": "in.txt: read as bpf", "skipped": 0}) + "\n"
+    got = items(header() + records(2) + note + records(2, t0=102.0), bulk)
+    kinds = ["N" if isinstance(i, Notice) else "I" for i in got]
+    assert kinds == ["I", "I", "N", "I", "I"]
+    (said,) = notices(got)
+    assert said.message == "rec.txt: as recorded: in.txt: read as bpf" and said.skipped == 0
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_bad_note_lines_are_noise(bulk: bool) -> None:
+    bad = "".join(NOTE_PREFIX + tail + "\n" for tail in ("{", "[1]", '{"message": 3}', '{"message": ""}'))
+    got = items(header() + bad + records(2), bulk)
+    assert not notices(got) and len(got) == 2
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_recording_of_spark_says_that_the_per_task_analysis_is_not_in_it(bulk: bool) -> None:
+    rec = header(options={"inputs": ["logs/app 1"]}) + records(3, SPARK)
+    said = notices(items(rec, bulk))
+    assert len(said) == 1 and said[0].skipped == 0
+    assert "stragglers" in said[0].message and "latencymap report 'logs/app 1'" in said[0].message
+    assert not notices(items(records(3, SPARK), bulk))  # protocol records that are no recording: nothing to say
+
+
+def test_the_text_report_counts_the_records_it_does_not_show(tmp_path: Path) -> None:
+    path = tmp_path / "newer.txt"
+    path.write_text(header("9.0.0") + records(299, extra="quantiles, 0.5, 0.9\n"))
+    done = subprocess.run([sys.executable, "-m", "latencymap", "report", str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1 and "Skipped records: 299" in done.stdout
+    assert f"recorded by latencymap 9.0.0, newer than this {__version__}" in done.stdout
+    # 10 messages shown: the version note and 9 skipped records; 290 more records were skipped
+    assert done.stdout.endswith("   ... and 290 more (--format json lists up to 100)\n")

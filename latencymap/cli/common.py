@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from latencymap.core.errors import InputError, OutputError, SourceError, StrictError
+from latencymap.core.errors import InputError, OutputError, SourceError, StrictError, already_said, note_said
 from latencymap.core.model import Item, Notice
 from latencymap.core.sanitize import clean_message, clean_text
 from latencymap.plugins import Registry, load_registry
@@ -68,6 +68,7 @@ def tell(message: object, prefix: str = "latencymap") -> None:
 
 def say(notice: Notice) -> None:
     """A notice on stderr as it comes (what a source or a reader says while the command runs)."""
+    note_said(notice.message)
     tell(clean_text(notice.message, 600))
 
 
@@ -99,7 +100,8 @@ def guarded(fn: Callable[[], int]) -> None:
         tell(err)
         code = EXIT_USAGE
     except SourceError as err:  # a source died mid-stream: what it gave before was shown and recorded
-        tell(err)
+        if not already_said(err):
+            tell(err)
         code = EXIT_FAIL
     except OutputError as err:  # a recording or an output file
         tell(err)

@@ -32,4 +32,26 @@ class RecordingError(OutputError):
 
 class NothingReadable(SourceError):
     """Inputs of which every record was skipped (exit code 1): raised once all inputs were read, so nothing read
-    from the others is lost. Under `--strict` the first skipped record already stopped the run (exit code 2)."""
+    from the others is lost. Under `--strict` the first skipped record already stopped the run (exit code 2).
+    `parts`: what each unreadable input was (a view that said one already as a notice does not say it again)."""
+
+    def __init__(self, parts: list[str]) -> None:
+        super().__init__("; ".join(parts))
+        self.parts = parts
+
+
+#: Notices said on stderr as they came (the first `_SAID_MAX`), so that a failure they said is not said twice.
+_SAID: set[str] = set()
+_SAID_MAX = 1000
+
+
+def note_said(message: str) -> None:
+    """Remember a notice said on stderr."""
+    if len(_SAID) < _SAID_MAX:
+        _SAID.add(message)
+
+
+def already_said(err: Exception) -> bool:
+    """Whether every part of a failure was said already, as notices while the command ran (an input that gave
+    nothing but the note that it was cut short)."""
+    return isinstance(err, NothingReadable) and all(part in _SAID for part in err.parts)

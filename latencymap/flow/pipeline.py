@@ -70,7 +70,7 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
         elif tally.skipped and not tally.read:
             unreadable.append(f"{name}: no record could be read ({tally.skipped} skipped); the first: {tally.first}")
     if unreadable:
-        raise NothingReadable("; ".join(unreadable))
+        raise NothingReadable(unreadable)
 
 
 def _apart(flow: ColumnFlow, name: str, seen: dict[StreamId, tuple[float, str]]) -> ColumnFlow:

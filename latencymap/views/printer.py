@@ -10,6 +10,7 @@ import time
 from typing import TextIO
 
 from latencymap.core.accumulator import Accumulator, HistoryLimit, accumulate
+from latencymap.core.errors import note_said
 from latencymap.core.model import Flow, Interval, Notice
 from latencymap.core.sanitize import clean_message
 from latencymap.views.options import ViewOptions, color_enabled
@@ -120,4 +121,5 @@ def _scatter_fd(out: TextIO) -> int | None:
 
 
 def _say(notice: Notice) -> None:
+    note_said(notice.message)
     print(f"latencymap: {clean_message(notice.message)}", file=sys.stderr)

@@ -138,3 +138,17 @@ def test_the_tui_says_so_and_exits_1(unreadable: Path) -> None:
         assert "no record could be read (4 skipped)" in screen.replace("\n", "")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def test_a_compressed_input_cut_before_its_first_record_is_said_once(tmp_path: Path) -> None:
+    import zstandard
+
+    whole = zstandard.ZstdCompressor().compress(semicolons().encode())
+    cut = tmp_path / "cut.zst"
+    cut.write_bytes(whole[: len(whole) // 2])
+    for args in (["--plain", "--once", str(cut)], ["replay", "--max", "--plain", "--once", str(cut)]):
+        done = run(*args)
+        assert done.returncode == 1
+        assert done.stderr.count("nothing could be decompressed") == 1, done.stderr  # the note, not the error again
+    report = run("report", str(cut))
+    assert report.returncode == 1 and "nothing could be decompressed" in report.stdout + report.stderr

@@ -76,7 +76,8 @@ def format_duration(seconds: float | None, digits: int = 3, long_units: bool = F
 
 
 def format_number(value: float | None, digits: int = 3) -> str:
-    """Compact number: `0`, `0.25`, `12`, `1.5k`, `2.3M`."""
+    """Compact number: `0`, `0.25`, `12`, `1.5k`, `2.3M`; under 1e-4, `1.1e-5` (a value that is not 0 never reads
+    `0`)."""
     if value is None or math.isnan(value):
         return "-"
     mag = abs(value)
@@ -87,11 +88,16 @@ def format_number(value: float | None, digits: int = 3) -> str:
 
 
 def _compact(value: float, digits: int) -> str:
+    """`digits` significant digits, no exponent for large values (`12345`); a value under 1e-4 (not 0) in a short
+    exponent form (`1.1e-5`), never `0`."""
     if value == int(value) and abs(value) < 10**digits:
         return str(int(value))
     text = f"{value:.{digits}g}"
     if "e" in text:
-        return f"{value:.0f}"
+        if abs(value) >= 1:
+            return f"{value:.0f}"
+        mantissa, exponent = text.split("e")
+        return f"{mantissa}e-{exponent.lstrip('-+').lstrip('0')}"
     return text
 
 

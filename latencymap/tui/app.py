@@ -180,6 +180,11 @@ class LatencyMapApp(MapActions):
             except NoMatches:  # the widgets are gone: the app is closing
                 return
 
+    def action_end(self) -> None:
+        """End: the newest column, empty or not (the help's promise), following live data again."""
+        self.view.end_key(newest=True)
+        self.refresh_view(force=True)
+
     def _analyse(self) -> None:
         """The source's own analysis (Spark stragglers) into its panel; a failure is a notice."""
         if self.analysis is None:
@@ -276,11 +281,12 @@ class LatencyMapApp(MapActions):
             return
         hist = self.current()
         n = hist.n if hist else 0
+        self.view.fit_window(n, self.map_cells())  # after a zoom or a resize: the cursor in view, the window full
         stop = self.view.stop(n)
         self.maps.query_one(StatusBar).update(status_lines(
             hist, self.view.visible_n(n), state=self.state_name, skipped=self.acc.skipped,
             stream_index=self.view.stream % max(1, len(self.acc.streams)), streams=len(self.acc.streams),
-            ingest_rate=self.ingest.rate))
+            ingest_rate=self.ingest.rate, source=self.acc.sources.get(hist.stream) if hist else None))
         if status_only:
             return
         for heatmap in self.maps.query(HeatMap):
@@ -301,6 +307,12 @@ class LatencyMapApp(MapActions):
             own = rows if heatmap.kind == "frequency" else self.rows_for(hist, win, heatmap.kind)
             heatmap.show(hist, MapSpec(own.lo, own.hi, stop, self.view.zoom, pinned if pinned > 0 else None,
                                        self.view.log, cursor, own.row_of(self.view.selected_slot), own.folds))
+        if stop:  # with the maps, every time: the inspector shows the column the maps' cursor is on (it is one or
+            # a few columns: cheap, and not repainted when they are the same)
+            first, last = win.columns_of(win.cell_of(cursor))
+            self.maps.query_one(Inspector).show(
+                inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
+                rows.row_of(self.view.selected_slot))
         now = time.monotonic()
         if stop == 0 or not (force or now - self._plots_at >= PLOT_EVERY_S):
             if stop:
@@ -309,9 +321,6 @@ class LatencyMapApp(MapActions):
         self._plots_at = now
         if strip.display:
             strip.show(hist, win, cursor)
-        first, last = win.columns_of(win.cell_of(cursor))
-        self.maps.query_one(Inspector).show(inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
-                                            rows.row_of(self.view.selected_slot))
         panel = self.maps.query_one(FindingsPanel)
         panel.show(window_findings(hist, win.first, stop), win, self.view.finding, self._findings_room())
         if self.profiler is not None:

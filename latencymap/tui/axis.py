@@ -106,13 +106,20 @@ def tick_cells(ends: np.ndarray, seconds_per_cell: float, utc_offset: float = 0.
 
 def axis_strip(hist: StreamHistory, win: Window, width: int, offset: int = LABEL_W + 1) -> Strip:
     """Time labels at round times, each starting at its cell with a tick."""
-    ends = win.cell_ends(hist)
+    if not hist.n:
+        return Strip([Segment(" " * width, DIM)], width)
+    spans = hist.durations[win.first: win.stop]
+    per_cell = float(median_of(spans)) * win.zoom if spans.size else 1.0
+    return times_strip(hist, win.cell_ends(hist), per_cell, width, offset)
+
+
+def times_strip(hist: StreamHistory, ends: np.ndarray, per_cell: float, width: int, offset: int = LABEL_W + 1) -> Strip:
+    """Time labels at round times under cells ending at `ends` (NaN: no time), `per_cell` seconds each, written as
+    `hist`'s times are (dates, or its input's time of day, or offsets from its start)."""
     line = [" "] * width
-    if hist.n:
-        spans = hist.durations[win.first: win.stop]
-        per_cell = float(median_of(spans)) * win.zoom if spans.size else 1.0
-        origin = float(hist.start[0]) if hist.n else 0.0
-        real = bool(np.nanmax(ends) >= REAL_EPOCH) if np.isfinite(ends).any() else True
+    if hist.n and np.isfinite(ends).any():
+        origin = float(hist.start[0])
+        real = bool(np.nanmax(ends) >= REAL_EPOCH)
         shift = None if real else clock_shift(hist)
         utc_offset = _utc_offset(float(np.nanmax(ends))) if real else -origin if shift is None else shift
         cells, step = tick_cells(ends, max(per_cell, 1e-3), utc_offset)
@@ -123,12 +130,16 @@ def axis_strip(hist: StreamHistory, win: Window, width: int, offset: int = LABEL
 
 
 def cursor_strip(hist: StreamHistory, win: Window, cursor: int, width: int, offset: int = LABEL_W + 1) -> Strip:
-    """`▲` under the cursor cell and the cursor column's end time beside it."""
+    """`▲` under the cursor cell and the cell's end time beside it (the end of its last column: with several columns
+    per cell, the cell's, not the cursor column's)."""
     cell = win.cell_of(cursor) if cursor >= 0 else -1
     if not 0 <= cell < win.cells:
         return Strip.blank(width, PLAIN)
     origin = float(hist.start[0]) if hist.n else 0.0
-    label = clock(float(hist.end[cursor]), origin, float(hist.durations[cursor]), clock_shift(hist))
+    first, stop = win.columns_of(cell)
+    last = max(cursor, min(stop, win.stop, hist.n) - 1)
+    span = float(hist.end[last] - hist.start[min(first, last)])
+    label = clock(float(hist.end[last]), origin, span, clock_shift(hist))
     at = offset + cell
     if at + 2 + len(label) <= offset + win.cells:
         segs = [Segment(" " * at, PLAIN), Segment(CURSOR, CURSOR_STYLE), Segment(" " + label, DIM)]

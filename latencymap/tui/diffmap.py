@@ -90,8 +90,10 @@ class DiffMap(Widget):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return self.rows + 2
 
-    def render_lines_all(self, width: int) -> list[Strip]:
-        """Every line: title, rows (slowest on top), time axis."""
+    def render_lines_all(self, width: int, mode: str | None = None) -> list[Strip]:
+        """Every line: title, rows (slowest on top), time axis; in `mode` (default: the screen's; "mono": `+` where
+        A has more, `-` where B has more, for text)."""
+        mode = self.mode if mode is None else mode
         win = Window(min(self.stop, self.a.n), map_cells(width), self.zoom)
         diff, lo, hi, folds = difference(self.a, self.b, win)
         self.values, self.rows = diff, hi - lo + 1
@@ -107,8 +109,8 @@ class DiffMap(Widget):
             segs = [Segment(" " + labels[r][: LABEL_W - 1].rjust(LABEL_W - 1) + " ", PLAIN)]
             for v, sign in zip(level.tolist(), np.sign(row).tolist(), strict=True):
                 kind = "intensity" if sign > 0 else "frequency"
-                char = (" " if self.mode != "mono" else "+" if sign > 0 else "-" if sign < 0 else " ")
-                segs.append(Segment(char, cell_style(self.mode, kind, v)))
+                char = (" " if mode != "mono" else "+" if sign > 0 else "-" if sign < 0 else " ")
+                segs.append(Segment(char, cell_style(mode, kind, v)))
             legend = f"  max |A−B| {format_number(top)}/s" if r == hi - lo else ""
             segs.append(Segment(legend[:RIGHT_W].ljust(RIGHT_W), DIM))
             out.append(Strip(Segment.simplify(segs)).adjust_cell_length(width, PLAIN))
@@ -155,10 +157,11 @@ class DiffScreen(Screen[None]):
         self.query_one(DiffMap).mode = self.host.color_mode
 
     def plain_lines(self) -> list[str]:
-        """The screen as text, for the saved plain-text frame."""
+        """The screen as text, for the saved plain-text frame: the cells drawn as in mono (`+` A has more, `-` B has
+        more), as the map screen's frame draws its cells with shade characters."""
         head = str(self.query_one("#diff-head", FittedText).render()).splitlines()
         diffmap = self.query_one(DiffMap)
-        return [*head, *(strip.text.rstrip() for strip in diffmap.render_lines_all(diffmap.size.width))]
+        return [*head, *(strip.text.rstrip() for strip in diffmap.render_lines_all(diffmap.size.width, "mono"))]
 
     def update(self) -> None:
         """Follow the data (and the app's zoom)."""

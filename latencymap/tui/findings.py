@@ -24,8 +24,6 @@ from latencymap.tui.window import Window
 
 #: Finding lines the maps always leave room for (more show when there is room).
 MAX_LINES = 3
-#: Lines the selected finding may wrap onto.
-WRAPPED = 3
 MARKS = "123456789abcdefghijklmnopqrstuvwxyz"
 HEAD = Style(bold=True, reverse=True)
 MARK = Style(color="yellow", bold=True)
@@ -36,24 +34,42 @@ PLAIN = Style()
 
 @dataclass(frozen=True, slots=True)
 class FindingItem:
-    """One line of the diagnosis, with the history columns it is about (inclusive) when it has them."""
+    """One line of the diagnosis, with the history columns it is about (inclusive) when it has them; `cols`: the
+    only columns it is about between those two (a band's bursts), when they are not a run."""
 
     text: str
     first_col: int | None = None
     last_col: int | None = None
+    cols: tuple[int, ...] = ()
+
+    def columns(self) -> list[tuple[int, int]]:
+        """The runs of history columns (first, last, inclusive) its marks cover."""
+        if self.first_col is None:
+            return []
+        if self.cols:
+            return [(c, c) for c in self.cols]
+        return [(self.first_col, self.last_col if self.last_col is not None else self.first_col)]
 
 
 def finding_items(diag: Any) -> list[FindingItem]:
-    """The diagnosis as items: the modes line, then each finding (episodes with their columns)."""
+    """The diagnosis as items: the modes line, then each finding (episodes with their columns, a band that came in
+    bursts with the columns of its bursts; a steady band is over every column: it has none to go to)."""
     lines = diag.summary_lines()
     if not lines or diag.events <= 0:
         return []
     head = FindingItem(lines[0].partition(" — ")[0])
     found = getattr(diag, "findings", None)
     if found is not None:  # a diagnosis that names its findings with where they are
-        # a band is in the modes line, unless it came in bursts: then it has columns to go to
-        return [head] + [FindingItem(f.what, f.first_col, f.last_col) for f in found
-                         if f.kind != "band" or getattr(f, "bursts", False)]
+        items = [head]
+        for f in found:
+            if f.kind != "band":
+                items.append(FindingItem(f.what, f.first_col, f.last_col))
+            elif getattr(f, "bursts", False):
+                cols = _burst_columns(diag, f)
+                items.append(FindingItem(f.what, f.first_col, f.last_col, cols))
+            else:
+                items.append(FindingItem(f.what))
+        return items
     items = [head]
     rest = lines[1:]
     if diag.tail is not None and rest:
@@ -62,6 +78,14 @@ def finding_items(diag: Any) -> list[FindingItem]:
         items.append(FindingItem(line, episode.first_col, episode.last_col))
     items += [FindingItem(line) for line in rest[len(diag.episodes):]]
     return items
+
+
+def _burst_columns(diag: Any, finding: Any) -> tuple[int, ...]:
+    """The columns of the bursts of a band finding (from the diagnosis's band of the same range); () when unknown."""
+    for band in getattr(diag, "bands", []):
+        if band.bursts and (band.low_s, band.high_s) == (finding.low_s, finding.high_s):
+            return tuple(int(c) for c, _ in band.bursts)
+    return ()
 
 
 def window_findings(hist: StreamHistory, first: int, stop: int) -> list[FindingItem]:
@@ -105,8 +129,8 @@ class FindingsPanel(Widget):
         return [k for k, item in enumerate(self.items) if item.first_col is not None]
 
     def selectable(self) -> list[int]:
-        """Indexes of the items `e` goes through: every finding after the first line (the modes)."""
-        return list(range(1, len(self.items)))
+        """Indexes of the items `e` goes through: every one, the modes line first."""
+        return list(range(len(self.items)))
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -126,21 +150,25 @@ class FindingsPanel(Widget):
             rows = [Strip([Segment(" " * (LABEL_W + 1) + note, DIM)]).adjust_cell_length(width, PLAIN)]
             self._built, self._rows = key, rows
             return rows
+        room = max(1, self.room)
         lines: list[tuple[int, str, bool]] = []  # (item, text, first line of the item)
         for k, item in enumerate(self.items):
-            text = clean_text(item.text, 300)
-            wrapped = textwrap.wrap(text, text_w) if k == self.selected else [text]
-            parts = [cut_end(p, text_w) for p in wrapped[:WRAPPED]] or [""]
-            if len(wrapped) > WRAPPED:
-                parts[-1] = cut_end(parts[-1] + " " + wrapped[WRAPPED], text_w)
-            lines += [(k, p, i == 0) for i, p in enumerate(parts)]
-        room = max(1, self.room)
+            text = clean_text(item.text, 1000)
+            if k != self.selected:
+                lines.append((k, cut_end(text, text_w), True))
+                continue
+            # the selected one wraps onto the lines it needs, the others giving up theirs; cut with … (on its last
+            # line) only when it needs more than the panel has
+            wrapped = _wrap(text, text_w)
+            if len(wrapped) > room:
+                wrapped = [*wrapped[: room - 1], cut_end(" ".join(wrapped[room - 1:]), text_w)]
+            lines += [(k, p, i == 0) for i, p in enumerate(wrapped)]
         start = 0
-        if len(lines) > room > 1:
+        chosen = [i for i, (k, _, _) in enumerate(lines) if k == self.selected]
+        if len(lines) > room > 1 and len(chosen) < room:
             room -= 1  # the last line says how many more there are
-            chosen = [i for i, (k, _, _) in enumerate(lines) if k == self.selected]
-            if chosen:
-                start = max(0, min(chosen[0], chosen[-1] - room + 1))
+        if len(lines) > room and chosen:
+            start = max(0, min(chosen[0], chosen[-1] - room + 1))
         shown = lines[start: start + room]
         rows = []
         for k, text, first in shown:
@@ -165,13 +193,14 @@ class FindingsPanel(Widget):
         if win is not None:
             win = Window(win.stop, cells, win.zoom)
             for k, item in enumerate(self.items):
-                if item.first_col is None or k >= len(MARKS):
+                if k >= len(MARKS):
                     continue
-                a = max(0, win.cell_of(item.first_col))
-                b = min(cells - 1, win.cell_of(item.last_col if item.last_col is not None else item.first_col))
-                for c in range(a, b + 1):
-                    line[c] = MARKS[k]
-                    styles[c] = SELECTED if k == self.selected else MARK
+                for first, last in item.columns():  # a run of columns, or each burst on its own
+                    a = max(0, win.cell_of(first))
+                    b = min(cells - 1, win.cell_of(last))
+                    for c in range(a, b + 1):
+                        line[c] = MARKS[k]
+                        styles[c] = SELECTED if k == self.selected else MARK
         segs = [Segment(" findings".ljust(LABEL_W + 1), HEAD)]
         run_start = 0
         for c in range(1, cells + 1):
@@ -183,6 +212,18 @@ class FindingsPanel(Widget):
     def plain_lines(self) -> list[str]:
         """The panel as text, for the saved plain-text frame."""
         return [self.render_line(y).text.rstrip() for y in range(1 + len(self._lines(self.size.width)))]
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """`text` on lines of at most `width` terminal cells (words kept whole where they fit)."""
+    out: list[str] = []
+    for part in textwrap.wrap(text, width) or [""]:
+        while cell_width(part) > width:  # wide characters: textwrap counts them as one cell
+            head = cut_end(part, width + 1)[:-1]
+            out.append(head)
+            part = part[len(head):]
+        out.append(part)
+    return out
 
 
 def cut_end(text: str, width: int) -> str:

@@ -160,7 +160,7 @@ class HeatMap(Widget):
             if k == 0:
                 segs += [Segment(cell_char(mode, v), cell_style(mode, self.kind, v)) for v in range(1, LEVELS + 1)]
                 return [*segs, Segment(" >0…max".ljust(LEGEND_W + 3 - LEVELS), PLAIN)]
-            line = f"max {format_number(frame.chart_max)}" if k == 1 else ""
+            line = _compact_max(frame, k, bool(self.spec and self.spec.maxval))
             return [*segs, Segment(line[: LEGEND_W + 3].ljust(LEGEND_W + 3), PLAIN)]
         if k <= LEVELS:
             segs.append(Segment(cell_char(mode, k) * 2, cell_style(mode, self.kind, k)))
@@ -212,6 +212,16 @@ def _marks_strip(hist: StreamHistory, win: Window, width: int) -> Strip:
     segs += [Segment(ch * len(list(run)), MARK_STYLES.get(ch, PLAIN)) for ch, run in groupby(cell_marks(hist, win))]
     segs.append(Segment("  R reset  G gap", DIM))
     return Strip(segs).adjust_cell_length(width, PLAIN)
+
+
+def _compact_max(frame: MapFrame, k: int, pinned: bool) -> str:
+    """Line `k` (1, 2) under the one-line legend: a pinned scale's max, then the data's (cells above the pinned max
+    take the top colour); else the data's max."""
+    if not pinned:
+        return f"max {format_number(frame.chart_max)}" if k == 1 else ""
+    if k == 1:
+        return f"pinned {format_number(frame.maxval)}"
+    return f"data {format_number(frame.chart_max)}" if k == 2 else ""
 
 
 def _legend_text(frame: MapFrame, level: int, log: bool) -> str:

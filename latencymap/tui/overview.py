@@ -1,6 +1,9 @@
 """The overview: every stream on one line (label, a p99 heat strip on a scale shared by all, p50/p99 now and overall,
 time waited, p99 now against the peers), sorted by a metric the user picks; Enter opens a stream, Esc comes back.
 
+The strips share one time axis (`SharedClock`): the newest column of any stream is at the right, and a stream that
+stopped shows its columns where they were, its "now" empty and `stale` in place of a comparison with its peers.
+
 Only the lines on screen are drawn, so hundreds of streams stay responsive.
 """
 
@@ -24,11 +27,18 @@ from textual.widgets import Footer, Input
 from latencymap.core.model import StreamId
 from latencymap.core.sanitize import cell_width, clean_text, cut_middle
 from latencymap.core.units import format_duration
-from latencymap.tui.axis import axis_strip
+from latencymap.tui.axis import times_strip
 from latencymap.tui.fit import Field, FittedText
-from latencymap.tui.overview_stats import ORDERS, OverviewStats, StreamRow, StripCache, p99_levels, sort_rows
+from latencymap.tui.overview_stats import (
+    ORDERS,
+    OverviewStats,
+    SharedClock,
+    StreamRow,
+    StripCache,
+    p99_levels,
+    sort_rows,
+)
 from latencymap.tui.palette import cell_char, cell_style
-from latencymap.tui.window import Window
 from latencymap.views.frame import LEVELS
 
 if TYPE_CHECKING:
@@ -44,6 +54,7 @@ NUMBERS_W = sum(w + 1 for _, w in COLUMNS)
 HEAD = Style(bold=True)
 DIM = Style(dim=True)
 SLOW = Style(color="red", bold=True)
+STALE = Style(color="yellow", bold=True)
 SELECTED = Style(reverse=True, bold=True)
 MARKED = Style(color="magenta", bold=True)
 PLAIN = Style()
@@ -76,7 +87,8 @@ def scale_heading(low: float, high: float, width: int) -> str | None:
 
 def _values(row: StreamRow) -> tuple[str, ...]:
     """The numbers of a line as shown."""
-    vs = "-" if not math.isfinite(row.vs_peers) else f"×{row.vs_peers:.2g}" + (" ▲" if row.slow else "")
+    vs = "stale" if row.stale else "-" if not math.isfinite(row.vs_peers) else f"×{row.vs_peers:.2g}" + (
+        " ▲" if row.slow else "")
     return (format_duration(row.p50_now), format_duration(row.p99_now), format_duration(row.p99_all),
             format_duration(row.waited_s), vs)
 
@@ -84,7 +96,8 @@ def _values(row: StreamRow) -> tuple[str, ...]:
 def _numbers(row: StreamRow, values: tuple[str, ...]) -> list[Segment]:
     segs = [Segment(" ", PLAIN)]
     for (name, w), v in zip(COLUMNS, values, strict=True):
-        style = SLOW if (name in ("p99 now", "vs peers") and row.slow) else PLAIN
+        style = SLOW if (name in ("p99 now", "vs peers") and row.slow) else \
+            STALE if name == "vs peers" and row.stale else PLAIN
         segs.append(Segment(f"{v:>{w}} ", style))
     return segs
 
@@ -105,6 +118,8 @@ class OverviewList(Widget, can_focus=True):
         self.mode = "truecolor"
         self.zoom = 1
         self.stops: dict[int, int] = {}
+        #: The time axis every strip is placed on (None: from the rows listed)
+        self.clock: SharedClock | None = None
         self.marks: dict[int, str] = {}
         self._scale = (math.nan, math.nan)
         self._strips: dict[int, Strip] = {}
@@ -124,10 +139,12 @@ class OverviewList(Widget, can_focus=True):
         """Stream lines that fit under the header."""
         return max(1, self.size.height - 1)
 
-    def set_rows(self, rows: list[StreamRow], stops: dict[int, int]) -> None:
-        """New numbers (sorted and filtered); redraws the lines on screen."""
+    def set_rows(self, rows: list[StreamRow], stops: dict[int, int], clock: SharedClock | None = None) -> None:
+        """New numbers (sorted and filtered) and the time axis of every stream (default: of `rows`); redraws the
+        lines on screen."""
         current = self.rows[self.selected].index if self.rows and self.selected < len(self.rows) else None
         self.rows, self.stops = rows, stops
+        self.clock = clock if clock is not None else SharedClock.of(rows, self.zoom)
         if current is not None:
             self.selected = next((k for k, r in enumerate(rows) if r.index == current), 0) if self.chosen else 0
         self._header = None  # built once, at the next repaint (however many changes came before it)
@@ -186,7 +203,10 @@ class OverviewList(Widget, can_focus=True):
         cells = strip_cells(width)
         shown = self.rows[self.top: self.top + self.lines_shown]
         stops = [self.stops.get(r.index, r.hist.n) for r in shown]
-        levels, low, high = p99_levels(self._p99.get([r.hist for r in shown], stops, cells, self.zoom), LEVELS)
+        clock = self.clock
+        p99 = self._p99.get([r.hist for r in shown], stops, clock.edges(cells)) if clock is not None else \
+            [np.full(cells, np.nan) for _ in shown]
+        levels, low, high = p99_levels(p99, LEVELS)
         self._scale = (low, high)
         self._header = self._head(width, cells)
         lines = {}
@@ -201,14 +221,14 @@ class OverviewList(Widget, can_focus=True):
         self._lines = lines  # the lines on screen only
         self._strips = {self.top + k: lines[r.hist.stream][1] for k, r in enumerate(shown)}
         row = self.current()
-        if row is not None and len(shown) < self.lines_shown:  # the time axis (of the selected stream) under the lines
-            win = Window(min(self.stops.get(row.index, row.hist.n), row.hist.n), cells, self.zoom)
-            self._strips[self.top + len(shown)] = axis_strip(row.hist, win, width, MARK_W + name_width(width) + 1)
+        if row is not None and clock is not None and len(shown) < self.lines_shown:  # the shared time axis
+            self._strips[self.top + len(shown)] = times_strip(row.hist, clock.cell_ends(cells), clock.span, width,
+                                                              MARK_W + name_width(width) + 1)
 
     def _key(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, selected: bool) -> tuple[object, ...]:
         """Everything a stream's line shows: the line is drawn again only when this changes."""
         mark = self.marks.get(row.index, "")
-        return row.label, values, row.slow, levels.tobytes(), selected, mark, self.size.width, self.mode
+        return row.label, values, row.slow, row.stale, levels.tobytes(), selected, mark, self.size.width, self.mode
 
     def _head(self, width: int, cells: int) -> Strip:
         low, high = self._scale
@@ -231,7 +251,7 @@ class OverviewList(Widget, can_focus=True):
         mark = self.marks.get(row.index, "")
         segs = [Segment(">" if selected else " ", SELECTED if selected else PLAIN),
                 Segment(f"{mark:<2}", MARKED)]
-        name_style = SELECTED if selected else SLOW if row.slow else PLAIN
+        name_style = SELECTED if selected else SLOW if row.slow else DIM if row.stale else PLAIN
         name_w = name_width(width)
         name = cut_middle(row.label, name_w)
         segs.append(Segment(name + " " * (name_w - cell_width(name)), name_style))
@@ -248,8 +268,13 @@ class OverviewList(Widget, can_focus=True):
         return self._strips.get(self.top + y - 1) or Strip.blank(width, PLAIN)
 
     def plain_lines(self) -> list[str]:
-        """The lines on screen as text, for the saved plain-text frame."""
-        return [self.render_line(y).text.rstrip() for y in range(min(self.size.height, len(self.rows) + 1))]
+        """The lines on screen as text, for the saved plain-text frame: built again with shade characters (as
+        `HeatMap.plain_lines`), whose heat strips are not coloured spaces."""
+        mode, self.mode, self._header = self.mode, "mono", None
+        try:
+            return [self.render_line(y).text.rstrip() for y in range(min(self.size.height, len(self.rows) + 2))]
+        finally:
+            self.mode, self._header = mode, None
 
 
 def _heat(levels: np.ndarray, mode: str) -> list[Segment]:
@@ -278,6 +303,12 @@ def overview_head(state: str, streams: int, rows: list[StreamRow], needle: str, 
     fields += [Field(" (o)", rank=10), Field("  filter (/)", rank=9), Field("  Enter: open", rank=8),
                Field("  a/b: mark", rank=7), Field("  d: A−B", rank=6)]
     slow = [clean_text(r.label, 60) for r in rows if r.slow]
+    stale = [clean_text(r.label, 60) for r in rows if r.stale]
+    if stale:
+        fields.append(Field("  stale:", "bold yellow", group="stale", head=True))
+        fields.append(Field(f" {stale[0]}", "bold yellow", 65, shrink=12, group="stale"))
+        if len(stale) > 1:
+            fields.append(Field(f" +{len(stale) - 1} more", "bold yellow", 64, group="stale"))
     if slow:
         fields.append(Field("  slow now:", "bold red", group="slow", head=True))
         fields.append(Field(f" {slow[0]}", "bold red", 70, shrink=12, group="slow"))
@@ -358,7 +389,7 @@ class OverviewScreen(Screen[None]):
         app = self.host
         histories = list(app.acc.streams.values())
         stops = [app.view.stop(h.n) for h in histories]
-        self._all, self._stops = self.stats.rows(histories, stops), dict(enumerate(stops))
+        self._all, self._stops = self.stats.rows(histories, stops, app.acc.sources), dict(enumerate(stops))
         self._show()
 
     def _show(self) -> None:
@@ -367,7 +398,7 @@ class OverviewScreen(Screen[None]):
         rows = sort_rows(self._all, self.order, self.needle)
         listing = self.query_one(OverviewList)
         listing.zoom = app.view.zoom
-        listing.set_rows(rows, self._stops)
+        listing.set_rows(rows, self._stops, SharedClock.of(self._all, app.view.zoom))
         self.query_one("#overview-head", FittedText).update([overview_head(
             app.state_name, len(self._all), rows, self.needle, self.order, app.acc.skipped)])
 

@@ -3,22 +3,29 @@
 Numbers are kept per stream from frame to frame and recomputed only for the streams whose columns (or window)
 changed, their percentiles in one NumPy call per unit/datasource group: a thousand live streams cost a few
 milliseconds per frame.
+
+Every stream is placed on one time axis (`SharedClock`): its newest column is compared with the newest of all, and a
+stream with none in its last `NOW_COLUMNS` intervals is stale (its "now" is not compared with live peers). "p99 all"
+is the report's figure (`outputs.report.stream_total`): a rebinned stream's from its source's own buckets.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from latencymap.analysis.peers import peer_key
-from latencymap.core.accumulator import StreamHistory
+from latencymap.core.accumulator import StreamHistory, Totals
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import StreamId
-from latencymap.core.percentiles import median_of, percentile_estimates
+from latencymap.core.percentiles import PERCENTILES, median_of, percentile_estimates
 from latencymap.core.sanitize import clean_text
+from latencymap.core.source_totals import SourceTotals
+from latencymap.outputs.report import stream_total
 from latencymap.tui.window import Window
 
 SHOWN = (0.50, 0.99)
@@ -31,6 +38,8 @@ SLOW_PEER = 2.0
 NOW_COLUMNS = 5
 #: New columns and "now" columns this close together are read from the history in one range.
 READ_TOGETHER = 256
+#: A stream's interval is the median length of this many of its newest columns.
+INTERVAL_COLUMNS = 64
 
 
 @dataclass(slots=True)
@@ -47,6 +56,14 @@ class StreamRow:
     waited_s: float = 0.0
     waited_now: float = math.nan
     vs_peers: float = math.nan  # p99 now over the median of the streams of the same unit and datasource
+    end_s: float = math.nan  # end time of its newest column shown
+    interval_s: float = math.nan  # its typical column length
+    stale_s: float = math.nan  # when stale: how much older its newest column is than the newest of all streams
+
+    @property
+    def stale(self) -> bool:
+        """True when it has no column in its last `NOW_COLUMNS` intervals before the newest column of all streams."""
+        return math.isfinite(self.stale_s)
 
     @property
     def slow(self) -> bool:
@@ -58,8 +75,8 @@ class _Stream:
     """One stream's numbers as of its last change: whole-history sums (updated with the columns added since), the
     "now" columns' sums, and their percentiles; recomputed only when the stream's columns or its window moved."""
 
-    __slots__ = ("counts", "dropped", "exact_all", "exact_now", "key", "label", "latest", "latest_t", "pct", "peers",
-                 "seen", "spent", "times", "waited_now")
+    __slots__ = ("counts", "dropped", "end_s", "exact_all", "exact_now", "interval_s", "key", "label", "latest",
+                 "latest_t", "pct", "peers", "seen", "spent", "times", "waited_now")
     pct: tuple[float, ...]
 
     def __init__(self, hist: StreamHistory) -> None:
@@ -68,7 +85,7 @@ class _Stream:
         self.peers = (hist.stream.datasource, hist.stream.unit, found[0] if found else None)
         self.key: tuple[int, int, int] | None = None
         self.pct = (math.nan,) * 4  # p50 now, p99 now, p50 all, p99 all
-        self.waited_now = math.nan
+        self.waited_now = self.end_s = self.interval_s = math.nan
         self.latest = np.zeros(NSLOTS, dtype=np.int64)
         self.latest_t = np.zeros(NSLOTS)
         self.exact_now = self.exact_all = False  # whether the times are exact: percentiles then use bucket means
@@ -98,6 +115,7 @@ class _Stream:
         if stop <= 0:
             self.latest, self.waited_now = np.zeros(NSLOTS, dtype=np.int64), math.nan
             self.latest_t, self.exact_now = np.zeros(NSLOTS), False
+            self.end_s = self.interval_s = math.nan
         else:
             if first > now:
                 counts, spent, first = hist.counts_in(slice(now, stop)), hist.time_in(slice(now, stop)), now
@@ -106,7 +124,18 @@ class _Stream:
             self.exact_now = hist.exact_in(slice(now, stop))
             dur = float(hist.meta_in("dur", slice(now, stop)).sum())
             self.waited_now = float(spent[now - first: stop - first].sum()) / dur if dur > 0 else math.nan
+            self.end_s = float(hist.meta_in("end", slice(stop - 1, stop))[0])
+            self.interval_s = float(median_of(hist.meta_in("dur", slice(max(0, stop - INTERVAL_COLUMNS), stop))))
         self.key = (n, hist.dropped, stop)
+
+    def whole_stream(self, hist: StreamHistory, source: SourceTotals) -> None:
+        """p50/p99 all as the report prints them (`stream_total`): a rebinned stream's from its source's buckets."""
+        events = int(self.counts.sum())
+        rows = Totals(events, self.spent, self.spent / events if events else math.nan, math.nan, self.counts,
+                      {q: self.pct[2] if q == 0.50 else self.pct[3] if q == 0.99 else math.nan for q in PERCENTILES})
+        total = stream_total(rows, source, hist.stream.unit, hist.n)
+        p50, p99 = total["p50_s"], total["p99_s"]
+        self.pct = (*self.pct[:2], math.nan if p50 is None else p50, math.nan if p99 is None else p99)
 
 
 class OverviewStats:
@@ -116,8 +145,11 @@ class OverviewStats:
     def __init__(self) -> None:
         self._streams: dict[StreamId, _Stream] = {}
 
-    def rows(self, histories: list[StreamHistory], stops: list[int] | None = None) -> list[StreamRow]:
-        """A row per history (in order); "now" is the `NOW_COLUMNS` columns before `stops[i]` (default: the newest)."""
+    def rows(self, histories: list[StreamHistory], stops: list[int] | None = None,
+             sources: Mapping[StreamId, SourceTotals] | None = None) -> list[StreamRow]:
+        """A row per history (in order); "now" is the `NOW_COLUMNS` columns before `stops[i]` (default: the newest);
+        `sources`: the rebinned streams' own buckets (`Accumulator.sources`), whose "all" figures the report prints.
+        A stream stale against the newest of them all has no "now" and no comparison with its peers."""
         cached = self._streams
         changed: dict[tuple[str, str], list[tuple[StreamHistory, _Stream]]] = {}
         groups: dict[tuple[str, str, str | None], list[int]] = {}
@@ -135,8 +167,14 @@ class OverviewStats:
             states.append(state)
         for streams in changed.values():
             _percentiles(streams)
-        rows = [StreamRow(i, hist, s.label, s.pct[0], s.pct[1], s.pct[2], s.pct[3], s.spent, s.waited_now)
+            for hist, state in streams:
+                source = sources.get(hist.stream) if sources else None
+                if source is not None:
+                    state.whole_stream(hist, source)
+        rows = [StreamRow(i, hist, s.label, s.pct[0], s.pct[1], s.pct[2], s.pct[3], s.spent, s.waited_now,
+                          end_s=s.end_s, interval_s=s.interval_s)
                 for i, (hist, s) in enumerate(zip(histories, states, strict=True))]
+        _mark_stale(rows)
         for (_, _, key), members in groups.items():
             if key is not None:  # no rank, disk or instance in the label: `read` and `fsync` are no peers
                 _compare_peers([rows[i] for i in members])
@@ -158,6 +196,46 @@ def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
     pct = percentile_estimates(stacked, hist0.low, hist0.high, SHOWN, times=times)
     for k, (_, state) in enumerate(members):
         state.pct = (*pct[k].tolist(), *pct[n + k].tolist())
+
+
+def _mark_stale(rows: list[StreamRow]) -> None:
+    """Streams whose newest column is more than `NOW_COLUMNS` of their intervals older than the newest of all: stale,
+    with no "now" (their newest columns are not now)."""
+    ends = np.array([r.end_s for r in rows])
+    if not np.isfinite(ends).any():
+        return
+    newest = float(np.nanmax(ends))
+    for r in rows:
+        behind = newest - r.end_s
+        if math.isfinite(behind) and behind > NOW_COLUMNS * (r.interval_s if r.interval_s > 0 else 0.0):
+            r.stale_s, r.p50_now, r.p99_now = behind, math.nan, math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class SharedClock:
+    """The overview's one time axis: cells of `span` seconds, the last centred on `newest` (the newest column of any
+    stream); a stream's column goes in the cell its end falls in."""
+
+    newest: float
+    span: float
+
+    @staticmethod
+    def of(rows: list[StreamRow], zoom: int = 1) -> SharedClock | None:
+        """The clock of `rows`: the newest column of all, the median interval times `zoom`; None without columns."""
+        ends = np.array([r.end_s for r in rows])
+        spans = np.array([r.interval_s for r in rows])
+        spans = spans[np.isfinite(spans) & (spans > 0)]
+        if not np.isfinite(ends).any() or not spans.size:
+            return None
+        return SharedClock(float(np.nanmax(ends)), float(median_of(spans)) * max(1, zoom))
+
+    def edges(self, cells: int) -> np.ndarray:
+        """(cells + 1) ascending times: cell k holds the columns whose end falls in (edges[k], edges[k + 1]]."""
+        return self.newest + self.span / 2 - self.span * np.arange(cells, -1, -1, dtype=np.float64)
+
+    def cell_ends(self, cells: int) -> np.ndarray:
+        """The time each cell stands for (the column end it is centred on), for the time axis."""
+        return self.edges(cells)[1:] - self.span / 2
 
 
 def _compare_peers(peers: list[StreamRow]) -> None:
@@ -199,15 +277,43 @@ def strip_p99(hist: StreamHistory, stop: int, cells: int, zoom: int = 1) -> np.n
     return percentile_estimates(win.cell_counts(hist), hist.low, hist.high, (0.99,))[:, 0]
 
 
-def strips_p99(wanted: list[tuple[StreamHistory, int]], cells: int, zoom: int = 1) -> list[np.ndarray]:
-    """`strip_p99` of several (history, stop), with one percentile call per unit and datasource."""
+def counts_by_time(hist: StreamHistory, stop: int, edges: np.ndarray) -> np.ndarray:
+    """Counts per (cell, slot) of the columns before history index `stop` whose end falls in (edges[k], edges[k+1]];
+    a cell no column ends in takes the column whose time covers its middle, if any (a stream whose columns are a
+    little longer than the cells: no false gap). Only the columns on the axis are read."""
+    cells = len(edges) - 1
+    stop = min(stop, hist.n)
+    ends = hist.end[:stop]
+    idx = np.searchsorted(ends, edges, side="right")
+    middles = (edges[:-1] + edges[1:]) / 2
+    cover = np.searchsorted(ends, middles, side="left")  # the first column ending at or after each cell's middle
+    empty = idx[1:] == idx[:-1]
+    inside = cover < stop
+    covered = empty & inside
+    covered[covered] = hist.start[cover[covered]] < middles[covered]
+    first, last = int(idx[0]), int(idx[-1])
+    if covered.any():
+        first, last = min(first, int(cover[covered].min())), max(last, int(cover[covered].max()) + 1)
+    if last <= first:
+        return np.zeros((cells, NSLOTS), dtype=np.int64)
+    counts = hist.counts_in(slice(first, last))
+    cum = np.zeros((last - first + 1, NSLOTS), dtype=np.int64)
+    np.cumsum(counts, axis=0, out=cum[1:])
+    out = cum[idx[1:] - first] - cum[idx[:-1] - first]
+    out[covered] = counts[cover[covered] - first]
+    return out
+
+
+def strips_p99(wanted: list[tuple[StreamHistory, int]], edges: np.ndarray) -> list[np.ndarray]:
+    """p99 (seconds) per cell of the shared time axis `edges` (`counts_by_time`) of several (history, stop), with one
+    percentile call per unit and datasource; NaN where a cell has no events."""
+    cells = len(edges) - 1
     out: list[np.ndarray] = [np.zeros(0)] * len(wanted)
     groups: dict[tuple[str, str], list[int]] = {}
     for k, (hist, _) in enumerate(wanted):
         groups.setdefault((hist.stream.datasource, hist.stream.unit), []).append(k)
     for members in groups.values():
-        counts = np.concatenate([Window(min(stop, hist.n), cells, zoom).cell_counts(hist)
-                                 for hist, stop in (wanted[k] for k in members)])
+        counts = np.concatenate([counts_by_time(hist, stop, edges) for hist, stop in (wanted[k] for k in members)])
         hist0 = wanted[members[0]][0]
         p99 = percentile_estimates(counts, hist0.low, hist0.high, (0.99,))[:, 0].reshape(len(members), cells)
         for j, k in enumerate(members):
@@ -219,15 +325,18 @@ class StripCache:
     """Per-cell p99 of the streams on screen, computed again only for those whose columns or window changed."""
 
     def __init__(self) -> None:
-        self._kept: dict[StreamId, tuple[tuple[int, ...], np.ndarray]] = {}
+        self._kept: dict[StreamId, tuple[tuple[float, ...], np.ndarray]] = {}
 
-    def get(self, histories: list[StreamHistory], stops: list[int], cells: int, zoom: int) -> list[np.ndarray]:
-        """`strip_p99` of each history up to its stop; only these are kept for the next call."""
-        keys = [(h.n, h.dropped, stop, cells, zoom) for h, stop in zip(histories, stops, strict=True)]
+    def get(self, histories: list[StreamHistory], stops: list[int], edges: np.ndarray) -> list[np.ndarray]:
+        """`strips_p99` of each history up to its stop on the time axis `edges`; only these are kept for the next
+        call."""
+        axis = (len(edges), float(edges[0]), float(edges[-1]))
+        keys: list[tuple[float, ...]] = [(h.n, h.dropped, stop, *axis)
+                                         for h, stop in zip(histories, stops, strict=True)]
         kept = {h.stream: self._kept[h.stream] for h, key in zip(histories, keys, strict=True)
                 if self._kept.get(h.stream, ((), None))[0] == key}
         stale = [k for k, h in enumerate(histories) if h.stream not in kept]
-        fresh = strips_p99([(histories[k], stops[k]) for k in stale], cells, zoom)
+        fresh = strips_p99([(histories[k], stops[k]) for k in stale], edges)
         for k, p99 in zip(stale, fresh, strict=True):
             kept[histories[k].stream] = (keys[k], p99)
         self._kept = kept

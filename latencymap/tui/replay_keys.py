@@ -74,11 +74,12 @@ class ReplayController:
         self.app.notify(message, title="replay", severity=severity, timeout=4)
         self.app.refresh_view(force=True)
 
-    def _cursor_time(self) -> float | None:
+    def _cursor_time(self, start: bool = False) -> float | None:
+        """The end (`start`: the start) of the cursor's column."""
         hist = self.app.current()
         if hist is None or hist.n == 0:
             return None
-        return float(hist.end[self.app.view.cursor_at(hist.n)])
+        return float((hist.start if start else hist.end)[self.app.view.cursor_at(hist.n)])
 
     def _seek_answer(self, text: str | None) -> None:
         if not text:
@@ -95,16 +96,22 @@ class ReplayController:
             return
         self.go(target)
 
-    def go(self, target: float) -> None:
-        """Show the column at `target`: at once when it was read, else after running the replay up to it."""
+    def go(self, target: float, *, starting: bool = False) -> None:
+        """Show the column at `target`: at once when it was read, else after running the replay up to it.
+
+        A time is the end of the column it names (`g 30`: the column that ends at 30 s, or the first one after);
+        `starting`: `target` is a start time (a burst's), so the column that starts there, the first one whose end
+        is past it.
+        """
         hist = self.app.current()
-        if hist is not None and hist.n and target <= float(hist.end[hist.n - 1]):
-            column = int(np.searchsorted(hist.end[: hist.n], target, side="left"))
+        target_end = float(np.nextafter(target, np.inf)) if starting else target
+        if hist is not None and hist.n and target_end <= float(hist.end[hist.n - 1]):
+            column = int(np.searchsorted(hist.end[: hist.n], target_end, side="left"))
             self.app.view.goto(hist.n, self.app.map_cells(), column)
             self._say(f"at {clock_text(target)}")
             return
         self.app.view.end_key()
-        self.clock.seek(target)
+        self.clock.seek(target_end)
         self._say(f"seeking {clock_text(target)}…")
 
     def next_burst(self) -> None:
@@ -114,9 +121,9 @@ class ReplayController:
         if self.scan.error is not None:
             self._say(f"no burst list: {self.scan.error}", "error")
             return
-        after = self._cursor_time()
+        after = self._cursor_time(start=True)  # a burst starts at a column's start: the next starts after the cursor's
         target = next_burst(self.scan.bursts or [], after if after is not None else float("-inf"))
         if target is None:
             self._say("no burst after the cursor", "warning")
             return
-        self.go(target)
+        self.go(target, starting=True)

@@ -88,11 +88,12 @@ class ViewState:
             self.end = min(vn, max(cursor + 1, cursor + (span + 1) // 2, span))
         self._reveal(vn, cells)
 
-    def end_key(self) -> None:
-        """Newest non-empty column; follow live data again."""
+    def end_key(self, newest: bool = False) -> None:
+        """Follow live data again, the cursor on the newest column holding events (a fresh view: a stream opened or
+        switched to, a seek), or on the newest column, empty or not, when `newest` (the End key)."""
         self.cursor = None
         self.end = None
-        self.newest = False
+        self.newest = newest
 
     def page(self, n: int, cells: int, direction: int) -> None:
         """Scroll one page (the width of the map) back (-1) or forward (+1)."""
@@ -107,8 +108,31 @@ class ViewState:
         self._settle(vn)
 
     def zoom_by(self, factor: int) -> None:
-        """`+` merges fewer columns per cell (factor 1/2 as -1), `-` more."""
-        self.zoom = max(1, min(MAX_ZOOM, self.zoom * 2 if factor > 0 else self.zoom // 2))
+        """`+` merges fewer columns per cell (factor 1/2 as -1), `-` more.
+
+        A window held back in the history keeps the cursor in the same cell from its right edge (the window's end
+        moves with the zoom); `fit_window` then fills the window with history, its start clamped to column 0."""
+        zoom = max(1, min(MAX_ZOOM, self.zoom * 2 if factor > 0 else self.zoom // 2))
+        if self.end is not None and self.cursor is not None and zoom != self.zoom:
+            cells_right = max(1, -(-(self.end - self.cursor) // self.zoom))  # the cursor's cell, from the right
+            self.end = self.cursor + 1 + (cells_right - 1) * zoom
+        self.zoom = zoom
+
+    def fit_window(self, n: int, cells: int) -> None:
+        """A window held back in the history, fitted to `cells` cells of the current zoom (after `+`/`-` or a
+        resize): the cursor in view, and no empty cells left of column 0 while there are columns to show there."""
+        if self.end is None:
+            return
+        vn = self.visible_n(n)
+        if vn == 0:
+            return
+        span = max(1, cells) * self.zoom
+        stop = min(self.end, vn)
+        cursor = self.cursor
+        if cursor is not None and not stop - span <= cursor < stop:
+            stop = cursor + (span + 1) // 2  # back in view, in the middle of the window
+        self.end = max(1, min(vn, max(stop, span)))
+        self._settle(vn)
 
     def shift_buckets(self, shown: tuple[int, int], delta: int, nslots: int = 64) -> None:
         """Pin the rows shown, moved by `delta` slots (kept inside the scale)."""

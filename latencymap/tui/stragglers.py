@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration
+from latencymap.outputs.report import _stage_counts as stage_counts
 
 MAX_STRAGGLERS = 4
 MAX_STAGES = 2
@@ -38,11 +39,17 @@ def straggler_line(s: dict[str, Any]) -> str:
 
 
 def stage_line(st: dict[str, Any]) -> str:
-    """`stage 2.0: 32 tasks, median 340ms, max 2.55s, skew 7.5×`."""
+    """`stage 2.0: 32 tasks, 1 failed attempt, median 340ms, max 2.55s, skew 7.5×`: tasks counted as the report
+    counts them (those that succeeded, then the failed, killed and speculative attempts)."""
     skew = st.get("skew")
     skew_text = f", skew {skew:.1f}×" if isinstance(skew, int | float) and math.isfinite(skew) else ""
-    return clean_text(f"stage {st.get('stage')}.{st.get('attempt', 0)}: {st.get('tasks')} tasks, median "
+    return clean_text(f"stage {st.get('stage')}.{st.get('attempt', 0)}: {_counts(st)}, median "
                       f"{format_duration(st.get('median_s'))}, max {format_duration(st.get('max_s'))}{skew_text}", 300)
+
+
+def _counts(st: dict[str, Any]) -> str:
+    """The report's `8 tasks, 2 failed attempts` (`outputs.report`); the task count alone when that is all."""
+    return stage_counts(st) if "tasks" in st or st.get("succeeded") is not None else f"{st.get('tasks')} tasks"
 
 
 def listed(found: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -4,7 +4,8 @@ A value's text depends only on its suffix (k, M, ms, µs...), sign, decimal expo
 the digits shown (`%g`, as `_compact` writes it). NumPy computes that key for every value; texts are kept in a
 table indexed by key, and those not there yet are written by NumPy too, from the key. Values whose rounding
 NumPy cannot decide for sure (a mantissa within a hair of a half) or that `_compact` writes another way (an
-exponent of `digits` or more) are formatted one by one by the real functions.
+exponent of `digits` or more, or a value under 1e-4 in its exponent form) are formatted one by one by the real
+functions.
 """
 
 from __future__ import annotations
@@ -24,17 +25,16 @@ _SUFFIXES = {False: ("", "k", "M", "G"), True: ("ns", "µs", "ms", "s")}
 _POW10 = 10.0 ** np.arange(-22, 23)
 #: A key is (combo, mantissa); combo = suffix * 32 + negative * 16 + exponent + 4 for -4 <= exponent < digits.
 _COMBOS = 4 * 32
-#: Combo -1 holds the values written without digits: NaN, zero, and values under 1e-4 (`_compact` rounds them
-#: to a whole number: "0" or "-0"), with their suffix.
-_NAN, _ZERO, _TINY = 0, 1, 2
+#: Combo -1 holds the values written without digits: NaN and zero.
+_NAN, _ZERO = 0, 1
 _PYTHON = -2
 #: Distance from a half (in units of the last digit shown) under which NumPy's rounding is not trusted.
 _HALF_MARGIN = 1e-6
 
 
 def text_keys(values: np.ndarray, digits: int, duration: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Per value, (combo, mantissa): equal keys give equal texts. Combo -1: see `_NAN` and after (a tiny value's
-    mantissa is `_TINY + suffix * 2 + negative`); combo -2: format this value one by one."""
+    """Per value, (combo, mantissa): equal keys give equal texts. Combo -1: see `_NAN`; combo -2: format this value
+    one by one (a value under 1e-4 among them: `_compact` writes its exponent)."""
     v = np.asarray(values, dtype=np.float64)
     steps, divisors = (_DURATION_STEPS, _DURATION_DIV) if duration else (_NUMBER_STEPS, _NUMBER_DIV)
     a = np.abs(v)
@@ -57,10 +57,8 @@ def text_keys(values: np.ndarray, digits: int, duration: bool = False) -> tuple[
     mantissa[carry] = 10 ** (digits - 1)
     exp += carry
     sure &= (mantissa >= 10 ** (digits - 1)) & (mantissa < 10 ** digits) & (exp < digits)
-    tiny = (sure & (exp < -4)) | ((a_in > 0) & (a_in < 9.9e-5))  # %g's exponent form: `_compact` rounds to 0
+    tiny = (sure & (exp < -4)) | ((a_in > 0) & (a_in < 9.9e-5))  # %g's exponent form, shortened by `_compact`
     combo = np.where(sure & ~tiny, idx * 32 + negative * 16 + exp + 4, _PYTHON)
-    combo[tiny] = -1
-    mantissa[tiny] = _TINY + idx[tiny] * 2 + negative[tiny]
     special = np.isnan(v) | (v == 0)
     if special.any():
         combo[special] = -1
@@ -70,10 +68,7 @@ def text_keys(values: np.ndarray, digits: int, duration: bool = False) -> tuple[
 
 def _special_text(mantissa: int, duration: bool) -> str:
     """The text of a combo -1 key."""
-    if mantissa < _TINY:
-        return "0" if mantissa == _ZERO else "-"
-    suffix, negative = divmod(mantissa - _TINY, 2)
-    return ("-0" if negative else "0") + _SUFFIXES[duration][suffix]
+    return "0" if mantissa == _ZERO else "-"
 
 
 class TextCache:
@@ -89,7 +84,7 @@ class TextCache:
         self.before, self.inner, self.align, self.after = before, inner, align, after
         self._size = 10 ** digits
         self._banks = np.full(_COMBOS + 1, -1, dtype=np.int64)
-        self._banks[-1] = 0  # combo -1 (NaN, zero, tiny values) is bank 0
+        self._banks[-1] = 0  # combo -1 (NaN, zero) is bank 0
         self._used = 1
         self._offset = np.zeros(4 * self._size, dtype=np.int64)
         self._length = np.zeros(4 * self._size, dtype=np.int64)  # 0: not written yet (no text is empty)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from latencymap.core.units import format_duration, format_number, normalize_unit, unit_seconds
@@ -38,3 +40,20 @@ def test_long_units_write_minutes_hours_and_days(seconds: float, text: str) -> N
 def test_without_long_units_seconds_stay_seconds() -> None:
     """The default is what the views' bulk formatter (views/numbers.py) reproduces: seconds past a minute."""
     assert format_duration(27840) == "27840s" and format_duration(1074) == "1074s"
+
+
+@pytest.mark.parametrize("value", [1.1e-5, 6.6e-5, 1e-7, -2.5e-6, 9.8e-5, 5e-324])
+def test_a_value_that_is_not_zero_never_reads_zero(value: float) -> None:
+    for digits in (3, 4):
+        text = format_number(value, digits)
+        assert text not in ("0", "-0") and float(text) != 0, text
+        assert math.isclose(float(text), value, rel_tol=10 ** (1 - digits)) or value < 1e-300
+        assert len(text) <= 10
+    assert format_number(1.1e-5, 4) == "1.1e-5" and format_number(1.0813e-5, 4) == "1.081e-5"
+    assert value * 1e-9 == 0 or not format_duration(value * 1e-9).startswith(("0", "-0"))
+
+
+def test_values_from_1e_4_up_read_as_before() -> None:
+    assert [format_number(v, 4) for v in (1e-4, 0.000362, 0.25, 12, 1500, 2.3e6)] == \
+        ["0.0001", "0.000362", "0.25", "12", "1.5k", "2.3M"]
+    assert format_number(0.0) == "0" and format_number(12345.6, 3) == "12.3k"

@@ -65,9 +65,10 @@ def test_arrows_home_end_move_the_cursor_and_the_inspector() -> None:
         await pilot.press("home")
         assert app.view.cursor == 0
         assert app.query_one(Inspector).inspection.first == 0
-        await pilot.press("end")
-        assert app.view.cursor is None and app.view.end is None
-        assert app.query_one(Inspector).inspection.first == last
+        await pilot.press("end")  # the newest column, as the help says, though it is empty; following live data
+        assert app.view.cursor is None and app.view.end is None and app.view.cursor_at(n) == n - 1
+        assert app.query_one(Inspector).inspection.first == n - 1 and app.query_one(Inspector).inspection.empty
+        assert freq(app).spec.cursor == n - 1
 
     run(app, scenario)
 
@@ -184,7 +185,8 @@ def test_s_saves_svg_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_s_brings_the_panels_to_the_maps_before_saving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The panels repaint at most every PLOT_EVERY_S; a frame saved in between still shows one column everywhere."""
+    """The strip and the findings repaint at most every PLOT_EVERY_S (the inspector with the maps, every time); a
+    frame saved in between still shows one column everywhere."""
     monkeypatch.chdir(tmp_path)
     items = synthetic(40)
     gate = threading.Event()
@@ -198,10 +200,12 @@ def test_s_brings_the_panels_to_the_maps_before_saving(tmp_path: Path, monkeypat
             gate.set()
             await wait_until(pilot, lambda: app.ended and freq(app).spec.stop == 40)
             await pilot.pause(0.2)
-            assert panel.inspection.first == 19  # the set-up holds: the maps moved on, the inspector did not
+            strip = app.query_one(PercentileStrip)
+            assert strip.cursor == 19  # the set-up holds: the maps moved on, the strip did not
+            assert panel.inspection.first == 39  # the inspector is on the maps' cursor column in every frame
             await pilot.press("s")
             await pilot.pause()
-            assert panel.inspection.first == 39
+            assert panel.inspection.first == 39 and strip.cursor == 39
             svg, txt = app.saved
             text = txt.read_text()
             assert "column 39" in text and "column 19" not in text

@@ -46,16 +46,22 @@ def test_findings_take_the_room_there_is_and_cut_long_lines() -> None:
     run_ended(app, scenario, size=(120, 40))
 
 
-def test_e_goes_through_every_finding_after_the_modes_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_e_goes_through_every_finding_the_modes_line_first(monkeypatch: pytest.MonkeyPatch) -> None:
     items = [FindingItem("modes"), FindingItem("tail, no columns"), FindingItem("episode", 30, 32)]
     monkeypatch.setattr("latencymap.tui.app.window_findings", lambda hist, first, stop: items)
     app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
 
     async def scenario(pilot) -> None:
         await pilot.press("e")
+        assert app.view.finding == 0 and app.view.cursor is None  # the modes line: no columns to go to
+        await pilot.press("e")
         assert app.view.finding == 1
         await pilot.press("e")
         assert app.view.finding == 2 and app.view.cursor == 30
+        await pilot.press("e")
+        assert app.view.finding == 0
+        await pilot.press("E")
+        assert app.view.finding == 2
 
     run_ended(app, scenario, size=(160, 50))
 

@@ -98,3 +98,39 @@ def test_replay_keys_outside_a_replay_just_say_so() -> None:
     asyncio.run(main())
     assert any("not a replay" in n for n in notes)
     assert any(key == "g" for key, _ in HELP)
+
+
+def test_n_lands_on_each_bursts_first_column_and_reaches_the_last_one() -> None:
+    """Bursts already read: `n` puts the cursor on each burst's first column (not the column before it, whose end is
+    the burst's start), one after the other, the last one included; then says there is none after it."""
+    starts = (100, 250, 400, 590)
+    items = synthetic(600, start=T0)
+    for s in starts:
+        for iv in items[s:s + 4]:
+            iv.counts[28:31] += 400
+    clock = ReplayClock(None)
+    scan = BurstScan(lambda: iter(items)).start()
+    app = LatencyMapApp(clock.pace(iter(items)), color_mode="truecolor", replay=clock, bursts=scan)
+    notes: list[str] = []
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.ended and scan.bursts is not None, timeout=20)
+            assert scan.bursts == [T0 + s for s in starts]
+            app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
+            await pilot.press("g", "3", "0", "enter")
+            await pilot.pause(0.2)
+            hist = app.current()
+            assert hist is not None
+            landed = []
+            for _ in starts:
+                await pilot.press("n")
+                await pilot.pause(0.1)
+                landed.append(app.view.cursor_at(hist.n))
+            assert landed == list(starts)
+            await pilot.press("n")
+            await pilot.pause(0.1)
+            assert app.view.cursor_at(hist.n) == starts[-1] and notes[-1] == "no burst after the cursor"
+            await pilot.press("q")
+
+    asyncio.run(main())

@@ -19,7 +19,7 @@ from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import percentile_estimates
 from latencymap.flow.pipeline import input_flow
 from latencymap.tui.app import LatencyMapApp
-from latencymap.tui.axis import CURSOR, TICK
+from latencymap.tui.axis import CURSOR, LABEL_W, TICK
 from latencymap.tui.findings import FindingsPanel
 from latencymap.tui.inspector import Inspector
 from latencymap.tui.percentiles import PercentileStrip
@@ -166,7 +166,9 @@ def test_e_selects_findings_and_moves_the_cursor_to_their_columns() -> None:
         assert placed, panel.items
         item = panel.items[placed[0]]
         assert item.first_col == 90 and item.last_col == 99
-        await pilot.press("e")
+        while app.view.finding != placed[0]:  # the modes line (and any finding without columns) first
+            assert app.view.cursor is None
+            await pilot.press("e")
         await pilot.pause(0.3)
         assert app.view.finding == placed[0] and app.view.cursor == 90
         assert app.query_one(Inspector).inspection.first == 90
@@ -174,18 +176,24 @@ def test_e_selects_findings_and_moves_the_cursor_to_their_columns() -> None:
         win = freq(app).window
         assert set(marks[9 + win.cell_of(90): 9 + win.cell_of(99) + 1]) == {"123456789"[placed[0]]}
         await pilot.press("E")
-        assert app.view.finding == placed[-1]
+        assert app.view.finding == (placed[0] - 1) % len(panel.items)
 
     run(app, scenario, size=(200, 50))
 
 
-def test_no_finding_with_columns_says_so() -> None:
-    """A steady stream: no episode, stall or silence to jump to (the example data ends in a silence now said)."""
+def test_a_finding_without_columns_is_selected_and_the_cursor_stays() -> None:
+    """A steady stream: no episode, stall or silence to jump to (the example data ends in a silence now said); `e`
+    selects the modes line, shown whole, and leaves the cursor where it is."""
     app = LatencyMapApp(iter(synthetic(60)), color_mode="truecolor")
 
     async def scenario(pilot) -> None:
+        panel = app.query_one(FindingsPanel)
+        assert panel.items and not panel.placed()
         await pilot.press("e")
-        assert any("no finding" in str(n.message) for n in app._notifications)
+        await pilot.pause(0.3)
+        assert app.view.finding == 0 and app.view.cursor is None
+        assert not any("no finding" in str(n.message) for n in app._notifications)
+        assert panel.items[0].text in " ".join(line[LABEL_W + 1:] for line in panel.plain_lines()[1:])
 
     run(app, scenario)
 
@@ -254,3 +262,4 @@ def test_a_band_that_came_in_bursts_is_a_finding_with_its_columns() -> None:
     low, high = bounds_seconds("bpf", "nanosec")
     items = finding_items(diagnose(np.array(counts), np.array(times), low, high, starts, starts + 1.0))
     assert [(i.first_col, i.last_col) for i in items if "cols 30, 60 and 90" in i.text] == [(30, 90)]
+    assert [i.cols for i in items if "cols 30, 60 and 90" in i.text] == [(30, 60, 90)]

@@ -75,3 +75,67 @@ def test_a_jump_off_screen_puts_the_column_in_the_middle_and_one_on_screen_does_
     assert view.cursor_at(200) == 3 and view.stop(200) == 20  # near the start: the window cannot go further back
     view.goto(200, 20, 195)
     assert view.cursor_at(200) == 195 and view.stop(200) == 200  # near the end: the window ends with the history
+
+
+def test_zooming_out_while_scrolled_back_keeps_the_cursor_in_view_and_the_window_full() -> None:
+    """3,000 columns, 40 cells: Home, PgDn, PgDn, then `-` (zoom_by(1)) six times (64 columns a cell). The window
+    used to keep its end (column 120) and so showed two cells of data and 38 empty ones left of column 0."""
+    n, cells = 3000, 40
+    view = ViewState()
+    view.home(n, cells)
+    view.page(n, cells, 1)
+    view.page(n, cells, 1)
+    assert view.cursor == 80 and view.stop(n) == 120
+    for _ in range(6):
+        view.zoom_by(1)
+        view.fit_window(n, cells)
+        win = Window(view.stop(n), cells, view.zoom)
+        assert win.base >= 0  # every cell holds columns: none left of column 0
+        assert 0 <= win.cell_of(view.cursor_at(n)) < cells  # the cursor in view
+        assert win.cell_of(view.cursor_at(n)) == 0  # where it was: in the first cell
+    assert view.zoom == 64 and view.cursor == 80
+    for _ in range(6):  # `+` back: the cursor stays in its cell
+        view.zoom_by(-1)
+        view.fit_window(n, cells)
+        win = Window(view.stop(n), cells, view.zoom)
+        assert win.base >= 0 and win.cell_of(80) == 0
+    assert view.zoom == 1 and view.stop(n) == 120
+
+
+def test_fit_window_clamps_to_the_history_and_returns_to_live() -> None:
+    view = ViewState()
+    view.goto(100, 10, 95)  # near the end, window held
+    view.zoom_by(1)
+    view.zoom_by(1)
+    view.fit_window(100, 10)  # 40 columns a window: clamped to the newest column, the cursor in view
+    assert view.stop(100) == 100 and view.cursor_at(100) == 95
+    view = ViewState()
+    view.home(30, 10)
+    view.zoom_by(1)
+    view.zoom_by(1)
+    view.fit_window(30, 10)  # the whole history fits: live again, the cursor kept on column 0
+    win = Window(view.stop(30), 10, view.zoom)
+    assert view.cursor_at(30) == 0 and win.cell_of(0) >= 0 and view.stop(30) == 30
+
+
+def test_end_key_goes_to_the_newest_column_and_follows_it() -> None:
+    view = ViewState()
+    view.move_cursor(100, 10, -5)
+    view.end_key(newest=True)
+    view.auto_cursor = 90  # the newest column holding events: not where End goes
+    assert view.end is None and view.cursor_at(100) == 99 and view.cursor_at(120) == 119
+    view.end_key()  # a fresh view (a stream opened): the newest column holding events
+    assert view.cursor_at(100) == 90
+
+
+def test_a_wider_window_held_back_fills_with_history() -> None:
+    """After Home on a narrow terminal made wider (10 cells to 40), the window reaches further forward instead of
+    drawing empty cells left of column 0; made narrower, it keeps the cursor in view."""
+    view = ViewState()
+    view.home(100, 10)
+    view.fit_window(100, 40)
+    assert view.stop(100) == 40 and Window(40, 40, 1).base == 0 and view.cursor_at(100) == 0
+    view.goto(100, 40, 5)
+    view.fit_window(100, 4)  # 4 cells: the cursor (column 5) back in view
+    win = Window(view.stop(100), 4, 1)
+    assert 0 <= win.cell_of(5) < 4

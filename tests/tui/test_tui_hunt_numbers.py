@@ -1,0 +1,120 @@
+"""The TUI's numbers agree with the report's: a rebinned stream's whole-stream percentiles from its own buckets (header
+and overview), the header's interval, the Spark panel's task counts, a pinned compact legend, the zoomed cursor label.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from tui_support import example_items, fixture_items, run_ended
+
+from latencymap.core.accumulator import Accumulator
+from latencymap.core.units import format_duration
+from latencymap.outputs.report import stream_report
+from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.axis import clock, cursor_strip
+from latencymap.tui.heatmap import HeatMap
+from latencymap.tui.overview_stats import OverviewStats
+from latencymap.tui.status import status_text
+from latencymap.tui.stragglers import stage_line
+from latencymap.tui.window import Window
+from latencymap.views.options import ViewOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+OTLP = ROOT / "fixtures" / "otlp" / "checkout_metrics.jsonl"
+HGRM = ROOT / "fixtures" / "hdrhistogram" / "service_ms.hgrm"
+
+
+def _accumulated(path: Path) -> Accumulator:
+    acc = Accumulator()
+    acc.add(fixture_items(path))
+    return acc
+
+
+def test_header_overall_of_a_rebinned_stream_is_the_reports() -> None:
+    for path in (OTLP, HGRM):
+        acc = _accumulated(path)
+        for hist in acc.streams.values():
+            source = acc.sources.get(hist.stream)
+            total = stream_report(hist, acc)["total"]
+            line = status_text(hist, hist.n, state="ended", skipped=0, stream_index=0, streams=1, ingest_rate=0,
+                               source=source).plain.splitlines()[1]
+            overall = line.split("overall", 1)[1]
+            assert f"p50 {format_duration(total['p50_s'])}" in overall, (hist.stream.label, line)
+            assert f"p99 {format_duration(total['p99_s'])}" in overall, (hist.stream.label, line)
+            assert f"mean {format_duration(total['mean_s'])}" in overall, (hist.stream.label, line)
+            if source is not None and source.bounds:  # a rebinned stream says where its numbers come from
+                assert "source's buckets" in line and ("latest (rows)" in line or hist.n == 1)
+
+
+def test_cart_p99_is_the_gates_not_the_rows() -> None:
+    acc = _accumulated(OTLP)
+    cart = next(h for h in acc.streams.values() if "/cart" in h.stream.label)
+    line = status_text(cart, cart.n, state="ended", skipped=0, stream_index=0, streams=1, ingest_rate=0,
+                       source=acc.sources[cart.stream]).plain.splitlines()[1]
+    assert "p99 72.9ms" in line and "87.8ms" not in line
+
+
+def test_paused_header_keeps_the_whole_stream_figures_it_showed() -> None:
+    acc = _accumulated(OTLP)
+    cart = next(h for h in acc.streams.values() if "/cart" in h.stream.label)
+    source = acc.sources[cart.stream]
+    kw = dict(state="paused", skipped=0, stream_index=0, streams=1, ingest_rate=0, source=source)
+    whole = status_text(cart, cart.n, **kw).plain.splitlines()[1]
+    assert status_text(cart, cart.n, **kw).plain.splitlines()[1] == whole
+    earlier = status_text(cart, cart.n - 3, **kw).plain.splitlines()[1]  # not the whole stream: the rows', unlabelled
+    assert "source's buckets" not in earlier
+
+
+def test_overview_p99_all_of_a_rebinned_stream_is_the_reports() -> None:
+    acc = _accumulated(OTLP)
+    histories = list(acc.streams.values())
+    rows = OverviewStats().rows(histories, sources=acc.sources)
+    for row in rows:
+        total = stream_report(row.hist, acc)["total"]
+        assert row.p99_all == total["p99_s"] and row.p50_all == total["p50_s"], row.label
+
+
+def test_header_interval_is_the_typical_column_not_the_last() -> None:
+    acc = _accumulated(OTLP)
+    cart = next(h for h in acc.streams.values() if "/cart" in h.stream.label)
+    assert float(cart.durations[-1]) < 0.01  # the fixture's last column is a sliver
+    head = status_text(cart, cart.n, state="ended", skipped=0, stream_index=0, streams=1,
+                       ingest_rate=0).plain.splitlines()[0]
+    assert "interval 0.567s" in head
+
+
+def test_stage_line_counts_tasks_as_the_report() -> None:
+    stage = {"stage": 4, "attempt": 0, "tasks": 41, "succeeded": 40, "num_tasks": 40, "failed": 1, "killed": 0,
+             "speculative": 0, "median_s": 0.412, "max_s": 0.462, "skew": 1.12}
+    assert stage_line(stage).startswith("stage 4.0: 40 tasks, 1 failed attempt, median 412ms")
+
+
+def test_compact_pinned_legend_names_the_pinned_max() -> None:
+    app = LatencyMapApp(iter(example_items()), ViewOptions(frequency_maxval=1000), color_mode="mono")
+
+    async def scenario(pilot) -> None:
+        freq = next(m for m in app.query(HeatMap) if m.kind == "frequency")
+        assert freq.spec is not None and freq.spec.rows < 8  # the one-line legend
+        text = "\n".join(freq.plain_lines())
+        assert "pinned 1k" in text and "max 2.4k" not in text
+        assert "data 2.4k" in text
+
+    run_ended(app, scenario, size=(80, 24))
+
+
+def test_zoomed_cursor_label_is_the_cells_end() -> None:
+    acc = Accumulator()
+    acc.add(example_items())
+    hist = next(iter(acc.streams.values()))
+    win = Window(hist.n, 40, 4)
+    cursor = hist.n - 3  # inside the last cell, not its last column
+    a, b = win.columns_of(win.cell_of(cursor))
+    assert b - 1 != cursor
+    text = cursor_strip(hist, win, cursor, 120).text
+    want = clock(float(hist.end[b - 1]), float(hist.start[0]), float(hist.end[b - 1] - hist.start[a]))
+    assert want in text
+    assert clock(float(hist.end[cursor]), float(hist.start[0]), 1.0) not in text
+    assert math.isfinite(float(np.asarray(hist.end)[b - 1]))

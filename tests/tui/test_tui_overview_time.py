@@ -1,0 +1,108 @@
+"""The overview's strips share one time axis: a stream that stopped is drawn where its columns were and marked stale,
+not compared with its live peers; the saved plain-text overview draws its strips in shade characters."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from tui_support import ranks, run_ended
+
+from latencymap.core.accumulator import Accumulator
+from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.overview import OverviewList, OverviewScreen, strip_cells
+from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, SharedClock, counts_by_time, strip_p99
+from latencymap.tui.window import Window
+from latencymap.views.options import SHADES
+
+STOPPED = 25  # columns rank3 lacks at the end
+
+
+def dead_rank() -> list:
+    """12 ranks of 60 one-second columns; rank3 stops 25 s before the others."""
+    cut = 1_700_000_000.0 + 60 - STOPPED
+    return [iv for iv in ranks() if not (iv.stream.label == "rank3/step" and iv.start >= cut)]
+
+
+def test_a_stream_that_stopped_is_stale_not_compared() -> None:
+    acc = Accumulator()
+    acc.add(dead_rank())
+    rows = {r.label: r for r in OverviewStats().rows(list(acc.streams.values()))}
+    dead = rows["rank3/step"]
+    assert dead.stale and dead.stale_s == STOPPED
+    assert math.isnan(dead.p99_now) and math.isnan(dead.vs_peers) and not dead.slow
+    assert math.isfinite(dead.p99_all)
+    live = [r for label, r in rows.items() if label != "rank3/step"]
+    assert not any(r.stale for r in live) and all(math.isfinite(r.vs_peers) for r in live)
+
+
+def test_strips_are_placed_by_time() -> None:
+    acc = Accumulator()
+    acc.add(dead_rank())
+    histories = list(acc.streams.values())
+    rows = OverviewStats().rows(histories)
+    shared = SharedClock.of(rows)
+    assert shared is not None and shared.span == 1.0
+    edges = shared.edges(40)
+    by_label = {h.stream.label: h for h in histories}
+    live, dead = by_label["rank1/step"], by_label["rank3/step"]
+    # a live stream: as its columns (same ends as the newest), the last cell its newest column
+    want = Window(live.n, 40, 1).cell_counts(live)
+    assert (counts_by_time(live, live.n, edges) == want).all()
+    # the stream that stopped: its newest column STOPPED cells left of the right edge, the cells after it empty
+    counts = counts_by_time(dead, dead.n, edges)
+    filled = np.flatnonzero(counts.sum(axis=1))
+    assert filled[-1] == 40 - 1 - STOPPED
+    assert (counts[filled[0]: filled[-1] + 1] == Window(dead.n, 40 - STOPPED, 1).cell_counts(dead)[-len(
+        range(filled[0], filled[-1] + 1)):]).all()
+
+
+def test_overview_draws_the_stopped_stream_on_the_shared_axis_and_saves_shades() -> None:
+    app = LatencyMapApp(iter(dead_rank()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        assert isinstance(app.screen, OverviewScreen)
+        listing = app.screen.query_one(OverviewList)
+        cells = strip_cells(listing.size.width)
+        rows = {r.label: r for r in listing.rows}
+        dead = rows["rank3/step"]
+        assert dead.stale
+        p99 = listing._p99.get([dead.hist], [dead.hist.n], listing.clock.edges(cells))[0]
+        assert np.isnan(p99[-STOPPED:]).all() and np.isfinite(p99[-STOPPED - 1])
+        # one column's p99 as the strip of its own would give, on the shared axis
+        own = strip_p99(dead.hist, dead.hist.n, cells - STOPPED)
+        assert np.allclose(p99[: cells - STOPPED][np.isfinite(own)], own[np.isfinite(own)])
+        text = app.screen.plain_lines()
+        line = next(t for t in text[1:] if "rank3/step" in t)
+        assert "stale" in line
+        assert any(ch in line for ch in SHADES[1:])  # the heat strip in shades, not blank
+        assert sum(any(ch in t for ch in SHADES[1:]) for t in text) >= 12
+        assert "stale: rank3/step" in text[0], text[0]
+
+    run_ended(app, scenario, size=(140, 30))
+
+
+def test_now_columns_are_what_stale_is_measured_in() -> None:
+    acc = Accumulator()
+    acc.add([iv for iv in ranks(streams=3) if not (iv.stream.label == "rank0/step"
+                                                   and iv.start >= 1_700_000_000.0 + 60 - NOW_COLUMNS)])
+    rows = {r.label: r for r in OverviewStats().rows(list(acc.streams.values()))}
+    assert not rows["rank0/step"].stale  # NOW_COLUMNS behind: its newest columns are still "now"
+
+
+def test_columns_a_little_longer_than_the_cells_leave_no_false_gap() -> None:
+    from latencymap.core.buckets import NSLOTS
+    from latencymap.core.model import Interval, StreamId
+
+    acc = Accumulator()
+    counts = np.zeros(NSLOTS, dtype=np.int64)
+    counts[10] = 5
+    t0 = 1_700_000_000.0
+    acc.add([Interval(StreamId("slow/clock", "bpf", "microsec"), t0 + 1.04 * k, t0 + 1.04 * (k + 1), counts)
+             for k in range(30)])
+    hist = next(iter(acc.streams.values()))
+    edges = SharedClock(float(hist.end[-1]), 1.0).edges(40)
+    filled = counts_by_time(hist, hist.n, edges).sum(axis=1) > 0
+    first = int(np.argmax(filled))
+    assert filled[first:].all() and not filled[: first].any()
+    assert not filled[max(0, first - 1)] or first == 0

@@ -130,7 +130,7 @@ class OverviewList(Widget, can_focus=True):
 
     @property
     def scale(self) -> tuple[float, float]:
-        """(low, high) seconds of the p99 colour scale of the lines on screen."""
+        """(low, high) seconds of the p99 colour scale: the cells on screen and every stream's p99 now and overall."""
         self._ensure_built()
         return self._scale
 
@@ -206,7 +206,8 @@ class OverviewList(Widget, can_focus=True):
         clock = self.clock
         p99 = self._p99.get([r.hist for r in shown], stops, clock.edges(cells)) if clock is not None else \
             [np.full(cells, np.nan) for _ in shown]
-        levels, low, high = p99_levels(p99, LEVELS)
+        fleet = np.array([v for r in self.rows for v in (r.p99_now, r.p99_all)], dtype=np.float64)
+        levels, low, high = p99_levels(p99, LEVELS, fleet)
         self._scale = (low, high)
         self._header = self._head(width, cells)
         lines = {}
@@ -232,7 +233,10 @@ class OverviewList(Widget, can_focus=True):
 
     def _head(self, width: int, cells: int) -> Strip:
         low, high = self._scale
-        segs = [Segment(" " * MARK_W + f"{'stream':<{name_width(width)}} ", HEAD)]
+        name_w, n, shown = name_width(width), len(self.rows), min(self.lines_shown, len(self.rows) - self.top)
+        title = "stream" if n <= self.lines_shown else cut_middle(f"streams {self.top + 1}–{self.top + shown} of {n}",
+                                                                   name_w)
+        segs = [Segment(" " * MARK_W + title + " " * (name_w - cell_width(title)) + " ", HEAD)]
         room = cells - LEVELS - 1
         heading = scale_heading(low, high, room) if math.isfinite(low) else None
         if math.isfinite(low) and heading is None:  # no room for the swatch and the scale: the scale

@@ -343,9 +343,12 @@ class StripCache:
         return [kept[h.stream][1] for h in histories]
 
 
-def p99_levels(values: list[np.ndarray], levels: int) -> tuple[list[np.ndarray], float, float]:
-    """Colour level (0 none, 1..levels) of every cell of every strip on one shared log scale; the scale's ends."""
-    finite = [v[np.isfinite(v) & (v > 0)] for v in values]
+def p99_levels(values: list[np.ndarray], levels: int,
+               also: np.ndarray | None = None) -> tuple[list[np.ndarray], float, float]:
+    """Colour level (0 none, 1..levels) of every cell of every strip on one shared log scale; the scale's ends. The
+    scale spans the cells and `also` (every stream's p99 now and overall: the lines off screen), so that a colour
+    means the same on every page of a long list as long as no cell on screen reaches past the fleet's p99s."""
+    finite = [v[np.isfinite(v) & (v > 0)] for v in (*values, *(() if also is None else (np.asarray(also),)))]
     pool = np.concatenate(finite) if finite else np.zeros(0)
     if pool.size == 0:
         return [np.zeros(v.shape, dtype=np.uint8) for v in values], math.nan, math.nan

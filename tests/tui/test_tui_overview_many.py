@@ -85,17 +85,20 @@ def cells_of(strip: Strip) -> list[tuple[str, Style | None]]:
 
 def check_screen(app: LatencyMapApp) -> OverviewList:
     """Every stream line on screen is the stream the sorted list puts there, with its numbers and its own heat strip
-    (on the scale of the lines shown); `>` on the selection."""
+    (on the scale of every stream's p99s and the lines shown); `>` on the selection; the heading says which lines."""
     listing = app.screen.query_one(OverviewList)
     want = expected_lines(app.acc)
     assert len(listing.rows) == len(want)
     strips = [listing.render_line(y) for y in range(1, listing.size.height)]
     shown = min(listing.lines_shown, len(want) - listing.top)
     assert shown == listing.lines_shown  # a full screen of streams: the list never scrolls past its end
+    heading = listing.render_line(0).text[MARK_W:]
+    assert heading.startswith(f"streams {listing.top + 1}–{listing.top + shown} of {len(want)}"), heading
     cells, at = strip_cells(listing.size.width), MARK_W + NAME_W + 1
     by_label = {h.stream.label: h for h in app.acc.streams.values()}
     labels = [label for label, _ in want[listing.top: listing.top + shown]]
-    levels, _, _ = p99_levels([strip_p99(by_label[s], by_label[s].n, cells) for s in labels], 6)
+    fleet = np.array([v for r in listing.rows for v in (r.p99_now, r.p99_all)])  # every stream's, on screen or not
+    levels, _, _ = p99_levels([strip_p99(by_label[s], by_label[s].n, cells) for s in labels], 6, fleet)
     for k, strip in enumerate(strips[:shown]):
         label, numbers = want[listing.top + k]
         text = strip.text

@@ -180,6 +180,51 @@ def whole_rows(values: np.ndarray, totals: np.ndarray) -> np.ndarray:
 
 
 def integer_counts(values: Sequence[float], total: float | None = None) -> np.ndarray:
-    """Whole per-bucket counts for float ones (server-side `increase()` extrapolates): rounded, total kept."""
+    """Whole per-bucket counts for float ones (server-side `increase()` extrapolates): rounded, total kept.
+
+    One column alone, nothing carried: a series' columns are rounded together by `carried_counts`."""
     floats = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, None)
     return whole_rows(floats[None, :], np.array([floats.sum() if total is None else total]))[0]
+
+
+def carried_counts(values: np.ndarray, left: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Whole per-bucket counts for fractional increases over time, rounded so that their sums track the fractions'.
+
+    `values` is (steps, series, buckets) of non-cumulative increases (negatives count as 0; a series whose row at a
+    step has a NaN gets zeros there and carries on as if the step were not there); `left` (series, buckets) is what
+    earlier steps carried (the fractions not yet counted: negative where more was counted). Returns the counts and
+    what is carried after the last step.
+
+    Step by step (vectorised over series and buckets), each bucket wants its increase plus what it carries; the
+    column's total is the series' running total rounded (half up) less what was counted before, and goes to the
+    buckets by largest remainder of what they want, so each bucket gets what it wants rounded down or up: for every
+    prefix of steps each bucket's count stays within 1 of the sum of its increases (the carry stays in (-1, 1)),
+    and the series' count within 0.5 of the sum of its increases (within 1 in the case below). Over any run of
+    steps the total is then within 1 of the increases' sum, a bucket's within 2. Where the running total and a
+    column's own rounded increase disagree, the running total wins: a column counts its increase rounded down or
+    up (2 or 3 for 2.4), so that a tail bucket of 0.4 a step is not dropped at every step. Counts are never
+    negative: a bucket that owes (it was rounded up and has not caught up yet) takes 0, not -1, and when more
+    buckets owe than the total leaves to round up, the column counts one more than the running total asks (later
+    columns give it back).
+    """
+    floats = np.asarray(values, dtype=np.float64)
+    steps, rows, width = floats.shape
+    carry = np.zeros((rows, width)) if left is None else np.array(left, dtype=np.float64, copy=True)
+    out = np.zeros(floats.shape, dtype=np.int64)
+    ranks = np.broadcast_to(np.arange(width), (rows, width))
+    for k in range(steps):
+        here = ~np.isnan(floats[k]).any(axis=1)
+        if not here.any():
+            continue
+        want = np.clip(floats[k][here], 0.0, None) + carry[here]
+        floors = np.floor(want)
+        owes = floors < 0  # want in (-1, 0): 0, never -1
+        total = np.floor(want.sum(axis=1) + 0.5)
+        missing = np.clip(total - floors.sum(axis=1), owes.sum(axis=1), width)
+        order = np.argsort(-np.where(owes, 2.0, want - floors), axis=1, kind="stable")
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, ranks[: len(order)], axis=1)
+        counts = floors + (rank < missing[:, None])
+        out[k][here] = counts.astype(np.int64)
+        carry[here] = want - counts
+    return out, carry

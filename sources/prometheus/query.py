@@ -6,12 +6,16 @@ Without them the source is live: it asks `/api/v1/query` for the step that just 
 outage catches up on the missed steps with one `query_range`. Native histograms (Prometheus 2.40+ with
 `--enable-feature=native-histograms`) are used where the server has them: `increase(NAME[step])` returns their
 buckets, which fold exactly into rows for schema >= 0 in the metric's own unit. `increase()` extrapolates to the
-step's edges, so counts are the server's (fractional) increase rounded to whole events, per-bucket by largest
-remainder: each column's total is the rounded `increase(NAME_count[step])`. A step where a known stream has no
-value (fewer than two samples in it) is a gap column. Times are sent to the millisecond, the step as a duration
-(`2500ms`), so the answers' times are the columns' own; a window that is not a whole number of steps says what it
-leaves out. A window where no step has a value is an error that says why, as far as the API tells (no such name, and
-the histograms it has; another type; series that `--match` skips; a step too short for the scrape interval).
+step's edges, so counts are the server's (fractional) increases rounded to whole events, carried from step to step
+per series and bucket (`layout.carried_counts`): over any run of columns a classic series' count is within one event
+of the sum of `increase(NAME_count[step])`, each bucket's within 1 of its own sum at every step, and a column's
+total is its increase rounded down or up (a steady 2.4 a step in a tail bucket counts 2, 3, 2, 2, 3, ..., not 2
+every step). Native histograms, whose buckets vary from step to step, are rounded per column. A step where a known
+stream has no value (fewer than two samples in it) is a gap column. Times are sent to the millisecond, the step as a
+duration (`2500ms`), so the answers' times are the columns' own; a window that is not a whole number of steps says
+what it leaves out. A window where no step has a value is an error that says why, as far as the API tells (no such
+name, and the histograms it has; another type; series that `--match` skips; a step too short for the scrape
+interval).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from latencymap.core.model import Interval, Notice, StreamId, empty_counts
 from latencymap.plugins import Item, Source, SourceError
 
 from .api import MAX_POINTS, PrometheusAPI, Series, promql_duration
-from .layout import integer_counts, layout_of, whole_rows
+from .layout import carried_counts, integer_counts, layout_of
 from .native import NativeError, fold_native
 from .scrape import metric_option
 from .series import Labels, Matcher, labels_key, selector
@@ -110,6 +114,7 @@ class PrometheusSource(Source):
         self.sleep = default_sleep
         self.clock = default_clock
         self.window = self._window_options()
+        self._carry: dict[Labels, tuple[tuple[float, ...], np.ndarray]] = {}  # per classic series: le, fractions
 
     def _window_options(self) -> tuple[float, float, float] | None:
         """(start, end, step) of a past window from the options, checked now; None when live."""
@@ -195,8 +200,10 @@ class PrometheusSource(Source):
                     secs = None if total is None else self.builder.seconds(total)
                     parts.setdefault(_key(t), {}).setdefault(stream, []).append(Part(layout, counts, secs))
         else:
-            for key, (les, stamps, table) in _classic_tables(buckets).items():
-                for t, part, stream in self._classic_parts(key, les, stamps, table, spent):
+            tables = _classic_tables(buckets)
+            counted = self._carried(tables)
+            for key, (les, stamps, table) in tables.items():
+                for t, part, stream in self._classic_parts(key, les, stamps, table, spent, counted[key]):
                     parts.setdefault(t, {}).setdefault(stream, []).append(part)
         if bad:
             yield Notice(f"prometheus: {bad} native histogram values could not be read", bad)
@@ -211,14 +218,33 @@ class PrometheusSource(Source):
         yield from self.builder.notices
         self.builder.notices.clear()
 
+    def _carried(self, tables: dict[Labels, tuple[np.ndarray, list[float], np.ndarray]]) -> dict[Labels, np.ndarray]:
+        """Per label set, (steps x le) whole counts of its complete steps, rounded with what earlier steps (earlier
+        queries too: a long window's parts, a live source's polls) carried; series with the same buckets and steps
+        are rounded together."""
+        groups: dict[tuple[tuple[float, ...], tuple[float, ...]], list[Labels]] = {}
+        for key, (les, stamps, _) in tables.items():
+            groups.setdefault((tuple(les.tolist()), tuple(stamps)), []).append(key)
+        out: dict[Labels, np.ndarray] = {}
+        for (bounds, _), keys in groups.items():
+            cumulative = np.stack([tables[key][2] for key in keys], axis=1)  # (steps, series, le)
+            fresh = np.zeros(len(bounds))
+            before = np.stack([c[1] if c is not None and c[0] == bounds else fresh
+                               for c in (self._carry.get(key) for key in keys)])
+            counts, after = carried_counts(np.diff(cumulative, axis=2, prepend=0.0), before)
+            for i, key in enumerate(keys):
+                out[key] = counts[:, i]
+                self._carry[key] = (bounds, after[i])
+        return out
+
     def _classic_parts(self, key: Labels, les: np.ndarray, stamps: list[float], table: np.ndarray,
-                       spent: dict[tuple[float, Labels], float]) -> Iterator[tuple[float, Part, StreamId]]:
-        """The parts of one label set, every step at once: `table` is (steps x le) increases, NaN where missing."""
+                       spent: dict[tuple[float, Labels], float],
+                       counts: np.ndarray) -> Iterator[tuple[float, Part, StreamId]]:
+        """The parts of one label set, every step at once: `table` is (steps x le) increases, NaN where missing,
+        `counts` the whole counts of its complete steps (`_carried`)."""
         stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in les])
         layout = layout_of(tuple(les.tolist()), self.builder.factor(stream))
         complete = ~np.isnan(table).any(axis=1)
-        totals = np.where(np.isnan(table), 0.0, table).max(axis=1)
-        counts = whole_rows(np.diff(np.nan_to_num(table), axis=1, prepend=0.0), totals)
         factor = self.builder.factor(stream)
         times = np.array([spent.get((t, key), math.nan) for t in stamps], dtype=np.float64) * factor
         rows = layout.fold_many(counts, times)

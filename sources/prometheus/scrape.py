@@ -13,6 +13,9 @@ answer's column spans the outage and is marked as a gap. Before the first good s
 any histogram of that name (or has it as another type) stops the source with an error naming the histograms it has:
 waiting will not bring it (a declared histogram without series yet, or series that `--match` skips, is waited for).
 Columns end when a scrape's answer arrives; timestamps in the page (a /federate endpoint's) are read but not used.
+`--count N` and `--duration S` stop the source itself at a whole scrape (`Source.own_limits`), so every stream ends on
+the same one: after the Nth scrape that gave columns, or after the first scrape whose columns end `S` seconds or
+more after the source started (or, while the endpoint fails, once that time has passed).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any, ClassVar
 
 import click
 
-from latencymap.core.model import Notice, StreamId
+from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.plugins import Item, Source, SourceError
 
@@ -72,6 +75,7 @@ class ScrapeSource(Source):
     )
     summary: ClassVar[str] = ("Prometheus histograms (classic or native) scraped from any /metrics endpoint "
                               "(text, OpenMetrics or protobuf) every interval.")
+    own_limits: ClassVar[bool] = True  # --count scrapes with columns, --duration: whole scrapes, every stream
 
     @classmethod
     def params(cls) -> list[click.Parameter]:
@@ -105,6 +109,9 @@ class ScrapeSource(Source):
         self.sleep = default_sleep
         self.clock = default_clock
         self.scrapes = 0
+        count, duration = options.get("count"), options.get("duration")
+        self.count = None if count is None else int(count)
+        self.duration = None if duration is None else float(duration)
         self._told: set[str] = set()
 
     def describe(self) -> dict[str, Any]:
@@ -221,6 +228,10 @@ class ScrapeSource(Source):
         last_end: dict[StreamId, float] = {}
         failures, failed_at = 0, 0.0
         due: float | None = None
+        rounds = 0  # scrapes that gave columns, for --count
+        if self.count is not None and self.count <= 0:
+            return
+        deadline = None if self.duration is None else self.clock() + self.duration
         while True:
             try:
                 readings, problems, native = self.scrape()
@@ -230,14 +241,16 @@ class ScrapeSource(Source):
                         raise SourceError(f"scrape: {err} (--wait-for-metric waits for it to appear)") from None
                     yield from self._tell(f"{err}; waiting for it (--wait-for-metric), scraping every "
                                           f"{self.interval:g}s")
-                    self.sleep(self.interval)
+                    if not self._rest(self.interval, deadline):
+                        return
                     continue
                 if not failures:
                     failed_at = self.clock()
                 failures += 1
                 delay = backoff(self.interval, failures)
                 yield Notice(f"scrape: {retry_message(str(err), failures, delay)}", skipped=0)
-                self.sleep(delay)
+                if not self._rest(delay, deadline):
+                    return
                 due = None
                 continue
             t = self.clock()
@@ -249,8 +262,21 @@ class ScrapeSource(Source):
                 failures = 0
             for problem in problems:
                 yield from self._tell(problem)
-            yield from self._columns(readings, previous, last_end, t, gap, native, natives)
+            gave = False
+            for item in self._columns(readings, previous, last_end, t, gap, native, natives):
+                gave = gave or isinstance(item, Interval)
+                yield item
+            rounds += gave
+            if (self.count is not None and rounds >= self.count) or (deadline is not None and t >= deadline):
+                return  # after a whole scrape: every stream has its column of it
             due = self._pace(due)
+
+    def _rest(self, seconds: float, deadline: float | None) -> bool:
+        """Sleep `seconds`, or until `deadline` when that comes first; False when the deadline has passed."""
+        if deadline is not None:
+            seconds = min(seconds, max(0.0, deadline - self.clock()))
+        self.sleep(seconds)
+        return deadline is None or self.clock() < deadline
 
     def _columns(self, readings: dict[Labels, Reading], previous: dict[Labels, Reading],
                  last_end: dict[StreamId, float], t: float, gap: bool, native: dict[Labels, NativeReading],

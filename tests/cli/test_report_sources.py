@@ -57,9 +57,9 @@ def test_after_a_source_name_its_own_options_win_and_reports_options_still_work(
     assert kept == ["--format", "json", "--count", "4", "--fail-if", "p99 > 1s", "-o", "out.json"]
     assert source == ["scrape", "http://127.0.0.1:9/metrics", "--metric", "m", "--interval", "0.5",
                       "--match=job=api", "--sum"]
-    # `--interval` is also the 10046 format's option: here it is the scrape's; scrape leaves --count to the flow
+    # `--interval` is also the 10046 format's option: here it is the scrape's; scrape stops itself at whole scrapes
     scrape = _report_source(source, {"count": 4, "duration": None})
-    assert scrape is not None and scrape.interval == 0.5 and "count" not in scrape.options
+    assert scrape is not None and scrape.interval == 0.5 and scrape.count == 4
     assert split_source_args(report_command.params, ["--interval", "7", "trace.trc"]) == (
         ["--interval", "7", "trace.trc"], [])
     assert split_source_args(report_command.params, ["-o", "scrape", "x.txt"]) == (["-o", "scrape", "x.txt"], [])

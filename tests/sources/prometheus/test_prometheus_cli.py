@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_support import POW2_MS_BUCKETS, Exporter
+from prometheus_support import POW2_MS_BUCKETS, TEXT_TYPE, Exporter, Scripted
 
 from latencymap.core.model import Interval
 from latencymap.protocol import ProtocolReader
@@ -129,3 +129,26 @@ def test_a_report_stopped_by_a_signal_reports_what_was_read(driven: Exporter, si
     assert {s["stream"]["label"] for s in doc["streams"]} == set(STREAMS.values())
     assert all(s["columns"] >= 2 and s["total"]["events"] > 0 for s in doc["streams"])
     assert any(said in m and "covers what was read until then" in m for m in doc["errors"]["messages"])
+
+
+@pytest.mark.slow
+def test_duration_ends_every_series_on_the_same_scrape() -> None:
+    """`--duration` used to cut the flow at the first column past the deadline: one series got one more column."""
+    lines = ["# TYPE h_seconds histogram"]
+    for i in range(40):
+        lab = f'pod="p{i:02d}"'
+        lines += [f'h_seconds_bucket{{{lab},le="+Inf"}} 1', f"h_seconds_sum{{{lab}}} 0.001",
+                  f"h_seconds_count{{{lab}}} 1"]
+    endpoint = Scripted([(200, TEXT_TYPE, "\n".join(lines) + "\n")])
+    try:
+        done = latencymap("scrape", endpoint.url, "--metric", "h_seconds", "--interval", "0.2", "--duration", "1.1",
+                          "--emit")
+    finally:
+        endpoint.close()
+    assert done.returncode == 0, done.stderr
+    columns: dict[str, list[Interval]] = {}
+    for iv in intervals_of(done.stdout):
+        columns.setdefault(iv.stream.label, []).append(iv)
+    assert len(columns) == 40
+    assert len({len(v) for v in columns.values()}) == 1 and len(next(iter(columns.values()))) >= 5
+    assert len({v[-1].end for v in columns.values()}) == 1

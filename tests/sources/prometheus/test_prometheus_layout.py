@@ -8,12 +8,20 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_support import DEFAULT_BUCKETS, POW2_MS_BUCKETS, NativeHistogramState
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.rebin import rebin_counts
 from latencymap.core.source_totals import SourceTotals
-from latencymap.sources.prometheus.layout import integer_counts, layout_of, metric_unit, stream_unit
+from latencymap.sources.prometheus.layout import (
+    carried_counts,
+    integer_counts,
+    layout_of,
+    metric_unit,
+    stream_unit,
+)
 from latencymap.sources.prometheus.native import NativeError, fold_native, native_buckets
 from latencymap.sources.prometheus.streams import Part, StreamBuilder
 
@@ -74,6 +82,39 @@ def test_nonpositive_bounds_go_to_the_zero_row() -> None:
     layout = layout_of((-1.0, 0.0, 0.004, INF), 1000.0)
     rows, _ = layout.fold(np.array([2, 3, 4, 5]))
     assert rows[:4].tolist() == [5, 0, 4, 5] and rows.sum() == 14  # (0, 4ms] as [2, 4): row 2; +Inf: row 3
+
+
+_INCREASE = st.one_of(st.just(0.0), st.floats(0.0, 1.0), st.floats(0.0, 50.0), st.sampled_from([0.4, 0.5, 2.4]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 12).flatmap(lambda width: st.lists(st.lists(_INCREASE, min_size=width, max_size=width),
+                                                         min_size=1, max_size=60)),
+       st.integers(1, 4))
+def test_carried_counts_track_the_running_sums_of_the_increases(steps: list[list[float]], parts: int) -> None:
+    values = np.array(steps)[:, None, :]
+    counts, _ = carried_counts(values)
+    left = None
+    pieces = []  # the same steps in several calls (a long window's parts, a live source's polls): the same counts
+    for chunk in np.array_split(values, min(parts, len(values))):
+        got, left = carried_counts(chunk, left)
+        pieces.append(got)
+    assert (np.concatenate(pieces) == counts).all()
+    assert counts.dtype == np.int64 and (counts >= 0).all()
+    off = np.cumsum(counts[:, 0, :] - values[:, 0, :], axis=0)  # counted less the increases, every prefix
+    assert (np.abs(off) < 1 + 1e-9).all()  # per bucket
+    assert (np.abs(off.sum(axis=1)) < 1 + 1e-9).all()  # in total
+    assert np.allclose(off[-1], -left[0])  # the carry is what is still owed
+
+
+def test_carried_counts_keep_a_steady_fractional_tail() -> None:
+    values = np.tile([6.0, 2.0, 2.4], (40, 1))[:, None, :]  # 2.4 a step in the tail: 96 over 40 steps
+    counts, _ = carried_counts(values)
+    assert counts[:, 0, 2].sum() == 96 and counts[:, 0, :2].sum(axis=0).tolist() == [240, 80]
+    assert set(counts[:, 0, :].sum(axis=1).tolist()) == {10, 11}  # 10.4 a step: 10 or 11, 416 in all
+    assert counts.sum() == 416
+    rows, _ = carried_counts(np.array([[[1.0, np.nan], [0.4, 0.4]]]), np.array([[0.0, 0.0], [0.3, 0.0]]))
+    assert rows.tolist() == [[[0, 0], [1, 0]]]  # a row with a NaN is skipped; the carry joins the next increase
 
 
 def test_integer_counts_keep_the_rounded_total() -> None:

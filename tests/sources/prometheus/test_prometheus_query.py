@@ -129,11 +129,13 @@ def test_live_polls_each_step_then_catches_up_after_an_outage(api_factory) -> No
     columns, said, sleeps = live(source, start=951.0, columns=8)
     assert [c.end for c in columns] == [950.0, 960.0, 970.0, 980.0, 990.0, 1000.0, 1010.0, 1020.0]
     assert all(c.end - c.start == 10.0 for c in columns)
+    off = 0.0  # counted less the server's increases, so far: carried over the polls and the catch-up query
     for c in columns:
         if c.end == 1000.0:
             assert c.gap and c.counts.sum() == 0  # the server has no value for this step
         else:
-            assert not c.gap and int(c.counts.sum()) == round(bucket_value(c.end, "+Inf"))
+            off += int(c.counts.sum()) - bucket_value(c.end, "+Inf")
+            assert not c.gap and abs(off) <= 0.5
             assert c.source_buckets is not None and c.source_buckets.total_time == pytest.approx(
                 bucket_value(c.end, "+Inf") * 0.01)
     instant, ranged = f"{api.url}/api/v1/query", f"{api.url}/api/v1/query_range"

@@ -311,3 +311,41 @@ def test_wait_for_metric_scrapes_until_the_histogram_appears_and_counts_from_its
     (column,) = columns
     assert int(column.counts.sum()) == 4 and not column.gap  # 3 -> 7: from the first page that had it
     assert source.describe()["wait_for_metric"] is True
+
+
+def many_series_page(series: int, events: int) -> str:
+    """One classic histogram of `series` label sets, each with `events` observations of 1 ms."""
+    lines = ["# TYPE h_seconds histogram"]
+    for i in range(series):
+        lab = f'pod="p{i:03d}"'
+        lines += [f'h_seconds_bucket{{{lab},le="0.002"}} {events}', f'h_seconds_bucket{{{lab},le="+Inf"}} {events}',
+                  f"h_seconds_sum{{{lab}}} {0.001 * events!r}", f"h_seconds_count{{{lab}}} {events}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("limits", "columns"), [({"duration": 10.0}, 4), ({"count": 3}, 3),
+                                                 ({"count": 2, "duration": 100.0}, 2), ({"count": 0}, 0)])
+def test_count_and_duration_stop_the_source_after_a_whole_scrape(limits: dict[str, float], columns: int) -> None:
+    assert ScrapeSource.own_limits  # the CLI hands it --count and --duration instead of cutting the flow
+    endpoint = Scripted([(200, TEXT_TYPE, many_series_page(20, n)) for n in range(1, 12)])
+    try:
+        source = ScrapeSource(url=endpoint.url, metric="h_seconds", interval=3.0, **limits)
+        got, _ = run(source, lambda s: None, 10_000)  # the source stops itself
+    finally:
+        endpoint.close()
+    per_stream: dict[str, list[Interval]] = {}
+    for c in got:
+        per_stream.setdefault(c.stream.label, []).append(c)
+    assert len(got) == 20 * columns and all(len(v) == columns for v in per_stream.values())
+    assert len({v[-1].end for v in per_stream.values()}) <= 1  # every stream ends on the same scrape
+
+
+def test_duration_stops_during_an_outage_without_waiting_for_the_endpoint() -> None:
+    endpoint = Scripted([(200, TEXT_TYPE, many_series_page(3, 1)), (500, "text/plain", "down")])
+    sleeps: list[float] = []
+    try:
+        got, said = run(ScrapeSource(url=endpoint.url, metric="h_seconds", interval=3.0, duration=10.0),
+                        sleeps.append, 10_000)
+    finally:
+        endpoint.close()
+    assert got == [] and said and sum(sleeps) == pytest.approx(10.0)  # slept up to the deadline, then stopped

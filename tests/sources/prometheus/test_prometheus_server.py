@@ -119,14 +119,17 @@ def test_a_window_gives_the_servers_own_increase_of_count_per_step(served: Serve
     assert len(columns) == 2 * 5 and {c.stream.unit for c in columns} == {"microsec"}
     assert [c.end for c in columns[::2]] == [served.t0 + STEP * (i + 1) for i in range(5)]
     checked = 0
+    running: dict[str, list[float]] = {}
     for c in columns:
         key = (labels_of(c), round(c.end, 3))
         if key not in counts:
             assert c.gap and c.counts.sum() == 0
             continue
-        assert int(c.counts.sum()) == round(counts[key])
+        mine, theirs = running.setdefault(key[0], [0.0, 0.0])
+        running[key[0]] = [mine + int(c.counts.sum()), theirs + counts[key]]
+        assert abs(running[key[0]][0] - running[key[0]][1]) < 1  # counted so far, within 1 of the server's
         assert c.source_buckets is not None and c.source_buckets.total_time == pytest.approx(sums[key], rel=1e-9)
-        assert c.source_buckets.counts.sum() == round(counts[key])
+        assert c.source_buckets.counts.sum() == c.counts.sum()
         checked += counts[key] > 0
     assert checked >= 6
 
@@ -209,8 +212,8 @@ def test_cli_window_is_recordable_and_its_report_counts_the_same(served: Served,
     for stream in json.loads(report.stdout)["streams"]:
         mine = [i for i in emitted if i.stream.label == stream["stream"]["label"]]
         events = sum(int(i.counts.sum()) for i in mine)
-        assert stream["total"]["events"] == events == sum(round(v) for (labels, _), v in totals.items()
-                                                          if labels == labels_of(mine[0]))
+        assert stream["total"]["events"] == events
+        assert abs(events - sum(v for (labels, _), v in totals.items() if labels == labels_of(mine[0]))) < 1
         assert stream["columns"] == 5
 
 
@@ -224,8 +227,11 @@ def test_a_window_starting_at_a_fractional_second_matches_the_servers_steps(serv
     counts = {(json.dumps(r["metric"], sort_keys=True), round(float(t), 3)): float(v)
               for r in doc["data"]["result"] for t, v in r["values"]}
     assert len(columns) == 2 * 4 and len(counts) == 2 * 4
+    running: dict[str, float] = {}
     for c in columns:
-        assert not c.gap and int(c.counts.sum()) == round(counts[(labels_of(c), round(c.end, 3))])
+        off = int(c.counts.sum()) - counts[(labels_of(c), round(c.end, 3))]
+        running[labels_of(c)] = running.get(labels_of(c), 0.0) + off
+        assert not c.gap and abs(running[labels_of(c)]) < 1
 
 
 def test_live_steps_ending_at_half_seconds_are_not_gaps(served: Served) -> None:
@@ -235,11 +241,13 @@ def test_live_steps_ending_at_half_seconds_are_not_gaps(served: Served) -> None:
     columns, _, _ = live(source, served.t0 + 6.0, 3)
     halves = [c for c in columns if c.end % 1]
     assert len(columns) == 3 and halves
+    off = 0.0
     for c in columns:
         doc = served.server.get("/api/v1/query", {"query": f"sum(increase({CLASSIC}_count[2500ms]))",
                                                   "time": f"{c.end:.3f}"})
         (value,) = [float(r["value"][1]) for r in doc["data"]["result"]]
-        assert not c.gap and int(c.counts.sum()) == round(value) > 0
+        off += int(c.counts.sum()) - value
+        assert not c.gap and c.counts.sum() > 0 and abs(off) < 1
 
 
 def histogram_quantile(q: float, buckets: dict[tuple[float, float], float]) -> float:

@@ -1,8 +1,9 @@
 """Core throughput against baselines measured in the same run (issue 12, items 3, 5 and 7).
 
-Run: .venv/bin/python bench/bench_core.py
+Run: .venv/bin/python bench/bench_core.py   (`fleet`: the interleaved-streams line only)
 Prints protocol ingest (records/s, 26 buckets each; as `report` reads, intervals in columns, and as the views read,
-one by one) vs a plain Python line-reading loop over the same file,
+one by one) vs a plain Python line-reading loop over the same file; ingest of 1,000 streams interleaved record by
+record (a fleet's collector, 6 buckets each) as a ratio to one stream of the same records in the same run;
 raw-value binning (values/s) vs np.histogram on log2 edges, and the accumulator's memory for a day of 1 s
 columns. Times are this process's CPU time (steadier than wall time on a shared machine); best of 3.
 No assertions: targets are in the README's performance section.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from latencymap.core.accumulator import Accumulator
+from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.buckets import NSLOTS, bin_values
 from latencymap.core.model import Interval, StreamId
 from latencymap.flow.pipeline import column_flow, input_flow
@@ -49,6 +50,21 @@ def make_recording(path: Path, records: int, buckets: int = 26) -> None:
             sums = counts * np.exp2(np.arange(NSLOTS) - 1.5) * 1e-6 * rng.uniform(0.9, 1.1, NSLOTS)
             t = 1_700_000_000.0 + i
             fh.write(format_record(stream, t + 1, counts, sums, start=t, per_interval=True))
+
+
+def make_fleet(path: Path, streams: int, records: int, buckets: int = 6) -> None:
+    """`records` cumulative records of each of `streams` streams, interleaved record by record (as a collector of
+    many hosts writes them), `buckets` buckets each; one stream: the same number of records in a row."""
+    rng = np.random.default_rng(7)
+    totals = rng.integers(0, 1000, size=(streams, buckets))
+    with path.open("w") as fh:
+        for i in range(records):
+            totals += rng.poisson(20, (streams, buckets))
+            fh.write("".join(
+                f"<begin record>\ntimestamp, microsec, {1_700_000_000_000_000 + i * 1_000_000}, t{i}\n"
+                f"latencyunit, microsec\nlabel, node{s:04d}/sda\ndatasource, bpf\n"
+                + "".join(f"{16 << b}, {c}\n" for b, c in enumerate(totals[s])) + "<end record>\n"
+                for s in range(streams)))
 
 
 def best(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
@@ -93,6 +109,27 @@ def bench_ingest(records: int = 20_000, recording: bool = False, columns: bool =
           f"ratio {base / ours:.1%} of the line-reading rate; target >= 100k records/s and >= 30%)")
 
 
+def bench_fleet(streams: int = 1000, records: int = 200_000) -> None:
+    """Records/s of `report`'s ingest (in columns) of `streams` interleaved streams, and of one stream of as many
+    records, in the same run."""
+    registry = load_registry()
+    rates = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (1, streams):
+            path = Path(tmp) / f"fleet{n}.txt"
+            make_fleet(path, n, records // n)
+
+            def ingest(path: Path = path, n: int = n) -> None:
+                acc = accumulate(column_flow([str(path)], registry))
+                assert acc.intervals_seen == records - n
+
+            rates[n] = records / best(ingest)
+            path.unlink()
+    ratio = rates[streams] / rates[1]
+    print(f"protocol ingest of {streams:,} streams interleaved record by record (6 buckets): {rates[streams]:,.0f} "
+          f"records/s  (one stream of as many records: {rates[1]:,.0f} records/s; ratio {ratio:.1%})")
+
+
 def bench_binning(n: int = 10_000_000) -> None:
     values = np.random.default_rng(1).lognormal(np.log(300e3), 1.0, n)
     edges = np.concatenate(([0.0], np.exp2(np.arange(0, 63))))
@@ -128,9 +165,12 @@ if __name__ == "__main__":
 
     if sys.argv[1:] == ["memory"]:
         bench_memory()
+    elif sys.argv[1:] == ["fleet"]:
+        bench_fleet()
     else:
         for columns in (True, False):
             bench_ingest(columns=columns)
             bench_ingest(recording=True, columns=columns)
+        bench_fleet()
         bench_binning()
         subprocess.run([sys.executable, __file__, "memory"], check=True)  # a fresh process: its own peak RSS

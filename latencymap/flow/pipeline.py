@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import IO, Any
 
+import numpy as np
+
 from latencymap.core.deltas import Differ
 from latencymap.core.errors import NothingReadable, StrictError
 from latencymap.core.model import (
@@ -18,6 +20,7 @@ from latencymap.core.model import (
     IntervalRun,
     Item,
     Notice,
+    SnapshotRun,
     StreamId,
     rows_by_stream,
     unrolled,
@@ -27,6 +30,12 @@ from latencymap.plugins import Registry, TextFormat
 
 #: Inputs up to this many stay open from their identification to their reading; more are opened again when read.
 KEPT_OPEN = 32
+#: `column_flow` hands the differ runs of cumulative records gathered across the reader's chunks until they hold
+#: this many records of each stream in them (a chunk of 1,000 interleaved streams holds two or three of each, and
+#: the differ and the history pay per stream per run) ...
+GATHER_PER_STREAM = 32
+#: ... or this many records in all.
+GATHER_ROWS = 32_768
 
 
 def diffed(items: Iterable[Item], name: str) -> Flow:
@@ -43,13 +52,18 @@ def input_flow(paths: Sequence[str], registry: Registry, forced_format: str | No
     When every record of an input was skipped, NothingReadable is raised after the last input (with each such
     input's first error), so what the others gave is shown first.
     """
-    return unrolled(column_flow(paths, registry, forced_format, options, stdin, readers))
+    return unrolled(column_flow(paths, registry, forced_format, options, stdin, readers, gather=False))
 
 
 def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | None = None,
                 options: dict[str, Any] | None = None, stdin: IO[bytes] | None = None,
-                readers: list[TextFormat] | None = None) -> ColumnFlow:
-    """`input_flow` with runs of intervals kept in columns (IntervalRuns), for consumers that take them in bulk."""
+                readers: list[TextFormat] | None = None, gather: bool = True) -> ColumnFlow:
+    """`input_flow` with runs of intervals kept in columns (IntervalRuns), for consumers that take them in bulk.
+
+    With `gather`, consecutive runs of cumulative records are diffed together (`gathered`): a consumer that takes
+    the whole flow gets them sooner; one that shows a live pipe as it comes (`input_flow`) passes False, since a
+    chunk's records would wait for the next chunk.
+    """
     named = paths or ["-"]
     inputs = [(read_input(p, registry, forced_format, options, stdin, runs=True, readers=readers,
                           keep_open=len(named) <= KEPT_OPEN), p) for p in named]
@@ -62,7 +76,8 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
         if before is not None:  # a log and its rotation: the interval between them is the next input's first
             differ.carry(before)
         before = differ
-        flow = differ.run_columns(tally.count(items))
+        counted = tally.count(items)
+        flow = differ.run_columns(gathered(counted) if gather else counted)
         yield from _apart(flow, "<stdin>" if path in ("-", "") else path, seen) if len(inputs) > 1 else flow
         name = "<stdin>" if path in ("-", "") else path
         if tally.cut and not tally.read:  # whatever the compressor, and whether a piece of a record came out or not
@@ -71,6 +86,50 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
             unreadable.append(f"{name}: no record could be read ({tally.skipped} skipped); the first: {tally.first}")
     if unreadable:
         raise NothingReadable(unreadable)
+
+
+def gathered(items: Iterable[Item], per_stream: int = GATHER_PER_STREAM, most: int = GATHER_ROWS) -> Iterator[Item]:
+    """`items` with consecutive SnapshotRuns joined into one until it holds `per_stream` records of each stream in
+    it, or `most` records (anything else between two runs ends the one before). The differ gives the same intervals
+    and notices for a run as for its pieces, in the same order. When reading fails, the records held come first."""
+    held: list[SnapshotRun] = []
+    rows = 0
+    streams: set[int] = set()
+    source = iter(items)
+    while True:
+        try:
+            item = next(source)
+        except StopIteration:
+            break
+        except BaseException:  # what was read before the failure still counts (a report of an interrupted pipe)
+            if held:
+                yield joined(held)
+            raise
+        if isinstance(item, SnapshotRun):
+            held.append(item)
+            rows += len(item)
+            streams.update(map(id, item.streams))  # each stream is one object (the reader's cache): a cheap count
+            if rows >= most or rows >= per_stream * len(streams):
+                yield joined(held)
+                held, rows = [], 0
+                streams.clear()
+            continue
+        if held:
+            yield joined(held)
+            held, rows = [], 0
+            streams.clear()
+        yield item
+    if held:
+        yield joined(held)
+
+
+def joined(runs: list[SnapshotRun]) -> SnapshotRun:
+    """Consecutive SnapshotRuns as one."""
+    if len(runs) == 1:
+        return runs[0]
+    return SnapshotRun([s for run in runs for s in run.streams], np.concatenate([run.micros for run in runs]),
+                       np.concatenate([run.counts for run in runs]), np.concatenate([run.present for run in runs]),
+                       [d for run in runs for d in run.dates], [n for run in runs for n in run.lines])
 
 
 def _apart(flow: ColumnFlow, name: str, seen: dict[StreamId, tuple[float, str]]) -> ColumnFlow:

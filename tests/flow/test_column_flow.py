@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.deltas import Differ
 from latencymap.core.errors import NothingReadable
-from latencymap.core.model import Interval, IntervalRun, Notice, StreamId
-from latencymap.flow.pipeline import column_flow, input_flow, limited
+from latencymap.core.model import Interval, IntervalRun, Notice, StreamId, unrolled
+from latencymap.flow.pipeline import column_flow, gathered, input_flow, limited
 from latencymap.flow.recording import Recorder
 from latencymap.plugins import load_registry
 from latencymap.protocol import ProtocolReader
@@ -224,3 +224,52 @@ def test_many_inputs_hold_few_files_open(tmp_path: Path) -> None:
                        text=True, preexec_fn=few_descriptors, timeout=120)
     assert r.returncode == 2 and r.stdout == ""  # still identified up front: nothing is read before the error
     assert "zz-junk.txt: unrecognised input format" in r.stderr
+
+
+def interleaved_text(streams: int, records: int, seed: int) -> str:
+    """Cumulative records of `streams` streams interleaved record by record (a fleet's collector): buckets missing
+    now and then, a counter going down in one stream, a restart in another, a repeated timestamp in a third."""
+    rng = np.random.default_rng(seed)
+    totals = rng.integers(0, 1000, size=(streams, 6))
+    out = []
+    for r in range(records):
+        for s in range(streams):
+            totals[s] += rng.poisson(5, 6)
+            rows = totals[s].copy()
+            if s == 1 and r == records // 2:
+                rows[2] -= 3  # a counter going down
+            if s == 2 and r == records // 3:
+                totals[s] = rows = rng.integers(0, 3, 6)  # a restart
+            stamp = 1_700_000_000_000_000 + (r - (s == 3 and r == 4)) * 1_000_000
+            keep = rng.random(6) > 0.1
+            body = "".join(f"{16 << b}, {c}\n" for b, c in enumerate(rows) if keep[b])
+            out.append(f"<begin record>\ntimestamp, microsec, {stamp}, t{r}\nlatencyunit, microsec\n"
+                       f"label, node{s:04d}/sda\ndatasource, bpf\n{body}<end record>\n")
+    return "".join(out)
+
+
+def test_many_interleaved_streams_across_chunks_accumulate_alike(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.txt"
+    path.write_text(interleaved_text(300, 24, 3))
+    assert path.stat().st_size > 2 * 512 * 1024  # more than two of the reader's chunks
+    one, cols = both(path)
+    assert cols == one and len(one) == 3 + 300
+
+
+def flow_facts(flow: Iterator[Interval | Notice]) -> list[Any]:
+    return [item.message if isinstance(item, Notice) else
+            (item.stream, item.start, item.end, item.duration, item.counts.tolist(), item.reset, item.date,
+             item.start_date) for item in flow]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 12), st.integers(0, 99), st.integers(200, 5000), st.integers(1, 40),
+       st.integers(1, 3000))
+def test_runs_gathered_across_chunks_diff_as_records_one_by_one(streams: int, records: int, seed: int, chunk: int,
+                                                                per_stream: int, most: int) -> None:
+    text = interleaved_text(streams, records, seed)
+    lines = Differ(name="x").run(ProtocolReader("x").read(text.splitlines(True)))
+    chunks = [text[i:i + chunk] for i in range(0, len(text), chunk)]
+    items = ProtocolReader("x").read_chunks(chunks, runs=True)
+    bulk = unrolled(Differ(name="x").run_columns(gathered(items, per_stream, most)))
+    assert flow_facts(bulk) == flow_facts(lines)

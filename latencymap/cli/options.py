@@ -33,6 +33,12 @@ class _History(click.ParamType):
 HISTORY = _History()
 
 
+def history_option(help_text: str) -> Any:
+    """`--history SIZE|N` (a memory budget, or columns per stream: `parse_history`), with the command's own help;
+    None when not given (the default budget)."""
+    return click.option("--history", type=HISTORY, default=None, metavar="SIZE|N", help=help_text)
+
+
 class Finite(click.FloatRange):
     """A float option that NaN and infinities cannot pass (click's float takes `nan` and `inf`, and every range check
     passes NaN): a speed, a time, a delay or a scale that is not a number is bad usage, not a crash later on."""
@@ -176,9 +182,8 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Seconds between plain frames (replaying files)."),
         click.option(*_multi("--debug_level"), "-d", type=int, default=0, hidden=True,
                      help="Accepted for PyLatencyMap compatibility; ignored."),
-        click.option("--history", type=HISTORY, default=None, metavar="SIZE|N",
-                     help="History kept for scrolling back: a memory budget for all streams (512M, 2G; default a "
-                          "quarter of RAM; the oldest columns go first), or N columns per stream."),
+        history_option("History kept for scrolling back: a memory budget for all streams (512M, 2G; default a "
+                       "quarter of RAM; the oldest columns go first), or N columns per stream."),
         click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
                      help="Record the normalized stream to PATH as it arrives (.zst: zstd frames)."),
         click.option("--force", is_flag=True, help="Let --record overwrite an existing file."),

@@ -17,10 +17,10 @@ from latencymap.cli.common import (
     no_terminal_input,
     say,
 )
-from latencymap.cli.options import format_kwargs, format_options, limit_options
+from latencymap.cli.options import format_kwargs, format_options, history_option, limit_options
 from latencymap.cli.running import built, prepare
 from latencymap.cli.tuning import keep_freed_memory
-from latencymap.core.accumulator import Accumulator, accumulate
+from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, accumulate
 from latencymap.core.errors import InputError, NothingReadable
 from latencymap.core.model import ColumnFlow, Notice, StreamId
 from latencymap.flow.pipeline import column_flow, diffed
@@ -161,10 +161,13 @@ class _ReportCommand(click.Command):
               help="Exit 1 when EXPR holds for any stream, e.g. 'p99 > 20ms', 'tail.events_share < 5% or bimodal'. "
                    "Metrics: p50 p90 p99 p999 mean time events rate bands tail.time_share tail.events_share "
                    "bimodal (see below); and, or, not, parentheses. Repeatable.")
+@history_option("Memory for the history the report is made of: a budget for all streams (512M, 2G; default a "
+                "quarter of RAM), or N columns per stream. Past it the oldest columns are dropped: the report then "
+                "covers the columns kept, and its notes say how many were dropped.")
 @limit_options
 @format_options
 def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, output: str | None,
-           fail_if: list[Any], **kw: Any) -> None:
+           fail_if: list[Any], history: HistoryLimit | None, **kw: Any) -> None:
     """Analyse whole INPUTs (default stdin), or a source run to its end (`report spark LOG`), with no UI."""
     fmt_opts = format_kwargs(kw)
 
@@ -182,21 +185,35 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             flow = prepare(diffed(guarded_source(source.items(), source.name), source.name), kw, source=source.name)
         else:
             flow = prepare(column_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers), kw)
-        acc = Accumulator()
+        acc = Accumulator(cap=history or DEFAULT_HISTORY)
         try:
             accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
         except NothingReadable:  # report what was read (and skipped), say what the gates found there, then fail
+            _note_dropped(acc)
             _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
             _gate_failures(acc, fail_if)  # exit code 1 either way: the unreadable input's
             raise
         except (KeyboardInterrupt, Terminated, SourceError) as err:  # stopped or failed: what was read is reported
             acc.note(Notice(_stopped(err, source), skipped=0))
+            _note_dropped(acc)
             _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
             raise
+        _note_dropped(acc)
         _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
         return _gate_failures(acc, fail_if)
 
     guarded(body)
+
+
+def _note_dropped(acc: Accumulator) -> None:
+    """A closing note when the history dropped columns (`--history`): how many, and what the report covers."""
+    dropped = sum(h.dropped for h in acc.streams.values())
+    if not dropped:
+        return
+    seen = dropped + sum(h.n for h in acc.streams.values())
+    acc.note(Notice(f"history ({acc.limit}, --history): {dropped:,} of the {seen:,} columns read were dropped, the "
+                    f"oldest first; this report covers the {seen - dropped:,} columns kept, not the whole run",
+                    skipped=0))
 
 
 def _stopped(err: BaseException, source: Source | None) -> str:

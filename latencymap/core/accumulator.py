@@ -1,4 +1,12 @@
-"""Histories of every stream (compact, `latencymap.core.history`), under a memory budget or a column limit."""
+"""Histories of every stream (compact, `latencymap.core.history`), under a memory budget or a column limit.
+
+Under a memory budget the accumulator counts what every history holds as it grows: sealed chunks, and the open
+part of each stream (the growing block, what reading keeps decoded), each stream's share recounted when columns are
+appended to it. Over the budget, the growing blocks of the largest holders are sealed early once they take more
+than half of it (a sealed chunk is a fraction of its block, nothing is lost), then the oldest sealed chunks of all
+streams are dropped. Dropped columns leave their sums (`StreamHistory.dropped_sums`), so whole-run totals still
+cover every column seen.
+"""
 
 from __future__ import annotations
 
@@ -10,16 +18,20 @@ from dataclasses import dataclass, field
 
 from latencymap.core import columns
 from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Chunk
-from latencymap.core.history import ColumnStats, StreamHistory, Totals
+from latencymap.core.history import ColumnStats, DroppedSums, StreamHistory, Totals
 from latencymap.core.model import Interval, IntervalRun, Notice, StreamId, rows_by_stream
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_bytes
 
-__all__ = ["BATCH", "DEFAULT_HISTORY", "EXACT", "GAP", "MAX_MESSAGES", "RESET", "TIMED", "Accumulator", "ColumnStats",
-           "HistoryLimit", "StreamHistory", "Totals", "accumulate", "default_budget", "parse_history",
-           "set_chunk_columns"]
+__all__ = ["BATCH", "DEFAULT_HISTORY", "EXACT", "GAP", "MAX_MESSAGES", "MIN_STREAM_BYTES", "RESET", "TIMED",
+           "Accumulator", "ColumnStats", "DroppedSums", "HistoryLimit", "StreamHistory", "Totals", "accumulate",
+           "default_budget", "parse_history", "set_chunk_columns"]
 
 MAX_MESSAGES = 100
+#: The least of a memory budget a stream is worth: with 6 buckets it keeps at least some 1,200 newest columns.
+#: Below it a stream keeps fewer (8 KiB: about 540, 4 KiB: 210, 1 KiB: a few dozen), and the accumulator says so
+#: once; a budget that cannot hold even each stream's newest columns is said too.
+MIN_STREAM_BYTES = 16 << 10
 
 
 def default_budget() -> int:
@@ -74,7 +86,9 @@ class Accumulator:
     """Histories of every stream seen, in arrival order, plus what readers skipped.
 
     `cap` is a `HistoryLimit`, or a number of columns per stream (the old form). Under a memory budget the
-    oldest sealed chunk of all streams is dropped first, and a message says so once.
+    oldest sealed chunk of all streams is dropped first (growing blocks that take more than half of the budget are
+    sealed early, the largest first), and a message says so once; under a column limit, a message says so once
+    too when the first columns are dropped.
     """
 
     cap: HistoryLimit | int | None = DEFAULT_HISTORY
@@ -85,11 +99,21 @@ class Accumulator:
     #: Rebinned streams' own buckets (Prometheus, OpenTelemetry explicit bounds), summed.
     sources: dict[StreamId, SourceTotals] = field(default_factory=dict)
     dropped_for_budget: int = 0
+    #: Columns dropped past the column limit (`--history N`), all streams together.
+    dropped_for_columns: int = 0
     #: Told what the accumulator itself has to say (the budget is full), as a view shows a reader's notices.
     on_notice: Callable[[Notice], None] | None = field(default=None, repr=False)
     _oldest: list[tuple[int, StreamHistory]] = field(default_factory=list, repr=False)
+    #: Bytes of every sealed chunk; of every stream's open part as last counted (per stream in `_open`), summed.
     _sealed: int = 0
     _other: int = 0
+    _open: dict[StreamId, int] = field(default_factory=dict, repr=False)
+    #: Each stream's only chunk, kept out of `_oldest` while dropping it would leave the stream no column.
+    _last: dict[StreamId, tuple[int, StreamHistory]] = field(default_factory=dict, repr=False)
+    #: `_other` past which growing blocks are sealed early (set after each such pass).
+    _reseal_at: int = 0
+    _said_small: bool = False
+    _said_over: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.cap, int):
@@ -108,6 +132,8 @@ class Accumulator:
         added = 0
         for item in items:
             if isinstance(item, Notice):
+                if self.limit.columns is not None and not self.dropped_for_columns:
+                    self._flush(batches)  # what the column limit says comes where one interval at a time says it
                 self.note(item)
             elif isinstance(item, IntervalRun):
                 self._add_run(item, batches)
@@ -140,44 +166,98 @@ class Accumulator:
         batches.clear()
 
     def _append(self, stream: StreamId, columns: list[Interval] | IntervalRun, rows: list[int] | None = None) -> None:
-        """Append intervals (or the rows `rows` of a run) to the stream's history, counting what that sealed."""
+        """Append intervals (or the rows `rows` of a run) to the stream's history, counting what it holds now."""
         hist = self.history(stream)
-        before = hist.sealed_bytes
+        before, dropped = hist.sealed_bytes, hist.dropped
         if isinstance(columns, IntervalRun):
             hist.extend_run(columns, rows)
         else:
             hist.extend(columns)
         self._sealed += hist.sealed_bytes - before
+        self._recount(hist)
+        if self._last and stream in self._last and hist.can_drop_oldest_chunk():
+            heapq.heappush(self._oldest, self._last.pop(stream))
+        if hist.dropped != dropped and self.limit.columns is not None:
+            if not self.dropped_for_columns:
+                self._tell(f"history: each stream keeps its newest {self.limit.columns:,} columns (--history "
+                           f"{self.limit.columns}); older ones are dropped from now on")
+            self.dropped_for_columns += hist.dropped - dropped
 
-    def room_for(self, count: int) -> bool:
-        """Whether appending `count` columns to one stream in one `add` surely drops none for the memory budget."""
+    def _recount(self, hist: StreamHistory) -> None:
+        """Count what the open part of `hist` holds now (its growing block, what reading keeps decoded)."""
+        held = hist.open_bytes
+        self._other += held - self._open.get(hist.stream, 0)
+        self._open[hist.stream] = held
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes the histories hold as the budget counts them (each stream's open part as of its last append)."""
+        return self._sealed + self._other
+
+    def room_for(self, count: int, stream: StreamId | None = None) -> bool:
+        """Whether appending `count` columns to `stream` (None: the only stream, or any) in one `add` surely drops
+        none for the memory budget."""
         budget = self.limit.budget
-        # Sealing holds at most the growing block's columns and the new ones, each well under 4 KiB compressed
-        # (64 int64 counts, 64 float64 times, 25 bytes of metadata, zstd's framing).
-        return budget is None or self._sealed + self._other + (count + columns.CHUNK_COLUMNS) * 4096 <= budget
+        if budget is None:
+            return True
+        hist = self.streams.get(stream) if stream is not None else \
+            next(iter(self.streams.values())) if len(self.streams) == 1 else None
+        if hist is None:
+            return self._sealed + self._other + (count + columns.CHUNK_COLUMNS) * 4096 <= budget
+        self._recount(hist)  # what reading decoded since its last append: counted at the next one
+        return self._sealed + self._other + hist.growth_bound(count) <= budget
 
     def _on_seal(self, hist: StreamHistory, chunk: Chunk) -> None:
         heapq.heappush(self._oldest, (chunk.seq, hist))
 
     def _enforce(self, budget: int) -> None:
-        """Drop the oldest sealed chunks of all streams until the histories fit `budget`."""
-        self._other = sum(h.nbytes - h.sealed_bytes for h in self.streams.values())
+        """Bring the histories within `budget`: seal the largest growing blocks early while they take more than
+        half of it, then drop the oldest sealed chunks of all streams."""
+        if self._other > max(self._reseal_at, budget // 2):
+            self._seal_open(budget // 4)
+            # what sealing could not free (metadata kept decoded, blocks just sealed): not again until it grows
+            self._reseal_at = self._other + budget // 4 if self._other > budget // 2 else 0
         dropped = 0
         while self._sealed + self._other > budget and self._oldest:
             seq, hist = heapq.heappop(self._oldest)
             chunk = hist.oldest_chunk()
             if chunk is None or chunk.seq != seq:
                 continue  # already gone (a column limit dropped it)
+            if not hist.can_drop_oldest_chunk():  # the stream's newest columns: back in line once newer ones come
+                self._last[hist.stream] = (seq, hist)
+                continue
             before = hist.sealed_bytes
             dropped += hist.drop_oldest_chunk()
             self._sealed += hist.sealed_bytes - before
         if dropped and not self.dropped_for_budget:
-            notice = Notice(f"history: the memory budget ({format_bytes(budget)}, --history) is full; the oldest "
-                            "columns are dropped from now on", skipped=0)
-            self.note(notice)
-            if self.on_notice is not None:
-                self.on_notice(notice)
+            self._tell(f"history: the memory budget ({format_bytes(budget)}, --history) is full; the oldest "
+                       "columns are dropped from now on")
         self.dropped_for_budget += dropped
+        if self._sealed + self._other > budget and not self._said_over:
+            self._said_over = True
+            self._tell(f"history: the memory budget ({format_bytes(budget)}, --history) cannot hold "
+                       f"{len(self.streams):,} streams: their newest columns alone take "
+                       f"{format_bytes(self._sealed + self._other)} (give at least {format_bytes(MIN_STREAM_BYTES)} "
+                       "a stream)")
+
+    def _seal_open(self, target: int) -> None:
+        """Seal the growing blocks of the streams that hold the most until the open parts take `target` or less."""
+        for hist in self.streams.values():
+            self._recount(hist)
+        for hist in sorted(self.streams.values(), key=lambda h: self._open[h.stream], reverse=True):
+            if self._other <= target:
+                break
+            before = hist.sealed_bytes
+            if hist.seal_open():
+                self._sealed += hist.sealed_bytes - before
+                self._recount(hist)
+
+    def _tell(self, message: str) -> None:
+        """Say what the accumulator itself has to say: in its messages, and to `on_notice`."""
+        notice = Notice(message, skipped=0)
+        self.note(notice)
+        if self.on_notice is not None:
+            self.on_notice(notice)
 
     def note(self, notice: Notice) -> None:
         self.skipped += notice.skipped
@@ -189,6 +269,14 @@ class Accumulator:
         if hist is None:
             hist = self.streams[stream] = StreamHistory(stream, self.limit.columns)
             hist.on_seal = self._on_seal
+            budget = self.limit.budget
+            n = len(self.streams)
+            if budget is not None and n * MIN_STREAM_BYTES > budget and not self._said_small:
+                self._said_small = True
+                self._tell(f"history: the memory budget ({format_bytes(budget)}, --history) is under "
+                           f"{format_bytes(MIN_STREAM_BYTES)} a stream now that {n:,} streams share it: each keeps "
+                           f"only its newest few hundred columns or fewer (give at least "
+                           f"{format_bytes(MIN_STREAM_BYTES)} a stream)")
         return hist
 
     @property

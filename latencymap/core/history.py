@@ -4,11 +4,16 @@ Readers ask for a range of columns (`counts_in`, `time_in`, `frequency`, `intens
 `totals`): only the chunks covering it are decoded (the last two are kept decoded). The full-array properties
 `counts` and `time` build (columns, 64) arrays on every access; `start`, `end`, `durations` and `flags` are
 kept decoded once asked for, until `release()`.
+
+Columns dropped (a column limit, a memory budget) leave their sums behind (`dropped_sums`): per-slot counts and
+time, observed duration, whether their times were exact; `totals(..., all_seen=True)` adds them, so whole-run
+totals cover every column seen, kept or not.
 """
 
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,8 +47,17 @@ class StreamHistory:
         self.on_seal: Callable[[StreamHistory, Chunk], None] | None = None
         self._size = columns.CHUNK_COLUMNS
         self._chunks: list[Chunk] = []
+        #: Where each held chunk ends and where the first one starts, in columns stored since the stream began
+        #: (a chunk sealed early, under a memory budget, holds fewer than `_size` columns).
+        self._ends: list[int] = []
+        self._base = 0
         self._hot = Block(min(64, self._size))
         self._skip = 0
+        #: What dropped columns held, past the first `_skip` columns of the oldest block still stored.
+        self._gone_counts = np.zeros(NSLOTS, dtype=np.int64)
+        self._gone_time = np.zeros(NSLOTS)
+        self._gone_dur = 0.0
+        self._gone_exact = True
         self._cache: list[tuple[Chunk, Block]] = []
         self._meta: KeptMeta | None = None
         self._dense: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
@@ -55,12 +69,6 @@ class StreamHistory:
         k = len(intervals)
         if k == 0:
             return
-        if self.cap is not None and k > self.cap:
-            if any(iv.time is not None for iv in intervals[:-self.cap]):
-                self.timed = True  # the stream gives times, as when those columns came in an earlier batch
-            self.dropped += k - self.cap
-            intervals = intervals[-self.cap:]
-            k = self.cap
         counts = np.empty((k, NSLOTS), dtype=np.int64)
         for i, iv in enumerate(intervals):
             counts[i] = iv.counts
@@ -87,10 +95,7 @@ class StreamHistory:
         k = len(run) if rows is None else len(rows)
         if k == 0:
             return
-        if self.cap is not None and k > self.cap:
-            self.dropped += k - self.cap
-            pick = slice(len(run) - self.cap, None) if rows is None else rows[-self.cap:]
-        time = None if run.time is None else run.time[pick]  # the stream gives times even if all were dropped
+        time = None if run.time is None else run.time[pick]
         timed = None if time is None else np.ones(len(time), dtype=bool)
         self.extend_columns(run.counts[pick], time, timed, run.start[pick], run.end[pick], run.duration[pick],
                             run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]])
@@ -98,17 +103,28 @@ class StreamHistory:
     def extend_columns(self, counts: np.ndarray, time: np.ndarray | None, timed: np.ndarray | None,
                        start: np.ndarray, end: np.ndarray, dur: np.ndarray, reset: np.ndarray, gap: np.ndarray,
                        date: str) -> None:
-        """Append columns given as arrays (at most `cap` of them): counts per slot, times per slot (exact in the
-        rows `timed`, estimates elsewhere; None: no row has them), spans, reset and gap marks, the last date."""
+        """Append columns given as arrays: counts per slot, times per slot (exact in the rows `timed`, estimates
+        elsewhere; None: no row has them), spans, reset and gap marks, the last date. Past `cap` columns, only the
+        sums of the oldest are kept (`dropped_sums`)."""
         k = len(counts)
         self._dense = None
         if time is not None and (timed is None or timed.any()):
-            self.timed = True
+            self.timed = True  # the stream gives times, even where every column that gave them is cut below
         estimated = counts.any(axis=1) if timed is None else counts.any(axis=1) & ~timed
         flags = np.where(estimated, 0, EXACT).astype(np.uint8)
         if timed is not None:
             flags[timed] |= TIMED
         flags |= reset.astype(np.uint8) * RESET | gap.astype(np.uint8) * GAP
+        if self.cap is not None and k > self.cap:  # more than the history keeps: the oldest leave only their sums
+            cut = slice(0, k - self.cap)
+            spent = np.multiply(counts[cut], self._mid) if time is None else time[cut]
+            self._gone(slice(None), counts[cut].sum(axis=0), spent.sum(axis=0),
+                       observed_s(dur[cut], flags[cut], counts[cut]), bool(np.all(flags[cut] & EXACT)))
+            self.dropped += k - self.cap
+            keep = slice(k - self.cap, k)
+            counts, start, end, dur, flags = counts[keep], start[keep], end[keep], dur[keep], flags[keep]
+            time = None if time is None else time[keep]
+            k = self.cap
         meta: dict[str, np.ndarray] = {"start": start, "end": end, "dur": dur, "flags": flags}
         done = 0
         while done < k:
@@ -126,40 +142,91 @@ class StreamHistory:
             self._drop_front(self.n - self.cap)
         self.dates = date
 
-    def _seal(self) -> None:
+    def _seal(self, capacity: int = 64) -> None:
         chunk = Chunk.seal(self._hot, self._mid)
         chunk.seq = next(_SEQUENCE)
+        self._ends.append(self._hot_start + chunk.n)
         self._chunks.append(chunk)
         self.sealed_bytes += chunk.nbytes
-        self._hot = Block(min(64, self._size))
+        self._hot = Block(min(capacity, self._size))
         if self.on_seal is not None:
             self.on_seal(self, chunk)
 
+    def seal_open(self) -> bool:
+        """Seal the growing block now, however full (a memory budget is short: a sealed chunk is a fraction of
+        the block's size, and can be dropped; the next block starts small); False when it holds no column, or is
+        as small as a new one (sealing it would free nothing)."""
+        if self._hot.n == 0 or len(self._hot.start) <= 16:
+            return False
+        self._seal(16)
+        return True
+
+    @property
+    def _hot_start(self) -> int:
+        """Where the growing block starts, in the coordinates of `_ends`."""
+        return self._ends[-1] if self._ends else self._base
+
     def _drop_front(self, k: int) -> None:
-        """Forget the `k` oldest kept columns."""
+        """Forget the `k` oldest kept columns (their sums are kept: `dropped_sums`)."""
         k = min(k, self.n)
         self._skip += k
         self.n -= k
         self.dropped += k
         if self._meta is not None:
             self._meta.drop(k)
-        while self._chunks and self._skip >= self._size:
-            self._forget(self._chunks.pop(0))
-            self._skip -= self._size
+        while self._chunks and self._skip >= self._chunks[0].n:
+            chunk = self._chunks.pop(0)
+            self._base = self._ends.pop(0)
+            self._skip -= chunk.n
+            self._gone(slice(chunk.lo, chunk.lo + chunk.width), chunk.slot_counts, chunk.slot_time, chunk.dur_total,
+                       bool(chunk.flags_and & EXACT))
+            self._forget(chunk)
+
+    def _gone(self, slots: slice, counts: np.ndarray, time: np.ndarray, dur: float, exact: bool) -> None:
+        """Add dropped columns' sums (per slot of `slots`) to what the dropped columns held."""
+        self._gone_counts[slots] += counts
+        self._gone_time[slots] += time
+        self._gone_dur += dur
+        self._gone_exact = self._gone_exact and exact
 
     def _forget(self, chunk: Chunk) -> None:
         self.sealed_bytes -= chunk.nbytes
         self._cache = [(c, b) for c, b in self._cache if c is not chunk]
 
+    def dropped_sums(self) -> DroppedSums:
+        """What every dropped column held: per-slot counts and time, observed duration, and whether every one's
+        time was exact (from the summaries of the chunks forgotten, and the dropped columns still stored)."""
+        counts, time = self._gone_counts.copy(), self._gone_time.copy()
+        dur, exact = self._gone_dur, self._gone_exact
+        if self._skip:  # the oldest block still stored starts with dropped columns
+            block = self._block(0, True) if self._chunks else self._hot
+            rows = slice(0, self._skip)
+            window = slice(block.lo, block.lo + block.width)
+            part = block.counts[rows]
+            counts[window] += part.sum(axis=0, dtype=np.int64)
+            dense = np.zeros((self._skip, NSLOTS), dtype=np.int64)
+            dense[:, window] = part
+            spent = np.zeros((self._skip, NSLOTS))
+            block.dense_time(rows, spent, self._mid)
+            time += spent.sum(axis=0)
+            flags = block.flags[rows]
+            dur += observed_s(block.dur[rows], flags, dense)
+            exact = exact and bool(np.all(flags & EXACT))
+        return DroppedSums(self.dropped, counts, time, dur, exact)
+
     def oldest_chunk(self) -> Chunk | None:
         """The oldest sealed chunk still held, if any."""
         return self._chunks[0] if self._chunks else None
+
+    def can_drop_oldest_chunk(self) -> bool:
+        """Whether a sealed chunk can be dropped with columns left after it (a history never drops its newest)."""
+        return len(self._chunks) > 1 or (len(self._chunks) == 1 and self._hot.n > 0)
 
     def drop_oldest_chunk(self) -> int:
         """Forget the oldest sealed chunk's columns (a memory budget is full); the columns dropped."""
         if not self._chunks:
             return 0
-        k = self._size - self._skip
+        k = self._chunks[0].n - self._skip
         self._drop_front(k)
         return k
 
@@ -197,6 +264,28 @@ class StreamHistory:
         extra = self._meta.nbytes if self._meta is not None else 0
         return self.sealed_bytes + self._hot.nbytes + extra + sum(b.nbytes for _, b in self._cache)
 
+    @property
+    def open_bytes(self) -> int:
+        """Bytes held besides the sealed chunks: the growing block, and what reading keeps decoded (`nbytes` less
+        `sealed_bytes`, asked on every append under a memory budget: without a call per array)."""
+        hot = self._hot
+        held = hot.counts.nbytes + 3 * hot.start.nbytes + hot.flags.nbytes  # start, end and dur grow together
+        if hot.time is not None:
+            held += hot.time.nbytes
+        if self._meta is not None:
+            held += self._meta.nbytes
+        if self._cache:
+            held += sum(b.nbytes for _, b in self._cache)
+        return held
+
+    def growth_bound(self, count: int) -> int:
+        """At most how many bytes appending `count` columns in one go may add to `nbytes`."""
+        # Sealing holds at most the growing block's columns and the new ones, each well under 4 KiB compressed (64
+        # int64 counts, 64 float64 times, 25 bytes of metadata, zstd's framing), and a new growing block is no
+        # bigger; metadata kept decoded may be reallocated at twice its columns.
+        meta = 0 if self._meta is None else (2 * (self._meta.n + count) + 64) * 25
+        return (count + self._size) * 4096 + meta
+
     # -- reading columns
 
     def _range(self, cols: slice) -> tuple[int, int]:
@@ -217,19 +306,22 @@ class StreamHistory:
 
     def _spans(self, first: int, stop: int) -> Iterator[tuple[int, int, int]]:
         """(chunk index, first row, rows) covering kept columns [first, stop); index len(chunks) is the newest block."""
-        size, held = self._size, len(self._chunks)
-        p, end = first + self._skip, stop + self._skip
+        ends, held = self._ends, len(self._chunks)
+        p, end = self._base + first + self._skip, self._base + stop + self._skip
+        i = bisect_right(ends, p)
         while p < end:
-            i, r = divmod(p, size)
-            if i >= held:
-                i, r = held, p - held * size
-            take = min(size - r, end - p) if i < held else end - p
+            if i < held:
+                r = p - (ends[i - 1] if i else self._base)
+                take = min(ends[i] - p, end - p)
+            else:
+                i, r, take = held, p - self._hot_start, end - p
             yield i, r, take
             p += take
+            i += 1
 
     def _pieces(self, first: int, stop: int) -> Iterator[tuple[int, Block, slice]] | tuple[tuple[int, Block, slice]]:
         """(offset in the range, block, rows of the block) covering kept columns [first, stop)."""
-        newest = first + self._skip - len(self._chunks) * self._size
+        newest = self._base + first + self._skip - self._hot_start
         if newest >= 0:  # all in the newest block: what views read, frame after frame
             return ((0, self._hot, slice(newest, newest + stop - first)),)
         return self._chunk_pieces(first, stop)
@@ -244,7 +336,7 @@ class StreamHistory:
 
     def _whole(self, i: int, take: int) -> Chunk | None:
         """Chunk `i` when a span covers all of it."""
-        return self._chunks[i] if i < len(self._chunks) and take == self._size else None
+        return self._chunks[i] if i < len(self._chunks) and take == self._chunks[i].n else None
 
     def counts_in(self, cols: slice = slice(None)) -> np.ndarray:
         """Counts of columns `cols` as a dense (columns, 64) int64 array."""
@@ -362,9 +454,10 @@ class StreamHistory:
             percentiles=percentile_estimates(counts, self.low, self.high, times=means),
         )
 
-    def totals(self, cols: slice = slice(None), *, fast: bool = False) -> Totals:
+    def totals(self, cols: slice = slice(None), *, fast: bool = False, all_seen: bool = False) -> Totals:
         """Aggregate over columns; `fast` takes whole chunks' sums without decoding them (time may then differ
-        from the exact sum in the last bits)."""
+        from the exact sum in the last bits). `all_seen`: the columns dropped too, every one seen before `cols`
+        (which must then start at the first kept column): whole-run totals, whatever the history keeps."""
         if fast:
             counts, times, dur = self.slot_sums(cols)
             spent = float(times.sum())
@@ -373,15 +466,31 @@ class StreamHistory:
             counts, times = columns.sum(axis=0), spent_in.sum(axis=0)
             spent = float(spent_in.sum())
             dur = observed_s(self.meta_in("dur", cols), self.meta_in("flags", cols), columns)
+        exact = self.exact_in(cols)
+        if all_seen and self.dropped:
+            if self._range(cols)[0] != 0:
+                raise ValueError("totals over all columns seen start at the first kept column")
+            gone = self.dropped_sums()
+            counts, times = counts + gone.counts, times + gone.time
+            spent += float(gone.time.sum())
+            dur += gone.duration_s
+            exact = (exact or self._range(cols)[1] == 0) and gone.exact and self.timed
         events = int(counts.sum())
         # exact times say where inside each bucket its events lie (estimated ones would say the midpoint)
-        pct = percentile_estimates(counts, self.low, self.high, times=times if self.exact_in(cols) else None)
+        pct = percentile_estimates(counts, self.low, self.high, times=times if exact else None)
         return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
                       dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)))
 
-    def slot_sums(self, cols: slice = slice(None)) -> tuple[np.ndarray, np.ndarray, float]:
+    def slot_sums(self, cols: slice = slice(None), *, all_seen: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
         """Per-slot counts and time, and duration (s, gap columns left out) of columns `cols`: whole chunks from
-        their summaries, without decoding them (time may differ from the exact sum in the last bits)."""
+        their summaries, without decoding them (time may differ from the exact sum in the last bits). `all_seen`:
+        with the dropped columns' (`cols` must then start at the first kept column)."""
+        if all_seen and self.dropped:
+            if self._range(cols)[0] != 0:
+                raise ValueError("sums over all columns seen start at the first kept column")
+            counts, times, dur = self.slot_sums(cols)
+            gone = self.dropped_sums()
+            return counts + gone.counts, times + gone.time, dur + gone.duration_s
         first, stop = self._range(cols)
         counts = np.zeros(NSLOTS, dtype=np.int64)
         times = np.zeros(NSLOTS)
@@ -432,6 +541,18 @@ class ColumnStats:
     time_per_s: np.ndarray
     mean_s: np.ndarray
     percentiles: np.ndarray  # (cols, len(PERCENTILES)) seconds
+
+
+@dataclass(slots=True)
+class DroppedSums:
+    """What a history's dropped columns held (`StreamHistory.dropped_sums`): their number, per-slot counts and time
+    (s), the seconds they cover with data, and whether every one's time was given by the source."""
+
+    columns: int
+    counts: np.ndarray
+    time: np.ndarray
+    duration_s: float
+    exact: bool
 
 
 @dataclass(slots=True)

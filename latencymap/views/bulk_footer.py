@@ -96,5 +96,5 @@ class Footer:
         totals.counts = run_counts[-1].copy()
         totals.spent = float(run_spent[-1])
         totals.duration = float(run_dur[-1])
-        totals.seen = hist.n
+        totals.seen, totals.dropped = hist.n, hist.dropped
         return src, off, size

@@ -142,7 +142,8 @@ def _percentiles(rows: list[np.ndarray], scale: _Scale) -> list[list[float]]:
 
 
 class RunningTotals:
-    """Running whole-history totals of one stream, updated with the columns added since the last frame.
+    """Running totals of every column of one stream seen so far, kept or dropped (`StreamHistory.totals` with
+    `all_seen`), updated with the columns added since the last frame.
 
     Counts are exact; `spent` and `duration` are running float sums, which may differ from one NumPy
     sum over the whole history in the last bits (never in the 3 digits shown, bar an exact tie).
@@ -155,23 +156,25 @@ class RunningTotals:
         self.scale: _Scale | None = None
         self.seen = hist.n
         self.dropped = hist.dropped
-        whole = hist.totals(fast=True)
+        whole = hist.totals(fast=True, all_seen=True)
         self.counts = whole.counts
         self.spent = whole.time_s
         self.duration = whole.duration_s
 
     def update(self) -> bool:
-        """Add the new columns; False when columns were dropped (then start over)."""
+        """Add the new columns; False when some of them were dropped before they were counted (then start over).
+        Columns dropped after they were counted change nothing: the totals are of every column seen."""
         hist = self.hist
-        if hist.dropped != self.dropped or hist.n < self.seen:
+        added = hist.n + hist.dropped - self.seen - self.dropped
+        if added < 0 or added > hist.n:
             return False
-        if hist.n > self.seen:
-            new = slice(self.seen, hist.n)
+        if added:
+            new = slice(hist.n - added, hist.n)
             columns = hist.counts_in(new)
             self.counts = self.counts + columns.sum(axis=0)
             self.spent += float(hist.time_in(new).sum())
             self.duration += observed_s(hist.meta_in("dur", new), hist.meta_in("flags", new), columns)
-            self.seen = hist.n
+        self.seen, self.dropped = hist.n, hist.dropped
         return True
 
 
@@ -344,7 +347,7 @@ class PlainRenderer:
         return clean
 
     def footer_lines(self, hist: StreamHistory, skipped: int) -> list[str]:
-        """Averages and percentiles, latest column and whole history."""
+        """Averages and percentiles: latest column, and overall, every column seen (dropped from history or not)."""
         s = hist.stream
         head = f"Label: {self._text(s.label) or '(none)'}  datasource: {self._text(s.datasource)}  unit: {s.unit}"
         if hist.n == 0:

@@ -320,3 +320,51 @@ def test_counts_come_back_whichever_of_one_frame_and_a_frame_per_slot_is_smaller
     chunk.decode().dense_counts(slice(0, n), out)
     assert np.array_equal(out, c)
     assert np.array_equal(chunk.slot_counts, c[:, 20: 20 + len(rates)].sum(axis=0))
+
+
+@settings(max_examples=300, deadline=None)
+@given(ivs=intervals(), chunk=st.integers(1, 9), cap=st.one_of(st.none(), st.integers(1, 30)),
+       steps=st.lists(st.tuples(st.integers(1, 12), st.sampled_from(["", "seal", "drop", "seal drop"])),
+                      min_size=1, max_size=8),
+       read=st.booleans())
+def test_totals_over_every_column_seen_are_the_unbounded_historys(ivs: list[Interval], chunk: int, cap: int | None,
+                                                                 steps: list[tuple[int, str]], read: bool) -> None:
+    # Columns dropped at random points (a column limit, a budget dropping the oldest chunk, chunks sealed early)
+    # leave their sums: totals over every column seen are an unbounded history's totals.
+    with chunk_columns(chunk):
+        hist, whole = StreamHistory(S, cap), StreamHistory(S)
+        at = 0
+        for cut, act in [*steps, (len(ivs), "")]:
+            batch = ivs[at: at + cut]
+            at += len(batch)
+            if batch:
+                hist.extend(batch)
+                whole.extend(batch)
+            if "seal" in act:
+                hist.seal_open()
+            if "drop" in act and hist.can_drop_oldest_chunk():
+                hist.drop_oldest_chunk()
+            if read:  # what reading keeps decoded changes nothing
+                hist.totals(fast=True, all_seen=True)
+                assert same_bits(hist.end, whole.end[hist.dropped:])
+        assert hist.n >= 1 and hist.n + hist.dropped == len(ivs) == whole.n
+        assert same_bits(hist.counts, whole.counts[hist.dropped:]) and same_bits(hist.time, whole.time[hist.dropped:])
+        assert hist.dropped_sums().columns == hist.dropped
+        expected = whole.totals()
+        # sums in another order: as close as the summands' size allows (signed counts' times cancel out)
+        scale = 1e-9 * float(np.nansum(np.abs(whole.time)))
+        no_cancelling = bool((whole.counts >= 0).all() and not (whole.time < 0).any())
+        for fast in (False, True):
+            got = hist.totals(fast=fast, all_seen=True)
+            assert got.events == expected.events and np.array_equal(got.counts, expected.counts)
+            np.testing.assert_allclose(got.time_s, expected.time_s, rtol=1e-9, atol=scale, equal_nan=True)
+            assert got.duration_s == pytest.approx(expected.duration_s, rel=1e-9)
+            if no_cancelling:  # else a bucket's time may be any rounding residue, and so may its percentiles
+                np.testing.assert_allclose(list(got.percentiles.values()), list(expected.percentiles.values()),
+                                           rtol=1e-9, equal_nan=True)
+        counts, times, dur = hist.slot_sums(all_seen=True)
+        assert np.array_equal(counts, expected.counts) and dur == pytest.approx(expected.duration_s, rel=1e-9)
+        np.testing.assert_allclose(times, whole.time.sum(axis=0), rtol=1e-9, atol=scale, equal_nan=True)
+        if hist.dropped:
+            with pytest.raises(ValueError, match="first kept column"):
+                hist.totals(slice(1, None), all_seen=True)

@@ -92,8 +92,9 @@ class _Stream:
         self._whole(hist)
 
     def _whole(self, hist: StreamHistory) -> None:
-        """Sums of every kept column, whole chunks from their summaries (no decoding)."""
-        self.counts, self.times, _ = hist.slot_sums()
+        """Sums of every column seen, kept or dropped: kept chunks from their summaries (no decoding), dropped columns
+        from what they left."""
+        self.counts, self.times, _ = hist.slot_sums(all_seen=True)
         self.spent = float(self.times.sum())
         self.dropped, self.seen = hist.dropped, hist.n
 

@@ -51,7 +51,7 @@ def status_lines(hist: StreamHistory | None, stop: int, *, state: str, skipped: 
     if stop == 0:
         return [[*first, Field("  waiting for the second record (the first is the baseline)", rank=40)]]
     first += [Field(f"  interval {typical_interval(hist, stop):.3g}s", rank=25),
-              Field(f"  columns {hist.n + hist.dropped}", rank=15),
+              Field(f"  columns {hist.n + hist.dropped}" + (f" ({hist.n} kept)" if hist.dropped else ""), rank=15),
               Field(f"  skipped {skipped}", rank=70 if skipped else 3)]
     if state == "live":
         first.append(Field(f"  ingest {format_number(ingest_rate)}/s", rank=1))
@@ -88,7 +88,7 @@ def _numbers(hist: StreamHistory, stop: int, source: SourceTotals | None = None)
     """The second line: the newest column's and every column's rates, mean, p50 and p99 (p99 kept longest); a
     rebinned stream's "latest" says it comes from the rows (the source's buckets are whole-stream sums)."""
     latest = hist.column_stats(slice(stop - 1, stop))
-    whole = hist.totals(slice(0, stop), fast=True)
+    whole = hist.totals(slice(0, stop), fast=True, all_seen=True)  # dropped columns too: `columns` counts them
     total, own = overall(hist, stop, whole, source)
     rate = whole.events / whole.duration_s if whole.duration_s else float("nan")
     mean, p50, p99 = (float(latest.mean_s[0]), float(latest.percentiles[0, P50]),

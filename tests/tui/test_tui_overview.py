@@ -16,6 +16,7 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import percentile_estimates
 from latencymap.core.sanitize import cell_width, cut_middle
+from latencymap.core.units import format_number
 from latencymap.tui.actions import not_comparable
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.diffmap import DiffMap, DiffScreen
@@ -351,3 +352,22 @@ def test_wide_names_keep_the_columns_in_place() -> None:
     assert shown == "磁盘读取延…号的第一块硬盘" and cell_width(shown) <= NAME_W
     assert cut_middle("é" * 40, NAME_W) == "é" * 10 + "…" + "é" * 15
     assert cell_width("e\u0301") == 1 and cell_width("ab") == 2
+
+
+def test_dropped_columns_still_count_in_overall_figures() -> None:
+    from latencymap.core.accumulator import HistoryLimit
+    from latencymap.tui.status import status_lines
+
+    whole, capped = Accumulator(), Accumulator(cap=HistoryLimit(columns=7))
+    whole.add(ranks())
+    capped.add(ranks())
+    rows = OverviewStats().rows(list(capped.streams.values()))
+    for row, full, hist in zip(rows, whole.streams.values(), capped.streams.values(), strict=True):
+        assert hist.dropped and hist.n == 7
+        assert row.p99_all == full.totals().percentiles[0.99]  # every column seen, not the 7 kept
+        assert row.waited_s == pytest.approx(float(full.time.sum()))
+        first, second = (" ".join(f.text for f in line) for line in status_lines(
+            hist, hist.n, state="ended", skipped=0, stream_index=0, streams=1, ingest_rate=0.0))
+        rate = full.totals().events / full.totals().duration_s
+        assert f"columns {full.n} (7 kept)" in first
+        assert second.split("overall")[1].split()[0] == format_number(rate)

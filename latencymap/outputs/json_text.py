@@ -20,6 +20,9 @@ import numpy as np
 MIN_ROWS = 64
 #: A number orjson wrote positionally in [1e-5, 1e-4), which `repr` writes with an exponent.
 _SMALL = re.compile(rb"0\.0000(\d+)")  # a literal start: searched fast (a look-behind would try every byte)
+#: The placeholder of the `i`th rows' text in the document `json.dumps` writes, and that text in it.
+_TOKEN = "\x00latencymap-rows-{}\x00"
+_PLACEHOLDER = re.compile(r'"\\u0000latencymap-rows-([0-9]+)\\u0000"')
 
 
 def _small(match: re.Match[bytes]) -> bytes:
@@ -85,15 +88,17 @@ def _plain(obj: Any) -> Any:
 
 def dumps(doc: Any) -> str:
     """`json.dumps(doc)`: the same text, faster where `doc` holds long lists of number rows. NumPy float arrays in
-    `doc` are written as their `tolist()` would be."""
-    parts: dict[str, str] = {}
-    token = "\x00latencymap-rows-{}\x00"
+    `doc` are written as their `tolist()` would be.
+
+    The rows are written apart and held by placeholders in the document `json.dumps` writes; one scan of that text
+    finds them all, and one join writes the document (time and memory linear in its size, whatever the number of
+    streams: about two copies of the document at the peak, the rows' texts and the result)."""
+    parts: list[str] = []
 
     def held(text: str) -> str:
         """A placeholder that `text` replaces in the written document."""
-        key = token.format(len(parts))
-        parts[json.dumps(key)] = text
-        return key
+        parts.append(text)
+        return _TOKEN.format(len(parts) - 1)
 
     def swap(obj: Any) -> Any:
         if isinstance(obj, np.ndarray):
@@ -110,12 +115,16 @@ def dumps(doc: Any) -> str:
         return obj
 
     swapped = swap(doc)
-    if not parts:
-        return json.dumps(swapped)
     text = json.dumps(swapped)
-    if any(text.count(key) != 1 for key in parts):  # the document itself held a placeholder: no shortcuts
+    if not parts:
+        return text
+    del swapped
+    pieces = _PLACEHOLDER.split(text)  # [text, index, text, index, ..., text]: the one scan of the document
+    del text
+    # Every placeholder is found (each is a whole JSON string); a string of the document that holds the placeholder
+    # text is found too, and makes more (or repeated) indexes than placeholders: then no shortcuts.
+    if pieces[1::2] != [str(i) for i in range(len(parts))]:
         return json.dumps(_plain(doc))
-    for key, rows in parts.items():
-        head, tail = text.split(key)
-        text = "".join((head, rows, tail))
-    return text
+    pieces[1::2] = parts
+    parts.clear()
+    return "".join(pieces)

@@ -56,7 +56,7 @@ def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -
         "intensity": rows(hist.intensity(slots=slots)),
         "intensity_exact": hist.exact,
         "total": stream_total(total, acc.sources.get(hist.stream), hist.stream.unit, hist.n),
-        "errors": read_errors(acc),
+        "errors": stream_errors(acc),
         **stream_diagnosis(hist).to_json(),
         **_source_buckets(acc.sources.get(hist.stream), hist),
         "resets": marked_columns(hist, RESET),
@@ -248,6 +248,14 @@ SHOWN_MESSAGES = 10
 def read_errors(acc: Accumulator) -> dict[str, Any]:
     """What reading skipped and said, as the JSON documents give it."""
     return {"skipped_records": acc.skipped, "messages": list(acc.messages)}
+
+
+def stream_errors(acc: Accumulator) -> dict[str, Any]:
+    """A stream's `errors`: what reading skipped and said of this stream. Readers name a skipped record by its file
+    and line, not by its stream (a record too broken to read may not say whose it is), so nothing is tied to one
+    stream: the report's `errors` holds them all, once, and `report_skipped_records` says how many there are (any
+    of them may have been this stream's). Each stream used to repeat the report's count and messages."""
+    return {"skipped_records": 0, "messages": [], "report_skipped_records": acc.skipped}
 
 
 def read_notes(skipped: int, messages: list[str], dropped: int = 0, whose: str = "") -> list[str]:

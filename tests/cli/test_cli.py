@@ -64,9 +64,10 @@ def test_bad_record_is_skipped_with_line_number_and_stream_continues(tmp_path: P
     p.write_text(BAD)
     r = run("report", "--format", "json", str(p))
     assert r.returncode == 0
-    (stream,) = json.loads(r.stdout)["streams"]
-    assert stream["errors"]["skipped_records"] == 1
-    assert "line 7" in stream["errors"]["messages"][0] and "power of 2" in stream["errors"]["messages"][0]
+    doc = json.loads(r.stdout)
+    (stream,) = doc["streams"]
+    assert doc["errors"]["skipped_records"] == stream["errors"]["report_skipped_records"] == 1
+    assert "line 7" in doc["errors"]["messages"][0] and "power of 2" in doc["errors"]["messages"][0]
     assert stream["total"]["events"] == 20
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -92,3 +94,77 @@ def test_arrays_in_every_decade_are_written_as_their_lists_would_be() -> None:
                                       10.00001, 0.00012], rng.random(30_000) * 1e-4])
     arr = values[: len(values) // 11 * 11].reshape(-1, 11)
     assert number_rows(arr) == json.dumps(arr.tolist())
+
+
+def _report_like(streams: int) -> dict:
+    """A report's shape: per stream, two matrices of rows (two placeholders) among small fields."""
+    rng = np.random.default_rng(streams)
+    return {"streams": [{"stream": {"label": f"s{i}"}, "columns": MIN_ROWS,
+                         "frequency": rng.random((MIN_ROWS, 3)), "intensity": rng.random((MIN_ROWS, 3)) * 1e-5,
+                         "errors": {"skipped_records": 0, "messages": []}} for i in range(streams)],
+            "errors": {"skipped_records": 0, "messages": []}}
+
+
+class _CountingPattern:
+    """`json_text._PLACEHOLDER`, counting the searches made with it and the characters they scan."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern, self.calls, self.scanned = pattern, 0, 0
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.pattern, name)
+
+        def counted(text: str, *args: Any) -> Any:
+            self.calls += 1
+            self.scanned += len(text)
+            return method(text, *args)
+        return counted
+
+
+def _scanned_per_stream(streams: int, monkeypatch: pytest.MonkeyPatch) -> tuple[float, int]:
+    """What `dumps` of a report of `streams` streams reads, per stream: the characters of every str or bytes whose
+    method it calls (`text.count(key)`, `text.split(key)`, ...) plus those the placeholder search scans; and how
+    many searches it made."""
+    counting = _CountingPattern(json_text._PLACEHOLDER)
+    monkeypatch.setattr(json_text, "_PLACEHOLDER", counting)
+    doc = _report_like(streams)
+    scanned = 0
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal scanned
+        if event == "c_call" and isinstance(getattr(arg, "__self__", None), (str, bytes)):
+            scanned += len(arg.__self__)
+
+    sys.setprofile(profile)
+    try:
+        text = dumps(doc)
+    finally:
+        sys.setprofile(None)
+    assert text == json.dumps(json_text._plain(doc))
+    return (scanned + counting.scanned) / streams, counting.calls
+
+
+def test_the_work_per_stream_stays_flat_and_the_document_is_scanned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #23 (fleet hunt #5): each placeholder (two per stream) used to cost a count, a split and a join of the
+    whole document, so 1000 streams took 8 min 40 s. Counted, not timed: the characters read per stream are the
+    same for 10 streams as for 1000, and the text `json.dumps` writes is searched once."""
+    few, searches = _scanned_per_stream(10, monkeypatch)
+    assert searches == 1
+    many, searches = _scanned_per_stream(1000, monkeypatch)
+    assert searches == 1  # one scan, whatever the number of placeholders
+    assert many < few * 1.2  # was ~100x: the whole document read per placeholder
+
+
+def test_a_big_document_is_not_held_in_several_copies() -> None:
+    """The peak of what `dumps` allocates is the rows' texts and the document written, about twice the document
+    (the old writer held the text, its two halves and their join beside the rows: four times)."""
+    import tracemalloc
+
+    doc = _report_like(1000)
+    tracemalloc.start()
+    try:
+        text = dumps(doc)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2.5 * len(text)

@@ -101,8 +101,8 @@ def test_json_contract_keys(report: dict) -> None:
                            "intensity_exact", "total", "errors"}
     assert set(stream["total"]) >= {"events", "time_s", "mean_s", "p50_s", "p90_s", "p99_s", "p999_s"}
     assert stream["intensity_exact"] is False
-    assert stream["errors"]["skipped_records"] == 0
-    assert [m for m in stream["errors"]["messages"] if "--datasource oracle" not in m] == []  # only the note
+    assert report["errors"]["skipped_records"] == stream["errors"]["report_skipped_records"] == 0
+    assert [m for m in report["errors"]["messages"] if "--datasource oracle" not in m] == []  # only the note
     f = np.array(stream["frequency"])
     i = np.array(stream["intensity"])
     assert f.shape == i.shape == (stream["columns"], len(stream["buckets"]))
@@ -252,3 +252,25 @@ def test_a_gap_column_holding_events_counts_its_time_and_empty_streams_say_so(tm
     assert "== quiet" in out and "1 interval over 1s: no events" in out
     assert "2 intervals over 2s: no data (every column is a gap: data missing)" in out
     assert "mean nan" not in out and "p50 nan" not in out
+
+
+def test_skipped_records_are_the_reports_not_charged_to_every_stream(tmp_path: Path) -> None:
+    """Issue #23 (fleet hunt #10): 20 streams and 4 bad records gave each stream `skipped_records: 4` and all 4
+    messages. A skipped record is named by its line, not its stream, so the report's `errors` holds it once; each
+    stream's `errors` keeps its keys, empty, and points at the report's count."""
+    lines = []
+    for i in range(6):
+        for label in ("a", "b", "c"):
+            count = "x" if (label, i) in (("b", 2), ("c", 4)) else str(10 * (i + 1))
+            lines += ["<begin record>", f"timestamp, microsec, {(i + 1) * 1_000_000}, t", f"label, {label}",
+                      "datasource, bpf", f"8, {count}", "<end record>"]
+    path = tmp_path / "bad.txt"
+    path.write_text("\n".join(lines) + "\n")
+    doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", str(path)]).output)
+    assert doc["errors"]["skipped_records"] == 2
+    assert [m.split(": ")[1] for m in doc["errors"]["messages"]] == ["line 47", "line 89"]
+    assert [s["stream"]["label"] for s in doc["streams"]] == ["a", "b", "c"]
+    for stream in doc["streams"]:
+        assert stream["errors"] == {"skipped_records": 0, "messages": [], "report_skipped_records": 2}
+    text = CliRunner().invoke(main, ["report", str(path)]).output
+    assert text.count("Skipped records: 2") == 1 and text.count("record skipped") == 2

@@ -425,11 +425,12 @@ def test_report_detects_the_log_and_gives_every_interval_and_count() -> None:
     path = HLOG / "service_ns.hlog"
     result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
     assert result.exit_code == 0, result.output
-    (stream,) = json.loads(result.output)["streams"]
+    doc = json.loads(result.output)
+    (stream,) = doc["streams"]
     library = library_read(path)
     assert stream["stream"] == {"label": "service_ns.hlog", "datasource": "hdrhistogram", "unit": "nanosec"}
     assert stream["columns"] == len(library) == 12 and stream["start"] == START and stream["end"] == START + 12
-    assert stream["intensity_exact"] and stream["errors"]["messages"] == []
+    assert stream["intensity_exact"] and doc["errors"]["messages"] == []
     lows = [b["low"] for b in stream["buckets"]]
     first = int(np.log2(lows[0] * 1e9)) + 1  # slot of the first bucket shown (ns)
     for row, lib in zip(stream["frequency"], library, strict=True):  # one-second columns: events/s = events
@@ -512,8 +513,9 @@ def test_lines_of_a_hundred_kilobytes_are_read_whole_from_a_file_and_from_stdin(
                         (["report", "--format", "json"], path.read_text())):
         result = CliRunner().invoke(cli.main, args, input=stdin)
         assert result.exit_code == 0, result.output
-        (stream,) = json.loads(result.output)["streams"]
-        assert stream["total"]["events"] == want and stream["errors"]["messages"] == []
+        doc = json.loads(result.output)
+        (stream,) = doc["streams"]
+        assert stream["total"]["events"] == want and doc["errors"]["messages"] == []
         assert stream["gaps"] == []
 
 
@@ -527,9 +529,10 @@ def test_a_line_past_the_format_limit_is_cut_said_and_its_column_left_empty(tmp_
     monkeypatch.setattr(HdrHistogramFormat, "max_line", 50_000)
     result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
     assert result.exit_code == 0, result.output
-    (stream,) = json.loads(result.output)["streams"]
+    doc = json.loads(result.output)
+    (stream,) = doc["streams"]
     assert stream["total"]["events"] == len(logged[1].values) and stream["gaps"] == [0]
-    (message,) = stream["errors"]["messages"]
+    (message,) = doc["errors"]["messages"]
     assert "line 5" in message and "(the line was cut at 50000 characters)" in message and "gap" in message
 
 

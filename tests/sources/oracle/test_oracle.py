@@ -302,11 +302,12 @@ def test_sqlplus_script_prints_records_latencymap_reads_back_exactly(kind: str) 
     printed = got.output.replace("<end record>\n", "<end record>\n\n")
     result = CliRunner().invoke(cli.main, ["report", "--format", "json", "-"], input=printed)
     assert result.exit_code == 0, result.output
-    streams = json.loads(result.stdout)["streams"]
+    doc = json.loads(result.stdout)
+    streams = doc["streams"]
     assert len(streams) == 1, (result.stderr[-1000:], printed[:600])
     (stream,) = streams
     assert stream["stream"] == {"label": event.replace(",", ";"), "datasource": "oracle", "unit": view.unit}
-    assert stream["columns"] == 3 and stream["errors"] == {"skipped_records": 0, "messages": []}
+    assert stream["columns"] == 3 and doc["errors"] == {"skipped_records": 0, "messages": []}
     assert (stream["start"], stream["end"]) == (times[0].timestamp(), times[-1].timestamp())
     scale = 1e-6 if view.unit == "microsec" else 1e-3
     assert [(b["low"], b["high"]) for b in stream["buckets"]] == pytest.approx([(v / 2 * scale, v * scale)

@@ -1,9 +1,11 @@
 """Core throughput against baselines measured in the same run (issue 12, items 3, 5 and 7).
 
-Run: .venv/bin/python bench/bench_core.py   (`fleet`: the interleaved-streams line only)
+Run: .venv/bin/python bench/bench_core.py   (`fleet`: the interleaved-streams line only; `recording`: the zstd
+recording line only)
 Prints protocol ingest (records/s, 26 buckets each; as `report` reads, intervals in columns, and as the views read,
 one by one) vs a plain Python line-reading loop over the same file; ingest of 1,000 streams interleaved record by
-record (a fleet's collector, 6 buckets each) as a ratio to one stream of the same records in the same run;
+record (a fleet's collector, 6 buckets each) as a ratio to one stream of the same records in the same run; a zstd
+recording of 200 such streams (bytes a record, write rate, `report`'s ingest against the same text uncompressed);
 raw-value binning (values/s) vs np.histogram on log2 edges, and the accumulator's memory for a day of 1 s
 columns. Times are this process's CPU time (steadier than wall time on a shared machine); best of 3.
 No assertions: targets are in the README's performance section.
@@ -130,6 +132,46 @@ def bench_fleet(streams: int = 1000, records: int = 200_000) -> None:
           f"records/s  (one stream of as many records: {rates[1]:,.0f} records/s; ratio {ratio:.1%})")
 
 
+def bench_recording(streams: int = 200, records: int = 100_000) -> None:
+    """A zstd recording of `streams` streams interleaved interval by interval (6 buckets, a fleet's collector): its
+    bytes a record and write rate (`Recorder.write`, formatting included), and `report`'s ingest of it, against the
+    same recording in plain text, in the same run."""
+    from latencymap.flow.recording import Recorder
+
+    registry = load_registry()
+    rng = np.random.default_rng(7)
+    ids = [StreamId(f"node{s:04d}/sda", "bpf", "microsec") for s in range(streams)]
+    items = []
+    for i in range(records // streams):
+        deltas = rng.poisson(20, (streams, 6))
+        for s in range(streams):
+            counts = np.zeros(NSLOTS, dtype=np.int64)
+            counts[5:11] = deltas[s]
+            items.append(Interval(ids[s], 1_700_000_000.0 + i, 1_700_000_001.0 + i, counts))
+    written, size, read = {}, {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("rec.zst", "rec.txt"):
+            path = Path(tmp) / name
+
+            def write(path: Path = path) -> None:
+                path.unlink(missing_ok=True)
+                rec = Recorder(str(path))
+                for iv in items:
+                    rec.write(iv)
+                rec.close()
+
+            def ingest(path: Path = path) -> None:
+                assert accumulate(column_flow([str(path)], registry)).intervals_seen == len(items)
+
+            written[name] = len(items) / best(write)
+            size[name] = path.stat().st_size / len(items)
+            read[name] = len(items) / best(ingest)
+    print(f"zstd recording of {streams:,} streams interleaved (6 buckets, {len(items):,} records): "
+          f"{size['rec.zst']:.1f} bytes a record ({size['rec.txt']:.1f} as text); written at {written['rec.zst']:,.0f} "
+          f"records/s (as text: {written['rec.txt']:,.0f}); report's ingest {read['rec.zst']:,.0f} records/s "
+          f"(of the text: {read['rec.txt']:,.0f}; ratio {read['rec.zst'] / read['rec.txt']:.1%})")
+
+
 def bench_binning(n: int = 10_000_000) -> None:
     values = np.random.default_rng(1).lognormal(np.log(300e3), 1.0, n)
     edges = np.concatenate(([0.0], np.exp2(np.arange(0, 63))))
@@ -167,10 +209,13 @@ if __name__ == "__main__":
         bench_memory()
     elif sys.argv[1:] == ["fleet"]:
         bench_fleet()
+    elif sys.argv[1:] == ["recording"]:
+        bench_recording()
     else:
         for columns in (True, False):
             bench_ingest(columns=columns)
             bench_ingest(recording=True, columns=columns)
         bench_fleet()
+        bench_recording()
         bench_binning()
         subprocess.run([sys.executable, __file__, "memory"], check=True)  # a fresh process: its own peak RSS

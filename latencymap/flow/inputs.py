@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from latencymap.core.errors import InputError
 from latencymap.core.model import Item, Notice, one_by_one
-from latencymap.flow.zstd_frames import ZSTD_MAGIC, Damage, FrameDecoder
+from latencymap.flow.zstd_frames import RECORDS_PER_FRAME, ZSTD_MAGIC, Damage, FrameDecoder
 from latencymap.plugins import Registry, TextFormat
 
 SNIFF_LINES = 200
@@ -44,8 +44,8 @@ class CutShort(Notice):
 
 @dataclass(slots=True)
 class Skipped(CutShort):
-    """The note that a stretch of compressed data could not be decoded and was skipped (a zstd frame: a record of a
-    recording); what came before and after it is read. It counts as a record skipped."""
+    """The note that a stretch of compressed data could not be decoded and was skipped (a zstd frame, or the rest of
+    one: records of a recording); what came before and after it is read. It counts the records it may have held."""
 
 
 class _Decompressing(io.RawIOBase):
@@ -78,7 +78,7 @@ class _Decompressing(io.RawIOBase):
 def _decompressing(raw: IO[bytes], magic: bytes) -> io.RawIOBase | None:
     """A reader of `raw` decompressed, when `magic` (its first bytes) names zstd, gzip, bzip2 or xz."""
     if magic[:4] == ZSTD_MAGIC:
-        return FrameDecoder(raw, CHUNK)  # frame by frame: a corrupt one (a record of a recording) is skipped
+        return FrameDecoder(raw, CHUNK)  # frame by frame: a corrupt one (records of a recording) is skipped
     if magic[:2] == b"\x1f\x8b":
         import gzip
         import zlib
@@ -364,6 +364,16 @@ def _told(reader: TextFormat, chunks: Iterator[str], name: str, damage: list[Dam
 
 
 def _skipped(name: str, stretch: Damage) -> Skipped:
-    return Skipped(f"{name}: a zstd frame that cannot be decoded (corrupt) at byte {stretch.at:,}, after line "
-                   f"{stretch.lines:,} of the text: skipped, with what it held (in a recording, one record); read on "
-                   f"from the next frame, at byte {stretch.resumed:,}", skipped=1)
+    """The note of a stretch skipped: a frame (from its start), or the rest of one (from a bad block, what the frame
+    held before it kept); it counts as many records skipped as the blocks it held, a record each in a recording."""
+    blocks = stretch.blocks  # None: the damage hides how many; a frame of a recording holds RECORDS_PER_FRAME at most
+    held = "one record" if blocks == 1 else f"up to {blocks or RECORDS_PER_FRAME:,} records"
+    if stretch.frame is None or stretch.frame == stretch.at:
+        what = f"a zstd frame that cannot be decoded (corrupt) at byte {stretch.at:,}"
+        lost = f"what it held (in a recording, {held})"
+    else:
+        what = f"a zstd block that cannot be decoded (corrupt) at byte {stretch.at:,}"
+        lost = (f"the rest of its frame (in a recording, {held}; what the frame held before it, from byte "
+                f"{stretch.frame:,}, is kept)")
+    return Skipped(f"{name}: {what}, after line {stretch.lines:,} of the text: skipped, with {lost}; read on from the "
+                   f"next frame, at byte {stretch.resumed:,}", skipped=blocks or 1)

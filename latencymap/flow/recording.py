@@ -2,12 +2,13 @@
 
 A recording is protocol text: a header of `#` lines (ignored by every protocol reader as noise
 between records) and one `counts, interval` record per interval, flushed as it is written. With a
-`.zst` name every record is its own zstd frame, so a file cut anywhere still decodes up to its last
-complete frame, and carries a content checksum, so that a damaged frame is found (and skipped with a message)
-instead of read as other numbers. `compat` writes only what PyLatencyMap 1.3 reads: cumulative two-column records.
-The notes of the recorded run (what its reading assumed or skipped) are kept as `# latencymap-note {...}` lines
-between records, which the protocol reader turns back into notes (see `latencymap.protocol.reader`).
-"""
+`.zst` name every record is a zstd block of its own, flushed whole as it is written, so a file cut anywhere still
+decodes up to its last complete block (record); a frame holds up to RECORDS_PER_FRAME of them, which share its
+window (records repeat each other's lines), and ends with a content checksum, so that a damaged frame is found (and
+skipped with a message) instead of read as other numbers. `compat` writes only what PyLatencyMap 1.3 reads:
+cumulative two-column records. The notes of the recorded run (what its reading assumed or skipped) are kept as
+`# latencymap-note {...}` lines between records, which the protocol reader turns back into notes (see
+`latencymap.protocol.reader`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from latencymap.core.buckets import NSLOTS
 from latencymap.core.errors import RecordingError
 from latencymap.core.model import Flow, Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, safe_options
+from latencymap.flow.zstd_frames import RECORDS_PER_FRAME
 from latencymap.protocol import format_record
 from latencymap.protocol.grammar import NOTE_TAG
 from latencymap.protocol.grammar import RECORDING_HEADER as HEADER_PREFIX
@@ -39,6 +41,7 @@ PYLATENCYMAP_SOURCES = ("oracle", "bpf", "systemtap", "dtrace")
 READ_AHEAD = 65_536
 #: Notes of the recorded run kept in a recording; past this many, one last note counts the rest.
 MAX_NOTES = 100
+#: Records (and header or note lines) a zstd frame of a recording holds at most, each a block flushed as written.
 
 
 class Recorder:
@@ -60,7 +63,9 @@ class Recorder:
             except OSError as err:
                 raise RecordingError(f"{path}: cannot create recording: {err.strerror}") from None
         self._fh: IO[bytes] = os.fdopen(fd, "wb", buffering=0)
-        self._compressor = None
+        self._compressor: Any = None
+        self._frame: Any = None  # the zstd frame under way (a compressobj), None between frames
+        self._in_frame = 0  # the blocks it holds
         self._lock = threading.Lock()
         self._closed = False
         if self._zstd:
@@ -68,6 +73,7 @@ class Recorder:
 
             # a checksum per frame (4 bytes): a flipped bit is a frame that fails, not other numbers read silently
             self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
+            self._flush_block, self._finish = zstandard.COMPRESSOBJ_FLUSH_BLOCK, zstandard.COMPRESSOBJ_FLUSH_FINISH
         self._totals: dict[StreamId, np.ndarray] = {}
         #: With `compat`: the first two stream labels written, once there are two (PyLatencyMap reads one stream).
         self.mixed: tuple[str, str] | None = None
@@ -86,12 +92,28 @@ class Recorder:
     def _write_locked(self, text: str) -> None:
         data = text.encode("utf-8")
         if self._compressor is not None:
-            data = self._compressor.compress(data)
+            data = self._compressed(data)
+        self._put(data)
+
+    def _compressed(self, data: bytes) -> bytes:
+        """`data` as the next block of the frame under way (a new one when none is), flushed whole: the file decodes
+        up to here; the frame's RECORDS_PER_FRAME-th block ends it (with its checksum)."""
+        if self._frame is None:
+            self._frame, self._in_frame = self._compressor.compressobj(), 0
+        self._in_frame += 1
+        if self._in_frame < RECORDS_PER_FRAME:
+            return self._frame.compress(data) + self._frame.flush(self._flush_block)
+        out = self._frame.compress(data) + self._frame.flush(self._finish)
+        self._frame = None
+        return out
+
+    def _put(self, data: bytes) -> None:
         try:
             view = memoryview(data)
             while view:
                 view = view[self._fh.write(view):]
         except OSError as err:
+            self._frame = None  # what it held may be lost: nothing more is added to it, not even its end
             raise RecordingError(f"{self.path}: recording stopped: {err.strerror}; "
                                  f"the {self.written} records written before are intact", exit_code=1) from None
 
@@ -155,6 +177,10 @@ class Recorder:
             self._notes_left_out = 0
         with self._lock:
             self._closed = True
+            if self._frame is not None:  # the frame under way ends (an empty last block, then its checksum)
+                end, self._frame = self._frame.flush(self._finish), None
+                with contextlib.suppress(RecordingError):  # a write error was already reported
+                    self._put(end)
         with contextlib.suppress(OSError):  # a write error was already reported; what was written stays
             self._fh.close()
 

@@ -16,8 +16,9 @@ import zstandard
 from latencymap.core.errors import NothingReadable
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.flow.pipeline import input_flow
-from latencymap.flow.recording import MAX_NOTES, Recorder, recorded, windowed
+from latencymap.flow.recording import MAX_NOTES, RECORDS_PER_FRAME, Recorder, recorded, windowed
 from latencymap.flow.replay import ReplayClock
+from latencymap.flow.zstd_frames import ZstdFrames
 from latencymap.plugins import load_registry
 from latencymap.protocol.grammar import NOTE_PREFIX
 
@@ -113,17 +114,33 @@ def frames(data: bytes) -> list[bytes]:
     return out
 
 
-def zst_recording(path: Path, checksum: bool = True) -> bytes:
-    """A recording of 30 intervals; without `checksum`, its frames as a latencymap before checksums wrote them."""
+def blocks(data: bytes) -> list[tuple[int, int, bytes]]:
+    """(start, end, decoded text) of each block of `data` (a frame's first block with its header, its last with its
+    checksum): a recording writes a block per record, and per header or note line."""
+    cuts: list[int] = []
+    ZstdFrames(0, cuts).feed(data)
+    out, start, dobj = [], 0, None
+    for cut in cuts:
+        dobj = dobj or zstandard.ZstdDecompressor().decompressobj()
+        out.append((start, cut, dobj.decompress(data[start:cut])))
+        start = cut
+        if dobj.eof:
+            dobj = None
+    return out
+
+
+def zst_recording(path: Path, checksum: bool = True, layout: str = "blocks") -> bytes:
+    """A recording of 30 intervals, as latencymap writes it (`blocks`: a block per record, up to RECORDS_PER_FRAME
+    in a frame), or with a frame per record (`frames`: as latencymap wrote them until 2026-11-27; without
+    `checksum`, as it wrote them before checksums)."""
     rec = Recorder(str(path))
     rng = np.random.default_rng(5)
     for i in range(30):
         rec.write(Interval(A, 100.0 + i, 101.0 + i, rng.integers(0, 10_000, 64) * (np.arange(64) < 20)))
     rec.close()
-    if not checksum:
-        old = zstandard.ZstdCompressor(level=3)
-        path.write_bytes(b"".join(old.compress(zstandard.ZstdDecompressor().decompress(f)) for f in frames(
-            path.read_bytes())))
+    if layout == "frames":
+        old = zstandard.ZstdCompressor(level=3, write_checksum=checksum)
+        path.write_bytes(b"".join(old.compress(text) for _, _, text in blocks(path.read_bytes()) if text))
     return path.read_bytes()
 
 
@@ -134,9 +151,12 @@ def report(path: Path) -> tuple[int, dict]:
 
 def test_recording_frames_carry_a_checksum(tmp_path: Path) -> None:
     data = zst_recording(tmp_path / "r.zst")
-    parts = frames(data)
-    assert len(parts) == 31  # the header, then a frame per record
-    assert all(zstandard.get_frame_parameters(part).has_checksum for part in parts)
+    (frame,) = frames(data)  # the header and 30 records: a frame (of up to RECORDS_PER_FRAME blocks)
+    assert zstandard.get_frame_parameters(frame).has_checksum
+    assert len(blocks(data)) == 32  # the header, a block per record, the empty last block written at close
+    old = zst_recording(tmp_path / "old.zst", layout="frames")
+    parts = frames(old)
+    assert len(parts) == 31 and all(zstandard.get_frame_parameters(part).has_checksum for part in parts)
 
 
 def read(path: Path) -> tuple[int, list[str]]:
@@ -153,18 +173,18 @@ def read(path: Path) -> tuple[int, list[str]]:
     return events, said
 
 
-def test_a_flipped_bit_in_a_recording_is_never_read_as_other_numbers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", ["blocks", "frames"])
+def test_a_flipped_bit_in_a_recording_is_never_read_as_other_numbers(tmp_path: Path, layout: str) -> None:
     """Without checksums many flips in a record's frame decode to other counts with no word said; with them, every
-    one is told, naming the file."""
+    one is told, naming the file (a record a frame, as until 2026-11-27, or a record a block of a frame)."""
     for checksum in (False, True):
         path = tmp_path / f"{checksum}.zst"
-        data = zst_recording(path, checksum)
+        data = zst_recording(path, checksum, "frames" if not checksum else layout)
         whole, said = read(path)
         assert not said
-        parts = frames(data)
-        at = sum(len(p) for p in parts[:15])
+        start, end, _ = blocks(data)[16]  # the 16th record's block (its frame, with a frame per record)
         silent = 0
-        for pos in range(at, at + len(parts[15])):
+        for pos in range(start, end):
             flipped = bytearray(data)
             flipped[pos] ^= 0x08
             path.write_bytes(bytes(flipped))
@@ -178,17 +198,17 @@ def test_a_flipped_bit_in_a_recording_is_never_read_as_other_numbers(tmp_path: P
 
 def test_a_recording_without_checksums_still_reads(tmp_path: Path) -> None:
     path = tmp_path / "old.zst"
-    data = zst_recording(path, checksum=False)
+    data = zst_recording(path, checksum=False, layout="frames")
     assert not any(zstandard.get_frame_parameters(f).has_checksum for f in frames(data))
     code, doc = report(path)
     assert code == 0 and doc["streams"][0]["columns"] == 30 and not doc["errors"]["messages"]
 
 
 def test_a_frame_that_fails_its_checksum_is_one_skipped_record_named_by_file(tmp_path: Path) -> None:
-    """The data of the frame decodes, only its checksum tells: the reader skips that frame (one record) and reads on
-    (flow/inputs.py reads a zstd input frame by frame)."""
+    """The data of the frame decodes, only its checksum tells: the reader skips that frame (in a recording of a
+    frame per record, one record) and reads on (flow/inputs.py reads a zstd input frame by frame)."""
     path = tmp_path / "r.zst"
-    data = zst_recording(path)
+    data = zst_recording(path, layout="frames")
     parts = frames(data)
     at = sum(len(p) for p in parts[:15])
     flipped = bytearray(data)
@@ -196,7 +216,29 @@ def test_a_frame_that_fails_its_checksum_is_one_skipped_record_named_by_file(tmp
     path.write_bytes(bytes(flipped))
     _, doc = report(path)
     assert doc["streams"][0]["columns"] == 29 and doc["errors"]["skipped_records"] == 1
-    assert any(str(path) in m for m in doc["errors"]["messages"])
+    assert any(str(path) in m and "(in a recording, one record)" in m for m in doc["errors"]["messages"])
+
+
+def test_a_recording_whose_checksum_fails_loses_that_frame_only(tmp_path: Path) -> None:
+    """A frame of a recording holds up to RECORDS_PER_FRAME records: all of them are lost (which one is wrong is
+    not known), and the records of the frames around it are read."""
+    path = tmp_path / "r.zst"
+    rec = Recorder(str(path))
+    for i in range(RECORDS_PER_FRAME * 3):
+        rec.write(run_of(A, 1, t0=100.0 + i)[0])
+    rec.close()
+    data = path.read_bytes()
+    parts = frames(data)
+    assert len(parts) == 4
+    flipped = bytearray(data)
+    flipped[len(parts[0]) + len(parts[1]) - 1] ^= 0x40  # the second frame's checksum
+    path.write_bytes(bytes(flipped))
+    _, doc = report(path)
+    assert doc["streams"][0]["columns"] == 2 * RECORDS_PER_FRAME
+    assert doc["errors"]["skipped_records"] == RECORDS_PER_FRAME
+    (said,) = doc["errors"]["messages"]
+    assert said.startswith(f"{path}: a zstd frame that cannot be decoded (corrupt) at byte {len(parts[0]):,}")
+    assert f"(in a recording, up to {RECORDS_PER_FRAME} records)" in said
 
 
 def test_the_notes_of_the_recorded_run_are_kept_in_the_recording(tmp_path: Path) -> None:

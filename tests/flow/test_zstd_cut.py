@@ -1,5 +1,6 @@
-"""A zstd input cut inside a frame after its first is said to be cut short, as gzip, bzip2 and xz inputs are: the
-records before the cut are kept and the notes name the file; one that ends where a frame ends is a whole file."""
+"""A zstd input cut inside a block (of a frame after its first) is said to be cut short, as gzip, bzip2 and xz inputs
+are: the records before the cut are kept and the notes name the file; one that ends where a frame ends, or between
+two blocks of a frame (a recording, a record a block, still written or whose recorder was killed), is a whole file."""
 
 from __future__ import annotations
 
@@ -38,14 +39,20 @@ def frame_ends(data: bytes) -> list[int]:
     return ends
 
 
-def record_frame_ends(data: bytes) -> list[int]:
-    """Where the header's frame and each record's frame of a recording end (a frame that holds a note of the recorded
-    run, `# latencymap-note`, between them is left out)."""
-    ends, start = [], 0
-    for end in frame_ends(data):
-        if not zstandard.ZstdDecompressor().decompress(data[start:end]).startswith(b"# latencymap-note "):
-            ends.append(end)
-        start = end
+def record_block_ends(data: bytes) -> list[int]:
+    """Where the header's block and each record's block of a recording end (a block that holds a note of the recorded
+    run, `# latencymap-note`, between them, and the empty block that ends a frame at close, are left out)."""
+    cuts: list[int] = []
+    ZstdFrames(0, cuts).feed(data)
+    ends, start, dobj = [], 0, None
+    for cut in cuts:
+        dobj = dobj or zstandard.ZstdDecompressor().decompressobj()
+        text = dobj.decompress(data[start:cut])
+        if text and not text.startswith(b"# latencymap-note "):
+            ends.append(cut)
+        start = cut
+        if dobj.eof:
+            dobj = None
     return ends
 
 
@@ -123,13 +130,13 @@ def _report(path: Path | None = None, stdin: bytes | None = None) -> tuple[dict[
     return json.loads(r.stdout), r.stderr, r.returncode
 
 
-def test_a_recording_cut_inside_a_later_frame_keeps_every_record_before_it_and_says_so(recording: Path,
+def test_a_recording_cut_inside_a_later_block_keeps_every_record_before_it_and_says_so(recording: Path,
                                                                                      tmp_path: Path) -> None:
     data = recording.read_bytes()
-    ends = record_frame_ends(data)  # the header line's frame, then one frame per record
-    assert len(ends) > 20
+    ends = record_block_ends(data)  # the header line's block, then one block per record
+    assert len(ends) > 20 and len(frame_ends(data)) > 1
     cut = tmp_path / "cut.zst"
-    cut.write_bytes(data[:(ends[9] + ends[10]) // 2])  # inside the frame of record 10: records 1..9 are whole
+    cut.write_bytes(data[:(ends[9] + ends[10]) // 2])  # inside the block of record 10: records 1..9 are whole
     report, _, code = _report(cut)
     assert code == 0
     (stream,) = report["streams"]  # type: ignore[attr-defined]
@@ -144,16 +151,22 @@ def test_a_recording_cut_inside_a_later_frame_keeps_every_record_before_it_and_s
     assert piped["streams"][0]["columns"] == stream["columns"]  # type: ignore[index]
 
 
-def test_a_recording_cut_where_a_frame_ends_is_a_whole_file(recording: Path, tmp_path: Path) -> None:
+def test_a_recording_cut_where_a_block_ends_is_a_whole_file(recording: Path, tmp_path: Path) -> None:
+    """Where a record's block ends, inside a frame or where the frame ends: every record before it, no cut said."""
     data = recording.read_bytes()
-    ends = record_frame_ends(data)
-    for records in (1, 10, len(ends) - 1):
+    ends = record_block_ends(data)
+    frames = set(frame_ends(data))
+    assert not frames.isdisjoint(ends[1:-1])  # a frame ends after a record, before the last
+    for records in (1, 10, *(i for i, end in enumerate(ends) if end in frames), len(ends) - 1):
         whole = tmp_path / f"first{records}.zst"
         whole.write_bytes(data[:ends[records]])
         report, _, code = _report(whole)
         assert code == 0
         assert [s["columns"] for s in report["streams"]] == [records]  # type: ignore[attr-defined]
         assert not any("ends early" in m for m in report["errors"]["messages"])  # type: ignore[index]
+        piped, _, _ = _report(stdin=whole.read_bytes())  # a pipe read to its end
+        assert piped["streams"] == report["streams"]
+        assert not any("ends early" in m for m in piped["errors"]["messages"])  # type: ignore[index]
     header_only = tmp_path / "header.zst"
     header_only.write_bytes(data[:ends[0]])
     r = run("report", header_only)

@@ -1,5 +1,6 @@
-"""A corrupt frame in a zstd input (a record of a recording, one frame per record) is skipped with a note naming the
-file and where; every record before it and after it is read."""
+"""A corrupt frame in a zstd input (a record of a recording of a frame per record, as written until 2026-11-27) is
+skipped with a note naming the file and where; every record before it and after it is read (recordings of a block
+per record: test_recording_blocks.py)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,9 @@ from latencymap.core.sanitize import clean_message
 #: Built-in commands: name -> (module, attribute, help as the command's docstring gives it).
 BUILTIN: dict[str, tuple[str, str, str]] = {
     "view": ("latencymap.cli.view", "view", "Show INPUT files (or stdin) as heat maps."),
-    "replay": ("latencymap.cli.replay", "replay", "Replay a recording (or any input) at its original pace."),
+    "replay": ("latencymap.cli.replay", "replay", "Replay a recording (or any input) at its original pace. The format "
+               "options (`--unit`, `--interval`, `--datasource`, ...) read an input that is not a recording; a "
+               "recording carries how it was read."),
     "report": ("latencymap.cli.report", "report", "Analyse whole INPUTs (default stdin), or a source run to its end "
                "(`report spark LOG`), with no UI."),
     "diff": ("latencymap.cli.diff", "diff", "Compare two inputs: per-bucket share changes, percentile deltas, bands "

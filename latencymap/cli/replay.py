@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXAMPLES, REGISTRY, guarded
-from latencymap.cli.options import Finite, seconds_text, time_window, view_options
+from latencymap.cli.common import REGISTRY, guarded, source_epilog
+from latencymap.cli.options import Finite, format_kwargs, format_options, seconds_text, time_window, view_options
 from latencymap.cli.profile_export import window_words
 from latencymap.cli.running import prepare, show
 from latencymap.core.errors import SourceError
@@ -18,28 +18,43 @@ from latencymap.flow.recording import windowed
 from latencymap.flow.replay import BurstScan, ReplayClock
 
 
-@click.command("replay", epilog=EXAMPLES)
+@click.command("replay", epilog=source_epilog((
+    "latencymap replay trace.zst                                # the TUI, at the recorded pace",
+    "latencymap replay trace.zst --speed 10 --start 30 --end 90 # seconds 30 to 90, ten times faster",
+    "latencymap replay trace.zst --max --plain --once           # every frame, as fast as possible",
+    "latencymap replay --input-format raw --unit us pairs.txt    # another input, with its format's options",
+)))
 @click.argument("path", metavar="PATH")
+@click.option("--input-format", default=None, metavar="NAME", help="Input format instead of sniffing.")
 @click.option("--speed", type=Finite(min=0, min_open=True), default=1.0, show_default=True,
               help="Replay at X times the original pace.")
 @click.option("--max", "as_fast", is_flag=True, help="Replay as fast as possible.")
 @click.option("--start", type=Finite(), default=None, metavar="T", help="Skip to T seconds after the first interval.")
 @click.option("--end", type=Finite(), default=None, metavar="T", help="Stop at T seconds after the first interval.")
 @view_options
-def replay(path: str, speed: float, as_fast: bool, start: float | None, end: float | None, **kw: Any) -> None:
-    """Replay a recording (or any input) at its original pace."""
+@format_options
+def replay(path: str, input_format: str | None, speed: float, as_fast: bool, start: float | None, end: float | None,
+           **kw: Any) -> None:
+    """Replay a recording (or any input) at its original pace.
+
+    The format options (`--unit`, `--interval`, `--datasource`, ...) read an input that is not a recording; a
+    recording carries how it was read."""
     time_window(start, end)
+    fmt_opts = format_kwargs(kw)
+
+    def flow_of() -> Flow:
+        return input_flow([path], REGISTRY, input_format, fmt_opts)
 
     def body() -> int:
         clock = ReplayClock(None if as_fast else speed)
-        flow = input_flow([path], REGISTRY)
+        flow = flow_of()
         if start is not None or end is not None:
             flow = _said_when_empty(flow, path, start, end)
         bursts = None
         if not (kw["plain"] or kw["once"] or kw.get("emit")):  # the TUI's `n` key: where the bursts are
             whole = start is None and end is None  # the whole input: read in columns, as `report` reads
-            bursts = BurstScan(lambda: column_flow([path], REGISTRY) if whole
-                               else windowed(input_flow([path], REGISTRY), start, end)).start()
+            bursts = BurstScan(lambda: column_flow([path], REGISTRY, input_format, fmt_opts) if whole
+                               else windowed(flow_of(), start, end)).start()
         from latencymap.profiling.session import profile_session
 
         with profile_session(kw, [path]) as profile:

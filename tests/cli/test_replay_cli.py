@@ -54,3 +54,12 @@ def test_an_empty_recording_is_not_said_to_miss_the_window(tmp_path: Path) -> No
     rec = recording(tmp_path / "rec.txt", n=0)
     done = cli("replay", "--max", "--plain", "--once", "--start", "1000", str(rec))
     assert done.returncode == 0 and "no interval" not in done.stderr
+
+
+def test_replay_reads_another_input_with_its_format_options(tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("1.5 3.0\n2.0 5.0\n3.5 120.0\n4.0 7.0\n")  # time (s) and latency: the raw format's pairs
+    done = cli("replay", "--input-format", "raw", "--unit", "us", "--max", "--plain", "--once", str(pairs))
+    assert done.returncode == 0, done.stderr
+    assert "Columns: 4" in done.stdout and "unit: microsec" in done.stdout
+    assert "replay trace.zst --speed 10" in cli("replay", "--help").stdout  # its own examples

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zstandard
+from zstd_support import blocks, layout
 
 from latencymap.core.model import Interval, StreamId
 from latencymap.flow import recording as recording_module
@@ -53,25 +54,6 @@ def written(path: Path, n: int) -> bytes:
     return path.read_bytes()
 
 
-def layout(data: bytes) -> tuple[list[int], list[int]]:
-    """Where each block (the last of a frame with its checksum) and each frame of `data` end."""
-    cuts: list[int] = []
-    ends: list[int] = []
-    ZstdFrames(0, cuts, ends).feed(data)
-    return [c for c in cuts if c <= len(data)], [e for e in ends if e <= len(data)]
-
-
-def blocks(data: bytes) -> list[tuple[int, int, bytes]]:
-    """(start, end, decoded text) of each whole block of `data`, decoded a frame at a time, block by block (a frame's
-    first block starts at its magic number)."""
-    out, start, dobj = [], 0, None
-    for cut in layout(data)[0]:
-        dobj = dobj or zstandard.ZstdDecompressor().decompressobj()
-        out.append((start, cut, dobj.decompress(data[start:cut])))
-        start = cut
-        if dobj.eof:
-            dobj = None
-    return out
 
 
 def one_frame_each(texts: list[bytes], checksum: bool = True) -> bytes:

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zstandard
+from zstd_support import blocks
 
 from latencymap.core.errors import NothingReadable
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.flow.pipeline import input_flow
 from latencymap.flow.recording import MAX_NOTES, RECORDS_PER_FRAME, Recorder, recorded, windowed
 from latencymap.flow.replay import ReplayClock
-from latencymap.flow.zstd_frames import ZstdFrames
 from latencymap.plugins import load_registry
 from latencymap.protocol.grammar import NOTE_PREFIX
 
@@ -114,19 +114,6 @@ def frames(data: bytes) -> list[bytes]:
     return out
 
 
-def blocks(data: bytes) -> list[tuple[int, int, bytes]]:
-    """(start, end, decoded text) of each block of `data` (a frame's first block with its header, its last with its
-    checksum): a recording writes a block per record, and per header or note line."""
-    cuts: list[int] = []
-    ZstdFrames(0, cuts).feed(data)
-    out, start, dobj = [], 0, None
-    for cut in cuts:
-        dobj = dobj or zstandard.ZstdDecompressor().decompressobj()
-        out.append((start, cut, dobj.decompress(data[start:cut])))
-        start = cut
-        if dobj.eof:
-            dobj = None
-    return out
 
 
 def zst_recording(path: Path, checksum: bool = True, layout: str = "blocks") -> bytes:

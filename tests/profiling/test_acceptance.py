@@ -12,12 +12,11 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from profiling_support import SCHEMA, STREAM, needs_pyspy, next_switch, phase_child, phase_of, phases_log
+from profiling_support import SCHEMA, STREAM, needs_pyspy, phase_child, phase_of, phases_log, profiled_stream
 from schema_check import violations
 from test_export import parse_collapsed
 
@@ -48,21 +47,7 @@ def latencymap(*args: str, **kw) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    tmp = tmp_path_factory.mktemp("profiled")
-    rec, log = tmp / "rec.zst", tmp / "phases.log"
-    with phase_child(log, seconds=1.0) as child:
-        view = subprocess.Popen([sys.executable, "-m", "latencymap", "--plain", "--once", "--record", str(rec),
-                                 "--profile", str(child.pid), "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not rec.exists() and view.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)  # the recording exists once latencymap has started: then the stream starts
-        # Records a quarter second after the phase switches: every other column lies inside one phase.
-        start = next_switch(log) + 2.25
-        subprocess.run([sys.executable, str(STREAM), "15", "0.5", repr(start)], stdout=view.stdin, check=True,
-                       timeout=60)
-        out, err = view.communicate(timeout=60)
-        result = subprocess.CompletedProcess(view.args, view.returncode, out, err)
+    rec, log, result = profiled_stream(tmp_path_factory.mktemp("profiled"), 15)
     intervals = [i for i in input_flow([str(rec)], REGISTRY) if isinstance(i, Interval)]
     return Run(rec, phases_log(log), result, intervals)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from profiling_support import STREAM, needs_pyspy, next_switch, phase_child, phase_of, phases_log
+from profiling_support import needs_pyspy, phase_child, phase_of, phases_log, profiled_stream
 
 from latencymap.cli.common import REGISTRY
 from latencymap.core.buckets import NSLOTS
@@ -89,19 +89,8 @@ def test_an_old_file_or_recording_says_once_that_samples_taken_now_cannot_be_att
 @needs_pyspy
 @pytest.mark.slow
 def test_a_live_input_timed_by_the_time_of_day_gets_every_sample_in_its_columns(tmp_path: Path) -> None:
-    rec, log = tmp_path / "rec.zst", tmp_path / "phases.log"
-    with phase_child(log, seconds=1.0) as child:
-        view = subprocess.Popen([sys.executable, "-m", "latencymap", "--plain", "--once", "--record", str(rec),
-                                 "--profile", str(child.pid), "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not rec.exists() and view.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        start = next_switch(log) + 2.25  # records a quarter second after the switches, as PyLatencyMap's Oracle
-        subprocess.run([sys.executable, str(STREAM), "11", "0.5", repr(start), "timeofday"], stdout=view.stdin,
-                       check=True, timeout=60)
-        _, err = view.communicate(timeout=60)
-    assert view.returncode == 0 and "profile:" not in err, err
+    rec, log, done = profiled_stream(tmp_path, 11, "timeofday")  # stamped as PyLatencyMap's Oracle scripts do
+    assert done.returncode == 0 and "profile:" not in done.stderr, done.stderr
     intervals = [i for i in input_flow([str(rec)], REGISTRY) if isinstance(i, Interval)]
     assert len(intervals) == 10 and all(0 <= iv.end < 2 * DAY_S for iv in intervals)  # times of day
     phases = phases_log(log)

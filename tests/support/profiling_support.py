@@ -72,3 +72,22 @@ def phase_child(log: Path, seconds: float = 1.0, cycles: int = 1000) -> Iterator
     finally:
         proc.kill()
         proc.wait()
+
+
+def profiled_stream(tmp: Path, records: int, *stream_args: str) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    """A real view with `--profile` on a phase child, recording to `tmp/rec.zst`, fed `records` records by
+    record_stream.py (half a second apart, a quarter second after the phase switches: every other column lies inside
+    one phase; `stream_args` after its start time): the recording, the phases' log and the view's result."""
+    rec, log = tmp / "rec.zst", tmp / "phases.log"
+    with phase_child(log, seconds=1.0) as child:
+        view = subprocess.Popen([sys.executable, "-m", "latencymap", "--plain", "--once", "--record", str(rec),
+                                 "--profile", str(child.pid), "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not rec.exists() and view.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # the recording exists once latencymap has started: then the stream starts
+        start = next_switch(log) + 2.25
+        subprocess.run([sys.executable, str(STREAM), str(records), "0.5", repr(start), *stream_args],
+                       stdout=view.stdin, check=True, timeout=60)
+        out, err = view.communicate(timeout=60)
+    return rec, log, subprocess.CompletedProcess(view.args, view.returncode, out, err)

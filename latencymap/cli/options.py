@@ -61,6 +61,13 @@ def seconds_text(t: float) -> str:
     return "0" if text == "-0" else text
 
 
+def window_words(start: float | None, end: float | None) -> str:
+    """The asked-for range in words, relative to the first interval (replay's --start/--end too)."""
+    if start is not None and end is not None:
+        return f"between {seconds_text(start)} s and {seconds_text(end)} s"
+    return f"from {seconds_text(start)} s on" if start is not None else f"before {seconds_text(end or 0.0)} s"
+
+
 def time_window(start: float | None, end: float | None) -> None:
     """`--start T` / `--end T` (seconds after the first interval: replay, profile-export): a usage error when the
     range they give is empty."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from latencymap.cli.common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, REGISTRY, guarded, source_epilog, tell
-from latencymap.cli.options import Finite, time_window
+from latencymap.cli.options import Finite, time_window, window_words
 from latencymap.cli.options import seconds_text as _seconds
 from latencymap.core.model import Interval
 from latencymap.flow.inputs import open_text
@@ -19,13 +19,6 @@ def first_interval_start(path: str) -> float | None:
         if isinstance(item, Interval):
             return item.start
     return None
-
-
-def window_words(start: float | None, end: float | None) -> str:
-    """The asked-for range in words, relative to the first interval (replay's --start/--end too)."""
-    if start is not None and end is not None:
-        return f"between {_seconds(start)} s and {_seconds(end)} s"
-    return f"from {_seconds(start)} s on" if start is not None else f"before {_seconds(end or 0.0)} s"
 
 
 @click.command("profile-export", epilog=source_epilog((

@@ -8,13 +8,20 @@ from typing import Any
 import click
 
 from latencymap.cli.common import REGISTRY, guarded, source_epilog
-from latencymap.cli.options import Finite, format_kwargs, format_options, seconds_text, time_window, view_options
-from latencymap.cli.profile_export import window_words
+from latencymap.cli.options import (
+    Finite,
+    format_kwargs,
+    format_options,
+    seconds_text,
+    time_window,
+    view_options,
+    window_words,
+)
 from latencymap.cli.running import prepare, show
 from latencymap.core.errors import SourceError
 from latencymap.core.model import Flow, Interval, Notice
 from latencymap.flow.pipeline import column_flow, input_flow
-from latencymap.flow.recording import windowed
+from latencymap.flow.recording import WindowSeen, windowed
 from latencymap.flow.replay import BurstScan, ReplayClock
 
 
@@ -68,23 +75,8 @@ def _said_when_empty(flow: Flow, path: str, start: float | None, end: float | No
     """`windowed(flow, start, end)`, which ends with a SourceError (exit code 1, after the view showed what it
     had: nothing) when the window held no interval of a recording that has some, saying where they are, as
     profile-export does for its samples: `--start 1000` past the end gave only `no data yet` and exit code 0."""
-    covered: float | None = None  # the latest end of an interval, in seconds after the first of its run
-    origin, latest = 0.0, -float("inf")
-
-    def seen(items: Flow) -> Flow:
-        nonlocal covered, origin, latest
-        for item in items:
-            if isinstance(item, Interval):
-                if covered is None or item.end < latest:  # a new time-ordered run, as `windowed` counts them
-                    origin, latest = item.start, item.start
-                latest = max(latest, item.start)
-                covered = max(covered or 0.0, item.end - origin)
-            yield item
-
-    shown = False
-    for item in windowed(seen(flow), start, end):
-        shown = shown or isinstance(item, Interval)
-        yield item
-    if not shown and covered is not None:
+    seen = WindowSeen()
+    yield from windowed(flow, start, end, seen)
+    if not seen.shown and seen.covered is not None:
         raise SourceError(f"{path}: no interval {window_words(start, end)}; the recording's intervals cover 0 s to "
-                          f"{seconds_text(covered)} s")
+                          f"{seconds_text(seen.covered)} s")

@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import IO, Any
 
 import numpy as np
@@ -283,8 +284,19 @@ def read_header(path: str) -> dict[str, Any] | None:
     return None
 
 
-def windowed(flow: Flow, start: float | None, end: float | None) -> Iterator[Interval | Notice]:
-    """Only intervals overlapping [start, end], in seconds relative to the start of their time-ordered run.
+@dataclass
+class WindowSeen:
+    """What `windowed` saw: the latest end of an interval, in seconds after the first of its run (None: no interval),
+    and whether any interval fell in the window."""
+
+    covered: float | None = None
+    shown: bool = False
+
+
+def windowed(flow: Flow, start: float | None, end: float | None,
+             seen: WindowSeen | None = None) -> Iterator[Interval | Notice]:
+    """Only intervals overlapping [start, end], in seconds relative to the start of their time-ordered run (`seen`,
+    when given, is kept up to date).
 
     A flow is one time-ordered run unless its intervals go back in time: a recording of several inputs read in
     turn holds their streams one after another, each from the same seconds. An interval that ends before the
@@ -292,6 +304,7 @@ def windowed(flow: Flow, start: float | None, end: float | None) -> Iterator[Int
     run may come at any point, the flow is read to its end (an interval at a time: nothing is kept), not left at
     the first interval past the window.
     """
+    seen = seen or WindowSeen()
     origin: float | None = None
     latest = -float("inf")  # the latest start of the run so far
     for item in flow:
@@ -299,8 +312,10 @@ def windowed(flow: Flow, start: float | None, end: float | None) -> Iterator[Int
             if origin is None or item.end < latest:  # the first interval, or back in time: a new run
                 origin, latest = item.start, item.start
             latest = max(latest, item.start)
+            seen.covered = max(seen.covered or 0.0, item.end - origin)
             if start is not None and item.end <= origin + start:
                 continue
             if end is not None and item.start >= origin + end:
                 continue
+            seen.shown = True
         yield item

@@ -34,8 +34,8 @@ from latencymap.core.buckets import bounds_seconds, midpoints_seconds
 from latencymap.core.errors import InputError
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text
+from latencymap.core.timebase import judge
 from latencymap.core.units import REAL_EPOCH
-from latencymap.profiling.clock import judge
 
 FAMILY = "latencymap_latency_seconds"
 INTERVAL_FAMILY = "latencymap_interval_latency_seconds"

@@ -14,7 +14,14 @@ drop of more than 23 hours where both values are below one day is midnight passi
 snapshot and the stream's later ones (said once per input). Any other timestamp that does not increase skips
 its own snapshot only, with a notice that counts it: the baseline stays, so a repeated or stale snapshot costs
 nothing; when the next snapshot is again not past the baseline but is past the skipped one, the clock went back
-and the skipped snapshot is its baseline (one column lost, none counted twice).
+and the skipped snapshot is its baseline (one column lost, none counted twice) -- when the skipped snapshot's
+counters went on up. When some counter of it is lower than the baseline's (it counts from an earlier time: a capture
+joined to itself with `cat`, old snapshots sent again), or none is higher and it is not later than the stream's
+first snapshot (a run without events read again), it and the next one are another run, shown apart as
+`LABEL [INPUT, from line N]` (N: the skipped snapshot's line; it is the run's baseline) with a note, as the protocol
+reader's `Timeline` does for interval records; later snapshots go on in the first run whose last one they follow,
+and past `MAX_RUNS` runs of a stream such a snapshot is skipped and counted. A counter that goes down while time goes
+forward is a reset, as above.
 
 A stream whose input ends before it gave a column (one record: only the baseline) was still read: when the items
 run out, a note names it (`'io': 1 record, the baseline of cumulative counters; a column needs a second record`),
@@ -46,6 +53,10 @@ DAY_US = 86_400_000_000
 #: A stream's first snapshot in an input continues its last one in the input before when it comes at most this
 #: many of that stream's intervals later (a log and its rotation: one).
 CONTINUE_STEPS = 3
+#: Runs of one stream shown apart in one input, at most (as `latencymap.protocol.reader.MAX_RUNS` for interval
+#: records); a snapshot that would start one more is skipped and counted.
+MAX_RUNS = 16
+_ROLLOVER_TAIL = "a day (86400 s) added to this record and to each later one at every midnight"
 #: A time of day that drops by more than a day less this has passed midnight.
 ROLLOVER_SLACK_US = 3_600_000_000
 
@@ -72,6 +83,8 @@ class Differ:
         self._step: dict[StreamId, float] = {}  # each stream's last interval, in seconds
         self._carried: dict[StreamId, Snapshot] = {}  # the input before this one's last snapshots (`carry`)
         self._carried_step: dict[StreamId, float] = {}
+        self._first: dict[StreamId, float] = {}  # each stream's first timestamp in this input
+        self._runs: dict[StreamId, list[Snapshot]] = {}  # a stream's runs shown apart: their last snapshots
 
     def carry(self, before: Differ) -> None:
         """Continue the streams of the input `before` read (a log, then its rotation): a stream's first snapshot
@@ -107,11 +120,7 @@ class Differ:
             prev = self._resumed(snap.stream, snap.timestamp)
         if prev is None or snap.stream in self._pending:
             self._pending[snap.stream] = self._pending.get(snap.stream, 0) + 1
-        if snap.present is not None and prev is not None and not restarted(prev.counts, snap.counts, snap.present):
-            missing = ~snap.present
-            snap.counts[missing] = prev.counts[missing]
-            if snap.sums is not None and prev.sums is not None:
-                snap.sums[missing] = prev.sums[missing]
+        self._first.setdefault(snap.stream, snap.timestamp)
         if prev is None:
             self._last[snap.stream] = snap
             return []
@@ -120,39 +129,80 @@ class Differ:
         if snap.timestamp <= prev.timestamp:
             rolled = self._rollover(prev, snap)
             if rolled is None:
-                behind = self._behind.get(snap.stream)
-                if behind is None or behind.timestamp is None or snap.timestamp <= behind.timestamp:
-                    if snap.timestamp < prev.timestamp:
-                        self._behind[snap.stream] = snap
-                    where = f"line {snap.line}: " if snap.line else ""
-                    return [Notice(f"{self._name}: {where}timestamp {snap.timestamp:.6f} does not increase "
-                                   f"(previous {prev.timestamp:.6f}); record skipped")]
-                prev = behind  # the clock went back: the skipped snapshot is the baseline
-            elif not self._said_rollover:
+                return self._back(prev, snap)
+            if not self._said_rollover:
                 self._said_rollover = not self._in_run
                 said.append(rolled)
+        _fill(snap, prev)
         self._behind.pop(snap.stream, None)
         self._last[snap.stream] = snap
-        counts = snap.counts - prev.counts
-        dropped = counts < 0
-        reset = bool(dropped.any())
-        if reset:
-            counts[dropped] = snap.counts[dropped]
-        spent = None
-        if snap.sums is not None:
-            base = prev.sums if prev.sums is not None else np.zeros_like(snap.sums)
-            spent = snap.sums - base
-            lost = (spent < 0) | dropped
-            if lost.any():
-                reset = True
-                spent[lost] = snap.sums[lost]
-        exact_dt = (snap.micros - prev.micros) / 1e6 if snap.micros is not None and prev.micros is not None else 0.0
-        assert prev.timestamp is not None
         first = self._pending.pop(snap.stream, None) is not None  # the stream's first interval: from its baseline
+        assert prev.timestamp is not None and snap.timestamp is not None
         self._step[snap.stream] = snap.timestamp - prev.timestamp
-        said.append(Interval(snap.stream, prev.timestamp, snap.timestamp, counts, spent, reset=reset, date=snap.date,
-                             duration=exact_dt, start_date=prev.date if first else ""))
+        said.append(_diffed(prev, snap, snap.stream, first))
         return said
+
+    def _back(self, prev: Snapshot, snap: Snapshot) -> list[Interval | Notice]:
+        """What a snapshot not later than its stream's last one (`prev`) gives, not a rollover: it goes on in a run
+        shown apart whose last snapshot it follows; or it is skipped and counted (kept as `_behind`); or, when the
+        one skipped before it is earlier, it is diffed against that one: in the main run when the clock stepped
+        back (that one's counters went on up), else in a run of its own shown apart (see `_another_run`)."""
+        stream, ts = snap.stream, snap.timestamp
+        assert ts is not None and prev.timestamp is not None
+        runs = self._runs.get(stream, [])
+        for k, last in enumerate(runs):
+            assert last.timestamp is not None
+            if ts > last.timestamp:
+                _fill(snap, last)
+                self._behind.pop(stream, None)
+                runs[k] = _moved(snap, last.stream)
+                return [_diffed(last, snap, last.stream, False)]
+        where = f"line {snap.line}: " if snap.line else ""
+        behind = self._behind.get(stream)
+        if behind is None or behind.timestamp is None or ts <= behind.timestamp:
+            _fill(snap, prev)
+            if ts < prev.timestamp:
+                self._behind[stream] = snap
+            return [Notice(f"{self._name}: {where}timestamp {ts:.6f} does not increase "
+                           f"(previous {prev.timestamp:.6f}); record skipped")]
+        if not self._another_run(prev, behind):
+            _fill(snap, prev)  # the clock went back: the skipped snapshot is the baseline
+            self._behind.pop(stream, None)
+            self._last[stream] = snap
+            self._step[stream] = ts - behind.timestamp
+            return [_diffed(behind, snap, stream, self._pending.pop(stream, None) is not None)]
+        if len(runs) >= MAX_RUNS:
+            return [Notice(f"{self._name}: {where}'{stream.label}' goes back into the time of its earlier records "
+                           f"again (timestamp {ts:.6f}, its last {prev.timestamp:.6f}), and {MAX_RUNS} runs of it "
+                           "are shown apart already; record skipped")]
+        self._behind.pop(stream, None)
+        name = "<stdin>" if self._name in ("-", "") else self._name
+        shown = StreamId(f"{stream.label} [{name}, from line {behind.line}]", stream.datasource, stream.unit)
+        base = _moved(behind, shown)
+        if base.present is not None:  # the first record of a run: a bucket missing from it counts 0
+            base.counts[~base.present] = 0
+            if base.sums is not None:
+                base.sums[~base.present] = 0
+        _fill(snap, base)
+        runs.append(_moved(snap, shown))
+        self._runs[stream] = runs
+        from_line = f" (the record at line {behind.line}, skipped above, is its baseline)" if behind.line else ""
+        return [Notice(f"{self._name}: {where}'{stream.label}' goes back into the time of its earlier records "
+                       f"(timestamp {ts:.6f}, its last {prev.timestamp:.6f}; counters "
+                       f"{'lower' if _lower(behind, prev) else 'unchanged'}): another run{from_line}, shown apart, as "
+                       f"'{shown.label}'", skipped=0),
+                _diffed(base, snap, shown, True)]
+
+    def _another_run(self, prev: Snapshot, behind: Snapshot) -> bool:
+        """Whether `behind` (skipped for not being later than `prev`, the stream's last) and the snapshot after it
+        come from another run (a capture joined to itself with `cat`, an old one sent again) rather than a clock
+        stepped back: some counter of `behind` is lower than in `prev` (it counts from an earlier time), or none is
+        higher and it is not later than the stream's first snapshot (a run without events read again)."""
+        if _lower(behind, prev):
+            return True
+        first = self._first.get(behind.stream)
+        assert behind.timestamp is not None
+        return bool(first is not None and behind.timestamp <= first and not (behind.counts > prev.counts).any())
 
     def _rollover(self, prev: Snapshot, snap: Snapshot) -> Notice | None:
         """When `snap` is `prev`'s time of day past midnight: shift it (and the stream) by a day, and say so."""
@@ -166,8 +216,7 @@ class Differ:
         _shift(snap, DAY_US)
         where = f"line {snap.line}: " if snap.line else ""
         return Notice(f"{self._name}: {where}timestamp {now / 1e6:.6f} after {before / 1e6:.6f}: times of day "
-                      "(microseconds since midnight) that passed midnight; a day (86400 s) added to this record and "
-                      "to each later one at every midnight", skipped=0)
+                      f"(microseconds since midnight) that passed midnight; {_ROLLOVER_TAIL}", skipped=0)
 
     def push_run(self, run: SnapshotRun) -> list[Interval | IntervalRun | Notice]:
         """What pushing each row of `run` in turn gives, computed per stream in bulk: one IntervalRun when every
@@ -194,9 +243,11 @@ class Differ:
         for i, iv in zip(made.tolist(), cols.run(made, run).intervals(), strict=True):
             out[i] = iv
         if extra:  # streams are diffed one after the other: say the rollover of the earliest row, as one by one
-            first = min(extra)
-            self._said_rollover = True
-            return [x for i, item in enumerate(out) for x in (*(extra[i] if i == first else ()), item)
+            rolled = [i for i, said in extra.items() if any(_is_rollover(x) for x in said)]
+            first = min(rolled) if rolled else -1
+            self._said_rollover = self._said_rollover or bool(rolled)
+            return [x for i, item in enumerate(out)
+                    for x in (*(x for x in extra.get(i, ()) if i == first or not _is_rollover(x)), item)
                     if x is not None]
         return [item for item in out if item is not None]
 
@@ -211,6 +262,7 @@ class Differ:
             prev = self._resumed(stream, float(micros[0]) / 1e6)
         if prev is not None and (prev.micros is None or prev.sums is not None):
             return False
+        self._first.setdefault(stream, float(micros[0]) / 1e6)
         # a missing bucket keeps its last value: only slots some row lacks, that some row or the last record held
         held = present.any(axis=0) if prev is None else present.any(axis=0) | (prev.counts != 0)
         missing = ~present.all(axis=0) & held
@@ -309,6 +361,54 @@ class _Columns:
         return IntervalRun([snaps.streams[i] for i in rows], self.start[made], self.end[made], self.duration[made],
                            self.counts[made], None, self.reset[made], np.zeros(len(rows), dtype=bool),
                            [snaps.dates[i] for i in rows], firsts)
+
+
+def _is_rollover(item: Interval | Notice) -> bool:
+    """Whether `item` is the notice that times of day passed midnight (`Differ._rollover`)."""
+    return isinstance(item, Notice) and item.message.endswith(_ROLLOVER_TAIL)
+
+
+def _fill(snap: Snapshot, prev: Snapshot | None) -> None:
+    """A bucket missing from `snap` keeps its value in `prev` (unless `snap` is a restart, see `restarted`)."""
+    if snap.present is not None and prev is not None and not restarted(prev.counts, snap.counts, snap.present):
+        missing = ~snap.present
+        snap.counts[missing] = prev.counts[missing]
+        if snap.sums is not None and prev.sums is not None:
+            snap.sums[missing] = prev.sums[missing]
+
+
+def _lower(snap: Snapshot, prev: Snapshot) -> bool:
+    """Whether some counter (or time) of `snap` is lower than in `prev`."""
+    if (snap.counts < prev.counts).any():
+        return True
+    return snap.sums is not None and prev.sums is not None and bool((snap.sums < prev.sums).any())
+
+
+def _moved(snap: Snapshot, stream: StreamId) -> Snapshot:
+    """A copy of `snap` in `stream`."""
+    return Snapshot(stream, snap.timestamp, snap.counts.copy(), None if snap.sums is None else snap.sums.copy(),
+                    snap.date, snap.line, snap.present, snap.micros)
+
+
+def _diffed(prev: Snapshot, snap: Snapshot, stream: StreamId, first: bool) -> Interval:
+    """The interval from `prev` to `snap`, in `stream` (`first`: the stream's first, which keeps `prev`'s date)."""
+    assert prev.timestamp is not None and snap.timestamp is not None
+    counts = snap.counts - prev.counts
+    dropped = counts < 0
+    reset = bool(dropped.any())
+    if reset:
+        counts[dropped] = snap.counts[dropped]
+    spent = None
+    if snap.sums is not None:
+        base = prev.sums if prev.sums is not None else np.zeros_like(snap.sums)
+        spent = snap.sums - base
+        lost = (spent < 0) | dropped
+        if lost.any():
+            reset = True
+            spent[lost] = snap.sums[lost]
+    exact_dt = (snap.micros - prev.micros) / 1e6 if snap.micros is not None and prev.micros is not None else 0.0
+    return Interval(stream, prev.timestamp, snap.timestamp, counts, spent, reset=reset, date=snap.date,
+                    duration=exact_dt, start_date=prev.date if first else "")
 
 
 def _shift(snap: Snapshot, micros: int) -> None:

@@ -78,6 +78,10 @@ class Record:
     values: list[int] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
     sums: list[float] | None = None
+    #: The first bucket line with events and no third column (sum): (line number, excerpt); 0 when there is none.
+    unsummed: tuple[int, str] = (0, "")
+    #: The first bucket line with a third column (sum), 0 when there is none.
+    summed: int = 0
     source_bounds: tuple[float, ...] | None = None
     source_counts: tuple[int, ...] | None = None
     source_time: float | None = None
@@ -197,6 +201,18 @@ def _parse_data(rec: Record, line: str, n: int) -> None:
         return
     if value & (value - 1):
         raise RecordError(n, f"expected a bucket value that is 0 or a power of 2, got {excerpt(line)}")
+    if total is None and count and rec.summed:
+        raise RecordError(n, f"{excerpt(line)} has no third column (sum), which line {rec.summed} has: a record's "
+                             "bucket lines with events carry a sum each, or none does (its events' time would be "
+                             "neither exact nor estimated)")
+    if total is not None and rec.unsummed[0]:
+        raise RecordError(n, f"{excerpt(line)} has a third column (sum), which line {rec.unsummed[0]} "
+                             f"({rec.unsummed[1]}) has not: a record's bucket lines with events carry a sum each, or "
+                             "none does (its events' time would be neither exact nor estimated)")
+    if total is None and count and not rec.unsummed[0]:
+        rec.unsummed = (n, excerpt(line))
+    if total is not None and not rec.summed:
+        rec.summed = n
     rec.values.append(value)
     rec.counts.append(count)
     if total is not None:

@@ -273,3 +273,21 @@ def test_runs_gathered_across_chunks_diff_as_records_one_by_one(streams: int, re
     items = ProtocolReader("x").read_chunks(chunks, runs=True)
     bulk = unrolled(Differ(name="x").run_columns(gathered(items, per_stream, most)))
     assert flow_facts(bulk) == flow_facts(lines)
+
+
+def test_cumulative_records_of_one_run_joined_to_itself_are_shown_apart(example_data: Path, tmp_path: Path) -> None:
+    """`cat capture.txt capture.txt`: the second copy is another run of the stream in the same input, shown apart
+    (in columns and one by one alike), each with the events of the capture read alone, never added together."""
+    text = example_data.read_text()
+    joined = tmp_path / "joined.txt"
+    joined.write_text(text + text)
+    alone = accumulate(column_flow([str(example_data)], REGISTRY))
+    (stream,) = alone.streams
+    twice = accumulate(column_flow([str(joined)], REGISTRY))
+    line = text.count("\n") + 1
+    assert [s.label for s in twice.streams] == [stream.label, f"{stream.label} [{joined}, from line {line}]"]
+    events = [int(h.counts_in().sum()) for h in twice.streams.values()]
+    assert events == [int(alone.streams[stream].counts_in().sum())] * 2
+    assert [h.n for h in twice.streams.values()] == [alone.streams[stream].n] * 2
+    one_by_one = accumulate(input_flow([str(joined)], REGISTRY))
+    assert held(one_by_one) == held(twice)

@@ -213,3 +213,20 @@ def test_writer_without_extensions_is_pylatencymap_shaped() -> None:
     for line in text.splitlines()[1:-1]:
         fields = line.split(",")
         assert len(fields) == (4 if fields[0] == "timestamp" else 2)
+
+
+@pytest.mark.parametrize("rows", [["64, 45, 999", "128, 60"], ["64, 45", "128, 60, 999"]])
+def test_a_record_where_only_some_buckets_carry_a_sum_is_skipped_naming_its_line(rows: list[str]) -> None:
+    """A sum for some buckets and none for others would give those no time, in a column still called estimated."""
+    head = "<begin record>\ntimestamp, microsec, {t}, d\nlatencyunit, microsec\nlabel, disk\n"
+    good = head.format(t=1_000_000) + "64, 30\n128, 40\n<end record>\n"
+    mixed = head.format(t=2_000_000) + "".join(r + "\n" for r in rows) + "0, 0\n<end record>\n"
+    for got in both_paths(good + mixed):
+        notes = [i for i in got if isinstance(i, Notice)]
+        assert len(notes) == 1 and notes[0].skipped == 1
+        assert notes[0].message.startswith("t.txt: line 13: ") and "line 12" in notes[0].message
+        assert "record skipped" in notes[0].message
+        assert [type(i) for i in got] == [Snapshot, Notice]
+    counted = head.format(t=2_000_000) + "64, 45, 999\n128, 0\n<end record>\n"  # no events: no time to lose
+    for got in both_paths(good + counted):
+        assert not [i for i in got if isinstance(i, Notice)]

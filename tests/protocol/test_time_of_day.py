@@ -125,3 +125,45 @@ def test_times_past_2_53_microseconds_that_collapse_as_seconds_skip_their_record
     items = both(per_interval)
     assert not [i for i in items if isinstance(i, Interval)]
     assert any(isinstance(i, Notice) and "no microsecond precision" in i.message for i in items)
+
+
+def test_a_cumulative_run_joined_to_itself_is_shown_apart_never_counted_twice() -> None:
+    """`cat capture.txt capture.txt`: the second copy goes back past the first one's records, its counters lower: not
+    a clock step but another run, shown apart from its first record on (a baseline, so none of its columns is lost)."""
+    once = "".join(record(1_000_000 * (k + 1), [10 * k]) for k in range(6))
+    items = both(once + once)
+    intervals = [i for i in items if isinstance(i, Interval)]
+    labels = [iv.stream.label for iv in intervals]
+    assert labels == ["x"] * 5 + ["x [t.txt, from line 31]"] * 5
+    assert [int(iv.counts[1]) for iv in intervals] == [10] * 10
+    assert [(iv.start, iv.end) for iv in intervals[5:]] == [(iv.start, iv.end) for iv in intervals[:5]]
+    notes = [i for i in items if isinstance(i, Notice)]
+    assert [n.skipped for n in notes] == [1, 0]
+    assert "line 31: " in notes[0].message and "record skipped" in notes[0].message
+    assert notes[1].message.startswith("t.txt: line 36: 'x' goes back into the time of its earlier records")
+    assert "counters lower): another run (the record at line 31, skipped above, is its baseline), shown apart, as " \
+           "'x [t.txt, from line 31]'" in notes[1].message
+
+
+def test_runs_of_one_stream_past_the_most_shown_apart_are_skipped_and_counted() -> None:
+    from latencymap.core.deltas import MAX_RUNS
+
+    once = "".join(record(1_000_000 * (k + 1), [10 * k]) for k in range(3))
+    items = both(once * (MAX_RUNS + 3))
+    labels = {i.stream.label for i in items if isinstance(i, Interval)}
+    assert len(labels) == MAX_RUNS + 1  # the first run and MAX_RUNS shown apart
+    skipped = [n for n in items if isinstance(n, Notice) and "runs of it are shown apart already" in n.message]
+    assert len(skipped) == 4 and all(n.skipped == 1 and "t.txt: line " in n.message for n in skipped)
+
+
+def test_a_run_without_events_joined_to_itself_is_shown_apart_and_a_clock_step_is_not() -> None:
+    """Counters that never move cannot tell a run read again from a clock step: going back to (or before) the
+    stream's first record can; a smaller step back with counters going on up stays one column lost."""
+    once = "".join(record(1_000_000 * (k + 1), [5]) for k in range(4))
+    labels = [i.stream.label for i in both(once + once) if isinstance(i, Interval)]
+    assert labels == ["x"] * 3 + ["x [t.txt, from line 21]"] * 3
+    seconds = [1, 2, 3, 4, 5, 2.5, 3.5, 4.5, 6, 7]
+    items = both("".join(record(int(t * 1_000_000), [10 * k]) for k, t in enumerate(seconds)))
+    intervals = [i for i in items if isinstance(i, Interval)]
+    assert {iv.stream.label for iv in intervals} == {"x"} and len(intervals) == 8
+    assert [n.skipped for n in items if isinstance(n, Notice)] == [1]

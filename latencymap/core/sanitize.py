@@ -18,6 +18,51 @@ def clean_text(text: str, limit: int = MAX_TEXT) -> str:
     return text
 
 
+def clean_label(text: str) -> str:
+    """A stream label from input as `clean_text` shows it, but not cut: what tells streams apart is all kept
+    (`StreamNames` cuts it for showing)."""
+    return _CONTROL.sub("?", text.replace("\t", " "))
+
+
+def cut_label(text: str, limit: int = MAX_TEXT) -> str:
+    """`text` in at most `limit` characters, cut in the middle as `cut_middle` cuts it (2/5 head, 3/5 tail): the end
+    of a label, where streams differ (`…/disk1/read`, `[key]`), stays visible, and cutting it again to a narrower
+    width (any view's `cut_middle`) keeps one ellipsis."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) * 2 // 5
+    return f"{text[:head]}…{text[len(text) - (limit - 1 - head):]}"
+
+
+class StreamNames:
+    """Stream names for the labels of one input, at most `limit` characters each: a long label is cut in the
+    middle (`cut_label`), and a cut name that another label already has becomes `NAME (2)`, `NAME (3)`, ...
+    instead of merging two streams. `scope` is what else tells streams apart (datasource and unit): only labels
+    of the same scope compete for a name."""
+
+    def __init__(self, limit: int = MAX_TEXT) -> None:
+        self.limit = limit
+        self._names: dict[tuple[str, object], str] = {}  # (label, scope) -> its name, for labels cut or renamed
+        self._owners: dict[tuple[str, object], str] = {}  # (name, scope) -> the label it was given to
+
+    def name(self, label: str, scope: object = None) -> str:
+        """The name of `label` (already cleaned): itself when short and no cut label's name took it."""
+        known = self._names.get((label, scope))
+        if known is not None:
+            return known
+        if len(label) <= self.limit and (label, scope) not in self._owners:
+            if "…" in label:  # it could be a cut label's name (every cut has one): keep it from being given
+                self._owners[(label, scope)] = label
+            return label  # other short labels never meet a cut name, and need no remembering
+        name, k = cut_label(label, self.limit), 1
+        while self._owners.setdefault((name, scope), label) != label:
+            k += 1
+            suffix = f" ({k})"
+            name = cut_label(label, self.limit - len(suffix)) + suffix
+        self._names[(label, scope)] = name
+        return name
+
+
 #: A message line on stderr: long enough for a path and its reason, or a summary naming several inputs.
 MAX_MESSAGE = 4000
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, slot_of_bucket_value
 from latencymap.core.model import Interval, Snapshot, SourceBuckets, StreamId
-from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.sanitize import StreamNames, clean_label, clean_text, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 
 BEGIN = "<begin record>"
@@ -100,7 +100,7 @@ def parse_record_line(rec: Record, line: str, low: str, n: int) -> None:
     """
     if rec.pending is not None:
         if _is_hist_header(low):
-            rec.keys.append((len(rec.values), " ".join(clean_text(rec.pending_line).split())))
+            rec.keys.append((len(rec.values), " ".join(clean_label(rec.pending_line).split())))
             rec.pending = None
             return
         end_record(rec)
@@ -141,7 +141,7 @@ def _parse_line(rec: Record, line: str, low: str, n: int) -> None:
         rec.micros = parse_micros(parts[1], n, line)
         rec.date = clean_text(parts[2]) if len(parts) > 2 else ""
     elif key == "label":
-        rec.label = clean_text(value)
+        rec.label = clean_label(value)  # whole: StreamCache names the stream (cut, told apart)
     elif key == "datasource":
         rec.datasource = clean_text(value.lower()) or None
     elif key == "latencyunit":
@@ -342,10 +342,13 @@ def make_item(stream: StreamId, first_line: int, micros: int | None, date: str, 
 
 
 class StreamCache:
-    """One StreamId per (label, datasource, unit), so equal streams are the same object."""
+    """One StreamId per (label, datasource, unit), so equal streams are the same object. Its label is the stream's
+    name (`StreamNames`): a label longer than MAX_TEXT is cut in the middle, and one whose cut another label's
+    already is becomes `NAME (2)`, so distinct labels stay distinct streams in both readers."""
 
     def __init__(self) -> None:
         self._streams: dict[tuple[str, str, str], StreamId] = {}
+        self.names = StreamNames()
 
     def get(self, label: str, datasource: str, unit: str) -> StreamId:
         """The stream of this identity."""
@@ -354,7 +357,7 @@ class StreamCache:
         if stream is None:
             if len(self._streams) > 4096:
                 self._streams.clear()
-            stream = self._streams[key] = StreamId(label, datasource, unit)
+            stream = self._streams[key] = StreamId(self.names.name(label, (datasource, unit)), datasource, unit)
         return stream
 
 

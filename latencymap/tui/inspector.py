@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,8 +70,30 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
     start, end = float(hist.start[first]), float(hist.end[stop - 1])
     flags = hist.flags[cols]
     return Inspection(first, stop, start, end, totals.events, rate, totals.mean_s, totals.percentiles, rows,
-                      column_time(hist, start), column_time(hist, end)[-8:], int(np.count_nonzero(flags & RESET)),
+                      *time_texts(hist, start, end), int(np.count_nonzero(flags & RESET)),
                       int(np.count_nonzero(flags & GAP)))
+
+
+_CLOCK = re.compile(r"\d\d:\d\d:\d\d$")
+
+
+def time_texts(hist: StreamHistory, start: float, end: float) -> tuple[str, str]:
+    """The inspector's `start → end` (the end's time of day only); under a second apart, with as many decimals
+    (tenths, hundredths, thousandths) as it takes to tell them apart, so a short column does not read as none."""
+    first, last = column_time(hist, start), column_time(hist, end)[-8:]
+    if not 0 < end - start < 1 or not (_CLOCK.search(first) and _CLOCK.search(last)):
+        return first, last
+    for digits in (1, 2, 3):
+        first, last = _with_decimals(hist, start, digits), _with_decimals(hist, end, digits)[-(9 + digits):]
+        if not first.endswith(last):
+            break
+    return first, last
+
+
+def _with_decimals(hist: StreamHistory, epoch: float, digits: int) -> str:
+    """`column_time` to `digits` decimals of a second (rounded, the whole seconds with them)."""
+    near = round(epoch, digits)
+    return f"{column_time(hist, near)}.{round(near * 10 ** digits) % 10 ** digits:0{digits}d}"
 
 
 def bar(share: float, width: int = BAR_W) -> str:
@@ -99,12 +122,19 @@ def inspection_chart(ins: Inspection, selected_row: int | None, compact: bool = 
         text.append("\n")
         text.append(f"{row.label[:7]:>7} ", style=style)
         text.append(bar(row.count / top if top else 0.0, width), style=style or "cyan")
+        share = percent_text(row.percent, row.count > 0)
         if compact:
             count = str(row.count) if len(str(row.count)) <= COUNT_W else format_number(row.count)
-            text.append(f" {count:>{COUNT_W}} {row.percent:>5.1f}", style=style)
+            text.append(f" {count:>{COUNT_W}} {share:>5}", style=style)
         else:
-            text.append(f" {row.count:>8} {row.percent:>6.1f} {row.cumulative:>6.1f}", style=style)
+            cumulative = percent_text(row.cumulative, row.cumulative > 0)
+            text.append(f" {row.count:>8} {share:>6} {cumulative:>6}", style=style)
     return text
+
+
+def percent_text(percent: float, held: bool) -> str:
+    """`percent` to one decimal; a share that holds events (`held`) never reads `0.0`, but `<0.1`."""
+    return "<0.1" if held and percent < 0.05 else f"{percent:.1f}"
 
 
 def inspection_summary(ins: Inspection) -> Text:

@@ -57,6 +57,9 @@ HEADER = st.sampled_from([
     "timestamp, microsec, -4611686018427387904, just out of range",
     "label, disk io",
     "label, \x1b[2Jevil\tlabel",
+    "label, /cluster/" + "x" * 250 + "/disk0/read",  # cut to 200: distinct streams still (middle cut, `(2)`)
+    "label, /cluster/" + "x" * 250 + "/disk1/read",
+    "label, /cluster/" + "x" * 250 + "/disk1/re\tad",
     "Label, upper",
     "datasource, oracle",
     "datasource, bpf",

@@ -192,6 +192,36 @@ def test_control_characters_in_labels_are_neutralised() -> None:
     assert "\x1b" not in snap.stream.label and "\x07" not in snap.stream.label
 
 
+LONG = "/cluster/eu-west-1/" + "x" * 250
+
+
+def long_label_records(*tails: str) -> str:
+    return "".join(f"<begin record>\ntimestamp, microsec, {t}000000\nlabel, {LONG}{tail}\ndatasource, bpf\n"
+                   f"1, {t}\n<end record>\n" for t in (1_795_700_000, 1_795_700_001) for tail in tails)
+
+
+def test_labels_longer_than_200_characters_stay_distinct_streams_cut_in_the_middle() -> None:
+    text = long_label_records("/disk0/read", "/disk1/read", "/disk2/read")
+    for items in both_paths(text):
+        assert not [i for i in items if isinstance(i, Notice)]
+        labels = [i.stream.label for i in items if isinstance(i, Snapshot)]
+        assert len(labels) == 6 and len(set(labels)) == 3
+        for label, tail in zip(labels, ["/disk0/read", "/disk1/read", "/disk2/read"], strict=False):
+            assert len(label) == 200 and label.count("…") == 1
+            assert label.startswith("/cluster/eu-west-1/xx") and label.endswith("x" + tail)
+
+
+def test_long_labels_whose_cuts_are_the_same_are_named_apart() -> None:
+    # They differ only in the middle, which the cut drops: the second is `NAME (2)`, still 200 characters.
+    text = long_label_records("a" + "y" * 200, "b" + "y" * 200)
+    for items in both_paths(text):
+        assert not [i for i in items if isinstance(i, Notice)]
+        labels = [i.stream.label for i in items if isinstance(i, Snapshot)]
+        assert len(set(labels)) == 2
+        assert labels[1].endswith("y (2)") and len(labels[1]) == 200 and labels[1].count("…") == 1
+        assert labels[2:] == labels[:2]
+
+
 def test_writer_round_trips_cumulative_and_interval_records() -> None:
     stream = StreamId("rt", "oracle", "microsec")
     counts = np.zeros(64, dtype=np.int64)

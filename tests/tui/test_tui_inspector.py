@@ -8,9 +8,10 @@ import numpy as np
 from tui_support import example_items, synthetic, wait_ended
 
 from latencymap.core.accumulator import Accumulator
+from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, StreamId
 from latencymap.tui.app import LatencyMapApp
-from latencymap.tui.inspector import Inspector, inspect_columns
+from latencymap.tui.inspector import Inspector, inspect_columns, inspection_chart
 from latencymap.tui.palette import detect_mode
 from latencymap.tui.status import status_text
 from latencymap.views.frame import fold_rows
@@ -116,3 +117,40 @@ def test_no_color_env_draws_shades(monkeypatch) -> None:
             assert any("█" in heat.render_line(y).text for y in range(heat.spec.rows + 2))
 
     asyncio.run(main())
+
+
+def _short_columns(seconds: float, counts: list[list[int]]) -> object:
+    """A history of columns `seconds` long (real dates), each column's counts in slots 10, 11, ..."""
+    stream = StreamId("short", "bpf", "millisec")
+    items = []
+    for k, col in enumerate(counts):
+        c = np.zeros(NSLOTS, dtype=np.int64)
+        c[10:10 + len(col)] = col
+        start = 1_795_700_000.0 + k * seconds
+        items.append(Interval(stream, start, start + seconds, c, None, duration=seconds))
+    acc = Accumulator()
+    acc.add(items)
+    return acc.streams[stream]
+
+
+def test_a_sub_second_column_shows_tenths_or_hundredths_not_a_zero_length_time() -> None:
+    hist = _short_columns(0.1, [[5]] * 4)
+    ins = inspect_columns(hist, 2, 3, 8, 20)
+    assert ins.start_text.endswith(":20.2") and ins.end_text.endswith(":20.3"), (ins.start_text, ins.end_text)
+    hist = _short_columns(0.01, [[5]] * 4)
+    ins = inspect_columns(hist, 2, 3, 8, 20)
+    assert ins.start_text.endswith(":20.02") and ins.end_text.endswith(":20.03"), (ins.start_text, ins.end_text)
+    assert len(ins.end_text) == len("HH:MM:SS.03")
+    whole = inspect_columns(_short_columns(1.0, [[5]] * 4), 2, 3, 8, 20)  # a second or more: whole seconds
+    assert len(whole.end_text) == 8 and "." not in whole.start_text
+
+
+def test_a_bucket_with_events_never_reads_zero_percent() -> None:
+    hist = _short_columns(1.0, [[3200, 1]])  # 1 event of 3,201: 0.03 %
+    ins = inspect_columns(hist, 0, 1, 8, 20)
+    for compact, at in ((False, -3), (True, -2)):
+        lines = inspection_chart(ins, None, compact).plain.splitlines()[1:]
+        (one,) = [line.split() for line in lines if line.split()[at] == "1"]
+        assert one[at + 1] == "<0.1", lines
+        empty = [line.split() for line in lines if line.split()[at] == "0"]
+        assert all(row[at + 1] == "0.0" for row in empty)  # no events: 0.0 still

@@ -10,7 +10,7 @@ import click
 import numpy as np
 
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
-from latencymap.core.sanitize import clean_text
+from latencymap.core.sanitize import StreamNames, clean_label
 from latencymap.core.source_totals import combine_buckets
 from latencymap.core.units import unit_seconds
 
@@ -85,6 +85,7 @@ class StreamBuilder:
         self.sum_by = tuple(sum_by)
         self.sum_all = sum_all
         self._streams: dict[Labels, StreamId] = {}
+        self._names = StreamNames(MAX_LABEL)  # long label sets cut in the middle; a cut taken already gets (2)
         self.notices: list[Notice] = []
         self._mixed_told = False
 
@@ -114,7 +115,7 @@ class StreamBuilder:
                 unit = self.unit if self.unit in STREAM_UNITS else "microsec"
             else:
                 unit = stream_unit(bounds_s, self.unit)
-            label = clean_text(describe_labels(self.metric, okey), MAX_LABEL)
+            label = self._names.name(clean_label(describe_labels(self.metric, okey)), unit)
             found = self._streams[okey] = StreamId(label, DATASOURCE, unit)
         return found
 

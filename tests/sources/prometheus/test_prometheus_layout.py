@@ -240,3 +240,15 @@ def test_native_series_with_different_buckets_sum_on_the_union() -> None:
     held = {b: int(n) for b, n in zip(own.bounds, own.counts, strict=True) if n}
     assert held == {2.0 ** (-34 / 8) * 1e6: 7, 2.0 ** (-26 / 8) * 1e6: 2}
     assert int(column.counts.sum()) == 9
+
+
+def test_label_sets_longer_than_a_label_stay_apart() -> None:
+    builder = StreamBuilder("req_seconds", "seconds")
+    pods = [(("path", "/" + "x" * 500), ("pod", f"api-{k}")) for k in range(3)]  # alike but for their end
+    same_cut = [(("path", "/a" + "y" * 500 + "b"), ("pod", "p")), (("path", "/a" + "y" * 501 + "b"), ("pod", "p"))]
+    streams = [builder.stream(key, (0.1, 1.0)) for key in pods + same_cut]
+    labels = [s.label for s in streams]
+    assert len(set(streams)) == len(streams) and all(len(label) <= 400 for label in labels)
+    assert all(f"api-{k}" in labels[k] for k in range(3))  # the end, where they differ, is kept
+    assert labels[4].endswith(" (2)") and labels[3].count("…") == labels[4].count("…") == 1
+    assert builder.stream(same_cut[1], (0.1, 1.0)) is streams[4]  # the same series, the same stream

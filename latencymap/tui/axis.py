@@ -115,7 +115,10 @@ def axis_strip(hist: StreamHistory, win: Window, width: int, offset: int = LABEL
 
 def times_strip(hist: StreamHistory, ends: np.ndarray, per_cell: float, width: int, offset: int = LABEL_W + 1) -> Strip:
     """Time labels at round times under cells ending at `ends` (NaN: no time), `per_cell` seconds each, written as
-    `hist`'s times are (dates, or its input's time of day, or offsets from its start)."""
+    `hist`'s times are (dates, or its input's time of day, or offsets from its start).
+
+    Every label stays under the cells: one that would run past the last cell ends at its tick instead
+    (`12:43:15╵`), or is left out where that would touch the label before it."""
     line = [" "] * width
     if hist.n and np.isfinite(ends).any():
         origin = float(hist.start[0])
@@ -123,9 +126,16 @@ def times_strip(hist: StreamHistory, ends: np.ndarray, per_cell: float, width: i
         shift = None if real else clock_shift(hist)
         utc_offset = _utc_offset(float(np.nanmax(ends))) if real else -origin if shift is None else shift
         cells, step = tick_cells(ends, max(per_cell, 1e-3), utc_offset)
+        taken = 0  # cells before this one are (or touch) an earlier label
         for c in cells:
             mark = math.floor((ends[c] + utc_offset) / step) * step - utc_offset
-            _put(line, offset + c, TICK + clock(mark, origin, step, shift))
+            text = clock(mark, origin, step, shift)
+            if c + 1 + len(text) <= len(ends):
+                _put(line, offset + c, TICK + text)
+                taken = c + 2 + len(text)
+            elif c - len(text) >= taken:
+                _put(line, offset + c - len(text), text + TICK)
+                taken = c + 2
     return Strip([Segment("".join(line), DIM)], width)
 
 

@@ -11,7 +11,9 @@ from latencymap.views.frame import AUTO, AUTO_MAX
 
 BLUES = (15, 51, 45, 39, 33, 27, 21)
 REDS = (15, 226, 220, 214, 208, 202, 196)
-SHADES = (" ", "░", "░", "▒", "▒", "▓", "█")
+#: Cell characters without colour (NO_COLOR, saved `.txt` frames): one per level, lightest to darkest, each one cell
+#: wide in common monospace fonts.
+SHADES = (" ", "·", ":", "░", "▒", "▓", "█")
 
 
 @dataclass(slots=True)

@@ -85,7 +85,11 @@ class BulkFrames:
         self._sums = TextCache(4, False, inner="sum ", align=9)
         self._max_sums = TextCache(4, False, MAX_SUM, after="\n\n")
         self._cells = _cell_tables(self.opts.color)
-        self._long_cells = sorted({int(n) for n in self._cells[1] if n > 1})
+        table, lengths = self._cells[0], self._cells[1]
+        # Cell sizes to store: every one but a lone space's (`_cell_text` starts from spaces). A one-byte cell that
+        # is not a space (a shade such as `:`) makes the one-byte cells stored too.
+        self._long_cells = sorted({int(n) for n, first in zip(lengths.tolist(), table[:, 0].tolist(), strict=True)
+                                   if n > 1 or first != ord(" ")})
         self._sources = Buffers()
         self._footer = Footer(renderer, errors)
         self._numbers: dict[float, bytes] = {}
@@ -284,7 +288,7 @@ class BulkFrames:
         cell_size = lengths[code]
         offset = np.zeros(code.size + 1, dtype=np.int64)
         np.cumsum(cell_size, out=offset[1:])
-        # Every cell ends with (or is) one byte that is a space: start with spaces, then store the longer cells.
+        # Start with spaces, then store every cell size holding something else (`_long_cells`).
         text = np.full(int(offset[-1]), ord(" "), dtype=np.uint8)
         for n in self._long_cells:
             sel = np.flatnonzero(cell_size == n)

@@ -63,6 +63,8 @@ def clock(epoch: float, origin: float, step: float = 1.0, shift: float | None = 
     dates, the input's own time of day (`shift`) or `+90s` since `origin`."""
     if not math.isfinite(epoch):
         return ""
+    if step < 1:  # tenths: round first, so that 20.96 s reads 21.0, not 20.0
+        epoch = round(epoch * 10) / 10
     if epoch < REAL_EPOCH:
         if shift is None:
             return "+" + _offset(epoch - origin)

@@ -118,3 +118,10 @@ def test_zoomed_cursor_label_is_the_cells_end() -> None:
     assert want in text
     assert clock(float(hist.end[cursor]), float(hist.start[0]), 1.0) not in text
     assert math.isfinite(float(np.asarray(hist.end)[b - 1]))
+
+
+def test_tenths_of_a_second_are_rounded_with_the_seconds() -> None:
+    at = 1_700_000_020.0  # a whole second, local time whatever the zone
+    assert clock(at + 0.96, 0.0, step=0.1) == clock(at + 1.0, 0.0, step=0.1)  # 20.96 s reads 21.0, not 20.0
+    assert clock(at + 0.34, 0.0, step=0.1).endswith(".3") and clock(at + 0.34, 0.0).count(".") == 0
+    assert clock(20.96, 0.0, step=0.1, shift=0.0) == "00:00:21.0"  # a time of day

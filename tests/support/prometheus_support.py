@@ -33,6 +33,15 @@ DEFAULT_BUCKETS = Histogram.DEFAULT_BUCKETS
 POW2_MS_BUCKETS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024)
 
 
+def reply(handler: BaseHTTPRequestHandler, status: int, ctype: str, body: bytes) -> None:
+    """Answer a test server's request: status, content type and length, then the body."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", ctype)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 def free_port() -> int:
     """A TCP port nothing listens on right now (on 127.0.0.1)."""
     with socket.socket() as s:
@@ -87,11 +96,7 @@ class Exporter(Serving):
                     exporter.accepts.append(accept)
                     body, ctype = exporter.render(accept)
                     exporter.served.append(dict(exporter._counts))
-                self.send_response(200)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply(self, 200, ctype, body)
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -214,11 +219,7 @@ class NativeExporter(Serving):
             def do_GET(self) -> None:
                 with exporter.lock:
                     body = exporter.family()
-                self.send_response(200)
-                self.send_header("Content-Type", PROTOBUF_TYPE)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply(self, 200, PROTOBUF_TYPE, body)
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -335,11 +336,7 @@ class Scripted(Serving):
                 status, ctype, body = endpoint.script[min(n, len(endpoint.script) - 1)]
                 data = body.encode()
                 with contextlib.suppress(OSError):
-                    self.send_response(status)
-                    self.send_header("Content-Type", ctype)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    reply(self, status, ctype, data)
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 import pytest
-from prometheus_support import Serving, free_port
+from prometheus_support import Serving, free_port, reply
 
 from latencymap.core.model import Interval, Notice
 from latencymap.plugins import SourceError
@@ -50,11 +50,7 @@ class Api(Serving):
                 api.requests.append((parts.path, params))
                 status, ctype, body = fail(len(api.requests)) or api.answer(parts.path, params)
                 data = body.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                reply(self, status, ctype, data)
 
             def log_message(self, *args: object) -> None:
                 pass

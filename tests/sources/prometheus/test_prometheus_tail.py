@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
-from prometheus_support import TEXT_TYPE, PrometheusServer, Serving, prometheus_binary
+from prometheus_support import TEXT_TYPE, PrometheusServer, Serving, prometheus_binary, reply
 from skips_support import skip_missing
 
 from latencymap.core.model import Interval
@@ -49,11 +49,7 @@ class LinearExporter(Serving):
                     lines.append(f'{NAME}_bucket{{le="{le}"}} {cumulative!r}')
                 lines += [f"{NAME}_sum {0.05 * cumulative!r}", f"{NAME}_count {cumulative!r}"]
                 body = ("\n".join(lines) + "\n").encode()
-                self.send_response(200)
-                self.send_header("Content-Type", TEXT_TYPE)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply(self, 200, TEXT_TYPE, body)
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -78,6 +78,10 @@ def diskstats(disk: str) -> dict[str, int]:
     raise AssertionError(f"{disk} not in /proc/diskstats")
 
 
+#: Empty intervals in a row (of any stream) after the work that end a trace: two readings of every stream.
+QUIET_INTERVALS = 8
+
+
 def run_block(backend: str, disk: str, script: str, *args: str) -> tuple[dict[str, int], dict[str, int], str]:
     """Trace `disk` with --split rw while `script` runs: (events per stream, diskstats deltas, notices)."""
     src = BpfSource(mode="block", disk=disk, split="rw", backend=backend, interval=0.25)
@@ -85,6 +89,7 @@ def run_block(backend: str, disk: str, script: str, *args: str) -> tuple[dict[st
     notes: list[str] = []
     delta: dict[str, int] = {}
     done_at: float | None = None
+    quiet = 0  # empty intervals in a row after the work
     deadline = time.time() + TIMEOUT
     gen = src.items()
     try:
@@ -99,7 +104,10 @@ def run_block(backend: str, disk: str, script: str, *args: str) -> tuple[dict[st
                     done_at = time.time()
             elif isinstance(item, Interval):
                 counts[item.stream.label] = counts.get(item.stream.label, 0) + int(np.sum(item.counts))
-                if done_at is not None and item.start > done_at + 0.5:
+                # done once the disk is quiet: readings printed while the work ran can arrive late, under load
+                quiet = quiet + 1 if done_at is not None and item.start > done_at + 0.5 and not item.counts.any() \
+                    else 0
+                if quiet >= QUIET_INTERVALS:
                     break
             assert time.time() < deadline, "no interval after the work finished"
     finally:

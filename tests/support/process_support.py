@@ -6,11 +6,15 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from skips_support import NO_BTF, NOT_LINUX, NOT_ROOT, reason, skip_missing
+
+from latencymap.core.model import Interval, Notice
 
 
 def children_named(parent: int, comm: str) -> list[int]:
@@ -66,3 +70,36 @@ def loop_device(blocks: int, direct_io: bool = False) -> Iterator[str]:
             subprocess.run(["losetup", "--detach", device], check=False)
     finally:
         os.unlink(backing)
+
+
+#: Empty intervals in a row (of any stream) after the work that end a trace: two readings of every stream.
+QUIET_INTERVALS = 8
+
+
+def traced(src: Any, work: Callable[[], None], timeout: float = 90.0) -> tuple[dict[str, int], list[str]]:
+    """Run the BPF source `src`; when it says it is tracing, do `work()`; count each stream's events until the trace
+    is quiet after it (`QUIET_INTERVALS` empty intervals in a row starting half a second or more after the work:
+    readings printed while the work ran can arrive late under load): events per stream, and the notices."""
+    counts: dict[str, int] = {}
+    notices: list[str] = []
+    done_at: float | None = None
+    quiet = 0
+    deadline = time.time() + timeout
+    gen = src.items()
+    try:
+        for item in gen:
+            if isinstance(item, Notice):
+                notices.append(item.message)
+                if "tracing" in item.message and done_at is None:
+                    work()
+                    done_at = time.time()
+            elif isinstance(item, Interval):
+                counts[item.stream.label] = counts.get(item.stream.label, 0) + int(item.counts.sum())
+                after = done_at is not None and item.start > done_at + 0.5 and not item.counts.any()
+                quiet = quiet + 1 if after else 0
+                if quiet >= QUIET_INTERVALS:
+                    break
+            assert time.time() < deadline, "no interval after the work finished"
+    finally:
+        gen.close()
+    return counts, notices

@@ -12,14 +12,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 
-import numpy as np
 import pytest
-from process_support import bpf_unavailable, loop_device
+from process_support import bpf_unavailable, loop_device, traced
 from skips_support import skip_missing
 
-from latencymap.core.model import Interval, Notice
+from latencymap.core.model import Notice
 from latencymap.sources.bpf import btf
 from latencymap.sources.bpf.bcc_backend import program
 from latencymap.sources.bpf.bpftrace_backend import block_script
@@ -30,42 +28,32 @@ SKIP = bpf_unavailable()
 BACKENDS = ["bcc", "bpftrace"]
 TIMEOUT = 90.0
 
-#: N processes each read the first 4 KiB block of a device M times with O_DIRECT, at the same time.
-SAME_SECTOR = """
+def forked(setup: str, each: str) -> str:
+    """A script of N processes (argv: device, N, M), each opening the device as `setup` does (`fd`, a 4 KiB `buf`)
+    and running `each` M times (`k`: the process, `i`: the round), all at the same time."""
+    return f"""
 import mmap, os, sys
 dev, n, m = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 pids = []
 for k in range(n):
     pid = os.fork()
     if pid == 0:
-        fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+        {setup}
         buf = mmap.mmap(-1, 4096)
         for i in range(m):
-            os.preadv(fd, [buf], 0)
+            {each}
         os._exit(0)
     pids.append(pid)
 for p in pids:
     os.waitpid(p, 0)
 """
 
+
+#: N processes each read the first 4 KiB block of a device M times with O_DIRECT, at the same time.
+SAME_SECTOR = forked("fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)", "os.preadv(fd, [buf], 0)")
 #: N processes each write a 4 KiB block with O_DIRECT and fsync the device (a flush), M times.
-FLUSHES = """
-import mmap, os, sys
-dev, n, m = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-pids = []
-for k in range(n):
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
-        buf = mmap.mmap(-1, 4096)
-        for i in range(m):
-            os.pwrite(fd, buf, (k * m + i) * 4096)
-            os.fsync(fd)
-        os._exit(0)
-    pids.append(pid)
-for p in pids:
-    os.waitpid(p, 0)
-"""
+FLUSHES = forked("fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)",
+                 "os.pwrite(fd, buf, (k * m + i) * 4096); os.fsync(fd)")
 
 
 def diskstats(disk: str) -> dict[str, int]:
@@ -78,40 +66,18 @@ def diskstats(disk: str) -> dict[str, int]:
     raise AssertionError(f"{disk} not in /proc/diskstats")
 
 
-#: Empty intervals in a row (of any stream) after the work that end a trace: two readings of every stream.
-QUIET_INTERVALS = 8
-
-
 def run_block(backend: str, disk: str, script: str, *args: str) -> tuple[dict[str, int], dict[str, int], str]:
     """Trace `disk` with --split rw while `script` runs: (events per stream, diskstats deltas, notices)."""
     src = BpfSource(mode="block", disk=disk, split="rw", backend=backend, interval=0.25)
-    counts: dict[str, int] = {}
-    notes: list[str] = []
     delta: dict[str, int] = {}
-    done_at: float | None = None
-    quiet = 0  # empty intervals in a row after the work
-    deadline = time.time() + TIMEOUT
-    gen = src.items()
-    try:
-        for item in gen:
-            if isinstance(item, Notice):
-                notes.append(item.message)
-                if "tracing" in item.message and done_at is None:
-                    before = diskstats(disk)
-                    subprocess.run([sys.executable, "-c", script, *args], check=True, timeout=TIMEOUT)
-                    after = diskstats(disk)
-                    delta = {k: after[k] - before[k] for k in after}
-                    done_at = time.time()
-            elif isinstance(item, Interval):
-                counts[item.stream.label] = counts.get(item.stream.label, 0) + int(np.sum(item.counts))
-                # done once the disk is quiet: readings printed while the work ran can arrive late, under load
-                quiet = quiet + 1 if done_at is not None and item.start > done_at + 0.5 and not item.counts.any() \
-                    else 0
-                if quiet >= QUIET_INTERVALS:
-                    break
-            assert time.time() < deadline, "no interval after the work finished"
-    finally:
-        gen.close()
+
+    def work() -> None:
+        before = diskstats(disk)
+        subprocess.run([sys.executable, "-c", script, *args], check=True, timeout=TIMEOUT)
+        after = diskstats(disk)
+        delta.update({k: after[k] - before[k] for k in after})
+
+    counts, notes = traced(src, work, TIMEOUT)
     assert src.chosen == backend
     return counts, delta, " | ".join(notes)
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from process_support import bpf_unavailable
+from process_support import bpf_unavailable, traced
 
-from latencymap.core.model import Interval, Notice
 from latencymap.sources.bpf import preconditions
 from latencymap.sources.bpf.source import BpfSource
 
@@ -61,30 +59,19 @@ def _trace(tmp_path: Path, backend: str, syscalls: str) -> tuple[dict[str, int],
 def _drive(child: subprocess.Popen[str], make: Callable[[], BpfSource],
            backend: str) -> tuple[dict[str, int], list[str]]:
     """Trace `child` (which says "ready", waits for "go", does its calls and says "done") with the source `make`
-    builds once the child is ready: per-stream event counts until a column starts after "done"; notices."""
-    counts: dict[str, int] = {}
-    notices: list[str] = []
+    builds once the child is ready: per-stream event counts until the trace is quiet after "done"; notices."""
     try:
         assert child.stdout is not None and child.stdin is not None
         assert child.stdout.readline().strip() == "ready"
         src = make()
-        done_at = None
-        gen = src.items()
-        try:
-            for item in gen:
-                if isinstance(item, Notice):
-                    notices.append(item.message)
-                    if "tracing" in item.message and done_at is None:
-                        child.stdin.write("go\n")
-                        child.stdin.flush()
-                        assert child.stdout.readline().strip() == "done"
-                        done_at = time.time()
-                elif isinstance(item, Interval):
-                    counts[item.stream.label] = counts.get(item.stream.label, 0) + int(item.counts.sum())
-                    if done_at is not None and item.start > done_at:
-                        break
-        finally:
-            gen.close()
+
+        def work() -> None:
+            assert child.stdout is not None and child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.stdout.readline().strip() == "done"
+
+        counts, notices = traced(src, work)
         assert src.chosen == backend
     finally:
         if child.stdin:

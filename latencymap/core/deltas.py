@@ -53,9 +53,15 @@ DAY_US = 86_400_000_000
 #: A stream's first snapshot in an input continues its last one in the input before when it comes at most this
 #: many of that stream's intervals later (a log and its rotation: one).
 CONTINUE_STEPS = 3
-#: Runs of one stream shown apart in one input, at most (as `latencymap.protocol.reader.MAX_RUNS` for interval
-#: records); a snapshot that would start one more is skipped and counted.
+#: Runs of one stream that go back into its earlier time, shown apart in one input, at most (cumulative snapshots
+#: here, interval records in `latencymap.protocol.reader.Timeline`); a record that would start one more is skipped.
 MAX_RUNS = 16
+
+
+def apart_label(label: str, input_name: str, line: int) -> str:
+    """The label of a run shown apart: `LABEL [INPUT, from line N]` (N: where the run starts)."""
+    name = "<stdin>" if input_name in ("-", "") else input_name
+    return f"{label} [{name}, from line {line}]"
 _ROLLOVER_TAIL = "a day (86400 s) added to this record and to each later one at every midnight"
 #: A time of day that drops by more than a day less this has passed midnight.
 ROLLOVER_SLACK_US = 3_600_000_000
@@ -176,8 +182,7 @@ class Differ:
                            f"again (timestamp {ts:.6f}, its last {prev.timestamp:.6f}), and {MAX_RUNS} runs of it "
                            "are shown apart already; record skipped")]
         self._behind.pop(stream, None)
-        name = "<stdin>" if self._name in ("-", "") else self._name
-        shown = StreamId(f"{stream.label} [{name}, from line {behind.line}]", stream.datasource, stream.unit)
+        shown = StreamId(apart_label(stream.label, self._name, behind.line), stream.datasource, stream.unit)
         base = _moved(behind, shown)
         if base.present is not None:  # the first record of a run: a bucket missing from it counts 0
             base.counts[~base.present] = 0

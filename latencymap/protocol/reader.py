@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from latencymap import __version__
+from latencymap.core.deltas import MAX_RUNS, apart_label
 from latencymap.core.model import (
     Interval,
     IntervalRun,
@@ -332,11 +333,6 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in m.group(1).split(".")) if m else ()
 
 
-#: Runs of one stream that go back in time, shown apart in one input, at most; a record that would start one more is
-#: skipped.
-MAX_RUNS = 16
-
-
 class Timeline:
     """Where the intervals of `counts, interval` records go, in one input: a record whose timestamp does not increase
     over its stream's last one (the rule for cumulative records) goes back into time already read, as a second
@@ -367,7 +363,7 @@ class Timeline:
             return [Notice(f"{self._name}: line {line}: '{stream.label}' goes back in time again (its interval ends "
                            f"at {end:.6f}, not after its last one, {runs[0][0]:.6f}), and {MAX_RUNS} runs of it are "
                            "shown apart already; record skipped")]
-        shown = self._streams.get(f"{stream.label} [{self._name}, from line {line}]", stream.datasource, stream.unit)
+        shown = self._streams.get(apart_label(stream.label, self._name, line), stream.datasource, stream.unit)
         runs.append((end, shown))
         interval.stream = shown
         return [Notice(f"{self._name}: line {line}: '{stream.label}' goes back into the time of its earlier records "

@@ -73,17 +73,18 @@ class StreamHistory:
         for i, iv in enumerate(intervals):
             counts[i] = iv.counts
         timed = np.fromiter((iv.time is not None for iv in intervals), dtype=bool, count=k)
-        summed = [j for j, iv in enumerate(intervals) if iv.time is None and _exact_sum(iv) is not None]
+        summed = [(j, total) for j, iv in enumerate(intervals)
+                  if iv.time is None and (total := _exact_sum(iv)) is not None]
         time = None
         if timed.any() or summed:
             time = np.multiply(counts, self._mid)
             for j, iv in enumerate(intervals):
                 if iv.time is not None:
                     time[j] = iv.time
-            for j in summed:
+            for j, total in summed:
                 estimated = float(time[j].sum())
                 if estimated > 0:  # the rows' split stays an estimate; the column's total is the source's sum
-                    time[j] *= _exact_sum(intervals[j]) / estimated  # type: ignore[operator]
+                    time[j] *= total / estimated
         marks = np.array([(iv.reset, iv.gap) for iv in intervals], dtype=bool).reshape(k, 2)
         spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T
         self.extend_columns(counts, time, timed, spans[0], spans[1], spans[2], marks[:, 0], marks[:, 1],

@@ -26,7 +26,7 @@ import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS
 from latencymap.core.model import Notice, empty_counts
-from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.sanitize import clean_label, clean_text, excerpt
 from latencymap.core.units import normalize_unit
 from latencymap.plugins import Item
 from latencymap.sources.printed_histograms import (
@@ -102,8 +102,8 @@ class BccTextFormat(PrintedHistogramFormat):
                 cut = _CUT_ROW.match(text)
                 if cut is not None:
                     unknown = cut_slots(unknown, cut, last_slot)
-                    yield Notice(f"{name}: line {n}: {block[0]}: a row cut short (no '|' bar: was the output cut "
-                                 f"mid-line?), got {excerpt(text)}; row skipped, its bucket's count unknown")
+                    yield Notice(f"{name}: line {n}: {reader.shown(block[0])}: a row cut short (no '|' bar: was the "
+                                 f"output cut mid-line?), got {excerpt(text)}; row skipped, its bucket's count unknown")
                     continue
                 yield from reader.histogram(block[0], counts, block[2], unit=block[1], named=block[3],
                                             family=block[3], unknown=unknown)
@@ -112,7 +112,7 @@ class BccTextFormat(PrintedHistogramFormat):
                 continue
             header = _HEADER.match(text)
             if header is not None:
-                val_type = clean_text(header.group(1))
+                val_type = clean_label(header.group(1))  # labels whole: the reader names their streams
                 label = section if section and section_line == n - 1 else f"bcc {val_type}"
                 block = (label, time_unit(val_type), n, val_type)
                 continue
@@ -125,7 +125,7 @@ class BccTextFormat(PrintedHistogramFormat):
                 continue
             key, equals, value = text.partition("=")
             if equals and key.strip() and value.strip():
-                section = clean_text(f"{key.strip()} {value.strip().strip(chr(39) + chr(34))}")
+                section = clean_label(f"{key.strip()} {value.strip().strip(chr(39) + chr(34))}")
                 section_line = n
             elif _ROW.match(text):
                 yield Notice(f"{name}: line {n}: a row outside a histogram (expected a '<unit> : count "
@@ -166,9 +166,9 @@ def dict_histogram(obj: Any) -> tuple[np.ndarray, str, str]:
     """Counts, val_type and stream label of one `-j` dict; ValueError when it is not one."""
     if not isinstance(obj, dict) or not isinstance(obj.get("data"), list):
         raise ValueError("no 'data' list")
-    val_type = clean_text(str(obj.get("val_type", "value")))
+    val_type = clean_label(str(obj.get("val_type", "value")))
     extra = [(k, v) for k, v in obj.items() if k not in ("ts", "val_type", "data")]
-    label = clean_text(" ".join(f"{k} {v}" for k, v in extra)) if extra else f"bcc {val_type}"
+    label = clean_label(" ".join(f"{k} {v}" for k, v in extra)) if extra else f"bcc {val_type}"
     counts = empty_counts()
     for row in obj["data"]:
         if not isinstance(row, dict):

@@ -18,7 +18,7 @@ import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT
 from latencymap.core.model import Notice, empty_counts
-from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.sanitize import clean_label, excerpt
 from latencymap.plugins import Item
 from latencymap.sources.printed_histograms import (
     PrintedHistogramFormat,
@@ -148,11 +148,12 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
         for map_name, value in data.items():
             keyed = value.items() if isinstance(value, dict) else [(None, value)]
             for key, rows in keyed:
-                label = clean_text(str(map_name) if key is None else f"{map_name}[{key}]")
+                # whole (a long key): the reader names the stream
+                label = clean_label(str(map_name) if key is None else f"{map_name}[{key}]")
                 try:
                     counts, negative = hist_counts(rows)
                 except HistRowError as err:
                     reader.unreadable(label)
-                    yield Notice(f"{name}: line {n}: {label}: {err}; histogram skipped")
+                    yield Notice(f"{name}: line {n}: {reader.shown(label)}: {err}; histogram skipped")
                     continue
                 yield from reader.histogram(label, counts, n, negative=negative)

@@ -20,7 +20,7 @@ import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS
 from latencymap.core.model import Notice, empty_counts
-from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.sanitize import clean_label, excerpt
 from latencymap.plugins import Item
 from latencymap.sources.printed_histograms import (
     PrintedHistogramFormat,
@@ -106,8 +106,8 @@ class BpftraceTextFormat(PrintedHistogramFormat):
                 continue
             if block is not None and (cut := _CUT_ROW.match(text)) is not None:
                 _cut_row(block, cut.group(1))
-                yield Notice(f"{name}: line {n}: {block.label}: a row cut short (no '|' bar: was the output cut "
-                             f"mid-line?), got {excerpt(text)}; row skipped, its bucket's count unknown")
+                yield Notice(f"{name}: line {n}: {reader.shown(block.label)}: a row cut short (no '|' bar: was the "
+                             f"output cut mid-line?), got {excerpt(text)}; row skipped, its bucket's count unknown")
                 continue
             if block is not None:
                 yield from _emit(reader, block)
@@ -116,7 +116,7 @@ class BpftraceTextFormat(PrintedHistogramFormat):
                 continue
             header = _HEADER.match(text)
             if header is not None:
-                block = _Block(clean_text(header.group(1)), n)
+                block = _Block(clean_label(header.group(1)), n)  # whole: the reader names its stream
                 continue
             stamp = parse_time_line(text)
             if stamp is not None:

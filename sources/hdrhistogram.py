@@ -31,7 +31,7 @@ import numpy as np
 
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, Notice, StreamId, empty_counts
-from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.sanitize import StreamNames, clean_label, cut_label, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import unit_option
@@ -120,9 +120,9 @@ class HlogReader:
     def __init__(self, name: str, unit: str) -> None:
         self.name = name
         self.unit = unit
-        self.label = clean_text("stdin" if name == "<stdin>" else PurePath(name).name) or "hdrhistogram"
+        self.label = clean_label("stdin" if name == "<stdin>" else PurePath(name).name) or "hdrhistogram"
         self.streams: dict[str | None, StreamId] = {}
-        self.owners: dict[tuple[str, str], str | None] = {}  # (label, unit) -> the tag whose stream it names
+        self.names = StreamNames()  # per tag (untagged lines: the file's name), so two tags never share a stream
         self.data_seen = False
         self.start_time: float | None = None
         self.base_time: float | None = None
@@ -247,14 +247,11 @@ class HlogReader:
         """The stream of `tag`, made at its first line: in nanoseconds when that line holds a DoubleHistogram."""
         stream = self.streams.get(tag)
         if stream is None:
-            label = wanted = self.label if tag is None else clean_text(tag) or "(empty tag)"
+            wanted = self.label if tag is None else clean_label(tag) or "(empty tag)"
             unit = DOUBLE_UNIT if double else self.unit
-            k = 1
-            while self.owners.setdefault((label, unit), tag) != tag:  # another tag's stream has this name
-                k += 1
-                label = f"{wanted} ({k})"
+            label = self.names.name(wanted, unit, key=(tag,))  # (None,) for the untagged lines: a key too
             stream = self.streams[tag] = StreamId(label, DATASOURCE, unit)
-            if k > 1:
+            if label != cut_label(wanted, self.names.limit):  # another tag's stream has its name: NAME (2)
                 what = "untagged lines" if tag is None else f"tag {excerpt(tag)}"
                 self.said_renamed[stream] = (f"{what} shown as {label!r}: as a stream name it is the same as an "
                                              "earlier tag's or the untagged lines' (control characters replaced, "

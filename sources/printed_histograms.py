@@ -20,6 +20,7 @@ import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS
 from latencymap.core.model import Notice, StreamId
+from latencymap.core.sanitize import StreamNames
 from latencymap.core.units import normalize_unit
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import DEFAULT_INTERVAL, cumulative_option, interval_option, unit_option
@@ -233,7 +234,8 @@ class PrintReader:
         self._group = 0  # the print group being read (the clock's count when it was synced)
         self._span: tuple[float, float] | None = None
         self._printed: set[str] = set()  # labels of the streams printed (or printed unreadably) in the group being read
-        self._streams: dict[StreamId, Hashable] = {}  # every stream printed so far, with its map
+        self._streams: dict[str, tuple[StreamId, Hashable]] = {}  # every label printed so far: its stream, its map
+        self._names = StreamNames()  # labels are whole (a long map key): cut in the middle, a cut taken gets (2)
 
     def time_line(self, kind: str, value: float, line_no: int) -> list[Item]:
         """A printed timestamp; a Notice when it goes backwards."""
@@ -257,48 +259,53 @@ class PrintReader:
             return []
         out: list[Item] = []
         start, end = self._span
-        for stream, family in self._streams.items():
-            if stream.label not in self._printed:
+        for label, (stream, family) in self._streams.items():
+            if label not in self._printed:
                 out += self.prints.absent(stream, start, end, line_no, family=family)
         return out
 
     def histogram(self, label: str, counts: np.ndarray, line_no: int, unit: str | None = None,
                   negative: int = 0, named: str | None = None, family: Hashable | None = None,
                   unknown: np.ndarray | None = None) -> list[Item]:
-        """Items for one printed histogram of `label` (first line `line_no`); `unit` when the input says it, `named`
-        the word it gives its values (bcc's header), when not the label; `family` the map it is a key of (default:
-        the label before `[`); `unknown` the slots whose row was cut short. A histogram of sizes is left out, with a
-        notice, unless `--unit` says to read it as latencies."""
+        """Items for one printed histogram of `label` (whole, cleaned; first line `line_no`); `unit` when the input
+        says it, `named` the word it gives its values (bcc's header), when not the label; `family` the map it is a
+        key of (default: the label before `[`); `unknown` the slots whose row was cut short. A histogram of sizes is
+        left out, with a notice, unless `--unit` says to read it as latencies."""
         out: list[Item] = []
         if label in self._left_out:
             return out
+        shown = self.shown(label)
         if label not in self._units:
             other = None if unit or self.unit else not_time(named or label)
             if other is not None:
                 self._left_out.add(label)
-                return [Notice(f"{self.name}: line {line_no}: {label}: a histogram of {other}, not of latencies: left "
+                return [Notice(f"{self.name}: line {line_no}: {shown}: a histogram of {other}, not of latencies: left "
                                "out (--unit reads it as latencies)", skipped=0)]
             chosen = unit or self.unit or unit_from_name(label)
             if chosen is None:
                 chosen = FALLBACK_UNIT
-                out.append(Notice(f"{self.name}: line {line_no}: {label}: the unit is not evident from the name; "
+                out.append(Notice(f"{self.name}: line {line_no}: {shown}: the unit is not evident from the name; "
                                   f"read as {chosen} (set --unit)", skipped=0))
             self._units[label] = chosen
         if negative and label not in self._negative:
             self._negative.add(label)
-            out.append(Notice(f"{self.name}: line {line_no}: {label}: {negative} negative value(s) in the "
+            out.append(Notice(f"{self.name}: line {line_no}: {shown}: {negative} negative value(s) in the "
                               "(..., 0) row dropped, not latencies (and in later prints of this map)", skipped=0))
-        stream = StreamId(label, self.datasource, self._units[label])
+        stream = StreamId(shown, self.datasource, self._units[label])
         start, end = self.clock.stamp(stream)
         out += self._sync(line_no)
         family = label.split("[", 1)[0] if family is None else family
         # a print group before this one without this stream: the map (or this key) was empty then
-        born_late = stream not in self._streams and self._group > 1
-        self._streams.setdefault(stream, family)
+        born_late = label not in self._streams and self._group > 1
+        self._streams.setdefault(label, (stream, family))
         self._printed.add(label)
         out += self.prints.add(stream, start, end, counts, line_no, family=family, group=self._group,
                                born_late=born_late, unknown=unknown)
         return out
+
+    def shown(self, label: str) -> str:
+        """The stream name of `label` (whole, cleaned), as streams and notices show it: the same for the same label."""
+        return self._names.name(label)
 
     def unreadable(self, label: str) -> None:
         """A print of `label` that could not be read (skipped with a notice): it was printed, not missing."""

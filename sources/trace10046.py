@@ -21,7 +21,7 @@ import numpy as np
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.model import Interval, Notice, StreamId
-from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.sanitize import StreamNames, clean_label, clean_text, excerpt
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import DEFAULT_EVENT, DEFAULT_INTERVAL, event_option, interval_option
 from latencymap.sources.printed_histograms import column_spans, decimal
@@ -67,8 +67,9 @@ class _Reader:
         self.every = any(e.lower() == "all" for e in events)
         self.wanted = {e.lower(): e for e in events if e.lower() != "all"}
         self.streams: dict[str, StreamId] = {}
+        self.names = StreamNames()  # a long event name is cut in the middle; a cut another event has gets (2)
         if not self.every:
-            self.streams = {key: StreamId(clean_text(e), DATASOURCE, "microsec") for key, e in self.wanted.items()}
+            self.streams = {key: self._stream(e) for key, e in self.wanted.items()}
         self.pending: dict[str, list[int]] = {}
         self.seen: Counter[str] = Counter()
         self.column: int | None = None
@@ -94,7 +95,7 @@ class _Reader:
             if not self.every and key not in self.wanted:
                 continue
             if key not in self.streams:
-                self.streams[key] = StreamId(clean_text(event), DATASOURCE, "microsec")
+                self.streams[key] = self._stream(event)
             column = self._column(int(tim.group(1)))
             if self.column is None:
                 self.column = column
@@ -109,6 +110,9 @@ class _Reader:
         if self.column is not None:
             yield from self._flush(self.column + 1)
         yield from self._missing()
+
+    def _stream(self, event: str) -> StreamId:
+        return StreamId(self.names.name(clean_label(event)), DATASOURCE, "microsec")
 
     def _column(self, tim: int) -> int:
         seconds = tim / 1e6

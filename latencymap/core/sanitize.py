@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from typing import Any
 
 # C0 and C1 controls and DEL, plus Unicode bidi overrides; tab becomes a space.
@@ -38,28 +39,31 @@ class StreamNames:
     """Stream names for the labels of one input, at most `limit` characters each: a long label is cut in the
     middle (`cut_label`), and a cut name that another label already has becomes `NAME (2)`, `NAME (3)`, ...
     instead of merging two streams. `scope` is what else tells streams apart (datasource and unit): only labels
-    of the same scope compete for a name."""
+    of the same scope compete for a name. `key` is for inputs whose distinct streams can have one label (tags that
+    differ only in control characters, untagged lines named as a tag): each (label, key) is its own stream. An
+    input gives a key with every label or with none."""
 
     def __init__(self, limit: int = MAX_TEXT) -> None:
         self.limit = limit
-        self._names: dict[tuple[str, object], str] = {}  # (label, scope) -> its name, for labels cut or renamed
-        self._owners: dict[tuple[str, object], str] = {}  # (name, scope) -> the label it was given to
+        self._names: dict[tuple[str, Hashable, object], str] = {}  # (label, key, scope) -> its name, when remembered
+        self._owners: dict[tuple[str, object], tuple[str, Hashable]] = {}  # (name, scope) -> whose: (label, key)
 
-    def name(self, label: str, scope: object = None) -> str:
-        """The name of `label` (already cleaned): itself when short and no cut label's name took it."""
-        known = self._names.get((label, scope))
+    def name(self, label: str, scope: object = None, key: Hashable = None) -> str:
+        """The name of `label` (already cleaned): itself when short and no other stream's name took it."""
+        known = self._names.get((label, key, scope))
         if known is not None:
             return known
+        whose = (label, key)
         if len(label) <= self.limit and (label, scope) not in self._owners:
-            if "…" in label:  # it could be a cut label's name (every cut has one): keep it from being given
-                self._owners[(label, scope)] = label
-            return label  # other short labels never meet a cut name, and need no remembering
+            if key is None and "…" not in label:
+                return label  # other short labels never meet a cut name, and need no remembering
+            self._owners[(label, scope)] = whose  # a cut label's name could be this (every cut has a `…`), or a key's
         name, k = cut_label(label, self.limit), 1
-        while self._owners.setdefault((name, scope), label) != label:
+        while self._owners.setdefault((name, scope), whose) != whose:
             k += 1
             suffix = f" ({k})"
             name = cut_label(label, self.limit - len(suffix)) + suffix
-        self._names[(label, scope)] = name
+        self._names[(label, key, scope)] = name
         return name
 
 

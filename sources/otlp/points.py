@@ -25,7 +25,9 @@ the same start time (the same cumulative counters), its first point is a baselin
 
 Labels are `service/metric{attr=value,...}` (`service.namespace/service.name`); a stream whose label another
 stream already has (two processes of one service) gets the first of `service.instance.id`, `host.name`,
-`process.pid` that tells it apart, or `#2`, `#3`...
+`process.pid` that tells it apart. Stream names come from `StreamNames`: a label longer than MAX_LABEL is cut in
+the middle (the end, with the attributes and what tells streams apart, is kept), and a name another stream has
+already, cut or not, gets `(2)`, `(3)`...
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId
-from latencymap.core.sanitize import clean_text
+from latencymap.core.sanitize import StreamNames, clean_label, clean_text
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item
 from latencymap.sources.otlp.explicit import spread_explicit
@@ -68,6 +70,8 @@ GONE_MAX = 100_000
 _SYMBOLS = frozenset({"s", "ms", "us", "ns", "µs", "μs"})
 _SERVICE = ("service.namespace", "service.name")
 _TELL_APART = ("service.instance.id", "host.name", "process.pid")
+#: Longest stream name.
+MAX_LABEL = 160
 
 Attrs = tuple[tuple[str, str], ...]
 
@@ -138,7 +142,8 @@ class PointStreams:
     def __init__(self) -> None:
         self._last: dict[StreamKey, Point] = {}
         self._streams: dict[StreamKey, StreamId] = {}
-        self._labels: dict[str, StreamKey] = {}
+        self._labels: dict[str, StreamKey] = {}  # whole labels, told apart by resource, of the streams named so far
+        self._names = StreamNames(MAX_LABEL)
         self._said: set[tuple[str, ...]] = set()
         self._gone: dict[StreamKey, int] = {}  # let-go cumulative series: their start time
         self._every: dict[StreamKey, int] = {}  # each series' last interval (ns)
@@ -358,7 +363,7 @@ class PointStreams:
         resource = dict(key.resource)
         service = "/".join(resource[k] for k in _SERVICE if resource.get(k)) or "unknown_service"
         attrs = ",".join(f"{k}={v}" for k, v in key.attributes)
-        label = clean_text(f"{service}/{key.metric}" + (f"{{{attrs}}}" if attrs else ""), 160)
+        label = clean_label(f"{service}/{key.metric}" + (f"{{{attrs}}}" if attrs else ""))
         other = self._labels.get(label)
         if other is not None:
             tell = [f"{k}={resource[k][:12]}" for k in _TELL_APART
@@ -366,10 +371,9 @@ class PointStreams:
             kind = "exponential" if key.exponential else "explicit"
             candidates = [f"{label} [{kind}]"] if other.exponential != key.exponential else []
             candidates += [f"{label} [{clean_text(t, 40)}]" for t in tell]
-            candidates += [f"{label} #{n}" for n in range(2, len(self._labels) + 3)]
-            label = next(c for c in candidates if c not in self._labels)
-        self._labels[label] = key
-        stream = self._streams[key] = StreamId(label, DATASOURCE, unit)
+            label = next((c for c in candidates if c not in self._labels), label)  # else `(2)` from the names
+        self._labels.setdefault(label, key)
+        stream = self._streams[key] = StreamId(self._names.name(label, key=key), DATASOURCE, unit)
         return stream
 
 

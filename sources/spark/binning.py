@@ -9,7 +9,7 @@ import numpy as np
 
 from latencymap.core.buckets import NSLOTS, bin_values
 from latencymap.core.model import Interval, StreamId
-from latencymap.core.sanitize import clean_text
+from latencymap.core.sanitize import StreamNames, clean_label
 
 from .parse import SparkTask
 
@@ -62,10 +62,11 @@ def auto_interval_ms(first_ms: int, last_ms: int, max_columns: int = MAX_COLUMNS
     return NICE_MS[-1]
 
 
-def stream_for(app_name: str, metric: str, stage: int | None = None) -> StreamId:
-    """The stream of an application's metric, or of one stage of it."""
+def stream_for(names: StreamNames, app_name: str, metric: str, stage: int | None = None) -> StreamId:
+    """The stream of an application's metric, or of one stage of it, named by the run's `names`: a long application
+    name is cut in the middle, so its stages stay apart (the name comes from the log)."""
     where = f" stage {stage}" if stage is not None else ""
-    return StreamId(clean_text(f"spark {app_name}{where} task {metric}"), DATASOURCE, UNIT)  # names come from the log
+    return StreamId(names.name(clean_label(f"spark {app_name}{where} task {metric}")), DATASOURCE, UNIT)
 
 
 def plausible(t: SparkTask) -> bool:
@@ -199,9 +200,10 @@ def batch_intervals(tasks: list[SparkTask], app_name: str, metric: str = "durati
         lo = min(int(f.min()) for f, _ in groups.values())
         hi = max(int(f.max()) for f, _ in groups.values())
         width_ms = auto_interval_ms(lo, hi)
-    out = []
+    out, names = [], StreamNames()
     for key in sorted(groups, key=lambda k: -1 if k is None else k):
-        out.append(intervals_from_cells(stream_for(app_name, metric, key), cells(*groups[key], width_ms), width_ms))
+        out.append(intervals_from_cells(stream_for(names, app_name, metric, key), cells(*groups[key], width_ms),
+                                        width_ms))
     return merge_in_time(out)
 
 
@@ -218,6 +220,7 @@ class LiveBinner:
         self.width_ms, self.grace_ms = width_ms, grace_ms
         self._open: dict[int | None, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         self._next: dict[int | None, int] = {}
+        self._names = StreamNames()
         self.late = 0
 
     def add(self, tasks: Iterable[SparkTask]) -> None:
@@ -249,7 +252,7 @@ class LiveBinner:
             start = self._next.get(key, min(columns) if columns else upto)
             if start >= upto:
                 continue
-            stream = stream_for(self.app_name, self.metric, key)
+            stream = stream_for(self._names, self.app_name, self.metric, key)
             width = self.width_ms
             ivs = []
             for first, stop in spans_covering(sorted(c for c in columns if start <= c < upto), start, upto):

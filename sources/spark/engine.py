@@ -18,6 +18,7 @@ import numpy as np
 
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval
+from latencymap.core.sanitize import StreamNames
 from latencymap.plugins import SourceError, process_end
 
 from .binning import (
@@ -374,7 +375,7 @@ def _intervals(rows: list[Any], app_name: str, metric: str, width_ms: int) -> li
         counts, sums = columns[r["col"]]
         counts[r["slot"]] += r["n"]
         sums[r["slot"]] += r["s"]
-    out = []
+    out, names = [], StreamNames()
     for key in sorted(by_key, key=lambda k: -1 if k is None else k):
-        out.append(intervals_from_cells(stream_for(app_name, metric, key), by_key[key], width_ms))
+        out.append(intervals_from_cells(stream_for(names, app_name, metric, key), by_key[key], width_ms))
     return merge_in_time(out)

@@ -152,3 +152,29 @@ def test_a_row_cut_short_is_reported_with_file_and_line_and_the_rest_kept(keep: 
     assert any(m.startswith(f"cut.txt: line {line}: ") and "a row cut short" in m for m in notices(items))
     assert [int(c.counts.sum()) for c in intervals(items)] == [262, known]
     assert CliRunner().invoke(main, ["report", "--strict", str(cut)]).exit_code == 2
+
+
+def test_sections_alike_for_their_first_200_characters_stay_apart_cut_in_the_middle() -> None:
+    """biolatency -D prints (text and -j dicts) of disks whose names differ only past 200 characters: three
+    streams, each with its own counts in every print, named by the start and end of `disk NAME`."""
+    base = "pci-0000:00:1f.2-ata-1-" + "lvm-pv-uuid-" * 20
+    disks = [f"{base}part1", f"{base}part2", f"{base}part3"]
+    text, dicts = ["Tracing block device I/O... Hit Ctrl-C to end.\n"], []
+    for second in range(3):
+        text.append(f"\n01:44:{7 + second:02d}\n")
+        for k, disk in enumerate(disks):
+            text += [f"\ndisk = {disk}\n", "     usecs               : count     distribution\n",
+                     f"         8 -> 15         : {10 * (k + 1):<8} |****************************************|\n",
+                     f"        16 -> 31         : {k + 1:<8} |****                                    |\n"]
+            rows = [{"interval-start": 8, "interval-end": 15, "count": 10 * (k + 1)},
+                    {"interval-start": 16, "interval-end": 31, "count": k + 1}]
+            printed = {"ts": f"2026-11-21 01:44:{24 + second}", "val_type": "usecs", "data": rows, "disk": disk}
+            dicts.append(f"{printed}\n")  # the dict's repr, as biolatency -j prints it
+    for lines in (text, dicts):
+        got: dict[str, list[int]] = defaultdict(list)
+        for col in intervals(read_items(BccTextFormat, "".join(lines), cumulative=False)):
+            got[col.stream.label].append(int(col.counts.sum()))
+        assert sorted(got.values()) == [[11] * 3, [22] * 3, [33] * 3]
+        for label, counts in got.items():
+            assert len(label) == 200 and label.count("…") == 1 and label.startswith("disk pci-0000:00:1f.2-ata-1-")
+            assert label.endswith(f"uuid-part{counts[0] // 11}")

@@ -104,3 +104,28 @@ def test_an_unreadable_print_is_no_sign_of_a_cleared_map() -> None:
     text = _json_lines(5, 6, 7, 8).replace('"count": 6', '"count": -6')
     items = read_items(BpftraceJsonFormat, text, "j.json")
     assert not any("is missing from" in m for m in notices(items)) and any("undecided" in m for m in notices(items))
+
+
+def test_keys_alike_for_their_first_200_characters_stay_apart_cut_in_the_middle() -> None:
+    """`bpftrace -f json` of `@nsecs[str(args.filename)]` keyed by paths that differ only past 200 characters:
+    three streams, each with its own counts in every print, named by the map and the path's end; an unreadable
+    print of one of them is said under that name."""
+    base = "/var/lib/postgresql/16/main/" + "tablespace/" * 20
+    keys = [f"{base}base/16384/2619", f"{base}base/16384/2620", f"{base}base/16384/2621"]
+    lines = []
+    for second in range(3):
+        data = {key: [{"min": 128, "max": 255, "count": 10 * (k + 1)}, {"min": 256, "max": 511, "count": k + 1}]
+                for k, key in enumerate(keys)}
+        lines += [json.dumps({"type": "time", "data": f"01:43:{21 + second}\n"}),
+                  json.dumps({"type": "hist", "data": {"@nsecs": data}})]
+    lines.append(json.dumps({"type": "hist", "data": {"@nsecs": {keys[1]: [{"min": 3, "max": 7, "count": 1}]}}}))
+    items = read_items(BpftraceJsonFormat, "\n".join(lines) + "\n", "j.json", cumulative=False)
+    got: dict[str, list[int]] = defaultdict(list)
+    for col in intervals(items):
+        got[col.stream.label].append(int(col.counts.sum()))
+    assert sorted(got.values()) == [[11] * 3, [22] * 3, [33] * 3]
+    for label, counts in got.items():
+        assert len(label) == 200 and label.count("…") == 1 and label.startswith("@nsecs[/var/lib/postgresql/")
+        assert label.endswith(f"/base/16384/26{18 + counts[0] // 11}]")
+    (bad,) = [m for m in notices(items) if "histogram skipped" in m]
+    assert next(label for label in got if label.endswith("2620]")) + ": expected log2 bounds" in bad

@@ -260,3 +260,28 @@ def test_a_key_that_never_comes_back_costs_one_column_after_a_long_idle_run() ->
     assert len(once) == 2 and once[1].counts.sum() == 0  # its print, then one column for the whole idle run
     assert once[1].start == once[0].end and once[1].end == 1_700_000_000 + groups - 1  # to the last group
     assert len([c for c in cols if c.stream.label == "@us[steady]"]) == groups
+
+
+def test_keys_alike_for_their_first_200_characters_stay_apart_cut_in_the_middle() -> None:
+    """`@usecs[str(args.filename)]` keyed by paths that differ only past 200 characters: three streams, each with
+    its own counts in every print, named by the map and the path's end (a row cut short names it so too)."""
+    base = "/var/lib/postgresql/16/main/" + "tablespace/" * 20
+    keys = [f"{base}base/16384/2619", f"{base}base/16384/2620", f"{base}base/16384/2621"]
+    prints = []
+    for second in range(3):
+        prints.append(f"05:42:{23 + second}\n")
+        for k, key in enumerate(keys):
+            prints += [f"@usecs[{key}]: \n", f"[16, 32)             {10 * (k + 1)} |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n",
+                       f"[32, 64)              {k + 1} |@@@                          |\n"]
+            prints += ["[64, 128)   \n"] if second == k == 2 else []  # the last print was cut mid-row
+            prints.append("\n")
+    items = read_items(BpftraceTextFormat, "".join(prints), cumulative=False)
+    got: dict[str, list[int]] = defaultdict(list)
+    for col in intervals(items):
+        got[col.stream.label].append(int(col.counts.sum()))
+    assert sorted(got.values()) == [[11] * 3, [22] * 3, [33] * 3]
+    for label, counts in got.items():
+        assert len(label) == 200 and label.count("…") == 1 and label.startswith("@usecs[/var/lib/postgresql/")
+        assert label.endswith(f"/base/16384/26{18 + counts[0] // 11}]")
+    (cut,) = [m for m in notices(items) if "a row cut short" in m]
+    assert next(label for label in got if label.endswith("2621]")) + ": a row cut short" in cut

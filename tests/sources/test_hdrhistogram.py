@@ -543,14 +543,14 @@ def _payload(value: int, count: int) -> str:
 
 
 def test_tags_whose_names_clash_are_kept_apart_and_said() -> None:
-    """Untagged lines of a file named `svc` and `Tag=svc` lines, and two tags equal in their first 200 characters,
-    are four streams, not two merged ones."""
+    """Untagged lines of a file named `svc` and `Tag=svc` lines, and two long tags equal but in their middle (which
+    the cut to 200 characters drops), are four streams, not two merged ones."""
     fast, slow = _payload(100_000, 1000), _payload(5_000_000, 10)
-    long = "svc.endpoint." + "x" * 200
     lines = [*HEADER]
     for i in range(3):
         lines += [f"{i}.000,1.000,0.0,{fast}\n", f"Tag=svc,{i}.000,1.000,0.0,{slow}\n",
-                  f"Tag={long}.read,{i}.000,1.000,0.0,{fast}\n", f"Tag={long}.write,{i}.000,1.000,0.0,{slow}\n"]
+                  f"Tag=svc.{'x' * 100}.read.{'x' * 200},{i}.000,1.000,0.0,{fast}\n",
+                  f"Tag=svc.{'x' * 100}.write.{'x' * 200},{i}.000,1.000,0.0,{slow}\n"]
     items = read_items(HdrHistogramFormat, "".join(lines), "svc")
     cols = intervals(items)
     by_label: dict[str, list[int]] = {}
@@ -560,7 +560,29 @@ def test_tags_whose_names_clash_are_kept_apart_and_said() -> None:
     assert by_label["svc"] == [1000] * 3 and by_label["svc (2)"] == [10] * 3
     said = [n for n in notices(items) if "shown as" in n]
     assert len(said) == 2 and "tag 'svc' shown as 'svc (2)'" in said[0]
+    cut = [label for label in by_label if len(label) > 10]  # cut in the middle, where the two differ
+    assert cut == [f"svc.{'x' * 75}…{'x' * 120}", f"svc.{'x' * 74}…{'x' * 117} (2)"]
     assert not [n for n in notices(items) if "placed after" in n]
+
+
+def test_tags_alike_for_their_first_200_characters_stay_apart_cut_in_the_middle() -> None:
+    """Three tags that differ only past 200 characters: three streams, each with its own counts, named by the tag's
+    start and end (cut in the middle, no `(2)`, nothing to say)."""
+    long = "cassandra.stress.write." + "x" * 200
+    tags = [f"{long}.node1", f"{long}.node2", f"{long}.node3"]
+    lines = [*HEADER]
+    for i in range(3):
+        lines += [f"Tag={tag},{i}.000,1.000,0.0,{_payload(100_000 * (k + 1), 10 * (k + 1))}\n"
+                  for k, tag in enumerate(tags)]
+    items = read_items(HdrHistogramFormat, "".join(lines), "stress.hlog")
+    by_label: dict[str, list[int]] = {}
+    for c in intervals(items):
+        by_label.setdefault(c.stream.label, []).append(int(c.counts.sum()))
+    assert sorted(by_label.values()) == [[10] * 3, [20] * 3, [30] * 3]
+    for label, counts in by_label.items():
+        assert len(label) == 200 and label.count("…") == 1 and label.startswith("cassandra.stress.write.xx")
+        assert label.endswith(f"x.node{counts[0] // 10}")
+    assert not [n for n in notices(items) if "shown as" in n]
 
 
 def test_logs_written_one_after_another_keep_their_own_times_and_a_hole_is_a_gap() -> None:

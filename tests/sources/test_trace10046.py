@@ -77,3 +77,20 @@ def test_non_epoch_tim_is_anchored_to_the_trace_timestamp() -> None:
     text = "*** 2013-08-26 14:40:23.035\nWAIT #1: nam='db file sequential read' ela= 5 tim=5000000\n"
     (col,) = intervals(read_items(Trace10046Format, text))
     assert col.start > 1.3e9
+
+
+def test_event_names_alike_for_their_first_200_characters_stay_apart_cut_in_the_middle() -> None:
+    """Three events whose names differ only past 200 characters: three streams, each with its own waits, named by
+    their start and end; asked for by name (`--event`) or read all."""
+    long = "db file " + "x" * 250
+    events = [f"{long} read", f"{long} write", f"{long} sync"]
+    lines = [f"WAIT #1: nam='{e}' ela= {100 * (k + 1)} file#=7 block#=1 blocks=1 obj#=1 tim={1377520823000000 + t}\n"
+             for t in range(0, 3_000_000, 250_000) for k, e in enumerate(events[: 1 + t // 1_000_000])]
+    for options in ({"event": ("all",)}, {"event": tuple(events)}):
+        got: dict[str, int] = defaultdict(int)
+        for col in intervals(read_items(Trace10046Format, "".join(lines), **options)):
+            got[col.stream.label] += int(col.counts.sum())
+        assert sorted(got.values()) == [4, 8, 12]
+        for label, n in got.items():
+            assert len(label) == 200 and label.count("…") == 1 and label.startswith("db file xx")
+            assert label.endswith("x " + {12: "read", 8: "write", 4: "sync"}[n])

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
+from otlp_support import json_request, protobuf_request, sdk_collect
 
 from latencymap.core.model import Interval, Notice
-from latencymap.sources.otlp.decode import explicit_point, expo_point
+from latencymap.sources.otlp.decode import decode_json, decode_protobuf, explicit_point, expo_point
 from latencymap.sources.otlp.explicit import spread_explicit
 from latencymap.sources.otlp.points import CUMULATIVE, DELTA, Decoded, Point, PointStreams, StreamKey
 
@@ -172,6 +175,31 @@ def test_same_label_from_two_processes_is_told_apart() -> None:
     assert labels[1] == "svc/rpc{route=/a} [service.instance.id=bbbbbbbb-2]"
     assert labels[2] == "svc/rpc{route=/a} [host.name=h]"
     assert len(set(labels)) == 3
+
+
+def test_attribute_sets_alike_for_their_first_160_characters_stay_apart_cut_in_the_middle() -> None:
+    """Requests of the SDK's own encoders (protobuf and JSON) for three routes that differ only past 160
+    characters: three streams, each with its own events, named by their start and end (a cut in the middle)."""
+    long = "/api/v1/" + "tenants/" * 20
+    data = [sdk_collect([5.0] * (k + 1), name="rpc.duration", attributes={"http.route": f"{long}{k}/orders"})
+            for k in range(3)]
+    for decoded in ([decode_protobuf(protobuf_request(d)) for d in data],
+                    [decode_json(json.loads(json.dumps(json_request(d)))) for d in data]):
+        streams = PointStreams()
+        got: dict[str, int] = {}
+        for request in decoded:
+            for col in intervals(list(streams.feed(request, "peer"))):
+                got[col.stream.label] = got.get(col.stream.label, 0) + int(col.counts.sum())
+        assert sorted(got.values()) == [1, 2, 3]
+        for label, n in got.items():
+            assert len(label) == 160 and label.count("…") == 1 and label.startswith("unit/rpc.duration{http.route=/a")
+            assert label.endswith(f"tenants/{n - 1}/orders}}")
+
+
+def test_the_same_label_with_nothing_to_tell_them_apart_is_named_apart() -> None:
+    a, b = key(), replace(key(), scope="other scope")  # one resource, two scopes: the label does not say which
+    labels = [col.stream.label for col in intervals(run(explicit(110, [0, 1, 0], k=a), explicit(110, [0, 2, 0], k=b)))]
+    assert labels == ["svc/rpc{route=/a}", "svc/rpc{route=/a} (2)"]
 
 
 def test_control_characters_in_names_do_not_reach_labels() -> None:

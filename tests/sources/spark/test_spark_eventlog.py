@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from latencymap.core.model import Interval
+from latencymap.sources.spark import engine
 from latencymap.sources.spark.binning import METRICS, LiveBinner, auto_interval_ms, live_intervals
 from latencymap.sources.spark.codecs import codec_of, decompress, make_decoder
 from latencymap.sources.spark.eventlog import EventLogError, LineSplitter, find_event_log, read_lines
@@ -132,6 +133,27 @@ def test_per_stage_streams_and_stage_filter() -> None:
     sid = EXPECTED["stages"]["stragglers"]
     only = collect(SparkSource(target=str(SPARK / "rolling"), stages=(sid,)))
     assert sum(int(iv.counts.sum()) for iv in only) == sum(1 for e in task_ends() if e["Stage ID"] == sid)
+
+
+def test_stages_of_an_application_with_a_long_name_stay_apart(tmp_path: Path) -> None:
+    """An App Name of 300 characters: each stage's stream is its own (its end, `stage N task duration`, is kept by
+    a cut in the middle), read whole, followed, or aggregated by `--engine spark`, with each stage's own tasks."""
+    (plain,) = [p for p in (SPARK / "plain").iterdir() if not p.name.startswith(".")]
+    name = "etl-" + "x" * 300
+    log = tmp_path / plain.name
+    log.write_bytes(plain.read_bytes().replace(b'"App Name":"latencymap-fixture"', f'"App Name":"{name}"'.encode()))
+    per_stage = {s: sum(1 for e in task_ends() if e["Stage ID"] == s) for s in {e["Stage ID"] for e in task_ends()}}
+    rows = [{"key": e["Stage ID"], "col": 0, "slot": 5, "n": 1, "s": 20.0} for e in task_ends()]
+    for intervals in (collect(SparkSource(target=str(log), per_stage=True)),
+                      collect(SparkSource(target=str(log), per_stage=True, follow=True, poll=0.01)),
+                      engine._intervals(rows, name, "duration", 1000)):
+        counts: dict[str, int] = {}
+        for iv in intervals:
+            counts[iv.stream.label] = counts.get(iv.stream.label, 0) + int(iv.counts.sum())
+        assert {int(label.split(" stage ")[1].split()[0]): n for label, n in counts.items()} == per_stage
+        for label in counts:
+            assert len(label) == 200 and label.count("…") == 1 and label.startswith("spark etl-xx")
+            assert label.endswith(" task duration")
 
 
 @pytest.mark.parametrize("metric", list(METRICS))

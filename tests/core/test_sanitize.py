@@ -1,0 +1,26 @@
+"""Stream names: long labels cut in the middle, distinct labels (or keyed streams) never given one name."""
+
+from __future__ import annotations
+
+from latencymap.core.sanitize import StreamNames
+
+
+def test_long_labels_alike_but_at_their_end_keep_their_ends_and_the_same_label_its_name() -> None:
+    names = StreamNames(40)
+    labels = [f"/cluster/{'x' * 50}/disk{k}/read" for k in range(3)]
+    got = [names.name(label) for label in labels]
+    assert len(set(got)) == 3 and all(len(n) == 40 and n.count("…") == 1 for n in got)
+    assert [n[-11:] for n in got] == [f"/disk{k}/read" for k in range(3)]
+    assert [names.name(label) for label in labels] == got and names.name("short") == "short"
+
+
+def test_cuts_alike_get_a_number_and_keys_tell_equal_labels_apart() -> None:
+    names = StreamNames(40)
+    a, b = "x" * 20 + "a" + "y" * 40, "x" * 20 + "b" + "y" * 40  # they differ where the cut drops
+    assert names.name(a) == f"{'x' * 15}…{'y' * 24}" and names.name(b) == f"{'x' * 14}…{'y' * 21} (2)"
+    assert names.name(a) == f"{'x' * 15}…{'y' * 24}"  # the same label, the same name
+    assert names.name(names.name(a)) == f"{'x' * 14}…{'y' * 21} (3)"  # a label written as a's name is not a
+    keyed = StreamNames()
+    first, second, third = (keyed.name("svc", "ms", key=k) for k in ((None,), ("svc",), ("svc\x07",)))
+    assert (first, second, third) == ("svc", "svc (2)", "svc (3)")
+    assert keyed.name("svc", "ms", key=("svc",)) == "svc (2)" and keyed.name("svc", "ns", key=("svc",)) == "svc"

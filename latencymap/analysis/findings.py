@@ -23,44 +23,108 @@ from latencymap.analysis.silences import Silence
 from latencymap.analysis.tail import Tail
 from latencymap.core.units import format_duration, format_number
 
-#: Why a band beyond the main one matters, by datasource (`band_why`): the events' noun, what sends them to a
-#: *slower* band, and what lets them finish in a *faster* one (a fast minority is not a cache miss).
-BAND_NOUNS = {"spark": "tasks", "training": "steps or waits"}
-SLOW_CAUSES = {"": "a cache miss, a retry, another device or path",
-               "spark": "skewed partitions, a spill, a slow executor, a shuffle fetch",
-               "training": "a DataLoader that cannot keep up, a sync between ranks, a checkpoint"}
-FAST_CAUSES = {"": "cache hits, early errors, empty results",
-               "spark": "tiny or empty partitions, a skipped or cached input",
-               "training": "a batch already prefetched, a cached sample, a short or empty batch"}
 #: The lead of a band's why when the stream has two bands (bimodal): the pair is two populations.
 PAIR = "two populations, not one spread: the mean describes neither; "
 
-WHY = {
-    "band": PAIR + f"what sends events to the slower band ({SLOW_CAUSES['']}) is the cause to find",
-    "outliers": "one or two events far from the rest are outliers, not a population of their own: what held them "
-                "up (a stall, a retry, a timeout, a pause) is the cause to find",
-    "silence": "the work, the source or its path stopped (or the collector missed it): a throughput collapse is often "
-               "the incident, and the rate over the whole range counts these seconds",
-    "silence end": "the work ended (or stopped) before the capture did: rates over the whole range count these "
-                   "seconds",
-    "silence start": "the capture began before the work did: rates over the whole range count these seconds",
-    "bursts": "bursts, not a steady population: at those times something held many requests up at once (a GC "
-              "pause, a checkpoint or flush, a cron job, a network blip); look at what ran then",
-    "outliers fast": "one or two events far faster than the rest are outliers, not a population of their own: an "
-                     "early error, an empty or cached result?",
-    "tail": "a few slow events hold most of the waiting: cutting them saves more than speeding up the rest",
-    "heavy": "a few slow events hold a large share of the waiting: what makes them slow is worth finding",
-    "stall": "a pause: a handful of waits far above every usual band held the stream up; look at what ran "
-             "then (GC, a checkpoint, I/O, a lock, the network)",
-    "appear": "a latency band that is not usually there: something started or changed at that time",
-    "disappear": "a usual band went missing: a cache warmed, a path stopped being taken, or load went away",
-    "move": "the whole distribution moved: a change of device, load or configuration at that time",
-    "reshape": "the mix between the usual bands changed at that time",
-    "surge": "more work of one kind at that time while the rest went on as usual (a burst of cache hits, a batch, a "
-             "scan, another client): nothing slowed down or sped up, the mix did",
-    "drift": "a trend, not noise: a growing queue, a leak or a filling device keeps going if left alone",
-    "shift": "one lasting jump: something changed at that moment (a deploy, a failover, a cache, another device)",
+#: Why each finding matters, in the words of its datasource's events: `WHY[""]` has every key, a datasource only those
+#: whose generic words are wrong for its events (`why` falls back to `WHY[""]`). Besides the finding kinds: `noun` (the
+#: events), `slow` and `fast` (what sends them to a slower band, or lets them finish in a faster one: a fast minority
+#: is not a cache miss), and `none`/`count` (a silence's events: Spark logs a task when it ends, so a Spark silence is
+#: no task *ending*: one may have run all along).
+WHY: dict[str, dict[str, str]] = {
+    "": {
+        "noun": "events",
+        "slow": "a cache miss, a retry, another device or path",
+        "fast": "cache hits, early errors, empty results",
+        "none": "no events",
+        "count": "{n} event{s}",
+        "outliers": "one or two events far from the rest are outliers, not a population of their own: what held them "
+                    "up (a stall, a retry, a timeout, a pause) is the cause to find",
+        "outliers fast": "one or two events far faster than the rest are outliers, not a population of their own: an "
+                         "early error, an empty or cached result?",
+        "silence": "the work, the source or its path stopped (or the collector missed it): a throughput collapse is "
+                   "often the incident, and the rate over the whole range counts these seconds",
+        "silence end": "the work ended (or stopped) before the capture did: rates over the whole range count these "
+                       "seconds",
+        "silence start": "the capture began before the work did: rates over the whole range count these seconds",
+        "bursts": "bursts, not a steady population: at those times something held many requests up at once (a GC "
+                  "pause, a checkpoint or flush, a cron job, a network blip); look at what ran then",
+        "tail": "a few slow events hold most of the waiting: cutting them saves more than speeding up the rest",
+        "heavy": "a few slow events hold a large share of the waiting: what makes them slow is worth finding",
+        "stall": "a pause: a handful of waits far above every usual band held the stream up; look at what ran "
+                 "then (GC, a checkpoint, I/O, a lock, the network)",
+        "appear": "a latency band that is not usually there: something started or changed at that time",
+        "disappear": "a usual band went missing: a cache warmed, a path stopped being taken, or load went away",
+        "move": "the whole distribution moved: a change of device, load or configuration at that time",
+        "reshape": "the mix between the usual bands changed at that time",
+        "surge": "more work of one kind at that time while the rest went on as usual (a burst of cache hits, a batch, "
+                 "a scan, another client): nothing slowed down or sped up, the mix did",
+        "drift": "a trend, not noise: a growing queue, a leak or a filling device keeps going if left alone",
+        "shift": "one lasting jump: something changed at that moment (a deploy, a failover, a cache, another device)",
+    },
+    # Tasks, logged when they end; a stage is one kind of work, and the first tasks on a cold executor warm it up.
+    "spark": {
+        "noun": "tasks",
+        "slow": "skewed partitions, a spill, a slow executor, a shuffle fetch",
+        "fast": "tiny or empty partitions, a skipped or cached input",
+        "none": "no task ended",
+        "count": "{n} task{s} ended",
+        "outliers": "one or two tasks far slower than the rest, not a population of their own: a straggler (a skewed "
+                    "partition, a spill, a slow executor: see Stragglers) or, at the start, warm-up (a cold "
+                    "executor's JVM, JIT, the Python worker's start) is the cause to find",
+        "outliers fast": "one or two tasks far faster than the rest, not a population of their own: an empty "
+                         "partition, a cached or skipped input, a task that failed early?",
+        "silence": "tasks are counted when they end, so the work need not have stopped: a task still running (a "
+                   "straggler: see Stragglers) holds its stage while its siblings are done, or the driver was between "
+                   "jobs (planning, collecting results, Python code)",
+        "silence end": "no task ended after that: the driver's last work (collecting, writing results) or a task still "
+                       "running when the log ends; rates over the whole range count these seconds",
+        "silence start": "no task ended yet: the application starting (executors, the first stage's planning) or its "
+                         "first tasks warming up; rates over the whole range count these seconds",
+        "bursts": "bursts, not a steady population: the slow tasks ended in a few columns, one stage's stragglers or "
+                  "skewed partitions (see Stragglers and Stages), or warm-up at the start; look at the stages that "
+                  "ran then",
+        "stall": "tasks far slower than every usual band ended then, not a pause of the work: a straggler (a skewed "
+                 "partition, a spill, a slow executor: see Stragglers) or, at the start, warm-up (a cold executor's "
+                 "JVM, JIT, the Python worker's start)",
+        "appear": "tasks of another kind: a new stage (other work, other partition sizes) or a group of slow tasks "
+                  "in one (skew, a spill)",
+        "disappear": "a usual kind of task stopped ending: the stage that ran them finished",
+        "move": "the tasks changed as a whole: a new stage began (other work, other partition sizes); compare the "
+                "stages that ran then",
+        "reshape": "the mix of task kinds changed: a stage ended or another began beside it",
+        "surge": "more tasks of one kind ended at that time while the rest went on as usual: a stage of many short "
+                 "(or empty) partitions ran then",
+        "drift": "a trend, not noise: tasks getting slower over the run (growing partitions, memory filling with "
+                 "cached data) or later stages doing heavier work",
+        "shift": "one lasting jump: from that moment the stages did other work (another job, other partition sizes), "
+                 "or an executor was lost or added",
+    },
+    # Steps and data waits of a training loop: periodic checkpoints and eval passes; the first steps compile, warm up.
+    "training": {
+        "noun": "steps or waits",
+        "slow": "a DataLoader that cannot keep up, a sync between ranks, a checkpoint",
+        "fast": "a batch already prefetched, a cached sample, a short or empty batch",
+        "outliers": "one or two steps or waits far from the rest are outliers, not a population of their own: the "
+                    "first steps' warm-up (compilation, autotuning, workers starting), a checkpoint or an eval pass is "
+                    "the cause to find",
+        "silence": "no step or wait was timed: the loop hung (a collective, a DataLoader deadlock), ran untimed work "
+                   "(an eval pass, a checkpoint), or its timings did not reach the collector",
+        "bursts": "bursts, not a steady population: at those times the loop was held up (a checkpoint save, an eval "
+                  "pass, a DataLoader stall or worker restart, a sync between ranks); look at what ran then",
+        "stall": "a pause: a handful of steps or waits far above every usual band held the loop up; look at what ran "
+                 "then (a DataLoader stall, a checkpoint save, an eval pass, a sync between ranks, GC)",
+        "move": "the whole distribution moved: another phase of the run (an eval pass, a new epoch, another batch "
+                "size or sequence length) or another device or load",
+        "shift": "one lasting jump: something changed at that moment (a throttled GPU or a busy host, another phase "
+                 "of the run, another batch size or sequence length)",
+    },
 }
+
+
+def why(key: str, datasource: str = "") -> str:
+    """`WHY[datasource][key]`, or the generic `WHY[""][key]` where the datasource has no words of its own."""
+    return WHY.get(datasource, {}).get(key) or WHY[""][key]
 
 
 @dataclass
@@ -164,14 +228,14 @@ def band_why(datasource: str, *, faster: bool = False, ratio: float = float("nan
     finish early is the cause, not what slows them; `pair`: the stream has just the two bands (bimodal), else the
     band is one of several and its line names it.
     """
-    noun = BAND_NOUNS.get(datasource, "events")
+    noun = why("noun", datasource)
     if faster:
         how = f" {times(ratio)} sooner" if ratio == ratio and ratio > 1 else " sooner"  # NaN: not known
-        cause = f"({FAST_CAUSES.get(datasource, FAST_CAUSES[''])}) is the cause to find"
+        cause = f"({why('fast', datasource)}) is the cause to find"
         if pair:
             return PAIR + f"what lets {noun} of the faster band finish{how} {cause}"
         return f"a faster population than the main band: what lets these {noun} finish{how} {cause}"
-    cause = f"({SLOW_CAUSES.get(datasource, SLOW_CAUSES[''])}) is the cause to find"
+    cause = f"({why('slow', datasource)}) is the cause to find"
     if pair:
         return PAIR + f"what sends {noun} to the slower band {cause}"
     return f"a slower population than the main band: what sends {noun} to it {cause}"
@@ -188,26 +252,27 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True) -> Findin
     if b.bursts and not faster:
         what += f"; {pct(b.burst_share)} of them in {burst_text(b.bursts, scope)}"
         (first, t_first), (last, t_last) = b.bursts[0], b.bursts[-1]
-        return Finding("band", what, WHY["bursts"], b.events, b.events_share, b.time_s, b.time_share, first, last,
-                       t_first, t_last, b.low_s, b.high_s, bursts=True)
+        return Finding("band", what, why("bursts", scope.datasource), b.events, b.events_share, b.time_s,
+                       b.time_share, first, last, t_first, t_last, b.low_s, b.high_s, bursts=True)
     if few:
-        why = WHY["outliers fast" if faster else "outliers"]
+        reason = why("outliers fast" if faster else "outliers", scope.datasource)
     else:
         ratio = mean_s(main) / mean_s(b) if mean_s(b) > 0 else float("nan")
-        why = band_why(scope.datasource, faster=faster, ratio=ratio, pair=pair)
-    return Finding("band", what, why, b.events, b.events_share, b.time_s, b.time_share,
+        reason = band_why(scope.datasource, faster=faster, ratio=ratio, pair=pair)
+    return Finding("band", what, reason, b.events, b.events_share, b.time_s, b.time_share,
                    scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s)
 
 
 def silence_finding(q: Silence, scope: Scope) -> Finding:
     """Columns without the events a continuous stream's usual rate says were due."""
     where = scope.when(q.first_col, q.last_col, q.start, q.end)
-    got = "no events" if q.events == 0 else f"{q.events:,.0f} event{'s' * (q.events != 1)}"
+    ds = scope.datasource
+    got = why("none", ds) if q.events == 0 else why("count", ds).format(n=f"{q.events:,.0f}", s="s" * (q.events != 1))
     what = (f"silence {where}: {got} in {dur(q.end - q.start)} where the usual {format_number(q.usual_rate)}/s "
             f"would give {q.expected:,.0f}")
     edge = "silence end" if q.last_col >= scope.last_col else "silence start" if q.first_col <= scope.first_col \
         else "silence"
-    return Finding("silence", what, WHY[edge], q.events, 0.0, 0.0, 0.0, q.first_col, q.last_col, q.start, q.end)
+    return Finding("silence", what, why(edge, ds), q.events, 0.0, 0.0, 0.0, q.first_col, q.last_col, q.start, q.end)
 
 
 def burst_text(bursts: list[tuple[int, float]], scope: Scope) -> str:
@@ -247,9 +312,9 @@ def tail_finding(t: Tail, scope: Scope, top_s: float) -> Finding:
     most = t.time_share >= 0.5
     what = (f"{'tail dominates' if most else 'heavy tail'}: {pct(t.events_share)} of events (≥ {dur(t.threshold_s)}) "
             f"take {pct(t.time_share)} of the time")
-    return Finding("tail", what, WHY["tail" if most else "heavy"], t.events, t.events_share, t.time_s, t.time_share,
-                   scope.first_col,
-                   scope.last_col, scope.start, scope.end, t.threshold_s, top_s)
+    return Finding("tail", what, why("tail" if most else "heavy", scope.datasource), t.events, t.events_share,
+                   t.time_s, t.time_share, scope.first_col, scope.last_col, scope.start, scope.end, t.threshold_s,
+                   top_s)
 
 
 def episode_what(e: Episode, scope: Scope) -> str:
@@ -294,7 +359,8 @@ def shares(g: Region) -> str:
 def episode_finding(e: Episode, scope: Scope) -> Finding:
     """An episode (a stall included) as a finding."""
     g = e.gained or e.lost
-    return Finding(e.kind, episode_what(e, scope), WHY.get(e.kind, WHY["reshape"]), e.events, e.events_share,
+    reason = why(e.kind if e.kind in WHY[""] else "reshape", scope.datasource)
+    return Finding(e.kind, episode_what(e, scope), reason, e.events, e.events_share,
                    e.time_s, e.time_share, e.first_col, e.last_col, e.start, e.end,
                    g.low_s if g else None, g.high_s if g else None)
 
@@ -302,13 +368,14 @@ def episode_finding(e: Episode, scope: Scope) -> Finding:
 def drift_finding(d: Drift, scope: Scope) -> Finding:
     """A trend of the median, or one lasting jump of it."""
     where = scope.when(d.first_col, d.last_col, d.start, d.end)
+    low, high = min(d.first_median_s, d.last_median_s), max(d.first_median_s, d.last_median_s)
     if d.kind == "shift" and d.at_col is not None and d.at is not None:
         what = (f"shift at col {d.at_col} (t+{since(d.at - scope.t0)}): the median went {dur(d.first_median_s)} → "
                 f"{dur(d.last_median_s)} and stayed ({d.octaves:+.1f} octaves, {times(2.0 ** d.octaves)})")
-        return Finding("shift", what, WHY["shift"], scope.events, 1.0, scope.time_s, 1.0, d.at_col, d.last_col,
-                       d.at, d.end, min(d.first_median_s, d.last_median_s), max(d.first_median_s, d.last_median_s))
+        return Finding("shift", what, why("shift", scope.datasource), scope.events, 1.0, scope.time_s, 1.0, d.at_col,
+                       d.last_col, d.at, d.end, low, high)
     what = (f"drift {where}: the median went {dur(d.first_median_s)} → {dur(d.last_median_s)} "
             f"({d.octaves:+.1f} octaves, {times(2.0 ** d.octaves)}; the trend explains {pct(d.r2)} of the "
             "column medians' variance)")
-    return Finding("drift", what, WHY["drift"], scope.events, 1.0, scope.time_s, 1.0, d.first_col, d.last_col,
-                   d.start, d.end, min(d.first_median_s, d.last_median_s), max(d.first_median_s, d.last_median_s))
+    return Finding("drift", what, why("drift", scope.datasource), scope.events, 1.0, scope.time_s, 1.0, d.first_col,
+                   d.last_col, d.start, d.end, low, high)

@@ -9,7 +9,10 @@ silent: they are said as gaps):
   `MIN_MISSING` (20) more events than it has (a chance dip of a Poisson rate that size has p < 1e-8), it lasts at
   least twice the median column (one long column counts: the records stopped), and outside it the stream is
   continuous: at least `CONTINUOUS` (90%) of its other columns hold events (a bursty stream's idle seconds are no
-  news).
+  news);
+- the usual rate rests on enough outside the run: at least `MIN_BASE_EVENTS` (20, as many as a silence must miss)
+  events in at least `MIN_BASE_COLUMNS` (5) columns with events (an application of 4 tasks, 2 of them in one 10 ms
+  column, has no "usual 200/s").
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from latencymap.core.percentiles import median_of
 QUIET_SHARE = 0.05
 MIN_MISSING = 20.0
 CONTINUOUS = 0.9
+#: Events outside the run the usual rate rests on: as many as a silence must miss (a rate from 20 is known to ±22%).
+MIN_BASE_EVENTS = MIN_MISSING
+#: Columns with events outside the run: their median holds with two odd ones out (of two, it is their mean).
+MIN_BASE_COLUMNS = 5
 
 
 @dataclass
@@ -63,10 +70,11 @@ def find_silences(counts: np.ndarray, starts: np.ndarray, ends: np.ndarray, gaps
         span = slice(a, b + 1)
         seconds, got = float(dur[span].sum()), float(n[span].sum())
         expected = usual * seconds
-        others = np.r_[busy[:a], busy[b + 1:]]
+        others = int(np.r_[busy[:a], busy[b + 1:]].sum())  # columns with events outside the run
         eligible = np.r_[(~gap & (dur > 0))[:a], (~gap & (dur > 0))[b + 1:]]
+        base = float(n[:a].sum() + n[b + 1:].sum())
         if (expected - got < MIN_MISSING or seconds < 2 * width or not eligible.any()
-                or others.sum() < CONTINUOUS * eligible.sum()):
+                or others < CONTINUOUS * eligible.sum() or base < MIN_BASE_EVENTS or others < MIN_BASE_COLUMNS):
             continue
         out.append(Silence(a + col_offset, b + col_offset, float(starts[a]), float(ends[b]), got, expected, usual))
     return out

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from diagnosis_support import UNIMODAL
+from diagnosis_support import UNIMODAL, paused
 
 from latencymap.analysis.diagnosis import Diagnosis, diagnose, pct
 from latencymap.core.buckets import bin_values, bounds_seconds, midpoints_seconds
@@ -245,25 +245,9 @@ def test_episode_lines_put_each_usual_share_beside_its_own() -> None:
     assert "; usually" not in line
 
 
-def _paused(pauses: list[int], ncols: int = 120, seed: int = 3) -> tuple[np.ndarray, ...]:
-    """~1 ms requests at 200/s; in each column of `pauses` a 0.5 s pause makes the ~100 requests arriving during it
-    wait up to 0.5 s (the GC pause shape)."""
-    rng = np.random.default_rng(seed)
-    counts, times = [], []
-    for j in range(ncols):
-        values = rng.lognormal(np.log(1e6), 0.3, 200)
-        if j in pauses:
-            values = np.r_[values, rng.uniform(10e6, 500e6, 100)]
-        c, s = bin_values(values)
-        counts.append(c)
-        times.append(s * 1e-9)
-    starts = 1_700_000_000.0 + np.arange(ncols, dtype=np.float64)
-    return np.array(counts), np.array(times), starts, starts + 1.0
-
-
 def test_a_slow_band_that_came_in_a_few_columns_says_when() -> None:
     """Three GC pauses: said as bursts at their columns and times, not as a population spread over the run."""
-    counts, times, starts, ends = _paused([30, 60, 90])
+    counts, times, starts, ends = paused([30, 60, 90])
     d = diagnose(counts, times, LOW, HIGH, starts, ends)
     (band,) = [f for f in d.findings if f.kind == "band"]
     assert "100% of them in cols 30, 60 and 90 (t+30s, t+60s, t+90s)" in band.what and band.why.startswith("bursts")
@@ -272,10 +256,10 @@ def test_a_slow_band_that_came_in_a_few_columns_says_when() -> None:
 
 
 def test_bursts_on_a_period_are_said_as_a_period_and_a_steady_band_is_not_bursts() -> None:
-    counts, times, starts, ends = _paused(list(range(5, 120, 10)))
+    counts, times, starts, ends = paused(list(range(5, 120, 10)))
     (band,) = [f for f in diagnose(counts, times, LOW, HIGH, starts, ends).findings if f.kind == "band"]
     assert "on a period of 10 from col 5 (t+5s)" in band.what
-    counts, times, starts, ends = _paused(list(range(120)))  # slow requests in every column: a population
+    counts, times, starts, ends = paused(list(range(120)))  # slow requests in every column: a population
     d = diagnose(counts, times, LOW, HIGH, starts, ends)
     assert not any("bursts" in f.why for f in d.findings)
 

@@ -1,8 +1,21 @@
-"""Findings' wording of times and durations: human units at every scale."""
+"""Findings' wording: human units at every scale, and causes in the terms of each datasource's events."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from diagnosis_support import paused
+
+from latencymap.analysis.diagnosis import diagnose
 from latencymap.analysis.findings import Scope, dur, since, span
+from latencymap.cli.main import main
+from latencymap.core.buckets import bin_values, bounds_seconds
+
+LOW, HIGH = bounds_seconds("bpf", "nanosec")
+SPARK_LOG = Path(__file__).resolve().parents[2] / "fixtures" / "spark" / "plain" / "local-1795225623494"
 
 
 def test_times_since_the_start_stay_in_seconds_below_1000_then_use_minutes_hours_days() -> None:
@@ -15,3 +28,72 @@ def test_times_since_the_start_stay_in_seconds_below_1000_then_use_minutes_hours
 def test_durations_past_a_minute_read_in_minutes_hours_days_never_bare_seconds() -> None:
     assert dur(1e7) == "116 days" and span(537.0, 17_592_186.0) == "8.95min–204 days"
     assert dur(0.000131) == "131µs" and dur(2.05) == "2.05s"
+
+
+def spark_like_run() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Task durations binned by their end as the real rolling log of `job.py` was (3,144 tasks, 1 s columns): ~38 tasks
+    a second of ~55 ms; the two warm-up tasks of stage 0 (3.6 s) end in col 0, a skewed partition (3.18 s) in col 7, a
+    4.03 s straggler in col 13 after no task ended in cols 11–12 (its siblings were done), and a stage of ~220 ms tasks
+    in cols 30–34."""
+    rng = np.random.default_rng(0)
+    counts, times = [], []
+    for j in range(60):
+        values = rng.lognormal(np.log(220e6 if 30 <= j < 35 else 55e6), 0.2, 0 if j in (11, 12) else 38)
+        values = np.r_[values, {0: [3.6e9, 3.58e9], 7: [3.18e9], 13: [4.03e9]}.get(j, [])]
+        c, s = bin_values(values)
+        counts.append(c)
+        times.append(s * 1e-9)
+    starts = 1_795_776_791.0 + np.arange(60.0)
+    return np.array(counts), np.array(times), starts, starts + 1.0
+
+
+#: What each datasource's findings must say (a phrase per kind) and must not (the generic causes wrong for it).
+WORDS = {
+    "spark": ({"stall": "a straggler (a skewed partition", "silence": "a task still running (a straggler",
+               "move": "a new stage began"},
+              ("GC", "a change of device", "the work, the source or its path stopped", "requests")),
+    "training": ({"stall": "a checkpoint save, an eval pass", "silence": "ran untimed work (an eval pass",
+                  "move": "another phase of the run"},
+                 ("a lock, the network", "a change of device, load or configuration", "the source or its path")),
+    "bpf": ({"stall": "(GC, a checkpoint, I/O, a lock, the network)",
+             "silence": "the work, the source or its path stopped",
+             "move": "a change of device, load or configuration"}, ()),
+}
+
+
+@pytest.mark.parametrize("datasource", list(WORDS))
+def test_every_finding_kind_names_the_causes_its_datasource_s_events_have(datasource: str) -> None:
+    """Spark's warm-up, skew and straggler tasks are no GC pause, its next stage no change of device, and a straggler
+    running while no task ended no stop of the work; a training loop's stalls are checkpoints and eval passes."""
+    counts, times, starts, ends = spark_like_run()
+    d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource)
+    expected, wrong = WORDS[datasource]
+    assert [(f.kind, f.first_col) for f in d.findings] == [("stall", 0), ("stall", 7), ("silence", 11),
+                                                          ("stall", 13), ("move", 30)]
+    for f in d.findings:
+        assert expected[f.kind] in f.why, (f.kind, f.why)
+        assert not any(w in f.why for w in wrong), (f.kind, f.why)
+    (silence,) = [f for f in d.findings if f.kind == "silence"]
+    got = "no task ended" if datasource == "spark" else "no events"  # a Spark task is logged when it ends
+    assert silence.what.startswith(f"silence cols 11–12 (t+11s–t+13s): {got} in 2s where the usual 38/s would give")
+
+
+@pytest.mark.parametrize(("datasource", "causes"), [
+    ("", "something held many requests up at once (a GC pause"),
+    ("spark", "the slow tasks ended in a few columns, one stage's stragglers or skewed partitions"),
+    ("training", "the loop was held up (a checkpoint save, an eval pass")])
+def test_bursts_are_explained_in_their_datasource_s_terms(datasource: str, causes: str) -> None:
+    counts, times, starts, ends = paused([30, 60, 90])
+    (band,) = [f for f in diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource).findings
+               if f.kind == "band"]
+    assert band.why.startswith("bursts, not a steady population") and causes in band.why
+
+
+def test_two_straggler_tasks_of_a_real_spark_stage_are_named_as_stragglers_not_a_pause() -> None:
+    """Stage 2 of the real fixture log: 30 tasks of 0.3 s and partitions 5 and 21 of 2.5 s."""
+    r = CliRunner().invoke(main, ["report", "spark", str(SPARK_LOG), "--stage", "2"])
+    assert r.exit_code == 0, r.output
+    head = r.output.splitlines()[3]
+    assert head.startswith("   bimodal: 94% of events in 256ms–512ms, 2 events in 2.05s–4.1s own 33% of the time — ")
+    assert "one or two tasks far slower than the rest" in head and "a straggler (a skewed partition" in head
+    assert "a stall, a retry, a timeout, a pause" not in head

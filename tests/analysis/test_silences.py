@@ -56,3 +56,34 @@ def test_a_silence_at_the_end_is_the_work_ending_not_an_incident() -> None:
     d = diagnose(counts, None, LOW, HIGH, starts, ends)
     (f,) = [f for f in d.findings if f.kind == "silence"]
     assert "the work ended" in f.why and (f.first_col, f.last_col) == (50, 59)
+
+
+def counted(per_column: list[float], seconds: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exactly `per_column` events in slot 10 of columns `seconds` long."""
+    counts = np.zeros((len(per_column), 64))
+    counts[:, 10] = per_column
+    starts = T0 + seconds * np.arange(len(per_column), dtype=np.float64)
+    return counts, starts, starts + seconds
+
+
+def test_the_usual_rate_rests_on_20_events_outside_the_run() -> None:
+    """4 a second usually, then 5 s without: 20 missing either way; 20 events outside say so, 19 do not."""
+    (q,) = find_silences(*counted([4, 4, 4, 0, 0, 0, 0, 0, 4, 4]))
+    assert (q.first_col, q.last_col, q.expected) == (3, 7, 20.0)
+    assert find_silences(*counted([4, 4, 3, 0, 0, 0, 0, 0, 4, 4])) == []  # median still 4/s: 20 expected, 19 seen
+
+
+def test_the_usual_rate_is_the_median_of_5_columns_with_events_outside_the_run() -> None:
+    """5 a second in 5 columns is a usual rate; in 4 (20 events, 25 missing) it is those columns' own accident."""
+    (q,) = find_silences(*counted([5, 5, 0, 0, 0, 0, 0, 5, 5, 5]))
+    assert (q.first_col, q.last_col, q.expected) == (2, 6, 25.0)
+    assert find_silences(*counted([5, 5, 0, 0, 0, 0, 0, 5, 5])) == []
+
+
+def test_an_application_of_4_tasks_has_no_usual_rate_and_no_silence() -> None:
+    """The real 4-task PySpark app (10 ms columns): stage 0's two tasks end in col 0, stage 1's two (running all
+    along) in col 24. "No events in 230ms where the usual 200/s would give 46" came from 2 events in one column."""
+    counts, starts, ends = counted([2] + [0] * 23 + [2], seconds=0.01)
+    assert find_silences(counts, starts, ends) == []
+    d = diagnose(counts, None, LOW, HIGH, starts, ends, datasource="spark")
+    assert d.silences == [] and not any(f.kind == "silence" for f in d.findings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any
 
 import click
@@ -11,6 +12,7 @@ from latencymap.cli.common import EXAMPLES, REGISTRY, guarded, no_terminal_input
 from latencymap.cli.options import format_kwargs, format_options, view_options
 from latencymap.cli.running import prepare, show
 from latencymap.flow.pipeline import input_flow
+from latencymap.flow.stdin import wait_for_pipe
 from latencymap.profiling.wanted import profile_wanted
 
 
@@ -38,6 +40,8 @@ def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int |
         with session as profile:
             flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), {**kw, "inputs": inputs},
                            profile=profile)
+            if (not inputs or "-" in inputs) and not (kw["plain"] or kw["once"] or kw["emit"]) and sys.stdout.isatty():
+                wait_for_pipe()  # the TUI takes the terminal: leave it to the producer until it writes
             if serve_metrics is None:
                 return show(flow, kw, profile)
             from latencymap.outputs.metrics import metrics_served

@@ -1,9 +1,12 @@
 """The log2 bucket scale shared by every stream.
 
 Each stream has 64 slots. Slot `s` holds the bucket of exponent `e = s - 1` in the stream's unit:
-`[2**e, 2**(e+1))`. Slot 0 (e = -1) is special: for lower-bound sources (bpf, systemtap, dtrace,
-raw values) it is the zero bucket `[0, 1)`; for Oracle (upper-bound values) it is `[0.5, 1)`,
-the bucket Oracle labels `1`.
+`[2**e, 2**(e+1))`. Slot 0 (e = -1) is the zero bucket `[0, 1)`, for every source: the value 0 of
+lower-bound sources (bpf, systemtap, dtrace, raw values), and Oracle's first bucket, labelled `1`
+(upper bounds: "waits of duration < 1 that are not in any smaller bucket", and there is none).
+Slot 0 is the only slot below 1 of the stream's unit, so all of that bucket's waits go there, and
+its row reads `<1ms` (`<1µs`), as PyLatencyMap's bottom row reads `<1`. Its intensity stays
+PyLatencyMap's estimate for Oracle, 0.75 x the value (`midpoints_seconds`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ NSLOTS = 64
 MIN_EXPONENT = -1
 MAX_EXPONENT = NSLOTS - 2
 
-#: Datasources whose bucket value is the bucket's upper bound (`[v/2, v)`).
+#: Datasources whose bucket value is the bucket's upper bound (`[v/2, v)`, and `[0, 1)` for 1).
 UPPER_BOUND_SOURCES = frozenset({"oracle"})
 #: Oracle's overflow bucket in gv$event_histogram: no finite range, dropped.
 ORACLE_OVERFLOW = 4294967295
@@ -24,15 +27,10 @@ ORACLE_OVERFLOW = 4294967295
 MAX_COUNT = 1 << 62
 
 
-def zero_floor(datasource: str) -> bool:
-    """True when the lowest slot starts at 0 (every lower-bound source)."""
-    return datasource not in UPPER_BOUND_SOURCES
-
-
 def slot_of_bucket_value(value: int, datasource: str) -> int | None:
     """Slot of a protocol bucket value under the datasource's convention; None when unusable.
 
-    Oracle: value is the upper bound, a power of two, bucket `[v/2, v)`.
+    Oracle: value is the upper bound, a power of two, bucket `[v/2, v)` (`[0, 1)` for 1: slot 0).
     Others: value is the lower bound, a power of two or 0, bucket `[v, 2v)` (`[0, 1)` for 0).
     Values that are not powers of two raise ValueError; the Oracle overflow bucket gives None.
     """
@@ -60,12 +58,11 @@ def bucket_value_of_slot(slot: int, datasource: str) -> int:
 
 
 def bounds_in_unit(datasource: str) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) of every slot in the stream's own unit."""
+    """(low, high) of every slot in the stream's own unit: the same for every datasource (slot 0 is `[0, 1)`)."""
     exponents = np.arange(MIN_EXPONENT, MIN_EXPONENT + NSLOTS, dtype=np.float64)
     low = np.exp2(exponents)
     high = low * 2.0
-    if zero_floor(datasource):
-        low[0] = 0.0
+    low[0] = 0.0
     return low, high
 
 
@@ -80,10 +77,13 @@ def midpoints_seconds(datasource: str, unit: str) -> np.ndarray:
     """Per-slot mean latency assumed when a source gives counts only.
 
     The arithmetic midpoint: 1.5 x lower bound (bpf/systemtap/dtrace) and 0.75 x upper bound
-    (Oracle) — exactly PyLatencyMap's intensity factors.
+    (Oracle) — exactly PyLatencyMap's intensity factors. Oracle's first bucket, `[0, 1)`, keeps
+    PyLatencyMap's 0.75 x 1, so that its intensity stays what PyLatencyMap draws.
     """
     low, high = bounds_seconds(datasource, unit)
     mid: np.ndarray = (low + high) / 2.0
+    if datasource in UPPER_BOUND_SOURCES:
+        mid[0] = 0.75 * high[0]
     return mid
 
 

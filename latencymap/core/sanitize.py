@@ -126,6 +126,8 @@ _AT_DESCRIPTOR = re.compile(r"@\s*\(")
 #: header shows (group 1 is what stays).
 _URL_USERINFO = re.compile(r"((?:^\s*|[A-Za-z][A-Za-z0-9+.-]*:)//)[^/@]*@")
 _SECRET_PARAM = re.compile(r"(?<=[?&])([^=&#\s]*(?:pass|secret|token|key|auth|credential)[^=&#\s]*=)[^&#\s]*", re.I)
+#: A secret-looking parameter name that says where or how a secret is found, not the secret itself.
+_NAMES_A_PLACE = re.compile(r"_(?:location|dir|path|file|auth|method|type)$", re.I)
 
 
 def dsn_credentials(dsn: str) -> tuple[int, int] | None:
@@ -186,6 +188,20 @@ def strip_credentials(text: str) -> str:
     return _URL_USERINFO.sub(r"\1", text)
 
 
+def redact_address(text: str) -> str:
+    """A connect string or URL as headers and messages show it: the credential part cut out (`strip_credentials`)
+    and the value of every secret-looking `?name=value` parameter (`wallet_password=`, `token=`) replaced by ***."""
+    return _SECRET_PARAM.sub(r"\1***", strip_credentials(text))
+
+
+def secret_parameters(text: str) -> list[str]:
+    """The names of the `?name=value` parameters of `text` that carry a secret (a password, a token, a key): those
+    `redact_address` hides, less the ones that name where or how one is found (`wallet_location=`,
+    `token_auth=OCI_TOKEN`)."""
+    names = (match.group(1)[:-1] for match in _SECRET_PARAM.finditer(text))
+    return [name for name in names if not _NAMES_A_PLACE.search(name)]
+
+
 def safe_options(options: dict[str, Any]) -> dict[str, Any]:
     """Command options fit for a header: secrets dropped, credentials cut out of DSNs/URLs (and URL query values)."""
     out: dict[str, Any] = {}
@@ -193,7 +209,7 @@ def safe_options(options: dict[str, Any]) -> dict[str, Any]:
         if _SECRET_KEY.search(key):
             continue
         if isinstance(value, str):
-            value = _SECRET_PARAM.sub(r"\1***", strip_credentials(value))
+            value = redact_address(value)
         elif isinstance(value, tuple):
             value = list(value)
         if isinstance(value, (str, int, float, bool, list)) or value is None:

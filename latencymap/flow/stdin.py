@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import select
+import sys
 from collections.abc import Callable
+from typing import TextIO
 
 from latencymap.flow import inputs
 
 TTY = "/dev/tty"
+#: Seconds `wait_for_pipe` waits in silence before it says what it waits for.
+QUIET_WAIT_S = 1.0
+WAITING = ("latencymap: waiting for the first record from the pipe before taking the terminal (the producer may ask "
+           "for a password first); Ctrl-C stops")
 
 
 def take_terminal(tty_path: str = TTY) -> Callable[[], None] | None:
@@ -37,3 +44,19 @@ def take_terminal(tty_path: str = TTY) -> Callable[[], None] | None:
         os.close(saved)
 
     return restore
+
+
+def wait_for_pipe(fd: int = 0, quiet_s: float = QUIET_WAIT_S, err: TextIO | None = None) -> None:
+    """Return once fd `fd` (a pipe, not a terminal) has bytes to read or has ended; nothing is read from it.
+
+    Until then the terminal stays the user's: what writes into the pipe may ask on it first (SQL*Plus prompts for
+    the password). Past `quiet_s` seconds it says once, on stderr, what it waits for.
+    """
+    try:
+        if os.isatty(fd) or select.select([fd], [], [], quiet_s)[0]:
+            return
+    except (OSError, ValueError):  # not a descriptor select can wait on: nothing to wait for
+        return
+    err = err or sys.stderr
+    print(WAITING, file=err, flush=True)
+    select.select([fd], [], [])

@@ -12,7 +12,6 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from latencymap.core.accumulator import Accumulator, StreamHistory
-from latencymap.core.buckets import zero_floor
 from latencymap.core.model import StreamId
 from latencymap.tui.diffmap import DiffScreen
 from latencymap.tui.findings import FindingsPanel
@@ -291,7 +290,4 @@ def not_comparable(a: StreamId, b: StreamId) -> str | None:
     """Why the rows of two streams are not the same buckets (None when they are): the difference map subtracts rows."""
     if a.unit != b.unit:
         return f"A is in {a.unit} and B in {b.unit}: their rows are not the same buckets"
-    if zero_floor(a.datasource) != zero_floor(b.datasource):
-        return (f"A ({a.datasource}) and B ({b.datasource}) bound their buckets differently (one by the upper "
-                "bound, as Oracle does): their rows are not the same buckets")
     return None

@@ -209,7 +209,7 @@ def pinned_range(hist: StreamHistory, min_bucket: int = AUTO, max_bucket: int = 
     """(lowest, highest) slot from PyLatencyMap-style bucket exponents of the input's bucket values.
 
     `min_bucket`/`max_bucket` are log2 of the bucket *value* as the source writes it (so Oracle's
-    value 1 = 2**0 is its `[0.5, 1)` bucket), -1/64 meaning PyLatencyMap's autotune for that side.
+    value 1 = 2**0 is its `[0, 1)` bucket), -1/64 meaning PyLatencyMap's autotune for that side.
     A `max_bucket` alone below the autotuned lowest row (7 for microsec, 17 for nanosec: PyLatencyMap 1.3 stops
     there with an error) keeps the top row it pins and takes autotune's 12 rows down from it (not below 2**0).
     """

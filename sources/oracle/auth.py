@@ -9,11 +9,13 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import NoReturn, TextIO
 
-from latencymap.core.sanitize import dsn_credentials
+from latencymap.core.sanitize import clean_text, dsn_credentials, secret_parameters
 
-from .errors import OracleError
+from .errors import OracleError, shown_dsn
 
 PASSWORD_ENV = "LATENCYMAP_ORACLE_PASSWORD"
+#: `--dsn` from the environment: a connect string whose parameters hold a secret (`wallet_password=`) goes here.
+DSN_ENV = "LATENCYMAP_ORACLE_DSN"
 #: `user/password` as --user (blanks included); `/` alone is not refused.
 _USER_PASSWORD = re.compile(r"/\s*\S")
 
@@ -49,6 +51,17 @@ def check_no_inline_password(dsn: str, user: str | None) -> None:
                               f"remove it, and set {PASSWORD_ENV} or type it at the prompt")
 
 
+def check_no_secret_parameters(dsn: str) -> None:
+    """Refuse a `--dsn` given in argv whose parameters carry a secret (`?wallet_password=...`, `&token=...`): argv is
+    visible to every local user; the environment (`DSN_ENV`) is not."""
+    names = secret_parameters(dsn or "")
+    if names:
+        shown = ", ".join(f"{clean_text(name, 40)}=" for name in dict.fromkeys(names))
+        raise OracleError(f"--dsn must not carry {shown} on the command line (argv is visible in the process list): "
+                          f"set the connect string in {DSN_ENV} instead and leave --dsn out; the database password "
+                          f"goes in {PASSWORD_ENV} or at the prompt")
+
+
 def resolve_password(user: str | None, dsn: str, *, external_auth: bool,
                      environ: Mapping[str, str] | None = None, stdin: TextIO | None = None,
                      prompt: Callable[[str], str] = getpass.getpass) -> Secret | None:
@@ -66,7 +79,7 @@ def resolve_password(user: str | None, dsn: str, *, external_auth: bool,
         interactive = False
     if interactive:
         try:
-            typed = prompt(f"Oracle password for {user}@{dsn}: ")
+            typed = prompt(f"Oracle password for {user}@{shown_dsn(dsn)}: ")
         except (EOFError, KeyboardInterrupt):
             typed = ""
         if typed:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from latencymap.core.sanitize import strip_credentials
+from latencymap.core.sanitize import redact_address
 
 _CODE = re.compile(r"\b(ORA|DPY|DPI|TNS)-(\d{4,5})\b")
 
@@ -138,8 +138,9 @@ def redact(text: str, secrets: Iterable[Any]) -> str:
 
 
 def shown_dsn(dsn: str, secrets: Iterable[Any] = ()) -> str:
-    """The connect string as messages show it: any credential part cut out, secrets redacted."""
-    return redact(strip_credentials(dsn), secrets).strip()
+    """The connect string as messages show it, as a recording's header does (`redact_address`: the credential part
+    cut out, secret parameters' values hidden), with the secrets redacted."""
+    return redact(redact_address(dsn), secrets).strip()
 
 
 def describe_error(err: BaseException, *, user: str | None, doing: str, secrets: Iterable[Any] = ()) -> str:

@@ -17,19 +17,22 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import click
 import numpy as np
+from click.core import ParameterSource
 
 from latencymap.core.deltas import Differ
 from latencymap.core.model import Interval, Notice, Snapshot, StreamId, empty_counts
 from latencymap.core.sanitize import safe_options
 from latencymap.plugins import Item, Source
 
-from .auth import Secret, check_no_inline_password, resolve_password
+from .auth import DSN_ENV, Secret, check_no_inline_password, check_no_secret_parameters, resolve_password
 from .errors import OracleError, describe_error, first_line, is_lost, is_transient, is_view_missing, shown_dsn
 from .sql import MICRO, MILLI, VIEWS, HistogramView, Sample, histogram_query, sample_of_rows, view_for_version
 
@@ -38,12 +41,24 @@ BACKOFF_START = 1.0
 BACKOFF_MAX = 60.0
 #: An outage longer than this many intervals is drawn as this many (wider) gap columns.
 MAX_GAP_COLUMNS = 1000
+#: An event that has had no row for this long (and at least 3 polls) is said once; and at the end of a limited run.
+MISSING_AFTER_S = 60.0
 #: Seconds a single round trip may take before the driver gives up (at least 3 intervals).
 MIN_CALL_TIMEOUT = 10.0
 _thick_ready = False
 #: What a source built by the CLI sleeps and reads the time with (tests replace these).
 default_sleep: Callable[[float], None] = time.sleep
 default_clock: Callable[[], float] = time.time
+
+
+@dataclass
+class _Counters:
+    """What diffing needs since the last (re)connect: the differ, the (event, instance) keys it holds, and each
+    instance's last poll with rows (an instance's first poll is the baseline)."""
+
+    differ: Differ = field(default_factory=lambda: Differ(name="oracle"))
+    keys: set[StreamId] = field(default_factory=set)
+    instances: dict[int, float] = field(default_factory=dict)
 
 
 class _ConnectionLost(Exception):
@@ -82,6 +97,13 @@ def connect(*, dsn: str, user: str | None, password: Secret | None, thick: bool,
     return conn
 
 
+def _dsn_in_argv(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`--dsn`, refused when given in argv with a secret parameter (`check_no_secret_parameters`)."""
+    if value is not None and param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
+        check_no_secret_parameters(value)
+    return value
+
+
 class OracleSource(Source):
     """Oracle wait-event latency histograms, sampled live from the database."""
 
@@ -91,14 +113,16 @@ class OracleSource(Source):
         "latencymap oracle --dsn prod --user perfstat --event 'log file sync'",
         "latencymap oracle --dsn rac-scan:1521/OLTP --user perfstat --per-instance",
     )
+    own_limits: ClassVar[bool] = True  # --count columns, --duration: whole polls; the last one says what never came
     summary: ClassVar[str] = ("Oracle wait-event latency from GV$EVENT_HISTOGRAM_MICRO (or GV$EVENT_HISTOGRAM) "
                               "via python-oracledb; password from LATENCYMAP_ORACLE_PASSWORD or a prompt.")
 
     @classmethod
     def params(cls) -> list[click.Parameter]:
         return [
-            click.Option(["--dsn"], required=True, metavar="DSN",
-                         help="host:port/service_name, or a tnsnames.ora alias (never user/password@...)."),
+            click.Option(["--dsn"], required=True, metavar="DSN", envvar=DSN_ENV, callback=_dsn_in_argv,
+                         help=f"host:port/service_name, or a tnsnames.ora alias (never user/password@...); or from "
+                              f"{DSN_ENV}, which a connect string with a secret parameter (wallet_password=) needs."),
             click.Option(["--user"], default=None, metavar="USER", help="Database user (not needed with "
                          "--external-auth). The password comes from LATENCYMAP_ORACLE_PASSWORD or a prompt."),
             click.Option(["--event", "events"], multiple=True, default=(DEFAULT_EVENT,), show_default=True,
@@ -148,6 +172,12 @@ class OracleSource(Source):
         self._notes: list[Notice] = []
         #: The unusable rows last said (see `_say_problems`).
         self._problems_said: frozenset[tuple[str, int, str]] = frozenset()
+        count, duration = options.get("count"), options.get("duration")
+        self.count = None if count is None else int(count)
+        self.duration = None if duration is None else float(duration)
+        #: Events that have had rows in some poll, and those said to have none (`_missing_events`).
+        self._events_seen: set[str] = set()
+        self._missing_said: set[str] = set()
 
     def __repr__(self) -> str:
         return f"OracleSource(dsn={self.dsn!r}, user={self.user!r})"
@@ -258,19 +288,22 @@ class OracleSource(Source):
             self._close()
 
     def _sampling(self) -> Iterator[Item]:
-        differ = Differ(name="oracle")
+        counters = _Counters()
         known: list[StreamId] = []
         prev_t: float | None = None
         gap_since: float | None = None
         due: float | None = None
-        checked_events = False
+        columns, polls, started = 0, 0, 0.0
+        if self.count is not None and self.count <= 0:
+            return
+        deadline = None if self.duration is None else self.clock() + self.duration
         while True:
             try:
                 view, sample = self._sample()
             except _ConnectionLost as lost:
                 yield from self._drain_notes()
                 yield from self._reconnect(lost.cause)
-                differ, due = Differ(name="oracle"), None
+                counters, due = _Counters(), None
                 gap_since = prev_t if gap_since is None else gap_since
                 continue
             t = self.clock()
@@ -278,14 +311,20 @@ class OracleSource(Source):
             if prev_t is not None and t <= prev_t:
                 due = self._pace(due)
                 continue
-            if not checked_events:
-                checked_events = True
-                yield from self._missing_events(sample)
-            totals, resets = self._diff(differ, sample, view, t)
+            polls += 1
+            started = t if polls == 1 else started
+            self._events_seen.update(event for event, _ in sample.counts)
+            totals, resets = self._diff(counters, sample, view, t)
+            for sid in totals:  # a stream whose first rows are already a column (an event's first waits)
+                if sid not in known:
+                    known.append(sid)
             if gap_since is not None:
-                yield from self._gap(known, gap_since, t)
+                gaps = list(self._gap(known, gap_since, t, self._left(columns)))
+                columns += len(gaps) // max(1, len(known))
+                yield from gaps
                 gap_since = None
             elif prev_t is not None:
+                columns += 1
                 for sid in known:
                     if sid.unit == view.unit:
                         yield Interval(sid, prev_t, t, totals.get(sid, empty_counts()), reset=sid in resets)
@@ -294,9 +333,22 @@ class OracleSource(Source):
                 if sid not in known:
                     known.append(sid)
             prev_t = t
+            last = (self.count is not None and columns >= self.count) or (deadline is not None and t >= deadline)
+            if last or polls == self._missing_after():
+                yield from self._missing_events(polls, t - started)
+            if last:
+                return
             due = self._pace(due)
 
-    def _diff(self, differ: Differ, sample: Sample, view: HistogramView,
+    def _left(self, columns: int) -> int | None:
+        """Columns `--count` still allows (None: no limit)."""
+        return None if self.count is None else max(0, self.count - columns)
+
+    def _missing_after(self) -> int:
+        """After how many polls an event that never had a row is said (`MISSING_AFTER_S`, at least 3 polls)."""
+        return max(3, math.ceil(MISSING_AFTER_S / self.interval) + 1)
+
+    def _diff(self, counters: _Counters, sample: Sample, view: HistogramView,
               t: float) -> tuple[dict[StreamId, np.ndarray], set[StreamId]]:
         """Diff each instance against its own last counts, then sum per output stream; (counts, reset streams).
 
@@ -304,34 +356,46 @@ class OracleSource(Source):
         all of that instance's counts now are its waits since the restart, and they are the column's, also in a
         bucket whose counter has already passed its pre-restart value. A bucket whose row was unusable is not
         known this sample: it keeps its last value (`Snapshot.present`), so it fakes no restart.
+
+        Only an instance's first poll is a baseline. Oracle shows no row for an event that has not waited yet:
+        an (event, instance) whose rows first come in a later poll of an instance already polled started from
+        zero after that instance's last poll, so all of its counts are this column's.
         """
         totals: dict[StreamId, np.ndarray] = {}
         resets: set[StreamId] = set()
         for (event, inst), counts in sorted(sample.counts.items()):
             sid = self.stream_of(event, inst, view.unit)
-            snap = Snapshot(StreamId(f"{event}\x1finst {inst}", "oracle", view.unit), t, counts,
-                            present=sample.present((event, inst)))
-            out = differ.push(snap)
+            key = StreamId(f"{event}\x1finst {inst}", "oracle", view.unit)
+            since = counters.instances.get(inst)
+            if key not in counters.keys and since is not None:
+                counters.differ.push(Snapshot(key, since, empty_counts()))  # no row until now: no wait before
+            counters.keys.add(key)
+            snap = Snapshot(key, t, counts, present=sample.present((event, inst)))
+            out = counters.differ.push(snap)
             if isinstance(out, Interval):
                 totals[sid] = totals.get(sid, empty_counts()) + (snap.counts if out.reset else out.counts)
                 if out.reset:
                     resets.add(sid)
+        counters.instances.update((inst, t) for _, inst in sample.counts)
         return totals, resets
 
-    def _gap(self, known: list[StreamId], start: float, end: float) -> Iterator[Interval]:
-        """Zero-count columns marked `gap` covering an outage, about one per interval."""
+    def _gap(self, known: list[StreamId], start: float, end: float, most: int | None = None) -> Iterator[Interval]:
+        """Zero-count columns marked `gap` covering an outage, about one per interval (at most `most` of them)."""
         n = int(min(MAX_GAP_COLUMNS, max(1, round((end - start) / self.interval))))
         edges = np.linspace(start, end, n + 1)
-        for a, b in itertools.pairwise(edges.tolist()):
+        for a, b in itertools.islice(itertools.pairwise(edges.tolist()), most):
             for sid in known:
                 yield Interval(sid, a, b, empty_counts(), gap=True)
 
-    def _missing_events(self, sample: Sample) -> Iterator[Notice]:
-        seen = {event for event, _ in sample.counts}
+    def _missing_events(self, polls: int, seconds: float) -> Iterator[Notice]:
+        """A notice for each event that has had no row in any poll so far (said once)."""
         for event in self.events:
-            if event not in seen:
-                yield Notice(f"oracle: no histogram rows for event {event!r} on the selected instances (names are "
-                             "exact and case-sensitive: SELECT name FROM v$event_name)", skipped=0)
+            if event not in self._events_seen and event not in self._missing_said:
+                self._missing_said.add(event)
+                yield Notice(f"oracle: no histogram rows for event {event!r} on the selected instances in {polls} "
+                             f"poll{'s' * (polls > 1)} ({seconds:.0f}s): it has not waited there since the instance "
+                             "started (Oracle lists an event once it has waited), or it is not an event name (they "
+                             "are exact and case-sensitive: SELECT name FROM v$event_name)", skipped=0)
 
     def _drain_notes(self) -> Iterator[Notice]:
         notes, self._notes = self._notes, []

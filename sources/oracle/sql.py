@@ -103,7 +103,7 @@ class Sample:
 def sample_of_rows(rows: Iterable[Sequence[object]]) -> Sample:
     """Rows `(inst_id, event, bucket_upper_bound, wait_count)` → per-slot cumulative counts.
 
-    Bucket values are upper bounds (`[v/2, v)`); Oracle's overflow bucket is dropped; a row whose bucket
+    Bucket values are upper bounds (`[v/2, v)`, `[0, 1)` for 1); Oracle's overflow bucket is dropped; a row whose bucket
     value is not a power of two, or whose count is no integer, is negative or would take its bucket past
     2**62, is counted in `bad_buckets`, named in `problems` and skipped (a bad count's slot is in `unread`).
     Duplicate keys add up. An instance id that is not a number is no data error but a wrong view or driver: it

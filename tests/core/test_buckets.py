@@ -24,8 +24,9 @@ def test_lower_bound_sources_bucket_is_v_to_2v(value: int, low: float, high: flo
         assert bucket_value_of_slot(slot, ds) == value
 
 
-@pytest.mark.parametrize(("value", "low", "high"), [(1, 0.5, 1.0), (2, 1.0, 2.0), (4096, 2048.0, 4096.0)])
-def test_oracle_bucket_is_half_v_to_v(value: int, low: float, high: float) -> None:
+@pytest.mark.parametrize(("value", "low", "high"), [(1, 0.0, 1.0), (2, 1.0, 2.0), (4096, 2048.0, 4096.0)])
+def test_oracle_bucket_is_half_v_to_v_and_its_first_from_0(value: int, low: float, high: float) -> None:
+    """Oracle's `< 1` bucket holds every wait under 1 (no smaller bucket): `[0, 1)`, the same slot as bpf's 0."""
     slot = slot_of_bucket_value(value, "oracle")
     lows, highs = bounds_in_unit("oracle")
     assert (lows[slot], highs[slot]) == (low, high)
@@ -53,6 +54,13 @@ def test_midpoints_reproduce_pylatencymap_factors() -> None:
     assert mid_bpf[slot] == pytest.approx(1.5 * 8e-3)
     slot = slot_of_bucket_value(8, "oracle")
     assert mid_ora[slot] == pytest.approx(0.75 * 8e-3)
+    assert mid_ora[slot_of_bucket_value(1, "oracle")] == pytest.approx(0.75e-3)  # [0, 1): PyLatencyMap's 0.75 x 1
+
+
+def test_every_datasource_has_the_same_slots() -> None:
+    for ds in ("oracle", "systemtap", "raw"):
+        for got, want in zip(bounds_in_unit(ds), bounds_in_unit("bpf"), strict=True):
+            np.testing.assert_array_equal(got, want)
 
 
 def test_bin_values_counts_and_exact_sums_with_boundaries() -> None:

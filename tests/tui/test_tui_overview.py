@@ -166,10 +166,11 @@ def test_streams_of_two_datasources_with_the_same_buckets_have_a_difference_map(
 
 def test_streams_whose_rows_differ_are_refused_with_the_reason_as_written() -> None:
     assert not_comparable(StreamId("a", "diskA", "microsec"), StreamId("b", "bpf", "microsec")) is None
+    assert not_comparable(StreamId("a", "oracle", "microsec"), StreamId("b", "bpf", "microsec")) is None  # [0, 1), ...
     assert not_comparable(StreamId("a", "bpf", "microsec"), StreamId("b", "bpf", "millisec")) == \
         "A is in microsec and B in millisec: their rows are not the same buckets"
-    intervals = [replace(iv, stream=StreamId(iv.stream.label, "oracle" if "0" in iv.stream.label else "bpf",
-                                             "microsec")) for iv in ranks(streams=2)]
+    intervals = [replace(iv, stream=StreamId(iv.stream.label, "bpf", "millisec" if "0" in iv.stream.label
+                                             else "microsec")) for iv in ranks(streams=2)]
     app = LatencyMapApp(iter(intervals), color_mode="truecolor")
 
     async def scenario(pilot) -> None:

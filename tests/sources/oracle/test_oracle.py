@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,7 @@ def test_several_events_give_several_streams():
 def test_event_with_quotes_and_semicolons_is_only_a_bind_value():
     name = "db file'; DROP TABLE x; --\"read\""
     db = FakeDb(example_rows()[:2], version="11.2")
-    items = collect(make_source(db, FakeClock(), events=(name,)))
+    items = collect(make_source(db, FakeClock(), events=(name,), count=1))
     assert db.executed == [(MILLI_SQL, {"event1": name})] * 2
     assert any(isinstance(i, Notice) and "no histogram rows" in i.message for i in items)
 
@@ -310,9 +311,9 @@ def test_sqlplus_script_prints_records_latencymap_reads_back_exactly(kind: str) 
     assert stream["columns"] == 3 and doc["errors"] == {"skipped_records": 0, "messages": []}
     assert (stream["start"], stream["end"]) == (times[0].timestamp(), times[-1].timestamp())
     scale = 1e-6 if view.unit == "microsec" else 1e-3
-    assert [(b["low"], b["high"]) for b in stream["buckets"]] == pytest.approx([(v / 2 * scale, v * scale)
+    assert [(b["low"], b["high"]) for b in stream["buckets"]] == pytest.approx([((v > 1) * v / 2 * scale, v * scale)
                                                                                 for v in buckets], rel=1e-12)
-    for col in range(3):  # oracle bucket v is [v/2, v); counts are the waits added between samples
+    for col in range(3):  # oracle bucket v is [v/2, v), 1 is [0, 1); counts are the waits added between samples
         added = [new - old for (_, old), (_, new) in zip(rows(col), rows(col + 1), strict=True)]
         assert stream["frequency"][col] == pytest.approx([n / 3.0 for n in added], rel=1e-12)
 
@@ -395,3 +396,111 @@ def test_a_pdb_not_yet_open_is_retried_like_a_database_not_available():
     notes = [i.message for i in items if isinstance(i, Notice)]
     assert "reconnected after 3 attempts" in notes[-1] and len(db.connects) == 4
     assert intervals(items, gap=True) and len(intervals(items, gap=False)) == 1 + 2
+
+
+# -- an event's first waits after monitoring started ------------------------------------------------------------
+
+SYNC = "log file sync"
+
+
+def first_waits_samples(n: int = 6) -> list[list[tuple[int, str, int, int]]]:
+    """Both instances wait on EVENT from the start; `log file sync` has no row until its first waits, 5 on instance
+    1 between samples 2 and 3 (Oracle lists no row for an event that never waited), then 4 an interval; instance 2
+    first waits on it (3 waits) between samples 4 and 5."""
+    out = []
+    for k in range(n):
+        rows = [(1, EVENT, 1, 100 + 10 * k), (2, EVENT, 1, 50 + 5 * k)]
+        if k >= 3:
+            rows.append((1, SYNC, 2, 5 + 4 * (k - 3)))
+        if k >= 5:
+            rows.append((2, SYNC, 4, 3))
+        out.append(rows)
+    return out
+
+
+@pytest.mark.parametrize("per_instance", [False, True])
+def test_an_events_first_rows_after_the_first_poll_are_that_intervals_waits(per_instance):
+    clock = FakeClock()
+    start = clock.now
+    items = collect(make_source(FakeDb(first_waits_samples(), version="11.2"), clock, events=(EVENT, SYNC),
+                                per_instance=per_instance))
+    by_label: dict[str, list[Interval]] = {}
+    for iv in intervals(items):
+        by_label.setdefault(iv.stream.label, []).append(iv)
+    if per_instance:
+        inst1, inst2 = by_label[f"{SYNC} inst 1"], by_label[f"{SYNC} inst 2"]
+        assert [int(iv.counts.sum()) for iv in inst1] == [5, 4, 4]
+        assert inst1[0].start == start + 6.0 and inst1[0].counts[1] == 5  # bucket 2 ms: slot 1
+        assert [int(iv.counts.sum()) for iv in inst2] == [3] and inst2[0].counts[2] == 3
+    else:
+        sync = by_label[SYNC]
+        assert [int(iv.counts.sum()) for iv in sync] == [5, 4, 4 + 3]
+        assert (sync[0].start, sync[0].end) == (start + 6.0, start + 9.0)
+    assert not any(iv.reset for iv in intervals(items))
+    assert not [i for i in items if isinstance(i, Notice)]  # the event was named right: nothing said
+
+
+def test_an_instances_first_poll_stays_its_baseline():
+    samples = first_waits_samples()
+    late = [rows if k < 2 else [*rows, (3, EVENT, 1, 1000 + k)] for k, rows in enumerate(samples)]
+    items = collect(make_source(FakeDb(late, version="11.2"), FakeClock(), per_instance=True))
+    inst3 = [iv for iv in intervals(items) if iv.stream.label == f"{EVENT} inst 3"]
+    assert [int(iv.counts.sum()) for iv in inst3] == [1, 1, 1]  # its waits before it was polled are not counted
+
+
+def test_the_first_poll_after_a_reconnect_is_a_baseline_again():
+    samples = first_waits_samples()
+    steps: list[Any] = [*samples[:2], DatabaseError(LOST), *samples[3:]]
+    items = collect(make_source(FakeDb(steps, version="11.2"), FakeClock(), events=(EVENT, SYNC)))
+    sync = [iv for iv in intervals(items, gap=False) if iv.stream.label == SYNC]
+    assert [int(iv.counts.sum()) for iv in sync] == [4, 4 + 3]  # its first rows came on the poll after the reconnect:
+    # that poll is a baseline (the outage hides when its waits were)
+
+
+def test_an_event_without_rows_is_said_after_a_minute_of_polls_not_at_the_start():
+    samples = [[(1, EVENT, 1, 100 + k)] for k in range(30)]
+    items = collect(make_source(FakeDb(samples, version="11.2"), FakeClock(), events=(EVENT, "Log File Sync")))
+    notes = [(k, i.message) for k, i in enumerate(items) if isinstance(i, Notice)]
+    ivs_before = [i for i in items[: notes[0][0]] if isinstance(i, Interval)] if notes else []
+    assert len(notes) == 1 and len(ivs_before) == 20  # 60 s at 3 s an interval: after the 21st poll
+    message = notes[0][1]
+    assert "no histogram rows for event 'Log File Sync'" in message and "in 21 polls (60s)" in message
+    assert "has not waited there since the instance started" in message and "case-sensitive" in message
+
+
+def test_an_event_without_rows_is_said_at_the_end_of_a_limited_run_and_not_when_it_came():
+    samples = first_waits_samples()
+    items = collect(make_source(FakeDb(samples, version="11.2"), FakeClock(), events=(EVENT, SYNC, "nope"),
+                                count=5))
+    assert len(intervals(items)) == 5 + 3  # EVENT's 5 columns; SYNC's 3, from its first waits on
+    notes = [i.message for i in items if isinstance(i, Notice)]
+    assert len(notes) == 1 and "'nope'" in notes[0] and "in 6 polls (15s)" in notes[0]
+    assert isinstance(items[-1], Notice)
+
+
+def test_report_of_an_event_whose_first_waits_come_mid_run(cli_db):
+    cli_db["db"] = FakeDb(first_waits_samples(), version="11.2")
+    res = invoke("report", "--format", "json", "oracle", "--dsn", DSN, "--user", "scott", "--event", EVENT,
+                 "--event", SYNC, "--count", "5")
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(res.stdout)
+    sync = next(s for s in doc["streams"] if s["stream"]["label"] == SYNC)
+    assert sync["total"]["events"] == 5 + 4 + 4 + 3
+    assert "no histogram rows" not in res.stderr
+
+
+def test_oracles_first_bucket_spans_from_0_in_rows_tables_and_json(example_data, tmp_path):
+    """Oracle's `1` bucket is "< 1 ms" (no smaller bucket): `[0, 1ms)`, labelled so; its intensity stays PyLatencyMap's
+    0.75 ms a wait, and a PyLatencyMap record of it still says 1."""
+    plain = invoke("--plain", "--once", "--datasource", "oracle", str(example_data)).stdout
+    rows = [line.split()[0] for line in plain.splitlines() if line.startswith("  ") and line.split()]
+    assert "<1ms" in rows and "500µs" not in plain
+    doc = json.loads(invoke("report", "--format", "json", "--datasource", "oracle", str(example_data)).stdout)
+    first = doc["streams"][0]["buckets"][0]
+    assert (first["low"], first["high"]) == (0.0, pytest.approx(1e-3))
+    text = invoke("report", "--datasource", "oracle", str(example_data)).stdout
+    assert re.search(r"^\s+0–1ms\s+156,979\s", text, re.M), text
+    rec = tmp_path / "compat.txt"
+    invoke("--plain", "--once", "--record", str(rec), "--compat", "--datasource", "oracle", str(example_data))
+    compat = rec.read_text()
+    assert "\n1, " in compat and "\n0, " not in compat

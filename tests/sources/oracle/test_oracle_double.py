@@ -218,7 +218,7 @@ def test_rows_to_slots_drop_overflow_and_use_upper_bounds():
     assert set(sample.counts) == {(EVENT, 1), (EVENT, 2)}
     for inst in (1, 2):
         np.testing.assert_array_equal(sample.counts[(EVENT, inst)], slot_counts(rows, inst))
-    assert slot_of_bucket_value(1, "oracle") == 0  # Oracle's "1" bucket is [0.5, 1)
+    assert slot_of_bucket_value(1, "oracle") == 0  # Oracle's "1" bucket is [0, 1)
     assert sample.counts[(EVENT, 1)][0] == 4129312 and sample.counts[(EVENT, 1)][1] == 4875183
 
 

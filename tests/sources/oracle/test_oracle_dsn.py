@@ -14,8 +14,14 @@ from properties_support import QUICK
 from test_oracle import PASSWORD, invoke, wire_cli
 from test_oracle_double import DatabaseError, FakeDb, example_rows
 
-from latencymap.core.sanitize import dsn_credentials, safe_options, strip_credentials
-from latencymap.sources.oracle.auth import check_no_inline_password
+from latencymap.core.sanitize import (
+    dsn_credentials,
+    redact_address,
+    safe_options,
+    secret_parameters,
+    strip_credentials,
+)
+from latencymap.sources.oracle.auth import DSN_ENV, check_no_inline_password, check_no_secret_parameters
 from latencymap.sources.oracle.errors import OracleError, shown_dsn
 
 MARK = "Zq9"  # in every generated password, never in a connect string
@@ -159,3 +165,49 @@ def test_generated_descriptors_pass_untouched(parts: tuple) -> None:
     assert dsn_credentials(dsn) is None, dsn
     check_no_inline_password(dsn, "scott")
     assert strip_credentials(dsn) == dsn
+
+
+# -- secret Easy Connect parameters -------------------------------------------------------------------------------
+
+SECRET_PARAMS = ["tcps://dbhost:2484/ORCLPDB1?wallet_location=/w&wallet_password=WalletPw9",
+                 "dbhost:1521/ORCLPDB1?token=WalletPw9", "dbhost:1521/ORCLPDB1?retry_count=3&ACCESS_TOKEN=WalletPw9"]
+
+
+@pytest.mark.parametrize("dsn", SECRET_PARAMS)
+def test_secret_parameters_show_as_in_a_recording_everywhere(dsn: str) -> None:
+    assert shown_dsn(dsn) == redact_address(dsn) == safe_options({"dsn": dsn})["dsn"]
+    assert "WalletPw9" not in shown_dsn(dsn) and "=***" in shown_dsn(dsn)
+    assert "wallet_location=/w" in shown_dsn(SECRET_PARAMS[0])
+
+
+@pytest.mark.parametrize("dsn", SECRET_PARAMS)
+def test_secret_parameters_in_argv_are_refused_and_taken_from_the_environment(monkeypatch, tmp_path, dsn):
+    holder = wire_cli(monkeypatch)
+    holder["db"] = db = FakeDb(example_rows()[:3], version="11.2")
+    rec = tmp_path / "rec.txt"
+    res = invoke("oracle", "--dsn", dsn, "--user", "scott", "--plain", "--once", "--count", "2", "--record", str(rec))
+    assert res.exit_code == 1 and not db.connects and not rec.exists()
+    (line,) = res.stderr.splitlines()
+    assert line.startswith("latencymap oracle: --dsn must not carry ") and "on the command line" in line
+    assert f"set the connect string in {DSN_ENV}" in line and "WalletPw9" not in line
+    res = invoke("oracle", "--user", "scott", "--plain", "--once", "--count", "2", "--record", str(rec),
+                 env={DSN_ENV: dsn})
+    assert res.exit_code == 0, res.stderr
+    assert db.connects[0]["dsn"] == dsn and "WalletPw9" not in rec.read_text() + res.output
+
+
+def test_parameters_that_say_where_or_how_are_no_secret() -> None:
+    dsn = "tcps://h:2484/S?wallet_location=/w&token_auth=OCI_TOKEN&token_location=/t&ssl_server_dn_match=on"
+    assert secret_parameters(dsn) == []
+    check_no_secret_parameters(dsn)
+    assert secret_parameters("h:1/S?wallet_password=x&Token=y&auth=z&pyo.password=p") == [
+        "wallet_password", "Token", "auth", "pyo.password"]
+
+
+def test_a_connect_error_with_a_secret_parameter_from_the_environment_hides_it(monkeypatch):
+    holder = wire_cli(monkeypatch)
+    holder["db"] = FakeDb([], connect_script=[DatabaseError("ORA-12541: TNS:no listener")])
+    res = invoke("oracle", "--user", "scott", "--plain", "--once", env={DSN_ENV: SECRET_PARAMS[0]})
+    assert res.exit_code == 1 and "WalletPw9" not in res.output
+    assert "cannot connect to tcps://dbhost:2484/ORCLPDB1?wallet_location=/w&wallet_password=***: ORA-12541" \
+        in res.stderr

@@ -12,9 +12,11 @@
 - `"episodes"`: `[{"kind", "first_col", "last_col", "start", "end", "events", "shift_octaves",
   "gained", "lost", "time_s", "events_share", "time_share"}]` — `kind` is appear / disappear / move /
   reshape (episodes.py) or stall (stalls.py), columns are inclusive and absolute (not relative to
-  `col_range`), `start`/`end` are epoch seconds, `gained`/`lost` are `{"low_s", "high_s", "events_share",
-  "baseline_share", "time_share", "baseline_time_share"}` or null;
-- `"findings"`: what is worth saying, each with where, how much and why (see findings.py).
+  `col_range`), `start`/`end` are epoch seconds (a stall's, its columns'; `began_before_s`: [least, most] seconds its
+  first waits began before `start`, when they outlast its first column, else null), `gained`/`lost` are
+  `{"low_s", "high_s", "events_share", "baseline_share", "time_share", "baseline_time_share"}` or null;
+- `"findings"`: what is worth saying, each with where, how much and why (see findings.py); a silence that a stall's
+  waits account for is left to the stall (stalls.py `silences_left`).
 
 Every threshold is a field of `Thresholds` (thresholds.py), passed as `diagnose(..., thresholds=...)`.
 """
@@ -43,7 +45,7 @@ from latencymap.analysis.findings import (
     tail_finding,
 )
 from latencymap.analysis.silences import Silence, find_silences
-from latencymap.analysis.stalls import find_stalls, without_covered
+from latencymap.analysis.stalls import find_stalls, silences_left, without_covered
 from latencymap.analysis.tail import Tail, slowest_few, tail_dominance
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
@@ -282,8 +284,8 @@ def diagnose(
         drift=find_drift(counts, low_s, high_s, starts, ends, th=th, col_offset=first) if len(counts) else None,
         few=slowest_few(pooled, pooled_t, low_s, high_s, events_share=th.tail_few_events_share,
                         time_share=th.tail_few_time_share),
-        silences=find_silences(counts, starts, ends, None if gaps is None else np.asarray(gaps)[first:stop],
-                               col_offset=first),
+        silences=silences_left(find_silences(counts, starts, ends, None if gaps is None else
+                                             np.asarray(gaps)[first:stop], col_offset=first), stalls),
     )
     main = max(major, key=lambda b: b.events) if major else None
     for b in major:

@@ -99,6 +99,8 @@ class Episode:
     usual_rate: float | None = None
     #: ... and the other slots' events per second against their usual ones.
     rest_ratio: float | None = None
+    #: A stall whose first waits outlast its first column: they began (least, most) seconds before `start`.
+    began_before: tuple[float, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The report's episode object."""
@@ -109,6 +111,7 @@ class Episode:
             "lost": self.lost.to_json() if self.lost else None,
             "time_s": self.time_s, "events_share": self.events_share, "time_share": self.time_share,
             "gained_rate": self.gained_rate, "usual_rate": self.usual_rate, "rest_ratio": self.rest_ratio,
+            "began_before_s": list(self.began_before) if self.began_before else None,
         }
 
 

@@ -186,9 +186,17 @@ def span(low_s: float, high_s: float) -> str:
     return f"{dur(low_s)}–{dur(high_s)}"
 
 
-def times(ratio: float) -> str:
-    """`1,970×`, `3.9×`."""
-    return f"{ratio:,.0f}×" if ratio >= 10 else f"{ratio:.2g}×"
+def times(ratio: float, against: float | None = None) -> str:
+    """`1,970×`, `3.92×`, `1.00×`, `0.50×`, `0.042×`; with more digits where these would round it across the
+    threshold `against` (1.2496 against 1.25 is `1.2496×`, not `1.25×`): every ratio of a report is written by this one
+    function."""
+    if ratio >= 10:
+        return f"{ratio:,.0f}×"
+    text, more = (f"{ratio:.2f}", (f"{ratio:.{d}f}" for d in range(3, 17))) if ratio >= 0.1 else \
+        (f"{ratio:.2g}", (f"{ratio:.{d}g}" for d in range(3, 17)))
+    while against is not None and (float(text) >= against) != (ratio >= against):
+        text = next(more, repr(ratio))
+    return f"{text}×"
 
 
 @dataclass
@@ -324,6 +332,10 @@ def episode_what(e: Episode, scope: Scope) -> str:
     if e.kind == "stall" and g:
         mean = e.time_s / e.events if e.events > 0 else 0.0
         median = mean / 2.0 ** e.shift_octaves
+        if e.began_before:  # said of the waits, in words that claim no other column
+            least, most = e.began_before
+            where = (f"{where[:-1]}; the wait ending in col {e.first_col} began "
+                     f"{dur(most) if dur(least) == dur(most) else span(least, most)} before it)")
         return (f"stall {where}: {e.events:.0f} event{'s' if e.events != 1 else ''} of {span(g.low_s, g.high_s)}, "
                 f"{dur(e.time_s)} waited = {pct(e.time_share)} of all the time and {pct(g.time_share)} of "
                 f"those columns'; {'its' if e.events == 1 else 'their mean'} wait ({dur(mean)}) is "

@@ -144,6 +144,8 @@ class PeerGroup:
     #: A peer slowest in more intervals than chance, but by less than `peer_min_ratio`: not named slow, not noise
     #: either (`{"label", "name", "ratio", "slowest", "compared_windows", "expected_slowest", "p_value", "min_ratio"}`).
     consistent: dict[str, Any] | None = None
+    #: `peer_min_ratio`: no ratio is written rounded across it.
+    min_ratio: float = DEFAULT_THRESHOLDS.peer_min_ratio
 
     def to_json(self) -> dict[str, Any]:
         """The report's peer-group object."""
@@ -157,7 +159,8 @@ class PeerGroup:
         """The text report's lines for this group."""
         head = (f"peers {self.key} ({len(self.members)} {self.kind}s, {self.contested} intervals of "
                 f"{self.window_s:.3g}s compared):")
-        rows = [f"   {m.name}: mean {dur(m.mean_s)} ({m.ratio:.2f}× its peers), slowest in {m.slowest}"
+        rows = [f"   {m.name}: mean {dur(m.mean_s)} ({times(m.ratio, self.min_ratio)} its peers), "
+                f"slowest in {m.slowest}"
                 for m in self.members]
         verdict = self.finding.line() if self.finding else self.undecided or self._below() or \
             "no slow peer: they differ by noise"
@@ -171,7 +174,8 @@ class PeerGroup:
             return None
         sync = self.kind in SYNCHRONISED or self.datasource in ("training", "spark")
         return (f"no {self.kind} ≥{c['min_ratio']:.3g}× its peers, but {c['name']} is consistently slowest "
-                f"({c['ratio']:.2f}× its peers, slowest in {c['slowest']} of {c['compared_windows']} intervals, "
+                f"({times(c['ratio'], self.min_ratio)} its peers, slowest in {c['slowest']} of "
+                f"{c['compared_windows']} intervals, "
                 f"{c['expected_slowest']:.3g} expected by chance): a small steady gap, not noise"
                 + (f"; {self.kind}s that wait for each other all run that much slower" if sync else ""))
 
@@ -235,7 +239,7 @@ def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, 
     for k, m in enumerate(members):
         m.slowest = int((contested & (slowest == k)).sum())
     out = PeerGroup(key, group[0][2], datasource, unit, width, ev.shape[1], origin, members,
-                    contested=int(contested.sum()))
+                    contested=int(contested.sum()), min_ratio=th.peer_min_ratio)
     _judge(out, ev, tm, wmean, active, contested, th)
     return out
 
@@ -266,10 +270,10 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
         best = chance ** g.contested  # slowest in every compared interval
         if best > th.peer_max_p and 0 < chance < 1:
             need = math.ceil(math.log(th.peer_max_p) / math.log(chance))
-            g.undecided = (f"too few intervals to tell: {m.name} is {times(m.ratio)} its peers' mean and slowest in "
-                           f"{m.slowest} of {g.contested}, but {g.contested} intervals cannot rule out chance "
-                           f"(p >= {best:.2g} even if slowest in all; {need} or more needed: a longer run or "
-                           "shorter intervals)")
+            g.undecided = (f"too few intervals to tell: {m.name} is {times(m.ratio, th.peer_min_ratio)} its peers' "
+                           f"mean and slowest in {m.slowest} of {g.contested}, but {g.contested} intervals cannot "
+                           f"rule out chance (p >= {best:.2g} even if slowest in all; {need} or more needed: a longer "
+                           "run or shorter intervals)")
         return
     spans = [{"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s,
               "excess_s": float(excess_w[w]), "ratio": float(wmean[k, w] / ref_w[w])} for w in worst]
@@ -283,7 +287,8 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
         how += (f"; {pct(sum(s['excess_s'] for s in spans) / excess)} of its extra {dur(excess)} in "
                 f"{len(spans)} interval{'s' if len(spans) > 1 else ''} ({where}), up to "
                 f"{times(max(s['ratio'] for s in spans))} its peers' mean there")
-    what = (f"slow {g.kind}: {m.name} ({m.label}), mean {dur(m.mean_s)}, {times(m.ratio)} its peers'; {how}")
+    what = (f"slow {g.kind}: {m.name} ({m.label}), mean {dur(m.mean_s)}, {times(m.ratio, th.peer_min_ratio)} its "
+            f"peers'; {how}")
     first, last = (spans[0], spans[-1]) if stalled else (None, None)
     total_t = float(tm.sum())
     g.finding = Finding("slow_peer", what, slow_peer_why(g.kind, g.datasource) + (" and what it did then" if stalled

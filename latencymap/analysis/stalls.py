@@ -19,9 +19,11 @@ shift), yet they own the time of their columns. The rule, on the columns of the 
   events all along), or in every one of them, or all the events lie in a single column (nothing tells when they
   happened, and the bands say the rest), none is a stall.
 
-A stall is an `Episode` of kind `stall`: `end` is its last column's end, `start` its first column's start
-less the far waits that ended in that column, not before the range's start (events are logged when they
-end, so the stall began up to that much earlier: the episode covers the waiting itself); `events` and
+A stall is an `Episode` of kind `stall`: `start` and `end` are its first column's start and its last column's end
+(the columns it names, nothing more). Events are logged when they end: when the mean far wait that ended in its
+first column is longer than that column, the waiting surely began before it, and `began_before` says how long before
+the column's start, at least (that wait less the column) and at most (every far wait of the column, back to back);
+`events` and
 `time_s` are its far events and their time, `events_share`/`time_share` their shares of the range,
 `gained` the far slots it hit (`events_share` and `time_share` there are shares of its columns),
 `shift_octaves` the octaves from the range's p50 (estimated as the report's header does) to the stall's mean
@@ -33,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from latencymap.analysis.episodes import Episode, Region, runs
+from latencymap.analysis.silences import MIN_MISSING, Silence
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from latencymap.core.percentiles import median_of, percentile_estimates
 
@@ -98,9 +101,10 @@ def find_stalls(
                         float(base_c[lo:hi + 1].sum() / max(base_c.sum(), 1e-300)), tm / max(col_t, 1e-300),
                         float(base_t[lo:hi + 1].sum() / max(base_t.sum(), 1e-300)))
         shift = float(np.log2((tm / ev) / median)) if median > 0 else 0.0
-        begin = max(float(starts[a]) - float(far_t[a]), float(starts[0]))  # its first waits ended in column a
-        out.append(Episode("stall", a + col_offset, b + col_offset, begin, float(ends[b]), ev, shift,
-                           gained, None, tm, ev / total_c, tm / total_t))
+        first_wait, first_width = float(far_t[a] / far_c[a]), float(ends[a] - starts[a])
+        began = (first_wait - first_width, float(far_t[a])) if first_wait > first_width else None
+        out.append(Episode("stall", a + col_offset, b + col_offset, float(starts[a]), float(ends[b]), ev, shift,
+                           gained, None, tm, ev / total_c, tm / total_t, began_before=began))
     return out
 
 
@@ -123,3 +127,14 @@ def without_covered(episodes: list[Episode], stalls: list[Episode]) -> list[Epis
         return any(s.first_col - 1 <= e.first_col and e.last_col <= s.last_col + 1 for s in stalls)
 
     return [e for e in episodes if not covered(e)]
+
+
+def silences_left(silences: list[Silence], stalls: list[Episode]) -> list[Silence]:
+    """Silences less those the stalls account for: the loop was waiting in them, and without the events their waits
+    held back (the usual rate x the waits that fit in the silence's time) the silence would miss under `MIN_MISSING`
+    events. The stall says that pause, with when; a second finding would count it twice."""
+    def waited(q: Silence) -> float:
+        """Seconds of the stalls' waits that may lie in the silence: their waits end by the stall's end."""
+        return sum(min(e.time_s, max(0.0, min(q.end, e.end) - max(q.start, e.start - e.time_s))) for e in stalls)
+
+    return [q for q in silences if q.expected - q.events - q.usual_rate * waited(q) >= MIN_MISSING]

@@ -2,7 +2,9 @@
 time waited, p99 now against the peers), sorted by a metric the user picks; Enter opens a stream, Esc comes back.
 
 The strips share one time axis (`SharedClock`): the newest column of any stream is at the right, and a stream that
-stopped shows its columns where they were, its "now" empty and `stale` in place of a comparison with its peers.
+stopped shows its columns where they were and its "now" empty; one that stopped while its peers go on (a hung rank)
+shows `stale` in place of a comparison with them. Names that share a long start and end are cut around the part that
+tells them apart (`distinct_names`).
 
 Only the lines on screen are drawn, so hundreds of streams stay responsive.
 """
@@ -29,6 +31,7 @@ from latencymap.core.sanitize import cell_width, clean_text, cut_middle
 from latencymap.core.units import format_duration
 from latencymap.tui.axis import times_strip
 from latencymap.tui.fit import Field, FittedText
+from latencymap.tui.overview_names import distinct_names
 from latencymap.tui.overview_stats import (
     ORDERS,
     OverviewStats,
@@ -124,6 +127,9 @@ class OverviewList(Widget, can_focus=True):
         self._scale = (math.nan, math.nan)
         self._strips: dict[int, Strip] = {}
         self._header: Strip | None = None
+        #: what each row's name shows (by stream index), and the labels and width it was cut for
+        self._names: dict[int, str] = {}
+        self._named: tuple[tuple[str, ...], int] = ((), 0)
         self._p99 = StripCache()
         #: per stream on screen: what its line shows (`_key`), the line, its numbers and its strip levels
         self._lines: dict[StreamId, tuple[tuple[object, ...], Strip, tuple[str, ...], np.ndarray]] = {}
@@ -209,6 +215,10 @@ class OverviewList(Widget, can_focus=True):
         fleet = np.array([v for r in self.rows for v in (r.p99_now, r.p99_all)], dtype=np.float64)
         levels, low, high = p99_levels(p99, LEVELS, fleet)
         self._scale = (low, high)
+        named = (tuple(r.label for r in self.rows), name_width(width))
+        if named != self._named:  # cut around what tells the names listed apart
+            self._names = dict(zip((r.index for r in self.rows), distinct_names(*named), strict=True))
+            self._named = named
         self._header = self._head(width, cells)
         lines = {}
         for k, (r, lv) in enumerate(zip(shown, levels, strict=True)):
@@ -229,7 +239,8 @@ class OverviewList(Widget, can_focus=True):
     def _key(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, selected: bool) -> tuple[object, ...]:
         """Everything a stream's line shows: the line is drawn again only when this changes."""
         mark = self.marks.get(row.index, "")
-        return row.label, values, row.slow, row.stale, levels.tobytes(), selected, mark, self.size.width, self.mode
+        return (self._names.get(row.index, row.label), values, row.slow, row.ended, levels.tobytes(), selected, mark,
+                self.size.width, self.mode)
 
     def _head(self, width: int, cells: int) -> Strip:
         low, high = self._scale
@@ -255,9 +266,9 @@ class OverviewList(Widget, can_focus=True):
         mark = self.marks.get(row.index, "")
         segs = [Segment(">" if selected else " ", SELECTED if selected else PLAIN),
                 Segment(f"{mark:<2}", MARKED)]
-        name_style = SELECTED if selected else SLOW if row.slow else DIM if row.stale else PLAIN
+        name_style = SELECTED if selected else SLOW if row.slow else DIM if row.ended else PLAIN
         name_w = name_width(width)
-        name = cut_middle(row.label, name_w)
+        name = self._names.get(row.index) or cut_middle(row.label, name_w)
         segs.append(Segment(name + " " * (name_w - cell_width(name)), name_style))
         segs.append(Segment(" ", PLAIN))
         segs += _heat(levels, self.mode)

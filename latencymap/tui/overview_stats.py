@@ -5,7 +5,8 @@ changed, their percentiles in one NumPy call per unit/datasource group: a thousa
 milliseconds per frame.
 
 Every stream is placed on one time axis (`SharedClock`): its newest column is compared with the newest of all, and a
-stream with none in its last `NOW_COLUMNS` intervals is stale (its "now" is not compared with live peers). "p99 all"
+stream with none in its last `NOW_COLUMNS` intervals has no "now". It is stale (a hung rank) only when a peer goes on:
+a stream expected to go on stopped; one without peers (a Spark stage, a phase) ended, as it does by design. "p99 all"
 is the report's figure (`outputs.report.stream_total`): a rebinned stream's from its source's own buckets.
 """
 
@@ -58,12 +59,26 @@ class StreamRow:
     vs_peers: float = math.nan  # p99 now over the median of the streams of the same unit and datasource
     end_s: float = math.nan  # end time of its newest column shown
     interval_s: float = math.nan  # its typical column length
-    stale_s: float = math.nan  # when stale: how much older its newest column is than the newest of all streams
+    #: When it has no column in its last `NOW_COLUMNS` intervals: how much older its newest column is than the newest
+    #: of all streams (it has no "now").
+    behind_s: float = math.nan
+    #: ... and a peer of it goes on: it stopped where it was expected to go on.
+    stopped_alone: bool = False
+
+    @property
+    def ended(self) -> bool:
+        """True when it has no column in its last `NOW_COLUMNS` intervals before the newest column of all streams."""
+        return math.isfinite(self.behind_s)
 
     @property
     def stale(self) -> bool:
-        """True when it has no column in its last `NOW_COLUMNS` intervals before the newest column of all streams."""
-        return math.isfinite(self.stale_s)
+        """True when it ended while a peer (its label but for the rank, disk or instance) goes on: a hung rank."""
+        return self.ended and self.stopped_alone
+
+    @property
+    def stale_s(self) -> float:
+        """How long it has been stale (NaN: it is not)."""
+        return self.behind_s if self.stale else math.nan
 
     @property
     def slow(self) -> bool:
@@ -150,7 +165,7 @@ class OverviewStats:
              sources: Mapping[StreamId, SourceTotals] | None = None) -> list[StreamRow]:
         """A row per history (in order); "now" is the `NOW_COLUMNS` columns before `stops[i]` (default: the newest);
         `sources`: the rebinned streams' own buckets (`Accumulator.sources`), whose "all" figures the report prints.
-        A stream stale against the newest of them all has no "now" and no comparison with its peers."""
+        A stream that ended before the newest of them all has no "now" and no comparison with its peers."""
         cached = self._streams
         changed: dict[tuple[str, str], list[tuple[StreamHistory, _Stream]]] = {}
         groups: dict[tuple[str, str, str | None], list[int]] = {}
@@ -175,10 +190,14 @@ class OverviewStats:
         rows = [StreamRow(i, hist, s.label, s.pct[0], s.pct[1], s.pct[2], s.pct[3], s.spent, s.waited_now,
                           end_s=s.end_s, interval_s=s.interval_s)
                 for i, (hist, s) in enumerate(zip(histories, states, strict=True))]
-        _mark_stale(rows)
+        _mark_ended(rows)
         for (_, _, key), members in groups.items():
             if key is not None:  # no rank, disk or instance in the label: `read` and `fsync` are no peers
-                _compare_peers([rows[i] for i in members])
+                peers = [rows[i] for i in members]
+                going = any(not r.ended for r in peers)
+                for r in peers:
+                    r.stopped_alone = going
+                _compare_peers(peers)
         return rows
 
 
@@ -199,8 +218,8 @@ def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
         state.pct = (*pct[k].tolist(), *pct[n + k].tolist())
 
 
-def _mark_stale(rows: list[StreamRow]) -> None:
-    """Streams whose newest column is more than `NOW_COLUMNS` of their intervals older than the newest of all: stale,
+def _mark_ended(rows: list[StreamRow]) -> None:
+    """Streams whose newest column is more than `NOW_COLUMNS` of their intervals older than the newest of all: ended,
     with no "now" (their newest columns are not now)."""
     ends = np.array([r.end_s for r in rows])
     if not np.isfinite(ends).any():
@@ -209,7 +228,7 @@ def _mark_stale(rows: list[StreamRow]) -> None:
     for r in rows:
         behind = newest - r.end_s
         if math.isfinite(behind) and behind > NOW_COLUMNS * (r.interval_s if r.interval_s > 0 else 0.0):
-            r.stale_s, r.p50_now, r.p99_now = behind, math.nan, math.nan
+            r.behind_s, r.p50_now, r.p99_now = behind, math.nan, math.nan
 
 
 @dataclass(frozen=True, slots=True)

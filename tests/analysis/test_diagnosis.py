@@ -46,7 +46,8 @@ def test_report_keys_are_plain_json() -> None:
     assert data["bimodal"] is True
     (ep,) = data["episodes"]
     assert set(ep) == {"kind", "first_col", "last_col", "start", "end", "events", "shift_octaves", "gained", "lost",
-                       "time_s", "events_share", "time_share", "gained_rate", "usual_rate", "rest_ratio"}
+                       "time_s", "events_share", "time_share", "gained_rate", "usual_rate", "rest_ratio",
+                       "began_before_s"}
     assert (ep["kind"], ep["first_col"], ep["last_col"], ep["start"], ep["end"]) == ("appear", 30, 37, 5030.0, 5038.0)
     assert ep["gained"]["low_s"] <= 80e-3 < ep["gained"]["high_s"]
 

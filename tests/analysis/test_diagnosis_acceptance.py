@@ -45,9 +45,11 @@ def test_dataloader_stall_is_an_episode_and_no_band_spans_80ms_and_1_5s(tmp_path
     stall = s.latencies > 1.0
     assert stall.sum() == 2
     began, ended = float((s.times - s.latencies)[stall].min()), float(s.times[stall].max())
-    covering = [e for e in stream["episodes"] if e["start"] <= began and ended <= e["end"]]
+    covering = [e for e in stream["episodes"] if e["start"] - (e["began_before_s"] or [0, 0])[1] <= began
+                and ended <= e["end"]]
     assert [e["kind"] for e in covering] == ["stall"]
     (e,) = covering
+    assert began <= e["start"] - e["began_before_s"][0]  # the waits began before its columns, as it says
     assert e["events"] == 2 and e["end"] - e["start"] < (ended - began) + 3.0
     total = float(s.latencies.sum())
     assert abs(e["time_s"] - s.latencies[stall].sum()) < 1e-5 * stall.sum()  # values were written in µs

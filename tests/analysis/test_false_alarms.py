@@ -73,7 +73,10 @@ def test_stall_is_named_with_when_and_how_much(seed: int) -> None:
     d = run(s)
     (stall,) = d.stalls
     (start, end), = s.stalls
-    assert stall.start <= start and end <= stall.end  # the waits themselves, not only the columns they ended in
+    # Its times are its columns'; the waits that began before them are said as such, with bounds that hold.
+    assert start < stall.start and stall.began_before is not None and end <= stall.end
+    least, most = stall.began_before
+    assert stall.start - most <= start <= stall.start - least
     assert stall.end - stall.start <= end - start + 3.0
     far = s.latencies > 0.5
     assert stall.events == far.sum()

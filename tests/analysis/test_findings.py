@@ -30,16 +30,16 @@ def test_durations_past_a_minute_read_in_minutes_hours_days_never_bare_seconds()
     assert dur(0.000131) == "131µs" and dur(2.05) == "2.05s"
 
 
-def spark_like_run() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def spark_like_run(straggler: float = 4.03e9) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Task durations binned by their end as the real rolling log of `job.py` was (3,144 tasks, 1 s columns): ~38 tasks
     a second of ~55 ms; the two warm-up tasks of stage 0 (3.6 s) end in col 0, a skewed partition (3.18 s) in col 7, a
-    4.03 s straggler in col 13 after no task ended in cols 11–12 (its siblings were done), and a stage of ~220 ms tasks
-    in cols 30–34."""
+    4.03 s `straggler` (ns; 0: none) in col 13 after no task ended in cols 11–12 (its siblings were done), and a stage
+    of ~220 ms tasks in cols 30–34."""
     rng = np.random.default_rng(0)
     counts, times = [], []
     for j in range(60):
         values = rng.lognormal(np.log(220e6 if 30 <= j < 35 else 55e6), 0.2, 0 if j in (11, 12) else 38)
-        values = np.r_[values, {0: [3.6e9, 3.58e9], 7: [3.18e9], 13: [4.03e9]}.get(j, [])]
+        values = np.r_[values, {0: [3.6e9, 3.58e9], 7: [3.18e9], 13: [straggler] if straggler else []}.get(j, [])]
         c, s = bin_values(values)
         counts.append(c)
         times.append(s * 1e-9)
@@ -68,12 +68,17 @@ def test_every_finding_kind_names_the_causes_its_datasource_s_events_have(dataso
     counts, times, starts, ends = spark_like_run()
     d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource)
     expected, wrong = WORDS[datasource]
-    assert [(f.kind, f.first_col) for f in d.findings] == [("stall", 0), ("stall", 7), ("silence", 11),
-                                                          ("stall", 13), ("move", 30)]
-    for f in d.findings:
+    # The straggler's 4 s ran through cols 11–12: its stall says them (no silence too)
+    assert [(f.kind, f.first_col) for f in d.findings] == [("stall", 0), ("stall", 7), ("stall", 13), ("move", 30)]
+    # Without it, nothing says why no task ended there: the silence does.
+    bare, bare_t, _, _ = spark_like_run(straggler=0)
+    unsaid = diagnose(bare, bare_t, LOW, HIGH, starts, ends, datasource=datasource)
+    assert [(f.kind, f.first_col) for f in unsaid.findings] == [("stall", 0), ("stall", 7), ("silence", 11),
+                                                               ("move", 30)]
+    for f in d.findings + unsaid.findings:
         assert expected[f.kind] in f.why, (f.kind, f.why)
         assert not any(w in f.why for w in wrong), (f.kind, f.why)
-    (silence,) = [f for f in d.findings if f.kind == "silence"]
+    (silence,) = [f for f in unsaid.findings if f.kind == "silence"]
     got = "no task ended" if datasource == "spark" else "no events"  # a Spark task is logged when it ends
     assert silence.what.startswith(f"silence cols 11–12 (t+11s–t+13s): {got} in 2s where the usual 38/s would give")
 

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from latencymap.analysis import synthetic
+from latencymap.analysis.findings import times
 from latencymap.analysis.peers import PeerStream, binomial_sf, find_peers, group_peers, peer_key
 from latencymap.cli.main import main
 
@@ -186,3 +187,18 @@ def test_a_slow_peer_s_why_fits_what_the_peers_are() -> None:
             for k, s in enumerate(streams.values())]
     (group,) = find_peers(inst)
     assert group.finding is not None and "collective" not in group.finding.why and "its host" in group.finding.why
+
+
+def test_a_ratio_reads_the_same_in_a_peer_block_s_member_line_and_its_finding_and_never_across_the_threshold() -> None:
+    """rank5 at 1.2545× its peers was `1.25×` in its member line and `1.3×` in the finding beneath it."""
+    streams = synthetic.ranks(0, n=4, slow=2, factor=1.3)
+    (group,) = find_peers(peer_streams(streams))
+    assert group.slow is not None and group.finding is not None
+    ratio = times(group.slow["ratio"], 1.25)
+    lines = group.lines()
+    member = next(x for x in lines if x.startswith("   rank2: "))
+    assert f"({ratio} its peers)" in member and f", {ratio} its peers'; " in lines[-1]
+    assert ratio == f"{group.slow['ratio']:.2f}×"  # two decimals: 1.25× against the 1.25 threshold, not 1.3×
+    assert [times(r, 1.25) for r in (1.2545, 1.25, 1.2496, 1.2499999)] == ["1.25×", "1.25×", "1.2496×", "1.2499999×"]
+    assert [times(r) for r in (1.0, 0.996, 0.5, 0.042, 3.921, 1970.4)] == ["1.00×", "1.00×", "0.50×", "0.042×",
+                                                                          "3.92×", "1,970×"]

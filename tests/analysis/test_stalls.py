@@ -71,3 +71,51 @@ def test_a_stall_line_names_one_column_and_the_p50_it_compares_to() -> None:
     assert stall.shift_octaves == pytest.approx(np.log2(stall.time_s / stall.events / p50))
     assert f"its wait ({dur(stall.time_s)}) is {times(stall.time_s / p50)} the stream's p50 ({dur(p50)})" in line
     assert "the median" not in line
+
+
+def gc_paused(long_column: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A training loop's steps, ~70 of ~10 ms a second in 1 s columns, held 5.7 s by a GC pause that ends in col 12.
+    `long_column`: no record came during the pause, so col 12 spans it (t+12.16 s to t+18.07 s, as in the real
+    recording); else cols 12–16 are empty 1 s columns and the 5.7 s step ends in col 17."""
+    rng = np.random.default_rng(4)
+    ncols = 30
+    cols = {j: rng.lognormal(np.log(10e6), 0.1, 70) for j in range(ncols)}
+    starts = np.arange(ncols, dtype=np.float64)
+    ends = starts + 1.0
+    if long_column:
+        cols[12] = np.r_[rng.lognormal(np.log(10e6), 0.1, 15), 5.71e9]
+        starts[12], ends[12:] = 12.16, ends[12:] + 5.07
+        starts[13:] += 5.07
+    else:
+        for j in range(12, 17):
+            cols[j] = np.zeros(0)
+        cols[17] = np.r_[cols[17], 5.71e9]
+    counts, spent = np.zeros((ncols, len(LOW))), np.zeros((ncols, len(LOW)))
+    for j, values in cols.items():
+        c, s = bin_values(values)
+        counts[j], spent[j] = c, s * 1e-9
+    return counts, spent, starts, ends
+
+
+def test_a_pause_inside_its_long_column_is_said_with_that_column_s_times_and_once() -> None:
+    """The GC pause of the real recording: its column's times, not its start less the wait (over 5 full columns),
+    and no silence beside it (the pause is why no step was timed)."""
+    counts, spent, starts, ends = gc_paused(long_column=True)
+    d = diagnose(counts, spent, LOW, HIGH, starts, ends, datasource="training")
+    (stall,) = d.stalls
+    assert (stall.first_col, stall.last_col, stall.start, stall.end) == (12, 12, 12.16, ends[12])
+    assert stall.began_before is None  # the wait fits in its column
+    assert [f.kind for f in d.findings] == ["stall"]
+    assert d.findings[0].what.startswith("stall col 12 (t+12.16s–t+18.07s): 1 event of ")
+
+
+def test_a_pause_longer_than_its_column_says_its_wait_began_before_it_and_claims_no_other_column() -> None:
+    counts, spent, starts, ends = gc_paused(long_column=False)
+    d = diagnose(counts, spent, LOW, HIGH, starts, ends, datasource="training")
+    (stall,) = d.stalls
+    assert (stall.first_col, stall.last_col, stall.start, stall.end) == (17, 17, 17.0, 18.0)
+    assert stall.began_before == pytest.approx((4.71, 5.71), abs=1e-3)
+    assert [f.kind for f in d.findings] == ["stall"]  # cols 12–16 held no step: the pause's wait, said once
+    what = d.findings[0].what
+    assert what.startswith("stall col 17 (t+17s–t+18s; the wait ending in col 17 began 4.71s–5.71s before it): ")
+    assert d.to_json()["episodes"][0]["began_before_s"] == pytest.approx([4.71, 5.71], abs=1e-3)

@@ -2,10 +2,12 @@
 
 `for batch in timed_iter(loader):` times each blocking `next()` (`data_wait`); `step = timer("step")` is a
 context manager and a decorator. A timing costs a `perf_counter_ns` pair and a list append; values are binned
-with NumPy (nanoseconds, exact sums) when a call finds the interval (default 1 s) over, and at close/exit (an
-idle program flushes at its next call). Streams are `<run>/rank<rank>/<phase>` (run: `$LATENCYMAP_RUN` or the
-script name; rank: `$RANK`, else `$LOCAL_RANK`, else 0). A phase with nothing timed in an interval gets no
-column (its next column spans the gap). In a forked child (a DataLoader worker) timings are discarded.
+with NumPy (nanoseconds, exact sums) when a call finds the interval (default 1 s) over, and at close/exit. An
+interval that ends with no timing after it (an idle or hung program) is flushed by a daemon thread `LATE_S` later,
+and a SIGTERM flushes before the process dies (see `_catch_sigterm`). Streams are `<run>/rank<rank>/<phase>` (run:
+`$LATENCYMAP_RUN` or the script name; rank: `$RANK`, else `$LOCAL_RANK`, else 0). A phase's first column starts
+where its first timing did; a phase with nothing timed in an interval gets no column (its next column spans the
+gap). In a forked child (a DataLoader worker) timings are discarded.
 
 The first wait of an epoch includes `iter(loader)` (where a DataLoader starts its workers); a `next()` that
 raises is recorded, then the error goes on unchanged. Two phases that clean to the same label name stay apart
@@ -21,9 +23,12 @@ to drain twice per step, losing CPU/GPU overlap (it can slow training). Without 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import reprlib
+import select
+import signal
 import sys
 import threading
 import time
@@ -38,12 +43,28 @@ import numpy as np
 
 from latencymap.core.buckets import bin_values, bounds_seconds
 from latencymap.core.model import Interval, StreamId
-from latencymap.sinks import Sink, clean_name, default_run, env_rank, open_sink, parse_label, stream_label
+from latencymap.sinks import (
+    MemorySink,
+    NullSink,
+    Sink,
+    clean_name,
+    default_run,
+    env_rank,
+    open_sink,
+    parse_label,
+    stream_label,
+)
 
 DATASOURCE = "training"
 UNIT = "nanosec"
 #: Most CUDA event pairs waiting for the GPU; beyond, the oldest are dropped.
 MAX_PENDING_CUDA = 10_000
+#: How long after its interval ended the flusher thread sends what a program that timed nothing since (idle, hung)
+#: timed in it; a program that times on flushes at its own next timing.
+LATE_S = 0.1
+#: At SIGTERM, how long the main thread gets to run the handler (it cannot while blocked in C code: a hung
+#: collective) before the flusher thread flushes and lets the signal's default action end the process.
+SIGTERM_GRACE_S = 1.0
 _MIN_COLUMN_S = 1e-5
 _clock = time.perf_counter_ns
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -61,7 +82,8 @@ class Timings:
         self.interval_ns = max(1, int(interval * 1e9))
         self._values: dict[str, list[int]] = {}
         self._streams: dict[str, StreamId] = {}
-        self._starts: dict[str, float] = {}
+        self._starts: dict[str, float] = {}  # where each phase's next column starts, once it has one
+        self._first_ns: dict[str, int] = {}  # when each phase's first timing started (its first column's start)
         self._lock = threading.Lock()
         self._phase_lock = threading.Lock()
         self._names: dict[str, str] = {}  # label name -> the phase given it
@@ -76,6 +98,9 @@ class Timings:
         self.events = 0
         self.closed = False
         _live.add(self)
+        if not isinstance(self.sink, NullSink | MemorySink):  # nothing leaves the process: nothing to send on time
+            _start_flusher()
+            _catch_sigterm()
 
     def values(self, phase: str) -> list[int]:
         """The list a timer appends its nanosecond durations to (created on first use)."""
@@ -86,9 +111,12 @@ class Timings:
                 if lst is None:
                     label = stream_label(self.run, self.rank, self._label_name(phase))
                     self._streams[phase] = StreamId(label, DATASOURCE, UNIT)
-                    self._starts[phase] = self._last_wall
                     lst = self._values[phase] = []
         return lst
+
+    def began(self, phase: str, start_ns: int) -> None:
+        """Note that a timing of `phase` started at `start_ns` (`perf_counter_ns`): the first one starts its column."""
+        self._first_ns.setdefault(phase, start_ns)
 
     def _label_name(self, phase: str) -> str:
         """`phase` cleaned for its label, plus `.2`, `.3`... when another phase already cleaned to that name."""
@@ -117,7 +145,10 @@ class Timings:
                       "dropped (told once)")
             return
         self.values(phase).append(int(ns))
-        if _clock() >= self.deadline_ns:
+        now = _clock()
+        if phase not in self._first_ns:
+            self.began(phase, now - int(ns))
+        if now >= self.deadline_ns:
             self.flush(wait=False)
 
     def timer(self, phase: str = "step", *, cuda: bool | str = False) -> Timer:
@@ -135,6 +166,10 @@ class Timings:
 
     def flush(self, wait: bool = True) -> list[Interval]:
         """Bin what was timed since the last flush into one interval per phase and write them to the sink."""
+        return self._flush(wait)
+
+    def _flush(self, wait: bool, cuda: bool = True) -> list[Interval]:
+        """`flush`; the flusher thread passes `cuda=False`: CUDA events are read in the training thread only."""
         if os.getpid() != self._pid:
             self._after_fork()
         if self.closed:  # timings after close are discarded
@@ -144,31 +179,54 @@ class Timings:
         if not self._lock.acquire(blocking=wait):
             return []
         try:
+            return [] if self.closed else self._flush_locked(cuda)
+        finally:
+            self._lock.release()
+
+    def _flush_locked(self, cuda: bool = True) -> list[Interval]:
+        if cuda:
             self._resolve_cuda()
-            wall = self._wall0 + (_clock() - self._ns0) / 1e9  # monotonic: a clock step cannot reorder columns
-            now = max(wall, self._last_wall + _MIN_COLUMN_S)
-            out: list[Interval] = []
-            for phase, lst in list(self._values.items()):
-                n = len(lst)
-                if n == 0:  # no column: the phase's next one starts where its last ended
-                    continue
-                durations = np.array(lst[:n], dtype=np.float64)
-                del lst[:n]  # appends made meanwhile by other threads stay for the next flush
-                counts, sums_ns = bin_values(durations)
-                out.append(Interval(self._streams[phase], self._starts[phase], now, counts, sums_ns * 1e-9))
-                self._starts[phase] = now
-                self.events += n
-            self._last_wall = now
-            self.deadline_ns = _clock() + self.interval_ns
-            if out:
-                self.intervals += len(out)
-                try:
-                    self.sink.write(out)
-                except Exception as err:  # never let the viewer side break training
-                    warnings.warn(f"latencymap: sink failed: {err}; timings are discarded", RuntimeWarning,
-                                  stacklevel=2)
-                    self.sink = open_sink("null")
-            return out
+        wall = self._wall0 + (_clock() - self._ns0) / 1e9  # monotonic: a clock step cannot reorder columns
+        now = max(wall, self._last_wall + _MIN_COLUMN_S)
+        out: list[Interval] = []
+        for phase, lst in list(self._values.items()):
+            n = len(lst)
+            if n == 0:  # no column: the phase's next one starts where its last ended
+                continue
+            durations = np.array(lst[:n], dtype=np.float64)
+            del lst[:n]  # appends made meanwhile by other threads stay for the next flush
+            counts, sums_ns = bin_values(durations)
+            start = self._starts.get(phase)
+            if start is None:  # the first column: from the first timing's start, not from when Timings was made
+                first = self._first_ns.get(phase)
+                start = self._wall0 if first is None else self._wall0 + (first - self._ns0) / 1e9
+                start = min(max(start, self._wall0), now - _MIN_COLUMN_S)
+            out.append(Interval(self._streams[phase], start, now, counts, sums_ns * 1e-9))
+            self._starts[phase] = now
+            self.events += n
+        self._last_wall = now
+        self.deadline_ns = _clock() + self.interval_ns
+        if out:
+            self.intervals += len(out)
+            try:
+                self.sink.write(out)
+            except Exception as err:  # never let the viewer side break training
+                _warn(f"latencymap: sink failed: {err}; timings are discarded")
+                self.sink = open_sink("null")
+        return out
+
+    def _flush_and_close(self, close: bool, timeout: float) -> None:
+        """At SIGTERM (any thread): flush, and with `close` close the sink; given up when the lock stays taken."""
+        if self.closed or os.getpid() != self._pid or not self._lock.acquire(timeout=timeout):
+            return
+        try:
+            if not self.closed:
+                self._flush_locked(cuda=False)
+                if close:
+                    self.closed = True
+                    self.sink.close()
+        except Exception:  # a dying process says nothing more
+            pass
         finally:
             self._lock.release()
 
@@ -203,10 +261,13 @@ class Timings:
             self._resolve_cuda(block=True)
         except Exception:
             self._cuda_pending.clear()
-        if any(self._values.values()):
-            self.flush()
-        self.closed = True
-        self.sink.close()
+        with self._lock:  # the flusher thread may be flushing: the sink closes after it
+            if self.closed:
+                return
+            if any(self._values.values()):
+                self._flush_locked()
+            self.closed = True
+            self.sink.close()
 
     def __enter__(self) -> Timings:
         return self
@@ -223,7 +284,14 @@ class Timer:
         self.phase = phase
         self._values = timings.values(phase)
         self._starts: list[int] = []
-        self._push, self._pop, self._append = self._starts.append, self._starts.pop, self._values.append
+        self._push, self._pop = self._starts.append, self._starts.pop
+        self._append: Callable[[int], None] = self._first_append
+
+    def _first_append(self, ns: int) -> None:
+        """This Timer's first timing: note its start, then append straight to the list."""
+        self._values.append(ns)
+        self.timings.began(self.phase, _clock() - ns)
+        self._append = self._values.append
 
     def __enter__(self) -> Timer:
         self._push(_clock())
@@ -236,16 +304,21 @@ class Timer:
             self.timings.flush(wait=False)
 
     def __call__(self, fn: F) -> F:
-        values, timings = self._values, self.timings
+        values, timings, phase = self._values, self.timings, self.phase
+        began = False
 
         @functools.wraps(fn)
         def timed(*args: Any, **kwargs: Any) -> Any:
+            nonlocal began
             start = _clock()
             try:
                 return fn(*args, **kwargs)
             finally:
                 end = _clock()
                 values.append(end - start)
+                if not began:
+                    began = True
+                    timings.began(phase, start)
                 if end >= timings.deadline_ns:
                     timings.flush(wait=False)
 
@@ -266,6 +339,7 @@ class CudaTimer(Timer):
             self._torch.cuda.synchronize()
             self._starts.append(_clock())
         else:
+            self.timings.began(self.phase, _clock())
             start = self._torch.cuda.Event(enable_timing=True)
             start.record()
             self._events.append(start)
@@ -306,6 +380,7 @@ class TimedIterable:
     def __iter__(self) -> Iterator[Any]:
         timings, append = self.timings, self.timings.values(self.phase).append
         start = _clock()  # the first wait includes iter(): a DataLoader starts its workers there
+        timings.began(self.phase, start)
         try:
             it = iter(self.iterable)
         except BaseException:
@@ -401,6 +476,150 @@ def close_all() -> None:
 
 
 atexit.register(close_all)
+
+
+# On time without a timing: one daemon thread per process flushes an interval its program left (idle or hung), and
+# a SIGTERM flushes before the process dies. Neither holds a lock across user code; the thread wakes once per
+# interval (LATE_S after its end) and flushes only a Timings that no timing flushed since.
+
+_flusher: threading.Thread | None = None
+_wake_r, _wake_w = -1, -1  # the thread waits on this pipe: byte 0 wakes it, a signal number is a signal caught
+_sigterm_next: Any = None  # what our SIGTERM handler does after flushing: the user's handler, or SIG_DFL (die)
+_sigterm_caught = False  # once per process: a handler the user sets later stays theirs
+_dying = threading.Lock()
+
+
+def _start_flusher() -> None:
+    """Start the flusher thread once per process (again in a forked child that makes a Timings), or wake it."""
+    global _flusher, _wake_r, _wake_w
+    with _registry_lock:
+        if _flusher is None or not _flusher.is_alive():
+            if _wake_r < 0:
+                _wake_r, _wake_w = os.pipe()
+                os.set_blocking(_wake_r, False)
+                os.set_blocking(_wake_w, False)
+            _flusher = threading.Thread(target=_flush_on_time, args=(_wake_r,), name="latencymap-flush",
+                                        daemon=True)
+            _flusher.start()
+            return
+    with contextlib.suppress(OSError):  # a new Timings may have a shorter interval
+        os.write(_wake_w, b"\0")
+
+
+def _flush_on_time(wake: int) -> None:
+    """The flusher thread's loop: flush each Timings LATE_S after its interval ended if no timing did."""
+    while True:
+        due = _flush_late(_clock())
+        try:
+            ready, _, _ = select.select([wake], [], [], max(0.01, (due - _clock()) / 1e9))
+            got = os.read(wake, 256) if ready else b""
+        except (BlockingIOError, InterruptedError):
+            continue
+        except (OSError, ValueError):  # the pipe was closed (a forked child's copy)
+            return
+        if signal.SIGTERM in got:
+            _terminated_while_blocked()
+
+
+def _flush_late(now: int) -> int:
+    """Flush each open Timings whose interval ended LATE_S ago or more; when the next one is due (ns)."""
+    late = int(LATE_S * 1e9)
+    due = now + 3_600_000_000_000
+    try:
+        items = list(_live)
+    except RuntimeError:  # the set changed while copied: again soon
+        return now
+    for t in items:
+        if t.closed:
+            continue
+        if now >= t.deadline_ns + late:
+            t._flush(wait=False, cuda=False)
+        due = min(due, t.deadline_ns + late)
+    return due
+
+
+def _catch_sigterm() -> None:
+    """Flush at SIGTERM. Our handler takes the place of the default action (then dies as it would) or of the
+    user's own Python handler (then calls it); SIG_IGN, a handler set outside Python, and one the user sets after
+    are left alone (an exit through `sys.exit` then flushes at exit). Only from the main thread, once."""
+    global _sigterm_next, _sigterm_caught
+    if _sigterm_caught or threading.current_thread() is not threading.main_thread():
+        return
+    _sigterm_caught = True
+    current = signal.getsignal(signal.SIGTERM)
+    if current is signal.SIG_IGN or current is None:
+        return
+    if current is signal.SIG_DFL:
+        # The handler runs only once the main thread is back in Python: the wakeup fd lets the flusher thread
+        # end the process when it is not (blocked in C code); taken only when nobody else uses one.
+        other = signal.set_wakeup_fd(_wake_w, warn_on_full_buffer=False)
+        if other != -1:  # someone else's (asyncio's): put it back, and leave SIGTERM alone
+            signal.set_wakeup_fd(other)
+            return
+    _sigterm_next = current
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM in the main thread: flush every Timings, then the user's handler, or die of the signal."""
+    chained = _sigterm_next
+    if callable(chained):
+        for t in list(_live):
+            t._flush_and_close(close=False, timeout=0.5)
+        chained(signum, frame)
+        return
+    if not _dying.acquire(blocking=False):
+        return
+    for t in list(_live):
+        t._flush_and_close(close=True, timeout=0.5)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _terminated_while_blocked() -> None:
+    """The flusher thread saw a SIGTERM: unless the main thread's handler runs within SIGTERM_GRACE_S (it cannot
+    while blocked in C code), flush and close here and end the process with the signal's default action."""
+    if _sigterm_next is not signal.SIG_DFL or signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+        return
+    time.sleep(SIGTERM_GRACE_S)
+    if not _dying.acquire(blocking=False):
+        return  # the main thread's handler is at it
+    try:
+        for t in list(_live):
+            t._flush_and_close(close=True, timeout=0.5)
+    finally:
+        _die_of_sigterm()
+
+
+def _die_of_sigterm() -> None:
+    """End the process as SIGTERM's default action does, from a thread other than the main one."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        libc.signal(int(signal.SIGTERM), None)  # SIG_DFL: signal.signal works only in the main thread
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1.0)
+    finally:
+        os._exit(128 + int(signal.SIGTERM))
+
+
+def _after_fork_in_child() -> None:
+    """A forked child shares the parent's pipe: the child stops writing signals to it and starts its own thread."""
+    global _flusher, _wake_r, _wake_w, _dying
+    if _wake_r >= 0:
+        with contextlib.suppress(ValueError):
+            other = signal.set_wakeup_fd(-1)
+            if other != _wake_w:  # not ours: put back
+                signal.set_wakeup_fd(other)
+        for fd in (_wake_r, _wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    _flusher, _wake_r, _wake_w, _dying = None, -1, -1, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # Diagnosis of training streams, through latencymap.analysis.

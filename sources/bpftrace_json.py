@@ -8,7 +8,6 @@ cumulative/per-interval counts work as for the text output (see `bpftrace_text`)
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT
+from latencymap.core.json_input import json_input
 from latencymap.core.model import Notice, empty_counts
 from latencymap.core.sanitize import clean_label, excerpt
 from latencymap.plugins import Item
@@ -52,8 +52,8 @@ def parse_line(line: str) -> Event | None:
     if not text:
         return None
     try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError) as err:
+        obj = json_input(text)
+    except ValueError as err:
         raise ValueError(f"not bpftrace JSON: {text[:120]!r}") from err
     if not isinstance(obj, dict):
         raise ValueError(f"not a bpftrace JSON event: {text[:120]!r}")

@@ -17,19 +17,20 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
 import selectors
 import socket
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, ClassVar
 
 import click
 
 from latencymap.core.errors import InputError
+from latencymap.core.json_input import json_input
 from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.core.sanitize import clean_label
 from latencymap.plugins import Item, Source
 from latencymap.protocol import ProtocolReader
 from latencymap.sinks import DROPPED_PREFIX, WRITER_PREFIX, default_socket_path, parse_label
@@ -94,18 +95,34 @@ def bind_socket(path: str, mode: int = 0o600) -> socket.socket:
 
 
 class _Writer:
-    """One connection: splits bytes into lines, reads records, turns comment lines into notices."""
+    """One connection: splits bytes into lines, reads records, turns comment lines into notices.
 
-    def __init__(self, conn: socket.socket, number: int, others: dict[socket.socket, _Writer]) -> None:
+    A label that another connection sends (or sent) is that connection's: this one's records of it get their own
+    label (`run/rankN.pid<PID>/phase` when it said who it is, `LABEL [writer N]` when not), with a note, so two
+    connections' counts never add up in one stream. A writer of the same run and rank connecting after the last
+    one left (a restarted rank) continues its streams.
+    """
+
+    def __init__(self, conn: socket.socket, others: dict[socket.socket, _Writer],
+                 owners: dict[str, object]) -> None:
         self.conn = conn
-        self.name = f"writer {number}"
+        self.number = 0  # given at its first bytes: a connection that sends nothing is no writer
+        self.name = "writer ?"
         self.reader = ProtocolReader(self.name)
         self.others = others
+        self.owners = owners  # label -> who sends it: a (run, rank) identity, or an unidentified connection
         self.identity: tuple[str, int] | None = None
+        self.pid = 0
         self.rename: str | None = None
         self.intervals = 0
+        self._labels: dict[StreamId, StreamId] = {}  # as sent -> as shown
         self._partial = b""
         self._skip_line = False
+
+    def start(self, number: int) -> None:
+        """Name the connection `writer <number>`: it sent its first bytes."""
+        self.number = number
+        self.name = self.reader.name = f"writer {number}"
 
     def feed(self, data: bytes) -> Iterator[Item]:
         """Items from a chunk of bytes (a line may span chunks)."""
@@ -131,21 +148,37 @@ class _Writer:
         for item in self.reader.feed(lines):
             if isinstance(item, Interval):
                 self.intervals += 1
-                if self.rename:
-                    item.stream = self._renamed(item.stream)
+                shown = self._labels.get(item.stream)
+                if shown is None:
+                    shown = yield from self._own(item.stream)
+                item.stream = shown
             yield item
 
-    def _renamed(self, stream: StreamId) -> StreamId:
+    def _own(self, stream: StreamId) -> Generator[Notice, None, StreamId]:
+        """The stream this connection's records of `stream` go to (see the class); a note when it is not `stream`."""
+        shown = self._renamed(stream, self.rename) if self.rename else stream
+        key: object = self.identity if self.identity is not None else self
+        owner = self.owners.setdefault(shown.label, key)
+        if owner != key:
+            tag = f"pid{self.pid}" if self.identity is not None else f"writer {self.number}"
+            shown = self._renamed(stream, tag)
+            self.owners.setdefault(shown.label, key)
+            yield Notice(f"listen: {self.name} sends '{clean_label(stream.label)}', which another writer sent first: "
+                         f"its records of it are shown as '{clean_label(shown.label)}'", skipped=0)
+        self._labels[stream] = shown
+        return shown
+
+    def _renamed(self, stream: StreamId, tag: str) -> StreamId:
         parsed = parse_label(stream.label)
-        if parsed is None:
-            return StreamId(f"{stream.label} [{self.rename}]", stream.datasource, stream.unit)
+        if parsed is None or " " in tag:
+            return StreamId(f"{stream.label} [{tag}]", stream.datasource, stream.unit)
         run, rank, phase = parsed
-        return StreamId(f"{run}/rank{rank}.{self.rename}/{phase}", stream.datasource, stream.unit)
+        return StreamId(f"{run}/rank{rank}.{tag}/{phase}", stream.datasource, stream.unit)
 
     def _comment(self, line: str) -> Iterator[Notice]:
         prefix = WRITER_PREFIX if line.startswith(WRITER_PREFIX) else DROPPED_PREFIX
         try:
-            info = json.loads(line[len(prefix):])
+            info = json_input(line[len(prefix):])
             assert isinstance(info, dict)
         except (ValueError, AssertionError):
             yield Notice(f"listen: {self.name}: unreadable line {line[:80]!r}")
@@ -154,7 +187,7 @@ class _Writer:
             yield Notice(f"listen: {self.name} dropped {int(info.get('intervals', 0))} intervals "
                          f"({int(info.get('events', 0))} events) so far: the viewer was absent or slow", skipped=0)
             return
-        pid = int(info.get("pid", 0))
+        pid = self.pid = int(info.get("pid", 0))
         self.identity = (str(info.get("run", "")), int(info.get("rank", 0)))
         taken = any(w.identity == self.identity for w in self.others.values() if w is not self)
         self.rename = f"pid{pid}" if taken else None
@@ -272,6 +305,7 @@ class ListenSource(Source):
         sel = selectors.DefaultSelector()
         sel.register(server, selectors.EVENT_READ, None)
         writers: dict[socket.socket, _Writer] = {}
+        owners: dict[str, object] = {}
         closed = 0
         idle_since = time.monotonic()
         try:
@@ -282,7 +316,7 @@ class ListenSource(Source):
                     return
                 for key, _ in sel.select(timeout=POLL_S):
                     if key.data is None:
-                        yield from self._accept(server, sel, writers)
+                        yield from self._accept(server, sel, writers, owners)
                         continue
                     writer: _Writer = key.data
                     try:
@@ -292,12 +326,17 @@ class ListenSource(Source):
                     except OSError:
                         data = b""
                     if data:
+                        if not writer.number:
+                            self.accepted += 1
+                            writer.start(self.accepted)
                         yield from writer.feed(data)
                         continue
-                    yield from writer.finish()
                     sel.unregister(writer.conn)
                     writer.conn.close()
                     del writers[writer.conn]
+                    if not writer.number:  # sent nothing (a probe, a health check): not a writer
+                        continue
+                    yield from writer.finish()
                     closed += 1
                     idle_since = time.monotonic()
         finally:
@@ -305,8 +344,8 @@ class ListenSource(Source):
                 conn.close()
             sel.close()
 
-    def _accept(self, server: socket.socket, sel: selectors.BaseSelector,
-                writers: dict[socket.socket, _Writer]) -> Iterator[Item]:
+    def _accept(self, server: socket.socket, sel: selectors.BaseSelector, writers: dict[socket.socket, _Writer],
+                owners: dict[str, object]) -> Iterator[Item]:
         try:
             conn, _ = server.accept()
         except (BlockingIOError, InterruptedError):
@@ -316,8 +355,7 @@ class ListenSource(Source):
             yield Notice(f"listen: more than {MAX_WRITERS} writers at once; one refused")
             return
         conn.setblocking(False)
-        self.accepted += 1
-        writers[conn] = _Writer(conn, self.accepted, writers)
+        writers[conn] = _Writer(conn, writers, owners)
         sel.register(conn, selectors.EVENT_READ, writers[conn])
 
 

@@ -20,10 +20,10 @@ from pathlib import PurePath
 import click
 import numpy as np
 
-from latencymap.core.buckets import bin_values
+from latencymap.core.buckets import MAX_EXPONENT, bin_values
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, excerpt
-from latencymap.core.units import normalize_unit, unit_seconds
+from latencymap.core.units import format_duration, normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import DEFAULT_INTERVAL, interval_option, time_unit_option, unit_option
 from latencymap.sources.printed_histograms import column_spans
@@ -35,6 +35,8 @@ BATCH_LINES = 65536
 BATCH_SECONDS = 0.2
 #: Larger values (in the stream's unit) are no latencies, and their sums would overflow to infinity.
 MAX_VALUE = 1e30
+#: The top slot's upper bound in the stream unit: a value at or past it is counted in the top slot.
+TOP_BOUND = 2.0 ** (MAX_EXPONENT + 1)
 
 
 def _is_number(text: str) -> bool:
@@ -105,6 +107,7 @@ class RawReader:
         self.column: int | None = None
         self.pending: list[np.ndarray] = []
         self.late = 0
+        self.said_top = False  # a value past the top slot was said
 
     def read(self, lines: Iterable[str]) -> Iterator[Item]:
         batch: list[str] = []
@@ -123,11 +126,13 @@ class RawReader:
             yield from self._flush(self.column + 1)
 
     def _batch(self, batch: list[str], first: int) -> Iterator[Item]:
-        rows, notices = self._parse(batch, first)
+        rows, numbers, notices = self._parse(batch, first)
         yield from notices
         if not len(rows):
             return
         values = rows[:, -1] * self.scale
+        if not self.said_top and (values >= TOP_BOUND).any():
+            yield self._past_top(numbers, values)
         last = first + len(batch) - 1
         if self.width == 1:
             if self.column is None:
@@ -165,6 +170,17 @@ class RawReader:
                 yield from self._flush(key)
             self.pending.append(values[bounds[i]:bounds[i + 1]])
 
+    def _past_top(self, numbers: np.ndarray, values: np.ndarray) -> Notice:
+        """The note, once per stream, that a value past the top slot is counted in it (see `bin_values`)."""
+        self.said_top = True
+        k = int(np.argmax(values >= TOP_BOUND))
+        unit = "sec" if self.scale != 1.0 else self.stream.unit  # as the input gave it
+        top = format_duration(TOP_BOUND * self.to_seconds, long_units=True)
+        return Notice(f"{self.name}: line {int(numbers[k])}: value {values[k] / self.scale:g} {unit} is past the top "
+                      f"bucket, which ends at {TOP_BOUND / self.scale:g} {unit} ({top}): counted in it, so "
+                      f"percentiles there say at most {top} (its exact time is kept in the totals); said once per "
+                      "stream", skipped=0)
+
     def _placeable(self, columns: np.ndarray) -> np.ndarray:
         """Column numbers whose edges are distinct floats (and fit int64): a column narrower than that is no column."""
         with np.errstate(all="ignore"):
@@ -172,8 +188,9 @@ class RawReader:
             safe = np.where(fits, columns, 0.0)
             return fits & (self.origin + (safe + 1) * self.interval > self.origin + safe * self.interval)
 
-    def _parse(self, batch: list[str], first: int) -> tuple[np.ndarray, list[Notice]]:
-        """Rows of floats (one per data line) and the Notices for the lines that are not data."""
+    def _parse(self, batch: list[str], first: int) -> tuple[np.ndarray, np.ndarray, list[Notice]]:
+        """Rows of floats (one per data line), their line numbers, and the Notices for the lines that are not
+        data."""
         notices: list[Notice] = []
         numbered = [(first + i, f) for i, line in enumerate(batch)
                     if (f := _fields(line)) and not f[0].startswith("#")]
@@ -187,14 +204,17 @@ class RawReader:
         try:
             rows = np.array(good, dtype=np.float64).reshape(-1, width)
             bad = [(n, f) for n, f in numbered if len(f) != width]
+            numbers = np.array([n for n, f in numbered if len(f) == width], dtype=np.int64)
         except ValueError:
-            good, bad = [], []
+            good, bad, kept = [], [], []
             for n, f in numbered:
                 if len(f) == width and all(_is_number(x) for x in f):
                     good.append(f)
+                    kept.append(n)
                 else:
                     bad.append((n, f))
             rows = np.array(good, dtype=np.float64).reshape(-1, width)
+            numbers = np.array(kept, dtype=np.int64)
         expected = "'<latency>'" if width == 1 else "'<time> <latency>'"
         for n, f in bad[:3]:
             notices.append(Notice(f"{self.name}: line {n}: expected {expected} (numbers), got {excerpt(' '.join(f))}; "
@@ -207,14 +227,14 @@ class RawReader:
         if not ok.all():
             notices.append(Notice(f"{self.name}: {lines}: {int((~ok).sum())} negative or non-finite value(s) dropped",
                                   skipped=int((~ok).sum())))
-            rows = rows[ok]
+            rows, numbers = rows[ok], numbers[ok]
         with np.errstate(over="ignore"):
             huge = rows[:, -1] * self.scale >= MAX_VALUE
         if huge.any():
             notices.append(Notice(f"{self.name}: {lines}: {int(huge.sum())} value(s) of {MAX_VALUE:g} or more dropped "
                                   "(no latency is that long)", skipped=int(huge.sum())))
-            rows = rows[~huge]
-        return rows, notices
+            rows, numbers = rows[~huge], numbers[~huge]
+        return rows, numbers, notices
 
     def _flush(self, upto: int) -> Iterator[Interval]:
         """The current column, then empty columns up to `upto` (a long idle stretch as one column)."""

@@ -5,6 +5,7 @@ import importlib.util
 import math
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -425,3 +426,139 @@ def test_straggler_ranks_names_the_slow_one_of_two_writers_sharing_a_rank() -> N
     found = straggler_ranks(received)
     assert [s.item.key for s in found] == ["job/rank0.pid4277"]
     assert found[0].ratio == pytest.approx(3.0)
+
+
+def recorded_steps(path: Path) -> list[Interval]:
+    """The intervals of a recording an instrumented process is writing (what it sent so far)."""
+    from latencymap.cli.common import REGISTRY
+    from latencymap.flow.pipeline import input_flow
+
+    return [iv for iv in input_flow([str(path)], REGISTRY) if isinstance(iv, Interval)]
+
+
+def test_a_phase_first_column_starts_at_its_first_timing_not_when_timings_was_made() -> None:
+    """5 s of setup between Timings() and the loop made the first column 5 s too long (37.6 steps/s for 91)."""
+    timings, sink = memory_timings()
+    time.sleep(0.3)  # setup: loading data, building the model
+    began = time.time()
+    step = timings.timer("step")
+    for _ in range(5):
+        with step:
+            time.sleep(0.002)
+
+    @timings.timer("forward")
+    def forward() -> None:
+        time.sleep(0.002)
+
+    forward()
+    assert list(timings.timed_iter([1, 2], "data_wait")) == [1, 2]
+    timings.record("sync", 0.01)
+    timings.close()
+    starts = {iv.stream.label.rsplit("/", 1)[1]: iv.start for iv in sink.intervals}
+    assert set(starts) == {"step", "forward", "data_wait", "sync"}
+    for phase, start in starts.items():
+        assert began - 0.02 < start < began + 0.1, (phase, start - began)
+
+
+CHILD = """
+import signal, sys, time
+from torch.utils.data import DataLoader
+from latencymap.instrument import Timings
+rec, interval, mode = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+if mode == "own":
+    def own(signum, frame):
+        print("own handler", flush=True)
+        sys.exit(3)
+    signal.signal(signal.SIGTERM, own)
+timings = Timings("file:" + rec, run="hang", rank=0, interval=interval)
+step = timings.timer("step")
+for batch in timings.timed_iter(DataLoader(list(range(40)), batch_size=2)):
+    with step:
+        time.sleep(0.005)
+print("hung", flush=True)
+time.sleep(120)  # a hung rank: no timing comes after
+"""
+
+
+def start_child(tmp_path: Path, interval: float, mode: str = "") -> tuple[subprocess.Popen, Path]:
+    rec = tmp_path / "rank.txt"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(rec), str(interval), mode], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline() == "hung\n", child.stderr
+    return child, rec
+
+
+@pytest.mark.slow
+@requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
+def test_a_hung_rank_sends_its_last_interval_on_time_and_dies_of_sigterm(tmp_path: Path) -> None:
+    """A hung rank never sent the steps of its last interval: the flush waited for a timing that never came."""
+    child, rec = start_child(tmp_path, 0.5)
+    try:
+        deadline = time.monotonic() + 0.5 + instrument.LATE_S + 3.0
+        while totals(recorded_steps(rec), "step") < 20 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert totals(recorded_steps(rec), "step") == 20  # before any signal: sent by the flusher thread
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(10) == -signal.SIGTERM
+    finally:
+        child.kill()
+    assert totals(recorded_steps(rec), "data_wait") == 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["", "own"])
+@requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
+def test_sigterm_sends_the_interval_under_way_then_dies_or_calls_the_programs_own_handler(
+        tmp_path: Path, mode: str) -> None:
+    child, rec = start_child(tmp_path, 60.0, mode)
+    try:
+        assert totals(recorded_steps(rec), "step") == 0  # the interval is under way
+        child.send_signal(signal.SIGTERM)
+        code = child.wait(10)
+    finally:
+        child.kill()
+    assert child.stdout is not None
+    assert (code, child.stdout.read()) == ((3, "own handler\n") if mode else (-signal.SIGTERM, ""))
+    assert totals(recorded_steps(rec), "step") == 20
+
+
+COLLECTIVE = """
+import sys, time, torch, torch.distributed as dist
+from latencymap.instrument import Timings
+rank, store, rec = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
+if rank == 1:
+    time.sleep(120)  # never joins the collective
+timings = Timings("file:" + rec, run="job", rank=0, interval=60)
+step = timings.timer("step")
+for _ in range(20):
+    with step:
+        time.sleep(0.005)
+print("hung", flush=True)
+with step:
+    dist.all_reduce(torch.ones(1))  # blocked in C++: Python signal handlers cannot run
+"""
+
+
+@pytest.mark.slow
+@requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
+def test_a_rank_blocked_in_a_collective_sends_its_steps_and_still_dies_of_sigterm(tmp_path: Path) -> None:
+    """A Python SIGTERM handler runs only when the main thread is back in Python: the flusher thread ends it."""
+    import torch.distributed
+
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        pytest.fail("this torch has no gloo backend: .ci/install-system.sh installs torch==2.13.0 (CPU)")
+    store, rec = tmp_path / "store", tmp_path / "rank0.txt"
+    ranks = [subprocess.Popen([sys.executable, "-c", COLLECTIVE, str(rank), str(store), str(rec)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    try:
+        assert ranks[0].stdout is not None and ranks[0].stdout.readline() == "hung\n", ranks[0].stderr
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        ranks[0].send_signal(signal.SIGTERM)
+        assert ranks[0].wait(10) == -signal.SIGTERM
+        assert time.monotonic() - t0 < instrument.SIGTERM_GRACE_S + 3
+    finally:
+        for r in ranks:
+            r.kill()
+    assert totals(recorded_steps(rec), "step") == 20

@@ -26,12 +26,19 @@ forward is a reset, as above.
 A stream whose input ends before it gave a column (one record: only the baseline) was still read: when the items
 run out, a note names it (`'io': 1 record, the baseline of cumulative counters; a column needs a second record`),
 so that a report of it says more than "No data.".
+
+A baseline at timestamp 0 followed by a date (PyLatencyMap's 10046 connector writes its first record at the epoch:
+no time yet) has no time: the column up to the next record has no known start. It counts its events as PyLatencyMap
+does, but it is given the length of the column after it (held back until that one comes, with a note naming the
+line), not the decades since 1970 that would enter every rate; when the input ends first, a note says why it has
+no column.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,6 +55,7 @@ from latencymap.core.model import (
     unrolled,
 )
 from latencymap.core.sanitize import clean_text
+from latencymap.core.timebase import TIME_OF_DAY_BELOW_S
 
 DAY_US = 86_400_000_000
 #: A stream's first snapshot in an input continues its last one in the input before when it comes at most this
@@ -91,6 +99,7 @@ class Differ:
         self._carried_step: dict[StreamId, float] = {}
         self._first: dict[StreamId, float] = {}  # each stream's first timestamp in this input
         self._runs: dict[StreamId, list[Snapshot]] = {}  # a stream's runs shown apart: their last snapshots
+        self._timeless: dict[StreamId, _Timeless] = {}  # a first column from a baseline with no time (see there)
 
     def carry(self, before: Differ) -> None:
         """Continue the streams of the input `before` read (a log, then its rotation): a stream's first snapshot
@@ -144,9 +153,30 @@ class Differ:
         self._last[snap.stream] = snap
         first = self._pending.pop(snap.stream, None) is not None  # the stream's first interval: from its baseline
         assert prev.timestamp is not None and snap.timestamp is not None
+        if first and prev.timestamp == 0 and snap.timestamp >= TIME_OF_DAY_BELOW_S:
+            self._timeless[snap.stream] = _Timeless(_diffed(prev, snap, snap.stream, False), prev.line, snap.line)
+            return said
         self._step[snap.stream] = snap.timestamp - prev.timestamp
-        said.append(_diffed(prev, snap, snap.stream, first))
+        iv = _diffed(prev, snap, snap.stream, first)
+        waiting = self._timeless.pop(snap.stream, None)
+        if waiting is not None:
+            said.extend(self._timed(waiting, iv))
+        said.append(iv)
         return said
+
+    def _timed(self, waiting: _Timeless, after: Interval) -> list[Interval | Notice]:
+        """The column from a baseline with no time, given the length of `after` (the column after it), and its
+        note."""
+        first = waiting.interval
+        first.duration = after.duration or after.end - after.start
+        first.start = first.end - first.duration
+        label = clean_text(first.stream.label) or "(no label)"
+        where = f"line {waiting.line}: " if waiting.line else ""
+        upto = f"the next record (line {waiting.next_line})" if waiting.next_line else "the next record"
+        return [Notice(f"{self._name}: {where}'{label}': timestamp 0 (the epoch: no time yet, as PyLatencyMap's "
+                       f"10046 connector writes its first record) is the baseline; the {int(first.counts.sum()):,} "
+                       f"events up to {upto} are given the length of the column after it ({first.duration:g} s), "
+                       "not the years since 1970", skipped=0), first]
 
     def _back(self, prev: Snapshot, snap: Snapshot) -> list[Interval | Notice]:
         """What a snapshot not later than its stream's last one (`prev`) gives, not a rollover: it goes on in a run
@@ -267,6 +297,11 @@ class Differ:
             prev = self._resumed(stream, float(micros[0]) / 1e6)
         if prev is not None and (prev.micros is None or prev.sums is not None):
             return False
+        # a baseline at 0 before a dated record has no time (`push_items` says how its column is timed)
+        dated = micros >= TIME_OF_DAY_BELOW_S * 1e6
+        if stream in self._timeless or (prev.micros == 0 and dated[0] if prev is not None
+                                        else micros[0] == 0 and dated[1:2].any()):
+            return False
         self._first.setdefault(stream, float(micros[0]) / 1e6)
         # a missing bucket keeps its last value: only slots some row lacks, that some row or the last record held
         held = present.any(axis=0) if prev is None else present.any(axis=0) | (prev.counts != 0)
@@ -344,7 +379,24 @@ class Differ:
                     else f"{records} records, none later than the first (the baseline of cumulative counters); a "
                          "column needs a record with a later timestamp")
             out.append(Notice(f"{self._name}: '{label}': {what}", skipped=0))
+        for stream, waiting in self._timeless.items():
+            label = clean_text(stream.label) or "(no label)"
+            where = f"line {waiting.line}: " if waiting.line else ""
+            out.append(Notice(f"{self._name}: {where}'{label}': timestamp 0 (the epoch: no time yet) is the baseline "
+                              f"and the input ended after one more record, so the "
+                              f"{int(waiting.interval.counts.sum()):,} events between them have no known start and "
+                              "no column; a column needs a third record", skipped=0))
         return out
+
+
+@dataclass(slots=True)
+class _Timeless:
+    """A stream's first column, from a baseline at timestamp 0 (no time) at `line` to the record at `next_line`,
+    waiting for the length of the column after it."""
+
+    interval: Interval
+    line: int
+    next_line: int
 
 
 class _Columns:

@@ -20,6 +20,8 @@ from latencymap.plugins import Registry, TextFormat
 SNIFF_LINES = 200
 #: Longer lines are cut: a hostile or broken input cannot exhaust memory one line at a time.
 MAX_LINE = 64 * 1024
+#: A line running this long without a break (or 4 lines at the longest a format reads) ends its input: no text.
+ENDLESS_LINE = 64 * 1024 * 1024
 #: Bytes asked of the input at a time; a pipe gives what it has.
 CHUNK = 512 * 1024
 #: What `-` reads when no stream is passed, instead of sys.stdin (the TUI keeps fd 0 for the terminal).
@@ -138,12 +140,22 @@ def open_text(path: str, stdin: IO[bytes] | None = None) -> tuple[IO[str], str]:
     return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None), name
 
 
+class EndlessLine(ValueError):
+    """A line that runs past `endless_line` characters without a break: no text (/dev/zero, a binary stream), which
+    would otherwise be read to its end, if it has one, without a word."""
+
+
+def endless_line(cap: int) -> int:
+    """How long a line may run before its input is taken for no text: ENDLESS_LINE, or 4 lines at the cap."""
+    return max(ENDLESS_LINE, 4 * cap)
+
+
 def text_chunks(binary: IO[bytes], size: int = CHUNK, max_line: list[int] | None = None) -> Iterator[str]:
     """Decoded text in pieces of whole lines, as soon as they arrive (a live pipe is not held back).
 
     Invalid UTF-8 is replaced, newlines are normalised to `\\n`, and a line longer than MAX_LINE
     (or `max_line[0]`, which the caller may change between pieces) keeps its first MAX_LINE characters.
-    The last piece may lack a final newline.
+    The last piece may lack a final newline. A line running past `endless_line` raises EndlessLine.
     """
     limit = max_line if max_line is not None else [MAX_LINE]
     read = getattr(binary, "read1", binary.read)
@@ -156,6 +168,7 @@ def text_chunks(binary: IO[bytes], size: int = CHUNK, max_line: list[int] | None
     decoder = codecs.getincrementaldecoder(input_encoding(data))(errors="replace")
     carry = ""
     dropping = False  # inside the rest of an over-long line
+    running = 0  # characters of that line so far
     while True:
         cap = limit[0]
         text = carry + decoder.decode(data, final=not data)
@@ -166,6 +179,10 @@ def text_chunks(binary: IO[bytes], size: int = CHUNK, max_line: list[int] | None
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if dropping:
             nl = text.find("\n")
+            running += len(text) if nl < 0 else nl
+            if running > endless_line(cap):
+                raise EndlessLine(f"no line break in {running:,} characters (not text: a device such as /dev/zero, "
+                                  "binary data)")
             text, dropping = ("", True) if nl < 0 else (text[nl + 1:], False)
         cut = text.rfind("\n") + 1
         if cut:
@@ -174,7 +191,7 @@ def text_chunks(binary: IO[bytes], size: int = CHUNK, max_line: list[int] | None
         rest = text[cut:]
         if len(rest) > cap:
             yield rest[:cap] + "\n"
-            rest, dropping = "", True
+            rest, dropping, running = "", True, len(rest)
         carry = rest + carry
         if not data:
             if carry:
@@ -285,15 +302,19 @@ def read_input(
     head: list[str] = []
     fmt = None
     if not forced_format:
-        for chunk in chunks:  # decide as soon as a specific format claims the input: live pipes start at once
-            seen.append(chunk)
-            for line in chunk.splitlines(True):
-                head.append(line)
-                fmt = _specific_match(registry, head)
+        try:
+            for chunk in chunks:  # decide as soon as a specific format claims the input: live pipes start at once
+                seen.append(chunk)
+                for line in chunk.splitlines(True):
+                    head.append(line)
+                    fmt = _specific_match(registry, head)
+                    if fmt is not None or len(head) >= SNIFF_LINES:
+                        break
                 if fmt is not None or len(head) >= SNIFF_LINES:
                     break
-            if fmt is not None or len(head) >= SNIFF_LINES:
-                break
+        except EndlessLine as err:
+            binary.close()
+            raise InputError(f"{name}: unrecognised input format: {err}") from None
         if fmt is None and len(head) < SNIFF_LINES and not any(line.strip() for line in head):
             # read to its end: an empty input is no data, as in any format, not an unknown one; a compressed one
             # that ends early before anything came out is cut short
@@ -324,11 +345,15 @@ def read_input(
             chunks, seen = text_chunks(binary, max_line=limit), []
         try:
             damage: list[Damage] | None = getattr(getattr(binary, "raw", None), "damage", None)
-            if damage is None:
-                items = reader.read_text(itertools.chain(seen, chunks), name)
-                yield from items if runs else one_by_one(items)
-            else:
-                yield from _told(reader, itertools.chain(seen, chunks), name, damage, runs)
+            try:
+                if damage is None:
+                    items = reader.read_text(itertools.chain(seen, chunks), name)
+                    yield from items if runs else one_by_one(items)
+                else:
+                    yield from _told(reader, itertools.chain(seen, chunks), name, damage, runs)
+            except EndlessLine as err:  # what was read before it is kept
+                yield Notice(f"{name}: {err}; the rest of the input is not read")
+                return
             if _cut(binary):
                 yield CutShort(f"{name}: the compressed data ends early (cut short or corrupt): read up to there",
                                skipped=0)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import queue
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -27,6 +29,7 @@ from latencymap.core.model import (
 )
 from latencymap.flow.inputs import NOTHING_DECOMPRESSED, CutShort, read_input
 from latencymap.plugins import Registry, TextFormat
+from latencymap.protocol.reader import RecordedNotice
 
 #: Inputs up to this many stay open from their identification to their reading; more are opened again when read.
 KEPT_OPEN = 32
@@ -180,7 +183,7 @@ class _Tally:
                 self.read += 1
             elif isinstance(item, CutShort):
                 self.cut = True
-            elif item.skipped:
+            elif item.skipped and not isinstance(item, RecordedNotice):
                 self.skipped += item.skipped
                 self.first = self.first or item.message
             yield item
@@ -191,10 +194,10 @@ _WENT_ON = re.compile(r"; (?:(?:record|row|line|point) )?skipped$|; left out$")
 
 
 def strict(flow: Iterator[FlowItem]) -> Iterator[FlowItem]:
-    """Raise StrictError at the first Notice that skips something (notes that skip nothing pass), with its message
-    less the "; record skipped" that says reading went on: it does not."""
+    """Raise StrictError at the first Notice that skips something (notes that skip nothing, and a recorded run's
+    notes, pass), with its message less the "; record skipped" that says reading went on: it does not."""
     for item in flow:
-        if isinstance(item, Notice) and item.skipped:
+        if isinstance(item, Notice) and item.skipped and not isinstance(item, RecordedNotice):
             raise StrictError(_WENT_ON.sub("", item.message))
         yield item
 
@@ -212,7 +215,7 @@ def limited(flow: Iterator[FlowItem], count: int | None = None, duration: float 
     deadline = None if duration is None else clock() + duration
     if count is not None and count <= 0:
         return
-    for item in flow:
+    for item in flow if deadline is None else _on_time(flow, deadline, clock):
         if count is not None and isinstance(item, Interval | IntervalRun):
             streams = [item.stream] if isinstance(item, Interval) else item.streams
             for k, stream in enumerate(streams):
@@ -231,3 +234,60 @@ def limited(flow: Iterator[FlowItem], count: int | None = None, duration: float 
         yield item
         if deadline is not None and clock() >= deadline:
             return
+
+
+#: How often a flow read against a deadline looks at the clock while its source gives nothing (seconds).
+WAIT_S = 0.25
+#: Items a source read against a deadline may be ahead of the flow.
+AHEAD = 64
+
+
+def _on_time(flow: Iterator[FlowItem], deadline: float, clock: Callable[[], float]) -> Iterator[FlowItem]:
+    """`flow` until `deadline` (by `clock`), however long its source waits between items.
+
+    A live source that nothing arrives at (a listener without writers, a log nobody writes) yields nothing, so a
+    deadline looked at per item would never come: the flow is read in a thread of its own, and waiting for it ends
+    at the deadline. The source is then closed at its next item, or with the process.
+    """
+    box: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=AHEAD)
+    stop = threading.Event()
+
+    def put(entry: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                box.put(entry, timeout=WAIT_S)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def pump() -> None:
+        try:
+            for item in flow:
+                if not put((True, item)):
+                    break
+            else:
+                put((False, None))
+        except BaseException as err:  # raised again where the flow is read
+            put((False, err))
+        finally:
+            if stop.is_set() and hasattr(flow, "close"):
+                flow.close()
+
+    threading.Thread(target=pump, name="latencymap-duration", daemon=True).start()
+    try:
+        while True:
+            try:
+                ok, got = box.get(timeout=WAIT_S)
+            except queue.Empty:
+                if clock() >= deadline:
+                    return
+                continue
+            if ok:
+                yield got
+            elif got is None:
+                return
+            else:
+                raise got
+    finally:
+        stop.set()

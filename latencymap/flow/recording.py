@@ -30,6 +30,7 @@ import numpy as np
 from latencymap import __version__
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.errors import RecordingError
+from latencymap.core.json_input import json_input
 from latencymap.core.model import Flow, Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, safe_options
 from latencymap.flow.zstd_frames import RECORDS_PER_FRAME
@@ -278,9 +279,10 @@ def read_header(path: str) -> dict[str, Any] | None:
         first = stream.readline(64 * 1024)
     if first.startswith(HEADER_PREFIX):
         try:
-            return json.loads(first[len(HEADER_PREFIX):])
-        except json.JSONDecodeError:
+            header = json_input(first[len(HEADER_PREFIX):])
+        except ValueError:
             return None
+        return header if isinstance(header, dict) else None
     return None
 
 

@@ -20,12 +20,12 @@ thread's open frames are that process's stack, held until that (pid, tid) is obs
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from latencymap.core.json_input import json_input
 from latencymap.profiling.samples import Sample, frame_name
 
 
@@ -47,8 +47,8 @@ class Span:
 def load_events(data: str | bytes) -> list[dict[str, Any]]:
     """The event list of a chrometrace file (a bare array, or an object with `traceEvents`)."""
     try:
-        doc = json.loads(data)
-    except json.JSONDecodeError as err:
+        doc = json_input(data)
+    except ValueError as err:
         raise ChrometraceError(f"not JSON: {err}") from None
     if isinstance(doc, dict):
         doc = doc.get("traceEvents")

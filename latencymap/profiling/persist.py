@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+from latencymap.core.json_input import json_input
 from latencymap.profiling.samples import Sample
 from latencymap.profiling.store import ProfileStore
 
@@ -81,7 +82,7 @@ def _elided(sample: Sample) -> str:
 def decode(payload: str) -> list[Sample]:
     """The samples of one payload; ValueError when it is malformed."""
     try:
-        doc: Any = json.loads(payload)
+        doc: Any = json_input(payload)
         t0 = float(doc["t0"])
         threads = [(int(p), int(t)) for p, t in doc["threads"]]
         stacks = [tuple(str(f) for f in st) for st in doc["stacks"]]

@@ -66,7 +66,7 @@ class LineReader(Protocol):
 
     def unit_notice(self, first_line: int, unit: str) -> Notice: ...
 
-    def comment(self, line: str) -> list[Notice]: ...
+    def comment(self, line: str, number: int) -> list[Notice]: ...
 
     def stream(self, label: str, datasource: str | None, unit: str) -> StreamId: ...
 
@@ -160,9 +160,9 @@ class FastPath:
                     slow(noise.splitlines(True))
                 else:
                     if NOTE_PREFIX in noise or RECORDING_HEADER in noise:  # a recording's header, a recorded note
-                        for line in noise.splitlines():
+                        for k, line in enumerate(noise.split("\n"), reader.line_no + 1):
                             if line.startswith("# latencymap-"):
-                                out.extend(reader.comment(line.strip()))
+                                out.extend(reader.comment(line.strip(), k))
                     reader.line_no += noise.count("\n")
                 pos = noise_end
             if begin < 0 or reader.in_record():

@@ -7,12 +7,14 @@ import re
 import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
 from latencymap import __version__
 from latencymap.core.deltas import MAX_RUNS, apart_label
+from latencymap.core.json_input import json_input
 from latencymap.core.model import (
     Interval,
     IntervalRun,
@@ -114,7 +116,8 @@ class ProtocolReader:
             if self._pending:
                 yield from self._pending
                 self._pending.clear()
-            if isinstance(item, Notice) and item.skipped and self._newer is not None and "newer" not in self._said:
+            if (isinstance(item, Notice) and item.skipped and not isinstance(item, RecordedNotice)
+                    and self._newer is not None and "newer" not in self._said):
                 self._said.add("newer")
                 yield self._newer_notice(self._newer)
             if isinstance(item, Snapshot) and item.timestamp is None:
@@ -161,22 +164,34 @@ class ProtocolReader:
                       "bounds ([v/2, v)): if these are Oracle's, add 'datasource, oracle' to the records or pass "
                       "--datasource oracle, which puts every row one octave lower", skipped=0)
 
-    def comment(self, line: str) -> list[Notice]:
-        """A `# latencymap-...` line between records: a recording's header (kept in `recording`; a newer latencymap's
-        version is said at the first record skipped), or a note of the recorded run (said again, as a note)."""
-        if line.startswith(RECORDING_HEADER):
-            header = _json_object(line[len(RECORDING_HEADER):])
-            if header is not None:
-                self.recording = header
-                version = header.get("version")
+    def comment(self, line: str, number: int) -> list[Notice]:
+        """A `# latencymap-...` line between records (line `number`): a recording's header (kept in `recording`; a
+        newer latencymap's version is said at the first record skipped), or a note of the recorded run (said again,
+        as a note). One whose JSON does not decode to an object is skipped and said."""
+        for prefix in (RECORDING_HEADER, NOTE_PREFIX):
+            if not line.startswith(prefix):
+                continue
+            try:
+                value = json_input(line[len(prefix):])
+            except ValueError as err:
+                value = None
+                why = f"invalid JSON: {err.msg}" if isinstance(err, json.JSONDecodeError) else f"JSON {err}"
+            else:
+                why = "JSON, not an object"
+            if not isinstance(value, dict):
+                return [Notice(f"{self.name}: line {number}: '{prefix.strip()}' line not read ({why}); expected a "
+                               "JSON object after it; line skipped", skipped=0)]
+            if prefix == RECORDING_HEADER:
+                self.recording = value
+                version = value.get("version")
                 if isinstance(version, str) and _release(version) > _release(__version__):
                     self._newer = clean_text(version, 40)
-            return []
-        if line.startswith(NOTE_PREFIX):
-            note = _json_object(line[len(NOTE_PREFIX):])
-            message = note.get("message") if note is not None else None
+                return []
+            message = value.get("message")
             if isinstance(message, str) and message:
-                return [Notice(f"{self.name}: as recorded: {clean_text(message, 2000)}", skipped=0)]
+                skipped = value.get("skipped")
+                count = skipped if type(skipped) is int and 0 <= skipped <= MAX_RECORDED_SKIPS else 0
+                return [RecordedNotice(f"{self.name}: as recorded: {clean_text(message, 2000)}", skipped=count)]
         return []
 
     def _newer_notice(self, version: str) -> Notice:
@@ -232,7 +247,7 @@ class ProtocolReader:
                     continue
             if self._record is None or self._bad_record:  # noise between records, or the rest of a bad record
                 if self._record is None and low.startswith("# latencymap-"):
-                    yield from self.comment(line)
+                    yield from self.comment(line, self.line_no)
                 continue
             try:
                 parse_record_line(self._record, line, low, self.line_no)
@@ -319,12 +334,15 @@ class ProtocolReader:
         return self.timeline.placed_run(run, lines)
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+#: The most records one recorded note may say its run skipped (a larger count is read as none).
+MAX_RECORDED_SKIPS = 2**62
+
+
+@dataclass(slots=True)
+class RecordedNotice(Notice):
+    """A note of a recorded run, said again when the recording is read. Its `skipped` is what that run skipped, so
+    views count it as the live session did; nothing of the recording itself was skipped (`--strict` goes on, and it
+    never makes the recording unreadable)."""
 
 
 def _release(version: str) -> tuple[int, ...]:

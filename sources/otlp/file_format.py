@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import ClassVar
 
+from latencymap.core.json_input import TOO_DEEP, json_input
 from latencymap.core.model import Notice
 from latencymap.plugins import Item, TextFormat
 
@@ -43,11 +44,12 @@ class OtlpJsonFormat(TextFormat):
                 continue
             where = f"{name}: line {number}"
             try:
-                doc = json.loads(line)
+                doc = json_input(line)
             except ValueError as err:
                 cut = " (cut: longer than the longest line read)" if len(line.rstrip("\n")) >= MAX_LINE else ""
                 column = f" at column {err.colno}" if isinstance(err, json.JSONDecodeError) else ""
-                yield Notice(f"{where}: invalid JSON{column}{cut}; expected one OTLP/JSON metrics request "
+                deep = f" ({TOO_DEEP})" if str(err) == TOO_DEEP else ""
+                yield Notice(f"{where}: invalid JSON{column}{cut}{deep}; expected one OTLP/JSON metrics request "
                              '({"resourceMetrics": [...]}) per line')
                 continue
             try:

@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from latencymap.core.json_input import TOO_DEEP, json_input
 from latencymap.core.model import Notice
 from latencymap.core.sanitize import clean_text
 from latencymap.flow.inputs import InputError
@@ -295,10 +296,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _decode_json_body(body: bytes) -> Decoded:
     try:
-        doc = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as err:
+        doc = json_input(body)
+    except ValueError as err:  # UnicodeDecodeError is one
         where = f" at line {err.lineno} column {err.colno}" if isinstance(err, json.JSONDecodeError) else ""
-        raise DecodeError(f"invalid JSON{where}; expected an OTLP/JSON ExportMetricsServiceRequest") from None
+        why = f" ({TOO_DEEP})" if str(err) == TOO_DEEP else ""
+        raise DecodeError(f"invalid JSON{where}{why}; expected an OTLP/JSON ExportMetricsServiceRequest") from None
     return decode_json(doc)
 
 

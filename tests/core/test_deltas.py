@@ -4,6 +4,8 @@ import numpy as np
 
 from latencymap.core.deltas import Differ
 from latencymap.core.model import Interval, IntervalRun, Notice, Snapshot, SnapshotRun, StreamId
+from latencymap.flow.inputs import read_input
+from latencymap.plugins import load_registry
 
 S = StreamId("s", "bpf", "microsec")
 
@@ -166,3 +168,68 @@ def test_a_streams_first_interval_keeps_its_baselines_date() -> None:
     got = [iv for item in differ.run_columns([lone, later]) if isinstance(item, IntervalRun)
            for iv in item.intervals()]
     assert [(iv.date, iv.start_date) for iv in got] == [("a2", "a1"), ("a3", "")]
+
+
+EPOCH_NOTE = "timestamp 0 (the epoch: no time yet"
+T0 = 1_377_520_821  # the first dated record of PyLatencyMap's 10046 connector on its sample trace
+
+
+def _columns(items: list) -> list[Interval]:
+    return [iv for item in items if isinstance(item, Interval | IntervalRun)
+            for iv in (item.intervals() if isinstance(item, IntervalRun) else [item])]
+
+
+def test_a_baseline_at_the_epoch_before_dated_records_has_no_time() -> None:
+    """PyLatencyMap's 10046 connector writes its first record at timestamp 0: the column up to the next record has
+    no known start. It keeps its events but takes the next column's length, not 43 years; the note names the line.
+    One snapshot at a time, in runs diffed in bulk, and split across runs."""
+    def at(ts: float, n: int, line: int) -> Snapshot:
+        s = snap(ts, [n])
+        s.line, s.micros = line, int(ts * 1_000_000)
+        return s
+
+    snaps = [at(0, 1, 1), at(T0, 141, 8), at(T0 + 3, 400, 20), at(T0 + 6, 500, 30)]
+    counts = np.zeros((4, 64), dtype=np.int64)
+    counts[:, 0] = [1, 141, 400, 500]
+    micros = np.array([0, T0, T0 + 3, T0 + 6], dtype=np.int64) * 1_000_000
+    run = SnapshotRun([S] * 4, micros, counts, np.ones((4, 64), dtype=bool), [""] * 4, [1, 8, 20, 30])
+    halves = [SnapshotRun([S] * k, micros[a:a + k], counts[a:a + k], np.ones((k, 64), dtype=bool), [""] * k,
+                          [1, 8, 20, 30][a:a + k]) for a, k in ((0, 1), (1, 1), (2, 2))]
+    for out in (list(Differ(name="c.txt").run(snaps)), list(Differ(name="c.txt").run_columns([run])),
+                list(Differ(name="c.txt").run_columns(halves))):
+        cols = _columns(out)
+        assert [(iv.start, iv.end, iv.duration, int(iv.counts[0])) for iv in cols] == [
+            (T0 - 3, T0, 3.0, 140), (T0, T0 + 3, 3.0, 259), (T0 + 3, T0 + 6, 3.0, 100)]
+        (note,) = _notes(out)
+        assert note.startswith(f"c.txt: line 1: 's': {EPOCH_NOTE}") and "the 140 events up to the next record " \
+            "(line 8) are given the length of the column after it (3 s)" in note
+
+
+def test_a_baseline_at_the_epoch_and_one_record_make_no_column_and_say_why() -> None:
+    out = list(Differ(name="c.txt").run([snap(0, [1]), snap(T0, [141])]))
+    assert not _columns(out)
+    (note,) = _notes(out)
+    assert EPOCH_NOTE in note and "the 140 events between them have no known start" in note
+
+
+def test_a_time_of_day_baseline_at_midnight_is_a_time() -> None:
+    """Timestamp 0 followed by times of day (PyLatencyMap's Oracle scripts: microseconds since midnight) is
+    midnight, a real time."""
+    out = list(Differ().run([snap(0, [1]), snap(3.0, [5]), snap(6.0, [9])]))
+    assert [(iv.start, iv.end) for iv in _columns(out)] == [(0, 3.0), (3.0, 6.0)] and not _notes(out)
+
+
+def test_pylatencymaps_10046_connector_output_gives_its_trace_rate(fixtures) -> None:  # type: ignore[no-untyped-def]
+    """The connector's real output (fixtures/pylatencymap/NOTICE says how it was made from the shipped trace): 28,693
+    events from 1377520818 (the first column given the next one's 3 s) to its last record, about 162/s as the
+    trace read directly gives, not 2e-5/s over 15,944 days."""
+    path = str(fixtures / "pylatencymap" / "10046_connector_output.txt")
+    for runs in (False, True):
+        out = list(Differ(name=path).run_columns(read_input(path, load_registry(), runs=runs)))
+        cols = _columns(out)
+        events = sum(int(iv.counts.sum()) for iv in cols)
+        span = cols[-1].end - cols[0].start
+        assert (len(cols), events, cols[0].start, int(cols[0].counts.sum())) == (59, 28_693, T0 - 3, 140)
+        assert sum(iv.duration for iv in cols) == span == 177.0 and 160 < events / span < 165
+        (note,) = [n for n in _notes(out) if EPOCH_NOTE in n]
+        assert note.startswith(f"{path}: line 1: ")

@@ -102,6 +102,44 @@ def test_blank_lines_past_the_sniffing_window_still_need_a_format() -> None:
         list(inputs.read_input("-", load_registry(), stdin=io.BytesIO(data)))
 
 
+class _Endless(io.RawIOBase):
+    """A pipe that gives `head`, then NULs for ever (`cat /dev/zero`)."""
+
+    def __init__(self, head: bytes = b"") -> None:
+        self.head = head
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = len(buffer)
+        data, self.head = self.head[:n], self.head[n:]
+        buffer[:len(data)] = data
+        buffer[len(data):n] = bytes(n - len(data))
+        return n
+
+
+@pytest.mark.timeout(60)  # before: read for ever
+def test_dev_zero_is_refused_naming_it_not_read_for_ever() -> None:
+    """`report /dev/zero` (or `cat /dev/zero |`) ran until killed, then said "No data.": sniffing waited for the end
+    of a first line that never comes. A line running past ENDLESS_LINE characters is no text."""
+    for path, stdin in (("/dev/zero", None), ("-", io.BufferedReader(_Endless()))):
+        shown = "<stdin>" if path == "-" else path
+        with pytest.raises(InputError, match=rf"^{shown}: unrecognised input format: no line break in [0-9,]+ "
+                                             r"characters \(not text"):
+            list(inputs.read_input(path, load_registry(), stdin=stdin))
+
+
+@pytest.mark.timeout(60)
+def test_records_then_an_endless_line_keep_the_records_and_say_so(example_data: Path) -> None:
+    stdin = io.BufferedReader(_Endless(example_data.read_bytes()))
+    items = list(inputs.read_input("-", load_registry(), stdin=stdin))
+    assert sum(1 for i in items if not isinstance(i, Notice)) == 72  # the sample's records, every one
+    last = items[-1]
+    assert isinstance(last, Notice) and last.skipped == 1 and last.message.startswith("<stdin>: no line break in ")
+    assert last.message.endswith("; the rest of the input is not read")
+
+
 def _intervals(items: list[Any]) -> list[tuple[Any, ...]]:
     return [(i.stream.label, i.start, i.end, i.counts.tolist()) for i in items if isinstance(i, Interval)]
 

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 import numpy as np
+import pytest
 
 from latencymap.core.model import FlowItem, Interval, IntervalRun, Notice, StreamId
 from latencymap.flow.pipeline import limited
@@ -67,3 +68,62 @@ def test_duration_stops_on_the_clock() -> None:
     ticks = iter(range(100))
     got = list(limited(rounds([A], 50, []), duration=5, clock=lambda: float(next(ticks))))
     assert per_stream(got) == {"a": 5}
+
+
+@pytest.mark.timeout(60)  # before: waited for the source's next item
+def test_duration_ends_on_time_while_the_source_gives_nothing() -> None:
+    """A live source that nothing arrives at (`listen --otlp` without requests) yields nothing: the deadline, looked
+    at per item, never came. The flow now ends on time, and the source is closed at its next item."""
+    import threading
+    import time
+
+    arrive = threading.Event()
+    closed = threading.Event()
+
+    def quiet() -> Iterator[FlowItem]:
+        try:
+            yield interval(A, 1.0)
+            arrive.wait(30)  # nothing arrives until the test says so
+            yield interval(A, 2.0)
+            yield interval(A, 3.0)
+        finally:
+            closed.set()
+
+    started = time.monotonic()
+    got = list(limited(quiet(), duration=0.5))
+    assert 0.5 <= time.monotonic() - started < 1.5 and per_stream(got) == {"a": 1}
+    arrive.set()
+    assert closed.wait(5)
+
+
+def test_duration_passes_on_what_the_source_raises_and_its_end() -> None:
+    def failing() -> Iterator[FlowItem]:
+        yield interval(A, 1.0)
+        raise RuntimeError("source died")
+
+    got: list[FlowItem] = []
+    try:
+        got.extend(limited(failing(), duration=30))
+    except RuntimeError as err:
+        assert str(err) == "source died"
+    else:
+        raise AssertionError("not raised")
+    assert per_stream(got) == {"a": 1}
+    assert per_stream(list(limited(rounds([A, B], 3, []), 2, duration=30))) == {"a": 2, "b": 2}
+
+
+def test_listen_otlp_with_duration_stops_on_time_without_requests() -> None:
+    """`latencymap report listen --otlp ... --duration 1` ran until killed when no request came."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "latencymap", "report", "listen", "--otlp", f"127.0.0.1:{port}",
+                           "--duration", "1"], capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - started < 15  # the interpreter's start and imports, then 1 s
+    assert done.returncode == 0 and "receiving OpenTelemetry metrics" in done.stdout + done.stderr, done.stderr

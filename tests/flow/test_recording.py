@@ -58,6 +58,14 @@ def test_report_of_live_run_equals_report_of_its_replay(tmp_path: Path, example_
     assert {"version", "host", "start", "options"} <= set(header)
 
 
+def test_a_header_that_is_no_json_object_is_no_header(tmp_path: Path) -> None:
+    """Nested deeper than json.loads follows (a RecursionError, not a ValueError), cut, or not an object."""
+    for n, tail in enumerate(("[" * 5000 + "]" * 5000, "{", "[1]")):
+        path = tmp_path / f"h{n}.txt"
+        path.write_text(f"# latencymap-recording {tail}\n")
+        assert read_header(str(path)) is None
+
+
 def test_exact_intensity_survives_a_recording(tmp_path: Path) -> None:
     rec = tmp_path / "exact.txt"
     r = Recorder(str(rec))

@@ -240,8 +240,14 @@ def test_the_notes_of_the_recorded_run_are_kept_in_the_recording(tmp_path: Path)
                      {"message": "in.txt: line 9: bad; record skipped", "skipped": 1}]
     assert text.index(NOTE_PREFIX) < text.rindex("<begin record>")  # in its place in the flow
     code, doc = report(path)
-    assert code == 0 and doc["errors"] == {"skipped_records": 0, "messages": [
+    assert code == 0 and doc["errors"] == {"skipped_records": 1, "messages": [  # what the recorded run skipped
         f"{path}: as recorded: in.txt: read as bpf", f"{path}: as recorded: in.txt: line 9: bad; record skipped"]}
+    assert cli("--plain", "--once", str(path)).stdout.rstrip().endswith("skipped records: 1")
+    strict = cli("report", "--strict", "--format", "json", str(path))  # nothing of the recording itself was skipped
+    assert strict.returncode == 0 and json.loads(strict.stdout) == doc
+    notes = [Notice(f"in.txt: line {n}: bad; record skipped") for n in (3, 4)]
+    list(recorded(iter(notes), Recorder(str(tmp_path / "notes-only.txt"))))
+    assert report(tmp_path / "notes-only.txt")[0] == 0  # a recorded skip does not make the recording unreadable
 
 
 def test_a_recording_keeps_at_most_max_notes_and_counts_the_rest(tmp_path: Path) -> None:

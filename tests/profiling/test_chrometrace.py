@@ -107,7 +107,8 @@ def test_frames_without_line_numbers() -> None:
     assert [round(s.time, 6) for s in samples] == [100.0, 100.01, 100.02]
 
 
-@pytest.mark.parametrize("data", [b"not json", b'{"a": 1}', b"[1, 2]", b'[{"ph": "B", "name": "f"}]'])
+@pytest.mark.parametrize("data", [b"not json", b'{"a": 1}', b"[1, 2]", b'[{"ph": "B", "name": "f"}]',
+                                  pytest.param(b"[" * 5000 + b"]" * 5000, id="nested-too-deeply")])  # RecursionError
 def test_malformed_traces_raise(data: bytes) -> None:
     with pytest.raises(ChrometraceError):
         parse_chrometrace(data, 0.0, 100)

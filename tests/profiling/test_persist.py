@@ -57,7 +57,8 @@ def test_a_stack_too_deep_for_one_line_keeps_its_ends_and_stays_under_the_limit(
     assert decode(other)[0].stack == deep[:3]
 
 
-@pytest.mark.parametrize("bad", ["{", "{}", '{"t0": 1, "threads": [], "stacks": [], "samples": [[0, 0, 0, 1]]}'])
+@pytest.mark.parametrize("bad", ["{", "{}", '{"t0": 1, "threads": [], "stacks": [], "samples": [[0, 0, 0, 1]]}',
+                                 pytest.param("[" * 5000 + "]" * 5000, id="nested-too-deeply")])  # RecursionError
 def test_malformed_payloads_raise_value_error(bad: str) -> None:
     with pytest.raises(ValueError):
         decode(bad)

@@ -80,10 +80,30 @@ def test_notes_of_the_recorded_run_come_back_in_their_place(bulk: bool) -> None:
 
 
 @pytest.mark.parametrize("bulk", [False, True])
-def test_bad_note_lines_are_noise(bulk: bool) -> None:
-    bad = "".join(NOTE_PREFIX + tail + "\n" for tail in ("{", "[1]", '{"message": 3}', '{"message": ""}'))
-    got = items(header() + bad + records(2), bulk)
-    assert not notices(got) and len(got) == 2
+def test_note_lines_without_a_message_are_noise_and_undecodable_ones_are_said(bulk: bool) -> None:
+    """A note line that is no JSON object (cut, damaged, or nested deeper than the decoder follows: 2,000 `[` made
+    json.loads raise RecursionError, a crash that lost the whole report) is skipped with its line; one without a
+    message says nothing. The records around them are read."""
+    bad = "".join(NOTE_PREFIX + tail + "\n" for tail in ("{", "[1]", '{"message": 3}', '{"message": ""}',
+                                                         "[" * 5000 + "]" * 5000))
+    got = items(header() + records(1) + bad + records(2, t0=101.0), bulk)
+    said = [n.message for n in notices(got)]
+    assert len(got) - len(said) == 3 and all(n.skipped == 0 for n in notices(got))
+    tail = "; expected a JSON object after it; line skipped"
+    assert said == [
+        f"rec.txt: line 52: '{NOTE_PREFIX.strip()}' line not read (invalid JSON: Expecting property name enclosed in "
+        f"double quotes){tail}",
+        f"rec.txt: line 53: '{NOTE_PREFIX.strip()}' line not read (JSON, not an object){tail}",
+        f"rec.txt: line 56: '{NOTE_PREFIX.strip()}' line not read (JSON nested too deeply to decode){tail}"]
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_header_nested_too_deeply_is_said_and_the_records_are_read(bulk: bool) -> None:
+    got = items(RECORDING_HEADER + "[" * 5000 + "]" * 5000 + "\n" + records(2), bulk)
+    assert [n.message for n in notices(got)] == [
+        f"rec.txt: line 1: '{RECORDING_HEADER.strip()}' line not read (JSON nested too deeply to decode); expected a "
+        "JSON object after it; line skipped"]
+    assert len(got) == 3
 
 
 @pytest.mark.parametrize("bulk", [False, True])

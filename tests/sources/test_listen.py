@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import latencymap.cli.main
 from latencymap.core.model import Interval, Notice
 from latencymap.instrument import Timings
 from latencymap.sinks import SocketSink, default_socket_path
-from latencymap.sources.listen import ListenError, ListenSource, bind_socket
+from latencymap.sources.listen import POLL_S, ListenError, ListenSource, bind_socket
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fixtures" / "training" / "train_example.py"
@@ -181,3 +182,87 @@ def test_default_socket_lives_in_a_private_directory(tmp_path: Path, monkeypatch
         default_socket_path()
     monkeypatch.setenv("LATENCYMAP_SOCKET", str(tmp_path / "elsewhere.sock"))
     assert default_socket_path() == str(tmp_path / "elsewhere.sock")
+
+
+def test_a_writer_line_nested_too_deeply_is_said_and_the_listener_goes_on(tmp_path: Path) -> None:
+    """A `# latencymap-writer` line of 5,000 `[` made json.loads raise RecursionError, which escaped the listener."""
+    import socket
+
+    path = tmp_path / "lm.sock"
+    source = ListenSource(path=str(path), writers=1, idle_timeout=20)
+    items: list[Any] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            items.extend(source.items())
+        except BaseException as err:  # the assertion below names it
+            errors.append(err)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    wait_for(lambda: is_socket(path))
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.connect(str(path))
+        conn.sendall(("# latencymap-writer " + "[" * 5000 + "]" * 5000 + "\n").encode())
+    thread.join(20)
+    assert not thread.is_alive() and not errors
+    messages = [n.message for n in items if isinstance(n, Notice)]
+    assert any("unreadable line '# latencymap-writer [[[" in m for m in messages), messages
+
+
+def listening(source: ListenSource, path: Path) -> tuple[threading.Thread, list[Any]]:
+    """`source` run in a thread (its items collected), once its socket is there."""
+    items: list[Any] = []
+    thread = threading.Thread(target=lambda: items.extend(source.items()))
+    thread.start()
+    wait_for(lambda: is_socket(path))
+    return thread, items
+
+
+def test_a_second_listener_checking_the_socket_is_no_writer(tmp_path: Path) -> None:
+    """`listen --writers 1` stopped (exit 0, socket removed) when a second listener probed its socket."""
+    path = tmp_path / "lm.sock"
+    thread, items = listening(ListenSource(path=str(path), writers=1, idle_timeout=20), path)
+    with pytest.raises(ListenError, match="another listener"):
+        bind_socket(str(path))  # connects and closes without a word
+    time.sleep(3 * POLL_S)
+    assert thread.is_alive() and is_socket(path)
+    timings = Timings(SocketSink(str(path), hello={"run": "job", "rank": 0}), run="job", rank=0, interval=60)
+    timings.record("step", 0.002)
+    timings.close()
+    thread.join(20)
+    assert not thread.is_alive()
+    messages = [n.message for n in items if isinstance(n, Notice)]
+    assert [m for m in messages if "disconnected" in m] == [
+        f"listen: job/rank0 (pid {os.getpid()}) disconnected after 1 intervals"], messages
+    assert sum(int(iv.counts.sum()) for iv in items if isinstance(iv, Interval)) == 1
+
+
+def test_a_writer_that_names_no_one_never_adds_to_another_writers_stream(tmp_path: Path) -> None:
+    """A connection without a hello sending `job/rank0/step` was summed into the real rank 0's stream."""
+    path = tmp_path / "lm.sock"
+    thread, items = listening(ListenSource(path=str(path), writers=2, idle_timeout=20), path)
+    rank0 = Timings(SocketSink(str(path), hello={"run": "job", "rank": 0}), run="job", rank=0, interval=60)
+    for _ in range(3):
+        rank0.record("step", 0.002)
+    rank0.flush()
+    wait_for(lambda: any(isinstance(iv, Interval) for iv in items))
+    now = int(time.time() * 1e6)
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.connect(str(path))
+        conn.sendall((f"<begin record>\ntimestamp, microsec, {now}, x\ncounts, interval\n"
+                      f"start, microsec, {now - 1_000_000}\nlatencyunit, nanosec\nlabel, job/rank0/step\n"
+                      "datasource, training\n8388608, 99999999999, 1e18\n<end record>\n").encode())
+    rank0.record("step", 0.002)
+    rank0.close()
+    thread.join(20)
+    assert not thread.is_alive()
+    events: dict[str, int] = {}
+    for iv in items:
+        if isinstance(iv, Interval):
+            events[iv.stream.label] = events.get(iv.stream.label, 0) + int(iv.counts.sum())
+    assert events == {"job/rank0/step": 4, "job/rank0/step [writer 2]": 99_999_999_999}
+    messages = [n.message for n in items if isinstance(n, Notice)]
+    assert "listen: writer 2 sends 'job/rank0/step', which another writer sent first: its records of it are shown " \
+           "as 'job/rank0/step [writer 2]'" in messages

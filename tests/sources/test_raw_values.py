@@ -72,3 +72,18 @@ def test_values_without_times_are_said_to_carry_no_time_of_their_own() -> None:
     pairs = RawValuesFormat(unit="ms")
     list(pairs.read(["0.5 1.5\n", "1.5 2\n"], "pairs.txt"))
     assert pairs.untimed_streams() == set()
+
+
+def test_a_value_past_the_top_bucket_is_said_once_with_its_line_value_and_the_bound() -> None:
+    """2**70 µs was folded into the top bucket, [2**62, 2**63) µs, without a word: percentiles said 128x less. It is
+    still counted there (its exact time kept), and one note per stream names the first such line."""
+    text = "10\n# a comment\n1180591620717411303424\n3\n2e20\n"
+    items = read_items(RawValuesFormat, text, "v.txt")
+    said = [m for m in notices(items) if "top bucket" in m]
+    assert said == ["v.txt: line 3: value 1.18059e+21 microsec is past the top bucket, which ends at 9.22337e+18 "
+                    "microsec (106,751,991 days): counted in it, so percentiles there say at most 106,751,991 days "
+                    "(its exact time is kept in the totals); said once per stream"]
+    (col,) = intervals(items)
+    assert int(col.counts[-1]) == 2 and int(col.counts.sum()) == 4
+    assert float(col.time.sum()) == pytest.approx((2**70 + 2e20 + 13) / 1e6)
+    assert not [m for m in notices(read_items(RawValuesFormat, "9.2e18\n1\n")) if "top bucket" in m]

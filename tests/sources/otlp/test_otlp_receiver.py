@@ -54,6 +54,11 @@ def test_bad_requests_get_status_codes_and_notices_and_a_good_one_still_counts(o
     assert (code, kind) == (400, "application/json")
     assert json.loads(answer)["code"] == 3 and "invalid JSON at line 1 column 1" in json.loads(answer)["message"]
 
+    # nested deeper than json.loads follows: the connection was dropped with no answer, a traceback on stderr
+    code, kind, answer = post(url, b"[" * 2000 + b"]" * 2000, "application/json")
+    assert (code, kind) == (400, "application/json")
+    assert json.loads(answer)["message"].startswith("invalid JSON (nested too deeply to decode); expected an OTLP")
+
     assert post(url, b"not gzip", "application/json", encoding="gzip")[0] == 400
     assert post(url, body, "application/x-protobuf", encoding="br")[0] == 415
     assert post(f"{base}/v1/traces", body, "application/x-protobuf")[0] == 404
@@ -65,12 +70,13 @@ def test_bad_requests_get_status_codes_and_notices_and_a_good_one_still_counts(o
 
     got += items
     said = messages(got)[1:]
-    assert len(said) == 7
+    assert len(said) == 8
     assert all(m.startswith("listen --otlp: 127.0.0.1:") for m in said)
     assert "POST /v1/metrics: " in said[0] and "truncated or not protobuf" in said[0]
     assert "Content-Type 'text/html'; expected application/x-protobuf or application/json" in said[1]
     assert "invalid JSON" in said[2] and "expected an OTLP/JSON ExportMetricsServiceRequest" in said[2]
-    assert "POST /v1/traces" in said[5] and "GET /v1/metrics" in said[6]
+    assert "nested too deeply" in said[3]
+    assert "POST /v1/traces" in said[6] and "GET /v1/metrics" in said[7]
     [column] = by_label(got)[LABEL]
     assert column.counts.sum() == 3
 

@@ -22,15 +22,17 @@ from latencymap.core.percentiles import median_of
 
 
 def stage_skew(durations_s: np.ndarray, starts_s: np.ndarray, ends_s: np.ndarray,
-               cores: int | None = None) -> dict[str, Any]:
-    """Skew metrics of one stage's tasks (see the module docstring); seconds."""
+               cores: int | None = None, running_s: float = 0.0) -> dict[str, Any]:
+    """Skew metrics of one stage's tasks (see the module docstring); seconds (any one unit: the times come out in
+    it). `running_s`: the time so far of tasks still running, whose cores are busy (their starts, and the time
+    they were seen running, are among `starts_s` and `ends_s`; their time so far is not among `durations_s`)."""
     d = np.asarray(durations_s, dtype=np.float64)
     if d.size == 0:
         return {"skew": None, "max_over_wall": None, "wall_s": 0.0, "task_time_s": 0.0, "cores": cores,
                 "wasted_core_s": None, "utilisation": None}
     median, longest = float(median_of(d)), float(d.max())
     wall = float(np.max(ends_s) - np.min(starts_s))
-    busy = float(d.sum())
+    busy = float(d.sum()) + running_s
     held = cores * wall if cores else None
     return {
         "skew": longest / median if median > 0 else None,

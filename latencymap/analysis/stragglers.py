@@ -140,9 +140,7 @@ def group_stragglers(
     ok = np.isfinite(durations) & (durations >= 0)
     if int(ok.sum()) < min_group:
         return []
-    median = float(median_of(durations[ok]))
-    mad = float(median_of(np.abs(durations[ok] - median)))
-    mad = max(mad, MAD_FLOOR * median, np.finfo(np.float64).tiny)
+    median, mad = _spread(durations[ok])
     reference = np.full(len(items), median)
     cold = np.array([i.cold for i in items], dtype=bool) & ok
     wave = (first_wave(items, slots) | cold) & ok
@@ -173,6 +171,28 @@ def group_stragglers(
             for k in np.flatnonzero(warm)
         ]
     return out
+
+
+def _spread(durations: np.ndarray) -> tuple[float, float]:
+    """The median and the MAD (floored: see the module docstring) of a group's durations."""
+    median = float(median_of(durations))
+    mad = float(median_of(np.abs(durations - median)))
+    return median, max(mad, MAD_FLOOR * median, np.finfo(np.float64).tiny)
+
+
+def already_slow(durations_s: np.ndarray, so_far_s: float, *, min_ratio: float = MIN_RATIO,
+                 min_mad_score: float = MIN_MAD_SCORE, min_group: int = MIN_GROUP) -> tuple[float, float] | None:
+    """(ratio, group median) when an item still running for `so_far_s` is a straggler already against the items of
+    its group that ended (`durations_s`), by the same rule (against the median); None when not, or when fewer than
+    `min_group` ended."""
+    d = np.asarray(durations_s, dtype=np.float64)
+    d = d[np.isfinite(d) & (d >= 0)]
+    if d.size < min_group:
+        return None
+    median, mad = _spread(d)
+    ratio = so_far_s / median if median > 0 else np.inf
+    slow = ratio >= min_ratio and _MAD_TO_SIGMA * (so_far_s - median) / mad >= min_mad_score
+    return (float(ratio), median) if slow else None
 
 
 def find_stragglers(

@@ -23,6 +23,7 @@ from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, accumulate
 from latencymap.core.errors import InputError, NothingReadable
 from latencymap.core.model import ColumnFlow, Notice, StreamId
+from latencymap.core.sanitize import clean_text
 from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import check_output, write_text, writing
 from latencymap.outputs.json_text import dumps
@@ -190,16 +191,16 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
         except NothingReadable:  # report what was read (and skipped), say what the gates found there, then fail
             _note_dropped(acc)
-            _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
+            _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
             _gate_failures(acc, fail_if)  # exit code 1 either way: the unreadable input's
             raise
         except (KeyboardInterrupt, Terminated, SourceError) as err:  # stopped or failed: what was read is reported
             acc.note(Notice(_stopped(err, source), skipped=0))
             _note_dropped(acc)
-            _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
+            _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
             raise
         _note_dropped(acc)
-        _write(acc, source or _read_through(readers), out_format, output, _untimed(readers))
+        _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
         return _gate_failures(acc, fail_if)
 
     guarded(body)
@@ -224,24 +225,50 @@ def _stopped(err: BaseException, source: Source | None) -> str:
     return f"{what}: this report covers what was read until then (while {read})"
 
 
-def _write(acc: Accumulator, source: Source | None, out_format: str, output: str | None,
+def _write(acc: Accumulator, sources: list[Source], out_format: str, output: str | None,
            untimed: set[StreamId] | None = None) -> None:
-    """The report of `acc` in `out_format` (with a source's own analysis, e.g. Spark's stragglers; `untimed`: the
-    streams whose columns carry no time of their own, which the text report gives no rate)."""
-    extra = source.analysis() if source is not None and hasattr(source, "analysis") else {}
-    stragglers = {h.stream.label: extra.get("stragglers", []) for h in acc.streams.values()} if extra else None
+    """The report of `acc` in `out_format`, with the sources' own analysis (e.g. Spark's stragglers: one per input
+    read through a source, each headed by its input when there are several; `untimed`: the streams whose columns
+    carry no time of their own, which the text report gives no rate)."""
+    done = [(s, s.analysis() if hasattr(s, "analysis") else {}) for s in sources]
     if out_format not in ("text", "json"):
+        extra = done[0][1] if len(done) == 1 else {}  # one list of stragglers for every stream: one input's
+        stragglers = {h.stream.label: extra.get("stragglers", []) for h in acc.streams.values()} if extra else None
         write_report(acc, out_format, output, stragglers=stragglers)
         return
     if out_format == "json":
         doc = build_report(acc, arrays=True)
-        if source is not None:
-            said = {k: v for k, v in source.describe().items() if k != "source"}  # what it ran on: URL, metric, ...
-            doc["source"] = {"name": source.name, **said, **extra}
+        said = [_source_json(s, extra, len(done) > 1) for s, extra in done]
+        if len(said) == 1:
+            doc["source"] = said[0]
+        elif said:
+            doc["sources"] = said
         text = dumps(doc) + "\n"
     else:
-        text = report_text(acc, untimed or set()) + "".join(f"{line}\n" for line in source_lines(extra))
+        lines: list[str] = []
+        for s, extra in done:
+            if len(done) > 1:
+                lines.append(_analysis_head(s, extra))
+            lines += source_lines(extra)
+        text = report_text(acc, untimed or set()) + "".join(f"{line}\n" for line in lines)
     write_text(text, output)
+
+
+def _source_json(source: Source, extra: dict[str, Any], named: bool) -> dict[str, Any]:
+    """A source's part of the JSON report: what it ran on (URL, metric, ...; the input read when `named`) and its
+    analysis."""
+    said = {k: v for k, v in source.describe().items() if k != "source"}
+    if named:
+        said["input"] = str(source.options.get("target", ""))
+    return {"name": source.name, **said, **extra}
+
+
+def _analysis_head(source: Source, extra: dict[str, Any]) -> str:
+    """The line that heads one input's analysis when several inputs have one: the input, and its application."""
+    app = extra.get("application") or {}
+    who = " ".join(str(app[k]) for k in ("name", "id") if app.get(k))
+    return clean_text(f"== {source.name} analysis of {source.options.get('target', '')}"
+                      f"{f' ({who})' if who else ''}:", 1000)
 
 
 def _untimed(readers: list[TextFormat]) -> set[StreamId]:
@@ -249,9 +276,15 @@ def _untimed(readers: list[TextFormat]) -> set[StreamId]:
     return {stream for reader in readers for stream in reader.untimed_streams()}
 
 
-def _read_through(readers: list[TextFormat]) -> Source | None:
-    """The source a single input was read through (a Spark event log given as a path), for its analysis."""
-    return readers[0].source if len(readers) == 1 else None
+def _analysed(source: Source | None, readers: list[TextFormat]) -> list[Source]:
+    """The source run, else those the inputs were read through."""
+    return [source] if source is not None else _read_through(readers)
+
+
+def _read_through(readers: list[TextFormat]) -> list[Source]:
+    """The sources the inputs were read through (Spark event logs given as paths), in input order, for their
+    analysis."""
+    return [reader.source for reader in readers if reader.source is not None]
 
 
 def _report_source(args: list[str], kw: dict[str, Any]) -> Source | None:

@@ -92,6 +92,15 @@ def source_use(source: SourceTotals | None, events: int, columns: int) -> tuple[
     return own, source.timed and source.intervals > 0 and (own or source.intervals == columns)
 
 
+def time_words(exact: bool, source: SourceTotals | None, events: int, columns: int) -> str:
+    """How a stream's time waited is known, as the report's header says it: "exact" (per-bucket times), "estimated
+    from bucket midpoints", or for a rebinned stream "the source's exact sum" (its rows scaled to it) or
+    "estimated"; `exact` is whether the columns carry their times."""
+    if source is not None:
+        return "the source's exact sum" if source_use(source, events, columns)[1] else "estimated"
+    return "exact" if exact else "estimated from bucket midpoints"
+
+
 def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
     """`source_buckets` of a rebinned stream: its own bounds (s), counts, percentiles and exact time; else nothing.
     `events` and `time_s` are those the buckets hold; `whole_stream` says whether that is the whole stream
@@ -188,12 +197,10 @@ def _summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool) -> tup
     t = hist.totals()
     span = float(hist.meta_in("end", slice(hist.n - 1, None))[0] - hist.meta_in("start", slice(0, 1))[0])
     rate = t.events / t.duration_s if t.duration_s else float("nan")
-    how = "exact" if hist.exact else "estimated from bucket midpoints"
     source = acc.sources.get(hist.stream) if acc is not None else None
+    how = time_words(hist.exact, source, t.events, hist.n)
     total = stream_total(t, source, s.unit, hist.n)
-    own_percentiles, own_time = source_use(source, t.events, hist.n)
-    if source is not None:
-        how = "the source's exact sum" if own_time else "estimated"
+    own_percentiles = source_use(source, t.events, hist.n)[0]
     columns = f"{hist.n} interval{'s' if hist.n != 1 else ''} over {duration_text(span)}"
     if untimed:
         columns = (f"{hist.n} interval{'s' if hist.n != 1 else ''} by arrival (no timestamps: rates are not "
@@ -338,7 +345,8 @@ def _straggler_text(s: dict[str, Any]) -> str:
     fate = "; ".join(f"{flag} attempt" for flag in ("failed", "killed", "speculative") if s.get(flag))
     if fate and s.get("end_reason") and (s.get("failed") or s.get("killed")):
         fate += f" ({s['end_reason']})"
-    return clean_text(f"{name} in {group}: {duration_text(s['duration_s'])}, {ratio:.1f}x {against} "
+    so_far = " so far, still running (no end logged)" if s.get("running") else ""
+    return clean_text(f"{name} in {group}: {duration_text(s['duration_s'])}{so_far}, {ratio:.1f}x {against} "
                       f"({duration_text(reference)}){warm}{' — ' + fate if fate else ''}", 600)
 
 
@@ -353,6 +361,8 @@ def _stage_counts(st: dict[str, Any]) -> str:
         n = st.get(key) or 0
         if n:
             parts.append(f"{n} {key} attempt{'s' if n != 1 else ''}")
+    if st.get("running"):
+        parts.append(f"{st['running']} still running (the longest {duration_text(st['running_max_s'])} so far)")
     return ", ".join(parts)
 
 
@@ -363,6 +373,11 @@ def _stage_end(st: dict[str, Any]) -> str:
     if st.get("status") == "unfinished":
         return "; did not complete: no end logged (still running, or the log is cut short)"
     return ""
+
+
+def _core_s(value: float) -> str:
+    """Core-seconds in three significant digits; under a microsecond (float error: times are ms or µs) as 0."""
+    return "0" if abs(value) < 1e-6 else f"{value:.3g}"
 
 
 def _warmup_hides(st: dict[str, Any]) -> bool:
@@ -388,7 +403,8 @@ def source_lines(extra: dict[str, Any]) -> list[str]:
                    "wasted = cores x wall - task time")
     for st in stages:
         end = _stage_end(st)
-        line = (f"   stage {st['stage']}.{st['attempt']}: {_stage_counts(st)}{end}{'; ' if end else ', '}"
+        named = f" ({st['name']})" if st.get("name") else ""
+        line = (f"   stage {st['stage']}.{st['attempt']}{named}: {_stage_counts(st)}{end}{'; ' if end else ', '}"
                 f"median {duration_text(st['median_s'])}, max {duration_text(st['max_s'])}")
         if st.get("skew") is not None:
             line += f" (skew {st['skew']:.1f}x"
@@ -399,7 +415,7 @@ def source_lines(extra: dict[str, Any]) -> list[str]:
             line += (f"; without its {n} warm-up task{'s' if n != 1 else ''}: skew {st['skew_after_warmup']:.1f}x, "
                      f"max {duration_text(st['max_after_warmup_s'])}")
         if st.get("wasted_core_s") is not None:
-            line += (f"; {st['cores']} cores, {st['wasted_core_s']:.3g} core-s wasted "
+            line += (f"; {st['cores']} cores, {_core_s(st['wasted_core_s'])} core-s wasted "
                      f"({max(0.0, 100 * (1 - st['utilisation'])):.0f}%)")
         out.append(clean_text(line, 1000))
     return out

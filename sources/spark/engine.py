@@ -33,24 +33,24 @@ from .binning import (
 from .codecs import CodecError, codec_of, make_decoder
 from .eventlog import EventLog
 from .parse import (
-    APP_PREFIX,
     EVENT_PREFIX,
-    EXECUTOR_PREFIX,
     LINE_ERRORS,
-    STAGE_END_PREFIX,
     TASK_END,
     TASK_END_PREFIX,
+    TASK_START_PREFIX,
     TOLD_BAD_LINES,
     AppInfo,
     EventParser,
     ExecutorInfo,
+    RunningTask,
     SparkTask,
     StageEnd,
     executor_from_event,
     failure_cause,
+    running_from_event,
     task_from_event,
 )
-from .summary import cold_tasks, find_task_stragglers, stage_cores, stage_summary
+from .summary import cold_tasks, find_task_stragglers, running_stragglers, stage_cores, stage_summary
 
 #: Modules whose functions run on executors, shipped by value. Not `parse`: its SparkTask is a msgspec Struct, which
 #: cloudpickle cannot rebuild by value (its fields are lost), so executors import it (they import latencymap for
@@ -86,6 +86,9 @@ SCHEMA_DDL = (
     "`Shuffle Write Metrics`: STRUCT<`Shuffle Write Time`: BIGINT>>, "
     "latencymap STRING"
 )
+#: The events besides TaskEnd that `_log_lines` hands Spark's JSON reader (the application's and executors').
+READ_BY_SPARK = frozenset(
+    {"SparkListenerApplicationStart", "SparkListenerApplicationEnd", "SparkListenerExecutorAdded"})
 #: The line `_log_lines` adds for each file: what it held besides the lines Spark reads (its `latencymap` field).
 READ_EVENT = "latencymap.FileRead"
 
@@ -129,16 +132,14 @@ def _log_lines(item: tuple[str, bytes], names: dict[str, str]) -> list[str]:
     for n, line in enumerate(text.split(b"\n"), 1):
         if line.startswith(TASK_END_PREFIX) or (not line.startswith(EVENT_PREFIX) and TASK_END in line):
             try:
-                parser.parse_task(line)
+                parser.started.pop(parser.parse_task(line).task_id, None)
             except LINE_ERRORS as err:
                 parser.bad(n, "SparkListenerTaskEnd", err)
                 continue
-        elif line.startswith((APP_PREFIX, EXECUTOR_PREFIX, STAGE_END_PREFIX)):
-            bad = parser.bad_lines
-            parser.other(line, n)
-            if parser.bad_lines > bad or line.startswith(STAGE_END_PREFIX):
-                continue
-        else:
+        elif line.startswith(TASK_START_PREFIX):
+            parser.start(line)  # said in READ_EVENT while its task has no end in this file
+            continue
+        elif parser.other(line, n) not in READ_BY_SPARK:  # a stage's end or start is said in READ_EVENT
             continue
         out.append(line.decode("utf-8", "replace"))
     return [*out, _read_event(where, parser)]
@@ -149,6 +150,8 @@ def _read_event(where: str, parser: EventParser, error: str | None = None) -> st
     ends = [[e.stage, e.attempt, e.tasks, e.failure] for e in parser.stage_ends.values()]
     app = parser.app
     said = {"file": where, "bad": parser.bad_lines, "problems": parser.problems, "ends": ends,
+            "names": [[stage, name] for stage, name in parser.stage_names.items()],
+            "started": [line.decode("utf-8", "replace") for line in parser.started.values()],
             "app": [app.app_id, app.name, app.start_ms, app.end_ms], "error": error}
     return json.dumps({"Event": READ_EVENT, "latencymap": json.dumps(said)})
 
@@ -163,8 +166,28 @@ def _group_stragglers(members: Any, cold: set[int], cores: dict[tuple[int, int],
 
 
 def _group_summary(key: tuple[int, int], members: Any, cores: dict[tuple[int, int], int],
-                   ends: dict[tuple[int, int], StageEnd], cold: set[int], slow: set[int]) -> dict[str, Any]:
-    return stage_summary(key[0], key[1], list(members), cores.get(key), ends, cold, slow)
+                   ends: dict[tuple[int, int], StageEnd], cold: set[int], slow: set[int], names: dict[int, str],
+                   running: list[RunningTask] | None, now_ms: int | None) -> dict[str, Any]:
+    return stage_summary(key[0], key[1], list(members), cores.get(key), ends, cold, slow, names.get(key[0]), running,
+                         now_ms)
+
+
+def _running(read: _Read, every_task: Any, task_events: Any, stages: frozenset[int] | None
+             ) -> tuple[list[RunningTask], int | None]:
+    """The tasks of the kept stages launched with no end in the log (none once the application ended), and the
+    log's last time (`last_time_ms`), as the local reader finds them."""
+    from pyspark.sql import functions as F
+
+    starts: dict[int, RunningTask] = {}
+    for line in read.started:
+        r = running_from_event(json.loads(line))
+        starts[r.task_id] = r
+    wanted = set(starts)  # their end may be in a later file
+    ended = set(every_task.filter(lambda t: t.task_id in wanted).map(lambda t: t.task_id).collect() if wanted else ())
+    kept = [] if read.app.ended else [r for i, r in sorted(starts.items()) if i not in ended and
+                                      (stages is None or r.stage in stages)]
+    last = task_events.agg(F.max("`Task Info`.`Finish Time`")).first()[0]
+    return kept, max(([int(last)] if last is not None else []) + [r.launch_ms for r in kept], default=None)
 
 
 def _executor_cold(members: Any, executors: dict[str, ExecutorInfo]) -> list[int]:
@@ -292,6 +315,7 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
     cold = set(every_task.keyBy(lambda t: t.executor).groupByKey()
                .flatMap(lambda kv: _executor_cold(kv[1], executors)).collect())
     with_tasks = {int(r[0]) for r in task_events.select("`Stage ID`").distinct().collect() if r[0] is not None}
+    running, now = _running(read, every_task, task_events, stages)
     if stages is not None:
         task_events = task_events.where(F.col("`Stage ID`").isin(sorted(stages)))
     tasks = task_events.select(F.col("`Stage ID`").alias("stage"), F.col("`Task Info`").alias("ti"),
@@ -317,10 +341,20 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
     opts = dict(straggler_options or {})
     include_warmup = bool(opts.pop("include_warmup", False))
     found = by_stage.flatMap(lambda kv: _group_stragglers(kv[1], cold, cores, opts)).collect()
+    if running and now is not None:
+        groups = {(r.stage, r.stage_attempt) for r in running}
+        found += running_stragglers(all_tasks.filter(lambda t: (t.stage, t.stage_attempt) in groups).collect(),
+                                    running, now, **opts)
     found.sort(key=lambda s: (s["warmup"], -(s["ratio"] if s["ratio"] is not None else math.inf)))
-    ends, slow = read.ends, {s["task_id"] for s in found if not s["warmup"]}
-    summaries = sorted(by_stage.map(lambda kv: _group_summary(kv[0], kv[1], cores, ends, cold, slow)).collect(),
-                       key=lambda s: (s["stage"], s["attempt"]))
+    ends, stage_names = read.ends, read.names
+    slow = {s["task_id"] for s in found if not s["warmup"] and not s["running"]}
+    live: dict[tuple[int, int], list[RunningTask]] = defaultdict(list)
+    for r in running:
+        live[(r.stage, r.stage_attempt)].append(r)
+    summaries = sorted(
+        by_stage.map(lambda kv: _group_summary(kv[0], kv[1], cores, ends, cold, slow, stage_names,
+                                               live.get(kv[0]), now)).collect(),
+        key=lambda s: (s["stage"], s["attempt"]))
     events.unpersist()
     analysis = {"stragglers": [s for s in found if include_warmup or not s["warmup"]],
                 "warmup": [s for s in found if s["warmup"]], "stages": summaries}
@@ -334,6 +368,9 @@ class _Read:
     bad: int = 0
     told: list[str] = field(default_factory=list)
     ends: dict[tuple[int, int], StageEnd] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+    #: TaskStart lines of tasks with no end in their file (their end may be in a later file).
+    started: list[str] = field(default_factory=list)
     app: AppInfo = field(default_factory=AppInfo)
 
 
@@ -355,6 +392,8 @@ def _files_read(events: Any, order: list[str]) -> _Read:
         parser.problems += [tuple(p) for p in s["problems"]]
         for stage, attempt, tasks, failure in s["ends"]:
             out.ends[(stage, attempt)] = StageEnd(stage, attempt, tasks, failure)
+        out.names.update({stage: name for stage, name in s["names"]})
+        out.started += s["started"]
     parser.problems = parser.problems[:TOLD_BAD_LINES]
     out.told = parser.told()
     return out

@@ -17,7 +17,7 @@ EVENTS_FILE = re.compile(r"^events_(\d+)_(.+?)(\.[a-z0-9]+)?$")
 STATUS_PREFIX = "appstatus_"
 CHUNK = 8 << 20
 #: The start of a Spark listener event line (Spark writes compact JSON).
-EVENT_LINE = re.compile(rb'^\s*\{\s*"Event"\s*:\s*"(?:SparkListener|org\.apache\.spark\.)')
+EVENT_LINE = re.compile(rb'^\s*\{.*?"Event"\s*:\s*"(?:SparkListener|org\.apache\.spark\.)')
 #: Bytes read (and decoded) at most to find a file's first line.
 PEEK = 1 << 18
 

@@ -33,21 +33,28 @@ WORKER_ENV = "LATENCYMAP_SPARK_WORKER"
 
 
 def read_tasks(log: EventLog, parser: EventParser, worker: bool | None = None) -> list[SparkTask]:
-    """Every TaskEnd of the log as a SparkTask, in log order; `parser` keeps the rest (app, executors, problems).
+    """Every TaskEnd of the log as a SparkTask, in log order; `parser` keeps the rest (app, executors, problems, the
+    tasks launched with no end read).
 
     `worker`: read the second part in a worker process (None: when the log is big and a second core exists)."""
     spans = [Span(p) for p in log.files()]
     mine, theirs = split(spans) if _wants_worker(spans, worker) else (spans, [])
     if not theirs or not mine:
-        return parser.read_spans(spans)
-    from .worker import Worker
+        tasks = parser.read_spans(spans)
+    else:
+        from .worker import Worker
 
-    helper = Worker(theirs)
-    try:
-        tasks = parser.read_spans(mine)
-        return tasks + take_in(helper.answers(), theirs, parser)
-    finally:
-        helper.close()
+        helper = Worker(theirs)
+        try:
+            tasks = parser.read_spans(mine)
+            tasks += take_in(helper.answers(), theirs, parser)
+        finally:
+            helper.close()
+    if parser.task_start_lines > len(tasks):  # some launched with no end read (a running or cut log): which
+        parser.find_running(spans, {t.task_id for t in tasks})
+    else:
+        parser.started = {}  # (block reading keeps the TaskStarts of other layouts, ended or not)
+    return tasks
 
 
 def _weight(span: Span) -> int:
@@ -119,4 +126,5 @@ def take_in(answers: Iterable[Answer], spans: list[Span], parser: EventParser) -
     parser.problems += [(where, absolute(where, n), what, why) for where, n, what, why in answer.problems[:room]]
     parser.bad_lines += answer.bad_lines
     parser.task_end_lines += answer.task_end_lines
+    parser.task_start_lines += answer.task_start_lines
     return tasks

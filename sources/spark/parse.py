@@ -30,7 +30,21 @@ TASK_START_PREFIX = b'{"Event":"SparkListenerTaskStart"'
 APP_PREFIX = b'{"Event":"SparkListenerApplication'
 EXECUTOR_PREFIX = b'{"Event":"SparkListenerExecutorAdded"'
 STAGE_END_PREFIX = b'{"Event":"SparkListenerStageCompleted"'
-EVENT_PREFIX = b'{"Event":'
+STAGE_START_PREFIX = b'{"Event":"SparkListenerStageSubmitted"'
+#: How Spark opens every line (compact JSON, "Event" first): such a line is told by its prefix alone. A line in any
+#: other layout (spaces after the colons, another key order) is decoded whole to find its event.
+EVENT_PREFIX = b'{"Event":"'
+#: The compact lines of the events read besides TaskEnd and TaskStart.
+OTHER_PREFIXES = (APP_PREFIX, EXECUTOR_PREFIX, STAGE_END_PREFIX, STAGE_START_PREFIX)
+#: What each event read besides TaskEnd is called when one of its lines cannot be read.
+OTHER_EVENTS = {
+    "SparkListenerApplicationStart": "application event", "SparkListenerApplicationEnd": "application event",
+    "SparkListenerExecutorAdded": "SparkListenerExecutorAdded",
+    "SparkListenerStageSubmitted": "SparkListenerStageSubmitted",
+    "SparkListenerStageCompleted": "SparkListenerStageCompleted", "SparkListenerTaskStart": "SparkListenerTaskStart",
+}
+TASK_ID = b'"Task ID":'
+TASK_START = b'"SparkListenerTaskStart"'
 #: Unreadable lines described (file and line) in the notice; the others are only counted.
 TOLD_BAD_LINES = 3
 #: What a bad line's decoder may raise (json, orjson, msgspec: ValueError subclasses; a field of the wrong kind).
@@ -118,6 +132,29 @@ class StageEnd:
     @property
     def completed(self) -> bool:
         return self.failure is None
+
+
+@dataclass(slots=True)
+class RunningTask:
+    """A task attempt launched (SparkListenerTaskStart) with no end logged: still running when the log was read."""
+
+    stage: int
+    stage_attempt: int
+    task_id: int
+    index: int
+    attempt: int
+    launch_ms: int
+    executor: str
+    host: str
+    speculative: bool = False
+
+
+def running_from_event(e: dict[str, Any]) -> RunningTask:
+    """A RunningTask from a decoded TaskStart event (KeyError/TypeError/ValueError when it is not one)."""
+    i = e["Task Info"]
+    return RunningTask(int(e["Stage ID"]), int(e.get("Stage Attempt ID") or 0), int(i["Task ID"]), int(i["Index"]),
+                       int(i["Attempt"]), int(i["Launch Time"]), str(i.get("Executor ID") or ""),
+                       str(i.get("Host") or ""), bool(i.get("Speculative")))
 
 
 def stage_end_from_event(e: dict[str, Any]) -> StageEnd:
@@ -241,6 +278,12 @@ class EventParser:
         self.executors: dict[str, ExecutorInfo] = {}
         #: How each stage attempt ended (StageCompleted events), by (stage, attempt).
         self.stage_ends: dict[tuple[int, int], StageEnd] = {}
+        #: Each stage's name (StageSubmitted, StageCompleted), as the log gives it.
+        self.stage_names: dict[int, str] = {}
+        #: The TaskStart lines of the tasks whose TaskEnd has not been read, by task id (decoded by `running`). Block
+        #: reading (`parse_block`) only counts them: `find_running` finds those of a log where fewer tasks ended.
+        self.started: dict[int, bytes] = {}
+        self.task_start_lines = 0
         self.task_end_lines = 0
         self.bad_lines = 0
         #: The first TOLD_BAD_LINES unreadable lines: (file, line number, what, why).
@@ -276,26 +319,31 @@ class EventParser:
     def parse(self, lines: Iterable[bytes]) -> list[SparkTask]:
         """SparkTasks of the TaskEnd lines among `lines`; application events update `app`."""
         tasks: list[SparkTask] = []
-        parse_task, append = self._parse_task, tasks.append
+        parse_task, append, ended = self._parse_task, tasks.append, self.started.pop
         for line in lines:
             self.line_no += 1
             if line.startswith(TASK_END_PREFIX) or (not line.startswith(EVENT_PREFIX) and TASK_END in line):
                 self.task_end_lines += 1
                 try:
-                    append(parse_task(line))
+                    task = parse_task(line)
                 except LINE_ERRORS as err:
                     self.bad(self.line_no, "SparkListenerTaskEnd", err)
+                    continue
+                ended(task.task_id, None)
+                append(task)
+            elif line.startswith(TASK_START_PREFIX):
+                self.start(line)
             else:
                 self.other(line, self.line_no)
         return tasks
 
     def parse_block(self, block: bytes | bytearray, end: int) -> list[SparkTask]:
         """`parse` of the lines of `block[:end]` (the last one may lack its newline), found in place: TaskEnd
-        lines are decoded from views into the block, TaskStart lines only stepped over."""
+        lines are decoded from views into the block, TaskStart lines only counted (see `started`)."""
         tasks: list[SparkTask] = []
         parse_task, append = self._parse_task, tasks.append
         find, starts = block.find, block.startswith
-        line_no, pos, ends = self.line_no, 0, 0
+        line_no, pos, ends, begun = self.line_no, 0, 0, 0
         with memoryview(block) as view:
             source = view if self._takes_views else block
             while pos < end:
@@ -307,12 +355,15 @@ class EventParser:
                     task_end = True
                 elif starts(TASK_START_PREFIX, pos):
                     task_end = False
+                    begun += 1
                 elif starts(EVENT_PREFIX, pos):
                     task_end = False
-                    if starts(APP_PREFIX, pos) or starts(EXECUTOR_PREFIX, pos) or starts(STAGE_END_PREFIX, pos):
+                    if starts(OTHER_PREFIXES, pos):
                         self.other(bytes(view[pos:stop]), line_no)
                 else:
                     task_end = find(TASK_END, pos, stop) >= 0
+                    if not task_end:
+                        self.other(bytes(view[pos:stop]), line_no)
                 if task_end:
                     ends += 1
                     try:
@@ -321,7 +372,28 @@ class EventParser:
                         self.bad(line_no, "SparkListenerTaskEnd", err)
                 pos = stop + 1
         self.line_no, self.task_end_lines = line_no, self.task_end_lines + ends
+        self.task_start_lines += begun
         return tasks
+
+    def find_running(self, spans: Iterable[Span], ended: set[int]) -> None:
+        """`started`: the TaskStart lines of `spans` (a whole log read by `parse_block`) whose task is not in `ended`
+        (the ids of its tasks read); a second reading, for a log in which fewer tasks ended than started."""
+        self.started = {}
+        for _span, block, end in read_blocks(spans):
+            find = block.find
+            at = find(TASK_START, 0, end)
+            while at >= 0:
+                pos, stop = block.rfind(b"\n", 0, at) + 1, find(b"\n", at, end)
+                stop = end if stop < 0 else stop
+                line = bytes(block[pos:stop])
+                try:
+                    event = _json_loads()(line)
+                    task = running_from_event(event) if event.get("Event") == "SparkListenerTaskStart" else None
+                except LINE_ERRORS:
+                    task = None  # counted as unreadable in the first reading
+                if task is not None and task.task_id not in ended:
+                    self.started[task.task_id] = line
+                at = find(TASK_START, stop, end)
 
     def read_spans(self, spans: Iterable[Span]) -> list[SparkTask]:
         """The tasks of the lines of `spans` (see `iter_spans`)."""
@@ -340,25 +412,62 @@ class EventParser:
                 current = span.path
             yield self.parse_block(block, end)
 
-    def other(self, line: bytes, line_no: int) -> None:
-        """Application, executor and stage-end events (any other line is not read)."""
-        app, stage = line.startswith(APP_PREFIX), line.startswith(STAGE_END_PREFIX)
-        if not app and not stage and not line.startswith(EXECUTOR_PREFIX):
+    def start(self, line: bytes) -> None:
+        """A TaskStart line as Spark writes it: kept by its task id until the task's end is read."""
+        self.task_start_lines += 1
+        try:
+            self.started[running_from_event(_json_loads()(line)).task_id] = line
+        except LINE_ERRORS:  # not counted, as block reading does not decode Spark's TaskStart lines
             return
+
+    def running(self) -> list[RunningTask]:
+        """The tasks launched whose end has not been read (their TaskStart lines decoded now), by task id."""
+        out = []
+        for task_id in sorted(self.started):
+            try:
+                out.append(running_from_event(_json_loads()(self.started[task_id])))
+            except LINE_ERRORS:  # read once already: `start`, or the compact prefix and its id
+                continue
+        return out
+
+    def other(self, line: bytes, line_no: int) -> str | None:
+        """Application, executor and stage events, and in another layout than Spark's also TaskStart (any other
+        line is not read); the event read, None when none was."""
+        if line.startswith(EVENT_PREFIX) and not line.startswith(OTHER_PREFIXES):
+            return None
         try:
             event = _json_loads()(line)
-            if app:
-                self.app.update(event)
-            elif stage:
+            name = event.get("Event") if isinstance(event, dict) else None
+        except LINE_ERRORS as err:
+            what = next((w for n, w in OTHER_EVENTS.items() if n.encode() in line), None)
+            if what is not None:
+                self.bad(line_no, what, err)
+            return None
+        if not isinstance(name, str) or name not in OTHER_EVENTS:
+            return None
+        try:
+            self._take(name, event, line)
+        except LINE_ERRORS as err:
+            self.bad(line_no, OTHER_EVENTS[name], err)
+            return None
+        if self.kept is not None and name != "SparkListenerTaskStart":
+            self.kept.append((self.where, line_no, line))
+        return str(name)
+
+    def _take(self, name: str, event: dict[str, Any], line: bytes) -> None:
+        """Take in a decoded event of OTHER_EVENTS (one of LINE_ERRORS when its fields are not what Spark writes)."""
+        if name.startswith("SparkListenerApplication"):
+            self.app.update(event)
+        elif name == "SparkListenerExecutorAdded":
+            info = executor_from_event(event)
+            self.executors[info.executor] = info
+        elif name == "SparkListenerTaskStart":
+            self.task_start_lines += 1
+            self.started[running_from_event(event).task_id] = line
+        else:
+            stage = event["Stage Info"]
+            if stage.get("Stage Name") is not None:
+                self.stage_names[int(stage["Stage ID"])] = str(stage["Stage Name"])
+            if name == "SparkListenerStageCompleted":
                 end = stage_end_from_event(event)
                 self.stage_ends[(end.stage, end.attempt)] = end
-            else:
-                info = executor_from_event(event)
-                self.executors[info.executor] = info
-        except (ValueError, AttributeError, RecursionError, KeyError, TypeError) as err:
-            what = "application event" if app else "SparkListenerStageCompleted" if stage else \
-                "SparkListenerExecutorAdded"
-            self.bad(line_no, what, err)
-            return
-        if self.kept is not None:
-            self.kept.append((self.where, line_no, line))

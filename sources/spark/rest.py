@@ -7,7 +7,6 @@ application: the stream ends there (with a notice), keeping every task read up t
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import urllib.error
@@ -18,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from latencymap.core.errors import InputError
+from latencymap.core.json_input import json_input
 
 from .parse import AppInfo, ExecutorInfo, SparkTask, StageEnd, failure_cause
 
@@ -58,7 +58,7 @@ def fetch_json(url: str, timeout: float = 10.0) -> Any:
     """GET a URL and decode its JSON (stdlib only)."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return json.loads(resp.read())
+            return json_input(resp.read())
     except urllib.error.URLError as err:
         if isinstance(err.reason, (ConnectionRefusedError, ConnectionResetError)):
             raise DriverGone(f"{url}: {err.reason}") from err
@@ -162,6 +162,8 @@ class RestPoller:
         self.unreturned: list[SparkTask] = []
         #: How stage attempts ended, by (stage, attempt).
         self.stage_ends: dict[tuple[int, int], StageEnd] = {}
+        #: Each stage's name (its call site), by stage id.
+        self.stage_names: dict[int, str] = {}
         #: The application's executors (`/allexecutors`: their cores), asked again when a task names a new one.
         self.executors: dict[str, ExecutorInfo] = {}
         self._executors_asked = False
@@ -177,6 +179,8 @@ class RestPoller:
             key = (int(stage["stageId"]), int(stage["attemptId"]))
             if key in self._done:
                 continue
+            if stage.get("name") is not None:
+                self.stage_names[key[0]] = str(stage["name"])
             finished = sum(int(stage.get(k) or 0) for k in ("numCompleteTasks", "numFailedTasks", "numKilledTasks"))
             if finished and finished != self._finished_counts.get(key):
                 self._stage_tasks(app_path, *key)

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import click
 
 from latencymap.core.errors import InputError, SourceError
 from latencymap.core.model import Interval, Notice
+from latencymap.core.sanitize import StreamNames, clean_text
 from latencymap.plugins import Item, Source
 
-from .binning import METRICS, LiveBinner, batch_intervals, implausible, live_intervals, plausible
+from .binning import METRICS, LiveBinner, batch_intervals, implausible, live_intervals, plausible, stream_for
 from .codecs import CodecError
 from .eventlog import EventLog, check_event_log, find_event_log
-from .parse import AppInfo, EventParser, ExecutorInfo, SparkTask, StageEnd
+from .parse import AppInfo, EventParser, ExecutorInfo, RunningTask, SparkTask, StageEnd
 
 REMEDY = "pip install 'latencymap[spark]'"
 
@@ -80,6 +82,9 @@ class SparkSource(Source):
         #: How stage attempts ended, by (stage, attempt); None where the source cannot tell.
         self.stage_ends: dict[tuple[int, int], StageEnd] | None = None
         self.app = AppInfo()
+        #: Stage names by stage id; tasks launched with no end logged (a running or cut log's).
+        self.stage_names: dict[int, str] = {}
+        self.running: list[RunningTask] = []
         self._analysis: dict[str, Any] | None = None
         self._notes: list[str] = []
         self._parser: EventParser | None = None
@@ -88,6 +93,14 @@ class SparkSource(Source):
     def _stages(self) -> frozenset[int] | None:
         stages = self.options.get("stages") or ()
         return frozenset(stages) if stages else None
+
+    def _streams(self, app_name: str) -> tuple[str, bool]:
+        """(the name streams are labelled with, one stream per stage): `--stage N` alone is the stream of stage N;
+        several `--stage` are named in the label, so that neither is taken for the whole application's stream."""
+        wanted, per_stage = self._stages, bool(self.options.get("per_stage"))
+        if wanted is None or per_stage or len(wanted) == 1:
+            return app_name, per_stage or wanted is not None
+        return f"{app_name} stages {'+'.join(str(s) for s in sorted(wanted))}", False
 
     def _opt(self, name: str, default: Any = None) -> Any:
         value = self.options.get(name)
@@ -175,16 +188,32 @@ class SparkSource(Source):
     def _batch_of(self, parser: EventParser, tasks: list[SparkTask], fallback_name: str) -> Iterator[Item]:
         """The intervals (and notices) of a whole log's tasks, read by `parser`."""
         self.app, self.executors, self.all_tasks = parser.app, parser.executors, tasks
-        self.stage_ends = parser.stage_ends
+        self.stage_ends, self.stage_names = parser.stage_ends, parser.stage_names
         self.tasks = tasks if self._stages is None else [t for t in tasks if t.stage in self._stages]
-        yield from batch_intervals(self.tasks, self._app_name(fallback_name), self._opt("metric", "duration"),
-                                   self._stages, bool(self.options.get("per_stage")),
+        self.running = [] if parser.app.ended else parser.running()
+        name, per_stage = self._streams(self._app_name(fallback_name))
+        yield from batch_intervals(self.tasks, name, self._opt("metric", "duration"), self._stages, per_stage,
                                    interval_ms(self.options.get("interval")))
+        if not parser.task_end_lines:  # (TaskEnd lines that could not be read are told below)
+            yield self._no_task(fallback_name)
         if parser.bad_lines:
             yield _unread(parser, parser.bad_lines)
         bogus = implausible(self.tasks)
         if bogus:
             yield _implausible(bogus)
+
+    def _no_task(self, where: str) -> Notice:
+        """What a log in which no task ended holds: an application that ran none, tasks still running, or no
+        application at all."""
+        app = self.app
+        who = f"the application {clean_text(app.name or '(no name)', 120)} ({clean_text(app.app_id or 'no id', 80)})"
+        if self.running:
+            return Notice(f"spark: {who} was read: no task has ended yet ({len(self.running)} running)", 0)
+        if app.start_ms is not None or app.app_id:
+            ended = "ended" if app.ended else "did not log its end"
+            return Notice(f"spark: {who} was read: it ran no task (it {ended})", 0)
+        return Notice(f"spark: {clean_text(where, 200)}: a Spark event log with no application start and no task "
+                      "in it: nothing to map", 0)
 
     def _engine(self, target: str) -> Iterator[Item]:
         from .engine import engine_report
@@ -196,11 +225,20 @@ class SparkSource(Source):
         except CodecError as err:
             raise SourceError(f"spark: cannot read the Spark event log: {err}") from None
         result = engine_report(
-            [log], self._opt("metric", "duration"), self._stages, bool(self.options.get("per_stage")),
+            [log], self._opt("metric", "duration"), self._stages, self._streams("")[1],
             interval_ms(self.options.get("interval")), self.options.get("master"), self.straggler_options())
         self._check_stages(result.stages, log)
-        self._analysis, self.app = {**result.analysis, **self._measured()}, result.app
-        yield from result.intervals
+        self.app = result.app
+        self._analysis = {**result.analysis, **self._measured()}
+        app_name = self._app_name()
+        name = self._streams(app_name)[0]
+        if name != app_name:  # several --stage in one stream: its label names them, as the local reader's does
+            stream = stream_for(StreamNames(), name, self._opt("metric", "duration"))
+            yield from (replace(iv, stream=stream) for iv in result.intervals)
+        else:
+            yield from result.intervals
+        if not result.stages and not result.bad_lines and not result.implausible:
+            yield self._no_task(log.app_id)
         if result.bad_lines:
             yield _unread_of(result.problems, result.bad_lines)
         if result.implausible:
@@ -215,13 +253,14 @@ class SparkSource(Source):
 
         parser = self._parser = EventParser()
         self.app, self.executors, self.stage_ends = parser.app, parser.executors, parser.stage_ends
+        self.stage_names = parser.stage_names
         yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser)
 
     def _rest_batches(self, url: str) -> Iterator[tuple[list[SparkTask], bool]]:
         from .rest import RestPoller, rest_tasks
 
         def poller(made: RestPoller) -> None:
-            self.executors, self.stage_ends = made.executors, made.stage_ends
+            self.executors, self.stage_ends, self.stage_names = made.executors, made.stage_ends, made.stage_names
 
         for tasks, ended, app in rest_tasks(url, self.options.get("app"), self._opt("poll", 1.0),
                                             note=self._notes.append, on_poller=poller):
@@ -230,7 +269,7 @@ class SparkSource(Source):
 
     def _live(self, batches: Iterator[tuple[list[SparkTask], bool]]) -> Iterator[Item]:
         width = interval_ms(self.options.get("interval")) or 1000
-        binner = LiveBinner("", self._opt("metric", "duration"), self._stages, bool(self.options.get("per_stage")),
+        binner = LiveBinner("", self._opt("metric", "duration"), self._stages, self._streams("")[1],
                             width_ms=width, grace_ms=max(3000, 2 * width))
 
         bogus = told_bogus = late = told_bad = told_problems = 0
@@ -238,7 +277,7 @@ class SparkSource(Source):
         def named() -> Iterator[tuple[list[SparkTask], bool]]:
             nonlocal bogus
             for tasks, ended in batches:
-                binner.app_name = self._app_name("spark")
+                binner.app_name = self._streams(self._app_name("spark"))[0]
                 kept = [t for t in tasks if self._stages is None or t.stage in self._stages]
                 self.tasks += kept
                 self.all_tasks += tasks
@@ -272,11 +311,15 @@ class SparkSource(Source):
             return self._analysis
         from .summary import spark_analysis
 
+        running = [r for r in self.running if self._stages is None or r.stage in self._stages]
         return {**spark_analysis(self.tasks, self.executors, all_tasks=self.all_tasks, ends=self.stage_ends,
-                                 **self.straggler_options()), **self._measured()}
+                                 names=self.stage_names, running=running, **self.straggler_options()),
+                **self._measured()}
 
-    def _measured(self) -> dict[str, str]:
-        return {"metric": self._opt("metric", "duration"), "analysed": "duration"}
+    def _measured(self) -> dict[str, Any]:
+        """What the analysis measures, and of which application."""
+        return {"metric": self._opt("metric", "duration"), "analysed": "duration",
+                "application": {"id": self.app.app_id or None, "name": self.app.name or None}}
 
     def describe(self) -> dict[str, Any]:
         keep = ("metric", "stages", "per_stage", "interval", "engine", "follow")

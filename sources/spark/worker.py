@@ -24,8 +24,8 @@ FRAME_TASKS = 4096
 
 
 class Answer(msgspec.Struct, array_like=True, gc=False):
-    """Tasks in log order; in the final answer also the application and executor lines read (file, line number,
-    line), the first unreadable lines (file, line number, what, why) and the counts."""
+    """Tasks in log order; in the final answer also the application, executor and stage lines read (file, line
+    number, line), the first unreadable lines (file, line number, what, why) and the counts."""
 
     tasks: list[SparkTask]
     kept: list[tuple[str, int, bytes]] = []
@@ -33,6 +33,7 @@ class Answer(msgspec.Struct, array_like=True, gc=False):
     bad_lines: int = 0
     task_end_lines: int = 0
     final: bool = False
+    task_start_lines: int = 0
 
 
 class WorkerFailed(Exception):
@@ -96,7 +97,8 @@ def answers_for(spans: list[Span], frame_tasks: int = FRAME_TASKS) -> Iterator[A
         if len(pending) >= frame_tasks:
             yield Answer(pending)
             pending = []
-    yield Answer(pending, parser.kept, parser.problems, parser.bad_lines, parser.task_end_lines, True)
+    yield Answer(pending, parser.kept, parser.problems, parser.bad_lines, parser.task_end_lines, True,
+                 parser.task_start_lines)
 
 
 def main() -> None:

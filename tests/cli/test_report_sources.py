@@ -93,3 +93,26 @@ def test_a_path_with_no_event_log_is_an_input_error_not_a_failed_source(tmp_path
 def test_source_values_that_make_no_sense_are_usage_errors(args: list[str], option: str) -> None:
     r = CliRunner().invoke(main, ["report", *args])
     assert r.exit_code == 2 and f"Invalid value for '{option}'" in r.output
+
+
+def test_a_report_of_several_spark_logs_gives_each_its_analysis(fixtures: Path, tmp_path: Path) -> None:
+    """Two runs given as inputs: each log's stragglers and stages, under its input and application, as each alone
+    gives them (the report used to drop them all without a word)."""
+    plain = next((fixtures / "spark" / "plain").iterdir())
+    other = tmp_path / "local-2"
+    other.write_bytes(plain.read_bytes().replace(b'"App ID":"' + plain.name.encode() + b'"', b'"App ID":"local-2"')
+                      .replace(b'"App Name":"latencymap-fixture"', b'"App Name":"second-run"'))
+    alone = [report(str(p))["source"] for p in (plain, other)]
+    both = report(str(plain), str(other))
+    assert "source" not in both
+    assert both["sources"] == [{**one, "input": str(p)} for one, p in zip(alone, (plain, other), strict=True)]
+    assert [s["application"] for s in both["sources"]] == [
+        {"id": plain.name, "name": "latencymap-fixture"}, {"id": "local-2", "name": "second-run"}]
+    text = CliRunner().invoke(main, ["report", str(plain), str(other)]).output
+    heads = [line for line in text.splitlines() if line.startswith("== spark analysis of ")]
+    assert heads == [f"== spark analysis of {plain} (latencymap-fixture {plain.name}):",
+                     f"== spark analysis of {other} (second-run local-2):"]
+    mine = text.split(heads[1])
+    alone_text = CliRunner().invoke(main, ["report", str(plain)]).output
+    analysis = alone_text[alone_text.index("Stragglers"):]
+    assert mine[0].endswith(heads[0] + "\n" + analysis) and mine[1] == "\n" + analysis

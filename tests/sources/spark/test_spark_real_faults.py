@@ -106,14 +106,16 @@ def test_failed_attempts_and_a_stage_that_never_completed_are_told(ran: tuple[Pa
         assert first["reason"] == "ExceptionFailure"
         (line,) = [line for line in text.splitlines() if line.startswith(f"   task {index} (id {first['id']}) ")]
         assert line.endswith(" — failed attempt (ExceptionFailure)")
-    assert f"   stage {retried[0]}.0: 8 tasks, {len(FAILING)} failed attempts, median " in text
+    named = {s["stage"]: f" ({s['name']})" for s in source["stages"]}
+    assert f"   stage {retried[0]}.0{named[retried[0]]}: 8 tasks, {len(FAILING)} failed attempts, median " in text
     summary = next(s for s in source["stages"] if s["stage"] == aborted[0])
     ends = [t["reason"] for t in by_stage[aborted]]
     assert (summary["status"], summary["failure"], summary["succeeded"], summary["num_tasks"]) == \
         ("failed", "RuntimeError: always fails", 0, 2)
     assert summary["failed"] == ends.count("ExceptionFailure") and summary["killed"] == ends.count("TaskKilled")
-    (line,) = [line for line in text.splitlines() if line.startswith(f"   stage {aborted[0]}.0: ")]
-    assert line.startswith(f"   stage {aborted[0]}.0: 0 of 2 tasks, {summary['failed']} failed attempt")
+    head = f"   stage {aborted[0]}.0{named[aborted[0]]}: "
+    (line,) = [line for line in text.splitlines() if line.startswith(head)]
+    assert line.startswith(f"{head}0 of 2 tasks, {summary['failed']} failed attempt")
     assert "; did not complete: failed (RuntimeError: always fails); median " in line
     assert all(s["status"] == "complete" for s in source["stages"] if s["stage"] != aborted[0])
 

@@ -26,13 +26,14 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def test_stage_lines_count_failed_attempts_apart() -> None:
-    code, out, _ = run("report", "spark", str(SPARK / "zstd"))
+    code, text, _ = run("report", "spark", str(SPARK / "zstd"))
     assert code == 0
     bimodal = EXPECTED["bimodal"]
-    (line,) = [line for line in out.splitlines() if line.startswith(f"   stage {bimodal['stage']}.0:")]
-    assert line.startswith(f"   stage {bimodal['stage']}.0: {bimodal['tasks']} tasks, 1 failed attempt, median ")
     code, out, _ = run("report", "--format", "json", "spark", str(SPARK / "zstd"))
     stage = next(s for s in json.loads(out)["source"]["stages"] if s["stage"] == bimodal["stage"])
+    head = f"   stage {bimodal['stage']}.0 ({stage['name']}): "
+    (line,) = [line for line in text.splitlines() if line.startswith(head)]
+    assert line.startswith(f"{head}{bimodal['tasks']} tasks, 1 failed attempt, median ")
     assert (stage["tasks"], stage["succeeded"], stage["failed"], stage["num_tasks"], stage["status"]) == \
         (bimodal["tasks"] + 1, bimodal["tasks"], 1, bimodal["tasks"], "complete")
 

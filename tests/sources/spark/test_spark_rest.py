@@ -88,3 +88,30 @@ def test_a_driver_going_away_mid_poll_ends_the_stream_and_keeps_what_was_read() 
     assert notes == [f"spark: http://driver:4040/api/v1 stopped answering ({app_url}{cut}?offset=0&length=1000: "
                      f"[Errno 111] Connection refused): the application {EXPECTED['app_id']} ended; tasks that "
                      "finished after the last poll are only in its event log"]
+
+
+def test_an_answer_nested_too_deeply_is_a_rest_error() -> None:
+    """5,000 `[` made json.loads raise RecursionError, which no caller catches."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from latencymap.sources.spark.rest import RestError, fetch_json
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"[" * 5000 + b"]" * 5000)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/api/v1/applications"
+        with pytest.raises(RestError, match="nested too deeply to decode"):
+            fetch_json(url)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,106 @@
+"""The event-log line parser on the real fixture log rewritten in other JSON layouts, and its tasks still running."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from spark_support import PLAIN, current, notices, write_log
+
+from latencymap.cli.main import main
+from latencymap.sources.spark import engine
+from latencymap.sources.spark.eventlog import find_event_log
+from latencymap.sources.spark.ingest import read_tasks
+from latencymap.sources.spark.parse import EventParser
+
+
+def relaid(path: Path, how: str) -> list[bytes]:
+    """The fixture's events in another valid JSON layout: Python's `json.dumps` (a space after each colon and
+    comma), keys in reverse order, or pretty-printed within the line (blanks around every token)."""
+    out = []
+    for line in PLAIN.read_text().splitlines():
+        e = json.loads(line)
+        if how == "dumps":
+            out.append(json.dumps(e))
+        elif how == "reordered":
+            out.append(json.dumps(dict(reversed(list(e.items()))), separators=(",", ":")))
+        else:
+            out.append(" " + json.dumps(e, indent=1).replace("\n", " ") + " ")
+    return [line.encode() for line in out]
+
+
+def reading(path: Path, **options: object) -> tuple[list, dict, list[str]]:
+    """What the source read: (tasks, analysis, notice texts)."""
+    source, items = current(path, **options)
+    return source.all_tasks, source.analysis(), notices(items)
+
+
+@pytest.mark.parametrize("how", ["dumps", "reordered", "spaced"])
+def test_every_json_layout_reads_as_spark_writes_it(tmp_path: Path, how: str) -> None:
+    log = write_log(tmp_path / PLAIN.name, relaid(PLAIN, how))
+    tasks, analysis, notes = reading(PLAIN)
+    assert len(tasks) == sum(b'"SparkListenerTaskEnd"' in line for line in PLAIN.read_bytes().splitlines()) == 85
+    assert reading(log) == (tasks, analysis, notes)
+
+
+def test_other_layouts_read_the_same_in_a_worker_and_by_lines(tmp_path: Path) -> None:
+    lines = relaid(PLAIN, "dumps")
+    log = write_log(tmp_path / PLAIN.name, lines)
+    whole = EventParser()
+    expected = read_tasks(find_event_log(PLAIN), whole, worker=False)
+    split, by_lines = EventParser(), EventParser()
+    assert read_tasks(find_event_log(log), split, worker=True) == expected
+    assert by_lines.parse(lines) == expected
+    for parser in (split, by_lines):
+        assert (parser.app, parser.executors, parser.stage_ends, parser.stage_names) == \
+            (whole.app, whole.executors, whole.stage_ends, whole.stage_names)
+        assert parser.started == {} and parser.bad_lines == 0
+
+
+def test_other_layouts_go_to_the_spark_engine(tmp_path: Path) -> None:
+    """`--engine spark` hands Spark's JSON reader the same events from a log in another layout."""
+    data = b"\n".join(relaid(PLAIN, "dumps"))
+    kept = engine._log_lines((str(tmp_path / "x"), data), {})
+    assert [json.loads(line)["Event"] for line in kept[:-1]] == [
+        json.loads(line)["Event"] for line in engine._log_lines((str(PLAIN), PLAIN.read_bytes()), {})[:-1]]
+    assert len(kept) > 85
+
+
+def test_a_dumped_log_under_strict_reports_its_tasks(tmp_path: Path) -> None:
+    """The finding: `report --strict spark LOG` of a json.dumps log said "No data." and exited 0."""
+    log = write_log(tmp_path / PLAIN.name, relaid(PLAIN, "dumps"))
+    done = CliRunner().invoke(main, ["report", "--format", "json", "--strict", "spark", str(log)])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    assert [s["total"]["events"] for s in report["streams"]] == [85]
+    assert len(report["source"]["stages"]) == 5 and report["source"]["stragglers"]
+
+
+def test_tasks_launched_and_not_ended_are_running(tmp_path: Path) -> None:
+    """TaskStarts whose TaskEnd is not in the log (cut in the middle of a straggler's TaskEnd): those tasks are
+    running, in any layout and in a worker's part."""
+    lines = PLAIN.read_bytes().splitlines()
+    cut = next(k for k, line in enumerate(lines) if b'"SparkListenerTaskEnd"' in line and b'"Task ID":9,' in line)
+    events = [json.loads(line) for line in lines[:cut]]
+    ids = {e["Task Info"]["Task ID"]: e["Event"] for e in events if e["Event"].startswith("SparkListenerTask")}
+    expected = sorted(i for i, what in ids.items() if what == "SparkListenerTaskStart")
+    assert 9 in expected
+    for layout in (lines, relaid(PLAIN, "dumps")):
+        log = write_log(tmp_path / "cut", [*layout[:cut], layout[cut][:200]])
+        for worker in (False, True):
+            parser = EventParser()
+            tasks = read_tasks(find_event_log(log), parser, worker=worker)
+            assert [r.task_id for r in parser.running()] == expected
+            assert len(tasks) == sum(what == "SparkListenerTaskEnd" for what in ids.values())
+
+
+def test_a_shuffled_order_of_keys_in_a_few_lines(tmp_path: Path) -> None:
+    """Lines of mixed layouts in one log (a tool rewrote some of them)."""
+    rng = random.Random(7)
+    mixed = [line if rng.random() < 0.5 else dumped for line, dumped in
+             zip(PLAIN.read_bytes().splitlines(), relaid(PLAIN, "reordered"), strict=True)]
+    log = write_log(tmp_path / PLAIN.name, mixed)
+    assert reading(log) == reading(PLAIN)

@@ -11,7 +11,8 @@ keep their own boundaries. Their counts are placed on the display rows by one do
   requests all take 0.7 ms, under a first bucket of 100 ms, shows at 0.7 ms, not at 50-100 ms); a bucket whose
   upper bound is 0 (OpenTelemetry's default first bucket, `(-inf, 0]`) goes to slot 0;
 - an overflow bucket (`high` infinite, Prometheus' `+Inf`) goes whole into the slot holding its lower bound;
-- the fractional counts are rounded to integers by largest remainder, so the total of events is exact.
+- each bucket's fractional counts are rounded to integers by largest remainder among the slots that bucket
+  overlaps, so every event stays in its own bucket's range and the total of events is exact.
 
 Streams built this way are *rebinned*: views and reports must say so, and only the totals are exact.
 """
@@ -111,31 +112,34 @@ def faster_first_bucket(uppers: Sequence[float], counts: np.ndarray,
     return first, np.where((n_first > 0) & (most > 0) & (most < octave_mean), most, np.nan)
 
 
-def with_time(matrix: np.ndarray, uppers: Sequence[float], counts: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Float slot counts (columns x slots) of per-bucket `counts` (columns x buckets) spread by `matrix`, the first
-    bucket above 0 moved to the octave its column's exact time allows (the rule above; see `faster_first_bucket`).
+def first_rows(matrix: np.ndarray, uppers: Sequence[float], counts: np.ndarray,
+               times: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """The first bucket above 0 and its slot shares per column (columns x slots): the octave its column's exact time
+    allows (the rule above; see `faster_first_bucket`), else its row of `matrix`. None when there is no such bucket.
     """
-    counts = np.asarray(counts, dtype=np.float64)
-    shares: np.ndarray = counts @ matrix
     faster = faster_first_bucket(uppers, counts, times)
     if faster is None:
-        return shares
+        return None
     first, most = faster
+    rows = np.repeat(matrix[first][None, :], len(counts), axis=0)
     for col in np.flatnonzero(~np.isnan(most)):
         low = float(most[col]) * math.log(2.0)  # the octave [low, 2 low) whose log-uniform mean is `most`
-        shares[col] += counts[col, first] * (spread_fractions(low, 2.0 * low) - matrix[first])
-    return shares
+        rows[col] = spread_fractions(low, 2.0 * low)
+    return first, rows
 
 
 def largest_remainder(values: np.ndarray, total: int) -> np.ndarray:
-    """Non-negative integers close to `values` that add up to `total` exactly."""
+    """Non-negative integers close to `values` that add up to `total` exactly; a 0 gets nothing while another value
+    can take what is missing."""
     floors: np.ndarray = np.floor(values).astype(np.int64)
     missing = int(total - floors.sum())
-    if missing > len(floors):  # float rounding of totals past 2**53: the surplus joins the fullest slot
-        floors[int(np.argmax(values))] += missing - len(floors)
-        missing = len(floors)
+    positive = values > 0
+    room = int(positive.sum()) or len(floors)
+    if missing > room:  # float rounding of totals past 2**53: the surplus joins the fullest slot
+        floors[int(np.argmax(values))] += missing - room
+        missing = room
     if missing > 0:
-        order = np.argsort(-(values - floors), kind="stable")
+        order = np.argsort(-np.where(positive, values - floors, -1.0), kind="stable")
         floors[order[:missing]] += 1
     elif missing < 0:
         order = np.argsort(values - floors, kind="stable")
@@ -148,13 +152,71 @@ def largest_remainder(values: np.ndarray, total: int) -> np.ndarray:
     return floors
 
 
+def whole_rows(values: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Row by row, non-negative integers near `values` (NaN and negatives as 0) adding up to `totals` (integers
+    exactly, floats rounded): `largest_remainder` for many rows at once, a 0 rounded up only in a row of 0s."""
+    floats = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, None)
+    totals = np.asarray(totals)
+    if np.issubdtype(totals.dtype, np.integer):
+        want = np.maximum(totals.astype(np.int64), 0)
+    else:
+        want = np.rint(np.maximum(np.nan_to_num(totals.astype(np.float64)), 0.0)).astype(np.int64)
+    floors = np.floor(floats).astype(np.int64)
+    missing = want - floors.sum(axis=1)
+    width = floats.shape[1]
+    positive = floats > 0
+    room = np.where(positive.any(axis=1), positive.sum(axis=1), width)
+    simple = (missing >= 0) & (missing <= room)
+    if simple.any():
+        order = np.argsort(np.where(positive, floors - floats, 1.0), axis=1, kind="stable")
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.broadcast_to(np.arange(width), order.shape), axis=1)
+        floors += (rank < missing[:, None]) & simple[:, None]
+    for i in np.flatnonzero(~simple):
+        floors[i] = largest_remainder(floats[i], int(want[i]))
+    return floors
+
+
+#: Buckets rounded at once by `rebin_columns` (each a row of NSLOTS floats): bounds the memory of many columns.
+_ROWS_AT_ONCE = 8192
+
+
+def rebin_columns(matrix: np.ndarray, counts: np.ndarray, uppers: Sequence[float] | None = None,
+                  times: np.ndarray | None = None) -> np.ndarray:
+    """Whole slot counts (columns x slots) of integer per-bucket `counts` (columns x buckets) spread by `matrix`.
+
+    Each bucket's events are rounded among the slots its own row overlaps (largest remainder within the bucket),
+    so none leaves its bucket's range and every column's total is exact. With `uppers` (the buckets' upper bounds)
+    and `times` (the columns' exact times, NaN: unknown), the first bucket is placed as `first_rows` says.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    columns, buckets = counts.shape
+    out = np.zeros((columns, NSLOTS), dtype=np.int64)
+    placed = None if uppers is None or times is None else first_rows(matrix, uppers, counts, times)
+    held = matrix.any(axis=0) if placed is None else matrix.any(axis=0) | placed[1].any(axis=0)
+    used = np.flatnonzero(held)  # the slots any bucket overlaps
+    if not used.size:
+        return out
+    step = max(1, _ROWS_AT_ONCE // max(buckets, 1))
+    for start in range(0, columns, step):
+        n = counts[start:start + step]
+        rows = np.repeat(matrix[None, :, used], len(n), axis=0)
+        if placed is not None:
+            rows[:, placed[0]] = placed[1][start:start + step, used]
+        whole = whole_rows((n[:, :, None] * rows).reshape(-1, len(used)), n.reshape(-1))
+        out[start:start + step, used] = whole.reshape(len(n), buckets, len(used)).sum(axis=1)
+    return out
+
+
 def rebin_counts(bounds: Sequence[float], counts: Sequence[int] | np.ndarray,
                  matrix: np.ndarray | None = None) -> np.ndarray:
-    """Per-slot integer counts for per-bucket (not cumulative) `counts` over upper `bounds` in the stream unit."""
-    weights = np.asarray(counts, dtype=np.float64)
-    if weights.shape != (len(bounds),):
+    """Per-slot integer counts for per-bucket (not cumulative) integer `counts` over upper `bounds` in the stream
+    unit, each bucket's events kept within its own slots (`rebin_columns`)."""
+    whole = np.asarray([int(c) for c in counts], dtype=np.int64)
+    if whole.shape != (len(bounds),):
         raise ValueError(f"{len(counts)} counts for {len(bounds)} buckets")
-    if (weights < 0).any():
+    if (whole < 0).any():
         raise ValueError("bucket counts must not be negative")
     shares = spread_matrix(bounds) if matrix is None else matrix
-    return largest_remainder(weights @ shares, int(sum(int(c) for c in counts)))
+    slots: np.ndarray = rebin_columns(shares, whole[None, :])[0]
+    return slots

@@ -23,6 +23,7 @@ from latencymap.core.model import Flow, Interval, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import REAL_EPOCH
 from latencymap.flow.stdin import take_terminal
+from latencymap.outputs.report import time_words
 from latencymap.tui.actions import MapActions
 from latencymap.tui.axis import learn_clock
 from latencymap.tui.diffmap import DiffScreen
@@ -301,12 +302,16 @@ class LatencyMapApp(MapActions):
             self.view.auto_cursor = win.first + int(filled[-1]) if filled.size else None
         cursor = self.view.cursor_at(n)
         rows = self.rows_for(hist, win)
+        source = self.acc.sources.get(hist.stream)
+        words = None if source is None else time_words(
+            False, source, hist.totals(slice(0, n), fast=True, all_seen=True).events, n)
         for heatmap in self.maps.query(HeatMap):
             pinned = self.opts.frequency_maxval if heatmap.kind == "frequency" \
                 else self.opts.intensity_scale(hist.stream)
             own = rows if heatmap.kind == "frequency" else self.rows_for(hist, win, heatmap.kind)
             heatmap.show(hist, MapSpec(own.lo, own.hi, stop, self.view.zoom, pinned if pinned > 0 else None,
-                                       self.view.log, cursor, own.row_of(self.view.selected_slot), own.folds))
+                                       self.view.log, cursor, own.row_of(self.view.selected_slot), own.folds,
+                                       words))
         if stop:  # with the maps, every time: the inspector shows the column the maps' cursor is on (it is one or
             # a few columns: cheap, and not repainted when they are the same)
             first, last = win.columns_of(win.cell_of(cursor))

@@ -18,6 +18,7 @@ from textual.widget import Widget
 from latencymap.core.accumulator import GAP, RESET, StreamHistory
 from latencymap.core.sanitize import cell_width
 from latencymap.core.units import format_number
+from latencymap.outputs.report import time_words
 from latencymap.tui.axis import LABEL_W, axis_strip, cursor_strip
 from latencymap.tui.fit import Field, fit_fields
 from latencymap.tui.palette import CURSOR_CHAR, cell_char, cell_style
@@ -50,6 +51,9 @@ class MapSpec:
     cursor: int = -1
     selected_row: int | None = None
     folds: Folds | None = None
+    #: How the stream's time is known when its source says (a rebinned stream: `report.time_words`), for the
+    #: intensity map's title; None: from whether the columns shown carry their times.
+    time_words: str | None = None
 
     @property
     def rows(self) -> int:
@@ -127,7 +131,8 @@ class HeatMap(Widget):
         frame = zoomed_frame(hist, self.kind, win, spec.lo, spec.hi, maxval=spec.maxval, log=spec.log,
                              folds=spec.folds)
         self.frame, self.window = frame, win
-        strips = [_text_strip(map_title(title, frame.exact, spec, width), width, TITLE_STYLE)]
+        words = "exact" if self.kind == "frequency" else spec.time_words or time_words(frame.exact, None, 0, 0)
+        strips = [_text_strip(map_title(title, words, spec, width), width, TITLE_STYLE)]
         levels = frame.levels
         pad = cells - levels.shape[1]
         full = np.zeros((spec.rows, cells), dtype=np.uint8)
@@ -185,12 +190,17 @@ class HeatMap(Widget):
             self.post_message(self.Selected(column, row, self.spec.lo + row))
 
 
-def map_title(title: str, exact: bool, spec: MapSpec, width: int) -> str:
-    """The map's title line fitted to `width`: the estimate note is shortened, the scale goes, then the note, before
-    the title is cut."""
+#: A shorter form of `time_words`' notes, for a narrow map.
+_SHORT_WORDS = {"estimated from bucket midpoints": "estimated", "the source's exact sum": "exact sum"}
+
+
+def map_title(title: str, words: str, spec: MapSpec, width: int) -> str:
+    """The map's title line fitted to `width`, with how its times are known (`time_words`; none when "exact"): that
+    note is shortened, the scale goes, then the note, before the title is cut."""
     scale = Field(f"  [{'log' if spec.log else 'linear'}{' pinned' if spec.maxval else ''} scale · "
                   f"{spec.zoom} col/cell]", rank=5)
-    for note in ("" if exact else ", estimated from bucket midpoints", "" if exact else ", estimated"):
+    notes = ("", "") if words == "exact" else (f", {words}", f", {_SHORT_WORDS.get(words, words)}")
+    for note in notes:
         fields = [Field(f" {title}", rank=10), Field(note, rank=6), scale]
         if sum(cell_width(f.text) for f in fields) <= width:
             break

@@ -17,7 +17,7 @@ from itertools import pairwise
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
-from latencymap.core.rebin import largest_remainder, rebin_counts, slot_of_value, spread_fractions, with_time
+from latencymap.core.rebin import rebin_columns, slot_of_value, spread_fractions
 
 _CACHE_SIZE = 512
 _matrices: OrderedDict[tuple[tuple[float, ...], float], np.ndarray] = OrderedDict()
@@ -58,7 +58,5 @@ def spread_explicit(bounds: tuple[float, ...], counts: np.ndarray, factor: float
         return slots
     uppers = [*(b * factor for b in bounds), math.inf]
     matrix = spread_matrix(bounds, factor)
-    if total_sum is None or not math.isfinite(total_sum):
-        return rebin_counts(uppers, counts, matrix)
-    shares = with_time(matrix, uppers, np.asarray(counts)[None, :], np.array([total_sum * factor]))[0]
-    return largest_remainder(shares, int(sum(int(c) for c in counts)))
+    times = np.array([math.nan if total_sum is None else total_sum * factor])
+    return rebin_columns(matrix, np.asarray(counts, dtype=np.int64)[None, :], uppers, times)[0]

@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
-from latencymap.core.rebin import largest_remainder, spread_fractions
+from latencymap.core.rebin import rebin_columns, spread_fractions
 
 #: Row of slot shares that puts a whole bucket in slot 0.
 _SLOT0 = np.zeros(NSLOTS, dtype=np.float64)
@@ -120,19 +120,10 @@ def spread_expo(scale: int, offset: int, counts: np.ndarray, zero_count: int, ze
     """
     n = len(counts)
     index = offset + np.arange(n + 1, dtype=np.int64)
-    weights = counts.astype(np.float64)
-    if factor == 1.0 and scale <= 0:
-        width = 1 << -scale
-        octaves = (index[:-1, None] << -scale) + np.arange(width, dtype=np.int64)
-        shares = np.bincount(octave_slots(octaves).ravel(), weights=np.repeat(weights / width, width),
-                             minlength=NSLOTS)
-    elif n:
-        shares = weights @ np.array([_bucket_row(scale, i, factor) for i in index[:-1].tolist()])
-    else:
-        shares = np.zeros(NSLOTS, dtype=np.float64)
-    shares[0] += zero_count
-    total = int(zero_count) + int(counts.sum())
-    slots = largest_remainder(shares, total)
+    held_at = np.flatnonzero(counts)
+    rows = np.array([_bucket_row(scale, i, factor) for i in index[held_at].tolist()]).reshape(-1, NSLOTS)
+    slots = rebin_columns(rows, np.asarray(counts, dtype=np.int64)[None, held_at])[0]
+    slots[0] += int(zero_count)
     bucket_edges = edges(scale, index) * factor
     zero_upper = zero_threshold * factor
     gap = [bucket_edges[0]] if n and bucket_edges[0] > zero_upper else []

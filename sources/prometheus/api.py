@@ -7,11 +7,11 @@ and the server's own error text; `EndpointError.transient` is False for a query 
 
 from __future__ import annotations
 
-import json
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
+from latencymap.core.json_input import json_input
 from latencymap.core.sanitize import clean_text
 
 from .transport import EndpointError, http_get, public_url
@@ -147,7 +147,7 @@ def _stamp(t: float) -> str:
 def _get_json(url: str, timeout: float, where: str) -> Any:
     resp = http_get(url, "application/json", timeout, EXPECTED, shown=where)
     try:
-        return json.loads(resp.body)
+        return json_input(resp.body)
     except ValueError:
         head = clean_text(resp.body[:60].decode("utf-8", "replace"), 60)
         raise EndpointError(f"{where}: answered {head!r}, not JSON; expected {EXPECTED}") from None

@@ -25,7 +25,7 @@ import numpy as np
 
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import SourceBuckets
-from latencymap.core.rebin import largest_remainder, spread_matrix, with_time
+from latencymap.core.rebin import rebin_columns, spread_matrix, whole_rows
 from latencymap.core.units import normalize_unit, unit_seconds
 
 STREAM_UNITS = ("millisec", "microsec", "nanosec")
@@ -143,11 +143,7 @@ class Layout:
         columns' exact times in the stream unit, NaN where unknown) place the first bucket (`core.rebin`'s rule)."""
         if self.exact:
             return np.rint(counts.astype(np.float64) @ self.matrix).astype(np.int64)
-        if times is None:
-            shares = counts.astype(np.float64) @ self.matrix
-        else:
-            shares = with_time(self.matrix, self.bounds, counts, times)
-        return whole_rows(shares, counts.sum(axis=1))
+        return rebin_columns(self.matrix, counts, self.bounds, times)
 
 
 @lru_cache(maxsize=256)
@@ -156,27 +152,6 @@ def layout_of(bounds: tuple[float, ...], factor: float) -> Layout:
     scaled = to_unit(bounds, factor)
     matrix = slot_matrix(scaled)
     return Layout(scaled, matrix, one_row_each(matrix))
-
-
-def whole_rows(values: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """Row by row, non-negative integers near `values` (NaN and negatives as 0) adding up to `totals` rounded.
-
-    The largest-remainder rule of `latencymap.core.rebin`, for many rows at once.
-    """
-    floats = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, None)
-    want = np.rint(np.maximum(np.nan_to_num(np.asarray(totals, dtype=np.float64)), 0.0)).astype(np.int64)
-    floors = np.floor(floats).astype(np.int64)
-    missing = want - floors.sum(axis=1)
-    width = floats.shape[1]
-    simple = (missing >= 0) & (missing <= width)
-    if simple.any():
-        order = np.argsort(floors - floats, axis=1, kind="stable")
-        rank = np.empty_like(order)
-        np.put_along_axis(rank, order, np.broadcast_to(np.arange(width), order.shape), axis=1)
-        floors += (rank < missing[:, None]) & simple[:, None]
-    for i in np.flatnonzero(~simple):
-        floors[i] = largest_remainder(floats[i], int(want[i]))
-    return floors
 
 
 def integer_counts(values: Sequence[float], total: float | None = None) -> np.ndarray:

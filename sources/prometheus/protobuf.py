@@ -315,9 +315,10 @@ def _side(raw: dict[int, list[Any]], spans_at: int, deltas_at: int, counts_at: i
 
 def diff_native(prev: NativeReading, cur: NativeReading) -> tuple[dict[str, Any], bool] | None:
     """(the API-shaped histogram of what happened between two readings, reset) — or None when the zero bucket's
-    width changed (the two cannot be compared). A count or bucket that went down is a reset: `cur` whole."""
+    width changed and the count did not go down (the two cannot be compared). A count or bucket that went down is a
+    reset: `cur` whole, whatever its zero bucket."""
     if prev.zero_threshold != cur.zero_threshold:
-        return None
+        return (api_histogram(cur, None), True) if cur.count < prev.count else None
     schema = min(prev.schema, cur.schema)
     old, new = prev.at_schema(schema), cur.at_schema(schema)
     went_down = (new.count < old.count or new.zero_count < old.zero_count

@@ -11,7 +11,13 @@ per series and bucket (`layout.carried_counts`): over any run of columns a class
 of the sum of `increase(NAME_count[step])`, each bucket's within 1 of its own sum at every step, and a column's
 total is its increase rounded down or up (a steady 2.4 a step in a tail bucket counts 2, 3, 2, 2, 3, ..., not 2
 every step). Native histograms, whose buckets vary from step to step, are rounded per column. A step where a known
-stream has no value (fewer than two samples in it) is a gap column. Times are sent to the millisecond, the step as a
+stream has no value (fewer than two samples in it) is a gap column, and so is a step whose set of `le` series
+differs from the step before (a redeploy with new bounds: old series stop, new ones start, `+Inf` runs on), which
+cannot be split into buckets: counting starts again from the next step. A histogram with only its `+Inf` bucket is
+left out with a note (histogram_quantile gives NaN). A step in which the histogram's count went down (`resets()` in
+the step, or a count lower at its end than at its start) is marked reset; it counts what `increase()` counts (the
+value after the restart whole), which misses what was observed between the last sample before the restart and
+the restart itself, as any reader of the samples does. Times are sent to the millisecond, the step as a
 duration (`2500ms`), so the answers' times are the columns' own; a window that is not a whole number of steps says
 what it leaves out. A window where no step has a value is an error that says why, as far as the API tells (no such
 name, and the histograms it has; another type; series that `--match` skips; a step too short for the scrape
@@ -25,6 +31,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
@@ -32,6 +39,7 @@ import click
 import numpy as np
 
 from latencymap.core.model import Interval, Notice, StreamId, empty_counts
+from latencymap.core.sanitize import clean_text
 from latencymap.plugins import Item, Source, SourceError
 
 from .api import MAX_POINTS, PrometheusAPI, Series, promql_duration
@@ -39,7 +47,15 @@ from .layout import carried_counts, integer_counts, layout_of
 from .native import NativeError, fold_native
 from .scrape import metric_option
 from .series import Labels, Matcher, labels_key, selector
-from .streams import Part, StreamBuilder, histogram_options, kind_option, parse_matchers
+from .streams import (
+    Part,
+    StreamBuilder,
+    histogram_options,
+    kind_option,
+    no_finite_bound,
+    no_latency_note,
+    parse_matchers,
+)
 from .transport import EndpointError, backoff, check_url, public_url, retry_message
 
 LIVE_STEP = 15.0
@@ -50,6 +66,17 @@ _RELATIVE = re.compile(r"(?:now)?\s*-\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
 _SCALE = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _HISTOGRAM_TYPES = frozenset({"histogram", "gaugehistogram"})
 LOOKBACK = 600.0  # seconds looked back for a live source's missing metric and for the samples' spacing
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """The server's answers for some steps: the kind of histogram, its bucket series, sum series, and the (step
+    time, label set without `le` and `__name__`) pairs where the count was reset."""
+
+    kind: str
+    buckets: list[Series]
+    sums: list[Series]
+    resets: frozenset[tuple[float, Labels]] = frozenset()
 
 
 def parse_time(text: str, now: float) -> float:
@@ -115,6 +142,9 @@ class PrometheusSource(Source):
         self.clock = default_clock
         self.window = self._window_options()
         self._carry: dict[Labels, tuple[tuple[float, ...], np.ndarray]] = {}  # per classic series: le, fractions
+        self._sets: dict[Labels, frozenset[float]] = {}  # per classic series: the le with a value at its last step
+        self._left_out: dict[Labels, Notice] = {}  # series with no finite bucket, and the note said about each
+        self._changing: set[Labels] = set()  # series whose last step was a gap because their le series changed
 
     def _window_options(self) -> tuple[float, float, float] | None:
         """(start, end, step) of a past window from the options, checked now; None when live."""
@@ -159,8 +189,24 @@ class PrometheusSource(Source):
             sums = f"sum by ({by}) ({sums})"
         return buckets, sums
 
-    def _fetch(self, step: float, times: list[float]) -> tuple[str, list[Series], list[Series]]:
-        """(kind, bucket series, sum series) for the steps ending at `times` (one instant or one range query)."""
+    def _resets_promql(self, kind: str, step: float) -> str:
+        """The series (per stream label set) whose count was reset in a step: `resets()` in it, or a count lower at
+        its end than at its start (a restart between two steps' samples, which neither step's `resets()` sees)."""
+        by = ", ".join(self.builder.sum_by)
+        grouped = self.builder.sum_all or bool(by)
+        ago = promql_duration(step)
+
+        def total(expr: str) -> str:
+            return f"sum by ({by}) ({expr})" if grouped else expr
+
+        if kind == "native":
+            native = selector(self.metric, self.matchers)
+            return f"{total(f'histogram_count({native})')} < {total(f'histogram_count({native} offset {ago})')}"
+        count = selector(self.metric + "_count", self.matchers)
+        return f"{total(f'resets({count}[{ago}])')} > 0 or {total(count)} < {total(f'{count} offset {ago}')}"
+
+    def _fetch(self, step: float, times: list[float]) -> Fetched:
+        """The answers for the steps ending at `times` (one instant or one range query each)."""
         kinds = [self.kind] if self.kind != "auto" else ["native", "classic"]
         for kind in kinds:
             buckets, sums = self._promql(kind, step)
@@ -170,7 +216,13 @@ class PrometheusSource(Source):
             if found or kind == kinds[-1]:
                 if self.kind == "auto" and found:
                     self.kind = kind
-                return kind, found, (self._ask(sums, step, times) if sums and found else [])
+                if not found:
+                    return Fetched(kind, [], [])
+                spent = self._ask(sums, step, times) if sums else []
+                reset = self._ask(self._resets_promql(kind, step), step, times)
+                resets = frozenset((_key(t), labels_key(s.labels, ("le", "__name__")))
+                                   for s in reset for t, _ in s.floats)
+                return Fetched(kind, found, spent, resets)
         raise AssertionError("unreachable")
 
     def _ask(self, promql: str, step: float, times: list[float]) -> list[Series]:
@@ -178,17 +230,18 @@ class PrometheusSource(Source):
             return self.api.query(promql, times[0])
         return self.api.query_range(promql, times[0], times[-1], step)
 
-    def columns(self, kind: str, buckets: list[Series], sums: list[Series], times: list[float],
-                step: float) -> Iterator[Item]:
-        """One column per stream per step time; a known stream without a value at a time is a gap column."""
+    def columns(self, got: Fetched, times: list[float], step: float) -> Iterator[Item]:
+        """One column per stream per step time; a known stream without a value at a time is a gap column, and so
+        is one with a series whose buckets changed in that step (`_classic_parts`)."""
         parts: dict[float, dict[StreamId, list[Part]]] = {}
+        gaps: set[tuple[float, StreamId]] = set()
         spent: dict[tuple[float, Labels], float] = {}
-        for s in sums:
+        for s in got.sums:
             for t, v in s.floats:
                 spent[(_key(t), labels_key(s.labels))] = v
         bad = 0
-        if kind == "native":
-            for s in buckets:
+        if got.kind == "native":
+            for s in got.buckets:
                 key = labels_key(s.labels)
                 stream = self.builder.stream(self.builder.out_key(key))
                 for t, hist in s.histograms:
@@ -198,25 +251,62 @@ class PrometheusSource(Source):
                         bad += 1
                         continue
                     secs = None if total is None else self.builder.seconds(total)
-                    parts.setdefault(_key(t), {}).setdefault(stream, []).append(Part(layout, counts, secs))
+                    reset = (_key(t), key) in got.resets
+                    parts.setdefault(_key(t), {}).setdefault(stream, []).append(Part(layout, counts, secs, reset))
         else:
-            tables = _classic_tables(buckets)
+            tables = _classic_tables(got.buckets)
             counted = self._carried(tables)
             for key, (les, stamps, table) in tables.items():
-                for t, part, stream in self._classic_parts(key, les, stamps, table, spent, counted[key]):
-                    parts.setdefault(t, {}).setdefault(stream, []).append(part)
+                if no_finite_bound(les.tolist()) and key not in self._sets:
+                    yield from self._no_latency(key, stamps, table[:, -1], spent, step)
+                    continue
+                for t, part, stream in self._classic_parts(key, les, stamps, table, spent, counted[key], got.resets):
+                    if part is not None:
+                        self._changing.discard(key)
+                        parts.setdefault(t, {}).setdefault(stream, []).append(part)
+                        continue
+                    gaps.add((t, stream))
+                    if key not in self._changing:  # one note for the steps of one change
+                        self._changing.add(key)
+                        yield Notice(clean_text(
+                            f"prometheus: {stream.label}: its le series changed in the step ending {_iso(t)} (new "
+                            "bucket bounds: old series stopped, new ones started): what such a step counts cannot be "
+                            "split into buckets, so it is a gap, counted again from the next step with the same "
+                            "series as the one before", 600), skipped=0)
         if bad:
             yield Notice(f"prometheus: {bad} native histogram values could not be read", bad)
         known = self.builder.known()
+        reset_at = {(t, self.builder.find(self.builder.out_key(key))) for t, key in got.resets}
         for t in times:
             at = parts.get(_key(t), {})
             for stream in known:
                 if stream in at:
-                    yield self.builder.interval(stream, at[stream], t - step, t)
+                    yield self.builder.interval(stream, at[stream], t - step, t, (_key(t), stream) in gaps)
                 else:
-                    yield Interval(stream, t - step, t, empty_counts(), gap=True)
+                    yield Interval(stream, t - step, t, empty_counts(), reset=(_key(t), stream) in reset_at,
+                                   gap=True)
         yield from self.builder.notices
         self.builder.notices.clear()
+
+    def _no_latency(self, key: Labels, stamps: list[float], events: np.ndarray,
+                    spent: dict[tuple[float, Labels], float], step: float) -> Iterator[Notice]:
+        """The note, once, for a series with only its `+Inf` bucket (`events` its increase per step)."""
+        if key in self._left_out:
+            return
+        sums = [spent.get((t, key)) for t in stamps]
+        seconds = None if None in sums else self.builder.seconds(sum(v for v in sums if v is not None))
+        span = f"from {_iso(stamps[0] - step)} to {_iso(stamps[-1])}"
+        note = no_latency_note("prometheus", self.metric, key, float(np.nansum(events)), seconds, span)
+        self._left_out[key] = note
+        yield note
+
+    def _nothing_to_map(self) -> SourceError | None:
+        """A window's error when every series read had no finite bucket (and no stream is known): what the first
+        held. (Live, the note is said and the source asks on: a series with buckets may have no value yet.)"""
+        if self.builder.known() or not self._left_out:
+            return None
+        note = next(iter(self._left_out.values()))
+        return SourceError(f"{note.message}: no series of {self.metric} has a finite bucket, nothing to map")
 
     def _carried(self, tables: dict[Labels, tuple[np.ndarray, list[float], np.ndarray]]) -> dict[Labels, np.ndarray]:
         """Per label set, (steps x le) whole counts of its complete steps, rounded with what earlier steps (earlier
@@ -238,10 +328,12 @@ class PrometheusSource(Source):
         return out
 
     def _classic_parts(self, key: Labels, les: np.ndarray, stamps: list[float], table: np.ndarray,
-                       spent: dict[tuple[float, Labels], float],
-                       counts: np.ndarray) -> Iterator[tuple[float, Part, StreamId]]:
+                       spent: dict[tuple[float, Labels], float], counts: np.ndarray,
+                       resets: frozenset[tuple[float, Labels]]) -> Iterator[tuple[float, Part | None, StreamId]]:
         """The parts of one label set, every step at once: `table` is (steps x le) increases, NaN where missing,
-        `counts` the whole counts of its complete steps (`_carried`)."""
+        `counts` the whole counts of its complete steps (`_carried`). None instead of a part for a step whose set
+        of `le` series is not the step before's (old series stopped, new ones started: a redeploy with new
+        bounds), or has no finite bound: its increases cannot be split into buckets, so it is a gap."""
         stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in les])
         layout = layout_of(tuple(les.tolist()), self.builder.factor(stream))
         complete = ~np.isnan(table).any(axis=1)
@@ -249,15 +341,23 @@ class PrometheusSource(Source):
         times = np.array([spent.get((t, key), math.nan) for t in stamps], dtype=np.float64) * factor
         rows = layout.fold_many(counts, times)
         for i, t in enumerate(stamps):
+            have = ~np.isnan(table[i])
+            present = frozenset(les[have].tolist())
+            before = self._sets.get(key)
+            self._sets[key] = present
+            if no_finite_bound(tuple(present)) or (before is not None and present != before):
+                yield t, None, stream
+                continue
             total = spent.get((t, key))
             secs = None if total is None else self.builder.seconds(total)
+            reset = (t, key) in resets
             if complete[i]:
-                yield t, Part(layout, counts[i], secs, rows=rows[i]), stream
+                yield t, Part(layout, counts[i], secs, reset, rows=rows[i]), stream
                 continue
-            have = ~np.isnan(table[i])  # a step where some buckets have no value: its own layout
-            cumulative = table[i][have]
+            cumulative = table[i][have]  # a step where some buckets have no value: its own layout
             own = layout_of(tuple(les[have].tolist()), self.builder.factor(stream))
-            yield t, Part(own, integer_counts(np.diff(cumulative, prepend=0.0), cumulative.max()), secs), stream
+            yield t, Part(own, integer_counts(np.diff(cumulative, prepend=0.0), cumulative.max()), secs, reset), \
+                stream
 
     def items(self) -> Iterator[Item]:
         if self.window is None:
@@ -277,16 +377,16 @@ class PrometheusSource(Source):
         for first in range(0, count, MAX_POINTS):
             times = [(t0_ms + step_ms * (i + 1)) / 1000 for i in range(first, min(count, first + MAX_POINTS))]
             try:
-                kind, buckets, sums = self._fetch(step, times)
+                got = self._fetch(step, times)
             except EndpointError as err:
                 raise SourceError(f"prometheus: {err}") from None
-            if not buckets and not self.builder.known():
+            if not got.buckets and not self.builder.known():
                 waiting += times
                 continue
-            yield from self.columns(kind, buckets, sums, waiting + times, step)
+            yield from self.columns(got, waiting + times, step)
             waiting = []
         if not self.builder.known():
-            raise SourceError(f"prometheus: {self._missing(t0, t1, step)[0]}")
+            raise self._nothing_to_map() or SourceError(f"prometheus: {self._missing(t0, t1, step)[0]}")
 
     def _missing(self, t0: float, t1: float, step: float) -> tuple[str, bool]:
         """Why no histogram came back between t0 and t1, as far as the API can tell, and whether asking again cannot
@@ -369,7 +469,7 @@ class PrometheusSource(Source):
                 due = last - MAX_POINTS + 1
             times = [k * step for k in range(due, last + 1)]
             try:
-                kind, buckets, sums = self._fetch(step, times)
+                got = self._fetch(step, times)
             except EndpointError as err:
                 if not err.transient:
                     raise SourceError(f"prometheus: {err}") from None
@@ -382,13 +482,13 @@ class PrometheusSource(Source):
                 yield Notice(f"prometheus: {self.api.shown} answered again after {failures} failed "
                              f"attempt{'s' * (failures > 1)}; caught up on {len(times)} steps", skipped=0)
                 failures = 0
-            if not buckets and not self.builder.known() and not told_empty:
+            if not got.buckets and not self.builder.known() and not told_empty:
                 told_empty = True
                 why, hopeless = self._missing(times[-1] - LOOKBACK, times[-1], step)
                 if hopeless:
                     raise SourceError(f"prometheus: {why}")
                 yield Notice(f"prometheus: {why}; asking every step", skipped=0)
-            yield from self.columns(kind, buckets, sums, times, step)
+            yield from self.columns(got, times, step)
             due = last + 1
 
 def _key(t: float) -> float:

@@ -6,16 +6,21 @@ histograms), reads the cumulative `NAME_bucket{le=...}`, `NAME_sum` and `NAME_co
 native histogram: `protobuf.py`),
 and diffs each against the previous scrape: one column per scrape, one stream per label set (or per value of the
 `--sum-by` labels). The first scrape is the baseline. A histogram whose counts went down was reset (its process
-restarted): that column counts what it holds now and is marked reset. An endpoint that fails (refused, timeout,
-HTTP 500, an HTML page, text that is not exposition, the metric missing) gives a notice naming the URL and what
-was expected, and is asked again with backoff; since the counters are cumulative nothing is lost: the next
-answer's column spans the outage and is marked as a gap. Before the first good scrape, a page that answers without
-any histogram of that name (or has it as another type) stops the source with an error naming the histograms it has:
-waiting will not bring it (a declared histogram without series yet, or series that `--match` skips, is waited for).
+restarted): that column counts what it holds now and is marked reset, whatever its buckets (a redeploy with new `le`
+bounds too). Buckets that changed while the counts went on cannot be diffed: that column is a gap, and counting
+starts again from its scrape. A histogram with only its `+Inf` bucket holds no latency (histogram_quantile gives
+NaN): it is left out with a note saying what it holds (the source stops when that is all the page has). An
+endpoint that fails (refused, timeout, HTTP 500, an HTML page, text that is not exposition, the metric missing)
+gives a notice naming the URL and what was expected, and is asked again with backoff; since the counters are
+cumulative nothing is lost: the next answer's column spans the outage and is marked as a gap. Before the first good
+scrape, a page that answers without any histogram of that name (or has it as another type) stops the source with an
+error naming the histograms it has: waiting will not bring it (a declared histogram without series yet, or series
+that `--match` skips, is waited for).
 Columns end when a scrape's answer arrives; timestamps in the page (a /federate endpoint's) are read but not used.
 `--count N` and `--duration S` stop the source itself at a whole scrape (`Source.own_limits`), so every stream ends on
-the same one: after the Nth scrape that gave columns, or after the first scrape whose columns end `S` seconds or
-more after the source started (or, while the endpoint fails, once that time has passed).
+the same one: after the Nth scrape that gave columns, or at `S` seconds after the source started, the last scrape
+before it ending every stream (a scrape whose columns end at `S` or later also ends it; while the endpoint fails,
+once that time has passed).
 """
 
 from __future__ import annotations
@@ -37,7 +42,15 @@ from .layout import family_name, layout_of
 from .native import NativeError, fold_native
 from .protobuf import NativeReading, diff_native, is_protobuf, parse_protobuf
 from .series import Labels, Reading, diff_readings, histogram_readings
-from .streams import Part, StreamBuilder, histogram_options, kind_option, parse_matchers
+from .streams import (
+    Part,
+    StreamBuilder,
+    histogram_options,
+    kind_option,
+    no_finite_bound,
+    no_latency_note,
+    parse_matchers,
+)
 from .transport import EndpointError, backoff, check_url, http_get, public_url, retry_message
 
 EXPECTED = "Prometheus text exposition (text/plain; version=0.0.4) or OpenMetrics with a histogram"
@@ -113,6 +126,8 @@ class ScrapeSource(Source):
         self.count = None if count is None else int(count)
         self.duration = None if duration is None else float(duration)
         self._told: set[str] = set()
+        self._left_out: set[Labels] = set()  # series with no finite bucket, noted once
+        self._diffable = 0  # series of the last scrape that had a reading before it
 
     def describe(self) -> dict[str, Any]:
         return {"source": self.name, "url": self.shown, "metric": self.metric, "interval": self.interval,
@@ -217,10 +232,10 @@ class ScrapeSource(Source):
         there = f"histograms there: {', '.join(have[:10])}" if have else "no histograms there"
         return f"{self.shown}: no histogram {self.metric} ({there})"
 
-    def _tell(self, message: str) -> Iterator[Notice]:
+    def _tell(self, message: str, skipped: int = 1) -> Iterator[Notice]:
         if message not in self._told and len(self._told) < MAX_TOLD:
             self._told.add(message)
-            yield Notice(clean_text(f"scrape: {message}", 400))
+            yield Notice(clean_text(f"scrape: {message}", 400), skipped)
 
     def items(self) -> Iterator[Item]:
         previous: dict[Labels, Reading] = {}
@@ -253,6 +268,11 @@ class ScrapeSource(Source):
                     return
                 due = None
                 continue
+            if self.scrapes == 1 and readings and not native and all(no_finite_bound(r.bounds)
+                                                                     for r in readings.values()):
+                key, only = min(readings.items())
+                note = self._no_latency(key, only)
+                raise SourceError(f"{note.message}: no series of {self.metric} has a finite bucket, nothing to map")
             t = self.clock()
             gap = failures > 0 and bool(previous or natives)
             if failures:
@@ -266,10 +286,12 @@ class ScrapeSource(Source):
             for item in self._columns(readings, previous, last_end, t, gap, native, natives):
                 gave = gave or isinstance(item, Interval)
                 yield item
-            rounds += gave
+            rounds += gave or self._diffable > 0  # a scrape whose series are all left out counts too
             if (self.count is not None and rounds >= self.count) or (deadline is not None and t >= deadline):
                 return  # after a whole scrape: every stream has its column of it
-            due = self._pace(due)
+            due = self._pace(due, deadline)
+            if due is None:
+                return  # the next scrape would come after the deadline: this one was the last whole scrape
 
     def _rest(self, seconds: float, deadline: float | None) -> bool:
         """Sleep `seconds`, or until `deadline` when that comes first; False when the deadline has passed."""
@@ -281,9 +303,12 @@ class ScrapeSource(Source):
     def _columns(self, readings: dict[Labels, Reading], previous: dict[Labels, Reading],
                  last_end: dict[StreamId, float], t: float, gap: bool, native: dict[Labels, NativeReading],
                  natives: dict[Labels, NativeReading]) -> Iterator[Item]:
-        """The columns ending at this scrape, one per stream that has a baseline."""
+        """The columns ending at this scrape, one per stream that has a baseline; a gap column for a stream with a
+        series that cannot be diffed (its buckets changed while its counts went on), counted again from here."""
         parts: dict[StreamId, list[Part]] = {}
         present: list[StreamId] = []
+        lost: dict[StreamId, str] = {}
+        self._diffable = 0
         for key, now in sorted(native.items()):
             stream = self.builder.stream(self.builder.out_key(key))
             present.append(stream)
@@ -291,12 +316,12 @@ class ScrapeSource(Source):
             natives[key] = now
             if before is None:
                 continue
-            diffed = diff_native(before, now)
-            if diffed is None:
-                yield from self._tell(f"{stream.label}: the zero bucket's width changed; counting again from this "
-                                      "scrape")
+            self._diffable += 1
+            native_diff = diff_native(before, now)
+            if native_diff is None:
+                lost.setdefault(stream, "the zero bucket's width changed")
                 continue
-            hist, reset = diffed
+            hist, reset = native_diff
             try:
                 layout, counts, total = fold_native(hist, self.builder.factor(stream))
             except NativeError as err:
@@ -305,33 +330,53 @@ class ScrapeSource(Source):
             seconds = None if total is None else self.builder.seconds(total)
             parts.setdefault(stream, []).append(Part(layout, counts, seconds, reset))
         for key, cur in sorted(readings.items()):
-            stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in cur.bounds])
-            present.append(stream)
             old = previous.get(key)
             previous[key] = cur
+            self._diffable += old is not None
+            if no_finite_bound(cur.bounds):
+                if key not in self._left_out:
+                    self._left_out.add(key)
+                    yield self._no_latency(key, cur)
+                continue
+            stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in cur.bounds])
+            present.append(stream)
             if old is None:
                 continue
-            if old.bounds != cur.bounds:
-                yield from self._tell(f"{stream.label}: the buckets changed; counting again from this scrape")
+            diffed = diff_readings(old, cur)
+            if diffed is None:
+                lost.setdefault(stream, "the buckets changed (new le bounds)")
                 continue
-            counts, spent, reset = diff_readings(old, cur)
+            counts, spent, reset = diffed
             layout = layout_of(cur.bounds, self.builder.factor(stream))
             seconds = None if spent is None else self.builder.seconds(spent)
             parts.setdefault(stream, []).append(Part(layout, counts, seconds, reset))
         for stream in dict.fromkeys(present):
             start = last_end.get(stream)
-            if start is not None and stream in parts and t > start:
-                yield self.builder.interval(stream, parts[stream], start, t, gap)
+            if start is not None and (stream in parts or stream in lost) and t > start:
+                if stream in lost:
+                    yield from self._tell(f"{stream.label}: {lost[stream]} while the counts went on: what happened "
+                                          "since the scrape before cannot be split into the new buckets, so that "
+                                          "column is a gap; counting again from this scrape", skipped=0)
+                yield self.builder.interval(stream, parts.get(stream, []), start, t, gap or stream in lost)
             last_end[stream] = t
         yield from self.builder.notices
         self.builder.notices.clear()
 
-    def _pace(self, due: float | None) -> float:
-        """Sleep until the next scrape is due; never bursts to catch up."""
+    def _no_latency(self, key: Labels, reading: Reading) -> Notice:
+        """The note for a series with only its `+Inf` bucket: what it holds so far."""
+        seconds = None if reading.total is None else self.builder.seconds(reading.total)
+        return no_latency_note("scrape", self.metric, key, reading.count, seconds, "so far")
+
+    def _pace(self, due: float | None, deadline: float | None = None) -> float | None:
+        """Sleep until the next scrape is due; never bursts to catch up. None (having slept to `deadline`) when it
+        would be due after the deadline."""
         now = self.clock()
         due = now + self.interval if due is None else due + self.interval
         if due <= now:
             return now
+        if deadline is not None and due >= deadline:
+            self.sleep(max(0.0, deadline - now))
+            return None
         self.sleep(due - now)
         return due
 

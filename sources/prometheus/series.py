@@ -3,7 +3,8 @@
 A classic histogram `NAME` is the cumulative series `NAME_bucket{le="..."}` plus `NAME_sum` and `NAME_count`,
 one histogram per label set (without `le`). The differ turns two readings of one histogram into per-bucket
 counts for the time between them: a histogram whose `_count` or any bucket went down was reset (the process
-restarted), so that interval counts what it holds now, never a negative number.
+restarted), so that interval counts what it holds now, never a negative number, whatever its bounds (a redeploy
+with new `le` bounds); bounds that changed without a reset cannot be diffed.
 """
 
 from __future__ import annotations
@@ -169,9 +170,20 @@ def per_bucket(cumulative: np.ndarray) -> np.ndarray:
     return np.diff(cumulative, prepend=0)
 
 
-def diff_readings(prev: Reading, cur: Reading) -> tuple[np.ndarray, float | None, bool]:
-    """(per-bucket counts, sum, reset) for the time between two readings of one layout."""
-    reset = bool((cur.cumulative < prev.cumulative).any())
+def diff_readings(prev: Reading, cur: Reading) -> tuple[np.ndarray, float | None, bool] | None:
+    """(per-bucket counts in `cur`'s bounds, sum, reset) for the time between two readings; None when their bounds
+    differ and no counter went down: nothing says how the events since `prev` spread over the new buckets.
+
+    A counter that went down (any bucket, or across different bounds any bound both have, `+Inf` and so `_count`
+    among them) is a reset: the process restarted, and `cur` holds exactly the events since, whatever its bounds."""
+    if prev.bounds == cur.bounds:
+        reset = bool((cur.cumulative < prev.cumulative).any())
+    else:
+        before = dict(zip(prev.bounds, prev.cumulative.tolist(), strict=True))
+        reset = any(b in before and int(c) < before[b] for b, c in zip(cur.bounds, cur.cumulative.tolist(),
+                                                                          strict=True))
+        if not reset:
+            return None
     if reset:
         return per_bucket(cur.cumulative), cur.total, True
     counts = np.clip(per_bucket(cur.cumulative) - per_bucket(prev.cumulative), 0, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,9 +11,9 @@ import click
 import numpy as np
 
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
-from latencymap.core.sanitize import StreamNames, clean_label
+from latencymap.core.sanitize import StreamNames, clean_label, clean_text, cut_label
 from latencymap.core.source_totals import combine_buckets
-from latencymap.core.units import unit_seconds
+from latencymap.core.units import format_duration, unit_seconds
 
 from .layout import STREAM_UNITS, Layout, metric_unit, stream_unit
 from .series import Labels, Matcher, describe_labels, parse_matcher
@@ -30,6 +31,25 @@ class Part:
     spent_s: float | None = None
     reset: bool = False
     rows: np.ndarray | None = None  # the counts already folded into rows, when they were folded in bulk
+
+
+def no_finite_bound(bounds: Sequence[float]) -> bool:
+    """True for a classic histogram with only its `+Inf` bucket: its events hold no latency (histogram_quantile
+    gives NaN), so there is nothing to place on rows."""
+    return not any(math.isfinite(b) for b in bounds)
+
+
+def no_latency_note(source: str, metric: str, key: Labels, events: float, seconds: float | None,
+                    span: str) -> Notice:
+    """The one note for a series left out by `no_finite_bound`: what it holds (`events`, and their mean when
+    `seconds`, from `_sum`, is known) over `span` ("so far", "in the window")."""
+    series = cut_label(clean_label(describe_labels(metric, key)))
+    mean = ""
+    if seconds is not None and math.isfinite(seconds) and events > 0:
+        mean = f" (mean {format_duration(seconds / events)})"
+    return Notice(clean_text(f'{source}: {series} has no finite bucket, only le="+Inf": its {events:,.0f} events '
+                             f"{span}{mean} hold no latency to place (histogram_quantile gives NaN); left out", 400),
+                  skipped=0)
 
 
 def split_labels(values: Sequence[str]) -> tuple[str, ...]:
@@ -118,6 +138,10 @@ class StreamBuilder:
             label = self._names.name(clean_label(describe_labels(self.metric, okey)), unit)
             found = self._streams[okey] = StreamId(label, DATASOURCE, unit)
         return found
+
+    def find(self, okey: Labels) -> StreamId | None:
+        """The stream of an output key when it was named already."""
+        return self._streams.get(okey)
 
     def known(self) -> list[StreamId]:
         """Every stream named so far."""

@@ -6,8 +6,18 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from latencymap.core.rebin import largest_remainder, rebin_counts, spread_fractions, spread_matrix, with_time
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.rebin import (
+    first_rows,
+    largest_remainder,
+    rebin_columns,
+    rebin_counts,
+    spread_fractions,
+    spread_matrix,
+)
 
 PROMETHEUS_DEFAULT_US = [5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6, 2.5e6, 5e6, 1e7, math.inf]
 
@@ -54,6 +64,14 @@ def test_totals_past_float_precision_stay_exact() -> None:
     counts = [(1 << 60) + 12345, 7, (1 << 59) + 3]
     slots = rebin_counts([10.0, 100.0, math.inf], counts)
     assert int(slots.sum()) == sum(counts)
+    assert not slots[spread_matrix([10.0, 100.0, math.inf]).sum(axis=0) == 0].any()  # none outside the buckets
+
+
+def test_a_lone_slow_event_stays_in_its_own_bucket() -> None:
+    """One event in (100 ms, 1 s] beside fifteen fast ones stays in the rows of (100 ms, 1 s], not 8 ms below."""
+    slots = rebin_counts([1000, 10_000, 100_000, 1_000_000, math.inf], [10, 5, 0, 1, 0])  # µs
+    placed = {int(2 ** (slot - 1)): int(n) for slot, n in enumerate(slots) if n}  # each row's lower edge, µs
+    assert placed == {512: 10, 1024: 2, 2048: 2, 4096: 1, 131_072: 1}
 
 
 def test_the_first_bucket_goes_as_low_as_the_columns_time_proves() -> None:
@@ -65,13 +83,69 @@ def test_the_first_bucket_goes_as_low_as_the_columns_time_proves() -> None:
                        [2, 0, 0, 0],    # no time known
                        [2, 0, 0, 0]])   # a time below zero after the others: not believed, the rule
     times = np.array([1449.0, 3000.0 + 4e5, 1449.0 + 2.5e5, math.nan, -5.0])
-    shares = with_time(matrix, bounds, counts, times)
-    assert shares.sum(axis=1) == pytest.approx(counts.sum(axis=1))
+    placed = first_rows(matrix, bounds, counts, times)
+    assert placed is not None
+    first, rows = placed
+    assert first == 0
     low = 1449.0 / 2 * math.log(2)  # the octave [low, 2 low) whose log-uniform mean is 724.5 µs
-    assert shares[0] == pytest.approx(2 * spread_fractions(low, 2 * low))
-    assert shares[0][10] > 1.9 and shares[0][:9].sum() == 0 and shares[0][11:].sum() == 0  # [512, 1024) µs
-    assert shares[1] == pytest.approx(3 * spread_fractions(1000 * math.log(2), 2000 * math.log(2)) + matrix[3])
+    assert rows[0] == pytest.approx(spread_fractions(low, 2 * low))
+    assert rows[1] == pytest.approx(spread_fractions(1000 * math.log(2), 2000 * math.log(2)))
     for rule in (2, 3, 4):
-        assert shares[rule] == pytest.approx(counts[rule] @ matrix)
-    mean = (shares[0] * (2.0 ** np.arange(64)) * 0.75).sum() / 2  # the rows' midpoints (~0.7 ms), not 75 ms
-    assert 500 < mean < 1000
+        assert rows[rule] == pytest.approx(matrix[0])
+    slots = rebin_columns(matrix, counts, bounds, times)
+    assert slots.sum(axis=1).tolist() == counts.sum(axis=1).tolist()
+    assert slots[0].tolist() == [2 if slot == 10 else 0 for slot in range(NSLOTS)]  # [512, 1024) µs, not 75 ms
+    assert slots[1][10:12].sum() == 3 and slots[1][19] == 1  # [0.69, 1.39) ms, and 400 ms in [262, 524) ms
+    assert slots[2].tolist() == rebin_counts(bounds, counts[2]).tolist()
+
+
+def _supports(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last slot each bucket's row of shares overlaps."""
+    held = rows > 0
+    return held.argmax(axis=1), NSLOTS - 1 - held[:, ::-1].argmax(axis=1)
+
+
+@st.composite
+def _histograms(draw: st.DrawFn) -> tuple[list[float], np.ndarray, np.ndarray | None]:
+    """Ascending upper bounds (µs, from below one unit to past an hour, the last maybe +Inf), per-bucket counts of a
+    few columns, and maybe the columns' times."""
+    edges = draw(st.lists(st.floats(-3.0, 10.0), min_size=1, max_size=12, unique=True))
+    bounds = sorted({float(10.0 ** e) for e in edges})
+    if draw(st.booleans()):
+        bounds.append(math.inf)
+    columns = draw(st.integers(1, 4))
+    counts = np.array(draw(st.lists(st.lists(st.one_of(st.integers(0, 3), st.integers(0, 10**6)),
+                                             min_size=len(bounds), max_size=len(bounds)),
+                                    min_size=columns, max_size=columns)), dtype=np.int64)
+    times = None
+    if draw(st.booleans()):
+        times = np.array(draw(st.lists(st.floats(0.0, 1e12), min_size=columns, max_size=columns)))
+    return bounds, counts, times
+
+
+@settings(max_examples=400, deadline=None)
+@given(_histograms())
+def test_every_bucket_keeps_its_events_in_the_rows_it_overlaps(case: tuple[list[float], np.ndarray,
+                                                                           np.ndarray | None]) -> None:
+    """Per column: the total is kept, each row is within one event per bucket of its share, and the events can be
+    matched to buckets whose range overlaps their row. The buckets' rows are intervals ordered by both ends, so
+    that matching exists exactly when, for every row k, the events up to k are at least those of the buckets that
+    end by k and at most those of the buckets that start by k."""
+    bounds, counts, times = case
+    matrix = spread_matrix(bounds)
+    slots = rebin_columns(matrix, counts, bounds, times)
+    placed = None if times is None else first_rows(matrix, bounds, counts, times)
+    for col, (row, n) in enumerate(zip(slots, counts, strict=True)):
+        rows = matrix.copy()
+        if placed is not None:
+            rows[placed[0]] = placed[1][col]
+        starts, ends = _supports(rows)
+        assert (np.diff(starts) >= 0).all() and (np.diff(ends) >= 0).all()
+        assert (row >= 0).all() and int(row.sum()) == int(n.sum())
+        spread = n[:, None] * rows
+        assert (row >= np.floor(spread).sum(axis=0) - 1e-6).all() and (row <= np.ceil(spread).sum(axis=0)).all()
+        upto = np.cumsum(row)
+        for k in range(NSLOTS):
+            assert n[ends <= k].sum() <= upto[k] <= n[starts <= k].sum(), (k, row.tolist())
+        if placed is None:
+            assert row.tolist() == rebin_counts(bounds, n).tolist()

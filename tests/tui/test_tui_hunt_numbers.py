@@ -8,11 +8,14 @@ import math
 from pathlib import Path
 
 import numpy as np
+from prometheus_support import DEFAULT_BUCKETS, TEXT_TYPE, Scripted, histogram_page
 from tui_support import example_items, fixture_items, run_ended
 
 from latencymap.core.accumulator import Accumulator
+from latencymap.core.model import Interval, Notice
 from latencymap.core.units import format_duration
-from latencymap.outputs.report import stream_report
+from latencymap.outputs.report import stream_report, stream_summary
+from latencymap.sources.prometheus.scrape import ScrapeSource
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.axis import clock, cursor_strip
 from latencymap.tui.heatmap import HeatMap
@@ -125,3 +128,35 @@ def test_tenths_of_a_second_are_rounded_with_the_seconds() -> None:
     assert clock(at + 0.96, 0.0, step=0.1) == clock(at + 1.0, 0.0, step=0.1)  # 20.96 s reads 21.0, not 20.0
     assert clock(at + 0.34, 0.0, step=0.1).endswith(".3") and clock(at + 0.34, 0.0).count(".") == 0
     assert clock(20.96, 0.0, step=0.1, shift=0.0) == "00:00:21.0"  # a time of day
+
+
+def _scraped_stream() -> list[Interval | Notice]:
+    """Four columns of a real scrape: a classic histogram on prometheus_client's default bounds (rebinned), with
+    its exact `_sum`."""
+    bounds = (*DEFAULT_BUCKETS, math.inf)
+    pages = [histogram_page("svc_seconds", bounds, [0, 0, 30 * k, *[40 * k] * (len(bounds) - 3)], 0.7 * k)
+             for k in range(1, 6)]
+    endpoint = Scripted([(200, TEXT_TYPE, p) for p in pages])
+    try:
+        source = ScrapeSource(url=endpoint.url, metric="svc_seconds", interval=0.01, count=4)
+        return [i for i in source.items() if isinstance(i, Interval | Notice)]
+    finally:
+        endpoint.close()
+
+
+def test_intensity_title_says_how_the_reports_header_says_the_time_is_known() -> None:
+    for items, words in ((_scraped_stream(), "the source's exact sum"), (example_items(), None)):
+        acc = Accumulator()
+        acc.add(items)
+        hist = next(iter(acc.streams.values()))
+        header = stream_summary(hist, acc)[0]
+        app = LatencyMapApp(iter(items), color_mode="mono")
+
+        async def scenario(pilot, header: str = header, words: str | None = words) -> None:
+            title = pilot.app.query_one("#intensity", HeatMap).plain_lines()[0]
+            if words is None:  # PyLatencyMap's example: no times, the midpoints' estimate
+                assert "(estimated from bucket midpoints)" in header and ", estimated from bucket midpoints" in title
+            else:
+                assert f"({words})" in header and f"(s/s), {words}  [" in title and "midpoints" not in title
+
+        run_ended(app, scenario, size=(160, 50))

@@ -97,6 +97,13 @@ def test_coarse_scales_spread_evenly_over_the_octaves_of_a_bucket() -> None:
     assert own.tolist() == [point.zero_count, 0, *counts.tolist()]
 
 
+def test_a_coarse_buckets_events_stay_in_its_own_octaves() -> None:
+    """Scale -2: bucket 0 is octaves 0-3 (slots 1-4), bucket 1 octaves 4-7 (slots 5-8). Bucket 0's one event, a
+    quarter in each of its slots, is not handed to bucket 1's halves."""
+    slots, _, _ = spread_expo(-2, 0, np.array([1, 2], dtype=np.int64), 0, 0.0, 1.0)
+    assert slots[1:5].sum() == 1 and slots[5:9].sum() == 2 and slots.sum() == 3
+
+
 def test_a_unit_conversion_spreads_every_scale_and_keeps_totals() -> None:
     values = [0.0042, 0.013, 0.5, 2.5]  # seconds, read as microseconds
     point = only_point(sdk_collect(values))

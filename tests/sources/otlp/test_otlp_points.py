@@ -271,6 +271,14 @@ def test_an_explicit_points_sum_places_its_first_bucket() -> None:
     assert placed.sum() == 10 and placed[8:10].sum() == 10  # [128, 512) µs: around 0.3 ms
 
 
+def test_an_explicit_buckets_events_stay_in_its_own_rows() -> None:
+    """One call in (100 ms, 1 s] beside fifteen under 10 ms stays in the rows of (100 ms, 1 s], not below 8 ms."""
+    counts = np.array([10, 5, 0, 1, 0])  # (-inf, 1], (1, 10], (10, 100], (100, 1000], (1000, +inf) ms
+    for total_sum in (None, 530.0):
+        slots = spread_explicit((1.0, 10.0, 100.0, 1000.0), counts, 1000.0, total_sum)  # µs rows
+        assert slots[17:21].sum() == 1 and slots[:15].sum() == 15 and slots.sum() == 16  # [65.5 ms, 1.05 s)
+
+
 def test_points_closer_than_a_float_second_can_tell_keep_their_order_and_exact_duration() -> None:
     """A delta point 1 ns long at an epoch time: as seconds its start and end are one float; it still ends after
     it starts, and its duration stays the exact 1 ns."""

@@ -137,7 +137,8 @@ def test_duration_ends_every_series_on_the_same_scrape() -> None:
     lines = ["# TYPE h_seconds histogram"]
     for i in range(40):
         lab = f'pod="p{i:02d}"'
-        lines += [f'h_seconds_bucket{{{lab},le="+Inf"}} 1', f"h_seconds_sum{{{lab}}} 0.001",
+        lines += [f'h_seconds_bucket{{{lab},le="0.002"}} 1', f'h_seconds_bucket{{{lab},le="+Inf"}} 1',
+                  f"h_seconds_sum{{{lab}}} 0.001",
                   f"h_seconds_count{{{lab}}} 1"]
     endpoint = Scripted([(200, TEXT_TYPE, "\n".join(lines) + "\n")])
     try:

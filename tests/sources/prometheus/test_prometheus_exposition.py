@@ -168,14 +168,22 @@ def _reading(cumulative: list[int], total: float) -> Reading:
 
 def test_differ_counts_the_increase_and_takes_a_reset_as_a_restart() -> None:
     first, second = _reading([1, 4, 5], 2.0), _reading([3, 9, 12], 6.5)
-    counts, spent, reset = diff_readings(first, second)
+    counts, spent, reset = diff_readings(first, second)  # type: ignore[misc]
     assert counts.tolist() == [2, 3, 2] and spent == 4.5 and not reset
     restarted = _reading([0, 2, 2], 0.8)  # the process restarted: 2 observations since
-    counts, spent, reset = diff_readings(second, restarted)
+    counts, spent, reset = diff_readings(second, restarted)  # type: ignore[misc]
     assert counts.tolist() == [0, 2, 0] and spent == 0.8 and reset
     only_inf_down = _reading([3, 9, 11], 7.0)  # one counter down is enough to call it a reset
-    counts, _, reset = diff_readings(second, only_inf_down)
+    counts, _, reset = diff_readings(second, only_inf_down)  # type: ignore[misc]
     assert reset and counts.tolist() == [3, 6, 2]
+
+
+def test_differ_across_new_bounds_counts_a_restart_and_cannot_diff_counts_that_went_on() -> None:
+    before = _reading([3, 9, 12], 6.5)
+    redeployed = Reading((0.05, 0.2, math.inf), np.asarray([1, 4, 4]), 0.4)  # _count 12 -> 4: restarted
+    counts, spent, reset = diff_readings(before, redeployed)  # type: ignore[misc]
+    assert reset and counts.tolist() == [1, 3, 0] and spent == 0.4
+    assert diff_readings(before, Reading((0.05, 0.2, math.inf), np.asarray([5, 14, 15]), 7.0)) is None
 
 
 def test_labels_key_drops_le_and_sorts() -> None:

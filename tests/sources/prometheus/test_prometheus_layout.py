@@ -5,12 +5,17 @@ from __future__ import annotations
 import bisect
 import math
 import random
+import re
+import subprocess
+import sys
+import threading
+import time
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_support import DEFAULT_BUCKETS, POW2_MS_BUCKETS, NativeHistogramState
+from prometheus_support import DEFAULT_BUCKETS, POW2_MS_BUCKETS, Exporter, NativeHistogramState
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.rebin import rebin_counts
@@ -252,3 +257,40 @@ def test_label_sets_longer_than_a_label_stay_apart() -> None:
     assert all(f"api-{k}" in labels[k] for k in range(3))  # the end, where they differ, is kept
     assert labels[4].endswith(" (2)") and labels[3].count("…") == labels[4].count("…") == 1
     assert builder.stream(same_cut[1], (0.1, 1.0)) is streams[4]  # the same series, the same stream
+
+
+@pytest.mark.slow
+def test_a_scraped_reports_bucket_table_keeps_a_slow_request_in_its_own_bucket() -> None:
+    """A real prometheus_client exporter: after every scrape, 10 requests of 0.5 ms, 5 of 5 ms and 1 of 500 ms. The
+    report's bucket table puts every 500 ms request in a row of (100 ms, 1 s], none of them among the fast rows."""
+    exporter = Exporter(name="req_seconds", labels=(), buckets=(0.001, 0.01, 0.1, 1.0), form="text")
+    stop = threading.Event()
+
+    def drive() -> None:
+        seen = 0
+        while not stop.is_set():
+            if len(exporter.served) > seen:
+                seen += 1
+                for seconds in [0.0005] * 10 + [0.005] * 5 + [0.5]:
+                    exporter.observe(seconds)
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=drive, daemon=True)
+    thread.start()
+    try:
+        r = subprocess.run([sys.executable, "-m", "latencymap", "report", "scrape", exporter.url, "--metric",
+                            "req_seconds", "--interval", "0.3", "--count", "4"],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        exporter.close()
+    assert r.returncode == 0, r.stderr
+    batches = (exporter.served[-1].get((), 0) - exporter.served[0].get((), 0)) // 16
+    assert batches >= 3
+    rows = {(low, high): int(n) for low, high, n in re.findall(r"^\s+(\S+)–(\S+)\s+(\d+)\s", r.stdout, re.M)}
+    assert sum(rows.values()) == 16 * batches
+    fast = ("512µs", "1.02ms", "2.05ms", "4.1ms")  # (0.5 ms as the first bucket's octave, 10 ms]
+    assert sum(n for (low, _), n in rows.items() if low in fast) == 15 * batches
+    assert sum(n for (low, _), n in rows.items() if low in ("65.5ms", "131ms", "262ms", "524ms")) == batches
+    assert "bimodal" in r.stdout and "unimodal" not in r.stdout

@@ -225,6 +225,35 @@ def test_downscaling_and_differences_by_hand() -> None:
     assert diff_native(later, fine.at_schema(0)) is not None  # counts went down: a reset, the newer one whole
     assert diff_native(later, fine.at_schema(0))[1] is True  # type: ignore[index]
     assert diff_native(fine, NativeReading(2, 0.5, 1.0, {}, {}, 9.0, None)) is None  # zero bucket width changed
+    restarted = NativeReading(2, 0.5, 1.0, {4: 2.0}, {}, 3.0, 1.5)  # ... with a restart: what it holds is since then
+    hist, reset = diff_native(fine, restarted)  # type: ignore[misc]
+    assert reset and hist["count"] == 3.0 and hist["sum"] == 1.5
+
+
+def test_a_new_zero_bucket_is_a_gap_column_or_with_a_restart_a_reset_one(native: NativeExporter) -> None:
+    step = iter(range(4))
+
+    def act(_: float) -> None:
+        k = next(step, None)
+        with native.lock:
+            if k in (0, 2):
+                for v in (3.0, 5.0):
+                    native.state.observe(v)
+            elif k == 1:  # a wider zero bucket, counts going on: the two readings cannot be compared
+                wider = NativeHistogramState(2, zero_threshold=0.5)
+                for _ in range(native.state.count + 4):
+                    wider.observe(2.0)
+                native.state = wider
+            elif k == 3:  # restarted with the default zero bucket: one observation since
+                native.state = NativeHistogramState(2)
+                native.state.observe(6.0)
+
+    native.observe(1.0)
+    columns, said = run(ScrapeSource(url=native.url, metric=NATIVE, interval=0.001), act, 4)
+    assert [int(c.counts.sum()) for c in columns] == [2, 0, 2, 1]
+    assert [c.gap for c in columns] == [False, True, False, False]
+    assert [c.reset for c in columns] == [False, False, False, True]
+    assert len(said) == 1 and "zero bucket's width changed" in said[0]
 
 
 @pytest.mark.parametrize(("body", "expected"), [

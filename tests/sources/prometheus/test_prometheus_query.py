@@ -20,6 +20,7 @@ from latencymap.sources.prometheus.query import PrometheusSource, parse_time
 
 Answer = tuple[int, str, str]
 JSON = "application/json"
+RESET_AT = 1010.0
 
 
 def bucket_value(t: float, le: str) -> float:
@@ -69,6 +70,8 @@ class Api(Serving):
         labels = {"job": "j"}
         if query.startswith("increase(h_seconds{") or query.startswith("increase(h_seconds["):
             result: list[dict[str, Any]] = []  # no native histogram of that name
+        elif query.startswith("resets(h_seconds_count"):  # the process restarted in the step ending at RESET_AT
+            result = [{"metric": labels, "values": [[t, "1"] for t in times if t == RESET_AT]}]
         elif "_sum" in query:
             result = [{"metric": labels, "values": [[t, str(bucket_value(t, "+Inf") * 0.01)] for t in times]}]
         else:
@@ -118,8 +121,9 @@ def live(source: PrometheusSource, start: float, columns: int) -> tuple[list[Int
 
 
 def test_live_polls_each_step_then_catches_up_after_an_outage(api_factory) -> None:
-    outage = {3: (500, "text/plain", "boom"), 4: (200, "text/html", "<!DOCTYPE html><p>proxy</p>"),
-              5: (200, JSON, "{not json"), 6: (200, JSON, '{"data": 1}')}
+    # three queries a step (buckets, sum, resets); the second poll's first one fails, and the retries' first ones
+    outage = {4: (500, "text/plain", "boom"), 5: (200, "text/html", "<!DOCTYPE html><p>proxy</p>"),
+              6: (200, JSON, "{not json"), 7: (200, JSON, '{"data": 1}')}
     api = api_factory(fail=lambda n: outage.get(n))
     source = PrometheusSource(url=api.url + "/api/v1", metric="h_seconds", step=10.0, delay=1.0, kind="classic")
     columns, said, sleeps = live(source, start=951.0, columns=8)
@@ -141,8 +145,12 @@ def test_live_polls_each_step_then_catches_up_after_an_outage(api_factory) -> No
     assert said[2].startswith(f"prometheus: {ranged}: answered '{{not json', not JSON; {expected}")
     assert said[3].startswith(f"prometheus: {ranged}: JSON without a status; {expected}")
     assert said[4] == f"prometheus: {api.url} answered again after 4 failed attempts; caught up on 10 steps"
+    assert [c.end for c in columns if c.reset] == [RESET_AT]  # the server's resets(), caught up on
     ranges = [p for path, p in api.requests if path == "/api/v1/query_range"]
-    assert ranges[-1] == {"query": "increase(h_seconds_sum[10s])", "start": "960", "end": "1050", "step": "10s"}
+    assert ranges[-2:] == [
+        {"query": "increase(h_seconds_sum[10s])", "start": "960", "end": "1050", "step": "10s"},
+        {"query": "resets(h_seconds_count[10s]) > 0 or h_seconds_count < h_seconds_count offset 10s", "start": "960",
+         "end": "1050", "step": "10s"}]
     assert sleeps == [10.0, 10.0, 20.0, 30.0, 30.0]  # to the next step, then backoff
 
 
@@ -186,6 +194,14 @@ def test_a_window_that_cannot_be_read_stops_naming_the_url() -> None:
                               kind="classic")
     with pytest.raises(SourceError, match=rf"127\.0\.0\.1:{port}/api/v1/query_range: connection refused; "
                                           r"expected the Prometheus HTTP API's JSON"):
+        list(source.items())
+
+
+def test_an_answer_nested_too_deeply_is_not_json(api_factory) -> None:
+    """5,000 `[` made json.loads raise RecursionError, which escaped as a traceback."""
+    api = api_factory(fail=lambda n: (200, JSON, "[" * 5000 + "]" * 5000))
+    source = PrometheusSource(url=api.url, metric="h_seconds", start="100", end="200", step=10.0, kind="classic")
+    with pytest.raises(SourceError, match=r"/api/v1/query_range: answered '\[\[\[.*', not JSON; expected"):
         list(source.items())
 
 

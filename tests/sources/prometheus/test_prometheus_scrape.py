@@ -323,7 +323,7 @@ def many_series_page(series: int, events: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize(("limits", "columns"), [({"duration": 10.0}, 4), ({"count": 3}, 3),
+@pytest.mark.parametrize(("limits", "columns"), [({"duration": 10.0}, 3), ({"count": 3}, 3),
                                                  ({"count": 2, "duration": 100.0}, 2), ({"count": 0}, 0)])
 def test_count_and_duration_stop_the_source_after_a_whole_scrape(limits: dict[str, float], columns: int) -> None:
     assert ScrapeSource.own_limits  # the CLI hands it --count and --duration instead of cutting the flow
@@ -349,3 +349,87 @@ def test_duration_stops_during_an_outage_without_waiting_for_the_endpoint() -> N
     finally:
         endpoint.close()
     assert got == [] and said and sum(sleeps) == pytest.approx(10.0)  # slept up to the deadline, then stopped
+
+
+def test_duration_ends_on_time_when_the_next_scrape_would_come_after_it() -> None:
+    """Scrapes at 0, 3, 6 and 9 s for `--duration 10`: the source ends at 10 s, not after a scrape at 12 s; with an
+    interval longer than the duration, at the duration (it slept a whole interval past it)."""
+    for interval, duration, columns in ((3.0, 10.0, 3), (10.0, 2.0, 0)):
+        endpoint = Scripted([(200, TEXT_TYPE, many_series_page(2, n)) for n in range(1, 12)])
+        sleeps: list[float] = []
+        try:
+            got, _ = run(ScrapeSource(url=endpoint.url, metric="h_seconds", interval=interval, duration=duration),
+                         sleeps.append, 10_000)
+        finally:
+            endpoint.close()
+        assert len(got) == 2 * columns and sum(sleeps) == pytest.approx(duration)
+
+
+DEFAULT_LE = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, math.inf)
+POW2_LE = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, math.inf)
+
+
+def _pages(*pages: tuple[tuple[float, ...], dict[float, int], float]) -> Scripted:
+    """An endpoint serving, scrape by scrape, `svc_seconds` pages of (bounds, events per bucket bound, _sum)."""
+    served = []
+    for bounds, events, total in pages:
+        cumulative = list(itertools.accumulate(events.get(b, 0) for b in bounds))
+        served.append((200, TEXT_TYPE, histogram_page("svc_seconds", bounds, cumulative, total)))
+    return Scripted(served)
+
+
+def test_a_redeploy_with_new_bounds_is_a_reset_column_of_what_the_new_process_holds() -> None:
+    endpoint = _pages((DEFAULT_LE, {0.025: 1000}, 20.0), (DEFAULT_LE, {0.025: 1100}, 22.0),
+                      (POW2_LE, {0.016: 30}, 0.6),  # restarted with power-of-two bounds: 30 events since
+                      (POW2_LE, {0.016: 130}, 2.6), (POW2_LE, {0.016: 230}, 4.6))
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="svc_seconds", interval=0.3), lambda _: None, 4)
+    finally:
+        endpoint.close()
+    assert [int(c.counts.sum()) for c in columns] == [100, 30, 100, 100]  # the pages' own truth: nothing lost
+    assert [c.reset for c in columns] == [False, True, False, False] and not any(c.gap for c in columns)
+    assert [c.source_buckets.total_time for c in columns if c.source_buckets] == pytest.approx([2.0, 0.6, 2.0, 2.0])
+    assert all(a.end == b.start for a, b in itertools.pairwise(columns))  # no hole in time
+    assert said == []
+
+
+def test_new_bounds_while_the_counts_go_on_are_a_gap_column_then_counted_again() -> None:
+    endpoint = _pages((DEFAULT_LE, {0.025: 1000}, 20.0), (DEFAULT_LE, {0.025: 1100}, 22.0),
+                      (POW2_LE, {0.016: 1200}, 24.0),  # the count went on: nothing says where its 100 fell
+                      (POW2_LE, {0.016: 1300}, 26.0))
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="svc_seconds", interval=0.3), lambda _: None, 3)
+    finally:
+        endpoint.close()
+    assert [int(c.counts.sum()) for c in columns] == [100, 0, 100]
+    assert [c.gap for c in columns] == [False, True, False] and not any(c.reset for c in columns)
+    assert all(a.end == b.start for a, b in itertools.pairwise(columns))  # the span is there, marked
+    assert len(said) == 1 and "the buckets changed" in said[0] and "column is a gap" in said[0]
+
+
+def test_a_histogram_with_only_an_inf_bucket_is_left_out_with_a_note() -> None:
+    pages = []
+    for k in range(1, 5):  # job_seconds{job="cron"}: +Inf only, 10 events of 80 ms a scrape
+        pages.append((200, TEXT_TYPE, histogram_page("job_seconds", (math.inf,), [10 * k], 0.8 * k, 'job="cron"')
+                      + histogram_page("job_seconds", (0.1, math.inf), [5 * k, 5 * k], 0.05 * k, 'job="web"')
+                      .split("\n", 1)[1]))
+    endpoint = Scripted(pages)
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="job_seconds", interval=0.3), lambda _: None, 3)
+    finally:
+        endpoint.close()
+    assert {c.stream.label for c in columns} == {'job_seconds{job="web"}'}
+    assert [int(c.counts.sum()) for c in columns] == [5, 5, 5]
+    assert said == ['scrape: job_seconds{job="cron"} has no finite bucket, only le="+Inf": its 10 events so far '
+                    "(mean 80ms) hold no latency to place (histogram_quantile gives NaN); left out"]
+
+
+def test_a_page_whose_histograms_all_have_only_an_inf_bucket_stops_the_source() -> None:
+    endpoint = Scripted([(200, TEXT_TYPE, histogram_page("job_seconds", (math.inf,), [10 * k], 0.8 * k))
+                         for k in range(1, 4)])
+    try:
+        with pytest.raises(SourceError, match=r'job_seconds has no finite bucket, only le="\+Inf": its 10 events so '
+                                              r"far \(mean 80ms\).*nothing to map"):
+            run(ScrapeSource(url=endpoint.url, metric="job_seconds", interval=0.3), lambda _: None, 3)
+    finally:
+        endpoint.close()

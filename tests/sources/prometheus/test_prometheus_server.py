@@ -9,6 +9,7 @@ answer to its own `increase()` over the same steps.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import subprocess
@@ -18,11 +19,24 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import numpy as np
 import pytest
-from prometheus_support import DEFAULT_BUCKETS, Exporter, NativeExporter, PrometheusServer, prometheus_binary
+from prometheus_support import (
+    DEFAULT_BUCKETS,
+    PROTOBUF_TYPE,
+    TEXT_TYPE,
+    Exporter,
+    NativeExporter,
+    NativeHistogramState,
+    PrometheusServer,
+    Serving,
+    histogram_page,
+    prometheus_binary,
+    reply,
+)
 from skips_support import skip_missing
 
 from latencymap.core.model import Interval, Notice
@@ -331,3 +345,126 @@ def test_federation_gives_classic_histograms_as_untyped_families_that_auto_mode_
     assert {dict(key)["method"] for key in readings} == {"GET", "POST"}
     for reading in readings.values():
         assert reading.bounds == tuple(DEFAULT_BUCKETS) and reading.count > 0 and reading.total
+
+
+# -- a redeploy with new le bounds, a restart, and a histogram with only +Inf: a real server's steps across them ----
+
+REDEPLOY_AT, RESTART_AT, RUN_FOR = 8.0, 16.0, 24.0  # seconds after the exporter started
+POW2_LE = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, math.inf)
+
+
+class Deploys(Serving):
+    """An exporter whose pages follow its clock: `svc_seconds` counts 100 events/s of 20 ms (in (10, 25] ms, then in
+    (16, 32] ms), on prometheus_client's default bounds until REDEPLOY_AT, then on powers of two with the counts going
+    on, restarted from 0 at RESTART_AT (the native `svc_native_milliseconds` restarts then too); `job_seconds` has
+    only `+Inf`: 10 events/s of 80 ms."""
+
+    def __init__(self) -> None:
+        self.t0 = time.time()
+        deploys = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if "protobuf" in (self.headers.get("Accept") or "") and self.path.startswith("/native"):
+                    reply(self, 200, PROTOBUF_TYPE, deploys.native(time.time() - deploys.t0))
+                else:
+                    reply(self, 200, TEXT_TYPE, deploys.page(time.time() - deploys.t0).encode())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(Handler)
+
+    def page(self, t: float) -> str:
+        events = math.floor(100 * (t - RESTART_AT if t >= RESTART_AT else t))
+        bounds, holding = (tuple(DEFAULT_BUCKETS), 0.025) if t < REDEPLOY_AT else (POW2_LE, 0.032)
+        cumulative = [events if b >= holding else 0 for b in bounds]
+        jobs = math.floor(10 * t)
+        return (histogram_page("svc_seconds", bounds, cumulative, 0.02 * events)
+                + histogram_page("job_seconds", (math.inf,), [jobs], 0.08 * jobs))
+
+    def native(self, t: float) -> bytes:
+        exporter = NativeExporter.__new__(NativeExporter)
+        exporter.name, exporter.labels = "svc_native_milliseconds", {}
+        exporter.state = NativeHistogramState(2)
+        for _ in range(math.floor(10 * (t - RESTART_AT if t >= RESTART_AT else t))):
+            exporter.state.observe(12.0)
+        return exporter.family()
+
+
+@pytest.fixture(scope="module")
+def deploys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrometheusServer, float]]:
+    binary = prometheus_binary()
+    if binary is None:
+        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
+    exporter = Deploys()
+    server = PrometheusServer(binary, tmp_path_factory.mktemp("deploys"),
+                              [exporter.url, exporter.url.replace("/metrics", "/native")], scrape_interval=1.0,
+                              native=True)
+    try:
+        server.wait_ready()
+        end = math.floor(exporter.t0 + RUN_FOR)
+        time.sleep(max(0.0, end + 1.5 - time.time()))
+        server.wait_until("min(timestamp(svc_seconds_count))", lambda r: bool(r) and float(r[0]["value"][1]) > end)
+        yield server, exporter.t0
+    finally:
+        server.stop()
+        exporter.close()
+
+
+def _deploy_window(server: PrometheusServer, t0: float, metric: str) -> tuple[list[Interval], list[str]]:
+    start = math.ceil(t0) + STEP
+    items = list(PrometheusSource(url=server.url, metric=metric, start=str(start), end=str(start + 10 * STEP),
+                                  step=STEP).items())
+    return [i for i in items if isinstance(i, Interval)], [i.message for i in items if isinstance(i, Notice)]
+
+
+def _restarted(server: PrometheusServer, metric: str, at: float) -> float:
+    """When the server took its first sample of `metric` after the restart (the first count lower than the one
+    before)."""
+    series = server.get("/api/v1/query", {"query": f"{metric}[{RUN_FOR + 10:g}s]", "time": at})["data"]["result"][0]
+    samples = [(float(t), float(v)) for t, v in series.get("values", [])]
+    samples += [(float(t), float(h["count"])) for t, h in series.get("histograms", [])]
+    return next(t for (_, a), (t, b) in itertools.pairwise(sorted(samples)) if b < a)
+
+
+def _holding(columns: list[Interval], t: float) -> float:
+    """The end of the column whose step holds time `t`."""
+    return next(c.end for c in columns if c.start < t <= c.end)
+
+
+def test_a_redeploy_with_new_bounds_is_a_gap_not_a_lowest_row_and_a_restart_is_a_reset(deploys) -> None:
+    server, t0 = deploys
+    columns, said = _deploy_window(server, t0, "svc_seconds")
+    assert len({c.stream for c in columns}) == 1 and columns[0].stream.label.startswith("svc_seconds{")
+    assert all(int(c.counts[:14].sum()) == 0 for c in columns)  # every event at 8 ms or more: none made up below
+    counted = [c for c in columns if not c.gap]
+    increases = {round(float(t), 3): float(v) for r in server.get("/api/v1/query_range", {
+        "query": "increase(svc_seconds_count[2s])", "start": columns[0].end, "end": columns[-1].end,
+        "step": STEP})["data"]["result"] for t, v in r["values"]}
+    for c in counted:
+        assert abs(int(c.counts.sum()) - increases[c.end]) <= 1, c.end
+    redeploy = t0 + REDEPLOY_AT
+    changed = [c.end for c in columns[columns.index(counted[0]):] if c.gap]  # after the steps before the data
+    assert changed and all(redeploy <= t <= redeploy + 3 * STEP for t in changed)
+    assert [m for m in said if "its le series changed" in m] == [m for m in said if "svc_seconds" in m]
+    assert len([m for m in said if "its le series changed" in m]) == 1
+    restart = _holding(columns, _restarted(server, "svc_seconds_count", columns[-1].end + 5))
+    assert [c.end for c in columns if c.reset] == [restart]  # marked, as scrape marks it
+    column = next(c for c in columns if c.reset)
+    assert int(column.counts.sum()) == round(increases[restart])  # what increase() counts across the restart
+
+
+def test_a_native_histogram_restart_is_a_reset(deploys) -> None:
+    server, t0 = deploys
+    columns, _ = _deploy_window(server, t0, "svc_native_milliseconds")
+    restart = _holding(columns, _restarted(server, "svc_native_milliseconds", columns[-1].end + 5))
+    assert [c.end for c in columns if c.reset] == [restart]
+
+
+def test_a_histogram_with_only_an_inf_bucket_is_left_out_saying_what_it_holds(deploys) -> None:
+    server, t0 = deploys
+    with pytest.raises(SourceError, match=r'job_seconds\{.*\} has no finite bucket, only le="\+Inf": its [\d,]+ '
+                                          r"events from .* \(mean 80ms\) hold no latency to place \(histogram_quantile "
+                                          r"gives NaN\); left out: no series of job_seconds has a finite bucket"):
+        _deploy_window(server, t0, "job_seconds")

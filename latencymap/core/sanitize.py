@@ -92,12 +92,12 @@ def cut_middle(text: str, width: int) -> str:
     sets, the input a stream was set apart for) stay apart."""
     if cell_width(text) <= width:
         return text
-    head = _within(text, (width - 1) * 2 // 5)
-    tail = _within(text[::-1], width - 1 - cell_width(head))[::-1]
+    head = within_cells(text, (width - 1) * 2 // 5)
+    tail = within_cells(text[::-1], width - 1 - cell_width(head))[::-1]
     return f"{head}…{tail}"
 
 
-def _within(text: str, cells: int) -> str:
+def within_cells(text: str, cells: int) -> str:
     """The longest start of `text` that takes at most `cells` terminal cells."""
     if text.isascii():
         return text[:cells]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from latencymap.core.sanitize import cell_width, cut_middle
+from latencymap.core.sanitize import cell_width, cut_middle, within_cells
 
 ELLIPSIS = "…"
 
@@ -64,20 +64,10 @@ def _around(before: str, part: str, after: str, width: int) -> str:
     left = min(cell_width(before), room - right)
     right = min(cell_width(after), room - left)
     shown_before = before if cell_width(before) <= left else ELLIPSIS + _last(before, left - 1)
-    shown_after = after if cell_width(after) <= right else _first(after, right - 1) + ELLIPSIS
+    shown_after = after if cell_width(after) <= right else within_cells(after, right - 1) + ELLIPSIS
     return shown_before + part + shown_after
-
-
-def _first(text: str, cells: int) -> str:
-    """The longest start of `text` in at most `cells` cells."""
-    used = 0
-    for k, c in enumerate(text):
-        used += cell_width(c)
-        if used > cells:
-            return text[:k]
-    return text
 
 
 def _last(text: str, cells: int) -> str:
     """The longest end of `text` in at most `cells` cells."""
-    return _first(text[::-1], cells)[::-1]
+    return within_cells(text[::-1], cells)[::-1]

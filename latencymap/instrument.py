@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from latencymap.core.buckets import bin_values, bounds_seconds
+from latencymap.core.buckets import bin_extremes, bin_values, bounds_seconds
 from latencymap.core.model import Interval, StreamId
 from latencymap.sinks import (
     MemorySink,
@@ -201,7 +201,8 @@ class Timings:
                 first = self._first_ns.get(phase)
                 start = self._wall0 if first is None else self._wall0 + (first - self._ns0) / 1e9
                 start = min(max(start, self._wall0), now - _MIN_COLUMN_S)
-            out.append(Interval(self._streams[phase], start, now, counts, sums_ns * 1e-9))
+            out.append(Interval(self._streams[phase], start, now, counts, sums_ns * 1e-9,
+                                extremes=bin_extremes(durations) * 1e-9))
             self._starts[phase] = now
             self.events += n
         self._last_wall = now

@@ -102,7 +102,7 @@ def encode_interval(iv: Interval) -> str:
     """One interval as a `counts, interval` protocol record."""
     flags = [name for name, on in (("reset", iv.reset), ("gap", iv.gap)) if on]
     return format_record(iv.stream, iv.end, iv.counts, iv.time, date=iv.date, start=iv.start, per_interval=True,
-                         flags=flags)
+                         flags=flags, extremes=iv.extremes)
 
 
 class Sink(ABC):

@@ -213,8 +213,9 @@ class HlogReader:
         settings = folded.settings[row]
         assert settings is not None
         yield from self._approximations(settings, int(folded.below_lowest[row]), int(folded.straddling[row]), p)
-        yield Interval(p.stream, p.start, p.end, folded.counts[row].copy(),
-                       folded.values[row] * unit_seconds(p.stream.unit))
+        per = unit_seconds(p.stream.unit)
+        yield Interval(p.stream, p.start, p.end, folded.counts[row].copy(), folded.values[row] * per,
+                       extremes=folded.extremes[row] * per)
 
     def _absolute(self, stamp: float) -> float:
         """Epoch seconds of a logged timestamp, by Java's HistogramLogReader rules."""

@@ -105,6 +105,8 @@ class Folded:
     `values`: Σ count x median equivalent value per slot (the payload's value unit). `below_lowest`: counts of
     index 0 when the lowest discernible value is above 1; `straddling`: counts whose range crosses a power of
     two (only with a conversion ratio that is not a power of two); `errors`: None or what is wrong.
+    `extremes` (rows, 2, NSLOTS): per slot, the lowest and the highest equivalent value (HdrHistogram's
+    `lowestEquivalentValue`, `highestEquivalentValue`) of its occupied sub-buckets, NaN where none is.
     """
 
     counts: np.ndarray
@@ -113,6 +115,7 @@ class Folded:
     straddling: np.ndarray
     settings: list[Settings | None]
     errors: list[str | None]
+    extremes: np.ndarray
 
 
 def inflate(text: str) -> tuple[Settings, bytes, int]:
@@ -376,10 +379,24 @@ def fold_payloads(texts: Sequence[str], scales: Sequence[float] | None = None) -
     else:
         flat = _exact_counts(cell, counts, owner, totals, errors)
     values = np.bincount(cell, weights=counts * median, minlength=n * NSLOTS).reshape(n, NSLOTS)
-    values[np.array([e is not None for e in errors], dtype=bool)] = 0.0
+    failed = np.array([e is not None for e in errors], dtype=bool)
+    values[failed] = 0.0
     zero = (index == 0) & (unit_mag > 0)
     below = np.bincount(owner[zero], weights=counts[zero], minlength=n).astype(np.int64)
-    return Folded(flat.reshape(n, NSLOTS), values, below, across, given, errors)
+    extremes = _equivalent_extremes(cell, sub, shift, ratios[owner], n)
+    extremes[failed] = np.nan
+    return Folded(flat.reshape(n, NSLOTS), values, below, across, given, errors, extremes)
+
+
+def _equivalent_extremes(cell: np.ndarray, sub: np.ndarray, shift: np.ndarray, ratio: np.ndarray,
+                         n: int) -> np.ndarray:
+    """(n, 2, NSLOTS): per cell, the least lowest and the greatest highest equivalent value of the sub-buckets
+    `[sub << shift, (sub + 1) << shift)` (times `ratio`) counted in it; NaN in a cell that holds none."""
+    least = np.full(n * NSLOTS, np.nan)
+    most = np.full(n * NSLOTS, np.nan)
+    np.fmin.at(least, cell, np.ldexp(sub.astype(np.float64), shift) * ratio)
+    np.fmax.at(most, cell, (np.ldexp(sub.astype(np.float64) + 1, shift) - 1) * ratio)
+    return np.stack((least.reshape(n, NSLOTS), most.reshape(n, NSLOTS)), axis=1)
 
 
 def _exact_counts(cell: np.ndarray, counts: np.ndarray, owner: np.ndarray, totals: np.ndarray,

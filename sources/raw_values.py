@@ -20,7 +20,7 @@ from pathlib import PurePath
 import click
 import numpy as np
 
-from latencymap.core.buckets import MAX_EXPONENT, bin_values
+from latencymap.core.buckets import MAX_EXPONENT, bin_extremes, bin_values
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.core.units import format_duration, normalize_unit, unit_seconds
@@ -247,4 +247,5 @@ class RawReader:
     def _interval(self, first: int, stop: int, values: np.ndarray) -> Interval:
         counts, sums = bin_values(values)
         start = self.origin + first * self.interval
-        return Interval(self.stream, start, self.origin + stop * self.interval, counts, sums * self.to_seconds)
+        return Interval(self.stream, start, self.origin + stop * self.interval, counts, sums * self.to_seconds,
+                        extremes=bin_extremes(values) * self.to_seconds)

@@ -19,7 +19,7 @@ from datetime import datetime
 import click
 import numpy as np
 
-from latencymap.core.buckets import bin_values
+from latencymap.core.buckets import bin_extremes, bin_values
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import StreamNames, clean_label, clean_text, excerpt
 from latencymap.plugins import Item, TextFormat
@@ -131,8 +131,9 @@ class _Reader:
     def _columns(self, first: int, stop: int) -> Iterator[Interval]:
         start, end = first * self.interval, stop * self.interval
         for key, stream in self.streams.items():
-            counts, sums = bin_values(np.asarray(self.pending.get(key, ()), dtype=np.float64))
-            yield Interval(stream, start, end, counts, sums * 1e-6)
+            values = np.asarray(self.pending.get(key, ()), dtype=np.float64)
+            counts, sums = bin_values(values)
+            yield Interval(stream, start, end, counts, sums * 1e-6, extremes=bin_extremes(values) * 1e-6)
 
     def _missing(self) -> Iterator[Notice]:
         found = {e.lower() for e in self.seen}

@@ -562,3 +562,26 @@ def test_a_rank_blocked_in_a_collective_sends_its_steps_and_still_dies_of_sigter
         for r in ranks:
             r.kill()
     assert totals(recorded_steps(rec), "step") == 20
+
+
+def test_steps_clustered_at_one_value_read_p99_within_the_values_timed_also_through_the_socket_protocol() -> None:
+    """Steps of 10.5 ms with 1% at 10.8 ms: the intervals carry each slot's extremes, which survive the sink's
+    protocol records, and p99 reads <= 10.8 ms (it read 16.3 ms, up the 8.4-16.8 ms row)."""
+    from latencymap.core.accumulator import accumulate
+    from latencymap.protocol import ProtocolReader
+    from latencymap.sinks import encode_interval
+
+    t = Timings("null", run="seen", interval=3600)
+    for _ in range(99):
+        t.record("step", 0.0105)
+    t.record("step", 0.0108)
+    (iv,) = t.flush()
+    t.close()
+    assert iv.extremes is not None
+    slot = int(np.flatnonzero(iv.counts)[0])
+    assert iv.extremes[:, slot].tolist() == pytest.approx([0.0105, 0.0108])
+    (read,) = [i for i in ProtocolReader("sock").read(encode_interval(iv).splitlines()) if isinstance(i, Interval)]
+    assert read.extremes is not None and np.array_equal(read.extremes, iv.extremes, equal_nan=True)
+    for ivs in ([iv], [read]):
+        p99 = accumulate(ivs).history(iv.stream).totals().percentiles[0.99]
+        assert 0.0105 <= p99 <= 0.0108

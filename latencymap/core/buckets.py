@@ -93,6 +93,24 @@ def bin_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Values below 1 go to the zero bucket, values beyond the top slot to the top slot;
     negative and non-finite values are dropped.
     """
+    values, slots = _binned(values)
+    counts = np.bincount(slots, minlength=NSLOTS).astype(np.int64)
+    sums = np.bincount(slots, weights=values, minlength=NSLOTS)
+    return counts, sums
+
+
+def bin_extremes(values: np.ndarray) -> np.ndarray:
+    """(2, NSLOTS): the smallest and largest of raw latencies (stream unit) in each slot `bin_values` puts them in;
+    NaN in a slot that holds none."""
+    values, slots = _binned(values)
+    out = np.full((2, NSLOTS), np.nan)
+    np.fmin.at(out[0], slots, values)
+    np.fmax.at(out[1], slots, values)
+    return out
+
+
+def _binned(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The values `bin_values` counts, and the slot of each."""
     values = np.asarray(values, dtype=np.float64)
     values = values[np.isfinite(values) & (values >= 0)]
     slots = np.zeros(values.shape, dtype=np.int64)
@@ -100,6 +118,4 @@ def bin_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if big.any():
         _, exp = np.frexp(values[big])  # v = m * 2**exp with m in [0.5, 1): floor(log2 v) = exp - 1
         slots[big] = np.minimum(exp.astype(np.int64), NSLOTS - 1)
-    counts = np.bincount(slots, minlength=NSLOTS).astype(np.int64)
-    sums = np.bincount(slots, weights=values, minlength=NSLOTS)
-    return counts, sums
+    return values, slots

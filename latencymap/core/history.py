@@ -61,6 +61,11 @@ class StreamHistory:
         self._cache: list[tuple[Chunk, Block]] = []
         self._meta: KeptMeta | None = None
         self._dense: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
+        #: The smallest and largest value (s) seen per slot over the whole run: NaN where none was, -inf and inf
+        #: where a column without extremes (`Interval.extremes`) put events in the slot.
+        self._least = np.full(NSLOTS, np.nan)
+        self._most = np.full(NSLOTS, np.nan)
+        self._any_seen = False
 
     # -- appending and dropping
 
@@ -85,6 +90,14 @@ class StreamHistory:
                 estimated = float(time[j].sum())
                 if estimated > 0:  # the rows' split stays an estimate; the column's total is the source's sum
                     time[j] *= total / estimated
+        bare = np.fromiter((iv.extremes is None for iv in intervals), dtype=bool, count=k)
+        if not bare.all():
+            for iv in intervals:
+                if iv.extremes is not None:
+                    self._see(iv.extremes)
+            self._unseen(counts[bare])
+        else:
+            self._unseen(counts)
         marks = np.array([(iv.reset, iv.gap) for iv in intervals], dtype=bool).reshape(k, 2)
         spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T
         self.extend_columns(counts, time, timed, spans[0], spans[1], spans[2], marks[:, 0], marks[:, 1],
@@ -96,10 +109,29 @@ class StreamHistory:
         k = len(run) if rows is None else len(rows)
         if k == 0:
             return
+        self._unseen(run.counts[pick])
         time = None if run.time is None else run.time[pick]
         timed = None if time is None else np.ones(len(time), dtype=bool)
         self.extend_columns(run.counts[pick], time, timed, run.start[pick], run.end[pick], run.duration[pick],
                             run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]])
+
+    def _see(self, extremes: np.ndarray) -> None:
+        """Widen each slot's range of values seen by a column's (2, NSLOTS) extremes."""
+        np.fmin(self._least, extremes[0], out=self._least)
+        np.fmax(self._most, extremes[1], out=self._most)
+        self._any_seen = True
+
+    def _unseen(self, counts: np.ndarray) -> None:
+        """The slots where columns without extremes put events: their values seen are no longer all known."""
+        used = counts.any(axis=0)
+        self._least[used] = -np.inf
+        self._most[used] = np.inf
+
+    @property
+    def seen(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(smallest, largest) value seen per slot over the run (s), NaN or infinite where not known; None when the
+        stream's source gives no extremes."""
+        return (self._least, self._most) if self._any_seen else None
 
     def extend_columns(self, counts: np.ndarray, time: np.ndarray | None, timed: np.ndarray | None,
                        start: np.ndarray, end: np.ndarray, dur: np.ndarray, reset: np.ndarray, gap: np.ndarray,
@@ -452,7 +484,7 @@ class StreamHistory:
             events_per_s=events / dur,
             time_per_s=total_time / dur,
             mean_s=safe_ratio(total_time, events),
-            percentiles=percentile_estimates(counts, self.low, self.high, times=means),
+            percentiles=percentile_estimates(counts, self.low, self.high, times=means, seen=self.seen),
         )
 
     def totals(self, cols: slice = slice(None), *, fast: bool = False, all_seen: bool = False) -> Totals:
@@ -478,7 +510,7 @@ class StreamHistory:
             exact = (exact or self._range(cols)[1] == 0) and gone.exact and self.timed
         events = int(counts.sum())
         # exact times say where inside each bucket its events lie (estimated ones would say the midpoint)
-        pct = percentile_estimates(counts, self.low, self.high, times=times if exact else None)
+        pct = percentile_estimates(counts, self.low, self.high, times=times if exact else None, seen=self.seen)
         return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
                       dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)))
 

@@ -51,6 +51,8 @@ class Interval:
     for this interval, `total_time` the exact seconds spent when the source reports a sum.
     `date` is the date text of the record at its end; `start_date`, on a stream's first interval diffed from
     cumulative records, that of the baseline record at its start (which gives no interval of its own).
+    `extremes`, from sources that see each value, is (2, NSLOTS) seconds: the smallest and the largest value counted
+    in each slot (NaN in a slot with no events); None: the source does not know them.
     """
 
     stream: StreamId
@@ -64,6 +66,7 @@ class Interval:
     duration: float = 0.0
     source_buckets: SourceBuckets | None = None
     start_date: str = ""
+    extremes: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if not self.duration:

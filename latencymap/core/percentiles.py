@@ -12,7 +12,8 @@ PERCENTILE_NAMES: dict[float, str] = {0.50: "p50", 0.90: "p90", 0.99: "p99", 0.9
 
 
 def percentile_estimates(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
-                         qs: tuple[float, ...] = PERCENTILES, times: np.ndarray | None = None) -> np.ndarray:
+                         qs: tuple[float, ...] = PERCENTILES, times: np.ndarray | None = None,
+                         seen: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Percentiles (seconds) of each histogram row in `counts` (..., slots); NaN for empty rows.
 
     Inside the bucket holding the target rank the value is interpolated geometrically
@@ -21,12 +22,19 @@ def percentile_estimates(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
     and more events follow the density of the exponential family that has that mean on the range its count and
     sum allow (`exact_bucket_range`, `_within_mean`), so a bucket whose events all sit near one end is read so,
     and no percentile is past the largest (or below the smallest) value the data allows.
+    With `seen` (the smallest and the largest value seen per slot, seconds, each shaped as a row of `counts` or as
+    `counts`; NaN or infinite where not known), the bucket is `[smallest, largest]` of its slot instead of
+    `[low, high)`, both for the interpolation and for the range the count and sum allow: no percentile lies outside
+    the values seen in its bucket.
     """
     counts = np.asarray(counts, dtype=np.float64)
     squeeze = counts.ndim == 1
     if squeeze:
         counts = counts[None, :]
         times = None if times is None else np.asarray(times, dtype=np.float64)[None, :]
+    least_seen = most_seen = None
+    if seen is not None:
+        least_seen, most_seen = (np.broadcast_to(np.asarray(s, dtype=np.float64), counts.shape) for s in seen)
     cum = np.cumsum(counts, axis=-1)
     total = cum[:, -1]
     out = np.full((counts.shape[0], len(qs)), np.nan)
@@ -39,13 +47,28 @@ def percentile_estimates(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
         inside = counts[rows, idx]
         frac = np.clip(np.divide(target - before, inside, out=np.zeros_like(target), where=inside > 0), 0.0, 1.0)
         lo, hi = low[idx], high[idx]
+        known = None
+        if least_seen is not None and most_seen is not None:
+            lo, hi, known = _seen_range(lo, hi, least_seen[rows, idx], most_seen[rows, idx])
         with np.errstate(divide="ignore", invalid="ignore"):
             geometric = lo * np.power(np.where(lo > 0, hi / np.where(lo > 0, lo, 1.0), 1.0), frac)
         value = np.where(lo > 0, geometric, lo + frac * (hi - lo))
         if times is not None:
             value = _within_mean(value, frac, inside, times[rows, idx], lo, hi)
+        if known is not None:
+            value = np.where(known, np.clip(value, lo, hi), value)  # float rounding at the ends
         out[:, j] = np.where(ok, value, np.nan)
     return out[0] if squeeze else out
+
+
+def _seen_range(lo: np.ndarray, hi: np.ndarray, least: np.ndarray,
+                most: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(low, high, known): the bucket `[lo, hi)` narrowed to the values seen in it, `[least, most]`, where both are
+    known (finite); `[lo, hi)` elsewhere."""
+    known = np.isfinite(least) & np.isfinite(most) & (least <= most)
+    narrow_lo = np.clip(np.where(known, least, lo), lo, hi)
+    narrow_hi = np.clip(np.where(known, most, hi), narrow_lo, hi)
+    return narrow_lo, narrow_hi, known
 
 
 def exact_bucket_range(inside: np.ndarray, spent: np.ndarray, lo: np.ndarray,

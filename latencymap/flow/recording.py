@@ -116,6 +116,8 @@ class Recorder:
                 view = view[self._fh.write(view):]
         except OSError as err:
             self._frame = None  # what it held may be lost: nothing more is added to it, not even its end
+            if isinstance(err, BrokenPipeError) and self.path == "-":
+                raise  # `--emit | head`: the reader went away, which ends the command as it ends a view, quietly
             raise RecordingError(f"{self.path}: recording stopped: {err.strerror}; "
                                  f"the {self.written} records written before are intact", exit_code=1) from None
 
@@ -126,7 +128,8 @@ class Recorder:
         else:
             flags = [name for name, on in (("reset", iv.reset), ("gap", iv.gap)) if on]
             self._write(format_record(iv.stream, iv.end, iv.counts, iv.time, date=iv.date, start=iv.start,
-                                      per_interval=True, flags=flags, source=iv.source_buckets))
+                                      per_interval=True, flags=flags, source=iv.source_buckets,
+                                      extremes=iv.extremes))
         self.written += 1
 
     def _compat_record(self, iv: Interval) -> str:
@@ -173,7 +176,7 @@ class Recorder:
 
     def close(self) -> None:
         if self._notes_left_out:
-            with contextlib.suppress(RecordingError):  # a write error was already reported
+            with contextlib.suppress(RecordingError, BrokenPipeError):  # a write error was already reported
                 self.annotate(NOTE_TAG, json.dumps({"message": f"{self._notes_left_out} more notes of the recorded "
                                                                f"run are not kept in the recording", "skipped": 0}))
             self._notes_left_out = 0
@@ -181,7 +184,7 @@ class Recorder:
             self._closed = True
             if self._frame is not None:  # the frame under way ends (an empty last block, then its checksum)
                 end, self._frame = self._frame.flush(self._finish), None
-                with contextlib.suppress(RecordingError):  # a write error was already reported
+                with contextlib.suppress(RecordingError, BrokenPipeError):  # a write error was already reported
                     self._put(end)
         with contextlib.suppress(OSError):  # a write error was already reported; what was written stays
             self._fh.close()

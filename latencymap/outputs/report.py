@@ -50,8 +50,7 @@ def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -
         "columns": hist.n,
         "start": start,
         "end": end,
-        "buckets": [{"low": float(a), "high": float(b)}
-                    for a, b in zip(hist.low[slots], hist.high[slots], strict=True)],
+        "buckets": _buckets(hist, slots),
         "frequency": rows(hist.frequency(slots=slots)),
         "intensity": rows(hist.intensity(slots=slots)),
         "intensity_exact": hist.exact,
@@ -62,6 +61,18 @@ def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -
         "resets": marked_columns(hist, RESET),
         "gaps": marked_columns(hist, GAP),
     }
+
+
+def _buckets(hist: StreamHistory, slots: slice) -> list[dict[str, Any]]:
+    """Each bucket's range; with `min_s` and `max_s`, the values seen in it, where the source gives them."""
+    out: list[dict[str, Any]] = [{"low": float(a), "high": float(b)}
+                                 for a, b in zip(hist.low[slots], hist.high[slots], strict=True)]
+    seen = hist.seen
+    if seen is not None:
+        for bucket, least, most in zip(out, seen[0][slots].tolist(), seen[1][slots].tolist(), strict=True):
+            if math.isfinite(least) and math.isfinite(most):
+                bucket["min_s"], bucket["max_s"] = least, most
+    return out
 
 
 def stream_total(total: Totals, source: SourceTotals | None, unit: str, columns: int) -> dict[str, Any]:

@@ -12,7 +12,8 @@ datasource, <oracle|bpf|systemtap|dtrace|...>
 
 Extensions written only by latencymap: a third column (exact time in the bucket, in
 `latencyunit`), `counts, interval` (the record holds one interval, not cumulative counters),
-`start, microsec, <epoch_usecs>` (the interval's start) and `flags, reset|gap`.
+`start, microsec, <epoch_usecs>` (the interval's start), `flags, reset|gap`, and in per-interval records the
+source's own buckets (`sourcebuckets`, `sourcecounts`, `sourcetime`) and the values seen per bucket (`extremes`).
 SystemTap `@hist_log` and DTrace `quantize` rows (`  value |@@@  count`) are read as data rows; a line right
 above a histogram header (`value  ---- Distribution ---- count`) is the aggregation's key, as `dtrace`'s `printa`
 prints it, and names a stream of its own (`<label> [<key>]`). `timestamp, musec, ...` (older PyLatencyMap scripts)
@@ -49,6 +50,8 @@ NOTE_TAG = "note"
 NOTE_PREFIX = f"# latencymap-{NOTE_TAG} "
 #: latencymap's lines for a source's own (not power-of-two) buckets in a per-interval record.
 SOURCE_KEYS = ("sourcebuckets", "sourcecounts", "sourcetime")
+#: latencymap's line for the smallest and largest value seen per bucket in a per-interval record.
+EXTREMES_KEY = "extremes"
 
 _HIST_ROW = re.compile(r"^(-?\d+)\s*\|[^|]*?(\d+)$")
 _HIST_HEADER = re.compile(r"^value\s*\|?[-\s]*(distribution[-\s]*)?count$")
@@ -85,6 +88,8 @@ class Record:
     source_bounds: tuple[float, ...] | None = None
     source_counts: tuple[int, ...] | None = None
     source_time: float | None = None
+    #: From an `extremes` line: (bucket values, smallest, largest), in the stream unit.
+    extremes: tuple[list[int], list[float], list[float]] | None = None
     #: (index in `values` where its table starts, key) for each key line; rows before the first have no key.
     keys: list[tuple[int, str]] = field(default_factory=list)
     #: A line that is not the protocol's, kept until the next line says whether it was a histogram's key.
@@ -166,6 +171,8 @@ def _parse_line(rec: Record, line: str, low: str, n: int) -> None:
         rec.flags.update(p.strip().lower() for p in value.split(",") if p.strip())
     elif key in SOURCE_KEYS:
         _parse_source_line(rec, key, value, n, line)
+    elif key == EXTREMES_KEY:
+        _parse_extremes_line(rec, value, n, line)
     else:
         raise RecordError(n, f"unknown record line {excerpt(line)} (expected timestamp, label, datasource, "
                              "latencyunit or '<bucket value>, <count>')")
@@ -248,6 +255,42 @@ def _parse_source_line(rec: Record, key: str, value: str, n: int, line: str) -> 
         raise RecordError(n, f"expected '{key}, <{expected}>', got {excerpt(line)}") from None
 
 
+def _parse_extremes_line(rec: Record, value: str, n: int, line: str) -> None:
+    """`extremes, <bucket value>, <smallest>, <largest>, ...`: the values seen in each bucket (stream unit)."""
+    parts = [p.strip() for p in value.split(",")]
+    try:
+        if not parts or len(parts) % 3:
+            raise ValueError
+        buckets = [int(p) for p in parts[0::3]]
+        least, most = [float(p) for p in parts[1::3]], [float(p) for p in parts[2::3]]
+        if any(not (0 <= a <= b < np.inf) for a, b in zip(least, most, strict=True)) or min(buckets) < 0:
+            raise ValueError
+    except ValueError:
+        raise RecordError(n, "expected 'extremes, <bucket value>, <smallest>, <largest>, ...' with 0 <= smallest "
+                             f"<= largest, got {excerpt(line)}") from None
+    rec.extremes = (buckets, least, most)
+
+
+def _extremes_of(rec: Record, stream: StreamId) -> np.ndarray | None:
+    """(2, NSLOTS) seconds from a record's `extremes` line (None: none); RecordError when a bucket is not one of
+    the record's or the record is cumulative."""
+    if rec.extremes is None:
+        return None
+    if not rec.per_interval:
+        raise RecordError(rec.first_line, "an 'extremes' line needs a 'counts, interval' record")
+    out = np.full((2, NSLOTS), np.nan)
+    per = unit_seconds(stream.unit)
+    for bucket, least, most in zip(*rec.extremes, strict=True):
+        try:
+            slot = slot_of_bucket_value(bucket, stream.datasource)
+        except ValueError as err:
+            raise RecordError(rec.first_line, str(err)) from None
+        if slot is not None:
+            out[0, slot] = np.fmin(out[0, slot], least * per)
+            out[1, slot] = np.fmax(out[1, slot], most * per)
+    return out
+
+
 def source_buckets_of(rec: Record) -> SourceBuckets | None:
     """The source's own buckets a record carries (latencymap's extension lines), or None."""
     if rec.source_bounds is None and rec.source_counts is None:
@@ -314,6 +357,9 @@ def _item(rec: Record, stream: StreamId) -> Snapshot | Interval:
                      counts, present, sums)
     if source is not None and isinstance(item, Interval):
         item.source_buckets = source
+    extremes = _extremes_of(rec, stream)
+    if extremes is not None and isinstance(item, Interval):
+        item.extremes = extremes
     return item
 
 

@@ -26,11 +26,13 @@ def format_record(
     per_interval: bool = False,
     flags: Iterable[str] = (),
     source: SourceBuckets | None = None,
+    extremes: np.ndarray | None = None,
 ) -> str:
     """One protocol record. With `per_interval` and `start` it uses latencymap's extensions.
 
     `sums` (seconds per slot) adds the third column, written in the stream's unit; `source` (per-interval
-    records only) adds the source's own buckets (`sourcebuckets`, `sourcecounts`, `sourcetime` lines).
+    records only) adds the source's own buckets (`sourcebuckets`, `sourcecounts`, `sourcetime` lines);
+    `extremes` ((2, NSLOTS) seconds, per-interval records only) the values seen per slot (`extremes` line).
     Without any extension the record is exactly what PyLatencyMap 1.3 reads.
     """
     date = _one_line(date) or time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(timestamp)) + " UTC"
@@ -51,6 +53,8 @@ def format_record(
             lines.append("sourcecounts, " + ", ".join(str(int(c)) for c in source.counts))
         if source.total_time is not None:
             lines.append(f"sourcetime, {float(source.total_time)!r}")
+    if extremes is not None and per_interval:
+        lines += _extremes_line(stream, extremes)
     if sums is None:
         for slot in np.flatnonzero(counts).tolist():
             lines.append(f"{bucket_value_of_slot(slot, stream.datasource)}, {int(counts[slot])}")
@@ -60,6 +64,19 @@ def format_record(
             lines.append(f"{bucket_value_of_slot(slot, stream.datasource)}, {int(counts[slot])}, {total!r}")
     lines.append(END)
     return "\n".join(lines) + "\n"
+
+
+def _extremes_line(stream: StreamId, extremes: np.ndarray) -> list[str]:
+    """`extremes, <bucket value>, <smallest>, <largest>, ...` (stream unit) for each slot with both known; none
+    when no slot has them."""
+    slots = np.flatnonzero(np.isfinite(extremes[0]) & np.isfinite(extremes[1]))
+    if not slots.size:
+        return []
+    per = unit_seconds(stream.unit)
+    least, most = in_units(extremes[0, slots], per).tolist(), in_units(extremes[1, slots], per).tolist()
+    parts = [f"{bucket_value_of_slot(slot, stream.datasource)}, {a!r}, {b!r}"
+             for slot, a, b in zip(slots.tolist(), least, most, strict=True)]
+    return ["extremes, " + ", ".join(parts)]
 
 
 #: How many floats on each side of `seconds / per` may read back as `seconds` (at most 2: a float in the unit is at

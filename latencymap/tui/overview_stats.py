@@ -207,13 +207,16 @@ def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
     n = len(members)
     stacked = np.empty((2 * n, NSLOTS), dtype=np.int64)
     times = np.full((2 * n, NSLOTS), np.nan)  # NaN: not exact, the bucket's mean says nothing
-    for k, (_, state) in enumerate(members):
+    seen = np.full((2, 2 * n, NSLOTS), np.nan)  # NaN: the values seen in the slot are not known
+    for k, (hist, state) in enumerate(members):
         stacked[k], stacked[n + k] = state.latest, state.counts
+        if hist.seen is not None:
+            seen[:, k] = seen[:, n + k] = hist.seen
         if state.exact_now:
             times[k] = state.latest_t
         if state.exact_all:
             times[n + k] = state.times
-    pct = percentile_estimates(stacked, hist0.low, hist0.high, SHOWN, times=times)
+    pct = percentile_estimates(stacked, hist0.low, hist0.high, SHOWN, times=times, seen=(seen[0], seen[1]))
     for k, (_, state) in enumerate(members):
         state.pct = (*pct[k].tolist(), *pct[n + k].tolist())
 

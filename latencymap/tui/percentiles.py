@@ -40,7 +40,8 @@ def percentile_series(hist: StreamHistory, first: int, stop: int) -> dict[float,
 
 def cell_percentiles(hist: StreamHistory, win: Window) -> np.ndarray:
     """(cells, 2): p50 and p99 (seconds) of each cell's merged columns; NaN for a cell without events."""
-    return percentile_estimates(win.cell_counts(hist), hist.low, hist.high, SHOWN, times=win.cell_means(hist))
+    return percentile_estimates(win.cell_counts(hist), hist.low, hist.high, SHOWN, times=win.cell_means(hist),
+                                seen=hist.seen)
 
 
 def dot_levels(values: np.ndarray, rows: int = ROWS) -> tuple[np.ndarray, float, float]:

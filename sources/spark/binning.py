@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from latencymap.core.buckets import NSLOTS, bin_values
+from latencymap.core.buckets import NSLOTS, bin_extremes, bin_values
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.sanitize import StreamNames, clean_label
 
@@ -26,7 +26,8 @@ MAX_EMPTY_COLUMNS = 1000
 MAX_FINISH_MS = 1 << 44
 #: Metric values (ms) of this or more are no task's (and their sums would overflow): they are not binned.
 MAX_VALUE_MS = 1e30
-Columns = dict[int, tuple[np.ndarray, np.ndarray]]
+#: Per column: counts, sums (ms) and the (2, NSLOTS) smallest and largest value (ms) per slot.
+Columns = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def _scheduler_delay(t: SparkTask) -> float | None:
@@ -142,14 +143,21 @@ def _task_lists(tasks: list[SparkTask], metric: str, stages: frozenset[int] | No
 
 
 def cells(finish_ms: np.ndarray, values: np.ndarray, width_ms: int) -> Columns:
-    """Per column holding a counted value: (counts, sums_ms) with `bin_values` (values it drops fill no column)."""
+    """Per column holding a counted value: (counts, sums_ms, extremes_ms) with `bin_values` and `bin_extremes`
+    (values they drop fill no column)."""
     keep = np.isfinite(values) & (values >= 0)
     col, values = finish_ms[keep] // width_ms, values[keep]
     order = np.argsort(col, kind="stable")
     col, values = col[order], values[order]
     uniq, starts = np.unique(col, return_index=True)
     bounds = [*starts.tolist(), len(col)]
-    return {c: bin_values(values[bounds[i]:bounds[i + 1]]) for i, c in enumerate(uniq.tolist())}
+    return {c: _binned(values[bounds[i]:bounds[i + 1]]) for i, c in enumerate(uniq.tolist())}
+
+
+def _binned(values_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Counts, sums and extremes per slot of one column's values (ms)."""
+    counts, sums = bin_values(values_ms)
+    return counts, sums, bin_extremes(values_ms)
 
 
 def spans_covering(filled: list[int], start: int, stop: int) -> list[tuple[int, int]]:
@@ -173,12 +181,12 @@ def intervals_from_cells(stream: StreamId, columns: Columns, width_ms: int) -> l
     if not columns:
         return []
     filled = sorted(columns)
-    empty = (np.zeros(NSLOTS, dtype=np.int64), np.zeros(NSLOTS))
+    empty = (np.zeros(NSLOTS, dtype=np.int64), np.zeros(NSLOTS), np.full((2, NSLOTS), np.nan))
     out = []
     for first, stop in spans_covering(filled, filled[0], filled[-1] + 1):
-        counts, sums_ms = columns.get(first, empty) if stop == first + 1 else empty
+        counts, sums_ms, extremes_ms = columns.get(first, empty) if stop == first + 1 else empty
         out.append(Interval(stream, first * width_ms / 1000.0, stop * width_ms / 1000.0, counts.copy(),
-                            sums_ms / 1000.0))
+                            sums_ms / 1000.0, extremes=extremes_ms / 1000.0))
     return out
 
 
@@ -256,9 +264,10 @@ class LiveBinner:
             width = self.width_ms
             ivs = []
             for first, stop in spans_covering(sorted(c for c in columns if start <= c < upto), start, upto):
-                counts, sums = bin_values(np.asarray(columns.pop(first, []) if stop == first + 1 else [],
-                                                     dtype=np.float64))
-                ivs.append(Interval(stream, first * width / 1000.0, stop * width / 1000.0, counts, sums / 1000.0))
+                counts, sums, extremes = _binned(np.asarray(columns.pop(first, []) if stop == first + 1 else [],
+                                                            dtype=np.float64))
+                ivs.append(Interval(stream, first * width / 1000.0, stop * width / 1000.0, counts, sums / 1000.0,
+                                    extremes=extremes / 1000.0))
             self._next[key] = upto
             out.append(ivs)
         return merge_in_time(out)

@@ -331,7 +331,8 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
         width_ms = auto_interval_ms(int(lo), int(hi)) if lo is not None else 1000
     key = F.col("stage") if per_stage else F.lit(None).cast("bigint")
     cells = (values.withColumn("key", key).withColumn("col", F.expr(f"finish div {width_ms}"))
-             .groupBy("key", "col", "slot").agg(F.count("*").alias("n"), F.sum("v").alias("s")).collect())
+             .groupBy("key", "col", "slot").agg(F.count("*").alias("n"), F.sum("v").alias("s"), F.min("v").alias("lo"),
+                                                    F.max("v").alias("hi")).collect())
     values.unpersist()
     intervals = _intervals(cells, app.name or app.app_id, metric, width_ms)
     all_tasks = task_events.rdd.map(_task_of_row)
@@ -410,10 +411,13 @@ def _intervals(rows: list[Any], app_name: str, metric: str, width_ms: int) -> li
     for r in rows:
         columns = by_key[r["key"]]
         if r["col"] not in columns:
-            columns[r["col"]] = (np.zeros(NSLOTS, dtype=np.int64), np.zeros(NSLOTS, dtype=np.float64))
-        counts, sums = columns[r["col"]]
+            columns[r["col"]] = (np.zeros(NSLOTS, dtype=np.int64), np.zeros(NSLOTS, dtype=np.float64),
+                                 np.full((2, NSLOTS), np.nan))
+        counts, sums, extremes = columns[r["col"]]
         counts[r["slot"]] += r["n"]
         sums[r["slot"]] += r["s"]
+        extremes[0, r["slot"]] = np.fmin(extremes[0, r["slot"]], r["lo"])
+        extremes[1, r["slot"]] = np.fmax(extremes[1, r["slot"]], r["hi"])
     out, names = [], StreamNames()
     for key in sorted(by_key, key=lambda k: -1 if k is None else k):
         out.append(intervals_from_cells(stream_for(names, app_name, metric, key), by_key[key], width_ms))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from latencymap.core import columns
 from latencymap.core.accumulator import Accumulator, HistoryLimit, StreamHistory, parse_history, set_chunk_columns
-from latencymap.core.buckets import NSLOTS, midpoints_seconds
+from latencymap.core.buckets import NSLOTS, bin_extremes, bin_values, bounds_seconds, midpoints_seconds
 from latencymap.core.columns import Block, Chunk, count_dtype
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId
 from latencymap.core.percentiles import percentile_estimates
@@ -369,3 +369,31 @@ def test_totals_over_every_column_seen_are_the_unbounded_historys(ivs: list[Inte
         if hist.dropped:
             with pytest.raises(ValueError, match="first kept column"):
                 hist.totals(slice(1, None), all_seen=True)
+
+
+def test_values_seen_per_slot_are_kept_over_the_run_and_bound_its_percentiles() -> None:
+    """Columns with extremes widen the stream's range per slot (past dropped columns too); a column without them
+    makes its slots unknown; column and whole-run percentiles stay within the values seen."""
+    stream = StreamId("seen", "spark", "millisec")
+    hist = StreamHistory(stream, cap=2)
+    low = bounds_seconds(stream.datasource, stream.unit)[0]
+
+    def column(t: float, values: list[float], extremes: bool = True) -> Interval:
+        counts, sums = bin_values(np.asarray(values))
+        seen = bin_extremes(np.asarray(values)) / 1000 if extremes else None
+        return Interval(stream, t, t + 1, counts, sums / 1000, extremes=seen)
+
+    assert hist.seen is None
+    hist.extend([column(0, [1430.0, 1440.0]), column(1, [1100.0])])
+    hist.extend([column(2, [1200.0, 300.0])])
+    assert hist.seen is not None
+    least, most = hist.seen
+    assert (least[11], most[11]) == (1.1, 1.44) and (least[9], most[9]) == (0.3, 0.3)
+    totals = hist.totals(all_seen=True)
+    assert max(totals.percentiles.values()) <= 1.44 and min(totals.percentiles.values()) >= 0.3
+    assert np.nanmax(hist.column_stats().percentiles) <= 1.44
+    hist.extend([column(3, [1500.0], extremes=False)])
+    least, most = hist.seen
+    assert (least[11], most[11]) == (-np.inf, np.inf) and (least[9], most[9]) == (0.3, 0.3)
+    assert hist.totals(all_seen=True).percentiles[0.999] > 1.44  # slot 11 is no longer bounded
+    assert low[11] == 1.024

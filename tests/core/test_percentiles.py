@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latencymap.core.buckets import bin_values, bounds_in_unit, bounds_seconds
+from latencymap.core.buckets import bin_extremes, bin_values, bounds_in_unit, bounds_seconds
 from latencymap.core.percentiles import column_medians, exact_bucket_range, median_of, percentile_estimates
 
 
@@ -182,3 +182,48 @@ def test_exact_bucket_range_edge_cases() -> None:
     assert (least[1:] <= mean[1:]).all() and (mean[1:] <= most[1:]).all()
     zero_least, zero_most, _ = exact_bucket_range(np.array([10.0]), np.array([0.0]), np.array([0.0]), np.array([1.0]))
     assert zero_least[0] == zero_most[0] == 0.0  # S = 0 in a zero-floor bucket: every value is 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(0.0, 2.0), st.floats(1.0, 1e7), st.sampled_from([10.5, 10.8, 40.0, 1435.0])),
+                min_size=1, max_size=300),
+       st.sampled_from(["millisec", "microsec", "nanosec"]), st.booleans())
+def test_percentiles_lie_within_the_values_seen_in_their_slot(values: list[float], unit: str, exact: bool) -> None:
+    """Values binned by the real `bin_values`: with the extremes of each slot, every percentile lies within
+    [min, max] of the values, and within [smallest, largest] of the values of one slot."""
+    low, high = bounds_seconds("bpf", unit)
+    per = float(low[1])  # the slot [1, 2) of the unit starts at one unit
+    counts, sums = bin_values(np.asarray(values))
+    extremes = bin_extremes(np.asarray(values)) * per
+    qs = (0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0)
+    pct = percentile_estimates(counts, low, high, qs, times=sums * per if exact else None,
+                               seen=(extremes[0], extremes[1]))
+    used = np.flatnonzero(counts)
+    for p in pct.tolist():
+        assert min(values) * per <= p <= max(values) * per
+        assert any(extremes[0, k] <= p <= extremes[1, k] for k in used.tolist()), (p, extremes[:, used])
+    assert np.all(np.diff(pct) >= -1e-12 * pct[:-1])
+
+
+def test_values_all_at_one_point_read_that_point() -> None:
+    """Training steps of exactly 10.5 ms with 1% at 10.8 ms: p99 is 10.8 ms, not interpolated up the slot."""
+    values = np.array([10.5] * 990 + [10.8] * 10)
+    low, high = bounds_seconds("bpf", "millisec")
+    counts, sums = bin_values(values)
+    seen = bin_extremes(values) * 1e-3
+    p50, p99 = percentile_estimates(counts, low, high, (0.5, 0.99), times=sums * 1e-3, seen=(seen[0], seen[1]))
+    assert p50 == pytest.approx(10.5e-3, rel=1e-3) and 10.5e-3 <= p99 <= 10.8e-3
+    unbounded = percentile_estimates(counts, low, high, (0.99,), times=sums * 1e-3)[0]
+    assert unbounded > 10.8e-3  # what the bound changes
+
+
+def test_unknown_extremes_leave_the_estimate_as_it_was() -> None:
+    """NaN (none seen) and infinite (not all values seen) slots read as without `seen`."""
+    counts = np.zeros(64, dtype=np.int64)
+    counts[3:6] = (5, 10, 1)
+    low, high = bounds_seconds("bpf", "millisec")
+    plain = percentile_estimates(counts, low, high)
+    nan = np.full(64, np.nan)
+    assert np.array_equal(percentile_estimates(counts, low, high, seen=(nan, nan)), plain)
+    inf = np.full(64, np.inf)
+    assert np.array_equal(percentile_estimates(counts, low, high, seen=(-inf, inf)), plain)

@@ -266,3 +266,43 @@ def test_compat_notice_said_once_with_two_recorders(tmp_path: Path) -> None:
     inner = recorded(iter(flow), Recorder(str(tmp_path / "rec.txt"), compat=True))
     items = list(recorded(inner, Recorder(str(tmp_path / "emit.txt"), compat=True)))
     assert sum(isinstance(i, Notice) for i in items) == 1
+
+
+def test_report_of_a_recording_gives_the_live_reports_numbers_with_the_values_seen(tmp_path: Path) -> None:
+    """Spark's per-slot extremes travel in the recording (`extremes` lines): the report of the recording gives the
+    live report's streams exactly, percentiles bounded by the values seen included."""
+    (log,) = [p for p in (Path(__file__).resolve().parents[2] / "fixtures" / "spark" / "plain").iterdir()
+              if not p.name.startswith(".")]
+    rec = tmp_path / "spark.txt"
+    r = cli("spark", str(log), "--per-stage", "--plain", "--once", "--record", str(rec))
+    assert r.returncode == 0, r.stderr
+    assert "\nextremes, " in rec.read_text()
+    live = cli("report", "--format", "json", "spark", str(log), "--per-stage")
+    assert live.returncode == 0, live.stderr
+    a, b = json.loads(live.stdout), report(rec)
+    assert len(a["streams"]) == len(b["streams"]) == 5
+    for x, y in zip(a["streams"], b["streams"], strict=True):  # rates: times are written in whole microseconds
+        assert {k: v for k, v in x.items() if k not in ("frequency", "intensity")} \
+            == {k: v for k, v in y.items() if k not in ("frequency", "intensity")}
+    assert all("max_s" in bucket for s in b["streams"] for bucket in s["buckets"] if "min_s" in bucket)
+
+
+@pytest.mark.parametrize("compat", [False, True])
+def test_emit_into_a_reader_that_goes_away_ends_quietly(tmp_path: Path, compat: bool) -> None:
+    """`--emit | head`: `latencymap: -: recording stopped: Broken pipe; the 1 records written before are intact`,
+    exit 1, though no recording was asked for. A reader of stdout going away ends `--emit` as it ends the views:
+    exit 0, nothing said."""
+    from latencymap.protocol import format_record
+
+    stream = StreamId("io", "bpf", "microsec")
+    big = tmp_path / "big.txt"  # more than a pipe holds: the writes after the reader left fail
+    big.write_text("".join(format_record(stream, 1_700_000_000.0 + k, np.full(20, 10 * k, dtype=np.int64))
+                           for k in range(1, 3000)))
+    args = [sys.executable, "-m", "latencymap", "--emit", *(["--compat"] if compat else []), str(big)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = [proc.stdout.readline() for _ in range(5)]  # as `head -5` does, then it goes
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(60) == 0, err
+    assert first[0].startswith("# latencymap-recording") and err == ""

@@ -91,3 +91,38 @@ def _near(value: float) -> list[float]:
             step = math.nextafter(step, direction)
             out.append(step)
     return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(0.0, 1e9), min_size=1, max_size=50), st.sampled_from(["millisec", "microsec", "nanosec"]))
+def test_extremes_round_trip_bit_exact_in_both_readers(values: list[float], unit: str) -> None:
+    """The `extremes` line (per-interval records) reads back as the seconds written, line by line and in bulk."""
+    from latencymap.core.buckets import bin_extremes, bin_values
+
+    per = UNIT_SECONDS[unit]
+    counts, sums = bin_values(np.asarray(values))
+    extremes = bin_extremes(np.asarray(values)) * per
+    stream = StreamId("x", "bpf", unit)
+    text = format_record(stream, 10.0, counts, sums * per, start=9.0, per_interval=True, extremes=extremes)
+    assert text.count("\nextremes, ") == 1
+    for bulk in (False, True):
+        reader = ProtocolReader("t")
+        items = list(reader.read_chunks([text + text.replace("10000000", "11000000")]) if bulk
+                     else reader.read(text.splitlines()))
+        got = next(i for i in items if isinstance(i, Interval)).extremes
+        assert got is not None and np.array_equal(got, extremes, equal_nan=True)
+
+
+def test_extremes_are_written_only_in_per_interval_records_and_checked_when_read() -> None:
+    stream = StreamId("x", "bpf", "millisec")
+    counts = np.zeros(NSLOTS, dtype=np.int64)
+    counts[3] = 2
+    extremes = np.full((2, NSLOTS), np.nan)
+    extremes[:, 3] = np.array([4.5, 6.1]) * UNIT_SECONDS["millisec"]  # as a source in ms gives them
+    assert "extremes" not in format_record(stream, 10.0, counts, extremes=extremes)  # what PyLatencyMap reads
+    text = format_record(stream, 10.0, counts, start=9.0, per_interval=True, extremes=extremes)
+    assert "extremes, 4, 4.5, 6.1\n" in text
+    bad = text.replace("extremes, 4, 4.5, 6.1", "extremes, 4, 6.1, 4.5")
+    items = list(ProtocolReader("t").read(bad.splitlines()))
+    assert not any(isinstance(i, Interval) for i in items)
+    assert "expected 'extremes, <bucket value>, <smallest>, <largest>, ...'" in str(items)

@@ -601,3 +601,22 @@ def test_logs_written_one_after_another_keep_their_own_times_and_a_hole_is_a_gap
         (12, 3600, True), (3600, 3601, False), (3601, 3602, False), (3602, 3603, False)]
     assert [n for n in notices(items) if "a new log starts here (StartTime 1700003600.000)" in n]
     assert not [n for n in notices(items) if "placed after" in n]
+
+
+def test_percentiles_stay_within_the_equivalence_range_of_the_occupied_sub_buckets(tmp_path: Path) -> None:
+    """98% at 150 µs, 1% at 40 ms, 1% at 2 s (a real .hlog by the library): p99 is 40 ms within HdrHistogram's
+    equivalence range of 40 ms, not up the 33.6-67.1 ms row; p999 within that of 2 s."""
+    values = [150_000] * 98 + [40_000_000, 2_000_000_000]
+    logged = [Logged(None, START + i, 1.0, values * 200) for i in range(3)]
+    path = write_library_log(tmp_path / "tri.hlog", logged, START)
+    r = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", str(path)],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+    assert r.returncode == 0, r.stderr
+    (stream,) = json.loads(r.stdout)["streams"]
+    total = stream["total"]
+    hist = library_histogram(values)
+    for key, value in (("p50_s", 150_000), ("p90_s", 150_000), ("p99_s", 40_000_000), ("p999_s", 2_000_000_000)):
+        low, high = hist.get_lowest_equivalent_value(value), hist.get_highest_equivalent_value(value)
+        assert low * 1e-9 <= total[key] <= high * 1e-9, (key, total[key], low, high)
+    seen = [(b["min_s"], b["max_s"]) for b in stream["buckets"] if "min_s" in b]
+    assert len(seen) == 3 and seen[1][0] <= 0.04 <= seen[1][1] and seen[1][1] - seen[1][0] < 0.04 / 1000

@@ -143,7 +143,7 @@ def test_stages_of_an_application_with_a_long_name_stay_apart(tmp_path: Path) ->
     log = tmp_path / plain.name
     log.write_bytes(plain.read_bytes().replace(b'"App Name":"latencymap-fixture"', f'"App Name":"{name}"'.encode()))
     per_stage = {s: sum(1 for e in task_ends() if e["Stage ID"] == s) for s in {e["Stage ID"] for e in task_ends()}}
-    rows = [{"key": e["Stage ID"], "col": 0, "slot": 5, "n": 1, "s": 20.0} for e in task_ends()]
+    rows = [{"key": e["Stage ID"], "col": 0, "slot": 5, "n": 1, "s": 20.0, "lo": 20.0, "hi": 20.0} for e in task_ends()]
     for intervals in (collect(SparkSource(target=str(log), per_stage=True)),
                       collect(SparkSource(target=str(log), per_stage=True, follow=True, poll=0.01)),
                       engine._intervals(rows, name, "duration", 1000)):

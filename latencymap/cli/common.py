@@ -16,14 +16,14 @@ from latencymap.core.model import Item, Notice
 from latencymap.core.sanitize import clean_message, clean_text
 from latencymap.plugins import Registry, load_registry
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HUNG_UP = 0, 1, 2, 130, 143, 129
 
 EXIT_CODES = """\b
 Exit codes: 0 done; 1 a source or view failed, no record of an input could
 be read, or the output could not be written; 2 bad usage, unreadable input,
 an output file that cannot be created, or a bad record under --strict;
 130 interrupted (Ctrl-C, as a key in the TUI or SIGINT); 143 terminated
-(SIGTERM).
+(SIGTERM); 129 hung up (SIGHUP: the terminal closed, ssh dropped).
 """
 
 EXAMPLES = """\b
@@ -59,6 +59,10 @@ class Terminated(BaseException):
     """SIGTERM, turned into an exception so that `finally` blocks flush and restore the terminal."""
 
 
+class HungUp(Terminated):
+    """SIGHUP (the terminal closed, an ssh session dropped): ended as SIGTERM ends, with its own exit code."""
+
+
 def tell(message: object, prefix: str = "latencymap") -> None:
     """One message on stderr, `prefix: message`. Every message of the commands goes through here: the paths and
     other text from input in it are cleaned (`clean_message`), so that a file named with escape sequences cannot
@@ -74,26 +78,36 @@ def say(notice: Notice) -> None:
 
 def no_terminal_input(inputs: Sequence[str]) -> None:
     """Refuse to read records from the terminal when no INPUT was named: nothing would ever come (the TUI takes the
-    keys), and a command that waits in silence looks hung. `-` still reads the terminal when asked for."""
+    keys), and a command that waits in silence looks hung. `-` still reads the terminal when asked for. Refuse a
+    closed stdin (`<&-`) whenever it is to be read."""
+    if (not inputs or "-" in inputs) and sys.stdin is None:
+        raise click.UsageError("no input: standard input is closed; name INPUT files, or pipe records in "
+                               "(some_source | latencymap ...)")
     if inputs:
         return
-    try:
-        terminal = sys.stdin is not None and sys.stdin.isatty()
-    except (AttributeError, ValueError):
-        terminal = False
-    if terminal:
+    if stdin_is_terminal():
         raise click.UsageError("no input: name INPUT files, pipe records in (some_source | latencymap ...), or run "
                                "a source (latencymap bpf block); '-' reads records typed at the terminal")
 
 
+def stdin_is_terminal() -> bool:
+    """Whether stdin is a terminal (records would be typed there)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated
+    raise HungUp if signum == getattr(signal, "SIGHUP", None) else Terminated
 
 
 def guarded(fn: Callable[[], int]) -> None:
     """Run a command body, turning known failures into one line and an exit code."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
+        if hasattr(signal, "SIGHUP"):  # not on Windows
+            signal.signal(signal.SIGHUP, _on_sigterm)
     try:
         code = fn()
     except (InputError, StrictError) as err:
@@ -108,6 +122,8 @@ def guarded(fn: Callable[[], int]) -> None:
         code = err.exit_code
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
+    except HungUp:
+        code = EXIT_HUNG_UP
     except Terminated:
         code = EXIT_TERMINATED
     except BrokenPipeError:

@@ -11,6 +11,7 @@ from latencymap.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
     REGISTRY,
+    HungUp,
     Terminated,
     guarded,
     guarded_source,
@@ -218,9 +219,10 @@ def _note_dropped(acc: Accumulator) -> None:
 
 
 def _stopped(err: BaseException, source: Source | None) -> str:
-    """The note that ends a report cut short: by Ctrl-C, SIGTERM, or its source failing."""
+    """The note that ends a report cut short: by Ctrl-C, SIGTERM, SIGHUP, or its source failing."""
     what = "the source failed" if isinstance(err, SourceError) else \
-        "interrupted (Ctrl-C)" if isinstance(err, KeyboardInterrupt) else "terminated (SIGTERM)"
+        "interrupted (Ctrl-C)" if isinstance(err, KeyboardInterrupt) else \
+        "hung up (SIGHUP)" if isinstance(err, HungUp) else "terminated (SIGTERM)"
     read = f"{source.name} ran" if source is not None else "the inputs were read"
     return f"{what}: this report covers what was read until then (while {read})"
 

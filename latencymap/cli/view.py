@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXAMPLES, REGISTRY, guarded, no_terminal_input
+from latencymap.cli.common import EXAMPLES, REGISTRY, guarded, no_terminal_input, stdin_is_terminal
 from latencymap.cli.options import format_kwargs, format_options, view_options
 from latencymap.cli.running import prepare, show
 from latencymap.flow.pipeline import input_flow
@@ -29,6 +29,10 @@ def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int |
     fmt_opts = format_kwargs(kw)
 
     no_terminal_input(inputs)
+    tui = not (kw["plain"] or kw["once"] or kw["emit"]) and sys.stdout.isatty()
+    if "-" in inputs and tui and stdin_is_terminal():  # both would read the one terminal: keys and records get lost
+        raise click.UsageError("'-' reads records typed at the terminal, where the TUI reads its keys: add --plain "
+                               "to type them (or use 'report -'), or name a file")
 
     def body() -> int:
         # the profiler and the metrics server load only when asked for (`--plain` replays start faster)
@@ -40,8 +44,9 @@ def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int |
         with session as profile:
             flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), {**kw, "inputs": inputs},
                            profile=profile)
-            if (not inputs or "-" in inputs) and not (kw["plain"] or kw["once"] or kw["emit"]) and sys.stdout.isatty():
-                wait_for_pipe()  # the TUI takes the terminal: leave it to the producer until it writes
+            if (not inputs or "-" in inputs) and tui:
+                # the TUI takes the terminal: leave it to the producer until it writes (or the run's time is up)
+                wait_for_pipe(most=kw["duration"])
             if serve_metrics is None:
                 return show(flow, kw, profile)
             from latencymap.outputs.metrics import metrics_served

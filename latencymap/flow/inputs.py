@@ -6,6 +6,7 @@ import codecs
 import io
 import itertools
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -108,13 +109,36 @@ def _cut(binary: IO[bytes]) -> bool:
     return bool(getattr(getattr(binary, "raw", None), "truncated", False))
 
 
+#: Why `-` cannot be read when the process was started with fd 0 closed (`<&-`).
+STDIN_CLOSED = "<stdin>: not open (standard input is closed): name INPUT files, or pipe records in"
+
+
 def _stdin_binary() -> IO[bytes]:
     """A reader of fd 0 of its own: a thread blocked in it (read ahead of the view) cannot abort the
     interpreter's shutdown, as one blocked in `sys.stdin`'s reader does."""
+    if sys.stdin is None:  # started with fd 0 closed
+        raise InputError(STDIN_CLOSED)
     try:
         return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
     except (AttributeError, OSError, ValueError):
         return sys.stdin.buffer
+
+
+def at_rest(path: str, stdin: IO[bytes] | None = None) -> bool:
+    """Whether input `path` is all there when it is read (a regular file, a directory a format reads), so that
+    reading ahead of what arrived waits for nothing; not a pipe, a FIFO, a terminal or a socket, where a live
+    producer's records come one by one. `-` is `stdin` (one given in memory is at rest), else the process's."""
+    if path not in ("-", ""):
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return False
+        return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+    stream: Any = stdin if stdin is not None else _stdin_data if _stdin_data is not None else sys.stdin
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return stdin is not None  # an in-memory stream has no descriptor, and all of it is there
 
 
 def _open_binary(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], str]:

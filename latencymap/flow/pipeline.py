@@ -27,7 +27,7 @@ from latencymap.core.model import (
     rows_by_stream,
     unrolled,
 )
-from latencymap.flow.inputs import NOTHING_DECOMPRESSED, CutShort, read_input
+from latencymap.flow.inputs import NOTHING_DECOMPRESSED, CutShort, at_rest, read_input
 from latencymap.plugins import Registry, TextFormat
 from latencymap.protocol.reader import RecordedNotice
 
@@ -63,9 +63,11 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
                 readers: list[TextFormat] | None = None, gather: bool = True) -> ColumnFlow:
     """`input_flow` with runs of intervals kept in columns (IntervalRuns), for consumers that take them in bulk.
 
-    With `gather`, consecutive runs of cumulative records are diffed together (`gathered`): a consumer that takes
-    the whole flow gets them sooner; one that shows a live pipe as it comes (`input_flow`) passes False, since a
-    chunk's records would wait for the next chunk.
+    With `gather`, consecutive runs of cumulative records of an input that is all there (a file: `at_rest`) are
+    diffed together (`gathered`): a consumer that takes the whole flow gets them sooner. A pipe's are not: a live
+    producer's records would wait for the ones after them (a report's `--count` or `--duration` would stop late).
+    One that shows a live pipe as it comes (`input_flow`) passes False, since a chunk's records would wait for the
+    next chunk.
     """
     named = paths or ["-"]
     inputs = [(read_input(p, registry, forced_format, options, stdin, runs=True, readers=readers,
@@ -80,7 +82,7 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
             differ.carry(before)
         before = differ
         counted = tally.count(items)
-        flow = differ.run_columns(gathered(counted) if gather else counted)
+        flow = differ.run_columns(gathered(counted) if gather and at_rest(path, stdin) else counted)
         yield from _apart(flow, "<stdin>" if path in ("-", "") else path, seen) if len(inputs) > 1 else flow
         name = "<stdin>" if path in ("-", "") else path
         if tally.cut and not tally.read:  # whatever the compressor, and whether a piece of a record came out or not
@@ -209,10 +211,18 @@ def limited(flow: Iterator[FlowItem], count: int | None = None, duration: float 
     A source that reports its streams in rounds (a disk each, a series each) gives every stream `count` columns: the
     flow stops at the first interval past `count` of its stream, or at once when every stream seen has `count`, which
     a stream's second interval shows to be a whole round (so one stream stops at its `count`th, not waiting for more;
-    with `count` 1 that is only known from the next round's first interval)."""
+    with `count` 1 that is only known from the next round's first interval).
+
+    The time runs from this call, not from the flow's first item: what the command does before it reads (the TUI
+    waiting for a silent pipe) counts."""
+    return _limited(flow, count, None if duration is None else clock() + duration, clock)
+
+
+def _limited(flow: Iterator[FlowItem], count: int | None, deadline: float | None,
+             clock: Callable[[], float]) -> Iterator[FlowItem]:
+    """`limited`, its deadline set."""
     seen: dict[StreamId, int] = {}
     full = 0
-    deadline = None if duration is None else clock() + duration
     if count is not None and count <= 0:
         return
     for item in flow if deadline is None else _on_time(flow, deadline, clock):

@@ -46,17 +46,21 @@ def take_terminal(tty_path: str = TTY) -> Callable[[], None] | None:
     return restore
 
 
-def wait_for_pipe(fd: int = 0, quiet_s: float = QUIET_WAIT_S, err: TextIO | None = None) -> None:
-    """Return once fd `fd` (a pipe, not a terminal) has bytes to read or has ended; nothing is read from it.
+def wait_for_pipe(fd: int = 0, quiet_s: float = QUIET_WAIT_S, err: TextIO | None = None,
+                  most: float | None = None) -> None:
+    """Return once fd `fd` (a pipe, not a terminal) has bytes to read or has ended, or after `most` seconds (a
+    run's `--duration`: a silent pipe does not hold it); nothing is read from it.
 
     Until then the terminal stays the user's: what writes into the pipe may ask on it first (SQL*Plus prompts for
     the password). Past `quiet_s` seconds it says once, on stderr, what it waits for.
     """
     try:
-        if os.isatty(fd) or select.select([fd], [], [], quiet_s)[0]:
+        if os.isatty(fd) or select.select([fd], [], [], quiet_s if most is None else min(quiet_s, most))[0]:
             return
     except (OSError, ValueError):  # not a descriptor select can wait on: nothing to wait for
         return
+    if most is not None and most <= quiet_s:
+        return
     err = err or sys.stderr
     print(WAITING, file=err, flush=True)
-    select.select([fd], [], [])
+    select.select([fd], [], [], *([] if most is None else [most - quiet_s]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import queue
 import threading
 import time
@@ -10,6 +11,39 @@ from typing import Any
 
 DRAIN_LIMIT = 50_000
 _END = object()
+#: The ingest rate is measured over the last second, or longer when that held fewer than RATE_ITEMS items (a slow
+#: producer: one record every 2 s read 0/s and 1/s in turn), up to RATE_WINDOW_S seconds.
+RATE_ITEMS = 10
+RATE_WINDOW_S = 10.0
+
+
+class Rate:
+    """Items per second, as they arrive, over a window that grows with a slow producer (see RATE_ITEMS)."""
+
+    def __init__(self, now: float) -> None:
+        self.started = now
+        self._times = [now]  # when items arrived (the first: the start, with none), oldest first
+        self._totals = [0]  # items received by then
+
+    def add(self, count: int, now: float) -> None:
+        """`count` items arrived at `now`."""
+        if count:
+            self._times.append(now)
+            self._totals.append(self._totals[-1] + count)
+        keep = bisect.bisect_right(self._times, now - RATE_WINDOW_S) - 1  # the last one before the window, kept
+        if keep > 0:
+            del self._times[:keep], self._totals[:keep]
+
+    def value(self, now: float) -> float:
+        """Items per second at `now`: over 1 s, or over as long as it takes RATE_ITEMS items, up to RATE_WINDOW_S."""
+        received = self._totals[-1]
+        window = 1.0
+        while True:
+            since = bisect.bisect_right(self._times, now - window) - 1
+            count = received - (self._totals[since] if since >= 0 else 0)
+            if count >= RATE_ITEMS or window >= RATE_WINDOW_S:
+                return count / max(1.0, min(window, now - self.started))
+            window = min(RATE_WINDOW_S, window * 2)
 
 
 class Ingest:
@@ -22,7 +56,7 @@ class Ingest:
         self.finished = False
         self.error: BaseException | None = None
         self.received = 0
-        self._rate_mark = (time.monotonic(), 0)
+        self._rate = Rate(time.monotonic())
         self.rate = 0.0
 
     def start(self) -> None:
@@ -52,12 +86,7 @@ class Ingest:
         except queue.Empty:
             pass
         self.received += len(items)
-        self._update_rate()
-        return items
-
-    def _update_rate(self) -> None:
         now = time.monotonic()
-        then, count = self._rate_mark
-        if now - then >= 1.0:
-            self.rate = (self.received - count) / (now - then)
-            self._rate_mark = (now, self.received)
+        self._rate.add(len(items), now)
+        self.rate = self._rate.value(now)
+        return items

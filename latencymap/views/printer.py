@@ -28,21 +28,26 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
     renderer = PlainRenderer(opts)
     render = renderer.render
     clear = CLEAR if out.isatty() else ""
+    stale = False  # a record was skipped after the last frame: the input's end draws one more, with the final count
     try:
         if once:
             accumulate(flow, acc, on_notice=_say)
         elif screen_delay <= 0:
-            _frames_in_bulk(flow, acc, renderer, out, clear)
+            stale = _frames_in_bulk(flow, acc, renderer, out, clear)
         else:
             for item in flow:
                 if isinstance(item, Notice):
                     _say(item)
                     acc.add([item])
+                    stale = stale or item.skipped > 0
                     continue
                 acc.add([item])
                 out.write(clear + render(acc))
                 out.flush()
+                stale = False
                 time.sleep(screen_delay)
+        if stale and acc.intervals_seen:
+            out.write(clear + render(acc))
     finally:
         if once or not acc.intervals_seen:
             out.write(render(acc))
@@ -52,10 +57,12 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
     return 0
 
 
-def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: TextIO, clear: str) -> None:
+def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: TextIO, clear: str) -> bool:
     """Every frame, as fast as the input comes: what a reader thread has read when a frame is due is appended at
     once and drawn as many frames per NumPy pass (`BulkFrames`), the same bytes as frame after frame; a writer
-    thread gathers one batch into the output while the next is composed."""
+    thread gathers one batch into the output while the next is composed. Whether a record was skipped after the
+    last frame."""
+    stale = False
     from latencymap.flow.batches import ready_batches  # only this way of drawing needs them
     from latencymap.views.plain_bulk import MAX_FRAMES, BulkFrames
     from latencymap.views.scatter import PieceWriter
@@ -75,6 +82,7 @@ def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: 
                 if isinstance(item, Notice):
                     _say(item)
                     acc.add([item])
+                    stale = stale or item.skipped > 0
                     at += 1
                     continue
                 run: list[Interval] = []
@@ -91,6 +99,7 @@ def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: 
                         else:
                             writer.put(pieces)
                         done += count
+                        stale = False
                     else:
                         acc.add([run[done]])
                         if writer is not None:
@@ -98,6 +107,7 @@ def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: 
                         out.write(clear + renderer.render(acc))
                         out.flush()
                         done += 1
+                        stale = False
     except BaseException as err:
         if writer is not None:
             with contextlib.suppress(Exception):  # what stopped the frames is what the caller hears of
@@ -106,6 +116,7 @@ def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: 
     if writer is not None:
         writer.close()
     out.flush()
+    return stale
 
 
 def _scatter_fd(out: TextIO) -> int | None:

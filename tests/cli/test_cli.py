@@ -204,3 +204,30 @@ def test_pylatencymap_options_that_would_show_nothing_are_usage_errors(example_d
                                                                        said: str) -> None:
     result = CliRunner().invoke(main, ["--plain", "--once", *args, str(example_data)])
     assert result.exit_code == 2 and said in result.output
+
+
+@pytest.mark.parametrize("args", [["report"], ["--plain"], ["--emit"], [], ["-"], ["report", "-"]])
+def test_a_closed_stdin_is_a_usage_error(args: list[str]) -> None:
+    """`latencymap report <&-`: sys.stdin is None, and every mode ended in a traceback (`--emit` after writing its
+    header)."""
+    closed = ["sh", "-c", 'exec "$0" -m latencymap "$@" <&-', sys.executable, *args]
+    done = subprocess.run(closed, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "standard input is closed" in done.stderr and "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_dash_on_a_terminal_is_refused_by_the_tui() -> None:
+    """`latencymap -` typed at a terminal opened the TUI, which read its keys from the same terminal as the records
+    were read from: each key went to whichever read came first (3 presses of q to quit). It is a usage error that
+    says what works: --plain, `report -`, a file."""
+    import pty
+
+    main_fd, terminal = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "latencymap", "-"], stdin=terminal, stdout=terminal,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(terminal)
+        os.close(main_fd)
+    assert done.returncode == 2, done.stderr
+    assert "--plain" in done.stderr and "report -" in done.stderr and "Traceback" not in done.stderr

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from latencymap.cli.common import REGISTRY
 from latencymap.cli.main import main
 
-CODES = ("0 done", "1 a source or view failed", "2 bad usage", "130 interrupted", "143 terminated")
+CODES = ("0 done", "1 a source or view failed", "2 bad usage", "130 interrupted", "143 terminated", "129 hung up")
 
 
 def _help(*args: str) -> str:

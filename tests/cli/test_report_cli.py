@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -40,3 +43,34 @@ def test_a_gate_over_a_readable_input_beside_an_unreadable_one_checks_its_stream
     assert done.returncode == 1
     assert "gate failed: 'p99 > 1ms'" in done.stderr and "'p99 > 100s'" not in done.stderr
     assert "no record could be read" in done.stderr.splitlines()[-1]
+
+
+#: `python -c PACED N`: N records of one stream on stdout, one every 0.1 s, then silence (a live producer).
+PACED = ("import sys, time\n"
+         "for k in range(1, int(sys.argv[1]) + 1):\n"
+         "    print(f'<begin record>\\ntimestamp, microsec, {1700000000000000 + k * 1000000}, r{k}\\n'\n"
+         "          f'latencyunit, microsec\\nlabel, io\\ndatasource, bpf\\n64, {10 * k}\\n<end record>', flush=True)\n"
+         "    time.sleep(0.1)\n"
+         "time.sleep(60)\n")
+
+
+def test_a_report_hung_up_writes_what_was_read(tmp_path: Path) -> None:
+    """SIGHUP (the terminal closed, ssh dropped: how a remote `... | latencymap report -o x` usually dies) killed the
+    report with nothing written (exit 129); it now ends as SIGTERM does, with the report of what was read."""
+    out = tmp_path / "report.json"
+    producer = subprocess.Popen([sys.executable, "-c", PACED, "5"], stdout=subprocess.PIPE)
+    assert producer.stdout is not None
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "latencymap", "report", "--format", "json", "-o", str(out)],
+                                stdin=producer.stdout, stderr=subprocess.PIPE, text=True)
+        producer.stdout.close()
+        time.sleep(4)  # started, and the 5 records read
+        proc.send_signal(signal.SIGHUP)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        producer.kill()
+        producer.wait()
+    assert proc.returncode == 129 and "Traceback" not in err, err
+    doc = json.loads(out.read_text())
+    assert doc["streams"][0]["columns"] == 4
+    assert any("hung up (SIGHUP)" in m and "covers what was read until then" in m for m in doc["errors"]["messages"])

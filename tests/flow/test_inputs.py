@@ -192,3 +192,29 @@ def test_a_byte_order_mark_hides_no_record(example_data: Path, tmp_path: Path, e
     with marked.open("rb") as raw:  # a pipe that hands out the mark a byte at a time
         trickled = io.BufferedReader(Trickle(raw.read(), 1))  # type: ignore[arg-type]
         assert _intervals(list(read_pipeline("-", trickled))) == plain
+
+
+def test_a_closed_stdin_is_an_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started with fd 0 closed (`<&-`), sys.stdin is None: reading `-` (`replay -`, `diff -`) raised
+    AttributeError with a traceback."""
+    monkeypatch.setattr(inputs.sys, "stdin", None)
+    with pytest.raises(InputError, match="standard input is closed"):
+        inputs.read_input("-", load_registry())
+
+
+def test_only_files_are_at_rest(tmp_path: Path, example_data: Path) -> None:
+    """What may be read ahead of what arrived (`at_rest`): a file, a directory, an in-memory stdin; not a pipe."""
+    import os
+
+    assert inputs.at_rest(str(example_data)) and inputs.at_rest(str(tmp_path))
+    assert inputs.at_rest("-", io.BytesIO(b""))
+    read, write = os.pipe()
+    try:
+        with os.fdopen(os.dup(read), "rb") as pipe:
+            assert not inputs.at_rest("-", pipe)
+        assert not inputs.at_rest(f"/dev/fd/{read}")
+    finally:
+        os.close(read)
+        os.close(write)
+    with example_data.open("rb") as file:
+        assert inputs.at_rest("-", file)

@@ -127,3 +127,56 @@ def test_listen_otlp_with_duration_stops_on_time_without_requests() -> None:
                            "--duration", "1"], capture_output=True, text=True, timeout=60)
     assert time.monotonic() - started < 15  # the interpreter's start and imports, then 1 s
     assert done.returncode == 0 and "receiving OpenTelemetry metrics" in done.stdout + done.stderr, done.stderr
+
+
+def paced_records(fd: int, n: int, pace: float, written: list[int]) -> None:
+    """`n` cumulative records of one stream written to pipe `fd`, one every `pace` seconds (a live producer); the
+    pipe is closed at the end, or when its reader went away. `written` counts them."""
+    import os
+    import time
+
+    from latencymap.protocol import format_record
+
+    try:
+        for k in range(1, n + 1):
+            record = format_record(A, 1_700_000_000.0 + k, np.full(4, 10 * k, dtype=np.int64), date=f"r{k}")
+            os.write(fd, record.encode())
+            written.append(k)
+            time.sleep(pace)
+    except BrokenPipeError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.timeout(60)
+def test_a_report_of_a_live_pipe_counts_records_as_they_arrive() -> None:
+    """`producer | latencymap report --count 2` waited for 32 records (`gathered` held them for speed) and ended
+    after 15.7 s at a 0.5 s pace: a pipe's records are no longer held back; a file's still are (`at_rest`)."""
+    import os
+    import threading
+
+    from latencymap.flow.pipeline import column_flow
+    from latencymap.plugins import load_registry
+
+    read, write = os.pipe()
+    written: list[int] = []
+    producer = threading.Thread(target=paced_records, args=(write, 40, 0.05, written), daemon=True)
+    producer.start()
+    with os.fdopen(read, "rb") as stdin:
+        got = list(limited(column_flow(["-"], load_registry(), stdin=stdin), count=2))
+        sent = len(written)
+    producer.join(10)
+    assert per_stream(got) == {"a": 2} and sent <= 5  # 3 records give 2 intervals; before: 32 of them
+
+
+def test_duration_runs_from_the_call_not_from_the_first_item() -> None:
+    """The TUI waits for a silent pipe before it reads the flow: that wait is part of the run's `--duration`."""
+    now = [0.0]
+    flow = limited(rounds([A], 50, []), duration=5, clock=lambda: now[0])
+    now[0] = 4.0  # the command did other things first
+    got = []
+    for item in flow:
+        got.append(item)
+        now[0] += 0.5
+    assert per_stream(got) == {"a": 2}

@@ -50,6 +50,22 @@ def test_data_already_there_or_a_closed_pipe_returns_at_once_in_silence():
             os.close(w)
 
 
+@pytest.mark.parametrize("most", [0.1, 0.5])
+def test_a_silent_pipe_is_waited_for_no_longer_than_the_runs_duration(most: float) -> None:
+    """`sleep 20 | latencymap --duration 2`: the TUI waited the 20 s for the pipe before its flow (and its deadline)
+    began."""
+    r, w = os.pipe()
+    err = io.StringIO()
+    began = time.monotonic()
+    try:
+        wait_for_pipe(r, quiet_s=0.2, err=err, most=most)
+        waited = time.monotonic() - began
+    finally:
+        os.close(r)
+        os.close(w)
+    assert most - 0.05 < waited < most + 1 and err.getvalue() == ("" if most < 0.2 else WAITING + "\n")
+
+
 # -- in a real terminal ------------------------------------------------------------------------------------------
 
 PASSWORD_PRODUCER = """

@@ -1,0 +1,45 @@
+"""The plain view's loop: the last frame of a run shows what the whole input gave."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from latencymap.cli.common import REGISTRY
+from latencymap.core.model import StreamId
+from latencymap.flow.pipeline import input_flow
+from latencymap.protocol import format_record
+from latencymap.views import printer
+from latencymap.views.options import ViewOptions
+
+STREAM = StreamId("io", "bpf", "microsec")
+#: What follows the last good record: a record cut by a producer that died in it, or a bad one.
+ENDINGS = {"cut": "<begin record>\ntimestamp, microsec, 1700000009000000, r9\nlatencyunit, microsec\n64, 9",
+           "bad": "<begin record>\ntimestamp, microsec, 1700000009000000, r9\nlatencyunit, microsec\nlabel, io\n"
+                  "64, many\n<end record>\n"}
+
+
+def frames(path: Path, once: bool, delay: float) -> str:
+    """What `latencymap --plain [--once]` writes for `path`, not on a terminal."""
+    out = io.StringIO()
+    flow = input_flow([str(path)], REGISTRY)
+    printer.run_plain(flow, ViewOptions(color=False), once=once, screen_delay=delay, history=1000, out=out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("delay", [0.0, 1e-9])
+@pytest.mark.parametrize("ending", sorted(ENDINGS))
+def test_the_last_frame_counts_a_record_skipped_after_the_last_interval(tmp_path: Path, ending: str,
+                                                                          delay: float) -> None:
+    """The input ended in a cut or bad record: the last frame said `skipped records: 0` (it was drawn before the
+    skip was counted) while `--once` said 1. The end of input now draws the frame again, with the final count."""
+    path = tmp_path / "cut.txt"
+    path.write_text("".join(format_record(STREAM, 1_700_000_000.0 + k, np.full(4, 10 * k, dtype=np.int64),
+                                          date=f"r{k}") for k in range(1, 5)) + ENDINGS[ending])
+    shown = frames(path, once=False, delay=delay)
+    last = frames(path, once=True, delay=delay)
+    assert "skipped records: 1" in last
+    assert shown.endswith(last) and shown.count("Columns: 3") == 2

@@ -35,7 +35,7 @@ def render_html(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | 
                     "</section>")
     for hist in acc.streams.values():
         found = (stragglers or {}).get(hist.stream.label)
-        elems, width, height = panel(hist, with_findings=False)
+        elems, width, height = panel(hist, with_findings=False, acc=acc)
         items = "\n".join(f"<li>{esc(line)}</li>" for line in findings_lines(hist, found, acc))
         body.append(f'<section class="stream" data-stream="{esc(hist.stream.label)}">\n'
                     f"{svg_element(elems, width, height)}"

@@ -22,7 +22,9 @@ from latencymap.core.columns import observed_s
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates
 from latencymap.core.sanitize import clean_text
+from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number
+from latencymap.outputs.report import time_words
 from latencymap.views.frame import LEVELS, FoldCache, MapFrame, RowFit, RowRange, both_frames, build_frame, row_range
 from latencymap.views.options import BLUES, REDS, SHADES, ViewOptions
 
@@ -178,6 +180,14 @@ class RunningTotals:
         return True
 
 
+def time_note(exact: bool, source: SourceTotals | None, hist: StreamHistory) -> str:
+    """The intensity map title's note on how its times are known, in the report header's words (`time_words`:
+    per-bucket times, bucket midpoints, or a rebinned stream's `source` sum); none when they are exact."""
+    events = 0 if source is None else hist.totals(slice(0, hist.n), fast=True, all_seen=True).events
+    words = time_words(exact, source, events, hist.n)
+    return "" if words == "exact" else f", {words}"
+
+
 class PlainRenderer:
     """Frames of an accumulator, one after another, as `render` draws them."""
 
@@ -198,10 +208,12 @@ class PlainRenderer:
         """Every stream, one after another."""
         if not acc.streams:
             return f"latencymap: no data yet (skipped records: {acc.skipped})\n"
-        return "\n".join([self.render_stream(h, acc.skipped) for h in acc.streams.values()])
+        return "\n".join([self.render_stream(h, acc.skipped, acc.sources.get(h.stream))
+                          for h in acc.streams.values()])
 
-    def render_stream(self, hist: StreamHistory, skipped: int = 0) -> str:
-        """Both maps and the footer for one stream."""
+    def render_stream(self, hist: StreamHistory, skipped: int = 0, source: SourceTotals | None = None) -> str:
+        """Both maps and the footer for one stream; `source`: its source's own buckets and sum (a rebinned stream),
+        which say how its time is known."""
         opts = self.opts
         fit = self.fits.get(hist.stream)
         if fit is None:
@@ -213,7 +225,7 @@ class PlainRenderer:
             cache = self._folds[hist.stream] = FoldCache(hist, lo, hi, opts.num_records)
         freq, inten, levels = both_frames(hist, opts.num_records, lo, hi, opts.frequency_maxval,
                                           opts.intensity_scale(hist.stream), cache, rows.folds)
-        estimate = "" if inten.exact else ", estimated from bucket midpoints"
+        estimate = time_note(inten.exact, source, hist)
         cells = self._cells(levels)
         prefixes, label_w = self.label_prefixes(hist.stream, rows, freq.labels)
         nrows = len(prefixes)

@@ -21,6 +21,7 @@ import numpy as np
 from latencymap.core.accumulator import EXACT, GAP, RESET, TIMED, Accumulator, StreamHistory
 from latencymap.core.model import Interval
 from latencymap.core.units import format_number
+from latencymap.outputs.report import time_words
 from latencymap.views.bulk_footer import FOOTER_PIECES, Footer
 from latencymap.views.bulk_rows import Span, fitted_rows, window_any, window_bounds, window_max
 from latencymap.views.frame import LEVELS, Folds, RowFit, RowRange, fold_rates, row_labels
@@ -34,7 +35,9 @@ from latencymap.views.scatter import Buffers, Pieces
 MAX_FRAMES = 1024
 #: Shortest interval drawn in bulk (shorter ones, or odd ones, take the one-frame path).
 MIN_DURATION = 1e-6
-_ESTIMATED = ", estimated from bucket midpoints"
+#: The intensity title's note on frames whose columns do not all carry their times (a rebinned stream is drawn
+#: frame by frame: `BulkFrames.ready`).
+_ESTIMATED = f", {time_words(False, None, 0, 0)}"
 _NO_ESCAPE = LEVELS + 1
 _NUMBERS_MAX = 1 << 14
 _PIECE = 12  # bytes of the longest cell text: an escape with a 3-digit colour and a space
@@ -99,6 +102,8 @@ class BulkFrames:
         if self.opts.num_records < 1 or len(acc.streams) != 1 or not intervals:
             return 0
         ((stream, hist),) = acc.streams.items()
+        if stream in acc.sources:  # a rebinned stream: its title's note follows its source's totals frame by frame
+            return 0
         totals = self.r.totals.get(stream)
         if (hist.n < 1 or totals is None or totals.hist is not hist or totals.seen != hist.n
                 or totals.dropped != hist.dropped):

@@ -29,8 +29,9 @@ import numpy as np
 
 from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.sanitize import clean_text
+from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import REAL_EPOCH, format_duration, format_number
-from latencymap.outputs.report import peer_lines, straggler_lines, stream_summary
+from latencymap.outputs.report import peer_lines, straggler_lines, stream_summary, time_words
 from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
 
@@ -145,11 +146,13 @@ def cell_width(ncols: int) -> float:
     return max(1.0, min(MAX_CELL, PLOT_WIDTH / max(1, ncols)))
 
 
-def map_title(hist: StreamHistory, kind: str) -> str:
+def map_title(hist: StreamHistory, kind: str, source: SourceTotals | None = None) -> str:
+    """A map's title; the intensity map's says how its times are known, in the report header's words (`source`: a
+    rebinned stream's own buckets and sum)."""
     if kind == "frequency":
         return "Frequency heat map: events per second"
-    how = "exact" if hist.exact else "estimated from bucket midpoints"
-    return f"Intensity heat map: time waited per second ({how})"
+    events = 0 if source is None else hist.totals(slice(0, hist.n), fast=True, all_seen=True).events
+    return f"Intensity heat map: time waited per second ({time_words(hist.exact, source, events, hist.n)})"
 
 
 def _text(x: float, y: float, text: str, **attrs: Any) -> str:
@@ -178,7 +181,8 @@ def _tooltip(m: Merged, hist: StreamHistory, kind: str, c: int, r: int, rates: n
     return [span, rng, what, f"{share:.1f}% of the column's {share_of}, cumulative {cum:.1f}%"]
 
 
-def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[list[str], float]:
+def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float,
+                 source: SourceTotals | None = None) -> tuple[list[str], float]:
     """One heat map with its axes and legend at vertical offset `y0`; returns (elements, height)."""
     palette = BLUES if kind == "frequency" else REDS
     rates = m.rates(kind)
@@ -188,7 +192,7 @@ def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float) -> tuple[
     maxval = float(rates.max()) if rates.size else 0.0
     levels = quantize(rates, maxval)
     top = y0 + 18
-    out = [_text(LEFT, y0 + 12, map_title(hist, kind), font_weight="bold"),
+    out = [_text(LEFT, y0 + 12, map_title(hist, kind, source), font_weight="bold"),
            f'<rect class="plot {kind}" x="{LEFT}" y="{top}" width="{width:.1f}" height="{height}" '
            f'fill="{xterm_hex(palette[0])}" stroke="#888"/>']
     for c, r in zip(*np.nonzero(levels), strict=True):
@@ -326,15 +330,16 @@ def panel(hist: StreamHistory, *, with_findings: bool = True, stragglers: list[d
     # Wide enough for its own titles: SVG text past the picture's edge is lost.
     width = LEFT + 12 + max(300.0, len(label) * CHAR_WIDTH * TITLE_SIZE / 11, len(subtitle) * CHAR_WIDTH)
     m = merge_columns(hist)
+    source = acc.sources.get(s) if acc is not None else None
     if m is None:
         out.append(_text(LEFT, y + 14, "no events"))
         y += 24
     else:
         for kind in ("frequency", "intensity"):
-            elems, h = map_elements(hist, m, kind, y)
+            elems, h = map_elements(hist, m, kind, y, source)
             out += elems
             y += h + 10
-        titles = max(len(map_title(hist, kind)) for kind in ("frequency", "intensity")) * CHAR_WIDTH + 12
+        titles = max(len(map_title(hist, kind, source)) for kind in ("frequency", "intensity")) * CHAR_WIDTH + 12
         width = max(width, LEFT + max(cell_width(len(m.start)) * len(m.start) + 20 + LEGEND_WIDTH, titles))
     if with_findings:
         chars = max(20, int((width - LEFT - 12) / CHAR_WIDTH))

@@ -254,7 +254,8 @@ class SparkSource(Source):
         parser = self._parser = EventParser()
         self.app, self.executors, self.stage_ends = parser.app, parser.executors, parser.stage_ends
         self.stage_names = parser.stage_names
-        yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser)
+        yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser,
+                                note=self._notes.append)
 
     def _rest_batches(self, url: str) -> Iterator[tuple[list[SparkTask], bool]]:
         from .rest import RestPoller, rest_tasks

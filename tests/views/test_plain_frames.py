@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import numpy as np
 import pytest
+from prometheus_support import DEFAULT_BUCKETS, TEXT_TYPE, Scripted, histogram_page
 from pylatencymap_support import need_pylatencymap
+from tui_support import example_items
 
 from latencymap.cli.common import REGISTRY
 from latencymap.core.accumulator import Accumulator
-from latencymap.core.model import Interval, StreamId
+from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.flow.pipeline import input_flow
+from latencymap.outputs.report import stream_summary
+from latencymap.sources.prometheus.scrape import ScrapeSource
+from latencymap.views.html import render_html
 from latencymap.views.options import ViewOptions
 from latencymap.views.plain import PlainRenderer
+from latencymap.views.svg import render_svg
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -101,3 +109,28 @@ def test_pinned_intensity_colours_match_real_pylatencymap(tmp_path: Path) -> Non
     assert len(want) == len(got) == 12 and all(len(row) == 21 for row in want)
     assert got == want
     assert sum(colour != 15 for row in got for colour in row) > 50  # coloured, not all pale
+
+
+def test_intensity_titles_say_how_the_reports_header_says_the_time_is_known() -> None:
+    """A rebinned stream scaled to its source's exact `_sum` (a real scrape) is not "estimated from bucket
+    midpoints" in the plain frame , SVG or HTML; PyLatencyMap's example still is."""
+    bounds = (*DEFAULT_BUCKETS, math.inf)
+    pages = [histogram_page("svc_seconds", bounds, [0, 0, 30 * k, *[40 * k] * (len(bounds) - 3)], 0.7 * k)
+             for k in range(1, 6)]
+    endpoint = Scripted([(200, TEXT_TYPE, p) for p in pages])
+    try:
+        scraped = [i for i in ScrapeSource(url=endpoint.url, metric="svc_seconds", interval=0.01, count=4).items()
+                   if isinstance(i, Interval | Notice)]
+    finally:
+        endpoint.close()
+    for items, words in ((scraped, "the source's exact sum"), (example_items(), "estimated from bucket midpoints")):
+        acc = Accumulator()
+        acc.add(items)
+        hist = next(iter(acc.streams.values()))
+        assert f"({words})" in stream_summary(hist, acc)[0]
+        frame = PlainRenderer(ViewOptions(color=False)).render(acc)
+        assert f"Intensity heat map: time waited per second, {words}" in frame
+        assert f"Intensity heat map: time waited per second ({words})" in unescape(render_svg(acc))
+        assert f"Intensity heat map: time waited per second ({words})" in unescape(render_html(acc))
+        if words != "estimated from bucket midpoints":
+            assert "midpoints" not in frame

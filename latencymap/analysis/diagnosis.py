@@ -231,6 +231,7 @@ def diagnose(
     datasource: str = "",
     exact: bool | None = None,
     gaps: np.ndarray | None = None,
+    seen_max: np.ndarray | None = None,
 ) -> Diagnosis:
     """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), their episodes,
     stalls and drift, and the findings among them.
@@ -239,7 +240,7 @@ def diagnose(
     (`starts`/`ends` always cover it all); `datasource` (`spark`, `training`...) words the findings' causes;
     `exact`: `time2d` is the source's own time, not estimated (None: when it is given), so a stall's p50 is read
     as the report's header reads it; `gaps` marks (over all columns, as `starts`) the gap columns: missing data is
-    no silence.
+    no silence; `seen_max` (s per slot, NaN where not known) the largest value seen, which bounds a stall's wait.
     """
     th = thresholds
     counts = np.asarray(counts2d, dtype=np.float64)
@@ -268,7 +269,7 @@ def diagnose(
         min_columns=th.episode_min_columns, max_gap=th.episode_max_gap, col_offset=first,
         min_move_octaves=th.min_move_octaves)
     stalls = find_stalls(counts, times, low_s, high_s, starts, ends, th=th, col_offset=first,
-                         exact=not estimated if exact is None else exact)
+                         exact=not estimated if exact is None else exact, datasource=datasource, seen_max=seen_max)
     episodes = sorted(without_covered(episodes, stalls) + stalls, key=lambda e: (e.first_col, e.kind != "stall"))
     d = Diagnosis(
         bands=bands,

@@ -14,7 +14,9 @@ shift), yet they own the time of their columns. The rule, on the columns of the 
   (three 1.5 s waits fill five 1 s columns back to back) and its far events hold at least
   `stall_min_column_time_share` (25%) of the time spent in its far-event columns;
 - its far events' time must also be at least `stall_min_wall_share` (1%) of the wall time of its far-event columns:
-  a 25 us "pause" in a 1 s column held nothing up (a 10 ms one in a 1 s column is the least that counts);
+  a 25 us "pause" in a 1 s column held nothing up (a 10 ms one in a 1 s column is the least that counts); a column
+  counts as at least the median column long (a stream's first column, cut short at the first flush, would weigh a
+  first wait many times over);
 - columns count only when they hold events: when far events sit in more of those than allowed above (a scatter of far
   events all along), or in every one of them, or all the events lie in a single column (nothing tells when they
   happened, and the bands say the rest), none is a stall.
@@ -22,7 +24,10 @@ shift), yet they own the time of their columns. The rule, on the columns of the 
 A stall is an `Episode` of kind `stall`: `start` and `end` are its first column's start and its last column's end
 (the columns it names, nothing more). Events are logged when they end: when the mean far wait that ended in its
 first column is longer than that column, the waiting surely began before it, and `began_before` says how long before
-the column's start, at least (that wait less the column) and at most (every far wait of the column, back to back);
+the column's start, at least (that wait less the column) and at most the longest single far wait of the column (its
+bucket's top, or the largest value seen there, `seen_max`): it ended no earlier than the column's start, and
+concurrent waits (Spark's parallel tasks) overlap; only a stream whose events run one after another (datasource
+`training`: a loop's steps) may have waited every far wait of the column back to back;
 `events` and
 `time_s` are its far events and their time, `events_share`/`time_share` their shares of the range,
 `gained` the far slots it hit (`events_share` and `time_share` there are shares of its columns),
@@ -38,6 +43,9 @@ from latencymap.analysis.episodes import Episode, Region, runs
 from latencymap.analysis.silences import MIN_MISSING, Silence
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from latencymap.core.percentiles import median_of, percentile_estimates
+
+#: The datasource whose events run one after another (a training loop's steps): its waits may lie back to back.
+SEQUENTIAL = "training"
 
 
 def ceiling_slot(counts: np.ndarray, th: Thresholds = DEFAULT_THRESHOLDS) -> int:
@@ -61,10 +69,12 @@ def _median_s(pooled: np.ndarray, pooled_t: np.ndarray | None, low_s: np.ndarray
 def find_stalls(
     counts: np.ndarray, times: np.ndarray, low_s: np.ndarray, high_s: np.ndarray,
     starts: np.ndarray, ends: np.ndarray, *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0,
-    exact: bool = False,
+    exact: bool = False, datasource: str = "", seen_max: np.ndarray | None = None,
 ) -> list[Episode]:
     """Stall episodes of (columns x slots) counts and times (see the module docstring); `exact`: the times are the
-    source's, not estimated (the p50 that `shift_octaves` starts from is then read with them, as the report's)."""
+    source's, not estimated (the p50 that `shift_octaves` starts from is then read with them, as the report's);
+    `datasource` says whether events run one after another (`training`); `seen_max` the largest value seen per slot
+    (s, NaN where not known)."""
     occupied = counts.sum(axis=1) > 0
     columns = int(occupied.sum())
     if columns < 2:  # every event in one column: nothing says when inside it, and the bands say the rest
@@ -88,7 +98,7 @@ def find_stalls(
         col_t = float(times[cols].sum())
         ev, tm = float(far_c[cols].sum()), float(far_t[cols].sum())
         own = int(np.ceil(tm / width)) if width > 0 else 0  # columns its own waits fill, back to back
-        wall = float((np.asarray(ends)[cols] - np.asarray(starts)[cols]).sum())
+        wall = float(np.maximum(np.asarray(ends)[cols] - np.asarray(starts)[cols], width).sum())
         if (b - a + 1 > th.stall_max_columns + own or tm < th.stall_min_column_time_share * col_t
                 or tm < th.stall_min_wall_share * wall):
             continue
@@ -102,10 +112,19 @@ def find_stalls(
                         float(base_t[lo:hi + 1].sum() / max(base_t.sum(), 1e-300)))
         shift = float(np.log2((tm / ev) / median)) if median > 0 else 0.0
         first_wait, first_width = float(far_t[a] / far_c[a]), float(ends[a] - starts[a])
-        began = (first_wait - first_width, float(far_t[a])) if first_wait > first_width else None
+        longest = float(far_t[a]) if datasource == SEQUENTIAL else min(float(far_t[a]), _longest(far, counts[a],
+                                                                                                high_s, seen_max))
+        began = (first_wait - first_width, longest) if first_wait > first_width else None
         out.append(Episode("stall", a + col_offset, b + col_offset, float(starts[a]), float(ends[b]), ev, shift,
                            gained, None, tm, ev / total_c, tm / total_t, began_before=began))
     return out
+
+
+def _longest(far: np.ndarray, column: np.ndarray, high_s: np.ndarray, seen_max: np.ndarray | None) -> float:
+    """The longest one far wait of a column can be: its highest far slot's top, or the largest value seen there."""
+    slot = int(far[column[far] > 0][-1])
+    seen = float(seen_max[slot]) if seen_max is not None else np.nan
+    return seen if np.isfinite(seen) and seen < high_s[slot] else float(high_s[slot])
 
 
 def _joined(spans: list[tuple[int, int]], far_c: np.ndarray, far_t: np.ndarray, starts: np.ndarray,

@@ -21,5 +21,6 @@ def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
         cached = _DIAGNOSES[hist] = (appended, diagnose(hist.counts, hist.time, hist.low, hist.high,
                                                         hist.meta_in("start"), hist.meta_in("end"),
                                                         datasource=hist.stream.datasource, exact=hist.exact,
-                                                        gaps=(hist.meta_in("flags") & GAP) != 0))
+                                                        gaps=(hist.meta_in("flags") & GAP) != 0,
+                                                        seen_max=(hist.seen or (None, None))[1]))
     return cached[1]

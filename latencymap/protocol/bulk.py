@@ -283,7 +283,7 @@ class FastPath:
             return None
         if rec.micros is not None or rec.start_micros is not None or rec.values or rec.keys or rec.pending \
                 or rec.source_bounds is not None or rec.source_counts is not None or rec.source_time is not None \
-                or rec.extremes is not None:
+                or rec.extremes is not None or rec.extremes_dropped:
             return None  # keyed histogram tables (and lines that may be keys) go to the line reader
         has_counts = any(line.lower().partition(",")[0].strip() == "counts" for line in lines)
         stream = self.reader.stream(rec.label, rec.datasource, rec.unit or carried or DEFAULT_UNIT)

@@ -31,7 +31,14 @@ from itertools import pairwise
 
 import numpy as np
 
-from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, slot_of_bucket_value
+from latencymap.core.buckets import (
+    MAX_COUNT,
+    NSLOTS,
+    ORACLE_OVERFLOW,
+    bounds_seconds,
+    bucket_value_of_slot,
+    slot_of_bucket_value,
+)
 from latencymap.core.model import Interval, Snapshot, SourceBuckets, StreamId
 from latencymap.core.sanitize import StreamNames, clean_label, clean_text, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
@@ -90,6 +97,10 @@ class Record:
     source_time: float | None = None
     #: From an `extremes` line: (bucket values, smallest, largest), in the stream unit.
     extremes: tuple[list[int], list[float], list[float]] | None = None
+    #: The line of the `extremes` line (0: none).
+    extremes_line: int = 0
+    #: Why the `extremes` line was dropped ("": it was not); the record's counts and sums are read all the same.
+    extremes_dropped: str = ""
     #: (index in `values` where its table starts, key) for each key line; rows before the first have no key.
     keys: list[tuple[int, str]] = field(default_factory=list)
     #: A line that is not the protocol's, kept until the next line says whether it was a histogram's key.
@@ -256,7 +267,9 @@ def _parse_source_line(rec: Record, key: str, value: str, n: int, line: str) -> 
 
 
 def _parse_extremes_line(rec: Record, value: str, n: int, line: str) -> None:
-    """`extremes, <bucket value>, <smallest>, <largest>, ...`: the values seen in each bucket (stream unit)."""
+    """`extremes, <bucket value>, <smallest>, <largest>, ...`: the values seen in each bucket (stream unit). A
+    malformed one is dropped (`extremes_dropped`), not the record: it only narrows percentiles."""
+    rec.extremes, rec.extremes_line, rec.extremes_dropped = None, n, ""
     parts = [p.strip() for p in value.split(",")]
     try:
         if not parts or len(parts) % 3:
@@ -266,29 +279,64 @@ def _parse_extremes_line(rec: Record, value: str, n: int, line: str) -> None:
         if any(not (0 <= a <= b < np.inf) for a, b in zip(least, most, strict=True)) or min(buckets) < 0:
             raise ValueError
     except ValueError:
-        raise RecordError(n, "expected 'extremes, <bucket value>, <smallest>, <largest>, ...' with 0 <= smallest "
-                             f"<= largest, got {excerpt(line)}") from None
+        rec.extremes_dropped = ("expected 'extremes, <bucket value>, <smallest>, <largest>, ...' with 0 <= smallest "
+                                f"<= largest, finite, got {excerpt(line)}")
+        return
     rec.extremes = (buckets, least, most)
 
 
-def _extremes_of(rec: Record, stream: StreamId) -> np.ndarray | None:
-    """(2, NSLOTS) seconds from a record's `extremes` line (None: none); RecordError when a bucket is not one of
-    the record's or the record is cumulative."""
+#: How far a value seen may lie past its bucket's bounds, or a slot's exact sum past n times its extremes, as float
+#: rounding (of the unit's conversion, of a sum of many values), before the `extremes` line contradicts its record.
+_EXTREMES_TOLERANCE = 1e-6
+
+
+def _extremes_of(rec: Record, stream: StreamId, counts: np.ndarray, sums: np.ndarray | None) -> np.ndarray | None:
+    """(2, NSLOTS) seconds from a record's `extremes` line (None: none, or dropped: `extremes_dropped` says why,
+    as when a bucket is not one of the record's, the record is cumulative, or the values contradict the record's
+    own counts, bucket bounds or exact sums)."""
     if rec.extremes is None:
         return None
-    if not rec.per_interval:
-        raise RecordError(rec.first_line, "an 'extremes' line needs a 'counts, interval' record")
     out = np.full((2, NSLOTS), np.nan)
     per = unit_seconds(stream.unit)
-    for bucket, least, most in zip(*rec.extremes, strict=True):
+    why = "" if rec.per_interval else "an 'extremes' line needs a 'counts, interval' record"
+    for bucket, least, most in zip(*rec.extremes, strict=True) if not why else ():
         try:
             slot = slot_of_bucket_value(bucket, stream.datasource)
         except ValueError as err:
-            raise RecordError(rec.first_line, str(err)) from None
+            why = f"expected the bucket values of '<bucket value>, <count>' rows: {err}"
+            break
         if slot is not None:
             out[0, slot] = np.fmin(out[0, slot], least * per)
             out[1, slot] = np.fmax(out[1, slot], most * per)
+    why = why or _contradiction(out, stream, counts, sums)
+    if why:
+        rec.extremes_dropped = why
+        return None
     return out
+
+
+def _contradiction(extremes: np.ndarray, stream: StreamId, counts: np.ndarray, sums: np.ndarray | None) -> str:
+    """How a record's extremes (seconds) contradict the record itself: a slot with none of its events, a value seen
+    above its bucket (the top one holds any larger value), an exact sum that n such values cannot make; "": none."""
+    slots = np.flatnonzero(np.isfinite(extremes[0]))
+    low, high = bounds_seconds(stream.datasource, stream.unit)
+    per = unit_seconds(stream.unit)
+    tol = _EXTREMES_TOLERANCE
+    for slot in slots.tolist():
+        least, most = extremes[0, slot], extremes[1, slot]
+        value = bucket_value_of_slot(slot, stream.datasource)
+        seen = f"bucket {value}: smallest {least / per:g}, largest {most / per:g}"
+        if not counts[slot]:
+            return f"{seen}, but the record has no event in that bucket"
+        top = high[slot] * (1 + tol) if slot < NSLOTS - 1 else np.inf
+        if most > top:  # not `least` below the bucket: HdrHistogram's folded extremes give 0 there (to be fixed)
+            return f"{seen}, above that bucket's range {low[slot] / per:g} to {high[slot] / per:g}"
+        if sums is not None:
+            n, total = int(counts[slot]), float(sums[slot])
+            if total < n * least * (1 - tol) or total > n * most * (1 + tol):
+                return (f"{seen}, but its {n:,} events' exact sum {total / per:g} is not between {n:,} times the "
+                        "smallest and the largest")
+    return ""
 
 
 def source_buckets_of(rec: Record) -> SourceBuckets | None:
@@ -357,7 +405,7 @@ def _item(rec: Record, stream: StreamId) -> Snapshot | Interval:
                      counts, present, sums)
     if source is not None and isinstance(item, Interval):
         item.source_buckets = source
-    extremes = _extremes_of(rec, stream)
+    extremes = _extremes_of(rec, stream, counts, sums)
     if extremes is not None and isinstance(item, Interval):
         item.extremes = extremes
     return item

@@ -309,11 +309,20 @@ class ProtocolReader:
                 if self.unit is not None and not self.said_unit:
                     self.said_unit = True
                     out.append(self.unit_notice(rec.first_line, self.unit))
-            for item in record_items(rec, self.stream):
+            items = record_items(rec, self.stream)
+            if rec.extremes_dropped:
+                out.append(self._extremes_notice(rec))
+            for item in items:
                 out += self.timeline.placed(item, rec.first_line) if isinstance(item, Interval) else [item]
         except RecordError as err:
             out.append(Notice(f"{self.name}: {err}; record skipped"))
         return out
+
+    def _extremes_notice(self, rec: Record) -> Notice:
+        """The note that a record's `extremes` line was dropped, and why; its counts and sums are read (nothing is
+        skipped: `--strict` goes on, as for a recording's unreadable note line)."""
+        return Notice(f"{self.name}: line {rec.extremes_line}: 'extremes' line dropped ({rec.extremes_dropped}); the "
+                      "record's counts and sums are read, its percentiles are not narrowed to values seen", skipped=0)
 
     def item(self, stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
              start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,

@@ -69,10 +69,19 @@ def parse_matchers(values: Sequence[str]) -> tuple[Matcher, ...]:
         raise click.BadParameter(str(err), param_hint="--match") from None
 
 
+def _one_metric(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> str:
+    """The one `--metric` given; a usage error when it is repeated (click would keep only the last, silently)."""
+    if len(set(values)) > 1:
+        given = ", ".join(repr(clean_text(v, 200)) for v in values)
+        raise click.BadParameter(f"given {len(values)} times ({given}): one histogram per run; run one latencymap "
+                                 "per metric", param_hint="--metric")
+    return values[-1]
+
+
 def histogram_options() -> list[click.Parameter]:
     """The options both Prometheus sources share."""
     return [
-        click.Option(["--metric"], required=True, metavar="NAME",
+        click.Option(["--metric"], required=True, multiple=True, metavar="NAME", callback=_one_metric,
                      help="Histogram name, e.g. http_request_duration_seconds (a _bucket suffix is ignored)."),
         click.Option(["--match", "match"], multiple=True, metavar="LABEL=VALUE",
                      help="Only series whose label matches (repeat; also !=, =~, !~ as in PromQL)."),

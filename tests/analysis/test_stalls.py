@@ -119,3 +119,35 @@ def test_a_pause_longer_than_its_column_says_its_wait_began_before_it_and_claims
     what = d.findings[0].what
     assert what.startswith("stall col 17 (t+17s–t+18s; the wait ending in col 17 began 4.71s–5.71s before it): ")
     assert d.to_json()["episodes"][0]["began_before_s"] == pytest.approx([4.71, 5.71], abs=1e-3)
+
+
+@pytest.mark.parametrize(("first_wait_ns", "stall"), [(8e6, False), (25e6, True)])
+def test_a_short_first_column_weighs_its_waits_against_the_median_column(first_wait_ns: float, stall: bool) -> None:
+    """A training loop's `data_wait` (~206 µs, ~47 a second, 1 s columns) whose first column runs from the first
+    timing to the first flush, 0.12 s, and holds the loop's first `next()`. 8 ms is 6.7% of that column but 0.8% of
+    a usual one: no pause; 25 ms is 2.5% of a usual column: a stall, short column or not."""
+    rng = np.random.default_rng(7)
+    cols = {j: rng.lognormal(np.log(206e3), 0.3, 47) for j in range(1, 22)}
+    cols[0] = np.r_[rng.lognormal(np.log(206e3), 0.3, 6), first_wait_ns]
+    counts, spent, starts, ends = stream(cols, 22)
+    starts[0] = ends[0] - 0.12
+    found = find_stalls(counts, spent, LOW, HIGH, starts, ends)
+    assert [(s.first_col, s.events) for s in found] == ([(0, 1)] if stall else [])
+
+
+@pytest.mark.parametrize(("datasource", "most"), [("spark", 3.61), ("spark-no-seen", 4.294967296), ("training", 7.17)])
+def test_a_stall_s_waits_began_at_most_the_longest_one_before_it_unless_they_run_one_after_another(
+        datasource: str, most: float) -> None:
+    """Two parallel Spark warm-up tasks of 3.61 s and 3.56 s end in a 1 s column 0: they began at most 3.61 s (the
+    largest value seen; without one, its bucket's top) before it, not 7.17 s, their sum. A training loop's steps run
+    one after another: there the sum is possible."""
+    rng = np.random.default_rng(5)
+    cols = {j: rng.lognormal(np.log(50e6), 0.3, 30) for j in range(1, 30)}
+    cols[0] = np.r_[rng.lognormal(np.log(50e6), 0.3, 30), 3.61e9, 3.56e9]
+    counts, spent, starts, ends = stream(cols, 30)
+    seen = np.full(len(LOW), np.nan)
+    seen[np.searchsorted(LOW, 3.61, side="right") - 1] = 3.61
+    (stall,) = find_stalls(counts, spent, LOW, HIGH, starts, ends, datasource=datasource.removesuffix("-no-seen"),
+                           seen_max=None if datasource.endswith("no-seen") else seen)
+    assert stall.first_col == 0 and stall.began_before is not None
+    assert stall.began_before == pytest.approx((2.585, most))

@@ -260,3 +260,57 @@ def test_a_record_where_only_some_buckets_carry_a_sum_is_skipped_naming_its_line
     counted = head.format(t=2_000_000) + "64, 45, 999\n128, 0\n<end record>\n"  # no events: no time to lose
     for got in both_paths(good + counted):
         assert not [i for i in got if isinstance(i, Notice)]
+
+
+EXTREMES_RECORD = """<begin record>
+timestamp, microsec, 2000000, now
+counts, interval
+start, microsec, 1000000
+latencyunit, nanosec
+label, adv
+datasource, hdrhistogram
+extremes, {extremes}
+131072, 1000, 142169600.0
+262144, 20, 5600000.0
+<end record>
+"""
+
+
+@pytest.mark.parametrize(("extremes", "why"), [
+    ("131072, nan, nan", "expected 'extremes, <bucket value>, <smallest>, <largest>, ...'"),
+    ("131072, 250000.0, 140000.0", "expected 'extremes,"),  # swapped
+    ("131072, inf, inf", "expected 'extremes,"),
+    ("131072, -5, 140000.0", "expected 'extremes,"),
+    ("131072, 140000.0", "expected 'extremes,"),  # a value missing
+    ("999, 1.0, 2.0", "expected the bucket values of '<bucket value>, <count>' rows: bucket value 999"),
+    ("131072, 139904.0, 1e30", "above that bucket's range 131072 to 262144"),
+    ("131072, 139904.0, 250111.0, 524288, 600000.0, 600000.0", "bucket 524288: smallest 600000, largest 600000, "
+                                                              "but the record has no event in that bucket"),
+    ("131072, 262000.0, 262000.0", "but its 1,000 events' exact sum"),  # mean 142 µs
+])
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_bad_or_contradicting_extremes_line_drops_only_itself(extremes: str, why: str, bulk: bool) -> None:
+    """The record's counts and sums are read; a note names the `extremes` line (8, 19: not the record's first) and
+    why, and skips nothing, so `--strict` goes on as for a recording's unreadable note line."""
+    one = EXTREMES_RECORD.format(extremes=extremes)
+    text = one + one.replace("2000000, now", "3000000, now").replace("start, microsec, 1000000",
+                                                                    "start, microsec, 2000000")
+    reader = ProtocolReader("t.rec")
+    items = list(reader.read_chunks([text]) if bulk else reader.read(text.splitlines()))
+    intervals = [i for i in items if isinstance(i, Interval)]
+    notes = [i for i in items if isinstance(i, Notice)]
+    assert len(intervals) == 2 and all(i.extremes is None for i in intervals)
+    assert [int(i.counts.sum()) for i in intervals] == [1020, 1020]
+    assert all(i.time is not None and abs(i.time.sum() - 0.1477696) < 1e-9 for i in intervals)
+    assert [n.skipped for n in notes] == [0, 0]
+    assert notes[0].message.startswith("t.rec: line 8: 'extremes' line dropped (")
+    assert notes[1].message.startswith("t.rec: line 19: 'extremes' line dropped (")
+    assert why in notes[0].message
+
+
+def test_extremes_that_fit_their_record_are_kept() -> None:
+    """The contradiction checks keep a line that fits: values within their buckets, sums within n times them."""
+    text = EXTREMES_RECORD.format(extremes="131072, 139904.0, 250111.0, 262144, 270000.0, 290000.0")
+    (interval,) = read(text)
+    assert isinstance(interval, Interval) and interval.extremes is not None
+    assert interval.extremes[1, slot_of_bucket_value(131072, "hdrhistogram")] == pytest.approx(250111e-9)

@@ -153,3 +153,13 @@ def test_duration_ends_every_series_on_the_same_scrape() -> None:
     assert len(columns) == 40
     assert len({len(v) for v in columns.values()}) == 1 and len(next(iter(columns.values()))) >= 5
     assert len({v[-1].end for v in columns.values()}) == 1
+
+
+def test_a_repeated_metric_is_a_usage_error_naming_both(driven: Exporter) -> None:
+    """click keeps only the last of a repeated option: the first histogram would be left out without a word."""
+    r = latencymap("scrape", driven.url, "--metric", METRIC, "--metric", "other_seconds", "--count", "2", "--emit")
+    assert r.returncode == 2 and r.stdout == ""
+    assert f"--metric: given 2 times ('{METRIC}', 'other_seconds')" in r.stderr
+    same = latencymap("scrape", driven.url, "--metric", METRIC, "--metric", METRIC, "--count", "1", "--interval",
+                      "0.2", "--emit")
+    assert same.returncode == 0 and intervals_of(same.stdout)

@@ -166,6 +166,19 @@ def test_module_api_shares_one_timings_per_sink() -> None:
     assert {iv.stream.label for iv in sink.intervals} == {"mod/rank1/data_wait", "mod/rank1/step"}
 
 
+def test_module_api_with_a_file_sink_starts_its_flusher_without_a_deadlock(tmp_path: Path) -> None:
+    """`configure` makes its Timings under the registry's lock, and a real sink starts the flusher thread: the two
+    took one lock, and `configure("x.rec")` hung for ever."""
+    sink = str(tmp_path / "x.rec")
+    script = (f"from latencymap import instrument\n"
+              f"instrument.configure({sink!r}, run='mod', rank=0, interval=0.2)\n"
+              f"with instrument.timer('step', {sink!r}):\n    pass\n"
+              "instrument.close_all()\nprint('done')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr
+    assert "mod/rank0/step" in (tmp_path / "x.rec").read_text()
+
+
 @requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
 def test_cuda_timing_falls_back_to_cpu_without_a_gpu() -> None:
     import torch

@@ -1,0 +1,171 @@
+"""The training-loop timings' flusher thread and SIGTERM handling (see `latencymap.instrument`).
+
+On time without a timing: one daemon thread per process flushes an interval its program left (idle or hung), and
+a SIGTERM flushes before the process dies. Neither holds a lock across user code; the thread wakes once per
+interval (LATE_S after its end) and flushes only a Timings that no timing flushed since.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import threading
+import time
+import weakref
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from latencymap.instrument import Timings
+
+#: How long after its interval ended the flusher thread sends what a program that timed nothing since (idle, hung)
+#: timed in it; a program that times on flushes at its own next timing.
+LATE_S = 0.1
+#: At SIGTERM, how long the main thread gets to run the handler (it cannot while blocked in C code: a hung
+#: collective) before the flusher thread flushes and lets the signal's default action end the process.
+SIGTERM_GRACE_S = 1.0
+_clock = time.perf_counter_ns
+
+_live: weakref.WeakSet[Timings] = weakref.WeakSet()  # every open Timings, closed at exit too
+_registry_lock = threading.Lock()  # latencymap.instrument's registry of Timings
+_flusher_lock = threading.Lock()  # the flusher's start: taken while the registry's lock is held (a Timings made)
+_flusher: threading.Thread | None = None
+_wake_r, _wake_w = -1, -1  # the thread waits on this pipe: byte 0 wakes it, a signal number is a signal caught
+_sigterm_next: Any = None  # what our SIGTERM handler does after flushing: the user's handler, or SIG_DFL (die)
+_sigterm_caught = False  # once per process: a handler the user sets later stays theirs
+_dying = threading.Lock()
+
+
+def _start_flusher() -> None:
+    """Start the flusher thread once per process (again in a forked child that makes a Timings), or wake it."""
+    global _flusher, _wake_r, _wake_w
+    with _flusher_lock:
+        if _flusher is None or not _flusher.is_alive():
+            if _wake_r < 0:
+                _wake_r, _wake_w = os.pipe()
+                os.set_blocking(_wake_r, False)
+                os.set_blocking(_wake_w, False)
+            _flusher = threading.Thread(target=_flush_on_time, args=(_wake_r,), name="latencymap-flush",
+                                        daemon=True)
+            _flusher.start()
+            return
+    with contextlib.suppress(OSError):  # a new Timings may have a shorter interval
+        os.write(_wake_w, b"\0")
+
+
+def _flush_on_time(wake: int) -> None:
+    """The flusher thread's loop: flush each Timings LATE_S after its interval ended if no timing did."""
+    while True:
+        due = _flush_late(_clock())
+        try:
+            ready, _, _ = select.select([wake], [], [], max(0.01, (due - _clock()) / 1e9))
+            got = os.read(wake, 256) if ready else b""
+        except (BlockingIOError, InterruptedError):
+            continue
+        except (OSError, ValueError):  # the pipe was closed (a forked child's copy)
+            return
+        if signal.SIGTERM in got:
+            _terminated_while_blocked()
+
+
+def _flush_late(now: int) -> int:
+    """Flush each open Timings whose interval ended LATE_S ago or more; when the next one is due (ns)."""
+    late = int(LATE_S * 1e9)
+    due = now + 3_600_000_000_000
+    try:
+        items = list(_live)
+    except RuntimeError:  # the set changed while copied: again soon
+        return now
+    for t in items:
+        if t.closed:
+            continue
+        if now >= t.deadline_ns + late:
+            t._flush(wait=False, cuda=False)
+        due = min(due, t.deadline_ns + late)
+    return due
+
+
+def _catch_sigterm() -> None:
+    """Flush at SIGTERM. Our handler takes the place of the default action (then dies as it would) or of the
+    user's own Python handler (then calls it); SIG_IGN, a handler set outside Python, and one the user sets after
+    are left alone (an exit through `sys.exit` then flushes at exit). Only from the main thread, once."""
+    global _sigterm_next, _sigterm_caught
+    if _sigterm_caught or threading.current_thread() is not threading.main_thread():
+        return
+    _sigterm_caught = True
+    current = signal.getsignal(signal.SIGTERM)
+    if current is signal.SIG_IGN or current is None:
+        return
+    if current is signal.SIG_DFL:
+        # The handler runs only once the main thread is back in Python: the wakeup fd lets the flusher thread
+        # end the process when it is not (blocked in C code); taken only when nobody else uses one.
+        other = signal.set_wakeup_fd(_wake_w, warn_on_full_buffer=False)
+        if other != -1:  # someone else's (asyncio's): put it back, and leave SIGTERM alone
+            signal.set_wakeup_fd(other)
+            return
+    _sigterm_next = current
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM in the main thread: flush every Timings, then the user's handler, or die of the signal."""
+    chained = _sigterm_next
+    if callable(chained):
+        for t in list(_live):
+            t._flush_and_close(close=False, timeout=0.5)
+        chained(signum, frame)
+        return
+    if not _dying.acquire(blocking=False):
+        return
+    for t in list(_live):
+        t._flush_and_close(close=True, timeout=0.5)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _terminated_while_blocked() -> None:
+    """The flusher thread saw a SIGTERM: unless the main thread's handler runs within SIGTERM_GRACE_S (it cannot
+    while blocked in C code), flush and close here and end the process with the signal's default action."""
+    if _sigterm_next is not signal.SIG_DFL or signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+        return
+    time.sleep(SIGTERM_GRACE_S)
+    if not _dying.acquire(blocking=False):
+        return  # the main thread's handler is at it
+    try:
+        for t in list(_live):
+            t._flush_and_close(close=True, timeout=0.5)
+    finally:
+        _die_of_sigterm()
+
+
+def _die_of_sigterm() -> None:
+    """End the process as SIGTERM's default action does, from a thread other than the main one."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        libc.signal(int(signal.SIGTERM), None)  # SIG_DFL: signal.signal works only in the main thread
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1.0)
+    finally:
+        os._exit(128 + int(signal.SIGTERM))
+
+
+def _after_fork_in_child() -> None:
+    """A forked child shares the parent's pipe: the child stops writing signals to it and starts its own thread."""
+    global _flusher, _wake_r, _wake_w, _dying
+    if _wake_r >= 0:
+        with contextlib.suppress(ValueError):
+            other = signal.set_wakeup_fd(-1)
+            if other != _wake_w:  # not ours: put back
+                signal.set_wakeup_fd(other)
+        for fd in (_wake_r, _wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    _flusher, _wake_r, _wake_w, _dying = None, -1, -1, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -91,13 +91,10 @@ class StreamHistory:
                 if estimated > 0:  # the rows' split stays an estimate; the column's total is the source's sum
                     time[j] *= total / estimated
         bare = np.fromiter((iv.extremes is None for iv in intervals), dtype=bool, count=k)
-        if not bare.all():
-            for iv in intervals:
-                if iv.extremes is not None:
-                    self._see(iv.extremes)
-            self._unseen(counts[bare])
-        else:
-            self._unseen(counts)
+        for iv in intervals:
+            if iv.extremes is not None:
+                self._see(iv.extremes)
+        self._unseen(counts if bare.all() else counts[bare])
         marks = np.array([(iv.reset, iv.gap) for iv in intervals], dtype=bool).reshape(k, 2)
         spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T
         self.extend_columns(counts, time, timed, spans[0], spans[1], spans[2], marks[:, 0], marks[:, 1],
@@ -109,10 +106,11 @@ class StreamHistory:
         k = len(run) if rows is None else len(rows)
         if k == 0:
             return
-        self._unseen(run.counts[pick])
+        counts = run.counts[pick]
+        self._unseen(counts)
         time = None if run.time is None else run.time[pick]
         timed = None if time is None else np.ones(len(time), dtype=bool)
-        self.extend_columns(run.counts[pick], time, timed, run.start[pick], run.end[pick], run.duration[pick],
+        self.extend_columns(counts, time, timed, run.start[pick], run.end[pick], run.duration[pick],
                             run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]])
 
     def _see(self, extremes: np.ndarray) -> None:

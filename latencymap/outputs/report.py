@@ -112,6 +112,13 @@ def time_words(exact: bool, source: SourceTotals | None, events: int, columns: i
     return "exact" if exact else "estimated from bucket midpoints"
 
 
+def stream_time_words(hist: StreamHistory, source: SourceTotals | None, exact: bool | None = None) -> str:
+    """`time_words` of a whole stream (every column seen, dropped ones too), as its intensity map's title says it;
+    `exact` when the map's columns say otherwise than the stream's (default `hist.exact`)."""
+    events = 0 if source is None else int(hist.totals(slice(0, hist.n), fast=True, all_seen=True).events)
+    return time_words(hist.exact if exact is None else exact, source, events, hist.n)
+
+
 def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
     """`source_buckets` of a rebinned stream: its own bounds (s), counts, percentiles and exact time; else nothing.
     `events` and `time_s` are those the buckets hold; `whole_stream` says whether that is the whole stream

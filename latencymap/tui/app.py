@@ -23,7 +23,7 @@ from latencymap.core.model import Flow, Interval, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import REAL_EPOCH
 from latencymap.flow.stdin import take_terminal
-from latencymap.outputs.report import time_words
+from latencymap.outputs.report import stream_time_words
 from latencymap.tui.actions import MapActions
 from latencymap.tui.axis import learn_clock
 from latencymap.tui.diffmap import DiffScreen
@@ -303,8 +303,7 @@ class LatencyMapApp(MapActions):
         cursor = self.view.cursor_at(n)
         rows = self.rows_for(hist, win)
         source = self.acc.sources.get(hist.stream)
-        words = None if source is None else time_words(
-            False, source, hist.totals(slice(0, n), fast=True, all_seen=True).events, n)
+        words = None if source is None else stream_time_words(hist, source)
         for heatmap in self.maps.query(HeatMap):
             pinned = self.opts.frequency_maxval if heatmap.kind == "frequency" \
                 else self.opts.intensity_scale(hist.stream)

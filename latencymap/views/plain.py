@@ -24,7 +24,7 @@ from latencymap.core.percentiles import PERCENTILES, percentile_estimates
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number
-from latencymap.outputs.report import time_words
+from latencymap.outputs.report import stream_time_words
 from latencymap.views.frame import LEVELS, FoldCache, MapFrame, RowFit, RowRange, both_frames, build_frame, row_range
 from latencymap.views.options import BLUES, REDS, SHADES, ViewOptions
 
@@ -183,8 +183,7 @@ class RunningTotals:
 def time_note(exact: bool, source: SourceTotals | None, hist: StreamHistory) -> str:
     """The intensity map title's note on how its times are known, in the report header's words (`time_words`:
     per-bucket times, bucket midpoints, or a rebinned stream's `source` sum); none when they are exact."""
-    events = 0 if source is None else hist.totals(slice(0, hist.n), fast=True, all_seen=True).events
-    words = time_words(exact, source, events, hist.n)
+    words = stream_time_words(hist, source, exact)
     return "" if words == "exact" else f", {words}"
 
 

@@ -31,7 +31,7 @@ from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import REAL_EPOCH, format_duration, format_number
-from latencymap.outputs.report import peer_lines, straggler_lines, stream_summary, time_words
+from latencymap.outputs.report import peer_lines, straggler_lines, stream_summary, stream_time_words
 from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
 
@@ -151,8 +151,7 @@ def map_title(hist: StreamHistory, kind: str, source: SourceTotals | None = None
     rebinned stream's own buckets and sum)."""
     if kind == "frequency":
         return "Frequency heat map: events per second"
-    events = 0 if source is None else hist.totals(slice(0, hist.n), fast=True, all_seen=True).events
-    return f"Intensity heat map: time waited per second ({time_words(hist.exact, source, events, hist.n)})"
+    return f"Intensity heat map: time waited per second ({stream_time_words(hist, source)})"
 
 
 def _text(x: float, y: float, text: str, **attrs: Any) -> str:

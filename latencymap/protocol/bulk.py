@@ -416,14 +416,12 @@ class FastPath:
         text = "".join(data)
         if "n" in text or "N" in text:  # a `latencyunit` line among a record's rows? (digits have no n)
             rows.unit_line = next(k for k in range(nrec) if "n" in data[k] or "N" in data[k])
-        if text.count(",") == sum(nrows):
-            self._fill(rows, batch, list(range(nrec)), text, three=False)
-            return rows
+        # per record: as many commas as rows in the whole batch can be a blank row beside a row of three columns
         commas = [d.count(",") for d in data]
         two = [k for k in range(nrec) if commas[k] == nrows[k]]
         three = [k for k in range(nrec) if commas[k] == 2 * nrows[k] and nrows[k]]
         if two:
-            self._fill(rows, batch, two, "".join(data[k] for k in two), three=False)
+            self._fill(rows, batch, two, text if len(two) == nrec else "".join(data[k] for k in two), three=False)
         if three:
             rows.sums = np.zeros((nrec, NSLOTS), dtype=np.float64)
             self._fill(rows, batch, three, "".join(data[k] for k in three), three=True)

@@ -128,6 +128,15 @@ def stream_text(draw: st.DrawFn) -> str:
     return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\n\n"]))
 
 
+def test_a_blank_row_beside_a_record_of_sums_moves_no_count() -> None:
+    """A row of spaces (no comma) in one record and a row of three columns in the next held as many commas as rows
+    between them: the batch was read as two-column rows, the blank row became `0, 4`, and the next record's count
+    landed in the record before."""
+    text = ("<begin record>\n0, 0\n   \n<end record>\n"
+            "<begin record>\n4, 1, 5\n<end record>\n")
+    assert by_chunks(text, []) == by_lines(text)
+
+
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream_text(), st.lists(st.integers(0, 2000), max_size=6))
 def test_chunked_reader_matches_line_reader(text: str, cuts: list[int]) -> None:

@@ -9,16 +9,20 @@ runs, so one that went down means that instance restarted: the column then count
 values (its waits since the restart), also in a bucket that has already passed its old value. The
 source therefore yields Intervals, not Snapshots. A lost connection is retried with exponential
 backoff; the outage becomes gap columns (zero counts, `gap=True`) and sampling resumes from a
-fresh baseline.
+fresh baseline. A stream whose first rows come after its instance's (an event's first waits: Oracle lists an
+event once it has waited) starts where watching that instance started, with empty columns (gap columns over
+outages) before its first, so that its rate and timeline cover all the time it was watched (`_backfill`).
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import importlib.util
 import itertools
 import math
 import time
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -59,6 +63,28 @@ class _Counters:
     differ: Differ = field(default_factory=lambda: Differ(name="oracle"))
     keys: set[StreamId] = field(default_factory=set)
     instances: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Watched:
+    """The columns yielded in this run, end to end (`edges` bound them, `gaps` flags the gap ones), and each
+    instance's first poll with rows: what a stream first seen late is filled in with (`OracleSource._backfill`)."""
+
+    edges: array[float] = field(default_factory=lambda: array("d"))
+    gaps: bytearray = field(default_factory=bytearray)
+    since: dict[int, float] = field(default_factory=dict)
+
+    def add(self, start: float, end: float, gap: bool = False) -> None:
+        """One more column (it starts where the last one ended)."""
+        if not self.edges:
+            self.edges.append(start)
+        self.edges.append(end)
+        self.gaps.append(gap)
+
+    def columns_from(self, t: float) -> Iterator[tuple[float, float, bool]]:
+        """The columns from time `t` on: (start, end, gap)."""
+        for k in range(bisect.bisect_left(self.edges, t), len(self.gaps)):
+            yield self.edges[k], self.edges[k + 1], bool(self.gaps[k])
 
 
 class _ConnectionLost(Exception):
@@ -288,7 +314,7 @@ class OracleSource(Source):
             self._close()
 
     def _sampling(self) -> Iterator[Item]:
-        counters = _Counters()
+        counters, watched = _Counters(), _Watched()
         known: list[StreamId] = []
         prev_t: float | None = None
         gap_since: float | None = None
@@ -315,23 +341,25 @@ class OracleSource(Source):
             started = t if polls == 1 else started
             self._events_seen.update(event for event, _ in sample.counts)
             totals, resets = self._diff(counters, sample, view, t)
-            for sid in totals:  # a stream whose first rows are already a column (an event's first waits)
-                if sid not in known:
-                    known.append(sid)
+            # a stream whose first rows are already a column (an event's first waits), then this poll's column(s)
+            yield from self._backfill(sample, view, known, watched, set(totals))
             if gap_since is not None:
-                gaps = list(self._gap(known, gap_since, t, self._left(columns)))
-                columns += len(gaps) // max(1, len(known))
-                yield from gaps
+                spans = self._gap_spans(gap_since, t, self._left(columns))
+                columns += len(spans) if known else 0
+                for a, b in spans:
+                    watched.add(a, b, gap=True)
+                    for sid in known:
+                        yield Interval(sid, a, b, empty_counts(), gap=True)
                 gap_since = None
             elif prev_t is not None:
                 columns += 1
+                watched.add(prev_t, t)
                 for sid in known:
                     if sid.unit == view.unit:
                         yield Interval(sid, prev_t, t, totals.get(sid, empty_counts()), reset=sid in resets)
-            for event, inst in sorted(sample.counts):
-                sid = self.stream_of(event, inst, view.unit)
-                if sid not in known:
-                    known.append(sid)
+            yield from self._backfill(sample, view, known, watched)  # the streams whose first rows are a baseline
+            for _, inst in sample.counts:
+                watched.since.setdefault(inst, t)
             prev_t = t
             last = (self.count is not None and columns >= self.count) or (deadline is not None and t >= deadline)
             if last or polls == self._missing_after():
@@ -379,13 +407,29 @@ class OracleSource(Source):
         counters.instances.update((inst, t) for _, inst in sample.counts)
         return totals, resets
 
-    def _gap(self, known: list[StreamId], start: float, end: float, most: int | None = None) -> Iterator[Interval]:
-        """Zero-count columns marked `gap` covering an outage, about one per interval (at most `most` of them)."""
+    def _gap_spans(self, start: float, end: float, most: int | None = None) -> list[tuple[float, float]]:
+        """The (start, end) of the gap columns covering an outage, about one per interval (at most `most`)."""
         n = int(min(MAX_GAP_COLUMNS, max(1, round((end - start) / self.interval))))
         edges = np.linspace(start, end, n + 1)
-        for a, b in itertools.islice(itertools.pairwise(edges.tolist()), most):
-            for sid in known:
-                yield Interval(sid, a, b, empty_counts(), gap=True)
+        return list(itertools.islice(itertools.pairwise(edges.tolist()), most))
+
+    def _backfill(self, sample: Sample, view: HistogramView, known: list[StreamId], watched: _Watched,
+                  only: set[StreamId] | None = None) -> Iterator[Interval]:
+        """Make the sample's streams not yet known (of `only`, if given) known, each first given the columns since
+        watching its instance began (any instance's, for a stream summing them), empty, or gap where those are.
+
+        Oracle lists an event once it has waited: no row of it from an instance being watched means no wait there.
+        A stream of an instance whose first rows come now has no columns before: its waits until now are unknown.
+        """
+        for event, inst in sorted(sample.counts):
+            sid = self.stream_of(event, inst, view.unit)
+            if sid in known or (only is not None and sid not in only):
+                continue
+            known.append(sid)
+            since = watched.since.get(inst) if self.per_instance else min(watched.since.values(), default=None)
+            if since is not None:
+                for a, b, gap in watched.columns_from(since):
+                    yield Interval(sid, a, b, empty_counts(), gap=gap)
 
     def _missing_events(self, polls: int, seconds: float) -> Iterator[Notice]:
         """A notice for each event that has had no row in any poll so far (said once)."""

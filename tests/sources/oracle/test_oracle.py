@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import math
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -27,6 +28,7 @@ from test_oracle_double import (
 import latencymap.cli.main as cli
 import latencymap.sources.oracle.source as oracle
 from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.core.units import format_number
 from latencymap.sources.oracle.auth import PASSWORD_ENV
 from latencymap.sources.oracle.errors import OracleError
 from latencymap.sources.oracle.source import OracleSource
@@ -427,34 +429,45 @@ def test_an_events_first_rows_after_the_first_poll_are_that_intervals_waits(per_
     by_label: dict[str, list[Interval]] = {}
     for iv in intervals(items):
         by_label.setdefault(iv.stream.label, []).append(iv)
-    if per_instance:
+    if per_instance:  # before its first rows it did not wait: empty columns from the first poll on
         inst1, inst2 = by_label[f"{SYNC} inst 1"], by_label[f"{SYNC} inst 2"]
-        assert [int(iv.counts.sum()) for iv in inst1] == [5, 4, 4]
-        assert inst1[0].start == start + 6.0 and inst1[0].counts[1] == 5  # bucket 2 ms: slot 1
-        assert [int(iv.counts.sum()) for iv in inst2] == [3] and inst2[0].counts[2] == 3
+        assert [int(iv.counts.sum()) for iv in inst1] == [0, 0, 5, 4, 4]
+        assert inst1[2].start == start + 6.0 and inst1[2].counts[1] == 5  # bucket 2 ms: slot 1
+        assert [int(iv.counts.sum()) for iv in inst2] == [0, 0, 0, 0, 3] and inst2[4].counts[2] == 3
     else:
         sync = by_label[SYNC]
-        assert [int(iv.counts.sum()) for iv in sync] == [5, 4, 4 + 3]
-        assert (sync[0].start, sync[0].end) == (start + 6.0, start + 9.0)
+        assert [int(iv.counts.sum()) for iv in sync] == [0, 0, 5, 4, 4 + 3]
+        assert (sync[2].start, sync[2].end) == (start + 6.0, start + 9.0)
+    assert all([(iv.start, iv.end) for iv in ivs] == [(iv.start, iv.end) for iv in by_label[EVENT if not per_instance
+                else f"{EVENT} inst 1"]] for ivs in by_label.values())
     assert not any(iv.reset for iv in intervals(items))
     assert not [i for i in items if isinstance(i, Notice)]  # the event was named right: nothing said
 
 
-def test_an_instances_first_poll_stays_its_baseline():
-    samples = first_waits_samples()
-    late = [rows if k < 2 else [*rows, (3, EVENT, 1, 1000 + k)] for k, rows in enumerate(samples)]
-    items = collect(make_source(FakeDb(late, version="11.2"), FakeClock(), per_instance=True))
-    inst3 = [iv for iv in intervals(items) if iv.stream.label == f"{EVENT} inst 3"]
-    assert [int(iv.counts.sum()) for iv in inst3] == [1, 1, 1]  # its waits before it was polled are not counted
+@pytest.mark.parametrize("per_instance", [True, False])
+def test_an_instances_first_poll_stays_its_baseline(per_instance):
+    samples, read = first_waits_samples(), "direct path read"
+    late = [rows if k < 2 else [*rows, (3, EVENT, 1, 1000 + k), (3, read, 1, 70 + k)] for k, rows in enumerate(samples)]
+    items = collect(make_source(FakeDb(late, version="11.2"), FakeClock(), events=(EVENT, read),
+                                per_instance=per_instance))
+    sums = {label: [int(iv.counts.sum()) for iv in intervals(items) if iv.stream.label == label]
+            for label in {iv.stream.label for iv in intervals(items)}}
+    if per_instance:  # its waits before it was polled are not counted, nor are they said to be none
+        assert sums[f"{EVENT} inst 3"] == sums[f"{read} inst 3"] == [1, 1, 1]
+    else:  # not waited on the instances watched from the first poll, and instance 3's first rows are its baseline
+        assert sums[read] == [0, 0, 1, 1, 1] and sums[EVENT] == [15, 15, 16, 16, 16]
 
 
 def test_the_first_poll_after_a_reconnect_is_a_baseline_again():
     samples = first_waits_samples()
     steps: list[Any] = [*samples[:2], DatabaseError(LOST), *samples[3:]]
     items = collect(make_source(FakeDb(steps, version="11.2"), FakeClock(), events=(EVENT, SYNC)))
-    sync = [iv for iv in intervals(items, gap=False) if iv.stream.label == SYNC]
-    assert [int(iv.counts.sum()) for iv in sync] == [4, 4 + 3]  # its first rows came on the poll after the reconnect:
-    # that poll is a baseline (the outage hides when its waits were)
+    sync = [iv for iv in intervals(items) if iv.stream.label == SYNC]
+    # its first rows came on the poll after the reconnect: that poll is a baseline (the outage hides when its waits
+    # were); before the outage it did not wait (an empty column), the outage is gap columns as for EVENT
+    assert [(int(iv.counts.sum()), iv.gap) for iv in sync] == [(0, False), (0, True), (4, False), (4 + 3, False)]
+    event = [iv for iv in intervals(items) if iv.stream.label == EVENT]
+    assert [(iv.start, iv.end, iv.gap) for iv in sync] == [(iv.start, iv.end, iv.gap) for iv in event]
 
 
 def test_an_event_without_rows_is_said_after_a_minute_of_polls_not_at_the_start():
@@ -472,7 +485,7 @@ def test_an_event_without_rows_is_said_at_the_end_of_a_limited_run_and_not_when_
     samples = first_waits_samples()
     items = collect(make_source(FakeDb(samples, version="11.2"), FakeClock(), events=(EVENT, SYNC, "nope"),
                                 count=5))
-    assert len(intervals(items)) == 5 + 3  # EVENT's 5 columns; SYNC's 3, from its first waits on
+    assert len(intervals(items)) == 5 + 5  # SYNC's too, empty before its first waits
     notes = [i.message for i in items if isinstance(i, Notice)]
     assert len(notes) == 1 and "'nope'" in notes[0] and "in 6 polls (15s)" in notes[0]
     assert isinstance(items[-1], Notice)
@@ -487,6 +500,72 @@ def test_report_of_an_event_whose_first_waits_come_mid_run(cli_db):
     sync = next(s for s in doc["streams"] if s["stream"]["label"] == SYNC)
     assert sync["total"]["events"] == 5 + 4 + 4 + 3
     assert "no histogram rows" not in res.stderr
+
+
+def late_event_samples(n: int = 6, first: int = 3) -> list[list[tuple[int, str, int, int]]]:
+    """n polls of the captured gv$event_histogram rows (EVENT, two RAC instances), and `log file sync`, first waiting
+    on instance 1 between polls `first - 1` and `first` and on instance 2 one poll later. Its rows are captured counts
+    too, less those of the record before its first waits (record 20 on instance 1, 7 on the nearly idle instance 2),
+    only the buckets hit (Oracle lists an event once it has waited)."""
+    captured, sync = example_rows(), example_rows(SYNC)
+
+    def since(inst: int, base: int, k: int) -> list[tuple[int, str, int, int]]:
+        before = {v: c for i, _, v, c in sync[base] if i == inst}
+        return [(i, e, v, c - before[v]) for i, e, v, c in sync[k] if i == inst and c > before[v]]
+
+    return [captured[k] + (since(1, 20, 21 + k - first) if k >= first else [])
+            + (since(2, 7, 8 + k - first - 1) if k > first else []) for k in range(n)]
+
+
+def late_counts(rows: list[tuple[int, str, int, int]], inst: int | None = None) -> np.ndarray:
+    """`log file sync`'s cumulative counts in one poll's rows (of one instance)."""
+    return slot_counts([r for r in rows if r[1] == SYNC], inst)
+
+
+@pytest.mark.parametrize("per_instance", [False, True])
+def test_an_event_first_seen_at_poll_3_of_6_is_watched_from_the_first_poll(cli_db, per_instance):
+    """Its rate is over the 15 s the instance was watched, not over the 9 s since its first column; its columns are
+    the other stream's, empty until its first waits."""
+    samples = late_event_samples()
+    cli_db["db"] = FakeDb(list(samples), version="11.2")
+    start = FakeClock().now
+    args = ["oracle", "--dsn", DSN, "--user", "scott", "--event", EVENT, "--event", SYNC, "--count", "5"]
+    res = invoke("report", "--format", "json", *args, *["--per-instance"] * per_instance)
+    assert res.exit_code == 0, res.stderr
+    streams = {s["stream"]["label"]: s for s in json.loads(res.stdout)["streams"]}
+    for inst, first in ((1, 2), (2, 3)) if per_instance else ((None, 2),):  # the column of its first waits
+        since = [late_counts(rows, inst) for rows in samples]  # zero before its first rows: it had not waited
+        columns = [since[k + 1] - since[k] for k in range(5)]
+        assert not any(c.any() for c in columns[:first]) and columns[first].any()
+        name = SYNC if inst is None else f"{SYNC} inst {inst}"
+        sync, event = streams[name], streams[name.replace(SYNC, EVENT)]
+        assert (sync["columns"], sync["start"], sync["end"]) == (event["columns"], event["start"], event["end"]) \
+            == (5, start, start + 15.0)
+        assert sync["total"]["events"] == int(since[5].sum())
+        slots = [round(math.log2(b["high"] * 1e3)) for b in sync["buckets"]]  # bucket v ms: [v/2, v), slot log2(v)
+        assert sync["frequency"] == [pytest.approx((c[slots] / 3.0).tolist(), rel=1e-12) for c in columns]
+        assert not [f for f in sync["findings"] if f["kind"] == "silence"] and sync["gaps"] == sync["resets"] == []
+    total = int(late_counts(samples[5]).sum())
+    cli_db["db"] = FakeDb(list(samples), version="11.2")
+    text = invoke("report", *args).stdout
+    assert f"5 intervals over 15s: {total:,} events ({format_number(total / 15.0)}/s)" in text
+
+
+def test_the_empty_columns_before_an_events_first_waits_are_said_as_the_work_starting_not_a_stall(cli_db):
+    """First waits at poll 10 of 40: its 9 empty columns are a silence at the range's start (it did not wait: the
+    capture began before that work), and nothing else; the stream watched all along has none."""
+    cli_db["db"] = FakeDb(late_event_samples(40, first=10), version="11.2")
+    res = invoke("report", "--format", "json", "oracle", "--dsn", DSN, "--user", "scott", "--event", EVENT,
+                 "--event", SYNC, "--count", "39")
+    assert res.exit_code == 0, res.stderr
+    streams = {s["stream"]["label"]: s for s in json.loads(res.stdout)["streams"]}
+    sync, event = streams[SYNC], streams[EVENT]
+    assert sync["columns"] == event["columns"] == 39 and sync["frequency"][9] != [0.0] * len(sync["buckets"])
+    (silence,) = [f for f in sync["findings"] if f["kind"] == "silence"]
+    assert (silence["where"]["first_col"], silence["where"]["last_col"]) == (0, 8)
+    assert silence["why"].startswith("the capture began before the work did")
+    assert not [e for e in sync["episodes"] + event["episodes"] if e["kind"] == "stall"]
+    assert sync["gaps"] == sync["resets"] == [] and not [f for f in event["findings"] if f["kind"] == "silence"]
 
 
 def test_oracles_first_bucket_spans_from_0_in_rows_tables_and_json(example_data, tmp_path):

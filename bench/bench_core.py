@@ -1,7 +1,7 @@
 """Core throughput against baselines measured in the same run (issue 12, items 3, 5 and 7).
 
 Run: .venv/bin/python bench/bench_core.py   (`fleet`: the interleaved-streams line only; `recording`: the zstd
-recording line only)
+recording line only; `seen`: recordings of exact sums without and with the values seen per bucket)
 Prints protocol ingest (records/s, 26 buckets each; as `report` reads, intervals in columns, and as the views read,
 one by one) vs a plain Python line-reading loop over the same file; ingest of 1,000 streams interleaved record by
 record (a fleet's collector, 6 buckets each) as a ratio to one stream of the same records in the same run; a zstd
@@ -41,17 +41,22 @@ def make_stream(path: Path, records: int, buckets: int = 26) -> None:
             fh.write("<end record>\n")
 
 
-def make_recording(path: Path, records: int, buckets: int = 26) -> None:
-    """The same shape as latencymap's own recordings write it: interval records with exact sums (3 columns)."""
+def make_recording(path: Path, records: int, buckets: int = 26, seen: bool = False) -> None:
+    """The same shape as latencymap's own recordings write it: interval records with exact sums (3 columns); `seen`:
+    with the values seen per bucket, as recordings of exact sources (Spark, HdrHistogram, `instrument`) have them."""
     rng = np.random.default_rng(42)
-    stream = StreamId("bench", "bpf", "microsec")
+    stream = StreamId("bench", "spark" if seen else "bpf", "microsec")
     with path.open("w") as fh:
         for i in range(records):
             counts = np.zeros(NSLOTS, dtype=np.int64)
             counts[1:buckets + 1] = rng.poisson(50, buckets)
             sums = counts * np.exp2(np.arange(NSLOTS) - 1.5) * 1e-6 * rng.uniform(0.9, 1.1, NSLOTS)
+            extremes = None
+            if seen:
+                mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+                extremes = np.stack([mean * 0.95, mean * 1.05])
             t = 1_700_000_000.0 + i
-            fh.write(format_record(stream, t + 1, counts, sums, start=t, per_interval=True))
+            fh.write(format_record(stream, t + 1, counts, sums, start=t, per_interval=True, extremes=extremes))
 
 
 def make_fleet(path: Path, streams: int, records: int, buckets: int = 6) -> None:
@@ -79,11 +84,14 @@ def best(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
     return min(times)
 
 
-def bench_ingest(records: int = 20_000, recording: bool = False, columns: bool = True) -> None:
+def bench_ingest(records: int = 20_000, recording: bool = False, columns: bool = True, seen: bool = False) -> None:
     registry = load_registry()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "stream.txt"
-        (make_recording if recording else make_stream)(path, records)
+        if recording:
+            make_recording(path, records, seen=seen)
+        else:
+            make_stream(path, records)
 
         def lines_only() -> None:
             n = 0
@@ -105,7 +113,8 @@ def bench_ingest(records: int = 20_000, recording: bool = False, columns: bool =
 
         base = best(lines_only)
         ours = best(ingest)
-    what = "recording ingest (interval records, exact sums)" if recording else "protocol ingest"
+    what = "recording ingest (interval records, exact sums" + (", values seen" if seen else "") + ")" \
+        if recording else "protocol ingest"
     what += ", in columns (report)" if columns else ", one by one (views)"
     print(f"{what}: {records / ours:,.0f} records/s  (line-reading loop: {records / base:,.0f} records/s; "
           f"ratio {base / ours:.1%} of the line-reading rate; target >= 100k records/s and >= 30%)")
@@ -211,10 +220,14 @@ if __name__ == "__main__":
         bench_fleet()
     elif sys.argv[1:] == ["recording"]:
         bench_recording()
+    elif sys.argv[1:] == ["seen"]:
+        bench_ingest(recording=True)
+        bench_ingest(recording=True, seen=True)
     else:
         for columns in (True, False):
             bench_ingest(columns=columns)
             bench_ingest(recording=True, columns=columns)
+        bench_ingest(recording=True, seen=True)
         bench_fleet()
         bench_recording()
         bench_binning()

@@ -107,7 +107,11 @@ class StreamHistory:
         if k == 0:
             return
         counts = run.counts[pick]
-        self._unseen(counts)
+        if run.extremes is None:
+            self._unseen(counts)
+        else:
+            seen = run.extremes[pick]
+            self._see(np.stack([np.fmin.reduce(seen[:, 0], axis=0), np.fmax.reduce(seen[:, 1], axis=0)]))
         time = None if run.time is None else run.time[pick]
         timed = None if time is None else np.ones(len(time), dtype=bool)
         self.extend_columns(counts, time, timed, run.start[pick], run.end[pick], run.duration[pick],

@@ -119,7 +119,8 @@ class SnapshotRun:
 class IntervalRun:
     """Consecutive Intervals in columns (row `i` is one interval, of stream `streams[i]`), for consumers that take
     them in bulk (the accumulator); `time` is None when no row has exact times, else every row has them.
-    `start_dates`: the `Interval.start_date` of the rows that have one, by row."""
+    `start_dates`: the `Interval.start_date` of the rows that have one, by row. `extremes`, (rows, 2, NSLOTS):
+    every row's `Interval.extremes` (None: no row has them; a run's rows all have them or none do)."""
 
     streams: list[StreamId]
     start: np.ndarray
@@ -131,6 +132,7 @@ class IntervalRun:
     gap: np.ndarray
     dates: list[str]
     start_dates: dict[int, str] = field(default_factory=dict)
+    extremes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.streams)
@@ -139,7 +141,8 @@ class IntervalRun:
         """The first `k` rows."""
         return IntervalRun(self.streams[:k], self.start[:k], self.end[:k], self.duration[:k], self.counts[:k],
                            None if self.time is None else self.time[:k], self.reset[:k], self.gap[:k], self.dates[:k],
-                           {i: d for i, d in self.start_dates.items() if i < k})
+                           {i: d for i, d in self.start_dates.items() if i < k},
+                           None if self.extremes is None else self.extremes[:k])
 
     def intervals(self) -> list[Interval]:
         """Every row as an Interval."""
@@ -149,6 +152,9 @@ class IntervalRun:
                                              self.duration.tolist(), strict=True)]
         for i, date in self.start_dates.items():
             out[i].start_date = date
+        if self.extremes is not None:
+            for interval, seen in zip(out, self.extremes, strict=True):
+                interval.extremes = seen
         return out
 
 

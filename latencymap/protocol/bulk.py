@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
+from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BOUND_SOURCES, bounds_seconds
 from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import unit_seconds
@@ -27,6 +27,7 @@ from latencymap.protocol.grammar import (
     RECORDING_HEADER,
     Record,
     RecordError,
+    extremes_faults,
     interval_start,
     parse_record_line,
 )
@@ -43,6 +44,13 @@ _INTERVAL_PREFIX = "counts, interval\nstart, microsec, "
 _THREE_COLUMNS = re.compile(r"(?: *[0-9]+ *, *[0-9]+ *,[0-9.eE\- ]*\n)*")
 #: Integers below this are exact in a float64.
 _EXACT = float(1 << 53)
+#: How latencymap's recordings write the values seen per bucket: the line before the rows.
+_EXTREMES_PREFIX = "extremes,"
+#: A plain decimal (`repr` of a finite float >= 0), matched without going back.
+_DECIMAL = r"[0-9]++(?:\.[0-9]++)?+(?:e[-+]?+[0-9]++)?+"
+#: An `extremes` line's values as its writer gives them (bucket values, then two plain decimals each), which `int`,
+#: `float` and NumPy read alike; any other spelling goes through the line reader.
+_EXTREMES_TEXT = re.compile(rf"(?: [0-9]{{1,15}}, {_DECIMAL}, {_DECIMAL},)*+ [0-9]{{1,15}}, {_DECIMAL}, {_DECIMAL}")
 
 
 
@@ -80,7 +88,7 @@ class LineReader(Protocol):
 class _Batch:
     """Canonical records of one chunk waiting for their rows to be parsed together."""
 
-    __slots__ = ("data", "headers", "rows", "texts")
+    __slots__ = ("data", "extremes", "headers", "rows", "texts")
 
     def __init__(self) -> None:
         self.headers: list[tuple[Any, ...]] = []
@@ -88,17 +96,22 @@ class _Batch:
         self.texts: list[tuple[int, int, int, str | None]] = []
         self.rows: list[int] = []
         self.data: list[str] = []
+        #: By record: the text of its `extremes` line after the key, for the interval records that have one.
+        self.extremes: dict[int, str] = {}
 
 
 class _Rows:
     """What the rows of a batch's records say: counts, presence, sums (when a record had them), which parsed."""
 
-    __slots__ = ("counts", "good", "present", "sums", "three", "unit_line")
+    __slots__ = ("counts", "extremes", "good", "present", "seen", "sums", "three", "unit_line")
 
     def __init__(self, counts: np.ndarray, present: np.ndarray, good: np.ndarray) -> None:
         self.counts, self.present, self.good = counts, present, good
         self.sums: np.ndarray | None = None
         self.three = np.zeros(len(good), dtype=bool)
+        #: The values seen per slot (records, 2, NSLOTS) of the records in `seen`, from their `extremes` lines.
+        self.extremes: np.ndarray | None = None
+        self.seen = np.zeros(len(good), dtype=bool)
         #: The first record whose rows may hold a `latencyunit` line (an `n`), after which the units the records
         #: were queued with may be wrong: it and the records after it are read again line by line. None: none.
         self.unit_line: int | None = None
@@ -229,10 +242,10 @@ class FastPath:
         block = self._block
         carried = self.reader.unit
         k = i + len(block or "")
-        if block is None or carried != self._carried or not (buf.startswith(block, i) and k < stop
-                                                              and buf[k].isdigit()):  # a new header
-            k = i
-            while k < stop and not buf[k].isdigit():
+        if block is None or carried != self._carried or not (
+                buf.startswith(block, i) and k < stop and (buf[k].isdigit() or buf.startswith(_EXTREMES_PREFIX, k))):
+            k = i  # a new header
+            while k < stop and not buf[k].isdigit() and not buf.startswith(_EXTREMES_PREFIX, k):
                 if buf[k] == "\n":
                     return False
                 k = buf.index("\n", k) + 1
@@ -252,10 +265,18 @@ class FastPath:
             if per_interval is not None:
                 return False  # a second counts line: the line reader decides
             per_interval = True
+        seen = None
+        if buf.startswith(_EXTREMES_PREFIX, k):
+            j = buf.index("\n", k)
+            if not per_interval or j + 1 >= stop or not buf[j + 1].isdigit():
+                return False  # the line reader says what is wrong with it
+            seen, k = buf[k + len(_EXTREMES_PREFIX):j], j + 1
         i = k
         rows = buf.count("\n", i, stop)
         if own_unit is not None:
             self.reader.unit = own_unit  # later records without a latencyunit line take it (the line reader's rule)
+        if seen is not None:
+            batch.extremes[len(batch.headers)] = seen
         out.append(len(batch.headers))
         batch.headers.append((stream, first_line, micros, date, bool(per_interval), start_micros, flags, oracle,
                               carries))
@@ -334,7 +355,7 @@ class FastPath:
                     if run:
                         items.append(self._run(run, batch, counts, present))
                         run = []
-                    if spans and three[spans[0]] != three[entry]:
+                    if spans and (three[spans[0]] != three[entry] or rows.seen[spans[0]] != rows.seen[entry]):
                         items.extend(self._placed(spans, batch, rows))
                         spans = []
                     spans.append(entry)
@@ -342,7 +363,7 @@ class FastPath:
             flush()
             if not isinstance(entry, int):
                 items.append(entry)
-            elif good[entry]:
+            elif good[entry] and not rows.seen[entry]:
                 stream, first_line, micros, date, per_interval, start_micros, flags, _, _ = batch.headers[entry]
                 sums = rows.sums[entry] if three[entry] and rows.sums is not None else None
                 items.extend(reader.item(stream, first_line, micros, date, per_interval, start_micros, flags,
@@ -389,9 +410,11 @@ class FastPath:
         start = np.array([interval_start(h[2], h[5]) for h in headers], dtype=np.int64)
         pick = slice(picks[0], picks[-1] + 1) if len(picks) == picks[-1] - picks[0] + 1 else picks
         sums = rows.sums[pick] if rows.three[picks[0]] and rows.sums is not None else None
+        seen = rows.extremes[pick] if rows.seen[picks[0]] and rows.extremes is not None else None
         return IntervalRun([h[0] for h in headers], start / 1e6, end / 1e6, (end - start) / 1e6, rows.counts[pick],
                            sums, np.array(["reset" in h[6] for h in headers], dtype=bool),
-                           np.array(["gap" in h[6] for h in headers], dtype=bool), [h[3] for h in headers])
+                           np.array(["gap" in h[6] for h in headers], dtype=bool), [h[3] for h in headers],
+                           extremes=seen)
 
     @staticmethod
     def _run(rows: list[int], batch: _Batch, counts: np.ndarray, present: np.ndarray) -> SnapshotRun:
@@ -425,6 +448,8 @@ class FastPath:
         if three:
             rows.sums = np.zeros((nrec, NSLOTS), dtype=np.float64)
             self._fill(rows, batch, three, "".join(data[k] for k in three), three=True)
+        if batch.extremes:
+            _seen(rows, batch)
         return rows
 
     @staticmethod
@@ -493,3 +518,49 @@ class FastPath:
                                   count=len(picks))
             rows.sums[picks] *= seconds[:, None]
             rows.three[record] = True  # not a record of only Oracle overflow rows: the line reader skips those
+
+
+def _seen(rows: _Rows, batch: _Batch) -> None:
+    """The values seen of the batch's records with an `extremes` line, parsed and checked in bulk (as the line
+    reader's `extremes_faults` checks them); a record whose line is spelled otherwise, names a bucket it may not, or
+    contradicts its record is read again line by line, which says why its line is dropped."""
+    picks = [k for k, text in batch.extremes.items()
+             if rows.good[k] and not batch.headers[k][7] and _EXTREMES_TEXT.fullmatch(text)]
+    for k in batch.extremes:
+        rows.good[k] = False  # until its line is read and found right
+    if not picks:
+        return
+    texts = [batch.extremes[k] for k in picks]
+    triples = np.fromiter((t.count(",") for t in texts), dtype=np.int64, count=len(texts)) // 3 + 1
+    numbers = _numbers(",".join(texts), np.float64).reshape(-1, 3)
+    if len(numbers) != int(triples.sum()):
+        return
+    owner = np.repeat(np.arange(len(picks)), triples)
+    values = numbers[:, 0].astype(np.int64)
+    per = np.fromiter((unit_seconds(batch.headers[k][0].unit) for k in picks), dtype=np.float64, count=len(picks))
+    least, most = numbers[:, 1] * per[owner], numbers[:, 2] * per[owner]
+    power = (values & (values - 1)) == 0  # 0 or a power of two: `slot_of_bucket_value`'s rule outside Oracle
+    order = (numbers[:, 1] <= numbers[:, 2]) & np.isfinite(numbers[:, 2])  # `0 <= smallest <= largest < inf`
+    slots = np.minimum(np.frexp(values.astype(np.float64))[1], NSLOTS - 1)
+    lows, highs_seen = np.full(len(picks) * NSLOTS, np.nan), np.full(len(picks) * NSLOTS, np.nan)
+    np.fmin.at(lows, owner * NSLOTS + slots, least)  # a bucket named twice: its widest range
+    np.fmax.at(highs_seen, owner * NSLOTS + slots, most)
+    seen = np.stack([lows.reshape(-1, NSLOTS), highs_seen.reshape(-1, NSLOTS)], axis=1)
+    at = np.asarray(picks)
+    highs = {}
+    for k in picks:
+        stream = batch.headers[k][0]
+        if (stream.datasource, stream.unit) not in highs:
+            highs[stream.datasource, stream.unit] = bounds_seconds(stream.datasource, stream.unit)[1]
+    high = np.stack([highs[batch.headers[k][0].datasource, batch.headers[k][0].unit] for k in picks])
+    sums = None if rows.sums is None else np.where(rows.three[at][:, None], rows.sums[at], np.nan)
+    faults = extremes_faults(seen, high, rows.counts[at], sums)
+    wrong = np.zeros(len(picks), dtype=bool)
+    np.logical_or.at(wrong, owner, ~(power & order))
+    for fault in faults:
+        wrong |= fault.any(axis=1)
+    fine = at[~wrong]
+    rows.good[fine] = True
+    rows.seen[fine] = True
+    rows.extremes = np.full((len(rows.good), 2, NSLOTS), np.nan)
+    rows.extremes[fine] = seen[~wrong]

@@ -315,28 +315,45 @@ def _extremes_of(rec: Record, stream: StreamId, counts: np.ndarray, sums: np.nda
     return out
 
 
-def _contradiction(extremes: np.ndarray, stream: StreamId, counts: np.ndarray, sums: np.ndarray | None) -> str:
-    """How a record's extremes (seconds) contradict the record itself: a slot with none of its events, a value seen
-    above its bucket (the top one holds any larger value), an exact sum that n such values cannot make; "": none."""
-    slots = np.flatnonzero(np.isfinite(extremes[0]))
-    low, high = bounds_seconds(stream.datasource, stream.unit)
-    per = unit_seconds(stream.unit)
+def extremes_faults(extremes: np.ndarray, high: np.ndarray, counts: np.ndarray,
+                    sums: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where values seen ((..., 2, NSLOTS) seconds) contradict their records, each (..., NSLOTS): a slot with values
+    seen and none of its events; a largest value above its bucket (`high`: upper bounds, s; the top slot holds any
+    larger value); an exact sum (`sums`, like `counts`; None: none) that n such values cannot make."""
+    least, most = extremes[..., 0, :], extremes[..., 1, :]
+    seen = np.isfinite(least)
     tol = _EXTREMES_TOLERANCE
-    for slot in slots.tolist():
-        least, most = extremes[0, slot], extremes[1, slot]
-        value = bucket_value_of_slot(slot, stream.datasource)
-        seen = f"bucket {value}: smallest {least / per:g}, largest {most / per:g}"
-        if not counts[slot]:
-            return f"{seen}, but the record has no event in that bucket"
-        top = high[slot] * (1 + tol) if slot < NSLOTS - 1 else np.inf
-        if most > top:  # not `least` below the bucket: HdrHistogram's folded extremes give 0 there (to be fixed)
-            return f"{seen}, above that bucket's range {low[slot] / per:g} to {high[slot] / per:g}"
-        if sums is not None:
-            n, total = int(counts[slot]), float(sums[slot])
-            if total < n * least * (1 - tol) or total > n * most * (1 + tol):
-                return (f"{seen}, but its {n:,} events' exact sum {total / per:g} is not between {n:,} times the "
-                        "smallest and the largest")
-    return ""
+    top = high * (1 + tol)
+    top[..., NSLOTS - 1] = np.inf
+    # not `least` below the bucket: HdrHistogram's folded extremes give 0 there (to be fixed)
+    above = seen & (most > top)
+    if sums is None:
+        bad_sum = np.zeros_like(seen)
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            bad_sum = seen & ((sums < counts * least * (1 - tol)) | (sums > counts * most * (1 + tol)))
+    return seen & (counts == 0), above, bad_sum
+
+
+def _contradiction(extremes: np.ndarray, stream: StreamId, counts: np.ndarray, sums: np.ndarray | None) -> str:
+    """How a record's extremes (seconds) contradict the record itself (see `extremes_faults`), at the first slot
+    that does; "": none."""
+    low, high = bounds_seconds(stream.datasource, stream.unit)
+    no_events, above, bad_sum = extremes_faults(extremes, high, counts, sums)
+    faulty = np.flatnonzero(no_events | above | bad_sum)
+    if not faulty.size:
+        return ""
+    slot = int(faulty[0])
+    per = unit_seconds(stream.unit)
+    least, most = extremes[0, slot], extremes[1, slot]
+    seen = f"bucket {bucket_value_of_slot(slot, stream.datasource)}: smallest {least / per:g}, largest {most / per:g}"
+    if no_events[slot]:
+        return f"{seen}, but the record has no event in that bucket"
+    if above[slot]:
+        return f"{seen}, above that bucket's range {low[slot] / per:g} to {high[slot] / per:g}"
+    n, total = int(counts[slot]), float(sums[slot]) if sums is not None else 0.0
+    return (f"{seen}, but its {n:,} events' exact sum {total / per:g} is not between {n:,} times the smallest and "
+            "the largest")
 
 
 def source_buckets_of(rec: Record) -> SourceBuckets | None:

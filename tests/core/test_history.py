@@ -14,7 +14,7 @@ from latencymap.core import columns
 from latencymap.core.accumulator import Accumulator, HistoryLimit, StreamHistory, parse_history, set_chunk_columns
 from latencymap.core.buckets import NSLOTS, bin_extremes, bin_values, bounds_seconds, midpoints_seconds
 from latencymap.core.columns import Block, Chunk, count_dtype
-from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId
+from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, StreamId
 from latencymap.core.percentiles import percentile_estimates
 
 S = StreamId("s", "bpf", "microsec")
@@ -397,3 +397,32 @@ def test_values_seen_per_slot_are_kept_over_the_run_and_bound_its_percentiles() 
     assert (least[11], most[11]) == (-np.inf, np.inf) and (least[9], most[9]) == (0.3, 0.3)
     assert hist.totals(all_seen=True).percentiles[0.999] > 1.44  # slot 11 is no longer bounded
     assert low[11] == 1.024
+
+
+def test_a_run_of_columns_with_values_seen_keeps_them_as_its_columns_one_by_one_do() -> None:
+    """What the bulk reader gives a recording of an exact source (an IntervalRun with extremes) widens each slot's
+    values seen exactly as the same columns appended one by one."""
+    stream = StreamId("seen", "spark", "millisec")
+    rng = np.random.default_rng(5)
+    ivs = []
+    for t in range(40):
+        values = rng.lognormal(5, 1.5, int(rng.integers(1, 30)))
+        counts, sums = bin_values(values)
+        ivs.append(Interval(stream, float(t), t + 1.0, counts, sums / 1000, extremes=bin_extremes(values) / 1000))
+    times = np.stack([iv.time for iv in ivs if iv.time is not None])
+    seen = np.stack([iv.extremes for iv in ivs if iv.extremes is not None])
+    flags = np.zeros(40, dtype=bool)
+    run = IntervalRun([stream] * 40, np.arange(40.0), np.arange(40.0) + 1, np.ones(40),
+                      np.stack([iv.counts for iv in ivs]), times, flags, flags, [""] * 40, extremes=seen)
+    one, bulk, head = StreamHistory(stream), StreamHistory(stream), StreamHistory(stream)
+    one.extend(ivs)
+    bulk.extend_run(run)
+    head.extend_run(run, rows=list(range(10)))
+    assert one.seen is not None and bulk.seen is not None and head.seen is not None
+    for a, b in zip(one.seen, bulk.seen, strict=True):
+        assert np.array_equal(a, b, equal_nan=True)
+    assert one.totals(all_seen=True).percentiles == bulk.totals(all_seen=True).percentiles
+    back = [iv.extremes for iv in run.intervals() if iv.extremes is not None]
+    assert len(back) == 40 and np.array_equal(np.stack(back), seen, equal_nan=True)
+    assert np.array_equal(run.head(10).extremes, run.extremes[:10], equal_nan=True)  # type: ignore[index]
+    assert np.nanmax(head.seen[1]) <= np.nanmax(one.seen[1])

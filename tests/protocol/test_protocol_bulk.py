@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from latencymap.core.buckets import NSLOTS
 from latencymap.core.deltas import Differ
 from latencymap.core.model import Interval, Notice, Snapshot
 from latencymap.protocol import ProtocolReader
@@ -25,8 +26,9 @@ def normal(item: Snapshot | Interval | Notice) -> tuple[Any, ...]:
         return ("snap", item.stream, item.timestamp, item.counts.tolist(), sums, item.date, item.line, present,
                 item.micros)
     sums = None if item.time is None else item.time.tolist()
+    seen = None if item.extremes is None else [[v if v == v else None for v in row] for row in item.extremes.tolist()]
     return ("iv", item.stream, item.start, item.end, item.counts.tolist(), sums, item.reset, item.gap, item.date,
-            item.duration, item.start_date)
+            item.duration, item.start_date, seen)
 
 
 def ticking() -> Callable[[], float]:
@@ -336,3 +338,70 @@ def test_a_first_record_starting_with_nul_is_read_not_crashed_on() -> None:
     text += "<begin record>\n\x00\n1, 4\n<end record>\n"
     assert by_chunks(text, []) == by_lines(text)
     assert by_chunks(text, [20, 60]) == by_lines(text)
+
+
+#: Values seen of a bucket `v` (its rows' value), right and wrong, as an `extremes` line gives them.
+SEEN = st.sampled_from(["{v}.0, {v}.5", "{a}, {b}", "{b}, {a}", "{v}, {w}", "{w}, {w}", "{a}, 1e400", "{a}, {b}e0",
+                        "{a},{b}", "{a}, inf", "-{a}, {b}", "{a}, {b}, {v}, {b}, {b}", "0.0, 0.0", "{a}, 1e30",
+                        "{a}, {b}0"])
+
+
+@st.composite
+def records_with_values_seen(draw: st.DrawFn) -> str:
+    """Interval records as recordings of exact sources write them (an `extremes` line before the rows), with
+    lines that hold, and lines wrong in every way the line reader checks (order, bounds, sums, events, spelling)."""
+    out = []
+    unit = draw(st.sampled_from(["microsec", "nanosec", "millisec"]))
+    source = draw(st.sampled_from(["spark", "bpf", "hdrhistogram", "oracle"]))
+    for i in range(draw(st.integers(1, 6))):
+        buckets = draw(st.lists(st.sampled_from([0, 1, 2, 4, 1024, 1 << 40, 3]), min_size=1, max_size=4, unique=True))
+        counts = [draw(st.integers(0, 9)) for _ in buckets]
+        three = draw(st.booleans())
+        rows = []
+        seen = []
+        for v, n in zip(buckets, counts, strict=True):
+            a, b = v + (v or 1) * 0.25, v + (v or 1) * 0.75
+            rows.append(f"{v}, {n}" + (f", {n * (a + b) / 2!r}" if three else ""))
+            if draw(st.integers(0, 3)):
+                seen.append(f"{v}, " + draw(SEEN).format(v=v, w=4 * v + 4, a=a, b=b))
+        line = "extremes, " + ", ".join(seen) if seen else draw(st.sampled_from(["extremes,", "extremes, 1"]))
+        head = [f"timestamp, microsec, {1_700_000_001_000_000 + i * 1_000_000}, d{i}"]
+        head += draw(st.sampled_from([["counts, interval", f"start, microsec, {1_700_000_000_000_000 + i * 10**6}"],
+                                      ["counts, interval"], []]))
+        head += [f"latencyunit, {unit}", "label, exact", f"datasource, {source}"]
+        place = draw(st.integers(0, 6))
+        lines = head + rows
+        lines.insert(len(head) if place else draw(st.integers(0, len(lines))), line)
+        out.append("<begin record>\n" + "\n".join(lines) + "\n<end record>\n")
+    return "".join(out)
+
+
+@given(records_with_values_seen(), st.lists(st.integers(0, 3000), max_size=3))
+@settings(suppress_health_check=[HealthCheck.too_slow])
+def test_values_seen_read_in_bulk_as_line_by_line(text: str, cuts: list[int]) -> None:
+    assert by_chunks(text, cuts) == by_lines(text)
+
+
+def test_recordings_of_exact_sources_take_the_bulk_path() -> None:
+    text = "".join(
+        f"<begin record>\ntimestamp, microsec, {1_700_000_001_000_000 + i * 10**6}, d\ncounts, interval\n"
+        f"start, microsec, {1_700_000_000_000_000 + i * 10**6}\nlatencyunit, microsec\nlabel, x\ndatasource, spark\n"
+        f"extremes, 512, 600.5, 1000.0, 1024, 1024.0, 1100.25\n512, 2, 1600.5\n1024, 3, 3200.25\n<end record>\n"
+        for i in range(50))
+    reader = ProtocolReader("t")
+    fed = []
+    original = reader.feed
+
+    def counting_feed(lines: Any) -> Any:
+        fed.append(1)
+        return original(lines)
+
+    reader.feed = counting_feed  # type: ignore[method-assign]
+    items = list(reader.read_chunks([text], runs=True))
+    assert not fed[:-1]
+    assert [type(i).__name__ for i in items] == ["IntervalRun"]
+    run = items[0]
+    assert run.extremes is not None and run.extremes.shape == (50, 2, NSLOTS)
+    assert run.extremes[0, :, 10].tolist() == [600.5 * 1e-6, 1000.0 * 1e-6]
+    assert run.extremes[0, :, 11].tolist() == [1024.0 * 1e-6, 1100.25 * 1e-6]
+    assert by_chunks(text, [999]) == by_lines(text)

@@ -12,7 +12,8 @@ A phase's first column starts where its first timing did; a phase with nothing t
 The first wait of an epoch includes `iter(loader)` (where a DataLoader starts its workers); a `next()` that
 raises is recorded, then the error goes on unchanged. Two phases that clean to the same label name stay apart
 (the later one gets `.2`, with a warning); `record` drops a value that is not a finite duration >= 0 (counted in
-`invalid_dropped`, with one warning).
+`invalid_dropped`, with one warning); a duration past the top bucket's nominal end (2**63 ns) is counted in that
+open bucket, with one warning per phase.
 
 CUDA (opt-in): `cuda=True` records a pair of CUDA events on the current stream per step (a few µs of CPU, no
 synchronization; durations are read at a later flush, once the GPU passed them). `cuda="sync"` calls
@@ -37,7 +38,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from latencymap.core.buckets import bin_extremes, bin_values, bounds_seconds
+from latencymap.core.buckets import TOP_SLOT, bin_extremes, bin_values, bounds_seconds, past_top, past_top_note
 from latencymap.core.model import Interval, StreamId
 from latencymap.instrument_flush import LATE_S as LATE_S
 from latencymap.instrument_flush import SIGTERM_GRACE_S as SIGTERM_GRACE_S
@@ -87,6 +88,7 @@ class Timings:
         self._cuda_pending: deque[tuple[list[int], Any, Any]] = deque()
         self.cuda_dropped = 0
         self.invalid_dropped = 0
+        self._past_top: set[str] = set()  # phases warned of a duration past the top slot
         self.intervals = 0
         self.events = 0
         self.closed = False
@@ -182,6 +184,7 @@ class Timings:
         wall = self._wall0 + (_clock() - self._ns0) / 1e9  # monotonic: a clock step cannot reorder columns
         now = max(wall, self._last_wall + _MIN_COLUMN_S)
         out: list[Interval] = []
+        said: list[str] = []
         for phase, lst in list(self._values.items()):
             n = len(lst)
             if n == 0:  # no column: the phase's next one starts where its last ended
@@ -189,13 +192,17 @@ class Timings:
             durations = np.array(lst[:n], dtype=np.float64)
             del lst[:n]  # appends made meanwhile by other threads stay for the next flush
             counts, sums_ns = bin_values(durations)
+            extremes = bin_extremes(durations)
+            if phase not in self._past_top and past_top(extremes[1, TOP_SLOT:]) is not None:
+                self._past_top.add(phase)
+                said.append(f"latencymap: phase {phase!r}: {past_top_note(float(extremes[1, TOP_SLOT]), UNIT)}")
             start = self._starts.get(phase)
             if start is None:  # the first column: from the first timing's start, not from when Timings was made
                 first = self._first_ns.get(phase)
                 start = self._wall0 if first is None else self._wall0 + (first - self._ns0) / 1e9
                 start = min(max(start, self._wall0), now - _MIN_COLUMN_S)
             out.append(Interval(self._streams[phase], start, now, counts, sums_ns * 1e-9,
-                                extremes=bin_extremes(durations) * 1e-9))
+                                extremes=extremes * 1e-9))
             self._starts[phase] = now
             self.events += n
         self._last_wall = now
@@ -207,6 +214,8 @@ class Timings:
             except Exception as err:  # never let the viewer side break training
                 _warn(f"latencymap: sink failed: {err}; timings are discarded")
                 self.sink = open_sink("null")
+        for message in said:  # once the intervals are written: a warning filter that raises loses none
+            _warn(message)
         return out
 
     def _flush_and_close(self, close: bool, timeout: float) -> None:

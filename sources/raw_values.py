@@ -20,10 +20,10 @@ from pathlib import PurePath
 import click
 import numpy as np
 
-from latencymap.core.buckets import MAX_EXPONENT, bin_extremes, bin_values
+from latencymap.core.buckets import bin_extremes, bin_values, past_top, past_top_note
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, excerpt
-from latencymap.core.units import format_duration, normalize_unit, unit_seconds
+from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import DEFAULT_INTERVAL, interval_option, time_unit_option, unit_option
 from latencymap.sources.printed_histograms import column_spans
@@ -35,8 +35,6 @@ BATCH_LINES = 65536
 BATCH_SECONDS = 0.2
 #: Larger values (in the stream's unit) are no latencies, and their sums would overflow to infinity.
 MAX_VALUE = 1e30
-#: The top slot's upper bound in the stream unit: a value at or past it is counted in the top slot.
-TOP_BOUND = 2.0 ** (MAX_EXPONENT + 1)
 
 
 def _is_number(text: str) -> bool:
@@ -131,8 +129,12 @@ class RawReader:
         if not len(rows):
             return
         values = rows[:, -1] * self.scale
-        if not self.said_top and (values >= TOP_BOUND).any():
-            yield self._past_top(numbers, values)
+        k = None if self.said_top else past_top(values)
+        if k is not None:
+            self.said_top = True
+            shown = "sec" if self.scale != 1.0 else None  # as the input gave it
+            yield Notice(f"{self.name}: line {int(numbers[k])}: {past_top_note(values[k], self.stream.unit, shown)}",
+                         skipped=0)
         last = first + len(batch) - 1
         if self.width == 1:
             if self.column is None:
@@ -169,17 +171,6 @@ class RawReader:
             elif key > self.column:
                 yield from self._flush(key)
             self.pending.append(values[bounds[i]:bounds[i + 1]])
-
-    def _past_top(self, numbers: np.ndarray, values: np.ndarray) -> Notice:
-        """The note, once per stream, that a value past the top slot is counted in it (see `bin_values`)."""
-        self.said_top = True
-        k = int(np.argmax(values >= TOP_BOUND))
-        unit = "sec" if self.scale != 1.0 else self.stream.unit  # as the input gave it
-        top = format_duration(TOP_BOUND * self.to_seconds, long_units=True)
-        return Notice(f"{self.name}: line {int(numbers[k])}: value {values[k] / self.scale:g} {unit} is past the top "
-                      f"bucket, which ends at {TOP_BOUND / self.scale:g} {unit} ({top}): counted in it, so "
-                      f"percentiles there say at most {top} (its exact time is kept in the totals); said once per "
-                      "stream", skipped=0)
 
     def _placeable(self, columns: np.ndarray) -> np.ndarray:
         """Column numbers whose edges are distinct floats (and fit int64): a column narrower than that is no column."""

@@ -5,7 +5,8 @@ every event) are grouped into columns of `--interval` seconds of trace time by `
 the wait), binned on the log2 scale by `ela` (µs), with exact time per bucket. Each event is a
 stream; columns without waits are empty columns, so rates stay true. `tim` is epoch µs on
 current releases; when it is not (older releases count from an arbitrary origin), the trace's
-first `*** YYYY-MM-DD HH:MM:SS` line anchors it.
+first `*** YYYY-MM-DD HH:MM:SS` line anchors it. A wait past the top bucket's nominal end is counted in that open
+bucket, and said once per event.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import datetime
 import click
 import numpy as np
 
-from latencymap.core.buckets import bin_extremes, bin_values
+from latencymap.core.buckets import TOP_BOUND, bin_extremes, bin_values, past_top_note
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import StreamNames, clean_label, clean_text, excerpt
 from latencymap.plugins import Item, TextFormat
@@ -76,6 +77,7 @@ class _Reader:
         self.offset: float | None = None
         self.anchor: float | None = None
         self.late = 0
+        self.past_top: set[str] = set()  # the events told a wait past the top slot
 
     def read(self, lines: Iterable[str]) -> Iterator[Item]:
         for n, line in enumerate(lines, 1):
@@ -96,6 +98,10 @@ class _Reader:
                 continue
             if key not in self.streams:
                 self.streams[key] = self._stream(event)
+            if ela >= TOP_BOUND and key not in self.past_top:
+                self.past_top.add(key)
+                yield Notice(f"{self.name}: line {n}: {self.streams[key].label}: "
+                             f"{past_top_note(ela, 'microsec')}", skipped=0)
             column = self._column(int(tim.group(1)))
             if self.column is None:
                 self.column = column

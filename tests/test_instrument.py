@@ -94,6 +94,32 @@ def test_flush_bins_nanoseconds_with_exact_sums() -> None:
     assert len(sink.intervals) == 1
 
 
+def test_a_duration_past_the_top_bucket_is_counted_there_and_told_once_per_phase() -> None:
+    """`record("step", 1e10)` (1e19 ns, past the top bucket's nominal end, 2**63 ns) was counted in the top bucket
+    without a word; the raw-values reader says it: so does instrument, once per phase, at the user's line."""
+    timings, sink = memory_timings()
+    with pytest.warns(RuntimeWarning) as told:
+        for seconds in (0.002, 1e10, 2e10):
+            timings.record("step", seconds)
+        timings.record("load", 9.2e9)  # 9.2e18 ns: inside the top bucket, [2**62, 2**63) ns
+        timings.flush()
+        timings.record("load", 1e11)
+        timings.record("step", 3e10)  # told already
+        timings.close()
+    assert [str(w.message) for w in told] == [
+        "latencymap: phase 'step': value 2e+19 nanosec is past the top bucket's nominal end, 9.22337e+18 nanosec "
+        "(106,752 days): the top bucket is open (≥53,376 days) and counts it, but percentiles there say at most "
+        "106,752 days (its exact time is kept in the totals); said once per stream",
+        "latencymap: phase 'load': value 1e+20 nanosec is past the top bucket's nominal end, 9.22337e+18 nanosec "
+        "(106,752 days): the top bucket is open (≥53,376 days) and counts it, but percentiles there say at most "
+        "106,752 days (its exact time is kept in the totals); said once per stream"]
+    assert {w.filename for w in told} == {__file__}
+    top = {iv.stream.label: 0 for iv in sink.intervals}
+    for iv in sink.intervals:
+        top[iv.stream.label] += int(iv.counts[-1])
+    assert top == {"t/rank0/step": 3, "t/rank0/load": 2}
+
+
 def test_timer_as_context_manager_and_decorator() -> None:
     timings, sink = memory_timings()
     step = timings.timer("step")

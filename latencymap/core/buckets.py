@@ -6,18 +6,23 @@ lower-bound sources (bpf, systemtap, dtrace, raw values), and Oracle's first buc
 (upper bounds: "waits of duration < 1 that are not in any smaller bucket", and there is none).
 Slot 0 is the only slot below 1 of the stream's unit, so all of that bucket's waits go there, and
 its row reads `<1ms` (`<1µs`), as PyLatencyMap's bottom row reads `<1`. Its intensity stays
-PyLatencyMap's estimate for Oracle, 0.75 x the value (`midpoints_seconds`).
+PyLatencyMap's estimate for Oracle, 0.75 x the value (`midpoints_seconds`). The top slot, `[2**62, 2**63)`, is
+open: every longer value is counted in it too (`bin_values`), so reports write it `≥2**62` and the values seen in it
+may pass its nominal upper bound; the sources that see each value say so once per stream (`past_top_note`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from latencymap.core.units import unit_seconds
+from latencymap.core.units import format_duration, unit_seconds
 
 NSLOTS = 64
 MIN_EXPONENT = -1
 MAX_EXPONENT = NSLOTS - 2
+#: The open top slot, and its nominal upper bound in the stream's unit (a value at or past it is counted there too).
+TOP_SLOT = NSLOTS - 1
+TOP_BOUND = 2.0 ** (MAX_EXPONENT + 1)
 
 #: Datasources whose bucket value is the bucket's upper bound (`[v/2, v)`, and `[0, 1)` for 1).
 UPPER_BOUND_SOURCES = frozenset({"oracle"})
@@ -90,13 +95,39 @@ def midpoints_seconds(datasource: str, unit: str) -> np.ndarray:
 def bin_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Counts and exact sums per slot for raw latencies in a stream unit (zero-floor scale).
 
-    Values below 1 go to the zero bucket, values beyond the top slot to the top slot;
-    negative and non-finite values are dropped.
+    Values below 1 go to the zero bucket, values beyond the top slot to the top slot (which is open:
+    `past_top` finds them); negative and non-finite values are dropped.
     """
     values, slots = _binned(values)
     counts = np.bincount(slots, minlength=NSLOTS).astype(np.int64)
     sums = np.bincount(slots, weights=values, minlength=NSLOTS)
     return counts, sums
+
+
+def past_top(values: np.ndarray) -> int | None:
+    """Index of the first of `values` (in the stream's unit) at or past TOP_BOUND, which `bin_values` counts in the
+    open top slot; None when there is none."""
+    past = np.asarray(values, dtype=np.float64) >= TOP_BOUND
+    return int(np.argmax(past)) if past.any() else None
+
+
+def past_top_note(value: float, unit: str, shown_unit: str | None = None) -> str:
+    """What a reader says, once per stream, of a `value` (the stream's `unit`) past the top slot's nominal bound;
+    the reader puts where it was read first. `shown_unit`: the unit the input gave it in, when not the stream's."""
+    shown = shown_unit or unit
+    scale = unit_seconds(unit) / unit_seconds(shown)
+    low, top = (format_duration(edge * unit_seconds(unit), long_units=True) for edge in (TOP_BOUND / 2, TOP_BOUND))
+    return (f"value {value * scale:g} {shown} is past the top bucket's nominal end, {TOP_BOUND * scale:g} {shown} "
+            f"({top}): the top bucket is open (≥{low}) and counts it, but percentiles there say at most {top} (its "
+            "exact time is kept in the totals); said once per stream")
+
+
+def range_text(low: float, high: float, slot: int, long_units: bool = False) -> str:
+    """A bucket's range as reports write it (`format_duration` of its edges): `low–high`, and `≥low` for the open
+    top slot."""
+    if slot == TOP_SLOT:
+        return "≥" + format_duration(low, long_units=long_units)
+    return "–".join(format_duration(edge, long_units=long_units) for edge in (low, high))
 
 
 def bin_extremes(values: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ import numpy as np
 from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, StreamHistory, Totals
+from latencymap.core.buckets import TOP_SLOT, range_text
 from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
@@ -64,9 +65,12 @@ def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -
 
 
 def _buckets(hist: StreamHistory, slots: slice) -> list[dict[str, Any]]:
-    """Each bucket's range; with `min_s` and `max_s`, the values seen in it, where the source gives them."""
+    """Each bucket's range; with `min_s` and `max_s`, the values seen in it, where the source gives them. The top
+    bucket is `open`: it counts longer values too, so its `max_s` may pass its `high`."""
     out: list[dict[str, Any]] = [{"low": float(a), "high": float(b)}
                                  for a, b in zip(hist.low[slots], hist.high[slots], strict=True)]
+    if out and slots.stop == TOP_SLOT + 1:
+        out[-1]["open"] = True
     seen = hist.seen
     if seen is not None:
         for bucket, least, most in zip(out, seen[0][slots].tolist(), seen[1][slots].tolist(), strict=True):
@@ -305,8 +309,11 @@ def read_notes(skipped: int, messages: list[str], dropped: int = 0, whose: str =
     return out
 
 
-#: Characters of a bucket table's row range: `1.59 days–3.18 days` fits.
+#: Characters of a bucket table's row range: `1.59 days–3.18 days` fits (a longer range widens the column).
 _ROW_WIDTH = 20
+#: A run of more empty buckets than this is one line of the bucket table (a value far from the rest, or past the
+#: top bucket, would leave a wall of empty rows); the JSON keeps every bucket.
+MAX_EMPTY_ROWS = 16
 
 
 def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:
@@ -316,11 +323,24 @@ def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:
     lo, hi = used
     total_time = hist.time_in().sum(axis=0)
     events, spent = counts.sum(), total_time.sum()
-    rows = [f"   {'bucket':<{_ROW_WIDTH}} {'events':>10}   %events    %time"]
-    for s in range(lo, hi + 1):
-        rng = "–".join(format_duration(float(edge), long_units=True) for edge in (hist.low[s], hist.high[s]))
-        rows.append(f"   {rng:<{_ROW_WIDTH}} {int(counts[s]):>10,}   {share_text(counts[s], events)}  "
-                    f"{share_text(total_time[s], spent)}")
+    lines: list[tuple[str, int, str]] = []  # (range, first slot, what follows the shares)
+    s = lo
+    while s <= hi:
+        stop = s
+        while stop <= hi and not counts[stop]:
+            stop += 1
+        if stop - s > MAX_EMPTY_ROWS:
+            lines.append((range_text(float(hist.low[s]), float(hist.high[stop - 1]), stop - 1, long_units=True), s,
+                          f"  ({stop - s} empty buckets in one line)"))
+            s = stop
+            continue
+        lines.append((range_text(float(hist.low[s]), float(hist.high[s]), s, long_units=True), s, ""))
+        s += 1
+    width = max(_ROW_WIDTH, *(len(rng) for rng, _, _ in lines))
+    rows = [f"   {'bucket':<{width}} {'events':>10}   %events    %time"]
+    for rng, s, more in lines:
+        n, t = (0, 0.0) if more else (counts[s], total_time[s])
+        rows.append(f"   {rng:<{width}} {int(n):>10,}   {share_text(n, events)}  {share_text(t, spent)}{more}")
     return rows
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
+from latencymap.core.buckets import TOP_SLOT, range_text
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import REAL_EPOCH, format_duration, format_number
@@ -163,7 +164,9 @@ def _tooltip(m: Merged, hist: StreamHistory, kind: str, c: int, r: int, rates: n
     slot = m.lo + r
     t0 = float(m.start[0])
     span = f"{offset(float(m.start[c]) - t0)}–{offset(float(m.end[c]) - t0)} ({utc(float(m.start[c]))})"
-    rng = f"latency {format_duration(float(hist.low[slot]))}–{format_duration(float(hist.high[slot]))}"
+    rng = f"latency {range_text(float(hist.low[slot]), float(hist.high[slot]), slot)}"
+    if slot == TOP_SLOT:
+        rng += " (the top bucket: open, it counts longer values too)"
     if (r == 0 and m.folds[0]) or (r == m.hi - m.lo and m.folds[1]):
         rng = f"latency {row_labels(hist, m.lo, m.hi, m.folds)[r]} (folded edge row)"
     count = int(m.counts[c, r])
@@ -211,9 +214,10 @@ def map_elements(hist: StreamHistory, m: Merged, kind: str, y0: float,
             edge = float(hist.low[m.used[0]])  # a folded bottom row starts at the fastest bucket used
         elif r == nrows and m.folds[1]:
             edge = float(hist.high[m.used[1]])
+        open_top = r == nrows and (m.used[1] if m.folds[1] else m.hi) == TOP_SLOT  # the top bucket has no upper edge
         y = top + (nrows - r) * CELL_HEIGHT
         out.append(f'<line x1="{LEFT - 4}" y1="{y}" x2="{LEFT}" y2="{y}" stroke="#444"/>')
-        out.append(_text(LEFT - 6, y + 4, format_duration(edge), text_anchor="end"))
+        out.append(_text(LEFT - 6, y + 4, "∞" if open_top else format_duration(edge), text_anchor="end"))
     out.append(_text(12, top + height / 2, "latency", transform=f"rotate(-90 12 {top + height / 2:.1f})",
                      text_anchor="middle"))
     out += _time_axis(m, top + height, cell_w)

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from latencymap.core.buckets import NSLOTS, bin_extremes, bin_values
-from latencymap.core.model import Interval, StreamId
+from latencymap.core.buckets import NSLOTS, TOP_SLOT, bin_extremes, bin_values, past_top, past_top_note
+from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import StreamNames, clean_label
 
 from .parse import SparkTask
@@ -271,6 +271,18 @@ class LiveBinner:
             self._next[key] = upto
             out.append(ivs)
         return merge_in_time(out)
+
+
+def past_top_notices(intervals: Iterable[Interval], told: set[StreamId]) -> Iterator[Interval | Notice]:
+    """The intervals; before the first of a stream not yet `told` whose top slot holds a value (ms) past its nominal
+    end, the note that says so (the stream is then added to `told`)."""
+    for iv in intervals:
+        if iv.extremes is not None and iv.stream not in told:
+            most = iv.extremes[1, TOP_SLOT:] * 1000.0  # only the top slot holds such values
+            if past_top(most) is not None:
+                told.add(iv.stream)
+                yield Notice(f"spark: {iv.stream.label}: a task's {past_top_note(float(most[0]), UNIT)}", 0)
+        yield iv
 
 
 def live_intervals(batches: Iterator[tuple[list[SparkTask], bool]], binner: LiveBinner,

@@ -14,7 +14,16 @@ from latencymap.core.model import Interval, Notice
 from latencymap.core.sanitize import StreamNames, clean_text
 from latencymap.plugins import Item, Source
 
-from .binning import METRICS, LiveBinner, batch_intervals, implausible, live_intervals, plausible, stream_for
+from .binning import (
+    METRICS,
+    LiveBinner,
+    batch_intervals,
+    implausible,
+    live_intervals,
+    past_top_notices,
+    plausible,
+    stream_for,
+)
 from .codecs import CodecError
 from .eventlog import EventLog, check_event_log, find_event_log
 from .parse import AppInfo, EventParser, ExecutorInfo, RunningTask, SparkTask, StageEnd
@@ -192,8 +201,8 @@ class SparkSource(Source):
         self.tasks = tasks if self._stages is None else [t for t in tasks if t.stage in self._stages]
         self.running = [] if parser.app.ended else parser.running()
         name, per_stage = self._streams(self._app_name(fallback_name))
-        yield from batch_intervals(self.tasks, name, self._opt("metric", "duration"), self._stages, per_stage,
-                                   interval_ms(self.options.get("interval")))
+        yield from past_top_notices(batch_intervals(self.tasks, name, self._opt("metric", "duration"), self._stages,
+                                                    per_stage, interval_ms(self.options.get("interval"))), set())
         if not parser.task_end_lines:  # (TaskEnd lines that could not be read are told below)
             yield self._no_task(fallback_name)
         if parser.bad_lines:
@@ -232,11 +241,11 @@ class SparkSource(Source):
         self._analysis = {**result.analysis, **self._measured()}
         app_name = self._app_name()
         name = self._streams(app_name)[0]
+        intervals = result.intervals
         if name != app_name:  # several --stage in one stream: its label names them, as the local reader's does
             stream = stream_for(StreamNames(), name, self._opt("metric", "duration"))
-            yield from (replace(iv, stream=stream) for iv in result.intervals)
-        else:
-            yield from result.intervals
+            intervals = [replace(iv, stream=stream) for iv in intervals]
+        yield from past_top_notices(intervals, set())
         if not result.stages and not result.bad_lines and not result.implausible:
             yield self._no_task(log.app_id)
         if result.bad_lines:
@@ -300,9 +309,9 @@ class SparkSource(Source):
             while self._notes:
                 yield Notice(self._notes.pop(0), 0)
 
-        for interval in live_intervals(named(), binner, time.time):
+        for item in past_top_notices(live_intervals(named(), binner, time.time), set()):
             yield from notices()
-            yield interval
+            yield item
         yield from notices()
 
     def analysis(self) -> dict[str, Any]:

@@ -6,10 +6,16 @@ import pytest
 from latencymap.core.buckets import (
     NSLOTS,
     ORACLE_OVERFLOW,
+    TOP_BOUND,
+    TOP_SLOT,
+    bin_extremes,
     bin_values,
     bounds_in_unit,
     bucket_value_of_slot,
     midpoints_seconds,
+    past_top,
+    past_top_note,
+    range_text,
     slot_of_bucket_value,
 )
 
@@ -73,3 +79,22 @@ def test_bin_values_counts_and_exact_sums_with_boundaries() -> None:
     assert counts[NSLOTS - 1] == 1
     assert counts.sum() == 8
     assert sums[2] == pytest.approx(5.0)
+
+
+def test_the_top_slot_is_open_and_a_value_past_its_nominal_end_is_found_and_worded() -> None:
+    """`bin_values` counts 2**70 in the top slot, `[2**62, 2**63)`: the slot is open, its largest value may pass
+    2**63; `past_top` finds the first such value, and `past_top_note` says it in the input's unit, with the bound."""
+    values = np.array([3.0, 2.0**62, np.nan, 2.0**70, 2.0**64])
+    assert (TOP_SLOT, TOP_BOUND) == (NSLOTS - 1, 2.0**63) and bounds_in_unit("raw")[1][TOP_SLOT] == TOP_BOUND
+    assert int(bin_values(values)[0][TOP_SLOT]) == 3 and bin_extremes(values)[1, TOP_SLOT] == 2.0**70
+    assert past_top(values) == 3 and past_top(values[:3]) is None and past_top(np.empty(0)) is None
+    assert past_top_note(2.0**70, "microsec") == (
+        "value 1.18059e+21 microsec is past the top bucket's nominal end, 9.22337e+18 microsec (106,751,991 days): "
+        "the top bucket is open (≥53,375,996 days) and counts it, but percentiles there say at most 106,751,991 days "
+        "(its exact time is kept in the totals); said once per stream")
+    assert past_top_note(1e20, "microsec", "sec").startswith(
+        "value 1e+14 sec is past the top bucket's nominal end, 9.22337e+12 sec (106,751,991 days)")
+    assert range_text(64e-6, 128e-6, 7) == "64µs–128µs" and range_text(0.0, 1e-6, 0) == "0–1µs"
+    low, high = 2.0**62 * 1e-6, 2.0**63 * 1e-6
+    assert range_text(low, high, TOP_SLOT, long_units=True) == "≥53,375,996 days"
+    assert range_text(low, high, TOP_SLOT) == "≥4611686018427s"

@@ -274,3 +274,41 @@ def test_skipped_records_are_the_reports_not_charged_to_every_stream(tmp_path: P
         assert stream["errors"] == {"skipped_records": 0, "messages": [], "report_skipped_records": 2}
     text = CliRunner().invoke(main, ["report", str(path)]).output
     assert text.count("Skipped records: 2") == 1 and text.count("record skipped") == 2
+
+
+def _run_report(*args: str) -> str:
+    result = CliRunner().invoke(main, ["report", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_the_open_top_bucket_and_a_long_run_of_empty_buckets_read_as_they_are(tmp_path: Path) -> None:
+    """One raw value of 10**20 µs among values of ~100 µs: the text table listed 53 empty rows up to the top
+    bucket, `53,375,996 days–106,751,991 days`, and the JSON gave that bucket a `max_s` of 10**14 s above its `high`.
+    The top bucket is open: the table writes it `≥53,375,996 days`, a run of more than MAX_EMPTY_ROWS empty buckets
+    is one line that says how many it holds, and the JSON marks the top bucket `open` (every bucket kept); SVG below."""
+    from latencymap.outputs.report import MAX_EMPTY_ROWS
+
+    path = tmp_path / "v.txt"
+    path.write_text("100\n200\n150\n300\n1e20\n")
+    table = _run_report(str(path)).split("%time\n")[1].split("Notes:\n")[0]
+    assert table.splitlines() == [
+        "   64µs–128µs                     1    20.00%   <0.01%",
+        "   128µs–256µs                    2    40.00%   <0.01%",
+        "   256µs–512µs                    1    20.00%   <0.01%",
+        "   512µs–53,375,996 days          0     0.00%    0.00%  (53 empty buckets in one line)",
+        "   ≥53,375,996 days               1    20.00%  100.00%"]
+    (stream,) = json.loads(_run_report("--format", "json", str(path)))["streams"]
+    buckets = stream["buckets"]
+    assert len(buckets) == len(stream["frequency"][0]) == 57
+    assert buckets[-1] == {"low": 2.0**62 * 1e-6, "high": 2.0**63 * 1e-6, "open": True, "min_s": 1e14, "max_s": 1e14}
+    assert not any("open" in b for b in buckets[:-1])
+    # Below the top bucket: a run of exactly MAX_EMPTY_ROWS empty buckets is listed, one more is one line.
+    for gap, value in ((MAX_EMPTY_ROWS, 2**23), (MAX_EMPTY_ROWS + 1, 2**24)):
+        path.write_text(f"100\n{value}\n")
+        rows = _run_report(str(path)).split("%time\n")[1].splitlines()
+        assert len(rows) == (gap + 2 if gap == MAX_EMPTY_ROWS else 3), rows
+        assert "≥" not in "".join(rows) and ("empty buckets" in rows[1]) == (gap > MAX_EMPTY_ROWS)
+    assert rows[1] == "   128µs–16.8s                   0     0.00%    0.00%  (17 empty buckets in one line)"
+    (stream,) = json.loads(_run_report("--format", "json", str(path)))["streams"]
+    assert len(stream["buckets"]) == 19 and not any("open" in b for b in stream["buckets"])

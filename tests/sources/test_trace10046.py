@@ -94,3 +94,26 @@ def test_event_names_alike_for_their_first_200_characters_stay_apart_cut_in_the_
         for label, n in got.items():
             assert len(label) == 200 and label.count("…") == 1 and label.startswith("db file xx")
             assert label.endswith("x " + {12: "read", 8: "write", 4: "sync"}[n])
+
+
+def test_a_wait_past_the_top_bucket_is_said_once_per_event_with_its_line() -> None:
+    """An `ela=` of 10**20 - 1 µs (a corrupt trace) was counted in the top bucket, [2**62, 2**63) µs, without a word, as
+    raw values once were: each event's first such wait is said, with its line, as the raw-values reader says it."""
+    seq, scat = "db file sequential read", "db file scattered read"
+    text = (f"WAIT #1: nam='{seq}' ela= 120 tim=1000000000000000\n"
+            f"WAIT #1: nam='{seq}' ela= 99999999999999999999 tim=1000000000100000\n"
+            f"WAIT #1: nam='{seq}' ela= 18446744073709551616 tim=1000000000200000\n"
+            f"WAIT #1: nam='{scat}' ela= 9223372036854775808 tim=1000000000300000\n"
+            f"WAIT #1: nam='{scat}' ela= 9223372036854775807 tim=1000000000400000\n")
+    items = read_items(Trace10046Format, text, "t.trc", event=("all",))
+    said = [m for m in notices(items) if "top bucket" in m]
+    assert said == [
+        f"t.trc: line 2: {seq}: value 1e+20 microsec is past the top bucket's nominal end, 9.22337e+18 microsec "
+        "(106,751,991 days): the top bucket is open (≥53,375,996 days) and counts it, but percentiles there say at "
+        "most 106,751,991 days (its exact time is kept in the totals); said once per stream",
+        f"t.trc: line 4: {scat}: value 9.22337e+18 microsec is past the top bucket's nominal end, 9.22337e+18 "
+        "microsec (106,751,991 days): the top bucket is open (≥53,375,996 days) and counts it, but percentiles there "
+        "say at most 106,751,991 days (its exact time is kept in the totals); said once per stream"]
+    top = {label: int(sum(iv.counts[-1] for iv in intervals(items) if iv.stream.label == label))
+           for label in (seq, scat)}
+    assert top == {seq: 2, scat: 2}  # still counted there: 2**63 - 1 is in the bucket, 2**63 past it

@@ -51,3 +51,22 @@ def test_html_cell_tooltips_too(example_data: Path) -> None:
 def test_each_line_is_still_cleaned() -> None:
     joined = esc_lines(["a\x1b[2J<b>", "c\u202ed"])
     assert joined == "a?[2J&lt;b&gt;&#10;c?d"  # a control character in a line is no line break
+
+
+def test_the_open_top_bucket_reads_as_open_in_tooltips_and_on_the_latency_axis(tmp_path: Path) -> None:
+    """A raw value of 10**20 µs is counted in the top bucket, which is open: its cells' tooltips read
+    `latency ≥4611686018427s` and say so, as the text report's `≥53,375,996 days` row, not `…–9223372036855s`
+    (the time waited, 1e14 s, lay above that); the axis's top edge is `∞`. The same in the HTML report."""
+    path = tmp_path / "v.txt"
+    path.write_text("100\n200\n150\n300\n1e20\n")
+    acc = load(path)
+    for text in (render_svg(acc), render_html(acc)):
+        tips = [unescape(t).split("\n") for t in re.findall(r'data-slot="63"[^>]*><title>([^<]*)</title>', text)]
+        assert len(tips) == 2  # one cell on each map
+        for tip in tips:
+            assert tip[1] == "latency ≥4611686018427s (the top bucket: open, it counts longer values too)"
+        assert "9223372036855s" not in text
+        ticks = re.findall(r'<text [^>]*text-anchor="end">([^<]*)</text>', text)
+        assert ticks.count("∞") == 2 and ticks[0] == "64µs"
+    other = [unescape(t) for t in re.findall(r'data-slot="7"[^>]*><title>([^<]*)</title>', render_svg(acc))]
+    assert other and all(t.split("\n")[1] == "latency 64µs–128µs" for t in other)

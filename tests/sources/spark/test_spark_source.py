@@ -4,6 +4,7 @@ of one stage."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -11,6 +12,7 @@ from spark_support import PLAIN, current, notices, write_log
 
 from latencymap.cli.main import main
 from latencymap.core.model import Interval
+from latencymap.sources.spark.source import SparkSource
 
 #: What a Spark application that runs no job logs (as the fixture's application logs them).
 NO_JOB = (b'"SparkListenerLogStart"', b'"SparkListenerResourceProfileAdded"', b'"SparkListenerExecutorAdded"',
@@ -59,3 +61,26 @@ def test_the_stream_of_one_stage_names_it() -> None:
     assert whole == {f"spark {name} task duration"}
     assert one == {f"spark {name} stage 2 task duration"}
     assert two == {f"spark {name} stages 2+3 task duration"}
+
+
+def test_a_task_metric_past_the_top_bucket_is_said_once_per_stream_read_whole_or_followed(tmp_path: Path) -> None:
+    """Two tasks whose Executor Run Time is 10**20 ms (a corrupt log) were counted in the top bucket, [2**62, 2**63)
+    ms, without a word, where the raw-values reader says it: the batch and the live reader say it once per stream,
+    with the largest such value of the stream's first column holding one; both tasks stay counted there."""
+    lines = PLAIN.read_bytes().splitlines()
+    ends = [k for k, line in enumerate(lines) if b'"SparkListenerTaskEnd"' in line]
+    for k, run in ((ends[0], b"100000000000000000000"), (ends[-1], b"300000000000000000000")):
+        lines[k] = re.sub(rb'"Executor Run Time":\d+', b'"Executor Run Time":' + run, lines[k])
+    log = write_log(tmp_path / PLAIN.name, lines)
+    name, _ = app_of(lines)
+    told = (f"spark: spark {name} task run: a task's value 1e+20 millisec is past the top bucket's nominal end, "
+            "9.22337e+18 millisec (106,751,991,167 days): the top bucket is open (≥53,375,995,584 days) and counts "
+            "it, but percentiles there say at most 106,751,991,167 days (its exact time is kept in the totals); said "
+            "once per stream")
+    for source in (SparkSource(target=str(log), metric="run"),
+                   SparkSource(target=str(log), metric="run", follow=True, poll=0.02)):
+        items = list(source.items())
+        assert [m for m in notices(items) if "top bucket" in m] == [told]
+        assert sum(int(i.counts[-1]) for i in items if isinstance(i, Interval)) == 2
+    by_stage = list(SparkSource(target=str(log), metric="run", per_stage=True).items())
+    assert len([m for m in notices(by_stage) if "top bucket" in m]) == 2  # the first and the last task's stages

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,12 +24,15 @@ from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, accumulate
 from latencymap.core.errors import InputError, NothingReadable
 from latencymap.core.model import ColumnFlow, Notice, StreamId
-from latencymap.core.sanitize import clean_text
+from latencymap.core.sanitize import clean_label, clean_text
 from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import check_output, write_text, writing
 from latencymap.outputs.json_text import dumps
 from latencymap.outputs.report import build_report, report_text, source_lines
 from latencymap.plugins import Source, SourceError, TextFormat
+
+if TYPE_CHECKING:
+    from latencymap.views.svg import Stragglers, Unplaced
 
 PARQUET_NEEDS_OUTPUT = "--format parquet needs -o FILE (it is a binary format)"
 
@@ -234,9 +237,8 @@ def _write(acc: Accumulator, sources: list[Source], out_format: str, output: str
     carry no time of their own, which the text report gives no rate)."""
     done = [(s, s.analysis() if hasattr(s, "analysis") else {}) for s in sources]
     if out_format not in ("text", "json"):
-        extra = done[0][1] if len(done) == 1 else {}  # one list of stragglers for every stream: one input's
-        stragglers = {h.stream.label: extra.get("stragglers", []) for h in acc.streams.values()} if extra else None
-        write_report(acc, out_format, output, stragglers=stragglers)
+        placed, nowhere = _placed_stragglers(acc, done)
+        write_report(acc, out_format, output, stragglers=placed, unplaced=nowhere)
         return
     if out_format == "json":
         doc = build_report(acc, arrays=True)
@@ -267,10 +269,68 @@ def _source_json(source: Source, extra: dict[str, Any], named: bool) -> dict[str
 
 def _analysis_head(source: Source, extra: dict[str, Any]) -> str:
     """The line that heads one input's analysis when several inputs have one: the input, and its application."""
+    return clean_text(f"== {source.name} analysis of {_run_name(source, extra)}:", 1000)
+
+
+def _run_name(source: Source, extra: dict[str, Any]) -> str:
+    """The input a source read, and its application, as read: `LOG (NAME ID)`."""
     app = extra.get("application") or {}
     who = " ".join(str(app[k]) for k in ("name", "id") if app.get(k))
-    return clean_text(f"== {source.name} analysis of {source.options.get('target', '')}"
-                      f"{f' ({who})' if who else ''}:", 1000)
+    return f"{source.options.get('target', '')}{f' ({who})' if who else ''}"
+
+
+def _placed_stragglers(acc: Accumulator, done: list[tuple[Source, dict[str, Any]]]) -> tuple[Stragglers, Unplaced]:
+    """Each source's stragglers on the streams its input gave, for SVG and HTML: by stream label, one (run, list) per
+    input whose stragglers the stream holds (`run` names the input and its application where a stream holds several:
+    a log and the next one of the same application go on in one stream); and, headed by their input, those that no
+    stream shown is known to hold."""
+    labels = [h.stream.label for h in acc.streams.values()]
+    targets = [str(source.options.get("target", "")) for source, _ in done]
+    runs: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    nowhere: Unplaced = []
+    for k, (source, extra) in enumerate(done):
+        left = []
+        own, prefix = _own_streams(labels, source, extra, targets, k)
+        for straggler in extra.get("stragglers") or []:
+            where = _straggler_streams(own, prefix, straggler)
+            for label in where:
+                runs.setdefault(label, {}).setdefault(k, []).append(straggler)
+            if not where:
+                left.append(straggler)
+        if left:
+            nowhere.append((_analysis_head(*done[k]), left))
+    return {label: [(clean_text(_run_name(*done[k]), 1000) if len(by) > 1 else "", found) for k, found in by.items()]
+            for label, by in runs.items()}, nowhere
+
+
+def _own_streams(labels: list[str], source: Source, extra: dict[str, Any], targets: list[str],
+                 k: int) -> tuple[list[str], str]:
+    """The labels of the streams source `k` gave, and the start they share: a source names its streams
+    `SOURCE APP ...` (`spark APP stage ID task ...`), where APP is its application's name, else its id. A stream that
+    goes back into the time of an earlier input's is shown apart as `LABEL [INPUT]`: the last source of that input
+    gave it (the same log given twice: the second); one that goes on after it is the stream of both."""
+    app = extra.get("application") or {}
+    name = app.get("name") or app.get("id")
+    if not name:
+        return [], ""
+    prefix = f"{source.name} {clean_label(str(name))} "
+    target = targets[k]
+    apart = f" [{'<stdin>' if target in ('-', '') else target}]"
+    if k == max(j for j, other in enumerate(targets) if other == target):
+        mine = [label for label in labels if label.startswith(prefix) and label.endswith(apart)]
+        if mine:
+            return mine, prefix
+    return [label for label in labels if label.startswith(prefix) and not label.endswith("]")], prefix
+
+
+def _straggler_streams(own: list[str], prefix: str, straggler: dict[str, Any]) -> list[str]:
+    """Which of a source's streams (`own`) counted a straggler's task: its stage's stream (`--per-stage`), else the
+    source's one stream unless that is another stage's; none when neither is there (its stage ended no task)."""
+    stage = straggler.get("stage")
+    staged = [label for label in own if label[len(prefix):].startswith(f"stage {stage} ")]
+    if staged or len(own) != 1:
+        return staged
+    return [] if own[0][len(prefix):].startswith("stage ") else own
 
 
 def _untimed(readers: list[TextFormat]) -> set[StreamId]:
@@ -306,9 +366,10 @@ def _report_source(args: list[str], kw: dict[str, Any]) -> Source | None:
     return built(src, ctx.params, kw)
 
 
-def write_report(acc: Accumulator, out_format: str, output: str | None,
-                 stragglers: dict[str, list[dict[str, Any]]] | None = None) -> None:
-    """Render `acc` as svg/html/parquet/openmetrics to `output` (stdout for text formats when None)."""
+def write_report(acc: Accumulator, out_format: str, output: str | None, stragglers: Stragglers | None = None,
+                 unplaced: Unplaced | None = None) -> None:
+    """Render `acc` as svg/html/parquet/openmetrics to `output` (stdout for text formats when None); SVG and HTML
+    with the stragglers on their streams, and those of no stream shown apart."""
     if out_format == "parquet":
         if not output:
             raise InputError(PARQUET_NEEDS_OUTPUT)
@@ -320,11 +381,11 @@ def write_report(acc: Accumulator, out_format: str, output: str | None,
     if out_format == "svg":
         from latencymap.views.svg import render_svg
 
-        text = render_svg(acc, stragglers)
+        text = render_svg(acc, stragglers, unplaced)
     elif out_format == "html":
         from latencymap.views.html import render_html
 
-        text = render_html(acc, stragglers)
+        text = render_html(acc, stragglers, unplaced=unplaced)
     elif out_format == "openmetrics":
         from latencymap.outputs.metrics import report_openmetrics
 

@@ -3,8 +3,9 @@ time waited, p99 now against the peers), sorted by a metric the user picks; Ente
 
 The strips share one time axis (`SharedClock`): the newest column of any stream is at the right, and a stream that
 stopped shows its columns where they were and its "now" empty; one that stopped while its peers go on (a hung rank)
-shows `stale` in place of a comparison with them. Names that share a long start and end are cut around the part that
-tells them apart (`distinct_names`).
+shows `stale` in place of a comparison with them. Once the input has ended the axis spans the whole run (columns
+merged as by the zoom), so a stream that ended early (a Spark stage) shows its cells too. Names that share a long start
+and end are cut around the part that tells them apart (`distinct_names`).
 
 Only the lines on screen are drawn, so hundreds of streams stay responsive.
 """
@@ -209,7 +210,7 @@ class OverviewList(Widget, can_focus=True):
         cells = strip_cells(width)
         shown = self.rows[self.top: self.top + self.lines_shown]
         stops = [self.stops.get(r.index, r.hist.n) for r in shown]
-        clock = self.clock
+        clock = self.clock.fitted(cells) if self.clock is not None else None
         p99 = self._p99.get([r.hist for r in shown], stops, clock.edges(cells)) if clock is not None else \
             [np.full(cells, np.nan) for _ in shown]
         fleet = np.array([v for r in self.rows for v in (r.p99_now, r.p99_all)], dtype=np.float64)
@@ -413,7 +414,8 @@ class OverviewScreen(Screen[None]):
         rows = sort_rows(self._all, self.order, self.needle)
         listing = self.query_one(OverviewList)
         listing.zoom = app.view.zoom
-        listing.set_rows(rows, self._stops, SharedClock.of(self._all, app.view.zoom))
+        # A run that has ended has no "now" to follow: its whole time is on the axis, each stream's cells with it.
+        listing.set_rows(rows, self._stops, SharedClock.of(self._all, app.view.zoom, whole=app.ended))
         self.query_one("#overview-head", FittedText).update([overview_head(
             app.state_name, len(self._all), rows, self.needle, self.order, app.acc.skipped)])
 

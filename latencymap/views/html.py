@@ -6,12 +6,21 @@ load and the only style is inline. Tooltips are the SVG cells' `<title>` element
 
 from __future__ import annotations
 
-from typing import Any
-
 from latencymap import __version__
 from latencymap.core.accumulator import Accumulator
 from latencymap.outputs.report import peer_lines
-from latencymap.views.svg import FONT, PEERS_TITLE, esc, findings_lines, panel, svg_element
+from latencymap.views.svg import (
+    FONT,
+    PEERS_TITLE,
+    UNPLACED_TITLE,
+    Stragglers,
+    Unplaced,
+    esc,
+    findings_lines,
+    panel,
+    svg_element,
+    unplaced_lines,
+)
 
 _STYLE = f"""
 body {{ font-family: {FONT}; font-size: 13px; margin: 16px; color: #111; background: #fff; }}
@@ -24,15 +33,12 @@ ul.findings li {{ white-space: pre-wrap; }}
 """
 
 
-def render_html(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | None = None,
-                title: str = "latencymap report") -> str:
-    """The page: the peer comparison, then a section per stream (stragglers keyed by stream label)."""
+def render_html(acc: Accumulator, stragglers: Stragglers | None = None, title: str = "latencymap report",
+                unplaced: Unplaced | None = None) -> str:
+    """The page: the peer comparison, then a section per stream (stragglers keyed by stream label), then the
+    stragglers of no stream shown."""
     body: list[str] = [f"<h1>{esc(title)}</h1>"]
-    peers = peer_lines(acc)
-    if peers:
-        items = "\n".join(f"<li>{esc(line)}</li>" for line in peers)
-        body.append(f'<section class="peers">\n<h2>{esc(PEERS_TITLE)}</h2>\n<ul class="findings">\n{items}\n</ul>\n'
-                    "</section>")
+    body += _lines_section(peer_lines(acc), PEERS_TITLE, "peers")
     for hist in acc.streams.values():
         found = (stragglers or {}).get(hist.stream.label)
         elems, width, height = panel(hist, with_findings=False, acc=acc)
@@ -42,6 +48,7 @@ def render_html(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | 
                     f'<ul class="findings">\n{items}\n</ul>\n</section>')
     if not acc.streams:
         body.append("<p>No data.</p>")
+    body += _lines_section(unplaced_lines(unplaced), UNPLACED_TITLE, "unplaced")
     if acc.skipped:
         msgs = "".join(f"<li>{esc(m)}</li>" for m in acc.messages[:10])
         body.append(f'<div class="errors">Skipped records: {acc.skipped}<ul>{msgs}</ul></div>')
@@ -50,3 +57,11 @@ def render_html(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | 
             f"<meta name=\"generator\" content=\"latencymap {esc(__version__)}\">\n"
             f"<title>{esc(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
             + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def _lines_section(lines: list[str], title: str, kind: str) -> list[str]:
+    """A section of lines under `title` (the peer comparison, the stragglers of no stream); none without lines."""
+    if not lines:
+        return []
+    items = "\n".join(f"<li>{esc(line)}</li>" for line in lines)
+    return [f'<section class="{kind}">\n<h2>{esc(title)}</h2>\n<ul class="findings">\n{items}\n</ul>\n</section>']

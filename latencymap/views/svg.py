@@ -2,7 +2,8 @@
 
 Each stream is a panel: title (the stream label), the frequency map (blues) and the intensity map
 (reds) over time with latency axes in human units, a colour legend per map, and the findings
-(totals, percentiles, bands, tail, episodes, stragglers when given) printed under the maps. A column with a
+(totals, percentiles, bands, tail, episodes, stragglers when given) printed under the maps; stragglers no stream
+is known to hold come after the panels. A column with a
 counter reset is outlined in dashed orange (`<rect class="mark reset">`), one with missing data in dashed grey
 (`class="mark gap"`), each with a tooltip; the findings list their columns.
 
@@ -314,14 +315,30 @@ def _legend(palette: tuple[int, ...], maxval: float, kind: str, x: float, y: flo
     return out
 
 
-def findings_lines(hist: StreamHistory, stragglers: list[dict[str, Any]] | None = None,
+#: Stragglers by the label of the stream that counted their tasks: one (run, stragglers) per input whose tasks the
+#: stream holds, `run` naming the input where it holds those of several ("" where of one).
+Stragglers = dict[str, list[tuple[str, list[dict[str, Any]]]]]
+#: Stragglers no stream shown is known to hold: (heading, stragglers) per input.
+Unplaced = list[tuple[str, list[dict[str, Any]]]]
+#: The heading of the stragglers placed on no stream in SVG and HTML reports.
+UNPLACED_TITLE = "Stragglers on no stream above: no stream shown is known to have counted their tasks"
+
+
+def findings_lines(hist: StreamHistory, stragglers: list[tuple[str, list[dict[str, Any]]]] | None = None,
                    acc: Accumulator | None = None) -> list[str]:
     """What the text report says of one stream above its bucket table (its numbers from the source's own buckets
-    and sums where `acc` has them), then its stragglers."""
-    return stream_summary(hist, acc) + straggler_lines(stragglers or [])
+    and sums where `acc` has them), then its stragglers, each run's under its name when it names one."""
+    return stream_summary(hist, acc) + [line for run, found in stragglers or [] for line in
+                                        [*([f"{run}:"] if run and found else []), *straggler_lines(found)]]
 
 
-def panel(hist: StreamHistory, *, with_findings: bool = True, stragglers: list[dict[str, Any]] | None = None,
+def unplaced_lines(unplaced: Unplaced | None) -> list[str]:
+    """Lines of the stragglers placed on no stream: each input's heading, then its stragglers."""
+    return [line for head, found in unplaced or [] if found for line in (head, *straggler_lines(found))]
+
+
+def panel(hist: StreamHistory, *, with_findings: bool = True,
+          stragglers: list[tuple[str, list[dict[str, Any]]]] | None = None,
           acc: Accumulator | None = None) -> tuple[list[str], float, float]:
     """(elements, width, height) of one stream's panel."""
     s = hist.stream
@@ -369,30 +386,31 @@ def svg_element(elements: list[str], width: float, height: float) -> str:
 PEERS_TITLE = "Peers: streams doing the same work, compared interval by interval"
 
 
-def peers_panel(lines: list[str], width: float) -> tuple[list[str], float]:
-    """(elements, height) of the peer comparison, wrapped to `width`; nothing without peers."""
+def lines_panel(lines: list[str], width: float, title: str, kind: str) -> tuple[list[str], float]:
+    """(elements, height) of lines under `title` (the peer comparison, the stragglers of no stream), each of class
+    `kind`, wrapped to `width`; nothing without lines."""
     if not lines:
         return [], 0.0
-    out, y = [_text(LEFT, 18, PEERS_TITLE, font_size="14", font_weight="bold")], 18.0
+    out, y = [_text(LEFT, 18, title, font_size="14", font_weight="bold")], 18.0
     chars = max(40, int((width - LEFT - 12) / CHAR_WIDTH))
     for line in lines:
         indent = len(line) - len(line.lstrip(" "))  # SVG text drops leading spaces: the indent is a position
         for k, piece in enumerate(textwrap.wrap(line.strip(), chars - indent - 3) or [""]):
             y += LINE
-            out.append(_text(LEFT + (indent + 3 * (k > 0)) * CHAR_WIDTH, y, piece, class_="peers"))
+            out.append(_text(LEFT + (indent + 3 * (k > 0)) * CHAR_WIDTH, y, piece, class_=kind))
     return out, y + 16
 
 
-def render_svg(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | None = None) -> str:
+def render_svg(acc: Accumulator, stragglers: Stragglers | None = None, unplaced: Unplaced | None = None) -> str:
     """The whole standalone SVG: the peer comparison first, then one panel per stream, stacked (stragglers keyed by
-    stream label)."""
+    stream label), then the stragglers of no stream shown."""
     parts: list[str] = []
     y, width = 0.0, 400.0
     panels = []
     for hist in acc.streams.values():
         panels.append((hist, *panel(hist, stragglers=(stragglers or {}).get(hist.stream.label), acc=acc)))
         width = max(width, panels[-1][2])
-    elems, y = peers_panel(peer_lines(acc), width)
+    elems, y = lines_panel(peer_lines(acc), width, PEERS_TITLE, "peers")
     if elems:
         parts += ['<g class="peers">', *elems, "</g>"]
     for hist, elems, _, h in panels:
@@ -404,4 +422,8 @@ def render_svg(acc: Accumulator, stragglers: dict[str, list[dict[str, Any]]] | N
     if not acc.streams:
         parts.append(_text(20, 30, "No data."))
         y = 50
+    elems, h = lines_panel(unplaced_lines(unplaced), width, UNPLACED_TITLE, "unplaced")
+    if elems:
+        parts += [f'<g class="unplaced" transform="translate(0 {y:.0f})">', *elems, "</g>"]
+        y += h
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + svg_element(parts, width, y)

@@ -1,14 +1,19 @@
 """The overview's strips share one time axis: a stream that stopped is drawn where its columns were and marked stale,
-not compared with its live peers; the saved plain-text overview draws its strips in shade characters."""
+not compared with its live peers; once the input has ended the axis spans the whole run; the saved plain-text overview
+draws its strips in shade characters."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import pytest
 from tui_support import ranks, run_ended
 
 from latencymap.core.accumulator import Accumulator
+from latencymap.flow.pipeline import diffed
+from latencymap.sources.spark.source import SparkSource
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.overview import OverviewList, OverviewScreen, strip_cells
 from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, SharedClock, counts_by_time, strip_p99
@@ -16,6 +21,7 @@ from latencymap.tui.window import Window
 from latencymap.views.options import SHADES
 
 STOPPED = 25  # columns rank3 lacks at the end
+SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark" / "plain"
 
 
 def dead_rank() -> list:
@@ -106,3 +112,54 @@ def test_columns_a_little_longer_than_the_cells_leave_no_false_gap() -> None:
     first = int(np.argmax(filled))
     assert filled[first:].all() and not filled[: first].any()
     assert not filled[max(0, first - 1)] or first == 0
+
+
+def test_a_live_axis_follows_now_and_an_ended_one_spans_the_whole_run() -> None:
+    acc = Accumulator()
+    acc.add(dead_rank())
+    rows = OverviewStats().rows(list(acc.streams.values()))
+    live = SharedClock.of(rows)
+    assert live is not None and live.fitted(20) == live  # live: the newest 20 seconds, as before
+    ended = SharedClock.of(rows, whole=True)
+    assert ended is not None and ended.oldest == 1_700_000_001.0
+    assert ended.fitted(80) == ended  # the whole run fits already: one column per cell
+    fitted = ended.fitted(20)
+    assert fitted.span == 4.0  # 59 s over 19 cells: 4 columns merged per cell, a whole number as the zoom merges
+    edges = fitted.edges(20)
+    assert edges[0] < ended.oldest and edges[-1] > ended.newest
+    for hist in acc.streams.values():  # every column of every stream is on the axis
+        assert counts_by_time(hist, hist.n, edges).sum() == hist.counts.sum()
+
+
+def test_an_ended_per_stage_spark_log_shows_every_stage_in_the_overview(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`latencymap spark --per-stage LOG`: stages 0 and 1 ended seconds before the last stage; the strips showed the
+    newest 8 s only, so theirs were blank although their numbers were listed."""
+    monkeypatch.chdir(tmp_path)
+    source = SparkSource(target=str(SPARK), per_stage=True)
+    app = LatencyMapApp(diffed(source.items(), "spark"), color_mode="truecolor", analysis=source.analysis)
+
+    async def scenario(pilot) -> None:
+        assert isinstance(app.screen, OverviewScreen)
+        listing = app.screen.query_one(OverviewList)
+        cells = strip_cells(listing.size.width)
+        rows = listing.rows
+        assert len(rows) == 5 and sum(r.ended for r in rows) == 4
+        first = min(float(r.hist.start[0]) for r in rows)
+        assert max(r.end_s for r in rows) - first > cells * min(r.interval_s for r in rows)  # longer than the axis
+        edges = listing.clock.fitted(cells).edges(cells)
+        placed = {}
+        for r in rows:
+            p99 = listing._p99.get([r.hist], [r.hist.n], edges)[0]
+            assert np.isfinite(p99).any(), r.label
+            assert edges[0] < r.hist.end[0] and r.hist.end[-1] <= edges[-1], r.label  # all its columns on the axis
+            placed[r.label.split()[3]] = int(np.flatnonzero(np.isfinite(p99))[0])
+        assert [placed[s] for s in "01234"] == sorted(placed.values())  # the stages in the order they ran
+        await pilot.press("s")
+        await pilot.pause()
+        text = app.saved[1].read_text().splitlines()
+        for stage in "01234":
+            line = next(t for t in text if f"stage {stage} " in t)
+            assert any(ch in line for ch in SHADES[1:]), line  # the saved frame shows its cells too
+
+    run_ended(app, scenario, size=(160, 40))

@@ -8,9 +8,12 @@ values within `zero_threshold` of 0 and goes to slot 0.
   two, the closed upper end of an OTel bucket, therefore lands one slot lower than `buckets.bin_values` puts
   it: folding a point equals binning `nextafter(v, 0)` of every value it holds.
 - `s < 0`: bucket `i` spans the `2**-s` octaves `i << -s ... ((i+1) << -s) - 1`; its count is spread evenly over
-  them (the log-uniform rule of `latencymap.core.rebin`) and the interval keeps the point's own buckets.
-- a stream unit other than the metric's (seconds are read as microseconds) breaks the nesting at every scale:
+  them (the log-uniform rule of `latencymap.core.rebin`).
+- a stream unit other than the metric's (`s` and `ms` are read as microseconds) breaks the nesting at every scale:
   buckets are scaled and spread the same way.
+
+Every interval keeps the point's own buckets (`own_buckets`) too: the rows are as wide as a power of two (all the
+octaves below 1 unit in one), the buckets as fine as the scale, so percentiles come from them.
 """
 
 from __future__ import annotations
@@ -110,28 +113,33 @@ def edges(scale: int, index: np.ndarray) -> np.ndarray:
         return np.exp2(index / float(1 << scale))
 
 
-def spread_expo(scale: int, offset: int, counts: np.ndarray, zero_count: int, zero_threshold: float,
-                factor: float) -> tuple[np.ndarray, tuple[float, ...], np.ndarray]:
-    """Spread a point's buckets onto the slots; also its own buckets as (upper bounds, counts) in the stream unit.
+def own_buckets(scale: int, offset: int, counts: np.ndarray, zero_count: int, zero_threshold: float,
+                factor: float) -> tuple[tuple[float, ...], np.ndarray]:
+    """A point's own buckets as (upper bounds, counts) in the stream unit.
 
-    The own buckets are the zero bucket (upper bound `zero_threshold`), an empty bucket up to the first
-    positive bucket's lower edge when there is a gap, then the positive buckets; buckets whose edges a float
-    cannot tell apart are merged.
+    They are the zero bucket (upper bound `zero_threshold`), an empty bucket up to the first positive bucket's lower
+    edge when there is a gap, then the positive buckets; buckets whose edges a float cannot tell apart are merged.
     """
     n = len(counts)
-    index = offset + np.arange(n + 1, dtype=np.int64)
-    held_at = np.flatnonzero(counts)
-    rows = np.array([_bucket_row(scale, i, factor) for i in index[held_at].tolist()]).reshape(-1, NSLOTS)
-    slots = rebin_columns(rows, np.asarray(counts, dtype=np.int64)[None, held_at])[0]
-    slots[0] += int(zero_count)
-    bucket_edges = edges(scale, index) * factor
+    bucket_edges = edges(scale, offset + np.arange(n + 1, dtype=np.int64)) * factor
     zero_upper = zero_threshold * factor
     gap = [bucket_edges[0]] if n and bucket_edges[0] > zero_upper else []
     uppers = np.concatenate([[zero_upper], gap, bucket_edges[1:]])
     held = np.concatenate([[int(zero_count)], [0] * len(gap), counts]).astype(np.int64)
     if (uppers[1:] > uppers[:-1]).all():
-        return slots, tuple(uppers.tolist()), held
+        return tuple(uppers.tolist()), held
     bounds, group = np.unique(np.maximum.accumulate(uppers), return_inverse=True)
     merged = np.zeros(len(bounds), dtype=np.int64)
     np.add.at(merged, group, held)
-    return slots, tuple(bounds.tolist()), merged
+    return tuple(bounds.tolist()), merged
+
+
+def spread_expo(scale: int, offset: int, counts: np.ndarray, zero_count: int, zero_threshold: float,
+                factor: float) -> tuple[np.ndarray, tuple[float, ...], np.ndarray]:
+    """Spread a point's buckets (the zero bucket in slot 0) onto the slots, totals exact; also its `own_buckets`."""
+    index = offset + np.arange(len(counts), dtype=np.int64)
+    held_at = np.flatnonzero(counts)
+    rows = np.array([_bucket_row(scale, i, factor) for i in index[held_at].tolist()]).reshape(-1, NSLOTS)
+    slots = rebin_columns(rows, np.asarray(counts, dtype=np.int64)[None, held_at])[0]
+    slots[0] += int(zero_count)
+    return (slots, *own_buckets(scale, offset, counts, zero_count, zero_threshold, factor))

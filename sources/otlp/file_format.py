@@ -58,3 +58,4 @@ class OtlpJsonFormat(TextFormat):
                 yield Notice(f"{where}: {err}; expected one OTLP/JSON metrics request per line")
                 continue
             yield from streams.feed(decoded, where)
+        yield from streams.finish()

@@ -7,13 +7,16 @@ Temporality:
   baseline. A start time that changes, or a count or bucket that goes down, is a reset: the column is marked
   and counts what the point holds since its new start. Exponential points are compared at the coarser of the
   two scales (downscaling is exact).
-- A point flagged "no recorded value" is skipped; a point not later than its stream's previous one is skipped
-  with a notice (a resent identical point silently).
+- A point flagged "no recorded value" is skipped; a point not later than its stream's previous one is skipped (a
+  resent identical point silently): every one counts as skipped, the first said at once, the series' further ones
+  said as a count, now and then (SAY_AGAIN_S, then at doubling spans) and when the input ends (`finish`).
 
-Units (UCUM, case-sensitive: `MS` or `S` is no duration): `ns`, `us` and `ms` streams keep the metric's unit, so
-exponential scales >= 0 fold exactly; `s` is read as microseconds (rows start at 1 unit), its buckets scaled and
-spread; a histogram without a unit is read as milliseconds (the unit the SDKs' default bounds 0, 5, 10, 25 ... 10000
-are meant for); any other unit is not a duration and the metric is skipped with a notice.
+Units (UCUM, case-sensitive: `MS` or `S` is no duration): rows start at 1 unit of the stream, so streams are in
+microseconds (nanoseconds for `ns`). `us` and `ns` streams keep the metric's unit, so exponential scales >= 0 fold
+exactly; `s` and `ms` are read as microseconds, their buckets scaled and spread (in milliseconds, ten octaves of
+sub-millisecond values shared one row); a histogram without a unit is read as milliseconds (the unit the SDKs'
+default bounds 0, 5, 10, 25 ... 10000 are meant for); any other unit is not a duration and the metric is skipped
+with a notice. Every interval keeps its point's own buckets (`source_buckets`): percentiles come from them.
 
 Memory: a series with no point for IDLE_S, or four of its own intervals if longer, or IDLE_FIRST_S when it has
 sent one point only, lets go of its last point; its label stays. Time is the points' own, but each sender's
@@ -43,7 +46,7 @@ from latencymap.core.sanitize import StreamNames, clean_label, clean_text
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item
 from latencymap.sources.otlp.explicit import spread_explicit
-from latencymap.sources.otlp.expo import downscale, fold_exact, spread_expo, subtract
+from latencymap.sources.otlp.expo import downscale, fold_exact, own_buckets, spread_expo, subtract
 
 DATASOURCE = "otlp"
 DELTA, CUMULATIVE = 1, 2
@@ -72,6 +75,9 @@ _SERVICE = ("service.namespace", "service.name")
 _TELL_APART = ("service.instance.id", "host.name", "process.pid")
 #: Longest stream name.
 MAX_LABEL = 160
+#: A series' points skipped for not being after the previous one, after the first: their count is said once this
+#: long (the points' clock) has passed since it was last said, and since the first (doubling spans), and at the end.
+SAY_AGAIN_S = 60.0
 
 Attrs = tuple[tuple[str, str], ...]
 
@@ -133,7 +139,7 @@ def stream_unit(unit: str) -> tuple[str, float] | None:
         name = normalize_unit(text)
     except ValueError:
         return None
-    return ("microsec", 1e6) if name == "sec" else (name, 1.0)
+    return {"sec": ("microsec", 1e6), "millisec": ("microsec", 1e3)}.get(name, (name, 1.0))
 
 
 class PointStreams:
@@ -152,6 +158,7 @@ class PointStreams:
         self._senders: dict[Attrs, _Sender] = {}
         self._now_ns: int | None = None  # the shared clock: the newest aligned point
         self._taken = 0
+        self._late: dict[str, _Skipped] = {}  # per stream label: points skipped as not after the previous one
 
     def feed(self, decoded: Decoded, origin: str) -> Iterator[Item]:
         """Items for one request or line; `origin` (peer or file and line) starts every message."""
@@ -171,6 +178,12 @@ class PointStreams:
         if self._taken >= EVICT_EVERY:
             self._taken = 0
             self.let_go_idle()
+
+    def finish(self) -> Iterator[Notice]:
+        """At the end of the input: the count of each series' skipped points not said yet."""
+        for label, late in self._late.items():
+            if late.pending:
+                yield _late_notice(label, late)
 
     def let_go_idle(self) -> int:
         """Drop the last point of the series idle on the shared clock, each sender's aligned on it (see the module
@@ -257,9 +270,7 @@ class PointStreams:
     def _delta(self, point: Point, stream: StreamId, factor: float, origin: str) -> Iterator[Item]:
         prev = self._last.get(point.key)
         if prev is not None and point.time_ns <= prev.time_ns:
-            if point.time_ns < prev.time_ns or point.start_ns != prev.start_ns or point.held() != prev.held():
-                yield Notice(f"{origin}: {stream.label}: point at {point.time_ns} ns is not after the previous one "
-                             f"({prev.time_ns} ns); skipped")
+            yield from self._not_after(point, prev, stream, origin)
             return
         start = point.start_ns
         if not 0 < start < point.time_ns:
@@ -288,9 +299,7 @@ class PointStreams:
             yield from self._second_writer(point, prev, others, stream, factor, origin)
             return
         if point.time_ns <= prev.time_ns:
-            if point.time_ns < prev.time_ns or point.held() != prev.held():
-                yield Notice(f"{origin}: {stream.label}: point at {point.time_ns} ns is not after the previous one "
-                             f"({prev.time_ns} ns); skipped")
+            yield from self._not_after(point, prev, stream, origin)
             return
         self._keep(point)
         if point.start_ns != prev.start_ns:  # a restart, or another process with the same resource: keep the old
@@ -312,9 +321,7 @@ class PointStreams:
         against its own previous point."""
         mine = others[point.start_ns]
         if point.time_ns <= mine.time_ns:
-            if point.time_ns < mine.time_ns or point.held() != mine.held():
-                yield Notice(f"{origin}: {stream.label}: point at {point.time_ns} ns is not after the previous one "
-                             f"({mine.time_ns} ns); skipped")
+            yield from self._not_after(point, mine, stream, origin)
             return
         yield from self._once(("writers", stream.label), f"{origin}: {stream.label}: points of two start times "
                               "alternate: processes with the same resource attributes (the same service.instance.id) "
@@ -329,6 +336,28 @@ class PointStreams:
         else:
             yield self._interval(stream, factor, delta, mine.time_ns, point.time_ns, reset=False)
 
+    def _not_after(self, point: Point, prev: Point, stream: StreamId, origin: str) -> Iterator[Notice]:
+        """Skip a point not after `prev`, its series' previous one: silently when it is `prev` resent, else counted,
+        the first said at once and the further ones as a count now and then (SAY_AGAIN_S, doubling) and at the end."""
+        if _resent(point, prev):
+            return
+        label = stream.label
+        now = self._now_ns if self._now_ns is not None else point.time_ns
+        late = self._late.get(label)
+        if late is None:
+            self._late[label] = _Skipped(origin, now, now, 1)
+            what = (f"a second point at {point.time_ns} ns, the time of the previous one (one instrument under two "
+                    "Views, or two processes with the same resource?)" if point.time_ns == prev.time_ns else
+                    f"point at {point.time_ns} ns is not after the previous one ({prev.time_ns} ns)")
+            yield Notice(f"{origin}: {label}: {what}; further ones of this series are counted, not listed; skipped")
+            return
+        late.origin = origin
+        late.total += 1
+        late.pending += 1
+        if now - late.said_ns >= max(int(SAY_AGAIN_S * 1e9), late.said_ns - late.first_ns):
+            late.said_ns = now
+            yield _late_notice(label, late)
+
     def _interval(self, stream: StreamId, factor: float, point: Point, start_ns: int, end_ns: int,
                   reset: bool) -> Interval:
         seconds = None if point.sum is None else point.sum * unit_seconds(point.unit.strip() or DEFAULT_UNIT)
@@ -341,14 +370,15 @@ class PointStreams:
             counts = spread_explicit(point.bounds, point.counts, factor, point.sum)
             bounds = (*(b * factor for b in point.bounds), math.inf)
             own = SourceBuckets(bounds, point.counts.astype(np.int64), seconds)
-        elif point.scale >= 0 and factor == 1.0:
-            counts = fold_exact(point.scale, point.offset, point.counts)
-            counts[0] += point.zero_count
-            if seconds is not None:  # folded exactly: the rows are the buckets, the sum is kept
-                own = SourceBuckets.sum_only(seconds)
         else:
-            counts, bounds, held = spread_expo(point.scale, point.offset, point.counts, point.zero_count,
-                                               point.zero_threshold, factor)
+            if point.scale >= 0 and factor == 1.0:  # exact rows; the buckets kept, finer than rows (or below 1 unit)
+                counts = fold_exact(point.scale, point.offset, point.counts)
+                counts[0] += point.zero_count
+                bounds, held = own_buckets(point.scale, point.offset, point.counts, point.zero_count,
+                                           point.zero_threshold, factor)
+            else:
+                counts, bounds, held = spread_expo(point.scale, point.offset, point.counts, point.zero_count,
+                                                   point.zero_threshold, factor)
             own = SourceBuckets(bounds, held, seconds)
         start, end = start_ns / 1e9, end_ns / 1e9
         if start >= end:  # closer than a float second can tell (about 240 ns now): the order is kept, not the gap
@@ -375,6 +405,34 @@ class PointStreams:
         self._labels.setdefault(label, key)
         stream = self._streams[key] = StreamId(self._names.name(label, key=key), DATASOURCE, unit)
         return stream
+
+
+@dataclass(slots=True)
+class _Skipped:
+    """A series' points skipped as not after the previous one: where the last came from, when the first was said and
+    the count last said (the shared clock, ns), how many in all, and how many since the count was last said."""
+
+    origin: str
+    first_ns: int
+    said_ns: int
+    total: int
+    pending: int = 0
+
+
+def _late_notice(label: str, late: _Skipped) -> Notice:
+    """The count of a series' skipped points not said yet (which it now is)."""
+    more, late.pending = late.pending, 0
+    return Notice(f"{late.origin}: {label}: {more} more point{'s' * (more > 1)} not after the previous one "
+                  f"({late.total} in all); skipped", skipped=more)
+
+
+def _resent(point: Point, prev: Point) -> bool:
+    """True when `point` is `prev` sent again (an exporter's retry): the same times, buckets, counts and sum."""
+    return (point.time_ns == prev.time_ns and point.start_ns == prev.start_ns and point.count == prev.count
+            and point.sum == prev.sum and point.bounds == prev.bounds and point.scale == prev.scale
+            and point.offset == prev.offset and point.zero_count == prev.zero_count
+            and point.zero_threshold == prev.zero_threshold and point.negative == prev.negative
+            and np.array_equal(point.counts, prev.counts))
 
 
 @dataclass(slots=True)

@@ -82,13 +82,14 @@ def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None
                 origin, what = inbox.get(timeout=POLL_S)
             except queue.Empty:
                 if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
-                    return
+                    break
                 continue
             last = time.monotonic()
             if isinstance(what, str):
                 yield Notice(f"{origin}: {what}")
             else:
                 yield from streams.feed(what, origin)
+        yield from streams.finish()
     finally:
         stop()
 

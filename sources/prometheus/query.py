@@ -10,7 +10,8 @@ step's edges, so counts are the server's (fractional) increases rounded to whole
 per series and bucket (`layout.carried_counts`): over any run of columns a classic series' count is within one event
 of the sum of `increase(NAME_count[step])`, each bucket's within 1 of its own sum at every step, and a column's
 total is its increase rounded down or up (a steady 2.4 a step in a tail bucket counts 2, 3, 2, 2, 3, ..., not 2
-every step). Native histograms, whose buckets vary from step to step, are rounded per column. A step where a known
+every step). Native histograms, whose buckets vary from step to step, carry per series and bucket range the same way
+(`native.fold_native`); a native series holding negative values has them left out, with one note. A step where a known
 stream has no value (fewer than two samples in it) is a gap column, and so is a step whose set of `le` series
 differs from the step before (a redeploy with new bounds: old series stop, new ones start, `+Inf` runs on), which
 cannot be split into buckets: counting starts again from the next step. A histogram with only its `+Inf` bucket is
@@ -44,9 +45,9 @@ from latencymap.plugins import Item, Source, SourceError
 
 from .api import MAX_POINTS, PrometheusAPI, Series, promql_duration
 from .layout import carried_counts, integer_counts, layout_of
-from .native import NativeError, fold_native
+from .native import Carry, NativeError, fold_native, negative_note
 from .scrape import metric_option
-from .series import Labels, Matcher, labels_key, selector
+from .series import Labels, Matcher, describe_labels, labels_key, selector
 from .streams import (
     Part,
     StreamBuilder,
@@ -145,6 +146,8 @@ class PrometheusSource(Source):
         self._sets: dict[Labels, frozenset[float]] = {}  # per classic series: the le with a value at its last step
         self._left_out: dict[Labels, Notice] = {}  # series with no finite bucket, and the note said about each
         self._changing: set[Labels] = set()  # series whose last step was a gap because their le series changed
+        self._native_carry: dict[Labels, Carry] = {}  # per native series: what its buckets carry to its next step
+        self._negative: set[Labels] = set()  # native series found holding negative values (noted once)
 
     def _window_options(self) -> tuple[float, float, float] | None:
         """(start, end, step) of a past window from the options, checked now; None when live."""
@@ -246,13 +249,18 @@ class PrometheusSource(Source):
                 stream = self.builder.stream(self.builder.out_key(key))
                 for t, hist in s.histograms:
                     try:
-                        layout, counts, total = fold_native(hist, self.builder.factor(stream))
+                        folded = fold_native(hist, self.builder.factor(stream), self._native_carry.get(key, {}))
                     except NativeError:
                         bad += 1
                         continue
-                    secs = None if total is None else self.builder.seconds(total)
+                    self._native_carry[key] = folded.carry
+                    if folded.negative and key not in self._negative:
+                        self._negative.add(key)
+                        yield negative_note("prometheus", describe_labels(self.metric, key))
+                    secs = None if folded.spent is None else self.builder.seconds(folded.spent)
                     reset = (_key(t), key) in got.resets
-                    parts.setdefault(_key(t), {}).setdefault(stream, []).append(Part(layout, counts, secs, reset))
+                    parts.setdefault(_key(t), {}).setdefault(stream, []).append(
+                        Part(folded.layout, folded.counts, secs, reset))
         else:
             tables = _classic_tables(got.buckets)
             counted = self._carried(tables)

@@ -39,9 +39,9 @@ from latencymap.plugins import Item, Source, SourceError
 from . import protobuf
 from .exposition import ACCEPT, Exposition, is_openmetrics, parse_exposition
 from .layout import family_name, layout_of
-from .native import NativeError, fold_native
+from .native import NativeError, fold_native, negative_note
 from .protobuf import NativeReading, diff_native, is_protobuf, parse_protobuf
-from .series import Labels, Reading, diff_readings, histogram_readings
+from .series import Labels, Reading, describe_labels, diff_readings, histogram_readings
 from .streams import (
     Part,
     StreamBuilder,
@@ -127,6 +127,7 @@ class ScrapeSource(Source):
         self.duration = None if duration is None else float(duration)
         self._told: set[str] = set()
         self._left_out: set[Labels] = set()  # series with no finite bucket, noted once
+        self._negative: set[Labels] = set()  # native series found holding negative values, noted once
         self._diffable = 0  # series of the last scrape that had a reading before it
 
     def describe(self) -> dict[str, Any]:
@@ -323,12 +324,15 @@ class ScrapeSource(Source):
                 continue
             hist, reset = native_diff
             try:
-                layout, counts, total = fold_native(hist, self.builder.factor(stream))
+                folded = fold_native(hist, self.builder.factor(stream))
             except NativeError as err:
                 yield from self._tell(f"{stream.label}: {err}")
                 continue
-            seconds = None if total is None else self.builder.seconds(total)
-            parts.setdefault(stream, []).append(Part(layout, counts, seconds, reset))
+            if folded.negative and key not in self._negative:
+                self._negative.add(key)
+                yield negative_note("scrape", describe_labels(self.metric, key))
+            seconds = None if folded.spent is None else self.builder.seconds(folded.spent)
+            parts.setdefault(stream, []).append(Part(folded.layout, folded.counts, seconds, reset))
         for key, cur in sorted(readings.items()):
             old = previous.get(key)
             previous[key] = cur

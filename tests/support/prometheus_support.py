@@ -159,13 +159,15 @@ def native_index(value: float, schema: int) -> int:
 
 
 class NativeHistogramState:
-    """A native histogram (integer counts) kept by the test: schema, zero bucket, positive buckets."""
+    """A native histogram (integer counts) kept by the test: schema, zero bucket, positive and negative buckets (a
+    negative value -v in the bucket of v, as client_golang keeps them)."""
 
     def __init__(self, schema: int, zero_threshold: float = 2.0**-128) -> None:
         self.schema = schema
         self.zero_threshold = zero_threshold
         self.zero_count = 0
         self.buckets: dict[int, int] = {}
+        self.negative: dict[int, int] = {}
         self.count = 0
         self.sum = 0.0
 
@@ -175,42 +177,50 @@ class NativeHistogramState:
         if abs(value) <= self.zero_threshold:
             self.zero_count += 1
         else:
-            index = native_index(value, self.schema)
-            self.buckets[index] = self.buckets.get(index, 0) + 1
+            side = self.buckets if value > 0 else self.negative
+            index = native_index(abs(value), self.schema)
+            side[index] = side.get(index, 0) + 1
 
     def protobuf(self) -> bytes:
         """The Histogram message: spans of consecutive indexes, counts as deltas."""
         body = _field(1, 0, _varint(self.count)) + _double(2, self.sum)
         body += _field(5, 0, _varint(_zigzag(self.schema))) + _double(6, self.zero_threshold)
         body += _field(7, 0, _varint(self.zero_count))
-        indexes = sorted(self.buckets)
-        if not indexes:
+        if not self.buckets:
             body += _message(12, b"")  # a no-op span: still a native histogram
-            return body
-        spans: list[tuple[int, int]] = []
-        previous = None
-        for i in indexes:
-            if previous is not None and i == previous + 1:
-                spans[-1] = (spans[-1][0], spans[-1][1] + 1)
-            else:
-                offset = i if previous is None else i - previous - 1
-                spans.append((offset, 1))
-            previous = i
-        for offset, length in spans:
-            body += _message(12, _field(1, 0, _varint(_zigzag(offset))) + _field(2, 0, _varint(length)))
-        deltas, last = b"", 0
-        for i in indexes:
-            deltas += _varint(_zigzag(self.buckets[i] - last))
-            last = self.buckets[i]
-        return body + _message(13, deltas)
+        return body + _side(self.negative, 9, 10) + _side(self.buckets, 12, 13)
+
+
+def _side(buckets: dict[int, int], spans_at: int, deltas_at: int) -> bytes:
+    """One side's spans of consecutive indexes (field `spans_at`) and counts as deltas (`deltas_at`)."""
+    indexes = sorted(buckets)
+    if not indexes:
+        return b""
+    spans: list[tuple[int, int]] = []
+    previous = None
+    for i in indexes:
+        if previous is not None and i == previous + 1:
+            spans[-1] = (spans[-1][0], spans[-1][1] + 1)
+        else:
+            offset = i if previous is None else i - previous - 1
+            spans.append((offset, 1))
+        previous = i
+    body = b"".join(_message(spans_at, _field(1, 0, _varint(_zigzag(offset))) + _field(2, 0, _varint(length)))
+                    for offset, length in spans)
+    deltas, last = b"", 0
+    for i in indexes:
+        deltas += _varint(_zigzag(buckets[i] - last))
+        last = buckets[i]
+    return body + _message(deltas_at, deltas)
 
 
 class NativeExporter(Serving):
     """Serves one native histogram in the protobuf exposition (what Prometheus scrapes native histograms from)."""
 
-    def __init__(self, name: str, schema: int, labels: dict[str, str] | None = None) -> None:
+    def __init__(self, name: str, schema: int, labels: dict[str, str] | None = None,
+                 zero_threshold: float = 2.0**-128) -> None:
         self.name = name
-        self.state = NativeHistogramState(schema)
+        self.state = NativeHistogramState(schema, zero_threshold)
         self.labels = labels or {}
         self.lock = threading.Lock()
         exporter = self
@@ -249,14 +259,14 @@ class PrometheusServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         workdir.mkdir(parents=True, exist_ok=True)
-        every = f"{scrape_interval:g}s"
+        every = f"{round(scrape_interval * 1000)}ms"
         parts = [urllib.parse.urlsplit(t) for t in targets]
         jobs = [{"job_name": f"t{i}", "scrape_interval": every, "metrics_path": p.path,
                  "static_configs": [{"targets": [p.netloc]}]} for i, p in enumerate(parts)]
-        jobs.append({"job_name": "self", "scrape_interval": f"{scrape_interval:g}s",
+        jobs.append({"job_name": "self", "scrape_interval": every,
                      "static_configs": [{"targets": [f"127.0.0.1:{self.port}"]}]})
         config = workdir / "prometheus.yml"
-        config.write_text(json.dumps({"global": {"scrape_interval": f"{scrape_interval:g}s"}, "scrape_configs": jobs}))
+        config.write_text(json.dumps({"global": {"scrape_interval": every}, "scrape_configs": jobs}))
         args = [binary, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"]
         if native:

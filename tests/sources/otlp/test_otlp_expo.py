@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from otlp_support import only_point, sdk_collect
 
 from latencymap.core.buckets import NSLOTS, bin_values
-from latencymap.sources.otlp.expo import downscale, fold_exact, lower_edge, spread_expo, subtract
+from latencymap.sources.otlp.expo import downscale, fold_exact, lower_edge, own_buckets, spread_expo, subtract
 
 
 def sdk_fold(values: list[float], max_size: int = 160) -> tuple[int, np.ndarray]:
@@ -123,3 +123,20 @@ def test_buckets_beyond_the_float_range_merge_and_keep_totals() -> None:
     assert slots.sum() == own.sum() == 10
     assert list(bounds) == sorted(set(bounds)) and bounds[-1] == math.inf
     assert slots[0] == 4 and slots[NSLOTS - 1] >= 5  # the zero bucket; almost every octave of (1, inf) is above 2**62
+
+
+def test_buckets_below_one_unit_fold_into_slot_zero_and_are_kept_as_they_are() -> None:
+    """hn1's `tiny.duration`: values of 0.3 µs in a µs metric (and so, read as µs, in an ms one) fold into slot 0,
+    ten octaves in one row; the point's own buckets keep them 2**-scale apart for the percentiles."""
+    values = [0.21, 0.3, 0.3, 0.45, 0.9, 1.7]
+    point = only_point(sdk_collect(values))
+    counts = np.asarray(point.positive.bucket_counts, dtype=np.int64)
+    slots = fold_exact(point.scale, point.positive.offset, counts)
+    assert slots[0] == 5 and slots[1] == 1
+    bounds, own = own_buckets(point.scale, point.positive.offset, counts, point.zero_count, 0.0, 1.0)
+    held = [b for b, n in zip(bounds, own.tolist(), strict=True) for _ in range(n)]
+    assert len(held) == len(values)
+    for value, upper in zip(sorted(values), held, strict=True):  # each value in a bucket of its own, a few % wide
+        assert value <= upper < value * 2 ** (2.0**-point.scale)
+    _, spread_bounds, spread_own = spread_expo(point.scale, point.positive.offset, counts, 0, 0.0, 1.0)
+    assert spread_bounds == bounds and spread_own.tolist() == own.tolist()  # one description of a point's buckets

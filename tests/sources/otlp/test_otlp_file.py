@@ -140,3 +140,35 @@ def test_fixture_report_counts_match_the_exporters_last_cumulative_points() -> N
             attrs = ",".join(sorted(f"{a['key']}={a['value']['stringValue']}" for a in point["attributes"]))
             expected[f"checkout/{metric['name']}{{{attrs}}}"] = int(point["count"])
     assert totals == expected
+
+
+@pytest.mark.parametrize("temporality", ["delta", "cumulative"])
+def test_a_file_of_two_views_of_one_instrument_counts_every_skipped_point(tmp_path: Path, temporality: str) -> None:
+    """hn1's defect 5 as the file exporter writes it: each line holds two points of one series (two Views); the
+    report said `skipped_records: 1` (delta) or 0 (cumulative). Each second point counts; two lines say them."""
+    from opentelemetry.sdk.metrics import Histogram, MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
+    from opentelemetry.sdk.resources import Resource
+
+    path = tmp_path / "views.jsonl"
+    reader = PeriodicExportingMetricReader(
+        FileMetricExporter(path, preferred_temporality={Histogram: TEMPORALITY[temporality]}),
+        export_interval_millis=3_600_000)
+    views = [View(instrument_name="rpc.duration", aggregation=ExponentialBucketHistogramAggregation(max_size=20)),
+             View(instrument_name="*.duration", aggregation=ExponentialBucketHistogramAggregation())]
+    provider = MeterProvider(metric_readers=[reader], views=views, resource=Resource.create({"service.name": "v"}))
+    histogram = provider.get_meter("t").create_histogram("rpc.duration", unit="ms")
+    for k in range(10):
+        for value in (5.0 + k, 20.0, 80.0 - k):
+            histogram.record(value)
+        reader.force_flush()
+    provider.shutdown()
+    exports = sum(1 for line in path.read_text().splitlines() if "rpc.duration" in line)
+    result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    (stream,) = doc["streams"]
+    assert stream["total"]["events"] == 30 and exports >= 10
+    assert doc["errors"]["skipped_records"] == exports
+    assert len(doc["errors"]["messages"]) == 2 and doc["errors"]["messages"][1].endswith(f"({exports} in all); skipped")

@@ -57,7 +57,7 @@ def test_cumulative_first_point_counts_since_its_start_then_diffs() -> None:
     assert [int(c.counts.sum()) for c in cols] == [5, 2, 3]
     assert [c.source_buckets.counts.tolist() for c in cols] == [[0, 4, 1], [0, 2, 0], [1, 0, 2]]
     assert not any(c.reset for c in cols)
-    assert cols[0].source_buckets.bounds == (0.0, 5.0, math.inf)
+    assert cols[0].source_buckets.bounds == (0.0, 5000.0, math.inf)  # ms, read as µs
 
 
 def test_cumulative_reset_by_start_time_or_by_a_count_that_goes_down() -> None:
@@ -88,20 +88,23 @@ def test_cumulative_exponential_diffs_across_a_scale_change() -> None:
     assert int(cols[1].counts.sum()) == 6 and not cols[1].reset
     # idx 4 at scale 1 covers (2**2, 2**2.5] -> slot 3; idx 7 covers (2**3.5, 2**4] -> slot 4
     assert cols[1].counts[3] == 1 and cols[1].counts[4] == 5
-    assert cols[1].source_buckets is None  # scale >= 0 in the stream's unit: exact (and these points have no sum)
+    own = cols[1].source_buckets  # exact rows, and the buckets kept (no sum in these points)
+    assert own is not None and own.total_time is None and own.counts.tolist() == [0, 0, 1, 0, 0, 5]
+    assert own.bounds == pytest.approx((0.0, 4.0, 2**2.5, 8.0, 2**3.5, 16.0))  # zero bucket, gap, then idx 4..7
 
 
-def test_exact_exponential_columns_keep_the_sum_of_their_points() -> None:
-    """Folded exactly, the rows are the buckets; the points' sum (µs here) is what the column spent, in seconds."""
+def test_exact_exponential_columns_keep_their_buckets_and_the_sum_of_their_points() -> None:
+    """Folded exactly, the rows are exact, and the buckets (twice finer than rows at scale 1) are kept for
+    percentiles; the points' sum (µs here) is what the column spent, in seconds."""
     def summed(time_s: int, buckets: list[int], total_us: float) -> Point:
         return expo_point(key("lat", exponential=True), "us", CUMULATIVE, 100 * S, time_s * S, sum(buckets),
                           total_us, 1, 0, 0.0, 4, buckets, [], 0)
 
     cols = intervals(run(summed(110, [1, 2, 3, 4], 120.0), summed(120, [4, 7, 3, 5], 300.0)))
     assert [int(c.counts.sum()) for c in cols] == [10, 9]
-    for col, spent_us in zip(cols, (120.0, 180.0), strict=True):
+    for col, spent_us, held in zip(cols, (120.0, 180.0), ([1, 2, 3, 4], [3, 5, 0, 1]), strict=True):
         own = col.source_buckets
-        assert own is not None and own.bounds == () and len(own.counts) == 0
+        assert own is not None and own.counts.tolist() == [0, 0, *held]
         assert own.total_time == pytest.approx(spent_us * 1e-6)
 
 
@@ -123,9 +126,9 @@ def test_zero_count_goes_to_slot_zero_and_negative_buckets_are_ignored_with_one_
     assert sum("negative values" in m for m in notes(items)) == 1
 
 
-@pytest.mark.parametrize(("unit", "stream_unit", "factor"), [("ms", "millisec", 1.0), ("us", "microsec", 1.0),
+@pytest.mark.parametrize(("unit", "stream_unit", "factor"), [("ms", "microsec", 1e3), ("us", "microsec", 1.0),
                                                               ("ns", "nanosec", 1.0), ("s", "microsec", 1e6),
-                                                              ("", "millisec", 1.0)])
+                                                              ("", "microsec", 1e3)])
 def test_units_pick_the_stream_unit_and_scale_bounds(unit: str, stream_unit: str, factor: float) -> None:
     items = run(explicit(110, [0, 4, 1], total=30.0, unit=unit))
     [col] = intervals(items)
@@ -150,8 +153,8 @@ def test_units_are_case_sensitive_as_ucum_is() -> None:
 
     assert [stream_unit(u) for u in ("Ms", "mS", "MS", "S", "NS", "US", "uS")] == [None] * 7
     assert [stream_unit(u) for u in ("ms", "s", "us", "ns", "µs", "milliseconds", "Seconds")] == [
-        ("millisec", 1.0), ("microsec", 1e6), ("microsec", 1.0), ("nanosec", 1.0), ("microsec", 1.0),
-        ("millisec", 1.0), ("microsec", 1e6)]
+        ("microsec", 1e3), ("microsec", 1e6), ("microsec", 1.0), ("nanosec", 1.0), ("microsec", 1.0),
+        ("microsec", 1e3), ("microsec", 1e6)]
     items = run(explicit(110, [0, 4, 1], unit="mS"), explicit(110, [0, 4, 1], unit="Ms", k=key("other")))
     assert not intervals(items)
     assert sum("not a duration" in m for m in notes(items)) == 2
@@ -162,7 +165,7 @@ def test_default_bounds_rebin_with_totals_exact() -> None:
     [col] = intervals(run(explicit(110, buckets, temporality=DELTA)))
     assert col.counts.sum() == sum(buckets)
     assert col.counts[0] >= 2  # (-inf, 0] -> [0, 1)
-    assert col.counts[14] == 1  # (10000, +inf) -> the slot of 10000 ms: [8192, 16384)
+    assert col.counts[24] == 1  # (10000, +inf) ms -> the slot of 10,000,000 µs: [8.39 s, 16.8 s)
     assert col.source_buckets.counts.tolist() == buckets
 
 
@@ -303,10 +306,59 @@ def test_a_columns_sum_that_counts_negative_values_is_not_its_time() -> None:
 
     items = run(point(110, 10, 4, 10.8), point(120, 15, 4, 19.8))  # then 5 more of 1.8 ms: 9 ms more
     first, second = intervals(items)
-    assert int(first.counts.sum()) == 10 and first.source_buckets is None  # no sum: the rows' estimate
+    assert int(first.counts.sum()) == 10 and first.source_buckets.total_time is None  # no sum: the rows' estimate
     assert second.source_buckets is not None and second.source_buckets.total_time == pytest.approx(0.009)
     assert any("so is the sum of a column that holds them" in m for m in notes(items))
     acc = accumulate(items)
     (stream,) = build_report(acc)["streams"]
     assert 1.41e-3 <= stream["total"]["mean_s"] <= 2e-3  # inside the only bucket with events, not 10.8 / 10 ms
     assert "the source's exact sum" not in report_text(acc)
+
+
+def _skipped(items: list[Any]) -> int:
+    return sum(i.skipped for i in items if isinstance(i, Notice))
+
+
+def test_every_point_not_after_its_series_previous_one_counts_as_skipped_said_as_a_count() -> None:
+    """hn1's defect 5: one instrument under two Views exports two points per export, alike but for their scale. Every
+    second point is skipped and counted (20 exports: 20, not 1), said once and then as a count, not line by line; a
+    resent identical point is not counted."""
+    streams = PointStreams()
+    got: list[Any] = []
+    for k in range(20):
+        t = 110 + k
+        one = expo(t, 1, 4, [1, 2, 3, 4], start_s=100 + k, temporality=DELTA)
+        other = expo(t, 0, 2, [3, 7], start_s=100 + k, temporality=DELTA)  # the same 10 values, another scale
+        got += run(one, other, one, streams=streams)  # `one` once more: an exporter's retry, identical
+    got += list(streams.finish())
+    assert len(intervals(got)) == 20 and _skipped(got) == 20
+    said = [m for m in notes(got) if "svc/lat" in m]
+    assert len(said) == 2 and "a second point at 110000000000 ns, the time of the previous one" in said[0]
+    assert said[1] == "peer: svc/lat{route=/a}: 19 more points not after the previous one (20 in all); skipped"
+
+
+def test_a_second_cumulative_point_of_another_start_time_is_counted_not_dropped_silently() -> None:
+    """The cumulative side of defect 5: the second View's point has its own start time (a few µs later): it was
+    dropped with no word. Now it is a skipped point like any other."""
+    streams = PointStreams()
+    got: list[Any] = []
+    for k in range(5):
+        got += run(expo(110 + k, 1, 4, [1 + k, 2, 3, 4]), expo(110 + k, 0, 2, [3 + k, 7], start_s=101),
+                   streams=streams)
+    got += list(streams.finish())
+    assert len(intervals(got)) == 5 and _skipped(got) == 5
+    assert len(notes(got)) == 2
+
+
+def test_the_count_of_skipped_points_is_said_again_at_doubling_spans_of_the_points_clock() -> None:
+    """Live (no end to say it at), the count is said a minute after the first, then at doubling spans: a day of
+    duplicates every 10 s is 12 lines, not 8640; each line says how many since the last."""
+    streams = PointStreams()
+    got: list[Any] = []
+    for k in range(8640):
+        t = 110 + 10 * k
+        got += run(expo(t, 1, 4, [1], start_s=t - 10, temporality=DELTA),
+                   expo(t, 0, 2, [1], start_s=t - 10, temporality=DELTA), streams=streams)
+    lines = notes(got)
+    assert _skipped(got) + sum(i.skipped for i in streams.finish()) == 8640
+    assert 10 <= len(lines) <= 14 and _skipped(got) > 8640 / 2

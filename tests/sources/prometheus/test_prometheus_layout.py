@@ -147,8 +147,8 @@ def test_native_schema_at_least_zero_folds_exactly_in_its_unit(schema: int) -> N
     state = NativeHistogramState(schema)
     for v in values:
         state.observe(v)
-    layout, counts, total = fold_native({"count": str(state.count), "sum": repr(state.sum),
-                                         "buckets": _api_buckets(state)}, 1.0)
+    layout, counts, total, _, _ = fold_native({"count": str(state.count), "sum": repr(state.sum),
+                                               "buckets": _api_buckets(state)}, 1.0)
     rows, kept = layout.fold(counts)
     assert layout.exact and total == pytest.approx(sum(values))
     if schema == 0:  # each bucket is one row: the rows are the buckets
@@ -163,7 +163,7 @@ def test_native_seconds_are_spread_onto_microsecond_rows() -> None:
     state = NativeHistogramState(2)
     for v in (0.0021, 0.0021, 0.0021, 0.0021, 0.0125):  # (2**-9, 2**-8.75] s = (1953, 2323] us straddles 2048 us
         state.observe(v)
-    layout, counts, _ = fold_native({"count": "5", "sum": "0.0209", "buckets": _api_buckets(state)}, 1e6)
+    layout, counts, *_ = fold_native({"count": "5", "sum": "0.0209", "buckets": _api_buckets(state)}, 1e6)
     rows, kept = layout.fold(counts, 0.0209)
     assert not layout.exact and kept is not None and rows.sum() == 5 and kept.total_time == 0.0209
     real = [b for b, c in zip(kept.bounds, kept.counts, strict=True) if c]
@@ -171,26 +171,34 @@ def test_native_seconds_are_spread_onto_microsecond_rows() -> None:
     assert rows[11] + rows[12] == 4 and rows[11] > 0 and rows[12] > 0 and rows[14] == 1
 
 
-def test_native_zero_and_negative_buckets_and_holes() -> None:
+def test_native_zero_bucket_holes_and_negative_buckets_left_out() -> None:
     raw = [[1, "-4", "-2", "1"], [3, "-0.001", "0.001", "2"], [0, "1", "2", "3"], [0, "8", "16", "4"]]
-    bounds, counts, real = native_buckets(raw)
+    bounds, counts, real, carried, negative = native_buckets(raw)
     assert bounds == [0.001, 1.0, 2.0, 8.0, 16.0]
-    assert counts == [3.0, 0.0, 3.0, 0.0, 4.0] and real == [True, False, True, False, True]
-    layout, whole, _ = fold_native({"count": "10", "buckets": raw}, 1.0)
+    assert counts == [2.0, 0.0, 3.0, 0.0, 4.0] and real == [True, False, True, False, True]
+    assert negative == 1.0 and carried == [0.0] * 5
+    layout, whole, spent, left_out, _ = fold_native({"count": "10", "sum": "20.5", "buckets": raw}, 1.0)
     rows, kept = layout.fold(whole)
     assert layout.exact and kept is None  # the holes span several rows but hold nothing
-    assert rows[0] == 3 and rows[1] == 3 and rows[4] == 4 and rows.sum() == 10
+    assert rows[0] == 2 and rows[1] == 3 and rows[4] == 4 and rows.sum() == 9  # not the value in (-4, -2]
+    assert left_out == 1.0 and spent is None  # the sum counts the negative value too: it is not the time waited
+    assert fold_native({"count": "9", "sum": "20.5", "buckets": raw[1:]}, 1.0).spent == 20.5
+
+
+def test_a_zero_threshold_of_zero_is_the_zero_bucket_not_a_negative_one() -> None:
+    got = native_buckets([[3, "-0", "0", "5"], [0, "1", "2", "1"]])
+    assert got.negative == 0 and got.counts == [5.0, 0.0, 1.0] and got.bounds == [0.0, 1.0, 2.0]
 
 
 def test_native_schema_below_zero_is_spread() -> None:
-    layout, counts, _ = fold_native({"count": "6", "buckets": [[0, "4", "16", "6"]]}, 1.0)  # schema -1
+    layout, counts, *_ = fold_native({"count": "6", "buckets": [[0, "4", "16", "6"]]}, 1.0)  # schema -1
     rows, kept = layout.fold(counts)
     assert not layout.exact and kept is not None and rows[3:5].tolist() == [3, 3]
 
 
 def test_native_float_counts_from_increase_are_rounded_to_the_count() -> None:
     raw = [[0, "1", "2", "1.4"], [0, "2", "4", "2.3"], [0, "4", "8", "0.3"]]
-    _, counts, _ = fold_native({"count": "4.0", "sum": "9.1", "buckets": raw}, 1.0)
+    counts = fold_native({"count": "4.0", "sum": "9.1", "buckets": raw}, 1.0).counts
     assert counts.tolist() == [0, 0, 2, 2, 0]  # [0, 0) and the hole [0, 1) first, then 1.4 2.3 0.3 -> 4
 
 
@@ -219,7 +227,7 @@ def _bucket(i: int, count: int, schema: int = 3) -> list[object]:
 
 
 def test_a_native_bucket_inside_one_row_is_kept_for_percentiles() -> None:
-    layout, counts, total = fold_native({"count": "100", "sum": "5.0", "buckets": [_bucket(-34, 100)]}, 1e6)
+    layout, counts, total, *_ = fold_native({"count": "100", "sum": "5.0", "buckets": [_bucket(-34, 100)]}, 1e6)
     rows, kept = layout.fold(counts, 5.0)  # (48.2, 52.6] ms: inside the row [32.8, 65.5) ms, folded exactly
     assert layout.exact and rows[16] == 100 and rows.sum() == 100
     assert kept is not None and kept.total_time == 5.0
@@ -235,8 +243,8 @@ def test_a_native_bucket_inside_one_row_is_kept_for_percentiles() -> None:
 
 
 def test_native_series_with_different_buckets_sum_on_the_union() -> None:
-    fifty, seven, _ = fold_native({"count": "7", "sum": "0.35", "buckets": [_bucket(-34, 7)]}, 1e6)
-    hundred, two, _ = fold_native({"count": "2", "sum": "0.2", "buckets": [_bucket(-26, 2)]}, 1e6)
+    fifty, seven, *_ = fold_native({"count": "7", "sum": "0.35", "buckets": [_bucket(-34, 7)]}, 1e6)
+    hundred, two, *_ = fold_native({"count": "2", "sum": "0.2", "buckets": [_bucket(-26, 2)]}, 1e6)
     builder = StreamBuilder("x_seconds", "sec", sum_all=True)
     stream = builder.stream(())
     column = builder.interval(stream, [Part(fifty, seven, 0.35), Part(hundred, two, 0.2)], 0.0, 1.0)
@@ -294,3 +302,51 @@ def test_a_scraped_reports_bucket_table_keeps_a_slow_request_in_its_own_bucket()
     assert sum(n for (low, _), n in rows.items() if low in fast) == 15 * batches
     assert sum(n for (low, _), n in rows.items() if low in ("65.5ms", "131ms", "262ms", "524ms")) == batches
     assert "bimodal" in r.stdout and "unimodal" not in r.stdout
+
+
+def _tail_count(folded_counts: np.ndarray, bounds: tuple[float, ...], upper: float) -> int:
+    """The whole count a folded column gives the bucket ending at `upper`."""
+    return int(folded_counts[list(bounds).index(upper)]) if upper in bounds else 0
+
+
+def test_native_increases_carry_each_buckets_fraction_to_the_next_column() -> None:
+    """hn1's shape: 1 s scrapes, 5 s steps, so increase() gives a tail bucket 1.25 per event. Rounded alone each column
+    counted it 1 (its quarter went to the fat body buckets): with the carry it counts 15 over 12 columns, as PromQL's
+    increases add up, and the body keeps its own count."""
+    carry: dict[tuple[float, float], float] = {}
+    tail = body = 0
+    alone = 0
+    for _ in range(12):
+        raw = [[0, "1", "2", "50.25"], [0, "2", "4", "30.5"], [0, "64", "128", "1.25"]]
+        folded = fold_native({"count": "82", "buckets": raw}, 1.0, carry)
+        carry = folded.carry
+        tail += _tail_count(folded.counts, folded.layout.bounds, 128.0)
+        body += int(folded.counts.sum())
+        plain = fold_native({"count": "82", "buckets": raw}, 1.0)
+        alone += _tail_count(plain.counts, plain.layout.bounds, 128.0)
+    assert alone == 12  # what rounding column by column gave
+    assert tail == 15 and body == round(12 * 82.0)
+    assert all(abs(rem) < 1 for rem in carry.values())
+
+
+def test_a_carried_fraction_waits_in_its_own_bucket_and_joins_a_coarser_one() -> None:
+    """A tail bucket absent from a column keeps what it carries (an empty bucket of its own range in that column's
+    layout); after the schema is lowered, a finer bucket's carry joins the coarser bucket that holds it."""
+    carry: dict[tuple[float, float], float] = {}
+    counted = waited = 0
+    for k in range(10):
+        raw = [[0, "1", "2", "10"]] + ([[0, "64", "90.50966799187808", "0.4"]] if k % 2 == 0 else [])
+        folded = fold_native({"count": "10.4", "buckets": raw}, 1.0, carry)
+        if k % 2 and (64.0, 90.50966799187808) in carry:  # absent, but carrying: its range is kept, empty
+            assert 90.50966799187808 in folded.layout.bounds
+            waited += 1
+        carry = folded.carry
+        counted += sum(int(n) for b, n in zip(folded.layout.bounds, folded.counts, strict=True) if b > 64)
+    assert counted == 2 and waited  # 0.4 in five columns, not 0 every time
+    fine = fold_native({"count": "10.6", "buckets": [[0, "1", "2", "10"], [0, "64", "90.50966799187808", "0.6"]]},
+                       1.0, {})
+    assert fine.carry[(64.0, 90.50966799187808)] == pytest.approx(-0.4)
+    coarse = fold_native({"count": "10.3", "buckets": [[0, "1", "2", "10"], [0, "64", "128", "0.3"]]}, 1.0,
+                         fine.carry)
+    assert coarse.layout.bounds[-1] == 128.0 and 90.50966799187808 not in coarse.layout.bounds
+    assert coarse.carry[(64.0, 128.0)] == pytest.approx(-0.1)  # -0.4 carried + 0.3, counted 0

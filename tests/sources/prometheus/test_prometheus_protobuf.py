@@ -301,3 +301,33 @@ def test_any_bytes_give_readings_or_named_errors_never_an_exception(noise: bytes
         for reading in got.native.values():
             hist = api_histogram(reading, None)
             assert all(c > 0 for *_, c in hist["buckets"]) and hist["count"] >= 0
+
+
+def test_negative_native_values_are_left_out_with_one_note_and_their_columns_sum_is_not_the_time() -> None:
+    """hn1's `signed_seconds`: a client that observes negative values (a clock stepping back) keeps them in negative
+    buckets, and its `_sum` is signed. They are no latencies: left out (they were counted in the lowest rows, making
+    a "faster band"), one note for the series, and a column holding them has no exact time (the signed sum is not the
+    time its events waited)."""
+    exporter = NativeExporter(NATIVE, schema=2, labels={"svc": "n"}, zero_threshold=0.5)
+    batches = [[12.0, -3.0, 0.0, 7.5, -40.0, 0.2], [5.0, 6.0], [-1.0, 9.0, -2.5]]
+    made = iter(batches)
+
+    def observe(_: float) -> None:
+        for value in next(made, []):
+            exporter.observe(value)
+
+    try:
+        columns, said = run(ScrapeSource(url=exporter.url, metric=NATIVE, interval=0.001), observe, 3)
+    finally:
+        exporter.close()
+    negative = [m for m in said if "negative values are not latencies" in m]
+    assert len(negative) == 1 and f'{NATIVE}{{svc="n"}}' in negative[0]
+    for column, values in zip(columns, batches, strict=True):
+        kept = [v for v in values if v >= -0.5]  # the zero bucket [-0.5, 0.5] is counted whole
+        assert int(column.counts.sum()) == len(kept)
+        assert column.counts[1:].tolist() == bin_values(np.array([v for v in kept if v > 0.5]))[0][1:].tolist()
+        own = column.source_buckets
+        holds_negative = any(v < -0.5 for v in values)
+        assert own is not None and (own.total_time is None) == holds_negative
+        if not holds_negative:
+            assert own.total_time == pytest.approx(sum(values) / 1000)

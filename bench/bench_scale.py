@@ -1,6 +1,6 @@
 """History at scale (issue 23, items 1, 2 and 6): bytes per column, many streams for a day, reading recordings.
 
-Run: .venv/bin/python bench/bench_scale.py [--streams 1000] [--columns 8640] [--day]
+Run: .venv/bin/python bench/bench_scale.py [--streams 1000] [--columns 8640] [--day] [--report-days 1 3]
 Prints
 - bytes of history per column per stream (streams using 6 buckets, counts only and with exact times), against the
   1,049 bytes the dense history took (64 int64 counts + 64 float64 times + 25 bytes of column data) and the
@@ -9,13 +9,17 @@ Prints
   of Intervals, as sources yield them, through `accumulate`), each size in a fresh process; two sizes give the
   cost per column, extrapolated to 86,400 columns (a day) and said so; `--day` runs the day too;
 - recording read rate: a zstd recording (one frame per record, as `--record x.zst` writes) read into an accumulator,
-  in MB/s of decompressed text, against zstd decompression plus line splitting of the same file.
+  in MB/s of decompressed text, against zstd decompression plus line splitting of the same file;
+- peak RSS of `latencymap report` (text and `--format json`) of one stream of 6 buckets, a record a second for one
+  and three days (PyLatencyMap records, cumulative counts), each in a fresh process, against reading the same file
+  into an accumulator alone (`--report-days` with no number: skip).
 No assertions: targets are in the README's performance section.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -141,19 +145,74 @@ def bench_recording(records: int = 200_000) -> None:
               f"{zst_mb / mine:.1f} MB/s of .zst), zstd + split {text_mb / base:.0f} MB/s: {base / mine:.1%} of it")
 
 
+def write_days(path: Path, days: float, seed: int = 3) -> None:
+    """One stream, a PyLatencyMap record a second for `days` days: cumulative counts in 6 buckets, 32 us to 2 ms."""
+    rng = np.random.default_rng(seed)
+    records = int(DAY * days) + 1
+    counts = np.cumsum(rng.poisson([5, 40, 80, 40, 10, 1], (records, 6)), axis=0)
+    t0 = 1_795_000_000
+    with path.open("w") as out:
+        for j in range(0, records, 4096):
+            out.write("".join(
+                f"<begin record>\ntimestamp, microsec, {(t0 + k) * 1_000_000}, d\nlatencyunit, microsec\nlabel, day\n"
+                + "".join(f"{32 << b}, {c}\n" for b, c in enumerate(row.tolist())) + "<end record>\n"
+                for k, row in enumerate(counts[j: j + 4096], start=j)))
+
+
+def read_only(path: str) -> None:
+    """Read `path` into an accumulator, as `report` does, and nothing else (run in a fresh process)."""
+    from latencymap.flow.pipeline import column_flow
+    from latencymap.plugins import load_registry
+
+    accumulate(column_flow([path], load_registry(), None, {}), Accumulator())
+
+
+def child_peak_mb(args: list[str]) -> float:
+    """Peak RSS (MB) of a child process running `args`, its output discarded (this child's own, from wait4)."""
+    child = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise subprocess.CalledProcessError(child.returncode, args)
+    return usage.ru_maxrss / 1024
+
+
+def bench_report_memory(days: list[float]) -> None:
+    """Peak RSS of `latencymap report` and `report --format json` of one stream, a column a second, for `days`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in days:
+            path = Path(tmp) / f"days{n:g}.txt"
+            write_days(path, n)
+            reading = child_peak_mb([sys.executable, __file__, "read", str(path)])
+            text = child_peak_mb([sys.executable, "-m", "latencymap", "report", str(path)])
+            json_ = child_peak_mb([sys.executable, "-m", "latencymap", "report", "--format", "json", str(path)])
+            columns = int(DAY * n)
+            print(f"report of one stream, {columns:,} one-second columns ({n:g} day{'s' * (n != 1)}, 6 buckets, "
+                  f"{path.stat().st_size / 1e6:.0f} MB of records): peak RSS {text:.0f} MB (text), {json_:.0f} MB "
+                  f"(--format json); reading it into the accumulator alone {reading:.0f} MB: the report adds "
+                  f"{text - reading:.0f} MB ({(text - reading) * 1e6 / columns:.0f} bytes a column), JSON "
+                  f"{json_ - reading:.0f} MB (its two columns x 6 arrays and their text); target <= 200 MB for a day")
+
+
 def main() -> None:
     """Command line."""
     if sys.argv[1:2] == ["many"]:
         many(int(sys.argv[2]), int(sys.argv[3]))
+        return
+    if sys.argv[1:2] == ["read"]:
+        read_only(sys.argv[2])
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("--streams", type=int, default=1000)
     ap.add_argument("--columns", type=int, default=8640)
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--day", action="store_true", help="also run --streams x 86,400 columns (about 10 min here)")
+    ap.add_argument("--report-days", type=float, nargs="*", default=[1.0, 3.0],
+                    help="days of one-second columns of one stream to report (none: skip)")
     ns = ap.parse_args()
     print(machine())
     bytes_per_column()
+    bench_report_memory(ns.report_days)
     bench_recording(ns.records)
     bench_many(ns.streams, ns.columns)
     if ns.day:

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.analysis.bands import Band, estimate_time, find_bands, nonnegative, significant_bands
+from latencymap.analysis.bands import Band, find_bands, significant_bands
+from latencymap.analysis.columns import Columns, as_columns
 from latencymap.analysis.drift import Drift, find_drift
 from latencymap.analysis.episodes import Episode, find_episodes
 from latencymap.analysis.findings import (
@@ -181,14 +182,16 @@ BURST_COLUMN_SHARE = 0.10
 BURST_EVENTS_SHARE = 0.8
 
 
-def _find_bursts(b: Band, counts: np.ndarray, starts: np.ndarray, first: int, episodes: list[Episode]) -> None:
+def _find_bursts(b: Band, cols: Columns, starts: np.ndarray, first: int, episodes: list[Episode]) -> None:
     """Mark band `b` as bursts when few columns hold most of its events (`b.bursts`): a GC pause makes every request
     that arrives during it slow, so a slow band of many events can sit in three columns of a hundred. Said as a
     population spread over the range, it would hide the one thing that identifies it: when. Columns that episodes
     (or stalls) cover already say when, so bursts all inside them are not said again."""
-    per_col = counts[:, b.first_slot: b.last_slot + 1].sum(axis=1)
+    band = slice(b.first_slot, b.last_slot + 1)
+    parts = [c[:, band].sum(axis=1) for _, c, _ in cols.chunks()]
+    per_col = np.concatenate(parts) if parts else np.zeros(0)
     total = float(per_col.sum())
-    occupied = int((counts.sum(axis=1) > 0).sum())
+    occupied = int((cols.column_sums()[0] > 0).sum())
     if total <= 0 or outliers(b) or occupied < 2 * BURST_COLUMNS:
         return
     order = np.argsort(-per_col, kind="stable")
@@ -196,11 +199,11 @@ def _find_bursts(b: Band, counts: np.ndarray, starts: np.ndarray, first: int, ep
     k = int(np.searchsorted(held, BURST_EVENTS_SHARE * total * (1 - 1e-12))) + 1
     if k > max(BURST_COLUMNS, BURST_COLUMN_SHARE * occupied):
         return
-    cols = sorted(int(c) for c in order[:k])
-    if all(any(e.first_col <= first + c <= e.last_col for e in episodes) for c in cols):
+    picked = sorted(int(c) for c in order[:k])
+    if all(any(e.first_col <= first + c <= e.last_col for e in episodes) for c in picked):
         return
-    b.bursts = [(first + c, float(starts[c])) for c in cols]
-    b.burst_share = float(per_col[cols].sum()) / total
+    b.bursts = [(first + c, float(starts[c])) for c in picked]
+    b.burst_share = float(per_col[picked].sum()) / total
 
 
 def _is_shift(e: Episode, at: int, scope: Scope) -> bool:
@@ -218,7 +221,7 @@ def _all_in_stalls(b: Band, stalls: list[Episode]) -> bool:
 
 
 def diagnose(
-    counts2d: np.ndarray,
+    counts2d: np.ndarray | Columns,
     time2d: np.ndarray | None,
     low_s: np.ndarray,
     high_s: np.ndarray,
@@ -236,39 +239,42 @@ def diagnose(
     """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), their episodes,
     stalls and drift, and the findings among them.
 
-    `rows_from` is the column of the first row of `counts2d`/`time2d` when they hold only part of the history
-    (`starts`/`ends` always cover it all); `datasource` (`spark`, `training`...) words the findings' causes;
-    `exact`: `time2d` is the source's own time, not estimated (None: when it is given), so a stall's p50 is read
-    as the report's header reads it; `gaps` marks (over all columns, as `starts`) the gap columns: missing data is
-    no silence; `seen_max` (s per slot, NaN where not known) the largest value seen, which bounds a stall's wait.
+    `counts2d` and `time2d` are (columns x slots) arrays (`time2d` None: estimated from the buckets' midpoints), or
+    `counts2d` is `Columns` that read both (a stream's history, a chunk at a time: `history_columns`; `time2d` is
+    then None and taken as given). `rows_from` is the column of the first row of `counts2d`/`time2d` when they hold
+    only part of the history (`starts`/`ends` always cover it all); `datasource` (`spark`, `training`...) words the
+    findings' causes; `exact`: `time2d` is the source's own time, not estimated (None: when it is given), so a
+    stall's p50 is read as the report's header reads it; `gaps` marks (over all columns, as `starts`) the gap
+    columns: missing data is no silence; `seen_max` (s per slot, NaN where not known) the largest value seen, which
+    bounds a stall's wait.
     """
     th = thresholds
-    counts = np.asarray(counts2d, dtype=np.float64)
-    if counts.ndim == 1:
-        counts = counts[None, :]
-    first, stop = (rows_from, rows_from + len(counts)) if col_range is None else col_range
-    first, stop = max(rows_from, first), min(rows_from + len(counts), stop)
-    rows = slice(first - rows_from, stop - rows_from)
-    counts = nonnegative(counts[rows])
-    if time2d is None:
-        times, estimated = estimate_time(counts, low_s, high_s), True
+    estimated = time2d is None and not isinstance(counts2d, Columns)
+    if isinstance(counts2d, Columns):
+        cols = counts2d
     else:
-        times = nonnegative(np.asarray(time2d, dtype=np.float64).reshape(-1, counts.shape[1])[rows])
-        estimated = False
+        counts = np.asarray(counts2d, dtype=np.float64)
+        if counts.ndim == 1:
+            counts = counts[None, :]
+        times = None if time2d is None else np.asarray(time2d, dtype=np.float64).reshape(-1, counts.shape[1])
+        cols = as_columns(counts, times, low_s, high_s, clip=True)
+    first, stop = (rows_from, rows_from + cols.n) if col_range is None else col_range
+    first, stop = max(rows_from, first), min(rows_from + cols.n, stop)
+    cols = cols.part(first - rows_from, stop - rows_from)
     all_starts = np.asarray(starts, dtype=np.float64)
     starts, ends = all_starts[first:stop], np.asarray(ends, dtype=np.float64)[first:stop]
-    pooled, pooled_t = counts.sum(axis=0), times.sum(axis=0)
+    pooled, pooled_t = cols.slot_sums()
     bands = find_bands(pooled, pooled_t, low_s, high_s, max_valley_ratio=th.max_valley_ratio,
                        min_valley_z=th.min_valley_z, min_band_share=th.min_band_share,
                        deep_valley_ratio=th.deep_valley_ratio, min_band_time_share=th.min_band_time_share,
                        gap_alpha=th.gap_alpha)
     major = significant_bands(bands, min_events_share=th.band_events_share, min_time_share=th.band_time_share)
     episodes = find_episodes(
-        counts, times, low_s, high_s, starts, ends, z=th.episode_z, min_shift=th.episode_min_shift,
+        cols, None, low_s, high_s, starts, ends, z=th.episode_z, min_shift=th.episode_min_shift,
         min_time_shift=th.episode_min_time_shift, min_column_events=th.episode_min_column_events,
         min_columns=th.episode_min_columns, max_gap=th.episode_max_gap, col_offset=first,
         min_move_octaves=th.min_move_octaves)
-    stalls = find_stalls(counts, times, low_s, high_s, starts, ends, th=th, col_offset=first,
+    stalls = find_stalls(cols, None, low_s, high_s, starts, ends, th=th, col_offset=first,
                          exact=not estimated if exact is None else exact, datasource=datasource, seen_max=seen_max)
     episodes = sorted(without_covered(episodes, stalls) + stalls, key=lambda e: (e.first_col, e.kind != "stall"))
     d = Diagnosis(
@@ -282,19 +288,18 @@ def diagnose(
         time_estimated=estimated,
         t0=float(all_starts[0]) if len(all_starts) else 0.0,
         major=major,
-        drift=find_drift(counts, low_s, high_s, starts, ends, th=th, col_offset=first) if len(counts) else None,
+        drift=find_drift(cols, low_s, high_s, starts, ends, th=th, col_offset=first) if cols.n else None,
         few=slowest_few(pooled, pooled_t, low_s, high_s, events_share=th.tail_few_events_share,
                         time_share=th.tail_few_time_share),
-        silences=silences_left(find_silences(counts, starts, ends, None if gaps is None else
+        silences=silences_left(find_silences(cols, starts, ends, None if gaps is None else
                                              np.asarray(gaps)[first:stop], col_offset=first), stalls),
     )
     main = max(major, key=lambda b: b.events) if major else None
     for b in major:
         if b is not main:
-            _find_bursts(b, counts, starts, first, episodes)
+            _find_bursts(b, cols, starts, first, episodes)
     if d.events > 0:
         used = np.flatnonzero(pooled > 0)
         scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s, datasource)
         d.findings = _findings(d, scope, th, float(high_s[used[-1]]))
     return d
-

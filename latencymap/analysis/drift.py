@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from latencymap.analysis.columns import Columns, as_columns
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 
@@ -54,17 +55,26 @@ def column_medians_log2(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarra
     return np.where(n > 0, lo + np.clip(frac, 0.0, 1.0) * (hi - lo), np.nan)
 
 
-def find_drift(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-               *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0) -> Drift | None:
-    """The drift of the median over the columns, or None (see the module docstring)."""
-    used = np.flatnonzero(counts.any(axis=0))
+def find_drift(counts: np.ndarray | Columns, low_s: np.ndarray, high_s: np.ndarray, starts: np.ndarray,
+               ends: np.ndarray, *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0) -> Drift | None:
+    """The drift of the median over the columns (of (columns x slots) counts, or of `Columns`), or None (see the
+    module docstring)."""
+    cols = as_columns(counts)
+    used = np.flatnonzero(cols.used(times=False))
+    slots = slice(None)
     if used.size:  # the medians read only the slots some column uses
         slots = slice(int(used[0]), int(used[-1]) + 1)
-        counts, low_s, high_s = counts[:, slots], low_s[slots], high_s[slots]
-    tested = np.flatnonzero(counts.sum(axis=1) >= th.episode_min_column_events)
+        low_s, high_s = low_s[slots], high_s[slots]
+    found, medians = [], []
+    for span, c, _ in cols.chunks():  # each column's median, a chunk of columns at a time
+        c = c[:, slots]
+        rows = np.flatnonzero(c.sum(axis=1) >= th.episode_min_column_events)
+        found.append(rows + span.start)
+        medians.append(column_medians_log2(c[rows], low_s, high_s))
+    tested = np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
     if tested.size < max(th.drift_min_columns, 3):
         return None
-    y = column_medians_log2(counts[tested], low_s, high_s)
+    y = np.concatenate(medians)
     x = (np.asarray(starts, dtype=np.float64)[tested] + np.asarray(ends, dtype=np.float64)[tested]) / 2.0
     x = x - x[0]
     if np.ptp(x) <= 0:

@@ -34,13 +34,15 @@ not reported: select a range of columns (`col_range` in `diagnose`) around it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from latencymap.analysis.bands import estimate_time, nonnegative
+from latencymap.analysis.columns import Columns, as_columns
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS as _T
+from latencymap.core import chunked
 from latencymap.core.percentiles import column_medians, median_of
 
 Z = _T.episode_z
@@ -115,13 +117,6 @@ class Episode:
         }
 
 
-def _median_shape(shares: np.ndarray) -> np.ndarray:
-    """The per-slot median of columns' shares, as shares again (the pooled shares when every median is 0)."""
-    med = column_medians(shares)
-    total = float(med.sum())
-    return med / total if total > 0 else _shares(shares.sum(axis=0))
-
-
 def chi2_quantile(df: np.ndarray, z: float) -> np.ndarray:
     """Upper chi-square quantile at standard-normal deviate `z` (Wilson-Hilferty)."""
     df = np.maximum(np.asarray(df, dtype=np.float64), 1.0)
@@ -150,51 +145,92 @@ def _baseline_shares(base: np.ndarray) -> np.ndarray:
 
 
 def anomalous_columns(
-    counts: np.ndarray, times: np.ndarray, *, z: float = Z, min_shift: float = MIN_SHIFT,
+    counts: np.ndarray | Columns, times: np.ndarray | None = None, *, z: float = Z, min_shift: float = MIN_SHIFT,
     min_time_shift: float = MIN_TIME_SHIFT, min_column_events: int = MIN_COLUMN_EVENTS, iterations: int = 3,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(anomalous mask, baseline counts, baseline time) over columns (see the module docstring).
+    """(anomalous mask, baseline counts, baseline time) over columns (see the module docstring): (columns x slots)
+    `counts` and `times`, or `Columns` that read both.
 
     The work runs on the slots some column uses: each empty slot outside them only adds its half-event baseline
     share `q` to the normaliser, `2 n q` to a column's deviance and `q / 2` to its distance, which are added as sums.
+    Each step reads the columns a chunk at a time and keeps a few numbers per column.
     """
-    width = counts.shape[1]
-    used = np.flatnonzero(counts.any(axis=0) | times.any(axis=0))
-    lo, hi = (int(used[0]), int(used[-1]) + 1) if used.size else (0, width)
-    outside = width - (hi - lo)
-    full_counts, full_times = counts, times
-    counts, times = np.ascontiguousarray(counts[:, lo:hi]), np.ascontiguousarray(times[:, lo:hi])
-    n = counts.sum(axis=1)
+    cols = as_columns(counts, times)
+    used = np.flatnonzero(cols.used())
+    lo, hi = (int(used[0]), int(used[-1]) + 1) if used.size else (0, cols.width)
+    outside = cols.width - (hi - lo)
+    window = cols.window(slice(lo, hi))
+    n = window.column_sums()[0]
     testable = n >= min_column_events
-    anomalous = np.zeros(len(counts), dtype=bool)
-    present, count_shares, time_shares = counts > 0, _shares(counts), _shares(times)  # the same every iteration
+    anomalous = np.zeros(cols.n, dtype=bool)
     for step in range(iterations):
         normal = testable & ~anomalous
-        base, base_t = counts[normal].sum(axis=0), times[normal].sum(axis=0)
+        base, base_t = window.slot_sums(normal)
         if step == 0 and normal.sum() >= 3:
             # The first baseline is the median column's shape, not the pooled one: a change lasting a third of the
             # range (a slow band from t+40s to the end) would otherwise be in the pooled shape, making every column
             # before it look as changed as those after, and no majority would be left to stand as the baseline.
-            base = _median_shape(count_shares[normal]) * float(base.sum())
-            base_t = _median_shape(time_shares[normal]) * float(base_t.sum())
+            base = _median_shape_of(window, normal, of_time=False) * float(base.sum())
+            base_t = _median_shape_of(window, normal, of_time=True) * float(base_t.sum())
         total = max(float(base.sum()), 1.0)
         p = np.where(base > 0, base, 0.5) / total
         norm = float(p.sum()) + outside * 0.5 / total
         p, rest = p / norm, outside * 0.5 / total / norm  # `rest`: the baseline share of the slots outside
         pt = _shares(base_t)
-        deviance = poisson_deviance(counts, n[:, None] * p[None, :]) + 2.0 * n * rest
-        df = np.maximum(((base > 0)[None, :] | present).sum(axis=1) - 1, 1)
+        deviance, tvd, tvd_time, df = np.empty(cols.n), np.empty(cols.n), np.empty(cols.n), np.empty(cols.n, int)
+        for span, c, t in window.chunks():
+            deviance[span], df[span], tvd[span], tvd_time[span] = _column_tests(c, t, n[span], base > 0, p, rest, pt)
         ratio = deviance / (df * (1.0 - 2.0 / (9.0 * df)) ** 3)  # ~1 at the median of chi2(df)
         dispersion = max(1.0, float(median_of(ratio[normal]))) if normal.any() else 1.0
         significant = deviance / dispersion > chi2_quantile(df, z)
-        tvd = 0.5 * (np.abs(count_shares - p[None, :]).sum(axis=1) + rest)
-        tvd_time = 0.5 * np.abs(time_shares - pt[None, :]).sum(axis=1)
         found = testable & significant & ((tvd >= min_shift) | (tvd_time >= min_time_shift))
         if found.sum() * 2 > testable.sum() or np.array_equal(found, anomalous):
             break  # converged, or no majority of normal columns to stand as the baseline
         anomalous = found
     normal = testable & ~anomalous
-    return anomalous, full_counts[normal].sum(axis=0), full_times[normal].sum(axis=0)
+    return (anomalous, *cols.slot_sums(normal))
+
+
+def _column_tests(counts: np.ndarray, times: np.ndarray, n: np.ndarray, in_base: np.ndarray, p: np.ndarray,
+                  rest: float, pt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per column: Poisson deviance against the baseline shares `p` (`rest`: those of the slots outside), its
+    degrees of freedom, and the total variation distances of event and time shares."""
+    deviance = poisson_deviance(counts, n[:, None] * p[None, :]) + 2.0 * n * rest
+    df = np.maximum((in_base[None, :] | (counts > 0)).sum(axis=1) - 1, 1)
+    tvd = 0.5 * (np.abs(_shares(counts) - p[None, :]).sum(axis=1) + rest)
+    tvd_time = 0.5 * np.abs(_shares(times) - pt[None, :]).sum(axis=1)
+    return deviance, df, tvd, tvd_time
+
+
+#: Bytes of shares gathered at a time for the per-slot medians of the first baseline.
+MEDIAN_BYTES = 4 << 20
+
+
+def _median_shape(shares: np.ndarray) -> np.ndarray:
+    """The per-slot median of columns' shares, as shares again (the pooled shares when every median is 0)."""
+    return _shape(column_medians(shares), lambda: shares.sum(axis=0))
+
+
+def _shape(med: np.ndarray, pooled: Callable[[], np.ndarray]) -> np.ndarray:
+    """Per-slot medians as shares, or the `pooled` shares when every median is 0."""
+    total = float(med.sum())
+    return med / total if total > 0 else _shares(pooled())
+
+
+def _median_shape_of(window: Columns, normal: np.ndarray, *, of_time: bool) -> np.ndarray:
+    """`_median_shape` of the `normal` columns' shares of events (`of_time`: of time), read a chunk at a time: a
+    few slots at a time, as many as `MEDIAN_BYTES` holds."""
+
+    def shares(slots: slice = slice(None)) -> Iterator[np.ndarray]:
+        for span, c, t in window.chunks():
+            yield _shares(t if of_time else c)[normal[span], slots]
+
+    group = max(1, MEDIAN_BYTES // (8 * max(int(normal.sum()), 1)))
+    med = np.empty(window.width)
+    for at in range(0, window.width, group):
+        slots = slice(at, at + group)
+        med[slots] = column_medians(np.concatenate(list(shares(slots))))
+    return _shape(med, lambda: chunked.slot_sums(shares(), window.width))
 
 
 def runs(mask: np.ndarray, *, max_gap: int = MAX_GAP, min_columns: int = MIN_COLUMNS) -> list[tuple[int, int]]:
@@ -277,7 +313,7 @@ def describe(
 
 
 def find_episodes(
-    counts2d: np.ndarray,
+    counts2d: np.ndarray | Columns,
     time2d: np.ndarray | None,
     low_s: np.ndarray,
     high_s: np.ndarray,
@@ -294,24 +330,26 @@ def find_episodes(
     col_offset: int = 0,
     min_move_octaves: float = MIN_MOVE_OCTAVES,
 ) -> list[Episode]:
-    """Episodes over columns (rows of `counts2d`); column numbers are shifted by `col_offset`."""
-    counts = nonnegative(counts2d)
-    if counts.ndim != 2 or len(counts) < 2 * min_columns + 1:
+    """Episodes over columns (rows of `counts2d`, or `Columns` that read counts and times); column numbers are
+    shifted by `col_offset`."""
+    if not isinstance(counts2d, Columns) and np.ndim(counts2d) != 2:
         return []
-    times = estimate_time(counts, low_s, high_s) if time2d is None else nonnegative(time2d)
+    cols = as_columns(counts2d, time2d, low_s, high_s, clip=True)
+    if cols.n < 2 * min_columns + 1:
+        return []
     anomalous, base, base_t = anomalous_columns(
-        counts, times, z=z, min_shift=min_shift, min_time_shift=min_time_shift, min_column_events=min_column_events)
+        cols, z=z, min_shift=min_shift, min_time_shift=min_time_shift, min_column_events=min_column_events)
     if base.sum() <= 0:
         return []
     starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
     lengths = ends - starts
-    base_s = float(lengths[(counts.sum(axis=1) >= min_column_events) & ~anomalous].sum())  # the baseline's columns
+    base_s = float(lengths[(cols.column_sums()[0] >= min_column_events) & ~anomalous].sum())  # the baseline's
     out = []
-    total_c, total_t = max(float(counts.sum()), 1e-300), max(float(times.sum()), 1e-300)
+    total_c, total_t = (max(total, 1e-300) for total in cols.totals())
     for a, b in runs(anomalous, max_gap=max_gap, min_columns=min_columns):
         if ends[b] - starts[a] < min_seconds:
             continue
-        ep_counts, ep_time = counts[a:b + 1].sum(axis=0), times[a:b + 1].sum(axis=0)
+        ep_counts, ep_time = cols.part(a, b + 1).slot_sums()
         kind, shift, gained, lost, rates = describe(ep_counts, ep_time, base, base_t, low_s, high_s,
                                                     min_move_octaves=min_move_octaves,
                                                     seconds=(float(lengths[a:b + 1].sum()), base_s))

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from latencymap.analysis.columns import Columns
 from latencymap.analysis.episodes import runs
 from latencymap.core.percentiles import median_of
 
@@ -51,12 +52,13 @@ class Silence:
         return dict(vars(self))
 
 
-def find_silences(counts: np.ndarray, starts: np.ndarray, ends: np.ndarray, gaps: np.ndarray | None = None,
+def find_silences(counts: np.ndarray | Columns, starts: np.ndarray, ends: np.ndarray, gaps: np.ndarray | None = None,
                   col_offset: int = 0) -> list[Silence]:
-    """The silences of (columns x slots) `counts` (see the module docstring); `gaps` marks gap columns."""
-    if len(counts) < 3:
+    """The silences of (columns x slots) `counts`, or of `Columns` (see the module docstring); `gaps` marks gap
+    columns."""
+    if (counts.n if isinstance(counts, Columns) else len(counts)) < 3:
         return []
-    n = np.asarray(counts, dtype=np.float64).sum(axis=1)
+    n = counts.column_sums()[0] if isinstance(counts, Columns) else np.asarray(counts, dtype=np.float64).sum(axis=1)
     dur = np.asarray(ends, dtype=np.float64) - np.asarray(starts, dtype=np.float64)
     gap = np.zeros(len(n), dtype=bool) if gaps is None else np.asarray(gaps, dtype=bool)
     busy = (n > 0) & (dur > 0) & ~gap

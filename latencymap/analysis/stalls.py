@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from latencymap.analysis.columns import Columns, as_columns
 from latencymap.analysis.episodes import Episode, Region, runs
 from latencymap.analysis.silences import MIN_MISSING, Silence
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -48,15 +49,16 @@ from latencymap.core.percentiles import median_of, percentile_estimates
 SEQUENTIAL = "training"
 
 
-def ceiling_slot(counts: np.ndarray, th: Thresholds = DEFAULT_THRESHOLDS) -> int:
-    """The highest normal slot of (columns x slots) counts; -1 when there are no events."""
-    pooled = counts.sum(axis=0)
+def ceiling_slot(counts: np.ndarray | Columns, th: Thresholds = DEFAULT_THRESHOLDS) -> int:
+    """The highest normal slot of (columns x slots) counts (or of `Columns`); -1 when there are no events."""
+    cols = as_columns(counts)
+    pooled = cols.slot_sums()[0]
     total = pooled.sum()
     if total <= 0:
         return -1
     top = int(np.searchsorted(np.cumsum(pooled), (1.0 - th.stall_normal_share) * total * (1 - 1e-12)))
-    presence = (counts > 0).sum(axis=0)
-    columns = int((counts.sum(axis=1) > 0).sum())  # columns with events: empty ones say nothing of what is usual
+    presence = cols.presence()
+    columns = int((cols.column_sums()[0] > 0).sum())  # columns with events: empty ones say nothing of what is usual
     steady = np.flatnonzero(presence > max(th.stall_max_column_share * columns, th.stall_max_columns))
     return max(top, int(steady[-1]) if steady.size else -1)
 
@@ -67,53 +69,57 @@ def _median_s(pooled: np.ndarray, pooled_t: np.ndarray | None, low_s: np.ndarray
 
 
 def find_stalls(
-    counts: np.ndarray, times: np.ndarray, low_s: np.ndarray, high_s: np.ndarray,
+    counts: np.ndarray | Columns, times: np.ndarray | None, low_s: np.ndarray, high_s: np.ndarray,
     starts: np.ndarray, ends: np.ndarray, *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0,
     exact: bool = False, datasource: str = "", seen_max: np.ndarray | None = None,
 ) -> list[Episode]:
-    """Stall episodes of (columns x slots) counts and times (see the module docstring); `exact`: the times are the
-    source's, not estimated (the p50 that `shift_octaves` starts from is then read with them, as the report's);
-    `datasource` says whether events run one after another (`training`); `seen_max` the largest value seen per slot
-    (s, NaN where not known)."""
-    occupied = counts.sum(axis=1) > 0
+    """Stall episodes of (columns x slots) counts and times, or of `Columns` that read both (see the module
+    docstring); `exact`: the times are the source's, not estimated (the p50 that `shift_octaves` starts from is then
+    read with them, as the report's); `datasource` says whether events run one after another (`training`);
+    `seen_max` the largest value seen per slot (s, NaN where not known)."""
+    cols = as_columns(counts, times, low_s, high_s)
+    occupied = cols.column_sums()[0] > 0
     columns = int(occupied.sum())
     if columns < 2:  # every event in one column: nothing says when inside it, and the bands say the rest
         return []
-    top = ceiling_slot(counts, th)
+    top = ceiling_slot(cols, th)
     if top < 0:
         return []
     far = np.flatnonzero(low_s >= high_s[top] * 2.0 ** th.stall_gap_octaves)
     if far.size == 0:
         return []
-    far_c, far_t = counts[:, far].sum(axis=1), times[:, far].sum(axis=1)
+    parts = [(c[:, far].sum(axis=1), t[:, far].sum(axis=1)) for _, c, t in cols.chunks()]
+    far_c, far_t = (np.concatenate([part[k] for part in parts]) for k in range(2))
     hit = far_c > 0
     if hit[occupied].all() or hit.sum() > max(th.stall_max_column_share * columns, th.stall_max_columns):
         return []
-    total_c, total_t = max(float(counts.sum()), 1e-300), max(float(times.sum()), 1e-300)
-    median = _median_s(counts.sum(axis=0), times.sum(axis=0) if exact else None, low_s, high_s)
+    total_c, total_t = (max(total, 1e-300) for total in cols.totals())
+    pooled, pooled_t = cols.slot_sums()
+    median = _median_s(pooled, pooled_t if exact else None, low_s, high_s)
     width = float(median_of(np.asarray(ends) - np.asarray(starts)))
+    base_c, base_t = cols.slot_sums(~hit)  # the columns without far events
     out = []
     for a, b in _joined(runs(hit, max_gap=th.stall_max_gap, min_columns=1), far_c, far_t, starts, ends):
-        cols = np.flatnonzero(hit[a:b + 1]) + a
-        col_t = float(times[cols].sum())
-        ev, tm = float(far_c[cols].sum()), float(far_t[cols].sum())
+        picked = np.flatnonzero(hit[a:b + 1]) + a
+        ev, tm = float(far_c[picked].sum()), float(far_t[picked].sum())
         own = int(np.ceil(tm / width)) if width > 0 else 0  # columns its own waits fill, back to back
-        wall = float(np.maximum(np.asarray(ends)[cols] - np.asarray(starts)[cols], width).sum())
-        if (b - a + 1 > th.stall_max_columns + own or tm < th.stall_min_column_time_share * col_t
-                or tm < th.stall_min_wall_share * wall):
+        if b - a + 1 > th.stall_max_columns + own:
             continue
-        slots = far[counts[np.ix_(cols, far)].sum(axis=0) > 0]
+        picked_c, picked_t = cols.take(picked)
+        col_t = float(picked_t.sum())
+        wall = float(np.maximum(np.asarray(ends)[picked] - np.asarray(starts)[picked], width).sum())
+        if tm < th.stall_min_column_time_share * col_t or tm < th.stall_min_wall_share * wall:
+            continue
+        slots = far[picked_c[:, far].sum(axis=0) > 0]
         lo, hi = int(slots[0]), int(slots[-1])
-        col_c = float(counts[cols].sum())
-        base_cols = ~hit
-        base_c, base_t = counts[base_cols].sum(axis=0), times[base_cols].sum(axis=0)
+        col_c = float(picked_c.sum())
         gained = Region(float(low_s[lo]), float(high_s[hi]), ev / max(col_c, 1e-300),
                         float(base_c[lo:hi + 1].sum() / max(base_c.sum(), 1e-300)), tm / max(col_t, 1e-300),
                         float(base_t[lo:hi + 1].sum() / max(base_t.sum(), 1e-300)))
         shift = float(np.log2((tm / ev) / median)) if median > 0 else 0.0
         first_wait, first_width = float(far_t[a] / far_c[a]), float(ends[a] - starts[a])
-        longest = float(far_t[a]) if datasource == SEQUENTIAL else min(float(far_t[a]), _longest(far, counts[a],
-                                                                                                high_s, seen_max))
+        longest = float(far_t[a]) if datasource == SEQUENTIAL else min(float(far_t[a]), _longest(
+            far, cols.take(np.array([a]))[0][0], high_s, seen_max))
         began = (first_wait - first_width, longest) if first_wait > first_width else None
         out.append(Episode("stall", a + col_offset, b + col_offset, float(starts[a]), float(ends[b]), ev, shift,
                            gained, None, tm, ev / total_c, tm / total_t, began_before=began))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 
+from latencymap.analysis.columns import history_columns
 from latencymap.analysis.diagnosis import Diagnosis, diagnose
 from latencymap.core.accumulator import GAP, StreamHistory
 
@@ -13,12 +14,13 @@ _DIAGNOSES: weakref.WeakKeyDictionary[StreamHistory, tuple[int, Diagnosis]] = we
 def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
     """Bands, bimodality, tail and episodes of a stream's whole history (computed once per history state).
 
-    The report, the gates and the static renderers all ask for it; episode detection is the costly part.
+    The report, the gates and the static renderers all ask for it; episode detection is the costly part. The
+    columns are read from the history a chunk at a time (`history_columns`): no dense matrix of them all is built.
     """
     appended = hist.n + hist.dropped  # grows with every column added, so it marks the history's state
     cached = _DIAGNOSES.get(hist)
     if cached is None or cached[0] != appended:
-        cached = _DIAGNOSES[hist] = (appended, diagnose(hist.counts, hist.time, hist.low, hist.high,
+        cached = _DIAGNOSES[hist] = (appended, diagnose(history_columns(hist), None, hist.low, hist.high,
                                                         hist.meta_in("start"), hist.meta_in("end"),
                                                         datasource=hist.stream.datasource, exact=hist.exact,
                                                         gaps=(hist.meta_in("flags") & GAP) != 0,

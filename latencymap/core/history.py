@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from latencymap.core import columns
+from latencymap.core import chunked, columns
 from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
-from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Block, Chunk, KeptMeta, observed_s
+from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Block, Chunk, KeptMeta, observed, observed_s
 from latencymap.core.model import Interval, IntervalRun, StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates, safe_ratio
 
@@ -468,13 +468,20 @@ class StreamHistory:
 
     def frequency(self, cols: slice = slice(None), slots: slice = slice(None)) -> np.ndarray:
         """Events per second per (column, slot) of columns `cols` and slots `slots`."""
-        freq: np.ndarray = self.counts_in(cols)[:, slots] / self.meta_in("dur", cols)[:, None]
-        return freq
+        return self._per_second(self.counts_in, cols, slots)
 
     def intensity(self, cols: slice = slice(None), slots: slice = slice(None)) -> np.ndarray:
         """Seconds spent per second per (column, slot) of columns `cols` and slots `slots`."""
-        intensity: np.ndarray = self.time_in(cols)[:, slots] / self.meta_in("dur", cols)[:, None]
-        return intensity
+        return self._per_second(self.time_in, cols, slots)
+
+    def _per_second(self, read: Callable[[slice], np.ndarray], cols: slice, slots: slice) -> np.ndarray:
+        """`read(cols)[:, slots]` divided by each column's duration, read a chunk of columns at a time."""
+        first, stop = self._range(cols)
+        dur = self.meta_in("dur", cols)
+        out = np.empty((stop - first, len(range(*slots.indices(NSLOTS)))))
+        for part in chunked.spans(stop - first):
+            np.divide(read(slice(first + part.start, first + part.stop))[:, slots], dur[part, None], out=out[part])
+        return out
 
     def column_stats(self, cols: slice = slice(None)) -> ColumnStats:
         """Per-column events/s, time/s, mean and percentiles (a column of exact times: using its buckets' means)."""
@@ -496,11 +503,18 @@ class StreamHistory:
         if fast:
             counts, times, dur = self.slot_sums(cols)
             spent = float(times.sum())
-        else:
-            columns, spent_in = self.counts_in(cols), self.time_in(cols)
-            counts, times = columns.sum(axis=0), spent_in.sum(axis=0)
-            spent = float(spent_in.sum())
-            dur = observed_s(self.meta_in("dur", cols), self.meta_in("flags", cols), columns)
+        else:  # a chunk of columns at a time, the same sums as over dense arrays of them all (`chunked`)
+            first, stop = self._range(cols)
+            slot_counts, slot_times, seen = chunked.SlotSums(NSLOTS), chunked.SlotSums(NSLOTS), []
+            for span in chunked.spans(stop - first):
+                part = slice(first + span.start, first + span.stop)
+                columns = self.counts_in(part)
+                slot_counts.add(columns)
+                slot_times.add(self.time_in(part))
+                seen.append(observed(self.meta_in("dur", part), self.meta_in("flags", part), columns))
+            counts, times = slot_counts.result().astype(np.int64), slot_times.result()
+            spent = chunked.flat_sum(lambda a, b: self.time_in(slice(first + a, first + b)), stop - first, NSLOTS)
+            dur = float(np.concatenate(seen).sum()) if seen else 0.0
         exact = self.exact_in(cols)
         if all_seen and self.dropped:
             if self._range(cols)[0] != 0:

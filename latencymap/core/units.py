@@ -75,13 +75,17 @@ def format_duration(seconds: float | None, digits: int = 3, long_units: bool = F
     raise AssertionError("unreachable")
 
 
+#: `format_number`'s SI prefixes, largest first: counts reach 2**63 (9.2E), so rates of them go past G.
+NUMBER_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
 def format_number(value: float | None, digits: int = 3) -> str:
-    """Compact number: `0`, `0.25`, `12`, `1.5k`, `2.3M`; under 1e-4, `1.1e-5` (a value that is not 0 never reads
-    `0`)."""
+    """Compact number: `0`, `0.25`, `12`, `1.5k`, `2.3M`, `338T`, `9.22E`; under 1e-4, `1.1e-5` (a value that is not
+    0 never reads `0`)."""
     if value is None or math.isnan(value):
         return "-"
     mag = abs(value)
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+    for scale, suffix in NUMBER_PREFIXES:
         if mag >= scale:
             return f"{_compact(value / scale, digits)}{suffix}"
     return _compact(value, digits)

@@ -15,7 +15,9 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import ColumnFlow, Flow, Interval
 from latencymap.core.percentiles import median_of
 
-SPEEDS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
+#: The speeds `>` and `<` reach (each press doubles or halves): a press that would leave them does nothing, unless
+#: `--speed` set one outside them and the press goes toward them.
+SLOWEST, FASTEST = 0.125, 256.0
 #: Longest single sleep: a change of speed, pause or seek takes effect at least this often.
 SLICE_S = 0.05
 #: A column whose time spent is this many times the stream's median column is a burst (when no episode says so).
@@ -83,12 +85,14 @@ class ReplayClock:
             self._wake.notify_all()
 
     def faster(self, step: int = 1) -> float | None:
-        """Next speed up (step 1) or down (-1) the ladder of SPEEDS; as-fast-as-possible stays so."""
+        """The speed doubled (step 1) or halved (-1), `step` times: ×5 goes to ×10 and ×20, and back to ×5 (the
+        user's own speed, not a ladder's); a press that would leave SLOWEST to FASTEST leaves the speed as it is.
+        As-fast-as-possible stays so."""
         if self.speed is None:
             return None
-        ladder = np.asarray(SPEEDS)
-        i = int(np.argmin(np.abs(np.log2(ladder) - np.log2(self.speed))))
-        self.set_speed(float(ladder[max(0, min(len(ladder) - 1, i + step))]))
+        speed = self.speed * 2.0 ** step  # exact: a power of two
+        if _outside(speed) <= _outside(self.speed):
+            self.set_speed(speed)
         return self.speed
 
     def toggle_pause(self) -> bool:
@@ -110,6 +114,11 @@ class ReplayClock:
         if self.paused:
             return "replay paused"
         return "replay max" if self.speed is None else f"replay ×{self.speed:g}"
+
+
+def _outside(speed: float) -> float:
+    """How far a speed lies outside SLOWEST to FASTEST, as a factor (1.0 inside)."""
+    return max(SLOWEST / speed, speed / FASTEST, 1.0)
 
 
 def clock_text(epoch: float) -> str:

@@ -42,11 +42,18 @@ def pair_streams(base: Accumulator, cand: Accumulator) -> tuple[list[tuple[Strea
     return pairs, [h for h in b if id(h) not in paired], list(by_id.values())
 
 
-def _pooled(hist: StreamHistory) -> dict[tuple[float, float], tuple[float, float]]:
+def _pooled(hist: StreamHistory) -> dict[tuple[float, float], tuple[int, float]]:
+    """{(low, high): (events, time)} of every bucket with events over the whole history; events as Python integers,
+    exact past 2**53 (as `report` counts them), never rounded through floats."""
     counts = hist.counts.sum(axis=0)
     times = hist.time.sum(axis=0)
-    return {(float(hist.low[s]), float(hist.high[s])): (float(counts[s]), float(times[s]))
+    return {(float(hist.low[s]), float(hist.high[s])): (int(counts[s]), float(times[s]))
             for s in np.flatnonzero(counts)}
+
+
+def _sums(pooled: dict[tuple[float, float], tuple[int, float]]) -> tuple[int, float]:
+    """(events, time) of a pooled history."""
+    return sum(v[0] for v in pooled.values()), sum(v[1] for v in pooled.values())
 
 
 def _log2_center(hist: StreamHistory) -> float:
@@ -83,12 +90,11 @@ def _overlaps(a: Band, b: Band) -> bool:
 def compare_streams(base: StreamHistory, cand: StreamHistory) -> dict[str, Any]:
     """The JSON object of one pair (see the module docstring)."""
     pb, pc = _pooled(base), _pooled(cand)
-    eb, tb = sum(v[0] for v in pb.values()), sum(v[1] for v in pb.values())
-    ec, tc = sum(v[0] for v in pc.values()), sum(v[1] for v in pc.values())
+    (eb, tb), (ec, tc) = _sums(pb), _sums(pc)
     buckets = []
     for key in sorted(set(pb) | set(pc)):
-        cb, sb = pb.get(key, (0.0, 0.0))
-        cc, sc = pc.get(key, (0.0, 0.0))
+        cb, sb = pb.get(key, (0, 0.0))
+        cc, sc = pc.get(key, (0, 0.0))
         fb, fc = (cb / eb if eb else 0.0), (cc / ec if ec else 0.0)
         xb, xc = (sb / tb if tb else 0.0), (sc / tc if tc else 0.0)
         buckets.append({"low": key[0], "high": key[1], "baseline_events": cb, "candidate_events": cc,
@@ -116,7 +122,7 @@ def compare_streams(base: StreamHistory, cand: StreamHistory) -> dict[str, Any]:
     }
 
 
-def _identity(hist: StreamHistory, events: float, time_s: float) -> dict[str, Any]:
+def _identity(hist: StreamHistory, events: int, time_s: float) -> dict[str, Any]:
     s = hist.stream
     return {"label": s.label, "datasource": s.datasource, "unit": s.unit, "columns": hist.n,
             "events": events, "time_s": time_s}
@@ -127,8 +133,8 @@ def compare(base: Accumulator, cand: Accumulator) -> dict[str, Any]:
     pairs, only_b, only_c = pair_streams(base, cand)
     return {
         "pairs": [compare_streams(b, c) for b, c in pairs],
-        "only_in_baseline": [_identity(h, float(h.counts.sum()), float(h.time.sum())) for h in only_b],
-        "only_in_candidate": [_identity(h, float(h.counts.sum()), float(h.time.sum())) for h in only_c],
+        "only_in_baseline": [_identity(h, *_sums(_pooled(h))) for h in only_b],
+        "only_in_candidate": [_identity(h, *_sums(_pooled(h))) for h in only_c],
         "errors": {"baseline": read_errors(base), "candidate": read_errors(cand)},
     }
 
@@ -138,38 +144,16 @@ def _pp(change: float) -> str:
 
 
 def compare_text(result: dict[str, Any]) -> str:
-    """The diff for humans."""
-    out: list[str] = []
-    for pair in result["pairs"]:
-        b, c = pair["baseline"], pair["candidate"]
-        name = clean_text(c["label"]) or "(no label)"
-        if b["label"] != c["label"]:
-            name = f"{clean_text(b['label']) or '(no label)'} → {name}"
-        out.append(f"== {name}  [{_both(b, c, 'datasource')}, {_both(b, c, 'unit')}]")
-        out.append(f"   baseline {int(b['events']):,} events in {b['columns']:,} intervals; "
-                   f"candidate {int(c['events']):,} events in {c['columns']:,} intervals")
-        if not pair["changed"]:
-            out.append("   no change: same shares in every bucket, same bands")
-        shift = pair["shift_octaves"]
-        if shift is not None and abs(shift) > EPSILON:
-            out.append(f"   latency shifted {shift:+.2f} octaves (×{2 ** shift:.2f}, event-weighted log2 mean)")
-        for k, s in pair["percentiles"].items():
-            ratio = f" (×{s['ratio']:.2f})" if s["ratio"] is not None else ""
-            delta = "" if s["delta_s"] is None else _delta(s["delta_s"], s["baseline_s"], s["candidate_s"])
-            out.append(f"   {k:<5} {_dur(s['baseline_s']):>9} → {_dur(s['candidate_s']):>9}  {delta}{ratio}")
-        for band in pair["bands_appeared"]:
-            out.append(f"   band appeared: {_span(band)} ({100 * band['events_share']:.1f}% of events, "
-                       f"{100 * band['time_share']:.1f}% of the time)")
-        for band in pair["bands_vanished"]:
-            out.append(f"   band vanished: {_span(band)} (was {100 * band['events_share']:.1f}% of events)")
-        if pair["changed"]:
-            out.append("   bucket                 %events (base → cand, change)      %time (base → cand, change)")
-            for row in pair["buckets"]:
-                rng = f"{format_duration(row['low'])}–{format_duration(row['high'])}"
-                out.append(f"   {rng:<18} {100 * row['baseline_events_share']:6.2f}% → "
-                           f"{100 * row['candidate_events_share']:6.2f}% {_pp(row['events_share_change']):>9}   "
-                           f"{100 * row['baseline_time_share']:6.2f}% → {100 * row['candidate_time_share']:6.2f}% "
-                           f"{_pp(row['time_share_change']):>9}")
+    """The diff for humans. With several pairs, a summary comes first (how many changed, each changed pair with how
+    much, the most first); then the changed pairs in that order, then the unchanged ones, one line each."""
+    pairs = result["pairs"]
+    changed = sorted((p for p in pairs if p["changed"]), key=_how_much)
+    several = len(pairs) > 1
+    out = _summary(result, changed) if several else []
+    for pair in changed if several else pairs:
+        out += _pair_lines(pair)
+    if several:
+        out += [f"{_heading(p)}  no change: {_events_text(p, short=True)}" for p in pairs if not p["changed"]]
     for key, side in (("only_in_baseline", "baseline"), ("only_in_candidate", "candidate")):
         for s in result[key]:
             out.append(f"== {clean_text(s['label']) or '(no label)'}: only in the {side}")
@@ -178,6 +162,94 @@ def compare_text(result: dict[str, Any]) -> str:
     for side, errors in result["errors"].items():  # what reading each side skipped and said
         out += read_notes(errors["skipped_records"], errors["messages"], whose=f" ({side})")
     return "\n".join(out) + "\n"
+
+
+def _name(pair: dict[str, Any]) -> str:
+    b, c = pair["baseline"], pair["candidate"]
+    name = clean_text(c["label"]) or "(no label)"
+    if b["label"] != c["label"]:
+        name = f"{clean_text(b['label']) or '(no label)'} → {name}"
+    return name
+
+
+def _heading(pair: dict[str, Any]) -> str:
+    b, c = pair["baseline"], pair["candidate"]
+    return f"== {_name(pair)}  [{_both(b, c, 'datasource')}, {_both(b, c, 'unit')}]"
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _events_text(pair: dict[str, Any], short: bool = False) -> str:
+    """The events and intervals of both sides; `short`, once when they are the same."""
+    b, c = pair["baseline"], pair["candidate"]
+    if short and (b["events"], b["columns"]) == (c["events"], c["columns"]):
+        return f"{_plural(int(b['events']), 'event')} in {_plural(b['columns'], 'interval')} on both sides"
+    return (f"baseline {_plural(int(b['events']), 'event')} in {_plural(b['columns'], 'interval')}; "
+            f"candidate {_plural(int(c['events']), 'event')} in {_plural(c['columns'], 'interval')}")
+
+
+def _moved(pair: dict[str, Any]) -> float:
+    """The share of the events that changed bucket (half the summed share changes: what one side must move to
+    become the other)."""
+    return sum(abs(row["events_share_change"]) for row in pair["buckets"]) / 2
+
+
+def _how_much(pair: dict[str, Any]) -> tuple[float, float, int, str]:
+    """The order of changed pairs, the most first: by latency shift (either way), then by the events that changed
+    bucket, then by the bands that came or went, each as the summary writes it (its last digits are noise); then by
+    name."""
+    shift = pair["shift_octaves"]
+    return (-round(abs(shift) if shift is not None else 0.0, 2), -round(_moved(pair), 3),
+            -(len(pair["bands_appeared"]) + len(pair["bands_vanished"])), _name(pair))
+
+
+def _summary(result: dict[str, Any], changed: list[dict[str, Any]]) -> list[str]:
+    """The lines before the pairs: how many changed, and each changed pair with how much, the most first."""
+    pairs = result["pairs"]
+    only = [f"{len(result[key]):,} only in the {side}" for key, side in
+            (("only_in_baseline", "baseline"), ("only_in_candidate", "candidate")) if result[key]]
+    head = f"{len(changed):,} of {_plural(len(pairs), 'pair')} changed, {len(pairs) - len(changed):,} unchanged"
+    out = [head + (f"; {', '.join(only)}" if only else "") + (":" if changed else "")]
+    width = min(40, max((len(_name(p)) for p in changed), default=0))
+    for pair in changed:
+        shift, p99 = pair["shift_octaves"], pair["percentiles"]["p99"]
+        how = [f"{shift:+.2f} octaves (×{2 ** shift:.2f})" if shift is not None else "no shift known",
+               f"p99 {_dur(p99['baseline_s'])} → {_dur(p99['candidate_s'])}",
+               f"{100 * _moved(pair):.1f}% of events changed bucket"]
+        bands = len(pair["bands_appeared"]), len(pair["bands_vanished"])
+        how += [f"{_plural(n, 'band')} {what}" for n, what in zip(bands, ("appeared", "vanished"), strict=True) if n]
+        out.append(f"   {_name(pair):<{width}}  {', '.join(how)}")
+    return [*out, ""]
+
+
+def _pair_lines(pair: dict[str, Any]) -> list[str]:
+    """One pair in full: its events, percentiles, bands and, when it changed, every bucket's shares."""
+    out = [_heading(pair), f"   {_events_text(pair)}"]
+    if not pair["changed"]:
+        out.append("   no change: same shares in every bucket, same bands")
+    shift = pair["shift_octaves"]
+    if shift is not None and abs(shift) > EPSILON:
+        out.append(f"   latency shifted {shift:+.2f} octaves (×{2 ** shift:.2f}, event-weighted log2 mean)")
+    for k, s in pair["percentiles"].items():
+        ratio = f" (×{s['ratio']:.2f})" if s["ratio"] is not None else ""
+        delta = "" if s["delta_s"] is None else _delta(s["delta_s"], s["baseline_s"], s["candidate_s"])
+        out.append(f"   {k:<5} {_dur(s['baseline_s']):>9} → {_dur(s['candidate_s']):>9}  {delta}{ratio}")
+    for band in pair["bands_appeared"]:
+        out.append(f"   band appeared: {_span(band)} ({100 * band['events_share']:.1f}% of events, "
+                   f"{100 * band['time_share']:.1f}% of the time)")
+    for band in pair["bands_vanished"]:
+        out.append(f"   band vanished: {_span(band)} (was {100 * band['events_share']:.1f}% of events)")
+    if pair["changed"]:
+        out.append("   bucket                 %events (base → cand, change)      %time (base → cand, change)")
+        for row in pair["buckets"]:
+            rng = f"{format_duration(row['low'])}–{format_duration(row['high'])}"
+            out.append(f"   {rng:<18} {100 * row['baseline_events_share']:6.2f}% → "
+                       f"{100 * row['candidate_events_share']:6.2f}% {_pp(row['events_share_change']):>9}   "
+                       f"{100 * row['baseline_time_share']:6.2f}% → {100 * row['candidate_time_share']:6.2f}% "
+                       f"{_pp(row['time_share_change']):>9}")
+    return out
 
 
 def _both(b: dict[str, Any], c: dict[str, Any], key: str) -> str:

@@ -193,7 +193,7 @@ class _Parser:
         tok = self.take()
         if tok.kind != "num":
             raise self.fail(tok, "a number" + (" with a unit (e.g. 20ms)" if metric in DURATION_METRICS else ""))
-        number = float(tok.text)
+        number: float = int(tok.text) if tok.text.isdigit() else float(tok.text)  # `events` compare exactly
         suffix = self.peek()
         scale = seconds_per(suffix.text) if suffix.kind == "word" else None
         if scale is not None:
@@ -251,7 +251,7 @@ def stream_metrics(hist: StreamHistory, source: SourceTotals | None = None) -> d
     total = stream_total(t, source, hist.stream.unit, hist.n)
     values: dict[str, float] = {PERCENTILE_NAMES[q]: _value(total[f"{PERCENTILE_NAMES[q]}_s"]) for q in PERCENTILES}
     values.update({
-        "mean": _value(total["mean_s"]), "time": total["time_s"], "events": float(t.events),
+        "mean": _value(total["mean_s"]), "time": total["time_s"], "events": t.events,
         "rate": t.events / t.duration_s if t.duration_s else math.nan,
         "bands": float(len(diag.bands)), "bimodal": float(diag.bimodal),
         "tail.time_share": diag.tail.time_share if diag.tail else math.nan,

@@ -10,8 +10,9 @@ import numpy as np
 
 from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
+from latencymap.core import chunked
 from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, StreamHistory, Totals
-from latencymap.core.buckets import TOP_SLOT, range_text
+from latencymap.core.buckets import NSLOTS, TOP_SLOT, range_text
 from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
@@ -31,9 +32,16 @@ def duration_text(seconds: float | None) -> str:
 
 def share_text(part: float, whole: float) -> str:
     """`part` of `whole` as a percentage 7 characters wide (`  4.58%`); a non-empty part that rounds to 0.00%
-    reads ` <0.01%`."""
+    reads ` <0.01%`. Counts (NumPy or Python integers) are divided as Python integers: exact, where `100 * part` in
+    int64 would overflow past 9.2e16 events."""
+    part, whole = _exact(part), _exact(whole)
     pct = 100 * part / whole if whole else 0.0
     return " <0.01%" if part > 0 and f"{pct:.2f}" == "0.00" else f"{pct:6.2f}%"
+
+
+def _exact(value: float) -> float:
+    """A count as a Python integer (unbounded), any other number as a float."""
+    return int(value) if isinstance(value, (int, np.integer)) else float(value)
 
 
 def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
@@ -160,12 +168,6 @@ def peer_lines(acc: Accumulator) -> list[str]:
     return [clean_text(line, 2000) for group in peer_groups(acc) for line in group.lines()]
 
 
-def _dense_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
-    """`stream_report`, reading the stream's columns once."""
-    with hist.dense():
-        return stream_report(hist, acc, arrays)
-
-
 def marked_columns(hist: StreamHistory, flag: int) -> list[int]:
     """Indexes of the columns carrying `flag` (RESET: a counter went down; GAP: data is missing)."""
     return np.flatnonzero(hist.flags & flag).tolist()
@@ -186,7 +188,7 @@ def marks_lines(hist: StreamHistory, limit: int = 20) -> list[str]:
 def build_report(acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
     """The whole report: one object per stream, and the peer groups among them (`arrays`: see `stream_report`)."""
     return {
-        "streams": [_dense_report(h, acc, arrays) for h in acc.streams.values()],
+        "streams": [stream_report(h, acc, arrays) for h in acc.streams.values()],
         "errors": read_errors(acc),
         "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
     }
@@ -263,8 +265,7 @@ def report_text(acc: Accumulator, untimed: Collection[StreamId] = ()) -> str:
     raw values read without timestamps: their rates are not known, and the report says so instead of giving any)."""
     out: list[str] = [] if acc.streams else ["No data."]
     for hist in acc.streams.values():
-        with hist.dense():
-            out += _stream_text(hist, acc, hist.stream in untimed)
+        out += _stream_text(hist, acc, hist.stream in untimed)
     out += peer_lines(acc)
     out += read_notes(acc.skipped, acc.messages, acc.dropped_for_budget)
     return "\n".join(out) + "\n"
@@ -321,8 +322,8 @@ def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:
     if used is None:
         return []
     lo, hi = used
-    total_time = hist.time_in().sum(axis=0)
-    events, spent = counts.sum(), total_time.sum()
+    total_time = chunked.slot_sums((hist.time_in(cols) for cols in chunked.spans(hist.n)), NSLOTS)
+    events, spent = sum(counts.tolist()), total_time.sum()  # Python integers: no int64 wrap past 2**63
     lines: list[tuple[str, int, str]] = []  # (range, first slot, what follows the shares)
     s = lo
     while s <= hi:
@@ -337,10 +338,11 @@ def _bucket_table(hist: StreamHistory, counts: np.ndarray) -> list[str]:
         lines.append((range_text(float(hist.low[s]), float(hist.high[s]), s, long_units=True), s, ""))
         s += 1
     width = max(_ROW_WIDTH, *(len(rng) for rng, _, _ in lines))
-    rows = [f"   {'bucket':<{width}} {'events':>10}   %events    %time"]
+    wide = max(10, len(f"{int(counts[lo: hi + 1].max()):,}"))  # the events column fits the largest count
+    rows = [f"   {'bucket':<{width}} {'events':>{wide}}   %events    %time"]
     for rng, s, more in lines:
         n, t = (0, 0.0) if more else (counts[s], total_time[s])
-        rows.append(f"   {rng:<{width}} {int(n):>10,}   {share_text(n, events)}  {share_text(t, spent)}{more}")
+        rows.append(f"   {rng:<{width}} {int(n):>{wide},}   {share_text(n, events)}  {share_text(t, spent)}{more}")
     return rows
 
 

@@ -231,8 +231,9 @@ def _slot(exponent: int, datasource: str) -> int:
 
 
 def fold_rows(matrix: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """(cols, hi-lo+1): slots below `lo` added into the first row, above `hi` into the last."""
-    out = matrix[:, lo: hi + 1].astype(np.float64, copy=True)
+    """(cols, hi-lo+1): slots below `lo` added into the first row, above `hi` into the last. Counts stay int64 (exact
+    past 2**53, where float64 would round them: tooltips and the inspector show them); anything else is float64."""
+    out = matrix[:, lo: hi + 1].astype(np.int64 if matrix.dtype.kind in "iu" else np.float64, copy=True)
     if lo > 0:
         out[:, 0] += matrix[:, :lo].sum(axis=1)
     if hi < NSLOTS - 1:

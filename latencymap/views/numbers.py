@@ -15,16 +15,18 @@ import operator
 
 import numpy as np
 
-from latencymap.core.units import format_duration, format_number
+from latencymap.core.units import NUMBER_PREFIXES, format_duration, format_number
 
-#: Suffix thresholds, ascending, and the divisor when a value reaches `i` of them (`format_number`: none, k, M, G;
-#: `format_duration`: ns, µs, ms, s). Both functions take the largest scale a magnitude reaches.
-_NUMBER_STEPS, _NUMBER_DIV = np.array([1e3, 1e6, 1e9]), np.array([1.0, 1e3, 1e6, 1e9])
+#: Suffix thresholds, ascending, and the divisor when a value reaches `i` of them (`format_number`: none, then its
+#: `NUMBER_PREFIXES` k to E; `format_duration`: ns, µs, ms, s). Both functions take the largest scale a magnitude
+#: reaches.
+_NUMBER_STEPS = np.array([scale for scale, _ in reversed(NUMBER_PREFIXES)])
+_NUMBER_DIV = np.concatenate(([1.0], _NUMBER_STEPS))
 _DURATION_STEPS, _DURATION_DIV = np.array([1e-6, 1e-3, 1.0]), np.array([1e-9, 1e-6, 1e-3, 1.0])
-_SUFFIXES = {False: ("", "k", "M", "G"), True: ("ns", "µs", "ms", "s")}
+_SUFFIXES = {False: ("", *(suffix for _, suffix in reversed(NUMBER_PREFIXES))), True: ("ns", "µs", "ms", "s")}
 _POW10 = 10.0 ** np.arange(-22, 23)
 #: A key is (combo, mantissa); combo = suffix * 32 + negative * 16 + exponent + 4 for -4 <= exponent < digits.
-_COMBOS = 4 * 32
+_COMBOS = len(_NUMBER_DIV) * 32
 #: Combo -1 holds the values written without digits: NaN and zero.
 _NAN, _ZERO = 0, 1
 _PYTHON = -2

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latencymap.core import columns
+from latencymap.core import chunked, columns
 from latencymap.core.accumulator import Accumulator, HistoryLimit, StreamHistory, parse_history, set_chunk_columns
 from latencymap.core.buckets import NSLOTS, bin_extremes, bin_values, bounds_seconds, midpoints_seconds
-from latencymap.core.columns import Block, Chunk, count_dtype
+from latencymap.core.columns import Block, Chunk, count_dtype, observed_s
 from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, StreamId
 from latencymap.core.percentiles import percentile_estimates
 
@@ -369,6 +369,38 @@ def test_totals_over_every_column_seen_are_the_unbounded_historys(ivs: list[Inte
         if hist.dropped:
             with pytest.raises(ValueError, match="first kept column"):
                 hist.totals(slice(1, None), all_seen=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ivs=intervals(), chunk=st.integers(1, 9), rows=st.integers(1, 12), cap=st.one_of(st.none(), st.integers(1, 30)),
+       ranges=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=3))
+def test_totals_and_rates_read_a_chunk_at_a_time_are_the_dense_arrays(ivs: list[Interval], chunk: int, rows: int,
+                                                                      cap: int | None,
+                                                                      ranges: list[tuple[int, int]]) -> None:
+    # a report reads every column's totals, time per slot and rates `rows` columns at a time: the same numbers, bit
+    # for bit, as the dense arrays of them all give
+    with chunk_columns(chunk):
+        hist, ref = StreamHistory(S, cap), Dense(cap)
+        hist.extend(ivs)
+        ref.extend(ivs)
+    before = chunked.ROWS
+    chunked.ROWS = rows
+    try:
+        for a, b in [(0, hist.n), *ranges]:
+            cols = slice(min(a, b), max(a, b))
+            counts, time, dur = ref.counts[cols], ref.time[cols], ref.meta[cols, 2]
+            total = hist.totals(cols)
+            assert total.events == int(counts.sum()) and same_bits(total.counts, counts.sum(axis=0))
+            assert same_bits(np.float64(total.time_s), np.float64(time.sum()))
+            assert same_bits(np.float64(total.duration_s), np.float64(observed_s(dur, hist.flags[cols], counts)))
+            exact_times = time.sum(axis=0) if hist.exact_in(cols) else None
+            expected = percentile_estimates(counts.sum(axis=0), hist.low, hist.high, times=exact_times)
+            assert same_bits(np.array(list(total.percentiles.values())), expected)
+            slots = slice(min(a, b) % NSLOTS, max(a, b) % NSLOTS + 1)
+            assert same_bits(hist.frequency(cols, slots), counts[:, slots] / dur[:, None])
+            assert same_bits(hist.intensity(cols, slots), time[:, slots] / dur[:, None])
+    finally:
+        chunked.ROWS = before
 
 
 def test_values_seen_per_slot_are_kept_over_the_run_and_bound_its_percentiles() -> None:

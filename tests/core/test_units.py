@@ -57,3 +57,12 @@ def test_values_from_1e_4_up_read_as_before() -> None:
     assert [format_number(v, 4) for v in (1e-4, 0.000362, 0.25, 12, 1500, 2.3e6)] == \
         ["0.0001", "0.000362", "0.25", "12", "1.5k", "2.3M"]
     assert format_number(0.0) == "0" and format_number(12345.6, 3) == "12.3k"
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (338_106e9, "338T"), (2e16, "20P"), (2.0 ** 63, "9.22E"), (9_007_199_254_740_993, "9.01P"),
+    (-4.5e13, "-45T"), (1.5e21, "1500E"), (999e9, "999G"),
+])
+def test_rates_past_g_take_t_p_and_e(value: float, text: str) -> None:
+    """Counts reach 2**63, and rates of them 1e18/s: `338T/s`, not `338106G/s`."""
+    assert format_number(value) == text

@@ -14,7 +14,7 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval, StreamId
 from latencymap.flow.pipeline import column_flow, input_flow
 from latencymap.flow.recording import Recorder
-from latencymap.flow.replay import BurstScan, ReplayClock, burst_starts, next_burst, parse_seek
+from latencymap.flow.replay import FASTEST, SLOWEST, BurstScan, ReplayClock, burst_starts, next_burst, parse_seek
 from latencymap.plugins import load_registry
 
 S = StreamId("io", "bpf", "microsec")
@@ -67,11 +67,32 @@ def test_speed_change_takes_effect_mid_gap() -> None:
     assert fake.now == pytest.approx(0.5 + 1.5 / 10, abs=0.051)
 
 
-def test_faster_and_slower_walk_the_ladder() -> None:
+def test_faster_and_slower_double_and_halve() -> None:
     clock = ReplayClock(1.0)
     assert clock.faster(1) == 2.0 and clock.faster(1) == 4.0
     assert clock.faster(-1) == 2.0 and clock.faster(-1) == 1.0 and clock.faster(-1) == 0.5
     assert ReplayClock(None).faster(1) is None
+
+
+def test_speed_keys_keep_the_users_own_speed() -> None:
+    """`--speed 5`, then `>` twice: ×10, ×20 (as the README says), not a ladder's ×8, ×16; and back to ×5."""
+    clock = ReplayClock(5.0)
+    assert [clock.faster(1) for _ in range(2)] == [10.0, 20.0]
+    assert [clock.faster(-1) for _ in range(3)] == [10.0, 5.0, 2.5]
+    assert "×2.5" in clock.describe()
+
+
+def test_speed_keys_stop_at_the_bounds() -> None:
+    """Doubling stops short of passing FASTEST (×160 from ×5), halving of passing SLOWEST; a `--speed` outside them
+    moves toward them only."""
+    clock = ReplayClock(5.0)
+    assert [clock.faster(1) for _ in range(7)] == [10.0, 20.0, 40.0, 80.0, 160.0, 160.0, 160.0]
+    assert ReplayClock(FASTEST).faster(1) == FASTEST and ReplayClock(SLOWEST).faster(-1) == SLOWEST
+    assert ReplayClock(0.2).faster(-1) == 0.2 and ReplayClock(0.2).faster(1) == 0.4
+    fast = ReplayClock(1000.0)
+    assert fast.faster(1) == 1000.0 and fast.faster(-1) == 500.0 and fast.faster(-1) == 250.0
+    slow = ReplayClock(0.01)
+    assert slow.faster(-1) == 0.01 and slow.faster(1) == 0.02
 
 
 def test_seek_ahead_runs_unpaced_then_paces_again() -> None:

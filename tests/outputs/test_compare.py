@@ -216,3 +216,70 @@ def test_a_pair_in_two_units_shows_both_in_its_header(tmp_path: Path) -> None:
     ns.write_text(us.read_text().replace("latencyunit, microsec", "latencyunit, nanosec"))
     assert diff(str(us), str(ns))[1].startswith("== io  [bpf, microsec → nanosec]\n")
     assert diff(str(us), str(us))[1].startswith("== io  [bpf, microsec]\n")
+
+
+def huge_record(path: Path, counts: dict[int, int], label: str = "big") -> Path:
+    """One `counts, interval` record of µs `counts` (the hunter's `huge_diff.txt` holds {256: 2**53 + 1})."""
+    rows = "".join(f"{v}, {n}\n" for v, n in counts.items())
+    path.write_text("<begin record>\ntimestamp, microsec, 1795000010000000, a\ncounts, interval\n"
+                    f"start, microsec, 1795000000000000\nlatencyunit, microsec\nlabel, {label}\n{rows}<end record>\n")
+    return path
+
+
+def test_event_counts_stay_integers_past_2_53(tmp_path: Path) -> None:
+    """2**53 + 1 events read 9,007,199,254,740,992 through float64 (and the JSON held floats): exact integers now, as
+    in `report`, totals and buckets, in pairs and on one side only."""
+    one = huge_record(tmp_path / "one.txt", {256: 2**53 + 1})
+    result = diff_json(one, one)
+    (pair,) = result["pairs"]
+    assert pair["baseline"]["events"] == pair["candidate"]["events"] == 2**53 + 1
+    assert type(pair["baseline"]["events"]) is int
+    (row,) = pair["buckets"]
+    assert row["baseline_events"] == row["candidate_events"] == 2**53 + 1 and type(row["baseline_events"]) is int
+    assert row["baseline_events_share"] == 1.0
+    assert "baseline 9,007,199,254,740,993 events in 1 interval; candidate 9,007,199,254,740,993 events in 1 " \
+           "interval\n" in diff(str(one), str(one))[1]
+
+    near_63 = {256: 2**62 - 1, 512: 2**62 - 1}  # a stream of 2**63 - 2 events
+    base = huge_record(tmp_path / "base.txt", near_63)
+    base.write_text(base.read_text() + huge_record(tmp_path / "x.txt", {256: 2**53 + 3}, label="gone").read_text())
+    cand = huge_record(tmp_path / "cand.txt", {512: 2**62 - 1, 1024: 2**62 - 1})
+    result = diff_json(base, cand)
+    (pair,) = result["pairs"]
+    assert pair["baseline"]["events"] == pair["candidate"]["events"] == 2**63 - 2
+    rows = {r["low"]: r for r in pair["buckets"]}
+    assert [rows[k]["baseline_events"] for k in sorted(rows)] == [2**62 - 1, 2**62 - 1, 0]
+    assert [rows[k]["candidate_events"] for k in sorted(rows)] == [0, 2**62 - 1, 2**62 - 1]
+    assert [rows[k]["events_share_change"] for k in sorted(rows)] == [-0.5, 0.0, 0.5]
+    assert result["only_in_baseline"][0]["events"] == 2**53 + 3
+    assert '"events": 9223372036854775806,' in diff("--format", "json", str(base), str(cand))[1]
+
+
+def test_many_pairs_start_with_a_summary_the_changed_first(tmp_path: Path) -> None:
+    """Of 6 pairs, 2 changed (4x and 2x slower): a summary first (how many, each changed one with how much, the
+    largest shift first), the changed pairs in full in that order, the unchanged ones one line each."""
+    steady = {1: 100, 2: 20}
+    base, cand = tmp_path / "base.txt", tmp_path / "cand.txt"
+    base_text, cand_text = [], []
+    for i, (factor, more) in enumerate(((1, 1), (2, 1), (1, 1), (1, 2), (4, 1), (1, 1))):  # host3: twice the events
+        label = f"host{i}/rpc"
+        base_text.append(write_records(tmp_path / "b.txt", steady, label=label, n=1).read_text())
+        cand_text.append(write_records(tmp_path / "c.txt", {v * factor: n * more for v, n in steady.items()},
+                                       label=label, n=1).read_text())
+    base.write_text("".join(base_text))
+    cand.write_text("".join(cand_text))
+    text = diff(str(base), str(cand))[1]
+    lines = text.splitlines()
+    assert lines[0] == "2 of 6 pairs changed, 4 unchanged:"
+    assert re.match(r"   host4/rpc  \+2\.00 octaves \(×4\.00\), p99 \S+ → \S+, 100\.0% of events changed bucket, "
+                    r"1 band appeared, 1 band vanished$", lines[1]), lines[1]
+    assert lines[2].startswith("   host1/rpc  +1.00 octaves (×2.00), ") and lines[3] == ""
+    blocks = [line for line in lines if line.startswith("== ")]
+    assert blocks[:2] == ["== host4/rpc  [bpf, millisec]", "== host1/rpc  [bpf, millisec]"]
+    same = "no change: 120 events in 1 interval on both sides"
+    assert blocks[2:] == [f"== host{i}/rpc  [bpf, millisec]  {same}" for i in (0, 2)] + [
+        "== host3/rpc  [bpf, millisec]  no change: baseline 120 events in 1 interval; candidate 240 events in 1 "
+        "interval", f"== host5/rpc  [bpf, millisec]  {same}"]
+    assert text.count("   p50 ") == 2  # percentiles of the changed pairs only
+    single = diff(str(write_records(tmp_path / "b.txt", steady)), str(write_records(tmp_path / "c.txt", steady)))[1]
+    assert single.startswith("== reads  [bpf, millisec]\n") and "   p50 " in single  # one pair: no summary

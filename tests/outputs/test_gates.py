@@ -189,3 +189,14 @@ def test_the_helps_tail_gate_fails_only_on_a_heavy_tail(tmp_path: Path) -> None:
     assert run_gates(steady, "tail.time_share > 50%")[0] == 1
     code, err = run_gates(empty, "not tail.events_share < 5%")
     assert code == 1 and "tail.events_share = -" in err  # undefined, not 0%
+
+
+def test_events_compare_exactly_past_2_53(tmp_path: Path) -> None:
+    """A stream of 2**53 + 1 events (the hunter's `huge_diff.txt`): `events == 9007199254740993` holds and
+    `events == 9007199254740992` does not (as floats both were 2**53); a number with a fraction still compares."""
+    path = write_records(tmp_path / "huge.txt", [{256: 2**53 + 1}], unit="microsec")
+    assert run_gates(path, "events == 9007199254740993")[0] == 1
+    assert run_gates(path, "events == 9007199254740992")[0] == 0
+    assert run_gates(path, "events > 9007199254740992")[0] == 1
+    assert run_gates(path, "events < 9007199254740993.5")[0] == 1
+    assert parse_gate("events > 9007199254740993").node.value == 2**53 + 1

@@ -312,3 +312,36 @@ def test_the_open_top_bucket_and_a_long_run_of_empty_buckets_read_as_they_are(tm
     assert rows[1] == "   128µs–16.8s                   0     0.00%    0.00%  (17 empty buckets in one line)"
     (stream,) = json.loads(_run_report("--format", "json", str(path)))["streams"]
     assert len(stream["buckets"]) == 19 and not any("open" in b for b in stream["buckets"])
+
+
+def test_the_report_of_a_day_long_stream_holds_no_dense_matrix_of_its_columns() -> None:
+    """A day of one-second columns (6 buckets): the totals, the bucket table and the diagnosis read the history a
+    chunk at a time; the JSON holds its two (columns x 6) arrays. One dense (86,400 x 64) matrix is 44 MB: the report
+    held 250 MB before."""
+    import tracemalloc
+
+    from latencymap.core.accumulator import Accumulator
+    from latencymap.core.model import StreamId
+    from latencymap.outputs.report import build_report, report_text
+
+    rng = np.random.default_rng(5)
+    n = 86_400
+    counts = np.zeros((n, 64), dtype=np.int64)
+    counts[:, 5:11] = rng.poisson([5, 40, 80, 40, 10, 1], (n, 6))
+    acc = Accumulator()
+    end = 1_795_000_001.0 + np.arange(n, dtype=np.float64)
+    ones, no = np.ones(n), np.zeros(n, dtype=bool)
+    acc.history(StreamId("day", "bpf", "microsec")).extend_columns(counts, None, None, end - ones, end, ones, no, no,
+                                                                   "")
+    del counts
+    peaks = []
+    for write in (lambda: report_text(acc), lambda: build_report(acc, arrays=True)):
+        tracemalloc.start()
+        try:
+            write()
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    text, json_doc = peaks
+    assert text < 20e6
+    assert json_doc < 20e6 + 2 * n * 6 * 8  # and the frequency and intensity arrays (columns x buckets used)

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -73,3 +77,47 @@ def test_values_without_timestamps_get_no_rate(tmp_path: Path) -> None:
     pairs.write_text("".join(f"{k / 1000:.3f} 1.5\n" for k in range(5000)))
     timed = _report("--unit", "ms", str(pairs))
     assert "5 intervals over 5s: 5,000 events (1k/s)" in timed and "no timestamps" not in timed
+
+
+#: The hunter's input: one interval of 1e17 events in each of two buckets (`100 * part` overflows int64 past 9.2e16).
+HUGE_RECORD = """<begin record>
+timestamp, microsec, 1795000010000000, a
+counts, interval
+start, microsec, 1795000000000000
+latencyunit, microsec
+label, big
+256, {0}
+512, {1}
+<end record>
+"""
+
+
+def test_shares_of_counts_past_int64_range_of_100_times_are_exact() -> None:
+    """`share_text` of NumPy int64 counts near 2**53 and 2**63: exact, no overflow (it read -42.23%), no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert share_text(np.int64(10**17), np.int64(2 * 10**17 + 1)) == " 50.00%"
+        assert share_text(np.int64(2**62 - 1), np.int64(2**63 - 2)) == " 50.00%"
+        assert share_text(np.int64(2**53 + 1), np.int64(2**53 + 1)) == "100.00%"
+        assert share_text(np.int64(1), np.int64(2**63 - 1)) == " <0.01%"
+        assert share_text(np.int64(2**62), 2**64) == " 25.00%"  # a whole summed as Python integers
+
+
+@pytest.mark.parametrize(("counts", "rate"), [((10**17, 10**17 + 1), "20P/s"),
+                                              ((2**62 - 1, 2**62 - 1), "922P/s")])
+def test_a_report_of_huge_counts_reads_right_and_warns_nothing(tmp_path: Path, counts: tuple[int, int],
+                                                                  rate: str) -> None:
+    """The report of 1e17 events a bucket (and of 2**62 - 1: a stream of 2**63 - 2 events): each bucket 50.00% of the
+    events, the events column as wide as its counts, the rate in P (not `20000000G/s`), nothing on stderr (a NumPy
+    overflow warning with a source path was)."""
+    path = tmp_path / "huge.txt"
+    path.write_text(HUGE_RECORD.format(*counts))
+    done = subprocess.run([sys.executable, "-m", "latencymap", "report", str(path)], capture_output=True, text=True,
+                          check=True)
+    assert done.stderr == ""
+    text = done.stdout
+    assert f"{sum(counts):,} events ({rate}), " in text
+    head, *rows = text.split("\n   bucket")[1].splitlines()
+    assert len("   bucket" + head) == len(rows[0]) == len(rows[1]), text  # `events` aligned over the counts
+    for row, n, time_share in zip(rows, counts, ("33.33%", "66.67%"), strict=True):
+        assert row.split() == [row.split()[0], f"{n:,}", "50.00%", time_share]

@@ -154,3 +154,18 @@ def test_a_bucket_with_events_never_reads_zero_percent() -> None:
         assert one[at + 1] == "<0.1", lines
         empty = [line.split() for line in lines if line.split()[at] == "0"]
         assert all(row[at + 1] == "0.0" for row in empty)  # no events: 0.0 still
+
+
+def test_counts_past_2_53_read_exactly_and_rates_in_p() -> None:
+    """The inspector's counts were folded through float64: 2**53 + 1 read 9007199254740992 and 2**62 - 1 read
+    4611686018427387904. Exact now, with their shares, and the status line's rate in P, not `461168602G ev/s`."""
+    big = [2**53 + 1, 2**62 - 1]
+    hist = _short_columns(10.0, [big])
+    ins = inspect_columns(hist, 0, 1, 8, 20)
+    assert ins.events == sum(big)
+    assert [r.count for r in ins.rows if r.count] == big and all(type(r.count) is int for r in ins.rows)
+    assert [round(r.percent, 4) for r in ins.rows if r.count] == [0.1949, 99.8051]
+    chart = inspection_chart(ins, None).plain
+    assert all(f" {n} " in chart for n in big), chart
+    text = status_text(hist, 1, state="", skipped=0, stream_index=0, streams=1, ingest_rate=0.0).plain
+    assert "462P ev/s" in text and "G ev/s" not in text, text

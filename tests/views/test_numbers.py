@@ -13,13 +13,14 @@ def awkward_values() -> np.ndarray:
     """Values around every place the texts change: halves at the last digit, powers of ten and their neighbours,
     suffix thresholds, tiny values, NaN and zeros, rates as the maps show them."""
     rng = np.random.default_rng(2)
-    powers = 10.0 ** np.arange(-16, 16)
+    powers = 10.0 ** np.arange(-16, 23)  # past 1e18: the T, P and E prefixes of counts up to 2**63 and their rates
     return np.concatenate([
         rng.lognormal(0, 9, 20000), -rng.lognormal(0, 9, 2000),
         (np.arange(1, 20000) + 0.5) / 10.0 ** rng.integers(0, 9, 19999),  # exact halves at some digit
         powers, -powers, np.nextafter(powers, 0), np.nextafter(powers, np.inf),
         [0.0, -0.0, np.nan, 5e-324, 1e-320, 9.9e-5, 9.99e-5, 9.996e-5, 9.9996e-5, -9.9996e-5, 1e-4, 999.95, 9999.5,
-         99.995, 999_999.0, 999_999.9, 1e12, 1.7e308, -1.7e308],
+         99.995, 999_999.0, 999_999.9, 1e12, 999.95e12, 3.38106e14, 2e16, 2.0 ** 63, 2.0 ** 53 + 2,
+         1.7e308, -1.7e308],
         np.arange(0, 3000, dtype=float),
         rng.integers(0, 3000, 20000) / (1 + rng.integers(-4000, 4000, 20000) * 1e-6),
         rng.uniform(0, 2e-3, 5000), rng.uniform(0, 2e-10, 2000),

@@ -70,3 +70,17 @@ def test_the_open_top_bucket_reads_as_open_in_tooltips_and_on_the_latency_axis(t
         assert ticks.count("∞") == 2 and ticks[0] == "64µs"
     other = [unescape(t) for t in re.findall(r'data-slot="7"[^>]*><title>([^<]*)</title>', render_svg(acc))]
     assert other and all(t.split("\n")[1] == "latency 64µs–128µs" for t in other)
+
+
+def test_tooltip_counts_are_exact_past_2_53(tmp_path: Path) -> None:
+    """Counts were folded through float64: 2**53 + 1 read 9007199254740992, 2**62 - 1 read 4611686018427387904. The
+    tooltips hold the counts read, their rates in P (not `461168602G/s`), each bucket 50.0% of its column."""
+    path = tmp_path / "huge.txt"
+    path.write_text("<begin record>\ntimestamp, microsec, 1795000010000000, a\ncounts, interval\n"
+                    "start, microsec, 1795000000000000\nlatencyunit, microsec\nlabel, big\n"
+                    f"256, {2**53 + 1}\n512, {2**62 - 1}\n1024, {2**62 - 1}\n<end record>\n")
+    acc = load(path)
+    for text in (unescape(render_svg(acc)), unescape(render_html(acc))):
+        counts = re.findall(r"count (\d+) \((\S+)/s\)", text)
+        assert counts == [(str(2**53 + 1), "901T"), (str(2**62 - 1), "461P"), (str(2**62 - 1), "461P")]
+        assert "50.0% of the column's events, cumulative 100.0%" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -200,3 +201,31 @@ def test_events_compare_exactly_past_2_53(tmp_path: Path) -> None:
     assert run_gates(path, "events > 9007199254740992")[0] == 1
     assert run_gates(path, "events < 9007199254740993.5")[0] == 1
     assert parse_gate("events > 9007199254740993").node.value == 2**53 + 1
+
+
+def test_gates_on_a_day_long_stream_hold_no_dense_matrix_of_its_columns() -> None:
+    """`--fail-if` on a day of one-second columns reads the history a chunk at a time, as the report does: one dense
+    (86,400 x 64) matrix of counts and one of times would be 88 MB."""
+    import tracemalloc
+
+    from latencymap.core.accumulator import Accumulator
+    from latencymap.core.model import StreamId
+
+    rng = np.random.default_rng(5)
+    n = 86_400
+    counts = np.zeros((n, 64), dtype=np.int64)
+    counts[:, 5:11] = rng.poisson([5, 40, 80, 40, 10, 1], (n, 6))
+    acc = Accumulator()
+    end = 1_795_000_001.0 + np.arange(n, dtype=np.float64)
+    ones, no = np.ones(n), np.zeros(n, dtype=bool)
+    acc.history(StreamId("day", "bpf", "microsec")).extend_columns(counts, None, None, end - ones, end, ones, no, no,
+                                                                   "")
+    del counts
+    tracemalloc.start()
+    try:
+        failed = check_gates(acc, [parse_gate("p99 > 1us"), parse_gate("bimodal or events < 1")])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(failed) == 1 and "p99" in failed[0]
+    assert peak < 20e6

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from latencymap.core.errors import InputError
 from latencymap.core.model import Item, Notice, one_by_one
-from latencymap.flow.zstd_frames import RECORDS_PER_FRAME, ZSTD_MAGIC, Damage, FrameDecoder
+from latencymap.flow.zstd_frames import ZSTD_MAGIC, Damage, FrameDecoder
 from latencymap.plugins import Registry, TextFormat
 
 SNIFF_LINES = 200
@@ -107,6 +107,12 @@ def _binary(binary: IO[bytes]) -> IO[bytes]:
 def _cut(binary: IO[bytes]) -> bool:
     """Whether `binary` is a compressed input whose compressed data ended early (as far as it was read)."""
     return bool(getattr(getattr(binary, "raw", None), "truncated", False))
+
+
+def _cut_or_damaged(binary: IO[bytes]) -> bool:
+    """Whether `binary` is a compressed input cut short, or (zstd) with a stretch it could not decode."""
+    damage = getattr(getattr(binary, "raw", None), "damage", None) or ()
+    return _cut(binary) or any(not stretch.junk for stretch in damage)
 
 
 #: Why `-` cannot be read when the process was started with fd 0 closed (`<&-`).
@@ -343,12 +349,12 @@ def read_input(
             # read to its end: an empty input is no data, as in any format, not an unknown one; a compressed one
             # that ends early before anything came out is cut short
             binary.close()
-            return iter([CutShort(f"{name}: {NOTHING_DECOMPRESSED}", skipped=0) if _cut(binary)
+            return iter([CutShort(f"{name}: {NOTHING_DECOMPRESSED}", skipped=0) if _cut_or_damaged(binary)
                          else Notice(f"{name}: empty input, nothing to read", skipped=0)])
     try:
         fmt = fmt or choose_format(registry, head, name, forced_format)
     except InputError:
-        if forced_format or len(head) >= SNIFF_LINES or not _cut(binary):
+        if forced_format or len(head) >= SNIFF_LINES or not _cut_or_damaged(binary):
             raise
         binary.close()  # read to the cut, and what came before it (a piece of a line) tells no format: cut short
         return iter([CutShort(f"{name}: {NOTHING_DECOMPRESSED}", skipped=0)])
@@ -378,9 +384,7 @@ def read_input(
             except EndlessLine as err:  # what was read before it is kept
                 yield Notice(f"{name}: {err}; the rest of the input is not read")
                 return
-            if _cut(binary):
-                yield CutShort(f"{name}: the compressed data ends early (cut short or corrupt): read up to there",
-                               skipped=0)
+            yield from _end_notes(binary, name)
         finally:
             binary.close()
 
@@ -412,11 +416,38 @@ def _told(reader: TextFormat, chunks: Iterator[str], name: str, damage: list[Dam
         yield _skipped(name, stretch)
 
 
-def _skipped(name: str, stretch: Damage) -> Skipped:
+def _end_notes(binary: IO[bytes], name: str) -> Iterator[Notice]:
+    """What the end of a compressed input says: cut short (a zstd one: where its whole blocks end), or followed by
+    bytes that are no zstd data, which are ignored (nothing is lost: no record is skipped, under --strict too)."""
+    decoder = getattr(binary, "raw", None)
+    if _cut(binary):
+        cut = getattr(decoder, "cut", None)
+        where = "" if cut is None else (f" (byte {cut[0]:,}, the end of its last whole zstd block; the "
+                                        f"{_bytes(cut[1] - cut[0])} after it are no whole block)")
+        yield CutShort(f"{name}: the compressed data ends early (cut short or corrupt): read up to there{where}",
+                       skipped=0)
+    stray = getattr(decoder, "stray", None)
+    if stray is not None:
+        yield Notice(f"{name}: the {_bytes(stray[1])} after its last zstd frame, from byte {stray[0]:,} to the end, "
+                     f"are not zstd data: ignored", skipped=0)
+
+
+def _bytes(n: int) -> str:
+    return f"{n:,} byte{'s' if n != 1 else ''}"
+
+
+def _skipped(name: str, stretch: Damage) -> Notice:
     """The note of a stretch skipped: a frame (from its start), or the rest of one (from a bad block, what the frame
-    held before it kept); it counts as many records skipped as the blocks it held, a record each in a recording."""
-    blocks = stretch.blocks  # None: the damage hides how many; a frame of a recording holds RECORDS_PER_FRAME at most
-    held = "one record" if blocks == 1 else f"up to {blocks or RECORDS_PER_FRAME:,} records"
+    held before it kept); it counts as many records skipped as the blocks it held, a record each in a recording
+    (where the damage hides how many, one at least, and the message says so). Bytes between two frames that are no
+    zstd data skip nothing."""
+    size = stretch.resumed - stretch.at
+    if stretch.junk:
+        return Notice(f"{name}: {_bytes(size)} at byte {stretch.at:,}, between two zstd frames, are not zstd data: "
+                      f"skipped; read on from the next frame, at byte {stretch.resumed:,}", skipped=0)
+    blocks = stretch.blocks
+    held = ("one record at least (the damage hides how many its bytes held)" if blocks is None else
+            "no record" if blocks == 0 else "one record" if blocks == 1 else f"up to {blocks:,} records")
     if stretch.frame is None or stretch.frame == stretch.at:
         what = f"a zstd frame that cannot be decoded (corrupt) at byte {stretch.at:,}"
         lost = f"what it held (in a recording, {held})"
@@ -424,5 +455,7 @@ def _skipped(name: str, stretch: Damage) -> Skipped:
         what = f"a zstd block that cannot be decoded (corrupt) at byte {stretch.at:,}"
         lost = (f"the rest of its frame (in a recording, {held}; what the frame held before it, from byte "
                 f"{stretch.frame:,}, is kept)")
-    return Skipped(f"{name}: {what}, after line {stretch.lines:,} of the text: skipped, with {lost}; read on from the "
-                   f"next frame, at byte {stretch.resumed:,}", skipped=blocks or 1)
+    then = (f"no frame after it: the input ends at byte {stretch.resumed:,}" if stretch.last else
+            f"read on from the next frame, at byte {stretch.resumed:,}")
+    return Skipped(f"{name}: {what}, after line {stretch.lines:,} of the text: skipped, with {lost}; {then}",
+                   skipped=1 if blocks is None else blocks)

@@ -173,8 +173,8 @@ def test_a_cut_compressed_input_keeps_what_came_before_the_cut_and_says_so(examp
     items = list(read_pipeline(str(cut)))
     got = _intervals(items)
     assert 0 < len(got) < len(whole) and got == whole[: len(got)]
-    assert isinstance(items[-1], Notice) and items[-1].message.endswith(
-        "cut.packed: the compressed data ends early (cut short or corrupt): read up to there")
+    said = "cut.packed: the compressed data ends early (cut short or corrupt): read up to there"
+    assert isinstance(items[-1], Notice) and said in items[-1].message  # zstd: and where (test_zstd_cut.py)
 
 
 def read_pipeline(path: str, stdin: IO[bytes] | None = None) -> Iterator[Any]:

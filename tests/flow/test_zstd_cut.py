@@ -56,6 +56,15 @@ def record_block_ends(data: bytes) -> list[int]:
     return ends
 
 
+def read_up_to(data: bytes) -> str:
+    """The note of zstd `data` cut short: where its last whole block ends, and how many bytes follow it."""
+    cuts: list[int] = []
+    ZstdFrames(0, cuts).feed(data)
+    whole = max((c for c in cuts if c <= len(data)), default=0)
+    return (f"{READ_UP_TO_THERE} (byte {whole:,}, the end of its last whole zstd block; the {len(data) - whole:,} "
+            f"bytes after it are no whole block)")
+
+
 def _streamed(data: bytes, **params: int | bool) -> bytes:
     """One frame that does not say how much it holds (the `zstd` tool on a pipe writes such frames), a block for
     each 4 KB (as a writer that flushes as it goes)."""
@@ -137,17 +146,20 @@ def test_a_recording_cut_inside_a_later_block_keeps_every_record_before_it_and_s
     assert len(ends) > 20 and len(frame_ends(data)) > 1
     cut = tmp_path / "cut.zst"
     cut.write_bytes(data[:(ends[9] + ends[10]) // 2])  # inside the block of record 10: records 1..9 are whole
+    said = read_up_to(cut.read_bytes())
+    assert said.endswith(f"(byte {ends[9]:,}, the end of its last whole zstd block; the "
+                         f"{(ends[10] - ends[9]) // 2:,} bytes after it are no whole block)")
     report, _, code = _report(cut)
     assert code == 0
     (stream,) = report["streams"]  # type: ignore[attr-defined]
     assert stream["columns"] == 9  # one interval per record
-    assert f"{cut}: {READ_UP_TO_THERE}" in report["errors"]["messages"]  # type: ignore[index]
+    assert f"{cut}: {said}" in report["errors"]["messages"]  # type: ignore[index]
     text = run("report", cut)
-    assert text.returncode == 0 and f"   {cut}: {READ_UP_TO_THERE}\n" in text.stdout.split("Notes:")[1]
+    assert text.returncode == 0 and f"   {cut}: {said}\n" in text.stdout.split("Notes:")[1]
     plain = run("--plain", "--once", cut)
-    assert plain.returncode == 0 and f"latencymap: {cut}: {READ_UP_TO_THERE}" in plain.stderr
+    assert plain.returncode == 0 and f"latencymap: {cut}: {said}" in plain.stderr
     piped, _, code = _report(stdin=cut.read_bytes())
-    assert code == 0 and f"<stdin>: {READ_UP_TO_THERE}" in piped["errors"]["messages"]  # type: ignore[index]
+    assert code == 0 and f"<stdin>: {said}" in piped["errors"]["messages"]  # type: ignore[index]
     assert piped["streams"][0]["columns"] == stream["columns"]  # type: ignore[index]
 
 
@@ -192,4 +204,4 @@ def test_a_zstd_input_cut_after_records_came_out_of_its_only_frame_keeps_them(ex
     cut.write_bytes(packed[:len(packed) // 2])
     report, _, code = _report(cut)
     assert code == 0 and report["streams"][0]["columns"] > 5  # type: ignore[index]
-    assert f"{cut}: {READ_UP_TO_THERE}" in report["errors"]["messages"]  # type: ignore[index]
+    assert f"{cut}: {read_up_to(cut.read_bytes())}" in report["errors"]["messages"]  # type: ignore[index]

@@ -76,12 +76,18 @@ def test_a_read_ends_where_a_frame_was_skipped() -> None:
     assert bytes(buffer[:first]) == b"".join(texts[:5])  # the text up to the bad frame, then the rest
 
 
-def test_a_bad_last_frame_and_a_tail_of_no_frame_end_the_input_cut_short() -> None:
+def test_a_bad_last_frame_is_skipped_and_counted_and_a_tail_of_no_frame_is_ignored() -> None:
+    """Neither is a cut: the last frame's record is lost (counted), the tail after the last frame holds none."""
     parts, texts = frames(), records()
+    whole = sum(map(len, parts))
     out, decoder = decoded(damaged(parts, len(parts) - 1, "content"))
-    assert out == b"".join(texts[:-1]) and decoder.truncated and not decoder.damage
-    out, decoder = decoded(b"".join(parts) + b"not a frame" + ZSTD_MAGIC[:3])
-    assert out == b"".join(texts) and decoder.truncated
+    assert out == b"".join(texts[:-1]) and not decoder.truncated
+    (stretch,) = decoder.damage
+    assert (stretch.at, stretch.resumed, stretch.blocks, stretch.last) == (whole - len(parts[-1]), whole, 1, True)
+    for tail in (b"not a frame" + ZSTD_MAGIC[:3], b"\n", bytes(1000)):
+        out, decoder = decoded(b"".join(parts) + tail)
+        assert out == b"".join(texts) and not decoder.truncated and not decoder.damage
+        assert decoder.stray == (whole, len(tail))
 
 
 def test_undamaged_frames_decode_as_the_zstd_library_does() -> None:

@@ -1,6 +1,8 @@
 """bpftrace `-f json` output: `{"type": "hist", "data": {"@map": [{"min": 8, "max": 15, "count": n}]}}` lines.
 
-`max` is inclusive; the negative bucket has no `min` and is dropped with a note. Keyed maps
+`max` is inclusive; the negative bucket has no `min` and is dropped with a note; bpftrace before 0.20 prints its
+`[2G, 4G)` row as `{"min": -2147483648, "max": 0}` (see OVERFLOWED_BOUNDS). A row that cannot be read is left out
+with a note, not the rest of its print. Keyed maps
 (`{"@map": {"key": [...]}}`) give one stream per key, labelled `@map[key]`. `{"type": "time"}`
 lines time the prints that follow; other line types are skipped. Timing, units and
 cumulative/per-interval counts work as for the text output (see `bpftrace_text`).
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -71,40 +73,80 @@ def keyed(data: Any) -> dict[str, Any]:
     return {"": data}
 
 
-def split_key(key: str, parts: int) -> list[str]:
-    """A joined multi-part key split into `parts` fields (the last one keeps any extra commas)."""
-    fields = key.split(",", parts - 1)
-    if len(fields) != parts:
-        raise ValueError(f"map key {key!r} has not {parts} parts")
-    return fields
-
-
 class HistRowError(ValueError):
-    """A hist entry that is not `{"min": int, "max": int, "count": int}`."""
+    """Hist data that is not a list of `{"min": int, "max": int, "count": int}` rows."""
 
 
-def hist_counts(rows: Any) -> tuple[np.ndarray, int]:
-    """Per-slot counts and the negative-bucket count of one map's JSON hist rows."""
+#: The bounds bpftrace before 0.20 prints in `-f json` for its `[2G, 4G)` hist row (they overflow 32 bits): the
+#: row its text output of the same map labels `[2G, 4G)`, where its `hist()` counts every value of 2^31 or more.
+OVERFLOWED_BOUNDS = (-(2**31), 0)
+#: The slot of `[2^31, 2^32)`, where that row is read.
+OVERFLOWED_SLOT = 32
+
+
+@dataclass(slots=True)
+class HistRows:
+    """One map's JSON hist rows read: counts per slot, the negative-bucket count (only reported), the count of the
+    overflowed `[2G, 4G)` row (see OVERFLOWED_BOUNDS), and why each row that could not be read was left out."""
+
+    counts: np.ndarray = field(default_factory=empty_counts)
+    negative: int = 0
+    overflowed: int = 0
+    read: int = 0  # rows read
+    bad: list[str] = field(default_factory=list)
+    unknown: np.ndarray | None = None  # slots of rows left out for their count: not known
+
+    def leave_out(self, why: str, slot: int | None = None) -> None:
+        """A row left out (`why` it could not be read); its bucket's count unknown (none of it counted) when `slot`
+        says which it is."""
+        self.bad.append(why)
+        if slot is not None:
+            if self.unknown is None:
+                self.unknown = np.zeros(len(self.counts), dtype=bool)
+            self.unknown[slot] = True
+            self.counts[slot] = 0
+
+
+def hist_counts(rows: Any) -> HistRows:
+    """The counts of one map's JSON hist rows; a row that cannot be read is left out (with why), not the others.
+    HistRowError when `rows` is no list of rows."""
     if not isinstance(rows, list):
         raise HistRowError(f"expected a list of buckets, got {type(rows).__name__}")
-    counts = empty_counts()
-    negative = 0
+    out = HistRows()
     for row in rows:
-        count = row.get("count") if isinstance(row, dict) else None
-        if not is_int(count) or not 0 <= count <= MAX_COUNT:
-            raise HistRowError(f"expected a bucket with an integer count in [0, 2**62], got {excerpt(str(row))}")
-        if "min" not in row:
-            negative = min(negative + count, MAX_COUNT)  # only reported, never counted
-            continue
-        low, high = row.get("min"), row.get("max")
-        if not (is_int(low) and is_int(high)):
-            raise HistRowError(f"expected integer min and max, got {excerpt(str(row))}")
-        slot = slot_of_range(low, high + 1)
-        if slot is None:
-            raise HistRowError(f"expected log2 bounds (hist(), not lhist()), got {excerpt(str(row))}")
-        if not add_count(counts, slot, count):
-            raise HistRowError(f"expected at most 2**62 events per bucket, got more in {excerpt(str(row))}")
-    return counts, negative
+        _add_row(out, row)
+    return out
+
+
+def _add_row(out: HistRows, row: Any) -> None:
+    """Add one `{"min", "max", "count"}` row to `out`, or say why it is left out."""
+    if not isinstance(row, dict):
+        out.leave_out(f"expected a bucket {{\"min\": m, \"max\": n, \"count\": c}}, got {excerpt(str(row))}")
+        return
+    low, high, count = row.get("min"), row.get("max"), row.get("count")
+    bounds = (low, high) if is_int(low) and is_int(high) else None
+    slot = None
+    if bounds == OVERFLOWED_BOUNDS:
+        slot = OVERFLOWED_SLOT
+    elif bounds is not None:
+        slot = slot_of_range(bounds[0], bounds[1] + 1)
+    if not is_int(count) or not 0 <= count <= MAX_COUNT:
+        out.leave_out(f"expected a bucket with an integer count in [0, 2**62], got {excerpt(str(row))}", slot)
+        return
+    if "min" not in row:
+        out.negative = min(out.negative + count, MAX_COUNT)  # only reported, never counted
+        out.read += 1
+        return
+    if bounds is None:
+        out.leave_out(f"expected integer min and max, got {excerpt(str(row))}")
+    elif slot is None:
+        out.leave_out(f"expected log2 bounds (hist(), not lhist()), got {excerpt(str(row))}")
+    elif not add_count(out.counts, slot, count):
+        out.leave_out(f"expected at most 2**62 events per bucket, got more in {excerpt(str(row))}", slot)
+    else:
+        out.read += 1
+        if bounds == OVERFLOWED_BOUNDS:
+            out.overflowed = min(out.overflowed + count, MAX_COUNT)
 
 
 class BpftraceJsonFormat(PrintedHistogramFormat):
@@ -119,6 +161,7 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)
+        overflowed: set[str] = set()  # labels whose overflowed [2G, 4G) row was said
         n = 0
         for n, raw in enumerate(lines, 1):
             try:
@@ -138,10 +181,10 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
                 else:
                     yield from reader.time_line(*stamp, n)
             elif kind == "hist":
-                yield from self._hist(reader, data, n, name)
+                yield from self._hist(reader, data, n, name, overflowed)
         yield from reader.finish(n)
 
-    def _hist(self, reader: PrintReader, data: Any, n: int, name: str) -> Iterator[Item]:
+    def _hist(self, reader: PrintReader, data: Any, n: int, name: str, overflowed: set[str]) -> Iterator[Item]:
         if not isinstance(data, dict):
             yield Notice(f"{name}: line {n}: expected \"data\": {{\"@map\": [...]}} in a hist line; line skipped")
             return
@@ -151,9 +194,21 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
                 # whole (a long key): the reader names the stream
                 label = clean_label(str(map_name) if key is None else f"{map_name}[{key}]")
                 try:
-                    counts, negative = hist_counts(rows)
+                    read = hist_counts(rows)
                 except HistRowError as err:
+                    read = HistRows(bad=[str(err)])
+                shown = reader.shown(label)
+                if read.bad and not read.read:  # nothing of it could be read: no print, and no sign of a cleared map
                     reader.unreadable(label)
-                    yield Notice(f"{name}: line {n}: {reader.shown(label)}: {err}; histogram skipped")
+                    more = f" (and {len(read.bad) - 1} more unreadable rows)" if len(read.bad) > 1 else ""
+                    yield Notice(f"{name}: line {n}: {shown}: {read.bad[0]}{more}; histogram skipped")
                     continue
-                yield from reader.histogram(label, counts, n, negative=negative)
+                for why in read.bad:
+                    yield Notice(f"{name}: line {n}: {shown}: {why}; row skipped")
+                if read.overflowed and label not in overflowed:
+                    overflowed.add(label)
+                    yield Notice(f"{name}: line {n}: {shown}: the row {{\"min\": -2147483648, \"max\": 0}} is "
+                                 "bpftrace's [2G, 4G) row, printed with bounds that overflow (bpftrace before 0.20, "
+                                 "whose hist() also counts every value of 2^31 or more there): read as [2^31, 2^32)",
+                                 skipped=0)
+                yield from reader.histogram(label, read.counts, n, negative=read.negative, unknown=read.unknown)

@@ -98,6 +98,16 @@ def stdin_is_terminal() -> bool:
         return False
 
 
+#: What the command must finish however it ends (`close_at_exit`): recordings.
+_AT_EXIT: list[Callable[[], None]] = []
+
+
+def close_at_exit(close: Callable[[], None]) -> None:
+    """Have `guarded` call `close` as the command ends, however it ends (done, `q`, Ctrl-C, SIGTERM, SIGHUP, an
+    error): a recording written by the flow's thread, which may be blocked in its source then, is finished there."""
+    _AT_EXIT.append(close)
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
     raise HungUp if signum == getattr(signal, "SIGHUP", None) else Terminated
 
@@ -128,6 +138,9 @@ def guarded(fn: Callable[[], int]) -> None:
         code = EXIT_TERMINATED
     except BrokenPipeError:
         code = EXIT_OK
+    finally:
+        while _AT_EXIT:
+            _AT_EXIT.pop()()
     sys.exit(code)
 
 

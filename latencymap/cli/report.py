@@ -199,6 +199,8 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             _gate_failures(acc, fail_if)  # exit code 1 either way: the unreadable input's
             raise
         except (KeyboardInterrupt, Terminated, SourceError) as err:  # stopped or failed: what was read is reported
+            if source is not None and isinstance(err, SourceError) and not acc.intervals_seen:
+                raise  # it failed before giving a column: its error alone (its notes were said as they came)
             acc.note(Notice(_stopped(err, source), skipped=0))
             _note_dropped(acc)
             _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))

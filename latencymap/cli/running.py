@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from latencymap.cli.common import EXIT_OK, say
+from latencymap.cli.common import EXIT_OK, close_at_exit, say
 from latencymap.cli.options import display_options
 from latencymap.core.accumulator import DEFAULT_HISTORY
 from latencymap.core.model import Flow, FlowItem, Notice, unrolled
@@ -59,6 +59,7 @@ def prepare(flow: Iterator[FlowItem], kw: dict[str, Any], source: str = "input",
         from latencymap.flow.recording import Recorder, read_ahead, recorded
 
         recorder = Recorder(path, force=force, compat=compat, source=source, options=options)
+        close_at_exit(recorder.close)  # its frame ended and file closed even while the reading thread is blocked
         if profile is not None:
             profile.record_to(recorder)
         flow = read_ahead(recorded(unrolled(flow), recorder))  # records as they arrive, however the view is paced

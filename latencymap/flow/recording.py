@@ -92,6 +92,8 @@ class Recorder:
             self._write_locked(text)
 
     def _write_locked(self, text: str) -> None:
+        if self._closed:  # closed by the command on its way out while the flow's thread still ran: too late
+            return
         data = text.encode("utf-8")
         if self._compressor is not None:
             data = self._compressed(data)
@@ -175,12 +177,18 @@ class Recorder:
         self.annotate(NOTE_TAG, json.dumps({"message": notice.message, "skipped": notice.skipped}))
 
     def close(self) -> None:
+        """End the recording: the zstd frame under way finished, the file closed; what comes after is dropped.
+
+        Safe from any thread and more than once: the command closes it on its way out (a key, a signal), while the
+        thread that writes it may be blocked in its source, and that thread closes it again when it ends."""
         if self._notes_left_out:
             with contextlib.suppress(RecordingError, BrokenPipeError):  # a write error was already reported
                 self.annotate(NOTE_TAG, json.dumps({"message": f"{self._notes_left_out} more notes of the recorded "
                                                                f"run are not kept in the recording", "skipped": 0}))
             self._notes_left_out = 0
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
             if self._frame is not None:  # the frame under way ends (an empty last block, then its checksum)
                 end, self._frame = self._frame.flush(self._finish), None

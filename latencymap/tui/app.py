@@ -25,7 +25,7 @@ from latencymap.core.units import REAL_EPOCH
 from latencymap.flow.stdin import take_terminal
 from latencymap.outputs.report import stream_time_words
 from latencymap.tui.actions import MapActions
-from latencymap.tui.axis import learn_clock
+from latencymap.tui.axis import learn_clock, view_digits
 from latencymap.tui.diffmap import DiffScreen
 from latencymap.tui.findings import MAX_LINES, FindingsPanel, window_findings
 from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec, map_cells
@@ -315,7 +315,7 @@ class LatencyMapApp(MapActions):
             # a few columns: cheap, and not repainted when they are the same)
             first, last = win.columns_of(win.cell_of(cursor))
             self.maps.query_one(Inspector).show(
-                inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds),
+                inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds, view_digits(hist, win)),
                 rows.row_of(self.view.selected_slot))
         now = time.monotonic()
         if stop == 0 or not (force or now - self._plots_at >= PLOT_EVERY_S):

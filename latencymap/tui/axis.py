@@ -58,27 +58,69 @@ def clock_shift(hist: StreamHistory) -> float | None:
     return _CLOCKS.get(hist)
 
 
-def clock(epoch: float, origin: float, step: float = 1.0, shift: float | None = None) -> str:
+def clock(epoch: float, origin: float, step: float = 1.0, shift: float | None = None,
+          digits: int | None = None) -> str:
     """A column time as the axis writes it: local `HH:MM:SS` (`.f` under a second); for times that are not
-    dates, the input's own time of day (`shift`) or `+90s` since `origin`."""
+    dates, the input's own time of day (`shift`) or `+90s` since `origin`. `digits`: that many decimals of a second,
+    rounded to them (whole seconds too: a column ending at :25.6 reads :26, not :25), in place of tenths under a
+    one-second `step` and whole seconds as they are above (the axis's marks, which fall on round times)."""
     if not math.isfinite(epoch):
         return ""
-    if step < 1:  # tenths: round first, so that 20.96 s reads 21.0, not 20.0
-        epoch = round(epoch * 10) / 10
-    if epoch < REAL_EPOCH:
-        if shift is None:
-            return "+" + _offset(epoch - origin)
-        text = time.strftime("%H:%M:%S", time.gmtime((epoch + shift) % 86400))
-    else:
-        text = time.strftime("%H:%M:%S", time.localtime(epoch))
-    return text + f".{round(epoch * 10) % 10}" if step < 1 else text
-
-
-def column_time(hist: StreamHistory, epoch: float) -> str:
-    """A column's time for the inspector: `2026-11-23 13:44:17` (local), or as the axis writes relative times."""
+    places = (1 if step < 1 else 0) if digits is None else digits
+    scale = 10**places
+    if places:  # round first, so that 20.96 s reads 21.0, not 20.0
+        epoch = round(epoch * scale) / scale
+    if epoch < REAL_EPOCH and shift is None:
+        return "+" + _offset(epoch - origin)
+    shown = epoch if epoch >= REAL_EPOCH else epoch + (shift or 0.0)
+    if places or digits is not None:
+        shown = round(shown * scale) / scale
     if epoch >= REAL_EPOCH:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
-    return clock(epoch, float(hist.start[0]) if hist.n else 0.0, 1.0, clock_shift(hist))
+        text = time.strftime("%H:%M:%S", time.localtime(shown))
+    else:
+        text = time.strftime("%H:%M:%S", time.gmtime(shown % 86400))
+    return text + f".{round(shown * scale) % scale:0{places}d}" if places else text
+
+
+def column_time(hist: StreamHistory, epoch: float, digits: int | None = None) -> str:
+    """A column's time for the inspector: `2026-11-23 13:44:17` (local), or as the axis writes relative times;
+    `digits` as `clock` takes them."""
+    if epoch < REAL_EPOCH:
+        return time_of_day(hist, epoch, digits)
+    scale = 10 ** (digits or 0)
+    day = epoch if digits is None else round(epoch * scale) / scale  # 23:59:59.7 in whole seconds: the next day
+    return time.strftime("%Y-%m-%d ", time.localtime(day)) + time_of_day(hist, epoch, digits)
+
+
+def time_of_day(hist: StreamHistory, epoch: float, digits: int | None = None) -> str:
+    """A column's time without its date (`13:44:17`), or as the axis writes relative times; `digits` as `clock`
+    takes them."""
+    return clock(epoch, float(hist.start[0]) if hist.n else 0.0, 1.0, clock_shift(hist), digits)
+
+
+def telling_digits(hist: StreamHistory, start: float, end: float, digits: int) -> int:
+    """`digits`, or more (up to thousandths) where the span from `start` to `end` is too short to tell its start
+    from its end with them: a short column does not read as none."""
+    for places in range(digits, 3):
+        if end <= start or time_of_day(hist, start, places) != time_of_day(hist, end, places):
+            return places
+    return max(digits, 3)
+
+
+def cell_seconds(hist: StreamHistory, win: Window) -> float:
+    """The seconds a cell of the window covers: its median column's length, times the columns per cell."""
+    spans = hist.durations[win.first: win.stop]
+    return float(median_of(spans)) * win.zoom if spans.size else 1.0
+
+
+def view_digits(hist: StreamHistory, win: Window) -> int:
+    """The decimals of a second the cursor and the inspector write times with: one precision for the whole view,
+    not one per column (neighbours of 0.9999 s and 1.0001 s read alike), as many as a typical cell needs to span
+    one step of the last digit or more (whole seconds from about a second up; at most 3)."""
+    cell = cell_seconds(hist, win)
+    if not (math.isfinite(cell) and cell > 0):
+        return 0
+    return min(3, max(0, math.ceil(-math.log10(cell) - 0.02)))
 
 
 def _offset(seconds: float) -> str:
@@ -110,9 +152,7 @@ def axis_strip(hist: StreamHistory, win: Window, width: int, offset: int = LABEL
     """Time labels at round times, each starting at its cell with a tick."""
     if not hist.n:
         return Strip([Segment(" " * width, DIM)], width)
-    spans = hist.durations[win.first: win.stop]
-    per_cell = float(median_of(spans)) * win.zoom if spans.size else 1.0
-    return times_strip(hist, win.cell_ends(hist), per_cell, width, offset)
+    return times_strip(hist, win.cell_ends(hist), cell_seconds(hist, win), width, offset)
 
 
 def times_strip(hist: StreamHistory, ends: np.ndarray, per_cell: float, width: int, offset: int = LABEL_W + 1) -> Strip:
@@ -143,15 +183,15 @@ def times_strip(hist: StreamHistory, ends: np.ndarray, per_cell: float, width: i
 
 def cursor_strip(hist: StreamHistory, win: Window, cursor: int, width: int, offset: int = LABEL_W + 1) -> Strip:
     """`▲` under the cursor cell and the cell's end time beside it (the end of its last column: with several columns
-    per cell, the cell's, not the cursor column's)."""
+    per cell, the cell's, not the cursor column's), as precise as the view's other times (`view_digits`; more for a
+    cell too short to tell its start from its end that way, as the inspector writes it)."""
     cell = win.cell_of(cursor) if cursor >= 0 else -1
     if not 0 <= cell < win.cells:
         return Strip.blank(width, PLAIN)
-    origin = float(hist.start[0]) if hist.n else 0.0
     first, stop = win.columns_of(cell)
     last = max(cursor, min(stop, win.stop, hist.n) - 1)
-    span = float(hist.end[last] - hist.start[min(first, last)])
-    label = clock(float(hist.end[last]), origin, span, clock_shift(hist))
+    start, end = float(hist.start[min(first, last)]), float(hist.end[last])
+    label = time_of_day(hist, end, telling_digits(hist, start, end, view_digits(hist, win)))
     at = offset + cell
     if at + 2 + len(label) <= offset + win.cells:
         segs = [Segment(" " * at, PLAIN), Segment(CURSOR, CURSOR_STYLE), Segment(" " + label, DIM)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,7 +10,7 @@ from textual.widgets import Static
 
 from latencymap.core.accumulator import GAP, RESET, StreamHistory
 from latencymap.core.units import format_duration, format_number
-from latencymap.tui.axis import column_time
+from latencymap.tui.axis import column_time, telling_digits, time_of_day
 from latencymap.views.frame import Folds, fold_rows, row_labels
 
 BAR_W = 12
@@ -56,8 +55,9 @@ class Inspection:
 
 
 def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int,
-                    folds: Folds | None = None) -> Inspection:
-    """Read the columns straight from the accumulator (folded to the shown rows, bottom→top)."""
+                    folds: Folds | None = None, digits: int = 0) -> Inspection:
+    """Read the columns straight from the accumulator (folded to the shown rows, bottom→top); times with `digits`
+    decimals of a second (the view's: `view_digits`)."""
     cols = slice(first, stop)
     totals = hist.totals(cols)
     folded = fold_rows(hist.counts_in(cols).sum(axis=0, keepdims=True), lo, hi)[0]
@@ -70,30 +70,16 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
     start, end = float(hist.start[first]), float(hist.end[stop - 1])
     flags = hist.flags[cols]
     return Inspection(first, stop, start, end, totals.events, rate, totals.mean_s, totals.percentiles, rows,
-                      *time_texts(hist, start, end), int(np.count_nonzero(flags & RESET)),
+                      *time_texts(hist, start, end, digits), int(np.count_nonzero(flags & RESET)),
                       int(np.count_nonzero(flags & GAP)))
 
 
-_CLOCK = re.compile(r"\d\d:\d\d:\d\d$")
-
-
-def time_texts(hist: StreamHistory, start: float, end: float) -> tuple[str, str]:
-    """The inspector's `start → end` (the end's time of day only); under a second apart, with as many decimals
-    (tenths, hundredths, thousandths) as it takes to tell them apart, so a short column does not read as none."""
-    first, last = column_time(hist, start), column_time(hist, end)[-8:]
-    if not 0 < end - start < 1 or not (_CLOCK.search(first) and _CLOCK.search(last)):
-        return first, last
-    for digits in (1, 2, 3):
-        first, last = _with_decimals(hist, start, digits), _with_decimals(hist, end, digits)[-(9 + digits):]
-        if not first.endswith(last):
-            break
-    return first, last
-
-
-def _with_decimals(hist: StreamHistory, epoch: float, digits: int) -> str:
-    """`column_time` to `digits` decimals of a second (rounded, the whole seconds with them)."""
-    near = round(epoch, digits)
-    return f"{column_time(hist, near)}.{round(near * 10 ** digits) % 10 ** digits:0{digits}d}"
+def time_texts(hist: StreamHistory, start: float, end: float, digits: int = 0) -> tuple[str, str]:
+    """The inspector's `start → end` (the end's time of day only), with the view's `digits` decimals of a second
+    (`view_digits`: the same for every column), or more for a column too short to tell its start from its end that
+    way (`telling_digits`), so that it does not read as none."""
+    places = telling_digits(hist, start, end, digits)
+    return column_time(hist, start, places), time_of_day(hist, end, places)
 
 
 def bar(share: float, width: int = BAR_W) -> str:
@@ -183,7 +169,8 @@ class Inspector(Static):
 
     def show(self, ins: Inspection | None, selected_row: int | None, gap: int = 2) -> None:
         """Draw `ins`; `gap` lines between the chart and the summary (the map's cursor line and axis)."""
-        key = None if ins is None else (ins.first, ins.stop, ins.events, tuple(r.count for r in ins.rows),
+        key = None if ins is None else (ins.first, ins.stop, ins.start_text, ins.end_text, ins.events,
+                                        tuple(r.count for r in ins.rows),
                                         tuple(r.label for r in ins.rows), selected_row, gap, self.compact)
         if key == self._shown:
             return

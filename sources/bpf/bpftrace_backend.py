@@ -1,8 +1,10 @@
 """The bpftrace backend: a generated script run as `bpftrace -f json`, cumulative maps printed each tick.
 
-The script keeps `@lm_hist[group, op] = hist(ns)` for counts and `@lm_sum[group, op, slot] = sum(ns)`
-for exact time per slot (the slot computed in the script with the same log2 rule as `hist()`),
-never clears them, and prints both plus a `lm_tick` marker every interval.
+The script computes each event's log2 slot itself (`SLOT`, 64-bit) and keeps `@lm_cnt[group, op, slot] = count()`
+and `@lm_sum[group, op, slot] = sum(ns)`: counts and exact times land in the same slot. (bpftrace's own `hist()`
+is not used: before 0.20 it counts every value of 2^31 or more in its `[2G, 4G)` row, and `-f json` prints that
+row as `{"min": -2147483648, "max": 0}`.) The maps are never cleared; both are printed, then a `lm_tick` marker,
+every interval.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 from latencymap.plugins import SourceError, process_end
-from latencymap.sources.bpftrace_json import hist_counts, keyed, parse_line, split_key
+from latencymap.sources.bpftrace_json import keyed, parse_line
 
 from .collect import Reading
 from .spec import BpfError, TraceSpec
@@ -37,13 +39,13 @@ SLOT = """
         if ($v >= 4) { $v = $v >> 2; $s = $s + 2; }
         if ($v >= 2) { $s = $s + 1; }
     }
-    @lm_hist[$g, $op] = hist($d);
+    @lm_cnt[$g, $op, $s] = count();
     @lm_sum[$g, $op, $s] = sum($d);
 """
 
 FOOTER = """
 BEGIN {{ printf("{ready}\\n"); }}
-interval:ms:{ms} {{ print(@lm_hist); print(@lm_sum); printf("{tick}\\n"); }}
+interval:ms:{ms} {{ print(@lm_cnt); print(@lm_sum); printf("{tick}\\n"); }}
 """
 
 
@@ -194,21 +196,19 @@ def _op(text: str, split_rw: bool) -> int:
     return rwbs_op(text) if split_rw else int(text)
 
 
-def reading_from(hist: object, sums: object, at: float, split_rw: bool = False) -> Reading:
-    """A Reading from the printed `@lm_hist` and `@lm_sum` data (as parsed from JSON)."""
+def reading_from(counts: object, sums: object, at: float, split_rw: bool = False) -> Reading:
+    """A Reading from the printed `@lm_cnt` and `@lm_sum` maps (as parsed from JSON), both keyed `group,op,slot`."""
     reading = Reading(at)
-    for key, rows in keyed(hist).items():
-        group, op = split_key(key, 2)
-        counts, _negative = hist_counts(rows)
-        for nonzero in counts.nonzero()[0]:
-            reading.add((int(group), _op(op, split_rw)), int(nonzero), count=int(counts[nonzero]))
+    for key, value in keyed(counts).items():
+        group, op, slot = _split_slot_key(key)
+        reading.add((int(group), _op(op, split_rw)), int(slot), count=int(value))
     for key, value in keyed(sums).items():
-        group, op, slot = _split_sum_key(key)
+        group, op, slot = _split_slot_key(key)
         reading.add((int(group), _op(op, split_rw)), int(slot), sum_ns=int(value))
     return reading
 
 
-def _split_sum_key(key: str) -> list[str]:
+def _split_slot_key(key: str) -> list[str]:
     group, rest = key.split(",", 1)
     op, slot = rest.rsplit(",", 1)
     return [group, op, slot]
@@ -216,7 +216,7 @@ def _split_sum_key(key: str) -> list[str]:
 
 def parse_stream(lines: Iterator[str], split_rw: bool = False) -> Generator[tuple[str, Reading | None], None, None]:
     """(`ready`, None) once attached, then (`tick`, Reading) per interval, from bpftrace JSON lines."""
-    hist: object = {}
+    counts: object = {}
     sums: object = {}
     for line in lines:
         event = parse_line(line)
@@ -227,10 +227,10 @@ def parse_stream(lines: Iterator[str], split_rw: bool = False) -> Generator[tupl
             if marker == READY:
                 yield "ready", None
             elif marker == TICK:
-                yield "tick", reading_from(hist, sums, time.time(), split_rw)
-                hist, sums = {}, {}
-        elif event.kind == "hist" and event.name == "@lm_hist":
-            hist = event.data
+                yield "tick", reading_from(counts, sums, time.time(), split_rw)
+                counts, sums = {}, {}
+        elif event.kind == "map" and event.name == "@lm_cnt":
+            counts = event.data
         elif event.kind == "map" and event.name == "@lm_sum":
             sums = event.data
 

@@ -33,16 +33,21 @@ def effective_caps(status_path: str = "/proc/self/status") -> int | None:
 
 
 def privilege_problem(caps: int | None = None, euid: int | None = None) -> str | None:
-    """Why this process may not load BPF programs, or None."""
+    """Why this process may not load BPF programs (naming the capabilities it lacks), or None."""
     caps = effective_caps() if caps is None else caps
     euid = os.geteuid() if euid is None else euid
+    who = "root" if euid == 0 else "not root"
     if caps is not None:
         bits = {bit for bit in (CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF) if caps >> bit & 1}
         if CAP_SYS_ADMIN in bits or {CAP_BPF, CAP_PERFMON} <= bits:
             return None
+        pair = {CAP_BPF: "CAP_BPF", CAP_PERFMON: "CAP_PERFMON"}
+        held = [name for bit, name in pair.items() if bit in bits]
+        lacking = [name for bit, name in pair.items() if bit not in bits]
+        who += f"; has {held[0]} but not {lacking[0]}, nor CAP_SYS_ADMIN" if held else \
+            "; has none of CAP_SYS_ADMIN, CAP_BPF, CAP_PERFMON"
     elif euid == 0:
         return None
-    who = "root without CAP_SYS_ADMIN/CAP_BPF" if euid == 0 else "not root"
     return (f"loading BPF programs needs root or CAP_BPF+CAP_PERFMON ({who}): run with sudo, or "
             "`sudo setcap cap_bpf,cap_perfmon+ep` on the Python that runs latencymap")
 

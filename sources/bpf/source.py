@@ -99,7 +99,7 @@ class BpfSource(Source):
     def items(self) -> Iterator[Item]:
         problem = preconditions.system_problem()
         if problem:
-            raise BpfUnavailable(problem)
+            raise BpfUnavailable(f"bpf: {problem}")
         wanted = BACKENDS if self.backend == "auto" else (self.backend,)
         reasons = {name: problem for name, problem in backend_problems().items() if name in wanted}
         for name in wanted:
@@ -126,12 +126,14 @@ class BpfSource(Source):
                     listed = self.spec.syscalls[i]
                     yield Notice(f"bpf: {listed} also counts {', '.join(extra)} (CPython's os.{listed} and glibc's "
                                  f"{extra[0]}() issue it); list both in --syscalls to see them apart", skipped=0)
-                readings = limited(readings, attached_at, self.options.get("count"), self.options.get("duration"))
+                interval = bpftrace_ms(self.spec) / 1000 if name == "bpftrace" else self.spec.interval
+                readings = limited(readings, attached_at, self.options.get("count"), self.options.get("duration"),
+                                   interval)
                 yield from intervals(self.spec, readings, attached_at)
             finally:
                 close()
             return
-        raise BpfUnavailable(no_backend_message(reasons))
+        raise BpfUnavailable(f"bpf: {no_backend_message(reasons)}")
 
 
 def backend_problems() -> dict[str, str | None]:
@@ -183,10 +185,20 @@ def run_error(err: BaseException) -> str:
     return str(err) or type(err).__name__
 
 
-def limited(readings: Iterator[Reading], attached_at: float, count: int | None,
-            duration: float | None) -> Iterator[Reading]:
-    """Stop after `count` readings or once a reading is `duration` seconds past the attach time."""
+def limited(readings: Iterator[Reading], attached_at: float, count: int | None, duration: float | None,
+            interval: float = 1.0) -> Iterator[Reading]:
+    """Stop after `count` readings or once a reading is `duration` seconds past the attach time.
+
+    Readings come on a schedule of whole `interval`s after the attach (bcc's reads; bpftrace's timer, which starts a
+    few ms before or after bpftrace says it attached): a reading is past `duration` when its place on the schedule
+    (its time since the attach, to the nearest whole interval) or its time is, so that a reading a few ms short of
+    its place still ends the run, and both backends give `duration / interval` columns.
+    """
     for n, reading in enumerate(readings, start=1):
         yield reading
-        if (count is not None and n >= count) or (duration is not None and reading.timestamp - attached_at >= duration):
+        if count is not None and n >= count:
             return
+        if duration is not None:
+            elapsed = reading.timestamp - attached_at
+            if max(elapsed, round(elapsed / interval) * interval) >= duration - 1e-9:
+                return

@@ -1,11 +1,17 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from process_support import bpf_unavailable
+from prometheus_support import Serving, reply
 
 from latencymap.cli.main import main
 from latencymap.cli.report import _report_source, split_source_args
@@ -116,3 +122,44 @@ def test_a_report_of_several_spark_logs_gives_each_its_analysis(fixtures: Path, 
     alone_text = CliRunner().invoke(main, ["report", str(plain)]).output
     analysis = alone_text[alone_text.index("Stragglers"):]
     assert mine[0].endswith(heads[0] + "\n" + analysis) and mine[1] == "\n" + analysis
+
+
+def _run_report(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "latencymap", "report", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def test_a_source_that_fails_before_any_column_gives_its_error_not_a_report(tmp_path: Path) -> None:
+    """A real endpoint serving only a gauge: `report scrape` fails at its first scrape. Its error alone (exit 1),
+    as when the source cannot run here at all: no "No data." report whose note says the source ran and failed,
+    and no report file."""
+
+    class Gauge(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            reply(self, 200, "text/plain; version=0.0.4", b"# TYPE app_up gauge\napp_up 1\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    served = Serving(Gauge)
+    try:
+        for out in ([], ["--format", "json", "-o", str(tmp_path / "r.json")]):
+            r = _run_report(*out, "scrape", served.url, "--metric", "app_up", "--count", "2")
+            assert r.returncode == 1, r.stderr
+            assert r.stdout == "" and "No data" not in r.stderr and "this report covers" not in r.stderr
+            assert r.stderr.startswith("latencymap: scrape: ") and "app_up is a gauge, not a histogram" in r.stderr
+        assert not (tmp_path / "r.json").exists()
+    finally:
+        served.close()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bpf_unavailable() is not None, reason=bpf_unavailable() or "")
+def test_report_bpf_with_its_forced_backend_unusable_gives_the_one_no_backend_error() -> None:
+    """`report bpf --backend bcc` where bcc cannot compile: the error of no backend, as where none is installed,
+    not an empty report noting that bpf ran and failed."""
+    r = _run_report("bpf", "block", "--backend", "bcc", "--count", "1", env={"BCC_KERNEL_SOURCE": "/nonexistent"})
+    assert r.returncode == 1, r.stderr
+    assert r.stdout == ""
+    assert r.stderr.startswith("latencymap: bpf: no BPF backend works here (tried bcc, in this order) — bcc: "
+                               "BCC_KERNEL_SOURCE=/nonexistent is not a complete kernel headers tree"), r.stderr

@@ -150,6 +150,45 @@ def test_sigkill_mid_stream_leaves_every_complete_record_replayable(tmp_path: Pa
     assert stream["total"]["events"] == 3 * complete + complete**2
 
 
+def zstd_frames_text(raw: bytes) -> str:
+    """The text of a zstd file, each of whose frames must be complete (ended, checksum and all), as `zstd -t` asks."""
+    import zstandard
+
+    out = []
+    while raw:
+        frame = zstandard.ZstdDecompressor().decompressobj()
+        out.append(frame.decompress(raw))
+        assert frame.eof, "a zstd frame is unfinished (zstd -t: premature end)"
+        raw = frame.unused_data
+    return b"".join(out).decode()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_finishes_the_recording(tmp_path: Path, sig: signal.Signals, code: int) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP end the run as a normal end does: the recording's last zstd frame is finished
+    (`zstd -t` passes), though the thread that writes it is blocked reading a pipe that stays open."""
+    rec = tmp_path / "live.zst"
+    producer = subprocess.Popen([sys.executable, "-c", PRODUCER], stdout=subprocess.PIPE)
+    viewer = subprocess.Popen([sys.executable, "-m", "latencymap", "--plain", "--screen_delay=0", "--record",
+                               str(rec)], stdin=producer.stdout, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not rec.exists() or rec.stat().st_size < 3000):
+            time.sleep(0.05)
+        viewer.send_signal(sig)
+        assert viewer.wait(30) == code, viewer.stderr.read() if viewer.stderr else ""
+    finally:
+        for proc in (viewer, producer):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
+    complete = zstd_frames_text(rec.read_bytes()).count("<end record>")
+    assert complete >= 5
+    (stream,) = report(rec)["streams"]
+    assert stream["columns"] == complete and stream["total"]["events"] == 3 * complete + complete**2
+
+
 @pytest.mark.slow
 def test_real_pylatencymap_reads_a_compat_recording(tmp_path: Path, example_data: Path) -> None:
     target = need_pylatencymap()

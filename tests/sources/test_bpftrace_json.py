@@ -1,12 +1,18 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections import defaultdict
 
+import numpy as np
+import pytest
 from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
+from process_support import bpf_unavailable
 
 from latencymap.core.buckets import bounds_in_unit
 from latencymap.sources.bpftrace_json import BpftraceJsonFormat, hist_counts
+from latencymap.sources.bpftrace_text import BpftraceTextFormat
 
 INTERVAL_JSON = FIXTURES / "bpftrace" / "block_usecs_interval.json"
 CUMULATIVE_JSON = FIXTURES / "bpftrace" / "syscall_nsecs_cumulative.json"
@@ -46,9 +52,10 @@ def test_keyed_cumulative_fixture_totals_are_last_minus_first() -> None:
 def test_max_is_inclusive_and_negative_bucket_has_no_min() -> None:
     rows = [{"max": -1, "count": 9}, {"min": 0, "max": 0, "count": 1}, {"min": 1, "max": 1, "count": 2},
             {"min": 8, "max": 15, "count": 3}, {"min": 1024, "max": 2047, "count": 4}]
-    counts, negative = hist_counts(rows)
+    read = hist_counts(rows)
+    counts = read.counts
     low, high = bounds_in_unit("bpf")
-    assert negative == 9
+    assert read.negative == 9
     assert {(low[s], high[s]): int(counts[s]) for s in counts.nonzero()[0]} == {
         (0.0, 1.0): 1, (1.0, 2.0): 2, (8.0, 16.0): 3, (1024.0, 2048.0): 4}
 
@@ -129,3 +136,66 @@ def test_keys_alike_for_their_first_200_characters_stay_apart_cut_in_the_middle(
         assert label.endswith(f"/base/16384/26{18 + counts[0] // 11}]")
     (bad,) = [m for m in notices(items) if "histogram skipped" in m]
     assert next(label for label in got if label.endswith("2620]")) + ": expected log2 bounds" in bad
+
+
+def _print_line(rows: list[dict]) -> str:
+    return json.dumps({"type": "hist", "data": {"@ns": rows}})
+
+
+def test_the_overflowed_2g_row_is_read_as_the_2_to_the_31_bucket() -> None:
+    """bpftrace 0.17 prints its [2G, 4G) row as {"min": -2147483648, "max": 0} (32-bit bounds that overflow): it is
+    read as [2^31, 2^32), as the text output of the same run labels it, with a note; the print's other rows stay."""
+    rows = [{"min": 67108864, "max": 134217727, "count": 1}, {"min": 134217728, "max": 268435455, "count": 0},
+            {"min": 268435456, "max": 536870911, "count": 0}, {"min": 536870912, "max": 1073741823, "count": 0},
+            {"min": 1073741824, "max": 2147483647, "count": 0}, {"min": -2147483648, "max": 0, "count": 1}]
+    text = "\n".join(['{"type": "time", "data": "13:37:25\\n"}', _print_line(rows[:1]),
+                      '{"type": "time", "data": "13:37:26\\n"}', _print_line(rows)]) + "\n"
+    items = read_items(BpftraceJsonFormat, text, "j.json", cumulative=False)
+    cols = intervals(items)
+    assert [int(c.counts.sum()) for c in cols] == [1, 2]
+    low, _ = bounds_in_unit("bpf")
+    assert cols[1].counts[32] == 1 and low[32] == 2**31 and cols[1].counts[27] == 1
+    (note,) = [m for m in notices(items) if "2147483648" in m]
+    assert note.startswith("j.json: line 4: @ns: the row") and "read as [2^31, 2^32)" in note
+    assert not [m for m in notices(items) if "skipped" in m]
+
+
+def test_a_row_that_cannot_be_read_drops_only_itself() -> None:
+    """A row of no log2 bucket is left out with the line and what was expected, the print's other rows read; a row
+    whose count cannot be read leaves its bucket unknown, not zero (no false reset in a cumulative map)."""
+    prints = [
+        [{"min": 8, "max": 15, "count": 10}, {"min": 16, "max": 31, "count": 3}],
+        [{"min": 8, "max": 15, "count": 12}, {"min": 16, "max": 31, "count": -1}, {"min": 10, "max": 19, "count": 1}],
+        [{"min": 8, "max": 15, "count": 15}, {"min": 16, "max": 31, "count": 7}],
+    ]
+    text = "\n".join(line for k, rows in enumerate(prints)
+                     for line in (f'{{"type": "time", "data": "10:00:0{k}\\n"}}', _print_line(rows))) + "\n"
+    items = read_items(BpftraceJsonFormat, text, "j.json", cumulative=True)
+    assert [(int(c.counts[4]), int(c.counts[5])) for c in intervals(items)] == [(2, 0), (3, 4)]
+    skipped = [m for m in notices(items) if "skipped" in m]
+    assert skipped == [
+        "j.json: line 4: @ns: expected a bucket with an integer count in [0, 2**62], got "
+        "\"{'min': 16, 'max': 31, 'count': -1}\"; row skipped",
+        "j.json: line 4: @ns: expected log2 bounds (hist(), not lhist()), got "
+        "\"{'min': 10, 'max': 19, 'count': 1}\"; row skipped"]
+
+
+LONG_VALUES = "BEGIN { @ns = hist(100000000); @ns = hist(3000000000); @ns = hist(5000000000); exit(); }"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bpf_unavailable() is not None, reason=bpf_unavailable() or "")
+def test_real_bpftrace_json_and_text_of_one_program_read_alike() -> None:
+    """Real bpftrace: values of 0.1 s, 3 s and 5 s in one hist(), printed as text and as `-f json`: both read as
+    the same buckets (bpftrace 0.17 counts both long values in [2G, 4G), and its JSON prints that row with bounds
+    that overflow)."""
+    exe = shutil.which("bpftrace")
+    assert exe is not None, "bpftrace is not installed (.ci/install-system.sh)"
+    slots = {}
+    for fmt, args in ((BpftraceJsonFormat, ["-f", "json"]), (BpftraceTextFormat, [])):
+        out = subprocess.run([exe, *args, "-e", LONG_VALUES], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        cols = intervals(read_items(fmt, out.stdout, fmt.name, unit="nanosec"))
+        total = np.sum([c.counts for c in cols], axis=0)
+        slots[fmt.name] = {int(k): int(total[k]) for k in np.flatnonzero(total)}
+    assert slots["bpftrace-json"] == slots["bpftrace"] == {27: 1, 32: 2}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 
 import numpy as np
 from tui_support import example_items, synthetic, wait_ended
@@ -11,6 +13,7 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, StreamId
 from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector, inspect_columns, inspection_chart
 from latencymap.tui.palette import detect_mode
 from latencymap.tui.status import status_text
@@ -169,3 +172,37 @@ def test_counts_past_2_53_read_exactly_and_rates_in_p() -> None:
     assert all(f" {n} " in chart for n in big), chart
     text = status_text(hist, 1, state="", skipped=0, stream_index=0, streams=1, ingest_rate=0.0).plain
     assert "462P ev/s" in text and "G ev/s" not in text, text
+
+
+def test_neighbouring_one_second_columns_show_their_times_alike() -> None:
+    """bcc's readings come 0.9999 s to 1.0001 s apart, at .622 past the second: the inspector showed tenths for the
+    shorter columns and whole seconds (cut, 0.6 s early) for the others, and so did the cursor label. One precision
+    for the view now: whole seconds, rounded, for every column, in the inspector and under the map."""
+    stream = StreamId("syscall read", "bpf", "nanosec")
+    base = 1_795_700_000.0  # a whole second, local time whatever the zone
+    ends = [base + 0.622 + k - (0.0001 if k % 2 else 0.0) for k in range(31)]
+    items = []
+    for k in range(1, len(ends)):
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        counts[20] = k
+        items.append(Interval(stream, ends[k - 1], ends[k], counts, None, duration=ends[k] - ends[k - 1]))
+    app = LatencyMapApp(iter(items), color_mode="truecolor")
+
+    def whole(epoch: float) -> str:
+        return time.strftime("%H:%M:%S", time.localtime(round(epoch)))
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await wait_ended(pilot)
+            freq = next(m for m in app.query(HeatMap) if m.kind == "frequency")
+            for _ in range(6):
+                await pilot.press("left")
+                await pilot.pause(0.05)
+                ins = app.query_one(Inspector).inspection
+                assert ins is not None and ins.stop - ins.first == 1
+                assert ins.start_text.endswith(" " + whole(ins.start)), (ins.start, ins.start_text)
+                assert ins.end_text == whole(ins.end), (ins.end, ins.end_text)
+                (cursor_line,) = [line for line in freq.plain_lines() if "▲" in line]
+                assert re.findall(r"\d\d:\d\d:\d\d\S*", cursor_line) == [whole(ins.end)], cursor_line
+
+    asyncio.run(main())

@@ -7,10 +7,12 @@ tool or mount fails with its remedy: run `.ci/install-system.sh` as root first.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -48,26 +50,46 @@ def _tools_ready() -> None:
     assert problem is None, f"{problem} (or run .ci/install-system.sh)"
 
 
-def _collect(src: BpfSource, start_work: Callable[[], None], timeout: float = TIMEOUT) -> list[Interval]:
+def _collect(src: BpfSource, start_work: Callable[[], None], timeout: float = TIMEOUT,
+             background: bool = False) -> list[Interval]:
     """Run the source; call `start_work()` once attached (it returns when the work is done), then
-    keep going until one interval lies wholly after the work, so every event has been read."""
+    keep going until one interval lies wholly after the work, so every event has been read. With `background`
+    the work runs in a thread while the source is read (work that takes longer than a few intervals)."""
     out: list[Interval] = []
     done_at: float | None = None
+    worker: threading.Thread | None = None
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            start_work()
+        except BaseException as err:
+            failed.append(err)
+
     deadline = time.time() + timeout
     gen: Iterator = src.items()
     try:
         for item in gen:
             if isinstance(item, Notice) and "tracing" in item.message:
-                start_work()
-                done_at = time.time()
+                if background:
+                    worker = threading.Thread(target=work)
+                    worker.start()
+                else:
+                    start_work()
+                    done_at = time.time()
             elif isinstance(item, Interval):
                 out.append(item)
+                if worker is not None and done_at is None and not worker.is_alive():
+                    done_at = time.time()
                 if done_at is not None and item.start > done_at:
                     break
             assert time.time() < deadline, "no interval after the work finished"
     finally:
         gen.close()
-    assert done_at is not None, "the source never said it was tracing"
+        if worker is not None:
+            worker.join()
+    assert not failed, failed
+    assert worker is not None or done_at is not None, "the source never said it was tracing"
     return out
 
 
@@ -117,6 +139,45 @@ def test_pread64_count_is_exact(backend: str, tmp_path: Path) -> None:
     _check_exact_sums(counts, spent)
     for iv in intervals:
         assert iv.stream.unit == "nanosec" and iv.stream.datasource == "bpf" and iv.counts.dtype == np.int64
+
+
+LONG_SLEEPS = """
+import sys, time
+sys.stdout.write("ready\\n"); sys.stdout.flush()
+sys.stdin.readline()
+for seconds in sys.argv[1:]:
+    time.sleep(float(seconds))
+sys.stdout.write("done\\n"); sys.stdout.flush()
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_calls_of_2_to_the_31_ns_and_more_keep_count_and_time_in_their_own_bucket(backend: str) -> None:
+    """One sleep in [2^31, 2^32) ns and one in [2^32, 2^33): each counted, with its time, in its own bucket (bpftrace
+    0.17's hist() puts both in [2G, 4G), and its JSON prints that row with bounds that overflow: latencymap failed)."""
+    child = subprocess.Popen([sys.executable, "-c", LONG_SLEEPS, "2.3", "4.5"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "ready"
+
+        def work() -> None:
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.stdout.readline().strip() == "done"
+
+        src = BpfSource(mode="syscall", syscalls="clock_nanosleep", pid=child.pid, backend=backend, interval=0.5)
+        intervals = _collect(src, work, background=True)
+    finally:
+        if child.stdin:
+            child.stdin.close()
+        child.wait(timeout=10)
+    assert src.chosen == backend
+    counts, spent = _totals(intervals)
+    assert {int(s): int(counts[s]) for s in np.flatnonzero(counts)} == {32: 1, 33: 1}
+    assert spent[32] == pytest.approx(2.3, abs=0.05) and spent[33] == pytest.approx(4.5, abs=0.05)
+    _check_exact_sums(counts, spent)
 
 
 #: Set to 1 to run the block test on a loop device even where /var/tmp lies on a disk.
@@ -204,3 +265,15 @@ def test_closing_right_after_attach_detaches(backend: str) -> None:
         assert children_named(os.getpid(), "bpftrace")
     gen.close()
     assert children_named(os.getpid(), "bpftrace") == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_duration_gives_as_many_columns_with_either_backend(backend: str) -> None:
+    """`--duration 2 --interval 0.25`: 8 columns covering 2 s, whichever backend (bpftrace's timer starts a few ms
+    before it says it attached, which made it 9)."""
+    out = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", "bpf", "syscall",
+                          "--backend", backend, "--syscalls", "clock_nanosleep", "--duration", "2", "--interval",
+                          "0.25"], capture_output=True, text=True, timeout=TIMEOUT)
+    assert out.returncode == 0, out.stderr
+    (stream,) = json.loads(out.stdout)["streams"]
+    assert stream["columns"] == 8 and stream["end"] - stream["start"] == pytest.approx(2.0, abs=0.1)

@@ -69,3 +69,42 @@ def test_bpftrace_killed_mid_stream_keeps_the_intervals_and_says_how_it_died(tmp
     assert report.returncode == 0, report.stderr
     (stream,) = json.loads(report.stdout)["streams"]
     assert stream["columns"] == records(rec) and stream["stream"]["label"].startswith("block I/O")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", ["bcc", "bpftrace"])
+def test_sigterm_finishes_the_bpf_recording(tmp_path: Path, backend: str) -> None:
+    """SIGTERM to `latencymap bpf ... --record x.zst`: exit 143 and a recording whose every zstd frame is finished
+    (its reading thread, blocked in the backend, never ends it itself), read back whole."""
+    import zstandard
+
+    rec = tmp_path / "bpf.zst"
+    view = subprocess.Popen([sys.executable, "-m", "latencymap", "bpf", "syscall", "--backend", backend,
+                             "--syscalls", "clock_nanosleep", "--interval", "0.2", "--plain", "--record", str(rec)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not rec.exists() or b"<end record>" not in zstandard.ZstdDecompressor().stream_reader(
+                rec.read_bytes(), read_across_frames=True).read():
+            assert view.poll() is None, view.stderr.read() if view.stderr else ""
+            assert time.monotonic() < deadline, f"no interval from {backend} within 60 s"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        view.send_signal(signal.SIGTERM)
+        rc = view.wait(timeout=30)
+    finally:
+        if view.poll() is None:
+            view.kill()
+            view.wait()
+    assert rc == 143, view.stderr.read() if view.stderr else ""
+    raw, text = rec.read_bytes(), ""
+    while raw:
+        frame = zstandard.ZstdDecompressor().decompressobj()
+        text += frame.decompress(raw).decode()
+        assert frame.eof, "a zstd frame is unfinished (zstd -t: premature end)"
+        raw = frame.unused_data
+    report = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", str(rec)],
+                            capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0, report.stderr
+    (stream,) = json.loads(report.stdout)["streams"]
+    assert stream["columns"] == text.count("<end record>") >= 2

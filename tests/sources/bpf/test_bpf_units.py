@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,15 +26,15 @@ FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "bpftrace"
 
 # --- bpftrace JSON ----------------------------------------------------------------------------
 
-def test_hist_row_boundaries_as_the_backend_reads_them() -> None:
+def test_hist_row_boundaries_as_bpftrace_prints_them() -> None:
     rows = [{"min": 0, "max": 0, "count": 1}, {"min": 1, "max": 1, "count": 2}, {"min": 2, "max": 3, "count": 3},
             {"min": 8, "max": 15, "count": 4}, {"min": 1 << 40, "max": (1 << 41) - 1, "count": 5},
             {"max": -1, "count": 6}]
-    counts, negative = hist_counts(rows)
-    assert [int(counts[s]) for s in (0, 1, 2, 4, 41)] == [1, 2, 3, 4, 5]
-    assert negative == 6
-    with pytest.raises(ValueError, match="lhist"):
-        hist_counts([{"min": 10, "max": 19, "count": 1}])
+    read = hist_counts(rows)
+    assert [int(read.counts[s]) for s in (0, 1, 2, 4, 41)] == [1, 2, 3, 4, 5]
+    assert read.negative == 6 and not read.bad
+    lhist = hist_counts([{"min": 10, "max": 19, "count": 1}, {"min": 8, "max": 15, "count": 2}])
+    assert int(lhist.counts.sum()) == 2 and len(lhist.bad) == 1 and "lhist" in lhist.bad[0]
 
 
 @pytest.mark.parametrize("name", ["block_usecs_interval.json", "syscall_nsecs_cumulative.json"])
@@ -44,9 +47,9 @@ def test_fixture_hist_totals(name: str) -> None:
         for key, rows in keyed(event.data).items():
             expected = sum(r["count"] for r in (raw[key] if key else raw))
             negative_expected = sum(r["count"] for r in (raw[key] if key else raw) if "min" not in r)
-            counts, negative = hist_counts(rows)
-            assert int(counts.sum()) + negative == expected
-            assert negative == negative_expected
+            read = hist_counts(rows)
+            assert int(read.counts.sum()) + read.negative == expected
+            assert read.negative == negative_expected and not read.bad
 
 
 def test_fixture_negative_bucket_is_seen() -> None:
@@ -54,7 +57,7 @@ def test_fixture_negative_bucket_is_seen() -> None:
     for line in (FIXTURES / "block_usecs_interval.json").read_text().splitlines():
         event = parse_line(line)
         if event is not None and event.name == "@skew_from_100us":
-            negatives += hist_counts(event.data)[1]
+            negatives += hist_counts(event.data).negative
     assert negatives > 0
 
 
@@ -71,10 +74,8 @@ def test_parse_stream_builds_cumulative_readings() -> None:
     lines = [
         '{"type": "attached_probes", "data": {"probes": 4}}',
         '{"type": "printf", "data": "lm_ready\\n"}',
-        '{"type": "hist", "data": {"@lm_hist": {"0,0": [{"min": 4, "max": 7, "count": 3}, '
-        '{"min": 8, "max": 15, "count": 0}, {"min": 16, "max": 31, "count": 1}], '
-        '"1,0": [{"min": 0, "max": 0, "count": 2}]}}}',
-        '{"type": "map", "data": {"@lm_sum": {"0,0,3": 15, "0,0,5": 20, "1,0,0": 0}}}',
+        '{"type": "map", "data": {"@lm_cnt": {"0,0,3": 3, "0,0,5": 1, "1,0,0": 2, "0,0,33": 1}}}',
+        '{"type": "map", "data": {"@lm_sum": {"0,0,3": 15, "0,0,5": 20, "1,0,0": 0, "0,0,33": 5000000000}}}',
         '{"type": "printf", "data": "lm_tick\\n"}',
         "",
         '{"type": "printf", "data": "lm_tick\\n"}',
@@ -85,15 +86,25 @@ def test_parse_stream_builds_cumulative_readings() -> None:
     assert isinstance(first, Reading)
     assert first.counts[(0, 0)][3] == 3 and first.counts[(0, 0)][5] == 1
     assert first.sums_ns[(0, 0)][3] == 15 and first.sums_ns[(0, 0)][5] == 20
+    assert first.counts[(0, 0)][33] == 1 and first.sums_ns[(0, 0)][33] == 5_000_000_000  # 5 s: [2^32, 2^33)
     assert first.counts[(1, 0)][0] == 2
     assert events[2][1].counts == {}
 
 
+def test_the_script_counts_and_sums_by_its_own_slot() -> None:
+    """Counts and times of an event land in one slot, computed in the script for 64-bit values (bpftrace 0.17's
+    hist() counts every value of 2^31 or more in its [2G, 4G) row)."""
+    for spec in (TraceSpec.from_options({"mode": "syscall", "syscalls": "read"}),
+                 TraceSpec.from_options({"mode": "block"})):
+        text = script(spec)
+        assert "@lm_cnt[$g, $op, $s] = count();" in text and "@lm_sum[$g, $op, $s] = sum($d);" in text
+        assert "hist(" not in text and "print(@lm_cnt); print(@lm_sum);" in text
+
+
 def test_split_rw_keys() -> None:
-    hist = {"0,WS": [{"min": 8, "max": 15, "count": 2}], "0,FWS": [{"min": 8, "max": 15, "count": 1}],
-            "0,R": [{"min": 16, "max": 31, "count": 4}], "0,FF": [{"min": 2, "max": 3, "count": 1}]}
+    counts = {"0,WS,4": 2, "0,FWS,4": 1, "0,R,5": 4, "0,FF,2": 1}
     sums = {"0,WS,4": 20, "0,FWS,4": 9, "0,R,5": 80, "0,FF,2": 2}
-    reading = reading_from(hist, sums, 1.0, split_rw=True)
+    reading = reading_from(counts, sums, 1.0, split_rw=True)
     assert reading.counts[(0, 2)][4] == 3 and reading.sums_ns[(0, 2)][4] == 29
     assert reading.counts[(0, 1)][5] == 4
     assert reading.counts[(0, 3)][2] == 1
@@ -107,8 +118,28 @@ def test_privileges() -> None:
     both = (1 << preconditions.CAP_BPF) | (1 << preconditions.CAP_PERFMON)
     assert preconditions.privilege_problem(caps=both, euid=1000) is None
     msg = preconditions.privilege_problem(caps=1 << preconditions.CAP_BPF, euid=1000)
-    assert msg is not None and "not root" in msg and "sudo" in msg and "CAP_BPF" in msg
-    assert "root without" in (preconditions.privilege_problem(caps=0, euid=0) or "")
+    assert msg is not None and "(not root; has CAP_BPF but not CAP_PERFMON, nor CAP_SYS_ADMIN)" in msg and "sudo" in msg
+    msg = preconditions.privilege_problem(caps=1 << preconditions.CAP_PERFMON, euid=0)
+    assert msg is not None and "(root; has CAP_PERFMON but not CAP_BPF, nor CAP_SYS_ADMIN)" in msg
+    assert "(root; has none of CAP_SYS_ADMIN, CAP_BPF, CAP_PERFMON)" in (
+        preconditions.privilege_problem(caps=0, euid=0) or "")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="dropping capabilities from a child needs root and setpriv (util-linux)")
+@pytest.mark.parametrize(("keep", "lacking"), [("+bpf", "has CAP_BPF but not CAP_PERFMON"),
+                                               ("+perfmon", "has CAP_PERFMON but not CAP_BPF"),
+                                               ("+bpf,+perfmon", None)])
+def test_a_child_with_dropped_capabilities_is_told_which_it_lacks(keep: str, lacking: str | None) -> None:
+    """Real capabilities: root limited by setpriv to CAP_BPF alone was told it lacked CAP_SYS_ADMIN/CAP_BPF."""
+    out = subprocess.run(["setpriv", f"--bounding-set=-all,{keep}", "--inh-caps=-all", sys.executable, "-c",
+                          "from latencymap.sources.bpf import preconditions; print(preconditions.privilege_problem())"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    if lacking is None:
+        assert out.stdout.strip() == "None"
+    else:
+        assert f"(root; {lacking}, nor CAP_SYS_ADMIN)" in out.stdout
 
 
 def test_tracefs_message(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -263,6 +294,19 @@ def test_new_stream_counts_from_previous_reading() -> None:
     out = [x for x in intervals(spec, [r1, r2], attached_at=0.5) if not isinstance(x, Notice)]
     assert len(out) == 1 and out[0].start == 1.0 and out[0].counts[14] == 9
     assert np.isclose(out[0].time[14], 9e-5)
+
+
+@pytest.mark.parametrize(("offset", "interval", "duration", "expected"), [
+    (-0.0015, 1.0, 3.0, 3),  # bpftrace's timer started 1.5 ms before it said it attached: was 4 readings
+    (+0.004, 1.0, 3.0, 3),
+    (-0.0015, 0.25, 2.0, 8),  # was 9
+    (-0.0015, 1.0, 2.5, 3),  # a duration between readings: the first reading past it
+    (+0.004, 0.01, 0.05, 5),
+])
+def test_duration_ends_on_the_reading_of_its_place_on_the_schedule(offset: float, interval: float, duration: float,
+                                                                   expected: int) -> None:
+    readings = (Reading(100.0 + k * interval + offset) for k in range(1, 1000))
+    assert len(list(source.limited(readings, 100.0, None, duration, interval))) == expected
 
 
 def test_cli_command_from_params() -> None:

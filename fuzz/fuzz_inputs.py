@@ -28,7 +28,8 @@ import numpy as np
 #: (about 120 bytes a comparison, gigabytes over an hour), and their branches say nothing about parsing.
 NUMERIC = ["latencymap.core.accumulator", "latencymap.core.buckets", "latencymap.core.deltas",
            "latencymap.core.percentiles", "latencymap.sources.raw_values", "latencymap.sources.spark.binning",
-           "latencymap.sources.bpf.collect", "latencymap.sources.hdrhistogram_codec"]
+           "latencymap.sources.bpf.collect", "latencymap.sources.hdrhistogram_codec",
+           "latencymap.sources.hdrhistogram_buckets"]
 
 with atheris.instrument_imports(include=["latencymap"], exclude=NUMERIC):
     from latencymap.core.accumulator import Accumulator

@@ -8,7 +8,9 @@ Times follow Java's HistogramLogReader: without a StartTime line the first times
 without a BaseTime line, timestamps more than a year before the start time are relative to it, others absolute.
 
 Counts fold exactly into the log2 slots (HdrHistogram sub-buckets nest inside powers of two) and time spent is
-Σ count x the sub-bucket's median equivalent value, exact to the histogram's significant digits.
+Σ count x the sub-bucket's median equivalent value, exact to the histogram's significant digits. Each column also
+keeps its occupied sub-buckets (`Interval.source_buckets`, `hdrhistogram_buckets`): the stream's overall percentiles
+come from them, as the library's `getValueAtPercentile` within a sub-bucket, not from the rows.
 Values carry no unit in the file: `--unit`, default ns, the unit jHiccup, cassandra-stress and HdrHistogram's
 own HistogramLogProcessor (which prints values / 1e6 as ms) record; YCSB and Pulsar's perf tools record µs.
 A tag whose first histogram is a DoubleHistogram (fractions of the unit: 0.4 for 0.4 ms) becomes a nanosecond
@@ -30,7 +32,7 @@ import click
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
-from latencymap.core.model import Interval, Notice, StreamId, empty_counts
+from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
 from latencymap.core.sanitize import StreamNames, clean_label, cut_label, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
@@ -214,8 +216,10 @@ class HlogReader:
         assert settings is not None
         yield from self._approximations(settings, int(folded.below_lowest[row]), int(folded.straddling[row]), p)
         per = unit_seconds(p.stream.unit)
+        bounds, counts = folded.own.of(row)
+        own = SourceBuckets(bounds, counts, None) if len(bounds) else None
         yield Interval(p.stream, p.start, p.end, folded.counts[row].copy(), folded.values[row] * per,
-                       extremes=folded.extremes[row] * per)
+                       extremes=folded.extremes[row] * per, source_buckets=own)
 
     def _absolute(self, stamp: float) -> float:
         """Epoch seconds of a logged timestamp, by Java's HistogramLogReader rules."""

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS
+from latencymap.sources.hdrhistogram_buckets import OwnBuckets, own_buckets
 
 COMPRESSED_COOKIE = 0x1C849304
 ENCODING_COOKIE = 0x1C849303
@@ -66,12 +67,13 @@ class PayloadError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """What a histogram's header says about its value scale."""
+    """What a histogram's header says about its value scale; `double`: it is a DoubleHistogram's."""
 
     digits: int
     lowest: int
     highest: int
     ratio: float
+    double: bool = False
 
     @property
     def unit_magnitude(self) -> int:
@@ -106,7 +108,8 @@ class Folded:
     index 0 when the lowest discernible value is above 1; `straddling`: counts whose range crosses a power of
     two (only with a conversion ratio that is not a power of two); `errors`: None or what is wrong.
     `extremes` (rows, 2, NSLOTS): per slot, the lowest and the highest equivalent value (HdrHistogram's
-    `lowestEquivalentValue`, `highestEquivalentValue`) of its occupied sub-buckets, NaN where none is.
+    `lowestEquivalentValue`, `highestEquivalentValue`) of its occupied sub-buckets, clipped to the slot, NaN where
+    none is (see `fold_payloads`). `own`: each payload's occupied sub-buckets (`hdrhistogram_buckets`).
     """
 
     counts: np.ndarray
@@ -116,6 +119,7 @@ class Folded:
     settings: list[Settings | None]
     errors: list[str | None]
     extremes: np.ndarray
+    own: OwnBuckets
 
 
 def inflate(text: str) -> tuple[Settings, bytes, int]:
@@ -128,7 +132,8 @@ def inflate(text: str) -> tuple[Settings, bytes, int]:
     if len(raw) < _OUTER.size:
         raise PayloadError(f"expected at least {_OUTER.size} bytes (cookie and length), got {len(raw)}")
     cookie, length = _OUTER.unpack_from(raw)
-    if cookie in (DOUBLE_COOKIE, DOUBLE_RAW_COOKIE):
+    double = cookie in (DOUBLE_COOKIE, DOUBLE_RAW_COOKIE)
+    if double:
         raw = _double_body(raw)
         cookie, length = _OUTER.unpack_from(raw)
     if cookie & ~0xF0 not in VERSIONS:
@@ -168,7 +173,7 @@ def inflate(text: str) -> tuple[Settings, bytes, int]:
         raise PayloadError(f"zlib stream truncated: expected {size} bytes of counts, got {len(payload)}")
     if word != LEB128 and len(payload) % word:
         raise PayloadError(f"expected counts of {word} bytes each, got {len(payload)} bytes")
-    return Settings(digits, lowest, highest, ratio), payload, word
+    return Settings(digits, lowest, highest, ratio, double), payload, word
 
 
 def _double_body(raw: bytes) -> bytes:
@@ -345,6 +350,11 @@ def fold_payloads(texts: Sequence[str], scales: Sequence[float] | None = None) -
     (`getMean` sums count x medianEquivalentValue), so our time spent equals its count x mean; the median is
     within half a sub-bucket (1/2**m of the value) of every value the sub-bucket holds. Sub-buckets sit inside
     one slot, so the slot is the one of every value recorded there (but see `Folded`).
+
+    A slot's extremes are those of the sub-buckets counted in it, clipped to the slot: a count whose range crosses
+    a power of two (index 0, `[0, 2**u)`, below the lowest discernible value: jHiccup's `[0, 16384)`; a conversion
+    ratio that is not a power of two) is counted in its median's slot, so only the part of its range inside that
+    slot is said: jHiccup's `[0, 16384)` count gives its slot `[8192, 16384)` the smallest value 8192, not 0.
     """
     given, errors, owner, index, counts = _decode(texts)
     n = len(texts)
@@ -385,18 +395,27 @@ def fold_payloads(texts: Sequence[str], scales: Sequence[float] | None = None) -
     below = np.bincount(owner[zero], weights=counts[zero], minlength=n).astype(np.int64)
     extremes = _equivalent_extremes(cell, sub, shift, ratios[owner], n)
     extremes[failed] = np.nan
-    return Folded(flat.reshape(n, NSLOTS), values, below, across, given, errors, extremes)
+    if failed.any():
+        ok = ~failed[owner]
+        owner, sub, shift, counts = owner[ok], sub[ok], shift[ok], counts[ok]
+    own = own_buckets(owner, sub, shift, counts, ratios, np.array([not s.double for s in settings]), n)
+    return Folded(flat.reshape(n, NSLOTS), values, below, across, given, errors, extremes, own)
 
 
 def _equivalent_extremes(cell: np.ndarray, sub: np.ndarray, shift: np.ndarray, ratio: np.ndarray,
                          n: int) -> np.ndarray:
     """(n, 2, NSLOTS): per cell, the least lowest and the greatest highest equivalent value of the sub-buckets
-    `[sub << shift, (sub + 1) << shift)` (times `ratio`) counted in it; NaN in a cell that holds none."""
+    `[sub << shift, (sub + 1) << shift)` (times `ratio`) counted in it, clipped to its slot (the top one is open
+    above); NaN in a cell that holds none."""
     least = np.full(n * NSLOTS, np.nan)
     most = np.full(n * NSLOTS, np.nan)
     np.fmin.at(least, cell, np.ldexp(sub.astype(np.float64), shift) * ratio)
     np.fmax.at(most, cell, (np.ldexp(sub.astype(np.float64) + 1, shift) - 1) * ratio)
-    return np.stack((least.reshape(n, NSLOTS), most.reshape(n, NSLOTS)), axis=1)
+    slots = np.arange(NSLOTS)
+    floor = np.where(slots > 0, np.ldexp(1.0, slots - 1), 0.0)
+    ceiling = np.where(slots < NSLOTS - 1, np.ldexp(1.0, slots), np.inf)
+    return np.stack((np.maximum(least.reshape(n, NSLOTS), floor), np.minimum(most.reshape(n, NSLOTS), ceiling)),
+                    axis=1)
 
 
 def _exact_counts(cell: np.ndarray, counts: np.ndarray, owner: np.ndarray, totals: np.ndarray,

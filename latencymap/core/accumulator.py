@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from latencymap.core import columns
 from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Chunk
 from latencymap.core.history import ColumnStats, DroppedSums, StreamHistory, Totals
-from latencymap.core.model import Interval, IntervalRun, Notice, StreamId, rows_by_stream
+from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, StreamId, rows_by_stream
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_bytes
 
@@ -142,10 +142,7 @@ class Accumulator:
                 batches.setdefault(item.stream, []).append(item)
                 added += 1
                 if item.source_buckets is not None:
-                    totals = self.sources.get(item.stream)
-                    if totals is None:
-                        totals = self.sources[item.stream] = SourceTotals(tuple(item.source_buckets.bounds))
-                    totals.add(item.source_buckets)
+                    self._add_source(item.stream, item.source_buckets)
         self._flush(batches)
         self.intervals_seen += added
         budget = self.limit.budget
@@ -153,9 +150,20 @@ class Accumulator:
             self._enforce(budget)
         return added
 
+    def _add_source(self, stream: StreamId, source: SourceBuckets) -> None:
+        """Add one column's own buckets of its source to the stream's totals of them."""
+        totals = self.sources.get(stream)
+        if totals is None:
+            totals = self.sources[stream] = SourceTotals(tuple(map(float, source.bounds)))
+        totals.add(source)
+
     def _add_run(self, run: IntervalRun, batches: dict[StreamId, list[Interval]]) -> None:
         """Append a run's rows stream by stream, after the intervals of this batch that came before it."""
         self._flush(batches)
+        if run.source_buckets is not None:
+            for stream, source in zip(run.streams, run.source_buckets, strict=True):
+                if source is not None:
+                    self._add_source(stream, source)
         for stream, rows in rows_by_stream(run.streams).items():
             self._append(stream, run, None if len(rows) == len(run) else rows)
 

@@ -23,7 +23,7 @@ import numpy as np
 from latencymap.core import chunked, columns
 from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
 from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Block, Chunk, KeptMeta, observed, observed_s
-from latencymap.core.model import Interval, IntervalRun, StreamId
+from latencymap.core.model import Interval, IntervalRun, SourceBuckets, StreamId
 from latencymap.core.percentiles import PERCENTILES, percentile_estimates, safe_ratio
 
 _CACHED_CHUNKS = 2
@@ -79,17 +79,14 @@ class StreamHistory:
             counts[i] = iv.counts
         timed = np.fromiter((iv.time is not None for iv in intervals), dtype=bool, count=k)
         summed = [(j, total) for j, iv in enumerate(intervals)
-                  if iv.time is None and (total := _exact_sum(iv)) is not None]
+                  if iv.time is None and (total := _exact_sum(iv.source_buckets)) is not None]
         time = None
         if timed.any() or summed:
             time = np.multiply(counts, self._mid)
             for j, iv in enumerate(intervals):
                 if iv.time is not None:
                     time[j] = iv.time
-            for j, total in summed:
-                estimated = float(time[j].sum())
-                if estimated > 0:  # the rows' split stays an estimate; the column's total is the source's sum
-                    time[j] *= total / estimated
+            _scaled_to(time, summed)
         bare = np.fromiter((iv.extremes is None for iv in intervals), dtype=bool, count=k)
         for iv in intervals:
             if iv.extremes is not None:
@@ -114,6 +111,12 @@ class StreamHistory:
             self._see(np.stack([np.fmin.reduce(seen[:, 0], axis=0), np.fmax.reduce(seen[:, 1], axis=0)]))
         time = None if run.time is None else run.time[pick]
         timed = None if time is None else np.ones(len(time), dtype=bool)
+        if time is None and run.source_buckets is not None:  # as `extend` does for a rebinned source's sums
+            sources = run.source_buckets if rows is None else [run.source_buckets[i] for i in rows]
+            summed = [(j, total) for j, source in enumerate(sources) if (total := _exact_sum(source)) is not None]
+            if summed:
+                time, timed = np.multiply(counts, self._mid), np.zeros(k, dtype=bool)
+                _scaled_to(time, summed)
         self.extend_columns(counts, time, timed, run.start[pick], run.end[pick], run.duration[pick],
                             run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]])
 
@@ -576,9 +579,17 @@ class StreamHistory:
         return int(slots[0]), int(slots[-1])
 
 
-def _exact_sum(interval: Interval) -> float | None:
+def _scaled_to(time: np.ndarray, summed: list[tuple[int, float]]) -> None:
+    """Scale each row `j` of estimated times to the source's exact sum `total` of its column: the rows' split stays an
+    estimate."""
+    for j, total in summed:
+        estimated = float(time[j].sum())
+        if estimated > 0:
+            time[j] *= total / estimated
+
+
+def _exact_sum(source: SourceBuckets | None) -> float | None:
     """The exact seconds of a column whose source gave only their sum (a rebinned stream's), or None."""
-    source = interval.source_buckets
     if source is None or source.total_time is None or not 0 <= source.total_time < float("inf"):
         return None
     return float(source.total_time)

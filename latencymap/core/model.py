@@ -28,9 +28,11 @@ class SourceBuckets:
 
     The Interval's `counts` are these spread onto the log2 slots (`latencymap.core.rebin`); only totals are exact.
     No bounds (and no counts): the source's buckets folded exactly onto the slots, and this keeps only its sum.
+    Bounds finer than the slots that fold exactly onto them may be kept too (HdrHistogram's sub-buckets), as a float
+    array: a column lists hundreds, compact while columns wait to be added.
     """
 
-    bounds: tuple[float, ...]
+    bounds: tuple[float, ...] | np.ndarray
     counts: np.ndarray
     total_time: float | None = None
 
@@ -120,7 +122,8 @@ class IntervalRun:
     """Consecutive Intervals in columns (row `i` is one interval, of stream `streams[i]`), for consumers that take
     them in bulk (the accumulator); `time` is None when no row has exact times, else every row has them.
     `start_dates`: the `Interval.start_date` of the rows that have one, by row. `extremes`, (rows, 2, NSLOTS):
-    every row's `Interval.extremes` (None: no row has them; a run's rows all have them or none do)."""
+    every row's `Interval.extremes` (None: no row has them; a run's rows all have them or none do).
+    `source_buckets`: every row's `Interval.source_buckets` (None: no row has them)."""
 
     streams: list[StreamId]
     start: np.ndarray
@@ -133,6 +136,7 @@ class IntervalRun:
     dates: list[str]
     start_dates: dict[int, str] = field(default_factory=dict)
     extremes: np.ndarray | None = None
+    source_buckets: list[SourceBuckets | None] | None = None
 
     def __len__(self) -> int:
         return len(self.streams)
@@ -142,7 +146,8 @@ class IntervalRun:
         return IntervalRun(self.streams[:k], self.start[:k], self.end[:k], self.duration[:k], self.counts[:k],
                            None if self.time is None else self.time[:k], self.reset[:k], self.gap[:k], self.dates[:k],
                            {i: d for i, d in self.start_dates.items() if i < k},
-                           None if self.extremes is None else self.extremes[:k])
+                           None if self.extremes is None else self.extremes[:k],
+                           None if self.source_buckets is None else self.source_buckets[:k])
 
     def intervals(self) -> list[Interval]:
         """Every row as an Interval."""
@@ -155,6 +160,9 @@ class IntervalRun:
         if self.extremes is not None:
             for interval, seen in zip(out, self.extremes, strict=True):
                 interval.extremes = seen
+        if self.source_buckets is not None:
+            for interval, source in zip(out, self.source_buckets, strict=True):
+                interval.source_buckets = source
         return out
 
 

@@ -42,6 +42,8 @@ class SourceTotals:
     mixed: bool = False
     #: Exact seconds of the intervals whose events `counts` hold; None when one of them had no sum.
     buckets_time_s: float | None = 0.0
+    #: `bounds` (the tuple itself), as an array of upper bounds and one of lower bounds (`_within`).
+    _arrays: tuple[tuple[float, ...], np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not len(self.counts):
@@ -55,22 +57,47 @@ class SourceTotals:
             self.timed = False
         else:
             self.time_s += float(source.total_time)
-        bounds = tuple(source.bounds)
-        if not bounds:
+        if not len(source.bounds):
             return  # only a sum: the source's buckets were the rows
         counts = np.asarray(source.counts, dtype=np.int64)
-        if self.mixed and bounds != self.bounds:
-            return
-        combined = combine_buckets(self.bounds, self.counts, bounds, counts)
-        if combined is None:
-            combined = coarsen_buckets(self.bounds, self.counts, bounds, counts)
-        if combined is None:
-            self.mixed = True
-            return
-        self.bounds, self.counts = combined
+        at = None if self.mixed else self._within(np.asarray(source.bounds, dtype=np.float64), counts)
+        if at is not None:
+            np.add.at(self.counts, at, counts)
+        else:
+            bounds = tuple(map(float, source.bounds))
+            if self.mixed and bounds != self.bounds:
+                return
+            combined = combine_buckets(self.bounds, self.counts, bounds, counts)
+            if combined is None:
+                combined = coarsen_buckets(self.bounds, self.counts, bounds, counts)
+            if combined is None:
+                self.mixed = True
+                return
+            self.bounds, self.counts = combined
         if self.buckets_time_s is not None:
             self.buckets_time_s = None if source.total_time is None else self.buckets_time_s + float(
                 source.total_time)
+
+    def _within(self, highs: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+        """For each of the buckets `highs` (upper bounds) and `counts` describe, the totals' bucket its events go to,
+        when every one that holds events is one of the totals' buckets or lies inside one that holds events (exact: a
+        coarser bucket of a nested layout); None otherwise (the layouts are then merged). A source whose columns list
+        only their occupied buckets, finer or coarser from column to column (HdrHistogram logs), adds most so."""
+        if not self.bounds or math.isinf(highs[-1]) != math.isinf(self.bounds[-1]):
+            return None
+        if self._arrays is None or self._arrays[0] is not self.bounds:
+            array = np.asarray(self.bounds, dtype=np.float64)
+            self._arrays = (self.bounds, array, _lowers(array))
+        _, ours, our_lows = self._arrays
+        at = np.searchsorted(ours, highs)
+        held = counts > 0
+        if int(at[held].max(initial=0)) >= len(ours):
+            return None
+        at = np.minimum(at, len(ours) - 1)
+        low, our_low = _lowers(highs), our_lows[at]
+        same = (ours[at] == highs) & (our_low == low)
+        inside = (our_low <= low) & (self.counts[at] > 0)
+        return at if (same | inside | ~held).all() else None
 
     def bounds_seconds(self, unit_s: float) -> list[float | None]:
         """The bounds in seconds (None for +Inf) as the source wrote them: `unit_s` seconds per stream unit, the
@@ -115,6 +142,11 @@ class SourceTotals:
         return lower + (upper - lower) * ((rank - before) / inside if inside else 1.0)
 
 
+def _lowers(bounds: np.ndarray) -> np.ndarray:
+    """The lower bound of each bucket, as `_holds` bounds them."""
+    return np.concatenate(([0.0 if bounds[0] > 0 else -math.inf], bounds[:-1]))
+
+
 def _holds(bounds: tuple[float, ...], counts: np.ndarray) -> list[tuple[float, float]]:
     """(lower, upper) of each bucket holding events; a first bucket above 0 starts at 0, one at or below 0 at -inf."""
     lowers = [0.0 if bounds[0] > 0 else -math.inf, *bounds[:-1]]
@@ -130,7 +162,7 @@ def merge_buckets(bounds_a: tuple[float, ...], counts_a: np.ndarray, bounds_b: t
     union = np.array(sorted(set(bounds_a) | set(bounds_b)), dtype=np.float64)
     out = []
     for bounds, counts in ((bounds_a, counts_a), (bounds_b, counts_b)):
-        if any(((union > low) & (union < high)).any() for low, high in _holds(bounds, counts)):
+        if _split(union, bounds, counts).any():
             return None
         moved = np.zeros(len(union), dtype=np.int64)
         moved[np.searchsorted(union, np.asarray(bounds, dtype=np.float64))] = counts

@@ -116,10 +116,11 @@ def source_use(source: SourceTotals | None, events: int, columns: int) -> tuple[
 
 
 def time_words(exact: bool, source: SourceTotals | None, events: int, columns: int) -> str:
-    """How a stream's time waited is known, as the report's header says it: "exact" (per-bucket times), "estimated
-    from bucket midpoints", or for a rebinned stream "the source's exact sum" (its rows scaled to it) or
-    "estimated"; `exact` is whether the columns carry their times."""
-    if source is not None:
+    """How a stream's time waited is known, as the report's header says it: "exact" (per-bucket times, whatever
+    buckets of its own the source keeps: HdrHistogram logs), "estimated from bucket midpoints", or for a rebinned
+    stream "the source's exact sum" (its rows scaled to it) or "estimated"; `exact` is whether the columns carry their
+    times."""
+    if source is not None and not exact:
         return "the source's exact sum" if source_use(source, events, columns)[1] else "estimated"
     return "exact" if exact else "estimated from bucket midpoints"
 
@@ -140,7 +141,7 @@ def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[st
     scale = unit_seconds(hist.stream.unit)
     stream_events = int(hist.totals().events)
     return {"source_buckets": {
-        "rebinned": True,
+        "rebinned": not hist.exact,  # exact times per row: the rows are the buckets folded, these kept being finer
         "mixed_bounds": source.mixed,
         "whole_stream": not source.mixed and source.events == stream_events,
         "stream_events": stream_events,
@@ -237,13 +238,18 @@ def _summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool) -> tup
     out = [f"{columns}: {counted}{per_s}, {duration_text(total['time_s'])} waited ({how})"]
     if source is not None and source.bounds:
         held = f"they hold {source.events:,} of the {int(t.events):,} events"
-        where = ("percentiles come from the source's buckets (as histogram_quantile)" if own_percentiles else
+        inside = "linear inside each" if hist.exact else "as histogram_quantile"
+        where = (f"percentiles come from the source's buckets ({inside})" if own_percentiles else
                  f"the source's bounds changed between intervals and do not nest ({held}), so percentiles come from "
                  "the rows (log-uniform inside each)" if source.mixed else
                  f"{held}, so percentiles come from the rows (log-uniform inside each)")
         n = len(source.bounds)
-        out.append(f"rebinned: the source's {n} bucket{'s are' if n != 1 else ' is'} kept beside the rows below; "
-                   f"{where}")
+        if hist.exact:  # the rows are the source's buckets folded exactly (exact times): these are kept, being finer
+            out.append(f"finer buckets: the source's own {n:,} ({np.count_nonzero(source.counts):,} holding events) "
+                       f"are kept beside the rows below; {where}")
+        else:
+            out.append(f"rebinned: the source's {n} bucket{'s are' if n != 1 else ' is'} kept beside the rows below; "
+                       f"{where}")
         to_s = unit_seconds(s.unit)
         faster = source.first_bucket_faster(to_s)
         if faster is not None:

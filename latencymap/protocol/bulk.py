@@ -17,7 +17,16 @@ from typing import Any, Protocol
 import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BOUND_SOURCES, bounds_seconds
-from latencymap.core.model import Interval, IntervalRun, Item, Notice, Snapshot, SnapshotRun, StreamId
+from latencymap.core.model import (
+    Interval,
+    IntervalRun,
+    Item,
+    Notice,
+    Snapshot,
+    SnapshotRun,
+    SourceBuckets,
+    StreamId,
+)
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import unit_seconds
 from latencymap.protocol.grammar import (
@@ -51,6 +60,14 @@ _DECIMAL = r"[0-9]++(?:\.[0-9]++)?+(?:e[-+]?+[0-9]++)?+"
 #: An `extremes` line's values as its writer gives them (bucket values, then two plain decimals each), which `int`,
 #: `float` and NumPy read alike; any other spelling goes through the line reader.
 _EXTREMES_TEXT = re.compile(rf"(?: [0-9]{{1,15}}, {_DECIMAL}, {_DECIMAL},)*+ [0-9]{{1,15}}, {_DECIMAL}, {_DECIMAL}")
+#: The keys of the lines a rebinned source's records carry before their rows (`sourcebuckets` then `sourcecounts`,
+#: then `sourcetime`, as recordings write them).
+_SOURCE_KEYS = ("sourcebuckets,", "sourcecounts,", "sourcetime,")
+#: Those lines' values as latencymap writes them (`repr` of floats, `inf` last; counts below 10**18), which `float`,
+#: `int` and NumPy read alike; any other spelling goes through the line reader.
+_BOUNDS_TEXT = re.compile(rf"(?:{_DECIMAL}|inf)(?:, (?:{_DECIMAL}|inf))*+")
+_COUNTS_TEXT = re.compile(r"[0-9]{1,18}(?:, [0-9]{1,18})*+")
+_SECONDS_TEXT = re.compile(_DECIMAL)
 
 
 
@@ -88,7 +105,7 @@ class LineReader(Protocol):
 class _Batch:
     """Canonical records of one chunk waiting for their rows to be parsed together."""
 
-    __slots__ = ("data", "extremes", "headers", "rows", "texts")
+    __slots__ = ("data", "extremes", "headers", "rows", "sources", "texts")
 
     def __init__(self) -> None:
         self.headers: list[tuple[Any, ...]] = []
@@ -98,12 +115,14 @@ class _Batch:
         self.data: list[str] = []
         #: By record: the text of its `extremes` line after the key, for the interval records that have one.
         self.extremes: dict[int, str] = {}
+        #: By record: its `sourcebuckets`, `sourcecounts` and `sourcetime` values (None: no such line).
+        self.sources: dict[int, tuple[str | None, str | None, str | None]] = {}
 
 
 class _Rows:
     """What the rows of a batch's records say: counts, presence, sums (when a record had them), which parsed."""
 
-    __slots__ = ("counts", "extremes", "good", "present", "seen", "sums", "three", "unit_line")
+    __slots__ = ("counts", "extremes", "good", "present", "seen", "source", "sums", "three", "unit_line")
 
     def __init__(self, counts: np.ndarray, present: np.ndarray, good: np.ndarray) -> None:
         self.counts, self.present, self.good = counts, present, good
@@ -112,6 +131,8 @@ class _Rows:
         #: The values seen per slot (records, 2, NSLOTS) of the records in `seen`, from their `extremes` lines.
         self.extremes: np.ndarray | None = None
         self.seen = np.zeros(len(good), dtype=bool)
+        #: The source's own buckets of each record that has them (from its `source...` lines).
+        self.source: dict[int, SourceBuckets] = {}
         #: The first record whose rows may hold a `latencyunit` line (an `n`), after which the units the records
         #: were queued with may be wrong: it and the records after it are read again line by line. None: none.
         self.unit_line: int | None = None
@@ -243,9 +264,11 @@ class FastPath:
         carried = self.reader.unit
         k = i + len(block or "")
         if block is None or carried != self._carried or not (
-                buf.startswith(block, i) and k < stop and (buf[k].isdigit() or buf.startswith(_EXTREMES_PREFIX, k))):
+                buf.startswith(block, i) and k < stop
+                and (buf[k].isdigit() or buf.startswith(_EXTREMES_PREFIX, k) or buf.startswith(_SOURCE_KEYS, k))):
             k = i  # a new header
-            while k < stop and not buf[k].isdigit() and not buf.startswith(_EXTREMES_PREFIX, k):
+            while k < stop and not buf[k].isdigit() and not buf.startswith(_EXTREMES_PREFIX, k) \
+                    and not buf.startswith(_SOURCE_KEYS, k):
                 if buf[k] == "\n":
                     return False
                 k = buf.index("\n", k) + 1
@@ -265,6 +288,13 @@ class FastPath:
             if per_interval is not None:
                 return False  # a second counts line: the line reader decides
             per_interval = True
+        source = None
+        if buf.startswith(_SOURCE_KEYS, k):
+            if not per_interval:
+                return False  # the line reader says what is wrong with it
+            source, k = self._source_lines(buf, k, stop)
+            if source is None:
+                return False
         seen = None
         if buf.startswith(_EXTREMES_PREFIX, k):
             j = buf.index("\n", k)
@@ -277,6 +307,8 @@ class FastPath:
             self.reader.unit = own_unit  # later records without a latencyunit line take it (the line reader's rule)
         if seen is not None:
             batch.extremes[len(batch.headers)] = seen
+        if source is not None:
+            batch.sources[len(batch.headers)] = source
         out.append(len(batch.headers))
         batch.headers.append((stream, first_line, micros, date, bool(per_interval), start_micros, flags, oracle,
                               carries))
@@ -284,6 +316,21 @@ class FastPath:
         batch.rows.append(rows)
         batch.data.append(buf[i:stop])
         return True
+
+    @staticmethod
+    def _source_lines(buf: str, k: int, stop: int) -> tuple[tuple[str | None, str | None, str | None] | None, int]:
+        """The values of the `sourcebuckets` and `sourcecounts` lines (both or neither) and of a `sourcetime` line at
+        `k`, as recordings write them, and where the record goes on; None: other lines, for the line reader."""
+        found: list[str | None] = [None, None, None]
+        for at, key in enumerate(_SOURCE_KEYS):
+            if buf.startswith(key, k):
+                j = buf.find("\n", k, stop)
+                if j < 0:
+                    return None, k
+                found[at], k = buf[k + len(key):j].strip(" "), j + 1
+        if (found[0] is None) != (found[1] is None) or buf.startswith(_SOURCE_KEYS, k):
+            return None, k
+        return (found[0], found[1], found[2]), k
 
     def _header(self, block: str, carried: str | None) -> tuple[Any, ...] | None:
         """(stream, per_interval, flags, oracle, own unit, carries) of the constant header lines, after records
@@ -363,7 +410,7 @@ class FastPath:
             flush()
             if not isinstance(entry, int):
                 items.append(entry)
-            elif good[entry] and not rows.seen[entry]:
+            elif good[entry] and not rows.seen[entry] and entry not in rows.source:
                 stream, first_line, micros, date, per_interval, start_micros, flags, _, _ = batch.headers[entry]
                 sums = rows.sums[entry] if three[entry] and rows.sums is not None else None
                 items.extend(reader.item(stream, first_line, micros, date, per_interval, start_micros, flags,
@@ -411,10 +458,11 @@ class FastPath:
         pick = slice(picks[0], picks[-1] + 1) if len(picks) == picks[-1] - picks[0] + 1 else picks
         sums = rows.sums[pick] if rows.three[picks[0]] and rows.sums is not None else None
         seen = rows.extremes[pick] if rows.seen[picks[0]] and rows.extremes is not None else None
+        sources = [rows.source.get(i) for i in picks] if rows.source else None
         return IntervalRun([h[0] for h in headers], start / 1e6, end / 1e6, (end - start) / 1e6, rows.counts[pick],
                            sums, np.array(["reset" in h[6] for h in headers], dtype=bool),
                            np.array(["gap" in h[6] for h in headers], dtype=bool), [h[3] for h in headers],
-                           extremes=seen)
+                           extremes=seen, source_buckets=sources if sources and any(sources) else None)
 
     @staticmethod
     def _run(rows: list[int], batch: _Batch, counts: np.ndarray, present: np.ndarray) -> SnapshotRun:
@@ -450,6 +498,8 @@ class FastPath:
             self._fill(rows, batch, three, "".join(data[k] for k in three), three=True)
         if batch.extremes:
             _seen(rows, batch)
+        if batch.sources:
+            _sources(rows, batch)
         return rows
 
     @staticmethod
@@ -564,3 +614,47 @@ def _seen(rows: _Rows, batch: _Batch) -> None:
     rows.seen[fine] = True
     rows.extremes = np.full((len(rows.good), 2, NSLOTS), np.nan)
     rows.extremes[fine] = seen[~wrong]
+
+
+def _sources(rows: _Rows, batch: _Batch) -> None:
+    """The source's own buckets of the batch's records with `source...` lines, parsed in bulk and checked as the line
+    reader checks them; a record whose lines are spelled otherwise or do not hold is read again line by line, which
+    says why."""
+    picks = []
+    listed: list[tuple[int, str, str]] = []  # the records with buckets: (record, bounds, counts)
+    for k, (bounds_text, counts_text, seconds_text) in batch.sources.items():
+        if rows.good[k] and (seconds_text is None or _SECONDS_TEXT.fullmatch(seconds_text)):
+            if bounds_text is None:
+                picks.append(k)
+            elif counts_text is not None and _BOUNDS_TEXT.fullmatch(bounds_text) \
+                    and _COUNTS_TEXT.fullmatch(counts_text) and bounds_text.count(",") == counts_text.count(","):
+                picks.append(k)
+                listed.append((k, bounds_text, counts_text))
+        rows.good[k] = False  # until its lines are read and found right
+    sizes = [b.count(",") + 1 for _, b, _ in listed]
+    bounds = _numbers(",".join(b for _, b, _ in listed), np.float64)
+    counts = _numbers(",".join(c for _, _, c in listed), np.int64)
+    if len(bounds) != sum(sizes) or len(counts) != sum(sizes):
+        return
+    ends = np.cumsum(np.asarray(sizes, dtype=np.int64))
+    rising = np.ones(len(bounds), dtype=bool)
+    rising[1:] = bounds[1:] > bounds[:-1]
+    rising[ends[:-1]] = True  # each record's first bound starts afresh
+    ascending = np.logical_and.reduceat(rising, ends - np.asarray(sizes, dtype=np.int64)) if listed \
+        else np.zeros(0, dtype=bool)
+    of = {k: at for at, (k, _, _) in enumerate(listed)}
+    for k in picks:
+        text = batch.sources[k][2]
+        seconds = None if text is None else float(text)
+        if seconds is not None and not seconds < np.inf:
+            continue
+        at = of.get(k)
+        if at is None:
+            rows.source[k] = SourceBuckets.sum_only(seconds)  # type: ignore[arg-type]
+        elif ascending[at]:
+            first = int(ends[at] - sizes[at])
+            rows.source[k] = SourceBuckets(tuple(bounds[first:ends[at]].tolist()), counts[first:ends[at]].copy(),
+                                           seconds)
+        else:
+            continue
+        rows.good[k] = True

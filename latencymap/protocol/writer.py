@@ -48,7 +48,7 @@ def format_record(
     lines.append(f"label, {_one_line(stream.label)}")
     lines.append(f"datasource, {stream.datasource}")
     if source is not None and per_interval:
-        if source.bounds:  # none: the buckets folded exactly, only their sum is kept
+        if len(source.bounds):  # none: the buckets folded exactly, only their sum is kept
             lines.append("sourcebuckets, " + ", ".join(repr(float(b)) for b in source.bounds))
             lines.append("sourcecounts, " + ", ".join(str(int(c)) for c in source.counts))
         if source.total_time is not None:

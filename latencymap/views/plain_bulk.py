@@ -102,7 +102,10 @@ class BulkFrames:
         if self.opts.num_records < 1 or len(acc.streams) != 1 or not intervals:
             return 0
         ((stream, hist),) = acc.streams.items()
-        if stream in acc.sources:  # a rebinned stream: its title's note follows its source's totals frame by frame
+        # A stream with buckets of its own: its title's note follows its source's totals frame by frame, unless
+        # every frame is exact (a note of none: HdrHistogram logs, whose rows carry their times).
+        kept = stream in acc.sources
+        if kept and not hist.exact:
             return 0
         totals = self.r.totals.get(stream)
         if (hist.n < 1 or totals is None or totals.hist is not hist or totals.seen != hist.n
@@ -113,6 +116,8 @@ class BulkFrames:
             if iv.stream is not stream and iv.stream != stream:
                 break
             if not MIN_DURATION <= iv.duration < math.inf or (iv.time is not None and not np.isfinite(iv.time).all()):
+                break
+            if kept and iv.time is None:
                 break
             count += 1
         if hist.cap is not None:

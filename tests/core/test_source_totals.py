@@ -126,3 +126,23 @@ def test_exponential_scales_that_change_add_up_exactly_at_the_coarser_one() -> N
             i = (round(math.log2(upper / 1e6) * 32) - 1) >> 1
             back_at_4[i] = back_at_4.get(i, 0) + n
     assert back_at_4 == {i: n for i, n in at_4.items() if n}
+
+
+def test_columns_that_list_only_their_occupied_buckets_add_up_where_they_fall() -> None:
+    """HdrHistogram's columns: occupied buckets only, bridged by empty ones, finer or coarser from column to column.
+    A held bucket goes to the totals' own or into a held coarser one that holds it (no merge needed); one inside an
+    empty bridge is merged in at its own resolution; a coarser one over finer ones coarsens them."""
+    totals = SourceTotals((4.0, 8.0, 12.0, 16.0))
+    totals.add(SourceBuckets((4.0, 8.0, 12.0, 16.0), np.array([0, 5, 0, 1]), None))
+    same_and_nested = SourceBuckets((9.0, 10.0, 15.0, 16.0), np.array([0, 0, 0, 2]), None)  # (15, 16] in (12, 16]
+    totals.add(same_and_nested)
+    assert totals.bounds == (4.0, 8.0, 12.0, 16.0) and totals.counts.tolist() == [0, 5, 0, 3]
+    in_a_bridge = SourceBuckets((9.0, 10.0), np.array([0, 4]), None)  # (9, 10] inside (8, 12], which holds nothing
+    totals.add(in_a_bridge)
+    assert totals.bounds == (4.0, 8.0, 9.0, 10.0, 12.0, 16.0) and totals.counts.tolist() == [0, 5, 0, 4, 0, 3]
+    coarser = SourceBuckets((8.0, 12.0), np.array([0, 1]), None)  # (8, 12] over the finer (9, 10]
+    totals.add(coarser)
+    assert not totals.mixed and totals.events == 13
+    assert totals.bounds == (4.0, 8.0, 12.0, 16.0) and totals.counts.tolist() == [0, 5, 5, 3]
+    assert totals.percentile(0.5) == pytest.approx(8.0 + 4.0 * (6.5 - 5) / 5)
+    assert not totals.timed and totals.buckets_time_s is None  # no sum: the rows carry the time

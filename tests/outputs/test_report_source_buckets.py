@@ -157,3 +157,30 @@ def test_a_fast_services_first_bucket_is_shown_where_its_sum_puts_it(tmp_path: P
     totals = SourceTotals((1e5, 2e5, math.inf))
     totals.add(SourceBuckets((1e5, 2e5, math.inf), np.array([3, 1, 0]), 0.35))  # up to 83 ms each: the octave fits
     assert totals.first_bucket_faster(1e-6) is None
+
+
+def test_a_stream_with_exact_times_keeps_finer_buckets_and_says_so() -> None:
+    """HdrHistogram logs: the rows are the source's buckets folded exactly and carry their exact times; the finer
+    buckets kept beside them give the percentiles. The time is the rows' ("exact"), not "estimated" for want of a
+    sum, and nothing was rebinned."""
+    from latencymap.core.accumulator import accumulate
+    from latencymap.outputs.report import build_report, report_text
+
+    stream = StreamId("log.hlog", "hdrhistogram", "nanosec")
+    counts = np.zeros(64, dtype=np.int64)
+    counts[18] = 100  # [131072, 262144) ns: 98 at 140 µs and 2 at 250 µs
+    time = np.zeros(64)
+    time[18] = (98 * 140_000 + 2 * 250_000) * 1e-9
+    own = SourceBuckets((139_999.0, 140_000.0, 249_999.0, 250_000.0), np.array([0, 98, 0, 2]), None)
+    acc = accumulate(iter([Interval(stream, 100.0 + k, 101.0 + k, counts, time, source_buckets=own)
+                           for k in range(3)]))
+    (doc,) = build_report(acc)["streams"]
+    assert doc["source_buckets"]["rebinned"] is False and doc["source_buckets"]["whole_stream"]
+    assert doc["source_buckets"]["time_s"] is None and doc["intensity_exact"]
+    assert doc["total"]["time_s"] == pytest.approx(3 * float(time.sum()))
+    assert doc["total"]["p99_s"] == pytest.approx(250e-6, abs=1e-9) and doc["total"]["p50_s"] < 140.001e-6
+    text = report_text(acc)
+    assert "300 events (100/s), 42.7ms waited (exact)" in text
+    assert ("finer buckets: the source's own 4 (2 holding events) are kept beside the rows below; percentiles come "
+            "from the source's buckets (linear inside each)") in text
+    assert "rebinned" not in text and "p99 250µs" in text

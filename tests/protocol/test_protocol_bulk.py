@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,8 +28,10 @@ def normal(item: Snapshot | Interval | Notice) -> tuple[Any, ...]:
                 item.micros)
     sums = None if item.time is None else item.time.tolist()
     seen = None if item.extremes is None else [[v if v == v else None for v in row] for row in item.extremes.tolist()]
+    own = item.source_buckets
+    source = None if own is None else (tuple(map(float, own.bounds)), own.counts.tolist(), own.total_time)
     return ("iv", item.stream, item.start, item.end, item.counts.tolist(), sums, item.reset, item.gap, item.date,
-            item.duration, item.start_date, seen)
+            item.duration, item.start_date, seen, source)
 
 
 def ticking() -> Callable[[], float]:
@@ -405,3 +408,90 @@ def test_recordings_of_exact_sources_take_the_bulk_path() -> None:
     assert run.extremes[0, :, 10].tolist() == [600.5 * 1e-6, 1000.0 * 1e-6]
     assert run.extremes[0, :, 11].tolist() == [1024.0 * 1e-6, 1100.25 * 1e-6]
     assert by_chunks(text, [999]) == by_lines(text)
+
+
+#: A rebinned source's lines, right and wrong in every way the line reader checks (order, bounds, counts, lengths,
+#: spelling, cumulative records).
+SOURCE_LINES = st.sampled_from([
+    ["sourcebuckets, 1000.0, 5000.0, inf", "sourcecounts, 3, 0, 1", "sourcetime, 0.25"],
+    ["sourcebuckets, 1000.0, 5000.0, inf", "sourcecounts, 3, 0, 1"],
+    ["sourcetime, 1.5"],
+    ["sourcetime, 0.0"],
+    ["sourcebuckets, 0.5, 2.0, 1e3", "sourcecounts, 1, 2, 3", "sourcetime, 1e-05"],
+    ["sourcebuckets, 5000.0, 1000.0, inf", "sourcecounts, 3, 0, 1"],
+    ["sourcebuckets, 1000.0, 1000.0", "sourcecounts, 3, 0"],
+    ["sourcebuckets, 1000.0, 5000.0", "sourcecounts, 3, 0, 1"],
+    ["sourcecounts, 3, 0, 1"],
+    ["sourcebuckets, 1000.0, 5000.0"],
+    ["sourcetime, -1.0"],
+    ["sourcetime, inf"],
+    ["sourcetime, 1e400"],
+    ["sourcebuckets, -1.0, 5.0", "sourcecounts, 1, 1"],
+    ["sourcebuckets, 1000.0,5000.0", "sourcecounts, 3,0"],
+    ["sourcecounts, 3, 0", "sourcebuckets, 1000.0, 5000.0"],
+    ["sourcetime, 0.5", "sourcebuckets, 1000.0, 5000.0", "sourcecounts, 3, 0"],
+    ["sourcebuckets, 1000.0, 5000.0", "sourcecounts, 3, 4611686018427387904"],
+    ["sourcebuckets, 1000.0, 5000.0", "sourcecounts, 3, 99999999999999999999"],
+    ["sourcebuckets, nan, 5000.0", "sourcecounts, 3, 1"],
+    ["sourcetime, 0.5", "sourcetime, 0.25"],
+    ["SourceTime, 0.5"],
+])
+
+
+@st.composite
+def records_with_source_buckets(draw: st.DrawFn) -> str:
+    """Interval records as recordings of rebinned sources write them (Prometheus, OpenTelemetry, HdrHistogram: the
+    source's lines before the rows), among ones the line reader must judge."""
+    out = []
+    for i in range(draw(st.integers(1, 6))):
+        head = [f"timestamp, microsec, {1_700_000_001_000_000 + i * 1_000_000}, d{i}"]
+        head += draw(st.sampled_from([["counts, interval", f"start, microsec, {1_700_000_000_000_000 + i * 10**6}"],
+                                      ["counts, interval"], []]))
+        head += ["latencyunit, microsec", f"label, {draw(st.sampled_from(['svc', 'db']))}", "datasource, prometheus"]
+        rows = draw(st.sampled_from([["512, 3", "4096, 1"], ["512, 3, 0.002", "4096, 1, 0.005"], ["1024, 0"], []]))
+        lines = head + draw(SOURCE_LINES) + rows
+        if draw(st.integers(0, 5)) == 0:
+            lines.insert(draw(st.integers(0, len(lines))), "extremes, 512, 600.0, 900.0")
+        out.append("<begin record>\n" + "\n".join(lines) + "\n<end record>\n")
+    return "".join(out)
+
+
+@given(records_with_source_buckets(), st.lists(st.integers(0, 3000), max_size=3))
+@settings(suppress_health_check=[HealthCheck.too_slow])
+def test_source_buckets_read_in_bulk_as_line_by_line(text: str, cuts: list[int]) -> None:
+    assert by_chunks(text, cuts) == by_lines(text)
+
+
+def test_recordings_of_rebinned_sources_take_the_bulk_path_and_accumulate_alike(tmp_path: Path) -> None:
+    """A recording of Prometheus columns (source buckets and exact sums) is read in bulk, as one run, and the report
+    made of it is the report made of the same intervals one by one (source totals, times scaled to the sums)."""
+    from latencymap.cli.common import REGISTRY
+    from latencymap.core.accumulator import accumulate
+    from latencymap.flow.pipeline import column_flow, input_flow
+    from latencymap.outputs.json_text import dumps
+    from latencymap.outputs.report import build_report
+
+    text = "".join(
+        f"<begin record>\ntimestamp, microsec, {1_700_000_001_000_000 + i * 10**6}, d\ncounts, interval\n"
+        f"start, microsec, {1_700_000_000_000_000 + i * 10**6}\nlatencyunit, microsec\nlabel, {'ab'[i % 2]}\n"
+        f"datasource, prometheus\nsourcebuckets, 1000.0, 5000.0, inf\nsourcecounts, {i % 5}, 2, {i % 3}\n"
+        + ("" if i % 7 == 3 else f"sourcetime, {0.001 * i!r}\n")
+        + f"512, {i % 5}\n2048, 2\n8192, {i % 3}\n<end record>\n"
+        for i in range(120))
+    reader = ProtocolReader("t")
+    fed = []
+    original = reader.feed
+
+    def counting_feed(lines: Any) -> Any:
+        fed.append(1)
+        return original(lines)
+
+    reader.feed = counting_feed  # type: ignore[method-assign]
+    items = list(reader.read_chunks([text], runs=True))
+    assert not fed[:-1] and [type(i).__name__ for i in items] == ["IntervalRun"]
+    path = tmp_path / "prom.txt"
+    path.write_text(text)
+    bulk = accumulate(column_flow([str(path)], REGISTRY))
+    one = accumulate(input_flow([str(path)], REGISTRY))
+    assert set(bulk.sources) == set(one.sources) and len(bulk.sources) == 2
+    assert dumps(build_report(bulk, arrays=True)) == dumps(build_report(one, arrays=True))

@@ -33,6 +33,7 @@ from hdr_support import (
 from latencymap.core.buckets import NSLOTS, bin_values
 from latencymap.flow.inputs import SNIFF_LINES, choose_format
 from latencymap.sources.hdrhistogram import HdrHistogramFormat
+from latencymap.sources.hdrhistogram_buckets import CELL_BITS
 from latencymap.sources.hdrhistogram_codec import PayloadError, decode_payload, fold_payloads
 
 HLOG = FIXTURES / "hdrhistogram"
@@ -620,3 +621,99 @@ def test_percentiles_stay_within_the_equivalence_range_of_the_occupied_sub_bucke
         assert low * 1e-9 <= total[key] <= high * 1e-9, (key, total[key], low, high)
     seen = [(b["min_s"], b["max_s"]) for b in stream["buckets"] if "min_s" in b]
     assert len(seen) == 3 and seen[1][0] <= 0.04 <= seen[1][1] and seen[1][1] - seen[1][0] < 0.04 / 1000
+
+
+def _spread(values: list[int], intervals: int, seed: int) -> list[list[int]]:
+    """`values` shuffled into `intervals` columns of equal size."""
+    shuffled = np.random.default_rng(seed).permutation(np.array(values, dtype=np.int64))
+    return [part.tolist() for part in np.array_split(shuffled, intervals)]
+
+
+def _distribution(name: str) -> tuple[list[int], int, int]:
+    """(values in ns, significant digits, lowest discernible value) of a test distribution, 10,000 values."""
+    rng = np.random.default_rng(7)
+    if name == "bimodal within one row":  # the finding: both modes in the 131-262 µs row
+        return [140_000] * 9_800 + [250_000] * 200, 3, 1
+    if name == "bimodal, jittered":
+        return (rng.integers(138_000, 142_000, 9_800).tolist() + rng.integers(248_000, 252_000, 200).tolist(), 3, 1)
+    if name == "uniform":
+        return rng.integers(100_000, 10_000_000, 10_000).tolist(), 3, 1
+    if name == "uniform, 2 digits":
+        return rng.integers(100_000, 10_000_000, 10_000).tolist(), 2, 1
+    if name == "long tail":
+        body = np.rint(rng.lognormal(np.log(300_000), 0.5, 9_900))
+        tail = np.rint(2_000_000 * (1 + rng.pareto(1.2, 100)))
+        return np.minimum(np.concatenate([body, tail]), 3_000_000_000).astype(np.int64).tolist(), 3, 1
+    assert name == "jHiccup, below the lowest discernible value"  # jHiccup: lowest 20,000 ns, 2 digits
+    return rng.integers(0, 16_000, 9_000).tolist() + rng.integers(20_000, 5_000_000, 1_000).tolist(), 2, 20_000
+
+
+#: Distributions where every power of two of every column has at most 128 occupied sub-buckets, or is split by the
+#: library no finer than that (2 digits): the report keeps the library's sub-buckets and agrees with it within one;
+#: elsewhere within the 1/128 of a power of two that a busy one is merged to (`hdrhistogram_buckets`).
+LIBRARY_PRECISION = {"bimodal within one row", "bimodal, jittered", "uniform, 2 digits",
+                     "jHiccup, below the lowest discernible value"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bimodal within one row", "bimodal, jittered", "uniform", "uniform, 2 digits",
+                                  "long tail", "jHiccup, below the lowest discernible value"])
+def test_overall_percentiles_agree_with_the_librarys_own(tmp_path: Path, name: str) -> None:
+    """A log written by the library, its values spread over 4 intervals: the report's overall p50 ... p999 are the
+    library's `get_value_at_percentile` of all its values within one sub-bucket (the library's, or the report's
+    coarser cell where it merges a busy power of two)."""
+    from latencymap.cli import main as cli
+
+    values, digits, lowest = _distribution(name)
+    logged = [Logged(None, START + i, 1.0, part) for i, part in enumerate(_spread(values, 4, seed=3))]
+    path = write_library_log(tmp_path / "d.hlog", logged, START, digits=digits, lowest=lowest)
+    result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    (stream,) = json.loads(result.output)["streams"]
+    lib = library_histogram(values, digits, lowest)
+    for q, key in ((50, "p50_s"), (90, "p90_s"), (99, "p99_s"), (99.9, "p999_s")):
+        want = lib.get_value_at_percentile(q)
+        width = lib.get_highest_equivalent_value(want) - lib.get_lowest_equivalent_value(want) + 1
+        if name not in LIBRARY_PRECISION:
+            width = max(width, 1 << max(int(want).bit_length() - 1 - CELL_BITS, 0))
+        got = stream["total"][key] * 1e9
+        assert abs(got - want) <= width, (key, got, want, width)
+    assert stream["source_buckets"]["rebinned"] is False and stream["source_buckets"]["whole_stream"]
+
+
+@pytest.mark.slow
+def test_a_gate_on_p99_sees_a_mode_that_shares_its_row(tmp_path: Path) -> None:
+    """98% at 140 µs and 2% at 250 µs, both in the 131-262 µs row: the library says p99 = 250 µs, and so do the
+    report and the gates (the row alone read ~150 µs, and `p99 > 200us` passed)."""
+    values, digits, lowest = _distribution("bimodal within one row")
+    logged = [Logged(None, START + i, 1.0, part) for i, part in enumerate(_spread(values, 4, seed=3))]
+    path = write_library_log(tmp_path / "bimodal.hlog", logged, START, digits=digits, lowest=lowest)
+    assert library_histogram(values).get_value_at_percentile(99) == 250_111
+    failed = _latencymap("report", "--fail-if", "p99 > 200us", str(path))
+    assert failed.returncode == 1, failed.stderr
+    assert b"gate failed: 'p99 > 200us' on stream 'bimodal.hlog': p99 = 250\xc2\xb5s" in failed.stderr
+    text = failed.stdout.decode()
+    assert "p99 250µs" in text and "waited (exact)" in text
+    assert "finer buckets: the source's own 4 (2 holding events) are kept beside the rows below; percentiles come " \
+           "from the source's buckets (linear inside each)" in text
+    assert _latencymap("report", "--fail-if", "p99 > 300us", str(path)).returncode == 0
+
+
+def test_a_slots_values_seen_lie_inside_the_slot() -> None:
+    """A count whose range crosses a power of two is counted in its median's slot, and says only the part of its
+    range inside it: [0, 512) below the lowest discernible value 1000 (slot 9, [256, 512)) gives 256 to 511, not
+    0 to 511; with a conversion ratio of 1.5, [2730, 2732) is [4095, 4098) in slot 13, whose values seen start at
+    4096; jHiccup's 2015 log (lowest 20,000 ns: [0, 16384) counted in [8192, 16384)) keeps every column's inside
+    its slots."""
+    below = fold_payloads([library_histogram([0, 100, 511, 600], lowest=1000).encode().decode()])
+    assert below.extremes[0, :, 9].tolist() == [256.0, 511.0] and below.extremes[0, :, 10].tolist() == [512.0, 1023.0]
+    ratio = fold_payloads([hand_payload(java_varint(-2389) + java_varint(1), ratio=1.5)])
+    assert ratio.extremes[0, :, 13].tolist() == [4096.0, 2731 * 1.5]
+    folded = fold_payloads(payloads(HLOG / "jHiccup-2.0.7S.logV2.hlog"))
+    slots = np.arange(NSLOTS)
+    low, high = np.where(slots > 0, 2.0 ** (slots - 1), 0.0), 2.0 ** slots
+    seen = ~np.isnan(folded.extremes[:, 0])
+    assert seen.any() and (folded.counts[seen] > 0).all()
+    assert (folded.extremes[:, 0] >= low)[seen].all() and (folded.extremes[:, 1] < high)[seen].all()
+    assert folded.below_lowest.sum() > 0 and (folded.extremes[:, 0, 14][folded.below_lowest > 0] == 8192).all()
+

@@ -26,6 +26,7 @@ from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.errors import InputError
 from latencymap.core.model import Interval
+from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import unit_seconds
 from latencymap.flow.pipeline import input_flow
 from latencymap.sources.hdrhistogram import HdrHistogramFormat
@@ -92,6 +93,40 @@ def _check_against_java(log: Path, reference: dict[str, Any], unit: str) -> list
 def test_java_written_logs_read_as_javas_own_reader_reads_them(name: str) -> None:
     reference = json.loads((JAVA / f"{name}.reference.json").read_text())
     _check_against_java(JAVA / f"{name}.hlog", reference, UNITS[name])
+
+
+@pytest.mark.parametrize("name", sorted(UNITS))
+def test_each_intervals_own_buckets_give_javas_percentiles(name: str) -> None:
+    """Each interval's sub-buckets (`source_buckets`) give Java's `getValueAtPercentile` within the sub-bucket it
+    falls in, DoubleHistograms whose conversion ratio changes from interval to interval included; and a stream's
+    intervals add up on their sub-buckets (not mixed), so its overall percentiles come from them."""
+    reference = json.loads((JAVA / f"{name}.reference.json").read_text())
+    unit = UNITS[name]
+    columns = intervals(read_items(HdrHistogramFormat, (JAVA / f"{name}.hlog").read_text(), name, unit=unit))
+    checked = 0
+    for column, interval in zip(columns, reference["intervals"], strict=True):
+        events = interval["total_count"]
+        if not events:
+            assert column.source_buckets is None
+            continue
+        assert column.source_buckets is not None
+        totals = SourceTotals(tuple(column.source_buckets.bounds))
+        totals.add(column.source_buckets)
+        assert totals.events == events
+        scale = unit_seconds(unit) / unit_seconds(column.stream.unit)
+        whole = 0 if interval["class"].endswith("DoubleHistogram") else 1
+        for q, java in zip(reference["percentiles"], interval["value_at_percentile"], strict=True):
+            if abs(q / 100 * events - round(q / 100 * events)) > 1e-9:
+                continue  # HdrHistogram takes the nearest whole rank, histogram_quantile the rank itself
+            lowest, highest = next((b[3], b[4]) for b in interval["buckets"] if b[3] <= java <= b[4])
+            got = totals.percentile(q / 100) / scale
+            assert abs(got - java) <= (highest - lowest + whole) * (1 + 1e-9), (interval["index"], q, got, java)
+            checked += 1
+    assert checked >= len(columns)
+    acc = accumulate(iter(columns))
+    for hist in acc.streams.values():
+        source = acc.sources[hist.stream]
+        assert not source.mixed and source.events == int(hist.totals().events), hist.stream.label
 
 
 def test_fractions_of_a_millisecond_keep_their_rows() -> None:

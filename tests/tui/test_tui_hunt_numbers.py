@@ -52,6 +52,26 @@ def test_header_overall_of_a_rebinned_stream_is_the_reports() -> None:
                 assert "source's buckets" in line and ("latest (rows)" in line or hist.n == 1)
 
 
+def test_header_overall_of_an_hdrhistogram_log_is_the_librarys(tmp_path: Path) -> None:
+    """98% at 140 µs and 2% at 250 µs, in one row, written by the library: the running app's header says the
+    library's p99, 250 µs, from the log's own sub-buckets (the row read ~150 µs)."""
+    from hdr_support import Logged, library_histogram, write_library_log
+
+    values = [140_000] * 98 + [250_000] * 2
+    path = write_library_log(tmp_path / "bimodal.hlog", [Logged(None, 1_700_000_000.0 + k, 1.0, values * 25)
+                                                         for k in range(8)], 1_700_000_000.0)
+    assert library_histogram(values).get_value_at_percentile(99) == 250_111
+    app = LatencyMapApp(iter(fixture_items(path)), color_mode="mono")
+
+    async def scenario(pilot) -> None:
+        line = [strip.text for strip in app.screen._compositor.render_strips()][1]
+        overall = line.split("overall", 1)[1]
+        assert "p99 250µs" in overall and "p50 140µs" in overall and "(source's buckets)" in overall, line
+        assert "latest (rows)" in line
+
+    run_ended(app, scenario)
+
+
 def test_cart_p99_is_the_gates_not_the_rows() -> None:
     acc = _accumulated(OTLP)
     cart = next(h for h in acc.streams.values() if "/cart" in h.stream.label)

@@ -14,7 +14,7 @@ from resets_support import restarted_copy
 
 from latencymap.cli.common import REGISTRY
 from latencymap.core.accumulator import Accumulator, HistoryLimit
-from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId
 from latencymap.flow.pipeline import input_flow
 from latencymap.views import bulk_rows, plain_bulk, printer
 from latencymap.views.frame import RowFit, row_range
@@ -123,6 +123,18 @@ def test_second_stream_and_column_cap_fall_back_to_one_frame_at_a_time() -> None
     renderer.render(capped)
     assert bulk.ready(capped, a[1:]) == 49  # up to the cap, no column dropped
     assert BulkFrames(renderer).ready(Accumulator(cap=HistoryLimit(budget=1 << 20)), a) == 0  # budget too tight
+
+
+def test_a_stream_that_keeps_its_sources_buckets_draws_in_bulk_while_its_times_are_exact() -> None:
+    """Kept buckets make a title's note follow the source's totals frame by frame, unless every column carries its
+    times (HdrHistogram logs: a note of none); from the first column without them, one frame at a time."""
+    kept = SourceBuckets((10.0, 20.0), np.array([0, 1]), None)
+    exact = [dataclasses.replace(iv, source_buckets=kept) for iv in generated(100, seed=4, exact_from=0)]
+    items: list[Interval | Notice] = [*exact[:60], dataclasses.replace(exact[60], time=None), *exact[61:]]
+    want, _ = one_by_one(items, ViewOptions())
+    got, _, drawn = in_bulk(items, ViewOptions(), 1024)
+    assert got == want, first_difference(got, want)
+    assert drawn == 59  # all but the first of the 60 exact columns; the rest one at a time
 
 
 def test_fitted_rows_checked_sums_and_recomputed_sums_agree(monkeypatch: pytest.MonkeyPatch) -> None:

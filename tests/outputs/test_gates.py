@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from diagnosis_support import day_long_accumulator
 
 from latencymap.cli.main import main
 from latencymap.outputs.gates import METRICS, GateError, check_gates, parse_gate
@@ -155,7 +156,6 @@ def test_the_help_names_every_metric_of_the_grammar() -> None:
 def test_a_rebinned_streams_gate_checks_the_numbers_its_report_prints() -> None:
     """Every event of a Prometheus-style stream in its first bucket, (0, 5ms], with an exact sum: the report's p99
     (histogram_quantile over the source's buckets) and time (the sum) are what the gates compare, not the rows'."""
-    import numpy as np
 
     from latencymap.core.accumulator import Accumulator
     from latencymap.core.model import Interval, SourceBuckets, StreamId
@@ -208,19 +208,9 @@ def test_gates_on_a_day_long_stream_hold_no_dense_matrix_of_its_columns() -> Non
     (86,400 x 64) matrix of counts and one of times would be 88 MB."""
     import tracemalloc
 
-    from latencymap.core.accumulator import Accumulator
-    from latencymap.core.model import StreamId
 
-    rng = np.random.default_rng(5)
     n = 86_400
-    counts = np.zeros((n, 64), dtype=np.int64)
-    counts[:, 5:11] = rng.poisson([5, 40, 80, 40, 10, 1], (n, 6))
-    acc = Accumulator()
-    end = 1_795_000_001.0 + np.arange(n, dtype=np.float64)
-    ones, no = np.ones(n), np.zeros(n, dtype=bool)
-    acc.history(StreamId("day", "bpf", "microsec")).extend_columns(counts, None, None, end - ones, end, ones, no, no,
-                                                                   "")
-    del counts
+    acc = day_long_accumulator(n)
     tracemalloc.start()
     try:
         failed = check_gates(acc, [parse_gate("p99 > 1us"), parse_gate("bimodal or events < 1")])

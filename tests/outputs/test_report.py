@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from diagnosis_support import day_long_accumulator
 
 from latencymap.analysis.bands import MIN_EVENTS_SHARE, MIN_TIME_SHARE
 from latencymap.analysis.tail import MAX_EVENTS_SHARE, TIME_FRACTION
@@ -320,20 +321,10 @@ def test_the_report_of_a_day_long_stream_holds_no_dense_matrix_of_its_columns() 
     held 250 MB before."""
     import tracemalloc
 
-    from latencymap.core.accumulator import Accumulator
-    from latencymap.core.model import StreamId
     from latencymap.outputs.report import build_report, report_text
 
-    rng = np.random.default_rng(5)
     n = 86_400
-    counts = np.zeros((n, 64), dtype=np.int64)
-    counts[:, 5:11] = rng.poisson([5, 40, 80, 40, 10, 1], (n, 6))
-    acc = Accumulator()
-    end = 1_795_000_001.0 + np.arange(n, dtype=np.float64)
-    ones, no = np.ones(n), np.zeros(n, dtype=bool)
-    acc.history(StreamId("day", "bpf", "microsec")).extend_columns(counts, None, None, end - ones, end, ones, no, no,
-                                                                   "")
-    del counts
+    acc = day_long_accumulator(n)
     peaks = []
     for write in (lambda: report_text(acc), lambda: build_report(acc, arrays=True)):
         tracemalloc.start()

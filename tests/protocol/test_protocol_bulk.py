@@ -196,6 +196,19 @@ def test_records_that_decide_the_path_read_as_line_by_line(record: str) -> None:
     assert by_chunks(text, [len(text) - len(last)]) == by_lines(text)  # the last record read after the others
 
 
+def line_reads(reader: ProtocolReader) -> list[int]:
+    """A list that gets an entry each time `reader` hands lines to its line reader."""
+    calls: list[int] = []
+    original = reader.feed
+
+    def counting_feed(lines: Any) -> Any:
+        calls.append(1)
+        return original(lines)
+
+    reader.feed = counting_feed  # type: ignore[method-assign]
+    return calls
+
+
 def test_canonical_records_take_the_bulk_path_and_count_right() -> None:
     rng = np.random.default_rng(3)
     parts = []
@@ -206,14 +219,7 @@ def test_canonical_records_take_the_bulk_path_and_count_right() -> None:
                      + "".join(f"{1 << b}, {c}\n" for b, c in enumerate(totals)) + "<end record>\n")
     text = "".join(parts)
     reader = ProtocolReader("t")
-    calls = []
-    original = reader.feed
-
-    def counting_feed(lines: Any) -> Any:
-        calls.append(1)
-        return original(lines)
-
-    reader.feed = counting_feed  # type: ignore[method-assign]
+    calls = line_reads(reader)
     items = list(reader.read_chunks([text[:5000], text[5000:]]))
     assert len(items) == 300 and not calls[:-1]  # only the final (empty) tail goes line by line
     last = items[-1]
@@ -392,14 +398,7 @@ def test_recordings_of_exact_sources_take_the_bulk_path() -> None:
         f"extremes, 512, 600.5, 1000.0, 1024, 1024.0, 1100.25\n512, 2, 1600.5\n1024, 3, 3200.25\n<end record>\n"
         for i in range(50))
     reader = ProtocolReader("t")
-    fed = []
-    original = reader.feed
-
-    def counting_feed(lines: Any) -> Any:
-        fed.append(1)
-        return original(lines)
-
-    reader.feed = counting_feed  # type: ignore[method-assign]
+    fed = line_reads(reader)
     items = list(reader.read_chunks([text], runs=True))
     assert not fed[:-1]
     assert [type(i).__name__ for i in items] == ["IntervalRun"]
@@ -479,14 +478,7 @@ def test_recordings_of_rebinned_sources_take_the_bulk_path_and_accumulate_alike(
         + f"512, {i % 5}\n2048, 2\n8192, {i % 3}\n<end record>\n"
         for i in range(120))
     reader = ProtocolReader("t")
-    fed = []
-    original = reader.feed
-
-    def counting_feed(lines: Any) -> Any:
-        fed.append(1)
-        return original(lines)
-
-    reader.feed = counting_feed  # type: ignore[method-assign]
+    fed = line_reads(reader)
     items = list(reader.read_chunks([text], runs=True))
     assert not fed[:-1] and [type(i).__name__ for i in items] == ["IntervalRun"]
     path = tmp_path / "prom.txt"

@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,29 @@ sys.stdin.readline()
 def _tools_ready() -> None:
     problem = preconditions.tracefs_problem()
     assert problem is None, f"{problem} (or run .ci/install-system.sh)"
+
+
+@contextmanager
+def _stepped_child(script: str, *args: str) -> Iterator[tuple[subprocess.Popen[str], Callable[[], None]]]:
+    """A Python child running `script` that says `ready`, does its work when told (`go`) and says `done`: the child,
+    and the call that starts its work and waits for it."""
+    child = subprocess.Popen([sys.executable, "-c", script, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "ready"
+        stdin, stdout = child.stdin, child.stdout
+
+        def work() -> None:
+            stdin.write("go\n")
+            stdin.flush()
+            assert stdout.readline().strip() == "done"
+
+        yield child, work
+    finally:
+        if child.stdin:
+            child.stdin.close()
+        child.wait(timeout=10)
 
 
 def _collect(src: BpfSource, start_work: Callable[[], None], timeout: float = TIMEOUT,
@@ -113,23 +137,9 @@ def test_pread64_count_is_exact(backend: str, tmp_path: Path) -> None:
     n = 2477
     data = tmp_path / "data"
     data.write_bytes(os.urandom(4096))
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(data), str(n)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        assert child.stdout.readline().strip() == "ready"
-
-        def work() -> None:
-            child.stdin.write("go\n")
-            child.stdin.flush()
-            assert child.stdout.readline().strip() == "done"
-
+    with _stepped_child(CHILD, str(data), str(n)) as (child, work):
         src = BpfSource(mode="syscall", syscalls="pread64,fsync", pid=child.pid, backend=backend, interval=0.25)
         intervals = _collect(src, work)
-    finally:
-        if child.stdin:
-            child.stdin.close()
-        child.wait(timeout=10)
     assert src.chosen == backend
     labels = {iv.stream.label for iv in intervals}
     assert labels == {f"syscall pread64 pid {child.pid}", f"syscall fsync pid {child.pid}"}
@@ -156,23 +166,9 @@ sys.stdin.readline()
 def test_calls_of_2_to_the_31_ns_and_more_keep_count_and_time_in_their_own_bucket(backend: str) -> None:
     """One sleep in [2^31, 2^32) ns and one in [2^32, 2^33): each counted, with its time, in its own bucket (bpftrace
     0.17's hist() puts both in [2G, 4G), and its JSON prints that row with bounds that overflow: latencymap failed)."""
-    child = subprocess.Popen([sys.executable, "-c", LONG_SLEEPS, "2.3", "4.5"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        assert child.stdout.readline().strip() == "ready"
-
-        def work() -> None:
-            child.stdin.write("go\n")
-            child.stdin.flush()
-            assert child.stdout.readline().strip() == "done"
-
+    with _stepped_child(LONG_SLEEPS, "2.3", "4.5") as (child, work):
         src = BpfSource(mode="syscall", syscalls="clock_nanosleep", pid=child.pid, backend=backend, interval=0.5)
         intervals = _collect(src, work, background=True)
-    finally:
-        if child.stdin:
-            child.stdin.close()
-        child.wait(timeout=10)
     assert src.chosen == backend
     counts, spent = _totals(intervals)
     assert {int(s): int(counts[s]) for s in np.flatnonzero(counts)} == {32: 1, 33: 1}

@@ -527,7 +527,7 @@ class StreamHistory:
             spent += float(gone.time.sum())
             dur += gone.duration_s
             exact = (exact or self._range(cols)[1] == 0) and gone.exact and self.timed
-        events = int(counts.sum())
+        events = sum(counts.tolist())  # Python integers: a stream's total may pass 2**63 where no slot's does
         # exact times say where inside each bucket its events lie (estimated ones would say the midpoint)
         pct = percentile_estimates(counts, self.low, self.high, times=times if exact else None, seen=self.seen)
         return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,

@@ -204,7 +204,7 @@ def _parse_data(rec: Record, line: str, n: int) -> None:
     except ValueError:
         raise RecordError(n, f"expected integers in '<bucket value>, <count>', got {excerpt(line)}") from None
     if not 0 <= count < MAX_COUNT:
-        raise RecordError(n, f"expected a count from 0 to 2**62, got {excerpt(line)}")
+        raise RecordError(n, f"expected a count from 0 to 2**62 - 1, got {excerpt(line)}")
     if value < 0:
         return  # DTrace/bpftrace negative-value row: not a latency
     total = None
@@ -261,7 +261,7 @@ def _parse_source_line(rec: Record, key: str, value: str, n: int, line: str) -> 
                 raise ValueError
             rec.source_time = seconds
     except ValueError:
-        expected = {"sourcebuckets": "ascending upper bounds >= 0", "sourcecounts": "counts from 0 to 2**62",
+        expected = {"sourcebuckets": "ascending upper bounds >= 0", "sourcecounts": "counts from 0 to 2**62 - 1",
                     "sourcetime": "seconds >= 0"}[key]
         raise RecordError(n, f"expected '{key}, <{expected}>', got {excerpt(line)}") from None
 

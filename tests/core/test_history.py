@@ -458,3 +458,16 @@ def test_a_run_of_columns_with_values_seen_keeps_them_as_its_columns_one_by_one_
     assert len(back) == 40 and np.array_equal(np.stack(back), seen, equal_nan=True)
     assert np.array_equal(run.head(10).extremes, run.extremes[:10], equal_nan=True)  # type: ignore[index]
     assert np.nanmax(head.seen[1]) <= np.nanmax(one.seen[1])
+
+
+def test_a_streams_total_events_pass_2_63_exactly() -> None:
+    """Three buckets of 2**62 - 1 events (the most a record may give one): 2**63 + 2**62 - 3 events in all, which
+    int64 wraps to a negative total; the report's header said -4,611,686,018,427,387,907 events."""
+    stream = StreamId("huge", "bpf", "microsec")
+    counts = np.zeros((1, NSLOTS), dtype=np.int64)
+    counts[0, [3, 5, 7]] = 2**62 - 1
+    hist = StreamHistory(stream)
+    one, no = np.ones(1), np.zeros(1, dtype=bool)
+    hist.extend_columns(counts, None, None, one, one + 1, one, no, no, "")
+    assert hist.totals().events == 3 * (2**62 - 1)
+    assert hist.totals(fast=True).events == 3 * (2**62 - 1)

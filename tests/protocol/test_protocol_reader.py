@@ -168,6 +168,7 @@ def test_systemtap_fixture_totals(fixtures) -> None:  # type: ignore[no-untyped-
     ("8, x", "expected integers"),
     ("8, -1", "count from 0 to 2**62"),
     ("8, 100000000000000000000", "count from 0 to 2**62"),
+    ("8, 4611686018427387904", "count from 0 to 2**62 - 1, got '8, 4611686018427387904'"),
     ("8, 1, 2, 3", "expected '<bucket value>, <count>[, <sum>]'"),
     ("latencyunit, parsecs", "expected latencyunit"),
     ("timestamp, millisec, 5", "timestamp, microsec"),

@@ -6,7 +6,9 @@ only populated buckets, the zero bucket `[-z, z]` among them. In schema `n` the 
 fold exactly into rows when the stream is in that unit (a `_milliseconds` metric); a seconds metric is kept in
 microseconds, where those powers of two are not row edges, so its buckets are spread (`latencymap.core.rebin`) and
 kept in `source_buckets`. Buckets narrower than a row (schema >= 1) are kept there too even when they fold exactly:
-percentiles come from them, as `histogram_quantile` computes them, not from rows 2 to 256 times wider. Each
+percentiles come from them, as `histogram_quantile` computes them, not from rows 2 to 256 times wider; so are buckets
+below 1 unit of the stream, which fold into its `<1` row whatever their octave (a `_milliseconds` metric's
+sub-millisecond ones). Each
 column lists its buckets contiguously from its first populated one's lower bound (empty buckets between), so
 columns of one schema add up exactly on the union of their bounds (`core.source_totals`). The zero bucket goes to
 the lowest bucket whole; negative buckets (negative values: no latencies) are left out, with one note per series
@@ -163,8 +165,10 @@ def fold_native(histogram: dict[str, Any], factor: float, carry: Carry | None = 
     if any(not b > a for a, b in pairwise(scaled)):
         raise NativeError(f"bucket bounds {bounds[:8]} collapse in the stream unit")
     matrix = slot_matrix(scaled)
-    finer = any(own and low > 0 and high < 2.0 * low * (1 - 1e-9)
-                for low, high, own in zip(bounds, bounds[1:], real[1:], strict=False))
+    # buckets narrower than their rows (schema >= 1), or below 1 unit of the stream, whose `<1` row (slot 0) holds every
+    # octave down to 0 (a `_milliseconds` metric's sub-millisecond buckets): kept for percentiles as fine as theirs
+    finer = any(own and low > 0 and (high < 2.0 * low * (1 - 1e-9) or high_in <= 1.0)
+                for low, high, high_in, own in zip(bounds, bounds[1:], scaled[1:], real[1:], strict=False))
     layout = Layout(scaled, matrix, one_row_each(matrix, np.asarray(real)), finer)
     if got.negative:
         spent = None

@@ -151,9 +151,9 @@ def test_native_schema_at_least_zero_folds_exactly_in_its_unit(schema: int) -> N
                                                "buckets": _api_buckets(state)}, 1.0)
     rows, kept = layout.fold(counts)
     assert layout.exact and total == pytest.approx(sum(values))
-    if schema == 0:  # each bucket is one row: the rows are the buckets
+    if schema == 0 and min(values) >= 1:  # each bucket is one row: the rows are the buckets
         assert kept is None
-    else:  # narrower than rows: kept for percentiles, as histogram_quantile reads them
+    else:  # narrower than rows, or below 1 ms (the `<1ms` row holds them all): kept, as histogram_quantile reads them
         assert kept is not None and kept.counts.sum() == len(values) and kept.bounds == layout.bounds
     expected, _ = bin_values(np.array(values))
     assert rows.tolist() == expected.tolist()
@@ -188,6 +188,19 @@ def test_native_zero_bucket_holes_and_negative_buckets_left_out() -> None:
 def test_a_zero_threshold_of_zero_is_the_zero_bucket_not_a_negative_one() -> None:
     got = native_buckets([[3, "-0", "0", "5"], [0, "1", "2", "1"]])
     assert got.negative == 0 and got.counts == [5.0, 0.0, 1.0] and got.bounds == [0.0, 1.0, 2.0]
+
+
+def test_native_buckets_below_one_unit_of_the_stream_are_kept() -> None:
+    """A `_milliseconds` metric at schema 0 folds exactly onto millisecond rows, but its `<1ms` row holds every octave
+    below 1 ms: 0.3 µs values read p50 500 µs from it. Its buckets there are kept, so percentiles come from them."""
+    raw = [[0, "0.000244140625", "0.00048828125", "90"], [0, "0.5", "1", "5"], [0, "2", "4", "5"]]
+    layout, counts, *_ = fold_native({"count": "100", "sum": "15.05", "buckets": raw}, 1.0)
+    rows, kept = layout.fold(counts)
+    assert layout.exact and kept is not None and rows[0] == 95 and rows[2] == 5
+    real = [b for b, c in zip(kept.bounds, kept.counts, strict=True) if c]
+    assert real == [0.00048828125, 1.0, 4.0]
+    whole = fold_native({"count": "10", "buckets": [[0, "1", "2", "5"], [0, "2", "4", "5"]]}, 1.0)
+    assert whole.layout.exact and whole.layout.fold(whole.counts)[1] is None  # at or above 1 ms: rows are the buckets
 
 
 def test_native_schema_below_zero_is_spread() -> None:

@@ -548,10 +548,7 @@ class FastPath:
             values, amounts, record = values[use], amounts[use], record[use]
             oracle = None if oracle is None else oracle[use]
             row_sums = None if row_sums is None else row_sums[use]
-        slots = np.frexp(values.astype(np.float64))[1]  # the bit length; 0 for the value 0
-        if oracle is not None:
-            slots -= oracle
-        np.minimum(slots, NSLOTS - 1, out=slots)
+        slots = _slots(values, oracle)
         flat = record * NSLOTS + slots
         unique = flat.size < 2 or bool((flat[1:] > flat[:-1]).all())
         if unique:
@@ -569,6 +566,14 @@ class FastPath:
             rows.sums[picks] *= seconds[:, None]
             rows.three[record] = True  # not a record of only Oracle overflow rows: the line reader skips those
 
+
+def _slots(values: np.ndarray, oracle: np.ndarray | None = None) -> np.ndarray:
+    """The slot of each bucket value (0 or a power of two, below 2**62), as `slot_of_bucket_value` gives it: its bit
+    length (0 for the value 0), one less where `oracle` (upper bounds), the top slot for any larger."""
+    slots = np.frexp(values.astype(np.float64))[1]
+    if oracle is not None:
+        slots -= oracle
+    return np.minimum(slots, NSLOTS - 1)
 
 def _seen(rows: _Rows, batch: _Batch) -> None:
     """The values seen of the batch's records with an `extremes` line, parsed and checked in bulk (as the line
@@ -591,18 +596,15 @@ def _seen(rows: _Rows, batch: _Batch) -> None:
     least, most = numbers[:, 1] * per[owner], numbers[:, 2] * per[owner]
     power = (values & (values - 1)) == 0  # 0 or a power of two: `slot_of_bucket_value`'s rule outside Oracle
     order = (numbers[:, 1] <= numbers[:, 2]) & np.isfinite(numbers[:, 2])  # `0 <= smallest <= largest < inf`
-    slots = np.minimum(np.frexp(values.astype(np.float64))[1], NSLOTS - 1)
+    slots = _slots(values)
     lows, highs_seen = np.full(len(picks) * NSLOTS, np.nan), np.full(len(picks) * NSLOTS, np.nan)
     np.fmin.at(lows, owner * NSLOTS + slots, least)  # a bucket named twice: its widest range
     np.fmax.at(highs_seen, owner * NSLOTS + slots, most)
     seen = np.stack([lows.reshape(-1, NSLOTS), highs_seen.reshape(-1, NSLOTS)], axis=1)
     at = np.asarray(picks)
-    highs = {}
-    for k in picks:
-        stream = batch.headers[k][0]
-        if (stream.datasource, stream.unit) not in highs:
-            highs[stream.datasource, stream.unit] = bounds_seconds(stream.datasource, stream.unit)[1]
-    high = np.stack([highs[batch.headers[k][0].datasource, batch.headers[k][0].unit] for k in picks])
+    kinds = [(batch.headers[k][0].datasource, batch.headers[k][0].unit) for k in picks]
+    highs = {kind: bounds_seconds(*kind)[1] for kind in set(kinds)}
+    high = np.stack([highs[kind] for kind in kinds])
     sums = None if rows.sums is None else np.where(rows.three[at][:, None], rows.sums[at], np.nan)
     faults = extremes_faults(seen, high, rows.counts[at], sums)
     wrong = np.zeros(len(picks), dtype=bool)

@@ -349,6 +349,14 @@ def test_a_first_record_starting_with_nul_is_read_not_crashed_on() -> None:
     assert by_chunks(text, [20, 60]) == by_lines(text)
 
 
+def timed_head(draw: st.DrawFn, i: int) -> list[str]:
+    """The first lines of the `i`th record, a second apart: its timestamp, then `counts, interval` with its start,
+    without it, or neither (a cumulative record, which the line reader judges)."""
+    head = [f"timestamp, microsec, {1_700_000_001_000_000 + i * 1_000_000}, d{i}"]
+    return head + draw(st.sampled_from([["counts, interval", f"start, microsec, {1_700_000_000_000_000 + i * 10**6}"],
+                                        ["counts, interval"], []]))
+
+
 #: Values seen of a bucket `v` (its rows' value), right and wrong, as an `extremes` line gives them.
 SEEN = st.sampled_from(["{v}.0, {v}.5", "{a}, {b}", "{b}, {a}", "{v}, {w}", "{w}, {w}", "{a}, 1e400", "{a}, {b}e0",
                         "{a},{b}", "{a}, inf", "-{a}, {b}", "{a}, {b}, {v}, {b}, {b}", "0.0, 0.0", "{a}, 1e30",
@@ -374,9 +382,7 @@ def records_with_values_seen(draw: st.DrawFn) -> str:
             if draw(st.integers(0, 3)):
                 seen.append(f"{v}, " + draw(SEEN).format(v=v, w=4 * v + 4, a=a, b=b))
         line = "extremes, " + ", ".join(seen) if seen else draw(st.sampled_from(["extremes,", "extremes, 1"]))
-        head = [f"timestamp, microsec, {1_700_000_001_000_000 + i * 1_000_000}, d{i}"]
-        head += draw(st.sampled_from([["counts, interval", f"start, microsec, {1_700_000_000_000_000 + i * 10**6}"],
-                                      ["counts, interval"], []]))
+        head = timed_head(draw, i)
         head += [f"latencyunit, {unit}", "label, exact", f"datasource, {source}"]
         place = draw(st.integers(0, 6))
         lines = head + rows
@@ -443,9 +449,7 @@ def records_with_source_buckets(draw: st.DrawFn) -> str:
     source's lines before the rows), among ones the line reader must judge."""
     out = []
     for i in range(draw(st.integers(1, 6))):
-        head = [f"timestamp, microsec, {1_700_000_001_000_000 + i * 1_000_000}, d{i}"]
-        head += draw(st.sampled_from([["counts, interval", f"start, microsec, {1_700_000_000_000_000 + i * 10**6}"],
-                                      ["counts, interval"], []]))
+        head = timed_head(draw, i)
         head += ["latencyunit, microsec", f"label, {draw(st.sampled_from(['svc', 'db']))}", "datasource, prometheus"]
         rows = draw(st.sampled_from([["512, 3", "4096, 1"], ["512, 3, 0.002", "4096, 1, 0.005"], ["1024, 0"], []]))
         lines = head + draw(SOURCE_LINES) + rows

@@ -107,6 +107,9 @@ class TextFormat(ABC):
 
     def __init__(self, **options: Any) -> None:
         self.options = options
+        #: Streams of this input shown under another name: one of several inputs that goes back into the time of an
+        #: earlier input's stream is shown apart, as `LABEL [INPUT]` (the flow that reads the inputs fills it).
+        self.shown_as: dict[StreamId, StreamId] = {}
 
     @abstractmethod
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:

@@ -24,7 +24,7 @@ from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, accumulate
 from latencymap.core.errors import InputError, NothingReadable
 from latencymap.core.model import ColumnFlow, Notice, StreamId
-from latencymap.core.sanitize import clean_label, clean_text
+from latencymap.core.sanitize import clean_text
 from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import check_output, write_text, writing
 from latencymap.outputs.json_text import dumps
@@ -232,14 +232,15 @@ def _stopped(err: BaseException, source: Source | None) -> str:
     return f"{what}: this report covers what was read until then (while {read})"
 
 
-def _write(acc: Accumulator, sources: list[Source], out_format: str, output: str | None,
-           untimed: set[StreamId] | None = None) -> None:
+def _write(acc: Accumulator, sources: list[tuple[Source, dict[StreamId, StreamId]]], out_format: str,
+           output: str | None, untimed: set[StreamId] | None = None) -> None:
     """The report of `acc` in `out_format`, with the sources' own analysis (e.g. Spark's stragglers: one per input
-    read through a source, each headed by its input when there are several; `untimed`: the streams whose columns
-    carry no time of their own, which the text report gives no rate)."""
-    done = [(s, s.analysis() if hasattr(s, "analysis") else {}) for s in sources]
+    read through a source, each headed by its input when there are several; each source with the streams of its
+    input shown under another name; `untimed`: the streams whose columns carry no time of their own, which the text
+    report gives no rate)."""
+    done = [(s, s.analysis() if hasattr(s, "analysis") else {}) for s, _ in sources]
     if out_format not in ("text", "json"):
-        placed, nowhere = _placed_stragglers(acc, done)
+        placed, nowhere = _placed_stragglers(acc, done, [shown for _, shown in sources])
         write_report(acc, out_format, output, stragglers=placed, unplaced=nowhere)
         return
     if out_format == "json":
@@ -281,58 +282,27 @@ def _run_name(source: Source, extra: dict[str, Any]) -> str:
     return f"{source.options.get('target', '')}{f' ({who})' if who else ''}"
 
 
-def _placed_stragglers(acc: Accumulator, done: list[tuple[Source, dict[str, Any]]]) -> tuple[Stragglers, Unplaced]:
-    """Each source's stragglers on the streams its input gave, for SVG and HTML: by stream label, one (run, list) per
-    input whose stragglers the stream holds (`run` names the input and its application where a stream holds several:
-    a log and the next one of the same application go on in one stream); and, headed by their input, those that no
-    stream shown is known to hold."""
-    labels = [h.stream.label for h in acc.streams.values()]
-    targets = [str(source.options.get("target", "")) for source, _ in done]
-    runs: dict[str, dict[int, list[dict[str, Any]]]] = {}
+def _placed_stragglers(acc: Accumulator, done: list[tuple[Source, dict[str, Any]]],
+                       shown: list[dict[StreamId, StreamId]]) -> tuple[Stragglers, Unplaced]:
+    """Each source's stragglers on the stream it counted their tasks under (`straggler_stream`), as shown (`shown`:
+    the streams each input showed under another name), for SVG and HTML: one (run, list) per input whose stragglers
+    the stream holds (`run` names the input and its application where a stream holds several: a log and the next
+    one of the same application go on in one stream); and, headed by their input, those on no stream shown."""
+    runs: dict[StreamId, dict[int, list[dict[str, Any]]]] = {}
     nowhere: Unplaced = []
     for k, (source, extra) in enumerate(done):
         left = []
-        own, prefix = _own_streams(labels, source, extra, targets, k)
         for straggler in extra.get("stragglers") or []:
-            where = _straggler_streams(own, prefix, straggler)
-            for label in where:
-                runs.setdefault(label, {}).setdefault(k, []).append(straggler)
-            if not where:
+            stream = source.straggler_stream(straggler) if hasattr(source, "straggler_stream") else None
+            stream = shown[k].get(stream, stream) if stream is not None else None
+            if stream is not None and stream in acc.streams:
+                runs.setdefault(stream, {}).setdefault(k, []).append(straggler)
+            else:
                 left.append(straggler)
         if left:
-            nowhere.append((_analysis_head(*done[k]), left))
-    return {label: [(clean_text(_run_name(*done[k]), 1000) if len(by) > 1 else "", found) for k, found in by.items()]
-            for label, by in runs.items()}, nowhere
-
-
-def _own_streams(labels: list[str], source: Source, extra: dict[str, Any], targets: list[str],
-                 k: int) -> tuple[list[str], str]:
-    """The labels of the streams source `k` gave, and the start they share: a source names its streams
-    `SOURCE APP ...` (`spark APP stage ID task ...`), where APP is its application's name, else its id. A stream that
-    goes back into the time of an earlier input's is shown apart as `LABEL [INPUT]`: the last source of that input
-    gave it (the same log given twice: the second); one that goes on after it is the stream of both."""
-    app = extra.get("application") or {}
-    name = app.get("name") or app.get("id")
-    if not name:
-        return [], ""
-    prefix = f"{source.name} {clean_label(str(name))} "
-    target = targets[k]
-    apart = f" [{'<stdin>' if target in ('-', '') else target}]"
-    if k == max(j for j, other in enumerate(targets) if other == target):
-        mine = [label for label in labels if label.startswith(prefix) and label.endswith(apart)]
-        if mine:
-            return mine, prefix
-    return [label for label in labels if label.startswith(prefix) and not label.endswith("]")], prefix
-
-
-def _straggler_streams(own: list[str], prefix: str, straggler: dict[str, Any]) -> list[str]:
-    """Which of a source's streams (`own`) counted a straggler's task: its stage's stream (`--per-stage`), else the
-    source's one stream unless that is another stage's; none when neither is there (its stage ended no task)."""
-    stage = straggler.get("stage")
-    staged = [label for label in own if label[len(prefix):].startswith(f"stage {stage} ")]
-    if staged or len(own) != 1:
-        return staged
-    return [] if own[0][len(prefix):].startswith("stage ") else own
+            nowhere.append((_analysis_head(source, extra), left))
+    return {stream: [(clean_text(_run_name(*done[k]), 1000) if len(by) > 1 else "", found) for k, found in by.items()]
+            for stream, by in runs.items()}, nowhere
 
 
 def _untimed(readers: list[TextFormat]) -> set[StreamId]:
@@ -340,15 +310,12 @@ def _untimed(readers: list[TextFormat]) -> set[StreamId]:
     return {stream for reader in readers for stream in reader.untimed_streams()}
 
 
-def _analysed(source: Source | None, readers: list[TextFormat]) -> list[Source]:
-    """The source run, else those the inputs were read through."""
-    return [source] if source is not None else _read_through(readers)
-
-
-def _read_through(readers: list[TextFormat]) -> list[Source]:
-    """The sources the inputs were read through (Spark event logs given as paths), in input order, for their
-    analysis."""
-    return [reader.source for reader in readers if reader.source is not None]
+def _analysed(source: Source | None, readers: list[TextFormat]) -> list[tuple[Source, dict[StreamId, StreamId]]]:
+    """The source run, else those the inputs were read through (Spark event logs given as paths), in input order,
+    for their analysis; each with the streams of its input shown under another name."""
+    if source is not None:
+        return [(source, {})]
+    return [(reader.source, reader.shown_as) for reader in readers if reader.source is not None]
 
 
 def _report_source(args: list[str], kw: dict[str, Any]) -> Source | None:

@@ -70,12 +70,17 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
     next chunk.
     """
     named = paths or ["-"]
-    inputs = [(read_input(p, registry, forced_format, options, stdin, runs=True, readers=readers,
-                          keep_open=len(named) <= KEPT_OPEN), p) for p in named]
+    readers = readers if readers is not None else []
+    inputs = []
+    for p in named:
+        had = len(readers)
+        items = read_input(p, registry, forced_format, options, stdin, runs=True, readers=readers,
+                           keep_open=len(named) <= KEPT_OPEN)
+        inputs.append((items, p, readers[had].shown_as if len(readers) > had else {}))
     unreadable = []
     seen: dict[StreamId, tuple[float, str]] = {}
     before: Differ | None = None
-    for items, path in inputs:
+    for items, path, shown_as in inputs:
         tally = _Tally()
         differ = Differ(name=path)
         if before is not None:  # a log and its rotation: the interval between them is the next input's first
@@ -83,7 +88,7 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
         before = differ
         counted = tally.count(items)
         flow = differ.run_columns(gathered(counted) if gather and at_rest(path, stdin) else counted)
-        yield from _apart(flow, "<stdin>" if path in ("-", "") else path, seen) if len(inputs) > 1 else flow
+        yield from _apart(flow, "<stdin>" if path in ("-", "") else path, seen, shown_as) if len(inputs) > 1 else flow
         name = "<stdin>" if path in ("-", "") else path
         if tally.cut and not tally.read:  # whatever the compressor, and whether a piece of a record came out or not
             unreadable.append(f"{name}: {NOTHING_DECOMPRESSED}")
@@ -137,11 +142,13 @@ def joined(runs: list[SnapshotRun]) -> SnapshotRun:
                        [d for run in runs for d in run.dates], [n for run in runs for n in run.lines])
 
 
-def _apart(flow: ColumnFlow, name: str, seen: dict[StreamId, tuple[float, str]]) -> ColumnFlow:
+def _apart(flow: ColumnFlow, name: str, seen: dict[StreamId, tuple[float, str]],
+           shown_as: dict[StreamId, StreamId]) -> ColumnFlow:
     """One of several inputs' flow. A stream that an earlier input had too continues it when it starts where that
     one ended, or later (a log and its rotation); one that goes back into that time (another host's `sda`, the same
     run twice) would mix two histories in one, so it becomes a stream of its own, named after its input, with a
-    notice. `seen` holds each stream's last end so far, and the input it came from."""
+    notice, and is put in `shown_as` (its input's reader's). `seen` holds each stream's last end so far, and the
+    input it came from."""
     own: dict[StreamId, StreamId] = {}
     ends: dict[StreamId, float] = {}
     for item in flow:
@@ -156,7 +163,8 @@ def _apart(flow: ColumnFlow, name: str, seen: dict[StreamId, tuple[float, str]])
                 before = seen.get(stream)
                 own[stream] = stream
                 if before is not None and start < before[0]:
-                    own[stream] = StreamId(f"{stream.label} [{name}]", stream.datasource, stream.unit)
+                    own[stream] = shown_as[stream] = StreamId(f"{stream.label} [{name}]", stream.datasource,
+                                                               stream.unit)
                     yield Notice(f"{name}: '{stream.label}' goes back into the time of the same stream from "
                                  f"{before[1]}: shown apart, as '{own[stream].label}'", skipped=0)
             ends[stream] = max(ends.get(stream, end), end)

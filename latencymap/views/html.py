@@ -35,12 +35,12 @@ ul.findings li {{ white-space: pre-wrap; }}
 
 def render_html(acc: Accumulator, stragglers: Stragglers | None = None, title: str = "latencymap report",
                 unplaced: Unplaced | None = None) -> str:
-    """The page: the peer comparison, then a section per stream (stragglers keyed by stream label), then the
-    stragglers of no stream shown."""
+    """The page: the peer comparison, then a section per stream (stragglers keyed by stream), then the stragglers of
+    no stream shown."""
     body: list[str] = [f"<h1>{esc(title)}</h1>"]
     body += _lines_section(peer_lines(acc), PEERS_TITLE, "peers")
     for hist in acc.streams.values():
-        found = (stragglers or {}).get(hist.stream.label)
+        found = (stragglers or {}).get(hist.stream)
         elems, width, height = panel(hist, with_findings=False, acc=acc)
         items = "\n".join(f"<li>{esc(line)}</li>" for line in findings_lines(hist, found, acc))
         body.append(f'<section class="stream" data-stream="{esc(hist.stream.label)}">\n'

@@ -30,6 +30,7 @@ import numpy as np
 
 from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.buckets import TOP_SLOT, range_text
+from latencymap.core.model import StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import REAL_EPOCH, format_duration, format_number
@@ -315,9 +316,9 @@ def _legend(palette: tuple[int, ...], maxval: float, kind: str, x: float, y: flo
     return out
 
 
-#: Stragglers by the label of the stream that counted their tasks: one (run, stragglers) per input whose tasks the
-#: stream holds, `run` naming the input where it holds those of several ("" where of one).
-Stragglers = dict[str, list[tuple[str, list[dict[str, Any]]]]]
+#: Stragglers by the stream that counted their tasks: one (run, stragglers) per input whose tasks the stream holds,
+#: `run` naming the input where it holds those of several ("" where of one).
+Stragglers = dict[StreamId, list[tuple[str, list[dict[str, Any]]]]]
 #: Stragglers no stream shown is known to hold: (heading, stragglers) per input.
 Unplaced = list[tuple[str, list[dict[str, Any]]]]
 #: The heading of the stragglers placed on no stream in SVG and HTML reports.
@@ -403,12 +404,12 @@ def lines_panel(lines: list[str], width: float, title: str, kind: str) -> tuple[
 
 def render_svg(acc: Accumulator, stragglers: Stragglers | None = None, unplaced: Unplaced | None = None) -> str:
     """The whole standalone SVG: the peer comparison first, then one panel per stream, stacked (stragglers keyed by
-    stream label), then the stragglers of no stream shown."""
+    stream), then the stragglers of no stream shown."""
     parts: list[str] = []
     y, width = 0.0, 400.0
     panels = []
     for hist in acc.streams.values():
-        panels.append((hist, *panel(hist, stragglers=(stragglers or {}).get(hist.stream.label), acc=acc)))
+        panels.append((hist, *panel(hist, stragglers=(stragglers or {}).get(hist.stream), acc=acc)))
         width = max(width, panels[-1][2])
     elems, y = lines_panel(peer_lines(acc), width, PEERS_TITLE, "peers")
     if elems:

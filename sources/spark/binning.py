@@ -28,6 +28,8 @@ MAX_FINISH_MS = 1 << 44
 MAX_VALUE_MS = 1e30
 #: Per column: counts, sums (ms) and the (2, NSLOTS) smallest and largest value (ms) per slot.
 Columns = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
+#: The streams a reader made, by stream key: the stage (one stream per stage), or None (the application's).
+Streams = dict[int | None, StreamId]
 
 
 def _scheduler_delay(t: SparkTask) -> float | None:
@@ -136,7 +138,7 @@ def _task_lists(tasks: list[SparkTask], metric: str, stages: frozenset[int] | No
         v = value_of(t)
         if v is None or not v < MAX_VALUE_MS:
             continue
-        key = t.stage if per_stage else None
+        key = stream_key(t.stage, per_stage)
         finish[key].append(t.finish_ms)
         values[key].append(v)
     return {k: (np.asarray(finish[k], dtype=np.int64), np.asarray(values[k], dtype=np.float64)) for k in finish}
@@ -197,10 +199,15 @@ def merge_in_time(per_stream: Iterable[list[Interval]]) -> list[Interval]:
     return merged
 
 
+def stream_key(stage: int, per_stage: bool) -> int | None:
+    """The key of the stream that counts a task of `stage`: the stage with one stream per stage, else None."""
+    return stage if per_stage else None
+
+
 def batch_intervals(tasks: list[SparkTask], app_name: str, metric: str = "duration",
                     stages: frozenset[int] | None = None, per_stage: bool = False,
-                    width_ms: int | None = None) -> list[Interval]:
-    """Intervals of a finished application (automatic width unless given)."""
+                    width_ms: int | None = None, made: Streams | None = None) -> list[Interval]:
+    """Intervals of a finished application (automatic width unless given); `made` gets the stream of each key."""
     groups = task_values(tasks, metric, stages, per_stage)
     if not groups:
         return []
@@ -210,8 +217,10 @@ def batch_intervals(tasks: list[SparkTask], app_name: str, metric: str = "durati
         width_ms = auto_interval_ms(lo, hi)
     out, names = [], StreamNames()
     for key in sorted(groups, key=lambda k: -1 if k is None else k):
-        out.append(intervals_from_cells(stream_for(names, app_name, metric, key), cells(*groups[key], width_ms),
-                                        width_ms))
+        stream = stream_for(names, app_name, metric, key)
+        out.append(intervals_from_cells(stream, cells(*groups[key], width_ms), width_ms))
+        if out[-1] and made is not None:
+            made[key] = stream
     return merge_in_time(out)
 
 
@@ -229,6 +238,8 @@ class LiveBinner:
         self._open: dict[int | None, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         self._next: dict[int | None, int] = {}
         self._names = StreamNames()
+        #: The stream of each key, as last emitted.
+        self.streams: Streams = {}
         self.late = 0
 
     def add(self, tasks: Iterable[SparkTask]) -> None:
@@ -260,7 +271,7 @@ class LiveBinner:
             start = self._next.get(key, min(columns) if columns else upto)
             if start >= upto:
                 continue
-            stream = stream_for(self._names, self.app_name, self.metric, key)
+            stream = self.streams[key] = stream_for(self._names, self.app_name, self.metric, key)
             width = self.width_ms
             ivs = []
             for first, stop in spans_covering(sorted(c for c in columns if start <= c < upto), start, upto):

@@ -25,6 +25,7 @@ from .binning import (
     MAX_FINISH_MS,
     MAX_VALUE_MS,
     Columns,
+    Streams,
     auto_interval_ms,
     intervals_from_cells,
     merge_in_time,
@@ -96,7 +97,8 @@ READ_EVENT = "latencymap.FileRead"
 @dataclass
 class EngineResult:
     """What the Spark job found: intervals, analysis and application; the stages that have tasks; the lines the
-    local reader would have skipped (count and where the first are) and tasks with a Finish Time never mapped."""
+    local reader would have skipped (count and where the first are) and tasks with a Finish Time never mapped; the
+    stream of each stream key."""
 
     intervals: list[Interval]
     analysis: dict[str, Any]
@@ -105,6 +107,7 @@ class EngineResult:
     bad_lines: int = 0
     problems: list[str] = field(default_factory=list)
     implausible: int = 0
+    streams: Streams = field(default_factory=dict)
 
 
 def slot_of_value(value: float | None) -> int | None:
@@ -334,7 +337,8 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
              .groupBy("key", "col", "slot").agg(F.count("*").alias("n"), F.sum("v").alias("s"), F.min("v").alias("lo"),
                                                     F.max("v").alias("hi")).collect())
     values.unpersist()
-    intervals = _intervals(cells, app.name or app.app_id, metric, width_ms)
+    made: Streams = {}
+    intervals = _intervals(cells, app.name or app.app_id, metric, width_ms, made)
     all_tasks = task_events.rdd.map(_task_of_row)
     used = all_tasks.map(lambda t: ((t.stage, t.stage_attempt), t.executor)).distinct().collect()
     cores = stage_cores([_placeholder(key, executor) for key, executor in used], executors)
@@ -359,7 +363,7 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
     events.unpersist()
     analysis = {"stragglers": [s for s in found if include_warmup or not s["warmup"]],
                 "warmup": [s for s in found if s["warmup"]], "stages": summaries}
-    return EngineResult(intervals, analysis, app, with_tasks, read.bad, read.told, implausible)
+    return EngineResult(intervals, analysis, app, with_tasks, read.bad, read.told, implausible, made)
 
 
 @dataclass
@@ -405,8 +409,10 @@ def _placeholder(key: tuple[int, int], executor: str) -> SparkTask:
     return SparkTask(key[0], key[1], 0, 0, 0, 0, 0, executor, "")
 
 
-def _intervals(rows: list[Any], app_name: str, metric: str, width_ms: int) -> list[Interval]:
-    """Intervals from the (key, column, slot, count, sum) cells Spark aggregated."""
+def _intervals(rows: list[Any], app_name: str, metric: str, width_ms: int,
+               made: Streams | None = None) -> list[Interval]:
+    """Intervals from the (key, column, slot, count, sum) cells Spark aggregated; `made` gets the stream of each
+    key."""
     by_key: dict[int | None, Columns] = defaultdict(dict)
     for r in rows:
         columns = by_key[r["key"]]
@@ -419,6 +425,8 @@ def _intervals(rows: list[Any], app_name: str, metric: str, width_ms: int) -> li
         extremes[0, r["slot"]] = np.fmin(extremes[0, r["slot"]], r["lo"])
         extremes[1, r["slot"]] = np.fmax(extremes[1, r["slot"]], r["hi"])
     out, names = [], StreamNames()
+    made = {} if made is None else made
     for key in sorted(by_key, key=lambda k: -1 if k is None else k):
-        out.append(intervals_from_cells(stream_for(names, app_name, metric, key), by_key[key], width_ms))
+        made[key] = stream_for(names, app_name, metric, key)
+        out.append(intervals_from_cells(made[key], by_key[key], width_ms))
     return merge_in_time(out)

@@ -10,19 +10,21 @@ from typing import Any, ClassVar
 import click
 
 from latencymap.core.errors import InputError, SourceError
-from latencymap.core.model import Interval, Notice
+from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import StreamNames, clean_text
 from latencymap.plugins import Item, Source
 
 from .binning import (
     METRICS,
     LiveBinner,
+    Streams,
     batch_intervals,
     implausible,
     live_intervals,
     past_top_notices,
     plausible,
     stream_for,
+    stream_key,
 )
 from .codecs import CodecError
 from .eventlog import EventLog, check_event_log, find_event_log
@@ -94,6 +96,8 @@ class SparkSource(Source):
         #: Stage names by stage id; tasks launched with no end logged (a running or cut log's).
         self.stage_names: dict[int, str] = {}
         self.running: list[RunningTask] = []
+        #: The streams items() made, by stream key (`stream_key`): where the stragglers' tasks are counted.
+        self.streams: Streams = {}
         self._analysis: dict[str, Any] | None = None
         self._notes: list[str] = []
         self._parser: EventParser | None = None
@@ -201,8 +205,10 @@ class SparkSource(Source):
         self.tasks = tasks if self._stages is None else [t for t in tasks if t.stage in self._stages]
         self.running = [] if parser.app.ended else parser.running()
         name, per_stage = self._streams(self._app_name(fallback_name))
+        self.streams = {}
         yield from past_top_notices(batch_intervals(self.tasks, name, self._opt("metric", "duration"), self._stages,
-                                                    per_stage, interval_ms(self.options.get("interval"))), set())
+                                                    per_stage, interval_ms(self.options.get("interval")),
+                                                    self.streams), set())
         if not parser.task_end_lines:  # (TaskEnd lines that could not be read are told below)
             yield self._no_task(fallback_name)
         if parser.bad_lines:
@@ -241,10 +247,11 @@ class SparkSource(Source):
         self._analysis = {**result.analysis, **self._measured()}
         app_name = self._app_name()
         name = self._streams(app_name)[0]
-        intervals = result.intervals
+        intervals, self.streams = result.intervals, dict(result.streams)
         if name != app_name:  # several --stage in one stream: its label names them, as the local reader's does
             stream = stream_for(StreamNames(), name, self._opt("metric", "duration"))
             intervals = [replace(iv, stream=stream) for iv in intervals]
+            self.streams = {key: stream for key in self.streams}
         yield from past_top_notices(intervals, set())
         if not result.stages and not result.bad_lines and not result.implausible:
             yield self._no_task(log.app_id)
@@ -281,6 +288,7 @@ class SparkSource(Source):
         width = interval_ms(self.options.get("interval")) or 1000
         binner = LiveBinner("", self._opt("metric", "duration"), self._stages, self._streams("")[1],
                             width_ms=width, grace_ms=max(3000, 2 * width))
+        self.streams = binner.streams
 
         bogus = told_bogus = late = told_bad = told_problems = 0
 
@@ -325,6 +333,11 @@ class SparkSource(Source):
         return {**spark_analysis(self.tasks, self.executors, all_tasks=self.all_tasks, ends=self.stage_ends,
                                  names=self.stage_names, running=running, **self.straggler_options()),
                 **self._measured()}
+
+    def straggler_stream(self, straggler: dict[str, Any]) -> StreamId | None:
+        """The stream items() counted a straggler's task under: its stage's with one stream per stage, else the
+        application's; None when it made no such stream (no task there had a value of the metric mapped)."""
+        return self.streams.get(stream_key(straggler["stage"], self._streams("")[1]))
 
     def _measured(self) -> dict[str, Any]:
         """What the analysis measures, and of which application."""

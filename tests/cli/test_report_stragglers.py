@@ -18,10 +18,12 @@ from click.testing import CliRunner
 from skips_support import requires_module
 
 from latencymap.cli.main import main
+from latencymap.core.sanitize import cut_label
 from latencymap.outputs.report import straggler_lines
 
-#: The slow partition of each application the real job runs, in the order it runs them.
-RUNS = (("nightly-etl", 6), ("adhoc", 7), ("nightly-etl", 9))
+#: The slow partition of each application the real job runs, in the order it runs them: the second's name begins as
+#: a stage of the first's label would, and is long enough to be cut in its own.
+RUNS = (("nightly-etl", 6), ("nightly-etl stage 0 backfill " + "x" * 200, 7), ("nightly-etl", 9))
 JOB = textwrap.dedent(f"""
     import sys, time
     from pyspark import SparkConf, SparkContext
@@ -115,17 +117,54 @@ def test_per_stage_stragglers_are_on_their_stages_stream_only(fixtures: Path) ->
             assert stragglers(lines) == (FIXTURE_STRAGGLERS if " stage 2 " in label else []), label
 
 
-def test_stragglers_no_stream_can_be_told_to_hold_are_listed_apart(fixtures: Path, tmp_path: Path) -> None:
-    """An application name long enough to be cut in the stream's label: its stragglers are not lost, they are
-    listed under their input after the streams."""
+def renamed(plain: Path, path: Path, name: str) -> Path:
+    """The fixture's log as application `name` (its own id, so that two copies are two applications)."""
+    path.write_bytes(plain.read_bytes().replace(b'"App Name":"latencymap-fixture"', f'"App Name":"{name}"'.encode())
+                     .replace(plain.name.encode(), path.name.encode()))
+    return path
+
+
+def test_a_name_cut_in_its_label_lists_its_stragglers_under_its_stream(fixtures: Path, tmp_path: Path) -> None:
+    """An application name long enough to be cut in the stream's label: its stragglers are on its stream (they were
+    listed after the streams, as on none), with `--per-stage` on its stage 2's, and given twice on each of its two
+    streams (the second shown apart)."""
     plain = next((fixtures / "spark" / "plain").iterdir())
     name = "long-" + "x" * 240
-    cut = tmp_path / "local-cut"
-    cut.write_bytes(plain.read_bytes().replace(b'"App Name":"latencymap-fixture"', f'"App Name":"{name}"'.encode()))
+    cut = renamed(plain, tmp_path / "local-cut", name)
+    label = cut_label(f"spark {name} task duration")
     for found, nowhere in reports(str(cut), str(plain)):
-        assert stragglers(found["spark latencymap-fixture task duration"]) == FIXTURE_STRAGGLERS
-        assert not any(stragglers(lines) for label, lines in found.items() if "long-" in label)
-        head = f"== spark analysis of {cut} ({name} {plain.name}):"
+        assert set(found) == {label, "spark latencymap-fixture task duration"} and not nowhere
+        assert all(stragglers(lines) == FIXTURE_STRAGGLERS for lines in found.values())
+    for found, nowhere in reports(str(cut), str(cut)):
+        assert list(found) == [label, f"{label} [{cut}]"] and not nowhere
+        assert all(stragglers(lines) == FIXTURE_STRAGGLERS for lines in found.values())
+    for found, nowhere in reports("spark", "--per-stage", str(cut)):
+        assert len(found) == 5 and not nowhere
+        for shown, lines in found.items():
+            assert stragglers(lines) == (FIXTURE_STRAGGLERS if shown == cut_label(f"spark {name} stage 2 task duration")
+                                         else []), shown
+
+
+def test_applications_whose_names_begin_alike_list_their_own(fixtures: Path, tmp_path: Path) -> None:
+    """`etl` and `etl stage 2` (whose label begins as a stage of `etl`'s would): each stream lists its own
+    application's stragglers; `etl`'s used to go to `etl stage 2`'s stream, none to its own."""
+    plain = next((fixtures / "spark" / "plain").iterdir())
+    logs = [renamed(plain, tmp_path / f"local-{k}", name) for k, name in enumerate(("etl", "etl stage 2"))]
+    for found, nowhere in reports(*map(str, logs)):
+        assert list(found) == ["spark etl task duration", "spark etl stage 2 task duration"] and not nowhere
+        assert all(stragglers(lines) == FIXTURE_STRAGGLERS for lines in found.values())
+
+
+def test_stragglers_of_a_stage_that_made_no_stream_are_listed_apart(fixtures: Path, tmp_path: Path) -> None:
+    """With `--per-stage --metric shuffle-write`, a stage none of whose tasks has a Shuffle Write Time makes no
+    stream: its stragglers are not lost, they are listed under their input after the streams."""
+    plain = next((fixtures / "spark" / "plain").iterdir())
+    log = tmp_path / plain.name
+    log.write_bytes(b"\n".join(re.sub(rb'"Shuffle Write Time":\d+,?', b"", line) if b'"Stage ID":2,' in line
+                                else line for line in plain.read_bytes().splitlines()) + b"\n")
+    for found, nowhere in reports("spark", "--per-stage", "--metric", "shuffle-write", str(log)):
+        assert len(found) == 4 and not any(stragglers(lines) for lines in found.values())
+        head = f"== spark analysis of {log} (latencymap-fixture {plain.name}):"
         assert "".join(nowhere[: len(nowhere) - 3]).replace(" ", "") == head.replace(" ", "")  # wrapped in SVG
         assert nowhere[-3:] == FIXTURE_STRAGGLERS
 
@@ -147,9 +186,10 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 @pytest.mark.timeout(300)
 @requires_module("pyspark")
 def test_real_spark_runs_list_their_stragglers_under_their_applications_streams(three_runs: list[Path]) -> None:
-    """Two runs of one application (the second after the first: one stream going on) and another application:
-    the stream of the two lists each run's stragglers under its run, the other application's lists its own; each
-    run's planted slow task among them, as the JSON report gives them."""
+    """Two runs of one application (the second after the first: one stream going on) and another application whose
+    name begins as the first's stage 0 stream would and is cut in its label: the stream of the two lists each run's
+    stragglers under its run, the other application's lists its own; each run's planted slow task among them, as
+    the JSON report gives them."""
     r = CliRunner().invoke(main, ["report", "--format", "json", *map(str, three_runs)])
     assert r.exit_code == 0, r.output
     analyses = json.loads(r.output)["sources"]
@@ -158,6 +198,7 @@ def test_real_spark_runs_list_their_stragglers_under_their_applications_streams(
         assert any(line.startswith(f"task {slow} (id {slow}) in stage 0.0: ") for line in found), found
     heads = [f"{log} (nightly-etl {log.name}):" for log in three_runs]
     for found, nowhere in reports(*map(str, three_runs)):
-        assert set(found) == {"spark nightly-etl task duration", "spark adhoc task duration"} and not nowhere
+        other = cut_label(f"spark {RUNS[1][0]} task duration")
+        assert set(found) == {"spark nightly-etl task duration", other} and not nowhere
         assert stragglers(found["spark nightly-etl task duration"]) == [heads[0], *listed[0], heads[2], *listed[2]]
-        assert stragglers(found["spark adhoc task duration"]) == listed[1]
+        assert stragglers(found[other]) == listed[1]

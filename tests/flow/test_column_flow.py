@@ -23,7 +23,7 @@ from latencymap.core.errors import NothingReadable
 from latencymap.core.model import Interval, IntervalRun, Notice, StreamId, unrolled
 from latencymap.flow.pipeline import column_flow, gathered, input_flow, limited
 from latencymap.flow.recording import Recorder
-from latencymap.plugins import load_registry
+from latencymap.plugins import TextFormat, load_registry
 from latencymap.protocol import ProtocolReader
 
 REGISTRY = load_registry()
@@ -159,12 +159,16 @@ def halves(path: Path, folder: Path) -> tuple[Path, Path]:
 
 
 def test_a_stream_going_back_into_an_earlier_inputs_time_is_shown_apart(example_data: Path, tmp_path: Path) -> None:
+    """... and its input's reader says what it is shown as (a report places a source's findings by it)."""
     first, second = halves(example_data, tmp_path)
-    rotated = accumulate(column_flow([str(first), str(second)], REGISTRY))  # a log and its rotation: one stream
+    readers: list[TextFormat] = []
+    rotated = accumulate(column_flow([str(first), str(second)], REGISTRY, readers=readers))  # a log, its rotation
     (stream,) = rotated.streams
-    assert not [m for m in rotated.messages if "shown apart" in m]
-    twice = accumulate(column_flow([str(example_data), str(second)], REGISTRY))  # the second half again
+    assert not [m for m in rotated.messages if "shown apart" in m] and [r.shown_as for r in readers] == [{}, {}]
+    readers = []
+    twice = accumulate(column_flow([str(example_data), str(second)], REGISTRY, readers=readers))  # the 2nd half again
     assert [s.label for s in twice.streams] == [stream.label, f"{stream.label} [{second}]"]
+    assert [r.shown_as for r in readers] == [{}, {stream: list(twice.streams)[1]}]
     alone = [accumulate(column_flow([str(p)], REGISTRY)).streams[stream].n for p in (example_data, second)]
     assert [h.n for h in twice.streams.values()] == alone
     (said,) = [m for m in twice.messages if "shown apart" in m]

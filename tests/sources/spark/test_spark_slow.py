@@ -80,6 +80,9 @@ ENGINE_SCRIPT = textwrap.dedent("""
         local, engine = SparkSource(**opts), SparkSource(engine="spark", **opts)
         out[name] = {"local": sig(collect(local)), "engine": sig(collect(engine)),
                      "local_analysis": local.analysis(), "engine_analysis": engine.analysis()}
+        for how, source in (("local", local), ("engine", engine)):  # the stream each straggler's task is counted in
+            out[name][how + "_streams"] = [getattr(source.straggler_stream(s), "label", None)
+                                           for s in source.analysis()["stragglers"]]
     print(json.dumps(out))
 """)
 
@@ -102,4 +105,6 @@ def test_engine_spark_gives_the_local_report(tmp_path: Path) -> None:
             assert a[:4] == b[:4], name
             assert np.allclose(a[4], b[4], rtol=1e-12, atol=1e-12), name
         assert r["engine_analysis"] == r["local_analysis"], name
+        assert r["engine_streams"] == r["local_streams"] and None not in r["local_streams"], name
+        assert {label for label, *_ in r["local"]} >= set(r["local_streams"]), name
     assert out["zstd"]["local"] == out["zstd"]["engine"]

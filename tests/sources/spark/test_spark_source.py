@@ -1,17 +1,20 @@
-"""The `spark` source on real event logs: an application with no task, a log with no task at all, and the stream
-of one stage."""
+"""The `spark` source on real event logs: an application with no task, a log with no task at all, the stream of one
+stage, and the stream each straggler's task was counted under."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from click.testing import CliRunner
 from spark_support import PLAIN, current, notices, write_log
 
 from latencymap.cli.main import main
-from latencymap.core.model import Interval
+from latencymap.core.buckets import bin_values
+from latencymap.core.model import Interval, StreamId
 from latencymap.sources.spark.source import SparkSource
 
 #: What a Spark application that runs no job logs (as the fixture's application logs them).
@@ -75,8 +78,7 @@ def test_a_task_metric_past_the_top_bucket_is_said_once_per_stream_read_whole_or
     name, _ = app_of(lines)
     told = (f"spark: spark {name} task run: a task's value 1e+20 millisec is past the top bucket's nominal end, "
             "9.22337e+18 millisec (106,751,991,167 days): the top bucket is open (≥53,375,995,584 days) and counts "
-            "it, but percentiles there say at most 106,751,991,167 days (its exact time is kept in the totals); said "
-            "once per stream")
+            "it, with its exact time; percentiles there reach the values seen in it; said once per stream")
     for source in (SparkSource(target=str(log), metric="run"),
                    SparkSource(target=str(log), metric="run", follow=True, poll=0.02)):
         items = list(source.items())
@@ -84,3 +86,46 @@ def test_a_task_metric_past_the_top_bucket_is_said_once_per_stream_read_whole_or
         assert sum(int(i.counts[-1]) for i in items if isinstance(i, Interval)) == 2
     by_stage = list(SparkSource(target=str(log), metric="run", per_stage=True).items())
     assert len([m for m in notices(by_stage) if "top bucket" in m]) == 2  # the first and the last task's stages
+
+
+def counted_under(items: list[Any], straggler: dict[str, Any]) -> set[StreamId]:
+    """The streams whose column of the straggler's end counts a task of its duration."""
+    (slot,) = np.flatnonzero(bin_values(np.array([straggler["duration_s"] * 1000.0]))[0])
+    return {i.stream for i in items if isinstance(i, Interval) and i.start <= straggler["end"] < i.end
+            and i.counts[slot] > 0}
+
+
+def test_each_straggler_is_on_the_stream_its_task_was_counted_under(tmp_path: Path) -> None:
+    """The source says which of the streams it made counted each straggler's task (the report places stragglers by
+    it), read whole or followed, one stream, one per stage, one stage, several, and an application name long
+    enough to be cut in the label."""
+    long_name = "long-" + "x" * 240
+    long_log = write_log(tmp_path / PLAIN.name, [line.replace(b'"App Name":"latencymap-fixture"',
+                                                              f'"App Name":"{long_name}"'.encode())
+                                                 for line in PLAIN.read_bytes().splitlines()])
+    cases = [(PLAIN, {}), (PLAIN, {"per_stage": True}), (PLAIN, {"stages": (2,)}), (PLAIN, {"stages": (2, 3)}),
+             (PLAIN, {"per_stage": True, "metric": "run"}), (PLAIN, {"follow": True, "poll": 0.02}),
+             (PLAIN, {"follow": True, "poll": 0.02, "per_stage": True}), (long_log, {}),
+             (long_log, {"per_stage": True})]
+    for log, options in cases:
+        source, items = current(log, **options)
+        found = source.analysis()["stragglers"]
+        assert len(found) == 2, options
+        streams = {i.stream for i in items if isinstance(i, Interval)}
+        for straggler in found:
+            stream = source.straggler_stream(straggler)
+            assert stream in streams and stream in counted_under(items, straggler), (log, options)
+            if len(streams) > 1:  # one per stage: its stage's
+                assert {stream} == {s for s in streams if " stage 2 task " in s.label}, (log, options)
+
+
+def test_a_straggler_whose_stage_gave_no_stream_is_on_none(tmp_path: Path) -> None:
+    """With one stream per stage, a stage none of whose tasks has a value of the metric (here: no Shuffle Write
+    Time in stage 2's) makes no stream: its stragglers are counted under none."""
+    lines = [re.sub(rb'"Shuffle Write Time":\d+,?', b"", line) if b'"Stage ID":2,' in line else line
+             for line in PLAIN.read_bytes().splitlines()]
+    source, items = current(write_log(tmp_path / PLAIN.name, lines), per_stage=True, metric="shuffle-write")
+    found = source.analysis()["stragglers"]
+    assert len(found) == 2 and {s["stage"] for s in found} == {2}
+    assert not any(" stage 2 " in i.stream.label for i in items if isinstance(i, Interval))
+    assert [source.straggler_stream(s) for s in found] == [None, None]

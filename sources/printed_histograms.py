@@ -9,17 +9,20 @@ each closed group printed and which it did not.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Hashable
-from datetime import datetime
+from datetime import date, datetime, timedelta, tzinfo
+from functools import partial
 from typing import Any, TypeGuard
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS
-from latencymap.core.model import Notice, StreamId
+from latencymap.core.model import Interval, Notice, Snapshot, StreamId
 from latencymap.core.sanitize import StreamNames
 from latencymap.core.units import normalize_unit
 from latencymap.plugins import Item, TextFormat
@@ -38,6 +41,7 @@ _TIME_OF_DAY = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
 _DATE_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
 _EPOCH = re.compile(r"^1\d{9}(?:\.\d{1,9})?$")
 _UNIT_WORD = re.compile(r"[a-zµ]+")
+_WALL_EPOCH = datetime(1970, 1, 1)
 
 
 def column_spans(current: int, upto: int) -> list[tuple[int, int]]:
@@ -103,8 +107,25 @@ def slot_of_range(low: int, high: int) -> int | None:
     return min(slot, NSLOTS - 1)
 
 
+def local_zone() -> tzinfo | None:
+    """The local time zone from zoneinfo (`TZ`, else /etc/localtime); None (the C library's) when it names none."""
+    name = os.environ.get("TZ")
+    try:
+        if name is None:
+            with open("/etc/localtime", "rb") as file:
+                return ZoneInfo.from_file(file)
+        name = name.removeprefix(":")
+        if name.startswith("/"):
+            with open(name, "rb") as file:
+                return ZoneInfo.from_file(file)
+        return ZoneInfo(name)
+    except (OSError, ValueError, ZoneInfoNotFoundError):  # no such file or key; a POSIX rule (`EST5EDT,M3...`)
+        return None
+
+
 def parse_time_line(text: str) -> tuple[str, float] | None:
-    """`("tod", seconds after midnight)` or `("abs", epoch seconds)` for a printed timestamp line."""
+    """`("tod", seconds after midnight)`, `("date", local wall-clock seconds since 1970-01-01)` or `("abs", epoch
+    seconds)` for a printed timestamp line: local times become instants in the clock, which knows what came before."""
     text = text.strip()
     m = _TIME_OF_DAY.match(text)
     if m:
@@ -116,10 +137,11 @@ def parse_time_line(text: str) -> tuple[str, float] | None:
     if m:
         try:
             year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-            when = datetime(year, month, day, hour, minute, second).timestamp() + float(f"0.{m.group(7) or 0}")
-        except (ValueError, OverflowError, OSError):
+            wall = datetime(year, month, day, hour, minute, second) - _WALL_EPOCH
+        except ValueError:
             return None
-        return ("abs", when) if EARLIEST <= when <= LATEST else None
+        when = wall.total_seconds() + float(f"0.{m.group(7) or 0}")
+        return ("date", when) if EARLIEST <= when <= LATEST else None
     if _EPOCH.match(text):
         return "abs", float(text)
     return None
@@ -144,39 +166,57 @@ class PrintClock:
     reading starts. After a time line, a map printed twice (bpftrace's print at exit) puts the
     second print `interval` seconds later. Times of day (`14:03:21`) take the date on which
     reading started (the day before if that puts them in the future) and roll over at midnight.
-    A print covers the time since the previous group; the first one covers `interval` seconds.
+    Local times go through the local zone: one skipped when clocks go forward is moved on as the zone
+    moves it, and one that clocks go back to twice is its second occurrence when the first would put
+    the clock back by more than half the shift (a time line that goes backwards otherwise is one).
+    A print covers the time since the previous group; the first one, opened by a time line, as long
+    as the next group (once the next time line says it: `settled`), else `interval` seconds.
     """
 
     def __init__(self, interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] = time.time) -> None:
         self.interval = interval
         self._clock = clock
+        self.zone = local_zone()
         self.current: float | None = None
         self.previous: float | None = None
         self._seen: set[Hashable] = set()
         self._tod = False
         self._timed = False
+        self._lead: float | None = None  # the first group's length, once a second time line has told it
         self.group = 0  # print groups opened so far
+
+    @property
+    def lead(self) -> float:
+        """Seconds the first group covers: up to the next time line's spacing when known, else `interval`."""
+        return self.interval if self._lead is None else self._lead
+
+    @property
+    def settled(self) -> bool:
+        """False while the first group, opened by a time line, does not know its start (no second time line yet)."""
+        return not (self.group == 1 and self._timed)
 
     def span(self) -> tuple[float, float] | None:
         """(start, end) of the current group: what a print in it covers; None before the first group."""
         if self.current is None:
             return None
-        return (self.previous if self.previous is not None else self.current - self.interval), self.current
+        return self._start(), self.current
 
     def time_line(self, kind: str, value: float) -> str | None:
         """Open a group at a printed time; a complaint when the time goes backwards (line ignored)."""
-        when = self._time_of_day(value) if kind == "tod" else value
+        when = self._instant(kind, value)
         if not EARLIEST <= when <= LATEST:
             return "timestamp out of range (before 1970 or after 9999)"
-        if self.current is not None and not self._seen and self._tod and kind == "abs" \
+        if self.current is not None and not self._seen and self._tod and kind != "tod" \
                 and (self.previous is None or when > self.previous) \
-                and abs(self._time_of_day_of(when) - self._time_of_day_of(self.current)) < 1.0:
+                and abs(self._seconds_of_day(when) - self._seconds_of_day(self.current)) < 1.0:
             self.current, self._tod = when, False  # a dated stamp of the same instant: re-date it (still forward)
             return None
         if self.current is not None and when <= self.current:
             if when == self.current:
                 return None
             return f"timestamp goes backwards ({self._fmt(when)} after {self._fmt(self.current)})"
+        if self.current is not None and self.previous is None and self._timed:
+            self._lead = when - self.current
         self.previous, self.current = self.current, when
         self._seen = set()
         self._tod = kind == "tod"
@@ -195,27 +235,51 @@ class PrintClock:
             self._seen = set()
             self.group += 1
         self._seen.add(key)
-        start = self.previous if self.previous is not None else self.current - self.interval
-        return start, self.current
+        return self._start(), self.current
 
-    def _time_of_day(self, seconds: float) -> float:
+    def _start(self) -> float:
+        assert self.current is not None
+        return self.previous if self.previous is not None else self.current - self.lead
+
+    def _instant(self, kind: str, value: float) -> float:
+        """Epoch seconds of a time line's value (see `parse_time_line`)."""
+        if kind == "abs":
+            return value
+        if kind == "date":
+            days, seconds = divmod(value, DAY)
+            return self._local(_WALL_EPOCH.date() + timedelta(days=days), seconds)
         reference = self.current if self.current is not None else self._clock()
-        midnight = datetime.fromtimestamp(reference).replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
-        when = midnight + seconds
+        moment = datetime.fromtimestamp(reference, self.zone)
+        day = moment.date()
+        if self.current is not None and value < self._seconds_of_day(reference) - DAY / 2:
+            day += timedelta(days=1)
+        when = self._local(day, value)
         if self.current is None and when > reference + 3600:
-            when -= DAY
-        elif self.current is not None and when < reference - DAY / 2:
-            when += DAY
+            when = self._local(day - timedelta(days=1), value)
         return when
 
-    @staticmethod
-    def _time_of_day_of(when: float) -> float:
-        moment = datetime.fromtimestamp(when)
+    def _local(self, day: date, seconds: float) -> float:
+        """Epoch seconds of the local time `seconds` after midnight on `day`, going forward from the current group.
+
+        A time the zone skips is moved on as the zone moves it (02:30 becomes 03:30); one it repeats is its first
+        occurrence unless that would put the clock back by more than half the shift and the second would not."""
+        whole = int(seconds)
+        try:
+            wall = datetime(day.year, day.month, day.day, tzinfo=self.zone) + timedelta(seconds=whole)
+        except OverflowError:  # past 9999-12-31: out of range
+            return LATEST + DAY
+        first, second = (wall.replace(fold=fold).timestamp() + (seconds - whole) for fold in (0, 1))
+        after = self.current
+        if second > first and after is not None and first < after <= second and after - first > (second - first) / 2:
+            return second
+        return first  # in a gap, fold 0 is the zone's own reading (the offset before the change)
+
+    def _seconds_of_day(self, when: float) -> float:
+        moment = datetime.fromtimestamp(when, self.zone)
         return moment.hour * 3600 + moment.minute * 60 + moment.second + moment.microsecond / 1e6
 
-    @staticmethod
-    def _fmt(when: float) -> str:
-        return datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
+    def _fmt(self, when: float) -> str:
+        return datetime.fromtimestamp(when, self.zone).strftime("%Y-%m-%d %H:%M:%S")
 
 
 class PrintReader:
@@ -236,6 +300,7 @@ class PrintReader:
         self._printed: set[str] = set()  # labels of the streams printed (or printed unreadably) in the group being read
         self._streams: dict[str, tuple[StreamId, Hashable]] = {}  # every label printed so far: its stream, its map
         self._names = StreamNames()  # labels are whole (a long map key): cut in the middle, a cut taken gets (2)
+        self._held: list[partial[list[Interval | Snapshot | Notice]]] = []  # the first timed group's, till its start
 
     def time_line(self, kind: str, value: float, line_no: int) -> list[Item]:
         """A printed timestamp; a Notice when it goes backwards."""
@@ -248,6 +313,7 @@ class PrintReader:
         """Follow the clock: when it opened a group, close the one read so far."""
         out: list[Item] = []
         if self.clock.group != self._group:
+            out += self._release()
             out += self._close(line_no)
             self._group, self._printed = self.clock.group, set()
         self._span = self.clock.span()
@@ -299,9 +365,17 @@ class PrintReader:
         born_late = label not in self._streams and self._group > 1
         self._streams.setdefault(label, (stream, family))
         self._printed.add(label)
-        out += self.prints.add(stream, start, end, counts, line_no, family=family, group=self._group,
-                               born_late=born_late, unknown=unknown)
+        add = partial(self.prints.add, stream, end=end, counts=counts, line=line_no, family=family, group=self._group,
+                      born_late=born_late, unknown=unknown)
+        if self.clock.settled:
+            return out + add(start=start)
+        self._held.append(add)
         return out
+
+    def _release(self) -> list[Item]:
+        """The held prints of the first timed group, now that its start is known (`interval` if the input ends)."""
+        held, self._held = self._held, []
+        return [item for add in held for item in add(start=add.keywords["end"] - self.clock.lead)]
 
     def shown(self, label: str) -> str:
         """The stream name of `label` (whole, cleaned), as streams and notices show it: the same for the same label."""
@@ -314,7 +388,9 @@ class PrintReader:
     def finish(self, line_no: int = 0) -> list[Item]:
         """Items held back for detection, at the end of the input. The last group counts as closed when it printed
         something (one that ends right after its time line may have been cut)."""
-        out: list[Item] = self._close(line_no) if self._printed else []
+        out: list[Item] = self._release()
+        if self._printed:
+            out += self._close(line_no)
         return out + list(self.prints.finish())
 
 

@@ -1,0 +1,204 @@
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from formats_support import intervals, notices, read_items, report_json
+
+from latencymap.sources import bcc_text, bpftrace_text
+from latencymap.sources.bcc_text import BccTextFormat
+from latencymap.sources.bpftrace_json import BpftraceJsonFormat
+from latencymap.sources.bpftrace_text import BpftraceTextFormat
+from latencymap.sources.printed_histograms import PrintClock, PrintReader, parse_time_line
+
+BAR = "|@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|"
+
+
+@pytest.fixture
+def zone(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The local zone of the test (its parameter), for the reader and the C library alike."""
+    monkeypatch.setenv("TZ", request.param)
+    time.tzset()
+    yield request.param
+    monkeypatch.undo()
+    time.tzset()
+
+
+def utc(*fields: int) -> float:
+    """Epoch seconds of a UTC date and time."""
+    return datetime(*fields, tzinfo=UTC).timestamp()
+
+
+def bpftrace(stamps: list[str], count: int = 100) -> str:
+    """`interval:s:N { time(...); print(@usecs); clear(@usecs); }` output: one print of `count` events per stamp."""
+    return "Attaching 3 probes...\n" + "".join(f"{s}\n@usecs: \n[1K, 2K)             {count} {BAR}\n\n" for s in stamps)
+
+
+def bpftrace_json(stamps: list[str]) -> str:
+    """The same program's output under `bpftrace -f json`."""
+    lines = ['{"type": "attached_probes", "data": {"probes": 3}}']
+    for s in stamps:
+        lines += [json.dumps({"type": "time", "data": s + "\n"}),
+                  '{"type": "hist", "data": {"@usecs": [{"min": 1024, "max": 2047, "count": 100}]}}']
+    return "\n".join(lines) + "\n"
+
+
+def bcc_timed(stamps: list[str]) -> str:
+    """`biolatency -T 1` output: a time of day, then the usecs table, every interval."""
+    rows = [(0, 1, 0), (2, 3, 0), (4, 7, 0), (8, 15, 0), (16, 31, 0), (32, 63, 0), (64, 127, 0), (128, 255, 0),
+            (256, 511, 0), (512, 1023, 0), (1024, 2047, 100)]
+    table = "     usecs               : count     distribution\n" + "".join(
+        f"{lo:>10} -> {hi:<10}: {n:<8} |{'*' * 40 if n else ' ' * 40}|\n" for lo, hi, n in rows)
+    return "Tracing block device I/O... Hit Ctrl-C to end.\n\n" + "".join(f"{s}\n{table}\n" for s in stamps)
+
+
+def bcc_dicts(stamps: list[str]) -> str:
+    """`biolatency -j` output: one dict per interval, timed by its `ts`."""
+    data = [{"interval-start": 1024, "interval-end": 2047, "count": 100}]
+    return "".join(str({"ts": s, "val_type": "usecs", "data": data}) + "\n" for s in stamps)  # as biolatency print()s
+
+
+def on_day(monkeypatch: pytest.MonkeyPatch, now: float) -> None:
+    """The bpftrace and bcc readers' clock reads `now`: a capture read live, on the day it printed its times of day."""
+    for module in (bpftrace_text, bcc_text):
+        monkeypatch.setattr(module, "PrintReader", partial(PrintReader, clock=lambda: now))
+
+
+def spans(cols: list) -> list[tuple[float, float]]:
+    return [(c.start, c.end) for c in cols]
+
+
+def every(seconds: float, ends: list[float]) -> list[tuple[float, float]]:
+    """Columns ending at `ends`, each `seconds` long (the first too)."""
+    return [(end - seconds, end) for end in ends]
+
+
+# 2026-11-01 in New York: 02:00 EDT (06:00 UTC) goes back to 01:00 EST. Prints 5 s apart across it.
+NY_FALL_DATED = ["2026-11-01 01:59:50", "2026-11-01 01:59:55", "2026-11-01 01:00:00", "2026-11-01 01:00:05",
+                 "2026-11-01 01:00:10"]
+NY_FALL_ENDS = [utc(2026, 11, 1, 5, 59, 50), utc(2026, 11, 1, 5, 59, 55), utc(2026, 11, 1, 6, 0, 0),
+                utc(2026, 11, 1, 6, 0, 5), utc(2026, 11, 1, 6, 0, 10)]
+
+
+# a POSIX rule, which zoneinfo cannot read: the C library's local time, with the same rules
+@pytest.mark.parametrize("zone", ["America/New_York", "EST5EDT,M3.2.0,M11.1.0"], indirect=True)
+@pytest.mark.parametrize(("fmt", "render"), [(BpftraceTextFormat, bpftrace), (BpftraceJsonFormat, bpftrace_json),
+                                             (BccTextFormat, bcc_dicts)])
+def test_dated_time_lines_in_the_hour_clocks_go_back_to_are_its_second_occurrence(zone: str, fmt, render) -> None:
+    """They were read as the first one (EDT), each went backwards and was ignored, each print got --interval."""
+    items = read_items(fmt, render(NY_FALL_DATED), cumulative=False)
+    assert notices(items) == []
+    assert spans(intervals(items)) == every(5.0, NY_FALL_ENDS)
+
+
+@pytest.mark.parametrize("zone", ["America/New_York"], indirect=True)
+def test_a_run_across_the_fall_back_reports_its_real_length_and_rate(zone: str, tmp_path: Path) -> None:
+    """20 minutes of 5 s prints, 100 events each, from 01:50 EDT to 01:10 EST: 20/s, nothing skipped."""
+    start = datetime(2026, 11, 1, 5, 50, tzinfo=UTC)
+    stamps = [(start + timedelta(seconds=5 * k)).astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M:%S")
+              for k in range(241)]
+    assert stamps[-1] == "2026-11-01 01:10:00"
+    path = tmp_path / "fall.txt"
+    path.write_text(bpftrace(stamps))
+    report = report_json(path, cumulative=False)
+    (stream,) = report["streams"]
+    assert report["errors"] == {"skipped_records": 0, "messages": []}
+    assert stream["columns"] == 241 and stream["total"]["events"] == 24_100
+    assert (stream["start"], stream["end"]) == (start.timestamp() - 5, start.timestamp() + 1200)
+
+
+@pytest.mark.parametrize("zone", ["Europe/Rome"], indirect=True)
+def test_times_of_day_read_on_the_fall_back_day_go_on_through_the_repeated_hour(
+        zone: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`biolatency -T`, 2026-10-25 in Rome: 03:00 CEST (01:00 UTC) goes back to 02:00 CET; read that morning."""
+    on_day(monkeypatch, utc(2026, 10, 25, 1, 30))
+    items = read_items(BccTextFormat, bcc_timed(["02:59:50", "02:59:55", "02:00:00", "02:00:05"]), cumulative=False)
+    assert notices(items) == []
+    ends = [utc(2026, 10, 25, 0, 59, 50), utc(2026, 10, 25, 0, 59, 55), utc(2026, 10, 25, 1),
+            utc(2026, 10, 25, 1, 0, 5)]
+    assert spans(intervals(items)) == every(5.0, ends)
+
+
+@pytest.mark.parametrize("zone", ["America/New_York"], indirect=True)
+def test_times_of_day_read_on_the_spring_forward_day_have_no_hour_long_column(
+        zone: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """2026-03-08 in New York: 02:00 EST (07:00 UTC) jumps to 03:00 EDT. 20 prints 1 s apart, read just after: 20 s at
+    100/s, where seconds were added to midnight (a 1 h column and a false silence)."""
+    on_day(monkeypatch, utc(2026, 3, 8, 7, 0, 30))
+    first = datetime(2026, 3, 8, 6, 59, 50, tzinfo=UTC)
+    stamps = [(first + timedelta(seconds=k)).astimezone(ZoneInfo(zone)).strftime("%H:%M:%S") for k in range(20)]
+    assert stamps[9:11] == ["01:59:59", "03:00:00"]
+    items = read_items(BpftraceTextFormat, bpftrace(stamps), cumulative=False)
+    assert notices(items) == []
+    assert spans(intervals(items)) == every(1.0, [first.timestamp() + k for k in range(20)])
+
+
+@pytest.mark.parametrize("zone", ["Europe/Rome"], indirect=True)
+def test_a_dated_time_the_spring_forward_skips_is_moved_on_as_the_zone_moves_it(zone: str) -> None:
+    """2026-03-29 in Rome: 02:00 CET (01:00 UTC) jumps to 03:00 CEST; 02:30 does not exist there and reads as 03:30."""
+    stamps = ["2026-03-29 01:59:59", "2026-03-29 02:30:00", "2026-03-29 03:40:00"]
+    items = read_items(BccTextFormat, bcc_dicts(stamps), cumulative=False)
+    assert notices(items) == []
+    ends = [utc(2026, 3, 29, 0, 59, 59), utc(2026, 3, 29, 1, 30), utc(2026, 3, 29, 1, 40)]
+    assert [c.end for c in intervals(items)] == ends
+
+
+@pytest.mark.parametrize("zone", ["America/New_York"], indirect=True)
+@pytest.mark.parametrize(("stamps", "backwards"), [
+    # in the first 01:xx (EDT), 10 minutes back: a clock step, not the fall back
+    (["2026-11-01 01:30:00", "2026-11-01 01:20:00"], "2026-11-01 01:20:00 after 2026-11-01 01:30:00"),
+    # in the second 01:xx (EST), back again: neither occurrence goes forward
+    (["2026-11-01 01:59:55", "2026-11-01 01:00:00", "2026-11-01 01:20:00", "2026-11-01 01:10:00"],
+     "2026-11-01 01:10:00 after 2026-11-01 01:20:00"),
+    # on a day without a change
+    (["2026-11-02 01:59:55", "2026-11-02 01:00:00"], "2026-11-02 01:00:00 after 2026-11-02 01:59:55"),
+])
+def test_a_time_line_that_really_goes_backwards_is_still_reported(zone: str, stamps: list[str],
+                                                                  backwards: str) -> None:
+    items = read_items(BpftraceTextFormat, bpftrace(stamps), cumulative=False)
+    (message,) = notices(items)
+    assert f"timestamp goes backwards ({backwards}); line ignored" in message
+    assert sum(c.counts.sum() for c in intervals(items)) == 100 * len(stamps)  # its print is kept, `interval` on
+
+
+@pytest.mark.parametrize("zone", ["Europe/Rome"], indirect=True)
+def test_the_first_timed_print_covers_the_spacing_of_the_time_lines(zone: str, tmp_path: Path) -> None:
+    """`interval:s:5` prints: the first column is 5 s long, not --interval (1 s, five times the rate)."""
+    path = tmp_path / "five.txt"
+    path.write_text(bpftrace(["2026-06-01 10:00:00", "2026-06-01 10:00:05", "2026-06-01 10:00:10"]))
+    (stream,) = report_json(path, cumulative=False)["streams"]
+    assert stream["columns"] == 3 and stream["end"] - stream["start"] == 15.0
+    items = read_items(BpftraceTextFormat, path.read_text(), cumulative=False)
+    assert [c.end - c.start for c in intervals(items)] == [5.0, 5.0, 5.0]
+
+
+@pytest.mark.parametrize("zone", ["Europe/Rome"], indirect=True)
+@pytest.mark.parametrize(("text", "lengths"), [
+    (bpftrace(["2026-06-01 10:00:00"]), [2.0]),  # one time line: nothing tells its spacing
+    # a map printed again after the only time line (bpftrace's print at exit) comes `--interval` later
+    (bpftrace(["2026-06-01 10:00:00"]) + f"@usecs: \n[1K, 2K)   100 {BAR}\n\n", [2.0, 2.0]),
+])
+def test_without_a_second_time_line_the_first_print_covers_the_interval(zone: str, text: str,
+                                                                        lengths: list[float]) -> None:
+    items = read_items(BpftraceTextFormat, text, cumulative=False, interval=2.0)
+    assert [c.end - c.start for c in intervals(items)] == lengths
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Europe/Rome"], indirect=True)
+def test_the_clock_maps_local_times_forward_across_both_changes(zone: str) -> None:
+    """Every second of a day with each change, printed as a time of day, comes back as its own instant."""
+    tz = ZoneInfo(zone)
+    for day in (datetime(2026, 3, 8, tzinfo=tz), datetime(2026, 11, 1, tzinfo=tz), datetime(2026, 3, 29, tzinfo=tz),
+                datetime(2026, 10, 25, tzinfo=tz)):
+        first = day.timestamp() + 30
+        clock = PrintClock(1.0, clock=lambda first=first: first + 1)
+        for k in range(0, 86_400 - 60, 7):
+            stamp = parse_time_line(datetime.fromtimestamp(first + k, tz).strftime("%H:%M:%S"))
+            assert stamp is not None and clock.time_line(*stamp) is None
+            assert clock.current == first + k

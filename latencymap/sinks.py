@@ -236,7 +236,7 @@ class SocketSink(Sink):
         self._backoff = RETRY_MIN_S
         self.connects += 1
         self._offset = 0
-        hello = {**self.hello, "pid": os.getpid(), "connects": self.connects}
+        hello = {**self.hello, "pid": os.getpid(), "connects": self.connects, "time": time.time()}  # sent now
         self._push(((WRITER_PREFIX + json.dumps(hello, sort_keys=True) + "\n").encode(), -1), front=True)
         return True
 

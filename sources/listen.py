@@ -7,7 +7,10 @@ slow one stands out. The socket is created with mode 0600 (only you can connect)
 0700), which is also where writers look by default. A stale socket left by a killed listener is
 replaced; any other existing file is refused. Writer comment lines (`# latencymap-writer`,
 `# latencymap-dropped`) become notices: who connected, and how many intervals a writer dropped while
-the viewer was absent or slow.
+the viewer was absent or slow. A writer stamps its columns with its own clock; its hello line carries that clock
+at connecting, read here within the listener's read delay: a writer whose clock is `CLOCK_SKEW_S` or more off
+the listener's has its columns moved onto the listener's clock, said once, so ranks on hosts whose clocks
+disagree line up (a shared stall lands in the same column, and peers are compared over all their intervals).
 
 `listen --otlp [HOST:PORT]` receives OpenTelemetry metrics over OTLP/HTTP instead, `listen --otlp-grpc
 [HOST:PORT]` over OTLP/gRPC (`latencymap.sources.otlp`; gRPC needs grpcio, extra `otlp`).
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import os
 import selectors
 import socket
@@ -40,6 +44,8 @@ MAX_WRITERS = 256
 READ_CHUNK = 64 * 1024
 MAX_LINE = 64 * 1024
 POLL_S = 0.25
+#: A writer's clock this far off the listener's (seconds, either way) has its columns moved onto the listener's.
+CLOCK_SKEW_S = 1.0
 
 
 class ListenError(InputError):
@@ -115,6 +121,7 @@ class _Writer:
         self.pid = 0
         self.rename: str | None = None
         self.intervals = 0
+        self.shift = 0.0  # seconds added to this writer's stamps: the listener's clock less its own
         self._labels: dict[StreamId, StreamId] = {}  # as sent -> as shown
         self._partial = b""
         self._skip_line = False
@@ -152,6 +159,9 @@ class _Writer:
                 if shown is None:
                     shown = yield from self._own(item.stream)
                 item.stream = shown
+                if self.shift:  # the writer's dates are its own clock's: the recording writes the new ones
+                    item.start, item.end, item.date, item.start_date = \
+                        item.start + self.shift, item.end + self.shift, "", ""
             yield item
 
     def _own(self, stream: StreamId) -> Generator[Notice, None, StreamId]:
@@ -196,6 +206,20 @@ class _Writer:
         again = f", reconnect {int(info['connects']) - 1}" if int(info.get("connects", 1)) > 1 else ""
         also = "; same run and rank as another writer: its streams are labelled by pid" if taken else ""
         yield Notice(f"listen: {self.name} connected{again}{also}", skipped=0)
+        yield from self._clock(info.get("time"))
+
+    def _clock(self, sent: object) -> Iterator[Notice]:
+        """Compare the writer's clock at its hello (`sent`) with the listener's now; move its columns when they
+        are CLOCK_SKEW_S or more apart (a reconnect measures again)."""
+        if isinstance(sent, bool) or not isinstance(sent, int | float) or not math.isfinite(sent):
+            return
+        off = time.time() - sent
+        self.shift = off if abs(off) >= CLOCK_SKEW_S else 0.0
+        if self.shift:
+            way = "ahead of" if off < 0 else "behind"
+            yield Notice(f"listen: {self.name}: its clock is {abs(off):.1f}s {way} this listener's: its intervals "
+                         f"are placed by the listener's clock ({off:+.1f}s each), so they line up with other "
+                         "writers'", skipped=0)
 
     def finish(self) -> Iterator[Item]:
         """The connection closed: report an unterminated record and say goodbye."""

@@ -11,9 +11,11 @@ per series and bucket (`layout.carried_counts`): over any run of columns a class
 of the sum of `increase(NAME_count[step])`, each bucket's within 1 of its own sum at every step, and a column's
 total is its increase rounded down or up (a steady 2.4 a step in a tail bucket counts 2, 3, 2, 2, 3, ..., not 2
 every step). Native histograms, whose buckets vary from step to step, carry per series and bucket range the same way
-(`native.fold_native`); a native series holding negative values has them left out, with one note. A step where a known
-stream has no value (fewer than two samples in it) is a gap column, and so is a step whose set of `le` series
-differs from the step before (a redeploy with new bounds: old series stop, new ones start, `+Inf` runs on), which
+(`native.fold_native`); a native series holding negative values has them left out, with one note. A step shorter than
+twice the samples' spacing holds two samples only in some steps: found the first time steps have no value, such a step
+takes `increase()` over the step and one scrape interval, scaled to the step, and says so once (`spacing`). A step
+where a known stream has no value (fewer than two samples in it) is a gap column, and so is a step whose set of `le`
+series differs from the step before (a redeploy with new bounds: old series stop, new ones start, `+Inf` runs on), which
 cannot be split into buckets: counting starts again from the next step. A histogram with only its `+Inf` bucket is
 left out with a note (histogram_quantile gives NaN). A step in which the histogram's count went down (`resets()` in
 the step, or a count lower at its end than at its start) is marked reset; it counts what `increase()` counts (the
@@ -22,7 +24,7 @@ the restart itself, as any reader of the samples does. Times are sent to the mil
 duration (`2500ms`), so the answers' times are the columns' own; a window that is not a whole number of steps says
 what it leaves out. A window where no step has a value is an error that says why, as far as the API tells (no such
 name, and the histograms it has; another type; series that `--match` skips; a step too short for the scrape
-interval).
+interval whose spacing could not be measured).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
@@ -47,7 +49,8 @@ from .api import MAX_POINTS, PrometheusAPI, Series, promql_duration
 from .layout import carried_counts, integer_counts, layout_of
 from .native import Carry, NativeError, fold_native, negative_note
 from .scrape import metric_option
-from .series import Labels, Matcher, describe_labels, labels_key, selector
+from .series import Labels, describe_labels, labels_key, selector
+from .spacing import sample_spacing, scaled_series, seconds_text, short_step_note, widened_range
 from .streams import (
     Part,
     StreamBuilder,
@@ -78,6 +81,8 @@ class Fetched:
     buckets: list[Series]
     sums: list[Series]
     resets: frozenset[tuple[float, Labels]] = frozenset()
+    #: Said when these steps proved too short for the samples' spacing (`increase()` then reaches further back).
+    note: Notice | None = None
 
 
 def parse_time(text: str, now: float) -> float:
@@ -148,6 +153,8 @@ class PrometheusSource(Source):
         self._changing: set[Labels] = set()  # series whose last step was a gap because their le series changed
         self._native_carry: dict[Labels, Carry] = {}  # per native series: what its buckets carry to its next step
         self._negative: set[Labels] = set()  # native series found holding negative values (noted once)
+        self._reach: float | None = None  # increase()'s range where the step is shorter than two samples' spacing
+        self._spacing_known = False  # the samples' spacing was measured (when some steps had no value)
 
     def _window_options(self) -> tuple[float, float, float] | None:
         """(start, end, step) of a past window from the options, checked now; None when live."""
@@ -178,8 +185,9 @@ class PrometheusSource(Source):
                 **{k: self.options[k] for k in ("start", "end", "step") if self.options.get(k) is not None}}
 
     def _promql(self, kind: str, step: float) -> tuple[str, str | None]:
-        """(the buckets query, the sum query or None) for one kind of histogram."""
-        rng = f"[{promql_duration(step)}]"
+        """(the buckets query, the sum query or None) for one kind of histogram: increases over the step, or over
+        `_reach` where the step is too short for the samples (`_fetch` scales those to the step)."""
+        rng = f"[{promql_duration(self._reach or step)}]"
         by = ", ".join(self.builder.sum_by)
         grouped = self.builder.sum_all or bool(by)
         if kind == "native":
@@ -209,6 +217,41 @@ class PrometheusSource(Source):
         return f"{total(f'resets({count}[{ago}])')} > 0 or {total(count)} < {total(f'{count} offset {ago}')}"
 
     def _fetch(self, step: float, times: list[float]) -> Fetched:
+        """The answers for the steps ending at `times`. The first time some of them have no value, the samples'
+        spacing is measured: a step shorter than two of them takes increases over a longer range from then on
+        (`spacing`), these steps' too, and says so once."""
+        got = self._fetch_kinds(step, times)
+        if self._reach is not None:
+            return self._scaled(got, step)
+        if self._spacing_known:
+            return got
+        have = {_key(t) for s in got.buckets for t, _ in (*s.floats, *s.histograms)}
+        if all(_key(t) in have for t in times):
+            return got
+        try:
+            spacing = self._spacing(times[0] - step, times[-1])
+        except EndpointError:
+            return got
+        self._spacing_known = spacing is not None
+        if spacing is None or step >= 2 * spacing:
+            return got
+        self._reach = widened_range(step, spacing)
+        note = Notice(short_step_note(self.metric, step, spacing, self._reach), skipped=0)
+        return replace(self._scaled(self._fetch_kinds(step, times), step), note=note)
+
+    def _scaled(self, got: Fetched, step: float) -> Fetched:
+        """Increases over `_reach` scaled to the step: the rate over that range times the step."""
+        assert self._reach is not None
+        ratio = step / self._reach
+        return replace(got, buckets=scaled_series(got.buckets, ratio), sums=scaled_series(got.sums, ratio))
+
+    def _spacing(self, t0: float, t1: float) -> float | None:
+        """The spacing of the samples of the first series of the histogram with samples between t0 and t1."""
+        pick = f'__name__=~"{"|".join(self._names())}"'
+        found = self.api.series("{" + ",".join([pick, *(m.promql() for m in self.matchers)]) + "}", t0, t1)
+        return sample_spacing(self.api, found[0], t1, LOOKBACK) if found else None
+
+    def _fetch_kinds(self, step: float, times: list[float]) -> Fetched:
         """The answers for the steps ending at `times` (one instant or one range query each)."""
         kinds = [self.kind] if self.kind != "auto" else ["native", "classic"]
         for kind in kinds:
@@ -388,6 +431,8 @@ class PrometheusSource(Source):
                 got = self._fetch(step, times)
             except EndpointError as err:
                 raise SourceError(f"prometheus: {err}") from None
+            if got.note is not None:
+                yield got.note
             if not got.buckets and not self.builder.known():
                 waiting += times
                 continue
@@ -408,7 +453,7 @@ class PrometheusSource(Source):
     def _diagnose(self, t0: float, t1: float, step: float, span: str) -> tuple[str, bool]:
         """`_missing` from the server's series, metadata and samples (EndpointError when it cannot tell)."""
         where, name, what = self.api.shown, self.metric, self._what()
-        wanted = {"native": (name,), "classic": (f"{name}_bucket",)}.get(self.kind, (name, f"{name}_bucket"))
+        wanted = self._names()
         pick = f'__name__=~"{name}|{name}_bucket"'
         found = self.api.series("{" + ",".join([pick, *(m.promql() for m in self.matchers)]) + "}", t0, t1)
         types = self.api.metadata(name).get(name, set()) - {"unknown", ""}
@@ -446,16 +491,19 @@ class PrometheusSource(Source):
     def _too_short(self, labels: dict[str, str], at: float, step: float, has: str) -> tuple[str, bool]:
         """A histogram that has series but no increase at any step: the step holds fewer than two samples (never,
         when it is shorter than their spacing)."""
-        exact = "{" + ",".join(Matcher(k, "=", v).promql() for k, v in sorted(labels.items())) + "}"
-        got = self.api.query(f"{exact}[{promql_duration(LOOKBACK)}]", at)
-        stamps = sorted({t for s in got for t, _ in (*s.floats, *s.histograms)})
-        spacing = float(np.median(np.diff(stamps))) if len(stamps) > 1 else None
+        spacing = sample_spacing(self.api, labels, at, LOOKBACK)
         if spacing is not None and step >= 2 * spacing:
             return f"{has}, but increase() over {promql_duration(step)} has no value at any step", False
-        apart = f", and its samples are {_seconds(spacing)}s apart" if spacing else ""
-        need = f"--step {_seconds(2 * spacing)} or more" if spacing else "a step of at least twice the scrape interval"
+        apart = f", and its samples are {seconds_text(spacing)}s apart" if spacing else ""
+        need = f"--step {seconds_text(2 * spacing)} or more" if spacing else \
+            "a step of at least twice the scrape interval"
         return (f"{has}, but increase() over {promql_duration(step)} has no value at any step: a step must hold two "
                 f"samples of a series{apart}; use {need}"), spacing is not None and step < spacing
+
+    def _names(self) -> tuple[str, ...]:
+        """The names of the histogram's bucket series: native, classic (`_bucket`), or either."""
+        name = self.metric
+        return {"native": (name,), "classic": (f"{name}_bucket",)}.get(self.kind, (name, f"{name}_bucket"))
 
     def _what(self) -> str:
         names = {"native": f"native histogram {self.metric}", "classic": f"{self.metric}_bucket series"}
@@ -490,6 +538,8 @@ class PrometheusSource(Source):
                 yield Notice(f"prometheus: {self.api.shown} answered again after {failures} failed "
                              f"attempt{'s' * (failures > 1)}; caught up on {len(times)} steps", skipped=0)
                 failures = 0
+            if got.note is not None:
+                yield got.note
             if not got.buckets and not self.builder.known() and not told_empty:
                 told_empty = True
                 why, hopeless = self._missing(times[-1] - LOOKBACK, times[-1], step)
@@ -502,10 +552,6 @@ class PrometheusSource(Source):
 def _key(t: float) -> float:
     """A step time as a dictionary key (the API writes times with millisecond precision)."""
     return round(t, 3)
-
-
-def _seconds(value: float) -> str:
-    return f"{round(value, 3):g}"
 
 
 def _classic_tables(series: list[Series]) -> dict[Labels, tuple[np.ndarray, list[float], np.ndarray]]:

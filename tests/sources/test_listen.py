@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import latencymap.cli.main
+import latencymap.protocol
 from latencymap.core.model import Interval, Notice
 from latencymap.instrument import Timings
 from latencymap.sinks import SocketSink, default_socket_path
@@ -137,6 +138,62 @@ def test_two_writer_processes_become_two_labelled_streams(tmp_path: Path) -> Non
     assert {label: s["total"]["events"] for label, s in streams.items()} == {"two/rank0/step": 30,
                                                                                "two/rank1/step": 50}
     assert all(s["intensity_exact"] for s in streams.values())
+
+
+SKEWED_WRITER = """
+import sys, time
+real = time.time
+time.time = lambda: real() + float(sys.argv[3])  # a host whose clock is off
+from latencymap.instrument import Timings
+path, rank, begin = sys.argv[1], int(sys.argv[2]), float(sys.argv[4])
+timings = Timings('unix:' + path, run='skew', rank=rank, interval=0.25)
+step = timings.timer('step')
+while real() < begin:
+    time.sleep(0.001)
+stalled = False
+while real() < begin + 3:
+    with step:
+        stalled = stalled or real() >= begin + 1.5
+        time.sleep(0.4 if stalled and real() < begin + 1.6 else 0.01)
+timings.close()
+"""
+
+
+def test_writers_whose_clocks_disagree_are_placed_by_the_listeners_clock(tmp_path: Path) -> None:
+    """Two ranks timing the same 3 real seconds, one shared 0.4 s stall, rank1's clock 5 s ahead: the listener says
+    so and moves rank1's columns onto its own clock, so the stall lands in overlapping columns and the peers are
+    compared over every interval (they were 5 s apart: no interval of one overlapped the other's)."""
+    sock, rec = tmp_path / "lm.sock", tmp_path / "rec.txt"
+    viewer = subprocess.Popen(listen_cmd(sock, "--writers", "2", "--idle-timeout", "30", "--record", str(rec),
+                                         "--plain", "--once"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        wait_for(lambda: is_socket(sock))
+        begin = time.time() + 1.5
+        writers = [subprocess.Popen([sys.executable, "-c", SKEWED_WRITER, str(sock), str(rank), str(skew), str(begin)])
+                   for rank, skew in ((0, 0.0), (1, 5.0))]
+        for w in writers:
+            assert w.wait(timeout=30) == 0
+        _, err = viewer.communicate(timeout=30)
+    finally:
+        viewer.kill()
+    assert viewer.returncode == 0, err
+    (said,) = [line for line in err.splitlines() if "clock is" in line]
+    assert said.endswith(f"skew/rank1 (pid {writers[1].pid}): its clock is 5.0s ahead of this listener's: its "
+                         "intervals are placed by the listener's clock (-5.0s each), so they line up with other "
+                         "writers'")
+    stalls: dict[str, tuple[float, float]] = {}
+    for item in latencymap.protocol.ProtocolReader(str(rec)).read(rec.read_text().splitlines(True)):
+        if isinstance(item, Interval):
+            assert begin - 1 < item.start < item.end < begin + 4  # on the listener's clock, as the run was
+            if item.time is not None and item.time.sum() >= 0.4:
+                stalls[item.stream.label] = (item.start, item.end)
+    (a0, b0), (a1, b1) = stalls["skew/rank0/step"], stalls["skew/rank1/step"]
+    assert a0 < b1 and a1 < b0  # one stall, in overlapping columns
+    done = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", str(rec)],
+                          capture_output=True, text=True, timeout=30)
+    (group,) = json.loads(done.stdout)["peers"]["groups"]
+    assert group["compared_windows"] >= group["windows"] - 1 >= 10
 
 
 @pytest.mark.slow

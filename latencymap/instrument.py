@@ -7,7 +7,9 @@ interval that ends with no timing after it (an idle or hung program) is flushed 
 and a SIGTERM flushes before the process dies (both in `latencymap.instrument_flush`). Streams are
 `<run>/rank<rank>/<phase>` (run: `$LATENCYMAP_RUN` or the script name; rank: `$RANK`, else `$LOCAL_RANK`, else 0).
 A phase's first column starts where its first timing did; a phase with nothing timed in an interval gets no column
-(its next column spans the gap). In a forked child (a DataLoader worker) timings are discarded.
+(its next column spans the gap). A forked child (a multiprocessing or DataLoader worker) drops the parent's
+timings and sends its own through the sink's `after_fork` (see `latencymap.sinks`); a Timings is kept alive until
+closed when its sink leaves the process, so a dropped, unclosed one still sends on time and at exit.
 
 The first wait of an epoch includes `iter(loader)` (where a DataLoader starts its workers); a `next()` that
 raises is recorded, then the error goes on unchanged. Two phases that clean to the same label name stay apart
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import inspect
 import os
 import reprlib
 import sys
@@ -33,6 +36,7 @@ import time
 import warnings
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -42,7 +46,7 @@ from latencymap.core.buckets import TOP_SLOT, bin_extremes, bin_values, bounds_s
 from latencymap.core.model import Interval, StreamId
 from latencymap.instrument_flush import LATE_S as LATE_S
 from latencymap.instrument_flush import SIGTERM_GRACE_S as SIGTERM_GRACE_S
-from latencymap.instrument_flush import _catch_sigterm, _live, _registry_lock, _start_flusher
+from latencymap.instrument_flush import _catch_sigterm, _kept, _live, _registry_lock, _start_flusher
 from latencymap.sinks import (
     MemorySink,
     NullSink,
@@ -92,8 +96,15 @@ class Timings:
         self.intervals = 0
         self.events = 0
         self.closed = False
+        self._forked = False
         _live.add(self)
+        self._reach_out()
+
+    def _reach_out(self) -> None:
+        """For a sink that leaves the process: kept alive until closed (a Timings its program dropped unclosed
+        still sends, on time and at exit), flushed on time by the flusher thread and at SIGTERM."""
         if not isinstance(self.sink, NullSink | MemorySink):  # nothing leaves the process: nothing to send on time
+            _kept.add(self)
             _start_flusher()
             _catch_sigterm()
 
@@ -167,6 +178,9 @@ class Timings:
         """`flush`; the flusher thread passes `cuda=False`: CUDA events are read in the training thread only."""
         if os.getpid() != self._pid:
             self._after_fork()
+        if self._forked:  # the first flush in a forked child: its own flusher thread and SIGTERM handling
+            self._forked = False
+            self._reach_out()
         if self.closed:  # timings after close are discarded
             for lst in self._values.values():
                 del lst[:len(lst)]
@@ -227,6 +241,7 @@ class Timings:
                 self._flush_locked(cuda=False)
                 if close:
                     self.closed = True
+                    _kept.discard(self)
                     self.sink.close()
         except Exception:  # a dying process says nothing more
             pass
@@ -234,14 +249,22 @@ class Timings:
             self._lock.release()
 
     def _after_fork(self) -> None:
-        """In a forked child: keep the lists (timers hold them), drop their content and the parent's sink."""
+        """In a forked child (right after the fork): keep the lists (timers hold them) but drop the parent's
+        timings in them; what the child times goes to the sink's `after_fork` (its own connection or file)."""
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._phase_lock = threading.Lock()
         for lst in self._values.values():
             lst.clear()
         self._cuda_pending.clear()
+        now = _clock()
+        self._starts.clear()
+        self._first_ns = dict.fromkeys(self._values, now)  # the child's columns start at the fork at the earliest
+        self._last_wall = max(self._last_wall, self._wall0 + (now - self._ns0) / 1e9)
+        self.deadline_ns = now + self.interval_ns
+        self.intervals = self.events = self.cuda_dropped = self.invalid_dropped = 0
         self.sink = self.sink.after_fork()
+        self._forked = not self.closed
 
     def _resolve_cuda(self, block: bool = False) -> None:
         pending = self._cuda_pending
@@ -270,6 +293,7 @@ class Timings:
             if any(self._values.values()):
                 self._flush_locked()
             self.closed = True
+            _kept.discard(self)
             self.sink.close()
 
     def __enter__(self) -> Timings:
@@ -280,15 +304,20 @@ class Timings:
 
 
 class Timer:
-    """Times `phase` as `with timer:` (nestable; one Timer per thread) or as `@timer` on a function (any thread)."""
+    """Times `phase` as `with timer:` (nestable) or as `@timer` on a function or an `async def`, from any thread
+    or asyncio task: each thread and task keeps its own starts (a context variable), so one Timer can be shared."""
 
     def __init__(self, timings: Timings, phase: str) -> None:
         self.timings = timings
         self.phase = phase
         self._values = timings.values(phase)
-        self._starts: list[int] = []
-        self._push, self._pop = self._starts.append, self._starts.pop
+        # This thread's or task's innermost open `with` block: a cell [start, the enclosing block's cell]; an
+        # exit sets its start to None (closed) instead of setting the variable again, and the next enter skips
+        # closed cells. A task made inside a block inherits the cell, never the blocks opened after it.
+        self._open: ContextVar[list[Any] | None] = ContextVar(f"latencymap.timer.{phase}", default=None)
+        self._get, self._set = self._open.get, self._open.set
         self._append: Callable[[int], None] = self._first_append
+        self._unpaired = False
 
     def _first_append(self, ns: int) -> None:
         """This Timer's first timing: note its start, then append straight to the list."""
@@ -296,13 +325,44 @@ class Timer:
         self.timings.began(self.phase, _clock() - ns)
         self._append = self._values.append
 
+    def _push(self, start: Any) -> None:
+        """Open a block started at `start` in this thread or task."""
+        top = self._get()
+        while top is not None and top[0] is None:
+            top = top[1]
+        self._set([start, top])
+
+    def _pop(self) -> Any:
+        """Close this thread's or task's innermost open block: its start; None (told once) when none is open."""
+        cell = self._get()
+        while cell is not None and cell[0] is None:
+            cell = cell[1]
+        if cell is None:
+            if not self._unpaired:
+                self._unpaired = True
+                _warn(f"latencymap: timer {self.phase!r} exited without a start in this thread or task; "
+                      "that exit is not timed (told once)")
+            return None
+        start, cell[0] = cell[0], None
+        return start
+
     def __enter__(self) -> Timer:
-        self._push(_clock())
+        top = self._get()
+        while top is not None and top[0] is None:
+            top = top[1]
+        self._set([_clock(), top])
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         end = _clock()
-        self._append(end - self._pop())
+        cell = self._get()
+        while cell is not None and cell[0] is None:
+            cell = cell[1]
+        if cell is None:
+            self._pop()  # says so
+            return
+        self._append(end - cell[0])
+        cell[0] = None
         if end >= self.timings.deadline_ns:
             self.timings.flush(wait=False)
 
@@ -310,22 +370,50 @@ class Timer:
         values, timings, phase = self._values, self.timings, self.phase
         began = False
 
+        def done(start: int) -> None:
+            nonlocal began
+            end = _clock()
+            values.append(end - start)
+            if not began:
+                began = True
+                timings.began(phase, start)
+            if end >= timings.deadline_ns:
+                timings.flush(wait=False)
+
+        if _not_timeable(fn):
+            return fn
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def timed_async(*args: Any, **kwargs: Any) -> Any:
+                start = _clock()
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    done(start)
+
+            return timed_async  # type: ignore[return-value]
+
         @functools.wraps(fn)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            nonlocal began
             start = _clock()
             try:
                 return fn(*args, **kwargs)
             finally:
-                end = _clock()
-                values.append(end - start)
-                if not began:
-                    began = True
-                    timings.began(phase, start)
-                if end >= timings.deadline_ns:
-                    timings.flush(wait=False)
+                done(start)
 
         return timed  # type: ignore[return-value]
+
+
+def _not_timeable(fn: Callable[..., Any]) -> bool:
+    """True, with a warning, for a generator or async generator function: its body runs as it is iterated, not
+    when it is called, so `@timer` would time only the making of the generator."""
+    if not (inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)):
+        return False
+    how = ("wrap what it yields in timed_iter(), or put `with step:` inside it" if inspect.isgeneratorfunction(fn)
+           else "put `with step:` inside it")
+    _warn(f"latencymap: @timer cannot time the generator function {getattr(fn, '__qualname__', fn)!r} "
+          f"(calling it only makes the generator); it is left untimed: {how}")
+    return True
 
 
 class CudaTimer(Timer):
@@ -335,17 +423,16 @@ class CudaTimer(Timer):
         super().__init__(timings, phase)
         self.mode = mode
         self._torch = torch
-        self._events: list[Any] = []
 
     def __enter__(self) -> CudaTimer:
         if self.mode == "sync":
             self._torch.cuda.synchronize()
-            self._starts.append(_clock())
+            self._push(_clock())
         else:
             self.timings.began(self.phase, _clock())
             start = self._torch.cuda.Event(enable_timing=True)
             start.record()
-            self._events.append(start)
+            self._push(start)
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -353,10 +440,13 @@ class CudaTimer(Timer):
             self._torch.cuda.synchronize()
             super().__exit__(exc_type, exc, tb)
             return
+        start = self._pop()
+        if start is None:
+            return
         end = self._torch.cuda.Event(enable_timing=True)
         end.record()
         pending = self.timings._cuda_pending
-        pending.append((self._values, self._events.pop(), end))
+        pending.append((self._values, start, end))
         if len(pending) > MAX_PENDING_CUDA:
             pending.popleft()
             self.timings.cuda_dropped += 1
@@ -364,6 +454,16 @@ class CudaTimer(Timer):
             self.timings.flush(wait=False)
 
     def __call__(self, fn: F) -> F:
+        if _not_timeable(fn):
+            return fn
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def timed_async(*args: Any, **kwargs: Any) -> Any:
+                with self:
+                    return await fn(*args, **kwargs)
+
+            return timed_async  # type: ignore[return-value]
+
         @functools.wraps(fn)
         def timed(*args: Any, **kwargs: Any) -> Any:
             with self:
@@ -477,6 +577,31 @@ def close_all() -> None:
 
 
 atexit.register(close_all)
+
+
+def _after_fork_in_child() -> None:
+    """Right after a fork, in the child: every open Timings drops the parent's timings and gets the child's own
+    sink; a multiprocessing child (which ends with `os._exit`, skipping atexit) closes them at its exit too."""
+    global _mp_exit_hooked
+    for t in list(_live):
+        if not t.closed:
+            t._after_fork()
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None and not _mp_exit_hooked:
+        _mp_exit_hooked = True  # its registry, inherited by a grandchild, holds the hook already
+        mp_util.register_after_fork(_close_at_mp_exit, _close_at_mp_exit)
+
+
+def _close_at_mp_exit(_: object) -> None:
+    """In a new multiprocessing child (its after-fork hooks run once its finalizers are cleared): close every
+    Timings among the finalizers it runs when its target returns, before `os._exit`."""
+    from multiprocessing.util import Finalize
+
+    Finalize(None, close_all, exitpriority=100)
+
+
+_mp_exit_hooked = False
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 

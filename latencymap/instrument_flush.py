@@ -29,12 +29,14 @@ SIGTERM_GRACE_S = 1.0
 _clock = time.perf_counter_ns
 
 _live: weakref.WeakSet[Timings] = weakref.WeakSet()  # every open Timings, closed at exit too
+_kept: set[Timings] = set()  # those whose sink leaves the process: alive until closed, though the program dropped them
 _registry_lock = threading.Lock()  # latencymap.instrument's registry of Timings
 _flusher_lock = threading.Lock()  # the flusher's start: taken while the registry's lock is held (a Timings made)
 _flusher: threading.Thread | None = None
 _wake_r, _wake_w = -1, -1  # the thread waits on this pipe: byte 0 wakes it, a signal number is a signal caught
 _sigterm_next: Any = None  # what our SIGTERM handler does after flushing: the user's handler, or SIG_DFL (die)
 _sigterm_caught = False  # once per process: a handler the user sets later stays theirs
+_pending_call: Any = None  # the main thread's call to `_catch_sigterm` asked from another thread (kept alive)
 _dying = threading.Lock()
 
 
@@ -90,23 +92,48 @@ def _flush_late(now: int) -> int:
 def _catch_sigterm() -> None:
     """Flush at SIGTERM. Our handler takes the place of the default action (then dies as it would) or of the
     user's own Python handler (then calls it); SIG_IGN, a handler set outside Python, and one the user sets after
-    are left alone (an exit through `sys.exit` then flushes at exit). Only from the main thread, once."""
+    are left alone (an exit through `sys.exit` then flushes at exit). Once; `signal.signal` works only in the main
+    thread, so from another thread the main thread is asked to do it as soon as it runs Python."""
     global _sigterm_next, _sigterm_caught
-    if _sigterm_caught or threading.current_thread() is not threading.main_thread():
+    if _sigterm_caught:
+        return
+    if threading.current_thread() is not threading.main_thread():
+        _ask_main_thread()
         return
     _sigterm_caught = True
     current = signal.getsignal(signal.SIGTERM)
     if current is signal.SIG_IGN or current is None:
         return
-    if current is signal.SIG_DFL:
+    if current is not _on_sigterm:  # (ours already in a forked child)
+        _sigterm_next = current
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    if _sigterm_next is signal.SIG_DFL and _wake_w >= 0:
         # The handler runs only once the main thread is back in Python: the wakeup fd lets the flusher thread
-        # end the process when it is not (blocked in C code); taken only when nobody else uses one.
+        # end the process when it is not (blocked in C code); taken only when nobody else uses one (asyncio's
+        # for its own signal handlers: then a SIGTERM is still caught, whenever the main thread runs Python).
         other = signal.set_wakeup_fd(_wake_w, warn_on_full_buffer=False)
-        if other != -1:  # someone else's (asyncio's): put it back, and leave SIGTERM alone
+        if other not in (-1, _wake_w):
             signal.set_wakeup_fd(other)
-            return
-    _sigterm_next = current
-    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _ask_main_thread() -> None:
+    """Have the main thread run `_catch_sigterm` at its next Python instruction (CPython's pending calls)."""
+    global _pending_call
+    if _pending_call is not None:
+        return
+    try:
+        import ctypes
+
+        def call(_: Any) -> int:
+            with contextlib.suppress(Exception):
+                _catch_sigterm()
+            return 0
+
+        _pending_call = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(call)
+        if ctypes.pythonapi.Py_AddPendingCall(_pending_call, None) != 0:
+            _pending_call = None  # the queue was full: the next Timings asks again
+    except Exception:  # not CPython: SIGTERM is caught if a Timings is made in the main thread
+        _pending_call = None
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -156,7 +183,9 @@ def _die_of_sigterm() -> None:
 
 def _after_fork_in_child() -> None:
     """A forked child shares the parent's pipe: the child stops writing signals to it and starts its own thread."""
-    global _flusher, _wake_r, _wake_w, _dying
+    global _flusher, _wake_r, _wake_w, _dying, _sigterm_caught
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # inherited: the child's first Timings takes its wakeup fd
+        _sigterm_caught = False
     if _wake_r >= 0:
         with contextlib.suppress(ValueError):
             other = signal.set_wakeup_fd(-1)

@@ -124,14 +124,22 @@ class Sink(ABC):
         """Send what is left and release resources."""
 
     def after_fork(self) -> Sink:
-        """The sink a forked child (a DataLoader worker) uses: by default nothing."""
-        return NullSink()
+        """The sink a forked child (a multiprocessing or DataLoader worker) uses: by default none (a warning
+        at its first timings)."""
+        return NullSink(why=f"a forked child (pid {os.getpid()}) cannot send to its parent's {type(self).__name__}")
 
 
 class NullSink(Sink):
-    """Discards everything (counted as dropped)."""
+    """Discards everything (counted as dropped); with `why`, says so once, at the first timings discarded."""
+
+    def __init__(self, why: str = "") -> None:
+        self.why = why
 
     def write(self, intervals: list[Interval]) -> None:
+        if self.why and any(iv.counts.any() for iv in intervals):
+            warnings.warn(f"latencymap: {self.why}; its timings are discarded (make a Timings in the child)",
+                          RuntimeWarning, stacklevel=2)
+            self.why = ""
         self.count_dropped(intervals)
 
 
@@ -148,15 +156,27 @@ class MemorySink(Sink):
 class RecordingSink(Sink):
     """A recording file (`latencymap.flow.recording.Recorder`), readable by `latencymap report` and `replay`."""
 
-    def __init__(self, path: str, *, force: bool = False, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: str, *, force: bool = False, options: dict[str, Any] | None = None,
+                 template: str = "", rank: int = 0, lazy: bool = False) -> None:
         from latencymap.flow.recording import Recorder
 
         self.path = path
-        self._recorder: Recorder | None = Recorder(path, force=force, source="instrument", options=options)
+        self.template, self.rank, self.options = template, rank, options  # `open_sink`'s PATH, before `{pid}`
+        self._recorder: Recorder | None = None
+        self._lazy = lazy  # opened at the first write (a forked child that times nothing makes no file)
+        if not lazy:
+            self._recorder = Recorder(path, force=force, source="instrument", options=options)
 
     def write(self, intervals: list[Interval]) -> None:
-        from latencymap.flow.recording import RecordingError
+        from latencymap.flow.recording import Recorder, RecordingError
 
+        if self._lazy:
+            self._lazy = False
+            try:
+                self._recorder = Recorder(self.path, source="instrument", options=self.options)
+            except Exception as err:
+                warnings.warn(f"latencymap: cannot open sink {self.path!r}: {err}; timings are discarded",
+                              RuntimeWarning, stacklevel=2)
         if self._recorder is None:
             self.count_dropped(intervals)
             return
@@ -172,6 +192,15 @@ class RecordingSink(Sink):
             with contextlib.suppress(OSError):
                 self._recorder.close()
             self._recorder = None
+
+    def after_fork(self) -> Sink:
+        """A forked child writes its own recording when the path has `{pid}`; the parent's, never."""
+        self._recorder = None  # the parent's file: the child leaves it alone
+        if "{pid}" not in self.template:
+            return NullSink(why=f"a forked child (pid {os.getpid()}) cannot write its parent's recording "
+                                f"{self.path!r} (put {{pid}} in the path)")
+        return RecordingSink(self.template.format(rank=self.rank, pid=os.getpid()), options=self.options,
+                             template=self.template, rank=self.rank, lazy=True)
 
 
 class SocketSink(Sink):
@@ -260,7 +289,11 @@ class SocketSink(Sink):
             return
         if self.dropped_intervals != self._reported and self._offset == 0:
             report = {"intervals": self.dropped_intervals, "events": self.dropped_events}
-            self._push(((DROPPED_PREFIX + json.dumps(report) + "\n").encode(), -1), front=True)
+            line = (DROPPED_PREFIX + json.dumps(report) + "\n").encode()
+            # after a new connection's hello (the viewer names the writer by it), else first
+            hello = 1 if self._queue and self._queue[0][0].startswith(WRITER_PREFIX.encode()) else 0
+            self._queue.insert(hello, (line, -1))
+            self._queued += len(line)
             self._reported = self.dropped_intervals
         sock = self._sock
         assert sock is not None
@@ -286,6 +319,8 @@ class SocketSink(Sink):
 
     def close(self, linger_s: float = CLOSE_LINGER_S) -> None:
         """Send the last records, waiting at most `linger_s` for a slow viewer; count the rest as dropped."""
+        if self._sock is None and not self._queue and self.dropped_intervals == self._reported:
+            return  # nothing to say (a forked worker that timed nothing): no connection made just to close it
         deadline = time.monotonic() + linger_s
         self._next_try = 0.0
         self._pump()
@@ -305,8 +340,9 @@ class SocketSink(Sink):
             self._sock = None
 
     def after_fork(self) -> Sink:
+        """A forked child connects on its own (its hello names its pid: the viewer keeps it apart)."""
         self._sock = None  # the child's copy of the descriptor closes with the object, the parent's stays
-        return NullSink()
+        return SocketSink(self.path, hello=self.hello, buffer_bytes=self.buffer_bytes)
 
 
 def open_sink(spec: Sink | str | None, *, rank: int = 0, hello: dict[str, Any] | None = None) -> Sink:
@@ -331,7 +367,7 @@ def open_sink(spec: Sink | str | None, *, rank: int = 0, hello: dict[str, Any] |
         if not spec.startswith("file:") and (spec.endswith(".sock") or _is_socket(spec)):
             return SocketSink(spec, hello=hello)
         path = spec[5:] if spec.startswith("file:") else spec
-        return RecordingSink(path.format(rank=rank, pid=os.getpid()), options=hello)
+        return RecordingSink(path.format(rank=rank, pid=os.getpid()), options=hello, template=path, rank=rank)
     except Exception as err:  # a timing sink must never stop the program it observes
         warnings.warn(f"latencymap: cannot open sink {spec!r}: {err}; timings are discarded", RuntimeWarning,
                       stacklevel=2)

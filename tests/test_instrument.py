@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import math
 import os
 import re
@@ -9,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from skips_support import requires_module
 
 from latencymap import instrument
 from latencymap.core.buckets import bounds_seconds
-from latencymap.core.model import Interval, StreamId
+from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.instrument import Timings, diagnose_phase, straggler_ranks
 from latencymap.sinks import MemorySink, NullSink, SocketSink, env_rank, open_sink, parse_label
 
@@ -624,3 +626,325 @@ def test_steps_clustered_at_one_value_read_p99_within_the_values_timed_also_thro
     for ivs in ([iv], [read]):
         p99 = accumulate(ivs).history(iv.stream).totals().percentiles[0.99]
         assert 0.0105 <= p99 <= 0.0108
+
+
+def seen_extremes(intervals: list[Interval], phase: str) -> tuple[float, float]:
+    """The smallest and largest duration (s) counted in `phase`'s intervals (their per-slot extremes)."""
+    lows, highs = [], []
+    for iv in intervals:
+        if iv.stream.label.endswith("/" + phase) and iv.extremes is not None:
+            held = iv.counts > 0
+            lows.append(float(np.nanmin(iv.extremes[0, held])))
+            highs.append(float(np.nanmax(iv.extremes[1, held])))
+    return min(lows), max(highs)
+
+
+def assert_timed_as(rec: Path, phase: str, truth_ns: list[int]) -> None:
+    """The recording counts every block of `truth_ns` (perf_counter_ns around the block's body, inside the timer),
+    each no shorter than its body and none past the longest by more than the timer's own slack."""
+    got = recorded_steps(rec)
+    low, high = seen_extremes(got, phase)
+    assert totals(got, phase) == len(truth_ns)
+    assert min(truth_ns) / 1e9 <= low and max(truth_ns) / 1e9 <= high < max(truth_ns) / 1e9 + 0.005, (low, high)
+
+
+SHARED = """
+import asyncio, json, sys, threading, time
+from latencymap.instrument import Timings
+rec, how = sys.argv[1], sys.argv[2]
+timings = Timings("file:" + rec, run="shared", rank=0, interval=0.05)
+step = timings.timer("step")
+truth = []
+
+def body(k):
+    s = time.perf_counter_ns(); time.sleep(0.001 if k % 2 else 0.02); truth.append(time.perf_counter_ns() - s)
+
+async def body_async(k):
+    s = time.perf_counter_ns(); await asyncio.sleep(0.001 if k % 2 else 0.02); truth.append(time.perf_counter_ns() - s)
+
+if how == "threads":
+    def worker(i):
+        for k in range(i, i + 20):
+            with step:
+                body(k)
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+elif how == "tasks":
+    async def task(i):
+        for k in range(i, i + 10):
+            with step:
+                await body_async(k)
+    async def main():
+        with step:  # the tasks are made inside a block: they inherit it, but never close it
+            await asyncio.gather(*(task(i) for i in range(30)))
+    asyncio.run(main())
+    truth.append(max(truth) + 1)  # the outer block lasted longer than any inner one
+else:
+    @step
+    async def handler(k):
+        await body_async(k)
+    async def main():
+        await asyncio.gather(*(handler(k) for k in range(20)))
+    asyncio.run(main())
+timings.close()
+print(json.dumps(truth))
+"""
+
+
+@pytest.mark.parametrize("how", ["threads", "tasks", "async_def"])
+def test_one_timer_shared_by_threads_or_asyncio_tasks_pairs_each_end_with_its_own_start(
+        tmp_path: Path, how: str) -> None:
+    """8 threads (or 30 tasks) sharing `step = timer("step")` around 1 ms and 20 ms sleeps read p50 0.27 ms,
+    max 1.14 s: every end popped another block's start. `@step` on an `async def` timed only making the
+    coroutine (1.6 µs for 20 ms handlers)."""
+    rec = tmp_path / "rank.txt"
+    done = subprocess.run([sys.executable, "-c", SHARED, str(rec), how], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    truth = json.loads(done.stdout)
+    if how == "tasks":  # the outer block: only its count and a bound on it can be checked
+        truth[-1] = int(seen_extremes(recorded_steps(rec), "step")[1] * 1e9)
+    assert_timed_as(rec, "step", truth)
+
+
+def test_a_timer_on_a_generator_function_warns_and_leaves_it_untimed() -> None:
+    timings, sink = memory_timings()
+
+    def numbers() -> Iterator[int]:
+        yield from range(3)
+
+    with pytest.warns(RuntimeWarning, match="cannot time the generator function .*numbers.*timed_iter"):
+        assert timings.timer("gen")(numbers) is numbers
+    timings.close()
+    assert sink.intervals == []
+
+
+DROPPED = """
+import sys, time
+from latencymap.instrument import Timings
+def train(sink):
+    t = Timings(sink, run="gc", interval=0.2)  # as the README shows, and never closed
+    step = t.timer("step")
+    for _ in range(50):
+        with step:
+            time.sleep(0.002)
+train(sys.argv[1])
+import gc; gc.collect()
+print("dropped", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("linger", [0.0, 30.0])
+def test_a_timings_dropped_unclosed_still_sends_on_time_and_at_exit(tmp_path: Path, linger: float) -> None:
+    """A Timings that went out of scope without close() was collected with its unflushed lists: `No data.`"""
+    rec = tmp_path / "rank.txt"
+    child = subprocess.Popen([sys.executable, "-c", DROPPED, "file:" + str(rec), str(linger)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "dropped\n", child.stderr
+        deadline = time.monotonic() + 0.2 + instrument.LATE_S + 5
+        while totals(recorded_steps(rec), "step") < 50 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert totals(recorded_steps(rec), "step") == 50  # on time (or at exit), while the program lives on
+        assert child.poll() is None if linger else child.wait(10) == 0
+    finally:
+        child.kill()
+
+
+MULTI = """
+import json, multiprocessing as mp, os, sys, time
+from latencymap import instrument
+method, sink, mode, out = sys.argv[1:5]
+KEEP = []
+
+def child(i):
+    if mode == "own":
+        t = instrument.Timings(sink, run="mp", rank=i, interval=60)
+        KEEP.append(t)  # alive: only the exit could send it
+        step = t.timer("work")
+    else:
+        step = instrument.timer("work", sink=sink)  # the parent's, inherited by a forked child
+    truth = []
+    for _ in range(30 + 10 * i):
+        with step:
+            s = time.perf_counter_ns(); time.sleep(0.001); truth.append(time.perf_counter_ns() - s)
+    with open(f"{out}.{os.getpid()}.json", "w") as f:
+        json.dump(truth, f)
+
+if __name__ == "__main__":
+    if mode == "module":
+        with instrument.timer("work", sink=sink):
+            pass  # the parent's Timings exists before the fork
+    ps = [mp.get_context(method).Process(target=child, args=(i,)) for i in range(2)]
+    [p.start() for p in ps]
+    [p.join() for p in ps]
+    print(json.dumps([p.pid for p in ps]), [p.exitcode for p in ps])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+@pytest.mark.parametrize("mode", ["own", "module"])
+def test_multiprocessing_children_send_all_they_timed_under_fork_as_under_spawn(
+        tmp_path: Path, method: str, mode: str) -> None:
+    """A fork child returning normally ends with os._exit (no atexit): its own Timings lost its last interval;
+    the module-level timer, inherited from the parent, sent nothing from a fork child, silently."""
+    sink = f"file:{tmp_path}/w-{{pid}}.txt"
+    script = tmp_path / "multi.py"  # a file: a spawned child imports its target from it
+    script.write_text(MULTI)
+    done = subprocess.run([sys.executable, str(script), method, sink, mode, str(tmp_path / "truth")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.endswith("[0, 0]\n"), done.stderr
+    assert "RuntimeWarning" not in done.stderr, done.stderr
+    for pid in json.loads(done.stdout.split("]")[0] + "]"):
+        truth = json.loads((tmp_path / f"truth.{pid}.json").read_text())
+        assert_timed_as(tmp_path / f"w-{pid}.txt", "work", truth)
+
+
+FORKED_TO_PARENTS_FILE = """
+import multiprocessing as mp, sys
+from latencymap import instrument
+step = instrument.timer("work", sink="file:" + sys.argv[1])
+def child():
+    with step:
+        pass
+if __name__ == "__main__":
+    p = mp.get_context("fork").Process(target=child); p.start(); p.join()
+    with step:
+        pass
+"""
+
+
+def test_a_forked_child_that_cannot_reach_the_parents_recording_says_so(tmp_path: Path) -> None:
+    rec = tmp_path / "rank.txt"
+    done = subprocess.run([sys.executable, "-c", FORKED_TO_PARENTS_FILE, str(rec)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("RuntimeWarning") == 1
+    assert re.search(r"a forked child \(pid \d+\) cannot write its parent's recording .*rank.txt.* \(put \{pid\} "
+                     r"in the path\); its timings are discarded", done.stderr), done.stderr
+    assert totals(recorded_steps(rec), "work") == 1  # the parent's, once
+
+
+POOL = """
+import json, multiprocessing as mp, os, sys, time
+from latencymap import instrument
+step = instrument.timer("work", sink="unix:" + sys.argv[1])
+def work(ms):
+    with step:
+        s = time.perf_counter_ns(); time.sleep(ms / 1000); took = time.perf_counter_ns() - s
+    return os.getpid(), took
+if __name__ == "__main__":
+    with mp.get_context("fork").Pool(2) as pool:
+        done = pool.map(work, [1, 3] * 20, chunksize=1)
+        pool.close(); pool.join()
+    print(json.dumps(done))
+"""
+
+
+@pytest.mark.slow
+def test_a_fork_pools_workers_timing_with_the_module_timer_reach_listen_as_their_own_writers(tmp_path: Path) -> None:
+    from latencymap.sources.listen import ListenSource
+
+    path = tmp_path / "lm.sock"
+    source = ListenSource(path=str(path), writers=2, idle_timeout=20)
+    items: list[object] = []
+    thread = threading.Thread(target=lambda: items.extend(source.items()))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not path.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    done = subprocess.run([sys.executable, "-c", POOL, str(path)], capture_output=True, text=True, timeout=120)
+    thread.join(30)
+    assert done.returncode == 0 and not thread.is_alive(), done.stderr
+    truth: dict[int, list[int]] = {}
+    for pid, took in json.loads(done.stdout):
+        truth.setdefault(pid, []).append(took)
+    got = [iv for iv in items if isinstance(iv, Interval)]
+    connected = {int(m) for n in items if isinstance(n, Notice)
+                 for m in re.findall(r"\(pid (\d+)\) connected", n.message)}
+    assert connected == set(truth)  # each worker its own writer; one after the other, they share a label
+    assert totals(got, "work") == 40
+    for iv in got:
+        assert iv.extremes is not None and np.nanmin(iv.extremes[0]) >= 0.001
+
+
+SIGTERMED = """
+import asyncio, signal, sys, threading, time
+from latencymap.instrument import timer
+rec, how = sys.argv[1], sys.argv[2]
+def steps(step):
+    for _ in range(40):
+        with step:
+            time.sleep(0.002)
+if how == "thread":  # the first timer is made in a worker thread
+    worker = threading.Thread(target=lambda: steps(timer("step", sink="file:" + rec)))
+    worker.start(); worker.join()
+    print("ready", flush=True)
+    time.sleep(60)
+else:  # asyncio with a signal handler of its own (for SIGINT): it holds the wakeup fd
+    async def main():
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, lambda: None)
+        steps(timer("step", sink="file:" + rec))
+        print("ready", flush=True)
+        await asyncio.sleep(60)
+    asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("how", ["thread", "asyncio"])
+def test_sigterm_sends_the_last_interval_when_the_first_timer_was_made_in_a_thread_or_under_asyncio(
+        tmp_path: Path, how: str) -> None:
+    """SIGTERM was left alone when the first Timings was made outside the main thread, or when asyncio held the
+    wakeup fd (any `loop.add_signal_handler`): the interval under way was lost."""
+    rec = tmp_path / "rank.txt"
+    child = subprocess.Popen([sys.executable, "-c", SIGTERMED, str(rec), how], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n", child.stderr
+        time.sleep(0.2)
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(10) == -signal.SIGTERM
+    finally:
+        child.kill()
+    assert totals(recorded_steps(rec), "step") == 40
+
+
+def test_the_first_drop_notice_after_a_reconnect_names_the_writer(tmp_path: Path) -> None:
+    """The drop line went to the queue's front after the hello: the viewer read it first, as `writer 1`."""
+    from latencymap.sources.listen import ListenSource
+
+    path = tmp_path / "lm.sock"
+    sink = SocketSink(str(path), hello={"run": "job", "rank": 0}, buffer_bytes=600)
+    timings = Timings(sink, run="job", rank=0, interval=0.0)
+    for _ in range(5):  # no viewer yet: the small buffer keeps only the newest record
+        timings.record("step", 0.001)
+    assert sink.dropped_intervals >= 3
+    source = ListenSource(path=str(path), writers=1, idle_timeout=20)
+    items: list[object] = []
+    thread = threading.Thread(target=lambda: items.extend(source.items()))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not path.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    sink._next_try = 0.0  # retry now instead of after the back-off
+    timings.record("step", 0.001)
+    timings.close()
+    thread.join(20)
+    drops = [n.message for n in items if isinstance(n, Notice) and "dropped" in n.message]
+    assert drops and all(m.startswith(f"listen: job/rank0 (pid {os.getpid()}) dropped ") for m in drops), drops
+
+
+def test_an_exit_without_a_start_in_its_thread_is_not_timed_and_told_once() -> None:
+    timings, sink = memory_timings()
+    step = timings.timer("step")
+    with step:
+        worker = threading.Thread(target=lambda: step.__exit__(None, None, None))  # another thread's starts
+        with pytest.warns(RuntimeWarning, match="exited without a start in this thread or task"):
+            worker.start()
+            worker.join()
+    timings.close()
+    assert totals(sink.intervals, "step") == 1

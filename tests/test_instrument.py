@@ -110,11 +110,11 @@ def test_a_duration_past_the_top_bucket_is_counted_there_and_told_once_per_phase
         timings.close()
     assert [str(w.message) for w in told] == [
         "latencymap: phase 'step': value 2e+19 nanosec is past the top bucket's nominal end, 9.22337e+18 nanosec "
-        "(106,752 days): the top bucket is open (≥53,376 days) and counts it, but percentiles there say at most "
-        "106,752 days (its exact time is kept in the totals); said once per stream",
+        "(106,752 days): the top bucket is open (≥53,376 days) and counts it, with its exact time; percentiles "
+        "there reach the values seen in it; said once per stream",
         "latencymap: phase 'load': value 1e+20 nanosec is past the top bucket's nominal end, 9.22337e+18 nanosec "
-        "(106,752 days): the top bucket is open (≥53,376 days) and counts it, but percentiles there say at most "
-        "106,752 days (its exact time is kept in the totals); said once per stream"]
+        "(106,752 days): the top bucket is open (≥53,376 days) and counts it, with its exact time; percentiles "
+        "there reach the values seen in it; said once per stream"]
     assert {w.filename for w in told} == {__file__}
     top = {iv.stream.label: 0 for iv in sink.intervals}
     for iv in sink.intervals:
@@ -309,9 +309,16 @@ def test_straggler_ranks_flags_the_slow_rank() -> None:
 @pytest.mark.slow
 @requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
 def test_dataloader_slow_items_give_two_data_wait_bands() -> None:
+    """A quarter of the items take a 100 ms read: their waits are the upper of two data-wait bands.
+
+    The read is long next to what a loaded machine adds to a cached item's wait (tens of ms when the loop and the
+    workers wait for a CPU): with 20 ms reads, each slow wait (the read less the three steps taken meanwhile) fell
+    among the cached ones, the valley filled, and the test failed 6 times in 30 beside other test suites.
+    """
+    read_s = 0.1
     example = load_example()
     timings, sink = memory_timings(run="dl", interval=0.25)
-    steps = example.train(timings, epochs=1, items=96, batch_size=1, workers=2, read_s=0.02, slow_every=4,
+    steps = example.train(timings, epochs=1, items=96, batch_size=1, workers=2, read_s=read_s, slow_every=4,
                           device="cpu")
     timings.close()
     assert steps == 96
@@ -321,18 +328,18 @@ def test_dataloader_slow_items_give_two_data_wait_bands() -> None:
     first = min(iv.start for iv in sink.intervals)
     diagnosis = diagnose_phase([iv for iv in sink.intervals if iv.start > first])["dl/rank0/data_wait"]
     assert diagnosis.bimodal
-    slow = [b for b in diagnosis.bands if b.low_s <= 0.02 <= b.high_s * 1.25]
-    assert slow, [b.to_json() for b in diagnosis.bands]
+    slow = diagnosis.bands[-1]
+    assert slow.low_s <= read_s <= slow.high_s * 1.25, [b.to_json() for b in diagnosis.bands]
     # The sleeping items own more of the waiting than their share of the waits (usually 80-90% of it for a quarter
     # of the items; once in CI, on a fresh clone, 44% for 24%: the cached items also waited on sleeping workers).
-    assert slow[0].time_share >= 1.5 * slow[0].events_share, slow[0].to_json()
-    assert diagnosis.bands[0].high_s < 0.02  # cached items wait less than one read (a loaded machine adds ms)
+    assert slow.time_share >= 1.5 * slow.events_share, slow.to_json()
+    assert diagnosis.bands[0].high_s < read_s  # cached items wait less than one read (a loaded machine adds ms)
     # 1 in 4 items sleeps (plus the workers' start-up). Counted from the histogram, not the band: on a loaded
     # machine the cached items' waits spread over milliseconds and the slow band reaches down to them.
     waits = [iv for iv in sink.intervals if iv.stream.label.endswith("/data_wait")]
     low, _ = bounds_seconds(waits[0].stream.datasource, waits[0].stream.unit)
     counts = sum(iv.counts for iv in waits)
-    assert 0.15 <= counts[low >= 0.008].sum() / counts.sum() <= 0.4, counts
+    assert 0.15 <= counts[low >= read_s / 4].sum() / counts.sum() <= 0.4, counts
 
 
 @pytest.mark.slow

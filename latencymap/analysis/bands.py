@@ -79,6 +79,8 @@ class Band:
     #: start time) of each of those columns, and the share of the band's events they hold (see `diagnosis`).
     bursts: list[tuple[int, float]] | None = None
     burst_share: float = 0.0
+    #: The slot `high_s` ends (the core's last): the open top slot makes the range `≥low_s` (`findings.span`).
+    high_slot: int = -1
 
     @property
     def shown_shares(self) -> tuple[float, float]:
@@ -230,7 +232,7 @@ def _make_band(rng: tuple[int, int], c: np.ndarray, t: np.ndarray, low_s: np.nda
     core_ev, core_tm = float(c[lo:hi + 1].sum()), float(t[lo:hi + 1].sum())
     return Band(a, b, a + int(np.argmax(c[a:b + 1])), float(low_s[lo]), float(high_s[hi]), ev, tm,
                 ev / total_c if total_c > 0 else 0.0, tm / total_t if total_t > 0 else 0.0,
-                core_ev / total_c if total_c > 0 else 0.0, core_tm / total_t if total_t > 0 else 0.0)
+                core_ev / total_c if total_c > 0 else 0.0, core_tm / total_t if total_t > 0 else 0.0, high_slot=hi)
 
 
 def find_bands(

@@ -120,7 +120,7 @@ class Diagnosis:
             few = outliers(b)
             held = f"{few} event{'s' if few > 1 else ''}" if few and k else \
                 f"{pct(events_share)}{' of events' if k == 0 else ''}"
-            text = f"{held} in {span(b.low_s, b.high_s)}"
+            text = f"{held} in {span(b.low_s, b.high_s, b.high_slot)}"
             if b.time_share >= max(0.10, OWNS_TIME_FACTOR * b.events_share):
                 text += f" own {pct(time_share)} of the time"
             parts.append(text)

@@ -73,10 +73,12 @@ class Region:
     baseline_share: float
     time_share: float
     baseline_time_share: float
+    #: The slot `high_s` ends: the open top slot makes the range `≥low_s` (`findings.span`); not in the JSON.
+    high_slot: int = -1
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form."""
-        return dict(vars(self))
+        return {k: v for k, v in vars(self).items() if k != "high_slot"}
 
 
 @dataclass
@@ -255,7 +257,7 @@ def _region(slots: np.ndarray, pick: int, ep: np.ndarray, ep_t: np.ndarray, p: n
         b += 1
     sl = slice(a, b + 1)
     return Region(float(low_s[a]), float(high_s[b]), float(ep[sl].sum()), float(p[sl].sum()),
-                  float(ep_t[sl].sum()), float(pt[sl].sum()))
+                  float(ep_t[sl].sum()), float(pt[sl].sum()), high_slot=b)
 
 
 def _median_log2(shares: np.ndarray, centers: np.ndarray) -> float:

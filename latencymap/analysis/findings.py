@@ -21,6 +21,7 @@ from latencymap.analysis.drift import Drift
 from latencymap.analysis.episodes import MIN_MOVE_OCTAVES, Episode, Region
 from latencymap.analysis.silences import Silence
 from latencymap.analysis.tail import Tail
+from latencymap.core.buckets import range_text
 from latencymap.core.units import format_duration, format_number
 
 #: The lead of a band's why when the stream has two bands (bimodal): the pair is two populations.
@@ -181,9 +182,10 @@ def dur(seconds: float) -> str:
     return format_duration(seconds, long_units=True)
 
 
-def span(low_s: float, high_s: float) -> str:
-    """A latency range `131µs–1.05ms`."""
-    return f"{dur(low_s)}–{dur(high_s)}"
+def span(low_s: float, high_s: float, high_slot: int = -1) -> str:
+    """A latency range `131µs–1.05ms`; `≥low` where it ends in the open top bucket (`high_slot`, the slot of its
+    upper edge), as the bucket table writes that bucket."""
+    return range_text(low_s, high_s, high_slot, long_units=True)
 
 
 def times(ratio: float, against: float | None = None) -> str:
@@ -254,8 +256,8 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True) -> Findin
     below the main one is a fast minority, not a slow one. `pair`: the stream has only these two bands."""
     few = outliers(b)
     held = f"{few} event{'s' if few > 1 else ''} ({pct(b.events_share)})" if few else f"{pct(b.events_share)} of events"
-    what = (f"band {span(b.low_s, b.high_s)}: {held} take {pct(b.time_share)} of the time "
-            f"(main band {span(main.low_s, main.high_s)}: {pct(main.events_share)}, {pct(main.time_share)})")
+    what = (f"band {span(b.low_s, b.high_s, b.high_slot)}: {held} take {pct(b.time_share)} of the time (main band "
+            f"{span(main.low_s, main.high_s, main.high_slot)}: {pct(main.events_share)}, {pct(main.time_share)})")
     faster = b.mode_slot < main.mode_slot
     if b.bursts and not faster:
         what += f"; {pct(b.burst_share)} of them in {burst_text(b.bursts, scope)}"
@@ -336,25 +338,29 @@ def episode_what(e: Episode, scope: Scope) -> str:
             least, most = e.began_before
             where = (f"{where[:-1]}; the wait ending in col {e.first_col} began "
                      f"{dur(most) if dur(least) == dur(most) else span(least, most)} before it)")
-        return (f"stall {where}: {e.events:.0f} event{'s' if e.events != 1 else ''} of {span(g.low_s, g.high_s)}, "
+        return (f"stall {where}: {e.events:.0f} event{'s' if e.events != 1 else ''} of "
+                f"{span(g.low_s, g.high_s, g.high_slot)}, "
                 f"{dur(e.time_s)} waited = {pct(e.time_share)} of all the time and {pct(g.time_share)} of "
                 f"those columns'; {'its' if e.events == 1 else 'their mean'} wait ({dur(mean)}) is "
                 f"{times(2.0 ** e.shift_octaves)} the stream's p50 ({dur(median)})")
     if e.kind == "appear" and g:
-        what = (f"a band appeared at {span(g.low_s, g.high_s)} with {shares(g)}")
+        what = (f"a band appeared at {span(g.low_s, g.high_s, g.high_slot)} with {shares(g)}")
     elif e.kind == "disappear" and lost:
-        what = (f"the band at {span(lost.low_s, lost.high_s)} disappeared, down to {pct(lost.events_share)} of events "
+        what = (f"the band at {span(lost.low_s, lost.high_s, lost.high_slot)} disappeared, down to "
+                f"{pct(lost.events_share)} of events "
                 f"(usually {pct(lost.baseline_share)})")
     elif e.kind == "surge" and g and e.gained_rate is not None and e.usual_rate is not None:
-        what = (f"{format_number(e.gained_rate - e.usual_rate)} more events/s in {span(g.low_s, g.high_s)} on top of "
+        what = (f"{format_number(e.gained_rate - e.usual_rate)} more events/s in "
+                f"{span(g.low_s, g.high_s, g.high_slot)} on top of "
                 f"the usual load ({format_number(e.gained_rate)}/s, usually {format_number(e.usual_rate)}/s), the "
                 + ("rest at its usual rate" if (e.rest_ratio or 1.0) >= 0.9 else
                    f"rest at {pct(e.rest_ratio or 0.0)} of its usual rate"))
     elif e.kind == "move":
         what = f"latency moved {e.shift_octaves:+.1f} octaves" + (
-            f": {span(lost.low_s, lost.high_s)} → {span(g.low_s, g.high_s)}" if g and lost else "")
+            f": {span(lost.low_s, lost.high_s, lost.high_slot)} → {span(g.low_s, g.high_s, g.high_slot)}"
+            if g and lost else "")
     elif g:
-        what = f"shares shifted toward {span(g.low_s, g.high_s)}, now {shares(g)}"
+        what = f"shares shifted toward {span(g.low_s, g.high_s, g.high_slot)}, now {shares(g)}"
     else:
         what = f"the latency shape changed ({e.kind})"
     if e.kind not in ("move", "surge") and abs(e.shift_octaves) >= MIN_MOVE_OCTAVES:

@@ -37,12 +37,15 @@ latency.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from latencymap.analysis.columns import Columns, as_columns
 from latencymap.analysis.episodes import Episode, Region, runs
 from latencymap.analysis.silences import MIN_MISSING, Silence
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from latencymap.core.buckets import NSLOTS, TOP_SLOT
 from latencymap.core.percentiles import median_of, percentile_estimates
 
 #: The datasource whose events run one after another (a training loop's steps): its waits may lie back to back.
@@ -115,7 +118,7 @@ def find_stalls(
         col_c = float(picked_c.sum())
         gained = Region(float(low_s[lo]), float(high_s[hi]), ev / max(col_c, 1e-300),
                         float(base_c[lo:hi + 1].sum() / max(base_c.sum(), 1e-300)), tm / max(col_t, 1e-300),
-                        float(base_t[lo:hi + 1].sum() / max(base_t.sum(), 1e-300)))
+                        float(base_t[lo:hi + 1].sum() / max(base_t.sum(), 1e-300)), high_slot=hi)
         shift = float(np.log2((tm / ev) / median)) if median > 0 else 0.0
         first_wait, first_width = float(far_t[a] / far_c[a]), float(ends[a] - starts[a])
         longest = float(far_t[a]) if datasource == SEQUENTIAL else min(float(far_t[a]), _longest(
@@ -127,10 +130,14 @@ def find_stalls(
 
 
 def _longest(far: np.ndarray, column: np.ndarray, high_s: np.ndarray, seen_max: np.ndarray | None) -> float:
-    """The longest one far wait of a column can be: its highest far slot's top, or the largest value seen there."""
+    """The longest one far wait of a column can be: its highest far slot's top, or the largest value seen there; in
+    the open top slot, which has no top, that value (unbounded where it is not known)."""
     slot = int(far[column[far] > 0][-1])
     seen = float(seen_max[slot]) if seen_max is not None else np.nan
-    return seen if np.isfinite(seen) and seen < high_s[slot] else float(high_s[slot])
+    top = slot == TOP_SLOT and len(high_s) == NSLOTS
+    if np.isfinite(seen) and (seen < high_s[slot] or top):
+        return seen
+    return math.inf if top else float(high_s[slot])
 
 
 def _joined(spans: list[tuple[int, int]], far_c: np.ndarray, far_t: np.ndarray, starts: np.ndarray,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from latencymap.core.at_exit import run_at_exit
 from latencymap.core.errors import InputError, OutputError, SourceError, StrictError, already_said, note_said
 from latencymap.core.model import Item, Notice
 from latencymap.core.sanitize import clean_message, clean_text
@@ -98,16 +99,6 @@ def stdin_is_terminal() -> bool:
         return False
 
 
-#: What the command must finish however it ends (`close_at_exit`): recordings.
-_AT_EXIT: list[Callable[[], None]] = []
-
-
-def close_at_exit(close: Callable[[], None]) -> None:
-    """Have `guarded` call `close` as the command ends, however it ends (done, `q`, Ctrl-C, SIGTERM, SIGHUP, an
-    error): a recording written by the flow's thread, which may be blocked in its source then, is finished there."""
-    _AT_EXIT.append(close)
-
-
 def _on_sigterm(signum: int, frame: object) -> None:
     raise HungUp if signum == getattr(signal, "SIGHUP", None) else Terminated
 
@@ -138,9 +129,8 @@ def guarded(fn: Callable[[], int]) -> None:
         code = EXIT_TERMINATED
     except BrokenPipeError:
         code = EXIT_OK
-    finally:
-        while _AT_EXIT:
-            _AT_EXIT.pop()()
+    finally:  # recordings finished, and what sources say at their end said, however the command ended
+        run_at_exit()
     sys.exit(code)
 
 

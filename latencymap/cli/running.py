@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from latencymap.cli.common import EXIT_OK, close_at_exit, say
+from latencymap.cli.common import EXIT_OK, say
 from latencymap.cli.options import display_options
 from latencymap.core.accumulator import DEFAULT_HISTORY
+from latencymap.core.at_exit import close_at_exit
 from latencymap.core.model import Flow, FlowItem, Notice, unrolled
 from latencymap.flow.pipeline import limited, strict
 from latencymap.plugins import Source

@@ -95,6 +95,8 @@ class Accumulator:
     streams: dict[StreamId, StreamHistory] = field(default_factory=dict)
     skipped: int = 0
     messages: list[str] = field(default_factory=list)
+    #: Every message said, those past the first MAX_MESSAGES (the ones `messages` keeps) too.
+    messages_said: int = 0
     intervals_seen: int = 0
     #: Rebinned streams' own buckets (Prometheus, OpenTelemetry explicit bounds), summed.
     sources: dict[StreamId, SourceTotals] = field(default_factory=dict)
@@ -269,6 +271,7 @@ class Accumulator:
 
     def note(self, notice: Notice) -> None:
         self.skipped += notice.skipped
+        self.messages_said += 1
         if len(self.messages) < MAX_MESSAGES:
             self.messages.append(notice.message)
 

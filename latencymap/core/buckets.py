@@ -8,7 +8,9 @@ Slot 0 is the only slot below 1 of the stream's unit, so all of that bucket's wa
 its row reads `<1ms` (`<1µs`), as PyLatencyMap's bottom row reads `<1`. Its intensity stays
 PyLatencyMap's estimate for Oracle, 0.75 x the value (`midpoints_seconds`). The top slot, `[2**62, 2**63)`, is
 open: every longer value is counted in it too (`bin_values`), so reports write it `≥2**62` and the values seen in it
-may pass its nominal upper bound; the sources that see each value say so once per stream (`past_top_note`).
+may pass its nominal upper bound; the sources that see each value say so once per stream (`past_top_note`). A
+percentile there reaches the values seen in it; where they are not known it is `≥2**62`, a lower bound only
+(`percentiles.open_percentiles`).
 """
 
 from __future__ import annotations
@@ -118,16 +120,22 @@ def past_top_note(value: float, unit: str, shown_unit: str | None = None) -> str
     scale = unit_seconds(unit) / unit_seconds(shown)
     low, top = (format_duration(edge * unit_seconds(unit), long_units=True) for edge in (TOP_BOUND / 2, TOP_BOUND))
     return (f"value {value * scale:g} {shown} is past the top bucket's nominal end, {TOP_BOUND * scale:g} {shown} "
-            f"({top}): the top bucket is open (≥{low}) and counts it, but percentiles there say at most {top} (its "
-            "exact time is kept in the totals); said once per stream")
+            f"({top}): the top bucket is open (≥{low}) and counts it, with its exact time; percentiles there reach the "
+            "values seen in it; said once per stream")
 
 
 def range_text(low: float, high: float, slot: int, long_units: bool = False) -> str:
     """A bucket's range as reports write it (`format_duration` of its edges): `low–high`, and `≥low` for the open
     top slot."""
     if slot == TOP_SLOT:
-        return "≥" + format_duration(low, long_units=long_units)
+        return open_text(low, long_units)
     return "–".join(format_duration(edge, long_units=long_units) for edge in (low, high))
+
+
+def open_text(low: float, long_units: bool = False) -> str:
+    """`≥low`: the open top bucket, or a percentile known only to lie in it (its values not seen), as reports write
+    them."""
+    return "≥" + format_duration(low, long_units=long_units)
 
 
 def bin_extremes(values: np.ndarray) -> np.ndarray:

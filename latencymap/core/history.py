@@ -24,7 +24,7 @@ from latencymap.core import chunked, columns
 from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
 from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Block, Chunk, KeptMeta, observed, observed_s
 from latencymap.core.model import Interval, IntervalRun, SourceBuckets, StreamId
-from latencymap.core.percentiles import PERCENTILES, percentile_estimates, safe_ratio
+from latencymap.core.percentiles import PERCENTILES, open_percentiles, percentile_estimates, safe_ratio
 
 _CACHED_CHUNKS = 2
 _SEQUENCE = itertools.count()
@@ -530,8 +530,10 @@ class StreamHistory:
         events = sum(counts.tolist())  # Python integers: a stream's total may pass 2**63 where no slot's does
         # exact times say where inside each bucket its events lie (estimated ones would say the midpoint)
         pct = percentile_estimates(counts, self.low, self.high, times=times if exact else None, seen=self.seen)
+        at_least = open_percentiles(counts, seen=self.seen)
         return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
-                      dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)))
+                      dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)),
+                      tuple(q for q, bound in zip(PERCENTILES, at_least.tolist(), strict=True) if bound))
 
     def slot_sums(self, cols: slice = slice(None), *, all_seen: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
         """Per-slot counts and time, and duration (s, gap columns left out) of columns `cols`: whole chunks from
@@ -626,3 +628,5 @@ class Totals:
     duration_s: float
     counts: np.ndarray
     percentiles: dict[float, float]
+    #: The percentiles that are a lower bound only (`open_percentiles`): in the open top slot, its values not known.
+    open: tuple[float, ...] = ()

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from latencymap.core.buckets import NSLOTS, TOP_SLOT
+
 PERCENTILES: tuple[float, ...] = (0.50, 0.90, 0.99, 0.999)
 #: How reports, gates and diffs name them.
 PERCENTILE_NAMES: dict[float, str] = {0.50: "p50", 0.90: "p90", 0.99: "p99", 0.999: "p999"}
@@ -26,6 +28,9 @@ def percentile_estimates(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
     `counts`; NaN or infinite where not known), the bucket is `[smallest, largest]` of its slot instead of
     `[low, high)`, both for the interpolation and for the range the count and sum allow: no percentile lies outside
     the values seen in its bucket.
+    The open top slot (`counts` of all NSLOTS slots) has no upper edge: a percentile there lies within the values seen
+    in it, past its nominal end as they do; where they are not known it is that slot's low, a lower bound only
+    (`open_percentiles` says which).
     """
     counts = np.asarray(counts, dtype=np.float64)
     squeeze = counts.ndim == 1
@@ -42,12 +47,13 @@ def percentile_estimates(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
     ok = total > 0
     for j, q in enumerate(qs):
         target = q * total
-        idx = np.argmax(cum >= target[:, None] - 1e-9 * total[:, None], axis=1)
+        idx = _rank_slot(cum, q)
         before = np.where(idx > 0, cum[rows, np.maximum(idx - 1, 0)], 0.0)
         inside = counts[rows, idx]
         frac = np.clip(np.divide(target - before, inside, out=np.zeros_like(target), where=inside > 0), 0.0, 1.0)
-        lo, hi = low[idx], high[idx]
-        known = None
+        top = (idx == TOP_SLOT) & (counts.shape[-1] == NSLOTS)
+        lo, hi = low[idx], np.where(top, np.inf, high[idx])
+        known = np.zeros(idx.shape, dtype=bool)
         if least_seen is not None and most_seen is not None:
             lo, hi, known = _seen_range(lo, hi, least_seen[rows, idx], most_seen[rows, idx])
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -55,20 +61,50 @@ def percentile_estimates(counts: np.ndarray, low: np.ndarray, high: np.ndarray,
         value = np.where(lo > 0, geometric, lo + frac * (hi - lo))
         if times is not None:
             value = _within_mean(value, frac, inside, times[rows, idx], lo, hi)
-        if known is not None:
-            value = np.where(known, np.clip(value, lo, hi), value)  # float rounding at the ends
+        value = np.where(known, np.clip(value, lo, hi), value)  # float rounding at the ends
+        value = np.where(top & ~known, lo, value)  # the open top, its values not known: its low, at least
         out[:, j] = np.where(ok, value, np.nan)
     return out[0] if squeeze else out
+
+
+def open_percentiles(counts: np.ndarray, qs: tuple[float, ...] = PERCENTILES,
+                     seen: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Which of `percentile_estimates`' values (same shape, False for empty rows) are a lower bound only: the rank
+    falls in the open top slot and the largest value seen in it is not known, so the value is that slot's low."""
+    counts = np.asarray(counts, dtype=np.float64)
+    rows = counts if counts.ndim > 1 else counts[None, :]
+    out = np.zeros((rows.shape[0], len(qs)), dtype=bool)
+    if rows.shape[-1] == NSLOTS:
+        cum = np.cumsum(rows, axis=-1)
+        known = np.zeros(rows.shape[0], dtype=bool)
+        if seen is not None:
+            known = _known(*(np.broadcast_to(np.asarray(s, dtype=np.float64), rows.shape)[:, TOP_SLOT] for s in seen))
+        for j, q in enumerate(qs):
+            out[:, j] = (_rank_slot(cum, q) == TOP_SLOT) & (cum[:, -1] > 0) & ~known
+    return out if counts.ndim > 1 else out[0]
+
+
+def _rank_slot(cum: np.ndarray, q: float) -> np.ndarray:
+    """Per row of cumulative counts, the slot holding the rank of quantile `q`."""
+    total = cum[:, -1]
+    slots: np.ndarray = np.argmax(cum >= (q * total)[:, None] - 1e-9 * total[:, None], axis=1)
+    return slots
 
 
 def _seen_range(lo: np.ndarray, hi: np.ndarray, least: np.ndarray,
                 most: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(low, high, known): the bucket `[lo, hi)` narrowed to the values seen in it, `[least, most]`, where both are
     known (finite); `[lo, hi)` elsewhere."""
-    known = np.isfinite(least) & np.isfinite(most) & (least <= most)
+    known = _known(least, most)
     narrow_lo = np.clip(np.where(known, least, lo), lo, hi)
     narrow_hi = np.clip(np.where(known, most, hi), narrow_lo, hi)
     return narrow_lo, narrow_hi, known
+
+
+def _known(least: np.ndarray, most: np.ndarray) -> np.ndarray:
+    """Where the values seen in a slot are known: its smallest and largest both finite, in order."""
+    known: np.ndarray = np.isfinite(least) & np.isfinite(most) & (least <= most)
+    return known
 
 
 def exact_bucket_range(inside: np.ndarray, spent: np.ndarray, lo: np.ndarray,

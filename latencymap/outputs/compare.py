@@ -160,7 +160,8 @@ def compare_text(result: dict[str, Any]) -> str:
     if not out:
         out.append("No data on either side.")
     for side, errors in result["errors"].items():  # what reading each side skipped and said
-        out += read_notes(errors["skipped_records"], errors["messages"], whose=f" ({side})")
+        out += read_notes(errors["skipped_records"], errors["messages"], whose=f" ({side})",
+                          left_out=errors.get("messages_left_out", 0))
     return "\n".join(out) + "\n"
 
 

@@ -13,7 +13,9 @@ Grammar (keywords and metric names are case-insensitive)::
 Metrics, computed over a stream's whole history:
 
 - `p50 p90 p99 p999 mean` (durations) and `time` (total time waited): compared with a duration
-  that carries its unit (`20ms`, `1.5 s`); a bare `0` is allowed.
+  that carries its unit (`20ms`, `1.5 s`); a bare `0` is allowed. A percentile in the open top bucket whose
+  values are not known is only at least that bucket's low (the report's `≥`): it compares as that bound, which
+  is past any threshold a gate would name (2^62 of the stream's unit), and a failure line writes it `≥`.
 - `events` (count), `rate` (events per second), `bands` (number of latency bands): plain numbers.
 - `tail.time_share`, `tail.events_share`: a fraction (`0.5`) or a percentage (`50%`), of the slowest
   buckets that hold half of the time (`latencymap.analysis.tail`): `tail.events_share < 5%` fails when
@@ -39,6 +41,7 @@ from typing import Any
 
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.buckets import open_text
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
@@ -243,12 +246,14 @@ def parse_gate(text: str) -> Gate:
     return Gate(text, _Parser(text).parse())
 
 
-def stream_metrics(hist: StreamHistory, source: SourceTotals | None = None) -> dict[str, float]:
+def stream_metrics(hist: StreamHistory, source: SourceTotals | None = None) -> tuple[dict[str, float], set[str]]:
     """Every gate metric of one stream's whole history: the numbers the report prints (a rebinned stream's
-    percentiles from its own buckets, its time from the source's sum: `source`)."""
+    percentiles from its own buckets, its time from the source's sum: `source`); and the metrics that are a lower
+    bound only (a percentile in the open top bucket, as the report's `open`), which compare as that bound."""
     t = hist.totals()
     diag = stream_diagnosis(hist)
     total = stream_total(t, source, hist.stream.unit, hist.n)
+    at_least = {PERCENTILE_NAMES[q] for q in PERCENTILES if f"{PERCENTILE_NAMES[q]}_s" in total.get("open", ())}
     values: dict[str, float] = {PERCENTILE_NAMES[q]: _value(total[f"{PERCENTILE_NAMES[q]}_s"]) for q in PERCENTILES}
     values.update({
         "mean": _value(total["mean_s"]), "time": total["time_s"], "events": t.events,
@@ -257,7 +262,7 @@ def stream_metrics(hist: StreamHistory, source: SourceTotals | None = None) -> d
         "tail.time_share": diag.tail.time_share if diag.tail else math.nan,
         "tail.events_share": diag.tail.events_share if diag.tail else math.nan,
     })
-    return values
+    return values, at_least
 
 
 def _value(v: float | None) -> float:
@@ -278,12 +283,12 @@ def evaluate(node: Node, values: dict[str, float]) -> bool:
     return all(results) if node.op == "and" else any(results)
 
 
-def show(metric: str, value: float) -> str:
-    """A metric value for a failure line."""
+def show(metric: str, value: float, at_least: bool = False) -> str:
+    """A metric value for a failure line (`at_least`: a lower bound only, `≥value`)."""
     if math.isnan(value):
         return "-"  # undefined: no events (or no time)
     if metric in DURATION_METRICS:
-        return format_duration(value, long_units=True)
+        return open_text(value, long_units=True) if at_least else format_duration(value, long_units=True)
     if metric in SHARE_METRICS:
         return f"{100 * value:.1f}%"
     if metric in BOOL_METRICS:
@@ -299,11 +304,11 @@ def check_gates(acc: Accumulator, gates: list[Gate]) -> list[str]:
         return [f"gate failed: {g.text!r}: no stream to check (no data)" for g in gates]
     failures: list[str] = []
     for hist in acc.streams.values():  # each read a chunk of columns at a time: no dense matrix of a long stream
-        values = stream_metrics(hist, acc.sources.get(hist.stream))
+        values, at_least = stream_metrics(hist, acc.sources.get(hist.stream))
         name = clean_text(hist.stream.label) or "(no label)"
         for gate in gates:
             if evaluate(gate.node, values):
-                shown = ", ".join(f"{m} = {show(m, values[m])}" for m in gate.metrics())
+                shown = ", ".join(f"{m} = {show(m, values[m], m in at_least)}" for m in gate.metrics())
                 failures.append(f"gate failed: {gate.text!r} on stream {name!r}: {shown}")
     return failures
 

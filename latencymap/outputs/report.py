@@ -12,7 +12,7 @@ from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core import chunked
 from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, StreamHistory, Totals
-from latencymap.core.buckets import NSLOTS, TOP_SLOT, range_text
+from latencymap.core.buckets import NSLOTS, TOP_SLOT, open_text, range_text
 from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
@@ -89,20 +89,33 @@ def _buckets(hist: StreamHistory, slots: slice) -> list[dict[str, Any]]:
 
 def stream_total(total: Totals, source: SourceTotals | None, unit: str, columns: int) -> dict[str, Any]:
     """Events, time, mean and percentiles; a rebinned stream's come from its own buckets (and exact sum), and a
-    stream whose source folded exactly into rows takes its time from the source's sum when every column has one."""
+    stream whose source folded exactly into rows takes its time from the source's sum when every column has one.
+    `open` lists the percentiles that are a lower bound only (the open top bucket's low: its values are not known)."""
     time_s, mean_s = total.time_s, total.mean_s
     percentiles = {q: total.percentiles[q] for q in PERCENTILES}
+    at_least = total.open
     own_percentiles, own_time = source_use(source, total.events, columns)
     if own_percentiles:
         assert source is not None
         scale = unit_seconds(unit)
         percentiles = {q: source.percentile(q) * scale for q in PERCENTILES}
+        at_least = ()
     if own_time:
         assert source is not None
         time_s = source.time_s
         mean_s = time_s / total.events if total.events else math.nan
     return {"events": total.events, "time_s": time_s, "mean_s": _num(mean_s),
-            **{f"{PERCENTILE_NAMES[q]}_s": _num(v) for q, v in percentiles.items()}}
+            **{f"{PERCENTILE_NAMES[q]}_s": _num(v) for q, v in percentiles.items()},
+            **({"open": [f"{PERCENTILE_NAMES[q]}_s" for q in at_least]} if at_least else {})}
+
+
+def percentile_text(total: dict[str, Any], q: float) -> str:
+    """A percentile of `stream_total` as the text report writes it: `≥low` where it is a lower bound only (`open`: in
+    the open top bucket, whose values are not known)."""
+    key = f"{PERCENTILE_NAMES[q]}_s"
+    if key in total.get("open", ()):
+        return open_text(total[key], long_units=True)
+    return format_duration(total[key], long_units=True)
 
 
 def source_use(source: SourceTotals | None, events: int, columns: int) -> tuple[bool, bool]:
@@ -258,8 +271,7 @@ def _summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool) -> tup
             out.append(f"the first bucket, (0, {duration_text(upper * to_s)}], holds {share:.0%} of the events, "
                        f"whose mean the exact sum puts at {duration_text(most * to_s)} at most (the rows place them "
                        "so); inside it, histogram_quantile draws a straight line from 0")
-    pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {format_duration(total[f'{PERCENTILE_NAMES[q]}_s'], long_units=True)}"
-                     for q in PERCENTILES)
+    pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {percentile_text(total, q)}" for q in PERCENTILES)
     out.append(f"mean {format_duration(total['mean_s'], long_units=True)}  {pcts}")
     out += stream_diagnosis(hist).summary_lines()
     out += marks_lines(hist)
@@ -273,7 +285,8 @@ def report_text(acc: Accumulator, untimed: Collection[StreamId] = ()) -> str:
     for hist in acc.streams.values():
         out += _stream_text(hist, acc, hist.stream in untimed)
     out += peer_lines(acc)
-    out += read_notes(acc.skipped, acc.messages, acc.dropped_for_budget)
+    out += read_notes(acc.skipped, acc.messages, acc.dropped_for_budget,
+                      left_out=acc.messages_said - len(acc.messages))
     return "\n".join(out) + "\n"
 
 
@@ -283,7 +296,9 @@ SHOWN_MESSAGES = 10
 
 def read_errors(acc: Accumulator) -> dict[str, Any]:
     """What reading skipped and said, as the JSON documents give it."""
-    return {"skipped_records": acc.skipped, "messages": list(acc.messages)}
+    left_out = acc.messages_said - len(acc.messages)
+    return {"skipped_records": acc.skipped, "messages": list(acc.messages),
+            **({"messages_left_out": left_out} if left_out else {})}
 
 
 def stream_errors(acc: Accumulator) -> dict[str, Any]:
@@ -294,15 +309,13 @@ def stream_errors(acc: Accumulator) -> dict[str, Any]:
     return {"skipped_records": 0, "messages": [], "report_skipped_records": acc.skipped}
 
 
-def read_notes(skipped: int, messages: list[str], dropped: int = 0, whose: str = "") -> list[str]:
-    """A text report's closing lines: records skipped, what reading said, and columns dropped for the memory
-    budget (`whose`: which input, where there are two)."""
+def read_notes(skipped: int, messages: list[str], dropped: int = 0, whose: str = "", left_out: int = 0) -> list[str]:
+    """A text report's closing lines: records skipped, what reading said (`left_out`: messages said past those
+    `messages` kept), and columns dropped for the memory budget (`whose`: which input, where there are two)."""
     out: list[str] = []
     said = [f"   {clean_text(m, 600)}" for m in messages[:SHOWN_MESSAGES]]
-    if len(messages) > SHOWN_MESSAGES:
-        more = len(messages) - SHOWN_MESSAGES
-        if len(messages) >= MAX_MESSAGES:  # only the first messages were kept: count the records skipped after them
-            more = max(more, skipped - sum(m.endswith("skipped") for m in messages[:SHOWN_MESSAGES]))
+    if len(messages) + left_out > SHOWN_MESSAGES:
+        more = len(messages) + left_out - min(len(messages), SHOWN_MESSAGES)
         said.append(f"   ... and {more} more (--format json lists up to {MAX_MESSAGES})")
     if skipped:
         out.append(f"Skipped records{whose}: {skipped}")

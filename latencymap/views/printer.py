@@ -29,6 +29,7 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
     render = renderer.render
     clear = CLEAR if out.isatty() else ""
     stale = False  # a record was skipped after the last frame: the input's end draws one more, with the final count
+    failed = False  # the source or the view failed: with nothing drawn yet, its error comes alone, no "no data yet"
     try:
         if once:
             accumulate(flow, acc, on_notice=_say)
@@ -48,8 +49,11 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
                 time.sleep(screen_delay)
         if stale and acc.intervals_seen:
             out.write(clear + render(acc))
+    except Exception:
+        failed = True
+        raise
     finally:
-        if once or not acc.intervals_seen:
+        if (once or not acc.intervals_seen) and not (failed and not acc.intervals_seen):
             out.write(render(acc))
         elif opts.color and clear:
             out.write("\x1b[0m")

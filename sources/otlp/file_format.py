@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import ClassVar
 
+from latencymap.core.at_exit import forget_at_exit, say_at_exit
 from latencymap.core.json_input import TOO_DEEP, json_input
 from latencymap.core.model import Notice
 from latencymap.plugins import Item, TextFormat
@@ -39,6 +40,7 @@ class OtlpJsonFormat(TextFormat):
         from latencymap.sources.otlp.points import PointStreams
 
         streams = PointStreams()
+        rest = say_at_exit(streams.finish)  # a run ended before the file's (Ctrl-C, SIGTERM, --count) says it too
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -59,3 +61,4 @@ class OtlpJsonFormat(TextFormat):
                 continue
             yield from streams.feed(decoded, where)
         yield from streams.finish()
+        forget_at_exit(rest)

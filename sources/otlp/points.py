@@ -180,8 +180,9 @@ class PointStreams:
             self.let_go_idle()
 
     def finish(self) -> Iterator[Notice]:
-        """At the end of the input: the count of each series' skipped points not said yet."""
-        for label, late in self._late.items():
+        """At the end of the input: the count of each series' skipped points not said yet (also from another thread as
+        the command ends, `say_at_exit`: the series are copied first)."""
+        for label, late in list(self._late.items()):
             if late.pending:
                 yield _late_notice(label, late)
 

@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from latencymap.core.at_exit import forget_at_exit, say_at_exit
 from latencymap.core.json_input import TOO_DEEP, json_input
 from latencymap.core.model import Notice
 from latencymap.core.sanitize import clean_text
@@ -74,6 +75,7 @@ def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None
             stop: Callable[[], None]) -> Iterator[Item]:
     """`greeting`, then Intervals and notices of what arrives on `inbox` until closed or idle; then `stop()`."""
     streams = PointStreams()
+    rest = say_at_exit(streams.finish)  # a run ended before the input's (Ctrl-C, SIGTERM, --duration) says it too
     try:
         yield from greeting
         last = time.monotonic()
@@ -90,6 +92,7 @@ def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None
             else:
                 yield from streams.feed(what, origin)
         yield from streams.finish()
+        forget_at_exit(rest)
     finally:
         stop()
 

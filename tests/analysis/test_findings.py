@@ -102,3 +102,18 @@ def test_two_straggler_tasks_of_a_real_spark_stage_are_named_as_stragglers_not_a
     assert head.startswith("   bimodal: 94% of events in 256ms–512ms, 2 events in 2.05s–4.1s own 33% of the time — ")
     assert "one or two tasks far slower than the rest" in head and "a straggler (a skewed partition" in head
     assert "a stall, a retry, a timeout, a pause" not in head
+
+
+def test_a_band_and_an_episode_in_the_open_top_bucket_are_written_as_the_bucket_table_writes_it() -> None:
+    """A PyLatencyMap-like stream (ns, counts only) whose slow band sits in the top bucket, which is open (it counts
+    every longer value too): the diagnosis wrote it `53,376 days–106,752 days`, a closed range the bucket table does
+    not claim; now `≥53,376 days`, as the table writes it. Ranges below the top stay closed."""
+    counts = np.zeros((10, len(LOW)))
+    counts[:, 11] = 1000  # [1024, 2048) ns
+    counts[4:7, -1] = 50  # the top bucket, [2**62, 2**63) ns and past it
+    d = diagnose(counts, None, LOW, HIGH, np.arange(10.0), np.arange(10.0) + 1)
+    lines = d.summary_lines()
+    assert lines[0].startswith("bimodal: 99% of events in 1.02µs–2.05µs, 1% in ≥53,376 days own 100% of the time")
+    assert any("a band appeared at ≥53,376 days with" in line for line in lines), lines
+    assert "106,752 days" not in "\n".join(lines)
+    assert span(LOW[11], HIGH[11], 11) == "1.02µs–2.05µs" and span(LOW[-1], HIGH[-1], len(LOW) - 1) == "≥53,376 days"

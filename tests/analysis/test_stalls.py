@@ -151,3 +151,22 @@ def test_a_stall_s_waits_began_at_most_the_longest_one_before_it_unless_they_run
                            seen_max=None if datasource.endswith("no-seen") else seen)
     assert stall.first_col == 0 and stall.began_before is not None
     assert stall.began_before == pytest.approx((2.585, most))
+
+
+def test_a_stall_in_the_open_top_bucket_is_written_open_and_its_waits_reach_the_largest_value_seen() -> None:
+    """Waits past the top bucket's nominal end (2**63 ns, 106,752 days), their largest seen (5e19 ns, 578,704 days):
+    the stall said `4 events of 53,376 days–106,752 days` and that the wait `began 245,949 days–106,752 days before`
+    (a range running backwards: the longest wait was cut at the nominal end). The top bucket is open: `≥53,376
+    days`, and the longest wait is the largest value seen; not known, it is bounded only by the column's time."""
+    big = np.array([6e18, 9e18, 2e19, 5e19])
+    cols = steady(200.0, 0.0, ncols=20, at=10, n=200)
+    cols[10] = np.r_[cols[10][:-1], big]
+    counts, spent, starts, ends = stream(cols, 20)
+    seen_max = np.full(len(LOW), np.nan)
+    seen_max[-1] = 5e19 * 1e-9
+    for known in (seen_max, None):
+        d = diagnose(counts, spent, LOW, HIGH, starts, ends, seen_max=known)
+        (line,) = [f.line() for f in d.findings if f.kind == "stall"]
+        assert "4 events of ≥53,376 days" in line and "106,752 days" not in line, line
+        assert "began 245,949 days–578,704 days before it" in line if known is not None else \
+            "began 245,949 days–983,796 days before it" in line, line

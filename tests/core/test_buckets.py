@@ -90,8 +90,8 @@ def test_the_top_slot_is_open_and_a_value_past_its_nominal_end_is_found_and_word
     assert past_top(values) == 3 and past_top(values[:3]) is None and past_top(np.empty(0)) is None
     assert past_top_note(2.0**70, "microsec") == (
         "value 1.18059e+21 microsec is past the top bucket's nominal end, 9.22337e+18 microsec (106,751,991 days): "
-        "the top bucket is open (≥53,375,996 days) and counts it, but percentiles there say at most 106,751,991 days "
-        "(its exact time is kept in the totals); said once per stream")
+        "the top bucket is open (≥53,375,996 days) and counts it, with its exact time; percentiles there reach the "
+        "values seen in it; said once per stream")
     assert past_top_note(1e20, "microsec", "sec").startswith(
         "value 1e+14 sec is past the top bucket's nominal end, 9.22337e+12 sec (106,751,991 days)")
     assert range_text(64e-6, 128e-6, 7) == "64µs–128µs" and range_text(0.0, 1e-6, 0) == "0–1µs"

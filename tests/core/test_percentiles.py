@@ -227,3 +227,28 @@ def test_unknown_extremes_leave_the_estimate_as_it_was() -> None:
     assert np.array_equal(percentile_estimates(counts, low, high, seen=(nan, nan)), plain)
     inf = np.full(64, np.inf)
     assert np.array_equal(percentile_estimates(counts, low, high, seen=(-inf, inf)), plain)
+
+
+def test_percentiles_in_the_open_top_slot_reach_the_values_seen_there_or_say_they_are_a_lower_bound() -> None:
+    """The top slot, [2**62, 2**63) of the unit, is open: it counts every longer value too. Percentiles there were
+    interpolated inside [low, 2 x low) and stopped at its nominal end. With the values seen in it (2**64 and 2**66
+    ns), they lie among them, past that end; without, they are the slot's low and `open_percentiles` says so."""
+    from latencymap.core.buckets import TOP_SLOT
+    from latencymap.core.percentiles import open_percentiles
+
+    low, high = bounds_seconds("bpf", "nanosec")
+    values = np.r_[np.full(98, 1500.0), 2.0**64, 2.0**66]
+    counts, sums = bin_values(values)
+    seen = bin_extremes(values) * 1e-9
+    qs = (0.5, 0.995, 1.0)
+    for times in (None, sums * 1e-9):
+        p50, p995, p100 = percentile_estimates(counts, low, high, qs, times=times, seen=(seen[0], seen[1]))
+        assert 1024e-9 <= p50 < 2048e-9
+        assert 2.0**64 * 1e-9 <= p995 <= p100 == pytest.approx(2.0**66 * 1e-9) and p995 > high[TOP_SLOT]
+        assert not open_percentiles(counts, qs, seen=(seen[0], seen[1])).any()
+        unknown = percentile_estimates(counts, low, high, qs, times=times)
+        assert 1024e-9 <= unknown[0] < 2048e-9 and unknown[1] == unknown[2] == low[TOP_SLOT]
+        assert open_percentiles(counts, qs).tolist() == [False, True, True]
+    rows = np.stack([counts, np.zeros(64), np.eye(64)[3]])
+    assert open_percentiles(rows, qs).tolist() == [[False, True, True], [False] * 3, [False] * 3]
+    assert not open_percentiles(counts[:10], qs).any()  # not the whole scale: no top slot

@@ -219,3 +219,12 @@ def test_gates_on_a_day_long_stream_hold_no_dense_matrix_of_its_columns() -> Non
         tracemalloc.stop()
     assert len(failed) == 1 and "p99" in failed[0]
     assert peak < 20e6
+
+
+def test_a_percentile_in_the_open_top_bucket_gates_as_its_lower_bound_and_is_written_so(tmp_path: Path) -> None:
+    """p99 in the open top bucket, its values not known: the report gives it as the bucket's low, a lower bound. A
+    gate compares it as that bound, past any threshold, and its failure line writes it `≥`, as the report does."""
+    path = write_records(tmp_path / "top.txt", [{1: 980, 2**62: 20}], unit="nanosec")
+    code, err = run_gates(path, "p99 > 20ms", "p99 < 20ms", "p50 > 1ms")
+    assert code == 1
+    assert err.splitlines() == ["latencymap: gate failed: 'p99 > 20ms' on stream 'disk reads': p99 = ≥53,376 days"]

@@ -15,8 +15,10 @@ from latencymap.analysis.tail import MAX_EVENTS_SHARE, TIME_FRACTION
 from latencymap.cli.common import REGISTRY
 from latencymap.cli.main import main
 from latencymap.core.buckets import bounds_seconds
-from latencymap.core.model import Interval
+from latencymap.core.model import Interval, StreamId
 from latencymap.flow.pipeline import input_flow
+from latencymap.protocol import format_record
+from latencymap.protocol.grammar import NOTE_PREFIX
 
 
 def parse_records(path: Path) -> list[tuple[int, dict[int, int]]]:
@@ -217,6 +219,26 @@ def test_the_text_report_counts_the_messages_it_does_not_print(tmp_path: Path) -
     assert len(doc["errors"]["messages"]) == doc["errors"]["skipped_records"] == 15
 
 
+@pytest.mark.parametrize("skipped", [[1] * 121, [300] + [0] * 120])
+def test_the_text_report_counts_every_message_left_out_whatever_it_says(tmp_path: Path, skipped: list[int]) -> None:
+    """121 messages of a recorded run (a time line ignored, each a record skipped; or one message for 300 records and
+    120 that skip none): 10 printed, 100 in the JSON, 111 left out of the text and 21 of the JSON, whatever the
+    messages end with and however many records they skipped."""
+    notes = [NOTE_PREFIX + json.dumps({"message": f"bt.txt line {i}: time line ignored", "skipped": n}) + "\n"
+             for i, n in enumerate(skipped)]
+    path = tmp_path / "rec.txt"
+    path.write_text("".join(notes) + "".join(
+        format_record(StreamId("io", "bpf", "microsec"), 101.0 + i, np.arange(64) % 3, start=100.0 + i,
+                      per_interval=True) for i in range(3)))
+    text = CliRunner().invoke(main, ["report", str(path)]).output
+    assert f"Skipped records: {sum(skipped)}" in text and text.count("time line ignored") == 10
+    assert text.endswith("   ... and 111 more (--format json lists up to 100)\n")
+    errors = json.loads(CliRunner().invoke(main, ["report", "--format", "json", str(path)]).output)["errors"]
+    assert len(errors["messages"]) == 100 and errors["messages_left_out"] == 21
+    diff = CliRunner().invoke(main, ["diff", str(path), str(path)]).output
+    assert diff.count("   ... and 111 more (--format json lists up to 100)\n") == 2
+
+
 def test_rates_are_per_second_observed_gap_columns_left_out(tmp_path: Path) -> None:
     """Four 1 s columns of 100 events and six 1 s gap columns (a scrape target down): 100 events/s, not 40/s, in the
     text report and the gate; the time line still spans all ten columns."""
@@ -336,3 +358,28 @@ def test_the_report_of_a_day_long_stream_holds_no_dense_matrix_of_its_columns() 
     text, json_doc = peaks
     assert text < 20e6
     assert json_doc < 20e6 + 2 * n * 6 * 8  # and the frequency and intensity arrays (columns x buckets used)
+
+
+def test_percentiles_in_the_open_top_bucket_say_what_is_known_of_them(tmp_path: Path) -> None:
+    """PyLatencyMap records (counts only) with 1.5% of the events in the top bucket: p99 read `66,785 days`, a number
+    interpolated inside a bucket whose values may lie anywhere past its low. Now the text says `≥53,376 days` and the
+    JSON keeps the low as the number, listing the key under `open`. Raw values, whose largest is seen, read among
+    them (past the nominal end) and are not open."""
+    top = 2**62
+    records = []
+    for i, n in enumerate((0, 1000, 2000)):
+        records += ["<begin record>", f"timestamp, microsec, {(1_700_000_000 + i) * 1_000_000}, t{i}",
+                    "latencyunit, nanosec", "label, top", "datasource, bpf", f"1024, {n}", f"{top}, {n * 15 // 1000}",
+                    "<end record>"]
+    path = tmp_path / "top.txt"
+    path.write_text("\n".join(records) + "\n")
+    text = _run_report(str(path))
+    assert "p90 1.93µs  p99 ≥53,376 days  p999 ≥53,376 days" in text and "in ≥53,376 days own" in text
+    (stream,) = json.loads(_run_report("--format", "json", str(path)))["streams"]
+    total = stream["total"]
+    assert total["open"] == ["p99_s", "p999_s"] and total["p99_s"] == total["p999_s"] == 2.0**62 * 1e-9
+    raw = tmp_path / "raw.txt"
+    raw.write_text("\n".join(["200"] * 98 + ["2e19", "5e19"]) + "\n")
+    (stream,) = json.loads(_run_report("--format", "json", "--unit", "ns", str(raw)))["streams"]
+    assert "open" not in stream["total"] and 2e10 <= stream["total"]["p999_s"] <= 5e10
+    assert "p999 ≥" not in _run_report("--unit", "ns", str(raw))

@@ -81,9 +81,8 @@ def test_a_value_past_the_top_bucket_is_said_once_with_its_line_value_and_the_bo
     items = read_items(RawValuesFormat, text, "v.txt")
     said = [m for m in notices(items) if "top bucket" in m]
     assert said == ["v.txt: line 3: value 1.18059e+21 microsec is past the top bucket's nominal end, 9.22337e+18 "
-                    "microsec (106,751,991 days): the top bucket is open (≥53,375,996 days) and counts it, but "
-                    "percentiles there say at most 106,751,991 days (its exact time is kept in the totals); said once "
-                    "per stream"]
+                    "microsec (106,751,991 days): the top bucket is open (≥53,375,996 days) and counts it, with its "
+                    "exact time; percentiles there reach the values seen in it; said once per stream"]
     (col,) = intervals(items)
     assert int(col.counts[-1]) == 2 and int(col.counts.sum()) == 4
     assert float(col.time.sum()) == pytest.approx((2**70 + 2e20 + 13) / 1e6)

@@ -109,11 +109,11 @@ def test_a_wait_past_the_top_bucket_is_said_once_per_event_with_its_line() -> No
     said = [m for m in notices(items) if "top bucket" in m]
     assert said == [
         f"t.trc: line 2: {seq}: value 1e+20 microsec is past the top bucket's nominal end, 9.22337e+18 microsec "
-        "(106,751,991 days): the top bucket is open (≥53,375,996 days) and counts it, but percentiles there say at "
-        "most 106,751,991 days (its exact time is kept in the totals); said once per stream",
+        "(106,751,991 days): the top bucket is open (≥53,375,996 days) and counts it, with its exact time; "
+        "percentiles there reach the values seen in it; said once per stream",
         f"t.trc: line 4: {scat}: value 9.22337e+18 microsec is past the top bucket's nominal end, 9.22337e+18 "
-        "microsec (106,751,991 days): the top bucket is open (≥53,375,996 days) and counts it, but percentiles there "
-        "say at most 106,751,991 days (its exact time is kept in the totals); said once per stream"]
+        "microsec (106,751,991 days): the top bucket is open (≥53,375,996 days) and counts it, with its exact time; "
+        "percentiles there reach the values seen in it; said once per stream"]
     top = {label: int(sum(iv.counts[-1] for iv in intervals(items) if iv.stream.label == label))
            for label in (seq, scat)}
     assert top == {seq: 2, scat: 2}  # still counted there: 2**63 - 1 is in the bucket, 2**63 past it

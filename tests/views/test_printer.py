@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from latencymap.cli.common import REGISTRY
-from latencymap.core.model import StreamId
+from latencymap.core.errors import SourceError
+from latencymap.core.model import Interval, StreamId
 from latencymap.flow.pipeline import input_flow
 from latencymap.protocol import format_record
 from latencymap.views import printer
@@ -43,3 +45,30 @@ def test_the_last_frame_counts_a_record_skipped_after_the_last_interval(tmp_path
     last = frames(path, once=True, delay=delay)
     assert "skipped records: 1" in last
     assert shown.endswith(last) and shown.count("Columns: 3") == 2
+
+
+@pytest.mark.parametrize("once", [False, True])
+def test_a_source_that_fails_before_its_first_column_says_its_error_alone(tmp_path: Path, once: bool) -> None:
+    """`latencymap spark --plain` of a log that is not there printed `latencymap: no data yet (skipped records: 0)`
+    and then the error: as if the source had run and found nothing. The error now comes alone, with its exit code;
+    an input that runs and gives nothing still says `no data yet`."""
+    import subprocess
+    import sys
+
+    missing = tmp_path / "no-such-log"
+    run = subprocess.run([sys.executable, "-m", "latencymap", "spark", "--plain", *(["--once"] * once), str(missing)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == f"latencymap: {missing}: no such file or directory\n"
+    out = io.StringIO()
+    assert printer.run_plain(iter([]), ViewOptions(), once=once, screen_delay=0.0, history=10, out=out) == 0
+    assert out.getvalue() == "latencymap: no data yet (skipped records: 0)\n"
+
+    def failing() -> Iterator[Interval]:
+        raise SourceError("the source died")
+        yield
+
+    out = io.StringIO()
+    with pytest.raises(SourceError):
+        printer.run_plain(failing(), ViewOptions(), once=once, screen_delay=0.0, history=10, out=out)
+    assert out.getvalue() == ""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
 from click.testing import CliRunner
-from otlp_support import Pusher, exporter, free_port, push_job_durations
+from otlp_support import Pusher, exporter, free_port, post, push_job_durations
 
 from latencymap.cli import main as cli
 from latencymap.sources.otlp import DEFAULT_ADDRESS
@@ -66,3 +67,40 @@ def test_otlp_and_a_socket_path_together_are_a_usage_error() -> None:
         ListenSource(path="x.sock", otlp=DEFAULT_ADDRESS)
     result = CliRunner().invoke(cli.main, ["listen", "--otlp", "not-an-address", "--emit"])
     assert result.exit_code == 2 and "expected HOST:PORT" in result.output
+
+
+def test_sigterm_still_says_the_count_of_points_skipped_since_the_first(tmp_path: Path) -> None:
+    """A series' points not after its previous one are said once, then as a count now and then and at the input's
+    end; a receiver stopped by SIGTERM (or Ctrl-C, `--duration`) never reached that end, so the last count went
+    unsaid. The command's end says it (stderr), as it finishes recordings."""
+    import signal
+
+    def request(count: int) -> bytes:
+        point = {"startTimeUnixNano": "1700000000000000000", "timeUnixNano": "1700000010000000000",
+                 "count": str(count), "sum": 3.0 * count, "bucketCounts": ["0", str(count)], "explicitBounds": [1.0]}
+        metric = {"name": "lat", "unit": "ms", "histogram": {"aggregationTemporality": 1, "dataPoints": [point]}}
+        return json.dumps({"resourceMetrics": [{
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
+            "scopeMetrics": [{"scope": {"name": "t"}, "metrics": [metric]}]}]}).encode()
+
+    port = free_port()
+    child = subprocess.Popen([sys.executable, "-m", "latencymap", "report", "listen", "--otlp", f"127.0.0.1:{port}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stderr is not None
+        assert "receiving OpenTelemetry metrics" in child.stderr.readline()
+        for count in (1, 2, 3, 4, 5):  # the same time each: the first is a column, the other four skipped
+            assert post(f"http://127.0.0.1:{port}/v1/metrics", request(count), "application/json")[0] == 200
+        assert "a second point at 1700000010000000000 ns" in child.stderr.readline()
+        time.sleep(1.0)  # the worker takes the last three requests
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 143
+    (said,) = err.splitlines()  # the peer's port, then the count
+    assert said.startswith("latencymap: listen --otlp: 127.0.0.1:")
+    assert said.endswith(": svc/lat: 3 more points not after the previous one (4 in all); skipped")
+    assert "terminated (SIGTERM)" in out

@@ -142,16 +142,13 @@ def test_fixture_report_counts_match_the_exporters_last_cumulative_points() -> N
     assert totals == expected
 
 
-@pytest.mark.parametrize("temporality", ["delta", "cumulative"])
-def test_a_file_of_two_views_of_one_instrument_counts_every_skipped_point(tmp_path: Path, temporality: str) -> None:
-    """hn1's defect 5 as the file exporter writes it: each line holds two points of one series (two Views); the
-    report said `skipped_records: 1` (delta) or 0 (cumulative). Each second point counts; two lines say them."""
+def write_two_views(path: Path, temporality: str) -> None:
+    """Ten exports of one instrument under two Views, by the SDK's file exporter: two points of one series a line."""
     from opentelemetry.sdk.metrics import Histogram, MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
     from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
     from opentelemetry.sdk.resources import Resource
 
-    path = tmp_path / "views.jsonl"
     reader = PeriodicExportingMetricReader(
         FileMetricExporter(path, preferred_temporality={Histogram: TEMPORALITY[temporality]}),
         export_interval_millis=3_600_000)
@@ -164,6 +161,14 @@ def test_a_file_of_two_views_of_one_instrument_counts_every_skipped_point(tmp_pa
             histogram.record(value)
         reader.force_flush()
     provider.shutdown()
+
+
+@pytest.mark.parametrize("temporality", ["delta", "cumulative"])
+def test_a_file_of_two_views_of_one_instrument_counts_every_skipped_point(tmp_path: Path, temporality: str) -> None:
+    """hn1's defect 5 as the file exporter writes it: each line holds two points of one series (two Views); the
+    report said `skipped_records: 1` (delta) or 0 (cumulative). Each second point counts; two lines say them."""
+    path = tmp_path / "views.jsonl"
+    write_two_views(path, temporality)
     exports = sum(1 for line in path.read_text().splitlines() if "rpc.duration" in line)
     result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
     assert result.exit_code == 0, result.output
@@ -172,3 +177,21 @@ def test_a_file_of_two_views_of_one_instrument_counts_every_skipped_point(tmp_pa
     assert stream["total"]["events"] == 30 and exports >= 10
     assert doc["errors"]["skipped_records"] == exports
     assert len(doc["errors"]["messages"]) == 2 and doc["errors"]["messages"][1].endswith(f"({exports} in all); skipped")
+
+
+def test_a_run_stopped_before_the_files_end_still_says_the_count_of_points_skipped(tmp_path: Path) -> None:
+    """The count of a series' further skipped points was said only at the input's end: `report --count 4` of a
+    two-Views file said the first one and never the 2 after it. The run's end says them (stderr), however it ends;
+    read whole, the file says them once, in the report, and nothing more at the end."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "views.jsonl"
+    write_two_views(path, "delta")
+    command = [sys.executable, "-m", "latencymap", "report", str(path)]
+    stopped = subprocess.run([*command, "--count", "4"], capture_output=True, text=True, timeout=60, check=False)
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stderr.splitlines()[-1] == (f"latencymap: {path}: line 3: v/rpc.duration: 2 more points not after "
+                                               "the previous one (3 in all); skipped")
+    whole = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert whole.returncode == 0 and "more points" not in whole.stderr and "9 more points" in whole.stdout

@@ -597,6 +597,18 @@ def _exact_sum(source: SourceBuckets | None) -> float | None:
     return float(source.total_time)
 
 
+def interval_time(iv: Interval) -> np.ndarray:
+    """One interval's seconds per slot as a history keeps them: the source's own, else the midpoints' estimate scaled
+    to the source's exact sum where it gave one (a rebinned stream's)."""
+    if iv.time is not None:
+        return np.asarray(iv.time, dtype=np.float64)
+    time: np.ndarray = np.multiply(iv.counts, midpoints_seconds(iv.stream.datasource, iv.stream.unit),
+                                   dtype=np.float64)
+    total = _exact_sum(iv.source_buckets)
+    _scaled_to(time[None], [] if total is None else [(0, total)])
+    return time
+
+
 @dataclass(slots=True)
 class ColumnStats:
     events_per_s: np.ndarray

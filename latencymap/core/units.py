@@ -91,6 +91,11 @@ def format_number(value: float | None, digits: int = 3) -> str:
     return _compact(value, digits)
 
 
+def plural(n: int, noun: str) -> str:
+    """`1 event`, `2 events`, `1,024 events`."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _compact(value: float, digits: int) -> str:
     """`digits` significant digits, no exponent for large values (`12345`); a value under 1e-4 (not 0) in a short
     exponent form (`1.1e-5`), never `0`."""

@@ -5,7 +5,8 @@ they are paired whatever their labels. Each side's whole history is pooled into 
 Buckets are matched by their range in seconds (streams of different units rarely share ranges).
 
 Per pair: each bucket's share of the events (frequency share) and of the time (time share) on
-both sides and the change in percentage points; percentile and mean deltas and ratios; the shift
+both sides and the change in percentage points; percentile and mean deltas and ratios (the report's: a rebinned or
+HdrHistogram stream's from its source's own buckets, `stream_total`); the shift
 in octaves (`log2(candidate / baseline)`) of the median and of the mean log2 latency; bands found
 in the candidate that overlap no baseline band ("appeared"), and the reverse ("vanished").
 """
@@ -20,10 +21,11 @@ import numpy as np
 from latencymap.analysis.bands import Band
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator, StreamHistory
-from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
+from latencymap.core.percentiles import PERCENTILE_NAMES
 from latencymap.core.sanitize import clean_text
-from latencymap.core.units import format_duration
-from latencymap.outputs.report import read_errors, read_notes
+from latencymap.core.source_totals import SourceTotals
+from latencymap.core.units import format_duration, plural
+from latencymap.outputs.report import read_errors, read_notes, stream_total
 
 #: Share changes below this (absolute, as a fraction) count as no change.
 EPSILON = 1e-9
@@ -66,11 +68,12 @@ def _log2_center(hist: StreamHistory) -> float:
     return float((counts * np.log2(centre)).sum() / total)
 
 
-def _stats(hist: StreamHistory) -> dict[str, float]:
-    t = hist.totals()
-    out = {PERCENTILE_NAMES[q]: t.percentiles[q] for q in PERCENTILES}
-    out["mean"] = t.mean_s
-    return out
+def _stats(hist: StreamHistory, source: SourceTotals | None) -> dict[str, float]:
+    """Percentiles and mean (s) as the report gives them (`stream_total`: a rebinned or HdrHistogram stream's from
+    its source's own buckets, `source`)."""
+    total = stream_total(hist.totals(), source, hist.stream.unit, hist.n)
+    out = {k: total[f"{k}_s"] for k in _STATS}
+    return {k: math.nan if v is None else float(v) for k, v in out.items()}
 
 
 def _num(v: float) -> float | None:
@@ -87,8 +90,10 @@ def _overlaps(a: Band, b: Band) -> bool:
     return a.low_s < b.high_s and b.low_s < a.high_s
 
 
-def compare_streams(base: StreamHistory, cand: StreamHistory) -> dict[str, Any]:
-    """The JSON object of one pair (see the module docstring)."""
+def compare_streams(base: StreamHistory, cand: StreamHistory,
+                    sources: tuple[SourceTotals | None, SourceTotals | None]) -> dict[str, Any]:
+    """The JSON object of one pair (see the module docstring); `sources`, each side's own buckets where its source
+    has them (`Accumulator.sources`)."""
     pb, pc = _pooled(base), _pooled(cand)
     (eb, tb), (ec, tc) = _sums(pb), _sums(pc)
     buckets = []
@@ -100,7 +105,7 @@ def compare_streams(base: StreamHistory, cand: StreamHistory) -> dict[str, Any]:
         buckets.append({"low": key[0], "high": key[1], "baseline_events": cb, "candidate_events": cc,
                         "baseline_events_share": fb, "candidate_events_share": fc, "events_share_change": fc - fb,
                         "baseline_time_share": xb, "candidate_time_share": xc, "time_share_change": xc - xb})
-    sb_, sc_ = _stats(base), _stats(cand)
+    sb_, sc_ = _stats(base, sources[0]), _stats(cand, sources[1])
     stats = {k: {"baseline_s": _num(sb_[k]), "candidate_s": _num(sc_[k]), "delta_s": _num(sc_[k] - sb_[k]),
                  "ratio": _num(sc_[k] / sb_[k]) if sb_[k] else None} for k in _STATS}
     db, dc = stream_diagnosis(base), stream_diagnosis(cand)
@@ -132,7 +137,7 @@ def compare(base: Accumulator, cand: Accumulator) -> dict[str, Any]:
     """The whole diff: pairs plus streams found on one side only."""
     pairs, only_b, only_c = pair_streams(base, cand)
     return {
-        "pairs": [compare_streams(b, c) for b, c in pairs],
+        "pairs": [compare_streams(b, c, (base.sources.get(b.stream), cand.sources.get(c.stream))) for b, c in pairs],
         "only_in_baseline": [_identity(h, *_sums(_pooled(h))) for h in only_b],
         "only_in_candidate": [_identity(h, *_sums(_pooled(h))) for h in only_c],
         "errors": {"baseline": read_errors(base), "candidate": read_errors(cand)},
@@ -178,17 +183,13 @@ def _heading(pair: dict[str, Any]) -> str:
     return f"== {_name(pair)}  [{_both(b, c, 'datasource')}, {_both(b, c, 'unit')}]"
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
 def _events_text(pair: dict[str, Any], short: bool = False) -> str:
     """The events and intervals of both sides; `short`, once when they are the same."""
     b, c = pair["baseline"], pair["candidate"]
     if short and (b["events"], b["columns"]) == (c["events"], c["columns"]):
-        return f"{_plural(int(b['events']), 'event')} in {_plural(b['columns'], 'interval')} on both sides"
-    return (f"baseline {_plural(int(b['events']), 'event')} in {_plural(b['columns'], 'interval')}; "
-            f"candidate {_plural(int(c['events']), 'event')} in {_plural(c['columns'], 'interval')}")
+        return f"{plural(int(b['events']), 'event')} in {plural(b['columns'], 'interval')} on both sides"
+    return (f"baseline {plural(int(b['events']), 'event')} in {plural(b['columns'], 'interval')}; "
+            f"candidate {plural(int(c['events']), 'event')} in {plural(c['columns'], 'interval')}")
 
 
 def _moved(pair: dict[str, Any]) -> float:
@@ -211,7 +212,7 @@ def _summary(result: dict[str, Any], changed: list[dict[str, Any]]) -> list[str]
     pairs = result["pairs"]
     only = [f"{len(result[key]):,} only in the {side}" for key, side in
             (("only_in_baseline", "baseline"), ("only_in_candidate", "candidate")) if result[key]]
-    head = f"{len(changed):,} of {_plural(len(pairs), 'pair')} changed, {len(pairs) - len(changed):,} unchanged"
+    head = f"{len(changed):,} of {plural(len(pairs), 'pair')} changed, {len(pairs) - len(changed):,} unchanged"
     out = [head + (f"; {', '.join(only)}" if only else "") + (":" if changed else "")]
     width = min(40, max((len(_name(p)) for p in changed), default=0))
     for pair in changed:
@@ -220,7 +221,7 @@ def _summary(result: dict[str, Any], changed: list[dict[str, Any]]) -> list[str]
                f"p99 {_dur(p99['baseline_s'])} → {_dur(p99['candidate_s'])}",
                f"{100 * _moved(pair):.1f}% of events changed bucket"]
         bands = len(pair["bands_appeared"]), len(pair["bands_vanished"])
-        how += [f"{_plural(n, 'band')} {what}" for n, what in zip(bands, ("appeared", "vanished"), strict=True) if n]
+        how += [f"{plural(n, 'band')} {what}" for n, what in zip(bands, ("appeared", "vanished"), strict=True) if n]
         out.append(f"   {_name(pair):<{width}}  {', '.join(how)}")
     return [*out, ""]
 

@@ -30,8 +30,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 
 from latencymap.core.accumulator import Accumulator, StreamHistory
-from latencymap.core.buckets import bounds_seconds, midpoints_seconds
+from latencymap.core.buckets import bounds_seconds
 from latencymap.core.errors import InputError
+from latencymap.core.history import interval_time
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.timebase import judge
@@ -93,12 +94,11 @@ def latest_of_history(hist: StreamHistory) -> Latest | None:
 
 
 def latest_of_interval(iv: Interval) -> Latest:
-    """An interval as it arrives (time estimated from midpoints when the source gave none)."""
-    ds, unit = iv.stream.datasource, iv.stream.unit
-    _, high = bounds_seconds(ds, unit)
-    time_s = iv.time if iv.time is not None else iv.counts * midpoints_seconds(ds, unit)
-    return Latest(iv.stream, np.asarray(iv.counts).copy(), np.asarray(time_s, dtype=np.float64).copy(), high,
-                  iv.start, iv.end, iv.duration)
+    """An interval as it arrives, its time as a history keeps it (`interval_time`: a rebinned stream's rows scaled to
+    its source's exact sum), so that the served `_sum` is the report's."""
+    _, high = bounds_seconds(iv.stream.datasource, iv.stream.unit)
+    return Latest(iv.stream, np.asarray(iv.counts).copy(), interval_time(iv).copy(), high, iv.start, iv.end,
+                  iv.duration)
 
 
 def escape_label(value: str) -> str:

@@ -315,7 +315,8 @@ class LatencyMapApp(MapActions):
             # a few columns: cheap, and not repainted when they are the same)
             first, last = win.columns_of(win.cell_of(cursor))
             self.maps.query_one(Inspector).show(
-                inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds, view_digits(hist, win)),
+                inspect_columns(hist, first, min(last, stop), rows.lo, rows.hi, rows.folds, view_digits(hist, win),
+                                source),
                 rows.row_of(self.view.selected_slot))
         now = time.monotonic()
         if stop == 0 or not (force or now - self._plots_at >= PLOT_EVERY_S):

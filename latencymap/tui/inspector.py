@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from rich.text import Text
 from textual.widgets import Static
 
-from latencymap.core.accumulator import GAP, RESET, StreamHistory
+from latencymap.core.accumulator import GAP, RESET, StreamHistory, Totals
+from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
+from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number
+from latencymap.outputs.report import source_use, stream_total
 from latencymap.tui.axis import column_time, telling_digits, time_of_day
 from latencymap.views.frame import Folds, fold_rows, row_labels
 
@@ -55,9 +59,10 @@ class Inspection:
 
 
 def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int,
-                    folds: Folds | None = None, digits: int = 0) -> Inspection:
+                    folds: Folds | None = None, digits: int = 0, source: SourceTotals | None = None) -> Inspection:
     """Read the columns straight from the accumulator (folded to the shown rows, bottom→top); times with `digits`
-    decimals of a second (the view's: `view_digits`)."""
+    decimals of a second (the view's: `view_digits`); `source`, the stream's own buckets where its source keeps them
+    (`Accumulator.sources`: `own_figures`)."""
     cols = slice(first, stop)
     totals = hist.totals(cols)
     folded = fold_rows(hist.counts_in(cols).sum(axis=0, keepdims=True), lo, hi)[0]
@@ -69,9 +74,24 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
     rate = totals.events / totals.duration_s if totals.duration_s else float("nan")
     start, end = float(hist.start[first]), float(hist.end[stop - 1])
     flags = hist.flags[cols]
-    return Inspection(first, stop, start, end, totals.events, rate, totals.mean_s, totals.percentiles, rows,
+    mean, percentiles = own_figures(hist, first, stop, totals, source)
+    return Inspection(first, stop, start, end, totals.events, rate, mean, percentiles, rows,
                       *time_texts(hist, start, end, digits), int(np.count_nonzero(flags & RESET)),
                       int(np.count_nonzero(flags & GAP)))
+
+
+def own_figures(hist: StreamHistory, first: int, stop: int, totals: Totals,
+                source: SourceTotals | None) -> tuple[float, dict[float, float]]:
+    """Mean and percentiles of columns [first, stop) (`totals`): where they are the whole stream and it has its
+    source's own buckets (a rebinned or HdrHistogram stream), those buckets' as the report and the header's overall
+    give them (`stream_total`); else the rows'. The source's buckets are sums over the whole stream only."""
+    if source is None or (first, stop, hist.dropped) != (0, hist.n, 0) or \
+            not source_use(source, totals.events, hist.n)[0]:
+        return totals.mean_s, totals.percentiles
+    whole = stream_total(totals, source, hist.stream.unit, hist.n)  # None: no such figure (no events)
+    mean, *figures = (math.nan if v is None else float(v) for v in
+                      (whole["mean_s"], *(whole[f"{PERCENTILE_NAMES[q]}_s"] for q in PERCENTILES)))
+    return mean, dict(zip(PERCENTILES, figures, strict=True))
 
 
 def time_texts(hist: StreamHistory, start: float, end: float, digits: int = 0) -> tuple[str, str]:

@@ -33,7 +33,7 @@ from latencymap.core.buckets import TOP_SLOT, range_text
 from latencymap.core.model import StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.core.units import REAL_EPOCH, format_duration, format_number
+from latencymap.core.units import REAL_EPOCH, format_duration, format_number, plural
 from latencymap.outputs.report import peer_lines, straggler_lines, stream_summary, stream_time_words
 from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
@@ -135,6 +135,11 @@ def utc(epoch: float) -> str:
         return f"{epoch:.0f}"
 
 
+def dated(m: Merged) -> bool:
+    """Whether the columns' times are dates (else a time of day or seconds since a start: `REAL_EPOCH`)."""
+    return float(m.end[-1]) >= REAL_EPOCH
+
+
 def offset(seconds: float) -> str:
     """`+0s`, `+45s`, `+12.5m`, `+2.1h` since the first column."""
     if abs(seconds) < 120:
@@ -165,7 +170,8 @@ def _text(x: float, y: float, text: str, **attrs: Any) -> str:
 def _tooltip(m: Merged, hist: StreamHistory, kind: str, c: int, r: int, rates: np.ndarray) -> list[str]:
     slot = m.lo + r
     t0 = float(m.start[0])
-    span = f"{offset(float(m.start[c]) - t0)}–{offset(float(m.end[c]) - t0)} ({utc(float(m.start[c]))})"
+    when = f"({utc(float(m.start[c]))})" if dated(m) else "since the first interval"
+    span = f"{offset(float(m.start[c]) - t0)}–{offset(float(m.end[c]) - t0)} {when}"
     rng = f"latency {range_text(float(hist.low[slot]), float(hist.high[slot]), slot)}"
     if slot == TOP_SLOT:
         rng += " (the top bucket: open, it counts longer values too)"
@@ -298,7 +304,7 @@ def _time_axis(m: Merged, y: float, cell_w: float) -> list[str]:
         out.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#444"/>')
         out.append(_text(x, y + 15, label, text_anchor="middle"))
     merged = f", {m.group} intervals per column" if m.group > 1 else ""
-    since = utc(t0) if float(m.end[-1]) >= REAL_EPOCH else "the first interval (the input's times are not dates)"
+    since = utc(t0) if dated(m) else "the first interval (the input's times are not dates)"
     out.append(_text(LEFT, y + 29, f"time since {since}{merged}", fill="#555"))
     return out
 
@@ -344,7 +350,7 @@ def panel(hist: StreamHistory, *, with_findings: bool = True,
     """(elements, width, height) of one stream's panel."""
     s = hist.stream
     label = clean_text(s.label) or "(no label)"
-    subtitle = f"datasource {s.datasource}, unit {s.unit}, {hist.n} intervals"
+    subtitle = f"datasource {s.datasource}, unit {s.unit}, {plural(hist.n, 'interval')}"
     out = [_text(LEFT, 18, label, font_size=str(TITLE_SIZE), font_weight="bold"),
            _text(LEFT, 34, subtitle, fill="#555")]
     y = 46.0

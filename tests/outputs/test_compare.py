@@ -283,3 +283,40 @@ def test_many_pairs_start_with_a_summary_the_changed_first(tmp_path: Path) -> No
     assert text.count("   p50 ") == 2  # percentiles of the changed pairs only
     single = diff(str(write_records(tmp_path / "b.txt", steady)), str(write_records(tmp_path / "c.txt", steady)))[1]
     assert single.startswith("== reads  [bpf, millisec]\n") and "   p50 " in single  # one pair: no summary
+
+
+def hgrm_bracket(path: Path, q: float) -> tuple[float, float]:
+    """The values (s) of the `.hgrm` rows either side of percentile `q`, read here from its own table (ms values)."""
+    rows = [(float(v), float(p)) for v, p in re.findall(r"^\s+([\d.]+)\s+([\d.]+)\s+\d+", path.read_text(), re.M)]
+    at = next(i for i, (_, p) in enumerate(rows) if p >= q)
+    return rows[at - 1][0] / 1e3, rows[at][0] / 1e3
+
+
+HGRM = "hdrhistogram/service_ms.hgrm"
+
+
+@pytest.mark.parametrize("names", [(HGRM, HGRM), (HGRM, "hdrhistogram/java/int_tagged_us.read.hgrm"),
+                                   ("otlp/checkout_metrics.jsonl", "otlp/checkout_metrics.jsonl")])
+def test_percentiles_are_the_reports_from_the_sources_own_buckets(fixtures: Path, names: tuple[str, str]) -> None:
+    """A rebinned stream's (`.hgrm`, OTLP) percentiles and mean in `diff` are those `report` prints (and the gates
+    and the TUI's header use): its source's own buckets', not its log2 rows'."""
+    base, cand = (fixtures / name for name in names)
+    result = diff_json(base, cand)
+    totals = {}
+    for path in {base, cand}:
+        out = CliRunner().invoke(main, ["report", "--format", "json", str(path)])
+        assert out.exit_code == 0, out.output
+        totals[path] = {s["stream"]["label"]: s["total"] for s in json.loads(out.stdout)["streams"]}
+    assert result["pairs"]
+    for pair in result["pairs"]:
+        for side, path in (("baseline", base), ("candidate", cand)):
+            total = totals[path][pair[side]["label"]]
+            for stat, figures in pair["percentiles"].items():
+                assert figures[f"{side}_s"] == pytest.approx(total[f"{stat}_s"], rel=1e-12), (side, stat)
+    if names[0].endswith(".hgrm"):  # and they are the truth: inside the .hgrm's own rows (rows said p99 12.6 ms)
+        p99 = result["pairs"][0]["percentiles"]["p99"]["baseline_s"]
+        low, high = hgrm_bracket(base, 0.99)
+        assert low <= p99 <= high
+    text = diff(str(base), str(cand))[1]
+    if names == (HGRM, HGRM):
+        assert re.search(r"p99\s+10\.5ms →\s+10\.5ms", text) and re.search(r"p90\s+688µs →\s+688µs", text)

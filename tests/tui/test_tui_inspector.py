@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from pathlib import Path
 
 import numpy as np
-from tui_support import example_items, synthetic, wait_ended
+import pytest
+from tui_support import example_items, fixture_items, run_ended, synthetic, wait_ended
 
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, StreamId
+from latencymap.core.percentiles import PERCENTILE_NAMES
+from latencymap.outputs.report import stream_report
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector, inspect_columns, inspection_chart
@@ -206,3 +210,39 @@ def test_neighbouring_one_second_columns_show_their_times_alike() -> None:
                 assert re.findall(r"\d\d:\d\d:\d\d\S*", cursor_line) == [whole(ins.end)], cursor_line
 
     asyncio.run(main())
+
+
+def test_an_hgrm_columns_inspector_says_the_headers_percentiles_from_the_sources_buckets(fixtures: Path) -> None:
+    """The only column of an `.hgrm` is the whole stream: the inspector gives the percentiles the header and the
+    report give, from the file's own buckets (p99 10.5 ms, inside its rows at 0.9892 and 0.9903), not the log2 rows'
+    (12.6 ms)."""
+    app = LatencyMapApp(iter(fixture_items(fixtures / "hdrhistogram" / "service_ms.hgrm")), color_mode="mono")
+
+    async def scenario(pilot) -> None:
+        screen = [strip.text for strip in app.screen._compositor.render_strips()]
+        overall = screen[1].split("overall", 1)[1]
+        assert "p99 10.5ms" in overall and "p50 312µs" in overall and "(source's buckets)" in overall, screen[1]
+        inspector = app.query_one(Inspector)
+        ins = inspector.inspection
+        assert ins is not None and (ins.first, ins.stop) == (0, 1)
+        assert 10.379e-3 <= ins.percentiles[0.99] <= 10.568e-3 and 0.687e-3 <= ins.percentiles[0.90] <= 0.694e-3
+        assert ins.mean_s == pytest.approx(0.771e-3, rel=1e-3)  # its footer: Mean = 0.771 ms
+        lines = inspector.plain_lines()
+        assert "p50 312µs  p90 688µs" in lines and "p99 10.5ms  p99.9 15.8ms" in lines, lines
+
+    run_ended(app, scenario)
+
+
+def test_one_column_of_a_rebinned_stream_of_many_is_its_rows(fixtures: Path) -> None:
+    """The source's buckets are sums over the whole stream: a column of many (OTLP) is inspected from its rows."""
+    acc = Accumulator()
+    acc.add(fixture_items(fixtures / "otlp" / "checkout_metrics.jsonl"))
+    for hist in acc.streams.values():
+        source = acc.sources[hist.stream]
+        col = hist.n - 2
+        ins = inspect_columns(hist, col, col + 1, 0, NSLOTS - 1, source=source)
+        assert ins.percentiles == hist.totals(slice(col, col + 1)).percentiles
+        whole = inspect_columns(hist, 0, hist.n, 0, NSLOTS - 1, source=source)
+        total = stream_report(hist, acc)["total"]
+        assert whole.percentiles == {q: total[f"{name}_s"] for q, name in PERCENTILE_NAMES.items()}
+        assert whole.percentiles != hist.totals().percentiles

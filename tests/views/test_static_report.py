@@ -310,3 +310,14 @@ def test_svg_time_axis_of_the_oracle_sample_is_round(tmp_path: Path, example_dat
     root = ET.fromstring(text.encode())
     ticks = [t.text for t in root.iter(f"{SVG}text") if (t.text or "").startswith("+")]
     assert ticks == ["+0s", "+50s", "+100s", "+150s", "+200s"] * 2  # was +0s +36.24s +69.47s +105.7s +2.37m ...
+
+
+@pytest.mark.parametrize("fmt", ["svg", "html"])
+def test_the_subtitle_counts_its_intervals_in_words(tmp_path: Path, fixtures: Path, example_data: Path,
+                                                    fmt: str) -> None:
+    """`1 interval`, as the text report says it (it said `1 intervals`); `2,000 intervals` as `diff` counts them."""
+    one = html_unescape(render(fmt, tmp_path / f"one.{fmt}", fixtures / "hdrhistogram" / "service_ms.hgrm"))
+    assert "datasource hdrhistogram, unit microsec, 1 interval<" in one and "1 intervals" not in one
+    many = html_unescape(render(fmt, tmp_path / f"many.{fmt}", example_data))
+    n = next(iter(load(example_data).streams.values())).n
+    assert n > 1 and f", {n:,} intervals<" in many

@@ -84,3 +84,17 @@ def test_tooltip_counts_are_exact_past_2_53(tmp_path: Path) -> None:
         counts = re.findall(r"count (\d+) \((\S+)/s\)", text)
         assert counts == [(str(2**53 + 1), "901T"), (str(2**62 - 1), "461P"), (str(2**62 - 1), "461P")]
         assert "50.0% of the column's events, cumulative 100.0%" in text
+
+
+def test_tooltips_give_a_date_only_where_the_inputs_times_are_dates(example_data: Path, fixtures: Path) -> None:
+    """The PyLatencyMap example's times are a time of day (not dates): its tooltips say the time since the first
+    interval, as its axis does, not a 1970 date; a dated input's say the column's start in UTC."""
+    acc = load(example_data)
+    for text in (unescape(render_svg(acc)), unescape(render_html(acc))):
+        spans = re.findall(r"<title>(\+[^\n]*)\n", text)
+        assert spans and all(s.endswith(" since the first interval") for s in spans), spans[:3]
+        assert "1970" not in text and "UTC" not in text
+    dated = unescape(render_svg(load(fixtures / "hdrhistogram" / "jHiccup-2.0.7S.logV2.hlog")))
+    spans = re.findall(r"<title>(\+[^\n]*)\n", dated)
+    assert spans and all(re.search(r" \(2015-09-0\d \d\d:\d\d:\d\d UTC\)$", s) for s in spans), spans[:3]
+    assert spans[0].startswith("+0s–") and spans[0].endswith("(2015-09-08 23:05:32 UTC)")  # the axis' start

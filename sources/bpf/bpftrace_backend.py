@@ -3,8 +3,8 @@
 The script computes each event's log2 slot itself (`SLOT`, 64-bit) and keeps `@lm_cnt[group, op, slot] = count()`
 and `@lm_sum[group, op, slot] = sum(ns)`: counts and exact times land in the same slot. (bpftrace's own `hist()`
 is not used: before 0.20 it counts every value of 2^31 or more in its `[2G, 4G)` row, and `-f json` prints that
-row as `{"min": -2147483648, "max": 0}`.) The maps are never cleared; both are printed, then a `lm_tick` marker,
-every interval.
+row as `{"min": -2147483648, "max": 0}`.) The maps are never cleared; both are printed, then a `lm_tick` marker
+with the time the interval probe fired, every interval.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ SLOT = """
 
 FOOTER = """
 BEGIN {{ printf("{ready}\\n"); }}
-interval:ms:{ms} {{ print(@lm_cnt); print(@lm_sum); printf("{tick}\\n"); }}
+interval:ms:{ms} {{ print(@lm_cnt); print(@lm_sum); printf("{tick} %lld\\n", nsecs); }}
 """
 
 
@@ -214,6 +214,20 @@ def _split_slot_key(key: str) -> list[str]:
     return [group, op, slot]
 
 
+def tick_time(marker: str) -> float:
+    """When a `lm_tick NSECS` marker's interval probe fired, as a Unix time (NSECS: the kernel's monotonic clock,
+    which is Python's `time.monotonic`); a marker without it, the time now.
+
+    Not the time the line is read here: bpftrace prints the maps whatever this process is doing, and a reading read a
+    second late (a consumer busy drawing, a loaded machine) would be dated a second late, with the readings printed
+    meanwhile read back to back: columns of no length holding the events of whole intervals.
+    """
+    fired = marker.split(" ")[1:]
+    if len(fired) == 1 and fired[0].isdigit():
+        return time.time() - time.monotonic() + int(fired[0]) * 1e-9
+    return time.time()
+
+
 def parse_stream(lines: Iterator[str], split_rw: bool = False) -> Generator[tuple[str, Reading | None], None, None]:
     """(`ready`, None) once attached, then (`tick`, Reading) per interval, from bpftrace JSON lines."""
     counts: object = {}
@@ -226,8 +240,8 @@ def parse_stream(lines: Iterator[str], split_rw: bool = False) -> Generator[tupl
             marker = event.data.strip()
             if marker == READY:
                 yield "ready", None
-            elif marker == TICK:
-                yield "tick", reading_from(counts, sums, time.time(), split_rw)
+            elif marker.split(" ")[0] == TICK:
+                yield "tick", reading_from(counts, sums, tick_time(marker), split_rw)
                 counts, sums = {}, {}
         elif event.kind == "map" and event.name == "@lm_cnt":
             counts = event.data

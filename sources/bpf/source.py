@@ -171,7 +171,10 @@ def start_backend(name: str, spec: TraceSpec) -> tuple[Iterator[Reading], float,
         run.close()
         raise BpfError(f"bpftrace could not attach the {spec.mode} program: {run_error(err)}") from None
     attached_at = time.time()
-    readings = watched((reading for kind, reading in events if kind == "tick" and reading is not None), run.proc.pid)
+    # A tick dated before `ready` was read here (this process was not scheduled for an interval) is left out: the maps
+    # are cumulative, so the next reading holds its events.
+    readings = watched((reading for kind, reading in events
+                        if kind == "tick" and reading is not None and reading.timestamp > attached_at), run.proc.pid)
 
     def close() -> None:
         events.close()

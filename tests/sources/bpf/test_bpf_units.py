@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -89,6 +90,21 @@ def test_parse_stream_builds_cumulative_readings() -> None:
     assert first.counts[(0, 0)][33] == 1 and first.sums_ns[(0, 0)][33] == 5_000_000_000  # 5 s: [2^32, 2^33)
     assert first.counts[(1, 0)][0] == 2
     assert events[2][1].counts == {}
+
+
+def test_a_reading_is_dated_when_its_probe_fired_not_when_its_line_is_read() -> None:
+    """Ticks printed a second apart and read back to back (the reader was busy) keep their second apart: the marker
+    carries the kernel's monotonic time of the probe (the `nsecs` of `lm_tick NSECS`), read as a Unix time."""
+    fired = time.monotonic_ns() - 2_000_000_000
+    lines = ['{"type": "printf", "data": "lm_ready\\n"}',
+             f'{{"type": "printf", "data": "lm_tick {fired}\\n"}}',
+             f'{{"type": "printf", "data": "lm_tick {fired + 1_000_000_000}\\n"}}']
+    before = time.time()
+    _, (_, first), (_, second) = list(parse_stream(iter(lines)))
+    assert first is not None and second is not None
+    assert second.timestamp - first.timestamp == pytest.approx(1.0, abs=1e-6)
+    assert first.timestamp == pytest.approx(before - 2.0, abs=0.05)
+    assert 'printf("lm_tick %lld\\n", nsecs)' in script(TraceSpec.from_options({"mode": "block"}))
 
 
 def test_the_script_counts_and_sums_by_its_own_slot() -> None:

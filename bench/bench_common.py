@@ -8,6 +8,22 @@ import sys
 from pathlib import Path
 
 
+def arguments(doc: str | None, allowed: tuple[str, ...] = (), *, many: bool = False) -> list[str]:
+    """The script's arguments, each one of `allowed` (at most one unless `many`): `-h`/`--help` prints the script's
+    docstring `doc` and exits 0, anything else exits 2 naming what it takes, before any benchmark runs."""
+    args = sys.argv[1:]
+    if any(arg in ("-h", "--help") for arg in args):
+        print(doc or "")
+        raise SystemExit(0)
+    wrong = [arg for arg in args if arg not in allowed]
+    if wrong or (len(args) > 1 and not many):
+        takes = f"{'any of' if many else 'one of'} {', '.join(allowed)}" if allowed else "no arguments"
+        print(f"{Path(sys.argv[0]).name}: unexpected {' '.join(wrong or args)!r}: it takes {takes} (--help)",
+              file=sys.stderr)
+        raise SystemExit(2)
+    return args
+
+
 def machine() -> str:
     """CPU model, cores, RAM and Python version, for the figures' context."""
     model = "unknown CPU"

@@ -1,6 +1,6 @@
 """The CUDA path of latencymap.instrument on a real GPU, against CUDA events read directly in the same run.
 
-Run where torch sees a GPU: `python bench/bench_cuda_timer.py [--steps 300] [--size 2048] [--record FILE]`.
+Run where torch sees a GPU: `.venv/bin/python bench/bench_cuda_timer.py [--steps 300] [--size 2048] [--record FILE]`.
 
 1. One GPU step (a chain of matrix products) timed four ways: CUDA event pairs read directly (the reference), and
    through `Timings.timer` with `cuda=False` (the CPU clock: only the launch), `cuda=True` (events, read at flush)

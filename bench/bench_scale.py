@@ -8,8 +8,8 @@ Prints
 - peak RSS of `--streams` streams x `--columns` one-second columns appended through the public input path (a flow
   of Intervals, as sources yield them, through `accumulate`), each size in a fresh process; two sizes give the
   cost per column, extrapolated to 86,400 columns (a day) and said so; `--day` runs the day too;
-- recording read rate: a zstd recording (one frame per record, as `--record x.zst` writes) read into an accumulator,
-  in MB/s of decompressed text, against zstd decompression plus line splitting of the same file;
+- recording read rate: a zstd recording (as `--record x.zst` writes it: a block per record, 64 a frame) read into an
+  accumulator, in MB/s of decompressed text, against zstd decompression plus line splitting of the same file;
 - peak RSS of `latencymap report` (text and `--format json`) of one stream of 6 buckets, a record a second for one
   and three days (PyLatencyMap records, cumulative counts), each in a fresh process, against reading the same file
   into an accumulator alone (`--report-days` with no number: skip).

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 
 import numpy as np
-from bench_common import machine
+from bench_common import arguments, machine
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
@@ -196,4 +196,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    arguments(__doc__)
     main()

@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from bench_common import machine
+from bench_common import arguments, machine
 from textual import events
 from textual.widget import Widget
 
@@ -300,6 +299,7 @@ def thousand_streams(streams: int = 1000, backlog: int = 300, rounds: int = 3,
 
 
 if __name__ == "__main__":
+    cases = tuple(arguments(__doc__, ("live", "burst"), many=True))
     print(machine())
     thousand_streams(int(os.environ.get("STREAMS", "1000")), int(os.environ.get("BACKLOG", "300")),
-                     int(os.environ.get("ROUNDS", "3")), tuple(sys.argv[1:]) or ("live", "burst"))
+                     int(os.environ.get("ROUNDS", "3")), cases or ("live", "burst"))

@@ -8,9 +8,15 @@ slow one stands out. The socket is created with mode 0600 (only you can connect)
 replaced; any other existing file is refused. Writer comment lines (`# latencymap-writer`,
 `# latencymap-dropped`) become notices: who connected, and how many intervals a writer dropped while
 the viewer was absent or slow. A writer stamps its columns with its own clock; its hello line carries that clock
-at connecting, read here within the listener's read delay: a writer whose clock is `CLOCK_SKEW_S` or more off
-the listener's has its columns moved onto the listener's clock, said once, so ranks on hosts whose clocks
-disagree line up (a shared stall lands in the same column, and peers are compared over all their intervals).
+at connecting, read here within the listener's read delay: a writer whose clock is
+`listen_writer.CLOCK_SKEW_S` or more off the listener's has its columns moved onto the listener's clock, said once,
+so ranks on hosts whose clocks disagree line up (a shared stall lands in the same column, and peers are compared
+over all their intervals).
+
+When the command ends (SIGTERM, Ctrl-C, `q`, `--duration`) the listener stops taking connections and shuts the
+reading side of each one: a writer's later sends fail, so it keeps those records for the next listener, and what it
+had already sent is read to its end (at most DRAIN_S) and passed on, into a recording too. What could not be passed
+on (the run had ended, the deadline passed) is counted and said.
 
 `listen --otlp [HOST:PORT]` receives OpenTelemetry metrics over OTLP/HTTP instead, `listen --otlp-grpc
 [HOST:PORT]` over OTLP/gRPC (`latencymap.sources.otlp`; gRPC needs grpcio, extra `otlp`).
@@ -20,32 +26,30 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import math
 import os
 import selectors
 import socket
 import stat
+import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import click
 
+from latencymap.core.at_exit import close_at_exit, forget_at_exit, say_at_exit
 from latencymap.core.errors import InputError
-from latencymap.core.json_input import json_input
-from latencymap.core.model import Interval, Notice, StreamId
-from latencymap.core.sanitize import clean_label
+from latencymap.core.model import Interval, Notice
 from latencymap.plugins import Item, Source
-from latencymap.protocol import ProtocolReader
-from latencymap.sinks import DROPPED_PREFIX, WRITER_PREFIX, default_socket_path, parse_label
+from latencymap.sinks import default_socket_path
+from latencymap.sources.listen_writer import Writer
 from latencymap.sources.otlp import DEFAULT_ADDRESS, DEFAULT_GRPC_ADDRESS
 
 MAX_WRITERS = 256
 READ_CHUNK = 64 * 1024
-MAX_LINE = 64 * 1024
 POLL_S = 0.25
-#: A writer's clock this far off the listener's (seconds, either way) has its columns moved onto the listener's.
-CLOCK_SKEW_S = 1.0
+#: At the command's end, how long the listener may take to read what writers had already sent (seconds).
+DRAIN_S = 1.0
 
 
 class ListenError(InputError):
@@ -98,133 +102,6 @@ def bind_socket(path: str, mode: int = 0o600) -> socket.socket:
         os.umask(old)
     server.setblocking(False)
     return server
-
-
-class _Writer:
-    """One connection: splits bytes into lines, reads records, turns comment lines into notices.
-
-    A label that another connection sends (or sent) is that connection's: this one's records of it get their own
-    label (`run/rankN.pid<PID>/phase` when it said who it is, `LABEL [writer N]` when not), with a note, so two
-    connections' counts never add up in one stream. A writer of the same run and rank connecting after the last
-    one left (a restarted rank) continues its streams.
-    """
-
-    def __init__(self, conn: socket.socket, others: dict[socket.socket, _Writer],
-                 owners: dict[str, object]) -> None:
-        self.conn = conn
-        self.number = 0  # given at its first bytes: a connection that sends nothing is no writer
-        self.name = "writer ?"
-        self.reader = ProtocolReader(self.name)
-        self.others = others
-        self.owners = owners  # label -> who sends it: a (run, rank) identity, or an unidentified connection
-        self.identity: tuple[str, int] | None = None
-        self.pid = 0
-        self.rename: str | None = None
-        self.intervals = 0
-        self.shift = 0.0  # seconds added to this writer's stamps: the listener's clock less its own
-        self._labels: dict[StreamId, StreamId] = {}  # as sent -> as shown
-        self._partial = b""
-        self._skip_line = False
-
-    def start(self, number: int) -> None:
-        """Name the connection `writer <number>`: it sent its first bytes."""
-        self.number = number
-        self.name = self.reader.name = f"writer {number}"
-
-    def feed(self, data: bytes) -> Iterator[Item]:
-        """Items from a chunk of bytes (a line may span chunks)."""
-        *lines, rest = (self._partial + data).split(b"\n")
-        if self._skip_line and lines:
-            lines[0], self._skip_line = b"", False
-        self._partial = rest
-        if len(rest) > MAX_LINE:
-            self._partial, self._skip_line = b"", True
-            yield Notice(f"listen: {self.name}: line longer than {MAX_LINE} bytes dropped")
-        batch: list[str] = []
-        for raw in lines:
-            line = raw.decode("utf-8", "replace")
-            if line.startswith(("# latencymap-writer", "# latencymap-dropped")):
-                yield from self._records(batch)
-                batch = []
-                yield from self._comment(line)
-            else:
-                batch.append(line)
-        yield from self._records(batch)
-
-    def _records(self, lines: list[str]) -> Iterator[Item]:
-        for item in self.reader.feed(lines):
-            if isinstance(item, Interval):
-                self.intervals += 1
-                shown = self._labels.get(item.stream)
-                if shown is None:
-                    shown = yield from self._own(item.stream)
-                item.stream = shown
-                if self.shift:  # the writer's dates are its own clock's: the recording writes the new ones
-                    item.start, item.end, item.date, item.start_date = \
-                        item.start + self.shift, item.end + self.shift, "", ""
-            yield item
-
-    def _own(self, stream: StreamId) -> Generator[Notice, None, StreamId]:
-        """The stream this connection's records of `stream` go to (see the class); a note when it is not `stream`."""
-        shown = self._renamed(stream, self.rename) if self.rename else stream
-        key: object = self.identity if self.identity is not None else self
-        owner = self.owners.setdefault(shown.label, key)
-        if owner != key:
-            tag = f"pid{self.pid}" if self.identity is not None else f"writer {self.number}"
-            shown = self._renamed(stream, tag)
-            self.owners.setdefault(shown.label, key)
-            yield Notice(f"listen: {self.name} sends '{clean_label(stream.label)}', which another writer sent first: "
-                         f"its records of it are shown as '{clean_label(shown.label)}'", skipped=0)
-        self._labels[stream] = shown
-        return shown
-
-    def _renamed(self, stream: StreamId, tag: str) -> StreamId:
-        parsed = parse_label(stream.label)
-        if parsed is None or " " in tag:
-            return StreamId(f"{stream.label} [{tag}]", stream.datasource, stream.unit)
-        run, rank, phase = parsed
-        return StreamId(f"{run}/rank{rank}.{tag}/{phase}", stream.datasource, stream.unit)
-
-    def _comment(self, line: str) -> Iterator[Notice]:
-        prefix = WRITER_PREFIX if line.startswith(WRITER_PREFIX) else DROPPED_PREFIX
-        try:
-            info = json_input(line[len(prefix):])
-            assert isinstance(info, dict)
-        except (ValueError, AssertionError):
-            yield Notice(f"listen: {self.name}: unreadable line {line[:80]!r}")
-            return
-        if prefix == DROPPED_PREFIX:
-            yield Notice(f"listen: {self.name} dropped {int(info.get('intervals', 0))} intervals "
-                         f"({int(info.get('events', 0))} events) so far: the viewer was absent or slow", skipped=0)
-            return
-        pid = self.pid = int(info.get("pid", 0))
-        self.identity = (str(info.get("run", "")), int(info.get("rank", 0)))
-        taken = any(w.identity == self.identity for w in self.others.values() if w is not self)
-        self.rename = f"pid{pid}" if taken else None
-        self.name = f"{self.identity[0]}/rank{self.identity[1]} (pid {pid})"
-        self.reader.name = self.name
-        again = f", reconnect {int(info['connects']) - 1}" if int(info.get("connects", 1)) > 1 else ""
-        also = "; same run and rank as another writer: its streams are labelled by pid" if taken else ""
-        yield Notice(f"listen: {self.name} connected{again}{also}", skipped=0)
-        yield from self._clock(info.get("time"))
-
-    def _clock(self, sent: object) -> Iterator[Notice]:
-        """Compare the writer's clock at its hello (`sent`) with the listener's now; move its columns when they
-        are CLOCK_SKEW_S or more apart (a reconnect measures again)."""
-        if isinstance(sent, bool) or not isinstance(sent, int | float) or not math.isfinite(sent):
-            return
-        off = time.time() - sent
-        self.shift = off if abs(off) >= CLOCK_SKEW_S else 0.0
-        if self.shift:
-            way = "ahead of" if off < 0 else "behind"
-            yield Notice(f"listen: {self.name}: its clock is {abs(off):.1f}s {way} this listener's: its intervals "
-                         f"are placed by the listener's clock ({off:+.1f}s each), so they line up with other "
-                         "writers'", skipped=0)
-
-    def finish(self) -> Iterator[Item]:
-        """The connection closed: report an unterminated record and say goodbye."""
-        yield from self.reader.close()
-        yield Notice(f"listen: {self.name} disconnected after {self.intervals} intervals", skipped=0)
 
 
 class ListenSource(Source):
@@ -289,6 +166,12 @@ class ListenSource(Source):
                 raise click.UsageError("--otlp-grpc receives over gRPC: give no socket PATH and no --writers with it")
             _check_grpc()
         self.accepted = 0
+        self._stopping = threading.Event()
+        self._done = threading.Event()
+        self._wake: socket.socket | None = None
+        self.lost_intervals = 0  # sent by writers, read, and not passed on: the run had ended
+        self.lost_events = 0
+        self.unread_bytes = 0  # sent by writers and left unread: the drain's deadline passed
 
     def describe(self) -> dict[str, Any]:
         if self.otlp:
@@ -317,32 +200,69 @@ class ListenSource(Source):
         server = bind_socket(path, self.mode)
         inode = os.stat(path).st_ino
         cleanup = atexit.register(_unlink_if_ours, path, inode)
+        wake, self._wake = socket.socketpair()
+        wake.setblocking(False)
+        self._wake.setblocking(False)
+        close_at_exit(self.stop)  # before the recording closes (the last registered is called first)
         try:
             yield Notice(f"listen: waiting for writers on {path}", skipped=0)
-            yield from self._serve(server)
+            yield from self._serve(server, wake)
         finally:
             server.close()
+            wake.close()
+            self._wake.close()
             _unlink_if_ours(path, inode)
             atexit.unregister(cleanup)
+            self._done.set()
+            forget_at_exit(self.stop)
 
-    def _serve(self, server: socket.socket) -> Iterator[Item]:
+    def stop(self) -> None:
+        """End serving, from any thread (the command calls it as it ends): what writers had sent is read and passed
+        on, waiting at most about DRAIN_S; what was not passed on is said as the command ends."""
+        self._stopping.set()
+        if self._wake is not None:
+            with contextlib.suppress(OSError):
+                self._wake.send(b"\0")
+        done = self._done.wait(DRAIN_S + POLL_S)
+        if not done or self.lost_intervals or self.unread_bytes:
+            say_at_exit(lambda: self._lost_notices(done))
+
+    def _lost_notices(self, done: bool) -> Iterator[Notice]:
+        """What writers had sent that this listener did not pass on, said as the command ends."""
+        if self.lost_intervals:
+            yield Notice(f"listen: {self.lost_intervals} intervals ({self.lost_events} events) that writers had "
+                         "sent were read after the run had ended: they are not in it")
+        if self.unread_bytes:
+            yield Notice(f"listen: {self.unread_bytes} bytes that writers had sent were left unread: reading them "
+                         f"took longer than {DRAIN_S:g}s")
+        if not done:
+            yield Notice(f"listen: what writers had sent was not read within {DRAIN_S + POLL_S:g}s of the end: "
+                         "their last records may be lost")
+
+    def _serve(self, server: socket.socket, wake: socket.socket) -> Iterator[Item]:
         sel = selectors.DefaultSelector()
         sel.register(server, selectors.EVENT_READ, None)
-        writers: dict[socket.socket, _Writer] = {}
+        sel.register(wake, selectors.EVENT_READ, _WAKE)
+        writers: dict[socket.socket, Writer] = {}
         owners: dict[str, object] = {}
         closed = 0
         idle_since = time.monotonic()
         try:
             while True:
+                if self._stopping.is_set():
+                    yield from self._drain(server, sel, writers, owners)
+                    return
                 if self.writers is not None and closed >= self.writers and not writers:
                     return
                 if self.idle_timeout is not None and not writers and time.monotonic() - idle_since >= self.idle_timeout:
                     return
                 for key, _ in sel.select(timeout=POLL_S):
+                    if key.data is _WAKE:
+                        continue
                     if key.data is None:
                         yield from self._accept(server, sel, writers, owners)
                         continue
-                    writer: _Writer = key.data
+                    writer: Writer = key.data
                     try:
                         data = writer.conn.recv(READ_CHUNK)
                     except (BlockingIOError, InterruptedError):
@@ -350,10 +270,7 @@ class ListenSource(Source):
                     except OSError:
                         data = b""
                     if data:
-                        if not writer.number:
-                            self.accepted += 1
-                            writer.start(self.accepted)
-                        yield from writer.feed(data)
+                        yield from self._take(writer, data)
                         continue
                     sel.unregister(writer.conn)
                     writer.conn.close()
@@ -368,7 +285,67 @@ class ListenSource(Source):
                 conn.close()
             sel.close()
 
-    def _accept(self, server: socket.socket, sel: selectors.BaseSelector, writers: dict[socket.socket, _Writer],
+    def _take(self, writer: Writer, data: bytes) -> Iterator[Item]:
+        """The items of bytes `writer` sent; its first bytes make it a writer."""
+        if not writer.number:
+            self.accepted += 1
+            writer.start(self.accepted)
+        yield from writer.feed(data)
+
+    def _drain(self, server: socket.socket, sel: selectors.BaseSelector, writers: dict[socket.socket, Writer],
+               owners: dict[str, object]) -> Iterator[Item]:
+        """The command ends: connections waiting are taken and the socket closed; each connection's reading side is
+        shut (the writer's later sends fail, so it keeps those records for the next listener) and what it had sent
+        read to its end, for DRAIN_S at most; then the writers' goodbyes. Intervals the flow no longer takes are
+        counted (`lost_intervals`)."""
+        more = True
+        while more:
+            count = len(writers)
+            yield from self._accept(server, sel, writers, owners)
+            more = len(writers) > count
+        server.close()
+        deadline = time.monotonic() + DRAIN_S
+        items: list[Item] = []
+        for conn, writer in list(writers.items()):
+            items += self._rest(writer, deadline)
+            if writer.number:
+                items += writer.finish()
+            sel.unregister(conn)
+            conn.close()
+            del writers[conn]
+        for at, item in enumerate(items):
+            try:
+                yield item
+            except GeneratorExit:  # the item in hand too: a flow is closed when it cannot pass an item on
+                lost = [iv for iv in items[at:] if isinstance(iv, Interval)]
+                self.lost_intervals += len(lost)
+                self.lost_events += sum(int(iv.counts.sum()) for iv in lost)
+                raise
+
+    def _rest(self, writer: Writer, deadline: float) -> Iterator[Item]:
+        """The items of what `writer` had sent and this listener had not read yet, reading until `deadline`; the bytes
+        left then are counted (`unread_bytes`)."""
+        conn, shut = writer.conn, False
+        while True:
+            try:
+                data = conn.recv(READ_CHUNK)
+            except (BlockingIOError, InterruptedError):
+                if shut:  # a platform where shutting down does not end the stream
+                    return
+                with contextlib.suppress(OSError):  # read first: some platforms discard what waits unread
+                    conn.shutdown(socket.SHUT_RD)
+                shut = True
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            if time.monotonic() >= deadline:
+                self.unread_bytes += len(data) + _left(conn)
+                return
+            yield from self._take(writer, data)
+
+    def _accept(self, server: socket.socket, sel: selectors.BaseSelector, writers: dict[socket.socket, Writer],
                 owners: dict[str, object]) -> Iterator[Item]:
         try:
             conn, _ = server.accept()
@@ -379,8 +356,20 @@ class ListenSource(Source):
             yield Notice(f"listen: more than {MAX_WRITERS} writers at once; one refused")
             return
         conn.setblocking(False)
-        writers[conn] = _Writer(conn, writers, owners)
+        writers[conn] = Writer(conn, writers, owners)
         sel.register(conn, selectors.EVENT_READ, writers[conn])
+
+
+_WAKE = object()  # the selector key of the socket that `stop` wakes the serving loop with
+
+
+def _left(conn: socket.socket) -> int:
+    """The bytes a connection still holds (its reading side shut), read and thrown away."""
+    left = 0
+    with contextlib.suppress(OSError):
+        while data := conn.recv(READ_CHUNK):
+            left += len(data)
+    return left
 
 
 def _check_grpc() -> None:

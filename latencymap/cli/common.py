@@ -91,6 +91,14 @@ def no_terminal_input(inputs: Sequence[str]) -> None:
                                "a source (latencymap bpf block); '-' reads records typed at the terminal")
 
 
+def no_typed_records_in_tui(inputs: Sequence[str], tui: bool) -> None:
+    """Refuse `-` read from the terminal when the TUI is to show it (`view -`, `replay -`): both would read the one
+    terminal, keys and records each going to whichever read came first (and `q`, Ctrl-C, Ctrl-D lost with them)."""
+    if "-" in inputs and tui and stdin_is_terminal():
+        raise click.UsageError("'-' reads records typed at the terminal, where the TUI reads its keys: add --plain "
+                               "to type them (or use 'report -'), or name a file")
+
+
 def stdin_is_terminal() -> bool:
     """Whether stdin is a terminal (records would be typed there)."""
     try:
@@ -111,6 +119,8 @@ def guarded(fn: Callable[[], int]) -> None:
             signal.signal(signal.SIGHUP, _on_sigterm)
     try:
         code = fn()
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a failure to write what stdout still holds is said here, as the others are
     except (InputError, StrictError) as err:
         tell(err)
         code = EXIT_USAGE

@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from latencymap.cli.common import EXIT_OK, REGISTRY, guarded, source_epilog
-from latencymap.cli.options import format_kwargs, format_options
+from latencymap.cli.options import format_kwargs, format_options, limit_options
+from latencymap.cli.running import prepare
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import accumulate
 from latencymap.flow.pipeline import column_flow
@@ -28,6 +29,7 @@ from latencymap.outputs.files import check_output, write_text
 @click.option("--input-format", default=None, metavar="NAME", help="Input format of both files instead of sniffing.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the diff to a file instead of stdout.")
+@limit_options
 @format_options
 def diff(baseline: str, candidate: str, out_format: str, input_format: str | None, output: str | None,
          **kw: Any) -> None:
@@ -35,12 +37,16 @@ def diff(baseline: str, candidate: str, out_format: str, input_format: str | Non
 
     The format options (`--datasource oracle`, `--event NAME`, ...) apply to both inputs."""
     fmt_opts = format_kwargs(kw)
+    if baseline == candidate == "-":
+        raise click.UsageError("'-' (stdin) can be read once: give it as BASELINE or CANDIDATE, not both")
 
     def body() -> int:
         check_output(output)
         keep_freed_memory()
-        base = accumulate(column_flow([baseline], REGISTRY, input_format, fmt_opts))
-        cand = accumulate(column_flow([candidate], REGISTRY, input_format, fmt_opts))
+        # --count, --duration and --strict limit each input, read one after the other (--duration's time from each
+        # one's start)
+        base = accumulate(prepare(column_flow([baseline], REGISTRY, input_format, fmt_opts), dict(kw)))
+        cand = accumulate(prepare(column_flow([candidate], REGISTRY, input_format, fmt_opts), dict(kw)))
         result = compare(base, cand)
         text = json.dumps(result) + "\n" if out_format == "json" else compare_text(result)
         write_text(text, output)

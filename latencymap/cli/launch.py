@@ -9,6 +9,7 @@ import sys
 import threading
 
 from latencymap.cli.tuning import no_collection
+from latencymap.core.errors import OutputError
 
 #: latencymap does no linear algebra, yet NumPy's OpenBLAS starts a spinning thread per core when it loads:
 #: about 0.1 s of CPU time on every start of a 2-core machine, more with more cores.
@@ -26,8 +27,16 @@ def main() -> None:
     finally:
         if ours:
             os.environ.pop(_BLAS_THREADS, None)  # read once, when NumPy loaded OpenBLAS
+    from latencymap.outputs.files import GuardedStdout
+
+    sys.stdout = GuardedStdout(sys.stdout)
     try:
         cli_main()
+    except OutputError as err:  # `--help` or `--version` could not be written (a command says its own in `guarded`)
+        from latencymap.cli.common import EXIT_FAIL, tell
+
+        tell(err)
+        sys.exit(EXIT_FAIL)
     except SystemExit as done:
         if isinstance(done.code, int | None) and nothing_left():
             os._exit(done.code or 0)
@@ -45,6 +54,6 @@ def nothing_left() -> bool:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):  # a closed or broken pipe: the normal exit says so as it always did
+    except (OSError, ValueError, OutputError):  # a closed or broken pipe: the normal exit says so as it always did
         return False
     return True

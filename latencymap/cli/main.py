@@ -19,7 +19,7 @@ import click
 from latencymap import __version__
 from latencymap.cli.common import EXAMPLES, registry
 from latencymap.cli.tuning import no_collection
-from latencymap.core.sanitize import clean_message
+from latencymap.core.sanitize import clean_message, clean_reprs
 
 #: Built-in commands: name -> (module, attribute, help as the command's docstring gives it).
 BUILTIN: dict[str, tuple[str, str, str]] = {
@@ -65,14 +65,21 @@ class _Commands(dict[str, click.Command]):
         return command
 
 
+#: Where the group's context keeps the command line it was given (`_clean_errors`).
+_ARGS = "latencymap.args"
+
+
 @contextmanager
-def _clean_errors() -> Iterator[None]:
+def _clean_errors(args: list[str]) -> Iterator[None]:
     """click's own errors (a bad option value, no such option, a path that does not exist) with what came from the
-    command line cleaned, as every other message on stderr is: a file name with escape sequences stays text."""
+    command line `args` cleaned, as every other message on stderr is: a file name with escape sequences stays text,
+    and a value quoted as Python writes it (`'x\\x1b'`) shows its control characters as `?` too."""
     try:
         yield
     except click.ClickException as err:
-        setattr(err, "message", clean_message(err.message))  # noqa: B010 (`message` is Final to type checkers)
+        values = [*args, *(arg.split("=", 1)[1] for arg in args if arg.startswith("-") and "=" in arg)]
+        message = clean_message(clean_reprs(err.message, values))
+        setattr(err, "message", message)  # noqa: B010 (`message` is Final to type checkers)
         raise
 
 
@@ -138,11 +145,13 @@ class LazyGroup(click.Group):
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
-        with _clean_errors():
-            return super().make_context(info_name, args, parent, **extra)
+        with _clean_errors(list(args)):
+            ctx = super().make_context(info_name, list(args), parent, **extra)
+        ctx.meta[_ARGS] = list(args)
+        return ctx
 
     def invoke(self, ctx: click.Context) -> Any:
-        with _clean_errors():
+        with _clean_errors(ctx.meta.get(_ARGS, [])):
             return super().invoke(ctx)
 
     def resolve_command(self, ctx: click.Context,

@@ -150,7 +150,7 @@ def limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--strict", is_flag=True, help="Stop with exit code 2 at the first bad record.")(f)
     f = click.option("--duration", type=Finite(min=0, min_open=True), default=None, metavar="S",
                      help="Stop after S seconds of wall-clock time (how long a live source runs; a file is read "
-                          "whole unless reading it takes longer: --count limits a file).")(f)
+                          "whole unless reading it takes longer, which a note then says: --count limits a file).")(f)
     f = click.option("--count", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Stop after N intervals of each stream (a source reporting several streams each round "
                           "runs N rounds).")(f)

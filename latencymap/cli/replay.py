@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 import click
 
-from latencymap.cli.common import REGISTRY, guarded, source_epilog
+from latencymap.cli.common import REGISTRY, guarded, no_typed_records_in_tui, source_epilog
 from latencymap.cli.options import (
     Finite,
     format_kwargs,
@@ -20,9 +21,11 @@ from latencymap.cli.options import (
 from latencymap.cli.running import prepare, show
 from latencymap.core.errors import SourceError
 from latencymap.core.model import Flow, Interval, Notice
+from latencymap.flow.inputs import at_rest
 from latencymap.flow.pipeline import column_flow, input_flow
 from latencymap.flow.recording import WindowSeen, windowed
 from latencymap.flow.replay import BurstScan, ReplayClock
+from latencymap.flow.spool import Spool
 
 
 @click.command("replay", epilog=source_epilog((
@@ -48,19 +51,28 @@ def replay(path: str, input_format: str | None, speed: float, as_fast: bool, sta
     recording carries how it was read."""
     time_window(start, end)
     fmt_opts = format_kwargs(kw)
-
-    def flow_of() -> Flow:
-        return input_flow([path], REGISTRY, input_format, fmt_opts)
+    tui = not (kw["plain"] or kw["once"] or kw["emit"]) and sys.stdout.isatty()
+    no_typed_records_in_tui([path], tui)
 
     def body() -> int:
         clock = ReplayClock(None if as_fast else speed)
+        # the TUI's `n` key: where the bursts are, from a second read of the input; one that cannot be read twice
+        # (stdin, a FIFO) is read once, for both
+        spool = Spool(path) if tui and not at_rest(path) else None
+
+        def bytes_of() -> IO[bytes] | None:
+            return spool.reader() if spool is not None else None
+
+        def flow_of() -> Flow:
+            return input_flow([path], REGISTRY, input_format, fmt_opts, bytes_of())
+
         flow = flow_of()
         if start is not None or end is not None:
             flow = _said_when_empty(flow, path, start, end)
         bursts = None
-        if not (kw["plain"] or kw["once"] or kw.get("emit")):  # the TUI's `n` key: where the bursts are
+        if tui:
             whole = start is None and end is None  # the whole input: read in columns, as `report` reads
-            bursts = BurstScan(lambda: column_flow([path], REGISTRY, input_format, fmt_opts) if whole
+            bursts = BurstScan(lambda: column_flow([path], REGISTRY, input_format, fmt_opts, bytes_of()) if whole
                                else windowed(flow_of(), start, end)).start()
         from latencymap.profiling.session import profile_session
 

@@ -63,7 +63,8 @@ def prepare(flow: Iterator[FlowItem], kw: dict[str, Any], source: str = "input",
         close_at_exit(recorder.close)  # its frame ended and file closed even while the reading thread is blocked
         if profile is not None:
             profile.record_to(recorder)
-        flow = read_ahead(recorded(unrolled(flow), recorder))  # records as they arrive, however the view is paced
+        # records as they arrive, however the view is paced, and what the source passes on until the command ends
+        flow = read_ahead(recorded(unrolled(flow), recorder), keep=lambda: not recorder.closed)
     return flow
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXAMPLES, REGISTRY, guarded, no_terminal_input, stdin_is_terminal
+from latencymap.cli.common import EXAMPLES, REGISTRY, guarded, no_terminal_input, no_typed_records_in_tui
 from latencymap.cli.options import format_kwargs, format_options, view_options
 from latencymap.cli.running import prepare, show
 from latencymap.flow.pipeline import input_flow
@@ -30,9 +30,7 @@ def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int |
 
     no_terminal_input(inputs)
     tui = not (kw["plain"] or kw["once"] or kw["emit"]) and sys.stdout.isatty()
-    if "-" in inputs and tui and stdin_is_terminal():  # both would read the one terminal: keys and records get lost
-        raise click.UsageError("'-' reads records typed at the terminal, where the TUI reads its keys: add --plain "
-                               "to type them (or use 'report -'), or name a file")
+    no_typed_records_in_tui(inputs, tui)
 
     def body() -> int:
         # the profiler and the metrics server load only when asked for (`--plain` replays start faster)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 # C0 and C1 controls and DEL, plus Unicode bidi overrides; tab becomes a space.
@@ -65,6 +65,18 @@ class StreamNames:
             name = cut_label(label, self.limit - len(suffix)) + suffix
         self._names[(label, key, scope)] = name
         return name
+
+
+def clean_reprs(text: str, values: Iterable[str]) -> str:
+    """`text` with the Python repr of each of `values` that holds a control character (`'x\\x1b[2J'`, as click and
+    `{value!r}` write an option's value), and of each such character alone, written as `clean_text` shows text
+    (`'x?[2J'`): one rule, `?`, for whatever came from outside."""
+    for value in values:
+        if _CONTROL.search(value) is None:
+            continue
+        for part in (value, *dict.fromkeys(_CONTROL.findall(value))):
+            text = text.replace(repr(part), f"'{clean_label(part)}'")
+    return text
 
 
 #: A message line on stderr: long enough for a path and its reason, or a summary naming several inputs.

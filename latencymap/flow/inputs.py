@@ -147,21 +147,27 @@ def at_rest(path: str, stdin: IO[bytes] | None = None) -> bool:
         return stdin is not None  # an in-memory stream has no descriptor, and all of it is there
 
 
-def _open_binary(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], str]:
-    if path in ("-", ""):
+def open_raw(path: str, stdin: IO[bytes] | None = None) -> tuple[IO[bytes], str]:
+    """The bytes of input `path` as they are (not decompressed), and its display name; `-` is `stdin`, else the
+    process's. A given `stdin` is the bytes of a named `path` too (one read once elsewhere: `flow.spool`)."""
+    if path in ("-", "") or stdin is not None:
         if stdin is None:
             stdin = _stdin_data if _stdin_data is not None else _stdin_binary()
         if not hasattr(stdin, "peek"):
             stdin = io.BufferedReader(stdin)  # type: ignore[type-var]
-        return _binary(stdin), "<stdin>"
+        return stdin, "<stdin>" if path in ("-", "") else path
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{path}: is a directory (expected a file of histograms)")
     try:
-        binary = p.open("rb")
+        return p.open("rb"), path
     except OSError as err:
         raise InputError(f"{path}: {err.strerror}") from None
-    return _binary(binary), path
+
+
+def _open_binary(path: str, stdin: IO[bytes] | None) -> tuple[IO[bytes], str]:
+    binary, name = open_raw(path, stdin)
+    return _binary(binary), name
 
 
 def open_text(path: str, stdin: IO[bytes] | None = None) -> tuple[IO[str], str]:
@@ -264,8 +270,8 @@ def choose_format(registry: Registry, head: list[str], name: str, forced: str | 
         except Exception:
             continue
     listing = "\n".join(f"  {n:14s} {f.summary}" for n, f in sorted(registry.formats.items()))
-    raise InputError(f"{name}: unrecognised input format. Supported formats (choose one with --format NAME, "
-                     f"or --input-format NAME on report):\n{listing}")
+    raise InputError(f"{name}: unrecognised input format. Supported formats (choose one with --input-format NAME, "
+                     f"which every command that reads inputs takes):\n{listing}")
 
 
 def _specific_match(registry: Registry, head: list[str]) -> type[TextFormat] | None:
@@ -315,9 +321,10 @@ def read_input(
 
     A format that claims the path reads it itself; otherwise the text is sniffed. With `runs`, a format may give
     SnapshotRuns (for the differ) and IntervalRuns; otherwise only single snapshots and intervals. The format read
-    with is appended to `readers`.
+    with is appended to `readers`. `stdin` is what `-` reads instead of the process's stdin, or the bytes of the
+    input named `path`, opened once elsewhere (a pipe that two readers share: `flow.spool`).
     """
-    claimed = claiming_format(registry, path, forced_format)
+    claimed = None if stdin is not None else claiming_format(registry, path, forced_format)
     if claimed is not None:
         owner = claimed(**(options or {}))
         if readers is not None:
@@ -364,7 +371,7 @@ def read_input(
     reader = fmt(**(options or {}))
     if readers is not None:
         readers.append(reader)
-    again = not keep_open and path not in ("-", "") and Path(path).is_file()
+    again = not keep_open and stdin is None and path not in ("-", "") and Path(path).is_file()
     if again:  # identified: read from the start when its turn comes, so that many inputs hold no file open
         binary.close()
 

@@ -7,7 +7,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 import numpy as np
@@ -222,18 +222,19 @@ def limited(flow: Iterator[FlowItem], count: int | None = None, duration: float 
     with `count` 1 that is only known from the next round's first interval).
 
     The time runs from this call, not from the flow's first item: what the command does before it reads (the TUI
-    waiting for a silent pipe) counts."""
-    return _limited(flow, count, None if duration is None else clock() + duration, clock)
+    waiting for a silent pipe) counts. A flow that `duration` ends before its own end ends with a Notice saying so
+    (`DurationCut`): a report of a file read at once would otherwise show part of it as the whole."""
+    return _limited(flow, count, None if duration is None else (clock() + duration, duration), clock)
 
 
-def _limited(flow: Iterator[FlowItem], count: int | None, deadline: float | None,
+def _limited(flow: Iterator[FlowItem], count: int | None, deadline: tuple[float, float] | None,
              clock: Callable[[], float]) -> Iterator[FlowItem]:
-    """`limited`, its deadline set."""
+    """`limited`, its deadline set (the clock's time, and the duration it is at)."""
     seen: dict[StreamId, int] = {}
     full = 0
     if count is not None and count <= 0:
         return
-    for item in flow if deadline is None else _on_time(flow, deadline, clock):
+    for item in flow if deadline is None else _on_time(flow, *deadline, clock):
         if count is not None and isinstance(item, Interval | IntervalRun):
             streams = [item.stream] if isinstance(item, Interval) else item.streams
             for k, stream in enumerate(streams):
@@ -250,8 +251,6 @@ def _limited(flow: Iterator[FlowItem], count: int | None, deadline: float | None
                     yield item
                 return
         yield item
-        if deadline is not None and clock() >= deadline:
-            return
 
 
 #: How often a flow read against a deadline looks at the clock while its source gives nothing (seconds).
@@ -260,8 +259,22 @@ WAIT_S = 0.25
 AHEAD = 64
 
 
-def _on_time(flow: Iterator[FlowItem], deadline: float, clock: Callable[[], float]) -> Iterator[FlowItem]:
-    """`flow` until `deadline` (by `clock`), however long its source waits between items.
+@dataclass(slots=True)
+class DurationCut(Notice):
+    """The note that `--duration` ended reading before the input's end (it skips nothing)."""
+
+
+def duration_cut(duration: float, intervals: int) -> DurationCut:
+    """What a flow that `--duration` ended says: a file read at once is cut by how fast it was read."""
+    return DurationCut(f"--duration {duration:g}: reading stopped after {duration:g} s (wall-clock time), before the "
+                       f"input's end, {intervals:,} interval{'s' if intervals != 1 else ''} in: what came after is "
+                       "not read (--count N stops at a number of intervals)", skipped=0)
+
+
+def _on_time(flow: Iterator[FlowItem], deadline: float, duration: float,
+             clock: Callable[[], float]) -> Iterator[FlowItem]:
+    """`flow` until `deadline` (by `clock`), however long its source waits between items; cut there, it ends with
+    `duration_cut`.
 
     A live source that nothing arrives at (a listener without writers, a log nobody writes) yields nothing, so a
     deadline looked at per item would never come: the flow is read in a thread of its own, and waiting for it ends
@@ -293,19 +306,34 @@ def _on_time(flow: Iterator[FlowItem], deadline: float, clock: Callable[[], floa
                 flow.close()
 
     threading.Thread(target=pump, name="latencymap-duration", daemon=True).start()
+    intervals = 0
     try:
         while True:
             try:
                 ok, got = box.get(timeout=WAIT_S)
             except queue.Empty:
                 if clock() >= deadline:
+                    yield duration_cut(duration, intervals)
                     return
                 continue
             if ok:
                 yield got
+                intervals += len(got) if isinstance(got, IntervalRun) else isinstance(got, Interval)
+                if clock() >= deadline:
+                    if not _ends(box):
+                        yield duration_cut(duration, intervals)
+                    return
             elif got is None:
                 return
             else:
                 raise got
     finally:
         stop.set()
+
+
+def _ends(box: queue.Queue[tuple[bool, Any]]) -> bool:
+    """Whether the flow read into `box` has ended there already (its end is the next entry)."""
+    try:
+        return box.get_nowait() == (False, None)
+    except queue.Empty:
+        return False

@@ -21,7 +21,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -54,16 +54,14 @@ class Recorder:
         self.path = path
         self.compat = compat
         self._zstd = path.endswith(".zst")
-        if path == "-":
-            fd = os.dup(1)
-        else:
-            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
-            try:
-                fd = os.open(path, flags, 0o600)
-            except FileExistsError:
-                raise RecordingError(f"{path}: exists; use --force to overwrite it") from None
-            except OSError as err:
-                raise RecordingError(f"{path}: cannot create recording: {err.strerror}") from None
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+        try:
+            fd = os.dup(1) if path == "-" else os.open(path, flags, 0o600)
+        except FileExistsError:
+            raise RecordingError(f"{path}: exists; use --force to overwrite it") from None
+        except OSError as err:  # `-` too: stdout closed (`>&-`), an output that cannot be written
+            raise RecordingError(f"{path}: cannot create recording: {err.strerror}",
+                                 exit_code=1 if path == "-" else 2) from None
         self._fh: IO[bytes] = os.fdopen(fd, "wb", buffering=0)
         self._compressor: Any = None
         self._frame: Any = None  # the zstd frame under way (a compressobj), None between frames
@@ -86,6 +84,11 @@ class Recorder:
                   "platform": platform.platform(terse=True), "start": time.time(),
                   "format": "compat" if compat else "interval", "options": safe_options(options or {})}
         self._write(HEADER_PREFIX + json.dumps(header, sort_keys=True) + "\n")
+
+    @property
+    def closed(self) -> bool:
+        """True once `close` was called: what comes after is dropped."""
+        return self._closed
 
     def _write(self, text: str) -> None:
         with self._lock:  # the profiler thread annotates while the flow writes records
@@ -198,6 +201,15 @@ class Recorder:
             self._fh.close()
 
 
+    def discard_if_empty(self) -> None:
+        """Close, and remove the file when it holds no record: a run that failed before it read any leaves no
+        recording behind (nor one that a rerun would have to `--force` over). Stdout (`-`) is only closed."""
+        self.close()
+        if self.path != "-" and self.written == 0:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+
+
 COMPAT_MIXED = "--compat: PyLatencyMap 1.3 reads every record as one stream: "
 
 
@@ -219,6 +231,9 @@ def recorded(flow: Flow, recorder: Recorder) -> Flow:
                     yield Notice(f"{COMPAT_MIXED}'{second}' is mixed "
                                  f"into '{first}' there (give it a single stream's records)", skipped=0)
             yield item
+    except Exception:
+        recorder.discard_if_empty()
+        raise
     finally:
         recorder.close()
 
@@ -235,12 +250,14 @@ class _Failed:
 _END = object()
 
 
-def read_ahead(flow: Flow, limit: int = READ_AHEAD) -> Flow:
+def read_ahead(flow: Flow, limit: int = READ_AHEAD, keep: Callable[[], bool] | None = None) -> Flow:
     """The flow's items, pulled by a daemon thread up to `limit` items ahead of the consumer.
 
     What the flow does on the way (a recorder writing each interval) then keeps the source's pace, not the
     view's. The flow's exception is raised here, after the items before it; closing this generator stops
-    the thread at its next item (it closes the flow).
+    the thread at its next item (it closes the flow), or with `keep`, at its first item once `keep()` is false:
+    until then the flow is still pulled, its items not kept, so that a recording takes what a source passes on
+    as the command ends (what a listener's writers had sent).
     """
     items: queue.Queue[Any] = queue.Queue(maxsize=max(1, limit))
     stop = threading.Event()
@@ -257,7 +274,7 @@ def read_ahead(flow: Flow, limit: int = READ_AHEAD) -> Flow:
     def run() -> None:
         try:
             for item in flow:
-                if not put(item):
+                if not put(item) and (keep is None or not keep()):
                     return
         except BaseException as err:  # re-raised in the consumer's thread
             put(_Failed(err))

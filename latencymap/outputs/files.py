@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import io
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TextIO
 
 from latencymap.core.errors import OutputError
 
@@ -25,13 +29,81 @@ def check_output(output: str | None) -> None:
         raise OutputError(f"{output}: cannot create it: permission denied")
 
 
+#: How messages name stdout.
+STDOUT = "standard output"
+
+
 @contextmanager
 def writing(output: str) -> Iterator[None]:
-    """A failure to write `output` as one OutputError line (exit code 1), not a traceback."""
+    """A failure to write `output` as one OutputError line (exit code 1), not a traceback. A reader that went away
+    (`| head`) stays a BrokenPipeError, which ends a command quietly."""
     try:
         yield
+    except BrokenPipeError:
+        raise
     except OSError as err:
         raise OutputError(f"{output}: cannot write the output: {err.strerror or err}", exit_code=1) from None
+
+
+class _Closed(io.TextIOBase):
+    """stdout when descriptor 1 was closed (`>&-`): a write fails as one to a closed descriptor does."""
+
+    encoding = "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "it is closed")
+
+
+class GuardedStdout:
+    """`sys.stdout` of the command line: a failure to write it (disk full, an I/O error, closed with `>&-`) is an
+    OutputError that names it (`writing`), said in one line with exit code 1, not a traceback. Once failed, every
+    later write fails the same way (one that a library tried and let pass must not hide it), and what could not be
+    written is dropped, so that the interpreter's last flush passes; the rest of the stream's
+    interface is the stream's own."""
+
+    name = STDOUT
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream: Any = _Closed() if stream is None else stream
+        self._failure: str | None = None
+
+    def write(self, text: str) -> int:
+        with self._failing():
+            written: int = self._stream.write(text)
+        return written
+
+    def flush(self) -> None:
+        if self._failure is None:  # after a failure nothing is held: the interpreter's last flush passes
+            with self._failing():
+                self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    @contextmanager
+    def _failing(self) -> Iterator[None]:
+        if self._failure is not None:
+            raise OutputError(self._failure, exit_code=1)
+        try:
+            with writing(STDOUT):
+                yield
+        except OutputError as err:
+            self._failure = str(err)
+            self._drop_pending()
+            raise
+
+    def _drop_pending(self) -> None:
+        """Point descriptor 1 at the null device and flush into it what the stream still holds."""
+        with contextlib.suppress(OSError, ValueError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._stream.fileno())
+            finally:
+                os.close(null)
+            self._stream.flush()
 
 
 def write_text(text: str, output: str | None) -> None:

@@ -77,7 +77,7 @@ def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: 
     writer = None
     if fd is not None:
         out.flush()
-        writer = PieceWriter(fd)
+        writer = PieceWriter(fd, name=getattr(out, "name", ""))
     try:
         for batch in ready_batches(flow):
             at, size = 0, len(batch)

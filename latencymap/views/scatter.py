@@ -7,6 +7,7 @@ object per piece, and lets the kernel gather the pieces straight into the file o
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -16,6 +17,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from latencymap.outputs.files import writing
 
 #: Bytes of fixed texts `Buffers` keeps from batch to batch at most.
 _FIXED_MAX = 8 << 20
@@ -146,12 +149,14 @@ class PieceWriter:
     """`write_pieces` in a thread of its own, so the next batch is composed while this one is written.
 
     Batches are written in the order given; `put` waits while `depth` of them are pending. A write error is raised
-    in the caller's thread by the next `put`, `drain` or `close`. The buffers of a batch must not change until it is
-    written: `Pieces.keep` holds them, and every buffer a batch points into is either new or only appended to.
+    in the caller's thread by the next `put`, `drain` or `close`; with a `name`, as the OutputError that names it
+    (`writing`). The buffers of a batch must not change until it is written: `Pieces.keep` holds them, and every
+    buffer a batch points into is either new or only appended to.
     """
 
-    def __init__(self, fd: int, depth: int = 2) -> None:
+    def __init__(self, fd: int, depth: int = 2, *, name: str = "") -> None:
         self.fd = fd
+        self.name = name
         self._pending: deque[Pieces | None] = deque()
         self._cond = threading.Condition()
         self._depth = max(1, depth)
@@ -172,7 +177,8 @@ class PieceWriter:
                 return
             try:
                 if self._error is None:
-                    write_pieces(self.fd, pieces)
+                    with writing(self.name) if self.name else contextlib.nullcontext():
+                        write_pieces(self.fd, pieces)
             except BaseException as err:  # raised again in the caller's thread
                 self._error = err
             with cond:

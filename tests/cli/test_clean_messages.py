@@ -61,6 +61,14 @@ def test_clicks_errors_too(tmp_path: Path, example_data: Path) -> None:
     assert r.returncode == 2 and "Invalid value for '--history'" in clean(r.stderr)
 
 
+@pytest.mark.parametrize("args", [["--history", NASTY], [f"--history={NASTY}"], ["--datasource", NASTY],
+                                  ["report", "--unit", NASTY], ["report", "--fail-if", f"p99>{NASTY}"]])
+def test_an_option_value_shows_its_controls_as_question_marks(example_data: Path, args: list[str]) -> None:
+    """As the README says, not as Python quotes them (`'x\\x1b]0;TITLE'`)."""
+    r = run(*args, example_data)
+    assert r.returncode == 2 and CLEANED in clean(r.stderr) and "\\x1b" not in r.stderr, r.stderr
+
+
 def test_multi_line_messages_keep_their_lines(tmp_path: Path) -> None:
     unknown = tmp_path / NASTY
     unknown.write_text("no format reads this\n")

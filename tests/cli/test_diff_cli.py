@@ -1,8 +1,13 @@
-"""`latencymap diff --help` and `latencymap profile-export --help` end, like every command's, with the exit codes."""
+"""`latencymap diff`: its limits and inputs; its `--help` and `profile-export`'s end, like every command's, with
+the exit codes."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -20,3 +25,33 @@ def test_help_ends_with_its_own_examples_and_every_exit_code(command: str) -> No
     examples = text.split("Examples:", 1)[1].split("Exit codes:", 1)[0]
     commands = re.findall(r"latencymap [\w-]+", examples)
     assert commands and set(commands) == {f"latencymap {command}"}, examples
+
+
+def _diff(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "latencymap", "diff", *args], capture_output=True, text=True,
+                          input=stdin, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+
+
+def test_diff_takes_the_limits_every_command_that_reads_data_takes(example_data: Path, tmp_path: Path) -> None:
+    """`diff --strict`, `--count` and `--duration` were "No such option", though the README says every command that
+    reads data takes them: each input is now read up to them."""
+    bad = tmp_path / "bad.txt"
+    bad.write_text(example_data.read_text().replace("\n1, ", "\n1, x", 1))
+    plain = _diff(str(example_data), str(bad))
+    assert plain.returncode == 0 and "Skipped records (candidate): 1\n" in plain.stdout, plain.stderr
+    strict = _diff("--strict", str(example_data), str(bad))
+    assert strict.returncode == 2 and strict.stdout == "", strict.stdout
+    assert strict.stderr == (f"latencymap: {bad}: line 5: expected integers in '<bucket value>, <count>', got "
+                             "'1, x4129312'\n")
+    counted = _diff("--count", "3", str(example_data), str(example_data))
+    assert counted.returncode == 0, counted.stderr
+    assert "baseline 54,769 events in 3 intervals; candidate 54,769 events in 3 intervals" in counted.stdout
+    timed = _diff("--duration", "60", str(example_data), str(example_data))
+    assert timed.returncode == 0 and "candidate 1,237,243 events in 71 intervals" in timed.stdout, timed.stderr
+
+
+def test_stdin_for_both_sides_is_a_usage_error(example_data: Path) -> None:
+    """`cat FILE | latencymap diff - -` read it all as the baseline and compared it with nothing, exit code 0."""
+    done = _diff("-", "-", stdin=example_data.read_text())
+    assert done.returncode == 2 and done.stdout == ""
+    assert "Error: '-' (stdin) can be read once: give it as BASELINE or CANDIDATE, not both" in done.stderr

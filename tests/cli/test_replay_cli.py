@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pytest
+from skips_support import requires_binary
+from tmux_support import Pane
 
 from latencymap.core.model import Interval, StreamId
 from latencymap.flow.recording import Recorder
@@ -63,3 +68,53 @@ def test_replay_reads_another_input_with_its_format_options(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert "Columns: 4" in done.stdout and "unit: microsec" in done.stdout
     assert "replay trace.zst --speed 10" in cli("replay", "--help").stdout  # its own examples
+
+
+@pytest.fixture
+def pane() -> Iterator[type[Pane]]:
+    """Real terminals (tmux), closed after the test."""
+    made: list[Pane] = []
+
+    class Closed(Pane):
+        def __init__(self, command: str, size: tuple[int, int] = (160, 50)) -> None:
+            super().__init__(command, size)
+            made.append(self)
+
+    yield Closed
+    for each in made:
+        each.close()
+
+
+LATENCYMAP = f"TERM=xterm-256color {shlex.quote(sys.executable)} -m latencymap"
+
+
+@pytest.mark.slow
+@requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
+@pytest.mark.timeout(120)
+def test_replay_of_a_pipe_or_a_fifo_in_the_tui_shows_every_record(pane: type[Pane], example_data: Path) -> None:
+    """`cat FILE | latencymap replay -` (or `replay <(cat FILE)`) showed `ENDED waiting for data…`: the burst scan
+    opened the same pipe again and took the records. The input is now read once, for both: 71 columns, as the file
+    by name, and `n` finds the scan done."""
+    data = shlex.quote(str(example_data))
+    for command in (f"cat {data} | {LATENCYMAP} replay --max -",
+                    f"bash -c {shlex.quote(f'{LATENCYMAP} replay --max <(cat {data})')}"):
+        term = pane(command)
+        screen = term.wait_for("ENDED", timeout=60)
+        assert "columns 71" in screen.splitlines()[0], screen
+        term.keys("n")
+        term.wait_for("no burst after the cursor")
+        term.keys("q")
+        term.wait_for("EXIT=0")
+
+
+@pytest.mark.slow
+@requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("command", ["replay", "view"])
+def test_dash_typed_at_the_terminal_is_refused_by_the_tui(pane: type[Pane], command: str) -> None:
+    """`latencymap replay -` at a terminal started the TUI, which then read its keys where the records were typed:
+    `q`, Ctrl-C, Ctrl-D and SIGTERM could not end it. It is refused as `view -` is (one check for both)."""
+    term = pane(f"{LATENCYMAP} {command} -")
+    screen = term.wait_for("EXIT=", timeout=60)
+    assert "EXIT=2" in screen, screen
+    assert "Error: '-' reads records typed at the terminal, where the TUI reads its keys: add --plain" in screen

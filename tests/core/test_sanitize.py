@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from latencymap.core.sanitize import StreamNames
+from latencymap.core.sanitize import StreamNames, clean_reprs
 
 
 def test_long_labels_alike_but_at_their_end_keep_their_ends_and_the_same_label_its_name() -> None:
@@ -24,3 +24,12 @@ def test_cuts_alike_get_a_number_and_keys_tell_equal_labels_apart() -> None:
     first, second, third = (keyed.name("svc", "ms", key=k) for k in ((None,), ("svc",), ("svc\x07",)))
     assert (first, second, third) == ("svc", "svc (2)", "svc (3)")
     assert keyed.name("svc", "ms", key=("svc",)) == "svc (2)" and keyed.name("svc", "ns", key=("svc",)) == "svc"
+
+
+def test_a_value_quoted_as_python_writes_it_shows_its_controls_as_question_marks() -> None:
+    """click and `{value!r}` quote an option's value with escapes (`'x\\x1b[2J'`): shown by the one rule, `?`."""
+    value = "ms\u202e\x1b[2J"
+    said = f"unknown unit {value!r}; unexpected character {value[2]!r} at position 3; not {'ms'!r}"
+    assert clean_reprs(said, ["report", value, "plain"]) == (
+        "unknown unit 'ms??[2J'; unexpected character '?' at position 3; not 'ms'")
+    assert clean_reprs(said, ["report"]) == said  # only what came in is touched

@@ -218,3 +218,24 @@ def test_only_files_are_at_rest(tmp_path: Path, example_data: Path) -> None:
         os.close(write)
     with example_data.open("rb") as file:
         assert inputs.at_rest("-", file)
+
+
+@pytest.mark.parametrize("command", [["view", "--plain", "--once"], ["report"], ["replay", "--plain", "--once"],
+                                     ["diff", "BOTH"]])
+def test_an_unknown_format_names_the_option_its_command_takes(command: list[str], tmp_path: Path) -> None:
+    """The message said "choose one with --format NAME, or --input-format NAME on report": `replay` has no
+    `--format`, and `diff`'s is its output's (text/json). Every command that reads inputs takes `--input-format`."""
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("127.0.0.1 localhost\n::1 localhost ip6-localhost\n")
+    args = [str(hosts) if a == "BOTH" else a for a in command] + [str(hosts)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "unrecognised input format. Supported formats (choose one with --input-format NAME, which every command" \
+           " that reads inputs takes):" in result.stderr
+    assert "--format NAME" not in result.stderr
+    result = CliRunner().invoke(main, [*args[:-1], "--input-format", "pylatencymap", str(hosts)])
+    assert "No such option" not in result.output and "unrecognised input format" not in result.output

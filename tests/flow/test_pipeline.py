@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from latencymap.core.model import FlowItem, Interval, IntervalRun, Notice, StreamId
-from latencymap.flow.pipeline import limited
+from latencymap.flow.pipeline import DurationCut, limited
 
 A, B, C = (StreamId(name, "bpf", "microsec") for name in "abc")
 
@@ -180,3 +180,41 @@ def test_duration_runs_from_the_call_not_from_the_first_item() -> None:
         got.append(item)
         now[0] += 0.5
     assert per_stream(got) == {"a": 2}
+
+
+def test_a_flow_cut_by_duration_ends_saying_so() -> None:
+    """`report --duration 1 big.txt` reported the 19% of the file read in 1 s as if it were the whole, with no note
+    (and a small file `No data.`): a flow the deadline ends before its own end now ends with a DurationCut."""
+    ticks = iter(range(100))
+    got = list(limited(rounds([A], 50, []), duration=5, clock=lambda: float(next(ticks))))
+    assert per_stream(got) == {"a": 5}
+    assert isinstance(got[-1], DurationCut) and got[-1].skipped == 0
+    assert got[-1].message == ("--duration 5: reading stopped after 5 s (wall-clock time), before the input's end, "
+                               "5 intervals in: what came after is not read (--count N stops at a number of "
+                               "intervals)")
+    # a flow that ends before its deadline says nothing
+    assert not any(isinstance(i, Notice) for i in limited(rounds([A], 3, []), duration=30))
+
+
+@pytest.mark.timeout(60)
+def test_a_report_of_a_pipe_cut_by_duration_has_the_note() -> None:
+    """The real command: a producer that keeps its pipe open past `--duration` (so its end never came)."""
+    import subprocess
+    import sys
+
+    from latencymap.protocol import format_record
+
+    records = "".join(format_record(A, 1_700_000_000.0 + k, np.full(4, 10 * k, dtype=np.int64), date=f"r{k}")
+                      for k in range(1, 4))
+    producer = subprocess.Popen([sys.executable, "-c", f"import sys, time; sys.stdout.write({records!r}); "
+                                 "sys.stdout.flush(); time.sleep(20)"], stdout=subprocess.PIPE)
+    try:
+        done = subprocess.run([sys.executable, "-m", "latencymap", "report", "--duration", "1.5", "-"],
+                              stdin=producer.stdout, capture_output=True, text=True, timeout=40)
+    finally:
+        producer.kill()
+        producer.wait()
+    assert done.returncode == 0, done.stderr
+    assert "2 intervals over" in done.stdout
+    assert ("Notes:\n   --duration 1.5: reading stopped after 1.5 s (wall-clock time), before the input's end, "
+            "2 intervals in: what came after is not read") in done.stdout

@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -106,3 +107,34 @@ def test_read_ahead_closed_early_closes_the_flow(tmp_path: Path) -> None:
     while not closed and time.monotonic() < deadline:
         time.sleep(0.01)
     assert closed == [True]
+
+
+def test_read_ahead_with_keep_records_what_the_flow_gives_after_its_consumer_left(tmp_path: Path) -> None:
+    """A listener passes on what its writers had sent after the view has gone (SIGTERM): the recording takes it
+    until the command closes it; without `keep` the flow was closed at its next item."""
+    rec, closed = Recorder(str(tmp_path / "r.txt")), []
+    gone, more = threading.Event(), threading.Event()
+
+    def source():
+        try:
+            yield from _intervals(1)
+            more.wait(10)  # the consumer has gone: what comes now is recorded, not queued
+            yield from _intervals(5)[1:]
+            gone.wait(10)
+            yield from _intervals(6)[5:]
+        finally:
+            closed.append(True)
+
+    flow = read_ahead(recorded(source(), rec), keep=lambda: not rec.closed)
+    assert next(flow).start == 0.0
+    flow.close()
+    more.set()
+    wait = time.monotonic() + 10
+    while rec.written < 5 and time.monotonic() < wait:
+        time.sleep(0.01)
+    rec.close()
+    gone.set()
+    while not closed and time.monotonic() < wait:
+        time.sleep(0.01)
+    assert closed == [True]
+    assert (tmp_path / "r.txt").read_text().count("<end record>") == 5

@@ -345,3 +345,29 @@ def test_emit_into_a_reader_that_goes_away_ends_quietly(tmp_path: Path, compat: 
     err = proc.stderr.read()
     assert proc.wait(60) == 0, err
     assert first[0].startswith("# latencymap-recording") and err == ""
+
+
+@pytest.mark.parametrize("bad", ["missing", "unknown format", "no record readable"])
+def test_a_run_that_fails_before_any_record_leaves_no_recording(tmp_path: Path, example_data: Path,
+                                                                 bad: str) -> None:
+    """It left a header-only file, and the corrected rerun was refused ("exists; use --force")."""
+    rec, data = tmp_path / "rec.zst", tmp_path / "in.txt"
+    if bad == "unknown format":
+        data.write_text("127.0.0.1 localhost\n::1 localhost\n")
+    elif bad == "no record readable":
+        data.write_text("<begin record>\nlabel, x\n1, 2\nbad line\n<end record>\n")
+    r = cli("--plain", "--once", "--record", str(rec), str(data))
+    assert r.returncode in (1, 2) and r.stderr
+    assert not rec.exists()
+    r = cli("--plain", "--once", "--record", str(rec), str(example_data))  # the corrected rerun, as typed
+    assert r.returncode == 0, r.stderr
+    assert report(rec)["streams"][0]["columns"] == 71
+
+
+def test_a_run_that_fails_after_records_keeps_them(tmp_path: Path, example_data: Path) -> None:
+    rec = tmp_path / "rec.txt"
+    good = example_data.read_text()
+    r = cli("--plain", "--once", "--strict", "--record", str(rec), "-",
+            stdin=good + "<begin record>\n1, x\n<end record>\n")  # a bad record after 72 good ones
+    assert r.returncode == 2, r.stderr
+    assert report(rec)["streams"][0]["columns"] == 71

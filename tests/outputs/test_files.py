@@ -48,3 +48,40 @@ def test_output_problems_are_found_before_any_input_is_read(tmp_path: Path, comm
     assert r.exit_code == 2
     assert ("needs -o FILE" if "parquet" in command else "cannot create it: no directory") in r.stderr
     assert "not-there.txt" not in r.stderr
+
+
+
+def _no_file_space() -> None:
+    """Files of 0 bytes at most: a write fails with EFBIG (Python ignores SIGXFSZ), as one to a full disk would."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+
+@pytest.mark.parametrize("args", [
+    ["report", "DATA"], ["report", "--format", "json", "DATA"], ["report", "--format", "openmetrics", "DATA"],
+    ["diff", "DATA", "DATA"], ["--plain", "--once", "DATA"], ["--plain", "--screen-delay", "0", "DATA"],
+    ["replay", "--plain", "DATA"], ["--help"], ["--version"], ["report", "--help"],
+])
+def test_stdout_that_cannot_be_written_is_one_line_and_exit_code_1(tmp_path: Path, example_data: Path,
+                                                                    args: list[str]) -> None:
+    """stdout on a full disk, or closed (`>&-`): one line naming it, exit code 1, no traceback (it was an OSError or,
+    closed, an AttributeError on None)."""
+    command = [sys.executable, "-m", "latencymap", *[str(example_data) if a == "DATA" else a for a in args]]
+    with (tmp_path / "out.txt").open("w") as out:
+        full = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, text=True, preexec_fn=_no_file_space,
+                              timeout=60)
+    closed = subprocess.run(["/bin/sh", "-c", 'exec "$@" >&-', "sh", *command], stderr=subprocess.PIPE, text=True,
+                            timeout=60)
+    for r, reason in ((full, "File too large"), (closed, "it is closed")):
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.splitlines()[-1] == f"latencymap: standard output: cannot write the output: {reason}"
+        assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr
+
+
+@pytest.mark.parametrize("args", [["report"], ["--plain", "--screen-delay", "0"], ["--help"]])
+def test_a_reader_that_went_away_still_ends_the_command_quietly(example_data: Path, args: list[str]) -> None:
+    """`| head`: no failure of latencymap's (exit code 0, nothing said)."""
+    r = subprocess.run(["/bin/bash", "-c", '"$@" | head -c 1 >/dev/null; exit "${PIPESTATUS[0]}"', "sh",
+                        sys.executable, "-m", "latencymap", *args, str(example_data)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "cannot write" not in r.stderr

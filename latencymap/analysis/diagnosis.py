@@ -23,6 +23,7 @@ Every threshold is a field of `Thresholds` (thresholds.py), passed as `diagnose(
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,11 @@ __all__ = ["Diagnosis", "diagnose", "dur", "pct", "span"]
 
 #: A band "owns" the time when its time share is at least this many times its events share (and >= 10%).
 OWNS_TIME_FACTOR = 2.0
+#: Bands each holding at least this share of the most populous one's events are near even: the band that owns the
+#: time is then the one to look at (`main_band`).
+NEAR_EVEN_EVENTS = 0.8
+#: A band and the main one are a shift's two levels when this share of each one's events lie on its side of the jump.
+SHIFT_SIDE_SHARE = 0.9
 #: Episode lines shown by `summary_lines` before "... and N more".
 MAX_EPISODE_LINES = 5
 
@@ -121,7 +127,7 @@ class Diagnosis:
             held = f"{few} event{'s' if few > 1 else ''}" if few and k else \
                 f"{pct(events_share)}{' of events' if k == 0 else ''}"
             text = f"{held} in {span(b.low_s, b.high_s, b.high_slot)}"
-            if b.time_share >= max(0.10, OWNS_TIME_FACTOR * b.events_share):
+            if self._owns_time(b):
                 text += f" own {pct(time_share)} of the time"
             parts.append(text)
         minor = [b for b in self.bands if b not in major]
@@ -134,6 +140,14 @@ class Diagnosis:
             why = f" — not one spread: the mean describes none of the {len(major)} bands" if self.bimodal else ""
         return f"{name}: " + ", ".join(parts) + why
 
+    def _owns_time(self, b: Band) -> bool:
+        """A band of many times its share of events in time, or, among bands near even in events, the one holding
+        most of the time (`main_band` then reads the others against another)."""
+        if b.time_share >= max(0.10, OWNS_TIME_FACTOR * b.events_share):
+            return True
+        main = main_band(self.major) if self.major else b
+        return b is not main and b.time_share > 0.5 and b.events >= NEAR_EVEN_EVENTS * max(x.events for x in self.major)
+
     def _pair(self) -> bool:
         """True unless the stream is multimodal (its band findings then get a line each)."""
         return not self.bimodal or len(self.major) <= 2
@@ -142,33 +156,42 @@ class Diagnosis:
 #: A tail whose time is at least this much a stall's is that stall (said once, with when), not a tail of the usual
 #: latencies.
 STALL_HOLDS_TAIL = 0.5
+#: A tail whose time is at least this much the said bands' above its start is those bands, said once.
+BAND_HOLDS_TAIL = 0.8
 #: An episode that starts (ends) this close to a shift and lasts to the end (from the start) of the range is that
 #: shift.
 SHIFT_EPISODE_COLUMNS = 5
 
 
-def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float) -> list[Finding]:
-    """The findings of a diagnosis, in reading order: bands, tail, drift, then episodes by time."""
+def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float,
+              shifted: tuple[Band, ...] = ()) -> list[Finding]:
+    """The findings of a diagnosis, in reading order: bands, tail, drift, then episodes by time; a shift that
+    `shifted` bands are the two sides of (`shift_sides`) comes first, as it explains them."""
     out: list[Finding] = []
     bands: list[Band] = []
-    if d.bimodal and d.major:
-        main = max(d.major, key=lambda b: b.events)
-        bands = [b for b in d.major if b is not main]
-        out += [band_finding(b, scope, main, pair=len(d.major) == 2) for b in bands if not _all_in_stalls(b, d.stalls)]
-    tail = d.tail
-    if tail is not None and tail.events_share > th.tail_max_events_share and d.few is not None and d.few.dominant:
-        tail = d.few  # half the time is in too many events, but a few of them hold much of it
-    stalled = sum(e.time_s for e in d.stalls)
-    if tail is not None and tail.events_share <= th.tail_max_events_share and not any(
-            b.first_slot <= tail.first_slot <= b.last_slot for b in bands) \
-            and stalled < STALL_HOLDS_TAIL * tail.time_s:  # that band (or stall) says it
-        out.append(tail_finding(tail, scope, top_s))
     episodes = d.episodes
     at = d.drift.at_col if d.drift is not None and d.drift.kind == "shift" else None
     if at is not None:  # a change from the shift to the end (or from the start to it) is the shift itself
         episodes = [e for e in episodes if e.kind == "stall" or not _is_shift(e, at, scope)]
-    if d.drift is not None and not (at is not None and any(
-            abs(e.first_col - at) <= 2 for e in episodes)):  # that episode says it, with its shape
+    says_drift = d.drift is not None and not (at is not None and any(
+        abs(e.first_col - at) <= 2 for e in episodes))  # that episode says it, with its shape
+    explained = [b for b in shifted if says_drift]
+    if d.drift is not None and explained:
+        out.append(drift_finding(d.drift, scope))
+    if d.bimodal and d.major:
+        main = main_band(d.major)
+        bands = [b for b in d.major if b is not main]
+        out += [band_finding(b, scope, main, pair=len(d.major) == 2,
+                             shift=d.drift if any(b is x for x in explained) else None)
+                for b in bands if not _all_in_stalls(b, d.stalls)]
+    tail = d.tail
+    if tail is not None and tail.events_share > th.tail_max_events_share and d.few is not None and d.few.dominant:
+        tail = d.few  # half the time is in too many events, but a few of them hold much of it
+    stalled = sum(e.time_s for e in d.stalls)
+    if tail is not None and tail.events_share <= th.tail_max_events_share and not _band_says(tail, bands) \
+            and stalled < STALL_HOLDS_TAIL * tail.time_s:  # that band (or stall) says it
+        out.append(tail_finding(tail, scope, top_s))
+    if d.drift is not None and says_drift and not explained:
         out.append(drift_finding(d.drift, scope))
     out += sorted([episode_finding(e, scope) for e in episodes] + [silence_finding(q, scope) for q in d.silences],
                   key=lambda f: f.first_col if f.first_col is not None else -1)
@@ -180,6 +203,8 @@ BURST_COLUMNS = 3
 BURST_COLUMN_SHARE = 0.10
 #: ... this share of its events.
 BURST_EVENTS_SHARE = 0.8
+#: Columns holding at least this share of the smallest of those few are bursts too (within the same limit on columns).
+BURST_ALIKE = 0.5
 
 
 def _find_bursts(b: Band, cols: Columns, starts: np.ndarray, first: int, episodes: list[Episode]) -> None:
@@ -197,13 +222,53 @@ def _find_bursts(b: Band, cols: Columns, starts: np.ndarray, first: int, episode
     order = np.argsort(-per_col, kind="stable")
     held = np.cumsum(per_col[order])
     k = int(np.searchsorted(held, BURST_EVENTS_SHARE * total * (1 - 1e-12))) + 1
-    if k > max(BURST_COLUMNS, BURST_COLUMN_SHARE * occupied):
+    most = max(BURST_COLUMNS, BURST_COLUMN_SHARE * occupied)
+    if k > most:
         return
-    picked = sorted(int(c) for c in order[:k])
+    # every column of the pattern, not only the fewest that reach the share: six equal bursts are six, not five
+    alike = int(np.count_nonzero(per_col[order] >= BURST_ALIKE * per_col[order[k - 1]]))
+    picked = sorted(int(c) for c in order[:max(k, min(alike, int(most)))])
     if all(any(e.first_col <= first + c <= e.last_col for e in episodes) for c in picked):
         return
     b.bursts = [(first + c, float(starts[c])) for c in picked]
     b.burst_share = float(per_col[picked].sum()) / total
+
+
+def _band_says(tail: Tail, bands: list[Band]) -> bool:
+    """True when a band finding already says the tail: the tail starts inside one of `bands`, or those of them that
+    lie in it hold `BAND_HOLDS_TAIL` of its time (a tail from the main band's trimmed edge up is that slow band)."""
+    inside = sum(b.time_s for b in bands if b.first_slot >= tail.first_slot)
+    return any(b.first_slot <= tail.first_slot <= b.last_slot for b in bands) or \
+        inside >= BAND_HOLDS_TAIL * tail.time_s
+
+
+def main_band(major: list[Band]) -> Band:
+    """The band the others are read against: the one of most events, but among bands near even in events (each
+    `NEAR_EVEN_EVENTS` of the most), the one of least time, so that the band owning the time carries a finding."""
+    most = max(b.events for b in major)
+    return min((b for b in major if b.events >= NEAR_EVEN_EVENTS * most), key=lambda b: b.time_s)
+
+
+def shift_sides(major: list[Band], main: Band | None, drift: Drift | None, cols: Columns,
+                first: int) -> tuple[Band, ...]:
+    """The bands besides `main` that are, with it, the two levels of a shift: each holds `SHIFT_SIDE_SHARE` of its
+    events on its own side of the jump (one before it, the other after), so the shift explains why there are two."""
+    if main is None or drift is None or drift.kind != "shift" or drift.at_col is None:
+        return ()
+    at = drift.at_col - first
+
+    def after(b: Band) -> float:
+        """The share of the band's events in the columns from the shift on."""
+        band = slice(b.first_slot, b.last_slot + 1)
+        parts = [c[:, band].sum(axis=1) for _, c, _ in cols.chunks()]
+        per_col = np.concatenate(parts) if parts else np.zeros(0)
+        total = float(per_col.sum())
+        return float(per_col[at:].sum()) / total if total > 0 else math.nan
+
+    late = after(main)
+    return tuple(b for b in major if b is not main and (
+        (late <= 1 - SHIFT_SIDE_SHARE and after(b) >= SHIFT_SIDE_SHARE)
+        or (late >= SHIFT_SIDE_SHARE and after(b) <= 1 - SHIFT_SIDE_SHARE)))
 
 
 def _is_shift(e: Episode, at: int, scope: Scope) -> bool:
@@ -235,6 +300,7 @@ def diagnose(
     exact: bool | None = None,
     gaps: np.ndarray | None = None,
     seen_max: np.ndarray | None = None,
+    seen_min: np.ndarray | None = None,
 ) -> Diagnosis:
     """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), their episodes,
     stalls and drift, and the findings among them.
@@ -246,7 +312,8 @@ def diagnose(
     findings' causes; `exact`: `time2d` is the source's own time, not estimated (None: when it is given), so a
     stall's p50 is read as the report's header reads it; `gaps` marks (over all columns, as `starts`) the gap
     columns: missing data is no silence; `seen_max` (s per slot, NaN where not known) the largest value seen, which
-    bounds a stall's wait.
+    bounds a stall's wait; with `seen_min` (the smallest), the columns' medians that drift reads lie within both, as
+    the report's percentiles do.
     """
     th = thresholds
     estimated = time2d is None and not isinstance(counts2d, Columns)
@@ -274,8 +341,9 @@ def diagnose(
         min_time_shift=th.episode_min_time_shift, min_column_events=th.episode_min_column_events,
         min_columns=th.episode_min_columns, max_gap=th.episode_max_gap, col_offset=first,
         min_move_octaves=th.min_move_octaves)
+    timed = not estimated if exact is None else exact
     stalls = find_stalls(cols, None, low_s, high_s, starts, ends, th=th, col_offset=first,
-                         exact=not estimated if exact is None else exact, datasource=datasource, seen_max=seen_max)
+                         exact=timed, datasource=datasource, seen_max=seen_max)
     episodes = sorted(without_covered(episodes, stalls) + stalls, key=lambda e: (e.first_col, e.kind != "stall"))
     d = Diagnosis(
         bands=bands,
@@ -288,18 +356,20 @@ def diagnose(
         time_estimated=estimated,
         t0=float(all_starts[0]) if len(all_starts) else 0.0,
         major=major,
-        drift=find_drift(cols, low_s, high_s, starts, ends, th=th, col_offset=first) if cols.n else None,
+        drift=find_drift(cols, low_s, high_s, starts, ends, th=th, col_offset=first, exact=timed,
+                         seen=None if seen_min is None or seen_max is None else (seen_min, seen_max))
+        if cols.n else None,
         few=slowest_few(pooled, pooled_t, low_s, high_s, events_share=th.tail_few_events_share,
                         time_share=th.tail_few_time_share),
         silences=silences_left(find_silences(cols, starts, ends, None if gaps is None else
                                              np.asarray(gaps)[first:stop], col_offset=first), stalls),
     )
-    main = max(major, key=lambda b: b.events) if major else None
+    main = main_band(major) if major else None
     for b in major:
         if b is not main:
             _find_bursts(b, cols, starts, first, episodes)
     if d.events > 0:
         used = np.flatnonzero(pooled > 0)
         scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s, datasource)
-        d.findings = _findings(d, scope, th, float(high_s[used[-1]]))
+        d.findings = _findings(d, scope, th, float(high_s[used[-1]]), shift_sides(major, main, d.drift, cols, first))
     return d

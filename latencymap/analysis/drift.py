@@ -1,7 +1,8 @@
 """Drift: the median latency trending over the columns (a slow leak, a growing queue, a filling disk).
 
-Each column with at least `episode_min_column_events` events gets its median in octaves (log2, placed
-log-uniformly inside the bucket that holds it). A least-squares line over the columns' mid times is a
+Each column with at least `episode_min_column_events` events gets its median in octaves (log2), read as the
+report reads its columns' percentiles (`percentile_estimates`: with the exact time per bucket where the source gave
+it, within the values seen per bucket where they are known). A least-squares line over the columns' mid times is a
 drift when it moves the median by at least `drift_min_octaves` (1: the median doubles or halves) from the
 first tested column to the last, and explains at least `drift_min_r2` (50%) of the variance of the column
 medians (so two steady halves with a jump are a trend only when the jump dominates, and noise never is).
@@ -21,6 +22,7 @@ import numpy as np
 
 from latencymap.analysis.columns import Columns, as_columns
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from latencymap.core.percentiles import percentile_estimates
 
 
 @dataclass
@@ -41,36 +43,35 @@ class Drift:
     at: float | None = None
 
 
-def column_medians_log2(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray) -> np.ndarray:
-    """log2 of each column's median latency (seconds), log-uniform inside its bucket; NaN for empty columns."""
-    n = counts.sum(axis=1)
-    cum = np.cumsum(counts, axis=1)
-    half = 0.5 * n
-    k = np.minimum((cum < half[:, None]).sum(axis=1), counts.shape[1] - 1)
-    below = np.where(k > 0, cum[np.arange(len(k)), np.maximum(k - 1, 0)], 0.0)
-    inside = counts[np.arange(len(k)), k]
-    frac = np.divide(half - below, inside, out=np.full(len(k), 0.5), where=inside > 0)
-    hi = np.log2(high_s[k])
-    lo = np.where(low_s[k] > 0, np.log2(np.maximum(low_s[k], 1e-300)), hi - 1.0)
-    return np.where(n > 0, lo + np.clip(frac, 0.0, 1.0) * (hi - lo), np.nan)
+def column_medians_log2(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray, times: np.ndarray | None = None,
+                        seen: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """log2 of each column's median latency (seconds) as `percentile_estimates` reads it (`times`: exact seconds per
+    slot, or None; `seen`: smallest and largest value seen per slot), at least half the first slot's high (a
+    bucket from 0 has no log); NaN for empty columns."""
+    p50 = percentile_estimates(counts, low_s, high_s, (0.5,), times=times, seen=seen)[:, 0]
+    return np.log2(np.maximum(p50, 0.5 * high_s[0]))
 
 
 def find_drift(counts: np.ndarray | Columns, low_s: np.ndarray, high_s: np.ndarray, starts: np.ndarray,
-               ends: np.ndarray, *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0) -> Drift | None:
-    """The drift of the median over the columns (of (columns x slots) counts, or of `Columns`), or None (see the
-    module docstring)."""
+               ends: np.ndarray, *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0, exact: bool = False,
+               seen: tuple[np.ndarray, np.ndarray] | None = None) -> Drift | None:
+    """The drift of the median over the columns (of (columns x slots) counts, or of `Columns` that read their times
+    too), or None (see the module docstring); `exact`: the times are the source's, not estimated; `seen`: the smallest
+    and largest value seen per slot (s, NaN where not known)."""
     cols = as_columns(counts)
     used = np.flatnonzero(cols.used(times=False))
     slots = slice(None)
     if used.size:  # the medians read only the slots some column uses
         slots = slice(int(used[0]), int(used[-1]) + 1)
         low_s, high_s = low_s[slots], high_s[slots]
+        if seen is not None:
+            seen = (np.asarray(seen[0])[slots], np.asarray(seen[1])[slots])
     found, medians = [], []
-    for span, c, _ in cols.chunks():  # each column's median, a chunk of columns at a time
+    for span, c, t in cols.chunks():  # each column's median, a chunk of columns at a time
         c = c[:, slots]
         rows = np.flatnonzero(c.sum(axis=1) >= th.episode_min_column_events)
         found.append(rows + span.start)
-        medians.append(column_medians_log2(c[rows], low_s, high_s))
+        medians.append(column_medians_log2(c[rows], low_s, high_s, t[rows][:, slots] if exact else None, seen))
     tested = np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
     if tested.size < max(th.drift_min_columns, 3):
         return None

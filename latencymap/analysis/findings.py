@@ -251,13 +251,15 @@ def band_why(datasource: str, *, faster: bool = False, ratio: float = float("nan
     return f"a slower population than the main band: what sends {noun} to it {cause}"
 
 
-def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True) -> Finding:
+def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Drift | None = None) -> Finding:
     """A band beyond the main one (one or two events: outliers, said so), its why fitting its direction: a band
-    below the main one is a fast minority, not a slow one. `pair`: the stream has only these two bands."""
+    below the main one is a fast minority, not a slow one. `pair`: the stream has only these two bands; `shift`: the
+    shift whose two sides the band and the main one are (one level before it, the other after), which explains them."""
     few = outliers(b)
-    held = f"{few} event{'s' if few > 1 else ''} ({pct(b.events_share)})" if few else f"{pct(b.events_share)} of events"
-    what = (f"band {span(b.low_s, b.high_s, b.high_slot)}: {held} take {pct(b.time_share)} of the time (main band "
-            f"{span(main.low_s, main.high_s, main.high_slot)}: {pct(main.events_share)}, {pct(main.time_share)})")
+    (events_share, time_share), (main_events, main_time) = b.shown_shares, main.shown_shares  # of the ranges named
+    held = f"{few} event{'s' if few > 1 else ''} ({pct(events_share)})" if few else f"{pct(events_share)} of events"
+    what = (f"band {span(b.low_s, b.high_s, b.high_slot)}: {held} take {pct(time_share)} of the time (main band "
+            f"{span(main.low_s, main.high_s, main.high_slot)}: {pct(main_events)}, {pct(main_time)})")
     faster = b.mode_slot < main.mode_slot
     if b.bursts and not faster:
         what += f"; {pct(b.burst_share)} of them in {burst_text(b.bursts, scope)}"
@@ -266,6 +268,9 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True) -> Findin
                        b.time_share, first, last, t_first, t_last, b.low_s, b.high_s, bursts=True)
     if few:
         reason = why("outliers fast" if faster else "outliers", scope.datasource)
+    elif shift is not None and shift.at_col is not None and shift.at is not None:
+        reason = (f"the levels before and after the shift at col {shift.at_col} (t+{since(shift.at - scope.t0)}), not "
+                  "two populations at once: what changed at that moment is the cause to find")
     else:
         ratio = mean_s(main) / mean_s(b) if mean_s(b) > 0 else float("nan")
         reason = band_why(scope.datasource, faster=faster, ratio=ratio, pair=pair)

@@ -17,6 +17,11 @@ shift), yet they own the time of their columns. The rule, on the columns of the 
   a 25 us "pause" in a 1 s column held nothing up (a 10 ms one in a 1 s column is the least that counts); a column
   counts as at least the median column long (a stream's first column, cut short at the first flush, would weigh a
   first wait many times over);
+- the stream was held up: where its usual rate (the median events per second of its columns with events) would have
+  completed at least `MIN_MISSING` (20) events during the far waits, at least `stall_min_lost_share` (a third) of
+  those, and `LOST_Z` (3) Poisson sigmas, are missing from the columns the waits span (from where the first began);
+  a stream that kept completing (one 20 s request among 1,000/s, a power law's far value) had no pause. Spark's slow
+  tasks (`PARALLEL`) end side by side: their stall is no pause and is exempt;
 - columns count only when they hold events: when far events sit in more of those than allowed above (a scatter of far
   events all along), or in every one of them, or all the events lie in a single column (nothing tells when they
   happened, and the bands say the rest), none is a stall.
@@ -50,6 +55,11 @@ from latencymap.core.percentiles import median_of, percentile_estimates
 
 #: The datasource whose events run one after another (a training loop's steps): its waits may lie back to back.
 SEQUENTIAL = "training"
+#: The datasource whose events run side by side and are logged when they end (Spark tasks): its stall is slow tasks
+#: ending, not a pause, so the others completing meanwhile do not rule it out.
+PARALLEL = "spark"
+#: Events missing around a stall must exceed this many Poisson sigmas of what its columns expect (a chance dip).
+LOST_Z = 3.0
 
 
 def ceiling_slot(counts: np.ndarray | Columns, th: Thresholds = DEFAULT_THRESHOLDS) -> int:
@@ -101,6 +111,9 @@ def find_stalls(
     median = _median_s(pooled, pooled_t if exact else None, low_s, high_s)
     width = float(median_of(np.asarray(ends) - np.asarray(starts)))
     base_c, base_t = cols.slot_sums(~hit)  # the columns without far events
+    column_c, seconds = cols.column_sums()[0], np.asarray(ends) - np.asarray(starts)
+    busy = (column_c > 0) & (seconds > 0)
+    usual = float(median_of(column_c[busy] / seconds[busy])) if busy.any() else 0.0  # events/s, as silences.py reads it
     out = []
     for a, b in _joined(runs(hit, max_gap=th.stall_max_gap, min_columns=1), far_c, far_t, starts, ends):
         picked = np.flatnonzero(hit[a:b + 1]) + a
@@ -113,6 +126,10 @@ def find_stalls(
         wall = float(np.maximum(np.asarray(ends)[picked] - np.asarray(starts)[picked], width).sum())
         if tm < th.stall_min_column_time_share * col_t or tm < th.stall_min_wall_share * wall:
             continue
+        first_wait, first_width = float(far_t[a] / far_c[a]), float(ends[a] - starts[a])
+        if datasource != PARALLEL and not _held_up(a, b, max(0.0, first_wait - first_width), tm, column_c, starts,
+                                                   ends, usual, th.stall_min_lost_share):
+            continue
         slots = far[picked_c[:, far].sum(axis=0) > 0]
         lo, hi = int(slots[0]), int(slots[-1])
         col_c = float(picked_c.sum())
@@ -120,13 +137,27 @@ def find_stalls(
                         float(base_c[lo:hi + 1].sum() / max(base_c.sum(), 1e-300)), tm / max(col_t, 1e-300),
                         float(base_t[lo:hi + 1].sum() / max(base_t.sum(), 1e-300)), high_slot=hi)
         shift = float(np.log2((tm / ev) / median)) if median > 0 else 0.0
-        first_wait, first_width = float(far_t[a] / far_c[a]), float(ends[a] - starts[a])
         longest = float(far_t[a]) if datasource == SEQUENTIAL else min(float(far_t[a]), _longest(
             far, cols.take(np.array([a]))[0][0], high_s, seen_max))
         began = (first_wait - first_width, longest) if first_wait > first_width else None
         out.append(Episode("stall", a + col_offset, b + col_offset, float(starts[a]), float(ends[b]), ev, shift,
                            gained, None, tm, ev / total_c, tm / total_t, began_before=began))
     return out
+
+
+def _held_up(a: int, b: int, before: float, waited: float, column_c: np.ndarray, starts: np.ndarray,
+             ends: np.ndarray, usual: float, lost_share: float) -> bool:
+    """False when the stream went on completing through a stall's waits: from the column where its first wait began
+    (`before` its column a) to its last column b, the usual rate would have completed `usual` x `waited` events (at
+    most its columns' span) while it waited, and fewer than `lost_share` of those, or than `LOST_Z` Poisson sigmas of
+    what those columns expect, are missing. True when those due are under `MIN_MISSING`: too few to tell."""
+    start = float(starts[a]) - before
+    first = a - int(np.count_nonzero(np.asarray(ends[:a]) > start))  # earlier columns the first wait reaches into
+    span_s = float(np.sum(np.asarray(ends[first:b + 1]) - np.asarray(starts[first:b + 1])))
+    due, expected = usual * min(waited, span_s), usual * span_s
+    if due < MIN_MISSING:
+        return True
+    return expected - float(column_c[first:b + 1].sum()) >= max(lost_share * due, LOST_Z * math.sqrt(expected))
 
 
 def _longest(far: np.ndarray, column: np.ndarray, high_s: np.ndarray, seen_max: np.ndarray | None) -> float:

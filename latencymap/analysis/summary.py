@@ -24,5 +24,6 @@ def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
                                                         hist.meta_in("start"), hist.meta_in("end"),
                                                         datasource=hist.stream.datasource, exact=hist.exact,
                                                         gaps=(hist.meta_in("flags") & GAP) != 0,
-                                                        seen_max=(hist.seen or (None, None))[1]))
+                                                        seen_max=(hist.seen or (None, None))[1],
+                                                        seen_min=(hist.seen or (None, None))[0]))
     return cached[1]

@@ -81,6 +81,10 @@ class Thresholds:
     #: ... and at least this share of those columns' wall time: shorter waits held nothing up that matters (a
     #: 25 us "pause" in a 1 s column). 1%: 10 ms in a 1 s column, 1 ms in a 100 ms one.
     stall_min_wall_share: float = 0.01
+    #: ... and, where the stream's usual rate would have completed at least `MIN_MISSING` (20) events during its waits,
+    #: at least this share of those went missing around it: a stream that kept completing was not held up (one 20 s
+    #: request among 1,000/s that went on, a far value of a power law).
+    stall_min_lost_share: float = 1 / 3
     #: Far events in more than this share of the columns (or `stall_max_columns`) are a steady thin band or
     #: a scatter, not stalls; a slot with events in that many columns is normal.
     stall_max_column_share: float = 0.10

@@ -8,7 +8,10 @@ Per pair: each bucket's share of the events (frequency share) and of the time (t
 both sides and the change in percentage points; percentile and mean deltas and ratios (the report's: a rebinned or
 HdrHistogram stream's from its source's own buckets, `stream_total`); the shift
 in octaves (`log2(candidate / baseline)`) of the median and of the mean log2 latency; bands found
-in the candidate that overlap no baseline band ("appeared"), and the reverse ("vanished").
+in the candidate that overlap no baseline band ("appeared"), and the reverse ("vanished"); and a band present on both
+sides (each side's one band overlapping the other's one) whose share of the events or of the time changed a lot
+("changed": at least ×`BAND_CHANGE_RATIO` either way, by at least `BAND_MIN_EVENTS_CHANGE` of the events or
+`BAND_MIN_TIME_CHANGE` of the time), such as a slow band that went from 1% to 4% of the events.
 """
 
 from __future__ import annotations
@@ -30,6 +33,13 @@ from latencymap.outputs.report import read_errors, read_notes, stream_total
 #: Share changes below this (absolute, as a fraction) count as no change.
 EPSILON = 1e-9
 _STATS = (*PERCENTILE_NAMES.values(), "mean")
+#: A band on both sides changed when its share of the events, or of the time, grew or shrank at least this many times
+#: ...
+BAND_CHANGE_RATIO = 2.0
+#: ... by at least this much of the events (1 percentage point), or of the time (10 points): noise in a band of 0.1%
+#: or a minor band's time is no change.
+BAND_MIN_EVENTS_CHANGE = 0.01
+BAND_MIN_TIME_CHANGE = 0.10
 
 
 def pair_streams(base: Accumulator, cand: Accumulator) -> tuple[list[tuple[StreamHistory, StreamHistory]],
@@ -90,6 +100,35 @@ def _overlaps(a: Band, b: Band) -> bool:
     return a.low_s < b.high_s and b.low_s < a.high_s
 
 
+def _share_changed(old: float, new: float, least: float) -> bool:
+    """True when a share went from `old` to `new` by at least `BAND_CHANGE_RATIO` times either way and `least`."""
+    low, high = min(old, new), max(old, new)
+    return high - low >= least and high >= BAND_CHANGE_RATIO * low
+
+
+def bands_changed(base: list[Band], cand: list[Band]) -> list[dict[str, Any]]:
+    """The bands present on both sides (a baseline band and the one candidate band overlapping it, which overlaps no
+    other baseline band) whose share of the events or of the time changed a lot (`_share_changed`), the largest
+    change of the time share first. The band of most events on both sides is left out when another is said: its
+    shares only make room for the others'."""
+    out, main = [], None
+    for b in base:
+        over = [o for o in cand if _overlaps(b, o)]
+        if len(over) != 1 or sum(_overlaps(o, over[0]) for o in base) != 1:
+            continue
+        c = over[0]
+        if _share_changed(b.events_share, c.events_share, BAND_MIN_EVENTS_CHANGE) or \
+                _share_changed(b.time_share, c.time_share, BAND_MIN_TIME_CHANGE):
+            out.append({"baseline": b.to_json(), "candidate": c.to_json(),
+                        "events_share_change": c.events_share - b.events_share,
+                        "time_share_change": c.time_share - b.time_share})
+            if b is max(base, key=lambda x: x.events) and c is max(cand, key=lambda x: x.events):
+                main = out[-1]
+    if main is not None and len(out) > 1:
+        out.remove(main)
+    return sorted(out, key=lambda x: -abs(x["time_share_change"]))
+
+
 def compare_streams(base: StreamHistory, cand: StreamHistory,
                     sources: tuple[SourceTotals | None, SourceTotals | None]) -> dict[str, Any]:
     """The JSON object of one pair (see the module docstring); `sources`, each side's own buckets where its source
@@ -111,9 +150,10 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
     db, dc = stream_diagnosis(base), stream_diagnosis(cand)
     appeared = [b.to_json() for b in dc.bands if not any(_overlaps(b, o) for o in db.bands)]
     vanished = [b.to_json() for b in db.bands if not any(_overlaps(b, o) for o in dc.bands)]
+    grown = bands_changed(db.bands, dc.bands)
     shift = _log2_center(cand) - _log2_center(base)
     changed = (any(abs(b["events_share_change"]) > EPSILON or abs(b["time_share_change"]) > EPSILON for b in buckets)
-               or bool(appeared or vanished))
+               or bool(appeared or vanished or grown))
     return {
         "baseline": _identity(base, eb, tb), "candidate": _identity(cand, ec, tc),
         "changed": changed,
@@ -123,6 +163,7 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
         "buckets": buckets,
         "bands_appeared": appeared,
         "bands_vanished": vanished,
+        "bands_changed": grown,
         "bimodal": {"baseline": db.bimodal, "candidate": dc.bimodal},
     }
 
@@ -204,7 +245,7 @@ def _how_much(pair: dict[str, Any]) -> tuple[float, float, int, str]:
     name."""
     shift = pair["shift_octaves"]
     return (-round(abs(shift) if shift is not None else 0.0, 2), -round(_moved(pair), 3),
-            -(len(pair["bands_appeared"]) + len(pair["bands_vanished"])), _name(pair))
+            -(len(pair["bands_appeared"]) + len(pair["bands_vanished"]) + len(pair["bands_changed"])), _name(pair))
 
 
 def _summary(result: dict[str, Any], changed: list[dict[str, Any]]) -> list[str]:
@@ -220,8 +261,9 @@ def _summary(result: dict[str, Any], changed: list[dict[str, Any]]) -> list[str]
         how = [f"{shift:+.2f} octaves (×{2 ** shift:.2f})" if shift is not None else "no shift known",
                f"p99 {_dur(p99['baseline_s'])} → {_dur(p99['candidate_s'])}",
                f"{100 * _moved(pair):.1f}% of events changed bucket"]
-        bands = len(pair["bands_appeared"]), len(pair["bands_vanished"])
-        how += [f"{plural(n, 'band')} {what}" for n, what in zip(bands, ("appeared", "vanished"), strict=True) if n]
+        bands = len(pair["bands_appeared"]), len(pair["bands_vanished"]), len(pair["bands_changed"])
+        kinds = ("appeared", "vanished", "changed")
+        how += [f"{plural(n, 'band')} {what}" for n, what in zip(bands, kinds, strict=True) if n]
         out.append(f"   {_name(pair):<{width}}  {', '.join(how)}")
     return [*out, ""]
 
@@ -234,6 +276,11 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
     shift = pair["shift_octaves"]
     if shift is not None and abs(shift) > EPSILON:
         out.append(f"   latency shifted {shift:+.2f} octaves (×{2 ** shift:.2f}, event-weighted log2 mean)")
+    for change in pair["bands_changed"]:  # a band's share is the summary words a shift of the mean can hide
+        b, c = change["baseline"], change["candidate"]
+        where = _span(c) if _span(b) == _span(c) else f"{_span(b)} → {_span(c)}"
+        out.append(f"   band changed: {where}: {_shares(b, c, 'events_share')} of events, "
+                   f"{_shares(b, c, 'time_share')} of the time")
     for k, s in pair["percentiles"].items():
         ratio = f" (×{s['ratio']:.2f})" if s["ratio"] is not None else ""
         delta = "" if s["delta_s"] is None else _delta(s["delta_s"], s["baseline_s"], s["candidate_s"])
@@ -272,6 +319,12 @@ def _delta(delta: float, base: float | None, cand: float | None) -> str:
 
 def _dur(v: float | None) -> str:
     return "-" if v is None else format_duration(v)
+
+
+def _shares(b: dict[str, Any], c: dict[str, Any], key: str) -> str:
+    """`1.0% → 4.0% (×4.00)`: a band's share `key` on both sides."""
+    ratio = f" (×{c[key] / b[key]:.2f})" if b[key] > 0 else ""
+    return f"{100 * b[key]:.1f}% → {100 * c[key]:.1f}%{ratio}"
 
 
 def _span(band: dict[str, Any]) -> str:

@@ -116,7 +116,8 @@ def day(seed: int = 3) -> StreamHistory:
     counts = np.zeros((n, NSLOTS), dtype=np.int64)
     counts[:, 5:11] = rng.poisson([5, 40, 80, 40, 10, 1], (n, 6))
     counts[30_000:33_600, 14] += rng.poisson(30, 3600)  # an hour of a slow band
-    counts[50_000, 22] += 2  # two waits of seconds
+    counts[50_000, 22] += 2  # two waits of seconds ...
+    counts[49_995:50_000] = 0  # ... that held the stream up
     counts[60_000:60_300] = 0  # five minutes without events
     hist = StreamHistory(StreamId("day", "bpf", "microsec"))
     end = 1_795_000_001.0 + np.arange(n, dtype=np.float64)

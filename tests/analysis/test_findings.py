@@ -68,13 +68,15 @@ def test_every_finding_kind_names_the_causes_its_datasource_s_events_have(dataso
     counts, times, starts, ends = spark_like_run()
     d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource)
     expected, wrong = WORDS[datasource]
-    # The straggler's 4 s ran through cols 11–12: its stall says them (no silence too)
-    assert [(f.kind, f.first_col) for f in d.findings] == [("stall", 0), ("stall", 7), ("stall", 13), ("move", 30)]
+    # The straggler's 4 s ran through cols 11–12: its stall says them (no silence too). Spark's slow tasks ending are
+    # its stalls; elsewhere the stream completed its usual 38/s through the 3.6 s and 3.18 s waits of cols 0 and 7:
+    # nothing was held up, no stall.
+    ended = [("stall", 0), ("stall", 7)] if datasource == "spark" else []
+    assert [(f.kind, f.first_col) for f in d.findings] == [*ended, ("stall", 13), ("move", 30)]
     # Without it, nothing says why no task ended there: the silence does.
     bare, bare_t, _, _ = spark_like_run(straggler=0)
     unsaid = diagnose(bare, bare_t, LOW, HIGH, starts, ends, datasource=datasource)
-    assert [(f.kind, f.first_col) for f in unsaid.findings] == [("stall", 0), ("stall", 7), ("silence", 11),
-                                                               ("move", 30)]
+    assert [(f.kind, f.first_col) for f in unsaid.findings] == [*ended, ("silence", 11), ("move", 30)]
     for f in d.findings + unsaid.findings:
         assert expected[f.kind] in f.why, (f.kind, f.why)
         assert not any(w in f.why for w in wrong), (f.kind, f.why)

@@ -126,6 +126,29 @@ def test_band_appears_and_vanishes(tmp_path: Path) -> None:
     assert "band vanished: 64ms–128ms" in diff(str(two), str(one))[1]
 
 
+
+def test_a_band_on_both_sides_that_quadrupled_is_said(tmp_path: Path) -> None:
+    """A slow band at 64 ms from 1% to 4% of the events (and from 40% to 74% of the time): it neither appeared nor
+    vanished, and the mean log2 shift is small, so no line named it. The main band, which only made room, is not
+    said; bands whose shares hardly moved are not said either."""
+    base = write_records(tmp_path / "base.txt", {1: 990, 64: 10})
+    cand = write_records(tmp_path / "cand.txt", {1: 960, 64: 40})
+    (pair,) = diff_json(base, cand)["pairs"]
+    assert pair["bands_appeared"] == [] and pair["bands_vanished"] == []
+    (change,) = pair["bands_changed"]
+    b, c = change["baseline"], change["candidate"]
+    assert b["low_s"] == c["low_s"] == pytest.approx(0.064)
+    assert (b["events_share"], c["events_share"]) == (pytest.approx(0.01), pytest.approx(0.04))
+    assert change["events_share_change"] == pytest.approx(0.03)
+    assert change["time_share_change"] == pytest.approx(c["time_share"] - b["time_share"]) and c["time_share"] > 0.5
+    text = diff(str(base), str(cand))[1]
+    assert "   band changed: 64ms–128ms: 1.0% → 4.0% (×4.00) of events, " in text
+    assert text.count("band changed") == 1
+    same = write_records(tmp_path / "same.txt", {1: 985, 64: 12})
+    (pair,) = diff_json(base, same)["pairs"]
+    assert pair["bands_changed"] == []
+
+
 def test_bucket_shares(tmp_path: Path) -> None:
     a = write_records(tmp_path / "a.txt", {1: 50, 2: 50})
     b = write_records(tmp_path / "b.txt", {1: 25, 2: 75})

@@ -2,6 +2,10 @@
 
 Modes are found on the event counts per slot (log2 slots have equal width in log latency, so
 counts per slot are a density over log latency; a lognormal is one mode whatever its spread).
+Slot 0, `[0, 1)`, holds every octave below 1 unit, so it is read as its top octave (`zero_slot_octave`): the
+fall of the counts towards slot 1 carried on below it, plus whatever slot 0 holds beyond what that fall puts into
+all those octaves. A smooth population whose low tail goes on below 1 unit (a Weibull of shape 0.5) makes no peak
+there; sub-unit cache hits below a slow band still do.
 Every local maximum starts a band; then the least-separated pair of neighbouring bands is merged,
 again and again, while the valley between them is
 
@@ -56,6 +60,8 @@ MIN_BAND_TIME_SHARE = _T.min_band_time_share
 MIN_EVENTS_SHARE = _T.band_events_share
 MIN_TIME_SHARE = _T.band_time_share
 EDGE_TRIM = _T.edge_trim
+#: Poisson sigmas by which `zero_slot_octave` takes the fall of the bottom slots low.
+ZERO_SLOT_Z = 1.0
 
 
 @dataclass
@@ -178,12 +184,37 @@ def _separation(c: np.ndarray, left: int, valley: int, right: int, max_ratio: fl
     return float(depth) if depth <= max_ratio else float(depth) + 1.0
 
 
+def zero_slot_octave(c: np.ndarray) -> float:
+    """What slot 0 (`[0, 1)`, every octave below 1 unit) holds in one octave, its top one (`per_octave`).
+
+    The fall of the counts per octave at the bottom, r = (c1 + c2) / (c2 + c3), carried on below 1 unit, puts c1 x r
+    into slot 0's top octave and c1 x r / (1 - r) into all of its octaves (unbounded when r >= 1); what slot 0 holds
+    beyond that is a population of its own (cache hits), counted as if all in its top octave. r is taken
+    `ZERO_SLOT_Z` Poisson sigmas low, so that a few events in slots 1-3 show no fall that would explain slot 0 away.
+    """
+    c0, c1, c2, c3 = (float(x) for x in c[:4])
+    upper, lower = c1 + c2, c2 + c3
+    r = max(0.0, upper - ZERO_SLOT_Z * np.sqrt(upper)) / (lower + ZERO_SLOT_Z * np.sqrt(lower)) if lower > 0 else 0.0
+    below = c1 * r / (1.0 - r) if r < 1 else np.inf
+    return min(c0, c1 * r) + max(0.0, c0 - below)
+
+
+def per_octave(c: np.ndarray) -> np.ndarray:
+    """Counts per slot as a density over log latency: slot 0 read as its top octave (`zero_slot_octave`)."""
+    if len(c) < 4 or c[0] <= 0:
+        return c
+    out = np.array(c, dtype=np.float64)
+    out[0] = zero_slot_octave(c)
+    return out
+
+
 def split_points(c: np.ndarray, *, max_valley_ratio: float = MAX_VALLEY_RATIO,
                  min_valley_z: float = MIN_VALLEY_Z, deep_valley_ratio: float = DEEP_VALLEY_RATIO,
                  gap_alpha: float = GAP_ALPHA) -> list[int]:
-    """Valley slots that separate bands after merging shallow or insignificant valleys."""
-    peaks = [int(p) for p in local_peaks(c)]
+    """Valley slots that separate bands after merging shallow or insignificant valleys (slot 0 read per octave)."""
     cum = np.concatenate(([0.0], np.cumsum(c)))
+    c = per_octave(c)
+    peaks = [int(p) for p in local_peaks(c)]
     while len(peaks) > 1:
         valleys = _valleys(c, peaks)
         cuts = [0, *(v + 1 for v in valleys), len(c)]

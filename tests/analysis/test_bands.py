@@ -174,3 +174,53 @@ def test_equal_peaks_split_only_where_the_upper_band_is_the_thinner() -> None:
     c[4], c[30] = 1, 1  # 8 ns and 0.5 s, one each: the one above ten empty octaves is a band of its own
     bands = find_bands(c, None, LOW, HIGH)
     assert len(bands) == 2 and bands[-1].first_slot == 30
+
+
+US_LOW, US_HIGH = bounds_seconds("bpf", "microsec")
+
+
+def bands_of_us(values_us: np.ndarray) -> list[Band]:
+    """Bands of raw µs latencies (slot 0 holds everything below 1 µs)."""
+    counts, sums = bin_values(values_us)
+    return find_bands(counts, sums * 1e-6, US_LOW, US_HIGH)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("shape", [0.3, 0.5])
+def test_a_smooth_low_tail_going_on_below_1_unit_makes_no_band_in_slot_0(seed: int, shape: float) -> None:
+    # Weibull(0.5): 5.6% of the events in [0, 1 µs) against 2.1% in 1-2 µs; per octave, slot 0 continues the fall
+    values = 200.0 * np.random.default_rng(seed).weibull(shape, 60_000)
+    bands = bands_of_us(values)
+    assert len(bands) == 1 and not is_bimodal(bands)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(("median_us", "sigma"), [(2.0, 1.5), (16.0, 2.5), (1.0, 2.0)])
+def test_a_lognormal_with_much_mass_below_1_unit_is_one_band(seed: int, median_us: float, sigma: float) -> None:
+    values = np.random.default_rng(seed).lognormal(np.log(median_us), sigma, 60_000)
+    assert len(significant_bands(bands_of_us(values))) == 1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sub_unit_cache_hits_below_a_slow_band_stay_a_band(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = np.concatenate([rng.lognormal(np.log(0.2), 0.3, 18_000), rng.lognormal(np.log(1000.0), 0.5, 42_000)])
+    fast, slow = bands_of_us(values)
+    assert fast.first_slot == fast.last_slot == 0 and fast.events_share == pytest.approx(0.3, abs=0.002)
+    assert holds(slow, 1e-3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cache_hits_on_top_of_a_low_tail_going_on_below_1_unit_stay_a_band(seed: int) -> None:
+    # 5% of the events at 0.3 µs on a Weibull(0.5) whose own share below 1 µs is ~5.6%
+    rng = np.random.default_rng(seed)
+    values = np.concatenate([rng.lognormal(np.log(0.3), 0.3, 3_000), 200.0 * rng.weibull(0.5, 57_000)])
+    bands = bands_of_us(values)
+    assert is_bimodal(bands) and bands[0].high_s <= 2e-6  # slot 0 and the valley, slot 1
+
+
+def test_a_few_events_in_slots_1_to_3_do_not_explain_slot_0_away() -> None:
+    # six events at 0, one each at 1 and 2-4 units, and two 1 µs ones: the two far events stay a band
+    c = np.zeros(NSLOTS)
+    c[[0, 1, 2, 10]] = [6, 1, 1, 2]
+    assert [(b.first_slot, b.last_slot) for b in find_bands(c, None, LOW, HIGH)] == [(0, 2), (10, 10)]

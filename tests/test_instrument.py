@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from listen_support import listening
 from skips_support import requires_module
 
 from latencymap import instrument
@@ -856,13 +857,7 @@ def test_a_fork_pools_workers_timing_with_the_module_timer_reach_listen_as_their
 
     path = tmp_path / "lm.sock"
     source = ListenSource(path=str(path), writers=2, idle_timeout=20)
-    items: list[object] = []
-    thread = threading.Thread(target=lambda: items.extend(source.items()))
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not path.exists():
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    thread, items = listening(source, path)
     done = subprocess.run([sys.executable, "-c", POOL, str(path)], capture_output=True, text=True, timeout=120)
     thread.join(30)
     assert done.returncode == 0 and not thread.is_alive(), done.stderr
@@ -930,13 +925,7 @@ def test_the_first_drop_notice_after_a_reconnect_names_the_writer(tmp_path: Path
         timings.record("step", 0.001)
     assert sink.dropped_intervals >= 3
     source = ListenSource(path=str(path), writers=1, idle_timeout=20)
-    items: list[object] = []
-    thread = threading.Thread(target=lambda: items.extend(source.items()))
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not path.exists():
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    thread, items = listening(source, path)
     sink._next_try = 0.0  # retry now instead of after the back-off
     timings.record("step", 0.001)
     timings.close()

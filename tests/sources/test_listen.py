@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from listen_support import is_socket, listening, wait_for
 
 import latencymap.cli.main
 import latencymap.protocol
@@ -47,15 +48,13 @@ def listen_cmd(sock: Path, *args: str) -> list[str]:
     return [sys.executable, "-c", RUNNER, "listen", str(sock), *args]
 
 
-def wait_for(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
-def is_socket(path: Path) -> bool:
-    return path.exists() and stat.S_ISSOCK(path.stat().st_mode)
+def recording_viewer(sock: Path, rec: Path, writers: int) -> subprocess.Popen[str]:
+    """A `listen --plain --once` process recording `writers` writers to `rec`, once its socket is there."""
+    viewer = subprocess.Popen(listen_cmd(sock, "--writers", str(writers), "--idle-timeout", "30", "--record", str(rec),
+                                         "--plain", "--once"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    wait_for(lambda: is_socket(sock))
+    return viewer
 
 
 def report(path: Path) -> dict[str, dict[str, Any]]:
@@ -87,11 +86,7 @@ def test_listen_in_process_labels_writers_and_reports_drops(tmp_path: Path) -> N
     for _ in range(5):  # no viewer yet: the small buffer keeps only the newest record
         early_timings.record("step", 0.001)
     assert early.dropped_intervals >= 3
-    source = ListenSource(path=str(path), writers=2, idle_timeout=20)
-    items: list[Any] = []
-    thread = threading.Thread(target=lambda: items.extend(source.items()))
-    thread.start()
-    wait_for(lambda: is_socket(path))
+    thread, items = listening(ListenSource(path=str(path), writers=2, idle_timeout=20), path)
     twin = Timings(SocketSink(str(path), hello={"run": "same", "rank": 0}), run="same", rank=0, interval=60)
     twin.record("step", 0.002)
     twin.flush()  # connects first: the other writer with the same run and rank gets a pid label
@@ -120,11 +115,8 @@ def test_listen_in_process_labels_writers_and_reports_drops(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_two_writer_processes_become_two_labelled_streams(tmp_path: Path) -> None:
     sock, rec = tmp_path / "lm.sock", tmp_path / "rec.txt"
-    viewer = subprocess.Popen(listen_cmd(sock, "--writers", "2", "--idle-timeout", "30", "--record", str(rec),
-                                         "--plain", "--once"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
+    viewer = recording_viewer(sock, rec, writers=2)
     try:
-        wait_for(lambda: is_socket(sock))
         writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(sock), str(rank), str(n)],
                                     stdout=subprocess.PIPE, text=True) for rank, n in ((0, 30), (1, 50))]
         for w in writers:
@@ -164,11 +156,8 @@ def test_writers_whose_clocks_disagree_are_placed_by_the_listeners_clock(tmp_pat
     so and moves rank1's columns onto its own clock, so the stall lands in overlapping columns and the peers are
     compared over every interval (they were 5 s apart: no interval of one overlapped the other's)."""
     sock, rec = tmp_path / "lm.sock", tmp_path / "rec.txt"
-    viewer = subprocess.Popen(listen_cmd(sock, "--writers", "2", "--idle-timeout", "30", "--record", str(rec),
-                                         "--plain", "--once"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
+    viewer = recording_viewer(sock, rec, writers=2)
     try:
-        wait_for(lambda: is_socket(sock))
         begin = time.time() + 1.5
         writers = [subprocess.Popen([sys.executable, "-c", SKEWED_WRITER, str(sock), str(rank), str(skew), str(begin)])
                    for rank, skew in ((0, 0.0), (1, 5.0))]
@@ -193,7 +182,9 @@ def test_writers_whose_clocks_disagree_are_placed_by_the_listeners_clock(tmp_pat
     done = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", str(rec)],
                           capture_output=True, text=True, timeout=30)
     (group,) = json.loads(done.stdout)["peers"]["groups"]
-    assert group["compared_windows"] >= group["windows"] - 1 >= 10
+    # 5 s apart, no interval of one overlapped the other's (3 of 8 compared, by chance of the windows); on one
+    # clock all but those at the ends of a loaded run's start and stop overlap
+    assert group["windows"] >= 10 and group["compared_windows"] >= 0.75 * group["windows"], group
 
 
 @pytest.mark.slow
@@ -266,15 +257,6 @@ def test_a_writer_line_nested_too_deeply_is_said_and_the_listener_goes_on(tmp_pa
     assert not thread.is_alive() and not errors
     messages = [n.message for n in items if isinstance(n, Notice)]
     assert any("unreadable line '# latencymap-writer [[[" in m for m in messages), messages
-
-
-def listening(source: ListenSource, path: Path) -> tuple[threading.Thread, list[Any]]:
-    """`source` run in a thread (its items collected), once its socket is there."""
-    items: list[Any] = []
-    thread = threading.Thread(target=lambda: items.extend(source.items()))
-    thread.start()
-    wait_for(lambda: is_socket(path))
-    return thread, items
 
 
 def test_a_second_listener_checking_the_socket_is_no_writer(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ import numpy as np
 from latencymap.analysis.findings import Finding, dur, pct, since, times
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from latencymap.core.percentiles import median_of
+from latencymap.core.units import plural
 
 IDENTITY = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?:(?P<word>rank|instance|inst|node|host|worker|executor|exec|gpu|cuda|disk|device|dev"
@@ -157,7 +158,7 @@ class PeerGroup:
 
     def lines(self) -> list[str]:
         """The text report's lines for this group."""
-        head = (f"peers {self.key} ({len(self.members)} {self.kind}s, {self.contested} intervals of "
+        head = (f"peers {self.key} ({len(self.members)} {self.kind}s, {plural(self.contested, 'interval')} of "
                 f"{self.window_s:.3g}s compared):")
         rows = [f"   {m.name}: mean {dur(m.mean_s)} ({times(m.ratio, self.min_ratio)} its peers), "
                 f"slowest in {m.slowest}"
@@ -175,7 +176,7 @@ class PeerGroup:
         sync = self.kind in SYNCHRONISED or self.datasource in ("training", "spark")
         return (f"no {self.kind} ≥{c['min_ratio']:.3g}× its peers, but {c['name']} is consistently slowest "
                 f"({times(c['ratio'], self.min_ratio)} its peers, slowest in {c['slowest']} of "
-                f"{c['compared_windows']} intervals, "
+                f"{plural(c['compared_windows'], 'interval')}, "
                 f"{c['expected_slowest']:.3g} expected by chance): a small steady gap, not noise"
                 + (f"; {self.kind}s that wait for each other all run that much slower" if sync else ""))
 
@@ -217,6 +218,29 @@ def _windows(members: list[PeerStream]) -> tuple[float, float, np.ndarray, np.nd
     return width, origin, ev, tm
 
 
+def ratios_to_others(values: np.ndarray) -> np.ndarray:
+    """Each value over the median of the other peers' finite values (itself left out: with two peers, the slow one
+    against the other alone); NaN where that median is missing or not positive."""
+    values = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(values)
+    ordered = np.sort(values[finite])
+    m = ordered.size
+    ref = np.full(values.shape, median_of(ordered) if m else math.nan)  # a value not finite: all the others
+    if m > 1:  # a finite one: the sorted values but its own (a thousand peers: no thousand medians)
+        rank = np.empty(m, dtype=np.int64)
+        rank[np.argsort(values[finite], kind="stable")] = np.arange(m)
+        rest, half = m - 1, (m - 1) // 2
+
+        def at(j: int) -> np.ndarray:
+            return np.where(j < rank, ordered[j], ordered[min(j + 1, m - 1)])
+
+        ref[finite] = at(half) if rest % 2 else (at(half - 1) + at(half)) / 2
+    elif m == 1:
+        ref[finite] = math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ref > 0, values / ref, np.nan)
+
+
 def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, str, str]],
             th: Thresholds = DEFAULT_THRESHOLDS) -> PeerGroup:
     """One peer group's comparison and its slow peer, if any (see the module docstring)."""
@@ -225,12 +249,8 @@ def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, 
     members = [Member(s.label, name, float(ev[k].sum()), float(tm[k].sum()),
                       float(tm[k].sum() / ev[k].sum()) if ev[k].sum() > 0 else float("nan"))
                for k, (s, name, _) in enumerate(group)]
-    means = np.array([m.mean_s for m in members])
-    for k, m in enumerate(members):
-        others = np.delete(means, k)
-        others = others[np.isfinite(others)]
-        ref = float(median_of(others)) if others.size else float("nan")
-        m.ratio = m.mean_s / ref if ref > 0 else float("nan")
+    for m, ratio in zip(members, ratios_to_others(np.array([m.mean_s for m in members])).tolist(), strict=True):
+        m.ratio = ratio
     with np.errstate(divide="ignore", invalid="ignore"):
         wmean = np.where(ev > 0, tm / ev, -np.inf)
     active = (ev > 0).sum(axis=0)
@@ -271,9 +291,9 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
         if best > th.peer_max_p and 0 < chance < 1:
             need = math.ceil(math.log(th.peer_max_p) / math.log(chance))
             g.undecided = (f"too few intervals to tell: {m.name} is {times(m.ratio, th.peer_min_ratio)} its peers' "
-                           f"mean and slowest in {m.slowest} of {g.contested}, but {g.contested} intervals cannot "
-                           f"rule out chance (p >= {best:.2g} even if slowest in all; {need} or more needed: a longer "
-                           "run or shorter intervals)")
+                           f"mean and slowest in {m.slowest} of {g.contested}, but "
+                           f"{plural(g.contested, 'interval')} cannot rule out chance (p >= {best:.2g} even if "
+                           f"slowest in all; {need} or more needed: a longer run or shorter intervals)")
         return
     spans = [{"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s,
               "excess_s": float(excess_w[w]), "ratio": float(wmean[k, w] / ref_w[w])} for w in worst]

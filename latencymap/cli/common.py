@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import signal
 import sys
@@ -27,20 +28,37 @@ an output file that cannot be created, or a bad record under --strict;
 (SIGTERM); 129 hung up (SIGHUP: the terminal closed, ssh dropped).
 """
 
-EXAMPLES = """\b
-Examples:
-  latencymap fixtures/pylatencymap/example_latency_data.txt
-  cat fixtures/pylatencymap/example_latency_data.txt | latencymap --plain --once
-  latencymap report --format json fixtures/pylatencymap/test_SystemTap_data.txt
-  some_connector | latencymap -n 120 --min_bucket 7
+#: `view --help`'s examples (the default command's, as `latencymap --help` gives them too).
+VIEW_EXAMPLES = (
+    "latencymap fixtures/pylatencymap/example_latency_data.txt",
+    "cat fixtures/pylatencymap/example_latency_data.txt | latencymap --plain --once",
+    "some_connector | latencymap -n 120 --min_bucket 7",
+)
 
-""" + EXIT_CODES
+
+def meant_options(name: str, options: Iterable[str]) -> list[str]:
+    """The long options an unknown option `name` was likely meant as, for click's `Did you mean`: the same one in
+    another case (`--Version`: `--version`), else those it begins (`--du`: `--duration`), else the closest spellings
+    (difflib's, as click's own)."""
+    longs = sorted({option for option in options if option.startswith("--")})
+    typed = name.split("=", 1)[0].lower()
+    same = [option for option in longs if option.lower() == typed]
+    begun = [option for option in longs if option.lower().startswith(typed)]
+    return same or begun or difflib.get_close_matches(typed, longs)
 
 
 def source_epilog(examples: Iterable[str]) -> str:
     """A source subcommand's `--help` epilog: its own examples, then every exit code."""
     lines = "".join(f"  {line}\n" for line in examples)
     return ("\b\nExamples:\n" + lines + "\n" if lines else "") + EXIT_CODES
+
+
+#: `view --help`'s epilog: its examples and the exit codes.
+VIEW_EPILOG = source_epilog(VIEW_EXAMPLES)
+#: `latencymap --help`'s: `view`'s examples and a report.
+EXAMPLES = source_epilog((*VIEW_EXAMPLES[:2],
+                          "latencymap report --format json fixtures/pylatencymap/test_SystemTap_data.txt",
+                          *VIEW_EXAMPLES[2:]))
 
 
 @functools.cache

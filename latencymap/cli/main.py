@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from latencymap import __version__
-from latencymap.cli.common import EXAMPLES, registry
+from latencymap.cli.common import EXAMPLES, meant_options, registry
 from latencymap.cli.tuning import no_collection
 from latencymap.core.sanitize import clean_message, clean_reprs
 
@@ -67,6 +67,8 @@ class _Commands(dict[str, click.Command]):
 
 #: Where the group's context keeps the command line it was given (`_clean_errors`).
 _ARGS = "latencymap.args"
+#: Set in the context's (shared) meta when `view` runs as the default command (`latencymap --plain FILE`).
+_DEFAULT_VIEW = "latencymap.default_view"
 
 
 @contextmanager
@@ -77,10 +79,23 @@ def _clean_errors(args: list[str]) -> Iterator[None]:
     try:
         yield
     except click.ClickException as err:
+        if isinstance(err, click.NoSuchOption) and err.ctx is not None:  # click's guess knows neither case nor
+            # prefixes: `--Version` read "Did you mean '--duration'?"
+            setattr(err, "possibilities", meant_options(err.option_name, _options(err.ctx)))  # noqa: B010 (Final)
         values = [*args, *(arg.split("=", 1)[1] for arg in args if arg.startswith("-") and "=" in arg)]
         message = clean_message(clean_reprs(err.message, values))
         setattr(err, "message", message)  # noqa: B010 (`message` is Final to type checkers)
         raise
+
+
+def _options(ctx: click.Context) -> list[str]:
+    """The options of `ctx`'s command; with the group's (`--version`) where it is `view` run as the default command,
+    where they are given the same way (`latencymap --version`)."""
+    names = [name for param in ctx.command.get_params(ctx) if isinstance(param, click.Option)
+             for name in (*param.opts, *param.secondary_opts)]
+    if ctx.meta.get(_DEFAULT_VIEW) and ctx.parent is not None:
+        names += _options(ctx.parent)
+    return names
 
 
 def _misplaced_options(args: list[str], commands: set[str]) -> str | None:
@@ -173,6 +188,7 @@ class LazyGroup(click.Group):
                         and args[0] not in self.commands and args[0] not in registry().sources
                         and args[0] not in registry().errors):
             args = ["view", *args]
+            ctx.meta[_DEFAULT_VIEW] = True
         return super().parse_args(ctx, args)
 
 

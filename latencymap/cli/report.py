@@ -324,7 +324,7 @@ def _report_source(args: list[str], kw: dict[str, Any]) -> Source | None:
     if not args or args[0] not in REGISTRY.sources:
         for arg in args:
             if arg.startswith("-") and arg != "-":
-                raise click.UsageError(f"no such option: {arg}")
+                raise click.NoSuchOption(arg, f"no such option: {arg}.", ctx=click.get_current_context())
         return None
     src = REGISTRY.sources[args[0]]
     reason = src.unavailable()

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXAMPLES, REGISTRY, guarded, no_terminal_input, no_typed_records_in_tui
+from latencymap.cli.common import REGISTRY, VIEW_EPILOG, guarded, no_terminal_input, no_typed_records_in_tui
 from latencymap.cli.options import format_kwargs, format_options, view_options
 from latencymap.cli.running import prepare, show
 from latencymap.flow.pipeline import input_flow
@@ -16,7 +16,7 @@ from latencymap.flow.stdin import wait_for_pipe
 from latencymap.profiling.wanted import profile_wanted
 
 
-@click.command("view", epilog=EXAMPLES)
+@click.command("view", epilog=VIEW_EPILOG)
 @click.argument("inputs", nargs=-1, metavar="[INPUT]...")
 @click.option("--format", "--input-format", "input_format", default=None, metavar="NAME",
               help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats.names()))}.")

@@ -138,6 +138,13 @@ def open_text(low: float, long_units: bool = False) -> str:
     return "≥" + format_duration(low, long_units=long_units)
 
 
+def percentile_duration(value: float | None, at_least: bool, long_units: bool = False) -> str:
+    """A percentile as reports and the TUI write it: `≥low` (`open_text`) where it is a lower bound only
+    (`percentiles.open_percentiles`: in the open top slot, its values not known), else its duration."""
+    return open_text(value, long_units) if at_least and value is not None else \
+        format_duration(value, long_units=long_units)
+
+
 def bin_extremes(values: np.ndarray) -> np.ndarray:
     """(2, NSLOTS): the smallest and largest of raw latencies (stream unit) in each slot `bin_values` puts them in;
     NaN in a slot that holds none."""

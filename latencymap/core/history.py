@@ -497,6 +497,7 @@ class StreamHistory:
             time_per_s=total_time / dur,
             mean_s=safe_ratio(total_time, events),
             percentiles=percentile_estimates(counts, self.low, self.high, times=means, seen=self.seen),
+            open=open_percentiles(counts, seen=self.seen),
         )
 
     def totals(self, cols: slice = slice(None), *, fast: bool = False, all_seen: bool = False) -> Totals:
@@ -615,6 +616,7 @@ class ColumnStats:
     time_per_s: np.ndarray
     mean_s: np.ndarray
     percentiles: np.ndarray  # (cols, len(PERCENTILES)) seconds
+    open: np.ndarray  # (cols, len(PERCENTILES)) bool: a lower bound only (`open_percentiles`, as `Totals.open`)
 
 
 @dataclass(slots=True)

@@ -69,10 +69,19 @@ def format_duration(seconds: float | None, digits: int = 3, long_units: bool = F
                     return f"{value:,.0f}{suffix}"
                 text = _compact(value, digits)
                 return f"{text}{' day' if text in ('1', '-1') and scale == 86400.0 else suffix}"
+    shown = _rounded(mag, digits)  # 999.6µs is `1ms`, not `1000µs`
     for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-        if mag >= scale or suffix == "ns":
+        if shown >= scale or suffix == "ns":
             return f"{_compact(seconds / scale, digits)}{suffix}"
     raise AssertionError("unreachable")
+
+
+def fit_duration(seconds: float, width: int) -> str:
+    """A duration as the report writes it (`long_units`: `12.7 days`, `19.1h`) in at most `width` cells: with fewer
+    digits where it must, then days as `d` (`13d`); the shortest of these when none fits. The unit is never lost."""
+    texts = [format_duration(seconds, digits, long_units=True) for digits in (3, 2, 1)]
+    texts += [t.replace(" days", "d").replace(" day", "d") for t in texts]
+    return next((t for t in texts if len(t) <= width), min(texts, key=len))
 
 
 #: `format_number`'s SI prefixes, largest first: counts reach 2**63 (9.2E), so rates of them go past G.
@@ -84,9 +93,9 @@ def format_number(value: float | None, digits: int = 3) -> str:
     0 never reads `0`)."""
     if value is None or math.isnan(value):
         return "-"
-    mag = abs(value)
+    shown = _rounded(abs(value), digits)  # 999.6 is `1k`, not `1000`
     for scale, suffix in NUMBER_PREFIXES:
-        if mag >= scale:
+        if shown >= scale:
             return f"{_compact(value / scale, digits)}{suffix}"
     return _compact(value, digits)
 
@@ -94,6 +103,12 @@ def format_number(value: float | None, digits: int = 3) -> str:
 def plural(n: int, noun: str) -> str:
     """`1 event`, `2 events`, `1,024 events`."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _rounded(mag: float, digits: int) -> float:
+    """`mag` rounded to `digits` significant digits, as it is written: the unit or prefix is chosen from this, so
+    that a value that rounds up to the next one is written in it."""
+    return float(f"{mag:.{digits}g}") if math.isfinite(mag) else mag
 
 
 def _compact(value: float, digits: int) -> str:

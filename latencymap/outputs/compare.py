@@ -6,7 +6,9 @@ Buckets are matched by their range in seconds (streams of different units rarely
 
 Per pair: each bucket's share of the events (frequency share) and of the time (time share) on
 both sides and the change in percentage points; percentile and mean deltas and ratios (the report's: a rebinned or
-HdrHistogram stream's from its source's own buckets, `stream_total`); the shift
+HdrHistogram stream's from its source's own buckets, `stream_total`; one in the open top bucket, its values not
+known, is that bucket's low, written `≥low`, its sides listed under `open`, its change a bound or, both sides bounds,
+not told); the shift
 in octaves (`log2(candidate / baseline)`) of the median and of the mean log2 latency; bands found
 in the candidate that overlap no baseline band ("appeared"), and the reverse ("vanished"); and a band present on both
 sides (each side's one band overlapping the other's one) whose share of the events or of the time changed a lot
@@ -24,6 +26,7 @@ import numpy as np
 from latencymap.analysis.bands import Band
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.buckets import percentile_duration
 from latencymap.core.percentiles import PERCENTILE_NAMES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
@@ -78,12 +81,21 @@ def _log2_center(hist: StreamHistory) -> float:
     return float((counts * np.log2(centre)).sum() / total)
 
 
-def _stats(hist: StreamHistory, source: SourceTotals | None) -> dict[str, float]:
+def _stats(hist: StreamHistory, source: SourceTotals | None) -> tuple[dict[str, float], set[str]]:
     """Percentiles and mean (s) as the report gives them (`stream_total`: a rebinned or HdrHistogram stream's from
-    its source's own buckets, `source`)."""
+    its source's own buckets, `source`), and the percentiles that are a lower bound only (`open`: in the open top
+    bucket, its values not known)."""
     total = stream_total(hist.totals(), source, hist.stream.unit, hist.n)
     out = {k: total[f"{k}_s"] for k in _STATS}
-    return {k: math.nan if v is None else float(v) for k, v in out.items()}
+    at_least = {k for k in _STATS if f"{k}_s" in total.get("open", ())}
+    return {k: math.nan if v is None else float(v) for k, v in out.items()}, at_least
+
+
+def _open_sides(base: bool, cand: bool) -> dict[str, list[str]]:
+    """`{"open": [sides]}`: the sides whose statistic is a lower bound only (the open top bucket's low, as the
+    report's `total.open`); nothing when neither is."""
+    sides = [side for side, bound in (("baseline", base), ("candidate", cand)) if bound]
+    return {"open": sides} if sides else {}
 
 
 def _num(v: float) -> float | None:
@@ -144,9 +156,10 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
         buckets.append({"low": key[0], "high": key[1], "baseline_events": cb, "candidate_events": cc,
                         "baseline_events_share": fb, "candidate_events_share": fc, "events_share_change": fc - fb,
                         "baseline_time_share": xb, "candidate_time_share": xc, "time_share_change": xc - xb})
-    sb_, sc_ = _stats(base, sources[0]), _stats(cand, sources[1])
+    (sb_, ob), (sc_, oc) = _stats(base, sources[0]), _stats(cand, sources[1])
     stats = {k: {"baseline_s": _num(sb_[k]), "candidate_s": _num(sc_[k]), "delta_s": _num(sc_[k] - sb_[k]),
-                 "ratio": _num(sc_[k] / sb_[k]) if sb_[k] else None} for k in _STATS}
+                 "ratio": _num(sc_[k] / sb_[k]) if sb_[k] else None,
+                 **_open_sides(k in ob, k in oc)} for k in _STATS}
     db, dc = stream_diagnosis(base), stream_diagnosis(cand)
     appeared = [b.to_json() for b in dc.bands if not any(_overlaps(b, o) for o in db.bands)]
     vanished = [b.to_json() for b in db.bands if not any(_overlaps(b, o) for o in dc.bands)]
@@ -259,7 +272,7 @@ def _summary(result: dict[str, Any], changed: list[dict[str, Any]]) -> list[str]
     for pair in changed:
         shift, p99 = pair["shift_octaves"], pair["percentiles"]["p99"]
         how = [f"{shift:+.2f} octaves (×{2 ** shift:.2f})" if shift is not None else "no shift known",
-               f"p99 {_dur(p99['baseline_s'])} → {_dur(p99['candidate_s'])}",
+               f"p99 {_dur(p99, 'baseline')} → {_dur(p99, 'candidate')}",
                f"{100 * _moved(pair):.1f}% of events changed bucket"]
         bands = len(pair["bands_appeared"]), len(pair["bands_vanished"]), len(pair["bands_changed"])
         kinds = ("appeared", "vanished", "changed")
@@ -282,9 +295,11 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
         out.append(f"   band changed: {where}: {_shares(b, c, 'events_share')} of events, "
                    f"{_shares(b, c, 'time_share')} of the time")
     for k, s in pair["percentiles"].items():
-        ratio = f" (×{s['ratio']:.2f})" if s["ratio"] is not None else ""
-        delta = "" if s["delta_s"] is None else _delta(s["delta_s"], s["baseline_s"], s["candidate_s"])
-        out.append(f"   {k:<5} {_dur(s['baseline_s']):>9} → {_dur(s['candidate_s']):>9}  {delta}{ratio}")
+        bound = _bound(s)
+        ratio = f" ({bound}×{s['ratio']:.2f})" if s["ratio"] is not None and bound is not None else ""
+        delta = "" if s["delta_s"] is None or bound is None else \
+            bound + _delta(s["delta_s"], s["baseline_s"], s["candidate_s"])
+        out.append(f"   {k:<5} {_dur(s, 'baseline'):>9} → {_dur(s, 'candidate'):>9}  {delta}{ratio}")
     for band in pair["bands_appeared"]:
         out.append(f"   band appeared: {_span(band)} ({100 * band['events_share']:.1f}% of events, "
                    f"{100 * band['time_share']:.1f}% of the time)")
@@ -317,8 +332,15 @@ def _delta(delta: float, base: float | None, cand: float | None) -> str:
     return f"{'+' if delta >= 0 else '-'}{format_duration(abs(delta))}"
 
 
-def _dur(v: float | None) -> str:
-    return "-" if v is None else format_duration(v)
+def _dur(stat: dict[str, Any], side: str) -> str:
+    """A statistic's value on one side (`baseline`, `candidate`): `≥low` where it is a lower bound only."""
+    return percentile_duration(stat[f"{side}_s"], side in stat.get("open", ()))
+
+
+def _bound(stat: dict[str, Any]) -> str | None:
+    """How a statistic's change holds: exactly (``), at least (`≥`: the candidate's is a lower bound only), at most
+    (`≤`: the baseline's is), or not known (None: both are)."""
+    return {(): "", ("candidate",): "≥", ("baseline",): "≤"}.get(tuple(stat.get("open", ())))
 
 
 def _shares(b: dict[str, Any], c: dict[str, Any], key: str) -> str:

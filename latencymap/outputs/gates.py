@@ -41,11 +41,11 @@ from typing import Any
 
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator, StreamHistory
-from latencymap.core.buckets import open_text
+from latencymap.core.buckets import percentile_duration
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.core.units import format_duration, format_number, seconds_per
+from latencymap.core.units import format_number, seconds_per
 from latencymap.outputs.report import stream_total
 
 DURATION_METRICS = ("p50", "p90", "p99", "p999", "mean", "time")
@@ -288,7 +288,7 @@ def show(metric: str, value: float, at_least: bool = False) -> str:
     if math.isnan(value):
         return "-"  # undefined: no events (or no time)
     if metric in DURATION_METRICS:
-        return open_text(value, long_units=True) if at_least else format_duration(value, long_units=True)
+        return percentile_duration(value, at_least, long_units=True)
     if metric in SHARE_METRICS:
         return f"{100 * value:.1f}%"
     if metric in BOOL_METRICS:

@@ -12,12 +12,12 @@ from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core import chunked
 from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, StreamHistory, Totals
-from latencymap.core.buckets import NSLOTS, TOP_SLOT, open_text, range_text
+from latencymap.core.buckets import NSLOTS, TOP_SLOT, percentile_duration, range_text
 from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.core.units import format_duration, format_number, unit_seconds
+from latencymap.core.units import format_duration, format_number, plural, unit_seconds
 
 
 def _num(value: float) -> float | None:
@@ -109,13 +109,11 @@ def stream_total(total: Totals, source: SourceTotals | None, unit: str, columns:
             **({"open": [f"{PERCENTILE_NAMES[q]}_s" for q in at_least]} if at_least else {})}
 
 
-def percentile_text(total: dict[str, Any], q: float) -> str:
+def percentile_text(total: dict[str, Any], q: float, long_units: bool = True) -> str:
     """A percentile of `stream_total` as the text report writes it: `≥low` where it is a lower bound only (`open`: in
-    the open top bucket, whose values are not known)."""
+    the open top bucket, whose values are not known); `long_units` off, as the TUI writes it."""
     key = f"{PERCENTILE_NAMES[q]}_s"
-    if key in total.get("open", ()):
-        return open_text(total[key], long_units=True)
-    return format_duration(total[key], long_units=True)
+    return percentile_duration(total[key], key in total.get("open", ()), long_units)
 
 
 def source_use(source: SourceTotals | None, events: int, columns: int) -> tuple[bool, bool]:
@@ -413,13 +411,14 @@ def _stage_counts(st: dict[str, Any]) -> str:
     """`8 tasks, 2 failed attempts`: tasks that succeeded (of how many, when not all did), then the attempts that
     failed, were killed or ran speculatively."""
     if st.get("succeeded") is None:
-        return f"{st['tasks']} tasks"
+        return plural(st["tasks"], "task")
     done, planned = st["succeeded"], st.get("num_tasks")
-    parts = [f"{done}{f' of {planned}' if planned is not None and planned != done else ''} tasks"]
+    parts = [f"{done:,} of {plural(planned, 'task')}" if planned is not None and planned != done else
+             plural(done, "task")]
     for key in ("failed", "killed", "speculative"):
         n = st.get(key) or 0
         if n:
-            parts.append(f"{n} {key} attempt{'s' if n != 1 else ''}")
+            parts.append(plural(n, f"{key} attempt"))
     if st.get("running"):
         parts.append(f"{st['running']} still running (the longest {duration_text(st['running_max_s'])} so far)")
     return ", ".join(parts)

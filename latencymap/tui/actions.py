@@ -45,6 +45,8 @@ ELSEWHERE = frozenset({"quit", "interrupt", "pause", "zoom", "save", "help", "re
 
 #: The exit code of an interrupt (Ctrl-C as a key, or SIGINT), as the CLI documents it.
 EXIT_INTERRUPTED = 130
+#: While toasts are up, the screen is painted whole this often (`MapActions.notify`).
+TOAST_REPAINT_S = 1.0
 
 
 class MapActions(App[int]):
@@ -56,6 +58,8 @@ class MapActions(App[int]):
     saved: list[Path]
     profiler: ProfileController | None
     replay: ReplayController | None
+    #: Whether a whole repaint is due while toasts are up (`notify`).
+    _repainting_toasts = False
 
     @property
     def maps(self) -> Screen[Any]:
@@ -70,8 +74,24 @@ class MapActions(App[int]):
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
         """A toast, its text shown as written: labels, paths and notices from the input hold brackets that Textual's
-        markup would eat or refuse (`[/]` raises)."""
+        markup would eat or refuse (`[/]` raises).
+
+        While toasts are up, the screen is painted whole every `TOAST_REPAINT_S`, and once more when the last has
+        gone: Textual (8.2) lays a stack of toasts taller than the screen out above its top edge (a dozen on 40
+        lines: the first at line -32), and on a loaded machine the part of one left on screen, over the header, was
+        not painted over when it went; nothing else repaints the header, so it stayed for good."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        if not self._repainting_toasts:
+            self._repainting_toasts = True
+            self.set_timer(TOAST_REPAINT_S, self._repaint_under_toasts)
+
+    def _repaint_under_toasts(self) -> None:
+        """Paint the whole screen; again in `TOAST_REPAINT_S` while a toast is up."""
+        self.screen.refresh()
+        if self.screen.query("Toast"):
+            self.set_timer(TOAST_REPAINT_S, self._repaint_under_toasts)
+        else:
+            self._repainting_toasts = False
 
     def current(self) -> StreamHistory | None:
         """The stream on screen (the app's)."""

@@ -325,7 +325,7 @@ class LatencyMapApp(MapActions):
             return
         self._plots_at = now
         if strip.display:
-            strip.show(hist, win, cursor)
+            strip.show(hist, win, cursor, source)
         panel = self.maps.query_one(FindingsPanel)
         panel.show(window_findings(hist, win.first, stop), win, self.view.finding, self._findings_room())
         if self.profiler is not None:

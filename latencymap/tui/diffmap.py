@@ -98,7 +98,7 @@ class DiffMap(Widget):
         diff, lo, hi, folds = difference(self.a, self.b, win)
         self.values, self.rows = diff, hi - lo + 1
         top = float(np.abs(diff).max()) if diff.size else 0.0
-        labels = row_labels(self.a, lo, hi, folds)
+        labels = row_labels(self.a, lo, hi, folds, LABEL_W - 1)
         title = " A − B: events per second (yellow to red: A has more; blue: B has more)"
         out = [Strip([Segment(title, TITLE)]).adjust_cell_length(width, PLAIN)]
         for r in range(hi - lo, -1, -1):

@@ -23,7 +23,7 @@ from latencymap.tui.axis import LABEL_W, axis_strip, cursor_strip
 from latencymap.tui.fit import Field, fit_fields
 from latencymap.tui.palette import CURSOR_CHAR, cell_char, cell_style
 from latencymap.tui.window import Window, zoomed_frame
-from latencymap.views.frame import LEVELS, Folds, MapFrame
+from latencymap.views.frame import LEVELS, Folds, MapFrame, row_labels
 
 LEGEND_W = 10
 #: Lines of a map besides its rows: title, cursor line, time axis.
@@ -139,8 +139,9 @@ class HeatMap(Widget):
         full[:, pad:] = levels
         cursor = win.cell_of(spec.cursor) if spec.cursor >= 0 else -1
         shown = frame.values[:, cursor - pad] if 0 <= cursor - pad < frame.values.shape[1] else frame.latest
+        labels = row_labels(hist, spec.lo, spec.hi, spec.folds, LABEL_W - 1)  # `12.7 days`, never a cut `1099512`
         for r in range(spec.rows - 1, -1, -1):
-            segs = [self._label(frame.labels[r], r == spec.selected_row)]
+            segs = [self._label(labels[r], r == spec.selected_row)]
             segs += _row_segments(full[r], cursor, mode, self.kind)
             segs += self._right(frame, float(shown[r]), spec.rows - 1 - r, mode)
             strips.append(Strip(segs, width))

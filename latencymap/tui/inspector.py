@@ -10,12 +10,16 @@ from rich.text import Text
 from textual.widgets import Static
 
 from latencymap.core.accumulator import GAP, RESET, StreamHistory, Totals
+from latencymap.core.buckets import percentile_duration
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number
 from latencymap.outputs.report import source_use, stream_total
 from latencymap.tui.axis import column_time, telling_digits, time_of_day
 from latencymap.views.frame import Folds, fold_rows, row_labels
+
+#: Cells of a bucket's label (`fit_duration`: `13 days`, `≥12.7d`).
+LABEL_W = 7
 
 BAR_W = 12
 #: The compact inspector's bar (a narrow terminal), and its count and % columns.
@@ -51,6 +55,8 @@ class Inspection:
     end_text: str = ""
     resets: int = 0
     gaps: int = 0
+    #: The percentiles that are a lower bound only (`Totals.open`), written `≥low`.
+    open: tuple[float, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -70,28 +76,30 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
     pct = folded / total * 100 if total else np.zeros_like(folded)
     cum = np.cumsum(pct)
     rows = [BucketRow(label, int(c), float(p), float(q))
-            for label, c, p, q in zip(row_labels(hist, lo, hi, folds), folded, pct, cum, strict=True)]
+            for label, c, p, q in zip(row_labels(hist, lo, hi, folds, LABEL_W), folded, pct, cum, strict=True)]
     rate = totals.events / totals.duration_s if totals.duration_s else float("nan")
     start, end = float(hist.start[first]), float(hist.end[stop - 1])
     flags = hist.flags[cols]
-    mean, percentiles = own_figures(hist, first, stop, totals, source)
+    mean, percentiles, at_least = own_figures(hist, first, stop, totals, source)
     return Inspection(first, stop, start, end, totals.events, rate, mean, percentiles, rows,
                       *time_texts(hist, start, end, digits), int(np.count_nonzero(flags & RESET)),
-                      int(np.count_nonzero(flags & GAP)))
+                      int(np.count_nonzero(flags & GAP)), at_least)
 
 
 def own_figures(hist: StreamHistory, first: int, stop: int, totals: Totals,
-                source: SourceTotals | None) -> tuple[float, dict[float, float]]:
-    """Mean and percentiles of columns [first, stop) (`totals`): where they are the whole stream and it has its
-    source's own buckets (a rebinned or HdrHistogram stream), those buckets' as the report and the header's overall
-    give them (`stream_total`); else the rows'. The source's buckets are sums over the whole stream only."""
+                source: SourceTotals | None) -> tuple[float, dict[float, float], tuple[float, ...]]:
+    """Mean, percentiles and those a lower bound only (`Totals.open`) of columns [first, stop) (`totals`): where
+    they are the whole stream and it has its source's own buckets (a rebinned or HdrHistogram stream), those buckets'
+    as the report and the header's overall give them (`stream_total`); else the rows'. The source's buckets are sums
+    over the whole stream only."""
     if source is None or (first, stop, hist.dropped) != (0, hist.n, 0) or \
             not source_use(source, totals.events, hist.n)[0]:
-        return totals.mean_s, totals.percentiles
+        return totals.mean_s, totals.percentiles, totals.open
     whole = stream_total(totals, source, hist.stream.unit, hist.n)  # None: no such figure (no events)
     mean, *figures = (math.nan if v is None else float(v) for v in
                       (whole["mean_s"], *(whole[f"{PERCENTILE_NAMES[q]}_s"] for q in PERCENTILES)))
-    return mean, dict(zip(PERCENTILES, figures, strict=True))
+    at_least = tuple(q for q in PERCENTILES if f"{PERCENTILE_NAMES[q]}_s" in whole.get("open", ()))
+    return mean, dict(zip(PERCENTILES, figures, strict=True)), at_least
 
 
 def time_texts(hist: StreamHistory, start: float, end: float, digits: int = 0) -> tuple[str, str]:
@@ -126,7 +134,7 @@ def inspection_chart(ins: Inspection, selected_row: int | None, compact: bool = 
         row = ins.rows[i]
         style = "reverse" if i == selected_row else ""
         text.append("\n")
-        text.append(f"{row.label[:7]:>7} ", style=style)
+        text.append(f"{row.label[:LABEL_W]:>{LABEL_W}} ", style=style)
         text.append(bar(row.count / top if top else 0.0, width), style=style or "cyan")
         share = percent_text(row.percent, row.count > 0)
         if compact:
@@ -155,7 +163,7 @@ def inspection_summary(ins: Inspection) -> Text:
         return text
     noun = "event" if ins.events == 1 else "events"
     text.append(f"{ins.events} {noun}  {format_number(ins.events_per_s)}/s  mean {format_duration(ins.mean_s)}\n")
-    items = [f"p{q * 100:g} {format_duration(v)}" for q, v in ins.percentiles.items()]
+    items = [f"p{q * 100:g} {percentile_duration(v, q in ins.open)}" for q, v in ins.percentiles.items()]
     text.append("  ".join(items[:2]) + "\n" + "  ".join(items[2:]))
     _flag_notes(text, ins)
     return text

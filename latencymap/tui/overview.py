@@ -53,8 +53,12 @@ NAME_W = 26
 #: The narrowest the names get on a narrow terminal, where the heat strips keep about `STRIP_W` cells.
 MIN_NAME_W = 14
 STRIP_W = 20
-COLUMNS = (("p50 now", 8), ("p99 now", 8), ("p99 all", 8), ("waited", 9), ("vs peers", 9))
-NUMBERS_W = sum(w + 1 for _, w in COLUMNS)
+#: The fewest cells of a heat strip.
+MIN_STRIP_W = 8
+#: The number columns and their widths ("waited" as the report writes it: `1,234 days`; `×1.5e+09 ▲`).
+COLUMNS = (("p50 now", 8), ("p99 now", 8), ("p99 all", 8), ("waited", 10), ("vs peers", 10))
+#: On a terminal too narrow for them all, whole columns go in this order (a number is never cut).
+DROPPED_FIRST = ("p50 now", "p99 all", "waited", "vs peers")
 HEAD = Style(bold=True)
 DIM = Style(dim=True)
 SLOW = Style(color="red", bold=True)
@@ -64,14 +68,30 @@ MARKED = Style(color="magenta", bold=True)
 PLAIN = Style()
 
 
+def numbers_width(columns: tuple[tuple[str, int], ...]) -> int:
+    """Cells of the number columns `columns`, a space after each."""
+    return sum(w + 1 for _, w in columns)
+
+
+def columns_shown(width: int) -> tuple[tuple[str, int], ...]:
+    """The number columns a list `width` wide shows: all of them, less whole columns (`DROPPED_FIRST`) where the
+    narrowest names and strips leave no room for them."""
+    columns: tuple[tuple[str, int], ...] = COLUMNS
+    for name in DROPPED_FIRST:
+        if MARK_W + MIN_NAME_W + 1 + MIN_STRIP_W + 1 + numbers_width(columns) <= width:
+            break
+        columns = tuple(c for c in columns if c[0] != name)
+    return columns
+
+
 def strip_cells(width: int) -> int:
     """Cells of each stream's heat strip in a list `width` wide."""
-    return max(8, width - MARK_W - name_width(width) - 1 - NUMBERS_W - 1)
+    return max(MIN_STRIP_W, width - MARK_W - name_width(width) - 1 - numbers_width(columns_shown(width)) - 1)
 
 
 def name_width(width: int) -> int:
     """Cells of the stream names in a list `width` wide (`NAME_W`, less on a narrow terminal)."""
-    return max(MIN_NAME_W, min(NAME_W, width - MARK_W - 1 - NUMBERS_W - 1 - STRIP_W))
+    return max(MIN_NAME_W, min(NAME_W, width - MARK_W - 1 - numbers_width(columns_shown(width)) - 1 - STRIP_W))
 
 
 def _fit(text: str, width: int) -> str:
@@ -90,16 +110,20 @@ def scale_heading(low: float, high: float, width: int) -> str | None:
 
 
 def _values(row: StreamRow) -> tuple[str, ...]:
-    """The numbers of a line as shown."""
+    """The numbers of a line as shown (of every column in `COLUMNS`); the time waited as the report writes it."""
     vs = "stale" if row.stale else "-" if not math.isfinite(row.vs_peers) else f"×{row.vs_peers:.2g}" + (
         " ▲" if row.slow else "")
     return (format_duration(row.p50_now), format_duration(row.p99_now), format_duration(row.p99_all),
-            format_duration(row.waited_s), vs)
+            format_duration(row.waited_s, long_units=True), vs)
 
 
-def _numbers(row: StreamRow, values: tuple[str, ...]) -> list[Segment]:
+def _numbers(row: StreamRow, values: tuple[str, ...], width: int) -> list[Segment]:
+    """The numbers of the columns a list `width` wide shows."""
     segs = [Segment(" ", PLAIN)]
+    shown = {name for name, _ in columns_shown(width)}
     for (name, w), v in zip(COLUMNS, values, strict=True):
+        if name not in shown:
+            continue
         style = SLOW if (name in ("p99 now", "vs peers") and row.slow) else \
             STALE if name == "vs peers" and row.stale else PLAIN
         segs.append(Segment(f"{v:>{w}} ", style))
@@ -251,16 +275,17 @@ class OverviewList(Widget, can_focus=True):
         segs = [Segment(" " * MARK_W + title + " " * (name_w - cell_width(title)) + " ", HEAD)]
         room = cells - LEVELS - 1
         heading = scale_heading(low, high, room) if math.isfinite(low) else None
-        if math.isfinite(low) and heading is None:  # no room for the swatch and the scale: the scale
+        if math.isfinite(low) and heading is None:  # no room for the swatch and the scale: the scale, never cut
             short = f"{format_duration(low)}…{format_duration(high)}"
-            segs.append(Segment(_fit(scale_heading(low, high, cells) or short, cells).ljust(cells), DIM))
+            text = scale_heading(low, high, cells) or (short if cell_width(short) <= cells else "p99")
+            segs.append(Segment(_fit(text, cells).ljust(cells), DIM))
         elif heading is not None:
             segs += [Segment(cell_char(self.mode, k) or " ", cell_style(self.mode, "intensity", k))
                      for k in range(1, LEVELS + 1)]
             segs.append(Segment(" " + heading.ljust(room), DIM))
         else:
             segs.append(Segment(_fit("p99 per cell", cells).ljust(cells), DIM))
-        segs.append(Segment(" " + "".join(f"{name:>{w}} " for name, w in COLUMNS), HEAD))
+        segs.append(Segment(" " + "".join(f"{name:>{w}} " for name, w in columns_shown(width)), HEAD))
         return Strip(segs).adjust_cell_length(width, PLAIN)
 
     def _line(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, width: int, selected: bool) -> Strip:
@@ -273,7 +298,7 @@ class OverviewList(Widget, can_focus=True):
         segs.append(Segment(name + " " * (name_w - cell_width(name)), name_style))
         segs.append(Segment(" ", PLAIN))
         segs += _heat(levels, self.mode)
-        segs += _numbers(row, values)
+        segs += _numbers(row, values, width)
         return Strip(segs).adjust_cell_length(width, PLAIN)
 
     def render_line(self, y: int) -> Strip:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from latencymap.analysis.peers import peer_key
+from latencymap.analysis.peers import peer_key, ratios_to_others
 from latencymap.core.accumulator import StreamHistory, Totals
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import StreamId
@@ -276,15 +276,15 @@ class SharedClock:
 
 def _compare_peers(peers: list[StreamRow]) -> None:
     """`vs_peers` of peers (one unit and datasource; one label but for its rank, disk or instance, as
-    `analysis.peers`: streams whose label names none have no peers): p99 now over their median p99 now (two or
-    more)."""
+    `analysis.peers`: streams whose label names none have no peers): p99 now over the median p99 now of the others
+    (two or more with a p99 now), as `analysis.peers.ratios_to_others`."""
     now = np.array([r.p99_now for r in peers])
     ok = np.isfinite(now) & (now > 0)
     if ok.sum() < 2:
         return
-    median = float(median_of(now[ok]))
-    for r, v, good in zip(peers, now.tolist(), ok.tolist(), strict=True):
-        r.vs_peers = v / median if good and median > 0 else math.nan
+    ratios = ratios_to_others(np.where(ok, now, np.nan))
+    for r, v in zip(peers, ratios.tolist(), strict=True):
+        r.vs_peers = v
 
 
 def natural_key(label: str) -> tuple[tuple[int, str], ...]:

@@ -12,10 +12,13 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from latencymap.core.accumulator import StreamHistory
-from latencymap.core.percentiles import PERCENTILES, percentile_estimates
-from latencymap.core.units import format_duration
+from latencymap.core.buckets import percentile_duration
+from latencymap.core.percentiles import PERCENTILES, open_percentiles, percentile_estimates
+from latencymap.core.source_totals import SourceTotals
+from latencymap.core.units import fit_duration
 from latencymap.tui.axis import LABEL_W, axis_strip
 from latencymap.tui.heatmap import RIGHT_W, map_cells
+from latencymap.tui.inspector import own_figures
 from latencymap.tui.window import Window
 
 SHOWN = (0.50, 0.99)
@@ -38,10 +41,26 @@ def percentile_series(hist: StreamHistory, first: int, stop: int) -> dict[float,
     return {q: pct[:, PERCENTILES.index(q)] for q in SHOWN}
 
 
-def cell_percentiles(hist: StreamHistory, win: Window) -> np.ndarray:
-    """(cells, 2): p50 and p99 (seconds) of each cell's merged columns; NaN for a cell without events."""
-    return percentile_estimates(win.cell_counts(hist), hist.low, hist.high, SHOWN, times=win.cell_means(hist),
-                                seen=hist.seen)
+def cell_percentiles(hist: StreamHistory, win: Window, source: SourceTotals | None = None) -> np.ndarray:
+    """(cells, 2): p50 and p99 (seconds) of each cell's merged columns; NaN for a cell without events. A cell that
+    holds the whole stream gives the figures the inspector gives it (`own_figures`: with `source`, the stream's own
+    buckets, as the report and the header)."""
+    return cell_figures(hist, win, source)[0]
+
+
+def cell_figures(hist: StreamHistory, win: Window,
+                 source: SourceTotals | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`cell_percentiles`, and which of them are a lower bound only (bool, same shape: `open_percentiles`)."""
+    counts = win.cell_counts(hist)
+    values = percentile_estimates(counts, hist.low, hist.high, SHOWN, times=win.cell_means(hist), seen=hist.seen)
+    at_least = open_percentiles(counts, SHOWN, seen=hist.seen)
+    if source is not None:
+        first, stop = win.cell_bounds()
+        for cell in np.flatnonzero((first == 0) & (np.minimum(stop, win.stop) >= hist.n)).tolist():
+            _, figures, whole_open = own_figures(hist, 0, hist.n, hist.totals(slice(0, hist.n)), source)
+            values[cell] = [figures[q] for q in SHOWN]
+            at_least[cell] = [q in whole_open for q in SHOWN]
+    return values, at_least
 
 
 def dot_levels(values: np.ndarray, rows: int = ROWS) -> tuple[np.ndarray, float, float]:
@@ -70,6 +89,7 @@ class PercentileStrip(Widget):
         self.hist: StreamHistory | None = None
         self.win: Window | None = None
         self.cursor = -1
+        self.source: SourceTotals | None = None
         self.values: np.ndarray | None = None
         self._key: tuple | None = None
         self._strips: list[Strip] = []
@@ -77,9 +97,11 @@ class PercentileStrip(Widget):
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return ROWS + 2
 
-    def show(self, hist: StreamHistory | None, win: Window | None, cursor: int = -1) -> None:
-        """Draw the cells of `win` (the maps' window) on the next repaint."""
-        self.hist, self.win, self.cursor = hist, win, cursor
+    def show(self, hist: StreamHistory | None, win: Window | None, cursor: int = -1,
+             source: SourceTotals | None = None) -> None:
+        """Draw the cells of `win` (the maps' window) on the next repaint; `source`: the stream's own buckets
+        (`Accumulator.sources`), whose figures a cell of the whole stream gives (`cell_percentiles`)."""
+        self.hist, self.win, self.cursor, self.source = hist, win, cursor, source
         self._key = None
         self.refresh()
 
@@ -101,7 +123,7 @@ class PercentileStrip(Widget):
             return [Strip(title).adjust_cell_length(width, PLAIN),
                     Strip([Segment(" waiting for data…", DIM)]).adjust_cell_length(width, PLAIN)]
         win = Window(spec_win.stop, map_cells(width), spec_win.zoom)
-        values = cell_percentiles(hist, win)
+        values, at_least = cell_figures(hist, win, self.source)
         self.values = values
         levels, low, high = dot_levels(values)
         cursor_cell = win.cell_of(self.cursor) if self.cursor >= 0 else -1
@@ -110,7 +132,7 @@ class PercentileStrip(Widget):
             label = _row_label(r, low, high)
             segs = [Segment(" " + label[: LABEL_W - 1].rjust(LABEL_W - 1) + " ", DIM)]
             segs += _dot_row(levels, r, cursor_cell)
-            segs += _right(values, cursor_cell, ROWS - 1 - r)
+            segs += _right(values, at_least, cursor_cell, ROWS - 1 - r)
             strips.append(Strip(segs).adjust_cell_length(width, PLAIN))
         strips.append(axis_strip(hist, win, width))
         return strips
@@ -126,7 +148,7 @@ def _row_label(r: int, low: float, high: float) -> str:
         return ""
     top = ROWS * DOTS - 1
     mid = (r * DOTS + (DOTS - 1) / 2) / top
-    return format_duration(10 ** (math.log10(low) + mid * (math.log10(high) - math.log10(low))))
+    return fit_duration(10 ** (math.log10(low) + mid * (math.log10(high) - math.log10(low))), LABEL_W - 1)
 
 
 def _dot_row(levels: np.ndarray, r: int, cursor_cell: int) -> list[Segment]:
@@ -159,10 +181,11 @@ def _dot_row(levels: np.ndarray, r: int, cursor_cell: int) -> list[Segment]:
     return segs
 
 
-def _right(values: np.ndarray, cursor_cell: int, line: int) -> list[Segment]:
-    """The cursor cell's p99 (first line) and p50 (second line) beside the strip."""
+def _right(values: np.ndarray, at_least: np.ndarray, cursor_cell: int, line: int) -> list[Segment]:
+    """The cursor cell's p99 (first line) and p50 (second line) beside the strip (`≥low` where `at_least`)."""
     if not 0 <= cursor_cell < values.shape[0] or line > 1:
         return [Segment(" " * RIGHT_W, PLAIN)]
     q, style = ((1, P99_STYLE), (0, P50_STYLE))[line]
     name = ("p50", "p99")[q]
-    return [Segment(f"  ▲ {name} ", DIM), Segment(f"{format_duration(float(values[cursor_cell, q])):<12}", style)]
+    text = percentile_duration(float(values[cursor_cell, q]), bool(at_least[cursor_cell, q]))
+    return [Segment(f"  ▲ {name} ", DIM), Segment(f"{text:<12}", style)]

@@ -14,11 +14,12 @@ import weakref
 from rich.text import Text
 
 from latencymap.core.accumulator import StreamHistory, Totals
+from latencymap.core.buckets import percentile_duration
 from latencymap.core.percentiles import PERCENTILES, median_of
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number
-from latencymap.outputs.report import source_use, stream_total
+from latencymap.outputs.report import percentile_text, source_use, stream_total
 from latencymap.tui.fit import Field, FittedText, fit_lines
 
 STATE_STYLES = {"live": "bold green", "paused": "bold yellow", "ended": "bold cyan", "waiting": "bold"}
@@ -91,23 +92,24 @@ def _numbers(hist: StreamHistory, stop: int, source: SourceTotals | None = None)
     whole = hist.totals(slice(0, stop), fast=True, all_seen=True)  # dropped columns too: `columns` counts them
     total, own = overall(hist, stop, whole, source)
     rate = whole.events / whole.duration_s if whole.duration_s else float("nan")
-    mean, p50, p99 = (float(latest.mean_s[0]), float(latest.percentiles[0, P50]),
-                      float(latest.percentiles[0, P99]))
+    mean = float(latest.mean_s[0])
+    p50, p99 = (percentile_duration(float(latest.percentiles[0, j]), bool(latest.open[0, j])) for j in (P50, P99))
+    whole_p50, whole_p99 = (percentile_text(total, q, long_units=False) for q in (0.50, 0.99))
     rows = own
     if own and stop == 1:  # one column: the newest is the whole stream, and its source's buckets are its own
-        mean, p50, p99, rows = _seconds(total["mean_s"]), _seconds(total["p50_s"]), _seconds(total["p99_s"]), False
+        mean, p50, p99, rows = _seconds(total["mean_s"]), whole_p50, whole_p99, False
     return [
         Field(" latest (rows)" if rows else " latest", "bold", group="latest", head=True),
         Field(f" {format_number(float(latest.events_per_s[0]))} ev/s", rank=5, group="latest"),
         Field(f"  {format_number(float(latest.time_per_s[0]))} s/s", rank=1, group="latest"),
         Field(f"  mean {format_duration(mean)}", rank=3, group="latest"),
-        Field(f"  p50 {format_duration(p50)}", rank=7, group="latest"),
-        Field(f"  p99 {format_duration(p99)}", rank=9, group="latest"),
+        Field(f"  p50 {p50}", rank=7, group="latest"),
+        Field(f"  p99 {p99}", rank=9, group="latest"),
         Field("   overall", "bold", group="overall", head=True),
         Field(f" {format_number(rate)} ev/s", rank=4, group="overall"),
         Field(f"  mean {format_duration(_seconds(total['mean_s']))}", rank=2, group="overall"),
-        Field(f"  p50 {format_duration(_seconds(total['p50_s']))}", rank=6, group="overall"),
-        Field(f"  p99 {format_duration(_seconds(total['p99_s']))}", rank=8, group="overall"),
+        Field(f"  p50 {whole_p50}", rank=6, group="overall"),
+        Field(f"  p99 {whole_p99}", rank=8, group="overall"),
         *([Field(" (source's buckets)", "dim", rank=0, group="overall")] if own else []),
     ]
 

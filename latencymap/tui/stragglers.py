@@ -49,7 +49,7 @@ def stage_line(st: dict[str, Any]) -> str:
 
 def _counts(st: dict[str, Any]) -> str:
     """The report's `8 tasks, 2 failed attempts` (`outputs.report`); the task count alone when that is all."""
-    return stage_counts(st) if "tasks" in st or st.get("succeeded") is not None else f"{st.get('tasks')} tasks"
+    return stage_counts(st) if "tasks" in st or st.get("succeeded") is not None else "no task count"
 
 
 def listed(found: dict[str, Any] | None) -> list[dict[str, Any]]:

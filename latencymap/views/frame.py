@@ -10,7 +10,7 @@ import numpy as np
 
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.buckets import NSLOTS, bounds_seconds, slot_of_bucket_value
-from latencymap.core.units import format_duration
+from latencymap.core.units import fit_duration, format_duration
 
 LEVELS = 6
 #: PyLatencyMap's autotune, the fallback before any event: lowest bucket value exponent per unit; 12 rows.
@@ -241,25 +241,33 @@ def fold_rows(matrix: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return out
 
 
-def row_labels(hist: StreamHistory, lo: int, hi: int, folds: Folds | None = None) -> list[str]:
+def row_labels(hist: StreamHistory, lo: int, hi: int, folds: Folds | None = None,
+               width: int | None = None) -> list[str]:
     """Human labels bottom→top: a row's lower bound; `<high` for a folded bottom row, `≥low` for a folded top, and
     `all` for one row that is both (it holds every bucket).
 
-    `folds` says which edge rows hold slots beyond them; None labels both edges as folded (a pinned range).
+    `folds` says which edge rows hold slots beyond them; None labels both edges as folded (a pinned range). With
+    `width`, each label is at most that many cells, its duration as the report writes it (`fit_duration`: `12.7 days`,
+    `≥13d`) rather than cut.
     """
-    return list(_row_labels(hist.stream.datasource, hist.stream.unit, lo, hi, folds))
+    return list(_row_labels(hist.stream.datasource, hist.stream.unit, lo, hi, folds, width))
 
 
 @lru_cache(maxsize=1024)
-def _row_labels(datasource: str, unit: str, lo: int, hi: int, folds: Folds | None) -> tuple[str, ...]:
+def _row_labels(datasource: str, unit: str, lo: int, hi: int, folds: Folds | None,
+                width: int | None = None) -> tuple[str, ...]:
     """`row_labels` for one scale and range, computed once (it depends on nothing else)."""
     low, high = bounds_seconds(datasource, unit)
     fold_low, fold_high = (lo > 0, hi < NSLOTS - 1) if folds is None else folds
-    labels = [format_duration(float(low[s])) for s in range(lo, hi + 1)]
+
+    def text(seconds: float, prefix: str = "") -> str:
+        return prefix + (format_duration(seconds) if width is None else fit_duration(seconds, width - len(prefix)))
+
+    labels = [text(float(low[s])) for s in range(lo, hi + 1)]
     if fold_low or low[lo] == 0:
-        labels[0] = "<" + format_duration(float(high[lo]))
+        labels[0] = text(float(high[lo]), "<")
     if fold_high:
-        labels[-1] = "≥" + format_duration(float(low[hi]))
+        labels[-1] = text(float(low[hi]), "≥")
     if lo == hi and fold_high and (fold_low or low[lo] == 0):
         labels[0] = "all"  # neither `<high` nor `≥low` alone would be true
     return tuple(labels)

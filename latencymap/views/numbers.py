@@ -4,8 +4,8 @@ A value's text depends only on its suffix (k, M, ms, µs...), sign, decimal expo
 the digits shown (`%g`, as `_compact` writes it). NumPy computes that key for every value; texts are kept in a
 table indexed by key, and those not there yet are written by NumPy too, from the key. Values whose rounding
 NumPy cannot decide for sure (a mantissa within a hair of a half) or that `_compact` writes another way (an
-exponent of `digits` or more, or a value under 1e-4 in its exponent form) are formatted one by one by the real
-functions.
+exponent of `digits` or more, or a value under 1e-4 in its exponent form), and those that round up to the next
+suffix (999.96 is `1k`), are formatted one by one by the real functions.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def text_keys(values: np.ndarray, digits: int, duration: bool = False) -> tuple[
     carry = mantissa == 10 ** digits  # rounded up to the next power of ten
     mantissa[carry] = 10 ** (digits - 1)
     exp += carry
+    sure &= (exp < 3) | (idx == len(steps))  # 999.96 rounds to 1000: the functions write it `1k`
     sure &= (mantissa >= 10 ** (digits - 1)) & (mantissa < 10 ** digits) & (exp < digits)
     tiny = (sure & (exp < -4)) | ((a_in > 0) & (a_in < 9.9e-5))  # %g's exponent form, shortened by `_compact`
     combo = np.where(sure & ~tiny, idx * 32 + negative * 16 + exp + 4, _PYTHON)

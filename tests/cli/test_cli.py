@@ -231,3 +231,17 @@ def test_dash_on_a_terminal_is_refused_by_the_tui() -> None:
         os.close(main_fd)
     assert done.returncode == 2, done.stderr
     assert "--plain" in done.stderr and "report -" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("args", "meant"), [
+    (["--Version"], "Did you mean '--version'?"), (["--du", "1"], "Did you mean '--duration'?"),
+    (["--Plain"], "Did you mean '--plain'?"), (["--duraton", "1"], "Did you mean '--duration'?"),
+    (["diff", "--Format", "json"], "Did you mean '--format'?"),
+    (["report", "--Format", "json"], "no such option: --Format. Did you mean '--format'?"),
+    (["report", "--du", "1"], "Did you mean '--duration'?")])
+def test_an_unknown_option_suggests_the_one_meant(example_data: Path, args: list[str], meant: str) -> None:
+    """click's guess (difflib) knows neither case nor prefixes: `--Version` read "Did you mean '--duration'?" and
+    `--du 1` `--unit`. The same option in another case comes first, then those it begins; the group's `--version`
+    counts where `view` runs as the default command."""
+    result = CliRunner().invoke(main, [*args, str(example_data), str(example_data)], prog_name="latencymap")
+    assert result.exit_code == 2 and result.output.strip().endswith(meant), result.output

@@ -57,3 +57,11 @@ def test_report_help_has_its_own_examples_its_sources_and_what_the_gate_metrics_
     assert "one or two far outliers" in metrics
     assert ">= 50% by construction" in metrics
     assert "'tail.time_share > 50% or" not in text
+
+
+def test_view_help_has_its_own_examples() -> None:
+    """`view --help` showed the top-level examples, `latencymap report ...` among them; now only the view's
+    (`latencymap FILE`, the default command), which `latencymap --help` shows with a report's."""
+    examples = _help("view").split("Examples:", 1)[1].split("Exit codes:", 1)[0]
+    assert "report" not in examples and "latencymap fixtures/pylatencymap/example_latency_data.txt" in examples
+    assert "latencymap report --format json" in _help().split("Examples:", 1)[1]

@@ -15,6 +15,7 @@ from latencymap.core.buckets import (
     midpoints_seconds,
     past_top,
     past_top_note,
+    percentile_duration,
     range_text,
     slot_of_bucket_value,
 )
@@ -98,3 +99,11 @@ def test_the_top_slot_is_open_and_a_value_past_its_nominal_end_is_found_and_word
     low, high = 2.0**62 * 1e-6, 2.0**63 * 1e-6
     assert range_text(low, high, TOP_SLOT, long_units=True) == "≥53,375,996 days"
     assert range_text(low, high, TOP_SLOT) == "≥4611686018427s"
+
+
+def test_a_percentile_that_is_a_lower_bound_only_reads_at_least_its_low() -> None:
+    """One text for a percentile in the open top bucket, its values not known (report, gates, diff, the TUI)."""
+    low = 2.0**62 * 1e-9
+    assert percentile_duration(low, True) == "≥4611686018s" and percentile_duration(low, False) == "4611686018s"
+    assert percentile_duration(low, True, long_units=True) == "≥53,376 days"
+    assert percentile_duration(None, True) == percentile_duration(float("nan"), False) == "-"

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from latencymap.core.units import format_duration, format_number, normalize_unit, unit_seconds
+from latencymap.core.units import fit_duration, format_duration, format_number, normalize_unit, plural, unit_seconds
 
 
 @pytest.mark.parametrize(("name", "canon"), [("ms", "millisec"), ("USEC", "microsec"), ("µs", "microsec"),
@@ -66,3 +66,32 @@ def test_values_from_1e_4_up_read_as_before() -> None:
 def test_rates_past_g_take_t_p_and_e(value: float, text: str) -> None:
     """Counts reach 2**63, and rates of them 1e18/s: `338T/s`, not `338106G/s`."""
     assert format_number(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0.0009996, "1ms"), (-0.0009996, "-1ms"), (0.0009994, "999µs"), (999.6e-9, "1µs"), (0.9996, "1s"),
+    (999.96e-6, "1ms"), (0.00099949999, "999µs"), (1e-3, "1ms"),
+])
+def test_a_duration_that_rounds_up_to_the_next_unit_is_written_in_it(value: float, text: str) -> None:
+    """999.6 µs rounds to 1000 µs: it reads `1ms`, as 1.0004 ms does, never `1000µs` beside it."""
+    assert format_duration(value) == text
+
+
+def test_a_number_that_rounds_up_to_the_next_prefix_is_written_with_it() -> None:
+    assert [format_number(v) for v in (999.6, 999.4, 999_600, 999.96e9)] == ["1k", "999", "1M", "1T"]
+    assert format_number(999.96, 4) == "1k" and format_number(999.94, 4) == "999.9"
+
+
+@pytest.mark.parametrize(("seconds", "width", "text"), [
+    (1_099_511.627776, 7, "13 days"), (1_099_511.627776, 6, "12.7d"), (1_099_511.627776, 9, "12.7 days"),
+    (549_755.8, 7, "6 days"), (68_719.48, 6, "19.1h"), (1.99e-6, 7, "1.99µs"), (1_099_511.627776, 3, "13d"),
+    (1_099_511.627776, 2, "13d"),
+])
+def test_fit_duration_keeps_the_unit_and_shortens_the_number(seconds: float, width: int, text: str) -> None:
+    """The report's form (`12.7 days`) where it fits; fewer digits, then `d`, where it does not; never a bare number
+    (the shortest when nothing fits)."""
+    assert fit_duration(seconds, width) == text
+
+
+def test_plural() -> None:
+    assert (plural(1, "task"), plural(0, "task"), plural(1024, "interval")) == ("1 task", "0 tasks", "1,024 intervals")

@@ -343,3 +343,23 @@ def test_percentiles_are_the_reports_from_the_sources_own_buckets(fixtures: Path
     text = diff(str(base), str(cand))[1]
     if names == (HGRM, HGRM):
         assert re.search(r"p99\s+10\.5ms →\s+10\.5ms", text) and re.search(r"p90\s+688µs →\s+688µs", text)
+
+
+def test_percentiles_in_the_open_top_bucket_read_as_lower_bounds(tmp_path: Path) -> None:
+    """1.5% of the events in the open top bucket (counts only, its values not known): `diff` wrote the candidate's
+    p99 as a closed number, `4611686018s`, and its JSON did not say it was the bucket's low only. Now the text writes
+    `≥low` (as `report` does) with the change as a bound, and the JSON lists the sides that are bounds under `open`."""
+    top = 2**62  # ms: the top slot's low
+    base = write_records(tmp_path / "base.txt", {1: 985, 4: 15})
+    cand = write_records(tmp_path / "cand.txt", {1: 985, top: 15})
+    low = format_duration(top * 1e-3)
+    pcts = diff_json(base, cand)["pairs"][0]["percentiles"]
+    assert pcts["p99"]["open"] == pcts["p999"]["open"] == ["candidate"]
+    assert pcts["p99"]["candidate_s"] == top * 1e-3 and "open" not in pcts["p50"] and "open" not in pcts["mean"]
+    text = diff(str(base), str(cand))[1]
+    assert re.search(rf"p99 +\S+ → ≥{low}  ≥\+\S+ \(≥×", text), text
+    assert "≥" not in next(line for line in text.splitlines() if line.lstrip().startswith("p90"))
+    assert re.search(rf"p999 +≥{low} → +\S+  ≤-", diff(str(cand), str(base))[1])
+    same = diff(str(cand), str(cand))[1]  # both bounds: no change can be told
+    assert re.search(rf"p99 +≥{low} → ≥{low}  $", same, re.MULTILINE), same
+    assert diff_json(cand, cand)["pairs"][0]["percentiles"]["p99"]["open"] == ["baseline", "candidate"]

@@ -180,3 +180,13 @@ def test_intensity_title_says_how_the_reports_header_says_the_time_is_known() ->
                 assert f"({words})" in header and f"(s/s), {words}  [" in title and "midpoints" not in title
 
         run_ended(app, scenario, size=(160, 50))
+
+
+def test_one_task_and_one_attempt_are_singular_as_in_the_report() -> None:
+    """`1 tasks` in the stragglers panel and the report: one noun count, written as `core.units.plural` does."""
+    one = {"stage": 2, "attempt": 0, "tasks": 1, "succeeded": 1, "num_tasks": 1, "failed": 1, "killed": 2,
+           "median_s": 0.5, "max_s": 0.5}
+    assert stage_line(one).startswith("stage 2.0: 1 task, 1 failed attempt, 2 killed attempts, median 500ms")
+    assert stage_line({**one, "succeeded": 1, "num_tasks": 3}).startswith("stage 2.0: 1 of 3 tasks,")
+    assert stage_line({"stage": 2, "succeeded": None, "tasks": 1}).startswith("stage 2.0: 1 task, ")
+    assert stage_line({"stage": 2, "succeeded": None}).startswith("stage 2.0: no task count, ")

@@ -15,11 +15,13 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES
+from latencymap.core.units import format_duration
 from latencymap.outputs.report import stream_report
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector, inspect_columns, inspection_chart
 from latencymap.tui.palette import detect_mode
+from latencymap.tui.percentiles import PercentileStrip
 from latencymap.tui.status import status_text
 from latencymap.views.frame import fold_rows
 
@@ -246,3 +248,30 @@ def test_one_column_of_a_rebinned_stream_of_many_is_its_rows(fixtures: Path) -> 
         total = stream_report(hist, acc)["total"]
         assert whole.percentiles == {q: total[f"{name}_s"] for q, name in PERCENTILE_NAMES.items()}
         assert whole.percentiles != hist.totals().percentiles
+
+
+def test_percentiles_in_the_open_top_bucket_read_as_lower_bounds(tmp_path: Path) -> None:
+    """1.5% of the events in the open top bucket (counts only, its values not known): the header, the inspector and
+    the strip wrote p99 as a closed number, `4611686018s`, where the report writes `≥low` (a lower bound only).
+    Now they all write `≥4611686018s`; p50, in a closed bucket, stays as it was."""
+    records = []
+    for i, n in enumerate((0, 1000, 2000)):
+        records += ["<begin record>", f"timestamp, microsec, {(1_700_000_000 + i) * 1_000_000}, t{i}",
+                    "latencyunit, nanosec", "label, top", "datasource, bpf", f"1024, {n}", f"{2**62}, {n * 15 // 1000}",
+                    "<end record>"]
+    path = tmp_path / "top.txt"
+    path.write_text("\n".join(records) + "\n")
+    app = LatencyMapApp(iter(fixture_items(path)), color_mode="mono")
+    low = format_duration(2.0**62 * 1e-9)
+
+    async def scenario(pilot) -> None:
+        screen = [strip.text for strip in app.screen._compositor.render_strips()]
+        latest, overall = screen[1].split("overall", 1)
+        for part in (latest, overall):
+            assert f"p99 ≥{low}" in part and "p50 1.46µs" in part, screen[1]
+        lines = app.query_one(Inspector).plain_lines()
+        assert f"p99 ≥{low}  p99.9 ≥{low}" in lines and "p50 1.46µs  p90 1.93µs" in lines, lines
+        strip = app.query_one(PercentileStrip).plain_lines()
+        assert strip[1].endswith(f"▲ p99 ≥{low}") and strip[2].endswith("▲ p50 1.46µs"), strip
+
+    run_ended(app, scenario)

@@ -70,12 +70,11 @@ def expected_lines(acc: Accumulator) -> list[tuple[str, str]]:
         p99.append(b)
         p99_all.append(percentile_estimates(hist.counts_in().sum(axis=0), hist.low, hist.high, (0.99,))[0])
         waited.append(float(hist.time_in().sum()))
-    median = float(np.median(p99))
     out = []
     for i in sorted(range(len(histories)), key=lambda i: -p99[i]):
-        ratio = p99[i] / median
+        ratio = p99[i] / float(np.median(p99[:i] + p99[i + 1:]))  # the median of its peers, itself left out
         values = (format_duration(p50[i]), format_duration(p99[i]), format_duration(p99_all[i]),
-                  format_duration(waited[i]), f"×{ratio:.2g}" + (" ▲" if ratio >= 2 else ""))
+                  format_duration(waited[i], long_units=True), f"×{ratio:.2g}" + (" ▲" if ratio >= 2 else ""))
         out.append((histories[i].stream.label, " " + "".join(f"{v:>{w}} " for v, (_, w) in zip(values, COLUMNS,
                                                                                                   strict=True))))
     return out

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
-from tui_support import episode_items, example_items, gated, synthetic, wait_until
+from tui_support import episode_items, example_items, fixture_items, gated, synthetic, wait_until
 from tui_support import frequency_map as freq
 from tui_support import run_ended as run
 
@@ -264,3 +264,45 @@ def test_a_band_that_came_in_bursts_is_a_finding_with_its_columns() -> None:
     items = finding_items(diagnose(np.array(counts), np.array(times), low, high, starts, starts + 1.0))
     assert [(i.first_col, i.last_col) for i in items if "cols 30, 60 and 90" in i.text] == [(30, 90)]
     assert [i.cols for i in items if "cols 30, 60 and 90" in i.text] == [(30, 60, 90)]
+
+
+def test_row_labels_of_very_slow_buckets_keep_their_unit_as_the_report_writes_them() -> None:
+    """A bucket at 2^40 µs was labelled `1099512` (its `s` cut by the 7-cell label) and the others raw seconds: each
+    label now fits and names its unit, in the report's days and hours (`13 days`, `≥12.7d`, `19.1h`)."""
+    stream = StreamId("slow disk", "bpf", "microsec")
+    items = []
+    for k in range(30):
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        counts[34:42] = 5
+        items.append(Interval(stream, 1_700_000_000.0 + k, 1_700_000_001.0 + k, counts))
+    app = LatencyMapApp(iter(items), color_mode="mono")
+
+    async def scenario(pilot) -> None:
+        fmap = freq(app)
+        labels = [fmap.render_line(y).text[1:LABEL_W].strip() for y in range(1, 1 + fmap.spec.rows)]
+        assert labels and all(label.endswith(("ns", "µs", "ms", "s", "min", "h", "days", "d")) for label in labels)
+        assert any("days" in label for label in labels) and any(label.endswith("h") for label in labels), labels
+        assert not any(label.rstrip("s").isdigit() and len(label) > 5 for label in labels), labels
+
+    run(app, scenario)
+
+
+def test_a_single_column_hgrm_cells_percentiles_are_the_inspectors_and_the_headers(fixtures: Path) -> None:
+    """The only cell of an `.hgrm` is the whole stream: beside the strip, its p99 is the header's and the
+    inspector's (10.5 ms, from the file's own buckets), not its log2 rows' (12.6 ms)."""
+    app = LatencyMapApp(iter(fixture_items(fixtures / "hdrhistogram" / "service_ms.hgrm")), color_mode="mono")
+
+    async def scenario(pilot) -> None:
+        strip = app.query_one(PercentileStrip)
+        if not strip.display:
+            await pilot.press("p")
+        await wait_until(pilot, lambda: strip.values is not None)
+        ins = app.query_one(Inspector).inspection
+        assert ins is not None and (ins.first, ins.stop) == (0, 1)
+        filled = np.flatnonzero(np.isfinite(strip.values[:, 1]))
+        assert len(filled) == 1
+        assert tuple(strip.values[filled[0]]) == (ins.percentiles[0.50], ins.percentiles[0.99])
+        text = "\n".join(strip.plain_lines())
+        assert "p99 10.5ms" in text and "p50 312µs" in text and "12.6ms" not in text.split("▲ p99", 1)[1], text
+
+    run(app, scenario)

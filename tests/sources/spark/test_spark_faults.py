@@ -8,7 +8,6 @@ was shown before the kill: the recording holds its header and nothing else, and 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -55,8 +54,5 @@ def test_spark_engine_jvm_killed_mid_job_fails_with_a_specific_message(tmp_path:
     assert "Traceback" not in stderr
     (log,) = tmp_path.glob("latencymap-spark-*.log")  # the JVM's own output, named in the message
     assert f"(Spark's log: {log})" in stderr and "log4j" in log.read_text()
-    assert rec.read_text().startswith("# latencymap-recording ") and "<begin record>" not in rec.read_text()
-    report = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", str(rec)],
-                            capture_output=True, text=True, timeout=60)
-    assert report.returncode == 0, report.stderr
-    assert json.loads(report.stdout)["streams"] == []
+    # the job failed before any record: the recording it created is removed (a rerun needs no --force)
+    assert not rec.exists()

@@ -8,8 +8,11 @@ keep their own boundaries. Their counts are placed on the display rows by one do
 - a first bucket whose lower bound is 0 (Prometheus' `(0, le]`) is taken as one octave, `[high/2, high)`, unless
   the column's exact time (`_sum`) proves its events faster: then it is the octave `[a, 2a)` whose mean, `a / ln 2`,
   is the most that time leaves them once every other event is put at its bucket's lower bound (a service whose
-  requests all take 0.7 ms, under a first bucket of 100 ms, shows at 0.7 ms, not at 50-100 ms); a bucket whose
-  upper bound is 0 (OpenTelemetry's default first bucket, `(-inf, 0]`) goes to slot 0;
+  requests all take 0.7 ms, under a first bucket of 100 ms, shows at 0.7 ms, not at 50-100 ms). The time is read
+  with the counts it is the time of: where whole counts carry rounding remainders from other columns (Prometheus'
+  fractional `increase()`), the column's own fractional counts, so that an event carried into a column whose time
+  does not hold it cannot push the first bucket's events down; a bucket whose upper bound is 0 (OpenTelemetry's
+  default first bucket, `(-inf, 0]`) goes to slot 0;
 - an overflow bucket (`high` infinite, Prometheus' `+Inf`) goes whole into the slot holding its lower bound;
 - each bucket's fractional counts are rounded to integers by largest remainder among the slots that bucket
   overlaps, so every event stays in its own bucket's range and the total of events is exact.
@@ -97,7 +100,8 @@ def faster_first_bucket(uppers: Sequence[float], counts: np.ndarray,
     NaN in the other columns. None when there is no such bucket (nothing above 0, or only `+Inf`).
 
     `uppers` are the buckets' ascending upper bounds (the last may be inf), `counts` per-bucket counts (columns x
-    buckets) and `times` each column's time (NaN: unknown), bounds and times in the same unit.
+    buckets, fractional where they are a step's own `increase()`: the counts `times` is the time of) and `times` each
+    column's time (NaN: unknown), bounds and times in the same unit.
     """
     highs = np.asarray(uppers, dtype=np.float64)
     above = np.flatnonzero(highs > 0)
@@ -112,12 +116,15 @@ def faster_first_bucket(uppers: Sequence[float], counts: np.ndarray,
     return first, np.where((n_first > 0) & (most > 0) & (most < octave_mean), most, np.nan)
 
 
-def first_rows(matrix: np.ndarray, uppers: Sequence[float], counts: np.ndarray,
-               times: np.ndarray) -> tuple[int, np.ndarray] | None:
+def first_rows(matrix: np.ndarray, uppers: Sequence[float], counts: np.ndarray, times: np.ndarray,
+               measured: np.ndarray | None = None) -> tuple[int, np.ndarray] | None:
     """The first bucket above 0 and its slot shares per column (columns x slots): the octave its column's exact time
     allows (the rule above; see `faster_first_bucket`), else its row of `matrix`. None when there is no such bucket.
+
+    `measured` (columns x buckets, NaN: unknown) are the counts `times` is the time of, where `counts` are not (whole
+    counts that carry rounding remainders between columns): the rule reads the time with them.
     """
-    faster = faster_first_bucket(uppers, counts, times)
+    faster = faster_first_bucket(uppers, counts if measured is None else measured, times)
     if faster is None:
         return None
     first, most = faster
@@ -182,17 +189,18 @@ _ROWS_AT_ONCE = 8192
 
 
 def rebin_columns(matrix: np.ndarray, counts: np.ndarray, uppers: Sequence[float] | None = None,
-                  times: np.ndarray | None = None) -> np.ndarray:
+                  times: np.ndarray | None = None, measured: np.ndarray | None = None) -> np.ndarray:
     """Whole slot counts (columns x slots) of integer per-bucket `counts` (columns x buckets) spread by `matrix`.
 
     Each bucket's events are rounded among the slots its own row overlaps (largest remainder within the bucket),
     so none leaves its bucket's range and every column's total is exact. With `uppers` (the buckets' upper bounds)
-    and `times` (the columns' exact times, NaN: unknown), the first bucket is placed as `first_rows` says.
+    and `times` (the columns' exact times, NaN: unknown), the first bucket is placed as `first_rows` says (with
+    `measured`, the counts those times are of, when `counts` carry remainders between columns).
     """
     counts = np.asarray(counts, dtype=np.int64)
     columns, buckets = counts.shape
     out = np.zeros((columns, NSLOTS), dtype=np.int64)
-    placed = None if uppers is None or times is None else first_rows(matrix, uppers, counts, times)
+    placed = None if uppers is None or times is None else first_rows(matrix, uppers, counts, times, measured)
     held = matrix.any(axis=0) if placed is None else matrix.any(axis=0) | placed[1].any(axis=0)
     used = np.flatnonzero(held)  # the slots any bucket overlaps
     if not used.size:

@@ -128,22 +128,29 @@ class Layout:
         """True when intervals keep these buckets (`source_buckets`): they were spread, or are finer than rows."""
         return self.finer or not self.exact
 
-    def fold(self, counts: np.ndarray, total_time: float | None = None,
-             time: float | None = None) -> tuple[np.ndarray, SourceBuckets | None]:
+    def fold(self, counts: np.ndarray, total_time: float | None = None, time: float | None = None,
+             measured: np.ndarray | None = None) -> tuple[np.ndarray, SourceBuckets | None]:
         """Row counts for per-bucket integer counts, and the source's own buckets (with `total_time`, seconds) when
-        they are kept; `time` (the same in the stream unit) places the first bucket (`core.rebin`'s rule)."""
+        they are kept; `time` (the same in the stream unit) places the first bucket (`core.rebin`'s rule), read with
+        `measured` (the fractional counts it is the time of) where `counts` carry remainders (`carried_counts`)."""
         counts = np.asarray(counts, dtype=np.int64)
-        slots = self.fold_many(counts[None, :], None if time is None else np.array([time]))[0]
+        own = None if measured is None else np.asarray(measured, dtype=np.float64)[None, :]
+        slots = self.fold_many(counts[None, :], None if time is None else np.array([time]), own)[0]
         if not self.kept:
             return slots, None
         return slots, SourceBuckets(self.bounds, counts, total_time)
 
-    def fold_many(self, counts: np.ndarray, times: np.ndarray | None = None) -> np.ndarray:
+    def fold_many(self, counts: np.ndarray, times: np.ndarray | None = None,
+                  measured: np.ndarray | None = None) -> np.ndarray:
         """Row counts for a (columns x buckets) array of integer counts, each column's total kept; `times` (the
-        columns' exact times in the stream unit, NaN where unknown) place the first bucket (`core.rebin`'s rule)."""
+        columns' exact times in the stream unit, NaN where unknown) place the first bucket (`core.rebin`'s rule).
+
+        `measured` are the columns' own fractional counts (the increases `times` go with) where `counts` carry
+        rounding remainders between columns (`carried_counts`): the rule reads each time with them, so a carried
+        event whose time is in another column's `_sum` does not push this column's first bucket down."""
         if self.exact:
             return np.rint(counts.astype(np.float64) @ self.matrix).astype(np.int64)
-        return rebin_columns(self.matrix, counts, self.bounds, times)
+        return rebin_columns(self.matrix, counts, self.bounds, times, measured)
 
 
 @lru_cache(maxsize=256)
@@ -181,6 +188,10 @@ def carried_counts(values: np.ndarray, left: np.ndarray | None = None) -> tuple[
     negative: a bucket that owes (it was rounded up and has not caught up yet) takes 0, not -1, and when more
     buckets owe than the total leaves to round up, the column counts one more than the running total asks (later
     columns give it back).
+
+    A column's counts are then not its own increases (a bucket may hold an event carried in from steps whose `_sum`
+    holds its time): what reads a column's `_sum` against its buckets reads it with the increases
+    (`Layout.fold_many`'s `measured`).
     """
     floats = np.asarray(values, dtype=np.float64)
     steps, rows, width = floats.shape

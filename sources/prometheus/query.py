@@ -390,7 +390,8 @@ class PrometheusSource(Source):
         complete = ~np.isnan(table).any(axis=1)
         factor = self.builder.factor(stream)
         times = np.array([spent.get((t, key), math.nan) for t in stamps], dtype=np.float64) * factor
-        rows = layout.fold_many(counts, times)
+        increases = np.clip(np.diff(table, axis=1, prepend=0.0), 0.0, None)  # the steps' own, `_sum`'s counts
+        rows = layout.fold_many(counts, times, increases)
         for i, t in enumerate(stamps):
             have = ~np.isnan(table[i])
             present = frozenset(les[have].tolist())

@@ -99,6 +99,25 @@ def test_the_first_bucket_goes_as_low_as_the_columns_time_proves() -> None:
     assert slots[2].tolist() == rebin_counts(bounds, counts[2]).tolist()
 
 
+def test_the_first_bucket_reads_the_columns_time_with_the_counts_it_is_the_time_of() -> None:
+    """Whole counts that carry rounding remainders between columns can hold an event whose time is in another
+    column's: 200 events of ~4.5 ms (0.9 s) and one carried into (500, 750] ms, which 0.9 s has no room for, would
+    leave the 200 a mean of 2 ms at most, an octave below their bucket's; read with the step's own increases (200.2,
+    and 0.3 of a slow one), the time leaves them 3.75 ms: the rule's octave, [2.5, 5) ms."""
+    bounds = [5e3, 1e4, 5e5, 7.5e5, math.inf]  # µs
+    matrix = spread_matrix(bounds)
+    counts = np.array([[200, 0, 0, 1, 0]])
+    measured = np.array([[200.2, 0.0, 0.0, 0.3, 0.0]])
+    times = np.array([9e5])
+    carried = first_rows(matrix, bounds, counts, times)
+    assert carried is not None and carried[1][0][11] > 0  # [1.39, 2.77) ms: what the carried event did
+    placed = first_rows(matrix, bounds, counts, times, measured)
+    assert placed is not None and placed[1][0] == pytest.approx(matrix[0])
+    slots = rebin_columns(matrix, counts, bounds, times, measured)
+    assert slots[0].tolist() == rebin_counts(bounds, counts[0]).tolist()
+    assert slots[0][:12].sum() == 0 and slots[0][12:14].sum() == 200 and slots[0][20] == 1
+
+
 def _supports(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first and last slot each bucket's row of shares overlaps."""
     held = rows > 0

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from prometheus_support import DEFAULT_BUCKETS, POW2_MS_BUCKETS, Exporter, NativeHistogramState
 
 from latencymap.core.buckets import bin_values
-from latencymap.core.rebin import rebin_counts
+from latencymap.core.rebin import faster_first_bucket, rebin_counts
 from latencymap.core.source_totals import SourceTotals
 from latencymap.sources.prometheus.layout import (
     carried_counts,
@@ -120,6 +120,47 @@ def test_carried_counts_keep_a_steady_fractional_tail() -> None:
     assert counts.sum() == 416
     rows, _ = carried_counts(np.array([[[1.0, np.nan], [0.4, 0.4]]]), np.array([[0.0, 0.0], [0.3, 0.0]]))
     assert rows.tolist() == [[[0, 0], [1, 0]]]  # a row with a NaN is skipped; the carry joins the next increase
+
+
+# A real Prometheus 2.42's `increase()` per 5 s step of a GET series (default buckets in seconds, 1 s scrapes): the
+# buckets (0, .005], (.005, .01], (.01, .025], (.1, .25], (.25, .5], (.5, .75] (none in the others) over 18 steps, a
+# band of ~300 ms requests in the middle; the last step's `increase(_sum)`, when the band was over.
+BAND_BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, INF)
+BAND_HELD = (0, 1, 2, 6, 7, 8)
+BAND_STEPS = (
+    (58.38, 25.02, 0.0, 0.0, 0.0, 0.0), (132.5, 63.75, 3.75, 0.0, 0.0, 0.0), (152.5, 45.0, 2.5, 0.0, 0.0, 0.0),
+    (142.5, 55.0, 2.5, 0.0, 0.0, 0.0), (132.5, 62.5, 5.0, 0.0, 0.0, 0.0), (143.75, 55.0, 1.25, 0.0, 0.0, 0.0),
+    (142.5, 57.5, 0.0, 0.0, 0.0, 0.0), (142.5, 56.25, 1.25, 0.0, 0.0, 0.0), (141.25, 57.5, 1.25, 0.0, 0.0, 0.0),
+    (131.25, 67.5, 1.25, 0.0, 0.0, 0.0), (131.25, 60.0, 0.0, 0.0, 8.75, 0.0), (107.5, 51.25, 2.5, 5.0, 32.5, 1.25),
+    (112.5, 55.0, 0.0, 6.25, 26.25, 0.0), (111.25, 48.75, 1.25, 7.5, 31.25, 0.0),
+    (102.5, 55.0, 1.25, 11.25, 28.75, 1.25), (107.5, 46.25, 1.25, 5.0, 40.0, 0.0),
+    (127.5, 38.75, 1.25, 8.75, 23.75, 0.0), (141.3914, 53.8038, 5.005, 0.0, 0.0, 0.0),
+)
+BAND_LAST_SUM = 0.8996618155821546
+
+
+def test_an_event_carried_into_a_column_does_not_move_its_first_bucket_below_its_range() -> None:
+    """The (.5, .75] bucket's 1.25 + 1.25 are counted 1 + 1 in their steps and the carried 0.5 comes to rest in the
+    last column, whose `_sum` (0.90 s for 200 ~4 ms requests) holds no 500 ms event: read with the whole counts, the
+    rule would leave the 141 events of (0, 5 ms] a mean of 0.57 ms and show them at 256 µs-1 ms (a false faster
+    band). Read with the step's own increases, they stay in the rule's octave, [2.5, 5) ms."""
+    increases = np.zeros((len(BAND_STEPS), len(BAND_BOUNDS)))
+    increases[:, list(BAND_HELD)] = BAND_STEPS
+    counts, _ = carried_counts(increases[:, None, :])
+    counts = counts[:, 0]
+    last = counts[-1]
+    assert last[list(BAND_HELD)].tolist() == [141, 54, 5, 0, 0, 1]  # the carried event
+    layout = layout_of(BAND_BOUNDS, 1e6)  # microseconds
+    times = np.full(len(counts), math.nan)
+    times[-1] = BAND_LAST_SUM * 1e6
+    assert faster_first_bucket(layout.bounds, last[None, :].astype(np.float64), times[-1:])[1][0] < 600
+    assert math.isnan(faster_first_bucket(layout.bounds, increases[-1:], times[-1:])[1][0])
+    rows = layout.fold_many(counts, times, increases)
+    assert (rows.sum(axis=1) == counts.sum(axis=1)).all()
+    assert rows[-1][:12].sum() == 0  # nothing below 2048 µs: the first bucket's octave is [2.5, 5) ms
+    assert rows[-1][12:14].sum() >= 141 and rows[-1][20] == 1  # the carried event in [524, 1049) ms, its rows
+    alone = layout.fold(last, BAND_LAST_SUM, times[-1], increases[-1])[0]
+    assert alone.tolist() == rows[-1].tolist()
 
 
 def test_integer_counts_keep_the_rounded_total() -> None:

@@ -29,25 +29,34 @@ pytestmark = pytest.mark.slow
 NAME = "tail_latency_seconds"
 BOUNDS = ("0.01", "0.1", "1.0", "+Inf")
 RATES = (3.0, 1.0, 0.2, 0.0)  # events per second in each bucket (not cumulative): 0.4 a step in (0.1, 1]
+MIXED = "mixed_latency_seconds"  # 40/s of 4.5 ms in (0, 5 ms] and 0.2/s of 600 ms in (0.5, 0.75]
+MIXED_BOUNDS = ("0.005", "0.01", "0.5", "0.75", "+Inf")
+MIXED_RATES = (40.0, 0.0, 0.0, 0.2, 0.0)
+MIXED_TIMES = (0.0045, 0.0, 0.0, 0.6, 0.0)  # each bucket's events' latency, seconds
 STEP = 2.0
 STEPS = 10
 
 
 class LinearExporter(Serving):
-    """A classic histogram whose counts are `rate * seconds` since long before it started (never near zero)."""
+    """Classic histograms whose counts are `rate * seconds` since long before it started (never near zero)."""
 
     def __init__(self) -> None:
         origin = time.time() - 10_000.0
+        tail_times = (0.05,) * len(BOUNDS)
+        histograms = ((NAME, BOUNDS, RATES, tail_times), (MIXED, MIXED_BOUNDS, MIXED_RATES, MIXED_TIMES))
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 elapsed = time.time() - origin
-                lines = [f"# TYPE {NAME} histogram"]
-                cumulative = 0.0
-                for le, rate in zip(BOUNDS, RATES, strict=True):
-                    cumulative += rate * elapsed
-                    lines.append(f'{NAME}_bucket{{le="{le}"}} {cumulative!r}')
-                lines += [f"{NAME}_sum {0.05 * cumulative!r}", f"{NAME}_count {cumulative!r}"]
+                lines = []
+                for name, bounds, rates, times in histograms:
+                    lines.append(f"# TYPE {name} histogram")
+                    cumulative = spent = 0.0
+                    for le, rate, took in zip(bounds, rates, times, strict=True):
+                        cumulative += rate * elapsed
+                        spent += rate * elapsed * took
+                        lines.append(f'{name}_bucket{{le="{le}"}} {cumulative!r}')
+                    lines += [f"{name}_sum {spent!r}", f"{name}_count {cumulative!r}"]
                 body = ("\n".join(lines) + "\n").encode()
                 reply(self, 200, TEXT_TYPE, body)
 
@@ -132,3 +141,29 @@ def test_a_steady_fractional_tail_keeps_its_events_and_histogram_quantiles_p99(
     expected = histogram_quantile(0.99, whole)  # about 0.81 s: inside (0.1, 1]
     assert 0.1 < expected < 1.0
     assert stream["total"]["p99_s"] == pytest.approx(expected, rel=0.05)
+
+
+def test_a_carried_tail_event_does_not_move_its_columns_fast_events_below_their_bucket(
+        served: tuple[PrometheusServer, float, float]) -> None:
+    """0.4 a step of 600 ms events counts 1 in two steps of five, each in a column whose `_sum` holds 0.4 of one:
+    read against the whole count, that sum would leave the 80 events of (0, 5 ms] a mean of about 1.25 ms and put
+    them at 0.87-1.7 ms. Read with the step's own increases, their mean can be 5 ms: the rule's [2.5, 5) ms."""
+    server, t0, t1 = served
+    increases = server_steps(server, t0, t1, f"increase({MIXED}_bucket[2s])")
+    per_bucket = np.diff(np.array([increases[le] for le in MIXED_BOUNDS]), axis=0, prepend=0.0).T
+    assert per_bucket[:, 3] == pytest.approx([0.4] * STEPS, abs=0.05)
+    assert per_bucket[:, 0] == pytest.approx([80.0] * STEPS, abs=1.0)
+
+    columns = [i for i in PrometheusSource(url=server.url, metric=MIXED, start=str(t0), end=str(t1),
+                                           step=STEP).items() if isinstance(i, Interval)]
+    assert len(columns) == STEPS and not any(c.gap for c in columns)
+    assert [c.stream.unit for c in columns] == ["microsec"] * STEPS
+    carried = 0
+    for c in columns:
+        assert c.source_buckets is not None
+        counts = c.source_buckets.counts
+        carried += int(counts[3])
+        assert int(c.counts.sum()) == int(counts.sum())
+        assert c.counts[:12].sum() == 0, c.counts[:16].tolist()  # none below 2048 µs: (0, 5 ms] is [2.5, 5) ms
+        assert c.counts[12:14].sum() == counts[0] and c.counts[20] == counts[3]  # 600 ms in [524, 1049) ms
+    assert carried == round(per_bucket[:, 3].sum()) == 4

@@ -156,6 +156,8 @@ class LatencyMapApp(MapActions):
             for item in items:
                 if isinstance(item, Interval) and item.end < REAL_EPOCH and item.date:
                     learn_clock(self.acc.history(item.stream), item.end, item.date)
+        if self.replay is not None and (items or self.ingest.finished):
+            self.replay.arrived(self.ingest.finished)
         if self.profiler is not None and self.profiler.poll():
             self._dirty = True
         if self.ingest.finished and not self.ended:

@@ -6,6 +6,7 @@ read at different moments still compare like for like. Yellow to red: A has more
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -164,10 +165,14 @@ class DiffScreen(Screen[None]):
         return [*head, *(strip.text.rstrip() for strip in diffmap.render_lines_all(diffmap.size.width, "mono"))]
 
     def update(self) -> None:
-        """Follow the data (and the app's zoom)."""
+        """Follow the data (and the app's zoom) as the map screen does: a window held back in the history grows
+        with the data while it is shorter than the window (`ViewState.fit_window`, on a copy: the map screen keeps
+        its own), and stays still when paused."""
         if not self.is_mounted:
             return
         diffmap = self.query_one(DiffMap)
-        diffmap.stop = self.host.view.stop(self.a.n)
+        view = replace(self.host.view)
+        view.fit_window(self.a.n, map_cells(diffmap.size.width or self.host.size.width))
+        diffmap.stop = view.stop(self.a.n)
         diffmap.zoom = self.host.view.zoom
         diffmap.refresh()

@@ -92,14 +92,19 @@ def own_figures(hist: StreamHistory, first: int, stop: int, totals: Totals,
     they are the whole stream and it has its source's own buckets (a rebinned or HdrHistogram stream), those buckets'
     as the report and the header's overall give them (`stream_total`); else the rows'. The source's buckets are sums
     over the whole stream only."""
-    if source is None or (first, stop, hist.dropped) != (0, hist.n, 0) or \
-            not source_use(source, totals.events, hist.n)[0]:
+    if source is None or not whole_from_source(hist, first, stop, totals.events, source):
         return totals.mean_s, totals.percentiles, totals.open
     whole = stream_total(totals, source, hist.stream.unit, hist.n)  # None: no such figure (no events)
     mean, *figures = (math.nan if v is None else float(v) for v in
                       (whole["mean_s"], *(whole[f"{PERCENTILE_NAMES[q]}_s"] for q in PERCENTILES)))
     at_least = tuple(q for q in PERCENTILES if f"{PERCENTILE_NAMES[q]}_s" in whole.get("open", ()))
     return mean, dict(zip(PERCENTILES, figures, strict=True)), at_least
+
+
+def whole_from_source(hist: StreamHistory, first: int, stop: int, events: int, source: SourceTotals | None) -> bool:
+    """Whether columns [first, stop) (`events` events) are the whole stream and its source's own buckets hold them
+    all: their figures are then those buckets' (`stream_total`), else the rows'."""
+    return (first, stop, hist.dropped) == (0, hist.n, 0) and source_use(source, events, hist.n)[0]
 
 
 def time_texts(hist: StreamHistory, start: float, end: float, digits: int = 0) -> tuple[str, str]:

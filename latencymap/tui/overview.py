@@ -334,13 +334,17 @@ def _heat(levels: np.ndarray, mode: str) -> list[Segment]:
 
 def overview_head(state: str, streams: int, rows: list[StreamRow], needle: str, order: str,
                   skipped: int) -> list[Field]:
-    """The overview's header line: state, streams, skipped records, order, filter, slow streams, then key hints (the
-    first to go when the line is too long)."""
+    """The overview's header line: state, streams, skipped records, order, filter, whether p50/p99 now come from the
+    rows (rebinned streams), slow streams, then key hints (the first to go when the line is too long)."""
     fields = [Field(f" OVERVIEW · {state.upper()} ", "bold reverse", 100), Field(f"  {streams} streams", rank=90)]
     if needle:
         fields.append(Field(f" ({len(rows)} match “{clean_text(needle, 40)}”)", rank=80))
     fields.append(Field(f"  skipped {skipped}", "bold yellow" if skipped else "", rank=85 if skipped else 5))
     fields.append(Field(f"  sorted by {order}", rank=60))
+    rows_now = sum(1 for r in rows if r.now_rows and math.isfinite(r.p99_now))
+    if rows_now:  # as the header's "latest (rows)": their source's buckets are whole-stream sums
+        fields.append(Field("  p50/p99 now (rows)" + ("" if rows_now == len(rows) else f" of {rows_now}"), "bold",
+                            rank=58))
     fields += [Field(" (o)", rank=10), Field("  filter (/)", rank=9), Field("  Enter: open", rank=8),
                Field("  a/b: mark", rank=7), Field("  d: A−B", rank=6)]
     slow = [clean_text(r.label, 60) for r in rows if r.slow]

@@ -7,7 +7,9 @@ milliseconds per frame.
 Every stream is placed on one time axis (`SharedClock`): its newest column is compared with the newest of all, and a
 stream with none in its last `NOW_COLUMNS` intervals has no "now". It is stale (a hung rank) only when a peer goes on:
 a stream expected to go on stopped; one without peers (a Spark stage, a phase) ended, as it does by design. "p99 all"
-is the report's figure (`outputs.report.stream_total`): a rebinned stream's from its source's own buckets.
+is the report's figure (`outputs.report.stream_total`): a rebinned stream's from its source's own buckets. Its "now"
+comes from the rows (`now_rows`, as the header's "latest (rows)"), or from those buckets where the "now" columns are
+the whole stream (`inspector.whole_from_source`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILES, median_of, percentile_estimates
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.outputs.report import stream_total
+from latencymap.outputs.report import source_use, stream_total
+from latencymap.tui.inspector import whole_from_source
 from latencymap.tui.window import Window
 
 SHOWN = (0.50, 0.99)
@@ -64,6 +67,9 @@ class StreamRow:
     behind_s: float = math.nan
     #: ... and a peer of it goes on: it stopped where it was expected to go on.
     stopped_alone: bool = False
+    #: Its p50/p99 now come from the rows while "all" comes from its source's own buckets (a rebinned stream's "now"
+    #: short of the whole stream: those buckets are whole-stream sums).
+    now_rows: bool = False
 
     @property
     def ended(self) -> bool:
@@ -91,7 +97,7 @@ class _Stream:
     "now" columns' sums, and their percentiles; recomputed only when the stream's columns or its window moved."""
 
     __slots__ = ("counts", "dropped", "end_s", "exact_all", "exact_now", "interval_s", "key", "label", "latest",
-                 "latest_t", "pct", "peers", "seen", "spent", "times", "waited_now")
+                 "latest_t", "now_rows", "pct", "peers", "seen", "spent", "times", "waited_now")
     pct: tuple[float, ...]
 
     def __init__(self, hist: StreamHistory) -> None:
@@ -104,6 +110,7 @@ class _Stream:
         self.latest = np.zeros(NSLOTS, dtype=np.int64)
         self.latest_t = np.zeros(NSLOTS)
         self.exact_now = self.exact_all = False  # whether the times are exact: percentiles then use bucket means
+        self.now_rows = False
         self._whole(hist)
 
     def _whole(self, hist: StreamHistory) -> None:
@@ -145,13 +152,18 @@ class _Stream:
         self.key = (n, hist.dropped, stop)
 
     def whole_stream(self, hist: StreamHistory, source: SourceTotals) -> None:
-        """p50/p99 all as the report prints them (`stream_total`): a rebinned stream's from its source's buckets."""
+        """p50/p99 all as the report prints them (`stream_total`): a rebinned stream's from its source's buckets; and
+        p50/p99 now as the header's latest: those buckets' where the "now" columns are the whole stream, else the
+        rows' (`now_rows`)."""
         events = int(self.counts.sum())
         rows = Totals(events, self.spent, self.spent / events if events else math.nan, math.nan, self.counts,
                       {q: self.pct[2] if q == 0.50 else self.pct[3] if q == 0.99 else math.nan for q in PERCENTILES})
         total = stream_total(rows, source, hist.stream.unit, hist.n)
-        p50, p99 = total["p50_s"], total["p99_s"]
-        self.pct = (*self.pct[:2], math.nan if p50 is None else p50, math.nan if p99 is None else p99)
+        p50, p99 = (math.nan if v is None else float(v) for v in (total["p50_s"], total["p99_s"]))
+        stop = self.key[2] if self.key is not None else hist.n
+        whole = whole_from_source(hist, max(0, stop - NOW_COLUMNS), stop, events, source)
+        self.now_rows = source_use(source, events, hist.n)[0] and not whole and stop > 0
+        self.pct = (p50, p99, p50, p99) if whole else (*self.pct[:2], p50, p99)
 
 
 class OverviewStats:
@@ -188,7 +200,7 @@ class OverviewStats:
                 if source is not None:
                     state.whole_stream(hist, source)
         rows = [StreamRow(i, hist, s.label, s.pct[0], s.pct[1], s.pct[2], s.pct[3], s.spent, s.waited_now,
-                          end_s=s.end_s, interval_s=s.interval_s)
+                          end_s=s.end_s, interval_s=s.interval_s, now_rows=s.now_rows)
                 for i, (hist, s) in enumerate(zip(histories, states, strict=True))]
         _mark_ended(rows)
         for (_, _, key), members in groups.items():

@@ -11,6 +11,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from latencymap.core.accumulator import StreamHistory
 from latencymap.flow.replay import BurstScan, ReplayClock, clock_text, next_burst, parse_seek
 from latencymap.tui.host import MapHost
 
@@ -56,6 +57,8 @@ class ReplayController:
         self.app = app
         self.clock = clock
         self.scan = scan
+        #: (end time, `starting`) of a seek ahead whose column is not read yet (`go`)
+        self.pending: tuple[float, bool] | None = None
 
     def act(self, what: str) -> None:
         if what == "faster":
@@ -97,7 +100,7 @@ class ReplayController:
         self.go(target)
 
     def go(self, target: float, *, starting: bool = False) -> None:
-        """Show the column at `target`: at once when it was read, else after running the replay up to it.
+        """Show the column at `target`: at once when it was read, else once the replay has run up to it (`arrived`).
 
         A time is the end of the column it names (`g 30`: the column that ends at 30 s, or the first one after);
         `starting`: `target` is a start time (a burst's), so the column that starts there, the first one whose end
@@ -105,14 +108,39 @@ class ReplayController:
         """
         hist = self.app.current()
         target_end = float(np.nextafter(target, np.inf)) if starting else target
+        self.pending = None
         if hist is not None and hist.n and target_end <= float(hist.end[hist.n - 1]):
-            column = int(np.searchsorted(hist.end[: hist.n], target_end, side="left"))
-            self.app.view.goto(hist.n, self.app.map_cells(), column)
-            self._say(f"at {clock_text(target)}")
+            self._show(hist, target_end, starting)
             return
         self.app.view.end_key()
+        self.pending = (target_end, starting)
         self.clock.seek(target_end)
         self._say(f"seeking {clock_text(target)}…")
+
+    def arrived(self, ended: bool) -> None:
+        """New columns were read: a seek ahead puts the cursor on its column once that is read and a column after it
+        too (on the newest column the cursor would follow the data: `ViewState._settle`); `ended`: the recording
+        ended, the cursor on its column or its last one."""
+        hist = self.app.current()
+        if self.pending is None or hist is None or hist.n == 0:
+            return
+        target_end, starting = self.pending
+        if ended or (hist.n >= 2 and target_end <= float(hist.end[hist.n - 2])):
+            self.pending = None
+            self._show(hist, target_end, starting)
+
+    def _show(self, hist: StreamHistory, target_end: float, starting: bool) -> None:
+        """The cursor on the first column whose end is at or after `target_end` (the last one: none), and a toast
+        saying where it went: the column's start for a burst, else its end (a time names the column it ends)."""
+        column = min(hist.n - 1, int(np.searchsorted(hist.end[: hist.n], target_end, side="left")))
+        self.app.view.goto(hist.n, self.app.map_cells(), column)
+        at = clock_text(float((hist.start if starting else hist.end)[column]))
+        if column == 0 and target_end < float(hist.start[0]):
+            self._say(f"at {at}: the {'start' if hist.dropped == 0 else 'oldest column kept'}")
+        elif column == hist.n - 1 and target_end > float(hist.end[column]):
+            self._say(f"at {at}: the end of the recording")
+        else:
+            self._say(f"at {at}")
 
     def next_burst(self) -> None:
         if self.scan is None or (self.scan.bursts is None and self.scan.error is None):

@@ -190,3 +190,39 @@ def test_one_task_and_one_attempt_are_singular_as_in_the_report() -> None:
     assert stage_line({**one, "succeeded": 1, "num_tasks": 3}).startswith("stage 2.0: 1 of 3 tasks,")
     assert stage_line({"stage": 2, "succeeded": None, "tasks": 1}).startswith("stage 2.0: 1 task, ")
     assert stage_line({"stage": 2, "succeeded": None}).startswith("stage 2.0: no task count, ")
+
+
+def test_overview_now_of_a_rebinned_stream_is_marked_rows_or_its_sources_when_whole() -> None:
+    """"p99 now" of a rebinned stream: the rows' (15.5 ms where histogram_quantile says 10.0 ms) said so in the
+    header as the map screen's "latest (rows)"; where the "now" columns are the whole stream, its source's buckets'
+    (the header's and the report's figure)."""
+    from latencymap.core.percentiles import percentile_estimates
+    from latencymap.tui.overview import overview_head
+    from latencymap.tui.overview_stats import NOW_COLUMNS
+
+    acc = _accumulated(OTLP)
+    rows = OverviewStats().rows(list(acc.streams.values()), sources=acc.sources)
+    for row in rows:
+        hist = row.hist
+        assert hist.n > NOW_COLUMNS and row.now_rows, row.label
+        p50, p99 = percentile_estimates(hist.counts[hist.n - NOW_COLUMNS:].sum(axis=0), hist.low, hist.high,
+                                        (0.50, 0.99))
+        assert (row.p50_now, row.p99_now) == (p50, p99)
+    head = "".join(f.text for f in overview_head("ended", len(rows), rows, "", "p99 now", 0))
+    assert "p50/p99 now (rows)" in head and "(rows) of" not in head
+    plain = OverviewStats().rows(list(_accumulated(HGRM).streams.values()))  # no sources given: rows, not marked
+    assert not any(r.now_rows for r in plain)
+
+    acc = Accumulator()
+    acc.add(_scraped_stream())  # 4 columns: "now" is the whole stream
+    hist = next(iter(acc.streams.values()))
+    total = stream_report(hist, acc)["total"]
+    row, = OverviewStats().rows([hist], sources=acc.sources)
+    assert not row.now_rows
+    assert (row.p50_now, row.p99_now) == (row.p50_all, row.p99_all) == (total["p50_s"], total["p99_s"])
+    rows_p99 = percentile_estimates(hist.counts[: hist.n].sum(axis=0), hist.low, hist.high, (0.99,))[0]
+    assert rows_p99 != total["p99_s"]  # the rows would say otherwise
+    row, = OverviewStats().rows([hist], stops=[hist.n - 1], sources=acc.sources)  # paused short of the whole
+    assert row.now_rows and row.p99_all == total["p99_s"]
+    head = "".join(f.text for f in overview_head("paused", 2, [row, *plain[:1]], "", "p99 now", 0))
+    assert "p50/p99 now (rows) of 1" in head

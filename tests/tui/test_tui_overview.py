@@ -477,3 +477,50 @@ def test_a_narrow_overview_drops_whole_columns_and_cuts_no_number(width: int, na
             assert "days" in waited and line.rstrip().endswith(numbers) and cell_width(line.rstrip()) <= width, line
 
     run_ended(app, scenario, size=(width, 20))
+
+
+def test_difference_map_follows_live_data_after_the_cursor_was_moved_and_stays_when_paused() -> None:
+    """A cursor moved in a stream's view holds its window back; the map screen's window grows with the data while
+    the history is shorter than it, and so does the difference map's (it froze at the columns of that moment), until
+    the display is paused."""
+    import asyncio
+    import threading
+
+    from tui_support import gated, wait_until
+
+    items = ranks(streams=2, columns=60)
+    gate, more = threading.Event(), threading.Event()
+
+    def flow():
+        yield from gated(items[:80], 40, gate)
+        more.wait(10)
+        yield from items[80:]
+
+    app = LatencyMapApp(flow(), color_mode="truecolor")
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.acc.intervals_seen >= 40 and isinstance(app.screen, OverviewScreen))
+            await pilot.press("enter")
+            await pilot.pause(0.2)
+            await pilot.press("left", "escape")
+            await pilot.pause(0.2)
+            assert app.view.end is not None  # held back
+            await pilot.press("home", "a", "down", "b", "d")
+            assert isinstance(app.screen, DiffScreen)
+            diff = app.screen.query_one(DiffMap)
+            await pilot.pause(0.3)
+            assert diff.stop == app.screen.a.n == 20
+            gate.set()
+            await wait_until(pilot, lambda: app.acc.intervals_seen >= 80)
+            await wait_until(pilot, lambda: diff.stop == app.screen.a.n == 40, timeout=5)
+            await pilot.press("space")  # paused: the difference map stays where it is
+            more.set()
+            await wait_until(pilot, lambda: app.ended)
+            await pilot.pause(0.6)
+            assert diff.stop == 40 and app.screen.a.n == 60
+            await pilot.press("space")
+            await wait_until(pilot, lambda: diff.stop == 60, timeout=5)
+            await pilot.press("q")
+
+    asyncio.run(main())

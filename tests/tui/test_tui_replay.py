@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 from tui_support import synthetic, wait_until
 
-from latencymap.flow.replay import BurstScan, ReplayClock
+from latencymap.flow.replay import BurstScan, ReplayClock, clock_text
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.keys import HELP
 
@@ -131,6 +131,60 @@ def test_n_lands_on_each_bursts_first_column_and_reaches_the_last_one() -> None:
             await pilot.press("n")
             await pilot.pause(0.1)
             assert app.view.cursor_at(hist.n) == starts[-1] and notes[-1] == "no burst after the cursor"
+            await pilot.press("q")
+
+    asyncio.run(main())
+
+
+def test_n_to_a_burst_not_read_yet_puts_the_cursor_on_its_first_column_once_read() -> None:
+    """A paced replay: `n` runs the replay to the burst ahead, and the cursor lands on the burst's first column when
+    it is read, and stays there as the replay goes on (README: "the cursor on its first column")."""
+    items = recording()
+    clock = ReplayClock(1.0)
+    scan = BurstScan(lambda: iter(items)).start()
+    app = LatencyMapApp(clock.pace(iter(items)), color_mode="truecolor", replay=clock, bursts=scan)
+    notes: list[str] = []
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.acc.intervals_seen >= 2 and scan.bursts is not None, timeout=20)
+            app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
+            await pilot.press("n")
+            await wait_until(pilot, lambda: newest(app) >= T0 + BURST + 3, timeout=10)
+            await pilot.pause(0.3)
+            hist = app.current()
+            assert hist is not None
+            assert float(hist.start[app.view.cursor_at(hist.n)]) == T0 + BURST
+            assert notes[0] == f"seeking {clock_text(T0 + BURST)}…" and notes[-1] == f"at {clock_text(T0 + BURST)}"
+            await pilot.press("q")
+
+    asyncio.run(main())
+
+
+def test_g_before_the_start_says_where_the_cursor_went() -> None:
+    """`g -5m` from 30 s in: the cursor on the first column, and the toast names that column's time and says the
+    start was reached (not the time asked for, five minutes before the recording); past the end, the last column."""
+    items = synthetic(600, start=T0)
+    clock = ReplayClock(None)
+    app = LatencyMapApp(clock.pace(iter(items)), color_mode="truecolor", replay=clock, bursts=None)
+    notes: list[str] = []
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.ended, timeout=20)
+            app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
+            await pilot.press("g", "3", "0", "enter")
+            await pilot.pause(0.2)
+            assert notes[-1] == f"at {clock_text(T0 + 30)}"
+            await pilot.press("g", "minus", "5", "m", "enter")
+            await pilot.pause(0.2)
+            hist = app.current()
+            assert hist is not None and app.view.cursor_at(hist.n) == 0
+            assert notes[-1] == f"at {clock_text(T0 + 1)}: the start"
+            await pilot.press("g", "9", "9", "9", "enter")  # after the end: the last column
+            await pilot.pause(0.3)
+            assert app.view.cursor_at(hist.n) == hist.n - 1
+            assert notes[-1] == f"at {clock_text(T0 + 600)}: the end of the recording"
             await pilot.press("q")
 
     asyncio.run(main())

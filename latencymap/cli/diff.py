@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
@@ -12,6 +13,8 @@ from latencymap.cli.options import format_kwargs, format_options, limit_options
 from latencymap.cli.running import prepare
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core.accumulator import accumulate
+from latencymap.core.sanitize import clean_text
+from latencymap.flow.inputs import at_rest
 from latencymap.flow.pipeline import column_flow
 from latencymap.outputs.compare import compare, compare_text
 from latencymap.outputs.files import check_output, write_text
@@ -39,6 +42,10 @@ def diff(baseline: str, candidate: str, out_format: str, input_format: str | Non
     fmt_opts = format_kwargs(kw)
     if baseline == candidate == "-":
         raise click.UsageError("'-' (stdin) can be read once: give it as BASELINE or CANDIDATE, not both")
+    if _one_input_read_once(baseline, candidate):
+        names = " and ".join(dict.fromkeys(f"'{clean_text(path)}'" for path in (baseline, candidate)))
+        raise click.UsageError(f"{names} {'is' if baseline == candidate else 'are'} one input that can be read "
+                               "once (a pipe, a FIFO): give it as BASELINE or CANDIDATE, not both")
 
     def body() -> int:
         check_output(output)
@@ -53,3 +60,15 @@ def diff(baseline: str, candidate: str, out_format: str, input_format: str | Non
         return EXIT_OK
 
     guarded(body)
+
+
+def _one_input_read_once(baseline: str, candidate: str) -> bool:
+    """Whether BASELINE and CANDIDATE name one input that can be read only once (`ff ff` with `ff` a FIFO, the same
+    `/dev/fd/N`, `- /dev/stdin` of a pipe): the second side would wait forever for a writer that has gone."""
+    if at_rest(baseline) or at_rest(candidate):
+        return False
+    try:
+        first, second = (os.fstat(0) if path == "-" else os.stat(path) for path in (baseline, candidate))
+    except OSError:  # one that cannot be opened says so when it is read
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)

@@ -59,7 +59,13 @@ def replay(path: str, input_format: str | None, speed: float, as_fast: bool, sta
         # the TUI's `n` key: where the bursts are, from a second read of the input; one that cannot be read twice
         # (stdin, a FIFO) is read once, for both
         spool = Spool(path) if tui and not at_rest(path) else None
+        try:
+            return shown(clock, spool)
+        finally:
+            if spool is not None:
+                spool.close()  # its temporary file, once the replay and its burst scan are done with it
 
+    def shown(clock: ReplayClock, spool: Spool | None) -> int:
         def bytes_of() -> IO[bytes] | None:
             return spool.reader() if spool is not None else None
 

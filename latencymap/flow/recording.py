@@ -19,6 +19,7 @@ import platform
 import queue
 import re
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -54,9 +55,12 @@ class Recorder:
         self.path = path
         self.compat = compat
         self._zstd = path.endswith(".zst")
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+        #: Whether this run made the file (only then may `discard_if_empty` remove it).
+        self.created = False
+        #: What is written before the first record, while an existing file overwritten (`force`) is left as it was.
+        self._held: list[bytes] | None = None
         try:
-            fd = os.dup(1) if path == "-" else os.open(path, flags, 0o600)
+            fd = os.dup(1) if path == "-" else self._open(path, force)
         except FileExistsError:
             raise RecordingError(f"{path}: exists; use --force to overwrite it") from None
         except OSError as err:  # `-` too: stdout closed (`>&-`), an output that cannot be written
@@ -85,21 +89,44 @@ class Recorder:
                   "format": "compat" if compat else "interval", "options": safe_options(options or {})}
         self._write(HEADER_PREFIX + json.dumps(header, sort_keys=True) + "\n")
 
+    def _open(self, path: str, force: bool) -> int:
+        """A new file at `path`; with `force`, an existing one, opened but not truncated: a regular file is truncated
+        only when the first record is written, so a run that records none leaves it as it was."""
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            if not force:
+                raise
+            fd = os.open(path, os.O_WRONLY)
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                self._held = []
+            return fd
+        self.created = True
+        return fd
+
     @property
     def closed(self) -> bool:
         """True once `close` was called: what comes after is dropped."""
         return self._closed
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, record: bool = False) -> None:
         with self._lock:  # the profiler thread annotates while the flow writes records
-            self._write_locked(text)
+            self._write_locked(text, record)
 
-    def _write_locked(self, text: str) -> None:
+    def _write_locked(self, text: str, record: bool = False) -> None:
         if self._closed:  # closed by the command on its way out while the flow's thread still ran: too late
             return
         data = text.encode("utf-8")
         if self._compressor is not None:
             data = self._compressed(data)
+        if record and self._held is not None:  # the first record: now the file overwritten is replaced
+            held, self._held = self._held, None
+            try:
+                os.ftruncate(self._fh.fileno(), 0)
+            except OSError as err:
+                self._stopped(err)
+            for block in held:
+                self._put(block)
         self._put(data)
 
     def _compressed(self, data: bytes) -> bytes:
@@ -115,26 +142,35 @@ class Recorder:
         return out
 
     def _put(self, data: bytes) -> None:
+        if self._held is not None:
+            self._held.append(data)
+            return
         try:
             view = memoryview(data)
             while view:
                 view = view[self._fh.write(view):]
         except OSError as err:
-            self._frame = None  # what it held may be lost: nothing more is added to it, not even its end
             if isinstance(err, BrokenPipeError) and self.path == "-":
+                self._frame = None
                 raise  # `--emit | head`: the reader went away, which ends the command as it ends a view, quietly
-            raise RecordingError(f"{self.path}: recording stopped: {err.strerror}; "
-                                 f"the {self.written} records written before are intact", exit_code=1) from None
+            self._stopped(err)
+
+    def _stopped(self, err: OSError) -> None:
+        """Raise the RecordingError of a write that failed, saying what was written before."""
+        self._frame = None  # what it held may be lost: nothing more is added to it, not even its end
+        kept = (f"; the {self.written} record{'s' if self.written > 1 else ''} written before "
+                f"{'are' if self.written > 1 else 'is'} intact" if self.written else "")
+        raise RecordingError(f"{self.path}: recording stopped: {err.strerror}{kept}", exit_code=1) from None
 
     def write(self, iv: Interval) -> None:
         """Append one interval."""
         if self.compat:
-            self._write(self._compat_record(iv))
+            self._write(self._compat_record(iv), record=True)
         else:
             flags = [name for name, on in (("reset", iv.reset), ("gap", iv.gap)) if on]
             self._write(format_record(iv.stream, iv.end, iv.counts, iv.time, date=iv.date, start=iv.start,
                                       per_interval=True, flags=flags, source=iv.source_buckets,
-                                      extremes=iv.extremes))
+                                      extremes=iv.extremes), record=True)
         self.written += 1
 
     def _compat_record(self, iv: Interval) -> str:
@@ -202,10 +238,11 @@ class Recorder:
 
 
     def discard_if_empty(self) -> None:
-        """Close, and remove the file when it holds no record: a run that failed before it read any leaves no
-        recording behind (nor one that a rerun would have to `--force` over). Stdout (`-`) is only closed."""
+        """Close, and remove the file this run created when it holds no record: a run that failed before it read any
+        leaves no recording behind (nor one that a rerun would have to `--force` over); a file overwritten with
+        `--force` is left as it was. Stdout (`-`) is only closed."""
         self.close()
-        if self.path != "-" and self.written == 0:
+        if self.created and self.written == 0:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from latencymap.core.model import Flow, Interval
 from latencymap.core.sanitize import clean_message
+from latencymap.flow.inputs import at_rest
 from latencymap.flow.recording import Recorder, RecordingError
 from latencymap.profiling.clock import InputClock
 from latencymap.profiling.collector import Collector
@@ -154,10 +155,12 @@ class ProfileSession:
 def open_session(kw: dict[str, Any], inputs: Sequence[str] = ()) -> ProfileSession | None:
     """The session that `--profile` or the samples in the input recordings call for; None for neither.
 
-    Recorded samples are read only for the TUI, the one view that shows them (a second pass over the file).
+    Recorded samples are read only for the TUI, the one view that shows them, and only from files: a second pass
+    over an input that can be read once (stdin, a FIFO, `<(cmd)`) would take the view's records, or wait forever.
     """
     pid = kw.get("profile_pid")
-    store, messages = load_profile(inputs) if inputs and profile_shown(kw) else (None, [])
+    files = [path for path in inputs if at_rest(path)]
+    store, messages = load_profile(files) if files and profile_shown(kw) else (None, [])
     if pid is None and store is None:
         for message in messages:
             print(f"latencymap: profile: {clean_message(message)}", file=sys.stderr)

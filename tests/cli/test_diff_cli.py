@@ -27,9 +27,9 @@ def test_help_ends_with_its_own_examples_and_every_exit_code(command: str) -> No
     assert commands and set(commands) == {f"latencymap {command}"}, examples
 
 
-def _diff(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _diff(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "latencymap", "diff", *args], capture_output=True, text=True,
-                          input=stdin, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+                          input=stdin, timeout=timeout, env={**os.environ, "NO_COLOR": "1"})
 
 
 def test_diff_takes_the_limits_every_command_that_reads_data_takes(example_data: Path, tmp_path: Path) -> None:
@@ -55,3 +55,19 @@ def test_stdin_for_both_sides_is_a_usage_error(example_data: Path) -> None:
     done = _diff("-", "-", stdin=example_data.read_text())
     assert done.returncode == 2 and done.stdout == ""
     assert "Error: '-' (stdin) can be read once: give it as BASELINE or CANDIDATE, not both" in done.stderr
+
+
+@pytest.mark.timeout(60)
+def test_one_fifo_or_pipe_for_both_sides_is_a_usage_error(example_data: Path, tmp_path: Path) -> None:
+    """`diff ff ff` with `ff` a FIFO waited forever: the second side opened it again, for a writer that had gone.
+    The same input that can be read once, by one name or two (`- /dev/stdin`), is refused as `- -` is."""
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    done = _diff("--datasource", "oracle", str(fifo), str(fifo), timeout=30)  # no writer: it must not open it
+    assert done.returncode == 2 and done.stdout == ""
+    assert (f"Error: '{fifo}' is one input that can be read once (a pipe, a FIFO): give it as BASELINE or "
+            "CANDIDATE, not both") in done.stderr
+    done = _diff("-", "/dev/stdin", stdin=example_data.read_text(), timeout=30)
+    assert done.returncode == 2 and "Error: '-' and '/dev/stdin' are one input that can be read once" in done.stderr
+    done = _diff("--datasource", "oracle", "-", str(example_data), stdin=example_data.read_text())
+    assert done.returncode == 0 and "no change" in done.stdout, done.stderr

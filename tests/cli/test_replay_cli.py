@@ -109,6 +109,25 @@ def test_replay_of_a_pipe_or_a_fifo_in_the_tui_shows_every_record(pane: type[Pan
 
 @pytest.mark.slow
 @requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
+@pytest.mark.timeout(180)
+def test_replay_of_a_late_pipe_or_a_fifo_in_the_tui_loses_no_record(pane: type[Pane], tmp_path: Path) -> None:
+    """`replay <(sleep 1; cat REC)` showed `columns 19866  skipped 70` of 20,000, and `replay FIFO` a blank screen
+    forever: the loader of the recording's profile samples opened the input a third time, taking bytes from the
+    pipe, or waiting for the FIFO's writer, gone once the replay had read it all."""
+    rec = shlex.quote(str(recording(tmp_path / "rec.zst", n=3000)))
+    fifo = tmp_path / "rec.fifo"
+    os.mkfifo(fifo)
+    for command in (f"bash -c {shlex.quote(f'{LATENCYMAP} replay --max <(sleep 1; cat {rec})')}",
+                    f"(cat {rec} > {shlex.quote(str(fifo))} &); {LATENCYMAP} replay --max {shlex.quote(str(fifo))}"):
+        term = pane(command)
+        screen = term.wait_for("ENDED", timeout=60)
+        assert "columns 3000  skipped 0" in screen.splitlines()[0], screen
+        term.keys("q")
+        term.wait_for("EXIT=0")
+
+
+@pytest.mark.slow
+@requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("command", ["replay", "view"])
 def test_dash_typed_at_the_terminal_is_refused_by_the_tui(pane: type[Pane], command: str) -> None:

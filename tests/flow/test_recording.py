@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -371,3 +372,55 @@ def test_a_run_that_fails_after_records_keeps_them(tmp_path: Path, example_data:
             stdin=good + "<begin record>\n1, x\n<end record>\n")  # a bad record after 72 good ones
     assert r.returncode == 2, r.stderr
     assert report(rec)["streams"][0]["columns"] == 71
+
+
+@pytest.mark.parametrize("name", ["keep.txt", "keep.zst"])
+def test_force_over_a_recording_with_a_run_that_records_nothing_leaves_it_as_it_was(tmp_path: Path,
+                                                                                    example_data: Path,
+                                                                                    name: str) -> None:
+    """`--record EXISTING --force` with a missing input deleted the user's recording (before: truncated it to a
+    header). It is replaced only when the first record is written: a run that records none leaves it as it was."""
+    rec = tmp_path / name
+    r = cli("--plain", "--once", "--record", str(rec), str(example_data))
+    assert r.returncode == 0, r.stderr
+    before = rec.read_bytes()
+    r = cli("--plain", "--once", "--record", str(rec), "--force", str(tmp_path / "missing.txt"))
+    assert r.returncode == 2 and "No such file or directory" in r.stderr
+    assert rec.read_bytes() == before
+    recorder = Recorder(str(rec), force=True)  # a run that ends without a record, its notes and end included
+    recorder.note(Notice("a note of a run that read nothing", skipped=0))
+    recorder.close()
+    assert rec.read_bytes() == before
+    short = tmp_path / "short.txt"
+    short.write_text("<end record>\n".join(example_data.read_text().split("<end record>\n", 4)[:4]) + "<end record>\n")
+    r = cli("--plain", "--once", "--record", str(rec), "--force", str(short))  # a shorter recording over it
+    assert r.returncode == 0, r.stderr
+    assert report(rec)["streams"][0]["columns"] == 3 and len(rec.read_bytes()) < len(before)
+
+
+def test_force_over_a_file_a_failed_run_created_still_removes_it(tmp_path: Path) -> None:
+    rec = tmp_path / "new.zst"
+    r = cli("--plain", "--once", "--record", str(rec), "--force", str(tmp_path / "missing.txt"))
+    assert r.returncode == 2 and not rec.exists()
+
+
+def full_device(tmp_path: Path) -> Path:
+    """A device where every write fails with ENOSPC (Linux's /dev/full, made here when the container's is not)."""
+    full = Path("/dev/full")
+    if full.is_char_device():
+        return full
+    made = tmp_path / "full"
+    try:
+        os.mknod(made, 0o600 | stat.S_IFCHR, os.makedev(1, 7))
+    except PermissionError:
+        pytest.skip("no /dev/full, and making one needs root (CAP_MKNOD)")
+    return made
+
+
+def test_emit_to_a_full_disk_says_nothing_of_records_when_none_were_written(tmp_path: Path,
+                                                                           example_data: Path) -> None:
+    """It said "the 0 records written before are intact"."""
+    with full_device(tmp_path).open("w") as out:
+        r = subprocess.run([sys.executable, "-m", "latencymap", "--emit", "--datasource", "oracle", str(example_data)],
+                           stdout=out, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 1 and r.stderr == "latencymap: -: recording stopped: No space left on device\n", r.stderr

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from diagnosis_support import day_long_accumulator
+from formats_support import open_top_records
 
 from latencymap.analysis.bands import MIN_EVENTS_SHARE, MIN_TIME_SHARE
 from latencymap.analysis.tail import MAX_EVENTS_SHARE, TIME_FRACTION
@@ -365,14 +366,7 @@ def test_percentiles_in_the_open_top_bucket_say_what_is_known_of_them(tmp_path: 
     interpolated inside a bucket whose values may lie anywhere past its low. Now the text says `≥53,376 days` and the
     JSON keeps the low as the number, listing the key under `open`. Raw values, whose largest is seen, read among
     them (past the nominal end) and are not open."""
-    top = 2**62
-    records = []
-    for i, n in enumerate((0, 1000, 2000)):
-        records += ["<begin record>", f"timestamp, microsec, {(1_700_000_000 + i) * 1_000_000}, t{i}",
-                    "latencyunit, nanosec", "label, top", "datasource, bpf", f"1024, {n}", f"{top}, {n * 15 // 1000}",
-                    "<end record>"]
-    path = tmp_path / "top.txt"
-    path.write_text("\n".join(records) + "\n")
+    path = open_top_records(tmp_path / "top.txt")
     text = _run_report(str(path))
     assert "p90 1.93µs  p99 ≥53,376 days  p999 ≥53,376 days" in text and "in ≥53,376 days own" in text
     (stream,) = json.loads(_run_report("--format", "json", str(path)))["streams"]

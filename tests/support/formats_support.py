@@ -84,3 +84,15 @@ def intervals(items: list[Any]) -> list[Interval]:
 
 def notices(items: list[Any]) -> list[str]:
     return [i.message for i in items if isinstance(i, Notice)]
+
+
+def open_top_records(path: Path) -> Path:
+    """Three PyLatencyMap records (counts only, ns) with 1.5% of the events in the open top bucket, whose values are
+    not known: p99 and p999 there are lower bounds only. Written to `path`."""
+    records = []
+    for i, n in enumerate((0, 1000, 2000)):
+        records += ["<begin record>", f"timestamp, microsec, {(1_700_000_000 + i) * 1_000_000}, t{i}",
+                    "latencyunit, nanosec", "label, top", "datasource, bpf", f"1024, {n}", f"{2**62}, {n * 15 // 1000}",
+                    "<end record>"]
+    path.write_text("\n".join(records) + "\n")
+    return path

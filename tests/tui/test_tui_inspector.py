@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from formats_support import open_top_records
 from tui_support import example_items, fixture_items, run_ended, synthetic, wait_ended
 
 from latencymap.core.accumulator import Accumulator
@@ -254,13 +255,7 @@ def test_percentiles_in_the_open_top_bucket_read_as_lower_bounds(tmp_path: Path)
     """1.5% of the events in the open top bucket (counts only, its values not known): the header, the inspector and
     the strip wrote p99 as a closed number, `4611686018s`, where the report writes `≥low` (a lower bound only).
     Now they all write `≥4611686018s`; p50, in a closed bucket, stays as it was."""
-    records = []
-    for i, n in enumerate((0, 1000, 2000)):
-        records += ["<begin record>", f"timestamp, microsec, {(1_700_000_000 + i) * 1_000_000}, t{i}",
-                    "latencyunit, nanosec", "label, top", "datasource, bpf", f"1024, {n}", f"{2**62}, {n * 15 // 1000}",
-                    "<end record>"]
-    path = tmp_path / "top.txt"
-    path.write_text("\n".join(records) + "\n")
+    path = open_top_records(tmp_path / "top.txt")
     app = LatencyMapApp(iter(fixture_items(path)), color_mode="mono")
     low = format_duration(2.0**62 * 1e-9)
 

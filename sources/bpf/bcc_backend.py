@@ -39,9 +39,9 @@ static inline void lm_record(u32 group, u16 op, u64 delta) {
 }
 """
 
-BLOCK = r"""
-BPF_HASH(lm_start, u64, u64, 65536);
-
+#: What block mode reads through a `struct request *` (offsets from the kernel's BTF, see `program`): its disk, its
+#: operation.
+REQUEST = r"""
 /* kernel dev_t (major << 20 | minor, as block tracepoints report it) of a request's disk: rq->q->disk */
 static inline u32 lm_dev(u64 rq) {
     u64 q = 0, disk = 0;
@@ -56,6 +56,18 @@ static inline u32 lm_dev(u64 rq) {
     bpf_probe_read_kernel(&minor, sizeof(minor), (void *)(disk + LM_OFF_MINOR));
     return ((u32)major << 20) | (u32)minor;
 }
+
+/* --split rw class of a request: 1 read, 2 write, 3 other (flush, discard, ...) */
+static inline u16 lm_op(u64 rq) {
+    u32 flags = 0;
+    bpf_probe_read_kernel(&flags, sizeof(flags), (void *)(rq + LM_OFF_CMD_FLAGS));
+    u32 req_op = flags & 0xff;  /* REQ_OP_MASK */
+    return req_op == LM_OP_READ ? 1 : req_op == LM_OP_WRITE ? 2 : 3;
+}
+"""
+
+BLOCK = REQUEST + r"""
+BPF_HASH(lm_start, u64, u64, 65536);
 
 static inline int lm_begin(u64 rq, int keep_first) {
     if (LM_FILTER_DEV && lm_dev(rq) != LM_DEV)
@@ -83,14 +95,7 @@ RAW_TRACEPOINT_PROBE(block_rq_complete) {
         return 0;
     u64 delta = bpf_ktime_get_ns() - *tsp;
     lm_start.delete(&rq);
-    u16 op = 0;
-#if LM_SPLIT_RW
-    u32 flags = 0;
-    bpf_probe_read_kernel(&flags, sizeof(flags), (void *)(rq + LM_OFF_CMD_FLAGS));
-    u32 req_op = flags & 0xff;  /* REQ_OP_MASK */
-    op = req_op == LM_OP_READ ? 1 : req_op == LM_OP_WRITE ? 2 : 3;
-#endif
-    lm_record(LM_PER_DISK ? lm_dev(rq) : 0, op, delta);
+    lm_record(LM_PER_DISK ? lm_dev(rq) : 0, LM_SPLIT_RW ? lm_op(rq) : 0, delta);
     return 0;
 }
 """
@@ -171,16 +176,21 @@ def program(spec: TraceSpec) -> tuple[str, list[str]]:
     return text, ["-w"]
 
 
-def load(spec: TraceSpec) -> Any:
-    """Compile and attach the program; BpfError (with bcc's reason) when that fails."""
+def compiled(text: str, cflags: list[str]) -> Any:
+    """bcc's BPF object for the C `text`, compiled against the kernel headers found here and attached."""
     headers = kernel_headers_dir()
     if headers and not os.environ.get("BCC_KERNEL_SOURCE"):
         os.environ["BCC_KERNEL_SOURCE"] = headers
     from bcc import BPF
 
+    return BPF(text=text.encode(), cflags=cflags)
+
+
+def load(spec: TraceSpec) -> Any:
+    """Compile and attach the program; BpfError (with bcc's reason) when that fails."""
     text, cflags = program(spec)
     try:
-        return BPF(text=text.encode(), cflags=cflags)
+        return compiled(text, cflags)
     except Exception as err:
         raise BpfError(f"bcc could not compile or attach the {spec.mode} program: {err}") from err
 

@@ -236,7 +236,6 @@ class Recorder:
         with contextlib.suppress(OSError):  # a write error was already reported; what was written stays
             self._fh.close()
 
-
     def discard_if_empty(self) -> None:
         """Close, and remove the file this run created when it holds no record: a run that failed before it read any
         leaves no recording behind (nor one that a rerun would have to `--force` over); a file overwritten with

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from listen_support import listening
+from listen_support import listening, writer_before_listener
 from skips_support import requires_module
 
 from latencymap import instrument
@@ -919,11 +919,7 @@ def test_the_first_drop_notice_after_a_reconnect_names_the_writer(tmp_path: Path
     from latencymap.sources.listen import ListenSource
 
     path = tmp_path / "lm.sock"
-    sink = SocketSink(str(path), hello={"run": "job", "rank": 0}, buffer_bytes=600)
-    timings = Timings(sink, run="job", rank=0, interval=0.0)
-    for _ in range(5):  # no viewer yet: the small buffer keeps only the newest record
-        timings.record("step", 0.001)
-    assert sink.dropped_intervals >= 3
+    sink, timings = writer_before_listener(path, "job")
     source = ListenSource(path=str(path), writers=1, idle_timeout=20)
     thread, items = listening(source, path)
     sink._next_try = 0.0  # retry now instead of after the back-off

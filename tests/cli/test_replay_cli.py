@@ -88,6 +88,14 @@ def pane() -> Iterator[type[Pane]]:
 LATENCYMAP = f"TERM=xterm-256color {shlex.quote(sys.executable)} -m latencymap"
 
 
+def _replayed(pane: type[Pane], command: str, header: str) -> Pane:
+    """The tmux pane of `command` (a replay in the TUI) once its input has ended, its header reading `header`."""
+    term = pane(command)
+    screen = term.wait_for("ENDED", timeout=60)
+    assert header in screen.splitlines()[0], screen
+    return term
+
+
 @pytest.mark.slow
 @requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
 @pytest.mark.timeout(120)
@@ -98,9 +106,7 @@ def test_replay_of_a_pipe_or_a_fifo_in_the_tui_shows_every_record(pane: type[Pan
     data = shlex.quote(str(example_data))
     for command in (f"cat {data} | {LATENCYMAP} replay --max -",
                     f"bash -c {shlex.quote(f'{LATENCYMAP} replay --max <(cat {data})')}"):
-        term = pane(command)
-        screen = term.wait_for("ENDED", timeout=60)
-        assert "columns 71" in screen.splitlines()[0], screen
+        term = _replayed(pane, command, "columns 71")
         term.keys("n")
         term.wait_for("no burst after the cursor")
         term.keys("q")
@@ -119,9 +125,7 @@ def test_replay_of_a_late_pipe_or_a_fifo_in_the_tui_loses_no_record(pane: type[P
     os.mkfifo(fifo)
     for command in (f"bash -c {shlex.quote(f'{LATENCYMAP} replay --max <(sleep 1; cat {rec})')}",
                     f"(cat {rec} > {shlex.quote(str(fifo))} &); {LATENCYMAP} replay --max {shlex.quote(str(fifo))}"):
-        term = pane(command)
-        screen = term.wait_for("ENDED", timeout=60)
-        assert "columns 3000  skipped 0" in screen.splitlines()[0], screen
+        term = _replayed(pane, command, "columns 3000  skipped 0")
         term.keys("q")
         term.wait_for("EXIT=0")
 

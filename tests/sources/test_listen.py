@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from listen_support import is_socket, listening, wait_for
+from listen_support import is_socket, listening, wait_for, writer_before_listener
 
 import latencymap.cli.main
 import latencymap.protocol
@@ -81,11 +81,7 @@ def test_socket_is_private_and_only_a_stale_socket_is_replaced(tmp_path: Path) -
 
 def test_listen_in_process_labels_writers_and_reports_drops(tmp_path: Path) -> None:
     path = tmp_path / "lm.sock"
-    early = SocketSink(str(path), hello={"run": "same", "rank": 0}, buffer_bytes=600)
-    early_timings = Timings(early, run="same", rank=0, interval=0.0)
-    for _ in range(5):  # no viewer yet: the small buffer keeps only the newest record
-        early_timings.record("step", 0.001)
-    assert early.dropped_intervals >= 3
+    early, early_timings = writer_before_listener(path, "same")
     thread, items = listening(ListenSource(path=str(path), writers=2, idle_timeout=20), path)
     twin = Timings(SocketSink(str(path), hello={"run": "same", "rank": 0}), run="same", rank=0, interval=60)
     twin.record("step", 0.002)

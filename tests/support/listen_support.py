@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from latencymap.instrument import Timings
+from latencymap.sinks import SocketSink
 from latencymap.sources.listen import ListenSource
 
 
@@ -31,3 +33,14 @@ def listening(source: ListenSource, path: Path) -> tuple[threading.Thread, list[
     thread.start()
     wait_for(lambda: is_socket(path))
     return thread, items
+
+
+def writer_before_listener(path: Path, run: str) -> tuple[SocketSink, Timings]:
+    """A rank-0 writer of `run` that timed 5 steps before any listener was there: its small buffer kept only the
+    newest record and counts the others dropped."""
+    sink = SocketSink(str(path), hello={"run": run, "rank": 0}, buffer_bytes=600)
+    timings = Timings(sink, run=run, rank=0, interval=0.0)
+    for _ in range(5):
+        timings.record("step", 0.001)
+    assert sink.dropped_intervals >= 3
+    return sink, timings

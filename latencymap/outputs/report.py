@@ -429,7 +429,8 @@ def _stage_end(st: dict[str, Any]) -> str:
     if st.get("status") == "failed":
         return f"; did not complete: failed ({st.get('failure') or 'no reason given'})"
     if st.get("status") == "unfinished":
-        return "; did not complete: no end logged (still running, or the log is cut short)"
+        why = st.get("unfinished_because") or "still running, or the log is cut short"
+        return f"; did not complete: no end logged ({why})"
     return ""
 
 

@@ -15,6 +15,8 @@ IN_PROGRESS = ".inprogress"
 ROLLING_PREFIX = "eventlog_v2_"
 EVENTS_FILE = re.compile(r"^events_(\d+)_(.+?)(\.[a-z0-9]+)?$")
 STATUS_PREFIX = "appstatus_"
+#: The suffix of an events file that compaction made of those before it (they are then removed).
+COMPACTED = ".compact"
 CHUNK = 8 << 20
 #: The start of a Spark listener event line (Spark writes compact JSON).
 EVENT_LINE = re.compile(rb'^\s*\{.*?"Event"\s*:\s*"(?:SparkListener|org\.apache\.spark\.)')
@@ -46,6 +48,27 @@ class EventLog:
             if m and child.is_file():
                 found.append((int(m.group(1)), child))
         return [p for _, p in sorted(found)]
+
+    def missing(self) -> list[int]:
+        """The indices of a rolling log's events files that are not there: gaps in the numbering, and those before
+        the first when it is not 1 (nor a compacted file, which stands for those before it)."""
+        if not self.rolling:
+            return []
+        found = {}
+        for path in self.files():
+            m = EVENTS_FILE.match(path.name)
+            if m:
+                found[int(m.group(1))] = path
+        if not found:
+            return []
+        first = min(found)
+        low = first if found[first].name.endswith(COMPACTED) else 1
+        return [k for k in range(low, max(found)) if k not in found]
+
+    def empty(self) -> list[Path]:
+        """A rolling log's events files that are empty though another follows them (Spark never leaves one so)."""
+        files = self.files() if self.rolling else []
+        return [p for p in files[:-1] if p.stat().st_size == 0]
 
     def current_single(self) -> Path:
         """A single-file log's path now: Spark renames `X.inprogress` to `X` when the application ends."""

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .blocks import Span
+from .blocks import Damage, Span
 from .codecs import codec_of, cut_at
 from .eventlog import EventLog
 from .parse import TOLD_BAD_LINES, EventParser, SparkTask
@@ -127,4 +127,5 @@ def take_in(answers: Iterable[Answer], spans: list[Span], parser: EventParser) -
     parser.bad_lines += answer.bad_lines
     parser.task_end_lines += answer.task_end_lines
     parser.task_start_lines += answer.task_start_lines
+    parser.damage += [Damage(*d) for d in answer.damage]
     return tasks

@@ -12,7 +12,7 @@ from typing import Any
 
 from latencymap.core.sanitize import clean_text
 
-from .blocks import Span, read_blocks
+from .blocks import Damage, Span, read_blocks
 
 try:
     from msgspec import Struct
@@ -288,6 +288,10 @@ class EventParser:
         self.bad_lines = 0
         #: The first TOLD_BAD_LINES unreadable lines: (file, line number, what, why).
         self.problems: list[tuple[str, int, str, str]] = []
+        #: The stretches of compressed files skipped as they could not be decoded (what they held is lost).
+        self.damage: list[Damage] = []
+        #: The file where each stage was submitted (StageSubmitted), by stage id.
+        self.stage_files: dict[int, str] = {}
         #: When a list: every application and executor line read, as (file, line number, line), for a parent.
         self.kept: list[tuple[str, int, bytes]] | None = None
         self.where = "event log"
@@ -379,7 +383,7 @@ class EventParser:
         """`started`: the TaskStart lines of `spans` (a whole log read by `parse_block`) whose task is not in `ended`
         (the ids of its tasks read); a second reading, for a log in which fewer tasks ended than started."""
         self.started = {}
-        for _span, block, end in read_blocks(spans):
+        for _span, block, end in read_blocks(spans, damage=[]):  # (the damage was told by the first reading)
             find = block.find
             at = find(TASK_START, 0, end)
             while at >= 0:
@@ -403,7 +407,7 @@ class EventParser:
         """The tasks of the lines of `spans`, block after block; lines are counted per file (a span that starts
         inside a file not read so far counts from its own first line: a parent adds the lines before it)."""
         current = None
-        for span, block, end in read_blocks(spans):
+        for span, block, end in read_blocks(spans, damage=self.damage):
             if span.path != current:
                 if span.start == 0 or current is not None:
                     self.begin(str(span.path))
@@ -442,6 +446,8 @@ class EventParser:
             what = next((w for n, w in OTHER_EVENTS.items() if n.encode() in line), None)
             if what is not None:
                 self.bad(line_no, what, err)
+            elif line.strip():
+                self.bad(line_no, "non-JSON line", err)
             return None
         if not isinstance(name, str) or name not in OTHER_EVENTS:
             return None
@@ -466,6 +472,8 @@ class EventParser:
             self.started[running_from_event(event).task_id] = line
         else:
             stage = event["Stage Info"]
+            if name == "SparkListenerStageSubmitted":
+                self.stage_files.setdefault(int(stage["Stage ID"]), self.where)
             if stage.get("Stage Name") is not None:
                 self.stage_names[int(stage["Stage ID"])] = str(stage["Stage Name"])
             if name == "SparkListenerStageCompleted":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import click
@@ -26,8 +27,9 @@ from .binning import (
     stream_for,
     stream_key,
 )
+from .blocks import Damage
 from .codecs import CodecError
-from .eventlog import EventLog, check_event_log, find_event_log
+from .eventlog import EVENTS_FILE, EventLog, check_event_log, find_event_log
 from .parse import AppInfo, EventParser, ExecutorInfo, RunningTask, SparkTask, StageEnd
 
 REMEDY = "pip install 'latencymap[spark]'"
@@ -101,6 +103,9 @@ class SparkSource(Source):
         self._analysis: dict[str, Any] | None = None
         self._notes: list[str] = []
         self._parser: EventParser | None = None
+        #: Parts of the log that are missing or could not be decoded: (the index of the events file, what).
+        self._holes: list[tuple[int, str]] = []
+        self._stage_files: dict[int, str] = {}
 
     @property
     def _stages(self) -> frozenset[int] | None:
@@ -148,6 +153,7 @@ class SparkSource(Source):
 
         log = find_event_log(target, self.options.get("app"))
         yield from self._chosen(log)
+        yield from self._missing_parts(log)
         parser = EventParser()
         try:
             check_event_log(log)
@@ -155,8 +161,32 @@ class SparkSource(Source):
         except CodecError as err:
             raise SourceError(f"spark: cannot read the Spark event log: {err}") from None
         self._check_stages({t.stage for t in tasks}, log)
+        self._holes += [(_file_index(d.path), f"{Path(d.path).name} has a part that could not be decoded")
+                        for d in parser.damage]
+        self._stage_files = parser.stage_files
+        yield from _damage_notices(parser.damage)
         yield from self._batch_of(parser, tasks, log.app_id)
-        yield from self._log_state(log, parser.app)
+        if self._holes:
+            yield from _lost_tasks(tasks, self.running)
+        yield from self._log_state(log, parser.app, {Path(d.path) for d in parser.damage if d.resumed is None})
+
+    def _missing_parts(self, log: EventLog) -> Iterator[Notice]:
+        """The events files of a rolling log that are missing (a gap in the numbering) or empty though others follow:
+        what they held (tasks, stage ends, the application's start) is lost."""
+        missing, empty = log.missing(), log.empty()
+        if not missing and not empty:
+            return
+        read = ", ".join(str(_file_index(str(p))) for p in log.files())
+        for k in missing:
+            self._holes.append((k, f"events file {k} is missing"))
+            first = " (its first part: the application's start and name are lost too)" if k == 1 else ""
+            yield Notice(f"spark: {log.path}: events file {k} of the rolling log is missing{first} (files read: "
+                         f"{read}): the tasks and stage ends it held are lost", 1)
+        for path in empty:
+            k = _file_index(str(path))
+            self._holes.append((k, f"events file {k} is empty"))
+            yield Notice(f"spark: {path}: empty, though later events files follow: the tasks and stage ends it "
+                         "held are lost", 1)
 
     def _chosen(self, log: EventLog) -> Iterator[Notice]:
         """Which application of a directory of several is read."""
@@ -172,9 +202,9 @@ class SparkSource(Source):
             known = ", ".join(str(s) for s in sorted(have)) or "none: no task ended"
             raise InputError(f"--stage {missing}: no such stage in {log.app_id} (its stages: {known})")
 
-    def _log_state(self, log: EventLog, app: AppInfo) -> Iterator[Notice]:
+    def _log_state(self, log: EventLog, app: AppInfo, unread: set[Path] | None = None) -> Iterator[Notice]:
         """What the log's state says about its last stage: still written, cut short, or started (ApplicationStart)
-        and never ended."""
+        and never ended. `unread`: files whose end was not read as they are damaged (told already)."""
         from .codecs import ends_early
 
         running = not log.finished()
@@ -183,7 +213,7 @@ class SparkSource(Source):
                          0)
         files, cut = log.files(), False
         for path in files[:-1] if running else files:
-            early = ends_early(path)
+            early = ends_early(path) if path not in (unread or ()) else None
             if early:
                 cut = True
                 yield Notice(f"spark: the compressed log ends early: {path}: {early}; what followed is missing", 0)
@@ -330,9 +360,22 @@ class SparkSource(Source):
         from .summary import spark_analysis
 
         running = [r for r in self.running if self._stages is None or r.stage in self._stages]
-        return {**spark_analysis(self.tasks, self.executors, all_tasks=self.all_tasks, ends=self.stage_ends,
-                                 names=self.stage_names, running=running, **self.straggler_options()),
-                **self._measured()}
+        out = {**spark_analysis(self.tasks, self.executors, all_tasks=self.all_tasks, ends=self.stage_ends,
+                                names=self.stage_names, running=running, **self.straggler_options()),
+               **self._measured()}
+        for stage in out["stages"] if self._holes else ():
+            why = self._lost_end(stage["stage"]) if stage.get("status") == "unfinished" else None
+            if why:
+                stage["unfinished_because"] = why
+        return out
+
+    def _lost_end(self, stage: int) -> str | None:
+        """Why a stage's end may be in a part of the log that is missing or could not be decoded: a part at or
+        after the events file it was submitted in (any, when its submission was not read); None when none is."""
+        where = self._stage_files.get(stage)
+        since = _file_index(where) if where is not None else 0
+        holes = [what for k, what in self._holes if k >= since]
+        return f"a part of the log is lost: {'; '.join(holes)}" if holes else None
 
     def straggler_stream(self, straggler: dict[str, Any]) -> StreamId | None:
         """The stream items() counted a straggler's task under: its stage's with one stream per stage, else the
@@ -358,6 +401,40 @@ def _unread_of(shown: list[str], bad: int) -> Notice:
     """`bad` lines could not be read; `shown` says where the first ones are."""
     where = ": " + "; ".join(shown) + (f"; {bad - len(shown)} more" if bad > len(shown) else "") if shown else ""
     return Notice(f"spark: {bad} event-log lines could not be parsed{where}", bad)
+
+
+#: Damaged stretches of compressed files told one by one; those past them in one notice.
+TOLD_DAMAGE = 3
+
+
+def _damage_notices(damage: list[Damage]) -> Iterator[Notice]:
+    """Each stretch of a compressed file that could not be decoded (the first TOLD_DAMAGE), and what it lost."""
+    for d in damage[:TOLD_DAMAGE]:
+        where = (f"bytes {d.at:,} to {d.resumed:,} could not be decoded and were skipped" if d.resumed is not None
+                 else f"from byte {d.at:,} on it could not be decoded: the rest of the file was not read")
+        held = f"{d.lost} TaskEnd lines at least" if d.lost else "the lines they held"
+        yield Notice(f"spark: {clean_text(d.path, 200)}: {where} ({clean_text(d.what, 200)}); lost: {held}", 1)
+    rest = damage[TOLD_DAMAGE:]
+    if rest:
+        yield Notice(f"spark: {len(rest)} more damaged stretches of compressed event-log files skipped "
+                     f"({sum(d.lost for d in rest)} TaskEnd lines lost at least)", len(rest))
+
+
+def _lost_tasks(tasks: list[SparkTask], running: list[RunningTask]) -> Iterator[Notice]:
+    """How many tasks the parts of the log that are lost held, by the gaps in the task ids read (Spark numbers an
+    application's task attempts from 0, one after the other); tasks after the last read are not counted."""
+    ids = {t.task_id for t in tasks} | {r.task_id for r in running}
+    top = max(ids, default=-1)
+    lost = top + 1 - len(ids)
+    if lost > 0:
+        yield Notice(f"spark: {lost} tasks lost with the missing or damaged parts of the log ({lost} of the task "
+                     f"ids 0 to {top} not read)", lost)
+
+
+def _file_index(path: str) -> int:
+    """The index of a rolling log's events file (1 for any other file)."""
+    m = EVENTS_FILE.match(Path(path).name)
+    return int(m.group(1)) if m else 1
 
 
 def _implausible(n: int) -> Notice:

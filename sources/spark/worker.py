@@ -34,6 +34,8 @@ class Answer(msgspec.Struct, array_like=True, gc=False):
     task_end_lines: int = 0
     final: bool = False
     task_start_lines: int = 0
+    #: The stretches of compressed files skipped (blocks.Damage's fields, in order).
+    damage: list[tuple[str, int, str, int | None, int]] = []
 
 
 class WorkerFailed(Exception):
@@ -98,7 +100,7 @@ def answers_for(spans: list[Span], frame_tasks: int = FRAME_TASKS) -> Iterator[A
             yield Answer(pending)
             pending = []
     yield Answer(pending, parser.kept, parser.problems, parser.bad_lines, parser.task_end_lines, True,
-                 parser.task_start_lines)
+                 parser.task_start_lines, [(d.path, d.at, d.what, d.resumed, d.lost) for d in parser.damage])
 
 
 def main() -> None:

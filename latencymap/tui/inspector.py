@@ -167,8 +167,10 @@ def inspection_summary(ins: Inspection) -> Text:
         _flag_notes(text, ins)
         return text
     noun = "event" if ins.events == 1 else "events"
-    text.append(f"{ins.events} {noun}  {format_number(ins.events_per_s)}/s  mean {format_duration(ins.mean_s)}\n")
-    items = [f"p{q * 100:g} {percentile_duration(v, q in ins.open)}" for q, v in ins.percentiles.items()]
+    mean = format_duration(ins.mean_s, long_units=True)
+    text.append(f"{ins.events} {noun}  {format_number(ins.events_per_s)}/s  mean {mean}\n")
+    items = [f"p{q * 100:g} {percentile_duration(v, q in ins.open, long_units=True)}"
+             for q, v in ins.percentiles.items()]
     text.append("  ".join(items[:2]) + "\n" + "  ".join(items[2:]))
     _flag_notes(text, ins)
     return text

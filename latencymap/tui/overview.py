@@ -4,7 +4,8 @@ time waited, p99 now against the peers), sorted by a metric the user picks; Ente
 The strips share one time axis (`SharedClock`): the newest column of any stream is at the right, and a stream that
 stopped shows its columns where they were and its "now" empty; one that stopped while its peers go on (a hung rank)
 shows `stale` in place of a comparison with them. Once the input has ended the axis spans the whole run (columns
-merged as by the zoom), so a stream that ended early (a Spark stage) shows its cells too. Names that share a long start
+merged as by the zoom; a run shorter than the strips stretched over them), so a stream that ended early (a Spark
+stage) shows its cells too. Names that share a long start
 and end are cut around the part that tells them apart (`distinct_names`).
 
 Only the lines on screen are drawn, so hundreds of streams stay responsive.
@@ -29,7 +30,7 @@ from textual.widgets import Footer, Input
 
 from latencymap.core.model import StreamId
 from latencymap.core.sanitize import cell_width, clean_text, cut_middle
-from latencymap.core.units import format_duration
+from latencymap.core.units import fit_duration, format_duration
 from latencymap.tui.axis import times_strip
 from latencymap.tui.fit import Field, FittedText
 from latencymap.tui.overview_names import distinct_names
@@ -55,7 +56,8 @@ MIN_NAME_W = 14
 STRIP_W = 20
 #: The fewest cells of a heat strip.
 MIN_STRIP_W = 8
-#: The number columns and their widths ("waited" as the report writes it: `1,234 days`; `×1.5e+09 ▲`).
+#: The number columns and their widths (durations as the report writes them, fitted: `12.7 days`, `1,234 days`,
+#: `12,345d`; `×1.5e+09 ▲`).
 COLUMNS = (("p50 now", 8), ("p99 now", 8), ("p99 all", 8), ("waited", 10), ("vs peers", 10))
 #: On a terminal too narrow for them all, whole columns go in this order (a number is never cut).
 DROPPED_FIRST = ("p50 now", "p99 all", "waited", "vs peers")
@@ -101,20 +103,23 @@ def _fit(text: str, width: int) -> str:
 def scale_heading(low: float, high: float, width: int) -> str | None:
     """What the strips' colours mean, as long as `width` allows (the scale's ends kept longest); None: not even
     the scale fits."""
-    scale = f"{format_duration(low)} … {format_duration(high)}"
+    ends = [format_duration(v, long_units=True) for v in (low, high)]
+    scale = " … ".join(ends)
     for text in (f"p99 per cell, one scale for all streams: {scale}", f"p99 per cell, one scale: {scale}",
-                 f"p99, one scale: {scale}", f"p99 {scale}", scale, scale.replace(" ", "")):
+                 f"p99, one scale: {scale}", f"p99 {scale}", scale, "…".join(ends)):
         if cell_width(text) <= width:
             return text
     return None
 
 
 def _values(row: StreamRow) -> tuple[str, ...]:
-    """The numbers of a line as shown (of every column in `COLUMNS`); the time waited as the report writes it."""
+    """The numbers of a line as shown (of every column in `COLUMNS`): durations as the report writes them, in their
+    column's width (`fit_duration`)."""
     vs = "stale" if row.stale else "-" if not math.isfinite(row.vs_peers) else f"×{row.vs_peers:.2g}" + (
         " ▲" if row.slow else "")
-    return (format_duration(row.p50_now), format_duration(row.p99_now), format_duration(row.p99_all),
-            format_duration(row.waited_s, long_units=True), vs)
+    widths = dict(COLUMNS)
+    return (*(fit_duration(v, widths[name]) for name, v in (("p50 now", row.p50_now), ("p99 now", row.p99_now),
+                                                           ("p99 all", row.p99_all), ("waited", row.waited_s))), vs)
 
 
 def _numbers(row: StreamRow, values: tuple[str, ...], width: int) -> list[Segment]:
@@ -276,8 +281,7 @@ class OverviewList(Widget, can_focus=True):
         room = cells - LEVELS - 1
         heading = scale_heading(low, high, room) if math.isfinite(low) else None
         if math.isfinite(low) and heading is None:  # no room for the swatch and the scale: the scale, never cut
-            short = f"{format_duration(low)}…{format_duration(high)}"
-            text = scale_heading(low, high, cells) or (short if cell_width(short) <= cells else "p99")
+            text = scale_heading(low, high, cells) or "p99"
             segs.append(Segment(_fit(text, cells).ljust(cells), DIM))
         elif heading is not None:
             segs += [Segment(cell_char(self.mode, k) or " ", cell_style(self.mode, "intensity", k))

@@ -249,8 +249,8 @@ def _mark_ended(rows: list[StreamRow]) -> None:
 @dataclass(frozen=True, slots=True)
 class SharedClock:
     """The overview's one time axis: cells of `span` seconds, the last centred on `newest` (the newest column of any
-    stream); a stream's column goes in the cell its end falls in. With `oldest` (the end of the oldest column of
-    all: a run that has ended), `fitted` widens the cells until the whole run is on the axis."""
+    stream); a stream's column goes in the cell its end falls in. With `oldest` (the start of the oldest column of
+    all: a run that has ended), `fitted` spans the whole run over the cells."""
 
     newest: float
     span: float
@@ -258,23 +258,28 @@ class SharedClock:
 
     @staticmethod
     def of(rows: list[StreamRow], zoom: int = 1, whole: bool = False) -> SharedClock | None:
-        """The clock of `rows`: the newest column of all, the median interval times `zoom` (`whole`: and the oldest
-        column of all, for `fitted`); None without columns."""
+        """The clock of `rows`: the newest column of all, the median interval times `zoom` (`whole`: and the start of
+        the oldest column of all, for `fitted`); None without columns."""
         ends = np.array([r.end_s for r in rows])
         spans = np.array([r.interval_s for r in rows])
         spans = spans[np.isfinite(spans) & (spans > 0)]
         if not np.isfinite(ends).any() or not spans.size:
             return None
         shown = [r.hist for r in rows if whole and r.hist.n and math.isfinite(r.end_s)]
-        oldest = min((float(h.meta_in("end", slice(0, 1))[0]) for h in shown), default=math.nan)
+        oldest = min((float(h.meta_in("start", slice(0, 1))[0]) for h in shown), default=math.nan)
         return SharedClock(float(np.nanmax(ends)), float(median_of(spans)) * max(1, zoom), oldest)
 
     def fitted(self, cells: int) -> SharedClock:
-        """This clock on `cells` cells: when it knows the oldest column, its cells widened by a whole number of
-        `span`s (columns merge as with the zoom) until that column is on the axis too."""
-        if not math.isfinite(self.oldest) or cells < 2 or self.newest - self.oldest < self.span * (cells - 0.5):
+        """This clock on `cells` cells: when it knows the oldest column, the run from its start to `newest` over all
+        the cells. A run longer than the cells: its cells widened by a whole number of `span`s (columns merge as
+        with the zoom) until it is on the axis; a shorter one: cells narrowed to fit it exactly, a column over
+        several cells (`counts_by_time`), so no part of the strip is left before its start."""
+        run = self.newest - self.oldest
+        if not (math.isfinite(run) and run > 0) or cells < 2:
             return self
-        merged = math.ceil((self.newest - self.oldest) / (self.span * (cells - 1)))
+        if run <= self.span * (cells - 0.5):
+            return SharedClock(self.newest, run / (cells - 0.5), self.oldest)
+        merged = math.ceil(run / (self.span * (cells - 0.5)))
         return SharedClock(self.newest, self.span * merged, self.oldest)
 
     def edges(self, cells: int) -> np.ndarray:

@@ -187,5 +187,5 @@ def _right(values: np.ndarray, at_least: np.ndarray, cursor_cell: int, line: int
         return [Segment(" " * RIGHT_W, PLAIN)]
     q, style = ((1, P99_STYLE), (0, P50_STYLE))[line]
     name = ("p50", "p99")[q]
-    text = percentile_duration(float(values[cursor_cell, q]), bool(at_least[cursor_cell, q]))
+    text = percentile_duration(float(values[cursor_cell, q]), bool(at_least[cursor_cell, q]), long_units=True)
     return [Segment(f"  ▲ {name} ", DIM), Segment(f"{text:<12}", style)]

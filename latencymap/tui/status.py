@@ -1,5 +1,5 @@
 """Header lines: stream, unit, interval, columns, rates, mean, p50/p99 (latest and overall), state; each line fitted
-to the screen's width, the least important fields dropped first.
+to the screen's width, the least important fields dropped first; durations as the report writes them (`12.7 days`).
 
 "overall" is the whole stream's figures as `latencymap report` prints them (`outputs.report.stream_total`): a rebinned
 stream's percentiles (and time) from its source's own buckets. Those exist for the whole stream only, so "latest" (one
@@ -51,7 +51,7 @@ def status_lines(hist: StreamHistory | None, stop: int, *, state: str, skipped: 
     first += [Field(f"  {clean_text(s.datasource, 20)}", rank=20), Field(f"  unit {s.unit}", rank=30)]
     if stop == 0:
         return [[*first, Field("  waiting for the second record (the first is the baseline)", rank=40)]]
-    first += [Field(f"  interval {typical_interval(hist, stop):.3g}s", rank=25),
+    first += [Field(f"  interval {format_duration(typical_interval(hist, stop), long_units=True)}", rank=25),
               Field(f"  columns {hist.n + hist.dropped}" + (f" ({hist.n} kept)" if hist.dropped else ""), rank=15),
               Field(f"  skipped {skipped}", rank=70 if skipped else 3)]
     if state == "live":
@@ -93,8 +93,9 @@ def _numbers(hist: StreamHistory, stop: int, source: SourceTotals | None = None)
     total, own = overall(hist, stop, whole, source)
     rate = whole.events / whole.duration_s if whole.duration_s else float("nan")
     mean = float(latest.mean_s[0])
-    p50, p99 = (percentile_duration(float(latest.percentiles[0, j]), bool(latest.open[0, j])) for j in (P50, P99))
-    whole_p50, whole_p99 = (percentile_text(total, q, long_units=False) for q in (0.50, 0.99))
+    p50, p99 = (percentile_duration(float(latest.percentiles[0, j]), bool(latest.open[0, j]), long_units=True)
+                for j in (P50, P99))
+    whole_p50, whole_p99 = (percentile_text(total, q) for q in (0.50, 0.99))
     rows = own
     if own and stop == 1:  # one column: the newest is the whole stream, and its source's buckets are its own
         mean, p50, p99, rows = _seconds(total["mean_s"]), whole_p50, whole_p99, False
@@ -102,12 +103,12 @@ def _numbers(hist: StreamHistory, stop: int, source: SourceTotals | None = None)
         Field(" latest (rows)" if rows else " latest", "bold", group="latest", head=True),
         Field(f" {format_number(float(latest.events_per_s[0]))} ev/s", rank=5, group="latest"),
         Field(f"  {format_number(float(latest.time_per_s[0]))} s/s", rank=1, group="latest"),
-        Field(f"  mean {format_duration(mean)}", rank=3, group="latest"),
+        Field(f"  mean {format_duration(mean, long_units=True)}", rank=3, group="latest"),
         Field(f"  p50 {p50}", rank=7, group="latest"),
         Field(f"  p99 {p99}", rank=9, group="latest"),
         Field("   overall", "bold", group="overall", head=True),
         Field(f" {format_number(rate)} ev/s", rank=4, group="overall"),
-        Field(f"  mean {format_duration(_seconds(total['mean_s']))}", rank=2, group="overall"),
+        Field(f"  mean {format_duration(_seconds(total['mean_s']), long_units=True)}", rank=2, group="overall"),
         Field(f"  p50 {whole_p50}", rank=6, group="overall"),
         Field(f"  p99 {whole_p99}", rank=8, group="overall"),
         *([Field(" (source's buckets)", "dim", rank=0, group="overall")] if own else []),

@@ -31,11 +31,13 @@ def straggler_line(s: dict[str, Any]) -> str:
     group = s.get("group") or f"stage {s.get('stage')}.{s.get('attempt', 0)}"
     median = s.get("reference_s") or s.get("group_median_s", s.get("stage_median_s"))
     ratio = s.get("ratio")
-    times = f"{ratio:.1f}× the median {format_duration(median)}" if isinstance(ratio, int | float) and math.isfinite(
-        ratio) else f"median {format_duration(median)}"
+    median_text = format_duration(median, long_units=True)
+    times = f"{ratio:.1f}× the median {median_text}" if isinstance(ratio, int | float) and math.isfinite(ratio) \
+        else f"median {median_text}"
     where = f" · executor {s['executor']}" if s.get("executor") is not None else ""
     flags = "".join(f" · {flag}" for flag in ("failed", "killed", "speculative", "warmup") if s.get(flag))
-    return clean_text(f"{name} in {group}: {format_duration(s.get('duration_s'))}, {times}{where}{flags}", 300)
+    took = format_duration(s.get("duration_s"), long_units=True)
+    return clean_text(f"{name} in {group}: {took}, {times}{where}{flags}", 300)
 
 
 def stage_line(st: dict[str, Any]) -> str:
@@ -43,8 +45,9 @@ def stage_line(st: dict[str, Any]) -> str:
     counts them (those that succeeded, then the failed, killed and speculative attempts)."""
     skew = st.get("skew")
     skew_text = f", skew {skew:.1f}×" if isinstance(skew, int | float) and math.isfinite(skew) else ""
-    return clean_text(f"stage {st.get('stage')}.{st.get('attempt', 0)}: {_counts(st)}, median "
-                      f"{format_duration(st.get('median_s'))}, max {format_duration(st.get('max_s'))}{skew_text}", 300)
+    median, longest = (format_duration(st.get(key), long_units=True) for key in ("median_s", "max_s"))
+    return clean_text(f"stage {st.get('stage')}.{st.get('attempt', 0)}: {_counts(st)}, median {median}, max {longest}"
+                      f"{skew_text}", 300)
 
 
 def _counts(st: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.percentiles import percentile_estimates
 from latencymap.core.sanitize import cell_width, cut_middle
-from latencymap.core.units import format_duration, format_number
+from latencymap.core.units import fit_duration, format_duration, format_number
 from latencymap.tui.actions import not_comparable
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.diffmap import DiffMap, DiffScreen
@@ -457,24 +457,30 @@ def slow_buckets(streams: int = 2, columns: int = 12) -> list[Interval]:
 ])
 def test_a_narrow_overview_drops_whole_columns_and_cuts_no_number(width: int, names: tuple[str, ...]) -> None:
     """At 60 columns the numbers were cut at the edge (`116170` for 11617094s, `vs peers` gone): whole columns go
-    (p50 now first), every number left is whole, and the time waited reads as the report writes it (`days`)."""
+    (p50 now first), every number left is whole, and every duration reads as the report writes it (`days`), in its
+    column's width (`fit_duration`): p99 now read `1544203s`, one cell too wide for its column."""
     app = LatencyMapApp(iter(slow_buckets()), color_mode="mono")
 
     async def scenario(pilot) -> None:
         lst = listing(app)
         head = lst.render_line(0).text
         assert [n for n in ("p50 now", "p99 now", "p99 all", "waited", "vs peers") if n in head] == list(names)
-        low, high = (format_duration(v) for v in lst.scale)
+        low, high = (format_duration(v, long_units=True) for v in lst.scale)
         assert (low in head and high in head) or "…" not in head[MARK_W + name_width(width):], head  # whole, or none
         assert cell_width(head.rstrip()) <= width
+        p99s = []
         for y, row in enumerate(lst.rows, start=1):
             line = lst.render_line(y).text
-            waited = format_duration(row.waited_s, long_units=True)
-            texts = {"p50 now": format_duration(row.p50_now), "p99 now": format_duration(row.p99_now),
-                     "p99 all": format_duration(row.p99_all), "waited": waited,
-                     "vs peers": f"×{row.vs_peers:.2g}" + (" ▲" if row.slow else "")}
-            numbers = "".join(f" {texts[name]:>{w}}" for name, w in COLUMNS if name in names)
-            assert "days" in waited and line.rstrip().endswith(numbers) and cell_width(line.rstrip()) <= width, line
+            texts = {"p50 now": row.p50_now, "p99 now": row.p99_now, "p99 all": row.p99_all, "waited": row.waited_s}
+            widths = dict(COLUMNS)
+            shown = {name: fit_duration(v, widths[name]) for name, v in texts.items()}
+            shown["vs peers"] = f"×{row.vs_peers:.2g}" + (" ▲" if row.slow else "")
+            numbers = "".join(f" {shown[name]:>{w}}" for name, w in COLUMNS if name in names)
+            assert line.rstrip().endswith(numbers) and cell_width(line.rstrip()) <= width, line
+            assert all(len(shown[name]) <= w for name, w in COLUMNS), shown
+            assert "days" in shown["waited"] and shown["p50 now"].endswith("µs"), shown
+            p99s.append(shown["p99 now"])
+        assert sorted(p99s) == ["1.02ms", "18 days"]  # 17.9 days: 9 cells, 2 digits fit
 
     run_ended(app, scenario, size=(width, 20))
 

@@ -15,7 +15,7 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.flow.pipeline import diffed
 from latencymap.sources.spark.source import SparkSource
 from latencymap.tui.app import LatencyMapApp
-from latencymap.tui.overview import OverviewList, OverviewScreen, strip_cells
+from latencymap.tui.overview import MARK_W, OverviewList, OverviewScreen, name_width, strip_cells
 from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, SharedClock, counts_by_time, strip_p99
 from latencymap.tui.window import Window
 from latencymap.views.options import SHADES
@@ -121,14 +121,29 @@ def test_a_live_axis_follows_now_and_an_ended_one_spans_the_whole_run() -> None:
     live = SharedClock.of(rows)
     assert live is not None and live.fitted(20) == live  # live: the newest 20 seconds, as before
     ended = SharedClock.of(rows, whole=True)
-    assert ended is not None and ended.oldest == 1_700_000_001.0
-    assert ended.fitted(80) == ended  # the whole run fits already: one column per cell
+    assert ended is not None and ended.oldest == 1_700_000_000.0  # the start of the oldest column
     fitted = ended.fitted(20)
-    assert fitted.span == 4.0  # 59 s over 19 cells: 4 columns merged per cell, a whole number as the zoom merges
+    assert fitted.span == 4.0  # 60 s over 19.5 cells: 4 columns merged per cell, a whole number as the zoom merges
     edges = fitted.edges(20)
     assert edges[0] < ended.oldest and edges[-1] > ended.newest
     for hist in acc.streams.values():  # every column of every stream is on the axis
         assert counts_by_time(hist, hist.n, edges).sum() == hist.counts.sum()
+
+
+def test_an_ended_run_shorter_than_the_strip_spans_it() -> None:
+    """60 one-second columns on 80 cells: the run from the first cell to the last, not its last 60 cells only."""
+    acc = Accumulator()
+    acc.add(ranks(streams=3))
+    rows = OverviewStats().rows(list(acc.streams.values()))
+    assert SharedClock.of(rows).fitted(80) == SharedClock.of(rows)  # live: one column per cell, filling as time goes
+    fitted = SharedClock.of(rows, whole=True).fitted(80)
+    edges = fitted.edges(80)
+    assert fitted.span < 1.0 and edges[0] == pytest.approx(1_700_000_000.0) and edges[-1] > fitted.newest
+    for hist in acc.streams.values():
+        counts = counts_by_time(hist, hist.n, edges)
+        assert (counts.sum(axis=1) > 0).all()  # every cell, the first included
+        cells = {tuple(c) for c in counts.tolist()}
+        assert cells == {tuple(c) for c in hist.counts.tolist()}  # each cell one whole column, every column shown
 
 
 def test_an_ended_per_stage_spark_log_shows_every_stage_in_the_overview(tmp_path: Path,
@@ -163,3 +178,22 @@ def test_an_ended_per_stage_spark_log_shows_every_stage_in_the_overview(tmp_path
             assert any(ch in line for ch in SHADES[1:]), line  # the saved frame shows its cells too
 
     run_ended(app, scenario, size=(160, 40))
+
+
+def test_the_overview_of_an_ended_short_run_fills_every_strip() -> None:
+    """20 columns on strips of 80-odd cells: the saved overview's strips are shaded from their first cell to their last,
+    not blank over the 60-odd cells before the run's start."""
+    app = LatencyMapApp(iter(ranks(streams=3, columns=20)), color_mode="mono")
+
+    async def scenario(pilot) -> None:
+        listing = app.screen.query_one(OverviewList)
+        width = listing.size.width
+        cells = strip_cells(width)
+        assert cells > 60
+        start = MARK_W + name_width(width) + 1
+        lines = [t for t in app.screen.plain_lines() if "/step" in t]
+        assert len(lines) == 3
+        for line in lines:
+            assert all(ch in SHADES[1:] for ch in line[start: start + cells]), line
+
+    run_ended(app, scenario, size=(160, 20))

@@ -8,7 +8,8 @@ and a SIGTERM flushes before the process dies (both in `latencymap.instrument_fl
 `<run>/rank<rank>/<phase>` (run: `$LATENCYMAP_RUN` or the script name; rank: `$RANK`, else `$LOCAL_RANK`, else 0).
 A phase's first column starts where its first timing did; a phase with nothing timed in an interval gets no column
 (its next column spans the gap). A forked child (a multiprocessing or DataLoader worker) drops the parent's
-timings and sends its own through the sink's `after_fork` (see `latencymap.sinks`); a Timings is kept alive until
+timings and sends its own through the sink's `after_fork` (see `latencymap.sinks`), its first column of a phase
+from its own first timing of it to the end of the parent's interval under way; a Timings is kept alive until
 closed when its sink leaves the process, so a dropped, unclosed one still sends on time and at exit.
 
 The first wait of an epoch includes `iter(loader)` (where a DataLoader starts its workers); a `next()` that
@@ -34,6 +35,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
@@ -88,6 +90,8 @@ class Timings:
         self._pid = os.getpid()
         self._wall0, self._ns0 = time.time(), _clock()
         self._last_wall = self._wall0
+        self._origin_wall = self._wall0  # no column starts before it: when Timings was made, or forked
+        self._timers: weakref.WeakSet[Timer] = weakref.WeakSet()  # re-armed after a fork to note a first timing
         self.deadline_ns = self._ns0 + self.interval_ns
         self._cuda_pending: deque[tuple[list[int], Any, Any]] = deque()
         self.cuda_dropped = 0
@@ -213,8 +217,8 @@ class Timings:
             start = self._starts.get(phase)
             if start is None:  # the first column: from the first timing's start, not from when Timings was made
                 first = self._first_ns.get(phase)
-                start = self._wall0 if first is None else self._wall0 + (first - self._ns0) / 1e9
-                start = min(max(start, self._wall0), now - _MIN_COLUMN_S)
+                start = self._origin_wall if first is None else self._wall0 + (first - self._ns0) / 1e9
+                start = min(max(start, self._origin_wall), now - _MIN_COLUMN_S)
             out.append(Interval(self._streams[phase], start, now, counts, sums_ns * 1e-9,
                                 extremes=extremes * 1e-9))
             self._starts[phase] = now
@@ -250,7 +254,10 @@ class Timings:
 
     def _after_fork(self) -> None:
         """In a forked child (right after the fork): keep the lists (timers hold them) but drop the parent's
-        timings in them; what the child times goes to the sink's `after_fork` (its own connection or file)."""
+        timings in them; what the child times goes to the sink's `after_fork` (its own connection or file).
+
+        A phase's first column in the child starts at the child's first timing of it (its timers note it again),
+        never before the fork, and ends at the parent's next interval boundary, as the parent's column does."""
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._phase_lock = threading.Lock()
@@ -259,9 +266,13 @@ class Timings:
         self._cuda_pending.clear()
         now = _clock()
         self._starts.clear()
-        self._first_ns = dict.fromkeys(self._values, now)  # the child's columns start at the fork at the earliest
-        self._last_wall = max(self._last_wall, self._wall0 + (now - self._ns0) / 1e9)
-        self.deadline_ns = now + self.interval_ns
+        self._first_ns = {}
+        for timer in list(self._timers):
+            timer._rearm()
+        self._origin_wall = self._wall0 + (now - self._ns0) / 1e9
+        self._last_wall = max(self._last_wall, self._origin_wall)
+        if self.deadline_ns <= now:  # the parent's interval is over (it flushes now): the next one starts here
+            self.deadline_ns = now + self.interval_ns
         self.intervals = self.events = self.cuda_dropped = self.invalid_dropped = 0
         self.sink = self.sink.after_fork()
         self._forked = not self.closed
@@ -317,13 +328,20 @@ class Timer:
         self._open: ContextVar[list[Any] | None] = ContextVar(f"latencymap.timer.{phase}", default=None)
         self._get, self._set = self._open.get, self._open.set
         self._append: Callable[[int], None] = self._first_append
+        self._began = False  # whether a function it decorates noted its first timing
         self._unpaired = False
+        timings._timers.add(self)
 
     def _first_append(self, ns: int) -> None:
         """This Timer's first timing: note its start, then append straight to the list."""
         self._values.append(ns)
         self.timings.began(self.phase, _clock() - ns)
         self._append = self._values.append
+
+    def _rearm(self) -> None:
+        """In a forked child: the next timing is the child's first, noted again."""
+        self._append = self._first_append
+        self._began = False
 
     def _push(self, start: Any) -> None:
         """Open a block started at `start` in this thread or task."""
@@ -367,15 +385,13 @@ class Timer:
             self.timings.flush(wait=False)
 
     def __call__(self, fn: F) -> F:
-        values, timings, phase = self._values, self.timings, self.phase
-        began = False
+        values, timings, phase, timer = self._values, self.timings, self.phase, self
 
         def done(start: int) -> None:
-            nonlocal began
             end = _clock()
             values.append(end - start)
-            if not began:
-                began = True
+            if not timer._began:
+                timer._began = True
                 timings.began(phase, start)
             if end >= timings.deadline_ns:
                 timings.flush(wait=False)

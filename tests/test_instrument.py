@@ -873,6 +873,77 @@ def test_a_fork_pools_workers_timing_with_the_module_timer_reach_listen_as_their
         assert iv.extremes is not None and np.nanmin(iv.extremes[0]) >= 0.001
 
 
+FORK_LATER = """
+import json, multiprocessing as mp, os, sys, time
+from latencymap.instrument import Timings
+path, how, out = sys.argv[1:4]
+timings = Timings("unix:" + path, run="grid", rank=0, interval=1.0)
+step = timings.timer("step")
+
+@timings.timer("forward")
+def forward():
+    time.sleep(0.002)
+
+def steps(seconds):
+    until = time.time() + seconds
+    while time.time() < until:
+        with step:
+            forward()
+
+def child():
+    time.sleep(0.3)  # the child's own setup: no time of its steps
+    first = time.time()
+    steps(1.2)
+    timings.close()
+    with open(out, "w") as f:
+        json.dump({"pid": os.getpid(), "first": first}, f)
+
+if __name__ == "__main__":
+    steps(0.3)
+    if how == "os.fork":
+        pid = os.fork()
+        if pid == 0:
+            child()
+            os._exit(0)
+    else:
+        proc = mp.get_context("fork").Process(target=child)
+        proc.start()
+    steps(1.5)
+    os.waitpid(pid, 0) if how == "os.fork" else proc.join()
+    timings.close()
+"""
+
+
+@pytest.mark.parametrize("how", ["os.fork", "multiprocessing"])
+def test_a_forked_childs_first_columns_start_at_its_first_timing_and_end_on_its_parents_interval(
+        tmp_path: Path, how: str) -> None:
+    """It started at the fork, 0.3 s before the child's first step (idle time that lowered its rate), and ended a
+    whole interval after the fork instead of where the parent's interval, which it timed in, ended."""
+    from latencymap.sources.listen import ListenSource
+
+    path, out = tmp_path / "lm.sock", tmp_path / "child.json"
+    source = ListenSource(path=str(path), writers=2, idle_timeout=20)
+    thread, items = listening(source, path)
+    done = subprocess.run([sys.executable, "-c", FORK_LATER, str(path), how, str(out)], capture_output=True,
+                          text=True, timeout=60)
+    thread.join(30)
+    assert done.returncode == 0 and not thread.is_alive(), done.stderr
+    told = json.loads(out.read_text())
+    child, first = told["pid"], told["first"]
+    connected = [int(m) for n in items if isinstance(n, Notice)
+                 for m in re.findall(r"\(pid (\d+)\) connected", n.message)]
+    assert len(connected) == 2 and child in connected  # both first write at the same boundary: either comes first
+    writer = {pid: "grid/rank0" if pid == connected[0] else f"grid/rank0.pid{pid}" for pid in connected}
+    parent = next(pid for pid in connected if pid != child)
+    got = [iv for iv in items if isinstance(iv, Interval)]
+    for phase in ("step", "forward"):  # timed by a `with` block and by a decorated function
+        mine = [iv for iv in got if iv.stream.label == f"{writer[child]}/{phase}"]
+        parents = [iv for iv in got if iv.stream.label == f"{writer[parent]}/{phase}"]
+        assert len(mine) >= 2 and len(parents) >= 2, phase
+        assert first - 0.005 < mine[0].start < first + 0.02, (phase, mine[0].start - first)
+        assert abs(mine[0].end - parents[0].end) < 0.05, (phase, mine[0].end - parents[0].end)
+
+
 SIGTERMED = """
 import asyncio, signal, sys, threading, time
 from latencymap.instrument import timer

@@ -57,8 +57,10 @@ class Recorder:
         self._zstd = path.endswith(".zst")
         #: Whether this run made the file (only then may `discard_if_empty` remove it).
         self.created = False
-        #: What is written before the first record, while an existing file overwritten (`force`) is left as it was.
-        self._held: list[bytes] | None = None
+        #: What is written before the first record, while an existing file overwritten (`force`) is left as it was,
+        #: or (stdout) while the run may still fail before any record: a reader of `--emit` then gets nothing.
+        self._held: list[bytes] | None = [] if path == "-" else None
+        self._truncate = False  # whether the first record truncates the file (one overwritten with `force`)
         try:
             fd = os.dup(1) if path == "-" else self._open(path, force)
         except FileExistsError:
@@ -99,7 +101,7 @@ class Recorder:
                 raise
             fd = os.open(path, os.O_WRONLY)
             if stat.S_ISREG(os.fstat(fd).st_mode):
-                self._held = []
+                self._held, self._truncate = [], True
             return fd
         self.created = True
         return fd
@@ -120,14 +122,19 @@ class Recorder:
         if self._compressor is not None:
             data = self._compressed(data)
         if record and self._held is not None:  # the first record: now the file overwritten is replaced
-            held, self._held = self._held, None
-            try:
-                os.ftruncate(self._fh.fileno(), 0)
-            except OSError as err:
-                self._stopped(err)
-            for block in held:
-                self._put(block)
+            if self._truncate:
+                try:
+                    os.ftruncate(self._fh.fileno(), 0)
+                except OSError as err:
+                    self._stopped(err)
+            self._release()
         self._put(data)
+
+    def _release(self) -> None:
+        """Write what was held back before the first record."""
+        held, self._held = self._held or [], None
+        for block in held:
+            self._put(block)
 
     def _compressed(self, data: bytes) -> bytes:
         """`data` as the next block of the frame under way (a new one when none is), flushed whole: the file decodes
@@ -215,6 +222,13 @@ class Recorder:
         self._notes += 1
         self.annotate(NOTE_TAG, json.dumps({"message": notice.message, "skipped": notice.skipped}))
 
+    def end(self) -> None:
+        """The flow ended as it should: on stdout, a run that gave no record still writes its header and notes (a
+        file overwritten with `force` is left as it was)."""
+        with self._lock:
+            if self._held is not None and not self._truncate and not self._closed:
+                self._release()
+
     def close(self) -> None:
         """End the recording: the zstd frame under way finished, the file closed; what comes after is dropped.
 
@@ -239,7 +253,7 @@ class Recorder:
     def discard_if_empty(self) -> None:
         """Close, and remove the file this run created when it holds no record: a run that failed before it read any
         leaves no recording behind (nor one that a rerun would have to `--force` over); a file overwritten with
-        `--force` is left as it was. Stdout (`-`) is only closed."""
+        `--force` is left as it was. Stdout (`-`) is only closed: nothing was written to it before a record."""
         self.close()
         if self.created and self.written == 0:
             with contextlib.suppress(OSError):
@@ -267,6 +281,7 @@ def recorded(flow: Flow, recorder: Recorder) -> Flow:
                     yield Notice(f"{COMPAT_MIXED}'{second}' is mixed "
                                  f"into '{first}' there (give it a single stream's records)", skipped=0)
             yield item
+        recorder.end()
     except Exception:
         recorder.discard_if_empty()
         raise

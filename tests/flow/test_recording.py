@@ -365,6 +365,51 @@ def test_a_run_that_fails_before_any_record_leaves_no_recording(tmp_path: Path, 
     assert report(rec)["streams"][0]["columns"] == 71
 
 
+EMIT_COMMANDS = (["--emit"], ["view", "--emit"], ["replay", "--emit", "--max"], ["spark", "--emit"])
+
+
+@pytest.mark.parametrize(("command", "bad"), [
+    *((c, bad) for c in EMIT_COMMANDS for bad in ("missing", "unknown format")),
+    *((c, "no record readable") for c in EMIT_COMMANDS[:3]),  # a Spark event log has no record to skip
+])
+def test_emit_that_fails_before_any_record_writes_nothing(tmp_path: Path, command: list[str], bad: str) -> None:
+    """`latencymap view --emit MISSING | latencymap report`: the header went to stdout before the input failed, and
+    the reader got a stream of only that header. Exit code and message are those of the same run without `--emit`."""
+    data = tmp_path / "in.txt"
+    if bad == "unknown format":
+        data.write_text("127.0.0.1 localhost\n::1 localhost\n")
+    elif bad == "no record readable":
+        data.write_text("<begin record>\nlabel, x\n1, 2\nbad line\n<end record>\n")
+    r = cli(*command, str(data))
+    shown = cli(*[a for a in command if a != "--emit"], "--plain", "--once", str(data))
+    assert r.returncode == (1 if bad == "no record readable" else 2) and r.stderr, r.stderr
+    assert r.stdout == ""
+    assert (shown.returncode, shown.stderr) == (r.returncode, r.stderr)
+
+
+def test_emit_piped_into_report_gives_it_no_stream_when_the_input_fails(tmp_path: Path) -> None:
+    """A real pipeline: the report reads an empty input (no stream of a header alone) and the exit codes are each
+    command's own."""
+    missing = tmp_path / "missing.txt"
+    r = subprocess.run(["/bin/bash", "-c", '"$0" -m latencymap view --emit "$1" | "$0" -m latencymap report '
+                        '--format json; echo "${PIPESTATUS[*]}" >&2', sys.executable, str(missing)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.stderr == f"latencymap: {missing}: No such file or directory\n2 0\n"
+    assert json.loads(r.stdout)["errors"]["messages"] == ["<stdin>: empty input, nothing to read"]
+
+
+def test_emit_of_a_run_that_ends_with_no_record_still_writes_its_header_and_notes(tmp_path: Path) -> None:
+    """Held back until a record or the flow's end: an empty input is no failure, and its note goes down the pipe."""
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    r = cli("view", "--emit", str(empty))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("# latencymap-recording {")
+    note = json.loads(lines[1].removeprefix("# latencymap-note "))
+    assert note["message"] == f"{empty}: empty input, nothing to read"
+
+
 def test_a_run_that_fails_after_records_keeps_them(tmp_path: Path, example_data: Path) -> None:
     rec = tmp_path / "rec.txt"
     good = example_data.read_text()

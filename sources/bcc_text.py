@@ -11,7 +11,8 @@ Buckets: bcc stores `bpf_log2l(v)`, so row `2^(k-1) -> 2^k - 1` is slot k; the f
 `0 -> 1` holds the values 0 and 1 together and is read as slot 1 (`[1, 2)`), like bcc's index.
 Prints are timed and counts read as cumulative or per-interval as for bpftrace
 (see `print_modes`); biolatency clears its map, so its prints are per-interval. A run with no event
-prints only the tool's banner, time lines and `Detaching...`: no data. A row cut short (no bar) is reported.
+prints only the tool's banner, time lines and `Detaching...`: no data. A line inside a histogram that is no row (a
+stray line, a row cut short or unreadable) is reported and skipped, and the histogram goes on (see `printed_rows`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.core.buckets import MAX_COUNT, NSLOTS
+from latencymap.core.buckets import MAX_COUNT
 from latencymap.core.model import Notice, empty_counts
 from latencymap.core.sanitize import clean_label, clean_text, excerpt
 from latencymap.core.units import normalize_unit
@@ -38,16 +39,20 @@ from latencymap.sources.printed_histograms import (
     parse_time_line,
     slot_of_range,
 )
+from latencymap.sources.printed_rows import PrintedRows, RowSyntax
 
 _HEADER = re.compile(r"^(\S+)\s*:\s*count\s+distribution$")
 _ROW = re.compile(r"^(\d+)\s*->\s*(\d+)\s*:\s*(\d+)\s*\|")
 _DICT = re.compile(r"^\{\s*'(ts|val_type|data)'\s*:")
 #: What is left of a row cut short (a writer killed mid-line, a copy of a file still being written): no bar.
-_CUT_ROW = re.compile(r"^(?:(\d+)\s*->\s*(\d+)\s*(?::\s*\d*)?|\d+\s*(?:->\s*\d*)?)$")
+_CUT_ROW = re.compile(r"^(?:\d+\s*->\s*\d+\s*(?::\s*\d*)?|\d+\s*(?:->\s*\d*)?)$")
+_LABEL = re.compile(r"^(\d+)\s*->\s*(\d+)")
 #: The line a bcc tool prints once attached (`Tracing block device I/O... Hit Ctrl-C to end.`): a run that saw no
 #: event prints only this, time lines and `Detaching...`, and is no data, not an unknown format.
 _BANNER = re.compile(r"^Tracing .*Hit Ctrl-C to end\.$")
 _EXPECTED = "expected a row 'lo -> hi : count |***|'"
+#: funcinterval prints it right after its last histogram, with no blank line between.
+_DETACHING = "Detaching..."
 
 
 def bcc_slot(low: int, high: int) -> int | None:
@@ -55,6 +60,20 @@ def bcc_slot(low: int, high: int) -> int | None:
     if low == 0 and high == 1:
         return 1
     return slot_of_range(low, high + 1) if high + 1 == 2 * low else None
+
+
+def _row_slot(match: re.Match[str]) -> int | None:
+    """Slot of a row's `lo -> hi` bounds (groups 1 and 2)."""
+    low, high = decimal(match.group(1)), decimal(match.group(2))
+    return None if low is None or high is None else bcc_slot(low, high)
+
+
+def _ends_print(text: str) -> bool:
+    """Whether a line (not blank, no time line) ends a histogram: the next header, a `-j` dict, `Detaching...`."""
+    return text == _DETACHING or _HEADER.match(text) is not None or _DICT.match(text) is not None
+
+
+_SYNTAX = RowSyntax(_ROW, _CUT_ROW, _LABEL, _row_slot, _ends_print, _EXPECTED)
 
 
 def time_unit(val_type: str) -> str | None:
@@ -80,41 +99,25 @@ class BccTextFormat(PrintedHistogramFormat):
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)
         section, section_line = "", 0
-        block: tuple[str, str | None, int, str] | None = None  # (label, unit, first line, the header's word)
-        counts = empty_counts()
-        last_slot, unknown = 0, None
+        block: PrintedRows | None = None
+        header_word = ""  # the block's header word: its values' unit (`usecs`)
         n = 0
         for n, raw in enumerate(lines, 1):
             text = raw.strip()
             if block is not None:
-                row = _ROW.match(text)
-                if row is not None:
-                    low, high, count = (decimal(g) for g in row.groups())
-                    slot = None if low is None or high is None else bcc_slot(low, high)
-                    if slot is None or count is None or not add_count(counts, slot, count):
-                        yield Notice(f"{name}: line {n}: {_EXPECTED} with log2 bounds and a count < 2**62, got "
-                                     f"{excerpt(text)}; row skipped")
-                    else:
-                        last_slot = max(last_slot, slot)
-                        if unknown is not None:  # a row after a cut one: this bucket is known after all
-                            unknown[slot] = False
+                skipped = block.read(text, n, reader)
+                if skipped is not None:
+                    yield from skipped
                     continue
-                cut = _CUT_ROW.match(text)
-                if cut is not None:
-                    unknown = cut_slots(unknown, cut, last_slot)
-                    yield Notice(f"{name}: line {n}: {reader.shown(block[0])}: a row cut short (no '|' bar: was the "
-                                 f"output cut mid-line?), got {excerpt(text)}; row skipped, its bucket's count unknown")
-                    continue
-                yield from reader.histogram(block[0], counts, block[2], unit=block[1], named=block[3],
-                                            family=block[3], unknown=unknown)
-                block, counts, last_slot, unknown = None, empty_counts(), 0, None
+                yield from _emit(reader, block, header_word)
+                block = None
             if not text:
                 continue
             header = _HEADER.match(text)
             if header is not None:
-                val_type = clean_label(header.group(1))  # labels whole: the reader names their streams
-                label = section if section and section_line == n - 1 else f"bcc {val_type}"
-                block = (label, time_unit(val_type), n, val_type)
+                header_word = clean_label(header.group(1))  # labels whole: the reader names their streams
+                label = section if section and section_line == n - 1 else f"bcc {header_word}"
+                block = PrintedRows(_SYNTAX, label, n)
                 continue
             if _DICT.match(text):
                 yield from self._dict_line(reader, text, n, name)
@@ -131,8 +134,7 @@ class BccTextFormat(PrintedHistogramFormat):
                 yield Notice(f"{name}: line {n}: a row outside a histogram (expected a '<unit> : count "
                              f"distribution' header before it), got {excerpt(text)}; line skipped")
         if block is not None:
-            yield from reader.histogram(block[0], counts, block[2], unit=block[1], named=block[3], family=block[3],
-                                        unknown=unknown)
+            yield from _emit(reader, block, header_word)
         yield from reader.finish(n)
 
     def _dict_line(self, reader: PrintReader, text: str, n: int, name: str) -> Iterator[Item]:
@@ -152,14 +154,10 @@ class BccTextFormat(PrintedHistogramFormat):
         yield from reader.histogram(label, counts, n, unit=time_unit(val_type), named=val_type, family=val_type)
 
 
-def cut_slots(unknown: np.ndarray | None, cut: re.Match[str], last_slot: int) -> np.ndarray:
-    """`unknown` with the buckets a row cut short leaves unknown marked: rows come in ascending order, so the rest of
-    the print is missing from its bucket (the one its bounds name, else the one after the last row read) up."""
-    out = np.zeros(NSLOTS, dtype=bool) if unknown is None else unknown
-    low, high = (None, None) if cut.group(1) is None else (decimal(cut.group(1)), decimal(cut.group(2)))
-    slot = None if low is None or high is None else bcc_slot(low, high)
-    out[last_slot + 1 if slot is None else slot:] = True
-    return out
+def _emit(reader: PrintReader, block: PrintedRows, word: str) -> list[Item]:
+    """The items of a finished histogram whose header says `word` (`usecs`)."""
+    return reader.histogram(block.label, block.counts, block.line, unit=time_unit(word), named=word, family=word,
+                            unknown=block.finish())
 
 
 def dict_histogram(obj: Any) -> tuple[np.ndarray, str, str]:

@@ -53,9 +53,12 @@ class Writer:
 
     def feed(self, data: bytes) -> Iterator[Item]:
         """Items from a chunk of bytes (a line may span chunks)."""
+        if self._skip_line:  # the rest of a line dropped for its length, said once
+            end = data.find(b"\n")
+            if end < 0:
+                return
+            data, self._skip_line = data[end + 1:], False
         *lines, rest = (self._partial + data).split(b"\n")
-        if self._skip_line and lines:
-            lines[0], self._skip_line = b"", False
         self._partial = rest
         if len(rest) > MAX_LINE:
             self._partial, self._skip_line = b"", True

@@ -17,7 +17,9 @@ column, as the 10046 and raw readers do: a key that never comes back costs one c
 
 Cumulative: a print is a Snapshot for the shared differ; the map's first print is the baseline (it holds events
 from before reading started), but a key first printed later, or after a print group that did not print it,
-holds only new events (the map started empty), so it gets a zero baseline at the start of its print.
+holds only new events (the map started empty), so it gets a zero baseline at the start of its print. A bucket
+whose row was not read is absent from its Snapshot (its last count holds: no reset, no jump); one the baseline print
+left unread counts from its first count read (what it held before is unknown).
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class PrintedHistograms:
         self._families: dict[Hashable, _Family] = {}
         self._idle: dict[StreamId, list[tuple[float, float]]] = {}  # per-interval streams' empty groups, held
         self._merged: set[StreamId] = set()  # streams whose held run became one column
+        #: cumulative streams read so far: the buckets their baseline print left unread (still unread, and the counts
+        #: they count from once read), None when it read them all
+        self._rebase: dict[StreamId, tuple[np.ndarray, np.ndarray] | None] = {}
 
     def add(self, stream: StreamId, start: float, end: float, counts: np.ndarray, line: int = 0, *,
             family: Hashable | None = None, group: int = 0, born_late: bool = False,
@@ -167,10 +172,26 @@ class PrintedHistograms:
         if not cumulative:
             return [*self._flush(p.stream), Interval(p.stream, p.start, p.end, p.counts)]
         present = None if p.unknown is None else ~p.unknown
-        last = Snapshot(p.stream, p.end, p.counts, line=p.line, present=present)
+        last = Snapshot(p.stream, p.end, self._rebased(p), line=p.line, present=present)
         if p.born_late:  # the map started empty: this key's first print counts from zero
             return [Snapshot(p.stream, p.start, empty_counts(), line=p.line), last]
         return [last]
+
+    def _rebased(self, p: _Print) -> np.ndarray:
+        """The counts of a cumulative print, each bucket its stream's baseline print left unread (a row skipped)
+        counted from its first count read: what it held before that is unknown, not events of the print reading it."""
+        if p.stream not in self._rebase:  # the baseline (a key born late counts from zero: its baseline is known)
+            unread = None if p.unknown is None or p.born_late else p.unknown.copy()
+            self._rebase[p.stream] = None if unread is None else (unread, empty_counts())
+            return p.counts
+        rebase = self._rebase[p.stream]
+        if rebase is None:
+            return p.counts
+        unread, base = rebase
+        found = unread if p.unknown is None else unread & ~p.unknown
+        base[found] = p.counts[found]
+        unread &= ~found
+        return np.maximum(p.counts - base, 0)
 
     def _hold(self, gap: _Gap) -> None:
         """Hold an empty group of a per-interval stream until it prints again (or the input ends)."""

@@ -87,7 +87,7 @@ def test_dict_lines_never_evaluated_and_bad_lines_reported() -> None:
     items = read_items(BccTextFormat, text, "b.txt")
     msgs = notices(items)
     assert any(m.startswith("b.txt: line 2: expected a biolatency -j dict") for m in msgs)
-    assert any(m.startswith("b.txt: line 5: expected a row") for m in msgs)
+    assert any(m.startswith("b.txt: line 5: bcc usecs: expected a row") for m in msgs)
     cols = intervals(items)
     assert [(c.stream.label, c.stream.unit, int(c.counts.sum())) for c in cols] == [
         ("bcc nsecs", "nanosec", 4), ("bcc usecs", "microsec", 7)]

@@ -16,12 +16,14 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from latencymap.core import columns
 from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Chunk
 from latencymap.core.history import ColumnStats, DroppedSums, StreamHistory, Totals
 from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, StreamId, rows_by_stream
-from latencymap.core.source_totals import SourceTotals
-from latencymap.core.units import format_bytes
+from latencymap.core.source_totals import SEEN_BOUNDS_SOURCES, SourceTotals, seen_range
+from latencymap.core.units import format_bytes, unit_seconds
 
 __all__ = ["BATCH", "DEFAULT_HISTORY", "EXACT", "GAP", "MAX_MESSAGES", "MIN_STREAM_BYTES", "RESET", "TIMED",
            "Accumulator", "ColumnStats", "DroppedSums", "HistoryLimit", "StreamHistory", "Totals", "accumulate",
@@ -144,7 +146,7 @@ class Accumulator:
                 batches.setdefault(item.stream, []).append(item)
                 added += 1
                 if item.source_buckets is not None:
-                    self._add_source(item.stream, item.source_buckets)
+                    self._add_source(item.stream, item.source_buckets, item.extremes)
         self._flush(batches)
         self.intervals_seen += added
         budget = self.limit.budget
@@ -152,20 +154,24 @@ class Accumulator:
             self._enforce(budget)
         return added
 
-    def _add_source(self, stream: StreamId, source: SourceBuckets) -> None:
-        """Add one column's own buckets of its source to the stream's totals of them."""
+    def _add_source(self, stream: StreamId, source: SourceBuckets, extremes: np.ndarray | None) -> None:
+        """Add one column's own buckets of its source to the stream's totals of them (and the range of its values
+        seen, from a source whose values seen bound them)."""
         totals = self.sources.get(stream)
         if totals is None:
             totals = self.sources[stream] = SourceTotals(tuple(map(float, source.bounds)))
-        totals.add(source)
+        seen = None
+        if extremes is not None and stream.datasource in SEEN_BOUNDS_SOURCES:
+            seen = seen_range(extremes, unit_seconds(stream.unit))
+        totals.add(source, seen)
 
     def _add_run(self, run: IntervalRun, batches: dict[StreamId, list[Interval]]) -> None:
         """Append a run's rows stream by stream, after the intervals of this batch that came before it."""
         self._flush(batches)
         if run.source_buckets is not None:
-            for stream, source in zip(run.streams, run.source_buckets, strict=True):
+            for i, (stream, source) in enumerate(zip(run.streams, run.source_buckets, strict=True)):
                 if source is not None:
-                    self._add_source(stream, source)
+                    self._add_source(stream, source, None if run.extremes is None else run.extremes[i])
         for stream, rows in rows_by_stream(run.streams).items():
             self._append(stream, run, None if len(rows) == len(run) else rows)
 

@@ -13,6 +13,12 @@ do not nest, such as a redeploy with new explicit bounds, an overflow bucket in 
 marked mixed: from then on the buckets hold only the intervals on their bounds, and `events` is less than the
 stream's.
 
+Where the source says the smallest and the largest value of every interval (`seen`: OpenTelemetry points' min and
+max, from the intervals' values seen), a percentile stays within them: the bucket holding its rank is narrowed to
+the part of it between them, and inside a bucket so narrowed the value is interpolated log-uniformly, as the rows are
+(a straight line from 0 in a first bucket would say nothing of the smallest value known); an overflow bucket so
+narrowed ends at the largest value instead of giving the largest finite bound.
+
 The exact time does not depend on the layout: `time_s` adds every interval's sum, mixed or not (`timed` says
 whether every interval had one); `buckets_time_s` is the time of the intervals whose events the buckets hold.
 """
@@ -26,6 +32,19 @@ import numpy as np
 
 from latencymap.core.model import SourceBuckets
 from latencymap.core.rebin import faster_first_bucket
+
+#: Datasources whose values seen (`Interval.extremes`) bound the percentiles of their own buckets: OpenTelemetry's
+#: points carry their min and max. (HdrHistogram's are its own fine buckets' ranges, which those already say.)
+SEEN_BOUNDS_SOURCES = frozenset({"otlp"})
+
+
+def seen_range(extremes: np.ndarray, unit_s: float) -> tuple[float, float] | None:
+    """(smallest, largest) of an interval's values seen ((2, NSLOTS) seconds, NaN where none) in the stream unit
+    (`unit_s` seconds); None when no slot has them."""
+    least, most = extremes[0][np.isfinite(extremes[0])], extremes[1][np.isfinite(extremes[1])]
+    if not least.size or not most.size:
+        return None
+    return float(least.min()) / unit_s, float(most.max()) / unit_s
 
 
 @dataclass
@@ -42,6 +61,11 @@ class SourceTotals:
     mixed: bool = False
     #: Exact seconds of the intervals whose events `counts` hold; None when one of them had no sum.
     buckets_time_s: float | None = 0.0
+    #: The smallest and the largest value of the intervals added (stream unit), when every one holding events said
+    #: them (`add`'s `seen`); None: not known.
+    least: float | None = None
+    most: float | None = None
+    bounded: bool = True
     #: `bounds` (the tuple itself), as an array of upper bounds and one of lower bounds (`_within`).
     _arrays: tuple[tuple[float, ...], np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
@@ -49,9 +73,10 @@ class SourceTotals:
         if not len(self.counts):
             self.counts = np.zeros(len(self.bounds), dtype=np.int64)
 
-    def add(self, source: SourceBuckets) -> None:
+    def add(self, source: SourceBuckets, seen: tuple[float, float] | None = None) -> None:
         """One interval: its sum to the time; its buckets on the union of the bounds, or on a coarser layout of the
-        two, when that is exact; otherwise the totals are mixed and its buckets left out."""
+        two, when that is exact; otherwise the totals are mixed and its buckets left out. `seen`: its smallest and
+        largest value (stream unit), when the source says them."""
         self.intervals += 1
         if source.total_time is None:
             self.timed = False
@@ -60,6 +85,8 @@ class SourceTotals:
         if not len(source.bounds):
             return  # only a sum: the source's buckets were the rows
         counts = np.asarray(source.counts, dtype=np.int64)
+        if counts.any():
+            self._see(seen)
         at = None if self.mixed else self._within(np.asarray(source.bounds, dtype=np.float64), counts)
         if at is not None:
             np.add.at(self.counts, at, counts)
@@ -77,6 +104,14 @@ class SourceTotals:
         if self.buckets_time_s is not None:
             self.buckets_time_s = None if source.total_time is None else self.buckets_time_s + float(
                 source.total_time)
+
+    def _see(self, seen: tuple[float, float] | None) -> None:
+        """Widen the smallest and largest value known by an interval's holding events (None: it did not say them)."""
+        if seen is None or not self.bounded:
+            self.bounded, self.least, self.most = False, None, None
+            return
+        self.least = seen[0] if self.least is None else min(self.least, seen[0])
+        self.most = seen[1] if self.most is None else max(self.most, seen[1])
 
     def _within(self, highs: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
         """For each of the buckets `highs` (upper bounds) and `counts` describe, the totals' bucket its events go to,
@@ -114,8 +149,8 @@ class SourceTotals:
         them faster than its rows' octave `[upper/2, upper)` (`core.rebin.faster_first_bucket`; bounds and mean in
         the stream unit, `unit_s` seconds): there `histogram_quantile`'s straight line from 0 overstates them. None
         otherwise."""
-        if self.buckets_time_s is None or self.mixed or not self.bounds:
-            return None
+        if self.buckets_time_s is None or self.mixed or not self.bounds or (self.least or 0.0) > 0:
+            return None  # (a smallest value known above 0 starts the first bucket's percentiles there, not at 0)
         faster = faster_first_bucket(self.bounds, self.counts[None, :].astype(np.float64),
                                      np.array([self.buckets_time_s / unit_s]))
         if faster is None or math.isnan(faster[1][0]):
@@ -133,13 +168,19 @@ class SourceTotals:
         i = int(np.searchsorted(cumulative, rank, side="left"))
         i = min(i, len(self.bounds) - 1)
         upper = self.bounds[i]
-        if math.isinf(upper):
+        lower = self.bounds[i - 1] if i else 0.0
+        low, high = lower, upper
+        if self.least is not None and self.most is not None and max(lower, self.least) <= min(upper, self.most):
+            low, high = max(lower, self.least), min(upper, self.most)
+        if math.isinf(high):
             finite = [b for b in self.bounds if not math.isinf(b)]
             return finite[-1] if finite else math.nan
-        lower = self.bounds[i - 1] if i else 0.0
         before = int(cumulative[i - 1]) if i else 0
         inside = int(self.counts[i])
-        return lower + (upper - lower) * ((rank - before) / inside if inside else 1.0)
+        frac = (rank - before) / inside if inside else 1.0
+        if (low, high) != (lower, upper) and low > 0:
+            return float(min(max(low * (high / low) ** frac, low), high))
+        return low + (high - low) * frac
 
 
 def _lowers(bounds: np.ndarray) -> np.ndarray:

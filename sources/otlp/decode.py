@@ -66,9 +66,11 @@ def _common(temporality: int, time_ns: int, count: int) -> None:
 
 
 def explicit_point(key: StreamKey, unit: str, temporality: int, start_ns: int, time_ns: int, count: int,
-                   total: float | None, bucket_counts: list[int], bounds: list[float], flags: int) -> Point:
-    """A validated Histogram point."""
+                   total: float | None, bucket_counts: list[int], bounds: list[float], flags: int,
+                   least: float | None = None, most: float | None = None) -> Point:
+    """A validated Histogram point; `least` and `most` are its optional `min` and `max`."""
     _common(temporality, time_ns, count)
+    least, most = _range(least, most)
     if not bucket_counts:
         bucket_counts, bounds = [count], []
     if len(bucket_counts) != len(bounds) + 1:
@@ -77,14 +79,16 @@ def explicit_point(key: StreamKey, unit: str, temporality: int, start_ns: int, t
     if not all(math.isfinite(b) for b in bounds) or any(b >= a for b, a in pairwise(bounds)):
         raise PointError(f"explicit bounds are not finite and strictly increasing: {excerpt(str(bounds[:20]))}")
     return Point(key, unit, temporality, start_ns, time_ns, count, _finite(total),
-                 _counts(bucket_counts, "bucket counts"), tuple(bounds), flags=flags)
+                 _counts(bucket_counts, "bucket counts"), tuple(bounds), flags=flags, least=least, most=most)
 
 
 def expo_point(key: StreamKey, unit: str, temporality: int, start_ns: int, time_ns: int, count: int,
                total: float | None, scale: int, zero_count: int, zero_threshold: float, offset: int,
-               positive: list[int], negative: list[int], flags: int) -> Point:
-    """A validated ExponentialHistogram point."""
+               positive: list[int], negative: list[int], flags: int, least: float | None = None,
+               most: float | None = None) -> Point:
+    """A validated ExponentialHistogram point; `least` and `most` are its optional `min` and `max`."""
     _common(temporality, time_ns, count)
+    least, most = _range(least, most)
     if not MIN_SCALE <= scale <= MAX_SCALE:
         raise PointError(f"scale {scale} outside [{MIN_SCALE}, {MAX_SCALE}]")
     if len(positive) > MAX_EXPO_BUCKETS or not -(2**31) <= offset < 2**31:
@@ -95,11 +99,20 @@ def expo_point(key: StreamKey, unit: str, temporality: int, start_ns: int, time_
     held = _counts([zero_count, *positive, sum(negative)], "bucket counts")
     return Point(key, unit, temporality, start_ns, time_ns, count, _finite(total), held[1:-1].copy(),
                  scale=scale, offset=offset, zero_count=int(held[0]), zero_threshold=zero_threshold,
-                 negative=int(held[-1]), flags=flags)
+                 negative=int(held[-1]), flags=flags, least=least, most=most)
 
 
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
+
+
+def _range(least: float | None, most: float | None) -> tuple[float | None, float | None]:
+    """A point's `min` and `max`: both, or neither when one is missing, not finite or above the other (the smallest
+    and the largest value are then not known)."""
+    least, most = _finite(least), _finite(most)
+    if least is None or most is None or least > most:
+        return None, None
+    return least, most
 
 
 # ---- JSON ----------------------------------------------------------------------------------------------------
@@ -222,12 +235,12 @@ def _json_point(dp: Any, resource: Attrs, scope: str, name: str, unit: str, temp
     start, time = _int(_get(dp, "startTimeUnixNano", 0), "startTimeUnixNano"), _int(_get(dp, "timeUnixNano", 0),
                                                                                     "timeUnixNano")
     count, flags = _int(_get(dp, "count", 0), "count"), _int(_get(dp, "flags", 0), "flags")
-    raw_sum = _get(dp, "sum")
-    total = None if raw_sum is None else _double(raw_sum, "sum")
+    total, least, most = (None if (raw := _get(dp, field)) is None else _double(raw, field)
+                          for field in ("sum", "min", "max"))
     if not exponential:
         buckets = [_int(c, "bucketCounts") for c in _list(_get(dp, "bucketCounts"), "bucketCounts")]
         bounds = [_double(b, "explicitBounds") for b in _list(_get(dp, "explicitBounds"), "explicitBounds")]
-        return explicit_point(key, unit, temporality, start, time, count, total, buckets, bounds, flags)
+        return explicit_point(key, unit, temporality, start, time, count, total, buckets, bounds, flags, least, most)
     positive, negative = _get(dp, "positive") or {}, _get(dp, "negative") or {}
     return expo_point(key, unit, temporality, start, time, count, total, _int(_get(dp, "scale", 0), "scale"),
                       _int(_get(dp, "zeroCount", 0), "zeroCount"),
@@ -235,7 +248,7 @@ def _json_point(dp: Any, resource: Attrs, scope: str, name: str, unit: str, temp
                       _int(_get(positive, "offset", 0), "offset"),
                       [_int(c, "bucketCounts") for c in _list(_get(positive, "bucketCounts"), "bucketCounts")],
                       [_int(c, "bucketCounts") for c in _list(_get(negative, "bucketCounts"), "bucketCounts")],
-                      flags)
+                      flags, least, most)
 
 
 # ---- protobuf ------------------------------------------------------------------------------------------------
@@ -296,13 +309,19 @@ def _pb_metric(metric: Any, resource: Attrs, scope: str, out: Decoded) -> None:
             out.problems.append(f"metric {clean_text(metric.name, 80)!r} point {n}: {err}")
 
 
+def _pb_optional(dp: Any, name: str) -> float | None:
+    """An optional double field of a point (`sum`, `min`, `max`): None when the point has none."""
+    return float(getattr(dp, name)) if dp.HasField(name) else None
+
+
 def _pb_explicit(dp: Any, key: StreamKey, unit: str, temporality: int) -> Point:
     return explicit_point(key, unit, temporality, dp.start_time_unix_nano, dp.time_unix_nano, dp.count,
-                          dp.sum if dp.HasField("sum") else None, list(dp.bucket_counts), list(dp.explicit_bounds),
-                          dp.flags)
+                          _pb_optional(dp, "sum"), list(dp.bucket_counts), list(dp.explicit_bounds), dp.flags,
+                          _pb_optional(dp, "min"), _pb_optional(dp, "max"))
 
 
 def _pb_expo(dp: Any, key: StreamKey, unit: str, temporality: int) -> Point:
     return expo_point(key, unit, temporality, dp.start_time_unix_nano, dp.time_unix_nano, dp.count,
-                      dp.sum if dp.HasField("sum") else None, dp.scale, dp.zero_count, dp.zero_threshold,
-                      dp.positive.offset, list(dp.positive.bucket_counts), list(dp.negative.bucket_counts), dp.flags)
+                      _pb_optional(dp, "sum"), dp.scale, dp.zero_count, dp.zero_threshold, dp.positive.offset,
+                      list(dp.positive.bucket_counts), list(dp.negative.bucket_counts), dp.flags,
+                      _pb_optional(dp, "min"), _pb_optional(dp, "max"))

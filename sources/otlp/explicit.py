@@ -6,6 +6,10 @@ first bucket of bounds `5, 10, ...` is taken as the octave `[2.5, 5)`, like Prom
 the point's `sum` proves its events faster); the
 overflow bucket goes whole into the slot of its lower bound. A point without buckets (count and sum only)
 puts its count in the slot of its mean, or in slot 0 without a sum.
+
+A point's `min` and `max` (`least`, `most`) narrow its lowest bucket holding events to start at its smallest value
+and its highest to end at its largest (both ends in one bucket: the bucket is `[min, max]`): those are spread by the
+same rule over what is left of them (the overflow bucket too), the first bucket's octave no longer assumed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,42 @@ def _row(low: float, high: float) -> np.ndarray:
     return spread_fractions(max(low, 0.0), high)
 
 
+def range_row(low: float, high: float) -> np.ndarray:
+    """Slot shares of values from `low` to `high` (stream unit, finite): `spread_fractions`, and the slot of `high`
+    when the range is a single value (or none above 0)."""
+    low = max(low, 0.0)
+    if high > low:
+        return spread_fractions(low, high)
+    row = np.zeros(NSLOTS, dtype=np.float64)
+    row[slot_of_value(high)] = 1.0
+    return row
+
+
+def narrowed(matrix: np.ndarray, lows: np.ndarray, highs: np.ndarray, counts: np.ndarray, least: float,
+             most: float, held_ends: tuple[bool, bool] = (True, True)) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, counts) for `rebin_columns`: `matrix` (slot shares of the buckets `[lows[j], highs[j]]` holding
+    `counts`) with the lowest bucket holding events narrowed to start at `least` and the highest to end at `most`,
+    one of their events at each of those ends that the interval holds (`held_ends`: the value itself, not a bound
+    only) and lies in that bucket (its own row), the others spread over what is left of them."""
+    held = np.flatnonzero(counts)
+    if not held.size:
+        return matrix, counts
+    first, last = int(held[0]), int(held[-1])
+    rows, counts = matrix.copy(), np.asarray(counts, dtype=np.int64).copy()
+    ends = [max(float(lows[first]), least), min(float(highs[last]), most)]
+    for j in dict.fromkeys((first, last)):
+        low, high = max(float(lows[j]), least), min(float(highs[j]), most)
+        rows[j] = range_row(low, high)
+    extra = []
+    inside = (held_ends[0] and least >= lows[first], held_ends[1] and most <= highs[last])
+    for j, end, held_end in ((first, ends[0], inside[0]), (last, ends[1], inside[1])):
+        if held_end and counts[j] > 0:
+            counts[j] -= 1
+            extra.append(end)
+    return (np.vstack([rows, *(range_row(end, end) for end in extra)]),
+            np.concatenate([counts, np.ones(len(extra), dtype=np.int64)]))
+
+
 def spread_matrix(bounds: tuple[float, ...], factor: float) -> np.ndarray:
     """Slot shares per bucket for OTel `explicit_bounds` (metric unit) scaled by `factor`; cached."""
     key = (bounds, factor)
@@ -47,16 +87,26 @@ def spread_matrix(bounds: tuple[float, ...], factor: float) -> np.ndarray:
     return matrix
 
 
-def spread_explicit(bounds: tuple[float, ...], counts: np.ndarray, factor: float,
-                    total_sum: float | None) -> np.ndarray:
-    """Per-slot integer counts (totals exact) for one interval's per-bucket `counts`."""
+def spread_explicit(bounds: tuple[float, ...], counts: np.ndarray, factor: float, total_sum: float | None,
+                    least: float | None = None, most: float | None = None,
+                    held_ends: tuple[bool, bool] = (True, True)) -> np.ndarray:
+    """Per-slot integer counts (totals exact) for one interval's per-bucket `counts`; `least` and `most` (stream unit,
+    both or neither) are the smallest and the largest value (`held_ends`: which of them the interval holds), else
+    bounds on them."""
+    held = np.asarray(counts, dtype=np.int64)[None, :]
     if not bounds:
         slots = np.zeros(NSLOTS, dtype=np.int64)
         total = int(counts.sum())
         mean = total_sum / total * factor if total and total_sum is not None else 0.0
+        if least is not None and most is not None:
+            mean = min(max(mean, least), most)
         slots[slot_of_value(mean) if math.isfinite(mean) else 0] = total
         return slots
     uppers = [*(b * factor for b in bounds), math.inf]
     matrix = spread_matrix(bounds, factor)
+    if least is not None and most is not None:
+        rows, parts = narrowed(matrix, np.array([-math.inf, *uppers[:-1]]), np.array(uppers), held[0], least, most,
+                               held_ends)
+        return rebin_columns(rows, parts[None, :])[0]
     times = np.array([math.nan if total_sum is None else total_sum * factor])
-    return rebin_columns(matrix, np.asarray(counts, dtype=np.int64)[None, :], uppers, times)[0]
+    return rebin_columns(matrix, held, uppers, times)[0]

@@ -12,6 +12,9 @@ values within `zero_threshold` of 0 and goes to slot 0.
 - a stream unit other than the metric's (`s` and `ms` are read as microseconds) breaks the nesting at every scale:
   buckets are scaled and spread the same way.
 
+A point's `min` and `max` narrow the spread of its lowest and highest positive buckets holding events to the part of
+them within `[min, max]` (`explicit.narrowed`).
+
 Every interval keeps the point's own buckets (`own_buckets`) too: the rows are as wide as a power of two (all the
 octaves below 1 unit in one), the buckets as fine as the scale, so percentiles come from them.
 """
@@ -25,6 +28,7 @@ import numpy as np
 
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.rebin import rebin_columns, spread_fractions
+from latencymap.sources.otlp.explicit import narrowed
 
 #: Row of slot shares that puts a whole bucket in slot 0.
 _SLOT0 = np.zeros(NSLOTS, dtype=np.float64)
@@ -135,11 +139,20 @@ def own_buckets(scale: int, offset: int, counts: np.ndarray, zero_count: int, ze
 
 
 def spread_expo(scale: int, offset: int, counts: np.ndarray, zero_count: int, zero_threshold: float,
-                factor: float) -> tuple[np.ndarray, tuple[float, ...], np.ndarray]:
-    """Spread a point's buckets (the zero bucket in slot 0) onto the slots, totals exact; also its `own_buckets`."""
+                factor: float, least: float | None = None, most: float | None = None,
+                held_ends: tuple[bool, bool] = (True, True)) -> tuple[np.ndarray, tuple[float, ...], np.ndarray]:
+    """Spread a point's buckets (the zero bucket in slot 0) onto the slots, totals exact; also its `own_buckets`.
+    `least` and `most` (stream unit, both or neither): the smallest and the largest value (`held_ends`: which of them
+    the point holds), else bounds on them."""
     index = offset + np.arange(len(counts), dtype=np.int64)
     held_at = np.flatnonzero(counts)
     rows = np.array([_bucket_row(scale, i, factor) for i in index[held_at].tolist()]).reshape(-1, NSLOTS)
-    slots = rebin_columns(rows, np.asarray(counts, dtype=np.int64)[None, held_at])[0]
+    held = np.asarray(counts, dtype=np.int64)[held_at]
+    if least is not None and most is not None and held_at.size:
+        at = index[held_at]
+        with np.errstate(over="ignore"):
+            rows, held = narrowed(rows, edges(scale, at) * factor, edges(scale, at + 1) * factor, held, least, most,
+                                  held_ends)
+    slots = rebin_columns(rows, held[None, :])[0]
     slots[0] += int(zero_count)
     return (slots, *own_buckets(scale, offset, counts, zero_count, zero_threshold, factor))

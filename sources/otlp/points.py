@@ -18,6 +18,15 @@ sub-millisecond values shared one row); a histogram without a unit is read as mi
 default bounds 0, 5, 10, 25 ... 10000 are meant for); any other unit is not a duration and the metric is skipped
 with a notice. Every interval keeps its point's own buckets (`source_buckets`): percentiles come from them.
 
+A point's optional `min` and `max` bound its column: those of a delta point are its column's; those of a cumulative
+point, the smallest and largest since its start time, bound the column diffed from it too (where the max grew, the
+column holds it; where it did not, the column's values are at most it). They narrow the lowest and the highest bucket
+holding events when spread onto the rows (one event at the min, one at the max, where the column holds them), and
+the column's values seen (`Interval.extremes`) say so: in its lowest
+row the smallest value at least the min, in its highest the largest at most the max (every other row its own range),
+so that percentiles, from the rows or from the source's buckets, stay within them. Bounds that the buckets contradict
+(a min above the lowest bucket holding events, a max below the highest; negative values) are not used.
+
 Memory: a series with no point for IDLE_S, or four of its own intervals if longer, or IDLE_FIRST_S when it has
 sent one point only, lets go of its last point; its label stays. Time is the points' own, but each sender's
 (resource's) clock is aligned with the others' when it is first seen, so a host whose clock is an hour ahead is as
@@ -41,12 +50,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from latencymap.core.buckets import NSLOTS, TOP_SLOT, bounds_in_unit
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId
 from latencymap.core.sanitize import StreamNames, clean_label, clean_text
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item
 from latencymap.sources.otlp.explicit import spread_explicit
-from latencymap.sources.otlp.expo import downscale, fold_exact, own_buckets, spread_expo, subtract
+from latencymap.sources.otlp.expo import downscale, edges, fold_exact, own_buckets, spread_expo, subtract
 
 DATASOURCE = "otlp"
 DELTA, CUMULATIVE = 1, 2
@@ -112,6 +122,11 @@ class Point:
     zero_threshold: float = 0.0
     negative: int = 0
     flags: int = 0
+    #: The point's `min` and `max` (both or neither): for a cumulative point, of every value since its start time.
+    least: float | None = None
+    most: float | None = None
+    #: Whether the point holds its min and its max, or (a diff of cumulative points) they are bounds only.
+    held_ends: tuple[bool, bool] = (True, True)
 
     def held(self) -> int:
         """Observations the buckets hold (negative ones included)."""
@@ -367,8 +382,9 @@ class PointStreams:
         if point.negative:
             seconds = None  # the sum counts the negative values left out: not the kept events' time
         own: SourceBuckets | None = None
+        least, most = _bounds(point, factor)
         if not point.key.exponential:
-            counts = spread_explicit(point.bounds, point.counts, factor, point.sum)
+            counts = spread_explicit(point.bounds, point.counts, factor, point.sum, least, most, point.held_ends)
             bounds = (*(b * factor for b in point.bounds), math.inf)
             own = SourceBuckets(bounds, point.counts.astype(np.int64), seconds)
         else:
@@ -379,13 +395,14 @@ class PointStreams:
                                            point.zero_threshold, factor)
             else:
                 counts, bounds, held = spread_expo(point.scale, point.offset, point.counts, point.zero_count,
-                                                   point.zero_threshold, factor)
+                                                   point.zero_threshold, factor, least, most, point.held_ends)
             own = SourceBuckets(bounds, held, seconds)
         start, end = start_ns / 1e9, end_ns / 1e9
         if start >= end:  # closer than a float second can tell (about 240 ns now): the order is kept, not the gap
             start = math.nextafter(end, -math.inf)
+        seen = None if least is None or most is None else row_extremes(counts, least, most, stream.unit)
         return Interval(stream, start, end, counts, None, reset=reset, duration=(end_ns - start_ns) / 1e9,
-                        source_buckets=own)
+                        source_buckets=own, extremes=seen)
 
     def _stream(self, key: StreamKey, unit: str) -> StreamId:
         stream = self._streams.get(key)
@@ -444,6 +461,61 @@ class _Sender:
     aligned_ns: int = -(2**63)
 
 
+#: How far (relatively) a point's min or max may lie past the bucket that should hold it, as the float rounding of
+#: an SDK's bucket index, before the buckets contradict it.
+_BOUNDS_TOLERANCE = 1e-9
+
+
+def _bounds(point: Point, factor: float) -> tuple[float | None, float | None]:
+    """The point's min and max in the stream unit (`factor` from its own), clipped into its lowest and its highest
+    bucket holding events where float rounding put them just outside; (None, None) when it has none, when they
+    are negative (negative values are left out) or when its buckets contradict them."""
+    if point.least is None or point.most is None or point.least < 0 or point.negative:
+        return None, None
+    held = np.flatnonzero(point.counts)
+    if point.key.exponential:
+        index = point.offset + held
+        with np.errstate(over="ignore"):
+            lows, highs = edges(point.scale, index), edges(point.scale, index + 1)
+        if point.zero_count:
+            lows, highs = np.concatenate([[0.0], lows]), np.concatenate([[point.zero_threshold], highs])
+    else:
+        uppers = np.array([*point.bounds, math.inf])
+        lows, highs = np.concatenate([[-math.inf], uppers[:-1]])[held], uppers[held]
+    if not len(lows):
+        return None, None
+    least, most = point.least * factor, point.most * factor
+    low_top, high_bottom = float(highs[0]) * factor, float(lows[-1]) * factor
+    slack = _BOUNDS_TOLERANCE
+    if least > low_top + slack * abs(low_top) or most < high_bottom - slack * abs(high_bottom):
+        return None, None
+    return min(least, low_top), max(most, high_bottom)
+
+
+def row_extremes(counts: np.ndarray, least: float, most: float, unit: str) -> np.ndarray:
+    """(2, NSLOTS) seconds: the values seen in each row holding events of a column whose values lie within
+    `[least, most]` (stream unit): its lowest row's from the larger of `least` and its low, its highest row's up to
+    the smaller of `most` and its high (the open top row's up to `most`); every other row's its own range."""
+    out = np.full((2, NSLOTS), np.nan)
+    used = np.flatnonzero(counts)
+    if not used.size:
+        return out
+    low, high = bounds_in_unit(DATASOURCE)
+    out[0, used], out[1, used] = low[used], high[used]
+    first, last = int(used[0]), int(used[-1])
+    out[0, first] = min(max(least, low[first]), high[first])
+    out[1, last] = max(min(most, high[last]) if last < TOP_SLOT else most, out[0, last])
+    return out * unit_seconds(unit)
+
+
+def _new_ends(point: Point, prev: Point) -> tuple[bool, bool]:
+    """Whether the counts between two cumulative points hold the later one's min and its max: where the min went
+    down and the max went up since the earlier one; else they are bounds only."""
+    if point.least is None or point.most is None or prev.least is None or prev.most is None:
+        return False, False
+    return point.least < prev.least, point.most > prev.most
+
+
 def _difference(point: Point, prev: Point) -> Point | None:
     """`point - prev` as a point of counts since `prev`; None when a counter went down or the buckets changed."""
     if point.count < prev.count or point.zero_count < prev.zero_count:
@@ -456,7 +528,7 @@ def _difference(point: Point, prev: Point) -> Point | None:
         if (counts < 0).any():
             return None
         return Point(point.key, point.unit, DELTA, prev.time_ns, point.time_ns, point.count - prev.count, total,
-                     counts, point.bounds)
+                     counts, point.bounds, least=point.least, most=point.most, held_ends=_new_ends(point, prev))
     scale = min(point.scale, prev.scale)
     offset, counts = downscale(point.offset, point.counts, point.scale - scale)
     base_offset, base = downscale(prev.offset, prev.counts, prev.scale - scale)
@@ -470,4 +542,5 @@ def _difference(point: Point, prev: Point) -> Point | None:
         counts = counts[:0]
     return Point(point.key, point.unit, DELTA, prev.time_ns, point.time_ns, point.count - prev.count, total,
                  counts, scale=scale, offset=offset, zero_count=point.zero_count - prev.zero_count,
-                 zero_threshold=point.zero_threshold, negative=max(0, point.negative - prev.negative))
+                 zero_threshold=point.zero_threshold, negative=max(0, point.negative - prev.negative),
+                 least=point.least, most=point.most, held_ends=_new_ends(point, prev))

@@ -1,0 +1,196 @@
+"""OTLP points' `min` and `max`: decoded (JSON and protobuf), carried into each column's values seen, and keeping
+the report's percentiles and rows within them, with the real SDK's points; a recording keeps them."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from otlp_support import push_and_receive
+from test_otlp_points import explicit, run
+
+from latencymap.cli import main as cli
+from latencymap.core.accumulator import Accumulator
+from latencymap.core.model import Interval
+from latencymap.outputs.report import stream_report
+from latencymap.sources.otlp.decode import decode_json, decode_protobuf
+from latencymap.sources.otlp.points import CUMULATIVE, DELTA
+
+QS = {"p50_s": 50, "p90_s": 90, "p99_s": 99, "p999_s": 99.9}
+
+
+class Milliseconds:
+    """Request durations of about 3 ms in a histogram in seconds with the SDK's default bounds (0, 5, 10, 25 ...)."""
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(7)
+        self.values: list[float] = []
+
+    def setup(self, meter: Any) -> Any:
+        return meter.create_histogram("http.server.request.duration", unit="s")
+
+    def __call__(self, histogram: Any, n: int) -> None:
+        for value in self.rng.lognormal(math.log(0.003), 0.4, 300).tolist():
+            histogram.record(value)
+            self.values.append(value)
+
+
+class Widening:
+    """Lognormal latencies (ms) that widen from push to push into an exponential histogram of 4 buckets, so that
+    the SDK ends at a negative scale (each bucket many octaves wide)."""
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(7)
+        self.values: list[float] = []
+
+    def setup(self, meter: Any) -> Any:
+        return meter.create_histogram("rpc.expo", unit="ms")
+
+    def __call__(self, histogram: Any, n: int) -> None:
+        for value in self.rng.lognormal(math.log(50), (0.5, 1.5, 3.0)[n], 300).tolist():
+            histogram.record(value)
+            self.values.append(value)
+
+
+def report_of(items: list[Any]) -> dict[str, Any]:
+    """The JSON report of the one stream `items` hold."""
+    acc = Accumulator()
+    acc.add(item for item in items if isinstance(item, Interval))
+    (hist,) = acc.streams.values()
+    return stream_report(hist, acc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("temporality", ["delta", "cumulative"])
+@pytest.mark.parametrize("encoding", ["protobuf", "json"])
+@pytest.mark.parametrize("recorder", [Milliseconds, Widening])
+def test_percentiles_and_rows_stay_within_the_sdk_min_and_max(recorder: type, encoding: str,
+                                                              temporality: str) -> None:
+    record = recorder()
+    got, pusher = push_and_receive(encoding, temporality, record, pushes=3, expo_max_size=4)
+    ((_, point),) = pusher.sdk.items()
+    values = np.array(record.values)
+    to_s = 1.0 if recorder is Milliseconds else 1e-3
+    least, most = point.min * to_s, point.max * to_s
+    assert (least, most) == (values.min() * to_s, values.max() * to_s)
+    doc = report_of(got)
+    total = doc["total"]
+    assert total["events"] == len(values) == point.count  # exact totals unchanged
+    assert total["time_s"] == pytest.approx(values.sum() * to_s, rel=1e-9)
+    for name in QS:
+        assert least <= total[name] <= most, (name, total[name], least, most)
+    truth = {name: float(np.percentile(values, q)) * to_s for name, q in QS.items()}
+    if recorder is Milliseconds:  # before: p50 2.5 s, p99 4.95 s (a straight line over the bucket 0-5 s)
+        assert all(truth[n] / 2 <= total[n] <= truth[n] * 2 for n in QS), (total, truth)
+    else:  # before: p999 thousands of seconds (the top bucket's octaves up to 16,777 s)
+        assert sdk_scale(pusher) < 0
+        assert truth["p99_s"] <= total["p999_s"] <= most
+    buckets = doc["buckets"]
+    assert buckets[0]["high"] > least and buckets[-1]["low"] <= most  # no row wholly outside [min, max]
+    assert buckets[0]["min_s"] == pytest.approx(least, rel=1e-12)
+    assert buckets[-1]["max_s"] == pytest.approx(most, rel=1e-12)
+
+
+def sdk_scale(pusher: Any) -> int:
+    ((_, point),) = pusher.sdk.items()
+    return int(point.scale)
+
+
+@pytest.mark.slow
+def test_a_recording_keeps_what_min_and_max_say(tmp_path: Path) -> None:
+    from opentelemetry.exporter.otlp.json.file.metric_exporter import FileMetricExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
+    from opentelemetry.sdk.resources import Resource
+
+    source = tmp_path / "metrics.jsonl"
+    reader = PeriodicExportingMetricReader(FileMetricExporter(source), export_interval_millis=3_600_000)
+    provider = MeterProvider(metric_readers=[reader], resource=Resource.create({"service.name": "svc"}), views=[
+        View(instrument_name="*.expo", aggregation=ExponentialBucketHistogramAggregation(max_size=4))])
+    records = (Milliseconds(), Widening())
+    instruments = [record.setup(provider.get_meter("t")) for record in records]
+    for n in range(3):
+        for record, instrument in zip(records, instruments, strict=True):
+            record(instrument, n)
+        reader.force_flush()
+    provider.shutdown()
+    recording = tmp_path / "metrics.rec"
+    with recording.open("wb") as out:  # `--emit` writes to the process's own stdout
+        subprocess.run([sys.executable, "-m", "latencymap", "view", "--emit", str(source)], stdout=out, check=True,
+                       timeout=120)
+    assert "extremes, " in recording.read_text()
+    runner = CliRunner()
+    reports = []
+    for path in (source, recording):
+        result = runner.invoke(cli.main, ["report", "--format", "json", str(path)])
+        assert result.exit_code == 0, result.output
+        reports.append({s["stream"]["label"]: {k: s[k] for k in ("total", "buckets", "source_buckets")}
+                        for s in json.loads(result.stdout)["streams"]})
+    assert reports[0] == reports[1]
+    most = {"svc/http.server.request.duration": max(records[0].values), "svc/rpc.expo": max(records[1].values) / 1e3}
+    assert {label: stream["total"]["p999_s"] <= most[label] for label, stream in reports[0].items()} == \
+        dict.fromkeys(most, True)
+
+
+def test_min_and_max_are_decoded_from_json_and_protobuf() -> None:
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+    from otlp_support import json_request, protobuf_request, sdk_collect
+
+    data = sdk_collect([0.25, 3.0, 7.5], name="rpc.duration")
+    doc, body = json_request(data), protobuf_request(data)
+    assert [(p.least, p.most) for p in (decode_json(doc).points[0], decode_protobuf(body).points[0])] == \
+        [(0.25, 7.5)] * 2
+    dp = doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"][0]["histogram"]["dataPoints"][0]
+    del dp["min"], dp["max"]
+    request = ExportMetricsServiceRequest.FromString(body)
+    request.resource_metrics[0].scope_metrics[0].metrics[0].histogram.data_points[0].ClearField("min")
+    for point in (decode_json(doc).points[0], decode_protobuf(request.SerializeToString()).points[0]):
+        assert (point.least, point.most) == (None, None)  # absent: not known (not 0)
+    dp["min"], dp["max"] = "8.0", 7.5  # min above max: neither is used
+    assert (decode_json(doc).points[0].least, decode_json(doc).points[0].most) == (None, None)
+
+
+def test_a_delta_point_min_and_max_bound_its_rows_and_values_seen() -> None:
+    point = explicit(110, [0, 90, 10, 0], start_s=100, temporality=DELTA)
+    point.least, point.most = 1.1, 7.0  # ms; buckets (-inf, 0], (0, 5], (5, 10], (10, inf)
+    (column,) = [i for i in run(point) if isinstance(i, Interval)]
+    used = np.flatnonzero(column.counts)
+    assert column.counts.sum() == 100
+    seen = column.extremes
+    assert seen is not None
+    assert seen[0, used[0]] == pytest.approx(1.1e-3) and seen[1, used[-1]] == pytest.approx(7e-3)
+    assert 2.0 ** (used[-1] - 1) <= 7000 and 2.0 ** used[0] > 1100  # rows (µs) within [1.1 ms, 7 ms]
+
+
+def test_a_cumulative_min_and_max_bound_the_columns_diffed_from_them() -> None:
+    first = explicit(110, [0, 50, 0, 0], start_s=100, temporality=CUMULATIVE)
+    first.least, first.most = 2.0, 4.0
+    second = explicit(120, [0, 90, 10, 0], start_s=100, temporality=CUMULATIVE)
+    second.least, second.most = 2.0, 9.0  # the max grew: the second column holds 9 ms; its min is at least 2 ms
+    columns = [i for i in run(first, second) if isinstance(i, Interval)]
+    assert [c.counts.sum() for c in columns] == [50, 50]
+    for column, most in zip(columns, (4e-3, 9e-3), strict=True):
+        seen = column.extremes
+        assert seen is not None
+        assert np.nanmin(seen[0]) >= 2e-3 - 1e-12 and np.nanmax(seen[1]) == pytest.approx(most)
+
+
+def test_min_and_max_the_buckets_contradict_are_not_used() -> None:
+    point = explicit(110, [0, 0, 10, 0], start_s=100, temporality=DELTA)
+    point.least, point.most = 1.0, 3.0  # every value is in (5, 10] ms
+    (column,) = [i for i in run(point) if isinstance(i, Interval)]
+    assert column.extremes is None
+
+
+def test_without_min_and_max_nothing_changes() -> None:
+    plain = explicit(110, [0, 90, 10, 0], start_s=100, temporality=DELTA)
+    (column,) = [i for i in run(plain) if isinstance(i, Interval)]
+    assert column.extremes is None

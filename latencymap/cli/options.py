@@ -55,6 +55,27 @@ class Finite(click.FloatRange):
         return "finite" if self.min is None and self.max is None else super()._describe_range()
 
 
+#: The largest colour scale `--frequency_maxval` and `--intensity_maxval` may pin (events/s, or the stream's unit per
+#: second): past any real rate, and far from the float range that the legend's steps must stay in.
+MAX_SCALE = 1e15
+
+
+class Scale(Finite):
+    """`--frequency_maxval` / `--intensity_maxval`: -1 autoscales, a number above 0 (up to MAX_SCALE) pins the colour
+    scale. 0 or another negative is a usage error: PyLatencyMap 1.3 divides by it (0 crashes it, a negative gives
+    it colours below its palette), so no meaning of its can be kept."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number == -1:
+            return -1
+        if number <= 0:
+            self.fail(f"{value!r}: expected -1 (autoscale) or a scale above 0", param, ctx)
+        if number > MAX_SCALE:
+            self.fail(f"{value!r}: expected a scale up to 1e15 (or -1: autoscale)", param, ctx)
+        return number
+
+
 def seconds_text(t: float) -> str:
     """Seconds as the user would write them: 30, 30.5, 1234.125 (to the ms)."""
     text = f"{t:.3f}".rstrip("0").rstrip(".")
@@ -169,6 +190,16 @@ def profile_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+class _WithRecordOrEmit(click.Option):
+    """A flag that changes what `--record` or `--emit` writes: a usage error without either (it would do nothing)."""
+
+    def handle_parse_result(self, ctx: click.Context, opts: Any, args: list[str]) -> Any:
+        if opts.get(self.name) and not opts.get("record_path") and not opts.get("emit"):
+            raise click.UsageError(f"{self.opts[0]} changes what --record or --emit writes; without either it does "
+                                   "nothing", ctx)
+        return super().handle_parse_result(ctx, opts, args)
+
+
 def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Every option of a command that shows a flow: PyLatencyMap's, history, recording, emitting, limits, profiling."""
     opts = [
@@ -180,11 +211,11 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Pin the lowest row: log2 of the input's bucket value; -1: rows fit the data."),
         click.option(*_multi("--max_bucket"), type=click.IntRange(0, 64), default=64, show_default=True,
                      help="Pin the highest row: log2 of the input's bucket value; 64: rows fit the data."),
-        click.option(*_multi("--frequency_maxval"), type=Finite(), default=-1, show_default=True,
-                     help="Pin the frequency colour scale (events/s); -1 autoscale."),
-        click.option(*_multi("--intensity_maxval"), type=Finite(), default=-1, show_default=True,
+        click.option(*_multi("--frequency_maxval"), type=Scale(), default=-1, show_default=True,
+                     help="Pin the frequency colour scale (events/s, above 0); -1 autoscale."),
+        click.option(*_multi("--intensity_maxval"), type=Scale(), default=-1, show_default=True,
                      help="Pin the intensity colour scale, in the stream's latency unit per second as in "
-                          "PyLatencyMap (millisec/s for millisec records); -1 autoscale."),
+                          "PyLatencyMap (millisec/s for millisec records; above 0); -1 autoscale."),
         click.option(*_multi("--screen_delay"), type=Finite(min=0), default=0.1, show_default=True,
                      help="Seconds between plain frames (replaying files)."),
         click.option(*_multi("--debug_level"), "-d", type=int, default=0, hidden=True,
@@ -194,7 +225,8 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
                      help="Record the normalized stream to PATH as it arrives (.zst: zstd frames)."),
         click.option("--force", is_flag=True, help="Let --record overwrite an existing file."),
-        click.option("--compat", is_flag=True, help="Record only what PyLatencyMap 1.3 reads (cumulative records)."),
+        click.option("--compat", is_flag=True, cls=_WithRecordOrEmit,
+                     help="With --record or --emit: write only what PyLatencyMap 1.3 reads (cumulative records)."),
         click.option("--emit", is_flag=True,
                      help="Write the stream to stdout as protocol records instead of showing it (a connector)."),
     ]

@@ -140,12 +140,12 @@ def _is_hist_header(low: str) -> bool:
 
 
 def _parse_line(rec: Record, line: str, low: str, n: int) -> None:
-    if low[0].isdigit() or low[0] == "-":
+    if low[0].isdigit() or low[0] in "-+":  # `+16, 10`: PyLatencyMap's int() reads a sign
         _parse_data(rec, line, n)
         return
-    key, _, rest = low.partition(",")
+    key, comma, _ = low.partition(",")
     key = key.strip()
-    if not rest:
+    if not comma:
         if low.startswith("~") or _is_hist_header(low):
             return  # SystemTap/DTrace histogram decoration
         raise RecordError(n, f"expected '<key>, <value>' or '<bucket value>, <count>', got {excerpt(line)}")
@@ -157,7 +157,7 @@ def _parse_line(rec: Record, line: str, low: str, n: int) -> None:
         rec.micros = parse_micros(parts[1], n, line)
         rec.date = clean_text(parts[2]) if len(parts) > 2 else ""
     elif key == "label":
-        rec.label = clean_label(value)  # whole: StreamCache names the stream (cut, told apart)
+        rec.label = clean_label(value)  # whole: StreamCache names the stream (cut, told apart); `label,`: no label
     elif key == "datasource":
         rec.datasource = clean_text(value.lower()) or None
     elif key == "latencyunit":

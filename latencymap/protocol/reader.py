@@ -65,7 +65,10 @@ class ProtocolReader:
     `datasource` line take `datasource` (default `bpf`). A record without a `latencyunit` line takes the unit the
     last record before it gave (`unit`: PyLatencyMap keeps it as a global), else millisec; one note says so.
     Records without a timestamp line are timed by `clock` as they are read, each at least `interval` seconds
-    after its stream's previous one (PyLatencyMap takes 1 s between them); one note says so.
+    after its stream's previous one (PyLatencyMap takes 1 s between them); one note says so. A stream's first record
+    decides how its records are timed: one without a timestamp line among records with one has no time of its own
+    and makes no column (its events come in the next record's, the counters being cumulative), and a timestamp
+    in a stream timed as read is not used; one note each says so.
     """
 
     def __init__(self, name: str = "<stdin>", datasource: str | None = None, *,
@@ -81,6 +84,8 @@ class ProtocolReader:
         self._clock = clock
         self._untimed: dict[StreamId, float] = {}  # the time given to each stream's last record without a timestamp
         self._said_untimed = False
+        self._dated: set[StreamId] = set()  # streams whose cumulative records carry their own timestamps
+        self._said_mixed: set[str] = set()  # the notes given on a stream of records with and without timestamps
         self._record: Record | None = None
         self._bad_record = False
         self._streams = StreamCache()
@@ -113,6 +118,11 @@ class ProtocolReader:
         """`items`, with the one notice that Oracle-looking records were read with the default datasource; records
         without a timestamp are timed here (see `_timed`), as they come out."""
         for item in items:
+            if isinstance(item, SnapshotRun):
+                if self._untimed and not self._untimed.keys().isdisjoint(item.streams):
+                    yield from self._noted(item.snapshots())  # some of its streams are timed as read
+                    continue
+                self._dated.update(item.streams)
             if self._pending:
                 yield from self._pending
                 self._pending.clear()
@@ -120,10 +130,11 @@ class ProtocolReader:
                     and self._newer is not None and "newer" not in self._said):
                 self._said.add("newer")
                 yield self._newer_notice(self._newer)
-            if isinstance(item, Snapshot) and item.timestamp is None:
-                said = self._timed(item)
-                if said is not None:
-                    yield said
+            if isinstance(item, Snapshot):
+                kept, said = self._timed(item)
+                yield from said
+                if not kept:
+                    continue
             if self._guessed and not self._told:
                 streams = item.streams if isinstance(item, SnapshotRun | IntervalRun) \
                     else (getattr(item, "stream", None),)
@@ -136,21 +147,52 @@ class ProtocolReader:
             yield from self._pending
             self._pending.clear()
 
-    def _timed(self, snap: Snapshot) -> Notice | None:
-        """Time a snapshot of a record without a timestamp line: now, but at least `interval` seconds after its
-        stream's previous such record, so that a file read at once gets one column per `interval` (PyLatencyMap's
-        1 s) and a live pipe its real spacing when slower; the note that says so, at the first such column."""
+    def _timed(self, snap: Snapshot) -> tuple[bool, list[Notice]]:
+        """Whether to keep a snapshot, and the notes to give before it. A snapshot of a stream that its
+        first record timed by a timestamp line keeps its own; one without a timestamp in such a stream is dropped
+        (see `_mixed`). Any other is timed as read: now, but at least `interval` seconds after its stream's
+        previous one, so that a file read at once gets one column per `interval` (PyLatencyMap's 1 s) and a live
+        pipe its real spacing when slower; a note says so at the first such column."""
+        stream = snap.stream
+        notes: list[Notice] = []
+        if snap.timestamp is not None:
+            if stream not in self._untimed:
+                self._dated.add(stream)
+                return True, notes
+            notes = self._mixed(snap, "dated")
+            snap.timestamp = snap.micros = None
+        elif stream in self._dated:
+            return False, self._mixed(snap, "undated")
         now = self._clock()
         last = self._untimed.get(snap.stream)
         snap.timestamp = now if last is None else max(now, last + self.interval)
         self._untimed[snap.stream] = snap.timestamp
         if last is None or self._said_untimed:
-            return None
+            return True, notes
         self._said_untimed = True
         where = f"line {snap.line}: " if snap.line else ""
-        return Notice(f"{self.name}: {where}records without a 'timestamp' line are timed as they are read, at least "
-                      f"{self.interval:g} s apart (--interval; PyLatencyMap takes 1 s between records): rates are "
-                      "per that time", skipped=0)
+        return True, [*notes, Notice(
+            f"{self.name}: {where}records without a 'timestamp' line are timed as they are read, at least "
+            f"{self.interval:g} s apart (--interval; PyLatencyMap takes 1 s between records): rates are per that time",
+            skipped=0)]
+
+    def _mixed(self, snap: Snapshot, kind: str) -> list[Notice]:
+        """The note, once per input for each `kind`, that a record of a stream timed otherwise by its first record
+        takes no time of its own: `undated` (no timestamp line, among records with one) or `dated` (a timestamp,
+        among records timed as read)."""
+        if kind in self._said_mixed:
+            return []
+        self._said_mixed.add(kind)
+        where = f"line {snap.line}: " if snap.line else ""
+        label = clean_text(snap.stream.label, 200) or "(no label)"
+        if kind == "undated":
+            return [Notice(f"{self.name}: {where}'{label}': record without a 'timestamp' line among records with one: "
+                          "it has no time of its own and makes no column; its events are counted in the next "
+                          "timestamped record's column (the counters are cumulative); so are later such records",
+                          skipped=0)]
+        return [Notice(f"{self.name}: {where}'{label}': record with a 'timestamp' line after records without one, "
+                      "which were timed as read: its timestamp is not used, it is timed as read too, as are later "
+                      "such records (a stream's first record decides how its records are timed)", skipped=0)]
 
     def unit_notice(self, first_line: int, unit: str) -> Notice:
         """The one note that a record without a `latencyunit` line took the unit an earlier record gave."""

@@ -48,3 +48,25 @@ def test_a_range_that_is_not_empty_replays(example_data: Path) -> None:
 def test_view_numbers_must_be_finite(example_data: Path, option: str, value: str) -> None:
     code, out = invoke("--plain", "--once", option, value, example_data)
     assert code == 2 and f"'{value}' is not a finite number" in out
+
+
+@pytest.mark.parametrize(("option", "value", "why"), [
+    ("--frequency_maxval", "1e308", "expected a scale up to 1e15"),  # the legend's steps overflowed (a traceback)
+    ("--intensity-maxval", "1e16", "expected a scale up to 1e15"),
+    ("--frequency_maxval", "0", "expected -1 (autoscale) or a scale above 0"),  # silently autoscaled
+    ("--frequency-maxval", "-5", "expected -1 (autoscale) or a scale above 0"),
+    ("--intensity_maxval", "-0.5", "expected -1 (autoscale) or a scale above 0"),
+])
+def test_a_colour_scale_is_minus_one_or_above_zero_and_not_absurd(example_data: Path, option: str, value: str,
+                                                                   why: str) -> None:
+    """Only -1 autoscales (PyLatencyMap divides by any other value: 0 crashes it); a scale past any rate is a usage
+    error, not an OverflowError in the legend."""
+    code, out = invoke("--plain", "--once", option, value, example_data)
+    assert code == 2 and f"'{value}': {why}" in out
+
+
+@pytest.mark.parametrize(("option", "value"), [("--frequency_maxval", "-1"), ("--intensity_maxval", "1e15"),
+                                               ("--frequency-maxval", "0.001")])
+def test_a_colour_scale_of_minus_one_or_above_zero_is_shown(example_data: Path, option: str, value: str) -> None:
+    code, out = invoke("--plain", "--once", option, value, example_data)
+    assert code == 0 and "Columns: " in out

@@ -83,6 +83,8 @@ HEADER = st.sampled_from([
     "~~~~",
     "-3, 1",
     "label  ,  spaced  ",
+    "label,",  # an empty label (PyLatencyMap's NetApp connector): no label
+    "label,   ",
     "\x00",
     "\x00754 PM",
     "timestamp,musec,1700000004000000,2013 Aug 27 10:54:53",

@@ -315,3 +315,62 @@ def test_extremes_that_fit_their_record_are_kept() -> None:
     (interval,) = read(text)
     assert isinstance(interval, Interval) and interval.extremes is not None
     assert interval.extremes[1, slot_of_bucket_value(131072, "hdrhistogram")] == pytest.approx(250111e-9)
+
+
+@pytest.mark.parametrize("line", ["label,", "label, ", "label ,   ", "LABEL,"])
+def test_an_empty_label_line_is_no_label(line: str) -> None:
+    """PyLatencyMap's NetApp connector prints `label,$beauty`, which may be empty: the record is read, unlabelled,
+    on both paths (the bulk path reads header lines with the line reader's parser)."""
+    text = "".join(f"<begin record>\ntimestamp, microsec, {t}000000, t\n{line}\nlatencyunit, microsec\n1024, {n}\n"
+                   "<end record>\n" for t, n in [(1, 10), (2, 25), (3, 30)])
+    for items in both_paths(text):
+        assert not [i for i in items if isinstance(i, Notice)]
+        assert [(i.stream, int(i.counts.sum())) for i in items if isinstance(i, Snapshot)] == \
+            [(StreamId("", "bpf", "microsec"), n) for n in (10, 25, 30)]
+
+
+@pytest.mark.parametrize("row", ["+16, 10", "+16, +10", " +16 ,10"])
+def test_a_plus_sign_on_a_bucket_value_or_count_is_read(row: str) -> None:
+    """PyLatencyMap reads rows with int(), which takes a leading `+`."""
+    text = "".join(f"<begin record>\ntimestamp, microsec, {t}000000, t\nlabel, io\n{row.replace('10', str(n))}\n"
+                   "<end record>\n" for t, n in [(1, 10), (2, 30)])
+    for items in both_paths(text):
+        assert not [i for i in items if isinstance(i, Notice)]
+        assert [int(i.counts[slot_of_bucket_value(16, "bpf")]) for i in items if isinstance(i, Snapshot)] == [10, 30]
+
+
+def mixed_records(*times: int | None) -> str:
+    """Cumulative records of one stream, 10 more events each, with a timestamp line (epoch s) or without (None)."""
+    stamps = ["" if t is None else f"timestamp, microsec, {t}000000, d{t}\n" for t in times]
+    return "".join(f"<begin record>\n{stamp}label, io\nlatencyunit, microsec\n1024, {10 * (k + 1)}\n<end record>\n"
+                   for k, stamp in enumerate(stamps))
+
+
+def test_a_record_without_a_timestamp_among_timestamped_ones_makes_no_column() -> None:
+    """Its events come in the next record's column (cumulative counters): 30 events over 3 s, not a column at the
+    clock's time and a later record skipped as going back in time. Said once, naming its line."""
+    text = mixed_records(1_700_000_000, None, 1_700_000_002, None, 1_700_000_003)
+    for items in both_paths(text):
+        snaps = [i for i in items if isinstance(i, Snapshot)]
+        assert [(s.timestamp, int(s.counts.sum())) for s in snaps] == \
+            [(1_700_000_000, 10), (1_700_000_002, 30), (1_700_000_003, 50)]
+        notes = [i for i in items if isinstance(i, Notice)]
+        assert [(n.message, n.skipped) for n in notes] == [(
+            "t.txt: line 7: 'io': record without a 'timestamp' line among records with one: it has no time of its "
+            "own and makes no column; its events are counted in the next timestamped record's column (the counters "
+            "are cumulative); so are later such records", 0)]
+
+
+def test_a_timestamp_in_a_stream_timed_as_read_is_not_used() -> None:
+    """A stream whose first record had no timestamp line is timed as read: a later record's epoch time would
+    compare with clock times (a message naming a time the input never gave); it is timed as read too."""
+    text = mixed_records(None, 1_600_000_000, None)
+    now = iter([100.0, 100.001, 100.002])
+    items = list(ProtocolReader("t.txt", clock=lambda: next(now)).read(text.splitlines()))
+    assert [(i.timestamp, i.micros) for i in items if isinstance(i, Snapshot)] == \
+        [(100.0, None), (101.0, None), (102.0, None)]
+    notes = [i.message for i in items if isinstance(i, Notice)]
+    assert notes[0] == ("t.txt: line 6: 'io': record with a 'timestamp' line after records without one, which were "
+                        "timed as read: its timestamp is not used, it is timed as read too, as are later such "
+                        "records (a stream's first record decides how its records are timed)")
+    assert len(notes) == 2 and "1600000000" not in " ".join(notes)

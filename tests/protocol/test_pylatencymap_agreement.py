@@ -93,3 +93,18 @@ def test_records_without_a_timestamp_are_one_second_apart_as_in_pylatencymap(tmp
     want_freq, want_inten = pylatencymap_columns(path, len(records))
     assert freq.shape == want_freq.shape == (4, 65)
     assert np.allclose(freq, want_freq) and np.allclose(inten, want_inten)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("label", "row"), [("label,", "1024, {n}"), ("label, ", "+1024, {n}"),
+                                            ("label, io", "+1024, +{n}")])
+def test_an_empty_label_and_signed_rows_read_as_in_pylatencymap(tmp_path: Path, label: str, row: str) -> None:
+    """PyLatencyMap's NetApp connector prints `label,$beauty` (empty when nothing names the stream), and its reader
+    takes rows with int(), which reads `+1024`: the same columns (15, then 20 events/s in the 1024 µs row)."""
+    records = [[f"timestamp, microsec, {1_700_000_000_000_000 + i * 1_000_000}, t{i}", label, "latencyunit, microsec",
+                row.format(n=n)] for i, n in enumerate([10, 25, 45])]
+    path = write_records(tmp_path / "records.txt", records)
+    freq, inten, _ = latencymap_columns(path)
+    want_freq, want_inten = pylatencymap_columns(path, len(records))
+    assert np.allclose(freq, want_freq) and np.allclose(inten, want_inten)
+    assert freq[:, 10].tolist() == [15.0, 20.0]

@@ -23,14 +23,22 @@ from latencymap.core.history import StreamHistory
 Rows = tuple[np.ndarray, np.ndarray]
 
 
+#: A diagnosis keeps the columns it reads from a history (and their windows), to read them again pass after pass,
+#: when they fit in this many bytes (some thousand columns); a longer history is read afresh on each pass.
+KEPT_BYTES = 8 << 20
+
+
 class Columns:
     """`n` columns of `width` slots: counts and times, read a chunk of columns at a time (`read(first, stop)`), or
-    whole (`whole`: the arrays themselves, read in one piece as the diagnosis always read them)."""
+    whole (`whole`: the arrays themselves, read in one piece as the diagnosis always read them); `kept`: each range
+    read is kept, read-only, for the passes after (as long as `KEPT_BYTES` holds them all)."""
 
-    def __init__(self, n: int, width: int, read: Callable[[int, int], Rows], whole: bool = False) -> None:
+    def __init__(self, n: int, width: int, read: Callable[[int, int], Rows], whole: bool = False,
+                 kept: bool = False) -> None:
         self.n = n
         self.width = width
-        self._read = read
+        self.kept = kept and not whole and 16 * n * width <= KEPT_BYTES
+        self._read = _keeping(read, 16 * n * width) if self.kept else read
         self.whole = whole
         self._profile: _Profile | None = None
         self._totals: tuple[float, float] | None = None
@@ -58,7 +66,7 @@ class Columns:
 
         width = len(range(*slots.indices(self.width)))
         if not self.whole:
-            return Columns(self.n, width, sliced)
+            return Columns(self.n, width, sliced, kept=self.kept)
         c, t = sliced(0, self.n)
         return Columns(self.n, width, lambda a, b: (c[a:b], t[a:b]), whole=True)
 
@@ -169,10 +177,32 @@ def as_columns(counts: np.ndarray | Columns, times: np.ndarray | None = None, lo
 
 def history_columns(hist: StreamHistory) -> Columns:
     """A stream's kept columns, read from its history a chunk at a time, as the diagnosis reads them (float64,
-    negatives clipped)."""
+    negatives clipped), and kept when they fit (`KEPT_BYTES`)."""
 
     def read(a: int, b: int) -> Rows:
         cols = slice(a, b)
         return nonnegative(hist.counts_in(cols)), nonnegative(hist.time_in(cols))
 
-    return Columns(hist.n, len(hist.low), read)
+    return Columns(hist.n, len(hist.low), read, kept=True)
+
+
+def _keeping(read: Callable[[int, int], Rows], room: int) -> Callable[[int, int], Rows]:
+    """`read`, each range it reads kept (read-only: the passes share it) and given again, whole or in part, while
+    `room` bytes hold them."""
+    kept: dict[tuple[int, int], Rows] = {}
+    left = [room]
+
+    def again(a: int, b: int) -> Rows:
+        for (first, stop), (c, t) in kept.items():
+            if first <= a and b <= stop:
+                return (c, t) if (first, stop) == (a, b) else (c[a - first: b - first], t[a - first: b - first])
+        rows = read(a, b)
+        size = rows[0].nbytes + rows[1].nbytes
+        if size <= left[0]:
+            left[0] -= size
+            for part in rows:
+                part.flags.writeable = False
+            kept[a, b] = rows
+        return rows
+
+    return again

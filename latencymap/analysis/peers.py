@@ -50,7 +50,8 @@ from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from latencymap.core.percentiles import median_of
 from latencymap.core.units import plural
 
-IDENTITY = re.compile(
+#: An identity field (compiled when first used: a report of one stream has no peers to look for).
+IDENTITY = (
     r"(?i)(?<![A-Za-z0-9])(?:(?P<word>rank|instance|inst|node|host|worker|executor|exec|gpu|cuda|disk|device|dev"
     r"|shard|replica|cpu|core|partition|volume|vol)[ _:=#-]?\d+(?:\.pid\d+)?"
     r"|(?P<disk>(?:sd|vd|xvd|hd)[a-z]{1,2}|nvme\d+n\d+(?:p\d+)?|dm-\d+|md\d+|loop\d+|zram\d+|nbd\d+|rbd\d+"
@@ -95,11 +96,11 @@ class PeerStream:
 
 def peer_key(label: str) -> tuple[str, str, str] | None:
     """(label with identity fields masked as `*`, this stream's identity, field kind); None without one."""
-    found = list(IDENTITY.finditer(label))
+    found = list(re.finditer(IDENTITY, label))
     if not found:
         return None
     kind = (found[0].group("word") or "disk").lower()
-    return IDENTITY.sub(_mask, label), "/".join(m.group(0) for m in found), kind
+    return re.sub(IDENTITY, _mask, label), "/".join(m.group(0) for m in found), kind
 
 
 def _mask(m: re.Match[str]) -> str:
@@ -197,6 +198,8 @@ def binomial_sf(k: int, n: int, p: float) -> float:
 def group_peers(streams: list[PeerStream]) -> dict[tuple[str, str, str], list[tuple[PeerStream, str, str]]]:
     """Streams by (masked label, datasource, unit), with their identities; only groups of two or more."""
     groups: dict[tuple[str, str, str], list[tuple[PeerStream, str, str]]] = defaultdict(list)
+    if len(streams) < 2:
+        return {}
     for s in streams:
         key = peer_key(s.label)
         if key is not None:

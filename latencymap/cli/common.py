@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import signal
 import sys
@@ -44,7 +43,11 @@ def meant_options(name: str, options: Iterable[str]) -> list[str]:
     typed = name.split("=", 1)[0].lower()
     same = [option for option in longs if option.lower() == typed]
     begun = [option for option in longs if option.lower().startswith(typed)]
-    return same or begun or difflib.get_close_matches(typed, longs)
+    if same or begun:
+        return same or begun
+    import difflib  # only for a mistyped option
+
+    return difflib.get_close_matches(typed, longs)
 
 
 def source_epilog(examples: Iterable[str]) -> str:

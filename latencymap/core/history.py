@@ -281,7 +281,19 @@ class StreamHistory:
         if self._dense is not None:
             yield self
             return
-        self._dense = (self.counts_in(), self.time_in(), {name: self.meta_in(name) for name in _META})
+        counts, time = np.zeros((self.n, NSLOTS), dtype=np.int64), np.zeros((self.n, NSLOTS))
+        parts: dict[str, list[np.ndarray]] = {name: [] for name in _META}
+        for at, block, rows in self._pieces(0, self.n):  # each chunk decoded once, as `counts_in`, `time_in`, `meta_in`
+            block.dense_counts(rows, counts[at: at + rows.stop - rows.start])
+            block.dense_time(rows, time[at: at + rows.stop - rows.start], self._mid)
+            if self._meta is None:
+                for name, got in parts.items():
+                    got.append(getattr(block, name)[rows])
+        if self._meta is not None or not self.n:
+            meta = {name: self.meta_in(name) for name in _META}
+        else:
+            meta = {name: got[0].copy() if len(got) == 1 else np.concatenate(got) for name, got in parts.items()}
+        self._dense = (counts, time, meta)
         try:
             yield self
         finally:

@@ -19,7 +19,7 @@ import numpy as np
 #: Lists of rows at least this long go through orjson; shorter ones are not worth a placeholder.
 MIN_ROWS = 64
 #: A number orjson wrote positionally in [1e-5, 1e-4), which `repr` writes with an exponent.
-_SMALL = re.compile(rb"0\.0000(\d+)")  # a literal start: searched fast (a look-behind would try every byte)
+_SMALL = rb"0\.0000(\d+)"  # a literal start: searched fast (a look-behind would try every byte)
 #: The placeholder of the `i`th rows' text in the document `json.dumps` writes, and that text in it.
 _TOKEN = "\x00latencymap-rows-{}\x00"
 _PLACEHOLDER = re.compile(r'"\\u0000latencymap-rows-([0-9]+)\\u0000"')
@@ -56,23 +56,62 @@ def number_rows(rows: list[Any] | np.ndarray) -> str | None:
             out = out.replace(short + b",", short[:2] + b"0" + short[2:] + b",").replace(
                 short + b"]", short[:2] + b"0" + short[2:] + b"]")
     if b"0.0000" in out:
-        out = _SMALL.sub(_small, out)
+        out = re.sub(_SMALL, _small, out)
     return out.replace(b",", b", ").decode("ascii")
 
 
 def _array_text(a: np.ndarray, orjson: Any) -> bytes:
-    """orjson's text of a finite float array, with the numbers it writes unlike `repr` (0 < |x| < 1e-4) written by
-    `repr`: orjson writes them as `null` once made NaN, and the text is cut there."""
+    """orjson's text of a finite float array, with the numbers it writes unlike `repr` (0 < |x| < 1e-4) written as
+    `repr` writes them: orjson writes them as `null` once made NaN, and the text is cut there."""
     small = (np.abs(a) < 1e-4) & (a != 0)
     if not small.any():
         return orjson.dumps(np.ascontiguousarray(a), option=orjson.OPT_SERIALIZE_NUMPY)
     marked = np.array(a, dtype=np.float64, order="C")
     marked[small] = np.nan
     pieces = orjson.dumps(marked, option=orjson.OPT_SERIALIZE_NUMPY).split(b"null")
-    texts = [repr(v).encode() for v in a[small].tolist()]  # in the same (row-major) order as the text
+    texts = _repr_texts(a[small], orjson)  # in the same (row-major) order as the text
     joined: list[bytes] = [b""] * (len(pieces) + len(texts))
     joined[::2], joined[1::2] = pieces, texts
     return b"".join(joined)
+
+
+def _repr_texts(values: np.ndarray, orjson: Any) -> list[bytes]:
+    """`repr` of each of `values` (0 < |x| < 1e-4), from orjson's text of them all: the same digits, laid out as
+    `repr` lays them out (`1.6e-05` for orjson's `0.000016`, `1e-07` for its `1e-7`)."""
+    text = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1] + b","
+    # `0.0000` then the digits (no exponent's mantissa, from 1 to 10, holds it) becomes a NUL before them
+    chars = np.frombuffer(text.replace(b"0.0000", b"\x00"), dtype=np.uint8)
+    cut = np.flatnonzero(chars == 0)
+    commas = np.flatnonzero(chars == ord(","))
+    ends = commas[np.searchsorted(commas, cut)]
+    point = cut[ends > cut + 2] + 2  # after the first digit, when more follow
+    exponents = np.flatnonzero(chars == ord("e"))
+    short = exponents[chars[exponents + 3] == ord(",")] + 2  # `e-7,`: before its digit
+    at = np.concatenate([point, short, np.repeat(ends, 4)])
+    add = np.concatenate([np.full(len(point), ord("."), dtype=np.uint8), np.full(len(short), ord("0"), dtype=np.uint8),
+                          np.tile(np.frombuffer(b"e-05", dtype=np.uint8), len(ends))])
+    chars = np.insert(chars, at, add)
+    chars = chars[chars != 0]
+    text = chars.tobytes()
+    if not _repr_layout(chars, len(values)):
+        return [repr(v).encode() for v in values.tolist()]  # a layout not foreseen: `repr` itself
+    return text.split(b",")[:-1]
+
+
+def _repr_layout(chars: np.ndarray, n: int) -> bool:
+    """Whether `chars` are `n` numbers each followed by a comma, laid out as `repr` lays out 0 < |x| < 1e-4: `-`, one
+    digit from 1, other digits after a point (not ending in 0), `e-` and two digits or three."""
+    commas = np.flatnonzero(chars == ord(","))
+    exponents = np.flatnonzero(chars == ord("e"))
+    if len(commas) != n or len(exponents) != n or not n:
+        return n == 0 and len(chars) == 0
+    starts = np.concatenate(([0], commas[:-1] + 1))
+    starts += chars[starts] == ord("-")
+    first, second, before = chars[starts], chars[starts + 1], chars[exponents - 1]
+    digits = commas - exponents - 2
+    return bool(((first >= ord("1")) & (first <= ord("9")) & ((second == ord(".")) | (second == ord("e")))).all()
+                and (chars[exponents + 1] == ord("-")).all() and ((before != ord("0")) & (before != ord("."))).all()
+                and ((digits >= 2) & (digits <= 3)).all())
 
 
 def _plain(obj: Any) -> Any:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from typing import Any
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from latencymap.analysis.peers import PeerGroup, PeerStream, find_peers
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core import chunked
 from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, StreamHistory, Totals
@@ -18,6 +18,9 @@ from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number, plural, unit_seconds
+
+if TYPE_CHECKING:
+    from latencymap.analysis.peers import PeerGroup
 
 
 def _num(value: float) -> float | None:
@@ -44,9 +47,25 @@ def _exact(value: float) -> float:
     return int(value) if isinstance(value, (int, np.integer)) else float(value)
 
 
+#: A stream whose columns' counts and times fit in this many bytes as dense arrays is read from them, built once, for
+#: its report (its readers go over the columns several times); a longer one is read a chunk at a time.
+DENSE_BYTES = 8 << 20
+
+
 def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
     """The JSON object of one stream (with `arrays`, its frequency and intensity as NumPy arrays, which
     `json_text.dumps` writes as the lists would be written)."""
+    with _read_whole(hist):
+        return _stream_report(hist, acc, arrays)
+
+
+def _read_whole(hist: StreamHistory) -> AbstractContextManager[StreamHistory]:
+    """Within: `hist` read from dense arrays of all its columns, when they fit in `DENSE_BYTES`."""
+    return hist.dense() if 16 * NSLOTS * hist.n <= DENSE_BYTES else nullcontext(hist)
+
+
+def _stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool) -> dict[str, Any]:
+    """`stream_report`'s object, its history read as `stream_report` chose."""
     rows: Any = (lambda a: a) if arrays else np.ndarray.tolist
     used = hist.used_slots()
     lo, hi = used if used else (0, -1)
@@ -166,6 +185,10 @@ def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[st
 
 def peer_groups(acc: Accumulator) -> list[PeerGroup]:
     """Streams that are peers (ranks, disks, instances: see analysis/peers.py), compared interval by interval."""
+    if sum(1 for h in acc.streams.values() if h.n) < 2:
+        return []  # peers are two streams or more
+    from latencymap.analysis.peers import PeerStream, find_peers  # loaded only where there can be peers
+
     peers = []
     for h in acc.streams.values():
         if h.n:  # the comparison reads only each column's sums: (columns, 1) arrays of them, built a chunk at a time
@@ -281,7 +304,8 @@ def report_text(acc: Accumulator, untimed: Collection[StreamId] = ()) -> str:
     raw values read without timestamps: their rates are not known, and the report says so instead of giving any)."""
     out: list[str] = [] if acc.streams else ["No data."]
     for hist in acc.streams.values():
-        out += _stream_text(hist, acc, hist.stream in untimed)
+        with _read_whole(hist):
+            out += _stream_text(hist, acc, hist.stream in untimed)
     out += peer_lines(acc)
     out += read_notes(acc.skipped, acc.messages, acc.dropped_for_budget,
                       left_out=acc.messages_said - len(acc.messages))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterable, Iterator
+from itertools import compress, repeat
+from operator import eq, itemgetter
 from typing import Any, Protocol
 
 import numpy as np
@@ -49,8 +51,9 @@ MAX_PENDING = 4 * 1024 * 1024
 _BIG = 1 << 62
 #: What latencymap's own interval records (recordings) say after the timestamp.
 _INTERVAL_PREFIX = "counts, interval\nstart, microsec, "
-#: Rows of three columns: two of digits, then a sum in plain decimals (what `float` and NumPy read alike).
-_THREE_COLUMNS = re.compile(r"(?: *[0-9]+ *, *[0-9]+ *,[0-9.eE\- ]*\n)*")
+#: Rows of three columns: two of digits, then a sum in plain decimals (what `float` and NumPy read alike). This
+#: pattern and those of the lines below are compiled when first used (re's cache): most inputs have none of them.
+_THREE_COLUMNS = r"(?: *[0-9]+ *, *[0-9]+ *,[0-9.eE\- ]*\n)*"
 #: Integers below this are exact in a float64.
 _EXACT = float(1 << 53)
 #: How latencymap's recordings write the values seen per bucket: the line before the rows.
@@ -59,16 +62,20 @@ _EXTREMES_PREFIX = "extremes,"
 _DECIMAL = r"[0-9]++(?:\.[0-9]++)?+(?:e[-+]?+[0-9]++)?+"
 #: An `extremes` line's values as its writer gives them (bucket values, then two plain decimals each), which `int`,
 #: `float` and NumPy read alike; any other spelling goes through the line reader.
-_EXTREMES_TEXT = re.compile(rf"(?: [0-9]{{1,15}}, {_DECIMAL}, {_DECIMAL},)*+ [0-9]{{1,15}}, {_DECIMAL}, {_DECIMAL}")
+_EXTREMES_TEXT = rf"(?: [0-9]{{1,15}}, {_DECIMAL}, {_DECIMAL},)*+ [0-9]{{1,15}}, {_DECIMAL}, {_DECIMAL}"
 #: The keys of the lines a rebinned source's records carry before their rows (`sourcebuckets` then `sourcecounts`,
 #: then `sourcetime`, as recordings write them).
 _SOURCE_KEYS = ("sourcebuckets,", "sourcecounts,", "sourcetime,")
 #: Those lines' values as latencymap writes them (`repr` of floats, `inf` last; counts below 10**18), which `float`,
 #: `int` and NumPy read alike; any other spelling goes through the line reader.
-_BOUNDS_TEXT = re.compile(rf"(?:{_DECIMAL}|inf)(?:, (?:{_DECIMAL}|inf))*+")
-_COUNTS_TEXT = re.compile(r"[0-9]{1,18}(?:, [0-9]{1,18})*+")
-_SECONDS_TEXT = re.compile(_DECIMAL)
-
+_BOUNDS_TEXT = rf"(?:{_DECIMAL}|inf)(?:, (?:{_DECIMAL}|inf))*+"
+_COUNTS_TEXT = r"[0-9]{1,18}(?:, [0-9]{1,18})*+"
+_SECONDS_TEXT = _DECIMAL
+#: A record as `_canonical` reads it most often: a timestamp in microseconds (an optional date after it), an optional
+#: interval start, header lines (none starting with a digit), then rows up to the end line (no `<` among them).
+_PLAIN_RECORD = re.compile(r"<begin record>\ntimestamp, (?:microsec|musec), ([0-9]{1,18})(?:,([^\n]*+))?\n"
+                           r"(?:counts, interval\nstart, microsec, ([0-9]{1,18})\n)?"
+                           r"((?:[^0-9<\n][^\n]*+\n)*+)([0-9][^<]*+)(?<=\n)<end record>\n")
 
 
 class LineReader(Protocol):
@@ -184,6 +191,11 @@ class FastPath:
                 slow((buf[pos:nl + 1],))
                 pos = nl + 1
                 continue
+            if buf.startswith(BEGIN_LINE, pos) and (pos == 0 or buf[pos - 1] == "\n"):
+                after = self._plain_records(buf, pos, batch, out)
+                if after > pos:
+                    pos = after
+                    continue
             begin = buf.find(BEGIN_LINE, pos)
             while begin > 0 and buf[begin - 1] != "\n":
                 begin = buf.find(BEGIN_LINE, begin + 1)
@@ -317,6 +329,52 @@ class FastPath:
         batch.data.append(buf[i:stop])
         return True
 
+    def _plain_records(self, buf: str, pos: int, batch: _Batch, out: list[Item | int]) -> int:
+        """Queue the records from `pos` on as `_canonical` queues them, one regex match each, while they are plain
+        (`_PLAIN_RECORD`) and their header lines are known (read before, after the same unit); where the first record
+        that is not starts."""
+        reader, headers, match = self.reader, self._headers, _PLAIN_RECORD.match
+        queued, texts, counted, data = batch.headers, batch.texts, batch.rows, batch.data
+        line_no = reader.line_no
+        block = carried = said = date = stream = per_interval = flags = oracle = own_unit = carries = None
+        lines = 0
+        m = match(buf, pos)
+        while m is not None:
+            micros, given, start, now, rows = m.groups()
+            if now != block or reader.unit != carried:
+                carried = reader.unit
+                header = headers.get((now, carried))
+                if header is None:
+                    break  # `_canonical` reads it, and knows its header lines from then on
+                block, lines = now, now.count("\n") + 3
+                self._block, self._last_header, self._carried = block, header, carried
+                stream, per_interval, flags, oracle, own_unit, carries = header
+            if start is not None and per_interval is not None:
+                break  # a second counts line: the line reader decides
+            if date is None or given != said:
+                said, date = given, "" if given is None else given.strip()
+                if not date.isprintable() or len(date) > 200:
+                    date = clean_text(date)
+            record: tuple[Any, ...]
+            if start is None:
+                record = (stream, line_no + 1, int(micros), date, bool(per_interval), None, flags, oracle, carries)
+            else:
+                record = (stream, line_no + 1, int(micros), date, True, int(start), flags, oracle, carries)
+            if own_unit is not None:
+                reader.unit = own_unit  # later records without a latencyunit line take it (the line reader's rule)
+            out.append(len(queued))
+            queued.append(record)
+            end = m.end()
+            texts.append((line_no + 1, pos, end, carried))
+            pos = end
+            newlines = rows.count("\n")
+            counted.append(newlines)
+            data.append(rows)
+            line_no += newlines + lines + (0 if start is None else 2)
+            m = match(buf, pos)
+        reader.line_no = line_no
+        return pos
+
     @staticmethod
     def _source_lines(buf: str, k: int, stop: int) -> tuple[tuple[str | None, str | None, str | None] | None, int]:
         """The values of the `sourcebuckets` and `sourcecounts` lines (both or neither) and of a `sourcetime` line at
@@ -379,20 +437,22 @@ class FastPath:
                 items.append(self._run(run, batch, counts, present))
                 run = []
 
+        headers, unit_line = batch.headers, rows.unit_line
+        parsed, summed, seen = good.tolist(), three.tolist(), rows.seen.tolist()  # Python lists: read per record
         for at, entry in enumerate(out):
-            if isinstance(entry, int) and entry == rows.unit_line:
+            if isinstance(entry, int) and entry == unit_line:
                 flush()
                 items.extend(self._reread_from(out[at:], batch, buf))
                 return items
-            if isinstance(entry, int) and good[entry] and batch.headers[entry][8] and not reader.said_unit:
+            if isinstance(entry, int) and parsed[entry] and headers[entry][8] and not reader.said_unit:
                 # the first record that takes an earlier record's unit: its note goes before it, as line by line
                 flush()
                 reader.said_unit = True
-                items.append(reader.unit_notice(batch.headers[entry][1], batch.headers[entry][0].unit))
-            if isinstance(entry, int) and good[entry]:
-                header = batch.headers[entry]
+                items.append(reader.unit_notice(headers[entry][1], headers[entry][0].unit))
+            if isinstance(entry, int) and parsed[entry]:
+                header = headers[entry]
                 micros = header[2]
-                if not header[4] and micros is not None and not three[entry]:
+                if not header[4] and micros is not None and not summed[entry]:
                     if spans:
                         items.extend(self._placed(spans, batch, rows))
                         spans = []
@@ -402,7 +462,7 @@ class FastPath:
                     if run:
                         items.append(self._run(run, batch, counts, present))
                         run = []
-                    if spans and (three[spans[0]] != three[entry] or rows.seen[spans[0]] != rows.seen[entry]):
+                    if spans and (summed[spans[0]] != summed[entry] or seen[spans[0]] != seen[entry]):
                         items.extend(self._placed(spans, batch, rows))
                         spans = []
                     spans.append(entry)
@@ -410,9 +470,9 @@ class FastPath:
             flush()
             if not isinstance(entry, int):
                 items.append(entry)
-            elif good[entry] and not rows.seen[entry] and entry not in rows.source:
-                stream, first_line, micros, date, per_interval, start_micros, flags, _, _ = batch.headers[entry]
-                sums = rows.sums[entry] if three[entry] and rows.sums is not None else None
+            elif parsed[entry] and not seen[entry] and entry not in rows.source:
+                stream, first_line, micros, date, per_interval, start_micros, flags, _, _ = headers[entry]
+                sums = rows.sums[entry] if summed[entry] and rows.sums is not None else None
                 items.extend(reader.item(stream, first_line, micros, date, per_interval, start_micros, flags,
                                          counts[entry], present[entry], sums))
             else:
@@ -466,13 +526,16 @@ class FastPath:
 
     @staticmethod
     def _run(rows: list[int], batch: _Batch, counts: np.ndarray, present: np.ndarray) -> SnapshotRun:
-        headers = batch.headers
+        pick: slice | list[int] = rows
         if len(rows) == rows[-1] - rows[0] + 1:
-            pick: slice | list[int] = slice(rows[0], rows[-1] + 1)
+            pick = slice(rows[0], rows[-1] + 1)
+            headers = batch.headers[rows[0]: rows[-1] + 1]
         else:
-            pick = rows
-        return SnapshotRun([headers[i][0] for i in rows], np.array([headers[i][2] for i in rows], dtype=np.int64),
-                           counts[pick], present[pick], [headers[i][3] for i in rows], [headers[i][1] for i in rows])
+            headers = [batch.headers[i] for i in rows]
+        return SnapshotRun(list(map(itemgetter(0), headers)),
+                           np.fromiter(map(itemgetter(2), headers), dtype=np.int64, count=len(headers)),
+                           counts[pick], present[pick], list(map(itemgetter(3), headers)),
+                           list(map(itemgetter(1), headers)))
 
     def _parse_rows(self, batch: _Batch) -> _Rows:
         """Per-record counts, presence and sums over the 64 slots, and which records parsed cleanly.
@@ -488,9 +551,9 @@ class FastPath:
         if "n" in text or "N" in text:  # a `latencyunit` line among a record's rows? (digits have no n)
             rows.unit_line = next(k for k in range(nrec) if "n" in data[k] or "N" in data[k])
         # per record: as many commas as rows in the whole batch can be a blank row beside a row of three columns
-        commas = [d.count(",") for d in data]
-        two = [k for k in range(nrec) if commas[k] == nrows[k]]
-        three = [k for k in range(nrec) if commas[k] == 2 * nrows[k] and nrows[k]]
+        commas = list(map(str.count, data, repeat(",")))
+        two = list(compress(range(nrec), map(eq, commas, nrows)))
+        three = [k for k in range(nrec) if commas[k] == 2 * nrows[k] and nrows[k]] if len(two) < nrec else []
         if two:
             self._fill(rows, batch, two, text if len(two) == nrec else "".join(data[k] for k in two), three=False)
         if three:
@@ -507,12 +570,13 @@ class FastPath:
         """Parse the rows of records `picks` (their text, in order) into `rows`; a record with a bad row stays bad."""
         if "+" in text:  # '+1' is a key line to the reader
             return
-        nrow = np.asarray([batch.rows[k] for k in picks], dtype=np.int64)
+        nrow = np.asarray(batch.rows if len(picks) == len(batch.rows) else [batch.rows[k] for k in picks],
+                          dtype=np.int64)
         total = int(nrow.sum())
         row_sums = unsure = None
         if three:
             # digits only in the first two columns, so one float parse reads them exactly below 2**53
-            if not _THREE_COLUMNS.fullmatch(text):
+            if not re.fullmatch(_THREE_COLUMNS, text):
                 return
             floats = _numbers(text.replace("\n", ","), np.float64)
             if floats.size != 3 * total:
@@ -528,7 +592,8 @@ class FastPath:
                 return
             values, amounts = numbers[0::2], numbers[1::2]
         record = np.repeat(np.asarray(picks), nrow)
-        oracle_rec = np.fromiter((batch.headers[k][7] for k in picks), dtype=bool, count=len(picks))
+        oracle_rec = np.fromiter(map(itemgetter(7), batch.headers if len(picks) == len(batch.headers)
+                                     else [batch.headers[k] for k in picks]), dtype=bool, count=len(picks))
         oracle = np.repeat(oracle_rec, nrow) if oracle_rec.any() else None
         # negative numbers show as huge when seen unsigned
         bad = (values.view(np.uint64) >= _BIG) | ((values & (values - 1)) != 0)
@@ -580,7 +645,7 @@ def _seen(rows: _Rows, batch: _Batch) -> None:
     reader's `extremes_faults` checks them); a record whose line is spelled otherwise, names a bucket it may not, or
     contradicts its record is read again line by line, which says why its line is dropped."""
     picks = [k for k, text in batch.extremes.items()
-             if rows.good[k] and not batch.headers[k][7] and _EXTREMES_TEXT.fullmatch(text)]
+             if rows.good[k] and not batch.headers[k][7] and re.fullmatch(_EXTREMES_TEXT, text)]
     for k in batch.extremes:
         rows.good[k] = False  # until its line is read and found right
     if not picks:
@@ -625,11 +690,11 @@ def _sources(rows: _Rows, batch: _Batch) -> None:
     picks = []
     listed: list[tuple[int, str, str]] = []  # the records with buckets: (record, bounds, counts)
     for k, (bounds_text, counts_text, seconds_text) in batch.sources.items():
-        if rows.good[k] and (seconds_text is None or _SECONDS_TEXT.fullmatch(seconds_text)):
+        if rows.good[k] and (seconds_text is None or re.fullmatch(_SECONDS_TEXT, seconds_text)):
             if bounds_text is None:
                 picks.append(k)
-            elif counts_text is not None and _BOUNDS_TEXT.fullmatch(bounds_text) \
-                    and _COUNTS_TEXT.fullmatch(counts_text) and bounds_text.count(",") == counts_text.count(","):
+            elif counts_text is not None and re.fullmatch(_BOUNDS_TEXT, bounds_text) \
+                    and re.fullmatch(_COUNTS_TEXT, counts_text) and bounds_text.count(",") == counts_text.count(","):
                 picks.append(k)
                 listed.append((k, bounds_text, counts_text))
         rows.good[k] = False  # until its lines are read and found right

@@ -148,3 +148,28 @@ def test_a_day_long_streams_diagnosis_holds_no_dense_matrix() -> None:
         tracemalloc.stop()
     # one (86,400, 64) float64 matrix is 44 MB, and the dense diagnosis held several (about 200 MB)
     assert peak < 20e6
+
+
+def test_a_short_history_is_read_once_for_every_pass_of_its_diagnosis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The diagnosis goes over the columns pass after pass: a history whose columns fit in `KEPT_BYTES` is read from
+    its chunks about once (the ranges that straddle two chunks again), the same diagnosis as its dense arrays'."""
+    rng = np.random.default_rng(7)
+    n = 5 * chunked.ROWS - 100
+    counts = planted(rng, n, 40.0, 5, 10)
+    hist = StreamHistory(StreamId("short", "bpf", "microsec"))
+    end = 1_795_000_001.0 + np.arange(n, dtype=np.float64)
+    ones = np.ones(n)
+    hist.extend_columns(counts, None, None, end - ones, end, ones, np.zeros(n, dtype=bool), np.zeros(n, dtype=bool),
+                        "")
+    reads: list[tuple[int, int]] = []
+    counts_in = hist.counts_in
+
+    def counted(cols: slice = slice(None)) -> np.ndarray:
+        reads.append((cols.start, cols.stop))
+        return counts_in(cols)
+
+    monkeypatch.setattr(hist, "counts_in", counted)
+    streamed = stream_diagnosis(hist)
+    monkeypatch.setattr(hist, "counts_in", counts_in)
+    assert len(reads) <= 2 * 5  # 5 chunks; without keeping them, every pass reads them all again (over 80 reads)
+    assert repr(streamed) == repr(dense_diagnosis(hist))

@@ -67,6 +67,15 @@ def test_version_help_and_report_import_only_what_they_run(example_data: Path) -
 
 
 @pytest.mark.slow
+def test_a_report_of_one_stream_loads_no_peer_comparison_or_spelling_aid(example_data: Path) -> None:
+    """Peers are two streams or more, and difflib only guesses what a mistyped option meant: a report of one stream
+    loads neither."""
+    loaded = loaded_after("report", "--format", "json", str(example_data))
+    assert "latencymap.outputs.report" in loaded
+    assert not {"latencymap.analysis.peers", "difflib"} & loaded
+
+
+@pytest.mark.slow
 def test_a_plain_view_loads_no_profiler_or_metrics_server_unless_asked(example_data: Path) -> None:
     plain = loaded_after("--plain", "--once", str(example_data))
     assert "latencymap.views.plain" in plain

@@ -96,6 +96,26 @@ def test_arrays_in_every_decade_are_written_as_their_lists_would_be() -> None:
     assert number_rows(arr) == json.dumps(arr.tolist())
 
 
+def test_numbers_below_1e_4_in_arrays_are_laid_out_from_orjsons_digits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The numbers orjson lays out unlike `repr` (0 < |x| < 1e-4, thousands of them in an intensity map) take
+    orjson's digits in `repr`'s layout, in bulk: `repr` writes none of them; a layout not foreseen falls back to it."""
+    rng = np.random.default_rng(11)
+    values = np.concatenate([rng.random(20_000) * 10.0 ** rng.integers(-12, -3, 20_000), [5e-324, 1e-5, 2e-7]])
+    values[::2] *= -1
+    arr = values[: len(values) // 7 * 7].reshape(-1, 7)
+    calls: list[float] = []
+
+    def counted(value: float) -> str:
+        calls.append(value)
+        return repr(value)
+
+    monkeypatch.setattr(json_text, "repr", counted, raising=False)
+    assert number_rows(arr) == json.dumps(arr.tolist())
+    assert not calls
+    monkeypatch.setattr(json_text, "_repr_layout", lambda chars, n: False)  # unforeseen: `repr` writes each one
+    assert number_rows(arr) == json.dumps(arr.tolist()) and len(calls) == np.count_nonzero(np.abs(arr) < 1e-4)
+
+
 def _report_like(streams: int) -> dict:
     """A report's shape: per stream, two matrices of rows (two placeholders) among small fields."""
     rng = np.random.default_rng(streams)

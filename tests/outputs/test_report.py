@@ -361,6 +361,33 @@ def test_the_report_of_a_day_long_stream_holds_no_dense_matrix_of_its_columns() 
     assert json_doc < 20e6 + 2 * n * 6 * 8  # and the frequency and intensity arrays (columns x buckets used)
 
 
+def test_the_report_of_a_short_stream_decodes_each_chunk_of_its_history_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream whose columns fit in `DENSE_BYTES` as dense arrays is read from them, built once for its report: the
+    totals, the maps, the bucket table and the diagnosis go over the columns many times, and decode each sealed chunk
+    of the history once (each of its parts: counts, time, metadata); the report is the one read a chunk at a time."""
+    from latencymap.core.columns import Chunk
+    from latencymap.outputs import report
+    from latencymap.outputs.json_text import dumps
+
+    acc = day_long_accumulator(5000)
+    (hist,) = acc.streams.values()
+    chunks = len(hist._chunks)
+    decoded: list[str] = []
+    decode_part = Chunk.decode_part
+
+    def counted(self: Chunk, part: str) -> dict[str, np.ndarray | None]:
+        decoded.append(part)
+        return decode_part(self, part)
+
+    monkeypatch.setattr(Chunk, "decode_part", counted)
+    whole = (dumps(report.build_report(acc, arrays=True)), report.report_text(acc))
+    assert chunks >= 4 and len(decoded) <= 2 * 3 * chunks  # its counts, time and metadata, for each report
+    monkeypatch.setattr(report, "DENSE_BYTES", 0)
+    read_in_chunks = (dumps(report.build_report(day_long_accumulator(5000), arrays=True)),
+                      report.report_text(day_long_accumulator(5000)))
+    assert whole == read_in_chunks
+
+
 def test_percentiles_in_the_open_top_bucket_say_what_is_known_of_them(tmp_path: Path) -> None:
     """PyLatencyMap records (counts only) with 1.5% of the events in the top bucket: p99 read `66,785 days`, a number
     interpolated inside a bucket whose values may lie anywhere past its low. Now the text says `≥53,376 days` and the

@@ -493,3 +493,63 @@ def test_recordings_of_rebinned_sources_take_the_bulk_path_and_accumulate_alike(
     one = accumulate(input_flow([str(path)], REGISTRY))
     assert set(bulk.sources) == set(one.sources) and len(bulk.sources) == 2
     assert dumps(build_report(bulk, arrays=True)) == dumps(build_report(one, arrays=True))
+
+
+#: The lines a plain record starts with: its timestamp (each spelling of its date), and its interval start or none.
+PLAIN_TIMESTAMP = st.sampled_from([
+    "timestamp, microsec, {t}, d", "timestamp, musec, {t},Mon 1 Jan", "timestamp, microsec, {t}",
+    "timestamp, microsec, {t}, a, date, with commas", "timestamp, microsec, {t},   ",
+    "timestamp, microsec, {t}, \x1b[2J", "timestamp, microsec, {t}, " + "y" * 230, "timestamp, microsec, 0{t}, d",
+    "timestamp, microsec, 999999999999999999, d", "timestamp, microsec, {t}, \u00e9t\u00e9",
+])
+PLAIN_START = st.sampled_from([[], ["counts, interval", "start, microsec, {s}"], ["counts, interval"],
+                               ["counts, cumulative"], ["counts, interval", "start, microsec, 0{s}"]])
+#: Header lines records repeat: with a unit of their own or taking the last one given, once right, once another's.
+PLAIN_BLOCKS = st.sampled_from([
+    ["label, a"], ["latencyunit, microsec", "label, a"], ["latencyunit, nanosec", "label, a"],
+    ["label, b", "datasource, oracle"], ["latencyunit, millisec", "label, a", "datasource, bpf"],
+    ["counts, interval", "label, a"], ["label, a", "flags, reset"], [], ["label, a", "extremes,"], ["label, \u0663"],
+    ["LatencyUnit , nanosec", "label, c"],
+])
+
+
+@st.composite
+def repeated_records(draw: st.DrawFn) -> str:
+    """Records that repeat a few header blocks (the plain path reads a block it knows), each with its own timestamp,
+    start and rows, among the rows that send a record to the line reader."""
+    blocks = draw(st.lists(PLAIN_BLOCKS, min_size=1, max_size=3))
+    out = []
+    for i in range(draw(st.integers(1, 12))):
+        t, s = 1_700_000_001_000_000 + i * 10**6, 1_700_000_000_000_000 + i * 10**6
+        lines = [draw(PLAIN_TIMESTAMP).format(t=t)] + [line.format(s=s) for line in draw(PLAIN_START)]
+        lines += draw(st.sampled_from(blocks))
+        lines += draw(st.lists(ROW, min_size=1, max_size=4) | st.lists(ROW3, min_size=1, max_size=4)
+                      | st.sampled_from([["1, 5", "2, 7"], ["1, 5", "<x>"], ["8, 1", "latencyunit, nanosec"]]))
+        out.append("<begin record>\n" + "\n".join(lines) + "\n<end record>\n")
+    return "".join(out)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(repeated_records(), st.lists(st.integers(0, 3000), max_size=4))
+def test_records_repeating_their_header_read_in_bulk_as_line_by_line(text: str, cuts: list[int]) -> None:
+    assert by_chunks(text, cuts) == by_lines(text)
+
+
+def test_records_repeating_their_header_are_read_without_parsing_it_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a block of header lines is known, the records after it that repeat it are queued by one regex match each:
+    only the first record, and the next (which takes the first one's unit), go through `_canonical`."""
+    from latencymap.protocol.bulk import FastPath
+
+    seen: list[int] = []
+    original = FastPath._canonical
+
+    def counted(self: FastPath, *args: Any) -> bool:
+        seen.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(FastPath, "_canonical", counted)
+    text = "".join(f"<begin record>\ntimestamp, microsec, {1_000_000 * (i + 1)}, t\nlatencyunit, microsec\nlabel, x\n"
+                   f"datasource, bpf\n1, {i}\n2, {2 * i}\n<end record>\n" for i in range(200))
+    items = list(ProtocolReader("t").read_chunks([text[:3000], text[3000:]]))
+    assert len(items) == 200 and len(seen) <= 3
+    assert by_chunks(text, [3000]) == by_lines(text)

@@ -93,8 +93,13 @@ def _near(value: float) -> list[float]:
     return out
 
 
+#: Values 0, or from 1e-6 of the unit up: far below, in seconds, floats are subnormal and a value's sum and extremes
+#: round apart (2e-311 ns: the line is rightly dropped as inconsistent).
+VALUES = st.one_of(st.just(0.0), st.floats(1e-6, 1e9))
+
+
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.floats(0.0, 1e9), min_size=1, max_size=50), st.sampled_from(["millisec", "microsec", "nanosec"]))
+@given(st.lists(VALUES, min_size=1, max_size=50), st.sampled_from(["millisec", "microsec", "nanosec"]))
 def test_extremes_round_trip_bit_exact_in_both_readers(values: list[float], unit: str) -> None:
     """The `extremes` line (per-interval records) reads back as the seconds written, line by line and in bulk."""
     from latencymap.core.buckets import bin_extremes, bin_values

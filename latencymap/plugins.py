@@ -25,8 +25,8 @@ from latencymap.core.model import Item, StreamId
 if TYPE_CHECKING:
     import click
 
-__all__ = ["ENTRY_POINT_GROUP", "Item", "Registry", "Source", "SourceError", "TextFormat", "load_registry",
-           "process_end"]
+__all__ = ["ENTRY_POINT_GROUP", "DataMarker", "Item", "Registry", "Source", "SourceError", "TextFormat",
+           "load_registry", "process_end"]
 
 ENTRY_POINT_GROUP = "latencymap.sources"
 P = TypeVar("P")
@@ -79,6 +79,24 @@ class Source(ABC):
         return {"source": self.name}
 
 
+@dataclass(frozen=True, slots=True)
+class DataMarker:
+    """What starts one unit of a format's data (a record, a histogram) as only that format writes it. Most readers
+    pass over lines they do not know, so an input read in one format is searched for the others' markers, and what
+    it holds of them is said rather than lost without a word."""
+
+    #: What one match is called, in the note (`record`, `histogram`).
+    unit: str
+    #: A character, then a piece of text, that every match holds: tested first (most chunks hold neither).
+    gate: str
+    literal: str
+    #: The regular expression of a unit's start (multi-line mode: `^` is a line's start).
+    pattern: str
+    ignore_case: bool = False
+    #: Its lines are JSON objects (a JSON reader reports them as lines it cannot read).
+    json: bool = False
+
+
 class TextFormat(ABC):
     """A text format read from a file or stdin, chosen by `sniff` or by `--format <name>`.
 
@@ -94,6 +112,11 @@ class TextFormat(ABC):
     priority: ClassVar[int] = 0
     #: The Source this format read through, once `open_path`/`read` has started (None: none).
     source: Source | None = None
+    #: How its data starts, for inputs read in another format (shipped formats give theirs in SHIPPED_FORMATS).
+    markers: ClassVar[tuple[DataMarker, ...]] = ()
+    #: The lines it cannot read that it reports itself, each counted skipped: "all", "non-json" (the lines that are
+    #: no JSON object), or "" (it passes over them).
+    reports_unread: ClassVar[str] = ""
 
     @classmethod
     @abstractmethod
@@ -254,15 +277,18 @@ class PluginTable(MutableMapping[str, type[P]]):
 class FormatFacts:
     """What sniffing, listings and `--help` need of a shipped text format, known without importing it."""
 
-    __slots__ = ("claims_paths", "max_line", "name", "options", "priority", "summary")
+    __slots__ = ("claims_paths", "markers", "max_line", "name", "options", "priority", "reports_unread", "summary")
 
     def __init__(self, name: str, summary: str, priority: int = 0, max_line: int | None = None,
-                 claims_paths: bool = False, options: tuple[str, ...] = ()) -> None:
+                 claims_paths: bool = False, options: tuple[str, ...] = (), markers: tuple[DataMarker, ...] = (),
+                 reports_unread: str = "") -> None:
         self.name, self.summary, self.priority, self.max_line = name, summary, priority, max_line
         #: Whether the format's `claims` takes some paths (directories, compressed files) before text sniffing.
         self.claims_paths = claims_paths
         #: Its options, by their names in latencymap.sources.format_options (FORMAT_OPTIONS).
         self.options = options
+        #: As TextFormat's `markers` and `reports_unread` (a shipped format's class leaves them unset).
+        self.markers, self.reports_unread = markers, reports_unread
 
 
 #: Where the shipped formats' options are made (FormatFacts.options names them).
@@ -302,6 +328,16 @@ class FormatTable(PluginTable[TextFormat]):
         if facts is not None:
             return bool(facts.claims_paths)
         return getattr(self[name].claims, "__func__", None) is not getattr(TextFormat.claims, "__func__", None)
+
+    def markers(self, name: str) -> tuple[DataMarker, ...]:
+        """How the format's data starts (TextFormat.markers), loading nothing of a shipped format."""
+        facts = self._facts.get(name)
+        return facts.markers if facts is not None else tuple(getattr(self[name], "markers", ()))
+
+    def reports_unread(self, name: str) -> str:
+        """Which lines the format's reader reports itself (TextFormat.reports_unread), loading nothing."""
+        facts = self._facts.get(name)
+        return facts.reports_unread if facts is not None else str(getattr(self[name], "reports_unread", ""))
 
     def max_line(self, default: int) -> int:
         """The longest line any format reads (`default` for those that do not say), loading nothing."""
@@ -455,34 +491,52 @@ _MB16 = 16 * 1024 * 1024
 SHIPPED_FORMATS: dict[str, FormatFacts] = {
     "latencymap.sources.bcc_text:BccTextFormat": FormatFacts(
         "bcc", "bcc print_log2_hist text (usecs : count distribution) and biolatency -j dict lines", 5,
-        options=("interval", "unit", "cumulative")),
+        options=("interval", "unit", "cumulative"),
+        markers=(DataMarker("histogram", "|", "distribution", r"^[ \t]*\S+[ \t]*:[ \t]*count[ \t]+distribution[ \t]*$"),
+                 DataMarker("-j line", "{", "{'", r"^[ \t]*\{'(?:ts|val_type|data)'[ \t]*:"))),
     "latencymap.sources.bpftrace_text:BpftraceTextFormat": FormatFacts(
         "bpftrace", "bpftrace hist() text output (@map: blocks of [lo, hi) count |@@@| rows)", 5,
-        options=("interval", "unit", "cumulative")),
+        options=("interval", "unit", "cumulative"),
+        markers=(DataMarker("histogram", "[", "|", r"^@\w*(?:\[[^\n]*\])?:[ \t]*\n[\[(]"),)),
     "latencymap.sources.bpftrace_json:BpftraceJsonFormat": FormatFacts(
         "bpftrace-json", 'bpftrace -f json lines ({"type": "hist", ...}, {"type": "time", ...})', 5,
-        options=("interval", "unit", "cumulative")),
+        options=("interval", "unit", "cumulative"),
+        markers=(DataMarker("hist line", "{", '"hist"', r'^[ \t]*\{[ \t]*"type"[ \t]*:[ \t]*"hist"', json=True),),
+        reports_unread="non-json"),
     "latencymap.sources.hdrhistogram:HdrHistogramFormat": FormatFacts(
         "hdrhistogram", "HdrHistogram interval logs (.hlog: jHiccup, cassandra-stress, HistogramLogWriter; integer or "
-        "Double histograms), --unit (ns)", 10, max_line=_MB16, options=("unit",)),
+        "Double histograms), --unit (ns)", 10, max_line=_MB16, options=("unit",),
+        markers=(DataMarker("interval line", "H", ",HIST", r"^(?:Tag=[^,\n]*,)?[0-9.]+,[0-9.]+,[0-9.]+,HIST"),),
+        reports_unread="all"),
     "latencymap.sources.hdrhistogram_percentiles:HdrPercentilesFormat": FormatFacts(
         "hgrm", "HdrHistogram percentile distributions: .hgrm files, wrk2 --latency, HistogramLogProcessor (--unit, "
-        "default ms)", options=("unit", "interval")),
+        "default ms)", options=("unit", "interval"),
+        markers=(DataMarker("percentile distribution", "(", "Percentile",
+                            r'^[ \t]*"?Value"?[ \t,]+"?Percentile"?[ \t,]+"?TotalCount"?[ \t,]+"?1/\(1-Percentile'),)),
     "latencymap.sources.trace10046:Trace10046Format": FormatFacts(
         "oracle10046", "Oracle 10046 trace files (WAIT #..: nam='<event>' ela= .. tim=..), --event, --interval", 5,
-        options=("event", "interval")),
+        options=("event", "interval"),
+        markers=(DataMarker("wait line", "=", "WAIT #", r"^WAIT #\d*: nam='"),)),
     "latencymap.sources.otlp.file_format:OtlpJsonFormat": FormatFacts(
         "otlp-json", "OpenTelemetry OTLP/JSON metrics, one request per line (the collector's file exporter)",
-        max_line=_MB16),
+        max_line=_MB16,
+        markers=(DataMarker("request line", "{", "esource", r'^[ \t]*\{[ \t]*"(?:resourceMetrics|resource_metrics)"',
+                         json=True),),
+        reports_unread="all"),
     "latencymap.sources.pylatencymap:PyLatencyMapFormat": FormatFacts(
         "pylatencymap", "PyLatencyMap records (<begin record> ... <end record>), incl. SystemTap/DTrace blocks", 10,
-        options=("datasource", "interval")),
+        options=("datasource", "interval"),
+        markers=(DataMarker("record", "<", "record>", r"^[ \t]*<begin record>[ \t]*$", ignore_case=True),)),
     "latencymap.sources.raw_values:RawValuesFormat": FormatFacts(
         "raw", "raw latency values, one per line or '<time> <latency>' pairs (--unit, --time-unit)", -10,
-        options=("unit", "time_unit", "interval")),
+        options=("unit", "time_unit", "interval"),
+        reports_unread="all"),
     "latencymap.sources.spark.format:SparkEventLogFormat": FormatFacts(
         "spark-eventlog", "Spark event logs (JSON lines; paths also zstd/lz4/snappy, eventlog_v2_* dirs, dirs of "
-        "logs)", 10, claims_paths=True),
+        "logs)", 10, claims_paths=True,
+        markers=(DataMarker("event line", "{", "SparkListener", r'^[ \t]*\{[ \t]*"Event"[ \t]*:[ \t]*"SparkListener',
+                         json=True),),
+        reports_unread="all"),
 }
 
 

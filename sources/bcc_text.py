@@ -139,19 +139,56 @@ class BccTextFormat(PrintedHistogramFormat):
 
     def _dict_line(self, reader: PrintReader, text: str, n: int, name: str) -> Iterator[Item]:
         try:
-            with warnings.catch_warnings():  # "invalid escape sequence" warnings would echo the input to stderr
-                warnings.simplefilter("ignore")
-                obj = ast.literal_eval(text)
+            obj = dict_literal(text)
             counts, val_type, label = dict_histogram(obj)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as err:
+        except (ValueError, TypeError) as err:
             yield Notice(f"{name}: line {n}: expected a biolatency -j dict "
                          "{'ts': ..., 'val_type': ..., 'data': [{'interval-start': lo, 'interval-end': hi, "
-                         f"'count': n}}, ...]}} ({clean_text(str(err), 80)}); line skipped")
+                         f"'count': n}}, ...]}} ({clean_text(str(err), 120)}); line skipped")
             return
         stamp = parse_time_line(str(obj.get("ts", "")))
         if stamp is not None:
             yield from reader.time_line(*stamp, n)
         yield from reader.histogram(label, counts, n, unit=time_unit(val_type), named=val_type, family=val_type)
+
+
+#: What a `-j` line may hold: a Python literal of dicts, lists, strings and numbers (and tuples, sets, negatives).
+_LITERAL_NODES = (ast.Expression, ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.Set, ast.Load, ast.UnaryOp,
+                  ast.UAdd, ast.USub)
+
+
+def dict_literal(text: str) -> Any:
+    """The value a `-j` line spells (`ast.literal_eval`, never `eval`); ValueError saying, in the input's terms, why
+    it spells none: cut at the longest line read, cut short (it ends unclosed), not Python syntax at a column, or an
+    expression where a value belongs."""
+    from latencymap.flow.inputs import MAX_LINE  # the input layer's cut, needed only to explain a bad line
+
+    cut = len(text) >= MAX_LINE
+    try:
+        with warnings.catch_warnings():  # "invalid escape sequence" warnings would echo the input to stderr
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, mode="eval")
+    except SyntaxError as err:
+        if cut:
+            raise ValueError(f"the line was cut at {MAX_LINE:,} characters, the longest read") from None
+        column = err.offset or 0
+        if column > len(text) or "never closed" in str(err.msg) or "unterminated" in str(err.msg) \
+                or "unexpected EOF" in str(err.msg):
+            raise ValueError("the line ends early, inside its dict: cut short") from None
+        raise ValueError(f"not a Python dict at column {column}: {err.msg}") from None
+    except (MemoryError, RecursionError):
+        raise ValueError("nested too deeply to read") from None
+    except ValueError:  # a NUL character (Python 3.11; later ones say it as a SyntaxError)
+        raise ValueError("not a Python dict: it holds a NUL character") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _LITERAL_NODES):
+            where = getattr(node, "col_offset", -1) + 1
+            raise ValueError(f"an expression where a value belongs, at column {where}: "
+                             f"{excerpt(ast.get_source_segment(text, node) or '')}")
+    try:
+        return ast.literal_eval(tree)
+    except (ValueError, TypeError, MemoryError, RecursionError):
+        raise ValueError("a value that is no plain literal (a string, a number, a dict or a list)") from None
 
 
 def _emit(reader: PrintReader, block: PrintedRows, word: str) -> list[Item]:

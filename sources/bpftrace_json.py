@@ -10,6 +10,7 @@ cumulative/per-interval counts work as for the text output (see `bpftrace_text`)
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,20 @@ def parse_line(line: str) -> Event | None:
         name, value = next(iter(data.items()))
         return Event(kind, str(name), value)
     return Event(kind, "", data)
+
+
+def line_cut(raw: str, err: BaseException | None) -> str:
+    """Why a line is no whole JSON object when it was cut (` (...)`): at the longest line read, or short, its JSON
+    ending with the line, unclosed (a file copied or written only in part); "" otherwise."""
+    from latencymap.flow.inputs import MAX_LINE  # the input layer's cut, needed only to explain a bad line
+
+    text = raw.rstrip("\r\n")
+    if len(text) >= MAX_LINE:
+        return f" (the line was cut at {MAX_LINE:,} characters, the longest read)"
+    if isinstance(err, json.JSONDecodeError) and (err.pos >= len(text.rstrip())
+                                                   or err.msg.startswith("Unterminated string")):
+        return " (the line ends early, inside its JSON: cut short)"
+    return ""
 
 
 def keyed(data: Any) -> dict[str, Any]:
@@ -166,9 +181,9 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
         for n, raw in enumerate(lines, 1):
             try:
                 event = parse_line(raw)
-            except ValueError:
+            except ValueError as err:
                 yield Notice(f"{name}: line {n}: expected one JSON object per line (bpftrace -f json), "
-                             f"got {excerpt(raw.strip())}; line skipped")
+                             f"got {excerpt(raw.strip())}{line_cut(raw, err.__cause__)}; line skipped")
                 continue
             if event is None:
                 continue

@@ -208,7 +208,7 @@ class HlogReader:
     def _column(self, p: _Pending, folded: Folded, row: int) -> Iterator[Item]:
         error = folded.errors[row]
         if error is not None:
-            yield Notice(f"{self.name}: line {p.line}: {p.stream.label}: {error}{p.hint}; the column is left empty "
+            yield Notice(f"{self.name}: line {p.line}: {self._who(p.stream)}{error}{p.hint}; the column is left empty "
                          "(gap)")
             yield Interval(p.stream, p.start, p.end, empty_counts(), np.zeros(NSLOTS), gap=True)
             return
@@ -243,10 +243,14 @@ class HlogReader:
         notice = None
         if not self.said_backwards:
             self.said_backwards = True
-            notice = Notice(f"{self.name}: line {n}: {stream.label}: the interval starts at {start:.3f}, before the "
+            notice = Notice(f"{self.name}: line {n}: {self._who(stream)}the interval starts at {start:.3f}, before the "
                             f"previous one ends ({previous:.3f}); it and any later such interval are placed after "
                             "the previous one", skipped=0)
         return previous, previous + length, notice
+
+    def _who(self, stream: StreamId) -> str:
+        """`LABEL: ` naming a tag's stream in a message; nothing for the untagged lines' (the file, named already)."""
+        return "" if stream is self.streams.get(None) and stream.label == self.label else f"{stream.label}: "
 
     def _stream(self, tag: str | None, double: bool) -> StreamId:
         """The stream of `tag`, made at its first line: in nanoseconds when that line holds a DoubleHistogram."""

@@ -79,6 +79,7 @@ _RANGE = re.compile(r"^#\[Overall percentile distribution between ([0-9.]+) and 
 _START_TIME = re.compile(r"^#\[StartTime:\s*([0-9.]+)")
 _MEAN = re.compile(r"^#\[Mean\s*=\s*([-+0-9.eE]+)\s*,")
 _SPAN_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_SHORT = {"sec": "s", "millisec": "ms", "microsec": "us", "nanosec": "ns"}
 #: The run lengths a column may have: a microsecond up to about three years.
 MIN_SPAN_S, MAX_SPAN_S = 1e-6, 1e8
 #: Skipped lines told one by one per distribution; the rest are counted in one notice.
@@ -102,6 +103,9 @@ class _Spectrum:
     points: list[tuple[float, float]] = field(default_factory=list)  # wrk2's (percentile 0-1, value in --unit)
     mean: float | None = None  # the footer's, in --unit
     begin_s: float | None = None  # epoch seconds it starts at, when HistogramLogProcessor says
+    csv: bool = False  # printed as CSV, which has no footer: its last row (percentile 1) ends it
+    share: float = 0.0  # the last row's percentile
+    last: int = 0  # the last row's line
 
 
 class HdrPercentilesFormat(TextFormat):
@@ -134,7 +138,7 @@ class HdrPercentilesFormat(TextFormat):
             if _HEADER.match(line):
                 if current is not None:
                     done.append(current)
-                current = _Spectrum(n, title=title, points=points)
+                current = _Spectrum(n, title=title, points=points, csv="," in line)
                 title, points = _RECORDED, []
                 _place(current, start_time, covers)
                 continue
@@ -220,6 +224,8 @@ class HdrPercentilesFormat(TextFormat):
             if problem is not None:
                 yield Notice(f"{name}: distribution at line {spectrum.line}: {problem}; left out", skipped=1)
                 continue
+            if (early := _ends_early(spectrum, unit)) is not None:
+                yield Notice(f"{name}: distribution at line {spectrum.line}: {early}", skipped=1)
             bounds, counts = _buckets(spectrum, factor)
             rows = rebin_counts(bounds, counts) if bounds else np.zeros(NSLOTS, dtype=np.int64)
             spent = None
@@ -282,7 +288,20 @@ def _add(spectrum: _Spectrum, row: re.Match[str], n: int) -> str | None:
                f"{spectrum.values[-1]:g} with {spectrum.totals[-1]})"
     spectrum.values.append(value)
     spectrum.totals.append(total)
+    spectrum.share, spectrum.last = share, n
     return None
+
+
+def _ends_early(spectrum: _Spectrum, unit: str) -> str | None:
+    """Why a distribution's table is cut before its end (a file copied or written only in part), if it is: the
+    tail past its last row is missing, and its column holds the rest as if it were whole."""
+    if spectrum.share >= 1 or (spectrum.footer and not spectrum.csv):
+        return None
+    why = (f"its last row, line {spectrum.last}, is at percentile {spectrum.share:.6g}, not 1" if spectrum.csv else
+           f"no '#[Mean' / '#[Max' footer after its last row, line {spectrum.last}, at percentile "
+           f"{spectrum.share:.6g}")
+    return (f"the percentile table ended early ({why}): the tail past {spectrum.values[-1]:g} "
+            f"{_SHORT.get(unit, unit)} ({spectrum.totals[-1]:,} events read) is missing from its column")
 
 
 def _with_points(spectrum: _Spectrum) -> list[tuple[float, int]]:

@@ -143,6 +143,40 @@ def test_a_shipped_format_that_fails_to_load_is_left_out_of_sniffing(monkeypatch
     assert registry.formats.names() == ["pylatencymap"]
 
 
+class _TallyFormat(plugins.TextFormat):
+    """A third party's format: `tally, N` lines, whose reader passes over every other line (as most do)."""
+
+    name = "tally"
+    summary = "tally lines"
+    markers = (plugins.DataMarker("tally line", "t", "tally,", r"^tally, [0-9]+$"),)
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        return bool(head) and head[0].startswith("tally,")
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[plugins.Item]:
+        return iter(())
+
+
+def test_a_third_party_formats_markers_are_looked_for_in_other_formats_inputs(tmp_path: Path) -> None:
+    """Another format's data among an input's lines is said, also of a format a plugin adds (its class's `markers`),
+    and a shipped format's markers are known without importing it."""
+    from latencymap.core.model import Notice
+    from latencymap.flow.pipeline import input_flow
+
+    registry = load_registry()
+    assert not registry.formats.waiting("tally") and "tally" not in registry.formats.names()
+    registry.formats["tally"] = _TallyFormat
+    assert registry.formats.markers("tally") == _TallyFormat.markers
+    assert [m.unit for m in registry.formats.markers("bcc")] == ["histogram", "-j line"]
+    assert registry.formats.waiting("bcc") is not None  # still not imported
+    joined = tmp_path / "joined.txt"
+    joined.write_text("".join(f"<begin record>\ntimestamp, microsec, {k}000000, t\nlabel, x\n1, {3 * k}\n"
+                              "<end record>\n" for k in (1, 2)) + "tally, 4\ntally, 5\n")
+    notes = [i.message for i in input_flow([str(joined)], registry) if isinstance(i, Notice)]
+    assert any("from line 11, 2 tally lines of another format, tally (tally lines)" in n for n in notes), notes
+
+
 class _SlowEntryPoint:
     """An entry point whose load takes a while (as importing a format does) and counts its calls."""
 

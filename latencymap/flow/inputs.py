@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import itertools
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator
@@ -15,8 +17,10 @@ from typing import IO, Any
 
 from latencymap.core.errors import InputError
 from latencymap.core.model import Item, Notice, one_by_one
+from latencymap.core.sanitize import excerpt
+from latencymap.core.units import plural
 from latencymap.flow.zstd_frames import ZSTD_MAGIC, Damage, FrameDecoder
-from latencymap.plugins import Registry, TextFormat
+from latencymap.plugins import DataMarker, Registry, TextFormat
 
 SNIFF_LINES = 200
 #: Longer lines are cut: a hostile or broken input cannot exhaust memory one line at a time.
@@ -263,15 +267,43 @@ def choose_format(registry: Registry, head: list[str], name: str, forced: str | 
             return registry.formats[forced]
         except KeyError:
             raise InputError(f"unknown format {forced!r}; supported: {', '.join(sorted(registry.formats))}") from None
+    fmt = sniffed_format(registry, head)
+    if fmt is not None:
+        return fmt
+    utf16 = utf16_without_bom("".join(head))
+    why = f": {utf16}" if utf16 else ""
+    listing = "\n".join(f"  {n:14s} {f.summary}" for n, f in sorted(registry.formats.items()))
+    raise InputError(f"{name}: unrecognised input format{why}. Supported formats (choose one with --input-format "
+                     f"NAME, which every command that reads inputs takes):\n{listing}")
+
+
+def sniffed_format(registry: Registry, head: list[str]) -> type[TextFormat] | None:
+    """The highest-priority format whose sniff accepts `head`, if any."""
     for fmt in registry.formats.by_priority():
         try:
             if fmt.sniff(head):
                 return fmt
         except Exception:
             continue
-    listing = "\n".join(f"  {n:14s} {f.summary}" for n, f in sorted(registry.formats.items()))
-    raise InputError(f"{name}: unrecognised input format. Supported formats (choose one with --input-format NAME, "
-                     f"which every command that reads inputs takes):\n{listing}")
+    return None
+
+
+#: Characters of an input's start looked at for UTF-16 without a byte order mark (a byte each: read as UTF-8).
+UTF16_PROBE = 1024
+
+
+def utf16_without_bom(text: str) -> str | None:
+    """Why `text` (the start of an input, its bytes read as UTF-8) looks like UTF-16 without a byte order mark
+    (every other byte 0, as UTF-16 writes ASCII), or None: such text is read as UTF-8 and matches no format."""
+    sample = text[:UTF16_PROBE]
+    if len(sample) < 16:
+        return None
+    for order, rest, text_half in (("LE", sample[1::2], sample[0::2]), ("BE", sample[0::2], sample[1::2])):
+        if rest.count("\0") >= 0.9 * len(rest) and text_half.count("\0") < 0.5 * len(text_half):  # not all zeros
+            return (f"its bytes look like UTF-16 without a byte order mark (every other byte is 0), which is read "
+                    f"as UTF-8; convert it to UTF-8 (iconv -f UTF-16{order} -t UTF-8), or write it with its byte "
+                    "order mark")
+    return None
 
 
 def _specific_match(registry: Registry, head: list[str]) -> type[TextFormat] | None:
@@ -369,6 +401,7 @@ def read_input(
         limit[0] = getattr(fmt, "max_line", MAX_LINE)
         seen = [_cap(c, limit[0]) if _has_long_line(c, limit[0]) else c for c in seen]
     reader = fmt(**(options or {}))
+    chosen = fmt.name
     if readers is not None:
         readers.append(reader)
     again = not keep_open and stdin is None and path not in ("-", "") and Path(path).is_file()
@@ -380,22 +413,119 @@ def read_input(
         if again:
             binary, _ = _open_binary(path, None)
             chunks, seen = text_chunks(binary, max_line=limit), []
+        watch = _Watch(registry, chosen, forced=bool(forced_format))
         try:
             damage: list[Damage] | None = getattr(getattr(binary, "raw", None), "damage", None)
             try:
+                text = watch.lines(itertools.chain(seen, chunks))
                 if damage is None:
-                    items = reader.read_text(itertools.chain(seen, chunks), name)
-                    yield from items if runs else one_by_one(items)
+                    items = reader.read_text(text, name)
+                    yield from watch.items(items if runs else one_by_one(items))
                 else:
-                    yield from _told(reader, itertools.chain(seen, chunks), name, damage, runs)
+                    yield from watch.items(_told(reader, text, name, damage, runs))
             except EndlessLine as err:  # what was read before it is kept
                 yield Notice(f"{name}: {err}; the rest of the input is not read")
                 return
+            yield from watch.notes(name)
             yield from _end_notes(binary, name)
         finally:
             binary.close()
 
     return generate()
+
+
+@functools.cache
+def _pattern(marker: DataMarker) -> re.Pattern[str]:
+    """A marker's regular expression, compiled once (only for inputs that are read)."""
+    return re.compile(marker.pattern, re.M | (re.I if marker.ignore_case else 0))
+
+
+def _count(marker: DataMarker, chunk: str) -> tuple[int, int] | None:
+    """(where the first unit `marker` starts, how many) in `chunk`; None when it holds none."""
+    if marker.gate not in chunk or marker.literal not in chunk:
+        return None
+    first, units = -1, 0
+    for m in _pattern(marker).finditer(chunk):
+        first = m.start() if first < 0 else first
+        units += 1
+    return (first, units) if units else None
+
+
+class _Watch:
+    """What an input's reader is handed and gives: another format's data among its lines, and, in a format the
+    user chose, whether it read anything of an input that is not empty."""
+
+    def __init__(self, registry: Registry, fmt: str, forced: bool) -> None:
+        self.registry, self.format, self.forced = registry, fmt, forced
+        formats = registry.formats
+        #: Each other format's markers (DataMarker): most readers pass over another format's lines without a word.
+        self.markers = [(other, m) for other in formats.names() if other != fmt for m in formats.markers(other)]
+        self.reports = formats.reports_unread(fmt)
+        self.head: list[str] = []  # the first lines, for a chosen format that read nothing
+        self.text = False  # a line that is not blank
+        self.read = self.skipped = 0  # data items given; records skipped by the reader
+        #: Another format's data, per (format, unit): [its first line, units, those the reader skips without a word]
+        self.found: dict[tuple[str, str], list[int]] = {}
+
+    def lines(self, chunks: Iterable[str]) -> Iterator[str]:
+        """`chunks` as they are, looked at on the way."""
+        handed = 0
+        for chunk in chunks:
+            if self.forced and (len(self.head) < SNIFF_LINES or not self.text):
+                if len(self.head) < SNIFF_LINES:
+                    self.head += chunk.splitlines(True)[:SNIFF_LINES - len(self.head)]
+                self.text = self.text or (bool(chunk) and not chunk.isspace())
+            for other, marker in self.markers:
+                if (counted := _count(marker, chunk)) is not None:
+                    self._found(other, marker, handed + chunk.count("\n", 0, counted[0]) + 1, counted[1])
+            yield chunk
+            handed += chunk.count("\n")
+
+    def _found(self, other: str, marker: DataMarker, line: int, units: int) -> None:
+        found = self.found.setdefault((other, marker.unit), [line, 0, 0])
+        found[1] += units
+        reported = self.reports == "all" or (self.reports == "non-json" and not marker.json)
+        found[2] += 0 if reported else units
+
+    def items(self, items: Iterable[Item]) -> Iterator[Item]:
+        """`items` as they are, counted."""
+        for item in items:
+            if not isinstance(item, Notice):
+                self.read += 1
+            elif item.skipped:
+                self.skipped += item.skipped
+            yield item
+
+    def notes(self, name: str) -> Iterator[Notice]:
+        """What was seen once the reader is done: nothing read in the format chosen, another format's data."""
+        if self.forced and not self.read and self.text and not self._looks_chosen():
+            unsaid = sum(found[2] for found in self.found.values())
+            yield self._nothing_read(name, 0 if self.skipped else max(1, unsaid))
+            return
+        for (fmt, unit), (first, units, unsaid) in sorted(self.found.items(), key=lambda kv: kv[1][0]):
+            yield Notice(f"{name}: from line {first:,}, {plural(units, unit)} of another format, {fmt} "
+                         f"({self.registry.formats.summary(fmt)}): not read, as this input is read as {self.format} "
+                         f"(one format per input: give them as an input of their own)", skipped=unsaid)
+
+    def _looks_chosen(self) -> bool:
+        """Whether the input's first lines look like the format chosen (one holding no data: a tool's banner)."""
+        try:
+            return bool(self.registry.formats[self.format].sniff(self.head))
+        except Exception:
+            return False
+
+    def _nothing_read(self, name: str, skipped: int) -> Notice:
+        """The note that the format the user chose read nothing of an input that is not empty and does not look
+        like it: what that format is, and what the input looks like."""
+        utf16 = utf16_without_bom("".join(self.head))
+        auto = None if utf16 else sniffed_format(self.registry, self.head)
+        looks = (f"; {utf16}" if utf16 else
+                 f"; auto-detection reads it as {auto.name} ({auto.summary}): leave --input-format out"
+                 if auto is not None else "; auto-detection recognises no format in it either")
+        first = next((line for line in self.head if line.strip(" \t\r\n\0")), "")
+        return Notice(f"{name}: --input-format {self.format} read nothing of it: that format is "
+                      f"{self.registry.formats.summary(self.format)}, and the input does not look like it (its "
+                      f"first line: {excerpt(first.replace(chr(0), '') if utf16 else first)}){looks}", skipped=skipped)
 
 
 def _told(reader: TextFormat, chunks: Iterator[str], name: str, damage: list[Damage], runs: bool) -> Iterator[Item]:

@@ -48,10 +48,7 @@ class OtlpJsonFormat(TextFormat):
             try:
                 doc = json_input(line)
             except ValueError as err:
-                cut = " (cut: longer than the longest line read)" if len(line.rstrip("\n")) >= MAX_LINE else ""
-                column = f" at column {err.colno}" if isinstance(err, json.JSONDecodeError) else ""
-                deep = f" ({TOO_DEEP})" if str(err) == TOO_DEEP else ""
-                yield Notice(f"{where}: invalid JSON{column}{cut}{deep}; expected one OTLP/JSON metrics request "
+                yield Notice(f"{where}: {_why(line, err)}; expected one OTLP/JSON metrics request "
                              '({"resourceMetrics": [...]}) per line')
                 continue
             try:
@@ -62,3 +59,19 @@ class OtlpJsonFormat(TextFormat):
             yield from streams.feed(decoded, where)
         yield from streams.finish()
         forget_at_exit(rest)
+
+
+def _why(line: str, err: ValueError) -> str:
+    """What is wrong with a line that is no JSON: cut at the longest line read, cut short (its JSON ends with the
+    line, unclosed: a file copied or written only in part), nested too deeply, or invalid at a column."""
+    text = line.rstrip("\r\n")
+    if len(text) >= MAX_LINE:
+        return f"invalid JSON (cut: longer than the longest line read, {MAX_LINE:,} characters)"
+    if str(err) == TOO_DEEP:
+        return f"invalid JSON ({TOO_DEEP})"
+    if not isinstance(err, json.JSONDecodeError):
+        return "invalid JSON"
+    if err.pos >= len(text.rstrip()) or err.msg.startswith("Unterminated string"):
+        return f"the line ends early, inside its JSON (cut short after {len(text):,} characters: the request is not " \
+               "closed)"
+    return f"invalid JSON at column {err.colno}"

@@ -239,3 +239,81 @@ def test_an_unknown_format_names_the_option_its_command_takes(command: list[str]
     assert "--format NAME" not in result.stderr
     result = CliRunner().invoke(main, [*args[:-1], "--input-format", "pylatencymap", str(hosts)])
     assert "No such option" not in result.output and "unrecognised input format" not in result.output
+
+
+def _report(*args: str) -> Any:
+    """`latencymap report ARGS` run in this process."""
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    return CliRunner().invoke(main, ["report", *args])
+
+
+def test_a_format_chosen_that_reads_nothing_says_what_it_is_and_what_detection_picks(example_data: Path,
+                                                                                        fixtures: Path,
+                                                                                        tmp_path: Path) -> None:
+    """`--input-format bpftrace` on PyLatencyMap records gave "No data." and exit code 0; now it is an input of which
+    nothing could be read (exit code 1; --strict: 2), and the note names the format and the one detection picks."""
+    records = tmp_path / "records.txt"
+    records.write_bytes(example_data.read_bytes())
+    result = _report("--input-format", "bpftrace", str(records))
+    assert result.exit_code == 1, result.output
+    said = (f"{records}: --input-format bpftrace read nothing of it: that format is bpftrace hist() text output "
+            "(@map: blocks of [lo, hi) count |@@@| rows), and the input does not look like it (its first line: "
+            "'<begin record>'); auto-detection reads it as pylatencymap (PyLatencyMap records")
+    assert said in result.stdout and "of another format" not in result.stdout
+    assert f"latencymap: {records}: no record could be read (72 skipped); the first: {said}" in result.stderr
+    assert _report("--strict", "--input-format", "bpftrace", str(records)).exit_code == 2
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("127.0.0.1 localhost\n")
+    result = _report("--input-format", "pylatencymap", str(hosts))
+    assert result.exit_code == 1 and "auto-detection recognises no format in it either" in result.stderr
+    # An input that looks like the format chosen holds no data, as detected: bpftrace's banner alone.
+    banner = tmp_path / "idle.txt"
+    banner.write_text((fixtures / "bpftrace" / "block_usecs_interval.txt").read_text().splitlines()[0] + "\n")
+    result = _report("--input-format", "bpftrace", str(banner))
+    assert result.exit_code == 0 and "read nothing" not in result.output
+
+
+@pytest.mark.parametrize(("first", "second", "said", "skipped"), [
+    ("pylatencymap/example_latency_data.txt", "bpftrace/block_usecs_interval.txt",
+     "from line 2,664, 12 histograms of another format, bpftrace (bpftrace hist() text output", 12),
+    ("bpftrace/block_usecs_interval.txt", "pylatencymap/example_latency_data.txt",
+     "from line 235, 72 records of another format, pylatencymap (PyLatencyMap records", 72),
+    ("hdrhistogram/service_ms.hgrm", "bcc/biolatency_usecs_j.txt",
+     "from line 102, 3 -j lines of another format, bcc (bcc print_log2_hist text", 3),
+    ("otlp/checkout_metrics.jsonl", "pylatencymap/example_latency_data.txt",
+     "from line 22, 72 records of another format, pylatencymap", 0),  # its reader names each line already
+])
+def test_another_formats_data_after_the_detected_one_is_said_not_dropped(fixtures: Path, tmp_path: Path, first: str,
+                                                                         second: str, said: str,
+                                                                         skipped: int) -> None:
+    """Two captures joined with `cat`: the reader of the first format passed over the second's lines without a
+    word (PyLatencyMap records, then bpftrace text: the bpftrace prints were lost, exit code 0)."""
+    joined = tmp_path / "joined.txt"
+    joined.write_bytes((fixtures / first).read_bytes() + (fixtures / second).read_bytes())
+    notes = [i for i in read_pipeline(str(joined)) if isinstance(i, Notice) and "of another format" in i.message]
+    assert [(n.message.split(": ", 1)[1][:len(said)], n.skipped) for n in notes] == [(said, skipped)]
+    assert notes[0].message.endswith("(one format per input: give them as an input of their own)")
+    alone = [i for i in read_pipeline(str(fixtures / first)) if isinstance(i, Notice)]
+    assert not any("of another format" in n.message for n in alone)
+    if skipped:
+        assert _report("--strict", str(joined)).exit_code == 2
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_named(example_data: Path, tmp_path: Path, encoding: str) -> None:
+    """Read as UTF-8, such text matches no format: "unrecognised input format" gave no hint why."""
+    wide = tmp_path / "wide.txt"
+    wide.write_bytes(example_data.read_text().encode(encoding))
+    with pytest.raises(InputError) as raised:
+        inputs.read_input(str(wide), load_registry())
+    order = encoding[-2:].upper()
+    assert str(raised.value).startswith(
+        f"{wide}: unrecognised input format: its bytes look like UTF-16 without a byte order mark (every other byte "
+        f"is 0), which is read as UTF-8; convert it to UTF-8 (iconv -f UTF-16{order} -t UTF-8), or write it with its "
+        "byte order mark. Supported formats")
+    result = _report("--input-format", "pylatencymap", str(wide))
+    assert result.exit_code == 1 and "(its first line: '<begin record>'); its bytes look like UTF-16" in result.stderr
+    assert inputs.utf16_without_bom(example_data.read_text()) is None

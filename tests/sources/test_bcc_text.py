@@ -178,3 +178,26 @@ def test_sections_alike_for_their_first_200_characters_stay_apart_cut_in_the_mid
         for label, counts in got.items():
             assert len(label) == 200 and label.count("…") == 1 and label.startswith("disk pci-0000:00:1f.2-ata-1-")
             assert label.endswith(f"uuid-part{counts[0] // 11}")
+
+
+def test_bad_dict_lines_say_what_is_wrong_in_the_inputs_terms(tmp_path) -> None:
+    """An expression, a line cut short, one past the longest line read, and bad syntax in a copy of a real -j capture:
+    each message says what the line holds instead of a dict, with no parser internals (`<ast.BinOp ...>`)."""
+    from latencymap.core.model import Notice
+    from latencymap.flow.inputs import MAX_LINE
+    from latencymap.flow.pipeline import input_flow
+    from latencymap.plugins import load_registry
+
+    first = (FIXTURES / "bcc" / "biolatency_usecs_j.txt").read_text().splitlines()[0]
+    lines = [first, first.replace("'count': 0}", "'count': 1+1}", 1), first[:80],
+             first.replace("]}", ", '" + "x" * MAX_LINE + "']}"), first.replace("'data':", "'data' =", 1)]
+    path = tmp_path / "bad.txt"
+    path.write_text("\n".join(lines) + "\n")
+    said = [i.message for i in input_flow([str(path)], load_registry()) if isinstance(i, Notice) and i.skipped]
+    column = first.index("'count': 0}") + len("'count': ") + 1
+    assert [m.split(" (", 1)[1] for m in said[:3]] == [
+        f"an expression where a value belongs, at column {column}: '1+1'); line skipped",
+        "the line ends early, inside its dict: cut short); line skipped",
+        f"the line was cut at {MAX_LINE:,} characters, the longest read); line skipped"]
+    assert re.search(r"\(not a Python dict at column \d+: ':' expected after dictionary key\); line skipped$", said[3])
+    assert [m.split(": ", 2)[1] for m in said] == ["line 2", "line 3", "line 4", "line 5"]

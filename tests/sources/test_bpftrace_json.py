@@ -199,3 +199,24 @@ def test_real_bpftrace_json_and_text_of_one_program_read_alike() -> None:
         total = np.sum([c.counts for c in cols], axis=0)
         slots[fmt.name] = {int(k): int(total[k]) for k in np.flatnonzero(total)}
     assert slots["bpftrace-json"] == slots["bpftrace"] == {27: 1, 32: 2}
+
+
+def test_a_line_cut_short_or_past_the_longest_read_is_said_so(tmp_path) -> None:
+    """A copy of a real `-f json` capture with a hist line cut in two and a printf line past 64 KiB: each message
+    says the line was cut, not only that it is no JSON object."""
+    from latencymap.core.model import Notice
+    from latencymap.flow.inputs import MAX_LINE
+    from latencymap.flow.pipeline import input_flow
+    from latencymap.plugins import load_registry
+
+    lines = INTERVAL_JSON.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if '"type": "hist"' in line)
+    lines[at] = lines[at][:50] + "\n"
+    lines.append('{"type": "printf", "data": "' + "x" * MAX_LINE + '"}\n')
+    path = tmp_path / "cut.json"
+    path.write_text("".join(lines))
+    said = [i.message for i in input_flow([str(path)], load_registry()) if isinstance(i, Notice) and i.skipped]
+    assert said[0].startswith(f"{path}: line {at + 1}: expected one JSON object per line (bpftrace -f json), got ")
+    assert said[0].endswith(" (the line ends early, inside its JSON: cut short); line skipped")
+    assert said[-1].startswith(f"{path}: line {len(lines)}: expected one JSON object per line")
+    assert said[-1].endswith(f" (the line was cut at {MAX_LINE:,} characters, the longest read); line skipped")

@@ -394,7 +394,7 @@ def test_time_rules_of_the_java_reader() -> None:
                                                     f"5.000,1.000,0.0,{good}\n"]), "t.hlog")
     assert [(c.start, c.end) for c in intervals(items)] == [(10.0, 11.001), (11.001, 12.0), (12.0, 13.0)]
     (msg,) = notices(items)
-    assert msg.startswith("t.hlog: line 3: t.hlog: the interval starts at 5.000, before the previous one ends")
+    assert msg.startswith("t.hlog: line 3: the interval starts at 5.000, before the previous one ends")
 
 
 def test_values_below_the_lowest_discernible_value_are_said_and_counted(tmp_path: Path) -> None:
@@ -717,3 +717,23 @@ def test_a_slots_values_seen_lie_inside_the_slot() -> None:
     assert (folded.extremes[:, 0] >= low)[seen].all() and (folded.extremes[:, 1] < high)[seen].all()
     assert folded.below_lowest.sum() > 0 and (folded.extremes[:, 0, 14][folded.below_lowest > 0] == 8192).all()
 
+
+
+def test_a_bad_payload_names_the_file_once_and_a_tag_by_its_name(tmp_path: Path) -> None:
+    """`h.hlog: line 11: h.hlog: payload truncated`: the untagged lines' stream is named after the file, which the
+    message names already; a tag's stream is still named."""
+    from latencymap.core.model import Notice
+    from latencymap.flow.pipeline import input_flow
+
+    def cut(source: Path, target: Path, line: int) -> None:
+        lines = source.read_text().splitlines(keepends=True)
+        at = lines[line - 1].index(",HIST") + 1
+        lines[line - 1] = lines[line - 1][:at + 32] + "\n"  # its payload's first 24 bytes
+        target.write_text("".join(lines))
+
+    untagged, tagged = tmp_path / "h.hlog", tmp_path / "t.hlog"
+    cut(HLOG / "service_ns.hlog", untagged, 11)
+    cut(HLOG / "tagged_java_layout.hlog", tagged, 7)
+    said = [i.message for i in input_flow([str(untagged), str(tagged)], registry())
+            if isinstance(i, Notice) and i.skipped]
+    assert [m.split(": payload truncated")[0] for m in said] == [f"{untagged}: line 11", f"{tagged}: line 7: read"]

@@ -204,3 +204,30 @@ def test_histogram_log_processors_start_time_and_range_place_the_column(tmp_path
     assert notices(items) == []
     assert [(c.start, c.end, int(c.counts.sum())) for c in intervals(items)] == [
         (1_700_000_010.0, 1_700_000_020.0, len(NS)), (1_700_000_020.0, 1_700_000_050.0, len(NS))]
+
+
+@pytest.mark.parametrize("csv", [False, True])
+def test_a_table_cut_before_its_end_says_its_tail_is_missing(tmp_path, csv: bool) -> None:
+    """A copy cut before its footer read as a whole distribution with no tail; the only sign was one skipped line
+    (the row cut in two). Now a note says so, and --strict fails on it. A table whose footer alone is lost (its last
+    row at percentile 1) lost no event."""
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    whole = (FIXTURES / "hdrhistogram" / "service_ms.hgrm").read_text() if not csv else printout(NS, csv=True)
+    lines = whole.splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if points(line))  # the percentile-1 row
+    path = tmp_path / "cut.hgrm"
+    path.write_text("".join(lines[:last - 1]) + lines[last - 1][:12])  # cut inside the row before it
+    items = read_items(HdrPercentilesFormat, path.read_text(), "cut.hgrm")
+    value, total = points(lines[last - 2])[0]
+    share = float(lines[last - 2].replace(",", " ").split()[1])
+    why = (f"its last row, line {last - 1}, is at percentile {share:.6g}, not 1" if csv else
+           f"no '#[Mean' / '#[Max' footer after its last row, line {last - 1}, at percentile {share:.6g}")
+    assert notices(items)[-1] == (f"cut.hgrm: distribution at line 1: the percentile table ended early ({why}): "
+                                  f"the tail past {value:g} ms ({total:,} events read) is missing from its column")
+    assert [int(c.counts.sum()) for c in intervals(items)] == [total]
+    assert CliRunner().invoke(main, ["report", "--strict", str(path)]).exit_code == 2
+    path.write_text("".join(lines[:last + 1]))  # the footer alone is lost
+    assert not [n for n in notices(read_items(HdrPercentilesFormat, path.read_text(), "x")) if "ended early" in n]

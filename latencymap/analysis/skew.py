@@ -9,7 +9,9 @@ For the tasks of one stage (durations, launch and finish times, `cores` availabl
 - `wasted_core_s` = cores x wall time - task time: core-seconds the stage held but did not use (cores waiting
   for the slowest task, or too few tasks for the cores); `utilisation` = task time / (cores x wall time).
 
-`cores` unknown (no ExecutorAdded event, a REST source) leaves the last two null.
+`cores` unknown (no ExecutorAdded event, a REST source) leaves the last two null. `utilisation` is task time over
+cores x wall as the source gives them: above 1 when task times overlap past the cores (Spark's include the lag before
+a task's end is logged); `wasted_core_s` is then 0, and `overcommitted` measures the overlap.
 """
 
 from __future__ import annotations
@@ -19,6 +21,20 @@ from typing import Any
 import numpy as np
 
 from latencymap.core.percentiles import median_of
+
+
+def overcommitted(starts: np.ndarray, ends: np.ndarray, groups: list[str], caps: dict[str, int]) -> float:
+    """Task time past the cores: the time-integral, over each group (executor) of tasks, of how many of its tasks ran
+    beyond its `caps` cores at once (in the unit of `starts` and `ends`)."""
+    total = 0.0
+    for group, cap in caps.items():
+        mine = np.array([g == group for g in groups], dtype=bool)
+        times = np.concatenate([starts[mine], ends[mine]])
+        steps = np.concatenate([np.ones(int(mine.sum())), -np.ones(int(mine.sum()))])
+        order = np.lexsort((steps, times))  # at one time, ends before starts: touching tasks do not overlap
+        times, level = times[order], np.cumsum(steps[order])
+        total += float(np.sum(np.maximum(level[:-1] - cap, 0.0) * np.diff(times)))
+    return total
 
 
 def stage_skew(durations_s: np.ndarray, starts_s: np.ndarray, ends_s: np.ndarray,

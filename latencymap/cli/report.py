@@ -28,11 +28,11 @@ from latencymap.core.sanitize import clean_text
 from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import check_output, write_text, writing
 from latencymap.outputs.json_text import dumps
-from latencymap.outputs.report import build_report, report_text, source_lines
+from latencymap.outputs.report import build_report, report_text, source_lines, source_notes
 from latencymap.plugins import Source, SourceError, TextFormat
 
 if TYPE_CHECKING:
-    from latencymap.views.svg import Stragglers, Unplaced
+    from latencymap.views.svg import Notes, Stragglers, Unplaced
 
 PARQUET_NEEDS_OUTPUT = "--format parquet needs -o FILE (it is a binary format)"
 
@@ -168,7 +168,8 @@ class _ReportCommand(click.Command):
                    "bimodal (see below); and, or, not, parentheses. Repeatable.")
 @history_option("Memory for the history the report is made of: a budget for all streams (512M, 2G; default a "
                 "quarter of RAM), or N columns per stream. Past it the oldest columns are dropped: the report then "
-                "covers the columns kept, and its notes say how many were dropped.")
+                "covers the columns kept, and each stream's summary says how many were dropped (the OpenMetrics "
+                "counters still cover every column read).")
 @limit_options
 @format_options
 def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, output: str | None,
@@ -194,7 +195,6 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         try:
             accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
         except NothingReadable:  # report what was read (and skipped), say what the gates found there, then fail
-            _note_dropped(acc)
             _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
             _gate_failures(acc, fail_if)  # exit code 1 either way: the unreadable input's
             raise
@@ -202,25 +202,12 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             if source is not None and isinstance(err, SourceError) and not acc.intervals_seen:
                 raise  # it failed before giving a column: its error alone (its notes were said as they came)
             acc.note(Notice(_stopped(err, source), skipped=0))
-            _note_dropped(acc)
             _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
             raise
-        _note_dropped(acc)
         _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
         return _gate_failures(acc, fail_if)
 
     guarded(body)
-
-
-def _note_dropped(acc: Accumulator) -> None:
-    """A closing note when the history dropped columns (`--history`): how many, and what the report covers."""
-    dropped = sum(h.dropped for h in acc.streams.values())
-    if not dropped:
-        return
-    seen = dropped + sum(h.n for h in acc.streams.values())
-    acc.note(Notice(f"history ({acc.limit}, --history): {dropped:,} of the {seen:,} columns read were dropped, the "
-                    f"oldest first; this report covers the {seen - dropped:,} columns kept, not the whole run",
-                    skipped=0))
 
 
 def _stopped(err: BaseException, source: Source | None) -> str:
@@ -241,7 +228,8 @@ def _write(acc: Accumulator, sources: list[tuple[Source, dict[StreamId, StreamId
     done = [(s, s.analysis() if hasattr(s, "analysis") else {}) for s, _ in sources]
     if out_format not in ("text", "json"):
         placed, nowhere = _placed_stragglers(acc, done, [shown for _, shown in sources])
-        write_report(acc, out_format, output, stragglers=placed, unplaced=nowhere)
+        notes = [(_analysis_head(s, extra) if len(done) > 1 else "", source_notes(extra)) for s, extra in done]
+        write_report(acc, out_format, output, stragglers=placed, unplaced=nowhere, notes=notes)
         return
     if out_format == "json":
         doc = build_report(acc, arrays=True)
@@ -336,9 +324,9 @@ def _report_source(args: list[str], kw: dict[str, Any]) -> Source | None:
 
 
 def write_report(acc: Accumulator, out_format: str, output: str | None, stragglers: Stragglers | None = None,
-                 unplaced: Unplaced | None = None) -> None:
+                 unplaced: Unplaced | None = None, notes: Notes | None = None) -> None:
     """Render `acc` as svg/html/parquet/openmetrics to `output` (stdout for text formats when None); SVG and HTML
-    with the stragglers on their streams, and those of no stream shown apart."""
+    with the stragglers on their streams, those of no stream shown apart, and the sources' other `notes` after."""
     if out_format == "parquet":
         if not output:
             raise InputError(PARQUET_NEEDS_OUTPUT)
@@ -350,11 +338,11 @@ def write_report(acc: Accumulator, out_format: str, output: str | None, straggle
     if out_format == "svg":
         from latencymap.views.svg import render_svg
 
-        text = render_svg(acc, stragglers, unplaced)
+        text = render_svg(acc, stragglers, unplaced, notes)
     elif out_format == "html":
         from latencymap.views.html import render_html
 
-        text = render_html(acc, stragglers, unplaced=unplaced)
+        text = render_html(acc, stragglers, unplaced=unplaced, notes=notes)
     elif out_format == "openmetrics":
         from latencymap.outputs.metrics import report_openmetrics
 

@@ -4,8 +4,10 @@ Under a memory budget the accumulator counts what every history holds as it grow
 part of each stream (the growing block, what reading keeps decoded), each stream's share recounted when columns are
 appended to it. Over the budget, the growing blocks of the largest holders are sealed early once they take more
 than half of it (a sealed chunk is a fraction of its block, nothing is lost), then the oldest sealed chunks of all
-streams are dropped. Dropped columns leave their sums (`StreamHistory.dropped_sums`), so whole-run totals still
-cover every column seen.
+streams are dropped, and the newest columns too of streams that have ended (silent for `ENDED_COLUMNS` of their own
+columns while others go on): a stream never gives up its newest columns while it goes on. Dropped columns leave
+their sums (`StreamHistory.dropped_sums`), so whole-run totals still cover every column seen, a stream with none
+kept included.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Chunk
 from latencymap.core.history import ColumnStats, DroppedSums, StreamHistory, Totals
 from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, StreamId, rows_by_stream
 from latencymap.core.source_totals import SEEN_BOUNDS_SOURCES, SourceTotals, seen_range
-from latencymap.core.units import format_bytes, unit_seconds
+from latencymap.core.units import format_bytes, plural, unit_seconds
 
 __all__ = ["BATCH", "DEFAULT_HISTORY", "EXACT", "GAP", "MAX_MESSAGES", "MIN_STREAM_BYTES", "RESET", "TIMED",
            "Accumulator", "ColumnStats", "DroppedSums", "HistoryLimit", "StreamHistory", "Totals", "accumulate",
@@ -34,6 +36,9 @@ MAX_MESSAGES = 100
 #: Below it a stream keeps fewer (8 KiB: about 540, 4 KiB: 210, 1 KiB: a few dozen), and the accumulator says so
 #: once; a budget that cannot hold even each stream's newest columns is said too.
 MIN_STREAM_BYTES = 16 << 10
+#: A stream silent for this many of its own columns while others go on has ended: under a memory budget that the
+#: other streams' older columns cannot make room in, it gives up its newest columns too (its sums stay).
+ENDED_COLUMNS = 10
 
 
 def default_budget() -> int:
@@ -52,13 +57,14 @@ class HistoryLimit:
     columns: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.columns} columns per stream" if self.columns is not None else \
+        return f"{plural(self.columns, 'column')} per stream" if self.columns is not None else \
             format_bytes(self.budget) if self.budget is not None else "unlimited"
 
 
 #: The default: a memory budget (see `default_budget`).
 DEFAULT_HISTORY = HistoryLimit(budget=default_budget())
-_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*", re.IGNORECASE)
+#: A number, then a unit: K, M, G or T (with `B` or `iB` after it, or not), or `B` alone (bytes); none: columns.
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgt])(i?b)?|(b))?\s*", re.IGNORECASE)
 
 
 def parse_history(text: str) -> HistoryLimit:
@@ -67,8 +73,8 @@ def parse_history(text: str) -> HistoryLimit:
     m = _SIZE.fullmatch(text)
     if m is None:
         raise ValueError(f"{text!r} is neither a memory size (512M, 2GB) nor a number of columns")
-    number, unit = m.group(1), m.group(2).lower()
-    if not unit and not m.group(3):
+    number, unit = m.group(1), (m.group(2) or "").lower()
+    if not unit and not m.group(4):
         if not number.isdigit() or int(number) < 1:
             raise ValueError(f"{text!r}: a number of columns is a whole number >= 1 (or give a size: 512M)")
         return HistoryLimit(columns=int(number))
@@ -89,8 +95,10 @@ class Accumulator:
 
     `cap` is a `HistoryLimit`, or a number of columns per stream (the old form). Under a memory budget the
     oldest sealed chunk of all streams is dropped first (growing blocks that take more than half of the budget are
-    sealed early, the largest first), and a message says so once; under a column limit, a message says so once
-    too when the first columns are dropped.
+    sealed early, the largest first; then every column of the streams that ended), and a message says so once; when
+    the live streams' newest columns alone take more than the budget, a message says so, and again, with the figure
+    of the moment, each time it has doubled. Under a column limit, a message says so once when the first columns
+    are dropped.
     """
 
     cap: HistoryLimit | int | None = DEFAULT_HISTORY
@@ -117,7 +125,14 @@ class Accumulator:
     #: `_other` past which growing blocks are sealed early (set after each such pass).
     _reseal_at: int = 0
     _said_small: bool = False
-    _said_over: bool = False
+    #: What the newest columns took when the budget was last said to be unable to hold them (0: never said).
+    _said_over: int = 0
+    #: The end of the newest column appended by the last `add` that appended any (s): what ended streams are
+    #: silent against (`ENDED_COLUMNS`); the newest of the `add` under way; the clock when ended streams were last
+    #: looked for.
+    _clock: float = float("-inf")
+    _new_clock: float = float("-inf")
+    _looked_at: float = float("nan")
 
     def __post_init__(self) -> None:
         if isinstance(self.cap, int):
@@ -149,6 +164,8 @@ class Accumulator:
                     self._add_source(item.stream, item.source_buckets, item.extremes)
         self._flush(batches)
         self.intervals_seen += added
+        if self._new_clock > float("-inf"):
+            self._clock, self._new_clock = self._new_clock, float("-inf")
         budget = self.limit.budget
         if budget is not None and self._sealed + self._other > budget:
             self._enforce(budget)
@@ -191,11 +208,13 @@ class Accumulator:
             hist.extend(columns)
         self._sealed += hist.sealed_bytes - before
         self._recount(hist)
+        if hist.last_end > self._new_clock:
+            self._new_clock = hist.last_end
         if self._last and stream in self._last and hist.can_drop_oldest_chunk():
             heapq.heappush(self._oldest, self._last.pop(stream))
         if hist.dropped != dropped and self.limit.columns is not None:
             if not self.dropped_for_columns:
-                self._tell(f"history: each stream keeps its newest {self.limit.columns:,} columns (--history "
+                self._tell(f"history: each stream keeps its newest {plural(self.limit.columns, 'column')} (--history "
                            f"{self.limit.columns}); older ones are dropped from now on")
             self.dropped_for_columns += hist.dropped - dropped
 
@@ -228,7 +247,8 @@ class Accumulator:
 
     def _enforce(self, budget: int) -> None:
         """Bring the histories within `budget`: seal the largest growing blocks early while they take more than
-        half of it, then drop the oldest sealed chunks of all streams."""
+        half of it, then drop the oldest sealed chunks of all streams (with every column of a stream that has ended,
+        `ENDED_COLUMNS`, when its newest chunk comes), then every column of the streams that ended longest ago."""
         if self._other > max(self._reseal_at, budget // 2):
             self._seal_open(budget // 4)
             # what sealing could not free (metadata kept decoded, blocks just sealed): not again until it grows
@@ -240,21 +260,47 @@ class Accumulator:
             if chunk is None or chunk.seq != seq:
                 continue  # already gone (a column limit dropped it)
             if not hist.can_drop_oldest_chunk():  # the stream's newest columns: back in line once newer ones come
-                self._last[hist.stream] = (seq, hist)
+                if self._ended(hist):
+                    dropped += self._empty(hist)
+                else:
+                    self._last[hist.stream] = (seq, hist)
                 continue
             before = hist.sealed_bytes
             dropped += hist.drop_oldest_chunk()
             self._sealed += hist.sealed_bytes - before
+        if self._sealed + self._other > budget and self._clock != self._looked_at:
+            self._looked_at = self._clock  # no stream ends before the clock moves on
+            ended = [h for h in self.streams.values() if self._ended(h)]
+            for hist in sorted(ended, key=lambda h: h.last_end):
+                if self._sealed + self._other <= budget:
+                    break
+                dropped += self._empty(hist)
         if dropped and not self.dropped_for_budget:
             self._tell(f"history: the memory budget ({format_bytes(budget)}, --history) is full; the oldest "
                        "columns are dropped from now on")
         self.dropped_for_budget += dropped
-        if self._sealed + self._other > budget and not self._said_over:
-            self._said_over = True
+        held = self._sealed + self._other
+        if held > budget and held >= 2 * self._said_over:  # said again as it grows: the figure is the current one
+            self._said_over = held
+            holding = sum(1 for h in self.streams.values() if h.n)
             self._tell(f"history: the memory budget ({format_bytes(budget)}, --history) cannot hold "
-                       f"{len(self.streams):,} streams: their newest columns alone take "
-                       f"{format_bytes(self._sealed + self._other)} (give at least {format_bytes(MIN_STREAM_BYTES)} "
+                       f"{holding:,} streams: their newest columns alone take "
+                       f"{format_bytes(held)} (give at least {format_bytes(MIN_STREAM_BYTES)} "
                        "a stream)")
+
+    def _ended(self, hist: StreamHistory) -> bool:
+        """Whether a stream holding columns has ended: silent for `ENDED_COLUMNS` of its own columns while others
+        went on (the newest column of the last `add`)."""
+        return hist.n > 0 and hist.idle_columns(self._clock) > ENDED_COLUMNS
+
+    def _empty(self, hist: StreamHistory) -> int:
+        """Drop every column of an ended stream (its sums stay); the columns dropped."""
+        before = hist.sealed_bytes
+        k = hist.drop_all()
+        self._sealed += hist.sealed_bytes - before
+        self._recount(hist)
+        self._last.pop(hist.stream, None)
+        return k
 
     def _seal_open(self, target: int) -> None:
         """Seal the growing blocks of the streams that hold the most until the open parts take `target` or less."""
@@ -291,9 +337,10 @@ class Accumulator:
             if budget is not None and n * MIN_STREAM_BYTES > budget and not self._said_small:
                 self._said_small = True
                 self._tell(f"history: the memory budget ({format_bytes(budget)}, --history) is under "
-                           f"{format_bytes(MIN_STREAM_BYTES)} a stream now that {n:,} streams share it: each keeps "
-                           f"only its newest few hundred columns or fewer (give at least "
-                           f"{format_bytes(MIN_STREAM_BYTES)} a stream)")
+                           f"{format_bytes(MIN_STREAM_BYTES)} a stream now that {n:,} streams share it "
+                           f"({format_bytes(budget // n)} each, less as more come): each keeps fewer of its newest "
+                           "columns, how many depending on their width (a report says each stream's count; give at "
+                           f"least {format_bytes(MIN_STREAM_BYTES)} a stream)")
         return hist
 
     @property

@@ -42,6 +42,34 @@ def observed_s(dur: np.ndarray, flags: np.ndarray, counts: np.ndarray) -> float:
     return float(observed(dur, flags, counts).sum())
 
 
+def count_sums(counts: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Sums of integer counts along `axis`, exact: int64 where no sum can pass its range (the usual case: the largest
+    count times their number says), else Python integers (an object array)."""
+    if counts.size and magnitude(counts) * counts.shape[axis] > _LIMITS[_INT64][1]:
+        return counts.astype(object).sum(axis=axis)  # type: ignore[no-any-return]
+    return counts.sum(axis=axis, dtype=np.int64)  # type: ignore[no-any-return]
+
+
+def plus(total: np.ndarray, part: np.ndarray, lo: int = 0) -> np.ndarray:
+    """`total` with `part` added to its slots `lo ..`, exact: in place while int64 surely holds the sums, else in a
+    new array of Python integers."""
+    window = slice(lo, lo + len(part))
+    if total.dtype == object or part.dtype == object or \
+            (part.size and magnitude(total[window]) + magnitude(part) > _LIMITS[_INT64][1]):
+        total = total.astype(object)
+        total[window] = total[window] + part.astype(object)
+        return total
+    total[window] += part
+    return total
+
+
+def magnitude(counts: np.ndarray) -> int:
+    """The largest absolute value of integer counts (0 when there are none)."""
+    if not counts.size:
+        return 0
+    return max(int(counts.max()), -int(counts.min()))
+
+
 def count_dtype(low: int, high: int) -> np.dtype:
     """The narrowest integer type holding every value in [low, high]."""
     for dtype in _UNSIGNED if low >= 0 else _SIGNED:
@@ -267,7 +295,7 @@ class Chunk:
             plain, mixed = _compress(time.tobytes()), _compress(_shuffle(time))
             time_blob, shuffled = (mixed, True) if len(mixed) < len(plain) else (plain, False)
         meta = b"".join([*(_shuffle(getattr(block, name)[:n]) for name in _META), block.flags[:n].tobytes()])
-        slot_counts = counts.sum(axis=0, dtype=np.int64)
+        slot_counts = count_sums(counts)
         used = (counts != 0).any(axis=0)
         flags = block.flags[:n]
         counts_blob, frames = _compress(_shuffle(counts)), tuple[int, ...]()

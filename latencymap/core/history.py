@@ -7,7 +7,8 @@ kept decoded once asked for, until `release()`.
 
 Columns dropped (a column limit, a memory budget) leave their sums behind (`dropped_sums`): per-slot counts and
 time, observed duration, whether their times were exact; `totals(..., all_seen=True)` adds them, so whole-run
-totals cover every column seen, kept or not.
+totals cover every column seen, kept or not (`drop_all` keeps none: a stream that ended, under a memory budget).
+Per-slot sums of counts are exact: int64, or Python integers where a sum could pass 2**63 (`columns.count_sums`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,19 @@ import numpy as np
 
 from latencymap.core import chunked, columns
 from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
-from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Block, Chunk, KeptMeta, observed, observed_s
+from latencymap.core.columns import (
+    EXACT,
+    GAP,
+    RESET,
+    TIMED,
+    Block,
+    Chunk,
+    KeptMeta,
+    count_sums,
+    observed,
+    observed_s,
+    plus,
+)
 from latencymap.core.model import Interval, IntervalRun, SourceBuckets, StreamId
 from latencymap.core.percentiles import PERCENTILES, open_percentiles, percentile_estimates, safe_ratio
 
@@ -66,6 +79,9 @@ class StreamHistory:
         self._least = np.full(NSLOTS, np.nan)
         self._most = np.full(NSLOTS, np.nan)
         self._any_seen = False
+        #: End of the first and of the newest column seen, and the newest column's duration (s): how long a stream
+        #: has been silent, in its own columns (`idle_columns`).
+        self.first_end = self.last_end = self.last_dur = float("nan")
 
     # -- appending and dropping
 
@@ -146,6 +162,8 @@ class StreamHistory:
         sums of the oldest are kept (`dropped_sums`)."""
         k = len(counts)
         self._dense = None
+        if k and self.first_end != self.first_end:  # NaN: the first columns
+            self.first_end = float(end[0])
         if time is not None and (timed is None or timed.any()):
             self.timed = True  # the stream gives times, even where every column that gave them is cut below
         estimated = counts.any(axis=1) if timed is None else counts.any(axis=1) & ~timed
@@ -156,7 +174,7 @@ class StreamHistory:
         if self.cap is not None and k > self.cap:  # more than the history keeps: the oldest leave only their sums
             cut = slice(0, k - self.cap)
             spent = np.multiply(counts[cut], self._mid) if time is None else time[cut]
-            self._gone(slice(None), counts[cut].sum(axis=0), spent.sum(axis=0),
+            self._gone(0, count_sums(counts[cut]), spent.sum(axis=0),
                        observed_s(dur[cut], flags[cut], counts[cut]), bool(np.all(flags[cut] & EXACT)))
             self.dropped += k - self.cap
             keep = slice(k - self.cap, k)
@@ -174,6 +192,8 @@ class StreamHistory:
             if self._hot.n == self._size:
                 self._seal()
         self.n += k
+        if k:
+            self.last_end, self.last_dur = float(end[-1]), float(dur[-1])
         if self._meta is not None:
             self._meta.append(meta)
         if self.cap is not None and self.n > self.cap:
@@ -216,14 +236,14 @@ class StreamHistory:
             chunk = self._chunks.pop(0)
             self._base = self._ends.pop(0)
             self._skip -= chunk.n
-            self._gone(slice(chunk.lo, chunk.lo + chunk.width), chunk.slot_counts, chunk.slot_time, chunk.dur_total,
+            self._gone(chunk.lo, chunk.slot_counts, chunk.slot_time, chunk.dur_total,
                        bool(chunk.flags_and & EXACT))
             self._forget(chunk)
 
-    def _gone(self, slots: slice, counts: np.ndarray, time: np.ndarray, dur: float, exact: bool) -> None:
-        """Add dropped columns' sums (per slot of `slots`) to what the dropped columns held."""
-        self._gone_counts[slots] += counts
-        self._gone_time[slots] += time
+    def _gone(self, lo: int, counts: np.ndarray, time: np.ndarray, dur: float, exact: bool) -> None:
+        """Add dropped columns' sums (per slot from `lo` on) to what the dropped columns held."""
+        self._gone_counts = plus(self._gone_counts, counts, lo)
+        self._gone_time[lo: lo + len(time)] += time
         self._gone_dur += dur
         self._gone_exact = self._gone_exact and exact
 
@@ -237,20 +257,27 @@ class StreamHistory:
         counts, time = self._gone_counts.copy(), self._gone_time.copy()
         dur, exact = self._gone_dur, self._gone_exact
         if self._skip:  # the oldest block still stored starts with dropped columns
-            block = self._block(0, True) if self._chunks else self._hot
-            rows = slice(0, self._skip)
-            window = slice(block.lo, block.lo + block.width)
-            part = block.counts[rows]
-            counts[window] += part.sum(axis=0, dtype=np.int64)
-            dense = np.zeros((self._skip, NSLOTS), dtype=np.int64)
-            dense[:, window] = part
-            spent = np.zeros((self._skip, NSLOTS))
-            block.dense_time(rows, spent, self._mid)
-            time += spent.sum(axis=0)
-            flags = block.flags[rows]
-            dur += observed_s(block.dur[rows], flags, dense)
-            exact = exact and bool(np.all(flags & EXACT))
+            part_counts, part_time, part_dur, part_exact = self._skipped_sums()
+            counts = plus(counts, part_counts)
+            time += part_time
+            dur += part_dur
+            exact = exact and part_exact
         return DroppedSums(self.dropped, counts, time, dur, exact)
+
+    def _skipped_sums(self) -> tuple[np.ndarray, np.ndarray, float, bool]:
+        """Per-slot counts and time, observed duration and exactness of the dropped columns the oldest block still
+        stored starts with (its first `_skip`)."""
+        block = self._block(0, True) if self._chunks else self._hot
+        rows = slice(0, self._skip)
+        window = slice(block.lo, block.lo + block.width)
+        part = block.counts[rows]
+        counts = plus(np.zeros(NSLOTS, dtype=np.int64), count_sums(part), block.lo)
+        dense = np.zeros((self._skip, NSLOTS), dtype=np.int64)
+        dense[:, window] = part
+        spent = np.zeros((self._skip, NSLOTS))
+        block.dense_time(rows, spent, self._mid)
+        flags = block.flags[rows]
+        return counts, spent.sum(axis=0), observed_s(block.dur[rows], flags, dense), bool(np.all(flags & EXACT))
 
     def oldest_chunk(self) -> Chunk | None:
         """The oldest sealed chunk still held, if any."""
@@ -267,6 +294,27 @@ class StreamHistory:
         k = self._chunks[0].n - self._skip
         self._drop_front(k)
         return k
+
+    def drop_all(self) -> int:
+        """Forget every kept column, the newest too (a memory budget is full and the stream has ended: its sums are
+        kept, `dropped_sums`), and free what held them; the columns dropped."""
+        k = self.n
+        self._drop_front(k)  # every sealed chunk forgotten; the growing block's columns skipped
+        if self._skip:
+            counts, time, dur, exact = self._skipped_sums()
+            self._gone(0, counts, time, dur, exact)
+        self._base, self._skip = self._hot_start + self._hot.n, 0
+        self._hot = Block(0)
+        self.release()
+        return k
+
+    def idle_columns(self, clock: float) -> float:
+        """How many of its own columns (its newest one's duration, or its mean spacing if longer) have passed between
+        this stream's newest column's end and `clock` (NaN when not known)."""
+        seen = self.n + self.dropped
+        spacing = (self.last_end - self.first_end) / (seen - 1) if seen > 1 else 0.0
+        span = max(self.last_dur, spacing)
+        return (clock - self.last_end) / span if span > 0 else float("inf") if clock > self.last_end else 0.0
 
     def release(self) -> None:
         """Free what reading kept decoded (the metadata arrays, decoded chunks); it is rebuilt when asked for."""
@@ -501,7 +549,7 @@ class StreamHistory:
     def column_stats(self, cols: slice = slice(None)) -> ColumnStats:
         """Per-column events/s, time/s, mean and percentiles (a column of exact times: using its buckets' means)."""
         counts, spent, dur = self.counts_in(cols), self.time_in(cols), self.meta_in("dur", cols)
-        events = counts.sum(axis=1)
+        events = counts.sum(axis=1, dtype=np.float64)  # a rate: no int64 wrap where slots sum past 2**63
         total_time = spent.sum(axis=1)
         means = np.where(self.exact_columns(cols)[:, None], spent, np.nan)
         return ColumnStats(
@@ -521,14 +569,14 @@ class StreamHistory:
             spent = float(times.sum())
         else:  # a chunk of columns at a time, the same sums as over dense arrays of them all (`chunked`)
             first, stop = self._range(cols)
-            slot_counts, slot_times, seen = chunked.SlotSums(NSLOTS), chunked.SlotSums(NSLOTS), []
+            counts, slot_times, seen = np.zeros(NSLOTS, dtype=np.int64), chunked.SlotSums(NSLOTS), []
             for span in chunked.spans(stop - first):
                 part = slice(first + span.start, first + span.stop)
                 columns = self.counts_in(part)
-                slot_counts.add(columns)
+                counts = plus(counts, count_sums(columns))  # integers: exact in any order
                 slot_times.add(self.time_in(part))
                 seen.append(observed(self.meta_in("dur", part), self.meta_in("flags", part), columns))
-            counts, times = slot_counts.result().astype(np.int64), slot_times.result()
+            times = slot_times.result()
             spent = chunked.flat_sum(lambda a, b: self.time_in(slice(first + a, first + b)), stop - first, NSLOTS)
             dur = float(np.concatenate(seen).sum()) if seen else 0.0
         exact = self.exact_in(cols)
@@ -536,7 +584,7 @@ class StreamHistory:
             if self._range(cols)[0] != 0:
                 raise ValueError("totals over all columns seen start at the first kept column")
             gone = self.dropped_sums()
-            counts, times = counts + gone.counts, times + gone.time
+            counts, times = plus(counts, gone.counts), times + gone.time
             spent += float(gone.time.sum())
             dur += gone.duration_s
             exact = (exact or self._range(cols)[1] == 0) and gone.exact and self.timed
@@ -557,7 +605,7 @@ class StreamHistory:
                 raise ValueError("sums over all columns seen start at the first kept column")
             counts, times, dur = self.slot_sums(cols)
             gone = self.dropped_sums()
-            return counts + gone.counts, times + gone.time, dur + gone.duration_s
+            return plus(counts, gone.counts), times + gone.time, dur + gone.duration_s
         first, stop = self._range(cols)
         counts = np.zeros(NSLOTS, dtype=np.int64)
         times = np.zeros(NSLOTS)
@@ -566,13 +614,13 @@ class StreamHistory:
         for i, _, take in self._spans(first, stop):
             chunk = self._whole(i, take)
             if chunk is not None:
-                counts[chunk.lo: chunk.lo + chunk.width] += chunk.slot_counts
+                counts = plus(counts, chunk.slot_counts, chunk.lo)
                 times[chunk.lo: chunk.lo + chunk.width] += chunk.slot_time
                 dur += chunk.dur_total
             else:
                 part = slice(at, at + take)
                 columns = self.counts_in(part)
-                counts += columns.sum(axis=0)
+                counts = plus(counts, count_sums(columns))
                 times += self.time_in(part).sum(axis=0)
                 dur += observed_s(self.meta_in("dur", part), self.meta_in("flags", part), columns)
             at += take

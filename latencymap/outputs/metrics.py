@@ -81,13 +81,14 @@ class Latest:
 
 
 def latest_of_history(hist: StreamHistory) -> Latest | None:
-    """The last column of a history; None when it has none."""
+    """The last column of a history, with counters over every column read (those a `--history` limit dropped
+    too: their sums are kept); None when it has none."""
     if hist.n == 0:
         return None
     k = hist.n - 1
     _, high = bounds_seconds(hist.stream.datasource, hist.stream.unit)
     last = slice(k, k + 1)
-    counts, times, _ = hist.slot_sums()
+    counts, times, _ = hist.slot_sums(all_seen=True)
     return Latest(hist.stream, hist.counts_in(last)[0], hist.time_in(last)[0], high,
                   float(hist.meta_in("start", last)[0]), float(hist.meta_in("end", last)[0]),
                   float(hist.meta_in("dur", last)[0]), counts, float(times.sum()))

@@ -17,7 +17,7 @@ from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.core.units import format_duration, format_number, plural, unit_seconds
+from latencymap.core.units import format_bytes, format_duration, format_number, plural, unit_seconds
 
 if TYPE_CHECKING:
     from latencymap.analysis.peers import PeerGroup
@@ -76,6 +76,7 @@ def _stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool) -> dict[
     return {
         "stream": {"label": hist.stream.label, "datasource": hist.stream.datasource, "unit": hist.stream.unit},
         "columns": hist.n,
+        **({"dropped_columns": hist.dropped} if hist.dropped else {}),
         "start": start,
         "end": end,
         "buckets": _buckets(hist, slots),
@@ -225,8 +226,19 @@ def build_report(acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
     return {
         "streams": [stream_report(h, acc, arrays) for h in acc.streams.values()],
         "errors": read_errors(acc),
+        **history_json(acc),
         "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
     }
+
+
+def history_json(acc: Accumulator) -> dict[str, Any]:
+    """`history` of the JSON report when a `--history` limit dropped columns: the limit, and the columns dropped and
+    read, all streams together (each stream's `dropped_columns` gives its own); nothing when none was dropped."""
+    dropped = sum(h.dropped for h in acc.streams.values())
+    if not dropped:
+        return {}
+    return {"history": {"columns_per_stream": acc.limit.columns, "budget_bytes": acc.limit.budget,
+                        "dropped_columns": dropped, "columns_read": dropped + sum(h.n for h in acc.streams.values())}}
 
 
 def _stream_text(hist: StreamHistory, acc: Accumulator, untimed: bool = False) -> list[str]:
@@ -250,8 +262,27 @@ def stream_summary(hist: StreamHistory, acc: Accumulator | None = None, untimed:
 
 def _summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool) -> tuple[list[str], Totals | None]:
     """`stream_summary`'s lines, and the stream's totals (None without columns)."""
-    if hist.n == 0:
-        return ["no intervals (a single record is only a baseline)"], None
+    lines, t = _kept_summary(hist, acc, untimed)
+    drop = dropped_line(hist, acc)
+    return ([lines[0], drop, *lines[1:]] if drop else lines), t
+
+
+def dropped_line(hist: StreamHistory, acc: Accumulator | None = None) -> str | None:
+    """What a stream's summary says under its first line when `--history` dropped its oldest columns (the text, SVG
+    and HTML reports alike): how many of those read, and that its figures cover the columns kept; None when none
+    was dropped."""
+    if not hist.dropped:
+        return None
+    limit = f" (the --history limit, {acc.limit})" if acc is not None else ""
+    return (f"history: {plural(hist.dropped, 'column')} of the {hist.n + hist.dropped:,} read "
+            f"{'was' if hist.dropped == 1 else 'were'} dropped, the oldest first{limit}; the figures here cover the "
+            f"{plural(hist.n, 'column')} kept, not the whole run")
+
+
+def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool) -> tuple[list[str], Totals | None]:
+    """`_summary` of the columns kept."""
+    if hist.n == 0:  # all dropped: a stream that ended while others went on, under a --history budget
+        return ["no columns kept" if hist.dropped else "no intervals (a single record is only a baseline)"], None
     s = hist.stream
     t = hist.totals()
     span = float(hist.meta_in("end", slice(hist.n - 1, None))[0] - hist.meta_in("start", slice(0, 1))[0])
@@ -307,8 +338,10 @@ def report_text(acc: Accumulator, untimed: Collection[StreamId] = ()) -> str:
         with _read_whole(hist):
             out += _stream_text(hist, acc, hist.stream in untimed)
     out += peer_lines(acc)
-    out += read_notes(acc.skipped, acc.messages, acc.dropped_for_budget,
-                      left_out=acc.messages_said - len(acc.messages))
+    messages = acc.messages
+    if any(h.dropped for h in acc.streams.values()):  # each stream's summary says what was dropped, with the counts
+        messages = [m for m in messages if not (m.startswith("history: ") and m.endswith("dropped from now on"))]
+    out += read_notes(acc.skipped, messages, left_out=acc.messages_said - len(acc.messages))
     return "\n".join(out) + "\n"
 
 
@@ -331,9 +364,10 @@ def stream_errors(acc: Accumulator) -> dict[str, Any]:
     return {"skipped_records": 0, "messages": [], "report_skipped_records": acc.skipped}
 
 
-def read_notes(skipped: int, messages: list[str], dropped: int = 0, whose: str = "", left_out: int = 0) -> list[str]:
-    """A text report's closing lines: records skipped, what reading said (`left_out`: messages said past those
-    `messages` kept), and columns dropped for the memory budget (`whose`: which input, where there are two)."""
+def read_notes(skipped: int, messages: list[str], whose: str = "", left_out: int = 0) -> list[str]:
+    """A text report's closing lines: records skipped, and what reading said (`left_out`: messages said past those
+    `messages` kept; `whose`: which input, where there are two). Columns a `--history` limit dropped are said by
+    each stream's summary (`dropped_line`), where no number of messages can hide them."""
     out: list[str] = []
     said = [f"   {clean_text(m, 600)}" for m in messages[:SHOWN_MESSAGES]]
     if len(messages) + left_out > SHOWN_MESSAGES:
@@ -342,12 +376,8 @@ def read_notes(skipped: int, messages: list[str], dropped: int = 0, whose: str =
     if skipped:
         out.append(f"Skipped records{whose}: {skipped}")
         out += said
-    else:
-        if said:  # what the reading had to assume or leave aside (a unit, a datasource, a fold) is part of the report
-            out += [f"Notes{whose}:", *said]
-        if dropped:
-            out.append(f"History{whose}: {dropped} of the oldest columns were dropped (the memory budget, "
-                       "--history, was full)")
+    elif said:  # what the reading had to assume or leave aside (a unit, a datasource, a fold) is part of the report
+        out += [f"Notes{whose}:", *said]
     return out
 
 
@@ -427,8 +457,27 @@ def _straggler_text(s: dict[str, Any]) -> str:
     if fate and s.get("end_reason") and (s.get("failed") or s.get("killed")):
         fate += f" ({s['end_reason']})"
     so_far = " so far, still running (no end logged)" if s.get("running") else ""
+    said = "; ".join(part for part in (_straggler_cause(s), fate) if part)
     return clean_text(f"{name} in {group}: {duration_text(s['duration_s'])}{so_far}, {ratio:.1f}x {against} "
-                      f"({duration_text(reference)}){warm}{' — ' + fate if fate else ''}", 600)
+                      f"({duration_text(reference)}){warm}{' — ' + said if said else ''}", 600)
+
+
+#: A Spark straggler read more than its stage's usual input when it read this many times its stage's median bytes.
+READ_RATIO = 1.5
+
+
+def _straggler_cause(s: dict[str, Any]) -> str:
+    """What the log says of a Spark straggler's cause: the executor it ran on was slow in its stage, or it read more
+    bytes (input and shuffle) than its stage's median task, or read about as much (its input does not explain it)."""
+    if s.get("slow_executor"):
+        return f"on executor {s.get('executor')}, slow in this stage (see Stages)"
+    ratio, read = s.get("read_ratio"), s.get("read_bytes")
+    if ratio is None or not read:
+        return ""
+    usual = format_bytes(int(read / ratio))
+    if ratio >= READ_RATIO:
+        return f"read {ratio:.1f}x its stage's median bytes ({format_bytes(int(read))} vs {usual}): a larger partition"
+    return f"read {ratio:.1f}x its stage's median bytes ({usual}): not a larger input"
 
 
 def _stage_counts(st: dict[str, Any]) -> str:
@@ -470,10 +519,47 @@ def _warmup_hides(st: dict[str, Any]) -> bool:
 
 
 def source_lines(extra: dict[str, Any]) -> list[str]:
-    """Text lines for what a source adds to the report: stragglers, warm-up kept apart, stage skew."""
+    """Text lines for what a source adds to the report: the application's time, stragglers, warm-up kept apart, stage
+    skew."""
+    return application_line(extra) + straggler_lines(extra.get("stragglers", []), _measured_by(extra)) + \
+        _stage_notes(extra)
+
+
+def source_notes(extra: dict[str, Any]) -> list[str]:
+    """`source_lines` but the stragglers: the application's time, warm-up kept apart, stage skew (SVG and HTML
+    reports list the stragglers under their streams, these after the streams)."""
+    return application_line(extra) + _stage_notes(extra)
+
+
+def _measured_by(extra: dict[str, Any]) -> str:
+    """` (by task duration; the maps show run)` where the analysis measures another metric than the maps show."""
     analysed, mapped = extra.get("analysed"), extra.get("metric")
-    by = f" (by task {analysed}; the maps show {mapped})" if analysed and mapped and analysed != mapped else ""
-    out = straggler_lines(extra.get("stragglers", []), by)
+    return f" (by task {analysed}; the maps show {mapped})" if analysed and mapped and analysed != mapped else ""
+
+
+def application_line(extra: dict[str, Any]) -> list[str]:
+    """`Application: 26.6s; 5 jobs ran 9.98s (38%); no job running 16.6s (62%): ...`: the application's time in and
+    outside jobs (Sparklens' driver time), where the source says it."""
+    t = extra.get("application_time")
+    if not t or not t.get("duration_s"):
+        return []
+    whole = t["duration_s"]
+    so_far = "" if t.get("ended", True) else " so far (no end logged)"
+    parts = [f"{duration_text(t['before_jobs_s'])} before the first job (start-up)"]
+    if t.get("between_jobs_s"):
+        parts.append(f"{duration_text(t['between_jobs_s'])} between jobs (the longest "
+                     f"{duration_text(t['longest_between_s'])}, before job {t['longest_before_job']})")
+    parts.append(f"{duration_text(t['after_jobs_s'])} after the last")
+    return [clean_text(f"Application: {duration_text(whole)}{so_far}; {plural(t['jobs'], 'job')} ran "
+                       f"{duration_text(t['in_jobs_s'])} ({100 * t['in_jobs_s'] / whole:.0f}%); no job running "
+                       f"{duration_text(t['outside_jobs_s'])} ({100 * t['outside_jobs_s'] / whole:.0f}%: the driver's "
+                       f"own work, planning, Python code, collecting results): {', '.join(parts)}", 1000)]
+
+
+def _stage_notes(extra: dict[str, Any]) -> list[str]:
+    """The warm-up tasks kept apart and the stages' skew, executors slow in a stage under their stage."""
+    by = _measured_by(extra)
+    out: list[str] = []
     listed = {(w.get("stage"), w.get("task_id")) for w in extra.get("stragglers", []) if w.get("warmup")}
     apart = [w for w in extra.get("warmup", []) if (w.get("stage"), w.get("task_id")) not in listed]
     if apart:
@@ -484,6 +570,9 @@ def source_lines(extra: dict[str, Any]) -> list[str]:
     if stages:
         out.append(f"Stages{by}: skew = max/median; max/wall = the slowest task's share of the stage's wall time; "
                    "wasted = cores x wall - task time")
+    costliest = max(stages, key=lambda st: st.get("wasted_core_s") or 0.0, default=None) if len(stages) > 1 else None
+    if costliest is not None and not (costliest.get("wasted_core_s") or 0.0) >= 1e-6:
+        costliest = None
     for st in stages:
         end = _stage_end(st)
         named = f" ({st['name']})" if st.get("name") else ""
@@ -498,7 +587,32 @@ def source_lines(extra: dict[str, Any]) -> list[str]:
             line += (f"; without its {n} warm-up task{'s' if n != 1 else ''}: skew {st['skew_after_warmup']:.1f}x, "
                      f"max {duration_text(st['max_after_warmup_s'])}")
         if st.get("wasted_core_s") is not None:
-            line += (f"; {st['cores']} cores, {_core_s(st['wasted_core_s'])} core-s wasted "
-                     f"({max(0.0, 100 * (1 - st['utilisation'])):.0f}%)")
+            line += f"; {st['cores']} cores, {_waste(st)}"
+        if st is costliest:
+            line += " ◀ the most core-s wasted"
         out.append(clean_text(line, 1000))
+        out += [clean_text(_slow_executor(st, e), 1000) for e in st.get("slow_executors") or ()]
     return out
+
+
+def _waste(st: dict[str, Any]) -> str:
+    """`0.544 core-s wasted (8%)`; where task time passes cores x wall (Spark's task times include the lag before a
+    task's end is logged, so an executor's tasks overlap past its cores), that, and by how much they overlap."""
+    use = st.get("utilisation")
+    if use is None or use <= 1 or (st.get("task_time_s") or 0) - st["cores"] * st["wall_s"] < 1e-6:
+        share = max(0.0, 100 * (1 - use)) if use is not None else 0.0
+        return f"{_core_s(st['wasted_core_s'])} core-s wasted ({share:.0f}%)"
+    over = st.get("overlap_core_s")
+    by = f" past their executor's cores for {_core_s(over)} core-s" if over else ""
+    share = f"{100 * use:.0f}" if use >= 1.01 else f"{100 * use:.1f}"
+    return (f"task time {share}% of cores x wall, so no waste is measured: tasks overlap{by} (Spark counts in "
+            "a task's time the lag before its end is logged)")
+
+
+def _slow_executor(st: dict[str, Any], e: dict[str, Any]) -> str:
+    """`executor 1 slow in stage 3.0: median 850ms vs 236ms on the others (4 tasks vs 12; 4 of its stragglers)`."""
+    n = e.get("stragglers") or 0
+    held = f"; {n} of the stage's stragglers" if n else ""
+    return (f"      executor {e['executor']} slow in stage {st['stage']}.{st['attempt']}: median "
+            f"{duration_text(e['median_s'])} vs {duration_text(e['others_median_s'])} on the others "
+            f"({plural(e['tasks'], 'task')} vs {e['others_tasks']:,}{held})")

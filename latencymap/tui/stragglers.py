@@ -75,8 +75,7 @@ def stragglers_text(found: dict[str, Any] | None, selected: int | None = None) -
         return text
     stragglers = list(found.get("stragglers") or [])
     stages = sorted((s for s in found.get("stages") or [] if s.get("skew")), key=lambda s: -float(s["skew"]))
-    text.append(f"  {len(stragglers)} straggler{'s' if len(stragglers) != 1 else ''}"
-                f" in {len(found.get('stages') or [])} stage attempts")
+    text.append(f"  {len(stragglers)} straggler{'s' if len(stragglers) != 1 else ''}{_where(stragglers, found)}")
     shown = listed(found)
     if any(finished_at(s) is not None for s in shown):
         text.append("  (t/T: cursor to one)", style="dim")
@@ -90,6 +89,15 @@ def stragglers_text(found: dict[str, Any] | None, selected: int | None = None) -
     for st in stages[:MAX_STAGES]:
         text.append("\n  " + stage_line(st), style="dim")
     return text
+
+
+def _where(stragglers: list[dict[str, Any]], found: dict[str, Any]) -> str:
+    """` in 2 of 5 stage attempts`: the stage attempts (groups) the stragglers are in, of those analysed."""
+    groups = {s.get("group") or (s.get("stage"), s.get("attempt", 0)) for s in stragglers}
+    total = len(found.get("stages") or [])
+    if not stragglers or not total:
+        return ""
+    return f" in {len(groups)} of {total} stage attempt{'s' if total != 1 else ''}"
 
 
 class StragglersPanel(Static):

@@ -11,12 +11,15 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.outputs.report import peer_lines
 from latencymap.views.svg import (
     FONT,
+    NOTES_TITLE,
     PEERS_TITLE,
     UNPLACED_TITLE,
+    Notes,
     Stragglers,
     Unplaced,
     esc,
     findings_lines,
+    notes_lines,
     panel,
     svg_element,
     unplaced_lines,
@@ -34,9 +37,9 @@ ul.findings li {{ white-space: pre-wrap; }}
 
 
 def render_html(acc: Accumulator, stragglers: Stragglers | None = None, title: str = "latencymap report",
-                unplaced: Unplaced | None = None) -> str:
+                unplaced: Unplaced | None = None, notes: Notes | None = None) -> str:
     """The page: the peer comparison, then a section per stream (stragglers keyed by stream), then the stragglers of
-    no stream shown."""
+    no stream shown, then the sources' other `notes` (stages, application time)."""
     body: list[str] = [f"<h1>{esc(title)}</h1>"]
     body += _lines_section(peer_lines(acc), PEERS_TITLE, "peers")
     for hist in acc.streams.values():
@@ -49,6 +52,7 @@ def render_html(acc: Accumulator, stragglers: Stragglers | None = None, title: s
     if not acc.streams:
         body.append("<p>No data.</p>")
     body += _lines_section(unplaced_lines(unplaced), UNPLACED_TITLE, "unplaced")
+    body += _lines_section(notes_lines(notes), NOTES_TITLE, "analysis")
     if acc.skipped:
         msgs = "".join(f"<li>{esc(m)}</li>" for m in acc.messages[:10])
         body.append(f'<div class="errors">Skipped records: {acc.skipped}<ul>{msgs}</ul></div>')
@@ -60,7 +64,8 @@ def render_html(acc: Accumulator, stragglers: Stragglers | None = None, title: s
 
 
 def _lines_section(lines: list[str], title: str, kind: str) -> list[str]:
-    """A section of lines under `title` (the peer comparison, the stragglers of no stream); none without lines."""
+    """A section of lines under `title` (the peer comparison, the stragglers of no stream, the sources' notes); none
+    without lines."""
     if not lines:
         return []
     items = "\n".join(f"<li>{esc(line)}</li>" for line in lines)

@@ -329,6 +329,10 @@ Stragglers = dict[StreamId, list[tuple[str, list[dict[str, Any]]]]]
 Unplaced = list[tuple[str, list[dict[str, Any]]]]
 #: The heading of the stragglers placed on no stream in SVG and HTML reports.
 UNPLACED_TITLE = "Stragglers on no stream above: no stream shown is known to have counted their tasks"
+#: What a source's own analysis says besides its stragglers, per input: (heading, lines) (`report.source_notes`).
+Notes = list[tuple[str, list[str]]]
+#: The heading of those lines in SVG and HTML reports.
+NOTES_TITLE = "The source's analysis: the application's time, warm-up tasks, stages (stragglers: under their streams)"
 
 
 def findings_lines(hist: StreamHistory, stragglers: list[tuple[str, list[dict[str, Any]]]] | None = None,
@@ -337,6 +341,12 @@ def findings_lines(hist: StreamHistory, stragglers: list[tuple[str, list[dict[st
     and sums where `acc` has them), then its stragglers, each run's under its name when it names one."""
     return stream_summary(hist, acc) + [line for run, found in stragglers or [] for line in
                                         [*([f"{run}:"] if run and found else []), *straggler_lines(found)]]
+
+
+def notes_lines(notes: Notes | None) -> list[str]:
+    """Lines of what the sources' analysis says besides stragglers: each input's heading (where it has one), then its
+    lines."""
+    return [line for head, said in notes or [] if said for line in ([head] if head else []) + said]
 
 
 def unplaced_lines(unplaced: Unplaced | None) -> list[str]:
@@ -408,9 +418,10 @@ def lines_panel(lines: list[str], width: float, title: str, kind: str) -> tuple[
     return out, y + 16
 
 
-def render_svg(acc: Accumulator, stragglers: Stragglers | None = None, unplaced: Unplaced | None = None) -> str:
+def render_svg(acc: Accumulator, stragglers: Stragglers | None = None, unplaced: Unplaced | None = None,
+               notes: Notes | None = None) -> str:
     """The whole standalone SVG: the peer comparison first, then one panel per stream, stacked (stragglers keyed by
-    stream), then the stragglers of no stream shown."""
+    stream), then the stragglers of no stream shown, then the sources' other `notes` (stages, application time)."""
     parts: list[str] = []
     y, width = 0.0, 400.0
     panels = []
@@ -432,5 +443,9 @@ def render_svg(acc: Accumulator, stragglers: Stragglers | None = None, unplaced:
     elems, h = lines_panel(unplaced_lines(unplaced), width, UNPLACED_TITLE, "unplaced")
     if elems:
         parts += [f'<g class="unplaced" transform="translate(0 {y:.0f})">', *elems, "</g>"]
+        y += h
+    elems, h = lines_panel(notes_lines(notes), width, NOTES_TITLE, "analysis")
+    if elems:
+        parts += [f'<g class="analysis" transform="translate(0 {y:.0f})">', *elems, "</g>"]
         y += h
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + svg_element(parts, width, y)

@@ -51,7 +51,14 @@ from .parse import (
     running_from_event,
     task_from_event,
 )
-from .summary import cold_tasks, find_task_stragglers, running_stragglers, stage_cores, stage_summary
+from .summary import (
+    cold_tasks,
+    explain_stragglers,
+    find_task_stragglers,
+    running_stragglers,
+    stage_cores,
+    stage_summary,
+)
 
 #: Modules whose functions run on executors, shipped by value. Not `parse`: its SparkTask is a msgspec Struct, which
 #: cloudpickle cannot rebuild by value (its fields are lost), so executors import it (they import latencymap for
@@ -83,8 +90,9 @@ SCHEMA_DDL = (
     "`Failed`: BOOLEAN, `Killed`: BOOLEAN, `Speculative`: BOOLEAN>, "
     "`Task Metrics` STRUCT<`Executor Run Time`: BIGINT, `Executor CPU Time`: BIGINT, `JVM GC Time`: BIGINT, "
     "`Executor Deserialize Time`: BIGINT, `Result Serialization Time`: BIGINT, "
-    "`Shuffle Read Metrics`: STRUCT<`Fetch Wait Time`: BIGINT>, "
-    "`Shuffle Write Metrics`: STRUCT<`Shuffle Write Time`: BIGINT>>, "
+    "`Shuffle Read Metrics`: STRUCT<`Fetch Wait Time`: BIGINT, `Remote Bytes Read`: BIGINT, "
+    "`Local Bytes Read`: BIGINT>, "
+    "`Shuffle Write Metrics`: STRUCT<`Shuffle Write Time`: BIGINT>, `Input Metrics`: STRUCT<`Bytes Read`: BIGINT>>, "
     "latencymap STRING"
 )
 #: The events besides TaskEnd that `_log_lines` hands Spark's JSON reader (the application's and executors').
@@ -108,6 +116,9 @@ class EngineResult:
     problems: list[str] = field(default_factory=list)
     implausible: int = 0
     streams: Streams = field(default_factory=dict)
+    #: Each job's [submission, completion] (epoch ms), by job id; the log's last time (`last_time_ms`).
+    jobs: dict[int, list[int | None]] = field(default_factory=dict)
+    last_ms: int | None = None
 
 
 def slot_of_value(value: float | None) -> int | None:
@@ -155,7 +166,8 @@ def _read_event(where: str, parser: EventParser, error: str | None = None) -> st
     said = {"file": where, "bad": parser.bad_lines, "problems": parser.problems, "ends": ends,
             "names": [[stage, name] for stage, name in parser.stage_names.items()],
             "started": [line.decode("utf-8", "replace") for line in parser.started.values()],
-            "app": [app.app_id, app.name, app.start_ms, app.end_ms], "error": error}
+            "app": [app.app_id, app.name, app.start_ms, app.end_ms], "error": error,
+            "jobs": [[job, start, end] for job, (start, end) in parser.jobs.items()]}
     return json.dumps({"Event": READ_EVENT, "latencymap": json.dumps(said)})
 
 
@@ -170,9 +182,10 @@ def _group_stragglers(members: Any, cold: set[int], cores: dict[tuple[int, int],
 
 def _group_summary(key: tuple[int, int], members: Any, cores: dict[tuple[int, int], int],
                    ends: dict[tuple[int, int], StageEnd], cold: set[int], slow: set[int], names: dict[int, str],
-                   running: list[RunningTask] | None, now_ms: int | None) -> dict[str, Any]:
+                   running: list[RunningTask] | None, now_ms: int | None,
+                   executors: dict[str, ExecutorInfo]) -> dict[str, Any]:
     return stage_summary(key[0], key[1], list(members), cores.get(key), ends, cold, slow, names.get(key[0]), running,
-                         now_ms)
+                         now_ms, executors)
 
 
 def _running(read: _Read, every_task: Any, task_events: Any, stages: frozenset[int] | None
@@ -358,12 +371,13 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
         live[(r.stage, r.stage_attempt)].append(r)
     summaries = sorted(
         by_stage.map(lambda kv: _group_summary(kv[0], kv[1], cores, ends, cold, slow, stage_names,
-                                               live.get(kv[0]), now)).collect(),
+                                               live.get(kv[0]), now, executors)).collect(),
         key=lambda s: (s["stage"], s["attempt"]))
+    explain_stragglers(found, summaries)
     events.unpersist()
     analysis = {"stragglers": [s for s in found if include_warmup or not s["warmup"]],
                 "warmup": [s for s in found if s["warmup"]], "stages": summaries}
-    return EngineResult(intervals, analysis, app, with_tasks, read.bad, read.told, implausible, made)
+    return EngineResult(intervals, analysis, app, with_tasks, read.bad, read.told, implausible, made, read.jobs, now)
 
 
 @dataclass
@@ -377,6 +391,8 @@ class _Read:
     #: TaskStart lines of tasks with no end in their file (their end may be in a later file).
     started: list[str] = field(default_factory=list)
     app: AppInfo = field(default_factory=AppInfo)
+    #: Each job's [submission, completion] (epoch ms), by job id.
+    jobs: dict[int, list[int | None]] = field(default_factory=dict)
 
 
 def _files_read(events: Any, order: list[str]) -> _Read:
@@ -398,6 +414,9 @@ def _files_read(events: Any, order: list[str]) -> _Read:
         for stage, attempt, tasks, failure in s["ends"]:
             out.ends[(stage, attempt)] = StageEnd(stage, attempt, tasks, failure)
         out.names.update({stage: name for stage, name in s["names"]})
+        for job, start, end in s.get("jobs", ()):
+            said_job = out.jobs.setdefault(job, [None, None])
+            said_job[:] = [start if start is not None else said_job[0], end if end is not None else said_job[1]]
         out.started += s["started"]
     parser.problems = parser.problems[:TOLD_BAD_LINES]
     out.told = parser.told()

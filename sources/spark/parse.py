@@ -31,17 +31,19 @@ APP_PREFIX = b'{"Event":"SparkListenerApplication'
 EXECUTOR_PREFIX = b'{"Event":"SparkListenerExecutorAdded"'
 STAGE_END_PREFIX = b'{"Event":"SparkListenerStageCompleted"'
 STAGE_START_PREFIX = b'{"Event":"SparkListenerStageSubmitted"'
+JOB_PREFIX = b'{"Event":"SparkListenerJob'
 #: How Spark opens every line (compact JSON, "Event" first): such a line is told by its prefix alone. A line in any
 #: other layout (spaces after the colons, another key order) is decoded whole to find its event.
 EVENT_PREFIX = b'{"Event":"'
 #: The compact lines of the events read besides TaskEnd and TaskStart.
-OTHER_PREFIXES = (APP_PREFIX, EXECUTOR_PREFIX, STAGE_END_PREFIX, STAGE_START_PREFIX)
+OTHER_PREFIXES = (APP_PREFIX, EXECUTOR_PREFIX, STAGE_END_PREFIX, STAGE_START_PREFIX, JOB_PREFIX)
 #: What each event read besides TaskEnd is called when one of its lines cannot be read.
 OTHER_EVENTS = {
     "SparkListenerApplicationStart": "application event", "SparkListenerApplicationEnd": "application event",
     "SparkListenerExecutorAdded": "SparkListenerExecutorAdded",
     "SparkListenerStageSubmitted": "SparkListenerStageSubmitted",
     "SparkListenerStageCompleted": "SparkListenerStageCompleted", "SparkListenerTaskStart": "SparkListenerTaskStart",
+    "SparkListenerJobStart": "SparkListenerJobStart", "SparkListenerJobEnd": "SparkListenerJobEnd",
 }
 TASK_ID = b'"Task ID":'
 TASK_START = b'"SparkListenerTaskStart"'
@@ -80,6 +82,8 @@ class SparkTask(Struct, gc=False, array_like=True):
     result_serialize_ms: float | None = None
     fetch_wait_ms: float | None = None
     shuffle_write_ns: float | None = None
+    #: Bytes the task read: its input (Input Metrics) and shuffle (remote and local), None when neither is logged.
+    read_bytes: float | None = None
 
     @property
     def duration_ms(self) -> int:
@@ -220,13 +224,20 @@ def task_of(e: Any, no_metrics: Any) -> SparkTask:
     """A SparkTask from a TaskEnd decoded into `taskend_struct`'s Structs (or Structs with the same fields);
     `no_metrics` stands for a TaskEnd without metrics (`taskend_struct.NO_METRICS`)."""
     i, m = e.info, e.metrics or no_metrics
-    read, write = m.read, m.write
+    read, write, given = m.read, m.write, m.input
     return SparkTask(
         e.stage, e.stage_attempt, i.task_id, i.index, i.attempt, i.launch, i.finish, i.executor, i.host,
         i.failed, i.killed, i.speculative, e.end_reason.reason if e.end_reason else "", i.getting,
         m.run, m.cpu, m.gc, m.deserialize, m.result_ser,
         read.fetch_wait if read else None, write.write_time if write else None,
+        bytes_read(given.read if given else None, read.remote if read else None, read.local if read else None),
     )
+
+
+def bytes_read(*parts: float | None) -> float | None:
+    """The bytes a task read (its input and shuffle reads): the sum of those logged, None when none is."""
+    known = [p for p in parts if isinstance(p, int | float) and not isinstance(p, bool) and math.isfinite(p)]
+    return float(sum(known)) if known else None
 
 
 def task_from_event(e: dict[str, Any]) -> SparkTask:
@@ -235,6 +246,7 @@ def task_from_event(e: dict[str, Any]) -> SparkTask:
     m = e.get("Task Metrics") or {}
     read = m.get("Shuffle Read Metrics") or {}
     write = m.get("Shuffle Write Metrics") or {}
+    given = m.get("Input Metrics") or {}
     return SparkTask(
         int(e["Stage ID"]), int(e.get("Stage Attempt ID") or 0), int(i["Task ID"]), int(i["Index"]),
         int(i["Attempt"]), int(i["Launch Time"]), int(i["Finish Time"]), str(i.get("Executor ID") or ""),
@@ -243,6 +255,7 @@ def task_from_event(e: dict[str, Any]) -> SparkTask:
         m.get("Executor Run Time"), m.get("Executor CPU Time"), m.get("JVM GC Time"),
         m.get("Executor Deserialize Time"), m.get("Result Serialization Time"),
         read.get("Fetch Wait Time"), write.get("Shuffle Write Time"),
+        bytes_read(given.get("Bytes Read"), read.get("Remote Bytes Read"), read.get("Local Bytes Read")),
     )
 
 
@@ -290,6 +303,8 @@ class EventParser:
         self.problems: list[tuple[str, int, str, str]] = []
         #: The stretches of compressed files skipped as they could not be decoded (what they held is lost).
         self.damage: list[Damage] = []
+        #: Each job's [submission, completion] (JobStart, JobEnd; epoch ms, None where not logged), by job id.
+        self.jobs: dict[int, list[int | None]] = {}
         #: The file where each stage was submitted (StageSubmitted), by stage id.
         self.stage_files: dict[int, str] = {}
         #: When a list: every application and executor line read, as (file, line number, line), for a parent.
@@ -470,6 +485,10 @@ class EventParser:
         elif name == "SparkListenerTaskStart":
             self.task_start_lines += 1
             self.started[running_from_event(event).task_id] = line
+        elif name.startswith("SparkListenerJob"):
+            job = self.jobs.setdefault(int(event["Job ID"]), [None, None])
+            start = name == "SparkListenerJobStart"
+            job[0 if start else 1] = _millis(event.get("Submission Time" if start else "Completion Time"))
         else:
             stage = event["Stage Info"]
             if name == "SparkListenerStageSubmitted":

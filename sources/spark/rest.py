@@ -19,7 +19,7 @@ from typing import Any
 from latencymap.core.errors import InputError
 from latencymap.core.json_input import json_input
 
-from .parse import AppInfo, ExecutorInfo, SparkTask, StageEnd, failure_cause
+from .parse import AppInfo, ExecutorInfo, SparkTask, StageEnd, bytes_read, failure_cause
 
 PAGE = 1000
 FINISHED = {"SUCCESS": (False, False), "FAILED": (True, False), "KILLED": (False, True)}
@@ -103,6 +103,8 @@ def task_from_rest(stage: int, attempt: int, t: dict[str, Any]) -> SparkTask | N
         end_reason(t), finish - getting if getting > 0 else 0,
         m.get("executorRunTime"), m.get("executorCpuTime"), m.get("jvmGcTime"), m.get("executorDeserializeTime"),
         m.get("resultSerializationTime"), read.get("fetchWaitTime"), write.get("writeTime"),
+        bytes_read((m.get("inputMetrics") or {}).get("bytesRead"), read.get("remoteBytesRead"),
+                   read.get("localBytesRead")),
     )
 
 

@@ -98,6 +98,8 @@ class SparkSource(Source):
         #: Stage names by stage id; tasks launched with no end logged (a running or cut log's).
         self.stage_names: dict[int, str] = {}
         self.running: list[RunningTask] = []
+        #: Each job's [submission, completion] (epoch ms), by job id.
+        self.jobs: dict[int, list[int | None]] = {}
         #: The streams items() made, by stream key (`stream_key`): where the stragglers' tasks are counted.
         self.streams: Streams = {}
         self._analysis: dict[str, Any] | None = None
@@ -231,7 +233,7 @@ class SparkSource(Source):
     def _batch_of(self, parser: EventParser, tasks: list[SparkTask], fallback_name: str) -> Iterator[Item]:
         """The intervals (and notices) of a whole log's tasks, read by `parser`."""
         self.app, self.executors, self.all_tasks = parser.app, parser.executors, tasks
-        self.stage_ends, self.stage_names = parser.stage_ends, parser.stage_names
+        self.stage_ends, self.stage_names, self.jobs = parser.stage_ends, parser.stage_names, parser.jobs
         self.tasks = tasks if self._stages is None else [t for t in tasks if t.stage in self._stages]
         self.running = [] if parser.app.ended else parser.running()
         name, per_stage = self._streams(self._app_name(fallback_name))
@@ -273,8 +275,8 @@ class SparkSource(Source):
             [log], self._opt("metric", "duration"), self._stages, self._streams("")[1],
             interval_ms(self.options.get("interval")), self.options.get("master"), self.straggler_options())
         self._check_stages(result.stages, log)
-        self.app = result.app
-        self._analysis = {**result.analysis, **self._measured()}
+        self.app, self.jobs = result.app, result.jobs
+        self._analysis = {**result.analysis, **self._measured(result.last_ms)}
         app_name = self._app_name()
         name = self._streams(app_name)[0]
         intervals, self.streams = result.intervals, dict(result.streams)
@@ -299,7 +301,7 @@ class SparkSource(Source):
 
         parser = self._parser = EventParser()
         self.app, self.executors, self.stage_ends = parser.app, parser.executors, parser.stage_ends
-        self.stage_names = parser.stage_names
+        self.stage_names, self.jobs = parser.stage_names, parser.jobs
         yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser,
                                 note=self._notes.append)
 
@@ -357,12 +359,12 @@ class SparkSource(Source):
         (after items()): `analysed` is the task metric stragglers and stages measure, `metric` the one mapped."""
         if self._analysis is not None:
             return self._analysis
-        from .summary import spark_analysis
+        from .summary import last_time_ms, spark_analysis
 
         running = [r for r in self.running if self._stages is None or r.stage in self._stages]
         out = {**spark_analysis(self.tasks, self.executors, all_tasks=self.all_tasks, ends=self.stage_ends,
                                 names=self.stage_names, running=running, **self.straggler_options()),
-               **self._measured()}
+               **self._measured(last_time_ms(self.all_tasks, self.running))}
         for stage in out["stages"] if self._holes else ():
             why = self._lost_end(stage["stage"]) if stage.get("status") == "unfinished" else None
             if why:
@@ -382,10 +384,14 @@ class SparkSource(Source):
         application's; None when it made no such stream (no task there had a value of the metric mapped)."""
         return self.streams.get(stream_key(straggler["stage"], self._streams("")[1]))
 
-    def _measured(self) -> dict[str, Any]:
-        """What the analysis measures, and of which application."""
+    def _measured(self, last_ms: int | None) -> dict[str, Any]:
+        """What the analysis measures, and of which application; the application's time in and outside jobs
+        (`application_time`; `last_ms`: the log's last time, its end when the application logged none)."""
+        from .summary import application_time
+
         return {"metric": self._opt("metric", "duration"), "analysed": "duration",
-                "application": {"id": self.app.app_id or None, "name": self.app.name or None}}
+                "application": {"id": self.app.app_id or None, "name": self.app.name or None},
+                "application_time": application_time(self.app, self.jobs, last_ms)}
 
     def describe(self) -> dict[str, Any]:
         keep = ("metric", "stages", "per_stage", "interval", "engine", "follow")

@@ -24,12 +24,19 @@ import numpy as np
 from latencymap.core.percentiles import median_of
 from latencymap.core.sanitize import clean_label, cut_label
 
-from .parse import ExecutorInfo, RunningTask, SparkTask, StageEnd
+from .parse import AppInfo, ExecutorInfo, RunningTask, SparkTask, StageEnd
 
 #: A task ending this close after another's launch had already freed its slot.
 OVERLAP_MS = 100
 #: A stage name (its call site, `count at /path/job.py:61`) is shown in at most this many characters.
 STAGE_NAME_CHARS = 80
+#: An executor is slow in a stage when its median task (warm-up left out) is at least this many times the median of
+#: the other executors' tasks there, over at least SLOW_EXECUTOR_TASKS tasks of its own and MIN_GROUP of the others'
+#: (`analysis.stragglers`: fewer have no meaningful median).
+SLOW_EXECUTOR_RATIO = 2.0
+SLOW_EXECUTOR_TASKS = 2
+#: A straggler read more than its stage's usual input when it read at least this many times the stage's median bytes.
+INPUT_RATIO = 1.5
 #: The folders of a call site's file (`at /path/to/job.py:61`): the file and line say where.
 _CALL_SITE_DIRS = re.compile(r"(?<= at )\S*/(?=[^/\s]+:\d+)")
 
@@ -112,7 +119,7 @@ def straggler_json(t: SparkTask, ratio: float, median_s: float, warmup: bool = F
     return {
         "stage": t.stage, "attempt": t.stage_attempt, "index": t.index, "task_id": t.task_id,
         "task_attempt": t.attempt, "executor": t.executor, "host": t.host, "duration_s": t.duration_ms / 1000.0,
-        "start": t.launch_ms / 1000.0, "end": t.finish_ms / 1000.0,
+        "start": t.launch_ms / 1000.0, "end": t.finish_ms / 1000.0, "read_bytes": t.read_bytes,
         "ratio": float(ratio) if np.isfinite(ratio) else None,
         "reference_s": median_s if reference_s is None else reference_s, "reference": reference,
         "stage_median_s": median_s,
@@ -143,7 +150,8 @@ def running_stragglers(tasks: list[SparkTask], running: list[RunningTask], now_m
         out.append({
             "stage": r.stage, "attempt": r.stage_attempt, "index": r.index, "task_id": r.task_id,
             "task_attempt": r.attempt, "executor": r.executor, "host": r.host, "duration_s": so_far / 1000.0,
-            "start": r.launch_ms / 1000.0, "end": None, "ratio": ratio if np.isfinite(ratio) else None,
+            "start": r.launch_ms / 1000.0, "end": None, "read_bytes": None,
+            "ratio": ratio if np.isfinite(ratio) else None,
             "reference_s": median, "reference": "median", "stage_median_s": median,
             "failed": False, "killed": False, "speculative": r.speculative, "end_reason": None,
             "warmup": False, "warmup_reason": None, "running": True,
@@ -160,10 +168,55 @@ def warmup_mask(tasks: list[SparkTask], cold: set[int] | None = None, cores: int
     return first_wave(items, cores) | np.array([i.cold for i in items], dtype=bool)
 
 
+def slow_executors(tasks: list[SparkTask], warm: np.ndarray, stragglers: set[int] | None = None
+                   ) -> list[dict[str, Any]]:
+    """The executors slow in a stage attempt (see SLOW_EXECUTOR_RATIO), slowest first: each with its tasks and
+    median, the others' (`others_tasks`, `others_median_s`), `ratio` and how many of the stage's `stragglers` (task
+    ids) it ran. Warm-up tasks (`warm`) are left out of the medians."""
+    from latencymap.analysis.stragglers import MIN_GROUP
+
+    kept = [t for t, w in zip(tasks, warm, strict=True) if not w and not t.failed and not t.killed]
+    by_executor: dict[str, list[int]] = defaultdict(list)
+    for t in kept:
+        by_executor[t.executor].append(t.duration_ms)
+    if len(by_executor) < 2:
+        return []
+    out = []
+    for executor, mine in by_executor.items():
+        others = [t.duration_ms for t in kept if t.executor != executor]
+        if len(mine) < SLOW_EXECUTOR_TASKS or len(others) < MIN_GROUP:
+            continue
+        median, usual = float(median_of(np.sort(np.array(mine, dtype=np.float64)))), \
+            float(median_of(np.sort(np.array(others, dtype=np.float64))))
+        if usual > 0 and median >= SLOW_EXECUTOR_RATIO * usual:
+            out.append({"executor": executor, "tasks": len(mine), "median_s": median / 1000.0,
+                        "others_tasks": len(others), "others_median_s": usual / 1000.0, "ratio": median / usual,
+                        "stragglers": sum(t.executor == executor and t.task_id in (stragglers or ()) for t in tasks)})
+    return sorted(out, key=lambda e: -e["ratio"])
+
+
+def overlap_ms(tasks: list[SparkTask], executors: dict[str, ExecutorInfo] | None) -> float | None:
+    """Task time beyond the cores of the executors that ran it (ms): the time-integral of each executor's tasks
+    running past its `Total Cores` (Spark counts in a task's time the lag before its end is logged, so a 1-core
+    executor's tasks overlap); None when an executor's cores are not known."""
+    from latencymap.analysis.skew import overcommitted
+
+    caps = {}
+    for name in {t.executor for t in tasks}:
+        info = (executors or {}).get(name)
+        if info is None or not info.cores:
+            return None
+        caps[name] = info.cores
+    return overcommitted(np.array([t.launch_ms for t in tasks], dtype=np.float64),
+                         np.array([t.finish_ms for t in tasks], dtype=np.float64),
+                         [t.executor for t in tasks], caps)
+
+
 def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int | None = None,
                   ends: dict[tuple[int, int], StageEnd] | None = None, cold: set[int] | None = None,
                   stragglers: set[int] | None = None, name: str | None = None,
-                  running: list[RunningTask] | None = None, now_ms: int | None = None) -> dict[str, Any]:
+                  running: list[RunningTask] | None = None, now_ms: int | None = None,
+                  executors: dict[str, ExecutorInfo] | None = None) -> dict[str, Any]:
     """Task attempts, median, p99, max, skew (max / median) and the other skew metrics (analysis/skew.py) of a
     stage attempt; the skew of its other tasks when warm-up tasks (`cold`, the first wave) that are not
     `stragglers` (task ids) are left out (`warmup_tasks` left out, `skew_after_warmup`, `max_after_warmup_s`:
@@ -172,6 +225,8 @@ def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int |
     None when `ends` is None: the source cannot tell). `name`: the stage's name in the log (shown by `stage_name`).
     `running`: its tasks launched with no end logged, seen running until `now_ms`: counted (`running`, the longest
     `running_max_s`), their cores busy in the wall and waste; the durations are those of the tasks that ended.
+    `executors` (their cores) gives `overlap_core_s`, the task time past the executors' cores (`overlap_ms`);
+    `slow_executors` lists the executors slow in the stage, `read_median_bytes` is the median task's bytes read.
 
     Times are computed in the source's milliseconds and given in seconds: no float noise from epoch seconds."""
     from latencymap.analysis.skew import stage_skew
@@ -192,6 +247,8 @@ def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int |
     rest = np.sort(np.array([t.duration_ms for t, w in zip(tasks, warm, strict=True) if not w],
                             dtype=np.float64)) / 1000.0
     after = warm.any() and rest.size >= MIN_GROUP and median_of(rest) > 0
+    read = np.sort(np.array([t.read_bytes for t in tasks if t.read_bytes is not None], dtype=np.float64))
+    over = overlap_ms(tasks, executors) if cores else None
     end = (ends or {}).get((stage, attempt))
     status = None if ends is None else "unfinished" if end is None else "complete" if end.completed else "failed"
     return {
@@ -201,6 +258,9 @@ def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int |
         "warmup_tasks": int(warm.sum()),
         "skew_after_warmup": float(rest[-1] / median_of(rest)) if after else None,
         "max_after_warmup_s": float(rest[-1]) if after else None,
+        "overlap_core_s": over / 1000.0 if over is not None else None,
+        "slow_executors": slow_executors(tasks, warm, stragglers),
+        "read_median_bytes": float(median_of(read)) if read.size else None,
         "succeeded": sum(not t.failed and not t.killed for t in tasks),
         "failed": sum(t.failed for t in tasks), "killed": sum(t.killed for t in tasks),
         "speculative": sum(t.speculative for t in tasks),
@@ -213,9 +273,10 @@ def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int |
 def stage_summaries(tasks: Iterable[SparkTask], cores: dict[tuple[int, int], int] | None = None,
                     ends: dict[tuple[int, int], StageEnd] | None = None, cold: set[int] | None = None,
                     stragglers: set[int] | None = None, names: dict[int, str] | None = None,
-                    running: list[RunningTask] | None = None, now_ms: int | None = None) -> list[dict[str, Any]]:
+                    running: list[RunningTask] | None = None, now_ms: int | None = None,
+                    executors: dict[str, ExecutorInfo] | None = None) -> list[dict[str, Any]]:
     """One summary per stage attempt, in stage order (`ends`, `cold`, `stragglers`, stage `names`, `running`
-    tasks seen until `now_ms`: see `stage_summary`)."""
+    tasks seen until `now_ms`, `executors`: see `stage_summary`)."""
     groups: dict[tuple[int, int], list[SparkTask]] = defaultdict(list)
     for t in tasks:
         groups[(t.stage, t.stage_attempt)].append(t)
@@ -223,7 +284,7 @@ def stage_summaries(tasks: Iterable[SparkTask], cores: dict[tuple[int, int], int
     for r in running or ():
         live[(r.stage, r.stage_attempt)].append(r)
     return [stage_summary(s, a, groups[(s, a)], (cores or {}).get((s, a)), ends, cold, stragglers,
-                          (names or {}).get(s), live.get((s, a)), now_ms)
+                          (names or {}).get(s), live.get((s, a)), now_ms, executors)
             for s, a in sorted(groups)]
 
 
@@ -252,6 +313,50 @@ def spark_analysis(tasks: list[SparkTask], executors: dict[str, ExecutorInfo] | 
         found += running_stragglers(tasks, running, now, **options)
         found.sort(key=lambda s: (s["warmup"], -(s["ratio"] if s["ratio"] is not None else float("inf"))))
     slow = {s["task_id"] for s in found if not s["warmup"] and not s["running"]}
+    stages = stage_summaries(tasks, cores, ends, cold, slow, names, running, now, executors)
+    explain_stragglers(found, stages)
     return {"stragglers": [s for s in found if include_warmup or not s["warmup"]],
-            "warmup": [s for s in found if s["warmup"]],
-            "stages": stage_summaries(tasks, cores, ends, cold, slow, names, running, now)}
+            "warmup": [s for s in found if s["warmup"]], "stages": stages}
+
+
+def explain_stragglers(found: list[dict[str, Any]], stages: list[dict[str, Any]]) -> None:
+    """What the log says of each straggler's cause, added to it: `slow_executor` (true when it ran on an executor
+    slow in its stage: `slow_executors`) and `read_ratio` (its bytes read over its stage's median task's, None when
+    either is not logged or the median is 0)."""
+    by_stage = {(st["stage"], st["attempt"]): st for st in stages}
+    for s in found:
+        st = by_stage.get((s["stage"], s["attempt"])) or {}
+        s["slow_executor"] = any(e["executor"] == s["executor"] for e in st.get("slow_executors") or ())
+        usual, read = st.get("read_median_bytes"), s.get("read_bytes")
+        s["read_ratio"] = read / usual if read is not None and usual else None
+
+
+def application_time(app: AppInfo, jobs: dict[int, list[int | None]], last_ms: int | None) -> dict[str, Any] | None:
+    """The application's time and how much of it no job ran (Sparklens' driver time: the driver's own work, start-up,
+    planning, Python code between jobs, collecting results): `duration_s` (its start to its end, or to `last_ms`,
+    the log's last time, when no end is logged: `ended` false), `jobs`, `in_jobs_s` (the time some job ran; a job
+    with no end logged runs to the end), `outside_jobs_s`, split into `before_jobs_s` (start-up, to the first job),
+    `between_jobs_s` and `after_jobs_s`; the longest stretch between jobs (`longest_between_s`, before job
+    `longest_before_job`). None without the application's start or any job's."""
+    start = app.start_ms
+    end = app.end_ms if app.end_ms else last_ms
+    if start is None or end is None or end < start:
+        return None
+    spans = sorted((min(end, max(start, s)), min(end, e if e is not None else end), job)
+                   for job, (s, e) in jobs.items() if s is not None)
+    if not spans:
+        return None
+    busy, at, between = 0, spans[0][0], 0
+    longest: tuple[int, int | None] = (0, None)
+    for s, e, job in spans:
+        if s > at:
+            between += s - at
+            if s - at > longest[0]:
+                longest = (s - at, job)
+        busy += max(0, e - max(s, at))
+        at = max(at, e)
+    return {"duration_s": (end - start) / 1000.0, "jobs": len(spans), "in_jobs_s": busy / 1000.0,
+            "outside_jobs_s": (end - start - busy) / 1000.0, "before_jobs_s": (spans[0][0] - start) / 1000.0,
+            "between_jobs_s": between / 1000.0, "after_jobs_s": (end - at) / 1000.0,
+            "longest_between_s": longest[0] / 1000.0, "longest_before_job": longest[1],
+            "ended": app.end_ms is not None}

@@ -25,6 +25,11 @@ class Info(msgspec.Struct, kw_only=True, gc=False):
 
 class ShuffleRead(msgspec.Struct, gc=False):
     fetch_wait: float | None = f(name="Fetch Wait Time", default=None)
+    remote: float | None = f(name="Remote Bytes Read", default=None)
+    local: float | None = f(name="Local Bytes Read", default=None)
+
+class InputRead(msgspec.Struct, gc=False):
+    read: float | None = f(name="Bytes Read", default=None)
 
 class ShuffleWrite(msgspec.Struct, gc=False):
     write_time: float | None = f(name="Shuffle Write Time", default=None)
@@ -37,6 +42,7 @@ class Metrics(msgspec.Struct, gc=False):
     result_ser: float | None = f(name="Result Serialization Time", default=None)
     read: ShuffleRead | None = f(name="Shuffle Read Metrics", default=None)
     write: ShuffleWrite | None = f(name="Shuffle Write Metrics", default=None)
+    input: InputRead | None = f(name="Input Metrics", default=None)
 
 class Reason(msgspec.Struct, gc=False):
     reason: str = f(name="Reason", default="")

@@ -120,7 +120,7 @@ def test_a_report_of_several_spark_logs_gives_each_its_analysis(fixtures: Path, 
                      f"== spark analysis of {other} (second-run local-2):"]
     mine = text.split(heads[1])
     alone_text = CliRunner().invoke(main, ["report", str(plain)]).output
-    analysis = alone_text[alone_text.index("Stragglers"):]
+    analysis = alone_text[alone_text.index("Application:"):]  # the application's time, stragglers, stages
     assert mine[0].endswith(heads[0] + "\n" + analysis) and mine[1] == "\n" + analysis
 
 

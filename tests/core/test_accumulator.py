@@ -14,6 +14,7 @@ from latencymap.core.accumulator import (
 )
 from latencymap.core.buckets import midpoints_seconds
 from latencymap.core.model import Interval, Notice, StreamId
+from latencymap.core.units import format_bytes
 
 S = StreamId("s", "bpf", "microsec")
 
@@ -158,3 +159,69 @@ def test_open_bytes_are_what_nbytes_holds_besides_the_sealed_chunks() -> None:
         h.counts_in(slice(0, 10))  # a chunk decoded and kept
         h.flags  # noqa: B018
         assert h.open_bytes == h.nbytes - h.sealed_bytes
+
+
+def churn(pods: int, life: int, alive: int, seed: int = 5) -> list[Interval]:
+    """Pods that each give `life` one-second columns, `alive` of them at a time (a new one every life/alive s)."""
+    rng = np.random.default_rng(seed)
+    ids = [StreamId(f"pod{k}", "bpf", "microsec") for k in range(pods)]
+    step = life // alive
+    out = []
+    for t, k in sorted((k * step + c, k) for k in range(pods) for c in range(life)):
+        counts = np.zeros(64, dtype=np.int64)
+        counts[8:13] = rng.poisson([3, 20, 40, 10, 2])
+        out.append(Interval(ids[k], 1e9 + t, 1e9 + t + 1, counts))
+    return out
+
+
+def test_streams_that_ended_give_up_their_columns_to_a_budget() -> None:
+    # 400 pods of 50 columns, 10 alive at a time, under 60 kB: each ended pod kept its newest chunk for good, and
+    # the histories grew to several times the budget while it said once, with an early figure, that it could not
+    # hold them. Ended pods now give up every column (their sums stay), the live ones keep their newest.
+    budget = 60_000
+    told: list[Notice] = []
+    acc, whole = Accumulator(cap=HistoryLimit(budget=budget), on_notice=told.append), Accumulator(cap=None)
+    items = churn(400, 50, 10)
+    for at in range(0, len(items), 500):
+        acc.add(items[at: at + 500])
+        whole.add(items[at: at + 500])
+        assert acc.held_bytes <= budget and acc.held_bytes == acc.nbytes
+    assert not [n for n in told if "cannot hold" in n.message]
+    hists = list(acc.streams.values())
+    assert sum(h.n == 0 for h in hists) > 300  # most pods ended long ago
+    assert all(h.n >= 1 and h.end[-1] == whole.streams[h.stream].end[-1] for h in hists[-10:])  # the live ones
+    for h in hists:
+        w = whole.streams[h.stream]
+        assert h.n + h.dropped == w.n
+        counts, times, dur = h.slot_sums(all_seen=True)
+        assert np.array_equal(counts, w.totals().counts) and dur == w.totals().duration_s
+        np.testing.assert_allclose(times, w.time.sum(axis=0), rtol=1e-12)
+        for fast in (False, True):
+            assert h.totals(fast=fast, all_seen=True).percentiles == w.totals().percentiles
+    # a pod that comes back starts a new history after its sums
+    again = Interval(hists[0].stream, 2e9, 2e9 + 1, items[0].counts)
+    acc.add([again])
+    before = whole.streams[hists[0].stream].totals().events
+    assert hists[0].n == 1 and hists[0].totals(all_seen=True).events == before + int(again.counts.sum())
+
+
+def test_a_budget_the_live_streams_outgrow_says_so_again_with_the_current_figure() -> None:
+    # Every stream live, more of them as time goes on: each keeps its newest columns, whatever the budget; it was
+    # said once, with the figure of that moment, while the histories went on to take many times more.
+    budget = 20_000
+    acc = Accumulator(cap=HistoryLimit(budget=budget))
+    over: list[str] = []
+    for t, streams in enumerate((60, 60, 150, 400, 420)):
+        rng = np.random.default_rng(t)
+        for i in range(20):
+            counts = np.zeros((streams, 64), dtype=np.int64)
+            counts[:, 8:14] = rng.poisson([40, 180, 320, 110, 25, 3], (streams, 6))
+            acc.add([Interval(StreamId(f"node{k:04d}", "bpf", "microsec"), 1e9 + 20 * t + i, 1e9 + 20 * t + i + 1,
+                              counts[k]) for k in range(streams)])
+            said = [m for m in acc.messages if "cannot hold" in m]
+            if len(said) > len(over):  # the figures of this moment
+                assert f"cannot hold {streams} streams" in said[-1] and format_bytes(acc.held_bytes) in said[-1]
+            over = said
+    assert 3 <= len(over) <= 4, over
+    assert "400 streams" in over[-1] or "420 streams" in over[-1]
+    assert all(h.n >= 1 for h in acc.streams.values())

@@ -325,13 +325,13 @@ def test_counts_come_back_whichever_of_one_frame_and_a_frame_per_slot_is_smaller
 
 @settings(max_examples=300, deadline=None)
 @given(ivs=intervals(), chunk=st.integers(1, 9), cap=st.one_of(st.none(), st.integers(1, 30)),
-       steps=st.lists(st.tuples(st.integers(1, 12), st.sampled_from(["", "seal", "drop", "seal drop"])),
+       steps=st.lists(st.tuples(st.integers(1, 12), st.sampled_from(["", "seal", "drop", "seal drop", "empty"])),
                       min_size=1, max_size=8),
        read=st.booleans())
 def test_totals_over_every_column_seen_are_the_unbounded_historys(ivs: list[Interval], chunk: int, cap: int | None,
                                                                  steps: list[tuple[int, str]], read: bool) -> None:
-    # Columns dropped at random points (a column limit, a budget dropping the oldest chunk, chunks sealed early)
-    # leave their sums: totals over every column seen are an unbounded history's totals.
+    # Columns dropped at random points (a column limit, a budget dropping the oldest chunk, chunks sealed early, every
+    # column of a stream that ended) leave their sums: totals over every column seen are an unbounded history's.
     with chunk_columns(chunk):
         hist, whole = StreamHistory(S, cap), StreamHistory(S)
         at = 0
@@ -345,10 +345,14 @@ def test_totals_over_every_column_seen_are_the_unbounded_historys(ivs: list[Inte
                 hist.seal_open()
             if "drop" in act and hist.can_drop_oldest_chunk():
                 hist.drop_oldest_chunk()
+            if act == "empty":
+                hist.drop_all()
+                assert hist.n == 0 and hist.nbytes == 0
             if read:  # what reading keeps decoded changes nothing
                 hist.totals(fast=True, all_seen=True)
                 assert same_bits(hist.end, whole.end[hist.dropped:])
-        assert hist.n >= 1 and hist.n + hist.dropped == len(ivs) == whole.n
+        assert hist.n + hist.dropped == len(ivs) == whole.n
+        assert hist.n >= 1 or any(act == "empty" for _, act in steps)
         assert same_bits(hist.counts, whole.counts[hist.dropped:]) and same_bits(hist.time, whole.time[hist.dropped:])
         assert hist.dropped_sums().columns == hist.dropped
         expected = whole.totals()
@@ -366,7 +370,7 @@ def test_totals_over_every_column_seen_are_the_unbounded_historys(ivs: list[Inte
         counts, times, dur = hist.slot_sums(all_seen=True)
         assert np.array_equal(counts, expected.counts) and dur == pytest.approx(expected.duration_s, rel=1e-9)
         np.testing.assert_allclose(times, whole.time.sum(axis=0), rtol=1e-9, atol=scale, equal_nan=True)
-        if hist.dropped:
+        if hist.dropped and hist.n:
             with pytest.raises(ValueError, match="first kept column"):
                 hist.totals(slice(1, None), all_seen=True)
 
@@ -471,3 +475,34 @@ def test_a_streams_total_events_pass_2_63_exactly() -> None:
     hist.extend_columns(counts, None, None, one, one + 1, one, no, no, "")
     assert hist.totals().events == 3 * (2**62 - 1)
     assert hist.totals(fast=True).events == 3 * (2**62 - 1)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 1024])
+def test_per_slot_sums_past_2_63_are_exact(chunk: int) -> None:
+    """Three columns of 2**62 - 1 events in one bucket (the most a record may give one): the slot's sum, 2**63 + 2**62
+    - 3, wrapped in int64 (totals and each sealed chunk's sums), and the report said -4,611,686,018,427,387,907
+    events with no percentile. Sealed one column a chunk, two (a chunk's own sum passes 2**63), or none."""
+    big = 2**62 - 1
+    counts = np.zeros((3, NSLOTS), dtype=np.int64)
+    counts[:, 4] = big
+    counts[0, 5] = 7
+    one, no = np.arange(3.0), np.zeros(3, dtype=bool)
+    low, high = bounds_seconds("bpf", "microsec")
+    with chunk_columns(chunk):
+        hist, limited = StreamHistory(S), StreamHistory(S, cap=1)
+        for h in (hist, limited):
+            h.extend_columns(counts, None, None, one, one + 1, np.ones(3), no, no, "")
+        for got in (hist.totals(), hist.totals(fast=True), limited.totals(all_seen=True),
+                    limited.totals(fast=True, all_seen=True)):
+            assert got.events == 3 * big + 7 and got.counts[4] == 3 * big and got.counts[5] == 7
+            assert all(low[4] <= p < high[4] for p in got.percentiles.values())
+        assert hist.slot_sums()[0][4] == 3 * big == limited.slot_sums(all_seen=True)[0][4]
+        hist.drop_all()
+        assert hist.dropped_sums().counts[4] == 3 * big and hist.totals(all_seen=True).events == 3 * big + 7
+    two = StreamHistory(S)  # one column, two such buckets: its rate
+    two.extend_columns(np.where(np.isin(np.arange(NSLOTS), [4, 6]), big, 0)[None], None, None, one[:1], one[:1] + 1,
+                       np.ones(1), no[:1], no[:1], "")
+    assert two.column_stats().events_per_s[0] == pytest.approx(2 * big)
+    small = StreamHistory(S)  # the usual counts keep int64 sums
+    small.extend_columns(counts % 1000, None, None, one, one + 1, np.ones(3), no, no, "")
+    assert small.totals().counts.dtype == np.int64 and small.slot_sums()[0].dtype == np.int64

@@ -89,3 +89,23 @@ def test_served_sum_of_an_hgrm_is_its_mean_times_its_count() -> None:
     (total,) = (v for (name, _), v in got.items() if name == f"{FAMILY}_sum")
     (count,) = (v for (name, _), v in got.items() if name == f"{FAMILY}_count")
     assert count == 19_000 and math.isclose(total, 0.771e-3 * 19_000, rel_tol=1e-3)  # its footer: Mean = 0.771 ms
+
+
+def test_report_counters_cover_the_columns_a_history_limit_dropped(tmp_path: Path) -> None:
+    """`report --format openmetrics --history 2` of 5 intervals of 10 events: the counters are the whole input's
+    (50 events, every bucket, `_sum`), the gauge histogram the last interval's."""
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    t0 = 1_700_000_000_000_000
+    path = tmp_path / "five.txt"
+    path.write_text("".join(f"<begin record>\ntimestamp, microsec, {t0 + (i + 1) * 1_000_000}, x\n"
+                            f"start, microsec, {t0 + i * 1_000_000}\nlatencyunit, microsec\nlabel, s\n"
+                            "counts, interval\n8, 10\n<end record>\n" for i in range(5)))
+    whole, kept = (samples(CliRunner().invoke(main, ["report", "--format", "openmetrics", *extra, str(path)]).stdout)
+                   for extra in ([], ["--history", "2"]))
+    assert kept == whole
+    counted = {name: v for (name, _), v in kept.items()}
+    assert counted[f"{FAMILY}_count"] == 50 and counted[f"{INTERVAL_FAMILY}_gcount"] == 10
+    assert math.isclose(counted[f"{FAMILY}_sum"], 5 * counted[f"{INTERVAL_FAMILY}_gsum"])

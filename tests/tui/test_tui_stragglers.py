@@ -153,3 +153,20 @@ def test_panel_lines_are_cut_to_the_width_and_the_legends_stay_whole_after_t() -
             assert sum("max " in line for line in lines[:top]) == 2  # both maps' legends end with their maximum
 
     asyncio.run(main())
+
+
+def test_the_header_counts_the_stage_attempts_the_stragglers_are_in() -> None:
+    """Five stragglers in two of five stage attempts (the real Spark log's analysis, read in a real app above, is
+    the same shape): the header counts the stage attempts holding stragglers, of those analysed."""
+    found = SparkSource(target=str(SPARK))
+    list(found.items())
+    analysis = found.analysis()
+    stages = analysis["stages"]
+    first, second = stages[1], stages[2]
+    stragglers = [dict(analysis["stragglers"][0], stage=st["stage"], attempt=st["attempt"], task_id=k)
+                  for k, st in enumerate([first] * 4 + [second])]
+    line = stragglers_text({**analysis, "stragglers": stragglers}).plain.splitlines()[0]
+    assert f"5 stragglers in 2 of {len(stages)} stage attempts" in line
+    one = stragglers_text(analysis).plain.splitlines()[0]
+    held = {(s["stage"], s["attempt"]) for s in analysis["stragglers"]}
+    assert f"{len(analysis['stragglers'])} stragglers in {len(held)} of {len(stages)} stage attempts" in one

@@ -184,4 +184,6 @@ def test_the_rest_api_gives_the_event_logs_analysis(ran: tuple[Path, Path], driv
     assert rest.executors == {"driver": rest.executors["driver"]} and rest.executors["driver"].cores == 2
     got, want = rest.analysis(), local.analysis()
     assert [s["cores"] for s in got["stages"]] == [2] * len(want["stages"])
-    assert got == want
+    # the REST source reads no job events: the application's time in and outside jobs is the event log's alone
+    assert got["application_time"] is None and want["application_time"]["jobs"] > 0
+    assert {**got, "application_time": None} == {**want, "application_time": None}

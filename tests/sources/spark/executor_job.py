@@ -1,0 +1,67 @@
+"""A PySpark application on two executors of one core each, for test_spark_executors.py.
+
+Usage: `python executor_job.py LOG_DIR WORK_DIR UI_PORT`. On `local-cluster[2,1,768]`, plain event log:
+
+- stage 0: a warm-up (each executor starts its Python worker);
+- stage 1: 8 text files read, one task each, file HEAVY holding 40 times the lines of the others (its task reads 40
+  times the bytes and works through 40 times the lines);
+- stage 2: 16 tasks on similar inputs: those on executor SLOW sleep 0.8 s, the others 0.2 s;
+- then the driver sleeps DRIVER_SLEEP s before a last small job.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+HEAVY = 3
+SLOW = "1"
+DRIVER_SLEEP = 3.0
+
+
+def executor_id() -> str | None:
+    """The id of the executor whose Python worker runs this (from the JVM's `--executor-id`, up the process tree)."""
+    pid = os.getpid()
+    for _ in range(6):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                args = fh.read().split(b"\0")
+            if b"--executor-id" in args:
+                return args[args.index(b"--executor-id") + 1].decode()
+            with open(f"/proc/{pid}/stat") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+    return None
+
+
+def main() -> int:
+    from job_conf import local_conf
+    from pyspark import SparkContext
+
+    log_dir, work, port = sys.argv[1], sys.argv[2], sys.argv[3]
+    conf = local_conf("latencymap-executors", "local-cluster[2,1,768]", log_dir, port)
+    sc = SparkContext(conf=conf.set("spark.executor.memory", "512m").set("spark.pyspark.python", sys.executable))
+    sc.setLogLevel("OFF")
+    sc.parallelize(range(8), 8).map(lambda x: x).count()
+    inputs = os.path.abspath(os.path.join(work, "inputs"))
+    os.makedirs(inputs)
+    for k in range(8):
+        with open(os.path.join(inputs, f"part-{k}.txt"), "w") as fh:
+            fh.writelines(f"{n:08d} some words to read\n" for n in range(40 * 3000 if k == HEAVY else 3000))
+    sc.textFile("file://" + inputs, 1).map(lambda line: sum(range(300))).count()
+
+    def slowed(i: int, rows: object) -> object:
+        time.sleep(0.8 if executor_id() == SLOW else 0.2)
+        return [i]
+
+    sc.parallelize(range(16), 16).mapPartitionsWithIndex(slowed).collect()
+    time.sleep(DRIVER_SLEEP)
+    sc.parallelize(range(4), 4).count()
+    sc.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -134,3 +135,37 @@ def test_disk_full_while_recording_keeps_what_was_written(tmp_path: Path, exampl
                          capture_output=True, text=True, timeout=60)
     (stream,) = json.loads(rep.stdout)["streams"]
     assert stream["columns"] == complete
+
+
+def test_a_recording_cut_mid_line_before_the_next_record_loses_only_the_cut_one(tmp_path: Path,
+                                                                                 example_data: Path) -> None:
+    """A record cut inside a bucket line, the next record's `<begin record>` right after it on that line (a writer
+    killed mid-write, its file appended to): `report` skips the cut record alone and reads the next."""
+    rec = tmp_path / "rec.txt"
+    made = subprocess.run([sys.executable, "-m", "latencymap", "--plain", "--once", "--record", str(rec),
+                           str(example_data)], capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    records = rec.read_text().split("<begin record>\n")
+    cut = 35
+    head, rows = records[cut].split("datasource, bpf\n")
+    lost = sum(int(row.split(",")[1]) for row in rows.splitlines()[:-1])
+    records[cut] = head + "datasource, bpf\n" + rows[:rows.index(", ") + 2]  # `1, ` then the next `<begin record>`
+    cut_file = tmp_path / "cut.txt"
+    cut_file.write_text("<begin record>\n".join(records))
+    assert cut_file.read_text().count(", <begin record>\n") == 1
+
+    def report(path: Path) -> dict[str, Any]:
+        r = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", str(path)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)  # type: ignore[no-any-return]
+
+    whole, broken = report(rec), report(cut_file)
+    (stream,), (left,) = whole["streams"], broken["streams"]
+    assert left["columns"] == stream["columns"] - 1
+    assert left["total"]["events"] == stream["total"]["events"] - lost
+    assert broken["errors"]["skipped_records"] == 1
+    line = cut_file.read_text().splitlines().index("1, <begin record>") + 1
+    assert [m for m in broken["errors"]["messages"] if "cut off mid-line" in m] == [
+        f"{cut_file}: line {line}: record cut off mid-line: the line ends in '1,', then the next record's "
+        "<begin record>; record skipped"]

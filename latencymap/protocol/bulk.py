@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from latencymap.core.buckets import MAX_COUNT, NSLOTS, ORACLE_OVERFLOW, UPPER_BOUND_SOURCES, bounds_seconds
+from latencymap.core.buckets import MAX_COUNT, NSLOTS, UPPER_BOUND_SOURCES, bounds_seconds
 from latencymap.core.model import (
     Interval,
     IntervalRun,
@@ -32,7 +32,9 @@ from latencymap.core.model import (
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import unit_seconds
 from latencymap.protocol.grammar import (
+    BEGIN,
     DEFAULT_UNIT,
+    END,
     MICROSECONDS,
     NOTE_PREFIX,
     RECORDING_HEADER,
@@ -259,6 +261,8 @@ class FastPath:
                 return False
             if len(parts) > 2:
                 date = parts[2].strip()
+                if "<" in date and _cut(date):
+                    return False
                 if not date.isprintable() or len(date) > 200:
                     date = clean_text(date)
             i = j + 1
@@ -352,6 +356,8 @@ class FastPath:
             if start is not None and per_interval is not None:
                 break  # a second counts line: the line reader decides
             if date is None or given != said:
+                if given is not None and "<" in given and _cut(given):
+                    break
                 said, date = given, "" if given is None else given.strip()
                 if not date.isprintable() or len(date) > 200:
                     date = clean_text(date)
@@ -399,6 +405,8 @@ class FastPath:
         with `-` send the record to the line reader instead. `own unit` is the block's latencyunit (None: none, and
         the record takes `carried`, else millisec); `carries` says that it takes `carried`.
         """
+        if "<" in block and _cut(block):
+            return None
         rec = Record(first_line=0)
         lines = block.split("\n")[:-1]
         try:
@@ -599,17 +607,14 @@ class FastPath:
         bad = (values.view(np.uint64) >= _BIG) | ((values & (values - 1)) != 0)
         if oracle is not None:
             bad |= oracle & (values == 0)
-        keep = values != ORACLE_OVERFLOW
-        every = bool(keep.all())
-        if not every:
-            bad &= keep
-        bad |= amounts.view(np.uint64) >= _BIG  # a bad count (or sum) spoils even the overflow row
+        # Oracle's overflow row (4294967295, not a power of 2) is bad too: the line reader says what it held
+        bad |= amounts.view(np.uint64) >= _BIG
         if unsure is not None:
             bad |= unsure
         rows.good[picks] = True
-        if not every or bad.any():
+        if bad.any():
             rows.good[record[bad]] = False
-            use = keep & ~bad
+            use = ~bad
             values, amounts, record = values[use], amounts[use], record[use]
             oracle = None if oracle is None else oracle[use]
             row_sums = None if row_sums is None else row_sums[use]
@@ -630,6 +635,13 @@ class FastPath:
                                   count=len(picks))
             rows.sums[picks] *= seconds[:, None]
             rows.three[record] = True  # not a record of only Oracle overflow rows: the line reader skips those
+
+
+def _cut(text: str) -> bool:
+    """Whether `text` holds a record marker (in any case) after other text on its line: a line cut short, which the
+    line reader ends there."""
+    low = text.lower()
+    return BEGIN in low or END in low
 
 
 def _slots(values: np.ndarray, oracle: np.ndarray | None = None) -> np.ndarray:

@@ -106,6 +106,9 @@ class Record:
     #: A line that is not the protocol's, kept until the next line says whether it was a histogram's key.
     pending: RecordError | None = None
     pending_line: str = ""
+    #: The events of Oracle's overflow bucket (4294967295 rows), left out, and the line of its first row (0: none).
+    overflow: int = 0
+    overflow_line: int = 0
 
 
 def parse_record_line(rec: Record, line: str, low: str, n: int) -> None:
@@ -215,7 +218,9 @@ def _parse_data(rec: Record, line: str, n: int) -> None:
             raise RecordError(n, f"expected a number as the third column (sum), got {excerpt(line)}") from None
         if not np.isfinite(total) or total < 0:
             raise RecordError(n, f"expected a finite sum >= 0, got {excerpt(line)}")
-    if value == ORACLE_OVERFLOW:
+    if value == ORACLE_OVERFLOW:  # no finite range: left out, and said by the reader
+        rec.overflow += count
+        rec.overflow_line = rec.overflow_line or n
         return
     if value & (value - 1):
         raise RecordError(n, f"expected a bucket value that is 0 or a power of 2, got {excerpt(line)}")

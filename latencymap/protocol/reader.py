@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from latencymap import __version__
+from latencymap.core.buckets import ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
 from latencymap.core.deltas import MAX_RUNS, apart_label
 from latencymap.core.json_input import json_input
 from latencymap.core.model import (
@@ -26,7 +27,7 @@ from latencymap.core.model import (
     one_by_one,
     rows_by_stream,
 )
-from latencymap.core.sanitize import clean_text
+from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.protocol.bulk import FastPath
 from latencymap.protocol.grammar import (
     BEGIN,
@@ -98,6 +99,7 @@ class ProtocolReader:
         self._newer: str | None = None  # the version of a newer latencymap that made the recording
         self._said: set[str] = set()  # the one-time notes given: "newer", and the datasources of _NOT_RECORDED
         self._pending: list[Notice] = []  # notes to give before the next item
+        self._overflow: dict[StreamId, _Overflow] = {}  # what each stream's overflow rows held, said at the end
 
     def read(self, lines: Iterable[str]) -> Iterator[Snapshot | Interval | Notice]:
         """Read all lines, then report a record left open at end of input."""
@@ -279,13 +281,18 @@ class ProtocolReader:
             if not line:
                 continue
             low = line.lower()
-            if low[0] == "<":
+            if low[-1] == ">":
                 if low in (BEGIN, END):
                     yield from self._marker(low)
                     continue
                 if _RUN_TOGETHER.fullmatch(low):
                     for marker in _MARKER.findall(low):
                         yield from self._marker(marker)
+                    continue
+                # a marker after other text: the line was cut short (what came after it is lost)
+                marker = BEGIN if low.endswith(BEGIN) else END if low.endswith(END) else ""
+                if marker:
+                    yield from self._cut(line[:-len(marker)], marker)
                     continue
             if self._record is None or self._bad_record:  # noise between records, or the rest of a bad record
                 if self._record is None and low.startswith("# latencymap-"):
@@ -296,6 +303,18 @@ class ProtocolReader:
             except RecordError as err:
                 self._bad_record = True
                 yield Notice(f"{self.name}: {err}; record skipped")
+
+    def _cut(self, text: str, marker: str) -> Iterator[Notice]:
+        """A line of `text` then `marker` (a writer cut off mid-line): the record open, if any, ends cut in `text`
+        and is skipped; after `<begin record>`, the next one starts on this line."""
+        if self._record is not None:
+            self._given(self._record)
+            if not self._bad_record:
+                whose = "the next record's" if marker == BEGIN else "its"
+                yield Notice(f"{self.name}: line {self.line_no}: record cut off mid-line: the line ends in "
+                             f"{excerpt(text.rstrip())}, then {whose} {marker}; record skipped")
+        self._record = Record(first_line=self.line_no) if marker == BEGIN else None
+        self._bad_record = False
 
     def _marker(self, marker: str) -> Iterator[Snapshot | Interval | Notice]:
         if marker == BEGIN:
@@ -324,6 +343,28 @@ class ProtocolReader:
         if self._record is not None and not self._bad_record:
             yield self._notice(self._record.first_line, f"record has no {END} (input ended)")
         self._record = None
+        for stream, held in self._overflow.items():
+            yield self._overflow_notice(stream, held)
+        self._overflow.clear()
+
+    def _overflow_notice(self, stream: StreamId, held: _Overflow) -> Notice:
+        """The note that a stream's rows of bucket value 4294967295 were left out, and what they held."""
+        label = clean_text(stream.label, 200) or "(no label)"
+        if stream.datasource in UPPER_BOUND_SOURCES:
+            what = (f"'{label}': Oracle's overflow bucket {ORACLE_OVERFLOW} (waits past its largest bucket: no finite "
+                    "range) is left out of the map and totals")
+        else:
+            what = (f"'{label}': bucket value {ORACLE_OVERFLOW} is not a power of 2 (it is Oracle's overflow bucket; "
+                    f"the stream is read as {stream.datasource}: if it is Oracle's, add 'datasource, oracle' or pass "
+                    "--datasource oracle); its rows are left out")
+        if held.per_interval:
+            held_text = f"{held.total:,} events in them (lines {held.first_line} to {held.last_line})"
+        elif held.first_line == held.last_line:
+            held_text = f"its cumulative count is {held.first:,} (line {held.first_line})"
+        else:
+            held_text = (f"its cumulative count went from {held.first:,} (line {held.first_line}) to {held.last:,} "
+                         f"(line {held.last_line})")
+        return Notice(f"{self.name}: {what}: {held_text}", skipped=0)
 
     def _notice(self, line: int, message: str) -> Notice:
         return Notice(f"{self.name}: line {line}: {message}; record skipped")
@@ -352,6 +393,8 @@ class ProtocolReader:
                     self.said_unit = True
                     out.append(self.unit_notice(rec.first_line, self.unit))
             items = record_items(rec, self.stream)
+            if rec.overflow_line and items:
+                self._overflow_row(items[0].stream, rec)
             if rec.extremes_dropped:
                 out.append(self._extremes_notice(rec))
             for item in items:
@@ -359,6 +402,14 @@ class ProtocolReader:
         except RecordError as err:
             out.append(Notice(f"{self.name}: {err}; record skipped"))
         return out
+
+    def _overflow_row(self, stream: StreamId, rec: Record) -> None:
+        """Keep what a record's overflow rows held, for the note at the end of input."""
+        held = self._overflow.get(stream)
+        if held is None:
+            held = self._overflow[stream] = _Overflow(rec.per_interval, rec.overflow, rec.overflow_line)
+        held.last, held.last_line = rec.overflow, rec.overflow_line
+        held.total += rec.overflow
 
     def _extremes_notice(self, rec: Record) -> Notice:
         """The note that a record's `extremes` line was dropped, and why; its counts and sums are read (nothing is
@@ -383,6 +434,19 @@ class ProtocolReader:
     def placed_run(self, run: IntervalRun, lines: list[int]) -> list[IntervalRun | Interval | Notice]:
         """The interval records parsed in bulk (`lines`: where each starts) in their runs (see `Timeline`)."""
         return self.timeline.placed_run(run, lines)
+
+
+@dataclass(slots=True)
+class _Overflow:
+    """What a stream's rows of bucket value 4294967295 held: the first and last record's counts and lines, and the
+    sum (the events of `counts, interval` records)."""
+
+    per_interval: bool
+    first: int
+    first_line: int
+    last: int = 0
+    last_line: int = 0
+    total: int = 0
 
 
 #: The most records one recorded note may say its run skipped (a larger count is read as none).

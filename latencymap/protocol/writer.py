@@ -140,4 +140,8 @@ def _around(value: float) -> list[float]:
 
 
 def _one_line(text: str) -> str:
-    return clean_text(text).replace("\n", " ")
+    """`text` on one line that does not end in a record marker (which the reader takes for a line cut short: its
+    `>` is written `?`)."""
+    line = clean_text(text).replace("\n", " ")
+    cut = line.rstrip()
+    return f"{cut[:-1]}?" if cut.lower().endswith((BEGIN, END)) else line

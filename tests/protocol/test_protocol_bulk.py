@@ -117,6 +117,9 @@ MARK = st.sampled_from(["<begin record>", "<end record>", "  <BEGIN RECORD> ", "
                         "<end record><begin record>", "<begin record> <END RECORD>",
                         "   3  72639                        :tick-10s "])
 
+#: What a cut line runs into: the next record's marker, in any case and spacing.
+CUT_BY = ["<begin record>", " <Begin Record>", "<end record><begin record>", "<begin record>  "]
+
 
 @st.composite
 def stream_text(draw: st.DrawFn) -> str:
@@ -126,12 +129,17 @@ def stream_text(draw: st.DrawFn) -> str:
             lines.append(draw(MARK))
         if lines and lines[-1] == "<end record>" and draw(st.integers(0, 3)) == 0:
             lines[-1] = "<end record><begin record>"  # a writer that lost a newline
+        elif lines and draw(st.integers(0, 4)) == 0:  # a writer cut off mid-line: the next record right after
+            lines[-1] = lines[-1][:draw(st.integers(0, len(lines[-1])))] + draw(st.sampled_from(CUT_BY))
         else:
             lines.append("<begin record>")
         lines += draw(st.lists(HEADER, max_size=5))
         lines += draw(st.lists(ROW, max_size=8) | st.lists(ROW3, max_size=8))
         if draw(st.integers(0, 9)):
-            lines.append("<end record>")
+            if lines and draw(st.integers(0, 5)) == 0:  # the end marker glued to the last line
+                lines[-1] += draw(st.sampled_from(["<end record>", " <END RECORD>"]))
+            else:
+                lines.append("<end record>")
     return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\n\n"]))
 
 
@@ -196,6 +204,37 @@ def test_records_that_decide_the_path_read_as_line_by_line(record: str) -> None:
     assert by_chunks(text, [len(good) + 20]) == by_lines(text)
     last = good.format(1700000009000000)
     assert by_chunks(text, [len(text) - len(last)]) == by_lines(text)  # the last record read after the others
+
+
+#: Records to cut off mid-line (at every character), and the records that follow the cut.
+CUT_RECORDS = [
+    "timestamp, microsec, 1700000002000000, d\nlabel, a\nlatencyunit, microsec\n1, 5\n2, 7\n",
+    "timestamp, microsec, 1700000002000000, d\ncounts, interval\nstart, microsec, 1700000001000000\nlabel, b\n"
+    "1, 5, 0.5\n",
+]
+AFTER_CUT = ["timestamp, microsec, 1700000003000000, d\nlabel, a\n1, 6\n", "label, a\n1, 6\n", "label, b\n1, 6\n"]
+
+
+@pytest.mark.parametrize("marker", ["<begin record>", "<end record>"])
+@pytest.mark.parametrize("after", AFTER_CUT)
+@pytest.mark.parametrize("record", CUT_RECORDS)
+def test_a_record_cut_off_by_a_marker_is_the_one_skipped_on_both_paths(record: str, after: str, marker: str) -> None:
+    """`2, <begin record>`: the cut record is skipped and said, the next one is read; `2, <end record>`: the cut
+    record is skipped, the lines after it up to the next `<begin record>` are noise. Both paths alike, the cut in any
+    line, after a canonical record whose header lines the bulk reader knows."""
+    good = "<begin record>\ntimestamp, microsec, {}, d\nlabel, a\n1, 5\n<end record>\n"
+    whose = "the next record's" if marker == "<begin record>" else "its"
+    for k in range(1, len(record)):
+        if record[k - 1] == "\n":
+            continue  # the marker on a line of its own
+        text = (good.format(1700000001000000) + "<begin record>\n" + record[:k] + f"{marker}\n" + after
+                + "<end record>\n" + good.format(1700000009000000))
+        lines = by_lines(text)
+        assert by_chunks(text, []) == lines and by_chunks(text, [len(text) // 2]) == lines
+        assert [i[1] for i in lines if i[0] == "notice" and i[2]] == [
+            f"t: line {7 + record[:k].count(chr(10))}: record cut off mid-line: the line ends in "
+            f"{record[:k].splitlines()[-1].rstrip()!r}, then {whose} {marker}; record skipped"]
+        assert lines[-1][0] == "snap" and lines[-1][6] == text.count("\n") - 4  # the last record read
 
 
 def line_reads(reader: ProtocolReader) -> list[int]:

@@ -124,7 +124,8 @@ def test_records_without_a_timestamp_are_at_least_interval_apart() -> None:
 
 def test_oracle_values_are_upper_bounds_and_overflow_is_dropped() -> None:
     text = "<begin record>\ndatasource, oracle\n1, 3\n4294967295, 9\n<end record>\n"
-    (snap,) = read(text)
+    snap, note = read(text)
+    assert isinstance(snap, Snapshot) and isinstance(note, Notice) and "overflow bucket 4294967295" in note.message
     assert snap.counts[slot_of_bucket_value(1, "oracle")] == 3
     assert snap.counts.sum() == 3
 
@@ -374,3 +375,40 @@ def test_a_timestamp_in_a_stream_timed_as_read_is_not_used() -> None:
                         "timed as read: its timestamp is not used, it is timed as read too, as are later such "
                         "records (a stream's first record decides how its records are timed)")
     assert len(notes) == 2 and "1600000000" not in " ".join(notes)
+
+
+def overflow_records(datasource: str, *overflow: int) -> str:
+    """Cumulative records of one stream with an overflow row (4294967295) of each count given."""
+    return "".join(f"<begin record>\ntimestamp, microsec, {k + 1}000000, t\nlabel, log file sync\n"
+                   f"datasource, {datasource}\n1, {10 * (k + 1)}\n4294967295, {n}\n<end record>\n"
+                   for k, n in enumerate(overflow))
+
+
+def test_oracle_overflow_bucket_is_said_once_per_stream_with_what_it_held() -> None:
+    """Its events have no finite range and are left out of the map and totals: the end of input says so, once,
+    with the cumulative count's first and last values, on both paths."""
+    for items in both_paths(overflow_records("oracle", 5, 5, 12)):
+        assert [int(i.counts.sum()) for i in items if isinstance(i, Snapshot)] == [10, 20, 30]
+        notes = [i for i in items if isinstance(i, Notice)]
+        assert [(n.message, n.skipped) for n in notes] == [(
+            "t.txt: 'log file sync': Oracle's overflow bucket 4294967295 (waits past its largest bucket: no finite "
+            "range) is left out of the map and totals: its cumulative count went from 5 (line 6) to 12 (line 20)",
+            0)]
+        assert items[-1] is notes[0]
+
+
+def test_bucket_value_4294967295_under_another_datasource_is_said_not_a_power_of_two() -> None:
+    for items in both_paths(overflow_records("bpf", 7)):
+        assert [int(i.counts.sum()) for i in items if isinstance(i, Snapshot)] == [10]
+        (note,) = [i.message for i in items if isinstance(i, Notice)]
+        assert note == ("t.txt: 'log file sync': bucket value 4294967295 is not a power of 2 (it is Oracle's overflow "
+                        "bucket; the stream is read as bpf: if it is Oracle's, add 'datasource, oracle' or pass "
+                        "--datasource oracle); its rows are left out: its cumulative count is 7 (line 6)")
+
+
+def test_overflow_rows_of_interval_records_are_said_as_the_sum_of_their_events() -> None:
+    text = overflow_records("oracle", 4, 0, 9).replace("datasource,", "counts, interval\ndatasource,")
+    for items in both_paths(text):
+        assert [int(i.counts.sum()) for i in items if isinstance(i, Interval)] == [10, 20, 30]
+        (note,) = [i.message for i in items if isinstance(i, Notice)]
+        assert note.endswith(": 13 events in them (lines 7 to 23)")

@@ -132,3 +132,17 @@ def test_extremes_are_written_only_in_per_interval_records_and_checked_when_read
     (interval,) = [i for i in items if isinstance(i, Interval)]  # only the line is dropped, not the record
     assert interval.extremes is None and interval.counts[3] == 2
     assert "expected 'extremes, <bucket value>, <smallest>, <largest>, ...'" in str(items)
+
+
+def test_a_label_or_date_ending_in_a_marker_is_written_so_that_its_record_reads_back() -> None:
+    """A line that ends in `<begin record>` or `<end record>` is read as one cut short: the writer spells such text
+    with `?` for the marker's `>`, and the record is read, not skipped."""
+    counts = np.zeros(NSLOTS, dtype=np.int64)
+    counts[3] = 7
+    for text in ("x<end record>", "x <Begin Record>  ", "<end record>"):
+        record = format_record(StreamId(text, "bpf", "microsec"), 1_700_000_001.0, counts, date=text)
+        for items in (list(ProtocolReader("t").read(record.splitlines())),
+                      list(ProtocolReader("t").read_chunks([record]))):
+            (snap,) = items
+            assert snap.stream.label == text.rstrip()[:-1] + "?" and snap.date == snap.stream.label
+            assert int(snap.counts.sum()) == 7

@@ -3,8 +3,9 @@
 Both: `# HELP`/`# TYPE` lines (OpenMetrics adds `# UNIT` and ends with `# EOF`), then one sample a line:
 `name{label="value",...} value [timestamp]`. Label values escape `\\\\`, `\\"` and `\\n`. The text format
 allows any run of blanks between tokens and takes timestamps in milliseconds; OpenMetrics takes timestamps in
-seconds and allows an exemplar after the sample (` # {trace_id="..."} 0.12 [timestamp]`). A line that cannot be
-read is skipped and described in `errors`; the rest of the page is kept.
+seconds and allows an exemplar after the sample (` # {trace_id="..."} 0.12 [timestamp]`). A UTF-8 byte order mark
+opening the page is dropped. A line that cannot be read is skipped and described in `errors` (so is one that a
+prefilter skips unread but that does not even open with a metric name); the rest of the page is kept.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ ACCEPT = f"{OPENMETRICS_TYPE};version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q
 MAX_ERRORS = 20
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+#: How a sample line opens: a metric name, then its labels or a blank (what a skipped line is checked for).
+_OPENING = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*[{ \t]")
 _LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*')
 _ESCAPE = re.compile(r"\\(.)")
 _COMMENT = re.compile(r"#[ \t]+(HELP|TYPE|UNIT)[ \t]+([a-zA-Z_:][a-zA-Z0-9_:]*)(?:[ \t]+(.*))?$")
@@ -177,9 +180,10 @@ def _metadata(page: Exposition, line: str, number: int) -> None:
 
 
 def parse_exposition(text: str, openmetrics: bool = False, keep: Callable[[str], bool] | None = None) -> Exposition:
-    """Parse a page. `keep(line)` False (line without leading blanks) skips a line unread: a cheap prefilter."""
+    """Parse a page. `keep(line)` False (line without leading blanks) skips a line unread: a cheap prefilter (a
+    skipped line that does not open as a sample does is still named in `errors`)."""
     page = Exposition(openmetrics)
-    lines = text.split("\n")
+    lines = text.removeprefix("\ufeff").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     page.lines = len(lines)
@@ -201,6 +205,8 @@ def parse_exposition(text: str, openmetrics: bool = False, keep: Callable[[str],
                 page.complaint(number, "empty line (OpenMetrics allows none)")
             continue
         if keep is not None and not keep(line):
+            if _OPENING.match(line) is None:
+                page.complaint(number, f"expected a sample line, got {excerpt(line)}")
             continue
         try:
             page.samples.append(parse_sample(line, openmetrics, number))

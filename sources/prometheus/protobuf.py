@@ -4,16 +4,17 @@ Prometheus asks for it to scrape native histograms, which the text formats canno
 client_java serve it. Decoded here without generated code: a family is `name` (1), `type` (3, 4 = histogram),
 `metric` (4), `unit` (5); a metric is `label` (1: `name` 1, `value` 2) and `histogram` (7). A histogram holds
 `sample_count` (1, or `sample_count_float` 4), `sample_sum` (2), classic `bucket`s (3: `cumulative_count` 1 or
-`cumulative_count_float` 4, `upper_bound` 2), and the native fields: `schema` (5, sint32), `zero_threshold` (6),
-`zero_count` (7, or 8 as a float), negative and positive spans (9, 12: `offset` sint32 1, `length` 2), deltas
-(10, 13: sint64, each bucket's count minus the one before) or float counts (11, 14). A span's offset is the gap
-after the previous span (the first one's is the first bucket's index); bucket `i` of schema `n` is
-`(2**((i-1) * 2**-n), 2**(i * 2**-n)]`.
+`cumulative_count_float` 4, `upper_bound` 2), `created_timestamp` (15: `seconds` 1, `nanos` 2), and the native
+fields: `schema` (5, sint32), `zero_threshold` (6), `zero_count` (7, or 8 as a float), negative and positive spans
+(9, 12: `offset` sint32 1, `length` 2), deltas (10, 13: sint64, each bucket's count minus the one before) or float
+counts (11, 14). A span's offset is the gap after the previous span (the first one's is the first bucket's index);
+bucket `i` of schema `n` is `(2**((i-1) * 2**-n), 2**(i * 2**-n)]`.
 
-Classic buckets become the text format's samples (`NAME_bucket{le}`, `_sum`, `_count`), so they are read by
-the same code as a text page; so do the untyped (or counter, gauge) families `NAME_bucket`, `NAME_sum` and
-`NAME_count` that a server's `/federate` gives for a classic histogram. Native ones become `NativeReading`s,
-diffed here between scrapes.
+Classic buckets become the text format's samples (`NAME_bucket{le}`, `_sum`, `_count`, `_created`), so they are
+read by the same code as a text page (an absent count or sum is proto3's default, 0); so do the untyped (or counter,
+gauge) families `NAME_bucket`, `NAME_sum`, `NAME_count` and `NAME_created` that a server's `/federate` gives for a
+classic histogram. Native ones become `NativeReading`s (with their created timestamp), diffed here between scrapes:
+a created timestamp that changed is a restart, as a count that went down is.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .exposition import Exposition, Sample
-from .series import Labels, Matcher, labels_key
+from .series import Labels, Matcher, labels_key, restarted
 
 TYPE = "application/vnd.google.protobuf"
 ACCEPT = f"{TYPE};proto=io.prometheus.client.MetricFamily;encoding=delimited"
@@ -134,6 +135,7 @@ class NativeReading:
     negative: dict[int, float]
     count: float
     total: float | None
+    created: float | None = None  # the created timestamp (epoch seconds): a new one is a restart
 
     def at_schema(self, schema: int) -> NativeReading:
         """The same counts in a coarser schema (Prometheus' downscaling: index i → ((i-1) >> k) + 1)."""
@@ -149,7 +151,7 @@ class NativeReading:
             return out
 
         return NativeReading(schema, self.zero_threshold, self.zero_count, down(self.positive),
-                             down(self.negative), self.count, self.total)
+                             down(self.negative), self.count, self.total, self.created)
 
 
 @dataclass(slots=True)
@@ -200,7 +202,8 @@ def _family(data: bytes, metric: str, matchers: Sequence[Matcher], out: ProtoPag
                             GAUGE_HISTOGRAM: "gaugehistogram"}.get(kind, "unknown")
     if unit:
         out.page.units[name] = unit
-    if name in (f"{metric}_bucket", f"{metric}_sum", f"{metric}_count") and kind in _SCALAR_FIELDS:
+    if name in (f"{metric}_bucket", f"{metric}_sum", f"{metric}_count", f"{metric}_created") and \
+            kind in _SCALAR_FIELDS:
         for raw in metrics:  # a classic histogram as /federate gives it: untyped families of its series
             labels, held = _metric(raw, _SCALAR_FIELDS[kind])
             if held is not None and all(m.matches(labels) for m in matchers):
@@ -234,8 +237,17 @@ def _metric(data: bytes, at: int) -> tuple[dict[str, str], bytes | None]:
     return labels, held
 
 
+def _created(wire: int, value: Any) -> float:
+    """A google.protobuf.Timestamp (`seconds` 1, `nanos` 2) in epoch seconds."""
+    if wire != 2:
+        raise ProtobufError(f"the created timestamp has wire type {wire}, expected a message")
+    stamp = {n: v for n, w, v in _fields(value) if w == 0}
+    seconds = stamp.get(1, 0)
+    return float(seconds - (1 << 64) if seconds >= 1 << 63 else seconds) + stamp.get(2, 0) / 1e9
+
+
 def _histogram(name: str, labels: dict[str, str], data: bytes, out: ProtoPage) -> None:
-    count = total = None
+    count = total = created = None
     classic: list[tuple[float, float]] = []
     native: dict[int, list[Any]] = {}
     for number, wire, value in _fields(data):
@@ -245,6 +257,8 @@ def _histogram(name: str, labels: dict[str, str], data: bytes, out: ProtoPage) -
             count = _double(wire, value)
         elif number == 2:
             total = _double(wire, value)
+        elif number == 15:
+            created = _created(wire, value)
         elif number == 3 and wire == 2:
             bucket = {n: (w, v) for n, w, v in _fields(value)}
             upper = _double(*bucket[2]) if 2 in bucket else math.inf
@@ -254,17 +268,17 @@ def _histogram(name: str, labels: dict[str, str], data: bytes, out: ProtoPage) -
             native.setdefault(number, []).append((wire, value))
     pages = out.page.samples
     if native:
-        out.native[labels_key(labels)] = _native(native, count or 0.0, total)
+        out.native[labels_key(labels)] = _native(native, count or 0.0, total, created)
     if classic:  # client_golang may give both; `--histogram` chooses
         for upper, cumulative in classic:
             pages.append(Sample(f"{name}_bucket", {**labels, "le": repr(upper)}, cumulative))
-        if count is not None:
-            pages.append(Sample(f"{name}_count", dict(labels), count))
-        if total is not None:
-            pages.append(Sample(f"{name}_sum", dict(labels), total))
+        pages.append(Sample(f"{name}_count", dict(labels), count or 0.0))
+        pages.append(Sample(f"{name}_sum", dict(labels), total or 0.0))
+        if created is not None:
+            pages.append(Sample(f"{name}_created", dict(labels), created))
 
 
-def _native(raw: dict[int, list[Any]], count: float, total: float | None) -> NativeReading:
+def _native(raw: dict[int, list[Any]], count: float, total: float | None, created: float | None) -> NativeReading:
     def last(number: int, read: Callable[[int, Any], Any], default: Any) -> Any:
         return read(*raw[number][-1]) if number in raw else default
 
@@ -280,7 +294,8 @@ def _native(raw: dict[int, list[Any]], count: float, total: float | None) -> Nat
             raise ProtobufError(f"native histogram {what} {value}, expected a finite number >= 0")
     if total is not None and not math.isfinite(total):
         total = None
-    return NativeReading(schema, threshold, zero, _side(raw, 12, 13, 14), _side(raw, 9, 10, 11), count, total)
+    return NativeReading(schema, threshold, zero, _side(raw, 12, 13, 14), _side(raw, 9, 10, 11), count, total,
+                         created)
 
 
 def _side(raw: dict[int, list[Any]], spans_at: int, deltas_at: int, counts_at: int) -> dict[int, float]:
@@ -315,8 +330,10 @@ def _side(raw: dict[int, list[Any]], spans_at: int, deltas_at: int, counts_at: i
 
 def diff_native(prev: NativeReading, cur: NativeReading) -> tuple[dict[str, Any], bool] | None:
     """(the API-shaped histogram of what happened between two readings, reset) — or None when the zero bucket's
-    width changed and the count did not go down (the two cannot be compared). A count or bucket that went down is a
-    reset: `cur` whole, whatever its zero bucket."""
+    width changed and the count did not go down (the two cannot be compared). A created timestamp that changed, or a
+    count or bucket that went down, is a reset: `cur` whole, whatever its zero bucket."""
+    if restarted(prev.created, cur.created):
+        return api_histogram(cur, None), True
     if prev.zero_threshold != cur.zero_threshold:
         return (api_histogram(cur, None), True) if cur.count < prev.count else None
     schema = min(prev.schema, cur.schema)

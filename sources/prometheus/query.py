@@ -18,13 +18,15 @@ where a known stream has no value (fewer than two samples in it) is a gap column
 series differs from the step before (a redeploy with new bounds: old series stop, new ones start, `+Inf` runs on), which
 cannot be split into buckets: counting starts again from the next step. A histogram with only its `+Inf` bucket is
 left out with a note (histogram_quantile gives NaN). A step in which the histogram's count went down (`resets()` in
-the step, or a count lower at its end than at its start) is marked reset; it counts what `increase()` counts (the
-value after the restart whole), which misses what was observed between the last sample before the restart and
-the restart itself, as any reader of the samples does. Times are sent to the millisecond, the step as a
-duration (`2500ms`), so the answers' times are the columns' own; a window that is not a whole number of steps says
-what it leaves out. A window where no step has a value is an error that says why, as far as the API tells (no such
-name, and the histograms it has; another type; series that `--match` skips; a step too short for the scrape
-interval whose spacing could not be measured).
+the step, or a count lower at its end than at its start), or its `NAME_created` series changed (the server has one
+when its targets write `_created`, as prometheus_client does), is marked reset; it counts what `increase()` counts
+(the value after the restart whole), which misses what was observed between the last sample before the restart and
+the restart itself, as any reader of the samples does (where only `_created` tells the restart, `increase()` sees
+none and counts the rise alone, the old process's counts before the restart missing too). Times are sent to the
+millisecond, the step as a duration (`2500ms`), so the answers' times are the columns' own; a window that is not a
+whole number of steps says what it leaves out. A window where no step has a value is an error that says why, as far
+as the API tells (no such name, and the histograms it has; another type; series that `--match` skips; a step too
+short for the scrape interval whose spacing could not be measured).
 """
 
 from __future__ import annotations
@@ -202,7 +204,9 @@ class PrometheusSource(Source):
 
     def _resets_promql(self, kind: str, step: float) -> str:
         """The series (per stream label set) whose count was reset in a step: `resets()` in it, or a count lower at
-        its end than at its start (a restart between two steps' samples, which neither step's `resets()` sees)."""
+        its end than at its start (a restart between two steps' samples, which neither step's `resets()` sees), or a
+        `NAME_created` that changed in it or since the step before (where the server has that series: a restart whose
+        new counts are already higher than the old ones when first scraped)."""
         by = ", ".join(self.builder.sum_by)
         grouped = self.builder.sum_all or bool(by)
         ago = promql_duration(step)
@@ -210,11 +214,14 @@ class PrometheusSource(Source):
         def total(expr: str) -> str:
             return f"sum by ({by}) ({expr})" if grouped else expr
 
+        created = selector(self.metric + "_created", self.matchers)
+        new = f"{total(f'changes({created}[{ago}])')} > 0 or {total(f'{created} != {created} offset {ago}')}"
         if kind == "native":
             native = selector(self.metric, self.matchers)
-            return f"{total(f'histogram_count({native})')} < {total(f'histogram_count({native} offset {ago})')}"
+            return f"{total(f'histogram_count({native})')} < {total(f'histogram_count({native} offset {ago})')} " \
+                   f"or {new}"
         count = selector(self.metric + "_count", self.matchers)
-        return f"{total(f'resets({count}[{ago}])')} > 0 or {total(count)} < {total(f'{count} offset {ago}')}"
+        return f"{total(f'resets({count}[{ago}])')} > 0 or {total(count)} < {total(f'{count} offset {ago}')} or {new}"
 
     def _fetch(self, step: float, times: list[float]) -> Fetched:
         """The answers for the steps ending at `times`. The first time some of them have no value, the samples'

@@ -5,11 +5,15 @@ Every `--interval` seconds the source GETs the page (the protobuf exposition, Op
 histograms), reads the cumulative `NAME_bucket{le=...}`, `NAME_sum` and `NAME_count` of every label set (or its
 native histogram: `protobuf.py`),
 and diffs each against the previous scrape: one column per scrape, one stream per label set (or per value of the
-`--sum-by` labels). The first scrape is the baseline. A histogram whose counts went down was reset (its process
-restarted): that column counts what it holds now and is marked reset, whatever its buckets (a redeploy with new `le`
-bounds too). Buckets that changed while the counts went on cannot be diffed: that column is a gap, and counting
-starts again from its scrape. A histogram with only its `+Inf` bucket holds no latency (histogram_quantile gives
-NaN): it is left out with a note saying what it holds (the source stops when that is all the page has). An
+`--sum-by` labels). The first scrape is the baseline. A histogram whose counts went down, or whose `_created` changed
+(a restart whose new counts already exceed the old ones), was reset (its process restarted): that column counts what
+it holds now, its `_sum` the exact time, and is marked reset, whatever its buckets (a redeploy with new `le` bounds
+too). Buckets that changed while the counts went on cannot be diffed: that column is a gap, and counting starts
+again from its scrape. An incomplete reading (a page cut short: no `+Inf` bucket, the known buckets' strict prefix,
+or without the `_count` or `_sum` the series had) is skipped for its series with a note: the next complete scrape's
+column covers its time. Unreadable lines are named once per kind, with their count. A histogram with only its `+Inf`
+bucket holds no latency (histogram_quantile gives NaN): it is left out with a note saying what it holds (the source
+stops when that is all the page has). An
 endpoint that fails (refused, timeout, HTTP 500, an HTML page, text that is not exposition, the metric missing)
 gives a notice naming the URL and what was expected, and is asked again with backoff; since the counters are
 cumulative nothing is lost: the next answer's column spans the outage and is marked as a gap. Before the first good
@@ -41,7 +45,7 @@ from .exposition import ACCEPT, Exposition, is_openmetrics, parse_exposition
 from .layout import family_name, layout_of
 from .native import NativeError, fold_native, negative_note
 from .protobuf import NativeReading, diff_native, is_protobuf, parse_protobuf
-from .series import Labels, Reading, describe_labels, diff_readings, histogram_readings
+from .series import Labels, Reading, describe_labels, diff_readings, histogram_readings, incomplete
 from .streams import (
     Part,
     StreamBuilder,
@@ -126,6 +130,7 @@ class ScrapeSource(Source):
         self.count = None if count is None else int(count)
         self.duration = None if duration is None else float(duration)
         self._told: set[str] = set()
+        self._bad_kinds: set[str] = set()  # kinds of unreadable lines said (the first one's message)
         self._left_out: set[Labels] = set()  # series with no finite bucket, noted once
         self._negative: set[Labels] = set()  # native series found holding negative values, noted once
         self._diffable = 0  # series of the last scrape that had a reading before it
@@ -156,7 +161,7 @@ class ScrapeSource(Source):
             raise self._why_missing(text, openmetrics, problems)
         self.scrapes += 1
         self._units(page)
-        return readings, [f"{self.shown}: {e}" for e in (*page.errors, *problems)], {}
+        return readings, [*self._bad_lines(page, "line"), *(f"{self.shown}: {e}" for e in problems)], {}
 
     def _units(self, page: Exposition) -> None:
         if self.scrapes == 1 and not self.options.get("unit") and self.metric in page.units:
@@ -177,7 +182,20 @@ class ScrapeSource(Source):
             raise self._why_missing_protobuf(page, problems, bool(got.native))
         self.scrapes += 1
         self._units(page)
-        return readings, [f"{self.shown}: {e}" for e in (*page.errors, *problems)], natives
+        return readings, [*self._bad_lines(page, "message"), *(f"{self.shown}: {e}" for e in problems)], natives
+
+    def _bad_lines(self, page: Exposition, unit: str) -> list[str]:
+        """The page's unreadable lines as one problem (their count, the first ones named), said once per kind: the
+        first one's message without its line number."""
+        if not page.bad_lines:
+            return []
+        kind = re.sub(r"^(?:line|protobuf message) \d+: ", "", page.errors[0]) if page.errors else ""
+        if kind in self._bad_kinds or len(self._bad_kinds) >= MAX_TOLD:
+            return []
+        self._bad_kinds.add(kind)
+        named = "; ".join(page.errors[:3]) + ("; ..." if page.bad_lines > 3 else "")
+        return [f"{self.shown}: {page.bad_lines} exposition {unit}{'s' * (page.bad_lines > 1)} could not be read, "
+                f"skipped ({named})"]
 
     def _why_missing_protobuf(self, page: Exposition, problems: list[str], had_native: bool) -> EndpointError:
         kind = page.types.get(self.metric)
@@ -335,6 +353,12 @@ class ScrapeSource(Source):
             parts.setdefault(stream, []).append(Part(folded.layout, folded.counts, seconds, reset))
         for key, cur in sorted(readings.items()):
             old = previous.get(key)
+            lacks = incomplete(cur, old)
+            if lacks is not None:
+                yield from self._tell(f"{self.shown}: {describe_labels(self.metric, key)}: an incomplete reading, "
+                                      f"without {lacks} (the page cut short?): this scrape is skipped for it, the "
+                                      "next complete one's column covers its time")
+                continue
             previous[key] = cur
             self._diffable += old is not None
             if no_finite_bound(cur.bounds):

@@ -1,10 +1,11 @@
 """Classic histograms out of exposition samples, label matchers, and the per-series differ.
 
 A classic histogram `NAME` is the cumulative series `NAME_bucket{le="..."}` plus `NAME_sum` and `NAME_count`,
-one histogram per label set (without `le`). The differ turns two readings of one histogram into per-bucket
-counts for the time between them: a histogram whose `_count` or any bucket went down was reset (the process
-restarted), so that interval counts what it holds now, never a negative number, whatever its bounds (a redeploy
-with new `le` bounds); bounds that changed without a reset cannot be diffed.
+one histogram per label set (without `le`), and `NAME_created` where the client writes it (its process's start of
+counting). The differ turns two readings of one histogram into per-bucket counts for the time between them: a
+histogram whose `_created` changed, or whose `_count` or any bucket went down, was reset (the process restarted), so
+that interval counts what it holds now, never a negative number, whatever its bounds (a redeploy with new `le`
+bounds); bounds that changed without a reset cannot be diffed.
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ class Reading:
     bounds: tuple[float, ...]
     cumulative: np.ndarray
     total: float | None = None
+    #: `_created`: when the process began counting this series (epoch seconds); a new one is a restart.
+    created: float | None = None
+    #: What the page lacked of a complete histogram (`le="+Inf"`, `_count`, `_sum`): a page cut short, maybe.
+    missing: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:
@@ -104,11 +109,15 @@ def _whole(value: float, what: str) -> int:
     return round(value)
 
 
-def build_reading(buckets: dict[float, float], count: float | None, total: float | None) -> Reading:
-    """A Reading from `le -> cumulative value` plus `_count` and `_sum`; SeriesError when it is no histogram."""
+def build_reading(buckets: dict[float, float], count: float | None, total: float | None,
+                  created: float | None = None) -> Reading:
+    """A Reading from `le -> cumulative value` plus `_count`, `_sum` and `_created`; SeriesError when it is no
+    histogram."""
     if not buckets:
         raise SeriesError("no _bucket series")
     bounds = sorted(buckets)
+    missing = tuple(what for what, absent in (('le="+Inf"', not math.isinf(bounds[-1]) and count is None),
+                                              ("_count", count is None), ("_sum", total is None)) if absent)
     values = [_whole(buckets[b], f'bucket le="{b}"') for b in bounds]
     if count is not None:
         whole = _whole(count, "_count")
@@ -122,19 +131,23 @@ def build_reading(buckets: dict[float, float], count: float | None, total: float
         raise SeriesError("bucket counts decrease with le: they are not cumulative")
     if total is not None and not math.isfinite(total):
         total = None
-    return Reading(tuple(bounds), cumulative, total)
+    if created is not None and not math.isfinite(created):
+        created = None
+    return Reading(tuple(bounds), cumulative, total, created, missing)
 
 
 def histogram_readings(samples: Iterable[Sample], metric: str,
                        matchers: Sequence[Matcher] = ()) -> tuple[dict[Labels, Reading], list[str]]:
     """The readings of histogram `metric` per label set (matchers applied), and why any label set was refused."""
     bucket_name, sum_name, count_name = f"{metric}_bucket", f"{metric}_sum", f"{metric}_count"
+    created_name = f"{metric}_created"
     buckets: dict[Labels, dict[float, float]] = {}
     sums: dict[Labels, float] = {}
     counts: dict[Labels, float] = {}
+    created: dict[Labels, float] = {}
     problems: list[str] = []
     for s in samples:
-        if s.name not in (bucket_name, sum_name, count_name):
+        if s.name not in (bucket_name, sum_name, count_name, created_name):
             continue
         if not all(m.matches(s.labels) for m in matchers):
             continue
@@ -152,6 +165,8 @@ def histogram_readings(samples: Iterable[Sample], metric: str,
             buckets.setdefault(key, {})[bound] = s.value
         elif s.name == sum_name:
             sums[key] = s.value
+        elif s.name == created_name:
+            created[key] = s.value
         else:
             counts[key] = s.value
     out: dict[Labels, Reading] = {}
@@ -159,7 +174,7 @@ def histogram_readings(samples: Iterable[Sample], metric: str,
         if any(math.isnan(b) for b in by_le):
             continue
         try:
-            out[key] = build_reading(by_le, counts.get(key), sums.get(key))
+            out[key] = build_reading(by_le, counts.get(key), sums.get(key), created.get(key))
         except SeriesError as err:
             problems.append(f"{describe_labels(metric, key)}: {err}")
     return out, problems
@@ -170,13 +185,31 @@ def per_bucket(cumulative: np.ndarray) -> np.ndarray:
     return np.diff(cumulative, prepend=0)
 
 
+def restarted(prev_created: float | None, cur_created: float | None) -> bool:
+    """True when both readings have a `_created` and it changed: another process (or a re-created series) counts."""
+    return prev_created is not None and cur_created is not None and prev_created != cur_created
+
+
+def incomplete(cur: Reading, prev: Reading | None) -> str | None:
+    """What makes `cur` no whole reading of the histogram `prev` was (a page cut short), or None: no `+Inf` bucket,
+    buckets that are a strict prefix of `prev`'s, or a `_count` or `_sum` that `prev` had."""
+    cut = 'le="+Inf"' in cur.missing
+    lacks = [what for what in cur.missing if cut or (prev is not None and what not in prev.missing)]
+    if prev is not None and len(cur.bounds) < len(prev.bounds) and prev.bounds[: len(cur.bounds)] == cur.bounds:
+        lacks = [f"the buckets above le={cur.bounds[-1]:g}", *(w for w in lacks if w != 'le="+Inf"')]
+    return ", ".join(lacks) or None
+
+
 def diff_readings(prev: Reading, cur: Reading) -> tuple[np.ndarray, float | None, bool] | None:
     """(per-bucket counts in `cur`'s bounds, sum, reset) for the time between two readings; None when their bounds
     differ and no counter went down: nothing says how the events since `prev` spread over the new buckets.
 
-    A counter that went down (any bucket, or across different bounds any bound both have, `+Inf` and so `_count`
-    among them) is a reset: the process restarted, and `cur` holds exactly the events since, whatever its bounds."""
-    if prev.bounds == cur.bounds:
+    A `_created` that changed, or a counter that went down (any bucket, or across different bounds any bound both
+    have, `+Inf` and so `_count` among them), is a reset: the process restarted, and `cur` holds exactly the events
+    since, whatever its bounds (its `_sum` their exact time)."""
+    if restarted(prev.created, cur.created):
+        reset = True
+    elif prev.bounds == cur.bounds:
         reset = bool((cur.cumulative < prev.cumulative).any())
     else:
         before = dict(zip(prev.bounds, prev.cumulative.tolist(), strict=True))

@@ -188,3 +188,12 @@ def test_differ_across_new_bounds_counts_a_restart_and_cannot_diff_counts_that_w
 
 def test_labels_key_drops_le_and_sorts() -> None:
     assert labels_key({"le": "1", "b": "2", "a": "1"}) == (("a", "1"), ("b", "2"))
+
+
+def test_a_byte_order_mark_is_dropped_and_lines_skipped_unread_are_still_named_when_garbage() -> None:
+    text = '\ufeffh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 3\n<html>oops\nother_metric{a="b"} 1\nh_count 3\n'
+    page = parse_exposition(text, keep=lambda line: "h_" in line)
+    assert [s.name for s in page.samples] == ["h_bucket", "h_bucket", "h_count"]  # line 1 kept
+    assert page.errors == ["line 3: expected a sample line, got '<html>oops'"]  # other_metric: skipped, no error
+    readings, _ = histogram_readings(page.samples, "h")
+    assert readings[()].cumulative.tolist() == [2, 3]

@@ -3,6 +3,7 @@ ones from a test exporter whose bytes a real Prometheus reads the same way, rese
 
 from __future__ import annotations
 
+import itertools
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,6 +17,11 @@ from prometheus_support import (
     NativeHistogramState,
     PrometheusServer,
     Scripted,
+    _double,
+    _field,
+    _message,
+    _string,
+    _varint,
     prometheus_binary,
 )
 from skips_support import skip_missing
@@ -331,3 +337,84 @@ def test_negative_native_values_are_left_out_with_one_note_and_their_columns_sum
         assert own is not None and (own.total_time is None) == holds_negative
         if not holds_negative:
             assert own.total_time == pytest.approx(sum(values) / 1000)
+
+
+def _timestamp(at: float) -> bytes:
+    """A google.protobuf.Timestamp message body: seconds, nanos."""
+    seconds = int(at)
+    return _field(1, 0, _varint(seconds)) + _field(2, 0, _varint(round((at - seconds) * 1e9)))
+
+
+class CreatedNative(NativeHistogramState):
+    """A native histogram that also sends its created timestamp (field 15), as client_golang does."""
+
+    def __init__(self, schema: int, created: float) -> None:
+        super().__init__(schema)
+        self.created = created
+
+    def protobuf(self) -> bytes:
+        return super().protobuf() + _message(15, _timestamp(self.created))
+
+
+class CreatedClassic:
+    """A classic histogram in protobuf (count, sum, cumulative buckets, created timestamp), values in seconds."""
+
+    def __init__(self, bounds: tuple[float, ...], created: float) -> None:
+        self.bounds, self.created = bounds, created
+        self.values: list[float] = []
+
+    def observe(self, value: float) -> None:
+        self.values.append(value)
+
+    def protobuf(self) -> bytes:
+        body = _field(1, 0, _varint(len(self.values))) + _double(2, sum(self.values))
+        for b in self.bounds:
+            body += _message(3, _field(1, 0, _varint(sum(v <= b for v in self.values))) + _double(2, b))
+        return body + _message(15, _timestamp(self.created))
+
+
+@pytest.mark.parametrize("kind", ["native", "classic"])
+def test_a_restart_whose_counts_are_already_higher_is_a_reset_told_by_the_created_timestamp(kind: str) -> None:
+    def make(created: float) -> CreatedNative | CreatedClassic:
+        return CreatedNative(2, created) if kind == "native" else CreatedClassic((0.005, 0.01, 0.1), created)
+
+    exporter = NativeExporter("job_seconds", schema=2)
+    exporter.state = make(1.7e9 + 0.25)  # type: ignore[assignment]
+    for _ in range(100):
+        exporter.observe(0.01)
+    step = itertools.count(1)
+
+    def act(_: float) -> None:
+        k = next(step)
+        with exporter.lock:
+            if k == 1:
+                for _ in range(10):
+                    exporter.state.observe(0.01)
+            elif k == 2:  # restarted, and 500 observations made by the next scrape: no bucket went down
+                exporter.state = make(1.7e9 + 60.5)  # type: ignore[assignment]
+                for _ in range(500):
+                    exporter.state.observe(0.01)
+
+    try:
+        columns, said = run(ScrapeSource(url=exporter.url, metric="job_seconds", interval=1.0), act, 2)
+    finally:
+        exporter.close()
+    assert said == []
+    assert [int(c.counts.sum()) for c in columns] == [10, 500]
+    assert [c.reset for c in columns] == [False, True] and not any(c.gap for c in columns)
+    kept = columns[1].source_buckets
+    assert kept is not None and kept.total_time == pytest.approx(5.0)  # the new process's _sum, exact
+
+
+def test_the_created_timestamp_is_read_for_both_kinds() -> None:
+    state = CreatedNative(0, 1.7e9 + 0.125)
+    state.observe(3.0)
+    classic = CreatedClassic((1.0, 4.0), 1.7e9 + 0.5)
+    classic.observe(3.0)
+    pages = []
+    for histogram in (state, classic):
+        family = _string(1, "h") + _field(3, 0, _varint(4)) + _message(4, _message(7, histogram.protobuf()))
+        pages.append(parse_protobuf(_varint(len(family)) + family, "h"))
+    assert pages[0].native[()].created == 1.7e9 + 0.125
+    readings, _ = histogram_readings(pages[1].page.samples, "h")
+    assert readings[()].created == 1.7e9 + 0.5

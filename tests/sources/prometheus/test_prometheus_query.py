@@ -149,8 +149,9 @@ def test_live_polls_each_step_then_catches_up_after_an_outage(api_factory) -> No
     ranges = [p for path, p in api.requests if path == "/api/v1/query_range"]
     assert ranges[-2:] == [
         {"query": "increase(h_seconds_sum[10s])", "start": "960", "end": "1050", "step": "10s"},
-        {"query": "resets(h_seconds_count[10s]) > 0 or h_seconds_count < h_seconds_count offset 10s", "start": "960",
-         "end": "1050", "step": "10s"}]
+        {"query": "resets(h_seconds_count[10s]) > 0 or h_seconds_count < h_seconds_count offset 10s or "
+                  "changes(h_seconds_created[10s]) > 0 or h_seconds_created != h_seconds_created offset 10s",
+         "start": "960", "end": "1050", "step": "10s"}]
     assert sleeps == [10.0, 10.0, 20.0, 30.0, 30.0]  # to the next step, then backoff
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
+from prometheus_client.exposition import generate_latest
 from prometheus_support import (
     DEFAULT_BUCKETS,
     POW2_MS_BUCKETS,
@@ -433,3 +434,98 @@ def test_a_page_whose_histograms_all_have_only_an_inf_bucket_stops_the_source() 
             run(ScrapeSource(url=endpoint.url, metric="job_seconds", interval=0.3), lambda _: None, 3)
     finally:
         endpoint.close()
+
+
+def _restart(exporter: Exporter, buckets: tuple[float, ...] = DEFAULT_BUCKETS) -> None:
+    """The exporter's process restarted: a new registry, its histogram created now (a new `_created`)."""
+    from prometheus_client import CollectorRegistry, Histogram
+
+    with exporter.lock:
+        exporter.registry = CollectorRegistry()
+        exporter.histogram = Histogram(exporter.name, "Request latency.", registry=exporter.registry,
+                                       buckets=list(buckets))
+
+
+@pytest.mark.parametrize("form", ["text", "openmetrics"])
+@pytest.mark.parametrize(("before", "expected_total"), [(0.01, 5.0), (1.0, 5.0)])
+def test_a_restart_whose_counts_are_already_higher_is_a_reset_told_by_created(exporters, form: str, before: float,
+                                                                              expected_total: float) -> None:
+    exporter = exporters(name="job_seconds", labels=(), form=form)
+    for _ in range(100):
+        exporter.observe(before)
+    pauses = itertools.count(1)
+
+    def between(_: float) -> None:
+        k = next(pauses)
+        if k == 1:
+            for _ in range(10):
+                exporter.observe(before)
+        elif k == 2:  # the process restarts; by the next scrape the new one made 500 observations of 10 ms
+            _restart(exporter)
+            for _ in range(500):
+                exporter.observe(0.01)
+
+    columns, said = run(ScrapeSource(url=exporter.url, metric="job_seconds", interval=1.0), between, 2)
+    assert said == []
+    assert [int(c.counts.sum()) for c in columns] == [10, 500]  # 510: the new process's 500 all count
+    assert [c.reset for c in columns] == [False, True] and not any(c.gap for c in columns)
+    kept = columns[1].source_buckets
+    assert kept is not None and kept.total_time == pytest.approx(expected_total, rel=1e-9)  # the new `_sum`, exact
+    assert kept.counts.tolist() == [0, 500] + [0] * (len(DEFAULT_BUCKETS) - 2)  # all in (5 ms, 10 ms]
+
+
+def _cut(page: str) -> str:
+    """The first half of a page, as a scrape cut short gets it (a whole line at the end)."""
+    return page[: len(page) // 2].rsplit("\n", 1)[0] + "\n"
+
+
+def test_a_scrape_cut_short_is_skipped_for_its_series_and_the_next_whole_one_covers_it() -> None:
+    pages = [histogram_page("svc_seconds", DEFAULT_LE, list(itertools.accumulate(
+        [0, 0, 8 * k] + [0] * 9)), 0.02 * 8 * k) for k in range(7)]
+    served = []
+    for k, page in enumerate(pages):  # every second scrape cut in half: no +Inf bucket, no _sum or _count
+        served.append((200, TEXT_TYPE, _cut(page) if k % 2 else page))
+    endpoint = Scripted(served)
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="svc_seconds", interval=1.0), lambda _: None, 3)
+    finally:
+        endpoint.close()
+    assert [int(c.counts.sum()) for c in columns] == [16, 16, 16]  # 48 events: all of them, none a gap
+    assert not any(c.gap or c.reset for c in columns)
+    assert [c.end - c.start for c in columns] == [2.0, 2.0, 2.0]  # each spans the scrape that was skipped
+    assert [c.source_buckets.total_time for c in columns if c.source_buckets] == pytest.approx([0.32] * 3)
+    assert said == [f"scrape: {endpoint.url}: svc_seconds: an incomplete reading, without the buckets above le=0.25, "
+                    "_count, _sum (the page cut short?): this scrape is skipped for it, the next complete "
+                    "one's column covers its time"]
+
+
+def test_a_first_scrape_cut_short_is_no_baseline() -> None:
+    pages = [histogram_page("svc_seconds", DEFAULT_LE, [0, 0] + [8 * k] * 10, 0.16 * k) for k in range(1, 4)]
+    endpoint = Scripted([(200, TEXT_TYPE, _cut(pages[0])), *((200, TEXT_TYPE, p) for p in pages[1:])])
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="svc_seconds", interval=1.0), lambda _: None, 1)
+    finally:
+        endpoint.close()
+    assert [int(c.counts.sum()) for c in columns] == [8] and not columns[0].gap  # 16 -> 24, from the second page
+    assert len(said) == 1 and 'without le="+Inf", _count, _sum' in said[0]
+
+
+def test_a_byte_order_mark_and_garbage_lines_are_handled_and_named_once(exporters) -> None:
+    exporter = exporters(name="job_seconds", labels=(), buckets=POW2_MS_BUCKETS, form="text")
+    exporter.observe(0.003)
+
+    def garbled(accept: str) -> tuple[bytes, str]:  # prometheus_client's page behind a proxy that adds both
+        lines = generate_latest(exporter.registry).decode().split("\n")
+        lines.insert(3, "\x1b[31m<<< garbage from a proxy >>>")
+        return ("\ufeff" + "\n".join(lines)).encode(), TEXT_TYPE
+
+    exporter.render = garbled  # type: ignore[method-assign]
+
+    def between(_: float) -> None:
+        exporter.observe(0.003)
+        exporter.observe(0.003)
+
+    columns, said = run(ScrapeSource(url=exporter.url, metric="job_seconds", interval=1.0), between, 3)
+    assert [int(c.counts.sum()) for c in columns] == [2, 2, 2]
+    assert said == [f"scrape: {exporter.url}: 1 exposition line could not be read, skipped (line 4: expected a "
+                    "sample line, got '?[31m<<< garbage from a proxy >>>')"]  # once, not at every scrape

@@ -586,3 +586,64 @@ def test_negative_native_values_are_left_out_and_their_steps_time_is_not_the_sig
     assert negative > 0.15 * (kept + negative)
     assert abs(sum(int(c.counts.sum()) for c in columns) - kept) < 1
     assert all(c.source_buckets is not None and c.source_buckets.total_time is None for c in columns)
+
+
+class Restarts(Serving):
+    """prometheus_client's text page of `job_seconds`, by its clock: a process created at its start counts 10 events/s
+    of 10 ms; one created at RESTARTED_AT counts 100 events/s, so its first page already counts more than the old
+    process ever did; `job_seconds_created` says which process serves."""
+
+    def __init__(self) -> None:
+        self.t0 = time.time()
+        restarts = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                reply(self, 200, TEXT_TYPE, restarts.page(time.time() - restarts.t0).encode())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(Handler)
+
+    def page(self, t: float) -> str:
+        new = t >= RESTARTED_AT
+        events = math.floor(100 * (t - RESTARTED_AT)) if new else math.floor(10 * t)
+        created = self.t0 + (RESTARTED_AT if new else 0.0)
+        page = histogram_page("job_seconds", (0.005, 0.01, 0.1, math.inf), [0, events, events, events], 0.01 * events)
+        return page + f"# TYPE job_seconds_created gauge\njob_seconds_created {created!r}\n"
+
+
+RESTARTED_AT = 7.0
+
+
+@pytest.fixture(scope="module")
+def restarts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrometheusServer, float]]:
+    binary = prometheus_binary()
+    if binary is None:
+        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
+    exporter = Restarts()
+    server = PrometheusServer(binary, tmp_path_factory.mktemp("restarts"), [exporter.url], scrape_interval=1.0)
+    try:
+        server.wait_ready()
+        end = math.floor(exporter.t0 + 2 * RESTARTED_AT)
+        time.sleep(max(0.0, end + 1.5 - time.time()))
+        server.wait_until("timestamp(job_seconds_count)", lambda r: bool(r) and float(r[0]["value"][1]) > end)
+        yield server, exporter.t0
+    finally:
+        server.stop()
+        exporter.close()
+
+
+def test_a_restart_whose_counts_are_already_higher_is_a_reset_told_by_the_created_series(restarts) -> None:
+    server, t0 = restarts
+    start = math.ceil(t0) + 2 * STEP
+    items = list(PrometheusSource(url=server.url, metric="job_seconds", start=str(start), end=str(start + 4 * STEP),
+                                  step=STEP).items())
+    columns = [i for i in items if isinstance(i, Interval)]
+    assert len(columns) == 4
+    series = server.get("/api/v1/query", {"query": "job_seconds_created[30s]", "time": columns[-1].end})
+    samples = [(float(t), float(v)) for t, v in series["data"]["result"][0]["values"]]
+    restart = next(t for (_, a), (t, b) in itertools.pairwise(samples) if b != a)  # the new process's first sample
+    assert [c.end for c in columns if c.reset] == [_holding(columns, restart)]  # the count never went down
+    assert not next(c for c in columns if c.reset).gap

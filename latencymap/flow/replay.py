@@ -12,7 +12,7 @@ import numpy as np
 
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator
-from latencymap.core.model import ColumnFlow, Flow, Interval
+from latencymap.core.model import ColumnFlow, Flow, Interval, StreamId
 from latencymap.core.percentiles import median_of
 
 #: The speeds `>` and `<` reach (each press doubles or halves): a press that would leave them does nothing, unless
@@ -159,22 +159,27 @@ def parse_seek(text: str, first: float, current: float) -> float:
     return when.timestamp()
 
 
-def burst_starts(acc: Accumulator) -> list[float]:
-    """Start times of the episodes of every stream, or of intensity bursts where a stream has none."""
-    starts: set[float] = set()
+def stream_bursts(acc: Accumulator) -> dict[StreamId, list[float]]:
+    """Start times (ascending) of each stream's episodes, or of its intensity bursts where it has none."""
+    out: dict[StreamId, list[float]] = {}
     for hist in acc.streams.values():
         if hist.n == 0:
             continue
         episodes = stream_diagnosis(hist).episodes
         if episodes:
-            starts.update(e.start for e in episodes)
+            out[hist.stream] = sorted({e.start for e in episodes})
             continue
         spent = hist.time.sum(axis=1) / np.maximum(hist.durations, 1e-9)
         typical = float(median_of(spent))
         hot = spent > max(typical * BURST_FACTOR, 0.0) if typical > 0 else spent > 0
         rising = hot & ~np.concatenate(([False], hot[:-1]))
-        starts.update(float(t) for t in hist.start[rising])
-    return sorted(starts)
+        out[hist.stream] = sorted({float(t) for t in hist.start[rising]})
+    return out
+
+
+def burst_starts(acc: Accumulator) -> list[float]:
+    """Start times of the bursts of every stream (`stream_bursts`), ascending."""
+    return sorted({t for starts in stream_bursts(acc).values() for t in starts})
 
 
 def next_burst(bursts: Sequence[float], after: float) -> float | None:
@@ -188,6 +193,8 @@ class BurstScan:
 
     def __init__(self, make_flow: Callable[[], ColumnFlow]) -> None:
         self.bursts: list[float] | None = None
+        #: The bursts of each stream (`stream_bursts`), set before `bursts`
+        self.by_stream: dict[StreamId, list[float]] | None = None
         self.error: str | None = None
         self._make_flow = make_flow
         self._thread = threading.Thread(target=self._run, name="latencymap-bursts", daemon=True)
@@ -203,6 +210,7 @@ class BurstScan:
         try:
             acc = Accumulator()
             acc.add(item for item in self._make_flow())
-            self.bursts = burst_starts(acc)
+            self.by_stream = stream_bursts(acc)
+            self.bursts = sorted({t for starts in self.by_stream.values() for t in starts})
         except Exception as err:  # the replay goes on without burst jumps
             self.error = f"{type(err).__name__}: {err}"

@@ -133,9 +133,12 @@ def _offset(seconds: float) -> str:
     return f"{h}h{m:02d}m" if m else f"{h}h"
 
 
-def tick_cells(ends: np.ndarray, seconds_per_cell: float, utc_offset: float = 0.0) -> tuple[list[int], float]:
-    """Cells where a label goes (a round time falls inside them), and the step between labels."""
-    step = next((s for s in STEPS if s >= seconds_per_cell * LABEL_GAP), STEPS[-1])
+def tick_cells(ends: np.ndarray, seconds_per_cell: float, utc_offset: float = 0.0,
+               step: float | None = None) -> tuple[list[int], float]:
+    """Cells where a label goes (a round time falls inside them), and the step between labels (`step`, or the
+    smallest of `STEPS` that leaves `LABEL_GAP` cells between labels)."""
+    if step is None:
+        step = STEPS[_step_index(seconds_per_cell)]
     ok = np.isfinite(ends)
     if not ok.any():
         return [], step
@@ -146,6 +149,11 @@ def tick_cells(ends: np.ndarray, seconds_per_cell: float, utc_offset: float = 0.
         if not cells or c - cells[-1] >= LABEL_GAP:
             cells.append(c)
     return cells, step
+
+
+def _step_index(seconds_per_cell: float) -> int:
+    """Index in `STEPS` of the smallest step of `LABEL_GAP` cells or more."""
+    return next((k for k, s in enumerate(STEPS) if s >= seconds_per_cell * LABEL_GAP), len(STEPS) - 1)
 
 
 def axis_strip(hist: StreamHistory, win: Window, width: int, offset: int = LABEL_W + 1) -> Strip:
@@ -160,25 +168,41 @@ def times_strip(hist: StreamHistory, ends: np.ndarray, per_cell: float, width: i
     `hist`'s times are (dates, or its input's time of day, or offsets from its start).
 
     Every label stays under the cells: one that would run past the last cell ends at its tick instead
-    (`12:43:15╵`), or is left out where that would touch the label before it."""
+    (`12:43:15╵`), or is left out where that would touch the label before it. Where the step that leaves
+    `LABEL_GAP` cells between labels puts none under the cells (a few cells, or a zoomed map's few columns), a
+    smaller step does: a label whenever one fits."""
     line = [" "] * width
     if hist.n and np.isfinite(ends).any():
         origin = float(hist.start[0])
         real = bool(np.nanmax(ends) >= REAL_EPOCH)
         shift = None if real else clock_shift(hist)
         utc_offset = _utc_offset(float(np.nanmax(ends))) if real else -origin if shift is None else shift
-        cells, step = tick_cells(ends, max(per_cell, 1e-3), utc_offset)
-        taken = 0  # cells before this one are (or touch) an earlier label
-        for c in cells:
-            mark = math.floor((ends[c] + utc_offset) / step) * step - utc_offset
-            text = clock(mark, origin, step, shift)
-            if c + 1 + len(text) <= len(ends):
-                _put(line, offset + c, TICK + text)
-                taken = c + 2 + len(text)
-            elif c - len(text) >= taken:
-                _put(line, offset + c - len(text), text + TICK)
-                taken = c + 2
+        labels: list[tuple[int, str]] = []
+        for step in STEPS[_step_index(max(per_cell, 1e-3))::-1]:
+            labels = _labels(ends, step, utc_offset, origin, shift)
+            if labels:
+                break
+        for at, text in labels:
+            _put(line, offset + at, text)
     return Strip([Segment("".join(line), DIM)], width)
+
+
+def _labels(ends: np.ndarray, step: float, utc_offset: float, origin: float,
+            shift: float | None) -> list[tuple[int, str]]:
+    """(cell, text) of the labels every `step` seconds that fit under the cells (`times_strip`)."""
+    cells, _ = tick_cells(ends, 0.0, utc_offset, step)
+    out: list[tuple[int, str]] = []
+    taken = 0  # cells before this one are (or touch) an earlier label
+    for c in cells:
+        mark = math.floor((ends[c] + utc_offset) / step) * step - utc_offset
+        text = clock(mark, origin, step, shift)
+        if c + 1 + len(text) <= len(ends):
+            out.append((c, TICK + text))
+            taken = c + 2 + len(text)
+        elif c - len(text) >= taken:
+            out.append((c - len(text), text + TICK))
+            taken = c + 2
+    return out
 
 
 def cursor_strip(hist: StreamHistory, win: Window, cursor: int, width: int, offset: int = LABEL_W + 1) -> Strip:

@@ -39,10 +39,9 @@ from latencymap.tui.overview_stats import (
     OverviewStats,
     SharedClock,
     StreamRow,
-    StripCache,
-    p99_levels,
     sort_rows,
 )
+from latencymap.tui.overview_strips import StripCache, p99_levels
 from latencymap.tui.palette import cell_char, cell_style
 from latencymap.views.frame import LEVELS
 

@@ -1,4 +1,4 @@
-"""Numbers of the overview: per stream p50/p99 now and overall, time waited, p99 now against its peers; per-cell p99.
+"""Numbers of the overview: per stream p50/p99 now and overall, time waited, p99 now against its peers.
 
 Numbers are kept per stream from frame to frame and recomputed only for the streams whose columns (or window)
 changed, their percentiles in one NumPy call per unit/datasource group: a thousand live streams cost a few
@@ -25,12 +25,12 @@ from latencymap.analysis.peers import peer_key, ratios_to_others
 from latencymap.core.accumulator import StreamHistory, Totals
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import StreamId
-from latencymap.core.percentiles import PERCENTILES, median_of, percentile_estimates
+from latencymap.core.percentiles import PERCENTILES, median_of
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.outputs.report import source_use, stream_total
+from latencymap.tui.estimates import cell_estimates
 from latencymap.tui.inspector import whole_from_source
-from latencymap.tui.window import Window
 
 SHOWN = (0.50, 0.99)
 #: Sort orders the overview offers (`o` cycles): key name → what the column header says.
@@ -214,21 +214,11 @@ class OverviewStats:
 
 
 def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
-    """p50/p99 now and overall of streams of one unit and datasource, in one call."""
-    hist0 = members[0][0]
+    """p50/p99 now and overall of streams of one unit and datasource, in one call (`cell_estimates`)."""
+    now = [(hist, state.latest[None], state.latest_t[None] if state.exact_now else None) for hist, state in members]
+    whole = [(hist, state.counts[None], state.times[None] if state.exact_all else None) for hist, state in members]
+    pct = cell_estimates([*now, *whole], SHOWN)
     n = len(members)
-    stacked = np.empty((2 * n, NSLOTS), dtype=np.int64)
-    times = np.full((2 * n, NSLOTS), np.nan)  # NaN: not exact, the bucket's mean says nothing
-    seen = np.full((2, 2 * n, NSLOTS), np.nan)  # NaN: the values seen in the slot are not known
-    for k, (hist, state) in enumerate(members):
-        stacked[k], stacked[n + k] = state.latest, state.counts
-        if hist.seen is not None:
-            seen[:, k] = seen[:, n + k] = hist.seen
-        if state.exact_now:
-            times[k] = state.latest_t
-        if state.exact_all:
-            times[n + k] = state.times
-    pct = percentile_estimates(stacked, hist0.low, hist0.high, SHOWN, times=times, seen=(seen[0], seen[1]))
     for k, (_, state) in enumerate(members):
         state.pct = (*pct[k].tolist(), *pct[n + k].tolist())
 
@@ -322,96 +312,3 @@ def sort_rows(rows: list[StreamRow], order: str, needle: str = "") -> list[Strea
         return (not math.isfinite(v), -v if math.isfinite(v) else 0.0)
 
     return sorted(kept, key=key)
-
-
-def strip_p99(hist: StreamHistory, stop: int, cells: int, zoom: int = 1) -> np.ndarray:
-    """p99 (seconds) of each of the `cells` cells ending at history index `stop`; NaN where a cell has no events."""
-    win = Window(min(stop, hist.n), cells, zoom)
-    return percentile_estimates(win.cell_counts(hist), hist.low, hist.high, (0.99,))[:, 0]
-
-
-def counts_by_time(hist: StreamHistory, stop: int, edges: np.ndarray) -> np.ndarray:
-    """Counts per (cell, slot) of the columns before history index `stop` whose end falls in (edges[k], edges[k+1]];
-    a cell no column ends in takes the column whose time covers its middle, if any (a stream whose columns are a
-    little longer than the cells: no false gap). Only the columns on the axis are read."""
-    cells = len(edges) - 1
-    stop = min(stop, hist.n)
-    ends = hist.end[:stop]
-    idx = np.searchsorted(ends, edges, side="right")
-    middles = (edges[:-1] + edges[1:]) / 2
-    cover = np.searchsorted(ends, middles, side="left")  # the first column ending at or after each cell's middle
-    empty = idx[1:] == idx[:-1]
-    inside = cover < stop
-    covered = empty & inside
-    covered[covered] = hist.start[cover[covered]] < middles[covered]
-    first, last = int(idx[0]), int(idx[-1])
-    if covered.any():
-        first, last = min(first, int(cover[covered].min())), max(last, int(cover[covered].max()) + 1)
-    if last <= first:
-        return np.zeros((cells, NSLOTS), dtype=np.int64)
-    counts = hist.counts_in(slice(first, last))
-    cum = np.zeros((last - first + 1, NSLOTS), dtype=np.int64)
-    np.cumsum(counts, axis=0, out=cum[1:])
-    out = cum[idx[1:] - first] - cum[idx[:-1] - first]
-    out[covered] = counts[cover[covered] - first]
-    return out
-
-
-def strips_p99(wanted: list[tuple[StreamHistory, int]], edges: np.ndarray) -> list[np.ndarray]:
-    """p99 (seconds) per cell of the shared time axis `edges` (`counts_by_time`) of several (history, stop), with one
-    percentile call per unit and datasource; NaN where a cell has no events."""
-    cells = len(edges) - 1
-    out: list[np.ndarray] = [np.zeros(0)] * len(wanted)
-    groups: dict[tuple[str, str], list[int]] = {}
-    for k, (hist, _) in enumerate(wanted):
-        groups.setdefault((hist.stream.datasource, hist.stream.unit), []).append(k)
-    for members in groups.values():
-        counts = np.concatenate([counts_by_time(hist, stop, edges) for hist, stop in (wanted[k] for k in members)])
-        hist0 = wanted[members[0]][0]
-        p99 = percentile_estimates(counts, hist0.low, hist0.high, (0.99,))[:, 0].reshape(len(members), cells)
-        for j, k in enumerate(members):
-            out[k] = p99[j]
-    return out
-
-
-class StripCache:
-    """Per-cell p99 of the streams on screen, computed again only for those whose columns or window changed."""
-
-    def __init__(self) -> None:
-        self._kept: dict[StreamId, tuple[tuple[float, ...], np.ndarray]] = {}
-
-    def get(self, histories: list[StreamHistory], stops: list[int], edges: np.ndarray) -> list[np.ndarray]:
-        """`strips_p99` of each history up to its stop on the time axis `edges`; only these are kept for the next
-        call."""
-        axis = (len(edges), float(edges[0]), float(edges[-1]))
-        keys: list[tuple[float, ...]] = [(h.n, h.dropped, stop, *axis)
-                                         for h, stop in zip(histories, stops, strict=True)]
-        kept = {h.stream: self._kept[h.stream] for h, key in zip(histories, keys, strict=True)
-                if self._kept.get(h.stream, ((), None))[0] == key}
-        stale = [k for k, h in enumerate(histories) if h.stream not in kept]
-        fresh = strips_p99([(histories[k], stops[k]) for k in stale], edges)
-        for k, p99 in zip(stale, fresh, strict=True):
-            kept[histories[k].stream] = (keys[k], p99)
-        self._kept = kept
-        return [kept[h.stream][1] for h in histories]
-
-
-def p99_levels(values: list[np.ndarray], levels: int,
-               also: np.ndarray | None = None) -> tuple[list[np.ndarray], float, float]:
-    """Colour level (0 none, 1..levels) of every cell of every strip on one shared log scale; the scale's ends. The
-    scale spans the cells and `also` (every stream's p99 now and overall: the lines off screen), so that a colour
-    means the same on every page of a long list as long as no cell on screen reaches past the fleet's p99s."""
-    finite = [v[np.isfinite(v) & (v > 0)] for v in (*values, *(() if also is None else (np.asarray(also),)))]
-    pool = np.concatenate(finite) if finite else np.zeros(0)
-    if pool.size == 0:
-        return [np.zeros(v.shape, dtype=np.uint8) for v in values], math.nan, math.nan
-    low, high = float(np.log10(pool.min())), float(np.log10(pool.max()))
-    span = max(high - low, 1e-9)
-    out = []
-    for v in values:
-        ok = np.isfinite(v) & (v > 0)
-        lv = np.zeros(v.shape, dtype=np.uint8)
-        scaled = (np.log10(np.where(ok, v, 10**low)) - low) / span
-        lv[ok] = np.clip(1 + np.floor(scaled[ok] * levels), 1, levels).astype(np.uint8)
-        out.append(lv)
-    return out, 10**low, 10**high

@@ -13,10 +13,11 @@ from textual.widget import Widget
 
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.buckets import percentile_duration
-from latencymap.core.percentiles import PERCENTILES, open_percentiles, percentile_estimates
+from latencymap.core.percentiles import PERCENTILES, open_percentiles
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import fit_duration
 from latencymap.tui.axis import LABEL_W, axis_strip
+from latencymap.tui.estimates import cell_estimates
 from latencymap.tui.heatmap import RIGHT_W, map_cells
 from latencymap.tui.inspector import own_figures
 from latencymap.tui.window import Window
@@ -52,7 +53,7 @@ def cell_figures(hist: StreamHistory, win: Window,
                  source: SourceTotals | None = None) -> tuple[np.ndarray, np.ndarray]:
     """`cell_percentiles`, and which of them are a lower bound only (bool, same shape: `open_percentiles`)."""
     counts = win.cell_counts(hist)
-    values = percentile_estimates(counts, hist.low, hist.high, SHOWN, times=win.cell_means(hist), seen=hist.seen)
+    values = cell_estimates([(hist, counts, win.cell_means(hist))], SHOWN)
     at_least = open_percentiles(counts, SHOWN, seen=hist.seen)
     if source is not None:
         first, stop = win.cell_bounds()

@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from latencymap.core.accumulator import StreamHistory
+from latencymap.core.sanitize import clean_text
 from latencymap.flow.replay import BurstScan, ReplayClock, clock_text, next_burst, parse_seek
 from latencymap.tui.host import MapHost
 
@@ -25,7 +26,7 @@ REPLAY_BINDINGS: list[Binding] = [
 REPLAY_HELP: list[tuple[str, str]] = [
     ("> / <", "replay: twice / half as fast (space pauses the replay too)"),
     ("g", "replay: go to a time (+30s, -5m, 90 = seconds from the start, 14:03:07)"),
-    ("n", "replay: jump to the next burst after the cursor"),
+    ("n", "replay: jump to the next burst of the stream shown after the cursor"),
 ]
 
 
@@ -57,8 +58,8 @@ class ReplayController:
         self.app = app
         self.clock = clock
         self.scan = scan
-        #: (end time, `starting`) of a seek ahead whose column is not read yet (`go`)
-        self.pending: tuple[float, bool] | None = None
+        #: (end time, `starting`, what the toast says it is) of a seek ahead whose column is not read yet (`go`)
+        self.pending: tuple[float, bool, str] | None = None
 
     def act(self, what: str) -> None:
         if what == "faster":
@@ -99,23 +100,23 @@ class ReplayController:
             return
         self.go(target)
 
-    def go(self, target: float, *, starting: bool = False) -> None:
+    def go(self, target: float, *, starting: bool = False, about: str = "") -> None:
         """Show the column at `target`: at once when it was read, else once the replay has run up to it (`arrived`).
 
         A time is the end of the column it names (`g 30`: the column that ends at 30 s, or the first one after);
         `starting`: `target` is a start time (a burst's), so the column that starts there, the first one whose end
-        is past it.
+        is past it; `about`: what the toast says it went to (`burst of read`), before its time.
         """
         hist = self.app.current()
         target_end = float(np.nextafter(target, np.inf)) if starting else target
         self.pending = None
         if hist is not None and hist.n and target_end <= float(hist.end[hist.n - 1]):
-            self._show(hist, target_end, starting)
+            self._show(hist, target_end, starting, about)
             return
         self.app.view.end_key()
-        self.pending = (target_end, starting)
+        self.pending = (target_end, starting, about)
         self.clock.seek(target_end)
-        self._say(f"seeking {clock_text(target)}…")
+        self._say(f"seeking {about + ' at ' if about else ''}{clock_text(target)}…")
 
     def arrived(self, ended: bool) -> None:
         """New columns were read: a seek ahead puts the cursor on its column once that is read and a column after it
@@ -124,25 +125,28 @@ class ReplayController:
         hist = self.app.current()
         if self.pending is None or hist is None or hist.n == 0:
             return
-        target_end, starting = self.pending
+        target_end, starting, about = self.pending
         if ended or (hist.n >= 2 and target_end <= float(hist.end[hist.n - 2])):
             self.pending = None
-            self._show(hist, target_end, starting)
+            self._show(hist, target_end, starting, about)
 
-    def _show(self, hist: StreamHistory, target_end: float, starting: bool) -> None:
+    def _show(self, hist: StreamHistory, target_end: float, starting: bool, about: str = "") -> None:
         """The cursor on the first column whose end is at or after `target_end` (the last one: none), and a toast
         saying where it went: the column's start for a burst, else its end (a time names the column it ends)."""
         column = min(hist.n - 1, int(np.searchsorted(hist.end[: hist.n], target_end, side="left")))
         self.app.view.goto(hist.n, self.app.map_cells(), column)
-        at = clock_text(float((hist.start if starting else hist.end)[column]))
+        at = (about + " at " if about else "at ") + clock_text(float((hist.start if starting else hist.end)[column]))
         if column == 0 and target_end < float(hist.start[0]):
-            self._say(f"at {at}: the {'start' if hist.dropped == 0 else 'oldest column kept'}")
+            self._say(f"{at}: the {'start' if hist.dropped == 0 else 'oldest column kept'}")
         elif column == hist.n - 1 and target_end > float(hist.end[column]):
-            self._say(f"at {at}: the end of the recording")
+            self._say(f"{at}: the end of the recording")
         else:
-            self._say(f"at {at}")
+            self._say(at)
 
     def next_burst(self) -> None:
+        """The cursor on the next burst of the stream shown after the cursor; the toast names the stream, and where
+        it has none left, the stream whose burst comes next (the bursts of a recording whose streams the scan could
+        not tell apart: of any stream)."""
         if self.scan is None or (self.scan.bursts is None and self.scan.error is None):
             self._say("still looking for bursts in the recording…", "warning")
             return
@@ -150,8 +154,26 @@ class ReplayController:
             self._say(f"no burst list: {self.scan.error}", "error")
             return
         after = self._cursor_time(start=True)  # a burst starts at a column's start: the next starts after the cursor's
-        target = next_burst(self.scan.bursts or [], after if after is not None else float("-inf"))
-        if target is None:
-            self._say("no burst after the cursor", "warning")
+        after = after if after is not None else float("-inf")
+        hist = self.app.current()
+        by_stream = self.scan.by_stream or {}
+        if hist is None or hist.stream not in by_stream:
+            target = next_burst(self.scan.bursts or [], after)
+            if target is None:
+                self._say("no burst after the cursor", "warning")
+            else:
+                self.go(target, starting=True, about="burst")
             return
-        self.go(target, starting=True)
+        name = clean_text(hist.stream.label, 60)
+        target = next_burst(by_stream[hist.stream], after)
+        if target is not None:
+            self.go(target, starting=True, about=f"burst of {name}")
+            return
+        later = [(t, clean_text(stream.label, 60)) for stream, starts in by_stream.items()
+                 if stream != hist.stream and (t := next_burst(starts, after)) is not None]
+        if not later:
+            self._say(f"no burst of {name} after the cursor", "warning")
+            return
+        when, other = min(later)
+        self._say(f"no burst of {name} after the cursor; the next is of {other} at {clock_text(when)} "
+                  "(tab: next stream)", "warning")

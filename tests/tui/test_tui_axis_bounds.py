@@ -46,3 +46,25 @@ def test_a_last_label_with_room_before_it_ends_at_its_tick() -> None:
     ends[-3:] = np.asarray(hist.end)[[7, 8, 9]] + np.array([0.0, 3600.0, 3601.0])  # a round time in cell 38
     text = times_strip(hist, ends, 1.0, LABEL_W + 1 + 40 + 10).text
     assert text.rstrip().endswith(TICK) and text.rstrip().index(TICK) == LABEL_W + 1 + 38  # the tick on its cell
+
+
+FAST_DISK = Path(__file__).resolve().parents[2] / "fixtures" / "bpftrace" / "block_fast_disk.zst"
+
+
+def test_a_zoomed_map_of_a_few_cells_still_has_a_time_label() -> None:
+    """block_fast_disk zoomed out twice (4 columns per cell, its 38 columns in 10 cells): the 60 s step that leaves
+    12 cells between labels had no round time under them, and the axis was blank; a smaller step labels it."""
+    acc = Accumulator()
+    acc.add(fixture_items(FAST_DISK))
+    hist = next(iter(acc.streams.values()))
+    offset = LABEL_W + 1
+    for cells in (10, 12, 40, 60):
+        win = Window(hist.n, cells, 4)
+        text = axis_strip(hist, win, offset + cells + 30, offset).text
+        assert TICK in text, (cells, text)
+        used = [i for i, ch in enumerate(text) if ch != " "]
+        assert used[0] >= offset and used[-1] < offset + cells, (cells, text)
+    for cells in range(2, 9):  # no label fits a strip this short: none, rather than one cut
+        win = Window(hist.n, cells, 4)
+        text = axis_strip(hist, win, offset + cells + 30, offset).text
+        assert TICK not in text or all(offset <= i < offset + cells for i, ch in enumerate(text) if ch != " ")

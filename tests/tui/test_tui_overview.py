@@ -22,7 +22,8 @@ from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.diffmap import DiffMap, DiffScreen
 from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.overview import COLUMNS, MARK_W, NAME_W, OverviewList, OverviewScreen, name_width, strip_cells
-from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, StreamRow, sort_rows, strip_p99
+from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, StreamRow, sort_rows
+from latencymap.tui.overview_strips import strip_p99
 from latencymap.tui.window import Window
 
 SIZE = (180, 50)

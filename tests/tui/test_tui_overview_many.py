@@ -19,7 +19,8 @@ from latencymap.core.percentiles import percentile_estimates
 from latencymap.core.units import format_duration
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.overview import COLUMNS, MARK_W, NAME_W, OverviewList, OverviewScreen, _heat, strip_cells
-from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, StreamRow, p99_levels, strip_p99, strips_p99
+from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, StreamRow
+from latencymap.tui.overview_strips import p99_levels, strip_p99, strips_p99
 
 STREAMS, FIRST, LATER, SLOW = 300, 20, 10, 250
 

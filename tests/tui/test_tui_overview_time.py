@@ -9,19 +9,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tui_support import ranks, run_ended
+from tui_support import fixture_items, ranks, run_ended
 
 from latencymap.core.accumulator import Accumulator
 from latencymap.flow.pipeline import diffed
 from latencymap.sources.spark.source import SparkSource
 from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.axis import TICK
 from latencymap.tui.overview import MARK_W, OverviewList, OverviewScreen, name_width, strip_cells
-from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, SharedClock, counts_by_time, strip_p99
+from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, SharedClock
+from latencymap.tui.overview_strips import cells_by_time, strip_p99
 from latencymap.tui.window import Window
 from latencymap.views.options import SHADES
 
 STOPPED = 25  # columns rank3 lacks at the end
 SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark" / "plain"
+RANKS = Path(__file__).resolve().parents[2] / "fixtures" / "training" / "ranks12.txt"
 
 
 def dead_rank() -> list:
@@ -54,9 +57,9 @@ def test_strips_are_placed_by_time() -> None:
     live, dead = by_label["rank1/step"], by_label["rank3/step"]
     # a live stream: as its columns (same ends as the newest), the last cell its newest column
     want = Window(live.n, 40, 1).cell_counts(live)
-    assert (counts_by_time(live, live.n, edges) == want).all()
+    assert (cells_by_time(live, live.n, edges)[0] == want).all()
     # the stream that stopped: its newest column STOPPED cells left of the right edge, the cells after it empty
-    counts = counts_by_time(dead, dead.n, edges)
+    counts = cells_by_time(dead, dead.n, edges)[0]
     filled = np.flatnonzero(counts.sum(axis=1))
     assert filled[-1] == 40 - 1 - STOPPED
     assert (counts[filled[0]: filled[-1] + 1] == Window(dead.n, 40 - STOPPED, 1).cell_counts(dead)[-len(
@@ -108,7 +111,7 @@ def test_columns_a_little_longer_than_the_cells_leave_no_false_gap() -> None:
              for k in range(30)])
     hist = next(iter(acc.streams.values()))
     edges = SharedClock(float(hist.end[-1]), 1.0).edges(40)
-    filled = counts_by_time(hist, hist.n, edges).sum(axis=1) > 0
+    filled = cells_by_time(hist, hist.n, edges)[0].sum(axis=1) > 0
     first = int(np.argmax(filled))
     assert filled[first:].all() and not filled[: first].any()
     assert not filled[max(0, first - 1)] or first == 0
@@ -127,7 +130,7 @@ def test_a_live_axis_follows_now_and_an_ended_one_spans_the_whole_run() -> None:
     edges = fitted.edges(20)
     assert edges[0] < ended.oldest and edges[-1] > ended.newest
     for hist in acc.streams.values():  # every column of every stream is on the axis
-        assert counts_by_time(hist, hist.n, edges).sum() == hist.counts.sum()
+        assert cells_by_time(hist, hist.n, edges)[0].sum() == hist.counts.sum()
 
 
 def test_an_ended_run_shorter_than_the_strip_spans_it() -> None:
@@ -140,7 +143,7 @@ def test_an_ended_run_shorter_than_the_strip_spans_it() -> None:
     edges = fitted.edges(80)
     assert fitted.span < 1.0 and edges[0] == pytest.approx(1_700_000_000.0) and edges[-1] > fitted.newest
     for hist in acc.streams.values():
-        counts = counts_by_time(hist, hist.n, edges)
+        counts = cells_by_time(hist, hist.n, edges)[0]
         assert (counts.sum(axis=1) > 0).all()  # every cell, the first included
         cells = {tuple(c) for c in counts.tolist()}
         assert cells == {tuple(c) for c in hist.counts.tolist()}  # each cell one whole column, every column shown
@@ -197,3 +200,21 @@ def test_the_overview_of_an_ended_short_run_fills_every_strip() -> None:
             assert all(ch in SHADES[1:] for ch in line[start: start + cells]), line
 
     run_ended(app, scenario, size=(160, 20))
+
+
+def test_an_80x24_overview_has_its_time_axis_under_the_strips() -> None:
+    """ranks12 at 80x24: 14-cell strips and lines to spare under them, but the axis was blank (its 2-minute step
+    had no round time that fits 14 cells); a smaller step labels them."""
+    app = LatencyMapApp(iter(fixture_items(RANKS)), color_mode="mono")
+
+    async def scenario(pilot) -> None:
+        listing = app.screen.query_one(OverviewList)
+        width = listing.size.width
+        assert len(listing.rows) < listing.lines_shown  # room for the axis
+        axis = listing.render_line(1 + len(listing.rows)).text
+        start = MARK_W + name_width(width) + 1
+        used = [i for i, ch in enumerate(axis) if ch != " "]
+        assert TICK in axis and start <= used[0] and used[-1] < start + strip_cells(width), axis
+        assert any(TICK in line for line in app.screen.plain_lines())
+
+    run_ended(app, scenario, size=(80, 24))

@@ -130,7 +130,7 @@ def test_n_lands_on_each_bursts_first_column_and_reaches_the_last_one() -> None:
             assert landed == list(starts)
             await pilot.press("n")
             await pilot.pause(0.1)
-            assert app.view.cursor_at(hist.n) == starts[-1] and notes[-1] == "no burst after the cursor"
+            assert app.view.cursor_at(hist.n) == starts[-1] and notes[-1] == "no burst of synthetic after the cursor"
             await pilot.press("q")
 
     asyncio.run(main())
@@ -155,7 +155,8 @@ def test_n_to_a_burst_not_read_yet_puts_the_cursor_on_its_first_column_once_read
             hist = app.current()
             assert hist is not None
             assert float(hist.start[app.view.cursor_at(hist.n)]) == T0 + BURST
-            assert notes[0] == f"seeking {clock_text(T0 + BURST)}…" and notes[-1] == f"at {clock_text(T0 + BURST)}"
+            assert notes[0] == f"seeking burst of synthetic at {clock_text(T0 + BURST)}…"
+            assert notes[-1] == f"burst of synthetic at {clock_text(T0 + BURST)}"
             await pilot.press("q")
 
     asyncio.run(main())
@@ -185,6 +186,57 @@ def test_g_before_the_start_says_where_the_cursor_went() -> None:
             await pilot.pause(0.3)
             assert app.view.cursor_at(hist.n) == hist.n - 1
             assert notes[-1] == f"at {clock_text(T0 + 600)}: the end of the recording"
+            await pilot.press("q")
+
+    asyncio.run(main())
+
+
+def two_streams() -> list:
+    """`read` with bursts from columns 14 and 60, `other` with one from column 40: 100 one-second columns each."""
+    read, other = synthetic(100, "read", start=T0), synthetic(100, "other", seed=2, start=T0)
+    for stream, starts in ((read, (14, 60)), (other, (40,))):
+        for s in starts:
+            for iv in stream[s:s + 4]:
+                iv.counts[28:31] += 400
+    return [iv for pair in zip(read, other, strict=True) for iv in pair]
+
+
+def test_n_goes_to_the_next_burst_of_the_stream_shown_and_names_it() -> None:
+    """Hunt: from stream `other`, `n` went to column 14, a burst of `read`, and the toast did not say whose. It goes
+    to `other`'s own burst (the help now says: of the stream shown), says whose,
+    and past `other`'s last burst names the stream whose burst comes next."""
+    items = two_streams()
+    clock = ReplayClock(None)
+    scan = BurstScan(lambda: iter(items)).start()
+    app = LatencyMapApp(clock.pace(iter(items)), color_mode="truecolor", replay=clock, bursts=scan)
+    notes: list[str] = []
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.ended and scan.bursts is not None, timeout=20)
+            assert scan.bursts == [T0 + 14, T0 + 40, T0 + 60]
+            labels = [s.label for s in app.acc.streams]
+            app.open_stream(labels.index("other"))
+            await pilot.pause(0.1)
+            app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
+            await pilot.press("g", "5", "enter")
+            await pilot.pause(0.2)
+            hist = app.current()
+            assert hist is not None and hist.stream.label == "other"
+            await pilot.press("n")
+            await pilot.pause(0.1)
+            assert app.view.cursor_at(hist.n) == 40 and notes[-1] == f"burst of other at {clock_text(T0 + 40)}"
+            await pilot.press("n")
+            await pilot.pause(0.1)
+            assert app.view.cursor_at(hist.n) == 40
+            assert notes[-1] == f"no burst of other after the cursor; the next is of read at {clock_text(T0 + 60)} " \
+                "(tab: next stream)"
+            app.open_stream(labels.index("read"))
+            await pilot.press("g", "5", "enter", "n")
+            await pilot.pause(0.1)
+            read = app.current()
+            assert read is not None and read.stream.label == "read"
+            assert app.view.cursor_at(read.n) == 14 and notes[-1] == f"burst of read at {clock_text(T0 + 14)}"
             await pilot.press("q")
 
     asyncio.run(main())

@@ -1,0 +1,40 @@
+"""The one way the TUI estimates percentiles of its cells: the overview's numbers, its heat strips and the map's
+percentile strip all read a bucket as the report and the inspector do, with its exact time spent where the source gave
+it and the values seen in it, so that no panel shows a percentile past the largest value the data holds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from latencymap.core.accumulator import StreamHistory
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.percentiles import percentile_estimates
+
+#: A history and rows of its slots: counts (rows, NSLOTS), and the exact seconds spent per (row, slot), NaN where
+#: not exact (None: none is)
+Rows = tuple[StreamHistory, np.ndarray, np.ndarray | None]
+
+
+def cell_estimates(parts: Sequence[Rows], qs: tuple[float, ...]) -> np.ndarray:
+    """Percentiles (seconds, (rows, len(qs))) of the rows of every part, stacked in order: histories of one unit and
+    datasource (one set of buckets), each row bounded by the values its history saw in each slot; NaN for empty rows."""
+    sizes = [len(counts) for _, counts, _ in parts]
+    if not sum(sizes):
+        return np.full((0, len(qs)), np.nan)
+    counts = np.concatenate([counts for _, counts, _ in parts])
+    times = np.concatenate([np.full((n, NSLOTS), np.nan) if spent is None else spent
+                            for n, (_, _, spent) in zip(sizes, parts, strict=True)])
+    seen = None
+    if any(hist.seen is not None for hist, _, _ in parts):
+        least, most = np.full(counts.shape, np.nan), np.full(counts.shape, np.nan)
+        row = 0
+        for n, (hist, _, _) in zip(sizes, parts, strict=True):
+            if hist.seen is not None:
+                least[row: row + n], most[row: row + n] = hist.seen
+            row += n
+        seen = (least, most)
+    hist0 = parts[0][0]
+    out: np.ndarray = percentile_estimates(counts, hist0.low, hist0.high, qs, times=times, seen=seen)
+    return out

@@ -71,6 +71,10 @@ WHY_INDEPENDENT = ("peers do the same work: the slow one serves its share of it 
                    "configuration, more load or a hot share of the data, a noisy neighbour, another path); look at "
                    "its host, load and data")
 DEVICES = frozenset({"disk", "device", "dev", "volume", "vol"})
+#: Training ranks: a phase that ends in a collective lasts as long as the slowest rank's (`hidden_ranks`).
+RANKS = frozenset({"rank", "gpu", "cuda"})
+#: Ranks' means that agree to within this (max / min - 1) in most intervals: as ranks that wait for each other do.
+SYNCED_SPREAD = 0.02
 
 
 def slow_peer_why(kind: str, datasource: str) -> str:
@@ -148,14 +152,22 @@ class PeerGroup:
     consistent: dict[str, Any] | None = None
     #: `peer_min_ratio`: no ratio is written rounded across it.
     min_ratio: float = DEFAULT_THRESHOLDS.peer_min_ratio
+    #: Ranks of a training job only (None for other peers): slow ranks that waiting for each other hides here (see
+    #: `hidden_ranks`), and whether the ranks' means agree interval by interval, as ranks that wait for each other do.
+    hidden: list[dict[str, Any]] | None = None
+    #: (events, time) per (member, window): what `hidden_ranks` reads across groups.
+    grid: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         """The report's peer-group object."""
-        return {"key": self.key, "field": self.kind, "datasource": self.datasource, "unit": self.unit,
-                "window_s": self.window_s, "windows": self.windows, "compared_windows": self.contested,
-                "members": [m.to_json() for m in self.members], "slow": self.slow,
-                "finding": self.finding.to_json() if self.finding else None, "undecided": self.undecided,
-                "consistently_slowest": self.consistent}
+        out = {"key": self.key, "field": self.kind, "datasource": self.datasource, "unit": self.unit,
+               "window_s": self.window_s, "windows": self.windows, "compared_windows": self.contested,
+               "members": [m.to_json() for m in self.members], "slow": self.slow,
+               "finding": self.finding.to_json() if self.finding else None, "undecided": self.undecided,
+               "consistently_slowest": self.consistent}
+        if self.hidden is not None:
+            out["hidden"] = self.hidden
+        return out
 
     def lines(self) -> list[str]:
         """The text report's lines for this group."""
@@ -164,9 +176,34 @@ class PeerGroup:
         rows = [f"   {m.name}: mean {dur(m.mean_s)} ({times(m.ratio, self.min_ratio)} its peers), "
                 f"slowest in {m.slowest}"
                 for m in self.members]
+        if not self.finding and not self.undecided and self.hidden:
+            return [head, *rows, *self._hidden_lines()]
         verdict = self.finding.line() if self.finding else self.undecided or self._below() or \
             "no slow peer: they differ by noise"
         return [head, *rows, f"   {verdict}"]
+
+    def _hidden_lines(self) -> list[str]:
+        """`no rank slower than its peers here, but ...`, then one line per rank that waiting hides."""
+        out = [f"   no {self.kind} slower than its peers here, but {self.kind}s that wait for each other (a "
+               f"collective, a barrier) all take as long as the slowest here, which hides it:"]
+        for h in self.hidden or []:
+            at = ", ".join(f"t+{since(w['start'] - self.start)}" for w in h["windows"])
+            if h["how"] == "together":
+                out.append(f"   every {self.kind} together: {times(h['ratio'])} their usual mean at {at}, all within "
+                           f"{SYNCED_SPREAD:.0%} of each other: either all slowed at once, or one was slow before the "
+                           f"wait and held the others; time that part (compute) per {self.kind} to tell")
+            elif h["how"] == "inside":
+                out.append(f"   {h['name']}: slow in peers {h['key']} ({times(h['ratio'])} its peers'); every "
+                           f"{self.kind}'s mean here rose with it, to at least {h['name']}'s mean there ({at}): that "
+                           f"is timed inside this, before the wait")
+            else:
+                at = ", ".join(f"{times(w['ratio'])} at t+{since(w['start'] - self.start)}" for w in h["windows"])
+                also = "".join(f"; it is the slow {self.kind} of peers {o['key']} ({times(o['ratio'])} its peers')"
+                               for o in h["slow_in"])
+                out.append(f"   {h['name']}: {times(h['ratio'])} its peers' mean here ({at}): the others waited for "
+                           f"it there, so it is the likely straggler, slow outside what is timed here"
+                           + (also or "; time its other phases (compute, data_wait) to see which"))
+        return out
 
     def _below(self) -> str | None:
         """`no rank ≥1.25× its peers, but rank5 is consistently slowest (1.10× its peers, slowest in 60 of 60
@@ -247,6 +284,7 @@ def ratios_to_others(values: np.ndarray) -> np.ndarray:
 def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, str, str]],
             th: Thresholds = DEFAULT_THRESHOLDS) -> PeerGroup:
     """One peer group's comparison and its slow peer, if any (see the module docstring)."""
+    group = sorted(group, key=lambda m: natural_key(m[1]))
     streams = [s for s, _, _ in group]
     width, origin, ev, tm = _windows(streams)
     members = [Member(s.label, name, float(ev[k].sum()), float(tm[k].sum()),
@@ -262,9 +300,34 @@ def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, 
     for k, m in enumerate(members):
         m.slowest = int((contested & (slowest == k)).sum())
     out = PeerGroup(key, group[0][2], datasource, unit, width, ev.shape[1], origin, members,
-                    contested=int(contested.sum()), min_ratio=th.peer_min_ratio)
+                    contested=int(contested.sum()), min_ratio=th.peer_min_ratio, grid=(ev, tm))
     _judge(out, ev, tm, wmean, active, contested, th)
     return out
+
+
+def rank_order(streams: list[tuple[str, str]]) -> list[int]:
+    """Indexes of (label, datasource) pairs in report order: training streams by run, then rank number (`rank2` before
+    `rank10`, whatever order their writers connected in), a rank's phases as they came, in the places training streams
+    held; every other stream where it was."""
+    at = [i for i, (label, ds) in enumerate(streams) if ds == "training" and peer_key(label) is not None]
+    if len(at) < 2:
+        return list(range(len(streams)))
+
+    def key(i: int) -> tuple[Any, ...]:
+        label = streams[i][0]
+        first = re.search(IDENTITY, label)
+        assert first is not None
+        return label[:first.start()], natural_key(first.group(0)), i
+
+    out = list(range(len(streams)))
+    for place, i in zip(at, sorted(at, key=key), strict=True):
+        out[place] = i
+    return out
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key putting `rank2` before `rank10` (numbers compare as numbers)."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part)
 
 
 def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, active: np.ndarray,
@@ -337,5 +400,140 @@ def _consistent_below(g: PeerGroup, ok: list[int], chance: float, th: Thresholds
 
 def find_peers(streams: list[PeerStream], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[PeerGroup]:
     """Every peer group among the streams, compared (see the module docstring)."""
-    return [compare(key, ds, unit, group, thresholds) for (key, ds, unit), group in group_peers(streams).items()
-            if all(len(s.starts) for s, _, _ in group)]
+    groups = [compare(key, ds, unit, group, thresholds) for (key, ds, unit), group in group_peers(streams).items()
+              if all(len(s.starts) for s, _, _ in group)]
+    hidden_ranks(groups, thresholds)
+    return groups
+
+
+def _means(ev: np.ndarray, tm: np.ndarray) -> np.ndarray:
+    """Mean per (member, window); NaN where a member has no events."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ev > 0, tm / ev, np.nan)
+
+
+def _spread(wm: np.ndarray) -> np.ndarray:
+    """max / min - 1 of the members' means per window where all of them have events (NaN elsewhere)."""
+    full = np.isfinite(wm).all(axis=0) & (np.nan_to_num(wm, nan=0.0) > 0).all(axis=0)
+    out = np.full(wm.shape[1], np.nan)
+    out[full] = wm[:, full].max(axis=0) / wm[:, full].min(axis=0) - 1
+    return out
+
+
+def _siblings(g: PeerGroup, o: PeerGroup) -> bool:
+    """Other phases of the same ranks: `ddp/rank*/compute` beside `ddp/rank*/step`."""
+    return (o is not g and o.datasource == g.datasource and o.unit == g.unit and o.kind == g.kind
+            and o.key.split("*", 1)[0] == g.key.split("*", 1)[0]
+            and {m.name for m in o.members} == {m.name for m in g.members})
+
+
+def hidden_ranks(groups: list[PeerGroup], th: Thresholds = DEFAULT_THRESHOLDS) -> None:
+    """For ranks of a training job with no slow rank named, the slow ranks that waiting for each other hides.
+
+    A phase that ends in a collective (an all_reduce, a barrier) lasts as long as the slowest rank's on every rank,
+    so its time cannot show which rank is slow. Two things still can, and only these are said (in `hidden`):
+    - `inside`: a rank named slow in another phase of the same ranks, in intervals where every rank's mean here is
+      at least its mean there and no rank stands out here (within `peer_min_ratio`): that phase is timed inside this
+      one, and the others waited for it;
+    - `waited_for`: a rank whose peers' mean here rose `peer_min_ratio` or more above its own usual (its median over
+      the intervals) and above its mean then, in intervals that hold at least half of its shortfall against them (and
+      half of that is not made up elsewhere): the others waited for it, so it is the likely straggler, slow outside
+      what is timed here (with the other phases where it is the slow rank).
+    - `together`: intervals not explained by `inside` where every rank's mean rose `peer_min_ratio` or more above
+      the group's usual (the median over intervals), all within `SYNCED_SPREAD` of each other: all ranks slowed at
+      once, or one slow before the wait held the others; what is timed here cannot tell which.
+    """
+    ranks = [g for g in groups if g.grid is not None and (g.kind in RANKS or g.datasource == "training")]
+    for g in ranks:
+        assert g.grid is not None
+        g.hidden = []
+        wm = _means(*g.grid)
+        spread = _spread(wm)
+        if g.finding or g.undecided or g.consistent:
+            continue
+        siblings = [o for o in ranks if _siblings(g, o)]
+        for o in siblings:
+            inside = _inside(g, wm, o, th)
+            if inside is not None:
+                g.hidden.append(inside)
+        fast = _waited_for(g, wm, th)
+        if fast is not None:
+            fast["slow_in"] = [{"key": o.key, "ratio": o.slow["ratio"]} for o in siblings
+                               if o.slow is not None and o.slow["name"] == fast["name"]]
+            g.hidden.append(fast)
+        g.hidden.sort(key=lambda h: natural_key(h["name"]))
+        explained = [w["start"] for h in g.hidden if h["how"] == "inside" for w in h["windows"]]
+        together = _together(g, wm, spread, explained)
+        if together is not None:
+            g.hidden.append(together)
+
+
+def _together(g: PeerGroup, wm: np.ndarray, spread: np.ndarray, explained: list[float]) -> dict[str, Any] | None:
+    """`together` (see `hidden_ranks`): the intervals where every rank rose above the usual at once."""
+    level = np.array([median_of(c) if np.isfinite(c).all() else math.nan for c in wm.T])
+    seen = np.isfinite(level) & np.isfinite(spread)
+    if seen.sum() < 2:
+        return None
+    usual = float(median_of(level[seen]))
+    starts = g.start + np.arange(g.windows) * g.window_s
+    rose = seen & (level >= g.min_ratio * usual) & (spread <= SYNCED_SPREAD) & ~np.isin(starts, explained)
+    if not rose.any() or usual <= 0:
+        return None
+    windows = [{"start": float(starts[w]), "end": float(starts[w] + g.window_s), "ratio": float(level[w] / usual)}
+               for w in np.flatnonzero(rose)[:STALL_WINDOWS]]
+    return {"how": "together", "name": "", "ratio": max(w["ratio"] for w in windows), "windows": windows}
+
+
+def _inside(g: PeerGroup, wm: np.ndarray, o: PeerGroup, th: Thresholds) -> dict[str, Any] | None:
+    """`inside` (see `hidden_ranks`) for the slow rank of sibling group `o`, judged at its stalls."""
+    if o.slow is None or not o.slow["stalls"] or o.grid is None:
+        return None
+    name = o.slow["name"]
+    ko = next(i for i, m in enumerate(o.members) if m.name == name)
+    owm = _means(*o.grid)
+    windows = []
+    for s in o.slow["stalls"]:
+        wo = round((s["start"] - o.start) / o.window_s)
+        wg = math.floor(((s["start"] + s["end"]) / 2 - g.start) / g.window_s)
+        if not (0 <= wg < g.windows and 0 <= wo < o.windows):
+            return None
+        here = wm[:, wg]
+        theirs = float(owm[ko, wo])
+        if not (np.isfinite(here).all() and here.min() > 0 and theirs > 0):
+            return None
+        if here.min() < 0.9 * theirs or here.max() > th.peer_min_ratio * here.min():
+            return None
+        windows.append({"start": g.start + wg * g.window_s, "end": g.start + (wg + 1) * g.window_s,
+                        "ratio": float(here.min() / theirs)})
+    label = next(m.label for m in g.members if m.name == name)
+    return {"how": "inside", "name": name, "label": label, "key": o.key, "ratio": o.slow["ratio"],
+            "windows": windows}
+
+
+def _waited_for(g: PeerGroup, wm: np.ndarray, th: Thresholds) -> dict[str, Any] | None:
+    """`waited_for` (see `hidden_ranks`): the rank with the least time here, when the others waited for it."""
+    assert g.grid is not None
+    ev, tm = g.grid
+    ok = [k for k, m in enumerate(g.members) if m.events >= th.peer_min_events and math.isfinite(m.ratio)]
+    if not ok:
+        return None
+    k = min(ok, key=lambda i: g.members[i].ratio)
+    m = g.members[k]
+    if m.ratio >= 1:
+        return None
+    others = np.delete(wm, k, axis=0)
+    ref = np.array([median_of(c[np.isfinite(c)]) if np.isfinite(c).any() else math.nan for c in others.T])
+    valid = (ev[k] > 0) & np.isfinite(ref)
+    short = np.where(valid, ev[k] * np.nan_to_num(ref) - tm[k], 0.0)
+    usual = float(median_of(wm[k][np.isfinite(wm[k])]))
+    level = np.nan_to_num(ref)  # the others rose above its usual, it did not drop below it: they waited
+    far = valid & (np.nan_to_num(wm[k], nan=np.inf) * th.peer_min_ratio <= level) & \
+        (level >= th.peer_min_ratio * usual) & (short > 0)
+    held = float(short[far].sum())
+    if not far.any() or held < 0.5 * float(short[short > 0].sum()) or float(short.sum()) < 0.5 * held:
+        return None
+    worst = sorted(int(w) for w in np.argsort(-np.where(far, short, -np.inf))[:STALL_WINDOWS] if far[w])
+    windows = [{"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s,
+                "short_s": float(short[w]), "ratio": float(wm[k, w] / ref[w])} for w in worst]
+    return {"how": "waited_for", "name": m.name, "label": m.label, "ratio": m.ratio, "short_s": float(short.sum()),
+            "windows": windows, "slow_in": []}

@@ -184,6 +184,17 @@ def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[st
     }}
 
 
+def report_streams(acc: Accumulator) -> list[StreamHistory]:
+    """The streams in report order: training streams by run and rank number, not by when their writers connected
+    (analysis/peers.py `rank_order`); the others as they came."""
+    hists = list(acc.streams.values())
+    if sum(1 for h in hists if h.stream.datasource == "training") < 2:
+        return hists
+    from latencymap.analysis.peers import rank_order  # loaded only where there can be ranks
+
+    return [hists[i] for i in rank_order([(h.stream.label, h.stream.datasource) for h in hists])]
+
+
 def peer_groups(acc: Accumulator) -> list[PeerGroup]:
     """Streams that are peers (ranks, disks, instances: see analysis/peers.py), compared interval by interval."""
     if sum(1 for h in acc.streams.values() if h.n) < 2:
@@ -224,7 +235,7 @@ def marks_lines(hist: StreamHistory, limit: int = 20) -> list[str]:
 def build_report(acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
     """The whole report: one object per stream, and the peer groups among them (`arrays`: see `stream_report`)."""
     return {
-        "streams": [stream_report(h, acc, arrays) for h in acc.streams.values()],
+        "streams": [stream_report(h, acc, arrays) for h in report_streams(acc)],
         "errors": read_errors(acc),
         **history_json(acc),
         "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
@@ -334,7 +345,7 @@ def report_text(acc: Accumulator, untimed: Collection[StreamId] = ()) -> str:
     """A short human summary of every stream (`untimed`: streams whose columns carry no time of their own, such as
     raw values read without timestamps: their rates are not known, and the report says so instead of giving any)."""
     out: list[str] = [] if acc.streams else ["No data."]
-    for hist in acc.streams.values():
+    for hist in report_streams(acc):
         with _read_whole(hist):
             out += _stream_text(hist, acc, hist.stream in untimed)
     out += peer_lines(acc)

@@ -19,6 +19,19 @@ class Sample:
     weight: float = 1 / DEFAULT_RATE
 
 
+#: latencymap's own thread in a profiled program (the flusher of latencymap.instrument): (function, file ending).
+OWN_THREAD = ("_flush_on_time", "latencymap/instrument_flush.py")
+
+
+def own_thread(stack: tuple[str, ...]) -> bool:
+    """Whether the stack is latencymap's own flusher thread's, which a profile of the program leaves out."""
+    for frame in stack:
+        name, path, _ = split_frame(frame)
+        if name == OWN_THREAD[0] and path.replace("\\", "/").endswith(OWN_THREAD[1]):
+            return True
+    return False
+
+
 def frame_name(function: str, filename: str, line: int | None) -> str:
     """`function (file:line)`, or `function (file)` without a line number."""
     return f"{function} ({filename}:{line})" if line else f"{function} ({filename})"

@@ -1,6 +1,8 @@
 """A thread-safe, time-ordered store of stack samples, queried by time range [t0, t1).
 
-Samples are kept as NumPy columns (time, thread, interned stack, weight), the oldest dropped past
+Samples of latencymap's own flusher thread in the profiled program are left out (counted in `own_left_out`): it
+waits nearly all the time, and would otherwise stand for half of every profile and halve every share. Samples are kept
+as NumPy columns (time, thread, interned stack, weight), the oldest dropped past
 `cap`. Per-function counts ignore line numbers: a function's *self* samples are those where it is
 the leaf, its *total* samples those where it is anywhere on the stack (once per sample, however
 deep the recursion). Top stacks are also per function (line numbers dropped).
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from latencymap.profiling.samples import Sample, function_of
+from latencymap.profiling.samples import Sample, function_of, own_thread
 
 DEFAULT_CAP = 5_000_000
 Range = tuple[float, float]
@@ -82,6 +84,8 @@ class ProfileStore:
         self._thread_ids: dict[tuple[int, int], int] = {}
         self.version = 0
         self.dropped = 0
+        self.own_left_out = 0
+        self._own: dict[tuple[str, ...], bool] = {}
 
     def __len__(self) -> int:
         return self._n
@@ -114,11 +118,14 @@ class ProfileStore:
             setattr(self, name, new)
 
     def add(self, samples: Iterable[Sample]) -> int:
-        """Append samples (any order); returns how many were added."""
+        """Append samples (any order) but latencymap's own thread's; returns how many were added."""
         batch = list(samples)
-        if not batch:
-            return 0
         with self._lock:
+            kept = [s for s in batch if not self._own_stack(s.stack)]
+            self.own_left_out += len(batch) - len(kept)
+            batch = kept
+            if not batch:
+                return 0
             n, k = self._n, len(batch)
             self._room(k)
             rows = slice(n, n + k)
@@ -142,6 +149,12 @@ class ProfileStore:
                 self._n = self.cap
             self.version += 1
         return k
+
+    def _own_stack(self, stack: tuple[str, ...]) -> bool:
+        own = self._own.get(stack)
+        if own is None:
+            own = self._own[stack] = own_thread(stack)
+        return own
 
     def span(self) -> Range | None:
         """Times of the first and last samples, or None when empty."""

@@ -2,7 +2,8 @@
 
 Shown only when the command has a profile (`--profile PID`, or a recording that holds samples).
 It lists the top functions (self and total samples), the top stacks, and a compact flame view
-(one line per depth) for the selection; with ranges A and B marked it lists what grew from A to B.
+(one line per depth) for the selection; with ranges A and B marked it lists, past a rule, what grew and what shrank
+or vanished from A to B. latencymap's own flush thread is left out (see profiling/store.py).
 Ranges are kept as epoch times, so they survive history trimming and stream changes.
 """
 
@@ -43,7 +44,7 @@ PROFILE_BINDINGS: list[Binding] = [
 
 PROFILE_HELP: list[tuple[str, str]] = [
     ("m", "profile: mark the cursor column; selection = mark…cursor (m: unmark)"),
-    ("a / b", "profile: the selection becomes range A / B; with both: what grew"),
+    ("a / b", "profile: the selection becomes range A / B; with both: what grew and what shrank"),
     ("c", "profile: clear ranges A and B"),
     ("x", "profile: export the selection (collapsed stacks, speedscope JSON)"),
 ]
@@ -94,16 +95,22 @@ def stacks_table(store: ProfileStore, r: Range, n: int = TOP_N) -> Table:
 
 
 def growth_table(store: ProfileStore, a: Range, b: Range, n: int = TOP_N) -> Table:
-    """What grew from range A to range B, as shares of each range's samples."""
+    """What grew and what shrank (or vanished) from range A to range B, as shares of each range's samples."""
     cmp = store.compare(a, b)
+    grew = [g for g in cmp.growth if g.delta > 0]
+    shrank = sorted((g for g in cmp.growth if g.delta < 0), key=lambda g: (g.delta, g.function))
+    up = grew[: max(n - min(len(shrank), n // 2), n // 2)]
+    down = shrank[: n - len(up)]
     table = Table(box=None, padding=(0, 1), show_edge=False, expand=False)
-    for name in ("A %", "B %", "Δ"):
+    for name in ("A %", "B %", "Δ"):  # numbers keep their width; names shrink
         table.add_column(name, justify="right", no_wrap=True, min_width=6)
-    table.add_column(f"grew A→B ({cmp.samples_a} → {cmp.samples_b} samples)", no_wrap=True, overflow="ellipsis",
-                     min_width=6)
-    for g in cmp.growth[:n]:
-        table.add_row(f"{g.total_a * 100:.1f}", f"{g.total_b * 100:.1f}", f"{g.delta * 100:+.1f}",
-                      _fn_label(g.function))
+    table.add_column("A→B", no_wrap=True, min_width=6)
+    table.add_column(f"{cmp.samples_a} → {cmp.samples_b} samples", no_wrap=True, overflow="ellipsis", min_width=6)
+    for rows, verb in ((up, "grew"), (down, "shrank")):
+        for i, g in enumerate(rows):
+            tag = " (new)" if g.total_a == 0 else " (gone)" if g.total_b == 0 else ""
+            table.add_row(f"{g.total_a * 100:.1f}", f"{g.total_b * 100:.1f}", f"{g.delta * 100:+.1f}",
+                          verb if i == 0 else "", f"{_fn_label(g.function)}{tag}", end_section=i == len(rows) - 1)
     return table
 
 
@@ -274,6 +281,8 @@ class ProfileController:
         else:
             head.append(f"  {'marked ' if self.marks.anchor else ''}{_range_label(sel)}  "
                         f"{self.store.count(*sel)} samples")
+            if self.store.own_left_out:
+                head.append("  (latencymap's flush thread left out)", style="dim")
             span = self.store.span()
             if live and (span is None or span[1] < sel[1]):
                 head.append("  (samples come ≈2 s late)", style="dim")
@@ -284,10 +293,11 @@ class ProfileController:
             head.append(f"  {clean_text(self.panel.status, 300)}", style="yellow")
         if sel is None:
             return Group(head)
-        grid = Table.grid(padding=(0, 2), expand=True)
-        grid.add_column(ratio=1)
-        grid.add_column(ratio=1)
+        grid = Table.grid(padding=(0, 1), expand=True)
+        grid.add_column(ratio=1, overflow="ellipsis")
+        grid.add_column(width=1)
+        grid.add_column(ratio=1, overflow="ellipsis")
         right = (growth_table(self.store, self.marks.a, self.marks.b)
                  if self.marks.a is not None and self.marks.b is not None else stacks_table(self.store, sel))
-        grid.add_row(functions_table(self.store, sel), right)
+        grid.add_row(functions_table(self.store, sel), Text("│\n" * (TOP_N + 1), style="dim"), right)
         return Group(head, grid, flame_text(self.store, sel, width))

@@ -11,10 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from ddp_support import ddp_recording
+from skips_support import requires_module
 
 from latencymap.analysis import synthetic
 from latencymap.analysis.findings import times
-from latencymap.analysis.peers import PeerStream, binomial_sf, find_peers, group_peers, peer_key
+from latencymap.analysis.peers import PeerStream, binomial_sf, find_peers, group_peers, peer_key, rank_order
 from latencymap.cli.main import main
 
 
@@ -202,3 +204,82 @@ def test_a_ratio_reads_the_same_in_a_peer_block_s_member_line_and_its_finding_an
     assert [times(r, 1.25) for r in (1.2545, 1.25, 1.2496, 1.2499999)] == ["1.25×", "1.25×", "1.2496×", "1.2499999×"]
     assert [times(r) for r in (1.0, 0.996, 0.5, 0.042, 3.921, 1970.4)] == ["1.00×", "1.00×", "0.50×", "0.042×",
                                                                           "3.92×", "1,970×"]
+
+
+def _blocks(text: str) -> dict[str, list[str]]:
+    """The report's `peers KEY (...)` blocks: key -> the block's lines."""
+    out: dict[str, list[str]] = {}
+    key = None
+    for line in text.splitlines():
+        if line.startswith("peers "):
+            key = line.split()[1]
+            out[key] = [line]
+        elif key is not None and line.startswith("   "):
+            out[key].append(line)
+        else:
+            key = None
+    return out
+
+
+@pytest.mark.slow
+@requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
+def test_real_ddp_ranks_a_slow_rank_the_all_reduce_hides_in_step_times_is_pointed_to(tmp_path: Path) -> None:
+    # Four gloo ranks on CPU: rank 2's compute (inside the step, before the all_reduce) 250 ms instead of 50 ms in
+    # 8 steps, rank 1's data wait (outside the step) 160 ms in 5 steps. Every rank's step lasts as long as the
+    # slowest's, so no rank's step is slow; rank 1's is the shortest (the others wait for it in the all_reduce).
+    record = str(ddp_recording(tmp_path, slow_rank=2, data_rank=1))
+    doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", record]).output)
+    groups = {g["key"]: g for g in doc["peers"]["groups"]}
+    assert groups["full/rank*/data_wait"]["slow"]["name"] == "rank1"
+    step, alone = groups["full/rank*/step"], groups["steponly/rank*/step"]  # the step timed with its phases, alone
+    assert step["finding"] is None and alone["finding"] is None
+    for g in (step, alone):
+        assert (g["hidden"][0]["how"], g["hidden"][0]["name"]) == ("waited_for", "rank1")
+        assert g["hidden"][0]["ratio"] < 0.9 and g["hidden"][0]["windows"]
+    assert step["hidden"][0]["slow_in"] == [{"key": "full/rank*/data_wait", "ratio": pytest.approx(
+        groups["full/rank*/data_wait"]["slow"]["ratio"])}]
+    # Rank 2: named where its compute was named slow (that depends on how its 2 s fell into 1 s intervals), else
+    # seen as every rank's step rising together; alone, only the latter can be seen.
+    compute = groups["full/rank*/compute"]["slow"]
+    if compute is not None and compute["stalls"]:
+        assert compute["name"] == "rank2" and ("inside", "rank2") in [(h["how"], h["name"]) for h in step["hidden"]]
+    else:
+        assert step["hidden"][-1]["how"] == "together"
+    assert alone["hidden"][-1]["how"] == "together" and alone["hidden"][-1]["ratio"] > 1.5
+    for g in groups.values():  # members in rank order, whatever order the ranks connected in
+        assert [m["name"] for m in g["members"]] == ["rank0", "rank1", "rank2", "rank3"]
+
+    text = CliRunner().invoke(main, ["report", record]).output
+    blocks = _blocks(text)
+    assert "differ by noise" not in "\n".join(blocks["full/rank*/step"] + blocks["steponly/rank*/step"])
+    assert any(line.startswith("   rank1: 0.") and "the others waited for it there, so it is the likely straggler" in
+               line and "the slow rank of peers full/rank*/data_wait" in line for line in blocks["full/rank*/step"])
+    assert blocks["steponly/rank*/step"][-1].startswith("   every rank together: ")
+    heads = [line.split()[1] for line in text.splitlines() if line.startswith("== ")]
+    assert heads == sorted(heads, key=lambda x: (x.split("/")[0], x.split("/")[1]))  # streams by run, then rank
+
+
+@pytest.mark.slow
+@requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
+def test_real_ddp_ranks_with_no_slow_rank_differ_by_noise(tmp_path: Path) -> None:
+    record = str(ddp_recording(tmp_path))
+    doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", record]).output)
+    groups = {g["key"]: g for g in doc["peers"]["groups"]}
+    assert len(groups) == 4
+    for g in groups.values():
+        assert g["finding"] is None and g["hidden"] == [] and g["consistently_slowest"] is None
+    blocks = _blocks(CliRunner().invoke(main, ["report", record]).output)
+    assert len(blocks) == 4 and all(b[-1] == "   no slow peer: they differ by noise" for b in blocks.values())
+
+
+def test_training_streams_are_reported_by_rank_number_not_connection_order() -> None:
+    labels = ["ddp/rank1/compute", "ddp/rank1/step", "other", "ddp/rank10/step", "ddp/rank2/step", "ddp/rank0/step",
+              "ddp/rank0/compute", "sda"]
+    order = rank_order([(x, "other" if x in ("other", "sda") else "training") for x in labels])
+    assert [labels[i] for i in order] == ["ddp/rank0/step", "ddp/rank0/compute", "other", "ddp/rank1/compute",
+                                          "ddp/rank1/step", "ddp/rank2/step", "ddp/rank10/step", "sda"]
+    zero = np.zeros((3, 64))
+    streams = [PeerStream(f"j/rank{r}/step", "training", "nanosec", zero, zero, np.arange(3.0), np.arange(1.0, 4.0))
+               for r in (1, 10, 2, 0)]
+    (group,) = find_peers(streams)
+    assert [m.name for m in group.members] == ["rank0", "rank1", "rank2", "rank10"]

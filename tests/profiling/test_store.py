@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import subprocess
+import sys
 import threading
 
 import pytest
-from profiling_support import frame, phase_samples
+from profiling_support import HERE, frame, needs_pyspy, phase_samples
+from rich.console import Console
 
-from latencymap.profiling.samples import Sample, function_of, short_frame, split_frame
+from latencymap.profiling.pyspy import Chunk, locate_pyspy, record_argv
+from latencymap.profiling.samples import Sample, function_of, own_thread, short_frame, split_frame
 from latencymap.profiling.store import ProfileStore
+from latencymap.tui.profile_panel import growth_table
 
 T0 = 1_700_000_000.0
 
@@ -124,3 +131,47 @@ def test_concurrent_adds_and_queries() -> None:
     assert len(store) == 4 * 50 * 10
     times = [s.time for s in store.samples(T0, T0 + 100)]
     assert times == sorted(times)
+
+
+@needs_pyspy
+@pytest.mark.slow
+def test_latencymap_s_own_flush_thread_is_left_out_of_a_real_profile(tmp_path) -> None:
+    # A program timed with latencymap.instrument, profiled by real py-spy: its flusher thread, idle in select(), was
+    # half of every sample and halved every share (a function busy 82% of the main thread read 41%).
+    phase = 1.5
+    proc = subprocess.Popen([sys.executable, str(HERE / "flush_child.py"), str(phase), str(tmp_path / "run.txt")],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        words = proc.stdout.readline().split()
+        assert words[:1] == ["ready"]
+        t0 = float(words[1])
+        exe = locate_pyspy()
+        assert exe is not None
+        out = tmp_path / "trace.json"
+        chunk = Chunk(record_argv(exe, proc.pid, str(out), duration=3, rate=100, subprocesses=False), out,
+                      tmp_path / "pyspy.err", 100, proc.pid)
+        chunk.start()
+        assert chunk.done.wait(40)
+        samples = chunk.result().samples
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    flusher = [s for s in samples if own_thread(s.stack)]
+    assert flusher and len({s.tid for s in flusher}) == 1  # it is there, in its own thread
+    store = ProfileStore()
+    store.add(samples)
+    assert store.own_left_out == len(flusher) and len(store) == len(samples) - len(flusher)
+    b = (t0 + phase + 0.2, t0 + 2 * phase - 0.2)
+    stats = {function_of(f.function).split(" (")[0]: f for f in store.functions(*b)}
+    assert "_flush_on_time" not in stats
+    assert stats["busy"].total / store.count(*b) > 0.7  # of the main thread, the only one left
+    # A to B: what grew (func_b, new) and what shrank (func_a, gone), each on its own row, names before numbers.
+    a = (t0 + 0.2, t0 + phase - 0.2)
+    console = Console(width=100, no_color=True, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(growth_table(store, a, b))
+    rows = console.export_text().splitlines()
+    grew = next(r for r in rows if "func_b" in r).split()
+    gone = next(r for r in rows if "func_a" in r).split()
+    assert grew[2].startswith("+") and grew[3:5] == ["grew", "func_b"] and grew[-1] == "(new)"
+    assert gone[2].startswith("-") and gone[3:5] == ["shrank", "func_a"] and gone[-1] == "(gone)"

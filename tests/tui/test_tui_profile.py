@@ -99,9 +99,11 @@ def test_marked_ranges_flame_and_what_grew_from_a_to_b() -> None:
         marks = app.profiler.marks
         assert marks.a == (T0, T0 + 4) and marks.b == (T0 + 5, T0 + 10) and marks.anchor is None
         text = "\n".join(panel_rows(app))
-        assert "grew A→B (400 → 500 samples)" in text
-        grew = [r for r in text.splitlines() if "+100.0" in r or "+25.0" in r or "-100.0" in r]
-        assert [r.split()[-2] for r in grew] == ["slow_phase", "helper", "fast_phase"]
+        assert "A→B     400 → 500 samples" in text
+        rows = [r.split("│", 1)[1].split() for r in text.splitlines() if "+100.0" in r or "+25.0" in r or "-100.0" in r]
+        assert rows == [["0.0", "100.0", "+100.0", "grew", "slow_phase", "(job.py)", "(new)"],
+                        ["0.0", "25.0", "+25.0", "helper", "(util.py)", "(new)"],
+                        ["100.0", "0.0", "-100.0", "shrank", "fast_phase", "(job.py)", "(gone)"]]
         await pilot.press(*["left"] * 6, "m", *["right"] * 3)
         await pilot.pause(0.4)
         assert panel.selection == (T0 + 3, T0 + 7)
@@ -171,7 +173,7 @@ def test_narrow_panel_keeps_every_percentage_whole() -> None:
             panel = app.query_one(ProfilePanel)
             rows = panel.plain_text(panel.size.width).splitlines()
             assert panel.size.width < 80
-            assert rows[2].split()[:3] == ["75", "75.0", "100.0"] and "+100.0" in rows[2]
+            assert rows[2].split()[:3] == ["75", "75.0", "100.0"] and "+100.0" in rows[2].split("│")[1]
             assert rows[1].split()[:3] == ["self", "self%", "total%"]
             assert "-100.0" in "\n".join(rows)
 

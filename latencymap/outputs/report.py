@@ -473,6 +473,8 @@ def _straggler_text(s: dict[str, Any]) -> str:
                       f"({duration_text(reference)}){warm}{' — ' + said if said else ''}", 600)
 
 
+#: The stage with the most core-s wasted is marked when it wasted at least this share of its cores x wall.
+WORTH_MARKING = 0.10
 #: A Spark straggler read more than its stage's usual input when it read this many times its stage's median bytes.
 READ_RATIO = 1.5
 
@@ -582,8 +584,8 @@ def _stage_notes(extra: dict[str, Any]) -> list[str]:
         out.append(f"Stages{by}: skew = max/median; max/wall = the slowest task's share of the stage's wall time; "
                    "wasted = cores x wall - task time")
     costliest = max(stages, key=lambda st: st.get("wasted_core_s") or 0.0, default=None) if len(stages) > 1 else None
-    if costliest is not None and not (costliest.get("wasted_core_s") or 0.0) >= 1e-6:
-        costliest = None
+    if costliest is not None and not 1 - (costliest.get("utilisation") or 1.0) >= WORTH_MARKING:
+        costliest = None  # a few % idle cores is how stages end: marking the largest such would be trivia
     for st in stages:
         end = _stage_end(st)
         named = f" ({st['name']})" if st.get("name") else ""

@@ -261,16 +261,13 @@ class SharedClock:
 
     def fitted(self, cells: int) -> SharedClock:
         """This clock on `cells` cells: when it knows the oldest column, the run from its start to `newest` over all
-        the cells. A run longer than the cells: its cells widened by a whole number of `span`s (columns merge as
-        with the zoom) until it is on the axis; a shorter one: cells narrowed to fit it exactly, a column over
-        several cells (`counts_by_time`), so no part of the strip is left before its start."""
+        the cells, so no part of the strip is left before its start. A run shorter than the cells: a column over
+        several cells; a longer one: each cell the columns that end in it (`cells_by_time`), one or two where the
+        run is a little longer than the strip (a whole number of columns per cell left up to half of it empty)."""
         run = self.newest - self.oldest
         if not (math.isfinite(run) and run > 0) or cells < 2:
             return self
-        if run <= self.span * (cells - 0.5):
-            return SharedClock(self.newest, run / (cells - 0.5), self.oldest)
-        merged = math.ceil(run / (self.span * (cells - 0.5)))
-        return SharedClock(self.newest, self.span * merged, self.oldest)
+        return SharedClock(self.newest, run / (cells - 0.5), self.oldest)
 
     def edges(self, cells: int) -> np.ndarray:
         """(cells + 1) ascending times: cell k holds the columns whose end falls in (edges[k], edges[k + 1]]."""

@@ -126,11 +126,24 @@ def test_a_live_axis_follows_now_and_an_ended_one_spans_the_whole_run() -> None:
     ended = SharedClock.of(rows, whole=True)
     assert ended is not None and ended.oldest == 1_700_000_000.0  # the start of the oldest column
     fitted = ended.fitted(20)
-    assert fitted.span == 4.0  # 60 s over 19.5 cells: 4 columns merged per cell, a whole number as the zoom merges
+    assert fitted.span == pytest.approx(60 / 19.5)  # the run over the strip exactly: no cell before its start
     edges = fitted.edges(20)
-    assert edges[0] < ended.oldest and edges[-1] > ended.newest
+    assert edges[0] == pytest.approx(ended.oldest) and edges[-1] > ended.newest
     for hist in acc.streams.values():  # every column of every stream is on the axis
         assert cells_by_time(hist, hist.n, edges)[0].sum() == hist.counts.sum()
+
+
+def test_an_ended_run_a_little_longer_than_the_strip_fills_it() -> None:
+    """62 one-second columns on 60 cells: every cell holds a column or two. Whole columns per cell made it 2 a cell
+    and left the first half of the strip empty, its time labels before the run's start (ranks12 at 120x40)."""
+    acc = Accumulator()
+    acc.add(ranks(streams=2, columns=62))
+    rows = OverviewStats().rows(list(acc.streams.values()))
+    fitted = SharedClock.of(rows, whole=True).fitted(60)
+    edges = fitted.edges(60)
+    for hist in acc.streams.values():
+        counts = cells_by_time(hist, hist.n, edges)[0]
+        assert (counts.sum(axis=1) > 0).all() and counts.sum() == hist.counts.sum()
 
 
 def test_an_ended_run_shorter_than_the_strip_spans_it() -> None:

@@ -125,6 +125,8 @@ class Accumulator:
     #: `_other` past which growing blocks are sealed early (set after each such pass).
     _reseal_at: int = 0
     _said_small: bool = False
+    #: The streams whose every column `_empty` dropped, until columns come again: they hold none.
+    _emptied: set[StreamId] = field(default_factory=set, repr=False)
     #: What the newest columns took when the budget was last said to be unable to hold them (0: never said).
     _said_over: int = 0
     #: The end of the newest column appended by the last `add` that appended any (s): what ended streams are
@@ -201,6 +203,7 @@ class Accumulator:
     def _append(self, stream: StreamId, columns: list[Interval] | IntervalRun, rows: list[int] | None = None) -> None:
         """Append intervals (or the rows `rows` of a run) to the stream's history, counting what it holds now."""
         hist = self.history(stream)
+        self._emptied.discard(stream)
         before, dropped = hist.sealed_bytes, hist.dropped
         if isinstance(columns, IntervalRun):
             hist.extend_run(columns, rows)
@@ -297,6 +300,7 @@ class Accumulator:
         """Drop every column of an ended stream (its sums stay); the columns dropped."""
         before = hist.sealed_bytes
         k = hist.drop_all()
+        self._emptied.add(hist.stream)
         self._sealed += hist.sealed_bytes - before
         self._recount(hist)
         self._last.pop(hist.stream, None)
@@ -333,7 +337,7 @@ class Accumulator:
             hist = self.streams[stream] = StreamHistory(stream, self.limit.columns)
             hist.on_seal = self._on_seal
             budget = self.limit.budget
-            n = len(self.streams)
+            n = len(self.streams) - len(self._emptied)  # the streams holding columns, this one's to come
             if budget is not None and n * MIN_STREAM_BYTES > budget and not self._said_small:
                 self._said_small = True
                 self._tell(f"history: the memory budget ({format_bytes(budget)}, --history) is under "

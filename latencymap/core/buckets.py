@@ -28,7 +28,8 @@ TOP_BOUND = 2.0 ** (MAX_EXPONENT + 1)
 
 #: Datasources whose bucket value is the bucket's upper bound (`[v/2, v)`, and `[0, 1)` for 1).
 UPPER_BOUND_SOURCES = frozenset({"oracle"})
-#: Oracle's overflow bucket in gv$event_histogram: no finite range, dropped.
+#: Oracle's overflow bucket in gv$event_histogram: no finite range, so no slot; its counts are left out of the map and
+#: totals, and said in a note (by the record reader and the live source).
 ORACLE_OVERFLOW = 4294967295
 #: Counts (and epoch microseconds) at or above this cannot be held, or summed, in 64-bit integers.
 MAX_COUNT = 1 << 62

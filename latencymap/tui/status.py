@@ -49,6 +49,11 @@ def status_lines(hist: StreamHistory | None, stop: int, *, state: str, skipped: 
     first.append(Field(f"  {clean_text(s.label, 1000) or '(no label)'}", "bold", 50, shrink=LABEL_MIN))
     first.append(Field(f"  [{stream_index + 1}/{streams}]", rank=60 if streams > 1 else 5))
     first += [Field(f"  {clean_text(s.datasource, 20)}", rank=20), Field(f"  unit {s.unit}", rank=30)]
+    if stop == 0 and hist.dropped and not hist.n:  # an ended stream whose columns went to the --history budget
+        first += [Field(f"  columns {hist.dropped}, all dropped (it ended: --history budget)", rank=40),
+                  Field(f"  skipped {skipped}", rank=70 if skipped else 3)]
+        whole = hist.totals(slice(0, 0), fast=True, all_seen=True)
+        return [first, _overall_fields(hist, 0, whole, source)]
     if stop == 0:
         return [[*first, Field("  waiting for the second record (the first is the baseline)", rank=40)]]
     first += [Field(f"  interval {format_duration(typical_interval(hist, stop), long_units=True)}", rank=25),
@@ -91,14 +96,12 @@ def _numbers(hist: StreamHistory, stop: int, source: SourceTotals | None = None)
     latest = hist.column_stats(slice(stop - 1, stop))
     whole = hist.totals(slice(0, stop), fast=True, all_seen=True)  # dropped columns too: `columns` counts them
     total, own = overall(hist, stop, whole, source)
-    rate = whole.events / whole.duration_s if whole.duration_s else float("nan")
     mean = float(latest.mean_s[0])
     p50, p99 = (percentile_duration(float(latest.percentiles[0, j]), bool(latest.open[0, j]), long_units=True)
                 for j in (P50, P99))
-    whole_p50, whole_p99 = (percentile_text(total, q) for q in (0.50, 0.99))
     rows = own
     if own and stop == 1:  # one column: the newest is the whole stream, and its source's buckets are its own
-        mean, p50, p99, rows = _seconds(total["mean_s"]), whole_p50, whole_p99, False
+        mean, p50, p99, rows = _seconds(total["mean_s"]), *(percentile_text(total, q) for q in (0.50, 0.99)), False
     return [
         Field(" latest (rows)" if rows else " latest", "bold", group="latest", head=True),
         Field(f" {format_number(float(latest.events_per_s[0]))} ev/s", rank=5, group="latest"),
@@ -106,11 +109,22 @@ def _numbers(hist: StreamHistory, stop: int, source: SourceTotals | None = None)
         Field(f"  mean {format_duration(mean, long_units=True)}", rank=3, group="latest"),
         Field(f"  p50 {p50}", rank=7, group="latest"),
         Field(f"  p99 {p99}", rank=9, group="latest"),
+        *_overall_fields(hist, stop, whole, source, (total, own)),
+    ]
+
+
+def _overall_fields(hist: StreamHistory, stop: int, whole: Totals, source: SourceTotals | None,
+                    figures: tuple[dict[str, float | None], bool] | None = None) -> list[Field]:
+    """The "overall" fields: every column's rate, mean, p50 and p99 (`whole`: their totals, the dropped columns'
+    too; `figures`: `overall`'s, when known)."""
+    total, own = figures or overall(hist, stop, whole, source)
+    rate = whole.events / whole.duration_s if whole.duration_s else float("nan")
+    return [
         Field("   overall", "bold", group="overall", head=True),
         Field(f" {format_number(rate)} ev/s", rank=4, group="overall"),
         Field(f"  mean {format_duration(_seconds(total['mean_s']), long_units=True)}", rank=2, group="overall"),
-        Field(f"  p50 {whole_p50}", rank=6, group="overall"),
-        Field(f"  p99 {whole_p99}", rank=8, group="overall"),
+        Field(f"  p50 {percentile_text(total, 0.50)}", rank=6, group="overall"),
+        Field(f"  p99 {percentile_text(total, 0.99)}", rank=8, group="overall"),
         *([Field(" (source's buckets)", "dim", rank=0, group="overall")] if own else []),
     ]
 

@@ -31,9 +31,10 @@ import click
 import numpy as np
 from click.core import ParameterSource
 
+from latencymap.core.buckets import ORACLE_OVERFLOW
 from latencymap.core.deltas import Differ
 from latencymap.core.model import Interval, Notice, Snapshot, StreamId, empty_counts
-from latencymap.core.sanitize import safe_options
+from latencymap.core.sanitize import clean_text, safe_options
 from latencymap.plugins import Item, Source
 
 from .auth import DSN_ENV, Secret, check_no_inline_password, check_no_secret_parameters, resolve_password
@@ -204,6 +205,8 @@ class OracleSource(Source):
         #: Events that have had rows in some poll, and those said to have none (`_missing_events`).
         self._events_seen: set[str] = set()
         self._missing_said: set[str] = set()
+        #: Per stream whose overflow bucket held waits, its count when first read and when last read.
+        self._overflow: dict[StreamId, list[int]] = {}
 
     def __repr__(self) -> str:
         return f"OracleSource(dsn={self.dsn!r}, user={self.user!r})"
@@ -274,6 +277,7 @@ class OracleSource(Source):
                 raise self._fail(err2, f"cannot read {MILLI.name}") from None
         sample = sample_of_rows(rows)
         self._say_problems(sample)
+        self._say_overflow(sample, self.view)
         return self.view, sample
 
     def _say_problems(self, sample: Sample) -> None:
@@ -290,6 +294,31 @@ class OracleSource(Source):
         where = self.view.name if self.view else "the view"
         self._notes.append(Notice(f"oracle: {rows} in {where} ({named}{more}): their waits are not counted (said "
                                   "again only when these rows change)", skipped=0))
+
+    def _say_overflow(self, sample: Sample, view: HistogramView) -> None:
+        """A notice, once per stream, that its overflow bucket holds waits (left out: it has no finite range), with
+        their count; the count is kept for `_overflow_changes`."""
+        by_stream: dict[StreamId, dict[int, int]] = {}
+        for (event, inst), count in sorted(sample.overflow.items()):
+            by_stream.setdefault(self.stream_of(event, inst, view.unit), {})[inst] = count
+        for sid, per_inst in by_stream.items():
+            total = sum(per_inst.values())
+            held = self._overflow.get(sid)
+            if held is not None:
+                held[1] = total
+                continue
+            self._overflow[sid] = [total, total]
+            insts = f" ({', '.join(f'inst {i}: {n:,}' for i, n in per_inst.items())})" if len(per_inst) > 1 else ""
+            self._notes.append(Notice(f"{_overflow_left_out(sid)}: its cumulative count is {total:,}{insts}; waits "
+                                      "that reach it later are left out too", skipped=0))
+
+    def _overflow_changes(self) -> Iterator[Notice]:
+        """At the end of a limited run, for each stream whose overflow count changed since said: from what to what."""
+        for sid, (first, last) in self._overflow.items():
+            if last != first:
+                grew = f": {last - first:,} waits past the largest bucket in this run" if last > first else ""
+                yield Notice(f"{_overflow_left_out(sid)}: its cumulative count went from {first:,} (first read) to "
+                             f"{last:,} (last read){grew}", skipped=0)
 
     def stream_of(self, event: str, inst: int, unit: str) -> StreamId:
         """The output stream of one (event, instance) row group."""
@@ -365,6 +394,7 @@ class OracleSource(Source):
             if last or polls == self._missing_after():
                 yield from self._missing_events(polls, t - started)
             if last:
+                yield from self._overflow_changes()
                 return
             due = self._pace(due)
 
@@ -476,3 +506,9 @@ class OracleSource(Source):
             yield Notice(f"oracle: reconnected after {attempts} attempt{'s' * (attempts > 1)} "
                          f"({self.clock() - lost_at:.0f}s); the outage shows as gap columns", skipped=0)
             return
+
+
+def _overflow_left_out(sid: StreamId) -> str:
+    """The start of the notes on a stream's overflow bucket, as the record reader words them."""
+    return (f"oracle: '{clean_text(sid.label, 200)}': Oracle's overflow bucket {ORACLE_OVERFLOW} (waits past its "
+            "largest bucket: no finite range) is left out of the map and totals")

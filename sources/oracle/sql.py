@@ -82,13 +82,15 @@ class Sample:
 
     `problems` names each unusable row by `(event, instance, what)`, its count left out (the same rows give the
     same problems from sample to sample, whatever their counts); `unread` holds, per (event, instance), the slots
-    whose count was unusable: they are not known this sample (not zero).
+    whose count was unusable: they are not known this sample (not zero); `overflow` the cumulative count of
+    Oracle's overflow bucket, per (event, instance) that has one (it is left out of `counts`).
     """
 
     counts: dict[tuple[str, int], np.ndarray]
     bad_buckets: int = 0
     problems: frozenset[tuple[str, int, str]] = frozenset()
     unread: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    overflow: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def present(self, key: tuple[str, int]) -> np.ndarray | None:
         """The slots of `key` whose counts were read (None: all of them), for `Snapshot.present`."""
@@ -103,15 +105,17 @@ class Sample:
 def sample_of_rows(rows: Iterable[Sequence[object]]) -> Sample:
     """Rows `(inst_id, event, bucket_upper_bound, wait_count)` → per-slot cumulative counts.
 
-    Bucket values are upper bounds (`[v/2, v)`, `[0, 1)` for 1); Oracle's overflow bucket is dropped; a row whose bucket
-    value is not a power of two, or whose count is no integer, is negative or would take its bucket past
-    2**62, is counted in `bad_buckets`, named in `problems` and skipped (a bad count's slot is in `unread`).
+    Bucket values are upper bounds (`[v/2, v)`, `[0, 1)` for 1); Oracle's overflow bucket is counted apart, in
+    `overflow`; a row whose bucket value is not a power of two, or whose count is no integer, is negative or would
+    take its bucket past 2**62, is counted in `bad_buckets`, named in `problems` and skipped (a bad count's slot is
+    in `unread`).
     Duplicate keys add up. An instance id that is not a number is no data error but a wrong view or driver: it
     raises.
     """
     counts: dict[tuple[str, int], np.ndarray] = {}
     problems: set[tuple[str, int, str]] = set()
     unread: dict[tuple[str, int], list[int]] = {}
+    overflow: dict[tuple[str, int], int] = {}
     bad = 0
     for inst_id, event, bucket, wait_count in rows:
         key = (str(event), int(inst_id))  # type: ignore[call-overload]
@@ -128,11 +132,14 @@ def sample_of_rows(rows: Iterable[Sequence[object]]) -> Sample:
             count = int(wait_count or 0)  # type: ignore[call-overload]
         except (TypeError, ValueError, OverflowError):
             count = -1
-        if slot is not None and not add_count(arr, slot, count):
+        if slot is None:
+            if count > 0:  # Oracle's overflow bucket: no slot
+                overflow[key] = overflow.get(key, 0) + count
+        elif not add_count(arr, slot, count):
             bad += 1
             problems.add((*key, f"bucket {_shown(bucket)} has an unusable count"))
             unread.setdefault(key, []).append(slot)
-    return Sample(counts, bad, frozenset(problems), unread)
+    return Sample(counts, bad, frozenset(problems), unread, overflow)
 
 
 def _shown(value: object) -> str:

@@ -83,7 +83,7 @@ class SparkEventLogFormat(TextFormat):
             if batch:
                 yield batch
 
-        return _guarded(source.batch_items(batches(), "spark"), name)
+        return _guarded(source.batch_items(batches(), "spark", name), name)
 
 
 def _guarded(items: Iterator[Item], name: str) -> Iterator[Item]:

@@ -223,15 +223,18 @@ class SparkSource(Source):
             yield Notice("spark: the log has no application end (SparkListenerApplicationEnd): it is cut short, or "
                          "its driver died; the last stage may be partial", 0)
 
-    def batch_items(self, batches: Iterable[list[bytes]], fallback_name: str) -> Iterator[Item]:
+    def batch_items(self, batches: Iterable[list[bytes]], fallback_name: str,
+                    where: str | None = None) -> Iterator[Item]:
         """The intervals (and notices) of a whole log's lines, given in batches; `fallback_name` names the stream
-        when the log does not say the application's name."""
+        when the log does not say the application's name, `where` (default: the same) the input in messages."""
         parser = EventParser()
-        parser.begin(fallback_name)
-        yield from self._batch_of(parser, [t for lines in batches for t in parser.parse(lines)], fallback_name)
+        parser.begin(where or fallback_name)
+        tasks = [t for lines in batches for t in parser.parse(lines)]
+        yield from self._batch_of(parser, tasks, fallback_name, where)
 
-    def _batch_of(self, parser: EventParser, tasks: list[SparkTask], fallback_name: str) -> Iterator[Item]:
-        """The intervals (and notices) of a whole log's tasks, read by `parser`."""
+    def _batch_of(self, parser: EventParser, tasks: list[SparkTask], fallback_name: str,
+                  where: str | None = None) -> Iterator[Item]:
+        """The intervals (and notices) of a whole log's tasks, read by `parser`; `where` names the input."""
         self.app, self.executors, self.all_tasks = parser.app, parser.executors, tasks
         self.stage_ends, self.stage_names, self.jobs = parser.stage_ends, parser.stage_names, parser.jobs
         self.tasks = tasks if self._stages is None else [t for t in tasks if t.stage in self._stages]
@@ -242,7 +245,7 @@ class SparkSource(Source):
                                                     per_stage, interval_ms(self.options.get("interval")),
                                                     self.streams), set())
         if not parser.task_end_lines:  # (TaskEnd lines that could not be read are told below)
-            yield self._no_task(fallback_name)
+            yield self._no_task(where or fallback_name)
         if parser.bad_lines:
             yield _unread(parser, parser.bad_lines)
         bogus = implausible(self.tasks)

@@ -205,6 +205,25 @@ def test_streams_that_ended_give_up_their_columns_to_a_budget() -> None:
     assert hists[0].n == 1 and hists[0].totals(all_seen=True).events == before + int(again.counts.sum())
 
 
+def test_streams_that_gave_up_their_columns_do_not_count_as_sharing_the_budget() -> None:
+    # 30 pods of 400 wide columns, 2 alive at a time, under 20 x 16 KiB: at most 11 hold columns at once (the ended
+    # ones gave theirs up), yet the 21st pod was said to make 21 streams share the budget, under 16 KiB each.
+    rng = np.random.default_rng(7)
+    ids = [StreamId(f"pod{k}", "bpf", "microsec") for k in range(30)]
+    acc, holding = Accumulator(cap=HistoryLimit(budget=20 * MIN_STREAM_BYTES)), 0
+    items = []
+    for t, k in sorted((k * 200 + c, k) for k in range(30) for c in range(400)):
+        counts = np.zeros(64, dtype=np.int64)
+        counts[4:40] = rng.integers(0, 1 << 40, 36)  # incompressible: a pod's columns take more than 16 KiB
+        items.append(Interval(ids[k], 1e9 + t, 1e9 + t + 1, counts))
+    for at in range(0, len(items), 100):
+        acc.add(items[at: at + 100])
+        holding = max(holding, sum(h.n > 0 for h in acc.streams.values()))
+    assert len(acc.streams) == 30 and holding < 20 and acc.dropped_for_budget > 0
+    assert not [m for m in acc.messages if "a stream now that" in m], acc.messages
+    assert sum(h.n == 0 for h in acc.streams.values()) > 15
+
+
 def test_a_budget_the_live_streams_outgrow_says_so_again_with_the_current_figure() -> None:
     # Every stream live, more of them as time goes on: each keeps its newest columns, whatever the budget; it was
     # said once, with the figure of that moment, while the histories went on to take many times more.

@@ -40,7 +40,7 @@ def test_oracle_bucket_is_half_v_to_v_and_its_first_from_0(value: int, low: floa
     assert bucket_value_of_slot(slot, "oracle") == value
 
 
-def test_oracle_overflow_bucket_is_dropped() -> None:
+def test_oracle_overflow_bucket_has_no_slot() -> None:
     assert slot_of_bucket_value(ORACLE_OVERFLOW, "oracle") is None
 
 

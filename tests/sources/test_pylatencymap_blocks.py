@@ -53,7 +53,7 @@ def test_dtrace_quantize_records_total_and_buckets() -> None:
     assert report["errors"]["skipped_records"] == 0  # the `-1` row is dropped silently, not an error
 
 
-def test_oracle_overflow_bucket_is_dropped(tmp_path) -> None:
+def test_oracle_overflow_bucket_is_left_out_of_the_map_and_totals(tmp_path) -> None:
     records = "".join(
         f"<begin record>\ntimestamp, microsec, {t}000000, x\nlabel, db file sequential read\n"
         f"latencyunit, millisec\ndatasource, oracle\n1, {c1}\n1024, {c2}\n4294967295, {c3}\n<end record>\n"

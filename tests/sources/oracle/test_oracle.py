@@ -84,7 +84,31 @@ def test_intervals_are_the_independent_deltas_summed_over_instances():
         np.testing.assert_array_equal(iv.counts, slot_counts(rows[k]) - slot_counts(rows[k - 1]))
         assert (iv.start, iv.end) == (start + 3.0 * (k - 1), start + 3.0 * k)
         assert not iv.reset and not iv.gap
-    assert not [i for i in items if isinstance(i, Notice)]
+    (note,) = [i for i in items if isinstance(i, Notice)]  # the overflow rows' (see below)
+    assert "overflow bucket 4294967295" in note.message
+
+
+def test_the_overflow_bucket_is_said_once_per_event_with_its_count_and_what_the_run_added(cli_db):
+    """Rows of bucket 4294967295 (waits past the largest bucket) were left out without a word: they are said once
+    per event when first read, with their count, and a limited run ends with how much it grew."""
+    rows = [[*r, (1, "log file sync", 4, 3), (1, "log file sync", 4294967295, 2)] for r in example_rows(overflow=True)]
+    items = collect(make_source(FakeDb(list(rows), version="11.2"), FakeClock(), events=(EVENT, "log file sync")))
+    notes = [i.message for i in items if isinstance(i, Notice)]
+    overflow = ("Oracle's overflow bucket 4294967295 (waits past its largest bucket: no finite range) is left out of "
+                "the map and totals: its cumulative count is")
+    assert notes == [f"oracle: 'db file sequential read': {overflow} 14 (inst 1: 5, inst 2: 9); waits that reach it "
+                     "later are left out too",
+                     f"oracle: 'log file sync': {overflow} 2; waits that reach it later are left out too"]
+    assert items.index(next(i for i in items if isinstance(i, Notice))) == 0  # said at the first poll
+    cli_db["db"] = FakeDb(list(rows), version="11.2")
+    res = invoke("oracle", "--dsn", DSN, "--user", "scott", "--plain", "--once", "--count", "71", "--event", EVENT)
+    assert res.exit_code == 0, res.output
+    assert res.stderr.count("overflow bucket") == 2, res.stderr
+    assert f"{overflow} 14 (inst 1: 5, inst 2: 9)" in res.stderr
+    assert ("'db file sequential read': Oracle's overflow bucket 4294967295 (waits past its largest bucket: no finite "
+            "range) is left out of the map and totals: its cumulative count went from 14 (first read) to 85 (last "
+            "read): 71 waits past the largest bucket in this run") in res.stderr
+    assert "skipped records: 0" in res.stdout
 
 
 def test_microsecond_view_on_12_1_0_2_and_later():

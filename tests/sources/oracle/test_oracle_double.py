@@ -212,10 +212,10 @@ def test_view_for_version(version, view):
     assert view_for_version(version) is view
 
 
-def test_rows_to_slots_drop_overflow_and_use_upper_bounds():
+def test_rows_to_slots_keep_overflow_apart_and_use_upper_bounds():
     rows = example_rows(overflow=True)[0]
     sample = sample_of_rows(rows)
-    assert set(sample.counts) == {(EVENT, 1), (EVENT, 2)}
+    assert set(sample.counts) == {(EVENT, 1), (EVENT, 2)} and sample.overflow == {(EVENT, 1): 5, (EVENT, 2): 9}
     for inst in (1, 2):
         np.testing.assert_array_equal(sample.counts[(EVENT, inst)], slot_counts(rows, inst))
     assert slot_of_bucket_value(1, "oracle") == 0  # Oracle's "1" bucket is [0, 1)

@@ -95,3 +95,15 @@ def test_a_log_copied_under_another_name_is_still_detected(tmp_path: Path) -> No
     doc = json.loads(cli("report", "--format", "json", str(copy)))
     task_ends = copy.read_text().count('{"Event":"SparkListenerTaskEnd"')
     assert task_ends > 80 and sum(s["total"]["events"] for s in doc["streams"]) == task_ends
+
+
+def test_lines_read_as_a_spark_log_that_are_none_name_the_input_once(tmp_path: Path) -> None:
+    """`--input-format spark-eventlog` on PyLatencyMap records said `spark: spark: a Spark event log with no
+    application start ...` and `spark line 1: ...`: the input is named, once."""
+    records = tmp_path / "records.txt"
+    shutil.copy(Path(__file__).resolve().parents[3] / "fixtures" / "pylatencymap" / "example_latency_data.txt",
+                records)
+    result = CliRunner().invoke(main, ["report", "--input-format", "spark-eventlog", str(records)])
+    assert "spark: spark:" not in result.output and "spark line" not in result.output, result.output
+    assert f"spark: {records}: a Spark event log with no application start and no task in it" in result.output
+    assert f"could not be parsed: {records} line 1: non-JSON line not read" in result.output

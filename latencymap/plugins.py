@@ -497,7 +497,7 @@ SHIPPED_FORMATS: dict[str, FormatFacts] = {
     "latencymap.sources.bpftrace_text:BpftraceTextFormat": FormatFacts(
         "bpftrace", "bpftrace hist() text output (@map: blocks of [lo, hi) count |@@@| rows)", 5,
         options=("interval", "unit", "cumulative"),
-        markers=(DataMarker("histogram", "[", "|", r"^@\w*(?:\[[^\n]*\])?:[ \t]*\n[\[(]"),)),
+        markers=(DataMarker("histogram", "|", "\n@", r"^@\w*(?:\[[^\n]*\])?:[ \t]*\n[\[(]"),)),
     "latencymap.sources.bpftrace_json:BpftraceJsonFormat": FormatFacts(
         "bpftrace-json", 'bpftrace -f json lines ({"type": "hist", ...}, {"type": "time", ...})', 5,
         options=("interval", "unit", "cumulative"),

@@ -499,8 +499,11 @@ class _Watch:
     def notes(self, name: str) -> Iterator[Notice]:
         """What was seen once the reader is done: nothing read in the format chosen, another format's data."""
         if self.forced and not self.read and self.text and not self._looks_chosen():
+            # it fails (a record skipped) only where it holds another format's data: a run that saw nothing (an
+            # idle `bpftrace -q`, a header alone) holds none, and stays "No data." with the note
+            other = bool(self.found) or utf16_without_bom("".join(self.head)) is not None
             unsaid = sum(found[2] for found in self.found.values())
-            yield self._nothing_read(name, 0 if self.skipped else max(1, unsaid))
+            yield self._nothing_read(name, 0 if self.skipped or not other else max(1, unsaid))
             return
         for (fmt, unit), (first, units, unsaid) in sorted(self.found.items(), key=lambda kv: kv[1][0]):
             yield Notice(f"{name}: from line {first:,}, {plural(units, unit)} of another format, {fmt} "
@@ -519,9 +522,13 @@ class _Watch:
         like it: what that format is, and what the input looks like."""
         utf16 = utf16_without_bom("".join(self.head))
         auto = None if utf16 else sniffed_format(self.registry, self.head)
+        holds = {fmt for fmt, _ in self.found}
+        if auto is not None and auto.name not in holds:
+            auto = None  # its first lines look like another tool's (a banner), but no data of it follows
         looks = (f"; {utf16}" if utf16 else
                  f"; auto-detection reads it as {auto.name} ({auto.summary}): leave --input-format out"
-                 if auto is not None else "; auto-detection recognises no format in it either")
+                 if auto is not None else f"; it holds data of {', '.join(sorted(holds))}: leave --input-format out"
+                 if holds else "; it holds no data of a format latencymap reads either (a run that saw nothing?)")
         first = next((line for line in self.head if line.strip(" \t\r\n\0")), "")
         return Notice(f"{name}: --input-format {self.format} read nothing of it: that format is "
                       f"{self.registry.formats.summary(self.format)}, and the input does not look like it (its "

@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPENMETRICS_TYPE
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from skips_support import skip_missing
 
 TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PROTOBUF_TYPE = "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
@@ -52,6 +53,14 @@ def free_port() -> int:
 def prometheus_binary() -> str | None:
     """The Prometheus server binary (Debian package `prometheus`), or None."""
     return shutil.which("prometheus") or next((p for p in ("/usr/bin/prometheus",) if os.access(p, os.X_OK)), None)
+
+
+def prometheus_or_skip() -> str:
+    """The Prometheus server binary; a test that needs it is skipped, saying how to install it, where there is none."""
+    binary = prometheus_binary()
+    if binary is None:
+        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
+    return binary
 
 
 class Serving:

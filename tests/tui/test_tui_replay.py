@@ -29,6 +29,13 @@ def newest(app: LatencyMapApp) -> float:
     return float(hist.end[hist.n - 1]) if hist is not None and hist.n else 0.0
 
 
+def replayed(items: list) -> tuple[LatencyMapApp, BurstScan]:
+    """The TUI replaying `items` as fast as it can, with their bursts scanned in the background."""
+    clock = ReplayClock(None)
+    scan = BurstScan(lambda: iter(items)).start()
+    return LatencyMapApp(clock.pace(iter(items)), color_mode="truecolor", replay=clock, bursts=scan), scan
+
+
 def test_replay_keys_change_speed_pause_seek_and_jump_to_the_burst() -> None:
     items = recording()
     clock = ReplayClock(1.0)
@@ -108,9 +115,7 @@ def test_n_lands_on_each_bursts_first_column_and_reaches_the_last_one() -> None:
     for s in starts:
         for iv in items[s:s + 4]:
             iv.counts[28:31] += 400
-    clock = ReplayClock(None)
-    scan = BurstScan(lambda: iter(items)).start()
-    app = LatencyMapApp(clock.pace(iter(items)), color_mode="truecolor", replay=clock, bursts=scan)
+    app, scan = replayed(items)
     notes: list[str] = []
 
     async def main() -> None:
@@ -206,9 +211,7 @@ def test_n_goes_to_the_next_burst_of_the_stream_shown_and_names_it() -> None:
     to `other`'s own burst (the help now says: of the stream shown), says whose,
     and past `other`'s last burst names the stream whose burst comes next."""
     items = two_streams()
-    clock = ReplayClock(None)
-    scan = BurstScan(lambda: iter(items)).start()
-    app = LatencyMapApp(clock.pace(iter(items)), color_mode="truecolor", replay=clock, bursts=scan)
+    app, scan = replayed(items)
     notes: list[str] = []
 
     async def main() -> None:

@@ -22,9 +22,8 @@ from prometheus_support import (
     _message,
     _string,
     _varint,
-    prometheus_binary,
+    prometheus_or_skip,
 )
-from skips_support import skip_missing
 from test_prometheus_scrape import run
 
 from latencymap.core.buckets import bin_values
@@ -52,9 +51,7 @@ def native() -> Iterator[NativeExporter]:
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrometheusServer, NativeExporter]]:
-    binary = prometheus_binary()
-    if binary is None:
-        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
+    binary = prometheus_or_skip()
     exporter = NativeExporter(NATIVE, schema=3, labels={"svc": "b"})
     server = PrometheusServer(binary, tmp_path_factory.mktemp("prometheus"), [exporter.url], scrape_interval=1.0,
                               native=True)

@@ -34,10 +34,9 @@ from prometheus_support import (
     PrometheusServer,
     Serving,
     histogram_page,
-    prometheus_binary,
+    prometheus_or_skip,
     reply,
 )
-from skips_support import skip_missing
 
 from latencymap.core.model import Interval, Notice
 from latencymap.core.source_totals import SourceTotals
@@ -63,9 +62,7 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    binary = prometheus_binary()
-    if binary is None:
-        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
+    binary = prometheus_or_skip()
     classic = Exporter(buckets=DEFAULT_BUCKETS)
     native = NativeExporter(NATIVE, schema=2, labels={"svc": "a"})
     varied = NativeExporter(VARIED, schema=3, labels={"svc": "v"})
@@ -400,9 +397,7 @@ class Deploys(Serving):
 
 @pytest.fixture(scope="module")
 def deploys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrometheusServer, float]]:
-    binary = prometheus_binary()
-    if binary is None:
-        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
+    binary = prometheus_or_skip()
     exporter = Deploys()
     server = PrometheusServer(binary, tmp_path_factory.mktemp("deploys"),
                               [exporter.url, exporter.url.replace("/metrics", "/native")], scrape_interval=1.0,
@@ -489,9 +484,7 @@ def fractional(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prome
     """A server scraping, every 0.2 s, `tail_latency_seconds` (events near 10 ms, and one of 3 s about every second)
     and `signed_latency_seconds` (schema 2, zero threshold 1 ms: 10 % zeros, 20 % negative values); the window of
     FRACTIONAL_STEPS 1 s steps they were driven through."""
-    binary = prometheus_binary()
-    if binary is None:
-        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
+    binary = prometheus_or_skip()
     tail = NativeExporter(TAIL, schema=3, labels={"svc": "t"})
     signed = NativeExporter(SIGNED, schema=2, labels={"svc": "s"}, zero_threshold=0.001)
     server = PrometheusServer(binary, tmp_path_factory.mktemp("fractional"), [tail.url, signed.url],
@@ -619,9 +612,7 @@ RESTARTED_AT = 7.0
 
 @pytest.fixture(scope="module")
 def restarts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrometheusServer, float]]:
-    binary = prometheus_binary()
-    if binary is None:
-        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
+    binary = prometheus_or_skip()
     exporter = Restarts()
     server = PrometheusServer(binary, tmp_path_factory.mktemp("restarts"), [exporter.url], scrape_interval=1.0)
     try:

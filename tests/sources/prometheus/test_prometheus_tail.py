@@ -19,8 +19,7 @@ from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
-from prometheus_support import TEXT_TYPE, PrometheusServer, Serving, prometheus_binary, reply
-from skips_support import skip_missing
+from prometheus_support import TEXT_TYPE, PrometheusServer, Serving, prometheus_or_skip, reply
 
 from latencymap.core.model import Interval
 from latencymap.sources.prometheus.query import PrometheusSource
@@ -68,9 +67,7 @@ class LinearExporter(Serving):
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrometheusServer, float, float]]:
-    binary = prometheus_binary()
-    if binary is None:
-        skip_missing("prometheus", "apt-get install prometheus (.ci/install-system.sh)")
+    binary = prometheus_or_skip()
     exporter = LinearExporter()
     server = PrometheusServer(binary, tmp_path_factory.mktemp("prometheus"), [exporter.url], scrape_interval=1.0)
     try:

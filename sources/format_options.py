@@ -41,9 +41,9 @@ def unit_option() -> click.Option:
     """`--unit`: the latency unit when the input does not state it."""
     return click.Option(
         ["--unit"], default=None, callback=_unit, metavar="UNIT",
-        help="Latency unit (ns, us, ms, s) of raw values (default us), of HdrHistogram logs (default ns), of "
-             "HdrHistogram percentile distributions (.hgrm, wrk2; default ms) and of bpftrace maps whose name does "
-             "not say it (@usecs, @nsecs...); bcc headers state their own unit.")
+        help="Latency unit (ns, us, ms, s) of raw values (default us, or the unit their header names: latency_ms), "
+             "of HdrHistogram logs (default ns), of HdrHistogram percentile distributions (.hgrm, wrk2; default ms) "
+             "and of bpftrace maps whose name does not say it (@usecs, @nsecs...); bcc headers state their own unit.")
 
 
 def cumulative_option() -> click.Option:
@@ -62,8 +62,9 @@ def event_option() -> click.Option:
 
 def time_unit_option() -> click.Option:
     """`--time-unit`: the unit of raw values' time column."""
-    return click.Option(["--time-unit"], default="s", show_default=True, callback=_unit, metavar="UNIT",
-                        help="Raw values: unit of the time column (s, ms, us, ns).")
+    return click.Option(["--time-unit"], default=None, callback=_unit, metavar="UNIT",
+                        help="Raw values: unit of the time column (s, ms, us, ns; default s, or the unit the "
+                             "header names: time_ms).")
 
 
 def datasource_option() -> click.Option:

@@ -6,13 +6,15 @@ resolution), times in `--time-unit` (default s). Pairs are grouped into columns 
 1973 are relative and stay so); values without times are grouped by when they arrive, which is
 no time of theirs (a file arrives at once): `untimed_streams` says so, and a report gives them no
 rate. Fields may be separated by spaces, tabs or a comma; `#` lines and a first header line are
-skipped. Values are parsed and binned with NumPy in bulk, with exact time per bucket; negative and
-non-numeric values are reported.
+skipped. A header that names a column's unit (`latency_ms`, `time (us)`, `durationNanos`) sets it unless `--unit` /
+`--time-unit` give one, with a note either way. Values are parsed and binned with NumPy in bulk, with exact time per
+bucket; negative and non-numeric values are reported.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import PurePath
@@ -23,7 +25,7 @@ import numpy as np
 from latencymap.core.buckets import bin_extremes, bin_values, past_top, past_top_note
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text, excerpt
-from latencymap.core.units import normalize_unit, unit_seconds
+from latencymap.core.units import UNIT_SECONDS, normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import DEFAULT_INTERVAL, interval_option, time_unit_option, unit_option
 from latencymap.sources.printed_histograms import column_spans
@@ -47,6 +49,56 @@ def _is_number(text: str) -> bool:
 
 def _fields(line: str) -> list[str]:
     return line.replace(",", " ").split()
+
+
+#: Unit words a header may end a column's name with, besides the spellings `normalize_unit` takes.
+_HEADER_UNITS = {"millis": "millisec", "micros": "microsec", "nanos": "nanosec", "millisecs": "millisec",
+                 "microsecs": "microsec", "nanosecs": "nanosec"}
+_UNIT_NAMES = {"sec": ("seconds", "s"), "millisec": ("milliseconds", "ms"), "microsec": ("microseconds", "µs"),
+               "nanosec": ("nanoseconds", "ns")}
+_CAMEL = re.compile(r"(?<=[a-z0-9µμ])(?=[A-Z])")
+_WORDS = re.compile(r"[^\W_]+")
+_BRACKETED = re.compile(r"[(\[]\s*([^\W_]+)\s*[)\]]")
+
+
+def _unit_word(word: str) -> str | None:
+    word = word.lower()
+    if word in _HEADER_UNITS:
+        return _HEADER_UNITS[word]
+    try:
+        return normalize_unit(word)
+    except ValueError:
+        return None
+
+
+def header_unit(name: str) -> str | None:
+    """The unit a header's column name ends with (`latency_ms`, `time (us)`, `durationNanos`), or None."""
+    if "/" in name:
+        return None  # a rate (`req/s`)
+    words = _WORDS.findall(_CAMEL.sub(" ", name))
+    if not words or (len(words) > 1 and words[-2].lower() == "per"):
+        return None
+    bracketed = {u for w in _BRACKETED.findall(name) if (u := _unit_word(w))}
+    unit = _unit_word(words[-1])
+    units = bracketed | ({unit} if unit else set())
+    return units.pop() if len(units) == 1 else None
+
+
+def header_names(line: str, width: int) -> list[str] | None:
+    """The names a header line gives `width` columns (a bracketed unit joins the name before it), or None."""
+    text = line.strip()
+    if "," in text or "\t" in text:
+        names = [n.strip() for n in re.split(r"[,\t]", text) if n.strip()]
+    else:
+        names = []
+        for word in text.split():
+            if names and word[:1] in "([":
+                names[-1] += " " + word
+            else:
+                names.append(word)
+        if width == 1 and len(names) > 1:
+            names = [text]  # `latency in ms`
+    return names if len(names) == width else None
 
 
 class RawValuesFormat(TextFormat):
@@ -74,10 +126,13 @@ class RawValuesFormat(TextFormat):
         ]
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
-        unit = normalize_unit(self.options.get("unit") or DEFAULT_UNIT)
-        time_unit = normalize_unit(self.options.get("time_unit") or "s")
+        given = self.options.get("unit")
+        given_time = self.options.get("time_unit")
+        unit = normalize_unit(given or DEFAULT_UNIT)
+        time_unit = normalize_unit(given_time or "s")
         interval = float(self.options.get("interval") or DEFAULT_INTERVAL)
-        self.reader = RawReader(name, unit, time_unit, interval)
+        self.reader = RawReader(name, unit, time_unit, interval, given_unit=given and unit,
+                                given_time_unit=given_time and time_unit)
         return self.reader.read(lines)
 
     def untimed_streams(self) -> set[StreamId]:
@@ -90,14 +145,16 @@ class RawReader:
     """Batches of lines → parsed arrays → columns of binned values."""
 
     def __init__(self, name: str, unit: str, time_unit: str, interval: float,
-                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
+                 given_unit: str | None = None, given_time_unit: str | None = None) -> None:
         self.name = name
-        self.scale = 1e6 if unit == "sec" else 1.0  # seconds are binned as microseconds
-        unit = "microsec" if unit == "sec" else unit
-        label = "stdin" if name == "<stdin>" else PurePath(name).name
-        self.stream = StreamId(clean_text(label) or "values", DATASOURCE, unit)
-        self.to_seconds = unit_seconds(unit)
+        self.label = clean_text("stdin" if name == "<stdin>" else PurePath(name).name) or "values"
+        self._set_unit(unit)
         self.time_scale = unit_seconds(time_unit)
+        #: The units the user gave (`--unit`, `--time-unit`); None: the default, which a header may replace.
+        self.given_unit, self.given_time_unit = given_unit, given_time_unit
+        self.header: str | None = None  # the header line, until the first data line tells the columns
+        self.started = False  # a line that is no comment was read (a header comes first)
         self.interval = interval
         self.clock, self.monotonic = clock, monotonic
         self.width: int | None = None  # fields per line: 1 (values) or 2 (time, value)
@@ -106,6 +163,36 @@ class RawReader:
         self.pending: list[np.ndarray] = []
         self.late = 0
         self.said_top = False  # a value past the top slot was said
+
+    def _set_unit(self, unit: str) -> None:
+        """Read values in `unit` (seconds are binned as microseconds)."""
+        self.scale = 1e6 if unit == "sec" else 1.0
+        unit = "microsec" if unit == "sec" else unit
+        self.stream = StreamId(self.label, DATASOURCE, unit)
+        self.to_seconds = unit_seconds(unit)
+
+    def _header_units(self, header: str, width: int) -> Iterator[Notice]:
+        """Units the header names: taken where the user gave none, said either way."""
+        names = header_names(header, width)
+        if names is None:
+            return
+        columns = [("time", names[0], self.given_time_unit, "sec", "--time-unit", "times")] if width == 2 else []
+        columns.append(("latency", names[-1], self.given_unit, DEFAULT_UNIT, "--unit", "values"))
+        for column, name, given, default, option, what in columns:
+            named = header_unit(name)
+            if named is None or named == (given or default):
+                continue
+            whose = f"the header's {column} column" if width == 2 else "the header"
+            says = f"{self.name}: {whose} {excerpt(name)} names {_UNIT_NAMES[named][0]}"
+            if given is None:
+                if column == "time":
+                    self.time_scale = UNIT_SECONDS[named]
+                else:
+                    self._set_unit(named)
+                yield Notice(f"{says}: {what} read as {_UNIT_NAMES[named][1]} ({option} to override)", skipped=0)
+            else:
+                yield Notice(f"{says}, but {option} says {_UNIT_NAMES[given][1]}: {what} read as "
+                             f"{_UNIT_NAMES[given][1]}", skipped=0)
 
     def read(self, lines: Iterable[str]) -> Iterator[Item]:
         batch: list[str] = []
@@ -186,10 +273,15 @@ class RawReader:
         numbered = [(first + i, f) for i, line in enumerate(batch)
                     if (f := _fields(line)) and not f[0].startswith("#")]
         if self.width is None and numbered:
-            if not all(_is_number(x) for x in numbered[0][1]) and numbered[0][0] == 1:
-                numbered = numbered[1:]  # a header line
+            if not self.started and not all(_is_number(x) for x in numbered[0][1]):
+                self.header = batch[numbered[0][0] - first]  # the first line that is no comment, as `sniff` takes it
+                numbered = numbered[1:]
+            self.started = True
             if numbered:
                 self.width = 2 if len(numbered[0][1]) >= 2 else 1
+                if self.header is not None:
+                    notices += self._header_units(self.header, self.width)
+                    self.header = None
         width = self.width or 1
         good = [f for _, f in numbered if len(f) == width]
         try:

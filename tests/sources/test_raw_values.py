@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from formats_support import intervals, notices, read_items, report_json
 
 from latencymap.core.buckets import bounds_in_unit
-from latencymap.sources.raw_values import RawValuesFormat
+from latencymap.core.deltas import Differ
+from latencymap.sources.raw_values import RawReader, RawValuesFormat
 
 
 def test_pairs_totals_and_exact_time_through_the_report(tmp_path) -> None:
@@ -89,3 +93,98 @@ def test_a_value_past_the_top_bucket_is_said_once_with_its_line_value_and_the_bo
     assert not [m for m in notices(read_items(RawValuesFormat, "9.2e18\n1\n")) if "top bucket" in m]
     (in_s,) = [m for m in notices(read_items(RawValuesFormat, "1\n1e14\n", "s.txt", unit="s")) if "top" in m]
     assert in_s.startswith("s.txt: line 2: value 1e+14 sec is past the top bucket's nominal end, 9.22337e+12 sec ")
+
+
+def test_a_header_naming_milliseconds_is_read_as_milliseconds_and_said() -> None:
+    """`latency_ms` over 1.5 and 2.5 was reported as 4µs waited, 1000x less, without a word: the header's unit is
+    taken, with one note saying so."""
+    done = subprocess.run([sys.executable, "-m", "latencymap", "report"], input="latency_ms\n1.5\n2.5\n",
+                          capture_output=True, text=True, check=True)
+    assert "== stdin  [raw, millisec]" in done.stdout and "2 events, 4ms waited (exact)" in done.stdout
+    assert done.stdout.count("header") == 1
+    assert ("<stdin>: the header 'latency_ms' names milliseconds: values read as ms (--unit to override)"
+            in done.stdout)
+
+
+@pytest.mark.parametrize(("header", "unit", "total"), [
+    ("latency_ms", "millisec", 4e-3), ("latency_msec", "millisec", 4e-3), ("latency (ms)", "millisec", 4e-3),
+    ("latency [ms]", "millisec", 4e-3), ("latency(ms)", "millisec", 4e-3), ("duration_ms", "millisec", 4e-3),
+    ("LATENCY_MS", "millisec", 4e-3), ("durationMillis", "millisec", 4e-3), ("latency in ms", "millisec", 4e-3),
+    ("latency_us", "microsec", 4e-6), ("latency_usec", "microsec", 4e-6), ("latency µs", "microsec", 4e-6),
+    ("elapsed_micros", "microsec", 4e-6), ("latency_ns", "nanosec", 4e-9), ("latency_nsec", "nanosec", 4e-9),
+    ("wait_nanos", "nanosec", 4e-9), ("latencyNs", "nanosec", 4e-9), ("latency_s", "microsec", 4.0),
+    ("latency_sec", "microsec", 4.0), ("latency_seconds", "microsec", 4.0), ("elapsed (s)", "microsec", 4.0),
+])
+def test_each_spelling_of_a_unit_in_the_header_sets_the_unit(header: str, unit: str, total: float) -> None:
+    items = read_items(RawValuesFormat, f"{header}\n1.5\n2.5\n", "v.txt")
+    (col,) = intervals(items)
+    assert col.stream.unit == unit and float(col.time.sum()) == pytest.approx(total)
+    said = [m for m in notices(items) if "header" in m]
+    if unit == "microsec" and total < 1:  # the default: nothing to say
+        assert said == []
+    else:
+        (note,) = said
+        assert note.startswith(f"v.txt: the header {header!r} names ") and note.endswith("(--unit to override)")
+
+
+@pytest.mark.parametrize("header", ["latency", "value", "latency_ms_p99", "ops_per_sec", "req/s", "time latency",
+                                    "latency_min", "lat ms extra"])
+def test_a_header_without_one_unit_word_at_its_end_keeps_the_default(header: str) -> None:
+    items = read_items(RawValuesFormat, f"{header}\n1.5\n2.5\n", "v.txt")
+    (col,) = intervals(items)
+    assert col.stream.unit == "microsec" and float(col.time.sum()) == pytest.approx(4e-6)
+    assert notices(items) == []
+
+
+def test_unit_given_agreeing_is_quiet_and_disagreeing_is_kept_and_said() -> None:
+    agree = read_items(RawValuesFormat, "latency_ms\n1.5\n2.5\n", "v.txt", unit="ms")
+    (col,) = intervals(agree)
+    assert col.stream.unit == "millisec" and float(col.time.sum()) == pytest.approx(4e-3) and notices(agree) == []
+    disagree = read_items(RawValuesFormat, "latency_ms\n1.5\n2.5\n", "v.txt", unit="us")
+    (col,) = intervals(disagree)
+    assert col.stream.unit == "microsec" and float(col.time.sum()) == pytest.approx(4e-6)
+    assert notices(disagree) == ["v.txt: the header 'latency_ms' names milliseconds, but --unit says µs: values read "
+                                 "as µs"]
+    in_s = read_items(RawValuesFormat, "latency_seconds\n1.5\n", "v.txt", unit="s")
+    assert notices(in_s) == [] and float(intervals(in_s)[0].time.sum()) == pytest.approx(1.5)
+
+
+def test_two_columns_each_take_the_unit_their_header_names(tmp_path) -> None:
+    """`time_ms,latency_us`: the time column in ms (3 columns of 1 s, not 2,500), the values in µs as by default;
+    `--time-unit` given against the header is kept and said, through the command line."""
+    path = tmp_path / "pairs.csv"
+    path.write_text("time_ms,latency_ms\n1000,3\n1500,1\n3200,4\n")
+    doc = report_json(path)
+    (stream,) = doc["streams"]
+    assert stream["stream"]["unit"] == "millisec" and stream["total"]["time_s"] == pytest.approx(8e-3)
+    assert stream["start"] == 1.0 and stream["columns"] == 3
+    assert doc["errors"]["messages"] == [
+        f"{path}: the header's time column 'time_ms' names milliseconds: times read as ms (--time-unit to override)",
+        f"{path}: the header's latency column 'latency_ms' names milliseconds: values read as ms (--unit to override)"]
+    doc = report_json(path, time_unit="s", unit="ms")
+    (stream,) = doc["streams"]
+    assert (stream["start"], stream["end"]) == (1000, 3201) and stream["total"]["time_s"] == pytest.approx(8e-3)
+    assert doc["errors"]["messages"] == [f"{path}: the header's time column 'time_ms' names milliseconds, but "
+                                         "--time-unit says s: times read as s"]
+    spaced = read_items(RawValuesFormat, "time (us) latency (ns)\n1000000 3\n2000000 4\n", "p.txt")
+    cols = intervals(spaced)
+    assert [c.start for c in cols] == [1.0, 2.0] and cols[0].stream.unit == "nanosec"
+    assert len([m for m in notices(spaced) if "header" in m]) == 2
+    quiet = read_items(RawValuesFormat, "time_s\tlatency_us\n1 3\n2 4\n", "p.txt")
+    assert notices(quiet) == [] and intervals(quiet)[0].stream.unit == "microsec"
+    assert notices(read_items(RawValuesFormat, "latency_ms\n1 3\n", "p.txt")) == []  # 1 name, 2 columns: no guess
+
+
+def test_a_header_read_alone_and_after_comments_is_taken_when_the_data_comes() -> None:
+    """Live input cuts batches by time: a header alone in its batch still names the unit of the values that follow;
+    `#` lines before the header leave it a header (as `sniff` takes it), not a bad line."""
+    ticks = iter(range(1000))
+    reader = RawReader("live", "microsec", "sec", 1.0, clock=lambda: 0.0, monotonic=lambda: float(next(ticks)),
+                       given_unit=None)
+    items = list(Differ(name="live").run(reader.read(["latency_ms\n", "1.5\n", "2.5\n"])))
+    assert float(sum(c.time.sum() for c in intervals(items))) == pytest.approx(4e-3)
+    assert notices(items) == ["live: the header 'latency_ms' names milliseconds: values read as ms (--unit to "
+                              "override)"]
+    items = read_items(RawValuesFormat, "# from probe\n\nlatency_ns\n1.5\n2.5\n", "v.txt")
+    assert float(intervals(items)[0].time.sum()) == pytest.approx(4e-9)
+    assert [m for m in notices(items) if "line" in m] == []

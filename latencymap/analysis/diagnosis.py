@@ -5,7 +5,7 @@
 - `"bands"`: `[{"low_s", "high_s", "events_share", "time_share"}]`, fastest first (see bands.py);
 - `"bimodal"`: two or more bands each hold >= 3% of the events or >= 10% of the time;
 - `"tail"`: `{"threshold_s", "events_share", "time_share", "events", "time_s", "dominant"}` — the
-  slowest buckets from `threshold_s` up hold `time_share` (>= half) of the time (see tail.py); a measure
+  slowest events from `threshold_s` up hold `time_share` (half) of the time (see tail.py); a measure
   (gates read it), not a finding: it is a finding only when `dominant` (at most 10% of the events), or, when
   it is not, if the slowest buckets holding at most 2% of the events hold 30% of the time (a heavy tail, see
   tail.py `slowest_few`: that finding gives their shares); null when there are no events;

@@ -173,8 +173,9 @@ def limit_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Stop after S seconds of wall-clock time (how long a live source runs; a file is read "
                           "whole unless reading it takes longer, which a note then says: --count limits a file).")(f)
     f = click.option("--count", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Stop after N intervals of each stream (a source reporting several streams each round "
-                          "runs N rounds).")(f)
+                     help="Keep N intervals of each stream (a source reporting several streams each round runs N "
+                          "rounds). A file is read to its end, a stream's intervals past N left out with a note; a "
+                          "live input stops once every stream seen has N and no new one came for an interval.")(f)
     return f
 
 

@@ -48,12 +48,13 @@ def _parse_gates(ctx: click.Context, param: click.Parameter, value: tuple[str, .
         raise click.BadParameter(str(err), ctx, param) from None
 
 
-def _gate_failures(acc: Any, gates: list[Any]) -> int:
+def _gate_failures(acc: Any, gates: list[Any], untimed: set[StreamId] | None = None) -> int:
+    """Say each gate that fails (`untimed`: the streams whose rate is not known); the exit code."""
     if not gates:
         return EXIT_OK
     from latencymap.outputs.gates import check_gates
 
-    failures = check_gates(acc, gates)
+    failures = check_gates(acc, gates, untimed or set())
     for line in failures:
         click.echo(f"latencymap: {line}", err=True)
     return EXIT_FAIL if failures else EXIT_OK
@@ -106,20 +107,23 @@ Examples:
 
 #: `report --help`: what each `--fail-if` metric means.
 GATE_METRICS = (
-    ("p50 p90 p99 p999 mean", "latency percentiles and mean, compared with a unit: 'p99 > 20ms'"),
-    ("time events rate", "time waited ('time > 1s'), events counted, events per second"),
+    ("p50 p90 p99 p999 mean", "latency percentiles and mean, compared with a unit (ns us ms s min h days): "
+                              "'p99 > 20ms'"),
+    ("time events rate", "time waited ('time > 1s'), events counted, events per second (not known without "
+                         "timestamps)"),
     ("bands", "how many latency bands (modes of the log2 histogram) the stream has, minor ones and far outliers "
               "included"),
     ("bimodal", "two or more bands each with >= 3% of the events or >= 10% of the time (a band of one or two far "
                 "outliers counts when it holds >= 10% of the time)"),
-    ("tail.events_share", "the share of the events in the slowest buckets that hold half of all the time: "
-                          "'tail.events_share < 5%' fails when under 5% of the events spend half of the time (a "
-                          "heavy tail)"),
-    ("tail.time_share", "the time those buckets hold: >= 50% by construction (whole buckets are taken until half "
-                        "is reached), so 'tail.time_share > 50%' fails on healthy streams: no gate on its own"),
+    ("tail.events_share", "the share of the slowest events that spend half of all the time (0 to 1, or a "
+                          "percentage): 'tail.events_share < 5%' fails when under 5% of the events spend half of "
+                          "the time (a heavy tail)"),
+    ("tail.time_share", "the time those events hold: 50% by construction, no gate on its own"),
 )
 GATES_NOTE = ("A stream with no events (or no time) has no percentiles, mean or tail: comparisons on them are false "
-              "('events == 0' fails on an empty stream). With no stream at all, every gate fails.")
+              "('events == 0' fails on an empty stream). With no stream at all, every gate fails. A gate a stream "
+              "cannot tell (a percentile only known to be at least an open top bucket's bound, a rate not known) "
+              "fails, saying 'cannot tell'. Values within one part in 10^9 of the threshold compare equal.")
 
 
 class _ReportCommand(click.Command):
@@ -196,7 +200,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
         except NothingReadable:  # report what was read (and skipped), say what the gates found there, then fail
             _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
-            _gate_failures(acc, fail_if)  # exit code 1 either way: the unreadable input's
+            _gate_failures(acc, fail_if, _untimed(readers))  # exit code 1 either way: the unreadable input's
             raise
         except (KeyboardInterrupt, Terminated, SourceError) as err:  # stopped or failed: what was read is reported
             if source is not None and isinstance(err, SourceError) and not acc.intervals_seen:
@@ -205,7 +209,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
             raise
         _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
-        return _gate_failures(acc, fail_if)
+        return _gate_failures(acc, fail_if, _untimed(readers))
 
     guarded(body)
 

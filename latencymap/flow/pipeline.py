@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import queue
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import IO, Any
+from typing import IO, Any, TypeVar, cast
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from latencymap.core.model import (
     rows_by_stream,
     unrolled,
 )
+from latencymap.core.units import plural
 from latencymap.flow.inputs import NOTHING_DECOMPRESSED, CutShort, at_rest, read_input
 from latencymap.plugins import Registry, TextFormat
 from latencymap.protocol.reader import RecordedNotice
@@ -55,7 +57,8 @@ def input_flow(paths: Sequence[str], registry: Registry, forced_format: str | No
     When every record of an input was skipped, NothingReadable is raised after the last input (with each such
     input's first error), so what the others gave is shown first.
     """
-    return unrolled(column_flow(paths, registry, forced_format, options, stdin, readers, gather=False))
+    columns = column_flow(paths, registry, forced_format, options, stdin, readers, gather=False)
+    return Reading.along(unrolled(columns), columns)
 
 
 def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | None = None,
@@ -68,7 +71,18 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
     producer's records would wait for the ones after them (a report's `--count` or `--duration` would stop late).
     One that shows a live pipe as it comes (`input_flow`) passes False, since a chunk's records would wait for the
     next chunk.
+
+    The flow says which input it reads (`Reading`, its `reading`), for `limited`.
     """
+    reading = Reading()
+    return Reading.along(_column_flow(paths, registry, forced_format, options, stdin, readers, gather, reading),
+                         reading=reading)
+
+
+def _column_flow(paths: Sequence[str], registry: Registry, forced_format: str | None, options: dict[str, Any] | None,
+                 stdin: IO[bytes] | None, readers: list[TextFormat] | None, gather: bool,
+                 reading: Reading) -> ColumnFlow:
+    """`column_flow`, saying in `reading` which input it reads."""
     named = paths or ["-"]
     readers = readers if readers is not None else []
     inputs = []
@@ -80,7 +94,10 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
     unreadable = []
     seen: dict[StreamId, tuple[float, str]] = {}
     before: Differ | None = None
-    for items, path, shown_as in inputs:
+    for k, (items, path, shown_as) in enumerate(inputs):
+        reading.name = "<stdin>" if path in ("-", "") else path
+        reading.live = not at_rest(path, stdin)
+        reading.after = ["<stdin>" if p in ("-", "") else p for p in named[k + 1:]]
         tally = _Tally()
         differ = Differ(name=path)
         if before is not None:  # a log and its rotation: the interval between them is the next input's first
@@ -96,6 +113,46 @@ def column_flow(paths: Sequence[str], registry: Registry, forced_format: str | N
             unreadable.append(f"{name}: no record could be read ({tally.skipped} skipped); the first: {tally.first}")
     if unreadable:
         raise NothingReadable(unreadable)
+
+
+class Reading:
+    """Which input a flow reads now: its name, whether it is `live` (it can grow while it is read: a pipe, a FIFO,
+    stdin from a terminal; not `at_rest`) and the inputs after it. A flow of unknown inputs (a source's) is live."""
+
+    def __init__(self) -> None:
+        self.name = ""
+        self.live = True
+        self.after: list[str] = []
+
+    @staticmethod
+    def of(flow: Iterable[Any]) -> Reading | None:
+        """What `flow` says of its reading (None: a flow that says nothing, such as a source's)."""
+        return getattr(flow, "reading", None)
+
+    @staticmethod
+    def along(items: Iterator[_F], flow: Iterable[Any] | None = None, reading: Reading | None = None) -> Iterator[_F]:
+        """`items` (a flow made from `flow`) saying what `flow` says of its reading, or `reading`."""
+        reading = reading or (Reading.of(flow) if flow is not None else None)
+        return items if reading is None else _Told(items, reading)
+
+
+_F = TypeVar("_F")
+
+
+class _Told(Iterator[_F]):
+    """A flow with its `reading`."""
+
+    def __init__(self, items: Iterator[_F], reading: Reading) -> None:
+        self.items = items
+        self.reading = reading
+
+    def __next__(self) -> _F:
+        return next(self.items)
+
+    def close(self) -> None:
+        close = getattr(self.items, "close", None)
+        if close is not None:
+            close()
 
 
 def gathered(items: Iterable[Item], per_stream: int = GATHER_PER_STREAM, most: int = GATHER_ROWS) -> Iterator[Item]:
@@ -206,6 +263,11 @@ _WENT_ON = re.compile(r"; (?:(?:record|row|line|point) )?skipped$|; left out$")
 def strict(flow: Iterator[FlowItem]) -> Iterator[FlowItem]:
     """Raise StrictError at the first Notice that skips something (notes that skip nothing, and a recorded run's
     notes, pass), with its message less the "; record skipped" that says reading went on: it does not."""
+    return Reading.along(_strict(flow), flow)
+
+
+def _strict(flow: Iterator[FlowItem]) -> Iterator[FlowItem]:
+    """`strict`."""
     for item in flow:
         if isinstance(item, Notice) and item.skipped and not isinstance(item, RecordedNotice):
             raise StrictError(_WENT_ON.sub("", item.message))
@@ -214,12 +276,15 @@ def strict(flow: Iterator[FlowItem]) -> Iterator[FlowItem]:
 
 def limited(flow: Iterator[FlowItem], count: int | None = None, duration: float | None = None,
             clock: Callable[[], float] = time.monotonic) -> Iterator[FlowItem]:
-    """Stop after `count` intervals of each stream, or after `duration` seconds of wall time, whichever comes first.
+    """Keep `count` intervals of each stream, and stop after `duration` seconds of wall time.
 
-    A source that reports its streams in rounds (a disk each, a series each) gives every stream `count` columns: the
-    flow stops at the first interval past `count` of its stream, or at once when every stream seen has `count`, which
-    a stream's second interval shows to be a whole round (so one stream stops at its `count`th, not waiting for more;
-    with `count` 1 that is only known from the next round's first interval).
+    Past its `count`, a stream's intervals are left out, and the flow ends with a note per stream saying how many
+    (`CountCut`). An input that is all there (a file) is read to its end, since a stream may start anywhere in it (a
+    second disk's records after the first's, a later input). A live one (a pipe, a source: `Reading`) cannot be, so
+    it stops when every stream seen has `count` and no new stream came for one interval: an interval began at or
+    after the end of the newest stream's first one. A source that reports its streams in rounds (a disk each, a
+    series each) thus gives every stream `count` columns and stops at once at the last one's `count`th (with `count`
+    1, at the next round's first interval, which is not read); a stream that first comes after that is not read.
 
     The time runs from this call, not from the flow's first item: what the command does before it reads (the TUI
     waiting for a silent pipe) counts. A flow that `duration` ends before its own end ends with a Notice saying so
@@ -227,30 +292,119 @@ def limited(flow: Iterator[FlowItem], count: int | None = None, duration: float 
     return _limited(flow, count, None if duration is None else (clock() + duration, duration), clock)
 
 
+@dataclass(slots=True)
+class CountCut(Notice):
+    """The note that `--count` left out a stream's intervals past its count (it skips no bad record)."""
+
+
+def count_cut(count: int, stream: StreamId, left: int) -> CountCut:
+    """What a flow says of a stream whose intervals past `count` it left out."""
+    return CountCut(f"--count {count}: '{stream.label}' ({stream.datasource}, {stream.unit}) had "
+                    f"{plural(left, 'more interval')} after its first {count:,}: left out", skipped=0)
+
+
 def _limited(flow: Iterator[FlowItem], count: int | None, deadline: tuple[float, float] | None,
              clock: Callable[[], float]) -> Iterator[FlowItem]:
     """`limited`, its deadline set (the clock's time, and the duration it is at)."""
-    seen: dict[StreamId, int] = {}
-    full = 0
     if count is not None and count <= 0:
         return
-    for item in flow if deadline is None else _on_time(flow, *deadline, clock):
-        if count is not None and isinstance(item, Interval | IntervalRun):
-            streams = [item.stream] if isinstance(item, Interval) else item.streams
-            for k, stream in enumerate(streams):
-                n = seen.get(stream, 0)
-                if n < count:
-                    seen[stream] = n = n + 1
-                    full += n == count
-                    if count == 1 or full < len(seen):
-                        continue
-                    k += 1
-                if k and isinstance(item, IntervalRun):
-                    yield item.head(k)
-                elif k:
-                    yield item
-                return
-        yield item
+    reading = Reading.of(flow)
+    if deadline is not None:  # read ahead in a thread: what it says of each item's input goes along with the item
+        told = None if reading is None else Reading()
+        flow = _on_time(flow, *deadline, clock, reading, told)
+        reading = told
+    if count is None:
+        yield from flow
+        return
+    counter = _Counter(count)
+    for item in flow:
+        if not isinstance(item, Interval | IntervalRun):
+            yield item
+            continue
+        kept, stop = counter.take(item, reading is None or reading.live)
+        if kept is not None:
+            yield cast(FlowItem, kept)  # an IntervalRun only where the flow had them
+        if stop:
+            if reading is not None and reading.after:
+                yield Notice(f"--count {count}: every stream of {reading.name} had {count:,} intervals and no new "
+                             f"stream came for one interval, so reading stopped there: "
+                             f"{', '.join(reading.after)} not read", skipped=0)
+            break
+    for stream, left in counter.left.items():
+        yield count_cut(count, stream, left)
+
+
+class _Counter:
+    """`limited`'s count: intervals kept and left out per stream, and when a live flow is done."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.kept: dict[StreamId, int] = {}
+        self.left: dict[StreamId, int] = {}
+        self.waiting = 0  # streams seen with fewer than `count`
+        self.newest_end = math.inf  # the end of the newest stream's first interval ...
+        self.settled = False  # ... and whether an interval began at or after it
+
+    def take(self, item: Interval | IntervalRun, live: bool) -> tuple[Interval | IntervalRun | None, bool]:
+        """What of `item` is kept (None: nothing), and whether a `live` flow stops after it."""
+        if isinstance(item, Interval):
+            keep = self._row(item.stream, item.start, item.end, live)
+            return (item if keep else None), keep is None or (live and self._done())
+        if not live and not self.waiting and all(self.kept.get(s, 0) >= self.count for s in set(item.streams)):
+            for stream, rows in rows_by_stream(item.streams).items():  # a file's runs past every count: in bulk
+                self.left[stream] = self.left.get(stream, 0) + len(rows)
+            return None, False
+        keep_rows: list[int] = []
+        stop = False
+        for i, (stream, start, end) in enumerate(zip(item.streams, item.start.tolist(), item.end.tolist(),
+                                                     strict=True)):
+            keep = self._row(stream, start, end, live)
+            if keep is None:
+                stop = True
+                break
+            if keep:
+                keep_rows.append(i)
+            if live and self._done():
+                stop = True
+                break
+        if not keep_rows:
+            return None, stop
+        return (item if len(keep_rows) == len(item) else _rows(item, keep_rows)), stop
+
+    def _row(self, stream: StreamId, start: float, end: float, live: bool) -> bool | None:
+        """Whether an interval is kept; None: a live flow stops before it (it is not read)."""
+        n = self.kept.get(stream)
+        if n is None:
+            self.kept[stream] = n = 0
+            self.waiting += 1
+            self.newest_end, self.settled = end, False
+        elif start >= self.newest_end:
+            self.settled = True
+        if live and self._done():
+            return None
+        if n >= self.count:
+            self.left[stream] = self.left.get(stream, 0) + 1
+            return False
+        self.kept[stream] = n + 1
+        self.waiting -= n + 1 == self.count
+        return True
+
+    def _done(self) -> bool:
+        return self.settled and not self.waiting
+
+
+def _rows(run: IntervalRun, rows: list[int]) -> IntervalRun:
+    """Rows `rows` of `run` (in order)."""
+    if rows == list(range(rows[-1] + 1)):
+        return run.head(len(rows))
+    at = np.asarray(rows)
+    new = {old: k for k, old in enumerate(rows)}
+    return IntervalRun([run.streams[i] for i in rows], run.start[at], run.end[at], run.duration[at], run.counts[at],
+                       None if run.time is None else run.time[at], run.reset[at], run.gap[at],
+                       [run.dates[i] for i in rows],
+                       {new[i]: d for i, d in run.start_dates.items() if i in new},
+                       None if run.extremes is None else run.extremes[at],
+                       None if run.source_buckets is None else [run.source_buckets[i] for i in rows])
 
 
 #: How often a flow read against a deadline looks at the clock while its source gives nothing (seconds).
@@ -271,10 +425,10 @@ def duration_cut(duration: float, intervals: int) -> DurationCut:
                        "not read (--count N stops at a number of intervals)", skipped=0)
 
 
-def _on_time(flow: Iterator[FlowItem], deadline: float, duration: float,
-             clock: Callable[[], float]) -> Iterator[FlowItem]:
+def _on_time(flow: Iterator[FlowItem], deadline: float, duration: float, clock: Callable[[], float],
+             reading: Reading | None = None, told: Reading | None = None) -> Iterator[FlowItem]:
     """`flow` until `deadline` (by `clock`), however long its source waits between items; cut there, it ends with
-    `duration_cut`.
+    `duration_cut`. What `flow`'s `reading` says as it gives each item, `told` says as that item is given.
 
     A live source that nothing arrives at (a listener without writers, a log nobody writes) yields nothing, so a
     deadline looked at per item would never come: the flow is read in a thread of its own, and waiting for it ends
@@ -295,7 +449,8 @@ def _on_time(flow: Iterator[FlowItem], deadline: float, duration: float,
     def pump() -> None:
         try:
             for item in flow:
-                if not put((True, item)):
+                said = None if reading is None else (reading.name, reading.live, reading.after)
+                if not put((True, (item, said))):
                     break
             else:
                 put((False, None))
@@ -317,6 +472,9 @@ def _on_time(flow: Iterator[FlowItem], deadline: float, duration: float,
                     return
                 continue
             if ok:
+                got, said = got
+                if told is not None and said is not None:
+                    told.name, told.live, told.after = said
                 yield got
                 intervals += len(got) if isinstance(got, IntervalRun) else isinstance(got, Interval)
                 if clock() >= deadline:

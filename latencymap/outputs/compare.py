@@ -19,6 +19,7 @@ sides (each side's one band overlapping the other's one) whose share of the even
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -27,10 +28,11 @@ from latencymap.analysis.bands import Band
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.buckets import percentile_duration
+from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.core.units import format_duration, plural
+from latencymap.core.units import format_duration, format_number, plural
 from latencymap.outputs.report import read_errors, read_notes, stream_total
 
 #: Share changes below this (absolute, as a fraction) count as no change.
@@ -45,9 +47,88 @@ BAND_MIN_EVENTS_CHANGE = 0.01
 BAND_MIN_TIME_CHANGE = 0.10
 
 
+#: A pair changed only when its bucket counts differ beyond chance (a G-test of the two sides' events per bucket, p
+#: below this) ...
+ALPHA = 0.001
+#: ... by at least this much: a shift of the event-weighted mean log2 latency (octaves), a bucket's share of the
+#: events (1 percentage point) or of the time (5 points), or a band that appeared, vanished or changed. Two samples
+#: of one distribution differ by chance, and two runs of one system by more than chance.
+MIN_SHIFT_OCTAVES = 0.1
+MIN_EVENTS_SHARE_CHANGE = 0.01
+MIN_TIME_SHARE_CHANGE = 0.05
+#: The event rate changed when the two sides' events per second differ beyond chance (both sides' events as Poisson
+#: counts over their time observed, p below `ALPHA`) by at least this ratio either way.
+MIN_RATE_RATIO = 1.1
+
+
+def g_test(base: list[int], cand: list[int]) -> tuple[float, int, float]:
+    """(G, degrees of freedom, p): whether two sides' events per bucket come from one distribution (the likelihood
+    ratio test of a 2 x K table; buckets empty on both sides left out)."""
+    rows = [(b, c) for b, c in zip(base, cand, strict=True) if b or c]
+    nb, nc = sum(b for b, _ in rows), sum(c for _, c in rows)
+    if len(rows) < 2 or not nb or not nc:
+        return 0.0, 0, 1.0
+    n = nb + nc
+    g = 0.0
+    for b, c in rows:
+        total = b + c
+        for seen, side in ((b, nb), (c, nc)):
+            if seen:
+                g += seen * math.log(seen * n / (total * side))
+    g = max(2 * g, 0.0)
+    df = len(rows) - 1
+    return g, df, chi2_sf(g, df)
+
+
+def rate_test(events: tuple[int, int], seconds: tuple[float, float]) -> float:
+    """p of the two sides' event rates being one (each side's events Poisson over its `seconds`: given their sum,
+    the candidate's are binomial; a normal approximation with continuity correction, two-sided)."""
+    n = events[0] + events[1]
+    if n == 0 or not (seconds[0] > 0 and seconds[1] > 0):
+        return 1.0
+    share = seconds[1] / (seconds[0] + seconds[1])
+    sd = math.sqrt(n * share * (1 - share))
+    z = max(abs(events[1] - n * share) - 0.5, 0.0) / sd
+    return math.erfc(z / math.sqrt(2))
+
+
+def chi2_sf(x: float, df: int) -> float:
+    """P(X >= x) for X chi-square with `df` degrees of freedom (the regularised upper incomplete gamma function)."""
+    if x <= 0 or df <= 0:
+        return 1.0
+    a, y = df / 2, x / 2
+    log_front = a * math.log(y) - y - math.lgamma(a)
+    if y < a + 1:  # the series of the lower function
+        term = total = 1 / a
+        k = a
+        while abs(term) > abs(total) * 1e-15:
+            k += 1
+            term *= y / k
+            total += term
+        return max(0.0, 1 - total * math.exp(log_front))
+    tiny = 1e-300  # Lentz's continued fraction of the upper function
+    b = y + 1 - a
+    c, d = 1 / tiny, 1 / b
+    f = d
+    for i in range(1, 10_000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        step = d * c
+        f *= step
+        if abs(step - 1) < 1e-15:
+            break
+    return min(1.0, f * math.exp(log_front))
+
+
 def pair_streams(base: Accumulator, cand: Accumulator) -> tuple[list[tuple[StreamHistory, StreamHistory]],
                                                                   list[StreamHistory], list[StreamHistory]]:
-    """(pairs, only in baseline, only in candidate)."""
+    """(pairs, only in baseline, only in candidate): streams paired by identity, or the only stream of each side
+    whatever its identity (`compare` says so)."""
     b, c = list(base.streams.values()), list(cand.streams.values())
     if len(b) == 1 and len(c) == 1:
         return [(b[0], c[0])], [], []
@@ -141,10 +222,24 @@ def bands_changed(base: list[Band], cand: list[Band]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda x: -abs(x["time_share_change"]))
 
 
+def _rate(base: StreamHistory, cand: StreamHistory, events: tuple[int, int], untimed: bool) -> dict[str, Any] | None:
+    """Each side's events per second observed and whether the rate changed (`rate_test`, `MIN_RATE_RATIO`); None
+    when a side's columns carry no time of their own (`untimed`) or cover none."""
+    seconds = base.totals().duration_s, cand.totals().duration_s
+    if untimed or not (seconds[0] > 0 and seconds[1] > 0):
+        return None
+    per_s = events[0] / seconds[0], events[1] / seconds[1]
+    ratio = per_s[1] / per_s[0] if per_s[0] else None
+    p = rate_test(events, seconds)
+    big = ratio is None or not (1 / MIN_RATE_RATIO < ratio < MIN_RATE_RATIO)
+    return {"baseline_per_s": per_s[0], "candidate_per_s": per_s[1], "ratio": ratio, "p": p,
+            "changed": bool(p < ALPHA and big and (events[0] or events[1]))}
+
+
 def compare_streams(base: StreamHistory, cand: StreamHistory,
-                    sources: tuple[SourceTotals | None, SourceTotals | None]) -> dict[str, Any]:
+                    sources: tuple[SourceTotals | None, SourceTotals | None], untimed: bool = False) -> dict[str, Any]:
     """The JSON object of one pair (see the module docstring); `sources`, each side's own buckets where its source
-    has them (`Accumulator.sources`)."""
+    has them (`Accumulator.sources`); `untimed`, whether a side's columns carry no time of their own (no rates)."""
     pb, pc = _pooled(base), _pooled(cand)
     (eb, tb), (ec, tc) = _sums(pb), _sums(pc)
     buckets = []
@@ -165,11 +260,19 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
     vanished = [b.to_json() for b in db.bands if not any(_overlaps(b, o) for o in dc.bands)]
     grown = bands_changed(db.bands, dc.bands)
     shift = _log2_center(cand) - _log2_center(base)
-    changed = (any(abs(b["events_share_change"]) > EPSILON or abs(b["time_share_change"]) > EPSILON for b in buckets)
-               or bool(appeared or vanished or grown))
+    g, df, p = g_test([int(b["baseline_events"]) for b in buckets], [int(b["candidate_events"]) for b in buckets])
+    effect = [what for what, big in (
+        ("shift", abs(shift) >= MIN_SHIFT_OCTAVES),
+        ("events_share", any(abs(b["events_share_change"]) >= MIN_EVENTS_SHARE_CHANGE for b in buckets)),
+        ("time_share", any(abs(b["time_share_change"]) >= MIN_TIME_SHARE_CHANGE for b in buckets)),
+        ("bands", bool(appeared or vanished or grown))) if big]
+    rate = _rate(base, cand, (eb, ec), untimed)
+    changed = (p < ALPHA and bool(effect)) or bool(rate and rate["changed"])
     return {
         "baseline": _identity(base, eb, tb), "candidate": _identity(cand, ec, tc),
         "changed": changed,
+        "test": {"g": g, "df": df, "p": p, "alpha": ALPHA, "effects": effect},
+        "rate": rate,
         "shift_octaves": _num(shift),
         "median_shift_octaves": _num(_octaves(sc_["p50"], sb_["p50"])),
         "percentiles": stats,
@@ -187,15 +290,34 @@ def _identity(hist: StreamHistory, events: int, time_s: float) -> dict[str, Any]
             "events": events, "time_s": time_s}
 
 
-def compare(base: Accumulator, cand: Accumulator) -> dict[str, Any]:
-    """The whole diff: pairs plus streams found on one side only."""
+def compare(base: Accumulator, cand: Accumulator,
+            untimed: tuple[Collection[StreamId], Collection[StreamId]] = ((), ())) -> dict[str, Any]:
+    """The whole diff: pairs plus streams found on one side only (`untimed`: each side's streams whose columns carry
+    no time of their own, whose rates are not known). A pair of two streams of different identities, the only
+    stream of each side, says so (`paired_as`); a stream on one side only lists the other side's streams of its label
+    (`same_label`: another unit or datasource)."""
     pairs, only_b, only_c = pair_streams(base, cand)
+    out = []
+    for b, c in pairs:
+        pair = compare_streams(b, c, (base.sources.get(b.stream), cand.sources.get(c.stream)),
+                               untimed=b.stream in untimed[0] or c.stream in untimed[1])
+        if b.stream != c.stream:
+            pair["paired_as"] = "the only stream of each side"
+        out.append(pair)
     return {
-        "pairs": [compare_streams(b, c, (base.sources.get(b.stream), cand.sources.get(c.stream))) for b, c in pairs],
-        "only_in_baseline": [_identity(h, *_sums(_pooled(h))) for h in only_b],
-        "only_in_candidate": [_identity(h, *_sums(_pooled(h))) for h in only_c],
+        "pairs": out,
+        "only_in_baseline": [_alone(h, only_c) for h in only_b],
+        "only_in_candidate": [_alone(h, only_b) for h in only_c],
         "errors": {"baseline": read_errors(base), "candidate": read_errors(cand)},
     }
+
+
+def _alone(hist: StreamHistory, others: list[StreamHistory]) -> dict[str, Any]:
+    """A stream on one side only: its identity, and the other side's streams of its label (`others`: those on the
+    other side only)."""
+    same = [{"datasource": o.stream.datasource, "unit": o.stream.unit} for o in others
+            if o.stream.label == hist.stream.label]
+    return {**_identity(hist, *_sums(_pooled(hist))), **({"same_label": same} if same else {})}
 
 
 def _pp(change: float) -> str:
@@ -209,19 +331,34 @@ def compare_text(result: dict[str, Any]) -> str:
     changed = sorted((p for p in pairs if p["changed"]), key=_how_much)
     several = len(pairs) > 1
     out = _summary(result, changed) if several else []
+    if not pairs and (result["only_in_baseline"] or result["only_in_candidate"]):
+        only = [f"{len(result[key]):,} only in the {side}" for key, side in
+                (("only_in_baseline", "baseline"), ("only_in_candidate", "candidate")) if result[key]]
+        out.append(f"Nothing compared: no stream is on both sides ({', '.join(only)}).")
     for pair in changed if several else pairs:
         out += _pair_lines(pair)
     if several:
         out += [f"{_heading(p)}  no change: {_events_text(p, short=True)}" for p in pairs if not p["changed"]]
-    for key, side in (("only_in_baseline", "baseline"), ("only_in_candidate", "candidate")):
+    for key, side, other in (("only_in_baseline", "baseline", "candidate"),
+                             ("only_in_candidate", "candidate", "baseline")):
         for s in result[key]:
-            out.append(f"== {clean_text(s['label']) or '(no label)'}: only in the {side}")
+            why = "; ".join(f"the {other}'s '{clean_text(s['label'])}' is {_kind(o, s)}"
+                            for o in s.get("same_label", ()))
+            out.append(f"== {clean_text(s['label']) or '(no label)'}: only in the {side}"
+                       + (f" ({why})" if why else ""))
     if not out:
         out.append("No data on either side.")
     for side, errors in result["errors"].items():  # what reading each side skipped and said
         out += read_notes(errors["skipped_records"], errors["messages"], whose=f" ({side})",
                           left_out=errors.get("messages_left_out", 0))
     return "\n".join(out) + "\n"
+
+
+def _kind(other: dict[str, Any], mine: dict[str, Any]) -> str:
+    """How a stream of the same label on the other side differs: `millisec, not microsec`, and/or its datasource."""
+    out = [f"{clean_text(other[key])}, not {clean_text(mine[key])}" for key in ("unit", "datasource")
+           if other[key] != mine[key]]
+    return " and ".join(out) or "another stream"
 
 
 def _name(pair: dict[str, Any]) -> str:
@@ -271,9 +408,12 @@ def _summary(result: dict[str, Any], changed: list[dict[str, Any]]) -> list[str]
     width = min(40, max((len(_name(p)) for p in changed), default=0))
     for pair in changed:
         shift, p99 = pair["shift_octaves"], pair["percentiles"]["p99"]
-        how = [f"{shift:+.2f} octaves (×{2 ** shift:.2f})" if shift is not None else "no shift known",
+        rate = pair.get("rate")
+        how = [f"{shift:+.2f} octaves ({_times(2 ** shift)})" if shift is not None else "no shift known",
                f"p99 {_dur(p99, 'baseline')} → {_dur(p99, 'candidate')}",
                f"{100 * _moved(pair):.1f}% of events changed bucket"]
+        if rate is not None and rate["changed"] and rate["ratio"] is not None:
+            how.append(f"rate {_times(rate['ratio'])}")
         bands = len(pair["bands_appeared"]), len(pair["bands_vanished"]), len(pair["bands_changed"])
         kinds = ("appeared", "vanished", "changed")
         how += [f"{plural(n, 'band')} {what}" for n, what in zip(bands, kinds, strict=True) if n]
@@ -283,12 +423,21 @@ def _summary(result: dict[str, Any], changed: list[dict[str, Any]]) -> list[str]
 
 def _pair_lines(pair: dict[str, Any]) -> list[str]:
     """One pair in full: its events, percentiles, bands and, when it changed, every bucket's shares."""
-    out = [_heading(pair), f"   {_events_text(pair)}"]
+    out = [_heading(pair)]
+    if "paired_as" in pair:
+        b, c = pair["baseline"], pair["candidate"]
+        out.append(f"   compared {_who(b, c)} (baseline) with {_who(c, b)} (candidate): the only stream of each")
+    out.append(f"   {_events_text(pair)}")
+    rate = pair.get("rate")
+    if rate is not None:
+        ratio = f" ({_times(rate['ratio'])})" if rate["ratio"] is not None else ""
+        out.append(f"   rate {_per_s(rate['baseline_per_s'])} → {_per_s(rate['candidate_per_s'])}{ratio}"
+                   f"{': changed' if rate['changed'] else ''}")
     if not pair["changed"]:
-        out.append("   no change: same shares in every bucket, same bands")
+        out.append(f"   {_unchanged(pair)}")
     shift = pair["shift_octaves"]
-    if shift is not None and abs(shift) > EPSILON:
-        out.append(f"   latency shifted {shift:+.2f} octaves (×{2 ** shift:.2f}, event-weighted log2 mean)")
+    if shift is not None and round(abs(shift), 2) > 0:
+        out.append(f"   latency shifted {shift:+.2f} octaves ({_times(2 ** shift)}, event-weighted log2 mean)")
     for change in pair["bands_changed"]:  # a band's share is the summary words a shift of the mean can hide
         b, c = change["baseline"], change["candidate"]
         where = _span(c) if _span(b) == _span(c) else f"{_span(b)} → {_span(c)}"
@@ -296,7 +445,7 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
                    f"{_shares(b, c, 'time_share')} of the time")
     for k, s in pair["percentiles"].items():
         bound = _bound(s)
-        ratio = f" ({bound}×{s['ratio']:.2f})" if s["ratio"] is not None and bound is not None else ""
+        ratio = f" ({bound}{_times(s['ratio'])})" if s["ratio"] is not None and bound is not None else ""
         delta = "" if s["delta_s"] is None or bound is None else \
             bound + _delta(s["delta_s"], s["baseline_s"], s["candidate_s"])
         out.append(f"   {k:<5} {_dur(s, 'baseline'):>9} → {_dur(s, 'candidate'):>9}  {delta}{ratio}")
@@ -314,6 +463,39 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
                        f"{100 * row['baseline_time_share']:6.2f}% → {100 * row['candidate_time_share']:6.2f}% "
                        f"{_pp(row['time_share_change']):>9}")
     return out
+
+
+def _who(side: dict[str, Any], other: dict[str, Any]) -> str:
+    """A side's stream as a pairing note names it: its label, and its datasource and unit where they differ from
+    the other side's."""
+    differ = [clean_text(side[key]) for key in ("datasource", "unit") if side[key] != other[key]]
+    label = f"'{clean_text(side['label'])}'"
+    return f"{label} [{', '.join(differ)}]" if differ else label
+
+
+def _unchanged(pair: dict[str, Any]) -> str:
+    """Why an unchanged pair reads so: its bucket counts differ by chance, or by too little to matter."""
+    test = pair.get("test")
+    if test is None or test["df"] == 0 or not test["g"]:
+        return "no change: same shares in every bucket, same bands"
+    p = f"G-test p = {test['p']:.2g}"
+    if test["p"] >= test["alpha"]:
+        return f"no change beyond chance: the bucket shares differ as two samples of one distribution do ({p})"
+    return (f"no change that matters: the bucket shares differ beyond chance ({p}) but by less than "
+            f"{MIN_SHIFT_OCTAVES:g} octave, {100 * MIN_EVENTS_SHARE_CHANGE:g} point of the events and "
+            f"{100 * MIN_TIME_SHARE_CHANGE:g} of the time in any bucket, and no band changed")
+
+
+def _per_s(rate: float) -> str:
+    """Events per second: `1,000/s`, `2.5/s`, `0.0012/s`."""
+    return f"{rate:,.0f}/s" if rate >= 100 else f"{format_number(rate)}/s"
+
+
+def _times(ratio: float) -> str:
+    """A ratio as `×1.17`, and one under 0.01 as `×1/293` (not `×0.00`)."""
+    if 0 < ratio < 0.01:
+        return f"×1/{1 / ratio:,.0f}"
+    return f"×{ratio:.2f}"
 
 
 def _both(b: dict[str, Any], c: dict[str, Any], key: str) -> str:
@@ -345,7 +527,7 @@ def _bound(stat: dict[str, Any]) -> str | None:
 
 def _shares(b: dict[str, Any], c: dict[str, Any], key: str) -> str:
     """`1.0% → 4.0% (×4.00)`: a band's share `key` on both sides."""
-    ratio = f" (×{c[key] / b[key]:.2f})" if b[key] > 0 else ""
+    ratio = f" ({_times(c[key] / b[key])})" if b[key] > 0 else ""
     return f"{100 * b[key]:.1f}% → {100 * c[key]:.1f}%{ratio}"
 
 

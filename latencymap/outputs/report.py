@@ -110,7 +110,8 @@ def _buckets(hist: StreamHistory, slots: slice) -> list[dict[str, Any]]:
 def stream_total(total: Totals, source: SourceTotals | None, unit: str, columns: int) -> dict[str, Any]:
     """Events, time, mean and percentiles; a rebinned stream's come from its own buckets (and exact sum), and a
     stream whose source folded exactly into rows takes its time from the source's sum when every column has one.
-    `open` lists the percentiles that are a lower bound only (the open top bucket's low: its values are not known)."""
+    `open` lists the percentiles that are a lower bound only (the open top bucket's low, or the largest finite bound of
+    the source's own buckets: their values are not known)."""
     time_s, mean_s = total.time_s, total.mean_s
     percentiles = {q: total.percentiles[q] for q in PERCENTILES}
     at_least = total.open
@@ -119,7 +120,7 @@ def stream_total(total: Totals, source: SourceTotals | None, unit: str, columns:
         assert source is not None
         scale = unit_seconds(unit)
         percentiles = {q: source.percentile(q) * scale for q in PERCENTILES}
-        at_least = ()
+        at_least = source_open(source)
     if own_time:
         assert source is not None
         time_s = source.time_s
@@ -127,6 +128,18 @@ def stream_total(total: Totals, source: SourceTotals | None, unit: str, columns:
     return {"events": total.events, "time_s": time_s, "mean_s": _num(mean_s),
             **{f"{PERCENTILE_NAMES[q]}_s": _num(v) for q, v in percentiles.items()},
             **({"open": [f"{PERCENTILE_NAMES[q]}_s" for q in at_least]} if at_least else {})}
+
+
+def source_open(source: SourceTotals) -> tuple[float, ...]:
+    """The percentiles whose rank falls in the source's overflow (`+Inf`) bucket with no largest value seen to end
+    it: `histogram_quantile` gives them its largest finite bound, which they are only at least."""
+    bounds = source.bounds
+    if len(bounds) < 2 or not math.isinf(bounds[-1]) or math.isinf(bounds[-2]):
+        return ()
+    if source.least is not None and source.most is not None and max(bounds[-2], source.least) <= source.most:
+        return ()  # the largest value seen ends it (OpenTelemetry's max)
+    below, events = int(source.counts[:-1].sum()), source.events
+    return tuple(q for q in PERCENTILES if q * events > below)
 
 
 def percentile_text(total: dict[str, Any], q: float, long_units: bool = True) -> str:

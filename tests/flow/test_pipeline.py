@@ -218,3 +218,84 @@ def test_a_report_of_a_pipe_cut_by_duration_has_the_note() -> None:
     assert "2 intervals over" in done.stdout
     assert ("Notes:\n   --duration 1.5: reading stopped after 1.5 s (wall-clock time), before the input's end, "
             "2 intervals in: what came after is not read") in done.stdout
+
+
+def cumulative(streams: list[StreamId], n: int) -> str:
+    """`n` intervals of each of `streams` as cumulative protocol records, one stream's whole history after the
+    other's (`cat sda.txt sdb.txt`)."""
+    from latencymap.protocol import format_record
+
+    return "".join(format_record(s, 1_700_000_000.0 + k, np.full(4, 10 * k, dtype=np.int64), date=f"r{k}")
+                   for s in streams for k in range(n + 1))
+
+
+def test_a_file_whose_streams_come_one_after_another_keeps_count_of_each_and_says_what_it_left_out(
+        tmp_path) -> None:
+    """`report --count 10` of `cat sda.txt sdb.txt` ended the flow at sda's 11th interval: sdb was never read, and
+    a gate passed on data it had not seen. Each stream now keeps its `count`; what it left out is said once."""
+    from latencymap.flow.pipeline import CountCut, column_flow
+    from latencymap.plugins import load_registry
+
+    path = tmp_path / "seq.txt"
+    path.write_text(cumulative([A, B], 20))
+    got = list(limited(column_flow([str(path)], load_registry()), 10))
+    assert per_stream(got) == {"a": 10, "b": 10}
+    notes = [item.message for item in got if isinstance(item, Notice)]
+    assert notes == ["--count 10: 'a' (bpf, microsec) had 10 more intervals after its first 10: left out",
+                     "--count 10: 'b' (bpf, microsec) had 10 more intervals after its first 10: left out"]
+    assert all(isinstance(item, CountCut) and not item.skipped for item in got if isinstance(item, Notice))
+
+
+def test_later_inputs_are_read_under_count(tmp_path) -> None:
+    """`report --count 10 in_a.txt in_b.txt` reported in_a's `sda` alone."""
+    from latencymap.flow.pipeline import column_flow
+    from latencymap.plugins import load_registry
+
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text(cumulative([A], 20))
+    second.write_text(cumulative([B], 5))
+    got = list(limited(column_flow([str(first), str(second)], load_registry()), 10))
+    assert per_stream(got) == {"a": 10, "b": 5}
+
+
+def test_a_live_flow_waits_for_a_new_stream_and_leaves_out_the_others_past_their_count() -> None:
+    """A live flow (a source's, a pipe's) ended at the first stream's interval past `count`, so a stream that came
+    in later got fewer. It now stops once every stream seen has `count` and an interval began after the newest
+    stream's first ended; what it left out meanwhile is said."""
+    def flow() -> Iterator[FlowItem]:
+        for r in range(20):
+            yield interval(A, 1.0 + r)
+            if r >= 1:
+                yield interval(B, 1.0 + r)
+
+    got = list(limited(flow(), 3))
+    assert per_stream(got) == {"a": 3, "b": 3}  # before: b 2
+    # b's 3rd interval is in the round of r = 3, after a's 4th, which was read and left out
+    assert [item.message for item in got if isinstance(item, Notice)] == [
+        "--count 3: 'a' (bpf, microsec) had 1 more interval after its first 3: left out"]
+    # a stream that first comes after every stream seen had its count and an interval began past the newest's
+    # first is not waited for: a live flow must stop
+    late = [interval(A, 1.0 + r) if r < 6 else interval(B, 1.0 + r) for r in range(10)]
+    assert per_stream(list(limited(iter(late), 3))) == {"a": 3}
+
+
+@pytest.mark.timeout(60)
+def test_a_live_input_stopped_by_count_names_the_inputs_not_read(tmp_path) -> None:
+    import os
+    import threading
+
+    from latencymap.flow.pipeline import column_flow
+    from latencymap.plugins import load_registry
+
+    later = tmp_path / "later.txt"
+    later.write_text(cumulative([B], 3))
+    read, write = os.pipe()
+    producer = threading.Thread(target=paced_records, args=(write, 40, 0.01, []), daemon=True)
+    producer.start()
+    with os.fdopen(read, "rb") as stdin:
+        got = list(limited(column_flow(["-", str(later)], load_registry(), stdin=stdin), count=2))
+    producer.join(10)
+    assert per_stream(got) == {"a": 2}
+    assert [item.message for item in got if isinstance(item, Notice)] == [
+        f"--count 2: every stream of <stdin> had 2 intervals and no new stream came for one interval, so reading "
+        f"stopped there: {later} not read"]

@@ -293,17 +293,20 @@ def test_many_pairs_start_with_a_summary_the_changed_first(tmp_path: Path) -> No
     cand.write_text("".join(cand_text))
     text = diff(str(base), str(cand))[1]
     lines = text.splitlines()
-    assert lines[0] == "2 of 6 pairs changed, 4 unchanged:"
+    assert lines[0] == "3 of 6 pairs changed, 3 unchanged:"
     assert re.match(r"   host4/rpc  \+2\.00 octaves \(×4\.00\), p99 \S+ → \S+, 100\.0% of events changed bucket, "
                     r"1 band appeared, 1 band vanished$", lines[1]), lines[1]
-    assert lines[2].startswith("   host1/rpc  +1.00 octaves (×2.00), ") and lines[3] == ""
+    assert lines[2].startswith("   host1/rpc  +1.00 octaves (×2.00), ")
+    # twice the events in the same time: the rate changed, the shape did not
+    assert lines[3].startswith("   host3/rpc  +0.00 octaves (×1.00), ") and lines[3].endswith(
+        ", 0.0% of events changed bucket, rate ×2.00") and lines[4] == ""
     blocks = [line for line in lines if line.startswith("== ")]
-    assert blocks[:2] == ["== host4/rpc  [bpf, millisec]", "== host1/rpc  [bpf, millisec]"]
+    assert blocks[:3] == ["== host4/rpc  [bpf, millisec]", "== host1/rpc  [bpf, millisec]",
+                          "== host3/rpc  [bpf, millisec]"]
+    assert "   rate 120/s → 240/s (×2.00): changed\n" in text
     same = "no change: 120 events in 1 interval on both sides"
-    assert blocks[2:] == [f"== host{i}/rpc  [bpf, millisec]  {same}" for i in (0, 2)] + [
-        "== host3/rpc  [bpf, millisec]  no change: baseline 120 events in 1 interval; candidate 240 events in 1 "
-        "interval", f"== host5/rpc  [bpf, millisec]  {same}"]
-    assert text.count("   p50 ") == 2  # percentiles of the changed pairs only
+    assert blocks[3:] == [f"== host{i}/rpc  [bpf, millisec]  {same}" for i in (0, 2, 5)]
+    assert text.count("   p50 ") == 3  # percentiles of the changed pairs only
     single = diff(str(write_records(tmp_path / "b.txt", steady)), str(write_records(tmp_path / "c.txt", steady)))[1]
     assert single.startswith("== reads  [bpf, millisec]\n") and "   p50 " in single  # one pair: no summary
 
@@ -363,3 +366,94 @@ def test_percentiles_in_the_open_top_bucket_read_as_lower_bounds(tmp_path: Path)
     same = diff(str(cand), str(cand))[1]  # both bounds: no change can be told
     assert re.search(rf"p99 +≥{low} → ≥{low}  $", same, re.MULTILINE), same
     assert diff_json(cand, cand)["pairs"][0]["percentiles"]["p99"]["open"] == ["baseline", "candidate"]
+
+
+def raw_latencies(path: Path, seed: int, n: int = 5000, mu_us: float = 200.0, sigma: float = 0.6,
+                  slow: tuple[float, float] = (0.0, 0.0), seconds: float = 60.0) -> Path:
+    """`n` raw `time latency(µs)` lines over `seconds`: a lognormal of median `mu_us`, a share `slow[0]` of them near
+    `slow[1]` µs instead."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lat = rng.lognormal(math.log(mu_us), sigma, n)
+    if slow[0]:
+        hit = rng.random(n) < slow[0]
+        lat[hit] = rng.lognormal(math.log(slow[1]), 0.2, int(hit.sum()))
+    times = np.sort(rng.uniform(0, seconds, n))
+    path.write_text("".join(f"{t:.6f} {v:.3f}\n" for t, v in zip(times, lat, strict=True)))
+    return path
+
+
+def test_samples_of_one_distribution_read_unchanged_and_regressions_changed(tmp_path: Path) -> None:
+    """Every pair of seeds of one distribution read `changed: true` ("2 of 2 pairs changed", "latency shifted +0.00
+    octaves"): any share difference over 1e-9 was a change. A pair changes now when its bucket counts differ beyond
+    chance (G-test) by a shift, share or band that matters, or its rate does; the hunter's regressions still do."""
+    base = raw_latencies(tmp_path / "base.txt", 1)
+    for seed in range(2, 8):
+        pair = diff_json(base, raw_latencies(tmp_path / f"same{seed}.txt", seed))["pairs"][0]
+        assert pair["changed"] is False, (seed, pair["test"])
+        assert pair["rate"]["changed"] is False and pair["test"]["alpha"] == 0.001
+    text = diff(str(base), str(tmp_path / "same2.txt"))[1]
+    assert "   no change beyond chance: the bucket shares differ as two samples of one distribution do (G-test p = " \
+           in text
+    assert "+0.00 octaves" not in text and "bucket  " not in text  # no table of noise
+    regressions = {
+        "tail": raw_latencies(tmp_path / "tail.txt", 9, slow=(0.02, 2000)),  # p99 x3.6 and more
+        "band": raw_latencies(tmp_path / "band.txt", 10, slow=(0.03, 20_000)),  # a new 3% band at 20 ms
+        "shift": raw_latencies(tmp_path / "shift.txt", 11, mu_us=400),  # x2
+        "rate": raw_latencies(tmp_path / "rate.txt", 12, n=2500),  # half the events in the same time
+    }
+    for name, path in regressions.items():
+        pair = diff_json(base, path)["pairs"][0]
+        assert pair["changed"] is True, name
+        assert pair["rate"]["changed"] is (name == "rate"), name
+    rate = diff_json(base, regressions["rate"])["pairs"][0]["rate"]
+    assert rate["baseline_per_s"] == pytest.approx(5000 / 60, rel=0.02) and rate["ratio"] == pytest.approx(0.5, 0.02)
+
+
+def test_a_pure_rate_drop_is_said(tmp_path: Path) -> None:
+    """Every count halved read "0.0% of events changed bucket" and no change of rate."""
+    base = write_records(tmp_path / "b.txt", {1: 1000, 2: 500}, n=10)
+    half = write_records(tmp_path / "c.txt", {1: 500, 2: 250}, n=10)
+    text = diff(str(base), str(half))[1]
+    assert "   rate 1,500/s → 750/s (×0.50): changed\n" in text, text
+    assert diff_json(base, half)["pairs"][0]["changed"] is True
+
+
+def test_the_only_stream_of_each_side_is_paired_and_said_so(tmp_path: Path) -> None:
+    """Two single streams were paired whatever their labels, silently."""
+    a = write_records(tmp_path / "a.txt", {1: 100}, label="sda")
+    b = write_records(tmp_path / "b.txt", {1: 100}, label="io")
+    text = diff(str(a), str(b))[1]
+    assert text.splitlines()[:2] == ["== sda → io  [bpf, millisec]",
+                                     "   compared 'sda' (baseline) with 'io' (candidate): the only stream of each"]
+    assert diff_json(a, b)["pairs"][0]["paired_as"] == "the only stream of each side"
+    assert "paired_as" not in diff_json(a, a)["pairs"][0] and "compared " not in diff(str(a), str(a))[1]
+
+
+def test_a_stream_of_the_same_label_in_another_unit_is_named_and_nothing_compared_is_said(tmp_path: Path) -> None:
+    """`sda` in µs against `sda` in ms said "only in the baseline" / "only in the candidate" with no reason, and a
+    diff with no stream in common had no summary."""
+    ms = [write_records(tmp_path / f"{label}.txt", {1: 100}, label=label).read_text() for label in ("sda", "sdb")]
+    base = tmp_path / "ms.txt"
+    base.write_text("".join(ms))
+    cand = tmp_path / "us.txt"
+    cand.write_text(base.read_text().replace("latencyunit, millisec", "latencyunit, microsec"))
+    text = diff(str(base), str(cand))[1]
+    assert text.splitlines() == [
+        "Nothing compared: no stream is on both sides (2 only in the baseline, 2 only in the candidate).",
+        "== sda: only in the baseline (the candidate's 'sda' is microsec, not millisec)",
+        "== sdb: only in the baseline (the candidate's 'sdb' is microsec, not millisec)",
+        "== sda: only in the candidate (the baseline's 'sda' is millisec, not microsec)",
+        "== sdb: only in the candidate (the baseline's 'sdb' is millisec, not microsec)"]
+    assert diff_json(base, cand)["only_in_baseline"][0]["same_label"] == [{"datasource": "bpf", "unit": "microsec"}]
+
+
+def test_a_ratio_under_a_hundredth_is_written_readably(tmp_path: Path) -> None:
+    """1.17s → 3.99ms read `(×0.00)`."""
+    slow = write_records(tmp_path / "slow.txt", {1024: 100})
+    fast = write_records(tmp_path / "fast.txt", {2: 100})
+    text = diff(str(slow), str(fast))[1]
+    assert "(×0.00" not in text
+    assert re.search(r"   p50 +\S+ → +\S+  -\S+ \(×1/\d{3}\)\n", text), text
+    assert "latency shifted -9.00 octaves (×1/512, event-weighted log2 mean)" in text

@@ -10,7 +10,10 @@ A column is anomalous when all of these hold:
 - Poisson deviance against `N_col x baseline shares`, divided by the over-dispersion of the
   stream (median deviance per degree of freedom over normal columns, at least 1: real streams
   wobble more than Poisson), exceeds the chi-square quantile at `z` (4, one-sided p ~ 3e-5,
-  Wilson-Hilferty approximation);
+  Wilson-Hilferty approximation). The baseline gives half an event to each of its empty slots from
+  the first to the last that some column uses, none beyond them: a share there would be missing
+  from every column alike, and on a short stream (few events in all) the over-dispersion read from
+  that made a slow phase of several seconds look like noise;
 - the shares moved enough to matter: total variation distance of event shares >= `min_shift`
   (5%), or of time shares >= `min_time_shift` (20%, so a thin slow band that owns the waiting
   counts even when it holds few events).
@@ -153,14 +156,13 @@ def anomalous_columns(
     """(anomalous mask, baseline counts, baseline time) over columns (see the module docstring): (columns x slots)
     `counts` and `times`, or `Columns` that read both.
 
-    The work runs on the slots some column uses: each empty slot outside them only adds its half-event baseline
-    share `q` to the normaliser, `2 n q` to a column's deviance and `q / 2` to its distance, which are added as sums.
-    Each step reads the columns a chunk at a time and keeps a few numbers per column.
+    The work runs on the slots from the first to the last that some column uses; the slots beyond them tell no
+    column from another and get no share. Each step reads the columns a chunk at a time and keeps a few numbers per
+    column.
     """
     cols = as_columns(counts, times)
     used = np.flatnonzero(cols.used())
     lo, hi = (int(used[0]), int(used[-1]) + 1) if used.size else (0, cols.width)
-    outside = cols.width - (hi - lo)
     window = cols.window(slice(lo, hi))
     n = window.column_sums()[0]
     testable = n >= min_column_events
@@ -174,14 +176,10 @@ def anomalous_columns(
             # before it look as changed as those after, and no majority would be left to stand as the baseline.
             base = _median_shape_of(window, normal, of_time=False) * float(base.sum())
             base_t = _median_shape_of(window, normal, of_time=True) * float(base_t.sum())
-        total = max(float(base.sum()), 1.0)
-        p = np.where(base > 0, base, 0.5) / total
-        norm = float(p.sum()) + outside * 0.5 / total
-        p, rest = p / norm, outside * 0.5 / total / norm  # `rest`: the baseline share of the slots outside
-        pt = _shares(base_t)
+        p, pt = _baseline_shares(base), _shares(base_t)
         deviance, tvd, tvd_time, df = np.empty(cols.n), np.empty(cols.n), np.empty(cols.n), np.empty(cols.n, int)
         for span, c, t in window.chunks():
-            deviance[span], df[span], tvd[span], tvd_time[span] = _column_tests(c, t, n[span], base > 0, p, rest, pt)
+            deviance[span], df[span], tvd[span], tvd_time[span] = _column_tests(c, t, n[span], base > 0, p, pt)
         ratio = deviance / (df * (1.0 - 2.0 / (9.0 * df)) ** 3)  # ~1 at the median of chi2(df)
         dispersion = max(1.0, float(median_of(ratio[normal]))) if normal.any() else 1.0
         significant = deviance / dispersion > chi2_quantile(df, z)
@@ -194,12 +192,12 @@ def anomalous_columns(
 
 
 def _column_tests(counts: np.ndarray, times: np.ndarray, n: np.ndarray, in_base: np.ndarray, p: np.ndarray,
-                  rest: float, pt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per column: Poisson deviance against the baseline shares `p` (`rest`: those of the slots outside), its
-    degrees of freedom, and the total variation distances of event and time shares."""
-    deviance = poisson_deviance(counts, n[:, None] * p[None, :]) + 2.0 * n * rest
+                  pt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per column: Poisson deviance against the baseline shares `p`, its degrees of freedom, and the total variation
+    distances of event and time shares."""
+    deviance = poisson_deviance(counts, n[:, None] * p[None, :])
     df = np.maximum((in_base[None, :] | (counts > 0)).sum(axis=1) - 1, 1)
-    tvd = 0.5 * (np.abs(_shares(counts) - p[None, :]).sum(axis=1) + rest)
+    tvd = 0.5 * np.abs(_shares(counts) - p[None, :]).sum(axis=1)
     tvd_time = 0.5 * np.abs(_shares(times) - pt[None, :]).sum(axis=1)
     return deviance, df, tvd, tvd_time
 

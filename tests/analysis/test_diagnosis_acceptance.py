@@ -69,3 +69,19 @@ def test_dataloader_stall_is_an_episode_and_no_band_spans_80ms_and_1_5s(tmp_path
     assert finding["where"]["start"] == e["start"] and finding["why"]
     text = report(tmp_path / "dl.txt", "text")
     assert "stall cols " in text and "2 events of " in text
+
+
+def test_a_slow_phase_of_five_seconds_in_a_16s_stream_is_said_with_its_columns_and_times(tmp_path: Path) -> None:
+    """A loop whose calls take 50 ms instead of 11 ms from t+5s to t+10s, 16 s in all: the report said only
+    'bimodal ... 12% in 32ms–64ms', with no time to pick a flame graph's range from (20 s or more said the episode)."""
+    rng = np.random.default_rng(0)
+    at, lines = 0.0, []
+    while at < 16:
+        value = rng.uniform(50, 51) if 5 <= at < 10 else rng.uniform(10, 12)
+        at += (value + 5) / 1000
+        lines.append(f"{at:.4f} {value:.3f}\n")
+    path = tmp_path / "phase.txt"
+    path.write_text("".join(lines))
+    (stream,) = json.loads(report(path))["streams"]
+    assert [(e["kind"], e["first_col"], e["last_col"]) for e in stream["episodes"]] == [("move", 5, 9)]
+    assert "episode cols 5–9 (t+5s–t+10s): latency moved +2.0 octaves: 8ms–16ms → 32ms–64ms" in report(path, "text")

@@ -6,7 +6,7 @@ import gzip
 import socket
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +54,25 @@ def exporter(encoding: str, url: str, temporality: str) -> MetricExporter:
 
     compression = Compression.Gzip if encoding == "protobuf+gzip" else Compression.NoCompression
     return ProtoExporter(endpoint=url, preferred_temporality=preferred, compression=compression)
+
+
+class Recorded:
+    """An SDK histogram `name` (in `unit`) that records `draw(rng, n)`'s values at the n-th export, keeping every one:
+    the truth a report is checked against."""
+
+    def __init__(self, name: str, unit: str, draw: Callable[[np.random.Generator, int], np.ndarray],
+                 seed: int = 7) -> None:
+        self.name, self.unit, self.draw = name, unit, draw
+        self.rng = np.random.default_rng(seed)
+        self.values: list[float] = []
+
+    def setup(self, meter: Any) -> Any:
+        return meter.create_histogram(self.name, unit=self.unit)
+
+    def __call__(self, histogram: Any, n: int) -> None:
+        for value in self.draw(self.rng, n).tolist():
+            histogram.record(value)
+            self.values.append(value)
 
 
 @dataclass

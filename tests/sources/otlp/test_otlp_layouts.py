@@ -13,7 +13,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 from opentelemetry.sdk.resources import Resource
-from otlp_support import by_label, exporter, free_port, push_and_receive
+from otlp_support import Recorded, by_label, exporter, free_port, push_and_receive
 
 from latencymap.core.accumulator import accumulate
 from latencymap.outputs.gates import check_gates, parse_gate
@@ -21,21 +21,10 @@ from latencymap.outputs.report import build_report, report_text
 from latencymap.sources.otlp.receiver import receive
 
 
-class Widening:
+def widening() -> Recorded:
     """Request durations in seconds: narrow on even exports (a fine scale), wide on odd ones (a coarser scale)."""
-
-    def __init__(self) -> None:
-        self.rng = np.random.default_rng(8)
-        self.values: list[float] = []
-
-    def setup(self, meter: Any) -> Any:
-        return meter.create_histogram("http.server.request.duration.expo", unit="s")
-
-    def __call__(self, histogram: Any, n: int) -> None:
-        high = 0.02 if n % 2 == 0 else 0.5
-        for value in self.rng.uniform(0.001, high, 100).tolist():
-            histogram.record(value)
-            self.values.append(value)
+    return Recorded("http.server.request.duration.expo", "s",
+                    lambda rng, n: rng.uniform(0.001, 0.02 if n % 2 == 0 else 0.5, 100), seed=8)
 
 
 def only_stream(items: list[Any]) -> tuple[list[Any], dict[str, Any], str]:
@@ -45,7 +34,7 @@ def only_stream(items: list[Any]) -> tuple[list[Any], dict[str, Any], str]:
 
 
 def test_delta_exponential_points_whose_scale_changes_keep_the_exact_time_and_all_their_buckets() -> None:
-    record = Widening()
+    record = widening()
     got, _ = push_and_receive("protobuf", "delta", record, pushes=6)
     columns, stream, text = only_stream(got)
     scales = {round(1 / math.log2(c.source_buckets.bounds[-1] / c.source_buckets.bounds[-2])) for c in columns}

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from otlp_support import push_and_receive
+from otlp_support import Recorded, push_and_receive
 from test_otlp_points import explicit, run
 
 from latencymap.cli import main as cli
@@ -26,37 +26,15 @@ from latencymap.sources.otlp.points import CUMULATIVE, DELTA
 QS = {"p50_s": 50, "p90_s": 90, "p99_s": 99, "p999_s": 99.9}
 
 
-class Milliseconds:
+def milliseconds() -> Recorded:
     """Request durations of about 3 ms in a histogram in seconds with the SDK's default bounds (0, 5, 10, 25 ...)."""
-
-    def __init__(self) -> None:
-        self.rng = np.random.default_rng(7)
-        self.values: list[float] = []
-
-    def setup(self, meter: Any) -> Any:
-        return meter.create_histogram("http.server.request.duration", unit="s")
-
-    def __call__(self, histogram: Any, n: int) -> None:
-        for value in self.rng.lognormal(math.log(0.003), 0.4, 300).tolist():
-            histogram.record(value)
-            self.values.append(value)
+    return Recorded("http.server.request.duration", "s", lambda rng, n: rng.lognormal(math.log(0.003), 0.4, 300))
 
 
-class Widening:
+def widening() -> Recorded:
     """Lognormal latencies (ms) that widen from push to push into an exponential histogram of 4 buckets, so that
     the SDK ends at a negative scale (each bucket many octaves wide)."""
-
-    def __init__(self) -> None:
-        self.rng = np.random.default_rng(7)
-        self.values: list[float] = []
-
-    def setup(self, meter: Any) -> Any:
-        return meter.create_histogram("rpc.expo", unit="ms")
-
-    def __call__(self, histogram: Any, n: int) -> None:
-        for value in self.rng.lognormal(math.log(50), (0.5, 1.5, 3.0)[n], 300).tolist():
-            histogram.record(value)
-            self.values.append(value)
+    return Recorded("rpc.expo", "ms", lambda rng, n: rng.lognormal(math.log(50), (0.5, 1.5, 3.0)[n], 300))
 
 
 def report_of(items: list[Any]) -> dict[str, Any]:
@@ -70,14 +48,14 @@ def report_of(items: list[Any]) -> dict[str, Any]:
 @pytest.mark.slow
 @pytest.mark.parametrize("temporality", ["delta", "cumulative"])
 @pytest.mark.parametrize("encoding", ["protobuf", "json"])
-@pytest.mark.parametrize("recorder", [Milliseconds, Widening])
+@pytest.mark.parametrize("recorder", [milliseconds, widening])
 def test_percentiles_and_rows_stay_within_the_sdk_min_and_max(recorder: type, encoding: str,
                                                               temporality: str) -> None:
     record = recorder()
     got, pusher = push_and_receive(encoding, temporality, record, pushes=3, expo_max_size=4)
     ((_, point),) = pusher.sdk.items()
     values = np.array(record.values)
-    to_s = 1.0 if recorder is Milliseconds else 1e-3
+    to_s = 1.0 if recorder is milliseconds else 1e-3
     least, most = point.min * to_s, point.max * to_s
     assert (least, most) == (values.min() * to_s, values.max() * to_s)
     doc = report_of(got)
@@ -87,7 +65,7 @@ def test_percentiles_and_rows_stay_within_the_sdk_min_and_max(recorder: type, en
     for name in QS:
         assert least <= total[name] <= most, (name, total[name], least, most)
     truth = {name: float(np.percentile(values, q)) * to_s for name, q in QS.items()}
-    if recorder is Milliseconds:  # before: p50 2.5 s, p99 4.95 s (a straight line over the bucket 0-5 s)
+    if recorder is milliseconds:  # before: p50 2.5 s, p99 4.95 s (a straight line over the bucket 0-5 s)
         assert all(truth[n] / 2 <= total[n] <= truth[n] * 2 for n in QS), (total, truth)
     else:  # before: p999 thousands of seconds (the top bucket's octaves up to 16,777 s)
         assert sdk_scale(pusher) < 0
@@ -115,7 +93,7 @@ def test_a_recording_keeps_what_min_and_max_say(tmp_path: Path) -> None:
     reader = PeriodicExportingMetricReader(FileMetricExporter(source), export_interval_millis=3_600_000)
     provider = MeterProvider(metric_readers=[reader], resource=Resource.create({"service.name": "svc"}), views=[
         View(instrument_name="*.expo", aggregation=ExponentialBucketHistogramAggregation(max_size=4))])
-    records = (Milliseconds(), Widening())
+    records = (milliseconds(), widening())
     instruments = [record.setup(provider.get_meter("t")) for record in records]
     for n in range(3):
         for record, instrument in zip(records, instruments, strict=True):

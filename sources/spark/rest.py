@@ -3,6 +3,9 @@
 A History Server says when an application completed. A driver's UI never does: it answers while the application
 runs and goes away with it. So a driver that refuses the connection after it has answered has ended its
 application: the stream ends there (with a notice), keeping every task read up to that moment.
+
+Each poll asks the application (its start, and its end once completed), its stages, the task lists of stages with
+newly finished tasks, and its jobs (their submission and completion: the time in and outside jobs).
 """
 
 from __future__ import annotations
@@ -74,6 +77,34 @@ def epoch_ms(stamp: str) -> int:
     text = stamp.removesuffix("GMT").removesuffix("Z")
     dt = datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
     return round(dt.timestamp() * 1000)
+
+
+def stamp_ms(value: Any) -> int | None:
+    """A REST date as epoch ms; None when it is missing or no date."""
+    try:
+        return epoch_ms(value) if isinstance(value, str) and value else None
+    except ValueError:
+        return None
+
+
+def attempt_times(app: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(start, end) in epoch ms of an `/applications/ID` answer's latest attempt: its end only once it completed
+    (a running attempt's `endTime` is -1 ms) and not before its start; None where not known."""
+    attempts = [a for a in app.get("attempts") or () if isinstance(a, dict)]
+    if not attempts:
+        return None, None
+    latest = max(attempts, key=lambda a: str(a.get("startTime", "")))
+    start = stamp_ms(latest.get("startTime"))
+    end = stamp_ms(latest.get("endTime")) if latest.get("completed") is True else None
+    return start, end if end is not None and start is not None and end >= start else None
+
+
+def job_from_rest(job: Any) -> tuple[int, list[int | None]] | None:
+    """A `/jobs` entry as (job id, [submission, completion]) in epoch ms, as the event log's JobStart and JobEnd give
+    them (None where not given: a running job has no completion); None for an entry without a job id."""
+    if not isinstance(job, dict) or isinstance(job.get("jobId"), bool) or not isinstance(job.get("jobId"), int):
+        return None
+    return job["jobId"], [stamp_ms(job.get("submissionTime")), stamp_ms(job.get("completionTime"))]
 
 
 def end_reason(t: dict[str, Any]) -> str:
@@ -169,10 +200,17 @@ class RestPoller:
         #: The application's executors (`/allexecutors`: their cores), asked again when a task names a new one.
         self.executors: dict[str, ExecutorInfo] = {}
         self._executors_asked = False
+        #: Each job's [submission, completion] (epoch ms), by job id, as the event log's `EventParser.jobs`; emptied
+        #: and no longer asked when the API does not give them (the time in jobs is then unknown).
+        self.jobs: dict[int, list[int | None]] = {}
+        self._jobs_known = True
 
     def app_completed(self) -> bool:
-        """True once the API says every attempt of the application completed."""
-        return _completed(self.fetch(f"{self.base}/applications/{urllib.parse.quote(self.app.app_id)}"))
+        """True once the API says every attempt of the application completed; takes in its start and end."""
+        answer = self.fetch(f"{self.base}/applications/{urllib.parse.quote(self.app.app_id)}")
+        if isinstance(answer, dict):
+            self.app.start_ms, self.app.end_ms = attempt_times(answer)
+        return _completed(answer)
 
     def poll(self) -> list[SparkTask]:
         """Tasks finished since the last poll."""
@@ -192,6 +230,8 @@ class RestPoller:
                 self.stage_ends[key] = end
             if stage.get("status") in DONE_STAGE:
                 self._done.add(key)
+        if self._jobs_known:
+            self._ask_jobs(app_path)
         new, self.unreturned = self.unreturned, []
         if not self._executors_asked or any(t.executor not in self.executors for t in new):
             self._ask_executors(app_path)
@@ -211,6 +251,23 @@ class RestPoller:
             if isinstance(e, dict):
                 info = executor_from_rest(e)
                 self.executors[info.executor] = info
+
+    def _ask_jobs(self, app_path: str) -> None:
+        """Every job's submission and completion (one request, whatever the number of tasks); jobs the driver no
+        longer lists (past `spark.ui.retainedJobs`) are kept as last read."""
+        try:
+            answer = self.fetch(f"{app_path}/jobs")
+        except DriverGone:
+            raise
+        except RestError:
+            answer = None
+        if not isinstance(answer, list):
+            self._jobs_known = False
+            self.jobs.clear()
+            return
+        for job in map(job_from_rest, answer):
+            if job is not None:
+                self.jobs[job[0]] = job[1]
 
     def _stage_tasks(self, app_path: str, stage: int, attempt: int) -> None:
         offset = 0

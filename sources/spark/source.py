@@ -313,6 +313,7 @@ class SparkSource(Source):
 
         def poller(made: RestPoller) -> None:
             self.executors, self.stage_ends, self.stage_names = made.executors, made.stage_ends, made.stage_names
+            self.jobs = made.jobs
 
         for tasks, ended, app in rest_tasks(url, self.options.get("app"), self._opt("poll", 1.0),
                                             note=self._notes.append, on_poller=poller):

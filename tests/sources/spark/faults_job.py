@@ -8,7 +8,7 @@ Usage: `python faults_job.py LOG_DIR UI_PORT REST_OUT`. On `local[2,2]` (a task 
 - stage 3: both tasks raise on every attempt: the stage fails, its job is aborted.
 
 Then it copies its log while the application runs (`<LOG_DIR>/snapshot/<app>.inprogress`), writes the REST API's
-answers for the application (`/applications...`, its stages, their task lists, `/allexecutors`) to REST_OUT as
+answers for the application (`/applications...`, its stages, their task lists, `/allexecutors`, `/jobs`) to REST_OUT as
 {path: answer}, and stops.
 """
 
@@ -76,6 +76,7 @@ def main() -> int:
     get("/applications")
     get(f"/applications/{app}")
     get(f"/applications/{app}/allexecutors")
+    get(f"/applications/{app}/jobs")
     for stage in get(f"/applications/{app}/stages"):  # type: ignore[union-attr]
         get(f"/applications/{app}/stages/{stage['stageId']}/{stage['attemptId']}/taskList?offset=0&length=1000")
     with open(rest_out, "w") as fh:

@@ -1,6 +1,7 @@
 """Real PySpark (faults_job.py): the report names the reference a straggler is judged against, marks failed attempts
 and a stage that never completed, gives a stage's skew without its warm-up, says a log is still being written, and
-reads the same from the driver's REST API (its executors' cores included) as from the event log.
+reads the same from the driver's REST API (its executors' cores and the application's time in jobs included) as from
+the event log, finished or still running.
 
 Every figure checked is recomputed here from the log's own JSON lines.
 """
@@ -13,9 +14,14 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -163,16 +169,57 @@ def test_several_applications_say_which_one_is_read(ran: tuple[Path, Path], tmp_
     assert said in err and said in text and len(source["stages"]) == len(tasks_of(log))
 
 
+def rest_date(ms: int) -> str:
+    """Epoch ms as the REST API writes a date (`2026-11-21T01:23:51.746GMT`)."""
+    return datetime.fromtimestamp(ms // 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}GMT"
+
+
 @pytest.fixture
 def driver(ran: tuple[Path, Path]) -> Iterator[str]:
-    """A stub serving the job's recorded REST answers, the application marked completed."""
-    answers = json.loads(ran[1].read_text())
+    """A stub serving the job's recorded REST answers (recorded while it ran), the application completed at the end
+    its event log gives, as a History Server answers for it."""
+    log, recorded = ran
+    (end,) = [json.loads(line)["Timestamp"] for line in log.read_text().splitlines()
+              if '"SparkListenerApplicationEnd"' in line]
+    answers = json.loads(recorded.read_text())
     for path, body in answers.items():
         if path.count("/") == 2:  # /applications/ID
             for attempt in body["attempts"]:
-                attempt["completed"] = True
+                assert not attempt["completed"] and attempt["endTime"] == "1969-12-31T23:59:59.999GMT"
+                attempt.update(completed=True, endTime=rest_date(end))
     with stub_driver(answers) as url:
         yield url
+
+
+@contextmanager
+def stopping_driver(answers: dict[str, Any], polls: int) -> Iterator[str]:
+    """A driver UI serving recorded answers (by path under /api/v1) until the application has been asked `polls`
+    times; then it closes each connection unanswered, as a driver that stopped does."""
+    asked = 0
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            nonlocal asked
+            path = self.path.removeprefix("/api/v1")
+            asked += path.count("/") == 2
+            if asked > polls:
+                self.close_connection = True
+                return
+            body = answers.get(path)
+            self.send_response(404 if body is None else 200)
+            self.end_headers()
+            self.wfile.write(json.dumps(body).encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.timeout(300)
@@ -184,6 +231,25 @@ def test_the_rest_api_gives_the_event_logs_analysis(ran: tuple[Path, Path], driv
     assert rest.executors == {"driver": rest.executors["driver"]} and rest.executors["driver"].cores == 2
     got, want = rest.analysis(), local.analysis()
     assert [s["cores"] for s in got["stages"]] == [2] * len(want["stages"])
-    # the REST source reads no job events: the application's time in and outside jobs is the event log's alone
-    assert got["application_time"] is None and want["application_time"]["jobs"] > 0
-    assert {**got, "application_time": None} == {**want, "application_time": None}
+    assert want["application_time"]["jobs"] == 4 and want["application_time"]["ended"]
+    assert got == want  # the application's time in and outside jobs included: REST dates are the events' ms
+
+
+@pytest.mark.timeout(300)
+def test_a_running_applications_rest_api_gives_its_time_so_far_as_its_log_in_progress(ran: tuple[Path, Path],
+                                                                                     tmp_path: Path) -> None:
+    """The answers as recorded while the application ran (never completed), against its log as it stood then: every
+    line but the application's end (the snapshot copied while it ran lacks TaskEnd lines Spark had not flushed)."""
+    log, recorded = ran
+    lines = log.read_text().splitlines(keepends=True)
+    assert '"SparkListenerApplicationEnd"' in lines[-1]
+    running = tmp_path / f"{log.name}.inprogress"
+    running.write_text("".join(lines[:-1]))
+    with stopping_driver(json.loads(recorded.read_text()), polls=3) as url:
+        rest, local = SparkSource(target=url, poll=0.01), SparkSource(target=str(running))
+        collect(rest)
+    collect(local)
+    got, want = rest.analysis(), local.analysis()
+    assert want["application_time"]["jobs"] == 4 and not want["application_time"]["ended"]
+    assert got["application_time"] == want["application_time"]
+    assert got == want

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from spark_support import stub_driver
 
-from latencymap.sources.spark.rest import DriverGone, api_base, choose_app, epoch_ms, rest_tasks
+from latencymap.sources.spark.rest import DriverGone, RestError, RestPoller, api_base, choose_app, epoch_ms, rest_tasks
 from latencymap.sources.spark.source import SparkSource, collect
 
 SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
@@ -44,6 +44,7 @@ def test_rest_stragglers_match(driver: str) -> None:
     collect(rest)
     got = sorted((s["stage"], s["index"]) for s in rest.analysis()["stragglers"])
     assert got == sorted((s["stage"], s["index"]) for s in EXPECTED["stragglers"])
+    assert rest.analysis()["application_time"] is None  # these recorded answers have no /jobs: time in jobs unknown
 
 
 @pytest.mark.parametrize("metric", ["run", "cpu", "gc", "deserialize", "fetch-wait", "shuffle-write"])
@@ -61,6 +62,51 @@ def test_rest_helpers() -> None:
             {"id": "a-2", "attempts": [{"completed": False, "startTime": "2025-01-01T00:00:00.000GMT"}]}]
     assert choose_app(apps, None)["id"] == "a-2"
     assert choose_app(apps, "a-1")["id"] == "a-1"
+
+
+def test_the_poller_takes_the_applications_start_end_and_jobs_from_each_poll() -> None:
+    """The end only once the application completed (a running one's `endTime` is -1 ms); jobs once a poll, merged
+    (a job the driver no longer lists is kept); an API that does not give them leaves them unknown, asked once."""
+    base = "http://driver:4040/api/v1/applications"
+    start, end = "2026-11-21T01:23:50.000GMT", "2026-11-21T01:24:00.500GMT"
+    app = {"id": "app-1", "attempts": [{"startTime": start, "endTime": "1969-12-31T23:59:59.999GMT",
+                                        "completed": False}]}
+    jobs = [[{"jobId": 0, "submissionTime": "2026-11-21T01:23:51.746GMT", "completionTime":
+              "2026-11-21T01:23:52.001GMT", "status": "SUCCEEDED"},
+             {"jobId": 1, "submissionTime": "2026-11-21T01:23:53.000GMT", "status": "RUNNING"}],
+            [{"jobId": 1, "submissionTime": "2026-11-21T01:23:53.000GMT", "completionTime":
+              "2026-11-21T01:23:59.999GMT", "status": "FAILED"}]]
+    asked: list[str] = []
+
+    def fetch(url: str) -> object:
+        asked.append(url.removeprefix(base))
+        if url.endswith("/jobs"):
+            return jobs.pop(0)
+        return [app] if url == base else app if url == f"{base}/app-1" else []
+
+    poller = RestPoller("http://driver:4040", fetch=fetch)
+    assert not poller.app_completed() and poller.poll() == []
+    assert (poller.app.start_ms, poller.app.end_ms) == (epoch_ms(start), None)
+    assert poller.jobs == {0: [epoch_ms("2026-11-21T01:23:51.746GMT"), epoch_ms("2026-11-21T01:23:52.001GMT")],
+                           1: [epoch_ms("2026-11-21T01:23:53.000GMT"), None]}
+    app["attempts"][0].update(completed=True, endTime=end)
+    assert poller.app_completed() and poller.poll() == []
+    assert (poller.app.start_ms, poller.app.end_ms) == (epoch_ms(start), epoch_ms(end))
+    assert poller.jobs[0][1] == epoch_ms("2026-11-21T01:23:52.001GMT")
+    assert poller.jobs[1] == [epoch_ms("2026-11-21T01:23:53.000GMT"), epoch_ms("2026-11-21T01:23:59.999GMT")]
+    assert asked.count("/app-1/jobs") == 2 and asked.count("/app-1/stages") == 2
+
+    def no_jobs(url: str) -> object:
+        if url.endswith("/jobs"):
+            asked.append(url)
+            raise RestError(f"{url}: HTTP Error 404: Not Found")
+        return fetch(url)
+
+    asked.clear()
+    poller = RestPoller("http://driver:4040", fetch=no_jobs)
+    for _ in range(3):
+        poller.poll()
+    assert poller.jobs == {} and asked.count(f"{base}/app-1/jobs") == 1
 
 
 def test_a_driver_going_away_mid_poll_ends_the_stream_and_keeps_what_was_read() -> None:

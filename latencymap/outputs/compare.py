@@ -7,8 +7,9 @@ Buckets are matched by their range in seconds (streams of different units rarely
 Per pair: each bucket's share of the events (frequency share) and of the time (time share) on
 both sides and the change in percentage points; percentile and mean deltas and ratios (the report's: a rebinned or
 HdrHistogram stream's from its source's own buckets, `stream_total`; one in the open top bucket, its values not
-known, is that bucket's low, written `≥low`, its sides listed under `open`, its change a bound or, both sides bounds,
-not told); the shift
+known, is that bucket's low, written `≥low`, its sides listed under `open`, its change a bound or, where the bounds
+cannot tell it (both sides bounds, or `≥100ms → 150ms`: risen or fallen), not told, JSON `delta_s` and `ratio` null);
+the shift
 in octaves (`log2(candidate / baseline)`) of the median and of the mean log2 latency; bands found
 in the candidate that overlap no baseline band ("appeared"), and the reverse ("vanished"); and a band present on both
 sides (each side's one band overlapping the other's one) whose share of the events or of the time changed a lot
@@ -179,6 +180,16 @@ def _open_sides(base: bool, cand: bool) -> dict[str, list[str]]:
     return {"open": sides} if sides else {}
 
 
+def _change(base: float, cand: float, base_open: bool, cand_open: bool) -> dict[str, float | None]:
+    """`delta_s` and `ratio` of a statistic: a bound where one side is a lower bound only (`open`: at most where the
+    baseline's is, at least where the candidate's is); None where the bounds cannot tell the change (both sides
+    bounds, or a bound that leaves its sign open: `≥100ms → 150ms` may have risen or fallen)."""
+    delta = cand - base
+    if (base_open and cand_open) or (base_open and delta > 0) or (cand_open and delta < 0):
+        return {"delta_s": None, "ratio": None}
+    return {"delta_s": _num(delta), "ratio": _num(cand / base) if base else None}
+
+
 def _num(v: float) -> float | None:
     return None if v is None or math.isnan(v) or math.isinf(v) else float(v)
 
@@ -252,9 +263,8 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
                         "baseline_events_share": fb, "candidate_events_share": fc, "events_share_change": fc - fb,
                         "baseline_time_share": xb, "candidate_time_share": xc, "time_share_change": xc - xb})
     (sb_, ob), (sc_, oc) = _stats(base, sources[0]), _stats(cand, sources[1])
-    stats = {k: {"baseline_s": _num(sb_[k]), "candidate_s": _num(sc_[k]), "delta_s": _num(sc_[k] - sb_[k]),
-                 "ratio": _num(sc_[k] / sb_[k]) if sb_[k] else None,
-                 **_open_sides(k in ob, k in oc)} for k in _STATS}
+    stats = {k: {"baseline_s": _num(sb_[k]), "candidate_s": _num(sc_[k]),
+                 **_change(sb_[k], sc_[k], k in ob, k in oc), **_open_sides(k in ob, k in oc)} for k in _STATS}
     db, dc = stream_diagnosis(base), stream_diagnosis(cand)
     appeared = [b.to_json() for b in dc.bands if not any(_overlaps(b, o) for o in db.bands)]
     vanished = [b.to_json() for b in db.bands if not any(_overlaps(b, o) for o in dc.bands)]
@@ -521,7 +531,7 @@ def _dur(stat: dict[str, Any], side: str) -> str:
 
 def _bound(stat: dict[str, Any]) -> str | None:
     """How a statistic's change holds: exactly (``), at least (`≥`: the candidate's is a lower bound only), at most
-    (`≤`: the baseline's is), or not known (None: both are)."""
+    (`≤`: the baseline's is), or not known (None: both are; `_change` leaves out a change whose sign is not known)."""
     return {(): "", ("candidate",): "≥", ("baseline",): "≤"}.get(tuple(stat.get("open", ())))
 
 

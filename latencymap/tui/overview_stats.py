@@ -9,7 +9,9 @@ stream with none in its last `NOW_COLUMNS` intervals has no "now". It is stale (
 a stream expected to go on stopped; one without peers (a Spark stage, a phase) ended, as it does by design. "p99 all"
 is the report's figure (`outputs.report.stream_total`): a rebinned stream's from its source's own buckets. Its "now"
 comes from the rows (`now_rows`, as the header's "latest (rows)"), or from those buckets where the "now" columns are
-the whole stream (`inspector.whole_from_source`).
+the whole stream (`inspector.whole_from_source`). A figure that is a lower bound only is listed in its row's `open`
+(written `≥low`): the rows' in their open top slot (`open_percentiles`), a source's past its largest finite bound
+(`stream_total`'s `open`, as the report).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from latencymap.analysis.peers import peer_key, ratios_to_others
 from latencymap.core.accumulator import StreamHistory, Totals
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import StreamId
-from latencymap.core.percentiles import PERCENTILES, median_of
+from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES, median_of, open_percentiles
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.outputs.report import source_use, stream_total
@@ -33,6 +35,8 @@ from latencymap.tui.estimates import cell_estimates
 from latencymap.tui.inspector import whole_from_source
 
 SHOWN = (0.50, 0.99)
+#: The overview's names of `_Stream.pct`'s figures, in order.
+FIGURES = ("p50 now", "p99 now", "p50 all", "p99 all")
 #: Sort orders the overview offers (`o` cycles): key name → what the column header says.
 DIGITS = re.compile(r"(\d+)")
 ORDERS = ("p99 now", "waited", "vs peers", "label")
@@ -70,6 +74,8 @@ class StreamRow:
     #: Its p50/p99 now come from the rows while "all" comes from its source's own buckets (a rebinned stream's "now"
     #: short of the whole stream: those buckets are whole-stream sums).
     now_rows: bool = False
+    #: Those of its figures (`FIGURES`: "p99 now", ...) that are a lower bound only, written `≥low` as the report.
+    open: frozenset[str] = frozenset()
 
     @property
     def ended(self) -> bool:
@@ -97,8 +103,9 @@ class _Stream:
     "now" columns' sums, and their percentiles; recomputed only when the stream's columns or its window moved."""
 
     __slots__ = ("counts", "dropped", "end_s", "exact_all", "exact_now", "interval_s", "key", "label", "latest",
-                 "latest_t", "now_rows", "pct", "peers", "seen", "spent", "times", "waited_now")
+                 "latest_t", "now_rows", "open", "pct", "peers", "seen", "spent", "times", "waited_now")
     pct: tuple[float, ...]
+    open: tuple[bool, ...]
 
     def __init__(self, hist: StreamHistory) -> None:
         self.label = clean_text(hist.stream.label, 200) or "(no label)"
@@ -106,6 +113,7 @@ class _Stream:
         self.peers = (hist.stream.datasource, hist.stream.unit, found[0] if found else None)
         self.key: tuple[int, int, int] | None = None
         self.pct = (math.nan,) * 4  # p50 now, p99 now, p50 all, p99 all
+        self.open = (False,) * 4  # which of them are a lower bound only
         self.waited_now = self.end_s = self.interval_s = math.nan
         self.latest = np.zeros(NSLOTS, dtype=np.int64)
         self.latest_t = np.zeros(NSLOTS)
@@ -160,10 +168,12 @@ class _Stream:
                       {q: self.pct[2] if q == 0.50 else self.pct[3] if q == 0.99 else math.nan for q in PERCENTILES})
         total = stream_total(rows, source, hist.stream.unit, hist.n)
         p50, p99 = (math.nan if v is None else float(v) for v in (total["p50_s"], total["p99_s"]))
+        o50, o99 = (f"{PERCENTILE_NAMES[q]}_s" in total.get("open", ()) for q in SHOWN)
         stop = self.key[2] if self.key is not None else hist.n
         whole = whole_from_source(hist, max(0, stop - NOW_COLUMNS), stop, events, source)
         self.now_rows = source_use(source, events, hist.n)[0] and not whole and stop > 0
         self.pct = (p50, p99, p50, p99) if whole else (*self.pct[:2], p50, p99)
+        self.open = (o50, o99, o50, o99) if whole else (*self.open[:2], o50, o99)
 
 
 class OverviewStats:
@@ -200,7 +210,8 @@ class OverviewStats:
                 if source is not None:
                     state.whole_stream(hist, source)
         rows = [StreamRow(i, hist, s.label, s.pct[0], s.pct[1], s.pct[2], s.pct[3], s.spent, s.waited_now,
-                          end_s=s.end_s, interval_s=s.interval_s, now_rows=s.now_rows)
+                          end_s=s.end_s, interval_s=s.interval_s, now_rows=s.now_rows,
+                          open=frozenset(name for name, bound in zip(FIGURES, s.open, strict=True) if bound))
                 for i, (hist, s) in enumerate(zip(histories, states, strict=True))]
         _mark_ended(rows)
         for (_, _, key), members in groups.items():
@@ -214,13 +225,16 @@ class OverviewStats:
 
 
 def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
-    """p50/p99 now and overall of streams of one unit and datasource, in one call (`cell_estimates`)."""
+    """p50/p99 now and overall of streams of one unit and datasource, in one call (`cell_estimates`), and which are a
+    lower bound only (`open_percentiles`)."""
     now = [(hist, state.latest[None], state.latest_t[None] if state.exact_now else None) for hist, state in members]
     whole = [(hist, state.counts[None], state.times[None] if state.exact_all else None) for hist, state in members]
     pct = cell_estimates([*now, *whole], SHOWN)
     n = len(members)
-    for k, (_, state) in enumerate(members):
+    for k, (hist, state) in enumerate(members):
         state.pct = (*pct[k].tolist(), *pct[n + k].tolist())
+        bounds = open_percentiles(np.stack([state.latest, state.counts]), SHOWN, seen=hist.seen)
+        state.open = tuple(bool(b) for b in bounds.ravel())
 
 
 def _mark_ended(rows: list[StreamRow]) -> None:

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from prometheus_support import scraped_intervals
 
 from latencymap.cli.main import main
+from latencymap.core.accumulator import Accumulator
 from latencymap.core.units import format_duration
+from latencymap.outputs.compare import compare, compare_text
 
 _PAIR = re.compile(r"^(\s*)(\d+)(\s*,\s*\d+\s*)$")
 
@@ -457,3 +460,26 @@ def test_a_ratio_under_a_hundredth_is_written_readably(tmp_path: Path) -> None:
     assert "(×0.00" not in text
     assert re.search(r"   p50 +\S+ → +\S+  -\S+ \(×1/\d{3}\)\n", text), text
     assert "latency shifted -9.00 octaves (×1/512, event-weighted log2 mean)" in text
+
+
+def test_a_prometheus_p99_past_the_top_bound_gives_no_change_the_bounds_cannot_tell() -> None:
+    """Real prometheus_client exporters scraped on loopback: the baseline's top finite bound is 100 ms and 30% of its
+    requests take 300 ms (p99 `≥100ms`, a lower bound only); the candidate's bounds go to 1 s and its requests take
+    150 ms (p99 exact: 145ms). `diff` wrote `≤+45ms (≤×1.45)` and JSON ratio 1.45: a rise the bound cannot tell
+    (the baseline's p99 may be 300 ms). Now no change is written and JSON `delta_s`/`ratio` are null; a fall the
+    bound does tell keeps its `≤`, and a bound on both sides tells nothing (JSON null, was ratio 1.0)."""
+    slow = scraped_intervals((0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1), [0.004] * 70 + [0.3] * 30)
+    steady = scraped_intervals((0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+                               [0.004] * 70 + [0.15] * 30)
+    accs = [Accumulator() for _ in range(2)]
+    for acc, items in zip(accs, (slow, steady), strict=True):
+        acc.add(items)
+    result = compare(*accs)
+    p99 = result["pairs"][0]["percentiles"]["p99"]
+    assert p99["open"] == ["baseline"] and p99["baseline_s"] == pytest.approx(0.1) and p99["candidate_s"] > 0.1
+    assert p99["delta_s"] is None and p99["ratio"] is None
+    assert re.search(r"p99 +≥100ms → +\S+ +$", compare_text(result), re.MULTILINE), compare_text(result)
+    p50 = result["pairs"][0]["percentiles"]["p50"]  # exact on both sides: told
+    assert p50["ratio"] == pytest.approx(p50["candidate_s"] / p50["baseline_s"]) and "open" not in p50
+    same = compare(accs[0], accs[0])["pairs"][0]["percentiles"]["p99"]
+    assert same["open"] == ["baseline", "candidate"] and same["delta_s"] is None and same["ratio"] is None

@@ -27,6 +27,9 @@ from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPEN
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from skips_support import skip_missing
 
+from latencymap.core.model import Interval
+from latencymap.sources.prometheus.scrape import ScrapeSource
+
 TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PROTOBUF_TYPE = "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
 #: Bucket bounds in seconds: prometheus_client's defaults (rebinned) and powers of two in milliseconds (exact).
@@ -374,3 +377,20 @@ def histogram_page(name: str, bounds: Sequence[float], cumulative: Sequence[int]
     inner = f"{{{labels}}}" if labels else ""
     lines += [f"{name}_sum{inner} {total!r}", f"{name}_count{inner} {cumulative[-1]}"]
     return "\n".join(lines) + "\n"
+
+
+def scraped_intervals(buckets: Sequence[float], values: Sequence[float], columns: int = 4,
+                      name: str = "req_duration_seconds") -> list[Interval]:
+    """`columns` intervals of a real prometheus_client exporter (`buckets`) scraped on loopback by `ScrapeSource`,
+    each holding `values` (seconds), observed between one scrape and the next."""
+    exporter = Exporter(name, labels=(), buckets=buckets, form="text")
+    try:
+        out: list[Interval] = []
+        for item in ScrapeSource(url=exporter.url, metric=name, interval=0.01, count=columns).items():
+            if isinstance(item, Interval):
+                out.append(item)
+            for seconds in values:
+                exporter.observe(seconds)
+        return out
+    finally:
+        exporter.close()

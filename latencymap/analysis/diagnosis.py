@@ -7,7 +7,7 @@
 - `"tail"`: `{"threshold_s", "events_share", "time_share", "events", "time_s", "dominant"}` — the
   slowest events from `threshold_s` up hold `time_share` (half) of the time (see tail.py); a measure
   (gates read it), not a finding: it is a finding only when `dominant` (at most 10% of the events), or, when
-  it is not, if the slowest buckets holding at most 2% of the events hold 30% of the time (a heavy tail, see
+  it is not, if the slowest 2% of the events hold 30% of the time (a heavy tail, see
   tail.py `slowest_few`: that finding gives their shares); null when there are no events;
 - `"episodes"`: `[{"kind", "first_col", "last_col", "start", "end", "events", "shift_octaves",
   "gained", "lost", "time_s", "events_share", "time_share"}]` — `kind` is appear / disappear / move /
@@ -80,7 +80,7 @@ class Diagnosis:
     major: list[Band] = field(default_factory=list)
     drift: Drift | None = None
     findings: list[Finding] = field(default_factory=list)
-    #: The slowest buckets holding at most 2% of the events (`slowest_few`): a finding when heavy and `tail` is not.
+    #: The slowest 2% of the events (`slowest_few`): a finding when heavy and `tail` is not.
     few: Tail | None = None
     #: Runs of columns without the events a continuous stream's usual rate says were due (`silences`).
     silences: list[Silence] = field(default_factory=list)

@@ -44,7 +44,7 @@ class Thresholds:
     #: A tail finding needs the tail to hold at most this share of the events: a lognormal of two octaves'
     #: spread already has 10% of its events above its time median, so a larger tail says nothing.
     tail_max_events_share: float = 0.10
-    #: When it holds more: the slowest buckets holding at most this share of the events are a heavy tail...
+    #: When it holds more: the slowest events, this share of them, are a heavy tail...
     tail_few_events_share: float = 0.02
     #: ... when they hold at least this share of the time. The slowest 2% of a lognormal's events hold 15% of its
     #: time at a spread (sigma) of 1.0, 22% at 1.3: 30% is a tail heavier than a wide distribution's own.

@@ -30,6 +30,10 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
     clear = CLEAR if out.isatty() else ""
     stale = False  # a record was skipped after the last frame: the input's end draws one more, with the final count
     failed = False  # the source or the view failed: with nothing drawn yet, its error comes alone, no "no data yet"
+    waiting = bool(clear) and not once  # a terminal sees "no data yet" at once, as PyLatencyMap draws an empty frame
+    if waiting:
+        out.write(clear + render(acc))
+        out.flush()
     try:
         if once:
             accumulate(flow, acc, on_notice=_say)
@@ -53,7 +57,9 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
         failed = True
         raise
     finally:
-        if (once or not acc.intervals_seen) and not (failed and not acc.intervals_seen):
+        if waiting and not acc.intervals_seen:  # the frame drawn first, replaced (by nothing when the source failed)
+            out.write(CLEAR if failed else clear + render(acc))
+        elif (once or not acc.intervals_seen) and not (failed and not acc.intervals_seen):
             out.write(render(acc))
         elif opts.color and clear:
             out.write("\x1b[0m")

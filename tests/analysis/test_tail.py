@@ -95,13 +95,36 @@ def test_a_few_slowest_events_holding_a_third_of_the_time_are_a_heavy_tail() -> 
     tail = tail_dominance(counts, None, LOW, HIGH)
     few = slowest_few(counts, None, LOW, HIGH)
     assert tail is not None and few is not None
-    assert few.first_slot == 17 and few.events_share == pytest.approx(180 / 9180) and few.dominant
+    # 2% of the events: slots 17-19 whole (180) and the slowest 3.6 of slot 14's 2000, near its top
+    assert few.first_slot == 14 and few.events_share == 0.02 and few.events == pytest.approx(183.6)
+    assert few.threshold_s == pytest.approx(HIGH[14] * 2 ** (-3.6 / 2000)) and few.dominant  # log-uniform in it
     assert 0.3 <= few.time_share < 0.5 and not tail.dominant  # a third of the time; half of it is in 24% of events
     counts[17:20] = [9, 6, 3]  # a tenth as many: a tail of a wide distribution, not heavy
     assert not slowest_few(counts, None, LOW, HIGH).dominant
     one = np.zeros(NSLOTS)
-    one[30] = 5
-    assert slowest_few(one, None, LOW, HIGH) is None  # the slowest bucket alone holds more than 2% of the events
+    one[30] = 49
+    assert slowest_few(one, None, LOW, HIGH) is None  # under 50 events: their slowest 2% is less than one event
+
+
+def test_the_slowest_few_move_little_when_the_input_does() -> None:
+    """20 samples of one distribution, 3% of its events in a slow band (1.5 octaves of spread at 50 ms) over a 2 ms
+    body: the slowest whole buckets holding at most 2% of the events held 0.9% or 2.0% of them and 25% to 40% of the
+    time, heavy in 3 of the 20; now the slowest 2% hold 39-41%, heavy in each, as the raw values' slowest 2% do."""
+    from latencymap.analysis.tail import slowest_few
+
+    shares = []
+    for seed in range(1, 21):
+        rng = np.random.default_rng(seed)
+        slow = int(rng.binomial(20_000, 0.03))
+        values = np.r_[rng.lognormal(np.log(2e6), 0.5, 20_000 - slow), rng.lognormal(np.log(50e6), 0.7, slow)]
+        counts, sums = bin_values(values)
+        few = slowest_few(counts, sums * 1e-9, LOW, HIGH)
+        assert few is not None and few.dominant and few.events_share == 0.02
+        shares.append(few.time_share)
+        exact = np.sort(values)[::-1][:400]  # the raw values' slowest 2%
+        assert few.time_share == pytest.approx(exact.sum() / values.sum(), abs=0.01)
+        assert few.threshold_s == pytest.approx(exact[-1] * 1e-9, rel=0.1)
+    assert max(shares) - min(shares) < 0.03
 
 
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 1.3])

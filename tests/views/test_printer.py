@@ -72,3 +72,35 @@ def test_a_source_that_fails_before_its_first_column_says_its_error_alone(tmp_pa
     with pytest.raises(SourceError):
         printer.run_plain(failing(), ViewOptions(), once=once, screen_delay=0.0, history=10, out=out)
     assert out.getvalue() == ""
+
+
+def test_a_terminal_sees_no_data_yet_before_the_first_record(tmp_path: Path) -> None:
+    """Live `--plain` drew nothing until its first frame, so a slow producer looked like a hung tool (PyLatencyMap
+    draws an empty frame at once). On a terminal (tmux) it now says "no data yet" before any record comes, and the
+    first frame clears it; to a pipe it writes the frames alone, as before."""
+    import shlex
+    import subprocess
+    import sys
+    import time
+
+    from tests.support.formats_support import FIXTURES
+    from tests.support.tmux_support import Pane
+
+    example = shlex.quote(str(FIXTURES / "pylatencymap" / "example_latency_data.txt"))
+    lm = f"{shlex.quote(sys.executable)} -m latencymap --plain"
+    started = time.monotonic()
+    pane = Pane(f"(sleep 5; cat {example}) | {lm}")
+    try:
+        screen = ""
+        while "no data yet" not in screen and "Latency" not in screen and time.monotonic() < started + 20:
+            time.sleep(0.05)
+            screen = pane.capture()
+        assert "no data yet (skipped records: 0)" in screen and "Latency" not in screen, screen
+        assert time.monotonic() - started < 5, "not before the producer's first record"
+        screen = pane.wait_for("Latency Frequency heat map")
+        assert "no data yet" not in screen, screen
+    finally:
+        pane.close()
+    piped = subprocess.run(f"(sleep 0.5; cat {example}) | {lm} | head -c 300", shell=True, capture_output=True,
+                           text=True, timeout=60, check=False, cwd=tmp_path)
+    assert piped.stdout.startswith("Latency Frequency heat map"), piped.stdout

@@ -483,3 +483,24 @@ def test_a_prometheus_p99_past_the_top_bound_gives_no_change_the_bounds_cannot_t
     assert p50["ratio"] == pytest.approx(p50["candidate_s"] / p50["baseline_s"]) and "open" not in p50
     same = compare(accs[0], accs[0])["pairs"][0]["percentiles"]["p99"]
     assert same["open"] == ["baseline", "candidate"] and same["delta_s"] is None and same["ratio"] is None
+
+
+@pytest.mark.parametrize("x", [0.01, 0.5, 1.0, 3.841, 7.0, 20.0, 60.0, 150.0, 700.0])
+def test_chi2_tail_agrees_with_its_closed_forms(x: float) -> None:
+    """The hand-written chi-square tail behind `diff`'s G-test (no SciPy) against the closed forms of 1, 2, 4 and 6
+    degrees of freedom, from the series side (x < df + 2) to the continued fraction's, down to p ~ 1e-150."""
+    from latencymap.outputs.compare import chi2_sf
+
+    half = x / 2
+    closed = {1: math.erfc(math.sqrt(half)), 2: math.exp(-half), 4: math.exp(-half) * (1 + half),
+              6: math.exp(-half) * (1 + half + half**2 / 2)}
+    for df, want in closed.items():
+        assert chi2_sf(x, df) == pytest.approx(want, rel=1e-9, abs=1e-300), (x, df)
+
+
+def test_g_test_of_one_sample_against_itself_and_of_a_moved_one() -> None:
+    from latencymap.outputs.compare import g_test
+
+    assert g_test([10, 50, 40], [10, 50, 40]) == (0.0, 2, 1.0)
+    g, df, p = g_test([100, 500, 400], [400, 500, 100])
+    assert df == 2 and g > 300 and p < 1e-60

@@ -129,13 +129,21 @@ def totals(items: list[Any]) -> np.ndarray:
 
 
 @contextmanager
-def stub_driver(answers: dict[str, Any], empty_task_pages: bool = False) -> Iterator[str]:
+def stub_driver(answers: dict[str, Any], empty_task_pages: bool = False, polls: int | None = None) -> Iterator[str]:
     """A driver UI stub serving recorded REST answers (by path under /api/v1), 404 for any other path; its URL.
-    `empty_task_pages`: a taskList page past the recorded ones is an empty list, as a driver answers."""
+    `empty_task_pages`: a taskList page past the recorded ones is an empty list, as a driver answers. `polls`: once
+    the application has been asked that many times, each connection is closed unanswered, as by a driver that
+    stopped."""
+    asked = 0
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            nonlocal asked
             path = self.path.removeprefix("/api/v1")
+            asked += path.count("/") == 2
+            if polls is not None and asked > polls:
+                self.close_connection = True
+                return
             body = answers.get(path)
             if body is None and empty_task_pages and "taskList" in path:
                 body = []

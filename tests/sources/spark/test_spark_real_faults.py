@@ -14,14 +14,10 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -191,37 +187,6 @@ def driver(ran: tuple[Path, Path]) -> Iterator[str]:
         yield url
 
 
-@contextmanager
-def stopping_driver(answers: dict[str, Any], polls: int) -> Iterator[str]:
-    """A driver UI serving recorded answers (by path under /api/v1) until the application has been asked `polls`
-    times; then it closes each connection unanswered, as a driver that stopped does."""
-    asked = 0
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            nonlocal asked
-            path = self.path.removeprefix("/api/v1")
-            asked += path.count("/") == 2
-            if asked > polls:
-                self.close_connection = True
-                return
-            body = answers.get(path)
-            self.send_response(404 if body is None else 200)
-            self.end_headers()
-            self.wfile.write(json.dumps(body).encode())
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.mark.timeout(300)
 def test_the_rest_api_gives_the_event_logs_analysis(ran: tuple[Path, Path], driver: str) -> None:
     log, _ = ran
@@ -245,7 +210,7 @@ def test_a_running_applications_rest_api_gives_its_time_so_far_as_its_log_in_pro
     assert '"SparkListenerApplicationEnd"' in lines[-1]
     running = tmp_path / f"{log.name}.inprogress"
     running.write_text("".join(lines[:-1]))
-    with stopping_driver(json.loads(recorded.read_text()), polls=3) as url:
+    with stub_driver(json.loads(recorded.read_text()), polls=3) as url:
         rest, local = SparkSource(target=url, poll=0.01), SparkSource(target=str(running))
         collect(rest)
     collect(local)

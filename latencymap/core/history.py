@@ -9,13 +9,19 @@ Columns dropped (a column limit, a memory budget) leave their sums behind (`drop
 time, observed duration, whether their times were exact; `totals(..., all_seen=True)` adds them, so whole-run
 totals cover every column seen, kept or not (`drop_all` keeps none: a stream that ended, under a memory budget).
 Per-slot sums of counts are exact: int64, or Python integers where a sum could pass 2**63 (`columns.count_sums`).
+
+A rebinned column's overflow bucket (Prometheus' `+Inf`) goes to the row of its lower bound, where the rows cannot tell
+its events from the finite buckets' (`core.rebin`); the history keeps, per column, how many events it held and that
+bound (`overflow_in`), so that a percentile whose rank passes every other event is that bound, a lower bound only
+(`percentiles.overflow_bounds`), in `column_stats` and `totals` as in the whole stream's figures.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -37,7 +43,15 @@ from latencymap.core.columns import (
     plus,
 )
 from latencymap.core.model import Interval, IntervalRun, SourceBuckets, StreamId
-from latencymap.core.percentiles import PERCENTILES, open_percentiles, percentile_estimates, safe_ratio
+from latencymap.core.percentiles import (
+    PERCENTILES,
+    open_percentiles,
+    overflow_bounds,
+    percentile_estimates,
+    safe_ratio,
+)
+from latencymap.core.source_totals import SEEN_BOUNDS_SOURCES, open_overflow, seen_range
+from latencymap.core.units import unit_seconds
 
 _CACHED_CHUNKS = 2
 _SEQUENCE = itertools.count()
@@ -79,6 +93,7 @@ class StreamHistory:
         self._least = np.full(NSLOTS, np.nan)
         self._most = np.full(NSLOTS, np.nan)
         self._any_seen = False
+        self._overflows = _Overflows()
         #: End of the first and of the newest column seen, and the newest column's duration (s): how long a stream
         #: has been silent, in its own columns (`idle_columns`).
         self.first_end = self.last_end = self.last_dur = float("nan")
@@ -108,6 +123,7 @@ class StreamHistory:
             if iv.extremes is not None:
                 self._see(iv.extremes)
         self._unseen(counts if bare.all() else counts[bare])
+        self._note_overflows([iv.source_buckets for iv in intervals], [iv.extremes for iv in intervals])
         marks = np.array([(iv.reset, iv.gap) for iv in intervals], dtype=bool).reshape(k, 2)
         spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T
         self.extend_columns(counts, time, timed, spans[0], spans[1], spans[2], marks[:, 0], marks[:, 1],
@@ -125,6 +141,9 @@ class StreamHistory:
         else:
             seen = run.extremes[pick]
             self._see(np.stack([np.fmin.reduce(seen[:, 0], axis=0), np.fmax.reduce(seen[:, 1], axis=0)]))
+        if run.source_buckets is not None:
+            sources = run.source_buckets if rows is None else [run.source_buckets[i] for i in rows]
+            self._note_overflows(sources, [None] * k if run.extremes is None else list(run.extremes[pick]))
         time = None if run.time is None else run.time[pick]
         timed = None if time is None else np.ones(len(time), dtype=bool)
         if time is None and run.source_buckets is not None:  # as `extend` does for a rebinned source's sums
@@ -135,6 +154,38 @@ class StreamHistory:
                 _scaled_to(time, summed)
         self.extend_columns(counts, time, timed, run.start[pick], run.end[pick], run.duration[pick],
                             run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]])
+
+    def _note_overflows(self, sources: Sequence[SourceBuckets | None], extremes: Sequence[np.ndarray | None]) -> None:
+        """Keep, for the columns about to be appended (their sources' own buckets and values seen), the events of
+        their overflow buckets whose values are not known (`open_overflow`), and those buckets' lower bounds."""
+        unit_s, bounding = unit_seconds(self.stream.unit), self.stream.datasource in SEEN_BOUNDS_SOURCES
+        found = [(self.dropped + self.n + j, *over) for j, (source, seen) in enumerate(zip(sources, extremes,
+                                                                                          strict=True))
+                 if source is not None and (over := open_overflow(
+                     source, seen_range(seen, unit_s) if bounding and seen is not None else None, unit_s))]
+        if found:
+            self._overflows.add(np.array(found, dtype=np.float64))
+
+    def overflow_in(self, cols: slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """Per column of `cols`: the events of its source's overflow bucket (`+Inf`) whose values are not known, and
+        that bucket's lower bound (s; NaN where it has none): the rows hold them in the slot of that bound."""
+        first, stop = self._range(cols)
+        events, bound = np.zeros(stop - first), np.full(stop - first, np.nan)
+        held = self._overflows.within(self.dropped + first, self.dropped + stop)
+        at = held[:, 0].astype(np.int64) - self.dropped - first
+        events[at], bound[at] = held[:, 1], held[:, 2]
+        return events, bound
+
+    def overflow(self, cols: slice = slice(None), *, all_seen: bool = False) -> tuple[float, float]:
+        """The events of columns `cols` in their sources' overflow buckets whose values are not known
+        (`overflow_in`), and the smallest lower bound of those buckets (s; NaN with none); `all_seen`: the dropped
+        columns' too (as `totals`)."""
+        first, stop = self._range(cols)
+        held = self._overflows.within(self.dropped + first, self.dropped + stop)
+        events, bound = float(held[:, 1].sum()), float(held[:, 2].min(initial=math.inf))
+        if all_seen:
+            events, bound = events + self._overflows.gone, min(bound, self._overflows.gone_at)
+        return events, bound if events > 0 else math.nan
 
     def _see(self, extremes: np.ndarray) -> None:
         """Widen each slot's range of values seen by a column's (2, NSLOTS) extremes."""
@@ -177,6 +228,7 @@ class StreamHistory:
             self._gone(0, count_sums(counts[cut]), spent.sum(axis=0),
                        observed_s(dur[cut], flags[cut], counts[cut]), bool(np.all(flags[cut] & EXACT)))
             self.dropped += k - self.cap
+            self._overflows.drop(self.dropped)
             keep = slice(k - self.cap, k)
             counts, start, end, dur, flags = counts[keep], start[keep], end[keep], dur[keep], flags[keep]
             time = None if time is None else time[keep]
@@ -230,6 +282,7 @@ class StreamHistory:
         self._skip += k
         self.n -= k
         self.dropped += k
+        self._overflows.drop(self.dropped)
         if self._meta is not None:
             self._meta.drop(k)
         while self._chunks and self._skip >= self._chunks[0].n:
@@ -358,16 +411,17 @@ class StreamHistory:
 
     @property
     def nbytes(self) -> int:
-        """Bytes this history holds: sealed chunks, the growing block, and what reading kept decoded."""
-        extra = self._meta.nbytes if self._meta is not None else 0
+        """Bytes this history holds: sealed chunks, the growing block, the overflow rows, what reading kept decoded."""
+        extra = (self._meta.nbytes if self._meta is not None else 0) + self._overflows.rows.nbytes
         return self.sealed_bytes + self._hot.nbytes + extra + sum(b.nbytes for _, b in self._cache)
 
     @property
     def open_bytes(self) -> int:
-        """Bytes held besides the sealed chunks: the growing block, and what reading keeps decoded (`nbytes` less
-        `sealed_bytes`, asked on every append under a memory budget: without a call per array)."""
+        """Bytes held besides the sealed chunks: the growing block, the overflow rows, what reading keeps decoded
+        (`nbytes` less `sealed_bytes`, asked on every append under a memory budget: without a call per array)."""
         hot = self._hot
         held = hot.counts.nbytes + 3 * hot.start.nbytes + hot.flags.nbytes  # start, end and dur grow together
+        held += self._overflows.rows.nbytes
         if hot.time is not None:
             held += hot.time.nbytes
         if self._meta is not None:
@@ -552,12 +606,14 @@ class StreamHistory:
         events = counts.sum(axis=1, dtype=np.float64)  # a rate: no int64 wrap where slots sum past 2**63
         total_time = spent.sum(axis=1)
         means = np.where(self.exact_columns(cols)[:, None], spent, np.nan)
+        pct, at_least = overflow_bounds(percentile_estimates(counts, self.low, self.high, times=means, seen=self.seen),
+                                        open_percentiles(counts, seen=self.seen), events, *self.overflow_in(cols))
         return ColumnStats(
             events_per_s=events / dur,
             time_per_s=total_time / dur,
             mean_s=safe_ratio(total_time, events),
-            percentiles=percentile_estimates(counts, self.low, self.high, times=means, seen=self.seen),
-            open=open_percentiles(counts, seen=self.seen),
+            percentiles=pct,
+            open=at_least,
         )
 
     def totals(self, cols: slice = slice(None), *, fast: bool = False, all_seen: bool = False) -> Totals:
@@ -592,6 +648,10 @@ class StreamHistory:
         # exact times say where inside each bucket its events lie (estimated ones would say the midpoint)
         pct = percentile_estimates(counts, self.low, self.high, times=times if exact else None, seen=self.seen)
         at_least = open_percentiles(counts, seen=self.seen)
+        over, bound = self.overflow(cols, all_seen=all_seen)
+        if over:
+            pct, at_least = (a[0] for a in overflow_bounds(pct[None], at_least[None], np.array([float(events)]),
+                                                            np.array([over]), np.array([bound])))
         return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
                       dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)),
                       tuple(q for q, bound in zip(PERCENTILES, at_least.tolist(), strict=True) if bound))
@@ -640,6 +700,44 @@ class StreamHistory:
         if slots.size == 0:
             return None
         return int(slots[0]), int(slots[-1])
+
+
+class _Overflows:
+    """The columns whose sources' overflow buckets (`+Inf`) held events whose values are not known, in column order:
+    rows of (column index since the stream began, those events, the bucket's lower bound in seconds); and what the
+    dropped columns held (their events, the smallest bound)."""
+
+    __slots__ = ("gone", "gone_at", "n", "rows")
+
+    def __init__(self) -> None:
+        self.rows = np.zeros((0, 3))
+        self.n = 0
+        self.gone, self.gone_at = 0.0, math.inf
+
+    def add(self, found: np.ndarray) -> None:
+        """Append rows (after every row held)."""
+        k = len(found)
+        if self.n + k > len(self.rows):
+            grown = np.zeros((max(2 * len(self.rows), self.n + k, 16), 3))
+            grown[: self.n] = self.rows[: self.n]
+            self.rows = grown
+        self.rows[self.n: self.n + k] = found
+        self.n += k
+
+    def drop(self, before: int) -> None:
+        """Forget the columns before index `before`, adding what they held to the dropped columns'."""
+        k = int(np.searchsorted(self.rows[: self.n, 0], before))
+        if k:
+            self.gone += float(self.rows[:k, 1].sum())
+            self.gone_at = min(self.gone_at, float(self.rows[:k, 2].min()))
+            self.rows[: self.n - k] = self.rows[k: self.n].copy()
+            self.n -= k
+
+    def within(self, first: int, stop: int) -> np.ndarray:
+        """The rows of the columns whose index lies in [first, stop)."""
+        held = self.rows[: self.n]
+        lo, hi = np.searchsorted(held[:, 0], [first, stop])
+        return held[lo:hi]
 
 
 def _scaled_to(time: np.ndarray, summed: list[tuple[int, float]]) -> None:

@@ -84,6 +84,26 @@ def open_percentiles(counts: np.ndarray, qs: tuple[float, ...] = PERCENTILES,
     return out if counts.ndim > 1 else out[0]
 
 
+def past_finite(events: np.ndarray, over: np.ndarray, qs: tuple[float, ...] = PERCENTILES) -> np.ndarray:
+    """Which percentiles ((rows, len(qs)) bool) of rows of `events` events, `over` of them in a rebinned source's
+    overflow bucket (`+Inf`: past its largest finite bound, values not known), have their rank among those: past every
+    other event, as `outputs.report.source_open` reads the source's own buckets."""
+    events, over = np.asarray(events, dtype=np.float64), np.asarray(over, dtype=np.float64)
+    ranks = np.asarray(qs, dtype=np.float64)[None, :] * events[:, None]
+    past: np.ndarray = (over[:, None] > 0) & (ranks > (events - over)[:, None])
+    return past
+
+
+def overflow_bounds(values: np.ndarray, at_least: np.ndarray, events: np.ndarray, over: np.ndarray,
+                    bound: np.ndarray, qs: tuple[float, ...] = PERCENTILES) -> tuple[np.ndarray, np.ndarray]:
+    """Percentiles of rows (`values`, seconds, and `at_least`, those a lower bound only; (rows, len(qs))) that fall
+    in a rebinned source's overflow bucket (`past_finite`) made its lower bound (`bound` per row, seconds), a lower
+    bound only: the rows hold those events in the slot of that bound, as if they were known."""
+    past = past_finite(events, over, qs)
+    bounds = np.asarray(bound, dtype=np.float64)[:, None]
+    return np.where(past, bounds, values), np.asarray(at_least, dtype=bool) | past
+
+
 def _rank_slot(cum: np.ndarray, q: float) -> np.ndarray:
     """Per row of cumulative counts, the slot holding the rank of quantile `q`."""
     total = cum[:, -1]

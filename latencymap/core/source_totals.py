@@ -47,6 +47,27 @@ def seen_range(extremes: np.ndarray, unit_s: float) -> tuple[float, float] | Non
     return float(least.min()) / unit_s, float(most.max()) / unit_s
 
 
+def bound_seconds(bound: float, unit_s: float) -> float:
+    """A bucket bound in the stream unit (`unit_s` seconds) in seconds as the source wrote it: the product rounded to
+    15 significant digits (0.025, not 0.024999999999999998 from 25000 µs)."""
+    return float(f"{bound * unit_s:.15g}")
+
+
+def open_overflow(source: SourceBuckets | None, seen: tuple[float, float] | None,
+                  unit_s: float) -> tuple[float, float] | None:
+    """(events, lower bound in seconds) of one interval's overflow bucket (`+Inf`, past the largest finite bound) when
+    it holds events whose values are not known: no largest value seen past that bound (`seen`, stream unit, as
+    `outputs.report.source_open` reads the totals); None otherwise. `unit_s`: seconds per stream unit."""
+    if source is None or len(source.bounds) < 2 or not len(source.counts):
+        return None
+    top, bound, events = float(source.bounds[-1]), float(source.bounds[-2]), float(source.counts[-1])
+    if not math.isinf(top) or math.isinf(bound) or not events > 0:
+        return None
+    if seen is not None and max(bound, seen[0]) <= seen[1]:
+        return None  # the largest value seen ends it (OpenTelemetry's max)
+    return events, bound_seconds(bound, unit_s)
+
+
 @dataclass
 class SourceTotals:
     """Per-bucket counts of one stream's source buckets over all its intervals (bounds in the stream unit)."""
@@ -137,7 +158,7 @@ class SourceTotals:
     def bounds_seconds(self, unit_s: float) -> list[float | None]:
         """The bounds in seconds (None for +Inf) as the source wrote them: `unit_s` seconds per stream unit, the
         product rounded to 15 significant digits (0.025, not 0.024999999999999998 from 25000 µs)."""
-        return [None if math.isinf(b) else float(f"{b * unit_s:.15g}") for b in self.bounds]
+        return [None if math.isinf(b) else bound_seconds(b, unit_s) for b in self.bounds]
 
     @property
     def events(self) -> int:

@@ -114,8 +114,8 @@ def scale_heading(low: float, high: float, width: int) -> str | None:
 def _values(row: StreamRow) -> tuple[str, ...]:
     """The numbers of a line as shown (of every column in `COLUMNS`): durations as the report writes them, in their
     column's width (`fit_duration`), `≥low` where a percentile is a lower bound only (`StreamRow.open`)."""
-    vs = "stale" if row.stale else "-" if not math.isfinite(row.vs_peers) else f"×{row.vs_peers:.2g}" + (
-        " ▲" if row.slow else "")
+    vs = "stale" if row.stale else "-" if not math.isfinite(row.vs_peers) else (
+        "≥" if "vs peers" in row.open else "") + f"×{row.vs_peers:.2g}" + (" ▲" if row.slow else "")
     widths = dict(COLUMNS)
     return (*(_figure(v, widths[name], name in row.open) for name, v in
               (("p50 now", row.p50_now), ("p99 now", row.p99_now), ("p99 all", row.p99_all), ("waited", row.waited_s))),

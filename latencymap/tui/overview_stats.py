@@ -10,8 +10,9 @@ a stream expected to go on stopped; one without peers (a Spark stage, a phase) e
 is the report's figure (`outputs.report.stream_total`): a rebinned stream's from its source's own buckets. Its "now"
 comes from the rows (`now_rows`, as the header's "latest (rows)"), or from those buckets where the "now" columns are
 the whole stream (`inspector.whole_from_source`). A figure that is a lower bound only is listed in its row's `open`
-(written `≥low`): the rows' in their open top slot (`open_percentiles`), a source's past its largest finite bound
-(`stream_total`'s `open`, as the report).
+(written `≥low`): the rows' in their open top slot (`open_percentiles`) or past the events below a rebinned
+column's own overflow bucket (`+Inf`: at least its bound, `StreamHistory.overflow`), a source's past its largest
+finite bound (`stream_total`'s `open`, as the report).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from latencymap.analysis.peers import peer_key, ratios_to_others
 from latencymap.core.accumulator import StreamHistory, Totals
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import StreamId
-from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES, median_of, open_percentiles
+from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES, median_of, open_percentiles, overflow_bounds
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.outputs.report import source_use, stream_total
@@ -74,7 +75,7 @@ class StreamRow:
     #: Its p50/p99 now come from the rows while "all" comes from its source's own buckets (a rebinned stream's "now"
     #: short of the whole stream: those buckets are whole-stream sums).
     now_rows: bool = False
-    #: Those of its figures (`FIGURES`: "p99 now", ...) that are a lower bound only, written `≥low` as the report.
+    #: Those of its figures (`FIGURES`: "p99 now", ...; and "vs peers") that are a lower bound only, written `≥`.
     open: frozenset[str] = frozenset()
 
     @property
@@ -103,7 +104,7 @@ class _Stream:
     "now" columns' sums, and their percentiles; recomputed only when the stream's columns or its window moved."""
 
     __slots__ = ("counts", "dropped", "end_s", "exact_all", "exact_now", "interval_s", "key", "label", "latest",
-                 "latest_t", "now_rows", "open", "pct", "peers", "seen", "spent", "times", "waited_now")
+                 "latest_t", "now_rows", "open", "over", "pct", "peers", "seen", "spent", "times", "waited_now")
     pct: tuple[float, ...]
     open: tuple[bool, ...]
 
@@ -119,6 +120,9 @@ class _Stream:
         self.latest_t = np.zeros(NSLOTS)
         self.exact_now = self.exact_all = False  # whether the times are exact: percentiles then use bucket means
         self.now_rows = False
+        #: Events of the "now" columns and of every column in their sources' overflow buckets, values not known, and
+        #: those buckets' smallest lower bound (s): `StreamHistory.overflow`.
+        self.over = ((0.0, math.nan), (0.0, math.nan))
         self._whole(hist)
 
     def _whole(self, hist: StreamHistory) -> None:
@@ -157,6 +161,8 @@ class _Stream:
             self.waited_now = float(spent[now - first: stop - first].sum()) / dur if dur > 0 else math.nan
             self.end_s = float(hist.meta_in("end", slice(stop - 1, stop))[0])
             self.interval_s = float(median_of(hist.meta_in("dur", slice(max(0, stop - INTERVAL_COLUMNS), stop))))
+        self.over = (hist.overflow(slice(max(0, stop - NOW_COLUMNS), max(0, stop))),
+                     hist.overflow(slice(0, n), all_seen=True))
         self.key = (n, hist.dropped, stop)
 
     def whole_stream(self, hist: StreamHistory, source: SourceTotals) -> None:
@@ -226,14 +232,18 @@ class OverviewStats:
 
 def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
     """p50/p99 now and overall of streams of one unit and datasource, in one call (`cell_estimates`), and which are a
-    lower bound only (`open_percentiles`)."""
+    lower bound only (`open_percentiles`; past a rebinned source's largest finite bound: `overflow_bounds`)."""
     now = [(hist, state.latest[None], state.latest_t[None] if state.exact_now else None) for hist, state in members]
     whole = [(hist, state.counts[None], state.times[None] if state.exact_all else None) for hist, state in members]
     pct = cell_estimates([*now, *whole], SHOWN)
     n = len(members)
     for k, (hist, state) in enumerate(members):
-        state.pct = (*pct[k].tolist(), *pct[n + k].tolist())
-        bounds = open_percentiles(np.stack([state.latest, state.counts]), SHOWN, seen=hist.seen)
+        counts = np.stack([state.latest, state.counts])
+        (over_now, at_now), (over_all, at_all) = state.over
+        rows = open_percentiles(counts, SHOWN, seen=hist.seen)
+        figures, bounds = overflow_bounds(np.stack([pct[k], pct[n + k]]), rows, counts.sum(axis=1, dtype=np.float64),
+                                          np.array([over_now, over_all]), np.array([at_now, at_all]), SHOWN)
+        state.pct = tuple(figures.ravel().tolist())
         state.open = tuple(bool(b) for b in bounds.ravel())
 
 
@@ -295,14 +305,24 @@ class SharedClock:
 def _compare_peers(peers: list[StreamRow]) -> None:
     """`vs_peers` of peers (one unit and datasource; one label but for its rank, disk or instance, as
     `analysis.peers`: streams whose label names none have no peers): p99 now over the median p99 now of the others
-    (two or more with a p99 now), as `analysis.peers.ratios_to_others`."""
+    (two or more with a p99 now), as `analysis.peers.ratios_to_others`. A p99 now that is a lower bound only gives a
+    lower bound (listed in `open` as "vs peers", written `≥`) where the others' median is exact; a median that a
+    lower bound among the others leaves open gives no ratio (it cannot be told)."""
     now = np.array([r.p99_now for r in peers])
     ok = np.isfinite(now) & (now > 0)
     if ok.sum() < 2:
         return
+    at_least = np.array(["p99 now" in r.open for r in peers]) & ok
     ratios = ratios_to_others(np.where(ok, now, np.nan))
-    for r, v in zip(peers, ratios.tolist(), strict=True):
+    if at_least.any():  # the others' median again, with every lower bound as large as it can be
+        largest = np.where(at_least, float(np.nanmax(now[ok])) * 1e6, np.where(ok, now, np.nan))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            told = np.isclose(now / ratios, largest / ratios_to_others(largest), rtol=1e-12, atol=0.0)
+        ratios = np.where(told, ratios, np.nan)
+    for r, v, bound in zip(peers, ratios.tolist(), at_least.tolist(), strict=True):
         r.vs_peers = v
+        if bound and math.isfinite(v):
+            r.open |= {"vs peers"}
 
 
 def natural_key(label: str) -> tuple[tuple[int, str], ...]:

@@ -62,6 +62,19 @@ class Window:
             out[ok] = np.add.reduceat(hist.counts_in(slice(starts[0], b[ok][-1])), starts - starts[0], axis=0)
         return out
 
+    def cell_overflow(self, hist: StreamHistory) -> tuple[np.ndarray, np.ndarray]:
+        """Per cell, the events of its columns in their sources' overflow buckets whose values are not known, and
+        those buckets' smallest lower bound (s; NaN: none): `StreamHistory.overflow_in`."""
+        a, b = self.cell_bounds()
+        events, bound = np.zeros(self.cells), np.full(self.cells, np.nan)
+        ok = b > a
+        if ok.any():
+            starts = a[ok]
+            over, at = hist.overflow_in(slice(starts[0], b[ok][-1]))
+            events[ok] = np.add.reduceat(over, starts - starts[0])
+            bound[ok] = np.fmin.reduceat(at, starts - starts[0])
+        return events, bound
+
     def cell_means(self, hist: StreamHistory) -> np.ndarray:
         """Time spent per (cell, slot) of the cells whose every column's time is exact; NaN for the others (their
         buckets' means say nothing: `percentile_estimates(times=...)`)."""

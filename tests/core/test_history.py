@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,6 +17,7 @@ from latencymap.core.buckets import NSLOTS, bin_extremes, bin_values, bounds_sec
 from latencymap.core.columns import Block, Chunk, count_dtype, observed_s
 from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, StreamId
 from latencymap.core.percentiles import percentile_estimates
+from latencymap.core.rebin import rebin_counts
 
 S = StreamId("s", "bpf", "microsec")
 MID = midpoints_seconds("bpf", "microsec")
@@ -506,3 +508,50 @@ def test_per_slot_sums_past_2_63_are_exact(chunk: int) -> None:
     small = StreamHistory(S)  # the usual counts keep int64 sums
     small.extend_columns(counts % 1000, None, None, one, one + 1, np.ones(3), no, no, "")
     assert small.totals().counts.dtype == np.int64 and small.slot_sums()[0].dtype == np.int64
+
+
+def test_a_rebinned_columns_inf_bucket_makes_its_percentiles_past_the_rest_lower_bounds_at_its_bound() -> None:
+    """Buckets up to 100 ms and `+Inf` (µs): the rows hold the `+Inf` events in the slot of 100 ms, as if they were
+    65.5-131 ms; a percentile whose rank passes every finite bucket's events (hand count) is `≥` 100 ms, in one
+    column, in several, over columns dropped too; and a column run (`extend_run`) keeps them as intervals do."""
+    ps = StreamId("req", "prometheus", "microsec")
+    bounds = (50_000.0, 100_000.0, float("inf"))
+    given = [(60, 30, 10), (95, 5, 0), (50, 0, 50), (98, 1, 1), (10, 0, 90), (70, 20, 10)]  # per bucket, per column
+
+    def interval(k: int, buckets: tuple[int, int, int]) -> Interval:
+        return Interval(ps, float(k), k + 1.0, rebin_counts(bounds, buckets),
+                        source_buckets=SourceBuckets(bounds, np.array(buckets), None))
+
+    hist = StreamHistory(ps, cap=4)
+    for k, buckets in enumerate(given):
+        hist.extend([interval(k, buckets)])
+    over, at = hist.overflow_in()  # the 4 newest columns kept
+    assert over.tolist() == [50, 1, 90, 10] and at.tolist() == [0.1] * 4
+    stats = hist.column_stats()
+    # of 100 events, `+Inf` holding n: the percentiles whose rank passes 100 - n (p50 50, p90 90, p99 99, p99.9 99.9)
+    assert stats.open.tolist() == [[False, True, True, True], [False, False, False, True], [True] * 4,
+                                   [False, False, True, True]]
+    assert (stats.percentiles[stats.open] == 0.1).all() and (stats.percentiles[~stats.open] < 0.1).all()
+    kept = hist.totals()  # 400 events, 249 finite: p90 (rank 360) and up past them, not p50 (200)
+    assert kept.open == (0.9, 0.99, 0.999) and [kept.percentiles[q] for q in kept.open] == [0.1] * 3
+    whole = hist.totals(all_seen=True)  # 600 events, 161 in `+Inf` (10 of them dropped): p90 (rank 540) past 439
+    assert hist.overflow(all_seen=True) == (161.0, 0.1) and hist.overflow() == (151.0, 0.1)
+    assert whole.open == (0.9, 0.99, 0.999) and whole.percentiles[0.5] < 0.1
+    run = StreamHistory(ps)
+    ivs = [interval(k, buckets) for k, buckets in enumerate(given)]
+    run.extend_run(IntervalRun([ps] * len(ivs), np.arange(6.0), np.arange(1.0, 7.0), np.ones(6),
+                               np.stack([iv.counts for iv in ivs]), None, np.zeros(6, bool), np.zeros(6, bool),
+                               [""] * 6, source_buckets=[iv.source_buckets for iv in ivs]))
+    assert run.overflow_in()[0].tolist() == [b[2] for b in given]
+
+
+def test_an_inf_bucket_ended_by_the_largest_value_seen_is_no_lower_bound() -> None:
+    """OpenTelemetry's points say their max: past the top finite bound the values are known to end there."""
+    ot = StreamId("req", "otlp", "microsec")
+    bounds = (50_000.0, 100_000.0, float("inf"))
+    extremes = np.full((2, NSLOTS), np.nan)
+    extremes[:, 17] = (0.12, 0.3)  # seconds: the values past 100 ms end at 300 ms
+    hist = StreamHistory(ot)
+    hist.extend([Interval(ot, 0.0, 1.0, rebin_counts(bounds, (10, 0, 90)), extremes=extremes,
+                          source_buckets=SourceBuckets(bounds, np.array([10, 0, 90]), None))])
+    assert hist.overflow() == (0.0, pytest.approx(math.nan, nan_ok=True)) and not hist.column_stats().open.any()

@@ -3,18 +3,26 @@ largest finite bound (no max seen: `outputs.report.source_open`), or in the log2
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+import pytest
 from formats_support import open_top_records
 from prometheus_support import scraped_intervals
-from tui_support import fixture_items
+from tui_support import fixture_items, run_ended
 
 from latencymap.core.accumulator import Accumulator
+from latencymap.core.model import Interval
+from latencymap.core.percentiles import percentile_estimates
 from latencymap.outputs.report import percentile_text, stream_report
+from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.inspector import inspect_columns, inspection_summary
 from latencymap.tui.overview import _values
-from latencymap.tui.overview_stats import OverviewStats
+from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, StreamRow
+from latencymap.tui.percentiles import cell_figures
 from latencymap.tui.status import status_text
+from latencymap.tui.window import Window
 
 #: Top finite bound 100 ms: 30% of the requests take 300 ms, past it, so p99 is only `≥100ms`.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1)
@@ -54,3 +62,109 @@ def test_a_percentile_in_the_rows_open_top_slot_reads_as_a_lower_bound_in_the_ov
     assert row.open == {"p99 now", "p99 all"}
     line = status_text(hist, hist.n, state="ended", skipped=0, stream_index=0, streams=1, ingest_rate=0).plain
     assert f"p99 {percentile_text(total, 0.99)}" in line.splitlines()[1].split("overall", 1)[1]
+
+
+#: Half the requests take 200-400 ms, past the top finite bound (100 ms): p90 and p99 of every column lie in `+Inf`.
+SLOW = [0.004] * 50 + [0.2 + 0.2 * k / 49 for k in range(50)]
+#: More columns than the overview's "now" (which then comes from the rows, not the source's whole-stream buckets).
+COLUMNS = NOW_COLUMNS + 3
+
+
+def _slow_columns(name: str = "req_duration_seconds", values: list[float] = SLOW) -> list[Interval]:
+    """`COLUMNS` intervals of a real prometheus_client exporter (buckets up to 100 ms) scraped on loopback, each but
+    the first (before any request) holding `values`; every one's own `+Inf` bucket, as the exposition gave it, holds
+    the requests past 100 ms."""
+    intervals = scraped_intervals(BUCKETS, values, columns=COLUMNS, name=name)
+    above = sum(v > BUCKETS[-1] for v in values)
+    assert len(intervals) == COLUMNS
+    for k, iv in enumerate(intervals):
+        assert iv.source_buckets is not None and iv.source_buckets.bounds[-1] == float("inf")
+        held = (int(iv.source_buckets.counts.sum()), int(iv.source_buckets.counts[-1]))
+        assert held == ((0, 0) if k == 0 else (len(values), above))
+    return intervals
+
+
+def test_per_column_percentiles_in_the_inf_bucket_read_as_at_least_the_top_bound() -> None:
+    """Rebinned, the `+Inf` bucket goes to the row of 100 ms (65.5-131 ms), so the header's "latest (rows)", the
+    overview's "p99 now", the inspector on one column and the percentile strip said `p99 129ms`, `p90 114ms` for
+    requests of 200-400 ms; now `≥100ms`, as the whole stream's figures. p50 (rank 50 of 100, the 50 below 100 ms
+    reach it) stays a plain number."""
+    acc = Accumulator()
+    acc.add(_slow_columns())
+    hist = next(iter(acc.streams.values()))
+    source = acc.sources[hist.stream]
+    assert percentile_text(stream_report(hist, acc)["total"], 0.99) == "≥100ms"
+    latest = status_text(hist, hist.n, state="ended", skipped=0, stream_index=0, streams=1, ingest_rate=0,
+                         source=source).plain.splitlines()[1].split("overall", 1)[0]
+    assert "latest (rows)" in latest and "p99 ≥100ms" in latest and "p50 ≥" not in latest, latest
+    column = inspection_summary(inspect_columns(hist, hist.n - 1, hist.n, 0, 63, source=source)).plain
+    assert "p90 ≥100ms" in column and "p99 ≥100ms" in column and "p99.9 ≥100ms" in column and "p50 ≥" not in column
+    row = OverviewStats().rows([hist], sources=acc.sources)[0]
+    assert row.now_rows and _values(row)[1:3] == ("≥100ms", "≥100ms") and not _values(row)[0].startswith("≥")
+    assert row.open == {"p99 now", "p99 all"}
+    stats = hist.column_stats(slice(1, None))
+    assert (stats.percentiles[:, 1:] == pytest.approx(0.1)) and stats.open[:, 1:].all() and not stats.open[:, 0].any()
+    values, at_least = cell_figures(hist, Window(hist.n, 12, 1))
+    held = np.isfinite(values[:, 1])
+    assert held.sum() == hist.n - 1 and at_least[held, 1].all() and (values[held, 1] == pytest.approx(0.1))
+    assert not at_least[:, 0].any()
+
+
+def test_columns_without_requests_past_the_top_bound_keep_their_rows_figures() -> None:
+    """Only a column's own `+Inf` events make its figures lower bounds: columns of fast requests are unchanged (the
+    rows' estimate, no `≥`), though the stream's buckets have a `+Inf` bucket."""
+    acc = Accumulator()
+    acc.add(_slow_columns(values=[0.004] * 60 + [0.07] * 40))
+    hist = next(iter(acc.streams.values()))
+    stats = hist.column_stats(slice(1, None))
+    rows = percentile_estimates(hist.counts_in(slice(1, None)), hist.low, hist.high)
+    assert not stats.open.any() and np.array_equal(stats.percentiles, rows)
+    assert hist.overflow() == (0.0, pytest.approx(np.nan, nan_ok=True))
+
+
+def test_the_header_of_the_running_tui_and_its_saved_svg_say_at_least(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TUI itself (Textual pilot) on the scraped columns: its header's latest p99 and the saved SVG."""
+    monkeypatch.chdir(tmp_path)
+    app = LatencyMapApp(iter(_slow_columns()), color_mode="truecolor")
+    seen: dict[str, str] = {}
+
+    async def scenario(pilot) -> None:
+        seen["status"] = str(app.query_one("#status").render())
+        await pilot.press("s")
+        await pilot.pause(0.5)
+
+    run_ended(app, scenario, size=(120, 40))
+    latest = seen["status"].splitlines()[1].split("overall", 1)[0]
+    assert "p99 ≥100ms" in latest, latest
+    svg = next(p for p in app.saved if p.suffix == ".svg").read_text()
+    assert "p99&#160;≥100ms" in svg or "p99 ≥100ms" in svg
+
+
+def _ranks(slow: list[int], peers: int) -> list[StreamRow]:
+    """Overview rows of `peers` ranks scraped from real exporters: those in `slow` half past the top bound, the
+    others all at 20 ms."""
+    acc = Accumulator()
+    clock: list[Interval] = []
+    for rank in range(peers):
+        scraped = _slow_columns(f"rank{rank}_step_seconds", SLOW if rank in slow else [0.02] * 100)
+        clock = clock or scraped  # on one time axis, as ranks scraped together: none ended before the others
+        acc.add([replace(iv, start=at.start, end=at.end) for iv, at in zip(scraped, clock, strict=True)])
+    return OverviewStats().rows(list(acc.streams.values()), sources=acc.sources)
+
+
+def test_vs_peers_of_a_lower_bound_p99_is_a_lower_bound_or_none() -> None:
+    """"vs peers" is p99 now over the others' median: rank3's p99 now is only `≥100ms`, so its ratio is only at
+    least that (it was written `×4.x`, as if exact); a rank whose others' median holds a lower bound gets none."""
+    rows = {r.label: r for r in _ranks([3], 4)}
+    slow = rows["rank3_step_seconds"]
+    assert "p99 now" in slow.open and "vs peers" in slow.open
+    others = rows["rank0_step_seconds"].p99_now
+    assert slow.vs_peers == pytest.approx(0.1 / others) and slow.slow
+    assert _values(slow)[4] == f"≥×{0.1 / others:.2g} ▲"
+    for rank in range(3):  # their others' median is of two exact ranks and rank3, the largest: it is told
+        row = rows[f"rank{rank}_step_seconds"]
+        assert row.vs_peers == pytest.approx(1.0) and "vs peers" not in row.open
+    pair = {r.label: r for r in _ranks([1], 2)}
+    assert _values(pair["rank1_step_seconds"])[4].startswith("≥×")
+    assert _values(pair["rank0_step_seconds"])[4] == "-"  # its one peer's p99 is a lower bound: no ratio to tell

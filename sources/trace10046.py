@@ -3,7 +3,8 @@
 Waits of the chosen events (`--event`, repeatable, default `db file sequential read`; `all` for
 every event) are grouped into columns of `--interval` seconds of trace time by `tim` (the end of
 the wait), binned on the log2 scale by `ela` (µs), with exact time per bucket. Each event is a
-stream; columns without waits are empty columns, so rates stay true. `tim` is epoch µs on
+stream; columns without waits are empty columns, so rates stay true (with `all`, an event first
+seen later gets the trace's columns before its first wait, empty, as a named one has them). `tim` is epoch µs on
 current releases; when it is not (older releases count from an arbitrary origin), the trace's
 first `*** YYYY-MM-DD HH:MM:SS` line anchors it. A wait past the top bucket's nominal end is counted in that open
 bucket, and said once per event.
@@ -11,8 +12,10 @@ bucket, and said once per event.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
@@ -78,6 +81,7 @@ class _Reader:
         self.anchor: float | None = None
         self.late = 0
         self.past_top: set[str] = set()  # the events told a wait past the top slot
+        self.starts = array("q")  # the first column of each span given so far (`_flush`), for `_backfill`
 
     def read(self, lines: Iterable[str]) -> Iterator[Item]:
         for n, line in enumerate(lines, 1):
@@ -98,6 +102,7 @@ class _Reader:
                 continue
             if key not in self.streams:
                 self.streams[key] = self._stream(event)
+                yield from self._backfill(self.streams[key])
             if ela >= TOP_BOUND and key not in self.past_top:
                 self.past_top.add(key)
                 yield Notice(f"{self.name}: line {n}: {self.streams[key].label}: "
@@ -132,14 +137,20 @@ class _Reader:
         for first, stop in column_spans(self.column, upto):
             yield from self._columns(first, stop)
             self.pending = {}
+            self.starts.append(first)
         self.column = upto
 
+    def _backfill(self, stream: StreamId) -> Iterator[Interval]:
+        """The columns given so far, empty, for a stream first seen now (`all`): it did not wait in them, and its
+        rate and timeline cover the whole trace, as a named event's do."""
+        if self.column is None:
+            return
+        for first, stop in itertools.pairwise([*self.starts, self.column]):
+            yield _interval(stream, first * self.interval, stop * self.interval, ())
+
     def _columns(self, first: int, stop: int) -> Iterator[Interval]:
-        start, end = first * self.interval, stop * self.interval
         for key, stream in self.streams.items():
-            values = np.asarray(self.pending.get(key, ()), dtype=np.float64)
-            counts, sums = bin_values(values)
-            yield Interval(stream, start, end, counts, sums * 1e-6, extremes=bin_extremes(values) * 1e-6)
+            yield _interval(stream, first * self.interval, stop * self.interval, self.pending.get(key, ()))
 
     def _missing(self) -> Iterator[Notice]:
         found = {e.lower() for e in self.seen}
@@ -148,6 +159,13 @@ class _Reader:
             common = ", ".join(f"{clean_text(e)!r} ({c})" for e, c in self.seen.most_common(8)) or "none"
             yield Notice(f"{self.name}: no WAIT lines for {', '.join(repr(clean_text(e)) for e in absent)}; "
                          f"events in this trace: {common}", skipped=0)
+
+
+def _interval(stream: StreamId, start: float, end: float, ela: Sequence[int]) -> Interval:
+    """The column of one event's waits (`ela`, µs) from `start` to `end` (s)."""
+    values = np.asarray(ela, dtype=np.float64)
+    counts, sums = bin_values(values)
+    return Interval(stream, start, end, counts, sums * 1e-6, extremes=bin_extremes(values) * 1e-6)
 
 
 def _stamp(line: str) -> float | None:

@@ -100,6 +100,7 @@ class ProtocolReader:
         self._said: set[str] = set()  # the one-time notes given: "newer", and the datasources of _NOT_RECORDED
         self._pending: list[Notice] = []  # notes to give before the next item
         self._overflow: dict[StreamId, _Overflow] = {}  # what each stream's overflow rows held, said at the end
+        self._first_record: dict[StreamId, int] = {}  # the first line of each stream's first cumulative record
 
     def read(self, lines: Iterable[str]) -> Iterator[Snapshot | Interval | Notice]:
         """Read all lines, then report a record left open at end of input."""
@@ -257,7 +258,24 @@ class ProtocolReader:
     def feed_text(self, text: str, runs: bool = False) -> Iterator[Item]:
         """Items of the records completed by `text`; an unfinished record waits for the next call."""
         items = self._fast.feed(text)
+        self._saw(items)
         yield from items if runs else one_by_one(items)
+
+    def _saw(self, items: Iterable[object]) -> None:
+        """Keep the first line of each stream's first cumulative record (`_overflow_notice`): by line, as records
+        read in bulk and records read again line by line come in no one order."""
+        first = self._first_record
+        for item in items:
+            if isinstance(item, SnapshotRun):
+                lines: Iterable[tuple[StreamId, int]] = dict(zip(reversed(item.streams), reversed(item.lines),
+                                                                 strict=True)).items()
+            elif isinstance(item, Snapshot):
+                lines = ((item.stream, item.line),)
+            else:
+                continue
+            for stream, line in lines:
+                if first.setdefault(stream, line) > line:
+                    first[stream] = line
 
     def in_record(self) -> bool:
         """True between a `<begin record>` line and its end."""
@@ -346,6 +364,7 @@ class ProtocolReader:
         for stream, held in self._overflow.items():
             yield self._overflow_notice(stream, held)
         self._overflow.clear()
+        self._first_record.clear()
 
     def _overflow_notice(self, stream: StreamId, held: _Overflow) -> Notice:
         """The note that a stream's rows of bucket value 4294967295 were left out, and what they held."""
@@ -357,8 +376,12 @@ class ProtocolReader:
             what = (f"'{label}': bucket value {ORACLE_OVERFLOW} is not a power of 2 (it is Oracle's overflow bucket; "
                     f"the stream is read as {stream.datasource}: if it is Oracle's, add 'datasource, oracle' or pass "
                     "--datasource oracle); its rows are left out")
+        before = self._first_record.get(stream, held.first_record)
         if held.per_interval:
             held_text = f"{held.total:,} events in them (lines {held.first_line} to {held.last_line})"
+        elif before < held.first_record:  # Oracle lists no row for an empty bucket: it held none there
+            held_text = (f"its cumulative count went from 0 (line {before}: no row of it) to {held.last:,} "
+                         f"(line {held.last_line})")
         elif held.first_line == held.last_line:
             held_text = f"its cumulative count is {held.first:,} (line {held.first_line})"
         else:
@@ -393,6 +416,7 @@ class ProtocolReader:
                     self.said_unit = True
                     out.append(self.unit_notice(rec.first_line, self.unit))
             items = record_items(rec, self.stream)
+            self._saw(items)
             if rec.overflow_line and items:
                 self._overflow_row(items[0].stream, rec)
             if rec.extremes_dropped:
@@ -407,7 +431,8 @@ class ProtocolReader:
         """Keep what a record's overflow rows held, for the note at the end of input."""
         held = self._overflow.get(stream)
         if held is None:
-            held = self._overflow[stream] = _Overflow(rec.per_interval, rec.overflow, rec.overflow_line)
+            held = self._overflow[stream] = _Overflow(rec.per_interval, rec.overflow, rec.overflow_line,
+                                                      first_record=rec.first_line)
         held.last, held.last_line = rec.overflow, rec.overflow_line
         held.total += rec.overflow
 
@@ -439,7 +464,8 @@ class ProtocolReader:
 @dataclass(slots=True)
 class _Overflow:
     """What a stream's rows of bucket value 4294967295 held: the first and last record's counts and lines, and the
-    sum (the events of `counts, interval` records)."""
+    sum (the events of `counts, interval` records); a cumulative record of the stream before the first (no such row)
+    means 0 there."""
 
     per_interval: bool
     first: int
@@ -447,6 +473,7 @@ class _Overflow:
     last: int = 0
     last_line: int = 0
     total: int = 0
+    first_record: int = 0  # the first line of the first record with such a row
 
 
 #: The most records one recorded note may say its run skipped (a larger count is read as none).

@@ -79,7 +79,7 @@ def resolve_password(user: str | None, dsn: str, *, external_auth: bool,
         interactive = False
     if interactive:
         try:
-            typed = prompt(f"Oracle password for {user}@{shown_dsn(dsn)}: ")
+            typed = prompt(f"Oracle password for {clean_text(f'{user}@{shown_dsn(dsn)}')}: ")
         except (EOFError, KeyboardInterrupt):
             typed = ""
         if typed:

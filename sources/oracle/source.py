@@ -205,8 +205,10 @@ class OracleSource(Source):
         #: Events that have had rows in some poll, and those said to have none (`_missing_events`).
         self._events_seen: set[str] = set()
         self._missing_said: set[str] = set()
-        #: Per stream whose overflow bucket held waits, its count when first read and when last read.
-        self._overflow: dict[StreamId, list[int]] = {}
+        #: Per stream whose overflow bucket held waits, per instance: its count before the run and when last read.
+        self._overflow: dict[StreamId, dict[int, list[int]]] = {}
+        #: The instances that have had rows in some poll (`_say_overflow`).
+        self._polled: set[int] = set()
 
     def __repr__(self) -> str:
         return f"OracleSource(dsn={self.dsn!r}, user={self.user!r})"
@@ -297,24 +299,34 @@ class OracleSource(Source):
 
     def _say_overflow(self, sample: Sample, view: HistogramView) -> None:
         """A notice, once per stream, that its overflow bucket holds waits (left out: it has no finite range), with
-        their count; the count is kept for `_overflow_changes`."""
+        their count and how many came in this run; the counts are kept for `_overflow_changes`.
+
+        Oracle lists no row for an empty bucket: an instance polled before without this row had none there (0 before
+        the run's waits); an instance's first poll gives the count from before the run.
+        """
         by_stream: dict[StreamId, dict[int, int]] = {}
         for (event, inst), count in sorted(sample.overflow.items()):
             by_stream.setdefault(self.stream_of(event, inst, view.unit), {})[inst] = count
         for sid, per_inst in by_stream.items():
-            total = sum(per_inst.values())
-            held = self._overflow.get(sid)
-            if held is not None:
-                held[1] = total
+            held = self._overflow.setdefault(sid, {})
+            said = bool(held)
+            for inst, count in per_inst.items():
+                held.setdefault(inst, [0 if inst in self._polled else count, count])[1] = count
+            if said:
                 continue
-            self._overflow[sid] = [total, total]
+            total, before = sum(per_inst.values()), sum(held[inst][0] for inst in per_inst)
             insts = f" ({', '.join(f'inst {i}: {n:,}' for i, n in per_inst.items())})" if len(per_inst) > 1 else ""
-            self._notes.append(Notice(f"{_overflow_left_out(sid)}: its cumulative count is {total:,}{insts}; waits "
-                                      "that reach it later are left out too", skipped=0))
+            during = "" if total <= before else ", all of them in this run" if before == 0 else \
+                f", {total - before:,} of them in this run"
+            self._notes.append(Notice(f"{_overflow_left_out(sid)}: its cumulative count is {total:,}{insts}{during}; "
+                                      "waits that reach it later are left out too", skipped=0))
+        self._polled.update(inst for _, inst in sample.counts)
 
     def _overflow_changes(self) -> Iterator[Notice]:
-        """At the end of a limited run, for each stream whose overflow count changed since said: from what to what."""
-        for sid, (first, last) in self._overflow.items():
+        """At the end of a limited run, for each stream whose overflow count changed since before the run: from what
+        to what."""
+        for sid, held in self._overflow.items():
+            first, last = sum(before for before, _ in held.values()), sum(now for _, now in held.values())
             if last != first:
                 grew = f": {last - first:,} waits past the largest bucket in this run" if last > first else ""
                 yield Notice(f"{_overflow_left_out(sid)}: its cumulative count went from {first:,} (first read) to "
@@ -411,19 +423,19 @@ class OracleSource(Source):
         """Diff each instance against its own last counts, then sum per output stream; (counts, reset streams).
 
         A counter of an instance that went down means the instance restarted (Oracle's only grow while it runs):
-        all of that instance's counts now are its waits since the restart, and they are the column's, also in a
-        bucket whose counter has already passed its pre-restart value. A bucket whose row was unusable is not
+        all of that instance's counts now, of every event, are its waits since the restart, and they are the
+        column's, also in a bucket or an event whose counters have already passed their pre-restart values; an
+        event of it with no row now has not waited since, and counts from 0. A bucket whose row was unusable is not
         known this sample: it keeps its last value (`Snapshot.present`), so it fakes no restart.
 
         Only an instance's first poll is a baseline. Oracle shows no row for an event that has not waited yet:
         an (event, instance) whose rows first come in a later poll of an instance already polled started from
         zero after that instance's last poll, so all of its counts are this column's.
         """
-        totals: dict[StreamId, np.ndarray] = {}
-        resets: set[StreamId] = set()
+        diffed: list[tuple[StreamId, int, np.ndarray, np.ndarray]] = []  # (stream, instance, new counts, delta)
+        restarted: set[int] = set()
         for (event, inst), counts in sorted(sample.counts.items()):
-            sid = self.stream_of(event, inst, view.unit)
-            key = StreamId(f"{event}\x1finst {inst}", "oracle", view.unit)
+            key = _key(event, inst, view.unit)
             since = counters.instances.get(inst)
             if key not in counters.keys and since is not None:
                 counters.differ.push(Snapshot(key, since, empty_counts()))  # no row until now: no wait before
@@ -431,9 +443,20 @@ class OracleSource(Source):
             snap = Snapshot(key, t, counts, present=sample.present((event, inst)))
             out = counters.differ.push(snap)
             if isinstance(out, Interval):
-                totals[sid] = totals.get(sid, empty_counts()) + (snap.counts if out.reset else out.counts)
+                diffed.append((self.stream_of(event, inst, view.unit), inst, snap.counts, out.counts))
                 if out.reset:
-                    resets.add(sid)
+                    restarted.add(inst)
+        if restarted:
+            now = {_key(event, inst, view.unit) for event, inst in sample.counts}
+            for key in counters.keys - now:
+                if int(key.label.rpartition(" ")[2]) in restarted:
+                    counters.differ.push(Snapshot(key, t, empty_counts()))
+        totals: dict[StreamId, np.ndarray] = {}
+        resets: set[StreamId] = set()
+        for sid, inst, counts, delta in diffed:  # an instance that restarted: all of its events' counts are new
+            totals[sid] = totals.get(sid, empty_counts()) + (counts if inst in restarted else delta)
+            if inst in restarted:
+                resets.add(sid)
         counters.instances.update((inst, t) for _, inst in sample.counts)
         return totals, resets
 
@@ -506,6 +529,11 @@ class OracleSource(Source):
             yield Notice(f"oracle: reconnected after {attempts} attempt{'s' * (attempts > 1)} "
                          f"({self.clock() - lost_at:.0f}s); the outage shows as gap columns", skipped=0)
             return
+
+
+def _key(event: str, inst: int, unit: str) -> StreamId:
+    """What one instance's counters of one event are diffed as."""
+    return StreamId(f"{event}\x1finst {inst}", "oracle", unit)
 
 
 def _overflow_left_out(sid: StreamId) -> str:

@@ -377,11 +377,11 @@ def test_a_timestamp_in_a_stream_timed_as_read_is_not_used() -> None:
     assert len(notes) == 2 and "1600000000" not in " ".join(notes)
 
 
-def overflow_records(datasource: str, *overflow: int) -> str:
-    """Cumulative records of one stream with an overflow row (4294967295) of each count given."""
+def overflow_records(datasource: str, *overflow: int | None) -> str:
+    """Cumulative records of one stream with an overflow row (4294967295) of each count given (None: no such row)."""
+    rows = ["" if n is None else f"4294967295, {n}\n" for n in overflow]
     return "".join(f"<begin record>\ntimestamp, microsec, {k + 1}000000, t\nlabel, log file sync\n"
-                   f"datasource, {datasource}\n1, {10 * (k + 1)}\n4294967295, {n}\n<end record>\n"
-                   for k, n in enumerate(overflow))
+                   f"datasource, {datasource}\n1, {10 * (k + 1)}\n{row}<end record>\n" for k, row in enumerate(rows))
 
 
 def test_oracle_overflow_bucket_is_said_once_per_stream_with_what_it_held() -> None:
@@ -395,6 +395,18 @@ def test_oracle_overflow_bucket_is_said_once_per_stream_with_what_it_held() -> N
             "range) is left out of the map and totals: its cumulative count went from 5 (line 6) to 12 (line 20)",
             0)]
         assert items[-1] is notes[0]
+
+
+def test_an_overflow_bucket_first_filled_in_the_input_counts_from_0() -> None:
+    """Oracle lists no row for an empty bucket: a stream's record without the overflow row means 0 there, so the 2
+    waits of the later records' rows came within the input."""
+    for items in both_paths(overflow_records("oracle", None, 2, 2)):
+        assert [int(i.counts.sum()) for i in items if isinstance(i, Snapshot)] == [10, 20, 30]
+        (note,) = [i.message for i in items if isinstance(i, Notice)]
+        assert note.endswith(": its cumulative count went from 0 (line 1: no row of it) to 2 (line 19)"), note
+    for items in both_paths(overflow_records("oracle", None, 3)):
+        (note,) = [i.message for i in items if isinstance(i, Notice)]
+        assert note.endswith(": its cumulative count went from 0 (line 1: no row of it) to 3 (line 12)"), note
 
 
 def test_bucket_value_4294967295_under_another_datasource_is_said_not_a_power_of_two() -> None:

@@ -53,6 +53,21 @@ def test_all_events_and_missing_event_note() -> None:
     assert any("no WAIT lines for 'no such event'" in m and "db file sequential read" in m for m in notices(items))
 
 
+def test_all_events_gives_an_event_first_seen_late_the_columns_from_the_traces_start() -> None:
+    """10 reads one a second, then one `log file sync` at the end: with `all`, as when it is named, its rate is over
+    the trace's 10 s (1 in 10 columns), not over the 1 s since its first wait; the real trace's events likewise."""
+    text = "".join(f"WAIT #1: nam='db file sequential read' ela= 1000 obj#=1 tim={1377520823 + k}000000\n"
+                   for k in range(10)) + "WAIT #1: nam='log file sync' ela= 500 p3=0 tim=1377520832500000\n"
+    late = [(c.start, c.end, int(c.counts.sum())) for c in intervals(read_items(Trace10046Format, text, event=("all",)))
+            if c.stream.label == "log file sync"]
+    assert late == [(1377520823.0 + k, 1377520824.0 + k, int(k == 9)) for k in range(10)]
+    for source, named in ((text, ("db file sequential read", "log file sync")), (TRACE.read_text(), tuple(waits()))):
+        every, one_by_one = ([(c.stream.label, c.start, c.end, int(c.counts.sum()))
+                              for c in intervals(read_items(Trace10046Format, source, event=events))]
+                             for events in (("all",), named))
+        assert sorted(every) == sorted(one_by_one)
+
+
 @pytest.mark.parametrize(("ela", "low", "high"), [(0, 0.0, 1.0), (1, 1.0, 2.0), (1023, 512.0, 1024.0),
                                                   (1024, 1024.0, 2048.0)])
 def test_ela_on_and_below_a_boundary(ela: int, low: float, high: float) -> None:

@@ -111,6 +111,31 @@ def test_the_overflow_bucket_is_said_once_per_event_with_its_count_and_what_the_
     assert "skipped records: 0" in res.stdout
 
 
+def test_an_overflow_bucket_first_filled_during_the_run_counts_from_0(cli_db):
+    """Oracle lists no row for an empty bucket: a first poll without the overflow row means 0 there, so its 2 waits
+    of polls 1 and 2 came in the run (an instance first polled with the row: that count is from before the run)."""
+    def poll(k: int) -> list[tuple[int, str, int, int]]:
+        late = [(1, EVENT, 4294967295, 2)] if k >= 1 else []
+        return [(1, EVENT, 1, 100 + 10 * k), *late, (2, EVENT, 1, 50 + k), (2, EVENT, 4294967295, 7 + k)]
+
+    cli_db["db"] = FakeDb([poll(k) for k in range(3)], version="11.2")
+    res = invoke("oracle", "--dsn", DSN, "--user", "scott", "--plain", "--once", "--count", "2", "--per-instance")
+    assert res.exit_code == 0, res.output
+    left_out = ("Oracle's overflow bucket 4294967295 (waits past its largest bucket: no finite range) is left out of "
+                "the map and totals")
+    assert res.stderr.count("overflow bucket") == 4, res.stderr
+    assert f"'{EVENT} inst 1': {left_out}: its cumulative count is 2, all of them in this run; waits" in res.stderr
+    assert f"'{EVENT} inst 2': {left_out}: its cumulative count is 7; waits" in res.stderr
+    assert (f"'{EVENT} inst 1': {left_out}: its cumulative count went from 0 (first read) to 2 (last read): 2 waits "
+            "past the largest bucket in this run") in res.stderr
+    assert (f"'{EVENT} inst 2': {left_out}: its cumulative count went from 7 (first read) to 9 (last read): 2 waits "
+            "past the largest bucket in this run") in res.stderr
+    cli_db["db"] = FakeDb([poll(k) for k in range(3)], version="11.2")
+    res = invoke("oracle", "--dsn", DSN, "--user", "scott", "--plain", "--once", "--count", "2")
+    assert f"'{EVENT}': {left_out}: its cumulative count is 7; waits" in res.stderr  # inst 1's row is not yet in
+    assert "went from 7 (first read) to 11 (last read): 4 waits past the largest bucket in this run" in res.stderr
+
+
 def test_microsecond_view_on_12_1_0_2_and_later():
     db = FakeDb(example_rows()[:3], version="19.22.0.0.0")
     ivs = intervals(collect(make_source(db, FakeClock())))
@@ -382,6 +407,37 @@ def test_a_restarted_instance_counts_all_its_new_values(per_instance):
         assert [iv.reset for iv in ivs] == [False, False, True, False]
         np.testing.assert_array_equal(ivs[2].counts, since_restart + slot_counts(samples[3], 1)
                                       - slot_counts(samples[2], 1))
+
+
+@pytest.mark.parametrize("per_instance", [False, True])
+def test_a_restart_seen_in_one_event_counts_all_new_values_of_the_instances_other_events(per_instance):
+    """Instance 2 restarts between polls 1 and 2: its `E` falls (110 → 3), so its `F` (6 → 20, up) also counts all
+    20 waits since the restart, flagged reset; instance 1 goes on as diffed (hand count: F = 1 + 20 = 21)."""
+    samples = [[(1, "E", 1, 1000), (1, "F", 1, 5), (2, "E", 1, 100), (2, "F", 1, 5)],
+               [(1, "E", 1, 1010), (1, "F", 1, 6), (2, "E", 1, 110), (2, "F", 1, 6)],
+               [(1, "E", 1, 1020), (1, "F", 1, 7), (2, "E", 1, 3), (2, "F", 1, 20)]]
+    items = collect(make_source(FakeDb(samples, version="11.2"), FakeClock(), events=("E", "F"),
+                                per_instance=per_instance))
+    got = {(iv.stream.label, iv.start): (int(iv.counts.sum()), iv.reset) for iv in intervals(items)}
+    t0, t1 = FakeClock().now, FakeClock().now + 3.0
+    if per_instance:
+        assert got == {("E inst 1", t0): (10, False), ("E inst 1", t1): (10, False),
+                       ("F inst 1", t0): (1, False), ("F inst 1", t1): (1, False),
+                       ("E inst 2", t0): (10, False), ("E inst 2", t1): (3, True),
+                       ("F inst 2", t0): (1, False), ("F inst 2", t1): (20, True)}
+    else:
+        assert got == {("E", t0): (20, False), ("E", t1): (10 + 3, True),
+                       ("F", t0): (2, False), ("F", t1): (1 + 20, True)}
+
+
+def test_an_event_with_no_row_after_its_instances_restart_counts_from_0_when_it_comes_back():
+    """`G` waited 6 times before instance 2 restarted, has no row at the restart (no wait since), then 8: all 8 are
+    new (not 8 - 6), though 8 is past its old count."""
+    samples = [[(2, "E", 1, 100), (2, "G", 1, 5)], [(2, "E", 1, 110), (2, "G", 1, 6)], [(2, "E", 1, 3)],
+               [(2, "E", 1, 4), (2, "G", 1, 8)]]
+    items = collect(make_source(FakeDb(samples, version="11.2"), FakeClock(), events=("E", "G")))
+    assert [(int(iv.counts.sum()), iv.reset) for iv in intervals(items) if iv.stream.label == "G"] == \
+        [(1, False), (0, False), (8, False)]
 
 
 def test_an_unusable_count_keeps_its_bucket_and_fakes_no_restart():

@@ -49,6 +49,15 @@ def test_password_prompt_only_on_a_terminal():
                          prompt=lambda text: pytest.fail("prompted without a terminal"))
 
 
+def test_the_password_prompt_shows_control_characters_of_user_and_dsn_as_question_marks():
+    """The prompt goes to the terminal: an escape sequence in --user or --dsn is shown as `?`, as every message
+    shows text from outside, not run by the terminal."""
+    asked: list[str] = []
+    resolve_password("perf\x1b[31mstat", "db\x1b]0;T\x07:1521/x", external_auth=False, environ={}, stdin=Tty(),
+                     prompt=lambda text: asked.append(text) or PASSWORD)
+    assert asked == ["Oracle password for perf?[31mstat@db?]0;T?:1521/x: "]
+
+
 def test_external_auth_needs_no_password_and_connects_without_one():
     assert resolve_password(None, DSN, external_auth=True, environ={}, stdin=io.StringIO()) is None
     db = FakeDb(example_rows()[:2])

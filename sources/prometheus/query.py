@@ -19,10 +19,14 @@ series differs from the step before (a redeploy with new bounds: old series stop
 cannot be split into buckets: counting starts again from the next step. A histogram with only its `+Inf` bucket is
 left out with a note (histogram_quantile gives NaN). A step in which the histogram's count went down (`resets()` in
 the step, or a count lower at its end than at its start), or its `NAME_created` series changed (the server has one
-when its targets write `_created`, as prometheus_client does), is marked reset; it counts what `increase()` counts
-(the value after the restart whole), which misses what was observed between the last sample before the restart and
-the restart itself, as any reader of the samples does (where only `_created` tells the restart, `increase()` sees
-none and counts the rise alone, the old process's counts before the restart missing too). Times are sent to the
+when its targets write `_created`, as prometheus_client does), is marked reset. Where the count went down it counts
+what `increase()` counts (the old process's rise and the value after the restart whole). Where `_created` changed in
+the step or just before it, `increase()` may see no restart (the new counts already above the old ones) and count the
+rise alone, missing the old process's count: a classic histogram's step is then counted from its raw samples
+(`restarts`): the old process's rise up to its last sample and the new one's count since its creation, extrapolated
+to the step's edges as `increase()` does (native histograms, and steps shorter than two samples' spacing, keep
+`increase()`'s count). What was observed between the last sample before the restart and the restart itself is in no
+sample, and no reader of the samples counts it. Times are sent to the
 millisecond, the step as a duration (`2500ms`), so the answers' times are the columns' own; a window that is not a
 whole number of steps says what it leaves out. A window where no step has a value is an error that says why, as far
 as the API tells (no such name, and the histograms it has; another type; series that `--match` skips; a step too
@@ -50,6 +54,7 @@ from latencymap.plugins import Item, Source, SourceError
 from .api import MAX_POINTS, PrometheusAPI, Series, promql_duration
 from .layout import carried_counts, integer_counts, layout_of
 from .native import Carry, NativeError, fold_native, negative_note
+from .restarts import recount
 from .scrape import metric_option
 from .series import Labels, describe_labels, labels_key, selector
 from .spacing import sample_spacing, scaled_series, seconds_text, short_step_note, widened_range
@@ -275,8 +280,18 @@ class PrometheusSource(Source):
                 reset = self._ask(self._resets_promql(kind, step), step, times)
                 resets = frozenset((_key(t), labels_key(s.labels, ("le", "__name__")))
                                    for s in reset for t, _ in s.floats)
+                if kind == "classic" and resets and self._reach is None:
+                    found, spent = recount(self.api, self.metric, self.matchers, self._group, step, resets, found,
+                                           spent)
                 return Fetched(kind, found, spent, resets)
         raise AssertionError("unreachable")
+
+    def _group(self, labels: dict[str, str]) -> Labels:
+        """The label set the buckets query gives a raw series' increase (without `le`): `--sum-by`'s labels that
+        it has, none with `--sum`, else its own."""
+        if self.builder.sum_all or self.builder.sum_by:
+            return tuple(sorted((k, labels[k]) for k in set(self.builder.sum_by) if labels.get(k)))
+        return labels_key(labels, ("le", "__name__"))
 
     def _ask(self, promql: str, step: float, times: list[float]) -> list[Series]:
         if len(times) == 1:

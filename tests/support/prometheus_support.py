@@ -90,10 +90,9 @@ class Exporter(Serving):
 
     def __init__(self, name: str = "app_request_duration_seconds", labels: Sequence[str] = ("method",),
                  buckets: Sequence[float] = DEFAULT_BUCKETS, form: str = "negotiate") -> None:
+        self.name, self.labels, self.buckets = name, tuple(labels), tuple(buckets)
         self.registry = CollectorRegistry()
-        self.histogram = Histogram(name, "Request latency.", list(labels), registry=self.registry,
-                                   buckets=list(buckets))
-        self.name = name
+        self.histogram = self._histogram()
         self.lock = threading.Lock()
         self.served: list[dict[tuple[str, ...], int]] = []
         self.accepts: list[str] = []
@@ -122,6 +121,16 @@ class Exporter(Serving):
             return generate_openmetrics(self.registry), OPENMETRICS_TYPE
         encoder, ctype = choose_encoder(accept)
         return encoder(self.registry), ctype
+
+    def _histogram(self) -> Histogram:
+        return Histogram(self.name, "Request latency.", list(self.labels), registry=self.registry,
+                         buckets=list(self.buckets))
+
+    def restart(self) -> None:
+        """The exporter's process restarted: a new registry, its histogram created now (a new `_created`)."""
+        with self.lock:
+            self.registry = CollectorRegistry()
+            self.histogram = self._histogram()
 
     def observe(self, seconds: float, *labels: str) -> None:
         """One observation, counted for the next scrape."""

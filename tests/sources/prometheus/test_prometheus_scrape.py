@@ -436,16 +436,6 @@ def test_a_page_whose_histograms_all_have_only_an_inf_bucket_stops_the_source() 
         endpoint.close()
 
 
-def _restart(exporter: Exporter, buckets: tuple[float, ...] = DEFAULT_BUCKETS) -> None:
-    """The exporter's process restarted: a new registry, its histogram created now (a new `_created`)."""
-    from prometheus_client import CollectorRegistry, Histogram
-
-    with exporter.lock:
-        exporter.registry = CollectorRegistry()
-        exporter.histogram = Histogram(exporter.name, "Request latency.", registry=exporter.registry,
-                                       buckets=list(buckets))
-
-
 @pytest.mark.parametrize("form", ["text", "openmetrics"])
 @pytest.mark.parametrize(("before", "expected_total"), [(0.01, 5.0), (1.0, 5.0)])
 def test_a_restart_whose_counts_are_already_higher_is_a_reset_told_by_created(exporters, form: str, before: float,
@@ -461,7 +451,7 @@ def test_a_restart_whose_counts_are_already_higher_is_a_reset_told_by_created(ex
             for _ in range(10):
                 exporter.observe(before)
         elif k == 2:  # the process restarts; by the next scrape the new one made 500 observations of 10 ms
-            _restart(exporter)
+            exporter.restart()
             for _ in range(500):
                 exporter.observe(0.01)
 

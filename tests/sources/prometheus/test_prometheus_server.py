@@ -638,3 +638,122 @@ def test_a_restart_whose_counts_are_already_higher_is_a_reset_told_by_the_create
     restart = next(t for (_, a), (t, b) in itertools.pairwise(samples) if b != a)  # the new process's first sample
     assert [c.end for c in columns if c.reset] == [_holding(columns, restart)]  # the count never went down
     assert not next(c for c in columns if c.reset).gap
+
+
+# -- a prometheus_client process restarting with counts already higher than the old one's -----------------------
+
+HIGHER = "higher_seconds"
+HIGHER_STEP = 4.0
+HIGHER_RESTART, HIGHER_BURST = 10.5, 400  # seconds after the window's start (inside its third step, two samples in)
+
+
+@dataclass
+class Recorded:
+    """What the restarting target really observed: (time, seconds) per event, and when its process restarted."""
+
+    server: PrometheusServer
+    events: list[tuple[float, float]]
+    restarted: float
+    start: float
+
+    def between(self, start: float, end: float) -> list[float]:
+        return [v for t, v in self.events if start < t <= end]
+
+
+@pytest.fixture(scope="module")
+def higher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    """A prometheus_client target: its first process observes 3 ms 20 times a second; at HIGHER_RESTART a new one
+    (a new registry: a new `_created`) opens with HIGHER_BURST observations of 50 ms, more than the old one's ~240,
+    then observes 50 ms 20 times a second. Scraped every second as text (where `_created` is a series)."""
+    binary = prometheus_or_skip()
+    exporter = Exporter(HIGHER, labels=(), buckets=(0.005, 0.01, 0.1), form="text")
+    server = PrometheusServer(binary, tmp_path_factory.mktemp("higher"), [exporter.url], scrape_interval=1.0)
+    events: list[tuple[float, float]] = []
+    restarted: list[float] = []
+    stop = threading.Event()
+    start = math.inf
+
+    def drive() -> None:
+        value = 0.003
+        while not stop.wait(0.05):
+            if not restarted and time.time() >= start + HIGHER_RESTART:
+                exporter.restart()
+                restarted.append(time.time())
+                value = 0.05
+                for _ in range(HIGHER_BURST):
+                    exporter.observe(value)
+                    events.append((time.time(), value))
+            exporter.observe(value)
+            events.append((time.time(), value))
+
+    thread = threading.Thread(target=drive, daemon=True)
+    try:
+        server.wait_ready()
+        server.wait_until("up", lambda r: bool(r))  # scraping: the window's first step has samples
+        start = math.ceil(time.time()) + 1.0
+        thread.start()
+        end = start + 4 * HIGHER_STEP
+        time.sleep(max(0.0, end + 1.5 - time.time()))
+        server.wait_until(f"timestamp({HIGHER}_count)", lambda r: bool(r) and float(r[0]["value"][1]) > end)
+        yield Recorded(server, events, restarted[0], start)
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.stop()
+        exporter.close()
+
+
+def _higher_columns(recorded: Recorded) -> list[Interval]:
+    items = PrometheusSource(url=recorded.server.url, metric=HIGHER, start=str(recorded.start),
+                             end=str(recorded.start + 4 * HIGHER_STEP), step=HIGHER_STEP).items()
+    return [i for i in items if isinstance(i, Interval)]
+
+
+def test_a_restart_with_higher_counts_counts_both_processes_events_in_its_step(higher: Recorded) -> None:
+    """increase() sees only a rise across a restart whose counts are already higher: it counted the new count less the
+    old one (288 of 479 events: the old process's count missing). Counted from the raw samples, the step holds
+    the old process's events up to its last sample and every one of the new process's, as the target recorded them."""
+    columns = _higher_columns(higher)
+    assert len(columns) == 4 and not any(c.gap for c in columns)
+    (reset,) = [c for c in columns if c.reset]
+    assert reset.start < higher.restarted <= reset.end
+    doc = higher.server.get("/api/v1/query", {"query": f"{HIGHER}_created[{HIGHER_STEP:g}s]", "time": reset.end})
+    samples = [(float(t), float(v)) for t, v in doc["data"]["result"][0]["values"]]
+    assert len({v for _, v in samples}) == 2  # the restart is between two samples of the step
+    last_old = max(t for t, v in samples if v == samples[0][1])  # the old process's last sample
+    unseen = [v for t, v in higher.events if last_old < t <= higher.restarted]  # in no sample
+    truth = higher.between(reset.start, reset.end)
+    expected = len(truth) - len(unseen)
+    counted = int(reset.counts.sum())
+    # within 5%: increase()'s extrapolation to the step's edges, on a target whose rate a busy machine makes uneven
+    assert abs(counted - expected) <= 0.05 * expected, (counted, len(truth), len(unseen))
+    kept = reset.source_buckets
+    assert kept is not None and kept.total_time == pytest.approx(sum(truth) - sum(unseen), rel=0.05)
+    new = [t for t, _ in higher.events if reset.start < t <= reset.end and t >= higher.restarted]
+    above = sum(int(n) for b, n in zip(kept.bounds, kept.counts, strict=True) if b > 10_000)  # 10 ms, in us
+    assert abs(above - len(new)) <= 0.05 * len(new)  # the new process's 50 ms events
+
+
+def test_a_step_counted_from_its_raw_samples_without_a_restart_is_what_increase_counts(higher: Recorded) -> None:
+    """The raw-sample count of a step is increase()'s own where nothing restarted: the server's number to 1e-9."""
+    from latencymap.sources.prometheus.restarts import step_increase
+
+    checked = 0
+    for c in _higher_columns(higher):
+        if c.reset:
+            continue
+        at = {"time": c.end}
+        raw = higher.server.get("/api/v1/query", {"query": f"{HIGHER}_bucket[{HIGHER_STEP:g}s]", **at})
+        before = higher.server.get("/api/v1/query", {"query": f"{HIGHER}_bucket[{HIGHER_STEP:g}s]",
+                                                     "time": c.end - HIGHER_STEP})
+        rises = higher.server.get("/api/v1/query", {"query": f"increase({HIGHER}_bucket[{HIGHER_STEP:g}s])", **at})
+        want = {r["metric"]["le"]: float(r["value"][1]) for r in rises["data"]["result"]}
+        earlier = {r["metric"]["le"]: [(float(t), float(v)) for t, v in r["values"]]
+                   for r in before["data"]["result"]}
+        for r in raw["data"]["result"]:
+            le = r["metric"]["le"]
+            points = [(float(t), float(v)) for t, v in r["values"]]
+            got = step_increase(points, (earlier.get(le) or [None])[-1], None, {}, c.end - HIGHER_STEP, c.end)
+            assert got == pytest.approx(want[le], rel=1e-9, abs=1e-9), (c.end, le)
+            checked += 1
+    assert checked >= 3 * 4

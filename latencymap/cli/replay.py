@@ -22,7 +22,7 @@ from latencymap.cli.running import prepare, show
 from latencymap.core.errors import SourceError
 from latencymap.core.model import Flow, Interval, Notice
 from latencymap.flow.inputs import at_rest
-from latencymap.flow.pipeline import column_flow, input_flow
+from latencymap.flow.pipeline import Reading, column_flow, input_flow, limited
 from latencymap.flow.recording import WindowSeen, windowed
 from latencymap.flow.replay import BurstScan, ReplayClock
 from latencymap.flow.spool import Spool
@@ -72,9 +72,12 @@ def replay(path: str, input_format: str | None, speed: float, as_fast: bool, sta
         def flow_of() -> Flow:
             return input_flow([path], REGISTRY, input_format, fmt_opts, bytes_of())
 
-        flow = flow_of()
+        flow = read = flow_of()
         if start is not None or end is not None:
             flow = _said_when_empty(flow, path, start, end)
+        # --count as `report` takes it: a recording (a file) read to its end, a pipe as it comes; before the pace,
+        # so that the intervals it leaves out are not waited for
+        flow = limited(Reading.along(flow, read), kw["count"])
         bursts = None
         if tui:
             whole = start is None and end is None  # the whole input: read in columns, as `report` reads
@@ -83,7 +86,8 @@ def replay(path: str, input_format: str | None, speed: float, as_fast: bool, sta
         from latencymap.profiling.session import profile_session
 
         with profile_session(kw, [path]) as profile:
-            flow = prepare(clock.pace(flow), {**kw, "inputs": [path]}, source="replay", profile=profile)
+            flow = prepare(clock.pace(flow), {**kw, "count": None, "inputs": [path]}, source="replay",
+                           profile=profile)
             return show(flow, {**kw, "screen_delay": 0.0}, profile, replay=clock, bursts=bursts)
 
     guarded(body)

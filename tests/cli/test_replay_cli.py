@@ -6,6 +6,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,3 +142,32 @@ def test_dash_typed_at_the_terminal_is_refused_by_the_tui(pane: type[Pane], comm
     screen = term.wait_for("EXIT=", timeout=60)
     assert "EXIT=2" in screen, screen
     assert "Error: '-' reads records typed at the terminal, where the TUI reads its keys: add --plain" in screen
+
+
+def test_count_keeps_n_intervals_of_each_stream_of_a_recording_as_report_does(tmp_path: Path) -> None:
+    """`replay --count 3` of a recording of `sda` and then `sdb` replayed `sda` alone: it stopped, as at a live
+    pipe, once every stream seen had 3 intervals, while `report --count 3` read the file whole (3 of each). A
+    recording is a file: replay now reads it to its end too. The intervals it leaves out are not waited for at the
+    recorded pace: `sda`'s last, 10 minutes on, is not waited for."""
+    recorder = Recorder(str(tmp_path / "rec.txt"))
+    t0 = 1_700_000_000.0
+    for label, starts in (("sda", [*range(6), 600]), ("sdb", range(6, 12))):
+        for t in starts:
+            recorder.write(Interval(StreamId(label, "bpf", "microsec"), t0 + t, t0 + t + 1,
+                                    np.full(64, 3, dtype=np.int64)))
+    recorder.close()
+    rec = str(tmp_path / "rec.txt")
+    done = cli("replay", "--max", "--emit", "--count", "3", rec)
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stdout.splitlines() if line.startswith("label, ")] == ["label, sda"] * 3 + [
+        "label, sdb"] * 3  # before: sda's 3 alone
+    said = [line for line in done.stderr.splitlines() if "--count 3" in line]
+    assert said == ["latencymap: --count 3: 'sda' (bpf, microsec) had 4 more intervals after its first 3: left out",
+                    "latencymap: --count 3: 'sdb' (bpf, microsec) had 3 more intervals after its first 3: left out"]
+    reported = cli("report", "--count", "3", rec)
+    assert [f"latencymap: {line.strip()}" for line in reported.stdout.splitlines() if "--count 3" in line] == said
+    started = time.monotonic()  # what is kept spans 9 s: 2 s at 5 times the pace; sda's last would add 2 min
+    paced = cli("replay", "--speed", "5", "--emit", "--count", "3", rec)
+    records = [line for line in done.stdout.splitlines() if not line.startswith("#")]  # the header: the options
+    assert [line for line in paced.stdout.splitlines() if not line.startswith("#")] == records
+    assert time.monotonic() - started < 60

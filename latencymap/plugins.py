@@ -124,6 +124,13 @@ class TextFormat(ABC):
         """True when the first lines of an input look like this format."""
 
     @classmethod
+    def banner_only(cls, head: Sequence[str]) -> bool:
+        """True when `sniff` takes `head` for this format by a tool's banner alone, before any data: an input read as
+        it comes is then decided by the data that follows (a bpftrace program may print another format's records),
+        and by the banner only where no data of a format follows."""
+        return False
+
+    @classmethod
     def params(cls) -> list[click.Parameter]:
         """Format options (e.g. `--event`), offered on every command that reads inputs."""
         return []

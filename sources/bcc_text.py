@@ -85,6 +85,16 @@ def time_unit(val_type: str) -> str | None:
     return None if unit == "sec" and val_type.lower() not in ("secs", "sec") else unit
 
 
+def _printed(head: Sequence[str]) -> bool:
+    """Whether `head` holds a histogram's header or row, or a `-j` line."""
+    return any(_HEADER.match(s := line.strip()) or _ROW.match(s) or _DICT.match(s) for line in head)
+
+
+def _announced(head: Sequence[str]) -> bool:
+    """Whether `head` starts with a bcc tool's banner."""
+    return any(_BANNER.match(line.strip()) for line in head[:3])
+
+
 class BccTextFormat(PrintedHistogramFormat):
     """bcc log2 histograms as printed by biolatency, runqlat, ext4dist... (text or `-j`)."""
 
@@ -93,8 +103,12 @@ class BccTextFormat(PrintedHistogramFormat):
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
-        return any(_HEADER.match(s := line.strip()) or _ROW.match(s) or _DICT.match(s) for line in head) \
-            or any(_BANNER.match(line.strip()) for line in head[:3])
+        return _printed(head) or _announced(head)
+
+    @classmethod
+    def banner_only(cls, head: Sequence[str]) -> bool:
+        """The tool's `Tracing ... Hit Ctrl-C to end.` alone (bpftrace's biolatency.bt prints the same line)."""
+        return _announced(head) and not _printed(head)
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)

@@ -71,10 +71,12 @@ class BpftraceTextFormat(PrintedHistogramFormat):
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
-        rows = any((m := _ROW.match(line.strip())) is not None and parse_bucket(m[1]) is not None for line in head)
-        headers = any(_HEADER.match(line.strip()) for line in head)
-        attaching = any(_ATTACHING.match(line.strip()) for line in head[:5])
-        return (headers and rows) or (attaching and not any(line.lstrip().startswith("{") for line in head))
+        return _printed(head) or _attached(head)
+
+    @classmethod
+    def banner_only(cls, head: Sequence[str]) -> bool:
+        """`Attaching N probes...` alone: a program may print PyLatencyMap records (printf) rather than maps."""
+        return _attached(head) and not _printed(head)
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options)
@@ -103,6 +105,18 @@ class BpftraceTextFormat(PrintedHistogramFormat):
         if block is not None:
             yield from _emit(reader, block)
         yield from reader.finish(n)
+
+
+def _printed(head: Sequence[str]) -> bool:
+    """Whether `head` holds a printed map: a `@map:` header and a hist() row."""
+    rows = any((m := _ROW.match(line.strip())) is not None and parse_bucket(m[1]) is not None for line in head)
+    return rows and any(_HEADER.match(line.strip()) for line in head)
+
+
+def _attached(head: Sequence[str]) -> bool:
+    """Whether `head` starts with bpftrace's banner, and holds no JSON line (`-f json` prints its own)."""
+    attaching = any(_ATTACHING.match(line.strip()) for line in head[:5])
+    return attaching and not any(line.lstrip().startswith("{") for line in head)
 
 
 def _emit(reader: PrintReader, block: PrintedRows) -> list[Item]:

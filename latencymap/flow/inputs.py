@@ -306,15 +306,28 @@ def utf16_without_bom(text: str) -> str | None:
     return None
 
 
-def _specific_match(registry: Registry, head: list[str]) -> type[TextFormat] | None:
-    """The highest-priority non-generic format (priority >= 0) that claims `head`, if any."""
+def _specific_match(registry: Registry,
+                    head: list[str]) -> tuple[type[TextFormat] | None, type[TextFormat] | None]:
+    """The highest-priority non-generic format (priority >= 0) that claims `head` by its data, if any; and the
+    highest-priority one that claims it by a banner alone (`TextFormat.banner_only`), if any."""
+    banner = None
     for fmt in registry.formats.by_priority(floor=0):
         try:
             if fmt.sniff(head):
-                return fmt
+                if not fmt.banner_only(head):
+                    return fmt, banner
+                banner = banner or fmt
         except Exception:
             continue
-    return None
+    return None, banner
+
+
+def _still_sniffs(fmt: type[TextFormat] | None, head: list[str]) -> type[TextFormat] | None:
+    """`fmt` when its sniff accepts `head`."""
+    try:
+        return fmt if fmt is not None and fmt.sniff(head) else None
+    except Exception:
+        return None
 
 
 def claiming_format(registry: Registry, path: str, forced: str | None = None) -> type[TextFormat] | None:
@@ -369,14 +382,17 @@ def read_input(
     chunks = text_chunks(binary, max_line=limit)
     seen: list[str] = []
     head: list[str] = []
-    fmt = None
+    fmt = banner = None
     if not forced_format:
         try:
-            for chunk in chunks:  # decide as soon as a specific format claims the input: live pipes start at once
+            # decide as soon as a specific format claims the input by its data: live pipes start at once; a banner
+            # alone (bpftrace's `Attaching N probes...`) waits for the data after it, which may be another format's
+            for chunk in chunks:
                 seen.append(chunk)
                 for line in chunk.splitlines(True):
                     head.append(line)
-                    fmt = _specific_match(registry, head)
+                    fmt, claim = _specific_match(registry, head)
+                    banner = banner or claim
                     if fmt is not None or len(head) >= SNIFF_LINES:
                         break
                 if fmt is not None or len(head) >= SNIFF_LINES:
@@ -391,7 +407,8 @@ def read_input(
             return iter([CutShort(f"{name}: {NOTHING_DECOMPRESSED}", skipped=0) if _cut_or_damaged(binary)
                          else Notice(f"{name}: empty input, nothing to read", skipped=0)])
     try:
-        fmt = fmt or choose_format(registry, head, name, forced_format)
+        # no data decided it: the first banner seen, or what the whole head looks like
+        fmt = fmt or _still_sniffs(banner, head) or choose_format(registry, head, name, forced_format)
     except InputError:
         if forced_format or len(head) >= SNIFF_LINES or not _cut_or_damaged(binary):
             raise
@@ -441,8 +458,11 @@ def _pattern(marker: DataMarker) -> re.Pattern[str]:
 
 
 def _count(marker: DataMarker, chunk: str) -> tuple[int, int] | None:
-    """(where the first unit `marker` starts, how many) in `chunk`; None when it holds none."""
-    if marker.gate not in chunk or marker.literal not in chunk:
+    """(where the first unit `marker` starts, how many) in `chunk` (whole lines: its start is a line's, as after a
+    newline); None when it holds none."""
+    literal = marker.literal
+    if marker.gate not in chunk or (literal not in chunk and not (literal[:1] == "\n"
+                                                                  and chunk.startswith(literal[1:]))):
         return None
     first, units = -1, 0
     for m in _pattern(marker).finditer(chunk):

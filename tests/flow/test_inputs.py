@@ -333,3 +333,18 @@ def test_utf16_without_a_byte_order_mark_is_named(example_data: Path, tmp_path: 
     result = _report("--input-format", "pylatencymap", str(wide))
     assert result.exit_code == 1 and "(its first line: '<begin record>'); its bytes look like UTF-16" in result.stderr
     assert inputs.utf16_without_bom(example_data.read_text()) is None
+
+
+def test_another_formats_data_arriving_as_a_piece_of_its_own_is_said(fixtures: Path) -> None:
+    """A live pipe hands its lines as they are written: records, then the map bpftrace prints at exit in a write of
+    its own. A bpftrace map at the very start of a piece was passed over without a word (its marker looked for a
+    newline before the `@`)."""
+    records = (fixtures / "bpftrace" / "sleeps_records.txt").read_bytes().split(b"\n\n\n")[0] + b"\n"
+    printed = b"@usecs: \n[2K, 4K)  30 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"
+    pipe = io.BufferedReader(Trickle(records + printed, len(records)))  # type: ignore[arg-type]
+    notes = [i for i in read_pipeline("-", pipe) if isinstance(i, Notice)]
+    lines = records.count(b"\n")
+    assert [(n.message, n.skipped) for n in notes] == [
+        (f"<stdin>: from line {lines + 1}, 1 histogram of another format, bpftrace (bpftrace hist() text output "
+         "(@map: blocks of [lo, hi) count |@@@| rows)): not read, as this input is read as pylatencymap (one format "
+         "per input: give them as an input of their own)", 1)]

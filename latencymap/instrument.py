@@ -12,11 +12,12 @@ timings and sends its own through the sink's `after_fork` (see `latencymap.sinks
 from its own first timing of it to the end of the parent's interval under way; a Timings is kept alive until
 closed when its sink leaves the process, so a dropped, unclosed one still sends on time and at exit.
 
-The first wait of an epoch includes `iter(loader)` (where a DataLoader starts its workers); a `next()` that
-raises is recorded, then the error goes on unchanged. Two phases that clean to the same label name stay apart
-(the later one gets `.2`, with a warning); `record` drops a value that is not a finite duration >= 0 (counted in
-`invalid_dropped`, with one warning); a duration past the top bucket's nominal end (2**63 ns) is counted in that
-open bucket, with one warning per phase.
+The first wait of an epoch includes `iter(loader)` (where a DataLoader starts its workers) and its last is the
+`next()` that ends it (`StopIteration`, where a DataLoader without persistent workers shuts them down): an epoch of
+n items is n + 1 waits; a `next()` that raises is recorded, then the error goes on unchanged. Two phases that
+clean to the same label name stay apart (the later one gets `.2`, with a warning); `record` drops a value that
+is not a finite duration >= 0 (counted in `invalid_dropped`, with one warning); a duration past the top bucket's
+nominal end (2**63 ns) is counted in that open bucket, with one warning per phase.
 
 CUDA (opt-in): `cuda=True` records a pair of CUDA events on the current stream per step (a few µs of CPU, no
 synchronization; durations are read at a later flush, once the GPU passed them). `cuda="sync"` calls
@@ -489,7 +490,8 @@ class CudaTimer(Timer):
 
 
 class TimedIterable:
-    """Wraps an iterable (a DataLoader): each iteration times every blocking `next()`; other attributes pass through."""
+    """Wraps an iterable (a DataLoader): each iteration times every blocking `next()`, the one that ends it too;
+    other attributes pass through."""
 
     def __init__(self, timings: Timings, iterable: Iterable[Any], phase: str) -> None:
         self.timings = timings
@@ -508,7 +510,8 @@ class TimedIterable:
         while True:
             try:
                 item = next(it)
-            except StopIteration:
+            except StopIteration:  # the epoch's last wait: a DataLoader shuts its workers down in it
+                append(_clock() - start)
                 return
             except BaseException:  # the wait that ended in the error (a Dataset's, DataLoader's timeout) counts too
                 append(_clock() - start)

@@ -151,7 +151,7 @@ def test_timed_iter_times_each_next_and_is_reiterable() -> None:
     for _epoch in range(2):
         assert list(data) == [10, 20, 30]
     timings.close()
-    assert totals(sink.intervals, "data_wait") == 6
+    assert totals(sink.intervals, "data_wait") == 8  # each epoch's 3 items and the next() that ended it
 
 
 def test_intervals_flush_on_time_and_totals_match() -> None:
@@ -191,7 +191,7 @@ def test_module_api_shares_one_timings_per_sink() -> None:
         assert instrument.get_timings(sink) is step.timings
     finally:
         instrument.close_all()
-    assert totals(sink.intervals, "data_wait") == 4 and totals(sink.intervals, "step") == 4
+    assert totals(sink.intervals, "data_wait") == 5 and totals(sink.intervals, "step") == 4  # 4 items, the end
     assert {iv.stream.label for iv in sink.intervals} == {"mod/rank1/data_wait", "mod/rank1/step"}
 
 
@@ -323,7 +323,7 @@ def test_dataloader_slow_items_give_two_data_wait_bands() -> None:
                           device="cpu")
     timings.close()
     assert steps == 96
-    assert totals(sink.intervals, "data_wait") == steps and totals(sink.intervals, "step") == steps
+    assert totals(sink.intervals, "data_wait") == steps + 1 and totals(sink.intervals, "step") == steps  # + the end
     # The first column holds the workers' start-up (iter(loader) is in the first wait: ~0.1 s, a lone slot above the
     # slow reads); on a loaded machine, where the cached waits spread up to the reads, it can hide their valley.
     first = min(iv.start for iv in sink.intervals)
@@ -351,7 +351,7 @@ def test_training_example_completes_with_no_viewer(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(EXAMPLE), "--sink", f"unix:{absent}", "--epochs", "2", "--items",
                            "48", "--interval", "0.1"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "steps 12 events 24" in done.stderr
+    assert "steps 12 events 26" in done.stderr  # 12 steps, 12 waits and the 2 next() that ended the epochs
     assert time.monotonic() - t0 < 30
 
 
@@ -390,7 +390,7 @@ def test_first_data_wait_of_each_epoch_includes_iter_where_the_dataloader_starts
         assert loop_waited >= 0.3e9
         assert loop_waited - first_wait < 0.1e9, (loop_waited, first_wait)
     timings.close()
-    assert totals(sink.intervals, "data_wait") == 8
+    assert totals(sink.intervals, "data_wait") == 10  # 2 epochs of 4 batches, and the next() that ended each
 
 
 @requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
@@ -424,6 +424,46 @@ def test_a_dataloader_timeout_is_recorded_as_the_wait_it_ended() -> None:
     waits = timings.values("data_wait")
     assert len(waits) == 3 and 0.5e9 <= waits[-1] < 1.4e9, waits
     timings.close()
+
+
+def _slow_exit(_worker: int) -> None:
+    """A DataLoader worker whose exit takes 0.3 s (it closes a file or a connection at exit)."""
+    import multiprocessing.util
+
+    multiprocessing.util.Finalize(None, time.sleep, args=(0.3,), exitpriority=10)
+
+
+@pytest.mark.slow
+@requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
+def test_the_next_that_ends_an_epoch_is_a_wait_the_workers_shutdown_included() -> None:
+    """A DataLoader without persistent workers shuts them down in the epoch's last `next()` (the one that raises
+    StopIteration): with workers whose exit takes 0.3 s the loop waits there 0.3 s each epoch, about a third of its
+    time here, and `data_wait` had none of it (n waits for n batches)."""
+    from torch.utils.data import DataLoader
+
+    timings, sink = memory_timings()
+    loader = DataLoader(Items(16), batch_size=2, num_workers=2, worker_init_fn=_slow_exit)
+    truth: list[int] = []  # every next() the loop made, as it measured it
+    for _epoch in range(2):
+        it = iter(timings.timed_iter(loader))
+        while True:
+            start = time.perf_counter_ns()
+            try:
+                next(it)
+            except StopIteration:
+                truth.append(time.perf_counter_ns() - start)
+                break
+            truth.append(time.perf_counter_ns() - start)
+    waits = list(timings.values("data_wait"))
+    timings.close()
+    assert len(waits) == len(truth) == 2 * (8 + 1) and totals(sink.intervals, "data_wait") == 18
+    ends = [truth[8], truth[17]]
+    assert min(ends) >= 0.3e9, ends  # the workers' exit, measured by the loop
+    for mine, loops in zip(waits, truth, strict=True):  # each wait is the loop's, less its own few µs of overhead
+        assert 0 <= loops - mine < 0.02e9, (mine, loops)
+    spent = sum(float(iv.time.sum()) for iv in sink.intervals if iv.time is not None
+                and iv.stream.label.endswith("/data_wait"))
+    assert spent == pytest.approx(sum(truth) / 1e9, abs=0.02)
 
 
 def test_phases_that_clean_to_the_same_name_stay_apart_with_a_warning() -> None:
@@ -551,7 +591,7 @@ def test_a_hung_rank_sends_its_last_interval_on_time_and_dies_of_sigterm(tmp_pat
         assert child.wait(10) == -signal.SIGTERM
     finally:
         child.kill()
-    assert totals(recorded_steps(rec), "data_wait") == 20
+    assert totals(recorded_steps(rec), "data_wait") == 21  # 20 batches and the next() that ended the epoch
 
 
 @pytest.mark.slow

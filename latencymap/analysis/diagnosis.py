@@ -42,6 +42,7 @@ from latencymap.analysis.findings import (
     episode_finding,
     outliers,
     pct,
+    recurring_finding,
     silence_finding,
     span,
     tail_finding,
@@ -193,6 +194,9 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float,
         out.append(tail_finding(tail, scope, top_s))
     if d.drift is not None and says_drift and not explained:
         out.append(drift_finding(d.drift, scope))
+    recurring = recurring_finding(d.stalls, scope)
+    if recurring is not None:
+        out.append(recurring)
     out += sorted([episode_finding(e, scope) for e in episodes] + [silence_finding(q, scope) for q in d.silences],
                   key=lambda f: f.first_col if f.first_col is not None else -1)
     return out

@@ -16,10 +16,13 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from latencymap.analysis.bands import Band
 from latencymap.analysis.drift import Drift
 from latencymap.analysis.episodes import MIN_MOVE_OCTAVES, Episode, Region
 from latencymap.analysis.silences import Silence
+from latencymap.analysis.stalls import PARALLEL
 from latencymap.analysis.tail import Tail
 from latencymap.core.buckets import range_text
 from latencymap.core.units import format_duration, format_number
@@ -54,6 +57,8 @@ WHY: dict[str, dict[str, str]] = {
         "heavy": "a few slow events hold a large share of the waiting: what makes them slow is worth finding",
         "stall": "a pause: a handful of waits far above every usual band held the stream up; look at what ran "
                  "then (GC, a checkpoint, I/O, a lock, the network)",
+        "recurring": "a pause that comes back: something periodic held the stream up each time (a cron job, a "
+                     "periodic flush or checkpoint, GC); look at what runs at that period",
         "appear": "a latency band that is not usually there: something started or changed at that time",
         "disappear": "a usual band went missing: a cache warmed, a path stopped being taken, or load went away",
         "move": "the whole distribution moved: a change of device, load or configuration at that time",
@@ -115,6 +120,9 @@ WHY: dict[str, dict[str, str]] = {
                   "pass, a DataLoader stall or worker restart, a sync between ranks); look at what ran then",
         "stall": "a pause: a handful of steps or waits far above every usual band held the loop up; look at what ran "
                  "then (a DataLoader stall, a checkpoint save, an eval pass, a sync between ranks, GC)",
+        "recurring": "a pause that comes back: something periodic held the loop up each time (each epoch's start "
+                     "or end: the DataLoader's workers starting or shutting down; an eval pass or a checkpoint every "
+                     "N steps)",
         "move": "the whole distribution moved: another phase of the run (an eval pass, a new epoch, another batch "
                 "size or sequence length) or another device or load",
         "shift": "one lasting jump: something changed at that moment (a throttled GPU or a busy host, another phase "
@@ -386,6 +394,34 @@ def episode_finding(e: Episode, scope: Scope) -> Finding:
     return Finding(e.kind, episode_what(e, scope), reason, e.events, e.events_share,
                    e.time_s, e.time_share, e.first_col, e.last_col, e.start, e.end,
                    g.low_s if g else None, g.high_s if g else None)
+
+
+#: This many stalls or more are also said as one recurring stall, with how often.
+RECURRING_STALLS = 3
+
+
+def recurring_finding(stalls: list[Episode], scope: Scope) -> Finding | None:
+    """`recurring stall: 5 times, ~1.6s waited each, one every ~6.2s (cols 0, 6, ...): 8.3s = 53% of all the time`:
+    `RECURRING_STALLS` or more pauses (not Spark's slow tasks ending) at a steady period: the times between them agree
+    within a quarter of their median, or within a stall's columns (when in its columns a wait ended is not known)."""
+    if len(stalls) < RECURRING_STALLS or scope.datasource == PARALLEL:
+        return None
+    ends = np.array([e.end for e in stalls])
+    gaps = np.diff(ends)
+    period = float(np.median(gaps))
+    if np.any(np.abs(gaps - period) > max(0.25 * period, max(e.end - e.start for e in stalls))):
+        return None
+    waited = float(np.median([e.time_s for e in stalls]))
+    time_s, time_share = sum(e.time_s for e in stalls), sum(e.time_share for e in stalls)
+    named = ", ".join(str(e.first_col) if e.first_col == e.last_col else f"{e.first_col}–{e.last_col}"
+                      for e in stalls)
+    what = (f"recurring stall: {len(stalls)} times, ~{dur(waited)} waited each, one every ~{dur(period)} "
+            f"(cols {named}): {dur(time_s)} = {pct(time_share)} of all the time")
+    low = [e.gained.low_s for e in stalls if e.gained]
+    high = [e.gained.high_s for e in stalls if e.gained]
+    return Finding("recurring", what, why("recurring", scope.datasource), sum(e.events for e in stalls),
+                   sum(e.events_share for e in stalls), time_s, time_share, stalls[0].first_col, stalls[-1].last_col,
+                   stalls[0].start, stalls[-1].end, min(low) if low else None, max(high) if high else None)
 
 
 def drift_finding(d: Drift, scope: Scope) -> Finding:

@@ -24,7 +24,12 @@ shift), yet they own the time of their columns. The rule, on the columns of the 
   tasks (`PARALLEL`) end side by side: their stall is no pause and is exempt;
 - columns count only when they hold events: when far events sit in more of those than allowed above (a scatter of far
   events all along), or in every one of them, or all the events lie in a single column (nothing tells when they
-  happened, and the bands say the rest), none is a stall.
+  happened, and the bands say the rest), none is a stall;
+- a recurring stall (each epoch's start): when that limit on columns is what rules stalls out, the ceiling is read
+  again counting as normal only slots with events in more than `stall_band_column_share` (half) of the columns (a
+  band in most columns), and the far columns may be up to that many; each stall must then show the events it held
+  back (too few due to tell is no proof), and the far columns outside the stalls must be no more than the first
+  limit allows; else none is a stall (a steady thin band, or a scatter).
 
 A stall is an `Episode` of kind `stall`: `start` and `end` are its first column's start and its last column's end
 (the columns it names, nothing more). Events are logged when they end: when the mean far wait that ended in its
@@ -62,18 +67,24 @@ PARALLEL = "spark"
 LOST_Z = 3.0
 
 
-def ceiling_slot(counts: np.ndarray | Columns, th: Thresholds = DEFAULT_THRESHOLDS) -> int:
-    """The highest normal slot of (columns x slots) counts (or of `Columns`); -1 when there are no events."""
+def ceiling_slot(counts: np.ndarray | Columns, th: Thresholds = DEFAULT_THRESHOLDS, share: float | None = None) -> int:
+    """The highest normal slot of (columns x slots) counts (or of `Columns`); -1 when there are no events. `share`:
+    the share of columns a slot's events must sit in to be normal however far (`stall_max_column_share`)."""
     cols = as_columns(counts)
     pooled = cols.slot_sums()[0]
     total = pooled.sum()
     if total <= 0:
         return -1
     top = int(np.searchsorted(np.cumsum(pooled), (1.0 - th.stall_normal_share) * total * (1 - 1e-12)))
-    presence = cols.presence()
-    columns = int((cols.column_sums()[0] > 0).sum())  # columns with events: empty ones say nothing of what is usual
-    steady = np.flatnonzero(presence > max(th.stall_max_column_share * columns, th.stall_max_columns))
+    steady = np.flatnonzero(cols.presence() > _most_columns(cols, th, share))
     return max(top, int(steady[-1]) if steady.size else -1)
+
+
+def _most_columns(cols: Columns, th: Thresholds, share: float | None = None) -> float:
+    """Far events in more columns than this are a band or a scatter (`share`: `stall_max_column_share`); only the
+    columns with events count: empty ones say nothing of what is usual."""
+    columns = int((cols.column_sums()[0] > 0).sum())
+    return max((th.stall_max_column_share if share is None else share) * columns, th.stall_max_columns)
 
 
 def _median_s(pooled: np.ndarray, pooled_t: np.ndarray | None, low_s: np.ndarray, high_s: np.ndarray) -> float:
@@ -91,21 +102,47 @@ def find_stalls(
     read with them, as the report's); `datasource` says whether events run one after another (`training`);
     `seen_max` the largest value seen per slot (s, NaN where not known)."""
     cols = as_columns(counts, times, low_s, high_s)
-    occupied = cols.column_sums()[0] > 0
-    columns = int(occupied.sum())
-    if columns < 2:  # every event in one column: nothing says when inside it, and the bands say the rest
+    if int((cols.column_sums()[0] > 0).sum()) < 2:  # every event in one column: nothing says when inside it
         return []
     top = ceiling_slot(cols, th)
     if top < 0:
         return []
+
+    def above(ceiling: int, proven: bool) -> tuple[list[Episode], np.ndarray]:
+        return _stalls_above(cols, ceiling, low_s, high_s, starts, ends, proven=proven, th=th, col_offset=col_offset,
+                             exact=exact, datasource=datasource, seen_max=seen_max)
+
+    found, hit = above(top, False)
+    most = _most_columns(cols, th)
+    if found or datasource == PARALLEL:
+        return found
+    # Far waits in more columns than that (a recurring stall: each epoch's start): stalls when each shows the events
+    # it held back, they are not in most columns (a band), and the far columns left besides them are no more.
+    found, hit = above(ceiling_slot(cols, th, th.stall_band_column_share), True)
+    if hit.sum() <= most:
+        return []
+    stalled = np.zeros(len(hit), dtype=bool)
+    for e in found:
+        stalled[e.first_col - col_offset:e.last_col - col_offset + 1] = True
+    return found if (hit & ~stalled).sum() <= most else []
+
+
+def _stalls_above(
+    cols: Columns, top: int, low_s: np.ndarray, high_s: np.ndarray, starts: np.ndarray, ends: np.ndarray, *,
+    proven: bool, th: Thresholds, col_offset: int, exact: bool, datasource: str, seen_max: np.ndarray | None,
+) -> tuple[list[Episode], np.ndarray]:
+    """The stalls of far slots above the ceiling slot `top`, and the columns holding far events; `proven`: far waits
+    in up to `stall_band_column_share` of the columns, each stall showing the events it held back."""
+    occupied = cols.column_sums()[0] > 0
     far = np.flatnonzero(low_s >= high_s[top] * 2.0 ** th.stall_gap_octaves)
     if far.size == 0:
-        return []
+        return [], np.zeros(cols.n, dtype=bool)
     parts = [(c[:, far].sum(axis=1), t[:, far].sum(axis=1)) for _, c, t in cols.chunks()]
     far_c, far_t = (np.concatenate([part[k] for part in parts]) for k in range(2))
     hit = far_c > 0
-    if hit[occupied].all() or hit.sum() > max(th.stall_max_column_share * columns, th.stall_max_columns):
-        return []
+    most = _most_columns(cols, th, th.stall_band_column_share if proven else None)
+    if hit[occupied].all() or hit.sum() > most:
+        return [], hit
     total_c, total_t = (max(total, 1e-300) for total in cols.totals())
     pooled, pooled_t = cols.slot_sums()
     median = _median_s(pooled, pooled_t if exact else None, low_s, high_s)
@@ -128,7 +165,7 @@ def find_stalls(
             continue
         first_wait, first_width = float(far_t[a] / far_c[a]), float(ends[a] - starts[a])
         if datasource != PARALLEL and not _held_up(a, b, max(0.0, first_wait - first_width), tm, column_c, starts,
-                                                   ends, usual, th.stall_min_lost_share):
+                                                   ends, usual, th.stall_min_lost_share, proven):
             continue
         slots = far[picked_c[:, far].sum(axis=0) > 0]
         lo, hi = int(slots[0]), int(slots[-1])
@@ -142,21 +179,22 @@ def find_stalls(
         began = (first_wait - first_width, longest) if first_wait > first_width else None
         out.append(Episode("stall", a + col_offset, b + col_offset, float(starts[a]), float(ends[b]), ev, shift,
                            gained, None, tm, ev / total_c, tm / total_t, began_before=began))
-    return out
+    return out, hit
 
 
 def _held_up(a: int, b: int, before: float, waited: float, column_c: np.ndarray, starts: np.ndarray,
-             ends: np.ndarray, usual: float, lost_share: float) -> bool:
+             ends: np.ndarray, usual: float, lost_share: float, proven: bool = False) -> bool:
     """False when the stream went on completing through a stall's waits: from the column where its first wait began
     (`before` its column a) to its last column b, the usual rate would have completed `usual` x `waited` events (at
     most its columns' span) while it waited, and fewer than `lost_share` of those, or than `LOST_Z` Poisson sigmas of
-    what those columns expect, are missing. True when those due are under `MIN_MISSING`: too few to tell."""
+    what those columns expect, are missing. When those due are under `MIN_MISSING`, too few to tell: True, unless
+    `proven` asks for the missing events to show."""
     start = float(starts[a]) - before
     first = a - int(np.count_nonzero(np.asarray(ends[:a]) > start))  # earlier columns the first wait reaches into
     span_s = float(np.sum(np.asarray(ends[first:b + 1]) - np.asarray(starts[first:b + 1])))
     due, expected = usual * min(waited, span_s), usual * span_s
     if due < MIN_MISSING:
-        return True
+        return not proven
     return expected - float(column_c[first:b + 1].sum()) >= max(lost_share * due, LOST_Z * math.sqrt(expected))
 
 

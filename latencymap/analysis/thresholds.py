@@ -88,6 +88,9 @@ class Thresholds:
     #: Far events in more than this share of the columns (or `stall_max_columns`) are a steady thin band or
     #: a scatter, not stalls; a slot with events in that many columns is normal.
     stall_max_column_share: float = 0.10
+    #: ... unless each of those columns is a stall that shows the events it held back (a recurring stall: every
+    #: epoch's start); far events in more than this share of the columns are a band however long (most columns).
+    stall_band_column_share: float = 0.5
 
     # Drift (drift.py): the median latency trending over the columns.
     #: The fitted trend moves the median by at least this many octaves over the range ...

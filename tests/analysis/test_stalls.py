@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import numpy as np
 import pytest
+from skips_support import requires_module
 
 from latencymap.analysis.diagnosis import diagnose
 from latencymap.analysis.findings import dur, times
 from latencymap.analysis.stalls import find_stalls
 from latencymap.core.buckets import bin_values, bounds_seconds
 from latencymap.core.percentiles import percentile_estimates
+from latencymap.instrument import Timings, diagnose_phase
+from latencymap.sinks import MemorySink
 
 LOW, HIGH = bounds_seconds("bpf", "nanosec")
 
@@ -203,3 +209,73 @@ def test_far_values_of_a_power_law_at_a_steady_rate_are_no_stall(seed: int) -> N
     cols = {j: 100e3 * (1 + rng.pareto(1.5, 1000)) for j in range(60)}
     counts, spent, starts, ends = stream(cols, 60)
     assert diagnose(counts, spent, LOW, HIGH, starts, ends).stalls == []
+
+
+def _epoch_loop(epochs: int) -> tuple[Any, list[tuple[float, int]]]:
+    """A real training loop (a torch DataLoader, 2 workers taking 1 s to start each epoch, 4 ms steps), timed into
+    0.5 s columns: its diagnosis, and each epoch's first wait as the loop measured it (when it ended, ns)."""
+    from torch.utils.data import DataLoader
+
+    sink = MemorySink()
+    timings = Timings(sink, run="loop", rank=0, interval=0.5)
+    loader = DataLoader(list(range(1920)), batch_size=4, num_workers=2, worker_init_fn=_slow_start)
+    firsts = []
+    for _epoch in range(epochs):
+        start = time.perf_counter_ns()
+        for i, _batch in enumerate(timings.timed_iter(loader)):
+            if i == 0:
+                firsts.append((time.time(), time.perf_counter_ns() - start))
+            time.sleep(0.004)
+    timings.close()
+    return diagnose_phase(sink.intervals)["loop/rank0/data_wait"], firsts
+
+
+def _slow_start(_worker: int) -> None:
+    """A worker that takes 1 s to start (it opens its shards)."""
+    time.sleep(1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epochs", [3, 5])
+@requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
+def test_a_stall_at_every_epoch_s_start_is_said_each_time_and_as_one_recurring_stall(epochs: int) -> None:
+    """Each epoch waits 1 s for its workers: far waits in 5 columns of ~35 were more than 10% of them (or 3), so 5
+    epochs were called a steady thin band ("bimodal ... two populations", no times) while 3 were three stalls. Each
+    shows the ~100 waits it held back, so both are a stall per epoch and one recurring stall."""
+    d, firsts = _epoch_loop(epochs)
+    for ended, waited in firsts:  # each epoch's first wait, as the loop measured it, is in a stall that ends then
+        (stall,) = [e for e in d.stalls if e.start <= ended <= e.end + 0.01]
+        assert stall.time_s >= waited / 1e9 - 0.01, (stall, waited)
+    if len(d.stalls) == epochs:  # a loaded machine pauses the loop too: those stalls come at no period
+        (line,) = [x for x in d.summary_lines() if x.startswith("recurring stall: ")]
+        assert line.startswith(f"recurring stall: {epochs} times, ~") and "one every ~" in line
+
+
+@pytest.mark.parametrize("share", [0.6, 0.9])
+def test_a_thin_band_of_far_waits_in_most_columns_is_a_band_not_a_recurring_stall(share: float) -> None:
+    """A loop (200 waits of ~1 ms a second) with one 300 ms wait in most columns: each holds back ~60 waits, yet a
+    population present in most columns is a band, however much each one held up."""
+    rng = np.random.default_rng(5)
+    cols = {j: np.r_[rng.lognormal(np.log(1e6), 0.2, 200 if hit else 260), [300e6] if hit else []]
+            for j, hit in enumerate(rng.random(40) < share)}
+    counts, spent, starts, ends = stream(cols, 40)
+    d = diagnose(counts, spent, LOW, HIGH, starts, ends, datasource="training")
+    assert d.stalls == [] and d.bimodal
+    assert not [x for x in d.summary_lines() if x.startswith(("stall", "recurring"))]
+
+
+def test_far_waits_in_a_few_columns_each_holding_the_loop_up_are_stalls_however_many() -> None:
+    """Eight 1.5 s waits, one every 5 columns of 40, each where 1.5 s of the usual 200 waits a second are missing:
+    eight stalls and one recurring stall (they were a thin band: more than 10% of the columns); the same waits in a
+    stream that completed its usual rate through them are none."""
+    rng = np.random.default_rng(6)
+    for held in (True, False):
+        cols = {j: rng.lognormal(np.log(1e6), 0.2, 200) for j in range(40)}
+        for j in range(2, 40, 5):
+            cols[j] = np.r_[cols[j][:50] if held else cols[j], 1.5e9]
+        counts, spent, starts, ends = stream(cols, 40)
+        d = diagnose(counts, spent, LOW, HIGH, starts, ends, datasource="training")
+        assert [s.first_col for s in d.stalls] == (list(range(2, 40, 5)) if held else [])
+        lines = [x for x in d.summary_lines() if x.startswith("recurring stall: ")]
+        assert len(lines) == held and (not held or lines[0].startswith(
+            "recurring stall: 8 times, ~1.5s waited each, one every ~5s (cols 2, 7, 12, 17, 22, 27, 32, 37): 12s = "))

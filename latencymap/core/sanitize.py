@@ -206,6 +206,36 @@ def redact_address(text: str) -> str:
     return _SECRET_PARAM.sub(r"\1***", strip_credentials(text))
 
 
+_OPTION_NAME = re.compile(r"-{0,2}[A-Za-z_][\w.-]*")
+
+
+def _secret_name(name: str) -> bool:
+    """Whether an option or variable name (`--hf-token`, `DB_PASSWORD`) says its value is a secret, not where one is."""
+    if not _OPTION_NAME.fullmatch(name):
+        return False
+    name = name.lstrip("-")
+    return bool(_SECRET_KEY.search(name)) and not _NAMES_A_PLACE.search(name.replace("-", "_"))
+
+
+def redact_command(command: str) -> str:
+    """A command line as recordings keep it: the value of every secret-looking option or variable (`--password=x`,
+    `--hf-token x`, `API_KEY=x`) replaced by *** and each word's credentials and secret parameters cut out as
+    `redact_address` cuts them (`postgresql://bob:pw@db/t`)."""
+    out: list[str] = []
+    hide = False
+    for word in command.split(" "):
+        name, eq, _ = word.partition("=")
+        if hide and word and not word.startswith("-"):
+            word = "***"
+        elif eq and _secret_name(name):
+            word = f"{name}=***"
+        else:
+            word = redact_address(word)
+        hide = (hide and not word) or (word.startswith("-") and not eq and _secret_name(word))
+        out.append(word)
+    return " ".join(out)
+
+
 def secret_parameters(text: str) -> list[str]:
     """The names of the `?name=value` parameters of `text` that carry a secret (a password, a token, a key): those
     `redact_address` hides, less the ones that name where or how one is found (`wallet_location=`,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from latencymap.core.json_input import json_input
-from latencymap.profiling.samples import Sample, frame_name
+from latencymap.profiling.samples import Sample, clean_frame, frame_name, without_thread
 
 
 class ChrometraceError(ValueError):
@@ -60,7 +60,8 @@ def load_events(data: str | bytes) -> list[dict[str, Any]]:
 def _frame(event: dict[str, Any]) -> str:
     args = event.get("args") or {}
     line = args.get("line")
-    return frame_name(str(event["name"]), str(args.get("filename", "")), line if isinstance(line, int) else None)
+    name = frame_name(str(event["name"]), str(args.get("filename", "")), line if isinstance(line, int) else None)
+    return clean_frame(name)
 
 
 def _stack_event(stack: list[str], event: dict[str, Any]) -> None:
@@ -124,6 +125,7 @@ def samples_of(spans_: Iterable[Span], origin: float, rate: float) -> list[Sampl
 
     A span gets the grid points inside it: none when it is shorter than a period and holds none, so
     a thread has one sample per period of its recorded time, however many short spans it went through.
+    py-spy's `--threads` frame is left out of the samples' stacks (a stack of nothing else gives none).
     """
     period = 1.0 / rate
     period_us = 1e6 / rate
@@ -134,7 +136,9 @@ def samples_of(spans_: Iterable[Span], origin: float, rate: float) -> list[Sampl
         first = math.ceil((span.start_us - anchor) / period_us - 1e-6)
         stop = math.ceil((span.end_us - anchor) / period_us - 1e-6)
         start = origin + anchor / 1e6
-        out.extend(Sample(start + k * period, span.pid, span.tid, span.stack, period) for k in range(first, stop))
+        stack = without_thread(span.stack)
+        if stack:
+            out.extend(Sample(start + k * period, span.pid, span.tid, stack, period) for k in range(first, stop))
     out.sort(key=lambda s: s.time)
     return out
 

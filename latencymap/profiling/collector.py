@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
+from latencymap.profiling.liveness import Liveness
 from latencymap.profiling.pyspy import Chunk, ChunkResult, PySpyError, alive, check_target, record_argv, require_pyspy
 from latencymap.profiling.samples import DEFAULT_RATE, Sample
 
@@ -57,6 +58,8 @@ class Collector:
         self.running = False
         self._succeeded = False
         self._quiet = False
+        #: Which threads are alive, polled while sampling: py-spy does not say when one ended.
+        self.liveness = Liveness(pid, subprocesses=subprocesses)
 
     def start(self) -> None:
         """Check py-spy and the target, then start sampling; PySpyError says why it cannot."""
@@ -64,6 +67,7 @@ class Collector:
         check_target(self.pid)
         self._dir = Path(tempfile.mkdtemp(prefix="latencymap-pyspy-"))
         self.running = True
+        self.liveness.start()
         self._thread = threading.Thread(target=self._run, name="latencymap-profiler", daemon=True)
         self._thread.start()
 
@@ -97,6 +101,7 @@ class Collector:
         finally:
             for chunk in running:
                 chunk.kill()
+            self.liveness.stop()
             self.running = False
             if self._dir is not None:
                 shutil.rmtree(self._dir, ignore_errors=True)
@@ -139,7 +144,7 @@ class Collector:
         """Report a finished chunk's new samples; False when profiling must stop (error or target gone)."""
         self.chunks += 1
         try:
-            result = chunk.result()
+            result = chunk.result(self.liveness)
         except PySpyError as err:
             if stopping and (self._succeeded or self._quiet):
                 return True  # stopped before it had sampled anything

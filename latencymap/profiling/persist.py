@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from latencymap.core.json_input import json_input
-from latencymap.profiling.samples import Sample
+from latencymap.profiling.samples import Sample, clean_frame
 from latencymap.profiling.store import ProfileStore
 
 TAG = "profile"
@@ -85,7 +85,7 @@ def decode(payload: str) -> list[Sample]:
         doc: Any = json_input(payload)
         t0 = float(doc["t0"])
         threads = [(int(p), int(t)) for p, t in doc["threads"]]
-        stacks = [tuple(str(f) for f in st) for st in doc["stacks"]]
+        stacks = [tuple(clean_frame(str(f)) for f in st) for st in doc["stacks"]]
         return [Sample(t0 + dt / 1e6, threads[th][0], threads[th][1], stacks[st], w / 1e6)
                 for dt, th, st, w in doc["samples"]]
     except (KeyError, TypeError, ValueError, IndexError) as err:
@@ -116,6 +116,29 @@ def scan(lines: Iterable[str], store: ProfileStore) -> tuple[int, int]:
         except ValueError:
             bad += 1
     return good, bad
+
+
+def recorded_payloads(paths: Iterable[str]) -> Iterator[str]:
+    """The profile payloads of the recordings at `paths`, as recorded (their frames cleaned as `decode` cleans
+    them), for a recording made of them; malformed lines are left out (`load_profile` counts them)."""
+    from latencymap.core.errors import InputError
+    from latencymap.flow.inputs import open_text
+    from latencymap.flow.recording import HEADER_PREFIX
+
+    for path in paths:
+        try:
+            stream, _ = open_text(path)
+        except InputError:
+            continue
+        with stream:
+            if not stream.readline(MAX_LINE).startswith(HEADER_PREFIX):
+                continue
+            for line in _lines(stream):
+                if line.startswith(PREFIX):
+                    try:
+                        yield from payloads(decode(line[len(PREFIX):]))
+                    except ValueError:
+                        continue
 
 
 def load_profile(paths: Iterable[str]) -> tuple[ProfileStore | None, list[str]]:

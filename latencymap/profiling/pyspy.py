@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from latencymap.profiling.chrometrace import ChrometraceError, final_ts, load_events, samples_of, spans
+from latencymap.profiling.liveness import Liveness, clip_ended
 from latencymap.profiling.samples import Sample
 
 PYSPY_ENV = "LATENCYMAP_PY_SPY"
@@ -93,10 +94,11 @@ def record_argv(exe: str, pid: int, output: str, *, duration: int, rate: int, su
 
     `--idle` matters for timing: chrometrace carries no per-sample flag, and without it an idle
     thread's last busy stack would stretch over its idle time (checked: a thread sleeping half the
-    time showed its busy function for the whole recording).
+    time showed its busy function for the whole recording). `--threads` roots each thread's stack in
+    a frame naming its native id, by which `liveness` tells when it ended (the samples leave it out).
     """
     argv = [exe, "record", "--pid", str(pid), "--format", "chrometrace", "--output", output,
-            "--duration", str(duration), "--rate", str(rate), "--nonblocking", "--idle"]
+            "--duration", str(duration), "--rate", str(rate), "--nonblocking", "--idle", "--threads"]
     return [*argv, "--subprocesses"] if subprocesses else argv
 
 
@@ -181,8 +183,9 @@ class Chunk:
         except OSError:
             return ""
 
-    def result(self) -> ChunkResult:
-        """The chunk's samples mapped to epoch seconds; PySpyError when py-spy failed."""
+    def result(self, liveness: Liveness | None = None) -> ChunkResult:
+        """The chunk's samples mapped to epoch seconds, each thread's cut where `liveness` saw it end; PySpyError
+        when py-spy failed."""
         try:
             data = self.output.read_bytes()
         except OSError:
@@ -198,8 +201,9 @@ class Chunk:
         high = max(low, high)
         origin = (low + high) / 2
         target_exited = "process exited" in self.stderr()
-        return ChunkResult(samples_of(spans(events), origin, self.rate), origin, origin + last_us / 1e6,
-                           (high - low) / 2, target_exited)
+        error = (high - low) / 2
+        ended = clip_ended(spans(events), liveness, origin, error)
+        return ChunkResult(samples_of(ended, origin, self.rate), origin, origin + last_us / 1e6, error, target_exited)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
+from latencymap.core.sanitize import redact_command
 from latencymap.profiling import DEFAULT_RATE
 
 
@@ -17,6 +19,47 @@ class Sample:
     tid: int
     stack: tuple[str, ...]
     weight: float = 1 / DEFAULT_RATE
+
+
+#: py-spy's `--threads` frame (no file): `thread (<native id>)`, or `thread (<id>): <name>`; hex ids are pthread ids.
+_THREAD_FRAME = re.compile(r"thread \((\d+|0[xX][0-9a-fA-F]+)\)(?:: .*)? \(\)", re.S)
+#: py-spy's `--subprocesses` frames (no file), root first: `process <pid>:"<command line>"`.
+_PROCESS_FRAME = re.compile(r'process \d+:"')
+_PROCESS_COMMAND = re.compile(r'(process \d+:")(.*)(" \(\))', re.S)
+
+
+def clean_frame(frame: str) -> str:
+    """The frame as samples keep it: a `process` frame's command line without its secrets (`redact_command`)."""
+    if not frame.startswith("process "):
+        return frame
+    match = _PROCESS_COMMAND.fullmatch(frame)
+    return frame if match is None else f"{match[1]}{redact_command(match[2])}{match[3]}"
+
+
+def thread_frame(stack: tuple[str, ...]) -> int | None:
+    """Index of the `--threads` frame in a stack (after the `process` frames), None when it has none."""
+    for at, frame in enumerate(stack):
+        if _THREAD_FRAME.fullmatch(frame):
+            return at
+        if not _PROCESS_FRAME.match(frame):
+            return None
+    return None
+
+
+def native_tid(stack: tuple[str, ...]) -> int | None:
+    """The native thread id that py-spy's `--threads` frame names, None without one (or with a pthread id)."""
+    at = thread_frame(stack)
+    if at is None:
+        return None
+    match = _THREAD_FRAME.fullmatch(stack[at])
+    assert match is not None
+    return int(match.group(1)) if match.group(1).isdigit() else None
+
+
+def without_thread(stack: tuple[str, ...]) -> tuple[str, ...]:
+    """The stack less py-spy's `--threads` frame: samples keep the frames of the program alone."""
+    at = thread_frame(stack)
+    return stack if at is None else stack[:at] + stack[at + 1:]
 
 
 #: latencymap's own thread in a profiled program (the flusher of latencymap.instrument): (function, file ending).

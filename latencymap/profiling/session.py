@@ -15,7 +15,7 @@ from latencymap.flow.inputs import at_rest
 from latencymap.flow.recording import Recorder, RecordingError
 from latencymap.profiling.clock import InputClock
 from latencymap.profiling.collector import Collector
-from latencymap.profiling.persist import TAG, load_profile, payloads
+from latencymap.profiling.persist import TAG, load_profile, payloads, recorded_payloads
 from latencymap.profiling.pyspy import PySpyError
 from latencymap.profiling.samples import DEFAULT_RATE, Sample
 from latencymap.profiling.store import ProfileStore
@@ -46,6 +46,9 @@ class ProfileSession:
         #: How the input's columns are timed (judged at its first column); samples wait for the verdict.
         self.clock = InputClock()
         self._held: list[list[Sample]] = []
+        #: Recordings whose samples the store holds: a recording made of them carries their profile lines.
+        self.recorded: list[str] = []
+        self._carry: dict[int, list[str]] = {}
 
     @property
     def live(self) -> bool:
@@ -65,9 +68,11 @@ class ProfileSession:
             return self._messages[since:]
 
     def record_to(self, recorder: Recorder) -> None:
-        """Write every new sample batch to `recorder` as profile lines."""
+        """Write every new sample batch to `recorder` as profile lines, after those of the recordings read."""
         with self._lock:
             self._recorders.append(recorder)
+            if self.recorded:
+                self._carry[id(recorder)] = list(self.recorded)
 
     def start(self) -> None:
         """Start sampling `pid` (once); when py-spy cannot run, say why and carry on without it."""
@@ -97,6 +102,8 @@ class ProfileSession:
     def column(self, end: float) -> None:
         """An input column ending at `end` has arrived: the first one tells whether (and how) samples taken now can be
         attached to the input's columns; when they cannot, say so once and stop sampling."""
+        if self._carry:
+            self._write([])  # the recordings' samples follow the first record written
         verdict = self.clock.first_column(end)
         if verdict is None:
             return
@@ -143,6 +150,8 @@ class ProfileSession:
                     del pending[: len(pending) - MAX_PENDING]
                 continue
             try:
+                for payload in recorded_payloads(self._carry.pop(id(recorder), [])):
+                    recorder.annotate(TAG, payload)
                 for payload in pending:
                     recorder.annotate(TAG, payload)
             except RecordingError as err:
@@ -155,12 +164,14 @@ class ProfileSession:
 def open_session(kw: dict[str, Any], inputs: Sequence[str] = ()) -> ProfileSession | None:
     """The session that `--profile` or the samples in the input recordings call for; None for neither.
 
-    Recorded samples are read only for the TUI, the one view that shows them, and only from files: a second pass
+    Recorded samples are read only for the TUI, the one view that shows them, or for a `--record` to carry them
+    over, and only from files: a second pass
     over an input that can be read once (stdin, a FIFO, `<(cmd)`) would take the view's records, or wait forever.
     """
     pid = kw.get("profile_pid")
     files = [path for path in inputs if at_rest(path)]
-    store, messages = load_profile(files) if files and profile_shown(kw) else (None, [])
+    wanted = profile_shown(kw) or bool(kw.get("record_path"))  # a recording made of recordings carries their samples
+    store, messages = load_profile(files) if files and wanted else (None, [])
     if pid is None and store is None:
         for message in messages:
             print(f"latencymap: profile: {clean_message(message)}", file=sys.stderr)
@@ -169,6 +180,8 @@ def open_session(kw: dict[str, Any], inputs: Sequence[str] = ()) -> ProfileSessi
                              subprocesses=bool(kw.get("profile_subprocesses")))
     for message in messages:
         session.say(message)
+    if store is not None:
+        session.recorded = files
     return session
 
 

@@ -7,8 +7,9 @@ from typing import Any
 
 
 def profile_wanted(kw: dict[str, Any], inputs: Sequence[str] = ()) -> bool:
-    """True when `--profile PID` was given, or the TUI may show samples recorded in the inputs."""
-    return kw.get("profile_pid") is not None or (bool(inputs) and profile_shown(kw))
+    """True when `--profile PID` was given, or the TUI may show samples recorded in the inputs, or `--record` is to
+    carry them."""
+    return kw.get("profile_pid") is not None or (bool(inputs) and (profile_shown(kw) or bool(kw.get("record_path"))))
 
 
 def profile_shown(kw: dict[str, Any]) -> bool:

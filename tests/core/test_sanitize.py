@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from latencymap.core.sanitize import StreamNames, clean_reprs
+from latencymap.core.sanitize import StreamNames, clean_reprs, redact_command
 
 
 def test_long_labels_alike_but_at_their_end_keep_their_ends_and_the_same_label_its_name() -> None:
@@ -33,3 +33,12 @@ def test_a_value_quoted_as_python_writes_it_shows_its_controls_as_question_marks
     assert clean_reprs(said, ["report", value, "plain"]) == (
         "unknown unit 'ms??[2J'; unexpected character '?' at position 3; not 'ms'")
     assert clean_reprs(said, ["report"]) == said  # only what came in is touched
+
+
+def test_a_command_line_keeps_its_shape_and_loses_its_secrets() -> None:
+    command = ("python x.py --password=hunter2 --db postgresql://bob:s3cret@db/t --hf-token hf_SECRETTOKEN "
+               "--token-file /run/tok API_KEY=zz --monitor http://h/?token=abc&a=1 --key  k2 -v --auth-token --verbose")
+    assert redact_command(command) == (
+        "python x.py --password=*** --db postgresql://db/t --hf-token *** --token-file /run/tok API_KEY=*** "
+        "--monitor http://h/?token=***&a=1 --key  *** -v --auth-token --verbose")
+    assert redact_command("python train.py --epochs 3 data/x=1.csv") == "python train.py --epochs 3 data/x=1.csv"

@@ -185,3 +185,30 @@ def test_forked_processes_that_share_a_thread_id_keep_their_own_stacks() -> None
     assert by_pid == {7: {"parent_work": 100}, 8: {"leaf_a": 75, "child_work": 25},
                       9: {"leaf_b": 75, "child_work": 25}}
     assert max(len(s.stack) for s in samples) == 5
+
+
+def test_process_frames_lose_the_secrets_of_their_command_lines() -> None:
+    """py-spy's `--subprocesses` root frame holds the whole command line; samples keep it without its secrets."""
+    command = "python x.py --password=hunter2 --db postgresql://bob:s3cret@db/t --hf-token hf_SECRETTOKEN"
+    events = [{"args": {"filename": "", "line": 0}, "name": f'process 7:"{command}"', "ph": "B", "pid": 7, "tid": 1,
+               "ts": 0},
+              {"args": {"filename": "/x.py", "line": 3}, "name": "main", "ph": "B", "pid": 7, "tid": 1, "ts": 0},
+              {"args": {"filename": "/x.py", "line": 3}, "name": "main", "ph": "E", "pid": 7, "tid": 1, "ts": 50_000},
+              {"args": {"filename": "", "line": 0}, "name": f'process 7:"{command}"', "ph": "E", "pid": 7, "tid": 1,
+               "ts": 50_000}]
+    samples = parse_chrometrace(json.dumps(events), 0.0, 100)
+    assert len(samples) == 5
+    assert {s.stack for s in samples} == {
+        ('process 7:"python x.py --password=*** --db postgresql://db/t --hf-token ***" ()', "main (/x.py:3)")}
+
+
+def test_the_threads_frame_is_left_out_of_the_samples() -> None:
+    """`--threads` roots each stack in `thread (<native id>)`: the liveness polls use it, the samples do not keep it."""
+    def ev(name: str, ph: str, ts: int, filename: str = "") -> dict:
+        return {"args": {"filename": filename, "line": 3 if filename else 0}, "name": name, "ph": ph, "pid": 7,
+                "tid": 99, "ts": ts}
+
+    events = [ev("thread (123): MainThread", "B", 0), ev("main", "B", 0, "/x.py"), ev("main", "E", 30_000, "/x.py"),
+              ev("thread (123): MainThread", "E", 50_000)]
+    samples = parse_chrometrace(json.dumps(events), 0.0, 100)
+    assert [s.stack for s in samples] == [("main (/x.py:3)",)] * 3  # the thread frame alone: no sample

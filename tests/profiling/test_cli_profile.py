@@ -100,3 +100,23 @@ def test_profile_export_of_a_range_without_samples_says_what_the_profile_covers(
         assert result.stderr == f"latencymap: {rec}: no profile samples {words}; the profile covers 0 s to 2.99 s\n"
     result = latencymap("profile-export", str(rec), "--start", "2.5", "--end", "3.5")
     assert result.returncode == 0 and result.stdout.endswith(";f (/app/work.py:10) 50\n"), result.stderr
+
+
+def test_a_recording_made_of_a_profiled_recording_carries_its_samples(tmp_path: Path) -> None:
+    """`replay --record` and `view --record` of a recording with samples used to drop them without a word."""
+    from latencymap.profiling.persist import load_profile
+
+    source = profiled_recording(tmp_path / "prof.lmr")
+    original, _ = load_profile([str(source)])
+    assert original is not None
+    want = original.samples(T0, T0 + 10)
+    for command in (["replay", "--max"], ["view"]):
+        out = tmp_path / f"{command[0]}.lmr"
+        result = latencymap(*command, "--plain", "--once", "--record", str(out), str(source))
+        assert result.returncode == 0, result.stderr
+        lines = out.read_text().splitlines()
+        first_record = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+        profile = [i for i, line in enumerate(lines) if line.startswith("# latencymap-profile ")]
+        assert profile and min(profile) > first_record  # readers identify the file by its first lines
+        carried, _ = load_profile([str(out)])
+        assert carried is not None and carried.samples(T0, T0 + 10) == want

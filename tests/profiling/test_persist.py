@@ -158,3 +158,14 @@ def test_a_session_holds_profile_lines_until_the_first_record(tmp_path: Path) ->
     assert len(intervals) == 1
     store, _ = load_profile([str(path)])
     assert store is not None and len(store) == 252 * 10 and len(session.store) == 252 * 10
+
+
+def test_a_recorded_process_frame_loses_its_secrets_when_read() -> None:
+    """Recordings made before the command lines were cleaned: their secrets reach no export or view."""
+    from latencymap.profiling.persist import decode, encode
+    from latencymap.profiling.samples import Sample
+
+    frame = 'process 7:"python x.py --password=hunter2 --db postgresql://bob:s3cret@db/t --hf-token hf_SECRETTOKEN" ()'
+    (sample,) = decode(encode([Sample(1.0, 7, 7, (frame, "main (/x.py:1)"))]))
+    assert sample.stack == ('process 7:"python x.py --password=*** --db postgresql://db/t --hf-token ***" ()',
+                            "main (/x.py:1)")

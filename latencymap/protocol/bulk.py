@@ -104,9 +104,13 @@ class LineReader(Protocol):
 
     def stream(self, label: str, datasource: str | None, unit: str) -> StreamId: ...
 
+    def may_note(self, stream: StreamId, guessed: bool) -> bool: ...
+
+    def record_notes(self, stream: StreamId, guessed: bool) -> list[Notice]: ...
+
     def item(self, stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
              start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,
-             sums: np.ndarray | None) -> list[Snapshot | Interval | Notice]: ...
+             sums: np.ndarray | None, guessed: bool | None) -> list[Snapshot | Interval | Notice]: ...
 
     def placed_run(self, run: IntervalRun, lines: list[int]) -> list[IntervalRun | Interval | Notice]: ...
 
@@ -299,7 +303,7 @@ class FastPath:
                 self._headers[block, carried] = header
             self._block, self._last_header, self._carried = block, header, carried
         header = self._last_header
-        stream, per_interval, flags, oracle, own_unit, carries = header
+        stream, per_interval, flags, oracle, own_unit, carries, guessed = header
         if start_micros is not None:
             if per_interval is not None:
                 return False  # a second counts line: the line reader decides
@@ -327,7 +331,7 @@ class FastPath:
             batch.sources[len(batch.headers)] = source
         out.append(len(batch.headers))
         batch.headers.append((stream, first_line, micros, date, bool(per_interval), start_micros, flags, oracle,
-                              carries))
+                              carries, guessed))
         batch.texts.append((first_line, start - len(BEGIN_LINE), stop + len(END_LINE) - 1, carried))
         batch.rows.append(rows)
         batch.data.append(buf[i:stop])
@@ -340,7 +344,7 @@ class FastPath:
         reader, headers, match = self.reader, self._headers, _PLAIN_RECORD.match
         queued, texts, counted, data = batch.headers, batch.texts, batch.rows, batch.data
         line_no = reader.line_no
-        block = carried = said = date = stream = per_interval = flags = oracle = own_unit = carries = None
+        block = carried = said = date = stream = per_interval = flags = oracle = own_unit = carries = guessed = None
         lines = 0
         m = match(buf, pos)
         while m is not None:
@@ -352,7 +356,7 @@ class FastPath:
                     break  # `_canonical` reads it, and knows its header lines from then on
                 block, lines = now, now.count("\n") + 3
                 self._block, self._last_header, self._carried = block, header, carried
-                stream, per_interval, flags, oracle, own_unit, carries = header
+                stream, per_interval, flags, oracle, own_unit, carries, guessed = header
             if start is not None and per_interval is not None:
                 break  # a second counts line: the line reader decides
             if date is None or given != said:
@@ -363,9 +367,10 @@ class FastPath:
                     date = clean_text(date)
             record: tuple[Any, ...]
             if start is None:
-                record = (stream, line_no + 1, int(micros), date, bool(per_interval), None, flags, oracle, carries)
+                record = (stream, line_no + 1, int(micros), date, bool(per_interval), None, flags, oracle, carries,
+                          guessed)
             else:
-                record = (stream, line_no + 1, int(micros), date, True, int(start), flags, oracle, carries)
+                record = (stream, line_no + 1, int(micros), date, True, int(start), flags, oracle, carries, guessed)
             if own_unit is not None:
                 reader.unit = own_unit  # later records without a latencyunit line take it (the line reader's rule)
             out.append(len(queued))
@@ -397,13 +402,14 @@ class FastPath:
         return (found[0], found[1], found[2]), k
 
     def _header(self, block: str, carried: str | None) -> tuple[Any, ...] | None:
-        """(stream, per_interval, flags, oracle, own unit, carries) of the constant header lines, after records
-        whose last unit given was `carried`; None: not canonical.
+        """(stream, per_interval, flags, oracle, own unit, carries, guessed) of the constant header lines, after
+        records whose last unit given was `carried`; None: not canonical.
 
         The lines go through the line reader's own parser. `per_interval` is None when no counts
         line was given. Lines that change per record (timestamp, start) or data rows starting
         with `-` send the record to the line reader instead. `own unit` is the block's latencyunit (None: none, and
-        the record takes `carried`, else millisec); `carries` says that it takes `carried`.
+        the record takes `carried`, else millisec); `carries` says that it takes `carried`. `guessed` is None when
+        the records give no note of their stream (`record_notes`), else whether they have no datasource line.
         """
         if "<" in block and _cut(block):
             return None
@@ -421,8 +427,10 @@ class FastPath:
             return None  # keyed histogram tables (and lines that may be keys) go to the line reader
         has_counts = any(line.lower().partition(",")[0].strip() == "counts" for line in lines)
         stream = self.reader.stream(rec.label, rec.datasource, rec.unit or carried or DEFAULT_UNIT)
+        guessed = rec.datasource is None
         return (stream, rec.per_interval if has_counts else None, tuple(sorted(rec.flags)),
-                stream.datasource in UPPER_BOUND_SOURCES, rec.unit, rec.unit is None and carried is not None)
+                stream.datasource in UPPER_BOUND_SOURCES, rec.unit, rec.unit is None and carried is not None,
+                guessed if self.reader.may_note(stream, guessed) else None)
 
     def _emit(self, out: list[Item | int], batch: _Batch, buf: str) -> list[Item]:
         """`out` with each queued record resolved; runs of cumulative snapshots stay together as SnapshotRuns."""
@@ -445,6 +453,14 @@ class FastPath:
                 items.append(self._run(run, batch, counts, present))
                 run = []
 
+        def noted(header: tuple[Any, ...]) -> None:
+            """The notes a record read gives of its stream (`record_notes`), before its items."""
+            if header[9] is not None:
+                notes = reader.record_notes(header[0], header[9])
+                if notes:
+                    flush()
+                    items.extend(notes)
+
         headers, unit_line = batch.headers, rows.unit_line
         parsed, summed, seen = good.tolist(), three.tolist(), rows.seen.tolist()  # Python lists: read per record
         for at, entry in enumerate(out):
@@ -461,12 +477,14 @@ class FastPath:
                 header = headers[entry]
                 micros = header[2]
                 if not header[4] and micros is not None and not summed[entry]:
+                    noted(header)
                     if spans:
                         items.extend(self._placed(spans, batch, rows))
                         spans = []
                     run.append(entry)
                     continue
                 if header[4] and micros is not None and -_EXACT < interval_start(micros, header[5]) < micros < _EXACT:
+                    noted(header)
                     if run:
                         items.append(self._run(run, batch, counts, present))
                         run = []
@@ -479,10 +497,10 @@ class FastPath:
             if not isinstance(entry, int):
                 items.append(entry)
             elif parsed[entry] and not seen[entry] and entry not in rows.source:
-                stream, first_line, micros, date, per_interval, start_micros, flags, _, _ = headers[entry]
+                stream, first_line, micros, date, per_interval, start_micros, flags, _, _, guessed = headers[entry]
                 sums = rows.sums[entry] if summed[entry] and rows.sums is not None else None
                 items.extend(reader.item(stream, first_line, micros, date, per_interval, start_micros, flags,
-                                         counts[entry], present[entry], sums))
+                                         counts[entry], present[entry], sums, guessed))
             else:
                 first_line, begin, stop, carried = batch.texts[entry]
                 items.extend(reader.reread(first_line, buf[begin:stop], carried))

@@ -92,13 +92,11 @@ class ProtocolReader:
         self._streams = StreamCache()
         self._fast = FastPath(self)
         self.timeline = Timeline(name, self._streams)  # interval records that go back in time: shown apart
-        self._guessed: set[StreamId] = set()  # Oracle-looking streams read with the default datasource
-        self._told = False
+        self._told = False  # whether the note that Oracle-looking records were read as bpf was given
         #: The header of a latencymap recording (`# latencymap-recording {...}`), once read; None: none (yet).
         self.recording: dict[str, Any] | None = None
         self._newer: str | None = None  # the version of a newer latencymap that made the recording
         self._said: set[str] = set()  # the one-time notes given: "newer", and the datasources of _NOT_RECORDED
-        self._pending: list[Notice] = []  # notes to give before the next item
         self._overflow: dict[StreamId, _Overflow] = {}  # what each stream's overflow rows held, said at the end
         self._first_record: dict[StreamId, int] = {}  # the first line of each stream's first cumulative record
 
@@ -118,7 +116,7 @@ class ProtocolReader:
         yield from self._noted(self._fast.finish())
 
     def _noted(self, items: Iterable[_T]) -> Iterator[_T | Notice]:
-        """`items`, with the one notice that Oracle-looking records were read with the default datasource; records
+        """`items`, with the note that the recording is a newer latencymap's at the first record skipped; records
         without a timestamp are timed here (see `_timed`), as they come out."""
         for item in items:
             if isinstance(item, SnapshotRun):
@@ -126,9 +124,6 @@ class ProtocolReader:
                     yield from self._noted(item.snapshots())  # some of its streams are timed as read
                     continue
                 self._dated.update(item.streams)
-            if self._pending:
-                yield from self._pending
-                self._pending.clear()
             if (isinstance(item, Notice) and item.skipped and not isinstance(item, RecordedNotice)
                     and self._newer is not None and "newer" not in self._said):
                 self._said.add("newer")
@@ -138,17 +133,7 @@ class ProtocolReader:
                 yield from said
                 if not kept:
                     continue
-            if self._guessed and not self._told:
-                streams = item.streams if isinstance(item, SnapshotRun | IntervalRun) \
-                    else (getattr(item, "stream", None),)
-                guessed = next((s for s in streams if s in self._guessed), None)
-                if guessed is not None:
-                    self._told = True
-                    yield self._datasource_notice(guessed)
             yield item
-        if self._pending:
-            yield from self._pending
-            self._pending.clear()
 
     def _timed(self, snap: Snapshot) -> tuple[bool, list[Notice]]:
         """Whether to keep a snapshot, and the notes to give before it. A snapshot of a stream that its
@@ -244,16 +229,28 @@ class ProtocolReader:
                       f"form this version does not know are skipped (read it with latencymap {version} or later)",
                       skipped=0)
 
-    def _not_recorded(self, stream: StreamId) -> None:
-        """The note, once per datasource, that a recording holds this stream's intervals but not its source's own
-        analysis, and where to get it."""
+    @staticmethod
+    def may_note(stream: StreamId, guessed: bool) -> bool:
+        """Whether a record of `stream` (`guessed`: it has no datasource line) can give a note (`record_notes`)."""
+        return stream.datasource in _NOT_RECORDED if not guessed else _ORACLE_LABEL.search(stream.label) is not None
+
+    def record_notes(self, stream: StreamId, guessed: bool) -> list[Notice]:
+        """The notes to give before the items of a record of `stream` that is read (`guessed`: it has no datasource
+        line), the first time one has them to give: that Oracle-looking records were read with the default datasource
+        (once per input), or that a recording keeps this stream's intervals but not its source's own analysis, and
+        where to get it (once per datasource). Both readers give them in the same place: before that record's items."""
+        if guessed:
+            if self._told or self.datasource is not None or not _ORACLE_LABEL.search(stream.label):
+                return []
+            self._told = True
+            return [self._datasource_notice(stream)]
         lost = _NOT_RECORDED.get(stream.datasource)
         if lost is None or self.recording is None or stream.datasource in self._said:
-            return
+            return []
         self._said.add(stream.datasource)
-        self._pending.append(Notice(
+        return [Notice(
             f"{self.name}: '{clean_text(stream.label, 200)}': a recording keeps the histograms, not {lost}; for "
-            f"them, report what was recorded: latencymap report {_recorded_from(self.recording)}", skipped=0))
+            f"them, report what was recorded: latencymap report {_recorded_from(self.recording)}", skipped=0)]
 
     def feed_text(self, text: str, runs: bool = False) -> Iterator[Item]:
         """Items of the records completed by `text`; an unfinished record waits for the next call."""
@@ -393,16 +390,11 @@ class ProtocolReader:
         return Notice(f"{self.name}: line {line}: {message}; record skipped")
 
     def stream(self, label: str, datasource: str | None, unit: str) -> StreamId:
-        """The one StreamId of this identity in this input; datasource None: the record had no datasource line."""
-        if datasource is not None:
-            stream = self._streams.get(label, datasource, unit)
-            if self.recording is not None:
-                self._not_recorded(stream)
-            return stream
-        stream = self._streams.get(label, self.datasource or DEFAULT_DATASOURCE, unit)
-        if self.datasource is None and not self._told and _ORACLE_LABEL.search(label):
-            self._guessed.add(stream)
-        return stream
+        """The one StreamId of this identity in this input; datasource None: the record had no datasource line (it
+        takes `--datasource`, else bpf)."""
+        if datasource is None:
+            datasource = self.datasource or DEFAULT_DATASOURCE
+        return self._streams.get(label, datasource, unit)
 
     def finish_record(self, rec: Record) -> list[Snapshot | Interval | Notice]:
         """What a complete record becomes (an item per histogram key), or the Notice that skips it; before it, the
@@ -421,7 +413,9 @@ class ProtocolReader:
                 self._overflow_row(items[0].stream, rec)
             if rec.extremes_dropped:
                 out.append(self._extremes_notice(rec))
+            guessed = rec.datasource is None
             for item in items:
+                out += self.record_notes(item.stream, guessed)
                 out += self.timeline.placed(item, rec.first_line) if isinstance(item, Interval) else [item]
         except RecordError as err:
             out.append(Notice(f"{self.name}: {err}; record skipped"))
@@ -444,15 +438,17 @@ class ProtocolReader:
 
     def item(self, stream: StreamId, first_line: int, micros: int | None, date: str, per_interval: bool,
              start_micros: int | None, flags: Iterable[str], counts: np.ndarray, present: np.ndarray,
-             sums: np.ndarray | None) -> list[Snapshot | Interval | Notice]:
-        """A record's item from parts parsed in bulk (after the note that it goes back in time, if it does), or the
-        Notice that skips it."""
+             sums: np.ndarray | None, guessed: bool | None) -> list[Snapshot | Interval | Notice]:
+        """A record's item from parts parsed in bulk (after the notes of its stream, `record_notes`, unless `guessed`
+        is None, and the note that it goes back in time, if it does), or the Notice that skips it."""
         try:
             item = make_item(stream, first_line, micros, date, per_interval, start_micros, flags, counts, present,
                              sums)
         except RecordError as err:
             return [Notice(f"{self.name}: {err}; record skipped")]
         out: list[Snapshot | Interval | Notice] = []
+        if guessed is not None:
+            out += self.record_notes(stream, guessed)
         out += self.timeline.placed(item, first_line) if isinstance(item, Interval) else [item]
         return out
 

@@ -181,13 +181,15 @@ def carried_counts(values: np.ndarray, left: np.ndarray | None = None) -> tuple[
     column's total is the series' running total rounded (half up) less what was counted before, and goes to the
     buckets by largest remainder of what they want, so each bucket gets what it wants rounded down or up: for every
     prefix of steps each bucket's count stays within 1 of the sum of its increases (the carry stays in (-1, 1)),
-    and the series' count within 0.5 of the sum of its increases (within 1 in the case below). Over any run of
-    steps the total is then within 1 of the increases' sum, a bucket's within 2. Where the running total and a
-    column's own rounded increase disagree, the running total wins: a column counts its increase rounded down or
-    up (2 or 3 for 2.4), so that a tail bucket of 0.4 a step is not dropped at every step. Counts are never
-    negative: a bucket that owes (it was rounded up and has not caught up yet) takes 0, not -1, and when more
-    buckets owe than the total leaves to round up, the column counts one more than the running total asks (later
-    columns give it back).
+    and the series' count within 0.5 of the sum of its increases, but for the case below. Where the running total
+    and a column's own rounded increase disagree, the running total wins: a column counts its increase rounded down
+    or up (2 or 3 for 2.4), so that a tail bucket of 0.4 a step is not dropped at every step. Counts are never
+    negative: a bucket that owes (it was rounded up and has not caught up yet) takes 0, not -1, and the others at
+    least their want rounded down; when that is more than the running total asks, the column counts it, each bucket
+    the least it may (later columns give it back; the series is never behind by half an event or more). No rounding
+    keeps both the buckets and the total within 1 then: buckets rounded up ahead of their events (1.2 ahead after
+    0.4 in each of 6 buckets, 2 counted) while the others reach a whole event (0.625 more in the other 4: 6 counted
+    for 5.3); how far over the total goes is what the owing buckets are ahead, less than 1 each.
 
     A column's counts are then not its own increases (a bucket may hold an event carried in from steps whose `_sum`
     holds its time): what reads a column's `_sum` against its buckets reads it with the increases

@@ -7,12 +7,14 @@ outage catches up on the missed steps with one `query_range`. Native histograms 
 `--enable-feature=native-histograms`) are used where the server has them: `increase(NAME[step])` returns their
 buckets, which fold exactly into rows for schema >= 0 in the metric's own unit. `increase()` extrapolates to the
 step's edges, so counts are the server's (fractional) increases rounded to whole events, carried from step to step
-per series and bucket (`layout.carried_counts`): over any run of columns a classic series' count is within one event
-of the sum of `increase(NAME_count[step])`, each bucket's within 1 of its own sum at every step, and a column's
-total is its increase rounded down or up (a steady 2.4 a step in a tail bucket counts 2, 3, 2, 2, 3, ..., not 2
-every step). Native histograms, whose buckets vary from step to step, carry per series and bucket range the same way
-(`native.fold_native`); a native series holding negative values has them left out, with one note. A step shorter than
-twice the samples' spacing holds two samples only in some steps: found the first time steps have no value, such a step
+per series and bucket (`layout.carried_counts`): each bucket's count is within 1 of its own sum at every step, a
+classic series' within half an event of the sum of `increase(NAME_count[step])`, and a column's total is its
+increase rounded down or up (a steady 2.4 a step in a tail bucket counts 2, 3, 2, 2, 3, ..., not 2 every step), but
+where buckets rounded up ahead of their events keep the others from staying within 1 otherwise (no rounding keeps
+both then): the column counts what its buckets must, and later columns give it back. Native histograms, whose
+buckets vary from step to step, carry per series and bucket range the same way (`native.fold_native`); a native
+series holding negative values has them left out, with one note. A step shorter than twice the samples' spacing holds
+two samples only in some steps: found the first time steps have no value, such a step
 takes `increase()` over the step and one scrape interval, scaled to the step, and says so once (`spacing`). A step
 where a known stream has no value (fewer than two samples in it) is a gap column, and so is a step whose set of `le`
 series differs from the step before (a redeploy with new bounds: old series stop, new ones start, `+Inf` runs on), which

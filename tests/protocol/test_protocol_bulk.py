@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from latencymap.core.buckets import NSLOTS
@@ -152,8 +152,37 @@ def test_a_blank_row_beside_a_record_of_sums_moves_no_count() -> None:
     assert by_chunks(text, []) == by_lines(text)
 
 
+ORACLE_LABEL = "label, db file sequential read latency data from gv$event_histogram\n"
+
+
+def test_the_datasource_note_comes_before_the_first_record_read_without_a_datasource_line() -> None:
+    """The bulk reader parsed a record's header lines (and took its stream as guessed) before the record was read:
+    the note came before the records ahead of it in the chunk, or for a record skipped whole."""
+    text = ("<begin record>\ntimestamp, microsec, 1700000000000000\ndatasource, bpf\n" + ORACLE_LABEL
+            + "1, 5\n<end record>\n<begin record>\ntimestamp, microsec, 1700000001000000\n" + ORACLE_LABEL
+            + "1, 7\n<end record>\n")
+    items = by_chunks(text, [])
+    assert [i[0] for i in items] == ["snap", "notice", "snap"] and "has no 'datasource' line" in items[1][1]
+    assert items == by_lines(text)
+    skipped = ("<begin record>\n" + ORACLE_LABEL + "0, 0\n<begin record>\ndatasource, bpf\n" + ORACLE_LABEL
+               + "<end record>\n")  # the record without a datasource line has no end: no note
+    assert [i[0] for i in by_chunks(skipped, [])] == ["notice", "snap"] == [i[0] for i in by_lines(skipped)]
+
+
+def test_a_recordings_note_of_what_it_does_not_keep_comes_before_that_streams_first_record() -> None:
+    header = '# latencymap-recording {"version": "0.1.0", "source": "report", "options": {"inputs": ["x.log"]}}\n'
+    text = header + "".join(f"<begin record>\ntimestamp, microsec, 1700000000000000\ncounts, interval\n"
+                            f"datasource, {source}\nlabel, {source}\n1, 5\n<end record>\n"
+                            for source in ("bpf", "spark"))
+    items = by_chunks(text, [])
+    assert [i[0] for i in items] == ["iv", "notice", "iv"] and "a recording keeps the histograms" in items[1][1]
+    assert items == by_lines(text)
+
+
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream_text(), st.lists(st.integers(0, 2000), max_size=6))
+@example(text="<begin record>\n" + ORACLE_LABEL + "0, 0\n<begin record>\ndatasource, bpf\n" + ORACLE_LABEL
+         + "<end record>\n", cuts=[])
 def test_chunked_reader_matches_line_reader(text: str, cuts: list[int]) -> None:
     assert by_chunks(text, cuts) == by_lines(text)
 

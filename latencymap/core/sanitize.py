@@ -126,7 +126,13 @@ def excerpt(text: str, limit: int = 60) -> str:
     return repr(clean_text(text.strip(), limit))
 
 
-_SECRET_KEY = re.compile(r"pass|secret|token|credential|key", re.I)
+#: A word that, last in a name (`--hf-token`, `DB_PASSWORD`, `apiKey`, `?wallet_password=`), says its value is a
+#: secret; the long ones also glued to what comes before them (`PGPASSWORD`, `--authtoken`). A name that holds one
+#: elsewhere (`--max-tokens`, `--key-column`, `--monkey`, `--pass-through`, `--api-key-env`) is no secret's.
+_SECRET_WORD = re.compile(
+    r"[a-z0-9]*(?:passw(?:or)?d|passphrase|secret|token|(?:api|secret|access)key|credentials?)|pass|pwd|key|auth", re.I)
+#: Where the words of a name meet: any other character, or a change of case (`hfToken`, `SSLKey`).
+_WORD_BREAK = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 #: `[scheme:]//` opening a URL-style address (Easy Connect's `tcp://`, `//host`, http URLs), after leading blanks.
 _URL_START = re.compile(r"\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//")
 #: Easy Connect's `host:port/` (or a list of `host:port`) at the start, after `/@` or `user@` (no password): no
@@ -137,9 +143,8 @@ _AT_DESCRIPTOR = re.compile(r"@\s*\(")
 #: A URL's userinfo (`scheme://user:password@`, `//token@` at the start), blanks included: cut from every value a
 #: header shows (group 1 is what stays).
 _URL_USERINFO = re.compile(r"((?:^\s*|[A-Za-z][A-Za-z0-9+.-]*:)//)[^/@]*@")
-_SECRET_PARAM = re.compile(r"(?<=[?&])([^=&#\s]*(?:pass|secret|token|key|auth|credential)[^=&#\s]*=)[^&#\s]*", re.I)
-#: A secret-looking parameter name that says where or how a secret is found, not the secret itself.
-_NAMES_A_PLACE = re.compile(r"_(?:location|dir|path|file|auth|method|type)$", re.I)
+#: A `?name=value` or `&name=value` parameter: (name, value).
+_PARAM = re.compile(r"(?<=[?&])([^=&#\s]*)=([^&#\s]*)")
 
 
 def dsn_credentials(dsn: str) -> tuple[int, int] | None:
@@ -202,19 +207,27 @@ def strip_credentials(text: str) -> str:
 
 def redact_address(text: str) -> str:
     """A connect string or URL as headers and messages show it: the credential part cut out (`strip_credentials`)
-    and the value of every secret-looking `?name=value` parameter (`wallet_password=`, `token=`) replaced by ***."""
-    return _SECRET_PARAM.sub(r"\1***", strip_credentials(text))
+    and the value of every `?name=value` parameter that `_secret_name` names a secret (`wallet_password=`, `token=`)
+    replaced by ***."""
+    return _PARAM.sub(lambda m: f"{m[1]}=***" if _secret_name(m[1]) else m[0], strip_credentials(text))
 
 
 _OPTION_NAME = re.compile(r"-{0,2}[A-Za-z_][\w.-]*")
 
 
 def _secret_name(name: str) -> bool:
-    """Whether an option or variable name (`--hf-token`, `DB_PASSWORD`) says its value is a secret, not where one is."""
-    if not _OPTION_NAME.fullmatch(name):
+    """Whether a name (an option, a variable, a parameter) says its value is a secret: its last word is a
+    `_SECRET_WORD`, but not `auth` after another word, which names a way to authenticate (`token_auth=OCI_TOKEN`,
+    `--external-auth`, `--no-auth`). Where or how one is found (`--token-file`, `wallet_location=`) is no secret."""
+    words = [word for word in _WORD_BREAK.split(name) if word]
+    if not words or _SECRET_WORD.fullmatch(words[-1]) is None:
         return False
-    name = name.lstrip("-")
-    return bool(_SECRET_KEY.search(name)) and not _NAMES_A_PLACE.search(name.replace("-", "_"))
+    return len(words) == 1 or words[-1].lower() != "auth"
+
+
+def _secret_option(name: str) -> bool:
+    """Whether a word is an option or variable name (`--hf-token`, `DB_PASSWORD`) that says its value is a secret."""
+    return _OPTION_NAME.fullmatch(name) is not None and _secret_name(name)
 
 
 def redact_command(command: str) -> str:
@@ -227,28 +240,27 @@ def redact_command(command: str) -> str:
         name, eq, _ = word.partition("=")
         if hide and word and not word.startswith("-"):
             word = "***"
-        elif eq and _secret_name(name):
+        elif eq and _secret_option(name):
             word = f"{name}=***"
         else:
             word = redact_address(word)
-        hide = (hide and not word) or (word.startswith("-") and not eq and _secret_name(word))
+        hide = (hide and not word) or (word.startswith("-") and not eq and _secret_option(word))
         out.append(word)
     return " ".join(out)
 
 
 def secret_parameters(text: str) -> list[str]:
     """The names of the `?name=value` parameters of `text` that carry a secret (a password, a token, a key): those
-    `redact_address` hides, less the ones that name where or how one is found (`wallet_location=`,
-    `token_auth=OCI_TOKEN`)."""
-    names = (match.group(1)[:-1] for match in _SECRET_PARAM.finditer(text))
-    return [name for name in names if not _NAMES_A_PLACE.search(name)]
+    `redact_address` hides (`_secret_name`); the ones that name where or how one is found (`wallet_location=`,
+    `token_auth=OCI_TOKEN`) are not among them."""
+    return [match[1] for match in _PARAM.finditer(text) if _secret_name(match[1])]
 
 
 def safe_options(options: dict[str, Any]) -> dict[str, Any]:
     """Command options fit for a header: secrets dropped, credentials cut out of DSNs/URLs (and URL query values)."""
     out: dict[str, Any] = {}
     for key, value in options.items():
-        if _SECRET_KEY.search(key):
+        if _secret_name(key):
             continue
         if isinstance(value, str):
             value = redact_address(value)

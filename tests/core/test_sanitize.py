@@ -42,3 +42,28 @@ def test_a_command_line_keeps_its_shape_and_loses_its_secrets() -> None:
         "python x.py --password=*** --db postgresql://db/t --hf-token *** --token-file /run/tok API_KEY=*** "
         "--monitor http://h/?token=***&a=1 --key  *** -v --auth-token --verbose")
     assert redact_command("python train.py --epochs 3 data/x=1.csv") == "python train.py --epochs 3 data/x=1.csv"
+
+
+#: Options and variables that only hold a secret word, or end in a word that says where a secret is: kept as given.
+NOT_SECRETS = ["--tokenizer gpt2", "--max-tokens 2048", "max_tokens=4096", "--key-column id", "--num-keys 100",
+               "--cache-key-prefix abc", "--passes 3", "--keyframes 10", "--pass-through /data", "--monkey 3",
+               "--api-key-env OPENAI_API_KEY", "--secret-name db-creds", "--tokens 5", "--keys a,b", "maxTokens=9",
+               "--token-file /run/tok", "--password-file /run/pw", "--no-auth x.py", "token_auth=OCI_TOKEN"]
+#: Names whose last word (or, for the long words, its end) says the value is a secret: the value hidden.
+SECRETS = ["--db-password", "--hf-token", "--api-key", "API_KEY=", "--password=", "--secret", "PGPASSWORD=",
+           "MYSQL_PWD=", "--hfToken", "--accessKey", "--SSLKey", "AWS_SECRET_ACCESS_KEY=", "--client.secret",
+           "--credentials", "--auth", "--apikey", "--pass", "--openaiapikey"]
+
+
+def test_a_command_line_hides_values_named_a_secret_and_no_other() -> None:
+    """py-spy's `process` frames once showed `--max-tokens ***`, `--key-column ***`, `--monkey ***`: a name holding a
+    secret word anywhere was taken for a secret. The name's last word decides."""
+    for option in NOT_SECRETS:
+        command = f"python train.py {option} --lr 0.1"
+        assert redact_command(command) == command
+    for name in SECRETS:
+        sep = "" if name.endswith("=") else " "
+        assert redact_command(f"python train.py {name}{sep}hunter2 --lr 0.1") == (
+            f"python train.py {name}{sep}*** --lr 0.1"), name
+    assert redact_command("python x.py --db postgresql://bob:s3cret@db/t?sslpassword=p2&max_tokens=5") == (
+        "python x.py --db postgresql://db/t?sslpassword=***&max_tokens=5")

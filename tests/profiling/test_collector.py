@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from profiling_support import needs_pyspy, phase_child, phase_of, phases_log
+from profiling_support import in_pid_namespace, needs_pyspy, only_child, phase_child, phase_of, phases_log
 from skips_support import requires_binary, requires_root
 
 from latencymap.profiling.collector import Collector
@@ -195,19 +195,17 @@ def test_missing_pyspy_and_missing_pid_fail_before_any_thread(monkeypatch: pytes
     assert sink.batches == [] and sink.messages == []
 
 
-@needs_pyspy
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["thread", "fork"])
-def test_a_worker_that_ended_gets_no_samples_after_its_end(tmp_path: Path, mode: str) -> None:
-    """py-spy never says that a thread or process ended: its last stack used to fill the rest of the chunk (a 0.5 s
-    spin got 1.5-2 s of samples; DataLoader workers of one epoch stayed busy in the next). Truth: its own clock."""
-    log = tmp_path / "worker.log"
+def profile_ending_worker(tmp_path: Path, mode: str, *, namespace: bool = False) -> tuple[list[Sample], float, float]:
+    """The samples of `ending_child.py MODE` (with `namespace`, as PID 1 of a PID namespace of its own), profiled at
+    100 Hz from its start to 2.5 s after its worker ended, and the worker's (start, end) by its own clock."""
+    log = tmp_path / f"worker-{mode}-{namespace}.log"
     sink = Sink()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("ending_child.py")), mode, str(log)],
-                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    argv = [sys.executable, str(Path(__file__).with_name("ending_child.py")), mode, str(log)]
+    proc = subprocess.Popen(in_pid_namespace(argv) if namespace else argv, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().split() == ["ready"]
-        col = collector(proc.pid, sink, rate=100, subprocesses=mode == "fork")
+        col = collector(only_child(proc.pid) if namespace else proc.pid, sink, rate=100, subprocesses=mode == "fork")
         col.start()
         deadline = time.monotonic() + 30
         while not log.exists() and time.monotonic() < deadline:
@@ -217,9 +215,44 @@ def test_a_worker_that_ended_gets_no_samples_after_its_end(tmp_path: Path, mode:
     finally:
         os.killpg(proc.pid, 9)
         proc.wait()
+    assert sink.messages == []
     start, end = map(float, log.read_text().split())
-    busy = sorted(s.time for batch in sink.batches for s in batch if s.stack[-1].startswith("ending_busy "))
+    return [s for batch in sink.batches for s in batch], start, end
+
+
+def assert_worker_clipped(samples: list[Sample], start: float, end: float) -> None:
+    """The worker's samples are its busy time's, none after its end."""
+    busy = sorted(s.time for s in samples if s.stack[-1].startswith("ending_busy "))
     truth = (end - start) * 100
     assert busy and busy[-1] <= end + 0.06, (busy[-1] - end, len(busy), truth)
     # a fork is found late (py-spy looks for children now and then); the end used to add 1-1.5 s
     assert 0.5 * truth <= len(busy) <= 1.4 * truth, (len(busy), truth, [round(t - start, 3) for t in busy])
+
+
+@needs_pyspy
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["thread", "fork"])
+def test_a_worker_that_ended_gets_no_samples_after_its_end(tmp_path: Path, mode: str) -> None:
+    """py-spy never says that a thread or process ended: its last stack used to fill the rest of the chunk (a 0.5 s
+    spin got 1.5-2 s of samples; DataLoader workers of one epoch stayed busy in the next). Truth: its own clock."""
+    assert_worker_clipped(*profile_ending_worker(tmp_path, mode))
+
+
+def main_thread_samples(samples: list[Sample]) -> int:
+    """How many samples are of ending_child.py's main thread (sleeping in `main`)."""
+    return sum(1 for s in samples if s.stack[-1].startswith("main ("))
+
+
+@needs_pyspy
+@pytest.mark.slow
+@requires_root()
+@requires_binary("unshare", remedy="apt-get install util-linux")
+def test_a_program_in_another_pid_namespace_keeps_its_samples_and_loses_an_ended_threads(tmp_path: Path) -> None:
+    """In a container py-spy names threads by their ids there (`thread (1)`), /proc/<pid>/task by ours: every thread
+    was taken to have ended at the first poll (3 threads spinning 8 s kept 256 samples of ~2,400). Truth: the main
+    thread's samples in the same run outside a namespace, and the ended worker's own clock."""
+    here = profile_ending_worker(tmp_path, "thread")
+    there = profile_ending_worker(tmp_path, "thread", namespace=True)
+    main_here, main_there = main_thread_samples(here[0]), main_thread_samples(there[0])
+    assert main_here > 250 and abs(main_there - main_here) <= 0.1 * main_here, (main_there, main_here)
+    assert_worker_clipped(*there)  # its id there was mapped to ours: its end is seen, not merely never clipped

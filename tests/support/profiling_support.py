@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from skips_support import requires
+from skips_support import NOT_ROOT, requires, skip_because
 
 from latencymap.profiling.pyspy import locate_pyspy
 from latencymap.profiling.samples import Sample
@@ -24,6 +24,27 @@ CHILD = HERE / "phase_child.py"
 STREAM = HERE / "record_stream.py"
 
 needs_pyspy = requires(locate_pyspy() is None, "py-spy", "pip install -e '.[dev]' (or the [profile] extra)")
+
+
+def in_pid_namespace(argv: list[str]) -> list[str]:
+    """`argv` run as PID 1 of a PID namespace of its own, as in a container (`unshare -p -f --mount-proc`); the test
+    is skipped where this machine lets no namespace be made (as root, one is)."""
+    probe = subprocess.run(["unshare", "-p", "-f", "--mount-proc", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        skip_because(NOT_ROOT, "PID namespace", f"unshare -p cannot create one here: {probe.stderr.strip()}")
+    return ["unshare", "-p", "-f", "--mount-proc", *argv]
+
+
+def only_child(pid: int, timeout: float = 10.0) -> int:
+    """The one child of process `pid` (`unshare -f`'s program), waited for."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+            kids = [int(word) for word in fh.read().split()]
+        if kids or time.monotonic() > deadline:
+            (kid,) = kids
+            return kid
+        time.sleep(0.01)
 
 
 def frame(name: str, line: int = 1, path: str = "/app/work.py") -> str:

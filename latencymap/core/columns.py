@@ -2,11 +2,13 @@
 
 A `Block` holds consecutive columns in memory: counts of the slots `lo .. lo + width - 1` (every other slot is
 zero) in the narrowest integer type that holds them, the exact time spent per slot when a column carried it
-(`None` for a block of estimated columns: time is then counts x the slots' midpoints, computed when read), and
-per-column start, end, duration and flags. The newest block of a stream grows in place (window and integer
-type widen on demand); full blocks are sealed into a `Chunk`: the block at its tightest window and types
-(times as float32 when every value survives the round trip), each array byte-shuffled and the whole compressed
-with zstd. Decoding gives the same numbers back, bit for bit.
+(`None` for a block of estimated columns: time is then counts x the slots' midpoints, computed when read),
+per-column start, end, duration and flags, and, for a rebinned source whose overflow bucket (`+Inf`) held events
+whose values are not known, those events and the bucket's lower bound per column (`over`, `over_at`; `None` for a
+block without). The newest block of a stream grows in place (window and integer type widen on demand); full blocks
+are sealed into a `Chunk`: the block at its tightest window and types (times as float32 when every value survives
+the round trip, overflow events as integers when they are, their bounds as runs: they change only with the bucket
+layout), each array byte-shuffled and the whole compressed with zstd. Decoding gives the same numbers back, bit for bit.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ def occupied(counts: np.ndarray, time: np.ndarray | None) -> np.ndarray:
 class Block:
     """Columns in memory over a slot window; the newest block of a stream is appended to, decoded chunks are not."""
 
-    __slots__ = ("counts", "dur", "end", "flags", "lo", "n", "start", "time")
+    __slots__ = ("counts", "dur", "end", "flags", "lo", "n", "over", "over_at", "start", "time")
 
     def __init__(self, capacity: int, lo: int = 0, width: int = 0,
                  dtype: np.dtype = _UNSIGNED[0]) -> None:
@@ -110,6 +112,10 @@ class Block:
         self.end: np.ndarray = np.zeros(capacity)
         self.dur: np.ndarray = np.zeros(capacity)
         self.flags: np.ndarray = np.zeros(capacity, dtype=np.uint8)
+        #: Per column: the events of its source's overflow bucket whose values are not known (0: none), and that
+        #: bucket's lower bound (s; NaN where it held none); both None while no column of the block has any.
+        self.over: np.ndarray | None = None
+        self.over_at: np.ndarray | None = None
 
     @property
     def width(self) -> int:
@@ -118,12 +124,14 @@ class Block:
     @property
     def nbytes(self) -> int:
         """Bytes held by the arrays (at their capacity)."""
-        arrays = (self.counts, self.time, self.start, self.end, self.dur, self.flags)
+        arrays = (self.counts, self.time, self.start, self.end, self.dur, self.flags, self.over, self.over_at)
         return sum(a.nbytes for a in arrays if a is not None)
 
     def append(self, counts: np.ndarray, time: np.ndarray | None, start: np.ndarray, end: np.ndarray,
-               dur: np.ndarray, flags: np.ndarray, mid: np.ndarray, limit: int) -> None:
-        """Add full-width (k, 64) columns; `time`, when given, holds every row's time (counts x `mid` if estimated)."""
+               dur: np.ndarray, flags: np.ndarray, mid: np.ndarray, limit: int,
+               over: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Add full-width (k, 64) columns; `time`, when given, holds every row's time (counts x `mid` if estimated);
+        `over`, when given, their overflow events and bounds (`Block.over`, `Block.over_at`)."""
         k = len(counts)
         slots = None if self.n and self._fits(counts, time) else np.flatnonzero(occupied(counts, time))
         if slots is not None and slots.size:
@@ -146,6 +154,10 @@ class Block:
             else:
                 self.time[rows] = time[:, lo: lo + width]
         self.start[rows], self.end[rows], self.dur[rows], self.flags[rows] = start, end, dur, flags
+        if over is not None and self.over is None:
+            self.over, self.over_at = np.zeros(len(self.start)), np.full(len(self.start), np.nan)
+        if self.over is not None and self.over_at is not None:
+            self.over[rows], self.over_at[rows] = (0.0, np.nan) if over is None else over
         self.n += k
 
     def _fits(self, counts: np.ndarray, time: np.ndarray | None) -> bool:
@@ -178,7 +190,7 @@ class Block:
         if need <= cap:
             return
         new = min(limit, max(need, 2 * cap, 16))
-        for name in ("counts", "time", "start", "end", "dur", "flags"):
+        for name in ("counts", "time", "start", "end", "dur", "flags", "over", "over_at"):
             arr = getattr(self, name)
             if arr is not None:
                 grown = np.zeros((new, *arr.shape[1:]), dtype=arr.dtype)
@@ -261,12 +273,21 @@ class Chunk:
     #: Sizes of the counts blob's frames, one per slot of the window (each slot's counts apart compress better when
     #: slots hold counts of different sizes); empty when the blob is one frame of every slot.
     count_frames: tuple[int, ...] = ()
+    #: The columns' overflow events and bounds (`Block.over`), compressed: the events (in `over_type`; None: no
+    #: column has any), then where each of `over_runs` runs of one bound starts among the columns holding events
+    #: (int64), then the runs' bounds (float64).
+    over_blob: bytes = b""
+    over_type: np.dtype | None = None
+    over_runs: int = 0
+    #: The overflow events summed over the chunk's columns, and their smallest bound (inf: none).
+    over_events: float = 0.0
+    over_least: float = float("inf")
 
     @property
     def nbytes(self) -> int:
         """Bytes this chunk keeps in memory (compressed data and summaries)."""
         blobs = len(self.counts_blob) + len(self.time_blob) + len(self.meta_blob) + 8 * len(self.count_frames)
-        return blobs + self.slot_counts.nbytes + self.used.nbytes + self.slot_time.nbytes + 200
+        return blobs + len(self.over_blob) + self.slot_counts.nbytes + self.used.nbytes + self.slot_time.nbytes + 200
 
     @staticmethod
     def seal(block: Block, mid: np.ndarray) -> Chunk:
@@ -303,10 +324,26 @@ class Chunk:
             apart = [_compress(_shuffle(counts[:, k])) for k in range(b - a)]
             if sum(map(len, apart)) + 8 * len(apart) < len(counts_blob):
                 counts_blob, frames = b"".join(apart), tuple(map(len, apart))
-        return Chunk(n, block.lo + a, b - a, ctype, ttype, counts_blob, time_blob,
-                     _compress(meta), slot_counts, slot_time, used, int(np.bitwise_and.reduce(flags)),
-                     int(np.bitwise_or.reduce(flags)), observed_s(block.dur[:n], flags, counts),
-                     time_shuffled=shuffled, count_frames=frames)
+        chunk = Chunk(n, block.lo + a, b - a, ctype, ttype, counts_blob, time_blob,
+                      _compress(meta), slot_counts, slot_time, used, int(np.bitwise_and.reduce(flags)),
+                      int(np.bitwise_or.reduce(flags)), observed_s(block.dur[:n], flags, counts),
+                      time_shuffled=shuffled, count_frames=frames)
+        if block.over is not None and block.over_at is not None:
+            chunk.seal_overflow(block.over[:n], block.over_at[:n])
+        return chunk
+
+    def seal_overflow(self, events: np.ndarray, bound: np.ndarray) -> None:
+        """Keep the columns' overflow events and bounds (`Block.over`, `Block.over_at`) compressed, if any has one."""
+        held = events > 0
+        if not held.any():
+            return
+        at = bound[held]
+        starts = np.flatnonzero(np.r_[True, ~((at[1:] == at[:-1]) | (np.isnan(at[1:]) & np.isnan(at[:-1])))])
+        whole = bool(np.all(events == np.floor(events))) and float(events.max()) < 2.0 ** 53
+        kept = events.astype(count_dtype(0, int(events.max()))) if whole else events
+        self.over_blob = _compress(_shuffle(kept) + _shuffle(starts.astype(np.int64)) + _shuffle(at[starts]))
+        self.over_type, self.over_runs = kept.dtype, len(starts)
+        self.over_events, self.over_least = float(events.sum()), float(at.min())
 
     def decode(self) -> Block:
         """The chunk's columns as a read-only block; each array is decompressed when first read."""
@@ -325,6 +362,17 @@ class Chunk:
                 counts[:, k] = _unshuffle(unzip.decompress(blob[at: at + size]), self.count_type, (n,))
                 at += size
             return {"counts": counts}
+        if part == "over":
+            if self.over_type is None:
+                return {"over": None, "over_at": None}
+            data, size = unzip.decompress(self.over_blob), n * self.over_type.itemsize
+            events = _unshuffle(data[:size], self.over_type, (n,)).astype(np.float64)
+            starts = _unshuffle(data[size: size + 8 * self.over_runs], np.dtype(np.int64), (self.over_runs,))
+            values = _unshuffle(data[size + 8 * self.over_runs:], np.dtype(np.float64), (self.over_runs,))
+            held = events > 0
+            bound = np.full(n, np.nan)
+            bound[held] = np.repeat(values, np.diff(np.r_[starts, np.count_nonzero(held)]))
+            return {"over": events, "over_at": bound}
         if part == "time":
             if self.time_type is None:
                 return {"time": None}
@@ -340,7 +388,8 @@ class Chunk:
         return out
 
 
-_PART = {"counts": "counts", "time": "time", "start": "meta", "end": "meta", "dur": "meta", "flags": "meta"}
+_PART = {"counts": "counts", "time": "time", "start": "meta", "end": "meta", "dur": "meta", "flags": "meta",
+         "over": "over", "over_at": "over"}
 
 
 class _Decoded(Block):
@@ -358,7 +407,7 @@ class _Decoded(Block):
 
     @property
     def nbytes(self) -> int:
-        names = ("counts", "time", "start", "end", "dur", "flags")
+        names = ("counts", "time", "start", "end", "dur", "flags", "over", "over_at")
         held = (getattr(self, name, None) for name in names if _is_set(self, name))
         return sum(a.nbytes for a in held if a is not None)
 

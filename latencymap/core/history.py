@@ -12,8 +12,9 @@ Per-slot sums of counts are exact: int64, or Python integers where a sum could p
 
 A rebinned column's overflow bucket (Prometheus' `+Inf`) goes to the row of its lower bound, where the rows cannot tell
 its events from the finite buckets' (`core.rebin`); the history keeps, per column, how many events it held and that
-bound (`overflow_in`), so that a percentile whose rank passes every other event is that bound, a lower bound only
-(`percentiles.overflow_bounds`), in `column_stats` and `totals` as in the whole stream's figures.
+bound (`overflow_in`; stored with the columns, `Block.over`: sealed, compressed and dropped with them), so that a
+percentile whose rank passes every other event is that bound, a lower bound only (`percentiles.overflow_bounds`), in
+`column_stats` and `totals` as in the whole stream's figures.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ class StreamHistory:
         self._gone_time = np.zeros(NSLOTS)
         self._gone_dur = 0.0
         self._gone_exact = True
+        #: The overflow events of the dropped columns (`overflow_in`) and their smallest bound (inf: none).
+        self._gone_over, self._gone_over_at = 0.0, math.inf
         self._cache: list[tuple[Chunk, Block]] = []
         self._meta: KeptMeta | None = None
         self._dense: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
@@ -93,7 +96,6 @@ class StreamHistory:
         self._least = np.full(NSLOTS, np.nan)
         self._most = np.full(NSLOTS, np.nan)
         self._any_seen = False
-        self._overflows = _Overflows()
         #: End of the first and of the newest column seen, and the newest column's duration (s): how long a stream
         #: has been silent, in its own columns (`idle_columns`).
         self.first_end = self.last_end = self.last_dur = float("nan")
@@ -123,11 +125,11 @@ class StreamHistory:
             if iv.extremes is not None:
                 self._see(iv.extremes)
         self._unseen(counts if bare.all() else counts[bare])
-        self._note_overflows([iv.source_buckets for iv in intervals], [iv.extremes for iv in intervals])
+        over = self._overflows([iv.source_buckets for iv in intervals], [iv.extremes for iv in intervals])
         marks = np.array([(iv.reset, iv.gap) for iv in intervals], dtype=bool).reshape(k, 2)
         spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T
         self.extend_columns(counts, time, timed, spans[0], spans[1], spans[2], marks[:, 0], marks[:, 1],
-                            intervals[-1].date)
+                            intervals[-1].date, over)
 
     def extend_run(self, run: IntervalRun, rows: list[int] | None = None) -> None:
         """Append the rows `rows` of `run` (None: all of them) in bulk."""
@@ -141,9 +143,10 @@ class StreamHistory:
         else:
             seen = run.extremes[pick]
             self._see(np.stack([np.fmin.reduce(seen[:, 0], axis=0), np.fmax.reduce(seen[:, 1], axis=0)]))
+        over = None
         if run.source_buckets is not None:
             sources = run.source_buckets if rows is None else [run.source_buckets[i] for i in rows]
-            self._note_overflows(sources, [None] * k if run.extremes is None else list(run.extremes[pick]))
+            over = self._overflows(sources, [None] * k if run.extremes is None else list(run.extremes[pick]))
         time = None if run.time is None else run.time[pick]
         timed = None if time is None else np.ones(len(time), dtype=bool)
         if time is None and run.source_buckets is not None:  # as `extend` does for a rebinned source's sums
@@ -153,27 +156,35 @@ class StreamHistory:
                 time, timed = np.multiply(counts, self._mid), np.zeros(k, dtype=bool)
                 _scaled_to(time, summed)
         self.extend_columns(counts, time, timed, run.start[pick], run.end[pick], run.duration[pick],
-                            run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]])
+                            run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]],
+                            over)
 
-    def _note_overflows(self, sources: Sequence[SourceBuckets | None], extremes: Sequence[np.ndarray | None]) -> None:
-        """Keep, for the columns about to be appended (their sources' own buckets and values seen), the events of
-        their overflow buckets whose values are not known (`open_overflow`), and those buckets' lower bounds."""
+    def _overflows(self, sources: Sequence[SourceBuckets | None],
+                   extremes: Sequence[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per column about to be appended (its source's own buckets and values seen): the events of its overflow
+        bucket whose values are not known (`open_overflow`; 0: none), and that bucket's lower bound (s; NaN where
+        none); None when no column has any."""
         unit_s, bounding = unit_seconds(self.stream.unit), self.stream.datasource in SEEN_BOUNDS_SOURCES
-        found = [(self.dropped + self.n + j, *over) for j, (source, seen) in enumerate(zip(sources, extremes,
-                                                                                          strict=True))
+        found = [(j, *over) for j, (source, seen) in enumerate(zip(sources, extremes, strict=True))
                  if source is not None and (over := open_overflow(
                      source, seen_range(seen, unit_s) if bounding and seen is not None else None, unit_s))]
-        if found:
-            self._overflows.add(np.array(found, dtype=np.float64))
+        if not found:
+            return None
+        rows = np.array(found, dtype=np.float64)
+        events, bound = np.zeros(len(sources)), np.full(len(sources), np.nan)
+        at = rows[:, 0].astype(np.int64)
+        events[at], bound[at] = rows[:, 1], rows[:, 2]
+        return events, bound
 
     def overflow_in(self, cols: slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
         """Per column of `cols`: the events of its source's overflow bucket (`+Inf`) whose values are not known, and
         that bucket's lower bound (s; NaN where it has none): the rows hold them in the slot of that bound."""
         first, stop = self._range(cols)
         events, bound = np.zeros(stop - first), np.full(stop - first, np.nan)
-        held = self._overflows.within(self.dropped + first, self.dropped + stop)
-        at = held[:, 0].astype(np.int64) - self.dropped - first
-        events[at], bound[at] = held[:, 1], held[:, 2]
+        for at, block, rows in self._pieces(first, stop):
+            if block.over is not None and block.over_at is not None:
+                out = slice(at, at + rows.stop - rows.start)
+                events[out], bound[out] = block.over[rows], block.over_at[rows]
         return events, bound
 
     def overflow(self, cols: slice = slice(None), *, all_seen: bool = False) -> tuple[float, float]:
@@ -181,10 +192,21 @@ class StreamHistory:
         (`overflow_in`), and the smallest lower bound of those buckets (s; NaN with none); `all_seen`: the dropped
         columns' too (as `totals`)."""
         first, stop = self._range(cols)
-        held = self._overflows.within(self.dropped + first, self.dropped + stop)
-        events, bound = float(held[:, 1].sum()), float(held[:, 2].min(initial=math.inf))
+        events, bound = 0.0, math.inf
+        for i, r, take in self._spans(first, stop):  # whole chunks from their sums, without decoding them
+            chunk = self._whole(i, take)
+            if chunk is not None:
+                events, bound = events + chunk.over_events, min(bound, chunk.over_least)
+            else:
+                block = self._block(i, True) if i < len(self._chunks) else self._hot
+                more, least = _overflow_sums(block, slice(r, r + take))
+                events, bound = events + more, min(bound, least)
         if all_seen:
-            events, bound = events + self._overflows.gone, min(bound, self._overflows.gone_at)
+            events, bound = events + self._gone_over, min(bound, self._gone_over_at)
+            if self._skip:  # the oldest block still stored starts with dropped columns
+                block = self._block(0, True) if self._chunks else self._hot
+                more, least = _overflow_sums(block, slice(0, self._skip))
+                events, bound = events + more, min(bound, least)
         return events, bound if events > 0 else math.nan
 
     def _see(self, extremes: np.ndarray) -> None:
@@ -207,10 +229,11 @@ class StreamHistory:
 
     def extend_columns(self, counts: np.ndarray, time: np.ndarray | None, timed: np.ndarray | None,
                        start: np.ndarray, end: np.ndarray, dur: np.ndarray, reset: np.ndarray, gap: np.ndarray,
-                       date: str) -> None:
+                       date: str, over: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Append columns given as arrays: counts per slot, times per slot (exact in the rows `timed`, estimates
-        elsewhere; None: no row has them), spans, reset and gap marks, the last date. Past `cap` columns, only the
-        sums of the oldest are kept (`dropped_sums`)."""
+        elsewhere; None: no row has them), spans, reset and gap marks, the last date, and their overflow events and
+        bounds (`overflow_in`; None: none). Past `cap` columns, only the sums of the oldest are kept
+        (`dropped_sums`)."""
         k = len(counts)
         self._dense = None
         if k and self.first_end != self.first_end:  # NaN: the first columns
@@ -228,8 +251,10 @@ class StreamHistory:
             self._gone(0, count_sums(counts[cut]), spent.sum(axis=0),
                        observed_s(dur[cut], flags[cut], counts[cut]), bool(np.all(flags[cut] & EXACT)))
             self.dropped += k - self.cap
-            self._overflows.drop(self.dropped)
             keep = slice(k - self.cap, k)
+            if over is not None:
+                self._gone_overflow(*_overflow_of(over[0][cut], over[1][cut]))
+                over = over[0][keep], over[1][keep]
             counts, start, end, dur, flags = counts[keep], start[keep], end[keep], dur[keep], flags[keep]
             time = None if time is None else time[keep]
             k = self.cap
@@ -239,7 +264,8 @@ class StreamHistory:
             take = min(self._size - self._hot.n, k - done)
             rows = slice(done, done + take)
             self._hot.append(counts[rows], None if time is None else time[rows], start[rows], end[rows], dur[rows],
-                             flags[rows], self._mid, self._size)
+                             flags[rows], self._mid, self._size,
+                             None if over is None else (over[0][rows], over[1][rows]))
             done += take
             if self._hot.n == self._size:
                 self._seal()
@@ -282,7 +308,6 @@ class StreamHistory:
         self._skip += k
         self.n -= k
         self.dropped += k
-        self._overflows.drop(self.dropped)
         if self._meta is not None:
             self._meta.drop(k)
         while self._chunks and self._skip >= self._chunks[0].n:
@@ -291,6 +316,7 @@ class StreamHistory:
             self._skip -= chunk.n
             self._gone(chunk.lo, chunk.slot_counts, chunk.slot_time, chunk.dur_total,
                        bool(chunk.flags_and & EXACT))
+            self._gone_overflow(chunk.over_events, chunk.over_least)
             self._forget(chunk)
 
     def _gone(self, lo: int, counts: np.ndarray, time: np.ndarray, dur: float, exact: bool) -> None:
@@ -299,6 +325,10 @@ class StreamHistory:
         self._gone_time[lo: lo + len(time)] += time
         self._gone_dur += dur
         self._gone_exact = self._gone_exact and exact
+
+    def _gone_overflow(self, events: float, least: float) -> None:
+        """Add dropped columns' overflow events and smallest bound to the dropped columns'."""
+        self._gone_over, self._gone_over_at = self._gone_over + events, min(self._gone_over_at, least)
 
     def _forget(self, chunk: Chunk) -> None:
         self.sealed_bytes -= chunk.nbytes
@@ -356,6 +386,7 @@ class StreamHistory:
         if self._skip:
             counts, time, dur, exact = self._skipped_sums()
             self._gone(0, counts, time, dur, exact)
+            self._gone_overflow(*_overflow_sums(self._hot, slice(0, self._skip)))
         self._base, self._skip = self._hot_start + self._hot.n, 0
         self._hot = Block(0)
         self.release()
@@ -411,17 +442,18 @@ class StreamHistory:
 
     @property
     def nbytes(self) -> int:
-        """Bytes this history holds: sealed chunks, the growing block, the overflow rows, what reading kept decoded."""
-        extra = (self._meta.nbytes if self._meta is not None else 0) + self._overflows.rows.nbytes
+        """Bytes this history holds: sealed chunks, the growing block, what reading kept decoded."""
+        extra = self._meta.nbytes if self._meta is not None else 0
         return self.sealed_bytes + self._hot.nbytes + extra + sum(b.nbytes for _, b in self._cache)
 
     @property
     def open_bytes(self) -> int:
-        """Bytes held besides the sealed chunks: the growing block, the overflow rows, what reading keeps decoded
-        (`nbytes` less `sealed_bytes`, asked on every append under a memory budget: without a call per array)."""
+        """Bytes held besides the sealed chunks: the growing block, what reading keeps decoded (`nbytes` less
+        `sealed_bytes`, asked on every append under a memory budget: without a call per array)."""
         hot = self._hot
         held = hot.counts.nbytes + 3 * hot.start.nbytes + hot.flags.nbytes  # start, end and dur grow together
-        held += self._overflows.rows.nbytes
+        if hot.over is not None:
+            held += 2 * hot.over.nbytes  # and the overflow events and bounds
         if hot.time is not None:
             held += hot.time.nbytes
         if self._meta is not None:
@@ -702,42 +734,16 @@ class StreamHistory:
         return int(slots[0]), int(slots[-1])
 
 
-class _Overflows:
-    """The columns whose sources' overflow buckets (`+Inf`) held events whose values are not known, in column order:
-    rows of (column index since the stream began, those events, the bucket's lower bound in seconds); and what the
-    dropped columns held (their events, the smallest bound)."""
+def _overflow_of(events: np.ndarray, bound: np.ndarray) -> tuple[float, float]:
+    """Columns' overflow events (`StreamHistory.overflow_in`) summed, and the smallest bound of those holding some."""
+    return float(events.sum()), float(bound[events > 0].min(initial=math.inf))
 
-    __slots__ = ("gone", "gone_at", "n", "rows")
 
-    def __init__(self) -> None:
-        self.rows = np.zeros((0, 3))
-        self.n = 0
-        self.gone, self.gone_at = 0.0, math.inf
-
-    def add(self, found: np.ndarray) -> None:
-        """Append rows (after every row held)."""
-        k = len(found)
-        if self.n + k > len(self.rows):
-            grown = np.zeros((max(2 * len(self.rows), self.n + k, 16), 3))
-            grown[: self.n] = self.rows[: self.n]
-            self.rows = grown
-        self.rows[self.n: self.n + k] = found
-        self.n += k
-
-    def drop(self, before: int) -> None:
-        """Forget the columns before index `before`, adding what they held to the dropped columns'."""
-        k = int(np.searchsorted(self.rows[: self.n, 0], before))
-        if k:
-            self.gone += float(self.rows[:k, 1].sum())
-            self.gone_at = min(self.gone_at, float(self.rows[:k, 2].min()))
-            self.rows[: self.n - k] = self.rows[k: self.n].copy()
-            self.n -= k
-
-    def within(self, first: int, stop: int) -> np.ndarray:
-        """The rows of the columns whose index lies in [first, stop)."""
-        held = self.rows[: self.n]
-        lo, hi = np.searchsorted(held[:, 0], [first, stop])
-        return held[lo:hi]
+def _overflow_sums(block: Block, rows: slice) -> tuple[float, float]:
+    """`_overflow_of` the rows `rows` of a block."""
+    if block.over is None or block.over_at is None:
+        return 0.0, math.inf
+    return _overflow_of(block.over[rows], block.over_at[rows])
 
 
 def _scaled_to(time: np.ndarray, summed: list[tuple[int, float]]) -> None:

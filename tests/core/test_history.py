@@ -510,10 +510,13 @@ def test_per_slot_sums_past_2_63_are_exact(chunk: int) -> None:
     assert small.totals().counts.dtype == np.int64 and small.slot_sums()[0].dtype == np.int64
 
 
-def test_a_rebinned_columns_inf_bucket_makes_its_percentiles_past_the_rest_lower_bounds_at_its_bound() -> None:
+@pytest.mark.parametrize("chunk", [1024, 2, 3])
+def test_a_rebinned_columns_inf_bucket_makes_its_percentiles_past_the_rest_lower_bounds_at_its_bound(
+        chunk: int) -> None:
     """Buckets up to 100 ms and `+Inf` (µs): the rows hold the `+Inf` events in the slot of 100 ms, as if they were
     65.5-131 ms; a percentile whose rank passes every finite bucket's events (hand count) is `≥` 100 ms, in one
-    column, in several, over columns dropped too; and a column run (`extend_run`) keeps them as intervals do."""
+    column, in several, over columns dropped too; and a column run (`extend_run`) keeps them as intervals do (kept in
+    the growing block, or in sealed chunks dropped whole or in part)."""
     ps = StreamId("req", "prometheus", "microsec")
     bounds = (50_000.0, 100_000.0, float("inf"))
     given = [(60, 30, 10), (95, 5, 0), (50, 0, 50), (98, 1, 1), (10, 0, 90), (70, 20, 10)]  # per bucket, per column
@@ -522,10 +525,13 @@ def test_a_rebinned_columns_inf_bucket_makes_its_percentiles_past_the_rest_lower
         return Interval(ps, float(k), k + 1.0, rebin_counts(bounds, buckets),
                         source_buckets=SourceBuckets(bounds, np.array(buckets), None))
 
-    hist = StreamHistory(ps, cap=4)
-    for k, buckets in enumerate(given):
-        hist.extend([interval(k, buckets)])
+    with chunk_columns(chunk):
+        hist = StreamHistory(ps, cap=4)
+        for k, buckets in enumerate(given):
+            hist.extend([interval(k, buckets)])
     over, at = hist.overflow_in()  # the 4 newest columns kept
+    assert [hist.overflow_in(slice(k, k + 1))[0].tolist() for k in range(4)] == [[50], [1], [90], [10]]
+    assert hist.overflow(slice(1, 3)) == (91.0, 0.1) and hist.overflow(slice(2, 2))[0] == 0.0
     assert over.tolist() == [50, 1, 90, 10] and at.tolist() == [0.1] * 4
     stats = hist.column_stats()
     # of 100 events, `+Inf` holding n: the percentiles whose rank passes 100 - n (p50 50, p90 90, p99 99, p99.9 99.9)
@@ -543,6 +549,52 @@ def test_a_rebinned_columns_inf_bucket_makes_its_percentiles_past_the_rest_lower
                                np.stack([iv.counts for iv in ivs]), None, np.zeros(6, bool), np.zeros(6, bool),
                                [""] * 6, source_buckets=[iv.source_buckets for iv in ivs]))
     assert run.overflow_in()[0].tolist() == [b[2] for b in given]
+    with chunk_columns(chunk):
+        capped = StreamHistory(ps, cap=4)  # more columns in one go than the history keeps
+        capped.extend([interval(k, buckets) for k, buckets in enumerate(given)])
+    assert capped.overflow_in()[0].tolist() == [50, 1, 90, 10] and capped.overflow(all_seen=True) == (161.0, 0.1)
+    capped.drop_all()
+    assert capped.overflow_in()[0].size == 0 and capped.overflow(all_seen=True) == (161.0, 0.1)
+    assert capped.overflow() == (0.0, pytest.approx(math.nan, nan_ok=True))
+
+
+def _prometheus_like(columns: int, inf_events: int, budget: int) -> StreamHistory:
+    """A Prometheus-like stream (buckets to 100 ms, then `+Inf` with `inf_events` events in every column) read under a
+    memory budget, in batches of 50 columns."""
+    ps = StreamId("req", "prometheus", "microsec")
+    bounds = (1000.0, 5000.0, 25_000.0, 100_000.0, float("inf"))
+    acc = Accumulator(HistoryLimit(budget=budget))
+    rng = np.random.default_rng(1)
+    batch = []
+    for k in range(columns):
+        given = (int(rng.integers(50, 100)), int(rng.integers(10, 30)), int(rng.integers(0, 10)), 3, inf_events)
+        batch.append(Interval(ps, float(k), k + 1.0, rebin_counts(bounds, given),
+                              source_buckets=SourceBuckets(bounds, np.array(given), None)))
+        if len(batch) == 50:
+            acc.add(batch)
+            batch = []
+    acc.add(batch)
+    assert acc.held_bytes == acc.nbytes
+    return acc.streams[ps]
+
+
+def test_inf_bucket_events_in_every_column_take_about_no_more_memory_than_none() -> None:
+    """The `+Inf` events kept per column (`overflow_in`) are stored with the columns, compressed and dropped with them:
+    12,000 columns with 5 each fit a budget that holds 12,000 without (they used to take 24 bytes a column,
+    uncompressed, never freed: the budget dropped all but 46 columns, and said their newest columns alone took more
+    than it)."""
+    n, budget = 12_000, 150_000
+    with chunk_columns(256):
+        none, five = _prometheus_like(n, 0, budget), _prometheus_like(n, 5, budget)
+    assert none.n == five.n == n and none.dropped == five.dropped == 0
+    assert five.nbytes <= 1.1 * none.nbytes and five.sealed_bytes <= 1.1 * none.sealed_bytes
+    over, at = five.overflow_in()
+    assert over.tolist() == [5.0] * n and at.tolist() == [0.1] * n
+    assert five.overflow(all_seen=True) == (5.0 * n, 0.1) and none.overflow(all_seen=True)[0] == 0.0
+    with chunk_columns(256):
+        small = _prometheus_like(n, 5, 40_000)  # holds a few thousand columns: what is dropped is freed, and summed
+    assert 0 < small.n < n and small.nbytes <= 40_000
+    assert small.overflow() == (5.0 * small.n, 0.1) and small.overflow(all_seen=True) == (5.0 * n, 0.1)
 
 
 def test_an_inf_bucket_ended_by_the_largest_value_seen_is_no_lower_bound() -> None:

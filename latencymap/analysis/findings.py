@@ -8,12 +8,16 @@ half of the time in at most 10% of the events (or 30% of it in at most 2%: a hea
 JSON: `{"kind", "what", "why", "where": {"first_col", "last_col", "start", "end", "low_s", "high_s"},
 "events", "events_share", "time_s", "time_share"}` (columns inclusive and absolute, times epoch seconds,
 latencies seconds; a key is null where it does not apply).
+
+A finding's why names the causes its datasource's slow events usually have; where a source's own analysis knows what
+made them slow (Spark: its stragglers' executor slow in their stage, or partitions that read many times their stage's
+median bytes), the report words that instead (`with_cause`, `Finding.holds`: which events a finding is about).
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -93,6 +97,15 @@ WHY: dict[str, dict[str, str]] = {
         "stall": "tasks far slower than every usual band ended then, not a pause of the work: a straggler (a skewed "
                  "partition, a spill, a slow executor: see Stragglers) or, at the start, warm-up (a cold executor's "
                  "JVM, JIT, the Python worker's start)",
+        # Where the log says what made the stragglers among a finding's tasks slow (`with_cause`): that, not a guess.
+        "tail known": "a few slow tasks hold most of the waiting: cutting them saves more than speeding up the rest; "
+                      "{cause}",
+        "heavy known": "a few slow tasks hold a large share of the waiting; {cause}",
+        "slow pair known": PAIR + "{cause}",
+        "slow known": "a slower population than the main band: {cause}",
+        "outliers known": "one or two tasks far slower than the rest, not a population of their own: {cause}",
+        "bursts known": "bursts, not a steady population: the slow tasks ended in a few columns; {cause}",
+        "stall known": "tasks far slower than every usual band ended then, not a pause of the work: {cause}",
         "appear": "tasks of another kind: a new stage (other work, other partition sizes) or a group of slow tasks "
                   "in one (skew, a spill)",
         "disappear": "a usual kind of task stopped ending: the stage that ran them finished",
@@ -155,6 +168,17 @@ class Finding:
     high_s: float | None = None
     #: A band whose events came in a few columns (bursts): said on its own line, with when.
     bursts: bool = False
+    #: The slow events whose cause its why leaves to find, where a source's own analysis may know it instead: a slow
+    #: band ("slow", "slow pair" of a bimodal stream), "outliers", "bursts", a "stall", a "tail" or a "heavy" one (see
+    #: `with_cause`); "" where none may.
+    key: str = ""
+
+    def holds(self, value_s: float, at: float) -> bool:
+        """Whether an event of `value_s` seconds that ended at `at` (epoch seconds) is one of those it is about: in its
+        latency range, and in its time (bursts: the whole range's, their columns holding most of the band's events)."""
+        if self.low_s is None or self.high_s is None or not self.low_s <= value_s <= self.high_s:
+            return False
+        return self.bursts or (self.start is not None and self.end is not None and self.start <= at <= self.end)
 
     def line(self) -> str:
         """The finding as one text line: what (with where and how much), then why."""
@@ -169,6 +193,14 @@ class Finding:
             "events": self.events, "events_share": self.events_share, "time_s": self.time_s,
             "time_share": self.time_share,
         }
+
+
+def with_cause(f: Finding, cause: str, datasource: str) -> Finding:
+    """`f` with its why naming `cause`, what a source's own analysis says made its events slow (Spark: its
+    stragglers'), instead of the causes its events usually have; `f` itself where its datasource has no such words
+    for its kind."""
+    known = WHY.get(datasource, {}).get(f"{f.key} known") if f.key else None
+    return replace(f, why=known.format(cause=cause)) if known else f
 
 
 def pct(share: float) -> str:
@@ -273,17 +305,20 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Dr
         what += f"; {pct(b.burst_share)} of them in {burst_text(b.bursts, scope)}"
         (first, t_first), (last, t_last) = b.bursts[0], b.bursts[-1]
         return Finding("band", what, why("bursts", scope.datasource), b.events, b.events_share, b.time_s,
-                       b.time_share, first, last, t_first, t_last, b.low_s, b.high_s, bursts=True)
+                       b.time_share, first, last, t_first, t_last, b.low_s, b.high_s, bursts=True, key="bursts")
+    key = ""
     if few:
         reason = why("outliers fast" if faster else "outliers", scope.datasource)
+        key = "" if faster else "outliers"
     elif shift is not None and shift.at_col is not None and shift.at is not None:
         reason = (f"the levels before and after the shift at col {shift.at_col} (t+{since(shift.at - scope.t0)}), not "
                   "two populations at once: what changed at that moment is the cause to find")
     else:
         ratio = mean_s(main) / mean_s(b) if mean_s(b) > 0 else float("nan")
         reason = band_why(scope.datasource, faster=faster, ratio=ratio, pair=pair)
+        key = "" if faster else "slow pair" if pair else "slow"
     return Finding("band", what, reason, b.events, b.events_share, b.time_s, b.time_share,
-                   scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s)
+                   scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s, key=key)
 
 
 def silence_finding(q: Silence, scope: Scope) -> Finding:
@@ -335,9 +370,9 @@ def tail_finding(t: Tail, scope: Scope, top_s: float) -> Finding:
     most = t.time_share >= 0.5
     what = (f"{'tail dominates' if most else 'heavy tail'}: {pct(t.events_share)} of events (≥ {dur(t.threshold_s)}) "
             f"take {pct(t.time_share)} of the time")
-    return Finding("tail", what, why("tail" if most else "heavy", scope.datasource), t.events, t.events_share,
-                   t.time_s, t.time_share, scope.first_col, scope.last_col, scope.start, scope.end, t.threshold_s,
-                   top_s)
+    key = "tail" if most else "heavy"
+    return Finding("tail", what, why(key, scope.datasource), t.events, t.events_share, t.time_s, t.time_share,
+                   scope.first_col, scope.last_col, scope.start, scope.end, t.threshold_s, top_s, key=key)
 
 
 def episode_what(e: Episode, scope: Scope) -> str:
@@ -393,7 +428,7 @@ def episode_finding(e: Episode, scope: Scope) -> Finding:
     reason = why(e.kind if e.kind in WHY[""] else "reshape", scope.datasource)
     return Finding(e.kind, episode_what(e, scope), reason, e.events, e.events_share,
                    e.time_s, e.time_share, e.first_col, e.last_col, e.start, e.end,
-                   g.low_s if g else None, g.high_s if g else None)
+                   g.low_s if g else None, g.high_s if g else None, key="stall" if e.kind == "stall" else "")
 
 
 #: This many stalls or more are also said as one recurring stall, with how often.

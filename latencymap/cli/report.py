@@ -28,7 +28,7 @@ from latencymap.core.sanitize import clean_text
 from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import check_output, write_text, writing
 from latencymap.outputs.json_text import dumps
-from latencymap.outputs.report import build_report, report_text, source_lines, source_notes
+from latencymap.outputs.report import Causes, build_report, report_text, source_lines, source_notes
 from latencymap.plugins import Source, SourceError, TextFormat
 
 if TYPE_CHECKING:
@@ -230,13 +230,13 @@ def _write(acc: Accumulator, sources: list[tuple[Source, dict[StreamId, StreamId
     input shown under another name; `untimed`: the streams whose columns carry no time of their own, which the text
     report gives no rate)."""
     done = [(s, s.analysis() if hasattr(s, "analysis") else {}) for s, _ in sources]
+    placed, nowhere, causes = _placed_stragglers(acc, done, [shown for _, shown in sources])
     if out_format not in ("text", "json"):
-        placed, nowhere = _placed_stragglers(acc, done, [shown for _, shown in sources])
         notes = [(_analysis_head(s, extra) if len(done) > 1 else "", source_notes(extra)) for s, extra in done]
-        write_report(acc, out_format, output, stragglers=placed, unplaced=nowhere, notes=notes)
+        write_report(acc, out_format, output, stragglers=placed, unplaced=nowhere, notes=notes, causes=causes)
         return
     if out_format == "json":
-        doc = build_report(acc, arrays=True)
+        doc = build_report(acc, arrays=True, causes=causes)
         said = [_source_json(s, extra, len(done) > 1) for s, extra in done]
         if len(said) == 1:
             doc["source"] = said[0]
@@ -249,7 +249,7 @@ def _write(acc: Accumulator, sources: list[tuple[Source, dict[StreamId, StreamId
             if len(done) > 1:
                 lines.append(_analysis_head(s, extra))
             lines += source_lines(extra)
-        text = report_text(acc, untimed or set()) + "".join(f"{line}\n" for line in lines)
+        text = report_text(acc, untimed or set(), causes) + "".join(f"{line}\n" for line in lines)
     write_text(text, output)
 
 
@@ -275,13 +275,15 @@ def _run_name(source: Source, extra: dict[str, Any]) -> str:
 
 
 def _placed_stragglers(acc: Accumulator, done: list[tuple[Source, dict[str, Any]]],
-                       shown: list[dict[StreamId, StreamId]]) -> tuple[Stragglers, Unplaced]:
+                       shown: list[dict[StreamId, StreamId]]) -> tuple[Stragglers, Unplaced, Causes]:
     """Each source's stragglers on the stream it counted their tasks under (`straggler_stream`), as shown (`shown`:
     the streams each input showed under another name), for SVG and HTML: one (run, list) per input whose stragglers
     the stream holds (`run` names the input and its application where a stream holds several: a log and the next
-    one of the same application go on in one stream); and, headed by their input, those on no stream shown."""
+    one of the same application go on in one stream); headed by their input, those on no stream shown; and by
+    stream, those whose findings may name their cause (`Causes`: of an analysis that measured the values mapped)."""
     runs: dict[StreamId, dict[int, list[dict[str, Any]]]] = {}
     nowhere: Unplaced = []
+    causes: Causes = {}
     for k, (source, extra) in enumerate(done):
         left = []
         for straggler in extra.get("stragglers") or []:
@@ -289,12 +291,21 @@ def _placed_stragglers(acc: Accumulator, done: list[tuple[Source, dict[str, Any]
             stream = shown[k].get(stream, stream) if stream is not None else None
             if stream is not None and stream in acc.streams:
                 runs.setdefault(stream, {}).setdefault(k, []).append(straggler)
+                if _measures_mapped(extra):
+                    causes.setdefault(stream, []).append(straggler)
             else:
                 left.append(straggler)
         if left:
             nowhere.append((_analysis_head(source, extra), left))
     return {stream: [(clean_text(_run_name(*done[k]), 1000) if len(by) > 1 else "", found) for k, found in by.items()]
-            for stream, by in runs.items()}, nowhere
+            for stream, by in runs.items()}, nowhere, causes
+
+
+def _measures_mapped(extra: dict[str, Any]) -> bool:
+    """Whether a source's analysis measured what its streams map (`analysed` and `metric` the same, or not said):
+    Spark's measures task durations, whatever task metric `--metric` maps."""
+    analysed, mapped = extra.get("analysed"), extra.get("metric")
+    return not analysed or not mapped or analysed == mapped
 
 
 def _untimed(readers: list[TextFormat]) -> set[StreamId]:
@@ -328,9 +339,10 @@ def _report_source(args: list[str], kw: dict[str, Any]) -> Source | None:
 
 
 def write_report(acc: Accumulator, out_format: str, output: str | None, stragglers: Stragglers | None = None,
-                 unplaced: Unplaced | None = None, notes: Notes | None = None) -> None:
+                 unplaced: Unplaced | None = None, notes: Notes | None = None, causes: Causes | None = None) -> None:
     """Render `acc` as svg/html/parquet/openmetrics to `output` (stdout for text formats when None); SVG and HTML
-    with the stragglers on their streams, those of no stream shown apart, and the sources' other `notes` after."""
+    with the stragglers on their streams (the findings naming their `causes`), those of no stream shown apart, and
+    the sources' other `notes` after."""
     if out_format == "parquet":
         if not output:
             raise InputError(PARQUET_NEEDS_OUTPUT)
@@ -342,11 +354,11 @@ def write_report(acc: Accumulator, out_format: str, output: str | None, straggle
     if out_format == "svg":
         from latencymap.views.svg import render_svg
 
-        text = render_svg(acc, stragglers, unplaced, notes)
+        text = render_svg(acc, stragglers, unplaced, notes, causes)
     elif out_format == "html":
         from latencymap.views.html import render_html
 
-        text = render_html(acc, stragglers, unplaced=unplaced, notes=notes)
+        text = render_html(acc, stragglers, unplaced=unplaced, notes=notes, causes=causes)
     elif out_format == "openmetrics":
         from latencymap.outputs.metrics import report_openmetrics
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from latencymap.analysis.diagnosis import Diagnosis
+from latencymap.analysis.findings import Finding, times, with_cause
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core import chunked
 from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, StreamHistory, Totals
@@ -21,6 +24,11 @@ from latencymap.core.units import format_bytes, format_duration, format_number, 
 
 if TYPE_CHECKING:
     from latencymap.analysis.peers import PeerGroup
+
+
+#: The stragglers a source's own analysis found, by the stream that counted their tasks, where it measured them by the
+#: values that stream maps (Spark: task durations): the findings about them say their cause where the log gives it.
+Causes = dict[StreamId, list[dict[str, Any]]]
 
 
 def _num(value: float) -> float | None:
@@ -52,11 +60,12 @@ def _exact(value: float) -> float:
 DENSE_BYTES = 8 << 20
 
 
-def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
+def stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool = False,
+                  causes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The JSON object of one stream (with `arrays`, its frequency and intensity as NumPy arrays, which
-    `json_text.dumps` writes as the lists would be written)."""
+    `json_text.dumps` writes as the lists would be written; `causes`: its stragglers, see `Causes`)."""
     with _read_whole(hist):
-        return _stream_report(hist, acc, arrays)
+        return _stream_report(hist, acc, arrays, causes)
 
 
 def _read_whole(hist: StreamHistory) -> AbstractContextManager[StreamHistory]:
@@ -64,7 +73,8 @@ def _read_whole(hist: StreamHistory) -> AbstractContextManager[StreamHistory]:
     return hist.dense() if 16 * NSLOTS * hist.n <= DENSE_BYTES else nullcontext(hist)
 
 
-def _stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool) -> dict[str, Any]:
+def _stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool,
+                   causes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """`stream_report`'s object, its history read as `stream_report` chose."""
     rows: Any = (lambda a: a) if arrays else np.ndarray.tolist
     used = hist.used_slots()
@@ -85,7 +95,7 @@ def _stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool) -> dict[
         "intensity_exact": hist.exact,
         "total": stream_total(total, acc.sources.get(hist.stream), hist.stream.unit, hist.n),
         "errors": stream_errors(acc),
-        **stream_diagnosis(hist).to_json(),
+        **explained_diagnosis(hist, causes).to_json(),
         **_source_buckets(acc.sources.get(hist.stream), hist),
         "resets": marked_columns(hist, RESET),
         "gaps": marked_columns(hist, GAP),
@@ -245,10 +255,11 @@ def marks_lines(hist: StreamHistory, limit: int = 20) -> list[str]:
     return out
 
 
-def build_report(acc: Accumulator, arrays: bool = False) -> dict[str, Any]:
-    """The whole report: one object per stream, and the peer groups among them (`arrays`: see `stream_report`)."""
+def build_report(acc: Accumulator, arrays: bool = False, causes: Causes | None = None) -> dict[str, Any]:
+    """The whole report: one object per stream, and the peer groups among them (`arrays`: see `stream_report`;
+    `causes`: see `Causes`)."""
     return {
-        "streams": [stream_report(h, acc, arrays) for h in report_streams(acc)],
+        "streams": [stream_report(h, acc, arrays, (causes or {}).get(h.stream)) for h in report_streams(acc)],
         "errors": read_errors(acc),
         **history_json(acc),
         "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
@@ -265,28 +276,32 @@ def history_json(acc: Accumulator) -> dict[str, Any]:
                         "dropped_columns": dropped, "columns_read": dropped + sum(h.n for h in acc.streams.values())}}
 
 
-def _stream_text(hist: StreamHistory, acc: Accumulator, untimed: bool = False) -> list[str]:
+def _stream_text(hist: StreamHistory, acc: Accumulator, untimed: bool = False,
+                 causes: list[dict[str, Any]] | None = None) -> list[str]:
     """The text report's lines for one stream (`untimed`: its columns carry no time of their own, so no span and
-    no rate are given)."""
+    no rate are given; `causes`: its stragglers, see `Causes`)."""
     s = hist.stream
     out = [f"== {clean_text(s.label) or '(no label)'}  [{clean_text(s.datasource)}, {s.unit}]"]
-    lines, t = _summary(hist, acc, untimed)
+    lines, t = _summary(hist, acc, untimed, causes)
     out += [f"   {line}" for line in lines]
     if t is not None and t.events:
         out += _bucket_table(hist, t.counts)
     return out
 
 
-def stream_summary(hist: StreamHistory, acc: Accumulator | None = None, untimed: bool = False) -> list[str]:
+def stream_summary(hist: StreamHistory, acc: Accumulator | None = None, untimed: bool = False,
+                   causes: list[dict[str, Any]] | None = None) -> list[str]:
     """What the report says of one stream above its bucket table: columns, events, rate and time waited, how the
     source's buckets are used, mean and percentiles, the diagnosis, marked columns (the SVG and HTML reports show
-    the same lines; `acc` gives the source's own buckets and sums, as `report` reads them)."""
-    return _summary(hist, acc, untimed)[0]
+    the same lines; `acc` gives the source's own buckets and sums, as `report` reads them; `causes`: the stream's
+    stragglers, see `Causes`)."""
+    return _summary(hist, acc, untimed, causes)[0]
 
 
-def _summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool) -> tuple[list[str], Totals | None]:
+def _summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
+             causes: list[dict[str, Any]] | None = None) -> tuple[list[str], Totals | None]:
     """`stream_summary`'s lines, and the stream's totals (None without columns)."""
-    lines, t = _kept_summary(hist, acc, untimed)
+    lines, t = _kept_summary(hist, acc, untimed, causes)
     drop = dropped_line(hist, acc)
     return ([lines[0], drop, *lines[1:]] if drop else lines), t
 
@@ -303,7 +318,8 @@ def dropped_line(hist: StreamHistory, acc: Accumulator | None = None) -> str | N
             f"{plural(hist.n, 'column')} kept, not the whole run")
 
 
-def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool) -> tuple[list[str], Totals | None]:
+def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
+                  causes: list[dict[str, Any]] | None = None) -> tuple[list[str], Totals | None]:
     """`_summary` of the columns kept."""
     if hist.n == 0:  # all dropped: a stream that ended while others went on, under a --history budget
         return ["no columns kept" if hist.dropped else "no intervals (a single record is only a baseline)"], None
@@ -349,18 +365,19 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool) -
                        "so); inside it, histogram_quantile draws a straight line from 0")
     pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {percentile_text(total, q)}" for q in PERCENTILES)
     out.append(f"mean {format_duration(total['mean_s'], long_units=True)}  {pcts}")
-    out += stream_diagnosis(hist).summary_lines()
+    out += explained_diagnosis(hist, causes).summary_lines()
     out += marks_lines(hist)
     return out, t
 
 
-def report_text(acc: Accumulator, untimed: Collection[StreamId] = ()) -> str:
+def report_text(acc: Accumulator, untimed: Collection[StreamId] = (), causes: Causes | None = None) -> str:
     """A short human summary of every stream (`untimed`: streams whose columns carry no time of their own, such as
-    raw values read without timestamps: their rates are not known, and the report says so instead of giving any)."""
+    raw values read without timestamps: their rates are not known, and the report says so instead of giving any;
+    `causes`: see `Causes`)."""
     out: list[str] = [] if acc.streams else ["No data."]
     for hist in report_streams(acc):
         with _read_whole(hist):
-            out += _stream_text(hist, acc, hist.stream in untimed)
+            out += _stream_text(hist, acc, hist.stream in untimed, (causes or {}).get(hist.stream))
     out += peer_lines(acc)
     messages = acc.messages
     if any(h.dropped for h in acc.streams.values()):  # each stream's summary says what was dropped, with the counts
@@ -492,18 +509,94 @@ WORTH_MARKING = 0.10
 READ_RATIO = 1.5
 
 
+def _known_cause(s: dict[str, Any]) -> str | None:
+    """What the log says made a Spark straggler slow: "executor" (the executor it ran on was slow in its stage),
+    "input" (it read READ_RATIO times its stage's median task's bytes or more), else None (not known)."""
+    if s.get("slow_executor"):
+        return "executor"
+    ratio = s.get("read_ratio")
+    return "input" if ratio is not None and s.get("read_bytes") and ratio >= READ_RATIO else None
+
+
 def _straggler_cause(s: dict[str, Any]) -> str:
     """What the log says of a Spark straggler's cause: the executor it ran on was slow in its stage, or it read more
     bytes (input and shuffle) than its stage's median task, or read about as much (its input does not explain it)."""
-    if s.get("slow_executor"):
+    known = _known_cause(s)
+    if known == "executor":
         return f"on executor {s.get('executor')}, slow in this stage (see Stages)"
     ratio, read = s.get("read_ratio"), s.get("read_bytes")
     if ratio is None or not read:
         return ""
     usual = format_bytes(int(read / ratio))
-    if ratio >= READ_RATIO:
+    if known == "input":
         return f"read {ratio:.1f}x its stage's median bytes ({format_bytes(int(read))} vs {usual}): a larger partition"
     return f"read {ratio:.1f}x its stage's median bytes ({usual}): not a larger input"
+
+
+def explained_diagnosis(hist: StreamHistory, causes: list[dict[str, Any]] | None = None) -> Diagnosis:
+    """`stream_diagnosis` of `hist`, its findings about stragglers (`causes`, see `Causes`: those that ended) naming
+    what made them slow where the log says it (`findings_cause`), instead of the causes such tasks usually have."""
+    diag = stream_diagnosis(hist)
+    if not causes or not hist.n:
+        return diag
+    start, end = float(hist.meta_in("start", slice(0, 1))[0]), float(hist.meta_in("end", slice(hist.n - 1, None))[0])
+    ended = [s for s in causes if s.get("end") is not None and s.get("duration_s") is not None and
+             start <= s["end"] <= end]  # of the columns kept (a --history limit drops the oldest)
+    if not ended:
+        return diag
+    findings = [_explained(f, ended, hist.stream.datasource) for f in diag.findings]
+    return diag if all(a is b for a, b in zip(findings, diag.findings, strict=True)) else \
+        replace(diag, findings=findings)
+
+
+def _explained(f: Finding, stragglers: list[dict[str, Any]], datasource: str) -> Finding:
+    """`f` naming the cause of the `stragglers` among its events where the log gives one (`with_cause`), else `f`."""
+    if not f.key:
+        return f
+    cause = findings_cause([s for s in stragglers if f.holds(s["duration_s"], s["end"])], round(f.events))
+    return with_cause(f, cause, datasource) if cause else f
+
+
+def findings_cause(found: list[dict[str, Any]], events: int) -> str | None:
+    """What a finding about `events` tasks says of the stragglers among them (`found`): which are, then what made
+    them slow (`_known_cause`), `all 4 are stragglers on executor 1, slow in their stage (see Stragglers and
+    Stages)`; None where the log gives no cause for any."""
+    known = [_known_cause(s) for s in found]
+    if not any(known):
+        return None
+    k = len(found)
+    subject = f"{k} of these {events:,} tasks {'is a straggler' if k == 1 else 'are stragglers'}" if k < events else \
+        "it is a straggler" if k == 1 else "both are stragglers" if k == 2 else f"all {k} are stragglers"
+    slow = [s for s, c in zip(found, known, strict=True) if c == "executor"]
+    larger = [s for s, c in zip(found, known, strict=True) if c == "input"]
+    if len(slow) == k:
+        return f"{subject} on {_slow_executors(slow)} (see Stragglers and Stages)"
+    if len(larger) == k:
+        return f"{subject} that read {_read_more(larger)} (see Stragglers)"
+    parts = [f"{len(slow)} on {_slow_executors(slow)}" if slow else "",
+             f"{len(larger)} read {_read_more(larger)}" if larger else "",
+             f"{k - len(slow) - len(larger)} of another cause" if len(slow) + len(larger) < k else ""]
+    return f"{subject} (see Stragglers and Stages): {'; '.join(p for p in parts if p)}"
+
+
+def _slow_executors(found: list[dict[str, Any]]) -> str:
+    """`executor 1, slow in its stage` (`their stages`: of several stragglers in several), `executors 1 and 2, each
+    slow in its stage`: where stragglers ran."""
+    names = sorted({str(s.get("executor")) for s in found}, key=lambda n: (len(n), n))
+    if len(names) > 1:
+        return f"executors {', '.join(names[:-1])} and {names[-1]}, each slow in its stage"
+    several = len({(s.get("stage"), s.get("attempt")) for s in found}) > 1
+    return f"executor {names[0]}, slow in {'its' if len(found) == 1 else 'their'} stage{'s' if several else ''}"
+
+
+def _read_more(found: list[dict[str, Any]]) -> str:
+    """`40× its stage's median task's bytes: a skewed, larger partition`, or of several stragglers their least and
+    most `8.51×–40× their ...: skewed, larger partitions`."""
+    ratios = sorted(float(s["read_ratio"]) for s in found)
+    low, high = times(ratios[0]), times(ratios[-1])
+    one = len(found) == 1
+    return (f"{low if low == high else f'{low}–{high}'} {'its' if one else 'their'} stage's median task's bytes: "
+            f"{'a skewed, larger partition' if one else 'skewed, larger partitions'}")
 
 
 def _stage_counts(st: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from latencymap import __version__
 from latencymap.core.accumulator import Accumulator
-from latencymap.outputs.report import peer_lines
+from latencymap.outputs.report import Causes, peer_lines
 from latencymap.views.svg import (
     FONT,
     NOTES_TITLE,
@@ -37,15 +37,17 @@ ul.findings li {{ white-space: pre-wrap; }}
 
 
 def render_html(acc: Accumulator, stragglers: Stragglers | None = None, title: str = "latencymap report",
-                unplaced: Unplaced | None = None, notes: Notes | None = None) -> str:
-    """The page: the peer comparison, then a section per stream (stragglers keyed by stream), then the stragglers of
-    no stream shown, then the sources' other `notes` (stages, application time)."""
+                unplaced: Unplaced | None = None, notes: Notes | None = None, causes: Causes | None = None) -> str:
+    """The page: the peer comparison, then a section per stream (stragglers keyed by stream; `causes`: see
+    `report.Causes`), then the stragglers of no stream shown, then the sources' other `notes` (stages, application
+    time)."""
     body: list[str] = [f"<h1>{esc(title)}</h1>"]
     body += _lines_section(peer_lines(acc), PEERS_TITLE, "peers")
     for hist in acc.streams.values():
         found = (stragglers or {}).get(hist.stream)
         elems, width, height = panel(hist, with_findings=False, acc=acc)
-        items = "\n".join(f"<li>{esc(line)}</li>" for line in findings_lines(hist, found, acc))
+        said = findings_lines(hist, found, acc, (causes or {}).get(hist.stream))
+        items = "\n".join(f"<li>{esc(line)}</li>" for line in said)
         body.append(f'<section class="stream" data-stream="{esc(hist.stream.label)}">\n'
                     f"{svg_element(elems, width, height)}"
                     f'<ul class="findings">\n{items}\n</ul>\n</section>')

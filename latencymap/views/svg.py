@@ -34,7 +34,7 @@ from latencymap.core.model import StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import REAL_EPOCH, format_duration, format_number, plural
-from latencymap.outputs.report import peer_lines, straggler_lines, stream_summary, stream_time_words
+from latencymap.outputs.report import Causes, peer_lines, straggler_lines, stream_summary, stream_time_words
 from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
 
@@ -336,11 +336,13 @@ NOTES_TITLE = "The source's analysis: the application's time, warm-up tasks, sta
 
 
 def findings_lines(hist: StreamHistory, stragglers: list[tuple[str, list[dict[str, Any]]]] | None = None,
-                   acc: Accumulator | None = None) -> list[str]:
+                   acc: Accumulator | None = None, causes: list[dict[str, Any]] | None = None) -> list[str]:
     """What the text report says of one stream above its bucket table (its numbers from the source's own buckets
-    and sums where `acc` has them), then its stragglers, each run's under its name when it names one."""
-    return stream_summary(hist, acc) + [line for run, found in stragglers or [] for line in
-                                        [*([f"{run}:"] if run and found else []), *straggler_lines(found)]]
+    and sums where `acc` has them, its findings naming the cause of the stragglers `causes` where the log gives it),
+    then its stragglers, each run's under its name when it names one."""
+    return stream_summary(hist, acc, causes=causes) + [line for run, found in stragglers or [] for line in
+                                                       [*([f"{run}:"] if run and found else []),
+                                                        *straggler_lines(found)]]
 
 
 def notes_lines(notes: Notes | None) -> list[str]:
@@ -356,7 +358,7 @@ def unplaced_lines(unplaced: Unplaced | None) -> list[str]:
 
 def panel(hist: StreamHistory, *, with_findings: bool = True,
           stragglers: list[tuple[str, list[dict[str, Any]]]] | None = None,
-          acc: Accumulator | None = None) -> tuple[list[str], float, float]:
+          acc: Accumulator | None = None, causes: list[dict[str, Any]] | None = None) -> tuple[list[str], float, float]:
     """(elements, width, height) of one stream's panel."""
     s = hist.stream
     label = clean_text(s.label) or "(no label)"
@@ -380,7 +382,7 @@ def panel(hist: StreamHistory, *, with_findings: bool = True,
         width = max(width, LEFT + max(cell_width(len(m.start)) * len(m.start) + 20 + LEGEND_WIDTH, titles))
     if with_findings:
         chars = max(20, int((width - LEFT - 12) / CHAR_WIDTH))
-        for line in findings_lines(hist, stragglers, acc):
+        for line in findings_lines(hist, stragglers, acc, causes):
             what, _, why = line.partition(" — ")  # a finding's why on a line of its own: SVG text does not wrap
             for k, part in enumerate(p for p in (what, why) if p):
                 # Past the picture's edge a text is lost: long parts go on as many lines as they need.
@@ -419,14 +421,16 @@ def lines_panel(lines: list[str], width: float, title: str, kind: str) -> tuple[
 
 
 def render_svg(acc: Accumulator, stragglers: Stragglers | None = None, unplaced: Unplaced | None = None,
-               notes: Notes | None = None) -> str:
+               notes: Notes | None = None, causes: Causes | None = None) -> str:
     """The whole standalone SVG: the peer comparison first, then one panel per stream, stacked (stragglers keyed by
-    stream), then the stragglers of no stream shown, then the sources' other `notes` (stages, application time)."""
+    stream; `causes`: see `report.Causes`), then the stragglers of no stream shown, then the sources' other `notes`
+    (stages, application time)."""
     parts: list[str] = []
     y, width = 0.0, 400.0
     panels = []
     for hist in acc.streams.values():
-        panels.append((hist, *panel(hist, stragglers=(stragglers or {}).get(hist.stream), acc=acc)))
+        panels.append((hist, *panel(hist, stragglers=(stragglers or {}).get(hist.stream), acc=acc,
+                                    causes=(causes or {}).get(hist.stream))))
         width = max(width, panels[-1][2])
     elems, y = lines_panel(peer_lines(acc), width, PEERS_TITLE, "peers")
     if elems:

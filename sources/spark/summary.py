@@ -32,7 +32,10 @@ OVERLAP_MS = 100
 STAGE_NAME_CHARS = 80
 #: An executor is slow in a stage when its median task (warm-up left out) is at least this many times the median of
 #: the other executors' tasks there, over at least SLOW_EXECUTOR_TASKS tasks of its own and MIN_GROUP of the others'
-#: (`analysis.stragglers`: fewer have no meaningful median).
+#: (`analysis.stragglers`: fewer have no meaningful median), and when more than half of its tasks (SLOW_EXECUTOR_TASKS
+#: at least) also took this many times the median of the others' tasks running at the same time (`concurrent_ratios`):
+#: an executor whose only core a straggler held ran its tasks only while the stage's others did, not after, when the
+#: others' tasks ran alone and faster: its median and theirs differ, its tasks and theirs at the time do not.
 SLOW_EXECUTOR_RATIO = 2.0
 SLOW_EXECUTOR_TASKS = 2
 #: A straggler read more than its stage's usual input when it read at least this many times the stage's median bytes.
@@ -188,11 +191,39 @@ def slow_executors(tasks: list[SparkTask], warm: np.ndarray, stragglers: set[int
             continue
         median, usual = float(median_of(np.sort(np.array(mine, dtype=np.float64)))), \
             float(median_of(np.sort(np.array(others, dtype=np.float64))))
-        if usual > 0 and median >= SLOW_EXECUTOR_RATIO * usual:
+        if usual > 0 and median >= SLOW_EXECUTOR_RATIO * usual and \
+                slow_at_the_time(concurrent_ratios([t for t in kept if t.executor == executor],
+                                                   [t for t in kept if t.executor != executor])):
             out.append({"executor": executor, "tasks": len(mine), "median_s": median / 1000.0,
                         "others_tasks": len(others), "others_median_s": usual / 1000.0, "ratio": median / usual,
                         "stragglers": sum(t.executor == executor and t.task_id in (stragglers or ()) for t in tasks)})
     return sorted(out, key=lambda e: -e["ratio"])
+
+
+def concurrent_ratios(mine: list[SparkTask], others: list[SparkTask]) -> np.ndarray:
+    """Each of `mine` that ran while one of `others` did: its duration over the median duration of `others` running
+    at the same time (any overlap of launch to finish)."""
+    if not others:
+        return np.empty(0)
+    order = sorted(others, key=lambda t: t.launch_ms)
+    launch = np.array([t.launch_ms for t in order], dtype=np.int64)
+    finish = np.array([t.finish_ms for t in order], dtype=np.int64)
+    took = finish - launch
+    longest = int(took.max())
+    out = []
+    for t in mine:
+        lo, hi = np.searchsorted(launch, t.launch_ms - longest), np.searchsorted(launch, t.finish_ms)
+        during = took[lo:hi][finish[lo:hi] > t.launch_ms]
+        usual = median_of(during) if during.size else 0.0
+        if usual > 0:
+            out.append(t.duration_ms / usual)
+    return np.array(out, dtype=np.float64)
+
+
+def slow_at_the_time(ratios: np.ndarray) -> bool:
+    """Whether more than half of an executor's `concurrent_ratios` (and SLOW_EXECUTOR_TASKS) reach
+    SLOW_EXECUTOR_RATIO: one straggler of its own does not make an executor slow."""
+    return ratios.size >= SLOW_EXECUTOR_TASKS and float(np.sort(ratios)[(ratios.size - 1) // 2]) >= SLOW_EXECUTOR_RATIO
 
 
 def overlap_ms(tasks: list[SparkTask], executors: dict[str, ExecutorInfo] | None) -> float | None:

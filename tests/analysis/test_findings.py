@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from diagnosis_support import paused
 
 from latencymap.analysis.diagnosis import diagnose
-from latencymap.analysis.findings import Scope, dur, since, span
+from latencymap.analysis.findings import WHY, Scope, dur, since, span, with_cause
 from latencymap.cli.main import main
 from latencymap.core.buckets import bin_values, bounds_seconds
 
@@ -94,6 +94,35 @@ def test_bursts_are_explained_in_their_datasource_s_terms(datasource: str, cause
     (band,) = [f for f in diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource).findings
                if f.kind == "band"]
     assert band.why.startswith("bursts, not a steady population") and causes in band.why
+
+
+def test_a_spark_finding_about_slow_tasks_names_the_cause_its_source_knows_instead_of_the_usual_ones() -> None:
+    """The 4.03 s straggler's stall (col 13) and the warm-up stalls: `with_cause` words the known cause in Spark's
+    terms; a finding that guesses no cause of slow tasks (the move) and a datasource without such words keep theirs."""
+    counts, times, starts, ends = spark_like_run()
+    d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource="spark")
+    stall = next(f for f in d.findings if f.kind == "stall" and f.first_col == 13)
+    move = next(f for f in d.findings if f.kind == "move")
+    assert stall.key == "stall" and move.key == ""
+    told = with_cause(stall, "it is a straggler on executor 3, slow in its stage", "spark")
+    assert told.why == ("tasks far slower than every usual band ended then, not a pause of the work: it is a straggler "
+                        "on executor 3, slow in its stage")
+    assert told.what == stall.what and told.to_json()["where"] == stall.to_json()["where"]
+    assert stall.why == WHY["spark"]["stall"]  # the diagnosis' own finding is not changed
+    assert with_cause(move, "anything", "spark") is move
+    generic = diagnose(counts, times, LOW, HIGH, starts, ends, datasource="bpf")
+    assert all(with_cause(f, "anything", "bpf") is f for f in generic.findings)
+
+
+def test_a_finding_holds_the_events_of_its_latency_range_that_ended_in_its_time() -> None:
+    counts, times, starts, ends = spark_like_run()
+    d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource="spark")
+    stall = next(f for f in d.findings if f.kind == "stall" and f.first_col == 13)
+    assert stall.low_s is not None and stall.high_s is not None and stall.start is not None and stall.end is not None
+    assert stall.low_s <= 4.03 <= stall.high_s and stall.start == starts[13] and stall.end == ends[13]
+    assert stall.holds(4.03, starts[13] + 0.5) and stall.holds(stall.high_s, stall.end)
+    assert not stall.holds(4.03, ends[14] - 0.5)  # another column's
+    assert not stall.holds(stall.low_s / 2, starts[13] + 0.5)  # a faster task of its column
 
 
 def test_two_straggler_tasks_of_a_real_spark_stage_are_named_as_stragglers_not_a_pause() -> None:

@@ -430,3 +430,41 @@ def test_the_costliest_stage_is_marked_only_when_it_wasted_a_material_share() ->
     assert marked == []
     lines = source_lines({"stages": [_stage(0, 0.02, 0.99), _stage(1, 0.6, 0.7)]})
     assert [line.split(":")[0].strip() for line in lines if "◀" in line] == ["stage 1.0"]
+
+
+def spark_straggler(executor: str = "1", slow: bool = False, read_ratio: float | None = None,
+                    stage: int = 2) -> dict[str, Any]:
+    """A straggler as Spark's analysis gives it (sources/spark/summary.py), with what says its cause."""
+    return {"stage": stage, "attempt": 0, "executor": executor, "slow_executor": slow, "read_ratio": read_ratio,
+            "read_bytes": None if read_ratio is None else int(1000 * read_ratio)}
+
+
+def test_a_finding_names_its_stragglers_cause_where_the_log_gives_one() -> None:
+    from latencymap.outputs.report import findings_cause
+
+    on_1 = spark_straggler(slow=True)
+    assert findings_cause([on_1], 1) == "it is a straggler on executor 1, slow in its stage (see Stragglers and Stages)"
+    assert findings_cause([on_1, spark_straggler(slow=True), spark_straggler(slow=True)], 3) == \
+        "all 3 are stragglers on executor 1, slow in their stage (see Stragglers and Stages)"
+    assert findings_cause([on_1, spark_straggler("12", slow=True, stage=3)], 5) == \
+        ("2 of these 5 tasks are stragglers on executors 1 and 12, each slow in its stage (see Stragglers and "
+         "Stages)")
+    assert findings_cause([on_1], 3) == \
+        "1 of these 3 tasks is a straggler on executor 1, slow in its stage (see Stragglers and Stages)"
+    assert findings_cause([spark_straggler(read_ratio=40.0)], 1) == \
+        ("it is a straggler that read 40× its stage's median task's bytes: a skewed, larger partition (see "
+         "Stragglers)")
+    assert findings_cause([spark_straggler(read_ratio=8.5), spark_straggler(read_ratio=40.0)], 2) == \
+        ("both are stragglers that read 8.50×–40× their stage's median task's bytes: skewed, larger partitions (see "
+         "Stragglers)")
+    assert findings_cause([on_1, spark_straggler("2", read_ratio=9.0), spark_straggler("2", read_ratio=1.1)], 3) == \
+        ("all 3 are stragglers (see Stragglers and Stages): 1 on executor 1, slow in its stage; 1 read 9.00× its "
+         "stage's median task's bytes: a skewed, larger partition; 1 of another cause")
+
+
+def test_a_finding_whose_stragglers_have_no_cause_in_the_log_keeps_its_own() -> None:
+    """Reading about as much as the stage's median task (under 1.5 times), or no bytes logged: no cause."""
+    from latencymap.outputs.report import findings_cause
+
+    assert findings_cause([], 2) is None
+    assert findings_cause([spark_straggler(read_ratio=1.4), spark_straggler()], 2) is None

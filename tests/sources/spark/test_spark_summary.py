@@ -5,15 +5,27 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from statistics import median
 
 from click.testing import CliRunner
 from spark_support import PLAIN, current, write_log
 
 from latencymap.cli.main import main
 from latencymap.outputs.report import duration_text
-from latencymap.sources.spark.summary import stage_name
+from latencymap.sources.spark.parse import SparkTask
+from latencymap.sources.spark.summary import SLOW_EXECUTOR_RATIO, stage_name, stage_summary
 
 STRAGGLER_ID = 9  # stage 2, partition 5: sleeps 2.5 s where its siblings sleep 0.3 s
+#: The last stage of a run of cause_job.py on 2 executors of one core, its TaskEnd lines as `launch:executor:ms`
+#: (launch from the stage's first, in task order = partition order): partition 17 sleeps 8 s on executor 1, the
+#: other tasks 0.02 s. Executor 1 ran its other tasks while executor 0 ran too; executor 0 ran the rest alone.
+LATE_STAGE = (
+    "0:1:161 1:0:231 143:1:207 229:0:135 334:1:212 362:0:127 487:0:132 544:1:121 618:0:135 662:1:195 749:0:172 "
+    "837:1:233 917:0:236 1052:1:185 1142:0:204 1229:1:244 1339:0:141 1465:1:8116 1479:0:118 1592:0:141 1721:0:215 "
+    "1934:0:103 2032:0:116 2146:0:102 2246:0:123 2365:0:112 2473:0:119 2587:0:89 2672:0:101 2760:0:100 2849:0:92 "
+    "2942:0:428 3362:0:125 3486:0:51 3535:0:87 3620:0:93 3712:0:300 4011:0:86 4096:0:84 4178:0:84 4261:0:81 "
+    "4341:0:73 4413:0:87 4499:0:84 4581:0:92 4667:0:86 4751:0:82 4833:0:85 4916:0:82 4996:0:83 5078:0:89 5157:0:93 "
+    "5249:0:96 5343:0:88 5429:0:114 5517:0:100 5614:0:107 5720:0:108 5824:0:134 5950:0:112")
 
 
 def events(lines: list[bytes]) -> list[dict]:
@@ -102,3 +114,43 @@ def test_a_finished_log_has_nothing_running() -> None:
     analysis = source.analysis()
     assert not any(s["running"] for s in analysis["stragglers"])
     assert all(st["running"] == 0 and st["running_max_s"] is None for st in analysis["stages"])
+
+
+def late_stage(scale: float = 1.0) -> list[SparkTask]:
+    """LATE_STAGE's tasks, executor 1's other than the straggler `scale` times as long."""
+    out = []
+    for k, row in enumerate(LATE_STAGE.split()):
+        launch, executor, ms = (int(v) for v in row.split(":"))
+        ms = ms if executor == 0 or ms > 5000 else round(ms * scale)
+        out.append(SparkTask(4, 0, 88 + k, k, 0, 10_000 + launch, 10_000 + launch + ms, str(executor), "host"))
+    return out
+
+
+def test_a_straggler_holding_its_executor_s_core_does_not_make_that_executor_slow() -> None:
+    """Executor 1's median is twice executor 0's only because it ran no task once the straggler held its core,
+    when executor 0 ran alone and faster: beside executor 0's tasks of the same time, its tasks are as fast."""
+    tasks = late_stage()
+    warm = {t.task_id for t in tasks[:2]}  # the first wave, one task per core
+    mine = [t for t in tasks if t.executor == "1" and t.task_id not in warm]
+    others = [t for t in tasks if t.executor == "0" and t.task_id not in warm]
+    assert median(t.duration_ms for t in mine) >= SLOW_EXECUTOR_RATIO * median(t.duration_ms for t in others)
+    before = [t for t in mine if t.duration_ms < 5000]  # 209.5 ms vs 101.5 ms above; the straggler's 8 s left out:
+    during = [t for t in others if t.launch_ms < before[-1].finish_ms]  # executor 0's, launched while these ran
+    assert (len(before), len(during)) == (7, 8)
+    assert median(t.duration_ms for t in before) < 1.6 * median(t.duration_ms for t in during)  # 207 ms vs 138 ms
+    assert stage_summary(4, 0, tasks, cores=2)["slow_executors"] == []
+
+
+def test_an_executor_slow_beside_the_others_tasks_of_the_same_time_is_slow() -> None:
+    """The same stage, executor 1's tasks other than the straggler three times as long: it is slow."""
+    (slow,) = stage_summary(4, 0, late_stage(3.0), cores=2)["slow_executors"]
+    assert slow["executor"] == "1" and slow["tasks"] == 8 and slow["others_tasks"] == 50 and slow["stragglers"] == 0
+    assert slow["median_s"] == (3 * 207 + 3 * 212) / 2 / 1000 and slow["others_median_s"] == 0.1015
+
+
+def test_an_executor_of_two_tasks_one_a_straggler_is_not_slow() -> None:
+    """An executor that ran two tasks, one of them the straggler: its median is half the straggler's, yet only that
+    one task was slow."""
+    tasks = [t for t in late_stage() if t.executor == "0" or t.task_id in (88 + 15, 88 + 17)]
+    assert [t.duration_ms for t in tasks if t.executor == "1"] == [244, 8116]
+    assert stage_summary(4, 0, tasks, cores=2)["slow_executors"] == []

@@ -1,0 +1,65 @@
+"""A PySpark application whose stragglers have a cause the log names, or none, for test_spark_finding_causes.py.
+
+Usage: `python cause_job.py LOG_DIR WORK_DIR UI_PORT`. On `local-cluster[2,1,768]` (executor_job.py's), plain event log:
+
+- stage 0: a warm-up (each executor starts its Python worker);
+- stage 1: the small text files read once (the executors' first reads are slow: warm-up of its own);
+- stage 2: 16 text files read, one task each, file HEAVY holding HEAVY_TIMES the lines of the others (a skewed
+  partition: its task reads that many times the bytes and works through that many times the lines);
+- stage 3: TASKS tasks on like inputs: those on executor SLOW sleep SLOW_S, the others FAST_S (a slow executor);
+- stage 4: TASKS tasks on like inputs, partition LATE sleeping LATE_S, the others FAST_S (a cause the log does not
+  give).
+
+Each slow task is far enough above its stage's others (three empty octaves for one) to be a band of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+HEAVY = 5
+HEAVY_TIMES = 320
+LINES = 1000
+SLOW = "1"
+TASKS = 60
+SLOW_S, FAST_S = 2.5, 0.02
+LATE, LATE_S = 17, 8.0
+
+
+def main() -> int:
+    from executor_job import executor_id
+    from job_conf import local_conf
+    from pyspark import SparkContext
+
+    log_dir, work, port = sys.argv[1], sys.argv[2], sys.argv[3]
+    conf = local_conf("latencymap-causes", "local-cluster[2,1,768]", log_dir, port)
+    sc = SparkContext(conf=conf.set("spark.executor.memory", "512m").set("spark.pyspark.python", sys.executable))
+    sc.setLogLevel("OFF")
+    sc.parallelize(range(8), 8).map(lambda x: x).count()
+    inputs = os.path.abspath(os.path.join(work, "inputs"))
+    os.makedirs(inputs)
+    for k in range(16):
+        with open(os.path.join(inputs, f"part-{k:02d}.txt"), "w") as fh:
+            fh.writelines(f"{n:08d} some words to read\n" for n in range(LINES * (HEAVY_TIMES if k == HEAVY else 1)))
+    sc.textFile(f"file://{inputs}/part-0[0-3].txt", 1).map(lambda line: sum(range(1500))).count()
+    sc.textFile("file://" + inputs, 1).map(lambda line: sum(range(1500))).count()
+
+    def slowed(i: int, rows: object) -> object:
+        time.sleep(SLOW_S if executor_id() == SLOW else FAST_S)
+        return [i]
+
+    sc.parallelize(range(TASKS), TASKS).mapPartitionsWithIndex(slowed).collect()
+
+    def late(i: int, rows: object) -> object:
+        time.sleep(LATE_S if i == LATE else FAST_S)
+        return [i]
+
+    sc.parallelize(range(TASKS), TASKS).mapPartitionsWithIndex(late).collect()
+    sc.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

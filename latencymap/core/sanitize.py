@@ -126,11 +126,25 @@ def excerpt(text: str, limit: int = 60) -> str:
     return repr(clean_text(text.strip(), limit))
 
 
-#: A word that, last in a name (`--hf-token`, `DB_PASSWORD`, `apiKey`, `?wallet_password=`), says its value is a
-#: secret; the long ones also glued to what comes before them (`PGPASSWORD`, `--authtoken`). A name that holds one
-#: elsewhere (`--max-tokens`, `--key-column`, `--monkey`, `--pass-through`, `--api-key-env`) is no secret's.
+#: A word that says the value of a name holding it is a secret, wherever it stands (`--hf-token`, `DB_PASSWORD`,
+#: `--hf-token-value`, `X-Api-Key`, `?wallet_password=`), also glued to what comes before it (`PGPASSWORD`,
+#: `--authtoken`, `--openaiapikey`), unless the name's last word is one of `_NOT_THE_SECRET`.
 _SECRET_WORD = re.compile(
-    r"[a-z0-9]*(?:passw(?:or)?d|passphrase|secret|token|(?:api|secret|access)key|credentials?)|pass|pwd|key|auth", re.I)
+    r"[a-z0-9]*(?:passw(?:or)?d|passphrase|secret|token|(?:api|secret|access|private)key|credentials?|authorization"
+    r"|cookie|signature)", re.I)
+#: A short word that says so only last in a name (`--pass`, `MYSQL_PWD`, `DBPASS`, `--ssl-key`, `--auth`, `sig=`):
+#: before another word it means something else (`--pass-through`, `--key-column`, `--auth-type`, `--api-key-env`).
+_SECRET_LAST = re.compile(r"[a-z0-9]*(?:pass|pwd)|key|auth|sig", re.I)
+#: Last words that say a name is about where a secret is, how big or how many, or what kind (`--token-file`,
+#: `--secret-name`, `--max-tokens`, `--token-budget`, `token_auth=`, `--password-stdin`): its value is no secret.
+_NOT_THE_SECRET = frozenset({
+    "file", "files", "path", "paths", "dir", "directory", "folder", "location", "loc", "env", "var", "variable", "name",
+    "id", "ids", "url", "uri", "endpoint", "host", "prefix", "suffix", "column", "col", "field", "header", "count",
+    "num", "number", "size", "len", "length", "limit", "max", "min", "budget", "ttl", "expiry", "timeout", "lifetime",
+    "type", "kind", "mode", "method", "scheme", "auth", "provider", "format", "command", "cmd", "store", "ref", "arn",
+    "stdin", "prompt"})
+#: First words that make a name a flag saying no (`--no-password`, `--skip-auth`): no value follows it.
+_NEGATION = frozenset({"no", "skip", "disable", "without", "ignore"})
 #: Where the words of a name meet: any other character, or a change of case (`hfToken`, `SSLKey`).
 _WORD_BREAK = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 #: `[scheme:]//` opening a URL-style address (Easy Connect's `tcp://`, `//host`, http URLs), after leading blanks.
@@ -207,60 +221,97 @@ def strip_credentials(text: str) -> str:
 
 def redact_address(text: str) -> str:
     """A connect string or URL as headers and messages show it: the credential part cut out (`strip_credentials`)
-    and the value of every `?name=value` parameter that `_secret_name` names a secret (`wallet_password=`, `token=`)
+    and the value of every `?name=value` parameter that `secret_name` names a secret (`wallet_password=`, `token=`)
     replaced by ***."""
-    return _PARAM.sub(lambda m: f"{m[1]}=***" if _secret_name(m[1]) else m[0], strip_credentials(text))
+    return _PARAM.sub(lambda m: f"{m[1]}=***" if secret_name(m[1]) else m[0], strip_credentials(text))
 
 
 _OPTION_NAME = re.compile(r"-{0,2}[A-Za-z_][\w.-]*")
 
 
-def _secret_name(name: str) -> bool:
-    """Whether a name (an option, a variable, a parameter) says its value is a secret: its last word is a
-    `_SECRET_WORD`, but not `auth` after another word, which names a way to authenticate (`token_auth=OCI_TOKEN`,
-    `--external-auth`, `--no-auth`). Where or how one is found (`--token-file`, `wallet_location=`) is no secret."""
-    words = [word for word in _WORD_BREAK.split(name) if word]
-    if not words or _SECRET_WORD.fullmatch(words[-1]) is None:
+def secret_name(name: str) -> bool:
+    """Whether a name (an option, a variable, a parameter, a header) says its value is a secret: its last word is a
+    `_SECRET_WORD` or `_SECRET_LAST` (but not `auth` after another word, which names a way to authenticate:
+    `token_auth=OCI_TOKEN`, `--basic-auth`), or another of its words is a `_SECRET_WORD` and the last one is not in
+    `_NOT_THE_SECRET`; a name that starts with a `_NEGATION` is a flag."""
+    words = [word.lower() for word in _WORD_BREAK.split(name) if word]
+    if not words or (len(words) > 1 and words[0] in _NEGATION):
         return False
-    return len(words) == 1 or words[-1].lower() != "auth"
+    last = words[-1]
+    if _SECRET_WORD.fullmatch(last) or (_SECRET_LAST.fullmatch(last) and (len(words) == 1 or last != "auth")):
+        return True
+    return last not in _NOT_THE_SECRET and any(_SECRET_WORD.fullmatch(word) for word in words[:-1])
 
 
 def _secret_option(name: str) -> bool:
     """Whether a word is an option or variable name (`--hf-token`, `DB_PASSWORD`) that says its value is a secret."""
-    return _OPTION_NAME.fullmatch(name) is not None and _secret_name(name)
+    return _OPTION_NAME.fullmatch(name) is not None and secret_name(name)
+
+
+#: An option whose value may be `user:password` (curl's `-u`/`--user`, `--basic-auth`, `--proxy-auth`).
+_USER_OPTION = re.compile(r"-u|-{0,2}(?:[A-Za-z][\w.-]*[-_.])?(?:user|auth)", re.I)
+#: `user:password` (group 1 is what stays), not a URL's `scheme://`.
+_USER_PASSWORD = re.compile(r"([^:/@\s]*:)(?!//)(.+)", re.S)
+#: `Name:` or `"Name":` opening a header or a JSON member, at the start of a word, after a character that cannot be
+#: in a name, or after curl's `-H`: the name is group 1, its value starts after the match.
+_HEADER = re.compile(r"(?:(?<![\w-])|(?<=^-H))([A-Za-z][\w-]*)\"?:\s*")
+#: `NAME=value`: the next argument, after a secret value whose words py-spy joined (`abc==` is base64, no NAME=value).
+_ASSIGNMENT = re.compile(r"[A-Za-z_][\w.-]*=[^=]")
+#: Programs whose `-p` takes the password (glued, `-ppw`, for the MySQL clients; separate for mycli and sshpass).
+_P_IS_PASSWORD = frozenset({"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mariadb",
+                            "mariadb-dump", "mycli", "sshpass"})
 
 
 def redact_command(command: str) -> str:
-    """A command line as recordings keep it: the value of every secret-looking option or variable (`--password=x`,
-    `--hf-token x`, `API_KEY=x`) replaced by *** and each word's credentials and secret parameters cut out as
-    `redact_address` cuts them (`postgresql://bob:pw@db/t`)."""
+    """A command line as recordings keep it: the value of every secret-looking option, variable or header
+    (`--password=x`, `--hf-token x`, `API_KEY=x`, `Authorization: Bearer x`) replaced by one *** that runs to the
+    next option or `NAME=value` (py-spy joins argv with blanks: a quoted value's words come apart), the password of
+    `user:password` after a user or auth option (`--basic-auth bob:***`) and of a MySQL client's `-p`, and each
+    word's credentials and secret parameters cut out as `redact_address` cuts them (`postgresql://bob:pw@db/t`)."""
     out: list[str] = []
-    hide = False
+    hiding = hidden = False  # within a secret value; its *** already written
+    user = p_password = False  # the word before was a user option; the program takes a password after -p
     for word in command.split(" "):
-        name, eq, _ = word.partition("=")
-        if hide and word and not word.startswith("-"):
-            word = "***"
-        elif eq and _secret_option(name):
-            word = f"{name}=***"
+        if hiding and not word.startswith("-") and not (hidden and _ASSIGNMENT.match(word)):
+            if not hidden:
+                out.append("***" if word else word)
+                hidden = bool(word)
+            continue
+        hiding = hidden = False
+        name, eq, value = word.partition("=")
+        pair = _USER_PASSWORD.fullmatch(value if eq else word)
+        header = next((m for m in _HEADER.finditer(word) if secret_name(m[1])), None)
+        if eq and _secret_option(name):
+            word, hiding, hidden = f"{name}=***", True, True
+        elif pair and (user or (eq and _USER_OPTION.fullmatch(name))):
+            word, hiding, hidden = f"{name}{eq}{pair[1]}***" if eq else f"{pair[1]}***", True, True
+        elif header is not None:
+            hidden = header.end() < len(word)
+            word, hiding = word[:header.end()] + "***" * hidden, True
+        elif p_password and word.startswith("-p") and not word.startswith("--"):
+            word, hiding, hidden = word[:2] + "***" * (len(word) > 2), True, len(word) > 2
+        elif word.startswith("-") and not eq and _secret_option(word):
+            hiding = True
         else:
             word = redact_address(word)
-        hide = (hide and not word) or (word.startswith("-") and not eq and _secret_option(word))
+        user = not eq and _USER_OPTION.fullmatch(word) is not None
+        p_password = p_password or word.rpartition("/")[2].removesuffix(".py") in _P_IS_PASSWORD
         out.append(word)
     return " ".join(out)
 
 
 def secret_parameters(text: str) -> list[str]:
     """The names of the `?name=value` parameters of `text` that carry a secret (a password, a token, a key): those
-    `redact_address` hides (`_secret_name`); the ones that name where or how one is found (`wallet_location=`,
+    `redact_address` hides (`secret_name`); the ones that name where or how one is found (`wallet_location=`,
     `token_auth=OCI_TOKEN`) are not among them."""
-    return [match[1] for match in _PARAM.finditer(text) if _secret_name(match[1])]
+    return [match[1] for match in _PARAM.finditer(text) if secret_name(match[1])]
 
 
 def safe_options(options: dict[str, Any]) -> dict[str, Any]:
     """Command options fit for a header: secrets dropped, credentials cut out of DSNs/URLs (and URL query values)."""
     out: dict[str, Any] = {}
     for key, value in options.items():
-        if _secret_name(key):
+        if secret_name(key):
             continue
         if isinstance(value, str):
             value = redact_address(value)

@@ -9,13 +9,12 @@ what was expected instead of what came back.
 from __future__ import annotations
 
 import os
-import re
 import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from latencymap import __version__
-from latencymap.core.sanitize import clean_text
+from latencymap.core.sanitize import clean_text, secret_name
 
 if TYPE_CHECKING:
     import urllib.error
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
 TOKEN_ENV = "LATENCYMAP_PROMETHEUS_TOKEN"
 MAX_BODY = 64 * 1024 * 1024
 BACKOFF_MAX = 30.0
-_SECRET_PARAM = re.compile(r"pass|secret|token|key|auth|credential", re.I)
 
 
 class EndpointError(OSError):
@@ -61,7 +59,7 @@ def public_url(url: str) -> str:
         return clean_text(url)
     netloc = parts.netloc.rsplit("@", 1)[-1]
     query = urllib.parse.urlencode(
-        [(k, "***" if _SECRET_PARAM.search(k) else v) for k, v in urllib.parse.parse_qsl(parts.query, True)],
+        [(k, "***" if secret_name(k) else v) for k, v in urllib.parse.parse_qsl(parts.query, True)],
         safe="*/:")
     return clean_text(urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)), 300)
 

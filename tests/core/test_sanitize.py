@@ -67,3 +67,49 @@ def test_a_command_line_hides_values_named_a_secret_and_no_other() -> None:
             f"python train.py {name}{sep}*** --lr 0.1"), name
     assert redact_command("python x.py --db postgresql://bob:s3cret@db/t?sslpassword=p2&max_tokens=5") == (
         "python x.py --db postgresql://db/t?sslpassword=***&max_tokens=5")
+
+
+#: Command lines as py-spy shows them (argv joined by blanks, so a quoted value's words come apart): every word
+#: holding `Zq9` is (part of) a secret.
+LEAKS = [
+    "--password Zq9two Zq9words", '--password="Zq9a Zq9b"', "--password=Zq9a Zq9b Zq9c.txt", "--pwd Zq9",
+    "--header Authorization: Bearer Zq9abc", "-H Authorization:Bearer Zq9", "--header=Proxy-Authorization: Basic Zq9==",
+    '-d {"Authorization": "Token Zq9"}', "--header X-Api-Key: Zq9", "MYSQL_PWD=Zq9", "DBPASS=Zq9", "--dbpass Zq9",
+    "--auth bob:Zq9", "--basic-auth bob:Zq9", "--basic-auth=bob:Zq9", "--user bob:Zq9", "-u bob:Zq9",
+    "--hf-token-value Zq9", "--db-password Zq9", "--use_auth_token Zq9", "--token Zq9==", "--password Zq9 a=b",
+    "--api-key=Zq9 Zq9", "db.password=Zq9", "--url https://h/o?X-Amz-Signature=Zq9&X-Amz-Security-Token=Zq9",
+    "--db postgresql://bob:Zq9@db/t", "mycli -u root -p Zq9 db", "mysql -pZq9 db", "-m mycli --password Zq9",
+    "/usr/bin/mycli -pZq9", "--private-key Zq9", "--cookie session=Zq9",
+]
+#: Options that look like a secret's but are not: shown as given (with what follows them).
+SHOWN = [
+    *NOT_SECRETS,
+    "--pass-through /data x.csv", "--secretkeyfile /run/k", "--max-new-tokens 32", "--token-budget 512",
+    "--no-password run.py", "--user bob", "-u root", "-u x.py", "--auth-type basic", "-p 8080", "-p no:cacheprovider",
+    "-pno:cacheprovider", "--header Content-Type: text/plain", "--password-stdin registry.io", "--key-id AKIA1",
+    "--num-tokens 3", "--cookies-from-browser firefox", "--bypass-cache yes", "--tokenizer-name gpt2 a=b",
+]
+
+
+def test_a_quoted_secret_an_authorization_header_and_user_password_pairs_are_hidden_whole() -> None:
+    """py-spy's recording of `target.py --password "two words" --pwd hunter2 --header "Authorization: Bearer abc123"
+    MYSQL_PWD=hunter3` showed the second word, the header's credentials and `user:password` after an auth option:
+    a secret option's value runs to the next option or NAME=value, a header named a secret hides its value."""
+    for secret in LEAKS:
+        shown = redact_command(f"python x.py {secret} --lr 0.1")
+        assert "Zq9" not in shown and shown.endswith(" --lr 0.1"), (secret, shown)
+    assert redact_command(
+        'python target.py --password two words --pwd hunter2 --header Authorization: Bearer abc123 '
+        'MYSQL_PWD=hunter3') == "python target.py --password *** --pwd *** --header Authorization: *** MYSQL_PWD=***"
+    assert redact_command('x --password="a b" --basic-auth bob:pw -H Authorization:Bearer t k=v') == (
+        "x --password=*** --basic-auth bob:*** -H Authorization:*** k=v")
+    assert redact_command("mysql -ppw -h db") == "mysql -p*** -h db"
+
+
+def test_options_that_only_look_like_secrets_and_what_follows_them_are_shown() -> None:
+    """A secret word before a word that says where, how many or what kind (`--key-column`, `--secret-name`,
+    `--token-budget`), a short one glued or before another word (`--monkey`, `--pass-through`), a flag saying no
+    (`--no-password`), a user without a password and `-p` outside the MySQL clients (a port, a plugin) stay."""
+    for option in SHOWN:
+        command = f"python train.py {option} --lr 0.1"
+        assert redact_command(command) == command

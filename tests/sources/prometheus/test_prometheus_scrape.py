@@ -252,6 +252,15 @@ def test_credentials_are_sent_but_never_shown(monkeypatch: pytest.MonkeyPatch) -
     assert f"{endpoint.url}?api_key=***&x=1" in shown
 
 
+def test_url_parameters_are_hidden_by_the_rule_command_lines_have() -> None:
+    """A presigned URL's signature is hidden, counts and file names are not: one rule, `secret_name`, for both."""
+    from latencymap.sources.prometheus.transport import public_url
+
+    url = "http://h:9090/metrics?X-Amz-Signature=s1g&hf_token_value=t0k&passes=2&max_tokens=5&token_file=/t"
+    assert public_url(url) == (
+        "http://h:9090/metrics?X-Amz-Signature=***&hf_token_value=***&passes=2&max_tokens=5&token_file=/t")
+
+
 def test_bad_options_say_what_is_expected() -> None:
     import click
 

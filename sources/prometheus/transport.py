@@ -2,8 +2,10 @@
 
 Basic auth may be given in the URL (`http://user:pass@host/`): it is sent as an Authorization header and cut
 out of the URL everywhere else. A bearer token comes from the environment variable
-`LATENCYMAP_PROMETHEUS_TOKEN`, never from the command line. Messages name the URL without credentials and say
-what was expected instead of what came back.
+`LATENCYMAP_PROMETHEUS_TOKEN`, never from the command line. Credentials go to the origin (scheme, host, port) asked
+only: a redirect to another one is followed without them, as curl and requests do. Messages name the URL without
+credentials and say what was expected instead of what came back (`latencymap.sources.http_client`, which the Spark
+REST source uses too).
 """
 
 from __future__ import annotations
@@ -14,24 +16,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from latencymap import __version__
-from latencymap.core.sanitize import clean_text, secret_name
+from latencymap.core.sanitize import clean_text
+from latencymap.sources.http_client import EndpointError, basic_auth, open_url, public_url
 
 if TYPE_CHECKING:
     import urllib.error
+    import urllib.request
 
 TOKEN_ENV = "LATENCYMAP_PROMETHEUS_TOKEN"
 MAX_BODY = 64 * 1024 * 1024
 BACKOFF_MAX = 30.0
-
-
-class EndpointError(OSError):
-    """An endpoint that did not answer as expected; `transient` when asking again may help."""
-
-    def __init__(self, message: str, transient: bool = True) -> None:
-        super().__init__(message)
-        self.transient = transient
-
-
 @dataclass(frozen=True, slots=True)
 class Response:
     """A successful answer."""
@@ -51,30 +45,9 @@ def retry_message(error: str, failures: int, delay: float) -> str:
     return f"{error}{again}; asking again in {delay:.3g}s"
 
 
-def public_url(url: str) -> str:
-    """`url` fit for messages and recordings: no user:password, secret-looking query values replaced by ***."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return clean_text(url)
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    query = urllib.parse.urlencode(
-        [(k, "***" if secret_name(k) else v) for k, v in urllib.parse.parse_qsl(parts.query, True)],
-        safe="*/:")
-    return clean_text(urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)), 300)
-
-
 def split_credentials(url: str) -> tuple[str, dict[str, str]]:
     """(URL without user:password, headers carrying them and the environment's bearer token)."""
-    parts = urllib.parse.urlsplit(url)
-    headers: dict[str, str] = {}
-    if parts.username is not None or parts.password is not None:
-        user = urllib.parse.unquote(parts.username or "")
-        password = urllib.parse.unquote(parts.password or "")
-        import base64
-
-        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
-        url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+    url, headers = basic_auth(url)
     token = os.environ.get(TOKEN_ENV, "").strip()
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -116,9 +89,11 @@ def http_get(url: str, accept: str, timeout: float, expected: str, shown: str | 
     request = urllib.request.Request(target, headers={"Accept": accept, "User-Agent": f"latencymap/{__version__}",
                                                       **headers})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
+        with open_url(request, timeout) as resp:
             body = resp.read(MAX_BODY + 1)
             content_type = resp.headers.get("Content-Type", "")
+    except EndpointError as err:
+        raise EndpointError(f"{shown}: {err}; expected {expected}", err.transient) from None
     except urllib.error.HTTPError as err:
         detail = _error_body(err)
         transient = err.code >= 500 or err.code in (408, 429)

@@ -6,6 +6,10 @@ application: the stream ends there (with a notice), keeping every task read up t
 
 Each poll asks the application (its start, and its end once completed), its stages, the task lists of stages with
 newly finished tasks, and its jobs (their submission and completion: the time in and outside jobs).
+
+Credentials in the URL (`http://user:password@host:18080`) are sent as basic auth, and a query
+(`?token=...`, as a gateway in front of the History Server may want) is kept on every request; messages show the URL
+without the user info and with secret-looking query values replaced by ***.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any
 
 from latencymap.core.errors import InputError
 from latencymap.core.json_input import json_input
+from latencymap.core.sanitize import redact_address
+from latencymap.sources.http_client import EndpointError, basic_auth, open_url
 
 from .parse import AppInfo, ExecutorInfo, SparkTask, StageEnd, bytes_read, failure_cause
 
@@ -52,24 +58,40 @@ def is_url(target: str) -> bool:
 
 
 def api_base(url: str) -> str:
-    """`http://host:4040` -> `http://host:4040/api/v1` (an `/api/v1` already there is kept)."""
-    url = url.rstrip("/")
+    """`http://host:4040` -> `http://host:4040/api/v1` (an `/api/v1` already there is kept; a query is left out:
+    `with_query` puts it back on each request)."""
+    parts = urllib.parse.urlsplit(url)
+    url = urllib.parse.urlunsplit(parts._replace(query="", fragment="")).rstrip("/")
     return url if url.endswith("/api/v1") else url + "/api/v1"
 
 
+def with_query(url: str, query: str) -> str:
+    """`url` with the parameters of `query` after its own."""
+    return f"{url}{'&' if '?' in url else '?'}{query}" if query else url
+
+
 def fetch_json(url: str, timeout: float = 10.0) -> Any:
-    """GET a URL and decode its JSON (stdlib only)."""
+    """GET a URL and decode its JSON (stdlib only); user:password in the URL is sent as basic auth."""
+    target, headers = basic_auth(url)
+    request = urllib.request.Request(target, headers=headers)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with open_url(request, timeout) as resp:
             return json_input(resp.read())
+    except EndpointError as err:
+        raise RestError(_said(url, err)) from None
     except urllib.error.URLError as err:
         if isinstance(err.reason, (ConnectionRefusedError, ConnectionResetError)):
-            raise DriverGone(f"{url}: {err.reason}") from err
-        raise RestError(f"{url}: {err}") from err
+            raise DriverGone(_said(url, err.reason)) from None
+        raise RestError(_said(url, err)) from None
     except (ConnectionRefusedError, ConnectionResetError) as err:
-        raise DriverGone(f"{url}: {err}") from err
+        raise DriverGone(_said(url, err)) from None
     except (OSError, ValueError) as err:
-        raise RestError(f"{url}: {err}") from err
+        raise RestError(_said(url, err)) from None
+
+
+def _said(url: str, err: BaseException) -> str:
+    """`URL: error` without credentials (`redact_address`)."""
+    return f"{redact_address(url)}: {redact_address(str(err))}"
 
 
 def epoch_ms(stamp: str) -> int:
@@ -185,7 +207,7 @@ class RestPoller:
     """New finished tasks at each `poll()`, each task once; stages seen complete are not asked again."""
 
     def __init__(self, url: str, app: str | None = None, fetch: Fetch = fetch_json) -> None:
-        self.base, self.fetch = api_base(url), fetch
+        self.base, self.query, self._fetch = api_base(url), urllib.parse.urlsplit(url).query, fetch
         chosen = choose_app(self.fetch(f"{self.base}/applications"), app)
         self.app = AppInfo(str(chosen["id"]), str(chosen.get("name") or chosen["id"]))
         self._seen: set[int] = set()
@@ -204,6 +226,10 @@ class RestPoller:
         #: and no longer asked when the API does not give them (the time in jobs is then unknown).
         self.jobs: dict[int, list[int | None]] = {}
         self._jobs_known = True
+
+    def fetch(self, url: str) -> Any:
+        """The answer at `url`, the query of the URL given kept on it."""
+        return self._fetch(with_query(url, self.query))
 
     def app_completed(self) -> bool:
         """True once the API says every attempt of the application completed; takes in its start and end."""
@@ -292,8 +318,8 @@ def rest_tasks(url: str, app: str | None = None, poll_s: float = 1.0, sleep: Cal
     try:
         poller = RestPoller(url, app, fetch)  # nothing answering here yet is an error, not an end
     except RestError as err:
-        raise NoDriver(f"spark: no Spark REST API answers at {url} ({err}): is a driver's UI (port 4040) or a "
-                       "History Server (18080) there?") from None
+        raise NoDriver(f"spark: no Spark REST API answers at {redact_address(url)} ({err}): is a driver's UI "
+                       "(port 4040) or a History Server (18080) there?") from None
     if on_poller is not None:
         on_poller(poller)
     yield from _polls(poller, poll_s, sleep, note)
@@ -308,8 +334,8 @@ def _polls(poller: RestPoller, poll_s: float, sleep: Callable[[float], None], no
             tasks = poller.poll()
         except DriverGone as err:
             if note is not None:
-                note(f"spark: {poller.base} stopped answering ({err}): the application {poller.app.app_id} ended; "
-                     "tasks that finished after the last poll are only in its event log")
+                note(f"spark: {redact_address(poller.base)} stopped answering ({err}): the application "
+                     f"{poller.app.app_id} ended; tasks that finished after the last poll are only in its event log")
             yield poller.unreturned, True, poller.app
             return
         yield tasks, ended, poller.app

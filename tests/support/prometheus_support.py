@@ -375,6 +375,31 @@ class Scripted(Serving):
         super().__init__(Handler, port=port)
 
 
+class Redirect(Serving):
+    """Answers `status` with a Location of `to` (default: its own `/moved`) followed by the path asked, and a request
+    under `/moved` with 200 `ok`; records each request's headers."""
+
+    def __init__(self, to: str | None = None, status: int = 302) -> None:
+        self.requests: list[dict[str, str]] = []
+        redirect = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                redirect.requests.append(dict(self.headers.items()))
+                if self.path.startswith("/moved/"):
+                    reply(self, 200, "text/plain", b"ok\n")
+                    return
+                self.send_response(status)
+                self.send_header("Location", (to or f"http://127.0.0.1:{redirect.port}/moved") + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(Handler, path="")
+
+
 def histogram_page(name: str, bounds: Sequence[float], cumulative: Sequence[int], total: float,
                    labels: str = "") -> str:
     """A text-format page with one classic histogram."""

@@ -129,17 +129,26 @@ def totals(items: list[Any]) -> np.ndarray:
 
 
 @contextmanager
-def stub_driver(answers: dict[str, Any], empty_task_pages: bool = False, polls: int | None = None) -> Iterator[str]:
+def stub_driver(answers: dict[str, Any], empty_task_pages: bool = False, polls: int | None = None,
+                guard: tuple[str, str] | None = None) -> Iterator[str]:
     """A driver UI stub serving recorded REST answers (by path under /api/v1), 404 for any other path; its URL.
     `empty_task_pages`: a taskList page past the recorded ones is an empty list, as a driver answers. `polls`: once
     the application has been asked that many times, each connection is closed unanswered, as by a driver that
-    stopped."""
+    stopped. `guard`: (Authorization header, query parameter) each request must carry, as a gateway in front of the
+    UI wants (401 otherwise); the parameter, last in the query, is not part of the path looked up."""
     asked = 0
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             nonlocal asked
             path = self.path.removeprefix("/api/v1")
+            if guard is not None:
+                carried = path.endswith((f"?{guard[1]}", f"&{guard[1]}"))
+                path = path[: -len(guard[1]) - 1]
+                if not carried or self.headers.get("Authorization") != guard[0]:
+                    self.send_response(401)
+                    self.end_headers()
+                    return
             asked += path.count("/") == 2
             if polls is not None and asked > polls:
                 self.close_connection = True

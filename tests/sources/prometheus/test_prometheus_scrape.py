@@ -16,6 +16,7 @@ from prometheus_support import (
     POW2_MS_BUCKETS,
     TEXT_TYPE,
     Exporter,
+    Redirect,
     Scripted,
     free_port,
     histogram_page,
@@ -254,11 +255,28 @@ def test_credentials_are_sent_but_never_shown(monkeypatch: pytest.MonkeyPatch) -
 
 def test_url_parameters_are_hidden_by_the_rule_command_lines_have() -> None:
     """A presigned URL's signature is hidden, counts and file names are not: one rule, `secret_name`, for both."""
-    from latencymap.sources.prometheus.transport import public_url
+    from latencymap.sources.http_client import public_url
 
     url = "http://h:9090/metrics?X-Amz-Signature=s1g&hf_token_value=t0k&passes=2&max_tokens=5&token_file=/t"
     assert public_url(url) == (
         "http://h:9090/metrics?X-Amz-Signature=***&hf_token_value=***&passes=2&max_tokens=5&token_file=/t")
+
+
+def test_a_redirect_to_another_host_gets_no_credentials() -> None:
+    """`scrape http://alice:pw@127.0.0.1:A/metrics`, A answering 302 to localhost:B: B was sent alice's password."""
+    endpoint = Scripted([(200, TEXT_TYPE, histogram_page("h_seconds", (0.001, math.inf), [0, 0], 0.0)),
+                         (200, TEXT_TYPE, histogram_page("h_seconds", (0.001, math.inf), [1, 3], 0.01))])
+    redirect = Redirect(to=f"http://localhost:{endpoint.port}")
+    try:
+        source = ScrapeSource(url=redirect.url.replace("http://", "http://alice:s3cretPW@") + "/metrics",
+                              metric="h_seconds", interval=0.001)
+        columns, said = run(source, lambda _: None, 1)
+    finally:
+        redirect.close()
+        endpoint.close()
+    assert redirect.requests[0]["Authorization"] == "Basic YWxpY2U6czNjcmV0UFc="  # alice:s3cretPW
+    assert endpoint.requests and all("Authorization" not in r for r in endpoint.requests)
+    assert said == [] and int(columns[0].counts.sum()) == 3
 
 
 def test_bad_options_say_what_is_expected() -> None:

@@ -8,23 +8,40 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from prometheus_support import Redirect, Scripted, free_port
 from spark_support import stub_driver
 
-from latencymap.sources.spark.rest import DriverGone, RestError, RestPoller, api_base, choose_app, epoch_ms, rest_tasks
+from latencymap.sources.spark.rest import (
+    DriverGone,
+    NoDriver,
+    RestError,
+    RestPoller,
+    api_base,
+    choose_app,
+    epoch_ms,
+    fetch_json,
+    rest_tasks,
+    with_query,
+)
 from latencymap.sources.spark.source import SparkSource, collect
 
 SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 EXPECTED = json.loads((SPARK / "expected.json").read_text())
 
 
-@pytest.fixture
-def driver() -> Iterator[str]:
-    """A stub driver UI: the recorded answers, with the application marked completed."""
+def completed_answers() -> dict[str, object]:
+    """The recorded answers, with the application marked completed."""
     answers = json.loads((SPARK / "rest" / "responses.json").read_text())
     app_path = f"/applications/{EXPECTED['app_id']}"
     for attempt in answers[app_path]["attempts"]:
         attempt["completed"] = True
-    with stub_driver(answers, empty_task_pages=True) as url:
+    return answers
+
+
+@pytest.fixture
+def driver() -> Iterator[str]:
+    """A stub driver UI: the recorded answers, with the application marked completed."""
+    with stub_driver(completed_answers(), empty_task_pages=True) as url:
         yield url
 
 
@@ -57,6 +74,10 @@ def test_rest_metrics_match_the_log(driver: str, metric: str) -> None:
 def test_rest_helpers() -> None:
     assert api_base("http://h:4040/") == "http://h:4040/api/v1"
     assert api_base("http://h:18080/api/v1") == "http://h:18080/api/v1"
+    assert api_base("http://h:18080/?token=T") == api_base("http://h:18080/api/v1/?token=T#x") == "http://h:18080/api/v1"
+    assert with_query("http://h/api/v1/applications", "token=T") == "http://h/api/v1/applications?token=T"
+    assert with_query("http://h/t?offset=0", "token=T") == "http://h/t?offset=0&token=T"
+    assert with_query("http://h/t?offset=0", "") == "http://h/t?offset=0"
     assert epoch_ms("1970-01-01T00:00:01.250GMT") == 1250
     apps = [{"id": "a-1", "attempts": [{"completed": True, "startTime": "2026-01-01T00:00:00.000GMT"}]},
             {"id": "a-2", "attempts": [{"completed": False, "startTime": "2025-01-01T00:00:00.000GMT"}]}]
@@ -161,3 +182,46 @@ def test_an_answer_nested_too_deeply_is_a_rest_error() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_user_info_and_a_query_in_the_url_reach_every_request() -> None:
+    """`http://alice:pw@host/?token=T`: urllib took `alice:pw@host` for the host ("Name or service not known"),
+    and the query ended up inside the path (`/?token=T/api/v1/applications`)."""
+    with stub_driver(completed_answers(), empty_task_pages=True,
+                     guard=("Basic YWxpY2U6czNjcmV0UFc=", "token=SECRETQ")) as url:  # alice:s3cretPW
+        rest = SparkSource(target=url.replace("http://", "http://alice:s3cretPW@") + "/?token=SECRETQ", interval=0.5,
+                           poll=0.01)
+        got = collect(rest)
+    assert signature(got) == signature(collect(SparkSource(target=str(SPARK / "plain"), interval=0.5)))
+
+
+@pytest.mark.parametrize("given, shown", [("http://alice:s3cretPW@127.0.0.1:{port}", "http://127.0.0.1:{port}"),
+                                          ("http://127.0.0.1:{port}/?token=s3cretPW", "http://127.0.0.1:{port}/?token=***")])
+def test_no_driver_says_the_true_cause_and_no_secret(given: str, shown: str) -> None:
+    """The password was printed, with a false cause (`Name or service not known`: the host is 127.0.0.1)."""
+    port = free_port()
+    with pytest.raises(NoDriver) as caught:
+        list(rest_tasks(given.format(port=port), poll_s=0))
+    asked = "http://127.0.0.1:{port}/api/v1/applications" + ("?token=***" if "token" in given else "")
+    assert str(caught.value) == (f"spark: no Spark REST API answers at {shown.format(port=port)} "
+                                 f"({asked.format(port=port)}: [Errno 111] Connection refused): is a driver's UI "
+                                 "(port 4040) or a History Server (18080) there?")
+
+
+def test_a_redirect_to_another_host_gets_no_credentials() -> None:
+    """A 302 to another host was followed with alice's password; now without it (a refusal there says why)."""
+    target = Scripted([(200, "application/json", "[]"), (401, "text/plain", "who?")])
+    redirect = Redirect(to=f"http://localhost:{target.port}")
+    url = redirect.url.replace("http://", "http://alice:s3cretPW@") + "/api/v1/applications"
+    try:
+        assert fetch_json(url) == []
+        with pytest.raises(RestError) as caught:
+            fetch_json(url)
+    finally:
+        redirect.close()
+        target.close()
+    assert [r["Authorization"] for r in redirect.requests] == ["Basic YWxpY2U6czNjcmV0UFc="] * 2  # alice:s3cretPW
+    assert len(target.requests) == 2 and all("Authorization" not in r for r in target.requests)
+    assert str(caught.value) == (f"{redirect.url}/api/v1/applications: answered HTTP 401 Unauthorized at "
+                                 f"http://localhost:{target.port}/api/v1/applications, where a redirect led: "
+                                 "credentials are not sent on to another scheme, host or port (give that URL instead)")

@@ -208,11 +208,11 @@ def test_training_survives_a_viewer_killed_mid_run(tmp_path: Path) -> None:
         viewer.kill()
         if training is not None:
             training.kill()
-    assert "steps 96 events 192" in err
+    assert "steps 96 events 196" in err  # 96 steps, 96 waits and the 4 next() that ended the epochs
     assert int(err.split("connects ")[1].split()[0]) >= 2  # reconnected to the new viewer
     seen = [report(path).get("example/rank0/data_wait", {}).get("total", {}).get("events", 0)
             for path in (first, second)]
-    assert seen[0] > 0 and seen[1] > 0 and sum(seen) <= 96
+    assert seen[0] > 0 and seen[1] > 0 and sum(seen) <= 100
 
 
 def test_default_socket_lives_in_a_private_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 from latencymap.core.errors import SourceError
+from latencymap.core.lines import text_lines
 from latencymap.core.model import Item, StreamId
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ class TextFormat(ABC):
 
     def read_text(self, chunks: Iterable[str], name: str) -> Iterator[Item]:
         """Items from pieces of text made of whole lines; formats that can parse in bulk override it."""
-        return self.read((line for chunk in chunks for line in chunk.splitlines(True)), name)
+        return self.read((line for chunk in chunks for line in text_lines(chunk)), name)
 
     @classmethod
     def claims(cls, path: Path) -> bool:

@@ -32,6 +32,7 @@ import click
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
+from latencymap.core.lines import text_lines
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
 from latencymap.core.sanitize import StreamNames, clean_label, cut_label, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
@@ -97,7 +98,7 @@ class HdrHistogramFormat(TextFormat):
     def read_text(self, chunks: Iterable[str], name: str) -> Iterator[Item]:
         reader = self._reader(name)
         for chunk in chunks:  # whole lines, as they arrive: a live log's columns show at once
-            yield from reader.batch(chunk.splitlines(True))
+            yield from reader.batch(text_lines(chunk))
 
     def _reader(self, name: str) -> HlogReader:
         return HlogReader(name, normalize_unit(self.options.get("unit") or DEFAULT_UNIT))

@@ -88,7 +88,7 @@ def test_shipped_formats_table_holds_what_each_format_class_says() -> None:
         assert fmt.summary == facts.summary, f"the summary of {name} in SHIPPED_FORMATS is not the class's"
         assert fmt.priority == facts.priority, name
         assert getattr(fmt, "max_line", None) == facts.max_line, name
-        claims = fmt.claims.__func__ is not plugins.TextFormat.claims.__func__  # type: ignore[attr-defined]
+        claims = fmt.claims.__func__ is not plugins.TextFormat.claims.__func__
         assert claims == facts.claims_paths, name
         assert [p.name for p in fmt.params()] == list(facts.options), name
 
@@ -278,3 +278,27 @@ def test_the_registry_identifies_inputs_from_many_threads_at_once(tmp_path: Path
     results = _hammer(8, lambda i: sorted(f.name for f in registry.formats.by_priority()))
     assert results == [sorted(f.name for f in plugins.SHIPPED_FORMATS.values())] * 8
     assert not registry.errors, registry.errors
+
+
+class _LinesFormat(plugins.TextFormat):
+    """A format that gives a Notice per line it is handed: what its `read` sees."""
+
+    name = "lines"
+    summary = "lines"
+
+    @classmethod
+    def sniff(cls, head: Sequence[str]) -> bool:
+        return False
+
+    def read(self, lines: Iterable[str], name: str) -> Iterator[plugins.Item]:
+        from latencymap.core.model import Notice
+
+        return (Notice(line, skipped=0) for line in lines)
+
+
+def test_a_formats_lines_end_at_newlines_only() -> None:
+    """`read_text` cut its pieces with `str.splitlines`, which also ends a line at `\\f`, `\\x1c`, U+2028, ...: a
+    label holding one split its line in two."""
+    text = "a\fb\vc\x1cd\x1de\x1ef\x85g\u2028h\u2029i\nnext\r\nlast"
+    assert [n.message for n in _LinesFormat().read_text(["x\n", text], "t")] == [
+        "x\n", "a\fb\vc\x1cd\x1de\x1ef\x85g\u2028h\u2029i\n", "next\r\n", "last"]

@@ -6,8 +6,9 @@ import re
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-# C0 and C1 controls and DEL, plus Unicode bidi overrides; tab becomes a space.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls and DEL, the line and paragraph separators, Unicode bidi overrides, and what no XML document may
+# hold (surrogates, U+FFFE, U+FFFF: an SVG report would not parse); tab becomes a space.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
 MAX_TEXT = 200
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from latencymap.core.errors import InputError
+from latencymap.core.lines import text_lines
 from latencymap.core.model import Item, Notice, one_by_one
 from latencymap.core.sanitize import excerpt
 from latencymap.core.units import plural
@@ -389,7 +390,7 @@ def read_input(
             # alone (bpftrace's `Attaching N probes...`) waits for the data after it, which may be another format's
             for chunk in chunks:
                 seen.append(chunk)
-                for line in chunk.splitlines(True):
+                for line in text_lines(chunk):
                     head.append(line)
                     fmt, claim = _specific_match(registry, head)
                     banner = banner or claim
@@ -493,7 +494,7 @@ class _Watch:
         for chunk in chunks:
             if self.forced and (len(self.head) < SNIFF_LINES or not self.text):
                 if len(self.head) < SNIFF_LINES:
-                    self.head += chunk.splitlines(True)[:SNIFF_LINES - len(self.head)]
+                    self.head += text_lines(chunk)[:SNIFF_LINES - len(self.head)]
                 self.text = self.text or (bool(chunk) and not chunk.isspace())
             for other, marker in self.markers:
                 if (counted := _count(marker, chunk)) is not None:

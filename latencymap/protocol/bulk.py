@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT, NSLOTS, UPPER_BOUND_SOURCES, bounds_seconds
+from latencymap.core.lines import text_lines
 from latencymap.core.model import (
     Interval,
     IntervalRun,
@@ -209,7 +210,7 @@ class FastPath:
             if noise_end > pos:
                 noise = buf[pos:noise_end]
                 if "<" in noise and "<begin record>" in noise.lower():
-                    slow(noise.splitlines(True))
+                    slow(text_lines(noise))
                 else:
                     if NOTE_PREFIX in noise or RECORDING_HEADER in noise:  # a recording's header, a recorded note
                         for k, line in enumerate(noise.split("\n"), reader.line_no + 1):
@@ -227,14 +228,14 @@ class FastPath:
             body_start = begin + len(BEGIN_LINE)
             stop = end + len(END_LINE)
             if end + 1 == body_start or not self._canonical(buf, body_start, end + 1, reader.line_no + 1, batch, out):
-                slow(buf[begin:stop].splitlines(True))
+                slow(text_lines(buf[begin:stop]))
             else:
                 reader.line_no += buf.count("\n", begin, stop)
             pos = stop
         rest = buf[pos:]
         if len(rest) > MAX_PENDING:
             cut = rest.rfind("\n") + 1
-            slow(rest[:cut].splitlines(True))
+            slow(text_lines(rest[:cut]))
             rest = rest[cut:]
         self.pending = rest
         done.extend(self._emit(out, batch, buf))
@@ -243,7 +244,7 @@ class FastPath:
     def finish(self) -> Iterator[Item]:
         """The unfinished tail, line by line, then the reader's end-of-input notice."""
         rest, self.pending = self.pending, ""
-        yield from self.reader.feed(rest.splitlines(True))
+        yield from self.reader.feed(text_lines(rest))
         yield from self.reader.close()
 
     def _canonical(self, buf: str, start: int, stop: int, first_line: int, batch: _Batch,
@@ -525,7 +526,7 @@ class FastPath:
                 reader.unit, first = carried, False
             saved, reader.line_no = reader.line_no, first_line - 1
             try:
-                items.extend(reader.feed(buf[begin:stop].splitlines(True)))
+                items.extend(reader.feed(text_lines(buf[begin:stop])))
             finally:
                 reader.line_no = saved
         return items

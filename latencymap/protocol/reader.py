@@ -16,6 +16,7 @@ from latencymap import __version__
 from latencymap.core.buckets import ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
 from latencymap.core.deltas import MAX_RUNS, apart_label
 from latencymap.core.json_input import json_input
+from latencymap.core.lines import text_lines
 from latencymap.core.model import (
     Interval,
     IntervalRun,
@@ -284,7 +285,7 @@ class ProtocolReader:
         saved, self.line_no = self.line_no, first_line - 1
         saved_unit, self.unit = self.unit, unit
         try:
-            return list(self.feed(text.splitlines(True)))
+            return list(self.feed(text_lines(text)))
         finally:
             self.line_no = saved
             self.unit = saved_unit

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from latencymap.core.lines import text_lines
 from latencymap.core.sanitize import clean_text
 
 from .blocks import Damage, Span, read_blocks
@@ -178,7 +179,7 @@ _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)(:.*)?$")
 def failure_cause(text: str, limit: int = 300) -> str:
     """The line of a Spark failure message that says what went wrong: the exception a Python worker raised
     (`RuntimeError: boom`, module path dropped) when the message carries its traceback, else its first line."""
-    lines = text.splitlines()
+    lines = text_lines(text)
     marks = [k for k, line in enumerate(lines) if "Traceback (most recent call last):" in line]
     for line in lines[marks[-1] + 1:] if marks else ():
         if line.strip() and not line[0].isspace():

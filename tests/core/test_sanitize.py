@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from latencymap.core.sanitize import StreamNames, clean_reprs, redact_command
+import re
+
+from latencymap.core.sanitize import StreamNames, clean_reprs, clean_text, redact_command
 
 
 def test_long_labels_alike_but_at_their_end_keep_their_ends_and_the_same_label_its_name() -> None:
@@ -113,3 +115,18 @@ def test_options_that_only_look_like_secrets_and_what_follows_them_are_shown() -
     for option in SHOWN:
         command = f"python train.py {option} --lr 0.1"
         assert redact_command(command) == command
+
+
+def test_cleaned_text_holds_no_line_break_of_any_kind_and_nothing_xml_forbids() -> None:
+    """U+2028 and U+2029 reached the screen and every output unchanged, and U+FFFE, U+FFFF and lone surrogates made
+    an SVG report invalid XML (a surrogate: a UnicodeEncodeError). Every code point, as `clean_text` gives it."""
+    every = "".join(map(chr, range(0x110000)))
+    shown = clean_text(every, len(every))
+    assert len(shown) == len(every)
+    breaks = "".join(c for c in map(chr, range(0x3000)) if len(f"a{c}b".splitlines()) == 2)  # where Python ends lines
+    assert [f"{ord(m[0]):x}" for m in re.finditer(f"[{breaks}]", shown)] == []
+    not_xml = "[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"  # outside XML 1.0's Char production
+    assert [f"{ord(m[0]):x}" for m in re.finditer(not_xml, shown)] == []
+    questioned = {k for k, c in enumerate(shown) if c == "?" and every[k] != "?"}
+    assert questioned == {*range(0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0), 0x2028, 0x2029, *range(0x202a, 0x202f),
+                          *range(0x2066, 0x206a), *range(0xd800, 0xe000), 0xfffe, 0xffff}

@@ -348,3 +348,14 @@ def test_another_formats_data_arriving_as_a_piece_of_its_own_is_said(fixtures: P
         (f"<stdin>: from line {lines + 1}, 1 histogram of another format, bpftrace (bpftrace hist() text output "
          "(@map: blocks of [lo, hi) count |@@@| rows)): not read, as this input is read as pylatencymap (one format "
          "per input: give them as an input of their own)", 1)]
+
+
+def test_a_label_holding_what_splitlines_takes_for_a_line_end_is_sniffed_as_its_format() -> None:
+    """bpftrace's `@us[comm]` whose only process was named `ff\\fname` (real output, no banner): the sniffer cut each
+    map's line at the `\\f` and knew no format ("unrecognised input format", exit 2)."""
+    for odd in "\f\v\x1c\x1d\x1e\x85\u2028\u2029":
+        text = "".join(f"12:00:0{k}\n@us[ff{odd}name]: \n[1K, 2K)  {count} |@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n"
+                       for k, count in enumerate((783, 1490)))
+        items = list(inputs.read_input("-", load_registry(), stdin=io.BytesIO(text.encode())))
+        assert [(s.stream.label, int(s.counts.sum())) for s in items if not isinstance(s, Notice)] == [
+            ("@us[ff?name]", 783), ("@us[ff?name]", 1490)], odd

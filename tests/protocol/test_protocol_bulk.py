@@ -42,7 +42,10 @@ def ticking() -> Callable[[], float]:
 
 
 def by_lines(text: str) -> list[tuple[Any, ...]]:
-    return [normal(i) for i in ProtocolReader("t", clock=ticking()).read(text.splitlines())]
+    lines = text.split("\n")  # a line ends at a newline only (`str.splitlines` also cuts at `\f`, U+2028, ...)
+    if lines[-1] == "":
+        lines.pop()
+    return [normal(i) for i in ProtocolReader("t", clock=ticking()).read(lines)]
 
 
 def by_chunks(text: str, cuts: list[int]) -> list[tuple[Any, ...]]:
@@ -62,6 +65,7 @@ HEADER = st.sampled_from([
     "timestamp, microsec, -4611686018427387904, just out of range",
     "label, disk io",
     "label, \x1b[2Jevil\tlabel",
+    "label, ff\x0cname\x0b\x1c\x1d\x1e\x85\u2028\u2029x",  # what `str.splitlines` also takes for a line end
     "label, /cluster/" + "x" * 250 + "/disk0/read",  # cut to 200: distinct streams still (middle cut, `(2)`)
     "label, /cluster/" + "x" * 250 + "/disk1/read",
     "label, /cluster/" + "x" * 250 + "/disk1/re\tad",
@@ -150,6 +154,21 @@ def test_a_blank_row_beside_a_record_of_sums_moves_no_count() -> None:
     text = ("<begin record>\n0, 0\n   \n<end record>\n"
             "<begin record>\n4, 1, 5\n<end record>\n")
     assert by_chunks(text, []) == by_lines(text)
+
+
+def test_a_label_holding_what_splitlines_takes_for_a_line_end_splits_no_record() -> None:
+    """A record read line by line (a bad record beside it sends the chunk there) was cut at a label's U+2028, `\\f`,
+    ...: every record was skipped (`got 'b'`), and the bad record's message named the wrong line."""
+    for odd in "\f\v\x1c\x1d\x1e\x85\u2028\u2029":
+        text = "".join(f"<begin record>\ntimestamp, microsec, {1_700_000_000_000_000 + k * 1_000_000}, x\n"
+                       f"latencyunit, microsec\nlabel, a{odd}b\ndatasource, bpf\n16, {count}\n<end record>\n"
+                       for k, count in enumerate((10, 30, 70)))
+        text += "<begin record>\nlabel, x\n16, abc\n<end record>\n"
+        items = by_chunks(text, [])
+        assert [i[0] for i in items] == ["snap", "snap", "snap", "notice"], odd
+        assert [sum(i[3]) for i in items[:3]] == [10, 30, 70]
+        assert items[3][1].startswith("t: line 24: expected integers in '<bucket value>, <count>', got '16, abc'")
+        assert items == by_lines(text)
 
 
 ORACLE_LABEL = "label, db file sequential read latency data from gv$event_histogram\n"

@@ -3,13 +3,15 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from itertools import pairwise
+from pathlib import Path
 
 import numpy as np
 import pytest
-from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
+from formats_support import FIXTURES, intervals, notices, read_items, registry, report_json, totals_by_label
 
 from latencymap.core.buckets import bounds_in_unit
 from latencymap.core.model import Interval, Snapshot
+from latencymap.flow.pipeline import input_flow
 from latencymap.sources.bpftrace_text import BpftraceTextFormat, parse_bucket
 
 INTERVAL_TXT = FIXTURES / "bpftrace" / "block_usecs_interval.txt"
@@ -285,3 +287,32 @@ def test_keys_alike_for_their_first_200_characters_stay_apart_cut_in_the_middle(
         assert label.endswith(f"/base/16384/26{18 + counts[0] // 11}]")
     (cut,) = [m for m in notices(items) if "a row cut short" in m]
     assert next(label for label in got if label.endswith("2621]")) + ": a row cut short" in cut
+
+
+def _odd_prints(odd: str) -> str:
+    """Two prints of `@us[comm] = hist(...)`, as bpftrace wrote them while a process named `ff<odd>name` ran, its
+    map first; its second print ends in a malformed row (line 14)."""
+    return ("Attaching 1 probe...\n12:00:00\n"
+            f"@us[ff{odd}name]: \n[1K, 2K)             783 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"
+            "[2K, 4K)               7 |                                                    |\n\n"
+            "@us[python]: \n[16K, 32K)            12 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n"
+            "12:00:01\n"
+            f"@us[ff{odd}name]: \n[1K, 2K)             700 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"
+            "[2K, 4K)               9 |                                                    |\n"
+            "[4K, 8K xx |@|\n\n"
+            "@us[python]: \n[16K, 32K)            14 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n")
+
+
+@pytest.mark.parametrize("odd", list("\f\v\x1c\x1d\x1e\x85\u2028\u2029"))
+def test_a_process_name_holding_what_splitlines_takes_for_a_line_end_loses_no_print(odd: str, tmp_path: Path) -> None:
+    """bpftrace's `@us[comm]` while a process named `ff\\fname` ran: `str.splitlines` cut the name's line in two, so
+    the input was no known format when that map came first (exit 2), and otherwise its prints were lost and every
+    message named the line before the right one."""
+    path = tmp_path / "bt.txt"
+    path.write_text(_odd_prints(odd), encoding="utf-8")
+    items = list(input_flow([str(path)], registry(), None, {"cumulative": False}))
+    totals = {i.stream.label: 0 for i in intervals(items)}
+    for i in intervals(items):
+        totals[i.stream.label] += int(i.counts.sum())
+    assert totals == {"@us[ff?name]": 783 + 7 + 700 + 9, "@us[python]": 12 + 14}
+    assert [m.split(" expected")[0] for m in notices(items) if "expected" in m] == [f"{path}: line 14: @us[ff?name]:"]

@@ -32,6 +32,7 @@ from hdr_support import (
 
 from latencymap.core.buckets import NSLOTS, bin_values
 from latencymap.flow.inputs import SNIFF_LINES, choose_format
+from latencymap.flow.pipeline import input_flow
 from latencymap.sources.hdrhistogram import HdrHistogramFormat
 from latencymap.sources.hdrhistogram_buckets import CELL_BITS
 from latencymap.sources.hdrhistogram_codec import PayloadError, decode_payload, fold_payloads
@@ -737,3 +738,17 @@ def test_a_bad_payload_names_the_file_once_and_a_tag_by_its_name(tmp_path: Path)
     said = [i.message for i in input_flow([str(untagged), str(tagged)], registry())
             if isinstance(i, Notice) and i.skipped]
     assert [m.split(": payload truncated")[0] for m in said] == [f"{untagged}: line 11", f"{tagged}: line 7: read"]
+
+
+@pytest.mark.parametrize("odd", list("\f\v\x1c\x1d\x1e\x85\u2028\u2029"))
+def test_a_tag_holding_what_splitlines_takes_for_a_line_end_keeps_its_stream(odd: str, tmp_path: Path) -> None:
+    """`Tag=w\\fx`: `str.splitlines` cut the line at the `\\f`, and the tag's intervals were lost as two bad lines."""
+    path = tmp_path / "odd.hlog"
+    text = (HLOG / "tagged_java_layout.hlog").read_text().replace("Tag=write,", f"Tag=wr{odd}ite,") + "Tag=read,x\n"
+    path.write_text(text, encoding="utf-8")
+    items = list(input_flow([str(path)], registry()))
+    want = intervals(read_items(HdrHistogramFormat, (HLOG / "tagged_java_layout.hlog").read_text()))
+    got = intervals(items)
+    assert [(c.stream.label, c.start, c.counts.tolist()) for c in got] == [
+        (c.stream.label.replace("write", "wr?ite"), c.start, c.counts.tolist()) for c in want]
+    assert [m.split(": expected")[0] for m in notices(items)] == [f"{path}: line {text.count(chr(10))}"]

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
-from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
+from formats_support import FIXTURES, intervals, notices, read_items, registry, report_json, totals_by_label
 
 from latencymap.core.buckets import bounds_in_unit
+from latencymap.flow.pipeline import input_flow
 from latencymap.sources.trace10046 import Trace10046Format
 
 TRACE = FIXTURES / "pylatencymap" / "test_10046_tracefile.trc"
@@ -132,3 +134,17 @@ def test_a_wait_past_the_top_bucket_is_said_once_per_event_with_its_line() -> No
     top = {label: int(sum(iv.counts[-1] for iv in intervals(items) if iv.stream.label == label))
            for label in (seq, scat)}
     assert top == {seq: 2, scat: 2}  # still counted there: 2**63 - 1 is in the bucket, 2**63 past it
+
+
+@pytest.mark.parametrize("odd", list("\f\v\x1c\x1d\x1e\x85\u2028\u2029"))
+def test_an_event_name_holding_what_splitlines_takes_for_a_line_end_keeps_its_waits(odd: str, tmp_path: Path) -> None:
+    """`nam='log\\u2028sync'`: `str.splitlines` cut each such WAIT line in two, its waits were skipped as bad lines
+    and every message after named the wrong line."""
+    text = "*** 2023-11-14 22:13:20.000\n" + "".join(
+        f"WAIT #1: nam='log{odd}sync' ela= {100 + k} p1=0 tim={1_000_020_000 + 20_000 * k}\n" for k in range(5))
+    text += "WAIT #1: nam='log file sync' ela= oops tim=1000200000\n"
+    path = tmp_path / "t.trc"
+    path.write_text(text, encoding="utf-8")
+    items = list(input_flow([str(path)], registry(), None, {"event": ("all",)}))
+    assert [(c.stream.label, int(c.counts.sum())) for c in intervals(items) if c.counts.any()] == [("log?sync", 5)]
+    assert [m.split(" expected")[0] for m in notices(items) if "expected" in m] == [f"{path}: line 7:"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import xml.dom.minidom
 import xml.etree.ElementTree as ET
 from html import unescape as html_unescape
 from html.parser import HTMLParser
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from screenshot_support import Box, cell_centres, dark_pixels, find_offset, layout, rgb, screenshot
+from skips_support import need_binary
 
 from latencymap.cli.common import REGISTRY
 from latencymap.cli.main import main
@@ -168,6 +171,31 @@ def test_hostile_label_escaped(tmp_path: Path) -> None:
         assert "<script" not in text and "\x1b" not in text
         assert "&lt;script&gt;" in text
     ET.parse(tmp_path / "r.svg")
+
+
+#: A bpftrace map key (JSON escapes) holding what XML 1.0 forbids (lone surrogates, U+FFFE, U+FFFF), the line and
+#: paragraph separators, and what it allows though unusual (noncharacters U+FDD0, U+1FFFF; U+10FFFF; a pair).
+ODD_KEY = "a\\ufffeb\\uffff\\udfff\\ud800c\\u2028d\\u2029e\\ufdd0\\ud83f\\udfff\\udbff\\udfff\\ud83d\\ude00"
+ODD_LABEL = "@x[a?b???c?d?e\ufdd0\U0001ffff\U0010ffff\U0001f600]"
+
+
+@pytest.mark.slow
+def test_a_label_holding_what_xml_forbids_gives_an_svg_that_parses_and_chromium_shows(tmp_path: Path) -> None:
+    """U+FFFE/U+FFFF in a label made the SVG invalid XML (minidom and Chromium refused it, exit code 0), and a lone
+    surrogate (a JSON input's `\\ud800`) ended the report in a UnicodeEncodeError."""
+    src = tmp_path / "odd.json"
+    src.write_text("".join(f'{{"type": "time", "data": "01:43:0{k}\\n"}}\n{{"type": "hist", "data": {{"@x": '
+                           f'{{"{ODD_KEY}": [{{"min": 4, "max": 7, "count": {count}}}]}}}}}}\n'
+                           for k, count in enumerate((269, 300))))
+    page = tmp_path / "r.svg"
+    render("svg", page, src)
+    texts = [t.firstChild.data for t in xml.dom.minidom.parse(str(page)).getElementsByTagName("text") if t.firstChild]
+    assert ODD_LABEL in texts
+    browser = need_binary("chromium", "chromium-browser", remedy="apt-get install chromium (.ci/install-system.sh)")
+    proc = subprocess.run([browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                           page.as_uri()], capture_output=True, timeout=120, check=False, text=True)
+    assert proc.returncode == 0 and "parsererror" not in proc.stdout and ODD_LABEL in proc.stdout, proc.stdout[:2000]
 
 
 def test_long_history_merged(tmp_path: Path) -> None:

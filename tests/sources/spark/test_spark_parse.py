@@ -14,7 +14,7 @@ from latencymap.cli.main import main
 from latencymap.sources.spark import engine
 from latencymap.sources.spark.eventlog import find_event_log
 from latencymap.sources.spark.ingest import read_tasks
-from latencymap.sources.spark.parse import EventParser
+from latencymap.sources.spark.parse import EventParser, failure_cause
 
 
 def relaid(path: Path, how: str) -> list[bytes]:
@@ -104,3 +104,12 @@ def test_a_shuffled_order_of_keys_in_a_few_lines(tmp_path: Path) -> None:
              zip(PLAIN.read_bytes().splitlines(), relaid(PLAIN, "reordered"), strict=True)]
     log = write_log(tmp_path / PLAIN.name, mixed)
     assert reading(log) == reading(PLAIN)
+
+
+def test_a_failure_message_is_cut_into_lines_at_newlines_only() -> None:
+    """A Python worker's exception whose message held U+2028 (or `\\f`, ...) was cut there by `str.splitlines`."""
+    for odd in "\f\v\x1c\x1d\x1e\x85\u2028\u2029":
+        text = (f"Job aborted.\nTraceback (most recent call last):\n  File \"job.py\", line 3, in f\n"
+                f"    raise RuntimeError('bad{odd}name')\nbuiltins.RuntimeError: bad{odd}name\n\tat org.apache.x\n")
+        assert failure_cause(text) == "RuntimeError: bad?name", odd
+        assert failure_cause(f"lost{odd}executor 3\nmore") == "lost?executor 3", odd

@@ -67,9 +67,12 @@ def leaves(samples: list[Sample]) -> Counter[str]:
 
 def test_a_thread_gets_one_sample_per_period_however_often_its_stack_changes(tmp_path: Path) -> None:
     rate = 100
-    with target("flicker_child.py", "0.002") as (pid,):
-        result, events = record(tmp_path, pid, rate=rate, seconds=2)
-    changes = len({e["ts"] for e in events})
+    for _ in range(3):  # on a loaded machine the target may be descheduled past several samples: record again
+        with target("flicker_child.py", "0.002") as (pid,):
+            result, events = record(tmp_path, pid, rate=rate, seconds=2)
+        changes = len({e["ts"] for e in events})
+        if changes > 80:
+            break
     assert changes > 80, "the stack changed at most samples"
     (tid,) = {s.tid for s in result.samples}
     ts = [e["ts"] for e in events if e["tid"] == tid]

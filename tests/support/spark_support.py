@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from prometheus_support import free_port
 
 from latencymap.core.model import Interval, Notice
 from latencymap.sources.spark import binning
@@ -169,3 +173,17 @@ def stub_driver(answers: dict[str, Any], empty_task_pages: bool = False, polls: 
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
+
+
+def cluster_job_log(job: Path, out: Path) -> Path:
+    """Run a real pyspark job script (`job EVENTS_DIR WORK_DIR PORT`, its folder on the path) in `out`: its event
+    log."""
+    events = out / "events"
+    events.mkdir()
+    done = subprocess.run([sys.executable, str(job), str(events), str(out), str(free_port())], cwd=out,
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable,
+                               "PYTHONPATH": str(job.parent) + os.pathsep + os.environ.get("PYTHONPATH", "")},
+                          capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (found,) = [p for p in events.iterdir() if p.is_file()]
+    return found

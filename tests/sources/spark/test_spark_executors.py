@@ -6,10 +6,6 @@ reported, and the SVG and HTML reports show the stage lines. Every figure checke
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 from statistics import median
@@ -17,6 +13,7 @@ from statistics import median
 import pytest
 from click.testing import CliRunner
 from skips_support import requires_module
+from spark_support import cluster_job_log
 
 from latencymap.cli.main import main
 from latencymap.core.units import format_duration
@@ -26,25 +23,10 @@ pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 JOB = Path(__file__).with_name("executor_job.py")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The job's event log."""
-    out = tmp_path_factory.mktemp("executors")
-    events = out / "events"
-    events.mkdir()
-    done = subprocess.run([sys.executable, str(JOB), str(events), str(out), str(free_port())], cwd=out,
-                          env={**os.environ, "PYSPARK_PYTHON": sys.executable,
-                               "PYTHONPATH": str(JOB.parent) + os.pathsep + os.environ.get("PYTHONPATH", "")},
-                          capture_output=True, text=True, timeout=280)
-    assert done.returncode == 0, done.stderr[-3000:]
-    (found,) = [p for p in events.iterdir() if p.is_file()]
-    return found
+    return cluster_job_log(JOB, tmp_path_factory.mktemp("executors"))
 
 
 def events(log: Path) -> list[dict]:

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +16,7 @@ from statistics import median
 import pytest
 from click.testing import CliRunner
 from skips_support import requires_module
-from test_spark_executors import free_port
+from spark_support import cluster_job_log
 
 from latencymap.analysis.findings import WHY, times
 from latencymap.cli.main import main
@@ -34,16 +31,7 @@ GUESS = "a skewed partition, a spill, a slow executor"
 @pytest.fixture(scope="module")
 def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The job's event log."""
-    out = tmp_path_factory.mktemp("causes")
-    events = out / "events"
-    events.mkdir()
-    done = subprocess.run([sys.executable, str(JOB), str(events), str(out), str(free_port())], cwd=out,
-                          env={**os.environ, "PYSPARK_PYTHON": sys.executable,
-                               "PYTHONPATH": str(JOB.parent) + os.pathsep + os.environ.get("PYTHONPATH", "")},
-                          capture_output=True, text=True, timeout=280)
-    assert done.returncode == 0, done.stderr[-3000:]
-    (found,) = [p for p in events.iterdir() if p.is_file()]
-    return found
+    return cluster_job_log(JOB, tmp_path_factory.mktemp("causes"))
 
 
 def tasks_by_stage(log: Path) -> dict[int, list[dict]]:

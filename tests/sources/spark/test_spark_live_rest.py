@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from skips_support import requires_module
+from spark_support import free_port
 
 pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 
@@ -29,10 +29,6 @@ RECORD = re.compile(r"<begin record>\n(.*?)<end record>", re.S)
 BUCKET = re.compile(r"^(\d+), (\d+), ([0-9.e+-]+)$", re.M)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def recorded(path: Path) -> dict[int, tuple[int, float]]:

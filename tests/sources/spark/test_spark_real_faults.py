@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections import defaultdict
@@ -23,7 +22,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from skips_support import requires_module
-from spark_support import stub_driver
+from spark_support import free_port, stub_driver
 
 from latencymap.cli.main import main
 from latencymap.core.units import format_duration
@@ -35,10 +34,6 @@ JOB = Path(__file__).with_name("faults_job.py")
 SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

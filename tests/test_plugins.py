@@ -280,15 +280,11 @@ def test_the_registry_identifies_inputs_from_many_threads_at_once(tmp_path: Path
     assert not registry.errors, registry.errors
 
 
-class _LinesFormat(plugins.TextFormat):
+class _LinesFormat(_Fmt):
     """A format that gives a Notice per line it is handed: what its `read` sees."""
 
     name = "lines"
     summary = "lines"
-
-    @classmethod
-    def sniff(cls, head: Sequence[str]) -> bool:
-        return False
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[plugins.Item]:
         from latencymap.core.model import Notice

@@ -30,14 +30,10 @@ LATE, LATE_S = 17, 8.0
 
 def main() -> int:
     from executor_job import executor_id
-    from job_conf import local_conf
-    from pyspark import SparkContext
+    from job_conf import two_executor_context
 
     log_dir, work, port = sys.argv[1], sys.argv[2], sys.argv[3]
-    conf = local_conf("latencymap-causes", "local-cluster[2,1,768]", log_dir, port)
-    sc = SparkContext(conf=conf.set("spark.executor.memory", "512m").set("spark.pyspark.python", sys.executable))
-    sc.setLogLevel("OFF")
-    sc.parallelize(range(8), 8).map(lambda x: x).count()
+    sc = two_executor_context("latencymap-causes", log_dir, port)
     inputs = os.path.abspath(os.path.join(work, "inputs"))
     os.makedirs(inputs)
     for k in range(16):

@@ -37,14 +37,10 @@ def executor_id() -> str | None:
 
 
 def main() -> int:
-    from job_conf import local_conf
-    from pyspark import SparkContext
+    from job_conf import two_executor_context
 
     log_dir, work, port = sys.argv[1], sys.argv[2], sys.argv[3]
-    conf = local_conf("latencymap-executors", "local-cluster[2,1,768]", log_dir, port)
-    sc = SparkContext(conf=conf.set("spark.executor.memory", "512m").set("spark.pyspark.python", sys.executable))
-    sc.setLogLevel("OFF")
-    sc.parallelize(range(8), 8).map(lambda x: x).count()
+    sc = two_executor_context("latencymap-executors", log_dir, port)
     inputs = os.path.abspath(os.path.join(work, "inputs"))
     os.makedirs(inputs)
     for k in range(8):

@@ -74,7 +74,7 @@ DEVICES = frozenset({"disk", "device", "dev", "volume", "vol"})
 #: Training ranks: a phase that ends in a collective lasts as long as the slowest rank's (`hidden_ranks`).
 RANKS = frozenset({"rank", "gpu", "cuda"})
 #: Ranks' means that agree to within this (max / min - 1) in most intervals: as ranks that wait for each other do.
-SYNCED_SPREAD = 0.02
+SYNCED_SPREAD = 0.05
 
 
 def slow_peer_why(kind: str, datasource: str) -> str:
@@ -436,9 +436,10 @@ def hidden_ranks(groups: list[PeerGroup], th: Thresholds = DEFAULT_THRESHOLDS) -
       at least its mean there and no rank stands out here (within `peer_min_ratio`): that phase is timed inside this
       one, and the others waited for it;
     - `waited_for`: a rank whose peers' mean here rose `peer_min_ratio` or more above its own usual (its median over
-      the intervals) and above its mean then, in intervals that hold at least half of its shortfall against them (and
-      half of that is not made up elsewhere): the others waited for it, so it is the likely straggler, slow outside
-      what is timed here (with the other phases where it is the slow rank).
+      the intervals) and above its mean then, in intervals that hold at least half of its shortfall against them, or
+      three quarters with the intervals beside them (where such a wait spills over an interval's edge), and half of
+      that is not made up elsewhere: the others waited for it, so it is the likely straggler, slow outside what is
+      timed here (with the other phases where it is the slow rank).
     - `together`: intervals not explained by `inside` where every rank's mean rose `peer_min_ratio` or more above
       the group's usual (the median over intervals), all within `SYNCED_SPREAD` of each other: all ranks slowed at
       once, or one slow before the wait held the others; what is timed here cannot tell which.
@@ -529,8 +530,15 @@ def _waited_for(g: PeerGroup, wm: np.ndarray, th: Thresholds) -> dict[str, Any] 
     level = np.nan_to_num(ref)  # the others rose above its usual, it did not drop below it: they waited
     far = valid & (np.nan_to_num(wm[k], nan=np.inf) * th.peer_min_ratio <= level) & \
         (level >= th.peer_min_ratio * usual) & (short > 0)
+    near = far.copy()  # a wait that spills over an interval's edge: the shortfall beside it is the same wait's
+    near[1:] |= far[:-1]
+    near[:-1] |= far[1:]
+    owed = float(short[short > 0].sum())
     held = float(short[far].sum())
-    if not far.any() or held < 0.5 * float(short[short > 0].sum()) or float(short.sum()) < 0.5 * held:
+    if held < 0.5 * owed:
+        held = float(short[near & (short > 0)].sum())
+        held = held if held >= 0.75 * owed else 0.0
+    if not far.any() or held <= 0 or float(short.sum()) < 0.5 * held:
         return None
     worst = sorted(int(w) for w in np.argsort(-np.where(far, short, -np.inf))[:STALL_WINDOWS] if far[w])
     windows = [{"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s,

@@ -221,6 +221,25 @@ def _blocks(text: str) -> dict[str, list[str]]:
     return out
 
 
+def test_a_wait_that_spills_over_the_ranks_intervals_still_names_the_rank_the_others_waited_for() -> None:
+    """fixtures/training/ddp_wait_spills.txt, a real run of tests/analysis/ddp_child.py under load: rank1's 0.8 s of
+    data waits fell across three of the others' step intervals and stood out in one, which held 0.40 s of its 1.02 s
+    shortfall, so rank1 went unnamed. The intervals beside it hold the rest of the same wait."""
+    record = Path(__file__).resolve().parents[2] / "fixtures" / "training" / "ddp_wait_spills.txt"
+    doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", str(record)]).output)
+    groups = {g["key"]: g for g in doc["peers"]["groups"]}
+    data = groups["full/rank*/data_wait"]["slow"]
+    assert data["name"] == "rank1"
+    (stall,) = data["stalls"]
+    for key in ("full/rank*/step", "steponly/rank*/step"):
+        g = groups[key]
+        assert g["finding"] is None
+        assert [(h["how"], h["name"]) for h in g["hidden"]] == [("waited_for", "rank1"), ("together", "")]
+        assert g["hidden"][0]["short_s"] > 0.8 and g["hidden"][0]["ratio"] < 0.9
+        (at,) = g["hidden"][0]["windows"]  # where rank 1 stood out: where its data waits were
+        assert at["start"] < (stall["start"] + stall["end"]) / 2 < at["end"]
+
+
 @pytest.mark.slow
 @requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
 def test_real_ddp_ranks_a_slow_rank_the_all_reduce_hides_in_step_times_is_pointed_to(tmp_path: Path) -> None:
@@ -235,7 +254,7 @@ def test_real_ddp_ranks_a_slow_rank_the_all_reduce_hides_in_step_times_is_pointe
     assert step["finding"] is None and alone["finding"] is None
     for g in (step, alone):
         assert (g["hidden"][0]["how"], g["hidden"][0]["name"]) == ("waited_for", "rank1")
-        assert g["hidden"][0]["ratio"] < 0.9 and g["hidden"][0]["windows"]
+        assert g["hidden"][0]["ratio"] < 0.95 and g["hidden"][0]["windows"]  # 0.8 s less over ~6 s of steps
     assert step["hidden"][0]["slow_in"] == [{"key": "full/rank*/data_wait", "ratio": pytest.approx(
         groups["full/rank*/data_wait"]["slow"]["ratio"])}]
     # Rank 2: named where its compute was named slow (that depends on how its 2 s fell into 1 s intervals), else

@@ -47,8 +47,13 @@ def _is_number(text: str) -> bool:
     return True
 
 
+#: A field: what lies between spaces, tabs and commas (and the line's end). Not `str.split()`, which also cuts at
+#: `\x1c`-`\x1f`, `\x85`, U+2028 and other Unicode blanks: `1\x1f2` would be read as the pair 1, 2.
+_FIELD = re.compile(r"[^ \t,\r\n]+")
+
+
 def _fields(line: str) -> list[str]:
-    return line.replace(",", " ").split()
+    return _FIELD.findall(line)
 
 
 #: Unit words a header may end a column's name with, besides the spellings `normalize_unit` takes.
@@ -86,12 +91,12 @@ def header_unit(name: str) -> str | None:
 
 def header_names(line: str, width: int) -> list[str] | None:
     """The names a header line gives `width` columns (a bracketed unit joins the name before it), or None."""
-    text = line.strip()
+    text = line.strip(" \t\r\n")
     if "," in text or "\t" in text:
-        names = [n.strip() for n in re.split(r"[,\t]", text) if n.strip()]
+        names = [n.strip(" ") for n in re.split(r"[,\t]", text) if n.strip(" ")]
     else:
         names = []
-        for word in text.split():
+        for word in _fields(text):
             if names and word[:1] in "([":
                 names[-1] += " " + word
             else:

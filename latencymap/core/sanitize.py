@@ -123,8 +123,9 @@ def within_cells(text: str, cells: int) -> str:
 
 
 def excerpt(text: str, limit: int = 60) -> str:
-    """A short, quoted, safe excerpt of an input line for an error message."""
-    return repr(clean_text(text.strip(), limit))
+    """A short, quoted, safe excerpt of an input line for an error message: blanks and line ends cut off its ends,
+    not the character that made it wrong (`\\x1c`, U+2028: shown as `?`)."""
+    return repr(clean_text(text.strip(" \t\r\n"), limit))
 
 
 #: A word that says the value of a name holding it is a secret, wherever it stands (`--hf-token`, `DB_PASSWORD`,
@@ -258,6 +259,10 @@ _USER_PASSWORD = re.compile(r"([^:/@\s]*:)(?!//)(.+)", re.S)
 _HEADER = re.compile(r"(?:(?<![\w-])|(?<=^-H))([A-Za-z][\w-]*)\"?:\s*")
 #: `NAME=value`: the next argument, after a secret value whose words py-spy joined (`abc==` is base64, no NAME=value).
 _ASSIGNMENT = re.compile(r"[A-Za-z_][\w.-]*=[^=]")
+#: A word that is an option even where a secret option's value is due: a long option (`--verbose`, `--lr=0.1`, `--`)
+#: or one short one (`-v`). Any other word there is the value, one starting with `-` too (`--password -xyz123`):
+#: getopt and click take the next word as the value whatever it starts with (argparse stops the program instead).
+_OPTION_WORD = re.compile(r"--(?:[A-Za-z][\w.-]*(?:=.*)?)?|-[A-Za-z]", re.S)
 #: Programs whose `-p` takes the password (glued, `-ppw`, for the MySQL clients; separate for mycli and sshpass).
 _P_IS_PASSWORD = frozenset({"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mariadb",
                             "mariadb-dump", "mycli", "sshpass"})
@@ -266,14 +271,17 @@ _P_IS_PASSWORD = frozenset({"mysql", "mysqldump", "mysqladmin", "mysqlimport", "
 def redact_command(command: str) -> str:
     """A command line as recordings keep it: the value of every secret-looking option, variable or header
     (`--password=x`, `--hf-token x`, `API_KEY=x`, `Authorization: Bearer x`) replaced by one *** that runs to the
-    next option or `NAME=value` (py-spy joins argv with blanks: a quoted value's words come apart), the password of
+    next option or `NAME=value` (py-spy joins argv with blanks: a quoted value's words come apart, and whether a word
+    after `API_KEY=x` was its own argument cannot be told), its first word even when it starts with `-` unless it is
+    `_OPTION_WORD` (`--password -xyz123`, but `--auth-token --verbose` is a flag), the password of
     `user:password` after a user or auth option (`--basic-auth bob:***`) and of a MySQL client's `-p`, and each
     word's credentials and secret parameters cut out as `redact_address` cuts them (`postgresql://bob:pw@db/t`)."""
     out: list[str] = []
     hiding = hidden = False  # within a secret value; its *** already written
     user = p_password = False  # the word before was a user option; the program takes a password after -p
     for word in command.split(" "):
-        if hiding and not word.startswith("-") and not (hidden and _ASSIGNMENT.match(word)):
+        if hiding and (not (word.startswith("-") or _ASSIGNMENT.match(word)) if hidden
+                       else _OPTION_WORD.fullmatch(word) is None):
             if not hidden:
                 out.append("***" if word else word)
                 hidden = bool(word)

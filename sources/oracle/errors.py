@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from latencymap.core.lines import text_lines
 from latencymap.core.sanitize import redact_address
 
 _CODE = re.compile(r"\b(ORA|DPY|DPI|TNS)-(\d{4,5})\b")
@@ -112,13 +113,13 @@ def is_view_missing(err: BaseException) -> bool:
 
 
 def first_line(err: BaseException, secrets: Iterable[Any] = ()) -> str:
-    """The error's first line (the driver's text), secrets redacted."""
+    """The error's first line (the driver's text), secrets redacted: before it is cut into lines (at line ends only,
+    `text_lines`), so that a secret holding a line break or U+2028 is hidden whole, not cut and half shown."""
     arg = err.args[0] if getattr(err, "args", None) else err
-    text = str(getattr(arg, "message", arg)) or type(err).__name__
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    text = redact(str(getattr(arg, "message", arg)), secrets) or type(err).__name__
+    lines = [line.strip() for line in text_lines(text) if line.strip()]
     line = lines[0] if lines else type(err).__name__
-    line += "".join(f" {extra}" for extra in lines[1:] if extra.startswith("[Errno"))  # e.g. connection refused
-    return redact(line, secrets)
+    return line + "".join(f" {extra}" for extra in lines[1:] if extra.startswith("[Errno"))  # e.g. connection refused
 
 
 def redact(text: str, secrets: Iterable[Any]) -> str:

@@ -30,6 +30,9 @@ _ESCAPE = re.compile(r"\\(.)")
 _COMMENT = re.compile(r"#[ \t]+(HELP|TYPE|UNIT)[ \t]+([a-zA-Z_:][a-zA-Z0-9_:]*)(?:[ \t]+(.*))?$")
 _NUMBER = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[iI]nf|NaN|nan)")
 _UNESCAPE = {"\\": "\\", '"': '"', "n": "\n"}
+#: A token after the labels: what lies between blanks (spaces and tabs). Not `str.split()`, which also cuts at
+#: `\x1c`-`\x1f`, `\x85`, U+2028 and other Unicode blanks: `up 1\x1c5` would be the value 1 at 5 ms.
+_TOKEN = re.compile(r"[^ \t]+")
 
 
 class ExpositionError(ValueError):
@@ -132,11 +135,11 @@ def _timestamp(text: str, openmetrics: bool) -> float:
 
 
 def _exemplar(text: str, openmetrics: bool) -> Exemplar:
-    text = text.strip()
+    text = text.strip(" \t")
     if not openmetrics or not text.startswith("{"):
         raise ExpositionError(f"expected an exemplar '{{labels}} value [timestamp]', got {excerpt(text)}")
     labels, pos = parse_labels(text, 0)
-    fields = text[pos:].split()
+    fields = _TOKEN.findall(text, pos)
     if len(fields) not in (1, 2):
         raise ExpositionError(f"expected an exemplar value and an optional timestamp, got {excerpt(text[pos:])}")
     stamp = _timestamp(fields[1], True) if len(fields) == 2 else None
@@ -155,7 +158,7 @@ def parse_sample(line: str, openmetrics: bool, number: int = 0) -> Sample:
     if pos < len(line) and line[pos] == "{":
         labels, pos = parse_labels(line, pos)
     rest, hash_, tail = line[pos:].partition("#")
-    fields = rest.split()
+    fields = _TOKEN.findall(rest)
     if not fields or len(fields) > 2:
         raise ExpositionError(f"expected '<value> [timestamp]' after the name and labels, got {excerpt(line[pos:])}")
     value = parse_number(fields[0])
@@ -170,7 +173,7 @@ def _metadata(page: Exposition, line: str, number: int) -> None:
         if page.openmetrics and line.startswith("# ") and line.split(" ", 2)[1] in ("HELP", "TYPE", "UNIT"):
             page.complaint(number, f"malformed metadata line {excerpt(line)}")
         return  # any other comment is a comment
-    kind, family, text = m.group(1), m.group(2), (m.group(3) or "").strip()
+    kind, family, text = m.group(1), m.group(2), (m.group(3) or "").strip(" \t")
     if kind == "TYPE":
         page.types[family] = text.lower()
     elif kind == "UNIT":
@@ -200,7 +203,7 @@ def parse_exposition(text: str, openmetrics: bool = False, keep: Callable[[str],
             elif keep is None or keep(line):
                 _metadata(page, line, number)
             continue
-        if not line.strip():
+        if not line.strip(" \t"):
             if openmetrics:
                 page.complaint(number, "empty line (OpenMetrics allows none)")
             continue

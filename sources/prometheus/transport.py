@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from latencymap import __version__
+from latencymap.core.lines import text_lines
 from latencymap.core.sanitize import clean_text
 from latencymap.sources.http_client import EndpointError, basic_auth, open_url, public_url
 
@@ -116,7 +117,8 @@ def _error_body(err: urllib.error.HTTPError) -> str:
         return ""
     if not text or looks_like_html(text.encode(), err.headers.get("Content-Type", "")):
         return ""
-    return f" ({clean_text(text.splitlines()[0], 160)})"
+    first = text_lines(text)[0].rstrip("\r\n")  # cut at line ends only: U+2028 and `\x1c` are shown as `?`
+    return f" ({clean_text(first, 160)})"
 
 
 def looks_like_html(body: bytes, content_type: str) -> bool:

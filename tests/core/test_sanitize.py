@@ -82,6 +82,8 @@ LEAKS = [
     "--api-key=Zq9 Zq9", "db.password=Zq9", "--url https://h/o?X-Amz-Signature=Zq9&X-Amz-Security-Token=Zq9",
     "--db postgresql://bob:Zq9@db/t", "mycli -u root -p Zq9 db", "mysql -pZq9 db", "-m mycli --password Zq9",
     "/usr/bin/mycli -pZq9", "--private-key Zq9", "--cookie session=Zq9",
+    "--password -Zq9xyz123", "--token -Zq9", "--token=-Zq9abc", "--hf-token -Zq9 -v", "-H Authorization: -Zq9",
+    "mycli -p -Zq9 db", "DB_PASSWORD=Zq9two Zq9words", "db.password=Zq9two Zq9words", "--password Zq9 Zq9 a=b",
 ]
 #: Options that look like a secret's but are not: shown as given (with what follows them).
 SHOWN = [
@@ -90,6 +92,7 @@ SHOWN = [
     "--no-password run.py", "--user bob", "-u root", "-u x.py", "--auth-type basic", "-p 8080", "-p no:cacheprovider",
     "-pno:cacheprovider", "--header Content-Type: text/plain", "--password-stdin registry.io", "--key-id AKIA1",
     "--num-tokens 3", "--cookies-from-browser firefox", "--bypass-cache yes", "--tokenizer-name gpt2 a=b",
+    "--auth-token -v", "--auth-token --verbose x.py", "--use-auth-token --max-tokens=5", "--auth-token -- x.py",
 ]
 
 
@@ -106,6 +109,17 @@ def test_a_quoted_secret_an_authorization_header_and_user_password_pairs_are_hid
     assert redact_command('x --password="a b" --basic-auth bob:pw -H Authorization:Bearer t k=v') == (
         "x --password=*** --basic-auth bob:*** -H Authorization:*** k=v")
     assert redact_command("mysql -ppw -h db") == "mysql -p*** -h db"
+
+
+def test_a_secret_value_starting_with_a_dash_is_hidden_and_an_option_after_a_secret_flag_is_not() -> None:
+    """`--password -xyz123` was shown whole: a value ended at any word starting with `-`. A secret option given
+    without `=` takes the next word as its value (as getopt and click do) unless that word is a long option or one
+    short one (`--auth-token --verbose`, `-v`: a flag); after the value's first word, as after `NAME=value`, the
+    words that follow are taken for the value's (py-spy joined them) up to the next option or `NAME=value`."""
+    assert redact_command("x --password -xyz123 --auth-token -v --pwd -1 --lr 0.1") == (
+        "x --password *** --auth-token -v --pwd *** --lr 0.1")
+    assert redact_command("x DB_PASSWORD=two words --db-password one two=2 -v --key -k2 -vv") == (
+        "x DB_PASSWORD=*** --db-password *** two=2 -v --key *** -vv")
 
 
 def test_options_that_only_look_like_secrets_and_what_follows_them_are_shown() -> None:

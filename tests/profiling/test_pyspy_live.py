@@ -104,13 +104,16 @@ def test_forked_children_sharing_the_parents_thread_ids_get_their_own_samples(tm
 
 def test_secrets_on_the_profiled_command_line_reach_no_sample(tmp_path: Path) -> None:
     """`--subprocesses` roots each stack in `process <pid>:"<command line>"`, secrets and all, as py-spy writes it."""
-    secrets = ("--password=hunter2", "--db", "postgresql://bob:s3cret@db/t", "--hf-token", "hf_SECRETTOKEN")
+    secrets = ("--password=hunter2", "--db", "postgresql://bob:s3cret@db/t", "--hf-token", "hf_SECRETTOKEN",
+               "--api-key", "-dashSECRET", "DB_PASSWORD=two wordSECRET", "--auth-token", "-v")
     with target("fork_child.py", *secrets) as (parent, *_):
         result, events = record(tmp_path, parent, rate=100, seconds=1, subprocesses=True)
-    assert any("hunter2" in e["name"] for e in events), "py-spy wrote the command line as it is"
+    assert any("hunter2" in e["name"] and "two wordSECRET" in e["name"] for e in events), (
+        "py-spy wrote the command line as it is, its words joined by blanks")
     roots = {s.stack[0] for s in result.samples}
     assert roots and all(root.startswith("process ") for root in roots)
     text = "\n".join(payloads(result.samples))
-    for secret in ("hunter2", "s3cret", "hf_SECRETTOKEN"):
+    for secret in ("hunter2", "s3cret", "hf_SECRETTOKEN", "dashSECRET", "wordSECRET"):
         assert secret not in text
-    assert all('--password=*** --db postgresql://db/t --hf-token ***"' in root for root in roots)
+    assert all('--password=*** --db postgresql://db/t --hf-token *** --api-key *** DB_PASSWORD=*** --auth-token -v"'
+               in root for root in roots)

@@ -188,3 +188,19 @@ def test_a_header_read_alone_and_after_comments_is_taken_when_the_data_comes() -
     items = read_items(RawValuesFormat, "# from probe\n\nlatency_ns\n1.5\n2.5\n", "v.txt")
     assert float(intervals(items)[0].time.sum()) == pytest.approx(4e-9)
     assert [m for m in notices(items) if "line" in m] == []
+
+
+def test_fields_are_cut_at_spaces_tabs_and_commas_only(tmp_path) -> None:
+    """`str.split()` also cut at `\\x1c`-`\\x1f`, `\\x85` and U+2028: `2\\x1c5` was read as the pair (2, 5), and a
+    header name holding such a character as two names (no unit taken). Through `latencymap report` on a file."""
+    path = tmp_path / "pairs.txt"
+    path.write_bytes("time\x1fstamp latency_ms\n1 3\n2\x1c5\n3\u20287\n4\x855\n5,\t1\n".encode())
+    doc = report_json(path, "raw")
+    (stream,) = doc["streams"]
+    assert stream["stream"]["unit"] == "millisec"
+    assert stream["total"]["events"] == 2 and stream["total"]["time_s"] == pytest.approx(4e-3)
+    said = "expected '<time> <latency>' (numbers), got"
+    assert doc["errors"]["messages"] == [
+        f"{path}: the header's latency column 'latency_ms' names milliseconds: values read as ms (--unit to override)",
+        f"{path}: line 3: {said} '2?5'; line skipped", f"{path}: line 4: {said} '3?7'; line skipped",
+        f"{path}: line 5: {said} '4?5'; line skipped"]

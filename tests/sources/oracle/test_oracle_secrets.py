@@ -132,6 +132,17 @@ def test_driver_error_quoting_the_password_is_redacted(cli_db):
     assert res.exit_code == 1 and "***" in res.stderr and PASSWORD not in res.output
 
 
+
+@pytest.mark.parametrize("password", ["Zq9\u2028wx7", "Zq9\x1cwx7", "Zq9\nwx7"])
+def test_a_password_holding_a_line_break_is_hidden_whole_in_the_drivers_error(cli_db, password):
+    """The driver's first line was cut at `\\x1c` and U+2028 too, then redacted: the password, cut in two, matched no
+    more and its first part was shown. The driver's text is redacted whole, then cut at line ends only."""
+    cli_db["db"] = FakeDb([], connect_script=[DatabaseError(f"ORA-01017: invalid credential {password} for scott")])
+    res = invoke("oracle", "--dsn", DSN, "--user", "scott", "--plain", "--once", env={PASSWORD_ENV: password})
+    assert res.exit_code == 1 and "Zq9" not in res.output and "wx7" not in res.output
+    assert "ORA-01017: invalid credential *** for scott" in res.stderr
+
+
 CHILD = textwrap.dedent("""
     import sys, time
     import latencymap.cli.main as cli

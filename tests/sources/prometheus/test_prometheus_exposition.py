@@ -197,3 +197,13 @@ def test_a_byte_order_mark_is_dropped_and_lines_skipped_unread_are_still_named_w
     assert page.errors == ["line 3: expected a sample line, got '<html>oops'"]  # other_metric: skipped, no error
     readings, _ = histogram_readings(page.samples, "h")
     assert readings[()].cumulative.tolist() == [2, 3]
+
+
+def test_tokens_exemplars_and_blank_lines_are_cut_at_spaces_and_tabs_only() -> None:
+    """`str.split()` and `str.strip()` also took `\\x1c`-`\\x1f`, `\\x85` and U+2028 for blanks: an exemplar's
+    `0.5\\x1c1.7e9` was read as a value and a time, a line of `\\x85` as an empty one, `histogram\\x1f` as a type."""
+    text = '# TYPE a histogram\x1f\na_bucket{le="1"} 2 # {t="x"} 0.5\x1c1.7e9\n\x85\na_count\t3 \n# EOF\n'
+    page = parse_exposition(text, openmetrics=True)
+    assert page.types == {"a": "histogram\x1f"}
+    assert [(s.name, s.value) for s in page.samples] == [("a_count", 3)]
+    assert page.errors == ["line 2: expected a number, got '0.5?1.7e9'", "line 3: expected a metric name, got '?'"]

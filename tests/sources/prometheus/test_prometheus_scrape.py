@@ -166,7 +166,7 @@ def test_bad_answers_are_named_and_the_source_goes_on_with_a_gap_column() -> Non
     endpoint = Scripted([
         (200, TEXT_TYPE, histogram_page("h_seconds", bounds, [1, 3], 0.01)),
         (500, "text/plain", "upstream exploded"),
-        (500, "text/plain", "upstream exploded"),
+        (500, "text/plain", "upstream\u2028exploded\x1c again\r\nat 12:00"),  # the first line, cut at line ends only
         (200, "text/html", "<html><body>Please log in</body></html>"),
         (200, TEXT_TYPE, "this is not { exposition\nat all\n"),
         (200, TEXT_TYPE, histogram_page("other_seconds", bounds, [1, 1], 0.1)),
@@ -184,7 +184,8 @@ def test_bad_answers_are_named_and_the_source_goes_on_with_a_gap_column() -> Non
     assert said[0] == f"scrape: {url}: answered HTTP 500 Internal Server Error (upstream exploded); expected " \
                       "Prometheus text exposition (text/plain; version=0.0.4) or OpenMetrics with a histogram; " \
                       "asking again in 0.001s"
-    assert said[1] == said[0].replace("; asking again in 0.001s", " (2 failures in a row); asking again in 0.002s")
+    assert said[1] == said[0].replace("; asking again in 0.001s", " (2 failures in a row); asking again in 0.002s"
+                                      ).replace("(upstream exploded)", "(upstream?exploded? again)")
     assert said[2].startswith(f"scrape: {url}: answered an HTML page (text/html); expected Prometheus text")
     assert said[3].startswith(f"scrape: {url}: not exposition text (line 1: expected ")
     assert said[4].startswith(f"scrape: {url}: no histogram h_seconds (histograms there: other_seconds); expected")
@@ -194,6 +195,23 @@ def test_bad_answers_are_named_and_the_source_goes_on_with_a_gap_column() -> Non
     assert sleeps[1:8] == pytest.approx([0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064])  # backoff
     (column,) = columns
     assert column.gap and int(column.counts.sum()) == 7  # nothing lost: 3 -> 10 across the outage
+
+
+def test_a_sample_line_is_cut_into_tokens_at_blanks_only() -> None:
+    """`str.split()` also cut at `\\x1c`-`\\x1f`, `\\x85` and U+2028: `x 1\\x1c5` was read as the value 1 at 5 ms,
+    without a word. Such a line is named as one that could not be read, on a real HTTP endpoint; the rest is kept."""
+    bounds = (0.001, math.inf)
+    odd = 'h_seconds_max 1\x1c5\nh_seconds_max{who="b"}\t1\u2028 2\n'  # the lines the metric's name is in are read
+    endpoint = Scripted([(200, TEXT_TYPE, histogram_page("h_seconds", bounds, [1, 3], 0.01) + odd),
+                         (200, TEXT_TYPE, histogram_page("h_seconds", bounds, [2, 10], 0.06) + odd)])
+    try:
+        source = ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001)
+        (column,), said = run(source, lambda _: None, 1)
+    finally:
+        endpoint.close()
+    assert int(column.counts.sum()) == 7
+    assert said == [f"scrape: {endpoint.url}: 2 exposition lines could not be read, skipped (line 6: expected a "
+                    "number, got '1?5'; line 7: expected a number, got '1?')"]
 
 
 def test_openmetrics_sent_as_text_plain_and_control_characters_in_labels() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from process_support import run_file_size_limited
 
 from latencymap.core.deltas import Differ
 from latencymap.core.model import Interval, Notice, Snapshot
@@ -115,18 +116,10 @@ def test_sigterm_exits_cleanly_with_recording_flushed(tmp_path: Path) -> None:
     assert text.endswith("<end record>\n")
 
 
-#: `python -c FILE_SIZE_LIMITED BYTES ARGV...`: exec ARGV with files capped at BYTES. Not `preexec_fn`: that runs
-#: Python in a fork of this threaded process (gRPC's threads aborted such a child in CI). Nor may the capped
-#: child write bytecode: importlib keeps a .pyc cut at the cap, and the next import of it fails.
-FILE_SIZE_LIMITED = ("import os, resource, sys; cap = int(sys.argv[1]); "
-                     "resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap)); os.execv(sys.argv[2], sys.argv[2:])")
-
-
 def test_disk_full_while_recording_keeps_what_was_written(tmp_path: Path, example_data: Path) -> None:
     rec = tmp_path / "full.txt"
-    r = subprocess.run([sys.executable, "-c", FILE_SIZE_LIMITED, "6000", sys.executable, "-m", "latencymap", "--plain",
-                        "--once", "--record", str(rec), str(example_data)],
-                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    r = run_file_size_limited(6000, [sys.executable, "-m", "latencymap", "--plain", "--once", "--record", str(rec),
+                                     str(example_data)], capture_output=True)
     assert r.returncode == 1, r.stderr
     assert "recording stopped" in r.stderr and "intact" in r.stderr and "Traceback" not in r.stderr
     complete = rec.read_text().count("<end record>")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import resource
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from process_support import run_limited
 
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.deltas import Differ
@@ -214,11 +213,9 @@ def _rotations(folder: Path, n: int) -> list[str]:
 def test_many_inputs_hold_few_files_open(tmp_path: Path) -> None:
     paths = _rotations(tmp_path / "parts", 300)
 
-    def few_descriptors() -> None:  # many desktops allow 1,024; 300 inputs under 64 shows the same
-        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
-
-    r = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", *paths],
-                       capture_output=True, text=True, preexec_fn=few_descriptors, timeout=120)
+    # many desktops allow 1,024 open files; 300 inputs under 64 shows the same
+    r = run_limited("RLIMIT_NOFILE", 64, [sys.executable, "-m", "latencymap", "report", "--format", "json", *paths],
+                    capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
     (stream,) = json.loads(r.stdout)["streams"]
     # each input's first record continues the one before (its counters restarted: a reset column of its 5 events)
@@ -226,8 +223,8 @@ def test_many_inputs_hold_few_files_open(tmp_path: Path) -> None:
     assert stream["resets"] == list(range(1, 599, 2))
     junk = tmp_path / "parts" / "zz-junk.txt"
     junk.write_text("hello\n")
-    r = subprocess.run([sys.executable, "-m", "latencymap", "report", *paths, str(junk)], capture_output=True,
-                       text=True, preexec_fn=few_descriptors, timeout=120)
+    r = run_limited("RLIMIT_NOFILE", 64, [sys.executable, "-m", "latencymap", "report", *paths, str(junk)],
+                    capture_output=True, timeout=120)
     assert r.returncode == 2 and r.stdout == ""  # still identified up front: nothing is read before the error
     assert "zz-junk.txt: unrecognised input format" in r.stderr
 

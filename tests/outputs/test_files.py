@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import resource
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from process_support import run_file_size_limited
 
 from latencymap.cli.main import main
 from latencymap.core.errors import OutputError
@@ -30,12 +31,8 @@ def test_a_write_that_fails_is_one_line_and_exit_code_1(example_data: Path, tmp_
         write_text("x", str(example_data / "report.txt"))  # under a file: the open fails
     assert failed.value.exit_code == 1
     out = tmp_path / "report.txt"
-
-    def small_files() -> None:  # Python ignores SIGXFSZ: a write past the limit fails with EFBIG
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
-
-    r = subprocess.run([sys.executable, "-m", "latencymap", "report", "-o", str(out), str(example_data)],
-                       capture_output=True, text=True, preexec_fn=small_files, timeout=60)
+    r = run_file_size_limited(1000, [sys.executable, "-m", "latencymap", "report", "-o", str(out), str(example_data)],
+                              capture_output=True)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr == f"latencymap: {out}: cannot write the output: File too large\n"
 
@@ -50,10 +47,16 @@ def test_output_problems_are_found_before_any_input_is_read(tmp_path: Path, comm
     assert "not-there.txt" not in r.stderr
 
 
-
-def _no_file_space() -> None:
-    """Files of 0 bytes at most: a write fails with EFBIG (Python ignores SIGXFSZ), as one to a full disk would."""
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+def test_a_child_capped_at_a_file_size_leaves_every_module_importable(tmp_path: Path) -> None:
+    """A capped run compiles no module: a .pyc cut at the cap would fail every later import of it, in any process."""
+    (tmp_path / "big.py").write_text("NUMBERS = [" + ", ".join(map(str, range(2000))) + "]\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    capped = run_file_size_limited(1000, [sys.executable, "-c", "import big"], env=env, cwd=tmp_path,
+                                   capture_output=True)
+    assert capped.returncode == 0, capped.stderr
+    again = subprocess.run([sys.executable, "-c", "import big; print(len(big.NUMBERS))"], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and again.stdout == "2000\n", again.stderr
 
 
 @pytest.mark.parametrize("args", [
@@ -66,9 +69,8 @@ def test_stdout_that_cannot_be_written_is_one_line_and_exit_code_1(tmp_path: Pat
     """stdout on a full disk, or closed (`>&-`): one line naming it, exit code 1, no traceback (it was an OSError or,
     closed, an AttributeError on None)."""
     command = [sys.executable, "-m", "latencymap", *[str(example_data) if a == "DATA" else a for a in args]]
-    with (tmp_path / "out.txt").open("w") as out:
-        full = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, text=True, preexec_fn=_no_file_space,
-                              timeout=60)
+    with (tmp_path / "out.txt").open("w") as out:  # a disk with no space left: files of 0 bytes at most
+        full = run_file_size_limited(0, command, stdout=out, stderr=subprocess.PIPE)
     closed = subprocess.run(["/bin/sh", "-c", 'exec "$@" >&-', "sh", *command], stderr=subprocess.PIPE, text=True,
                             timeout=60)
     for r, reason in ((full, "File too large"), (closed, "it is closed")):

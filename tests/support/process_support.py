@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,28 @@ def children_named(parent: int, comm: str) -> list[int]:
         if name == comm and int(rest[1]) == parent and rest[0] != "Z":
             out.append(int(entry.name))
     return out
+
+
+#: `python -c _LIMITED RLIMIT_X CAP ARGV...`: exec ARGV with resource RLIMIT_X capped at CAP. Not `preexec_fn`: that
+#: runs Python in a fork of the threaded test process (gRPC's threads aborted such a child in CI).
+_LIMITED = ("import os, resource, sys; cap = int(sys.argv[2]); "
+            "resource.setrlimit(getattr(resource, sys.argv[1]), (cap, cap)); os.execv(sys.argv[3], sys.argv[3:])")
+
+
+def run_limited(limit: str, cap: int, command: Sequence[str], env: Mapping[str, str] | None = None,
+                timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """Run `command` (its program an absolute path) with resource `limit` (`RLIMIT_NOFILE`) capped at `cap`; text
+    mode, `kw` to subprocess.run. The child writes no bytecode (see `run_file_size_limited`)."""
+    return subprocess.run([sys.executable, "-c", _LIMITED, limit, str(cap), *command], text=True, timeout=timeout,
+                          env={**(os.environ if env is None else env), "PYTHONDONTWRITEBYTECODE": "1"}, **kw)
+
+
+def run_file_size_limited(cap: int, command: Sequence[str], env: Mapping[str, str] | None = None,
+                          **kw: Any) -> subprocess.CompletedProcess[str]:
+    """Run `command` with every file it writes capped at `cap` bytes, as on a full disk (a write past it fails with
+    EFBIG: Python ignores SIGXFSZ). Without bytecode: a .pyc is one write that Python 3.11 does not check, so
+    importlib would keep one cut at the cap, and every later import of that module (in any process) would fail."""
+    return run_limited("RLIMIT_FSIZE", cap, command, env, **kw)
 
 
 def bpf_unavailable() -> str | None:

@@ -37,6 +37,19 @@ class Pane:
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never appeared:\n{self.capture()}")
 
+    def wait_gone(self, text: str, timeout: float = 20.0) -> str:
+        """The screen once `text` has left it: two captures 0.1 s apart without it (a capture taken while tmux is
+        still parsing a frame may lack text the frame has)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.capture()
+            time.sleep(0.1)
+            if text not in screen:
+                again = self.capture()
+                if text not in again:
+                    return again
+        raise AssertionError(f"{text!r} never left the screen:\n{self.capture()}")
+
     def _settled(self, screen: str, text: str, until: float) -> str:
         while time.monotonic() < until:
             time.sleep(0.1)

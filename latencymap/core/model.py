@@ -29,7 +29,8 @@ class SourceBuckets:
     The Interval's `counts` are these spread onto the log2 slots (`latencymap.core.rebin`); only totals are exact.
     No bounds (and no counts): the source's buckets folded exactly onto the slots, and this keeps only its sum.
     Bounds finer than the slots that fold exactly onto them may be kept too (HdrHistogram's sub-buckets), as a float
-    array: a column lists hundreds, compact while columns wait to be added.
+    array: a column lists hundreds, compact while columns wait to be added; and powers of two that end in `+Inf`,
+    whose events only these tell from those of the slot they fold into (`history`'s overflow).
     """
 
     bounds: tuple[float, ...] | np.ndarray

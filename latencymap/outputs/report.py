@@ -18,6 +18,7 @@ from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, S
 from latencymap.core.buckets import NSLOTS, TOP_SLOT, percentile_duration, range_text
 from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
+from latencymap.core.rebin import spread_matrix
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_bytes, format_duration, format_number, plural, unit_seconds
@@ -186,6 +187,15 @@ def stream_time_words(hist: StreamHistory, source: SourceTotals | None, exact: b
     return time_words(hist.exact if exact is None else exact, source, events, hist.n)
 
 
+def folded_exactly(source: SourceTotals) -> bool:
+    """Whether each of the source's buckets lands whole in one row (powers of two of the stream unit; `+Inf` in the
+    row of its lower bound): the rows are its buckets, nothing was spread (`core.rebin`)."""
+    positive = [b for b in source.bounds if b > 0]
+    if not any(math.isfinite(b) for b in positive):
+        return False  # `+Inf` alone, [0, inf): no row holds it
+    return bool(((spread_matrix(positive) > 0).sum(axis=1) == 1).all())
+
+
 def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
     """`source_buckets` of a rebinned stream: its own bounds (s), counts, percentiles and exact time; else nothing.
     `events` and `time_s` are those the buckets hold; `whole_stream` says whether that is the whole stream
@@ -195,7 +205,8 @@ def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[st
     scale = unit_seconds(hist.stream.unit)
     stream_events = int(hist.totals().events)
     return {"source_buckets": {
-        "rebinned": not hist.exact,  # exact times per row: the rows are the buckets folded, these kept being finer
+        # not where the rows carry exact times or are the buckets (folded: these kept being finer, or for `+Inf`)
+        "rebinned": not hist.exact and not folded_exactly(source),
         "mixed_bounds": source.mixed,
         "whole_stream": not source.mixed and source.events == stream_events,
         "stream_events": stream_events,
@@ -352,6 +363,10 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
         if hist.exact:  # the rows are the source's buckets folded exactly (exact times): these are kept, being finer
             out.append(f"finer buckets: the source's own {n:,} ({np.count_nonzero(source.counts):,} holding events) "
                        f"are kept beside the rows below; {where}")
+        elif folded_exactly(source):  # kept for what they tell beyond the rows: `+Inf`, buckets finer than rows
+            overflow = " (+Inf in the row of its lower bound)" if math.isinf(source.bounds[-1]) else ""
+            out.append(f"the source's {n} bucket{'s' if n != 1 else ''} fold onto the rows below, one row each"
+                       f"{overflow}, and are kept beside them; {where}")
         else:
             out.append(f"rebinned: the source's {n} bucket{'s are' if n != 1 else ' is'} kept beside the rows below; "
                        f"{where}")

@@ -10,7 +10,8 @@ Rows: a bucket that lies within one row (a power of two) goes there whole: an ex
 default `.005 .01 .025 ...`) is spread by `latencymap.core.rebin` (log-uniform within a bucket, the first bucket
 `(0, le]` taken as one octave below `le`, `+Inf` whole in the row of its lower bound: the overflow row), and the
 interval keeps its own buckets in `source_buckets`; so does one whose buckets fold exactly but are narrower than
-their rows (`Layout.finer`: native schemas >= 1), for percentiles as fine as the source's.
+their rows (`Layout.finer`: native schemas >= 1), for percentiles as fine as the source's, and one that folds exactly
+with a `+Inf` bucket (powers of two), whose events only the kept buckets tell from those of the row they land in.
 """
 
 from __future__ import annotations
@@ -125,8 +126,10 @@ class Layout:
 
     @property
     def kept(self) -> bool:
-        """True when intervals keep these buckets (`source_buckets`): they were spread, or are finer than rows."""
-        return self.finer or not self.exact
+        """True when intervals keep these buckets (`source_buckets`): they were spread, are finer than rows, or end
+        in `+Inf`, whose events the rows hold as if they were below the next power of two (kept, so that what
+        reads them knows those events' values are only at least the largest finite bound)."""
+        return self.finer or not self.exact or (len(self.bounds) > 1 and math.isinf(self.bounds[-1]))
 
     def fold(self, counts: np.ndarray, total_time: float | None = None, time: float | None = None,
              measured: np.ndarray | None = None) -> tuple[np.ndarray, SourceBuckets | None]:

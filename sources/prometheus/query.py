@@ -26,10 +26,12 @@ what `increase()` counts (the old process's rise and the value after the restart
 the step or just before it, `increase()` may see no restart (the new counts already above the old ones) and count the
 rise alone, missing the old process's count: a classic histogram's step is then counted from its raw samples
 (`restarts`): the old process's rise up to its last sample and the new one's count since its creation, extrapolated
-to the step's edges as `increase()` does (native histograms, and steps shorter than two samples' spacing, keep
-`increase()`'s count). What was observed between the last sample before the restart and the restart itself is in no
-sample, and no reader of the samples counts it. Times are sent to the
-millisecond, the step as a duration (`2500ms`), so the answers' times are the columns' own; a window that is not a
+to the step's edges as `increase()` does (steps shorter than two samples' spacing keep `increase()`'s count, and so
+do native histograms: a server scrapes them from the protobuf exposition, whose created timestamps it keeps as no
+`_created` series (Prometheus 2.42 keeps none there, for native or classic histograms), so such a restart is not seen;
+`latencymap scrape` reads the created timestamp from the target itself). What was observed between the last sample
+before the restart and the restart itself is in no sample, and no reader of the samples counts it. Times are sent to
+the millisecond, the step as a duration (`2500ms`), so the answers' times are the columns' own; a window that is not a
 whole number of steps says what it leaves out. A window where no step has a value is an error that says why, as far
 as the API tells (no such name, and the histograms it has; another type; series that `--match` skips; a step too
 short for the scrape interval whose spacing could not be measured).

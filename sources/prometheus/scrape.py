@@ -16,10 +16,13 @@ bucket holds no latency (histogram_quantile gives NaN): it is left out with a no
 stops when that is all the page has). An
 endpoint that fails (refused, timeout, HTTP 500, an HTML page, text that is not exposition, the metric missing)
 gives a notice naming the URL and what was expected, and is asked again with backoff; since the counters are
-cumulative nothing is lost: the next answer's column spans the outage and is marked as a gap. Before the first good
-scrape, a page that answers without any histogram of that name (or has it as another type) stops the source with an
-error naming the histograms it has: waiting will not bring it (a declared histogram without series yet, or series
-that `--match` skips, is waited for).
+cumulative nothing is lost: the next answer's column spans the outage and is marked as a gap. A run bounded by
+`--count` gives up (exit 1) after `GIVE_UP` (5) failed scrapes in a row; one bounded by `--duration` at its end. An
+answer that asking again will not change (HTTP 4xx but 408 and 429: not found, unauthorized, forbidden) stops the
+source at once with an error naming the URL and the status (exit 1). Before the first good scrape, a page that answers
+without any histogram of that name (or has it as another type) stops the source with an error naming the histograms it
+has: waiting will not bring it (a declared histogram without series yet, or series that `--match` skips, is waited
+for).
 Columns end when a scrape's answer arrives; timestamps in the page (a /federate endpoint's) are read but not used.
 `--count N` and `--duration S` stop the source itself at a whole scrape (`Source.own_limits`), so every stream ends on
 the same one: after the Nth scrape that gave columns, or at `S` seconds after the source started, the last scrape
@@ -62,6 +65,8 @@ EXPECTED = "Prometheus text exposition (text/plain; version=0.0.4) or OpenMetric
 ACCEPT_PROTOBUF = (f"{protobuf.ACCEPT};q=1,application/openmetrics-text;version=1.0.0;q=0.6,"
                    "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
 MAX_TOLD = 1000
+#: Failed scrapes in a row after which a run bounded by `--count` gives up.
+GIVE_UP = 5
 #: What a source built by the CLI sleeps and reads the time with (tests replace these).
 default_sleep: Callable[[float], None] = time.sleep
 default_clock: Callable[[], float] = time.time
@@ -278,9 +283,15 @@ class ScrapeSource(Source):
                     if not self._rest(self.interval, deadline):
                         return
                     continue
+                if not err.transient and not isinstance(err, MetricMissing):
+                    raise SourceError(f"scrape: {err}; stopped: asking again would get the same answer") from None
                 if not failures:
                     failed_at = self.clock()
                 failures += 1
+                if self.count is not None and failures >= GIVE_UP:
+                    raise SourceError(f"scrape: {err}; gave up after {failures} failed scrapes in a row "
+                                      f"({self.clock() - failed_at:.0f}s), before --count {self.count} was "
+                                      "reached") from None
                 delay = backoff(self.interval, failures)
                 yield Notice(f"scrape: {retry_message(str(err), failures, delay)}", skipped=0)
                 if not self._rest(delay, deadline):

@@ -102,22 +102,32 @@ def test_a_scrape_recorded_then_reported_keeps_the_exporters_buckets(tmp_path: P
     assert stream["total"]["time_s"] == pytest.approx(2.5) and stream["total"]["p50_s"] == source["p50_s"]
 
 
-def test_an_exact_fold_keeps_only_the_sum_and_the_report_takes_its_time_from_it(tmp_path: Path) -> None:
-    """Power-of-two millisecond buckets fold onto the rows as they are: no source buckets in the report, but the
-    `_sum` is the time waited, live and through a recording (its `sourcetime` line, without buckets)."""
+def test_an_exact_fold_keeps_its_buckets_for_inf_and_the_report_takes_its_time_from_the_sum(tmp_path: Path) -> None:
+    """Power-of-two millisecond buckets fold onto the rows as they are, but for `+Inf`, whose events the row of its
+    lower bound holds as if known: its buckets are kept (they kept only the `_sum`, and p99 read a plain number in
+    that row), so the report says the percentiles past 16 ms are only at least that, nothing rebinned; the `_sum` is
+    the time waited, live and through a recording."""
     les = (*(b / 1000 for b in (1, 2, 4, 8, 16)), math.inf)
     first, second, third = [1, 2, 4, 4, 5, 5], [2, 6, 9, 12, 14, 15], [4, 9, 15, 20, 22, 25]
     rec = scraped(tmp_path, "h_milliseconds", [b * 1000 for b in les], [first, second, third], [20.0, 95.5, 180.25])
     text = rec.read_text()  # a plain-text recording (no .zst name)
-    assert "sourcetime, " in text and "sourcebuckets" not in text and "sourcecounts" not in text
+    assert "sourcetime, " in text and "sourcebuckets, 1.0, 2.0, 4.0, 8.0, 16.0, inf\n" in text
     report = CliRunner().invoke(main, ["report", "--format", "json", str(rec)])
     (stream,) = json.loads(report.output)["streams"]
-    assert stream["stream"]["unit"] == "millisec" and "source_buckets" not in stream
-    assert stream["total"]["events"] == third[-1] - first[-1]
+    per_bucket = (np.diff([0, *third]) - np.diff([0, *first])).tolist()
+    assert stream["stream"]["unit"] == "millisec" and stream["source_buckets"]["counts"] == per_bucket
+    assert stream["source_buckets"]["rebinned"] is False
+    assert stream["total"]["events"] == third[-1] - first[-1] == sum(per_bucket)
+    above = per_bucket[-1] / sum(per_bucket)  # the share in +Inf: the percentiles past 1 - above are open
+    assert stream["total"]["open"] == [f"{n}_s" for n, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99),
+                                                               ("p999", 0.999)) if q > 1 - above]
+    assert stream["total"]["p99_s"] == pytest.approx(0.016)
     assert stream["total"]["time_s"] == pytest.approx((180.25 - 20.0) / 1000)  # the `_sum`, not midpoints
     assert stream["total"]["mean_s"] == pytest.approx((180.25 - 20.0) / 1000 / 20)
     summary = CliRunner().invoke(main, ["report", str(rec)]).output
-    assert "(the source's exact sum)" in summary and "rebinned" not in summary
+    assert "(the source's exact sum)" in summary and "rebinned" not in summary and "p99 ≥16ms" in summary
+    assert "the source's 6 buckets fold onto the rows below, one row each (+Inf in the row of its lower bound)" in \
+        summary
 
 
 def test_the_sum_alone_survives_both_readers() -> None:

@@ -70,12 +70,13 @@ SLOW = [0.004] * 50 + [0.2 + 0.2 * k / 49 for k in range(50)]
 COLUMNS = NOW_COLUMNS + 3
 
 
-def _slow_columns(name: str = "req_duration_seconds", values: list[float] = SLOW) -> list[Interval]:
-    """`COLUMNS` intervals of a real prometheus_client exporter (buckets up to 100 ms) scraped on loopback, each but
-    the first (before any request) holding `values`; every one's own `+Inf` bucket, as the exposition gave it, holds
-    the requests past 100 ms."""
-    intervals = scraped_intervals(BUCKETS, values, columns=COLUMNS, name=name)
-    above = sum(v > BUCKETS[-1] for v in values)
+def _slow_columns(name: str = "req_duration_seconds", values: list[float] = SLOW,
+                  buckets: tuple[float, ...] = BUCKETS) -> list[Interval]:
+    """`COLUMNS` intervals of a real prometheus_client exporter (`buckets`, up to 100 ms by default) scraped on
+    loopback, each but the first (before any request) holding `values`; every one's own `+Inf` bucket, as the
+    exposition gave it, holds the requests past the largest finite bound."""
+    intervals = scraped_intervals(buckets, values, columns=COLUMNS, name=name)
+    above = sum(v > buckets[-1] for v in values)
     assert len(intervals) == COLUMNS
     for k, iv in enumerate(intervals):
         assert iv.source_buckets is not None and iv.source_buckets.bounds[-1] == float("inf")
@@ -108,6 +109,31 @@ def test_per_column_percentiles_in_the_inf_bucket_read_as_at_least_the_top_bound
     held = np.isfinite(values[:, 1])
     assert held.sum() == hist.n - 1 and at_least[held, 1].all() and (values[held, 1] == pytest.approx(0.1))
     assert not at_least[:, 0].any()
+
+
+#: Powers of two in milliseconds, 1 ms to 128 ms: each bucket folds exactly onto one millisecond row.
+POW2_BUCKETS = tuple(2.0**k / 1000 for k in range(8))
+
+
+def test_power_of_two_buckets_tell_their_inf_events_as_other_layouts_do() -> None:
+    """Bounds that fold exactly onto rows kept no buckets of their own, so the `+Inf` events (200-400 ms) sat in the
+    row of 128 ms (128-256 ms) as if known there: the report, overview, inspector and columns read p99 as a plain
+    number below 256 ms. Now they say `≥128ms`, the largest finite bound, as for the default bounds."""
+    acc = Accumulator()
+    acc.add(_slow_columns(buckets=POW2_BUCKETS))
+    hist = next(iter(acc.streams.values()))
+    source = acc.sources[hist.stream]
+    assert hist.stream.unit == "millisec"  # folded exactly, a row per bucket
+    total = stream_report(hist, acc)["total"]
+    assert total["open"] == ["p90_s", "p99_s", "p999_s"] and percentile_text(total, 0.99) == "≥128ms"
+    assert not percentile_text(total, 0.50).startswith("≥")
+    column = inspection_summary(inspect_columns(hist, hist.n - 1, hist.n, 0, 63, source=source)).plain
+    assert "p90 ≥128ms" in column and "p99 ≥128ms" in column and "p50 ≥" not in column
+    row = OverviewStats().rows([hist], sources=acc.sources)[0]
+    assert _values(row)[1:3] == ("≥128ms", "≥128ms") and row.open == {"p99 now", "p99 all"}
+    stats = hist.column_stats(slice(1, None))
+    assert (stats.percentiles[:, 1:] == pytest.approx(0.128)) and stats.open[:, 1:].all() and \
+        not stats.open[:, 0].any()
 
 
 def test_columns_without_requests_past_the_top_bound_keep_their_rows_figures() -> None:

@@ -163,3 +163,22 @@ def test_a_repeated_metric_is_a_usage_error_naming_both(driven: Exporter) -> Non
     same = latencymap("scrape", driven.url, "--metric", METRIC, "--metric", METRIC, "--count", "1", "--interval",
                       "0.2", "--emit")
     assert same.returncode == 0 and intervals_of(same.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("status", "words"), [(404, "answered HTTP 404 Not Found"),
+                                               (503, "answered HTTP 503 Service Unavailable")])
+def test_scrape_count_ends_with_exit_1_naming_the_url_and_status_on_an_endpoint_that_fails(status: int,
+                                                                                           words: str) -> None:
+    """`scrape URL --count 1` against a 404 used to ask again forever; a 503 that never ends gives up."""
+    endpoint = Scripted([(status, "text/plain", "no such page")])
+    try:
+        r = latencymap("scrape", endpoint.url, "--metric", "h_seconds", "--count", "1", "--interval", "0.01",
+                       "--emit", timeout=30)
+    finally:
+        endpoint.close()
+    assert r.returncode == 1 and r.stdout == ""
+    assert f"{endpoint.url}: {words} (no such page)" in r.stderr
+    assert ("stopped: asking again would get the same answer" if status == 404 else
+            "gave up after 5 failed scrapes in a row") in r.stderr
+    assert len(endpoint.requests) == (1 if status == 404 else 5)

@@ -65,7 +65,10 @@ def test_powers_of_two_fold_exactly() -> None:
     values_ms = np.array([0.3, 1.5, 1.9, 3.0, 7.9, 600.0, 1500.0, 5000.0])
     per_bucket = np.bincount([bisect.bisect_left(POW2_MS_BUCKETS, v / 1000) for v in values_ms], minlength=12)
     rows, kept = layout.fold(per_bucket, 0.5)
-    assert kept is None
+    # kept: only its buckets tell the +Inf events (their values not known) from those of the row they land in
+    assert kept is not None and kept.bounds == layout.bounds and kept.counts.tolist() == per_bucket.tolist()
+    assert kept.total_time == 0.5
+    assert layout_of(POW2_MS_BUCKETS, 1000.0).fold(per_bucket[:11])[1] is None  # no +Inf: the rows are the buckets
     # rows straight from the values: [0,1) [1,2) [2,4) ... [1024, 2048); +Inf (above 1024 ms) is the overflow row
     expected, _ = bin_values(np.minimum(values_ms, 1500.0))
     assert rows.tolist() == expected.tolist() and rows[11] == 2

@@ -27,6 +27,7 @@ from latencymap.core.model import Interval, Notice
 from latencymap.plugins import SourceError
 from latencymap.sources.prometheus import scrape as scrape_mod
 from latencymap.sources.prometheus.scrape import ScrapeSource
+from latencymap.sources.prometheus.transport import retry_message
 
 METRIC = "app_request_duration_seconds"
 
@@ -100,8 +101,9 @@ def test_each_column_counts_the_observations_made_between_its_scrapes(exporters,
         expected, _ = bin_values(np.minimum(values, 1500.0))  # above 1.024 s: the +Inf row, [1024, 2048) ms
         assert column.counts.tolist() == expected.tolist()
         assert not column.reset and not column.gap
-        own = column.source_buckets  # an exact fold: the rows are the buckets, only the `_sum` is kept besides
-        assert own is not None and own.bounds == () and len(own.counts) == 0
+        own = column.source_buckets  # an exact fold: the rows are the buckets, kept for what `+Inf` holds
+        assert own is not None and own.bounds == (*(2.0**k for k in range(11)), math.inf)
+        assert own.counts.tolist() == column.counts[:12].tolist()
         assert own.total_time == pytest.approx(sum(batches[k // 2][method]), rel=1e-9, abs=1e-12)
     assert all(a.end == b.start for a, b in zip(columns[::2], columns[2::2], strict=False))
 
@@ -251,6 +253,78 @@ def test_refused_and_timed_out_endpoints_are_named_and_retried() -> None:
     assert said[0].startswith(f"scrape: http://127.0.0.1:{port}/metrics: connection refused; expected Prometheus")
     assert said[1].startswith(f"scrape: http://127.0.0.1:{port}/metrics: timed out; expected Prometheus")
     assert int(columns[0].counts.sum()) == 3
+
+
+def _until_it_stops(source: ScrapeSource, asks_again: int) -> tuple[list[Interval], list[str], SourceError]:
+    """Run a source until it raises SourceError: (its columns, its notices, the error); the test fails when it sleeps
+    to ask again more than `asks_again` times."""
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        assert len(slept) <= asks_again, f"asked again {len(slept)} times"
+
+    source.sleep, source.clock = sleep, lambda: 1.7e9 + sum(slept)
+    got: list[Interval] = []
+    said: list[str] = []
+    with pytest.raises(SourceError) as err:
+        for item in source.items():
+            if isinstance(item, Interval):
+                got.append(item)
+            elif isinstance(item, Notice):
+                said.append(item.message)
+    return got, said, err.value
+
+
+@pytest.mark.parametrize(("status", "reason"), [(404, "Not Found"), (401, "Unauthorized"), (403, "Forbidden")])
+def test_an_answer_that_asking_again_will_not_change_stops_the_source_naming_url_and_status(status: int,
+                                                                                           reason: str) -> None:
+    endpoint = Scripted([(status, "text/plain", "nope")])
+    try:
+        _, said, err = _until_it_stops(ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001, count=1),
+                                       0)
+    finally:
+        endpoint.close()
+    assert len(endpoint.requests) == 1 and said == []
+    assert str(err) == (f"scrape: {endpoint.url}: answered HTTP {status} {reason} (nope); expected Prometheus text "
+                        "exposition (text/plain; version=0.0.4) or OpenMetrics with a histogram; stopped: asking "
+                        "again would get the same answer")
+
+
+def test_a_404_after_good_scrapes_stops_the_source_keeping_the_columns_given() -> None:
+    bounds = (0.001, math.inf)
+    endpoint = Scripted([(200, TEXT_TYPE, histogram_page("h_seconds", bounds, [1, 3], 0.01)),
+                         (200, TEXT_TYPE, histogram_page("h_seconds", bounds, [2, 5], 0.02)),
+                         (404, "text/plain", "gone")])
+    try:
+        got, _, err = _until_it_stops(ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001, count=5), 2)
+    finally:
+        endpoint.close()
+    assert "answered HTTP 404 Not Found (gone)" in str(err)
+    assert [int(c.counts.sum()) for c in got] == [2] and len(endpoint.requests) == 3
+
+
+@pytest.mark.parametrize("down", ["503", "refused"])
+def test_a_run_bounded_by_count_gives_up_on_an_endpoint_that_keeps_failing(down: str) -> None:
+    endpoint = Scripted([(503, "text/plain", "overloaded")])
+    url = endpoint.url
+    if down == "refused":
+        endpoint.close()
+        url = f"http://127.0.0.1:{free_port()}/metrics"
+    give_up = scrape_mod.GIVE_UP
+    try:
+        _, said, err = _until_it_stops(ScrapeSource(url=url, metric="h_seconds", interval=0.5, count=1), give_up - 1)
+    finally:
+        endpoint.close()
+    what = "answered HTTP 503 Service Unavailable (overloaded)" if down == "503" else "connection refused"
+    expected = f"{url}: {what}; expected Prometheus text exposition (text/plain; version=0.0.4) or OpenMetrics " \
+               "with a histogram"
+    waited = sum(0.5 * 2**k for k in range(give_up - 1))  # the backoff before each retry
+    assert str(err) == f"scrape: {expected}; gave up after {give_up} failed scrapes in a row ({waited:.0f}s), before " \
+                       "--count 1 was reached"
+    assert said == [f"scrape: {retry_message(expected, k, 0.5 * 2**(k - 1))}" for k in range(1, give_up)]
+    if down == "503":
+        assert len(endpoint.requests) == give_up
 
 
 def test_credentials_are_sent_but_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -47,9 +47,10 @@ def _is_number(text: str) -> bool:
     return True
 
 
-#: A field: what lies between spaces, tabs and commas (and the line's end). Not `str.split()`, which also cuts at
-#: `\x1c`-`\x1f`, `\x85`, U+2028 and other Unicode blanks: `1\x1f2` would be read as the pair 1, 2.
-_FIELD = re.compile(r"[^ \t,\r\n]+")
+#: A field: what lies between blanks (a space, a tab, a no-break or other Unicode space, `\f`, `\v`) and commas. Not
+#: `str.split()`, which also cuts at the separators `\x1c`-`\x1f`, `\x85`, U+2028 and U+2029: `1\x1f2` would be
+#: read as the pair 1, 2.
+_FIELD = re.compile(r"(?:[^\s,]|[\x1c-\x1f\x85\u2028\u2029])+")
 
 
 def _fields(line: str) -> list[str]:

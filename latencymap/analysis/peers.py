@@ -437,8 +437,9 @@ def hidden_ranks(groups: list[PeerGroup], th: Thresholds = DEFAULT_THRESHOLDS) -
       one, and the others waited for it;
     - `waited_for`: a rank whose peers' mean here rose `peer_min_ratio` or more above its own usual (its median over
       the intervals) and above its mean then, in intervals that hold at least half of its shortfall against them, or
-      three quarters with the intervals beside them (where such a wait spills over an interval's edge), and half of
-      that is not made up elsewhere: the others waited for it, so it is the likely straggler, slow outside what is
+      three quarters with what the intervals beside them hold past its steady shortfall (where such a wait spills over
+      an interval's edge; a rank simply faster everywhere has that shortfall beside any interval), and half of that
+      is not made up elsewhere: the others waited for it, so it is the likely straggler, slow outside what is
       timed here (with the other phases where it is the slow rank).
     - `together`: intervals not explained by `inside` where every rank's mean rose `peer_min_ratio` or more above
       the group's usual (the median over intervals), all within `SYNCED_SPREAD` of each other: all ranks slowed at
@@ -530,13 +531,15 @@ def _waited_for(g: PeerGroup, wm: np.ndarray, th: Thresholds) -> dict[str, Any] 
     level = np.nan_to_num(ref)  # the others rose above its usual, it did not drop below it: they waited
     far = valid & (np.nan_to_num(wm[k], nan=np.inf) * th.peer_min_ratio <= level) & \
         (level >= th.peer_min_ratio * usual) & (short > 0)
-    near = far.copy()  # a wait that spills over an interval's edge: the shortfall beside it is the same wait's
+    near = np.zeros_like(far)  # a wait that spills over an interval's edge: the shortfall beside it is the same wait's
     near[1:] |= far[:-1]
     near[:-1] |= far[1:]
+    near &= ~far
     owed = float(short[short > 0].sum())
     held = float(short[far].sum())
-    if held < 0.5 * owed:
-        held = float(short[near & (short > 0)].sum())
+    if held < 0.5 * owed:  # beside it, only what passes its steady shortfall (that a rank always fast has everywhere)
+        steady = max(float(median_of(short[valid] / ev[k][valid])), 0.0) if valid.any() else 0.0
+        held += float(np.maximum(short - steady * ev[k], 0.0)[near].sum())
         held = held if held >= 0.75 * owed else 0.0
     if not far.any() or held <= 0 or float(short.sum()) < 0.5 * held:
         return None

@@ -145,8 +145,9 @@ _NOT_THE_SECRET = frozenset({
     "num", "number", "size", "len", "length", "limit", "max", "min", "budget", "ttl", "expiry", "timeout", "lifetime",
     "type", "kind", "mode", "method", "scheme", "auth", "provider", "format", "command", "cmd", "store", "ref", "arn",
     "stdin", "prompt"})
-#: First words that make a name a flag saying no (`--no-password`, `--skip-auth`): no value follows it.
-_NEGATION = frozenset({"no", "skip", "disable", "without", "ignore"})
+#: First words that make a name a flag saying no (`--no-password`, `--skip-auth`) or that it is asked for
+#: (`--ask-vault-pass`): no value follows it.
+_NEGATION = frozenset({"no", "skip", "disable", "without", "ignore", "ask"})
 #: Where the words of a name meet: any other character, or a change of case (`hfToken`, `SSLKey`).
 _WORD_BREAK = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 #: `[scheme:]//` opening a URL-style address (Easy Connect's `tcp://`, `//host`, http URLs), after leading blanks.
@@ -263,9 +264,15 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][\w.-]*=[^=]")
 #: or one short one (`-v`). Any other word there is the value, one starting with `-` too (`--password -xyz123`):
 #: getopt and click take the next word as the value whatever it starts with (argparse stops the program instead).
 _OPTION_WORD = re.compile(r"--(?:[A-Za-z][\w.-]*(?:=.*)?)?|-[A-Za-z]", re.S)
-#: Programs whose `-p` takes the password (glued, `-ppw`, for the MySQL clients; separate for mycli and sshpass).
-_P_IS_PASSWORD = frozenset({"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mariadb",
-                            "mariadb-dump", "mycli", "sshpass"})
+#: The MySQL clients: their `-p` and `--password` take the password only glued (`-ppw`, `--password=pw`).
+_MYSQL = frozenset({"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mariadb",
+                    "mariadb-dump"})
+#: Programs whose `-p` takes the password (glued for the MySQL clients; separate for mycli and sshpass).
+_P_IS_PASSWORD = _MYSQL | {"mycli", "sshpass"}
+#: Programs whose bare `--password` (and a MySQL client's bare `-p`) asks for the password: the next word is not it
+#: (`mysql --password -uroot db`, `psql --password -Ubob db`).
+_ASKS_PASSWORD = _MYSQL | {"psql", "pg_dump", "pg_dumpall", "pg_restore", "pg_basebackup", "createdb", "dropdb",
+                           "createuser", "dropuser", "vacuumdb", "reindexdb", "clusterdb", "pgbench"}
 
 
 def redact_command(command: str) -> str:
@@ -278,7 +285,8 @@ def redact_command(command: str) -> str:
     word's credentials and secret parameters cut out as `redact_address` cuts them (`postgresql://bob:pw@db/t`)."""
     out: list[str] = []
     hiding = hidden = False  # within a secret value; its *** already written
-    user = p_password = False  # the word before was a user option; the program takes a password after -p
+    user = p_password = asks = False  # the word before was a user option; the program takes a password after -p;
+    # it asks for the password after a bare --password or -p
     for word in command.split(" "):
         if hiding and (not (word.startswith("-") or _ASSIGNMENT.match(word)) if hidden
                        else _OPTION_WORD.fullmatch(word) is None):
@@ -298,13 +306,14 @@ def redact_command(command: str) -> str:
             hidden = header.end() < len(word)
             word, hiding = word[:header.end()] + "***" * hidden, True
         elif p_password and word.startswith("-p") and not word.startswith("--"):
-            word, hiding, hidden = word[:2] + "***" * (len(word) > 2), True, len(word) > 2
+            word, hiding, hidden = word[:2] + "***" * (len(word) > 2), len(word) > 2 or not asks, len(word) > 2
         elif word.startswith("-") and not eq and _secret_option(word):
-            hiding = True
+            hiding = not (asks and word == "--password")
         else:
             word = redact_address(word)
         user = not eq and _USER_OPTION.fullmatch(word) is not None
-        p_password = p_password or word.rpartition("/")[2].removesuffix(".py") in _P_IS_PASSWORD
+        program = word.rpartition("/")[2].removesuffix(".py")
+        p_password, asks = p_password or program in _P_IS_PASSWORD, asks or program in _ASKS_PASSWORD
         out.append(word)
     return " ".join(out)
 

@@ -240,6 +240,25 @@ def test_a_wait_that_spills_over_the_ranks_intervals_still_names_the_rank_the_ot
         assert at["start"] < (stall["start"] + stall["end"]) / 2 < at["end"]
 
 
+@pytest.mark.parametrize("intervals", [3, 4, 12])
+def test_a_rank_simply_faster_is_not_said_waited_for_because_of_its_steady_shortfall_beside_one_wait(
+        intervals: int) -> None:
+    """Rank 0's steps are 15% shorter in every interval; in one the others' rose 10% more. That interval holds too
+    little of its shortfall, and the intervals beside it hold only its steady shortfall, not a wait spilling over:
+    counted whole, a run of 3 or 4 intervals named rank 0 waited for (a longer one did not)."""
+    steps, rise = 20, 1
+    streams = []
+    for r in range(4):
+        means = np.array([0.085 if r == 0 else 0.1 * (1.1 if w == rise else 1.0) * (1 + 0.001 * ((r + w) % 3))
+                          for w in range(intervals)])
+        counts = np.full((intervals, 1), float(steps))
+        streams.append(PeerStream(f"job/rank{r}/step", "training", "sec", counts, counts * means[:, None],
+                                  np.arange(float(intervals)), np.arange(1.0, intervals + 1)))
+    (g,) = find_peers(streams)
+    assert g.finding is None and g.consistent is None and g.members[0].ratio < 0.9  # rank 0 faster, none slow
+    assert g.hidden == []
+
+
 @pytest.mark.slow
 @requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
 def test_real_ddp_ranks_a_slow_rank_the_all_reduce_hides_in_step_times_is_pointed_to(tmp_path: Path) -> None:

@@ -122,6 +122,19 @@ def test_a_secret_value_starting_with_a_dash_is_hidden_and_an_option_after_a_sec
         "x DB_PASSWORD=*** --db-password *** two=2 -v --key *** -vv")
 
 
+def test_a_password_flag_that_asks_for_the_password_takes_no_value_and_the_options_after_it_are_shown() -> None:
+    """Hiding a value that starts with `-` hid `-uroot -hdb shop` of `mysql --password -uroot -hdb shop`: the MySQL
+    and PostgreSQL clients' bare `--password` (and a MySQL client's bare `-p`) and `--ask-vault-pass` ask for the
+    password, and the word after them is none. Their glued values, and the other programs' values, stay hidden."""
+    for command in ("mysql -uroot --password -hdb shop", "mysql -p -hdb shop", "/usr/bin/psql --password -Ubob shop",
+                    "pg_dump --password -Fc shop", "ansible-playbook site.yml --ask-vault-pass -vvv",
+                    "ansible-playbook --ask-become-pass site.yml"):
+        assert redact_command(command) == command
+    assert redact_command("mysql --password=pw -hdb shop -ppw") == "mysql --password=*** -hdb shop -p***"
+    assert redact_command("mycli --password -xyz123 shop") == "mycli --password ***"
+    assert redact_command("ansible-playbook --vault-pass -xyz123 site.yml") == "ansible-playbook --vault-pass ***"
+
+
 def test_options_that_only_look_like_secrets_and_what_follows_them_are_shown() -> None:
     """A secret word before a word that says where, how many or what kind (`--key-column`, `--secret-name`,
     `--token-budget`), a short one glued or before another word (`--monkey`, `--pass-through`), a flag saying no

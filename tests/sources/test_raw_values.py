@@ -204,3 +204,16 @@ def test_fields_are_cut_at_spaces_tabs_and_commas_only(tmp_path) -> None:
         f"{path}: the header's latency column 'latency_ms' names milliseconds: values read as ms (--unit to override)",
         f"{path}: line 3: {said} '2?5'; line skipped", f"{path}: line 4: {said} '3?7'; line skipped",
         f"{path}: line 5: {said} '4?5'; line skipped"]
+
+
+def test_fields_are_still_cut_at_no_break_and_other_unicode_spaces_and_a_form_feed_line_is_blank(tmp_path) -> None:
+    """Cutting only at spaces, tabs and commas (not at `\\x1c`) also stopped cutting at the blanks `str.split()` cut
+    at: a file of `time<U+00A0>latency` pairs (pasted from a web page or a spreadsheet) was no longer recognised, and a
+    form feed line became a skipped line. Recognised by the input itself (no --input-format)."""
+    path = tmp_path / "pasted.txt"
+    path.write_bytes("time\u00a0latency_ms\n1\u00a03\n2\u20035\n\f\n3\u30007 \v\n4\u00a0\u00a01\n".encode())
+    doc = report_json(path)
+    (stream,) = doc["streams"]
+    assert stream["stream"]["unit"] == "millisec"
+    assert stream["total"]["events"] == 4 and stream["total"]["time_s"] == pytest.approx(16e-3)
+    assert not [m for m in doc["errors"]["messages"] if "line" in m]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from latencymap.core.accumulator import HistoryLimit
-from latencymap.core.model import Flow
+from latencymap.core.model import Flow, StreamId
 from latencymap.views.options import ViewOptions
 from latencymap.views.printer import run_plain
 
@@ -18,9 +18,11 @@ if TYPE_CHECKING:
 def run_view(flow: Flow, opts: ViewOptions, *, plain: bool, once: bool, screen_delay: float,
              history: HistoryLimit | int, out: TextIO | None = None, profile: ProfileSession | None = None,
              replay: ReplayClock | None = None, bursts: BurstScan | None = None,
-             analysis: Callable[[], dict[str, Any]] | None = None) -> int:
+             analysis: Callable[[], dict[str, Any]] | None = None,
+             straggler_stream: Callable[[dict[str, Any]], StreamId | None] | None = None) -> int:
     """Show `flow` (with the profile panel when `profile` is given, replay keys with `replay`, a stragglers panel
-    with the source's `analysis`); the exit code."""
+    with the source's `analysis`, its findings naming the stragglers' causes on the stream `straggler_stream` says
+    counted them); the exit code."""
     out = out or sys.stdout
     if not plain and out.isatty():
         try:
@@ -29,5 +31,5 @@ def run_view(flow: Flow, opts: ViewOptions, *, plain: bool, once: bool, screen_d
             pass
         else:
             return run_tui(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts,
-                           analysis=analysis)
+                           analysis=analysis, straggler_stream=straggler_stream)
     return run_plain(flow, opts, once=once, screen_delay=screen_delay, history=history, out=out)

@@ -28,10 +28,19 @@ from latencymap.core.sanitize import clean_text
 from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import check_output, write_text, writing
 from latencymap.outputs.json_text import dumps
-from latencymap.outputs.report import Causes, build_report, report_text, source_lines, source_notes
+from latencymap.outputs.report import (
+    Causes,
+    analysis_causes,
+    build_report,
+    report_text,
+    source_lines,
+    source_notes,
+)
 from latencymap.plugins import Source, SourceError, TextFormat
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from latencymap.views.svg import Notes, Stragglers, Unplaced
 
 PARQUET_NEEDS_OUTPUT = "--format parquet needs -o FILE (it is a binary format)"
@@ -286,26 +295,32 @@ def _placed_stragglers(acc: Accumulator, done: list[tuple[Source, dict[str, Any]
     causes: Causes = {}
     for k, (source, extra) in enumerate(done):
         left = []
+        stream_of = _stream_of(acc, source, shown[k])
         for straggler in extra.get("stragglers") or []:
-            stream = source.straggler_stream(straggler) if hasattr(source, "straggler_stream") else None
-            stream = shown[k].get(stream, stream) if stream is not None else None
-            if stream is not None and stream in acc.streams:
+            stream = stream_of(straggler)
+            if stream is not None:
                 runs.setdefault(stream, {}).setdefault(k, []).append(straggler)
-                if _measures_mapped(extra):
-                    causes.setdefault(stream, []).append(straggler)
             else:
                 left.append(straggler)
         if left:
             nowhere.append((_analysis_head(source, extra), left))
+        for stream, found in analysis_causes(extra, stream_of).items():
+            causes.setdefault(stream, []).extend(found)
     return {stream: [(clean_text(_run_name(*done[k]), 1000) if len(by) > 1 else "", found) for k, found in by.items()]
             for stream, by in runs.items()}, nowhere, causes
 
 
-def _measures_mapped(extra: dict[str, Any]) -> bool:
-    """Whether a source's analysis measured what its streams map (`analysed` and `metric` the same, or not said):
-    Spark's measures task durations, whatever task metric `--metric` maps."""
-    analysed, mapped = extra.get("analysed"), extra.get("metric")
-    return not analysed or not mapped or analysed == mapped
+def _stream_of(acc: Accumulator, source: Source,
+               shown: dict[StreamId, StreamId]) -> Callable[[dict[str, Any]], StreamId | None]:
+    """The stream shown that counted a straggler's task (`straggler_stream`, under the name its input showed it:
+    `shown`); None where none did."""
+
+    def stream_of(straggler: dict[str, Any]) -> StreamId | None:
+        stream = source.straggler_stream(straggler) if hasattr(source, "straggler_stream") else None
+        stream = shown.get(stream, stream) if stream is not None else None
+        return stream if stream is not None and stream in acc.streams else None
+
+    return stream_of
 
 
 def _untimed(readers: list[TextFormat]) -> set[StreamId]:

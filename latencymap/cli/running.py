@@ -9,7 +9,7 @@ from latencymap.cli.common import EXIT_OK, say
 from latencymap.cli.options import display_options
 from latencymap.core.accumulator import DEFAULT_HISTORY
 from latencymap.core.at_exit import close_at_exit
-from latencymap.core.model import Flow, FlowItem, Notice, unrolled
+from latencymap.core.model import Flow, FlowItem, Notice, StreamId, unrolled
 from latencymap.flow.pipeline import limited, strict
 from latencymap.plugins import Source
 
@@ -69,7 +69,8 @@ def prepare(flow: Iterator[FlowItem], kw: dict[str, Any], source: str = "input",
 
 
 def show(flow: Flow, kw: dict[str, Any], profile: ProfileSession | None = None, replay: ReplayClock | None = None,
-         bursts: BurstScan | None = None, analysis: Callable[[], dict[str, Any]] | None = None) -> int:
+         bursts: BurstScan | None = None, analysis: Callable[[], dict[str, Any]] | None = None,
+         straggler_stream: Callable[[dict[str, Any]], StreamId | None] | None = None) -> int:
     """The flow in the view the options ask for (or on stdout as records with `--emit`); the exit code."""
     if kw.get("emit"):
         return emit(flow, kw.get("compat", False), profile)
@@ -77,4 +78,4 @@ def show(flow: Flow, kw: dict[str, Any], profile: ProfileSession | None = None, 
 
     return run_view(flow, display_options(kw), plain=kw["plain"] or kw["once"], once=kw["once"],
                     screen_delay=kw["screen_delay"], history=kw["history"] or DEFAULT_HISTORY, profile=profile,
-                    replay=replay, bursts=bursts, analysis=analysis)
+                    replay=replay, bursts=bursts, analysis=analysis, straggler_stream=straggler_stream)

@@ -30,7 +30,8 @@ def source_command(src: type[Source]) -> click.Command:
             with profile_session(view_kw) as profile:
                 flow = prepare(diffed(guarded_source(source.items(), src.name), src.name), {**view_kw, **kw},
                                source=src.name, profile=profile)
-                return show(flow, {**view_kw, "screen_delay": 0.0}, profile, analysis=getattr(source, "analysis", None))
+                return show(flow, {**view_kw, "screen_delay": 0.0}, profile, analysis=getattr(source, "analysis", None),
+                            straggler_stream=getattr(source, "straggler_stream", None))
 
         guarded(body)
 

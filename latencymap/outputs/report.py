@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -548,28 +548,61 @@ def _straggler_cause(s: dict[str, Any]) -> str:
     return f"read {ratio:.1f}x its stage's median bytes ({usual}): not a larger input"
 
 
+def measures_mapped(found: dict[str, Any]) -> bool:
+    """Whether a source's analysis measured what its streams map (`analysed` and `metric` the same, or not said):
+    Spark's measures task durations, whatever task metric `--metric` maps."""
+    analysed, mapped = found.get("analysed"), found.get("metric")
+    return not analysed or not mapped or analysed == mapped
+
+
+def analysis_causes(found: dict[str, Any], stream_of: Callable[[dict[str, Any]], StreamId | None]) -> Causes:
+    """The stragglers of a source's analysis (`found`, as the report's "source") by the stream that counted their
+    tasks (`stream_of`; those of none left out), where it measured the values those streams map: see `Causes`."""
+    causes: Causes = {}
+    if measures_mapped(found):
+        for straggler in found.get("stragglers") or []:
+            stream = stream_of(straggler)
+            if stream is not None:
+                causes.setdefault(stream, []).append(straggler)
+    return causes
+
+
 def explained_diagnosis(hist: StreamHistory, causes: list[dict[str, Any]] | None = None) -> Diagnosis:
-    """`stream_diagnosis` of `hist`, its findings about stragglers (`causes`, see `Causes`: those that ended) naming
-    what made them slow where the log says it (`findings_cause`), instead of the causes such tasks usually have."""
+    """`stream_diagnosis` of `hist`, its findings about stragglers naming what made them slow where the log says it
+    (`finding_causes`), instead of the causes such tasks usually have."""
     diag = stream_diagnosis(hist)
-    if not causes or not hist.n:
+    said = finding_causes(diag, hist, 0, hist.n, causes)
+    if not any(said):
         return diag
-    start, end = float(hist.meta_in("start", slice(0, 1))[0]), float(hist.meta_in("end", slice(hist.n - 1, None))[0])
+    datasource = hist.stream.datasource
+    return replace(diag, findings=[with_cause(f, cause, datasource) if cause else f
+                                   for f, cause in zip(diag.findings, said, strict=True)])
+
+
+def finding_causes(diag: Diagnosis, hist: StreamHistory, first: int, stop: int,
+                   causes: list[dict[str, Any]] | None) -> list[str | None]:
+    """Per finding of `diag`, the diagnosis of columns [first, stop) of `hist`: what the log says made the stragglers
+    among its events slow (`findings_cause`; of `causes`, see `Causes`: those that ended in these columns), where its
+    why may name it (`with_cause`); None elsewhere."""
+    none: list[str | None] = [None] * len(diag.findings)
+    if not causes or stop <= first:
+        return none
+    start = float(hist.meta_in("start", slice(first, first + 1))[0])
+    end = float(hist.meta_in("end", slice(stop - 1, stop))[0])
     ended = [s for s in causes if s.get("end") is not None and s.get("duration_s") is not None and
              start <= s["end"] <= end]  # of the columns kept (a --history limit drops the oldest)
     if not ended:
-        return diag
-    findings = [_explained(f, ended, hist.stream.datasource) for f in diag.findings]
-    return diag if all(a is b for a, b in zip(findings, diag.findings, strict=True)) else \
-        replace(diag, findings=findings)
+        return none
+    datasource = hist.stream.datasource
+    return [cause if cause and with_cause(f, cause, datasource) is not f else None
+            for f in diag.findings for cause in (_cause(f, ended),)]
 
 
-def _explained(f: Finding, stragglers: list[dict[str, Any]], datasource: str) -> Finding:
-    """`f` naming the cause of the `stragglers` among its events where the log gives one (`with_cause`), else `f`."""
+def _cause(f: Finding, stragglers: list[dict[str, Any]]) -> str | None:
+    """What the log says made the `stragglers` among `f`'s events slow (`findings_cause`); None where it says none."""
     if not f.key:
-        return f
-    cause = findings_cause([s for s in stragglers if f.holds(s["duration_s"], s["end"])], round(f.events))
-    return with_cause(f, cause, datasource) if cause else f
+        return None
+    return findings_cause([s for s in stragglers if f.holds(s["duration_s"], s["end"])], round(f.events))
 
 
 def findings_cause(found: list[dict[str, Any]], events: int) -> str | None:

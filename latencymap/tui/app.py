@@ -23,7 +23,7 @@ from latencymap.core.model import Flow, Interval, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import REAL_EPOCH
 from latencymap.flow.stdin import take_terminal
-from latencymap.outputs.report import stream_time_words
+from latencymap.outputs.report import Causes, analysis_causes, stream_time_words
 from latencymap.tui.actions import MapActions
 from latencymap.tui.axis import learn_clock, view_digits
 from latencymap.tui.diffmap import DiffScreen
@@ -41,7 +41,7 @@ from latencymap.tui.profile_panel import PROFILE_BINDINGS, ProfileController
 from latencymap.tui.replay_keys import REPLAY_BINDINGS, ReplayController
 from latencymap.tui.state import ViewState
 from latencymap.tui.status import StatusBar, status_lines
-from latencymap.tui.stragglers import Analysis, StragglersPanel
+from latencymap.tui.stragglers import Analysis, StragglersPanel, StragglerStream
 from latencymap.tui.window import Window
 from latencymap.views.frame import MapFits, RowRange, edge_folds, row_range, window_sums
 from latencymap.views.options import ViewOptions
@@ -69,7 +69,7 @@ class LatencyMapApp(MapActions):
     def __init__(self, flow: Flow, opts: ViewOptions | None = None, *, history: HistoryLimit | int = DEFAULT_HISTORY,
                  color_mode: str | None = None, tick: float = TICK_S, profile: ProfileSession | None = None,
                  replay: ReplayClock | None = None, bursts: BurstScan | None = None,
-                 analysis: Analysis | None = None) -> None:
+                 analysis: Analysis | None = None, straggler_stream: StragglerStream | None = None) -> None:
         super().__init__()
         self.opts = opts or ViewOptions()
         self.acc = Accumulator(cap=history,
@@ -91,6 +91,10 @@ class LatencyMapApp(MapActions):
         self.profiler = ProfileController(self, profile) if profile is not None else None
         self.replay = ReplayController(self, replay, bursts) if replay is not None else None
         self.analysis = analysis
+        #: The stream that counted a straggler's task (the source's `straggler_stream`): the findings of the stream
+        #: shown name what made its stragglers slow (`causes`) where the analysis says.
+        self.straggler_stream = straggler_stream
+        self.causes: Causes = {}
         self._analysed_at = 0.0
 
     def compose(self) -> ComposeResult:
@@ -199,6 +203,7 @@ class LatencyMapApp(MapActions):
             self.notify(f"analysis failed: {err}", title="stragglers", severity="warning")
             return
         self.maps.query_one(StragglersPanel).show(found)
+        self.causes = {} if self.straggler_stream is None else analysis_causes(found, self.straggler_stream)
 
     def map_cells(self) -> int:
         """How many cells wide the heat maps are (from the screen's width: the layout may not have caught up)."""
@@ -329,14 +334,16 @@ class LatencyMapApp(MapActions):
         if strip.display:
             strip.show(hist, win, cursor, source)
         panel = self.maps.query_one(FindingsPanel)
-        panel.show(window_findings(hist, win.first, stop), win, self.view.finding, self._findings_room())
+        panel.show(window_findings(hist, win.first, stop, self.causes.get(hist.stream)), win, self.view.finding,
+                   self._findings_room())
         if self.profiler is not None:
             self.profiler.show()
 
 
 def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFAULT_HISTORY,
             profile: ProfileSession | None = None, replay: ReplayClock | None = None,
-            bursts: BurstScan | None = None, analysis: Analysis | None = None) -> int:
+            bursts: BurstScan | None = None, analysis: Analysis | None = None,
+            straggler_stream: StragglerStream | None = None) -> int:
     """Show `flow` in the TUI until `q`; falls back to plain frames when there is no terminal."""
     restore = take_terminal()
     if restore is None:
@@ -345,7 +352,8 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFA
         return run_plain(flow, opts, once=False, screen_delay=0.1, history=history, out=sys.stdout)
     if profile is not None:
         profile.echo = False  # the panel and notices show its messages; stderr is the TUI's
-    app = LatencyMapApp(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts, analysis=analysis)
+    app = LatencyMapApp(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts, analysis=analysis,
+                        straggler_stream=straggler_stream)
 
     def on_sigint(signum: int, frame: object) -> None:
         app.interrupted = True  # asyncio would cancel the app, which then ends as if `q` was pressed

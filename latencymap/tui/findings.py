@@ -18,6 +18,7 @@ from textual.widget import Widget
 from latencymap.analysis.diagnosis import diagnose
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.sanitize import cell_width, clean_text
+from latencymap.outputs.report import finding_causes
 from latencymap.tui.axis import LABEL_W
 from latencymap.tui.heatmap import map_cells
 from latencymap.tui.window import Window
@@ -51,9 +52,10 @@ class FindingItem:
         return [(self.first_col, self.last_col if self.last_col is not None else self.first_col)]
 
 
-def finding_items(diag: Any) -> list[FindingItem]:
+def finding_items(diag: Any, causes: list[str | None] | None = None) -> list[FindingItem]:
     """The diagnosis as items: the modes line, then each finding (episodes with their columns, a band that came in
-    bursts with the columns of its bursts; a steady band is over every column: it has none to go to)."""
+    bursts with the columns of its bursts; a steady band is over every column: it has none to go to), after it what
+    made its events slow where a source's analysis says (`causes`, per finding: `report.finding_causes`)."""
     lines = diag.summary_lines()
     if not lines or diag.events <= 0:
         return []
@@ -61,14 +63,15 @@ def finding_items(diag: Any) -> list[FindingItem]:
     found = getattr(diag, "findings", None)
     if found is not None:  # a diagnosis that names its findings with where they are
         items = [head]
-        for f in found:
+        for f, cause in zip(found, causes or [None] * len(found), strict=True):
+            text = f"{f.what} — {cause}" if cause else f.what
             if f.kind != "band":
-                items.append(FindingItem(f.what, f.first_col, f.last_col))
+                items.append(FindingItem(text, f.first_col, f.last_col))
             elif getattr(f, "bursts", False):
                 cols = _burst_columns(diag, f)
-                items.append(FindingItem(f.what, f.first_col, f.last_col, cols))
+                items.append(FindingItem(text, f.first_col, f.last_col, cols))
             else:
-                items.append(FindingItem(f.what))
+                items.append(FindingItem(text))
         return items
     items = [head]
     rest = lines[1:]
@@ -88,8 +91,10 @@ def _burst_columns(diag: Any, finding: Any) -> tuple[int, ...]:
     return ()
 
 
-def window_findings(hist: StreamHistory, first: int, stop: int) -> list[FindingItem]:
-    """Findings of history columns [first, stop)."""
+def window_findings(hist: StreamHistory, first: int, stop: int,
+                    causes: list[dict[str, Any]] | None = None) -> list[FindingItem]:
+    """Findings of history columns [first, stop); those about stragglers of a source's analysis (`causes`, see
+    `report.Causes`) naming what made them slow where it says, in the report's words (`report.finding_causes`)."""
     if stop <= first:
         return []
     cols = slice(first, stop)
@@ -97,7 +102,7 @@ def window_findings(hist: StreamHistory, first: int, stop: int) -> list[FindingI
                     col_range=(first, stop), rows_from=first, datasource=hist.stream.datasource,
                     exact=hist.exact_in(cols), seen_max=(hist.seen or (None, None))[1],
                     seen_min=(hist.seen or (None, None))[0])
-    return finding_items(diag)
+    return finding_items(diag, finding_causes(diag, hist, first, stop, causes))
 
 
 class FindingsPanel(Widget):

@@ -67,6 +67,9 @@ STALE = Style(color="yellow", bold=True)
 SELECTED = Style(reverse=True, bold=True)
 MARKED = Style(color="magenta", bold=True)
 PLAIN = Style()
+#: A heat strip cell whose p99 is a lower bound only (coloured as that bound), as its figures are written `≥low`.
+OPEN_MARK = "≥"
+OPEN_INK = Style(color="black", bold=True)
 
 
 def numbers_width(columns: tuple[tuple[str, int], ...]) -> int:
@@ -99,12 +102,16 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…" if width > 0 else ""
 
 
-def scale_heading(low: float, high: float, width: int) -> str | None:
-    """What the strips' colours mean, as long as `width` allows (the scale's ends kept longest); None: not even
-    the scale fits."""
+def scale_heading(low: float, high: float, width: int, at_least: bool = False) -> str | None:
+    """What the strips' colours mean, as long as `width` allows (the scale's ends kept longest, then what the mark of
+    a cell whose p99 is a lower bound only says, when `at_least`); None: not even the scale fits."""
     ends = [format_duration(v, long_units=True) for v in (low, high)]
     scale = " … ".join(ends)
-    for text in (f"p99 per cell, one scale for all streams: {scale}", f"p99 per cell, one scale: {scale}",
+    marked = (f"p99 per cell, one scale for all streams: {scale}; {OPEN_MARK} cell: at least its colour",
+              f"p99 per cell, one scale: {scale}; {OPEN_MARK}: at least",
+              f"p99, one scale: {scale}; {OPEN_MARK}: at least",
+              f"p99 {scale}; {OPEN_MARK} at least") if at_least else ()
+    for text in (*marked, f"p99 per cell, one scale for all streams: {scale}", f"p99 per cell, one scale: {scale}",
                  f"p99, one scale: {scale}", f"p99 {scale}", scale, "…".join(ends)):
         if cell_width(text) <= width:
             return text
@@ -160,14 +167,17 @@ class OverviewList(Widget, can_focus=True):
         self.clock: SharedClock | None = None
         self.marks: dict[int, str] = {}
         self._scale = (math.nan, math.nan)
+        #: whether a strip on screen has a cell whose p99 is a lower bound only (the heading then says its mark)
+        self._open = False
         self._strips: dict[int, Strip] = {}
         self._header: Strip | None = None
         #: what each row's name shows (by stream index), and the labels and width it was cut for
         self._names: dict[int, str] = {}
         self._named: tuple[tuple[str, ...], int] = ((), 0)
         self._p99 = StripCache()
-        #: per stream on screen: what its line shows (`_key`), the line, its numbers and its strip levels
-        self._lines: dict[StreamId, tuple[tuple[object, ...], Strip, tuple[str, ...], np.ndarray]] = {}
+        #: per stream on screen: what its line shows (`_key`), the line, its numbers, its strip levels and which cells
+        #: are open (p99 a lower bound only)
+        self._lines: dict[StreamId, tuple[tuple[object, ...], Strip, tuple[str, ...], np.ndarray, np.ndarray]] = {}
 
     @property
     def scale(self) -> tuple[float, float]:
@@ -218,10 +228,11 @@ class OverviewList(Widget, can_focus=True):
             got = self._lines.get(row.hist.stream)
             if got is None:
                 return False
-            _, _, values, levels = got
+            _, _, values, levels, at_least = got
             selected = k == self.selected
-            strip = self._line(row, values, levels, width, selected)
-            self._lines[row.hist.stream] = (self._key(row, values, levels, selected), strip, values, levels)
+            strip = self._line(row, values, levels, at_least, width, selected)
+            self._lines[row.hist.stream] = (self._key(row, values, levels, at_least, selected), strip, values, levels,
+                                            at_least)
             self._strips[k] = strip
             self.refresh(Region(0, 1 + k - self.top, width, 1))
         return True
@@ -246,23 +257,24 @@ class OverviewList(Widget, can_focus=True):
         stops = [self.stops.get(r.index, r.hist.n) for r in shown]
         clock = self.clock.fitted(cells) if self.clock is not None else None
         p99 = self._p99.get([r.hist for r in shown], stops, clock.edges(cells)) if clock is not None else \
-            [np.full(cells, np.nan) for _ in shown]
+            [(np.full(cells, np.nan), np.zeros(cells, dtype=bool)) for _ in shown]
         fleet = np.array([v for r in self.rows for v in (r.p99_now, r.p99_all)], dtype=np.float64)
-        levels, low, high = p99_levels(p99, LEVELS, fleet)
-        self._scale = (low, high)
+        levels, low, high = p99_levels([v for v, _ in p99], LEVELS, fleet)
+        opens = [at_least for _, at_least in p99]
+        self._scale, self._open = (low, high), any(o.any() for o in opens)
         named = (tuple(r.label for r in self.rows), name_width(width))
         if named != self._named:  # cut around what tells the names listed apart
             self._names = dict(zip((r.index for r in self.rows), distinct_names(*named), strict=True))
             self._named = named
         self._header = self._head(width, cells)
         lines = {}
-        for k, (r, lv) in enumerate(zip(shown, levels, strict=True)):
+        for k, (r, lv, op) in enumerate(zip(shown, levels, opens, strict=True)):
             values = _values(r)
             selected = self.top + k == self.selected
-            key = self._key(r, values, lv, selected)
+            key = self._key(r, values, lv, op, selected)
             got = self._lines.get(r.hist.stream)
             if got is None or got[0] != key:  # a line is drawn again only when what it shows changed
-                got = (key, self._line(r, values, lv, width, selected), values, lv)
+                got = (key, self._line(r, values, lv, op, width, selected), values, lv, op)
             lines[r.hist.stream] = got
         self._lines = lines  # the lines on screen only
         self._strips = {self.top + k: lines[r.hist.stream][1] for k, r in enumerate(shown)}
@@ -271,11 +283,12 @@ class OverviewList(Widget, can_focus=True):
             self._strips[self.top + len(shown)] = times_strip(row.hist, clock.cell_ends(cells), clock.span, width,
                                                               MARK_W + name_width(width) + 1)
 
-    def _key(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, selected: bool) -> tuple[object, ...]:
+    def _key(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, at_least: np.ndarray,
+             selected: bool) -> tuple[object, ...]:
         """Everything a stream's line shows: the line is drawn again only when this changes."""
         mark = self.marks.get(row.index, "")
-        return (self._names.get(row.index, row.label), values, row.slow, row.ended, levels.tobytes(), selected, mark,
-                self.size.width, self.mode)
+        return (self._names.get(row.index, row.label), values, row.slow, row.ended, levels.tobytes(),
+                at_least.tobytes(), selected, mark, self.size.width, self.mode)
 
     def _head(self, width: int, cells: int) -> Strip:
         low, high = self._scale
@@ -284,9 +297,9 @@ class OverviewList(Widget, can_focus=True):
                                                                    name_w)
         segs = [Segment(" " * MARK_W + title + " " * (name_w - cell_width(title)) + " ", HEAD)]
         room = cells - LEVELS - 1
-        heading = scale_heading(low, high, room) if math.isfinite(low) else None
+        heading = scale_heading(low, high, room, self._open) if math.isfinite(low) else None
         if math.isfinite(low) and heading is None:  # no room for the swatch and the scale: the scale, never cut
-            text = scale_heading(low, high, cells) or "p99"
+            text = scale_heading(low, high, cells, self._open) or "p99"
             segs.append(Segment(_fit(text, cells).ljust(cells), DIM))
         elif heading is not None:
             segs += [Segment(cell_char(self.mode, k) or " ", cell_style(self.mode, "intensity", k))
@@ -297,7 +310,8 @@ class OverviewList(Widget, can_focus=True):
         segs.append(Segment(" " + "".join(f"{name:>{w}} " for name, w in columns_shown(width)), HEAD))
         return Strip(segs).adjust_cell_length(width, PLAIN)
 
-    def _line(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, width: int, selected: bool) -> Strip:
+    def _line(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, at_least: np.ndarray, width: int,
+              selected: bool) -> Strip:
         mark = self.marks.get(row.index, "")
         segs = [Segment(">" if selected else " ", SELECTED if selected else PLAIN),
                 Segment(f"{mark:<2}", MARKED)]
@@ -306,7 +320,7 @@ class OverviewList(Widget, can_focus=True):
         name = self._names.get(row.index) or cut_middle(row.label, name_w)
         segs.append(Segment(name + " " * (name_w - cell_width(name)), name_style))
         segs.append(Segment(" ", PLAIN))
-        segs += _heat(levels, self.mode)
+        segs += _heat(levels, self.mode, at_least)
         segs += _numbers(row, values, width)
         return Strip(segs).adjust_cell_length(width, PLAIN)
 
@@ -327,17 +341,23 @@ class OverviewList(Widget, can_focus=True):
             self.mode, self._header = mode, None
 
 
-def _heat(levels: np.ndarray, mode: str) -> list[Segment]:
-    """A heat strip: runs of equal levels merged into one segment each."""
+def _heat(levels: np.ndarray, mode: str, at_least: np.ndarray | None = None) -> list[Segment]:
+    """A heat strip: runs of equal levels merged into one segment each; a cell `at_least` (p99 a lower bound only)
+    coloured as that bound, with `OPEN_MARK` in place of its shade (bold, dark on a colour)."""
     segs: list[Segment] = []
     if levels.size == 0:
         return segs
-    bounds = np.flatnonzero(levels[1:] != levels[:-1]) + 1
+    open_ = np.zeros(levels.shape, dtype=bool) if at_least is None else at_least
+    kinds = levels.astype(np.int64) * 2 + open_
+    bounds = np.flatnonzero(kinds[1:] != kinds[:-1]) + 1
     starts = [0, *bounds.tolist()]
     ends = [*bounds.tolist(), len(levels)]
     for a, b in zip(starts, ends, strict=True):
-        v = int(levels[a])
-        segs.append(Segment(cell_char(mode, v) * (b - a), cell_style(mode, "intensity", v)))
+        v, style = int(levels[a]), cell_style(mode, "intensity", int(levels[a]))
+        if open_[a]:
+            segs.append(Segment(OPEN_MARK * (b - a), style + (HEAD if mode == "mono" else OPEN_INK)))
+        else:
+            segs.append(Segment(cell_char(mode, v) * (b - a), style))
     return segs
 
 

@@ -28,11 +28,11 @@ from latencymap.analysis.peers import peer_key, ratios_to_others
 from latencymap.core.accumulator import StreamHistory, Totals
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import StreamId
-from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES, median_of, open_percentiles, overflow_bounds
+from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES, median_of
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.outputs.report import source_use, stream_total
-from latencymap.tui.estimates import cell_estimates
+from latencymap.tui.estimates import bounded_estimates
 from latencymap.tui.inspector import whole_from_source
 
 SHOWN = (0.50, 0.99)
@@ -231,20 +231,16 @@ class OverviewStats:
 
 
 def _percentiles(members: list[tuple[StreamHistory, _Stream]]) -> None:
-    """p50/p99 now and overall of streams of one unit and datasource, in one call (`cell_estimates`), and which are a
-    lower bound only (`open_percentiles`; past a rebinned source's largest finite bound: `overflow_bounds`)."""
+    """p50/p99 now and overall of streams of one unit and datasource, in one call, and which are a lower bound only
+    (`bounded_estimates`)."""
     now = [(hist, state.latest[None], state.latest_t[None] if state.exact_now else None) for hist, state in members]
     whole = [(hist, state.counts[None], state.times[None] if state.exact_all else None) for hist, state in members]
-    pct = cell_estimates([*now, *whole], SHOWN)
+    overflow = [(np.array([state.over[w][0]]), np.array([state.over[w][1]])) for w in (0, 1) for _, state in members]
+    pct, bounds = bounded_estimates([*now, *whole], overflow, SHOWN)
     n = len(members)
-    for k, (hist, state) in enumerate(members):
-        counts = np.stack([state.latest, state.counts])
-        (over_now, at_now), (over_all, at_all) = state.over
-        rows = open_percentiles(counts, SHOWN, seen=hist.seen)
-        figures, bounds = overflow_bounds(np.stack([pct[k], pct[n + k]]), rows, counts.sum(axis=1, dtype=np.float64),
-                                          np.array([over_now, over_all]), np.array([at_now, at_all]), SHOWN)
-        state.pct = tuple(figures.ravel().tolist())
-        state.open = tuple(bool(b) for b in bounds.ravel())
+    for k, (_, state) in enumerate(members):
+        state.pct = (*pct[k].tolist(), *pct[n + k].tolist())
+        state.open = tuple(bool(b) for b in (*bounds[k], *bounds[n + k]))
 
 
 def _mark_ended(rows: list[StreamRow]) -> None:

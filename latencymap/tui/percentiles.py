@@ -13,11 +13,11 @@ from textual.widget import Widget
 
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.buckets import percentile_duration
-from latencymap.core.percentiles import PERCENTILES, open_percentiles, overflow_bounds
+from latencymap.core.percentiles import PERCENTILES
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import fit_duration
 from latencymap.tui.axis import LABEL_W, axis_strip
-from latencymap.tui.estimates import cell_estimates
+from latencymap.tui.estimates import bounded_estimates
 from latencymap.tui.heatmap import RIGHT_W, map_cells
 from latencymap.tui.inspector import own_figures
 from latencymap.tui.window import Window
@@ -51,12 +51,9 @@ def cell_percentiles(hist: StreamHistory, win: Window, source: SourceTotals | No
 
 def cell_figures(hist: StreamHistory, win: Window,
                  source: SourceTotals | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """`cell_percentiles`, and which of them are a lower bound only (bool, same shape: `open_percentiles`, or past a
-    rebinned source's largest finite bound: `overflow_bounds`)."""
-    counts = win.cell_counts(hist)
-    values, at_least = overflow_bounds(cell_estimates([(hist, counts, win.cell_means(hist))], SHOWN),
-                                       open_percentiles(counts, SHOWN, seen=hist.seen),
-                                       counts.sum(axis=1, dtype=np.float64), *win.cell_overflow(hist), SHOWN)
+    """`cell_percentiles`, and which of them are a lower bound only (bool, same shape: `bounded_estimates`)."""
+    values, at_least = bounded_estimates([(hist, win.cell_counts(hist), win.cell_means(hist))],
+                                         [win.cell_overflow(hist)], SHOWN)
     if source is not None:
         first, stop = win.cell_bounds()
         for cell in np.flatnonzero((first == 0) & (np.minimum(stop, win.stop) >= hist.n)).tolist():

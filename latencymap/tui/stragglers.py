@@ -14,6 +14,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
+from latencymap.core.model import StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration
 from latencymap.outputs.report import _stage_counts as stage_counts
@@ -23,6 +24,8 @@ MAX_STAGES = 2
 #: Lines the panel takes at most (each line is cut to the width, never wrapped).
 MAX_HEIGHT = 8
 Analysis = Callable[[], dict[str, Any]]
+#: The stream that counted a straggler's task, None where none did (Spark: `straggler_stream` of its source).
+StragglerStream = Callable[[dict[str, Any]], StreamId | None]
 
 
 def straggler_line(s: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from latencymap.sources.spark.source import SparkSource
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.overview import OverviewList, OverviewScreen, strip_cells
 from latencymap.tui.overview_strips import cells_by_time, strip_p99, strips_p99
-from latencymap.tui.percentiles import cell_percentiles
+from latencymap.tui.percentiles import cell_figures
 from latencymap.tui.window import Window
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,13 +64,13 @@ def test_the_overview_strip_of_one_exact_event_is_that_event() -> None:
         cells = strip_cells(listing.size.width)
         edges = listing.clock.fitted(cells).edges(cells)
         rank4 = next(h for h in app.acc.streams.values() if h.stream.label == "train/rank4/step")
-        counts, spent = cells_by_time(rank4, rank4.n, edges)
+        counts, spent, _ = cells_by_time(rank4, rank4.n, edges)
         first = int(np.flatnonzero(counts.sum(axis=1))[0])
         top = int(np.flatnonzero(counts[first])[-1])  # its p99 is in its slowest bucket, which holds one event
         assert counts[first, top] == 1 and counts[first].sum() < 100
         event = float(spent[first, top])
         assert event == pytest.approx(0.14095, abs=1e-5)
-        assert strips_p99([(rank4, rank4.n)], edges)[0][first] == pytest.approx(event)
+        assert strips_p99([(rank4, rank4.n)], edges)[0][0][first] == pytest.approx(event)
         assert listing.scale[1] == pytest.approx(event)
         assert "223ms" not in listing.render_line(0).text and "141ms" in listing.render_line(0).text
 
@@ -78,10 +78,14 @@ def test_the_overview_strip_of_one_exact_event_is_that_event() -> None:
 
 
 def test_a_strip_cell_and_the_percentile_strip_agree() -> None:
-    """The overview's `strip_p99` and the map's percentile strip give one p99 for the same cells (exact times)."""
+    """The overview's `strip_p99` and the map's percentile strip give one p99 for the same cells (exact times), and
+    mark the same cells open."""
     acc = Accumulator()
     acc.add(fixture_items(RANKS))
     for hist in acc.streams.values():
         for cells, zoom in ((40, 1), (10, 4)):
             win = Window(hist.n, cells, zoom)
-            np.testing.assert_array_equal(strip_p99(hist, hist.n, cells, zoom), cell_percentiles(hist, win)[:, 1])
+            values, at_least = cell_figures(hist, win)
+            strip = strip_p99(hist, hist.n, cells, zoom)
+            np.testing.assert_array_equal(strip[0], values[:, 1])
+            np.testing.assert_array_equal(strip[1], at_least[:, 1])

@@ -18,11 +18,14 @@ from latencymap.core.percentiles import percentile_estimates
 from latencymap.outputs.report import percentile_text, stream_report
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.inspector import inspect_columns, inspection_summary
-from latencymap.tui.overview import _values
+from latencymap.tui.overview import MARK_W, OverviewList, OverviewScreen, _values, name_width, strip_cells
 from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, StreamRow
+from latencymap.tui.overview_strips import p99_levels, strips_p99
+from latencymap.tui.palette import cell_style
 from latencymap.tui.percentiles import cell_figures
 from latencymap.tui.status import status_text
 from latencymap.tui.window import Window
+from latencymap.views.frame import LEVELS
 
 #: Top finite bound 100 ms: 30% of the requests take 300 ms, past it, so p99 is only `≥100ms`.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1)
@@ -167,15 +170,22 @@ def test_the_header_of_the_running_tui_and_its_saved_svg_say_at_least(tmp_path: 
     assert "p99&#160;≥100ms" in svg or "p99 ≥100ms" in svg
 
 
-def _ranks(slow: list[int], peers: int) -> list[StreamRow]:
-    """Overview rows of `peers` ranks scraped from real exporters: those in `slow` half past the top bound, the
-    others all at 20 ms."""
-    acc = Accumulator()
+def _rank_intervals(slow: list[int], peers: int) -> list[Interval]:
+    """The columns of `peers` ranks scraped from real exporters, in time order: those in `slow` half past the top
+    bound, the others all at 20 ms."""
+    out: list[Interval] = []
     clock: list[Interval] = []
     for rank in range(peers):
         scraped = _slow_columns(f"rank{rank}_step_seconds", SLOW if rank in slow else [0.02] * 100)
         clock = clock or scraped  # on one time axis, as ranks scraped together: none ended before the others
-        acc.add([replace(iv, start=at.start, end=at.end) for iv, at in zip(scraped, clock, strict=True)])
+        out += [replace(iv, start=at.start, end=at.end) for iv, at in zip(scraped, clock, strict=True)]
+    return sorted(out, key=lambda iv: iv.end)
+
+
+def _ranks(slow: list[int], peers: int) -> list[StreamRow]:
+    """Overview rows of `_rank_intervals`."""
+    acc = Accumulator()
+    acc.add(_rank_intervals(slow, peers))
     return OverviewStats().rows(list(acc.streams.values()), sources=acc.sources)
 
 
@@ -194,3 +204,57 @@ def test_vs_peers_of_a_lower_bound_p99_is_a_lower_bound_or_none() -> None:
     pair = {r.label: r for r in _ranks([1], 2)}
     assert _values(pair["rank1_step_seconds"])[4].startswith("≥×")
     assert _values(pair["rank0_step_seconds"])[4] == "-"  # its one peer's p99 is a lower bound: no ratio to tell
+
+
+def test_overview_strip_cells_past_the_top_bound_are_the_bound_and_open() -> None:
+    """The overview's heat strips gave a cell of requests past 100 ms the rows' estimate of its `+Inf` events (129 ms),
+    a plain value, where its p99 is only `≥100ms`: now that bound, a lower bound only (as `cell_figures` and the
+    numbers); a cell of fast requests keeps the rows' estimate, exact."""
+    acc = Accumulator()
+    acc.add(_rank_intervals([1], 2))
+    fast, slow = (next(h for h in acc.streams.values() if h.stream.label == f"rank{k}_step_seconds") for k in (0, 1))
+    edges = np.concatenate([[slow.start[0]], slow.end[: slow.n]])  # one cell per column
+    (fast_p99, fast_open), (slow_p99, slow_open) = strips_p99([(fast, fast.n), (slow, slow.n)], edges)
+    over, bound = slow.overflow_in()
+    past = over > 0
+    assert past.sum() == slow.n - 1 and (bound[past] == BUCKETS[-1]).all()  # every column but the first, before any
+    assert slow_open.tolist() == past.tolist() and (slow_p99[past] == BUCKETS[-1]).all()
+    rows = percentile_estimates(slow.counts_in(), slow.low, slow.high, (0.99,))[:, 0]
+    assert (rows[past] > BUCKETS[-1]).all()  # what the strip said before: the rows' estimate, past the bound
+    assert not fast_open.any() and fast.overflow_in()[0].sum() == 0
+    held = fast.counts_in().sum(axis=1) > 0
+    np.testing.assert_array_equal(fast_p99[held], cell_figures(fast, Window(fast.n, fast.n, 1))[0][held, 1])
+    assert np.isnan(fast_p99[~held]).all()
+
+
+def test_the_overview_colours_an_open_strip_cell_as_its_bound_and_marks_it(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TUI itself (Textual pilot): rank1's strip cells are the colour of 100 ms on the scale, marked `≥`, the
+    scale ends at that bound (it read `… 129ms`, the rows' estimate), the heading says what `≥` means; rank0's cells
+    carry no mark; the saved text frame shows the marks too."""
+    monkeypatch.chdir(tmp_path)
+    app = LatencyMapApp(iter(_rank_intervals([1], 2)), color_mode="truecolor")
+    width = 120
+    cells, at = strip_cells(width), MARK_W + name_width(width) + 1
+
+    async def scenario(pilot) -> None:
+        assert isinstance(app.screen, OverviewScreen)
+        listing = app.screen.query_one(OverviewList)
+        low, high = listing.scale
+        assert high == pytest.approx(BUCKETS[-1]) and low < high
+        heading = listing.render_line(0).text
+        assert "≥: at least" in heading or "≥ at least" in heading, heading
+        lines = {listing.render_line(y).text[MARK_W: at].strip(): listing.render_line(y) for y in (1, 2)}
+        slow, fast = lines["rank1_step_seconds"].crop(at, at + cells), lines["rank0_step_seconds"].crop(at, at + cells)
+        level = p99_levels([np.array([BUCKETS[-1]])], LEVELS, np.array([low, high]))[0][0][0]
+        marked = [seg for seg in slow if "≥" in seg.text]
+        assert marked and all(seg.style.bgcolor == cell_style("truecolor", "intensity", level).bgcolor
+                              for seg in marked)
+        assert "≥" not in fast.text and fast.text.strip() == ""  # colour only: spaces on their backgrounds
+        await pilot.press("s")
+        await pilot.pause(0.5)
+
+    run_ended(app, scenario, size=(width, 40))
+    text = next(p for p in app.saved if p.suffix == ".txt").read_text().splitlines()
+    line = next(t for t in text if t[MARK_W: at].strip() == "rank1_step_seconds")
+    assert "≥" in line[at: at + cells] and any("≥" in t and "at least" in t for t in text[:3]), text

@@ -70,7 +70,7 @@ def test_strip_p99_per_cell() -> None:
     acc = Accumulator()
     acc.add(ranks())
     hist = acc.streams[next(iter(acc.streams))]
-    p99 = strip_p99(hist, hist.n, 40, zoom=2)
+    p99, _ = strip_p99(hist, hist.n, 40, zoom=2)
     win = Window(hist.n, 40, 2)
     a, b = win.columns_of(39)
     assert p99[-1] == percentile_estimates(hist.counts[a:b].sum(axis=0), hist.low, hist.high, (0.99,))[0]

@@ -104,14 +104,14 @@ def check_screen(app: LatencyMapApp) -> OverviewList:
         p99 = strips_p99([(by_label[s], by_label[s].n) for s in labels], listing.clock.fitted(cells).edges(cells))
     else:  # the newest columns, one per cell
         p99 = [strip_p99(by_label[s], by_label[s].n, cells) for s in labels]
-    levels, _, _ = p99_levels(p99, 6, fleet)
+    levels, _, _ = p99_levels([v for v, _ in p99], 6, fleet)
     for k, strip in enumerate(strips[:shown]):
         label, numbers = want[listing.top + k]
         text = strip.text
         assert text[MARK_W: MARK_W + NAME_W].strip() == label
         assert text.endswith(numbers), (text, numbers)
         assert text.startswith(">") == (listing.top + k == listing.selected)
-        assert cells_of(strip.crop(at, at + cells)) == cells_of(Strip(_heat(levels[k], listing.mode)))
+        assert cells_of(strip.crop(at, at + cells)) == cells_of(Strip(_heat(levels[k], listing.mode, p99[k][1])))
     assert listing.top <= listing.selected < listing.top + listing.lines_shown
     assert len(listing._strips) <= listing.size.height  # only the lines on screen were drawn
     return listing

@@ -76,10 +76,10 @@ def test_overview_draws_the_stopped_stream_on_the_shared_axis_and_saves_shades()
         rows = {r.label: r for r in listing.rows}
         dead = rows["rank3/step"]
         assert dead.stale
-        p99 = listing._p99.get([dead.hist], [dead.hist.n], listing.clock.edges(cells))[0]
+        p99 = listing._p99.get([dead.hist], [dead.hist.n], listing.clock.edges(cells))[0][0]
         assert np.isnan(p99[-STOPPED:]).all() and np.isfinite(p99[-STOPPED - 1])
         # one column's p99 as the strip of its own would give, on the shared axis
-        own = strip_p99(dead.hist, dead.hist.n, cells - STOPPED)
+        own = strip_p99(dead.hist, dead.hist.n, cells - STOPPED)[0]
         assert np.allclose(p99[: cells - STOPPED][np.isfinite(own)], own[np.isfinite(own)])
         text = app.screen.plain_lines()
         line = next(t for t in text[1:] if "rank3/step" in t)
@@ -181,7 +181,7 @@ def test_an_ended_per_stage_spark_log_shows_every_stage_in_the_overview(tmp_path
         edges = listing.clock.fitted(cells).edges(cells)
         placed = {}
         for r in rows:
-            p99 = listing._p99.get([r.hist], [r.hist.n], edges)[0]
+            p99 = listing._p99.get([r.hist], [r.hist.n], edges)[0][0]
             assert np.isfinite(p99).any(), r.label
             assert edges[0] < r.hist.end[0] and r.hist.end[-1] <= edges[-1], r.label  # all its columns on the axis
             placed[r.label.split()[3]] = int(np.flatnonzero(np.isfinite(p99))[0])

@@ -176,8 +176,8 @@ class PeerGroup:
         rows = [f"   {m.name}: mean {dur(m.mean_s)} ({times(m.ratio, self.min_ratio)} its peers), "
                 f"slowest in {m.slowest}"
                 for m in self.members]
-        if not self.finding and not self.undecided and self.hidden:
-            return [head, *rows, *self._hidden_lines()]
+        if not self.finding and self.hidden:  # an undecided beside them: whether the others waited for a rank
+            return [head, *rows, *self._hidden_lines(), *([f"   {self.undecided}"] if self.undecided else [])]
         verdict = self.finding.line() if self.finding else self.undecided or self._below() or \
             "no slow peer: they differ by noise"
         return [head, *rows, f"   {verdict}"]
@@ -230,6 +230,23 @@ def binomial_sf(k: int, n: int, p: float) -> float:
     ks = np.arange(k, n + 1)
     logc = np.array([math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) for j in ks])
     return float(min(1.0, np.exp(logc + ks * math.log(p) + (n - ks) * math.log1p(-p)).sum()))
+
+
+def student_sf(t: float, df: int) -> float:
+    """P(T >= t) for T Student-t with `df` (a whole number >= 1) degrees of freedom (Abramowitz & Stegun 26.7.3-4:
+    P(|T| <= t) a finite sum in cos(theta)**2, theta = atan(t / sqrt(df)))."""
+    if t < 0:
+        return 1.0 - student_sf(-t, df)
+    if math.isinf(t):
+        return 0.0
+    theta = math.atan(t / math.sqrt(df))
+    c2, term, total = math.cos(theta) ** 2, 1.0, 1.0
+    for j in range(1 + df % 2, df - 1, 2):  # odd df: 2/3, 2*4/(3*5), ...; even df: 1/2, 1*3/(2*4), ...
+        term *= c2 * j / (j + 1)
+        total += term
+    inside = (2 * (theta + (math.sin(theta) * math.cos(theta) * total if df > 1 else 0.0)) / math.pi if df % 2
+              else math.sin(theta) * total)
+    return max(0.0, (1.0 - inside) / 2)
 
 
 def group_peers(streams: list[PeerStream]) -> dict[tuple[str, str, str], list[tuple[PeerStream, str, str]]]:
@@ -459,7 +476,9 @@ def hidden_ranks(groups: list[PeerGroup], th: Thresholds = DEFAULT_THRESHOLDS) -
             if inside is not None:
                 g.hidden.append(inside)
         fast = _waited_for(g, wm, th)
-        if fast is not None:
+        if fast is not None and fast["how"] == "undecided":
+            g.undecided = fast["why"]
+        elif fast is not None:
             fast["slow_in"] = [{"key": o.key, "ratio": o.slow["ratio"]} for o in siblings
                                if o.slow is not None and o.slow["name"] == fast["name"]]
             g.hidden.append(fast)
@@ -531,20 +550,79 @@ def _waited_for(g: PeerGroup, wm: np.ndarray, th: Thresholds) -> dict[str, Any] 
     level = np.nan_to_num(ref)  # the others rose above its usual, it did not drop below it: they waited
     far = valid & (np.nan_to_num(wm[k], nan=np.inf) * th.peer_min_ratio <= level) & \
         (level >= th.peer_min_ratio * usual) & (short > 0)
-    near = np.zeros_like(far)  # a wait that spills over an interval's edge: the shortfall beside it is the same wait's
-    near[1:] |= far[:-1]
-    near[:-1] |= far[1:]
-    near &= ~far
-    owed = float(short[short > 0].sum())
-    held = float(short[far].sum())
-    if held < 0.5 * owed:  # beside it, only what passes its steady shortfall (that a rank always fast has everywhere)
-        steady = max(float(median_of(short[valid] / ev[k][valid])), 0.0) if valid.any() else 0.0
-        held += float(np.maximum(short - steady * ev[k], 0.0)[near].sum())
-        held = held if held >= 0.75 * owed else 0.0
-    if not far.any() or held <= 0 or float(short.sum()) < 0.5 * held:
+    if not _concentrated(far, short, valid, ev[k]):
+        return None
+    beyond = _beyond_noise(g, k, wm, far, valid, ref, th)
+    if beyond is None and far.sum() > STALL_WINDOWS:  # not a wait in a few intervals: a rank faster by chance
+        return None
+    if beyond is None:
+        at = ", ".join(f"t+{since(w * g.window_s)}" for w in np.flatnonzero(far)[:STALL_WINDOWS])
+        return {"how": "undecided", "name": m.name, "why": (
+            f"too few intervals to tell: {m.name} is {times(m.ratio)} its peers' mean here, and they rose "
+            f"{times(th.peer_min_ratio)} or more above it at {at}, as ranks do that wait for it, but "
+            f"{plural(int(valid.sum()), 'interval')} compared leave fewer than 2 others, not beside those, "
+            f"to tell that from how much "
+            f"{m.name}'s intervals differ by chance (a longer run or shorter intervals)")}
+    far &= beyond
+    if not _concentrated(far, short, valid, ev[k]):
         return None
     worst = sorted(int(w) for w in np.argsort(-np.where(far, short, -np.inf))[:STALL_WINDOWS] if far[w])
     windows = [{"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s,
                 "short_s": float(short[w]), "ratio": float(wm[k, w] / ref[w])} for w in worst]
     return {"how": "waited_for", "name": m.name, "label": m.label, "ratio": m.ratio, "short_s": float(short.sum()),
             "windows": windows, "slow_in": []}
+
+
+def _concentrated(far: np.ndarray, short: np.ndarray, valid: np.ndarray, events: np.ndarray) -> bool:
+    """Whether the intervals `far` hold at least half of a rank's shortfall, or three quarters with what the intervals
+    beside them hold past its steady shortfall, and half of that is not made up elsewhere (see `hidden_ranks`)."""
+    near = _beside(far)  # a wait that spills over an interval's edge: the shortfall beside it is the same wait's
+    owed = float(short[short > 0].sum())
+    held = float(short[far].sum())
+    if held < 0.5 * owed:  # beside it, only what passes its steady shortfall (that a rank always fast has everywhere)
+        steady = max(float(median_of(short[valid] / events[valid])), 0.0) if valid.any() else 0.0
+        held += float(np.maximum(short - steady * events, 0.0)[near].sum())
+        held = held if held >= 0.75 * owed else 0.0
+    return bool(far.any()) and held > 0 and float(short.sum()) >= 0.5 * held
+
+
+def _beside(far: np.ndarray) -> np.ndarray:
+    """The intervals next to one of `far`, not in it."""
+    near = np.zeros_like(far)
+    near[1:] |= far[:-1]
+    near[:-1] |= far[1:]
+    return near & ~far
+
+
+def _beyond_noise(g: PeerGroup, k: int, wm: np.ndarray, far: np.ndarray, valid: np.ndarray, ref: np.ndarray,
+                  th: Thresholds) -> np.ndarray | None:
+    """Of the intervals `far`, those where rank `k` stands further below its peers than its other intervals vary;
+    None where fewer than 2 intervals, not far and not beside one, are left to measure how much they vary.
+
+    Rank k's log ratio to its peers' median, per interval, against its mean over those other intervals, weighted by
+    events (the variance of a mean of e events goes as 1 / e): a one-sided prediction test, Student-t with one
+    degree of freedom fewer than the intervals it is measured over. Its p is taken times the ranks and the
+    intervals (the fastest rank and its most departing intervals were picked: Bonferroni, as `_consistent_below`
+    does) and must reach `peer_max_p`. Ranks that wait for each other agree in every other interval, so a real wait
+    stands out by far; independent noise of a few events an interval does not.
+    """
+    ev = g.grid[0] if g.grid is not None else np.zeros_like(wm)
+    others = np.delete(ev, k, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.log(wm[k] / ref)
+        others_ev = np.array([median_of(c[c > 0]) if (c > 0).any() else math.nan for c in others.T])
+        weight = 1.0 / (1.0 / ev[k] + 1.0 / others_ev)
+    seen = valid & np.isfinite(x) & np.isfinite(weight)
+    quiet = seen & ~far & ~_beside(far)
+    if quiet.sum() < 2:
+        return None
+    h, xq = weight[quiet], x[quiet]
+    mean = float((h * xq).sum() / h.sum())
+    var = float((h * (xq - mean) ** 2).sum()) / (int(quiet.sum()) - 1)
+    out = np.zeros_like(far)
+    for w in np.flatnonzero(far & seen):
+        sd = math.sqrt(var * (1.0 / weight[w] + 1.0 / h.sum()))
+        gap = mean - float(x[w])
+        t = gap / sd if sd > 0 else (math.inf if gap > 0 else 0.0)
+        out[w] = student_sf(t, int(quiet.sum()) - 1) * len(g.members) * int(seen.sum()) <= th.peer_max_p
+    return out

@@ -187,13 +187,27 @@ def stream_time_words(hist: StreamHistory, source: SourceTotals | None, exact: b
     return time_words(hist.exact if exact is None else exact, source, events, hist.n)
 
 
-def folded_exactly(source: SourceTotals) -> bool:
+def folded_exactly(source: SourceTotals, rows: np.ndarray) -> bool:
     """Whether each of the source's buckets lands whole in one row (powers of two of the stream unit; `+Inf` in the
-    row of its lower bound): the rows are its buckets, nothing was spread (`core.rebin`)."""
-    positive = [b for b in source.bounds if b > 0]
-    if not any(math.isfinite(b) for b in positive):
+    row of its lower bound) and the stream's `rows` (counts per slot) hold them so: the rows are its buckets, nothing
+    was spread (`core.rebin`). A source may spread buckets that would fold (OTLP's `min`/`max` narrow the `+Inf`
+    bucket onto the rows up to the max, an exact sum places the first one): rows holding events where no bucket
+    holding any lands say so, and where both count the same events, rows that differ from the buckets folded."""
+    bounds = np.asarray(source.bounds, dtype=np.float64)
+    positive = bounds > 0
+    if not np.isfinite(bounds[positive]).any():
         return False  # `+Inf` alone, [0, inf): no row holds it
-    return bool(((spread_matrix(positive) > 0).sum(axis=1) == 1).all())
+    matrix = spread_matrix(bounds[positive].tolist())
+    if not ((matrix > 0).sum(axis=1) == 1).all():
+        return False
+    counts = np.asarray(source.counts, dtype=np.int64)
+    folded = np.zeros(NSLOTS, dtype=np.int64)
+    folded[0] = counts[~positive].sum()  # buckets at or below 0: the first row
+    np.add.at(folded, matrix.argmax(axis=1), counts[positive])
+    rows = np.asarray(rows, dtype=np.int64)
+    if ((rows > 0) & (folded == 0)).any():
+        return False
+    return source.mixed or source.events != int(rows.sum()) or bool((folded == rows).all())
 
 
 def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
@@ -203,10 +217,11 @@ def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[st
     if source is None or not source.bounds:
         return {}
     scale = unit_seconds(hist.stream.unit)
-    stream_events = int(hist.totals().events)
+    totals = hist.totals()
+    stream_events = int(totals.events)
     return {"source_buckets": {
         # not where the rows carry exact times or are the buckets (folded: these kept being finer, or for `+Inf`)
-        "rebinned": not hist.exact and not folded_exactly(source),
+        "rebinned": not hist.exact and not folded_exactly(source, totals.counts),
         "mixed_bounds": source.mixed,
         "whole_stream": not source.mixed and source.events == stream_events,
         "stream_events": stream_events,
@@ -363,7 +378,7 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
         if hist.exact:  # the rows are the source's buckets folded exactly (exact times): these are kept, being finer
             out.append(f"finer buckets: the source's own {n:,} ({np.count_nonzero(source.counts):,} holding events) "
                        f"are kept beside the rows below; {where}")
-        elif folded_exactly(source):  # kept for what they tell beyond the rows: `+Inf`, buckets finer than rows
+        elif folded_exactly(source, t.counts):  # kept for what they tell beyond the rows: `+Inf`, finer buckets
             overflow = " (+Inf in the row of its lower bound)" if math.isinf(source.bounds[-1]) else ""
             out.append(f"the source's {n} bucket{'s' if n != 1 else ''} fold onto the rows below, one row each"
                        f"{overflow}, and are kept beside them; {where}")

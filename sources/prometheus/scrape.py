@@ -17,12 +17,14 @@ stops when that is all the page has). An
 endpoint that fails (refused, timeout, HTTP 500, an HTML page, text that is not exposition, the metric missing)
 gives a notice naming the URL and what was expected, and is asked again with backoff; since the counters are
 cumulative nothing is lost: the next answer's column spans the outage and is marked as a gap. A run bounded by
-`--count` gives up (exit 1) after `GIVE_UP` (5) failed scrapes in a row; one bounded by `--duration` at its end. An
-answer that asking again will not change (HTTP 4xx but 408 and 429: not found, unauthorized, forbidden) stops the
-source at once with an error naming the URL and the status (exit 1). Before the first good scrape, a page that answers
-without any histogram of that name (or has it as another type) stops the source with an error naming the histograms it
-has: waiting will not bring it (a declared histogram without series yet, or series that `--match` skips, is waited
-for).
+`--count` gives up (exit 1) after `GIVE_UP` (5) failed scrapes in a row (a page that declares the histogram, waited
+for, is no failure there); one bounded by `--duration` at its end. An
+answer that asking again will not change (HTTP 4xx but 408 and 429: not found, unauthorized, forbidden) before the
+first good scrape stops the source at once with an error naming the URL and the status (exit 1); after one, it is
+asked again as any failure (a route gone for a moment during a redeploy). Before the first good scrape, a page that
+answers without any histogram of that name (or has it as another type) stops the source with an error naming the
+histograms it has: waiting will not bring it (a declared histogram without series yet, or series that `--match`
+skips, is waited for).
 Columns end when a scrape's answer arrives; timestamps in the page (a /federate endpoint's) are read but not used.
 `--count N` and `--duration S` stop the source itself at a whole scrape (`Source.own_limits`), so every stream ends on
 the same one: after the Nth scrape that gave columns, or at `S` seconds after the source started, the last scrape
@@ -77,6 +79,11 @@ class MetricMissing(EndpointError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, transient=False)
+
+
+class NoSeries(EndpointError):
+    """A page that declares the histogram but has no series of it yet, or none that `--match` keeps: waited for, the
+    endpoint answering (never given up on under `--count`)."""
 
 
 def metric_option(metric: str) -> str:
@@ -207,7 +214,7 @@ class ScrapeSource(Source):
         if page.errors and kind is None:
             return _error(f"{self.shown}: not the protobuf exposition ({page.errors[0]}); expected {EXPECTED}")
         if kind is None and any(s.name == f"{self.metric}_bucket" for s in page.samples):
-            return _error(self._no_match())  # /federate's untyped _bucket families, none matching
+            return _error(self._no_match(), waiting=True)  # /federate's untyped _bucket families, none matching
         if kind is None:
             declared = (n.removesuffix("_bucket") for n, k in page.types.items() if k == "histogram" or
                         n.endswith("_bucket"))  # /federate gives a classic histogram as untyped families
@@ -222,7 +229,8 @@ class ScrapeSource(Source):
         if self.kind == "native" and any(s.name == f"{self.metric}_bucket" for s in page.samples):
             return _error(f"{self.shown}: {self.metric} has no native histogram here, only classic buckets",
                           missing=True)
-        return _error(self._no_match() if self.matchers else f"{self.shown}: {self.metric} has no series yet")
+        return _error(self._no_match() if self.matchers else f"{self.shown}: {self.metric} has no series yet",
+                      waiting=True)
 
     def _why_missing(self, text: str, openmetrics: bool, problems: list[str]) -> EndpointError:
         full: Exposition = parse_exposition(text, openmetrics)
@@ -237,9 +245,9 @@ class ScrapeSource(Source):
         if problems:
             return _error(f"{self.shown}: {problems[0]}")
         if any(s.name == f"{self.metric}_bucket" for s in full.samples):
-            return _error(self._no_match())
+            return _error(self._no_match(), waiting=True)
         if kind == "histogram":  # declared, but no label set observed yet (a labelled histogram before its first use)
-            return _error(f"{self.shown}: {self.metric} has no series yet")
+            return _error(f"{self.shown}: {self.metric} has no series yet", waiting=True)
         others = (s.name.removesuffix("_bucket") for s in full.samples if s.name.endswith("_bucket"))
         return _error(f"{self._no_histogram(others)}; expected {self.metric}_bucket series", missing=True)
 
@@ -266,6 +274,7 @@ class ScrapeSource(Source):
         natives: dict[Labels, NativeReading] = {}
         last_end: dict[StreamId, float] = {}
         failures, failed_at = 0, 0.0
+        down, down_at = 0, 0.0  # of those, the last ones in a row where the endpoint failed (not waits: `NoSeries`)
         due: float | None = None
         rounds = 0  # scrapes that gave columns, for --count
         if self.count is not None and self.count <= 0:
@@ -283,14 +292,17 @@ class ScrapeSource(Source):
                     if not self._rest(self.interval, deadline):
                         return
                     continue
-                if not err.transient and not isinstance(err, MetricMissing):
+                if not err.transient and not isinstance(err, MetricMissing) and not self.scrapes:
                     raise SourceError(f"scrape: {err}; stopped: asking again would get the same answer") from None
                 if not failures:
                     failed_at = self.clock()
                 failures += 1
-                if self.count is not None and failures >= GIVE_UP:
-                    raise SourceError(f"scrape: {err}; gave up after {failures} failed scrapes in a row "
-                                      f"({self.clock() - failed_at:.0f}s), before --count {self.count} was "
+                if not down:
+                    down_at = self.clock()
+                down = 0 if isinstance(err, NoSeries) else down + 1
+                if self.count is not None and down >= GIVE_UP:
+                    raise SourceError(f"scrape: {err}; gave up after {down} failed scrapes in a row "
+                                      f"({self.clock() - down_at:.0f}s), before --count {self.count} was "
                                       "reached") from None
                 delay = backoff(self.interval, failures)
                 yield Notice(f"scrape: {retry_message(str(err), failures, delay)}", skipped=0)
@@ -309,7 +321,7 @@ class ScrapeSource(Source):
                 yield Notice(f"scrape: {self.shown} answered again after {failures} failed scrape"
                              f"{'s' * (failures > 1)} ({t - failed_at:.0f}s)"
                              + ("; the outage is one gap column" if gap else ""), skipped=0)
-                failures = 0
+                failures = down = 0
             for problem in problems:
                 yield from self._tell(problem)
             gave = False
@@ -420,8 +432,9 @@ class ScrapeSource(Source):
         return due
 
 
-def _error(message: str, missing: bool = False) -> EndpointError:
+def _error(message: str, missing: bool = False, waiting: bool = False) -> EndpointError:
     """The error for a page without the histogram; `missing`: it answers, but the name is no histogram there (not
-    worth waiting for before the first good scrape)."""
+    worth waiting for before the first good scrape); `waiting`: it declares the histogram, without series to map yet
+    (`NoSeries`)."""
     text = clean_text(message, 400)
-    return MetricMissing(text) if missing else EndpointError(text)
+    return MetricMissing(text) if missing else NoSeries(text) if waiting else EndpointError(text)

@@ -19,7 +19,7 @@ from test_otlp_points import explicit, run
 from latencymap.cli import main as cli
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval
-from latencymap.outputs.report import stream_report
+from latencymap.outputs.report import report_text, stream_report
 from latencymap.sources.otlp.decode import decode_json, decode_protobuf
 from latencymap.sources.otlp.points import CUMULATIVE, DELTA
 
@@ -74,6 +74,39 @@ def test_percentiles_and_rows_stay_within_the_sdk_min_and_max(recorder: type, en
     assert buckets[0]["high"] > least and buckets[-1]["low"] <= most  # no row wholly outside [min, max]
     assert buckets[0]["min_s"] == pytest.approx(least, rel=1e-12)
     assert buckets[-1]["max_s"] == pytest.approx(most, rel=1e-12)
+
+
+class PowersOfTwo(Recorded):
+    """Microsecond latencies in a histogram whose bounds are powers of two, 1 to 1024 us (they fold onto the rows,
+    `+Inf` in the row of 1024 us): most near 20 us; `slow` of them 3 to 7 ms, in `+Inf`."""
+
+    def __init__(self, slow: int) -> None:
+        super().__init__("rpc.duration", "us", lambda rng, n: np.concatenate(
+            [rng.uniform(17, 30, 90), rng.uniform(3000, 7000, slow)]))
+
+    def setup(self, meter: Any) -> Any:
+        return meter.create_histogram(self.name, unit=self.unit,
+                                      explicit_bucket_boundaries_advisory=[2.0**k for k in range(11)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slow", [0, 10])
+def test_power_of_two_buckets_are_said_folded_only_where_the_rows_hold_them_so(slow: int) -> None:
+    """The SDK's `max` spreads the `+Inf` bucket's events onto the rows up to it (3-7 ms here): those rows are not the
+    buckets, so the report says rebinned (it said each bucket folds onto one row, `+Inf` in the row of its lower
+    bound, where the rows showed it over three); with `+Inf` empty the rows are the buckets, and it says so."""
+    record = PowersOfTwo(slow)
+    got, _ = push_and_receive("json", "delta", record, pushes=2)
+    acc = Accumulator()
+    acc.add(item for item in got if isinstance(item, Interval))
+    (hist,) = acc.streams.values()
+    rows = hist.totals().counts
+    assert rows.sum() == len(record.values)
+    assert (np.count_nonzero(rows) > 2) == (slow > 0)  # the slow ones spread over rows from 2 ** 10 us to their max
+    assert stream_report(hist, acc)["source_buckets"]["rebinned"] is (slow > 0)
+    text = report_text(acc)
+    assert ("fold onto the rows below, one row each" in text) is (slow == 0)
+    assert ("rebinned: the source's 12 buckets" in text) is (slow > 0)
 
 
 def sdk_scale(pusher: Any) -> int:

@@ -291,17 +291,39 @@ def test_an_answer_that_asking_again_will_not_change_stops_the_source_naming_url
                         "again would get the same answer")
 
 
-def test_a_404_after_good_scrapes_stops_the_source_keeping_the_columns_given() -> None:
+def test_a_404_after_good_scrapes_is_asked_again_and_a_run_bounded_by_count_gives_up_keeping_the_columns_given(
+        ) -> None:
+    """The route was there: gone for a moment (a redeploy), or for good, which --count's give-up ends."""
     bounds = (0.001, math.inf)
     endpoint = Scripted([(200, TEXT_TYPE, histogram_page("h_seconds", bounds, [1, 3], 0.01)),
                          (200, TEXT_TYPE, histogram_page("h_seconds", bounds, [2, 5], 0.02)),
                          (404, "text/plain", "gone")])
+    give_up = scrape_mod.GIVE_UP
     try:
-        got, _, err = _until_it_stops(ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001, count=5), 2)
+        got, said, err = _until_it_stops(ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001, count=5),
+                                         2 + give_up - 1)
     finally:
         endpoint.close()
-    assert "answered HTTP 404 Not Found (gone)" in str(err)
-    assert [int(c.counts.sum()) for c in got] == [2] and len(endpoint.requests) == 3
+    assert "answered HTTP 404 Not Found (gone)" in str(err) and f"gave up after {give_up} failed scrapes" in str(err)
+    assert [int(c.counts.sum()) for c in got] == [2] and len(endpoint.requests) == 2 + give_up
+    assert sum("404" in m for m in said) == give_up - 1
+
+
+def test_a_404_for_a_moment_after_good_scrapes_is_one_gap_column() -> None:
+    bounds = (0.001, math.inf)
+    endpoint = Scripted([(200, TEXT_TYPE, histogram_page("h_seconds", bounds, [1, 3], 0.01)),
+                         (404, "text/plain", "redeploying"),
+                         (200, TEXT_TYPE, histogram_page("h_seconds", bounds, [2, 7], 0.03))])
+    source = ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001, count=1)
+    source.sleep = lambda seconds: None
+    try:
+        items = list(source.items())
+    finally:
+        endpoint.close()
+    (column,) = [i for i in items if isinstance(i, Interval)]
+    assert int(column.counts.sum()) == 4 and column.gap
+    said = [i.message for i in items if isinstance(i, Notice)]
+    assert any("404 Not Found (redeploying)" in m for m in said) and any("answered again" in m for m in said)
 
 
 @pytest.mark.parametrize("down", ["503", "refused"])
@@ -325,6 +347,35 @@ def test_a_run_bounded_by_count_gives_up_on_an_endpoint_that_keeps_failing(down:
     assert said == [f"scrape: {retry_message(expected, k, 0.5 * 2**(k - 1))}" for k in range(1, give_up)]
     if down == "503":
         assert len(endpoint.requests) == give_up
+
+
+@pytest.mark.parametrize("match", [(), ("method=GET",)])
+def test_a_run_bounded_by_count_waits_for_a_declared_histograms_series_without_giving_up(
+        exporters, match: tuple[str, ...]) -> None:
+    """A page that answers with the histogram declared but no series yet (or none --match keeps) is waited for, as
+    documented: the endpoint is not failing, so `GIVE_UP` does not end the run; the first series is counted."""
+    exporter = exporters()  # labelled: declared, no series before its first observation
+    waits = scrape_mod.GIVE_UP + 2
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == waits - 1 and match:
+            exporter.observe(0.002, "PUT")  # a series --match skips
+        if len(slept) == waits:
+            exporter.observe(0.002, "GET")
+        elif len(slept) == waits + 1:
+            exporter.observe(0.003, "GET")
+            exporter.observe(0.004, "GET")
+
+    source = ScrapeSource(url=exporter.url, metric=METRIC, interval=0.5, count=1, match=match)
+    source.sleep, source.clock = sleep, lambda: 1.7e9 + sum(slept)
+    items = list(source.items())
+    columns = [i for i in items if isinstance(i, Interval)]
+    said = [i.message for i in items if isinstance(i, Notice)]
+    assert sum("has no series yet" in m or "no app_request_duration_seconds series match" in m
+               for m in said) >= scrape_mod.GIVE_UP
+    assert [int(c.counts.sum()) for c in columns] == [2]
 
 
 def test_credentials_are_sent_but_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:

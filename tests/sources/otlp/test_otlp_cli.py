@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +74,10 @@ def test_sigterm_still_says_the_count_of_points_skipped_since_the_first(tmp_path
     unsaid. The command's end says it (stderr), as it finishes recordings."""
     import signal
 
-    def request(count: int) -> bytes:
+    def request(count: int, name: str = "lat") -> bytes:
         point = {"startTimeUnixNano": "1700000000000000000", "timeUnixNano": "1700000010000000000",
                  "count": str(count), "sum": 3.0 * count, "bucketCounts": ["0", str(count)], "explicitBounds": [1.0]}
-        metric = {"name": "lat", "unit": "ms", "histogram": {"aggregationTemporality": 1, "dataPoints": [point]}}
+        metric = {"name": name, "unit": "ms", "histogram": {"aggregationTemporality": 1, "dataPoints": [point]}}
         return json.dumps({"resourceMetrics": [{
             "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
             "scopeMetrics": [{"scope": {"name": "t"}, "metrics": [metric]}]}]}).encode()
@@ -89,10 +88,12 @@ def test_sigterm_still_says_the_count_of_points_skipped_since_the_first(tmp_path
     try:
         assert child.stderr is not None
         assert "receiving OpenTelemetry metrics" in child.stderr.readline()
-        for count in (1, 2, 3, 4, 5):  # the same time each: the first is a column, the other four skipped
-            assert post(f"http://127.0.0.1:{port}/v1/metrics", request(count), "application/json")[0] == 200
-        assert "a second point at 1700000010000000000 ns" in child.stderr.readline()
-        time.sleep(1.0)  # the worker takes the last three requests
+        # the same time each: the first is a column, the other four skipped; then another series' second point,
+        # said at once when the worker takes it: one queue in order, so it has taken every request before it
+        for body in (*(request(count) for count in (1, 2, 3, 4, 5)), request(1, "done"), request(2, "done")):
+            assert post(f"http://127.0.0.1:{port}/v1/metrics", body, "application/json")[0] == 200
+        assert "svc/lat: a second point at 1700000010000000000 ns" in child.stderr.readline()
+        assert "svc/done: a second point at" in child.stderr.readline()
         child.send_signal(signal.SIGTERM)
         out, err = child.communicate(timeout=30)
     finally:

@@ -552,7 +552,7 @@ def _waited_for(g: PeerGroup, wm: np.ndarray, th: Thresholds) -> dict[str, Any] 
         (level >= th.peer_min_ratio * usual) & (short > 0)
     if not _concentrated(far, short, valid, ev[k]):
         return None
-    beyond = _beyond_noise(g, k, wm, far, valid, ref, th)
+    beyond = _beyond_noise(g, ev, k, wm, far, valid, ref, th)
     if beyond is None and far.sum() > STALL_WINDOWS:  # not a wait in a few intervals: a rank faster by chance
         return None
     if beyond is None:
@@ -561,8 +561,7 @@ def _waited_for(g: PeerGroup, wm: np.ndarray, th: Thresholds) -> dict[str, Any] 
             f"too few intervals to tell: {m.name} is {times(m.ratio)} its peers' mean here, and they rose "
             f"{times(th.peer_min_ratio)} or more above it at {at}, as ranks do that wait for it, but "
             f"{plural(int(valid.sum()), 'interval')} compared leave fewer than 2 others, not beside those, "
-            f"to tell that from how much "
-            f"{m.name}'s intervals differ by chance (a longer run or shorter intervals)")}
+            f"to tell that from how much {m.name}'s intervals differ by chance (a longer run or shorter intervals)")}
     far &= beyond
     if not _concentrated(far, short, valid, ev[k]):
         return None
@@ -594,10 +593,11 @@ def _beside(far: np.ndarray) -> np.ndarray:
     return near & ~far
 
 
-def _beyond_noise(g: PeerGroup, k: int, wm: np.ndarray, far: np.ndarray, valid: np.ndarray, ref: np.ndarray,
-                  th: Thresholds) -> np.ndarray | None:
-    """Of the intervals `far`, those where rank `k` stands further below its peers than its other intervals vary;
-    None where fewer than 2 intervals, not far and not beside one, are left to measure how much they vary.
+def _beyond_noise(g: PeerGroup, ev: np.ndarray, k: int, wm: np.ndarray, far: np.ndarray, valid: np.ndarray,
+                  ref: np.ndarray, th: Thresholds) -> np.ndarray | None:
+    """Of the intervals `far`, those where rank `k` stands further below its peers than its other intervals vary
+    (`ev`: events per peer and interval); None where fewer than 2 intervals, not far and not beside one, are left to
+    measure how much they vary.
 
     Rank k's log ratio to its peers' median, per interval, against its mean over those other intervals, weighted by
     events (the variance of a mean of e events goes as 1 / e): a one-sided prediction test, Student-t with one
@@ -606,7 +606,6 @@ def _beyond_noise(g: PeerGroup, k: int, wm: np.ndarray, far: np.ndarray, valid: 
     does) and must reach `peer_max_p`. Ranks that wait for each other agree in every other interval, so a real wait
     stands out by far; independent noise of a few events an interval does not.
     """
-    ev = g.grid[0] if g.grid is not None else np.zeros_like(wm)
     others = np.delete(ev, k, axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.log(wm[k] / ref)

@@ -119,7 +119,7 @@ def parse_record_line(rec: Record, line: str, low: str, n: int) -> None:
     """
     if rec.pending is not None:
         if _is_hist_header(low):
-            rec.keys.append((len(rec.values), " ".join(clean_label(rec.pending_line).split())))
+            rec.keys.append((len(rec.values), " ".join(w for w in clean_label(rec.pending_line).split(" ") if w)))
             rec.pending = None
             return
         end_record(rec)

@@ -424,3 +424,12 @@ def test_overflow_rows_of_interval_records_are_said_as_the_sum_of_their_events()
         assert [int(i.counts.sum()) for i in items if isinstance(i, Interval)] == [10, 20, 30]
         (note,) = [i.message for i in items if isinstance(i, Notice)]
         assert note.endswith(": 13 events in them (lines 7 to 23)")
+
+
+def test_keys_differing_only_in_unicode_blanks_name_streams_of_their_own() -> None:
+    tables = "".join(f"{key}\nvalue |---- count\n1 |@ {n}\n" for key, n in
+                     (("disk  a", 3), ("disk a", 4), ("disk\u3000a", 5), ("disk\u00a0a", 6)))
+    items = read(f"<begin record>\ntimestamp, microsec, 1000000, x\nlabel, io\n{tables}<end record>\n")
+    got = {i.stream.label: int(i.counts.sum()) for i in items if isinstance(i, Snapshot)}
+    # runs of ASCII blanks are one (bpftrace pads keys); other blanks are part of the key
+    assert got == {"io [disk a]": 7, "io [disk\u3000a]": 5, "io [disk\u00a0a]": 6}

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def run_view(flow: Flow, opts: ViewOptions, *, plain: bool, once: bool, screen_delay: float,
              history: HistoryLimit | int, out: TextIO | None = None, profile: ProfileSession | None = None,
              replay: ReplayClock | None = None, bursts: BurstScan | None = None,
-             analysis: Callable[[], dict[str, Any]] | None = None,
+             analysis: Callable[[], dict[str, Any] | None] | None = None,
              straggler_stream: Callable[[dict[str, Any]], StreamId | None] | None = None) -> int:
     """Show `flow` (with the profile panel when `profile` is given, replay keys with `replay`, a stragglers panel
     with the source's `analysis`, its findings naming the stragglers' causes on the stream `straggler_stream` says

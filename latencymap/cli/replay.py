@@ -8,6 +8,7 @@ from typing import IO, Any
 
 import click
 
+from latencymap.cli.analyses import InputAnalyses
 from latencymap.cli.common import REGISTRY, guarded, no_typed_records_in_tui, source_epilog
 from latencymap.cli.options import (
     Finite,
@@ -26,6 +27,7 @@ from latencymap.flow.pipeline import Reading, column_flow, input_flow, limited
 from latencymap.flow.recording import WindowSeen, windowed
 from latencymap.flow.replay import BurstScan, ReplayClock
 from latencymap.flow.spool import Spool
+from latencymap.plugins import TextFormat
 
 
 @click.command("replay", epilog=source_epilog((
@@ -69,10 +71,12 @@ def replay(path: str, input_format: str | None, speed: float, as_fast: bool, sta
         def bytes_of() -> IO[bytes] | None:
             return spool.reader() if spool is not None else None
 
-        def flow_of() -> Flow:
-            return input_flow([path], REGISTRY, input_format, fmt_opts, bytes_of())
+        def flow_of(readers: list[TextFormat] | None = None) -> Flow:
+            return input_flow([path], REGISTRY, input_format, fmt_opts, bytes_of(), readers=readers)
 
-        flow = read = flow_of()
+        readers: list[TextFormat] = []
+        found = InputAnalyses(readers)  # a Spark event log's stragglers, as `latencymap LOG` shows them
+        flow = read = flow_of(readers)
         if start is not None or end is not None:
             flow = _said_when_empty(flow, path, start, end)
         # --count as `report` takes it: a recording (a file) read to its end, a pipe as it comes; before the pace,
@@ -88,7 +92,8 @@ def replay(path: str, input_format: str | None, speed: float, as_fast: bool, sta
         with profile_session(kw, [path]) as profile:
             flow = prepare(clock.pace(flow), {**kw, "count": None, "inputs": [path]}, source="replay",
                            profile=profile)
-            return show(flow, {**kw, "screen_delay": 0.0}, profile, replay=clock, bursts=bursts)
+            return show(flow, {**kw, "screen_delay": 0.0}, profile, replay=clock, bursts=bursts,
+                        analysis=found.analysis, straggler_stream=found.straggler_stream)
 
     guarded(body)
 

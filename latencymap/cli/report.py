@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from latencymap.cli.analyses import Analysed, analysed_sources, run_name, shown_stream
 from latencymap.cli.common import (
     EXIT_CODES,
     EXIT_FAIL,
@@ -232,7 +233,7 @@ def _stopped(err: BaseException, source: Source | None) -> str:
     return f"{what}: this report covers what was read until then (while {read})"
 
 
-def _write(acc: Accumulator, sources: list[tuple[Source, dict[StreamId, StreamId]]], out_format: str,
+def _write(acc: Accumulator, sources: Analysed, out_format: str,
            output: str | None, untimed: set[StreamId] | None = None) -> None:
     """The report of `acc` in `out_format`, with the sources' own analysis (e.g. Spark's stragglers: one per input
     read through a source, each headed by its input when there are several; each source with the streams of its
@@ -273,14 +274,7 @@ def _source_json(source: Source, extra: dict[str, Any], named: bool) -> dict[str
 
 def _analysis_head(source: Source, extra: dict[str, Any]) -> str:
     """The line that heads one input's analysis when several inputs have one: the input, and its application."""
-    return clean_text(f"== {source.name} analysis of {_run_name(source, extra)}:", 1000)
-
-
-def _run_name(source: Source, extra: dict[str, Any]) -> str:
-    """The input a source read, and its application, as read: `LOG (NAME ID)`."""
-    app = extra.get("application") or {}
-    who = " ".join(str(app[k]) for k in ("name", "id") if app.get(k))
-    return f"{source.options.get('target', '')}{f' ({who})' if who else ''}"
+    return clean_text(f"== {source.name} analysis of {run_name(source, extra)}:", 1000)
 
 
 def _placed_stragglers(acc: Accumulator, done: list[tuple[Source, dict[str, Any]]],
@@ -306,7 +300,7 @@ def _placed_stragglers(acc: Accumulator, done: list[tuple[Source, dict[str, Any]
             nowhere.append((_analysis_head(source, extra), left))
         for stream, found in analysis_causes(extra, stream_of).items():
             causes.setdefault(stream, []).extend(found)
-    return {stream: [(clean_text(_run_name(*done[k]), 1000) if len(by) > 1 else "", found) for k, found in by.items()]
+    return {stream: [(clean_text(run_name(*done[k]), 1000) if len(by) > 1 else "", found) for k, found in by.items()]
             for stream, by in runs.items()}, nowhere, causes
 
 
@@ -316,8 +310,7 @@ def _stream_of(acc: Accumulator, source: Source,
     `shown`); None where none did."""
 
     def stream_of(straggler: dict[str, Any]) -> StreamId | None:
-        stream = source.straggler_stream(straggler) if hasattr(source, "straggler_stream") else None
-        stream = shown.get(stream, stream) if stream is not None else None
+        stream = shown_stream(source, shown, straggler)
         return stream if stream is not None and stream in acc.streams else None
 
     return stream_of
@@ -328,12 +321,9 @@ def _untimed(readers: list[TextFormat]) -> set[StreamId]:
     return {stream for reader in readers for stream in reader.untimed_streams()}
 
 
-def _analysed(source: Source | None, readers: list[TextFormat]) -> list[tuple[Source, dict[StreamId, StreamId]]]:
-    """The source run, else those the inputs were read through (Spark event logs given as paths), in input order,
-    for their analysis; each with the streams of its input shown under another name."""
-    if source is not None:
-        return [(source, {})]
-    return [(reader.source, reader.shown_as) for reader in readers if reader.source is not None]
+def _analysed(source: Source | None, readers: list[TextFormat]) -> Analysed:
+    """The source run, else those the inputs were read through (`analysed_sources`), for their analysis."""
+    return [(source, {})] if source is not None else analysed_sources(readers)
 
 
 def _report_source(args: list[str], kw: dict[str, Any]) -> Source | None:

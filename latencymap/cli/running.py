@@ -69,7 +69,7 @@ def prepare(flow: Iterator[FlowItem], kw: dict[str, Any], source: str = "input",
 
 
 def show(flow: Flow, kw: dict[str, Any], profile: ProfileSession | None = None, replay: ReplayClock | None = None,
-         bursts: BurstScan | None = None, analysis: Callable[[], dict[str, Any]] | None = None,
+         bursts: BurstScan | None = None, analysis: Callable[[], dict[str, Any] | None] | None = None,
          straggler_stream: Callable[[dict[str, Any]], StreamId | None] | None = None) -> int:
     """The flow in the view the options ask for (or on stdout as records with `--emit`); the exit code."""
     if kw.get("emit"):

@@ -8,11 +8,13 @@ from typing import Any
 
 import click
 
+from latencymap.cli.analyses import InputAnalyses
 from latencymap.cli.common import REGISTRY, VIEW_EPILOG, guarded, no_terminal_input, no_typed_records_in_tui
 from latencymap.cli.options import format_kwargs, format_options, view_options
 from latencymap.cli.running import prepare, show
 from latencymap.flow.pipeline import input_flow
 from latencymap.flow.stdin import wait_for_pipe
+from latencymap.plugins import TextFormat
 from latencymap.profiling.wanted import profile_wanted
 
 
@@ -39,17 +41,21 @@ def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int |
             from latencymap.profiling.session import profile_session
 
             session = profile_session(kw, list(inputs))
+        readers: list[TextFormat] = []
+        # the analysis of the inputs read through a source (Spark event logs), as `report` takes it: the TUI's
+        # stragglers panel and findings, once such an input has given its columns
+        found = InputAnalyses(readers)
         with session as profile:
-            flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts), {**kw, "inputs": inputs},
-                           profile=profile)
+            flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers),
+                           {**kw, "inputs": inputs}, profile=profile)
             if (not inputs or "-" in inputs) and tui:
                 # the TUI takes the terminal: leave it to the producer until it writes (or the run's time is up)
                 wait_for_pipe(most=kw["duration"])
             if serve_metrics is None:
-                return show(flow, kw, profile)
+                return show(flow, kw, profile, analysis=found.analysis, straggler_stream=found.straggler_stream)
             from latencymap.outputs.metrics import metrics_served
 
             with metrics_served(flow, serve_metrics) as flow:
-                return show(flow, kw, profile)
+                return show(flow, kw, profile, analysis=found.analysis, straggler_stream=found.straggler_stream)
 
     guarded(body)

@@ -106,7 +106,9 @@ class LatencyMapApp(MapActions):
                 yield PercentileStrip()
                 yield FindingsPanel()
                 if self.analysis is not None:
-                    yield StragglersPanel()
+                    panel = StragglersPanel()
+                    panel.display = self._analysis_comes()
+                    yield panel
                 if self.profiler is not None:
                     yield self.profiler.panel
             yield Inspector()
@@ -192,8 +194,17 @@ class LatencyMapApp(MapActions):
         self.view.end_key(newest=True)
         self.refresh_view(force=True)
 
+    def _analysis_comes(self) -> bool:
+        """Whether the analysis will come: the panel then waits for it from the start. One that answers None before
+        anything is read (inputs that may be read through a source, or not) shows its panel with its first answer."""
+        try:
+            return self.analysis is not None and self.analysis() is not None
+        except Exception:  # its failure is said when it is asked for again, with data
+            return True
+
     def _analyse(self) -> None:
-        """The source's own analysis (Spark stragglers) into its panel; a failure is a notice."""
+        """The source's own analysis (Spark stragglers) into its panel, shown from its first answer; a failure is a
+        notice."""
         if self.analysis is None:
             return
         self._analysed_at = time.monotonic()
@@ -202,7 +213,11 @@ class LatencyMapApp(MapActions):
         except Exception as err:  # the maps go on without it
             self.notify(f"analysis failed: {err}", title="stragglers", severity="warning")
             return
-        self.maps.query_one(StragglersPanel).show(found)
+        if found is None:
+            return
+        panel = self.maps.query_one(StragglersPanel)
+        panel.display = True
+        panel.show(found)
         self.causes = {} if self.straggler_stream is None else analysis_causes(found, self.straggler_stream)
 
     def map_cells(self) -> int:
@@ -230,7 +245,7 @@ class LatencyMapApp(MapActions):
 
     def _panels_height(self) -> int:
         """Lines of the stragglers and profile panels."""
-        lines = sum(panel.height_needed for panel in self.maps.query(StragglersPanel))
+        lines = sum(panel.height_needed for panel in self.maps.query(StragglersPanel) if panel.display)
         return lines + (self.profiler.panel.outer_size.height if self.profiler is not None else 0)
 
     def _lay_out(self) -> None:

@@ -1,7 +1,9 @@
 """The stragglers panel: what a source's own analysis finds (Spark: straggler tasks and stage skew), under the maps.
 
 The source hands the app a callable returning the report's dict (`{"stragglers": [...], "stages": [...]}`, as
-`latencymap report --format json` writes it under "source"); the panel lists it as it is, slowest first.
+`latencymap report --format json` writes it under "source"); the panel lists it as it is, slowest first. Inputs that
+may be read through a source (`latencymap LOG`) hand one that answers None until one is: the panel shows from its
+first answer.
 `t` / `T` select the next / previous listed straggler and put the cursor on the column it finished in.
 """
 
@@ -23,7 +25,8 @@ MAX_STRAGGLERS = 4
 MAX_STAGES = 2
 #: Lines the panel takes at most (each line is cut to the width, never wrapped).
 MAX_HEIGHT = 8
-Analysis = Callable[[], dict[str, Any]]
+#: A source's analysis (the report's dict); None where the inputs read so far have none (none read through a source).
+Analysis = Callable[[], dict[str, Any] | None]
 #: The stream that counted a straggler's task, None where none did (Spark: `straggler_stream` of its source).
 StragglerStream = Callable[[dict[str, Any]], StreamId | None]
 

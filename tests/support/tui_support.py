@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
 from latencymap.cli.common import REGISTRY
+from latencymap.cli.main import main
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.flow.pipeline import input_flow
@@ -108,3 +111,50 @@ def run_ended(app: LatencyMapApp, scenario, size: tuple[int, int] = (160, 50)) -
 def frequency_map(app: LatencyMapApp) -> HeatMap:
     """The stream view's frequency map."""
     return app.query_one("#frequency", HeatMap)
+
+
+class _Terminal(io.StringIO):
+    """A stdout that says it is a terminal: the commands then show the TUI."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def command_tui(args: list[str], scenario: Callable[[LatencyMapApp, object], Awaitable[None]],
+                monkeypatch, size: tuple[int, int] = (160, 50)) -> int | None:
+    """Run `latencymap ARGS` as on a terminal, the TUI it opens (with what the command hands it: the flow, the
+    source's analysis, ...) headless until its flow has ended, then `scenario(app, pilot)`; the exit code."""
+
+    def run_tui(flow, opts, **kw) -> int:
+        app = LatencyMapApp(flow, opts, color_mode="truecolor", **kw)
+        run_ended(app, lambda pilot: scenario(app, pilot), size)
+        return 0
+
+    monkeypatch.setattr("latencymap.tui.app.run_tui", run_tui)
+    monkeypatch.setattr(sys, "stdout", _Terminal())
+    try:
+        main.main(args, prog_name="latencymap", standalone_mode=False)
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else None
+    return 0
+
+
+def analysis_shown(args: list[str], monkeypatch) -> dict[str, object]:
+    """What the TUI of `latencymap ARGS` shows of a source's analysis once its flow has ended: the stragglers panel
+    (None when there is none, else whether it is displayed, the analysis it lists and its lines) and each stream's
+    findings (by label: the panel's items, which name their stragglers' causes after ` — `)."""
+    from latencymap.tui.findings import FindingsPanel
+    from latencymap.tui.stragglers import StragglersPanel
+
+    seen: dict[str, object] = {}
+
+    async def scenario(app: LatencyMapApp, pilot) -> None:
+        panels = list(app.query(StragglersPanel))
+        seen["stragglers"] = None if not panels else (panels[0].display, panels[0].found, panels[0].plain_lines())
+        for k, hist in enumerate(app.acc.streams.values()):
+            app.open_stream(k)
+            await pilot.pause()
+            seen[hist.stream.label] = [item.text for item in app.query_one(FindingsPanel).items]
+
+    assert command_tui(args, scenario, monkeypatch) == 0
+    return seen

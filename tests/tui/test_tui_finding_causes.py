@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from skips_support import requires_binary, requires_module
 from spark_support import cluster_job_log
 from tmux_support import Pane
-from tui_support import run_ended
+from tui_support import analysis_shown, run_ended
 
 from latencymap.analysis.findings import WHY
 from latencymap.cli.main import main
@@ -99,6 +99,24 @@ def test_the_findings_panel_names_the_stragglers_causes_the_report_names(log: Pa
             assert first in rendered, (first, rendered)
         causes += told.values()
     assert any(" on executor " in c for c in causes) and any("a skewed, larger partition" in c for c in causes), causes
+
+
+@pytest.mark.timeout(300)
+def test_latencymap_log_names_the_stragglers_and_causes_latencymap_spark_log_names(log: Path, tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch
+                                                                                   ) -> None:
+    """`latencymap LOG` (the default command: the log read as an input) opens the TUI with the stragglers panel and
+    the findings naming their causes that `latencymap spark LOG` shows. It had neither."""
+    monkeypatch.chdir(tmp_path)
+    spark = analysis_shown(["spark", str(log)], monkeypatch)
+    view = analysis_shown([str(log)], monkeypatch)
+    assert spark["stragglers"] is not None
+    displayed, found, lines = spark["stragglers"]
+    assert displayed and found["stragglers"] and " straggler" in lines[0]
+    told = [text.split(" — ", 1)[1] for label, texts in spark.items() if label != "stragglers" for text in texts
+            if " — " in text]
+    assert any(" on executor " in cause for cause in told), told  # the slow executor, in the report's words
+    assert view == spark
 
 
 def told_cause(why: str) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from frames_support import generated
-from tui_support import wait_ended
+from tui_support import analysis_shown, wait_ended
 
 from latencymap.flow.pipeline import diffed
 from latencymap.sources.spark.source import SparkSource
@@ -16,6 +16,7 @@ from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.stragglers import MAX_STRAGGLERS, StragglersPanel, straggler_line, stragglers_text
 
 SPARK = Path(__file__).resolve().parents[2] / "fixtures" / "spark" / "plain"
+EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap" / "example_latency_data.txt"
 
 
 def spark_app() -> tuple[LatencyMapApp, SparkSource]:
@@ -54,6 +55,24 @@ def test_panel_lists_the_reports_stragglers_when_the_log_is_read(tmp_path: Path,
             assert "stragglers" in app.saved[1].read_text()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("command", [[], ["replay", "--max"]])
+def test_latencymap_log_shows_the_stragglers_latencymap_spark_log_shows(command: list[str], tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`latencymap LOG` (the view command, the log read as an input format) and `latencymap replay LOG` open the TUI
+    with the same stragglers panel and findings as `latencymap spark LOG`; they had none."""
+    monkeypatch.chdir(tmp_path)
+    spark = analysis_shown(["spark", str(SPARK)], monkeypatch)
+    view = analysis_shown([*command, str(SPARK)], monkeypatch)
+    assert spark["stragglers"] is not None and spark["stragglers"][0] and spark["stragglers"][1]["stragglers"]
+    assert view == spark
+
+
+def test_no_panel_for_an_input_read_through_no_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`latencymap FILE` of another format: no stragglers panel shown."""
+    shown = analysis_shown([str(EXAMPLE)], monkeypatch)
+    assert len(shown) == 2 and (shown["stragglers"] is None or not shown["stragglers"][0])  # none, or not displayed
 
 
 def test_no_analysis_no_panel_and_a_failing_one_is_a_notice() -> None:

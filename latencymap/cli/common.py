@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from latencymap.core import stopping
 from latencymap.core.at_exit import run_at_exit
 from latencymap.core.errors import InputError, OutputError, SourceError, StrictError, already_said, note_said
 from latencymap.core.model import Item, Notice
@@ -128,16 +129,77 @@ def stdin_is_terminal() -> bool:
         return False
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise HungUp if signum == getattr(signal, "SIGHUP", None) else Terminated
+#: What a signal that ends the command raises in the main thread, and the exit code it ends with.
+_RAISED: dict[int, tuple[type[BaseException], int]] = {
+    int(signal.SIGTERM): (Terminated, EXIT_TERMINATED), int(signal.SIGINT): (KeyboardInterrupt, EXIT_INTERRUPTED)}
+if hasattr(signal, "SIGHUP"):  # not on Windows
+    _RAISED[int(signal.SIGHUP)] = (HungUp, EXIT_HUNG_UP)
+
+
+def stop_raised(signum: int) -> BaseException:
+    """The exception that signal `signum` ends a command with: Terminated, HungUp or KeyboardInterrupt."""
+    return _RAISED.get(signum, (Terminated, EXIT_TERMINATED))[0]()
+
+
+def raise_if_asked() -> None:
+    """Raise what the signal that asked the run to stop would have raised (`stopping`: a source ended itself)."""
+    signum = stopping.asked()
+    if signum is not None:
+        raise stop_raised(signum)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    """SIGTERM, SIGHUP, SIGINT: raised in the main thread (`stop_raised`), unless `stopping` only notes it."""
+    if not stopping.noted(signum):
+        raise stop_raised(signum)
+
+
+def _listen_for_signals() -> Callable[[], None]:
+    """Install `_on_signal` (SIGINT only where Python's own handler is: not where it is ignored); what restores
+    SIGINT's."""
+    stopping.begin()
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    signal.signal(signal.SIGTERM, _on_signal)
+    if hasattr(signal, "SIGHUP"):  # not on Windows
+        signal.signal(signal.SIGHUP, _on_signal)
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return lambda: None
+    signal.signal(signal.SIGINT, _on_signal)
+
+    def restore() -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    return restore
+
+
+def _signal_code(err: BaseException) -> int:
+    return EXIT_INTERRUPTED if isinstance(err, KeyboardInterrupt) else \
+        EXIT_HUNG_UP if isinstance(err, HungUp) else EXIT_TERMINATED
 
 
 def guarded(fn: Callable[[], int]) -> None:
-    """Run a command body, turning known failures into one line and an exit code."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
-        if hasattr(signal, "SIGHUP"):  # not on Windows
-            signal.signal(signal.SIGHUP, _on_sigterm)
+    """Run a command body, turning known failures into one line and an exit code. A signal that comes while the
+    command ends (its end-of-command hooks run) is only noted: the hooks finish and the exit code is the first
+    signal's."""
+    restore = _listen_for_signals()
+    code = EXIT_FAIL
+    try:
+        code = _exit_code(fn)
+    except (KeyboardInterrupt, Terminated) as err:  # a signal raised while a failure was being turned into a code
+        code = _signal_code(err)
+    finally:  # recordings finished, and what sources say at their end said, however the command ended
+        stopping.ending()
+        run_at_exit()
+        restore()
+    signum = stopping.asked()
+    if signum is not None and code not in (EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HUNG_UP):
+        code = _RAISED.get(signum, (Terminated, EXIT_TERMINATED))[1]
+    sys.exit(code)
+
+
+def _exit_code(fn: Callable[[], int]) -> int:
+    """Run a command body; its exit code, known failures said in one line."""
     try:
         code = fn()
         if sys.stdout is not None:
@@ -152,17 +214,13 @@ def guarded(fn: Callable[[], int]) -> None:
     except OutputError as err:  # a recording or an output file
         tell(err)
         code = err.exit_code
-    except KeyboardInterrupt:
-        code = EXIT_INTERRUPTED
-    except HungUp:
-        code = EXIT_HUNG_UP
-    except Terminated:
-        code = EXIT_TERMINATED
+    except (KeyboardInterrupt, Terminated) as err:
+        code = _signal_code(err)
     except BrokenPipeError:
         code = EXIT_OK
-    finally:  # recordings finished, and what sources say at their end said, however the command ended
-        run_at_exit()
-    sys.exit(code)
+    finally:
+        stopping.ending()  # first: a signal from here on cannot raise past `guarded`
+    return code
 
 
 def guarded_source(items: Iterable[Item], name: str) -> Iterator[Item]:

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from latencymap.core import stopping
 from latencymap.core.accumulator import HistoryLimit
 from latencymap.core.model import Flow, StreamId
 from latencymap.views.options import ViewOptions
@@ -32,4 +33,5 @@ def run_view(flow: Flow, opts: ViewOptions, *, plain: bool, once: bool, screen_d
         else:
             return run_tui(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts,
                            analysis=analysis, straggler_stream=straggler_stream)
+    stopping.reads_to_end()  # a source that ends itself at SIGTERM ends the view, and the command
     return run_plain(flow, opts, once=once, screen_delay=screen_delay, history=history, out=out)

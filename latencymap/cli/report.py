@@ -17,11 +17,13 @@ from latencymap.cli.common import (
     guarded,
     guarded_source,
     no_terminal_input,
+    raise_if_asked,
     say,
 )
 from latencymap.cli.options import format_kwargs, format_options, history_option, limit_options
 from latencymap.cli.running import built, prepare
 from latencymap.cli.tuning import keep_freed_memory
+from latencymap.core import stopping
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, accumulate
 from latencymap.core.errors import InputError, NothingReadable
 from latencymap.core.model import ColumnFlow, Notice, StreamId
@@ -206,8 +208,10 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         else:
             flow = prepare(column_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers), kw)
         acc = Accumulator(cap=history or DEFAULT_HISTORY)
+        stopping.reads_to_end()  # a source that ends itself at SIGTERM ends the flow: reported as stopped below
         try:
             accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
+            raise_if_asked()
         except NothingReadable:  # report what was read (and skipped), say what the gates found there, then fail
             _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
             _gate_failures(acc, fail_if, _untimed(readers))  # exit code 1 either way: the unreadable input's

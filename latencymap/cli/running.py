@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from latencymap.cli.common import EXIT_OK, say
 from latencymap.cli.options import display_options
+from latencymap.core import stopping
 from latencymap.core.accumulator import DEFAULT_HISTORY
 from latencymap.core.at_exit import close_at_exit
 from latencymap.core.model import Flow, FlowItem, Notice, StreamId, unrolled
@@ -25,6 +26,7 @@ def emit(flow: Flow, compat: bool, profile: ProfileSession | None = None) -> int
     recorder = Recorder("-", compat=compat, source="emit")
     if profile is not None:
         profile.record_to(recorder)
+    stopping.reads_to_end()  # a source that ends itself at SIGTERM ends the command
     for item in recorded(flow, recorder):
         if isinstance(item, Notice):
             say(item)

@@ -15,7 +15,6 @@ grpcio is imported here only (extra `otlp`); `listen --otlp` (HTTP) works withou
 
 from __future__ import annotations
 
-import queue
 import socket
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -76,11 +75,10 @@ def _export(inbox: Inbox) -> Callable[[bytes, grpc.ServicerContext], bytes]:
         except DecodeError as err:
             tell(inbox, _origin(context), f"Export: {err}")
             return _fail(context, grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        try:
-            inbox.put_nowait((_origin(context), decoded))
-        except queue.Full:
+        why = inbox.put(_origin(context), decoded)
+        if why is not None:  # the queue is full, or the receiver is stopping: the exporter retries
             context.set_trailing_metadata((("google.rpc.retryinfo-bin", RETRY_INFO),))
-            return _fail(context, grpc.StatusCode.UNAVAILABLE, "latencymap is behind; retry")
+            return _fail(context, grpc.StatusCode.UNAVAILABLE, why)
         return success_body(len(decoded.problems), "; ".join(decoded.problems[:3]), protobuf=True)
 
     return export
@@ -155,4 +153,4 @@ def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[
     shown = f"[{host}]:{bound}" if ":" in host else f"{host}:{bound}"
     greeting = [Notice(f"{NAME}: receiving OpenTelemetry metrics over OTLP/gRPC at {shown}",
                        skipped=0)]
-    yield from consume(inbox, greeting, idle_timeout, stop)
+    yield from consume(inbox, greeting, idle_timeout, stop, NAME)

@@ -7,14 +7,20 @@ decode, 415 for other content types or encodings, 413 past MAX_BODY bytes, 404 f
 viewer is behind (the exporter retries). It binds only where it is told, 127.0.0.1:4318 by default (OTLP/HTTP's
 port, loopback only); it has no authentication, so bind another address only on a network you trust.
 
-The HTTP server runs in daemon threads that only decode; a queue hands the points to the source's worker
+The HTTP server runs in daemon threads that only decode; a queue (`Inbox`) hands the points to the source's worker
 thread, which turns them into Intervals (all stream state lives there) and shuts the server down when the
 source stops. `consume` is that worker side, shared with the gRPC transport (`grpc_receiver`).
+
+A request answered 200 was queued, and is in the run of a command that reads its flow to the end (`report`, the
+plain view, `--emit`). When a signal stops it (SIGTERM, SIGHUP, Ctrl-C: only noted, `latencymap.core.stopping`) the
+worker closes the queue, so that later requests get 503 with Retry-After (gRPC: UNAVAILABLE), takes in what it holds
+(DRAIN_S at most; what is left then is counted and said), and ends: the command then ends as the signal ends it
+(`report` writes its report). A second signal ends it at once; the acknowledged requests not passed on are counted
+and said as the command ends. The TUI's `q` asks the same drain but does not wait for it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import queue
 import socket
@@ -26,7 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from latencymap.core.at_exit import forget_at_exit, say_at_exit
+from latencymap.core import stopping
+from latencymap.core.at_exit import close_at_exit, forget_at_exit, say_at_exit
 from latencymap.core.json_input import TOO_DEEP, json_input
 from latencymap.core.model import Notice
 from latencymap.core.sanitize import clean_text
@@ -46,8 +53,48 @@ INVALID_ARGUMENT = 3
 NAME = "listen --otlp"
 
 
-#: What a transport's threads hand the worker: (origin, decoded request or a message for a notice).
-Inbox = queue.Queue[tuple[str, Decoded | str]]
+#: Why a transport answers "retry" (HTTP 503, gRPC UNAVAILABLE): the queue is full, or the receiver is stopping.
+BEHIND = "latencymap is behind; retry"
+STOPPING = "latencymap is stopping: the request was not taken; retry"
+#: How long a stopping receiver takes in what it had acknowledged before it ends anyway (the rest is counted, said).
+DRAIN_S = 5.0
+
+
+class Inbox:
+    """The bounded queue between a transport's threads and `consume`: what they decoded (and acknowledge once it is
+    queued), or a message for a notice. Closed as the receiver stops, it takes nothing more: "closed? else put" holds
+    the lock that `close` takes, so nothing is queued (and acknowledged) after the close."""
+
+    def __init__(self, size: int) -> None:
+        self.queue: queue.Queue[tuple[str, Decoded | str]] = queue.Queue(size)
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def put(self, origin: str, what: Decoded | str) -> str | None:
+        """Queue (origin, `what`); None when queued, else why not (BEHIND or STOPPING: the sender is to retry)."""
+        with self._lock:
+            if self.closed:
+                return STOPPING
+            try:
+                self.queue.put_nowait((origin, what))
+            except queue.Full:
+                return BEHIND
+        return None
+
+    def close(self) -> None:
+        """Take nothing more."""
+        with self._lock:
+            self.closed = True
+
+    def discard(self) -> int:
+        """Empty the queue; the number of requests (not notices) it held."""
+        requests = 0
+        while True:
+            try:
+                _, what = self.queue.get_nowait()
+            except queue.Empty:
+                return requests
+            requests += not isinstance(what, str)
 
 
 def parse_address(text: str, default: str = DEFAULT_ADDRESS) -> tuple[str, int]:
@@ -62,38 +109,92 @@ def parse_address(text: str, default: str = DEFAULT_ADDRESS) -> tuple[str, int]:
 
 def new_inbox() -> Inbox:
     """The bounded queue between a transport and `consume`; a transport answers "retry" while it is full."""
-    return queue.Queue(QUEUE_REQUESTS)
+    return Inbox(QUEUE_REQUESTS)
 
 
 def tell(inbox: Inbox, origin: str, message: str) -> None:
-    """Queue a notice for the view (dropped when the queue is full: the client hears about it anyway)."""
-    with contextlib.suppress(queue.Full):
-        inbox.put_nowait((origin, message))
+    """Queue a notice for the view (dropped when the queue is full or closed: the client hears about it anyway)."""
+    inbox.put(origin, message)
 
 
-def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None,
-            stop: Callable[[], None]) -> Iterator[Item]:
-    """`greeting`, then Intervals and notices of what arrives on `inbox` until closed or idle; then `stop()`."""
+class _Worker:
+    """`consume`'s state that the command's end reaches from another thread."""
+
+    def __init__(self, inbox: Inbox, name: str) -> None:
+        self.inbox, self.name = inbox, name
+        self.asked = threading.Event()  # the command ends: take in what was acknowledged, and end
+        self.holding = False  # a request's items are being passed on
+
+    def end(self) -> None:
+        """The command ends: ask the loop to take in what was acknowledged and end. Not waited for: `q` in the TUI
+        quits at once (a drain of a full queue took 2-3 s), so a recording gets what the loop took in by then."""
+        self.asked.set()
+
+    def take(self, streams: PointStreams, origin: str, what: Decoded | str) -> Iterator[Item]:
+        """The items of one queued request, or its notice."""
+        if isinstance(what, str):
+            yield Notice(f"{origin}: {what}")
+            return
+        self.holding = True
+        yield from streams.feed(what, origin)
+        self.holding = False
+
+    def drain(self, streams: PointStreams) -> Iterator[Item]:
+        """Close the intake, then take in what it had queued (and acknowledged), for DRAIN_S at most."""
+        self.inbox.close()
+        deadline = time.monotonic() + DRAIN_S
+        while time.monotonic() < deadline:
+            try:
+                origin, what = self.inbox.queue.get_nowait()
+            except queue.Empty:
+                return
+            yield from self.take(streams, origin, what)
+        left = self.inbox.discard()
+        if left:
+            yield Notice(f"{self.name}: acknowledged requests left unread as it stopped: {left:,}: taking them in took "
+                         f"longer than {DRAIN_S:g} s", skipped=0)
+
+    def lost(self) -> Iterator[Notice]:
+        """What was acknowledged and not passed on, as the loop ends before taking it in (said at the command's end)."""
+        left = self.inbox.discard() + self.holding
+        if left:
+            part = " (one of them in part)" if self.holding else ""
+            yield Notice(f"{self.name}: acknowledged requests not passed on: {left:,}{part}: the run ended before "
+                         "they were taken in", skipped=0)
+
+
+def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None, stop: Callable[[], None],
+            name: str = NAME) -> Iterator[Item]:
+    """`greeting`, then Intervals and notices of what arrives on `inbox` until idle, or until a stop is asked (by a
+    signal: `stopping`; or by the command's end): then the intake is closed and what it had acknowledged is taken
+    in first. Then `stop()`."""
     streams = PointStreams()
     rest = say_at_exit(streams.finish)  # a run ended before the input's (Ctrl-C, SIGTERM, --duration) says it too
+    worker = _Worker(inbox, name)
+    close_at_exit(worker.end)  # called before `rest`: the last registered is called first
     try:
-        yield from greeting
-        last = time.monotonic()
-        while True:
-            try:
-                origin, what = inbox.get(timeout=POLL_S)
-            except queue.Empty:
-                if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
-                    break
-                continue
+        with stopping.ends_itself():
+            yield from greeting
             last = time.monotonic()
-            if isinstance(what, str):
-                yield Notice(f"{origin}: {what}")
+            while not (worker.asked.is_set() or stopping.asked() is not None):
+                try:
+                    origin, what = inbox.queue.get(timeout=POLL_S)
+                except queue.Empty:
+                    if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
+                        break
+                    continue
+                last = time.monotonic()
+                yield from worker.take(streams, origin, what)
             else:
-                yield from streams.feed(what, origin)
-        yield from streams.finish()
-        forget_at_exit(rest)
+                yield from worker.drain(streams)
+            yield from streams.finish()
+            forget_at_exit(rest)
     finally:
+        inbox.close()
+        forget_at_exit(worker.end)
+        lost = list(worker.lost())
+        if lost:
+            say_at_exit(lambda: lost)
         stop()
 
 
@@ -249,10 +350,9 @@ class _Handler(BaseHTTPRequestHandler):
         except DecodeError as err:
             self._refuse(400, f"{err}", kind)
             return
-        try:
-            self.server.inbox.put_nowait((self._peer(), decoded))
-        except queue.Full:
-            self._reply(503, b"latencymap is behind; retry\n", "text/plain; charset=utf-8", {"Retry-After": "1"})
+        why = self.server.inbox.put(self._peer(), decoded)
+        if why is not None:  # the queue is full, or the receiver is stopping: the exporter retries
+            self._reply(503, f"{why}\n".encode(), "text/plain; charset=utf-8", {"Retry-After": "1"})
             return
         message = "; ".join(decoded.problems[:3])
         self._reply(200, success_body(len(decoded.problems), message, kind == PROTOBUF), kind)

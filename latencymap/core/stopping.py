@@ -1,0 +1,65 @@
+"""A run that a signal (SIGTERM, SIGHUP, SIGINT) asks to stop, and sources that can end it as their input's end would.
+
+The CLI's signal handler asks `noted(signum)` first, and raises only when it is False. A signal is only noted (a plain
+attribute write: the handler takes no lock and raises nothing) when the command's end has begun (its end-of-command
+hooks run: they are not cut short), or when it is the first, the command reads its flow to the end (`reads_to_end`),
+and a source running ends itself when asked (`ends_itself`): that source polls `asked()`, takes in what it had
+acknowledged, and ends; the command then ends as that signal ends it. A second signal is raised at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class _State:
+    asked: int | None = None  # the first signal that asked the run to stop without being raised
+    ending = False  # the command's end has begun: a signal is only noted
+    whole = False  # the command reads its flow to the end, then ends
+
+
+_STATE = _State()
+#: A token per source running that ends itself when asked (a list: appended and removed without a lock).
+_SOURCES: list[object] = []
+
+
+def begin() -> None:
+    """A command starts: no signal asked it to stop yet (a process may run several commands: tests do)."""
+    _STATE.asked, _STATE.ending, _STATE.whole = None, False, False
+
+
+def reads_to_end() -> None:
+    """The command reads its flow to the end and then ends (a report, the plain view): a source that ends itself
+    when asked ends the command."""
+    _STATE.whole = True
+
+
+def ending() -> None:
+    """The command's end has begun: from here a signal is only noted."""
+    _STATE.ending = True
+
+
+@contextmanager
+def ends_itself() -> Iterator[None]:
+    """While the block runs, a source runs that polls `asked()` and ends itself when a stop is asked."""
+    token = object()
+    _SOURCES.append(token)
+    try:
+        yield
+    finally:
+        _SOURCES.remove(token)
+
+
+def noted(signum: int) -> bool:
+    """Whether signal `signum` is only noted (see the module's docstring); the signal handler's question."""
+    graceful = _STATE.asked is None and _STATE.whole and bool(_SOURCES)
+    if not (graceful or _STATE.ending):
+        return False
+    if _STATE.asked is None:
+        _STATE.asked = signum
+    return True
+
+
+def asked() -> int | None:
+    """The signal that asked the run to stop and was only noted; None when none did."""
+    return _STATE.asked

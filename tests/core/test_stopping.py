@@ -1,0 +1,29 @@
+"""A signal is only noted when a source that ends itself runs under a command that reads its flow to the end (the
+first signal only), or once the command's end has begun (every signal, the first one kept)."""
+
+from __future__ import annotations
+
+import signal
+
+from latencymap.core import stopping
+
+
+def test_the_first_signal_is_noted_only_where_a_source_ends_itself_and_the_command_reads_to_the_end() -> None:
+    stopping.begin()
+    with stopping.ends_itself():
+        assert not stopping.noted(signal.SIGTERM)  # the command does not read to the end (the TUI): raised
+        stopping.reads_to_end()
+        assert stopping.noted(signal.SIGHUP) and stopping.asked() == signal.SIGHUP
+        assert not stopping.noted(signal.SIGTERM)  # a second signal: raised at once
+    stopping.begin()
+    stopping.reads_to_end()
+    assert not stopping.noted(signal.SIGTERM) and stopping.asked() is None  # no such source running: raised
+
+
+def test_at_the_end_every_signal_is_noted_and_the_first_kept() -> None:
+    stopping.begin()
+    stopping.ending()
+    assert stopping.noted(signal.SIGINT) and stopping.noted(signal.SIGTERM)
+    assert stopping.asked() == signal.SIGINT
+    stopping.begin()
+    assert stopping.asked() is None

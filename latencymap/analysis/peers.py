@@ -459,8 +459,9 @@ def hidden_ranks(groups: list[PeerGroup], th: Thresholds = DEFAULT_THRESHOLDS) -
       is not made up elsewhere: the others waited for it, so it is the likely straggler, slow outside what is
       timed here (with the other phases where it is the slow rank).
     - `together`: intervals not explained by `inside` where every rank's mean rose `peer_min_ratio` or more above
-      the group's usual (the median over intervals), all within `SYNCED_SPREAD` of each other: all ranks slowed at
-      once, or one slow before the wait held the others; what is timed here cannot tell which.
+      the group's usual (the median over intervals), all within `SYNCED_SPREAD` of each other, each rank's rise
+      beyond how much its own other intervals vary (`_all_beyond_noise`; nothing where too few are left to tell):
+      all ranks slowed at once, or one slow before the wait held the others; what is timed here cannot tell which.
     """
     ranks = [g for g in groups if g.grid is not None and (g.kind in RANKS or g.datasource == "training")]
     for g in ranks:
@@ -484,13 +485,16 @@ def hidden_ranks(groups: list[PeerGroup], th: Thresholds = DEFAULT_THRESHOLDS) -
             g.hidden.append(fast)
         g.hidden.sort(key=lambda h: natural_key(h["name"]))
         explained = [w["start"] for h in g.hidden if h["how"] == "inside" for w in h["windows"]]
-        together = _together(g, wm, spread, explained)
+        together = _together(g, wm, spread, explained, th)
         if together is not None:
             g.hidden.append(together)
 
 
-def _together(g: PeerGroup, wm: np.ndarray, spread: np.ndarray, explained: list[float]) -> dict[str, Any] | None:
-    """`together` (see `hidden_ranks`): the intervals where every rank rose above the usual at once."""
+def _together(g: PeerGroup, wm: np.ndarray, spread: np.ndarray, explained: list[float],
+              th: Thresholds) -> dict[str, Any] | None:
+    """`together` (see `hidden_ranks`): the intervals where every rank rose above the usual at once, each beyond how
+    much its own other intervals vary (nothing where too few are left to tell)."""
+    assert g.grid is not None
     level = np.array([median_of(c) if np.isfinite(c).all() else math.nan for c in wm.T])
     seen = np.isfinite(level) & np.isfinite(spread)
     if seen.sum() < 2:
@@ -500,9 +504,54 @@ def _together(g: PeerGroup, wm: np.ndarray, spread: np.ndarray, explained: list[
     rose = seen & (level >= g.min_ratio * usual) & (spread <= SYNCED_SPREAD) & ~np.isin(starts, explained)
     if not rose.any() or usual <= 0:
         return None
+    beyond = _all_beyond_noise(g.grid[0], wm, rose, seen, th)
+    if beyond is None:
+        return None
+    rose &= beyond
+    if not rose.any():
+        return None
     windows = [{"start": float(starts[w]), "end": float(starts[w] + g.window_s), "ratio": float(level[w] / usual)}
                for w in np.flatnonzero(rose)[:STALL_WINDOWS]]
     return {"how": "together", "name": "", "ratio": max(w["ratio"] for w in windows), "windows": windows}
+
+
+def _all_beyond_noise(ev: np.ndarray, wm: np.ndarray, rose: np.ndarray, seen: np.ndarray,
+                      th: Thresholds) -> np.ndarray | None:
+    """Of the intervals `rose`, those where every rank's mean stands above its other intervals by more than they vary
+    (`ev`: events per rank and interval); None where fewer than 2 intervals, not risen and not beside one, are left.
+
+    Each rank's log mean against its own other intervals (`_departures`). Independent ranks all rise that far at
+    once by chance with the product of their p, at most the largest p to the power of the ranks: that, times the
+    intervals (the risen ones were picked), must reach `peer_max_p`. Ranks that wait for each other rise as one.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ps = [_departures(np.log(wm[k]), ev[k], rose, seen) for k in range(len(wm))]
+    if any(p is None for p in ps):
+        return None
+    worst = np.nan_to_num(np.max(np.array(ps), axis=0), nan=1.0)
+    return rose & (worst ** len(wm) * int(seen.sum()) <= th.peer_max_p)
+
+
+def _departures(x: np.ndarray, weight: np.ndarray, far: np.ndarray, seen: np.ndarray) -> np.ndarray | None:
+    """One-sided p per interval of `far` (NaN elsewhere) that `x` stands that far above its mean over the other
+    intervals `seen`, not `far` nor beside one (`weight`: the inverse of each interval's variance, up to a factor);
+    None where fewer than 2 such intervals are left to measure how much they vary.
+
+    A prediction test: Student-t with one degree of freedom fewer than the intervals it is measured over.
+    """
+    seen = seen & np.isfinite(x) & np.isfinite(weight)
+    quiet = seen & ~far & ~_beside(far)
+    if quiet.sum() < 2:
+        return None
+    h, xq = weight[quiet], x[quiet]
+    mean = float((h * xq).sum() / h.sum())
+    var = float((h * (xq - mean) ** 2).sum()) / (int(quiet.sum()) - 1)
+    out = np.full(far.shape, math.nan)
+    for w in np.flatnonzero(far & seen):
+        sd = math.sqrt(var * (1.0 / weight[w] + 1.0 / h.sum()))
+        gap = float(x[w]) - mean
+        out[w] = student_sf(gap / sd if sd > 0 else (math.inf if gap > 0 else 0.0), int(quiet.sum()) - 1)
+    return out
 
 
 def _inside(g: PeerGroup, wm: np.ndarray, o: PeerGroup, th: Thresholds) -> dict[str, Any] | None:
@@ -608,20 +657,11 @@ def _beyond_noise(g: PeerGroup, ev: np.ndarray, k: int, wm: np.ndarray, far: np.
     """
     others = np.delete(ev, k, axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        x = np.log(wm[k] / ref)
+        below = -np.log(wm[k] / ref)
         others_ev = np.array([median_of(c[c > 0]) if (c > 0).any() else math.nan for c in others.T])
         weight = 1.0 / (1.0 / ev[k] + 1.0 / others_ev)
-    seen = valid & np.isfinite(x) & np.isfinite(weight)
-    quiet = seen & ~far & ~_beside(far)
-    if quiet.sum() < 2:
+    seen = valid & np.isfinite(below) & np.isfinite(weight)
+    p = _departures(below, weight, far, seen)
+    if p is None:
         return None
-    h, xq = weight[quiet], x[quiet]
-    mean = float((h * xq).sum() / h.sum())
-    var = float((h * (xq - mean) ** 2).sum()) / (int(quiet.sum()) - 1)
-    out = np.zeros_like(far)
-    for w in np.flatnonzero(far & seen):
-        sd = math.sqrt(var * (1.0 / weight[w] + 1.0 / h.sum()))
-        gap = mean - float(x[w])
-        t = gap / sd if sd > 0 else (math.inf if gap > 0 else 0.0)
-        out[w] = student_sf(t, int(quiet.sum()) - 1) * len(g.members) * int(seen.sum()) <= th.peer_max_p
-    return out
+    return far & (np.nan_to_num(p, nan=1.0) * len(g.members) * int(seen.sum()) <= th.peer_max_p)

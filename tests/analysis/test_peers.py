@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from skips_support import requires_module
 from latencymap.analysis import synthetic
 from latencymap.analysis.findings import times
 from latencymap.analysis.peers import PeerStream, binomial_sf, find_peers, group_peers, peer_key, rank_order, student_sf
+from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS
 from latencymap.cli.main import main
 
 
@@ -267,6 +269,15 @@ def test_a_rank_simply_faster_is_not_said_waited_for_because_of_its_steady_short
     assert g.hidden == []
 
 
+def _noisy_ranks(seed: int, n: int, intervals: int, events: int) -> list[PeerStream]:
+    """`n` independent ranks of `events` lognormal waits each, no rank slower, no common slowdown, every rank from
+    the same start (peers that overlap, however short the run), cut into `intervals` columns."""
+    raw = synthetic.ranks(seed, n=n, events=events)
+    for s in raw.values():
+        s.times = s.times - s.times.min() + 1000.0
+    return peer_streams(raw, max(float(np.ptp(s.times)) for s in raw.values()) / (intervals - 0.5))
+
+
 @pytest.mark.parametrize("n", [2, 4, 8, 16])
 def test_ranks_that_differ_by_noise_are_not_said_waited_for_or_slowed_together_in_short_runs(n: int) -> None:
     """Independent lognormal waits, no rank slower, a few events in each of 3 to 12 intervals: a rank's peers' mean
@@ -275,14 +286,71 @@ def test_ranks_that_differ_by_noise_are_not_said_waited_for_or_slowed_together_i
     that disagree that much in most intervals do not wait for each other."""
     for intervals in (3, 4, 6, 12):
         for seed in range(20):
-            raw = synthetic.ranks(seed, n=n, events=40)
-            for s in raw.values():  # every rank from the same start: peers that overlap, however short the run
-                s.times = s.times - s.times.min() + 1000.0
-            width = max(float(np.ptp(s.times)) for s in raw.values()) / (intervals - 0.5)
-            (g,) = find_peers(peer_streams(raw, width))
+            (g,) = find_peers(_noisy_ranks(seed, n, intervals, 40))
             assert g.windows == intervals  # (a slow peer named by chance is the slow-peer rule's own matter)
             assert g.hidden == [], (intervals, seed, g.lines())
             assert g.undecided is None or g.undecided.startswith("too few intervals to tell: ")
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8])
+def test_independent_noisy_ranks_are_not_said_to_have_slowed_together(n: int) -> None:
+    """No common slowdown: each rank's mean rises 1.25x above the group's usual in some interval by chance, and in a
+    long run of few events an interval the ranks' means land within 5% of each other in one of those (that said
+    "every rank together" in 44% of 2-rank runs of 60 intervals of 2 events). A rank's other intervals vary as much,
+    so no more than the rule's chance-corrected 1% of runs may say it."""
+    claimed, runs = [], 0
+    for intervals, per in itertools.product((3, 6, 12, 30, 60), (2, 5, 20, 100)):
+        for seed in range(10):
+            (g,) = find_peers(_noisy_ranks(seed, n, intervals, per * intervals))
+            runs += 1
+            if any(h["how"] == "together" for h in g.hidden or []):
+                claimed.append((intervals, per, seed))
+    assert len(claimed) <= DEFAULT_THRESHOLDS.peer_max_p * runs, (runs, claimed)
+
+
+def _slowed(n: int, intervals: int, factor: float, at: tuple[float, float], offsets: tuple[float, ...] = (),
+            seed: int = 0) -> list[PeerStream]:
+    """`n` ranks' step times, ~0.1 s (3% lognormal), a step as long on every rank (they wait for each other at its
+    all_reduce) to within 0.5%, `factor` times that from `at[0]` to `at[1]` s: every rank slowed at once. Rank r's 1 s
+    columns start `offsets[r]` s later (ranks flush on their own clocks): past 0.5 s, its column holds the middle of
+    the next interval."""
+    rng = np.random.default_rng(seed)
+    steps = [0.0]
+    while steps[-1] < intervals + 1:
+        steps.append(steps[-1] + 0.1 * float(rng.lognormal(0.0, 0.03)) * (factor if at[0] <= steps[-1] < at[1] else 1))
+    ends = np.array(steps[1:])
+    durations = np.diff(steps)
+    streams = []
+    for r in range(n):
+        offset = offsets[r] if offsets else 0.0
+        col = np.floor(ends - offset).astype(np.int64)
+        keep = (col >= 0) & (col < intervals)
+        mine = durations * rng.normal(1.0, 0.005, size=durations.size)
+        counts = np.bincount(col[keep], minlength=intervals).astype(np.float64)[:, None]
+        time = np.bincount(col[keep], weights=mine[keep], minlength=intervals)[:, None]
+        starts = offset + np.arange(float(intervals))
+        streams.append(PeerStream(f"job/rank{r}/step", "training", "sec", counts, time, starts, starts + 1.0))
+    return streams
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("misaligned", [False, True])
+@pytest.mark.parametrize("factor", [1.5, 2.0])
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_every_rank_slowed_at_once_is_said_together(n: int, factor: float, misaligned: bool, seed: int) -> None:
+    """Every rank's steps 1.5x or 2x as long for 3 s of a 12 s run, in 1 s intervals, the ranks' columns lined up or
+    not (one rank's columns 0.6 s later hold the next interval's middle, another's 0.3 s later): said in the
+    intervals wholly inside the slowdown, as the factor; in a run of 4 intervals too few are left to tell."""
+    offsets = tuple((0.0, 0.6, 0.3)[r % 3] for r in range(n)) if misaligned else ()
+    (g,) = find_peers(_slowed(n, 12, factor, (5.0, 8.0), offsets, seed))
+    assert g.finding is None and [h["how"] for h in g.hidden or []] == ["together"], g.lines()
+    (together,) = g.hidden or []
+    starts = [w["start"] - g.start for w in together["windows"]]
+    assert 6.0 in starts and all(5.0 <= s <= 7.0 for s in starts)
+    assert together["ratio"] == pytest.approx(factor, rel=0.1)
+    assert g.lines()[-1].startswith("   every rank together: ")
+    (short,) = find_peers(_slowed(n, 4, factor, (1.0, 2.0), offsets, seed))
+    assert short.hidden == [], short.lines()
 
 
 def _synced(waits: list[float], intervals: int, at: int, fast: int = 1) -> list[PeerStream]:

@@ -15,11 +15,12 @@ import sys
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 from latencymap.core.errors import SourceError
+from latencymap.core.lean import dataclass
 from latencymap.core.lines import text_lines
 from latencymap.core.model import Item, StreamId
 

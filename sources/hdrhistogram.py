@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, ClassVar
 
@@ -32,8 +31,10 @@ import click
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
+from latencymap.core.lean import dataclass
 from latencymap.core.lines import text_lines
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
+from latencymap.core.patterns import lazy_pattern
 from latencymap.core.sanitize import StreamNames, clean_label, cut_label, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
@@ -56,9 +57,9 @@ HOLE_S = 1.0
 #: Lines read together when they come one by one (`read`); `read_text` takes each chunk as it arrives.
 BATCH_LINES = 1024
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_START = re.compile(rf"^#\[StartTime:\s*({_NUMBER})")
-_BASE = re.compile(rf"^#\[BaseTime:\s*({_NUMBER})")
-_DATA = re.compile(r"^(?:Tag=([^,]*),)?([^,]*),([^,]*),([^,]*),(\S*)$")
+_START = lazy_pattern(rf"^#\[StartTime:\s*({_NUMBER})")
+_BASE = lazy_pattern(rf"^#\[BaseTime:\s*({_NUMBER})")
+_DATA = lazy_pattern(r"^(?:Tag=([^,]*),)?([^,]*),([^,]*),([^,]*),(\S*)$")
 #: A log's own lines; not StartTime/BaseTime, which HistogramLogProcessor's percentile printouts carry too.
 _SNIFF = re.compile(r'^(?:#\[Histogram log format version|"StartTimestamp",'
                     r'|(?:Tag=[^,]*,)?[\d.]+,[\d.]+,[\d.]+,D?HIST)')
@@ -164,17 +165,17 @@ class HlogReader:
             row += 1
 
     def _comment(self, line: str, n: int) -> Iterator[Notice]:
-        if (m := _START.match(line)) and (value := finite_number(m.group(1))) is not None:
+        if (m := _START().match(line)) and (value := finite_number(m.group(1))) is not None:
             if self.data_seen:  # logs written one after another into one file: the next one's times are its own
                 self.base_time, self.data_seen = None, False
                 yield Notice(f"{self.name}: line {n}: a new log starts here (StartTime {value:.3f}); its times "
                              "count from it", skipped=0)
             self.start_time = value
-        elif (m := _BASE.match(line)) and (value := finite_number(m.group(1))) is not None:
+        elif (m := _BASE().match(line)) and (value := finite_number(m.group(1))) is not None:
             self.base_time = value
 
     def _data(self, line: str, n: int, hint: str) -> Iterator[Notice | Interval | _Pending]:
-        m = _DATA.match(line)
+        m = _DATA().match(line)
         stamp, length, peak = (finite_number(m.group(i)) for i in (2, 3, 4)) if m else (None, None, None)
         if m is None or stamp is None or length is None or peak is None:
             yield Notice(f"{self.name}: line {n}: {_EXPECTED}, got {excerpt(line)}; line skipped")

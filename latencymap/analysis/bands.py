@@ -43,13 +43,13 @@ the time. The time criterion catches the thin slow band that owns the waiting: 5
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS as _T
+from latencymap.core.lean import dataclass
 
 MAX_VALLEY_RATIO = _T.max_valley_ratio
 MIN_VALLEY_Z = _T.min_valley_z

@@ -11,13 +11,13 @@ whole arrays: per-column figures are computed row by row, and sums across column
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
 from latencymap.analysis.bands import estimate_time, nonnegative
 from latencymap.core import chunked
 from latencymap.core.history import StreamHistory
+from latencymap.core.lean import dataclass
 
 #: Rows of (counts, times), float64, negatives clipped where the diagnosis clips them.
 Rows = tuple[np.ndarray, np.ndarray]

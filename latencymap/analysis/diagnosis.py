@@ -24,7 +24,7 @@ Every threshold is a field of `Thresholds` (thresholds.py), passed as `diagnose(
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,7 @@ from latencymap.analysis.silences import Silence, find_silences
 from latencymap.analysis.stalls import find_stalls, silences_left, without_covered
 from latencymap.analysis.tail import Tail, slowest_few, tail_dominance
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from latencymap.core.lean import dataclass
 
 __all__ = ["Diagnosis", "diagnose", "dur", "pct", "span"]
 

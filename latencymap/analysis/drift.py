@@ -16,12 +16,11 @@ levels differ by at least `drift_min_octaves` and no episode already starts ther
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from latencymap.analysis.columns import Columns, as_columns
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from latencymap.core.lean import dataclass
 from latencymap.core.percentiles import percentile_estimates
 
 

@@ -38,7 +38,6 @@ not reported: select a range of columns (`col_range` in `diagnose`) around it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,6 +45,7 @@ import numpy as np
 from latencymap.analysis.columns import Columns, as_columns
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS as _T
 from latencymap.core import chunked
+from latencymap.core.lean import dataclass
 from latencymap.core.percentiles import column_medians, median_of
 
 Z = _T.episode_z

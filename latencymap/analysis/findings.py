@@ -17,7 +17,7 @@ median bytes), the report words that instead (`with_cause`, `Finding.holds`: whi
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from latencymap.analysis.silences import Silence
 from latencymap.analysis.stalls import PARALLEL
 from latencymap.analysis.tail import Tail
 from latencymap.core.buckets import range_text
+from latencymap.core.lean import dataclass
 from latencymap.core.units import format_duration, format_number
 
 #: The lead of a band's why when the stream has two bands (bimodal): the pair is two populations.

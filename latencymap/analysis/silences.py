@@ -17,13 +17,13 @@ silent: they are said as gaps):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from latencymap.analysis.columns import Columns
 from latencymap.analysis.episodes import runs
+from latencymap.core.lean import dataclass
 from latencymap.core.percentiles import median_of
 
 QUIET_SHARE = 0.05

@@ -22,12 +22,12 @@ time, more than a lognormal's slowest 2% hold below a spread of about 1.5 (22% a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from latencymap.analysis.bands import counts_and_time
+from latencymap.core.lean import dataclass
 
 TIME_FRACTION = 0.5
 MAX_EVENTS_SHARE = 0.10

@@ -10,7 +10,7 @@ spread explains.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from latencymap.core.lean import dataclass
 
 
 @dataclass(frozen=True)

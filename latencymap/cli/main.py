@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -120,6 +119,8 @@ def _misplaced_options(args: list[str], commands: set[str]) -> str | None:
         at += 2 if full[at] in takes_value else 1
     if at >= len(args) or args[at] not in commands or os.path.exists(args[at]):
         return None
+    import shlex
+
     return shlex.join(["latencymap", args[at], *args[:at], *args[at + 1:]])
 
 

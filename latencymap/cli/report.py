@@ -30,7 +30,6 @@ from latencymap.core.model import ColumnFlow, Notice, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.flow.pipeline import column_flow, diffed
 from latencymap.outputs.files import check_output, write_text, writing
-from latencymap.outputs.json_text import dumps
 from latencymap.outputs.report import (
     Causes,
     analysis_causes,
@@ -256,6 +255,8 @@ def _write(acc: Accumulator, sources: Analysed, out_format: str,
             doc["source"] = said[0]
         elif said:
             doc["sources"] = said
+        from latencymap.outputs.json_text import dumps  # and json: a JSON report's
+
         text = dumps(doc) + "\n"
     else:
         lines: list[str] = []

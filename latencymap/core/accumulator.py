@@ -16,14 +16,16 @@ import heapq
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from latencymap.core import columns
 from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Chunk
 from latencymap.core.history import ColumnStats, DroppedSums, StreamHistory, Totals
+from latencymap.core.lean import dataclass
 from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, StreamId, rows_by_stream
+from latencymap.core.patterns import lazy_pattern
 from latencymap.core.source_totals import SEEN_BOUNDS_SOURCES, SourceTotals, seen_range
 from latencymap.core.units import format_bytes, plural, unit_seconds
 
@@ -64,13 +66,13 @@ class HistoryLimit:
 #: The default: a memory budget (see `default_budget`).
 DEFAULT_HISTORY = HistoryLimit(budget=default_budget())
 #: A number, then a unit: K, M, G or T (with `B` or `iB` after it, or not), or `B` alone (bytes); none: columns.
-_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgt])(i?b)?|(b))?\s*", re.IGNORECASE)
+_SIZE = lazy_pattern(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgt])(i?b)?|(b))?\s*", re.IGNORECASE)
 
 
 def parse_history(text: str) -> HistoryLimit:
     """`--history`: a memory budget with a unit (`512M`, `2GB`, `1.5GiB`; K/M/G/T are powers of 1024), or a plain
     number of columns kept per stream (`5000`, the old form). Raises ValueError with what was expected."""
-    m = _SIZE.fullmatch(text)
+    m = _SIZE().fullmatch(text)
     if m is None:
         raise ValueError(f"{text!r} is neither a memory size (512M, 2GB) nor a number of columns")
     number, unit = m.group(1), (m.group(2) or "").lower()

@@ -14,10 +14,11 @@ layout), each array byte-shuffled and the whole compressed with zstd. Decoding g
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from latencymap.core.lean import dataclass
 
 #: Column flags: a counter reset, missing data, time exact (given by the source, or no events), time given.
 RESET, GAP, EXACT, TIMED = 1, 2, 4, 8

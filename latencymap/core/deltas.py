@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
+from latencymap.core.lean import dataclass
 from latencymap.core.model import (
     Interval,
     IntervalRun,

@@ -24,7 +24,6 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,6 +42,7 @@ from latencymap.core.columns import (
     observed_s,
     plus,
 )
+from latencymap.core.lean import dataclass
 from latencymap.core.model import Interval, IntervalRun, SourceBuckets, StreamId
 from latencymap.core.percentiles import (
     PERCENTILES,

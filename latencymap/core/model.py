@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TypeVar
 
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
+from latencymap.core.lean import dataclass
 
 _T = TypeVar("_T")
 

@@ -6,6 +6,8 @@ import re
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+from latencymap.core.patterns import lazy_pattern
+
 # C0 and C1 controls and DEL, the line and paragraph separators, Unicode bidi overrides, and what no XML document may
 # hold (surrogates, U+FFFE, U+FFFF: an SVG report would not parse); tab becomes a space.
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
@@ -131,12 +133,12 @@ def excerpt(text: str, limit: int = 60) -> str:
 #: A word that says the value of a name holding it is a secret, wherever it stands (`--hf-token`, `DB_PASSWORD`,
 #: `--hf-token-value`, `X-Api-Key`, `?wallet_password=`), also glued to what comes before it (`PGPASSWORD`,
 #: `--authtoken`, `--openaiapikey`), unless the name's last word is one of `_NOT_THE_SECRET`.
-_SECRET_WORD = re.compile(
+_SECRET_WORD = lazy_pattern(
     r"[a-z0-9]*(?:passw(?:or)?d|passphrase|secret|token|(?:api|secret|access|private)key|credentials?|authorization"
     r"|cookie|signature)", re.I)
 #: A short word that says so only last in a name (`--pass`, `MYSQL_PWD`, `DBPASS`, `--ssl-key`, `--auth`, `sig=`):
 #: before another word it means something else (`--pass-through`, `--key-column`, `--auth-type`, `--api-key-env`).
-_SECRET_LAST = re.compile(r"[a-z0-9]*(?:pass|pwd)|key|auth|sig", re.I)
+_SECRET_LAST = lazy_pattern(r"[a-z0-9]*(?:pass|pwd)|key|auth|sig", re.I)
 #: Last words that say a name is about where a secret is, how big or how many, or what kind (`--token-file`,
 #: `--secret-name`, `--max-tokens`, `--token-budget`, `token_auth=`, `--password-stdin`): its value is no secret.
 _NOT_THE_SECRET = frozenset({
@@ -149,19 +151,19 @@ _NOT_THE_SECRET = frozenset({
 #: (`--ask-vault-pass`): no value follows it.
 _NEGATION = frozenset({"no", "skip", "disable", "without", "ignore", "ask"})
 #: Where the words of a name meet: any other character, or a change of case (`hfToken`, `SSLKey`).
-_WORD_BREAK = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD_BREAK = lazy_pattern(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 #: `[scheme:]//` opening a URL-style address (Easy Connect's `tcp://`, `//host`, http URLs), after leading blanks.
-_URL_START = re.compile(r"\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//")
+_URL_START = lazy_pattern(r"\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//")
 #: Easy Connect's `host:port/` (or a list of `host:port`) at the start, after `/@` or `user@` (no password): no
 #: unquoted user name has a `:`, so the `/` and any `@` after it belong to the service and its `?name=value` parameters.
-_EASY_CONNECT = re.compile(r'(?:(?:/|[^"/:@]*)@)?[^"/@]*:\d+/')
+_EASY_CONNECT = lazy_pattern(r'(?:(?:/|[^"/:@]*)@)?[^"/@]*:\d+/')
 #: The `@` before a descriptor: `user/password@(DESCRIPTION=...)`.
-_AT_DESCRIPTOR = re.compile(r"@\s*\(")
+_AT_DESCRIPTOR = lazy_pattern(r"@\s*\(")
 #: A URL's userinfo (`scheme://user:password@`, `//token@` at the start), blanks included: cut from every value a
 #: header shows (group 1 is what stays).
-_URL_USERINFO = re.compile(r"((?:^\s*|[A-Za-z][A-Za-z0-9+.-]*:)//)[^/@]*@")
+_URL_USERINFO = lazy_pattern(r"((?:^\s*|[A-Za-z][A-Za-z0-9+.-]*:)//)[^/@]*@")
 #: A `?name=value` or `&name=value` parameter: (name, value).
-_PARAM = re.compile(r"(?<=[?&])([^=&#\s]*)=([^&#\s]*)")
+_PARAM = lazy_pattern(r"(?<=[?&])([^=&#\s]*)=([^&#\s]*)")
 
 
 def dsn_credentials(dsn: str) -> tuple[int, int] | None:
@@ -176,13 +178,13 @@ def dsn_credentials(dsn: str) -> tuple[int, int] | None:
     """
     if dsn.lstrip().startswith("("):
         return None
-    url = _URL_START.match(dsn)
+    url = _URL_START().match(dsn)
     start = url.end() if url else 0
     at = _credential_at(dsn[start:])
     if at < 0:
         return None
     head = "".join(dsn[start:start + at].split())
-    if head == "/" or ("/" not in head and ":" not in head) or _EASY_CONNECT.match(head):
+    if head == "/" or ("/" not in head and ":" not in head) or _EASY_CONNECT().match(head):
         return None
     return (start if url else 0, start + at + 1)
 
@@ -209,7 +211,7 @@ def _credential_at(text: str) -> int:
                 broken = True
         elif c == "@":
             last = i
-            if _AT_DESCRIPTOR.match(text, i):
+            if _AT_DESCRIPTOR().match(text, i):
                 first = i
     return first if first >= 0 and not broken and depth == 0 else last
 
@@ -219,17 +221,17 @@ def strip_credentials(text: str) -> str:
     span = dsn_credentials(text)
     if span is not None:
         text = text[: span[0]] + text[span[1]:]
-    return _URL_USERINFO.sub(r"\1", text)
+    return _URL_USERINFO().sub(r"\1", text)
 
 
 def redact_address(text: str) -> str:
     """A connect string or URL as headers and messages show it: the credential part cut out (`strip_credentials`)
     and the value of every `?name=value` parameter that `secret_name` names a secret (`wallet_password=`, `token=`)
     replaced by ***."""
-    return _PARAM.sub(lambda m: f"{m[1]}=***" if secret_name(m[1]) else m[0], strip_credentials(text))
+    return _PARAM().sub(lambda m: f"{m[1]}=***" if secret_name(m[1]) else m[0], strip_credentials(text))
 
 
-_OPTION_NAME = re.compile(r"-{0,2}[A-Za-z_][\w.-]*")
+_OPTION_NAME = lazy_pattern(r"-{0,2}[A-Za-z_][\w.-]*")
 
 
 def secret_name(name: str) -> bool:
@@ -237,33 +239,33 @@ def secret_name(name: str) -> bool:
     `_SECRET_WORD` or `_SECRET_LAST` (but not `auth` after another word, which names a way to authenticate:
     `token_auth=OCI_TOKEN`, `--basic-auth`), or another of its words is a `_SECRET_WORD` and the last one is not in
     `_NOT_THE_SECRET`; a name that starts with a `_NEGATION` is a flag."""
-    words = [word.lower() for word in _WORD_BREAK.split(name) if word]
+    words = [word.lower() for word in _WORD_BREAK().split(name) if word]
     if not words or (len(words) > 1 and words[0] in _NEGATION):
         return False
     last = words[-1]
-    if _SECRET_WORD.fullmatch(last) or (_SECRET_LAST.fullmatch(last) and (len(words) == 1 or last != "auth")):
+    if _SECRET_WORD().fullmatch(last) or (_SECRET_LAST().fullmatch(last) and (len(words) == 1 or last != "auth")):
         return True
-    return last not in _NOT_THE_SECRET and any(_SECRET_WORD.fullmatch(word) for word in words[:-1])
+    return last not in _NOT_THE_SECRET and any(_SECRET_WORD().fullmatch(word) for word in words[:-1])
 
 
 def _secret_option(name: str) -> bool:
     """Whether a word is an option or variable name (`--hf-token`, `DB_PASSWORD`) that says its value is a secret."""
-    return _OPTION_NAME.fullmatch(name) is not None and secret_name(name)
+    return _OPTION_NAME().fullmatch(name) is not None and secret_name(name)
 
 
 #: An option whose value may be `user:password` (curl's `-u`/`--user`, `--basic-auth`, `--proxy-auth`).
-_USER_OPTION = re.compile(r"-u|-{0,2}(?:[A-Za-z][\w.-]*[-_.])?(?:user|auth)", re.I)
+_USER_OPTION = lazy_pattern(r"-u|-{0,2}(?:[A-Za-z][\w.-]*[-_.])?(?:user|auth)", re.I)
 #: `user:password` (group 1 is what stays), not a URL's `scheme://`.
-_USER_PASSWORD = re.compile(r"([^:/@\s]*:)(?!//)(.+)", re.S)
+_USER_PASSWORD = lazy_pattern(r"([^:/@\s]*:)(?!//)(.+)", re.S)
 #: `Name:` or `"Name":` opening a header or a JSON member, at the start of a word, after a character that cannot be
 #: in a name, or after curl's `-H`: the name is group 1, its value starts after the match.
-_HEADER = re.compile(r"(?:(?<![\w-])|(?<=^-H))([A-Za-z][\w-]*)\"?:\s*")
+_HEADER = lazy_pattern(r"(?:(?<![\w-])|(?<=^-H))([A-Za-z][\w-]*)\"?:\s*")
 #: `NAME=value`: the next argument, after a secret value whose words py-spy joined (`abc==` is base64, no NAME=value).
-_ASSIGNMENT = re.compile(r"[A-Za-z_][\w.-]*=[^=]")
+_ASSIGNMENT = lazy_pattern(r"[A-Za-z_][\w.-]*=[^=]")
 #: A word that is an option even where a secret option's value is due: a long option (`--verbose`, `--lr=0.1`, `--`)
 #: or one short one (`-v`). Any other word there is the value, one starting with `-` too (`--password -xyz123`):
 #: getopt and click take the next word as the value whatever it starts with (argparse stops the program instead).
-_OPTION_WORD = re.compile(r"--(?:[A-Za-z][\w.-]*(?:=.*)?)?|-[A-Za-z]", re.S)
+_OPTION_WORD = lazy_pattern(r"--(?:[A-Za-z][\w.-]*(?:=.*)?)?|-[A-Za-z]", re.S)
 #: The MySQL clients: their `-p` and `--password` take the password only glued (`-ppw`, `--password=pw`).
 _MYSQL = frozenset({"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mariadb",
                     "mariadb-dump"})
@@ -288,19 +290,19 @@ def redact_command(command: str) -> str:
     user = p_password = asks = False  # the word before was a user option; the program takes a password after -p;
     # it asks for the password after a bare --password or -p
     for word in command.split(" "):
-        if hiding and (not (word.startswith("-") or _ASSIGNMENT.match(word)) if hidden
-                       else _OPTION_WORD.fullmatch(word) is None):
+        if hiding and (not (word.startswith("-") or _ASSIGNMENT().match(word)) if hidden
+                       else _OPTION_WORD().fullmatch(word) is None):
             if not hidden:
                 out.append("***" if word else word)
                 hidden = bool(word)
             continue
         hiding = hidden = False
         name, eq, value = word.partition("=")
-        pair = _USER_PASSWORD.fullmatch(value if eq else word)
-        header = next((m for m in _HEADER.finditer(word) if secret_name(m[1])), None)
+        pair = _USER_PASSWORD().fullmatch(value if eq else word)
+        header = next((m for m in _HEADER().finditer(word) if secret_name(m[1])), None)
         if eq and _secret_option(name):
             word, hiding, hidden = f"{name}=***", True, True
-        elif pair and (user or (eq and _USER_OPTION.fullmatch(name))):
+        elif pair and (user or (eq and _USER_OPTION().fullmatch(name))):
             word, hiding, hidden = f"{name}{eq}{pair[1]}***" if eq else f"{pair[1]}***", True, True
         elif header is not None:
             hidden = header.end() < len(word)
@@ -311,7 +313,7 @@ def redact_command(command: str) -> str:
             hiding = not (asks and word == "--password")
         else:
             word = redact_address(word)
-        user = not eq and _USER_OPTION.fullmatch(word) is not None
+        user = not eq and _USER_OPTION().fullmatch(word) is not None
         program = word.rpartition("/")[2].removesuffix(".py")
         p_password, asks = p_password or program in _P_IS_PASSWORD, asks or program in _ASKS_PASSWORD
         out.append(word)
@@ -322,7 +324,7 @@ def secret_parameters(text: str) -> list[str]:
     """The names of the `?name=value` parameters of `text` that carry a secret (a password, a token, a key): those
     `redact_address` hides (`secret_name`); the ones that name where or how one is found (`wallet_location=`,
     `token_auth=OCI_TOKEN`) are not among them."""
-    return [match[1] for match in _PARAM.finditer(text) if secret_name(match[1])]
+    return [match[1] for match in _PARAM().finditer(text) if secret_name(match[1])]
 
 
 def safe_options(options: dict[str, Any]) -> dict[str, Any]:

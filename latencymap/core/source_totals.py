@@ -26,10 +26,11 @@ whether every interval had one); `buckets_time_s` is the time of the intervals w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from latencymap.core.lean import dataclass
 from latencymap.core.model import SourceBuckets
 from latencymap.core.rebin import faster_first_bucket
 

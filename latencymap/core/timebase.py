@@ -13,7 +13,8 @@ so once and stops sampling instead of attaching nothing without a word.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+
+from latencymap.core.lean import dataclass
 
 DAY_S = 86_400.0
 #: How far from the clock a column's end may be when it arrives and still be live: a source that delivers late

@@ -11,17 +11,19 @@ import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from latencymap.core.errors import InputError
+from latencymap.core.lean import dataclass
 from latencymap.core.lines import text_lines
 from latencymap.core.model import Item, Notice, one_by_one
 from latencymap.core.sanitize import excerpt
 from latencymap.core.units import plural
-from latencymap.flow.zstd_frames import ZSTD_MAGIC, Damage, FrameDecoder
 from latencymap.plugins import DataMarker, Registry, TextFormat
+
+if TYPE_CHECKING:
+    from latencymap.flow.zstd_frames import Damage
 
 SNIFF_LINES = 200
 #: Longer lines are cut: a hostile or broken input cannot exhaust memory one line at a time.
@@ -30,6 +32,8 @@ MAX_LINE = 64 * 1024
 ENDLESS_LINE = 64 * 1024 * 1024
 #: Bytes asked of the input at a time; a pipe gives what it has.
 CHUNK = 512 * 1024
+#: The first bytes of a zstd frame (flow.zstd_layout's): its frame reader is imported only for such an input.
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: What `-` reads when no stream is passed, instead of sys.stdin (the TUI keeps fd 0 for the terminal).
 _stdin_data: IO[bytes] | None = None
 
@@ -86,6 +90,8 @@ class _Decompressing(io.RawIOBase):
 def _decompressing(raw: IO[bytes], magic: bytes) -> io.RawIOBase | None:
     """A reader of `raw` decompressed, when `magic` (its first bytes) names zstd, gzip, bzip2 or xz."""
     if magic[:4] == ZSTD_MAGIC:
+        from latencymap.flow.zstd_frames import FrameDecoder
+
         return FrameDecoder(raw, CHUNK)  # frame by frame: a corrupt one (records of a recording) is skipped
     if magic[:2] == b"\x1f\x8b":
         import gzip

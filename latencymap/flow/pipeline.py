@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import math
-import queue
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from typing import IO, Any, TypeVar, cast
+from dataclasses import replace
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
 from latencymap.core.deltas import Differ
 from latencymap.core.errors import NothingReadable, StrictError
+from latencymap.core.lean import dataclass
 from latencymap.core.model import (
     ColumnFlow,
     Flow,
@@ -28,10 +27,14 @@ from latencymap.core.model import (
     rows_by_stream,
     unrolled,
 )
+from latencymap.core.patterns import lazy_pattern
 from latencymap.core.units import plural
 from latencymap.flow.inputs import NOTHING_DECOMPRESSED, CutShort, at_rest, read_input
 from latencymap.plugins import Registry, TextFormat
 from latencymap.protocol.reader import RecordedNotice
+
+if TYPE_CHECKING:
+    import queue
 
 #: Inputs up to this many stay open from their identification to their reading; more are opened again when read.
 KEPT_OPEN = 32
@@ -257,7 +260,7 @@ class _Tally:
 
 
 #: How a reader's message ends when it skipped the record and read on: not so under --strict, where it stops.
-_WENT_ON = re.compile(r"; (?:(?:record|row|line|point) )?skipped$|; left out$")
+_WENT_ON = lazy_pattern(r"; (?:(?:record|row|line|point) )?skipped$|; left out$")
 
 
 def strict(flow: Iterator[FlowItem]) -> Iterator[FlowItem]:
@@ -270,7 +273,7 @@ def _strict(flow: Iterator[FlowItem]) -> Iterator[FlowItem]:
     """`strict`."""
     for item in flow:
         if isinstance(item, Notice) and item.skipped and not isinstance(item, RecordedNotice):
-            raise StrictError(_WENT_ON.sub("", item.message))
+            raise StrictError(_WENT_ON().sub("", item.message))
         yield item
 
 
@@ -434,6 +437,8 @@ def _on_time(flow: Iterator[FlowItem], deadline: float, duration: float, clock: 
     deadline looked at per item would never come: the flow is read in a thread of its own, and waiting for it ends
     at the deadline. The source is then closed at its next item, or with the process.
     """
+    import queue  # only a flow cut at a duration is read in a thread
+
     box: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=AHEAD)
     stop = threading.Event()
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import pairwise
 
 import numpy as np
@@ -39,7 +39,9 @@ from latencymap.core.buckets import (
     bucket_value_of_slot,
     slot_of_bucket_value,
 )
+from latencymap.core.lean import dataclass
 from latencymap.core.model import Interval, Snapshot, SourceBuckets, StreamId
+from latencymap.core.patterns import lazy_pattern
 from latencymap.core.sanitize import StreamNames, clean_label, clean_text, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 
@@ -60,8 +62,8 @@ SOURCE_KEYS = ("sourcebuckets", "sourcecounts", "sourcetime")
 #: latencymap's line for the smallest and largest value seen per bucket in a per-interval record.
 EXTREMES_KEY = "extremes"
 
-_HIST_ROW = re.compile(r"^(-?\d+)\s*\|[^|]*?(\d+)$")
-_HIST_HEADER = re.compile(r"^value\s*\|?[-\s]*(distribution[-\s]*)?count$")
+_HIST_ROW = lazy_pattern(r"^(-?\d+)\s*\|[^|]*?(\d+)$")
+_HIST_HEADER = lazy_pattern(r"^value\s*\|?[-\s]*(distribution[-\s]*)?count$")
 
 
 class RecordError(ValueError):
@@ -139,7 +141,7 @@ def end_record(rec: Record) -> None:
 
 
 def _is_hist_header(low: str) -> bool:
-    return low.startswith("value") and _HIST_HEADER.match(re.sub(r"\s+", " ", low)) is not None
+    return low.startswith("value") and _HIST_HEADER().match(re.sub(r"\s+", " ", low)) is not None
 
 
 def _parse_line(rec: Record, line: str, low: str, n: int) -> None:
@@ -193,7 +195,7 @@ def _parse_line(rec: Record, line: str, low: str, n: int) -> None:
 
 def _parse_data(rec: Record, line: str, n: int) -> None:
     if "|" in line:
-        m = _HIST_ROW.match(line)
+        m = _HIST_ROW().match(line)
         if m is None:
             raise RecordError(n, f"expected a histogram row '<value> |@@@ <count>', got {excerpt(line)}")
         fields = [m.group(1), m.group(2)]

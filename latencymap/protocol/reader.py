@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -16,6 +13,7 @@ from latencymap import __version__
 from latencymap.core.buckets import ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
 from latencymap.core.deltas import MAX_RUNS, apart_label
 from latencymap.core.json_input import json_input
+from latencymap.core.lean import dataclass
 from latencymap.core.lines import text_lines
 from latencymap.core.model import (
     Interval,
@@ -28,6 +26,7 @@ from latencymap.core.model import (
     one_by_one,
     rows_by_stream,
 )
+from latencymap.core.patterns import lazy_pattern
 from latencymap.core.sanitize import clean_text, excerpt
 from latencymap.protocol.bulk import FastPath
 from latencymap.protocol.grammar import (
@@ -48,8 +47,8 @@ from latencymap.protocol.grammar import (
 
 _T = TypeVar("_T", Snapshot | Interval | Notice, Item)
 #: Markers run together on one line (a writer that lost a newline): each is read in turn.
-_RUN_TOGETHER = re.compile(r"(?:<begin record>|<end record>)(?:\s*(?:<begin record>|<end record>))+")
-_MARKER = re.compile(r"<begin record>|<end record>")
+_RUN_TOGETHER = lazy_pattern(r"(?:<begin record>|<end record>)(?:\s*(?:<begin record>|<end record>))+")
+_MARKER = lazy_pattern(r"<begin record>|<end record>")
 #: Labels of Oracle wait-event histograms (PyLatencyMap's, OraLatencyMap's and AWR scripts).
 _ORACLE_LABEL = re.compile(r"event_histogram|\bawr\b", re.IGNORECASE)
 #: The least time between two records without a timestamp line of one stream (`--interval`'s default; PyLatencyMap
@@ -124,7 +123,7 @@ class ProtocolReader:
                 if self._untimed and not self._untimed.keys().isdisjoint(item.streams):
                     yield from self._noted(item.snapshots())  # some of its streams are timed as read
                     continue
-                self._dated.update(item.streams)
+                self._dated.update(item.streams[:1] if _one_stream(item.streams) else item.streams)
             if (isinstance(item, Notice) and item.skipped and not isinstance(item, RecordedNotice)
                     and self._newer is not None and "newer" not in self._said):
                 self._said.add("newer")
@@ -205,6 +204,8 @@ class ProtocolReader:
             try:
                 value = json_input(line[len(prefix):])
             except ValueError as err:
+                import json  # json_input has imported it
+
                 value = None
                 why = f"invalid JSON: {err.msg}" if isinstance(err, json.JSONDecodeError) else f"JSON {err}"
             else:
@@ -265,8 +266,10 @@ class ProtocolReader:
         first = self._first_record
         for item in items:
             if isinstance(item, SnapshotRun):
-                lines: Iterable[tuple[StreamId, int]] = dict(zip(reversed(item.streams), reversed(item.lines),
-                                                                 strict=True)).items()
+                streams = item.streams
+                lines: Iterable[tuple[StreamId, int]] = (
+                    ((streams[-1], item.lines[0]),) if _one_stream(streams)
+                    else dict(zip(reversed(streams), reversed(item.lines), strict=True)).items())
             elif isinstance(item, Snapshot):
                 lines = ((item.stream, item.line),)
             else:
@@ -301,8 +304,8 @@ class ProtocolReader:
                 if low in (BEGIN, END):
                     yield from self._marker(low)
                     continue
-                if _RUN_TOGETHER.fullmatch(low):
-                    for marker in _MARKER.findall(low):
+                if _RUN_TOGETHER().fullmatch(low):
+                    for marker in _MARKER().findall(low):
                         yield from self._marker(marker)
                     continue
                 # a marker after other text: the line was cut short (what came after it is lost)
@@ -546,6 +549,12 @@ class Timeline:
         return [run]
 
 
+def _one_stream(streams: list[StreamId]) -> bool:
+    """True when a run's records are all of one stream: the list is compared in C (the same object, as the bulk
+    reader gives it, is not even compared), instead of hashing each record's stream in Python."""
+    return bool(streams) and streams.count(streams[0]) == len(streams)
+
+
 def _recorded_from(header: dict[str, Any]) -> str:
     """The `report` arguments that read again what a recording was made from (`LOG` when the header does not say)."""
     options = header.get("options")
@@ -553,6 +562,8 @@ def _recorded_from(header: dict[str, Any]) -> str:
     source, inputs, target = header.get("source"), options.get("inputs"), options.get("target")
     if source == "replay":  # made from another recording: what that one was made from is not known here
         return "LOG"
+    import shlex
+
     if isinstance(inputs, list) and inputs:
         return shlex.join(clean_text(str(i), 200) for i in inputs)
     if isinstance(source, str) and isinstance(target, str) and target:  # a source subcommand: `spark LOG`

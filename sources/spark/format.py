@@ -16,26 +16,46 @@ from typing import TYPE_CHECKING
 from latencymap.core.errors import InputError, SourceError
 from latencymap.plugins import Item, TextFormat
 
-from .codecs import CodecError
-from .eventlog import EVENT_LINE, EventLogError, find_event_log, first_line
-
 if TYPE_CHECKING:
     from .source import SparkSource
 
 #: Lines handed to the parser at a time when the log is read as text.
 BATCH = 4096
+#: The suffixes of compressed event logs (codecs.SUFFIXES): such a file's first bytes say nothing before decoding.
+CODEC_SUFFIXES = frozenset({".zstd", ".zst", ".lz4", ".snappy", ".lzf"})
+#: Bytes a plain file's start is looked at for the `{` an event line starts with (after blanks).
+GLANCE = 4096
 
 
 def is_event_log(path: Path) -> bool:
     """True when `path` is a Spark event log (file or directory) whose first line is a listener event."""
     if not (path.is_dir() or path.is_file()):
         return False  # FIFOs and devices are never read ahead
+    if not _may_be_event_log(path):
+        return False
+    from .codecs import CodecError
+    from .eventlog import EVENT_LINE, EventLogError, find_event_log, first_line
+
     try:
         log = find_event_log(path)
         files = log.files()
         return bool(files) and EVENT_LINE.match(first_line(files[0])) is not None
     except (OSError, EventLogError, CodecError, ValueError):
         return False
+
+
+def _may_be_event_log(path: Path) -> bool:
+    """False for a plain file whose first line cannot be a listener event (it starts with no `{`, blanks aside), told
+    without loading the readers of event logs: every file named as an input is asked. A rolling log's `events_*`
+    file stands for its directory's log, and a compressed file is decoded first: both are read in full."""
+    if not path.is_file() or path.name.startswith("events_") or path.suffix.lower() in CODEC_SUFFIXES:
+        return True
+    try:
+        with path.open("rb") as fh:
+            start = fh.read(GLANCE).lstrip(b" \t\r\f\v")
+    except OSError:
+        return False
+    return not start or start.startswith(b"{")
 
 
 def spark_source(target: str) -> SparkSource:
@@ -57,6 +77,8 @@ class SparkEventLogFormat(TextFormat):
 
     @classmethod
     def sniff(cls, head: Sequence[str]) -> bool:
+        from .eventlog import EVENT_LINE
+
         return any(EVENT_LINE.match(line.encode("utf-8", "replace")) for line in head[:5])
 
     @classmethod
@@ -88,6 +110,9 @@ class SparkEventLogFormat(TextFormat):
 
 def _guarded(items: Iterator[Item], name: str) -> Iterator[Item]:
     """A log that cannot be read past some point: what was read stays, and the run fails with a clear line."""
+    from .codecs import CodecError
+    from .eventlog import EventLogError
+
     try:
         yield from items
     except (OSError, EventLogError, CodecError) as err:

@@ -76,6 +76,19 @@ def test_a_report_of_one_stream_loads_no_peer_comparison_or_spelling_aid(example
 
 
 @pytest.mark.slow
+def test_a_report_of_a_text_file_loads_no_reader_of_other_inputs(example_data: Path) -> None:
+    """Spark's event-log readers (a text file is no event log by its first byte), the zstd frame reader, and the
+    modules of rare paths (a shell-quoted hint, a flow cut at a duration) wait for an input that needs them; JSON
+    for the JSON report."""
+    unneeded = {"latencymap.sources.spark.codecs", "latencymap.sources.spark.eventlog", "latencymap.flow.zstd_frames",
+                "shlex", "queue"}
+    for args, also in ((["--format", "json"], set()), ([], {"json", "latencymap.outputs.json_text"})):
+        loaded = loaded_after("report", *args, str(example_data))
+        assert "latencymap.sources.spark.format" in loaded  # asked whether it claims the path
+        assert not (unneeded | also) & loaded, (args, sorted((unneeded | also) & loaded))
+
+
+@pytest.mark.slow
 def test_a_plain_view_loads_no_profiler_or_metrics_server_unless_asked(example_data: Path) -> None:
     plain = loaded_after("--plain", "--once", str(example_data))
     assert "latencymap.views.plain" in plain

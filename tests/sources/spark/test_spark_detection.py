@@ -107,3 +107,39 @@ def test_lines_read_as_a_spark_log_that_are_none_name_the_input_once(tmp_path: P
     assert "spark: spark:" not in result.output and "spark line" not in result.output, result.output
     assert f"spark: {records}: a Spark event log with no application start and no task in it" in result.output
     assert f"could not be parsed: {records} line 1: non-JSON line not read" in result.output
+
+
+def _decoded_first_line_is_an_event(path: Path) -> bool:
+    """What `is_event_log` answers by decoding (eventlog's readers), without its glance at a plain file's start."""
+    from latencymap.sources.spark.codecs import CodecError
+    from latencymap.sources.spark.eventlog import EVENT_LINE, EventLogError, find_event_log, first_line
+
+    try:
+        files = find_event_log(path).files()
+        return bool(files) and EVENT_LINE.match(first_line(files[0])) is not None
+    except (OSError, EventLogError, CodecError, ValueError):
+        return False
+
+
+def test_a_glance_at_a_plain_files_start_answers_as_decoding_it_would(tmp_path: Path) -> None:
+    """Only a `{` (after blanks) can start a plain event log: any other start is told without the event-log readers,
+    with the answer decoding gives; compressed files, rolled `events_*` files and directories are decoded."""
+    from latencymap.sources.spark.codecs import SUFFIXES
+    from latencymap.sources.spark.format import CODEC_SUFFIXES, GLANCE, is_event_log
+
+    assert set(SUFFIXES) == CODEC_SUFFIXES
+    event = (SPARK / "plain" / APP).read_bytes().split(b"\n", 1)[0]
+    starts = {"event": event, "blanks": b" \t\r\f\v" + event, "blank line": b"  \n" + event, "empty": b"",
+              "other json": b'{"Event": "Other"}', "record": b"<begin record>\n", "bom": b"\xef\xbb\xbf" + event,
+              "long blanks": b" " * GLANCE + event, "cr": b"\r" + event}
+    paths = [SPARK / p for p in PATHS] + [SPARK / "lz4" / f"{APP}.lz4"]
+    for name, start in starts.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.log"
+        path.write_bytes(start + b"\n" + b"x" * 10)
+        paths.append(path)
+    for path in paths:
+        assert is_event_log(path) == _decoded_first_line_is_an_event(path), path
+    answers = {p.name: is_event_log(p) for p in paths if p.parent == tmp_path}
+    assert answers == {"event.log": True, "blanks.log": True, "blank_line.log": False, "empty.log": False,
+                       "other_json.log": False, "record.log": False, "bom.log": False, "long_blanks.log": True,
+                       "cr.log": True}

@@ -178,19 +178,27 @@ def _signal_code(err: BaseException) -> int:
         EXIT_HUNG_UP if isinstance(err, HungUp) else EXIT_TERMINATED
 
 
+def _signum(err: BaseException) -> int:
+    """The signal that raises `err` (`stop_raised`)."""
+    return next((signum for signum, (raised, _) in _RAISED.items() if type(err) is raised), int(signal.SIGTERM))
+
+
 def guarded(fn: Callable[[], int]) -> None:
-    """Run a command body, turning known failures into one line and an exit code. A signal that comes while the
-    command ends (its end-of-command hooks run) is only noted: the hooks finish and the exit code is the first
-    signal's."""
+    """Run a command body, turning known failures into one line and an exit code. The first signal that comes while
+    the command ends (its end-of-command hooks run) is only noted: the hooks finish and the exit code is its. A
+    second one (a signal ended the command: a first) cuts the hook running short, and the others run."""
     restore = _listen_for_signals()
     code = EXIT_FAIL
     try:
-        code = _exit_code(fn)
-    except (KeyboardInterrupt, Terminated) as err:  # a signal raised while a failure was being turned into a code
-        code = _signal_code(err)
-    finally:  # recordings finished, and what sources say at their end said, however the command ended
-        stopping.ending()
-        run_at_exit()
+        try:
+            code = _exit_code(fn)
+        except (KeyboardInterrupt, Terminated) as err:  # a signal raised while a failure was being turned into a code
+            stopping.ending(_signum(err))
+            code = _signal_code(err)
+        finally:  # recordings finished, and what sources say at their end said, however the command ended
+            stopping.ending()
+            _end_hooks()
+    finally:
         restore()
     signum = stopping.asked()
     if signum is not None and code not in (EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HUNG_UP):
@@ -215,12 +223,23 @@ def _exit_code(fn: Callable[[], int]) -> int:
         tell(err)
         code = err.exit_code
     except (KeyboardInterrupt, Terminated) as err:
+        stopping.ending(_signum(err))  # the first signal: a second one is raised in the end-of-command hooks
         code = _signal_code(err)
     except BrokenPipeError:
         code = EXIT_OK
     finally:
-        stopping.ending()  # first: a signal from here on cannot raise past `guarded`
+        stopping.ending()  # first: the next signal is only noted
     return code
+
+
+def _end_hooks() -> None:
+    """Run the end-of-command hooks; one that a second signal cuts short (`stopping`) is left, and the others run."""
+    while True:
+        try:
+            run_at_exit()
+            return
+        except (KeyboardInterrupt, Terminated):
+            continue
 
 
 def guarded_source(items: Iterable[Item], name: str) -> Iterator[Item]:

@@ -1,10 +1,12 @@
 """A run that a signal (SIGTERM, SIGHUP, SIGINT) asks to stop, and sources that can end it as their input's end would.
 
 The CLI's signal handler asks `noted(signum)` first, and raises only when it is False. A signal is only noted (a plain
-attribute write: the handler takes no lock and raises nothing) when the command's end has begun (its end-of-command
-hooks run: they are not cut short), or when it is the first, the command reads its flow to the end (`reads_to_end`),
-and a source running ends itself when asked (`ends_itself`): that source polls `asked()`, takes in what it had
-acknowledged, and ends; the command then ends as that signal ends it. A second signal is raised at once."""
+attribute write: the handler takes no lock and raises nothing) when it is the first to ask the run to stop, and either
+the command's end has begun (its end-of-command hooks run: they are not cut short), or the command reads its flow to
+the end (`reads_to_end`) and a source running ends itself when asked (`ends_itself`): that source polls `asked()`,
+takes in what it had acknowledged, and ends; the command then ends as that signal ends it. A second signal is raised
+at once, in the end-of-command hooks too (a hook that waits on what cannot come is cut short); a signal that ended
+the command counts as the first."""
 
 from __future__ import annotations
 
@@ -34,9 +36,12 @@ def reads_to_end() -> None:
     _STATE.whole = True
 
 
-def ending() -> None:
-    """The command's end has begun: from here a signal is only noted."""
+def ending(signum: int | None = None) -> None:
+    """The command's end has begun: from here the first signal is only noted. `signum`: the signal that ended the
+    command (raised, not noted), which counts as the first."""
     _STATE.ending = True
+    if _STATE.asked is None:
+        _STATE.asked = signum
 
 
 @contextmanager
@@ -52,11 +57,9 @@ def ends_itself() -> Iterator[None]:
 
 def noted(signum: int) -> bool:
     """Whether signal `signum` is only noted (see the module's docstring); the signal handler's question."""
-    graceful = _STATE.asked is None and _STATE.whole and bool(_SOURCES)
-    if not (graceful or _STATE.ending):
+    if _STATE.asked is not None or not (_STATE.ending or (_STATE.whole and _SOURCES)):
         return False
-    if _STATE.asked is None:
-        _STATE.asked = signum
+    _STATE.asked = signum
     return True
 
 

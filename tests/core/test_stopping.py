@@ -1,5 +1,5 @@
-"""A signal is only noted when a source that ends itself runs under a command that reads its flow to the end (the
-first signal only), or once the command's end has begun (every signal, the first one kept)."""
+"""The first signal that asks a run to stop is only noted when a source that ends itself runs under a command that
+reads its flow to the end, or once the command's end has begun; a second one is raised."""
 
 from __future__ import annotations
 
@@ -20,10 +20,21 @@ def test_the_first_signal_is_noted_only_where_a_source_ends_itself_and_the_comma
     assert not stopping.noted(signal.SIGTERM) and stopping.asked() is None  # no such source running: raised
 
 
-def test_at_the_end_every_signal_is_noted_and_the_first_kept() -> None:
+def test_at_the_end_the_first_signal_is_noted_and_a_second_raised() -> None:
     stopping.begin()
     stopping.ending()
-    assert stopping.noted(signal.SIGINT) and stopping.noted(signal.SIGTERM)
+    assert stopping.noted(signal.SIGINT) and stopping.asked() == signal.SIGINT
+    assert not stopping.noted(signal.SIGTERM)  # a hook that cannot finish is cut short
     assert stopping.asked() == signal.SIGINT
     stopping.begin()
     assert stopping.asked() is None
+
+
+def test_a_signal_that_ended_the_command_counts_as_the_first() -> None:
+    stopping.begin()
+    stopping.ending(signal.SIGINT)
+    assert not stopping.noted(signal.SIGINT) and stopping.asked() == signal.SIGINT
+    stopping.begin()
+    stopping.ending()
+    stopping.ending(signal.SIGTERM)
+    assert not stopping.noted(signal.SIGHUP) and stopping.asked() == signal.SIGTERM

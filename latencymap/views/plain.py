@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import accumulate
 
 import numpy as np
@@ -39,8 +39,8 @@ _CACHE_MAX = 1 << 14
 
 
 #: Column ends (epoch seconds) that NumPy writes as `time.strftime` does, four-digit years: 1000 to 9999.
-_NUMPY_DATES = (datetime(1000, 1, 1, tzinfo=timezone.utc).timestamp(),
-                datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp() + 1)
+_NUMPY_DATES = (datetime(1000, 1, 1, tzinfo=UTC).timestamp(),
+                datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp() + 1)
 
 
 def column_date(end: float) -> str:

@@ -23,7 +23,7 @@ import html
 import math
 import textwrap
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -130,7 +130,7 @@ def merge_columns(hist: StreamHistory, max_columns: int = MAX_COLUMNS) -> Merged
 def utc(epoch: float) -> str:
     """`2013-08-26 14:26:51 UTC`."""
     try:
-        return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     except (OverflowError, OSError, ValueError):
         return f"{epoch:.0f}"
 

@@ -45,7 +45,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import click
@@ -112,7 +112,7 @@ def parse_time(text: str, now: float) -> float:
         stamp = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise click.BadParameter(f"expected now, -1h, epoch seconds or 2026-11-23T10:00:00Z, got {text!r}") from None
-    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)).timestamp()
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
 
 
 class PrometheusSource(Source):
@@ -611,5 +611,5 @@ def _classic_tables(series: list[Series]) -> dict[Labels, tuple[np.ndarray, list
 
 
 def _iso(t: float) -> str:
-    stamp = datetime.fromtimestamp(t, timezone.utc)
+    stamp = datetime.fromtimestamp(t, UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%S") + (f".{stamp.microsecond // 1000:03d}Z" if t % 1 else "Z")

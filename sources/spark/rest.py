@@ -20,7 +20,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from latencymap.core.errors import InputError
@@ -97,7 +97,7 @@ def _said(url: str, err: BaseException) -> str:
 def epoch_ms(stamp: str) -> int:
     """`2026-11-21T01:23:51.746GMT` -> epoch milliseconds."""
     text = stamp.removesuffix("GMT").removesuffix("Z")
-    dt = datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+    dt = datetime.fromisoformat(text).replace(tzinfo=UTC)
     return round(dt.timestamp() * 1000)
 
 

@@ -18,7 +18,7 @@ DAY_US = 86_400_000_000
 
 def oracle_time_of_day(micros: int, day: dt.date) -> str:
     """SQL*Plus's text of `systimestamp` at `micros` after midnight UTC: `26-AUG-13 04.26.51.653754 PM +00:00`."""
-    t = dt.datetime.combine(day, dt.time(), dt.timezone.utc) + dt.timedelta(microseconds=micros)
+    t = dt.datetime.combine(day, dt.time(), dt.UTC) + dt.timedelta(microseconds=micros)
     return t.strftime("%d-%b-%y %I.%M.%S.%f %p +00:00").upper()
 
 

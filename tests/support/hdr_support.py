@@ -7,7 +7,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +34,7 @@ class Logged:
 
 def start_time_line(epoch_s: float) -> str:
     """The `#[StartTime: ...]` line (the library's own `output_start_time` raises)."""
-    text = datetime.fromtimestamp(epoch_s, timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y")
+    text = datetime.fromtimestamp(epoch_s, UTC).strftime("%a %b %d %H:%M:%S UTC %Y")
     return f"#[StartTime: {epoch_s:.3f} (seconds since epoch), {text}]\n"
 
 

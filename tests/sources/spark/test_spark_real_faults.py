@@ -15,7 +15,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -162,7 +162,7 @@ def test_several_applications_say_which_one_is_read(ran: tuple[Path, Path], tmp_
 
 def rest_date(ms: int) -> str:
     """Epoch ms as the REST API writes a date (`2026-11-21T01:23:51.746GMT`)."""
-    return datetime.fromtimestamp(ms // 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}GMT"
+    return datetime.fromtimestamp(ms // 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}GMT"
 
 
 @pytest.fixture

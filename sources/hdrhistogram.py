@@ -130,6 +130,7 @@ class HlogReader:
         self.data_seen = False
         self.start_time: float | None = None
         self.base_time: float | None = None
+        self.base_ahead = False  # a BaseTime line after data lines: the next log's, whose StartTime may follow it
         self.said_below = False
         self.said_straddling = False
         self.said_double = False
@@ -167,12 +168,14 @@ class HlogReader:
     def _comment(self, line: str, n: int) -> Iterator[Notice]:
         if (m := _START().match(line)) and (value := finite_number(m.group(1))) is not None:
             if self.data_seen:  # logs written one after another into one file: the next one's times are its own
-                self.base_time, self.data_seen = None, False
+                self.base_time = self.base_time if self.base_ahead else None
+                self.data_seen = self.base_ahead = False
+                origin = f"its BaseTime {self.base_time:.3f}" if self.base_time is not None else "it"
                 yield Notice(f"{self.name}: line {n}: a new log starts here (StartTime {value:.3f}); its times "
-                             "count from it", skipped=0)
+                             f"count from {origin}", skipped=0)
             self.start_time = value
         elif (m := _BASE().match(line)) and (value := finite_number(m.group(1))) is not None:
-            self.base_time = value
+            self.base_time, self.base_ahead = value, self.data_seen
 
     def _data(self, line: str, n: int, hint: str) -> Iterator[Notice | Interval | _Pending]:
         m = _DATA().match(line)
@@ -192,7 +195,7 @@ class HlogReader:
         stream = self._stream(m.group(1), double)
         if (renamed := self.said_renamed.pop(stream, None)) is not None:
             yield Notice(f"{self.name}: line {n}: {renamed}", skipped=0)
-        self.data_seen = True
+        self.data_seen, self.base_ahead = True, False
         start, end, notice = self._placed(stream, self._absolute(stamp), length, n)
         if not (math.isfinite(end) and end > start):
             yield Notice(f"{self.name}: line {n}: expected an interval that ends after it starts, got start "

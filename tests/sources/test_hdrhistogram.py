@@ -605,6 +605,27 @@ def test_logs_written_one_after_another_keep_their_own_times_and_a_hole_is_a_gap
     assert not [n for n in notices(items) if "placed after" in n]
 
 
+def test_a_second_log_whose_base_time_comes_before_its_start_time_keeps_it(tmp_path: Path) -> None:
+    """Two library logs in one file, the second's header writing BaseTime before StartTime (the order is the
+    writer's): its times count from its own BaseTime, as Java's HistogramLogReader reads them, not its StartTime."""
+    first = write_library_log(tmp_path / "a.hlog", [Logged(None, START + k, 1.0, [1000]) for k in range(2)], START,
+                              base_time=START)
+    later, base = START + 3600, START + 3700
+    second = write_library_log(tmp_path / "b.hlog", [Logged(None, base + k, 1.0, [2000]) for k in range(2)], later,
+                               base_time=base).read_text().splitlines(keepends=True)
+    at = [i for i, line in enumerate(second) if line.startswith(("#[StartTime", "#[BaseTime"))]
+    assert len(at) == 2 and second[at[0]].startswith("#[StartTime")
+    second[at[0]], second[at[1]] = second[at[1]], second[at[0]]
+    path = tmp_path / "both.hlog"
+    path.write_text(first.read_text() + "".join(second))
+    items = read_items(HdrHistogramFormat, path.read_text(), str(path))
+    cols = [c for c in intervals(items) if not c.gap]
+    library = [h.get_start_time_stamp() / 1000 for h in library_read(path)]
+    assert [c.start - START for c in cols] == pytest.approx([0, 1, 3700, 3701])
+    assert [c.start for c in cols] == pytest.approx(library)
+    assert [n for n in notices(items) if "a new log starts here" in n and f"count from its BaseTime {base:.3f}" in n]
+
+
 def test_percentiles_stay_within_the_equivalence_range_of_the_occupied_sub_buckets(tmp_path: Path) -> None:
     """98% at 150 µs, 1% at 40 ms, 1% at 2 s (a real .hlog by the library): p99 is 40 ms within HdrHistogram's
     equivalence range of 40 ms, not up the 33.6-67.1 ms row; p999 within that of 2 s."""

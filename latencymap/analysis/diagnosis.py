@@ -341,12 +341,12 @@ def diagnose(
                        deep_valley_ratio=th.deep_valley_ratio, min_band_time_share=th.min_band_time_share,
                        gap_alpha=th.gap_alpha)
     major = significant_bands(bands, min_events_share=th.band_events_share, min_time_share=th.band_time_share)
+    timed = not estimated if exact is None else exact
     episodes = find_episodes(
         cols, None, low_s, high_s, starts, ends, z=th.episode_z, min_shift=th.episode_min_shift,
         min_time_shift=th.episode_min_time_shift, min_column_events=th.episode_min_column_events,
         min_columns=th.episode_min_columns, max_gap=th.episode_max_gap, col_offset=first,
-        min_move_octaves=th.min_move_octaves)
-    timed = not estimated if exact is None else exact
+        min_move_octaves=th.min_move_octaves, exact=timed)
     stalls = find_stalls(cols, None, low_s, high_s, starts, ends, th=th, col_offset=first,
                          exact=timed, datasource=datasource, seen_max=seen_max)
     episodes = sorted(without_covered(episodes, stalls) + stalls, key=lambda e: (e.first_col, e.kind != "stall"))

@@ -27,12 +27,14 @@ sigmas above expectation), `lost` the one around the largest deficit. The kind i
 the gained region held at most `APPEAR_RATIO` (a quarter) of its episode share in the baseline,
 `disappear` when the lost region keeps at most a quarter of its baseline share, `move` when both;
 `surge` when the gained region's events per second are at least `SURGE_RATIO` (2) times its usual rate
-while the rest keeps at least `KEPT_RATIO` (60%) of its own (events added on top of the usual load: the median may
-move, yet nothing moved; checked first when the region held at least `EXISTED_SHARE` (5%) of the baseline's events,
-since the shares alone would then make the added events a band that appeared and the rest one that went); `move`
-when the median latency moved by >= `min_move_octaves` (0.75), else `reshape` (shares moved between regions that
-exist in both). A change covering more than half of the testable columns has no baseline to stand against and is
-not reported: select a range of columns (`col_range` in `diagnose`) around it.
+while the rest keeps at least `KEPT_RATIO` (60%) of its own and the total rate grows by at least `surge_min_added`
+(half) of what the region added (events added on top of the usual load: the median may move, yet nothing moved;
+where the rest lost as many as the region gained, the mix changed at a steady rate: a reshape); checked first when
+the region held at least `EXISTED_SHARE` (5%) of the baseline's events, since the shares alone would then make the
+added events a band that appeared and the rest one that went; `move` when the median latency (interpolated inside its
+bucket, as the report's p50 is) moved by >= `min_move_octaves` (0.75), else `reshape` (shares moved between regions
+that exist in both). A change covering more than half of the testable columns has no baseline to stand against and
+is not reported: select a range of columns (`col_range` in `diagnose`) around it.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from latencymap.analysis.columns import Columns, as_columns
 from latencymap.analysis.thresholds import DEFAULT_THRESHOLDS as _T
 from latencymap.core import chunked
 from latencymap.core.lean import dataclass
-from latencymap.core.percentiles import column_medians, median_of
+from latencymap.core.percentiles import column_medians, median_of, percentile_estimates
 
 Z = _T.episode_z
 MIN_SHIFT = _T.episode_min_shift
@@ -59,8 +61,10 @@ SLOT_Z = 3.0
 APPEAR_RATIO = 0.25
 #: A surge: the gained region at least this many times its usual events per second ...
 SURGE_RATIO = 2.0
-#: ... while the other slots keep at least this share of theirs.
+#: ... while the other slots keep at least this share of theirs ...
 KEPT_RATIO = 0.6
+#: ... and the total rate grows by at least this share of what the region added (thresholds.py).
+SURGE_MIN_ADDED = _T.surge_min_added
 #: A region holding at least this share of the baseline's events existed before: more of it is a surge, not a band
 #: that appeared (however small its share was next to the episode's).
 EXISTED_SHARE = 0.05
@@ -258,21 +262,23 @@ def _region(slots: np.ndarray, pick: int, ep: np.ndarray, ep_t: np.ndarray, p: n
                   float(ep_t[sl].sum()), float(pt[sl].sum()), high_slot=b)
 
 
-def _median_log2(shares: np.ndarray, centers: np.ndarray) -> float:
-    """Weighted median of log2 slot centres."""
-    cum = np.cumsum(shares)
-    return float(centers[min(int(np.searchsorted(cum, 0.5)), len(centers) - 1)])
+def _median_log2(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray, times: np.ndarray | None) -> float:
+    """log2 of the median, read inside its bucket as the report's p50 is (`times`: the exact seconds per slot, or
+    None): a bucket's centre would make a median that crosses a bucket edge by a tenth of an octave move a whole one."""
+    median = float(percentile_estimates(counts, low_s, high_s, (0.5,), times=times)[0])
+    return float(np.log2(max(median, np.finfo(np.float64).tiny)))
 
 
 def describe(
     ep_counts: np.ndarray, ep_time: np.ndarray, base: np.ndarray, base_t: np.ndarray,
     low_s: np.ndarray, high_s: np.ndarray, *, min_move_octaves: float = MIN_MOVE_OCTAVES,
-    seconds: tuple[float, float] | None = None,
+    seconds: tuple[float, float] | None = None, exact: bool = False,
 ) -> tuple[str, float, Region | None, Region | None, tuple[float, float, float] | None]:
     """(kind, shift in octaves, gained region, lost region, the gained region's (episode, usual) events per second
     and the other slots' rate against their usual one)
     of pooled episode counts against the baseline; `seconds`: (the episode's, the baseline's) length, which rates
-    need (without it there is no `surge`)."""
+    need (without it there is no `surge`); `exact`: the times are the source's, which place the medians inside
+    their buckets."""
     p, pt = _baseline_shares(base), _shares(base_t)
     ep, ep_t = _shares(ep_counts), _shares(ep_time)
     expected = ep_counts.sum() * p
@@ -283,8 +289,8 @@ def describe(
         if up.any() else None
     lost = _region(down, int(np.argmin(np.where(down, diff, np.inf))), ep, ep_t, p, pt, low_s, high_s) \
         if down.any() else None
-    centers = np.log2(np.maximum((low_s + high_s) / 2.0, np.finfo(np.float64).tiny))
-    shift = _median_log2(ep, centers) - _median_log2(_shares(base), centers)
+    shift = _median_log2(ep_counts, low_s, high_s, ep_time if exact else None) - \
+        _median_log2(base, low_s, high_s, base_t if exact else None)
     appeared = gained is not None and gained.baseline_share <= APPEAR_RATIO * gained.events_share
     gone = lost is not None and lost.events_share <= APPEAR_RATIO * lost.baseline_share
     rates = None
@@ -294,7 +300,9 @@ def describe(
         usual_rest = float(base[~inside].sum()) / base_s
         rest = float(ep_counts[~inside].sum()) / ep_s / usual_rest if usual_rest > 0 else 1.0
         rates = (float(ep_counts[inside].sum()) / ep_s, float(base[inside].sum()) / base_s, rest)
-        surge = rest >= KEPT_RATIO and rates[0] >= SURGE_RATIO * rates[1]
+        added = float(ep_counts.sum()) / ep_s - float(base.sum()) / base_s
+        surge = rest >= KEPT_RATIO and rates[0] >= SURGE_RATIO * rates[1] and \
+            added >= SURGE_MIN_ADDED * (rates[0] - rates[1])
     else:
         surge = False
     if surge and gained is not None and gained.baseline_share >= EXISTED_SHARE:
@@ -329,9 +337,12 @@ def find_episodes(
     min_seconds: float = 0.0,
     col_offset: int = 0,
     min_move_octaves: float = MIN_MOVE_OCTAVES,
+    exact: bool | None = None,
 ) -> list[Episode]:
     """Episodes over columns (rows of `counts2d`, or `Columns` that read counts and times); column numbers are
-    shifted by `col_offset`."""
+    shifted by `col_offset`; `exact`: the times are the source's, not estimated (None: when `time2d` or `Columns` give
+    them)."""
+    exact = (time2d is not None or isinstance(counts2d, Columns)) if exact is None else exact
     if not isinstance(counts2d, Columns) and np.ndim(counts2d) != 2:
         return []
     cols = as_columns(counts2d, time2d, low_s, high_s, clip=True)
@@ -352,7 +363,7 @@ def find_episodes(
         ep_counts, ep_time = cols.part(a, b + 1).slot_sums()
         kind, shift, gained, lost, rates = describe(ep_counts, ep_time, base, base_t, low_s, high_s,
                                                     min_move_octaves=min_move_octaves,
-                                                    seconds=(float(lengths[a:b + 1].sum()), base_s))
+                                                    seconds=(float(lengths[a:b + 1].sum()), base_s), exact=exact)
         ev, tm = float(ep_counts.sum()), float(ep_time.sum())
         out.append(Episode(kind, a + col_offset, b + col_offset, float(starts[a]), float(ends[b]),
                            ev, shift, gained, lost, tm, ev / total_c, tm / total_t,

@@ -35,6 +35,13 @@ from latencymap.core.units import format_duration, format_number
 #: The lead of a band's why when the stream has two bands (bimodal): the pair is two populations.
 PAIR = "two populations, not one spread: the mean describes neither; "
 
+#: The causes of an Oracle wait event's bands (`WHY["oracle"]`): its events are waits, not requests.
+ORACLE_WAITS = {
+    "noun": "waits",
+    "slow": "reads that went to disk, a busy device or path, contention for a lock or latch",
+    "fast": "reads served by the storage array's or the OS's cache, a resource found free",
+}
+
 #: Why each finding matters, in the words of its datasource's events: `WHY[""]` has every key, a datasource only those
 #: whose generic words are wrong for its events (`why` falls back to `WHY[""]`). Besides the finding kinds: `noun` (the
 #: events), `slow` and `fast` (what sends them to a slower band, or lets them finish in a faster one: a fast minority
@@ -68,8 +75,9 @@ WHY: dict[str, dict[str, str]] = {
         "disappear": "a usual band went missing: a cache warmed, a path stopped being taken, or load went away",
         "move": "the whole distribution moved: a change of device, load or configuration at that time",
         "reshape": "the mix between the usual bands changed at that time",
-        "surge": "more work of one kind at that time while the rest went on as usual (a burst of cache hits, a batch, "
-                 "a scan, another client): nothing slowed down or sped up, the mix did",
+        # Not "while the rest went on as usual": a surge's rest may keep as little as 60% of its rate, as its line says.
+        "surge": "more work of one kind at that time (a burst of cache hits, a batch, a scan, another client): nothing "
+                 "slowed down or sped up, the mix did",
         "drift": "a trend, not noise: a growing queue, a leak or a filling device keeps going if left alone",
         "shift": "one lasting jump: something changed at that moment (a deploy, a failover, a cache, another device)",
     },
@@ -113,13 +121,17 @@ WHY: dict[str, dict[str, str]] = {
         "move": "the tasks changed as a whole: a new stage began (other work, other partition sizes); compare the "
                 "stages that ran then",
         "reshape": "the mix of task kinds changed: a stage ended or another began beside it",
-        "surge": "more tasks of one kind ended at that time while the rest went on as usual: a stage of many short "
-                 "(or empty) partitions ran then",
+        "surge": "more tasks of one kind ended at that time, besides the usual ones: a stage of many short (or empty) "
+                 "partitions ran then",
         "drift": "a trend, not noise: tasks getting slower over the run (growing partitions, memory filling with "
                  "cached data) or later stages doing heavier work",
         "shift": "one lasting jump: from that moment the stages did other work (another job, other partition sizes), "
                  "or an executor was lost or added",
     },
+    # Oracle wait events (event histograms, 10046 traces): a wait is short when a cache below the database served it
+    # or the resource was free, not an early error or an empty result; long when it went to disk or queued.
+    "oracle": ORACLE_WAITS,
+    "oracle10046": ORACLE_WAITS,
     # Steps and data waits of a training loop: periodic checkpoints and eval passes; the first steps compile, warm up.
     "training": {
         "noun": "steps or waits",

@@ -65,6 +65,10 @@ class Thresholds:
     episode_max_gap: int = 1
     #: A median shift of at least this many octaves makes a `move`.
     min_move_octaves: float = 0.75
+    #: A `surge` adds events on top of the usual load: the episode's total rate exceeds the usual one by at least this
+    #: share of what its gained region added. Where the other slots lost as many as it gained (a jHiccup log samples
+    #: at a fixed rate), the total held and the mix changed: a reshape, not "more events/s on top of the usual load".
+    surge_min_added: float = 0.5
 
     # Stalls (stalls.py): a handful of events far above every normal band, in a few columns.
     #: Latencies up to the slot of the (1 - this) percentile event (the 99th) are normal ...

@@ -64,7 +64,8 @@ def test_summary_reads_as_a_diagnosis() -> None:
 
 
 @pytest.mark.parametrize(("datasource", "causes"), [
-    ("bpf", "(a cache miss, a retry, another device or path)"), ("oracle", "(a cache miss, a retry"),
+    ("bpf", "(a cache miss, a retry, another device or path)"),
+    ("oracle", "what sends waits to the slower band (reads that went to disk, a busy device or path"),
     ("spark", "what sends tasks to the slower band (skewed partitions, a spill, a slow executor, a shuffle fetch)"),
     ("training", "(a DataLoader that cannot keep up, a sync between ranks, a checkpoint)")])
 def test_a_second_band_is_explained_in_its_datasource_s_terms(datasource: str, causes: str) -> None:

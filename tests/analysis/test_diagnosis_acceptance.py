@@ -84,4 +84,4 @@ def test_a_slow_phase_of_five_seconds_in_a_16s_stream_is_said_with_its_columns_a
     path.write_text("".join(lines))
     (stream,) = json.loads(report(path))["streams"]
     assert [(e["kind"], e["first_col"], e["last_col"]) for e in stream["episodes"]] == [("move", 5, 9)]
-    assert "episode cols 5–9 (t+5s–t+10s): latency moved +2.0 octaves: 8ms–16ms → 32ms–64ms" in report(path, "text")
+    assert "episode cols 5–9 (t+5s–t+10s): latency moved +2.3 octaves: 8ms–16ms → 32ms–64ms" in report(path, "text")

@@ -254,3 +254,30 @@ def test_anomalous_columns_on_the_used_slots_equal_the_whole_width(seed: int) ->
             np.testing.assert_array_equal(base_t, times[normal].sum(axis=0))
             flips += int(mask.any() and (~mask).any())
     assert flips > 10
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_median_that_crosses_a_bucket_edge_by_half_an_octave_is_not_a_move_of_a_whole_one(seed: int) -> None:
+    """A fast disk's 4 KiB I/Os at 28 µs, at 40 µs for 10 s: the median moved half an octave, across the 32.8 µs edge.
+    Read at the buckets' centres it moved a whole octave, past `min_move_octaves`, and the report said 'latency
+    moved +1.0 octaves' and 'the whole distribution moved'."""
+    rng = np.random.default_rng(seed)
+    counts, times = [], []
+    for j in range(60):
+        c, s = bin_values(rng.lognormal(np.log(40e3 if 30 <= j < 40 else 28e3), 0.15, 5000))
+        counts.append(c)
+        times.append(s * 1e-9)
+    starts = T0 + np.arange(60, dtype=np.float64)
+    (e,) = find_episodes(np.array(counts), np.array(times), LOW, HIGH, starts, starts + 1.0)
+    assert (e.first_col, e.last_col) == (30, 39)
+    assert e.shift_octaves == pytest.approx(np.log2(40 / 28), abs=0.15)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_events_that_move_to_a_band_while_the_total_rate_holds_are_no_surge(seed: int) -> None:
+    """A jHiccup log samples at a fixed rate: for 5 s the 1,000 samples a second sit 45% (not 20%) in the fast band,
+    the slow band keeping 69% of its rate. The fast band's rate more than doubled and the rest kept over 60%, so it
+    was called a surge, '250 more events/s ... on top of the usual load': the total did not grow at all."""
+    (e,) = episodes(seed, lambda j: (1000, 0.55, 300e-6) if 40 <= j < 45 else (1000, 0.8, 300e-6))
+    assert (e.first_col, e.last_col) == (40, 44)
+    assert e.kind != "surge" and e.gained_rate is None

@@ -189,9 +189,12 @@ class PeerGroup:
         for h in self.hidden or []:
             at = ", ".join(f"t+{since(w['start'] - self.start)}" for w in h["windows"])
             if h["how"] == "together":
+                then = "; ".join(f"{o['name']} was, in peers {o['key']} ({times(o['ratio'])} its peers' at "
+                                 f"t+{since(o['start'] - self.start)})" for o in h.get("slow_then") or [])
                 out.append(f"   every {self.kind} together: {times(h['ratio'])} their usual mean at {at}, all within "
                            f"{SYNCED_SPREAD:.0%} of each other: either all slowed at once, or one was slow before the "
-                           f"wait and held the others; time that part (compute) per {self.kind} to tell")
+                           f"wait and held the others; " + (f"the likely one: {then}" if then else
+                                                            f"time that part (compute) per {self.kind} to tell"))
             elif h["how"] == "inside":
                 out.append(f"   {h['name']}: slow in peers {h['key']} ({times(h['ratio'])} its peers'); every "
                            f"{self.kind}'s mean here rose with it, to at least {h['name']}'s mean there ({at}): that "
@@ -366,6 +369,7 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
     excess_w = np.where(ev[k] > 0, tm[k] - ev[k] * ref_w, 0.0)
     excess = float(excess_w[excess_w > 0].sum())
     far = (ref_w > 0) & (wmean[k] >= ref_w * 2.0 ** th.stall_gap_octaves)
+    far |= _slow_phase(g, ev, k, wmean, ref_w, th)
     worst = sorted(int(w) for w in np.argsort(-excess_w)[:STALL_WINDOWS] if far[w] and excess_w[w] > 0)
     stalled = excess > 0 and sum(excess_w[w] for w in worst) >= 0.5 * excess
     consistent = p <= th.peer_max_p
@@ -399,6 +403,28 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
                         m.events / max(float(ev.sum()), 1e-300), m.time_s, m.time_s / max(total_t, 1e-300),
                         start=first["start"] if first else g.start,
                         end=last["end"] if last else g.start + g.windows * g.window_s)
+
+
+def _slow_phase(g: PeerGroup, ev: np.ndarray, k: int, wmean: np.ndarray, ref_w: np.ndarray,
+                th: Thresholds) -> np.ndarray:
+    """The intervals where peer `k`'s mean is `peer_min_ratio` or more above its peers' (`ref_w`) and beyond how
+    much its ratio varies in its other intervals: a slow phase (2.5x for two seconds) short of a stall's gap
+    (`stall_gap_octaves`), which ranks' intervals that do not line up split. Each is judged against the intervals
+    neither risen nor beside one (`_departures`), Bonferroni-corrected over peers and intervals; none where fewer
+    than 2 such are left."""
+    others = np.delete(ev, k, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.log(wmean[k] / ref_w)
+        others_ev = np.array([median_of(c[c > 0]) if (c > 0).any() else math.nan for c in others.T])
+        weight = 1.0 / (1.0 / ev[k] + 1.0 / others_ev)
+    seen = (ref_w > 0) & np.isfinite(x) & np.isfinite(weight)
+    risen = seen & (x >= math.log(th.peer_min_ratio))
+    if not risen.any():
+        return risen
+    p = _departures(x, weight, risen, seen)
+    if p is None:
+        return np.zeros_like(risen)
+    return risen & (np.nan_to_num(p, nan=1.0) * len(g.members) * int(seen.sum()) <= th.peer_max_p)
 
 
 def _consistent_below(g: PeerGroup, ok: list[int], chance: float, th: Thresholds) -> None:
@@ -487,7 +513,22 @@ def hidden_ranks(groups: list[PeerGroup], th: Thresholds = DEFAULT_THRESHOLDS) -
         explained = [w["start"] for h in g.hidden if h["how"] == "inside" for w in h["windows"]]
         together = _together(g, wm, spread, explained, th)
         if together is not None:
+            together["slow_then"] = _slow_then(together, siblings)
             g.hidden.append(together)
+
+
+def _slow_then(together: dict[str, Any], siblings: list[PeerGroup]) -> list[dict[str, Any]]:
+    """The slow ranks of sibling groups (other phases timed per rank) with a stall in a `together` interval: the
+    likely one that was slow before the wait (its phase's intervals need not line up with these)."""
+    out = []
+    for o in siblings:
+        slow = o.slow or {}
+        for s in slow.get("stalls") or []:
+            if any(s["start"] < w["end"] and w["start"] < s["end"] for w in together["windows"]):
+                out.append({"key": o.key, "name": slow["name"], "ratio": s["ratio"], "start": s["start"],
+                            "end": s["end"]})
+                break
+    return out
 
 
 def _together(g: PeerGroup, wm: np.ndarray, spread: np.ndarray, explained: list[float],

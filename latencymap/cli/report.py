@@ -210,6 +210,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         stopping.reads_to_end()  # a source that ends itself at SIGTERM ends the flow: reported as stopped below
         try:
             accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
+            stopping.read_through()  # a signal from here lets the report be written (its exit code, the signal's)
             raise_if_asked()
         except NothingReadable:  # report what was read (and skipped), say what the gates found there, then fail
             _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))

@@ -4,7 +4,8 @@ The CLI's signal handler asks `noted(signum)` first, and raises only when it is 
 attribute write: the handler takes no lock and raises nothing) when it is the first to ask the run to stop, and either
 the command's end has begun (its end-of-command hooks run: they are not cut short), or the command reads its flow to
 the end (`reads_to_end`) and a source running ends itself when asked (`ends_itself`): that source polls `asked()`,
-takes in what it had acknowledged, and ends; the command then ends as that signal ends it. A second signal is raised
+takes in what it had acknowledged, and ends; the command then ends as that signal ends it; or such a command has
+read its flow to the end (`read_through`): what it writes of it (a report) is written whole. A second signal is raised
 at once, in the end-of-command hooks too (a hook that waits on what cannot come is cut short); a signal that ended
 the command counts as the first."""
 
@@ -18,6 +19,7 @@ class _State:
     asked: int | None = None  # the first signal that asked the run to stop without being raised
     ending = False  # the command's end has begun: a signal is only noted
     whole = False  # the command reads its flow to the end, then ends
+    read = False  # the command has read its flow to the end: it writes what it read
 
 
 _STATE = _State()
@@ -27,13 +29,19 @@ _SOURCES: list[object] = []
 
 def begin() -> None:
     """A command starts: no signal asked it to stop yet (a process may run several commands: tests do)."""
-    _STATE.asked, _STATE.ending, _STATE.whole = None, False, False
+    _STATE.asked, _STATE.ending, _STATE.whole, _STATE.read = None, False, False, False
 
 
 def reads_to_end() -> None:
     """The command reads its flow to the end and then ends (a report, the plain view): a source that ends itself
     when asked ends the command."""
     _STATE.whole = True
+
+
+def read_through() -> None:
+    """The command (one that reads to the end) has read its flow to the end: what it writes of it is written whole
+    unless a second signal comes."""
+    _STATE.read = True
 
 
 def ending(signum: int | None = None) -> None:
@@ -57,7 +65,7 @@ def ends_itself() -> Iterator[None]:
 
 def noted(signum: int) -> bool:
     """Whether signal `signum` is only noted (see the module's docstring); the signal handler's question."""
-    if _STATE.asked is not None or not (_STATE.ending or (_STATE.whole and _SOURCES)):
+    if _STATE.asked is not None or not (_STATE.ending or (_STATE.whole and (bool(_SOURCES) or _STATE.read))):
         return False
     _STATE.asked = signum
     return True

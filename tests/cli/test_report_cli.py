@@ -9,6 +9,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from latencymap.cli.main import main
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -74,3 +80,25 @@ def test_a_report_hung_up_writes_what_was_read(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert doc["streams"][0]["columns"] == 4
     assert any("hung up (SIGHUP)" in m and "covers what was read until then" in m for m in doc["errors"]["messages"])
+
+
+def test_a_signal_while_the_report_is_written_lets_it_be_written(tmp_path: Path, example_data: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The input read to its end, a first SIGTERM as the report is being written: the report is written whole, and the
+    exit code is the signal's. It raised inside the writing, and no report was written (seen as `report listen --otlp
+    --duration 1` ended, under load: test_otlp_stop.py's race)."""
+    from latencymap.cli import report as report_cli
+
+    whole = tmp_path / "whole.json"
+    assert CliRunner().invoke(main, ["report", "--format", "json", "-o", str(whole), str(example_data)]).exit_code == 0
+    write = report_cli._write
+
+    def signalled(*args: Any, **kw: Any) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs in this thread, at the next bytecode
+        write(*args, **kw)
+
+    monkeypatch.setattr(report_cli, "_write", signalled)
+    out = tmp_path / "report.json"
+    done = CliRunner().invoke(main, ["report", "--format", "json", "-o", str(out), str(example_data)])
+    assert done.exit_code == 143, done.output
+    assert out.read_text() == whole.read_text()

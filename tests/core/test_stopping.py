@@ -38,3 +38,18 @@ def test_a_signal_that_ended_the_command_counts_as_the_first() -> None:
     stopping.ending()
     stopping.ending(signal.SIGTERM)
     assert not stopping.noted(signal.SIGHUP) and stopping.asked() == signal.SIGTERM
+
+
+def test_once_the_flow_is_read_through_the_first_signal_is_noted_and_a_second_raised() -> None:
+    """What the command writes of a flow read to its end (a report) is written whole; a second signal still ends it."""
+    stopping.begin()
+    stopping.read_through()
+    assert not stopping.noted(signal.SIGTERM)  # the command does not read to the end: raised
+    stopping.begin()
+    stopping.reads_to_end()
+    stopping.read_through()
+    assert stopping.noted(signal.SIGTERM) and stopping.asked() == signal.SIGTERM
+    assert not stopping.noted(signal.SIGTERM)
+    stopping.begin()
+    stopping.reads_to_end()
+    assert not stopping.noted(signal.SIGTERM)  # a new command has read nothing yet

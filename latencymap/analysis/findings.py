@@ -311,7 +311,8 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Dr
     few = outliers(b)
     (events_share, time_share), (main_events, main_time) = b.shown_shares, main.shown_shares  # of the ranges named
     held = f"{few} event{'s' if few > 1 else ''} ({pct(events_share)})" if few else f"{pct(events_share)} of events"
-    what = (f"band {span(b.low_s, b.high_s, b.high_slot)}: {held} take {pct(time_share)} of the time (main band "
+    what = (f"band {span(b.low_s, b.high_s, b.high_slot)}: {held} {'takes' if few == 1 else 'take'} "
+            f"{pct(time_share)} of the time (main band "
             f"{span(main.low_s, main.high_s, main.high_slot)}: {pct(main_events)}, {pct(main_time)})")
     faster = b.mode_slot < main.mode_slot
     if b.bursts and not faster:

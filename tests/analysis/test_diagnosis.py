@@ -194,7 +194,7 @@ def test_one_far_step_is_an_outlier_band_not_a_population() -> None:
     assert line.startswith("bimodal: 99% of events in ") and ", 1 event in 4.29s–8.59s own" in line
     assert "outliers, not a population" in line and "two populations" not in line
     (band,) = [f for f in d.findings if f.kind == "band"]
-    assert "1 event (1%) take" in band.what
+    assert "1 event (1%) takes" in band.what
 
 
 def fast_thin_band(ncols: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -192,10 +192,11 @@ def limited(readings: Iterator[Reading], attached_at: float, count: int | None, 
             interval: float = 1.0) -> Iterator[Reading]:
     """Stop after `count` readings or once a reading is `duration` seconds past the attach time.
 
-    Readings come on a schedule of whole `interval`s after the attach (bcc's reads; bpftrace's timer, which starts a
-    few ms before or after bpftrace says it attached): a reading is past `duration` when its place on the schedule
-    (its time since the attach, to the nearest whole interval) or its time is, so that a reading a few ms short of
-    its place still ends the run, and both backends give `duration / interval` columns.
+    Readings come on a schedule of whole `interval`s after the attach (bcc's reads; bpftrace's timer, which starts
+    before or after bpftrace says it attached: by a few ms, by more than half an interval on a loaded machine): a
+    reading is past `duration` when its place on the schedule (its number times the interval) or its time since the
+    attach is, so that a reading short of its place still ends the run, one late by more than half an interval does
+    not end it a reading early, and both backends give `duration / interval` columns.
     """
     for n, reading in enumerate(readings, start=1):
         yield reading
@@ -203,5 +204,5 @@ def limited(readings: Iterator[Reading], attached_at: float, count: int | None, 
             return
         if duration is not None:
             elapsed = reading.timestamp - attached_at
-            if max(elapsed, round(elapsed / interval) * interval) >= duration - 1e-9:
+            if max(elapsed, n * interval) >= duration - 1e-9:
                 return

@@ -318,6 +318,8 @@ def test_new_stream_counts_from_previous_reading() -> None:
     (-0.0015, 0.25, 2.0, 8),  # was 9
     (-0.0015, 1.0, 2.5, 3),  # a duration between readings: the first reading past it
     (+0.004, 0.01, 0.05, 5),
+    (+0.13, 0.25, 2.0, 8),  # the timer started more than half an interval late (a loaded CI machine): was 7
+    (-0.13, 0.25, 2.0, 8),  # or that much early: was 9
 ])
 def test_duration_ends_on_the_reading_of_its_place_on_the_schedule(offset: float, interval: float, duration: float,
                                                                    expected: int) -> None:

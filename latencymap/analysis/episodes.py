@@ -264,9 +264,11 @@ def _region(slots: np.ndarray, pick: int, ep: np.ndarray, ep_t: np.ndarray, p: n
 
 def _median_log2(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray, times: np.ndarray | None) -> float:
     """log2 of the median, read inside its bucket as the report's p50 is (`times`: the exact seconds per slot, or
-    None): a bucket's centre would make a median that crosses a bucket edge by a tenth of an octave move a whole one."""
+    None): a bucket's centre would make a median that crosses a bucket edge by a tenth of an octave move a whole one.
+    In the bucket from 0 it is at least that bucket's centre: its values of 0 (exact time 0) have no octave."""
     median = float(percentile_estimates(counts, low_s, high_s, (0.5,), times=times)[0])
-    return float(np.log2(max(median, np.finfo(np.float64).tiny)))
+    lowest = float(np.max(high_s[low_s <= 0], initial=0.0)) / 2.0
+    return float(np.log2(max(median, lowest, np.finfo(np.float64).tiny)))
 
 
 def describe(

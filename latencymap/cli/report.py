@@ -213,6 +213,7 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             stopping.read_through()  # a signal from here lets the report be written (its exit code, the signal's)
             raise_if_asked()
         except NothingReadable:  # report what was read (and skipped), say what the gates found there, then fail
+            stopping.read_through()  # the inputs were read to their end: as above
             _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
             _gate_failures(acc, fail_if, _untimed(readers))  # exit code 1 either way: the unreadable input's
             raise

@@ -281,3 +281,21 @@ def test_events_that_move_to_a_band_while_the_total_rate_holds_are_no_surge(seed
     (e,) = episodes(seed, lambda j: (1000, 0.55, 300e-6) if 40 <= j < 45 else (1000, 0.8, 300e-6))
     assert (e.first_col, e.last_col) == (40, 44)
     assert e.kind != "surge" and e.gained_rate is None
+
+
+@pytest.mark.parametrize("estimated", [False, True])
+def test_a_median_in_the_bucket_from_0_of_values_of_0_is_read_at_its_centre_not_a_thousand_octaves_down(
+        estimated: bool) -> None:
+    """An HdrHistogram log of mostly zeros (an op that took '0'), the slow ops 80% of events for 10 s. The usual
+    median lies in the bucket from 0, whose exact time is 0: read inside it, the median was 0 and its log2 the
+    float's floor, and the report said 'median +1007.6 octaves'. That bucket is read at its centre (0.5 ns)."""
+    rng = np.random.default_rng(0)
+    counts, times = np.zeros((60, len(LOW))), np.zeros((60, len(LOW)))
+    for j in range(60):
+        slow = 0.8 if 30 <= j < 40 else 0.2
+        counts[j, 0], counts[j, 20] = rng.poisson(1000 * (1 - slow)), rng.poisson(1000 * slow)
+        times[j, 20] = counts[j, 20] * LOW[20] * 1.4  # the bucket from 0: its values are 0, no time
+    starts = T0 + np.arange(60, dtype=np.float64)
+    (e,) = find_episodes(counts, None if estimated else times, LOW, HIGH, starts, starts + 1.0)
+    assert (e.first_col, e.last_col) == (30, 39)
+    assert e.shift_octaves == pytest.approx(np.log2(1.4 * LOW[20] / (HIGH[0] / 2)), abs=0.5)

@@ -102,3 +102,28 @@ def test_a_signal_while_the_report_is_written_lets_it_be_written(tmp_path: Path,
     done = CliRunner().invoke(main, ["report", "--format", "json", "-o", str(out), str(example_data)])
     assert done.exit_code == 143, done.output
     assert out.read_text() == whole.read_text()
+
+
+def test_a_signal_while_the_report_beside_an_unreadable_input_is_written_lets_it_be_written(
+        tmp_path: Path, example_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inputs read to their end, one of them unreadable: the report of the readable one is written, then the run
+    fails. A first SIGTERM as it is written raised inside the writing, and no report was written, as it did for
+    inputs all readable; it is written whole, and the exit code is the signal's."""
+    from latencymap.cli import report as report_cli
+
+    bad = tmp_path / "bad.txt"
+    bad.write_text("<begin record>\nlabel, io\n1, x\n<end record>\n")
+    whole = tmp_path / "whole.json"
+    args = ["report", "--format", "json", "-o", str(whole), str(example_data), str(bad)]
+    assert CliRunner().invoke(main, args).exit_code == 1
+    write = report_cli._write
+
+    def signalled(*args: Any, **kw: Any) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs in this thread, at the next bytecode
+        write(*args, **kw)
+
+    monkeypatch.setattr(report_cli, "_write", signalled)
+    out = tmp_path / "report.json"
+    done = CliRunner().invoke(main, ["report", "--format", "json", "-o", str(out), str(example_data), str(bad)])
+    assert done.exit_code == 143, done.output
+    assert out.read_text() == whole.read_text()

@@ -82,15 +82,23 @@ def test_a_report_hung_up_writes_what_was_read(tmp_path: Path) -> None:
     assert any("hung up (SIGHUP)" in m and "covers what was read until then" in m for m in doc["errors"]["messages"])
 
 
+@pytest.mark.parametrize("unreadable", [False, True])
 def test_a_signal_while_the_report_is_written_lets_it_be_written(tmp_path: Path, example_data: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """The input read to its end, a first SIGTERM as the report is being written: the report is written whole, and the
-    exit code is the signal's. It raised inside the writing, and no report was written (seen as `report listen --otlp
-    --duration 1` ended, under load: test_otlp_stop.py's race)."""
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 unreadable: bool) -> None:
+    """The inputs read to their end (beside one that is unreadable: the report of the readable one is written, then
+    the run fails), a first SIGTERM as the report is being written: the report is written whole, and the exit code is
+    the signal's. It raised inside the writing, and no report was written (seen as `report listen --otlp --duration 1`
+    ended, under load: test_otlp_stop.py's race)."""
     from latencymap.cli import report as report_cli
 
+    inputs = [str(example_data)]
+    if unreadable:
+        bad = tmp_path / "bad.txt"
+        bad.write_text("<begin record>\nlabel, io\n1, x\n<end record>\n")
+        inputs.append(str(bad))
     whole = tmp_path / "whole.json"
-    assert CliRunner().invoke(main, ["report", "--format", "json", "-o", str(whole), str(example_data)]).exit_code == 0
+    assert CliRunner().invoke(main, ["report", "--format", "json", "-o", str(whole), *inputs]).exit_code == unreadable
     write = report_cli._write
 
     def signalled(*args: Any, **kw: Any) -> None:
@@ -99,31 +107,6 @@ def test_a_signal_while_the_report_is_written_lets_it_be_written(tmp_path: Path,
 
     monkeypatch.setattr(report_cli, "_write", signalled)
     out = tmp_path / "report.json"
-    done = CliRunner().invoke(main, ["report", "--format", "json", "-o", str(out), str(example_data)])
-    assert done.exit_code == 143, done.output
-    assert out.read_text() == whole.read_text()
-
-
-def test_a_signal_while_the_report_beside_an_unreadable_input_is_written_lets_it_be_written(
-        tmp_path: Path, example_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The inputs read to their end, one of them unreadable: the report of the readable one is written, then the run
-    fails. A first SIGTERM as it is written raised inside the writing, and no report was written, as it did for
-    inputs all readable; it is written whole, and the exit code is the signal's."""
-    from latencymap.cli import report as report_cli
-
-    bad = tmp_path / "bad.txt"
-    bad.write_text("<begin record>\nlabel, io\n1, x\n<end record>\n")
-    whole = tmp_path / "whole.json"
-    args = ["report", "--format", "json", "-o", str(whole), str(example_data), str(bad)]
-    assert CliRunner().invoke(main, args).exit_code == 1
-    write = report_cli._write
-
-    def signalled(*args: Any, **kw: Any) -> None:
-        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs in this thread, at the next bytecode
-        write(*args, **kw)
-
-    monkeypatch.setattr(report_cli, "_write", signalled)
-    out = tmp_path / "report.json"
-    done = CliRunner().invoke(main, ["report", "--format", "json", "-o", str(out), str(example_data), str(bad)])
+    done = CliRunner().invoke(main, ["report", "--format", "json", "-o", str(out), *inputs])
     assert done.exit_code == 143, done.output
     assert out.read_text() == whole.read_text()

@@ -412,11 +412,9 @@ def _slow_phase(g: PeerGroup, ev: np.ndarray, k: int, wmean: np.ndarray, ref_w: 
     (`stall_gap_octaves`), which ranks' intervals that do not line up split. Each is judged against the intervals
     neither risen nor beside one (`_departures`), Bonferroni-corrected over peers and intervals; none where fewer
     than 2 such are left."""
-    others = np.delete(ev, k, axis=0)
+    weight = _ratio_weight(ev, k)
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.log(wmean[k] / ref_w)
-        others_ev = np.array([median_of(c[c > 0]) if (c > 0).any() else math.nan for c in others.T])
-        weight = 1.0 / (1.0 / ev[k] + 1.0 / others_ev)
     seen = (ref_w > 0) & np.isfinite(x) & np.isfinite(weight)
     risen = seen & (x >= math.log(th.peer_min_ratio))
     if not risen.any():
@@ -424,7 +422,7 @@ def _slow_phase(g: PeerGroup, ev: np.ndarray, k: int, wmean: np.ndarray, ref_w: 
     p = _departures(x, weight, risen, seen)
     if p is None:
         return np.zeros_like(risen)
-    return risen & (np.nan_to_num(p, nan=1.0) * len(g.members) * int(seen.sum()) <= th.peer_max_p)
+    return risen & _significant(p, g, seen, th)
 
 
 def _consistent_below(g: PeerGroup, ok: list[int], chance: float, th: Thresholds) -> None:
@@ -696,13 +694,26 @@ def _beyond_noise(g: PeerGroup, ev: np.ndarray, k: int, wm: np.ndarray, far: np.
     does) and must reach `peer_max_p`. Ranks that wait for each other agree in every other interval, so a real wait
     stands out by far; independent noise of a few events an interval does not.
     """
-    others = np.delete(ev, k, axis=0)
+    weight = _ratio_weight(ev, k)
     with np.errstate(divide="ignore", invalid="ignore"):
         below = -np.log(wm[k] / ref)
-        others_ev = np.array([median_of(c[c > 0]) if (c > 0).any() else math.nan for c in others.T])
-        weight = 1.0 / (1.0 / ev[k] + 1.0 / others_ev)
     seen = valid & np.isfinite(below) & np.isfinite(weight)
     p = _departures(below, weight, far, seen)
     if p is None:
         return None
-    return far & (np.nan_to_num(p, nan=1.0) * len(g.members) * int(seen.sum()) <= th.peer_max_p)
+    return far & _significant(p, g, seen, th)
+
+
+def _ratio_weight(ev: np.ndarray, k: int) -> np.ndarray:
+    """Per interval, the inverse variance (up to a factor) of peer `k`'s log ratio to its peers' mean: the variance of
+    a mean of e events goes as 1 / e, its own and the peers' median's (`ev`: events per peer and interval)."""
+    others = np.delete(ev, k, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        others_ev = np.array([median_of(c[c > 0]) if (c > 0).any() else math.nan for c in others.T])
+        return 1.0 / (1.0 / ev[k] + 1.0 / others_ev)
+
+
+def _significant(p: np.ndarray, g: PeerGroup, seen: np.ndarray, th: Thresholds) -> np.ndarray:
+    """Where a p of `_departures` (NaN: not tested) reaches `peer_max_p`, Bonferroni-corrected over the group's
+    peers and the intervals compared (the peer and its intervals were picked)."""
+    return np.nan_to_num(p, nan=1.0) * len(g.members) * int(seen.sum()) <= th.peer_max_p

@@ -173,14 +173,14 @@ def _listen_for_signals() -> Callable[[], None]:
     return restore
 
 
-def _signal_code(err: BaseException) -> int:
-    return EXIT_INTERRUPTED if isinstance(err, KeyboardInterrupt) else \
-        EXIT_HUNG_UP if isinstance(err, HungUp) else EXIT_TERMINATED
-
-
 def _signum(err: BaseException) -> int:
     """The signal that raises `err` (`stop_raised`)."""
     return next((signum for signum, (raised, _) in _RAISED.items() if type(err) is raised), int(signal.SIGTERM))
+
+
+def _signal_code(signum: int) -> int:
+    """The exit code of a command that signal `signum` ended."""
+    return _RAISED.get(signum, (Terminated, EXIT_TERMINATED))[1]
 
 
 def guarded(fn: Callable[[], int]) -> None:
@@ -194,7 +194,7 @@ def guarded(fn: Callable[[], int]) -> None:
             code = _exit_code(fn)
         except (KeyboardInterrupt, Terminated) as err:  # a signal raised while a failure was being turned into a code
             stopping.ending(_signum(err))
-            code = _signal_code(err)
+            code = _signal_code(_signum(err))
         finally:  # recordings finished, and what sources say at their end said, however the command ended
             stopping.ending()
             _end_hooks()
@@ -202,7 +202,7 @@ def guarded(fn: Callable[[], int]) -> None:
         restore()
     signum = stopping.asked()
     if signum is not None and code not in (EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HUNG_UP):
-        code = _RAISED.get(signum, (Terminated, EXIT_TERMINATED))[1]
+        code = _signal_code(signum)
     sys.exit(code)
 
 
@@ -224,7 +224,7 @@ def _exit_code(fn: Callable[[], int]) -> int:
         code = err.exit_code
     except (KeyboardInterrupt, Terminated) as err:
         stopping.ending(_signum(err))  # the first signal: a second one is raised in the end-of-command hooks
-        code = _signal_code(err)
+        code = _signal_code(_signum(err))
     except BrokenPipeError:
         code = EXIT_OK
     finally:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterable, Iterator
-from itertools import compress, repeat
-from operator import eq, itemgetter
+from operator import itemgetter
 from typing import Any, Protocol
 
 import numpy as np
@@ -577,10 +576,9 @@ class FastPath:
         text = "".join(data)
         if "n" in text or "N" in text:  # a `latencyunit` line among a record's rows? (digits have no n)
             rows.unit_line = next(k for k in range(nrec) if "n" in data[k] or "N" in data[k])
-        # per record: as many commas as rows in the whole batch can be a blank row beside a row of three columns
-        commas = list(map(str.count, data, repeat(",")))
-        two = list(compress(range(nrec), map(eq, commas, nrows)))
-        three = [k for k in range(nrec) if commas[k] == 2 * nrows[k] and nrows[k]] if len(two) < nrec else []
+        commas, one_each = _commas(text, nrows)
+        two = np.flatnonzero(one_each).tolist()
+        three = np.flatnonzero((commas == 2 * np.asarray(nrows)) & (commas > 0)).tolist() if len(two) < nrec else []
         if two:
             self._fill(rows, batch, two, text if len(two) == nrec else "".join(data[k] for k in two), three=False)
         if three:
@@ -661,6 +659,22 @@ def _cut(text: str) -> bool:
     line reader ends there."""
     low = text.lower()
     return BEGIN in low or END in low
+
+
+def _commas(text: str, nrows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The commas of each record's rows (`nrows` of them, in turn, in `text`, each ending in a newline), and whether
+    each of its rows holds exactly one (as many commas as rows can also be a row without one beside a row of three)."""
+    chars = np.frombuffer(text.encode(errors="replace"), dtype=np.uint8)  # in UTF-8 no other byte is "," or "\n"
+    ends, at = np.flatnonzero(chars == ord("\n")), np.flatnonzero(chars == ord(","))
+    last = np.cumsum(nrows) - 1  # each record's last row (-1: none yet)
+    upto = np.searchsorted(at, ends[np.maximum(last, 0)]) if len(ends) else np.zeros(len(nrows), dtype=np.int64)
+    commas = np.diff(np.where(last >= 0, upto, 0), prepend=0)
+    two = commas == np.asarray(nrows)
+    if two.all() and (at < ends).all() and (at[1:] > ends[:-1]).all():
+        return commas, two  # commas and row ends take turns: one comma a row
+    per_row = np.diff(np.searchsorted(at, ends), prepend=0)
+    odd = np.bincount(np.repeat(np.arange(len(nrows)), nrows)[per_row != 1], minlength=len(nrows))
+    return commas, two & (odd == 0)
 
 
 def _slots(values: np.ndarray, oracle: np.ndarray | None = None) -> np.ndarray:

@@ -104,7 +104,7 @@ HEADER = st.sampled_from([
 ROW = st.one_of(
     st.tuples(st.sampled_from([0, 1, 2, 4, 8, 1024, 3, 4294967295, 1 << 61, 10**19]),
               st.integers(0, 10**6) | st.sampled_from([-1, 10**20])).map(lambda t: f"{t[0]}, {t[1]}"),
-    st.sampled_from(["2, 5, 0.25", "1,7", " 16 , 3 ", "-4, 2", "8 |@@@ 4", "1, 2, x", "1.5, 2", "1,", "+2, 1",
+    st.sampled_from(["2, 5, 0.25", "1,7", " 16 , 3 ", "-4, 2", "8 |@@@ 4", "1, 2, x", "1.5, 2", "1,", "+2, 1", "4",
                      " +4, 1", "2, +3", "", "   ", "\u0663, 5", "4, \u0663", "latencyunit, nanosec"]),
 )
 ROW3 = st.one_of(
@@ -154,6 +154,15 @@ def test_a_blank_row_beside_a_record_of_sums_moves_no_count() -> None:
     text = ("<begin record>\n0, 0\n   \n<end record>\n"
             "<begin record>\n4, 1, 5\n<end record>\n")
     assert by_chunks(text, []) == by_lines(text)
+
+
+@pytest.mark.parametrize("rows", ["4\n1, 2, 3", "2, 4, 8\n16", "8, 1\n4\n1, 2, 3\n16, 2"])
+def test_a_row_of_one_column_beside_a_row_of_three_is_a_bad_record_not_two_rows(rows: str) -> None:
+    """As many commas as rows, but not one a row: the line reader skips the record, and so does the bulk path."""
+    text = f"<begin record>\ntimestamp, microsec, 1700000000000000, t\nlabel, a\n{rows}\n<end record>\n"
+    items = by_chunks(text, [])
+    assert [i[0] for i in items] == ["notice"] and "record skipped" in items[0][1]
+    assert items == by_lines(text)
 
 
 def test_a_label_holding_what_splitlines_takes_for_a_line_end_splits_no_record() -> None:

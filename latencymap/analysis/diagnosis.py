@@ -64,6 +64,8 @@ NEAR_EVEN_EVENTS = 0.8
 SHIFT_SIDE_SHARE = 0.9
 #: Episode lines shown by `summary_lines` before "... and N more".
 MAX_EPISODE_LINES = 5
+#: A stream of one band over at most this many buckets gets no modes line beside a bucket table: it would restate it.
+TABLE_SAYS_MODES = 2
 
 
 @dataclass
@@ -86,6 +88,8 @@ class Diagnosis:
     few: Tail | None = None
     #: Runs of columns without the events a continuous stream's usual rate says were due (`silences`).
     silences: list[Silence] = field(default_factory=list)
+    #: How many buckets hold events.
+    occupied: int = 0
 
     @property
     def stalls(self) -> list[Episode]:
@@ -102,11 +106,13 @@ class Diagnosis:
             "findings": [f.to_json() for f in self.findings],
         }
 
-    def summary_lines(self) -> list[str]:
-        """A short human diagnosis: the modes (with the band findings' why), then one finding per line."""
+    def summary_lines(self, table: bool = False) -> list[str]:
+        """A short human diagnosis: the modes (with the band findings' why), then one finding per line. `table`: a
+        bucket table follows, so a unimodal stream over at most `TABLE_SAYS_MODES` buckets gets no modes line (it
+        would say the table's rows again)."""
         if self.events <= 0:
             return ["no events"]
-        lines = [self._modes_line()]
+        lines = [] if table and not self.bimodal and self.occupied <= TABLE_SAYS_MODES else [self._modes_line()]
         # several bands: one line per band finding, each with the why of its direction; bursts always (their when)
         lines += [f.line() for f in self.findings if f.kind == "band" and (not self._pair() or f.bursts)]
         shown = [f for f in self.findings if f.kind != "band"]
@@ -184,7 +190,8 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float,
         main = main_band(d.major)
         bands = [b for b in d.major if b is not main]
         out += [band_finding(b, scope, main, pair=len(d.major) == 2,
-                             shift=d.drift if any(b is x for x in explained) else None)
+                             shift=d.drift if any(b is x for x in explained) else None,
+                             heavy=heavy_beside(b, d.major, th))
                 for b in bands if not _all_in_stalls(b, d.stalls)]
     tail = d.tail
     if tail is not None and tail.events_share > th.tail_max_events_share and d.few is not None and d.few.dominant:
@@ -198,7 +205,8 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float,
     recurring = recurring_finding(d.stalls, scope)
     if recurring is not None:
         out.append(recurring)
-    out += sorted([episode_finding(e, scope) for e in episodes] + [silence_finding(q, scope) for q in d.silences],
+    out += sorted([episode_finding(e, scope, th.startup_share) for e in episodes]
+                  + [silence_finding(q, scope) for q in d.silences],
                   key=lambda f: f.first_col if f.first_col is not None else -1)
     return out
 
@@ -237,6 +245,13 @@ def _find_bursts(b: Band, cols: Columns, starts: np.ndarray, first: int, episode
         return
     b.bursts = [(first + c, float(starts[c])) for c in picked]
     b.burst_share = float(per_col[picked].sum()) / total
+
+
+def heavy_beside(b: Band, major: list[Band], th: Thresholds) -> Band | None:
+    """The band holding more than half of the time when `b` holds less than `th.minor_band_time_share` of it (`b` is
+    then minor: that band is the one to look at); None otherwise."""
+    heavy = max(major, key=lambda x: x.time_share)
+    return heavy if heavy is not b and heavy.time_share > 0.5 and b.time_share < th.minor_band_time_share else None
 
 
 def _band_says(tail: Tail, bands: list[Band]) -> bool:
@@ -302,6 +317,7 @@ def diagnose(
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     rows_from: int = 0,
     datasource: str = "",
+    label: str = "",
     exact: bool | None = None,
     gaps: np.ndarray | None = None,
     seen_max: np.ndarray | None = None,
@@ -314,11 +330,11 @@ def diagnose(
     `counts2d` is `Columns` that read both (a stream's history, a chunk at a time: `history_columns`; `time2d` is
     then None and taken as given). `rows_from` is the column of the first row of `counts2d`/`time2d` when they hold
     only part of the history (`starts`/`ends` always cover it all); `datasource` (`spark`, `training`...) words the
-    findings' causes; `exact`: `time2d` is the source's own time, not estimated (None: when it is given), so a
-    stall's p50 is read as the report's header reads it; `gaps` marks (over all columns, as `starts`) the gap
-    columns: missing data is no silence; `seen_max` (s per slot, NaN where not known) the largest value seen, which
-    bounds a stall's wait; with `seen_min` (the smallest), the columns' medians that drift reads lie within both, as
-    the report's percentiles do.
+    findings' causes, and `label` (the stream's) too where it names them (an Oracle wait event's class); `exact`:
+    `time2d` is the source's own time, not estimated (None: when it is given), so a stall's p50 is read as the
+    report's header reads it; `gaps` marks (over all columns, as `starts`) the gap columns: missing data is no
+    silence; `seen_max` (s per slot, NaN where not known) the largest value seen, which bounds a stall's wait; with
+    `seen_min` (the smallest), the columns' medians that drift reads lie within both, as the report's percentiles do.
     """
     th = thresholds
     estimated = time2d is None and not isinstance(counts2d, Columns)
@@ -366,6 +382,7 @@ def diagnose(
         if cols.n else None,
         few=slowest_few(pooled, pooled_t, low_s, high_s, events_share=th.tail_few_events_share,
                         time_share=th.tail_few_time_share),
+        occupied=int(np.count_nonzero(pooled)),
         silences=silences_left(find_silences(cols, starts, ends, None if gaps is None else
                                              np.asarray(gaps)[first:stop], col_offset=first), stalls),
     )
@@ -375,6 +392,6 @@ def diagnose(
             _find_bursts(b, cols, starts, first, episodes)
     if d.events > 0:
         used = np.flatnonzero(pooled > 0)
-        scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s, datasource)
+        scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s, datasource, label)
         d.findings = _findings(d, scope, th, float(high_s[used[-1]]), shift_sides(major, main, d.drift, cols, first))
     return d

@@ -2,12 +2,13 @@
 
 A finding is emitted only when it would not hold for any stream (see thresholds.py): a `band` beyond the
 main one when the stream is bimodal (its why fits its direction: a band faster than the main one is cache hits,
-early errors or empty results, not a cache miss; with three or more bands each gets its own line), a `tail` holding
-half of the time in at most 10% of the events (or 30% of it in at most 2%: a heavy tail), each episode (`appear`,
-`disappear`, `move`, `reshape`, `stall`), a `drift` or `shift`, and across streams a `slow_peer` (peers.py). Report
-JSON: `{"kind", "what", "why", "where": {"first_col", "last_col", "start", "end", "low_s", "high_s"},
-"events", "events_share", "time_s", "time_share"}` (columns inclusive and absolute, times epoch seconds,
-latencies seconds; a key is null where it does not apply).
+early errors or empty results, not a cache miss; with three or more bands each gets its own line; a slower band of
+little time beside one holding most of it is minor), a `tail` holding half of the time in at most 10% of the events
+(or 30% of it in at most 2%: a heavy tail), each episode (`appear`, `disappear`, `move`, `reshape`, `stall`; a band
+or a move only in the recording's first columns is its start-up), a `drift` or `shift`, and across streams a
+`slow_peer` (peers.py). Report JSON: `{"kind", "what", "why", "where": {"first_col", "last_col", "start", "end",
+"low_s", "high_s"}, "events", "events_share", "time_s", "time_share"}` (columns inclusive and absolute, times epoch
+seconds, latencies seconds; a key is null where it does not apply).
 
 A finding's why names the causes its datasource's slow events usually have; where a source's own analysis knows what
 made them slow (Spark: its stragglers' executor slow in their stage, or partitions that read many times their stage's
@@ -35,12 +36,33 @@ from latencymap.core.units import format_duration, format_number
 #: The lead of a band's why when the stream has two bands (bimodal): the pair is two populations.
 PAIR = "two populations, not one spread: the mean describes neither; "
 
-#: The causes of an Oracle wait event's bands (`WHY["oracle"]`): its events are waits, not requests.
+#: The words of an Oracle wait event's findings (`WHY["oracle"]`): its events are waits, not requests. Its bands'
+#: causes are its wait class's (`ORACLE_CLASSES`); `slow` and `fast` here are those of an event of no known class.
 ORACLE_WAITS = {
     "noun": "waits",
-    "slow": "reads that went to disk, a busy device or path, contention for a lock or latch",
-    "fast": "reads served by the storage array's or the OS's cache, a resource found free",
+    "slow": "the resource waited for was busy or slow (a device, another session, the network)",
+    "fast": "the resource found free, or served from a cache",
 }
+
+#: The causes of an Oracle wait event's slower and faster bands by its wait class: (words of the event's name, slow,
+#: fast); the first class with a word in the stream's label (which names the event), lower-cased, gives them.
+ORACLE_CLASSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("log file", "log buffer"),  # commits and redo writes
+     "a slow redo log write (a busy log device or path), commits queued behind LGWR's writes, a log switch",
+     "a commit whose redo went out with another's (group commit), the log device's write cache"),
+    (("sql*net",),  # the time between a client's calls, or the network's: not the database's
+     "the client (its own work between calls, think time, an idle session) or a slow network: time outside the "
+     "database",
+     "calls sent back to back (a fetch or batch loop), a short network round trip"),
+    (("enq:", "latch", "mutex", "lock", "cursor:", "buffer busy"),
+     "another session holding the lock or latch longer (an uncommitted transaction, a hot row, block or index), a "
+     "queue of waiters",
+     "the lock or latch released soon after it was asked for: little contention"),
+    (("write",), "writes queued on a busy device or path, a full write cache",
+     "writes absorbed by the storage array's write cache"),
+    (("read",), "reads that went to disk, a busy device or path",
+     "reads served by the storage array's or the OS's cache"),
+)
 
 #: Why each finding matters, in the words of its datasource's events: `WHY[""]` has every key, a datasource only those
 #: whose generic words are wrong for its events (`why` falls back to `WHY[""]`). Besides the finding kinds: `noun` (the
@@ -72,6 +94,9 @@ WHY: dict[str, dict[str, str]] = {
         "recurring": "a pause that comes back: something periodic held the stream up each time (a cron job, a "
                      "periodic flush or checkpoint, GC); look at what runs at that period",
         "appear": "a latency band that is not usually there: something started or changed at that time",
+        "startup": "only at the start of the recording, not an incident in the run: warm-up (JIT compilation, cold "
+                   "caches, connections and pools opening) or a load not yet steady; the columns after it are the "
+                   "steady state",
         "disappear": "a usual band went missing: a cache warmed, a path stopped being taken, or load went away",
         "move": "the whole distribution moved: a change of device, load or configuration at that time",
         "reshape": "the mix between the usual bands changed at that time",
@@ -115,6 +140,8 @@ WHY: dict[str, dict[str, str]] = {
         "outliers known": "one or two tasks far slower than the rest, not a population of their own: {cause}",
         "bursts known": "bursts, not a steady population: the slow tasks ended in a few columns; {cause}",
         "stall known": "tasks far slower than every usual band ended then, not a pause of the work: {cause}",
+        "startup": "only at the start of the log, not an incident in the run: the application starting (cold "
+                   "executors: the JVM's start, JIT, the Python workers' start) and its first stage's tasks",
         "appear": "tasks of another kind: a new stage (other work, other partition sizes) or a group of slow tasks "
                   "in one (skew, a spill)",
         "disappear": "a usual kind of task stopped ending: the stage that ran them finished",
@@ -149,6 +176,8 @@ WHY: dict[str, dict[str, str]] = {
         "recurring": "a pause that comes back: something periodic held the loop up each time (each epoch's start "
                      "or end: the DataLoader's workers starting or shutting down; an eval pass or a checkpoint every "
                      "N steps)",
+        "startup": "only at the start of the recording, not an incident in the run: the loop's first steps "
+                   "(compilation, autotuning, DataLoader workers starting, caches filling)",
         "move": "the whole distribution moved: another phase of the run (an eval pass, a new epoch, another batch "
                 "size or sequence length) or another device or load",
         "shift": "one lasting jump: something changed at that moment (a throttled GPU or a busy host, another phase "
@@ -157,9 +186,16 @@ WHY: dict[str, dict[str, str]] = {
 }
 
 
-def why(key: str, datasource: str = "") -> str:
-    """`WHY[datasource][key]`, or the generic `WHY[""][key]` where the datasource has no words of its own."""
-    return WHY.get(datasource, {}).get(key) or WHY[""][key]
+def why(key: str, datasource: str = "", label: str = "") -> str:
+    """`WHY[datasource][key]`, or the generic `WHY[""][key]` where the datasource has no words of its own; an Oracle
+    wait event's `slow` and `fast` are its wait class's (`ORACLE_CLASSES`, by the event its stream's `label` names)."""
+    words = WHY.get(datasource, {})
+    if words is ORACLE_WAITS and key in ("slow", "fast"):
+        event = label.lower()
+        for names, slow, fast in ORACLE_CLASSES:
+            if any(name in event for name in names):
+                return slow if key == "slow" else fast
+    return words.get(key) or WHY[""][key]
 
 
 @dataclass
@@ -267,6 +303,8 @@ class Scope:
     time_s: float
     #: The stream's datasource: findings name the causes its events usually have.
     datasource: str = ""
+    #: The stream's label: an Oracle stream's names its wait event, whose class words its bands' causes.
+    label: str = ""
 
     def when(self, first_col: int, last_col: int, start: float, end: float) -> str:
         """`cols 40–49 (t+40s–t+50s)`, `col 30 (t+30s–t+31s)`."""
@@ -284,36 +322,47 @@ def cols(first_col: int, last_col: int) -> str:
     return f"col {first_col}" if first_col == last_col else f"cols {first_col}–{last_col}"
 
 
-def band_why(datasource: str, *, faster: bool = False, ratio: float = float("nan"), pair: bool = True) -> str:
-    """Why a band beyond the main one matters, with the causes a `datasource`'s events usually have.
+def band_why(datasource: str, *, faster: bool = False, ratio: float = float("nan"), pair: bool = True,
+             label: str = "", minor: str = "") -> str:
+    """Why a band beyond the main one matters, with the causes a `datasource`'s events usually have (`label`: the
+    stream's, see `why`).
 
     `faster`: the band lies below the main one (`ratio`: how many times faster its events are), so what lets events
     finish early is the cause, not what slows them; `pair`: the stream has just the two bands (bimodal), else the
-    band is one of several and its line names it.
+    band is one of several and its line names it; `minor`: a slower band holds little of the time beside another that
+    holds most of it (`2% of the time against 98% in 65.5ms–2.1s`): that one is the band to look at.
     """
     noun = why("noun", datasource)
     if faster:
         how = f" {times(ratio)} sooner" if ratio == ratio and ratio > 1 else " sooner"  # NaN: not known
-        cause = f"({why('fast', datasource)}) is the cause to find"
+        cause = f"({why('fast', datasource, label)}) is the cause to find"
         if pair:
             return PAIR + f"what lets {noun} of the faster band finish{how} {cause}"
         return f"a faster population than the main band: what lets these {noun} finish{how} {cause}"
-    cause = f"({why('slow', datasource)}) is the cause to find"
+    if minor:
+        lead = (PAIR + "the slower band is") if pair else "a slower population than the main band, but"
+        return (f"{lead} a minor one: {minor}, the band to look at first; what sends {noun} to it "
+                f"({why('slow', datasource, label)}) costs little time")
+    cause = f"({why('slow', datasource, label)}) is the cause to find"
     if pair:
         return PAIR + f"what sends {noun} to the slower band {cause}"
     return f"a slower population than the main band: what sends {noun} to it {cause}"
 
 
-def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Drift | None = None) -> Finding:
+def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Drift | None = None,
+                 heavy: Band | None = None) -> Finding:
     """A band beyond the main one (one or two events: outliers, said so), its why fitting its direction: a band
     below the main one is a fast minority, not a slow one. `pair`: the stream has only these two bands; `shift`: the
-    shift whose two sides the band and the main one are (one level before it, the other after), which explains them."""
+    shift whose two sides the band and the main one are (one level before it, the other after), which explains them;
+    `heavy`: the band that holds most of the time where this slower one holds little of it (`diagnosis.heavy_beside`):
+    this one is then said as minor."""
     few = outliers(b)
     (events_share, time_share), (main_events, main_time) = b.shown_shares, main.shown_shares  # of the ranges named
     held = f"{few} event{'s' if few > 1 else ''} ({pct(events_share)})" if few else f"{pct(events_share)} of events"
     what = (f"band {span(b.low_s, b.high_s, b.high_slot)}: {held} {'takes' if few == 1 else 'take'} "
             f"{pct(time_share)} of the time (main band "
-            f"{span(main.low_s, main.high_s, main.high_slot)}: {pct(main_events)}, {pct(main_time)})")
+            f"{span(main.low_s, main.high_s, main.high_slot)}: {pct(main_events)} of events, {pct(main_time)} of the "
+            "time)")
     faster = b.mode_slot < main.mode_slot
     if b.bursts and not faster:
         what += f"; {pct(b.burst_share)} of them in {burst_text(b.bursts, scope)}"
@@ -329,7 +378,9 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Dr
                   "two populations at once: what changed at that moment is the cause to find")
     else:
         ratio = mean_s(main) / mean_s(b) if mean_s(b) > 0 else float("nan")
-        reason = band_why(scope.datasource, faster=faster, ratio=ratio, pair=pair)
+        minor = "" if heavy is None else (f"{pct(time_share)} of the time against {pct(heavy.shown_shares[1])} in "
+                                          f"{span(heavy.low_s, heavy.high_s, heavy.high_slot)}")
+        reason = band_why(scope.datasource, faster=faster, ratio=ratio, pair=pair, label=scope.label, minor=minor)
         key = "" if faster else "slow pair" if pair else "slow"
     return Finding("band", what, reason, b.events, b.events_share, b.time_s, b.time_share,
                    scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s, key=key)
@@ -389,8 +440,9 @@ def tail_finding(t: Tail, scope: Scope, top_s: float) -> Finding:
                    scope.first_col, scope.last_col, scope.start, scope.end, t.threshold_s, top_s, key=key)
 
 
-def episode_what(e: Episode, scope: Scope) -> str:
-    """`episode cols 40–49 (t+40s–t+50s): a band appeared at ...`, or `stall cols ...: 2 events of ...`."""
+def episode_what(e: Episode, scope: Scope, startup: bool = False) -> str:
+    """`episode cols 40–49 (t+40s–t+50s): a band appeared at ...`, `start-up cols 0–1 (...): a band at ...` (`startup`:
+    the recording's start-up, see `is_startup`), or `stall cols ...: 2 events of ...`."""
     where = scope.when(e.first_col, e.last_col, e.start, e.end)
     g, lost = e.gained, e.lost
     if e.kind == "stall" and g:
@@ -406,7 +458,7 @@ def episode_what(e: Episode, scope: Scope) -> str:
                 f"those columns'; {'its' if e.events == 1 else 'their mean'} wait ({dur(mean)}) is "
                 f"{times(2.0 ** e.shift_octaves)} the stream's p50 ({dur(median)})")
     if e.kind == "appear" and g:
-        what = (f"a band appeared at {span(g.low_s, g.high_s, g.high_slot)} with {shares(g)}")
+        what = f"a band {'' if startup else 'appeared '}at {span(g.low_s, g.high_s, g.high_slot)} with {shares(g)}"
     elif e.kind == "disappear" and lost:
         what = (f"the band at {span(lost.low_s, lost.high_s, lost.high_slot)} disappeared, down to "
                 f"{pct(lost.events_share)} of events "
@@ -427,7 +479,7 @@ def episode_what(e: Episode, scope: Scope) -> str:
         what = f"the latency shape changed ({e.kind})"
     if e.kind not in ("move", "surge") and abs(e.shift_octaves) >= MIN_MOVE_OCTAVES:
         what += f"; median {e.shift_octaves:+.1f} octaves"
-    return f"episode {where}: {what}"
+    return f"{'start-up' if startup else 'episode'} {where}: {what}"
 
 
 def shares(g: Region) -> str:
@@ -436,11 +488,23 @@ def shares(g: Region) -> str:
             f"(usually {pct(g.baseline_time_share)})")
 
 
-def episode_finding(e: Episode, scope: Scope) -> Finding:
-    """An episode (a stall included) as a finding."""
+#: The episodes that, from the recording's first column, are its start-up: a band only there, the latency elsewhere.
+STARTUP_KINDS = ("appear", "move")
+
+
+def is_startup(e: Episode, scope: Scope, share: float) -> bool:
+    """True when episode `e` is the recording's start-up: one of `STARTUP_KINDS` from its first column (0) that ends
+    within `share` of the columns up to the range's end (`Thresholds.startup_share`)."""
+    return e.kind in STARTUP_KINDS and e.first_col == 0 and e.last_col + 1 <= share * (scope.last_col + 1)
+
+
+def episode_finding(e: Episode, scope: Scope, startup_share: float = 0.0) -> Finding:
+    """An episode (a stall included) as a finding; one that `is_startup` (within `startup_share` of the columns) is
+    said as the recording's start-up."""
     g = e.gained or e.lost
-    reason = why(e.kind if e.kind in WHY[""] else "reshape", scope.datasource)
-    return Finding(e.kind, episode_what(e, scope), reason, e.events, e.events_share,
+    startup = is_startup(e, scope, startup_share)
+    reason = why("startup" if startup else e.kind if e.kind in WHY[""] else "reshape", scope.datasource)
+    return Finding(e.kind, episode_what(e, scope, startup), reason, e.events, e.events_share,
                    e.time_s, e.time_share, e.first_col, e.last_col, e.start, e.end,
                    g.low_s if g else None, g.high_s if g else None, key="stall" if e.kind == "stall" else "")
 

@@ -22,7 +22,8 @@ def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
     if cached is None or cached[0] != appended:
         cached = _DIAGNOSES[hist] = (appended, diagnose(history_columns(hist), None, hist.low, hist.high,
                                                         hist.meta_in("start"), hist.meta_in("end"),
-                                                        datasource=hist.stream.datasource, exact=hist.exact,
+                                                        datasource=hist.stream.datasource, label=hist.stream.label,
+                                                        exact=hist.exact,
                                                         gaps=(hist.meta_in("flags") & GAP) != 0,
                                                         seen_max=(hist.seen or (None, None))[1],
                                                         seen_min=(hist.seen or (None, None))[0]))

@@ -35,6 +35,9 @@ class Thresholds:
     band_events_share: float = 0.03
     #: ... or of the time (a thin slow band that owns the waiting).
     band_time_share: float = 0.10
+    #: A slower band holding less than this share of the time, beside a band that holds more than half of it, is a
+    #: minor one: that band is the one to look at, not what sends events to this one.
+    minor_band_time_share: float = 0.05
     #: A band's printed range leaves out edge slots holding together at most this share of its events and time.
     edge_trim: float = 0.005
 
@@ -69,6 +72,9 @@ class Thresholds:
     #: share of what its gained region added. Where the other slots lost as many as it gained (a jHiccup log samples
     #: at a fixed rate), the total held and the mix changed: a reshape, not "more events/s on top of the usual load".
     surge_min_added: float = 0.5
+    #: A band that appears (or a latency move) from the recording's first column, and ends within this share of its
+    #: columns, is start-up (warm-up: JIT, cold caches, pools filling), not an incident in the run.
+    startup_share: float = 0.25
 
     # Stalls (stalls.py): a handful of events far above every normal band, in a few columns.
     #: Latencies up to the slot of the (1 - this) percentile event (the 99th) are normal ...

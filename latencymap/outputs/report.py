@@ -395,7 +395,7 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
                        "so); inside it, histogram_quantile draws a straight line from 0")
     pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {percentile_text(total, q)}" for q in PERCENTILES)
     out.append(f"mean {format_duration(total['mean_s'], long_units=True)}  {pcts}")
-    out += explained_diagnosis(hist, causes).summary_lines()
+    out += explained_diagnosis(hist, causes).summary_lines(table=True)
     out += marks_lines(hist)
     return out, t
 

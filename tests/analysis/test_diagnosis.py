@@ -70,7 +70,7 @@ def test_summary_reads_as_a_diagnosis() -> None:
     ("training", "(a DataLoader that cannot keep up, a sync between ranks, a checkpoint)")])
 def test_a_second_band_is_explained_in_its_datasource_s_terms(datasource: str, causes: str) -> None:
     counts, times, starts, ends = synthetic()
-    d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource)
+    d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource, label="db file sequential read")
     (band,) = [f for f in d.findings if f.kind == "band"]
     assert causes in band.why and causes in d.summary_lines()[0]
 
@@ -372,5 +372,26 @@ def test_the_band_line_gives_the_main_band_the_share_its_range_holds_as_the_mode
     events, time = main.shown_shares
     assert pct(events) != pct(main.events_share)  # the edge bucket moves the rounded share
     (band,) = [f for f in d.findings if f.kind == "band"]
-    assert f"(main band 524µs–2.1ms: {pct(events)}, {pct(time)})" in band.what
+    assert f"(main band 524µs–2.1ms: {pct(events)} of events, {pct(time)} of the time)" in band.what
     assert d.summary_lines()[0].startswith(f"bimodal: {pct(events)} of events in 524µs–2.1ms")
+
+
+@pytest.mark.parametrize(("slots", "said"), [((20,), False), ((20, 21), False), ((20, 21, 22), True)])
+def test_a_modes_line_that_would_restate_a_bucket_table_of_one_or_two_rows_is_left_out_beside_it(
+        slots: tuple[int, ...], said: bool) -> None:
+    """`unimodal: 100% of events in 1.02ms–2.05ms` above a table of that one bucket says nothing the table does not;
+    over three buckets it names the range that holds them (and the TUI, with no table, keeps it)."""
+    counts = np.zeros((5, 64))
+    counts[:, list(slots)] = 100
+    starts = np.arange(5.0)
+    d = diagnose(counts, None, LOW, HIGH, starts, starts + 1)
+    assert d.summary_lines()[0].startswith("unimodal: 100% of events in ")
+    assert any(line.startswith("unimodal:") for line in d.summary_lines(table=True)) is said
+    assert d.summary_lines(table=True)[int(said):] == d.summary_lines()[1:]
+
+
+def test_a_bimodal_stream_of_two_buckets_keeps_its_modes_line_beside_the_table() -> None:
+    counts = np.zeros((5, 64))
+    counts[:, 10], counts[:, 20] = 100, 100
+    starts = np.arange(5.0)
+    assert diagnose(counts, None, LOW, HIGH, starts, starts + 1).summary_lines(table=True)[0].startswith("bimodal: ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from diagnosis_support import paused
 
 from latencymap.analysis.diagnosis import diagnose
 from latencymap.analysis.findings import WHY, Scope, dur, since, span, with_cause
+from latencymap.analysis.thresholds import Thresholds
 from latencymap.cli.main import main
 from latencymap.core.buckets import bin_values, bounds_seconds
 
@@ -172,3 +174,138 @@ def test_the_bands_of_an_oracle_wait_event_are_explained_as_waits_not_as_request
     assert modes.startswith("   bimodal: 26% of events in 256µs–2.05ms, 74% in 2.05ms–32.8ms — "), modes
     assert "what lets waits of the faster band finish" in modes and "the OS's cache" in modes
     assert "early errors" not in modes and "empty results" not in modes
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _report_lines(*args: str) -> list[str]:
+    r = CliRunner().invoke(main, ["report", *args])
+    assert r.exit_code == 0, r.output
+    return r.output.splitlines()
+
+
+def test_a_band_line_names_what_the_main_band_s_two_shares_are() -> None:
+    """`(main band 4µs–64µs: 82%, 0.07%)` left the reader to guess which share was which."""
+    lines = _report_lines(str(FIXTURES / "bcc" / "biolatency_usecs_jD.txt"))
+    bands = [line for line in lines if line.startswith("   band ")]
+    assert len(bands) == 2 and all("(main band 4µs–64µs: 82% of events, 0.07% of the time)" in b for b in bands), bands
+
+
+def test_a_slower_band_of_little_time_beside_one_holding_most_of_it_is_said_as_minor() -> None:
+    """biolatency's 64µs–16.4ms band holds 2% of the time, its 65.5ms–2.1s band 98%: what sends events to the first
+    is not 'the cause to find'; the band holding the time is the one to look at."""
+    lines = _report_lines(str(FIXTURES / "bcc" / "biolatency_usecs_jD.txt"))
+    minor = next(line for line in lines if line.startswith("   band 64µs–16.4ms:"))
+    heavy = next(line for line in lines if line.startswith("   band 65.5ms–2.1s:"))
+    assert "a minor one: 2% of the time against 98% in 65.5ms–2.1s, the band to look at first" in minor, minor
+    assert "is the cause to find" not in minor and "(a cache miss, a retry, another device or path)" in minor
+    assert heavy.endswith("is the cause to find") and "minor" not in heavy
+
+
+def three_bands(columns: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column: 1,000 events of ~0.8 µs, 200 of ~12 µs (0.5% of the time), 40 of ~12 ms (99% of it)."""
+    counts = np.zeros((columns, len(LOW)))
+    counts[:, 10], counts[:, 14], counts[:, 24] = 1000, 200, 40
+    starts = np.arange(float(columns))
+    return counts, starts, starts + 1
+
+
+def test_the_minor_band_rule_reads_its_threshold() -> None:
+    counts, starts, ends = three_bands()
+    d = diagnose(counts, None, LOW, HIGH, starts, ends)
+    middle, slow = (f for f in d.findings if f.kind == "band")
+    assert "a minor one" in middle.why and "in 8.39ms–16.8ms, the band to look at first" in middle.why
+    assert "minor" not in slow.why
+    strict = diagnose(counts, None, LOW, HIGH, starts, ends, thresholds=Thresholds(minor_band_time_share=0.001))
+    assert all("minor" not in f.why and f.why.endswith("is the cause to find") for f in strict.findings)
+
+
+def early_band(first: int, columns: int = 20) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """500 events a column of ~24 µs, and in cols `first`..`first`+1 600 more of ~1.5 µs."""
+    counts = np.zeros((columns, len(LOW)))
+    counts[:, 15] = 500
+    counts[first:first + 2, 11] = 600
+    starts = np.arange(float(columns))
+    return counts, starts, starts + 1
+
+
+def test_a_band_only_in_the_first_columns_of_a_recording_is_said_as_start_up() -> None:
+    """jHiccup's first 10 s (JVM warm-up) were said as an incident: 'a band appeared ... something started or
+    changed at that time'. In the first quarter of the run, from its first column, it is the start-up."""
+    (start,) = [f for f in diagnose(*early_band(0)[:1], None, LOW, HIGH, *early_band(0)[1:]).findings
+                if f.kind == "appear"]
+    assert start.what.startswith("start-up cols 0–1 (t+0s–t+2s): a band at 1.02µs–2.05µs with "), start.what
+    assert start.why.startswith("only at the start of the recording, not an incident in the run: warm-up")
+    (later,) = [f for f in diagnose(*early_band(9)[:1], None, LOW, HIGH, *early_band(9)[1:]).findings
+                if f.kind == "appear"]
+    assert later.what.startswith("episode cols 9–10 (t+9s–t+11s): a band appeared at 1.02µs–2.05µs with ")
+    assert later.why == WHY[""]["appear"]
+    # two columns of six are a third of the run: no start-up, an episode
+    counts, starts, ends = early_band(0, columns=6)
+    (short,) = [f for f in diagnose(counts, None, LOW, HIGH, starts, ends).findings if f.kind == "appear"]
+    assert short.what.startswith("episode cols 0–1")
+    wide = diagnose(counts, None, LOW, HIGH, starts, ends, thresholds=Thresholds(startup_share=0.4))
+    assert next(f for f in wide.findings if f.kind == "appear").what.startswith("start-up cols 0–1")
+
+
+@pytest.mark.parametrize(("datasource", "words"), [
+    ("spark", "the application starting"), ("training", "the loop's first steps")])
+def test_a_start_up_band_is_explained_in_its_datasource_s_terms(datasource: str, words: str) -> None:
+    counts, starts, ends = early_band(0)
+    (start,) = [f for f in diagnose(counts, None, LOW, HIGH, starts, ends, datasource=datasource).findings
+                if f.kind == "appear"]
+    assert start.what.startswith("start-up cols 0–1") and words in start.why, start.why
+
+
+def test_a_latency_move_in_the_first_columns_is_start_up_too() -> None:
+    counts = np.zeros((20, len(LOW)))
+    counts[:, 15] = 500
+    counts[:2, 15], counts[:2, 17] = 0, 500  # the whole distribution 2 octaves up, then back
+    starts = np.arange(20.0)
+    (move,) = [f for f in diagnose(counts, None, LOW, HIGH, starts, starts + 1).findings if f.kind == "move"]
+    assert move.what.startswith("start-up cols 0–1 (t+0s–t+2s): latency moved "), move.what
+
+
+def test_jhiccup_s_warm_up_band_is_said_as_start_up() -> None:
+    lines = _report_lines(str(FIXTURES / "hdrhistogram" / "hiccup.140623.1028.10646.hlog"))
+    (line,) = [line for line in lines if "cols 0–1" in line]
+    assert line.startswith("   start-up cols 0–1 (t+0s–t+10s): a band at 8.19µs–32.8µs with 56% of events "), line
+    assert "something started or changed" not in line
+
+
+def bimodal_waits(faster: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """1,000 waits a column of ~0.8 µs and 100 of ~12 µs (`faster`: 100 of ~0.8 µs and 1,000 of ~12 µs)."""
+    counts = np.zeros((10, len(LOW)))
+    counts[:, 10], counts[:, 14] = (100, 1000) if faster else (1000, 100)
+    starts = np.arange(10.0)
+    return counts, starts, starts + 1
+
+
+#: Oracle wait events by class: a phrase the slow and the fast band's why must hold, and the read words they must not.
+ORACLE_EVENTS = {
+    "db file sequential read": ("reads that went to disk", "reads served by the storage array's or the OS's cache"),
+    "10046 trace data for event: db file scattered read": ("reads that went to disk", "served by the storage"),
+    "log file sync": ("a slow redo log write", "group commit"),
+    "log file parallel write inst 2": ("a slow redo log write", "group commit"),
+    "SQL*Net message from client": ("the client", "back to back"),
+    "enq: TX - row lock contention": ("holding the lock", "released soon"),
+    "latch: cache buffers chains": ("holding the lock or latch", "released soon"),
+    "direct path write temp": ("writes queued", "write cache"),
+    "some event nobody knows": ("the resource waited for", "the resource found free"),
+}
+
+
+@pytest.mark.parametrize("datasource", ["oracle", "oracle10046"])
+@pytest.mark.parametrize("label", list(ORACLE_EVENTS))
+def test_an_oracle_wait_event_s_bands_name_the_causes_of_its_wait_class(datasource: str, label: str) -> None:
+    """`log file sync` waits are commits, `SQL*Net message from client` the client's time, `enq: TX` a lock: not
+    'reads that went to disk', which only a read event's slow waits are."""
+    slow, fast = ORACLE_EVENTS[label]
+    for faster, phrase in ((False, slow), (True, fast)):
+        counts, starts, ends = bimodal_waits(faster)
+        (band,) = [f for f in diagnose(counts, None, LOW, HIGH, starts, ends, datasource=datasource,
+                                       label=label).findings if f.kind == "band"]
+        assert phrase in band.why and "waits" in band.why, (label, band.why)
+        if "read" not in label:
+            assert not re.search(r"\bread", band.why), (label, band.why)

@@ -155,7 +155,7 @@ def test_latencymap_spark_in_a_terminal_names_a_slow_executor_in_its_findings(lo
     command = (f"cd {shlex.quote(str(tmp_path))} && PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color "
                f"COLORTERM=truecolor {shlex.quote(sys.executable)} -m latencymap spark --stage {stage} "
                f"{shlex.quote(str(log))}")
-    pane = Pane(command, (200, 60))
+    pane = Pane(command, (240, 60))  # wide enough for the band line and the start of its cause
     try:
         pane.wait_for("ENDED", timeout=60)
         pane.keys("v")  # no inspector: the findings' lines are the panel's alone

@@ -80,6 +80,7 @@ def save(folder: Path, chunk: int | None) -> None:
             for prefix, vargs in variants:
                 for fmt in FORMATS:
                     code, out = run(["report", "--format", fmt, *vargs])
+                    out = out.replace(tmp, "RECORDINGS")  # a recording's notes name it: the same in every save
                     (folder / f"{prefix}{key}.{fmt}").write_text(f"exit {code}\n{out}")
             print(f"{name}: {len(variants)} input(s)", file=sys.stderr)
 

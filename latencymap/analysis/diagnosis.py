@@ -322,6 +322,7 @@ def diagnose(
     gaps: np.ndarray | None = None,
     seen_max: np.ndarray | None = None,
     seen_min: np.ndarray | None = None,
+    dropped: int = 0,
 ) -> Diagnosis:
     """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), their episodes,
     stalls and drift, and the findings among them.
@@ -334,7 +335,8 @@ def diagnose(
     `time2d` is the source's own time, not estimated (None: when it is given), so a stall's p50 is read as the
     report's header reads it; `gaps` marks (over all columns, as `starts`) the gap columns: missing data is no
     silence; `seen_max` (s per slot, NaN where not known) the largest value seen, which bounds a stall's wait; with
-    `seen_min` (the smallest), the columns' medians that drift reads lie within both, as the report's percentiles do.
+    `seen_min` (the smallest), the columns' medians that drift reads lie within both, as the report's percentiles do;
+    `dropped`: the columns a history limit dropped before column 0, which is then no start-up.
     """
     th = thresholds
     estimated = time2d is None and not isinstance(counts2d, Columns)
@@ -392,6 +394,7 @@ def diagnose(
             _find_bursts(b, cols, starts, first, episodes)
     if d.events > 0:
         used = np.flatnonzero(pooled > 0)
-        scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s, datasource, label)
+        scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s, datasource, label,
+                      dropped)
         d.findings = _findings(d, scope, th, float(high_s[used[-1]]), shift_sides(major, main, d.drift, cols, first))
     return d

@@ -18,6 +18,7 @@ median bytes), the report words that instead (`with_cause`, `Finding.holds`: whi
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -45,8 +46,11 @@ ORACLE_WAITS = {
 }
 
 #: The causes of an Oracle wait event's slower and faster bands by its wait class: (words of the event's name, slow,
-#: fast); the first class with a word in the stream's label (which names the event), lower-cased, gives them.
+#: fast); the first class with one of its words, whole, in the stream's label (which names the event), lower-cased,
+#: gives them (a `block` is no `lock`, a `thread` no `read`).
 ORACLE_CLASSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("read",), "reads that went to disk, a busy device or path",  # `log file sequential read` too: the archiver's
+     "reads served by the storage array's or the OS's cache"),
     (("log file", "log buffer"),  # commits and redo writes
      "a slow redo log write (a busy log device or path), commits queued behind LGWR's writes, a log switch",
      "a commit whose redo went out with another's (group commit), the log device's write cache"),
@@ -60,8 +64,6 @@ ORACLE_CLASSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
      "the lock or latch released soon after it was asked for: little contention"),
     (("write",), "writes queued on a busy device or path, a full write cache",
      "writes absorbed by the storage array's write cache"),
-    (("read",), "reads that went to disk, a busy device or path",
-     "reads served by the storage array's or the OS's cache"),
 )
 
 #: Why each finding matters, in the words of its datasource's events: `WHY[""]` has every key, a datasource only those
@@ -193,7 +195,7 @@ def why(key: str, datasource: str = "", label: str = "") -> str:
     if words is ORACLE_WAITS and key in ("slow", "fast"):
         event = label.lower()
         for names, slow, fast in ORACLE_CLASSES:
-            if any(name in event for name in names):
+            if any(re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", event) for name in names):
                 return slow if key == "slow" else fast
     return words.get(key) or WHY[""][key]
 
@@ -305,6 +307,8 @@ class Scope:
     datasource: str = ""
     #: The stream's label: an Oracle stream's names its wait event, whose class words its bands' causes.
     label: str = ""
+    #: Columns dropped before column 0 (a history limit): column 0 is then no start of the recording.
+    dropped: int = 0
 
     def when(self, first_col: int, last_col: int, start: float, end: float) -> str:
         """`cols 40–49 (t+40s–t+50s)`, `col 30 (t+30s–t+31s)`."""
@@ -493,9 +497,10 @@ STARTUP_KINDS = ("appear", "move")
 
 
 def is_startup(e: Episode, scope: Scope, share: float) -> bool:
-    """True when episode `e` is the recording's start-up: one of `STARTUP_KINDS` from its first column (0) that ends
-    within `share` of the columns up to the range's end (`Thresholds.startup_share`)."""
-    return e.kind in STARTUP_KINDS and e.first_col == 0 and e.last_col + 1 <= share * (scope.last_col + 1)
+    """True when episode `e` is the recording's start-up: one of `STARTUP_KINDS` from its first column (0, none
+    dropped before it) that ends within `share` of the columns up to the range's end (`Thresholds.startup_share`)."""
+    return e.kind in STARTUP_KINDS and e.first_col == 0 and not scope.dropped \
+        and e.last_col + 1 <= share * (scope.last_col + 1)
 
 
 def episode_finding(e: Episode, scope: Scope, startup_share: float = 0.0) -> Finding:

@@ -26,5 +26,6 @@ def stream_diagnosis(hist: StreamHistory) -> Diagnosis:
                                                         exact=hist.exact,
                                                         gaps=(hist.meta_in("flags") & GAP) != 0,
                                                         seen_max=(hist.seen or (None, None))[1],
-                                                        seen_min=(hist.seen or (None, None))[0]))
+                                                        seen_min=(hist.seen or (None, None))[0],
+                                                        dropped=hist.dropped))
     return cached[1]

@@ -308,7 +308,7 @@ def _stream_text(hist: StreamHistory, acc: Accumulator, untimed: bool = False,
     no rate are given; `causes`: its stragglers, see `Causes`)."""
     s = hist.stream
     out = [f"== {clean_text(s.label) or '(no label)'}  [{clean_text(s.datasource)}, {s.unit}]"]
-    lines, t = _summary(hist, acc, untimed, causes)
+    lines, t = _summary(hist, acc, untimed, causes, table=True)
     out += [f"   {line}" for line in lines]
     if t is not None and t.events:
         out += _bucket_table(hist, t.counts)
@@ -319,15 +319,17 @@ def stream_summary(hist: StreamHistory, acc: Accumulator | None = None, untimed:
                    causes: list[dict[str, Any]] | None = None) -> list[str]:
     """What the report says of one stream above its bucket table: columns, events, rate and time waited, how the
     source's buckets are used, mean and percentiles, the diagnosis, marked columns (the SVG and HTML reports show
-    the same lines; `acc` gives the source's own buckets and sums, as `report` reads them; `causes`: the stream's
-    stragglers, see `Causes`)."""
+    these lines, without a bucket table: so with the modes line the text leaves to a table of one or two rows; `acc`
+    gives the source's own buckets and sums, as `report` reads them; `causes`: the stream's stragglers, see
+    `Causes`)."""
     return _summary(hist, acc, untimed, causes)[0]
 
 
 def _summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
-             causes: list[dict[str, Any]] | None = None) -> tuple[list[str], Totals | None]:
-    """`stream_summary`'s lines, and the stream's totals (None without columns)."""
-    lines, t = _kept_summary(hist, acc, untimed, causes)
+             causes: list[dict[str, Any]] | None = None, table: bool = False) -> tuple[list[str], Totals | None]:
+    """`stream_summary`'s lines, and the stream's totals (None without columns); `table`: a bucket table follows them
+    (see `Diagnosis.summary_lines`)."""
+    lines, t = _kept_summary(hist, acc, untimed, causes, table)
     drop = dropped_line(hist, acc)
     return ([lines[0], drop, *lines[1:]] if drop else lines), t
 
@@ -345,7 +347,7 @@ def dropped_line(hist: StreamHistory, acc: Accumulator | None = None) -> str | N
 
 
 def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
-                  causes: list[dict[str, Any]] | None = None) -> tuple[list[str], Totals | None]:
+                  causes: list[dict[str, Any]] | None = None, table: bool = False) -> tuple[list[str], Totals | None]:
     """`_summary` of the columns kept."""
     if hist.n == 0:  # all dropped: a stream that ended while others went on, under a --history budget
         return ["no columns kept" if hist.dropped else "no intervals (a single record is only a baseline)"], None
@@ -395,7 +397,7 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
                        "so); inside it, histogram_quantile draws a straight line from 0")
     pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {percentile_text(total, q)}" for q in PERCENTILES)
     out.append(f"mean {format_duration(total['mean_s'], long_units=True)}  {pcts}")
-    out += explained_diagnosis(hist, causes).summary_lines(table=True)
+    out += explained_diagnosis(hist, causes).summary_lines(table)
     out += marks_lines(hist)
     return out, t
 

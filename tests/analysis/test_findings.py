@@ -12,9 +12,12 @@ from diagnosis_support import paused
 
 from latencymap.analysis.diagnosis import diagnose
 from latencymap.analysis.findings import WHY, Scope, dur, since, span, with_cause
+from latencymap.analysis.summary import stream_diagnosis
 from latencymap.analysis.thresholds import Thresholds
 from latencymap.cli.main import main
+from latencymap.core.accumulator import StreamHistory
 from latencymap.core.buckets import bin_values, bounds_seconds
+from latencymap.core.model import Interval, StreamId
 
 LOW, HIGH = bounds_seconds("bpf", "nanosec")
 SPARK_LOG = Path(__file__).resolve().parents[2] / "fixtures" / "spark" / "plain" / "local-1795225623494"
@@ -293,6 +296,12 @@ ORACLE_EVENTS = {
     "latch: cache buffers chains": ("holding the lock or latch", "released soon"),
     "direct path write temp": ("writes queued", "write cache"),
     "some event nobody knows": ("the resource waited for", "the resource found free"),
+    # a class's words are whole words of the event's name: a block is no lock, a thread no read
+    "cell single block physical read": ("reads that went to disk", "served by the storage"),
+    "gc cr block 2-way": ("the resource waited for", "the resource found free"),
+    "os thread startup": ("the resource waited for", "the resource found free"),
+    # the archiver's reads of the redo log: reads, not commits
+    "log file sequential read": ("reads that went to disk", "served by the storage"),
 }
 
 
@@ -309,3 +318,23 @@ def test_an_oracle_wait_event_s_bands_name_the_causes_of_its_wait_class(datasour
         assert phrase in band.why and "waits" in band.why, (label, band.why)
         if "read" not in label:
             assert not re.search(r"\bread", band.why), (label, band.why)
+
+
+def capped_history(columns: int, band_at: int, cap: int) -> StreamHistory:
+    """`early_band`'s columns (a band in cols `band_at`..`band_at`+1), in a history that keeps the newest `cap`."""
+    counts, starts, ends = early_band(band_at, columns)
+    hist = StreamHistory(StreamId("capped", "bpf", "nanosec"), cap)
+    hist.extend([Interval(hist.stream, float(s), float(e), c.astype(np.int64))
+                 for s, e, c in zip(starts, ends, counts, strict=True)])
+    return hist
+
+
+def test_a_band_in_the_first_columns_kept_after_older_ones_were_dropped_is_no_start_up() -> None:
+    """`--history 40` of 60 columns keeps cols 20–59: a band at cols 20–21, mid-run, was said as the recording's
+    start-up ('not an incident in the run')."""
+    hist = capped_history(60, 20, 40)
+    assert hist.dropped == 20
+    (found,) = [f for f in stream_diagnosis(hist).findings if f.kind == "appear"]
+    assert found.what.startswith("episode cols 0–1 ") and found.why == WHY[""]["appear"], found.what
+    (start,) = [f for f in stream_diagnosis(capped_history(40, 0, 40)).findings if f.kind == "appear"]
+    assert start.what.startswith("start-up cols 0–1 ")

@@ -165,6 +165,23 @@ def test_a_row_of_one_column_beside_a_row_of_three_is_a_bad_record_not_two_rows(
     assert items == by_lines(text)
 
 
+#: Rows of none to four columns of powers of two (read across rows, any two make a good row), non-ASCII, carriage
+#: returns: a record's commas do not say its rows'.
+ROW_SHAPE = st.sampled_from(["4", "", "   ", "1, 2", "2, 4, 8", "4, 2, 1, 8", "8, 1,", ",", "\u00e9, 1", "4, 2\r",
+                             "2, 4, 8\r", "16, \u0663"])
+
+
+@given(st.lists(st.lists(ROW_SHAPE, max_size=4), min_size=1, max_size=6), st.lists(st.integers(0, 600), max_size=2))
+@settings(suppress_health_check=[HealthCheck.too_slow])
+def test_canonical_records_of_rows_of_any_columns_read_as_line_by_line(records: list[list[str]],
+                                                                       cuts: list[int]) -> None:
+    """The stream strategy's records seldom take the bulk path with rows of mixed columns; these all may."""
+    text = "".join(f"<begin record>\ntimestamp, microsec, {1_700_000_000_000_000 + k * 1_000_000}, d\nlabel, a\n"
+                   + "".join(f"{row}\n" for row in ["1, 1", *rows]) + "<end record>\n"
+                   for k, rows in enumerate(records))
+    assert by_chunks(text, cuts) == by_lines(text)
+
+
 def test_a_label_holding_what_splitlines_takes_for_a_line_end_splits_no_record() -> None:
     """A record read line by line (a bad record beside it sends the chunk there) was cut at a label's U+2028, `\\f`,
     ...: every record was skipped (`got 'b'`), and the bad record's message named the wrong line."""

@@ -14,12 +14,14 @@ import pytest
 from tui_support import example_items, fixture_items, ranks, run_ended, synthetic, wait_until
 from tui_support import frequency_map as freq
 
-from latencymap.core.model import Interval
+from latencymap.core.accumulator import StreamHistory
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, StreamId
 from latencymap.core.sanitize import cell_width
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.axis import LABEL_W
 from latencymap.tui.diffmap import DiffScreen
-from latencymap.tui.findings import FindingItem, FindingsPanel
+from latencymap.tui.findings import FindingItem, FindingsPanel, window_findings
 from latencymap.tui.inspector import Inspector
 from latencymap.tui.window import Window
 
@@ -240,3 +242,17 @@ def test_findings_first_line_is_selectable_in_the_panel_itself() -> None:
     panel.items = [FindingItem("modes"), FindingItem("band"), FindingItem("episode", 3, 4)]
     assert panel.selectable() == [0, 1, 2] and panel.placed() == [2]
     assert np.array_equal(FindingItem("x", 3, 9, (3, 5, 9)).columns(), [(3, 3), (5, 5), (9, 9)])
+
+
+def test_a_band_in_the_first_columns_kept_after_older_ones_were_dropped_is_no_start_up_in_the_panel() -> None:
+    """A live view keeps the newest columns: its column 0 is no longer the recording's start, and a band there (cols
+    20–21 of those read) is an episode, not the start-up."""
+    hist = StreamHistory(StreamId("capped", "bpf", "nanosec"), 40)
+    for col in range(60):
+        counts = np.zeros(NSLOTS, dtype=np.int64)
+        counts[15] = 500
+        counts[11] = 600 if col in (20, 21) else 0
+        hist.extend([Interval(hist.stream, float(col), float(col + 1), counts)])
+    texts = [item.text for item in window_findings(hist, 0, hist.n)]
+    assert any(text.startswith("episode cols 0–1 ") for text in texts), texts
+    assert not any(text.startswith("start-up") for text in texts), texts

@@ -349,3 +349,13 @@ def test_the_subtitle_counts_its_intervals_in_words(tmp_path: Path, fixtures: Pa
     many = html_unescape(render(fmt, tmp_path / f"many.{fmt}", example_data))
     n = next(iter(load(example_data).streams.values())).n
     assert n > 1 and f", {n:,} intervals<" in many
+
+
+@pytest.mark.parametrize("fmt", ["svg", "html"])
+def test_a_one_bucket_stream_keeps_its_modes_line_where_no_bucket_table_follows(tmp_path: Path, fixtures: Path,
+                                                                                fmt: str) -> None:
+    """The text report leaves out `unimodal: 100% of events in 1.02ms–2.05ms` above a bucket table of that one row;
+    the SVG and HTML reports have no such table (a heat map of many rows): the line is the only one naming the
+    range, and stays."""
+    text = render(fmt, tmp_path / f"out.{fmt}", fixtures / "bpftrace" / "sleeps_keyed_cumulative.txt")
+    assert text.count("unimodal: 100% of events in 1.02ms–2.05ms") == 2, fmt

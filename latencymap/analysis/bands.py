@@ -43,6 +43,7 @@ the time. The time criterion catches the thin slow band that owns the waiting: 5
 
 from __future__ import annotations
 
+from functools import cache
 from itertools import pairwise
 from typing import Any
 
@@ -131,11 +132,6 @@ def local_peaks(c: np.ndarray) -> np.ndarray:
     return np.flatnonzero(left_ok & right_ok & (c > 0))
 
 
-def _valleys(c: np.ndarray, peaks: list[int]) -> list[int]:
-    """The lowest slot between each pair of consecutive peaks: in the longest run of such slots (the widest gap)."""
-    return [_lowest(c, a + 1, b) if b > a + 1 else a for a, b in pairwise(peaks)]
-
-
 def _lowest(c: np.ndarray, a: int, b: int) -> int:
     """A slot of `c[a:b]` holding its minimum, the first of the longest run of them."""
     low = c[a:b] == c[a:b].min()
@@ -215,12 +211,23 @@ def split_points(c: np.ndarray, *, max_valley_ratio: float = MAX_VALLEY_RATIO,
     cum = np.concatenate(([0.0], np.cumsum(c)))
     c = per_octave(c)
     peaks = [int(p) for p in local_peaks(c)]
+
+    # a pair of neighbouring peaks keeps its valley and separation while both last: each found once
+    @cache
+    def valley(a: int, b: int) -> int:
+        """The lowest slot between peaks `a` and `b`: in the longest run of such slots (the widest gap)."""
+        return _lowest(c, a + 1, b) if b > a + 1 else a
+
+    @cache
+    def separation(a: int, v: int, b: int, right_thinner: bool) -> float:
+        """`_separation` of the valley `v` between peaks `a` and `b`."""
+        return _separation(c, a, v, b, max_valley_ratio, min_valley_z, deep_valley_ratio, gap_alpha, right_thinner)
+
     while len(peaks) > 1:
-        valleys = _valleys(c, peaks)
+        valleys = [valley(a, b) for a, b in pairwise(peaks)]
         cuts = [0, *(v + 1 for v in valleys), len(c)]
         mass = [cum[b] - cum[a] for a, b in pairwise(cuts)]  # events of each peak's band, valleys to the left
-        shallow = [_separation(c, a, v, b, max_valley_ratio, min_valley_z, deep_valley_ratio, gap_alpha,
-                               mass[i + 1] < mass[i])
+        shallow = [separation(a, v, b, bool(mass[i + 1] < mass[i]))
                    for i, ((a, b), v) in enumerate(zip(pairwise(peaks), valleys, strict=True))]
         worst = int(np.argmax(shallow))
         if shallow[worst] <= max_valley_ratio:

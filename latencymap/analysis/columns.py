@@ -1,7 +1,7 @@
 """The (columns x slots) counts and times a diagnosis reads: whole arrays, or a stream's history a chunk at a time.
 
 A day of one-second columns over 64 slots is 44 MB per float64 matrix, and the diagnosis used several (counts,
-times, copies of both). Read from a history (`history_columns`), the columns come `chunked.ROWS` at a time (dense
+times, copies of both). Read from a long history (`history_columns`), the columns come `chunked.ROWS` at a time (dense
 float64 chunks of 512 KiB, decoded from the history's compressed chunks, which is cheap) and every pass over them
 keeps only what it needs per column (one number each) or per slot. Every figure is the same, bit for bit, as over
 whole arrays: per-column figures are computed row by row, and sums across columns follow NumPy's order
@@ -11,6 +11,7 @@ whole arrays: per-column figures are computed row by row, and sums across column
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import cached_property
 
 import numpy as np
 
@@ -23,30 +24,34 @@ from latencymap.core.lean import dataclass
 Rows = tuple[np.ndarray, np.ndarray]
 
 
-#: A diagnosis keeps the columns it reads from a history (and their windows), to read them again pass after pass,
-#: when they fit in this many bytes (some thousand columns); a longer history is read afresh on each pass.
+#: A diagnosis reads the columns of a history whole, once, for all its passes, when they fit in this many bytes (some
+#: thousand columns); a longer history is read a chunk at a time, afresh on each pass.
 KEPT_BYTES = 8 << 20
 
 
 class Columns:
     """`n` columns of `width` slots: counts and times, read a chunk of columns at a time (`read(first, stop)`), or
-    whole (`whole`: the arrays themselves, read in one piece as the diagnosis always read them); `kept`: each range
-    read is kept, read-only, for the passes after (as long as `KEPT_BYTES` holds them all)."""
+    whole (`whole`: the arrays themselves, read in one piece as the diagnosis always read them)."""
 
-    def __init__(self, n: int, width: int, read: Callable[[int, int], Rows], whole: bool = False,
-                 kept: bool = False) -> None:
+    def __init__(self, n: int, width: int, read: Callable[[int, int], Rows], whole: bool = False) -> None:
         self.n = n
         self.width = width
-        self.kept = kept and not whole and 16 * n * width <= KEPT_BYTES
-        self._read = _keeping(read, 16 * n * width) if self.kept else read
+        self._read = read
         self.whole = whole
-        self._profile: _Profile | None = None
+        self._profile: _Profile | _WholeProfile | None = None
         self._totals: tuple[float, float] | None = None
 
     def chunks(self) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
         """(rows, counts, times) covering every column in order."""
         for rows in [slice(0, self.n)] if self.whole else chunked.spans(self.n):
             yield (rows, *self._read(rows.start, rows.stop))
+
+    def blocks(self) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
+        """`chunks`, whole arrays cut in blocks of `chunked.ROWS` columns (views): for a pass whose work makes
+        temporaries the size of what it reads, which then stay small and are reused from block to block."""
+        for span, c, t in self.chunks():
+            for rows in chunked.spans(len(c)):
+                yield slice(span.start + rows.start, span.start + rows.stop), c[rows], t[rows]
 
     def part(self, first: int, stop: int) -> Columns:
         """Columns `first` to `stop` (half-open)."""
@@ -57,7 +62,8 @@ class Columns:
         return Columns(stop - first, self.width, lambda a, b: read(first + a, first + b), self.whole)
 
     def window(self, slots: slice) -> Columns:
-        """The columns over `slots` only, each array read contiguous (whole ones copied once)."""
+        """The columns over `slots` only: each chunk read contiguous, whole arrays as views (no copy of them all; the
+        same figures: a column's slots are read in order, and each slot's columns)."""
         read = self._read
 
         def sliced(a: int, b: int) -> Rows:
@@ -66,9 +72,9 @@ class Columns:
 
         width = len(range(*slots.indices(self.width)))
         if not self.whole:
-            return Columns(self.n, width, sliced, kept=self.kept)
-        c, t = sliced(0, self.n)
-        return Columns(self.n, width, lambda a, b: (c[a:b], t[a:b]), whole=True)
+            return Columns(self.n, width, sliced)
+        c, t = read(0, self.n)
+        return Columns(self.n, width, lambda a, b: (c[a:b, slots], t[a:b, slots]), whole=True)
 
     def take(self, rows: np.ndarray) -> Rows:
         """(counts, times) of the columns `rows` (indices, ascending), as `counts[rows]` gives them."""
@@ -88,36 +94,36 @@ class Columns:
             span = slice(chunk * chunked.ROWS, min(self.n, (chunk + 1) * chunked.ROWS))
             yield (span, *self._read(span.start, span.stop))
 
-    def profile(self) -> _Profile:
-        """What several steps ask of every column, read in one pass (and kept)."""
+    def profile(self) -> _Profile | _WholeProfile:
+        """What several steps ask of every column, read in one pass (and kept); of whole arrays, each figure when
+        first asked (there is no reading to share)."""
         if self._profile is None:
+            if self.whole:
+                self._profile = _WholeProfile(*self._read(0, self.n), self.width)
+                return self._profile
             counts, times = chunked.SlotSums(self.width), chunked.SlotSums(self.width)
-            events, spent = [], []
+            events = []
             held, used = np.zeros(self.width, dtype=bool), np.zeros(self.width, dtype=bool)
             presence = np.zeros(self.width, dtype=np.int64)
             for _, c, t in self.chunks():
                 events.append(c.sum(axis=1))
-                spent.append(t.sum(axis=1))
                 counts.add(c)
                 times.add(t)
                 held |= c.any(axis=0)
                 used |= t.any(axis=0)
                 presence += (c > 0).sum(axis=0)
-            self._profile = _Profile(np.concatenate(events) if events else np.zeros(0),
-                                     np.concatenate(spent) if spent else np.zeros(0), counts.result(),
+            self._profile = _Profile(np.concatenate(events) if events else np.zeros(0), counts.result(),
                                      times.result(), held, held | used, presence)
         return self._profile
 
-    def column_sums(self) -> Rows:
-        """Events and time per column, each summed over its slots."""
-        profile = self.profile()
-        return profile.events, profile.time
+    def events(self) -> np.ndarray:
+        """Events per column: its counts summed over its slots."""
+        return self.profile().events
 
     def slot_sums(self, rows: np.ndarray | None = None) -> Rows:
         """Counts and times per slot, summed over the columns (`rows`: a mask of those to sum)."""
-        if rows is None:
-            profile = self.profile()
-            return profile.counts, profile.times
+        if rows is None or rows.all():
+            return self.profile().slots
         counts, times = chunked.SlotSums(self.width), chunked.SlotSums(self.width)
         for span, c, t in self.chunks():
             counts.add(c[rows[span]])
@@ -147,16 +153,53 @@ class Columns:
 
 @dataclass(slots=True)
 class _Profile:
-    """Per column, events and time; per slot, counts and times summed, whether any count or any count or time is
-    there, and in how many columns (`Columns.profile`)."""
+    """Per column, its events; per slot, counts and times summed, whether any count or any count or time is there,
+    and in how many columns (`Columns.profile`)."""
 
     events: np.ndarray
-    time: np.ndarray
     counts: np.ndarray
     times: np.ndarray
     held: np.ndarray
     used: np.ndarray
     presence: np.ndarray
+
+    @property
+    def slots(self) -> Rows:
+        """Counts and times per slot."""
+        return self.counts, self.times
+
+
+class _WholeProfile:
+    """`_Profile`'s figures of whole arrays of counts and times, each computed when first asked, as that pass
+    computes it."""
+
+    def __init__(self, counts: np.ndarray, times: np.ndarray, width: int) -> None:
+        self._counts, self._times, self._width = counts, times, width
+
+    @cached_property
+    def events(self) -> np.ndarray:
+        """Per column, its events."""
+        return np.asarray(self._counts.sum(axis=1))
+
+    @cached_property
+    def slots(self) -> Rows:
+        """Per slot, counts and times summed (as `chunked` sums them)."""
+        return chunked.slot_sums([self._counts], self._width), chunked.slot_sums([self._times], self._width)
+
+    @cached_property
+    def held(self) -> np.ndarray:
+        """Per slot, whether any column holds a count."""
+        return np.asarray(self._counts.any(axis=0))
+
+    @cached_property
+    def used(self) -> np.ndarray:
+        """Per slot, whether any column holds a count or a time."""
+        return self.held | np.asarray(self._times.any(axis=0))
+
+    @cached_property
+    def presence(self) -> np.ndarray:
+        """Per slot, in how many columns it holds a count."""
+        return np.asarray((self._counts > 0).sum(axis=0))
 
 
 def as_columns(counts: np.ndarray | Columns, times: np.ndarray | None = None, low_s: np.ndarray | None = None,
@@ -176,33 +219,17 @@ def as_columns(counts: np.ndarray | Columns, times: np.ndarray | None = None, lo
 
 
 def history_columns(hist: StreamHistory) -> Columns:
-    """A stream's kept columns, read from its history a chunk at a time, as the diagnosis reads them (float64,
-    negatives clipped), and kept when they fit (`KEPT_BYTES`)."""
+    """A stream's kept columns as the diagnosis reads them (float64, negatives clipped): read whole, once, when they
+    fit in `KEPT_BYTES` (the same figures, bit for bit, in fewer and larger steps), else a chunk at a time."""
 
     def read(a: int, b: int) -> Rows:
         cols = slice(a, b)
         return nonnegative(hist.counts_in(cols)), nonnegative(hist.time_in(cols))
 
-    return Columns(hist.n, len(hist.low), read, kept=True)
-
-
-def _keeping(read: Callable[[int, int], Rows], room: int) -> Callable[[int, int], Rows]:
-    """`read`, each range it reads kept (read-only: the passes share it) and given again, whole or in part, while
-    `room` bytes hold them."""
-    kept: dict[tuple[int, int], Rows] = {}
-    left = [room]
-
-    def again(a: int, b: int) -> Rows:
-        for (first, stop), (c, t) in kept.items():
-            if first <= a and b <= stop:
-                return (c, t) if (first, stop) == (a, b) else (c[a - first: b - first], t[a - first: b - first])
-        rows = read(a, b)
-        size = rows[0].nbytes + rows[1].nbytes
-        if size <= left[0]:
-            left[0] -= size
-            for part in rows:
-                part.flags.writeable = False
-            kept[a, b] = rows
-        return rows
-
-    return again
+    n, width = hist.n, len(hist.low)
+    if 16 * n * width > KEPT_BYTES:
+        return Columns(n, width, read)
+    counts, times = read(0, n)
+    for part in (counts, times):  # shared by every pass, as the history's own dense arrays may be
+        part.flags.writeable = False
+    return Columns(n, width, lambda a, b: (counts[a:b], times[a:b]), whole=True)

@@ -229,7 +229,7 @@ def _find_bursts(b: Band, cols: Columns, starts: np.ndarray, first: int, episode
     parts = [c[:, band].sum(axis=1) for _, c, _ in cols.chunks()]
     per_col = np.concatenate(parts) if parts else np.zeros(0)
     total = float(per_col.sum())
-    occupied = int((cols.column_sums()[0] > 0).sum())
+    occupied = int((cols.events() > 0).sum())
     if total <= 0 or outliers(b) or occupied < 2 * BURST_COLUMNS:
         return
     order = np.argsort(-per_col, kind="stable")

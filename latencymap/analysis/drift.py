@@ -66,7 +66,7 @@ def find_drift(counts: np.ndarray | Columns, low_s: np.ndarray, high_s: np.ndarr
         if seen is not None:
             seen = (np.asarray(seen[0])[slots], np.asarray(seen[1])[slots])
     found, medians = [], []
-    for span, c, t in cols.chunks():  # each column's median, a chunk of columns at a time
+    for span, c, t in cols.blocks():  # each column's median, a block of columns at a time
         c = c[:, slots]
         rows = np.flatnonzero(c.sum(axis=1) >= th.episode_min_column_events)
         found.append(rows + span.start)

@@ -143,6 +143,8 @@ def poisson_deviance(observed: np.ndarray, expected: np.ndarray) -> np.ndarray:
 def _shares(x: np.ndarray) -> np.ndarray:
     """Rows normalised to sum 1 (zero rows stay zero)."""
     total = x.sum(axis=-1, keepdims=True)
+    if (total > 0).all():
+        return x / total  # the same quotients, without a masked division's cost
     return np.divide(x, total, out=np.zeros_like(x), where=total > 0)
 
 
@@ -168,12 +170,12 @@ def anomalous_columns(
     used = np.flatnonzero(cols.used())
     lo, hi = (int(used[0]), int(used[-1]) + 1) if used.size else (0, cols.width)
     window = cols.window(slice(lo, hi))
-    n = window.column_sums()[0]
+    n = window.events()
     testable = n >= min_column_events
     anomalous = np.zeros(cols.n, dtype=bool)
     for step in range(iterations):
         normal = testable & ~anomalous
-        base, base_t = window.slot_sums(normal)
+        sums = base, base_t = window.slot_sums(normal)
         if step == 0 and normal.sum() >= 3:
             # The first baseline is the median column's shape, not the pooled one: a change lasting a third of the
             # range (a slow band from t+40s to the end) would otherwise be in the pooled shape, making every column
@@ -182,7 +184,7 @@ def anomalous_columns(
             base_t = _median_shape_of(window, normal, of_time=True) * float(base_t.sum())
         p, pt = _baseline_shares(base), _shares(base_t)
         deviance, tvd, tvd_time, df = np.empty(cols.n), np.empty(cols.n), np.empty(cols.n), np.empty(cols.n, int)
-        for span, c, t in window.chunks():
+        for span, c, t in window.blocks():
             deviance[span], df[span], tvd[span], tvd_time[span] = _column_tests(c, t, n[span], base > 0, p, pt)
         ratio = deviance / (df * (1.0 - 2.0 / (9.0 * df)) ** 3)  # ~1 at the median of chi2(df)
         dispersion = max(1.0, float(median_of(ratio[normal]))) if normal.any() else 1.0
@@ -191,8 +193,16 @@ def anomalous_columns(
         if found.sum() * 2 > testable.sum() or np.array_equal(found, anomalous):
             break  # converged, or no majority of normal columns to stand as the baseline
         anomalous = found
-    normal = testable & ~anomalous
-    return (anomalous, *cols.slot_sums(normal))
+    else:
+        sums = window.slot_sums(testable & ~anomalous)
+    # the baseline over every slot: the window's sums, as the slots beyond it hold nothing in any column (a window of
+    # one slot is summed as a vector, wider ones slot by slot: `chunked.SlotSums`)
+    if window.width == 1 < cols.width:
+        return (anomalous, *cols.slot_sums(testable & ~anomalous))
+    wide = [np.zeros(cols.width, dtype=part.dtype) for part in sums]
+    for whole, part in zip(wide, sums, strict=True):
+        whole[lo:hi] = part
+    return anomalous, wide[0], wide[1]
 
 
 def _column_tests(counts: np.ndarray, times: np.ndarray, n: np.ndarray, in_base: np.ndarray, p: np.ndarray,
@@ -222,18 +232,24 @@ def _shape(med: np.ndarray, pooled: Callable[[], np.ndarray]) -> np.ndarray:
 
 
 def _median_shape_of(window: Columns, normal: np.ndarray, *, of_time: bool) -> np.ndarray:
-    """`_median_shape` of the `normal` columns' shares of events (`of_time`: of time), read a chunk at a time: a
+    """`_median_shape` of the `normal` columns' shares of events (`of_time`: of time), read a block at a time: a
     few slots at a time, as many as `MEDIAN_BYTES` holds."""
 
     def shares(slots: slice = slice(None)) -> Iterator[np.ndarray]:
-        for span, c, t in window.chunks():
+        for span, c, t in window.blocks():
             yield _shares(t if of_time else c)[normal[span], slots]
 
-    group = max(1, MEDIAN_BYTES // (8 * max(int(normal.sum()), 1)))
+    count = int(normal.sum())
+    group = max(1, MEDIAN_BYTES // (8 * max(count, 1)))
     med = np.empty(window.width)
     for at in range(0, window.width, group):
         slots = slice(at, at + group)
-        med[slots] = column_medians(np.concatenate(list(shares(slots))))
+        gathered = np.empty((len(range(*slots.indices(window.width))), count))  # a slot's shares side by side
+        filled = 0
+        for part in shares(slots):
+            gathered[:, filled: filled + len(part)] = part.T
+            filled += len(part)
+        med[slots] = column_medians(gathered.T, overwrite=True)
     return _shape(med, lambda: chunked.slot_sums(shares(), window.width))
 
 
@@ -356,7 +372,7 @@ def find_episodes(
         return []
     starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
     lengths = ends - starts
-    base_s = float(lengths[(cols.column_sums()[0] >= min_column_events) & ~anomalous].sum())  # the baseline's
+    base_s = float(lengths[(cols.events() >= min_column_events) & ~anomalous].sum())  # the baseline's
     out = []
     total_c, total_t = (max(total, 1e-300) for total in cols.totals())
     for a, b in runs(anomalous, max_gap=max_gap, min_columns=min_columns):

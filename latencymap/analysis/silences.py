@@ -58,7 +58,7 @@ def find_silences(counts: np.ndarray | Columns, starts: np.ndarray, ends: np.nda
     columns."""
     if (counts.n if isinstance(counts, Columns) else len(counts)) < 3:
         return []
-    n = counts.column_sums()[0] if isinstance(counts, Columns) else np.asarray(counts, dtype=np.float64).sum(axis=1)
+    n = counts.events() if isinstance(counts, Columns) else np.asarray(counts, dtype=np.float64).sum(axis=1)
     dur = np.asarray(ends, dtype=np.float64) - np.asarray(starts, dtype=np.float64)
     gap = np.zeros(len(n), dtype=bool) if gaps is None else np.asarray(gaps, dtype=bool)
     busy = (n > 0) & (dur > 0) & ~gap

@@ -83,7 +83,7 @@ def ceiling_slot(counts: np.ndarray | Columns, th: Thresholds = DEFAULT_THRESHOL
 def _most_columns(cols: Columns, th: Thresholds, share: float | None = None) -> float:
     """Far events in more columns than this are a band or a scatter (`share`: `stall_max_column_share`); only the
     columns with events count: empty ones say nothing of what is usual."""
-    columns = int((cols.column_sums()[0] > 0).sum())
+    columns = int((cols.events() > 0).sum())
     return max((th.stall_max_column_share if share is None else share) * columns, th.stall_max_columns)
 
 
@@ -102,15 +102,19 @@ def find_stalls(
     read with them, as the report's); `datasource` says whether events run one after another (`training`);
     `seen_max` the largest value seen per slot (s, NaN where not known)."""
     cols = as_columns(counts, times, low_s, high_s)
-    if int((cols.column_sums()[0] > 0).sum()) < 2:  # every event in one column: nothing says when inside it
+    if int((cols.events() > 0).sum()) < 2:  # every event in one column: nothing says when inside it
         return []
     top = ceiling_slot(cols, th)
     if top < 0:
         return []
 
+    far_of: dict[int, Far] = {}  # the ceiling read twice is often the same slot: its far events are summed once
+
     def above(ceiling: int, proven: bool) -> tuple[list[Episode], np.ndarray]:
-        return _stalls_above(cols, ceiling, low_s, high_s, starts, ends, proven=proven, th=th, col_offset=col_offset,
-                             exact=exact, datasource=datasource, seen_max=seen_max)
+        if ceiling not in far_of:
+            far_of[ceiling] = _far_events(cols, ceiling, low_s, high_s, th)
+        return _stalls_above(cols, far_of[ceiling], low_s, high_s, starts, ends, proven=proven, th=th,
+                             col_offset=col_offset, exact=exact, datasource=datasource, seen_max=seen_max)
 
     found, hit = above(top, False)
     most = _most_columns(cols, th)
@@ -127,28 +131,41 @@ def find_stalls(
     return found if (hit & ~stalled).sum() <= most else []
 
 
-def _stalls_above(
-    cols: Columns, top: int, low_s: np.ndarray, high_s: np.ndarray, starts: np.ndarray, ends: np.ndarray, *,
-    proven: bool, th: Thresholds, col_offset: int, exact: bool, datasource: str, seen_max: np.ndarray | None,
-) -> tuple[list[Episode], np.ndarray]:
-    """The stalls of far slots above the ceiling slot `top`, and the columns holding far events; `proven`: far waits
-    in up to `stall_band_column_share` of the columns, each stall showing the events it held back."""
-    occupied = cols.column_sums()[0] > 0
+#: The far slots above a ceiling, and per column the events in them and their time.
+Far = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _far_events(cols: Columns, top: int, low_s: np.ndarray, high_s: np.ndarray, th: Thresholds) -> Far:
+    """The far slots above the ceiling slot `top` (`stall_gap_octaves` above it), and each column's events and time
+    in them (none when there are no far slots)."""
     far = np.flatnonzero(low_s >= high_s[top] * 2.0 ** th.stall_gap_octaves)
     if far.size == 0:
-        return [], np.zeros(cols.n, dtype=bool)
-    parts = [(c[:, far].sum(axis=1), t[:, far].sum(axis=1)) for _, c, t in cols.chunks()]
+        return far, np.zeros(0), np.zeros(0)
+    parts = [(c[:, far].sum(axis=1), t[:, far].sum(axis=1)) for _, c, t in cols.blocks()]
     far_c, far_t = (np.concatenate([part[k] for part in parts]) for k in range(2))
+    return far, far_c, far_t
+
+
+def _stalls_above(
+    cols: Columns, far_events: Far, low_s: np.ndarray, high_s: np.ndarray, starts: np.ndarray, ends: np.ndarray, *,
+    proven: bool, th: Thresholds, col_offset: int, exact: bool, datasource: str, seen_max: np.ndarray | None,
+) -> tuple[list[Episode], np.ndarray]:
+    """The stalls of the far slots above a ceiling (`_far_events`), and the columns holding far events; `proven`: far
+    waits in up to `stall_band_column_share` of the columns, each stall showing the events it held back."""
+    occupied = cols.events() > 0
+    far, far_c, far_t = far_events
+    if far.size == 0:
+        return [], np.zeros(cols.n, dtype=bool)
     hit = far_c > 0
     most = _most_columns(cols, th, th.stall_band_column_share if proven else None)
-    if hit[occupied].all() or hit.sum() > most:
+    if not hit.any() or hit[occupied].all() or hit.sum() > most:
         return [], hit
     total_c, total_t = (max(total, 1e-300) for total in cols.totals())
     pooled, pooled_t = cols.slot_sums()
     median = _median_s(pooled, pooled_t if exact else None, low_s, high_s)
     width = float(median_of(np.asarray(ends) - np.asarray(starts)))
     base_c, base_t = cols.slot_sums(~hit)  # the columns without far events
-    column_c, seconds = cols.column_sums()[0], np.asarray(ends) - np.asarray(starts)
+    column_c, seconds = cols.events(), np.asarray(ends) - np.asarray(starts)
     busy = (column_c > 0) & (seconds > 0)
     usual = float(median_of(column_c[busy] / seconds[busy])) if busy.any() else 0.0  # events/s, as silences.py reads it
     out = []

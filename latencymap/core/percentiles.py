@@ -193,18 +193,24 @@ def safe_ratio(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:
     return out
 
 
-def column_medians(values: np.ndarray) -> np.ndarray:
-    """`np.median(values, axis=0)` of a 2-D array with rows, the same numbers, without np.median's first-call cost."""
+def column_medians(values: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """`np.median(values, axis=0)` of a 2-D array with rows, the same numbers, without np.median's first-call cost;
+    `overwrite`: `values` may be reordered in place (no copy of them is made)."""
     a = np.asarray(values, dtype=np.float64)
     n = len(a)
     if n == 0:
         return np.full(a.shape[1:], math.nan)
     k = n // 2
+    if overwrite:
+        a.partition(k, axis=0)
+        part = a
+    else:
+        part = np.partition(a, k, axis=0)
     if n % 2:
-        middle: np.ndarray = np.partition(a, k, axis=0)[k]
+        middle: np.ndarray = part[k]
         return middle
-    part = np.partition(a, (k - 1, k), axis=0)
-    mean: np.ndarray = (part[k - 1] + part[k]) / 2
+    # the k-1th value is the largest of those before the kth: one selection (a second costs several times the first)
+    mean: np.ndarray = (part[:k].max(axis=0) + part[k]) / 2
     return mean
 
 
@@ -215,9 +221,10 @@ def median_of(values: np.ndarray | list[float]) -> float:
     if n == 0 or (a.dtype.kind == "f" and np.isnan(a).any()):
         return math.nan
     k = n // 2
+    part = np.partition(a, k)
     if n % 2:
-        return float(np.partition(a, k)[k])
-    part = np.partition(a, (k - 1, k))
-    if part.dtype.kind != "f":
-        part = part.astype(np.float64)
-    return float((part[k - 1] + part[k]) / 2)  # in the array's float type, as np.median's mean is
+        return float(part[k])
+    pair = np.array([part[:k].max(), part[k]])  # the k-1th and kth values, as `column_medians` reads them
+    if pair.dtype.kind != "f":
+        pair = pair.astype(np.float64)
+    return float((pair[0] + pair[1]) / 2)  # in the array's float type, as np.median's mean is

@@ -4,8 +4,9 @@
 same shortest round-trip digits ~10x faster in another layout: `,` without a space, exponents without a leading
 zero (`1e-7`), and positional notation down to 1e-5 (`0.000016`) where `repr` switches to exponents below 1e-4
 (`1.6e-05`). Those differences are put back (in a NumPy array, the numbers below 1e-4 are simply written by
-`repr`); a matrix orjson cannot write as `json.dumps` would (strings, NaN or infinities, integers past 64 bits)
-is written by `json.dumps` itself.
+`repr`); a matrix of whole numbers (events per second over one-second columns) is written faster still, as
+orjson's integers with `.0` after each; a matrix orjson cannot write as `json.dumps` would (strings, NaN or
+infinities, integers past 64 bits) is written by `json.dumps` itself.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import numpy as np
 
 #: Lists of rows at least this long go through orjson; shorter ones are not worth a placeholder.
 MIN_ROWS = 64
+#: Whole numbers below this `repr` writes as their digits and `.0` (`1e+16` from there).
+WHOLE_MAX = 1e16
 #: A number orjson wrote positionally in [1e-5, 1e-4), which `repr` writes with an exponent.
 _SMALL = rb"0\.0000(\d+)"  # a literal start: searched fast (a look-behind would try every byte)
 #: The placeholder of the `i`th rows' text in the document `json.dumps` writes, and that text in it.
@@ -43,6 +46,9 @@ def number_rows(rows: list[Any] | np.ndarray) -> str | None:
     if isinstance(rows, np.ndarray):
         if rows.dtype != np.float64 or not np.isfinite(rows).all():
             return None
+        whole = _whole_text(rows, orjson)
+        if whole is not None:
+            return whole.decode("ascii")
         return _array_text(rows, orjson).replace(b",", b", ").decode("ascii")
     try:
         out = orjson.dumps(rows)
@@ -60,6 +66,20 @@ def number_rows(rows: list[Any] | np.ndarray) -> str | None:
     return out.replace(b",", b", ").decode("ascii")
 
 
+def _whole_text(a: np.ndarray, orjson: Any) -> bytes | None:
+    """`json.dumps` of a finite float matrix of whole numbers from 0 below `WHOLE_MAX` (events per second over
+    one-second columns), written from orjson's text of them as integers (several times faster than as floats) with
+    `.0` after each, as `repr` writes them; None for any other array."""
+    if a.ndim != 2 or not a.size or np.signbit(a).any() or a.max() >= WHOLE_MAX:  # -0.0 is no integer's text
+        return None
+    ints = a.astype(np.int64)
+    if not (ints == a).all():
+        return None
+    text = orjson.dumps(ints, option=orjson.OPT_SERIALIZE_NUMPY)
+    # `,` ends a number, or a row (`],`): `.0, ` after every one, then put back `.0], [` where a row ended (`].0, [`)
+    return (text[:-2] + b".0]]").replace(b",", b".0, ").replace(b"].0, [", b".0], [")
+
+
 def _array_text(a: np.ndarray, orjson: Any) -> bytes:
     """orjson's text of a finite float array, with the numbers it writes unlike `repr` (0 < |x| < 1e-4) written as
     `repr` writes them: orjson writes them as `null` once made NaN, and the text is cut there."""
@@ -68,9 +88,13 @@ def _array_text(a: np.ndarray, orjson: Any) -> bytes:
         return orjson.dumps(np.ascontiguousarray(a), option=orjson.OPT_SERIALIZE_NUMPY)
     marked = np.array(a, dtype=np.float64, order="C")
     marked[small] = np.nan
-    pieces = orjson.dumps(marked, option=orjson.OPT_SERIALIZE_NUMPY).split(b"null")
+    text = orjson.dumps(marked, option=orjson.OPT_SERIALIZE_NUMPY)
+    # the `n` of each `null` is the only one in the text: found in bulk, and the pieces between are views of it
+    cut = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == ord("n")).tolist()
+    view = memoryview(text)
+    pieces = [view[start:stop] for start, stop in zip([0, *(at + 4 for at in cut)], [*cut, len(text)], strict=True)]
     texts = _repr_texts(a[small], orjson)  # in the same (row-major) order as the text
-    joined: list[bytes] = [b""] * (len(pieces) + len(texts))
+    joined: list[bytes | memoryview] = [b""] * (len(pieces) + len(texts))
     joined[::2], joined[1::2] = pieces, texts
     return b"".join(joined)
 

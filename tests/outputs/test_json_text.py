@@ -116,6 +116,24 @@ def test_numbers_below_1e_4_in_arrays_are_laid_out_from_orjsons_digits(monkeypat
     assert number_rows(arr) == json.dumps(arr.tolist()) and len(calls) == np.count_nonzero(np.abs(arr) < 1e-4)
 
 
+def test_matrices_of_whole_numbers_are_written_from_orjsons_integers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frequency map over one-second columns holds whole numbers (events per second): orjson writes them as integers
+    many times faster than as floats, and `.0` after each gives `json.dumps`'s text, up to the largest whole number
+    `repr` writes in digits; -0.0, 1e16 and fractions are written as floats."""
+    rng = np.random.default_rng(5)
+    whole = rng.integers(0, 10**6, (300, 26)).astype(np.float64)
+    whole[0, :4] = [0.0, 1e15, 9999999999999998.0, 2.0**53 + 2]
+    for arr in (whole, whole[:, :1], whole[:1], whole[:, 3:7].copy()):
+        monkeypatch.setattr(json_text, "_array_text", None)  # the floats' writer: not used
+        assert number_rows(arr) == json.dumps(arr.tolist())
+    monkeypatch.undo()
+    for value in (-0.0, 1e16, 0.5, -3.0, 1e300):
+        arr = whole.copy()
+        arr[7, 5] = value
+        assert number_rows(arr) == json.dumps(arr.tolist())
+    assert number_rows(whole[:0]) == "[]" and number_rows(whole[:, :0]) == json.dumps(whole[:, :0].tolist())
+
+
 def _report_like(streams: int) -> dict:
     """A report's shape: per stream, two matrices of rows (two placeholders) among small fields."""
     rng = np.random.default_rng(streams)

@@ -20,9 +20,13 @@ rank that is slowest or latest at each collective).
 - is *consistently* slowest: slowest in more windows than chance, one-sided binomial p <= `peer_max_p`
   (0.01) against 1 / (peers active in the window); or
 - lost its extra time in a few intervals: at most three windows, where its mean was at least
-  2**`stall_gap_octaves` (4x) its peers', hold at least half of its excess time (time - events x the
-  peers' mean in each window, or their mean over the range in a window where no peer has events): a stall
-  of that peer.
+  2**`stall_gap_octaves` (4x) its peers' (or `peer_min_ratio` for a slow phase short of that gap), hold at least
+  half of its excess time (time - events x the peers' mean in each window, or their mean over the range in a window
+  where no peer has events): a stall of that peer; or more than three such windows hold it: a slow phase, said
+  from when and for how many intervals it lasted. Each window must stand beyond how much the peer's ratio to its
+  peers varies in its other windows (a Student-t prediction test, Bonferroni-corrected over peers and windows; for
+  a stall's gap, its peers' ratios varying over the same windows pooled in): heavy-tailed events put some peer 4x
+  its peers in some window by chance.
 Otherwise no peer is named slow (the members' numbers are still reported). When no peer reaches the ratio but the
 one slowest most often is so in more windows than chance (p x peers <= `peer_max_p`), the group says so with its
 ratio (`consistently_slowest` in JSON: a rank 10% slower in every interval slows the whole job 10%): that is not
@@ -280,25 +284,35 @@ def _windows(members: list[PeerStream]) -> tuple[float, float, np.ndarray, np.nd
 
 def ratios_to_others(values: np.ndarray) -> np.ndarray:
     """Each value over the median of the other peers' finite values (itself left out: with two peers, the slow one
-    against the other alone); NaN where that median is missing or not positive."""
+    against the other alone); NaN where that median is missing or not positive. 2-D `values` (peers by interval):
+    each column on its own."""
     values = np.asarray(values, dtype=np.float64)
-    finite = np.isfinite(values)
-    ordered = np.sort(values[finite])
-    m = ordered.size
-    ref = np.full(values.shape, median_of(ordered) if m else math.nan)  # a value not finite: all the others
-    if m > 1:  # a finite one: the sorted values but its own (a thousand peers: no thousand medians)
-        rank = np.empty(m, dtype=np.int64)
-        rank[np.argsort(values[finite], kind="stable")] = np.arange(m)
-        rest, half = m - 1, (m - 1) // 2
-
-        def at(j: int) -> np.ndarray:
-            return np.where(j < rank, ordered[j], ordered[min(j + 1, m - 1)])
-
-        ref[finite] = at(half) if rest % 2 else (at(half - 1) + at(half)) / 2
-    elif m == 1:
-        ref[finite] = math.nan
+    ref = others_median(values)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(ref > 0, values / ref, np.nan)
+
+
+def others_median(values: np.ndarray) -> np.ndarray:
+    """The median of the other peers' finite values, per value (NaN where none; 2-D: per column)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return np.full(values.shape, math.nan)
+    cols = values.reshape(len(values), -1)
+    finite = np.isfinite(cols)
+    order = np.argsort(np.where(finite, cols, np.inf), axis=0, kind="stable")
+    ordered = np.take_along_axis(cols, order, axis=0)  # each column's finite values first, sorted
+    m = finite.sum(axis=0)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(len(cols))[:, None], cols.shape), axis=0)
+    left = m - finite  # the others' finite values (a thousand peers: no thousand medians, the sorted ones but its own)
+
+    def at(j: np.ndarray) -> np.ndarray:
+        """The j-th of the others' sorted finite values (a value not finite: ranked past them, all of them)."""
+        return np.take_along_axis(ordered, np.clip(np.where(j < rank, j, np.minimum(j + 1, m - 1)), 0, None), axis=0)
+
+    half = (left - 1) // 2
+    ref = np.where(left % 2 == 1, at(half), (at(half) + at(half + 1)) / 2)
+    return np.where(left > 0, ref, np.nan).reshape(values.shape)
 
 
 def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, str, str]],
@@ -368,10 +382,14 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
     ref_w = np.array([median_of(col[np.isfinite(col)]) if np.isfinite(col).any() else overall for col in others.T])
     excess_w = np.where(ev[k] > 0, tm[k] - ev[k] * ref_w, 0.0)
     excess = float(excess_w[excess_w > 0].sum())
-    far = (ref_w > 0) & (wmean[k] >= ref_w * 2.0 ** th.stall_gap_octaves)
-    far |= _slow_phase(g, ev, k, wmean, ref_w, th)
+    gap = 2.0 ** th.stall_gap_octaves
+    peers = _peer_ratios(ev, wmean, k) if (wmean[k] >= ref_w * gap).any() else None
+    far = _rose(g, ev, k, wmean, ref_w, gap, th, peers, STALL_WINDOWS) | \
+        _rose(g, ev, k, wmean, ref_w, th.peer_min_ratio, th)
     worst = sorted(int(w) for w in np.argsort(-excess_w)[:STALL_WINDOWS] if far[w] and excess_w[w] > 0)
-    stalled = excess > 0 and sum(excess_w[w] for w in worst) >= 0.5 * excess
+    lasting = int(far.sum()) > STALL_WINDOWS  # a slow phase: all of its intervals hold its extra, not the worst 3
+    held = float(excess_w[far & (excess_w > 0)].sum()) if lasting else float(sum(excess_w[w] for w in worst))
+    stalled = excess > 0 and held >= 0.5 * excess
     consistent = p <= th.peer_max_p
     if not (consistent or stalled):
         best = chance ** g.contested  # slowest in every compared interval
@@ -384,19 +402,26 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
         return
     spans = [{"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s,
               "excess_s": float(excess_w[w]), "ratio": float(wmean[k, w] / ref_w[w])} for w in worst]
+    slow_at = np.flatnonzero(far)
+    phase = {"start": g.start + slow_at[0] * g.window_s, "end": g.start + (slow_at[-1] + 1) * g.window_s,
+             "intervals": int(slow_at[-1] - slow_at[0] + 1), "slow_intervals": int(slow_at.size), "excess_s": held,
+             "ratio": float(median_of(wmean[k, far] / ref_w[far]))} if stalled and lasting else None
     g.slow = {"label": m.label, "name": m.name, "ratio": m.ratio, "consistent": consistent, "slowest": m.slowest,
               "compared_windows": g.contested, "chance": chance, "p_value": p, "excess_s": excess,
-              "stalls": spans if stalled else []}
+              "stalls": spans if stalled else [], "phase": phase}
     how = (f"slowest in {m.slowest} of {g.contested} intervals ({chance * g.contested:.3g} expected by chance)"
            + ("" if consistent else ": not consistently"))
-    if stalled:
+    if phase is not None:
+        how += f"; {_lasted(g, phase)}, {times(phase['ratio'])} its peers' mean there (the median), " \
+               f"{pct(held / excess)} of its extra {dur(excess)}"
+    elif stalled:
         where = ", ".join(f"t+{since(s['start'] - g.start)}" for s in spans)
         how += (f"; {pct(sum(s['excess_s'] for s in spans) / excess)} of its extra {dur(excess)} in "
                 f"{len(spans)} interval{'s' if len(spans) > 1 else ''} ({where}), up to "
                 f"{times(max(s['ratio'] for s in spans))} its peers' mean there")
     what = (f"slow {g.kind}: {m.name} ({m.label}), mean {dur(m.mean_s)}, {times(m.ratio, th.peer_min_ratio)} its "
             f"peers'; {how}")
-    first, last = (spans[0], spans[-1]) if stalled else (None, None)
+    first, last = (phase, phase) if phase is not None else (spans[0], spans[-1]) if stalled else (None, None)
     total_t = float(tm.sum())
     g.finding = Finding("slow_peer", what, slow_peer_why(g.kind, g.datasource) + (" and what it did then" if stalled
                                                                                    else ""), m.events,
@@ -405,24 +430,44 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
                         end=last["end"] if last else g.start + g.windows * g.window_s)
 
 
-def _slow_phase(g: PeerGroup, ev: np.ndarray, k: int, wmean: np.ndarray, ref_w: np.ndarray,
-                th: Thresholds) -> np.ndarray:
-    """The intervals where peer `k`'s mean is `peer_min_ratio` or more above its peers' (`ref_w`) and beyond how
-    much its ratio varies in its other intervals: a slow phase (2.5x for two seconds) short of a stall's gap
-    (`stall_gap_octaves`), which ranks' intervals that do not line up split. Each is judged against the intervals
-    neither risen nor beside one (`_departures`), Bonferroni-corrected over peers and intervals; none where fewer
-    than 2 such are left."""
+def _lasted(g: PeerGroup, phase: dict[str, Any]) -> str:
+    """`slow from t+6s for 6 intervals (to the end)`, `slow in 5 of 7 intervals from t+3s (to t+10s)`."""
+    n, slow = phase["intervals"], phase["slow_intervals"]
+    end, at = phase["end"] - g.start, f"t+{since(phase['start'] - g.start)}"
+    until = "to the end" if end >= g.windows * g.window_s else f"to t+{since(end)}"
+    return (f"slow from {at} for {plural(n, 'interval')}" if slow == n else
+            f"slow in {slow} of {plural(n, 'interval')} from {at}") + f" ({until})"
+
+
+def _rose(g: PeerGroup, ev: np.ndarray, k: int, wmean: np.ndarray, ref_w: np.ndarray, at: float,
+          th: Thresholds, peers: tuple[np.ndarray, np.ndarray] | None = None, most: int | None = None) -> np.ndarray:
+    """The intervals where peer `k`'s mean is `at` times its peers' (`ref_w`) or more and beyond how much its ratio
+    to them varies in its other intervals: a stall (`at` = 2**`stall_gap_octaves`), or a slow phase (2.5x for two
+    seconds, `at` = `peer_min_ratio`) short of a stall's gap, which ranks' intervals that do not line up split.
+    Each is judged against the intervals neither risen nor beside one (`_departures`, pooled with the peers' own
+    ratios where `peers` are given), Bonferroni-corrected over peers and intervals; none where fewer than 2 such are
+    left. A peer whose events are heavy-tailed (a lognormal of sigma 2: one in a hundred ~100x the median) is 4x its
+    peers in some interval by chance; its other intervals and its peers' vary as much.
+
+    `most`: a stall's; only that many of the highest are judged, corrected over those rather than every interval (a
+    real stall in a run of 7 intervals is still found), and an interval where no peer has events (its peers' mean
+    over the range for reference: nothing to weigh it by) is one by its gap alone, as a rank that stalled runs on
+    after its peers stopped."""
     weight = _ratio_weight(ev, k)
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.log(wmean[k] / ref_w)
     seen = (ref_w > 0) & np.isfinite(x) & np.isfinite(weight)
-    risen = seen & (x >= math.log(th.peer_min_ratio))
+    risen = seen & (x >= math.log(at))
+    alone = (ref_w > 0) & np.isfinite(x) & ~np.isfinite(weight) & (x >= math.log(at)) if most is not None else \
+        np.zeros_like(risen)
+    if most is not None and risen.sum() > most:
+        risen &= x >= np.sort(x[risen])[-most]
     if not risen.any():
-        return risen
-    p = _departures(x, weight, risen, seen)
+        return alone
+    p = _departures(x, weight, risen, seen, peers)
     if p is None:
-        return np.zeros_like(risen)
-    return risen & _significant(p, g, seen, th)
+        return alone
+    return alone | risen & _significant(p, g, risen if most is not None else seen, th)
 
 
 def _consistent_below(g: PeerGroup, ok: list[int], chance: float, th: Thresholds) -> None:
@@ -571,25 +616,38 @@ def _all_beyond_noise(ev: np.ndarray, wm: np.ndarray, rose: np.ndarray, seen: np
     return rose & (worst ** len(wm) * int(seen.sum()) <= th.peer_max_p)
 
 
-def _departures(x: np.ndarray, weight: np.ndarray, far: np.ndarray, seen: np.ndarray) -> np.ndarray | None:
+def _departures(x: np.ndarray, weight: np.ndarray, far: np.ndarray, seen: np.ndarray,
+                peers: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray | None:
     """One-sided p per interval of `far` (NaN elsewhere) that `x` stands that far above its mean over the other
     intervals `seen`, not `far` nor beside one (`weight`: the inverse of each interval's variance, up to a factor);
     None where fewer than 2 such intervals are left to measure how much they vary.
 
-    A prediction test: Student-t with one degree of freedom fewer than the intervals it is measured over.
+    A prediction test: Student-t with one degree of freedom fewer than the intervals it is measured over. `peers`:
+    the same measure of the other peers (`x` and `weight` per peer and interval, as `_peer_ratios` gives), whose
+    variation over those intervals, each about its own mean, is pooled with this one's: n peers' ratios to each
+    other carry n - 1 independent contrasts an interval, so the degrees of freedom are the pooled ones times
+    (n - 1) / n (with two peers, the other's ratio is this one's inverted: nothing more).
     """
-    seen = seen & np.isfinite(x) & np.isfinite(weight)
-    quiet = seen & ~far & ~_beside(far)
+    rest = ~far & ~_beside(far)
+    quiet = seen & np.isfinite(x) & np.isfinite(weight) & rest
     if quiet.sum() < 2:
         return None
     h, xq = weight[quiet], x[quiet]
     mean = float((h * xq).sum() / h.sum())
-    var = float((h * (xq - mean) ** 2).sum()) / (int(quiet.sum()) - 1)
+    ss, dof, rows = float((h * (xq - mean) ** 2).sum()), int(quiet.sum()) - 1, 1
+    for px, pw in zip(*peers, strict=True) if peers is not None else ():
+        q = rest & np.isfinite(px) & np.isfinite(pw)
+        if q.sum() >= 2:
+            hq, pq = pw[q], px[q]
+            ss += float((hq * (pq - (hq * pq).sum() / hq.sum()) ** 2).sum())
+            dof += int(q.sum()) - 1
+        rows += 1
+    var, df = ss / dof, max(1, dof * (rows - 1) // rows) if rows > 1 else dof
     out = np.full(far.shape, math.nan)
-    for w in np.flatnonzero(far & seen):
+    for w in np.flatnonzero(far & seen & np.isfinite(x) & np.isfinite(weight)):
         sd = math.sqrt(var * (1.0 / weight[w] + 1.0 / h.sum()))
         gap = float(x[w]) - mean
-        out[w] = student_sf(gap / sd if sd > 0 else (math.inf if gap > 0 else 0.0), int(quiet.sum()) - 1)
+        out[w] = student_sf(gap / sd if sd > 0 else (math.inf if gap > 0 else 0.0), df)
     return out
 
 
@@ -704,13 +762,26 @@ def _beyond_noise(g: PeerGroup, ev: np.ndarray, k: int, wm: np.ndarray, far: np.
     return far & _significant(p, g, seen, th)
 
 
+def _peer_ratios(ev: np.ndarray, wmean: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every peer but `k`'s log ratio to the median of the others' means per interval, and its weight
+    (`_ratio_weight`): how much peers' ratios vary by chance, beside peer `k`'s (`wmean`: NaN or -inf where none)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.log(ratios_to_others(wmean))
+    rows = [j for j in range(len(ev)) if j != k]
+    return x[rows], _ratio_weights(ev)[rows]
+
+
 def _ratio_weight(ev: np.ndarray, k: int) -> np.ndarray:
     """Per interval, the inverse variance (up to a factor) of peer `k`'s log ratio to its peers' mean: the variance of
     a mean of e events goes as 1 / e, its own and the peers' median's (`ev`: events per peer and interval)."""
-    others = np.delete(ev, k, axis=0)
+    return _ratio_weights(ev)[k]
+
+
+def _ratio_weights(ev: np.ndarray) -> np.ndarray:
+    """`_ratio_weight` of every peer (rows of `ev`)."""
+    others_ev = others_median(np.where(ev > 0, ev, np.nan))
     with np.errstate(divide="ignore", invalid="ignore"):
-        others_ev = np.array([median_of(c[c > 0]) if (c > 0).any() else math.nan for c in others.T])
-        return 1.0 / (1.0 / ev[k] + 1.0 / others_ev)
+        return 1.0 / (1.0 / ev + 1.0 / others_ev)
 
 
 def _significant(p: np.ndarray, g: PeerGroup, seen: np.ndarray, th: Thresholds) -> np.ndarray:

@@ -475,3 +475,71 @@ def test_training_streams_are_reported_by_rank_number_not_connection_order() -> 
                for r in (1, 10, 2, 0)]
     (group,) = find_peers(streams)
     assert [m.name for m in group.members] == ["rank0", "rank1", "rank2", "rank10"]
+
+
+def _lognormal_ranks(seed: int, n: int, intervals: int, per: int, sigma: float,
+                     slow: tuple[int, int, int, float] | None = None) -> list[PeerStream]:
+    """`n` ranks' step times in 1 s intervals, ~`per` events an interval (Poisson, at least 1), every event from the
+    same lognormal of `sigma` (median 10 ms); `slow` = (rank, first interval, intervals, factor): that rank's events
+    `factor` times as long in those intervals."""
+    rng = np.random.default_rng(seed)
+    streams = []
+    for r in range(n):
+        counts = np.maximum(rng.poisson(per, intervals), 1).astype(np.float64)
+        time = np.array([rng.lognormal(np.log(0.01), sigma, int(e)).sum() for e in counts])
+        if slow is not None and slow[0] == r:
+            time[slow[1]:slow[1] + slow[2]] *= slow[3]
+        streams.append(PeerStream(f"job/rank{r}/step", "training", "sec", counts[:, None], time[:, None],
+                                  np.arange(float(intervals)), np.arange(1.0, intervals + 1)))
+    return streams
+
+
+@pytest.mark.parametrize(("sigma", "most"), [(0.5, 0.02), (1.0, 0.03), (1.5, 0.06), (2.0, 0.16)])
+def test_ranks_that_differ_by_heavy_tailed_noise_rarely_have_a_slow_one(sigma: float, most: float) -> None:
+    """Every rank's steps from the same lognormal, none slower: with sigma 2 one event in a hundred is ~100x the
+    median, so some rank's mean is 4x its peers' in some interval by chance, and that interval holds most of its
+    extra: the stall rule named a slow rank in 7, 28 and 56 of these 96 runs at sigma 1, 1.5 and 2. A stall must now
+    stand beyond how much the rank's other intervals and its peers' vary (2, 4 and 14). What is left: a log mean of
+    heavy-tailed events has a longer upper tail than the Student-t test assumes (the aim, 2% at sigma 2, is not
+    reached)."""
+    named, runs = [], 0
+    for n, intervals, per, seed in itertools.product((2, 3, 4, 8), (6, 12, 30, 60), (5, 20), range(3)):
+        (g,) = find_peers(_lognormal_ranks(seed * 1009 + n * 31 + intervals, n, intervals, per, sigma))
+        runs += 1
+        if g.slow is not None:
+            named.append((n, intervals, per, seed, g.lines()[-1]))
+    assert len(named) <= most * runs, (runs, named)
+
+
+def test_a_stall_of_one_rank_over_light_noise_is_still_named() -> None:
+    """One rank 5x its usual in 1 or 2 intervals of 12 (sigma 0.3): named with that stall in at least 95% of the runs
+    where it could be (its mean 1.25x its peers' or more, from 20 events or more). (In runs of 6 intervals, 3 or 4
+    are left beside a stall to tell how much the others vary: with 2 or 3 ranks that is often too few.)"""
+    found, runs = [], 0
+    for n, per, width, seed in itertools.product((2, 3, 4, 8), (5, 20), (1, 2), range(8)):
+        rng = np.random.default_rng(seed * 7 + n)
+        rank, at = int(rng.integers(n)), int(rng.integers(12 - width + 1))
+        (g,) = find_peers(_lognormal_ranks(seed * 13 + n + per, n, 12, per, 0.3, (rank, at, width, 5.0)))
+        m = g.members[rank]
+        if m.ratio < DEFAULT_THRESHOLDS.peer_min_ratio or m.events < DEFAULT_THRESHOLDS.peer_min_events:
+            continue
+        runs += 1
+        found.append(g.slow is not None and g.slow["name"] == f"rank{rank}"
+                     and any(at <= s["start"] < at + width for s in g.slow["stalls"]))
+    assert runs >= 80 and sum(found) >= 0.95 * runs, (runs, sum(found))
+
+
+@pytest.mark.parametrize("factor", [1.6, 2.0])
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_a_rank_slowed_for_the_second_half_of_the_run_is_said_to_have_lasted_not_to_be_in_three_intervals(
+        n: int, factor: float) -> None:
+    """Rank 1 `factor` times as slow for the last 6 of 12 intervals: named, but said with "X% of its extra in 3
+    intervals", the 3 worst of the 6 listed as if it were a stall. It lasted: from when, for how many intervals."""
+    (g,) = find_peers(_lognormal_ranks(n, n, 12, 20, 0.05, (1, 6, 6, factor)))
+    assert g.slow is not None and g.slow["name"] == "rank1" and g.finding is not None
+    assert g.slow["phase"] == {"start": 6.0, "end": 12.0, "intervals": 6, "slow_intervals": 6,
+                               "excess_s": pytest.approx(g.slow["excess_s"], rel=0.05),
+                               "ratio": pytest.approx(factor, rel=0.1)}
+    assert "slow from t+6s for 6 intervals (to the end)" in g.finding.what
+    assert "in 3 intervals" not in g.finding.what
+    assert g.finding.start == 6.0 and g.finding.end == 12.0

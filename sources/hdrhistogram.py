@@ -17,6 +17,9 @@ A tag whose first histogram is a DoubleHistogram (fractions of the unit: 0.4 for
 stream, its values scaled from `--unit`, so that fractions keep their own rows.
 A bad line or payload is reported with its line number; a payload that cannot be decoded still gives its
 column, empty and marked as a gap, so the time line stays true.
+A log whose header says `#[Logged with jHiccup version ...]` holds the platform's hiccups (how late a thread that
+only sleeps woke): a note at each stream's first line says so, and tells what its values measure (`Notice.measures`),
+which words its findings; its streams keep their names and datasource.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from latencymap.core.lean import dataclass
 from latencymap.core.lines import text_lines
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
 from latencymap.core.patterns import lazy_pattern
-from latencymap.core.sanitize import StreamNames, clean_label, cut_label, excerpt
+from latencymap.core.sanitize import StreamNames, clean_label, clean_text, cut_label, excerpt
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import unit_option
@@ -59,6 +62,10 @@ BATCH_LINES = 1024
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _START = lazy_pattern(rf"^#\[StartTime:\s*({_NUMBER})")
 _BASE = lazy_pattern(rf"^#\[BaseTime:\s*({_NUMBER})")
+_JHICCUP = lazy_pattern(r"^#\[Logged with jHiccup version\s*([^\]]*)")
+#: What a jHiccup log's values measure (`Notice.measures`): the `WHY` entry of `latencymap.analysis.findings` that
+#: words its findings (the platform's pauses, not requests').
+JHICCUP = "jhiccup"
 _DATA = lazy_pattern(r"^(?:Tag=([^,]*),)?([^,]*),([^,]*),([^,]*),(\S*)$")
 #: A log's own lines; not StartTime/BaseTime, which HistogramLogProcessor's percentile printouts carry too.
 _SNIFF = re.compile(r'^(?:#\[Histogram log format version|"StartTimestamp",'
@@ -136,6 +143,9 @@ class HlogReader:
         self.said_double = False
         self.said_backwards = False
         self.said_renamed: dict[StreamId, str] = {}
+        #: The jHiccup version its header names (`#[Logged with jHiccup version ...]`): its streams' values are
+        #: hiccups, said once per stream as it comes; None: logged by another tool.
+        self.jhiccup: str | None = None
         self.ends: dict[StreamId, float] = {}
         self.lines = 0
 
@@ -176,6 +186,8 @@ class HlogReader:
             self.start_time = value
         elif (m := _BASE().match(line)) and (value := finite_number(m.group(1))) is not None:
             self.base_time, self.base_ahead = value, self.data_seen
+        elif m := _JHICCUP().match(line):
+            self.jhiccup = clean_text(m.group(1).strip(), 40)
 
     def _data(self, line: str, n: int, hint: str) -> Iterator[Notice | Interval | _Pending]:
         m = _DATA().match(line)
@@ -192,9 +204,14 @@ class HlogReader:
             self.said_double = True
             yield Notice(f"{self.name}: line {n}: DoubleHistogram values, in {self.unit} (--unit), are shown in "
                          f"{DOUBLE_UNIT} so that fractions of a {self.unit[:-3]}second keep their own rows", skipped=0)
+        known = len(self.streams)
         stream = self._stream(m.group(1), double)
         if (renamed := self.said_renamed.pop(stream, None)) is not None:
             yield Notice(f"{self.name}: line {n}: {renamed}", skipped=0)
+        if self.jhiccup is not None and len(self.streams) > known:  # a new stream of a jHiccup log
+            yield Notice(f"{self.name}: {self._who(stream)}logged by jHiccup {self.jhiccup}: its values are the "
+                         "platform's hiccups (how late a thread that only sleeps woke), not requests' latencies",
+                         skipped=0, measures=(stream, JHICCUP))
         self.data_seen, self.base_ahead = True, False
         start, end, notice = self._placed(stream, self._absolute(stamp), length, n)
         if not (math.isfinite(end) and end > start):

@@ -40,6 +40,7 @@ from latencymap.analysis.findings import (
     drift_finding,
     dur,
     episode_finding,
+    is_startup,
     outliers,
     pct,
     recurring_finding,
@@ -60,7 +61,8 @@ OWNS_TIME_FACTOR = 2.0
 #: Bands each holding at least this share of the most populous one's events are near even: the band that owns the
 #: time is then the one to look at (`main_band`).
 NEAR_EVEN_EVENTS = 0.8
-#: A band and the main one are a shift's two levels when this share of each one's events lie on its side of the jump.
+#: A band and the main one are a shift's two levels when this share of each one's events lie on its side of the jump;
+#: a band is the recording's start-up when this share of its events lie in the start-up's columns.
 SHIFT_SIDE_SHARE = 0.9
 #: Episode lines shown by `summary_lines` before "... and N more".
 MAX_EPISODE_LINES = 5
@@ -172,9 +174,10 @@ SHIFT_EPISODE_COLUMNS = 5
 
 
 def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float,
-              shifted: tuple[Band, ...] = ()) -> list[Finding]:
+              shifted: tuple[Band, ...] = (), started: tuple[tuple[Band, Episode], ...] = ()) -> list[Finding]:
     """The findings of a diagnosis, in reading order: bands, tail, drift, then episodes by time; a shift that
-    `shifted` bands are the two sides of (`shift_sides`) comes first, as it explains them."""
+    `shifted` bands are the two sides of (`shift_sides`) comes first, as it explains them; a band that is the
+    recording's start-up (`started`, see `startup_bands`) says so."""
     out: list[Finding] = []
     bands: list[Band] = []
     episodes = d.episodes
@@ -191,7 +194,8 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float,
         bands = [b for b in d.major if b is not main]
         out += [band_finding(b, scope, main, pair=len(d.major) == 2,
                              shift=d.drift if any(b is x for x in explained) else None,
-                             heavy=heavy_beside(b, d.major, th))
+                             heavy=heavy_beside(b, d.major, th),
+                             startup=next((e for x, e in started if x is b), None))
                 for b in bands if not _all_in_stalls(b, d.stalls)]
     tail = d.tail
     if tail is not None and tail.events_share > th.tail_max_events_share and d.few is not None and d.few.dominant:
@@ -225,9 +229,7 @@ def _find_bursts(b: Band, cols: Columns, starts: np.ndarray, first: int, episode
     that arrives during it slow, so a slow band of many events can sit in three columns of a hundred. Said as a
     population spread over the range, it would hide the one thing that identifies it: when. Columns that episodes
     (or stalls) cover already say when, so bursts all inside them are not said again."""
-    band = slice(b.first_slot, b.last_slot + 1)
-    parts = [c[:, band].sum(axis=1) for _, c, _ in cols.chunks()]
-    per_col = np.concatenate(parts) if parts else np.zeros(0)
+    per_col = band_columns(b, cols)
     total = float(per_col.sum())
     occupied = int((cols.events() > 0).sum())
     if total <= 0 or outliers(b) or occupied < 2 * BURST_COLUMNS:
@@ -245,6 +247,13 @@ def _find_bursts(b: Band, cols: Columns, starts: np.ndarray, first: int, episode
         return
     b.bursts = [(first + c, float(starts[c])) for c in picked]
     b.burst_share = float(per_col[picked].sum()) / total
+
+
+def band_columns(b: Band, cols: Columns) -> np.ndarray:
+    """The events of band `b` in each of the columns `cols`."""
+    band = slice(b.first_slot, b.last_slot + 1)
+    parts = [c[:, band].sum(axis=1) for _, c, _ in cols.chunks()]
+    return np.concatenate(parts) if parts else np.zeros(0)
 
 
 def heavy_beside(b: Band, major: list[Band], th: Thresholds) -> Band | None:
@@ -279,9 +288,7 @@ def shift_sides(major: list[Band], main: Band | None, drift: Drift | None, cols:
 
     def after(b: Band) -> float:
         """The share of the band's events in the columns from the shift on."""
-        band = slice(b.first_slot, b.last_slot + 1)
-        parts = [c[:, band].sum(axis=1) for _, c, _ in cols.chunks()]
-        per_col = np.concatenate(parts) if parts else np.zeros(0)
+        per_col = band_columns(b, cols)
         total = float(per_col.sum())
         return float(per_col[at:].sum()) / total if total > 0 else math.nan
 
@@ -289,6 +296,22 @@ def shift_sides(major: list[Band], main: Band | None, drift: Drift | None, cols:
     return tuple(b for b in major if b is not main and (
         (late <= 1 - SHIFT_SIDE_SHARE and after(b) >= SHIFT_SIDE_SHARE)
         or (late >= SHIFT_SIDE_SHARE and after(b) <= 1 - SHIFT_SIDE_SHARE)))
+
+
+def startup_bands(major: list[Band], main: Band | None, episodes: list[Episode], cols: Columns, first: int,
+                  scope: Scope, th: Thresholds) -> tuple[tuple[Band, Episode], ...]:
+    """The bands besides `main` that are the recording's start-up (`is_startup`), each with that episode: they hold
+    `SHIFT_SIDE_SHARE` of their events in its columns, so the start-up explains them, not a cause in the run."""
+    started = [e for e in episodes if is_startup(e, scope, th.startup_share)]
+    out = []
+    for b in [b for b in major if b is not main] if started else []:
+        per_col = band_columns(b, cols)
+        held = SHIFT_SIDE_SHARE * float(per_col.sum())
+        e = next((e for e in started if 0 < held <= float(per_col[e.first_col - first:e.last_col + 1 - first].sum())),
+                 None)
+        if e is not None:
+            out.append((b, e))
+    return tuple(out)
 
 
 def _is_shift(e: Episode, at: int, scope: Scope) -> bool:
@@ -318,6 +341,7 @@ def diagnose(
     rows_from: int = 0,
     datasource: str = "",
     label: str = "",
+    measures: str = "",
     exact: bool | None = None,
     gaps: np.ndarray | None = None,
     seen_max: np.ndarray | None = None,
@@ -331,7 +355,8 @@ def diagnose(
     `counts2d` is `Columns` that read both (a stream's history, a chunk at a time: `history_columns`; `time2d` is
     then None and taken as given). `rows_from` is the column of the first row of `counts2d`/`time2d` when they hold
     only part of the history (`starts`/`ends` always cover it all); `datasource` (`spark`, `training`...) words the
-    findings' causes, and `label` (the stream's) too where it names them (an Oracle wait event's class); `exact`:
+    findings' causes, and `label` (the stream's) too where it names them (an Oracle wait event's class), and
+    `measures` instead where the values are not what the datasource's usually are (a jHiccup log's hiccups); `exact`:
     `time2d` is the source's own time, not estimated (None: when it is given), so a stall's p50 is read as the
     report's header reads it; `gaps` marks (over all columns, as `starts`) the gap columns: missing data is no
     silence; `seen_max` (s per slot, NaN where not known) the largest value seen, which bounds a stall's wait; with
@@ -395,6 +420,7 @@ def diagnose(
     if d.events > 0:
         used = np.flatnonzero(pooled > 0)
         scope = Scope(first, stop - 1, float(starts[0]), float(ends[-1]), d.t0, d.events, d.time_s, datasource, label,
-                      dropped)
-        d.findings = _findings(d, scope, th, float(high_s[used[-1]]), shift_sides(major, main, d.drift, cols, first))
+                      dropped, measures)
+        d.findings = _findings(d, scope, th, float(high_s[used[-1]]), shift_sides(major, main, d.drift, cols, first),
+                               startup_bands(major, main, episodes, cols, first, scope, th))
     return d

@@ -10,9 +10,11 @@ or a move only in the recording's first columns is its start-up), a `drift` or `
 "low_s", "high_s"}, "events", "events_share", "time_s", "time_share"}` (columns inclusive and absolute, times epoch
 seconds, latencies seconds; a key is null where it does not apply).
 
-A finding's why names the causes its datasource's slow events usually have; where a source's own analysis knows what
-made them slow (Spark: its stragglers' executor slow in their stage, or partitions that read many times their stage's
-median bytes), the report words that instead (`with_cause`, `Finding.holds`: which events a finding is about).
+A finding's why names the causes its datasource's slow events usually have (or, where a reader knows the values are
+something else, those of what they measure: a jHiccup log's hiccups, `Scope.measures`); a band that is (mostly) the
+recording's start-up says so. Where a source's own analysis knows what made them slow (Spark: its stragglers'
+executor slow in their stage, or partitions that read many times their stage's median bytes), the report words that
+instead (`with_cause`, `Finding.holds`: which events a finding is about).
 """
 
 from __future__ import annotations
@@ -161,6 +163,47 @@ WHY: dict[str, dict[str, str]] = {
     # or the resource was free, not an early error or an empty result; long when it went to disk or queued.
     "oracle": ORACLE_WAITS,
     "oracle10046": ORACLE_WAITS,
+    # A jHiccup log (an HdrHistogram log whose header says so: `Notice.measures`): how late a thread that only sleeps
+    # (1 ms by default) woke. Its slow values are pauses of the platform the process runs on, not slow requests.
+    "jhiccup": {
+        "noun": "hiccups",
+        "slow": "GC pauses, JVM safepoints, OS scheduling or CPU starvation, swapping, THP compaction, a VM's steal "
+                "time",
+        "fast": "a quiet platform at those times: no GC or safepoint, CPUs free for the thread",
+        "outliers": "one or two hiccups far longer than the rest are outliers, not a population of their own: a single "
+                    "pause of the platform (a GC pause or safepoint, the process descheduled or swapped out, its VM "
+                    "paused) is the cause to find",
+        "outliers fast": "one or two hiccups far shorter than the rest are outliers, not a population of their own: "
+                         "the platform quieter than usual for a moment?",
+        "silence": "no hiccup was recorded: the process (or its host or VM) was paused or stopped, or the log was not "
+                   "written; rates over the whole range count these seconds",
+        "bursts": "bursts, not a steady population: at those times the platform held the thread up (a GC pause or "
+                  "safepoint, the process descheduled or starved of CPU, swapping, a VM's steal time); look at what "
+                  "ran then",
+        "tail": "a few long hiccups hold most of the time the thread was held up: the platform's longest pauses (GC, "
+                "safepoints, the host) are the ones to cut",
+        "heavy": "a few long hiccups hold a large share of the time the thread was held up: what paused the platform "
+                 "then is worth finding",
+        "stall": "a pause of the platform: the thread woke far later than every usual band, and every thread of the "
+                 "process was likely held up as long; look at what ran then (a GC pause or safepoint, swapping, THP "
+                 "compaction, the process descheduled or its VM paused)",
+        "recurring": "a pause of the platform that comes back: something periodic held it up each time (GC at a "
+                     "steady allocation rate, a cron job or other periodic work on the host); look at what runs at "
+                     "that period",
+        "startup": "only at the start of the recording, not an incident in the run: the JVM starting (class loading, "
+                   "JIT compilation, the heap growing, the first GCs) and the application's own start-up; the columns "
+                   "after it are the steady state",
+        "disappear": "a usual band of hiccups went away: the GC, the load on the host or the other work that caused "
+                     "it stopped",
+        "move": "the platform's hiccups moved as a whole: the host's load (other processes, CPU contention), the GC's "
+                "work or the machine (a VM moved, a power state) changed at that time",
+        "surge": "more hiccups of one size at that time beside the usual ones: the platform held the thread up that "
+                 "long more often then (GC, safepoints, other load on the host's CPUs)",
+        "drift": "a trend, not noise: the platform's pauses growing (a heap filling and GC working harder, load "
+                 "building on the host) keep going if left alone",
+        "shift": "one lasting jump: the platform changed at that moment (other load on the host or its CPUs, a GC or "
+                 "heap setting, a VM moved or throttled)",
+    },
     # Steps and data waits of a training loop: periodic checkpoints and eval passes; the first steps compile, warm up.
     "training": {
         "noun": "steps or waits",
@@ -309,6 +352,13 @@ class Scope:
     label: str = ""
     #: Columns dropped before column 0 (a history limit): column 0 is then no start of the recording.
     dropped: int = 0
+    #: What the stream's values measure where its datasource does not say (`Notice.measures`: "jhiccup"), else "".
+    measures: str = ""
+
+    @property
+    def words(self) -> str:
+        """The `WHY` entry its findings are worded by: what its values measure, else its datasource."""
+        return self.measures or self.datasource
 
     def when(self, first_col: int, last_col: int, start: float, end: float) -> str:
         """`cols 40–49 (t+40s–t+50s)`, `col 30 (t+30s–t+31s)`."""
@@ -354,12 +404,13 @@ def band_why(datasource: str, *, faster: bool = False, ratio: float = float("nan
 
 
 def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Drift | None = None,
-                 heavy: Band | None = None) -> Finding:
+                 heavy: Band | None = None, startup: Episode | None = None) -> Finding:
     """A band beyond the main one (one or two events: outliers, said so), its why fitting its direction: a band
     below the main one is a fast minority, not a slow one. `pair`: the stream has only these two bands; `shift`: the
     shift whose two sides the band and the main one are (one level before it, the other after), which explains them;
     `heavy`: the band that holds most of the time where this slower one holds little of it (`diagnosis.heavy_beside`):
-    this one is then said as minor."""
+    this one is then said as minor; `startup`: the recording's start-up episode that holds (most of) the band's
+    events, which explains it: no cause in the run is to find."""
     few = outliers(b)
     (events_share, time_share), (main_events, main_time) = b.shown_shares, main.shown_shares  # of the ranges named
     held = f"{few} event{'s' if few > 1 else ''} ({pct(events_share)})" if few else f"{pct(events_share)} of events"
@@ -371,20 +422,25 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Dr
     if b.bursts and not faster:
         what += f"; {pct(b.burst_share)} of them in {burst_text(b.bursts, scope)}"
         (first, t_first), (last, t_last) = b.bursts[0], b.bursts[-1]
-        return Finding("band", what, why("bursts", scope.datasource), b.events, b.events_share, b.time_s,
+        return Finding("band", what, why("bursts", scope.words), b.events, b.events_share, b.time_s,
                        b.time_share, first, last, t_first, t_last, b.low_s, b.high_s, bursts=True, key="bursts")
     key = ""
     if few:
-        reason = why("outliers fast" if faster else "outliers", scope.datasource)
+        reason = why("outliers fast" if faster else "outliers", scope.words)
         key = "" if faster else "outliers"
     elif shift is not None and shift.at_col is not None and shift.at is not None:
         reason = (f"the levels before and after the shift at col {shift.at_col} (t+{since(shift.at - scope.t0)}), not "
                   "two populations at once: what changed at that moment is the cause to find")
+    elif startup is not None:
+        where = scope.when(startup.first_col, startup.last_col, startup.start, startup.end)
+        reason = (f"the recording's start-up at {where}, not a population of the run: what sent "
+                  f"{why('noun', scope.words)} there is the start-up's, not a cause to find in the steady state after "
+                  "it")
     else:
         ratio = mean_s(main) / mean_s(b) if mean_s(b) > 0 else float("nan")
         minor = "" if heavy is None else (f"{pct(time_share)} of the time against {pct(heavy.shown_shares[1])} in "
                                           f"{span(heavy.low_s, heavy.high_s, heavy.high_slot)}")
-        reason = band_why(scope.datasource, faster=faster, ratio=ratio, pair=pair, label=scope.label, minor=minor)
+        reason = band_why(scope.words, faster=faster, ratio=ratio, pair=pair, label=scope.label, minor=minor)
         key = "" if faster else "slow pair" if pair else "slow"
     return Finding("band", what, reason, b.events, b.events_share, b.time_s, b.time_share,
                    scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s, key=key)
@@ -393,7 +449,7 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Dr
 def silence_finding(q: Silence, scope: Scope) -> Finding:
     """Columns without the events a continuous stream's usual rate says were due."""
     where = scope.when(q.first_col, q.last_col, q.start, q.end)
-    ds = scope.datasource
+    ds = scope.words
     got = why("none", ds) if q.events == 0 else why("count", ds).format(n=f"{q.events:,.0f}", s="s" * (q.events != 1))
     what = (f"silence {where}: {got} in {dur(q.end - q.start)} where the usual {format_number(q.usual_rate)}/s "
             f"would give {q.expected:,.0f}")
@@ -440,7 +496,7 @@ def tail_finding(t: Tail, scope: Scope, top_s: float) -> Finding:
     what = (f"{'tail dominates' if most else 'heavy tail'}: {pct(t.events_share)} of events (≥ {dur(t.threshold_s)}) "
             f"take {pct(t.time_share)} of the time")
     key = "tail" if most else "heavy"
-    return Finding("tail", what, why(key, scope.datasource), t.events, t.events_share, t.time_s, t.time_share,
+    return Finding("tail", what, why(key, scope.words), t.events, t.events_share, t.time_s, t.time_share,
                    scope.first_col, scope.last_col, scope.start, scope.end, t.threshold_s, top_s, key=key)
 
 
@@ -508,7 +564,7 @@ def episode_finding(e: Episode, scope: Scope, startup_share: float = 0.0) -> Fin
     said as the recording's start-up."""
     g = e.gained or e.lost
     startup = is_startup(e, scope, startup_share)
-    reason = why("startup" if startup else e.kind if e.kind in WHY[""] else "reshape", scope.datasource)
+    reason = why("startup" if startup else e.kind if e.kind in WHY[""] else "reshape", scope.words)
     return Finding(e.kind, episode_what(e, scope, startup), reason, e.events, e.events_share,
                    e.time_s, e.time_share, e.first_col, e.last_col, e.start, e.end,
                    g.low_s if g else None, g.high_s if g else None, key="stall" if e.kind == "stall" else "")
@@ -537,7 +593,7 @@ def recurring_finding(stalls: list[Episode], scope: Scope) -> Finding | None:
             f"(cols {named}): {dur(time_s)} = {pct(time_share)} of all the time")
     low = [e.gained.low_s for e in stalls if e.gained]
     high = [e.gained.high_s for e in stalls if e.gained]
-    return Finding("recurring", what, why("recurring", scope.datasource), sum(e.events for e in stalls),
+    return Finding("recurring", what, why("recurring", scope.words), sum(e.events for e in stalls),
                    sum(e.events_share for e in stalls), time_s, time_share, stalls[0].first_col, stalls[-1].last_col,
                    stalls[0].start, stalls[-1].end, min(low) if low else None, max(high) if high else None)
 
@@ -549,10 +605,10 @@ def drift_finding(d: Drift, scope: Scope) -> Finding:
     if d.kind == "shift" and d.at_col is not None and d.at is not None:
         what = (f"shift at col {d.at_col} (t+{since(d.at - scope.t0)}): the median went {dur(d.first_median_s)} → "
                 f"{dur(d.last_median_s)} and stayed ({d.octaves:+.1f} octaves, {times(2.0 ** d.octaves)})")
-        return Finding("shift", what, why("shift", scope.datasource), scope.events, 1.0, scope.time_s, 1.0, d.at_col,
+        return Finding("shift", what, why("shift", scope.words), scope.events, 1.0, scope.time_s, 1.0, d.at_col,
                        d.last_col, d.at, d.end, low, high)
     what = (f"drift {where}: the median went {dur(d.first_median_s)} → {dur(d.last_median_s)} "
             f"({d.octaves:+.1f} octaves, {times(2.0 ** d.octaves)}; the trend explains {pct(d.r2)} of the "
             "column medians' variance)")
-    return Finding("drift", what, why("drift", scope.datasource), scope.events, 1.0, scope.time_s, 1.0, d.first_col,
+    return Finding("drift", what, why("drift", scope.words), scope.events, 1.0, scope.time_s, 1.0, d.first_col,
                    d.last_col, d.start, d.end, low, high)

@@ -129,6 +129,8 @@ class Accumulator:
     _said_small: bool = False
     #: The streams whose every column `_empty` dropped, until columns come again: they hold none.
     _emptied: set[StreamId] = field(default_factory=set, repr=False)
+    #: What the values of streams measure, as notices said it (`Notice.measures`), for histories made after them.
+    _measures: dict[StreamId, str] = field(default_factory=dict, repr=False)
     #: What the newest columns took when the budget was last said to be unable to hold them (0: never said).
     _said_over: int = 0
     #: The end of the newest column appended by the last `add` that appended any (s): what ended streams are
@@ -328,6 +330,11 @@ class Accumulator:
             self.on_notice(notice)
 
     def note(self, notice: Notice) -> None:
+        if notice.measures is not None:  # what a stream's values measure: its history, now or when it comes
+            stream, what = notice.measures
+            self._measures[stream] = what
+            if stream in self.streams:
+                self.streams[stream].measures = what
         self.skipped += notice.skipped
         self.messages_said += 1
         if len(self.messages) < MAX_MESSAGES:
@@ -338,6 +345,7 @@ class Accumulator:
         if hist is None:
             hist = self.streams[stream] = StreamHistory(stream, self.limit.columns)
             hist.on_seal = self._on_seal
+            hist.measures = self._measures.get(stream, "")
             budget = self.limit.budget
             n = len(self.streams) - len(self._emptied)  # the streams holding columns, this one's to come
             if budget is not None and n * MIN_STREAM_BYTES > budget and not self._said_small:

@@ -71,6 +71,8 @@ class StreamHistory:
         self.dropped = 0
         self.dates: str = ""
         self.timed = False
+        #: What its values measure where its datasource does not say (`Notice.measures`: "jhiccup"), else "".
+        self.measures = ""
         self.sealed_bytes = 0
         self.on_seal: Callable[[StreamHistory, Chunk], None] | None = None
         self._size = columns.CHUNK_COLUMNS

@@ -174,6 +174,10 @@ class Notice:
 
     message: str
     skipped: int = 1
+    #: A stream whose values measure something other than its datasource's usual events, and what (a `WHY` entry of
+    #: `latencymap.analysis.findings`: "jhiccup", an HdrHistogram log of jHiccup's hiccups): its findings are worded
+    #: so (`StreamHistory.measures`), and a recording keeps it in the note.
+    measures: tuple[StreamId, str] | None = None
 
 
 #: What readers and sources yield: cumulative snapshots (diffed into intervals downstream), intervals, notices.

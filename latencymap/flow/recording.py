@@ -215,12 +215,18 @@ class Recorder:
 
     def note(self, notice: Notice) -> None:
         """Keep a notice of the recorded run (what reading it assumed, or skipped) as a note line: a report or replay
-        of the recording says it again. At most MAX_NOTES; `close` counts the rest."""
+        of the recording says it again (and what it says a stream measures, `Notice.measures`, as `measures` and
+        `stream`). At most MAX_NOTES; `close` counts the rest."""
         if self._notes >= MAX_NOTES:
             self._notes_left_out += 1
             return
         self._notes += 1
-        self.annotate(NOTE_TAG, json.dumps({"message": notice.message, "skipped": notice.skipped}))
+        note: dict[str, Any] = {"message": notice.message, "skipped": notice.skipped}
+        if notice.measures is not None:  # what a stream's values measure, read back with the note
+            stream, what = notice.measures
+            note |= {"measures": what,
+                     "stream": {"label": stream.label, "datasource": stream.datasource, "unit": stream.unit}}
+        self.annotate(NOTE_TAG, json.dumps(note))
 
     def end(self) -> None:
         """The flow ended as it should: on stdout, a run that gave no record still writes its header and notes (a

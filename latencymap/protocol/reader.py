@@ -223,7 +223,8 @@ class ProtocolReader:
             if isinstance(message, str) and message:
                 skipped = value.get("skipped")
                 count = skipped if type(skipped) is int and 0 <= skipped <= MAX_RECORDED_SKIPS else 0
-                return [RecordedNotice(f"{self.name}: as recorded: {clean_text(message, 2000)}", skipped=count)]
+                return [RecordedNotice(f"{self.name}: as recorded: {clean_text(message, 2000)}", skipped=count,
+                                       measures=_measures(value))]
         return []
 
     def _newer_notice(self, version: str) -> Notice:
@@ -485,6 +486,22 @@ class RecordedNotice(Notice):
     """A note of a recorded run, said again when the recording is read. Its `skipped` is what that run skipped, so
     views count it as the live session did; nothing of the recording itself was skipped (`--strict` goes on, and it
     never makes the recording unreadable)."""
+
+
+#: What a recorded note may say a stream measures (`Notice.measures`): a lowercase word.
+_MEASURE = re.compile(r"[a-z][a-z0-9]{0,39}")
+
+
+def _measures(note: dict[str, Any]) -> tuple[StreamId, str] | None:
+    """What a recorded note says a stream measures (`measures`, of its `stream`: label, datasource and unit, as its
+    records name it); None where it says none, or not in that form."""
+    what, stream = note.get("measures"), note.get("stream")
+    if not isinstance(what, str) or not _MEASURE.fullmatch(what) or not isinstance(stream, dict):
+        return None
+    label, datasource, unit = (stream.get(k) for k in ("label", "datasource", "unit"))
+    if not (isinstance(label, str) and isinstance(datasource, str) and isinstance(unit, str)):
+        return None
+    return StreamId(label, datasource, unit), what
 
 
 def _release(version: str) -> tuple[int, ...]:

@@ -100,8 +100,9 @@ def window_findings(hist: StreamHistory, first: int, stop: int,
     cols = slice(first, stop)
     diag = diagnose(hist.counts_in(cols), hist.time_in(cols), hist.low, hist.high, hist.start, hist.end,
                     col_range=(first, stop), rows_from=first, datasource=hist.stream.datasource,
-                    label=hist.stream.label, exact=hist.exact_in(cols), seen_max=(hist.seen or (None, None))[1],
-                    seen_min=(hist.seen or (None, None))[0], dropped=hist.dropped)
+                    label=hist.stream.label, measures=hist.measures, exact=hist.exact_in(cols),
+                    seen_max=(hist.seen or (None, None))[1], seen_min=(hist.seen or (None, None))[0],
+                    dropped=hist.dropped)
     return finding_items(diag, finding_causes(diag, hist, first, stop, causes))
 
 

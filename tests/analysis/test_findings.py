@@ -338,3 +338,85 @@ def test_a_band_in_the_first_columns_kept_after_older_ones_were_dropped_is_no_st
     assert found.what.startswith("episode cols 0–1 ") and found.why == WHY[""]["appear"], found.what
     (start,) = [f for f in stream_diagnosis(capped_history(40, 0, 40)).findings if f.kind == "appear"]
     assert start.what.startswith("start-up cols 0–1 ")
+
+
+#: A jHiccup log's findings (`measures="jhiccup"`): a phrase each kind's why must hold; what the generic words say of
+#: requests (a cache miss, a burst of cache hits, a device) is wrong for a thread that only sleeps and wakes late.
+HICCUP_WORDS = {"stall": "a GC pause or safepoint", "silence": "the process (or its host or VM) was paused",
+                "move": "the host's load"}
+GENERIC_ONLY = ("cache miss", "cache hits", "another device", "requests", "a checkpoint", "the network")
+
+
+def test_a_jhiccup_log_s_findings_name_the_platform_s_causes_not_a_request_s() -> None:
+    """A jHiccup log measures the platform's hiccups (how late a thread that sleeps 1 ms woke): a slow band, a stall
+    or a move is GC, a safepoint, the OS or the host, never a cache miss, another device or a burst of cache hits."""
+    counts, times, starts, ends = spark_like_run()
+    bare, bare_t, _, _ = spark_like_run(straggler=0)
+    found = [*diagnose(counts, times, LOW, HIGH, starts, ends, datasource="hdrhistogram", measures="jhiccup").findings,
+             *diagnose(bare, bare_t, LOW, HIGH, starts, ends, datasource="hdrhistogram", measures="jhiccup").findings]
+    assert {f.kind for f in found} == {"stall", "move", "silence"}
+    for direction in (False, True):
+        waits, w_starts, w_ends = bimodal_waits(faster=direction)
+        found += diagnose(waits, None, LOW, HIGH, w_starts, w_ends, datasource="hdrhistogram",
+                          measures="jhiccup").findings
+    slow, fast = (f for f in found if f.kind == "band")
+    assert "what sends hiccups to the slower band" in slow.why, slow.why
+    assert "(GC pauses, JVM safepoints, OS scheduling or CPU starvation" in slow.why, slow.why
+    assert "what lets hiccups of the faster band" in fast.why and "quiet" in fast.why, fast.why
+    pause, pause_t, p_starts, p_ends = paused([30, 60, 90])
+    found += diagnose(pause, pause_t, LOW, HIGH, p_starts, p_ends, datasource="hdrhistogram",
+                      measures="jhiccup").findings
+    (bursts,) = [f for f in found if f.bursts]
+    assert "the platform held the thread up" in bursts.why, bursts.why
+    early, e_starts, e_ends = early_band(0)
+    found += diagnose(early, None, LOW, HIGH, e_starts, e_ends, datasource="hdrhistogram", measures="jhiccup").findings
+    (start,) = [f for f in found if f.what.startswith("start-up")]
+    assert "the JVM starting" in start.why, start.why
+    for f in found:
+        assert HICCUP_WORDS.get(f.kind, "") in f.why, (f.kind, f.why)
+        assert not any(w in f.why for w in GENERIC_ONLY), (f.kind, f.why)
+    # the datasource alone keeps the generic words: an HdrHistogram log of requests' latencies is no jHiccup log
+    plain = diagnose(*bimodal_waits()[:1], None, LOW, HIGH, *bimodal_waits()[1:], datasource="hdrhistogram").findings
+    assert "(a cache miss, a retry, another device or path)" in plain[0].why
+
+
+@pytest.mark.parametrize("name", ["jHiccup-2.0.7S.logV2.hlog", "hiccup.140623.1028.10646.hlog"])
+def test_the_reports_of_jhiccup_logs_name_the_platform_s_causes(name: str, tmp_path: Path) -> None:
+    """Both jHiccup fixtures say so in their header (`#[Logged with jHiccup version ...]`): their bursts and start-up
+    are GC, safepoints, the OS or the host and the JVM starting, not requests held up or cold caches; a recording of
+    one keeps it (the reader's note)."""
+    path = FIXTURES / "hdrhistogram" / name
+    record = tmp_path / "hiccup.rec"
+    r = CliRunner().invoke(main, ["--plain", "--once", "--record", str(record), str(path)])
+    assert r.exit_code == 0, r.output
+    for lines in (_report_lines(str(path)), _report_lines(str(record))):
+        said = [line for line in lines if " — " in line]
+        assert said and not any(w in line for line in said for w in GENERIC_ONLY), said
+        if name.startswith("jHiccup"):
+            (bursts,) = [line for line in said if line.startswith("   band 4.19ms–1.07s:")]
+            assert "at those times the platform held the thread up (a GC pause or safepoint" in bursts, bursts
+        else:
+            (start,) = [line for line in said if line.startswith("   start-up cols 0–1")]
+            assert "the JVM starting" in start and "cold caches" not in start, start
+        assert any("logged by jHiccup" in line for line in lines), lines
+
+
+def test_a_band_that_is_the_start_up_says_so_instead_of_asking_for_a_cause() -> None:
+    """40 columns whose latency is 2 octaves higher in cols 0–1 only: the start-up line said 'not an incident in the
+    run' while the band beside it asked what sends events to the slower band (a cache miss, ...): that is the
+    start-up. A band of the same events later in the run is still a population whose cause is to find."""
+    counts = np.zeros((40, len(LOW)))
+    counts[:, 15] = 500
+    counts[:2, 15], counts[:2, 17] = 0, 500
+    starts = np.arange(40.0)
+    d = diagnose(counts, None, LOW, HIGH, starts, starts + 1)
+    (band,) = [f for f in d.findings if f.kind == "band"]
+    (start,) = [f for f in d.findings if f.what.startswith("start-up cols 0–1")]
+    assert band.why.startswith("the recording's start-up at cols 0–1 (t+0s–t+2s), not a population of the run"), \
+        band.why
+    assert "is the cause to find" not in band.why and "cache miss" not in band.why and not band.key
+    assert d.summary_lines()[0].endswith(f" — {band.why}")  # a pair's band why ends the modes line
+    assert start.why == WHY[""]["startup"]
+    later = np.roll(counts, 20, axis=0)  # the same two columns mid-run: an episode, and a band with a cause
+    (mid,) = [f for f in diagnose(later, None, LOW, HIGH, starts, starts + 1).findings if f.kind == "band"]
+    assert mid.why.endswith("is the cause to find") and mid.key == "slow pair", mid.why

@@ -244,3 +244,18 @@ def test_a_budget_the_live_streams_outgrow_says_so_again_with_the_current_figure
     assert 3 <= len(over) <= 4, over
     assert "400 streams" in over[-1] or "420 streams" in over[-1]
     assert all(h.n >= 1 for h in acc.streams.values())
+
+
+def test_a_notice_that_says_what_a_stream_measures_marks_its_history_before_or_after_its_columns() -> None:
+    """A jHiccup log's note (`Notice.measures`) comes before its stream's first column; the history it makes, or one
+    already there, keeps what its values measure (`StreamHistory.measures`), which words its findings. Another
+    stream's is left alone, and the note is said as any other."""
+    acc = Accumulator()
+    other = StreamId("t", "bpf", "microsec")
+    acc.add([interval(0, [1, 2]), Notice("h.hlog: logged by jHiccup", skipped=0, measures=(other, "jhiccup"))])
+    assert acc.streams[S].measures == "" and other not in acc.streams
+    acc.add([Interval(other, 0.0, 1.0, np.ones(64, dtype=np.int64))])
+    assert acc.streams[other].measures == "jhiccup"
+    acc.add([Notice("again", skipped=0, measures=(S, "jhiccup"))])
+    assert acc.streams[S].measures == "jhiccup"
+    assert acc.messages == ["h.hlog: logged by jHiccup", "again"] and acc.skipped == 0

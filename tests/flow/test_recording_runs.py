@@ -14,6 +14,7 @@ import pytest
 import zstandard
 from zstd_support import blocks
 
+from latencymap.core.accumulator import Accumulator
 from latencymap.core.errors import NothingReadable
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.flow.pipeline import input_flow
@@ -248,6 +249,21 @@ def test_the_notes_of_the_recorded_run_are_kept_in_the_recording(tmp_path: Path)
     notes = [Notice(f"in.txt: line {n}: bad; record skipped") for n in (3, 4)]
     list(recorded(iter(notes), Recorder(str(tmp_path / "notes-only.txt"))))
     assert report(tmp_path / "notes-only.txt")[0] == 0  # a recorded skip does not make the recording unreadable
+
+
+def test_a_note_that_says_what_a_stream_measures_keeps_it_in_the_recording(tmp_path: Path) -> None:
+    """A jHiccup log's note (`Notice.measures`) keeps its stream and what it measures in the note line: a recording
+    read back marks the stream's history as the log did."""
+    path = tmp_path / "r.txt"
+    flow = [Notice("in.hlog: logged by jHiccup", skipped=0, measures=(A, "jhiccup")), *run_of(A, 2)]
+    list(recorded(iter(flow), Recorder(str(path))))
+    (note,) = [json.loads(line[len(NOTE_PREFIX):]) for line in path.read_text().splitlines()
+               if line.startswith(NOTE_PREFIX)]
+    assert note == {"message": "in.hlog: logged by jHiccup", "skipped": 0, "measures": "jhiccup",
+                    "stream": {"label": "a", "datasource": "bpf", "unit": "microsec"}}
+    acc = Accumulator()
+    acc.add(input_flow([str(path)], REGISTRY))
+    assert acc.streams[A].measures == "jhiccup" and acc.streams[A].n == 2
 
 
 def test_a_recording_keeps_at_most_max_notes_and_counts_the_rest(tmp_path: Path) -> None:

@@ -124,3 +124,19 @@ def test_the_text_report_counts_the_records_it_does_not_show(tmp_path: Path) -> 
     assert f"recorded by latencymap 9.0.0, newer than this {__version__}" in done.stdout
     # 10 messages shown: the version note and 9 skipped records; 290 more records were skipped
     assert done.stdout.endswith("   ... and 290 more (--format json lists up to 100)\n")
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_note_that_says_what_a_stream_measures_keeps_it(bulk: bool) -> None:
+    """A jHiccup log's note names its stream and what it measures (`Notice.measures`): read back, the note carries
+    both, so a report of the recording words the findings as one of the log does. A note whose stream or measure is
+    not well formed is still said, without them."""
+    stream = {"label": S.label, "datasource": S.datasource, "unit": S.unit}
+    good = NOTE_PREFIX + json.dumps({"message": "h.hlog: logged by jHiccup", "skipped": 0, "measures": "jhiccup",
+                                     "stream": stream}) + "\n"
+    bad = "".join(NOTE_PREFIX + json.dumps({"message": "odd", "skipped": 0, **more}) + "\n" for more in (
+        {"measures": "jhiccup"}, {"measures": 3, "stream": stream}, {"measures": "jhiccup", "stream": [1]},
+        {"measures": "jhiccup", "stream": {**stream, "unit": 2}}, {"measures": "x" * 100, "stream": stream}))
+    said = notices(items(header() + good + bad + records(2), bulk))
+    assert [n.measures for n in said] == [(S, "jhiccup")] + [None] * 5
+    assert said[0].message == "rec.txt: as recorded: h.hlog: logged by jHiccup"

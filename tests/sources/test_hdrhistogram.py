@@ -31,6 +31,7 @@ from hdr_support import (
 )
 
 from latencymap.core.buckets import NSLOTS, bin_values
+from latencymap.core.model import Notice, StreamId
 from latencymap.flow.inputs import SNIFF_LINES, choose_format
 from latencymap.flow.pipeline import input_flow
 from latencymap.sources.hdrhistogram import HdrHistogramFormat
@@ -177,7 +178,7 @@ def test_jhiccup_v0_log_of_2014_reads_as_java_wrote_it() -> None:
         assert col.stream.unit == "nanosec" and not col.gap
     assert sum(int(c.counts.sum()) for c in cols) == 51715
     # Index 0 of a histogram whose lowest discernible value is 20000 ns is [0, 16384): said once, shown at 8192.
-    assert [m.split(": ", 2)[2] for m in notices(items)] == [
+    assert [m.split(": ", 2)[2] for m in notices(items)[1:]] == [
         "890 value(s) here (and any on later lines) below the histogram's lowest discernible value 20000 "
         "(HdrHistogram keeps [0, 16384) as one count) are shown at 8192"]
 
@@ -773,3 +774,32 @@ def test_a_tag_holding_what_splitlines_takes_for_a_line_end_keeps_its_stream(odd
     assert [(c.stream.label, c.start, c.counts.tolist()) for c in got] == [
         (c.stream.label.replace("write", "wr?ite"), c.start, c.counts.tolist()) for c in want]
     assert [m.split(": expected")[0] for m in notices(items)] == [f"{path}: line {text.count(chr(10))}"]
+
+
+@pytest.mark.parametrize(("name", "version"), [("hiccup.140623.1028.10646.hlog", "2.0.3-SNAPSHOT"),
+                                               ("jHiccup-2.0.7S.logV2.hlog", "2.0.7-SNAPSHOT")])
+def test_a_jhiccup_log_says_its_values_are_the_platform_s_hiccups(name: str, version: str) -> None:
+    """`#[Logged with jHiccup version ...]`: its values are how late a thread that only sleeps woke, not requests'
+    latencies. The note says so and tells what its stream measures (`Notice.measures`), which words its findings;
+    the stream keeps its name and datasource."""
+    path = HLOG / name
+    items = read_items(HdrHistogramFormat, path.read_text(), str(path))
+    said = [i for i in items if isinstance(i, Notice) and i.measures is not None]
+    (stream,) = {c.stream for c in intervals(items)}
+    assert stream == StreamId(name, "hdrhistogram", "nanosec")
+    assert [n.measures for n in said] == [(stream, "jhiccup")] and said[0].skipped == 0
+    assert said[0].message == (f"{path}: logged by jHiccup {version}: its values are the platform's hiccups (how late "
+                               "a thread that only sleeps woke), not requests' latencies")
+    assert items.index(said[0]) < items.index(intervals(items)[0])  # before its stream's first column
+
+
+def test_a_tagged_log_s_note_names_each_tag_and_a_log_of_another_tool_has_none() -> None:
+    fast = _payload(100_000, 1000)
+    lines = ["#[Logged with jHiccup version 2.0.10]\n", *HEADER,
+             f"0.000,1.000,0.0,{fast}\n", f"Tag=c,0.000,1.000,0.0,{fast}\n"]
+    said = [i for i in read_items(HdrHistogramFormat, "".join(lines), "h.hlog") if isinstance(i, Notice)]
+    assert [(n.measures[0].label, n.measures[1]) for n in said if n.measures] == [("h.hlog", "jhiccup"),
+                                                                                 ("c", "jhiccup")]
+    assert said[1].message.startswith("h.hlog: c: logged by jHiccup 2.0.10: ")
+    other = read_items(HdrHistogramFormat, "".join(lines[1:]), "h.hlog")
+    assert not [i for i in other if isinstance(i, Notice)]

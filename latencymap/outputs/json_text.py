@@ -72,7 +72,7 @@ def _whole_text(a: np.ndarray, orjson: Any) -> bytes | None:
     `.0` after each, as `repr` writes them; None for any other array."""
     if a.ndim != 2 or not a.size or np.signbit(a).any() or a.max() >= WHOLE_MAX:  # -0.0 is no integer's text
         return None
-    ints = a.astype(np.int64)
+    ints = a.astype(np.int64, order="C")  # orjson writes C-contiguous arrays only
     if not (ints == a).all():
         return None
     text = orjson.dumps(ints, option=orjson.OPT_SERIALIZE_NUMPY)

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latencymap.analysis.columns import history_columns
+from latencymap.analysis import columns as analysis_columns
+from latencymap.analysis.columns import KEPT_BYTES, history_columns
 from latencymap.analysis.diagnosis import Diagnosis, diagnose
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core import chunked, columns
@@ -23,15 +24,17 @@ from latencymap.core.model import StreamId
 
 
 @contextmanager
-def chunks_of(history: int, rows: int) -> Iterator[None]:
-    """Histories sealed every `history` columns, and analyses reading `rows` columns at a time."""
-    before = columns.CHUNK_COLUMNS, chunked.ROWS
+def chunks_of(history: int, rows: int, kept: int = KEPT_BYTES) -> Iterator[None]:
+    """Histories sealed every `history` columns, and analyses reading `rows` columns at a time, a history read whole
+    when its columns fit in `kept` bytes."""
+    before = columns.CHUNK_COLUMNS, chunked.ROWS, analysis_columns.KEPT_BYTES
     set_chunk_columns(history)
     chunked.ROWS = rows
+    analysis_columns.KEPT_BYTES = kept
     try:
         yield
     finally:
-        columns.CHUNK_COLUMNS, chunked.ROWS = before
+        columns.CHUNK_COLUMNS, chunked.ROWS, analysis_columns.KEPT_BYTES = before
 
 
 def dense_diagnosis(hist: StreamHistory) -> Diagnosis:
@@ -95,12 +98,15 @@ def histories(draw: st.DrawFn) -> StreamHistory:
 
 
 @settings(max_examples=120, deadline=None)
-@given(data=st.data(), history=st.integers(1, 64), rows=st.integers(1, 50))
-def test_a_history_read_in_chunks_is_diagnosed_as_its_dense_arrays(data: st.DataObject, history: int,
-                                                                   rows: int) -> None:
-    with chunks_of(history, rows):
+@given(data=st.data(), history=st.integers(1, 64), rows=st.integers(1, 50), kept=st.sampled_from([0, KEPT_BYTES]))
+def test_a_history_read_in_chunks_is_diagnosed_as_its_dense_arrays(data: st.DataObject, history: int, rows: int,
+                                                                   kept: int) -> None:
+    """Read a chunk at a time (`kept` 0: as a history longer than `KEPT_BYTES`), or whole, once."""
+    with chunks_of(history, rows, kept):
         hist = data.draw(histories())
-        streamed = diagnose(history_columns(hist), None, hist.low, hist.high, hist.meta_in("start"),
+        cols = history_columns(hist)
+        assert cols.whole == (kept > 0 or hist.n == 0)
+        streamed = diagnose(cols, None, hist.low, hist.high, hist.meta_in("start"),
                             hist.meta_in("end"), datasource=hist.stream.datasource, exact=hist.exact,
                             gaps=(hist.meta_in("flags") & GAP) != 0, seen_max=(hist.seen or (None, None))[1])
         dense = dense_diagnosis(hist)

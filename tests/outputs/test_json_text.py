@@ -134,6 +134,26 @@ def test_matrices_of_whole_numbers_are_written_from_orjsons_integers(monkeypatch
     assert number_rows(whole[:0]) == "[]" and number_rows(whole[:, :0]) == json.dumps(whole[:, :0].tolist())
 
 
+#: Numbers at the edges of the whole-number writer: `repr`'s switch to exponents, 2**53, halves, -0.0.
+EDGES = [0.0, -0.0, 1.0, 0.5, 1e15 + 0.5, 123456789012345.0, 2.0**53, 2.0**53 + 2, 9999999999999998.0, 1e16, 1.5e16,
+         1e22, 2.0**63, 1e-5, 5e-324]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.data(), st.one_of(st.none(), FINITE))
+def test_float_matrices_in_any_layout_are_written_as_their_lists_would_be(n: int, m: int, data: st.DataObject,
+                                                                         other: float | None) -> None:
+    """Whole numbers or not (`other`: any float among them), a matrix that is no C-contiguous array (a transposed
+    one, a Fortran-ordered one, every other row) is written as its list would be."""
+    whole = st.one_of(st.integers(0, 10**6).map(float), st.sampled_from(EDGES))
+    arr = np.array(data.draw(st.lists(whole, min_size=n * m, max_size=n * m)), dtype=np.float64).reshape(n, m)
+    if other is not None:
+        arr[data.draw(st.integers(0, n - 1)), data.draw(st.integers(0, m - 1))] = other
+    for layout in (arr, np.asfortranarray(arr), arr.T, np.repeat(arr, 2, axis=0)[::2]):
+        assert number_rows(layout) == json.dumps(layout.tolist())
+        assert dumps({"m": layout}) == json.dumps({"m": layout.tolist()})
+
+
 def _report_like(streams: int) -> dict:
     """A report's shape: per stream, two matrices of rows (two placeholders) among small fields."""
     rng = np.random.default_rng(streams)

@@ -17,16 +17,16 @@ rank that is slowest or latest at each collective).
 
 **A slow peer** (a `slow_peer` finding) has `ratio >= peer_min_ratio` (1.25) and at least
 `peer_min_events` (20) events, and either
-- is *consistently* slowest: slowest in more windows than chance, one-sided binomial p <= `peer_max_p`
-  (0.01) against 1 / (peers active in the window); or
+- is *consistently* slowest: slowest in more windows than chance, one-sided binomial p x peers <= `peer_max_p`
+  (0.01) against 1 / (peers active in the window) (it was picked among the peers); or
 - lost its extra time in a few intervals: at most three windows, where its mean was at least
   2**`stall_gap_octaves` (4x) its peers' (or `peer_min_ratio` for a slow phase short of that gap), hold at least
   half of its excess time (time - events x the peers' mean in each window, or their mean over the range in a window
   where no peer has events): a stall of that peer; or more than three such windows hold it: a slow phase, said
   from when and for how many intervals it lasted. Each window must stand beyond how much the peer's ratio to its
-  peers varies in its other windows (a Student-t prediction test, Bonferroni-corrected over peers and windows; for
-  a stall's gap, its peers' ratios varying over the same windows pooled in): heavy-tailed events put some peer 4x
-  its peers in some window by chance.
+  peers varies in its other windows, its peers' ratios varying over the same windows pooled in (a Student-t
+  prediction test, Bonferroni-corrected over peers and windows; of at most 4 degrees of freedom where events are
+  heavy-tailed): heavy-tailed events put some peer 4x its peers in some window by chance.
 Otherwise no peer is named slow (the members' numbers are still reported). When no peer reaches the ratio but the
 one slowest most often is so in more windows than chance (p x peers <= `peer_max_p`), the group says so with its
 ratio (`consistently_slowest` in JSON: a rank 10% slower in every interval slows the whole job 10%): that is not
@@ -62,6 +62,15 @@ IDENTITY = (
     r"|mmcblk\d+(?:p\d+)?))(?![A-Za-z0-9])")
 #: Windows where the slow peer stalls: at most this many hold its excess.
 STALL_WINDOWS = 3
+#: `student_sf`'s most degrees of freedom (past it, a p changes by under 20% out to 5 sd).
+STUDENT_DF_MAX = 1000
+#: Heavy-tailed noise (`_departures`): where one event's log varies this much or more (variance, as the interval means'
+#: spread implies: events spread over more than a factor e per sd), a log interval mean is judged against a Student-t
+#: of at most `HEAVY_DF` degrees of freedom. Such a mean has a longer upper tail than the normal, one event far out
+#: lifting it (of 20 to 50 events from a lognormal of sigma 2, its 99.9th percentile is 4.2 to 4.7 sd out, not 3.1);
+#: 4 degrees of freedom is the robust t model's usual choice (Lange, Little & Taylor, JASA 1989).
+HEAVY_SPREAD = 1.0
+HEAVY_DF = 4
 #: Peers that wait for each other (training ranks, Spark executors): the slow one holds the others up.
 SYNCHRONISED = frozenset({"rank", "gpu", "cuda", "executor", "exec"})
 WHY = ("peers do the same work: the slow one holds the others up at every synchronisation (a collective, a "
@@ -239,21 +248,23 @@ def binomial_sf(k: int, n: int, p: float) -> float:
     return float(min(1.0, np.exp(logc + ks * math.log(p) + (n - ks) * math.log1p(-p)).sum()))
 
 
-def student_sf(t: float, df: int) -> float:
-    """P(T >= t) for T Student-t with `df` (a whole number >= 1) degrees of freedom (Abramowitz & Stegun 26.7.3-4:
-    P(|T| <= t) a finite sum in cos(theta)**2, theta = atan(t / sqrt(df)))."""
-    if t < 0:
-        return 1.0 - student_sf(-t, df)
-    if math.isinf(t):
-        return 0.0
-    theta = math.atan(t / math.sqrt(df))
-    c2, term, total = math.cos(theta) ** 2, 1.0, 1.0
+def student_sf(t: Any, df: int) -> Any:
+    """P(T >= t) for T Student-t with `df` (a whole number >= 1) degrees of freedom, of a number or each of an array
+    (Abramowitz & Stegun 26.7.3-4: P(|T| <= t) a finite sum in cos(theta)**2, theta = atan(t / sqrt(df))). Past
+    `STUDENT_DF_MAX` degrees of freedom, that many: a sum as long as the intervals of a long run otherwise, for a p
+    larger by under 20% where one of a few thousand intervals is judged (5 sd out)."""
+    df = min(df, STUDENT_DF_MAX)
+    a = np.abs(np.asarray(t, dtype=np.float64))
+    theta = np.arctan(a / math.sqrt(df))
+    c2, term, total = np.cos(theta) ** 2, np.ones_like(a), np.ones_like(a)
     for j in range(1 + df % 2, df - 1, 2):  # odd df: 2/3, 2*4/(3*5), ...; even df: 1/2, 1*3/(2*4), ...
         term *= c2 * j / (j + 1)
         total += term
-    inside = (2 * (theta + (math.sin(theta) * math.cos(theta) * total if df > 1 else 0.0)) / math.pi if df % 2
-              else math.sin(theta) * total)
-    return max(0.0, (1.0 - inside) / 2)
+    inside = (2 * (theta + (np.sin(theta) * np.cos(theta) * total if df > 1 else 0.0)) / math.pi if df % 2
+              else np.sin(theta) * total)
+    upper = np.where(np.isinf(a), 0.0, np.maximum(0.0, (1.0 - inside) / 2))
+    out = np.where(np.asarray(t) < 0, 1.0 - upper, upper)
+    return float(out) if out.ndim == 0 else out
 
 
 def group_peers(streams: list[PeerStream]) -> dict[tuple[str, str, str], list[tuple[PeerStream, str, str]]]:
@@ -383,14 +394,14 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
     excess_w = np.where(ev[k] > 0, tm[k] - ev[k] * ref_w, 0.0)
     excess = float(excess_w[excess_w > 0].sum())
     gap = 2.0 ** th.stall_gap_octaves
-    peers = _peer_ratios(ev, wmean, k) if (wmean[k] >= ref_w * gap).any() else None
+    peers = _peer_ratios(ev, wmean, k)
     far = _rose(g, ev, k, wmean, ref_w, gap, th, peers, STALL_WINDOWS) | \
-        _rose(g, ev, k, wmean, ref_w, th.peer_min_ratio, th)
+        _rose(g, ev, k, wmean, ref_w, th.peer_min_ratio, th, peers)
     worst = sorted(int(w) for w in np.argsort(-excess_w)[:STALL_WINDOWS] if far[w] and excess_w[w] > 0)
     lasting = int(far.sum()) > STALL_WINDOWS  # a slow phase: all of its intervals hold its extra, not the worst 3
     held = float(excess_w[far & (excess_w > 0)].sum()) if lasting else float(sum(excess_w[w] for w in worst))
     stalled = excess > 0 and held >= 0.5 * excess
-    consistent = p <= th.peer_max_p
+    consistent = p * len(g.members) <= th.peer_max_p  # the peer was picked among them (as `_consistent_below`)
     if not (consistent or stalled):
         best = chance ** g.contested  # slowest in every compared interval
         if best > th.peer_max_p and 0 < chance < 1:
@@ -440,14 +451,16 @@ def _lasted(g: PeerGroup, phase: dict[str, Any]) -> str:
 
 
 def _rose(g: PeerGroup, ev: np.ndarray, k: int, wmean: np.ndarray, ref_w: np.ndarray, at: float,
-          th: Thresholds, peers: tuple[np.ndarray, np.ndarray] | None = None, most: int | None = None) -> np.ndarray:
+          th: Thresholds, peers: tuple[np.ndarray, np.ndarray], most: int | None = None) -> np.ndarray:
     """The intervals where peer `k`'s mean is `at` times its peers' (`ref_w`) or more and beyond how much its ratio
     to them varies in its other intervals: a stall (`at` = 2**`stall_gap_octaves`), or a slow phase (2.5x for two
     seconds, `at` = `peer_min_ratio`) short of a stall's gap, which ranks' intervals that do not line up split.
-    Each is judged against the intervals neither risen nor beside one (`_departures`, pooled with the peers' own
-    ratios where `peers` are given), Bonferroni-corrected over peers and intervals; none where fewer than 2 such are
-    left. A peer whose events are heavy-tailed (a lognormal of sigma 2: one in a hundred ~100x the median) is 4x its
-    peers in some interval by chance; its other intervals and its peers' vary as much.
+    Each is judged against the intervals not risen (`_departures`, pooled with the peers' own ratios, `peers`),
+    Bonferroni-corrected over peers and intervals; none where fewer than 2 such are left. The intervals beside a
+    risen one count too: one that a stall spilled into only makes them vary more (the test stricter), and left out,
+    a run of 6 intervals of 2 peers kept 2 or 3 to judge a stall by. A peer whose events are heavy-tailed (a lognormal
+    of sigma 2: one in a hundred ~100x the median) is 4x its peers in some interval by chance; its other intervals
+    and its peers' vary as much, and an interval mean of such events is judged as heavy-tailed (`HEAVY_DF`).
 
     `most`: a stall's; only that many of the highest are judged, corrected over those rather than every interval (a
     real stall in a run of 7 intervals is still found), and an interval where no peer has events (its peers' mean
@@ -464,7 +477,7 @@ def _rose(g: PeerGroup, ev: np.ndarray, k: int, wmean: np.ndarray, ref_w: np.nda
         risen &= x >= np.sort(x[risen])[-most]
     if not risen.any():
         return alone
-    p = _departures(x, weight, risen, seen, peers)
+    p = _departures(x, weight, risen, seen, peers, spill=False)
     if p is None:
         return alone
     return alone | risen & _significant(p, g, risen if most is not None else seen, th)
@@ -562,15 +575,17 @@ def hidden_ranks(groups: list[PeerGroup], th: Thresholds = DEFAULT_THRESHOLDS) -
 
 def _slow_then(together: dict[str, Any], siblings: list[PeerGroup]) -> list[dict[str, Any]]:
     """The slow ranks of sibling groups (other phases timed per rank) with a stall in a `together` interval: the
-    likely one that was slow before the wait (its phase's intervals need not line up with these)."""
+    likely one that was slow before the wait; of its stalls, the one overlapping those intervals most (its phase's
+    intervals need not line up with these: a stall in the interval before can touch one by microseconds)."""
     out = []
     for o in siblings:
         slow = o.slow or {}
-        for s in slow.get("stalls") or []:
-            if any(s["start"] < w["end"] and w["start"] < s["end"] for w in together["windows"]):
-                out.append({"key": o.key, "name": slow["name"], "ratio": s["ratio"], "start": s["start"],
-                            "end": s["end"]})
-                break
+        overlap = [(sum(max(0.0, min(s["end"], w["end"]) - max(s["start"], w["start"])) for w in together["windows"]),
+                    s) for s in slow.get("stalls") or []]
+        best = max(overlap, key=lambda pair: pair[0], default=None)
+        if best is not None and best[0] > 0:
+            s = best[1]
+            out.append({"key": o.key, "name": slow["name"], "ratio": s["ratio"], "start": s["start"], "end": s["end"]})
     return out
 
 
@@ -617,18 +632,20 @@ def _all_beyond_noise(ev: np.ndarray, wm: np.ndarray, rose: np.ndarray, seen: np
 
 
 def _departures(x: np.ndarray, weight: np.ndarray, far: np.ndarray, seen: np.ndarray,
-                peers: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray | None:
+                peers: tuple[np.ndarray, np.ndarray] | None = None, spill: bool = True) -> np.ndarray | None:
     """One-sided p per interval of `far` (NaN elsewhere) that `x` stands that far above its mean over the other
-    intervals `seen`, not `far` nor beside one (`weight`: the inverse of each interval's variance, up to a factor);
-    None where fewer than 2 such intervals are left to measure how much they vary.
+    intervals `seen`, not `far` nor (`spill`: a wait that spills over an interval's edge) beside one (`weight`: the
+    inverse of each interval's variance, up to a factor); None where fewer than 2 such intervals are left to measure
+    how much they vary.
 
     A prediction test: Student-t with one degree of freedom fewer than the intervals it is measured over. `peers`:
     the same measure of the other peers (`x` and `weight` per peer and interval, as `_peer_ratios` gives), whose
     variation over those intervals, each about its own mean, is pooled with this one's: n peers' ratios to each
     other carry n - 1 independent contrasts an interval, so the degrees of freedom are the pooled ones times
-    (n - 1) / n (with two peers, the other's ratio is this one's inverted: nothing more).
+    (n - 1) / n (with two peers, the other's ratio is this one's inverted: nothing more). Where that variation, per
+    event, reaches `HEAVY_SPREAD`, at most `HEAVY_DF` degrees of freedom: heavy-tailed events.
     """
-    rest = ~far & ~_beside(far)
+    rest = ~far & ~_beside(far) if spill else ~far
     quiet = seen & np.isfinite(x) & np.isfinite(weight) & rest
     if quiet.sum() < 2:
         return None
@@ -643,11 +660,13 @@ def _departures(x: np.ndarray, weight: np.ndarray, far: np.ndarray, seen: np.nda
             dof += int(q.sum()) - 1
         rows += 1
     var, df = ss / dof, max(1, dof * (rows - 1) // rows) if rows > 1 else dof
+    df = min(df, HEAVY_DF) if var >= HEAVY_SPREAD else df
     out = np.full(far.shape, math.nan)
-    for w in np.flatnonzero(far & seen & np.isfinite(x) & np.isfinite(weight)):
-        sd = math.sqrt(var * (1.0 / weight[w] + 1.0 / h.sum()))
-        gap = float(x[w]) - mean
-        out[w] = student_sf(gap / sd if sd > 0 else (math.inf if gap > 0 else 0.0), df)
+    at = np.flatnonzero(far & seen & np.isfinite(x) & np.isfinite(weight))
+    sd = np.sqrt(var * (1.0 / weight[at] + 1.0 / h.sum()))
+    gap = x[at] - mean
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[at] = student_sf(np.where(sd > 0, gap / sd, np.where(gap > 0, math.inf, 0.0)), df)
     return out
 
 

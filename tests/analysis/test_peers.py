@@ -57,6 +57,9 @@ def test_student_tail() -> None:
     for t, df, p in ((2.015, 5, 0.05), (2.776, 4, 0.025), (3.169, 10, 0.005), (4.541, 3, 0.01), (12.92, 3, 5e-4)):
         assert student_sf(t, df) == pytest.approx(p, rel=2e-3)  # the tables' critical values
     assert student_sf(-2.015, 5) == pytest.approx(0.95, rel=1e-3) and student_sf(float("inf"), 3) == 0.0
+    ts = np.array([-2.015, 0.0, 3.169, float("inf")])  # an array: each as on its own (every interval in one sum)
+    assert student_sf(ts, 10).tolist() == pytest.approx([student_sf(float(t), 10) for t in ts])
+    assert student_sf(5.0, 10 ** 6) == pytest.approx(2.87e-7, rel=0.2)  # past 1000 df: 1000 (the normal's 2.87e-7)
 
 
 @pytest.mark.parametrize("seed", range(15))
@@ -259,7 +262,9 @@ def test_a_wait_that_spills_over_the_ranks_intervals_still_names_the_rank_the_ot
     Rank2's compute took 0.25 s instead of 0.05 s in steps 8-15 (ddp_child.py's SLOW_RANK): 4.9x its peers' in one
     interval, 2.5x in the next, short of a stall's 4x there; it was said "no slow peer: they differ by noise", and
     the step times' rise at that time "every rank together ...; time that part (compute) per rank to tell", though
-    compute was timed. It is the slow rank of compute, and the likely one the others waited for then."""
+    compute was timed. It is the slow rank of compute, and the likely one the others waited for then. Judged
+    against its peers' ratios too, the interval before (1.4x), where its first two slow steps fell, is one of them:
+    the three hold 99% of its extra, not 87%."""
     record = Path(__file__).resolve().parents[2] / "fixtures" / "training" / "ddp_wait_spills.txt"
     doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", str(record)]).output)
     groups = {g["key"]: g for g in doc["peers"]["groups"]}
@@ -268,7 +273,7 @@ def test_a_wait_that_spills_over_the_ranks_intervals_still_names_the_rank_the_ot
     (stall,) = data["stalls"]
     compute = groups["full/rank*/compute"]["slow"]
     assert compute["name"] == "rank2" and not compute["consistent"]
-    assert [round(s["ratio"], 1) for s in compute["stalls"]] == [4.9, 2.5]
+    assert [round(s["ratio"], 1) for s in compute["stalls"]] == [1.4, 4.9, 2.5]
     for key, then in (("full/rank*/step", ["rank2"]), ("steponly/rank*/step", [])):
         g = groups[key]
         assert g["finding"] is None
@@ -380,6 +385,30 @@ def test_every_rank_slowed_at_once_is_said_together(n: int, factor: float, misal
     assert g.lines()[-1].startswith("   every rank together: ")
     (short,) = find_peers(_slowed(n, 4, factor, (1.0, 2.0), offsets, seed))
     assert short.hidden == [], short.lines()
+
+
+def test_the_likely_rank_is_said_at_its_stall_in_the_interval_not_at_one_that_touches_its_edge() -> None:
+    """Rank 2's compute 1.4x its peers' in interval 0 and 5x in interval 1, where every rank's step rose 2.5x at once;
+    the step's columns start 4 us before the compute's, so the first stall's end overlaps interval 1 by 4 us: the
+    step group said "the likely one: rank2 ... (1.4x its peers' at t+4e-06s)", not the stall in that interval."""
+    rng = np.random.default_rng(1)
+    streams = []
+    for phase, base, offset in (("compute", 0.06, 0.0), ("step", 0.1, -4e-6)):
+        for r in range(4):
+            means = base * (1 + 0.005 * rng.standard_normal(8))
+            if phase == "step":
+                means[1] *= 2.5
+            elif r == 2:
+                means[:2] *= (1.4, 5.0)
+            counts = np.full((8, 1), 20.0)
+            starts = offset + np.arange(8.0)
+            streams.append(PeerStream(f"job/rank{r}/{phase}", "training", "sec", counts, counts * means[:, None],
+                                      starts, starts + 1.0))
+    groups = {g.key: g for g in find_peers(streams)}
+    compute, step = groups["job/rank*/compute"], groups["job/rank*/step"]
+    assert compute.slow is not None and [round(s["start"]) for s in compute.slow["stalls"]] == [0, 1]
+    (together,) = [h for h in step.hidden or [] if h["how"] == "together"]
+    assert [(o["name"], round(o["start"]), round(o["ratio"], 1)) for o in together["slow_then"]] == [("rank2", 1, 5.0)]
 
 
 def _synced(waits: list[float], intervals: int, at: int, fast: int = 1) -> list[PeerStream]:
@@ -494,14 +523,17 @@ def _lognormal_ranks(seed: int, n: int, intervals: int, per: int, sigma: float,
     return streams
 
 
-@pytest.mark.parametrize(("sigma", "most"), [(0.5, 0.02), (1.0, 0.03), (1.5, 0.06), (2.0, 0.16)])
+@pytest.mark.parametrize(("sigma", "most"), [(0.5, 0.0), (1.0, 0.011), (1.5, 0.053), (2.0, 0.011)])
 def test_ranks_that_differ_by_heavy_tailed_noise_rarely_have_a_slow_one(sigma: float, most: float) -> None:
     """Every rank's steps from the same lognormal, none slower: with sigma 2 one event in a hundred is ~100x the
     median, so some rank's mean is 4x its peers' in some interval by chance, and that interval holds most of its
-    extra: the stall rule named a slow rank in 7, 28 and 56 of these 96 runs at sigma 1, 1.5 and 2. A stall must now
-    stand beyond how much the rank's other intervals and its peers' vary (2, 4 and 14). What is left: a log mean of
-    heavy-tailed events has a longer upper tail than the Student-t test assumes (the aim, 2% at sigma 2, is not
-    reached)."""
+    extra: the stall rule named a slow rank in 7, 28 and 56 of these 96 runs at sigma 1, 1.5 and 2; judged against
+    how much the rank's other intervals and its peers' vary, in 2, 4 and 14. A log mean of such events has a longer
+    upper tail than the normal (its 99.9th percentile 4.7 sd out at sigma 2, not 3.1): where the intervals' spread
+    says events that spread, the test takes a Student-t of at most 4 degrees of freedom, and the peer picked for
+    its ratio has its binomial p taken times the peers (now 1, 5 and 1: at sigma 1.5, intervals 24x to 49x their
+    peers', one event far out, which interval sums cannot tell from a real stall; 2.5% of 720 such runs, 1.8% at
+    sigma 2)."""
     named, runs = [], 0
     for n, intervals, per, seed in itertools.product((2, 3, 4, 8), (6, 12, 30, 60), (5, 20), range(3)):
         (g,) = find_peers(_lognormal_ranks(seed * 1009 + n * 31 + intervals, n, intervals, per, sigma))
@@ -509,6 +541,41 @@ def test_ranks_that_differ_by_heavy_tailed_noise_rarely_have_a_slow_one(sigma: f
         if g.slow is not None:
             named.append((n, intervals, per, seed, g.lines()[-1]))
     assert len(named) <= most * runs, (runs, named)
+
+
+def test_a_rank_slowest_in_more_intervals_than_chance_only_before_picking_it_among_eight_is_not_consistent() -> None:
+    """Rank 0 of 8 slowest in 9 of 30 intervals (3.75 expected: p 0.009) and 20x its peers in one more: a stall. Picked
+    as the slowest of 8 peers, its p is 0.07 (x8): not "consistently" slowest, as `_consistent_below` already says."""
+    rng = np.random.default_rng(5)
+    means = 0.01 * (1 + 0.01 * rng.standard_normal((8, 31)))
+    means[0] = np.minimum(means[0], means[1:].max(axis=0) * 0.999)
+    means[0, :9] = means[1:, :9].max(axis=0) * 1.005
+    means[0, 20] *= 20
+    counts = np.full((31, 1), 20.0)
+    streams = [PeerStream(f"job/rank{r}/step", "training", "sec", counts, counts * means[r][:, None], np.arange(31.0),
+                          np.arange(1.0, 32.0)) for r in range(8)]
+    (g,) = find_peers(streams)
+    assert g.slow is not None and g.slow["name"] == "rank0" and g.slow["slowest"] == 10
+    assert g.slow["p_value"] == pytest.approx(binomial_sf(10, 31, 1 / 8)) and g.slow["p_value"] < 0.01
+    assert not g.slow["consistent"] and [round(s["start"]) for s in g.slow["stalls"]] == [20]
+    assert "not consistently" in g.lines()[-1]
+
+
+def test_a_stall_of_one_of_two_ranks_in_a_run_of_six_intervals_is_named() -> None:
+    """Two ranks, 6 intervals, one rank 5x in 1 or 2 of them over sigma 0.3: the intervals beside a stall were left
+    out of how much the others vary (one a stall spills into would make them vary more: the test only stricter),
+    leaving 2 or 3 to judge by; named in 33 of 59 runs where it could be (its mean 1.25x, 20 events), now 53."""
+    found, runs = [], 0
+    for width, per, seed in itertools.product((1, 2), (5, 20, 50), range(10)):
+        rng = np.random.default_rng(seed * 3 + width)
+        rank, at = int(rng.integers(2)), int(rng.integers(6 - width + 1))
+        (g,) = find_peers(_lognormal_ranks(seed * 17 + per, 2, 6, per, 0.3, (rank, at, width, 5.0)))
+        m = g.members[rank]
+        if m.ratio < DEFAULT_THRESHOLDS.peer_min_ratio or m.events < DEFAULT_THRESHOLDS.peer_min_events:
+            continue
+        runs += 1
+        found.append(g.slow is not None and g.slow["name"] == f"rank{rank}")
+    assert runs >= 50 and sum(found) >= 0.85 * runs, (runs, sum(found))
 
 
 def test_a_stall_of_one_rank_over_light_noise_is_still_named() -> None:

@@ -209,7 +209,8 @@ class HlogReader:
         if (renamed := self.said_renamed.pop(stream, None)) is not None:
             yield Notice(f"{self.name}: line {n}: {renamed}", skipped=0)
         if self.jhiccup is not None and len(self.streams) > known:  # a new stream of a jHiccup log
-            yield Notice(f"{self.name}: {self._who(stream)}logged by jHiccup {self.jhiccup}: its values are the "
+            version = f" {self.jhiccup}" if self.jhiccup else ""
+            yield Notice(f"{self.name}: {self._who(stream)}logged by jHiccup{version}: its values are the "
                          "platform's hiccups (how late a thread that only sleeps woke), not requests' latencies",
                          skipped=0, measures=(stream, JHICCUP))
         self.data_seen, self.base_ahead = True, False

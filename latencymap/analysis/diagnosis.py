@@ -61,9 +61,10 @@ OWNS_TIME_FACTOR = 2.0
 #: Bands each holding at least this share of the most populous one's events are near even: the band that owns the
 #: time is then the one to look at (`main_band`).
 NEAR_EVEN_EVENTS = 0.8
-#: A band and the main one are a shift's two levels when this share of each one's events lie on its side of the jump;
-#: a band is the recording's start-up when this share of its events lie in the start-up's columns.
+#: A band and the main one are a shift's two levels when this share of each one's events lie on its side of the jump.
 SHIFT_SIDE_SHARE = 0.9
+#: A band is the recording's start-up when this share of its events lie in the start-up's columns (`startup_bands`).
+STARTUP_BAND_SHARE = 0.9
 #: Episode lines shown by `summary_lines` before "... and N more".
 MAX_EPISODE_LINES = 5
 #: A stream of one band over at most this many buckets gets no modes line beside a bucket table: it would restate it.
@@ -174,7 +175,7 @@ SHIFT_EPISODE_COLUMNS = 5
 
 
 def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float,
-              shifted: tuple[Band, ...] = (), started: tuple[tuple[Band, Episode], ...] = ()) -> list[Finding]:
+              shifted: tuple[Band, ...] = (), started: tuple[tuple[Band, Episode, float], ...] = ()) -> list[Finding]:
     """The findings of a diagnosis, in reading order: bands, tail, drift, then episodes by time; a shift that
     `shifted` bands are the two sides of (`shift_sides`) comes first, as it explains them; a band that is the
     recording's start-up (`started`, see `startup_bands`) says so."""
@@ -195,7 +196,7 @@ def _findings(d: Diagnosis, scope: Scope, th: Thresholds, top_s: float,
         out += [band_finding(b, scope, main, pair=len(d.major) == 2,
                              shift=d.drift if any(b is x for x in explained) else None,
                              heavy=heavy_beside(b, d.major, th),
-                             startup=next((e for x, e in started if x is b), None))
+                             startup=next(((e, later) for x, e, later in started if x is b), None))
                 for b in bands if not _all_in_stalls(b, d.stalls)]
     tail = d.tail
     if tail is not None and tail.events_share > th.tail_max_events_share and d.few is not None and d.few.dominant:
@@ -299,18 +300,20 @@ def shift_sides(major: list[Band], main: Band | None, drift: Drift | None, cols:
 
 
 def startup_bands(major: list[Band], main: Band | None, episodes: list[Episode], cols: Columns, first: int,
-                  scope: Scope, th: Thresholds) -> tuple[tuple[Band, Episode], ...]:
-    """The bands besides `main` that are the recording's start-up (`is_startup`), each with that episode: they hold
-    `SHIFT_SIDE_SHARE` of their events in its columns, so the start-up explains them, not a cause in the run."""
+                  scope: Scope, th: Thresholds) -> tuple[tuple[Band, Episode, float], ...]:
+    """The bands besides `main` that are the recording's start-up (`is_startup`), each with that episode and its
+    events after it: they hold `STARTUP_BAND_SHARE` of their events in its columns, so the start-up explains them
+    (those after it, in the run, still have a cause to find)."""
     started = [e for e in episodes if is_startup(e, scope, th.startup_share)]
     out = []
     for b in [b for b in major if b is not main] if started else []:
         per_col = band_columns(b, cols)
-        held = SHIFT_SIDE_SHARE * float(per_col.sum())
-        e = next((e for e in started if 0 < held <= float(per_col[e.first_col - first:e.last_col + 1 - first].sum())),
-                 None)
-        if e is not None:
-            out.append((b, e))
+        total = float(per_col.sum())
+        for e in started:
+            inside = float(per_col[e.first_col - first:e.last_col + 1 - first].sum())
+            if 0 < STARTUP_BAND_SHARE * total <= inside:
+                out.append((b, e, total - inside))
+                break
     return tuple(out)
 
 

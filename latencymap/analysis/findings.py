@@ -191,8 +191,9 @@ WHY: dict[str, dict[str, str]] = {
                      "steady allocation rate, a cron job or other periodic work on the host); look at what runs at "
                      "that period",
         "startup": "only at the start of the recording, not an incident in the run: the JVM starting (class loading, "
-                   "JIT compilation, the heap growing, the first GCs) and the application's own start-up; the columns "
-                   "after it are the steady state",
+                   "JIT compilation, the heap growing, the first GCs: longer hiccups; CPUs kept busy, out of their "
+                   "idle states: shorter ones) and the application's own start-up; the columns after it are the "
+                   "steady state",
         "disappear": "a usual band of hiccups went away: the GC, the load on the host or the other work that caused "
                      "it stopped",
         "move": "the platform's hiccups moved as a whole: the host's load (other processes, CPU contention), the GC's "
@@ -357,8 +358,9 @@ class Scope:
 
     @property
     def words(self) -> str:
-        """The `WHY` entry its findings are worded by: what its values measure, else its datasource."""
-        return self.measures or self.datasource
+        """The `WHY` entry its findings are worded by: what its values measure, else (or where this version has no
+        words for that: a newer one's recording) its datasource."""
+        return self.measures if self.measures and self.measures in WHY else self.datasource
 
     def when(self, first_col: int, last_col: int, start: float, end: float) -> str:
         """`cols 40–49 (t+40s–t+50s)`, `col 30 (t+30s–t+31s)`."""
@@ -404,13 +406,14 @@ def band_why(datasource: str, *, faster: bool = False, ratio: float = float("nan
 
 
 def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Drift | None = None,
-                 heavy: Band | None = None, startup: Episode | None = None) -> Finding:
+                 heavy: Band | None = None, startup: tuple[Episode, float] | None = None) -> Finding:
     """A band beyond the main one (one or two events: outliers, said so), its why fitting its direction: a band
     below the main one is a fast minority, not a slow one. `pair`: the stream has only these two bands; `shift`: the
     shift whose two sides the band and the main one are (one level before it, the other after), which explains them;
     `heavy`: the band that holds most of the time where this slower one holds little of it (`diagnosis.heavy_beside`):
     this one is then said as minor; `startup`: the recording's start-up episode that holds (most of) the band's
-    events, which explains it: no cause in the run is to find."""
+    events, which explains them, and how many came after it: those have a cause in the run to find (unless they
+    are outliers)."""
     few = outliers(b)
     (events_share, time_share), (main_events, main_time) = b.shown_shares, main.shown_shares  # of the ranges named
     held = f"{few} event{'s' if few > 1 else ''} ({pct(events_share)})" if few else f"{pct(events_share)} of events"
@@ -432,10 +435,15 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Dr
         reason = (f"the levels before and after the shift at col {shift.at_col} (t+{since(shift.at - scope.t0)}), not "
                   "two populations at once: what changed at that moment is the cause to find")
     elif startup is not None:
-        where = scope.when(startup.first_col, startup.last_col, startup.start, startup.end)
-        reason = (f"the recording's start-up at {where}, not a population of the run: what sent "
-                  f"{why('noun', scope.words)} there is the start-up's, not a cause to find in the steady state after "
-                  "it")
+        (e, later), noun = startup, why("noun", scope.words)
+        where = scope.when(e.first_col, e.last_col, e.start, e.end)
+        if round(later) < POPULATION:
+            reason = (f"the recording's start-up at {where}, not a population of the run: what sent {noun} there is "
+                      "the start-up's, not a cause to find in the steady state after it")
+        else:
+            reason = (f"the recording's start-up at {where} holds {pct(1 - later / b.events)} of them, not a "
+                      f"population of the run: what sent {noun} there is the start-up's; the other {later:,.0f} came "
+                      "after it, in the run: what sent them there is the cause to find")
     else:
         ratio = mean_s(main) / mean_s(b) if mean_s(b) > 0 else float("nan")
         minor = "" if heavy is None else (f"{pct(time_share)} of the time against {pct(heavy.shown_shares[1])} in "

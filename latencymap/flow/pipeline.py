@@ -208,12 +208,18 @@ def _apart(flow: ColumnFlow, name: str, seen: dict[StreamId, tuple[float, str]],
     one ended, or later (a log and its rotation); one that goes back into that time (another host's `sda`, the same
     run twice) would mix two histories in one, so it becomes a stream of its own, named after its input, with a
     notice, and is put in `shown_as` (its input's reader's). `seen` holds each stream's last end so far, and the
-    input it came from."""
+    input it came from. A note of what a stream measures (`Notice.measures`) names the stream as it is shown: one
+    that comes before such a stream's first item waits for it."""
     own: dict[StreamId, StreamId] = {}
     ends: dict[StreamId, float] = {}
+    waiting: dict[StreamId, list[Notice]] = {}  # measures notes of streams an earlier input had, until they come
     for item in flow:
         if isinstance(item, Notice):
-            yield item
+            stream = item.measures[0] if item.measures is not None else None
+            if stream is not None and stream in seen and stream not in own:
+                waiting.setdefault(stream, []).append(item)
+            else:
+                yield _measuring(item, own)
             continue
         spans = [(item.stream, item.start, item.end)] if isinstance(item, Interval) else [
             (stream, float(item.start[rows[0]]), float(item.end[rows].max()))
@@ -227,14 +233,26 @@ def _apart(flow: ColumnFlow, name: str, seen: dict[StreamId, tuple[float, str]],
                                                                stream.unit)
                     yield Notice(f"{name}: '{stream.label}' goes back into the time of the same stream from "
                                  f"{before[1]}: shown apart, as '{own[stream].label}'", skipped=0)
+                for notice in waiting.pop(stream, ()):
+                    yield _measuring(notice, own)
             ends[stream] = max(ends.get(stream, end), end)
         if any(own[s] is not s for s, _, _ in spans):
             item = replace(item, stream=own[item.stream]) if isinstance(item, Interval) else replace(
                 item, streams=[own[s] for s in item.streams])
         yield item
+    for notices in waiting.values():  # of streams that gave no item: as they came
+        yield from notices
     for stream, end in ends.items():
         if own[stream] is stream:
             seen[stream] = (max(end, seen.get(stream, (end, ""))[0]), name)
+
+
+def _measuring(notice: Notice, own: dict[StreamId, StreamId]) -> Notice:
+    """`notice`, what it says a stream measures (`Notice.measures`) said of the stream as it is shown (`own`)."""
+    shown = None if notice.measures is None else own.get(notice.measures[0])
+    if shown is None or notice.measures is None or shown == notice.measures[0]:
+        return notice
+    return replace(notice, measures=(shown, notice.measures[1]))
 
 
 class _Tally:

@@ -42,7 +42,8 @@ from latencymap.protocol.grammar import RECORDING_HEADER as HEADER_PREFIX
 PYLATENCYMAP_SOURCES = ("oracle", "bpf", "systemtap", "dtrace")
 #: Items a recording flow may run ahead of its view (about 1 KB each).
 READ_AHEAD = 65_536
-#: Notes of the recorded run kept in a recording; past this many, one last note counts the rest.
+#: Notes of the recorded run kept in a recording; past this many, one last note counts the rest (a note of what a
+#: stream measures, `Notice.measures`, is kept all the same).
 MAX_NOTES = 100
 #: Records (and header or note lines) a zstd frame of a recording holds at most, each a block flushed as written.
 
@@ -216,8 +217,9 @@ class Recorder:
     def note(self, notice: Notice) -> None:
         """Keep a notice of the recorded run (what reading it assumed, or skipped) as a note line: a report or replay
         of the recording says it again (and what it says a stream measures, `Notice.measures`, as `measures` and
-        `stream`). At most MAX_NOTES; `close` counts the rest."""
-        if self._notes >= MAX_NOTES:
+        `stream`). At most MAX_NOTES, besides those that say what a stream measures (of its data, as its records
+        are); `close` counts the rest."""
+        if self._notes >= MAX_NOTES and notice.measures is None:
             self._notes_left_out += 1
             return
         self._notes += 1

@@ -27,7 +27,7 @@ from latencymap.core.model import (
     rows_by_stream,
 )
 from latencymap.core.patterns import lazy_pattern
-from latencymap.core.sanitize import clean_text, excerpt
+from latencymap.core.sanitize import clean_label, clean_text, excerpt
 from latencymap.protocol.bulk import FastPath
 from latencymap.protocol.grammar import (
     BEGIN,
@@ -224,7 +224,7 @@ class ProtocolReader:
                 skipped = value.get("skipped")
                 count = skipped if type(skipped) is int and 0 <= skipped <= MAX_RECORDED_SKIPS else 0
                 return [RecordedNotice(f"{self.name}: as recorded: {clean_text(message, 2000)}", skipped=count,
-                                       measures=_measures(value))]
+                                       measures=_measures(value, self.stream))]
         return []
 
     def _newer_notice(self, version: str) -> Notice:
@@ -492,16 +492,17 @@ class RecordedNotice(Notice):
 _MEASURE = re.compile(r"[a-z][a-z0-9]{0,39}")
 
 
-def _measures(note: dict[str, Any]) -> tuple[StreamId, str] | None:
-    """What a recorded note says a stream measures (`measures`, of its `stream`: label, datasource and unit, as its
-    records name it); None where it says none, or not in that form."""
+def _measures(note: dict[str, Any], named: Callable[[str, str | None, str], StreamId]) -> tuple[StreamId, str] | None:
+    """What a recorded note says a stream measures (`measures`, of its `stream`: label, datasource and unit), the
+    stream `named` as its records' lines name it (`ProtocolReader.stream`: stripped, cleaned, cut to a name); None
+    where it says none, or not in that form."""
     what, stream = note.get("measures"), note.get("stream")
     if not isinstance(what, str) or not _MEASURE.fullmatch(what) or not isinstance(stream, dict):
         return None
     label, datasource, unit = (stream.get(k) for k in ("label", "datasource", "unit"))
     if not (isinstance(label, str) and isinstance(datasource, str) and isinstance(unit, str)):
         return None
-    return StreamId(label, datasource, unit), what
+    return named(clean_label(label.strip()), clean_text(datasource.strip().lower()) or None, unit), what
 
 
 def _release(version: str) -> tuple[int, ...]:

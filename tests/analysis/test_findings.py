@@ -420,3 +420,44 @@ def test_a_band_that_is_the_start_up_says_so_instead_of_asking_for_a_cause() -> 
     later = np.roll(counts, 20, axis=0)  # the same two columns mid-run: an episode, and a band with a cause
     (mid,) = [f for f in diagnose(later, None, LOW, HIGH, starts, starts + 1).findings if f.kind == "band"]
     assert mid.why.endswith("is the cause to find") and mid.key == "slow pair", mid.why
+
+
+def test_a_start_up_band_with_events_later_in_the_run_says_those_are_still_to_explain() -> None:
+    """A band 90% in the start-up is said as the start-up; its other events came in the run (a GC pause at col 20
+    of a jHiccup log, the same size as the JVM's start-up hiccups): 'not a cause to find in the steady state' hid
+    them, where no other finding names that column."""
+    counts = np.zeros((40, len(LOW)))
+    counts[:, 15] = 500
+    counts[:2, 15], counts[:2, 17] = 0, 500
+    counts[20, 17] = 100
+    starts = np.arange(40.0)
+    d = diagnose(counts, None, LOW, HIGH, starts, starts + 1, datasource="hdrhistogram", measures="jhiccup")
+    assert not [f for f in d.findings if f.first_col is not None and f.first_col <= 20 <= f.last_col
+                and f.kind != "band"]
+    (band,) = [f for f in d.findings if f.kind == "band"]
+    assert band.why.startswith("the recording's start-up at cols 0–1 (t+0s–t+2s) holds 91% of them, not a population "
+                               "of the run: what sent hiccups there is the start-up's; the other 100 came after it, "
+                               "in the run: what sent them there is the cause to find"), band.why
+    assert "steady state" not in band.why
+
+
+def test_a_jhiccup_start_up_of_shorter_hiccups_is_not_put_down_to_gc_and_jit_alone() -> None:
+    """hiccup.140623's start-up is a band of shorter hiccups (8–33 µs, against 33–66 µs after it): class loading,
+    JIT and the first GCs hold the thread up longer, never shorter; CPUs kept busy (out of their idle states) wake
+    it sooner."""
+    counts, starts, ends = early_band(0)  # cols 0–1 hold a band far below the usual one
+    (start,) = [f for f in diagnose(counts, None, LOW, HIGH, starts, ends, datasource="hdrhistogram",
+                                    measures="jhiccup").findings if f.what.startswith("start-up")]
+    assert "the first GCs: longer hiccups; CPUs kept busy, out of their idle states: shorter ones)" in start.why, \
+        start.why
+
+
+@pytest.mark.parametrize("datasource", ["spark", "training", ""])
+def test_a_measure_this_version_has_no_words_for_keeps_the_datasource_s(datasource: str) -> None:
+    """A recording by a newer latencymap may say its stream measures something this one has no `WHY` entry for
+    (the reader takes any lowercase word): its findings were worded by nothing, the generic words, not its
+    datasource's (a Spark log's tasks as requests held up)."""
+    counts, times, starts, ends = spark_like_run()
+    plain = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource).findings
+    newer = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource, measures="gcpauses").findings
+    assert [f.why for f in newer] == [f.why for f in plain]

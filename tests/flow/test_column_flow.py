@@ -179,6 +179,25 @@ def test_a_stream_going_back_into_an_earlier_inputs_time_is_shown_apart(example_
     assert {i.stream.label for i in one_by_one} == {s.label for s in twice.streams}
 
 
+@pytest.mark.parametrize("jhiccup_first", [False, True])
+def test_what_a_stream_shown_apart_measures_stays_with_it(fixtures: Path, tmp_path: Path, jhiccup_first: bool) -> None:
+    """Two logs named alike over the same seconds, one logged by jHiccup: its note (`Notice.measures`) comes before
+    its stream's first column, so it named the stream before `_apart` showed it apart as `LABEL [INPUT]`: the other
+    log's findings were worded as hiccups, and the jHiccup log's as requests'."""
+    log = (fixtures / "hdrhistogram" / "jHiccup-2.0.7S.logV2.hlog").read_text()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    hiccups, plain = tmp_path / "a" / "x.hlog", tmp_path / "b" / "x.hlog"
+    hiccups.write_text(log)
+    plain.write_text("".join(line for line in log.splitlines(True) if "jHiccup" not in line))
+    paths = [str(hiccups), str(plain)] if jhiccup_first else [str(plain), str(hiccups)]
+    for flow in (column_flow, input_flow):
+        acc = accumulate(flow(paths, REGISTRY))
+        assert {s.label: h.measures for s, h in acc.streams.items()} == {
+            "x.hlog": "jhiccup" if jhiccup_first else "", f"x.hlog [{paths[1]}]": "" if jhiccup_first else "jhiccup"}
+        assert sum("logged by jHiccup" in m for m in acc.messages) == 1
+
+
 def test_a_log_and_its_rotation_lose_no_interval_between_them(example_data: Path, tmp_path: Path) -> None:
     """The interval between the last record of one input and the first of the next was a baseline: lost."""
     first, second = halves(example_data, tmp_path)

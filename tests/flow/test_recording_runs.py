@@ -275,6 +275,22 @@ def test_a_recording_keeps_at_most_max_notes_and_counts_the_rest(tmp_path: Path)
     assert len(lines) == MAX_NOTES + 1 and "7 more notes of the recorded run" in lines[-1]
 
 
+def test_a_note_of_what_a_stream_measures_is_kept_past_max_notes(tmp_path: Path) -> None:
+    """60 jHiccup logs recorded together give 120 notes (each its `logged by jHiccup` and its lowest-value note):
+    past MAX_NOTES the rest were counted, not kept, and the streams after the 50th read back as requests'
+    latencies. What a stream measures is part of its data, as its records are: kept; plain notes are still counted."""
+    path = tmp_path / "r.txt"
+    streams = [StreamId(f"h{i}.hlog", "hdrhistogram", "nanosec") for i in range(MAX_NOTES)]
+    flow: list = [n for s in streams for n in (Notice(f"{s.label}: logged by jHiccup", skipped=0,
+                                                      measures=(s, "jhiccup")), Notice(f"{s.label}: low", skipped=0))]
+    list(recorded(iter(flow + [iv for s in streams for iv in run_of(s, 2)]), Recorder(str(path))))
+    lines = [line for line in path.read_text().splitlines() if line.startswith(NOTE_PREFIX)]
+    assert len(lines) == 1.5 * MAX_NOTES + 1 and f"{MAX_NOTES // 2} more notes of the recorded run" in lines[-1]
+    acc = Accumulator()
+    acc.add(input_flow([str(path)], REGISTRY))
+    assert {h.measures for h in acc.streams.values()} == {"jhiccup"} and len(acc.streams) == MAX_NOTES
+
+
 def test_a_compat_recording_keeps_no_notes(tmp_path: Path) -> None:
     path = tmp_path / "r.txt"
     list(recorded(iter([Notice("x", skipped=0), *run_of(A, 2)]), Recorder(str(path), compat=True)))

@@ -140,3 +140,19 @@ def test_a_note_that_says_what_a_stream_measures_keeps_it(bulk: bool) -> None:
     said = notices(items(header() + good + bad + records(2), bulk))
     assert [n.measures for n in said] == [(S, "jhiccup")] + [None] * 5
     assert said[0].message == "rec.txt: as recorded: h.hlog: logged by jHiccup"
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+@pytest.mark.parametrize("label", [" tag ", "a\x1b[2Jb", "w" * 5000], ids=["spaced", "control", "long"])
+def test_a_note_names_its_stream_as_the_stream_s_records_do(bulk: bool, label: str) -> None:
+    """A tag ` tag ` (an HdrHistogram log's) is recorded as `label,  tag `, which a record reads as `tag`; a label
+    holding a control character or longer than a name reads cleaned and cut. The note's stream named the label as
+    written: it was no stream of the recording, and the log's words were lost."""
+    note = NOTE_PREFIX + json.dumps({"message": "h.hlog: logged by jHiccup", "skipped": 0, "measures": "jhiccup",
+                                     "stream": {"label": label, "datasource": "hdrhistogram", "unit": "nanosec"}})
+    written = records(2, StreamId("LABEL", "hdrhistogram", "nanosec")).replace("label, LABEL", f"label, {label}")
+    for text in (header() + note + "\n" + written, header() + written + note + "\n"):
+        got = items(text, bulk)
+        (said,) = [n.measures for n in notices(got)]
+        assert said == ({i.stream for i in got if isinstance(i, Interval)}.pop(), "jhiccup"), said
+        assert len(said[0].label) <= 200 and "\x1b" not in said[0].label

@@ -801,5 +801,7 @@ def test_a_tagged_log_s_note_names_each_tag_and_a_log_of_another_tool_has_none()
     assert [(n.measures[0].label, n.measures[1]) for n in said if n.measures] == [("h.hlog", "jhiccup"),
                                                                                  ("c", "jhiccup")]
     assert said[1].message.startswith("h.hlog: c: logged by jHiccup 2.0.10: ")
+    unversioned = read_items(HdrHistogramFormat, "#[Logged with jHiccup version]\n" + "".join(lines[1:]), "h.hlog")
+    assert next(n.message for n in unversioned if isinstance(n, Notice)).startswith("h.hlog: logged by jHiccup: ")
     other = read_items(HdrHistogramFormat, "".join(lines[1:]), "h.hlog")
     assert not [i for i in other if isinstance(i, Notice)]

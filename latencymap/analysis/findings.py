@@ -70,12 +70,15 @@ ORACLE_CLASSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
 
 #: Why each finding matters, in the words of its datasource's events: `WHY[""]` has every key, a datasource only those
 #: whose generic words are wrong for its events (`why` falls back to `WHY[""]`). Besides the finding kinds: `noun` (the
-#: events), `slow` and `fast` (what sends them to a slower band, or lets them finish in a faster one: a fast minority
-#: is not a cache miss), and `none`/`count` (a silence's events: Spark logs a task when it ends, so a Spark silence is
+#: events), `waited` and `waited note` (what the report's summary calls their time, and what it adds), `slow` and
+#: `fast` (what sends them to a slower band, or lets them finish in a faster one: a fast minority is not a cache
+#: miss), and `none`/`count` (a silence's events: Spark logs a task when it ends, so a Spark silence is
 #: no task *ending*: one may have run all along).
 WHY: dict[str, dict[str, str]] = {
     "": {
         "noun": "events",
+        "waited": "waited",
+        "waited note": "",
         "slow": "a cache miss, a retry, another device or path",
         "fast": "cache hits, early errors, empty results",
         "none": "no events",
@@ -167,6 +170,9 @@ WHY: dict[str, dict[str, str]] = {
     # (1 ms by default) woke. Its slow values are pauses of the platform the process runs on, not slow requests.
     "jhiccup": {
         "noun": "hiccups",
+        "waited": "of hiccups",
+        "waited note": "as jHiccup sums them: a pause also adds the samples it kept from being taken (each shorter "
+                       "by the sampling interval), so the sum can pass the run's length",
         "slow": "GC pauses, JVM safepoints, OS scheduling or CPU starvation, swapping, THP compaction, a VM's steal "
                 "time",
         "fast": "a quiet platform at those times: no GC or safepoint, CPUs free for the thread",
@@ -230,6 +236,12 @@ WHY: dict[str, dict[str, str]] = {
                  "of the run, another batch size or sequence length)",
     },
 }
+
+
+def words_for(datasource: str, measures: str = "") -> str:
+    """The `WHY` entry a stream is worded by: what its values measure (`Notice.measures`), else (or where this
+    version has no words for that: a newer one's recording) its datasource."""
+    return measures if measures and measures in WHY else datasource
 
 
 def why(key: str, datasource: str = "", label: str = "") -> str:
@@ -360,7 +372,7 @@ class Scope:
     def words(self) -> str:
         """The `WHY` entry its findings are worded by: what its values measure, else (or where this version has no
         words for that: a newer one's recording) its datasource."""
-        return self.measures if self.measures and self.measures in WHY else self.datasource
+        return words_for(self.datasource, self.measures)
 
     def when(self, first_col: int, last_col: int, start: float, end: float) -> str:
         """`cols 40–49 (t+40s–t+50s)`, `col 30 (t+30s–t+31s)`."""

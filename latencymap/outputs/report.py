@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from latencymap.analysis.diagnosis import Diagnosis
-from latencymap.analysis.findings import Finding, times, with_cause
+from latencymap.analysis.findings import Finding, times, why, with_cause, words_for
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core import chunked
 from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, StreamHistory, Totals
@@ -368,7 +368,10 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
         return [f"{columns}: {what}", *marks_lines(hist)], t
     per_s = "" if untimed else f" ({format_number(rate)}/s)"
     counted = f"{int(t.events):,} event{'s' * (int(t.events) != 1)}"
-    out = [f"{columns}: {counted}{per_s}, {duration_text(total['time_s'])} waited ({how})"]
+    words = words_for(s.datasource, hist.measures)
+    note = why("waited note", words)
+    out = [f"{columns}: {counted}{per_s}, {duration_text(total['time_s'])} {why('waited', words)} ({how})"
+           + (f", {note}" if note else "")]
     if source is not None and source.bounds:
         held = f"they hold {source.events:,} of the {int(t.events):,} events"
         inside = "linear inside each" if hist.exact else "as histogram_quantile"

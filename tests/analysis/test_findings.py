@@ -399,6 +399,8 @@ def test_the_reports_of_jhiccup_logs_name_the_platform_s_causes(name: str, tmp_p
             (start,) = [line for line in said if line.startswith("   start-up cols 0–1")]
             assert "the JVM starting" in start and "cold caches" not in start, start
         assert any("logged by jHiccup" in line for line in lines), lines
+        # jHiccup fills a pause with the samples it hid: their sum is no time waited (22.6min in 38s)
+        assert " of hiccups (exact), as jHiccup sums them: " in lines[1] and "waited" not in lines[1], lines[1]
 
 
 def test_a_band_that_is_the_start_up_says_so_instead_of_asking_for_a_cause() -> None:

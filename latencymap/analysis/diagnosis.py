@@ -392,7 +392,7 @@ def diagnose(
         cols, None, low_s, high_s, starts, ends, z=th.episode_z, min_shift=th.episode_min_shift,
         min_time_shift=th.episode_min_time_shift, min_column_events=th.episode_min_column_events,
         min_columns=th.episode_min_columns, max_gap=th.episode_max_gap, col_offset=first,
-        min_move_octaves=th.min_move_octaves, exact=timed)
+        min_move_octaves=th.min_move_octaves, exact=timed, new_band_time_share=th.episode_new_band_time_share)
     stalls = find_stalls(cols, None, low_s, high_s, starts, ends, th=th, col_offset=first,
                          exact=timed, datasource=datasource, seen_max=seen_max)
     episodes = sorted(without_covered(episodes, stalls) + stalls, key=lambda e: (e.first_col, e.kind != "stall"))

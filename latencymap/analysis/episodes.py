@@ -18,13 +18,25 @@ A column is anomalous when all of these hold:
   (5%), or of time shares >= `min_time_shift` (20%, so a thin slow band that owns the waiting
   counts even when it holds few events).
 
+A column is also anomalous when a thin slow band appeared in it, beside the usual ones: a run of neighbouring slots,
+each holding at least 1 / `APPEAR_RATIO` (4) times its baseline share of the events and of the time, holds at least
+`new_band_time_share` (10%) of the column's time, less than half of its events (more is the whole column's shape,
+which the test above judges) and a smaller share of them than of the time (the fast edge of a distribution that
+drifted is no band), and its events exceed `N_col x` their usual (mean) share beyond chance: the signed root
+of their Poisson deviance, divided by the over-dispersion `1 + alpha x expected`, above `z`. `alpha` is the stream's
+wobble (the median over normal columns of `(sum (O - E)^2 - O) / sum E^2`): where the usual bands' mix wobbles, their
+thousands of events vary far beyond Poisson while a slot that usually holds a few events does not, so the whole
+column's over-dispersion (20 on a fast disk whose two 4 KiB bands trade places) hid a band of 1 MiB writes that was
+never there before and now held 15% of the time.
+
 Anomalous columns closer than `max_gap` + 1 join one run; a run of fewer than `min_columns` (2)
 anomalous columns or shorter than `min_seconds` is dropped (a lone column is noise or a hiccup).
 
 Each episode pools its columns and compares them with the baseline slot by slot: `gained` is the
 contiguous slot region around the largest excess of events (slots beyond `SLOT_Z`, 3, Poisson
 sigmas above expectation), `lost` the one around the largest deficit. The kind is `appear` when
-the gained region held at most `APPEAR_RATIO` (a quarter) of its episode share in the baseline,
+the gained region held at most `APPEAR_RATIO` (a quarter) of its episode share in the baseline (or, where it did not,
+a band appeared by time as above, the episode's pooled events beyond `SLOT_Z`: that band is the gained region),
 `disappear` when the lost region keeps at most a quarter of its baseline share, `move` when both;
 `surge` when the gained region's events per second are at least `SURGE_RATIO` (2) times its usual rate
 while the rest keeps at least `KEPT_RATIO` (60%) of its own and the total rate grows by at least `surge_min_added`
@@ -57,6 +69,7 @@ MIN_COLUMN_EVENTS = _T.episode_min_column_events
 MIN_COLUMNS = _T.episode_min_columns
 MAX_GAP = _T.episode_max_gap
 MIN_MOVE_OCTAVES = _T.min_move_octaves
+NEW_BAND_TIME_SHARE = _T.episode_new_band_time_share
 SLOT_Z = 3.0
 APPEAR_RATIO = 0.25
 #: A surge: the gained region at least this many times its usual events per second ...
@@ -158,6 +171,7 @@ def _baseline_shares(base: np.ndarray) -> np.ndarray:
 def anomalous_columns(
     counts: np.ndarray | Columns, times: np.ndarray | None = None, *, z: float = Z, min_shift: float = MIN_SHIFT,
     min_time_shift: float = MIN_TIME_SHIFT, min_column_events: int = MIN_COLUMN_EVENTS, iterations: int = 3,
+    new_band_time_share: float = NEW_BAND_TIME_SHARE,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(anomalous mask, baseline counts, baseline time) over columns (see the module docstring): (columns x slots)
     `counts` and `times`, or `Columns` that read both.
@@ -183,13 +197,20 @@ def anomalous_columns(
             base = _median_shape_of(window, normal, of_time=False) * float(base.sum())
             base_t = _median_shape_of(window, normal, of_time=True) * float(base_t.sum())
         p, pt = _baseline_shares(base), _shares(base_t)
+        pooled = _baseline_shares(sums[0])  # a slot's mean share: what a band's events are expected from
         deviance, tvd, tvd_time, df = np.empty(cols.n), np.empty(cols.n), np.empty(cols.n), np.empty(cols.n, int)
+        wobble, new = np.empty(cols.n), np.empty((3, cols.n))
         for span, c, t in window.blocks():
             deviance[span], df[span], tvd[span], tvd_time[span] = _column_tests(c, t, n[span], base > 0, p, pt)
+            wobble[span] = _wobble(c, n[span], p)
+            new[:, span] = _new_band(c, t, p, pt, pooled, new_band_time_share)[2:]
         ratio = deviance / (df * (1.0 - 2.0 / (9.0 * df)) ** 3)  # ~1 at the median of chi2(df)
         dispersion = max(1.0, float(median_of(ratio[normal]))) if normal.any() else 1.0
         significant = deviance / dispersion > chi2_quantile(df, z)
-        found = testable & significant & ((tvd >= min_shift) | (tvd_time >= min_time_shift))
+        alpha = max(0.0, float(median_of(wobble[normal]))) if normal.any() else 0.0
+        events, usual, time_share = new
+        appeared = _thin_slow(events, n, time_share, new_band_time_share) & (excess_z(events, n * usual, alpha) > z)
+        found = testable & ((significant & ((tvd >= min_shift) | (tvd_time >= min_time_shift))) | appeared)
         if found.sum() * 2 > testable.sum() or np.array_equal(found, anomalous):
             break  # converged, or no majority of normal columns to stand as the baseline
         anomalous = found
@@ -214,6 +235,56 @@ def _column_tests(counts: np.ndarray, times: np.ndarray, n: np.ndarray, in_base:
     tvd = 0.5 * np.abs(_shares(counts) - p[None, :]).sum(axis=1)
     tvd_time = 0.5 * np.abs(_shares(times) - pt[None, :]).sum(axis=1)
     return deviance, df, tvd, tvd_time
+
+
+def _wobble(counts: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per column, the over-dispersion `alpha` of a negative binomial (variance E + alpha E^2) read by moments against
+    the baseline shares `p`: how far the slots' counts vary beyond Poisson, in proportion to their size."""
+    expected = n[:, None] * p[None, :]
+    beyond = (np.square(counts - expected) - counts).sum(axis=1)
+    return beyond / np.maximum(np.square(expected).sum(axis=1), 1e-300)
+
+
+def excess_z(observed: np.ndarray, expected: np.ndarray, alpha: float = 0.0) -> np.ndarray:
+    """How far `observed` counts lie above `expected` ones, in sigmas: the signed root of their Poisson deviance
+    (right for a few events), divided by `1 + alpha x expected` (a large count's extra variance); 0 at or below."""
+    observed, expected = np.asarray(observed, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    deviance = poisson_deviance(observed[..., None], np.maximum(expected, 1e-300)[..., None])
+    return np.where(observed > expected, np.sqrt(np.maximum(deviance, 0.0) / (1.0 + alpha * expected)), 0.0)
+
+
+def _thin_slow(events: np.ndarray, n: np.ndarray, time_share: np.ndarray, min_time_share: float) -> np.ndarray:
+    """A thin slow band: at least `min_time_share` of the time, less than half of the events and a smaller share of
+    them than of the time (the fast edge of a distribution that drifted holds more of the events)."""
+    return (time_share >= min_time_share) & (events * 2 < n) & (events < time_share * n)
+
+
+def _new_band(counts: np.ndarray, times: np.ndarray, p: np.ndarray, pt: np.ndarray, usual: np.ndarray | None = None,
+              min_share: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of `counts` and `times`: the run of neighbouring slots, each holding at least 1 / `APPEAR_RATIO` times
+    its baseline share of the row's events (`p`) and of its time (`pt`), that holds the most of its time: (first slot,
+    last slot, its events, their usual share of events by `usual` (default `p`), its share of the time); a row with
+    no such slot gets first = last = -1 and zeros, as does one whose such slots hold less than `min_share` of its time
+    in all. (Time alone would make the usual fast band new where a slow one that held most of the time went.)"""
+    held = _shares(times)
+    fresh = (held > 0) & (held * APPEAR_RATIO >= pt[None, :]) & (_shares(counts) * APPEAR_RATIO >= p[None, :])
+    out = np.full((2, len(fresh)), -1), np.zeros((3, len(fresh)))
+    rows = np.flatnonzero(np.where(fresh, held, 0.0).sum(axis=1) >= max(min_share, 1e-300))  # most columns: none
+    if not rows.size:
+        return out[0][0], out[0][1], *out[1]
+    fresh, held, width = fresh[rows], held[rows], fresh.shape[1]
+    run = np.cumsum(fresh & ~np.pad(fresh, ((0, 0), (1, 0)))[:, :-1], axis=1) * fresh  # 1, 2, ... per run; 0 outside
+    at = (np.arange(len(rows))[:, None] * (width + 1) + run).ravel()
+    share = np.bincount(at, held.ravel(), len(rows) * (width + 1)).reshape(len(rows), -1)
+    share[:, 0] = -1.0
+    best = np.argmax(share, axis=1)
+    mine = run == best[:, None]
+    usual = p if usual is None else usual
+    out[0][0, rows] = np.argmax(mine, axis=1)
+    out[0][1, rows] = width - 1 - np.argmax(mine[:, ::-1], axis=1)
+    out[1][:, rows] = (np.where(mine, counts[rows], 0.0).sum(axis=1), np.where(mine, usual[None, :], 0.0).sum(axis=1),
+                       share[np.arange(len(rows)), best])
+    return out[0][0], out[0][1], *out[1]
 
 
 #: Bytes of shares gathered at a time for the per-slot medians of the first baseline.
@@ -290,7 +361,7 @@ def _median_log2(counts: np.ndarray, low_s: np.ndarray, high_s: np.ndarray, time
 def describe(
     ep_counts: np.ndarray, ep_time: np.ndarray, base: np.ndarray, base_t: np.ndarray,
     low_s: np.ndarray, high_s: np.ndarray, *, min_move_octaves: float = MIN_MOVE_OCTAVES,
-    seconds: tuple[float, float] | None = None, exact: bool = False,
+    seconds: tuple[float, float] | None = None, exact: bool = False, new_band_time_share: float = NEW_BAND_TIME_SHARE,
 ) -> tuple[str, float, Region | None, Region | None, tuple[float, float, float] | None]:
     """(kind, shift in octaves, gained region, lost region, the gained region's (episode, usual) events per second
     and the other slots' rate against their usual one)
@@ -310,6 +381,12 @@ def describe(
     shift = _median_log2(ep_counts, low_s, high_s, ep_time if exact else None) - \
         _median_log2(base, low_s, high_s, base_t if exact else None)
     appeared = gained is not None and gained.baseline_share <= APPEAR_RATIO * gained.events_share
+    if not appeared:  # the most events gained may be the usual bands' mix: a thin band that appeared holds the time
+        first, last, held, usual, share = (v[0] for v in _new_band(ep_counts[None, :], ep_time[None, :], p, pt))
+        total = ep_counts.sum()
+        if _thin_slow(held, total, share, new_band_time_share) and excess_z(held, total * usual) > SLOT_Z:
+            band = (np.arange(len(p)) >= first) & (np.arange(len(p)) <= last)
+            gained, appeared = _region(band, int(first), ep, ep_t, p, pt, low_s, high_s), True
     gone = lost is not None and lost.events_share <= APPEAR_RATIO * lost.baseline_share
     rates = None
     if gained is not None and seconds is not None and min(seconds) > 0:
@@ -356,6 +433,7 @@ def find_episodes(
     col_offset: int = 0,
     min_move_octaves: float = MIN_MOVE_OCTAVES,
     exact: bool | None = None,
+    new_band_time_share: float = NEW_BAND_TIME_SHARE,
 ) -> list[Episode]:
     """Episodes over columns (rows of `counts2d`, or `Columns` that read counts and times); column numbers are
     shifted by `col_offset`; `exact`: the times are the source's, not estimated (None: when `time2d` or `Columns` give
@@ -367,7 +445,8 @@ def find_episodes(
     if cols.n < 2 * min_columns + 1:
         return []
     anomalous, base, base_t = anomalous_columns(
-        cols, z=z, min_shift=min_shift, min_time_shift=min_time_shift, min_column_events=min_column_events)
+        cols, z=z, min_shift=min_shift, min_time_shift=min_time_shift, min_column_events=min_column_events,
+        new_band_time_share=new_band_time_share)
     if base.sum() <= 0:
         return []
     starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
@@ -381,7 +460,8 @@ def find_episodes(
         ep_counts, ep_time = cols.part(a, b + 1).slot_sums()
         kind, shift, gained, lost, rates = describe(ep_counts, ep_time, base, base_t, low_s, high_s,
                                                     min_move_octaves=min_move_octaves,
-                                                    seconds=(float(lengths[a:b + 1].sum()), base_s), exact=exact)
+                                                    seconds=(float(lengths[a:b + 1].sum()), base_s), exact=exact,
+                                                    new_band_time_share=new_band_time_share)
         ev, tm = float(ep_counts.sum()), float(ep_time.sum())
         out.append(Episode(kind, a + col_offset, b + col_offset, float(starts[a]), float(ends[b]),
                            ev, shift, gained, lost, tm, ev / total_c, tm / total_t,

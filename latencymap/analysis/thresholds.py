@@ -60,6 +60,10 @@ class Thresholds:
     episode_min_shift: float = 0.05
     #: ... or the time shares by at least this one.
     episode_min_time_shift: float = 0.20
+    #: A column is also anomalous when slots that usually hold at most a quarter of their share of its time now hold
+    #: at least this share of it, beyond chance: a thin band that appeared (1 MiB writes among 4 KiB ones: <1% of the
+    #: events, 15% of the time), which a stream whose usual bands' mix wobbles would hide from the tests above.
+    episode_new_band_time_share: float = 0.10
     #: Columns with fewer events are not tested.
     episode_min_column_events: int = 10
     #: An episode spans at least this many anomalous columns ...

@@ -20,10 +20,12 @@ def run_view(flow: Flow, opts: ViewOptions, *, plain: bool, once: bool, screen_d
              history: HistoryLimit | int, out: TextIO | None = None, profile: ProfileSession | None = None,
              replay: ReplayClock | None = None, bursts: BurstScan | None = None,
              analysis: Callable[[], dict[str, Any] | None] | None = None,
-             straggler_stream: Callable[[dict[str, Any]], StreamId | None] | None = None) -> int:
+             straggler_stream: Callable[[dict[str, Any]], StreamId | None] | None = None,
+             recording: bool = False) -> int:
     """Show `flow` (with the profile panel when `profile` is given, replay keys with `replay`, a stragglers panel
     with the source's `analysis`, its findings naming the stragglers' causes on the stream `straggler_stream` says
-    counted them); the exit code."""
+    counted them; `recording`: the run is recorded, which the TUI's `q` lets a live receiver finish); the exit
+    code."""
     out = out or sys.stdout
     if not plain and out.isatty():
         try:
@@ -32,6 +34,6 @@ def run_view(flow: Flow, opts: ViewOptions, *, plain: bool, once: bool, screen_d
             pass
         else:
             return run_tui(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts,
-                           analysis=analysis, straggler_stream=straggler_stream)
+                           analysis=analysis, straggler_stream=straggler_stream, recording=recording)
     stopping.reads_to_end()  # a source that ends itself at SIGTERM ends the view, and the command
     return run_plain(flow, opts, once=once, screen_delay=screen_delay, history=history, out=out)

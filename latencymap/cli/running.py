@@ -80,4 +80,5 @@ def show(flow: Flow, kw: dict[str, Any], profile: ProfileSession | None = None, 
 
     return run_view(flow, display_options(kw), plain=kw["plain"] or kw["once"], once=kw["once"],
                     screen_delay=kw["screen_delay"], history=kw["history"] or DEFAULT_HISTORY, profile=profile,
-                    replay=replay, bursts=bursts, analysis=analysis, straggler_stream=straggler_stream)
+                    replay=replay, bursts=bursts, analysis=analysis, straggler_stream=straggler_stream,
+                    recording=bool(kw.get("record_path")))

@@ -35,7 +35,8 @@ def say_at_exit(notices: Callable[[], Iterable[Notice]]) -> Callable[[], None]:
     def say() -> None:
         for notice in notices():
             note_said(notice.message)
-            print(f"latencymap: {clean_message(clean_text(notice.message, 600))}", file=sys.stderr, flush=True)
+            with contextlib.suppress(OSError):  # stderr is gone (the terminal hung up): the other hooks still run
+                print(f"latencymap: {clean_message(clean_text(notice.message, 600))}", file=sys.stderr, flush=True)
 
     close_at_exit(say)
     return say

@@ -7,12 +7,17 @@ the end (`reads_to_end`) and a source running ends itself when asked (`ends_itse
 takes in what it had acknowledged, and ends; the command then ends as that signal ends it; or such a command has
 read its flow to the end (`read_through`): what it writes of it (a report) is written whole. A second signal is raised
 at once, in the end-of-command hooks too (a hook that waits on what cannot come is cut short); a signal that ended
-the command counts as the first."""
+the command counts as the first. The TUI asks `noted` from its own handlers (it raises nothing in its event loop):
+a first signal only noted keeps it up until the source has ended; and its `q` asks such a source to end without a
+signal (`stop_sources`) when a recording is to keep what the source acknowledged."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+#: How long a source that ends itself takes in what it had acknowledged, at most, before it ends anyway.
+DRAIN_S = 5.0
 
 
 class _State:
@@ -20,6 +25,7 @@ class _State:
     ending = False  # the command's end has begun: a signal is only noted
     whole = False  # the command reads its flow to the end, then ends
     read = False  # the command has read its flow to the end: it writes what it read
+    stop = False  # the command asked the sources that end themselves to end (`stop_sources`)
 
 
 _STATE = _State()
@@ -29,12 +35,12 @@ _SOURCES: list[object] = []
 
 def begin() -> None:
     """A command starts: no signal asked it to stop yet (a process may run several commands: tests do)."""
-    _STATE.asked, _STATE.ending, _STATE.whole, _STATE.read = None, False, False, False
+    _STATE.asked, _STATE.ending, _STATE.whole, _STATE.read, _STATE.stop = None, False, False, False, False
 
 
 def reads_to_end() -> None:
-    """The command reads its flow to the end and then ends (a report, the plain view): a source that ends itself
-    when asked ends the command."""
+    """The command reads its flow to the end and then ends (a report, the plain view), or does once a signal asks
+    it to stop (the TUI): a source that ends itself when asked ends the command."""
     _STATE.whole = True
 
 
@@ -74,3 +80,19 @@ def noted(signum: int) -> bool:
 def asked() -> int | None:
     """The signal that asked the run to stop and was only noted; None when none did."""
     return _STATE.asked
+
+
+def stop_sources() -> None:
+    """The command asks the sources that end themselves to end, as a first signal only noted does (the TUI's `q`
+    with a recording: what they acknowledged is recorded)."""
+    _STATE.stop = True
+
+
+def to_stop() -> bool:
+    """Whether a source that ends itself is to end: a signal only noted, or the command (`stop_sources`), asked."""
+    return _STATE.asked is not None or _STATE.stop
+
+
+def source_ends_itself() -> bool:
+    """Whether a source that ends itself when asked runs now."""
+    return bool(_SOURCES)

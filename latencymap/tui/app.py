@@ -18,8 +18,10 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Footer
 
+from latencymap.core import stopping
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, StreamHistory
-from latencymap.core.model import Flow, Interval, StreamId
+from latencymap.core.at_exit import say_at_exit
+from latencymap.core.model import Flow, Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import REAL_EPOCH
 from latencymap.flow.stdin import take_terminal
@@ -54,6 +56,9 @@ TICK_S = 1 / 15
 PLOT_EVERY_S = 0.25
 #: A live source's own analysis (Spark stragglers) is asked for at most this often, and when the input ends.
 ANALYSE_EVERY_S = 5.0
+#: How long the app waits, at most, for a source asked to end: it takes in what it acknowledged for DRAIN_S at most,
+#: then closes its server (a loaded machine takes a second or two more: what is cut short then is lost).
+STOP_WAIT_S = stopping.DRAIN_S + 5.0
 
 
 class LatencyMapApp(MapActions):
@@ -69,7 +74,8 @@ class LatencyMapApp(MapActions):
     def __init__(self, flow: Flow, opts: ViewOptions | None = None, *, history: HistoryLimit | int = DEFAULT_HISTORY,
                  color_mode: str | None = None, tick: float = TICK_S, profile: ProfileSession | None = None,
                  replay: ReplayClock | None = None, bursts: BurstScan | None = None,
-                 analysis: Analysis | None = None, straggler_stream: StragglerStream | None = None) -> None:
+                 analysis: Analysis | None = None, straggler_stream: StragglerStream | None = None,
+                 recording: bool = False) -> None:
         super().__init__()
         self.opts = opts or ViewOptions()
         self.acc = Accumulator(cap=history,
@@ -88,6 +94,16 @@ class LatencyMapApp(MapActions):
         self.color_mode = color_mode or "truecolor"
         self.overview_offered = False
         self.interrupted = False  # set by run_tui's SIGINT handler; the next tick exits
+        #: The signal (SIGTERM, SIGHUP) that ends the app at its next tick, set by run_tui's handler: one that is not
+        #: only noted (`stopping`; a noted one keeps the app up while the source ends: `stopping_since`), or a
+        #: hang-up, noted or not (the source's end is then waited for once the app is gone: `wait_after`).
+        self.stopped_by: int | None = None
+        self.wait_after = False
+        #: Since when the app waits for a source asked to end (a signal only noted, or `q` with a recording).
+        self.stopping_since: float | None = None
+        self.recording = recording  # `q` first lets a source that ends itself take in what it acknowledged
+        #: What the source said as it ended (requests it left unread), said on stderr once the app is gone.
+        self.last_words: list[Notice] = []
         self.profiler = ProfileController(self, profile) if profile is not None else None
         self.replay = ReplayController(self, replay, bursts) if replay is not None else None
         self.analysis = analysis
@@ -131,7 +147,9 @@ class LatencyMapApp(MapActions):
 
     @property
     def state_name(self) -> str:
-        """live, paused, ended (or waiting before the first column)."""
+        """live, paused, ended (or waiting before the first column); stopping while a source asked to end ends."""
+        if self.stopping_since is not None:
+            return "stopping"
         if self.view.paused:
             return "paused"
         if self.ended:
@@ -152,6 +170,9 @@ class LatencyMapApp(MapActions):
         if self.interrupted:
             self.action_interrupt()
             return
+        if self.stopped_by is not None:
+            self.exit()
+            return
         items = self.ingest.drain()
         busy = 0.0
         if items:
@@ -162,6 +183,8 @@ class LatencyMapApp(MapActions):
             for item in items:
                 if isinstance(item, Interval) and item.end < REAL_EPOCH and item.date:
                     learn_clock(self.acc.history(item.stream), item.end, item.date)
+                elif isinstance(item, Notice) and self.stopping_since is not None:
+                    self.last_words.append(item)
         if self.replay is not None and (items or self.ingest.finished):
             self.replay.arrived(self.ingest.finished)
         if self.profiler is not None and self.profiler.poll():
@@ -174,6 +197,8 @@ class LatencyMapApp(MapActions):
             self._analyse()
         elif self.analysis is not None and items and time.monotonic() - self._analysed_at >= ANALYSE_EVERY_S:
             self._analyse()
+        if self._stopped():
+            return
         if len(self.acc.streams) > 1 and not self.overview_offered:
             self.overview_offered = True  # several streams: start on the overview (once; Esc brings it back)
             if self.screen.id != "overview":
@@ -188,6 +213,52 @@ class LatencyMapApp(MapActions):
                 self.refresh_view(status_only=self.view.paused)
             except NoMatches:  # the widgets are gone: the app is closing
                 return
+
+    def _stopped(self) -> bool:
+        """Whether the app exits: a source asked to end has ended (its recording finished), or STOP_WAIT_S passed.
+        A first signal only noted asks it (a SIGTERM, SIGHUP: the exit code is the signal's)."""
+        since = self.stopping_since
+        if since is None:
+            if stopping.asked() is None:
+                return False
+            since = self._stopping()
+        if not (self.ingest.finished or time.monotonic() - since >= STOP_WAIT_S):
+            return False
+        self.exit()
+        return True
+
+    def _stopping(self) -> float:
+        """Wait for the source asked to end, saying so; since when."""
+        since = self._stop_asked()
+        self.notify("taking in what was acknowledged… (q or Ctrl-C: quit now)", title="stopping", timeout=STOP_WAIT_S)
+        self._dirty = True
+        return since
+
+    def _stop_asked(self) -> float:
+        """Since when a source was asked to end (now, the first time): what it says from then on is said once the
+        app is gone."""
+        if self.stopping_since is None:
+            self.stopping_since = time.monotonic()
+            say_at_exit(lambda: self.last_words)
+        return self.stopping_since
+
+    def wait_for_source(self) -> None:
+        """Once the app is gone (a hang-up closed it: the terminal may be gone), what it does while STOPPING: wait for
+        the source asked to end, for what is left of STOP_WAIT_S, keeping what it says."""
+        self.ingest.wait(self._stop_asked() + STOP_WAIT_S - time.monotonic())
+        while items := self.ingest.drain():
+            self.last_words += [item for item in items if isinstance(item, Notice)]
+
+    async def action_quit(self) -> None:
+        """q: quit. With a recording, a source that ends itself (a live OTLP receiver) first takes in what it
+        acknowledged, so that the recording holds it (it takes seconds only when the source was behind; a second `q`
+        quits at once)."""
+        if self.recording and self.stopping_since is None and stopping.source_ends_itself() \
+                and not self.ingest.finished:
+            stopping.stop_sources()
+            self._stopping()
+            return
+        self.exit()
 
     def action_end(self) -> None:
         """End: the newest column, empty or not (the help's promise), following live data again."""
@@ -358,8 +429,15 @@ class LatencyMapApp(MapActions):
 def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFAULT_HISTORY,
             profile: ProfileSession | None = None, replay: ReplayClock | None = None,
             bursts: BurstScan | None = None, analysis: Analysis | None = None,
-            straggler_stream: StragglerStream | None = None) -> int:
-    """Show `flow` in the TUI until `q`; falls back to plain frames when there is no terminal."""
+            straggler_stream: StragglerStream | None = None, recording: bool = False) -> int:
+    """Show `flow` in the TUI until `q`; falls back to plain frames when there is no terminal.
+
+    Signals raise nothing in the app's event loop (asyncio would swallow the exception, and the app hang): SIGINT
+    ends it as Ctrl-C does; a first SIGTERM that `stopping` only notes (a source that ends itself runs) keeps it up
+    until that source has taken in what it acknowledged and ended, else it ends the app at once, as a second one
+    does. SIGHUP ends the app at once (the terminal may be gone), and the source's end is waited for as SIGTERM's
+    is. The command then ends with the signal's exit code (`stopping.ending`)."""
+    stopping.reads_to_end()  # on a signal (the plain view: always), a source that ends itself ends the command
     restore = take_terminal()
     if restore is None:
         from latencymap.views.printer import run_plain
@@ -368,19 +446,41 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFA
     if profile is not None:
         profile.echo = False  # the panel and notices show its messages; stderr is the TUI's
     app = LatencyMapApp(flow, opts, history=history, profile=profile, replay=replay, bursts=bursts, analysis=analysis,
-                        straggler_stream=straggler_stream)
+                        straggler_stream=straggler_stream, recording=recording)
 
     def on_sigint(signum: int, frame: object) -> None:
         app.interrupted = True  # asyncio would cancel the app, which then ends as if `q` was pressed
 
+    def on_stop(signum: int, frame: object) -> None:
+        hang_up = signum == getattr(signal, "SIGHUP", None)
+        if hang_up:  # the terminal may be gone: the kernel sends SIGCONT with its SIGHUP, and Textual's handler of it
+            # would set the screen up again on it, inside whatever the app was doing (its output thread dies of EIO,
+            # a wake-up in its queue is lost, and the app hangs)
+            signal.signal(signal.SIGCONT, _unheeded)
+        noted = stopping.noted(signum)
+        app.wait_after = noted and hang_up
+        if hang_up or not noted:
+            app.stopped_by = signum
+
+    handlers = {signal.SIGINT: on_sigint, signal.SIGTERM: on_stop}
+    if hasattr(signal, "SIGHUP"):  # not on Windows
+        handlers[signal.SIGHUP] = on_stop
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()} if main_thread else {}
     try:
         app.run()
     finally:
-        if main_thread:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         restore()
+        if app.stopped_by is not None:
+            stopping.ending(app.stopped_by)  # the signal that ended the app ends the command: its exit code
+    if app.wait_after:
+        app.wait_for_source()
     if app.ingest.error is not None:
         raise app.ingest.error
     return app.return_code or 0
+
+
+def _unheeded(signum: int, frame: object) -> None:
+    """A signal let pass."""

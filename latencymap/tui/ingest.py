@@ -72,6 +72,10 @@ class Ingest:
         finally:
             put(_END)
 
+    def wait(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for the flow's end (the thread has queued every item, then the end)."""
+        self._thread.join(max(0.0, timeout))
+
     def drain(self, limit: int = DRAIN_LIMIT) -> list[Any]:
         """Up to `limit` queued items, without blocking."""
         items: list[Any] = []

@@ -67,7 +67,7 @@ HELP: list[tuple[str, str]] = [
     *PROFILE_HELP,
     *REPLAY_HELP,
     ("?", "this help (↑ ↓ PgUp PgDn scroll it; Esc, q or ? closes it)"),
-    ("q", "quit (exit code 0)"),
+    ("q", "quit (exit code 0); with --record, a live OTLP receiver first takes in what it answered (q again: now)"),
     ("Ctrl-C", "interrupt: quit with exit code 130, as SIGINT to the process does"),
 ]
 

@@ -12,11 +12,13 @@ thread, which turns them into Intervals (all stream state lives there) and shuts
 source stops. `consume` is that worker side, shared with the gRPC transport (`grpc_receiver`).
 
 A request answered 200 was queued, and is in the run of a command that reads its flow to the end (`report`, the
-plain view, `--emit`). When a signal stops it (SIGTERM, SIGHUP, Ctrl-C: only noted, `latencymap.core.stopping`) the
-worker closes the queue, so that later requests get 503 with Retry-After (gRPC: UNAVAILABLE), takes in what it holds
-(DRAIN_S at most; what is left then is counted and said), and ends: the command then ends as the signal ends it
-(`report` writes its report). A second signal ends it at once; the acknowledged requests not passed on are counted
-and said as the command ends. The TUI's `q` asks the same drain but does not wait for it.
+plain view, `--emit`; the TUI at SIGTERM or SIGHUP). When a signal stops it (only noted: `latencymap.core.stopping`)
+the worker closes the queue, so that later requests get 503 with Retry-After (gRPC: UNAVAILABLE), takes in what it
+holds (DRAIN_S at most; what is left then is counted and said), and ends: the command then ends as the signal ends it
+(`report` writes its report, the TUI's recording is finished). A second signal ends it at once; the acknowledged
+requests not passed on are counted and said as the command ends. The TUI's `q` asks the same drain and waits for it
+when a recording is to keep what was acknowledged; without one it quits at once, and what was queued is counted and
+said, as after a second signal.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from latencymap.core.at_exit import close_at_exit, forget_at_exit, say_at_exit
 from latencymap.core.json_input import TOO_DEEP, json_input
 from latencymap.core.model import Notice
 from latencymap.core.sanitize import clean_text
+from latencymap.core.stopping import DRAIN_S
 from latencymap.flow.inputs import InputError
 from latencymap.plugins import Item
 from latencymap.sources.otlp import DEFAULT_ADDRESS
@@ -48,7 +51,9 @@ PATH = "/v1/metrics"
 MAX_BODY = 16 * 1024 * 1024
 #: Requests decoded but not yet turned into intervals; past this the receiver answers 503.
 QUEUE_REQUESTS = 256
-POLL_S = 0.2
+#: How often the worker and the HTTP server look whether they are to stop: a stop asked (a signal, the TUI's `q` with a
+#: recording) is taken up within it (0.2 s made `q` with a recording wait 0.1 s more, on average).
+POLL_S = 0.05
 INVALID_ARGUMENT = 3
 NAME = "listen --otlp"
 
@@ -56,8 +61,6 @@ NAME = "listen --otlp"
 #: Why a transport answers "retry" (HTTP 503, gRPC UNAVAILABLE): the queue is full, or the receiver is stopping.
 BEHIND = "latencymap is behind; retry"
 STOPPING = "latencymap is stopping: the request was not taken; retry"
-#: How long a stopping receiver takes in what it had acknowledged before it ends anyway (the rest is counted, said).
-DRAIN_S = 5.0
 
 
 class Inbox:
@@ -124,10 +127,11 @@ class _Worker:
         self.inbox, self.name = inbox, name
         self.asked = threading.Event()  # the command ends: take in what was acknowledged, and end
         self.holding = False  # a request's items are being passed on
+        self.said = False  # what was not passed on was counted and said
 
     def end(self) -> None:
         """The command ends: ask the loop to take in what was acknowledged and end. Not waited for: `q` in the TUI
-        quits at once (a drain of a full queue took 2-3 s), so a recording gets what the loop took in by then."""
+        without a recording quits at once (a drain of a full queue took 2-3 s)."""
         self.asked.set()
 
     def take(self, streams: PointStreams, origin: str, what: Decoded | str) -> Iterator[Item]:
@@ -155,9 +159,12 @@ class _Worker:
                          f"longer than {DRAIN_S:g} s", skipped=0)
 
     def lost(self) -> Iterator[Notice]:
-        """What was acknowledged and not passed on, as the loop ends before taking it in (said at the command's end)."""
+        """Close the intake; what was acknowledged and not passed on, as the loop ends before taking it in (said at the
+        command's end), once: from the command's end too, where the loop runs in another thread (the TUI's)."""
+        self.inbox.close()
         left = self.inbox.discard() + self.holding
-        if left:
+        if left and not self.said:
+            self.said = True
             part = " (one of them in part)" if self.holding else ""
             yield Notice(f"{self.name}: acknowledged requests not passed on: {left:,}{part}: the run ended before "
                          "they were taken in", skipped=0)
@@ -172,11 +179,12 @@ def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None
     rest = say_at_exit(streams.finish)  # a run ended before the input's (Ctrl-C, SIGTERM, --duration) says it too
     worker = _Worker(inbox, name)
     close_at_exit(worker.end)  # called before `rest`: the last registered is called first
+    unsaid = say_at_exit(worker.lost)  # a run that ends before this loop's `finally` says it too (the TUI's)
     try:
         with stopping.ends_itself():
             yield from greeting
             last = time.monotonic()
-            while not (worker.asked.is_set() or stopping.asked() is not None):
+            while not (worker.asked.is_set() or stopping.to_stop()):
                 try:
                     origin, what = inbox.queue.get(timeout=POLL_S)
                 except queue.Empty:
@@ -190,8 +198,8 @@ def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None
             yield from streams.finish()
             forget_at_exit(rest)
     finally:
-        inbox.close()
         forget_at_exit(worker.end)
+        forget_at_exit(unsaid)
         lost = list(worker.lost())
         if lost:
             say_at_exit(lambda: lost)

@@ -1,4 +1,5 @@
-"""Exit codes as documented: `q` is 0; Ctrl-C, as a key in the TUI or SIGINT to the process, is 130 (interrupted)."""
+"""Exit codes as documented: `q` is 0; Ctrl-C, as a key in the TUI or SIGINT to the process, is 130 (interrupted);
+SIGTERM 143 and SIGHUP 129, after a live OTLP receiver took in what it had acknowledged (a recording then holds it)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,19 @@ import asyncio
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from otlp_support import EVENTS, SERIES, Posters, events, free_port, http_send, left_unread
 from skips_support import requires_binary
 from tmux_support import Pane as TmuxPane
 from tui_support import EXAMPLE, example_items, wait_ended
 
+from latencymap.sources.otlp.receiver import BEHIND, DRAIN_S, STOPPING
 from latencymap.tui.app import LatencyMapApp
 
 SLOW_PRODUCER = r"""
@@ -100,3 +104,135 @@ def test_ctrl_c_in_a_real_terminal_exits_130(how: str) -> None:
         pane.wait_for("EXIT=130")
     finally:
         pane.close()
+
+
+def listening(port: int, timeout: float = 30) -> None:
+    """Once something listens on 127.0.0.1:`port`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing listens on port {port}"
+            time.sleep(0.1)
+
+
+def recorded(rec: Path) -> tuple[int, str]:
+    """The events of a recording as `report` reads it, and that report (JSON: its messages hold the notes)."""
+    done = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", str(rec)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return events(done.stdout), done.stdout
+
+
+@pytest.mark.slow
+@requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
+@pytest.mark.parametrize(("how", "code"), [("SIGTERM", 143), ("SIGHUP", 129), ("q", 0)])
+def test_a_stop_records_every_event_the_receiver_acknowledged(tmp_path: Path, how: str, code: int) -> None:
+    """`listen --otlp --record` in the TUI, its queue of acknowledged requests full: SIGTERM or `q` keep the app up
+    (STOPPING) while the receiver takes in what it acknowledged (later requests get 503 "stopping"), SIGHUP closes
+    it at once and waits the same; then the command exits with the signal's code, the terminal restored; the
+    recording holds every event acknowledged (a drain past DRAIN_S says, on the terminal too, the requests it left).
+    Before, SIGTERM under load hung the app, and `q` lost what was queued."""
+    port, rec = free_port(), tmp_path / "run.txt"
+    pane = Pane(f"{shlex.quote(sys.executable)} -m latencymap listen --otlp 127.0.0.1:{port} --record {rec}")
+    try:
+        listening(port)
+        posters = Posters(http_send(f"127.0.0.1:{port}"))
+        posters.until(lambda: posters.refused[BEHIND] > 0)  # the queue holds QUEUE_REQUESTS requests
+        signalled = time.monotonic()
+        if how == "q":
+            pane.keys("q")
+        else:
+            os.kill(pane.viewer_pid(), getattr(signal, how))
+        if how != "SIGHUP":
+            pane.wait_for("STOPPING", settle=0)
+        posters.until(lambda: posters.refused[STOPPING] + posters.refused["gone"] >= 8)
+        posters.join()
+        screen = pane.wait_for(f"EXIT={code}", timeout=30)
+        took = time.monotonic() - signalled
+        assert not pane.alternate_screen()
+    finally:
+        pane.close()
+    assert "Traceback" not in screen and "not passed on" not in screen, screen
+    assert posters.refused[STOPPING] > 0, posters.refused  # the intake closed: the drain was asked, and waited for
+    got, said = recorded(rec)
+    assert got + left_unread(said) * SERIES * EVENTS == posters.acked, said
+    assert left_unread(said) == 0 or took >= DRAIN_S, (took, said)
+    assert left_unread(screen) == left_unread(said), screen  # said on the terminal too, once the TUI is gone
+
+
+@pytest.mark.slow
+@requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
+def test_a_second_sigterm_in_the_tui_stops_at_once_and_says_what_was_not_passed_on(tmp_path: Path) -> None:
+    """A second SIGTERM while the receiver takes in a full queue ends the TUI at once (143, the terminal restored),
+    and the command's end says how many acknowledged requests were not passed on."""
+    port, rec = free_port(), tmp_path / "run.txt"
+    pane = Pane(f"{shlex.quote(sys.executable)} -m latencymap listen --otlp 127.0.0.1:{port} --record {rec}")
+    try:
+        listening(port)
+        posters = Posters(http_send(f"127.0.0.1:{port}"))
+        posters.until(lambda: posters.refused[BEHIND] > 0)
+        viewer = pane.viewer_pid()
+        os.kill(viewer, signal.SIGTERM)
+        posters.until(lambda: posters.refused[STOPPING] > 0)  # the intake closed, the drain begun
+        second = time.monotonic()
+        os.kill(viewer, signal.SIGTERM)
+        screen = pane.wait_for("EXIT=143", timeout=30)
+        took = time.monotonic() - second
+        posters.join()
+        assert not pane.alternate_screen()
+    finally:
+        pane.close()
+    assert "Traceback" not in screen, screen
+    assert "acknowledged requests not passed on" in screen, screen
+    assert 0 < recorded(rec)[0] < posters.acked
+    assert took < DRAIN_S, took
+
+
+def ended(pid: int, timeout: float = 30) -> bool:
+    """Whether process `pid` has ended (it may stay a zombie: its shell is gone) within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.slow
+@requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")
+@pytest.mark.parametrize("source", ["otlp", "pipe"])
+def test_the_terminal_closing_ends_the_tui_and_keeps_the_recording(tmp_path: Path, source: str) -> None:
+    """The terminal closes under the TUI (tmux kills the pane: SIGHUP and SIGCONT from the kernel): the process ends
+    (it hung: Textual's SIGCONT handler set its screen up again on the closed terminal), and the recording holds
+    every event acknowledged by a live receiver, or every record of a pipe."""
+    port, rec = free_port(), tmp_path / "run.txt"
+    command = f"{shlex.quote(sys.executable)} -m latencymap --record {rec}"
+    if source == "otlp":
+        command = f"{shlex.quote(sys.executable)} -m latencymap listen --otlp 127.0.0.1:{port} --record {rec}"
+    else:
+        command = f"cat {shlex.quote(str(EXAMPLE))} | {command}"
+    pane = Pane(command)
+    try:
+        if source == "otlp":
+            listening(port)
+            posters = Posters(http_send(f"127.0.0.1:{port}"))
+            posters.until(lambda: posters.refused[BEHIND] > 0)
+        else:
+            pane.wait_for("ENDED")
+        viewer = pane.viewer_pid()
+    finally:
+        pane.close()
+    assert ended(viewer), "the TUI still runs after its terminal closed"
+    got, said = recorded(rec)
+    if source == "otlp":
+        posters.until(lambda: posters.refused[STOPPING] + posters.refused["gone"] >= 8)
+        posters.join()
+        assert got + left_unread(said) * SERIES * EVENTS == posters.acked, said
+    else:
+        assert got == recorded(EXAMPLE)[0]

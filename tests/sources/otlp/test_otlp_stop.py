@@ -3,39 +3,19 @@ the stop is refused (503, UNAVAILABLE), a second signal stops at once, and no si
 
 from __future__ import annotations
 
-import json
-import re
 import signal
 import subprocess
 import sys
-import threading
 import time
-import urllib.error
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from otlp_support import free_port, post
+from otlp_support import EVENTS, SERIES, Posters, events, free_port, http_send, left_unread, request
 
 from latencymap.sources.otlp.receiver import BEHIND, DRAIN_S, STOPPING
-
-T0 = 1_700_000_000_000_000_000
-EVENTS = 7  # per point
-SERIES = 50  # per request: taking one in is slower than decoding it, so requests queue up
-
-
-def request(at: int, who: int, series: int = SERIES) -> dict[str, Any]:
-    """An OTLP/JSON request: a delta histogram point of EVENTS events for each of `series` series of poster `who`,
-    the `at`th second after T0 (each poster sends its series in order)."""
-    points = [{"attributes": [{"key": "k", "value": {"stringValue": f"w{who}s{s}"}}],
-               "startTimeUnixNano": str(T0 + at * 10**9), "timeUnixNano": str(T0 + (at + 1) * 10**9),
-               "count": str(EVENTS), "sum": 3.0 * EVENTS, "bucketCounts": ["0", str(EVENTS)], "explicitBounds": [1.0]}
-              for s in range(series)]
-    metric = {"name": "lat", "unit": "ms", "histogram": {"aggregationTemporality": 1, "dataPoints": points}}
-    return {"resourceMetrics": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
-                                 "scopeMetrics": [{"scope": {"name": "t"}, "metrics": [metric]}]}]}
 
 
 @contextmanager
@@ -54,35 +34,6 @@ def receiver(*options: str, grpc: bool = False) -> Iterator[tuple[subprocess.Pop
         if child.poll() is None:
             child.kill()
             child.wait()
-
-
-def events(out: str) -> int:
-    """The events of every stream of a JSON report."""
-    return sum(stream["total"]["events"] for stream in json.loads(out)["streams"])
-
-
-def left_unread(err: str) -> int:
-    """The acknowledged requests a drain said it left unread: it ran past DRAIN_S (a loaded machine takes in a full
-    queue in 4-5 s)."""
-    said = re.search(r"acknowledged requests left unread as it stopped: ([\d,]+)", err)
-    return 0 if said is None else int(said[1].replace(",", ""))
-
-
-def http_send(address: str) -> Callable[[dict[str, Any]], str | None]:
-    """Send an OTLP/JSON request over HTTP: None when acknowledged, else why not (the 503's body: BEHIND or
-    STOPPING, with Retry-After), or "gone" when nothing answers."""
-
-    def send(doc: dict[str, Any]) -> str | None:
-        try:
-            code, _, body = post(f"http://{address}/v1/metrics", json.dumps(doc).encode(), "application/json")
-        except (urllib.error.URLError, ConnectionError):
-            return "gone"
-        if code == 200:
-            return None
-        assert code == 503, (code, body)
-        return body.decode().strip()
-
-    return send
 
 
 def grpc_send(address: str) -> Callable[[dict[str, Any]], str | None]:
@@ -104,42 +55,6 @@ def grpc_send(address: str) -> Callable[[dict[str, Any]], str | None]:
         return "gone"
 
     return send
-
-
-class Posters:
-    """Threads that each send requests of their own series, in order, until told to stop or refused as stopping;
-    they count the events acknowledged and the refusals."""
-
-    def __init__(self, send: Callable[[dict[str, Any]], str | None], threads: int = 8) -> None:
-        self.send, self.acked, self.refused = send, 0, {BEHIND: 0, STOPPING: 0, "gone": 0}
-        self.stop, self.lock = threading.Event(), threading.Lock()
-        self.pool = ThreadPoolExecutor(threads)
-        self.runs = [self.pool.submit(self._post, who) for who in range(threads)]
-
-    def _post(self, who: int) -> None:
-        at = 0
-        while not self.stop.is_set():
-            why = self.send(request(at, who))
-            at += 1
-            with self.lock:
-                if why is None:
-                    self.acked += SERIES * EVENTS
-                else:
-                    self.refused[why] += 1
-            if why in (STOPPING, "gone"):
-                return
-
-    def until(self, what: Callable[[], bool], timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while not what():
-            assert time.monotonic() < deadline, self.refused
-            time.sleep(0.01)
-
-    def join(self) -> None:
-        self.stop.set()
-        for run in self.runs:
-            run.result(timeout=30)
-        self.pool.shutdown()
 
 
 @pytest.mark.slow

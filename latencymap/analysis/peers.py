@@ -22,8 +22,9 @@ rank that is slowest or latest at each collective).
 - lost its extra time in a few intervals: at most three windows, where its mean was at least
   2**`stall_gap_octaves` (4x) its peers' (or `peer_min_ratio` for a slow phase short of that gap), hold at least
   half of its excess time (time - events x the peers' mean in each window, or their mean over the range in a window
-  where no peer has events): a stall of that peer; or more than three such windows hold it: a slow phase, said
-  from when and for how many intervals it lasted. Each window must stand beyond how much the peer's ratio to its
+  where no peer has events): a stall of that peer; or more than three such windows hold it (those past the worst
+  three a tenth of it at least, `PHASE_REST`, or the worst three not half): a slow phase, said from when and for
+  how many intervals it lasted. Each window must stand beyond how much the peer's ratio to its
   peers varies in its other windows, its peers' ratios varying over the same windows pooled in (a Student-t
   prediction test, Bonferroni-corrected over peers and windows; of at most 4 degrees of freedom where events are
   heavy-tailed): heavy-tailed events put some peer 4x its peers in some window by chance.
@@ -31,7 +32,7 @@ Otherwise no peer is named slow (the members' numbers are still reported). When 
 one slowest most often is so in more windows than chance (p x peers <= `peer_max_p`), the group says so with its
 ratio (`consistently_slowest` in JSON: a rank 10% slower in every interval slows the whole job 10%): that is not
 noise. When the peer with the highest ratio was slowest in so few windows that even "every one of them" could be
-chance (p > `peer_max_p` at best), the group says it has too few intervals to tell, and how many it would need.
+chance (p x peers > `peer_max_p` at best), the group says it has too few intervals to tell, and how many it would need.
 Else they differ by noise.
 
 **Why it matters** depends on the peers: ranks of a training job and Spark executors wait for each other (a
@@ -62,6 +63,10 @@ IDENTITY = (
     r"|mmcblk\d+(?:p\d+)?))(?![A-Za-z0-9])")
 #: Windows where the slow peer stalls: at most this many hold its excess.
 STALL_WINDOWS = 3
+#: A slow phase's intervals past its worst `STALL_WINDOWS` hold at least this share of its extra: else, where those
+#: hold half of it, they are a stall, the others a stray interval or two (three at 10x and one at 2x half a minute
+#: later are no phase).
+PHASE_REST = 0.1
 #: `student_sf`'s most degrees of freedom (past it, a p changes by under 20% out to 5 sd).
 STUDENT_DF_MAX = 1000
 #: Heavy-tailed noise (`_departures`): where one event's log varies this much or more (variance, as the interval means'
@@ -398,14 +403,15 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
     far = _rose(g, ev, k, wmean, ref_w, gap, th, peers, STALL_WINDOWS) | \
         _rose(g, ev, k, wmean, ref_w, th.peer_min_ratio, th, peers)
     worst = sorted(int(w) for w in np.argsort(-excess_w)[:STALL_WINDOWS] if far[w] and excess_w[w] > 0)
-    lasting = int(far.sum()) > STALL_WINDOWS  # a slow phase: all of its intervals hold its extra, not the worst 3
-    held = float(excess_w[far & (excess_w > 0)].sum()) if lasting else float(sum(excess_w[w] for w in worst))
+    top, over = float(sum(excess_w[w] for w in worst)), float(excess_w[far & (excess_w > 0)].sum())
+    lasting = int(far.sum()) > STALL_WINDOWS and (over - top >= PHASE_REST * excess or top < 0.5 * excess)
+    held = over if lasting else top
     stalled = excess > 0 and held >= 0.5 * excess
     consistent = p * len(g.members) <= th.peer_max_p  # the peer was picked among them (as `_consistent_below`)
     if not (consistent or stalled):
-        best = chance ** g.contested  # slowest in every compared interval
+        best = chance ** g.contested * len(g.members)  # slowest in every compared interval, picked among the peers
         if best > th.peer_max_p and 0 < chance < 1:
-            need = math.ceil(math.log(th.peer_max_p) / math.log(chance))
+            need = math.ceil(math.log(th.peer_max_p / len(g.members)) / math.log(chance))
             g.undecided = (f"too few intervals to tell: {m.name} is {times(m.ratio, th.peer_min_ratio)} its peers' "
                            f"mean and slowest in {m.slowest} of {g.contested}, but "
                            f"{plural(g.contested, 'interval')} cannot rule out chance (p >= {best:.2g} even if "
@@ -447,7 +453,7 @@ def _lasted(g: PeerGroup, phase: dict[str, Any]) -> str:
     end, at = phase["end"] - g.start, f"t+{since(phase['start'] - g.start)}"
     until = "to the end" if end >= g.windows * g.window_s else f"to t+{since(end)}"
     return (f"slow from {at} for {plural(n, 'interval')}" if slow == n else
-            f"slow in {slow} of {plural(n, 'interval')} from {at}") + f" ({until})"
+            f"slow in {slow:,} of {plural(n, 'interval')} from {at}") + f" ({until})"
 
 
 def _rose(g: PeerGroup, ev: np.ndarray, k: int, wmean: np.ndarray, ref_w: np.ndarray, at: float,
@@ -574,14 +580,16 @@ def hidden_ranks(groups: list[PeerGroup], th: Thresholds = DEFAULT_THRESHOLDS) -
 
 
 def _slow_then(together: dict[str, Any], siblings: list[PeerGroup]) -> list[dict[str, Any]]:
-    """The slow ranks of sibling groups (other phases timed per rank) with a stall in a `together` interval: the
-    likely one that was slow before the wait; of its stalls, the one overlapping those intervals most (its phase's
-    intervals need not line up with these: a stall in the interval before can touch one by microseconds)."""
+    """The slow ranks of sibling groups (other phases timed per rank) with a stall or a slow phase in a `together`
+    interval: the likely one that was slow before the wait; of its stalls and its slow phase (its stalls then are
+    only its worst three intervals), the one overlapping those intervals most (its group's intervals need not line up
+    with these: a stall in the interval before can touch one by microseconds)."""
     out = []
     for o in siblings:
         slow = o.slow or {}
+        spans = [*(slow.get("stalls") or []), *([slow["phase"]] if slow.get("phase") else [])]
         overlap = [(sum(max(0.0, min(s["end"], w["end"]) - max(s["start"], w["start"])) for w in together["windows"]),
-                    s) for s in slow.get("stalls") or []]
+                    s) for s in spans]
         best = max(overlap, key=lambda pair: pair[0], default=None)
         if best is not None and best[0] > 0:
             s = best[1]

@@ -20,14 +20,15 @@ A column is anomalous when all of these hold:
 
 A column is also anomalous when a thin slow band appeared in it, beside the usual ones: a run of neighbouring slots,
 each holding at least 1 / `APPEAR_RATIO` (4) times its baseline share of the events and of the time, holds at least
-`new_band_time_share` (10%) of the column's time, less than half of its events (more is the whole column's shape,
-which the test above judges) and a smaller share of them than of the time (the fast edge of a distribution that
-drifted is no band), and its events exceed `N_col x` their usual (mean) share beyond chance: the signed root
-of their Poisson deviance, divided by the over-dispersion `1 + alpha x expected`, above `z`. `alpha` is the stream's
-wobble (the median over normal columns of `(sum (O - E)^2 - O) / sum E^2`): where the usual bands' mix wobbles, their
-thousands of events vary far beyond Poisson while a slot that usually holds a few events does not, so the whole
-column's over-dispersion (20 on a fast disk whose two 4 KiB bands trade places) hid a band of 1 MiB writes that was
-never there before and now held 15% of the time.
+`new_band_time_share` (10%) of the column's time (in a run of `NEW_BAND_COLUMNS`, 3, such columns or more: a usual band
+that comes in bursts is high a column or two at a time), less than half of its events (more is the whole column's shape,
+which the test above judges) and a smaller share of them than of the time (the fast edge of a distribution that drifted
+is no band), and its events exceed `N_col x` their usual (mean) share beyond chance: the signed root of their Poisson
+deviance, divided by the over-dispersion `1 + alpha x expected`, above `z`. `alpha` is the stream's wobble (the median
+over normal columns of `(sum (O - E)^2 - O) / sum E^2`): where the usual bands' mix wobbles, their thousands of events
+vary far beyond Poisson while a slot that usually holds a few events does not, so the whole column's over-dispersion (20
+on a fast disk whose two 4 KiB bands trade places) hid a band of 1 MiB writes that was never there before and now held
+15% of the time.
 
 Anomalous columns closer than `max_gap` + 1 join one run; a run of fewer than `min_columns` (2)
 anomalous columns or shorter than `min_seconds` is dropped (a lone column is noise or a hiccup).
@@ -72,6 +73,10 @@ MIN_MOVE_OCTAVES = _T.min_move_octaves
 NEW_BAND_TIME_SHARE = _T.episode_new_band_time_share
 SLOT_Z = 3.0
 APPEAR_RATIO = 0.25
+#: A column the new-band test alone flags counts in a run of at least this many such columns (gaps bridged as an
+#: episode's): a band that appeared stays, while a usual slow band that comes in bursts is high a column or two at a
+#: time.
+NEW_BAND_COLUMNS = 3
 #: A surge: the gained region at least this many times its usual events per second ...
 SURGE_RATIO = 2.0
 #: ... while the other slots keep at least this share of theirs ...
@@ -209,7 +214,8 @@ def anomalous_columns(
         significant = deviance / dispersion > chi2_quantile(df, z)
         alpha = max(0.0, float(median_of(wobble[normal]))) if normal.any() else 0.0
         events, usual, time_share = new
-        appeared = _thin_slow(events, n, time_share, new_band_time_share) & (excess_z(events, n * usual, alpha) > z)
+        appeared = _lasting(_thin_slow(events, n, time_share, new_band_time_share)
+                            & (excess_z(events, n * usual, alpha) > z), NEW_BAND_COLUMNS)
         found = testable & ((significant & ((tvd >= min_shift) | (tvd_time >= min_time_shift))) | appeared)
         if found.sum() * 2 > testable.sum() or np.array_equal(found, anomalous):
             break  # converged, or no majority of normal columns to stand as the baseline
@@ -235,6 +241,14 @@ def _column_tests(counts: np.ndarray, times: np.ndarray, n: np.ndarray, in_base:
     tvd = 0.5 * np.abs(_shares(counts) - p[None, :]).sum(axis=1)
     tvd_time = 0.5 * np.abs(_shares(times) - pt[None, :]).sum(axis=1)
     return deviance, df, tvd, tvd_time
+
+
+def _lasting(mask: np.ndarray, columns: int) -> np.ndarray:
+    """`mask` where it holds in runs of at least `columns` (bridging gaps as episodes do)."""
+    out = np.zeros_like(mask)
+    for first, last in runs(mask, min_columns=columns):
+        out[first:last + 1] = mask[first:last + 1]
+    return out
 
 
 def _wobble(counts: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:

@@ -371,3 +371,22 @@ def test_the_1_mib_dsync_writes_of_the_fast_disk_fixture_are_a_band_that_appeare
     g = e["gained"]
     assert g["low_s"] == pytest.approx(1.048576e-3) and g["high_s"] >= 4.194304e-3
     assert g["events_share"] < 0.02 and g["time_share"] > 0.1 and g["baseline_time_share"] < 0.02
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_no_band_appears_where_a_usual_slow_band_is_bursty_beside_a_wobbling_mix(seed: int) -> None:
+    """A slow band of 2 ms I/Os in most columns, 5 a column on average but bursty (gamma-Poisson, shape 0.3: none in
+    ~40% of columns, 20 or more in ~10%), beside the wobbling mix of two fast bands: the band never appeared, it is
+    the stream's own. Its busiest columns (~15% of the time) pass Poisson chance of its mean, not its own spread."""
+    rng = np.random.default_rng(seed)
+    counts, times = [], []
+    for _ in range(300):
+        n = rng.poisson(7000)
+        k = rng.binomial(n, rng.uniform(0.05, 0.7))
+        c, s = bin_values(np.r_[rng.lognormal(np.log(24e3), 0.2, n - k), rng.lognormal(np.log(40e3), 0.2, k),
+                                rng.lognormal(np.log(2e6), 0.3, rng.poisson(rng.gamma(0.3, 5 / 0.3)))])
+        counts.append(c)
+        times.append(s * 1e-9)
+    starts = T0 + np.arange(300, dtype=np.float64)
+    found = find_episodes(np.array(counts), np.array(times), LOW, HIGH, starts, starts + 1.0)
+    assert not [e for e in found if e.kind == "appear"]

@@ -489,7 +489,7 @@ class RecordedNotice(Notice):
 
 
 #: What a recorded note may say a stream measures (`Notice.measures`): a lowercase word.
-_MEASURE = re.compile(r"[a-z][a-z0-9]{0,39}")
+_MEASURE = lazy_pattern(r"[a-z][a-z0-9]{0,39}")  # read only from recordings' notes: compiled at first use
 
 
 def _measures(note: dict[str, Any], named: Callable[[str, str | None, str], StreamId]) -> tuple[StreamId, str] | None:
@@ -497,7 +497,7 @@ def _measures(note: dict[str, Any], named: Callable[[str, str | None, str], Stre
     stream `named` as its records' lines name it (`ProtocolReader.stream`: stripped, cleaned, cut to a name); None
     where it says none, or not in that form."""
     what, stream = note.get("measures"), note.get("stream")
-    if not isinstance(what, str) or not _MEASURE.fullmatch(what) or not isinstance(stream, dict):
+    if not isinstance(what, str) or not _MEASURE().fullmatch(what) or not isinstance(stream, dict):
         return None
     label, datasource, unit = (stream.get(k) for k in ("label", "datasource", "unit"))
     if not (isinstance(label, str) and isinstance(datasource, str) and isinstance(unit, str)):

@@ -234,9 +234,9 @@ class PeerGroup:
             return None
         sync = self.kind in SYNCHRONISED or self.datasource in ("training", "spark")
         return (f"no {self.kind} ≥{c['min_ratio']:.3g}× its peers, but {c['name']} is consistently slowest "
-                f"({times(c['ratio'], self.min_ratio)} its peers, slowest in {c['slowest']} of "
+                f"({times(c['ratio'], self.min_ratio)} its peers, slowest in {c['slowest']:,} of "
                 f"{plural(c['compared_windows'], 'interval')}, "
-                f"{c['expected_slowest']:.3g} expected by chance): a small steady gap, not noise"
+                f"{by_chance(c['expected_slowest'])} expected by chance): a small steady gap, not noise"
                 + (f"; {self.kind}s that wait for each other all run that much slower" if sync else ""))
 
 
@@ -296,6 +296,11 @@ def _windows(members: list[PeerStream]) -> tuple[float, float, np.ndarray, np.nd
         np.add.at(ev[k], i, s.counts.sum(axis=1))
         np.add.at(tm[k], i, s.time.sum(axis=1))
     return width, origin, ev, tm
+
+
+def by_chance(expected: float) -> str:
+    """How many intervals a peer is slowest in by chance, as the report writes it: `3.75`, `15`, `1,800`."""
+    return f"{expected:,.0f}" if expected >= 1000 else f"{expected:.3g}"
 
 
 def ratios_to_others(values: np.ndarray) -> np.ndarray:
@@ -426,7 +431,8 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
     g.slow = {"label": m.label, "name": m.name, "ratio": m.ratio, "consistent": consistent, "slowest": m.slowest,
               "compared_windows": g.contested, "chance": chance, "p_value": p, "excess_s": excess,
               "stalls": spans if stalled else [], "phase": phase}
-    how = (f"slowest in {m.slowest} of {g.contested} intervals ({chance * g.contested:.3g} expected by chance)"
+    how = (f"slowest in {m.slowest:,} of {g.contested:,} intervals ({by_chance(chance * g.contested)} expected by "
+           "chance)"
            + ("" if consistent else ": not consistently"))
     if phase is not None:
         how += f"; {_lasted(g, phase)}, {times(phase['ratio'])} its peers' mean there (the median), " \

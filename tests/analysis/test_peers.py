@@ -700,3 +700,5 @@ def test_a_long_phase_is_said_with_its_counts_written_alike() -> None:
     assert g.slow is not None and g.slow["phase"] is not None and g.finding is not None
     slow = g.slow["phase"]["slow_intervals"]
     assert 1000 <= slow < 1500 and f"slow in {slow:,} of 1,500 intervals from t+16.67min" in g.finding.what
+    # and the intervals it was slowest in, of how many, and how many by chance: "2555 of 3600 (1.8e+03 expected...)"
+    assert f"slowest in {g.slow['slowest']:,} of 3,600 intervals (1,800 expected by chance)" in g.finding.what

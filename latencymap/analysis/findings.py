@@ -101,7 +101,7 @@ WHY: dict[str, dict[str, str]] = {
         "recurring": "a pause that comes back: something periodic held the stream up each time (a cron job, a "
                      "periodic flush or checkpoint, GC); look at what runs at that period",
         "appear": "a latency band that is not usually there: something started or changed at that time",
-        "startup": "only at the start of the recording, not an incident in the run: warm-up (JIT compilation, cold "
+        "startup": "only at the stream's start, not an incident in the run: warm-up (JIT compilation, cold "
                    "caches, connections and pools opening) or a load not yet steady; the columns after it are the "
                    "steady state",
         "disappear": "a usual band went missing: a cache warmed, a path stopped being taken, or load went away",
@@ -147,8 +147,8 @@ WHY: dict[str, dict[str, str]] = {
         "outliers known": "one or two tasks far slower than the rest, not a population of their own: {cause}",
         "bursts known": "bursts, not a steady population: the slow tasks ended in a few columns; {cause}",
         "stall known": "tasks far slower than every usual band ended then, not a pause of the work: {cause}",
-        "startup": "only at the start of the log, not an incident in the run: the application starting (cold "
-                   "executors: the JVM's start, JIT, the Python workers' start) and its first stage's tasks",
+        "startup": "only at the stream's start, not an incident in the run: its first tasks (the application or "
+                   "the stage starting: cold executors, the JVM's start, JIT, the Python workers' start)",
         "appear": "tasks of another kind: a new stage (other work, other partition sizes) or a group of slow tasks "
                   "in one (skew, a spill)",
         "disappear": "a usual kind of task stopped ending: the stage that ran them finished",
@@ -196,7 +196,7 @@ WHY: dict[str, dict[str, str]] = {
         "recurring": "a pause of the platform that comes back: something periodic held it up each time (GC at a "
                      "steady allocation rate, a cron job or other periodic work on the host); look at what runs at "
                      "that period",
-        "startup": "only at the start of the recording, not an incident in the run: the JVM starting (class loading, "
+        "startup": "only at the stream's start, not an incident in the run: the JVM starting (class loading, "
                    "JIT compilation, the heap growing, the first GCs: longer hiccups; CPUs kept busy, out of their "
                    "idle states: shorter ones) and the application's own start-up; the columns after it are the "
                    "steady state",
@@ -228,7 +228,7 @@ WHY: dict[str, dict[str, str]] = {
         "recurring": "a pause that comes back: something periodic held the loop up each time (each epoch's start "
                      "or end: the DataLoader's workers starting or shutting down; an eval pass or a checkpoint every "
                      "N steps)",
-        "startup": "only at the start of the recording, not an incident in the run: the loop's first steps "
+        "startup": "only at the stream's start, not an incident in the run: the loop's first steps "
                    "(compilation, autotuning, DataLoader workers starting, caches filling)",
         "move": "the whole distribution moved: another phase of the run (an eval pass, a new epoch, another batch "
                 "size or sequence length) or another device or load",
@@ -450,10 +450,10 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Dr
         (e, later), noun = startup, why("noun", scope.words)
         where = scope.when(e.first_col, e.last_col, e.start, e.end)
         if round(later) < POPULATION:
-            reason = (f"the recording's start-up at {where}, not a population of the run: what sent {noun} there is "
+            reason = (f"the stream's start-up at {where}, not a population of the run: what sent {noun} there is "
                       "the start-up's, not a cause to find in the steady state after it")
         else:
-            reason = (f"the recording's start-up at {where} holds {pct(1 - later / b.events)} of them, not a "
+            reason = (f"the stream's start-up at {where} holds {pct(1 - later / b.events)} of them, not a "
                       f"population of the run: what sent {noun} there is the start-up's; the other {later:,.0f} came "
                       "after it, in the run: what sent them there is the cause to find")
     else:

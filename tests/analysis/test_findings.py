@@ -239,7 +239,7 @@ def test_a_band_only_in_the_first_columns_of_a_recording_is_said_as_start_up() -
     (start,) = [f for f in diagnose(*early_band(0)[:1], None, LOW, HIGH, *early_band(0)[1:]).findings
                 if f.kind == "appear"]
     assert start.what.startswith("start-up cols 0–1 (t+0s–t+2s): a band at 1.02µs–2.05µs with "), start.what
-    assert start.why.startswith("only at the start of the recording, not an incident in the run: warm-up")
+    assert start.why.startswith("only at the stream's start, not an incident in the run: warm-up")
     (later,) = [f for f in diagnose(*early_band(9)[:1], None, LOW, HIGH, *early_band(9)[1:]).findings
                 if f.kind == "appear"]
     assert later.what.startswith("episode cols 9–10 (t+9s–t+11s): a band appeared at 1.02µs–2.05µs with ")
@@ -253,7 +253,7 @@ def test_a_band_only_in_the_first_columns_of_a_recording_is_said_as_start_up() -
 
 
 @pytest.mark.parametrize(("datasource", "words"), [
-    ("spark", "the application starting"), ("training", "the loop's first steps")])
+    ("spark", "the application or the stage starting"), ("training", "the loop's first steps")])
 def test_a_start_up_band_is_explained_in_its_datasource_s_terms(datasource: str, words: str) -> None:
     counts, starts, ends = early_band(0)
     (start,) = [f for f in diagnose(counts, None, LOW, HIGH, starts, ends, datasource=datasource).findings
@@ -414,7 +414,7 @@ def test_a_band_that_is_the_start_up_says_so_instead_of_asking_for_a_cause() -> 
     d = diagnose(counts, None, LOW, HIGH, starts, starts + 1)
     (band,) = [f for f in d.findings if f.kind == "band"]
     (start,) = [f for f in d.findings if f.what.startswith("start-up cols 0–1")]
-    assert band.why.startswith("the recording's start-up at cols 0–1 (t+0s–t+2s), not a population of the run"), \
+    assert band.why.startswith("the stream's start-up at cols 0–1 (t+0s–t+2s), not a population of the run"), \
         band.why
     assert "is the cause to find" not in band.why and "cache miss" not in band.why and not band.key
     assert d.summary_lines()[0].endswith(f" — {band.why}")  # a pair's band why ends the modes line
@@ -437,7 +437,7 @@ def test_a_start_up_band_with_events_later_in_the_run_says_those_are_still_to_ex
     assert not [f for f in d.findings if f.first_col is not None and f.first_col <= 20 <= f.last_col
                 and f.kind != "band"]
     (band,) = [f for f in d.findings if f.kind == "band"]
-    assert band.why.startswith("the recording's start-up at cols 0–1 (t+0s–t+2s) holds 91% of them, not a population "
+    assert band.why.startswith("the stream's start-up at cols 0–1 (t+0s–t+2s) holds 91% of them, not a population "
                                "of the run: what sent hiccups there is the start-up's; the other 100 came after it, "
                                "in the run: what sent them there is the cause to find"), band.why
     assert "steady state" not in band.why

@@ -70,6 +70,15 @@ def apart_label(label: str, input_name: str, line: int) -> str:
     """The label of a run shown apart: `LABEL [INPUT, from line N]` (N: where the run starts)."""
     name = "<stdin>" if input_name in ("-", "") else input_name
     return f"{label} [{name}, from line {line}]"
+
+
+def apart_notice(message: str, stream: StreamId, shown: StreamId, measures: dict[StreamId, str]) -> Notice:
+    """The note (`message`) that a run of `stream` is shown apart, as `shown`: another run of the stream, it measures
+    what the stream does, where `measures` (what notes said streams measure, `Notice.measures`) knows it."""
+    what = measures.get(stream)
+    return Notice(message, skipped=0, measures=None if what is None else (shown, what))
+
+
 _ROLLOVER_TAIL = "a day (86400 s) added to this record and to each later one at every midnight"
 #: A time of day that drops by more than a day less this has passed midnight.
 ROLLOVER_SLACK_US = 3_600_000_000
@@ -99,6 +108,7 @@ class Differ:
         self._carried_step: dict[StreamId, float] = {}
         self._first: dict[StreamId, float] = {}  # each stream's first timestamp in this input
         self._runs: dict[StreamId, list[Snapshot]] = {}  # a stream's runs shown apart: their last snapshots
+        self._measures: dict[StreamId, str] = {}  # what notes passed on said streams measure (`apart_notice`)
         self._timeless: dict[StreamId, _Timeless] = {}  # a first column from a baseline with no time (see there)
 
     def carry(self, before: Differ) -> None:
@@ -222,10 +232,10 @@ class Differ:
         runs.append(_moved(snap, shown))
         self._runs[stream] = runs
         from_line = f" (the record at line {behind.line}, skipped above, is its baseline)" if behind.line else ""
-        return [Notice(f"{self._name}: {where}'{stream.label}' goes back into the time of its earlier records "
-                       f"(timestamp {ts:.6f}, its last {prev.timestamp:.6f}; counters "
-                       f"{'lower' if _lower(behind, prev) else 'unchanged'}): another run{from_line}, shown apart, as "
-                       f"'{shown.label}'", skipped=0),
+        return [apart_notice(f"{self._name}: {where}'{stream.label}' goes back into the time of its earlier records "
+                             f"(timestamp {ts:.6f}, its last {prev.timestamp:.6f}; counters "
+                             f"{'lower' if _lower(behind, prev) else 'unchanged'}): another run{from_line}, shown "
+                             f"apart, as '{shown.label}'", stream, shown, self._measures),
                 _diffed(base, snap, shown, True)]
 
     def _another_run(self, prev: Snapshot, behind: Snapshot) -> bool:
@@ -366,6 +376,8 @@ class Differ:
             elif isinstance(item, SnapshotRun):
                 yield from self.push_run(item)
             else:
+                if isinstance(item, Notice) and item.measures is not None:
+                    self._measures[item.measures[0]] = item.measures[1]
                 yield item
         yield from self.baselines_only()
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from latencymap import __version__
 from latencymap.core.buckets import ORACLE_OVERFLOW, UPPER_BOUND_SOURCES
-from latencymap.core.deltas import MAX_RUNS, apart_label
+from latencymap.core.deltas import MAX_RUNS, apart_label, apart_notice
 from latencymap.core.json_input import json_input
 from latencymap.core.lean import dataclass
 from latencymap.core.lines import text_lines
@@ -223,8 +223,11 @@ class ProtocolReader:
             if isinstance(message, str) and message:
                 skipped = value.get("skipped")
                 count = skipped if type(skipped) is int and 0 <= skipped <= MAX_RECORDED_SKIPS else 0
+                measures = _measures(value, self.stream)
+                if measures is not None:  # for the runs of its stream shown apart
+                    self.timeline.measures[measures[0]] = measures[1]
                 return [RecordedNotice(f"{self.name}: as recorded: {clean_text(message, 2000)}", skipped=count,
-                                       measures=_measures(value, self.stream))]
+                                       measures=measures)]
         return []
 
     def _newer_notice(self, version: str) -> Notice:
@@ -523,6 +526,8 @@ class Timeline:
     def __init__(self, name: str, streams: StreamCache) -> None:
         self._name, self._streams = name, streams
         self._runs: dict[StreamId, list[tuple[float, StreamId]]] = {}  # a stream's runs: (last end, shown as)
+        #: What the recording's notes said streams measure (`Notice.measures`), so far: their runs apart do too.
+        self.measures: dict[StreamId, str] = {}
 
     def placed(self, interval: Interval, line: int) -> list[Interval | Notice]:
         """`interval` (of the record at `line`) in its run, after the note that it starts one; or the Notice that
@@ -544,9 +549,9 @@ class Timeline:
         shown = self._streams.get(apart_label(stream.label, self._name, line), stream.datasource, stream.unit)
         runs.append((end, shown))
         interval.stream = shown
-        return [Notice(f"{self._name}: line {line}: '{stream.label}' goes back into the time of its earlier records "
-                       f"(its interval ends at {end:.6f}, not after its last one, {runs[0][0]:.6f}): another run, "
-                       f"shown apart, as '{shown.label}'", skipped=0), interval]
+        return [apart_notice(f"{self._name}: line {line}: '{stream.label}' goes back into the time of its earlier "
+                             f"records (its interval ends at {end:.6f}, not after its last one, {runs[0][0]:.6f}): "
+                             f"another run, shown apart, as '{shown.label}'", stream, shown, self.measures), interval]
 
     def placed_run(self, run: IntervalRun, lines: list[int]) -> list[IntervalRun | Interval | Notice]:
         """`run` (of the records at `lines`) as it is when every stream's intervals come after its last one (the

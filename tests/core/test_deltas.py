@@ -233,3 +233,15 @@ def test_pylatencymaps_10046_connector_output_gives_its_trace_rate(fixtures) -> 
         assert sum(iv.duration for iv in cols) == span == 177.0 and 160 < events / span < 165
         (note,) = [n for n in _notes(out) if EPOCH_NOTE in n]
         assert note.startswith(f"{path}: line 1: ")
+
+
+def test_a_run_shown_apart_measures_what_its_stream_does() -> None:
+    """A capture joined to itself (`cat a a`): its second run goes back into the first's time, lower counters, and
+    is shown apart under another name. What a note passed on said the stream measures (`Notice.measures`) is said of
+    that run too, in the note that shows it apart."""
+    said = Notice("a: logged by jHiccup", skipped=0, measures=(S, "jhiccup"))
+    out = list(Differ(name="a").run([said, *(snap(t, [n]) for t, n in ((1.0, 1), (2.0, 5), (3.0, 9)) * 2)]))
+    apart = {i.stream for i in out if isinstance(i, Interval)} - {S}
+    assert len(apart) == 1
+    measures = [n.measures for n in out if isinstance(n, Notice) and n.measures is not None]
+    assert measures == [(S, "jhiccup"), (apart.pop(), "jhiccup")]

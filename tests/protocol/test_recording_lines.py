@@ -156,3 +156,16 @@ def test_a_note_names_its_stream_as_the_stream_s_records_do(bulk: bool, label: s
         (said,) = [n.measures for n in notices(got)]
         assert said == ({i.stream for i in got if isinstance(i, Interval)}.pop(), "jhiccup"), said
         assert len(said[0].label) <= 200 and "\x1b" not in said[0].label
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_run_shown_apart_measures_what_its_stream_does(bulk: bool) -> None:
+    """A recording read twice in one input (`cat a.rec a.rec`): the second run goes back into the first's time and is
+    shown apart under another name. The note that it is says what its stream measures (`Notice.measures`) of it too:
+    its findings were worded as any stream's, not as the log's."""
+    note = NOTE_PREFIX + json.dumps({"message": "h.hlog: logged by jHiccup", "skipped": 0, "measures": "jhiccup",
+                                     "stream": {"label": S.label, "datasource": S.datasource, "unit": S.unit}}) + "\n"
+    got = items((header() + note + records(2)) * 2, bulk)
+    shown = {i.stream for i in got if isinstance(i, Interval)}
+    assert len(shown) == 2 and S in shown
+    assert {n.measures for n in notices(got) if n.measures is not None} == {(s, "jhiccup") for s in shown}

@@ -34,6 +34,7 @@ from latencymap.analysis.stalls import PARALLEL
 from latencymap.analysis.tail import Tail
 from latencymap.core.buckets import range_text
 from latencymap.core.lean import dataclass
+from latencymap.core.patterns import lazy_pattern
 from latencymap.core.units import format_duration, format_number
 
 #: The lead of a band's why when the stream has two bands (bimodal): the pair is two populations.
@@ -238,6 +239,11 @@ WHY: dict[str, dict[str, str]] = {
 }
 
 
+#: Per wait class of `ORACLE_CLASSES`, its words as one pattern of whole words, compiled at first use.
+_ORACLE_CLASS_WORDS = [lazy_pattern(rf"(?<![a-z])(?:{'|'.join(map(re.escape, names))})(?![a-z])")
+                       for names, _, _ in ORACLE_CLASSES]
+
+
 def words_for(datasource: str, measures: str = "") -> str:
     """The `WHY` entry a stream is worded by: what its values measure (`Notice.measures`), else (or where this
     version has no words for that: a newer one's recording) its datasource."""
@@ -250,8 +256,8 @@ def why(key: str, datasource: str = "", label: str = "") -> str:
     words = WHY.get(datasource, {})
     if words is ORACLE_WAITS and key in ("slow", "fast"):
         event = label.lower()
-        for names, slow, fast in ORACLE_CLASSES:
-            if any(re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", event) for name in names):
+        for words_of, (_, slow, fast) in zip(_ORACLE_CLASS_WORDS, ORACLE_CLASSES, strict=True):
+            if words_of().search(event):
                 return slow if key == "slow" else fast
     return words.get(key) or WHY[""][key]
 

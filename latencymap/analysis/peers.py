@@ -202,28 +202,54 @@ class PeerGroup:
 
     def _hidden_lines(self) -> list[str]:
         """`no rank slower than its peers here, but ...`, then one line per rank that waiting hides."""
-        out = [f"   no {self.kind} slower than its peers here, but {self.kind}s that wait for each other (a "
-               f"collective, a barrier) all take as long as the slowest here, which hides it:"]
-        for h in self.hidden or []:
-            at = ", ".join(f"t+{since(w['start'] - self.start)}" for w in h["windows"])
-            if h["how"] == "together":
-                then = "; ".join(f"{o['name']} was, in peers {o['key']} ({times(o['ratio'])} its peers' at "
-                                 f"t+{since(o['start'] - self.start)})" for o in h.get("slow_then") or [])
-                out.append(f"   every {self.kind} together: {times(h['ratio'])} their usual mean at {at}, all within "
-                           f"{SYNCED_SPREAD:.0%} of each other: either all slowed at once, or one was slow before the "
-                           f"wait and held the others; " + (f"the likely one: {then}" if then else
-                                                            f"time that part (compute) per {self.kind} to tell"))
-            elif h["how"] == "inside":
-                out.append(f"   {h['name']}: slow in peers {h['key']} ({times(h['ratio'])} its peers'); every "
-                           f"{self.kind}'s mean here rose with it, to at least {h['name']}'s mean there ({at}): that "
-                           f"is timed inside this, before the wait")
+        return [f"   no {self.kind} slower than its peers here, but {self.kind}s that wait for each other (a "
+                f"collective, a barrier) all take as long as the slowest here, which hides it:",
+                *(f"   {self._hidden_line(h)}" for h in self.hidden or [])]
+
+    def _hidden_line(self, h: dict[str, Any]) -> str:
+        """What one entry of `hidden` says: every rank together, a rank timed inside this, or one the others waited
+        for."""
+        at = ", ".join(f"t+{since(w['start'] - self.start)}" for w in h["windows"])
+        if h["how"] == "together":
+            then = "; ".join(f"{o['name']} was, in peers {o['key']} ({times(o['ratio'])} its peers' at "
+                             f"t+{since(o['start'] - self.start)})" for o in h.get("slow_then") or [])
+            return (f"every {self.kind} together: {times(h['ratio'])} their usual mean at {at}, all within "
+                    f"{SYNCED_SPREAD:.0%} of each other: either all slowed at once, or one was slow before the wait "
+                    f"and held the others; " + (f"the likely one: {then}" if then else
+                                                f"time that part (compute) per {self.kind} to tell"))
+        if h["how"] == "inside":
+            return (f"{h['name']}: slow in peers {h['key']} ({times(h['ratio'])} its peers'); every {self.kind}'s "
+                    f"mean here rose with it, to at least {h['name']}'s mean there ({at}): that is timed inside "
+                    f"this, before the wait")
+        at = ", ".join(f"{times(w['ratio'])} at t+{since(w['start'] - self.start)}" for w in h["windows"])
+        also = "".join(f"; it is the slow {self.kind} of peers {o['key']} ({times(o['ratio'])} its peers')"
+                       for o in h["slow_in"])
+        return (f"{h['name']}: {times(h['ratio'])} its peers' mean here ({at}): the others waited for it there, so it "
+                f"is the likely straggler, slow outside what is timed here"
+                + (also or "; time its other phases (compute, data_wait) to see which"))
+
+    def member_lines(self, label: str) -> list[tuple[str, list[tuple[float, float]]]]:
+        """What the comparison says of the member `label`, each line with the spans (epoch seconds) it is about:
+        its slow-peer finding, or which peer is the slow one; its small steady gap; what waiting hides of it or of
+        every member together. Nothing for a member of a group with no slow peer."""
+        me = next((m for m in self.members if m.label == label), None)
+        if me is None:
+            return []
+        out: list[tuple[str, list[tuple[float, float]]]] = []
+        if self.slow is not None and self.finding is not None:
+            if self.slow["label"] == label:
+                phase = self.slow.get("phase")
+                spans = [phase] if phase else self.slow.get("stalls") or []
+                out.append((self.finding.line(), [(s["start"], s["end"]) for s in spans]))
             else:
-                at = ", ".join(f"{times(w['ratio'])} at t+{since(w['start'] - self.start)}" for w in h["windows"])
-                also = "".join(f"; it is the slow {self.kind} of peers {o['key']} ({times(o['ratio'])} its peers')"
-                               for o in h["slow_in"])
-                out.append(f"   {h['name']}: {times(h['ratio'])} its peers' mean here ({at}): the others waited for "
-                           f"it there, so it is the likely straggler, slow outside what is timed here"
-                           + (also or "; time its other phases (compute, data_wait) to see which"))
+                out.append((f"peers {self.key}: the slow {self.kind} is {self.slow['name']}, "
+                            f"{times(self.slow['ratio'], self.min_ratio)} its peers'; {me.name}: "
+                            f"{times(me.ratio, self.min_ratio)}", []))
+        if self.consistent is not None and self.consistent["label"] == label:
+            out.append((self._below() or "", []))
+        for h in self.hidden or []:
+            if h["how"] == "together" or h.get("name") == me.name:
+                out.append((self._hidden_line(h), [(w["start"], w["end"]) for w in h["windows"]]))
         return out
 
     def _below(self) -> str | None:

@@ -433,13 +433,16 @@ class StreamHistory:
         finally:
             self._dense = None
 
-    def column_sums(self) -> tuple[np.ndarray, np.ndarray]:
-        """Events and time (seconds) per column, each the sum of the column's 64 slots (built a chunk at a time)."""
-        events, spent = np.zeros(self.n, dtype=np.int64), np.zeros(self.n)
-        for at in range(0, self.n, self._size):
-            cols = slice(at, min(self.n, at + self._size))
-            events[cols] = self.counts_in(cols).sum(axis=1)
-            spent[cols] = self.time_in(cols).sum(axis=1)
+    def column_sums(self, cols: slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """Events and time (seconds) per column of `cols`, each the sum of the column's 64 slots (built a chunk at a
+        time)."""
+        first, stop = self._range(cols)
+        events, spent = np.zeros(stop - first, dtype=np.int64), np.zeros(stop - first)
+        for at in range(first, stop, self._size):
+            part = slice(at, min(stop, at + self._size))
+            out = slice(part.start - first, part.stop - first)
+            events[out] = self.counts_in(part).sum(axis=1)
+            spent[out] = self.time_in(part).sum(axis=1)
         return events, spent
 
     @property

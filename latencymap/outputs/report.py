@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -244,19 +244,29 @@ def report_streams(acc: Accumulator) -> list[StreamHistory]:
     return [hists[i] for i in rank_order([(h.stream.label, h.stream.datasource) for h in hists])]
 
 
-def peer_groups(acc: Accumulator) -> list[PeerGroup]:
-    """Streams that are peers (ranks, disks, instances: see analysis/peers.py), compared interval by interval."""
-    if sum(1 for h in acc.streams.values() if h.n) < 2:
+def peer_groups(acc: Accumulator, hists: Iterable[StreamHistory] | None = None,
+                span: tuple[float, float] | None = None) -> list[PeerGroup]:
+    """Streams that are peers (ranks, disks, instances: see analysis/peers.py), compared interval by interval: those of
+    `hists` (default: every stream), over their columns that overlap `span` (epoch seconds; default: all)."""
+    shown = [h for h in (acc.streams.values() if hists is None else hists) if h.n]
+    if len(shown) < 2:
         return []  # peers are two streams or more
     from latencymap.analysis.peers import PeerStream, find_peers  # loaded only where there can be peers
 
     peers = []
-    for h in acc.streams.values():
-        if h.n:  # the comparison reads only each column's sums: (columns, 1) arrays of them, built a chunk at a time
-            events, spent = h.column_sums()
+    for h in shown:
+        cols = slice(None) if span is None else overlapping(h, *span)
+        # the comparison reads only each column's sums: (columns, 1) arrays of them, built a chunk at a time
+        events, spent = h.column_sums(cols)
+        if events.size:
             peers.append(PeerStream(h.stream.label, h.stream.datasource, h.stream.unit, events[:, None],
-                                    spent[:, None], h.meta_in("start"), h.meta_in("end")))
+                                    spent[:, None], h.meta_in("start", cols), h.meta_in("end", cols)))
     return find_peers(peers)
+
+
+def overlapping(hist: StreamHistory, start: float, end: float) -> slice:
+    """The history's columns whose span overlaps [start, end) (epoch seconds)."""
+    return slice(int(np.searchsorted(hist.end, start, side="right")), int(np.searchsorted(hist.start, end)))
 
 
 def peer_lines(acc: Accumulator) -> list[str]:

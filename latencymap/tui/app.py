@@ -37,6 +37,7 @@ from latencymap.tui.keys import BINDINGS
 from latencymap.tui.layout import CHROME_H, INSPECTOR_W, STRIP_MIN_ROWS, TALL, inspector_width, rows_per_map
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.palette import detect_mode
+from latencymap.tui.peer_findings import PeerFindings
 from latencymap.tui.percentiles import ROWS as STRIP_ROWS
 from latencymap.tui.percentiles import PercentileStrip
 from latencymap.tui.profile_panel import PROFILE_BINDINGS, ProfileController
@@ -112,6 +113,8 @@ class LatencyMapApp(MapActions):
         self.straggler_stream = straggler_stream
         self.causes: Causes = {}
         self._analysed_at = 0.0
+        #: What the peers comparison says of the stream shown (a rank, disk or instance), as the report says it.
+        self.peer_findings = PeerFindings()
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -420,7 +423,8 @@ class LatencyMapApp(MapActions):
         if strip.display:
             strip.show(hist, win, cursor, source)
         panel = self.maps.query_one(FindingsPanel)
-        panel.show(window_findings(hist, win.first, stop, self.causes.get(hist.stream)), win, self.view.finding,
+        panel.show(window_findings(hist, win.first, stop, self.causes.get(hist.stream))
+                   + self.peer_findings.items(self.acc, hist, win.first, stop), win, self.view.finding,
                    self._findings_room())
         if self.profiler is not None:
             self.profiler.show()

@@ -14,7 +14,8 @@ come from them, as the library's `getValueAtPercentile` within a sub-bucket, not
 Values carry no unit in the file: `--unit`, default ns, the unit jHiccup, cassandra-stress and HdrHistogram's
 own HistogramLogProcessor (which prints values / 1e6 as ms) record; YCSB and Pulsar's perf tools record µs.
 A tag whose first histogram is a DoubleHistogram (fractions of the unit: 0.4 for 0.4 ms) becomes a nanosecond
-stream, its values scaled from `--unit`, so that fractions keep their own rows.
+stream, its values scaled from `--unit`, so that fractions keep their own rows; read without `--unit`, a note says
+that nanoseconds are only the default (fractions of one are no time a clock takes: 0.4 was likely 0.4 ms).
 A bad line or payload is reported with its line number; a payload that cannot be decoded still gives its
 column, empty and marked as a gap, so the time line stays true.
 A log whose header says `#[Logged with jHiccup version ...]` holds the platform's hiccups (how late a thread that
@@ -109,7 +110,8 @@ class HdrHistogramFormat(TextFormat):
             yield from reader.batch(text_lines(chunk))
 
     def _reader(self, name: str) -> HlogReader:
-        return HlogReader(name, normalize_unit(self.options.get("unit") or DEFAULT_UNIT))
+        given = self.options.get("unit")
+        return HlogReader(name, normalize_unit(given or DEFAULT_UNIT), unit_given=bool(given))
 
 
 @dataclass(slots=True)
@@ -123,14 +125,17 @@ class _Pending:
     payload: str
     hint: str  # why a payload may not decode: the line was cut (at MAX_HLOG_LINE, or the input ended in it)
     scale: int  # stream units per value unit (1, or 1000**k for a DoubleHistogram's nanosecond stream)
+    double: bool  # a DoubleHistogram's payload
 
 
 class HlogReader:
     """State of one log being read: start and base times, streams by tag, the line count."""
 
-    def __init__(self, name: str, unit: str) -> None:
+    def __init__(self, name: str, unit: str, unit_given: bool = True) -> None:
         self.name = name
         self.unit = unit
+        #: Whether `unit` was asked for (`--unit`), not only the default: DoubleHistogram values then need no doubt.
+        self.unit_given = unit_given
         self.label = clean_label("stdin" if name == "<stdin>" else PurePath(name).name) or "hdrhistogram"
         self.streams: dict[str | None, StreamId] = {}
         self.names = StreamNames()  # per tag (untagged lines: the file's name), so two tags never share a stream
@@ -226,7 +231,7 @@ class HlogReader:
             yield Interval(stream, previous, start, empty_counts(), np.zeros(NSLOTS), gap=True)
         self.ends[stream] = end
         scale = round(unit_seconds(self.unit) / unit_seconds(stream.unit))
-        yield _Pending(n, stream, start, end, m.group(5), hint, scale)
+        yield _Pending(n, stream, start, end, m.group(5), hint, scale, double)
 
     def _column(self, p: _Pending, folded: Folded, row: int) -> Iterator[Item]:
         error = folded.errors[row]
@@ -237,6 +242,12 @@ class HlogReader:
             return
         settings = folded.settings[row]
         assert settings is not None
+        if p.double and not self.said_double and not self.unit_given:  # decoded: its values are read as the default's
+            self.said_double = True
+            yield Notice(f"{self.name}: line {p.line}: DoubleHistogram values read as {self.unit}, --unit's default "
+                         "(the log does not say its unit): a DoubleHistogram holds fractions of its unit (0.4 for 0.4 "
+                         "ms), and fractions of a nanosecond are shorter than any clock times; if these are ms or µs, "
+                         "say --unit ms or --unit us", skipped=0)
         yield from self._approximations(settings, int(folded.below_lowest[row]), int(folded.straddling[row]), p)
         per = unit_seconds(p.stream.unit)
         bounds, counts = folded.own.of(row)

@@ -14,7 +14,7 @@ A finding's why names the causes its datasource's slow events usually have (or, 
 something else, those of what they measure: a jHiccup log's hiccups, `Scope.measures`); a band that is (mostly) the
 recording's start-up says so. Where a source's own analysis knows what made them slow (Spark: its stragglers'
 executor slow in their stage, or partitions that read many times their stage's median bytes), the report words that
-instead (`with_cause`, `Finding.holds`: which events a finding is about).
+instead (`with_cause`, `Finding.holds`: which events a finding is about); a minor band keeps saying so before it.
 """
 
 from __future__ import annotations
@@ -78,6 +78,9 @@ ORACLE_CLASSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
 WHY: dict[str, dict[str, str]] = {
     "": {
         "noun": "events",
+        # What a stream's values are where its reader says they measure something else (`Notice.measures`), as a diff
+        # of two streams that measure different things names them: "" where these words have no name for them.
+        "measured": "",
         "waited": "waited",
         "waited note": "",
         "slow": "a cache miss, a retry, another device or path",
@@ -95,7 +98,7 @@ WHY: dict[str, dict[str, str]] = {
         "silence start": "the capture began before the work did: rates over the whole range count these seconds",
         "bursts": "bursts, not a steady population: at those times something held many requests up at once (a GC "
                   "pause, a checkpoint or flush, a cron job, a network blip); look at what ran then",
-        "tail": "a few slow events hold most of the waiting: cutting them saves more than speeding up the rest",
+        "tail": "a few slow events hold half of the waiting: cutting them saves more than speeding up the rest",
         "heavy": "a few slow events hold a large share of the waiting: what makes them slow is worth finding",
         "stall": "a pause: a handful of waits far above every usual band held the stream up; look at what ran "
                  "then (GC, a checkpoint, I/O, a lock, the network)",
@@ -140,7 +143,7 @@ WHY: dict[str, dict[str, str]] = {
                  "partition, a spill, a slow executor: see Stragglers) or, at the start, warm-up (a cold executor's "
                  "JVM, JIT, the Python worker's start)",
         # Where the log says what made the stragglers among a finding's tasks slow (`with_cause`): that, not a guess.
-        "tail known": "a few slow tasks hold most of the waiting: cutting them saves more than speeding up the rest; "
+        "tail known": "a few slow tasks hold half of the waiting: cutting them saves more than speeding up the rest; "
                       "{cause}",
         "heavy known": "a few slow tasks hold a large share of the waiting; {cause}",
         "slow pair known": PAIR + "{cause}",
@@ -171,6 +174,8 @@ WHY: dict[str, dict[str, str]] = {
     # (1 ms by default) woke. Its slow values are pauses of the platform the process runs on, not slow requests.
     "jhiccup": {
         "noun": "hiccups",
+        "measured": "hiccups (how late a thread that only sleeps woke; its time is jHiccup's sum of them, not time "
+                    "waited)",
         "waited": "of hiccups",
         "waited note": "as jHiccup sums them: a pause also adds the samples it kept from being taken (each shorter "
                        "by the sampling interval), so the sum can pass the run's length",
@@ -187,7 +192,7 @@ WHY: dict[str, dict[str, str]] = {
         "bursts": "bursts, not a steady population: at those times the platform held the thread up (a GC pause or "
                   "safepoint, the process descheduled or starved of CPU, swapping, a VM's steal time); look at what "
                   "ran then",
-        "tail": "a few long hiccups hold most of the time the thread was held up: the platform's longest pauses (GC, "
+        "tail": "a few long hiccups hold half of the time the thread was held up: the platform's longest pauses (GC, "
                 "safepoints, the host) are the ones to cut",
         "heavy": "a few long hiccups hold a large share of the time the thread was held up: what paused the platform "
                  "then is worth finding",
@@ -201,8 +206,14 @@ WHY: dict[str, dict[str, str]] = {
                    "JIT compilation, the heap growing, the first GCs: longer hiccups; CPUs kept busy, out of their "
                    "idle states: shorter ones) and the application's own start-up; the columns after it are the "
                    "steady state",
+        "appear": "hiccups of a size not usually there: at that time the platform held the thread up that long (GC "
+                  "pauses, JVM safepoints, OS scheduling or CPU starvation, swapping, a VM's steal time); look at what "
+                  "ran then",
         "disappear": "a usual band of hiccups went away: the GC, the load on the host or the other work that caused "
                      "it stopped",
+        "reshape": "the mix of the usual hiccup sizes changed at that time: the platform's pauses (GC pauses, JVM "
+                   "safepoints, the host's CPU load, a VM's steal time) came more or less often than usual; look at "
+                   "what ran then",
         "move": "the platform's hiccups moved as a whole: the host's load (other processes, CPU contention), the GC's "
                 "work or the machine (a VM moved, a power state) changed at that time",
         "surge": "more hiccups of one size at that time beside the usual ones: the platform held the thread up that "
@@ -285,6 +296,9 @@ class Finding:
     #: band ("slow", "slow pair" of a bimodal stream), "outliers", "bursts", a "stall", a "tail" or a "heavy" one (see
     #: `with_cause`); "" where none may.
     key: str = ""
+    #: A slower band said as minor beside the one holding the time (`minor_lead`): the lead its why keeps when
+    #: `with_cause` names the known cause; "" otherwise.
+    minor: str = ""
 
     def holds(self, value_s: float, at: float) -> bool:
         """Whether an event of `value_s` seconds that ended at `at` (epoch seconds) is one of those it is about: in its
@@ -313,7 +327,9 @@ def with_cause(f: Finding, cause: str, datasource: str) -> Finding:
     stragglers'), instead of the causes its events usually have; `f` itself where its datasource has no such words
     for its kind."""
     known = WHY.get(datasource, {}).get(f"{f.key} known") if f.key else None
-    return replace(f, why=known.format(cause=cause)) if known else f
+    if not known:
+        return f
+    return replace(f, why=f"{f.minor}; {cause}" if f.minor else known.format(cause=cause))
 
 
 def pct(share: float) -> str:
@@ -414,13 +430,19 @@ def band_why(datasource: str, *, faster: bool = False, ratio: float = float("nan
             return PAIR + f"what lets {noun} of the faster band finish{how} {cause}"
         return f"a faster population than the main band: what lets these {noun} finish{how} {cause}"
     if minor:
-        lead = (PAIR + "the slower band is") if pair else "a slower population than the main band, but"
-        return (f"{lead} a minor one: {minor}, the band to look at first; what sends {noun} to it "
-                f"({why('slow', datasource, label)}) costs little time")
+        return f"{minor_lead(minor, pair)}; what sends {noun} to it ({why('slow', datasource, label)}) costs little " \
+            "time"
     cause = f"({why('slow', datasource, label)}) is the cause to find"
     if pair:
         return PAIR + f"what sends {noun} to the slower band {cause}"
     return f"a slower population than the main band: what sends {noun} to it {cause}"
+
+
+def minor_lead(minor: str, pair: bool) -> str:
+    """`a slower population than the main band, but a minor one: 2% of the time against 98% in 65.5ms–2.1s, the band
+    to look at first` (`pair`: of a bimodal stream): what a minor band's why says before its cause, known or not."""
+    lead = (PAIR + "the slower band is") if pair else "a slower population than the main band, but"
+    return f"{lead} a minor one: {minor}, the band to look at first"
 
 
 def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Drift | None = None,
@@ -445,7 +467,7 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Dr
         (first, t_first), (last, t_last) = b.bursts[0], b.bursts[-1]
         return Finding("band", what, why("bursts", scope.words), b.events, b.events_share, b.time_s,
                        b.time_share, first, last, t_first, t_last, b.low_s, b.high_s, bursts=True, key="bursts")
-    key = ""
+    key = lead = ""
     if few:
         reason = why("outliers fast" if faster else "outliers", scope.words)
         key = "" if faster else "outliers"
@@ -468,8 +490,10 @@ def band_finding(b: Band, scope: Scope, main: Band, pair: bool = True, shift: Dr
                                           f"{span(heavy.low_s, heavy.high_s, heavy.high_slot)}")
         reason = band_why(scope.words, faster=faster, ratio=ratio, pair=pair, label=scope.label, minor=minor)
         key = "" if faster else "slow pair" if pair else "slow"
+        lead = minor_lead(minor, pair) if minor and not faster else ""
     return Finding("band", what, reason, b.events, b.events_share, b.time_s, b.time_share,
-                   scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s, key=key)
+                   scope.first_col, scope.last_col, scope.start, scope.end, b.low_s, b.high_s, key=key,
+                   minor=lead)
 
 
 def silence_finding(q: Silence, scope: Scope) -> Finding:
@@ -519,8 +543,10 @@ def outliers(b: Band) -> int:
 def tail_finding(t: Tail, scope: Scope, top_s: float) -> Finding:
     """A tail that holds at most a small share of the events: most of the time, or (heavy) a large share of it."""
     most = t.time_share >= 0.5
+    # a dominant tail holds half of the time by definition (`tail_dominance`): said as what defines it, not a measure
+    held = "half" if t.time_share == 0.5 else pct(t.time_share)
     what = (f"{'tail dominates' if most else 'heavy tail'}: {pct(t.events_share)} of events (≥ {dur(t.threshold_s)}) "
-            f"take {pct(t.time_share)} of the time")
+            f"take {held} of the time")
     key = "tail" if most else "heavy"
     return Finding("tail", what, why(key, scope.words), t.events, t.events_share, t.time_s, t.time_share,
                    scope.first_col, scope.last_col, scope.start, scope.end, t.threshold_s, top_s, key=key)

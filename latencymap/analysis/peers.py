@@ -22,12 +22,13 @@ rank that is slowest or latest at each collective).
 - lost its extra time in a few intervals: at most three windows, where its mean was at least
   2**`stall_gap_octaves` (4x) its peers' (or `peer_min_ratio` for a slow phase short of that gap), hold at least
   half of its excess time (time - events x the peers' mean in each window, or their mean over the range in a window
-  where no peer has events): a stall of that peer; or more than three such windows hold it (those past the worst
-  three a tenth of it at least, `PHASE_REST`, or the worst three not half): a slow phase, said from when and for
-  how many intervals it lasted. Each window must stand beyond how much the peer's ratio to its
-  peers varies in its other windows, its peers' ratios varying over the same windows pooled in (a Student-t
-  prediction test, Bonferroni-corrected over peers and windows; of at most 4 degrees of freedom where events are
-  heavy-tailed): heavy-tailed events put some peer 4x its peers in some window by chance.
+  where no peer has events: the line then says `its peers' mean over the run`, and JSON `against` of each stall
+  `run`, else `interval`; a phase's `both` where it has windows of each): a stall of that peer; or more than three
+  such windows hold it (those past the worst three a tenth of it at least, `PHASE_REST`, or the worst three not
+  half): a slow phase, said from when and for how many intervals it lasted. Each window must stand beyond how much
+  the peer's ratio to its peers varies in its other windows, its peers' ratios varying over the same windows pooled
+  in (a Student-t prediction test, Bonferroni-corrected over peers and windows; of at most 4 degrees of freedom where
+  events are heavy-tailed): heavy-tailed events put some peer 4x its peers in some window by chance.
 Otherwise no peer is named slow (the members' numbers are still reported). When no peer reaches the ratio but the
 one slowest most often is so in more windows than chance (p x peers <= `peer_max_p`), the group says so with its
 ratio (`consistently_slowest` in JSON: a rank 10% slower in every interval slows the whole job 10%): that is not
@@ -426,7 +427,9 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
     p = binomial_sf(m.slowest, g.contested, chance)
     others = np.delete(wmean, k, axis=0)
     overall = m.mean_s / m.ratio
-    ref_w = np.array([median_of(col[np.isfinite(col)]) if np.isfinite(col).any() else overall for col in others.T])
+    alone = ~np.isfinite(others).any(axis=0)  # no peer had events: compared with their mean over the range
+    ref_w = np.array([overall if none else median_of(col[np.isfinite(col)]) for col, none in zip(others.T, alone,
+                                                                                                 strict=True)])
     excess_w = np.where(ev[k] > 0, tm[k] - ev[k] * ref_w, 0.0)
     excess = float(excess_w[excess_w > 0].sum())
     gap = 2.0 ** th.stall_gap_octaves
@@ -448,12 +451,14 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
                            f"{plural(g.contested, 'interval')} cannot rule out chance (p >= {best:.2g} even if "
                            f"slowest in all; {need} or more needed: a longer run or shorter intervals)")
         return
-    spans = [{"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s,
-              "excess_s": float(excess_w[w]), "ratio": float(wmean[k, w] / ref_w[w])} for w in worst]
+    spans: list[dict[str, Any]] = [
+        {"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s, "excess_s": float(excess_w[w]),
+         "ratio": float(wmean[k, w] / ref_w[w]), "against": "run" if alone[w] else "interval"} for w in worst]
     slow_at = np.flatnonzero(far)
     phase = {"start": g.start + slow_at[0] * g.window_s, "end": g.start + (slow_at[-1] + 1) * g.window_s,
              "intervals": int(slow_at[-1] - slow_at[0] + 1), "slow_intervals": int(slow_at.size), "excess_s": held,
-             "ratio": float(median_of(wmean[k, far] / ref_w[far]))} if stalled and lasting else None
+             "ratio": float(median_of(wmean[k, far] / ref_w[far])),
+             "against": _against(int(alone[far].sum()), int(far.sum()))} if stalled and lasting else None
     g.slow = {"label": m.label, "name": m.name, "ratio": m.ratio, "consistent": consistent, "slowest": m.slowest,
               "compared_windows": g.contested, "chance": chance, "p_value": p, "excess_s": excess,
               "stalls": spans if stalled else [], "phase": phase}
@@ -461,13 +466,16 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
            "chance)"
            + ("" if consistent else ": not consistently"))
     if phase is not None:
-        how += f"; {_lasted(g, phase)}, {times(phase['ratio'])} its peers' mean there (the median), " \
+        mean, note = _mean_words(phase["against"], int(alone[far].sum()))
+        how += f"; {_lasted(g, phase)}, {times(phase['ratio'])} {mean} (the median{f'; {note}' if note else ''}), " \
                f"{pct(held / excess)} of its extra {dur(excess)}"
     elif stalled:
         where = ", ".join(f"t+{since(s['start'] - g.start)}" for s in spans)
+        run = sum(s["against"] == "run" for s in spans)
+        mean, note = _mean_words(_against(run, len(spans)), run)
         how += (f"; {pct(sum(s['excess_s'] for s in spans) / excess)} of its extra {dur(excess)} in "
                 f"{len(spans)} interval{'s' if len(spans) > 1 else ''} ({where}), up to "
-                f"{times(max(s['ratio'] for s in spans))} its peers' mean there")
+                f"{times(max(s['ratio'] for s in spans))} {mean}{f' ({note})' if note else ''}")
     what = (f"slow {g.kind}: {m.name} ({m.label}), mean {dur(m.mean_s)}, {times(m.ratio, th.peer_min_ratio)} its "
             f"peers'; {how}")
     first, last = (phase, phase) if phase is not None else (spans[0], spans[-1]) if stalled else (None, None)
@@ -477,6 +485,23 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
                         m.events / max(float(ev.sum()), 1e-300), m.time_s, m.time_s / max(total_t, 1e-300),
                         start=first["start"] if first else g.start,
                         end=last["end"] if last else g.start + g.windows * g.window_s)
+
+
+def _against(alone: int, of: int) -> str:
+    """What a slow peer's intervals were compared with: `interval` (its peers' mean in each), `run` (their mean over
+    the range: none of them had events in any of those `of` intervals, `alone` of which are such) or `both`."""
+    return "interval" if not alone else "run" if alone == of else "both"
+
+
+def _mean_words(against: str, alone: int) -> tuple[str, str]:
+    """(`its peers' mean there`, and a note of where that was their mean over the run: `alone` intervals where they
+    had no events) for what the intervals were compared with (`_against`)."""
+    if against == "run":
+        return "its peers' mean over the run", "they had no events then"
+    if against == "both":
+        return "its peers' mean there", (f"their mean over the run in the {plural(alone, 'interval')} where they had "
+                                         "none")
+    return "its peers' mean there", ""
 
 
 def _lasted(g: PeerGroup, phase: dict[str, Any]) -> str:

@@ -14,7 +14,10 @@ in octaves (`log2(candidate / baseline)`) of the median and of the mean log2 lat
 in the candidate that overlap no baseline band ("appeared"), and the reverse ("vanished"); and a band present on both
 sides (each side's one band overlapping the other's one) whose share of the events or of the time changed a lot
 ("changed": at least ×`BAND_CHANGE_RATIO` either way, by at least `BAND_MIN_EVENTS_CHANGE` of the events or
-`BAND_MIN_TIME_CHANGE` of the time), such as a slow band that went from 1% to 4% of the events.
+`BAND_MIN_TIME_CHANGE` of the time), such as a slow band that went from 1% to 4% of the events. Each side says what
+its values measure where its reader knows them to be something else than its datasource's (`measures`: "jhiccup", a
+jHiccup log's hiccups, whose time is jHiccup's sum of them, not time waited; null otherwise): a pair whose sides
+differ says so, as they then measure different things.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from latencymap.analysis.bands import Band
+from latencymap.analysis.findings import why
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.buckets import percentile_duration
@@ -296,8 +300,8 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
 
 def _identity(hist: StreamHistory, events: int, time_s: float) -> dict[str, Any]:
     s = hist.stream
-    return {"label": s.label, "datasource": s.datasource, "unit": s.unit, "columns": hist.n,
-            "events": events, "time_s": time_s}
+    return {"label": s.label, "datasource": s.datasource, "unit": s.unit, "measures": hist.measures or None,
+            "columns": hist.n, "events": events, "time_s": time_s}
 
 
 def compare(base: Accumulator, cand: Accumulator,
@@ -437,6 +441,9 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
     if "paired_as" in pair:
         b, c = pair["baseline"], pair["candidate"]
         out.append(f"   compared {_who(b, c)} (baseline) with {_who(c, b)} (candidate): the only stream of each")
+    measured = _measured(pair)
+    if measured:
+        out.append(f"   {measured}")
     out.append(f"   {_events_text(pair)}")
     rate = pair.get("rate")
     if rate is not None:
@@ -473,6 +480,17 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
                        f"{100 * row['baseline_time_share']:6.2f}% → {100 * row['candidate_time_share']:6.2f}% "
                        f"{_pp(row['time_share_change']):>9}")
     return out
+
+
+def _measured(pair: dict[str, Any]) -> str:
+    """`the baseline measures hiccups (...), the candidate does not: the two sides measure different things` where the
+    sides' values measure different things (`measures`); "" where they do not."""
+    sides = [(side, pair[side].get("measures")) for side in ("baseline", "candidate")]
+    if sides[0][1] == sides[1][1]:
+        return ""
+    said = [f"the {side} measures {why('measured', what) or clean_text(what)}" if what else f"the {side} does not"
+            for side, what in sorted(sides, key=lambda side: not side[1])]  # the side that measures first
+    return f"{', '.join(said)}: the two sides measure different things"
 
 
 def _who(side: dict[str, Any], other: dict[str, Any]) -> str:

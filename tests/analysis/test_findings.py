@@ -463,3 +463,53 @@ def test_a_measure_this_version_has_no_words_for_keeps_the_datasource_s(datasour
     plain = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource).findings
     newer = diagnose(counts, times, LOW, HIGH, starts, ends, datasource=datasource, measures="gcpauses").findings
     assert [f.why for f in newer] == [f.why for f in plain]
+
+
+def test_a_minor_slower_band_whose_cause_the_log_knows_still_says_it_is_minor() -> None:
+    """Spark: a slower band of 0.5% of the time beside one of 99.5%, its tasks stragglers whose cause the log gives:
+    `with_cause` wrote "a slower population than the main band: all 3 are stragglers ...", dropping that the band is
+    minor and that the one holding the time is the band to look at first."""
+    counts, starts, ends = three_bands()
+    middle, slow = (f for f in diagnose(counts, None, LOW, HIGH, starts, ends, datasource="spark").findings
+                    if f.kind == "band")
+    cause = "all 3 are stragglers on executor 1, slow in their stage (see Stragglers and Stages)"
+    told = with_cause(middle, cause, "spark")
+    lead = "a slower population than the main band, but a minor one: 0.5% of the time against 99% in 8.39ms–16.8ms"
+    assert middle.why.startswith(f"{lead}, the band to look at first; "), middle.why
+    assert told.why == f"{lead}, the band to look at first; {cause}", told.why
+    assert with_cause(slow, cause, "spark").why == WHY["spark"]["slow known"].format(cause=cause)
+    assert with_cause(middle, cause, "bpf") is middle  # no words for a known cause there
+
+
+def test_a_jhiccup_log_s_band_that_appears_or_mix_that_changes_names_the_platform_s_causes() -> None:
+    """A band of hiccups that appeared mid-run, and the hiccups' mix shifting toward the slower band for four columns,
+    kept the generic words ("something started or changed at that time", "the mix between the usual bands changed")
+    where a jHiccup log's other findings name what pauses the platform (GC, safepoints, the OS, the host)."""
+    early, starts, ends = early_band(9)
+    mix = np.zeros((30, len(LOW)))
+    mix[:, 10], mix[:, 14] = 1000, 300
+    mix[12:16, 10], mix[12:16, 14] = 700, 600
+    m_starts = np.arange(30.0)
+    found = [*diagnose(early, None, LOW, HIGH, starts, ends, datasource="hdrhistogram", measures="jhiccup").findings,
+             *diagnose(mix, None, LOW, HIGH, m_starts, m_starts + 1, datasource="hdrhistogram",
+                       measures="jhiccup").findings]
+    (appear,) = [f for f in found if f.kind == "appear"]
+    (reshape,) = [f for f in found if f.kind == "reshape"]
+    for f in (appear, reshape):
+        assert f.why not in (WHY[""]["appear"], WHY[""]["reshape"]), f.why
+        assert "GC" in f.why and "safepoint" in f.why and "steal time" in f.why, f.why
+        assert not any(w in f.why for w in GENERIC_ONLY), f.why
+    assert "hiccups of a size" in appear.why and "hiccup sizes" in reshape.why
+
+
+def test_a_dominant_tail_says_half_of_the_time_as_what_defines_it_not_as_most_of_it() -> None:
+    """The real 38 s block trace: "tail dominates: 5% of events (≥ 62.4µs) take 50% of the time — a few slow events
+    hold most of the waiting". The tail is by definition the slowest events that hold half of the time: 50% is no
+    measure of this stream, and half is not most."""
+    lines = _report_lines(str(FIXTURES / "bpftrace" / "block_fast_disk.zst"))
+    (tail,) = [line for line in lines if line.startswith("   tail dominates:")]
+    assert tail.startswith("   tail dominates: 5% of events (≥ 62.4µs) take half of the time — "), tail
+    assert "most" not in tail and "50%" not in tail, tail
+    assert tail.endswith(" — a few slow events hold half of the waiting: cutting them saves more than speeding up the "
+                         "rest"), tail
+    assert not [ds for ds in WHY for key in ("tail", "tail known") if "most of" in WHY[ds].get(key, "")]

@@ -606,7 +606,7 @@ def test_a_rank_slowed_for_the_second_half_of_the_run_is_said_to_have_lasted_not
     assert g.slow is not None and g.slow["name"] == "rank1" and g.finding is not None
     assert g.slow["phase"] == {"start": 6.0, "end": 12.0, "intervals": 6, "slow_intervals": 6,
                                "excess_s": pytest.approx(g.slow["excess_s"], rel=0.05),
-                               "ratio": pytest.approx(factor, rel=0.1)}
+                               "ratio": pytest.approx(factor, rel=0.1), "against": "interval"}
     assert "slow from t+6s for 6 intervals (to the end)" in g.finding.what
     assert "in 3 intervals" not in g.finding.what
     assert g.finding.start == 6.0 and g.finding.end == 12.0
@@ -702,3 +702,47 @@ def test_a_long_phase_is_said_with_its_counts_written_alike() -> None:
     assert 1000 <= slow < 1500 and f"slow in {slow:,} of 1,500 intervals from t+16.67min" in g.finding.what
     # and the intervals it was slowest in, of how many, and how many by chance: "2555 of 3600 (1.8e+03 expected...)"
     assert f"slowest in {g.slow['slowest']:,} of 3,600 intervals (1,800 expected by chance)" in g.finding.what
+
+
+def _runs_on(extra: int, first: int = 20, factor: float = 5.0, seed: int = 0) -> list[PeerStream]:
+    """4 ranks' step times, 20 steps an interval within 1% of 10 ms for 20 intervals; rank3 runs `extra` intervals
+    more, alone, and is `factor` times as slow from interval `first`."""
+    rng = np.random.default_rng(seed)
+    streams = []
+    for r in range(4):
+        n = 20 + (extra if r == 3 else 0)
+        means = 0.01 * (1 + 0.01 * rng.standard_normal(n))
+        means[first:] *= factor if r == 3 else 1.0
+        counts = np.full((n, 1), 20.0)
+        streams.append(PeerStream(f"job/rank{r}/step", "training", "sec", counts, counts * means[:, None],
+                                  np.arange(float(n)), np.arange(1.0, n + 1)))
+    return streams
+
+
+def test_a_rank_slow_after_its_peers_stopped_says_it_was_compared_with_their_mean_over_the_run() -> None:
+    """Rank3 5x as slow for 4 intervals after its peers' last: "4.97× its peers' mean there", though no peer had an
+    event there; its ratio is to their mean over the run, and the line and the JSON must say so."""
+    (g,) = find_peers(_runs_on(4))
+    assert g.slow is not None and g.finding is not None and g.slow["phase"] is not None
+    assert g.slow["phase"]["against"] == "run"
+    assert all(s["against"] == "run" for s in g.slow["stalls"])
+    assert "its peers' mean there" not in g.finding.what, g.finding.what
+    assert f"{times(g.slow['phase']['ratio'])} its peers' mean over the run (the median; they had no events then)" \
+        in g.finding.what, g.finding.what
+    # two such intervals are a stall, said the same way
+    (stall,) = find_peers(_runs_on(2))
+    assert stall.slow is not None and stall.slow["phase"] is None and stall.finding is not None
+    assert [s["against"] for s in stall.slow["stalls"]] == ["run", "run"]
+    assert "in 2 intervals (t+20s, t+21s), up to 5.01× its peers' mean over the run (they had no events then)" in \
+        stall.finding.what, stall.finding.what
+    # slow from 4 intervals before they stopped: each interval against what it was compared with
+    (both,) = find_peers(_runs_on(4, first=16))
+    assert both.slow is not None and both.slow["phase"] is not None and both.finding is not None
+    assert both.slow["phase"]["against"] == "both"
+    assert {(s["start"] < 20, s["against"]) for s in both.slow["stalls"]} <= {(True, "interval"), (False, "run")}
+    assert "its peers' mean there (the median; their mean over the run in the 4 intervals where they had none)" in \
+        both.finding.what, both.finding.what
+    # a phase beside its peers' events is compared with their mean in each interval, and says "there"
+    (inside,) = find_peers(_lognormal_ranks(4, 4, 12, 20, 0.05, (1, 6, 6, 2.0)))
+    assert inside.slow is not None and inside.slow["phase"] is not None and inside.finding is not None
+    assert inside.slow["phase"]["against"] == "interval" and "its peers' mean there (the median)" in inside.finding.what

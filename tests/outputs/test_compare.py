@@ -504,3 +504,26 @@ def test_g_test_of_one_sample_against_itself_and_of_a_moved_one() -> None:
     assert g_test([10, 50, 40], [10, 50, 40]) == (0.0, 2, 1.0)
     g, df, p = g_test([100, 500, 400], [400, 500, 100])
     assert df == 2 and g > 300 and p < 1e-60
+
+
+def test_a_jhiccup_log_against_a_plain_stream_says_that_one_side_measures_hiccups(fixtures: Path) -> None:
+    """A jHiccup log's values are hiccups (how late a thread that only sleeps woke) and its time jHiccup's sum of them,
+    not time waited: diffed against a log of requests' latencies, nothing said the two sides measure different
+    things."""
+    hiccups = fixtures / "hdrhistogram" / "hiccup.140623.1028.10646.hlog"
+    plain = fixtures / "hdrhistogram" / "raphael.hlog"
+    (pair,) = diff_json(hiccups, plain)["pairs"]
+    assert (pair["baseline"]["measures"], pair["candidate"]["measures"]) == ("jhiccup", None)
+    lines = diff(str(hiccups), str(plain))[1].splitlines()
+    said = [line for line in lines if " measures " in line]
+    assert said == ["   the baseline measures hiccups (how late a thread that only sleeps woke; its time is jHiccup's "
+                    "sum of them, not time waited), the candidate does not: the two sides measure different things"], \
+        lines
+    (back,) = diff_json(plain, hiccups)["pairs"]
+    assert (back["baseline"]["measures"], back["candidate"]["measures"]) == (None, "jhiccup")
+    assert any(line.startswith("   the candidate measures hiccups (") for line in diff(str(plain), str(hiccups))[1]
+               .splitlines())
+    # both sides hiccups: nothing to say
+    (same,) = diff_json(hiccups, hiccups)["pairs"]
+    assert same["baseline"]["measures"] == same["candidate"]["measures"] == "jhiccup"
+    assert " measures " not in diff(str(hiccups), str(hiccups))[1]

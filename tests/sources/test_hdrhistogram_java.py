@@ -145,6 +145,20 @@ def test_fractions_of_a_millisecond_keep_their_rows() -> None:
     assert len(said) == 2 and "1 count(s) whose range crosses a power of two are placed by their median" in said[1]
 
 
+def test_double_histogram_values_read_without_a_unit_say_the_default_may_be_wrong() -> None:
+    """double_ms.hlog holds milliseconds (0.4 for 0.4 ms). Read without --unit, as nanoseconds, its report said
+    `p50 0.397ns`, a time no clock takes, and nothing said that the unit was only the default."""
+    said = notices(read_items(HdrHistogramFormat, (JAVA / "double_ms.hlog").read_text(), "d.hlog"))
+    assert said[0] == ("d.hlog: line 6: DoubleHistogram values read as nanosec, --unit's default (the log does not say "
+                       "its unit): a DoubleHistogram holds fractions of its unit (0.4 for 0.4 ms), and fractions of a "
+                       "nanosecond are shorter than any clock times; if these are ms or µs, say --unit ms or --unit us")
+    assert sum("--unit's default" in m for m in said) == 1  # once per log
+    given = notices(read_items(HdrHistogramFormat, (JAVA / "double_ms.hlog").read_text(), "d.hlog", unit="nanosec"))
+    assert not any("--unit" in m for m in given)  # said to be nanoseconds: nothing to doubt
+    ints = notices(read_items(HdrHistogramFormat, (JAVA.parent / "service_ns.hlog").read_text(), "s.hlog"))
+    assert not any("--unit" in m for m in ints)  # integer values in nanoseconds are what such logs hold
+
+
 def test_the_five_kinds_of_double_histogram_encode_alike() -> None:
     got = intervals(read_items(HdrHistogramFormat, (JAVA / "double_int_counts.hlog").read_text(), "x",
                                unit="millisec"))

@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.driver import Driver
 from textual.widgets import Footer
 
 from latencymap.core import stopping
@@ -29,6 +30,7 @@ from latencymap.outputs.report import Causes, analysis_causes, stream_time_words
 from latencymap.tui.actions import MapActions
 from latencymap.tui.axis import learn_clock, view_digits
 from latencymap.tui.diffmap import DiffScreen
+from latencymap.tui.driver import guarded_driver
 from latencymap.tui.findings import MAX_LINES, FindingsPanel, window_findings
 from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec, map_cells
 from latencymap.tui.ingest import Ingest
@@ -60,6 +62,8 @@ ANALYSE_EVERY_S = 5.0
 #: How long the app waits, at most, for a source asked to end: it takes in what it acknowledged for DRAIN_S at most,
 #: then closes its server (a loaded machine takes a second or two more: what is cut short then is lost).
 STOP_WAIT_S = stopping.DRAIN_S + 5.0
+#: What a terminal gone ends the app as: a hang-up (SIGTERM where there is none: Windows).
+HANG_UP = int(getattr(signal, "SIGHUP", signal.SIGTERM))
 
 
 class LatencyMapApp(MapActions):
@@ -100,6 +104,7 @@ class LatencyMapApp(MapActions):
         #: hang-up, noted or not (the source's end is then waited for once the app is gone: `wait_after`).
         self.stopped_by: int | None = None
         self.wait_after = False
+        self.output_failed = False  # the terminal is gone: its output failed (`terminal_gone`)
         #: Since when the app waits for a source asked to end (a signal only noted, or `q` with a recording).
         self.stopping_since: float | None = None
         self.recording = recording  # `q` first lets a source that ends itself take in what it acknowledged
@@ -132,6 +137,21 @@ class LatencyMapApp(MapActions):
                     yield self.profiler.panel
             yield Inspector()
         yield Footer()
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this platform, its output guarded: a terminal gone ends the app (`terminal_gone`)."""
+        return guarded_driver(super().get_driver_class(), self.terminal_gone)
+
+    def terminal_gone(self) -> None:
+        """The terminal's output failed (in Textual's output thread: attribute writes only): the terminal is gone, and
+        a SIGHUP may never come (blocked, or not passed on by the session leader). The app ends at its next tick as a
+        hang-up ends it (129); a source asked to end, by this hang-up or before it (a signal only noted, `q` with a
+        recording), is waited for once the app is gone. After a signal that already ends the app, nothing changes."""
+        if self.stopped_by is not None:
+            return
+        self.output_failed = True
+        self.wait_after = stopping.noted(HANG_UP) or stopping.to_stop()
+        self.stopped_by = HANG_UP
 
     def on_mount(self) -> None:
         mode = self._color_mode or detect_mode(self.console.color_system, self.no_color, self.opts.color)
@@ -440,7 +460,8 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFA
     ends it as Ctrl-C does; a first SIGTERM that `stopping` only notes (a source that ends itself runs) keeps it up
     until that source has taken in what it acknowledged and ended, else it ends the app at once, as a second one
     does. SIGHUP ends the app at once (the terminal may be gone), and the source's end is waited for as SIGTERM's
-    is. The command then ends with the signal's exit code (`stopping.ending`)."""
+    is; so does a terminal gone without a SIGHUP (its output fails: `terminal_gone`). The command then ends with the
+    signal's exit code (`stopping.ending`)."""
     stopping.reads_to_end()  # on a signal (the plain view: always), a source that ends itself ends the command
     restore = take_terminal()
     if restore is None:
@@ -461,6 +482,8 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFA
             # would set the screen up again on it, inside whatever the app was doing (its output thread dies of EIO,
             # a wake-up in its queue is lost, and the app hangs)
             signal.signal(signal.SIGCONT, _unheeded)
+            if app.output_failed:  # the same hang-up, seen first as the terminal's output failing
+                return
         noted = stopping.noted(signum)
         app.wait_after = noted and hang_up
         if hang_up or not noted:

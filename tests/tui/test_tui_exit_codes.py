@@ -4,12 +4,17 @@ SIGTERM 143 and SIGHUP 129, after a live OTLP receiver took in what it had ackno
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
+import select
 import shlex
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import termios
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +25,7 @@ from tmux_support import Pane as TmuxPane
 from tui_support import EXAMPLE, example_items, wait_ended
 
 from latencymap.sources.otlp.receiver import BEHIND, DRAIN_S, STOPPING
-from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.app import STOP_WAIT_S, LatencyMapApp
 
 SLOW_PRODUCER = r"""
 import sys, time
@@ -236,3 +241,83 @@ def test_the_terminal_closing_ends_the_tui_and_keeps_the_recording(tmp_path: Pat
         assert got + left_unread(said) * SERIES * EVENTS == posters.acked, said
     else:
         assert got == recorded(EXAMPLE)[0]
+
+
+
+class Terminal:
+    """A pseudo-terminal (160x50) whose screen a thread reads (as a terminal would) until the test closes it."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = os.openpty()
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+        self.shown = b""
+        self._closing = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while not self._closing.is_set():
+            if select.select([self.master], [], [], 0.05)[0]:
+                try:
+                    self.shown = self.shown[-20000:] + os.read(self.master, 65536)
+                except OSError:  # the slave's last holder ended
+                    return
+
+    def wait_for(self, text: bytes, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.shown:
+            assert time.monotonic() < deadline, self.shown[-2000:]
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        """Close the terminal's master side: the terminal is gone (its slave side hangs up)."""
+        self._closing.set()
+        self._reader.join()
+        os.close(self.master)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["fifo", "otlp"])
+def test_a_terminal_gone_without_a_hang_up_ends_the_tui_and_keeps_the_recording(tmp_path: Path, source: str) -> None:
+    """The terminal closes under the TUI and no SIGHUP comes (the process is not in the terminal's session, as under a
+    session leader that does not pass the hang-up on) while records keep coming: the process ends within seconds,
+    as a hang-up ends it (129), a live receiver first taking in what it acknowledged; its zstd recording reads to its
+    end, every event acknowledged in it. It hung: Textual's output thread died of the write error (EIO), its queue
+    filled, and the app blocked writing into it, deaf to SIGTERM."""
+    rec, port, fifo = tmp_path / "run.txt.zst", free_port(), tmp_path / "live"
+    args = ["listen", "--otlp", f"127.0.0.1:{port}", "--record", str(rec)]
+    if source == "fifo":
+        os.mkfifo(fifo)
+        producer = subprocess.Popen([sys.executable, "-c", f"import sys\nsys.stdout = open({str(fifo)!r}, 'w')\n"
+                                     + SLOW_PRODUCER])
+        args = ["--record", str(rec), str(fifo)]
+    terminal = Terminal()
+    env = {name: value for name, value in os.environ.items() if name not in ("COLUMNS", "LINES")}
+    viewer = subprocess.Popen([sys.executable, "-m", "latencymap", *args], env=env, stdin=terminal.slave,
+                              stdout=terminal.slave, stderr=terminal.slave, start_new_session=True)
+    os.close(terminal.slave)
+    try:
+        if source == "otlp":
+            listening(port)
+            posters = Posters(http_send(f"127.0.0.1:{port}"))
+            posters.until(lambda: posters.refused[BEHIND] > 0)  # the queue holds QUEUE_REQUESTS requests
+        terminal.wait_for(b" LIVE ")
+        terminal.close()
+        closed = time.monotonic()
+        if source == "otlp":
+            posters.until(lambda: posters.refused[STOPPING] + posters.refused["gone"] >= 8)
+            posters.join()
+        code = viewer.wait(30)
+        took = time.monotonic() - closed
+    finally:
+        viewer.kill()
+        if source == "fifo":
+            producer.kill()
+            producer.wait()
+    assert code == 129
+    assert took < (STOP_WAIT_S if source == "otlp" else 5), took
+    got, said = recorded(rec)
+    assert got > 0 and "cut short" not in said, said
+    if source == "otlp":
+        assert posters.refused[STOPPING] > 0, posters.refused  # the intake closed: the drain was asked
+        assert got + left_unread(said) * SERIES * EVENTS == posters.acked, said

@@ -63,18 +63,20 @@ def downscale(offset: int, counts: np.ndarray, by: int) -> tuple[int, np.ndarray
     return start, out
 
 
-def subtract(offset: int, counts: np.ndarray, base_offset: int, base: np.ndarray) -> tuple[int, np.ndarray]:
-    """`counts - base` over the union of both index ranges (same scale); negative where a bucket went down."""
-    if not len(base):
-        return offset, counts.copy()
-    if not len(counts):
-        return base_offset, -base
-    low = min(offset, base_offset)
-    high = max(offset + len(counts), base_offset + len(base))
-    out = np.zeros(high - low, dtype=np.int64)
-    out[offset - low: offset - low + len(counts)] += counts
-    out[base_offset - low: base_offset - low + len(base)] -= base
-    return low, out
+def subtract(offset: int, counts: np.ndarray, base_offset: int,
+             base: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """`counts - base` over `counts`' index range (same scale), negative where a bucket went down; None when `base`
+    holds counts outside that range (buckets that went down to 0: the union of two ranges up to 2**32 apart is not
+    built)."""
+    held = np.flatnonzero(base)
+    out = np.asarray(counts, dtype=np.int64).copy()
+    if not held.size:
+        return offset, out
+    low, high = base_offset + int(held[0]), base_offset + int(held[-1]) + 1
+    if low < offset or high > offset + len(out):
+        return None
+    out[low - offset: high - offset] -= base[held[0]: held[-1] + 1]
+    return offset, out
 
 
 def _power_of_two(exponent: float) -> float:

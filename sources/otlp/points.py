@@ -6,7 +6,8 @@ Temporality:
   time (OTel says when counting began, so nothing is lost or counted twice); without a start time it is only a
   baseline. A start time that changes, or a count or bucket that goes down, is a reset: the column is marked
   and counts what the point holds since its new start. Exponential points are compared at the coarser of the
-  two scales (downscaling is exact).
+  two scales (downscaling is exact). Buckets that change while the count goes on (other explicit bounds, another
+  zero threshold) cannot be diffed: that column is a gap, said once per series, and the point is the new baseline.
 - A point flagged "no recorded value" is skipped; a point not later than its stream's previous one is skipped (a
   resent identical point silently): every one counts as skipped, the first said at once, the series' further ones
   said as a count, now and then (SAY_AGAIN_S, then at doubling spans) and when the input ends (`finish`).
@@ -51,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS, TOP_SLOT, bounds_in_unit
-from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId
+from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
 from latencymap.core.sanitize import StreamNames, clean_label, clean_text
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item
@@ -323,12 +324,10 @@ class PointStreams:
             others[prev.start_ns] = prev
             while len(others) > MAX_WRITERS:
                 del others[next(iter(others))]
-        delta = None if point.start_ns != prev.start_ns else _difference(point, prev)
-        if delta is None:
-            start = max(prev.time_ns, point.start_ns)
-            yield self._interval(stream, factor, point, start, point.time_ns, reset=True)
+        if point.start_ns != prev.start_ns:
+            yield self._interval(stream, factor, point, max(prev.time_ns, point.start_ns), point.time_ns, reset=True)
         else:
-            yield self._interval(stream, factor, delta, prev.time_ns, point.time_ns, reset=False)
+            yield from self._since(point, prev, stream, factor, origin)
 
     def _second_writer(self, point: Point, prev: Point, others: dict[int, Point], stream: StreamId, factor: float,
                        origin: str) -> Iterator[Item]:
@@ -346,11 +345,25 @@ class PointStreams:
         del others[point.start_ns]
         others[prev.start_ns] = prev
         self._keep(point)
-        delta = _difference(point, mine)
-        if delta is None:
-            yield self._interval(stream, factor, point, max(mine.time_ns, point.start_ns), point.time_ns, reset=True)
+        yield from self._since(point, mine, stream, factor, origin)
+
+    def _since(self, point: Point, prev: Point, stream: StreamId, factor: float, origin: str) -> Iterator[Item]:
+        """The column from `prev` to `point`, cumulative points of one start time: their difference; a gap, said,
+        where the buckets changed while the counts went on (the events since `prev` cannot be split into the new
+        buckets); else a reset, a counter having gone down, counting what `point` holds."""
+        delta = _difference(point, prev)
+        if delta is not None:
+            yield self._interval(stream, factor, delta, prev.time_ns, point.time_ns, reset=False)
+        elif _rebucketed(point, prev):
+            yield from self._once(("rebucketed", stream.label), f"{origin}: {stream.label}: the buckets changed (new "
+                                  "bounds or zero threshold) while the counts went on: what happened since the point "
+                                  "before cannot be split into the new buckets, so that column is a gap; counting "
+                                  "again from this point", 0)
+            start, end = _span(prev.time_ns, point.time_ns)
+            yield Interval(stream, start, end, empty_counts(), None, gap=True,
+                           duration=(point.time_ns - prev.time_ns) / 1e9)
         else:
-            yield self._interval(stream, factor, delta, mine.time_ns, point.time_ns, reset=False)
+            yield self._interval(stream, factor, point, max(prev.time_ns, point.start_ns), point.time_ns, reset=True)
 
     def _not_after(self, point: Point, prev: Point, stream: StreamId, origin: str) -> Iterator[Notice]:
         """Skip a point not after `prev`, its series' previous one: silently when it is `prev` resent, else counted,
@@ -397,9 +410,7 @@ class PointStreams:
                 counts, bounds, held = spread_expo(point.scale, point.offset, point.counts, point.zero_count,
                                                    point.zero_threshold, factor, least, most, point.held_ends)
             own = SourceBuckets(bounds, held, seconds)
-        start, end = start_ns / 1e9, end_ns / 1e9
-        if start >= end:  # closer than a float second can tell (about 240 ns now): the order is kept, not the gap
-            start = math.nextafter(end, -math.inf)
+        start, end = _span(start_ns, end_ns)
         seen = None if least is None or most is None else row_extremes(counts, least, most, stream.unit)
         return Interval(stream, start, end, counts, None, reset=reset, duration=(end_ns - start_ns) / 1e9,
                         source_buckets=own, extremes=seen)
@@ -508,6 +519,19 @@ def row_extremes(counts: np.ndarray, least: float, most: float, unit: str) -> np
     return out * unit_seconds(unit)
 
 
+def _span(start_ns: int, end_ns: int) -> tuple[float, float]:
+    """A column's start and end in seconds; closer than a float second can tell (about 240 ns now), the order is
+    kept, not the gap."""
+    start, end = start_ns / 1e9, end_ns / 1e9
+    return (math.nextafter(end, -math.inf) if start >= end else start), end
+
+
+def _rebucketed(point: Point, prev: Point) -> bool:
+    """True when a cumulative point's buckets are not its previous point's (other explicit bounds, another zero
+    threshold; a scale change is compared at the coarser scale) while its count did not go down."""
+    return (point.bounds != prev.bounds or point.zero_threshold != prev.zero_threshold) and point.count >= prev.count
+
+
 def _new_ends(point: Point, prev: Point) -> tuple[bool, bool]:
     """Whether the counts between two cumulative points hold the later one's min and its max: where the min went
     down and the max went up since the earlier one; else they are bounds only."""
@@ -532,9 +556,10 @@ def _difference(point: Point, prev: Point) -> Point | None:
     scale = min(point.scale, prev.scale)
     offset, counts = downscale(point.offset, point.counts, point.scale - scale)
     base_offset, base = downscale(prev.offset, prev.counts, prev.scale - scale)
-    offset, counts = subtract(offset, counts, base_offset, base)
-    if (counts < 0).any():
+    diff = subtract(offset, counts, base_offset, base)
+    if diff is None or (diff[1] < 0).any():
         return None
+    offset, counts = diff
     nonzero = np.flatnonzero(counts)
     if len(nonzero):
         offset, counts = offset + int(nonzero[0]), counts[nonzero[0]: nonzero[-1] + 1]

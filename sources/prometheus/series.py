@@ -204,13 +204,13 @@ def diff_readings(prev: Reading, cur: Reading) -> tuple[np.ndarray, float | None
     """(per-bucket counts in `cur`'s bounds, sum, reset) for the time between two readings; None when their bounds
     differ and no counter went down: nothing says how the events since `prev` spread over the new buckets.
 
-    A `_created` that changed, or a counter that went down (any bucket, or across different bounds any bound both
-    have, `+Inf` and so `_count` among them), is a reset: the process restarted, and `cur` holds exactly the events
-    since, whatever its bounds (its `_sum` their exact time)."""
+    A `_created` that changed, or a counter that went down (any bucket's own count, though every `le` counter went
+    up, or across different bounds any bound both have, `+Inf` and so `_count` among them), is a reset: the process
+    restarted, and `cur` holds exactly the events since, whatever its bounds (its `_sum` their exact time)."""
     if restarted(prev.created, cur.created):
         reset = True
-    elif prev.bounds == cur.bounds:
-        reset = bool((cur.cumulative < prev.cumulative).any())
+    elif prev.bounds == cur.bounds:  # an `le` counter that went down lowers a bucket's own count, not only it
+        reset = bool((per_bucket(cur.cumulative) < per_bucket(prev.cumulative)).any())
     else:
         before = dict(zip(prev.bounds, prev.cumulative.tolist(), strict=True))
         reset = any(b in before and int(c) < before[b] for b, c in zip(cur.bounds, cur.cumulative.tolist(),
@@ -219,7 +219,7 @@ def diff_readings(prev: Reading, cur: Reading) -> tuple[np.ndarray, float | None
             return None
     if reset:
         return per_bucket(cur.cumulative), cur.total, True
-    counts = np.clip(per_bucket(cur.cumulative) - per_bucket(prev.cumulative), 0, None)
+    counts = per_bucket(cur.cumulative) - per_bucket(prev.cumulative)
     spent = None
     if cur.total is not None and prev.total is not None:
         spent = cur.total - prev.total

@@ -73,9 +73,21 @@ def test_downscaling_matches_the_sdk_at_the_coarser_scale() -> None:
 
 
 def test_subtract_aligns_offsets_and_shows_buckets_that_went_down() -> None:
-    offset, diff = subtract(5, np.array([3, 4, 5]), 4, np.array([1, 1, 1]))
-    assert offset == 4 and diff.tolist() == [-1, 2, 3, 5]
-    assert subtract(2, np.array([1]), 0, np.array([], dtype=np.int64))[1].tolist() == [1]
+    offset, diff = subtract(4, np.array([3, 4, 5]), 5, np.array([1, 5]))  # type: ignore[misc]
+    assert offset == 4 and diff.tolist() == [3, 3, 0]
+    offset, diff = subtract(5, np.array([3, 4, 5]), 3, np.array([0, 0, 1, 1]))  # type: ignore[misc]
+    assert offset == 5 and diff.tolist() == [2, 3, 5]  # the base's zeros outside the point's buckets are no counts
+    offset, diff = subtract(2, np.array([1]), 0, np.array([], dtype=np.int64))  # type: ignore[misc]
+    assert offset == 2 and diff.tolist() == [1]
+
+
+def test_subtract_of_a_base_with_counts_outside_the_buckets_is_none_without_building_their_union() -> None:
+    """Buckets of the base (the previous cumulative point) that the point lacks went down to 0. Built over the union
+    of both index ranges, a base at offset -2**31 and a point near 2**31 asked for 32 GiB: the receiver died of two
+    requests."""
+    assert subtract(5, np.array([3, 4, 5]), 4, np.array([1, 1, 1])) is None
+    assert subtract(2**31 - 5, np.array([1, 2, 3]), -(2**31), np.array([1, 2])) is None
+    assert subtract(0, np.array([], dtype=np.int64), 0, np.array([1])) is None
 
 
 def test_coarse_scales_spread_evenly_over_the_octaves_of_a_bucket() -> None:

@@ -80,6 +80,25 @@ def test_cumulative_without_start_is_a_baseline_and_stale_points_are_skipped() -
     assert sum("not after the previous one" in m for m in said) == 1  # the identical resend is silent
 
 
+def test_buckets_that_change_while_the_counts_go_on_are_a_gap_not_a_reset_counted_twice() -> None:
+    """Same start time, count 7 then 9, but new bounds (or a wider zero bucket): nothing says how the 2 events since
+    spread over the new buckets. Read as a reset, that column counted the point whole, the 7 events of the columns
+    before again (14 where 9 were observed). It is a gap, said, and counting goes on from that point."""
+    items = run(explicit(110, [0, 4, 1]), explicit(120, [0, 6, 1]), explicit(130, [0, 6, 1, 2]),
+                explicit(140, [1, 6, 2, 3]))
+    cols = intervals(items)
+    assert [(c.start, c.end, int(c.counts.sum()), c.gap, c.reset) for c in cols] == [
+        (100, 110, 5, False, False), (110, 120, 2, False, False), (120, 130, 0, True, False),
+        (130, 140, 3, False, False)]
+    assert [m for m in notes(items) if "buckets changed" in m] == [
+        "peer: svc/rpc{route=/a}: the buckets changed (new bounds or zero threshold) while the counts went on: what "
+        "happened since the point before cannot be split into the new buckets, so that column is a gap; counting "
+        "again from this point"]
+    wider = replace(expo(120, 0, 2, [3, 3], zero=3), zero_threshold=4.0)  # (2, 4] joined the zero bucket
+    cols = intervals(run(expo(110, 0, 1, [1, 2, 3], zero=1), wider))
+    assert [(int(c.counts.sum()), c.gap, c.reset) for c in cols] == [(7, False, False), (0, True, False)]
+    assert not cols[1].counts.any()
+
 def test_cumulative_exponential_diffs_across_a_scale_change() -> None:
     # scale 2 then scale 1 (the SDK downscaled when a wider value came): compare at scale 1
     first = expo(110, 2, 8, [1, 2, 3, 4])  # indices 8..11 at scale 2 -> 4..5 at scale 1
@@ -362,3 +381,9 @@ def test_the_count_of_skipped_points_is_said_again_at_doubling_spans_of_the_poin
     lines = notes(got)
     assert _skipped(got) + sum(i.skipped for i in streams.finish()) == 8640
     assert 10 <= len(lines) <= 14 and _skipped(got) > 8640 / 2
+
+
+def test_a_cumulative_point_whose_buckets_lie_far_from_the_previous_ones_is_a_reset_not_a_crash() -> None:
+    """Index ranges 2**32 apart: diffing them over their union asked for 32 GiB (MemoryError, the command died)."""
+    cols = intervals(run(expo(110, 0, -(2**31), [1, 2]), expo(120, 0, 2**31 - 5, [1, 2, 3])))
+    assert [(int(c.counts.sum()), c.reset) for c in cols] == [(3, False), (6, True)]

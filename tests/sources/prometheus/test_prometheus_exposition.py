@@ -178,6 +178,15 @@ def test_differ_counts_the_increase_and_takes_a_reset_as_a_restart() -> None:
     assert reset and counts.tolist() == [3, 6, 2]
 
 
+def test_a_bucket_of_its_own_that_went_down_is_a_reset_though_no_cumulative_counter_did() -> None:
+    """Per bucket 1, 4, 0 then 3, 2, 2: every `le` counter went up or stayed (1 -> 3, 5 -> 5, 5 -> 7), yet the second
+    bucket lost 2 events, which a running process cannot: it restarted (7 events since, as client_golang's text
+    page, without `_created`, shows a process that came back busy). Each bucket clipped at 0 counted 4 events where
+    `_count` rose by 2 and the restart held 7."""
+    before, after = _reading([1, 5, 5], 2.0), _reading([3, 5, 7], 0.9)
+    counts, spent, reset = diff_readings(before, after)  # type: ignore[misc]
+    assert reset and counts.tolist() == [3, 2, 2] and spent == 0.9
+
 def test_differ_across_new_bounds_counts_a_restart_and_cannot_diff_counts_that_went_on() -> None:
     before = _reading([3, 9, 12], 6.5)
     redeployed = Reading((0.05, 0.2, math.inf), np.asarray([1, 4, 4]), 0.4)  # _count 12 -> 4: restarted

@@ -16,8 +16,8 @@ sides (each side's one band overlapping the other's one) whose share of the even
 ("changed": at least ×`BAND_CHANGE_RATIO` either way, by at least `BAND_MIN_EVENTS_CHANGE` of the events or
 `BAND_MIN_TIME_CHANGE` of the time), such as a slow band that went from 1% to 4% of the events. Each side says what
 its values measure where its reader knows them to be something else than its datasource's (`measures`: "jhiccup", a
-jHiccup log's hiccups, whose time is jHiccup's sum of them, not time waited; null otherwise): a pair whose sides
-differ says so, as they then measure different things.
+jHiccup log's hiccups, whose time is jHiccup's sum of them, not time waited; null otherwise, also where its input
+says nothing of it, as a `--compat` recording): a pair whose sides differ says so.
 """
 
 from __future__ import annotations
@@ -483,14 +483,16 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
 
 
 def _measured(pair: dict[str, Any]) -> str:
-    """`the baseline measures hiccups (...), the candidate does not: the two sides measure different things` where the
-    sides' values measure different things (`measures`); "" where they do not."""
+    """`the baseline measures hiccups (...), nothing says the candidate does: unless it does too, the two sides measure
+    different things` where the sides' values are said to measure different things (`measures`); "" where not."""
     sides = [(side, pair[side].get("measures")) for side in ("baseline", "candidate")]
     if sides[0][1] == sides[1][1]:
         return ""
-    said = [f"the {side} measures {why('measured', what) or clean_text(what)}" if what else f"the {side} does not"
-            for side, what in sorted(sides, key=lambda side: not side[1])]  # the side that measures first
-    return f"{', '.join(said)}: the two sides measure different things"
+    # null: its input says nothing of it (a plain log, a `--compat` recording of a jHiccup log), not that it does not
+    said = [f"the {side} measures {why('measured', what) or clean_text(what)}" if what else
+            f"nothing says the {side} does" for side, what in sorted(sides, key=lambda side: not side[1])]
+    unless = "" if all(what for _, what in sides) else "unless it does too, "
+    return f"{', '.join(said)}: {unless}the two sides measure different things"
 
 
 def _who(side: dict[str, Any], other: dict[str, Any]) -> str:

@@ -446,6 +446,7 @@ class LatencyMapApp(MapActions):
         panel.show(window_findings(hist, win.first, stop, self.causes.get(hist.stream))
                    + self.peer_findings.items(self.acc, hist, win.first, stop), win, self.view.finding,
                    self._findings_room())
+        self._dirty |= self.peer_findings.held  # kept from other columns: shown again once it is due
         if self.profiler is not None:
             self.profiler.show()
 

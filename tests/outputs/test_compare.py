@@ -517,7 +517,8 @@ def test_a_jhiccup_log_against_a_plain_stream_says_that_one_side_measures_hiccup
     lines = diff(str(hiccups), str(plain))[1].splitlines()
     said = [line for line in lines if " measures " in line]
     assert said == ["   the baseline measures hiccups (how late a thread that only sleeps woke; its time is jHiccup's "
-                    "sum of them, not time waited), the candidate does not: the two sides measure different things"], \
+                    "sum of them, not time waited), nothing says the candidate does: unless it does too, the two sides "
+                    "measure different things"], \
         lines
     (back,) = diff_json(plain, hiccups)["pairs"]
     assert (back["baseline"]["measures"], back["candidate"]["measures"]) == (None, "jhiccup")
@@ -527,3 +528,20 @@ def test_a_jhiccup_log_against_a_plain_stream_says_that_one_side_measures_hiccup
     (same,) = diff_json(hiccups, hiccups)["pairs"]
     assert same["baseline"]["measures"] == same["candidate"]["measures"] == "jhiccup"
     assert " measures " not in diff(str(hiccups), str(hiccups))[1]
+
+
+def test_a_side_whose_input_does_not_say_what_it_measures_is_not_said_to_measure_something_else(
+        fixtures: Path, tmp_path: Path) -> None:
+    """A `--compat` recording of a jHiccup log keeps no notes (PyLatencyMap 1.3 records): against the log itself, its
+    side's `measures` is null for want of a note, not because it holds no hiccups, so the diff may not say that the two
+    sides measure different things, only that they do unless the other holds hiccups too."""
+    hiccups = fixtures / "hdrhistogram" / "hiccup.140623.1028.10646.hlog"
+    rec = tmp_path / "compat.txt"
+    recorded = CliRunner().invoke(main, ["--plain", "--once", "--compat", "--record", str(rec), str(hiccups)])
+    assert recorded.exit_code == 0, recorded.output
+    (pair,) = diff_json(hiccups, rec)["pairs"]
+    assert (pair["baseline"]["measures"], pair["candidate"]["measures"]) == ("jhiccup", None)
+    (said,) = [line for line in diff(str(hiccups), str(rec))[1].splitlines() if " measures " in line]
+    assert said.startswith("   the baseline measures hiccups (how late a thread that only sleeps woke; "), said
+    assert said.endswith(", nothing says the candidate does: unless it does too, the two sides measure different "
+                         "things"), said

@@ -3,15 +3,21 @@ marked on its columns, and on its peers which rank is the slow one; nothing wher
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from tui_support import fixture_items, ranks, run_ended
 
-from latencymap.core.accumulator import accumulate
+from latencymap.core.accumulator import Accumulator, accumulate
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, StreamId
 from latencymap.outputs.report import peer_groups
+from latencymap.tui import peer_findings
 from latencymap.tui.app import LatencyMapApp
-from latencymap.tui.findings import FindingsPanel
+from latencymap.tui.findings import FindingItem, FindingsPanel
 from latencymap.tui.peer_findings import PeerFindings
 
 RANKS12 = Path(__file__).resolve().parents[2] / "fixtures" / "training" / "ranks12.txt"
@@ -81,7 +87,94 @@ def test_a_slow_computation_is_not_repeated_at_every_tick() -> None:
     first = found.items(acc, hist, 0, 30, now=0.0)
     assert found.computed == 1 and found.took > 0
     soon = found.took * found.EVERY / 2
-    assert found.items(acc, hist, 0, hist.n, now=soon) == first and found.computed == 1
+    assert found.items(acc, hist, 0, hist.n, now=soon) == first and found.computed == 1 and found.held
     later = found.items(acc, hist, 0, hist.n, now=soon + found.took * found.EVERY + 1)
-    assert found.computed == 2 and later != first
+    assert found.computed == 2 and later != first and not found.held
     assert np.isfinite(found.took)
+
+
+def stalled(offset: float = 0.0, columns: int = 60, zero: bool = False) -> list[Interval]:
+    """4 ranks (bpf, µs) of one-second columns; rank2 stalls (slots 18..19) in its column 30 only, its columns `offset`
+    seconds after the others' (`zero`: every column zero seconds long)."""
+    rng = np.random.default_rng(1)
+    out = []
+    for k in range(columns):
+        for i in range(4):
+            counts = np.zeros(NSLOTS, dtype=np.int64)
+            if i == 2 and k == 30:
+                counts[18:20] = rng.integers(20, 60, size=2)
+            else:
+                counts[10:13] = rng.integers(20, 60, size=3)
+            start = 1_700_000_000.0 + k + (offset if i == 2 else 0.0)
+            out.append(Interval(StreamId(f"rank{i}/step", "bpf", "microsec"), start, start + (0 if zero else 1),
+                                counts))
+    return out
+
+
+def slow_item(acc: Accumulator, found: PeerFindings | None = None, now: float = 0.0) -> FindingItem:
+    """rank2's `slow rank:` item over all its columns."""
+    hist = next(h for h in acc.streams.values() if h.stream.label == "rank2/step")
+    items = (found or PeerFindings()).items(acc, hist, 0, hist.n, now=now)
+    return next(item for item in items if item.text.startswith("slow rank:"))
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.5])
+def test_a_stall_in_one_interval_marks_that_column_only(offset: float) -> None:
+    """The stall's interval ends where the next column starts (epoch seconds: no nanosecond below that is a number of
+    its own), and a column goes to the interval holding its middle, as the comparison pools it: column 30 only, also
+    where rank2's columns are half a second off its peers' (its column 30 is the group's interval 31)."""
+    item = slow_item(accumulate(iter(stalled(offset))))
+    assert "in 1 interval" in item.text
+    assert item.columns() == [(30, 30)]
+
+
+def test_columns_zero_seconds_long_do_not_crash_the_panel() -> None:
+    """Instants (a column zero seconds long: start = end) have no time to compare: nothing said, no crash."""
+    acc = accumulate(iter(stalled(zero=True, columns=10)))
+    hist = next(h for h in acc.streams.values() if h.stream.label == "rank2/step")
+    assert PeerFindings().items(acc, hist, 0, hist.n, now=0.0) == []
+    assert PeerFindings().items(acc, hist, 3, 4, now=0.0) == []
+
+
+def test_an_answer_kept_while_columns_are_dropped_stays_on_its_columns() -> None:
+    """The answer kept meanwhile (`EVERY`) is on the same time after the history dropped its oldest columns (`--history
+    N`): its columns are history indexes, which then shift."""
+    items = stalled(columns=80)
+    acc = Accumulator(cap=60)
+    accumulate(iter(items[:4 * 50]), acc)
+    found = PeerFindings()
+    assert slow_item(acc, found=found).columns() == [(30, 30)]
+    accumulate(iter(items[4 * 50:]), acc)
+    hist = next(h for h in acc.streams.values() if h.stream.label == "rank2/step")
+    assert hist.dropped == 20
+    kept = slow_item(acc, found=found, now=found.took * found.EVERY / 2)
+    assert found.computed == 1 and kept.columns() == [(10, 10)]
+
+
+def test_a_window_changed_while_the_answer_is_kept_is_compared_once_that_time_has_passed(monkeypatch) -> None:
+    """Scrolled while the last answer is kept (`EVERY`), the panel says it of the window shown as soon as that time has
+    passed, with no key pressed nor column come in meanwhile (the flow has ended): not the other window's forever."""
+    clock = [0.0]
+    monkeypatch.setattr(peer_findings, "time", SimpleNamespace(monotonic=lambda: clock[0],
+                                                               perf_counter=time.perf_counter))
+    app = LatencyMapApp(iter(ranks(streams=4, columns=600, slow=1)), color_mode="truecolor")
+    seen = []
+
+    def slow_lines() -> list[str]:
+        return [item.text for item in app.query_one(FindingsPanel).items if item.text.startswith("slow rank:")]
+
+    async def scenario(pilot) -> None:
+        app.open_stream(1)
+        await pilot.pause()
+        seen.append(slow_lines())  # the newest columns: rank1's slow last third
+        await pilot.press("home")
+        await pilot.pause()
+        seen.append(slow_lines())  # the oldest columns, the answer kept meanwhile
+        clock[0] = 1e6
+        await pilot.pause(1.0)
+        seen.append(slow_lines())
+
+    run_ended(app, scenario, size=(160, 50))
+    assert app.view.stream == 1 and app.current().stream.label == "rank1/step"
+    assert seen[0] and seen[1] == seen[0]
+    assert seen[2] == []

@@ -141,10 +141,11 @@ class Diagnosis:
             if self._owns_time(b):
                 text += f" own {pct(time_share)} of the time"
             parts.append(text)
-        minor = [b for b in self.bands if b not in major]
-        if minor:
-            share = sum(b.events_share for b in minor)
-            parts.append(f"plus {len(minor)} minor band{'s' if len(minor) > 1 else ''} ({pct(share)} of events)")
+        small = [b for b in self.bands if b not in major]  # not "minor": a band finding's word for another thing
+        if small:
+            share = sum(b.events_share for b in small)
+            parts.append(f"plus {len(small)} band{'s' if len(small) > 1 else ''} too small to count as "
+                         f"{'modes' if len(small) > 1 else 'a mode'} ({pct(share)} of events)")
         if self._pair():
             why = next((f" — {f.why}" for f in self.findings if f.kind == "band" and not f.bursts), "")
         else:  # each band finding follows on its own line, with its own why

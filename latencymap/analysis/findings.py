@@ -69,6 +69,20 @@ ORACLE_CLASSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
      "writes absorbed by the storage array's write cache"),
 )
 
+#: What the sum of a Spark stream's values is (`WHY["spark"]["waited"]`), by the task metric it maps (`--metric`, which
+#: its label names: `spark APP [stage N] task gc`): time waited only for a wait (the shuffle's fetch wait); GC, CPU or
+#: run time is the tasks' work. A label that names none is the source's default's, the tasks' whole time (duration).
+SPARK_TOTALS = {
+    "duration": "of task time",
+    "run": "of run time",
+    "cpu": "of CPU time",
+    "gc": "of GC time",
+    "deserialize": "of deserialize time",
+    "fetch-wait": "waited",
+    "shuffle-write": "of shuffle write time",
+    "scheduler-delay": "of scheduler delay",
+}
+
 #: Why each finding matters, in the words of its datasource's events: `WHY[""]` has every key, a datasource only those
 #: whose generic words are wrong for its events (`why` falls back to `WHY[""]`). Besides the finding kinds: `noun` (the
 #: events), `waited` and `waited note` (what the report's summary calls their time, and what it adds), `slow` and
@@ -120,6 +134,7 @@ WHY: dict[str, dict[str, str]] = {
     # Tasks, logged when they end; a stage is one kind of work, and the first tasks on a cold executor warm it up.
     "spark": {
         "noun": "tasks",
+        "waited": SPARK_TOTALS["duration"],  # another metric's where its label names one (`why`)
         "slow": "skewed partitions, a spill, a slow executor, a shuffle fetch",
         "fast": "tiny or empty partitions, a skipped or cached input",
         "none": "no task ended",
@@ -253,6 +268,9 @@ WHY: dict[str, dict[str, str]] = {
 #: Per wait class of `ORACLE_CLASSES`, its words as one pattern of whole words, compiled at first use.
 _ORACLE_CLASS_WORDS = [lazy_pattern(rf"(?<![a-z])(?:{'|'.join(map(re.escape, names))})(?![a-z])")
                        for names, _, _ in ORACLE_CLASSES]
+#: The task metric a Spark stream's label names (`SPARK_TOTALS`): `task METRIC` at its end, or before the ` (2)` of a
+#: cut name another stream had or the ` [INPUT]` of a run shown apart.
+_SPARK_METRIC = lazy_pattern(rf" task ({'|'.join(map(re.escape, SPARK_TOTALS))})(?= \(\d+\)| \[|$)")
 
 
 def words_for(datasource: str, measures: str = "") -> str:
@@ -263,8 +281,11 @@ def words_for(datasource: str, measures: str = "") -> str:
 
 def why(key: str, datasource: str = "", label: str = "") -> str:
     """`WHY[datasource][key]`, or the generic `WHY[""][key]` where the datasource has no words of its own; an Oracle
-    wait event's `slow` and `fast` are its wait class's (`ORACLE_CLASSES`, by the event its stream's `label` names)."""
+    wait event's `slow` and `fast` are its wait class's (`ORACLE_CLASSES`, by the event its stream's `label` names),
+    a Spark stream's `waited` its task metric's (`SPARK_TOTALS`, by the metric its `label` names)."""
     words = WHY.get(datasource, {})
+    if datasource == "spark" and key == "waited" and (metrics := _SPARK_METRIC().findall(label)):
+        return SPARK_TOTALS[metrics[-1]]
     if words is ORACLE_WAITS and key in ("slow", "fast"):
         event = label.lower()
         for words_of, (_, slow, fast) in zip(_ORACLE_CLASS_WORDS, ORACLE_CLASSES, strict=True):

@@ -122,8 +122,8 @@ GATE_METRICS = (
                               "'p99 > 20ms'"),
     ("time events rate", "time waited ('time > 1s'), events counted, events per second (not known without "
                          "timestamps)"),
-    ("bands", "how many latency bands (modes of the log2 histogram) the stream has, minor ones and far outliers "
-              "included"),
+    ("bands", "how many latency bands (modes of the log2 histogram) the stream has, those too small to count as "
+              "modes and far outliers included"),
     ("bimodal", "two or more bands each with >= 3% of the events or >= 10% of the time (a band of one or two far "
                 "outliers counts when it holds >= 10% of the time)"),
     ("tail.events_share", "the share of the slowest events that spend half of all the time (0 to 1, or a "

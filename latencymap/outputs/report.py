@@ -380,7 +380,7 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
     counted = f"{int(t.events):,} event{'s' * (int(t.events) != 1)}"
     words = words_for(s.datasource, hist.measures)
     note = why("waited note", words)
-    out = [f"{columns}: {counted}{per_s}, {duration_text(total['time_s'])} {why('waited', words)} ({how})"
+    out = [f"{columns}: {counted}{per_s}, {duration_text(total['time_s'])} {why('waited', words, s.label)} ({how})"
            + (f", {note}" if note else "")]
     if source is not None and source.bounds:
         held = f"they hold {source.events:,} of the {int(t.events):,} events"

@@ -395,3 +395,14 @@ def test_a_bimodal_stream_of_two_buckets_keeps_its_modes_line_beside_the_table()
     counts[:, 10], counts[:, 20] = 100, 100
     starts = np.arange(5.0)
     assert diagnose(counts, None, LOW, HIGH, starts, starts + 1).summary_lines(table=True)[0].startswith("bimodal: ")
+
+
+def test_the_modes_line_says_bands_below_the_bimodal_bar_without_calling_them_minor() -> None:
+    """A band under 3% of the events and 10% of the time is too small to count as a mode: `minor` is what a band
+    finding calls a slower band of little time beside one holding most of it, another thing."""
+    counts = np.zeros((5, 64))
+    counts[:, 2], counts[:, 10], counts[:, 20] = 10, 1000, 100
+    starts = np.arange(5.0)
+    line = diagnose(counts, None, LOW, HIGH, starts, starts + 1).summary_lines()[0]
+    assert ", plus 1 band too small to count as a mode (0.9% of events) — " in line
+    assert "minor" not in line

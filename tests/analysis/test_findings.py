@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from diagnosis_support import paused
 
 from latencymap.analysis.diagnosis import diagnose
-from latencymap.analysis.findings import WHY, Scope, dur, since, span, with_cause
+from latencymap.analysis.findings import WHY, Scope, dur, since, span, why, with_cause
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.analysis.thresholds import Thresholds
 from latencymap.cli.main import main
@@ -139,6 +139,31 @@ def test_two_straggler_tasks_of_a_real_spark_stage_are_named_as_stragglers_not_a
     assert head.startswith("   bimodal: 94% of events in 256ms–512ms, 2 events in 2.05s–4.1s own 33% of the time — ")
     assert "one or two tasks far slower than the rest" in head and "a straggler (a skewed partition" in head
     assert "a stall, a retry, a timeout, a pause" not in head
+
+
+@pytest.mark.parametrize(("label", "said"), [
+    ("spark app task duration", "of task time"),
+    ("spark app stage 3 task run", "of run time"),
+    ("spark app task cpu", "of CPU time"),
+    ("spark app task gc [other.log]", "of GC time"),  # a run shown apart
+    ("spark app task fetch-wait (2)", "waited"),  # a cut name another stream had
+    ("spark task gc job task scheduler-delay", "of scheduler delay"),  # the metric ends the label
+    ("spark app", "of task time"),  # none named (another tool's): the source's default, duration
+])
+def test_a_spark_streams_total_is_worded_by_the_task_metric_its_label_names(label: str, said: str) -> None:
+    """`--metric gc` sums GC time, `run` the executors' run time: only a wait metric's sum is time waited."""
+    assert why("waited", "spark", label) == said
+
+
+def test_a_total_is_time_waited_for_other_datasources_whatever_their_label() -> None:
+    assert why("waited", "bpf", "app task gc") == why("waited", "", "spark app task run") == "waited"
+
+
+def test_a_real_spark_logs_summary_says_its_gc_metric_sums_gc_time_not_time_waited() -> None:
+    r = CliRunner().invoke(main, ["report", "spark", str(SPARK_LOG), "--metric", "gc"])
+    assert r.exit_code == 0, r.output
+    head = r.output.splitlines()[1]
+    assert head.endswith(" of GC time (exact)") and "waited" not in head, head
 
 
 def test_a_band_and_an_episode_in_the_open_top_bucket_are_written_as_the_bucket_table_writes_it() -> None:

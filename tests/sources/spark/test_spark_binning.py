@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from latencymap.analysis.findings import SPARK_TOTALS, why
+from latencymap.core.sanitize import StreamNames
+from latencymap.sources.spark.binning import METRICS, stream_for
+
 SPARK = Path(__file__).resolve().parents[3] / "fixtures" / "spark"
 
 
@@ -30,3 +34,13 @@ def test_per_stage_percentiles_stay_within_the_stage_max_the_same_report_prints(
         assert max(b["max_s"] for b in used) == stage["max_s"]
         checked += 1
     assert checked == len(stages) == 5
+
+
+def test_every_task_metric_names_what_its_streams_total_is_and_only_a_wait_is_time_waited() -> None:
+    """The report says a stream's total in the words of the metric its label names (`SPARK_TOTALS`): each metric
+    `--metric` offers has its own, read back from the label the source gives its streams."""
+    assert set(SPARK_TOTALS) == set(METRICS)
+    said = {(m, stage): why("waited", "spark", stream_for(StreamNames(), "app", m, stage).label)
+            for m in METRICS for stage in (None, 4)}
+    assert said == {(m, stage): SPARK_TOTALS[m] for m, stage in said}
+    assert {m for (m, _), words in said.items() if words == "waited"} == {"fetch-wait"}

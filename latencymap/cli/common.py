@@ -30,8 +30,8 @@ an output file that cannot be created, or a bad record under --strict;
 
 #: `view --help`'s examples (the default command's, as `latencymap --help` gives them too).
 VIEW_EXAMPLES = (
-    "latencymap fixtures/pylatencymap/example_latency_data.txt",
-    "cat fixtures/pylatencymap/example_latency_data.txt | latencymap --plain --once",
+    "latencymap --datasource oracle fixtures/pylatencymap/example_latency_data.txt",
+    "cat fixtures/pylatencymap/example_latency_data.txt | latencymap --plain --once --datasource oracle",
     "some_connector | latencymap -n 120 --min_bucket 7",
 )
 

@@ -336,18 +336,25 @@ def _analysed(source: Source | None, readers: list[TextFormat]) -> Analysed:
 def _report_source(args: list[str], kw: dict[str, Any]) -> Source | None:
     """The source named by the first argument of `report`, built from the rest (with `report`'s `--count` and
     `--duration` from `kw` when it stops itself: `built`); None for plain inputs."""
+    if args and args[0] in REGISTRY.sources:
+        reason = REGISTRY.sources[args[0]].unavailable()
+        if reason:  # the source cannot run here: a failed source (1), as `latencymap SOURCE` says it
+            raise SourceError(f"{args[0]}: {reason}")
+    named = report_source_options(args)
+    return None if named is None else built(*named, kw)
+
+
+def report_source_options(args: list[str]) -> tuple[type[Source], dict[str, Any]] | None:
+    """The source named by the first argument of `report` and its options parsed from the rest; None for plain
+    inputs. An option that neither `report` nor the source has is a usage error."""
     if not args or args[0] not in REGISTRY.sources:
         for arg in args:
             if arg.startswith("-") and arg != "-":
                 raise click.NoSuchOption(arg, f"no such option: {arg}.", ctx=click.get_current_context())
         return None
     src = REGISTRY.sources[args[0]]
-    reason = src.unavailable()
-    if reason:  # the source cannot run here: a failed source (1), as `latencymap SOURCE` says it
-        raise SourceError(f"{src.name}: {reason}")
     cmd = click.Command(src.name, params=src.params())
-    ctx = cmd.make_context(f"latencymap report {src.name}", args[1:])
-    return built(src, ctx.params, kw)
+    return src, cmd.make_context(f"latencymap report {src.name}", args[1:]).params
 
 
 def write_report(acc: Accumulator, out_format: str, output: str | None, stragglers: Stragglers | None = None,

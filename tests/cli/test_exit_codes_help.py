@@ -63,5 +63,6 @@ def test_view_help_has_its_own_examples() -> None:
     """`view --help` showed the top-level examples, `latencymap report ...` among them; now only the view's
     (`latencymap FILE`, the default command), which `latencymap --help` shows with a report's."""
     examples = _help("view").split("Examples:", 1)[1].split("Exit codes:", 1)[0]
-    assert "report" not in examples and "latencymap fixtures/pylatencymap/example_latency_data.txt" in examples
+    assert "report" not in examples
+    assert "latencymap --datasource oracle fixtures/pylatencymap/example_latency_data.txt" in examples
     assert "latencymap report --format json" in _help().split("Examples:", 1)[1]

@@ -25,6 +25,9 @@ class PeerFindings:
 
     #: The next computation waits at least this many times the last one's seconds.
     EVERY = 20.0
+    #: Columns compared at most, all peers together (~0.3 s): a window wider than that for its peers (a day of 64
+    #: ranks zoomed out) is compared over its newest columns, and its lines say so.
+    MAX_CELLS = 500_000
 
     def __init__(self) -> None:
         self._keys: dict[StreamId, bool] = {}
@@ -54,6 +57,9 @@ class PeerFindings:
         if read == self._read or self.held:
             return _shifted(self._items, self._dropped - hist.dropped)  # history indexes shift as columns drop
         began = time.perf_counter()
+        newest = max(1, self.MAX_CELLS // len(peers))
+        over = f"over the newest {newest:,} columns on screen: " if stop - first > newest else ""
+        first = max(first, stop - newest)
         span = (float(hist.meta_in("start", slice(first, first + 1))[0]),
                 float(hist.meta_in("end", slice(stop - 1, stop))[0]))
         shown = overlapping(hist, *span)
@@ -63,7 +69,7 @@ class PeerFindings:
         for group in peer_groups(acc, peers, span) if mids.size else ():  # none: instants, no time to compare
             for text, spans in group.member_lines(hist.stream.label):
                 cols = sorted({c + shown.start for s, e in spans for c in range(*np.searchsorted(mids, (s, e)))})
-                out.append(_on(text, cols))
+                out.append(_on(over + text, cols))
         self.took = time.perf_counter() - began
         self.computed += 1
         self._read, self._items, self._next, self._dropped = read, out, now + self.EVERY * self.took, hist.dropped

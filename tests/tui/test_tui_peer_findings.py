@@ -178,3 +178,18 @@ def test_a_window_changed_while_the_answer_is_kept_is_compared_once_that_time_ha
     assert app.view.stream == 1 and app.current().stream.label == "rank1/step"
     assert seen[0] and seen[1] == seen[0]
     assert seen[2] == []
+
+
+def test_a_window_too_wide_for_its_peers_is_compared_over_its_newest_columns_and_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`MAX_CELLS` bounds what one comparison reads (a day of 64 ranks zoomed out took 3.5 s): past it, the newest
+    columns on screen are compared, and each line says how many."""
+    acc = accumulate(iter(fixture_items(RANKS12)))
+    hist = next(h for h in acc.streams.values() if h.stream.label == "train/rank7/step")
+    monkeypatch.setattr(PeerFindings, "MAX_CELLS", 12 * 20)
+    found = PeerFindings().items(acc, hist, 0, hist.n, now=0.0)
+    slow = [item for item in found if "slow rank:" in item.text]
+    assert len(slow) == 1 and slow[0].text.startswith("over the newest 20 columns on screen: slow rank: rank7")
+    assert slow[0].first_col is not None and slow[0].first_col >= hist.n - 20
+    monkeypatch.setattr(PeerFindings, "MAX_CELLS", 12 * hist.n)
+    assert not any(item.text.startswith("over the newest") for item in PeerFindings().items(acc, hist, 0, hist.n))

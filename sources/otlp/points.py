@@ -7,7 +7,9 @@ Temporality:
   baseline. A start time that changes, or a count or bucket that goes down, is a reset: the column is marked
   and counts what the point holds since its new start. Exponential points are compared at the coarser of the
   two scales (downscaling is exact). Buckets that change while the count goes on (other explicit bounds, another
-  zero threshold) cannot be diffed: that column is a gap, said once per series, and the point is the new baseline.
+  zero threshold) cannot be diffed: that column is a gap, said once per series, and the point is the new baseline;
+  but a zero threshold widened over whole buckets of the earlier point (no negative values) is diffed exactly, those
+  buckets moved into its zero count as the SDK moved them.
 - A point flagged "no recorded value" is skipped; a point not later than its stream's previous one is skipped (a
   resent identical point silently): every one counts as skipped, the first said at once, the series' further ones
   said as a count, now and then (SAY_AGAIN_S, then at doubling spans) and when the input ends (`finish`).
@@ -57,7 +59,15 @@ from latencymap.core.sanitize import StreamNames, clean_label, clean_text
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item
 from latencymap.sources.otlp.explicit import spread_explicit
-from latencymap.sources.otlp.expo import downscale, edges, fold_exact, own_buckets, spread_expo, subtract
+from latencymap.sources.otlp.expo import (
+    downscale,
+    edges,
+    fold_exact,
+    lower_edge,
+    own_buckets,
+    spread_expo,
+    subtract,
+)
 
 DATASOURCE = "otlp"
 DELTA, CUMULATIVE = 1, 2
@@ -541,7 +551,8 @@ def _new_ends(point: Point, prev: Point) -> tuple[bool, bool]:
 
 
 def _difference(point: Point, prev: Point) -> Point | None:
-    """`point - prev` as a point of counts since `prev`; None when a counter went down or the buckets changed."""
+    """`point - prev` as a point of counts since `prev`; None when a counter went down or the buckets changed (a
+    zero bucket widened over whole buckets of `prev` is diffed exactly: `_zero_widened`)."""
     if point.count < prev.count or point.zero_count < prev.zero_count:
         return None
     total = None if point.sum is None or prev.sum is None else point.sum - prev.sum
@@ -553,9 +564,17 @@ def _difference(point: Point, prev: Point) -> Point | None:
             return None
         return Point(point.key, point.unit, DELTA, prev.time_ns, point.time_ns, point.count - prev.count, total,
                      counts, point.bounds, least=point.least, most=point.most, held_ends=_new_ends(point, prev))
+    base_zero, base_counts = prev.zero_count, prev.counts
+    if point.zero_threshold > prev.zero_threshold:
+        widened = _zero_widened(prev, point.zero_threshold)
+        if widened is None:
+            return None
+        base_zero, base_counts = widened
+        if point.zero_count < base_zero:
+            return None
     scale = min(point.scale, prev.scale)
     offset, counts = downscale(point.offset, point.counts, point.scale - scale)
-    base_offset, base = downscale(prev.offset, prev.counts, prev.scale - scale)
+    base_offset, base = downscale(prev.offset, base_counts, prev.scale - scale)
     diff = subtract(offset, counts, base_offset, base)
     if diff is None or (diff[1] < 0).any():
         return None
@@ -566,6 +585,24 @@ def _difference(point: Point, prev: Point) -> Point | None:
     else:
         counts = counts[:0]
     return Point(point.key, point.unit, DELTA, prev.time_ns, point.time_ns, point.count - prev.count, total,
-                 counts, scale=scale, offset=offset, zero_count=point.zero_count - prev.zero_count,
+                 counts, scale=scale, offset=offset, zero_count=point.zero_count - base_zero,
                  zero_threshold=point.zero_threshold, negative=max(0, point.negative - prev.negative),
                  least=point.least, most=point.most, held_ends=_new_ends(point, prev))
+
+
+def _zero_widened(prev: Point, threshold: float) -> tuple[int, np.ndarray] | None:
+    """`prev`'s zero count and positive buckets as they read with the wider zero bucket `[0, threshold]`: its buckets
+    wholly inside it moved into its zero count (as the SDK moved them); None when that bucket splits one of them
+    holding events, or `prev` holds negative values (how many of them moved is not known)."""
+    if prev.negative:
+        return None
+    counts = prev.counts.copy()
+    zero = prev.zero_count
+    for k in np.flatnonzero(counts):
+        index = prev.offset + int(k)
+        if lower_edge(prev.scale, index + 1) <= threshold:
+            zero += int(counts[k])
+            counts[k] = 0
+        elif lower_edge(prev.scale, index) < threshold:
+            return None
+    return zero, counts

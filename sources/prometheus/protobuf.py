@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .exposition import Exposition, Sample
@@ -330,20 +330,48 @@ def _side(raw: dict[int, list[Any]], spans_at: int, deltas_at: int, counts_at: i
 
 def diff_native(prev: NativeReading, cur: NativeReading) -> tuple[dict[str, Any], bool] | None:
     """(the API-shaped histogram of what happened between two readings, reset) — or None when the zero bucket's
-    width changed and the count did not go down (the two cannot be compared). A created timestamp that changed, or a
-    count or bucket that went down, is a reset: `cur` whole, whatever its zero bucket."""
+    width changed and the count did not go down (the two cannot be compared), but for a zero bucket widened over
+    whole buckets of `prev` (`_zero_widened`): diffed exactly. A created timestamp that changed, or a count or bucket
+    that went down, is a reset: `cur` whole, whatever its zero bucket."""
     if restarted(prev.created, cur.created):
         return api_histogram(cur, None), True
+    widened = None
     if prev.zero_threshold != cur.zero_threshold:
-        return (api_histogram(cur, None), True) if cur.count < prev.count else None
+        if cur.count < prev.count:
+            return api_histogram(cur, None), True
+        widened = _zero_widened(prev, cur.zero_threshold)
+        if widened is None:
+            return None
+        prev = widened
     schema = min(prev.schema, cur.schema)
     old, new = prev.at_schema(schema), cur.at_schema(schema)
     went_down = (new.count < old.count or new.zero_count < old.zero_count
                  or any(new.positive.get(i, 0.0) < c for i, c in old.positive.items())
                  or any(new.negative.get(i, 0.0) < c for i, c in old.negative.items()))
     if went_down:
-        return api_histogram(new, None), True
+        return None if widened is not None else (api_histogram(new, None), True)
     return api_histogram(new, old), False
+
+
+def _zero_widened(prev: NativeReading, threshold: float) -> NativeReading | None:
+    """`prev` as it reads with the wider zero bucket `[-threshold, threshold]`: its buckets wholly inside it moved
+    into its zero count (as the client moved them); None when the bucket is not wider, or splits a bucket holding
+    events (how many of them are now in it is not known)."""
+    if threshold < prev.zero_threshold:
+        return None
+    zero = prev.zero_count
+    sides: list[dict[int, float]] = []
+    for side in (prev.positive, prev.negative):
+        kept = {}
+        for i, c in side.items():
+            if _bound(i, prev.schema) <= threshold:
+                zero += c
+            elif _bound(i - 1, prev.schema) < threshold:
+                return None
+            else:
+                kept[i] = c
+        sides.append(kept)
+    return replace(prev, zero_threshold=threshold, zero_count=zero, positive=sides[0], negative=sides[1])
 
 
 def _bound(index: int, schema: int) -> float:

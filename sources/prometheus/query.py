@@ -34,7 +34,9 @@ before the restart and the restart itself is in no sample, and no reader of the 
 the millisecond, the step as a duration (`2500ms`), so the answers' times are the columns' own; a window that is not a
 whole number of steps says what it leaves out. A window where no step has a value is an error that says why, as far
 as the API tells (no such name, and the histograms it has; another type; series that `--match` skips; a step too
-short for the scrape interval whose spacing could not be measured).
+short for the scrape interval whose spacing could not be measured). A gauge histogram (the targets' metadata says
+`gaugehistogram`; asked when buckets come without a `_sum`) is no counter that `increase()` can read: an error says
+so, and that `latencymap scrape` reads it.
 """
 
 from __future__ import annotations
@@ -166,6 +168,7 @@ class PrometheusSource(Source):
         self._negative: set[Labels] = set()  # native series found holding negative values (noted once)
         self._reach: float | None = None  # increase()'s range where the step is shorter than two samples' spacing
         self._spacing_known = False  # the samples' spacing was measured (when some steps had no value)
+        self._gauge_checked = False  # the targets' metadata was asked whether the histogram is a gauge histogram
 
     def _window_options(self) -> tuple[float, float, float] | None:
         """(start, end, step) of a past window from the options, checked now; None when live."""
@@ -281,6 +284,8 @@ class PrometheusSource(Source):
                 if not found:
                     return Fetched(kind, [], [])
                 spent = self._ask(sums, step, times) if sums else []
+                if kind == "classic" and not spent:
+                    self._no_gauge_histogram()
                 reset = self._ask(self._resets_promql(kind, step), step, times)
                 resets = frozenset((_key(t), labels_key(s.labels, ("le", "__name__")))
                                    for s in reset for t, _ in s.floats)
@@ -289,6 +294,24 @@ class PrometheusSource(Source):
                                            spent)
                 return Fetched(kind, found, spent, resets)
         raise AssertionError("unreachable")
+
+    def _no_gauge_histogram(self) -> None:
+        """SourceError when the targets declare the histogram a gauge histogram (`_bucket`, `_gcount`, `_gsum`; no
+        `_sum`, so asked only when buckets came without one): its buckets are a distribution as it stands at each
+        scrape, not counters, and `increase()` over them counts nothing that happened."""
+        if self._gauge_checked:
+            return
+        self._gauge_checked = True
+        try:
+            types = self.api.metadata(self.metric).get(self.metric, set())
+        except EndpointError:
+            return  # the metadata cannot say; the buckets are read as a histogram's
+        if "gaugehistogram" in types and "histogram" not in types:
+            raise SourceError(f"prometheus: {self.metric} is a gauge histogram (the targets' metadata): its buckets "
+                              "are the distribution as it stands at each scrape (such as how long queued items have "
+                              "waited), not counters, so increase() over them is no latency per step "
+                              f"(latencymap scrape TARGET --metric {self.metric} reads each scrape's distribution as "
+                              "one column)")
 
     def _group(self, labels: dict[str, str]) -> Labels:
         """The label set the buckets query gives a raw series' increase (without `le`): `--sum-by`'s labels that

@@ -1,35 +1,38 @@
 """`latencymap scrape URL --metric NAME`: a Prometheus histogram read straight from any `/metrics` endpoint.
 
-Every `--interval` seconds the source GETs the page (the protobuf exposition, OpenMetrics 1.0 or the text format
-0.0.4, whichever the endpoint answers; protobuf only unless `--histogram classic`, since only it carries native
-histograms), reads the cumulative `NAME_bucket{le=...}`, `NAME_sum` and `NAME_count` of every label set (or its
-native histogram: `protobuf.py`),
-and diffs each against the previous scrape: one column per scrape, one stream per label set (or per value of the
-`--sum-by` labels). The first scrape is the baseline. A histogram whose counts went down, or whose `_created` changed
-(a restart whose new counts already exceed the old ones), was reset (its process restarted): that column counts what
-it holds now, its `_sum` the exact time, and is marked reset, whatever its buckets (a redeploy with new `le` bounds
-too). Buckets that changed while the counts went on cannot be diffed: that column is a gap, and counting starts
-again from its scrape. An incomplete reading (a page cut short: no `+Inf` bucket, the known buckets' strict prefix,
-or without the `_count` or `_sum` the series had) is skipped for its series with a note: the next complete scrape's
-column covers its time. Unreadable lines are named once per kind, with their count. A histogram with only its `+Inf`
-bucket holds no latency (histogram_quantile gives NaN): it is left out with a note saying what it holds (the source
-stops when that is all the page has). An
-endpoint that fails (refused, timeout, HTTP 500, an HTML page, text that is not exposition, the metric missing)
-gives a notice naming the URL and what was expected, and is asked again with backoff; since the counters are
-cumulative nothing is lost: the next answer's column spans the outage and is marked as a gap. A run bounded by
-`--count` gives up (exit 1) after `GIVE_UP` (5) failed scrapes in a row (a page that declares the histogram, waited
-for, is no failure there); one bounded by `--duration` at its end. An
-answer that asking again will not change (HTTP 4xx but 408 and 429: not found, unauthorized, forbidden) before the
-first good scrape stops the source at once with an error naming the URL and the status (exit 1); after one, it is
-asked again as any failure (a route gone for a moment during a redeploy). Before the first good scrape, a page that
-answers without any histogram of that name (or has it as another type) stops the source with an error naming the
-histograms it has: waiting will not bring it (a declared histogram without series yet, or series that `--match`
-skips, is waited for).
-Columns end when a scrape's answer arrives; timestamps in the page (a /federate endpoint's) are read but not used.
-`--count N` and `--duration S` stop the source itself at a whole scrape (`Source.own_limits`), so every stream ends on
-the same one: after the Nth scrape that gave columns, or at `S` seconds after the source started, the last scrape
-before it ending every stream (a scrape whose columns end at `S` or later also ends it; while the endpoint fails,
-once that time has passed).
+Every `--interval` seconds the source GETs the page (the protobuf exposition, OpenMetrics 1.0 or the text format 0.0.4,
+whichever the endpoint answers; protobuf only unless `--histogram classic`, since only it carries native histograms),
+reads the cumulative `NAME_bucket{le=...}`, `NAME_sum` and `NAME_count` of every label set (or its native histogram:
+`protobuf.py`), and diffs each against the previous scrape: one column per scrape, one stream per label set (or per
+value of the `--sum-by` labels). The first scrape is the baseline. A histogram whose counts went down, or whose
+`_created` changed (a restart whose new counts already exceed the old ones), was reset (its process restarted): that
+column counts what it holds now, its `_sum` the exact time, and is marked reset, whatever its buckets (a redeploy with
+new `le` bounds too). Buckets that changed while the counts went on cannot be diffed: that column is a gap, and
+counting starts again from its scrape (a native histogram's zero bucket widened over whole buckets, as client_golang
+widens it, is diffed exactly: those buckets are in its zero count now). A `_sum` that went down while no bucket did
+(negative observations, which Prometheus allows) gives no negative time: that column's time is unknown, estimated from
+its buckets, said once per series. A gauge histogram (OpenMetrics `gaugehistogram`: `_bucket`, `_gcount`, `_gsum`, or
+protobuf type 5) is a distribution as it stands at each scrape (such as the ages of the items queued now), not
+counters: each column holds what its scrape read (buckets still cumulative over `le`), `_gsum` its time, never diffed
+nor reset, said once; the first scrape only starts the first column. An incomplete reading (a page cut short: no `+Inf`
+bucket, the known buckets' strict prefix, or without the `_count` or `_sum` the series had) is skipped for its series
+with a note: the next complete scrape's column covers its time. Unreadable lines are named once per kind, with their
+count. A histogram with only its `+Inf` bucket holds no latency (histogram_quantile gives NaN): it is left out with a
+note saying what it holds (the source stops when that is all the page has). An endpoint that fails (refused, timeout,
+HTTP 500, an HTML page, text that is not exposition, the metric missing) gives a notice naming the URL and what was
+expected, and is asked again with backoff; since the counters are cumulative nothing is lost: the next answer's column
+spans the outage and is marked as a gap. A run bounded by `--count` gives up (exit 1) after `GIVE_UP` (5) failed
+scrapes in a row (a page that declares the histogram, waited for, is no failure there); one bounded by `--duration` at
+its end. An answer that asking again will not change (HTTP 4xx but 408 and 429: not found, unauthorized, forbidden)
+before the first good scrape stops the source at once with an error naming the URL and the status (exit 1); after one,
+it is asked again as any failure (a route gone for a moment during a redeploy). Before the first good scrape, a page
+that answers without any histogram of that name (or has it as another type) stops the source with an error naming the
+histograms it has: waiting will not bring it (a declared histogram without series yet, or series that `--match` skips,
+is waited for). Columns end when a scrape's answer arrives; timestamps in the page (a /federate endpoint's) are read
+but not used. `--count N` and `--duration S` stop the source itself at a whole scrape (`Source.own_limits`), so every
+stream ends on the same one: after the Nth scrape that gave columns, or at `S` seconds after the source started, the
+last scrape before it ending every stream (a scrape whose columns end at `S` or later also ends it; while the endpoint
+fails, once that time has passed).
 """
 
 from __future__ import annotations
@@ -49,8 +52,8 @@ from . import protobuf
 from .exposition import ACCEPT, Exposition, is_openmetrics, parse_exposition
 from .layout import family_name, layout_of
 from .native import NativeError, fold_native, negative_note
-from .protobuf import NativeReading, diff_native, is_protobuf, parse_protobuf
-from .series import Labels, Reading, describe_labels, diff_readings, histogram_readings, incomplete
+from .protobuf import NativeReading, api_histogram, diff_native, is_protobuf, parse_protobuf
+from .series import Labels, Reading, describe_labels, diff_readings, histogram_readings, incomplete, per_bucket
 from .streams import (
     Part,
     StreamBuilder,
@@ -145,7 +148,9 @@ class ScrapeSource(Source):
         self._bad_kinds: set[str] = set()  # kinds of unreadable lines said (the first one's message)
         self._left_out: set[Labels] = set()  # series with no finite bucket, noted once
         self._negative: set[Labels] = set()  # native series found holding negative values, noted once
+        self._sum_down: set[Labels] = set()  # series whose _sum went down while no bucket did, noted once
         self._diffable = 0  # series of the last scrape that had a reading before it
+        self.gauge = False  # the last scrape's histogram is a gauge histogram: each scrape's counts are a column's
 
     def describe(self) -> dict[str, Any]:
         return {"source": self.name, "url": self.shown, "metric": self.metric, "interval": self.interval,
@@ -168,7 +173,8 @@ class ScrapeSource(Source):
         if openmetrics and not page.eof:
             raise EndpointError(f"{self.shown}: OpenMetrics answer without its '# EOF' line (cut short?); "
                                 "expected a complete page")
-        readings, problems = histogram_readings(page.samples, self.metric, self.matchers)
+        self.gauge = page.types.get(self.metric) == "gaugehistogram"
+        readings, problems = histogram_readings(page.samples, self.metric, self.matchers, self.gauge)
         if not readings:
             raise self._why_missing(text, openmetrics, problems)
         self.scrapes += 1
@@ -192,6 +198,7 @@ class ScrapeSource(Source):
             readings = {k: r for k, r in readings.items() if k not in natives}
         if not readings and not natives:
             raise self._why_missing_protobuf(page, problems, bool(got.native))
+        self.gauge = page.types.get(self.metric) == "gaugehistogram"
         self.scrapes += 1
         self._units(page)
         return readings, [*self._bad_lines(page, "message"), *(f"{self.shown}: {e}" for e in problems)], natives
@@ -239,14 +246,14 @@ class ScrapeSource(Source):
                 return _error(f"{self.shown}: not exposition text ({full.errors[0]}); expected {EXPECTED}")
             return _error(f"{self.shown}: no samples in the answer; expected {EXPECTED}")
         kind = full.types.get(self.metric)
-        if kind not in (None, "histogram"):
+        if kind not in (None, "histogram", "gaugehistogram"):
             return _error(f"{self._not_histogram(kind)}; only histograms ({self.metric}_bucket with le labels) can be "
                           "mapped", missing=True)
         if problems:
             return _error(f"{self.shown}: {problems[0]}")
         if any(s.name == f"{self.metric}_bucket" for s in full.samples):
             return _error(self._no_match(), waiting=True)
-        if kind == "histogram":  # declared, but no label set observed yet (a labelled histogram before its first use)
+        if kind is not None:  # declared, but no label set observed yet (a labelled histogram before its first use)
             return _error(f"{self.shown}: {self.metric} has no series yet", waiting=True)
         others = (s.name.removesuffix("_bucket") for s in full.samples if s.name.endswith("_bucket"))
         return _error(f"{self._no_histogram(others)}; expected {self.metric}_bucket series", missing=True)
@@ -351,6 +358,12 @@ class ScrapeSource(Source):
         present: list[StreamId] = []
         lost: dict[StreamId, str] = {}
         self._diffable = 0
+        if self.gauge:
+            yield from self._tell(f"{self.shown}: {self.metric} is a gauge histogram (a distribution as it stands at "
+                                  "each scrape, such as how long the items queued now have waited): each column holds "
+                                  "the distribution its scrape read, not a difference of counts, so what is still "
+                                  "there at the next scrape is counted again; the first scrape only starts the first "
+                                  "column", skipped=0)
         for key, now in sorted(native.items()):
             stream = self.builder.stream(self.builder.out_key(key))
             present.append(stream)
@@ -359,7 +372,7 @@ class ScrapeSource(Source):
             if before is None:
                 continue
             self._diffable += 1
-            native_diff = diff_native(before, now)
+            native_diff = (api_histogram(now, None), False) if self.gauge else diff_native(before, now)
             if native_diff is None:
                 lost.setdefault(stream, "the zero bucket's width changed")
                 continue
@@ -372,7 +385,11 @@ class ScrapeSource(Source):
             if folded.negative and key not in self._negative:
                 self._negative.add(key)
                 yield negative_note("scrape", describe_labels(self.metric, key))
-            seconds = None if folded.spent is None else self.builder.seconds(folded.spent)
+            spent = folded.spent
+            if spent is not None and spent < 0:
+                yield from self._sum_went_down(key, before, now)
+                spent = None
+            seconds = None if spent is None else self.builder.seconds(spent)
             parts.setdefault(stream, []).append(Part(folded.layout, folded.counts, seconds, reset))
         for key, cur in sorted(readings.items()):
             old = previous.get(key)
@@ -393,11 +410,14 @@ class ScrapeSource(Source):
             present.append(stream)
             if old is None:
                 continue
-            diffed = diff_readings(old, cur)
+            diffed = (per_bucket(cur.cumulative), cur.total, False) if self.gauge else diff_readings(old, cur)
             if diffed is None:
                 lost.setdefault(stream, "the buckets changed (new le bounds)")
                 continue
             counts, spent, reset = diffed
+            if spent is not None and spent < 0:
+                yield from self._sum_went_down(key, old, cur)
+                spent = None
             layout = layout_of(cur.bounds, self.builder.factor(stream))
             seconds = None if spent is None else self.builder.seconds(spent)
             parts.setdefault(stream, []).append(Part(layout, counts, seconds, reset))
@@ -412,6 +432,18 @@ class ScrapeSource(Source):
             last_end[stream] = t
         yield from self.builder.notices
         self.builder.notices.clear()
+
+    def _sum_went_down(self, key: Labels, old: Reading | NativeReading, cur: Reading | NativeReading) -> \
+            Iterator[Notice]:
+        """The note, once per series, for a `_sum` that went down while no bucket did: negative observations (which
+        Prometheus allows) or a reset the buckets do not show; either way no time to place latencies by."""
+        if key in self._sum_down or len(self._sum_down) >= MAX_TOLD:
+            return
+        self._sum_down.add(key)
+        yield Notice(clean_text(f"scrape: {self.shown}: {describe_labels(self.metric, key)}: _sum went down (from "
+                                f"{old.total:g} to {cur.total:g}) while no bucket count did (negative observations?): "
+                                "a negative time is no latency, so the time of a column where it does is unknown, "
+                                "estimated from its buckets", 400), skipped=0)
 
     def _no_latency(self, key: Labels, reading: Reading) -> Notice:
         """The note for a series with only its `+Inf` bucket: what it holds so far."""

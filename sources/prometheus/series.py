@@ -136,10 +136,12 @@ def build_reading(buckets: dict[float, float], count: float | None, total: float
     return Reading(tuple(bounds), cumulative, total, created, missing)
 
 
-def histogram_readings(samples: Iterable[Sample], metric: str,
-                       matchers: Sequence[Matcher] = ()) -> tuple[dict[Labels, Reading], list[str]]:
-    """The readings of histogram `metric` per label set (matchers applied), and why any label set was refused."""
-    bucket_name, sum_name, count_name = f"{metric}_bucket", f"{metric}_sum", f"{metric}_count"
+def histogram_readings(samples: Iterable[Sample], metric: str, matchers: Sequence[Matcher] = (),
+                       gauge: bool = False) -> tuple[dict[Labels, Reading], list[str]]:
+    """The readings of histogram `metric` per label set (matchers applied), and why any label set was refused;
+    `gauge`: an OpenMetrics gauge histogram, whose count and sum are `_gcount` and `_gsum`."""
+    g = "g" if gauge else ""
+    bucket_name, sum_name, count_name = f"{metric}_bucket", f"{metric}_{g}sum", f"{metric}_{g}count"
     created_name = f"{metric}_created"
     buckets: dict[Labels, dict[float, float]] = {}
     sums: dict[Labels, float] = {}

@@ -94,10 +94,25 @@ def test_buckets_that_change_while_the_counts_go_on_are_a_gap_not_a_reset_counte
         "peer: svc/rpc{route=/a}: the buckets changed (new bounds or zero threshold) while the counts went on: what "
         "happened since the point before cannot be split into the new buckets, so that column is a gap; counting "
         "again from this point"]
-    wider = replace(expo(120, 0, 2, [3, 3], zero=3), zero_threshold=4.0)  # (2, 4] joined the zero bucket
-    cols = intervals(run(expo(110, 0, 1, [1, 2, 3], zero=1), wider))
+    straddled = replace(expo(120, 0, 2, [3, 3], zero=3), zero_threshold=3.0)  # (2, 4] split by the new zero bucket
+    cols = intervals(run(expo(110, 0, 1, [1, 2, 3], zero=1), straddled))
     assert [(int(c.counts.sum()), c.gap, c.reset) for c in cols] == [(7, False, False), (0, True, False)]
     assert not cols[1].counts.any()
+
+
+def test_a_zero_bucket_widened_over_whole_buckets_is_diffed_exactly() -> None:
+    """The SDK widened the zero threshold to 4: the earlier point's (2, 4] bucket, wholly below it, is in the later
+    point's zero count, so the two are diffed exactly (the earlier point's zero count taking that bucket)."""
+    wider = replace(expo(120, 0, 2, [3, 3], zero=3), zero_threshold=4.0)  # (2, 4]'s 1 joined the zero bucket
+    items = run(expo(110, 0, 1, [1, 2, 3], zero=1), wider)
+    cols = intervals(items)
+    assert [(int(c.counts.sum()), c.gap, c.reset) for c in cols] == [(7, False, False), (2, False, False)]
+    own = cols[1].source_buckets  # since the point before: 1 in the zero bucket [0, 4], 1 in (4, 8], 0 in (8, 16]
+    assert own is not None and own.bounds[:2] == (4.0, 8.0) and own.counts.tolist()[:2] == [1, 1]
+    assert not [m for m in notes(items) if "buckets changed" in m]
+    with_negative = replace(expo(110, 0, 1, [1, 2, 3], zero=1, negative=[1]))  # negative values: how many moved?
+    cols = intervals(run(with_negative, replace(expo(120, 0, 2, [3, 3], zero=4), zero_threshold=4.0)))
+    assert [c.gap for c in cols] == [False, True]
 
 def test_cumulative_exponential_diffs_across_a_scale_change() -> None:
     # scale 2 then scale 1 (the SDK downscaled when a wider value came): compare at scale 1

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_support import POW2_MS_BUCKETS, TEXT_TYPE, Exporter, Scripted
+from prometheus_support import POW2_MS_BUCKETS, TEXT_TYPE, Exporter, Scripted, histogram_page
 
 from latencymap.core.model import Interval
 from latencymap.protocol import ProtocolReader
@@ -182,3 +182,30 @@ def test_scrape_count_ends_with_exit_1_naming_the_url_and_status_on_an_endpoint_
     assert ("stopped: asking again would get the same answer" if status == 404 else
             "gave up after 5 failed scrapes in a row") in r.stderr
     assert len(endpoint.requests) == (1 if status == 404 else 5)
+
+
+def test_a_sum_that_goes_down_while_the_buckets_rise_is_no_negative_time_in_the_report() -> None:
+    """Prometheus allows negative observations, so a `_sum` that falls while no bucket does is no reset; but a
+    negative time for a latency column is nonsense: that column's time is unknown (estimated from its buckets), with
+    one note per series, and never summed with another series' time into a wrong "exact" one."""
+    bounds = (0.005, 0.01, 0.025, 0.05, 0.1, float("inf"))
+
+    def page(n: int, a: float, b: float) -> str:  # pod b's _sum falls by 1 s a scrape as its 100 events come
+        return (histogram_page("svc_seconds", bounds, [0, 0, n, n, n, n], a, 'pod="a"')
+                + histogram_page("svc_seconds", bounds, [0, 0, n, n, n, n], b, 'pod="b"').split("\n", 1)[1])
+
+    endpoint = Scripted([(200, TEXT_TYPE, page(n, 2.0 * k, 5.0 - k)) for k, n in enumerate((100, 200, 300, 400))])
+    try:
+        r = latencymap("report", "--format", "json", "scrape", endpoint.url, "--metric", "svc_seconds", "--sum",
+                       "--interval", "0.05", "--count", "3")
+    finally:
+        endpoint.close()
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    stream = report["streams"][0]
+    assert stream["total"]["events"] == 600
+    assert 0.01 <= stream["total"]["mean_s"] <= 0.025  # every event lies in (10 ms, 25 ms]: not 5 ms
+    assert stream["source_buckets"]["time_s"] is None  # no exact time: estimated from the buckets
+    assert all(v >= 0 for row in stream["intensity"] for v in row)
+    said = [m for m in r.stderr.splitlines() if "_sum went down" in m]
+    assert len(said) == 1 and 'svc_seconds{pod="b"}: _sum went down (from 5 to 4)' in said[0], r.stderr

@@ -228,6 +228,14 @@ def test_downscaling_and_differences_by_hand() -> None:
     assert diff_native(later, fine.at_schema(0)) is not None  # counts went down: a reset, the newer one whole
     assert diff_native(later, fine.at_schema(0))[1] is True  # type: ignore[index]
     assert diff_native(fine, NativeReading(2, 0.5, 1.0, {}, {}, 9.0, None)) is None  # zero bucket width changed
+    # the zero bucket widened to 2**0.5 (client_golang does that): `fine`'s buckets wholly inside it, positive
+    # (1, 2**0.25] and (2**-1, 2**-0.75] and negative [-2**0.5, -2**0.25), moved into its zero count (1 + 4), diff
+    wider = NativeReading(2, 2**0.5, 6.0, {4: 4.0, 5: 1.0}, {}, 10.0, 12.0)
+    hist, reset = diff_native(fine, wider)  # type: ignore[misc]
+    assert not reset and hist["count"] == 2.0 and hist["sum"] == 2.0
+    assert hist["buckets"] == [[3, -2**0.5, 2**0.5, 1.0], [0, 2**0.75, 1.0 * 2**1, 1.0]]
+    straddled = NativeReading(2, 1.1, 6.0, {4: 4.0, 5: 1.0}, {}, 10.0, 12.0)  # splits (1, 2**0.25]: no exact diff
+    assert diff_native(fine, straddled) is None
     restarted = NativeReading(2, 0.5, 1.0, {4: 2.0}, {}, 3.0, 1.5)  # ... with a restart: what it holds is since then
     hist, reset = diff_native(fine, restarted)  # type: ignore[misc]
     assert reset and hist["count"] == 3.0 and hist["sum"] == 1.5
@@ -415,3 +423,36 @@ def test_the_created_timestamp_is_read_for_both_kinds() -> None:
     assert pages[0].native[()].created == 1.7e9 + 0.125
     readings, _ = histogram_readings(pages[1].page.samples, "h")
     assert readings[()].created == 1.7e9 + 0.5
+
+
+class GaugeNativeExporter(NativeExporter):
+    """A native gauge histogram (family type 5): the distribution of what is there now."""
+
+    def family(self) -> bytes:
+        body = super().family()
+        return body.replace(_field(3, 0, _varint(4)), _field(3, 0, _varint(5)), 1)
+
+
+def test_a_native_gauge_histogram_column_is_the_distribution_read_at_its_end() -> None:
+    exporter = GaugeNativeExporter("queue_age_seconds", schema=0)
+    states = [[3.0, 5.0, 5.0], [3.0], [0.0, 9.0, 20.0, 20.0]]
+    made = iter(states)
+
+    def act(_: float) -> None:
+        values = next(made, [])
+        with exporter.lock:
+            exporter.state = NativeHistogramState(0, zero_threshold=0.5)
+            for v in values:
+                exporter.state.observe(v)
+
+    exporter.state.observe(1.5)
+    try:
+        columns, said = run(ScrapeSource(url=exporter.url, metric="queue_age_seconds", interval=1.0), act, 3)
+    finally:
+        exporter.close()
+    for column, values in zip(columns, states, strict=True):
+        assert int(column.counts.sum()) == len(values)
+        own = column.source_buckets
+        assert own is not None and own.total_time == pytest.approx(sum(values))
+        assert not column.reset and not column.gap
+    assert len(said) == 1 and "queue_age_seconds is a gauge histogram" in said[0]

@@ -280,3 +280,29 @@ def test_fractional_times_are_sent_to_the_millisecond(api_factory) -> None:
     assert not any(c.gap for c in columns)
     (first, *_) = [p for path, p in api.requests if path == "/api/v1/query_range"]
     assert (first["start"], first["end"], first["step"]) == ("1795749181.33", "1795749198.83", "2500ms")
+
+
+class GaugeApi(Api):
+    """The stub serving `h_seconds` as a gauge histogram: `_bucket` series, no `_sum` (it has `_gsum`), and the
+    targets' metadata saying so."""
+
+    def answer(self, path: str, params: dict[str, str]) -> Answer:
+        if path == "/api/v1/metadata":
+            return 200, JSON, json.dumps({"status": "success", "data": {
+                "h_seconds": [{"type": "gaugehistogram", "help": "Queue ages.", "unit": ""}]}})
+        if "_sum" in params["query"]:
+            result: list[Any] = []
+            kind = "vector" if path == "/api/v1/query" else "matrix"
+            return 200, JSON, json.dumps({"status": "success", "data": {"resultType": kind, "result": result}})
+        return super().answer(path, params)
+
+
+def test_a_gauge_histogram_is_not_read_as_counters_and_the_error_says_what_reads_it() -> None:
+    api = GaugeApi()
+    try:
+        source = PrometheusSource(url=api.url, metric="h_seconds", start="900", end="990", step=10.0)
+        with pytest.raises(SourceError, match=r"h_seconds is a gauge histogram \(the targets' metadata\).*"
+                                              r"increase\(\) over them.*latencymap scrape TARGET"):
+            list(source.items())
+    finally:
+        api.close()

@@ -689,3 +689,35 @@ def test_a_byte_order_mark_and_garbage_lines_are_handled_and_named_once(exporter
     assert [int(c.counts.sum()) for c in columns] == [2, 2, 2]
     assert said == [f"scrape: {exporter.url}: 1 exposition line could not be read, skipped (line 4: expected a "
                     "sample line, got '?[31m<<< garbage from a proxy >>>')"]  # once, not at every scrape
+
+
+def _gauge_page(bounds: tuple[float, ...], cumulative: list[int], total: float) -> str:
+    """An OpenMetrics page with the gauge histogram `queue_wait_seconds`: the ages of the items queued now."""
+    lines = ["# TYPE queue_wait_seconds gaugehistogram"]
+    lines += [f'queue_wait_seconds_bucket{{le="{"+Inf" if math.isinf(b) else repr(b)}"}} {c}'
+              for b, c in zip(bounds, cumulative, strict=True)]
+    return "\n".join([*lines, f"queue_wait_seconds_gcount {cumulative[-1]}", f"queue_wait_seconds_gsum {total!r}",
+                      "# EOF"]) + "\n"
+
+
+def test_a_gauge_histogram_column_is_the_distribution_read_at_its_end_not_a_difference() -> None:
+    """A gauge histogram is the distribution as it is now (its buckets go down as well as up): each column holds
+    what its scrape read (buckets still cumulative over `le`), `_gsum` its time; never a reset, one note."""
+    bounds = (0.001, 0.002, 0.004, math.inf)
+    pages = [([3, 5, 9, 9], 0.02), ([1, 1, 4, 6], 0.03), ([2, 4, 8, 9], 0.025), ([0, 0, 0, 0], 0.0)]
+    endpoint = Scripted([(200, "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                          _gauge_page(bounds, cumulative, total)) for cumulative, total in pages])
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="queue_wait_seconds", interval=0.3),
+                            lambda _: None, 3)
+    finally:
+        endpoint.close()
+    for column, (cumulative, total) in zip(columns, pages[1:], strict=True):
+        own = column.source_buckets
+        assert own is not None and own.counts.tolist() == np.diff(cumulative, prepend=0).tolist()
+        assert int(column.counts.sum()) == cumulative[-1]
+        assert own.total_time == pytest.approx(total)
+        assert not column.reset and not column.gap
+    assert all(a.end == b.start for a, b in itertools.pairwise(columns))
+    assert len(said) == 1 and "queue_wait_seconds is a gauge histogram" in said[0]
+    assert "not a difference" in said[0] and "first scrape" in said[0]

@@ -69,23 +69,32 @@ ORACLE_CLASSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
      "writes absorbed by the storage array's write cache"),
 )
 
-#: What the sum of a Spark stream's values is (`WHY["spark"]["waited"]`), by the task metric it maps (`--metric`, which
-#: its label names: `spark APP [stage N] task gc`): time waited only for a wait (the shuffle's fetch wait); GC, CPU or
-#: run time is the tasks' work. A label that names none is the source's default's, the tasks' whole time (duration).
-SPARK_TOTALS = {
-    "duration": "of task time",
-    "run": "of run time",
-    "cpu": "of CPU time",
-    "gc": "of GC time",
-    "deserialize": "of deserialize time",
-    "fetch-wait": "waited",
-    "shuffle-write": "of shuffle write time",
-    "scheduler-delay": "of scheduler delay",
+#: What a Spark stream's values are, by the task metric it maps (`--metric`, which its label names: `spark APP [stage N]
+#: task gc`): its findings say their time in these words (`time_words`). Only a wait's (the shuffle's fetch wait: None)
+#: is time waited, in the generic words; GC, CPU or run time is the tasks' work. A label that names none is the
+#: source's default's, the tasks' whole time (duration).
+SPARK_TIMES: dict[str, str | None] = {
+    "duration": "task time",
+    "run": "run time",
+    "cpu": "CPU time",
+    "gc": "GC time",
+    "deserialize": "deserialize time",
+    "fetch-wait": None,
+    "shuffle-write": "shuffle write time",
+    "scheduler-delay": "scheduler delay",
 }
+
+
+def time_words(time: str) -> dict[str, str]:
+    """The `WHY` keys that say a stream's time, for values that are `time` (`GC time`) rather than waits: `waited` (a
+    sum: `240ms of GC time`), `wait` (one event's: `their mean GC time`) and `waiting` (all of it: `half of the GC
+    time`)."""
+    return {"waited": f"of {time}", "wait": time, "waiting": f"the {time}"}
 
 #: Why each finding matters, in the words of its datasource's events: `WHY[""]` has every key, a datasource only those
 #: whose generic words are wrong for its events (`why` falls back to `WHY[""]`). Besides the finding kinds: `noun` (the
-#: events), `waited` and `waited note` (what the report's summary calls their time, and what it adds), `slow` and
+#: events), `waited` and `waited note` (what the report's summary and a stall call their time, and what it adds), `wait`
+#: and `waiting` (one event's time, and all of it: `time_words`; `{waiting}` in another key's words), `slow` and
 #: `fast` (what sends them to a slower band, or lets them finish in a faster one: a fast minority is not a cache
 #: miss), and `none`/`count` (a silence's events: Spark logs a task when it ends, so a Spark silence is
 #: no task *ending*: one may have run all along).
@@ -97,6 +106,8 @@ WHY: dict[str, dict[str, str]] = {
         "measured": "",
         "waited": "waited",
         "waited note": "",
+        "wait": "wait",
+        "waiting": "the waiting",
         "slow": "a cache miss, a retry, another device or path",
         "fast": "cache hits, early errors, empty results",
         "none": "no events",
@@ -112,8 +123,8 @@ WHY: dict[str, dict[str, str]] = {
         "silence start": "the capture began before the work did: rates over the whole range count these seconds",
         "bursts": "bursts, not a steady population: at those times something held many requests up at once (a GC "
                   "pause, a checkpoint or flush, a cron job, a network blip); look at what ran then",
-        "tail": "a few slow events hold half of the waiting: cutting them saves more than speeding up the rest",
-        "heavy": "a few slow events hold a large share of the waiting: what makes them slow is worth finding",
+        "tail": "a few slow events hold half of {waiting}: cutting them saves more than speeding up the rest",
+        "heavy": "a few slow events hold a large share of {waiting}: what makes them slow is worth finding",
         "stall": "a pause: a handful of waits far above every usual band held the stream up; look at what ran "
                  "then (GC, a checkpoint, I/O, a lock, the network)",
         "recurring": "a pause that comes back: something periodic held the stream up each time (a cron job, a "
@@ -134,7 +145,7 @@ WHY: dict[str, dict[str, str]] = {
     # Tasks, logged when they end; a stage is one kind of work, and the first tasks on a cold executor warm it up.
     "spark": {
         "noun": "tasks",
-        "waited": SPARK_TOTALS["duration"],  # another metric's where its label names one (`why`)
+        **time_words(SPARK_TIMES["duration"] or ""),  # another metric's where its label names one (`why`)
         "slow": "skewed partitions, a spill, a slow executor, a shuffle fetch",
         "fast": "tiny or empty partitions, a skipped or cached input",
         "none": "no task ended",
@@ -158,9 +169,11 @@ WHY: dict[str, dict[str, str]] = {
                  "partition, a spill, a slow executor: see Stragglers) or, at the start, warm-up (a cold executor's "
                  "JVM, JIT, the Python worker's start)",
         # Where the log says what made the stragglers among a finding's tasks slow (`with_cause`): that, not a guess.
-        "tail known": "a few slow tasks hold half of the waiting: cutting them saves more than speeding up the rest; "
+        "tail": "a few slow tasks hold half of {waiting}: cutting them saves more than speeding up the rest",
+        "heavy": "a few slow tasks hold a large share of {waiting}: what makes them slow is worth finding",
+        "tail known": "a few slow tasks hold half of {waiting}: cutting them saves more than speeding up the rest; "
                       "{cause}",
-        "heavy known": "a few slow tasks hold a large share of the waiting; {cause}",
+        "heavy known": "a few slow tasks hold a large share of {waiting}; {cause}",
         "slow pair known": PAIR + "{cause}",
         "slow known": "a slower population than the main band: {cause}",
         "outliers known": "one or two tasks far slower than the rest, not a population of their own: {cause}",
@@ -192,6 +205,7 @@ WHY: dict[str, dict[str, str]] = {
         "measured": "hiccups (how late a thread that only sleeps woke; its time is jHiccup's sum of them, not time "
                     "waited)",
         "waited": "of hiccups",
+        "wait": "hiccup",
         "waited note": "as jHiccup sums them: a pause also adds the samples it kept from being taken (each shorter "
                        "by the sampling interval), so the sum can pass the run's length",
         "slow": "GC pauses, JVM safepoints, OS scheduling or CPU starvation, swapping, THP compaction, a VM's steal "
@@ -268,9 +282,13 @@ WHY: dict[str, dict[str, str]] = {
 #: Per wait class of `ORACLE_CLASSES`, its words as one pattern of whole words, compiled at first use.
 _ORACLE_CLASS_WORDS = [lazy_pattern(rf"(?<![a-z])(?:{'|'.join(map(re.escape, names))})(?![a-z])")
                        for names, _, _ in ORACLE_CLASSES]
-#: The task metric a Spark stream's label names (`SPARK_TOTALS`): `task METRIC` at its end, or before the ` (2)` of a
+#: The task metric a Spark stream's label names (`SPARK_TIMES`): `task METRIC` at its end, or before the ` (2)` of a
 #: cut name another stream had or the ` [INPUT]` of a run shown apart.
-_SPARK_METRIC = lazy_pattern(rf" task ({'|'.join(map(re.escape, SPARK_TOTALS))})(?= \(\d+\)| \[|$)")
+_SPARK_METRIC = lazy_pattern(rf" task ({'|'.join(map(re.escape, SPARK_TIMES))})(?= \(\d+\)| \[|$)")
+
+
+#: The keys of `WHY` that say a stream's time (`time_words`).
+TIME_KEYS = frozenset(time_words(""))
 
 
 def words_for(datasource: str, measures: str = "") -> str:
@@ -282,16 +300,19 @@ def words_for(datasource: str, measures: str = "") -> str:
 def why(key: str, datasource: str = "", label: str = "") -> str:
     """`WHY[datasource][key]`, or the generic `WHY[""][key]` where the datasource has no words of its own; an Oracle
     wait event's `slow` and `fast` are its wait class's (`ORACLE_CLASSES`, by the event its stream's `label` names),
-    a Spark stream's `waited` its task metric's (`SPARK_TOTALS`, by the metric its `label` names)."""
+    a Spark stream's time (`time_words`) its task metric's (`SPARK_TIMES`, by the metric its `label` names); `{waiting}`
+    in the words is the stream's `waiting`."""
     words = WHY.get(datasource, {})
-    if datasource == "spark" and key == "waited" and (metrics := _SPARK_METRIC().findall(label)):
-        return SPARK_TOTALS[metrics[-1]]
+    if datasource == "spark" and key in TIME_KEYS and (metrics := _SPARK_METRIC().findall(label)):
+        time = SPARK_TIMES[metrics[-1]]
+        return time_words(time)[key] if time else WHY[""][key]
     if words is ORACLE_WAITS and key in ("slow", "fast"):
         event = label.lower()
         for words_of, (_, slow, fast) in zip(_ORACLE_CLASS_WORDS, ORACLE_CLASSES, strict=True):
             if words_of().search(event):
                 return slow if key == "slow" else fast
-    return words.get(key) or WHY[""][key]
+    said = words.get(key) or WHY[""][key]
+    return said.replace("{waiting}", why("waiting", datasource, label)) if "{waiting}" in said else said
 
 
 @dataclass
@@ -346,11 +367,11 @@ class Finding:
 def with_cause(f: Finding, cause: str, datasource: str) -> Finding:
     """`f` with its why naming `cause`, what a source's own analysis says made its events slow (Spark: its
     stragglers'), instead of the causes its events usually have; `f` itself where its datasource has no such words
-    for its kind."""
-    known = WHY.get(datasource, {}).get(f"{f.key} known") if f.key else None
-    if not known:
+    for its kind. Its time is in the datasource's default words (`why` without a label): a source's analysis names
+    causes only where it measured what the stream maps (`measures_mapped`: Spark's, task durations)."""
+    if not f.key or f"{f.key} known" not in WHY.get(datasource, {}):
         return f
-    return replace(f, why=f"{f.minor}; {cause}" if f.minor else known.format(cause=cause))
+    return replace(f, why=f"{f.minor}; {cause}" if f.minor else why(f"{f.key} known", datasource).format(cause=cause))
 
 
 def pct(share: float) -> str:
@@ -569,7 +590,7 @@ def tail_finding(t: Tail, scope: Scope, top_s: float) -> Finding:
     what = (f"{'tail dominates' if most else 'heavy tail'}: {pct(t.events_share)} of events (≥ {dur(t.threshold_s)}) "
             f"take {held} of the time")
     key = "tail" if most else "heavy"
-    return Finding("tail", what, why(key, scope.words), t.events, t.events_share, t.time_s, t.time_share,
+    return Finding("tail", what, why(key, scope.words, scope.label), t.events, t.events_share, t.time_s, t.time_share,
                    scope.first_col, scope.last_col, scope.start, scope.end, t.threshold_s, top_s, key=key)
 
 
@@ -581,15 +602,16 @@ def episode_what(e: Episode, scope: Scope, startup: bool = False) -> str:
     if e.kind == "stall" and g:
         mean = e.time_s / e.events if e.events > 0 else 0.0
         median = mean / 2.0 ** e.shift_octaves
+        wait = why("wait", scope.words, scope.label)
         if e.began_before:  # said of the waits, in words that claim no other column
             least, most = e.began_before
-            where = (f"{where[:-1]}; the wait ending in col {e.first_col} began "
+            where = (f"{where[:-1]}; the {wait} ending in col {e.first_col} began "
                      f"{dur(most) if dur(least) == dur(most) else span(least, most)} before it)")
         return (f"stall {where}: {e.events:.0f} event{'s' if e.events != 1 else ''} of "
                 f"{span(g.low_s, g.high_s, g.high_slot)}, "
-                f"{dur(e.time_s)} waited = {pct(e.time_share)} of all the time and {pct(g.time_share)} of "
-                f"those columns'; {'its' if e.events == 1 else 'their mean'} wait ({dur(mean)}) is "
-                f"{times(2.0 ** e.shift_octaves)} the stream's p50 ({dur(median)})")
+                f"{dur(e.time_s)} {why('waited', scope.words, scope.label)} = {pct(e.time_share)} of all the time "
+                f"and {pct(g.time_share)} of those columns'; {'its' if e.events == 1 else 'their mean'} {wait} "
+                f"({dur(mean)}) is {times(2.0 ** e.shift_octaves)} the stream's p50 ({dur(median)})")
     if e.kind == "appear" and g:
         what = f"a band {'' if startup else 'appeared '}at {span(g.low_s, g.high_s, g.high_slot)} with {shares(g)}"
     elif e.kind == "disappear" and lost:
@@ -606,6 +628,8 @@ def episode_what(e: Episode, scope: Scope, startup: bool = False) -> str:
         what = f"latency moved {e.shift_octaves:+.1f} octaves" + (
             f": {span(lost.low_s, lost.high_s, lost.high_slot)} → {span(g.low_s, g.high_s, g.high_slot)}"
             if g and lost else "")
+    elif g and startup:  # no before to shift from
+        what = f"{shares(g)} in {span(g.low_s, g.high_s, g.high_slot)}"
     elif g:
         what = f"shares shifted toward {span(g.low_s, g.high_s, g.high_slot)}, now {shares(g)}"
     else:
@@ -621,8 +645,10 @@ def shares(g: Region) -> str:
             f"(usually {pct(g.baseline_time_share)})")
 
 
-#: The episodes that, from the recording's first column, are its start-up: a band only there, the latency elsewhere.
-STARTUP_KINDS = ("appear", "move")
+#: The episodes that, from the recording's first column, are its start-up: a band only there, the latency elsewhere, or
+#: the usual bands in another mix (a cold cache's misses, a load not yet steady). Not a `surge`: more work of one kind
+#: on top of the usual load is the run's own, at its start as later (a 10046 trace's first surge is one of five alike).
+STARTUP_KINDS = ("appear", "move", "reshape")
 
 
 def is_startup(e: Episode, scope: Scope, share: float) -> bool:
@@ -662,8 +688,8 @@ def recurring_finding(stalls: list[Episode], scope: Scope) -> Finding | None:
     time_s, time_share = sum(e.time_s for e in stalls), sum(e.time_share for e in stalls)
     named = ", ".join(str(e.first_col) if e.first_col == e.last_col else f"{e.first_col}–{e.last_col}"
                       for e in stalls)
-    what = (f"recurring stall: {len(stalls)} times, ~{dur(waited)} waited each, one every ~{dur(period)} "
-            f"(cols {named}): {dur(time_s)} = {pct(time_share)} of all the time")
+    what = (f"recurring stall: {len(stalls)} times, ~{dur(waited)} {why('waited', scope.words, scope.label)} each, "
+            f"one every ~{dur(period)} (cols {named}): {dur(time_s)} = {pct(time_share)} of all the time")
     low = [e.gained.low_s for e in stalls if e.gained]
     high = [e.gained.high_s for e in stalls if e.gained]
     return Finding("recurring", what, why("recurring", scope.words), sum(e.events for e in stalls),

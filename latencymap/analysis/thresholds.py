@@ -76,8 +76,9 @@ class Thresholds:
     #: share of what its gained region added. Where the other slots lost as many as it gained (a jHiccup log samples
     #: at a fixed rate), the total held and the mix changed: a reshape, not "more events/s on top of the usual load".
     surge_min_added: float = 0.5
-    #: A band that appears (or a latency move) from the recording's first column, and ends within this share of its
-    #: columns, is start-up (warm-up: JIT, cold caches, pools filling), not an incident in the run.
+    #: A band that appears (a latency move, or the usual bands' mix changed) from the recording's first column, and
+    #: ends within this share of its columns, is start-up (warm-up: JIT, cold caches, pools filling), not an incident
+    #: in the run (`findings.STARTUP_KINDS`).
     startup_share: float = 0.25
 
     # Stalls (stalls.py): a handful of events far above every normal band, in a few columns.

@@ -166,6 +166,34 @@ def test_a_real_spark_logs_summary_says_its_gc_metric_sums_gc_time_not_time_wait
     assert head.endswith(" of GC time (exact)") and "waited" not in head, head
 
 
+def test_a_real_spark_logs_tail_holds_the_time_its_metric_sums_not_the_waiting() -> None:
+    """`--metric deserialize` of the real log: "a few slow events hold half of the waiting", of tasks' deserialize
+    time, which no task waited."""
+    r = CliRunner().invoke(main, ["report", "spark", str(SPARK_LOG), "--metric", "deserialize"])
+    assert r.exit_code == 0, r.output
+    (tail,) = [line for line in r.output.splitlines() if line.startswith("   tail dominates:")]
+    assert tail.endswith(" — a few slow tasks hold half of the deserialize time: cutting them saves more than "
+                         "speeding up the rest"), tail
+    assert "wait" not in tail, tail
+
+
+@pytest.mark.parametrize(("label", "total", "mean"), [
+    ("spark app task gc", "7.18s of GC time = ", "their mean GC time (3.59s)"),
+    ("spark app stage 2 task cpu", "7.18s of CPU time = ", "their mean CPU time (3.59s)"),
+    ("spark app task duration", "7.18s of task time = ", "their mean task time (3.59s)"),
+    ("spark app task fetch-wait", "7.18s waited = ", "their mean wait (3.59s)"),  # a wait: time waited
+])
+def test_a_spark_stall_says_its_time_in_the_words_of_the_metric_its_label_names(label: str, total: str,
+                                                                                 mean: str) -> None:
+    """The real rolling log's shape (`spark_like_run`: its two 3.6 s warm-up tasks end in col 0) mapped by another
+    metric: the stall said "7.18s waited = 4% of all the time ...; their mean wait (3.59s)" of GC or CPU time."""
+    counts, times, starts, ends = spark_like_run()
+    d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource="spark", label=label)
+    (stall,) = [f.what for f in d.findings if f.kind == "stall" and f.first_col == 0]
+    assert total in stall and mean in stall, stall
+    assert ("waited" in stall) == ("fetch-wait" in label), stall
+
+
 def test_a_band_and_an_episode_in_the_open_top_bucket_are_written_as_the_bucket_table_writes_it() -> None:
     """A PyLatencyMap-like stream (ns, counts only) whose slow band sits in the top bucket, which is open (it counts
     every longer value too): the diagnosis wrote it `53,376 days–106,752 days`, a closed range the bucket table does
@@ -293,6 +321,50 @@ def test_a_latency_move_in_the_first_columns_is_start_up_too() -> None:
     starts = np.arange(20.0)
     (move,) = [f for f in diagnose(counts, None, LOW, HIGH, starts, starts + 1).findings if f.kind == "move"]
     assert move.what.startswith("start-up cols 0–1 (t+0s–t+2s): latency moved "), move.what
+
+
+def usual_mix(first: int, surge: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """20 columns of 500 events of ~24 µs and 500 of ~48 µs; in cols `first`..`first`+1 800 and 200 (the mix of the
+    usual bands shifted), or (`surge`) 1,000 more of ~24 µs on top of them."""
+    counts = np.zeros((20, len(LOW)))
+    counts[:, 15], counts[:, 16] = 500, 500
+    if surge:
+        counts[first:first + 2, 15] = 1500
+    else:
+        counts[first:first + 2, 15], counts[first:first + 2, 16] = 800, 200
+    starts = np.arange(20.0)
+    return counts, starts, starts + 1
+
+
+def test_a_mix_of_the_usual_bands_only_in_the_first_columns_is_start_up_but_a_surge_there_is_not() -> None:
+    """A reshape from the first column within the first quarter is the start-up, said without 'shifted ... now' (there
+    was no before); later it is an episode. A surge (more work of one kind on top of the usual load) is the run's own
+    work wherever it comes (the 10046 trace's surge at cols 1–2 is one of five alike through the run)."""
+    counts, starts, ends = usual_mix(0)
+    (start,) = [f for f in diagnose(counts, None, LOW, HIGH, starts, ends).findings if f.kind == "reshape"]
+    assert start.what == ("start-up cols 0–1 (t+0s–t+2s): 80% of events (usually 50%) and 67% of the time (usually "
+                          "33%) in 16.4µs–32.8µs"), start.what
+    assert start.why == WHY[""]["startup"]
+    counts, starts, ends = usual_mix(9)
+    (later,) = [f for f in diagnose(counts, None, LOW, HIGH, starts, ends).findings if f.kind == "reshape"]
+    assert later.what.startswith("episode cols 9–10 (t+9s–t+11s): shares shifted toward 16.4µs–32.8µs, now 80% of ")
+    assert later.why == WHY[""]["reshape"]
+    counts, starts, ends = usual_mix(0, surge=True)
+    (surge,) = [f for f in diagnose(counts, None, LOW, HIGH, starts, ends).findings if f.kind == "surge"]
+    assert surge.what.startswith("episode cols 0–1 (t+0s–t+2s): 1k more events/s in 16.4µs–32.8µs") \
+        and surge.why == WHY[""]["surge"], surge.line()
+
+
+def test_the_fast_disk_s_slower_mix_in_its_first_two_full_columns_is_its_start_up() -> None:
+    """block_fast_disk's cols 0–1 hold ~7.1k I/Os each (the usual rate: full columns, not a cut first one), 65–71% of
+    them in the slower 4 KiB band (32.8–65.5 µs) against 34% over the run and at most 60% in any later column: the
+    mix settles after the first two seconds. It was said as an incident ('the mix between the usual bands changed
+    at that time')."""
+    lines = _report_lines(str(FIXTURES / "bpftrace" / "block_fast_disk.zst"))
+    (line,) = [line for line in lines if "cols 0–1" in line]
+    assert line.startswith("   start-up cols 0–1 (t+0s–t+2.011s): 71% of events (usually 34%) and 58% of the time "
+                           "(usually 34%) in 32.8µs–262µs — only at the stream's start, not an incident in the "
+                           "run: "), line
 
 
 def test_jhiccup_s_warm_up_band_is_said_as_start_up() -> None:

@@ -282,3 +282,21 @@ def test_far_waits_in_a_few_columns_each_holding_the_loop_up_are_stalls_however_
         lines = [x for x in d.summary_lines() if x.startswith("recurring stall: ")]
         assert len(lines) == held and (not held or lines[0].startswith(
             "recurring stall: 8 times, ~1.5s waited each, one every ~5s (cols 2, 7, 12, 17, 22, 27, 32, 37): 12s = "))
+
+
+def test_a_jhiccup_log_s_stalls_say_their_hiccups_not_time_waited() -> None:
+    """The eight 1.5 s pauses above as hiccups of a jHiccup log (`measures`), whose summary says its time is `of
+    hiccups` (jHiccup's sum, not time waited): each stall and the recurring one said `waited`, and `wait` for one."""
+    rng = np.random.default_rng(6)
+    cols = {j: rng.lognormal(np.log(1e6), 0.2, 200) for j in range(40)}
+    for j in range(2, 40, 5):
+        cols[j] = np.r_[cols[j][:50], 1.5e9]
+    counts, spent, starts, ends = stream(cols, 40)
+    said = [f.what for f in diagnose(counts, spent, LOW, HIGH, starts, ends, measures="jhiccup").findings]
+    stalls = [x for x in said if x.startswith("stall ")]
+    assert len(stalls) == 8 and all(" 1.5s of hiccups = " in x and "; its hiccup (1.5s) is " in x for x in stalls), \
+        stalls
+    assert stalls[0].startswith("stall col 2 (t+2s–t+3s; the hiccup ending in col 2 began 500ms–1.5s before it): ")
+    (recurring,) = [x for x in said if x.startswith("recurring stall: ")]
+    assert recurring.startswith("recurring stall: 8 times, ~1.5s of hiccups each, one every ~5s "), recurring
+    assert not [x for x in said if "wait" in x], said

@@ -17,7 +17,7 @@ from spark_support import cluster_job_log
 from tmux_support import Pane
 from tui_support import analysis_shown, run_ended
 
-from latencymap.analysis.findings import WHY
+from latencymap.analysis.findings import WHY, why
 from latencymap.cli.main import main
 from latencymap.flow.pipeline import diffed
 from latencymap.sources.spark.source import SparkSource
@@ -28,8 +28,8 @@ pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = ROOT / "tests" / "sources" / "spark" / "cause_job.py"
-#: The report's whys that name the cause the log gives (`analysis.findings.with_cause`).
-KNOWN = [why for key, why in WHY["spark"].items() if key.endswith(" known")]
+#: The report's whys that name the cause the log gives (`analysis.findings.with_cause`), in Spark's words.
+KNOWN = [why(key, "spark") for key in WHY["spark"] if key.endswith(" known")]
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from skips_support import requires_module
 from spark_support import cluster_job_log
 
 from latencymap.analysis.findings import WHY, times
+from latencymap.analysis.findings import why as spark_why
 from latencymap.cli.main import main
 
 pytestmark = [pytest.mark.slow, requires_module("pyspark")]
@@ -142,7 +143,7 @@ def test_a_straggler_of_no_cause_the_log_gives_keeps_the_usual_causes(log: Path)
     said = about(findings(log)[stage], slowest["s"])
     assert said, findings(log)[stage]
     for f in said:
-        assert f["why"] in (WHY["spark"]["outliers"], WHY[""]["tail"], WHY[""]["heavy"]), f
+        assert f["why"] in (WHY["spark"]["outliers"], spark_why("tail", "spark"), spark_why("heavy", "spark")), f
 
 
 @pytest.mark.timeout(300)

@@ -30,7 +30,7 @@ from latencymap.outputs.report import Causes, analysis_causes, stream_time_words
 from latencymap.tui.actions import MapActions
 from latencymap.tui.axis import learn_clock, view_digits
 from latencymap.tui.diffmap import DiffScreen
-from latencymap.tui.driver import guarded_driver
+from latencymap.tui.driver import guarded_driver, terminal_hung_up
 from latencymap.tui.findings import MAX_LINES, FindingsPanel, window_findings
 from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec, map_cells
 from latencymap.tui.ingest import Ingest
@@ -104,7 +104,7 @@ class LatencyMapApp(MapActions):
         #: hang-up, noted or not (the source's end is then waited for once the app is gone: `wait_after`).
         self.stopped_by: int | None = None
         self.wait_after = False
-        self.output_failed = False  # the terminal is gone: its output failed (`terminal_gone`)
+        self.output_failed = False  # the terminal is gone: its output failed, or it hung up (`terminal_gone`)
         #: Since when the app waits for a source asked to end (a signal only noted, or `q` with a recording).
         self.stopping_since: float | None = None
         self.recording = recording  # `q` first lets a source that ends itself take in what it acknowledged
@@ -143,10 +143,11 @@ class LatencyMapApp(MapActions):
         return guarded_driver(super().get_driver_class(), self.terminal_gone)
 
     def terminal_gone(self) -> None:
-        """The terminal's output failed (in Textual's output thread: attribute writes only): the terminal is gone, and
-        a SIGHUP may never come (blocked, or not passed on by the session leader). The app ends at its next tick as a
-        hang-up ends it (129); a source asked to end, by this hang-up or before it (a signal only noted, `q` with a
-        recording), is waited for once the app is gone. After a signal that already ends the app, nothing changes."""
+        """The terminal's output failed (in Textual's output thread: attribute writes only), or it hung up while the app
+        wrote nothing (`tick`): the terminal is gone, and a SIGHUP may never come (blocked, or not passed on by the
+        session leader). The app ends at its next tick as a hang-up ends it (129); a source asked to end, by this
+        hang-up or before it (a signal only noted, `q` with a recording), is waited for once the app is gone. After a
+        signal that already ends the app, nothing changes."""
         if self.stopped_by is not None:
             return
         self.output_failed = True
@@ -193,6 +194,8 @@ class LatencyMapApp(MapActions):
         if self.interrupted:
             self.action_interrupt()
             return
+        if self.stopped_by is None and terminal_hung_up(getattr(self, "_driver", None)):
+            self.terminal_gone()
         if self.stopped_by is not None:
             self.exit()
             return
@@ -483,7 +486,7 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFA
             # would set the screen up again on it, inside whatever the app was doing (its output thread dies of EIO,
             # a wake-up in its queue is lost, and the app hangs)
             signal.signal(signal.SIGCONT, _unheeded)
-            if app.output_failed:  # the same hang-up, seen first as the terminal's output failing
+            if app.output_failed:  # the same hang-up, seen first as the terminal gone (`terminal_gone`)
                 return
         noted = stopping.noted(signum)
         app.wait_after = noted and hang_up

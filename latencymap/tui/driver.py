@@ -1,8 +1,10 @@
 """Textual's driver with its output to the terminal guarded: a terminal gone without a hang-up signal (SIGHUP blocked,
-or a session leader that does not pass it on) ends the app instead of hanging it."""
+or a session leader that does not pass it on) ends the app instead of hanging it; `terminal_hung_up` tells it while
+the app writes nothing."""
 
 from __future__ import annotations
 
+import select
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -57,3 +59,21 @@ def guarded_driver(driver: type[Driver], gone: Callable[[], None]) -> type[Drive
                 self._file = GuardedOutput(file, gone)
 
     return GuardedDriver
+
+
+def hung_up(fd: int) -> bool:
+    """Whether the terminal on `fd` hung up (its other side closed), asked without reading a key; never on a system
+    without `poll` (Windows)."""
+    if not hasattr(select, "poll"):
+        return False
+    watch = select.poll()
+    watch.register(fd, 0)  # no event asked: only a hang-up or an error is said
+    return any(events & (select.POLLHUP | select.POLLERR) for _, events in watch.poll(0))
+
+
+def terminal_hung_up(driver: Driver | None) -> bool:
+    """Whether the terminal a driver reads keys from hung up. An app that writes nothing new (a finished input, a
+    help screen open) has no write to fail when its terminal goes, and Textual's input thread takes the end of the
+    terminal's input for a pipe's and reads on, for ever. A driver that reads no terminal (headless) is never."""
+    fd = getattr(driver, "fileno", None)
+    return isinstance(fd, int) and getattr(driver, "input_tty", False) is True and hung_up(fd)

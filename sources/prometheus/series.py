@@ -206,13 +206,17 @@ def diff_readings(prev: Reading, cur: Reading) -> tuple[np.ndarray, float | None
     """(per-bucket counts in `cur`'s bounds, sum, reset) for the time between two readings; None when their bounds
     differ and no counter went down: nothing says how the events since `prev` spread over the new buckets.
 
-    A `_created` that changed, or a counter that went down (any bucket's own count, though every `le` counter went
-    up, or across different bounds any bound both have, `+Inf` and so `_count` among them), is a reset: the process
-    restarted, and `cur` holds exactly the events since, whatever its bounds (its `_sum` their exact time)."""
+    A `_created` that changed, or a counter that went down (any `le` counter, or a finite bucket's own count though
+    every `le` counter went up, or across different bounds any bound both have, `+Inf` and so `_count` among them), is
+    a reset: the process restarted, and `cur` holds exactly the events since, whatever its bounds (its `_sum` their
+    exact time). The `+Inf` bucket's own count may dip without one: Micrometer writes its `_count` there, read apart
+    from the other buckets, so it can lag an event they hold; that dip counts no event."""
     if restarted(prev.created, cur.created):
         reset = True
-    elif prev.bounds == cur.bounds:  # an `le` counter that went down lowers a bucket's own count, not only it
-        reset = bool((per_bucket(cur.cumulative) < per_bucket(prev.cumulative)).any())
+    elif prev.bounds == cur.bounds:
+        finite = np.isfinite(np.asarray(cur.bounds, dtype=float))
+        reset = bool((cur.cumulative < prev.cumulative).any()
+                     or (per_bucket(cur.cumulative) < per_bucket(prev.cumulative))[finite].any())
     else:
         before = dict(zip(prev.bounds, prev.cumulative.tolist(), strict=True))
         reset = any(b in before and int(c) < before[b] for b, c in zip(cur.bounds, cur.cumulative.tolist(),
@@ -221,7 +225,7 @@ def diff_readings(prev: Reading, cur: Reading) -> tuple[np.ndarray, float | None
             return None
     if reset:
         return per_bucket(cur.cumulative), cur.total, True
-    counts = per_bucket(cur.cumulative) - per_bucket(prev.cumulative)
+    counts = np.clip(per_bucket(cur.cumulative) - per_bucket(prev.cumulative), 0, None)
     spent = None
     if cur.total is not None and prev.total is not None:
         spent = cur.total - prev.total

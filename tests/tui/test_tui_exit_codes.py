@@ -321,3 +321,23 @@ def test_a_terminal_gone_without_a_hang_up_ends_the_tui_and_keeps_the_recording(
     if source == "otlp":
         assert posters.refused[STOPPING] > 0, posters.refused  # the intake closed: the drain was asked
         assert got + left_unread(said) * SERIES * EVENTS == posters.acked, said
+
+
+@pytest.mark.slow
+def test_a_terminal_gone_under_a_tui_that_writes_nothing_new_ends_it() -> None:
+    """A finished input shows what it showed: the app writes nothing, so no write fails when the terminal goes (no
+    SIGHUP: not its session). It saw the terminal hang up all the same and ended as a hang-up (129); it ran on for
+    ever, its input thread spinning on the end of the terminal's input."""
+    terminal = Terminal()
+    env = {name: value for name, value in os.environ.items() if name not in ("COLUMNS", "LINES")}
+    viewer = subprocess.Popen([sys.executable, "-m", "latencymap", str(EXAMPLE)], env=env, stdin=terminal.slave,
+                              stdout=terminal.slave, stderr=terminal.slave, start_new_session=True)
+    os.close(terminal.slave)
+    try:
+        terminal.wait_for(b" ENDED ")
+        time.sleep(1)  # what the end changes is written
+        terminal.close()
+        code = viewer.wait(10)
+    finally:
+        viewer.kill()
+    assert code == 129

@@ -187,6 +187,17 @@ def test_a_bucket_of_its_own_that_went_down_is_a_reset_though_no_cumulative_coun
     counts, spent, reset = diff_readings(before, after)  # type: ignore[misc]
     assert reset and counts.tolist() == [3, 2, 2] and spent == 0.9
 
+
+def test_a_plus_inf_bucket_read_apart_from_the_others_that_lags_them_is_no_reset() -> None:
+    """Micrometer writes `+Inf` as its `_count`, read apart from the finite buckets (before them for a timer): an event
+    recorded in between is in a finite bucket, not yet in `+Inf`, whose own count then reads 1 lower (0 then -1 here)
+    though every counter rose. That is no restart (it counted the whole run again in one column): the finite buckets'
+    own counts rose, and `+Inf`'s own dip is no event."""
+    before, after = _reading([2, 5, 5], 2.0), _reading([3, 8, 7], 2.9)
+    counts, spent, reset = diff_readings(before, after)  # type: ignore[misc]
+    assert not reset and counts.tolist() == [1, 2, 0] and spent == pytest.approx(0.9)
+
+
 def test_differ_across_new_bounds_counts_a_restart_and_cannot_diff_counts_that_went_on() -> None:
     before = _reading([3, 9, 12], 6.5)
     redeployed = Reading((0.05, 0.2, math.inf), np.asarray([1, 4, 4]), 0.4)  # _count 12 -> 4: restarted

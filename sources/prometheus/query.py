@@ -35,8 +35,8 @@ the millisecond, the step as a duration (`2500ms`), so the answers' times are th
 whole number of steps says what it leaves out. A window where no step has a value is an error that says why, as far
 as the API tells (no such name, and the histograms it has; another type; series that `--match` skips; a step too
 short for the scrape interval whose spacing could not be measured). A gauge histogram (the targets' metadata says
-`gaugehistogram`; asked when buckets come without a `_sum`) is no counter that `increase()` can read: an error says
-so, and that `latencymap scrape` reads it.
+`gaugehistogram`, or its `_gcount` series are there; asked when buckets come without a `_sum`) is no counter that
+`increase()` can read: an error says so, and that `latencymap scrape` reads it.
 """
 
 from __future__ import annotations
@@ -285,7 +285,7 @@ class PrometheusSource(Source):
                     return Fetched(kind, [], [])
                 spent = self._ask(sums, step, times) if sums else []
                 if kind == "classic" and not spent:
-                    self._no_gauge_histogram()
+                    self._no_gauge_histogram(times[0] - step, times[-1])
                 reset = self._ask(self._resets_promql(kind, step), step, times)
                 resets = frozenset((_key(t), labels_key(s.labels, ("le", "__name__")))
                                    for s in reset for t, _ in s.floats)
@@ -295,23 +295,27 @@ class PrometheusSource(Source):
                 return Fetched(kind, found, spent, resets)
         raise AssertionError("unreachable")
 
-    def _no_gauge_histogram(self) -> None:
-        """SourceError when the targets declare the histogram a gauge histogram (`_bucket`, `_gcount`, `_gsum`; no
-        `_sum`, so asked only when buckets came without one): its buckets are a distribution as it stands at each
-        scrape, not counters, and `increase()` over them counts nothing that happened."""
+    def _no_gauge_histogram(self, t0: float, t1: float) -> None:
+        """SourceError when the histogram is a gauge histogram (`_bucket`, `_gcount`, `_gsum`; no `_sum`, so asked
+        only when buckets came without one): its buckets are a distribution as it stands at each scrape, not counters,
+        and `increase()` over them counts nothing that happened. The targets' metadata says so, or, where they
+        declared it a `histogram` (prometheus_client in the text format, which has no gauge histogram type), its
+        `_gcount` series between t0 and t1 do."""
         if self._gauge_checked:
             return
         self._gauge_checked = True
         try:
             types = self.api.metadata(self.metric).get(self.metric, set())
+            why = "the targets' metadata" if "gaugehistogram" in types and "histogram" not in types else \
+                f"its {self.metric}_gcount series" if self.api.series(
+                    selector(self.metric + "_gcount", self.matchers), t0, t1) else None
         except EndpointError:
-            return  # the metadata cannot say; the buckets are read as a histogram's
-        if "gaugehistogram" in types and "histogram" not in types:
-            raise SourceError(f"prometheus: {self.metric} is a gauge histogram (the targets' metadata): its buckets "
-                              "are the distribution as it stands at each scrape (such as how long queued items have "
-                              "waited), not counters, so increase() over them is no latency per step "
-                              f"(latencymap scrape TARGET --metric {self.metric} reads each scrape's distribution as "
-                              "one column)")
+            return  # the server cannot say; the buckets are read as a histogram's
+        if why is not None:
+            raise SourceError(f"prometheus: {self.metric} is a gauge histogram ({why}): its buckets are the "
+                              "distribution as it stands at each scrape (such as how long queued items have waited), "
+                              "not counters, so increase() over them is no latency per step (latencymap scrape TARGET "
+                              f"--metric {self.metric} reads each scrape's distribution as one column)")
 
     def _group(self, labels: dict[str, str]) -> Labels:
         """The label set the buckets query gives a raw series' increase (without `le`): `--sum-by`'s labels that

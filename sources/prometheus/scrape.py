@@ -12,27 +12,27 @@ counting starts again from its scrape (a native histogram's zero bucket widened 
 widens it, is diffed exactly: those buckets are in its zero count now). A `_sum` that went down while no bucket did
 (negative observations, which Prometheus allows) gives no negative time: that column's time is unknown, estimated from
 its buckets, said once per series. A gauge histogram (OpenMetrics `gaugehistogram`: `_bucket`, `_gcount`, `_gsum`, or
-protobuf type 5) is a distribution as it stands at each scrape (such as the ages of the items queued now), not
-counters: each column holds what its scrape read (buckets still cumulative over `le`), `_gsum` its time, never diffed
-nor reset, said once; the first scrape only starts the first column. An incomplete reading (a page cut short: no `+Inf`
-bucket, the known buckets' strict prefix, or without the `_count` or `_sum` the series had) is skipped for its series
-with a note: the next complete scrape's column covers its time. Unreadable lines are named once per kind, with their
-count. A histogram with only its `+Inf` bucket holds no latency (histogram_quantile gives NaN): it is left out with a
-note saying what it holds (the source stops when that is all the page has). An endpoint that fails (refused, timeout,
-HTTP 500, an HTML page, text that is not exposition, the metric missing) gives a notice naming the URL and what was
-expected, and is asked again with backoff; since the counters are cumulative nothing is lost: the next answer's column
-spans the outage and is marked as a gap. A run bounded by `--count` gives up (exit 1) after `GIVE_UP` (5) failed
-scrapes in a row (a page that declares the histogram, waited for, is no failure there); one bounded by `--duration` at
-its end. An answer that asking again will not change (HTTP 4xx but 408 and 429: not found, unauthorized, forbidden)
-before the first good scrape stops the source at once with an error naming the URL and the status (exit 1); after one,
-it is asked again as any failure (a route gone for a moment during a redeploy). Before the first good scrape, a page
-that answers without any histogram of that name (or has it as another type) stops the source with an error naming the
-histograms it has: waiting will not bring it (a declared histogram without series yet, or series that `--match` skips,
-is waited for). Columns end when a scrape's answer arrives; timestamps in the page (a /federate endpoint's) are read
-but not used. `--count N` and `--duration S` stop the source itself at a whole scrape (`Source.own_limits`), so every
-stream ends on the same one: after the Nth scrape that gave columns, or at `S` seconds after the source started, the
-last scrape before it ending every stream (a scrape whose columns end at `S` or later also ends it; while the endpoint
-fails, once that time has passed).
+protobuf type 5; in the text format 0.0.4, which has no such type, its `_gcount` without a `_count`) is a distribution
+as it stands at each scrape (such as the ages of the items queued now), not counters: each column holds what its scrape
+read (buckets still cumulative over `le`), `_gsum` its time, never diffed nor reset, said once; the first scrape only
+starts the first column. An incomplete reading (a page cut short: no `+Inf` bucket, the known buckets' strict prefix, or
+without the `_count` or `_sum` the series had) is skipped for its series with a note: the next complete scrape's column
+covers its time. Unreadable lines are named once per kind, with their count. A histogram with only its `+Inf` bucket
+holds no latency (histogram_quantile gives NaN): it is left out with a note saying what it holds (the source stops when
+that is all the page has). An endpoint that fails (refused, timeout, HTTP 500, an HTML page, text that is not
+exposition, the metric missing) gives a notice naming the URL and what was expected, and is asked again with backoff;
+since the counters are cumulative nothing is lost: the next answer's column spans the outage and is marked as a gap. A
+run bounded by `--count` gives up (exit 1) after `GIVE_UP` (5) failed scrapes in a row (a page that declares the
+histogram, waited for, is no failure there); one bounded by `--duration` at its end. An answer that asking again will
+not change (HTTP 4xx but 408 and 429: not found, unauthorized, forbidden) before the first good scrape stops the source
+at once with an error naming the URL and the status (exit 1); after one, it is asked again as any failure (a route gone
+for a moment during a redeploy). Before the first good scrape, a page that answers without any histogram of that name
+(or has it as another type) stops the source with an error naming the histograms it has: waiting will not bring it (a
+declared histogram without series yet, or series that `--match` skips, is waited for). Columns end when a scrape's
+answer arrives; timestamps in the page (a /federate endpoint's) are read but not used. `--count N` and `--duration S`
+stop the source itself at a whole scrape (`Source.own_limits`), so every stream ends on the same one: after the Nth
+scrape that gave columns, or at `S` seconds after the source started, the last scrape before it ending every stream (a
+scrape whose columns end at `S` or later also ends it; while the endpoint fails, once that time has passed).
 """
 
 from __future__ import annotations
@@ -53,7 +53,16 @@ from .exposition import ACCEPT, Exposition, is_openmetrics, parse_exposition
 from .layout import family_name, layout_of
 from .native import NativeError, fold_native, negative_note
 from .protobuf import NativeReading, api_histogram, diff_native, is_protobuf, parse_protobuf
-from .series import Labels, Reading, describe_labels, diff_readings, histogram_readings, incomplete, per_bucket
+from .series import (
+    Labels,
+    Reading,
+    describe_labels,
+    diff_readings,
+    histogram_readings,
+    incomplete,
+    is_gauge_histogram,
+    per_bucket,
+)
 from .streams import (
     Part,
     StreamBuilder,
@@ -173,7 +182,7 @@ class ScrapeSource(Source):
         if openmetrics and not page.eof:
             raise EndpointError(f"{self.shown}: OpenMetrics answer without its '# EOF' line (cut short?); "
                                 "expected a complete page")
-        self.gauge = page.types.get(self.metric) == "gaugehistogram"
+        self.gauge = is_gauge_histogram(page, self.metric)
         readings, problems = histogram_readings(page.samples, self.metric, self.matchers, self.gauge)
         if not readings:
             raise self._why_missing(text, openmetrics, problems)
@@ -198,7 +207,7 @@ class ScrapeSource(Source):
             readings = {k: r for k, r in readings.items() if k not in natives}
         if not readings and not natives:
             raise self._why_missing_protobuf(page, problems, bool(got.native))
-        self.gauge = page.types.get(self.metric) == "gaugehistogram"
+        self.gauge = is_gauge_histogram(page, self.metric)
         self.scrapes += 1
         self._units(page)
         return readings, [*self._bad_lines(page, "message"), *(f"{self.shown}: {e}" for e in problems)], natives

@@ -19,7 +19,7 @@ import numpy as np
 
 from latencymap.core.buckets import MAX_COUNT
 
-from .exposition import Sample
+from .exposition import Exposition, Sample
 
 Labels = tuple[tuple[str, str], ...]
 _MATCHER = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)(.*)$", re.S)
@@ -134,6 +134,16 @@ def build_reading(buckets: dict[float, float], count: float | None, total: float
     if created is not None and not math.isfinite(created):
         created = None
     return Reading(tuple(bounds), cumulative, total, created, missing)
+
+
+def is_gauge_histogram(page: Exposition, metric: str) -> bool:
+    """Whether the page's histogram `metric` is a gauge histogram: declared one (OpenMetrics `gaugehistogram`,
+    protobuf type 5), or with `_gcount` and no `_count` where the page cannot declare one (the text format 0.0.4:
+    prometheus_client declares it a `histogram` there, /federate declares nothing)."""
+    if page.types.get(metric) == "gaugehistogram":
+        return True
+    names = {s.name for s in page.samples}
+    return f"{metric}_gcount" in names and f"{metric}_count" not in names
 
 
 def histogram_readings(samples: Iterable[Sample], metric: str, matchers: Sequence[Matcher] = (),

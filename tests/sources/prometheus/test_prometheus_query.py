@@ -306,3 +306,27 @@ def test_a_gauge_histogram_is_not_read_as_counters_and_the_error_says_what_reads
             list(source.items())
     finally:
         api.close()
+
+
+class TextGaugeApi(GaugeApi):
+    """The gauge histogram as Prometheus has it from a text-format page (prometheus_client declares it a `histogram`
+    there): the metadata says `histogram`, and its `_gcount` series are there."""
+
+    def answer(self, path: str, params: dict[str, str]) -> Answer:
+        if path == "/api/v1/metadata":
+            return 200, JSON, json.dumps({"status": "success", "data": {
+                "h_seconds": [{"type": "histogram", "help": "Queue ages.", "unit": ""}]}})
+        if path == "/api/v1/series":
+            found = [{"__name__": "h_seconds_gcount", "job": "j"}] if "h_seconds_gcount" in params["match[]"] else []
+            return 200, JSON, json.dumps({"status": "success", "data": found})
+        return super().answer(path, params)
+
+
+def test_a_gauge_histogram_declared_a_histogram_is_known_by_its_gcount() -> None:
+    api = TextGaugeApi()
+    try:
+        source = PrometheusSource(url=api.url, metric="h_seconds", start="900", end="990", step=10.0)
+        with pytest.raises(SourceError, match=r"h_seconds is a gauge histogram \(its h_seconds_gcount series\)"):
+            list(source.items())
+    finally:
+        api.close()

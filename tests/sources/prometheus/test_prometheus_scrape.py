@@ -10,7 +10,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
+from prometheus_client import CollectorRegistry, Metric
+from prometheus_client.core import GaugeHistogramMetricFamily
 from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector
 from prometheus_support import (
     DEFAULT_BUCKETS,
     POW2_MS_BUCKETS,
@@ -721,3 +724,38 @@ def test_a_gauge_histogram_column_is_the_distribution_read_at_its_end_not_a_diff
     assert all(a.end == b.start for a, b in itertools.pairwise(columns))
     assert len(said) == 1 and "queue_wait_seconds is a gauge histogram" in said[0]
     assert "not a difference" in said[0] and "first scrape" in said[0]
+
+
+class Queue(Collector):
+    """A collector giving one metric family as it is."""
+
+    def __init__(self, family: Metric) -> None:
+        self.family = family
+
+    def collect(self) -> list[Metric]:
+        return [self.family]
+
+
+def test_a_gauge_histogram_in_the_text_format_is_read_as_one_too() -> None:
+    """The text format 0.0.4 has no gauge histogram type: prometheus_client declares one a `histogram` there (what
+    frameworks that call its `generate_latest` serve whatever is asked), /federate declares nothing; its `_gcount` and
+    `_gsum` without a `_count` say what it is: each column what its scrape read, not buckets gone down as resets."""
+    pages = [([3, 5, 9, 9], 0.02), ([1, 1, 4, 6], 0.03), ([2, 4, 8, 9], 0.025), ([0, 0, 0, 0], 0.0)]
+
+    def page(cumulative: list[int], total: float) -> str:
+        registry = CollectorRegistry()
+        registry.register(Queue(GaugeHistogramMetricFamily(
+            "queue_wait_seconds", "Ages of the items queued now.", gsum_value=total,
+            buckets=list(zip(("0.001", "0.002", "0.004", "+Inf"), cumulative, strict=True)))))
+        return generate_latest(registry).decode()
+
+    assert "# TYPE queue_wait_seconds histogram" in page(*pages[0])
+    endpoint = Scripted([(200, TEXT_TYPE, page(*p)) for p in pages])
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="queue_wait_seconds", interval=0.3),
+                            lambda _: None, 3)
+    finally:
+        endpoint.close()
+    assert [(int(c.counts.sum()), c.reset) for c in columns] == [(6, False), (9, False), (0, False)]
+    assert [c.source_buckets.total_time for c in columns if c.source_buckets] == pytest.approx([0.03, 0.025, 0.0])
+    assert len(said) == 1 and "queue_wait_seconds is a gauge histogram" in said[0]

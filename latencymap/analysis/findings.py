@@ -85,11 +85,16 @@ SPARK_TIMES: dict[str, str | None] = {
 }
 
 
-def time_words(time: str) -> dict[str, str]:
+#: What one value of a Spark metric that spans up to the task's end is called (`the task ending in col 3 began 2s
+#: before it`); the others (GC, CPU, fetch wait...) do not end when the task does: a stall says no start for them.
+SPARK_SPANS = {"duration": "task", "run": "task's run"}
+
+
+def time_words(time: str, span: str = "") -> dict[str, str]:
     """The `WHY` keys that say a stream's time, for values that are `time` (`GC time`) rather than waits: `waited` (a
-    sum: `240ms of GC time`), `wait` (one event's: `their mean GC time`) and `waiting` (all of it: `half of the GC
-    time`)."""
-    return {"waited": f"of {time}", "wait": time, "waiting": f"the {time}"}
+    sum: `240ms of GC time`), `wait` (one event's: `their mean GC time`), `waiting` (all of it: `half of the GC
+    time`) and `span` (one value as a span that ends when its event is counted, "" where it is none)."""
+    return {"waited": f"of {time}", "wait": time, "waiting": f"the {time}", "span": span}
 
 #: Why each finding matters, in the words of its datasource's events: `WHY[""]` has every key, a datasource only those
 #: whose generic words are wrong for its events (`why` falls back to `WHY[""]`). Besides the finding kinds: `noun` (the
@@ -108,6 +113,7 @@ WHY: dict[str, dict[str, str]] = {
         "waited note": "",
         "wait": "wait",
         "waiting": "the waiting",
+        "span": "wait",
         "slow": "a cache miss, a retry, another device or path",
         "fast": "cache hits, early errors, empty results",
         "none": "no events",
@@ -145,7 +151,8 @@ WHY: dict[str, dict[str, str]] = {
     # Tasks, logged when they end; a stage is one kind of work, and the first tasks on a cold executor warm it up.
     "spark": {
         "noun": "tasks",
-        **time_words(SPARK_TIMES["duration"] or ""),  # another metric's where its label names one (`why`)
+        # another metric's where its label names one (`why`)
+        **time_words(SPARK_TIMES["duration"] or "", SPARK_SPANS["duration"]),
         "slow": "skewed partitions, a spill, a slow executor, a shuffle fetch",
         "fast": "tiny or empty partitions, a skipped or cached input",
         "none": "no task ended",
@@ -206,6 +213,7 @@ WHY: dict[str, dict[str, str]] = {
                     "waited)",
         "waited": "of hiccups",
         "wait": "hiccup",
+        "span": "hiccup",
         "waited note": "as jHiccup sums them: a pause also adds the samples it kept from being taken (each shorter "
                        "by the sampling interval), so the sum can pass the run's length",
         "slow": "GC pauses, JVM safepoints, OS scheduling or CPU starvation, swapping, THP compaction, a VM's steal "
@@ -305,6 +313,8 @@ def why(key: str, datasource: str = "", label: str = "") -> str:
     words = WHY.get(datasource, {})
     if datasource == "spark" and key in TIME_KEYS and (metrics := _SPARK_METRIC().findall(label)):
         time = SPARK_TIMES[metrics[-1]]
+        if key == "span":
+            return SPARK_SPANS.get(metrics[-1], "")
         return time_words(time)[key] if time else WHY[""][key]
     if words is ORACLE_WAITS and key in ("slow", "fast"):
         event = label.lower()
@@ -602,10 +612,10 @@ def episode_what(e: Episode, scope: Scope, startup: bool = False) -> str:
     if e.kind == "stall" and g:
         mean = e.time_s / e.events if e.events > 0 else 0.0
         median = mean / 2.0 ** e.shift_octaves
-        wait = why("wait", scope.words, scope.label)
-        if e.began_before:  # said of the waits, in words that claim no other column
+        wait, one = why("wait", scope.words, scope.label), why("span", scope.words, scope.label)
+        if e.began_before and one:  # said of the waits, in words that claim no other column
             least, most = e.began_before
-            where = (f"{where[:-1]}; the {wait} ending in col {e.first_col} began "
+            where = (f"{where[:-1]}; the {one} ending in col {e.first_col} began "
                      f"{dur(most) if dur(least) == dur(most) else span(least, most)} before it)")
         return (f"stall {where}: {e.events:.0f} event{'s' if e.events != 1 else ''} of "
                 f"{span(g.low_s, g.high_s, g.high_slot)}, "

@@ -177,21 +177,26 @@ def test_a_real_spark_logs_tail_holds_the_time_its_metric_sums_not_the_waiting()
     assert "wait" not in tail, tail
 
 
-@pytest.mark.parametrize(("label", "total", "mean"), [
-    ("spark app task gc", "7.18s of GC time = ", "their mean GC time (3.59s)"),
-    ("spark app stage 2 task cpu", "7.18s of CPU time = ", "their mean CPU time (3.59s)"),
-    ("spark app task duration", "7.18s of task time = ", "their mean task time (3.59s)"),
-    ("spark app task fetch-wait", "7.18s waited = ", "their mean wait (3.59s)"),  # a wait: time waited
+@pytest.mark.parametrize(("label", "total", "mean", "began"), [
+    ("spark app task gc", "7.18s of GC time = ", "their mean GC time (3.59s)", ""),
+    ("spark app stage 2 task cpu", "7.18s of CPU time = ", "their mean CPU time (3.59s)", ""),
+    ("spark app task duration", "7.18s of task time = ", "their mean task time (3.59s)", "the task ending in col 0"),
+    ("spark app task run", "7.18s of run time = ", "their mean run time (3.59s)", "the task's run ending in col 0"),
+    ("spark app", "7.18s of task time = ", "their mean task time (3.59s)", "the task ending in col 0"),
+    ("spark app task fetch-wait", "7.18s waited = ", "their mean wait (3.59s)", ""),  # a wait: time waited
 ])
 def test_a_spark_stall_says_its_time_in_the_words_of_the_metric_its_label_names(label: str, total: str,
-                                                                                 mean: str) -> None:
+                                                                                 mean: str, began: str) -> None:
     """The real rolling log's shape (`spark_like_run`: its two 3.6 s warm-up tasks end in col 0) mapped by another
-    metric: the stall said "7.18s waited = 4% of all the time ...; their mean wait (3.59s)" of GC or CPU time."""
+    metric: the stall said "7.18s waited = 4% of all the time ...; their mean wait (3.59s)" of GC or CPU time, and "the
+    GC time ending in col 0 began 2.59s–4.29s before it", which only a task's duration or run can say: GC time, CPU
+    time or a fetch wait does not end when the task does."""
     counts, times, starts, ends = spark_like_run()
     d = diagnose(counts, times, LOW, HIGH, starts, ends, datasource="spark", label=label)
     (stall,) = [f.what for f in d.findings if f.kind == "stall" and f.first_col == 0]
     assert total in stall and mean in stall, stall
     assert ("waited" in stall) == ("fetch-wait" in label), stall
+    assert (f"; {began} began " in stall) if began else " began " not in stall, stall
 
 
 def test_a_band_and_an_episode_in_the_open_top_bucket_are_written_as_the_bucket_table_writes_it() -> None:

@@ -94,7 +94,7 @@ def time_words(time: str, span: str = "") -> dict[str, str]:
     """The `WHY` keys that say a stream's time, for values that are `time` (`GC time`) rather than waits: `waited` (a
     sum: `240ms of GC time`), `wait` (one event's: `their mean GC time`), `waiting` (all of it: `half of the GC
     time`) and `span` (one value as a span that ends when its event is counted, "" where it is none)."""
-    return {"waited": f"of {time}", "wait": time, "waiting": f"the {time}", "span": span}
+    return {"waited": f"of {time}", "wait": time, "waiting": f"the {time}", "span": span, "per second": time}
 
 #: Why each finding matters, in the words of its datasource's events: `WHY[""]` has every key, a datasource only those
 #: whose generic words are wrong for its events (`why` falls back to `WHY[""]`). Besides the finding kinds: `noun` (the
@@ -114,6 +114,7 @@ WHY: dict[str, dict[str, str]] = {
         "wait": "wait",
         "waiting": "the waiting",
         "span": "wait",
+        "per second": "time waited",  # an intensity map's title: time waited per second
         "slow": "a cache miss, a retry, another device or path",
         "fast": "cache hits, early errors, empty results",
         "none": "no events",
@@ -214,6 +215,7 @@ WHY: dict[str, dict[str, str]] = {
         "waited": "of hiccups",
         "wait": "hiccup",
         "span": "hiccup",
+        "per second": "hiccup time",
         "waited note": "as jHiccup sums them: a pause also adds the samples it kept from being taken (each shorter "
                        "by the sampling interval), so the sum can pass the run's length",
         "slow": "GC pauses, JVM safepoints, OS scheduling or CPU starvation, swapping, THP compaction, a VM's steal "
@@ -323,6 +325,12 @@ def why(key: str, datasource: str = "", label: str = "") -> str:
                 return slow if key == "slow" else fast
     said = words.get(key) or WHY[""][key]
     return said.replace("{waiting}", why("waiting", datasource, label)) if "{waiting}" in said else said
+
+
+def intensity_what(datasource: str, measures: str = "", label: str = "") -> str:
+    """What a stream's intensity map sums per second, in its words: `time waited`, Spark's `GC time` (by the metric
+    its label names), a jHiccup log's `hiccup time`."""
+    return why("per second", words_for(datasource, measures), label)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from latencymap.analysis.findings import intensity_what
 from latencymap.core.accumulator import GAP, RESET, StreamHistory
 from latencymap.core.sanitize import cell_width
 from latencymap.core.units import format_number
@@ -29,6 +30,7 @@ LEGEND_W = 10
 #: Lines of a map besides its rows: title, cursor line, time axis.
 CHROME_LINES = 3
 RIGHT_W = 1 + 8 + 1 + 2 + 1 + LEGEND_W
+#: The maps' titles (an intensity map's says what its stream's time is: `intensity_what`).
 TITLES = {"frequency": "Frequency: events per second",
           "intensity": "Intensity: time waited per second (s/s)"}
 TITLE_STYLE = Style(bold=True)
@@ -122,7 +124,8 @@ class HeatMap(Widget):
     def build_strips(self, width: int, mode: str) -> list[Strip]:
         """Quantize once (NumPy) and turn each row into merged segments."""
         hist, spec = self.hist, self.spec
-        title = TITLES[self.kind]
+        title = TITLES[self.kind] if hist is None or self.kind == "frequency" else \
+            f"Intensity: {intensity_what(hist.stream.datasource, hist.measures, hist.stream.label)} per second (s/s)"
         if hist is None or spec is None or hist.n == 0:
             self.frame = None
             return [_text_strip(f" {title}", width, TITLE_STYLE), _text_strip(" waiting for data…", width, DIM)]

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from latencymap.analysis.findings import intensity_what
 from latencymap.core.accumulator import GAP, RESET, Accumulator, StreamHistory
 from latencymap.core.buckets import TOP_SLOT, range_text
 from latencymap.core.model import StreamId
@@ -159,7 +160,8 @@ def map_title(hist: StreamHistory, kind: str, source: SourceTotals | None = None
     rebinned stream's own buckets and sum)."""
     if kind == "frequency":
         return "Frequency heat map: events per second"
-    return f"Intensity heat map: time waited per second ({stream_time_words(hist, source)})"
+    what = intensity_what(hist.stream.datasource, hist.measures, hist.stream.label)
+    return f"Intensity heat map: {what} per second ({stream_time_words(hist, source)})"
 
 
 def _text(x: float, y: float, text: str, **attrs: Any) -> str:

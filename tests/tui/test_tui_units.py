@@ -146,3 +146,21 @@ def test_a_record_file_of_days_in_a_real_terminal(tmp_path: Path) -> None:
         pane.wait_for("EXIT=0")
     finally:
         pane.close()
+
+
+@pytest.mark.parametrize(("label", "datasource", "title"), [
+    ("spark app task gc", "spark", "Intensity: GC time per second (s/s)"),
+    ("spark app", "spark", "Intensity: task time per second (s/s)"),
+    ("sda", "bpf", "Intensity: time waited per second (s/s)"),
+])
+def test_the_intensity_maps_title_says_what_its_streams_time_is(label: str, datasource: str, title: str) -> None:
+    """A Spark stream of GC time summed per second is no time waited: its map's title said so whatever the stream."""
+    items = [Interval(StreamId(label, datasource, "millisec"), i.start, i.end, i.counts) for i in hourly("x", "ms", 3)]
+    app = LatencyMapApp(iter(items), color_mode="truecolor")
+    seen: list[str] = []
+
+    async def scenario(pilot) -> None:
+        seen.extend(app.query_one("#intensity").plain_lines()[:1])
+
+    run_ended(app, scenario)
+    assert seen and seen[0].strip().startswith(title), seen

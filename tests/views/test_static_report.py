@@ -359,3 +359,10 @@ def test_a_one_bucket_stream_keeps_its_modes_line_where_no_bucket_table_follows(
     range, and stays."""
     text = render(fmt, tmp_path / f"out.{fmt}", fixtures / "bpftrace" / "sleeps_keyed_cumulative.txt")
     assert text.count("unimodal: 100% of events in 1.02ms–2.05ms") == 2, fmt
+
+
+def test_an_intensity_title_says_what_a_jhiccup_logs_time_is(tmp_path: Path, fixtures: Path) -> None:
+    """A jHiccup log's intensity map sums hiccups, which jHiccup fills with the samples they hid: no time waited."""
+    svg = render("svg", tmp_path / "h.svg", fixtures / "hdrhistogram" / "jHiccup-2.0.7S.logV2.hlog")
+    titles = re.findall(r"Intensity heat map: [^(<]*per second", svg)
+    assert titles and set(titles) == {"Intensity heat map: hiccup time per second"}, titles

@@ -3,7 +3,8 @@
 `max` is inclusive; the negative bucket has no `min` and is dropped with a note; bpftrace before 0.20 prints its
 `[2G, 4G)` row as `{"min": -2147483648, "max": 0}` (see OVERFLOWED_BOUNDS). A row that cannot be read is left out
 with a note, not the rest of its print. Keyed maps
-(`{"@map": {"key": [...]}}`) give one stream per key, labelled `@map[key]`. `{"type": "time"}`
+(`{"@map": {"key": [...]}}`) give one stream per key, labelled `@map[key]`; a hist line is one whole print of its
+map, so its keys share one column in whatever order bpftrace lists them (it changes between prints). `{"type": "time"}`
 lines time the prints that follow; other line types are skipped. Timing, units and
 cumulative/per-interval counts work as for the text output (see `bpftrace_text`).
 """
@@ -205,6 +206,7 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
             return
         for map_name, value in data.items():
             keyed = value.items() if isinstance(value, dict) else [(None, value)]
+            opened = False  # the line's first readable key opens its print (one read of none is no print)
             for key, rows in keyed:
                 # whole (a long key): the reader names the stream
                 label = clean_label(str(map_name) if key is None else f"{map_name}[{key}]")
@@ -226,4 +228,7 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
                                  "bpftrace's [2G, 4G) row, printed with bounds that overflow (bpftrace before 0.20, "
                                  "whose hist() also counts every value of 2^31 or more there): read as [2^31, 2^32)",
                                  skipped=0)
+                if not opened:
+                    opened = True
+                    yield from reader.whole_print(str(map_name), n)
                 yield from reader.histogram(label, read.counts, n, negative=read.negative, unknown=read.unknown)

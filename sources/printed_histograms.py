@@ -330,6 +330,12 @@ class PrintReader:
                 out += self.prints.absent(stream, start, end, line_no, family=family)
         return out
 
+    def whole_print(self, family: str, line_no: int) -> list[Item]:
+        """Start one print of every key of map `family` (a `-f json` hist line): a map printed again opens the next
+        group, so that a key new in this print belongs to it, wherever the print puts it among the others."""
+        self.clock.stamp(("print", family))
+        return self._sync(line_no)
+
     def histogram(self, label: str, counts: np.ndarray, line_no: int, unit: str | None = None,
                   negative: int = 0, named: str | None = None, family: Hashable | None = None,
                   unknown: np.ndarray | None = None) -> list[Item]:

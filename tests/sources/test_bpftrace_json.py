@@ -107,6 +107,44 @@ def test_a_map_missing_after_the_next_time_line_was_cleared_and_idle_seconds_are
     assert any("@usecs is missing from the print group" in m for m in notices(items))
 
 
+def _keyed_lines(*prints: dict[str, int]) -> str:
+    """`bpftrace -f json` of `print(@usecs)` of `@usecs[comm] = hist(...)`, no time lines: one hist line per print,
+    its keys in the order given (bpftrace 0.17 does not keep one order: a key new in a print may come first)."""
+    out = ['{"type": "attached_probes", "data": {"probes": 3}}']
+    for keys in prints:
+        body = ", ".join(f'"{k}": [{{"min": 8, "max": 15, "count": {n}}}]' for k, n in keys.items())
+        out.append(f'{{"type": "hist", "data": {{"@usecs": {{{body}}}}}}}')
+    return "\n".join(out) + "\n"
+
+
+def totals_by_label_of(items: list) -> dict[str, int]:
+    """Events per stream over the intervals of `items`."""
+    out: dict[str, int] = defaultdict(int)
+    for c in intervals(items):
+        out[c.stream.label] += int(c.counts.sum())
+    return dict(out)
+
+
+def test_each_hist_line_is_one_print_whatever_the_order_of_its_keys() -> None:
+    """A key first printed in the second line, ahead of the others (as real output had `timeout` ahead of `python`),
+    belongs to that line's column, not to the column before."""
+    text = _keyed_lines({"python": 5, "bpftrace": 3}, {"timeout": 2, "python": 6}, {"python": 4})
+    cols = intervals(read_items(BpftraceJsonFormat, text, "k.json", cumulative=False))
+    start = min(c.start for c in cols)
+    at = {(c.stream.label, round(c.start - start)): int(c.counts.sum()) for c in cols}
+    assert at[("@usecs[timeout]", 1)] == 2 and ("@usecs[timeout]", 0) not in at
+    assert [at[("@usecs[python]", k)] for k in range(3)] == [5, 6, 4]
+
+
+def test_a_keyed_cumulative_map_with_a_key_printed_first_stays_cumulative() -> None:
+    """Never cleared, `b` first printed in the second line and ahead of `a` from then on: no key is ever missing from
+    a print, so nothing says the map was cleared (it was read as per-interval: every print counted whole)."""
+    text = _keyed_lines({"a": 5}, {"b": 2, "a": 8}, {"b": 3, "a": 9}, {"b": 3, "a": 12})
+    items = read_items(BpftraceJsonFormat, text, "k.json")
+    assert not any("is missing from" in m for m in notices(items))
+    assert totals_by_label_of(items) == {"@usecs[a]": 7, "@usecs[b]": 3}  # a's first print is the baseline
+
+
 def test_an_unreadable_print_is_no_sign_of_a_cleared_map() -> None:
     text = _json_lines(5, 6, 7, 8).replace('"count": 6', '"count": -6')
     items = read_items(BpftraceJsonFormat, text, "j.json")

@@ -198,6 +198,8 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
                     yield from reader.time_line(*stamp, n)
             elif kind == "hist":
                 yield from self._hist(reader, data, n, name, overflowed)
+            elif kind == "attached_probes":
+                reader.attached()
         yield from reader.finish(n)
 
     def _hist(self, reader: PrintReader, data: Any, n: int, name: str, overflowed: set[str]) -> Iterator[Item]:

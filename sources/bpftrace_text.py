@@ -91,7 +91,10 @@ class BpftraceTextFormat(PrintedHistogramFormat):
                     continue
                 yield from _emit(reader, block)
                 block = None
-            if not text or _ATTACHING.match(text):
+            if not text:
+                continue
+            if _ATTACHING.match(text):
+                reader.attached()
                 continue
             header = _HEADER.match(text)
             if header is not None:

@@ -5,7 +5,9 @@ them all), declared with `--cumulative` / `--per-interval` or detected from evid
 
 - per-interval, certainly: a count goes down between two prints of one stream, or a stream printed once is
   missing from a later print group (after the next time line): `clear()` empties a map, and bpftrace and bcc
-  print nothing for an empty one, while a cumulative map, once it has data, is printed every time.
+  print nothing for an empty one, while a cumulative map, once it has data, is printed every time. In an input
+  timed by time lines, a group that no time line closes is no evidence (`absent(evidence=False)`): the last
+  periodic print, cut by Ctrl-C, is followed by the print at exit, which lists the keys in another order.
 - cumulative is never certain: counts that keep growing are also what a cleared map prints while its load
   rises. A map whose first `DETECT_PRINTS` print groups show neither sign is read as cumulative, and the note
   says that it was undecided and which option forces the mode. Should it go missing later, it was cleared:
@@ -15,11 +17,13 @@ Per-interval: a print is an Interval; a print group without it is an empty Inter
 observed), written when the stream prints again or the input ends (a run of more than `MAX_EMPTY_COLUMNS` as one
 column, as the 10046 and raw readers do: a key that never comes back costs one column, not one per group).
 
-Cumulative: a print is a Snapshot for the shared differ; the map's first print is the baseline (it holds events
-from before reading started), but a key first printed later, or after a print group that did not print it,
-holds only new events (the map started empty), so it gets a zero baseline at the start of its print. A bucket
-whose row was not read is absent from its Snapshot (its last count holds: no reset, no jump); one the baseline print
-left unread counts from its first count read (what it held before is unknown).
+Cumulative: a print is a Snapshot for the shared differ. A key whose map started empty holds only new events in
+its first print, so that print gets a zero baseline at its start: a key first printed after its map's first print
+group (or after a group that did not print it), and every key when the input shows the program started (bpftrace's
+`Attaching N probes...` banner, `attached_probes` in JSON: its maps were created empty then). Otherwise (a snippet,
+output joined mid-run) the map's first print may hold events from before reading started: it is the baseline. A
+bucket whose row was not read is absent from its Snapshot (its last count holds: no reset, no jump); one the baseline
+print left unread counts from its first count read (what it held before is unknown).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ class _Print:
     end: float
     counts: np.ndarray
     line: int
-    born_late: bool = False  # first print of a key, after its map's first print group
+    from_zero: bool = False  # first print of a key whose map started empty: its events are all new
     unknown: np.ndarray | None = None  # slots whose row was cut short (count unknown: 0 here, absent from a Snapshot)
 
 
@@ -74,6 +78,7 @@ class PrintedHistograms:
         self.declared = cumulative
         self.name = name
         self.window = max(2, window)
+        self.started = False  # the input showed the program start before any print: every key counts from zero
         self._families: dict[Hashable, _Family] = {}
         self._idle: dict[StreamId, list[tuple[float, float]]] = {}  # per-interval streams' empty groups, held
         self._merged: set[StreamId] = set()  # streams whose held run became one column
@@ -82,12 +87,13 @@ class PrintedHistograms:
         self._rebase: dict[StreamId, tuple[np.ndarray, np.ndarray] | None] = {}
 
     def add(self, stream: StreamId, start: float, end: float, counts: np.ndarray, line: int = 0, *,
-            family: Hashable | None = None, group: int = 0, born_late: bool = False,
+            family: Hashable | None = None, group: int = 0, from_zero: bool = False,
             unknown: np.ndarray | None = None) -> list[Interval | Snapshot | Notice]:
         """Items for one printed histogram of `stream` (a key of map `family`) in print group `group`; none while
-        the map's mode is still being detected. `unknown`: slots whose count was not read (their row was cut)."""
+        the map's mode is still being detected. `from_zero`: the key's first print since its map started empty
+        (counted from zero if cumulative). `unknown`: slots whose count was not read (their row was cut)."""
         fam = self._family(stream if family is None else family)
-        item = _Print(stream, start, end, counts, line, born_late, unknown)
+        item = _Print(stream, start, end, counts, line, from_zero, unknown)
         if fam.last_group != group:
             fam.last_group = group
             fam.groups += 1
@@ -106,12 +112,17 @@ class PrintedHistograms:
         return []
 
     def absent(self, stream: StreamId, start: float, end: float, line: int, *,
-               family: Hashable | None = None) -> list[Interval | Snapshot | Notice]:
-        """Items for a print group `[start, end]` (closed at line `line`) that did not print `stream`."""
+               family: Hashable | None = None, evidence: bool = True) -> list[Interval | Snapshot | Notice]:
+        """Items for a print group `[start, end]` (closed at line `line`) that did not print `stream`; not
+        `evidence` of a cleared map when the group may have been cut."""
         fam = self._family(stream if family is None else family)
         gap = _Gap(stream, start, end)
         if self.declared is not None:
             return [] if self.declared else self._items(gap, False)
+        if not evidence:
+            if fam.mode is None:
+                fam.pending.append(gap)
+            return [] if fam.mode is not False else self._items(gap, False)
         why = (f"per-interval: {stream.label} is missing from the print group that ends at line {line} after it had "
                "been printed (a cleared map prints nothing while empty; a cumulative one is printed every time)")
         if fam.mode is None:
@@ -152,10 +163,11 @@ class PrintedHistograms:
         fam.mode, fam.undecided = cumulative, how is None
         label = stream.label.split("[", 1)[0] if "[" in stream.label else stream.label
         if how is None:
+            since = "counted from the program's start" if self.started else "the first print is the baseline"
             note = (f"{self.name}: {label}: undecided whether counts are cumulative or per-interval: no count went "
-                    f"down and the map was never missing over {fam.groups} print(s); read as cumulative (the first "
-                    "print is the baseline), as a map cleared after each print under rising load would print the "
-                    "same — say --per-interval or --cumulative")
+                    f"down and the map was never missing over {fam.groups} print(s); read as cumulative ({since}), as "
+                    "a map cleared after each print under rising load would print the same — say --per-interval or "
+                    "--cumulative")
         else:
             note = f"{self.name}: {label}: counts read as {how} (declare with --cumulative or --per-interval)"
         out: list[Interval | Snapshot | Notice] = [Notice(note, skipped=0)]
@@ -173,15 +185,15 @@ class PrintedHistograms:
             return [*self._flush(p.stream), Interval(p.stream, p.start, p.end, p.counts)]
         present = None if p.unknown is None else ~p.unknown
         last = Snapshot(p.stream, p.end, self._rebased(p), line=p.line, present=present)
-        if p.born_late:  # the map started empty: this key's first print counts from zero
+        if p.from_zero:
             return [Snapshot(p.stream, p.start, empty_counts(), line=p.line), last]
         return [last]
 
     def _rebased(self, p: _Print) -> np.ndarray:
         """The counts of a cumulative print, each bucket its stream's baseline print left unread (a row skipped)
         counted from its first count read: what it held before that is unknown, not events of the print reading it."""
-        if p.stream not in self._rebase:  # the baseline (a key born late counts from zero: its baseline is known)
-            unread = None if p.unknown is None or p.born_late else p.unknown.copy()
+        if p.stream not in self._rebase:  # the baseline (one from zero is known: its unread rows held 0)
+            unread = None if p.unknown is None or p.from_zero else p.unknown.copy()
             self._rebase[p.stream] = None if unread is None else (unread, empty_counts())
             return p.counts
         rebase = self._rebase[p.stream]

@@ -163,8 +163,9 @@ class PrintClock:
     A time line opens a group. Without time lines, a map printed again opens the next group, at
     its arrival time but at least `interval` seconds after the previous group (so a file read at
     once gets one group per `interval`, and a live pipe its real times); the first group is when
-    reading starts. After a time line, a map printed twice (bpftrace's print at exit) puts the
-    second print `interval` seconds later. Times of day (`14:03:21`) take the date on which
+    reading starts, and covers back to the program's banner when that arrived earlier (`attached`).
+    After a time line, a map printed twice (bpftrace's print at exit) puts the second print
+    `interval` seconds later. Times of day (`14:03:21`) take the date on which
     reading started (the day before if that puts them in the future) and roll over at midnight.
     Local times go through the local zone: one skipped when clocks go forward is moved on as the zone
     moves it, and one that clocks go back to twice is its second occurrence when the first would put
@@ -183,12 +184,18 @@ class PrintClock:
         self._tod = False
         self._timed = False
         self._lead: float | None = None  # the first group's length, once a second time line has told it
+        self._attached: float | None = None  # when the program's banner arrived, before any group
         self.group = 0  # print groups opened so far
 
     @property
     def lead(self) -> float:
         """Seconds the first group covers: up to the next time line's spacing when known, else `interval`."""
         return self.interval if self._lead is None else self._lead
+
+    @property
+    def timed(self) -> bool:
+        """Whether time lines open the groups (else a map printed again does)."""
+        return self._timed
 
     @property
     def settled(self) -> bool:
@@ -200,6 +207,12 @@ class PrintClock:
         if self.current is None:
             return None
         return self._start(), self.current
+
+    def attached(self) -> None:
+        """The program started (its banner arrived) before any group: an untimed first group starts then, if earlier
+        than `interval` before it (read live; a file read at once arrives all in one moment)."""
+        if self.current is None:
+            self._attached = self._clock()
 
     def time_line(self, kind: str, value: float) -> str | None:
         """Open a group at a printed time; a complaint when the time goes backwards (line ignored)."""
@@ -239,7 +252,11 @@ class PrintClock:
 
     def _start(self) -> float:
         assert self.current is not None
-        return self.previous if self.previous is not None else self.current - self.lead
+        if self.previous is not None:
+            return self.previous
+        if self._attached is not None and not self._timed:
+            return min(self._attached, self.current - self.lead)
+        return self.current - self.lead
 
     def _instant(self, kind: str, value: float) -> float:
         """Epoch seconds of a time line's value (see `parse_time_line`)."""
@@ -307,28 +324,39 @@ class PrintReader:
         complaint = self.clock.time_line(kind, value)
         if complaint:
             return [Notice(f"{self.name}: line {line_no}: {complaint}; line ignored")]
-        return self._sync(line_no)
+        return self._sync(line_no, whole=True)
 
-    def _sync(self, line_no: int) -> list[Item]:
-        """Follow the clock: when it opened a group, close the one read so far."""
+    def _sync(self, line_no: int, whole: bool = False) -> list[Item]:
+        """Follow the clock: when it opened a group, close the one read so far (`whole`: a time line closes it)."""
         out: list[Item] = []
         if self.clock.group != self._group:
             out += self._release()
-            out += self._close(line_no)
+            out += self._close(line_no, whole or not self.clock.timed)
             self._group, self._printed = self.clock.group, set()
         self._span = self.clock.span()
         return out
 
-    def _close(self, line_no: int) -> list[Item]:
-        """The streams printed before that the group read so far did not print (its span, closed at `line_no`)."""
+    def _close(self, line_no: int, whole: bool) -> list[Item]:
+        """The streams printed before that the group read so far did not print (its span, closed at `line_no`).
+
+        Where time lines open the groups, one that no time line closes (the print at exit follows, or the input ends)
+        may have been cut (Ctrl-C): what it lacks is no sign of a cleared map (`whole` False). The print at exit
+        itself is whole, but keys it prints first may have been taken into the cut group."""
         if self._span is None:
             return []
         out: list[Item] = []
         start, end = self._span
         for label, (stream, family) in self._streams.items():
             if label not in self._printed:
-                out += self.prints.absent(stream, start, end, line_no, family=family)
+                out += self.prints.absent(stream, start, end, line_no, family=family, evidence=whole)
         return out
+
+    def attached(self) -> None:
+        """bpftrace's banner (`Attaching N probes...`, `attached_probes` in JSON): the program started, its maps
+        empty; before any print, every key's first print counts from zero (one later tells nothing of the maps)."""
+        if self.clock.group == 0:
+            self.prints.started = True
+            self.clock.attached()
 
     def whole_print(self, family: str, line_no: int) -> list[Item]:
         """Start one print of every key of map `family` (a `-f json` hist line): a map printed again opens the next
@@ -367,12 +395,12 @@ class PrintReader:
         start, end = self.clock.stamp(stream)
         out += self._sync(line_no)
         family = label.split("[", 1)[0] if family is None else family
-        # a print group before this one without this stream: the map (or this key) was empty then
-        born_late = label not in self._streams and self._group > 1
+        # the key's map started empty: a print group before this one did not print it, or the program started
+        from_zero = label not in self._streams and (self._group > 1 or self.prints.started)
         self._streams.setdefault(label, (stream, family))
         self._printed.add(label)
         add = partial(self.prints.add, stream, end=end, counts=counts, line=line_no, family=family, group=self._group,
-                      born_late=born_late, unknown=unknown)
+                      from_zero=from_zero, unknown=unknown)
         if self.clock.settled:
             return out + add(start=start)
         self._held.append(add)
@@ -393,10 +421,10 @@ class PrintReader:
 
     def finish(self, line_no: int = 0) -> list[Item]:
         """Items held back for detection, at the end of the input. The last group counts as closed when it printed
-        something (one that ends right after its time line may have been cut)."""
+        something (one that ends right after its time line may have been cut), as evidence only without time lines."""
         out: list[Item] = self._release()
         if self._printed:
-            out += self._close(line_no)
+            out += self._close(line_no, not self.clock.timed)
         return out + list(self.prints.finish())
 
 

@@ -124,8 +124,8 @@ def test_a_report_of_huge_counts_reads_right_and_warns_nothing(tmp_path: Path, c
 
 
 def test_no_modes_line_restates_a_bucket_table_of_one_row(fixtures: Path) -> None:
-    """Both keys of a bpftrace map of 1-2 ms sleeps fill one bucket: `unimodal: 100% of events in 1.02ms–2.05ms` was
-    the table's one row again."""
+    """A key of a bpftrace map of 1-2 ms sleeps (`ramp`) fills one bucket: `unimodal: 100% of events in 1.02ms–2.05ms`
+    was the table's one row again."""
     text = _report(str(fixtures / "bpftrace" / "sleeps_keyed_cumulative.txt"))
     assert "unimodal" not in text and text.count("   1.02ms–2.05ms ") == 2
     assert "unimodal: 99.98% of events in 8.19µs–131µs" in _report(

@@ -41,11 +41,12 @@ def test_per_interval_fixture_totals_equal_the_json_counts() -> None:
     assert {s["stream"]["label"]: s["stream"]["unit"] for s in report["streams"]}["@usecs"] == "microsec"
 
 
-def test_keyed_cumulative_fixture_totals_are_last_minus_first() -> None:
+def test_keyed_cumulative_fixture_totals_are_the_last_print() -> None:
+    """The capture starts with `attached_probes`: its map started empty, the last print holds every event."""
     prints = printed_counts(CUMULATIVE_JSON)
     assert all(label.startswith("@nsecs[tracepoint:syscalls:") for label in prints)
     report = report_json(CUMULATIVE_JSON)
-    assert totals_by_label(report) == {label: p[-1] - p[0] for label, p in prints.items()}
+    assert totals_by_label(report) == {label: p[-1] for label, p in prints.items()}
     assert {s["stream"]["unit"] for s in report["streams"]} == {"nanosec"}
 
 
@@ -142,7 +143,7 @@ def test_a_keyed_cumulative_map_with_a_key_printed_first_stays_cumulative() -> N
     text = _keyed_lines({"a": 5}, {"b": 2, "a": 8}, {"b": 3, "a": 9}, {"b": 3, "a": 12})
     items = read_items(BpftraceJsonFormat, text, "k.json")
     assert not any("is missing from" in m for m in notices(items))
-    assert totals_by_label_of(items) == {"@usecs[a]": 7, "@usecs[b]": 3}  # a's first print is the baseline
+    assert totals_by_label_of(items) == {"@usecs[a]": 12, "@usecs[b]": 3}  # from zero: after `attached_probes`
 
 
 def test_an_unreadable_print_is_no_sign_of_a_cleared_map() -> None:

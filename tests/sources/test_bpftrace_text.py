@@ -47,11 +47,58 @@ def test_per_interval_fixture_totals_equal_the_printed_counts() -> None:
     assert report["errors"]["skipped_records"] == 0
 
 
-def test_cumulative_fixture_totals_are_last_minus_first_print() -> None:
+def test_cumulative_fixture_totals_are_the_last_print(tmp_path: Path) -> None:
+    """The capture starts with bpftrace's banner: its map started empty, so the last print holds every event (the
+    first print, 41,720 of 104,300 reads, was the baseline); without the banner the first print is the baseline."""
     prints = printed_counts(CUMULATIVE_TXT)
     assert len(prints) == 3 and all(len(p) == 4 for p in prints.values())
-    expected = {label: p[-1] - p[0] for label, p in prints.items()}
-    assert totals_by_label(report_json(CUMULATIVE_TXT)) == expected
+    assert totals_by_label(report_json(CUMULATIVE_TXT)) == {label: p[-1] for label, p in prints.items()}
+    joined = tmp_path / "joined.txt"
+    joined.write_text(CUMULATIVE_TXT.read_text().split("\n", 1)[1])  # without `Attaching 8 probes...`
+    assert totals_by_label(report_json(joined)) == {label: p[-1] - p[0] for label, p in prints.items()}
+
+
+def cut_by_ctrl_c(text: str) -> str:
+    """`text` (the cumulative fixture) as Ctrl-C left it: its third, last periodic print cut in the middle of a row of
+    its second key, then bpftrace's print at exit, whole, its keys in another order (as when their counts change)."""
+    lines = text.split("\n")
+    cut = [*lines[:78], "[256, 5"]  # pread64 whole, two rows of write, part of a third; read not printed
+    at_exit = lines[122:137] + lines[110:122] + lines[104:110]  # read, write, pread64
+    return "\n".join([*cut, "", "", *at_exit]) + "\n"
+
+
+@pytest.mark.parametrize("cumulative", [None, True])
+def test_a_last_print_cut_by_ctrl_c_is_no_sign_of_a_cleared_map(cumulative: bool | None) -> None:
+    """A never-cleared keyed map whose last periodic print Ctrl-C cut: the keys after the cut looked missing from it
+    (and, printed first at exit, from the exit print), so the map was read as cleared and every print counted whole
+    (105,253 events against 24,864 on a real capture). A print group not closed by a time line may have been cut: what
+    it lacks is no evidence; every event is counted once."""
+    items = read_items(BpftraceTextFormat, cut_by_ctrl_c(CUMULATIVE_TXT.read_text()), "cut.txt", cumulative=cumulative)
+    assert not any("is missing from" in m for m in notices(items)), notices(items)
+    totals: dict[str, int] = defaultdict(int)
+    for col in intervals(items):
+        totals[col.stream.label] += int(col.counts.sum())
+    assert totals == {label: p[-1] for label, p in printed_counts(CUMULATIVE_TXT).items()}
+    assert any("cut short" in m for m in notices(items))
+
+
+def test_a_cut_last_print_after_the_mode_was_decided_does_not_switch_it() -> None:
+    """Past the detection window (read as cumulative, undecided), the cut last print turned the map per-interval
+    "from here on" with a note that every earlier column was wrong."""
+    from latencymap.sources.printed_histograms import DETECT_PRINTS
+
+    groups = DETECT_PRINTS + 2
+    text = "Attaching 2 probes...\n" + "".join(
+        f"10:00:{k:02d}\n@us[a]: \n[8, 16)  {10 * (k + 1)} |@|\n\n@us[b]: \n[8, 16)  {k + 1} |@|\n\n"
+        for k in range(groups))
+    text += f"10:00:{groups:02d}\n@us[a]: \n[8, 16)  {10 * (groups + 1)} |@|\n\n"  # cut: b not printed
+    text += f"\n\n@us[b]: \n[8, 16)  {groups + 1} |@|\n\n@us[a]: \n[8, 16)  {10 * (groups + 1)} |@|\n\n"
+    items = read_items(BpftraceTextFormat, text, "cut.txt")
+    assert not any("is missing from" in m for m in notices(items)), notices(items)
+    totals: dict[str, int] = defaultdict(int)
+    for col in intervals(items):
+        totals[col.stream.label] += int(col.counts.sum())
+    assert totals == {"@us[a]": 10 * (groups + 1), "@us[b]": groups + 1}
 
 
 def test_declared_mode_overrides_detection() -> None:
@@ -184,8 +231,11 @@ def test_a_map_missing_after_the_next_time_line_was_cleared() -> None:
 def test_without_evidence_the_mode_is_undecided_and_the_note_names_the_options() -> None:
     items = read_items(BpftraceTextFormat, _rising(4), "rise.txt")
     (note,) = [m for m in notices(items) if "undecided" in m]
-    assert "read as cumulative" in note and "--per-interval or --cumulative" in note
-    assert [int(c.counts.sum()) for c in intervals(items)] == [10, 10, 10]  # the first print is the baseline
+    assert "read as cumulative (counted from the program's start)" in note and "--per-interval or --cumulative" in note
+    assert [int(c.counts.sum()) for c in intervals(items)] == [10, 10, 10, 10]  # from zero: after the banner
+    joined = read_items(BpftraceTextFormat, _rising(4).split("\n", 1)[1], "rise.txt")
+    assert any("read as cumulative (the first print is the baseline)" in m for m in notices(joined))
+    assert [int(c.counts.sum()) for c in intervals(joined)] == [10, 10, 10]
 
 
 def test_missing_after_an_undecided_read_switches_to_per_interval_and_says_so() -> None:
@@ -219,9 +269,10 @@ def test_declared_per_interval_also_fills_idle_seconds() -> None:
 @pytest.mark.parametrize("cumulative", [None, True])
 def test_a_key_first_printed_mid_run_counts_from_zero(cumulative: bool | None) -> None:
     """Real output of `@usecs[comm] = hist(...)` never cleared: `ramp` (150 sleeps, bpftrace's own @n[ramp]) appears
-    after the first print; `sc`'s first print (200 of its 600) is the map's first print, the baseline."""
+    after the first print; `sc`'s first print (200 of its 600) is the map's first print, after bpftrace's banner: from
+    zero too (it was the baseline: 400)."""
     report = report_json(KEYED_TXT, cumulative=cumulative) if cumulative else report_json(KEYED_TXT)
-    assert totals_by_label(report) == {"@usecs[ramp]": 150, "@usecs[sc]": 400}
+    assert totals_by_label(report) == {"@usecs[ramp]": 150, "@usecs[sc]": 600}
 
 
 def _cut(text: str, row_start: str, keep: int) -> str:

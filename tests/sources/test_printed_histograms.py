@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -10,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from formats_support import intervals, notices, read_items, report_json
+from process_support import bpf_unavailable
 
 from latencymap.sources import bcc_text, bpftrace_text
 from latencymap.sources.bcc_text import BccTextFormat
@@ -202,3 +206,66 @@ def test_the_clock_maps_local_times_forward_across_both_changes(zone: str) -> No
             stamp = parse_time_line(datetime.fromtimestamp(first + k, tz).strftime("%H:%M:%S"))
             assert stamp is not None and clock.time_line(*stamp) is None
             assert clock.current == first + k
+
+
+def never_cleared(fmt: type, started: bool) -> str:
+    """A never-cleared `@usecs` printed each second with 10, 20, 30 events so far, as text or `-f json`, with
+    bpftrace's banner first (`started`) or without it (a snippet, output joined mid-run)."""
+    if fmt is BpftraceTextFormat:
+        banner = "Attaching 2 probes...\n"
+        prints = "".join(f"10:00:0{k}\n@usecs: \n[8, 16)  {10 * k} {BAR}\n\n" for k in (1, 2, 3))
+    else:
+        banner = '{"type": "attached_probes", "data": {"probes": 2}}\n'
+        prints = "".join(f'{{"type": "time", "data": "10:00:0{k}\\n"}}\n'
+                         f'{{"type": "hist", "data": {{"@usecs": [{{"min": 8, "max": 15, "count": {10 * k}}}]}}}}\n'
+                         for k in (1, 2, 3))
+    return banner + prints if started else prints
+
+
+@pytest.mark.parametrize("fmt", [BpftraceTextFormat, BpftraceJsonFormat])
+@pytest.mark.parametrize("cumulative", [None, True])
+def test_after_the_banner_a_never_cleared_map_counts_its_first_print_from_zero(fmt: type,
+                                                                               cumulative: bool | None) -> None:
+    """bpftrace's banner says the program started there, its maps empty: the first print holds the events since, as
+    long as the time lines are apart (it was the baseline: 4,196 of a real capture's 28,802 events lost). Without
+    the banner the map may hold events from before the input began: the first print stays the baseline."""
+    items = read_items(fmt, never_cleared(fmt, True), cumulative=cumulative)
+    cols = intervals(items)
+    assert [int(c.counts.sum()) for c in cols] == [10, 10, 10]
+    assert spans(cols)[0] == (cols[1].start - 1.0, cols[1].start)
+    assert not any("baseline" in m for m in notices(items))
+    joined = intervals(read_items(fmt, never_cleared(fmt, False), cumulative=cumulative))
+    assert [int(c.counts.sum()) for c in joined] == [10, 10]
+
+
+def test_a_live_untimed_first_print_after_the_banner_covers_the_time_since_the_banner() -> None:
+    """Read live (a pipe), the banner's arrival is the program's start: the first print covers the time since,
+    however long its `interval:s:N` is; read from a file at once, it covers `--interval` as before."""
+    now = [100.0]
+    clock = PrintClock(1.0, clock=lambda: now[0])
+    clock.attached()
+    now[0] = 105.0
+    assert clock.stamp("a") == (100.0, 105.0)
+    at_once = PrintClock(1.0, clock=lambda: 100.0)
+    at_once.attached()
+    assert at_once.stamp("a") == (99.0, 100.0)
+
+
+@pytest.mark.skipif(bpf_unavailable() is not None, reason=bpf_unavailable() or "")
+@pytest.mark.parametrize("fmt", [BpftraceTextFormat, BpftraceJsonFormat])
+def test_real_bpftrace_never_cleared_counts_every_event_since_it_started(fmt: type, tmp_path: Path) -> None:
+    """Real bpftrace: a never-cleared hist() of a child's 3,000 getppid calls over ~1.5 s, printed every 0.5 s and at
+    exit: all 3,000 are read (the first print, 1,000 of them, was the baseline)."""
+    exe = shutil.which("bpftrace")
+    assert exe is not None, "bpftrace is not installed (.ci/install-system.sh)"
+    child = tmp_path / "calls.py"
+    child.write_text("import os, time\nfor _ in range(6):\n    [os.getppid() for _ in range(500)]\n"
+                     "    time.sleep(0.25)\n")
+    program = ("tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @usecs = hist(1); } "
+               "interval:ms:500 { print(@usecs); }")
+    json_args = ["-f", "json"] if fmt is BpftraceJsonFormat else []
+    out = subprocess.run([exe, *json_args, "-c", f"{sys.executable} {child}", "-e", program],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    cols = intervals(read_items(fmt, out.stdout, fmt.name))
+    assert sum(int(c.counts.sum()) for c in cols) == 3000, out.stdout

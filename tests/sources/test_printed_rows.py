@@ -101,25 +101,30 @@ def test_a_row_that_cannot_be_read_skips_only_itself(tmp_path: Path, fixture: Pa
 def test_a_row_lost_from_a_cumulative_print_holds_its_last_count(tmp_path: Path, new: str) -> None:
     """The `[8K, 16K)` row of the second print of sys_exit_read (3,818; 1,519 in the first print) unreadable, cut
     short or replaced by another line: its bucket is unknown there, so the delta since the first print (2,299) lands
-    in the next column; the total is exact, no reset, no jump."""
+    in the next column; the total is exact, no reset, no jump. (The capture starts with bpftrace's banner: the first
+    print, 41,720 events, counts from zero.)"""
     path = edited(tmp_path, BPFTRACE_CUMULATIVE, 62, new=new)
     report, truth = report_json(path, cumulative=True), report_json(BPFTRACE_CUMULATIVE, cumulative=True)
     got, want = streams(report), streams(truth)
     assert {k: v["total"]["events"] for k, v in got.items()} == {k: v["total"]["events"] for k, v in want.items()}
-    assert [sum(c) for c in frequency(report, READ)] == [62_580 - 2_299, 2_299, 0]
-    assert [sum(c) for c in frequency(truth, READ)] == [62_580, 0, 0]
+    assert [sum(c) for c in frequency(report, READ)] == [41_720, 62_580 - 2_299, 2_299, 0]
+    assert [sum(c) for c in frequency(truth, READ)] == [41_720, 62_580, 0, 0]
     assert all(s["resets"] == [] for s in got.values())
     assert {k: v for k, v in got.items() if k != READ} == {k: v for k, v in want.items() if k != READ}
     assert len(messages(report, path)) == 1
 
 
 def test_a_row_lost_from_the_baseline_print_counts_from_its_first_count_read(tmp_path: Path) -> None:
-    """The baseline's `[8K, 16K)` row (1,519) unreadable: its bucket counts from its next count (3,818), not from
-    zero, which would add the 1,519 events from before reading started to the first column."""
+    """Output joined mid-run (no banner), the baseline's `[8K, 16K)` row (1,519) unreadable: its bucket counts from
+    its next count (3,818), not from zero, which would add the 1,519 events from before reading started to the first
+    column. After bpftrace's banner the map started empty: that bucket held 0, and its 3,818 land in the next one."""
     path = edited(tmp_path, BPFTRACE_CUMULATIVE, 28, new="[8K, 16K)           15x19 |@      |")
+    started = report_json(path, cumulative=True)
+    assert [sum(c) for c in frequency(started, READ)] == [41_720 - 1_519, 62_580 + 1_519, 0, 0]
+    path.write_text(path.read_text().split("\n", 1)[1])  # without its first line, `Attaching 8 probes...`
     report = report_json(path, cumulative=True)
     assert [sum(c) for c in frequency(report, READ)] == [62_580 - (3_818 - 1_519), 0, 0]
-    assert all(s["resets"] == [] for s in report["streams"])
+    assert all(s["resets"] == [] for s in (*started["streams"], *report["streams"]))
 
 
 def test_bcc_detaching_right_after_a_histogram_ends_it(tmp_path: Path) -> None:

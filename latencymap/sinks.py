@@ -338,6 +338,12 @@ class SocketSink(Sink):
             with contextlib.suppress(OSError):
                 self._sock.close()
             self._sock = None
+        if self.dropped_intervals != self._reported:  # lost, and no listener was told: the program says it
+            why = "no listener was there" if not self.connects else "the listener fell behind or went away"
+            warnings.warn(f"latencymap: {self.dropped_intervals:,} intervals of timings ({self.dropped_events:,} "
+                          f"events) never reached {self.path!r}: {why} (start `latencymap listen` before the "
+                          "program, or time to a recording file)", RuntimeWarning, stacklevel=2)
+            self._reported = self.dropped_intervals
 
     def after_fork(self) -> Sink:
         """A forked child connects on its own (its hello names its pid: the viewer keeps it apart)."""

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -258,6 +259,51 @@ def test_socket_sink_without_viewer_never_blocks_and_counts_drops(tmp_path: Path
     assert time.monotonic() - t0 < 2.0
     assert sink.dropped_intervals == timings.intervals and sink.dropped_events == 200
     assert sink.failed_connects <= 3  # retries are rate-limited
+
+
+def test_timings_no_listener_ever_took_are_said_lost_at_close(tmp_path: Path) -> None:
+    """A trainer that ran and exited while no `latencymap listen` was up lost its timings without a word (only the
+    sink's counters knew): its close now warns, naming how many and where they were to go."""
+    path = str(tmp_path / "absent.sock")
+    sink = SocketSink(path, buffer_bytes=4096)
+    timings = Timings(sink, run="r", rank=0, interval=0.0)
+    for _ in range(200):
+        timings.record("step", 0.001)
+    with pytest.warns(RuntimeWarning) as told:
+        timings.close()
+    (said,) = [str(w.message) for w in told if "never reached" in str(w.message)]
+    assert f"{timings.intervals:,} intervals of timings (200 events) never reached {path!r}" in said
+    assert "no listener was there" in said
+
+
+def test_timings_a_listener_took_whole_are_not_said_lost(tmp_path: Path) -> None:
+    """Nothing lost, nothing said: a listener that read everything gets no warning at close."""
+    path = str(tmp_path / "taken.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    got = bytearray()
+
+    def read() -> None:
+        conn, _ = server.accept()
+        with conn:
+            while chunk := conn.recv(65536):
+                got.extend(chunk)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        sink = SocketSink(path)
+        timings = Timings(sink, run="r", rank=0, interval=0.0)
+        for _ in range(20):
+            timings.record("step", 0.001)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            timings.close()
+        reader.join(5)
+        assert sink.dropped_intervals == 0 and b"<begin record>" in got
+    finally:
+        server.close()
 
 
 def test_socket_sink_with_a_stalled_viewer_keeps_the_buffer_bounded(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from datetime import date, datetime, timedelta, tzinfo
 from functools import partial
 from typing import Any, TypeGuard
@@ -315,6 +315,9 @@ class PrintReader:
         self._group = 0  # the print group being read (the clock's count when it was synced)
         self._span: tuple[float, float] | None = None
         self._printed: set[str] = set()  # labels of the streams printed (or printed unreadably) in the group being read
+        self._lacked: set[str] = set()  # labels the group before lacked, when it may have been cut (no evidence)
+        self._whole: set[Hashable] = set()  # maps printed whole in the group being read (a `-f json` hist line)
+        self._by_time_line = False  # whether a time line opened the group being read
         self._streams: dict[str, tuple[StreamId, Hashable]] = {}  # every label printed so far: its stream, its map
         self._names = StreamNames()  # labels are whole (a long map key): cut in the middle, a cut taken gets (2)
         self._held: list[partial[list[Interval | Snapshot | Notice]]] = []  # the first timed group's, till its start
@@ -332,23 +335,28 @@ class PrintReader:
         if self.clock.group != self._group:
             out += self._release()
             out += self._close(line_no, whole or not self.clock.timed)
-            self._group, self._printed = self.clock.group, set()
+            self._group, self._printed, self._whole, self._by_time_line = self.clock.group, set(), set(), whole
         self._span = self.clock.span()
         return out
 
-    def _close(self, line_no: int, whole: bool) -> list[Item]:
+    def _close(self, line_no: int, whole: bool, lacked_before: Collection[str] = ()) -> list[Item]:
         """The streams printed before that the group read so far did not print (its span, closed at `line_no`).
 
         Where time lines open the groups, one that no time line closes (the print at exit follows, or the input ends)
-        may have been cut (Ctrl-C): what it lacks is no sign of a cleared map (`whole` False). The print at exit
-        itself is whole, but keys it prints first may have been taken into the cut group."""
+        may have been cut (Ctrl-C): what it lacks is no sign of a cleared map (`whole` False), unless its map was
+        printed whole there (a `-f json` hist line). The print at exit itself is whole, but keys it prints first may
+        have been taken into the cut group: a key that both lack (`lacked_before`, what the cut group lacked) is no
+        longer in the map, which was cleared."""
         if self._span is None:
             return []
         out: list[Item] = []
         start, end = self._span
-        for label, (stream, family) in self._streams.items():
-            if label not in self._printed:
-                out += self.prints.absent(stream, start, end, line_no, family=family, evidence=whole)
+        lacked = [label for label in self._streams if label not in self._printed]
+        for label in lacked:
+            stream, family = self._streams[label]
+            out += self.prints.absent(stream, start, end, line_no, family=family,
+                                      evidence=whole or label in lacked_before or family in self._whole)
+        self._lacked = set() if whole else set(lacked)
         return out
 
     def attached(self) -> None:
@@ -362,7 +370,9 @@ class PrintReader:
         """Start one print of every key of map `family` (a `-f json` hist line): a map printed again opens the next
         group, so that a key new in this print belongs to it, wherever the print puts it among the others."""
         self.clock.stamp(("print", family))
-        return self._sync(line_no)
+        out = self._sync(line_no)
+        self._whole.add(family)
+        return out
 
     def histogram(self, label: str, counts: np.ndarray, line_no: int, unit: str | None = None,
                   negative: int = 0, named: str | None = None, family: Hashable | None = None,
@@ -421,10 +431,13 @@ class PrintReader:
 
     def finish(self, line_no: int = 0) -> list[Item]:
         """Items held back for detection, at the end of the input. The last group counts as closed when it printed
-        something (one that ends right after its time line may have been cut), as evidence only without time lines."""
+        something (one that ends right after its time line may have been cut). Opened by a time line, it holds the
+        print at exit whole (after a periodic print cut or empty, whose keys it then took): what it lacks is evidence,
+        as without time lines. Opened by the print at exit, it is whole but may have lost its first keys to the group
+        before (see `_close`)."""
         out: list[Item] = self._release()
         if self._printed:
-            out += self._close(line_no, not self.clock.timed)
+            out += self._close(line_no, not self.clock.timed or self._by_time_line, self._lacked)
         return out + list(self.prints.finish())
 
 

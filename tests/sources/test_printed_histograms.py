@@ -269,3 +269,51 @@ def test_real_bpftrace_never_cleared_counts_every_event_since_it_started(fmt: ty
     assert out.returncode == 0, out.stderr
     cols = intervals(read_items(fmt, out.stdout, fmt.name))
     assert sum(int(c.counts.sum()) for c in cols) == 3000, out.stdout
+
+
+def cleared_keyed_cut_short(fmt: type) -> str:
+    """Real output (trimmed) of a 2.5 s run of `@usecs[comm] = hist(...)` on openat, cleared after each print: the
+    second print found the map empty, Ctrl-C came before the third, and the print at exit holds one key of two."""
+    rows = {"C1 CompilerThre": [(4, 1), (32, 1)], "bpftrace": [(4, 1), (32, 1)]}
+    at_exit = {"C1 CompilerThre": [(4, 2), (16, 1), (32, 1)]}
+    if fmt is BpftraceTextFormat:
+        def text(printed: dict[str, list[tuple[int, int]]]) -> str:
+            return "".join(f"@usecs[{key}]: \n" + "".join(f"[{low}, {2 * low})  {n} {BAR}\n" for low, n in hist) + "\n"
+                           for key, hist in printed.items())
+        return f"Attaching 4 probes...\n12:24:51\n{text(rows)}12:24:52\n\n\n\n{text(at_exit)}"
+
+    def line(printed: dict[str, list[tuple[int, int]]]) -> str:
+        data = {"@usecs": {key: [{"min": low, "max": 2 * low - 1, "count": n} for low, n in hist]
+                           for key, hist in printed.items()}}
+        return json.dumps({"type": "hist", "data": data}) + "\n"
+    return ('{"type": "attached_probes", "data": {"probes": 4}}\n{"type": "time", "data": "12:24:51\\n"}\n'
+            f'{line(rows)}{{"type": "time", "data": "12:24:52\\n"}}\n{line(at_exit)}')
+
+
+@pytest.mark.parametrize("fmt", [BpftraceTextFormat, BpftraceJsonFormat])
+def test_a_key_missing_from_the_cut_group_and_from_the_print_at_exit_was_cleared(fmt: type) -> None:
+    """The print at exit is whole: a key missing from it and from the group before it (which Ctrl-C may have cut) is
+    no longer in the map, which was cleared. The map was read as cumulative (undecided) and 6 of its 8 events
+    counted; every print counts whole."""
+    items = read_items(fmt, cleared_keyed_cut_short(fmt), fmt.name)
+    assert any("per-interval: @usecs[bpftrace] is missing" in m for m in notices(items)), notices(items)
+    totals: dict[str, int] = {}
+    for col in intervals(items):
+        totals[col.stream.label] = totals.get(col.stream.label, 0) + int(col.counts.sum())
+    assert totals == {"@usecs[C1 CompilerThre]": 6, "@usecs[bpftrace]": 2}
+
+
+def test_a_key_missing_from_the_last_periodic_print_and_the_print_at_exit_after_it_was_cleared() -> None:
+    """The print at exit opens its own group when it prints a key the last periodic print printed: a key both lack
+    is no longer in the map (read as cumulative, undecided, the map counted 3 of its 5 events); a key only the last
+    periodic print lacks (taken into it from the print at exit, or cut) is no evidence."""
+    def hist(key: str, n: int) -> str:
+        return f"@usecs[{key}]: \n[8, 16)  {n} {BAR}\n\n"
+    text = f"Attaching 2 probes...\n10:00:01\n{hist('a', 1)}{hist('b', 2)}10:00:02\n{hist('a', 1)}\n\n{hist('a', 1)}"
+    items = read_items(BpftraceTextFormat, text, "x")
+    assert any("per-interval: @usecs[b] is missing" in m for m in notices(items)), notices(items)
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == 5
+    cut = f"Attaching 2 probes...\n10:00:01\n{hist('a', 1)}{hist('b', 2)}10:00:02\n{hist('a', 1)}\n\n" \
+          f"{hist('b', 2)}{hist('a', 1)}"  # b printed first at exit: taken into the periodic print
+    items = read_items(BpftraceTextFormat, cut, "x")
+    assert not any("is missing" in m for m in notices(items)), notices(items)

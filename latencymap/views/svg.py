@@ -186,7 +186,8 @@ def _tooltip(m: Merged, hist: StreamHistory, kind: str, c: int, r: int, rates: n
     else:
         col, share_of = m.time[c], "time"
         waited = format_duration(float(m.time[c, r]))
-        what = f"time waited {waited} ({format_number(float(rates[c, r]))} s/s), count {count}"
+        time = intensity_what(hist.stream.datasource, hist.measures, hist.stream.label)
+        what = f"{time} {waited} ({format_number(float(rates[c, r]))} s/s), count {count}"
     total = float(col.sum())
     share = 100 * float(col[r]) / total if total else 0.0
     cum = 100 * float(col[: r + 1].sum()) / total if total else 0.0

@@ -98,3 +98,11 @@ def test_tooltips_give_a_date_only_where_the_inputs_times_are_dates(example_data
     spans = re.findall(r"<title>(\+[^\n]*)\n", dated)
     assert spans and all(re.search(r" \(2015-09-0\d \d\d:\d\d:\d\d UTC\)$", s) for s in spans), spans[:3]
     assert spans[0].startswith("+0s–") and spans[0].endswith("(2015-09-08 23:05:32 UTC)")  # the axis' start
+
+
+def test_an_intensity_cells_tooltip_says_what_its_streams_time_is(fixtures: Path) -> None:
+    """A jHiccup log's intensity cells hold hiccup time, as its map's title says; the tooltip said `time waited`."""
+    text = render_svg(load(fixtures / "hdrhistogram" / "jHiccup-2.0.7S.logV2.hlog"))
+    titles = [t.text or "" for t in ET.fromstring(text.encode()).iter(f"{SVG}title")]
+    timed = [t.split("\n")[2] for t in titles if "of the column's time" in t]
+    assert timed and all(line.startswith("hiccup time ") for line in timed), timed[:3]

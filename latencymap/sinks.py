@@ -342,7 +342,8 @@ class SocketSink(Sink):
             why = "no listener was there" if not self.connects else "the listener fell behind or went away"
             warnings.warn(f"latencymap: {self.dropped_intervals:,} intervals of timings ({self.dropped_events:,} "
                           f"events) never reached {self.path!r}: {why} (start `latencymap listen` before the "
-                          "program, or time to a recording file)", RuntimeWarning, stacklevel=2)
+                          "program, or time to a recording file; LATENCYMAP_SINK=null sends nothing)",
+                          RuntimeWarning, stacklevel=2)
             self._reported = self.dropped_intervals
 
     def after_fork(self) -> Sink:

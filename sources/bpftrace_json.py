@@ -199,7 +199,7 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
             elif kind == "hist":
                 yield from self._hist(reader, data, n, name, overflowed)
             elif kind == "attached_probes":
-                reader.attached()
+                yield from reader.attached(n)
         yield from reader.finish(n)
 
     def _hist(self, reader: PrintReader, data: Any, n: int, name: str, overflowed: set[str]) -> Iterator[Item]:

@@ -94,7 +94,7 @@ class BpftraceTextFormat(PrintedHistogramFormat):
             if not text:
                 continue
             if _ATTACHING.match(text):
-                reader.attached()
+                yield from reader.attached(n)
                 continue
             header = _HEADER.match(text)
             if header is not None:

@@ -21,7 +21,11 @@ Cumulative: a print is a Snapshot for the shared differ. A key whose map started
 its first print, so that print gets a zero baseline at its start: a key first printed after its map's first print
 group (or after a group that did not print it), and every key when the input shows the program started (bpftrace's
 `Attaching N probes...` banner, `attached_probes` in JSON: its maps were created empty then). Otherwise (a snippet,
-output joined mid-run) the map's first print may hold events from before reading started: it is the baseline. A
+output joined mid-run) the map's first print may hold events from before reading started: it is the baseline. The
+banner again (two runs joined, `restart`) empties the maps again: a stream's first print after it counts from zero,
+its counts added to those its stream reached (its counters go on up; counts that go down across it are no sign of a
+cleared map). A map printed again at the time of its print before (`again`) adds no column: cumulative, the next print
+counts its events; per-interval, they are added to its next column (or, at the end, one as long after it). A
 bucket whose row was not read is absent from its Snapshot (its last count holds: no reset, no jump); one the baseline
 print left unread counts from its first count read (what it held before is unknown).
 """
@@ -50,6 +54,7 @@ class _Print:
     line: int
     from_zero: bool = False  # first print of a key whose map started empty: its events are all new
     unknown: np.ndarray | None = None  # slots whose row was cut short (count unknown: 0 here, absent from a Snapshot)
+    again: bool = False  # printed again at the same time line as the print before it
 
 
 @dataclass(slots=True)
@@ -85,15 +90,25 @@ class PrintedHistograms:
         #: cumulative streams read so far: the buckets their baseline print left unread (still unread, and the counts
         #: they count from once read), None when it read them all
         self._rebase: dict[StreamId, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._reached: dict[StreamId, np.ndarray] = {}  # cumulative streams' last counts given, restarts added
+        self._before: dict[StreamId, np.ndarray] = {}  # what they had reached at the program's last restart
+        self._carried: dict[StreamId, _Print] = {}  # per-interval streams' prints `again`: counts for their next column
+
+    def restart(self) -> None:
+        """The program started again (its banner mid-input), its maps empty: counts that go down from a print before
+        to one after are no sign of a cleared map."""
+        for fam in self._families.values():
+            fam.last.clear()
 
     def add(self, stream: StreamId, start: float, end: float, counts: np.ndarray, line: int = 0, *,
             family: Hashable | None = None, group: int = 0, from_zero: bool = False,
-            unknown: np.ndarray | None = None) -> list[Interval | Snapshot | Notice]:
+            unknown: np.ndarray | None = None, again: bool = False) -> list[Interval | Snapshot | Notice]:
         """Items for one printed histogram of `stream` (a key of map `family`) in print group `group`; none while
         the map's mode is still being detected. `from_zero`: the key's first print since its map started empty
-        (counted from zero if cumulative). `unknown`: slots whose count was not read (their row was cut)."""
+        (counted from zero if cumulative). `unknown`: slots whose count was not read (their row was cut). `again`:
+        printed again at the time line of its print before."""
         fam = self._family(stream if family is None else family)
-        item = _Print(stream, start, end, counts, line, from_zero, unknown)
+        item = _Print(stream, start, end, counts, line, from_zero, unknown, again)
         if fam.last_group != group:
             fam.last_group = group
             fam.groups += 1
@@ -148,6 +163,9 @@ class PrintedHistograms:
                 out += self._release(fam, first, False, "per-interval: every print is empty")
             else:
                 out += self._release(fam, first, True, None)
+        for p in self._carried.values():
+            out += [*self._flush(p.stream), Interval(p.stream, p.end, 2 * p.end - p.start, p.counts)]
+        self._carried = {}
         for stream in list(self._idle):
             out += self._flush(stream)
         return out
@@ -177,15 +195,33 @@ class PrintedHistograms:
         return out
 
     def _items(self, p: _Print | _Gap, cumulative: bool) -> list[Interval | Snapshot | Notice]:
+        if not cumulative and isinstance(p, _Print) and p.again:
+            held = self._carried.setdefault(p.stream, _Print(p.stream, p.start, p.end, empty_counts(), p.line))
+            held.counts = held.counts + p.counts
+            return []
+        carried = None if cumulative else self._carried.pop(p.stream, None)
         if isinstance(p, _Gap):
+            if carried is not None:
+                return [*self._flush(p.stream), Interval(p.stream, p.start, p.end, carried.counts)]
             if not cumulative:
                 self._hold(p)
             return []
         if not cumulative:
-            return [*self._flush(p.stream), Interval(p.stream, p.start, p.end, p.counts)]
+            counts = p.counts if carried is None else p.counts + carried.counts
+            return [*self._flush(p.stream), Interval(p.stream, p.start, p.end, counts)]
+        if p.again:  # at the time of the Snapshot before: the next one counts its events
+            return []
         present = None if p.unknown is None else ~p.unknown
-        last = Snapshot(p.stream, p.end, self._rebased(p), line=p.line, present=present)
-        if p.from_zero:
+        restarted = p.from_zero and p.stream in self._reached  # its zero baseline would be at its last Snapshot's time
+        if restarted:
+            self._before[p.stream] = self._reached[p.stream]
+            del self._rebase[p.stream]
+        counts = self._rebased(p) + self._before.get(p.stream, 0)
+        reached = self._reached.get(p.stream)
+        self._reached[p.stream] = np.where(present, counts, reached) if reached is not None and present is not None \
+            else counts.copy()
+        last = Snapshot(p.stream, p.end, counts, line=p.line, present=present)
+        if p.from_zero and not restarted:
             return [Snapshot(p.stream, p.start, empty_counts(), line=p.line), last]
         return [last]
 

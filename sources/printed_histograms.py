@@ -164,9 +164,10 @@ class PrintClock:
     its arrival time but at least `interval` seconds after the previous group (so a file read at
     once gets one group per `interval`, and a live pipe its real times); the first group is when
     reading starts, and covers back to the program's banner when that arrived earlier (`attached`).
-    After a time line, a map printed twice (bpftrace's print at exit) puts the second print
-    `interval` seconds later. Times of day (`14:03:21`) take the date on which
-    reading started (the day before if that puts them in the future) and roll over at midnight.
+    After a time line, a map printed twice (`again`) is at the same time when a time line follows
+    (`stamp(same=True)`), else bpftrace's print at exit: `interval` seconds later (see `PrintReader`).
+    Times of day (`14:03:21`) take the date on which reading started (the day before if that puts them in
+    the future) and roll over at midnight.
     Local times go through the local zone: one skipped when clocks go forward is moved on as the zone
     moves it, and one that clocks go back to twice is its second occurrence when the first would put
     the clock back by more than half the shift (a time line that goes backwards otherwise is one).
@@ -214,6 +215,10 @@ class PrintClock:
         if self.current is None:
             self._attached = self._clock()
 
+    def goes_back(self, kind: str, value: float) -> bool:
+        """Whether a time line at this time goes backwards (`time_line` ignores it)."""
+        return self.current is not None and self._instant(kind, value) < self.current
+
     def time_line(self, kind: str, value: float) -> str | None:
         """Open a group at a printed time; a complaint when the time goes backwards (line ignored)."""
         when = self._instant(kind, value)
@@ -237,12 +242,17 @@ class PrintClock:
         self.group += 1
         return None
 
-    def stamp(self, key: Hashable) -> tuple[float, float]:
-        """(start, end) of the print of `key` (a stream) in the current group."""
+    def again(self, key: Hashable) -> bool:
+        """Whether `key` was printed in the current group, which a time line opened."""
+        return self._timed and key in self._seen
+
+    def stamp(self, key: Hashable, same: bool = False) -> tuple[float, float]:
+        """(start, end) of the print of `key` (a stream) in the current group; printed again, in the next one unless
+        it is at the `same` time."""
         if self.current is None:
             self.current = self._clock()
             self.group += 1
-        elif key in self._seen:
+        elif key in self._seen and not same:
             after = self.current + self.interval
             self.previous, self.current = self.current, after if self._timed else max(after, self._clock())
             self._seen = set()
@@ -321,13 +331,28 @@ class PrintReader:
         self._streams: dict[str, tuple[StreamId, Hashable]] = {}  # every label printed so far: its stream, its map
         self._names = StreamNames()  # labels are whole (a long map key): cut in the middle, a cut taken gets (2)
         self._held: list[partial[list[Interval | Snapshot | Notice]]] = []  # the first timed group's, till its start
+        self._again: list[tuple[Hashable, Callable[..., list[Item]]]] = []  # maps printed again after a time line
+        self._holding = False  # the `-f json` hist line being read is held (printed again)
 
     def time_line(self, kind: str, value: float, line_no: int) -> list[Item]:
         """A printed timestamp; a Notice when it goes backwards."""
+        out = self._printed_again(line_no, ended=False, back=self.clock.goes_back(kind, value))
         complaint = self.clock.time_line(kind, value)
         if complaint:
-            return [Notice(f"{self.name}: line {line_no}: {complaint}; line ignored")]
-        return self._sync(line_no, whole=True)
+            return [*out, Notice(f"{self.name}: line {line_no}: {complaint}; line ignored")]
+        return out + self._sync(line_no, whole=True)
+
+    def _printed_again(self, line_no: int, ended: bool, back: bool = False) -> list[Item]:
+        """The prints held for printing a map again after a time line: at the time of their group when a time line
+        follows (two probes print it at one time, or time lines apart by less than their second); where the program
+        ended, its last prints of one map each are its print at exit (`interval` later). Before a time line that goes
+        `back` (ignored), each opens a group `interval` later, as without time lines."""
+        held, self._again, self._holding = self._again, [], False
+        same, keys = 0 if back else len(held), set()
+        while ended and same and held[same - 1][0] not in keys:
+            same -= 1
+            keys.add(held[same][0])
+        return [item for k, (_, replay) in enumerate(held) for item in replay(same=k < same)]
 
     def _sync(self, line_no: int, whole: bool = False) -> list[Item]:
         """Follow the clock: when it opened a group, close the one read so far (`whole`: a time line closes it)."""
@@ -359,28 +384,43 @@ class PrintReader:
         self._lacked = set() if whole else set(lacked)
         return out
 
-    def attached(self) -> None:
+    def attached(self, line_no: int) -> list[Item]:
         """bpftrace's banner (`Attaching N probes...`, `attached_probes` in JSON): the program started, its maps
-        empty; before any print, every key's first print counts from zero (one later tells nothing of the maps)."""
+        empty; every key's next print counts from zero. After a print group, the program started again (two runs
+        joined): the run before ended there (see `finish`), and a key it printed is no longer expected."""
+        self.prints.started = True
         if self.clock.group == 0:
-            self.prints.started = True
             self.clock.attached()
+            return []
+        out = self._ended(line_no)
+        self.prints.restart()
+        self._streams, self._printed, self._lacked = {}, set(), set()
+        return [*out, Notice(f"{self.name}: line {line_no}: bpftrace's banner again: the program restarted, its maps "
+                             "empty; their prints count from zero again", skipped=0)]
 
-    def whole_print(self, family: str, line_no: int) -> list[Item]:
+    def whole_print(self, family: str, line_no: int, same: bool | None = None) -> list[Item]:
         """Start one print of every key of map `family` (a `-f json` hist line): a map printed again opens the next
-        group, so that a key new in this print belongs to it, wherever the print puts it among the others."""
-        self.clock.stamp(("print", family))
+        group, so that a key new in this print belongs to it, wherever the print puts it among the others. Printed
+        again after a time line, the line is held (see `_printed_again`; `same`: its time, once known)."""
+        key = ("print", family)
+        if same is None:
+            self._holding = self.clock.again(key)
+            if self._holding:
+                self._again.append((key, partial(self.whole_print, family, line_no)))
+                return []
+        self.clock.stamp(key, same=bool(same))
         out = self._sync(line_no)
         self._whole.add(family)
         return out
 
     def histogram(self, label: str, counts: np.ndarray, line_no: int, unit: str | None = None,
                   negative: int = 0, named: str | None = None, family: Hashable | None = None,
-                  unknown: np.ndarray | None = None) -> list[Item]:
+                  unknown: np.ndarray | None = None, same: bool | None = None) -> list[Item]:
         """Items for one printed histogram of `label` (whole, cleaned; first line `line_no`); `unit` when the input
         says it, `named` the word it gives its values (bcc's header), when not the label; `family` the map it is a
         key of (default: the label before `[`); `unknown` the slots whose row was cut short. A histogram of sizes is
-        left out, with a notice, unless `--unit` says to read it as latencies."""
+        left out, with a notice, unless `--unit` says to read it as latencies. A map printed again after a time
+        line is held (see `_printed_again`; `same`: its time, once known)."""
         out: list[Item] = []
         if label in self._left_out:
             return out
@@ -402,7 +442,11 @@ class PrintReader:
             out.append(Notice(f"{self.name}: line {line_no}: {shown}: {negative} negative value(s) in the "
                               "(..., 0) row dropped, not latencies (and in later prints of this map)", skipped=0))
         stream = StreamId(shown, self.datasource, self._units[label])
-        start, end = self.clock.stamp(stream)
+        if same is None and (self._holding or self.clock.again(stream)):
+            self._again.append((stream, partial(self.histogram, label, counts, line_no, unit, negative, named, family,
+                                                unknown)))
+            return out
+        start, end = self.clock.stamp(stream, same=bool(same))
         out += self._sync(line_no)
         family = label.split("[", 1)[0] if family is None else family
         # the key's map started empty: a print group before this one did not print it, or the program started
@@ -410,7 +454,7 @@ class PrintReader:
         self._streams.setdefault(label, (stream, family))
         self._printed.add(label)
         add = partial(self.prints.add, stream, end=end, counts=counts, line=line_no, family=family, group=self._group,
-                      from_zero=from_zero, unknown=unknown)
+                      from_zero=from_zero, unknown=unknown, again=bool(same))
         if self.clock.settled:
             return out + add(start=start)
         self._held.append(add)
@@ -435,10 +479,14 @@ class PrintReader:
         print at exit whole (after a periodic print cut or empty, whose keys it then took): what it lacks is evidence,
         as without time lines. Opened by the print at exit, it is whole but may have lost its first keys to the group
         before (see `_close`)."""
-        out: list[Item] = self._release()
+        return self._ended(line_no) + list(self.prints.finish())
+
+    def _ended(self, line_no: int) -> list[Item]:
+        """The program's last print group closed (see `finish`), the prints held till then given."""
+        out = self._printed_again(line_no, ended=True) + self._release()
         if self._printed:
             out += self._close(line_no, not self.clock.timed or self._by_time_line, self._lacked)
-        return out + list(self.prints.finish())
+        return out
 
 
 def is_int(value: Any) -> TypeGuard[int]:

@@ -317,3 +317,90 @@ def test_a_key_missing_from_the_last_periodic_print_and_the_print_at_exit_after_
           f"{hist('b', 2)}{hist('a', 1)}"  # b printed first at exit: taken into the periodic print
     items = read_items(BpftraceTextFormat, cut, "x")
     assert not any("is missing" in m for m in notices(items)), notices(items)
+
+
+def getppid_prints(fmt: type, runs: list[list[tuple[str, dict[str, tuple[int, int]]]]], probes: int = 2) -> str:
+    """Real bpftrace output of `@usecs = hist(1)` (and `@busecs = hist(2)`) over a child's getppid calls, printed each
+    second after `time()`, then at exit, as text or `-f json`: per run its (time line or "" for the print at exit, the
+    maps printed: map -> (slot low, count)) in order. Runs are joined as `cat run1 run2` joins them."""
+    out = ""
+    for run in runs:
+        out += f"Attaching {probes} probes...\n" if fmt is BpftraceTextFormat \
+            else f'{{"type": "attached_probes", "data": {{"probes": {probes}}}}}\n'
+        for stamp, maps in run:
+            if fmt is BpftraceTextFormat:
+                out += f"{stamp}\n" if stamp else "\n\n"
+                out += "".join(f"{name}: \n{f'[{low}, {2 * low})' if low > 1 else f'[{low}]':<20}{n:>5} {BAR}\n\n"
+                               for name, (low, n) in maps.items())
+            else:
+                out += json.dumps({"type": "time", "data": stamp + "\n"}) + "\n" if stamp else "\n\n"
+                out += "".join(json.dumps({"type": "hist", "data": {name: [{"min": low, "max": 2 * low - 1 if low > 1
+                                                                            else low, "count": n}]}}) + "\n"
+                               for name, (low, n) in maps.items())
+    return out
+
+
+def usecs(stamp: str, n: int) -> tuple[str, dict[str, tuple[int, int]]]:
+    return stamp, {"@usecs": (1, n)}
+
+
+@pytest.mark.parametrize("fmt", [BpftraceTextFormat, BpftraceJsonFormat])
+@pytest.mark.parametrize("cumulative", [None, True])
+def test_two_runs_joined_count_the_second_from_zero(fmt: type, cumulative: bool | None) -> None:
+    """Two runs of a never-cleared map joined (`cat run1 run2`): 6,000 then 4,000 getppid calls. The second banner is
+    a new start, its map empty: its prints count from zero (a restart, not counts that go down). Read as per-interval
+    they counted 28,000."""
+    runs = [[usecs("12:45:42", 2000), usecs("12:45:43", 4000), usecs("12:45:44", 6000), usecs("", 6000)],
+            [usecs("12:45:46", 2000), usecs("12:45:47", 4000), usecs("", 4000)]]
+    items = read_items(fmt, getppid_prints(fmt, runs), cumulative=cumulative)
+    cols = intervals(items)
+    assert [int(c.counts.sum()) for c in cols] == [2000, 2000, 2000, 0, 2000, 2000, 0], notices(items)
+    assert not any("read as per-interval" in m for m in notices(items)), notices(items)
+    banner = 19 if fmt is BpftraceTextFormat else 11
+    assert any(f"line {banner}: bpftrace's banner again: the program restarted" in m for m in notices(items))
+    assert [c.end for c in cols] == sorted(c.end for c in cols)
+    # joined the other way round, the second run's time lines go backwards (ignored, said): its prints follow the
+    # first's `--interval` apart, and still count from zero
+    items = read_items(fmt, getppid_prints(fmt, runs[::-1]), cumulative=cumulative)
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == 10_000
+    assert sum("timestamp goes backwards" in m for m in notices(items)) == 3
+
+
+@pytest.mark.parametrize("fmt", [BpftraceTextFormat, BpftraceJsonFormat])
+def test_two_cleared_runs_joined_stay_per_interval(fmt: type) -> None:
+    """Two runs of a map cleared after each print, joined: 8,400 calls each, read as per-interval as before."""
+    run = [usecs("12:49:36", 6000), usecs("12:49:37", 2000), usecs("12:49:38", 400)]
+    second = [usecs("12:49:40", 6000), usecs("12:49:41", 2000), usecs("12:49:42", 400)]
+    items = read_items(fmt, getppid_prints(fmt, [run, second]))
+    assert any("per-interval: counts go down" in m for m in notices(items)), notices(items)
+    assert [int(c.counts.sum()) for c in intervals(items)] == [6000, 2000, 400, 6000, 2000, 400]
+
+
+@pytest.mark.parametrize("fmt", [BpftraceTextFormat, BpftraceJsonFormat])
+def test_a_map_printed_twice_at_one_time_line_is_printed_at_that_time(fmt: type) -> None:
+    """Real bpftrace: `interval:s:1 { time(); print(@usecs); print(@busecs); } interval:s:2 { print(@busecs); }`, both
+    never cleared, over 9,000 getppid calls. @busecs's second print at a time line is the same moment: its columns end
+    at the time lines as @usecs's do, and at the print at exit a second after the last (it got 7 columns, the last
+    3 s after the last time line, as the second print opened a group a second later and swallowed the next time
+    line)."""
+    def both(stamp: str, n: int, again: bool = False) -> tuple[str, dict[str, tuple[int, int]]]:
+        return stamp, {"@usecs": (1, n), "@busecs": (2, n)}
+    run = [both("12:46:09", 2000), both("12:46:10", 4000), ("", {"@busecs": (2, 4000)}), both("12:46:11", 6000),
+           both("12:46:12", 8000), ("", {"@busecs": (2, 8000)}), ("", {"@busecs": (2, 9000), "@usecs": (1, 9000)})]
+    items = read_items(fmt, getppid_prints(fmt, [run], probes=3), unit="microsec")
+    ends = {label: [c.end for c in intervals(items) if c.stream.label == label] for label in ("@usecs", "@busecs")}
+    assert ends["@busecs"] == ends["@usecs"], notices(items)
+    assert len(ends["@usecs"]) == 5 and ends["@usecs"][-1] - ends["@usecs"][-2] == 1.0
+    assert [int(c.counts.sum()) for c in intervals(items) if c.stream.label == "@busecs"] == [2000] * 4 + [1000]
+    assert not any("does not increase" in m or "backwards" in m for m in notices(items)), notices(items)
+
+
+@pytest.mark.parametrize("fmt", [BpftraceTextFormat, BpftraceJsonFormat])
+def test_time_lines_closer_than_their_second_do_not_swallow_the_next(fmt: type) -> None:
+    """Real bpftrace: `interval:ms:500 { time(); print(@usecs); }`, never cleared, 3,000 calls: two prints stamped
+    12:44:58. The second is at that time, not a second later where it swallowed the 12:44:59 time line (columns
+    ran to 12:45:01 for a run that ended before 12:45:00)."""
+    run = [usecs("12:44:58", 1000), usecs("12:44:58", 2000), usecs("12:44:59", 3000), usecs("", 3000)]
+    cols = intervals(read_items(fmt, getppid_prints(fmt, [run])))
+    assert [int(c.counts.sum()) for c in cols] == [1000, 2000, 0]
+    assert [c.end - cols[0].end for c in cols] == [0.0, 1.0, 2.0]

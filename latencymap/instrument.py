@@ -28,6 +28,7 @@ to drain twice per step, losing CPU/GPU overlap (it can slow training). Without 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import inspect
 import os
@@ -587,12 +588,14 @@ def timer(phase: str = "step", sink: Sink | str | None = None, *, cuda: bool | s
 
 
 def close_all() -> None:
-    """Flush and close every Timings still open (registered to run at exit)."""
+    """Flush and close every Timings still open (registered to run at exit); one whose close raises (a warning
+    filter that raises) stops none of the others."""
     with _registry_lock:
         items = [*_timings.values(), *_live]
         _timings.clear()
-    for t in items:
-        t.close()
+    with contextlib.ExitStack() as closing:
+        for t in reversed(items):  # the stack closes them in `items` order
+            closing.callback(t.close)
 
 
 atexit.register(close_all)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from latencymap.core.model import Interval
+from latencymap.core.units import plural
 from latencymap.protocol import format_record
 
 WRITER_PREFIX = "# latencymap-writer "
@@ -340,10 +341,10 @@ class SocketSink(Sink):
             self._sock = None
         if self.dropped_intervals != self._reported:  # lost, and no listener was told: the program says it
             why = "no listener was there" if not self.connects else "the listener fell behind or went away"
-            warnings.warn(f"latencymap: {self.dropped_intervals:,} intervals of timings ({self.dropped_events:,} "
-                          f"events) never reached {self.path!r}: {why} (start `latencymap listen` before the "
-                          "program, or time to a recording file; LATENCYMAP_SINK=null sends nothing)",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(f"latencymap: {plural(self.dropped_intervals, 'interval')} of timings "
+                          f"({plural(self.dropped_events, 'event')}) never reached {self.path!r}: {why} (start "
+                          "`latencymap listen` before the program, or time to a recording file; LATENCYMAP_SINK=null "
+                          "sends nothing)", RuntimeWarning, stacklevel=2)
             self._reported = self.dropped_intervals
 
     def after_fork(self) -> Sink:

@@ -276,6 +276,19 @@ def test_timings_no_listener_ever_took_are_said_lost_at_close(tmp_path: Path) ->
     assert "no listener was there" in said
 
 
+def test_close_all_closes_every_timings_when_a_warning_filter_raises(tmp_path: Path) -> None:
+    """`python -W error`: the lost-timings warning of the first Timings closed at exit raised out of `close_all`,
+    and the Timings after it were never flushed (their last timings lost, a recording never closed)."""
+    lost, kept = SocketSink(str(tmp_path / "absent.sock")), MemorySink()
+    for sink in (lost, kept):
+        instrument.configure(sink, run="r", rank=0, interval=60)
+        instrument.get_timings(sink).record("step", 0.001)
+    with warnings.catch_warnings(), pytest.raises(RuntimeWarning, match="never reached"):
+        warnings.simplefilter("error")
+        instrument.close_all()
+    assert totals(kept.intervals, "step") == 1
+
+
 def test_timings_a_listener_took_whole_are_not_said_lost(tmp_path: Path) -> None:
     """Nothing lost, nothing said: a listener that read everything gets no warning at close."""
     path = str(tmp_path / "taken.sock")

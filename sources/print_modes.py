@@ -22,12 +22,12 @@ its first print, so that print gets a zero baseline at its start: a key first pr
 group (or after a group that did not print it), and every key when the input shows the program started (bpftrace's
 `Attaching N probes...` banner, `attached_probes` in JSON: its maps were created empty then). Otherwise (a snippet,
 output joined mid-run) the map's first print may hold events from before reading started: it is the baseline. The
-banner again (two runs joined, `restart`) empties the maps again: a stream's first print after it counts from zero,
-its counts added to those its stream reached (its counters go on up; counts that go down across it are no sign of a
-cleared map). A map printed again at the time of its print before (`again`) adds no column: cumulative, the next print
-counts its events; per-interval, they are added to its next column (or, at the end, one as long after it). A
-bucket whose row was not read is absent from its Snapshot (its last count holds: no reset, no jump); one the baseline
-print left unread counts from its first count read (what it held before is unknown).
+banner again (two runs joined, `restart`) empties the maps again: a stream's first print after it is a Snapshot that
+says so (`Snapshot.restart`): its column counts that print, marked as a reset; counts that go down across it are no
+sign of a cleared map. A map printed again at the time of its print before (`again`) adds no column: cumulative,
+the next print counts its events; per-interval, they are added to its next column (or, at the end, one as long after
+it). A bucket whose row was not read is absent from its Snapshot (its last count holds: no reset, no jump); one the
+baseline print left unread counts from its first count read (what it held before is unknown).
 """
 
 from __future__ import annotations
@@ -90,8 +90,7 @@ class PrintedHistograms:
         #: cumulative streams read so far: the buckets their baseline print left unread (still unread, and the counts
         #: they count from once read), None when it read them all
         self._rebase: dict[StreamId, tuple[np.ndarray, np.ndarray] | None] = {}
-        self._reached: dict[StreamId, np.ndarray] = {}  # cumulative streams' last counts given, restarts added
-        self._before: dict[StreamId, np.ndarray] = {}  # what they had reached at the program's last restart
+        self._snapped: set[StreamId] = set()  # cumulative streams that gave a Snapshot
         self._carried: dict[StreamId, _Print] = {}  # per-interval streams' prints `again`: counts for their next column
 
     def restart(self) -> None:
@@ -212,15 +211,11 @@ class PrintedHistograms:
         if p.again:  # at the time of the Snapshot before: the next one counts its events
             return []
         present = None if p.unknown is None else ~p.unknown
-        restarted = p.from_zero and p.stream in self._reached  # its zero baseline would be at its last Snapshot's time
+        restarted = p.from_zero and p.stream in self._snapped  # the program started again: a reset, from zero
         if restarted:
-            self._before[p.stream] = self._reached[p.stream]
-            del self._rebase[p.stream]
-        counts = self._rebased(p) + self._before.get(p.stream, 0)
-        reached = self._reached.get(p.stream)
-        self._reached[p.stream] = np.where(present, counts, reached) if reached is not None and present is not None \
-            else counts.copy()
-        last = Snapshot(p.stream, p.end, counts, line=p.line, present=present)
+            self._rebase.pop(p.stream, None)
+        self._snapped.add(p.stream)
+        last = Snapshot(p.stream, p.end, self._rebased(p), line=p.line, present=present, restart=restarted)
         if p.from_zero and not restarted:
             return [Snapshot(p.stream, p.start, empty_counts(), line=p.line), last]
         return [last]

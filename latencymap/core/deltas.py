@@ -439,7 +439,8 @@ def _is_rollover(item: Interval | Notice) -> bool:
 
 def _fill(snap: Snapshot, prev: Snapshot | None) -> None:
     """A bucket missing from `snap` keeps its value in `prev` (unless `snap` is a restart, see `restarted`)."""
-    if snap.present is not None and prev is not None and not restarted(prev.counts, snap.counts, snap.present):
+    if snap.present is not None and prev is not None and not snap.restart and \
+            not restarted(prev.counts, snap.counts, snap.present):
         missing = ~snap.present
         snap.counts[missing] = prev.counts[missing]
         if snap.sums is not None and prev.sums is not None:
@@ -456,14 +457,14 @@ def _lower(snap: Snapshot, prev: Snapshot) -> bool:
 def _moved(snap: Snapshot, stream: StreamId) -> Snapshot:
     """A copy of `snap` in `stream`."""
     return Snapshot(stream, snap.timestamp, snap.counts.copy(), None if snap.sums is None else snap.sums.copy(),
-                    snap.date, snap.line, snap.present, snap.micros)
+                    snap.date, snap.line, snap.present, snap.micros, snap.restart)
 
 
 def _diffed(prev: Snapshot, snap: Snapshot, stream: StreamId, first: bool) -> Interval:
     """The interval from `prev` to `snap`, in `stream` (`first`: the stream's first, which keeps `prev`'s date)."""
     assert prev.timestamp is not None and snap.timestamp is not None
     counts = snap.counts - prev.counts
-    dropped = counts < 0
+    dropped = np.ones_like(counts, dtype=bool) if snap.restart else counts < 0  # a restart said: every counter anew
     reset = bool(dropped.any())
     if reset:
         counts[dropped] = snap.counts[dropped]

@@ -81,7 +81,9 @@ class Interval:
 class Snapshot:
     """Cumulative counters as read from a source at one instant (`timestamp` None: unknown).
 
-    `micros`, when the source gave integer microseconds, keeps durations exact.
+    `micros`, when the source gave integer microseconds, keeps durations exact. `restart`: the source says its
+    counters started again from 0 since the snapshot before (a program's banner again): the column counts these
+    values, a reset, whatever they are against the ones before.
     """
 
     stream: StreamId
@@ -92,6 +94,7 @@ class Snapshot:
     line: int = 0
     present: np.ndarray | None = None
     micros: int | None = None
+    restart: bool = False
 
 
 @dataclass(slots=True)

@@ -39,6 +39,20 @@ def test_counter_going_down_is_a_reset_never_negative() -> None:
     assert (iv.counts >= 0).all()
 
 
+def test_a_restart_the_source_says_counts_every_counter_anew_though_some_went_up() -> None:
+    """A program started again (bpftrace's banner mid-input): its first print holds exactly the events since, a reset,
+    also in the buckets that happen to hold more than before it and the ones its print left unread (0: empty)."""
+    d = Differ()
+    d.push(snap(1.0, [100, 50, 7]))
+    again = snap(2.0, [3, 60, 0], [0.1, 0.2, 0.0])
+    again.restart, again.present = True, np.arange(64) != 2
+    iv = d.push(again)
+    assert isinstance(iv, Interval) and iv.reset
+    assert iv.counts[:3].tolist() == [3, 60, 0] and iv.time is not None and iv.time[:2].tolist() == [0.1, 0.2]
+    after = d.push(snap(3.0, [4, 61, 1]))
+    assert isinstance(after, Interval) and not after.reset and after.counts[:3].tolist() == [1, 1, 1]
+
+
 def test_missing_timestamp_uses_arrival_time() -> None:
     times = iter([10.0, 12.5])
     d = Differ(clock=lambda: next(times))

@@ -355,6 +355,7 @@ def test_two_runs_joined_count_the_second_from_zero(fmt: type, cumulative: bool 
     items = read_items(fmt, getppid_prints(fmt, runs), cumulative=cumulative)
     cols = intervals(items)
     assert [int(c.counts.sum()) for c in cols] == [2000, 2000, 2000, 0, 2000, 2000, 0], notices(items)
+    assert [k for k, c in enumerate(cols) if c.reset] == [4]  # the restart's column is a reset, as every view marks
     assert not any("read as per-interval" in m for m in notices(items)), notices(items)
     banner = 19 if fmt is BpftraceTextFormat else 11
     assert any(f"line {banner}: bpftrace's banner again: the program restarted" in m for m in notices(items))

@@ -90,7 +90,6 @@ class PrintedHistograms:
         #: cumulative streams read so far: the buckets their baseline print left unread (still unread, and the counts
         #: they count from once read), None when it read them all
         self._rebase: dict[StreamId, tuple[np.ndarray, np.ndarray] | None] = {}
-        self._snapped: set[StreamId] = set()  # cumulative streams that gave a Snapshot
         self._carried: dict[StreamId, _Print] = {}  # per-interval streams' prints `again`: counts for their next column
 
     def restart(self) -> None:
@@ -211,10 +210,10 @@ class PrintedHistograms:
         if p.again:  # at the time of the Snapshot before: the next one counts its events
             return []
         present = None if p.unknown is None else ~p.unknown
-        restarted = p.from_zero and p.stream in self._snapped  # the program started again: a reset, from zero
+        # a stream with a baseline already (it gave a Snapshot) starting from zero: the program started again, a reset
+        restarted = p.from_zero and p.stream in self._rebase
         if restarted:
-            self._rebase.pop(p.stream, None)
-        self._snapped.add(p.stream)
+            del self._rebase[p.stream]
         last = Snapshot(p.stream, p.end, self._rebased(p), line=p.line, present=present, restart=restarted)
         if p.from_zero and not restarted:
             return [Snapshot(p.stream, p.start, empty_counts(), line=p.line), last]

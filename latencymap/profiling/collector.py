@@ -146,8 +146,8 @@ class Collector:
         try:
             result = chunk.result(self.liveness)
         except PySpyError as err:
-            if stopping and (self._succeeded or self._quiet):
-                return True  # stopped before it had sampled anything
+            if chunk.cut_short or (stopping and (self._succeeded or self._quiet)):
+                return True  # stopped (by us) before it had sampled anything
             self._on_message(str(err) if alive(self.pid) else f"profiled process {self.pid} exited; profiling stopped")
             self._stop.set()
             return False

@@ -102,11 +102,12 @@ def record_argv(exe: str, pid: int, output: str, *, duration: int, rate: int, su
     return [*argv, "--subprocesses"] if subprocesses else argv
 
 
-def error_summary(stderr: str, pid: int) -> str:
-    """py-spy's error in one line (its `Error:` and first cause), with the remedy when it is permissions."""
+def error_summary(stderr: str, pid: int, returncode: int | None = None) -> str:
+    """py-spy's error in one line (its `Error:` and first cause), with the remedy when it is permissions; how it
+    ended when it said nothing."""
     text = stderr.split("Stack backtrace:", 1)[0]
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("py-spy>")]
-    main = next((line for line in lines if line.startswith("Error:")), lines[0] if lines else "py-spy failed")
+    main = next((line for line in lines if line.startswith("Error:")), lines[0] if lines else silent(returncode))
     summary = main.removeprefix("Error:").strip()
     cause = next((line.split(":", 1)[1].strip() for line in lines if re.match(r"^\d+: ", line)), "")
     if cause and cause not in summary:
@@ -116,6 +117,15 @@ def error_summary(stderr: str, pid: int) -> str:
     if "permission denied" in text.lower() or "operation not permitted" in text.lower():
         summary += f"; {PTRACE_HINT}"
     return f"py-spy cannot profile PID {pid}: {summary}"
+
+
+def silent(returncode: int | None) -> str:
+    """Why a py-spy that printed no error failed, from its exit status."""
+    if returncode is not None and returncode < 0:
+        with contextlib.suppress(ValueError):
+            return f"py-spy was killed by {signal.Signals(-returncode).name} before it said why"
+        return f"py-spy was killed by signal {-returncode} before it said why"
+    return f"py-spy exited with status {returncode} and wrote no samples"
 
 
 @dataclass
@@ -176,6 +186,11 @@ class Chunk:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
 
+    @property
+    def cut_short(self) -> bool:
+        """Whether our SIGINT reached py-spy before it could catch it (it had not begun sampling)."""
+        return self.interrupted and self.returncode == -signal.SIGINT
+
     def stderr(self) -> str:
         """What py-spy printed on stderr."""
         try:
@@ -191,7 +206,7 @@ class Chunk:
         except OSError:
             data = b""
         if self.returncode != 0 or not data:
-            raise PySpyError(error_summary(self.stderr(), self.pid))
+            raise PySpyError(error_summary(self.stderr(), self.pid, self.returncode))
         try:
             events = load_events(data)
         except ChrometraceError as err:

@@ -127,6 +127,13 @@ def test_failed_chunk_reports_pyspys_error_and_the_ptrace_remedy(tmp_path: Path)
         chunk.result()
 
 
+def test_a_pyspy_that_said_nothing_is_reported_by_how_it_ended() -> None:
+    assert error_summary("", 7, -9) == "py-spy cannot profile PID 7: py-spy was killed by SIGKILL before it said why"
+    assert error_summary("py-spy> Sampling process 100 times a second\n", 7, 3) == (
+        "py-spy cannot profile PID 7: py-spy exited with status 3 and wrote no samples")
+    assert error_summary("Error: Failed to find python version", 7, 1).endswith(": Failed to find python version")
+
+
 def test_stacks_that_change_faster_than_the_rate_get_no_extra_samples() -> None:
     """Ten 2 ms spans at 100 Hz are 20 ms of recording: two samples, not one per span."""
     events = []

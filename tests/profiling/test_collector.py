@@ -144,6 +144,20 @@ def test_a_target_that_exits_stops_profiling_with_a_message(tmp_path: Path) -> N
 
 
 @needs_pyspy
+def test_a_stop_before_pyspy_began_sampling_is_no_error(tmp_path: Path) -> None:
+    """A file read in a tenth of a second stops profiling while py-spy is still starting: SIGINT kills it then."""
+    sink = Sink()
+    with phase_child(tmp_path / "log", seconds=0.5) as child:
+        for delay in (0.0, 0.002, 0.005, 0.01):
+            col = collector(child.pid, sink)
+            col.start()
+            time.sleep(delay)
+            col.stop()
+            assert not col.running
+    assert sink.messages == []
+
+
+@needs_pyspy
 @pytest.mark.slow
 def test_a_process_that_is_not_python_gets_pyspys_reason() -> None:
     sink = Sink()

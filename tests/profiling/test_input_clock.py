@@ -67,6 +67,21 @@ def old_recording(path: Path) -> Path:
     return path
 
 
+def time_of_day_copy(example: Path, path: Path) -> tuple[Path, str]:
+    """The example (microseconds since midnight) moved to half a day from now's time of day, a file that cannot be
+    live whenever the test runs, and its first column's end as the message gives it."""
+    stamps = [int(line.split(",")[2]) for line in example.read_text().splitlines() if line.startswith("timestamp,")]
+    offset_us = int((time.time() + DAY_S / 2) % DAY_S * 1e6) - stamps[0]
+    lines = []
+    for line in example.read_text().splitlines(keepends=True):
+        if line.startswith("timestamp,"):
+            head, unit, stamp, tail = line.split(",", 3)
+            line = f"{head},{unit}, {int(stamp) + offset_us},{tail}"
+        lines.append(line)
+    path.write_text("".join(lines))
+    return path, time.strftime("%H:%M:%S", time.gmtime((stamps[1] + offset_us) / 1e6 % DAY_S))
+
+
 @needs_pyspy
 @pytest.mark.slow
 def test_an_old_file_or_recording_says_once_that_samples_taken_now_cannot_be_attached(example_data: Path,
@@ -76,14 +91,15 @@ def test_an_old_file_or_recording_says_once_that_samples_taken_now_cannot_be_att
             "recording or file of another time), so samples taken now cannot be attached to them; profiling stopped")
     with phase_child(tmp_path / "log", seconds=0.5) as child:
         replayed = latencymap("replay", "--max", "--plain", "--once", "--profile", child.pid, old)
-        read = latencymap("--plain", "--once", "--profile", child.pid, example_data)  # microseconds since midnight
+        of_day, ends = time_of_day_copy(example_data, tmp_path / "of_day.txt")  # microseconds since midnight
+        read = latencymap("--plain", "--once", "--profile", child.pid, of_day)
     age = (time.time() - (T0 + 1)) / DAY_S
     assert replayed.returncode == 0 and "Frequency heat map" in replayed.stdout
     (line,) = [line for line in replayed.stderr.splitlines() if "profile:" in line]
     assert line == said.format(f"2023-11-14 22:13:21, {age:.1f} days before the clock")
     assert read.returncode == 0
     (line,) = [line for line in read.stderr.splitlines() if "profile:" in line]
-    assert line == said.format("14:26:54 UTC, a time of day")
+    assert line == said.format(f"{ends} UTC, a time of day")
 
 
 @needs_pyspy

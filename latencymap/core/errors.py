@@ -26,6 +26,13 @@ class OutputError(Exception):
         self.exit_code = exit_code
 
 
+class HungUp(OutputError):
+    """The terminal that stdout draws on hung up (a write failed with it gone): the command ends as SIGHUP ends it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=129)
+
+
 class RecordingError(OutputError):
     """A recording that cannot be created (exit code 2) or written (exit code 1)."""
 

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from latencymap.core.errors import OutputError
+from latencymap.core.errors import HungUp, OutputError
+from latencymap.core.tty import terminal_gone
 
 
 def check_output(output: str | None) -> None:
@@ -34,14 +35,17 @@ STDOUT = "standard output"
 
 
 @contextmanager
-def writing(output: str) -> Iterator[None]:
+def writing(output: str, fd: int | None = None) -> Iterator[None]:
     """A failure to write `output` as one OutputError line (exit code 1), not a traceback. A reader that went away
-    (`| head`) stays a BrokenPipeError, which ends a command quietly."""
+    (`| head`) stays a BrokenPipeError, which ends a command quietly; a terminal (on `fd`) that hung up is HungUp,
+    which ends it as SIGHUP does."""
     try:
         yield
     except BrokenPipeError:
         raise
     except OSError as err:
+        if fd is not None and terminal_gone(fd):
+            raise HungUp(f"{output}: the terminal hung up") from None
         raise OutputError(f"{output}: cannot write the output: {err.strerror or err}", exit_code=1) from None
 
 
@@ -68,7 +72,7 @@ class GuardedStdout:
 
     def __init__(self, stream: TextIO | None) -> None:
         self._stream: Any = _Closed() if stream is None else stream
-        self._failure: str | None = None
+        self._failure: OutputError | None = None
 
     def write(self, text: str) -> int:
         with self._failing():
@@ -85,15 +89,22 @@ class GuardedStdout:
 
     @contextmanager
     def _failing(self) -> Iterator[None]:
-        if self._failure is not None:
-            raise OutputError(self._failure, exit_code=1)
+        if self._failure is not None:  # the same failure (a hang-up stays one)
+            raise self._failure.with_traceback(None)
         try:
-            with writing(STDOUT):
+            with writing(STDOUT, self._fileno()):
                 yield
         except OutputError as err:
-            self._failure = str(err)
+            self._failure = err
             self._drop_pending()
             raise
+
+    def _fileno(self) -> int | None:
+        try:
+            fd: int = self._stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            return None
+        return fd
 
     def _drop_pending(self) -> None:
         """Point descriptor 1 at the null device and flush into it what the stream still holds."""

@@ -4,11 +4,12 @@ the app writes nothing."""
 
 from __future__ import annotations
 
-import select
 from collections.abc import Callable
 from typing import IO, Any
 
 from textual.driver import Driver
+
+from latencymap.core.tty import hung_up
 
 
 class GuardedOutput:
@@ -59,16 +60,6 @@ def guarded_driver(driver: type[Driver], gone: Callable[[], None]) -> type[Drive
                 self._file = GuardedOutput(file, gone)
 
     return GuardedDriver
-
-
-def hung_up(fd: int) -> bool:
-    """Whether the terminal on `fd` hung up (its other side closed), asked without reading a key; never on a system
-    without `poll` (Windows)."""
-    if not hasattr(select, "poll"):
-        return False
-    watch = select.poll()
-    watch.register(fd, 0)  # no event asked: only a hang-up or an error is said
-    return any(events & (select.POLLHUP | select.POLLERR) for _, events in watch.poll(0))
 
 
 def terminal_hung_up(driver: Driver | None) -> bool:

@@ -177,7 +177,7 @@ class PieceWriter:
                 return
             try:
                 if self._error is None:
-                    with writing(self.name) if self.name else contextlib.nullcontext():
+                    with writing(self.name, self.fd) if self.name else contextlib.nullcontext():
                         write_pieces(self.fd, pieces)
             except BaseException as err:  # raised again in the caller's thread
                 self._error = err

@@ -341,3 +341,32 @@ def test_a_terminal_gone_under_a_tui_that_writes_nothing_new_ends_it() -> None:
     finally:
         viewer.kill()
     assert code == 129
+
+
+@pytest.mark.slow
+def test_a_terminal_gone_without_a_hang_up_ends_the_plain_view_as_a_hang_up(tmp_path: Path) -> None:
+    """`--plain` draws frames on a terminal that closes under it with no SIGHUP (not its session): the next frame's
+    write fails (EIO), which is the terminal hanging up, not an output that cannot be written. It ended with 1; it
+    now ends as a hang-up (129), its recording whole."""
+    rec, fifo = tmp_path / "plain.txt", tmp_path / "live"
+    os.mkfifo(fifo)
+    producer = subprocess.Popen([sys.executable, "-c", f"import sys\nsys.stdout = open({str(fifo)!r}, 'w')\n"
+                                 + SLOW_PRODUCER])
+    terminal = Terminal()
+    viewer = subprocess.Popen([sys.executable, "-m", "latencymap", "--plain", "--record", str(rec), str(fifo)],
+                              stdin=subprocess.DEVNULL, stdout=terminal.slave, stderr=subprocess.PIPE,
+                              start_new_session=True, text=True)
+    os.close(terminal.slave)
+    try:
+        terminal.wait_for(b"Frequency heat map")
+        terminal.close()
+        code = viewer.wait(30)
+    finally:
+        viewer.kill()
+        producer.kill()
+        producer.wait()
+    assert viewer.stderr is not None
+    said = viewer.stderr.read()
+    assert code == 129, said
+    assert "Traceback" not in said and "cannot write" not in said, said
+    assert rec.read_text().endswith("<end record>\n")

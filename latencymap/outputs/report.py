@@ -20,7 +20,7 @@ from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.rebin import spread_matrix
 from latencymap.core.sanitize import clean_text
-from latencymap.core.source_totals import SourceTotals
+from latencymap.core.source_totals import SourceTotals, bound_seconds
 from latencymap.core.units import format_bytes, format_duration, format_number, plural, unit_seconds
 
 if TYPE_CHECKING:
@@ -155,9 +155,27 @@ def source_open(source: SourceTotals) -> tuple[float, ...]:
 
 def percentile_text(total: dict[str, Any], q: float, long_units: bool = True) -> str:
     """A percentile of `stream_total` as the text report writes it: `≥low` where it is a lower bound only (`open`: in
-    the open top bucket, whose values are not known); `long_units` off, as the TUI writes it."""
+    the open top bucket, whose values are not known), `≤high` where an upper bound only (`at_most`:
+    `bounded_first_bucket`); `long_units` off, as the TUI writes it."""
     key = f"{PERCENTILE_NAMES[q]}_s"
+    if key in total.get("at_most", ()):
+        return "≤" + format_duration(total[key], long_units=long_units)
     return percentile_duration(total[key], key in total.get("open", ()), long_units)
+
+
+def bounded_first_bucket(total: dict[str, Any], source: SourceTotals | None, unit: str) -> dict[str, Any]:
+    """`stream_total`'s figures (its percentiles the source's own buckets') with those that lie in a first bucket
+    the exact sum proves faster than histogram_quantile's straight line from 0 (`SourceTotals.first_bucket_faster`)
+    given as that bucket's bound, listed in `at_most`: an upper bound is all that is known of them. The TUI writes
+    these; it has no room for the line on which the report says so beside histogram_quantile's figures."""
+    scale = unit_seconds(unit)
+    faster = source.first_bucket_faster(scale) if source is not None else None
+    if faster is None:
+        return total
+    upper = bound_seconds(faster[1], scale)
+    keys = [key for key in (f"{PERCENTILE_NAMES[q]}_s" for q in PERCENTILES)
+            if key not in total.get("open", ()) and total.get(key) is not None and 0 < total[key] <= upper]
+    return {**total, **dict.fromkeys(keys, upper), "at_most": keys} if keys else total
 
 
 def source_use(source: SourceTotals | None, events: int, columns: int) -> tuple[bool, bool]:

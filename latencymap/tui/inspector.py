@@ -14,7 +14,7 @@ from latencymap.core.buckets import percentile_duration
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number
-from latencymap.outputs.report import source_use, stream_total
+from latencymap.outputs.report import bounded_first_bucket, source_use, stream_total
 from latencymap.tui.axis import column_time, telling_digits, time_of_day
 from latencymap.views.frame import Folds, fold_rows, row_labels
 
@@ -57,6 +57,8 @@ class Inspection:
     gaps: int = 0
     #: The percentiles that are a lower bound only (`Totals.open`), written `≥low`.
     open: tuple[float, ...] = ()
+    #: Those that are an upper bound only (`outputs.report.bounded_first_bucket`), written `≤high`.
+    at_most: tuple[float, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -80,25 +82,27 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
     rate = totals.events / totals.duration_s if totals.duration_s else float("nan")
     start, end = float(hist.start[first]), float(hist.end[stop - 1])
     flags = hist.flags[cols]
-    mean, percentiles, at_least = own_figures(hist, first, stop, totals, source)
+    mean, percentiles, at_least, at_most = own_figures(hist, first, stop, totals, source)
     return Inspection(first, stop, start, end, totals.events, rate, mean, percentiles, rows,
                       *time_texts(hist, start, end, digits), int(np.count_nonzero(flags & RESET)),
-                      int(np.count_nonzero(flags & GAP)), at_least)
+                      int(np.count_nonzero(flags & GAP)), at_least, at_most)
 
 
-def own_figures(hist: StreamHistory, first: int, stop: int, totals: Totals,
-                source: SourceTotals | None) -> tuple[float, dict[float, float], tuple[float, ...]]:
-    """Mean, percentiles and those a lower bound only (`Totals.open`) of columns [first, stop) (`totals`): where
-    they are the whole stream and it has its source's own buckets (a rebinned or HdrHistogram stream), those buckets'
-    as the report and the header's overall give them (`stream_total`); else the rows'. The source's buckets are sums
-    over the whole stream only."""
+def own_figures(hist: StreamHistory, first: int, stop: int, totals: Totals, source: SourceTotals | None,
+                ) -> tuple[float, dict[float, float], tuple[float, ...], tuple[float, ...]]:
+    """Mean, percentiles, those a lower bound only (`Totals.open`) and those an upper bound only of columns
+    [first, stop) (`totals`): where they are the whole stream and it has its source's own buckets (a rebinned or
+    HdrHistogram stream), those buckets' as the header's overall gives them (`stream_total`, in a first bucket the
+    exact sum proves faster its bound: `bounded_first_bucket`); else the rows'. The source's buckets are sums over
+    the whole stream only."""
     if source is None or not whole_from_source(hist, first, stop, totals.events, source):
-        return totals.mean_s, totals.percentiles, totals.open
-    whole = stream_total(totals, source, hist.stream.unit, hist.n)  # None: no such figure (no events)
+        return totals.mean_s, totals.percentiles, totals.open, ()
+    whole = bounded_first_bucket(stream_total(totals, source, hist.stream.unit, hist.n), source, hist.stream.unit)
     mean, *figures = (math.nan if v is None else float(v) for v in
                       (whole["mean_s"], *(whole[f"{PERCENTILE_NAMES[q]}_s"] for q in PERCENTILES)))
-    at_least = tuple(q for q in PERCENTILES if f"{PERCENTILE_NAMES[q]}_s" in whole.get("open", ()))
-    return mean, dict(zip(PERCENTILES, figures, strict=True)), at_least
+    bounds = [tuple(q for q in PERCENTILES if f"{PERCENTILE_NAMES[q]}_s" in whole.get(key, ()))
+              for key in ("open", "at_most")]
+    return mean, dict(zip(PERCENTILES, figures, strict=True)), bounds[0], bounds[1]
 
 
 def whole_from_source(hist: StreamHistory, first: int, stop: int, events: int, source: SourceTotals | None) -> bool:
@@ -169,7 +173,8 @@ def inspection_summary(ins: Inspection) -> Text:
     noun = "event" if ins.events == 1 else "events"
     mean = format_duration(ins.mean_s, long_units=True)
     text.append(f"{ins.events} {noun}  {format_number(ins.events_per_s)}/s  mean {mean}\n")
-    items = [f"p{q * 100:g} {percentile_duration(v, q in ins.open, long_units=True)}"
+    items = [f"p{q * 100:g} " + ("≤" + format_duration(v, long_units=True) if q in ins.at_most else
+                                 percentile_duration(v, q in ins.open, long_units=True))
              for q, v in ins.percentiles.items()]
     text.append("  ".join(items[:2]) + "\n" + "  ".join(items[2:]))
     _flag_notes(text, ins)

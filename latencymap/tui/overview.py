@@ -124,14 +124,15 @@ def _values(row: StreamRow) -> tuple[str, ...]:
     vs = "stale" if row.stale else "-" if not math.isfinite(row.vs_peers) else (
         "≥" if "vs peers" in row.open else "") + f"×{row.vs_peers:.2g}" + (" ▲" if row.slow else "")
     widths = dict(COLUMNS)
-    return (*(_figure(v, widths[name], name in row.open) for name, v in
+    return (*(_figure(v, widths[name], "≥" if name in row.open else "≤" if name in row.at_most else "") for name, v in
               (("p50 now", row.p50_now), ("p99 now", row.p99_now), ("p99 all", row.p99_all), ("waited", row.waited_s))),
             vs)
 
 
-def _figure(value: float, width: int, at_least: bool) -> str:
-    """A duration in `width` cells (`fit_duration`); `≥value` where it is a lower bound only, as the report writes."""
-    return "≥" + fit_duration(value, width - 1) if at_least and math.isfinite(value) else fit_duration(value, width)
+def _figure(value: float, width: int, bound: str) -> str:
+    """A duration in `width` cells (`fit_duration`); `≥value` where it is a lower bound only, as the report writes,
+    `≤value` where an upper bound only (`bound`)."""
+    return bound + fit_duration(value, width - 1) if bound and math.isfinite(value) else fit_duration(value, width)
 
 
 def _numbers(row: StreamRow, values: tuple[str, ...], width: int) -> list[Segment]:

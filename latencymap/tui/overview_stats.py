@@ -31,7 +31,7 @@ from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES, median_of
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.outputs.report import source_use, stream_total
+from latencymap.outputs.report import bounded_first_bucket, source_use, stream_total
 from latencymap.tui.estimates import bounded_estimates
 from latencymap.tui.inspector import whole_from_source
 
@@ -77,6 +77,8 @@ class StreamRow:
     now_rows: bool = False
     #: Those of its figures (`FIGURES`: "p99 now", ...; and "vs peers") that are a lower bound only, written `≥`.
     open: frozenset[str] = frozenset()
+    #: Those that are an upper bound only (`outputs.report.bounded_first_bucket`), written `≤`.
+    at_most: frozenset[str] = frozenset()
 
     @property
     def ended(self) -> bool:
@@ -103,10 +105,12 @@ class _Stream:
     """One stream's numbers as of its last change: whole-history sums (updated with the columns added since), the
     "now" columns' sums, and their percentiles; recomputed only when the stream's columns or its window moved."""
 
-    __slots__ = ("counts", "dropped", "end_s", "exact_all", "exact_now", "interval_s", "key", "label", "latest",
-                 "latest_t", "now_rows", "open", "over", "pct", "peers", "seen", "spent", "times", "waited_now")
+    __slots__ = ("at_most", "counts", "dropped", "end_s", "exact_all", "exact_now", "interval_s", "key", "label",
+                 "latest", "latest_t", "now_rows", "open", "over", "pct", "peers", "seen", "spent", "times",
+                 "waited_now")
     pct: tuple[float, ...]
     open: tuple[bool, ...]
+    at_most: tuple[bool, ...]
 
     def __init__(self, hist: StreamHistory) -> None:
         self.label = clean_text(hist.stream.label, 200) or "(no label)"
@@ -115,6 +119,7 @@ class _Stream:
         self.key: tuple[int, int, int] | None = None
         self.pct = (math.nan,) * 4  # p50 now, p99 now, p50 all, p99 all
         self.open = (False,) * 4  # which of them are a lower bound only
+        self.at_most = (False,) * 4  # which an upper bound only (`bounded_first_bucket`)
         self.waited_now = self.end_s = self.interval_s = math.nan
         self.latest = np.zeros(NSLOTS, dtype=np.int64)
         self.latest_t = np.zeros(NSLOTS)
@@ -172,14 +177,19 @@ class _Stream:
         events = int(self.counts.sum())
         rows = Totals(events, self.spent, self.spent / events if events else math.nan, math.nan, self.counts,
                       {q: self.pct[2] if q == 0.50 else self.pct[3] if q == 0.99 else math.nan for q in PERCENTILES})
+        own = source_use(source, events, hist.n)[0]
         total = stream_total(rows, source, hist.stream.unit, hist.n)
+        if own:
+            total = bounded_first_bucket(total, source, hist.stream.unit)
         p50, p99 = (math.nan if v is None else float(v) for v in (total["p50_s"], total["p99_s"]))
         o50, o99 = (f"{PERCENTILE_NAMES[q]}_s" in total.get("open", ()) for q in SHOWN)
+        m50, m99 = (f"{PERCENTILE_NAMES[q]}_s" in total.get("at_most", ()) for q in SHOWN)
         stop = self.key[2] if self.key is not None else hist.n
         whole = whole_from_source(hist, max(0, stop - NOW_COLUMNS), stop, events, source)
-        self.now_rows = source_use(source, events, hist.n)[0] and not whole and stop > 0
+        self.now_rows = own and not whole and stop > 0
         self.pct = (p50, p99, p50, p99) if whole else (*self.pct[:2], p50, p99)
         self.open = (o50, o99, o50, o99) if whole else (*self.open[:2], o50, o99)
+        self.at_most = (m50, m99, m50, m99) if whole else (False, False, m50, m99)
 
 
 class OverviewStats:
@@ -217,7 +227,8 @@ class OverviewStats:
                     state.whole_stream(hist, source)
         rows = [StreamRow(i, hist, s.label, s.pct[0], s.pct[1], s.pct[2], s.pct[3], s.spent, s.waited_now,
                           end_s=s.end_s, interval_s=s.interval_s, now_rows=s.now_rows,
-                          open=frozenset(name for name, bound in zip(FIGURES, s.open, strict=True) if bound))
+                          open=frozenset(name for name, bound in zip(FIGURES, s.open, strict=True) if bound),
+                          at_most=frozenset(name for name, bound in zip(FIGURES, s.at_most, strict=True) if bound))
                 for i, (hist, s) in enumerate(zip(histories, states, strict=True))]
         _mark_ended(rows)
         for (_, _, key), members in groups.items():

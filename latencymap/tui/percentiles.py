@@ -57,7 +57,7 @@ def cell_figures(hist: StreamHistory, win: Window,
     if source is not None:
         first, stop = win.cell_bounds()
         for cell in np.flatnonzero((first == 0) & (np.minimum(stop, win.stop) >= hist.n)).tolist():
-            _, figures, whole_open = own_figures(hist, 0, hist.n, hist.totals(slice(0, hist.n)), source)
+            _, figures, whole_open, _ = own_figures(hist, 0, hist.n, hist.totals(slice(0, hist.n)), source)
             values[cell] = [figures[q] for q in SHOWN]
             at_least[cell] = [q in whole_open for q in SHOWN]
     return values, at_least

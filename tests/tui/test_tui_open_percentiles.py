@@ -258,3 +258,29 @@ def test_the_overview_colours_an_open_strip_cell_as_its_bound_and_marks_it(tmp_p
     text = next(p for p in app.saved if p.suffix == ".txt").read_text().splitlines()
     line = next(t for t in text if t[MARK_W: at].strip() == "rank1_step_seconds")
     assert "≥" in line[at: at + cells] and any("≥" in t and "at least" in t for t in text[:3]), text
+
+
+#: Prometheus' own request histogram: its first bucket is (0, 100ms]; loopback requests take about 300µs.
+COARSE = (0.1, 0.2, 0.4, 1.0, 3.0)
+FAST = [0.0003] * 40
+
+
+def test_a_first_bucket_the_exact_sum_proves_faster_reads_as_an_upper_bound_in_header_overview_and_inspector() -> None:
+    """Every request fell in (0, 100ms] and the exact sum puts their mean at 300µs. histogram_quantile's straight line
+    from 0 gives p50 50ms and p99 99ms: the report says so on a line of its own, which the TUI has no room for. The
+    overview wrote "p99 now 300µs" (the rows) beside "p99 all 99ms", and the header "overall … p99 99ms"; they now
+    write what is known, `≤100ms`."""
+    acc = Accumulator()
+    acc.add(scraped_intervals(COARSE, FAST, columns=NOW_COLUMNS + 3))
+    hist = next(iter(acc.streams.values()))
+    source = acc.sources[hist.stream]
+    report = stream_report(hist, acc)
+    assert percentile_text(report["total"], 0.99) == "99ms"  # the report keeps histogram_quantile's, with its line
+    line = status_text(hist, hist.n, state="ended", skipped=0, stream_index=0, streams=1, ingest_rate=0,
+                       source=source).plain.splitlines()[1]
+    assert "p50 ≤100ms  p99 ≤100ms" in line.split("overall", 1)[1], line
+    whole = inspection_summary(inspect_columns(hist, 0, hist.n, 0, 63, source=source)).plain
+    assert "p99 ≤100ms" in whole and "99ms" not in whole.replace("≤100ms", ""), whole
+    row = OverviewStats().rows([hist], sources=acc.sources)[0]
+    assert _values(row)[2] == "≤100ms" and row.at_most == {"p50 all", "p99 all"}
+    assert _values(row)[1].endswith("µs")  # now: the rows (the exact sum places them), short of the whole stream

@@ -256,11 +256,13 @@ def _measuring(notice: Notice, own: dict[StreamId, StreamId]) -> Notice:
 
 
 class _Tally:
-    """What one input's reader gave: data items, records skipped (with the first message), and whether its
-    compressed data ended early."""
+    """What one input's reader gave: whether it read data (`read`), records skipped (with the first message), and
+    whether its compressed data ended early. An empty gap column is no data read: a reader leaves one where it could
+    not decode a record (an HdrHistogram payload) or where its time line has a hole, so an input of skipped records
+    and such columns read nothing."""
 
     def __init__(self) -> None:
-        self.read = 0
+        self.read = False
         self.skipped = 0
         self.first = ""
         self.cut = False
@@ -268,13 +270,22 @@ class _Tally:
     def count(self, items: Iterable[Item]) -> Iterator[Item]:
         for item in items:
             if not isinstance(item, Notice):
-                self.read += 1
+                self.read = self.read or _holds_data(item)
             elif isinstance(item, CutShort):
                 self.cut = True
             elif item.skipped and not isinstance(item, RecordedNotice):
                 self.skipped += item.skipped
                 self.first = self.first or item.message
             yield item
+
+
+def _holds_data(item: Item) -> bool:
+    """Whether a reader's data item holds data: a snapshot (a baseline counts), or a column not an empty gap."""
+    if isinstance(item, Interval):
+        return not item.gap or bool(item.counts.any())
+    if isinstance(item, IntervalRun):
+        return not item.gap.all() or bool(item.counts[item.gap].any())
+    return True
 
 
 #: How a reader's message ends when it skipped the record and read on: not so under --strict, where it stops.

@@ -38,7 +38,7 @@ from latencymap.core.percentiles import PERCENTILE_NAMES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number, plural
-from latencymap.outputs.report import read_errors, read_notes, stream_total
+from latencymap.outputs.report import gap_count, intervals_words, read_errors, read_notes, stream_total
 
 #: Share changes below this (absolute, as a fraction) count as no change.
 EPSILON = 1e-9
@@ -301,7 +301,7 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
 def _identity(hist: StreamHistory, events: int, time_s: float) -> dict[str, Any]:
     s = hist.stream
     return {"label": s.label, "datasource": s.datasource, "unit": s.unit, "measures": hist.measures or None,
-            "columns": hist.n, "events": events, "time_s": time_s}
+            "columns": hist.n, "gap_columns": gap_count(hist), "events": events, "time_s": time_s}
 
 
 def compare(base: Accumulator, cand: Accumulator,
@@ -390,11 +390,13 @@ def _heading(pair: dict[str, Any]) -> str:
 
 def _events_text(pair: dict[str, Any], short: bool = False) -> str:
     """The events and intervals of both sides; `short`, once when they are the same."""
-    b, c = pair["baseline"], pair["candidate"]
-    if short and (b["events"], b["columns"]) == (c["events"], c["columns"]):
-        return f"{plural(int(b['events']), 'event')} in {plural(b['columns'], 'interval')} on both sides"
-    return (f"baseline {plural(int(b['events']), 'event')} in {plural(b['columns'], 'interval')}; "
-            f"candidate {plural(int(c['events']), 'event')} in {plural(c['columns'], 'interval')}")
+    b, c = _counted(pair["baseline"]), _counted(pair["candidate"])
+    return f"{b} on both sides" if short and b == c else f"baseline {b}; candidate {c}"
+
+
+def _counted(side: dict[str, Any]) -> str:
+    """`400 events in 4 intervals and 2 gaps`: one side's events and columns."""
+    return f"{plural(int(side['events']), 'event')} in {intervals_words(side['columns'], side['gap_columns'])}"
 
 
 def _moved(pair: dict[str, Any]) -> float:

@@ -297,6 +297,21 @@ def marked_columns(hist: StreamHistory, flag: int) -> list[int]:
     return np.flatnonzero(hist.flags & flag).tolist()
 
 
+def gap_count(hist: StreamHistory) -> int:
+    """How many of the columns kept are gaps (data missing)."""
+    return int(np.count_nonzero(hist.flags & GAP))
+
+
+def intervals_words(columns: int, gaps: int) -> str:
+    """`5 intervals and 1 gap`: `columns` less their `gaps`, which are no intervals of the input (a reader's column
+    over a hole in its time line, or for a record it could not decode), and those apart, as the gap line lists them;
+    `2 gaps` when every column is one."""
+    if gaps and gaps == columns:
+        return plural(gaps, "gap")
+    words = plural(columns - gaps, "interval")
+    return f"{words} and {plural(gaps, 'gap')}" if gaps else words
+
+
 def marks_lines(hist: StreamHistory, limit: int = 20) -> list[str]:
     """What the text report and the SVG/HTML findings say about reset and gap columns (none: nothing)."""
     out = []
@@ -387,10 +402,9 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
     how = time_words(hist.exact, source, t.events, hist.n)
     total = stream_total(t, source, s.unit, hist.n)
     own_percentiles = source_use(source, t.events, hist.n)[0]
-    columns = f"{hist.n} interval{'s' if hist.n != 1 else ''} over {duration_text(span)}"
-    if untimed:
-        columns = (f"{hist.n} interval{'s' if hist.n != 1 else ''} by arrival (no timestamps: rates are not "
-                   "known)")
+    counted = intervals_words(hist.n, gap_count(hist))
+    columns = f"{counted} by arrival (no timestamps: rates are not known)" if untimed else \
+        f"{counted} over {duration_text(span)}"
     if not t.events:
         what = "no events" if t.duration_s else "no data (every column is a gap: data missing)"
         return [f"{columns}: {what}", *marks_lines(hist)], t

@@ -34,8 +34,16 @@ from latencymap.core.buckets import TOP_SLOT, range_text
 from latencymap.core.model import StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.core.units import REAL_EPOCH, format_duration, format_number, plural
-from latencymap.outputs.report import Causes, peer_lines, straggler_lines, stream_summary, stream_time_words
+from latencymap.core.units import REAL_EPOCH, format_duration, format_number
+from latencymap.outputs.report import (
+    Causes,
+    gap_count,
+    intervals_words,
+    peer_lines,
+    straggler_lines,
+    stream_summary,
+    stream_time_words,
+)
 from latencymap.views.frame import LEVELS, Folds, fold_rows, quantize, row_labels, row_range
 from latencymap.views.options import BLUES, REDS
 
@@ -365,7 +373,7 @@ def panel(hist: StreamHistory, *, with_findings: bool = True,
     """(elements, width, height) of one stream's panel."""
     s = hist.stream
     label = clean_text(s.label) or "(no label)"
-    subtitle = f"datasource {s.datasource}, unit {s.unit}, {plural(hist.n, 'interval')}"
+    subtitle = f"datasource {s.datasource}, unit {s.unit}, {intervals_words(hist.n, gap_count(hist))}"
     out = [_text(LEFT, 18, label, font_size=str(TITLE_SIZE), font_weight="bold"),
            _text(LEFT, 34, subtitle, fill="#555")]
     y = 46.0

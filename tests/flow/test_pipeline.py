@@ -299,3 +299,35 @@ def test_a_live_input_stopped_by_count_names_the_inputs_not_read(tmp_path) -> No
     assert [item.message for item in got if isinstance(item, Notice)] == [
         f"--count 2: every stream of <stdin> had 2 intervals and no new stream came for one interval, so reading "
         f"stopped there: {later} not read"]
+
+
+def _records(*records: tuple[int, str, str]) -> str:
+    """Per-interval protocol records of stream `svc`, each (second, body, flags)."""
+    return "".join(f"<begin record>\ntimestamp, microsec, {(k + 2) * 1_000_000}, d\ncounts, interval\nlabel, svc\n"
+                   f"latencyunit, microsec\n{'flags, ' + flags + chr(10) if flags else ''}{body}<end record>\n"
+                   for k, body, flags in records)
+
+
+@pytest.mark.parametrize(("text", "fails"), [
+    (_records((0, "1; 5\n", ""), (1, "", "gap"), (2, "", "gap")), True),  # a skip; the rest empty gaps
+    (_records((0, "1; 5\n", ""), (1, "1024, 100\n", "gap"), (2, "", "gap")), False),  # a gap holding events
+    (_records((0, "1; 5\n", ""), (1, "1024, 100\n", ""), (2, "", "gap")), False),  # one column with data
+    (_records((1, "", "gap"), (2, "", "gap")), False),  # nothing skipped: the source said its data was missing
+], ids=["skipped-and-empty-gaps", "a-gap-holding-events", "a-column-with-data", "gaps-only"])
+def test_an_input_that_skipped_records_and_gave_only_empty_gap_columns_is_nothing_readable(
+        tmp_path, text: str, fails: bool) -> None:
+    """An empty gap column is no data read (a reader leaves one for a record it could not decode, such as an
+    HdrHistogram payload, or for a hole in the time line): an input of skipped records and such columns failed
+    nothing, since they counted as read."""
+    from latencymap.core.errors import NothingReadable
+    from latencymap.flow.pipeline import column_flow, input_flow
+    from latencymap.plugins import load_registry
+
+    path = tmp_path / "gaps.txt"
+    path.write_text(text)
+    for flow in (input_flow, column_flow):
+        if fails:
+            with pytest.raises(NothingReadable, match=r"gaps\.txt: no record could be read \(1 skipped\)"):
+                list(flow([str(path)], load_registry()))
+        else:
+            assert list(flow([str(path)], load_registry()))

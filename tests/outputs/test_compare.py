@@ -545,3 +545,23 @@ def test_a_side_whose_input_does_not_say_what_it_measures_is_not_said_to_measure
     assert said.startswith("   the baseline measures hiccups (how late a thread that only sleeps woke; "), said
     assert said.endswith(", nothing says the candidate does: unless it does too, the two sides measure different "
                          "things"), said
+
+
+def test_gap_columns_are_counted_apart_from_the_intervals(tmp_path: Path) -> None:
+    """A side's gap columns (data missing) are no intervals of it: `in 4 intervals and 2 gaps`, as the report's
+    header says them (they were `in 6 intervals`); the JSON's `columns` still counts every column, `gap_columns`
+    those."""
+    records = []
+    for k in range(6):
+        gap = k in (2, 3)
+        records.append(f"<begin record>\ntimestamp, microsec, {(1_700_000_001 + k) * 1_000_000}, t{k}\n"
+                       "counts, interval\nlatencyunit, millisec\nlabel, reads\ndatasource, bpf\n"
+                       + ("flags, gap\n" if gap else "1, 100\n") + "<end record>\n")
+    gappy = tmp_path / "gappy.txt"
+    gappy.write_text("".join(records))
+    plain = write_records(tmp_path / "plain.txt", {1: 100}, n=4)
+    text = diff(str(plain), str(gappy))[1]
+    assert "   baseline 400 events in 4 intervals; candidate 400 events in 4 intervals and 2 gaps\n" in text
+    (pair,) = diff_json(plain, gappy)["pairs"]
+    assert (pair["baseline"]["columns"], pair["baseline"]["gap_columns"]) == (4, 0)
+    assert (pair["candidate"]["columns"], pair["candidate"]["gap_columns"]) == (6, 2)

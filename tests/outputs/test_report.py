@@ -262,7 +262,7 @@ def test_rates_are_per_second_observed_gap_columns_left_out(tmp_path: Path) -> N
     path.write_text("".join(records))
     text = CliRunner().invoke(main, ["report", str(path)])
     assert text.exit_code == 0, text.output
-    assert "10 intervals over 10s: 400 events (100/s)" in text.output
+    assert "4 intervals and 6 gaps over 10s: 400 events (100/s)" in text.output
     gate = CliRunner().invoke(main, ["report", "--fail-if", "rate < 90", str(path)])
     assert gate.exit_code == 0, gate.output
 
@@ -274,15 +274,17 @@ def _record(k: int, body: str, flags: str = "", label: str = "svc") -> str:
 
 def test_a_gap_column_holding_events_counts_its_time_and_empty_streams_say_so(tmp_path: Path) -> None:
     """A gap column with events (a counter's increase across an outage) counted them over its span: its time stays
-    in the rate. A stream of one empty column says "1 interval ...: no events"; one of gaps only, "no data"."""
+    in the rate. A stream of one empty column says "1 interval ...: no events"; one of gaps only, "no data". Gap
+    columns are counted apart from the intervals, as the gap line lists them (they were counted as intervals)."""
     path = tmp_path / "mixed.txt"
     path.write_text(_record(0, "1024, 100\n") + _record(1, "1024, 100\n", "gap, reset") + _record(2, "", "gap")
                     + _record(0, "", label="quiet") + _record(0, "", "gap", label="down") + _record(1, "", "gap",
                                                                                                      label="down"))
     out = CliRunner().invoke(main, ["report", str(path)]).output
-    assert "3 intervals over 3s: 200 events (100/s)" in out
+    assert "1 interval and 2 gaps over 3s: 200 events (100/s)" in out
+    assert "gap (data missing from the column): columns 1, 2" in out
     assert "== quiet" in out and "1 interval over 1s: no events" in out
-    assert "2 intervals over 2s: no data (every column is a gap: data missing)" in out
+    assert "   2 gaps over 2s: no data (every column is a gap: data missing)" in out
     assert "mean nan" not in out and "p50 nan" not in out
 
 

@@ -539,6 +539,26 @@ def test_a_line_past_the_format_limit_is_cut_said_and_its_column_left_empty(tmp_
     assert "line 5" in message and "(the line was cut at 50000 characters)" in message and "gap" in message
 
 
+def test_a_log_of_which_no_payload_could_be_decoded_is_nothing_readable(tmp_path: Path) -> None:
+    """Every payload corrupt: its columns are empty gaps, no data; report, the plain view and a `--fail-if` gate
+    fail (exit 1) naming the file, as for an input of which no record could be read (they exited 0, and the gate
+    passed). One good payload among them is a report (exit 0) with its notes."""
+    from latencymap.cli import main as cli
+
+    bad = tmp_path / "bad.hlog"
+    bad.write_text("".join([*HEADER, "0.000,1.000,0.1,garbage\n", "1.000,1.000,0.1,HIST!!!!\n"]))
+    for args in (["report"], ["--plain", "--once"], ["report", "--fail-if", "p99 > 1s"]):
+        result = CliRunner().invoke(cli.main, [*args, str(bad)])
+        assert result.exit_code == 1, (args, result.output)
+        assert f"{bad}: no record could be read (2 skipped); the first: {bad}: line 4: expected a base64 histogram " \
+               "payload" in result.output, (args, result.output)
+    good = tmp_path / "good.hlog"
+    good.write_text("".join([*HEADER, "0.000,1.000,0.1,garbage\n", f"1.000,1.000,0.1,{_payload(100_000, 10)}\n"]))
+    result = CliRunner().invoke(cli.main, ["report", str(good)])
+    assert result.exit_code == 0, result.output
+    assert "Skipped records: 1" in result.output and "line 4: expected a base64 histogram payload" in result.output
+
+
 def _payload(value: int, count: int) -> str:
     hist = library_histogram([])
     hist.record_value(value, count)
@@ -604,6 +624,22 @@ def test_logs_written_one_after_another_keep_their_own_times_and_a_hole_is_a_gap
         (12, 3600, True), (3600, 3601, False), (3601, 3602, False), (3602, 3603, False)]
     assert [n for n in notices(items) if "a new log starts here (StartTime 1700003600.000)" in n]
     assert not [n for n in notices(items) if "placed after" in n]
+
+
+def test_the_report_counts_a_holes_gap_column_apart_from_the_logs_intervals(tmp_path: Path) -> None:
+    """5 interval lines around a 7.5 s hole: `5 intervals and 1 gap` (it said `6 intervals`); the rate is per second
+    observed (13.1 s), as before."""
+    from latencymap.cli import main as cli
+
+    payload = _payload(1_000_000, 100)
+    path = tmp_path / "holes.hlog"
+    path.write_text("".join([*HEADER, *(f"{start},{length},1.000,{payload}\n" for start, length in
+                                        (("0.000", "1.000"), ("1.500", "1.000"), ("10.000", "1.000"),
+                                         ("11.000", "10.000"), ("21.000", "0.100")))]))
+    result = CliRunner().invoke(cli.main, ["report", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "   5 intervals and 1 gap over 21.1s: 500 events (38.2/s), 500ms waited (exact)\n" in result.output
+    assert "gap (data missing from the column): column 2\n" in result.output
 
 
 def test_a_second_log_whose_base_time_comes_before_its_start_time_keeps_it(tmp_path: Path) -> None:

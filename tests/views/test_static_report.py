@@ -341,6 +341,17 @@ def test_svg_time_axis_of_the_oracle_sample_is_round(tmp_path: Path, example_dat
 
 
 @pytest.mark.parametrize("fmt", ["svg", "html"])
+def test_the_subtitle_counts_gap_columns_apart_from_the_intervals(tmp_path: Path, fmt: str) -> None:
+    """`3 intervals and 1 gap`, as the text report's header says them (it said `4 intervals`)."""
+    path = tmp_path / "gappy.txt"
+    path.write_text("".join(f"<begin record>\ntimestamp, microsec, {(1_700_000_001 + k) * 1_000_000}, t{k}\n"
+                            "counts, interval\nlatencyunit, microsec\nlabel, svc\n"
+                            + ("flags, gap\n" if k == 2 else "1024, 100\n") + "<end record>\n" for k in range(4)))
+    page = html_unescape(render(fmt, tmp_path / f"gappy.{fmt}", path))
+    assert "datasource bpf, unit microsec, 3 intervals and 1 gap<" in page
+
+
+@pytest.mark.parametrize("fmt", ["svg", "html"])
 def test_the_subtitle_counts_its_intervals_in_words(tmp_path: Path, fixtures: Path, example_data: Path,
                                                     fmt: str) -> None:
     """`1 interval`, as the text report says it (it said `1 intervals`); `2,000 intervals` as `diff` counts them."""

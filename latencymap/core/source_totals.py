@@ -180,6 +180,11 @@ class SourceTotals:
         first, most = faster
         return int(self.counts[first]), float(self.bounds[first]), float(most[0])
 
+    def rank_bucket(self, q: float) -> int:
+        """The index of the bucket holding the q-quantile's rank (the bounds' last with no events)."""
+        cumulative = np.cumsum(self.counts)
+        return min(int(np.searchsorted(cumulative, q * self.events, side="left")), len(self.bounds) - 1)
+
     def percentile(self, q: float) -> float:
         """The q-quantile in the stream unit (NaN with no events), as `histogram_quantile` computes it."""
         total = self.events
@@ -187,8 +192,7 @@ class SourceTotals:
             return math.nan
         rank = q * total
         cumulative = np.cumsum(self.counts)
-        i = int(np.searchsorted(cumulative, rank, side="left"))
-        i = min(i, len(self.bounds) - 1)
+        i = self.rank_bucket(q)
         upper = self.bounds[i]
         lower = self.bounds[i - 1] if i else 0.0
         low, high = lower, upper

@@ -8,11 +8,14 @@ Per pair: each bucket's share of the events (frequency share) and of the time (t
 both sides and the change in percentage points; percentile and mean deltas and ratios (the report's: a rebinned or
 HdrHistogram stream's from its source's own buckets, `stream_total`; one in the open top bucket, its values not
 known, is that bucket's low, written `≥low`, its sides listed under `open`, its change a bound or, where the bounds
-cannot tell it (both sides bounds, or `≥100ms → 150ms`: risen or fallen), not told, JSON `delta_s` and `ratio` null);
+cannot tell it (both sides bounds, or `≥100ms → 150ms`: risen or fallen), not told, JSON `delta_s` and `ratio` null;
+one in a single bucket of the source's on both sides, equal: `same_bucket_s`);
 the shift
-in octaves (`log2(candidate / baseline)`) of the median and of the mean log2 latency; bands found
-in the candidate that overlap no baseline band ("appeared"), and the reverse ("vanished"); and a band present on both
-sides (each side's one band overlapping the other's one) whose share of the events or of the time changed a lot
+in octaves (`log2(candidate / baseline)`) of the median and of the mean log2 latency (`locations`: the source's own
+buckets, else exact bucket means, else the rows' centres); bands found
+in the candidate near no baseline band (`_near`: within an octave) ("appeared"), and the reverse ("vanished"); and a
+band present on both sides (each side's one band near the other's one) whose share of the events or of the time
+changed a lot
 ("changed": at least ×`BAND_CHANGE_RATIO` either way, by at least `BAND_MIN_EVENTS_CHANGE` of the events or
 `BAND_MIN_TIME_CHANGE` of the time), such as a slow band that went from 1% to 4% of the events. Each side says what
 its values measure where its reader knows them to be something else than its datasource's (`measures`: "jhiccup", a
@@ -36,9 +39,9 @@ from latencymap.core.buckets import percentile_duration
 from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES
 from latencymap.core.sanitize import clean_text
-from latencymap.core.source_totals import SourceTotals
-from latencymap.core.units import format_duration, format_number, plural
-from latencymap.outputs.report import gap_count, intervals_words, read_errors, read_notes, stream_total
+from latencymap.core.source_totals import SourceTotals, bound_seconds
+from latencymap.core.units import format_duration, format_number, plural, unit_seconds
+from latencymap.outputs.report import gap_count, intervals_words, read_errors, read_notes, source_use, stream_total
 
 #: Share changes below this (absolute, as a fraction) count as no change.
 EPSILON = 1e-9
@@ -53,7 +56,7 @@ BAND_MIN_TIME_CHANGE = 0.10
 
 
 #: A pair changed only when its bucket counts differ beyond chance (a G-test of the two sides' events per bucket, p
-#: below this) ...
+#: below this; or, for a shift, its mean log2 latency, `shift_test`) ...
 ALPHA = 0.001
 #: ... by at least this much: a shift of the event-weighted mean log2 latency (octaves), a bucket's share of the
 #: events (1 percentage point) or of the time (5 points), or a band that appeared, vanished or changed. Two samples
@@ -157,24 +160,79 @@ def _sums(pooled: dict[tuple[float, float], tuple[int, float]]) -> tuple[int, fl
     return sum(v[0] for v in pooled.values()), sum(v[1] for v in pooled.values())
 
 
-def _log2_center(hist: StreamHistory) -> float:
-    """Event-weighted mean of log2 of the bucket centres (geometric; the zero bucket counts at half its top)."""
-    counts = hist.counts.sum(axis=0).astype(np.float64)
-    total = counts.sum()
+def _centres(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Geometric centres of buckets `[low, high)`; one from 0 at half its top."""
+    return np.where(low > 0, np.sqrt(low * high), high / 2)
+
+
+def locations(hist: StreamHistory, source: SourceTotals | None, events: int) -> tuple[np.ndarray, np.ndarray]:
+    """(values in seconds, events at each): where the stream's `events` lie, as finely as it says. Its source's own
+    buckets where they hold every event (as its percentiles come from them: HdrHistogram's sub-buckets), each at its
+    geometric centre (within the values seen; an overflow bucket at its low); else in each column of exact times,
+    each bucket's mean; else each row's geometric centre. The log2 rows alone place 66 µs and 130 µs at one centre."""
+    if source is not None and source_use(source, events, hist.n)[0]:
+        bounds = np.asarray(source.bounds, dtype=np.float64)
+        low = np.concatenate(([0.0], bounds[:-1]))
+        high = np.where(np.isinf(bounds), low, bounds)
+        if source.least is not None and source.most is not None:
+            low, high = np.clip(low, source.least, source.most), np.clip(high, source.least, source.most)
+        held = source.counts > 0
+        if (high[held] > 0).all():  # (a first bucket up to 0 or below: no log2 of it; the rows say where)
+            return (_centres(low, high)[held] * unit_seconds(hist.stream.unit),
+                    source.counts[held].astype(np.float64))
+    counts = hist.counts
+    held = counts > 0
+    value = np.broadcast_to(_centres(hist.low, hist.high), counts.shape)
+    exact = hist.exact_columns()
+    if exact.any():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = np.clip(hist.time / counts, hist.low, hist.high)
+        value = np.where(exact[:, None] & held & (mean > 0), mean, value)
+    return value[held], counts[held].astype(np.float64)
+
+
+def _log2_location(where: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+    """(mean, squared standard error) of the events' log2 latency (`locations`); NaN with no events."""
+    values, events = where
+    total = float(events.sum())
     if total <= 0:
-        return math.nan
-    centre = np.where(hist.low > 0, np.sqrt(hist.low * hist.high), hist.high / 2)
-    return float((counts * np.log2(centre)).sum() / total)
+        return math.nan, math.nan
+    log2 = np.log2(values)
+    mean = float((events * log2).sum() / total)
+    return mean, float((events * (log2 - mean) ** 2).sum() / total / total)
 
 
-def _stats(hist: StreamHistory, source: SourceTotals | None) -> tuple[dict[str, float], set[str]]:
+def shift_test(base: tuple[np.ndarray, np.ndarray], cand: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+    """(shift in octaves, p): how far the candidate's mean log2 latency moved from the baseline's (`locations`), and
+    the p of it being chance (two samples' means, normal, two-sided). Sides of one value each differ beyond chance as
+    soon as they differ."""
+    (mb, vb), (mc, vc) = _log2_location(base), _log2_location(cand)
+    shift = mc - mb
+    if math.isnan(shift):
+        return math.nan, 1.0
+    if vb + vc <= 0:
+        return shift, 0.0 if abs(shift) > EPSILON else 1.0
+    return shift, math.erfc(abs(shift) / math.sqrt(2 * (vb + vc)))
+
+
+def _stats(hist: StreamHistory, source: SourceTotals | None) -> tuple[dict[str, float], set[str],
+                                                                      dict[str, tuple[float, float]]]:
     """Percentiles and mean (s) as the report gives them (`stream_total`: a rebinned or HdrHistogram stream's from
-    its source's own buckets, `source`), and the percentiles that are a lower bound only (`open`: in the open top
-    bucket, its values not known)."""
-    total = stream_total(hist.totals(), source, hist.stream.unit, hist.n)
+    its source's own buckets, `source`), the percentiles that are a lower bound only (`open`: in the open top
+    bucket, its values not known), and where they come from the source's buckets, the bucket (low, high; s) each
+    lies in: the source tells nothing finer."""
+    totals = hist.totals()
+    total = stream_total(totals, source, hist.stream.unit, hist.n)
     out = {k: total[f"{k}_s"] for k in _STATS}
     at_least = {k for k in _STATS if f"{k}_s" in total.get("open", ())}
-    return {k: math.nan if v is None else float(v) for k, v in out.items()}, at_least
+    within = {}
+    if source is not None and source_use(source, totals.events, hist.n)[0]:
+        scale = unit_seconds(hist.stream.unit)
+        for q, k in PERCENTILE_NAMES.items():
+            i = source.rank_bucket(q)
+            within[k] = (bound_seconds(source.bounds[i - 1], scale) if i else 0.0,
+                         bound_seconds(source.bounds[i], scale))
+    return {k: math.nan if v is None else float(v) for k, v in out.items()}, at_least, within
 
 
 def _open_sides(base: bool, cand: bool) -> dict[str, list[str]]:
@@ -184,13 +242,18 @@ def _open_sides(base: bool, cand: bool) -> dict[str, list[str]]:
     return {"open": sides} if sides else {}
 
 
-def _change(base: float, cand: float, base_open: bool, cand_open: bool) -> dict[str, float | None]:
+def _change(base: float, cand: float, base_open: bool, cand_open: bool,
+            within: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)) -> dict[str, Any]:
     """`delta_s` and `ratio` of a statistic: a bound where one side is a lower bound only (`open`: at most where the
     baseline's is, at least where the candidate's is); None where the bounds cannot tell the change (both sides
-    bounds, or a bound that leaves its sign open: `≥100ms → 150ms` may have risen or fallen)."""
+    bounds, or a bound that leaves its sign open: `≥100ms → 150ms` may have risen or fallen). Both sides in one
+    bucket of their sources' (`within`, `_stats`) are equal as far as the sources tell (`same_bucket_s`): where the
+    straight line through it puts each is the other buckets' counts, not a change (`100µs → 100µs +3.56ns`)."""
     delta = cand - base
     if (base_open and cand_open) or (base_open and delta > 0) or (cand_open and delta < 0):
         return {"delta_s": None, "ratio": None}
+    if delta and within[0] is not None and within[0] == within[1] and not (base_open or cand_open) and base:
+        return {"delta_s": 0.0, "ratio": 1.0, "same_bucket_s": list(within[0])}
     return {"delta_s": _num(delta), "ratio": _num(cand / base) if base else None}
 
 
@@ -204,8 +267,17 @@ def _octaves(new: float, old: float) -> float:
     return math.log2(new / old)
 
 
-def _overlaps(a: Band, b: Band) -> bool:
-    return a.low_s < b.high_s and b.low_s < a.high_s
+def _extent(band: Band, where: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+    """(smallest, largest) of the values a band's range holds (`locations`); the range itself where none is known."""
+    values = where[0][(where[0] >= band.low_s) & (where[0] < band.high_s)]
+    return (float(values.min()), float(values.max())) if values.size else (band.low_s, band.high_s)
+
+
+def _near(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two bands (`_extent`s) are one population moved less than an octave (the rows' width: bands of one
+    side lie two apart), not a band that came or went: 130 µs and 140 µs are one band, though a row edge (131 µs)
+    lies between them."""
+    return a[0] < 2 * b[1] and b[0] < 2 * a[1]
 
 
 def _share_changed(old: float, new: float, least: float) -> bool:
@@ -214,17 +286,17 @@ def _share_changed(old: float, new: float, least: float) -> bool:
     return high - low >= least and high >= BAND_CHANGE_RATIO * low
 
 
-def bands_changed(base: list[Band], cand: list[Band]) -> list[dict[str, Any]]:
-    """The bands present on both sides (a baseline band and the one candidate band overlapping it, which overlaps no
-    other baseline band) whose share of the events or of the time changed a lot (`_share_changed`), the largest
-    change of the time share first. The band of most events on both sides is left out when another is said: its
-    shares only make room for the others'."""
+def bands_changed(base: list[Band], cand: list[Band], near: dict[tuple[int, int], bool]) -> list[dict[str, Any]]:
+    """The bands present on both sides (a baseline band and the one candidate band near it, `near[(i, j)]` for the
+    i-th baseline and j-th candidate band, which is near no other baseline band) whose share of the events or of the
+    time changed a lot (`_share_changed`), the largest change of the time share first. The band of most events on
+    both sides is left out when another is said: its shares only make room for the others'."""
     out, main = [], None
-    for b in base:
-        over = [o for o in cand if _overlaps(b, o)]
-        if len(over) != 1 or sum(_overlaps(o, over[0]) for o in base) != 1:
+    for i, b in enumerate(base):
+        over = [j for j in range(len(cand)) if near[i, j]]
+        if len(over) != 1 or sum(near[k, over[0]] for k in range(len(base))) != 1:
             continue
-        c = over[0]
+        c = cand[over[0]]
         if _share_changed(b.events_share, c.events_share, BAND_MIN_EVENTS_CHANGE) or \
                 _share_changed(b.time_share, c.time_share, BAND_MIN_TIME_CHANGE):
             out.append({"baseline": b.to_json(), "candidate": c.to_json(),
@@ -266,14 +338,18 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
         buckets.append({"low": key[0], "high": key[1], "baseline_events": cb, "candidate_events": cc,
                         "baseline_events_share": fb, "candidate_events_share": fc, "events_share_change": fc - fb,
                         "baseline_time_share": xb, "candidate_time_share": xc, "time_share_change": xc - xb})
-    (sb_, ob), (sc_, oc) = _stats(base, sources[0]), _stats(cand, sources[1])
+    (sb_, ob, wb), (sc_, oc, wc) = _stats(base, sources[0]), _stats(cand, sources[1])
     stats = {k: {"baseline_s": _num(sb_[k]), "candidate_s": _num(sc_[k]),
-                 **_change(sb_[k], sc_[k], k in ob, k in oc), **_open_sides(k in ob, k in oc)} for k in _STATS}
+                 **_change(sb_[k], sc_[k], k in ob, k in oc, (wb.get(k), wc.get(k))), **_open_sides(k in ob, k in oc)}
+             for k in _STATS}
+    where = locations(base, sources[0], eb), locations(cand, sources[1], ec)
     db, dc = stream_diagnosis(base), stream_diagnosis(cand)
-    appeared = [b.to_json() for b in dc.bands if not any(_overlaps(b, o) for o in db.bands)]
-    vanished = [b.to_json() for b in db.bands if not any(_overlaps(b, o) for o in dc.bands)]
-    grown = bands_changed(db.bands, dc.bands)
-    shift = _log2_center(cand) - _log2_center(base)
+    near = {(i, j): _near(_extent(b, where[0]), _extent(c, where[1]))
+            for i, b in enumerate(db.bands) for j, c in enumerate(dc.bands)}
+    appeared = [c.to_json() for j, c in enumerate(dc.bands) if not any(near[i, j] for i in range(len(db.bands)))]
+    vanished = [b.to_json() for i, b in enumerate(db.bands) if not any(near[i, j] for j in range(len(dc.bands)))]
+    grown = bands_changed(db.bands, dc.bands, near)
+    shift, shift_p = shift_test(*where)
     g, df, p = g_test([int(b["baseline_events"]) for b in buckets], [int(b["candidate_events"]) for b in buckets])
     effect = [what for what, big in (
         ("shift", abs(shift) >= MIN_SHIFT_OCTAVES),
@@ -281,11 +357,13 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
         ("time_share", any(abs(b["time_share_change"]) >= MIN_TIME_SHARE_CHANGE for b in buckets)),
         ("bands", bool(appeared or vanished or grown))) if big]
     rate = _rate(base, cand, (eb, ec), untimed)
-    changed = (p < ALPHA and bool(effect)) or bool(rate and rate["changed"])
+    # a shift inside one row leaves the rows' counts alike: its own test (of the mean log2 latency) tells it too
+    changed = ((p < ALPHA and bool(effect)) or ("shift" in effect and shift_p < ALPHA)
+               or bool(rate and rate["changed"]))
     return {
         "baseline": _identity(base, eb, tb), "candidate": _identity(cand, ec, tc),
         "changed": changed,
-        "test": {"g": g, "df": df, "p": p, "alpha": ALPHA, "effects": effect},
+        "test": {"g": g, "df": df, "p": p, "shift_p": shift_p, "alpha": ALPHA, "effects": effect},
         "rate": rate,
         "shift_octaves": _num(shift),
         "median_shift_octaves": _num(_octaves(sc_["p50"], sb_["p50"])),
@@ -467,6 +545,9 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
         ratio = f" ({bound}{_times(s['ratio'])})" if s["ratio"] is not None and bound is not None else ""
         delta = "" if s["delta_s"] is None or bound is None else \
             bound + _delta(s["delta_s"], s["baseline_s"], s["candidate_s"])
+        if "same_bucket_s" in s:
+            low, high = s["same_bucket_s"]
+            delta, ratio = "=", f" (one bucket of the source's, {format_duration(high - low)} wide)"
         out.append(f"   {k:<5} {_dur(s, 'baseline'):>9} → {_dur(s, 'candidate'):>9}  {delta}{ratio}")
     for band in pair["bands_appeared"]:
         out.append(f"   band appeared: {_span(band)} ({100 * band['events_share']:.1f}% of events, "
@@ -509,6 +590,10 @@ def _unchanged(pair: dict[str, Any]) -> str:
     """Why an unchanged pair reads so: its bucket counts differ by chance, or by too little to matter."""
     test = pair.get("test")
     if test is None or test["df"] == 0 or not test["g"]:
+        shift = pair["shift_octaves"]
+        if test is not None and shift is not None and test["shift_p"] < test["alpha"] and round(abs(shift), 2) > 0:
+            return (f"no change that matters: latency moved {shift:+.2f} octaves ({_times(2 ** shift)}), less than "
+                    f"{MIN_SHIFT_OCTAVES:g} octave; same shares in every bucket, same bands")
         return "no change: same shares in every bucket, same bands"
     p = f"G-test p = {test['p']:.2g}"
     if test["p"] >= test["alpha"]:

@@ -414,6 +414,16 @@ def test_samples_of_one_distribution_read_unchanged_and_regressions_changed(tmp_
     assert rate["baseline_per_s"] == pytest.approx(5000 / 60, rel=0.02) and rate["ratio"] == pytest.approx(0.5, 0.02)
 
 
+def test_a_shift_inside_one_row_is_read_from_exact_times(tmp_path: Path) -> None:
+    """Raw values (exact per-bucket times): every one 66 µs, then every one 120 µs, one row (64–128 µs) on both sides:
+    the rows' centres said no shift and the diff no change. Each bucket's mean says ×1.82."""
+    base = raw_latencies(tmp_path / "a.txt", 1, n=2000, mu_us=66, sigma=0.0)
+    cand = raw_latencies(tmp_path / "b.txt", 2, n=2000, mu_us=120, sigma=0.0)
+    (pair,) = diff_json(base, cand)["pairs"]
+    assert pair["changed"] is True and pair["test"]["df"] == 0
+    assert pair["shift_octaves"] == pytest.approx(math.log2(120 / 66), abs=0.001)
+
+
 def test_a_pure_rate_drop_is_said(tmp_path: Path) -> None:
     """Every count halved read "0.0% of events changed bucket" and no change of rate."""
     base = write_records(tmp_path / "b.txt", {1: 1000, 2: 500}, n=10)

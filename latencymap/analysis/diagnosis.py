@@ -351,6 +351,7 @@ def diagnose(
     seen_max: np.ndarray | None = None,
     seen_min: np.ndarray | None = None,
     dropped: int = 0,
+    median_s: float | None = None,
 ) -> Diagnosis:
     """Bands, bimodality and tail of the pooled columns `col_range` (half-open, None: all), their episodes,
     stalls and drift, and the findings among them.
@@ -364,8 +365,10 @@ def diagnose(
     `time2d` is the source's own time, not estimated (None: when it is given), so a stall's p50 is read as the
     report's header reads it; `gaps` marks (over all columns, as `starts`) the gap columns: missing data is no
     silence; `seen_max` (s per slot, NaN where not known) the largest value seen, which bounds a stall's wait; with
-    `seen_min` (the smallest), the columns' medians that drift reads lie within both, as the report's percentiles do;
-    `dropped`: the columns a history limit dropped before column 0, which is then no start-up.
+    `seen_min` (the smallest), the columns' medians that drift reads, the p50 a stall is compared with and the tail's
+    threshold lie within both, as the report's percentiles do; `dropped`: the columns a history limit dropped before
+    column 0, which is then no start-up; `median_s`: the range's p50 as the report's header prints it where that is
+    not the rows' (a stream's own buckets': `summary.header_p50`), which a stall's wait is compared with.
     """
     th = thresholds
     estimated = time2d is None and not isinstance(counts2d, Columns)
@@ -394,25 +397,25 @@ def diagnose(
         min_time_shift=th.episode_min_time_shift, min_column_events=th.episode_min_column_events,
         min_columns=th.episode_min_columns, max_gap=th.episode_max_gap, col_offset=first,
         min_move_octaves=th.min_move_octaves, exact=timed, new_band_time_share=th.episode_new_band_time_share)
-    stalls = find_stalls(cols, None, low_s, high_s, starts, ends, th=th, col_offset=first,
-                         exact=timed, datasource=datasource, seen_max=seen_max)
+    seen = None if seen_min is None or seen_max is None else (seen_min, seen_max)
+    stalls = find_stalls(cols, None, low_s, high_s, starts, ends, th=th, col_offset=first, exact=timed,
+                         datasource=datasource, seen_max=seen_max, seen_min=seen_min, median_s=median_s)
     episodes = sorted(without_covered(episodes, stalls) + stalls, key=lambda e: (e.first_col, e.kind != "stall"))
     d = Diagnosis(
         bands=bands,
         bimodal=len(major) >= 2,
         tail=tail_dominance(pooled, pooled_t, low_s, high_s, time_fraction=th.tail_time_fraction,
-                            max_events_share=th.tail_max_events_share),
+                            max_events_share=th.tail_max_events_share, seen=seen),
         episodes=episodes,
         events=float(pooled.sum()),
         time_s=float(pooled_t.sum()),
         time_estimated=estimated,
         t0=float(all_starts[0]) if len(all_starts) else 0.0,
         major=major,
-        drift=find_drift(cols, low_s, high_s, starts, ends, th=th, col_offset=first, exact=timed,
-                         seen=None if seen_min is None or seen_max is None else (seen_min, seen_max))
+        drift=find_drift(cols, low_s, high_s, starts, ends, th=th, col_offset=first, exact=timed, seen=seen)
         if cols.n else None,
         few=slowest_few(pooled, pooled_t, low_s, high_s, events_share=th.tail_few_events_share,
-                        time_share=th.tail_few_time_share),
+                        time_share=th.tail_few_time_share, seen=seen),
         occupied=int(np.count_nonzero(pooled)),
         silences=silences_left(find_silences(cols, starts, ends, None if gaps is None else
                                              np.asarray(gaps)[first:stop], col_offset=first), stalls),

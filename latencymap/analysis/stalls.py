@@ -41,8 +41,8 @@ concurrent waits (Spark's parallel tasks) overlap; only a stream whose events ru
 `events` and
 `time_s` are its far events and their time, `events_share`/`time_share` their shares of the range,
 `gained` the far slots it hit (`events_share` and `time_share` there are shares of its columns),
-`shift_octaves` the octaves from the range's p50 (estimated as the report's header does) to the stall's mean
-latency.
+`shift_octaves` the octaves from the range's p50 to the stall's mean latency: the p50 the report's header prints (a
+stream's own buckets' where they give its percentiles: `median_s`), or estimated from the rows as the header does.
 """
 
 from __future__ import annotations
@@ -87,20 +87,25 @@ def _most_columns(cols: Columns, th: Thresholds, share: float | None = None) -> 
     return max((th.stall_max_column_share if share is None else share) * columns, th.stall_max_columns)
 
 
-def _median_s(pooled: np.ndarray, pooled_t: np.ndarray | None, low_s: np.ndarray, high_s: np.ndarray) -> float:
-    """The range's p50, estimated as the report's header estimates it (`pooled_t`: exact time per slot, or None)."""
-    return float(percentile_estimates(pooled, low_s, high_s, (0.5,), times=pooled_t)[0])
+def _median_s(pooled: np.ndarray, pooled_t: np.ndarray | None, low_s: np.ndarray, high_s: np.ndarray,
+              seen: tuple[np.ndarray, np.ndarray] | None) -> float:
+    """The range's p50, estimated as the report's header estimates it (`pooled_t`: exact time per slot, or None;
+    `seen`: the smallest and the largest value seen per slot)."""
+    return float(percentile_estimates(pooled, low_s, high_s, (0.5,), times=pooled_t, seen=seen)[0])
 
 
 def find_stalls(
     counts: np.ndarray | Columns, times: np.ndarray | None, low_s: np.ndarray, high_s: np.ndarray,
     starts: np.ndarray, ends: np.ndarray, *, th: Thresholds = DEFAULT_THRESHOLDS, col_offset: int = 0,
     exact: bool = False, datasource: str = "", seen_max: np.ndarray | None = None,
+    seen_min: np.ndarray | None = None, median_s: float | None = None,
 ) -> list[Episode]:
     """Stall episodes of (columns x slots) counts and times, or of `Columns` that read both (see the module
     docstring); `exact`: the times are the source's, not estimated (the p50 that `shift_octaves` starts from is then
     read with them, as the report's); `datasource` says whether events run one after another (`training`);
-    `seen_max` the largest value seen per slot (s, NaN where not known)."""
+    `seen_max` the largest value seen per slot (s, NaN where not known), `seen_min` the smallest (with both, that p50
+    lies within them, as the report's does); `median_s`: that p50 as the report's header prints it, where it is not
+    the rows' (a stream's own buckets': `analysis.summary.header_p50`)."""
     cols = as_columns(counts, times, low_s, high_s)
     if int((cols.events() > 0).sum()) < 2:  # every event in one column: nothing says when inside it
         return []
@@ -108,13 +113,15 @@ def find_stalls(
     if top < 0:
         return []
 
+    seen = None if seen_min is None or seen_max is None else (seen_min, seen_max)
     far_of: dict[int, Far] = {}  # the ceiling read twice is often the same slot: its far events are summed once
 
     def above(ceiling: int, proven: bool) -> tuple[list[Episode], np.ndarray]:
         if ceiling not in far_of:
             far_of[ceiling] = _far_events(cols, ceiling, low_s, high_s, th)
         return _stalls_above(cols, far_of[ceiling], low_s, high_s, starts, ends, proven=proven, th=th,
-                             col_offset=col_offset, exact=exact, datasource=datasource, seen_max=seen_max)
+                             col_offset=col_offset, exact=exact, datasource=datasource, seen_max=seen_max,
+                             median_s=median_s, seen=seen)
 
     found, hit = above(top, False)
     most = _most_columns(cols, th)
@@ -149,9 +156,11 @@ def _far_events(cols: Columns, top: int, low_s: np.ndarray, high_s: np.ndarray, 
 def _stalls_above(
     cols: Columns, far_events: Far, low_s: np.ndarray, high_s: np.ndarray, starts: np.ndarray, ends: np.ndarray, *,
     proven: bool, th: Thresholds, col_offset: int, exact: bool, datasource: str, seen_max: np.ndarray | None,
+    median_s: float | None, seen: tuple[np.ndarray, np.ndarray] | None,
 ) -> tuple[list[Episode], np.ndarray]:
     """The stalls of the far slots above a ceiling (`_far_events`), and the columns holding far events; `proven`: far
-    waits in up to `stall_band_column_share` of the columns, each stall showing the events it held back."""
+    waits in up to `stall_band_column_share` of the columns, each stall showing the events it held back; `median_s`:
+    the range's p50 (s) their `shift_octaves` start from (None: the rows', within the values `seen`)."""
     occupied = cols.events() > 0
     far, far_c, far_t = far_events
     if far.size == 0:
@@ -162,7 +171,7 @@ def _stalls_above(
         return [], hit
     total_c, total_t = (max(total, 1e-300) for total in cols.totals())
     pooled, pooled_t = cols.slot_sums()
-    median = _median_s(pooled, pooled_t if exact else None, low_s, high_s)
+    median = median_s if median_s is not None else _median_s(pooled, pooled_t if exact else None, low_s, high_s, seen)
     width = float(median_of(np.asarray(ends) - np.asarray(starts)))
     base_c, base_t = cols.slot_sums(~hit)  # the columns without far events
     column_c, seconds = cols.events(), np.asarray(ends) - np.asarray(starts)

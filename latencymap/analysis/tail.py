@@ -4,9 +4,12 @@
 their time is under `time_fraction` (0.5) of the total, then the part of the next bucket that brings it to exactly
 that fraction: its slowest part, under the log-uniform density inside a bucket the rows assume elsewhere (the part
 from `x` to the bucket's top holds `(high - x) / (high - low)` of its time and `ln(high / x) / ln(high / low)` of
-its events; uniform in a bucket from 0, as percentiles are interpolated there). So `time_share` is `time_fraction`,
-`threshold_s` is `x`, and the measure moves little when the input does (whole buckets made `events_share` jump, 31%
-or 81% on samples of one distribution, when the slowest buckets held 49.8% or 50.2% of the time).
+its events; uniform in a bucket from 0, as percentiles are interpolated there). Where the source says the smallest
+and the largest value seen in that bucket, it is read between them, as percentiles are: a log of 100 µs values and one
+of 1 s put `x` at 778 ms in [537 ms, 1.07 s), below every slow value it holds; within them it is 1 s. So `time_share`
+is `time_fraction`, `threshold_s` is `x`, and the measure moves little when the input does (whole buckets made
+`events_share` jump, 31% or 81% on samples of one distribution, when the slowest buckets held 49.8% or 50.2% of the
+time).
 
 The tail *dominates* when it holds at most `max_events_share` (10%) of the events: for a lognormal the events above the
 time median are 1 - Phi(sigma), 10% at sigma ~ 1.3 (about two octaves of spread), so "dominant" means a tail heavier
@@ -28,6 +31,7 @@ import numpy as np
 
 from latencymap.analysis.bands import counts_and_time
 from latencymap.core.lean import dataclass
+from latencymap.core.percentiles import seen_bucket
 
 TIME_FRACTION = 0.5
 MAX_EVENTS_SHARE = 0.10
@@ -62,14 +66,16 @@ def tail_dominance(
     *,
     time_fraction: float = TIME_FRACTION,
     max_events_share: float = MAX_EVENTS_SHARE,
+    seen: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Tail | None:
-    """The tail of one histogram; None when it holds no time."""
+    """The tail of one histogram; None when it holds no time. `seen`: the smallest and the largest value seen per slot
+    (s, NaN or infinite where not known), within which the bucket the threshold falls in is read."""
     c, t, total_c, total_t = counts_and_time(counts_1d, time_1d, low_s, high_s)
     if total_c <= 0 or total_t <= 0:
         return None
     goal = time_fraction * total_t
     first, part = slowest_to(t, goal)
-    threshold, events_part = slowest_part(part, float(low_s[first]), float(high_s[first]))
+    threshold, events_part = slowest_part(part, *seen_bucket(first, low_s, high_s, seen))
     ev = float(c[first + 1:].sum()) + events_part * float(c[first])
     share = ev / total_c
     return Tail(first, threshold, ev, float(goal), share, time_fraction, share <= max_events_share)
@@ -114,15 +120,16 @@ def slowest_few(
     *,
     events_share: float = FEW_EVENTS_SHARE,
     time_share: float = FEW_TIME_SHARE,
+    seen: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Tail | None:
     """The slowest `events_share` of the events (the slowest buckets whole, then the slowest part of the next, as
     `tail_dominance` takes time), `dominant` (heavy) when they hold at least `time_share` of the time; None when
-    there is no time or they are less than one event."""
+    there is no time or they are less than one event. `seen`: as `tail_dominance` takes it."""
     c, t, total_c, total_t = counts_and_time(counts_1d, time_1d, low_s, high_s)
     goal = events_share * total_c
     if goal < 1 or total_t <= 0:
         return None
     first, part = slowest_to(c, goal)
-    threshold, time_part = slowest_part(part, float(low_s[first]), float(high_s[first]), of_events=True)
+    threshold, time_part = slowest_part(part, *seen_bucket(first, low_s, high_s, seen), of_events=True)
     tm = float(t[first + 1:].sum()) + time_part * float(t[first])
     return Tail(first, threshold, goal, tm, events_share, tm / total_t, tm / total_t >= time_share)

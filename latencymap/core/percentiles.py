@@ -111,6 +111,24 @@ def _rank_slot(cum: np.ndarray, q: float) -> np.ndarray:
     return slots
 
 
+def seen_bucket(slot: int, low: np.ndarray, high: np.ndarray,
+                seen: tuple[np.ndarray, np.ndarray] | None) -> tuple[float, float]:
+    """(low, high) of slot `slot`'s values: its bucket narrowed to the values seen in it where they are known (`seen`,
+    as `percentile_estimates` takes it, per slot), reaching past the open top slot's nominal end as they do. A bucket
+    from 0 keeps 0 as its low: values are read uniform there, and a smallest value seen far below its top would make
+    that span many octaves read log-uniform."""
+    lo, hi = float(low[slot]), float(high[slot])
+    if seen is None:
+        return lo, hi
+    least, most = (float(np.asarray(s, dtype=np.float64)[slot]) for s in seen)
+    top = slot == TOP_SLOT and len(high) == NSLOTS
+    narrow_lo, narrow_hi, known = _seen_range(np.array(lo), np.array(math.inf if top else hi), np.array(least),
+                                              np.array(most))
+    if not known:
+        return lo, hi
+    return (lo if lo <= 0 else float(narrow_lo)), float(narrow_hi)
+
+
 def _seen_range(lo: np.ndarray, hi: np.ndarray, least: np.ndarray,
                 most: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(low, high, known): the bucket `[lo, hi)` narrowed to the values seen in it, `[least, most]`, where both are

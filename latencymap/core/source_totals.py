@@ -209,6 +209,16 @@ class SourceTotals:
         return low + (high - low) * frac
 
 
+def source_use(source: SourceTotals | None, events: int, columns: int) -> tuple[bool, bool]:
+    """Whether a stream's percentiles, and its time, come from its source's own buckets and sum: its percentiles
+    when the buckets hold every event (bounds that changed beyond adding up exactly do not); its time when they do
+    and had sums, or when every column had a sum, whatever the bounds."""
+    if source is None:
+        return False, False
+    own = bool(source.bounds) and not source.mixed and source.events == events
+    return own, source.timed and source.intervals > 0 and (own or source.intervals == columns)
+
+
 def _lowers(bounds: np.ndarray) -> np.ndarray:
     """The lower bound of each bucket, as `_holds` bounds them."""
     return np.concatenate(([0.0 if bounds[0] > 0 else -math.inf], bounds[:-1]))

@@ -343,7 +343,7 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
                  **_change(sb_[k], sc_[k], k in ob, k in oc, (wb.get(k), wc.get(k))), **_open_sides(k in ob, k in oc)}
              for k in _STATS}
     where = locations(base, sources[0], eb), locations(cand, sources[1], ec)
-    db, dc = stream_diagnosis(base), stream_diagnosis(cand)
+    db, dc = stream_diagnosis(base, sources[0]), stream_diagnosis(cand, sources[1])
     near = {(i, j): _near(_extent(b, where[0]), _extent(c, where[1]))
             for i, b in enumerate(db.bands) for j, c in enumerate(dc.bands)}
     appeared = [c.to_json() for j, c in enumerate(dc.bands) if not any(near[i, j] for i in range(len(db.bands)))]

@@ -307,7 +307,7 @@ def stream_metrics(hist: StreamHistory, source: SourceTotals | None = None, unti
     percentiles from its own buckets, its time from the source's sum: `source`); `untimed`: its columns carry no time
     of their own (raw values read without timestamps), so its rate is not known."""
     t = hist.totals()
-    diag = stream_diagnosis(hist)
+    diag = stream_diagnosis(hist, source)
     total = stream_total(t, source, hist.stream.unit, hist.n)
     at_least = {PERCENTILE_NAMES[q] for q in PERCENTILES if f"{PERCENTILE_NAMES[q]}_s" in total.get("open", ())}
     values: dict[str, float] = {PERCENTILE_NAMES[q]: _value(total[f"{PERCENTILE_NAMES[q]}_s"]) for q in PERCENTILES}

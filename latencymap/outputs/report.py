@@ -20,7 +20,7 @@ from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.rebin import spread_matrix
 from latencymap.core.sanitize import clean_text
-from latencymap.core.source_totals import SourceTotals, bound_seconds
+from latencymap.core.source_totals import SourceTotals, bound_seconds, source_use
 from latencymap.core.units import format_bytes, format_duration, format_number, plural, unit_seconds
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool,
         "intensity_exact": hist.exact,
         "total": stream_total(total, acc.sources.get(hist.stream), hist.stream.unit, hist.n),
         "errors": stream_errors(acc),
-        **explained_diagnosis(hist, causes).to_json(),
+        **explained_diagnosis(hist, causes, acc.sources.get(hist.stream)).to_json(),
         **_source_buckets(acc.sources.get(hist.stream), hist),
         "resets": marked_columns(hist, RESET),
         "gaps": marked_columns(hist, GAP),
@@ -176,16 +176,6 @@ def bounded_first_bucket(total: dict[str, Any], source: SourceTotals | None, uni
     keys = [key for key in (f"{PERCENTILE_NAMES[q]}_s" for q in PERCENTILES)
             if key not in total.get("open", ()) and total.get(key) is not None and 0 < total[key] <= upper]
     return {**total, **dict.fromkeys(keys, upper), "at_most": keys} if keys else total
-
-
-def source_use(source: SourceTotals | None, events: int, columns: int) -> tuple[bool, bool]:
-    """Whether a stream's percentiles, and its time, come from its source's own buckets and sum: its percentiles
-    when the buckets hold every event (bounds that changed beyond adding up exactly do not); its time when they do
-    and had sums, or when every column had a sum, whatever the bounds."""
-    if source is None:
-        return False, False
-    own = bool(source.bounds) and not source.mixed and source.events == events
-    return own, source.timed and source.intervals > 0 and (own or source.intervals == columns)
 
 
 def time_words(exact: bool, source: SourceTotals | None, events: int, columns: int) -> str:
@@ -442,7 +432,7 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
                        "so); inside it, histogram_quantile draws a straight line from 0")
     pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {percentile_text(total, q)}" for q in PERCENTILES)
     out.append(f"mean {format_duration(total['mean_s'], long_units=True)}  {pcts}")
-    out += explained_diagnosis(hist, causes).summary_lines(table)
+    out += explained_diagnosis(hist, causes, source).summary_lines(table)
     out += marks_lines(hist)
     return out, t
 
@@ -629,10 +619,12 @@ def analysis_causes(found: dict[str, Any], stream_of: Callable[[dict[str, Any]],
     return causes
 
 
-def explained_diagnosis(hist: StreamHistory, causes: list[dict[str, Any]] | None = None) -> Diagnosis:
-    """`stream_diagnosis` of `hist`, its findings about stragglers naming what made them slow where the log says it
-    (`finding_causes`), instead of the causes such tasks usually have."""
-    diag = stream_diagnosis(hist)
+def explained_diagnosis(hist: StreamHistory, causes: list[dict[str, Any]] | None = None,
+                        source: SourceTotals | None = None) -> Diagnosis:
+    """`stream_diagnosis` of `hist` (`source`: its own buckets, `Accumulator.sources`), its findings about stragglers
+    naming what made them slow where the log says it (`finding_causes`), instead of the causes such tasks usually
+    have."""
+    diag = stream_diagnosis(hist, source)
     said = finding_causes(diag, hist, 0, hist.n, causes)
     if not any(said):
         return diag

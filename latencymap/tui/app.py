@@ -446,7 +446,7 @@ class LatencyMapApp(MapActions):
         if strip.display:
             strip.show(hist, win, cursor, source)
         panel = self.maps.query_one(FindingsPanel)
-        panel.show(window_findings(hist, win.first, stop, self.causes.get(hist.stream))
+        panel.show(window_findings(hist, win.first, stop, self.causes.get(hist.stream), source)
                    + self.peer_findings.items(self.acc, hist, win.first, stop), win, self.view.finding,
                    self._findings_room())
         self._dirty |= self.peer_findings.held  # kept from other columns: shown again once it is due

@@ -16,8 +16,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from latencymap.analysis.diagnosis import diagnose
+from latencymap.analysis.summary import header_p50
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.sanitize import cell_width, clean_text
+from latencymap.core.source_totals import SourceTotals
 from latencymap.outputs.report import finding_causes
 from latencymap.tui.axis import LABEL_W
 from latencymap.tui.heatmap import map_cells
@@ -91,10 +93,12 @@ def _burst_columns(diag: Any, finding: Any) -> tuple[int, ...]:
     return ()
 
 
-def window_findings(hist: StreamHistory, first: int, stop: int,
-                    causes: list[dict[str, Any]] | None = None) -> list[FindingItem]:
+def window_findings(hist: StreamHistory, first: int, stop: int, causes: list[dict[str, Any]] | None = None,
+                    source: SourceTotals | None = None) -> list[FindingItem]:
     """Findings of history columns [first, stop); those about stragglers of a source's analysis (`causes`, see
-    `report.Causes`) naming what made them slow where it says, in the report's words (`report.finding_causes`)."""
+    `report.Causes`) naming what made them slow where it says, in the report's words (`report.finding_causes`).
+    `source`: the stream's own buckets, whose p50 a stall is compared with where the columns are the whole stream and
+    that is the p50 the header prints (`header_p50`); a part of it, with that part's."""
     if stop <= first:
         return []
     cols = slice(first, stop)
@@ -102,7 +106,8 @@ def window_findings(hist: StreamHistory, first: int, stop: int,
                     col_range=(first, stop), rows_from=first, datasource=hist.stream.datasource,
                     label=hist.stream.label, measures=hist.measures, exact=hist.exact_in(cols),
                     seen_max=(hist.seen or (None, None))[1], seen_min=(hist.seen or (None, None))[0],
-                    dropped=hist.dropped)
+                    dropped=hist.dropped,
+                    median_s=header_p50(hist, source) if (first, stop, hist.dropped) == (0, hist.n, 0) else None)
     return finding_items(diag, finding_causes(diag, hist, first, stop, causes))
 
 

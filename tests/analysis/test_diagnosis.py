@@ -406,3 +406,18 @@ def test_the_modes_line_says_bands_below_the_bimodal_bar_without_calling_them_mi
     line = diagnose(counts, None, LOW, HIGH, starts, starts + 1).summary_lines()[0]
     assert ", plus 1 band too small to count as a mode (0.9% of events) — " in line
     assert "minor" not in line
+
+
+def test_the_tail_s_threshold_lies_within_the_largest_value_seen() -> None:
+    """h2's basic.hlog: `tail.threshold_s` 12.3 s where the log's largest value is 10.0 s (its bucket [8.59 s,
+    17.2 s) read log-uniform). Given the values seen, it lies among them."""
+    values = np.r_[np.full(2000, 150e3), 10e9]
+    counts, sums = bin_values(values)
+    extremes = np.stack([np.where(counts > 0, LOW, np.nan), np.where(counts > 0, HIGH, np.nan)])
+    extremes[:, 34] = (9.9992, 10.0076)  # the slot of 10 s: the one value's sub-bucket
+    starts = np.arange(2.0)
+    blind = diagnose(np.stack([counts, counts]), np.stack([sums, sums]) * 1e-9, LOW, HIGH, starts, starts + 1)
+    d = diagnose(np.stack([counts, counts]), np.stack([sums, sums]) * 1e-9, LOW, HIGH, starts, starts + 1,
+                 seen_min=extremes[0], seen_max=extremes[1])
+    assert blind.tail is not None and blind.tail.threshold_s > 10.0076
+    assert d.tail is not None and 9.9992 <= d.tail.threshold_s <= 10.0076

@@ -12,7 +12,7 @@ from skips_support import requires_module
 from latencymap.analysis.diagnosis import diagnose
 from latencymap.analysis.findings import dur, times
 from latencymap.analysis.stalls import find_stalls
-from latencymap.core.buckets import bin_values, bounds_seconds
+from latencymap.core.buckets import bin_extremes, bin_values, bounds_seconds
 from latencymap.core.percentiles import percentile_estimates
 from latencymap.instrument import Timings, diagnose_phase
 from latencymap.sinks import MemorySink
@@ -79,6 +79,28 @@ def test_a_stall_line_names_one_column_and_the_p50_it_compares_to() -> None:
     assert stall.shift_octaves == pytest.approx(np.log2(stall.time_s / stall.events / p50))
     assert f"its wait ({dur(stall.time_s)}) is {times(stall.time_s / p50)} the stream's p50 ({dur(p50)})" in line
     assert "the median" not in line
+
+
+def test_a_stall_compares_its_wait_with_the_p50_the_header_prints() -> None:
+    """The header's p50 reads the rows within the values seen in their buckets (raw values: 1.00-1.01 ms in
+    [524 µs, 1.05 ms)), or comes from the source's own buckets (HdrHistogram's, Prometheus' bounds): given
+    (`median_s`), that is the p50 the stall's shift and line start from, not the rows' spread over the whole bucket."""
+    rng = np.random.default_rng(5)
+    cols = {j: rng.uniform(1.0e6, 1.01e6, 50) for j in range(20)}
+    cols[6], cols[7] = np.zeros(0), np.r_[cols[7], 2e9]
+    counts, spent, starts, ends = stream(cols, 20)
+    extremes = bin_extremes(np.concatenate(list(cols.values()))) * 1e-9
+    seen = (extremes[0], extremes[1])
+    header = float(percentile_estimates(counts.sum(axis=0), LOW, HIGH, (0.5,), times=spent.sum(axis=0),
+                                        seen=seen)[0])
+    rows = float(percentile_estimates(counts.sum(axis=0), LOW, HIGH, (0.5,), times=spent.sum(axis=0))[0])
+    assert dur(header) != dur(rows)
+    for median, kwargs in ((header, {"seen_min": seen[0], "seen_max": seen[1]}), (1.2e-3, {"median_s": 1.2e-3})):
+        d = diagnose(counts, spent, LOW, HIGH, starts, ends, **kwargs)
+        (stall,) = d.stalls
+        assert stall.shift_octaves == pytest.approx(np.log2(stall.time_s / stall.events / median))
+        (line,) = [f.line() for f in d.findings if f.kind == "stall"]
+        assert f"is {times(stall.time_s / median)} the stream's p50 ({dur(median)})" in line, line
 
 
 def gc_paused(long_column: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

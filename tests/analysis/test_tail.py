@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from latencymap.analysis.tail import tail_dominance
-from latencymap.core.buckets import NSLOTS, bin_values, bounds_seconds
+from latencymap.core.buckets import NSLOTS, bin_extremes, bin_values, bounds_seconds
 
 LOW, HIGH = bounds_seconds("bpf", "nanosec")
 
@@ -135,3 +135,44 @@ def test_lognormal_of_ordinary_spread_has_no_heavy_tail(sigma: float) -> None:
     counts, sums = bin_values(values)
     few = slowest_few(counts, sums * 1e-9, LOW, HIGH)
     assert few is not None and not few.dominant and few.time_share < 0.3
+
+
+def test_the_threshold_lies_within_the_values_seen_in_its_bucket() -> None:
+    """An HdrHistogram log of 1,000 values of 100 µs and one of 1 s: the slowest half of the time is most of the
+    1 s value. Log-uniform in its bucket, [537 ms, 1.07 s), the threshold was 778 ms, below the one value the bucket
+    holds; read within the values seen in it (1 s: a bucket of one value), it is that value. Values spread over
+    600-700 ms put it among them."""
+    values = np.r_[np.full(1000, 100e3), 1e9]
+    counts, sums = bin_values(values)
+    seen = bin_extremes(values) * 1e-9
+    blind = tail_dominance(counts, sums * 1e-9, LOW, HIGH)
+    assert blind is not None and blind.threshold_s == pytest.approx(0.778, abs=1e-3)  # what it says without them
+    tail = tail_dominance(counts, sums * 1e-9, LOW, HIGH, seen=(seen[0], seen[1]))
+    assert tail is not None and tail.first_slot == blind.first_slot and tail.threshold_s == 1.0
+    assert tail.time_share == 0.5 and tail.dominant
+    spread = np.r_[np.full(10_000, 100e3), np.linspace(600e6, 700e6, 5)]
+    counts, sums = bin_values(spread)
+    seen = bin_extremes(spread) * 1e-9
+    tail = tail_dominance(counts, sums * 1e-9, LOW, HIGH, seen=(seen[0], seen[1]))
+    assert tail is not None and 0.6 <= tail.threshold_s <= 0.7
+    above = spread >= tail.threshold_s * 1e9
+    assert spread[above].sum() / spread.sum() == pytest.approx(0.5, abs=0.05)
+
+
+def test_the_slowest_few_start_within_the_values_seen_and_unknown_ones_change_nothing() -> None:
+    """The slowest 2% of 1,000 values of 100 µs and 30 of 1.00-1.01 s start among the slow values seen, not low in
+    their bucket [537 ms, 1.07 s); a slot whose values seen are not known (NaN, or infinite: not all seen) is read
+    as before."""
+    from latencymap.analysis.tail import slowest_few
+
+    values = np.r_[np.full(1000, 100e3), np.linspace(1.0e9, 1.01e9, 30)]
+    counts, sums = bin_values(values)
+    seen = bin_extremes(values) * 1e-9
+    blind = slowest_few(counts, sums * 1e-9, LOW, HIGH)
+    few = slowest_few(counts, sums * 1e-9, LOW, HIGH, seen=(seen[0], seen[1]))
+    assert blind is not None and few is not None and blind.threshold_s < 1.0
+    assert 1.0 <= few.threshold_s <= 1.01 and few.events == blind.events
+    for unknown in (np.full(NSLOTS, np.nan), np.full(NSLOTS, np.inf)):
+        assert slowest_few(counts, sums * 1e-9, LOW, HIGH, seen=(-unknown, unknown)) == blind
+        assert tail_dominance(counts, sums * 1e-9, LOW, HIGH, seen=(-unknown, unknown)) == \
+            tail_dominance(counts, sums * 1e-9, LOW, HIGH)

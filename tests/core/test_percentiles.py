@@ -252,3 +252,20 @@ def test_percentiles_in_the_open_top_slot_reach_the_values_seen_there_or_say_the
     rows = np.stack([counts, np.zeros(64), np.eye(64)[3]])
     assert open_percentiles(rows, qs).tolist() == [[False, True, True], [False] * 3, [False] * 3]
     assert not open_percentiles(counts[:10], qs).any()  # not the whole scale: no top slot
+
+
+def test_a_slot_s_values_lie_within_the_values_seen_in_it_and_past_the_open_top_s_end() -> None:
+    """`seen_bucket`: a slot's bucket narrowed to the values seen in it; not known (NaN, infinite): the bucket; the
+    open top slot reaches its largest value seen, past its nominal end."""
+    from latencymap.core.buckets import NSLOTS, TOP_SLOT
+    from latencymap.core.percentiles import seen_bucket
+
+    low, high = bounds_seconds("bpf", "nanosec")
+    least, most = np.full(NSLOTS, np.nan), np.full(NSLOTS, np.nan)
+    least[30], most[30] = 0.6, 0.7
+    least[TOP_SLOT], most[TOP_SLOT] = low[TOP_SLOT] * 1.5, high[TOP_SLOT] * 4
+    assert seen_bucket(30, low, high, (least, most)) == (0.6, 0.7)
+    assert seen_bucket(29, low, high, (least, most)) == (low[29], high[29])
+    assert seen_bucket(30, low, high, None) == (low[30], high[30])
+    assert seen_bucket(30, low, high, (np.full(NSLOTS, -np.inf), np.full(NSLOTS, np.inf))) == (low[30], high[30])
+    assert seen_bucket(TOP_SLOT, low, high, (least, most)) == (low[TOP_SLOT] * 1.5, high[TOP_SLOT] * 4)

@@ -13,10 +13,12 @@ from click.testing import CliRunner
 from prometheus_support import TEXT_TYPE, Scripted, histogram_page
 
 from latencymap.cli.main import main
+from latencymap.core.buckets import bin_values
 from latencymap.core.model import Interval, SourceBuckets, StreamId
 from latencymap.core.rebin import rebin_counts
 from latencymap.core.source_totals import SourceTotals
 from latencymap.protocol import ProtocolReader, format_record
+from latencymap.sources.otlp.points import row_extremes
 
 BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, math.inf)  # seconds, as Prometheus' `le`
 
@@ -194,3 +196,50 @@ def test_a_stream_with_exact_times_keeps_finer_buckets_and_says_so() -> None:
     assert ("finer buckets: the source's own 4 (2 holding events) are kept beside the rows below; percentiles come "
             "from the source's buckets (linear inside each)") in text
     assert "rebinned" not in text and "p99 250µs" in text
+
+
+def _stalled(datasource: str) -> list[Interval]:
+    """20 one-second columns of 60 events of 100 µs and 40 of 200 µs, none in column 6, and a 2 s wait in column 7
+    (a stall), as an HdrHistogram log (its fine buckets and exact times), a Prometheus scrape (rebinned, with sums)
+    or OpenTelemetry points (rebinned, with sums, min and max)."""
+    unit, scale = ("nanosec", 1e3) if datasource == "hdrhistogram" else ("microsec", 1.0)
+    stream = StreamId("api", datasource, unit)
+    out = []
+    for k in range(20):
+        held = [0, 60, 0, 40, 0, int(k == 7)] if k != 6 else [0] * 6
+        values = np.repeat(np.array([99, 100, 199, 200, 2e6 - 1, 2e6]) * scale, held)
+        if datasource == "hdrhistogram":  # fine buckets: (99.999 µs, 100 µs], (199.999 µs, 200 µs], (2 s - 1 ns, 2 s]
+            bounds: tuple[float, ...] = tuple(v * scale - d for v in (100, 200, 2e6) for d in (1, 0))
+            counts, sums = bin_values(values)
+            out.append(Interval(stream, 100.0 + k, 101.0 + k, counts, sums * 1e-9,
+                                source_buckets=SourceBuckets(bounds, np.array(held), None)))
+            continue
+        bounds = (50.0, 150.0, 250.0, 1.5e6, 2.5e6, math.inf)
+        per_bucket = np.array([0, held[1], held[3], 0, held[5], 0])
+        counts = rebin_counts(bounds, per_bucket)
+        seen = (row_extremes(counts, float(values.min()), float(values.max()), unit)
+                if datasource == "otlp" and len(values) else None)
+        out.append(Interval(stream, 100.0 + k, 101.0 + k, counts, extremes=seen,
+                            source_buckets=SourceBuckets(bounds, per_bucket, float(values.sum()) * 1e-6)))
+    return out
+
+
+@pytest.mark.parametrize("datasource", ["hdrhistogram", "prometheus", "otlp"])
+def test_a_stall_is_compared_with_the_p50_the_header_prints(datasource: str) -> None:
+    """h2's basic.hlog: the header said p50 200µs (the log's own buckets, as the library's 200063 ns) and the stall
+    "5,679× the stream's p50 (168µs)" (the rows'). A stream whose own buckets give its percentiles (HdrHistogram's,
+    Prometheus', OpenTelemetry's) compares its stall with that p50, in the text and in the JSON shift."""
+    from latencymap.analysis.findings import dur, times
+    from latencymap.core.accumulator import accumulate
+    from latencymap.outputs.report import build_report, report_text
+
+    acc = accumulate(iter(_stalled(datasource)))
+    (doc,) = build_report(acc)["streams"]
+    p50 = doc["total"]["p50_s"]
+    assert doc["source_buckets"]["whole_stream"] and doc["source_buckets"]["p50_s"] == p50
+    (stall,) = [e for e in doc["episodes"] if e["kind"] == "stall"]
+    mean = stall["time_s"] / stall["events"]
+    assert stall["shift_octaves"] == pytest.approx(math.log2(mean / p50))
+    text = report_text(acc)
+    assert f"p50 {dur(p50)}" in text
+    assert f"is {times(mean / p50)} the stream's p50 ({dur(p50)})" in text, text

@@ -256,3 +256,29 @@ def test_a_band_in_the_first_columns_kept_after_older_ones_were_dropped_is_no_st
     texts = [item.text for item in window_findings(hist, 0, hist.n)]
     assert any(text.startswith("episode cols 0–1 ") for text in texts), texts
     assert not any(text.startswith("start-up") for text in texts), texts
+
+
+def test_a_stall_over_the_whole_stream_is_compared_with_the_p50_the_header_prints() -> None:
+    """An HdrHistogram log whose fine buckets give the header's p50 (100 µs) where the rows would say 121 µs: over the
+    whole stream, the findings panel compares its stall with that p50, as the report does; over part of it, with
+    that part's own."""
+    from latencymap.analysis.findings import dur
+    from latencymap.core.accumulator import accumulate
+    from latencymap.core.buckets import bin_values
+    from latencymap.core.model import SourceBuckets
+
+    stream = StreamId("log.hlog", "hdrhistogram", "nanosec")
+    intervals = []
+    for k in range(20):
+        held = [0, 60, 0, 40, 0, int(k == 7)] if k != 6 else [0] * 6
+        values = np.repeat(np.array([99, 100, 199, 200, 2e6 - 1, 2e6]) * 1e3, held)
+        counts, sums = bin_values(values)
+        own = SourceBuckets(tuple(v * 1e3 - d for v in (100, 200, 2e6) for d in (1, 0)), np.array(held), None)
+        intervals.append(Interval(stream, 100.0 + k, 101.0 + k, counts, sums * 1e-9, source_buckets=own))
+    acc = accumulate(iter(intervals))
+    hist, source = acc.streams[stream], acc.sources[stream]
+    p50 = source.percentile(0.5) * 1e-9
+    (whole,) = [i.text for i in window_findings(hist, 0, hist.n, source=source) if i.text.startswith("stall ")]
+    assert f"the stream's p50 ({dur(p50)})" in whole, whole
+    (part,) = [i.text for i in window_findings(hist, 1, hist.n, source=source) if i.text.startswith("stall ")]
+    assert f"the stream's p50 ({dur(p50)})" not in part, part

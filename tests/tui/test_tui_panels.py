@@ -48,7 +48,7 @@ def test_findings_take_the_room_there_is_and_cut_long_lines() -> None:
 
 def test_e_goes_through_every_finding_the_modes_line_first(monkeypatch: pytest.MonkeyPatch) -> None:
     items = [FindingItem("modes"), FindingItem("tail, no columns"), FindingItem("episode", 30, 32)]
-    monkeypatch.setattr("latencymap.tui.app.window_findings", lambda hist, first, stop, causes=None: items)
+    monkeypatch.setattr("latencymap.tui.app.window_findings", lambda hist, first, stop, causes=None, source=None: items)
     app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
 
     async def scenario(pilot) -> None:

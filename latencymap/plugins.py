@@ -80,6 +80,12 @@ class Source(ABC):
         """What a recording header says about this source (never credentials)."""
         return {"source": self.name}
 
+    def at_rest(self) -> bool:
+        """Whether what it reads is all there when read (a finished log read to its end), so that `--count` reads
+        it to its end and says what it left out, as of a file; False (the default): a live source, stopped once
+        every stream has its count."""
+        return False
+
 
 @dataclass(frozen=True, slots=True)
 class DataMarker:
@@ -164,6 +170,13 @@ class TextFormat(ABC):
         and must not raise.
         """
         return False
+
+    @classmethod
+    def part_of(cls, path: Path) -> tuple[Path, str] | None:
+        """The whole that `path` is a part of when this format reads all of it for any part named (a rolling log's
+        files), and what that whole is in words; None (the default): `path` is read as it is. Inputs that are parts
+        of one whole (or it and parts of it) are read once, as that whole. Must not raise."""
+        return None
 
     def open_path(self, path: str) -> Iterator[Item]:
         """Items of a path `claims` took; raises InputError before returning when it cannot be read."""

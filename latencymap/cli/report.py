@@ -15,20 +15,19 @@ from latencymap.cli.common import (
     HungUp,
     Terminated,
     guarded,
-    guarded_source,
     no_terminal_input,
     raise_if_asked,
     say,
 )
 from latencymap.cli.options import format_kwargs, format_options, history_option, limit_options
-from latencymap.cli.running import built, prepare
+from latencymap.cli.running import built, prepare, source_flow
 from latencymap.cli.tuning import keep_freed_memory
 from latencymap.core import stopping
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, accumulate
 from latencymap.core.errors import InputError, NothingReadable
 from latencymap.core.model import ColumnFlow, Notice, StreamId
 from latencymap.core.sanitize import clean_text
-from latencymap.flow.pipeline import column_flow, diffed
+from latencymap.flow.pipeline import CountCut, DurationCut, column_flow
 from latencymap.outputs.files import check_output, write_text, writing
 from latencymap.outputs.report import (
     Causes,
@@ -203,10 +202,21 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
         readers: list[TextFormat] = []
         flow: ColumnFlow
         if source is not None:
-            flow = prepare(diffed(guarded_source(source.items(), source.name), source.name), kw, source=source.name)
+            flow = prepare(source_flow(source), kw, source=source.name)
         else:
             flow = prepare(column_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers), kw)
+        cut: list[str] = []
+        flow = _left_out(flow, cut)
         acc = Accumulator(cap=history or DEFAULT_HISTORY)
+
+        def write() -> None:
+            sources = _analysed(source, readers)
+            for s, _ in sources if cut else ():
+                if hasattr(s, "analysis"):
+                    acc.note(Notice(f"{s.name}: its analysis covers all it read, the intervals "
+                                    f"{' and '.join(sorted(set(cut)))} left out of the maps too", skipped=0))
+            _write(acc, sources, out_format, output, _untimed(readers))
+
         stopping.reads_to_end()  # a source that ends itself at SIGTERM ends the flow: reported as stopped below
         try:
             accumulate(flow, acc, on_notice=say if source is not None else None)  # a live source: as it runs
@@ -214,19 +224,28 @@ def report(inputs: tuple[str, ...], out_format: str, input_format: str | None, o
             raise_if_asked()
         except NothingReadable:  # report what was read (and skipped), say what the gates found there, then fail
             stopping.read_through()  # the inputs were read to their end: as above
-            _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
+            write()
             _gate_failures(acc, fail_if, _untimed(readers))  # exit code 1 either way: the unreadable input's
             raise
         except (KeyboardInterrupt, Terminated, SourceError) as err:  # stopped or failed: what was read is reported
             if source is not None and isinstance(err, SourceError) and not acc.intervals_seen:
                 raise  # it failed before giving a column: its error alone (its notes were said as they came)
             acc.note(Notice(_stopped(err, source), skipped=0))
-            _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
+            write()
             raise
-        _write(acc, _analysed(source, readers), out_format, output, _untimed(readers))
+        write()
         return _gate_failures(acc, fail_if, _untimed(readers))
 
     guarded(body)
+
+
+def _left_out(flow: ColumnFlow, cut: list[str]) -> ColumnFlow:
+    """`flow`, with the options that left intervals out of it (`--count`, `--duration`) put in `cut` as their notes
+    pass: a source's analysis covers what it read, those intervals too."""
+    for item in flow:
+        if isinstance(item, CountCut | DurationCut):
+            cut.append("--count" if isinstance(item, CountCut) else "--duration")
+        yield item
 
 
 def _stopped(err: BaseException, source: Source | None) -> str:

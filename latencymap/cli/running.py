@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from latencymap.cli.common import EXIT_OK, say
+from latencymap.cli.common import EXIT_OK, guarded_source, say
 from latencymap.cli.options import display_options
 from latencymap.core import stopping
 from latencymap.core.accumulator import DEFAULT_HISTORY
 from latencymap.core.at_exit import close_at_exit
 from latencymap.core.model import Flow, FlowItem, Notice, StreamId, unrolled
-from latencymap.flow.pipeline import limited, strict
+from latencymap.flow.pipeline import Reading, diffed, limited, strict
 from latencymap.plugins import Source
 
 if TYPE_CHECKING:
@@ -41,6 +41,13 @@ def built(src: type[Source], options: dict[str, Any], kw: dict[str, Any]) -> Sou
     limits = {k: kw.get(k) for k in ("count", "duration")}
     kw.update(count=None, duration=None)
     return src(**options, **limits)
+
+
+def source_flow(source: Source) -> Flow:
+    """A source's items diffed into a flow that says whether what it reads is all there (`Source.at_rest`)."""
+    reading = Reading()
+    reading.name, reading.live = source.name, not source.at_rest()
+    return Reading.along(diffed(guarded_source(source.items(), source.name), source.name), reading=reading)
 
 
 def prepare(flow: Iterator[FlowItem], kw: dict[str, Any], source: str = "input",

@@ -6,10 +6,9 @@ from typing import Any
 
 import click
 
-from latencymap.cli.common import EXIT_FAIL, guarded, guarded_source, source_epilog, tell
+from latencymap.cli.common import EXIT_FAIL, guarded, source_epilog, tell
 from latencymap.cli.options import VIEW_NAMES, view_options
-from latencymap.cli.running import built, prepare, show
-from latencymap.flow.pipeline import diffed
+from latencymap.cli.running import built, prepare, show, source_flow
 from latencymap.plugins import Source
 
 
@@ -28,7 +27,7 @@ def source_command(src: type[Source]) -> click.Command:
             from latencymap.profiling.session import profile_session
 
             with profile_session(view_kw) as profile:
-                flow = prepare(diffed(guarded_source(source.items(), src.name), src.name), {**view_kw, **kw},
+                flow = prepare(source_flow(source), {**view_kw, **kw},
                                source=src.name, profile=profile)
                 return show(flow, {**view_kw, "screen_delay": 0.0}, profile, analysis=getattr(source, "analysis", None),
                             straggler_stream=getattr(source, "straggler_stream", None))

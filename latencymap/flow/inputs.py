@@ -10,7 +10,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -342,18 +342,72 @@ def claiming_format(registry: Registry, path: str, forced: str | None = None) ->
     if path in ("-", ""):
         return None
     p = Path(path)
-    candidates: Iterable[type[TextFormat]]
-    if forced:
-        candidates = [registry.formats[forced]] if forced in registry.formats else []
-    else:
-        candidates = registry.formats.claimants()
-    for fmt in candidates:
+    for fmt in _claimants(registry, forced):
         try:
             if fmt.claims(p):
                 return fmt
         except Exception:
             continue
     return None
+
+
+def _claimants(registry: Registry, forced: str | None) -> Iterable[type[TextFormat]]:
+    """The formats that may read a named path themselves: the one `forced`, else every one that claims paths."""
+    if forced:
+        return [registry.formats[forced]] if forced in registry.formats else []
+    return registry.formats.claimants()
+
+
+def read_once(paths: Sequence[str], registry: Registry,
+              forced: str | None = None) -> list[tuple[str, Notice | None]]:
+    """The inputs to read for `paths`, each with the note said before it: parts of one whole (a rolling log's files:
+    `TextFormat.part_of`), and the whole itself where it is named too, are one input, the whole, read where the first
+    of them is named, with a note naming them (each would read the whole). A part named alone stays as it is: its
+    format reads the whole for it, and says so."""
+    wholes = [_part_of(registry, p, forced) for p in paths] if len(paths) > 1 else []
+    keys = {key: (whole, words) for whole, words in filter(None, wholes) if (key := _resolved(str(whole)))}
+    if not keys:
+        return [(p, None) for p in paths]
+    at = [_resolved(str(whole[0]) if whole is not None else p) for p, whole in zip(paths, wholes, strict=True)]
+    named: dict[Path, list[str]] = {}
+    for p, key in zip(paths, at, strict=True):
+        if key in keys:
+            named.setdefault(key, []).append(p)
+    out: list[tuple[str, Notice | None]] = []
+    done: set[Path] = set()
+    for p, key in zip(paths, at, strict=True):
+        if key is None or len(named.get(key, ())) < 2:
+            out.append((p, None))
+        elif key not in done:
+            done.add(key)
+            whole, words = keys[key]
+            out.append((str(whole), Notice(f"{', '.join(Path(n).name for n in named[key])}: parts of {words}, "
+                                           f"{whole}: read once, as one input", skipped=0)))
+    return out
+
+
+def _part_of(registry: Registry, path: str, forced: str | None) -> tuple[Path, str] | None:
+    """What a format that reads `path` itself says it is a part of (`TextFormat.part_of`), if any."""
+    if path in ("-", ""):
+        return None
+    for fmt in _claimants(registry, forced):
+        try:
+            whole = fmt.part_of(Path(path))
+        except Exception:
+            continue
+        if whole is not None:
+            return whole
+    return None
+
+
+def _resolved(path: str) -> Path | None:
+    """`path` made absolute, links resolved (None: stdin, or a path that cannot be)."""
+    if path in ("-", ""):
+        return None
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):
+        return None
 
 
 def read_input(

@@ -29,7 +29,7 @@ from latencymap.core.model import (
 )
 from latencymap.core.patterns import lazy_pattern
 from latencymap.core.units import plural
-from latencymap.flow.inputs import NOTHING_DECOMPRESSED, CutShort, at_rest, read_input
+from latencymap.flow.inputs import NOTHING_DECOMPRESSED, CutShort, at_rest, read_input, read_once
 from latencymap.plugins import Registry, TextFormat
 from latencymap.protocol.reader import RecordedNotice
 
@@ -86,7 +86,8 @@ def _column_flow(paths: Sequence[str], registry: Registry, forced_format: str | 
                  stdin: IO[bytes] | None, readers: list[TextFormat] | None, gather: bool,
                  reading: Reading) -> ColumnFlow:
     """`column_flow`, saying in `reading` which input it reads."""
-    named = paths or ["-"]
+    once = read_once(paths or ["-"], registry, forced_format) if stdin is None else [(p, None) for p in paths or ["-"]]
+    named = [p for p, _ in once]
     readers = readers if readers is not None else []
     inputs = []
     for p in named:
@@ -98,6 +99,8 @@ def _column_flow(paths: Sequence[str], registry: Registry, forced_format: str | 
     seen: dict[StreamId, tuple[float, str]] = {}
     before: Differ | None = None
     for k, (items, path, shown_as) in enumerate(inputs):
+        if (note := once[k][1]) is not None:  # the parts of one whole named: read once
+            yield note
         reading.name = "<stdin>" if path in ("-", "") else path
         reading.live = not at_rest(path, stdin)
         reading.after = ["<stdin>" if p in ("-", "") else p for p in named[k + 1:]]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS, TOP_SLOT, bin_extremes, bin_values, past_top, past_top_note
 from latencymap.core.model import Interval, Notice, StreamId
-from latencymap.core.sanitize import StreamNames, clean_label
+from latencymap.core.sanitize import StreamNames, clean_label, clean_text
 
 from .parse import SparkTask
 
@@ -75,6 +75,21 @@ def stream_for(names: StreamNames, app_name: str, metric: str, stage: int | None
 def plausible(t: SparkTask) -> bool:
     """True when the task's Finish Time can be placed in a column."""
     return 0 <= t.finish_ms < MAX_FINISH_MS
+
+
+def without_metrics(tasks: list[SparkTask], metric: str) -> Notice | None:
+    """The note that the map of `metric` (a Task Metrics one) leaves out the attempts that logged no Task Metrics
+    (those a lost executor or a fetch failure ended), counted by their end reason; None when there are none."""
+    if metric == "duration":
+        return None
+    value_of = METRICS[metric][1]
+    placed = [t for t in tasks if plausible(t)]
+    reasons = Counter(t.reason or "no reason logged" for t in placed if t.run_ms is None and value_of(t) is None)
+    if not reasons:
+        return None
+    why = ", ".join(f"{clean_text(reason, 80)} {n:,}" for reason, n in sorted(reasons.items()))
+    return Notice(f"spark: --metric {metric}: {sum(reasons.values()):,} of {len(placed):,} task attempts logged no "
+                  f"Task Metrics ({why}): left out of the map (--metric duration maps every attempt)", skipped=0)
 
 
 def implausible(tasks: list[SparkTask]) -> int:

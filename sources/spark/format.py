@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 BATCH = 4096
 #: The suffixes of compressed event logs (codecs.SUFFIXES): such a file's first bytes say nothing before decoding.
 CODEC_SUFFIXES = frozenset({".zstd", ".zst", ".lz4", ".snappy", ".lzf"})
+#: What the whole is that a rolled `events_*` file is a part of.
+WHOLE = "one Spark application's rolling event log"
 #: Bytes a plain file's start is looked at for the `{` an event line starts with (after blanks).
 GLANCE = 4096
 
@@ -84,6 +86,18 @@ class SparkEventLogFormat(TextFormat):
     @classmethod
     def claims(cls, path: Path) -> bool:
         return is_event_log(path)
+
+    @classmethod
+    def part_of(cls, path: Path) -> tuple[Path, str] | None:
+        if not path.name.startswith("events_") or not is_event_log(path):
+            return None
+        from .eventlog import EventLogError, find_event_log
+
+        try:
+            log = find_event_log(path)
+        except (OSError, EventLogError):
+            return None
+        return (log.path, WHOLE) if log.rolling and path.is_file() else None
 
     def open_path(self, path: str) -> Iterator[Item]:
         if not is_event_log(Path(path)):

@@ -13,6 +13,7 @@ import click
 from latencymap.core.errors import InputError, SourceError
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import StreamNames, clean_text
+from latencymap.core.units import plural
 from latencymap.plugins import Item, Source
 
 from .binning import (
@@ -26,6 +27,7 @@ from .binning import (
     plausible,
     stream_for,
     stream_key,
+    without_metrics,
 )
 from .blocks import Damage
 from .codecs import CodecError
@@ -154,7 +156,7 @@ class SparkSource(Source):
         from .ingest import read_tasks
 
         log = find_event_log(target, self.options.get("app"))
-        yield from self._chosen(log)
+        yield from self._chosen(log, target)
         yield from self._missing_parts(log)
         parser = EventParser()
         try:
@@ -190,11 +192,16 @@ class SparkSource(Source):
             yield Notice(f"spark: {path}: empty, though later events files follow: the tasks and stage ends it "
                          "held are lost", 1)
 
-    def _chosen(self, log: EventLog) -> Iterator[Notice]:
-        """Which application of a directory of several is read."""
+    def _chosen(self, log: EventLog, target: str) -> Iterator[Notice]:
+        """Which application of a directory of several is read; that a part of a rolling log named (`target`) is
+        read with the others (a part alone lacks what they hold: the application's start, its stages' ends)."""
         if log.among > 1:
             yield Notice(f"spark: {log.path.parent} holds {log.among} applications; read: the latest, {log.app_id} "
                          "(--app ID reads another)", 0)
+        if log.rolling and Path(target).is_file():
+            yield Notice(f"spark: {target} is a part of the rolling event log {log.path} "
+                         f"({plural(len(log.files()), 'events file')}): the whole application is read "
+                         f"(cat {target} | latencymap report: that part alone)", 0)
 
     def _check_stages(self, have: set[int], log: EventLog) -> None:
         """InputError when `--stage` names no stage that has tasks (`have`); the error lists those that do."""
@@ -244,6 +251,9 @@ class SparkSource(Source):
         yield from past_top_notices(batch_intervals(self.tasks, name, self._opt("metric", "duration"), self._stages,
                                                     per_stage, interval_ms(self.options.get("interval")),
                                                     self.streams), set())
+        left = without_metrics(self.tasks, self._opt("metric", "duration"))
+        if left is not None:
+            yield left
         if not parser.task_end_lines:  # (TaskEnd lines that could not be read are told below)
             yield self._no_task(where or fallback_name)
         if parser.bad_lines:
@@ -269,7 +279,7 @@ class SparkSource(Source):
         from .engine import engine_report
 
         log = find_event_log(target, self.options.get("app"))
-        yield from self._chosen(log)
+        yield from self._chosen(log, target)
         try:
             check_event_log(log)
         except CodecError as err:
@@ -396,6 +406,12 @@ class SparkSource(Source):
         return {"metric": self._opt("metric", "duration"), "analysed": "duration",
                 "application": {"id": self.app.app_id or None, "name": self.app.name or None},
                 "application_time": application_time(self.app, self.jobs, last_ms)}
+
+    def at_rest(self) -> bool:
+        """A log read once, to its end (not followed, nor a REST server polled)."""
+        from .rest import is_url
+
+        return not self._opt("follow", False) and not is_url(str(self.options.get("target", "")))
 
     def describe(self) -> dict[str, Any]:
         keep = ("metric", "stages", "per_stage", "interval", "engine", "follow")

@@ -46,3 +46,32 @@ def test_a_gate_sees_every_input_and_every_stream_under_count(tmp_path: Path) ->
         assert "--count 10: 'sdb' (bpf, microsec) had 10 more intervals after its first 10: left out" in done.stdout
         got = json.loads(report("--count", "10", "--format", "json", *inputs).stdout)
         assert {s["stream"]["label"]: s["columns"] for s in got["streams"]} == {"sda": 10, "sdb": 10}
+
+
+SPARK_LOG = Path(__file__).resolve().parents[2] / "fixtures" / "spark" / "plain"
+
+
+def test_a_finished_spark_log_read_by_its_source_says_what_count_left_out() -> None:
+    """`report spark --count 20 LOG` kept 20 columns of a finished log without a word, as if the source were live,
+    where `report --count 20 LOG` says what it left out; the Spark sections cover the whole log either way."""
+    as_input = report("--count", "20", "--format", "json", str(SPARK_LOG))
+    by_source = report("--count", "20", "--format", "json", "spark", str(SPARK_LOG))
+    assert as_input.returncode == by_source.returncode == 0, by_source.stderr
+    whole = json.loads(report("--format", "json", str(SPARK_LOG)).stdout)
+    (stream,) = whole["streams"]
+    label, left = stream["stream"]["label"], stream["columns"] - 20
+    assert left > 50
+    for done in (as_input, by_source):
+        got = json.loads(done.stdout)
+        assert [s["columns"] for s in got["streams"]] == [20]
+        assert got["errors"]["messages"] == [
+            f"--count 20: '{label}' (spark, millisec) had {left} more intervals after its first 20: left out",
+            "spark: its analysis covers all it read, the intervals --count left out of the maps too"]
+        assert got["source"]["stragglers"] == whole["source"]["stragglers"]
+
+
+def test_the_spark_view_of_a_finished_log_says_what_count_left_out() -> None:
+    done = subprocess.run([sys.executable, "-m", "latencymap", "spark", "--count", "20", "--once", "--plain",
+                           str(SPARK_LOG)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "more intervals after its first 20: left out" in done.stdout + done.stderr

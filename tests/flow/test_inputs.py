@@ -359,3 +359,21 @@ def test_a_label_holding_what_splitlines_takes_for_a_line_end_is_sniffed_as_its_
         items = list(inputs.read_input("-", load_registry(), stdin=io.BytesIO(text.encode())))
         assert [(s.stream.label, int(s.counts.sum())) for s in items if not isinstance(s, Notice)] == [
             ("@us[ff?name]", 783), ("@us[ff?name]", 1490)], odd
+
+
+def test_parts_of_one_whole_are_one_input_read_where_the_first_of_them_is_named(fixtures: Path) -> None:
+    """A rolling Spark log's files (and its directory) named as several inputs each read the whole application."""
+    rolled = fixtures / "spark" / "rolling" / "eventlog_v2_local-1795225623494"
+    parts = sorted(str(p) for p in rolled.glob("events_*"))
+    other = str(fixtures / "pylatencymap" / "example_latency_data.txt")
+    registry = load_registry()
+    got = inputs.read_once([other, parts[2], str(rolled), parts[0], other], registry)
+    assert [(p, None if note is None else note.message) for p, note in got] == [
+        (other, None),
+        (str(rolled), f"{Path(parts[2]).name}, {rolled.name}, {Path(parts[0]).name}: parts of one Spark "
+                      f"application's rolling event log, {rolled}: read once, as one input"),
+        (other, None)]
+    assert inputs.read_once([parts[1]], registry) == [(parts[1], None)]  # its format says it reads the whole
+    assert inputs.read_once([other, other], registry) == [(other, None), (other, None)]  # no parts: as named
+    # read in a format chosen that reads no path itself, they are files like any other
+    assert inputs.read_once([parts[0], parts[1]], registry, "raw") == [(parts[0], None), (parts[1], None)]

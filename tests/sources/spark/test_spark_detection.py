@@ -24,9 +24,10 @@ PATHS = [
 
 
 def cli(*args: str) -> str:
+    """What `latencymap ARGS` writes on stdout (a source's notes go to stderr too, as they come)."""
     r = CliRunner().invoke(main, list(args))
     assert r.exit_code == 0, r.output
-    return r.output
+    return r.stdout
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -143,3 +144,50 @@ def test_a_glance_at_a_plain_files_start_answers_as_decoding_it_would(tmp_path: 
     assert answers == {"event.log": True, "blanks.log": True, "blank_line.log": False, "empty.log": False,
                        "other_json.log": False, "record.log": False, "bom.log": False, "long_blanks.log": True,
                        "cr.log": True}
+
+
+ROLLED = SPARK / "rolling" / f"eventlog_v2_{APP}"
+
+
+def test_parts_of_a_rolling_log_named_as_inputs_are_read_as_one_application() -> None:
+    """`report DIR/events_*` read the whole application once per part: three streams of every task, the later two
+    shown apart as going back in time, and three analyses; they are one input, the directory, with a note."""
+    parts = sorted(str(p) for p in ROLLED.glob("events_*"))
+    assert len(parts) == 3
+    whole = json.loads(cli("report", "--format", "json", str(ROLLED)))
+    for named in (parts, [parts[1], str(ROLLED), parts[0]]):
+        got = json.loads(cli("report", "--format", "json", *named))
+        assert got["streams"] == whole["streams"] and got["source"] == whole["source"] and "sources" not in got
+        names = ", ".join(Path(p).name for p in named)
+        assert got["errors"]["messages"] == [
+            f"{names}: parts of one Spark application's rolling event log, {ROLLED}: read once, as one input",
+            *whole["errors"]["messages"]]
+    text = cli("report", *parts)
+    assert text.count("== spark ") == 1 and "analysis of" not in text
+
+
+def test_parts_of_a_rolling_log_among_other_inputs_are_read_once_where_the_first_is(tmp_path: Path) -> None:
+    other = tmp_path / "yesterday.log"
+    shutil.copy(SPARK / "plain" / APP, other)
+    parts = sorted(str(p) for p in ROLLED.glob("events_*"))
+    got = json.loads(cli("report", "--format", "json", parts[0], str(other), parts[2]))
+    assert [s["input"] for s in got["sources"]] == [str(ROLLED), str(other)]
+
+
+def test_a_part_named_alone_reads_its_whole_application_and_says_so() -> None:
+    """One part of a rolling log stands for its application (a part alone lacks the stages and the application's
+    start the other parts hold); `cat PART | latencymap report` reads that part alone."""
+    part = ROLLED / f"events_2_{APP}"
+    note = (f"spark: {part} is a part of the rolling event log {ROLLED} (3 events files): the whole application is "
+            f"read (cat {part} | latencymap report: that part alone)")
+    whole = json.loads(cli("report", "--format", "json", str(ROLLED)))
+    for args in (["report", "--format", "json", str(part)], ["report", "--format", "json", "spark", str(part)]):
+        got = json.loads(cli(*args))
+        assert got["streams"] == whole["streams"] and got["errors"]["messages"] == [note]
+    piped = run("report", "--format", "json", stdin=part.read_bytes())
+    events = sum(s["total"]["events"] for s in json.loads(piped.stdout)["streams"])
+    assert events == part.read_text().count('"Event":"SparkListenerTaskEnd"') < whole_events(whole)
+
+
+def whole_events(doc: dict) -> int:
+    return sum(s["total"]["events"] for s in doc["streams"])

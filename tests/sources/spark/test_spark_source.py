@@ -129,3 +129,34 @@ def test_a_straggler_whose_stage_gave_no_stream_is_on_none(tmp_path: Path) -> No
     assert len(found) == 2 and {s["stage"] for s in found} == {2}
     assert not any(" stage 2 " in i.stream.label for i in items if isinstance(i, Interval))
     assert [source.straggler_stream(s) for s in found] == [None, None]
+
+
+def _lost(line: bytes, reason: str) -> bytes:
+    """A TaskEnd as Spark logs an attempt its executor's loss or a fetch failure ended: failed, no Task Metrics."""
+    e = json.loads(line)
+    del e["Task Metrics"]
+    e["Task Info"]["Failed"] = True
+    e["Task End Reason"] = {"Reason": reason}
+    return json.dumps(e, separators=(",", ":")).encode()
+
+
+def test_attempts_without_task_metrics_left_out_of_a_metric_map_are_counted(tmp_path: Path) -> None:
+    """`--metric run` left out the attempts a lost executor (ExecutorLostFailure) or a fetch failure ended, which
+    log no Task Metrics, without a word (a real log: 2 of 28); duration maps them."""
+    lines = PLAIN.read_bytes().splitlines()
+    ends = [k for k, line in enumerate(lines) if b'"SparkListenerTaskEnd"' in line]
+    lines[ends[3]] = _lost(lines[ends[3]], "ExecutorLostFailure")
+    lines[ends[9]] = _lost(lines[ends[9]], "FetchFailed")
+    log = write_log(tmp_path / PLAIN.name, lines)
+    for metric in ("run", "cpu", "gc", "scheduler-delay"):
+        _, items = current(log, metric=metric)
+        assert sum(i.counts.sum() for i in items if isinstance(i, Interval)) == len(ends) - 2
+        assert notices(items) == [f"spark: --metric {metric}: 2 of {len(ends)} task attempts logged no Task "
+                                  "Metrics (ExecutorLostFailure 1, FetchFailed 1): left out of the map "
+                                  "(--metric duration maps every attempt)"]
+    _, items = current(log)
+    assert sum(i.counts.sum() for i in items if isinstance(i, Interval)) == len(ends) and not notices(items)
+    lost = {json.loads(lines[k])["Stage ID"] for k in (ends[3], ends[9])}
+    other = next(s for s in (json.loads(lines[k])["Stage ID"] for k in ends) if s not in lost)
+    _, items = current(log, metric="run", stages=(other,))
+    assert not notices(items)  # attempts of a stage the map does not show are not its to leave out

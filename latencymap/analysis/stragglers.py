@@ -228,3 +228,36 @@ def find_stragglers(
 def stragglers_to_json(stragglers: Iterable[Straggler]) -> list[dict[str, Any]]:
     """Plain-JSON list."""
     return [s.to_json() for s in stragglers]
+
+
+#: A straggler read more than its group's usual input when it read at least this many times the median item's bytes.
+READ_RATIO = 1.5
+#: Those bytes explain its slowness when it took at most this many times its bytes' ratio of the median item's time
+#: (its time per byte at most twice the median item's: a task's time grows with its partition, not faster). A task
+#: 8.7x its stage's median time that read 1.6x its bytes spent most of that time on something else.
+READ_EXPLAINS = 2.0
+
+
+def time_ratio(s: dict[str, Any]) -> float | None:
+    """A straggler's (a report object's) time over its group's median item's, whatever its reference; None when
+    either is not known, infinite when the median is 0."""
+    took, usual = s.get("duration_s"), s.get("stage_median_s", s.get("group_median_s"))
+    if took is None or usual is None:
+        return None
+    return took / usual if usual > 0 else float("inf")
+
+
+def input_explains(s: dict[str, Any]) -> bool:
+    """Whether a straggler's bytes read (`read_ratio`: over its group's median item's) explain its slowness: it read
+    READ_RATIO times as much or more, and took at most READ_EXPLAINS times that ratio of the median's time."""
+    ratio, took = s.get("read_ratio"), time_ratio(s)
+    return (ratio is not None and bool(s.get("read_bytes")) and ratio >= READ_RATIO
+            and (took is None or took <= READ_EXPLAINS * ratio))
+
+
+def known_cause(s: dict[str, Any]) -> str | None:
+    """What the log says made a straggler (a report object: Spark's) slow: "executor" (the executor it ran on was slow
+    in its group: `slow_executor`), "input" (its bytes read explain it: `input_explains`), else None (not known)."""
+    if s.get("slow_executor"):
+        return "executor"
+    return "input" if input_explains(s) else None

@@ -12,6 +12,7 @@ import numpy as np
 
 from latencymap.analysis.diagnosis import Diagnosis
 from latencymap.analysis.findings import Finding, times, why, with_cause, words_for
+from latencymap.analysis.stragglers import READ_RATIO, known_cause, time_ratio
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core import chunked
 from latencymap.core.accumulator import GAP, MAX_MESSAGES, RESET, Accumulator, StreamHistory, Totals
@@ -570,25 +571,15 @@ def _straggler_text(s: dict[str, Any]) -> str:
                       f"({duration_text(reference)}){warm}{' — ' + said if said else ''}", 600)
 
 
-#: The stage with the most core-s wasted is marked when it wasted at least this share of its cores x wall.
+#: The stage with the most core-s wasted is marked when it wasted at least this share of its available core time.
 WORTH_MARKING = 0.10
-#: A Spark straggler read more than its stage's usual input when it read this many times its stage's median bytes.
-READ_RATIO = 1.5
-
-
-def _known_cause(s: dict[str, Any]) -> str | None:
-    """What the log says made a Spark straggler slow: "executor" (the executor it ran on was slow in its stage),
-    "input" (it read READ_RATIO times its stage's median task's bytes or more), else None (not known)."""
-    if s.get("slow_executor"):
-        return "executor"
-    ratio = s.get("read_ratio")
-    return "input" if ratio is not None and s.get("read_bytes") and ratio >= READ_RATIO else None
 
 
 def _straggler_cause(s: dict[str, Any]) -> str:
     """What the log says of a Spark straggler's cause: the executor it ran on was slow in its stage, or it read more
-    bytes (input and shuffle) than its stage's median task, or read about as much (its input does not explain it)."""
-    known = _known_cause(s)
+    bytes (input and shuffle) than its stage's median task, enough to explain its time; or read more, too little to
+    explain it; or read about as much (its input does not explain it)."""
+    known = known_cause(s)
     if known == "executor":
         return f"on executor {s.get('executor')}, slow in this stage (see Stages)"
     ratio, read = s.get("read_ratio"), s.get("read_bytes")
@@ -597,6 +588,11 @@ def _straggler_cause(s: dict[str, Any]) -> str:
     usual = format_bytes(int(read / ratio))
     if known == "input":
         return f"read {ratio:.1f}x its stage's median bytes ({format_bytes(int(read))} vs {usual}): a larger partition"
+    took = time_ratio(s)
+    if ratio >= READ_RATIO and took is not None:
+        took_text = f"{took:.1f}x" if math.isfinite(took) else "many times"
+        return (f"read {ratio:.1f}x its stage's median bytes ({format_bytes(int(read))} vs {usual}), which explains "
+                f"little of its {took_text} the stage median's time")
     return f"read {ratio:.1f}x its stage's median bytes ({usual}): not a larger input"
 
 
@@ -661,9 +657,9 @@ def _cause(f: Finding, stragglers: list[dict[str, Any]]) -> str | None:
 
 def findings_cause(found: list[dict[str, Any]], events: int) -> str | None:
     """What a finding about `events` tasks says of the stragglers among them (`found`): which are, then what made
-    them slow (`_known_cause`), `all 4 are stragglers on executor 1, slow in their stage (see Stragglers and
+    them slow (`known_cause`), `all 4 are stragglers on executor 1, slow in their stage (see Stragglers and
     Stages)`; None where the log gives no cause for any."""
-    known = [_known_cause(s) for s in found]
+    known = [known_cause(s) for s in found]
     if not any(known):
         return None
     k = len(found)
@@ -808,7 +804,7 @@ def _stage_notes(extra: dict[str, Any]) -> list[str]:
             line += (f"; without its {n} warm-up task{'s' if n != 1 else ''}: skew {st['skew_after_warmup']:.1f}x, "
                      f"max {duration_text(st['max_after_warmup_s'])}")
         if st.get("wasted_core_s") is not None:
-            line += f"; {st['cores']} cores, {_waste(st)}"
+            line += f"; {st['cores']} cores{_cores_there(st)}, {_waste(st)}"
         if st is costliest:
             line += " ◀ the most core-s wasted"
         out.append(clean_text(line, 1000))
@@ -816,11 +812,22 @@ def _stage_notes(extra: dict[str, Any]) -> list[str]:
     return out
 
 
+def _cores_there(st: dict[str, Any]) -> str:
+    """` (there 17.5 of the 22 core-s of its wall: executors added or removed in it)` where the stage's executors were
+    not all there all along (their cores are counted only while they were); empty otherwise."""
+    whole, there = st["cores"] * st["wall_s"], st.get("available_core_s")
+    if there is None or whole - there < 1e-6:
+        return ""
+    return f" (there {_core_s(there)} of the {_core_s(whole)} core-s of its wall: executors added or removed in it)"
+
+
 def _waste(st: dict[str, Any]) -> str:
     """`0.544 core-s wasted (8%)`; where task time passes cores x wall (Spark's task times include the lag before a
     task's end is logged, so an executor's tasks overlap past its cores), that, and by how much they overlap."""
     use = st.get("utilisation")
-    if use is None or use <= 1 or (st.get("task_time_s") or 0) - st["cores"] * st["wall_s"] < 1e-6:
+    there = st.get("available_core_s")
+    there = st["cores"] * st["wall_s"] if there is None else there
+    if use is None or use <= 1 or (st.get("task_time_s") or 0) - there < 1e-6:
         share = max(0.0, 100 * (1 - use)) if use is not None else 0.0
         return f"{_core_s(st['wasted_core_s'])} core-s wasted ({share:.0f}%)"
     over = st.get("overlap_core_s")

@@ -46,9 +46,9 @@ from .parse import (
     RunningTask,
     SparkTask,
     StageEnd,
-    executor_from_event,
     failure_cause,
     running_from_event,
+    take_executor_event,
     task_from_event,
 )
 from .summary import (
@@ -96,8 +96,8 @@ SCHEMA_DDL = (
     "latencymap STRING"
 )
 #: The events besides TaskEnd that `_log_lines` hands Spark's JSON reader (the application's and executors').
-READ_BY_SPARK = frozenset(
-    {"SparkListenerApplicationStart", "SparkListenerApplicationEnd", "SparkListenerExecutorAdded"})
+READ_BY_SPARK = frozenset({"SparkListenerApplicationStart", "SparkListenerApplicationEnd", "SparkListenerExecutorAdded",
+                           "SparkListenerExecutorRemoved"})
 #: The line `_log_lines` adds for each file: what it held besides the lines Spark reads (its `latencymap` field).
 READ_EVENT = "latencymap.FileRead"
 
@@ -131,8 +131,8 @@ def slot_of_value(value: float | None) -> int | None:
 
 
 def _log_lines(item: tuple[str, bytes], names: dict[str, str]) -> list[str]:
-    """The TaskEnd, application and ExecutorAdded lines of one event-log file that the local reader reads (runs on
-    the executors), then a READ_EVENT line: the lines it could not read (named as it names them: `names` maps
+    """The TaskEnd, application and executor (added, removed) lines of one event-log file that the local reader reads
+    (runs on the executors), then a READ_EVENT line: the lines it could not read (named as it names them: `names` maps
     the file's path to the name the user gave), how its stage attempts ended, and a decoding error."""
     path, data = item
     where = names.get(urllib.parse.unquote(urllib.parse.urlparse(path).path), path)
@@ -322,10 +322,9 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
     events = spark.read.schema(SCHEMA_DDL).json(lines).cache()
     read = _files_read(events, [str(p) for p in paths])
     app = read.app
-    executors = {}
-    for row in events.where("Event = 'SparkListenerExecutorAdded'").collect():
-        info = executor_from_event(row.asDict(recursive=True))
-        executors[info.executor] = info
+    executors: dict[str, ExecutorInfo] = {}
+    for row in events.where("Event IN ('SparkListenerExecutorAdded', 'SparkListenerExecutorRemoved')").collect():
+        take_executor_event(executors, row.asDict(recursive=True))
     task_events = events.where("Event = 'SparkListenerTaskEnd'").drop("App Name", "App ID", "latencymap")
     every_task = task_events.rdd.map(_task_of_row)
     cold = set(every_task.keyBy(lambda t: t.executor).groupByKey()

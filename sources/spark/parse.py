@@ -30,6 +30,7 @@ TASK_END_PREFIX = b'{"Event":"SparkListenerTaskEnd"'
 TASK_START_PREFIX = b'{"Event":"SparkListenerTaskStart"'
 APP_PREFIX = b'{"Event":"SparkListenerApplication'
 EXECUTOR_PREFIX = b'{"Event":"SparkListenerExecutorAdded"'
+EXECUTOR_REMOVED_PREFIX = b'{"Event":"SparkListenerExecutorRemoved"'
 STAGE_END_PREFIX = b'{"Event":"SparkListenerStageCompleted"'
 STAGE_START_PREFIX = b'{"Event":"SparkListenerStageSubmitted"'
 JOB_PREFIX = b'{"Event":"SparkListenerJob'
@@ -37,11 +38,13 @@ JOB_PREFIX = b'{"Event":"SparkListenerJob'
 #: other layout (spaces after the colons, another key order) is decoded whole to find its event.
 EVENT_PREFIX = b'{"Event":"'
 #: The compact lines of the events read besides TaskEnd and TaskStart.
-OTHER_PREFIXES = (APP_PREFIX, EXECUTOR_PREFIX, STAGE_END_PREFIX, STAGE_START_PREFIX, JOB_PREFIX)
+OTHER_PREFIXES = (APP_PREFIX, EXECUTOR_PREFIX, EXECUTOR_REMOVED_PREFIX, STAGE_END_PREFIX, STAGE_START_PREFIX,
+                  JOB_PREFIX)
 #: What each event read besides TaskEnd is called when one of its lines cannot be read.
 OTHER_EVENTS = {
     "SparkListenerApplicationStart": "application event", "SparkListenerApplicationEnd": "application event",
     "SparkListenerExecutorAdded": "SparkListenerExecutorAdded",
+    "SparkListenerExecutorRemoved": "SparkListenerExecutorRemoved",
     "SparkListenerStageSubmitted": "SparkListenerStageSubmitted",
     "SparkListenerStageCompleted": "SparkListenerStageCompleted", "SparkListenerTaskStart": "SparkListenerTaskStart",
     "SparkListenerJobStart": "SparkListenerJobStart", "SparkListenerJobEnd": "SparkListenerJobEnd",
@@ -116,11 +119,13 @@ class AppInfo:
 
 @dataclass(slots=True)
 class ExecutorInfo:
-    """An executor as SparkListenerExecutorAdded gives it: when it was added and how many cores it has."""
+    """An executor as SparkListenerExecutorAdded gives it: when it was added and how many cores it has; when it was
+    removed (SparkListenerExecutorRemoved; None: not said)."""
 
     executor: str
     added_ms: int | None = None
     cores: int | None = None
+    removed_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -195,6 +200,19 @@ def executor_from_event(e: dict[str, Any]) -> ExecutorInfo:
     cores = (e.get("Executor Info") or {}).get("Total Cores")
     known = cores if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0 else None
     return ExecutorInfo(str(e.get("Executor ID") or ""), _millis(e.get("Timestamp")), known)
+
+
+def take_executor_event(executors: dict[str, ExecutorInfo], event: dict[str, Any]) -> None:
+    """Take a decoded ExecutorAdded or ExecutorRemoved event into `executors` (by id); a removal read before its
+    executor's addition (an application read from the middle) makes an executor of unknown cores."""
+    if event.get("Event") == "SparkListenerExecutorAdded":
+        info = executor_from_event(event)
+        if info.executor in executors:  # its removal was read first
+            info.removed_ms = executors[info.executor].removed_ms
+        executors[info.executor] = info
+    elif event.get("Event") == "SparkListenerExecutorRemoved":
+        name = str(event.get("Executor ID") or "")
+        executors.setdefault(name, ExecutorInfo(name)).removed_ms = _millis(event.get("Timestamp"))
 
 
 def _millis(value: Any) -> int | None:
@@ -480,9 +498,8 @@ class EventParser:
         """Take in a decoded event of OTHER_EVENTS (one of LINE_ERRORS when its fields are not what Spark writes)."""
         if name.startswith("SparkListenerApplication"):
             self.app.update(event)
-        elif name == "SparkListenerExecutorAdded":
-            info = executor_from_event(event)
-            self.executors[info.executor] = info
+        elif name.startswith("SparkListenerExecutor"):
+            take_executor_event(self.executors, event)
         elif name == "SparkListenerTaskStart":
             self.task_start_lines += 1
             self.started[running_from_event(event).task_id] = line

@@ -169,7 +169,7 @@ def executor_from_rest(e: dict[str, Any]) -> ExecutorInfo:
         added = epoch_ms(str(e["addTime"])) if e.get("addTime") else None
     except ValueError:
         added = None
-    return ExecutorInfo(str(e.get("id") or ""), added, known)
+    return ExecutorInfo(str(e.get("id") or ""), added, known, stamp_ms(e.get("removeTime")))
 
 
 def stage_end_from_rest(stage: dict[str, Any]) -> StageEnd | None:

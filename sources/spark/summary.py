@@ -38,8 +38,6 @@ STAGE_NAME_CHARS = 80
 #: others' tasks ran alone and faster: its median and theirs differ, its tasks and theirs at the time do not.
 SLOW_EXECUTOR_RATIO = 2.0
 SLOW_EXECUTOR_TASKS = 2
-#: A straggler read more than its stage's usual input when it read at least this many times the stage's median bytes.
-INPUT_RATIO = 1.5
 #: The folders of a call site's file (`at /path/to/job.py:61`): the file and line say where.
 _CALL_SITE_DIRS = re.compile(r"(?<= at )\S*/(?=[^/\s]+:\d+)")
 
@@ -91,6 +89,16 @@ def stage_cores(tasks: Iterable[SparkTask], executors: dict[str, ExecutorInfo] |
         if all(c is not None and c.cores for c in cores):
             out[key] = sum(c.cores for c in cores if c is not None and c.cores)
     return out
+
+
+def executor_spans(tasks: Iterable[SparkTask], executors: dict[str, ExecutorInfo] | None
+                   ) -> list[tuple[int, float | None, float | None]] | None:
+    """The cores of the executors that ran `tasks`, each as (cores, added, removed) in epoch ms (None: not logged),
+    for `stage_skew`; None unless every one's cores are known."""
+    infos = [(executors or {}).get(name) for name in {t.executor for t in tasks}]
+    if not infos or not all(i is not None and i.cores for i in infos):
+        return None
+    return [(i.cores, i.added_ms, i.removed_ms) for i in infos if i is not None and i.cores]
 
 
 def straggler_items(tasks: Iterable[SparkTask], cold: set[int] | None = None) -> list[Any]:
@@ -256,7 +264,8 @@ def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int |
     None when `ends` is None: the source cannot tell). `name`: the stage's name in the log (shown by `stage_name`).
     `running`: its tasks launched with no end logged, seen running until `now_ms`: counted (`running`, the longest
     `running_max_s`), their cores busy in the wall and waste; the durations are those of the tasks that ended.
-    `executors` (their cores) gives `overlap_core_s`, the task time past the executors' cores (`overlap_ms`);
+    `executors` (their cores) gives `overlap_core_s`, the task time past the executors' cores (`overlap_ms`), and
+    bounds each executor's cores in `available_core_s` to the time it was there (added to removed);
     `slow_executors` lists the executors slow in the stage, `read_median_bytes` is the median task's bytes read.
 
     Times are computed in the source's milliseconds and given in seconds: no float noise from epoch seconds."""
@@ -270,8 +279,8 @@ def stage_summary(stage: int, attempt: int, tasks: list[SparkTask], cores: int |
     so_far = [max(0, now_ms - r.launch_ms) for r in live] if now_ms is not None else []
     skew = stage_skew(ms, np.array([t.launch_ms for t in tasks] + [r.launch_ms for r in live], dtype=np.float64),
                       np.array([t.finish_ms for t in tasks] + [now_ms] * len(live), dtype=np.float64), cores,
-                      float(sum(so_far)))
-    for key in ("wall_s", "task_time_s", "wasted_core_s"):  # milliseconds above
+                      float(sum(so_far)), executor_spans(tasks, executors) if cores else None)
+    for key in ("wall_s", "task_time_s", "available_core_s", "wasted_core_s"):  # milliseconds above
         if skew[key] is not None:
             skew[key] = skew[key] / 1000.0
     warm = warmup_mask(tasks, cold, cores) & np.array([t.task_id not in (stragglers or ()) for t in tasks], dtype=bool)
@@ -352,14 +361,17 @@ def spark_analysis(tasks: list[SparkTask], executors: dict[str, ExecutorInfo] | 
 
 def explain_stragglers(found: list[dict[str, Any]], stages: list[dict[str, Any]]) -> None:
     """What the log says of each straggler's cause, added to it: `slow_executor` (true when it ran on an executor
-    slow in its stage: `slow_executors`) and `read_ratio` (its bytes read over its stage's median task's, None when
-    either is not logged or the median is 0)."""
+    slow in its stage: `slow_executors`), `read_ratio` (its bytes read over its stage's median task's, None when
+    either is not logged or the median is 0) and the `cause` they give (`known_cause`: "executor", "input", None)."""
+    from latencymap.analysis.stragglers import known_cause
+
     by_stage = {(st["stage"], st["attempt"]): st for st in stages}
     for s in found:
         st = by_stage.get((s["stage"], s["attempt"])) or {}
         s["slow_executor"] = any(e["executor"] == s["executor"] for e in st.get("slow_executors") or ())
         usual, read = st.get("read_median_bytes"), s.get("read_bytes")
         s["read_ratio"] = read / usual if read is not None and usual else None
+        s["cause"] = known_cause(s)
 
 
 def application_time(app: AppInfo, jobs: dict[int, list[int | None]], last_ms: int | None) -> dict[str, Any] | None:

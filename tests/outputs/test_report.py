@@ -435,10 +435,13 @@ def test_the_costliest_stage_is_marked_only_when_it_wasted_a_material_share() ->
 
 
 def spark_straggler(executor: str = "1", slow: bool = False, read_ratio: float | None = None,
-                    stage: int = 2) -> dict[str, Any]:
-    """A straggler as Spark's analysis gives it (sources/spark/summary.py), with what says its cause."""
+                    stage: int = 2, time_ratio: float | None = None) -> dict[str, Any]:
+    """A straggler as Spark's analysis gives it (sources/spark/summary.py), with what says its cause: it took
+    `time_ratio` (default `read_ratio`, else 5) times its stage's median task's time."""
+    ratio = time_ratio or read_ratio or 5.0
     return {"stage": stage, "attempt": 0, "executor": executor, "slow_executor": slow, "read_ratio": read_ratio,
-            "read_bytes": None if read_ratio is None else int(1000 * read_ratio)}
+            "read_bytes": None if read_ratio is None else int(1000 * read_ratio), "duration_s": 0.2 * ratio,
+            "stage_median_s": 0.2}
 
 
 def test_a_finding_names_its_stragglers_cause_where_the_log_gives_one() -> None:
@@ -470,3 +473,23 @@ def test_a_finding_whose_stragglers_have_no_cause_in_the_log_keeps_its_own() -> 
 
     assert findings_cause([], 2) is None
     assert findings_cause([spark_straggler(read_ratio=1.4), spark_straggler()], 2) is None
+
+
+def test_a_straggler_whose_extra_bytes_explain_little_of_its_time_is_not_a_larger_partition() -> None:
+    """8.7x its stage's median time with 1.6x its bytes (a real log: 4.3 s of sleep beside 0.3 s, 1.6x the lines):
+    the bytes would explain 1.6x, not 8.7x; the log gives no cause, so the finding keeps its own and the straggler
+    line says what is known. 3x its time with 1.6x its bytes is within twice the bytes: a larger partition."""
+    from latencymap.outputs.report import _straggler_cause, findings_cause
+
+    s = spark_straggler(read_ratio=1.6, time_ratio=8.7)
+    s["read_bytes"] = 120_000
+    assert findings_cause([s], 1) is None
+    assert _straggler_cause(s) == ("read 1.6x its stage's median bytes (117 KiB vs 73.2 KiB), which explains little "
+                                   "of its 8.7x the stage median's time")
+    assert findings_cause([s, spark_straggler(read_ratio=40.0)], 2) == \
+        ("both are stragglers (see Stragglers and Stages): 1 read 40× its stage's median task's bytes: a skewed, "
+         "larger partition; 1 of another cause")
+    scaled = spark_straggler(read_ratio=1.6, time_ratio=3.0)
+    assert findings_cause([scaled], 1) == \
+        "it is a straggler that read 1.60× its stage's median task's bytes: a skewed, larger partition (see Stragglers)"
+    assert _straggler_cause(scaled).endswith(": a larger partition")

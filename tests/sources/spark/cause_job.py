@@ -8,7 +8,10 @@ Usage: `python cause_job.py LOG_DIR WORK_DIR UI_PORT`. On `local-cluster[2,1,768
   partition: its task reads that many times the bytes and works through that many times the lines);
 - stage 3: TASKS tasks on like inputs: those on executor SLOW sleep SLOW_S, the others FAST_S (a slow executor);
 - stage 4: TASKS tasks on like inputs, partition LATE sleeping LATE_S, the others FAST_S (a cause the log does not
-  give).
+  give);
+- stage 5: MILD_FILES text files, one task each, file MILD holding MILD_TIMES the lines of the others and its task
+  (whichever partition it is) sleeping MILD_S, the others MILD_FAST_S (a partition somewhat larger, whose extra
+  bytes explain little of its time).
 
 Each slow task is far enough above its stage's others (three empty octaves for one) to be a band of its own.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterable
 
 HEAVY = 5
 HEAVY_TIMES = 320
@@ -26,6 +30,8 @@ SLOW = "1"
 TASKS = 60
 SLOW_S, FAST_S = 2.5, 0.02
 LATE, LATE_S = 17, 8.0
+MILD_FILES, MILD, MILD_TIMES = 32, 7, 1.6
+MILD_S, MILD_FAST_S = 6.0, 0.1
 
 
 def main() -> int:
@@ -53,6 +59,20 @@ def main() -> int:
         return [i]
 
     sc.parallelize(range(TASKS), TASKS).mapPartitionsWithIndex(late).collect()
+
+    mild = os.path.join(inputs, "mild")
+    os.makedirs(mild)
+    for k in range(MILD_FILES):
+        with open(os.path.join(mild, f"part-{k:02d}.txt"), "w") as fh:
+            tag = "mild" if k == MILD else "like"  # partitions need not be in file order: the task tells its file so
+            fh.writelines(f"{tag} {n:08d} some words\n" for n in range(int(LINES * (MILD_TIMES if k == MILD else 1))))
+
+    def mildly(rows: Iterable[str]) -> list[int]:
+        read = list(rows)  # read whole: its bytes are counted
+        time.sleep(MILD_S if read and read[0].startswith("mild") else MILD_FAST_S)
+        return [len(read)]
+
+    sc.textFile("file://" + mild, 1).mapPartitions(mildly).collect()
     sc.stop()
     return 0
 

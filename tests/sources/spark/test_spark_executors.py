@@ -1,11 +1,15 @@
 """Real PySpark on two 1-core executors (executor_job.py): an executor slow in a stage is named there and its stragglers
 say so, a straggler that read more than its stage's other tasks says that, the application's time outside jobs is
-reported, and the SVG and HTML reports show the stage lines. Every figure checked is recomputed from the log's lines.
+reported, and the SVG and HTML reports show the stage lines; an executor lost in the middle of a stage (lost_job.py)
+counts its cores in that stage's waste only while it was there. Every figure checked is recomputed from the log's lines.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 from statistics import median
@@ -21,12 +25,19 @@ from latencymap.core.units import format_duration
 pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 
 JOB = Path(__file__).with_name("executor_job.py")
+LOST_JOB = Path(__file__).with_name("lost_job.py")
 
 
 @pytest.fixture(scope="module")
 def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The job's event log."""
     return cluster_job_log(JOB, tmp_path_factory.mktemp("executors"))
+
+
+@pytest.fixture(scope="module")
+def lost(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """lost_job.py's event log."""
+    return cluster_job_log(LOST_JOB, tmp_path_factory.mktemp("lost"))
 
 
 def events(log: Path) -> list[dict]:
@@ -141,3 +152,50 @@ def test_svg_and_html_reports_show_the_stage_lines_and_the_application_time(log:
         for line in wanted:
             head = " ".join(line.split()[:8])
             assert head in shown, (fmt, line)
+
+
+def available_core_ms(said: list[dict], tasks: list[dict]) -> int:
+    """The core-ms the executors that ran `tasks` (a stage attempt's TaskEnd events) were there in the stage's wall:
+    each its cores from its ExecutorAdded (or the stage's first launch) to its ExecutorRemoved (or the last end)."""
+    start = min(t["Task Info"]["Launch Time"] for t in tasks)
+    end = max(t["Task Info"]["Finish Time"] for t in tasks)
+    added = {e["Executor ID"]: e for e in said if e["Event"] == "SparkListenerExecutorAdded"}
+    removed = {e["Executor ID"]: e["Timestamp"] for e in said if e["Event"] == "SparkListenerExecutorRemoved"}
+    return sum(added[x]["Executor Info"]["Total Cores"] * max(0, min(end, removed.get(x, end)) -
+                                                              max(start, added[x]["Timestamp"]))
+               for x in {t["Task Info"]["Executor ID"] for t in tasks})
+
+
+@pytest.mark.timeout(300)
+def test_a_lost_executor_s_cores_are_wasted_only_while_it_was_there(lost: Path) -> None:
+    """Stage 2.0 lost executor 1 (SIGKILL) in its middle: its core counts until SparkListenerExecutorRemoved, not to
+    the stage's end (which counted core-time no executor had as wasted, and marked the wrong stage)."""
+    said = events(lost)
+    (gone,) = [e for e in said if e["Event"] == "SparkListenerExecutorRemoved"]
+    by_attempt: dict[tuple[int, int], list[dict]] = defaultdict(list)
+    for e in said:
+        if e["Event"] == "SparkListenerTaskEnd":
+            by_attempt[(e["Stage ID"], e["Stage Attempt ID"])].append(e)
+    lost_in = [key for key, tasks in by_attempt.items()
+               if min(t["Task Info"]["Launch Time"] for t in tasks) < gone["Timestamp"] <
+               max(t["Task Info"]["Finish Time"] for t in tasks)]
+    assert lost_in  # the job did lose the executor in the middle of a stage
+    found, text = report(str(lost))
+    assert len(found["stages"]) == len(by_attempt)
+    for st in found["stages"]:
+        tasks = by_attempt[(st["stage"], st["attempt"])]
+        available = available_core_ms(said, tasks)
+        busy = sum(t["Task Info"]["Finish Time"] - t["Task Info"]["Launch Time"] for t in tasks)
+        assert st["available_core_s"] == available / 1000, st
+        assert st["wasted_core_s"] == max(0, available - busy) / 1000 and st["utilisation"] == busy / available
+        if (st["stage"], st["attempt"]) in lost_in:
+            assert available < st["cores"] * st["wall_s"] * 1000
+            line = next(line for line in text.splitlines() if line.startswith(f"   stage {st['stage']}.0 "))
+            assert (f"{st['cores']} cores (there {available / 1000:.3g} of the {st['cores'] * st['wall_s']:.3g} "
+                    "core-s of its wall: executors added or removed in it)") in line, line
+            assert f"core-s wasted ({100 * max(0, available - busy) / available:.0f}%)" in line, line
+    engine = subprocess.run([sys.executable, "-m", "latencymap", "report", "--format", "json", "spark", "--engine",
+                             "spark", str(lost)], capture_output=True, text=True, timeout=240,
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert engine.returncode == 0, engine.stderr[-3000:]
+    assert json.loads(engine.stdout)["source"]["stages"] == found["stages"]

@@ -1,6 +1,7 @@
 """Real PySpark (cause_job.py): the findings about a stage's stragglers name the cause the log gives (a partition that
 read many times its stage's median bytes, an executor slow in the stage), and keep the usual causes where it gives
-none; the text, JSON, SVG and HTML reports say the same. Every figure checked is recomputed from the log's lines.
+none (a partition whose extra bytes explain little of its time among them); the text, JSON, SVG and HTML reports say
+the same. Every figure checked is recomputed from the log's lines.
 """
 
 from __future__ import annotations
@@ -144,6 +145,35 @@ def test_a_straggler_of_no_cause_the_log_gives_keeps_the_usual_causes(log: Path)
     assert said, findings(log)[stage]
     for f in said:
         assert f["why"] in (WHY["spark"]["outliers"], spark_why("tail", "spark"), spark_why("heavy", "spark")), f
+
+
+def mild(tasks: list[dict]) -> bool:
+    from cause_job import MILD_FILES
+
+    return len(tasks) == MILD_FILES
+
+
+@pytest.mark.timeout(300)
+def test_a_partition_whose_extra_bytes_explain_little_of_its_time_is_not_called_larger(log: Path) -> None:
+    """1.6x its stage's median bytes, some 40x its median time (a sleep): not a larger partition; the straggler line
+    says what the log shows, the findings keep the usual causes."""
+    stage, tasks = stage_where(log, mild)
+    slowest = max(tasks, key=lambda t: t["s"])
+    usual_bytes, usual_s = median(t["bytes"] for t in tasks), median(t["s"] for t in tasks)
+    read, took = slowest["bytes"] / usual_bytes, slowest["s"] / usual_s
+    assert 1.5 < read < 1.7 and took > 4 * read  # the job made it so
+    doc = report(log, "--include-warmup")  # listed wherever its partition ran, in its stage's first wave too
+    (s,) = [s for s in doc["source"]["stragglers"] if s["stage"] == stage and s["index"] == slowest["index"]]
+    assert s["read_ratio"] == pytest.approx(read) and s["cause"] is None
+    said = about(findings(log)[stage], slowest["s"])
+    assert said, findings(log)[stage]
+    for f in said:
+        assert f["why"] in (WHY["spark"]["outliers"], spark_why("tail", "spark"), spark_why("heavy", "spark")), f
+    text = CliRunner().invoke(main, ["report", "spark", "--include-warmup", str(log)])
+    line = next(line for line in text.stdout.splitlines() if f"(id {s['task_id']}) in stage {stage}.0:" in line)
+    assert (f"— read {read:.1f}x its stage's median bytes" in line and
+            f"which explains little of its {took:.1f}x the stage median's time" in line), line
+    assert "larger partition" not in line
 
 
 @pytest.mark.timeout(300)

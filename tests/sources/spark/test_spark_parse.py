@@ -113,3 +113,27 @@ def test_a_failure_message_is_cut_into_lines_at_newlines_only() -> None:
                 f"    raise RuntimeError('bad{odd}name')\nbuiltins.RuntimeError: bad{odd}name\n\tat org.apache.x\n")
         assert failure_cause(text) == "RuntimeError: bad?name", odd
         assert failure_cause(f"lost{odd}executor 3\nmore") == "lost?executor 3", odd
+
+
+#: A real executor's lines (local-cluster[2,2,1024], its JVM SIGKILLed by a task; the added line's Log Urls and
+#: Resources left out), as Spark wrote them.
+ADDED = (b'{"Event":"SparkListenerExecutorAdded","Timestamp":1795878642734,"Executor ID":"1","Executor Info":'
+         b'{"Host":"192.0.2.2","Total Cores":2}}')
+REMOVED = (b'{"Event":"SparkListenerExecutorRemoved","Timestamp":1795878666611,"Executor ID":"1",'
+           b'"Removed Reason":"Command exited with code 137"}')
+
+
+@pytest.mark.parametrize("order", ["added first", "removed first"])
+def test_an_executor_removed_says_when_by_lines_in_a_worker_and_in_blocks(tmp_path: Path, order: str) -> None:
+    """An application read from the middle (a rolling log's later part) may give an executor's removal only, or
+    before its addition: its cores and both times are kept."""
+    lines = [ADDED, REMOVED] if order == "added first" else [REMOVED, ADDED]
+    log = write_log(tmp_path / "app-1", [*PLAIN.read_bytes().splitlines()[:3], *lines])
+    for worker in (False, True):
+        parser = EventParser()
+        read_tasks(find_event_log(log), parser, worker=worker)
+        info = parser.executors["1"]
+        assert (info.added_ms, info.cores, info.removed_ms) == (1795878642734, 2, 1795878666611), worker
+    alone = EventParser()
+    alone.parse([REMOVED])
+    assert (alone.executors["1"].cores, alone.executors["1"].removed_ms) == (None, 1795878666611)

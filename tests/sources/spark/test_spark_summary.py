@@ -154,3 +154,30 @@ def test_an_executor_of_two_tasks_one_a_straggler_is_not_slow() -> None:
     tasks = [t for t in late_stage() if t.executor == "0" or t.task_id in (88 + 15, 88 + 17)]
     assert [t.duration_ms for t in tasks if t.executor == "1"] == [244, 8116]
     assert stage_summary(4, 0, tasks, cores=2)["slow_executors"] == []
+
+
+#: Stage 2.0 of a real run on 2 executors of 2 cores (local-cluster[2,2,1024]) whose reduce task 1 SIGKILLed its
+#: executor's JVM: TaskEnd lines as `task:executor:launch:finish` (ms from the stage's first launch), two failed
+#: (ExecutorLostFailure, then FetchFailed on the executor left); executor 1 removed at LOST_AT.
+LOST_STAGE = "18:0:9:1582 16:0:0:1599 19:1:9:2095 17:1:7:3243 20:0:3270:5509"
+LOST_AT = 3252
+
+
+def test_a_removed_executor_s_cores_count_in_its_stage_only_until_it_was_removed() -> None:
+    """2 cores x 5.509 s + executor 1's 2 cores x 3.252 s (to its ExecutorRemoved) = 17.522 core-s were there; the
+    tasks took 10.733 s: 6.789 core-s wasted (39%), not 4 cores x 5.509 s - 10.733 = 11.3 (51%)."""
+    from latencymap.sources.spark.parse import ExecutorInfo
+
+    t0 = 1_795_878_663_359
+    tasks = [SparkTask(2, 0, int(task), 0, 0, t0 + int(launch), t0 + int(finish), executor, "host",
+                       failed=task in ("17", "20"))
+             for task, executor, launch, finish in (row.split(":") for row in LOST_STAGE.split())]
+    executors = {"0": ExecutorInfo("0", t0 - 21_627, 2), "1": ExecutorInfo("1", t0 - 20_625, 2, t0 + LOST_AT)}
+    st = stage_summary(2, 0, tasks, 4, executors=executors)
+    assert (st["wall_s"], st["task_time_s"], st["cores"]) == (5.509, 10.733, 4)
+    assert st["available_core_s"] == 17.522 and st["wasted_core_s"] == 6.789
+    assert st["utilisation"] == 10_733 / 17_522
+    late = {"0": executors["0"], "1": ExecutorInfo("1", t0 + 1_000, 2)}  # added a second into the stage instead
+    st = stage_summary(2, 0, tasks, 4, executors=late)
+    assert st["available_core_s"] == 20.036 and st["wasted_core_s"] == 9.303  # 2 x 5.509 + 2 x 4.509
+    assert stage_summary(2, 0, tasks, 4)["available_core_s"] == 4 * 5.509  # executors' times unknown: the whole wall

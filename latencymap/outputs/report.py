@@ -92,6 +92,7 @@ def _stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool,
         "start": start,
         "end": end,
         "buckets": _buckets(hist, slots),
+        "column_s": rows(np.round(hist.meta_in("dur", slice(0, hist.n)), 6)),  # (kept in float32: to the µs)
         "frequency": rows(hist.frequency(slots=slots)),
         "intensity": rows(hist.intensity(slots=slots)),
         "intensity_exact": hist.exact,

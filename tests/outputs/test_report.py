@@ -99,6 +99,16 @@ def test_each_column_frequency_is_delta_count_over_delta_t(report: dict, example
             assert stream["frequency"][col][j] == pytest.approx((c1[v] - c0.get(v, 0)) / dt, rel=1e-12)
 
 
+def test_each_column_says_its_length_so_that_rates_give_back_the_counts(report: dict, example_data: Path) -> None:
+    """Columns of uneven length (a late record, a log's hole) give rates alone; `column_s` gives back every count."""
+    records = parse_records(example_data)
+    (stream,) = report["streams"]
+    assert stream["column_s"] == pytest.approx([(t1 - t0) / 1e6 for (t0, _), (t1, _) in itertools.pairwise(records)],
+                                               rel=1e-12)
+    counts = np.array(stream["frequency"]) * np.array(stream["column_s"])[:, None]
+    assert counts.sum() == pytest.approx(stream["total"]["events"], rel=1e-9)
+
+
 def test_bucket_ranges_follow_default_datasource_semantics(report: dict) -> None:
     (stream,) = report["streams"]
     assert stream["stream"]["datasource"] == "bpf"

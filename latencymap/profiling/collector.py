@@ -146,7 +146,7 @@ class Collector:
         try:
             result = chunk.result(self.liveness)
         except PySpyError as err:
-            if chunk.cut_short or (stopping and (self._succeeded or self._quiet)):
+            if stopping and (self._succeeded or self._quiet or chunk.cut_short):
                 return True  # stopped (by us) before it had sampled anything
             self._on_message(str(err) if alive(self.pid) else f"profiled process {self.pid} exited; profiling stopped")
             self._stop.set()

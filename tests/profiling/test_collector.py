@@ -15,7 +15,7 @@ from profiling_support import in_pid_namespace, needs_pyspy, only_child, phase_c
 from skips_support import requires_binary, requires_root
 
 from latencymap.profiling.collector import Collector
-from latencymap.profiling.pyspy import PySpyError, locate_pyspy
+from latencymap.profiling.pyspy import PYSPY_ENV, PySpyError, locate_pyspy
 from latencymap.profiling.samples import Sample, function_of
 from latencymap.profiling.store import ProfileStore
 
@@ -155,6 +155,27 @@ def test_a_stop_before_pyspy_began_sampling_is_no_error(tmp_path: Path) -> None:
             col.stop()
             assert not col.running
     assert sink.messages == []
+
+
+@needs_pyspy
+@pytest.mark.slow
+def test_a_pyspy_that_never_begins_sampling_is_said_not_hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A py-spy stuck before it says anything (here: one that never does) is taken as sampling after a second; the
+    next chunk's hand-over then stops it with SIGINT, which kills it. That is no stop of ours before it sampled: it
+    is said, and profiling stops (a stop only while profiling stops is quiet)."""
+    stuck = tmp_path / "py-spy"
+    stuck.write_text("#!/bin/sh\nexec sleep 1000\n")
+    stuck.chmod(0o755)
+    monkeypatch.setenv(PYSPY_ENV, str(stuck))
+    sink = Sink()
+    with phase_child(tmp_path / "log", seconds=0.5) as child:
+        col = collector(child.pid, sink)
+        col.start()
+        said = sink.event.wait(15)
+        col.stop()
+    assert said and sink.messages == [f"py-spy cannot profile PID {child.pid}: py-spy was killed by SIGINT before it "
+                                      "said why"]
+    assert not col.running
 
 
 @needs_pyspy

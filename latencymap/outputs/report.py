@@ -165,6 +165,19 @@ def percentile_text(total: dict[str, Any], q: float, long_units: bool = True) ->
     return percentile_duration(total[key], key in total.get("open", ()), long_units)
 
 
+def first_bucket_note(source: SourceTotals | None, unit: str) -> str | None:
+    """What the report says of a first bucket that the exact sum proves faster than histogram_quantile's straight line
+    from 0 draws it (`SourceTotals.first_bucket_faster`): the rows place its events by that sum. None otherwise."""
+    to_s = unit_seconds(unit)
+    faster = source.first_bucket_faster(to_s) if source is not None else None
+    if source is None or faster is None:
+        return None
+    events, upper, most = faster
+    return (f"the first bucket, (0, {duration_text(upper * to_s)}], holds {events / source.events:.0%} of the events, "
+            f"whose mean the exact sum puts at {duration_text(most * to_s)} at most (the rows place them so); inside "
+            "it, histogram_quantile draws a straight line from 0")
+
+
 def bounded_first_bucket(total: dict[str, Any], source: SourceTotals | None, unit: str) -> dict[str, Any]:
     """`stream_total`'s figures (its percentiles the source's own buckets') with those that lie in a first bucket
     the exact sum proves faster than histogram_quantile's straight line from 0 (`SourceTotals.first_bucket_faster`)
@@ -424,14 +437,9 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
         else:
             out.append(f"rebinned: the source's {n} bucket{'s are' if n != 1 else ' is'} kept beside the rows below; "
                        f"{where}")
-        to_s = unit_seconds(s.unit)
-        faster = source.first_bucket_faster(to_s)
-        if faster is not None:
-            events, upper, most = faster
-            share = events / source.events
-            out.append(f"the first bucket, (0, {duration_text(upper * to_s)}], holds {share:.0%} of the events, "
-                       f"whose mean the exact sum puts at {duration_text(most * to_s)} at most (the rows place them "
-                       "so); inside it, histogram_quantile draws a straight line from 0")
+        first_note = first_bucket_note(source, s.unit)
+        if first_note is not None:
+            out.append(first_note)
     pcts = "  ".join(f"{PERCENTILE_NAMES[q]} {percentile_text(total, q)}" for q in PERCENTILES)
     out.append(f"mean {format_duration(total['mean_s'], long_units=True)}  {pcts}")
     out += explained_diagnosis(hist, causes, source).summary_lines(table)

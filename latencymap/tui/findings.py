@@ -20,7 +20,7 @@ from latencymap.analysis.summary import header_p50
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.sanitize import cell_width, clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.outputs.report import finding_causes
+from latencymap.outputs.report import finding_causes, first_bucket_note
 from latencymap.tui.axis import LABEL_W
 from latencymap.tui.heatmap import map_cells
 from latencymap.tui.window import Window
@@ -108,7 +108,9 @@ def window_findings(hist: StreamHistory, first: int, stop: int, causes: list[dic
                     seen_max=(hist.seen or (None, None))[1], seen_min=(hist.seen or (None, None))[0],
                     dropped=hist.dropped,
                     median_s=header_p50(hist, source) if (first, stop, hist.dropped) == (0, hist.n, 0) else None)
-    return finding_items(diag, finding_causes(diag, hist, first, stop, causes))
+    items = finding_items(diag, finding_causes(diag, hist, first, stop, causes))
+    note = first_bucket_note(source, hist.stream.unit)
+    return [items[0], FindingItem(note), *items[1:]] if items and note else items
 
 
 class FindingsPanel(Widget):

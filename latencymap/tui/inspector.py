@@ -13,7 +13,7 @@ from latencymap.core.accumulator import GAP, RESET, StreamHistory, Totals
 from latencymap.core.buckets import percentile_duration
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.source_totals import SourceTotals
-from latencymap.core.units import format_duration, format_number
+from latencymap.core.units import format_duration, format_number, unit_seconds
 from latencymap.outputs.report import bounded_first_bucket, source_use, stream_total
 from latencymap.tui.axis import column_time, telling_digits, time_of_day
 from latencymap.views.frame import Folds, fold_rows, row_labels
@@ -59,6 +59,9 @@ class Inspection:
     open: tuple[float, ...] = ()
     #: Those that are an upper bound only (`outputs.report.bounded_first_bucket`), written `≤high`.
     at_most: tuple[float, ...] = ()
+    #: The top of the source's first bucket (s) when the figures are the rows', which the exact sum placed inside it
+    #: (`SourceTotals.first_bucket_faster`): the source says no more of them than that bucket.
+    placed_below: float | None = None
 
     @property
     def empty(self) -> bool:
@@ -83,9 +86,11 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
     start, end = float(hist.start[first]), float(hist.end[stop - 1])
     flags = hist.flags[cols]
     mean, percentiles, at_least, at_most = own_figures(hist, first, stop, totals, source)
+    faster = source.first_bucket_faster(unit_seconds(hist.stream.unit)) if source is not None and not at_most else None
     return Inspection(first, stop, start, end, totals.events, rate, mean, percentiles, rows,
                       *time_texts(hist, start, end, digits), int(np.count_nonzero(flags & RESET)),
-                      int(np.count_nonzero(flags & GAP)), at_least, at_most)
+                      int(np.count_nonzero(flags & GAP)), at_least, at_most,
+                      None if faster is None else faster[1] * unit_seconds(hist.stream.unit))
 
 
 def own_figures(hist: StreamHistory, first: int, stop: int, totals: Totals, source: SourceTotals | None,
@@ -177,6 +182,9 @@ def inspection_summary(ins: Inspection) -> Text:
                                  percentile_duration(v, q in ins.open, long_units=True))
              for q, v in ins.percentiles.items()]
     text.append("  ".join(items[:2]) + "\n" + "  ".join(items[2:]))
+    if ins.placed_below is not None:
+        text.append(f"\nplaced by the exact sum inside the source's (0, {format_duration(ins.placed_below)}]",
+                    style="dim")
     _flag_notes(text, ins)
     return text
 

@@ -15,8 +15,9 @@ from tui_support import fixture_items, run_ended
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval
 from latencymap.core.percentiles import percentile_estimates
-from latencymap.outputs.report import percentile_text, stream_report
+from latencymap.outputs.report import first_bucket_note, percentile_text, report_text, stream_report
 from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.findings import window_findings
 from latencymap.tui.inspector import inspect_columns, inspection_summary
 from latencymap.tui.overview import MARK_W, OverviewList, OverviewScreen, _values, name_width, strip_cells
 from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, StreamRow
@@ -284,3 +285,7 @@ def test_a_first_bucket_the_exact_sum_proves_faster_reads_as_an_upper_bound_in_h
     row = OverviewStats().rows([hist], sources=acc.sources)[0]
     assert _values(row)[2] == "≤100ms" and row.at_most == {"p50 all", "p99 all"}
     assert _values(row)[1].endswith("µs")  # now: the rows (the exact sum places them), short of the whole stream
+    one = inspection_summary(inspect_columns(hist, hist.n - 1, hist.n, 0, 63, source=source)).plain
+    assert "p99 " in one and "placed by the exact sum inside the source's (0, 100ms]" in one, one
+    items = [item.text for item in window_findings(hist, 0, hist.n, source=source)]
+    assert items[1] == first_bucket_note(source, hist.stream.unit) and items[1] in report_text(acc), items

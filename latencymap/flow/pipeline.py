@@ -528,6 +528,8 @@ def _on_time(flow: Iterator[FlowItem], deadline: float, duration: float, clock: 
 
 def _ends(box: queue.Queue[tuple[bool, Any]]) -> bool:
     """Whether the flow read into `box` has ended there already (its end is the next entry)."""
+    import queue  # (as `_on_time` imports it)
+
     try:
         return box.get_nowait() == (False, None)
     except queue.Empty:

@@ -96,6 +96,23 @@ def test_duration_ends_on_time_while_the_source_gives_nothing() -> None:
     assert closed.wait(5)
 
 
+@pytest.mark.timeout(60)
+def test_duration_reached_while_the_source_still_gives_ends_with_the_cut() -> None:
+    """The deadline passes as an item arrives and the next is not there yet: the flow ends with the cut. It raised
+    NameError (`queue`, imported for type checking only), losing the report of every `--duration` run whose input
+    still flowed."""
+    import time
+
+    def flowing() -> Iterator[FlowItem]:
+        for k in range(1, 1000):
+            yield interval(A, float(k))
+            time.sleep(0.05)
+
+    now = iter([0.0, *([10.0] * 100_000)])
+    got = list(limited(flowing(), duration=5, clock=lambda: next(now)))
+    assert per_stream(got) == {"a": 1} and isinstance(got[-1], DurationCut)
+
+
 def test_duration_passes_on_what_the_source_raises_and_its_end() -> None:
     def failing() -> Iterator[FlowItem]:
         yield interval(A, 1.0)

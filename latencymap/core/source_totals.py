@@ -185,6 +185,14 @@ class SourceTotals:
         cumulative = np.cumsum(self.counts)
         return min(int(np.searchsorted(cumulative, q * self.events, side="left")), len(self.bounds) - 1)
 
+    def known_range(self, i: int) -> tuple[float, float]:
+        """(low, high) of bucket `i` narrowed to the values seen (`least`, `most`) where they overlap it, as its
+        percentiles are; the bucket itself where they are not known (stream unit; a first bucket starts at 0)."""
+        lower, upper = self.bounds[i - 1] if i else 0.0, self.bounds[i]
+        if self.least is not None and self.most is not None and max(lower, self.least) <= min(upper, self.most):
+            return max(lower, self.least), min(upper, self.most)
+        return lower, upper
+
     def percentile(self, q: float) -> float:
         """The q-quantile in the stream unit (NaN with no events), as `histogram_quantile` computes it."""
         total = self.events
@@ -195,9 +203,7 @@ class SourceTotals:
         i = self.rank_bucket(q)
         upper = self.bounds[i]
         lower = self.bounds[i - 1] if i else 0.0
-        low, high = lower, upper
-        if self.least is not None and self.most is not None and max(lower, self.least) <= min(upper, self.most):
-            low, high = max(lower, self.least), min(upper, self.most)
+        low, high = self.known_range(i)
         if math.isinf(high):
             finite = [b for b in self.bounds if not math.isinf(b)]
             return finite[-1] if finite else math.nan

@@ -12,15 +12,17 @@ cannot tell it (both sides bounds, or `≥100ms → 150ms`: risen or fallen), no
 one in a single bucket of the source's on both sides, equal: `same_bucket_s`);
 the shift
 in octaves (`log2(candidate / baseline)`) of the median and of the mean log2 latency (`locations`: the source's own
-buckets, else exact bucket means, else the rows' centres); bands found
-in the candidate near no baseline band (`_near`: within an octave) ("appeared"), and the reverse ("vanished"); and a
+buckets where finer than the rows, else rows placed by the exact sums, else exact bucket means, else the rows'
+centres); bands found
+in the candidate near no baseline band (`_near`: within an octave) ("appeared"), and the reverse ("vanished"); a
 band present on both sides (each side's one band near the other's one) whose share of the events or of the time
 changed a lot
 ("changed": at least ×`BAND_CHANGE_RATIO` either way, by at least `BAND_MIN_EVENTS_CHANGE` of the events or
-`BAND_MIN_TIME_CHANGE` of the time), such as a slow band that went from 1% to 4% of the events. Each side says what
-its values measure where its reader knows them to be something else than its datasource's (`measures`: "jhiccup", a
-jHiccup log's hiccups, whose time is jHiccup's sum of them, not time waited; null otherwise, also where its input
-says nothing of it, as a `--compat` recording): a pair whose sides differ says so.
+`BAND_MIN_TIME_CHANGE` of the time), such as a slow band that went from 1% to 4% of the events; and one whose values
+moved (`bands_moved`: `BAND_MIN_MOVE_OCTAVES` or more beyond chance), such as a slow band from 3.5 ms to 7 ms.
+Each side says what its values measure where its reader knows them to be something else than its datasource's
+(`measures`: "jhiccup", a jHiccup log's hiccups, whose time is jHiccup's sum of them, not time waited; null otherwise,
+also where its input says nothing of it, as a `--compat` recording): a pair whose sides differ says so.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ BAND_CHANGE_RATIO = 2.0
 #: or a minor band's time is no change.
 BAND_MIN_EVENTS_CHANGE = 0.01
 BAND_MIN_TIME_CHANGE = 0.10
+#: A band on both sides moved when its mean log2 latency moved at least this much (octaves, ×1.41) beyond chance: half
+#: the octave within which two bands are one (`_near`), beyond where two runs of one system put a band (the whole
+#: stream's mean needs 0.1 octave, `MIN_SHIFT_OCTAVES`; a band of few events wobbles more), yet well under the ×2
+#: a slow path that doubled is (130 µs → 140 µs, ×1.08, is no move).
+BAND_MIN_MOVE_OCTAVES = 0.5
 
 
 #: A pair changed only when its bucket counts differ beyond chance (a G-test of the two sides' events per bucket, p
@@ -167,20 +174,30 @@ def _centres(low: np.ndarray, high: np.ndarray) -> np.ndarray:
 
 def locations(hist: StreamHistory, source: SourceTotals | None, events: int) -> tuple[np.ndarray, np.ndarray]:
     """(values in seconds, events at each): where the stream's `events` lie, as finely as it says. Its source's own
-    buckets where they hold every event (as its percentiles come from them: HdrHistogram's sub-buckets), each at its
-    geometric centre (within the values seen; an overflow bucket at its low); else in each column of exact times,
-    each bucket's mean; else each row's geometric centre. The log2 rows alone place 66 µs and 130 µs at one centre."""
+    buckets where they hold every event (as its percentiles come from them) and are finer than the rows: each one
+    holding events (within the values seen; an overflow bucket at its low) no wider than the row its low end lies in
+    (HdrHistogram's sub-buckets; an OpenTelemetry bucket narrowed by its min and max), each at its geometric centre.
+    Coarser ones, with every interval's exact sum, place each column's rows by that sum (`_placed_by_sums`): a bucket
+    (250 ms, 1 s] holding 280–320 ms or 850–950 ms has one centre and spreads over the same rows, but not the same
+    sum. Else in each column of exact times, each bucket's mean; else each row's geometric centre. The log2 rows
+    alone place 66 µs and 130 µs at one centre."""
+    counts = hist.counts
     if source is not None and source_use(source, events, hist.n)[0]:
         bounds = np.asarray(source.bounds, dtype=np.float64)
-        low = np.concatenate(([0.0], bounds[:-1]))
-        high = np.where(np.isinf(bounds), low, bounds)
+        low, upper = np.concatenate(([0.0], bounds[:-1])), bounds
         if source.least is not None and source.most is not None:
-            low, high = np.clip(low, source.least, source.most), np.clip(high, source.least, source.most)
+            low, upper = np.clip(low, source.least, source.most), np.clip(upper, source.least, source.most)
+        high = np.where(np.isinf(upper), low, upper)
+        scale = unit_seconds(hist.stream.unit)
         held = source.counts > 0
+        row = np.minimum(np.searchsorted(hist.high, low[held] * scale, side="right"), len(hist.high) - 1)
+        finer = ((high[held] - low[held]) * scale <= hist.high[row] - hist.low[row]).all()
         if (high[held] > 0).all():  # (a first bucket up to 0 or below: no log2 of it; the rows say where)
-            return (_centres(low, high)[held] * unit_seconds(hist.stream.unit),
-                    source.counts[held].astype(np.float64))
-    counts = hist.counts
+            if finer:
+                return _centres(low, high)[held] * scale, source.counts[held].astype(np.float64)
+            if source.timed:
+                value = _placed_by_sums(hist, low[held] * scale, upper[held] * scale)
+                return value[counts > 0], counts[counts > 0].astype(np.float64)
     held = counts > 0
     value = np.broadcast_to(_centres(hist.low, hist.high), counts.shape)
     exact = hist.exact_columns()
@@ -189,6 +206,26 @@ def locations(hist: StreamHistory, source: SourceTotals | None, events: int) -> 
             mean = np.clip(hist.time / counts, hist.low, hist.high)
         value = np.where(exact[:, None] & held & (mean > 0), mean, value)
     return value[held], counts[held].astype(np.float64)
+
+
+def _placed_by_sums(hist: StreamHistory, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """(columns, rows) values (s): each column's rows' geometric centres moved by one factor, each kept within the
+    source's buckets holding events that its row overlaps (`low`, `high`, s), the factor the one whose values add up
+    to the column's exact time (bisection of its log2, which the sum grows with); the centres where a column has no
+    time. What the column's sum says of where its events lie, and no more: each still in its own buckets."""
+    counts, time = hist.counts.astype(np.float64), hist.time.sum(axis=1)
+    centre = _centres(hist.low, hist.high)
+    over = (low[:, None] < hist.high[None, :]) & (high[:, None] > hist.low[None, :])
+    floor = np.where(over, low[:, None], np.inf).min(axis=0)
+    top = np.where(over, high[:, None], -np.inf).max(axis=0)
+    floor, top = np.where(over.any(axis=0), floor, 0.0), np.where(over.any(axis=0), top, np.inf)
+    lo, hi = np.full(len(time), -64.0), np.full(len(time), 64.0)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        total = (counts * np.clip(centre * np.exp2(mid)[:, None], floor, top)).sum(axis=1)
+        lo, hi = np.where(total < time, mid, lo), np.where(total < time, hi, mid)
+    moved = np.where((time > 0) & (counts.sum(axis=1) > 0), (lo + hi) / 2, 0.0)
+    return np.clip(centre * np.exp2(moved)[:, None], np.maximum(floor, 1e-300), top)
 
 
 def _log2_location(where: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
@@ -216,11 +253,13 @@ def shift_test(base: tuple[np.ndarray, np.ndarray], cand: tuple[np.ndarray, np.n
 
 
 def _stats(hist: StreamHistory, source: SourceTotals | None) -> tuple[dict[str, float], set[str],
-                                                                      dict[str, tuple[float, float]]]:
+                                                                      dict[str, tuple[float, ...]]]:
     """Percentiles and mean (s) as the report gives them (`stream_total`: a rebinned or HdrHistogram stream's from
     its source's own buckets, `source`), the percentiles that are a lower bound only (`open`: in the open top
-    bucket, its values not known), and where they come from the source's buckets, the bucket (low, high; s) each
-    lies in: the source tells nothing finer."""
+    bucket, its values not known), and where they come from a finite bucket of the source's, that bucket (low, high)
+    and the part of it where the percentile can lie (low, high: narrowed to the values seen, `known_range`, as the
+    percentile is; s): the source tells nothing finer. An overflow bucket (`+Inf`) is none: its values are not
+    bounded by its bounds."""
     totals = hist.totals()
     total = stream_total(totals, source, hist.stream.unit, hist.n)
     out = {k: total[f"{k}_s"] for k in _STATS}
@@ -230,8 +269,9 @@ def _stats(hist: StreamHistory, source: SourceTotals | None) -> tuple[dict[str, 
         scale = unit_seconds(hist.stream.unit)
         for q, k in PERCENTILE_NAMES.items():
             i = source.rank_bucket(q)
-            within[k] = (bound_seconds(source.bounds[i - 1], scale) if i else 0.0,
-                         bound_seconds(source.bounds[i], scale))
+            if not math.isinf(source.bounds[i]):
+                within[k] = tuple(bound_seconds(b, scale) for b in
+                                  (source.bounds[i - 1] if i else 0.0, source.bounds[i], *source.known_range(i)))
     return {k: math.nan if v is None else float(v) for k, v in out.items()}, at_least, within
 
 
@@ -243,17 +283,21 @@ def _open_sides(base: bool, cand: bool) -> dict[str, list[str]]:
 
 
 def _change(base: float, cand: float, base_open: bool, cand_open: bool,
-            within: tuple[tuple[float, float] | None, tuple[float, float] | None] = (None, None)) -> dict[str, Any]:
+            within: tuple[tuple[float, ...] | None, tuple[float, ...] | None] = (None, None)) -> dict[str, Any]:
     """`delta_s` and `ratio` of a statistic: a bound where one side is a lower bound only (`open`: at most where the
     baseline's is, at least where the candidate's is); None where the bounds cannot tell the change (both sides
     bounds, or a bound that leaves its sign open: `≥100ms → 150ms` may have risen or fallen). Both sides in one
-    bucket of their sources' (`within`, `_stats`) are equal as far as the sources tell (`same_bucket_s`): where the
-    straight line through it puts each is the other buckets' counts, not a change (`100µs → 100µs +3.56ns`)."""
+    finite bucket of their sources' (`within`, `_stats`), where each can lie in parts of it that overlap, are equal
+    as far as the sources tell (`same_bucket_s`, the bucket): where the straight line through it puts each is the
+    other buckets' counts, not a change (`100µs → 100µs +3.56ns`). Values seen that keep them apart (280–320 ms and
+    850–950 ms in one bucket up to 1 s) are a change."""
     delta = cand - base
     if (base_open and cand_open) or (base_open and delta > 0) or (cand_open and delta < 0):
         return {"delta_s": None, "ratio": None}
-    if delta and within[0] is not None and within[0] == within[1] and not (base_open or cand_open) and base:
-        return {"delta_s": 0.0, "ratio": 1.0, "same_bucket_s": list(within[0])}
+    b, c = within
+    if (delta and b is not None and c is not None and b[:2] == c[:2] and max(b[2], c[2]) <= min(b[3], c[3])
+            and not (base_open or cand_open) and base):
+        return {"delta_s": 0.0, "ratio": 1.0, "same_bucket_s": list(b[:2])}
     return {"delta_s": _num(delta), "ratio": _num(cand / base) if base else None}
 
 
@@ -267,9 +311,15 @@ def _octaves(new: float, old: float) -> float:
     return math.log2(new / old)
 
 
+def _in_band(band: Band, where: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The values of `where` (`locations`) that a band's range holds, and the events at each."""
+    inside = (where[0] >= band.low_s) & (where[0] < band.high_s)
+    return where[0][inside], where[1][inside]
+
+
 def _extent(band: Band, where: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
     """(smallest, largest) of the values a band's range holds (`locations`); the range itself where none is known."""
-    values = where[0][(where[0] >= band.low_s) & (where[0] < band.high_s)]
+    values = _in_band(band, where)[0]
     return (float(values.min()), float(values.max())) if values.size else (band.low_s, band.high_s)
 
 
@@ -286,17 +336,23 @@ def _share_changed(old: float, new: float, least: float) -> bool:
     return high - low >= least and high >= BAND_CHANGE_RATIO * low
 
 
-def bands_changed(base: list[Band], cand: list[Band], near: dict[tuple[int, int], bool]) -> list[dict[str, Any]]:
-    """The bands present on both sides (a baseline band and the one candidate band near it, `near[(i, j)]` for the
-    i-th baseline and j-th candidate band, which is near no other baseline band) whose share of the events or of the
-    time changed a lot (`_share_changed`), the largest change of the time share first. The band of most events on
-    both sides is left out when another is said: its shares only make room for the others'."""
-    out, main = [], None
+def _matched(base: list[Band], cand: list[Band], near: dict[tuple[int, int], bool]) -> list[tuple[Band, Band]]:
+    """The bands present on both sides: a baseline band and the one candidate band near it (`near[(i, j)]` for the
+    i-th baseline and j-th candidate band), which is near no other baseline band."""
+    out = []
     for i, b in enumerate(base):
         over = [j for j in range(len(cand)) if near[i, j]]
-        if len(over) != 1 or sum(near[k, over[0]] for k in range(len(base))) != 1:
-            continue
-        c = cand[over[0]]
+        if len(over) == 1 and sum(near[k, over[0]] for k in range(len(base))) == 1:
+            out.append((b, cand[over[0]]))
+    return out
+
+
+def bands_changed(base: list[Band], cand: list[Band], near: dict[tuple[int, int], bool]) -> list[dict[str, Any]]:
+    """The bands present on both sides (`_matched`) whose share of the events or of the time changed a lot
+    (`_share_changed`), the largest change of the time share first. The band of most events on both sides is left
+    out when another is said: its shares only make room for the others'."""
+    out, main = [], None
+    for b, c in _matched(base, cand, near):
         if _share_changed(b.events_share, c.events_share, BAND_MIN_EVENTS_CHANGE) or \
                 _share_changed(b.time_share, c.time_share, BAND_MIN_TIME_CHANGE):
             out.append({"baseline": b.to_json(), "candidate": c.to_json(),
@@ -307,6 +363,20 @@ def bands_changed(base: list[Band], cand: list[Band], near: dict[tuple[int, int]
     if main is not None and len(out) > 1:
         out.remove(main)
     return sorted(out, key=lambda x: -abs(x["time_share_change"]))
+
+
+def bands_moved(base: list[Band], cand: list[Band], near: dict[tuple[int, int], bool],
+                where: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]) -> list[dict[str, Any]]:
+    """The bands present on both sides (`_matched`) whose mean log2 latency (of the values each one's range holds,
+    `locations`) moved `BAND_MIN_MOVE_OCTAVES` or more beyond chance (`shift_test`, p below `ALPHA`): `octaves`,
+    `ratio` (2 ** octaves) and `p`, the largest move first."""
+    out = []
+    for b, c in _matched(base, cand, near):
+        octaves, p = shift_test(_in_band(b, where[0]), _in_band(c, where[1]))
+        if abs(octaves) >= BAND_MIN_MOVE_OCTAVES and p < ALPHA:
+            out.append({"baseline": b.to_json(), "candidate": c.to_json(), "octaves": octaves,
+                        "ratio": 2**octaves, "p": p})
+    return sorted(out, key=lambda x: -abs(x["octaves"]))
 
 
 def _rate(base: StreamHistory, cand: StreamHistory, events: tuple[int, int], untimed: bool) -> dict[str, Any] | None:
@@ -349,16 +419,18 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
     appeared = [c.to_json() for j, c in enumerate(dc.bands) if not any(near[i, j] for i in range(len(db.bands)))]
     vanished = [b.to_json() for i, b in enumerate(db.bands) if not any(near[i, j] for j in range(len(dc.bands)))]
     grown = bands_changed(db.bands, dc.bands, near)
+    moved = bands_moved(db.bands, dc.bands, near, where)
     shift, shift_p = shift_test(*where)
     g, df, p = g_test([int(b["baseline_events"]) for b in buckets], [int(b["candidate_events"]) for b in buckets])
     effect = [what for what, big in (
         ("shift", abs(shift) >= MIN_SHIFT_OCTAVES),
         ("events_share", any(abs(b["events_share_change"]) >= MIN_EVENTS_SHARE_CHANGE for b in buckets)),
         ("time_share", any(abs(b["time_share_change"]) >= MIN_TIME_SHARE_CHANGE for b in buckets)),
-        ("bands", bool(appeared or vanished or grown))) if big]
+        ("bands", bool(appeared or vanished or grown or moved))) if big]
     rate = _rate(base, cand, (eb, ec), untimed)
-    # a shift inside one row leaves the rows' counts alike: its own test (of the mean log2 latency) tells it too
-    changed = ((p < ALPHA and bool(effect)) or ("shift" in effect and shift_p < ALPHA)
+    # a shift inside one row leaves the rows' counts alike: its own test (of the mean log2 latency) tells it too, and
+    # a band's move its own (`bands_moved`)
+    changed = ((p < ALPHA and bool(effect)) or ("shift" in effect and shift_p < ALPHA) or bool(moved)
                or bool(rate and rate["changed"]))
     return {
         "baseline": _identity(base, eb, tb), "candidate": _identity(cand, ec, tc),
@@ -372,6 +444,7 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
         "bands_appeared": appeared,
         "bands_vanished": vanished,
         "bands_changed": grown,
+        "bands_moved": moved,
         "bimodal": {"baseline": db.bimodal, "candidate": dc.bimodal},
     }
 
@@ -485,11 +558,15 @@ def _moved(pair: dict[str, Any]) -> float:
 
 def _how_much(pair: dict[str, Any]) -> tuple[float, float, int, str]:
     """The order of changed pairs, the most first: by latency shift (either way), then by the events that changed
-    bucket, then by the bands that came or went, each as the summary writes it (its last digits are noise); then by
-    name."""
+    bucket, then by the bands that came, went, changed or moved, each as the summary writes it (its last digits are
+    noise); then by name."""
     shift = pair["shift_octaves"]
     return (-round(abs(shift) if shift is not None else 0.0, 2), -round(_moved(pair), 3),
-            -(len(pair["bands_appeared"]) + len(pair["bands_vanished"]) + len(pair["bands_changed"])), _name(pair))
+            -sum(len(pair[f"bands_{what}"]) for what in _BAND_CHANGES), _name(pair))
+
+
+#: What a band on one side or both did, as `compare_streams` lists them (`bands_<what>`).
+_BAND_CHANGES = ("appeared", "vanished", "changed", "moved")
 
 
 def _summary(result: dict[str, Any], changed: list[dict[str, Any]]) -> list[str]:
@@ -508,9 +585,8 @@ def _summary(result: dict[str, Any], changed: list[dict[str, Any]]) -> list[str]
                f"{100 * _moved(pair):.1f}% of events changed bucket"]
         if rate is not None and rate["changed"] and rate["ratio"] is not None:
             how.append(f"rate {_times(rate['ratio'])}")
-        bands = len(pair["bands_appeared"]), len(pair["bands_vanished"]), len(pair["bands_changed"])
-        kinds = ("appeared", "vanished", "changed")
-        how += [f"{plural(n, 'band')} {what}" for n, what in zip(bands, kinds, strict=True) if n]
+        how += [f"{plural(len(pair[f'bands_{what}']), 'band')} {what}" for what in _BAND_CHANGES
+                if pair[f"bands_{what}"]]
         out.append(f"   {_name(pair):<{width}}  {', '.join(how)}")
     return [*out, ""]
 
@@ -540,6 +616,10 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
         where = _span(c) if _span(b) == _span(c) else f"{_span(b)} → {_span(c)}"
         out.append(f"   band changed: {where}: {_shares(b, c, 'events_share')} of events, "
                    f"{_shares(b, c, 'time_share')} of the time")
+    for move in pair["bands_moved"]:
+        b, c = move["baseline"], move["candidate"]
+        where = f"within {_span(c)}" if _span(b) == _span(c) else f"{_span(b)} → {_span(c)}"
+        out.append(f"   band moved: {where} ({_times(move['ratio'])})")
     for k, s in pair["percentiles"].items():
         bound = _bound(s)
         ratio = f" ({bound}{_times(s['ratio'])})" if s["ratio"] is not None and bound is not None else ""

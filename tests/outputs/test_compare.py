@@ -575,3 +575,130 @@ def test_gap_columns_are_counted_apart_from_the_intervals(tmp_path: Path) -> Non
     (pair,) = diff_json(plain, gappy)["pairs"]
     assert (pair["baseline"]["columns"], pair["baseline"]["gap_columns"]) == (4, 0)
     assert (pair["candidate"]["columns"], pair["candidate"]["gap_columns"]) == (6, 2)
+
+
+def strict_json(text: str) -> dict:
+    """JSON as any other reader takes it: `Infinity` and `NaN` are not JSON."""
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} in JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_percentiles_in_the_overflow_bucket_with_the_largest_value_known_are_not_equal(tmp_path: Path) -> None:
+    """OpenTelemetry points with min and max, 2% of the values past the last bound (1.2 or 1.5 s, then 5 or 9 s): the
+    text crashed (`cannot convert float infinity to integer`) and the JSON said p99 ×2.45 was equal, its bucket
+    `[10, Infinity]` (not JSON). An overflow bucket is no bucket that says two values are one."""
+    import random
+
+    from otlp_support import otlp_json_file
+
+    rnd = random.Random(1)
+    fast = [rnd.uniform(1, 9) for _ in range(980)]
+    base = otlp_json_file(tmp_path / "base.jsonl", fast + [rnd.choice([1200.0, 1500.0]) for _ in range(20)],
+                          (10.0, 100.0, 1000.0))
+    cand = otlp_json_file(tmp_path / "cand.jsonl", fast + [rnd.choice([5000.0, 9000.0]) for _ in range(20)],
+                          (10.0, 100.0, 1000.0))
+    (pair,) = strict_json(diff("--format", "json", str(base), str(cand))[1])["pairs"]
+    for k in ("p99", "p999"):
+        stat = pair["percentiles"][k]
+        assert "same_bucket_s" not in stat and stat["ratio"] > 2 and stat["delta_s"] > 1, (k, stat)
+    text = diff(str(base), str(cand))[1]
+    assert re.search(r"p99 +\S+ → +\S+  \+\S+ \(×2\.\d\d\)", text), text
+    assert "  = (" not in text
+
+
+def test_percentiles_in_one_bucket_whose_values_seen_are_apart_are_not_equal(tmp_path: Path) -> None:
+    """One bucket (250 ms, 1 s], min and max said: 280–320 ms, then 850–950 ms. Every percentile read `=` (one bucket
+    of the source's), though the baseline's largest value is under the candidate's smallest: ×3. Values seen that
+    overlap in one bucket are still `=`: there the source cannot tell the two apart."""
+    import random
+
+    from otlp_support import otlp_json_file
+
+    rnd = random.Random(2)
+    base = otlp_json_file(tmp_path / "base.jsonl", [rnd.uniform(280, 320) for _ in range(1000)], (250.0, 1000.0))
+    cand = otlp_json_file(tmp_path / "cand.jsonl", [rnd.uniform(850, 950) for _ in range(1000)], (250.0, 1000.0))
+    (pair,) = strict_json(diff("--format", "json", str(base), str(cand))[1])["pairs"]
+    for k in ("p50", "p90", "p99", "p999"):
+        stat = pair["percentiles"][k]
+        assert "same_bucket_s" not in stat and stat["ratio"] == pytest.approx(3, rel=0.1), (k, stat)
+    assert "  = (" not in diff(str(base), str(cand))[1]
+
+    wide = otlp_json_file(tmp_path / "wide.jsonl", [rnd.uniform(300, 900) for _ in range(1000)], (250.0, 1000.0))
+    wider = otlp_json_file(tmp_path / "wider.jsonl", [rnd.uniform(320, 950) for _ in range(1000)], (250.0, 1000.0))
+    (pair,) = strict_json(diff("--format", "json", str(wide), str(wider))[1])["pairs"]
+    p50 = pair["percentiles"]["p50"]
+    assert p50["same_bucket_s"] == [0.25, 1.0] and p50["delta_s"] == 0.0 and p50["ratio"] == 1.0
+    assert re.search(r"p50 +\S+ → +\S+  = \(one bucket of the source's, 750ms wide\)", diff(str(wide), str(wider))[1])
+
+
+def uniform_latencies(path: Path, seed: int, spans: list[tuple[int, float, float]], seconds: float = 20.0) -> Path:
+    """Raw `time latency(µs)` lines over `seconds`: for each (n, low, high) of `spans`, n values uniform in it."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lat = np.concatenate([rng.uniform(low, high, n) for n, low, high in spans])
+    rng.shuffle(lat)
+    times = np.sort(rng.uniform(0, seconds, lat.size))
+    path.write_text("".join(f"{t:.6f} {v:.3f}\n" for t, v in zip(times, lat, strict=True)))
+    return path
+
+
+def test_a_slow_band_that_moved_is_said_and_is_a_change(tmp_path: Path) -> None:
+    """0.25% of the events at 3–4 ms, then at 6.5–7.5 ms, beside 300–450 µs: the slow band's latency doubled. Within
+    an octave of each other the two are one band (neither appeared nor vanished), its shares alike: the diff read
+    `no change that matters` and --fail-on-change exited 0. A band that moved half an octave or more is a change."""
+    base = uniform_latencies(tmp_path / "b.txt", 1, [(19_950, 300, 450), (50, 3000, 4000)])
+    cand = uniform_latencies(tmp_path / "c.txt", 2, [(19_950, 300, 450), (50, 6500, 7500)])
+    (pair,) = diff_json(base, cand)["pairs"]
+    assert pair["bands_appeared"] == [] and pair["bands_vanished"] == []
+    (moved,) = pair["bands_moved"]
+    assert moved["ratio"] == pytest.approx(7 / 3.5, rel=0.05) and moved["octaves"] == pytest.approx(1, abs=0.07)
+    assert moved["baseline"]["low_s"] < 0.004 < moved["candidate"]["low_s"]
+    assert pair["changed"] is True and "bands" in pair["test"]["effects"]
+    result = CliRunner().invoke(main, ["diff", "--fail-on-change", str(base), str(cand)])
+    assert result.exit_code == 1, result.output
+    assert re.search(r"^   band moved: \S+ → \S+ \(×2\.0\d\)$", result.stdout, re.MULTILINE), result.stdout
+
+
+def test_a_band_moved_under_half_an_octave_is_not_said(tmp_path: Path) -> None:
+    """HdrHistogram logs (the library's), every value 130 µs, then 140 µs (×1.08, across a row edge at 131 µs): one
+    band, not moved, neither appeared nor vanished. From 66 µs to 130 µs it moved ×1.97, and the pair changed."""
+    from hdr_support import Logged, write_library_log
+
+    start = 1.7e9
+
+    def log(name: str, ns: int) -> Path:
+        return write_library_log(tmp_path / name, [Logged(None, start + i, 1.0, [ns] * 1000) for i in range(10)],
+                                 start, start)
+
+    d, e, f = log("d.hlog", 66_000), log("e.hlog", 130_000), log("f.hlog", 140_000)
+    (pair,) = diff_json(e, f)["pairs"]
+    assert pair["bands_moved"] == pair["bands_appeared"] == pair["bands_vanished"] == []
+    assert "band" not in diff(str(e), str(f))[1]
+    (pair,) = diff_json(d, e)["pairs"]
+    assert pair["changed"] is True and pair["bands_appeared"] == pair["bands_vanished"] == []
+    (moved,) = pair["bands_moved"]
+    assert moved["ratio"] == pytest.approx(130 / 66, rel=0.01)
+
+
+def test_a_shift_inside_one_coarse_bucket_of_the_source_is_read_from_its_exact_sums(tmp_path: Path) -> None:
+    """OpenTelemetry points without min and max, every value in (250 ms, 1 s]: 280–320 ms, then 850–950 ms. The shift
+    came from the source's bucket's centre, one for both: `no change` beside `mean 300ms → 900ms (×3.00)`. The rows,
+    placed by each point's exact sum, are finer than a bucket two octaves wide: they say where the events lie."""
+    import random
+
+    from otlp_support import otlp_json_file
+
+    rnd = random.Random(3)
+    base = otlp_json_file(tmp_path / "base.jsonl", [rnd.uniform(280, 320) for _ in range(1000)], (250.0, 1000.0),
+                          min_max=False)
+    cand = otlp_json_file(tmp_path / "cand.jsonl", [rnd.uniform(850, 950) for _ in range(1000)], (250.0, 1000.0),
+                          min_max=False)
+    (pair,) = diff_json(base, cand)["pairs"]
+    assert pair["changed"] is True
+    assert pair["shift_octaves"] == pytest.approx(math.log2(3), abs=0.1)
+    assert pair["percentiles"]["mean"]["ratio"] == pytest.approx(3, rel=0.02)
+    result = CliRunner().invoke(main, ["diff", "--fail-on-change", str(base), str(cand)])
+    assert result.exit_code == 1, result.output

@@ -10,10 +10,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,11 @@ from opentelemetry.sdk.metrics.export import (
     MetricExporter,
     PeriodicExportingMetricReader,
 )
-from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
+from opentelemetry.sdk.metrics.view import (
+    ExplicitBucketHistogramAggregation,
+    ExponentialBucketHistogramAggregation,
+    View,
+)
 from opentelemetry.sdk.resources import Resource
 
 from latencymap.core.model import Interval, Notice
@@ -179,11 +184,15 @@ def drain(items: Iterator[Any]) -> list[Any]:
 
 
 def sdk_collect(values: list[float], *, name: str = "x.expo", unit: str = "ms", max_size: int = 160,
-                temporality: str = "delta", attributes: dict[str, str] | None = None) -> Any:
-    """The SDK's MetricsData after recording `values` once (an exponential histogram for names ending in .expo)."""
+                temporality: str = "delta", attributes: dict[str, str] | None = None,
+                boundaries: Sequence[float] | None = None) -> Any:
+    """The SDK's MetricsData after recording `values` once (an exponential histogram for names ending in .expo; an
+    explicit one on `boundaries` for the others, when given, else on the SDK's default bounds)."""
     memory = InMemoryMetricReader(preferred_temporality={Histogram: TEMPORALITY[temporality]})
-    provider = MeterProvider(metric_readers=[memory], resource=Resource.create({"service.name": "unit"}), views=[
-        View(instrument_name="*.expo", aggregation=ExponentialBucketHistogramAggregation(max_size=max_size))])
+    views = [View(instrument_name="*.expo", aggregation=ExponentialBucketHistogramAggregation(max_size=max_size))]
+    if boundaries is not None:
+        views.append(View(instrument_name=name, aggregation=ExplicitBucketHistogramAggregation(boundaries)))
+    provider = MeterProvider(metric_readers=[memory], resource=Resource.create({"service.name": "unit"}), views=views)
     histogram = provider.get_meter("latencymap-tests").create_histogram(name, unit=unit)
     for value in values:
         histogram.record(value, attributes or {})
@@ -211,6 +220,21 @@ def json_request(data: Any) -> dict[str, Any]:
     from opentelemetry.exporter.otlp.json.common.metrics_encoder import encode_metrics
 
     return encode_metrics(data).to_dict()
+
+
+def otlp_json_file(path: Path, values: list[float], boundaries: Sequence[float], min_max: bool = True) -> Path:
+    """An OTLP/JSON file (one request a line, as `latencymap` reads them) of one SDK histogram `lat` (ms) on
+    `boundaries` holding `values`; without its points' min and max unless `min_max` (an exporter that leaves them
+    out)."""
+    doc = json_request(sdk_collect(values, name="lat", boundaries=boundaries))
+    if not min_max:
+        for rm in doc["resourceMetrics"]:
+            for sm in rm["scopeMetrics"]:
+                for metric in sm["metrics"]:
+                    for point in metric["histogram"]["dataPoints"]:
+                        point.pop("min", None), point.pop("max", None)
+    path.write_text(json.dumps(doc) + "\n")
+    return path
 
 
 def grpc_export(address: str, body: bytes, method: str = GRPC_EXPORT,

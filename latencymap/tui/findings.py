@@ -102,14 +102,15 @@ def window_findings(hist: StreamHistory, first: int, stop: int, causes: list[dic
     if stop <= first:
         return []
     cols = slice(first, stop)
+    whole = (first, stop, hist.dropped) == (0, hist.n, 0)  # the source's buckets are whole-stream sums
     diag = diagnose(hist.counts_in(cols), hist.time_in(cols), hist.low, hist.high, hist.start, hist.end,
                     col_range=(first, stop), rows_from=first, datasource=hist.stream.datasource,
                     label=hist.stream.label, measures=hist.measures, exact=hist.exact_in(cols),
                     seen_max=(hist.seen or (None, None))[1], seen_min=(hist.seen or (None, None))[0],
                     dropped=hist.dropped,
-                    median_s=header_p50(hist, source) if (first, stop, hist.dropped) == (0, hist.n, 0) else None)
+                    median_s=header_p50(hist, source) if whole else None)
     items = finding_items(diag, finding_causes(diag, hist, first, stop, causes))
-    note = first_bucket_note(source, hist.stream.unit)
+    note = first_bucket_note(source, hist.stream.unit) if whole else None
     return [items[0], FindingItem(note), *items[1:]] if items and note else items
 
 

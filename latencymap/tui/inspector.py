@@ -86,11 +86,21 @@ def inspect_columns(hist: StreamHistory, first: int, stop: int, lo: int, hi: int
     start, end = float(hist.start[first]), float(hist.end[stop - 1])
     flags = hist.flags[cols]
     mean, percentiles, at_least, at_most = own_figures(hist, first, stop, totals, source)
-    faster = source.first_bucket_faster(unit_seconds(hist.stream.unit)) if source is not None and not at_most else None
     return Inspection(first, stop, start, end, totals.events, rate, mean, percentiles, rows,
                       *time_texts(hist, start, end, digits), int(np.count_nonzero(flags & RESET)),
                       int(np.count_nonzero(flags & GAP)), at_least, at_most,
-                      None if faster is None else faster[1] * unit_seconds(hist.stream.unit))
+                      None if at_most else placed_below(hist, source, percentiles))
+
+
+def placed_below(hist: StreamHistory, source: SourceTotals | None, percentiles: dict[float, float]) -> float | None:
+    """The top (s) of the source's first bucket when the exact sum placed the rows' events inside it
+    (`SourceTotals.first_bucket_faster`) and every one of the rows' `percentiles` lies there; else None."""
+    to_s = unit_seconds(hist.stream.unit)
+    faster = source.first_bucket_faster(to_s) if source is not None else None
+    if faster is None:
+        return None
+    top = faster[1] * to_s
+    return top if all(math.isfinite(v) and v <= top for v in percentiles.values()) else None
 
 
 def own_figures(hist: StreamHistory, first: int, stop: int, totals: Totals, source: SourceTotals | None,

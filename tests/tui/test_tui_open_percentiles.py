@@ -289,3 +289,24 @@ def test_a_first_bucket_the_exact_sum_proves_faster_reads_as_an_upper_bound_in_h
     assert "p99 " in one and "placed by the exact sum inside the source's (0, 100ms]" in one, one
     items = [item.text for item in window_findings(hist, 0, hist.n, source=source)]
     assert items[1] == first_bucket_note(source, hist.stream.unit) and items[1] in report_text(acc), items
+
+
+def test_the_first_bucket_notes_are_only_where_the_figures_lie_in_that_bucket() -> None:
+    """300µs requests, then 101 ms ones (the source's (100ms, 200ms]): the inspector said of a slow column that its
+    figures were 'placed by the exact sum inside the source's (0, 100ms]', and the panel of the slow columns gave the
+    whole stream's first-bucket line as if it were theirs."""
+    fast = scraped_intervals(COARSE, FAST, columns=5)
+    slow = scraped_intervals(COARSE, [0.101] * 40, columns=5)
+    shift = fast[-1].end - slow[0].start + 1.0
+    acc = Accumulator()
+    acc.add([*fast, *(replace(i, start=i.start + shift, end=i.end + shift) for i in slow)])
+    hist = next(iter(acc.streams.values()))
+    source = acc.sources[hist.stream]
+    note = first_bucket_note(source, hist.stream.unit)
+    assert note is not None and note in report_text(acc)
+    late = inspection_summary(inspect_columns(hist, hist.n - 1, hist.n, 0, 63, source=source)).plain
+    assert "placed by the exact sum" not in late, late
+    early = inspection_summary(inspect_columns(hist, 1, 2, 0, 63, source=source)).plain
+    assert "placed by the exact sum inside the source's (0, 100ms]" in early, early
+    assert note not in [item.text for item in window_findings(hist, hist.n - 4, hist.n, source=source)]
+    assert note in [item.text for item in window_findings(hist, 0, hist.n, source=source)]

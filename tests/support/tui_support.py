@@ -139,10 +139,11 @@ def command_tui(args: list[str], scenario: Callable[[LatencyMapApp, object], Awa
     return 0
 
 
-def analysis_shown(args: list[str], monkeypatch) -> dict[str, object]:
+def analysis_shown(args: list[str], monkeypatch, size: tuple[int, int] = (160, 50)) -> dict[str, object]:
     """What the TUI of `latencymap ARGS` shows of a source's analysis once its flow has ended: the stragglers panel
     (None when there is none, else whether it is displayed, the analysis it lists and its lines) and each stream's
-    findings (by label: the panel's items, which name their stragglers' causes after ` — `)."""
+    findings over the columns on screen (by label: the panel's items, which name their stragglers' causes after
+    ` — `), on a terminal of `size`."""
     from latencymap.tui.findings import FindingsPanel
     from latencymap.tui.stragglers import StragglersPanel
 
@@ -156,5 +157,5 @@ def analysis_shown(args: list[str], monkeypatch) -> dict[str, object]:
             await pilot.pause()
             seen[hist.stream.label] = [item.text for item in app.query_one(FindingsPanel).items]
 
-    assert command_tui(args, scenario, monkeypatch) == 0
+    assert command_tui(args, scenario, monkeypatch, size) == 0
     return seen

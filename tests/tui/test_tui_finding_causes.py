@@ -110,8 +110,9 @@ def test_latencymap_log_names_the_stragglers_and_causes_latencymap_spark_log_nam
     """`latencymap LOG` (the default command: the log read as an input) opens the TUI with the stragglers panel and
     the findings naming their causes that `latencymap spark LOG` shows. It had neither."""
     monkeypatch.chdir(tmp_path)
-    spark = analysis_shown(["spark", str(log)], monkeypatch)
-    view = analysis_shown([str(log)], monkeypatch)
+    wide = (320, 50)  # every column of the job on screen at one a cell: the findings are those of the whole run
+    spark = analysis_shown(["spark", str(log)], monkeypatch, wide)
+    view = analysis_shown([str(log)], monkeypatch, wide)
     assert spark["stragglers"] is not None
     displayed, found, lines = spark["stragglers"]
     assert displayed and found["stragglers"] and " straggler" in lines[0]

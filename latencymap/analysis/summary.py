@@ -19,9 +19,11 @@ def header_p50(hist: StreamHistory, source: SourceTotals | None) -> float | None
     """The p50 (s) the report's header prints for a stream where it is not its rows': its source's own buckets',
     when they hold every event of the columns kept (`source_use`, as `outputs.report.stream_total` reads them); None
     otherwise, or with no events."""
-    if source is None or not source_use(source, hist.totals(fast=True).events, hist.n)[0]:
+    totals = hist.totals(fast=True)
+    if source is None or not source_use(source, totals.events, hist.n)[0]:
         return None
-    p50 = source.percentile(0.5) * unit_seconds(hist.stream.unit)
+    scale = unit_seconds(hist.stream.unit)
+    p50 = source.estimate(0.5, totals.percentiles[0.5] / scale) * scale
     return p50 if math.isfinite(p50) else None
 
 

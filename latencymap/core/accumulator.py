@@ -26,7 +26,7 @@ from latencymap.core.history import ColumnStats, DroppedSums, StreamHistory, Tot
 from latencymap.core.lean import dataclass
 from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, StreamId, rows_by_stream
 from latencymap.core.patterns import lazy_pattern
-from latencymap.core.source_totals import SEEN_BOUNDS_SOURCES, SourceTotals, seen_range
+from latencymap.core.source_totals import ROWS_INSIDE_SOURCES, SEEN_BOUNDS_SOURCES, SourceTotals, seen_range
 from latencymap.core.units import format_bytes, plural, unit_seconds
 
 __all__ = ["BATCH", "DEFAULT_HISTORY", "EXACT", "GAP", "MAX_MESSAGES", "MIN_STREAM_BYTES", "RESET", "TIMED",
@@ -182,7 +182,8 @@ class Accumulator:
         seen, from a source whose values seen bound them)."""
         totals = self.sources.get(stream)
         if totals is None:
-            totals = self.sources[stream] = SourceTotals(tuple(map(float, source.bounds)))
+            totals = self.sources[stream] = SourceTotals(tuple(map(float, source.bounds)),
+                                                         rows_inside=stream.datasource in ROWS_INSIDE_SOURCES)
         seen = None
         if extremes is not None and stream.datasource in SEEN_BOUNDS_SOURCES:
             seen = seen_range(extremes, unit_seconds(stream.unit))

@@ -8,7 +8,11 @@ keep their own boundaries. Their counts are placed on the display rows by one do
 - a first bucket whose lower bound is 0 (Prometheus' `(0, le]`) is taken as one octave, `[high/2, high)`, unless
   the column's exact time (`_sum`) proves its events faster: then it is the octave `[a, 2a)` whose mean, `a / ln 2`,
   is the most that time leaves them once every other event is put at its bucket's lower bound (a service whose
-  requests all take 0.7 ms, under a first bucket of 100 ms, shows at 0.7 ms, not at 50-100 ms). The time is read
+  requests all take 0.7 ms, under a first bucket of 100 ms, shows at 0.7 ms, not at 50-100 ms). So is the lowest
+  bucket holding events wherever it is (its placed mean the log-uniform one), and the highest, at the octave whose mean
+  is the least the time leaves them (every other event at its bucket's upper bound), when that is more than placed:
+  each within its bucket (`time_bounds`, `timed_rows`); a bucket narrowed to a min and a max is placed within them.
+  The time is read
   with the counts it is the time of: where whole counts carry rounding remainders from other columns (Prometheus'
   fractional `increase()`), the column's own fractional counts, so that an event carried into a column whose time
   does not hold it cannot push the first bucket's events down; a bucket whose upper bound is 0 (OpenTelemetry's
@@ -93,46 +97,84 @@ def spread_matrix(bounds: Sequence[float]) -> np.ndarray:
     return np.vstack([spread_fractions(lo, hi) for lo, hi in zip(lows, uppers, strict=True)])
 
 
-def faster_first_bucket(uppers: Sequence[float], counts: np.ndarray,
-                        times: np.ndarray) -> tuple[int, np.ndarray] | None:
-    """The first bucket above 0, and per column the most its events' mean can be when the column's exact time
-    proves them faster than the rule's octave `[high/2, high)` (every other event put at its bucket's lower bound);
-    NaN in the other columns. None when there is no such bucket (nothing above 0, or only `+Inf`).
-
-    `uppers` are the buckets' ascending upper bounds (the last may be inf), `counts` per-bucket counts (columns x
-    buckets, fractional where they are a step's own `increase()`: the counts `times` is the time of) and `times` each
-    column's time (NaN: unknown), bounds and times in the same unit.
-    """
+def bucket_ranges(uppers: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lows, highs) of the buckets of ascending upper bounds `uppers` as the rule reads them: a first bucket (and
+    one starting below 0) from 0, each other from the bound below it."""
     highs = np.asarray(uppers, dtype=np.float64)
-    above = np.flatnonzero(highs > 0)
-    if not above.size or not math.isfinite(highs[above[0]]):
-        return None
-    first = int(above[0])
-    lows = np.maximum(np.concatenate([[0.0], highs[:-1]]), 0.0)
-    n_first = counts[:, first]
+    return np.maximum(np.concatenate([[0.0], highs[:-1]]), 0.0), highs
+
+
+def placed_means(lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
+    """The mean of each bucket `[low, high)` as the rule places it: log-uniform, over the octave `[high/2, high)`
+    from 0; the overflow's lower bound, and a bucket of one value, that value; 0 at or below 0."""
+    lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
+    low = np.where(lows > 0, lows, highs / 2.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        most = (np.asarray(times, dtype=np.float64) - counts @ lows) / n_first
-    octave_mean = highs[first] / 2.0 / math.log(2.0)  # the log-uniform mean of [high/2, high)
-    return first, np.where((n_first > 0) & (most > 0) & (most < octave_mean), most, np.nan)
+        spread = (highs - low) / np.log(highs / low)
+    means = np.where(np.isinf(highs) | (highs <= low), low, spread)
+    return np.where(highs > 0, means, 0.0)
 
 
-def first_rows(matrix: np.ndarray, uppers: Sequence[float], counts: np.ndarray, times: np.ndarray,
-               measured: np.ndarray | None = None) -> tuple[int, np.ndarray] | None:
-    """The first bucket above 0 and its slot shares per column (columns x slots): the octave its column's exact time
-    allows (the rule above; see `faster_first_bucket`), else its row of `matrix`. None when there is no such bucket.
+def time_bounds(lows: np.ndarray, highs: np.ndarray, counts: np.ndarray,
+                times: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per column, where its exact time proves events placed too slow or too fast by the rule: (bucket, mean) for
+    the lowest bucket holding events, the most their mean can be (every other event at its bucket's lower bound)
+    where that is less than their placed mean, and for the highest, the least (every other at its upper bound) where
+    that is more; bucket -1 and NaN where the time proves nothing (unknown, or within what the rule places).
 
-    `measured` (columns x buckets, NaN: unknown) are the counts `times` is the time of, where `counts` are not (whole
-    counts that carry rounding remainders between columns): the rule reads the time with them.
+    `lows` and `highs` are each bucket's range (a bucket of one value, `low == high`, is itself: never moved),
+    `counts` per-bucket counts (columns x buckets, fractional where they are a step's own `increase()`: the counts
+    `times` is the time of), `times` each column's time (NaN: unknown), all in the same unit. Only a bucket above 0,
+    wider than one value and finite, is moved.
     """
-    faster = faster_first_bucket(uppers, counts if measured is None else measured, times)
-    if faster is None:
-        return None
-    first, most = faster
-    rows = np.repeat(matrix[first][None, :], len(counts), axis=0)
-    for col in np.flatnonzero(~np.isnan(most)):
-        low = float(most[col]) * math.log(2.0)  # the octave [low, 2 low) whose log-uniform mean is `most`
-        rows[col] = spread_fractions(low, 2.0 * low)
-    return first, rows
+    counts = np.asarray(counts, dtype=np.float64)
+    lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
+    movable = (highs > 0) & (highs > lows) & np.isfinite(highs)
+    held = counts > 0
+    spread = held & (highs > lows)
+    any_spread = spread.any(axis=1)
+    lowest = np.where(any_spread, spread.argmax(axis=1), -1)
+    highest = np.where(any_spread, counts.shape[1] - 1 - spread[:, ::-1].argmax(axis=1), -1)
+    means = placed_means(lows, highs)
+    times = np.asarray(times, dtype=np.float64)
+    out = []
+    cols = np.arange(len(counts))
+    for at, ends, faster in ((lowest, lows, True), (highest, highs, False)):
+        j = np.maximum(at, 0)
+        n = counts[cols, j]
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            rest = np.where(held, counts * ends, 0.0).sum(axis=1) - n * ends[j]
+            mean = (times - rest) / n
+        proves = (at >= 0) & movable[j] & (n > 0) & (mean > 0)
+        proves &= (mean < means[j]) if faster else (mean > means[j])
+        out.append((np.where(proves, at, -1), np.where(proves, mean, np.nan)))
+    return out
+
+
+def octave_row(mean: float, low: float, high: float) -> np.ndarray:
+    """Slot shares of the octave `[a, 2a)` whose log-uniform mean is `mean`, within the bucket `[low, high)`."""
+    a = mean * math.log(2.0)
+    start, stop = max(a, low), min(2.0 * a, high)
+    if not stop > start:
+        shares = np.zeros(NSLOTS, dtype=np.float64)
+        shares[slot_of_value(min(max(mean, low), high))] = 1.0
+        return shares
+    return spread_fractions(start, stop)
+
+
+def timed_rows(lows: np.ndarray, highs: np.ndarray, counts: np.ndarray,
+               times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(columns, buckets, rows of slot shares): the buckets whose events the columns' exact times place (see
+    `time_bounds`), each at the octave of the mean the time leaves them, within the bucket."""
+    cols, buckets, rows = [], [], []
+    for at, mean in time_bounds(lows, highs, counts, times):
+        for col in np.flatnonzero(at >= 0).tolist():
+            j = int(at[col])
+            cols.append(col)
+            buckets.append(j)
+            rows.append(octave_row(float(mean[col]), float(lows[j]), float(highs[j])))
+    return (np.array(cols, dtype=np.int64), np.array(buckets, dtype=np.int64),
+            np.array(rows, dtype=np.float64).reshape(-1, NSLOTS))
 
 
 def largest_remainder(values: np.ndarray, total: int) -> np.ndarray:
@@ -188,20 +230,26 @@ def whole_rows(values: np.ndarray, totals: np.ndarray) -> np.ndarray:
 _ROWS_AT_ONCE = 8192
 
 
-def rebin_columns(matrix: np.ndarray, counts: np.ndarray, uppers: Sequence[float] | None = None,
-                  times: np.ndarray | None = None, measured: np.ndarray | None = None) -> np.ndarray:
+def rebin_columns(matrix: np.ndarray, counts: np.ndarray, uppers: Sequence[float] | np.ndarray | None = None,
+                  times: np.ndarray | None = None, measured: np.ndarray | None = None,
+                  lows: np.ndarray | None = None) -> np.ndarray:
     """Whole slot counts (columns x slots) of integer per-bucket `counts` (columns x buckets) spread by `matrix`.
 
     Each bucket's events are rounded among the slots its own row overlaps (largest remainder within the bucket),
-    so none leaves its bucket's range and every column's total is exact. With `uppers` (the buckets' upper bounds)
-    and `times` (the columns' exact times, NaN: unknown), the first bucket is placed as `first_rows` says (with
+    so none leaves its bucket's range and every column's total is exact. With `uppers` (the buckets' upper bounds;
+    `lows` their lower ones where they are not the bound below, `bucket_ranges`) and `times` (the columns' exact
+    times, NaN: unknown), the buckets those times prove placed too slow or too fast go where `timed_rows` says (with
     `measured`, the counts those times are of, when `counts` carry remainders between columns).
     """
     counts = np.asarray(counts, dtype=np.int64)
     columns, buckets = counts.shape
     out = np.zeros((columns, NSLOTS), dtype=np.int64)
-    placed = None if uppers is None or times is None else first_rows(matrix, uppers, counts, times, measured)
-    held = matrix.any(axis=0) if placed is None else matrix.any(axis=0) | placed[1].any(axis=0)
+    placed = None
+    if uppers is not None and times is not None:
+        ranges = bucket_ranges(uppers)
+        low = ranges[0] if lows is None else np.asarray(lows, dtype=np.float64)
+        placed = timed_rows(low, ranges[1], counts if measured is None else measured, times)
+    held = matrix.any(axis=0) if placed is None else matrix.any(axis=0) | placed[2].any(axis=0)
     used = np.flatnonzero(held)  # the slots any bucket overlaps
     if not used.size:
         return out
@@ -210,7 +258,9 @@ def rebin_columns(matrix: np.ndarray, counts: np.ndarray, uppers: Sequence[float
         n = counts[start:start + step]
         rows = np.repeat(matrix[None, :, used], len(n), axis=0)
         if placed is not None:
-            rows[:, placed[0]] = placed[1][start:start + step, used]
+            cols, at, shares = placed
+            here = (cols >= start) & (cols < start + len(n))
+            rows[cols[here] - start, at[here]] = shares[here][:, used]
         whole = whole_rows((n[:, :, None] * rows).reshape(-1, len(used)), n.reshape(-1))
         out[start:start + step, used] = whole.reshape(len(n), buckets, len(used)).sum(axis=1)
     return out

@@ -19,6 +19,10 @@ the part of it between them, and inside a bucket so narrowed the value is interp
 (a straight line from 0 in a first bucket would say nothing of the smallest value known); an overflow bucket so
 narrowed ends at the largest value instead of giving the largest finite bound.
 
+Where the rows place each interval's events by its exact sum (`rows_inside`: OpenTelemetry), a percentile whose
+bucket is wider than the rows there comes from the rows, bounded to that bucket (`rows_within`, `estimate`):
+a histogram in seconds with the SDK's default bounds holds every request in (0, 5 s].
+
 The exact time does not depend on the layout: `time_s` adds every interval's sum, mixed or not (`timed` says
 whether every interval had one); `buckets_time_s` is the time of the intervals whose events the buckets hold.
 """
@@ -32,11 +36,17 @@ import numpy as np
 
 from latencymap.core.lean import dataclass
 from latencymap.core.model import SourceBuckets
-from latencymap.core.rebin import faster_first_bucket
+from latencymap.core.rebin import bucket_ranges, slot_edges, slot_of_value, time_bounds
 
 #: Datasources whose values seen (`Interval.extremes`) bound the percentiles of their own buckets: OpenTelemetry's
 #: points carry their min and max. (HdrHistogram's are its own fine buckets' ranges, which those already say.)
 SEEN_BOUNDS_SOURCES = frozenset({"otlp"})
+#: Datasources whose percentiles in a bucket wider than the rows come from the rows (`SourceTotals.rows_within`):
+#: OpenTelemetry's, whose rows place each point's events by its exact sum, min and max (a histogram in seconds
+#: with the SDK's default bounds has every request in (0, 5 s]). Prometheus' stay `histogram_quantile`'s, the figures
+#: its users see in Grafana, with the report's line on a first bucket the sum proves faster (`first_bucket_faster`).
+ROWS_INSIDE_SOURCES = frozenset({"otlp"})
+_ROW_EDGES = slot_edges()
 
 
 def seen_range(extremes: np.ndarray, unit_s: float) -> tuple[float, float] | None:
@@ -88,6 +98,9 @@ class SourceTotals:
     least: float | None = None
     most: float | None = None
     bounded: bool = True
+    #: Whether the rows (`rows_within`) estimate a percentile in a bucket wider than themselves better than the
+    #: bucket does: a source that places each interval's events on the rows by its exact sum and values seen.
+    rows_inside: bool = False
     #: `bounds` (the tuple itself), as an array of upper bounds and one of lower bounds (`_within`).
     _arrays: tuple[tuple[float, ...], np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
@@ -168,16 +181,18 @@ class SourceTotals:
 
     def first_bucket_faster(self, unit_s: float) -> tuple[int, float, float] | None:
         """(events, upper bound, the most their mean can be) of the first bucket above 0, when the exact time proves
-        them faster than its rows' octave `[upper/2, upper)` (`core.rebin.faster_first_bucket`; bounds and mean in
+        them faster than its rows' octave `[upper/2, upper)` (`core.rebin.time_bounds`; bounds and mean in
         the stream unit, `unit_s` seconds): there `histogram_quantile`'s straight line from 0 overstates them. None
         otherwise."""
         if self.buckets_time_s is None or self.mixed or not self.bounds or (self.least or 0.0) > 0:
             return None  # (a smallest value known above 0 starts the first bucket's percentiles there, not at 0)
-        faster = faster_first_bucket(self.bounds, self.counts[None, :].astype(np.float64),
-                                     np.array([self.buckets_time_s / unit_s]))
-        if faster is None or math.isnan(faster[1][0]):
-            return None
-        first, most = faster
+        if self.rows_inside:
+            return None  # its percentiles come from the rows, which place it by the exact sum (`rows_within`)
+        lows, highs = bucket_ranges(self.bounds)
+        (at, most), _ = time_bounds(lows, highs, self.counts[None, :], np.array([self.buckets_time_s / unit_s]))
+        first = int(at[0])
+        if first < 0 or lows[first] > 0:
+            return None  # (a faster lowest bucket above the first: the rows place it; histogram_quantile's line too)
         return int(self.counts[first]), float(self.bounds[first]), float(most[0])
 
     def rank_bucket(self, q: float) -> int:
@@ -192,6 +207,28 @@ class SourceTotals:
         if self.least is not None and self.most is not None and max(lower, self.least) <= min(upper, self.most):
             return max(lower, self.least), min(upper, self.most)
         return lower, upper
+
+    def rows_within(self, q: float, rows: float) -> tuple[float, float] | None:
+        """(low, high), stream unit, of the bucket holding the q-quantile's rank (narrowed to the values seen) when
+        the rows' q-quantile (`rows`, stream unit), bounded to it, is the better estimate: a source whose rows place
+        each interval's events by its exact sum (`rows_inside`, every interval with a sum), and a bucket wider than
+        the rows there (the row holding `rows` lies inside it); None where the source's bucket is as fine."""
+        if not self.rows_inside or self.buckets_time_s is None or self.mixed or not self.events:
+            return None
+        if not math.isfinite(rows) or rows < 0:
+            return None
+        i = self.rank_bucket(q)
+        slot = slot_of_value(rows)
+        if not (self.bounds[i - 1] if i else 0.0) <= _ROW_EDGES[slot] < _ROW_EDGES[slot + 1] <= self.bounds[i]:
+            return None
+        low, high = self.known_range(i)
+        return (low, high) if math.isfinite(high) else None
+
+    def estimate(self, q: float, rows: float) -> float:
+        """The q-quantile in the stream unit as a report gives it: the rows' (`rows`, stream unit) bounded to the
+        bucket holding its rank where `rows_within` says they are the better estimate, else `percentile`."""
+        within = self.rows_within(q, rows)
+        return self.percentile(q) if within is None else min(max(rows, within[0]), within[1])
 
     def percentile(self, q: float) -> float:
         """The q-quantile in the stream unit (NaN with no events), as `histogram_quantile` computes it."""

@@ -121,26 +121,51 @@ def _buckets(hist: StreamHistory, slots: slice) -> list[dict[str, Any]]:
 
 
 def stream_total(total: Totals, source: SourceTotals | None, unit: str, columns: int) -> dict[str, Any]:
-    """Events, time, mean and percentiles; a rebinned stream's come from its own buckets (and exact sum), and a
-    stream whose source folded exactly into rows takes its time from the source's sum when every column has one.
+    """Events, time, mean and percentiles; a rebinned stream's come from its own buckets (and exact sum), or from
+    the rows inside a bucket wider than they are where those place its events better (`SourceTotals.rows_within`),
+    and a stream whose source folded exactly into rows takes its time from the source's sum when every column has one.
     `open` lists the percentiles that are a lower bound only (the open top bucket's low, or the largest finite bound of
-    the source's own buckets: their values are not known)."""
+    the source's own buckets: their values are not known), `from_rows` those of a rebinned stream from the rows."""
     time_s, mean_s = total.time_s, total.mean_s
     percentiles = {q: total.percentiles[q] for q in PERCENTILES}
     at_least = total.open
+    from_rows: tuple[float, ...] = ()
     own_percentiles, own_time = source_use(source, total.events, columns)
     if own_percentiles:
         assert source is not None
         scale = unit_seconds(unit)
-        percentiles = {q: source.percentile(q) * scale for q in PERCENTILES}
-        at_least = source_open(source)
+        from_rows = tuple(q for q in PERCENTILES if source.rows_within(q, percentiles[q] / scale) is not None)
+        percentiles = {q: source.estimate(q, percentiles[q] / scale) * scale for q in PERCENTILES}
+        at_least = tuple(q for q in source_open(source) if q not in from_rows)
     if own_time:
         assert source is not None
         time_s = source.time_s
         mean_s = time_s / total.events if total.events else math.nan
     return {"events": total.events, "time_s": time_s, "mean_s": _num(mean_s),
             **{f"{PERCENTILE_NAMES[q]}_s": _num(v) for q, v in percentiles.items()},
-            **({"open": [f"{PERCENTILE_NAMES[q]}_s" for q in at_least]} if at_least else {})}
+            **({"open": [f"{PERCENTILE_NAMES[q]}_s" for q in at_least]} if at_least else {}),
+            **({"from_rows": [f"{PERCENTILE_NAMES[q]}_s" for q in from_rows]} if from_rows else {})}
+
+
+def rows_words(source: SourceTotals, total: dict[str, Any], unit: str, inside: str) -> str | None:
+    """Where the report line says a stream's percentiles come from when some come from the rows (`from_rows`:
+    `SourceTotals.rows_within`), the others from the source's buckets (`inside` them); None when none do."""
+    named = total.get("from_rows", [])
+    if not named:
+        return None
+    to_s = unit_seconds(unit)
+    wide = [source.rows_within(q, total[f"{PERCENTILE_NAMES[q]}_s"] / to_s) for q in PERCENTILES]
+    buckets = ", ".join(dict.fromkeys(f"{duration_text(w[0] * to_s)}–{duration_text(w[1] * to_s)}"
+                                      for w in wide if w is not None))
+    names = " ".join(name.removesuffix("_s") for name in named)
+    some = ("percentiles" if len(named) == len(PERCENTILES) else f"percentiles {names}" if len(named) > 1 else
+            f"the percentile {names}")
+    comes, them = ("comes", "it") if len(named) == 1 else ("come", "them")
+    rest = "" if len(named) == len(PERCENTILES) else f"; the others from the source's buckets ({inside})"
+    seen = ", between the values seen" if source.least is not None else ""
+    return (f"{some} {comes} from the rows (log-uniform inside each), bounded to the source's bucket holding {them} "
+            f"({buckets}{seen}), wider than the rows there: the rows place its events by each interval's exact "
+            f"sum{rest}")
 
 
 def source_open(source: SourceTotals) -> tuple[float, ...]:
@@ -422,7 +447,8 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
     if source is not None and source.bounds:
         held = f"they hold {source.events:,} of the {int(t.events):,} events"
         inside = "linear inside each" if hist.exact else "as histogram_quantile"
-        where = (f"percentiles come from the source's buckets ({inside})" if own_percentiles else
+        where = (rows_words(source, total, s.unit, inside) or f"percentiles come from the source's buckets ({inside})"
+                 if own_percentiles else
                  f"the source's bounds changed between intervals and do not nest ({held}), so percentiles come from "
                  "the rows (log-uniform inside each)" if source.mixed else
                  f"{held}, so percentiles come from the rows (log-uniform inside each)")

@@ -9,7 +9,9 @@ puts its count in the slot of its mean, or in slot 0 without a sum.
 
 A point's `min` and `max` (`least`, `most`) narrow its lowest bucket holding events to start at its smallest value
 and its highest to end at its largest (both ends in one bucket: the bucket is `[min, max]`): those are spread by the
-same rule over what is left of them (the overflow bucket too), the first bucket's octave no longer assumed.
+same rule over what is left of them (the overflow bucket too), the first bucket's octave no longer assumed; the
+point's `sum` still places the lowest and the highest of them where it proves their events faster or slower (a
+cumulative point's min and max are since its start: loose bounds on one column, which its own sum places).
 """
 
 from __future__ import annotations
@@ -52,23 +54,36 @@ def narrowed(matrix: np.ndarray, lows: np.ndarray, highs: np.ndarray, counts: np
     `counts`) with the lowest bucket holding events narrowed to start at `least` and the highest to end at `most`,
     one of their events at each of those ends that the interval holds (`held_ends`: the value itself, not a bound
     only) and lies in that bucket (its own row), the others spread over what is left of them."""
+    rows, counts, _ = narrowed_ranges(matrix, lows, highs, counts, least, most, held_ends)
+    return rows, counts
+
+
+def narrowed_ranges(matrix: np.ndarray, lows: np.ndarray, highs: np.ndarray, counts: np.ndarray, least: float,
+                    most: float, held_ends: tuple[bool, bool] = (True, True)
+                    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """`narrowed`, and the range `[low, high]` of each of its rows (a held end's, its value)."""
+    ranges = (np.maximum(np.asarray(lows, dtype=np.float64), 0.0), np.asarray(highs, dtype=np.float64))
     held = np.flatnonzero(counts)
     if not held.size:
-        return matrix, counts
+        return matrix, counts, ranges
     first, last = int(held[0]), int(held[-1])
     rows, counts = matrix.copy(), np.asarray(counts, dtype=np.int64).copy()
+    row_lows, row_highs = ranges[0].copy(), ranges[1].copy()
     ends = [max(float(lows[first]), least), min(float(highs[last]), most)]
     for j in dict.fromkeys((first, last)):
         low, high = max(float(lows[j]), least), min(float(highs[j]), most)
         rows[j] = range_row(low, high)
+        row_lows[j], row_highs[j] = max(low, 0.0), max(high, low, 0.0)
     extra = []
     inside = (held_ends[0] and least >= lows[first], held_ends[1] and most <= highs[last])
     for j, end, held_end in ((first, ends[0], inside[0]), (last, ends[1], inside[1])):
         if held_end and counts[j] > 0:
             counts[j] -= 1
             extra.append(end)
+    values = np.array(extra, dtype=np.float64)
     return (np.vstack([rows, *(range_row(end, end) for end in extra)]),
-            np.concatenate([counts, np.ones(len(extra), dtype=np.int64)]))
+            np.concatenate([counts, np.ones(len(extra), dtype=np.int64)]),
+            (np.concatenate([row_lows, values]), np.concatenate([row_highs, values])))
 
 
 def spread_matrix(bounds: tuple[float, ...], factor: float) -> np.ndarray:
@@ -104,9 +119,9 @@ def spread_explicit(bounds: tuple[float, ...], counts: np.ndarray, factor: float
         return slots
     uppers = [*(b * factor for b in bounds), math.inf]
     matrix = spread_matrix(bounds, factor)
-    if least is not None and most is not None:
-        rows, parts = narrowed(matrix, np.array([-math.inf, *uppers[:-1]]), np.array(uppers), held[0], least, most,
-                               held_ends)
-        return rebin_columns(rows, parts[None, :])[0]
     times = np.array([math.nan if total_sum is None else total_sum * factor])
+    if least is not None and most is not None:
+        rows, parts, (lows, highs) = narrowed_ranges(matrix, np.array([-math.inf, *uppers[:-1]]), np.array(uppers),
+                                                     held[0], least, most, held_ends)
+        return rebin_columns(rows, parts[None, :], highs, times, lows=lows)[0]
     return rebin_columns(matrix, held, uppers, times)[0]

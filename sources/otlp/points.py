@@ -19,7 +19,8 @@ microseconds (nanoseconds for `ns`). `us` and `ns` streams keep the metric's uni
 exactly; `s` and `ms` are read as microseconds, their buckets scaled and spread (in milliseconds, ten octaves of
 sub-millisecond values shared one row); a histogram without a unit is read as milliseconds (the unit the SDKs'
 default bounds 0, 5, 10, 25 ... 10000 are meant for); any other unit is not a duration and the metric is skipped
-with a notice. Every interval keeps its point's own buckets (`source_buckets`): percentiles come from them.
+with a notice. Every interval keeps its point's own buckets (`source_buckets`): percentiles come from them, or from
+the rows inside a bucket wider than they are (`SourceTotals.rows_within`).
 
 A point's optional `min` and `max` bound its column: those of a delta point are its column's; those of a cumulative
 point, the smallest and largest since its start time, bound the column diffed from it too (where the max grew, the

@@ -11,12 +11,13 @@ from hypothesis import strategies as st
 
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.rebin import (
-    first_rows,
+    bucket_ranges,
     largest_remainder,
     rebin_columns,
     rebin_counts,
     spread_fractions,
     spread_matrix,
+    timed_rows,
 )
 
 PROMETHEUS_DEFAULT_US = [5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6, 2.5e6, 5e6, 1e7, math.inf]
@@ -83,15 +84,13 @@ def test_the_first_bucket_goes_as_low_as_the_columns_time_proves() -> None:
                        [2, 0, 0, 0],    # no time known
                        [2, 0, 0, 0]])   # a time below zero after the others: not believed, the rule
     times = np.array([1449.0, 3000.0 + 4e5, 1449.0 + 2.5e5, math.nan, -5.0])
-    placed = first_rows(matrix, bounds, counts, times)
-    assert placed is not None
-    first, rows = placed
-    assert first == 0
+    cols, buckets, placed = timed_rows(*bucket_ranges(bounds), counts, times)
+    assert cols.tolist() == [0, 1] and buckets.tolist() == [0, 0]
+    rows = dict(zip(cols.tolist(), placed, strict=True))
     low = 1449.0 / 2 * math.log(2)  # the octave [low, 2 low) whose log-uniform mean is 724.5 µs
     assert rows[0] == pytest.approx(spread_fractions(low, 2 * low))
     assert rows[1] == pytest.approx(spread_fractions(1000 * math.log(2), 2000 * math.log(2)))
-    for rule in (2, 3, 4):
-        assert rows[rule] == pytest.approx(matrix[0])
+    assert 2 not in rows and 3 not in rows and 4 not in rows  # the rule's rows
     slots = rebin_columns(matrix, counts, bounds, times)
     assert slots.sum(axis=1).tolist() == counts.sum(axis=1).tolist()
     assert slots[0].tolist() == [2 if slot == 10 else 0 for slot in range(NSLOTS)]  # [512, 1024) µs, not 75 ms
@@ -109,10 +108,10 @@ def test_the_first_bucket_reads_the_columns_time_with_the_counts_it_is_the_time_
     counts = np.array([[200, 0, 0, 1, 0]])
     measured = np.array([[200.2, 0.0, 0.0, 0.3, 0.0]])
     times = np.array([9e5])
-    carried = first_rows(matrix, bounds, counts, times)
-    assert carried is not None and carried[1][0][11] > 0  # [1.39, 2.77) ms: what the carried event did
-    placed = first_rows(matrix, bounds, counts, times, measured)
-    assert placed is not None and placed[1][0] == pytest.approx(matrix[0])
+    carried = timed_rows(*bucket_ranges(bounds), counts, times)
+    assert carried[1].tolist() == [0] and carried[2][0][11] > 0  # [1.39, 2.77) ms: what the carried event did
+    placed = timed_rows(*bucket_ranges(bounds), measured, times)
+    assert not placed[0].size  # the rule's rows
     slots = rebin_columns(matrix, counts, bounds, times, measured)
     assert slots[0].tolist() == rebin_counts(bounds, counts[0]).tolist()
     assert slots[0][:12].sum() == 0 and slots[0][12:14].sum() == 200 and slots[0][20] == 1
@@ -153,11 +152,11 @@ def test_every_bucket_keeps_its_events_in_the_rows_it_overlaps(case: tuple[list[
     bounds, counts, times = case
     matrix = spread_matrix(bounds)
     slots = rebin_columns(matrix, counts, bounds, times)
-    placed = None if times is None else first_rows(matrix, bounds, counts, times)
+    placed = None if times is None else timed_rows(*bucket_ranges(bounds), counts, times)
     for col, (row, n) in enumerate(zip(slots, counts, strict=True)):
         rows = matrix.copy()
         if placed is not None:
-            rows[placed[0]] = placed[1][col]
+            rows[placed[1][placed[0] == col]] = placed[2][placed[0] == col]
         starts, ends = _supports(rows)
         assert (np.diff(starts) >= 0).all() and (np.diff(ends) >= 0).all()
         assert (row >= 0).all() and int(row.sum()) == int(n.sum())
@@ -168,3 +167,25 @@ def test_every_bucket_keeps_its_events_in_the_rows_it_overlaps(case: tuple[list[
             assert n[ends <= k].sum() <= upto[k] <= n[starts <= k].sum(), (k, row.tolist())
         if placed is None:
             assert row.tolist() == rebin_counts(bounds, n).tolist()
+
+
+def test_the_columns_time_places_its_lowest_and_highest_buckets_within_their_ranges() -> None:
+    """The time bounds the mean of the lowest bucket's events from above (every other event at its bucket's lower
+    bound) and the highest's from below (every other at its upper bound): a bucket the time proves placed too fast
+    or too slow goes to the octave of that mean, within its range ([low, high], as narrowed by a min and a max)."""
+    lows, highs = np.array([500.0, 10_000.0]), np.array([200_000.0, 20_000.0])  # µs: [0.5, 200] ms narrowed
+    counts = np.array([[100, 0], [100, 0], [100, 0], [0, 0], [99, 1]])
+    times = np.array([3300.0 * 100, 60_000.0 * 100, 199_500 / math.log(400) * 100, 1.0, 3000.0 * 99 + 15_000.0])
+    cols, buckets, rows = timed_rows(lows, highs, counts, times)
+    placed = dict(zip(cols.tolist(), zip(buckets.tolist(), rows, strict=True), strict=True))
+    assert sorted(placed) == [0, 1, 4]  # col 2: the mean the rule places ([0.5, 200] ms log-uniform); 3: no events
+    octave = 3300.0 * math.log(2)
+    assert placed[0][0] == 0 and placed[0][1] == pytest.approx(spread_fractions(octave, 2 * octave))  # faster
+    octave = 60_000.0 * math.log(2)
+    assert placed[1][0] == 0 and placed[1][1] == pytest.approx(spread_fractions(octave, 2 * octave))  # slower
+    assert placed[4][0] == 0  # 99 events of 3 ms beside one in [10, 20] ms, put at 10 ms: at most 3.05 ms
+    octave = (3000.0 * 99 + 5_000.0) / 99 * math.log(2)
+    assert placed[4][1] == pytest.approx(spread_fractions(octave, 2 * octave))
+    one = np.array([[1.0, 0.0]])  # the octave of a mean near a bucket's low end: the part of it within the bucket
+    (_, _, (row,)) = timed_rows(np.array([4000.0, 10_000.0]), np.array([9000.0, 20_000.0]), one, np.array([4300.0]))
+    assert row == pytest.approx(spread_fractions(4000.0, 2 * 4300.0 * math.log(2)))

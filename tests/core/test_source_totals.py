@@ -146,3 +146,35 @@ def test_columns_that_list_only_their_occupied_buckets_add_up_where_they_fall() 
     assert totals.bounds == (4.0, 8.0, 12.0, 16.0) and totals.counts.tolist() == [0, 5, 5, 3]
     assert totals.percentile(0.5) == pytest.approx(8.0 + 4.0 * (6.5 - 5) / 5)
     assert not totals.timed and totals.buckets_time_s is None  # no sum: the rows carry the time
+
+
+def test_a_percentile_in_a_bucket_wider_than_a_row_is_the_rows_where_the_source_places_them_by_the_sum() -> None:
+    """OpenTelemetry's (`rows_inside`): a percentile whose bucket is wider than the rows there (the row holding the
+    rows' percentile lies inside it) is the rows' bounded to the bucket narrowed to the values seen, and no
+    first-bucket caveat is owed (the figure is not histogram_quantile's line); where a row reaches past the bucket, or
+    the intervals lack a sum, the source's figure stays. Prometheus' (not `rows_inside`) keeps histogram_quantile's,
+    with the caveat."""
+    bounds, counts = [5000.0, 6000.0, math.inf], [90, 10, 0]  # µs: (0, 5 ms], (5 ms, 6 ms]
+    for rows_inside in (True, False):
+        totals = SourceTotals(tuple(bounds), rows_inside=rows_inside)
+        totals.add(SourceBuckets(tuple(bounds), np.array(counts), 0.2), (700.0, 5800.0))
+        source = totals.percentile(0.5)
+        assert source == pytest.approx(700 * (5000 / 700) ** (50 / 90))  # log-uniform in [0.7, 5] ms
+        assert totals.known_range(0) == (700.0, 5000.0)
+        assert totals.estimate(0.99, 1234.0) == totals.percentile(0.99)  # (5, 6] ms: finer than a row
+        if rows_inside:
+            assert totals.rows_within(0.5, 2100.0) == (700.0, 5000.0)  # the row [2048, 4096) µs: inside (0, 5 ms]
+            assert totals.estimate(0.5, 2100.0) == 2100.0
+            assert totals.estimate(0.5, 300.0) == 700.0  # bounded to the values seen
+            assert totals.estimate(0.5, 4500.0) == source  # the row [4096, 8192) µs reaches past 5 ms
+        else:
+            assert totals.rows_within(0.5, 2100.0) is None and totals.estimate(0.5, 2100.0) == source
+    untimed = SourceTotals(tuple(bounds), rows_inside=True)
+    untimed.add(SourceBuckets(tuple(bounds), np.array(counts), None), (700.0, 5800.0))
+    assert untimed.rows_within(0.5, 2100.0) is None
+    faster = {}
+    for rows_inside in (True, False):
+        totals = SourceTotals((1e5, math.inf), rows_inside=rows_inside)
+        totals.add(SourceBuckets((1e5, math.inf), np.array([4, 0]), 4 * 300e-6))  # four 300 µs in (0, 100 ms]
+        faster[rows_inside] = totals.first_bucket_faster(1e-6)
+    assert faster == {True: None, False: (4, 1e5, pytest.approx(300.0))}

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from prometheus_support import DEFAULT_BUCKETS, POW2_MS_BUCKETS, Exporter, NativeHistogramState
 
 from latencymap.core.buckets import bin_values
-from latencymap.core.rebin import faster_first_bucket, rebin_counts
+from latencymap.core.rebin import bucket_ranges, rebin_counts, time_bounds
 from latencymap.core.source_totals import SourceTotals
 from latencymap.sources.prometheus.layout import (
     carried_counts,
@@ -192,8 +192,9 @@ def test_an_event_carried_into_a_column_does_not_move_its_first_bucket_below_its
     layout = layout_of(BAND_BOUNDS, 1e6)  # microseconds
     times = np.full(len(counts), math.nan)
     times[-1] = BAND_LAST_SUM * 1e6
-    assert faster_first_bucket(layout.bounds, last[None, :].astype(np.float64), times[-1:])[1][0] < 600
-    assert math.isnan(faster_first_bucket(layout.bounds, increases[-1:], times[-1:])[1][0])
+    ranges = bucket_ranges(layout.bounds)
+    assert time_bounds(*ranges, last[None, :], times[-1:])[0][1][0] < 600
+    assert math.isnan(time_bounds(*ranges, increases[-1:], times[-1:])[0][1][0])
     rows = layout.fold_many(counts, times, increases)
     assert (rows.sum(axis=1) == counts.sum(axis=1)).all()
     assert rows[-1][:12].sum() == 0  # nothing below 2048 µs: the first bucket's octave is [2.5, 5) ms

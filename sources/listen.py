@@ -39,7 +39,7 @@ import click
 
 from latencymap.core.at_exit import close_at_exit, forget_at_exit, say_at_exit
 from latencymap.core.errors import InputError
-from latencymap.core.model import Interval, Notice
+from latencymap.core.model import Interval, Notice, Status
 from latencymap.plugins import Item, Source
 from latencymap.sinks import default_socket_path
 from latencymap.sources.listen_writer import Writer
@@ -205,7 +205,7 @@ class ListenSource(Source):
         self._wake.setblocking(False)
         close_at_exit(self.stop)  # before the recording closes (the last registered is called first)
         try:
-            yield Notice(f"listen: waiting for writers on {path}", skipped=0)
+            yield Status(f"listen: waiting for writers on {path}", skipped=0)
             yield from self._serve(server, wake)
         finally:
             server.close()

@@ -24,7 +24,7 @@ from latencymap.core import columns
 from latencymap.core.columns import EXACT, GAP, RESET, TIMED, Chunk
 from latencymap.core.history import ColumnStats, DroppedSums, StreamHistory, Totals
 from latencymap.core.lean import dataclass
-from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, StreamId, rows_by_stream
+from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, Status, StreamId, rows_by_stream
 from latencymap.core.patterns import lazy_pattern
 from latencymap.core.source_totals import ROWS_INSIDE_SOURCES, SEEN_BOUNDS_SOURCES, SourceTotals, seen_range
 from latencymap.core.units import format_bytes, plural, unit_seconds
@@ -331,6 +331,8 @@ class Accumulator:
             self.on_notice(notice)
 
     def note(self, notice: Notice) -> None:
+        if isinstance(notice, Status):
+            return
         if notice.measures is not None:  # what a stream's values measure: its history, now or when it comes
             stream, what = notice.measures
             self._measures[stream] = what

@@ -183,6 +183,12 @@ class Notice:
     measures: tuple[StreamId, str] | None = None
 
 
+@dataclass(slots=True)
+class Status(Notice):
+    """What a source says of itself as it starts (where it listens): said as it comes, but no note of what reading
+    found, so neither a report's notes (`errors.messages`) nor a recording keep it."""
+
+
 #: What readers and sources yield: cumulative snapshots (diffed into intervals downstream), intervals, notices.
 Item = Interval | IntervalRun | Snapshot | SnapshotRun | Notice
 #: What views, recorders and outputs take: intervals and notices, in order.

@@ -47,6 +47,8 @@ def unit_seconds(unit: str) -> float:
 
 #: Past a minute, with `format_duration(..., long_units=True)`: scales and suffixes, largest first.
 _LONG_UNITS = ((86400.0, " days"), (3600.0, "h"), (60.0, "min"))
+#: From this many days on, a duration is written in e-notation (`1.16e+292 days`) instead of grouped digits.
+_GROUPED_MAX = 1e9
 
 
 def format_duration(seconds: float | None, digits: int = 3, long_units: bool = False) -> str:
@@ -65,6 +67,8 @@ def format_duration(seconds: float | None, digits: int = 3, long_units: bool = F
         for scale, suffix in _LONG_UNITS:
             if mag >= scale:
                 value = seconds / scale
+                if abs(value) >= _GROUPED_MAX:  # past any real wait (1e300 ms from a broken clock): not 290 digits
+                    return f"{value:.{digits}g}{suffix}"
                 if abs(value) >= 10**digits:  # `_compact` would write all the digits: group them
                     return f"{value:,.0f}{suffix}"
                 text = _compact(value, digits)

@@ -11,6 +11,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
+from latencymap.core import stopping
 from latencymap.core.deltas import Differ
 from latencymap.core.errors import NothingReadable, StrictError
 from latencymap.core.lean import dataclass
@@ -453,8 +454,13 @@ class DurationCut(Notice):
     """The note that `--duration` ended reading before the input's end (it skips nothing)."""
 
 
-def duration_cut(duration: float, intervals: int) -> DurationCut:
-    """What a flow that `--duration` ended says: a file read at once is cut by how fast it was read."""
+def duration_cut(duration: float, intervals: int, drained: bool = False) -> DurationCut:
+    """What a flow that `--duration` ended says: a file read at once is cut by how fast it was read; a source that
+    ends itself (`drained`) took in what it had acknowledged."""
+    if drained:
+        return DurationCut(f"--duration {duration:g}: the source stopped taking input after {duration:g} s (wall-clock "
+                           f"time) and took in what it had acknowledged, {plural(intervals, 'interval')} in all: "
+                           "what came after was refused", skipped=0)
     return DurationCut(f"--duration {duration:g}: reading stopped after {duration:g} s (wall-clock time), before the "
                        f"input's end, {intervals:,} interval{'s' if intervals != 1 else ''} in: what came after is "
                        "not read (--count N stops at a number of intervals)", skipped=0)
@@ -467,7 +473,10 @@ def _on_time(flow: Iterator[FlowItem], deadline: float, duration: float, clock: 
 
     A live source that nothing arrives at (a listener without writers, a log nobody writes) yields nothing, so a
     deadline looked at per item would never come: the flow is read in a thread of its own, and waiting for it ends
-    at the deadline. The source is then closed at its next item, or with the process.
+    at the deadline. The source is then closed at its next item, or with the process. A source that ends itself
+    when asked (an OTLP receiver: `stopping.ends_itself`) is asked at the deadline, as a first SIGTERM asks it: it
+    refuses what comes from then on and takes in what it had acknowledged, and the flow goes on to its end (for
+    ENDING_S at most), so that what it answered is in the run.
     """
     import queue  # only a flow cut at a duration is read in a thread
 
@@ -499,13 +508,17 @@ def _on_time(flow: Iterator[FlowItem], deadline: float, duration: float, clock: 
 
     threading.Thread(target=pump, name="latencymap-duration", daemon=True).start()
     intervals = 0
+    drained = False  # the source was asked to end at the deadline: the flow is read to its end, until `deadline`
     try:
         while True:
             try:
                 ok, got = box.get(timeout=WAIT_S)
             except queue.Empty:
                 if clock() >= deadline:
-                    yield duration_cut(duration, intervals)
+                    if not drained and stopping.source_ends_itself():
+                        drained, deadline = True, _ask_to_end(clock)
+                        continue
+                    yield duration_cut(duration, intervals, drained)
                     return
                 continue
             if ok:
@@ -515,15 +528,31 @@ def _on_time(flow: Iterator[FlowItem], deadline: float, duration: float, clock: 
                 yield got
                 intervals += len(got) if isinstance(got, IntervalRun) else isinstance(got, Interval)
                 if clock() >= deadline:
+                    if not drained and stopping.source_ends_itself():
+                        drained, deadline = True, _ask_to_end(clock)
+                        continue
                     if not _ends(box):
-                        yield duration_cut(duration, intervals)
+                        yield duration_cut(duration, intervals, drained)
                     return
             elif got is None:
+                if drained:
+                    yield duration_cut(duration, intervals, drained)
                 return
             else:
                 raise got
     finally:
         stop.set()
+
+
+#: How long a flow whose source was asked to end at `--duration` is read on, at most, for its end: the source's
+#: drain (DRAIN_S), and its closing.
+ENDING_S = 2 * stopping.DRAIN_S
+
+
+def _ask_to_end(clock: Callable[[], float]) -> float:
+    """Ask the sources that end themselves to end (`--duration` reached); until when their flow is read on."""
+    stopping.stop_sources()
+    return clock() + ENDING_S
 
 
 def _ends(box: queue.Queue[tuple[bool, Any]]) -> bool:

@@ -32,7 +32,7 @@ from latencymap import __version__
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.errors import RecordingError
 from latencymap.core.json_input import json_input
-from latencymap.core.model import Flow, Interval, Notice, StreamId
+from latencymap.core.model import Flow, Interval, Notice, Status, StreamId
 from latencymap.core.sanitize import clean_text, safe_options
 from latencymap.flow.zstd_frames import RECORDS_PER_FRAME
 from latencymap.protocol import format_record
@@ -218,7 +218,9 @@ class Recorder:
         """Keep a notice of the recorded run (what reading it assumed, or skipped) as a note line: a report or replay
         of the recording says it again (and what it says a stream measures, `Notice.measures`, as `measures` and
         `stream`). At most MAX_NOTES, besides those that say what a stream measures (of its data, as its records
-        are); `close` counts the rest."""
+        are); `close` counts the rest. A source's `Status` is no note of the run."""
+        if isinstance(notice, Status):
+            return
         if self._notes >= MAX_NOTES and notice.measures is None:
             self._notes_left_out += 1
             return

@@ -127,7 +127,8 @@ def own_buckets(scale: int, offset: int, counts: np.ndarray, zero_count: int, ze
     edge when there is a gap, then the positive buckets; buckets whose edges a float cannot tell apart are merged.
     """
     n = len(counts)
-    bucket_edges = edges(scale, offset + np.arange(n + 1, dtype=np.int64)) * factor
+    with np.errstate(over="ignore"):  # edges past a float's range in the stream unit: inf, the open top bucket
+        bucket_edges = edges(scale, offset + np.arange(n + 1, dtype=np.int64)) * factor
     zero_upper = zero_threshold * factor
     gap = [bucket_edges[0]] if n and bucket_edges[0] > zero_upper else []
     uppers = np.concatenate([[zero_upper], gap, bucket_edges[1:]])

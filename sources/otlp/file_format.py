@@ -58,6 +58,7 @@ class OtlpJsonFormat(TextFormat):
                 continue
             yield from streams.feed(decoded, where)
         yield from streams.finish()
+        yield from streams.none_taken(name)
         forget_at_exit(rest)
 
 

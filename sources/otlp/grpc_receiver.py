@@ -22,7 +22,7 @@ from typing import Any
 
 import grpc
 
-from latencymap.core.model import Notice
+from latencymap.core.model import Status
 from latencymap.core.sanitize import clean_text
 from latencymap.flow.inputs import InputError
 from latencymap.plugins import Item
@@ -151,6 +151,5 @@ def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[
         pool.shutdown(wait=True, cancel_futures=True)
 
     shown = f"[{host}]:{bound}" if ":" in host else f"{host}:{bound}"
-    greeting = [Notice(f"{NAME}: receiving OpenTelemetry metrics over OTLP/gRPC at {shown}",
-                       skipped=0)]
+    greeting = [Status(f"{NAME}: receiving OpenTelemetry metrics over OTLP/gRPC at {shown}", skipped=0)]
     yield from consume(inbox, greeting, idle_timeout, stop, NAME)

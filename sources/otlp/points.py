@@ -12,7 +12,12 @@ Temporality:
   buckets moved into its zero count as the SDK moved them.
 - A point flagged "no recorded value" is skipped; a point not later than its stream's previous one is skipped (a
   resent identical point silently): every one counts as skipped, the first said at once, the series' further ones
-  said as a count, now and then (SAY_AGAIN_S, then at doubling spans) and when the input ends (`finish`).
+  said as a count, now and then (SAY_AGAIN_S, then at doubling spans) and when the input ends (`finish`). But a
+  delta point with a start time of its own is a column of its own however late it comes: processes that share a
+  resource (pre-forked workers with one service.instance.id) send one series, and the network or a shared file
+  puts one's point after another's later one. Only a point of the same end time as one of the series' last RECENT
+  is not counted again (no two processes end a point at the same nanosecond): silently when it is that point resent
+  (an exporter's retry), else skipped (one instrument under two Views: their points' start times may differ).
 
 Units (UCUM, case-sensitive: `MS` or `S` is no duration): rows start at 1 unit of the stream, so streams are in
 microseconds (nanoseconds for `ns`). `us` and `ns` streams keep the metric's unit, so exponential scales >= 0 fold
@@ -89,6 +94,9 @@ EVICT_EVERY = 1024
 LEAP_S = IDLE_S / 4
 #: Earlier start times (restarts, or other processes with the same resource) a cumulative series keeps a point of.
 MAX_WRITERS = 8
+#: Delta points of a series whose end times (and content) are remembered, to tell a resend from a point of another
+#: process with the same resource.
+RECENT = 32
 #: Start times of let-go cumulative series remembered at most (their comeback is a baseline).
 GONE_MAX = 100_000
 #: Duration symbols, in the only case UCUM reads as durations.
@@ -181,19 +189,21 @@ class PointStreams:
         self._gone: dict[StreamKey, int] = {}  # let-go cumulative series: their start time
         self._every: dict[StreamKey, int] = {}  # each series' last interval (ns)
         self._writers: dict[StreamKey, dict[int, Point]] = {}  # cumulative series' earlier start times' points
+        self._recent: dict[StreamKey, dict[int, int]] = {}  # delta series' last points: their end, what they hold
         self._seen: dict[StreamKey, int] = {}  # each series' last point on the shared (aligned) clock (ns)
         self._senders: dict[Attrs, _Sender] = {}
         self._now_ns: int | None = None  # the shared clock: the newest aligned point
         self._taken = 0
         self._late: dict[str, _Skipped] = {}  # per stream label: points skipped as not after the previous one
+        self._passed_over = ""  # why the first metric (or signal) that is no latency histogram was skipped
 
     def feed(self, decoded: Decoded, origin: str) -> Iterator[Item]:
         """Items for one request or line; `origin` (peer or file and line) starts every message."""
         for signal in sorted(decoded.signals):
-            yield from self._once(("signal", signal), f"{origin}: {signal} are not metrics; skipped")
+            yield from self._passing_over(("signal", signal), origin, f"{signal} are not metrics")
         for name, kind in decoded.ignored.items():
-            yield from self._once(("kind", name, kind), f"{origin}: metric {clean_text(name, 80)!r} is a {kind}, "
-                                  "not a Histogram or ExponentialHistogram; skipped")
+            yield from self._passing_over(("kind", name, kind), origin, f"metric {clean_text(name, 80)!r} is a {kind}, "
+                                          "not a Histogram or ExponentialHistogram")
         for problem in decoded.problems[:MAX_PROBLEMS]:
             yield Notice(f"{origin}: {problem}; point skipped")
         if len(decoded.problems) > MAX_PROBLEMS:
@@ -205,6 +215,12 @@ class PointStreams:
         if self._taken >= EVICT_EVERY:
             self._taken = 0
             self.let_go_idle()
+
+    def none_taken(self, name: str) -> Iterator[Notice]:
+        """At the end of an input that gave no latency histogram but skipped something else: why, as one skipped
+        record (so that an input with nothing readable fails as one whose every record was skipped)."""
+        if not self._streams and self._passed_over:
+            yield Notice(f"{name}: no latency histogram in it: {self._passed_over}; skipped")
 
     def finish(self) -> Iterator[Notice]:
         """At the end of the input: the count of each series' skipped points not said yet (also from another thread as
@@ -226,6 +242,7 @@ class PointStreams:
             every.pop(key, None)
             seen.pop(key, None)
             self._writers.pop(key, None)
+            self._recent.pop(key, None)
             if last.temporality != DELTA:
                 self._gone[key] = last.start_ns
         if idle:
@@ -266,15 +283,19 @@ class PointStreams:
             self._said.add(key)
             yield Notice(message, skipped=skipped)
 
+    def _passing_over(self, key: tuple[str, ...], origin: str, why: str) -> Iterator[Notice]:
+        """Skip what is no latency histogram, said once; the first such reason is kept (`none_taken`)."""
+        self._passed_over = self._passed_over or why
+        yield from self._once(key, f"{origin}: {why}; skipped")
+
     def _point(self, point: Point, origin: str) -> Iterator[Item]:
         if point.flags & FLAG_NO_RECORDED_VALUE:
             return
         metric = clean_text(point.key.metric, 80)
         unit = stream_unit(point.unit)
         if unit is None:
-            yield from self._once(("unit", point.key.metric, point.unit),
-                                  f"{origin}: metric {metric!r} has unit {clean_text(point.unit, 40)!r}, not a "
-                                  "duration (s, ms, us, ns); skipped")
+            yield from self._passing_over(("unit", point.key.metric, point.unit), origin, f"metric {metric!r} has unit "
+                                          f"{clean_text(point.unit, 40)!r}, not a duration (s, ms, us, ns)")
             return
         if not point.unit.strip():
             yield from self._once(("nounit", point.key.metric),
@@ -297,15 +318,33 @@ class PointStreams:
 
     def _delta(self, point: Point, stream: StreamId, factor: float, origin: str) -> Iterator[Item]:
         prev = self._last.get(point.key)
-        if prev is not None and point.time_ns <= prev.time_ns:
-            yield from self._not_after(point, prev, stream, origin)
-            return
         start = point.start_ns
+        late = prev is not None and point.time_ns <= prev.time_ns
         if not 0 < start < point.time_ns:
+            if prev is not None and late:
+                yield from self._not_after(point, prev, stream, origin)
+                return
             start = prev.time_ns if prev is not None else point.time_ns - 1_000_000_000
             yield from self._once(("nostart", stream.label), f"{origin}: {stream.label}: delta point without a "
                                   "start time before its time; the column starts at the previous point (or 1 s before)")
-        self._keep(point)
+        recent = self._recent.setdefault(point.key, {})
+        what = _content(point)
+        seen = recent.get(point.time_ns)
+        if seen is not None:
+            if seen != what:  # another point of that end time: one instrument under two Views
+                yield from self._skip(point, point.time_ns, stream, origin)
+            return  # else that point resent (an exporter's retry)
+        recent[point.time_ns] = what
+        while len(recent) > RECENT:
+            del recent[next(iter(recent))]
+        if late:
+            yield from self._once(("overlap", stream.label), f"{origin}: {stream.label}: delta points that overlap "
+                                  "the series' later ones, each with its own start and end time: processes with the "
+                                  "same resource attributes (the same service.instance.id) send this series; every "
+                                  "point is counted (give each process its own service.instance.id to see them "
+                                  "apart)", 0)
+        else:
+            self._keep(point)
         yield self._interval(stream, factor, point, start, point.time_ns, reset=False)
 
     def _cumulative(self, point: Point, stream: StreamId, factor: float, origin: str) -> Iterator[Item]:
@@ -379,16 +418,19 @@ class PointStreams:
     def _not_after(self, point: Point, prev: Point, stream: StreamId, origin: str) -> Iterator[Notice]:
         """Skip a point not after `prev`, its series' previous one: silently when it is `prev` resent, else counted,
         the first said at once and the further ones as a count now and then (SAY_AGAIN_S, doubling) and at the end."""
-        if _resent(point, prev):
-            return
+        if not _resent(point, prev):
+            yield from self._skip(point, prev.time_ns, stream, origin)
+
+    def _skip(self, point: Point, prev_ns: int, stream: StreamId, origin: str) -> Iterator[Notice]:
+        """Skip `point`, not after its series' previous point (at `prev_ns`): the first said, the rest counted."""
         label = stream.label
         now = self._now_ns if self._now_ns is not None else point.time_ns
         late = self._late.get(label)
         if late is None:
             self._late[label] = _Skipped(origin, now, now, 1)
             what = (f"a second point at {point.time_ns} ns, the time of the previous one (one instrument under two "
-                    "Views, or two processes with the same resource?)" if point.time_ns == prev.time_ns else
-                    f"point at {point.time_ns} ns is not after the previous one ({prev.time_ns} ns)")
+                    "Views, or two processes with the same resource?)" if point.time_ns == prev_ns else
+                    f"point at {point.time_ns} ns is not after the previous one ({prev_ns} ns)")
             yield Notice(f"{origin}: {label}: {what}; further ones of this series are counted, not listed; skipped")
             return
         late.origin = origin
@@ -473,6 +515,12 @@ def _resent(point: Point, prev: Point) -> bool:
             and point.offset == prev.offset and point.zero_count == prev.zero_count
             and point.zero_threshold == prev.zero_threshold and point.negative == prev.negative
             and np.array_equal(point.counts, prev.counts))
+
+
+def _content(point: Point) -> int:
+    """A digest of a delta point's start time and what it counts: a resend has the same."""
+    return hash((point.start_ns, point.count, point.sum, point.bounds, point.scale, point.offset, point.zero_count,
+                 point.zero_threshold, point.negative, point.counts.tobytes()))
 
 
 @dataclass(slots=True)

@@ -15,7 +15,8 @@ A request answered 200 was queued, and is in the run of a command that reads its
 plain view, `--emit`; the TUI at SIGTERM or SIGHUP). When a signal stops it (only noted: `latencymap.core.stopping`)
 the worker closes the queue, so that later requests get 503 with Retry-After (gRPC: UNAVAILABLE), takes in what it
 holds (DRAIN_S at most; what is left then is counted and said), and ends: the command then ends as the signal ends it
-(`report` writes its report, the TUI's recording is finished). A second signal ends it at once; the acknowledged
+(`report` writes its report, the TUI's recording is finished); `--duration` asks it the same at its deadline
+(`flow.pipeline._on_time`), and the run then ends as it would have. A second signal ends it at once; the acknowledged
 requests not passed on are counted and said as the command ends. The TUI's `q` asks the same drain and waits for it
 when a recording is to keep what was acknowledged; without one it quits at once, and what was queued is counted and
 said, as after a second signal.
@@ -37,7 +38,7 @@ from urllib.parse import urlsplit
 from latencymap.core import stopping
 from latencymap.core.at_exit import close_at_exit, forget_at_exit, say_at_exit
 from latencymap.core.json_input import TOO_DEEP, json_input
-from latencymap.core.model import Notice
+from latencymap.core.model import Notice, Status
 from latencymap.core.sanitize import clean_text
 from latencymap.core.stopping import DRAIN_S
 from latencymap.flow.inputs import InputError
@@ -440,8 +441,8 @@ def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[
         thread.join(5)
 
     shown = f"[{host}]" if ":" in host else host
-    greeting = [Notice(f"{NAME}: receiving OpenTelemetry metrics at http://{shown}:{server.server_address[1]}{PATH}",
-                       skipped=0)]
+    where = f"http://{shown}:{server.server_address[1]}{PATH}"
+    greeting: list[Notice] = [Status(f"{NAME}: receiving OpenTelemetry metrics at {where}", skipped=0)]
     if not server.protobuf:
         greeting.append(Notice(f"{NAME}: protobuf requests are refused (415) without the opentelemetry-proto "
                                "package: pip install 'latencymap[otlp]'; JSON works", skipped=0))

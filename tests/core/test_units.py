@@ -30,6 +30,7 @@ def test_conversions_and_human_forms() -> None:
 @pytest.mark.parametrize(("seconds", "text"), [
     (59, "59s"), (60, "1min"), (1074, "17.9min"), (3600, "1h"), (27840, "7.73h"), (86400, "1 day"),
     (1.5 * 86400, "1.5 days"), (1e7, "116 days"), (17592186, "204 days"), (1.8e10, "208,333 days"), (-120, "-2min"),
+    (8.64e13 - 86400, "999,999,999 days"), (8.64e13, "1e+09 days"), (1e297, "1.16e+292 days"),
     (1.267e-05, "12.7µs"), (0.0002481, "248µs"), (0.007225, "7.22ms"), (0, "0"),
 ])
 def test_long_units_write_minutes_hours_and_days(seconds: float, text: str) -> None:

@@ -48,6 +48,7 @@ def test_emit_and_record_carry_every_observation_to_report(tmp_path: Path) -> No
         stream = report(path)[label]
         assert stream["total"]["events"] == len(values)
         assert stream["stream"]["unit"] == "microsec" and stream["stream"]["datasource"] == "otlp"
+    assert "receiving OpenTelemetry" not in recording.read_text()  # where it listened is no note of the reading
     header = json.loads(recording.read_text().splitlines()[0].split(" ", 2)[2])
     assert header["source"] == "listen" and header["options"]["otlp"] == f"127.0.0.1:{port}"
 
@@ -105,3 +106,26 @@ def test_sigterm_still_says_the_count_of_points_skipped_since_the_first(tmp_path
     assert said.startswith("latencymap: listen --otlp: 127.0.0.1:")
     assert said.endswith(": svc/lat: 3 more points not after the previous one (4 in all); skipped")
     assert "terminated (SIGTERM)" in out
+
+
+def test_the_receivers_greeting_is_said_not_filed_among_the_reports_messages() -> None:
+    """h3's finding 7c: "receiving OpenTelemetry metrics at ..." says where the receiver listens (on stderr, as it
+    starts): the report's `errors.messages` filed it as what reading said (a recording kept it as a note: above)."""
+    port = free_port()
+    child = subprocess.Popen([sys.executable, "-m", "latencymap", "report", "--format", "json", "listen", "--otlp",
+                              f"127.0.0.1:{port}", "--idle-timeout", "1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stderr is not None
+        assert "receiving OpenTelemetry metrics at" in child.stderr.readline()
+        values = push_job_durations(Pusher(exporter("json", f"http://127.0.0.1:{port}/v1/metrics", "delta"),
+                                           service="cli"))
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 0, err
+    doc = json.loads(out)
+    assert [s["total"]["events"] for s in doc["streams"]] == [len(values)]
+    assert doc["errors"] == {"skipped_records": 0, "messages": []}

@@ -152,3 +152,31 @@ def test_buckets_below_one_unit_fold_into_slot_zero_and_are_kept_as_they_are() -
         assert value <= upper < value * 2 ** (2.0**-point.scale)
     _, spread_bounds, spread_own = spread_expo(point.scale, point.positive.offset, counts, 0, 0.0, 1.0)
     assert spread_bounds == bounds and spread_own.tolist() == own.tolist()  # one description of a point's buckets
+
+
+def test_a_value_no_float_holds_in_microseconds_is_the_top_bucket_without_a_warning() -> None:
+    """h3's finding 7a: 1e300 ms in an exponential histogram leaked numpy's "overflow encountered in multiply" on
+    stderr (its bucket's edges, in µs, reach past a float's range). It is in its own bucket, the sum is kept,
+    and the report writes its huge durations in a few digits, not 290 of them."""
+    import warnings
+
+    from otlp_support import protobuf_request
+
+    from latencymap.core.accumulator import accumulate
+    from latencymap.outputs.report import build_report, report_text
+    from latencymap.sources.otlp.decode import decode_protobuf
+    from latencymap.sources.otlp.points import PointStreams
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        items = list(PointStreams().feed(decode_protobuf(protobuf_request(sdk_collect([1.0, 2.0, 3.0, 1e300]))), "p"))
+        (column,) = [i for i in items if hasattr(i, "counts")]
+        own = column.source_buckets
+        assert own is not None and int(own.counts.sum()) == 4
+        assert own.bounds[int(np.flatnonzero(own.counts)[-1])] >= 1e303  # µs
+        assert int(column.counts.sum()) == 4 and own.total_time == pytest.approx(1e297)
+        acc = accumulate(items)
+        (stream,) = build_report(acc)["streams"]
+        text = report_text(acc)
+    assert stream["total"]["mean_s"] == pytest.approx(2.5e296)
+    assert "mean 2.89e+291 days" in text and max(map(len, text.split())) < 40, text

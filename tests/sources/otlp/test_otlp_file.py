@@ -200,3 +200,64 @@ def test_a_run_stopped_before_the_files_end_still_says_the_count_of_points_skipp
                                                "the previous one (3 in all); skipped")
     whole = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert whole.returncode == 0 and "more points" not in whole.stderr and "9 more points" in whole.stdout
+
+
+def test_workers_of_one_resource_appending_to_one_file_are_each_counted(tmp_path: Path) -> None:
+    """h3's finding 4 in a file: pre-forked workers with one resource (the same service.instance.id), each with the
+    SDK's file exporter appending delta points to one file; a worker's line lands after a line another worker
+    collected later. Those points were skipped as "not after the previous one" (7,800 of 8,000). Every one counts."""
+    from opentelemetry.sdk.metrics import Histogram, MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+
+    resource = Resource.create({"service.name": "w", "service.instance.id": "host-1"})
+    own = [tmp_path / f"worker{k}.jsonl" for k in range(4)]
+    readers = [PeriodicExportingMetricReader(FileMetricExporter(p, preferred_temporality={Histogram: TEMPORALITY[
+        "delta"]}), export_interval_millis=3_600_000) for p in own]
+    providers = [MeterProvider(metric_readers=[r], resource=resource) for r in readers]
+    histograms = [p.get_meter("t").create_histogram("rpc.duration", unit="ms") for p in providers]
+    recorded = 0
+    for k in range(5):
+        for histogram, reader in zip(histograms, readers, strict=True):  # collected in worker order ...
+            for value in range(1, 11 + k):
+                histogram.record(float(value))
+                recorded += 1
+            reader.force_flush()
+    for provider in providers:
+        provider.shutdown()
+    lines = [p.read_text().splitlines() for p in own]
+    path = tmp_path / "all.jsonl"
+    with path.open("w") as out:  # ... appended in the reverse order, each round
+        for k in range(5):
+            out.writelines(f"{worker[k]}\n" for worker in reversed(lines))
+    result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert [s["total"]["events"] for s in doc["streams"]] == [recorded]
+    assert doc["errors"]["skipped_records"] == 0
+    assert len(doc["errors"]["messages"]) == 1 and "delta points that overlap" in doc["errors"]["messages"][0]
+
+
+def test_a_file_without_a_latency_histogram_says_why_and_fails(tmp_path: Path) -> None:
+    """h3's finding 7b: a file whose only histogram is in bytes (`By`) said "No data." with exit code 0 and 0
+    skipped. It holds nothing readable as latency: it says why, and ends as an input with no record read does."""
+    from opentelemetry.sdk.metrics import Histogram, MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+
+    path = tmp_path / "sizes.jsonl"
+    reader = PeriodicExportingMetricReader(FileMetricExporter(path, preferred_temporality={Histogram: TEMPORALITY[
+        "delta"]}), export_interval_millis=3_600_000)
+    provider = MeterProvider(metric_readers=[reader], resource=Resource.create({"service.name": "s"}))
+    sizes = provider.get_meter("t").create_histogram("http.request.body.size", unit="By")
+    for k in range(3):
+        sizes.record(100.0 * (k + 1))
+        reader.force_flush()
+    provider.shutdown()
+    result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    assert doc["streams"] == [] and doc["errors"]["skipped_records"] == 1
+    assert doc["errors"]["messages"][-1] == (f"{path}: no latency histogram in it: metric 'http.request.body.size' "
+                                             "has unit 'By', not a duration (s, ms, us, ns); skipped")
+    assert result.stderr.startswith(f"latencymap: {path}: no record could be read (1 skipped)"), result.stderr

@@ -6,12 +6,16 @@ keep their own boundaries. Their counts are placed on the display rows by one do
 - a bucket `[low, high)` is spread over the slots it overlaps in proportion to the log-width of each overlap
   (log-uniform density inside the bucket);
 - a first bucket whose lower bound is 0 (Prometheus' `(0, le]`) is taken as one octave, `[high/2, high)`, unless
-  the column's exact time (`_sum`) proves its events faster: then it is the octave `[a, 2a)` whose mean, `a / ln 2`,
-  is the most that time leaves them once every other event is put at its bucket's lower bound (a service whose
-  requests all take 0.7 ms, under a first bucket of 100 ms, shows at 0.7 ms, not at 50-100 ms). So is the lowest
-  bucket holding events wherever it is (its placed mean the log-uniform one), and the highest, at the octave whose mean
-  is the least the time leaves them (every other event at its bucket's upper bound), when that is more than placed:
-  each within its bucket (`time_bounds`, `timed_rows`); a bucket narrowed to a min and a max is placed within them.
+  the column's exact time (`_sum`) proves its events faster: the mean that time leaves them once every other event
+  is put at its bucket's lower bound is the most they can average. So is the lowest bucket holding events wherever
+  it is (its placed mean the log-uniform one), and the highest, at the least mean the time leaves them (every other
+  event at its bucket's upper bound), when that is more than placed (`time_bounds`). Such a bucket `[low, high]`
+  (narrowed to a min and a max where known) is placed over the widest part of it whose mean is the one the time
+  proves (`widest_ranges`): log-uniform over `[low, b]` when that mean is below `[low, high]`'s own, over
+  `[a, high]` when above; a range from 0 uniform (`[0, 2 mean]`, as percentiles read a bucket from 0); a mean
+  outside the range, its nearest end (a service whose requests all take 0.7 ms, under a first bucket of 100 ms,
+  shows at 0-1.4 ms, not at 50-100 ms; requests of 3, 20 and 300 ms averaging 67 ms between a min of 3 ms and a max
+  of 300 ms spread over about all of it, not one octave around 67 ms) (`timed_rows`).
   The time is read
   with the counts it is the time of: where whole counts carry rounding remainders from other columns (Prometheus'
   fractional `increase()`), the column's own fractional counts, so that an event carried into a column whose time
@@ -109,9 +113,7 @@ def placed_means(lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
     from 0; the overflow's lower bound, and a bucket of one value, that value; 0 at or below 0."""
     lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
     low = np.where(lows > 0, lows, highs / 2.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        spread = (highs - low) / np.log(highs / low)
-    means = np.where(np.isinf(highs) | (highs <= low), low, spread)
+    means = np.where(np.isinf(highs), low, log_uniform_means(low, highs))
     return np.where(highs > 0, means, 0.0)
 
 
@@ -151,30 +153,80 @@ def time_bounds(lows: np.ndarray, highs: np.ndarray, counts: np.ndarray,
     return out
 
 
-def octave_row(mean: float, low: float, high: float) -> np.ndarray:
-    """Slot shares of the octave `[a, 2a)` whose log-uniform mean is `mean`, within the bucket `[low, high)`."""
-    a = mean * math.log(2.0)
-    start, stop = max(a, low), min(2.0 * a, high)
+def log_uniform_means(lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
+    """The mean of values log-uniform over each `[low, high]` (above 0; uniform from 0; a range of one value, it)."""
+    lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        means = np.where(lows > 0, (highs - lows) / (np.log(highs) - np.log(lows)), (lows + highs) / 2.0)
+    return np.where(highs > lows, means, lows)
+
+
+#: Halvings of the bisection in `widest_ranges`: past float precision for any range of floats.
+_BISECTIONS = 80
+
+
+def widest_ranges(lows: np.ndarray, highs: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, stops): per range `[low, high]` (finite, `low >= 0`), the widest part of it over which values spread
+    as `core.rebin`'s rule spreads them (log-uniform above 0, uniform from 0) average `mean`: its top lowered when
+    `mean` is below the whole range's mean, its bottom raised when above; a `mean` outside `(low, high)`, its nearest
+    end (`start == stop`)."""
+    lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
+    means = np.clip(np.asarray(means, dtype=np.float64), lows, highs)
+    below = means < log_uniform_means(lows, highs)
+    # Above 0, a log-uniform [low, low e^u] averages low (e^u - 1)/u, increasing in u, and [high e^-u, high] averages
+    # high (1 - e^-u)/u, decreasing: bisect u within [0, ln(high/low)].
+    scale = np.where(below, lows, highs)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        target = means / scale
+        lo_u, hi_u = np.zeros_like(lows), np.where(lows > 0, np.log(highs) - np.log(lows), 0.0)
+        for _ in range(_BISECTIONS):
+            u = (lo_u + hi_u) / 2.0
+            ratio = np.where(below, np.expm1(u) / u, -np.expm1(-u) / u)
+            short = (ratio < target) == below  # the mean of [.., e^±u] is still short of the target: widen
+            lo_u, hi_u = np.where(short, u, lo_u), np.where(short, hi_u, u)
+        u = (lo_u + hi_u) / 2.0
+        starts = np.where(below, lows, highs * np.exp(-u))
+        stops = np.where(below, lows * np.exp(u), highs)
+    uniform = lows <= 0  # from 0, [0, 2 mean] below the range's mean (high/2), [2 mean - high, high] above
+    starts = np.where(uniform, np.where(below, 0.0, 2.0 * means - highs), starts)
+    stops = np.where(uniform, np.where(below, 2.0 * means, highs), stops)
+    point = (means <= lows) | (means >= highs)
+    return np.where(point, means, np.clip(starts, lows, highs)), np.where(point, means, np.clip(stops, lows, highs))
+
+
+def uniform_fractions(low: float, high: float) -> np.ndarray:
+    """The share of values uniform over `[low, high)` (`high > low >= 0`, finite) that falls in each slot."""
+    shares = np.zeros(NSLOTS, dtype=np.float64)
+    first, last = slot_of_value(low), slot_of_value(math.nextafter(high, 0.0))
+    for slot in range(first, last + 1):
+        shares[slot] = max(min(high, _EDGES[slot + 1]) - max(low, _EDGES[slot]), 0.0)
+    normalized: np.ndarray = shares / shares.sum()
+    return normalized
+
+
+def range_shares(start: float, stop: float, uniform: bool) -> np.ndarray:
+    """Slot shares of values over `[start, stop]`: uniform or log-uniform; a single value's slot."""
     if not stop > start:
         shares = np.zeros(NSLOTS, dtype=np.float64)
-        shares[slot_of_value(min(max(mean, low), high))] = 1.0
+        shares[slot_of_value(stop)] = 1.0
         return shares
-    return spread_fractions(start, stop)
+    return uniform_fractions(start, stop) if uniform else spread_fractions(start, stop)
 
 
 def timed_rows(lows: np.ndarray, highs: np.ndarray, counts: np.ndarray,
                times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(columns, buckets, rows of slot shares): the buckets whose events the columns' exact times place (see
-    `time_bounds`), each at the octave of the mean the time leaves them, within the bucket."""
-    cols, buckets, rows = [], [], []
-    for at, mean in time_bounds(lows, highs, counts, times):
-        for col in np.flatnonzero(at >= 0).tolist():
-            j = int(at[col])
-            cols.append(col)
-            buckets.append(j)
-            rows.append(octave_row(float(mean[col]), float(lows[j]), float(highs[j])))
-    return (np.array(cols, dtype=np.int64), np.array(buckets, dtype=np.int64),
-            np.array(rows, dtype=np.float64).reshape(-1, NSLOTS))
+    `time_bounds`), each over the widest part of the bucket whose mean is the one the time leaves them
+    (`widest_ranges`)."""
+    lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
+    found = [(np.flatnonzero(at >= 0), at, mean) for at, mean in time_bounds(lows, highs, counts, times)]
+    cols = np.concatenate([col for col, _, _ in found]).astype(np.int64)
+    buckets = np.concatenate([at[col] for col, at, _ in found]).astype(np.int64)
+    means = np.concatenate([mean[col] for col, _, mean in found])
+    starts, stops = widest_ranges(lows[buckets], highs[buckets], means)
+    rows = [range_shares(start, stop, low <= 0)
+            for start, stop, low in zip(starts.tolist(), stops.tolist(), lows[buckets].tolist(), strict=True)]
+    return cols, buckets, np.array(rows, dtype=np.float64).reshape(-1, NSLOTS)
 
 
 def largest_remainder(values: np.ndarray, total: int) -> np.ndarray:

@@ -18,6 +18,8 @@ from latencymap.core.rebin import (
     spread_fractions,
     spread_matrix,
     timed_rows,
+    uniform_fractions,
+    widest_ranges,
 )
 
 PROMETHEUS_DEFAULT_US = [5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6, 2.5e6, 5e6, 1e7, math.inf]
@@ -87,14 +89,13 @@ def test_the_first_bucket_goes_as_low_as_the_columns_time_proves() -> None:
     cols, buckets, placed = timed_rows(*bucket_ranges(bounds), counts, times)
     assert cols.tolist() == [0, 1] and buckets.tolist() == [0, 0]
     rows = dict(zip(cols.tolist(), placed, strict=True))
-    low = 1449.0 / 2 * math.log(2)  # the octave [low, 2 low) whose log-uniform mean is 724.5 µs
-    assert rows[0] == pytest.approx(spread_fractions(low, 2 * low))
-    assert rows[1] == pytest.approx(spread_fractions(1000 * math.log(2), 2000 * math.log(2)))
+    assert rows[0] == pytest.approx(uniform_fractions(0.0, 1449.0))  # from 0: uniform, averaging 724.5 µs
+    assert rows[1] == pytest.approx(uniform_fractions(0.0, 2000.0))
     assert 2 not in rows and 3 not in rows and 4 not in rows  # the rule's rows
     slots = rebin_columns(matrix, counts, bounds, times)
     assert slots.sum(axis=1).tolist() == counts.sum(axis=1).tolist()
-    assert slots[0].tolist() == [2 if slot == 10 else 0 for slot in range(NSLOTS)]  # [512, 1024) µs, not 75 ms
-    assert slots[1][10:12].sum() == 3 and slots[1][19] == 1  # [0.69, 1.39) ms, and 400 ms in [262, 524) ms
+    assert slots[0][10:12].tolist() == [1, 1] and slots[0].sum() == 2  # [512, 2048) µs, not 75 ms
+    assert slots[1][10:12].tolist() == [1, 2] and slots[1][19] == 1  # [0.5, 2) ms, and 400 ms in [262, 524) ms
     assert slots[2].tolist() == rebin_counts(bounds, counts[2]).tolist()
 
 
@@ -169,23 +170,75 @@ def test_every_bucket_keeps_its_events_in_the_rows_it_overlaps(case: tuple[list[
             assert row.tolist() == rebin_counts(bounds, n).tolist()
 
 
+def log_uniform_mean(low: float, high: float) -> float:
+    return (high - low) / math.log(high / low)
+
+
+@pytest.mark.parametrize(("low", "high", "mean", "start", "stop"), [
+    (50.0, 75.0, 50.5, 50.0, None),         # below [50, 75]'s own mean (61.7): the top lowered, to about 51
+    (3.0, 300.0, 67.5, None, 300.0),        # above [3, 300]'s (64.5): the bottom raised, to about 3.7
+    (4.0, 16.0, 12.0 / math.log(4.0), 4.0, 16.0),  # its own mean: the whole range
+    (0.0, 100.0, 20.0, 0.0, 40.0),          # from 0: uniform, [0, 2 mean]
+    (0.0, 100.0, 70.0, 40.0, 100.0),        # ... and [2 mean - high, high] above high / 2
+    (50.0, 75.0, 40.0, 50.0, 50.0),         # a mean outside the range: its nearest end
+    (50.0, 75.0, 80.0, 75.0, 75.0),
+])
+def test_the_widest_range_whose_mean_is_the_proven_one(low: float, high: float, mean: float, start: float | None,
+                                                        stop: float | None) -> None:
+    (got_start,), (got_stop,) = widest_ranges(np.array([low]), np.array([high]), np.array([mean]))
+    if start is not None:
+        assert got_start == pytest.approx(start)
+    if stop is not None:
+        assert got_stop == pytest.approx(stop)
+    if low < mean < high:
+        placed = (got_start + got_stop) / 2 if low == 0 else log_uniform_mean(got_start, got_stop)
+        assert placed == pytest.approx(mean, rel=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(1e-9, 1e9), st.floats(1e-6, 200.0), st.floats(1e-3, 1 - 1e-3))
+def test_the_widest_range_keeps_one_end_and_averages_the_mean(low: float, octaves: float, where: float) -> None:
+    """Log-uniform over the part found, the events average the mean; it keeps the bucket's end on the mean's side
+    (a range with neither end could widen while keeping its mean)."""
+    high = low * 2.0**octaves
+    mean = low * (high / low) ** where
+    (start,), (stop,) = widest_ranges(np.array([low]), np.array([high]), np.array([mean]))
+    assert low <= start <= mean <= stop <= high
+    assert start == low or stop == high
+    if stop > start * (1 + 1e-9):
+        assert log_uniform_mean(start, stop) == pytest.approx(mean, rel=1e-6)
+
+
 def test_the_columns_time_places_its_lowest_and_highest_buckets_within_their_ranges() -> None:
     """The time bounds the mean of the lowest bucket's events from above (every other event at its bucket's lower
     bound) and the highest's from below (every other at its upper bound): a bucket the time proves placed too fast
-    or too slow goes to the octave of that mean, within its range ([low, high], as narrowed by a min and a max)."""
+    or too slow goes over the widest part of its range ([low, high], as narrowed by a min and a max) whose mean is
+    that one: log-uniform from its low end, or to its high end."""
     lows, highs = np.array([500.0, 10_000.0]), np.array([200_000.0, 20_000.0])  # µs: [0.5, 200] ms narrowed
     counts = np.array([[100, 0], [100, 0], [100, 0], [0, 0], [99, 1]])
     times = np.array([3300.0 * 100, 60_000.0 * 100, 199_500 / math.log(400) * 100, 1.0, 3000.0 * 99 + 15_000.0])
     cols, buckets, rows = timed_rows(lows, highs, counts, times)
     placed = dict(zip(cols.tolist(), zip(buckets.tolist(), rows, strict=True), strict=True))
     assert sorted(placed) == [0, 1, 4]  # col 2: the mean the rule places ([0.5, 200] ms log-uniform); 3: no events
-    octave = 3300.0 * math.log(2)
-    assert placed[0][0] == 0 and placed[0][1] == pytest.approx(spread_fractions(octave, 2 * octave))  # faster
-    octave = 60_000.0 * math.log(2)
-    assert placed[1][0] == 0 and placed[1][1] == pytest.approx(spread_fractions(octave, 2 * octave))  # slower
+    (_, start, _), (faster, _, slower) = widest_ranges(np.array([500.0] * 3), np.array([200_000.0] * 3),
+                                                       np.array([3300.0, 60_000.0, (3000.0 * 99 + 5_000.0) / 99]))
+    assert log_uniform_mean(500.0, faster) == pytest.approx(3300.0)
+    assert placed[0][0] == 0 and placed[0][1] == pytest.approx(spread_fractions(500.0, faster))  # faster
+    assert log_uniform_mean(start, 200_000.0) == pytest.approx(60_000.0) and start < 10_000.0
+    assert placed[1][0] == 0 and placed[1][1] == pytest.approx(spread_fractions(start, 200_000.0))  # slower
     assert placed[4][0] == 0  # 99 events of 3 ms beside one in [10, 20] ms, put at 10 ms: at most 3.05 ms
-    octave = (3000.0 * 99 + 5_000.0) / 99 * math.log(2)
-    assert placed[4][1] == pytest.approx(spread_fractions(octave, 2 * octave))
-    one = np.array([[1.0, 0.0]])  # the octave of a mean near a bucket's low end: the part of it within the bucket
+    assert placed[4][1] == pytest.approx(spread_fractions(500.0, slower))
+    one = np.array([[1.0, 0.0]])  # a mean near a bucket's low end: from that end, up to where the mean is it
     (_, _, (row,)) = timed_rows(np.array([4000.0, 10_000.0]), np.array([9000.0, 20_000.0]), one, np.array([4300.0]))
-    assert row == pytest.approx(spread_fractions(4000.0, 2 * 4300.0 * math.log(2)))
+    (_,), (top,) = widest_ranges(np.array([4000.0]), np.array([9000.0]), np.array([4300.0]))
+    assert row == pytest.approx(spread_fractions(4000.0, top)) and log_uniform_mean(4000.0, top) == pytest.approx(4300)
+
+
+def test_a_bucket_the_time_proves_near_its_floor_gets_no_events_above_what_the_time_allows() -> None:
+    """Fifty events of 50.5 ms in (50, 75] ms: all in the row [32.8, 65.5) ms (its part of the bucket is 50-65.5 ms,
+    and the time leaves them no room past 51 ms); clipped to the bucket, the octave around 50.5 ms put 20% in
+    [65.5, 131) ms, which the time allows at most one of."""
+    bounds = [5e4, 7.5e4, math.inf]  # µs
+    counts = np.array([[0, 50, 0]])
+    slots = rebin_columns(spread_matrix(bounds), counts, bounds, np.array([50 * 50_500.0]))
+    assert slots[0][16] == 50 and slots[0].sum() == 50

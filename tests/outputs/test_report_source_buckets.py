@@ -160,7 +160,7 @@ def test_a_fast_services_first_bucket_is_shown_where_its_sum_puts_it(tmp_path: P
     rows = [(b["low"], b["high"]) for b in stream["buckets"]]
     events = np.sum(stream["frequency"], axis=0)  # intervals of any length: rows that hold events are > 0
     held = [rows[i] for i in np.flatnonzero(events)]
-    assert held and all(low >= 0.000512 and high <= 0.002048 for low, high in held)  # around 0.9 ms, not 50-100
+    assert held and all(high <= 0.002048 for _, high in held)  # from 0 to 1.8 ms (mean 0.9 ms), not 50-100 ms
     assert stream["total"]["mean_s"] == pytest.approx(0.0009)
     assert stream["source_buckets"]["p50_s"] == pytest.approx(0.05)  # histogram_quantile's, as Grafana shows
     text = CliRunner().invoke(main, ["report", str(rec)]).output

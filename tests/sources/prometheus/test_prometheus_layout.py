@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from prometheus_support import DEFAULT_BUCKETS, POW2_MS_BUCKETS, Exporter, NativeHistogramState
+from prometheus_support import DEFAULT_BUCKETS, POW2_MS_BUCKETS, Exporter, NativeHistogramState, scraped_intervals
 
 from latencymap.core.buckets import bin_values
 from latencymap.core.rebin import bucket_ranges, rebin_counts, time_bounds
@@ -203,6 +203,16 @@ def test_an_event_carried_into_a_column_does_not_move_its_first_bucket_below_its
     assert alone.tolist() == rows[-1].tolist()
 
 
+def test_scraped_events_the_sum_proves_at_their_buckets_floor_stay_there() -> None:
+    """A real exporter's (0.05, 0.075] bucket holding 50 requests of 50.5 ms a scrape: every column's `_sum` leaves
+    them no room past 51 ms, so all are in the row [32.8, 65.5) ms; the octave around 50.5 ms, clipped to the bucket,
+    put 10 a column in [65.5, 131) ms, where the sum allows at most one."""
+    columns = scraped_intervals(DEFAULT_BUCKETS, [0.0505] * 50, columns=5)[1:]
+    assert len(columns) == 4
+    for column in columns:  # microsecond rows: row 16 is [32768, 65536) µs
+        assert column.counts[16] == 50 and column.counts.sum() == 50
+
+
 def test_integer_counts_keep_the_rounded_total() -> None:
     assert integer_counts([1.2, 2.6, -0.3, 0.7], 4.5).tolist() == [1, 2, 0, 1]  # round(4.5) == 4
     assert integer_counts([0.5, 0.5, 0.5]).sum() == 2  # round(1.5) == 2
@@ -309,7 +319,7 @@ def test_the_sum_places_a_fast_services_first_bucket() -> None:
     plain, _ = layout.fold(counts, 0.0038)
     placed, kept = layout.fold(counts, 0.0038, time=3800.0)  # four requests of 0.95 ms, as `_sum` says
     assert plain[16] + plain[17] == 4  # the rule alone: [50, 100) ms
-    assert placed[10] + placed[11] == 4 and placed.sum() == 4  # [512 µs, 2 ms): where 0.95 ms is
+    assert placed[:12].sum() == 4 and placed.sum() == 4  # [0, 2 ms): uniform from 0 to 1.9 ms, mean 0.95 ms
     assert kept is not None and kept.counts.tolist() == counts.tolist() and kept.total_time == 0.0038
     many = layout.fold_many(np.array([[4, 0, 0, 0, 0], [4, 0, 0, 0, 0]]), np.array([3800.0, math.nan]))
     assert many[0].tolist() == placed.tolist() and many[1].tolist() == plain.tolist()

@@ -79,6 +79,9 @@ def spread_fractions(low: float, high: float) -> np.ndarray:
         return shares
     log_low, log_high = math.log2(low), math.log2(high)
     width = log_high - log_low
+    if width <= 0.0:  # a range narrower than floats tell apart in log2 (a bucket a sum placed at one value)
+        shares[slot_of_value(low)] = 1.0
+        return shares
     first, last = slot_of_value(low), slot_of_value(math.nextafter(high, 0.0))
     for slot in range(first, last + 1):
         lo = max(low, _EDGES[slot]) if slot else low

@@ -15,6 +15,7 @@ from latencymap.core.rebin import (
     largest_remainder,
     rebin_columns,
     rebin_counts,
+    slot_of_value,
     spread_fractions,
     spread_matrix,
     timed_rows,
@@ -242,3 +243,10 @@ def test_a_bucket_the_time_proves_near_its_floor_gets_no_events_above_what_the_t
     counts = np.array([[0, 50, 0]])
     slots = rebin_columns(spread_matrix(bounds), counts, bounds, np.array([50 * 50_500.0]))
     assert slots[0][16] == 50 and slots[0].sum() == 50
+
+
+def test_a_range_too_narrow_for_log2_to_tell_its_ends_apart_is_one_value() -> None:
+    """A sum that places a bucket's events at its top gives [9999.99999999999, 10000): log2 of both ends is one float,
+    and the shares divided by that width (ZeroDivisionError on a real Prometheus restart in CI)."""
+    shares = spread_fractions(9999.99999999999, 10000.0)
+    assert shares.sum() == 1.0 and shares[slot_of_value(9999.99999999999)] == 1.0

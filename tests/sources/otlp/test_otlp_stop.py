@@ -216,6 +216,11 @@ def test_duration_reports_every_event_acknowledged_and_refuses_what_comes_after(
     assert child.returncode == 0, err
     assert "Traceback" not in err, err
     assert posters.refused[STOPPING] > 0 and sdk.acked > 0, (posters.refused, sdk.results)
-    assert events(out) + left_unread(err) * SERIES * EVENTS == posters.acked + sdk.acked, err
+    got, unread, acked = events(out), left_unread(err), posters.acked + sdk.acked
+    if unread:  # the drain took longer than DRAIN_S (a loaded machine) and said how many requests it left: each held
+        # 10 events (the SDK's) to SERIES * EVENTS (a poster's)
+        assert got + unread * 10 <= acked <= got + unread * SERIES * EVENTS, err
+    else:
+        assert got == acked, err
     messages = json.loads(out)["errors"]["messages"]
     assert any(m.startswith("--duration 2: ") for m in messages), messages

@@ -77,8 +77,8 @@ def test_a_task_metric_past_the_top_bucket_is_said_once_per_stream_read_whole_or
     log = write_log(tmp_path / PLAIN.name, lines)
     name, _ = app_of(lines)
     told = (f"spark: spark {name} task run: a task's value 1e+20 millisec is past the top bucket's nominal end, "
-            "9.22337e+18 millisec (106,751,991,167 days): the top bucket is open (≥53,375,995,584 days) and counts "
-            "it, with its exact time; percentiles there reach the values seen in it; said once per stream")
+            "9.22337e+18 millisec (1.07e+11 days): the top bucket is open (≥5.34e+10 days) and counts it, with its "
+            "exact time; percentiles there reach the values seen in it; said once per stream")  # ≥1e9 days: e-notation
     for source in (SparkSource(target=str(log), metric="run"),
                    SparkSource(target=str(log), metric="run", follow=True, poll=0.02)):
         items = list(source.items())

@@ -190,6 +190,13 @@ def percentile_text(total: dict[str, Any], q: float, long_units: bool = True) ->
     return percentile_duration(total[key], key in total.get("open", ()), long_units)
 
 
+def shown_total(total: Totals, source: SourceTotals | None, unit: str, columns: int) -> dict[str, Any]:
+    """`stream_total` as the TUI shows it: where its percentiles are the source's own buckets', those in a first
+    bucket the exact sum proves faster written as its bound (`bounded_first_bucket`)."""
+    figures = stream_total(total, source, unit, columns)
+    return bounded_first_bucket(figures, source, unit) if source_use(source, total.events, columns)[0] else figures
+
+
 def first_bucket_note(source: SourceTotals | None, unit: str) -> str | None:
     """What the report says of a first bucket that the exact sum proves faster than histogram_quantile's straight line
     from 0 draws it (`SourceTotals.first_bucket_faster`): the rows place its events by that sum. None otherwise."""

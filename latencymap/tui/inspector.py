@@ -14,7 +14,7 @@ from latencymap.core.buckets import percentile_duration
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number, unit_seconds
-from latencymap.outputs.report import bounded_first_bucket, source_use, stream_total
+from latencymap.outputs.report import shown_total, source_use
 from latencymap.tui.axis import column_time, telling_digits, time_of_day
 from latencymap.views.frame import Folds, fold_rows, row_labels
 
@@ -112,7 +112,7 @@ def own_figures(hist: StreamHistory, first: int, stop: int, totals: Totals, sour
     the whole stream only."""
     if source is None or not whole_from_source(hist, first, stop, totals.events, source):
         return totals.mean_s, totals.percentiles, totals.open, ()
-    whole = bounded_first_bucket(stream_total(totals, source, hist.stream.unit, hist.n), source, hist.stream.unit)
+    whole = shown_total(totals, source, hist.stream.unit, hist.n)
     mean, *figures = (math.nan if v is None else float(v) for v in
                       (whole["mean_s"], *(whole[f"{PERCENTILE_NAMES[q]}_s"] for q in PERCENTILES)))
     bounds = [tuple(q for q in PERCENTILES if f"{PERCENTILE_NAMES[q]}_s" in whole.get(key, ()))

@@ -31,7 +31,7 @@ from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES, PERCENTILES, median_of
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.outputs.report import bounded_first_bucket, source_use, stream_total
+from latencymap.outputs.report import shown_total, source_use
 from latencymap.tui.estimates import bounded_estimates
 from latencymap.tui.inspector import whole_from_source
 
@@ -178,9 +178,7 @@ class _Stream:
         rows = Totals(events, self.spent, self.spent / events if events else math.nan, math.nan, self.counts,
                       {q: self.pct[2] if q == 0.50 else self.pct[3] if q == 0.99 else math.nan for q in PERCENTILES})
         own = source_use(source, events, hist.n)[0]
-        total = stream_total(rows, source, hist.stream.unit, hist.n)
-        if own:
-            total = bounded_first_bucket(total, source, hist.stream.unit)
+        total = shown_total(rows, source, hist.stream.unit, hist.n)
         p50, p99 = (math.nan if v is None else float(v) for v in (total["p50_s"], total["p99_s"]))
         o50, o99 = (f"{PERCENTILE_NAMES[q]}_s" in total.get("open", ()) for q in SHOWN)
         m50, m99 = (f"{PERCENTILE_NAMES[q]}_s" in total.get("at_most", ()) for q in SHOWN)

@@ -19,7 +19,7 @@ from latencymap.core.percentiles import PERCENTILES, median_of
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number
-from latencymap.outputs.report import bounded_first_bucket, percentile_text, source_use, stream_total
+from latencymap.outputs.report import percentile_text, shown_total, source_use, stream_total
 from latencymap.tui.fit import Field, FittedText, fit_lines
 
 STATE_STYLES = {"live": "bold green", "paused": "bold yellow", "ended": "bold cyan", "waiting": "bold"}
@@ -76,10 +76,8 @@ def overall(hist: StreamHistory, stop: int, total: Totals,
     as the report prints them; and whether the percentiles come from the source's own buckets. Those hold the whole
     stream: with `stop` short of it (paused) the figures of the moment it was whole are kept, else the rows'."""
     if source is not None and stop == hist.n:
-        figures = stream_total(total, source, hist.stream.unit, hist.n)
+        figures = shown_total(total, source, hist.stream.unit, hist.n)
         own = source_use(source, total.events, hist.n)[0]
-        if own:
-            figures = bounded_first_bucket(figures, source, hist.stream.unit)
         _WHOLE[hist] = (stop, figures, own)
         return figures, own
     kept = _WHOLE.get(hist)

@@ -24,6 +24,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("grpc") is not None)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_command() -> None:
+    """Each test starts as a command does: no stop asked yet (a `--duration` run in an earlier test asks its
+    sources to end, and a receiver started directly would end at once)."""
+    from latencymap.core import stopping
+
+    stopping.begin()
+
+
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES

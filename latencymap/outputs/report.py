@@ -846,7 +846,7 @@ def _stage_notes(extra: dict[str, Any]) -> list[str]:
             line += (f"; without its {n} warm-up task{'s' if n != 1 else ''}: skew {st['skew_after_warmup']:.1f}x, "
                      f"max {duration_text(st['max_after_warmup_s'])}")
         if st.get("wasted_core_s") is not None:
-            line += f"; {st['cores']} cores{_cores_there(st)}, {_waste(st)}"
+            line += f"; {plural(st['cores'], 'core')}{_cores_there(st)}, {_waste(st)}"
         if st is costliest:
             line += " ◀ the most core-s wasted"
         out.append(clean_text(line, 1000))

@@ -193,8 +193,8 @@ def inspection_summary(ins: Inspection) -> Text:
              for q, v in ins.percentiles.items()]
     text.append("  ".join(items[:2]) + "\n" + "  ".join(items[2:]))
     if ins.placed_below is not None:
-        text.append(f"\nplaced by the exact sum inside the source's (0, {format_duration(ins.placed_below)}]",
-                    style="dim")
+        text.append(f"\nin the source's first bucket (0, {format_duration(ins.placed_below)}]:\n"
+                    "figures placed by its exact sum", style="dim")
     _flag_notes(text, ins)
     return text
 

@@ -426,10 +426,19 @@ def test_percentiles_in_the_open_top_bucket_say_what_is_known_of_them(tmp_path: 
     assert "p999 ≥" not in _run_report("--unit", "ns", str(raw))
 
 
-def _stage(stage: int, wasted: float, utilisation: float) -> dict[str, Any]:
+def _stage(stage: int, wasted: float, utilisation: float, cores: int = 2) -> dict[str, Any]:
     return {"stage": stage, "attempt": 0, "tasks": 4, "median_s": 0.3, "max_s": 0.4, "skew": 1.3,
-            "max_over_wall": 0.5, "wall_s": 1.0, "cores": 2, "wasted_core_s": wasted, "utilisation": utilisation,
-            "task_time_s": 2 * utilisation}
+            "max_over_wall": 0.5, "wall_s": 1.0, "cores": cores, "wasted_core_s": wasted, "utilisation": utilisation,
+            "task_time_s": cores * utilisation}
+
+
+def test_a_stage_line_counts_its_cores_in_words() -> None:
+    from latencymap.outputs.report import source_lines
+
+    (one,) = [line for line in source_lines({"stages": [_stage(0, 0.5, 0.5, cores=1)]}) if "stage 0.0" in line]
+    assert "; 1 core, 0.5 core-s wasted (50%)" in one, one
+    (two,) = [line for line in source_lines({"stages": [_stage(0, 1.0, 0.5)]}) if "stage 0.0" in line]
+    assert "; 2 cores, 1 core-s wasted (50%)" in two, two
 
 
 def test_the_costliest_stage_is_marked_only_when_it_wasted_a_material_share() -> None:

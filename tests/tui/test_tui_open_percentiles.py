@@ -19,6 +19,7 @@ from latencymap.outputs.report import first_bucket_note, percentile_text, report
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.findings import window_findings
 from latencymap.tui.inspector import inspect_columns, inspection_summary
+from latencymap.tui.layout import INSPECTOR_W
 from latencymap.tui.overview import MARK_W, OverviewList, OverviewScreen, _values, name_width, strip_cells
 from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, StreamRow
 from latencymap.tui.overview_strips import p99_levels, strips_p99
@@ -31,6 +32,8 @@ from latencymap.views.frame import LEVELS
 #: Top finite bound 100 ms: 30% of the requests take 300 ms, past it, so p99 is only `≥100ms`.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1)
 REQUESTS = [0.004] * 70 + [0.3] * 30
+#: The inspector's note where its figures lie in a Prometheus source's first bucket (each line fits the panel).
+PLACED = "in the source's first bucket (0, 100ms]:\nfigures placed by its exact sum"
 
 
 def test_a_prometheus_p99_past_the_top_bound_reads_as_a_lower_bound_in_header_overview_and_inspector() -> None:
@@ -286,7 +289,8 @@ def test_a_first_bucket_the_exact_sum_proves_faster_reads_as_an_upper_bound_in_h
     assert _values(row)[2] == "≤100ms" and row.at_most == {"p50 all", "p99 all"}
     assert _values(row)[1].endswith("µs")  # now: the rows (the exact sum places them), short of the whole stream
     one = inspection_summary(inspect_columns(hist, hist.n - 1, hist.n, 0, 63, source=source)).plain
-    assert "p99 " in one and "placed by the exact sum inside the source's (0, 100ms]" in one, one
+    assert "p99 " in one and PLACED in one, one
+    assert max(len(line) for line in one.splitlines()) <= INSPECTOR_W - 2, one  # the panel's border
     items = [item.text for item in window_findings(hist, 0, hist.n, source=source)]
     assert items[1] == first_bucket_note(source, hist.stream.unit) and items[1] in report_text(acc), items
 
@@ -305,8 +309,8 @@ def test_the_first_bucket_notes_are_only_where_the_figures_lie_in_that_bucket() 
     note = first_bucket_note(source, hist.stream.unit)
     assert note is not None and note in report_text(acc)
     late = inspection_summary(inspect_columns(hist, hist.n - 1, hist.n, 0, 63, source=source)).plain
-    assert "placed by the exact sum" not in late, late
+    assert "placed by its exact sum" not in late, late
     early = inspection_summary(inspect_columns(hist, 1, 2, 0, 63, source=source)).plain
-    assert "placed by the exact sum inside the source's (0, 100ms]" in early, early
+    assert PLACED in early, early
     assert note not in [item.text for item in window_findings(hist, hist.n - 4, hist.n, source=source)]
     assert note in [item.text for item in window_findings(hist, 0, hist.n, source=source)]

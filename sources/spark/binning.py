@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -80,15 +80,24 @@ def plausible(t: SparkTask) -> bool:
 def without_metrics(tasks: list[SparkTask], metric: str) -> Notice | None:
     """The note that the map of `metric` (a Task Metrics one) leaves out the attempts that logged no Task Metrics
     (those a lost executor or a fetch failure ended), counted by their end reason; None when there are none."""
-    if metric == "duration":
-        return None
-    value_of = METRICS[metric][1]
     placed = [t for t in tasks if plausible(t)]
-    reasons = Counter(t.reason or "no reason logged" for t in placed if t.run_ms is None and value_of(t) is None)
-    if not reasons:
+    return metrics_note(metric, Counter(metricless_reason(t, metric) for t in placed), len(placed))
+
+
+def metricless_reason(task: SparkTask, metric: str) -> str | None:
+    """Why the map of `metric` leaves `task` out for want of Task Metrics (its end reason); None when it does not."""
+    if metric == "duration" or task.run_ms is not None or METRICS[metric][1](task) is not None:
         return None
-    why = ", ".join(f"{clean_text(reason, 80)} {n:,}" for reason, n in sorted(reasons.items()))
-    return Notice(f"spark: --metric {metric}: {sum(reasons.values()):,} of {len(placed):,} task attempts logged no "
+    return task.reason or "no reason logged"
+
+
+def metrics_note(metric: str, reasons: Mapping[str | None, int], placed: int) -> Notice | None:
+    """`without_metrics`'s note from the count of each `metricless_reason` (None: kept) over `placed` attempts."""
+    left = {reason: n for reason, n in reasons.items() if reason is not None and n}
+    if not left:
+        return None
+    why = ", ".join(f"{clean_text(reason, 80)} {n:,}" for reason, n in sorted(left.items()))
+    return Notice(f"spark: --metric {metric}: {sum(left.values()):,} of {placed:,} task attempts logged no "
                   f"Task Metrics ({why}): left out of the map (--metric duration maps every attempt)", skipped=0)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
-from latencymap.core.model import Interval
+from latencymap.core.model import Interval, Notice
 from latencymap.core.sanitize import StreamNames
 from latencymap.plugins import SourceError, process_end
 
@@ -29,6 +29,9 @@ from .binning import (
     auto_interval_ms,
     intervals_from_cells,
     merge_in_time,
+    metricless_reason,
+    metrics_note,
+    plausible,
     stream_for,
 )
 from .codecs import CodecError, codec_of, make_decoder
@@ -119,6 +122,8 @@ class EngineResult:
     #: Each job's [submission, completion] (epoch ms), by job id; the log's last time (`last_time_ms`).
     jobs: dict[int, list[int | None]] = field(default_factory=dict)
     last_ms: int | None = None
+    #: The note of the attempts the map leaves out for want of Task Metrics (`binning.without_metrics`), if any.
+    metricless: Notice | None = None
 
 
 def slot_of_value(value: float | None) -> int | None:
@@ -352,6 +357,8 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
     made: Streams = {}
     intervals = _intervals(cells, app.name or app.app_id, metric, width_ms, made)
     all_tasks = task_events.rdd.map(_task_of_row)
+    placed = all_tasks.filter(plausible).map(lambda t: metricless_reason(t, metric)).countByValue()
+    metricless = metrics_note(metric, placed, sum(placed.values()))
     used = all_tasks.map(lambda t: ((t.stage, t.stage_attempt), t.executor)).distinct().collect()
     cores = stage_cores([_placeholder(key, executor) for key, executor in used], executors)
     by_stage = all_tasks.keyBy(lambda t: (t.stage, t.stage_attempt)).groupByKey()
@@ -376,7 +383,8 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
     events.unpersist()
     analysis = {"stragglers": [s for s in found if include_warmup or not s["warmup"]],
                 "warmup": [s for s in found if s["warmup"]], "stages": summaries}
-    return EngineResult(intervals, analysis, app, with_tasks, read.bad, read.told, implausible, made, read.jobs, now)
+    return EngineResult(intervals, analysis, app, with_tasks, read.bad, read.told, implausible, made, read.jobs, now,
+                        metricless)
 
 
 @dataclass

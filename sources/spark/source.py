@@ -304,6 +304,8 @@ class SparkSource(Source):
             yield _unread_of(result.problems, result.bad_lines)
         if result.implausible:
             yield _implausible(result.implausible)
+        if result.metricless is not None:
+            yield result.metricless
         yield from self._log_state(log, result.app)
 
     def _app_name(self, fallback: str = "") -> str:
@@ -367,6 +369,9 @@ class SparkSource(Source):
             yield from notices()
             yield item
         yield from notices()
+        left = without_metrics(self.tasks, self._opt("metric", "duration"))
+        if left is not None:
+            yield left
 
     def analysis(self) -> dict[str, Any]:
         """`{"stragglers": [...], "warmup": [...], "stages": [...], "metric", "analysed"}` for the tasks read so far

@@ -124,6 +124,25 @@ def write_log(path: Path, lines: list[bytes], end: bytes = b"\n") -> Path:
     return path
 
 
+def lost_attempt(line: bytes, reason: str) -> bytes:
+    """A TaskEnd as Spark logs an attempt its executor's loss or a fetch failure ended: failed, no Task Metrics."""
+    e = json.loads(line)
+    del e["Task Metrics"]
+    e["Task Info"]["Failed"] = True
+    e["Task End Reason"] = {"Reason": reason}
+    return json.dumps(e, separators=(",", ":")).encode()
+
+
+def with_lost_attempts(path: Path) -> tuple[Path, list[int]]:
+    """The plain fixture's log written at `path` with its 4th and 10th TaskEnd turned into attempts an
+    ExecutorLostFailure and a FetchFailed ended (`lost_attempt`); and the line indexes of its TaskEnds."""
+    lines = PLAIN.read_bytes().splitlines()
+    ends = [k for k, line in enumerate(lines) if b'"SparkListenerTaskEnd"' in line]
+    lines[ends[3]] = lost_attempt(lines[ends[3]], "ExecutorLostFailure")
+    lines[ends[9]] = lost_attempt(lines[ends[9]], "FetchFailed")
+    return write_log(path, lines), ends
+
+
 def notices(items: list[Any]) -> list[str]:
     return [i.message for i in items if isinstance(i, Notice)]
 

@@ -1,8 +1,9 @@
 """`--engine spark` on logs with faults gives the default engine's report and notices, and a failed job's cause.
 
 A non-UTF-8 byte in a task line, an lz4 log cut inside a block, a zstd log cut inside a frame, a directory of two
-applications: the lines skipped (file and line), the notices and the analysis are those of the local reader. A job
-that fails in its Python workers is told by what they raised, in one line. Real PySpark runs here (one JVM).
+applications, attempts without Task Metrics under `--metric run`: the lines skipped (file and line), the notices and
+the analysis are those of the local reader. A job that fails in its Python workers is told by what they raised, in
+one line. Real PySpark runs here (one JVM).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from skips_support import requires_module
+from spark_support import with_lost_attempts
 
 pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 
@@ -47,7 +49,9 @@ SCRIPT = textwrap.dedent("""
     except Exception as err:
         out["failure"] = f"{type(err).__name__}: {err}"
     engine._log_lines = read_lines
-    out.update({target: {"local": run(target), "engine": run(target, engine="spark")} for target in sys.argv[2:]})
+    for target in sys.argv[2:]:
+        options = {"metric": "run"} if "lost" in target else {}  # attempts without Task Metrics are left out
+        out[target] = {"local": run(target, **options), "engine": run(target, engine="spark", **options)}
     with open(sys.argv[1], "w") as fh:
         json.dump(out, fh)
 """)
@@ -74,7 +78,9 @@ def faulty_logs(tmp_path: Path) -> list[Path]:
     shutil.copy(SPARK / "plain" / APP, two / APP)
     shutil.copy(SPARK / "lz4" / f"{APP}.lz4", two / "local-1795225699999.lz4")
     os.utime(two / APP, (1, 1))
-    return [bad, cut, rolled, two]
+    (tmp_path / "lost").mkdir()
+    lost, _ = with_lost_attempts(tmp_path / "lost" / APP)
+    return [bad, cut, rolled, two, lost]
 
 
 @pytest.mark.timeout(300)
@@ -86,13 +92,15 @@ def test_engine_spark_gives_the_local_notices_and_a_failed_jobs_cause(tmp_path: 
                          capture_output=True, text=True, timeout=280)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(result.read_text())
-    bad, cut, rolled, two = (out[str(p)] for p in logs)
+    bad, cut, rolled, two, lost = (out[str(p)] for p in logs)
     line = 1 + next(k for k, text in enumerate(logs[0].read_bytes().splitlines()) if b"\xff" in text)
     assert bad["local"]["skipped"] == 1
     assert f"{logs[0]} line {line}: SparkListenerTaskEnd not read (" in bad["local"]["notices"][0]
     assert any("its last lz4 block" in n for n in cut["local"]["notices"])
     assert any("its last zstd frame" in n for n in rolled["local"]["notices"])
     assert any("holds 2 applications" in n for n in two["local"]["notices"])
+    ends = sum(b'"SparkListenerTaskEnd"' in line for line in logs[-1].read_bytes().splitlines())
+    assert any(f"2 of {ends} task attempts logged no Task Metrics" in n for n in lost["local"]["notices"])
     for name, r in out.items():
         if name != "failure":
             assert r["engine"] == r["local"], name

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 from click.testing import CliRunner
-from spark_support import PLAIN, current, notices, write_log
+from spark_support import PLAIN, current, notices, with_lost_attempts, write_log
 
 from latencymap.cli.main import main
 from latencymap.core.buckets import bin_values
@@ -131,29 +131,18 @@ def test_a_straggler_whose_stage_gave_no_stream_is_on_none(tmp_path: Path) -> No
     assert [source.straggler_stream(s) for s in found] == [None, None]
 
 
-def _lost(line: bytes, reason: str) -> bytes:
-    """A TaskEnd as Spark logs an attempt its executor's loss or a fetch failure ended: failed, no Task Metrics."""
-    e = json.loads(line)
-    del e["Task Metrics"]
-    e["Task Info"]["Failed"] = True
-    e["Task End Reason"] = {"Reason": reason}
-    return json.dumps(e, separators=(",", ":")).encode()
-
-
 def test_attempts_without_task_metrics_left_out_of_a_metric_map_are_counted(tmp_path: Path) -> None:
     """`--metric run` left out the attempts a lost executor (ExecutorLostFailure) or a fetch failure ended, which
     log no Task Metrics, without a word (a real log: 2 of 28); duration maps them."""
-    lines = PLAIN.read_bytes().splitlines()
-    ends = [k for k, line in enumerate(lines) if b'"SparkListenerTaskEnd"' in line]
-    lines[ends[3]] = _lost(lines[ends[3]], "ExecutorLostFailure")
-    lines[ends[9]] = _lost(lines[ends[9]], "FetchFailed")
-    log = write_log(tmp_path / PLAIN.name, lines)
-    for metric in ("run", "cpu", "gc", "scheduler-delay"):
-        _, items = current(log, metric=metric)
+    log, ends = with_lost_attempts(tmp_path / PLAIN.name)
+    lines = log.read_bytes().splitlines()
+    for metric, follow in (("run", False), ("cpu", False), ("gc", False), ("scheduler-delay", False),
+                           ("run", True)):
+        _, items = current(log, metric=metric, **({"follow": True, "poll": 0.02} if follow else {}))
         assert sum(i.counts.sum() for i in items if isinstance(i, Interval)) == len(ends) - 2
         assert notices(items) == [f"spark: --metric {metric}: 2 of {len(ends)} task attempts logged no Task "
                                   "Metrics (ExecutorLostFailure 1, FetchFailed 1): left out of the map "
-                                  "(--metric duration maps every attempt)"]
+                                  "(--metric duration maps every attempt)"], follow
     _, items = current(log)
     assert sum(i.counts.sum() for i in items if isinstance(i, Interval)) == len(ends) and not notices(items)
     lost = {json.loads(lines[k])["Stage ID"] for k in (ends[3], ends[9])}

@@ -20,24 +20,8 @@ SLOW = "1"
 DRIVER_SLEEP = 3.0
 
 
-def executor_id() -> str | None:
-    """The id of the executor whose Python worker runs this (from the JVM's `--executor-id`, up the process tree)."""
-    pid = os.getpid()
-    for _ in range(6):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                args = fh.read().split(b"\0")
-            if b"--executor-id" in args:
-                return args[args.index(b"--executor-id") + 1].decode()
-            with open(f"/proc/{pid}/stat") as fh:
-                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
-    return None
-
-
 def main() -> int:
-    from job_conf import two_executor_context
+    from job_conf import executor_jvm, two_executor_context
 
     log_dir, work, port = sys.argv[1], sys.argv[2], sys.argv[3]
     sc = two_executor_context("latencymap-executors", log_dir, port)
@@ -49,7 +33,8 @@ def main() -> int:
     sc.textFile("file://" + inputs, 1).map(lambda line: sum(range(300))).count()
 
     def slowed(i: int, rows: object) -> object:
-        time.sleep(0.8 if executor_id() == SLOW else 0.2)
+        jvm = executor_jvm()
+        time.sleep(0.8 if jvm is not None and jvm[1] == SLOW else 0.2)
         return [i]
 
     sc.parallelize(range(16), 16).mapPartitionsWithIndex(slowed).collect()

@@ -21,23 +21,8 @@ LOSER = 1
 LOSE_AFTER = 1.0
 
 
-def executor_pid() -> int | None:
-    """The pid of the executor JVM whose Python worker runs this (the process up the tree given `--executor-id`)."""
-    pid = os.getpid()
-    for _ in range(6):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                if b"--executor-id" in fh.read().split(b"\0"):
-                    return pid
-            with open(f"/proc/{pid}/stat") as fh:
-                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
-    return None
-
-
 def main() -> int:
-    from job_conf import two_executor_context
+    from job_conf import executor_jvm, two_executor_context
 
     log_dir, work, port = sys.argv[1], sys.argv[2], sys.argv[3]
     sc = two_executor_context("latencymap-lost", log_dir, port)
@@ -49,9 +34,9 @@ def main() -> int:
             with open(marker, "w") as fh:
                 fh.write("x")
             time.sleep(LOSE_AFTER)
-            pid = executor_pid()
-            if pid is not None:
-                os.kill(pid, signal.SIGKILL)
+            jvm = executor_jvm()
+            if jvm is not None:
+                os.kill(jvm[0], signal.SIGKILL)
             time.sleep(5)
         return [sum(1 for _ in rows)]
 

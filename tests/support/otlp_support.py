@@ -6,6 +6,8 @@ import gzip
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -276,6 +278,23 @@ def push_job_durations(pusher: Pusher, count: int = 500, pushes: int = 3) -> np.
         pusher.push()
     pusher.close()
     return values
+
+
+def report_of_pushes(listen: Sequence[str], ready: Callable[[subprocess.Popen[str]], None],
+                     push: Callable[[], np.ndarray]) -> tuple[int, str, str, np.ndarray]:
+    """Exit status, stdout and stderr of `latencymap report --format json listen LISTEN...` (a child process) after
+    `push` pushed to it once it was `ready`, and what `push` returned; the child is killed if the test fails."""
+    child = subprocess.Popen([sys.executable, "-m", "latencymap", "report", "--format", "json", "listen", *listen],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready(child)
+        values = push()
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    return child.returncode, out, err, values
 
 
 @contextmanager

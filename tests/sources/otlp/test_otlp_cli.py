@@ -11,7 +11,7 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner
-from otlp_support import Pusher, exporter, free_port, post, push_job_durations
+from otlp_support import Pusher, exporter, free_port, post, push_job_durations, report_of_pushes
 
 from latencymap.cli import main as cli
 from latencymap.sources.otlp import DEFAULT_ADDRESS
@@ -112,20 +112,16 @@ def test_the_receivers_greeting_is_said_not_filed_among_the_reports_messages() -
     """h3's finding 7c: "receiving OpenTelemetry metrics at ..." says where the receiver listens (on stderr, as it
     starts): the report's `errors.messages` filed it as what reading said (a recording kept it as a note: above)."""
     port = free_port()
-    child = subprocess.Popen([sys.executable, "-m", "latencymap", "report", "--format", "json", "listen", "--otlp",
-                              f"127.0.0.1:{port}", "--idle-timeout", "1"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+
+    def greeted(child: subprocess.Popen[str]) -> None:
         assert child.stderr is not None
         assert "receiving OpenTelemetry metrics at" in child.stderr.readline()
-        values = push_job_durations(Pusher(exporter("json", f"http://127.0.0.1:{port}/v1/metrics", "delta"),
-                                           service="cli"))
-        out, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
-    assert child.returncode == 0, err
+
+    code, out, err, values = report_of_pushes(
+        ["--otlp", f"127.0.0.1:{port}", "--idle-timeout", "1"], greeted,
+        lambda: push_job_durations(Pusher(exporter("json", f"http://127.0.0.1:{port}/v1/metrics", "delta"),
+                                          service="cli")))
+    assert code == 0, err
     doc = json.loads(out)
     assert [s["total"]["events"] for s in doc["streams"]] == [len(values)]
     assert doc["errors"] == {"skipped_records": 0, "messages": []}

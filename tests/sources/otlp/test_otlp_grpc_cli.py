@@ -12,7 +12,16 @@ import click
 import grpc
 import pytest
 from click.testing import CliRunner
-from otlp_support import Pusher, exporter, free_port, post, protobuf_request, push_job_durations, sdk_collect
+from otlp_support import (
+    Pusher,
+    exporter,
+    free_port,
+    post,
+    protobuf_request,
+    push_job_durations,
+    report_of_pushes,
+    sdk_collect,
+)
 
 from latencymap.cli import main as cli
 from latencymap.sources.listen import ListenSource
@@ -24,19 +33,15 @@ pytestmark = pytest.mark.grpc  # gRPC in this process: run last (tests/conftest.
 @pytest.mark.slow
 def test_report_of_a_listen_run_counts_every_observation_the_sdk_pushed() -> None:
     port = free_port()
-    child = subprocess.Popen([sys.executable, "-m", "latencymap", "report", "--format", "json", "listen",
-                              "--otlp-grpc", f"127.0.0.1:{port}", "--idle-timeout", "3"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+
+    def listening(_: subprocess.Popen[str]) -> None:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            grpc.channel_ready_future(channel).result(timeout=60)  # the receiver is listening
-        values = push_job_durations(Pusher(exporter("grpc+gzip", f"127.0.0.1:{port}", "cumulative"), service="cli"))
-        out, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
-    assert child.returncode == 0, err
+            grpc.channel_ready_future(channel).result(timeout=60)
+
+    code, out, err, values = report_of_pushes(
+        ["--otlp-grpc", f"127.0.0.1:{port}", "--idle-timeout", "3"], listening,
+        lambda: push_job_durations(Pusher(exporter("grpc+gzip", f"127.0.0.1:{port}", "cumulative"), service="cli")))
+    assert code == 0, err
     report: dict[str, Any] = json.loads(out)
     [stream] = report["streams"]
     assert stream["stream"]["label"] == "cli/job.duration{queue=default}"

@@ -100,6 +100,9 @@ class Differ:
         self._last: dict[StreamId, Snapshot] = {}
         self._days: dict[StreamId, int] = {}  # microseconds added to a stream's times of day
         self._behind: dict[StreamId, Snapshot] = {}  # the last snapshot skipped for going back in time
+        #: The notice that `_behind`'s snapshot is skipped, said once its fate is known: not when it turns out the
+        #: baseline of another run (a capture joined to itself: nothing skipped), else at the next record or the end.
+        self._held: dict[StreamId, Notice] = {}
         self._said_rollover = False
         self._in_run = False  # within push_run, the earliest row's rollover is said (see there)
         self._pending: dict[StreamId, int] = {}  # records of the streams that have given no interval yet
@@ -159,7 +162,7 @@ class Differ:
                 self._said_rollover = not self._in_run
                 said.append(rolled)
         _fill(snap, prev)
-        self._behind.pop(snap.stream, None)
+        said[:0] = self._passed(snap.stream)
         self._last[snap.stream] = snap
         first = self._pending.pop(snap.stream, None) is not None  # the stream's first interval: from its baseline
         assert prev.timestamp is not None and snap.timestamp is not None
@@ -200,28 +203,31 @@ class Differ:
             assert last.timestamp is not None
             if ts > last.timestamp:
                 _fill(snap, last)
-                self._behind.pop(stream, None)
                 runs[k] = _moved(snap, last.stream)
-                return [_diffed(last, snap, last.stream, False)]
+                return [*self._passed(stream), _diffed(last, snap, last.stream, False)]
         where = f"line {snap.line}: " if snap.line else ""
         behind = self._behind.get(stream)
         if behind is None or behind.timestamp is None or ts <= behind.timestamp:
             _fill(snap, prev)
-            if ts < prev.timestamp:
-                self._behind[stream] = snap
-            return [Notice(f"{self._name}: {where}timestamp {ts:.6f} does not increase "
-                           f"(previous {prev.timestamp:.6f}); record skipped")]
+            skipped = Notice(f"{self._name}: {where}timestamp {ts:.6f} does not increase "
+                             f"(previous {prev.timestamp:.6f}); record skipped")
+            if ts == prev.timestamp:
+                return [skipped]
+            said = self._passed(stream)
+            self._behind[stream], self._held[stream] = snap, skipped
+            return said
         if not self._another_run(prev, behind):
             _fill(snap, prev)  # the clock went back: the skipped snapshot is the baseline
-            self._behind.pop(stream, None)
+            said = self._passed(stream)
             self._last[stream] = snap
             self._step[stream] = ts - behind.timestamp
-            return [_diffed(behind, snap, stream, self._pending.pop(stream, None) is not None)]
+            return [*said, _diffed(behind, snap, stream, self._pending.pop(stream, None) is not None)]
         if len(runs) >= MAX_RUNS:
             return [Notice(f"{self._name}: {where}'{stream.label}' goes back into the time of its earlier records "
                            f"again (timestamp {ts:.6f}, its last {prev.timestamp:.6f}), and {MAX_RUNS} runs of it "
                            "are shown apart already; record skipped")]
         self._behind.pop(stream, None)
+        self._held.pop(stream, None)  # not skipped: the baseline of the run shown apart
         shown = StreamId(apart_label(stream.label, self._name, behind.line), stream.datasource, stream.unit)
         base = _moved(behind, shown)
         if base.present is not None:  # the first record of a run: a bucket missing from it counts 0
@@ -231,12 +237,19 @@ class Differ:
         _fill(snap, base)
         runs.append(_moved(snap, shown))
         self._runs[stream] = runs
-        from_line = f" (the record at line {behind.line}, skipped above, is its baseline)" if behind.line else ""
+        from_line = f" (the record at line {behind.line} is its baseline)" if behind.line else ""
         return [apart_notice(f"{self._name}: {where}'{stream.label}' goes back into the time of its earlier records "
                              f"(timestamp {ts:.6f}, its last {prev.timestamp:.6f}; counters "
                              f"{'lower' if _lower(behind, prev) else 'unchanged'}): another run{from_line}, shown "
                              f"apart, as '{shown.label}'", stream, shown, self._measures),
                 _diffed(base, snap, shown, True)]
+
+    def _passed(self, stream: StreamId) -> list[Notice]:
+        """The held notice of `stream`'s snapshot skipped for going back in time, now that a later record of the
+        stream is diffed without it (it stays skipped); empty when none is held."""
+        self._behind.pop(stream, None)
+        held = self._held.pop(stream, None)
+        return [held] if held is not None else []
 
     def _another_run(self, prev: Snapshot, behind: Snapshot) -> bool:
         """Whether `behind` (skipped for not being later than `prev`, the stream's last) and the snapshot after it
@@ -305,7 +318,7 @@ class Differ:
         prev = self._last.get(stream)
         if prev is None and self._carried:
             prev = self._resumed(stream, float(micros[0]) / 1e6)
-        if prev is not None and (prev.micros is None or prev.sums is not None):
+        if (prev is not None and (prev.micros is None or prev.sums is not None)) or stream in self._held:
             return False
         # a baseline at 0 before a dated record has no time (`push_items` says how its column is timed)
         dated = micros >= TIME_OF_DAY_BELOW_S * 1e6
@@ -384,7 +397,10 @@ class Differ:
     def baselines_only(self) -> list[Notice]:
         """A note (skipping nothing) for each stream read that has given no interval: its records were only the
         baseline of its cumulative counters (and, when there are more, ones not later than it)."""
-        out = []
+        # skipped: no later record of their stream came (in the order of their lines, however the streams were read)
+        out = [self._held[stream] for stream in sorted(self._held, key=lambda stream: self._behind[stream].line or 0)]
+        self._held.clear()
+        self._behind.clear()
         for stream, records in self._pending.items():
             label = clean_text(stream.label) or "(no label)"
             what = ("1 record, the baseline of cumulative counters; a column needs a second record" if records == 1

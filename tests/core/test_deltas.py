@@ -66,10 +66,25 @@ def test_timestamp_not_increasing_skips_with_warning_and_keeps_baseline() -> Non
     d.push(snap(5.0, [1]))
     note = d.push(snap(5.0, [3]))
     assert isinstance(note, Notice) and "does not increase" in note.message and "f.txt" in note.message
-    note = d.push(snap(4.0, [3]))
-    assert isinstance(note, Notice)
-    iv = d.push(snap(6.0, [4]))
+    assert d.push_items(snap(4.0, [3])) == []  # said once its fate is known: skipped, or another run's baseline
+    note, iv = d.push_items(snap(6.0, [4]))
+    assert isinstance(note, Notice) and "timestamp 4.000000 does not increase" in note.message and note.skipped == 1
     assert isinstance(iv, Interval) and iv.counts[0] == 3 and iv.start == 5.0
+    d.push(snap(5.5, [5]))
+    assert [n.message for n in d.baselines_only()] == \
+        ["f.txt: timestamp 5.500000 does not increase (previous 6.000000); record skipped"]  # the input ended
+
+
+def test_a_capture_joined_to_itself_skips_no_record() -> None:
+    """`cat capture capture`: the second copy's first record is its run's baseline, not a record skipped (it was
+    counted as one: 'Skipped records: 1', and --strict failed, where every record was used)."""
+    d = Differ(name="twice.txt")
+    copy = [snap(1.0, [1]), snap(2.0, [3]), snap(3.0, [6])]
+    items = [item for s in [*copy, *(snap(s.timestamp, s.counts[:1].tolist()) for s in copy)] for item in d.push_items(s)]
+    items += d.baselines_only()
+    assert [int(i.counts[0]) for i in items if isinstance(i, Interval)] == [2, 3, 2, 3]
+    (note,) = [i for i in items if isinstance(i, Notice)]
+    assert note.skipped == 0 and "another run" in note.message, note.message
 
 
 def test_sums_are_diffed_too() -> None:

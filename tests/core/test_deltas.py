@@ -80,7 +80,8 @@ def test_a_capture_joined_to_itself_skips_no_record() -> None:
     counted as one: 'Skipped records: 1', and --strict failed, where every record was used)."""
     d = Differ(name="twice.txt")
     copy = [snap(1.0, [1]), snap(2.0, [3]), snap(3.0, [6])]
-    items = [item for s in [*copy, *(snap(s.timestamp, s.counts[:1].tolist()) for s in copy)] for item in d.push_items(s)]
+    again = [snap(s.timestamp, s.counts[:1].tolist()) for s in copy]
+    items = [item for s in [*copy, *again] for item in d.push_items(s)]
     items += d.baselines_only()
     assert [int(i.counts[0]) for i in items if isinstance(i, Interval)] == [2, 3, 2, 3]
     (note,) = [i for i in items if isinstance(i, Notice)]

@@ -35,8 +35,7 @@ MILD_S, MILD_FAST_S = 6.0, 0.1
 
 
 def main() -> int:
-    from executor_job import executor_id
-    from job_conf import two_executor_context
+    from job_conf import executor_jvm, two_executor_context
 
     log_dir, work, port = sys.argv[1], sys.argv[2], sys.argv[3]
     sc = two_executor_context("latencymap-causes", log_dir, port)
@@ -49,7 +48,8 @@ def main() -> int:
     sc.textFile("file://" + inputs, 1).map(lambda line: sum(range(1500))).count()
 
     def slowed(i: int, rows: object) -> object:
-        time.sleep(SLOW_S if executor_id() == SLOW else FAST_S)
+        jvm = executor_jvm()
+        time.sleep(SLOW_S if jvm is not None and jvm[1] == SLOW else FAST_S)
         return [i]
 
     sc.parallelize(range(TASKS), TASKS).mapPartitionsWithIndex(slowed).collect()

@@ -7,7 +7,9 @@ An item is a straggler when both hold, against its group (e.g. a Spark stage):
 - robust z: `0.6745 * (duration - reference) / MAD >= min_mad_score` (default 3.5, the
   Iglewicz-Hoaglin cut-off for the modified z-score), so a noisy group does not flag its upper
   half. The MAD is floored at 1% of the median: a group of identical durations leaves the
-  decision to the ratio.
+  decision to the ratio;
+- and `duration >= min_duration_s` (default 0: the caller's floor; Spark's is its speculation's
+  `spark.speculation.minTaskRuntime`, 100 ms: a 70 ms task in a stage of 40 ms ones is no task to chase).
 
 `reference` is the group median (`reference="median"`), or for warm-up items the fastest of their wave
 (`reference="wave"`, below). Median and MAD ignore a few extreme items, so a couple of slow items (stragglers
@@ -134,6 +136,7 @@ def group_stragglers(
     min_group: int = MIN_GROUP,
     include_warmup: bool = False,
     slots: int | None = None,
+    min_duration_s: float = 0.0,
 ) -> list[Straggler]:
     """Stragglers of one group (see the module docstring for the rules)."""
     durations = np.array([i.duration_s for i in items], dtype=np.float64)
@@ -153,12 +156,12 @@ def group_stragglers(
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(reference > 0, durations / reference, np.inf)
         score = np.where(np.isfinite(reference), _MAD_TO_SIGMA * (durations - reference) / mad, -np.inf)
-    slow = ok & (ratio >= min_ratio) & (score >= min_mad_score)
+    slow = ok & (ratio >= min_ratio) & (score >= min_mad_score) & (durations >= min_duration_s)
     # Warm-up: warm-up items slow against the median but not against their wave.
     median_score = _MAD_TO_SIGMA * (durations - median) / mad
     with np.errstate(divide="ignore", invalid="ignore"):
         median_ratio = np.where(median > 0, durations / median, np.inf)
-    warm = wave & ~slow & (median_ratio >= min_ratio) & (median_score >= min_mad_score)
+    warm = wave & ~slow & (median_ratio >= min_ratio) & (median_score >= min_mad_score) & (durations >= min_duration_s)
     out = [
         Straggler(items[k], median, float(reference[k]), float(ratio[k]), float(score[k]), int(ok.sum()),
                   reference="wave" if by_wave[k] else "median")
@@ -181,7 +184,8 @@ def _spread(durations: np.ndarray) -> tuple[float, float]:
 
 
 def already_slow(durations_s: np.ndarray, so_far_s: float, *, min_ratio: float = MIN_RATIO,
-                 min_mad_score: float = MIN_MAD_SCORE, min_group: int = MIN_GROUP) -> tuple[float, float] | None:
+                 min_mad_score: float = MIN_MAD_SCORE, min_group: int = MIN_GROUP,
+                 min_duration_s: float = 0.0) -> tuple[float, float] | None:
     """(ratio, group median) when an item still running for `so_far_s` is a straggler already against the items of
     its group that ended (`durations_s`), by the same rule (against the median); None when not, or when fewer than
     `min_group` ended."""
@@ -191,7 +195,8 @@ def already_slow(durations_s: np.ndarray, so_far_s: float, *, min_ratio: float =
         return None
     median, mad = _spread(d)
     ratio = so_far_s / median if median > 0 else np.inf
-    slow = ratio >= min_ratio and _MAD_TO_SIGMA * (so_far_s - median) / mad >= min_mad_score
+    slow = (ratio >= min_ratio and _MAD_TO_SIGMA * (so_far_s - median) / mad >= min_mad_score
+            and so_far_s >= min_duration_s)
     return (float(ratio), median) if slow else None
 
 
@@ -204,10 +209,12 @@ def find_stragglers(
     include_warmup: bool = False,
     slots: dict[str, int] | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    min_duration_s: float = 0.0,
 ) -> list[Straggler]:
     """Stragglers of every group with at least `min_group` items, slowest ratio first (warm-up last).
 
-    Unset cut-offs come from `thresholds`; `slots` gives, per group, how many items run at once.
+    Unset cut-offs come from `thresholds`; `slots` gives, per group, how many items run at once; an item shorter
+    than `min_duration_s` is none.
     """
     groups: dict[str, list[Item]] = defaultdict(list)
     for item in items:
@@ -219,7 +226,7 @@ def find_stragglers(
             min_ratio=thresholds.straggler_min_ratio if min_ratio is None else min_ratio,
             min_mad_score=thresholds.straggler_min_mad_score if min_mad_score is None else min_mad_score,
             min_group=thresholds.straggler_min_group if min_group is None else min_group,
-            include_warmup=include_warmup, slots=(slots or {}).get(name),
+            include_warmup=include_warmup, slots=(slots or {}).get(name), min_duration_s=min_duration_s,
         )
     found.sort(key=lambda s: (s.warmup, -s.ratio))
     return found

@@ -35,6 +35,9 @@ from .eventlog import EVENTS_FILE, EventLog, check_event_log, find_event_log
 from .parse import AppInfo, EventParser, ExecutorInfo, RunningTask, SparkTask, StageEnd
 
 REMEDY = "pip install 'latencymap[spark]'"
+#: A straggler task is at least this long (s): Spark's own speculation never speculates a shorter one
+#: (spark.speculation.minTaskRuntime, 100 ms), whose multiplier is `--straggler-ratio`'s default.
+MIN_TASK_S = 0.1
 
 
 def interval_ms(seconds: float | None) -> int | None:
@@ -83,6 +86,10 @@ class SparkSource(Source):
                          help="A straggler is at least this many times its stage's median..."),
             click.Option(["--straggler-score"], type=click.FloatRange(min=0), default=MIN_MAD_SCORE, show_default=True,
                          help="...and this many robust standard deviations (MAD) above it."),
+            click.Option(["--straggler-min"], type=click.FloatRange(min=0), default=MIN_TASK_S, show_default=True,
+                         metavar="S",
+                         help="...and at least this many seconds long (Spark's spark.speculation.minTaskRuntime: "
+                              "it never speculates a shorter task)."),
             click.Option(["--include-warmup"], is_flag=True,
                          help="List warm-up tasks (first tasks on cold executor slots, a stage's first wave) among "
                               "the stragglers, flagged warmup: true (always listed apart under 'warmup')."),
@@ -135,6 +142,7 @@ class SparkSource(Source):
             out["min_ratio"] = self.options["straggler_ratio"]
         if self.options.get("straggler_score") is not None:
             out["min_mad_score"] = self.options["straggler_score"]
+        out["min_duration_s"] = self._opt("straggler_min", MIN_TASK_S)
         if self.options.get("include_warmup"):
             out["include_warmup"] = True
         return out

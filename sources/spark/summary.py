@@ -143,10 +143,11 @@ def running_stragglers(tasks: list[SparkTask], running: list[RunningTask], now_m
                        **options: Any) -> list[dict[str, Any]]:
     """Tasks still running (no end logged) that are stragglers already: their time so far (to `now_ms`, the log's
     last time) is one against the tasks of their stage attempt that ended (`already_slow`); `duration_s` is that
-    time so far, `end` None, `running` true. Options: `min_ratio`, `min_mad_score` (the others are ignored)."""
+    time so far, `end` None, `running` true. Options: `min_ratio`, `min_mad_score`, `min_duration_s` (the others are
+    ignored)."""
     from latencymap.analysis.stragglers import already_slow
 
-    rule = {k: v for k, v in options.items() if k in ("min_ratio", "min_mad_score")}
+    rule = {k: v for k, v in options.items() if k in ("min_ratio", "min_mad_score", "min_duration_s")}
     ended: dict[str, list[int]] = defaultdict(list)
     for t in tasks:
         ended[group_of(t)].append(t.duration_ms)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from latencymap.analysis.stragglers import Item, find_stragglers, first_wave, stragglers_to_json
+from latencymap.analysis.stragglers import Item, already_slow, find_stragglers, first_wave, stragglers_to_json
 
 
 def schedule(group: str, durations: np.ndarray, cores: int, t0: float = 1000.0) -> list[Item]:
@@ -83,6 +83,17 @@ def test_tiny_spread_and_small_groups_do_not_flag() -> None:
     small = [Item("a", "s", 1.0), Item("b", "s", 1.0), Item("c", "s", 9.0)]
     assert find_stragglers(small) == []
     assert [s.item.key for s in find_stragglers(small, min_group=3)] == ["c"]
+
+
+def test_an_item_under_the_floor_is_no_straggler() -> None:
+    """Spark's speculation never speculates a task under 100 ms (spark.speculation.minTaskRuntime): a 90 ms task in a
+    stage of 40 ms ones passes ratio and score, but is nothing to chase; a 150 ms one still is."""
+    short = [Item(str(k), "g", 0.040 + 0.0001 * k) for k in range(20)]
+    items = [*short, Item("90ms", "g", 0.090), Item("150ms", "g", 0.150)]
+    assert {s.item.key for s in find_stragglers(items)} == {"90ms", "150ms"}
+    assert [s.item.key for s in find_stragglers(items, min_duration_s=0.1)] == ["150ms"]
+    assert already_slow(np.array([i.duration_s for i in short]), 0.090) is not None
+    assert already_slow(np.array([i.duration_s for i in short]), 0.090, min_duration_s=0.1) is None
 
 
 def test_wide_group_does_not_flag_its_upper_end() -> None:

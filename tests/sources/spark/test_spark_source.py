@@ -149,3 +149,11 @@ def test_attempts_without_task_metrics_left_out_of_a_metric_map_are_counted(tmp_
     other = next(s for s in (json.loads(lines[k])["Stage ID"] for k in ends) if s not in lost)
     _, items = current(log, metric="run", stages=(other,))
     assert not notices(items)  # attempts of a stage the map does not show are not its to leave out
+
+
+def test_a_straggler_is_at_least_straggler_min_long() -> None:
+    """`--straggler-min` (default 100 ms, Spark's speculation.minTaskRuntime) is the least a straggler lasts: the
+    fixture's two ~2.5 s stragglers are under a 3 s floor."""
+    found = [round(s["duration_s"], 1) for s in current(PLAIN)[0].analysis()["stragglers"]]
+    assert found == [2.5, 2.5]
+    assert current(PLAIN, straggler_min=3.0)[0].analysis()["stragglers"] == []

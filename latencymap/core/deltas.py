@@ -213,9 +213,9 @@ class Differ:
                              f"(previous {prev.timestamp:.6f}); record skipped")
             if ts == prev.timestamp:
                 return [skipped]
-            said = self._passed(stream)
+            passed: list[Interval | Notice] = [*self._passed(stream)]
             self._behind[stream], self._held[stream] = snap, skipped
-            return said
+            return passed
         if not self._another_run(prev, behind):
             _fill(snap, prev)  # the clock went back: the skipped snapshot is the baseline
             said = self._passed(stream)

@@ -6,8 +6,9 @@ the wait), binned on the log2 scale by `ela` (µs), with exact time per bucket. 
 stream; columns without waits are empty columns, so rates stay true (with `all`, an event first
 seen later gets the trace's columns before its first wait, empty, as a named one has them). `tim` is epoch µs on
 current releases; when it is not (older releases count from an arbitrary origin), the trace's
-first `*** YYYY-MM-DD HH:MM:SS` line anchors it. A wait past the top bucket's nominal end is counted in that open
-bucket, and said once per event.
+first `*** YYYY-MM-DD HH:MM:SS` line anchors it: the first `tim` after that line (on any line) is that time. The
+stamp is the server's local time with no zone: it is taken as written, labelled UTC, whatever the reading machine's
+zone. A wait past the top bucket's nominal end is counted in that open bucket, and said once per event.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import click
 import numpy as np
@@ -79,6 +80,7 @@ class _Reader:
         self.column: int | None = None
         self.offset: float | None = None
         self.anchor: float | None = None
+        self.anchor_tim: float | None = None  # seconds: the first tim after the anchor's line, the anchor's instant
         self.late = 0
         self.past_top: set[str] = set()  # the events told a wait past the top slot
         self.starts = array("q")  # the first column of each span given so far (`_flush`), for `_backfill`
@@ -86,8 +88,11 @@ class _Reader:
     def read(self, lines: Iterable[str]) -> Iterator[Item]:
         for n, line in enumerate(lines, 1):
             if not line.startswith("WAIT"):
-                if self.anchor is None and line.startswith("*** "):
-                    self.anchor = _stamp(line)
+                if self.anchor is None:
+                    if line.startswith("*** "):
+                        self.anchor = _stamp(line)
+                elif self.anchor_tim is None:
+                    self._pair(_TIM.search(line))
                 continue
             m = _WAIT.match(line)
             tim = _TIM.search(line, m.end()) if m else None
@@ -95,6 +100,8 @@ class _Reader:
             if m is None or tim is None or len(tim.group(1)) > 17 or ela is None:
                 yield Notice(f"{self.name}: line {n}: {_EXPECTED}, got {excerpt(line)}; line skipped")
                 continue
+            if self.anchor is not None and self.anchor_tim is None:
+                self._pair(tim)
             event = m.group(1)
             self.seen[event] += 1
             key = event.lower()
@@ -125,10 +132,17 @@ class _Reader:
     def _stream(self, event: str) -> StreamId:
         return StreamId(self.names.name(clean_label(event)), DATASOURCE, "microsec")
 
+    def _pair(self, tim: re.Match[str] | None) -> None:
+        """Take `tim` (of the first line with one after the anchor's) as the anchor's instant on the trace's clock."""
+        if tim is not None and len(tim.group(1)) <= 17:
+            self.anchor_tim = int(tim.group(1)) / 1e6
+
     def _column(self, tim: int) -> int:
         seconds = tim / 1e6
         if self.offset is None:
-            self.offset = self.anchor - seconds if seconds < _EPOCH_FLOOR and self.anchor is not None else 0.0
+            self.offset = 0.0
+            if seconds < _EPOCH_FLOOR and self.anchor is not None and self.anchor_tim is not None:
+                self.offset = self.anchor - self.anchor_tim
         return math.floor((seconds + self.offset) / self.interval)
 
     def _flush(self, upto: int) -> Iterator[Interval]:
@@ -169,10 +183,12 @@ def _interval(stream: StreamId, start: float, end: float, ela: Sequence[int]) ->
 
 
 def _stamp(line: str) -> float | None:
+    """The epoch seconds of a `*** YYYY-MM-DD HH:MM:SS` line: the server's local time, with no zone, read as UTC (the
+    same on every machine)."""
     m = _STAMP.match(line)
     if m is None:
         return None
     try:
-        return datetime.fromisoformat(m.group(1)).timestamp()
+        return datetime.fromisoformat(m.group(1)).replace(tzinfo=UTC).timestamp()
     except ValueError:
         return None

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,3 +43,13 @@ def fixtures() -> Path:
 @pytest.fixture
 def example_data() -> Path:
     return FIXTURES / "pylatencymap" / "example_latency_data.txt"
+
+
+@pytest.fixture
+def zone(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The local zone of the test (its parameter, `indirect=True`), for the reader and the C library alike."""
+    monkeypatch.setenv("TZ", request.param)
+    time.tzset()
+    yield request.param
+    monkeypatch.undo()
+    time.tzset()

@@ -51,9 +51,12 @@ MISSING_AFTER_S = 60.0
 #: Seconds a single round trip may take before the driver gives up (at least 3 intervals).
 MIN_CALL_TIMEOUT = 10.0
 _thick_ready = False
+#: A wall clock this many seconds off the run's own time (a step: NTP, by hand) is said, once.
+CLOCK_STEP_S = 1.0
 #: What a source built by the CLI sleeps and reads the time with (tests replace these).
 default_sleep: Callable[[float], None] = time.sleep
 default_clock: Callable[[], float] = time.time
+default_monotonic: Callable[[], float] = time.monotonic
 
 
 @dataclass
@@ -172,8 +175,9 @@ class OracleSource(Source):
         return driver_problem()
 
     def __init__(self, *, connect_fn: Callable[..., Any] | None = None, sleep: Callable[[float], None] | None = None,
-                 clock: Callable[[], float] | None = None, environ: dict[str, str] | None = None,
-                 stdin: Any = None, prompt: Callable[[str], str] | None = None, **options: Any) -> None:
+                 clock: Callable[[], float] | None = None, monotonic: Callable[[], float] | None = None,
+                 environ: dict[str, str] | None = None, stdin: Any = None, prompt: Callable[[str], str] | None = None,
+                 **options: Any) -> None:
         super().__init__(**options)
         self.dsn: str = options["dsn"]
         self.user: str | None = options.get("user") or None
@@ -187,6 +191,7 @@ class OracleSource(Source):
         self._connect_fn = connect_fn
         self._sleep = sleep
         self._clock = clock
+        self._monotonic = monotonic
         check_no_inline_password(self.dsn, self.user)
         if not self.user and not self.external_auth:
             raise OracleError("--user is required (or --external-auth for wallet or OS authentication)")
@@ -209,6 +214,8 @@ class OracleSource(Source):
         self._overflow: dict[StreamId, dict[int, list[int]]] = {}
         #: The instances that have had rows in some poll (`_say_overflow`).
         self._polled: set[int] = set()
+        #: Whether a step of the wall clock has been said (`_say_clock_step`).
+        self._step_said = False
 
     def __repr__(self) -> str:
         return f"OracleSource(dsn={self.dsn!r}, user={self.user!r})"
@@ -228,6 +235,10 @@ class OracleSource(Source):
     def clock(self) -> float:
         """Wall-clock epoch seconds (injectable)."""
         return (self._clock or default_clock)()
+
+    def monotonic(self) -> float:
+        """Seconds of a clock that never steps (injectable): what columns, pacing and `--duration` are measured on."""
+        return (self._monotonic or default_monotonic)()
 
     def _open(self) -> Any:
         fn = self._connect_fn or connect
@@ -355,6 +366,9 @@ class OracleSource(Source):
             self._close()
 
     def _sampling(self) -> Iterator[Item]:
+        """Poll, diff and yield columns until `--count` or `--duration`. Times are the run's own: the wall clock at
+        the start plus the monotonic seconds since, so that a step of the wall clock (NTP, by hand) neither stretches
+        nor shrinks a column, stalls the pacing or moves the deadline (`_say_clock_step`)."""
         counters, watched = _Counters(), _Watched()
         known: list[StreamId] = []
         prev_t: float | None = None
@@ -363,7 +377,8 @@ class OracleSource(Source):
         columns, polls, started = 0, 0, 0.0
         if self.count is not None and self.count <= 0:
             return
-        deadline = None if self.duration is None else self.clock() + self.duration
+        wall0, mono0 = self.clock(), self.monotonic()
+        deadline = None if self.duration is None else wall0 + self.duration
         while True:
             try:
                 view, sample = self._sample()
@@ -373,8 +388,9 @@ class OracleSource(Source):
                 counters, due = _Counters(), None
                 gap_since = prev_t if gap_since is None else gap_since
                 continue
-            t = self.clock()
+            t = wall0 + (self.monotonic() - mono0)
             yield from self._drain_notes()
+            yield from self._say_clock_step(t, t - wall0)
             if prev_t is not None and t <= prev_t:
                 due = self._pace(due)
                 continue
@@ -498,9 +514,20 @@ class OracleSource(Source):
         notes, self._notes = self._notes, []
         yield from notes
 
+    def _say_clock_step(self, t: float, elapsed: float) -> Iterator[Notice]:
+        """A notice, once, that the wall clock has left the run's time `t` (it stepped): by how much, and that the
+        columns keep their measured lengths, timed from the wall clock at the start."""
+        step = self.clock() - t
+        if self._step_said or abs(step) <= CLOCK_STEP_S:
+            return
+        self._step_said = True
+        yield Notice(f"oracle: the system clock stepped {'back' if step < 0 else 'forward'} by {abs(step):.0f}s "
+                     f"(seen {elapsed:.0f}s into the run); columns keep their measured lengths, timed from the clock "
+                     "at the start, so their times no longer match the system clock's (said once)", skipped=0)
+
     def _pace(self, due: float | None) -> float:
-        """Sleep until the next sample is due; never bursts to catch up."""
-        now = self.clock()
+        """Sleep until the next sample is due (on the monotonic clock); never bursts to catch up."""
+        now = self.monotonic()
         due = now + self.interval if due is None else due + self.interval
         if due <= now:
             due = now
@@ -511,7 +538,7 @@ class OracleSource(Source):
     def _reconnect(self, cause: BaseException) -> Iterator[Notice]:
         """Close, then reconnect with exponential backoff; OracleError when retrying cannot help."""
         self._close()
-        lost_at = self.clock()
+        lost_at = self.monotonic()
         yield Notice(f"oracle: connection lost ({first_line(cause, self._secrets)}); reconnecting", skipped=0)
         delay, attempts = BACKOFF_START, 0
         while True:
@@ -527,7 +554,7 @@ class OracleSource(Source):
                 delay = min(delay * 2, BACKOFF_MAX)
                 continue
             yield Notice(f"oracle: reconnected after {attempts} attempt{'s' * (attempts > 1)} "
-                         f"({self.clock() - lost_at:.0f}s); the outage shows as gap columns", skipped=0)
+                         f"({self.monotonic() - lost_at:.0f}s); the outage shows as gap columns", skipped=0)
             return
 
 

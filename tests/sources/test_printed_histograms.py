@@ -4,8 +4,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -22,16 +20,6 @@ from latencymap.sources.bpftrace_text import BpftraceTextFormat
 from latencymap.sources.printed_histograms import PrintClock, PrintReader, parse_time_line
 
 BAR = "|@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|"
-
-
-@pytest.fixture
-def zone(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[str]:
-    """The local zone of the test (its parameter), for the reader and the C library alike."""
-    monkeypatch.setenv("TZ", request.param)
-    time.tzset()
-    yield request.param
-    monkeypatch.undo()
-    time.tzset()
 
 
 def utc(*fields: int) -> float:

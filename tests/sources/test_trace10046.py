@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +96,41 @@ def test_non_epoch_tim_is_anchored_to_the_trace_timestamp() -> None:
     text = "*** 2013-08-26 14:40:23.035\nWAIT #1: nam='db file sequential read' ela= 5 tim=5000000\n"
     (col,) = intervals(read_items(Trace10046Format, text))
     assert col.start > 1.3e9
+
+
+OLD_TRACE = ("Oracle Database 10g Enterprise Edition Release 10.2.0.4.0 - 64bit Production\n"
+             "*** 2013-08-26 14:40:23.035\n"
+             "*** SESSION ID:(409.215) 2013-08-26 14:40:23.035\n"
+             "PARSING IN CURSOR #5 len=10 dep=0 uid=1 oct=3 lid=1 tim=1000000000 hv=1 ad='1'\n"
+             "select 1\nEND OF STMT\n"
+             "WAIT #5: nam='SQL*Net message from client' ela= 99000000 driver id=1 #bytes=1 p3=0 obj#=-1 "
+             "tim=1099000000\n"
+             "WAIT #5: nam='db file sequential read' ela= 5000 file#=7 block#=1 blocks=1 obj#=1 tim=1100000000\n"
+             "WAIT #5: nam='db file sequential read' ela= 6000 file#=7 block#=2 blocks=1 obj#=1 tim=1101000000\n")
+#: 2013-08-26 14:40:23.035, as written in the trace (labelled UTC), in epoch seconds.
+OLD_STAMP = datetime(2013, 8, 26, 14, 40, 23, 35000, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize("events", [("db file sequential read",), ("all",)])
+def test_a_non_epoch_tim_counts_from_the_first_tim_after_the_stamp_line(events: tuple[str, ...]) -> None:
+    """An older release's `tim` counts from an arbitrary origin: the first tim after the `***` line (the cursor's,
+    1000 s) is that stamp, so the reads that end at 1100 s and 1101 s are 100 s and 101 s after it. They were put at
+    the stamp itself (the first wanted wait was taken for it), and with `all` 1 s after it (the SQL*Net wait's)."""
+    reads = [(c.start, c.end, int(c.counts.sum())) for c in intervals(read_items(Trace10046Format, OLD_TRACE,
+                                                                                 event=events))
+             if c.stream.label == "db file sequential read" and c.counts.any()]
+    at = math.floor(OLD_STAMP + 100)
+    assert reads == [(at, at + 1.0, 1), (at + 1.0, at + 2.0, 1)]
+    assert datetime.fromtimestamp(at, UTC).strftime("%H:%M:%S") == "14:42:03"
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Zurich", "America/New_York", "EST5EDT,M3.2.0,M11.1.0"],
+                         indirect=True)
+def test_the_stamp_line_reads_the_same_in_every_time_zone(zone: str) -> None:
+    """A `***` stamp is the database server's local time, with no zone: it is taken as written, labelled UTC, whatever
+    the reading machine's `TZ` (it moved the whole trace by that zone's offset)."""
+    (first, *_) = [c for c in intervals(read_items(Trace10046Format, OLD_TRACE)) if c.counts.any()]
+    assert first.start == math.floor(OLD_STAMP + 100)
 
 
 def test_event_names_alike_for_their_first_200_characters_stay_apart_cut_in_the_middle() -> None:

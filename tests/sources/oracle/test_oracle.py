@@ -47,8 +47,8 @@ LOST = "DPY-4011: the database or network closed the connection\nHelp: https://e
 def make_source(db: FakeDb, clock: FakeClock, **opts: Any) -> OracleSource:
     options = {"dsn": DSN, "user": "scott", "events": (EVENT,), "interval": 3.0, "instances": (),
                "per_instance": False, "thick": False, "external_auth": False, "histogram": "auto", **opts}
-    return OracleSource(connect_fn=db.connect, sleep=clock.sleep, clock=clock, environ={PASSWORD_ENV: PASSWORD},
-                        stdin=io.StringIO(), **options)
+    return OracleSource(connect_fn=db.connect, sleep=clock.sleep, clock=clock, monotonic=clock.monotonic,
+                        environ={PASSWORD_ENV: PASSWORD}, stdin=io.StringIO(), **options)
 
 
 def collect(source: OracleSource) -> list[Interval | Notice]:
@@ -245,6 +245,46 @@ def test_reconnect_stops_on_an_error_retrying_cannot_fix():
         collect(make_source(db, FakeClock()))
 
 
+def steady_db(n: int, clock: FakeClock, step: float = 0.0, before: int = 4) -> FakeDb:
+    """n polls of a database doing a steady 100 waits a second (1-2 ms), polled every 3 s; the wall clock `clock`
+    steps by `step` seconds (an NTP step) just before query `before`."""
+    db = FakeDb([[(1, EVENT, 2, 300 * k)] for k in range(n)], version="11.2")
+
+    def on_execute() -> None:
+        if len(db.executed) == before:
+            clock.now += step
+
+    db.on_execute = on_execute
+    return db
+
+
+@pytest.mark.parametrize(("step", "said"), [(-30.0, "back by 30s"), (30.0, "forward by 30s"), (-2.0, "back by 2s"),
+                                            (0.5, None)])
+def test_a_wall_clock_step_keeps_every_column_its_true_length_and_rate(step, said):
+    """Columns were cut at wall-clock times: a step back of 30 s made the column after it a 6 s one (and the source
+    slept 33 s at once), a step forward a 33 s one, and their rates wrong. Each column is 3 s of 300 waits, end to
+    end, timed from the wall clock at the start; a step is said once, a jitter under a second not at all."""
+    clock = FakeClock()
+    start = clock.now
+    items = collect(make_source(steady_db(10, clock, step), clock))
+    assert [(iv.start, iv.end, int(iv.counts.sum())) for iv in intervals(items)] == \
+        [(start + 3.0 * k, start + 3.0 * (k + 1), 300) for k in range(9)]
+    assert set(clock.sleeps) == {3.0}
+    notes = [i.message for i in items if isinstance(i, Notice)]
+    if said is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and f"the system clock stepped {said}" in notes[0]
+
+
+@pytest.mark.parametrize("step", [-30.0, 30.0])
+def test_duration_is_timed_by_a_clock_that_does_not_step(step):
+    """`--duration 15` ran 15 s of wall clock: 10 columns more after a step back of 30 s, none after a forward one."""
+    clock = FakeClock()
+    items = collect(make_source(steady_db(30, clock, step), clock, duration=15.0))
+    assert len(intervals(items)) == 5 and sum(clock.sleeps) == 15.0
+
+
 # -- through the CLI -------------------------------------------------------------------------------------------
 
 
@@ -257,6 +297,8 @@ def wire_cli(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setattr(oracle, "connect", lambda **kw: holder["db"].connect(**kw))
     monkeypatch.setattr(oracle, "default_sleep", clock.sleep)
     monkeypatch.setattr(oracle, "default_clock", clock)
+    monkeypatch.setattr(oracle, "default_monotonic", clock.monotonic)
+    holder["clock"] = clock
     return holder
 
 
@@ -663,3 +705,16 @@ def test_oracles_first_bucket_spans_from_0_in_rows_tables_and_json(example_data,
     invoke("--plain", "--once", "--record", str(rec), "--compat", "--datasource", "oracle", str(example_data))
     compat = rec.read_text()
     assert "\n1, " in compat and "\n0, " not in compat
+
+
+def test_report_rates_stay_true_through_a_wall_clock_step_back(cli_db):
+    """The defect as a user met it: `report oracle --count 8` with the clock stepped back 30 s at the 4th poll gave
+    columns of 3, 3, 6, 3... s and a rate of 600/s in one; each is 100/s, and stderr says the step once."""
+    start = cli_db["clock"].now
+    cli_db["db"] = steady_db(12, cli_db["clock"], -30.0)
+    res = invoke("report", "--format", "json", "oracle", "--dsn", DSN, "--user", "scott", "--count", "8")
+    assert res.exit_code == 0, res.stderr
+    (stream,) = json.loads(res.stdout)["streams"]
+    assert (stream["columns"], stream["start"], stream["end"]) == (8, start, start + 24.0)
+    assert [sum(column) for column in stream["frequency"]] == [pytest.approx(100.0)] * 8
+    assert res.stderr.count("the system clock stepped back by 30s") == 1

@@ -165,18 +165,24 @@ class FakeCursor:
 
 
 class FakeClock:
-    """Wall clock advanced only by `sleep`; records the sleeps."""
+    """Wall clock (the instance, called) and monotonic clock (`monotonic`), both advanced only by `sleep`; records the
+    sleeps. A test steps the wall clock alone (an NTP step) by changing `now`."""
 
     def __init__(self, start: float = 1_377_527_211.0) -> None:
         self.now = start
+        self.elapsed = 5_000.0  # since boot: unrelated to the wall clock
         self.sleeps: list[float] = []
 
     def __call__(self) -> float:
         return self.now
 
+    def monotonic(self) -> float:
+        return self.elapsed
+
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.now += seconds
+        self.elapsed += seconds
 
 
 def test_example_has_72_samples_of_two_instances_whose_counters_never_drop():

@@ -13,7 +13,10 @@ per-stage streams are not peers (a stage is other work, not another instance).
 usual column (a column goes to the window holding its middle). Per peer: its mean latency (time / events)
 over the whole range and its `ratio` to the median of the other peers' means; per window where at least two
 peers have events, the peer with the highest mean is that window's slowest (as trace analysers count the
-rank that is slowest or latest at each collective).
+rank that is slowest or latest at each collective). Where several peers share the highest mean (identical histograms:
+common where times are estimated from the buckets) none is that window's slowest: each is *tied* for it, and counts
+its share of the window (1/k of k tied) towards how often it was slowest (`tied` in JSON); the first of them was
+credited with the whole window, which made rank0 "consistently slowest" among 8 identical ranks.
 
 **A slow peer** (a `slow_peer` finding) has `ratio >= peer_min_ratio` (1.25) and at least
 `peer_min_events` (20) events, and either
@@ -29,7 +32,9 @@ rank that is slowest or latest at each collective).
   the peer's ratio to its peers varies in its other windows, its peers' ratios varying over the same windows pooled
   in (a Student-t prediction test, Bonferroni-corrected over peers and windows; of at most 4 degrees of freedom where
   events are heavy-tailed): heavy-tailed events put some peer 4x its peers in some window by chance.
-Otherwise no peer is named slow (the members' numbers are still reported). When no peer reaches the ratio but the
+The finding names the other peers at or past `peer_min_ratio` too (`also` in JSON: five hosts equally slow, tied
+for the slowest in every interval, are not one). Otherwise no peer is named slow (the members' numbers are still
+reported). When no peer reaches the ratio but the
 one slowest most often is so in more windows than chance (p x peers <= `peer_max_p`), the group says so with its
 ratio (`consistently_slowest` in JSON: a rank 10% slower in every interval slows the whole job 10%): that is not
 noise. When the peer with the highest ratio was slowest in so few windows that even "every one of them" could be
@@ -142,11 +147,23 @@ class Member:
     mean_s: float
     ratio: float = float("nan")
     slowest: int = 0
+    #: Windows whose highest mean it shared with other peers, and its share of them (1/k of a window k shared).
+    tied: int = 0
+    tied_share: float = 0.0
+
+    @property
+    def wins(self) -> int:
+        """The windows it counts as slowest in, for the test against chance: its own, and its whole shares of ties."""
+        return self.slowest + math.floor(self.tied_share + 1e-9)
+
+    def slowest_text(self) -> str:
+        """`slowest in 6`, `slowest in 0, tied for it in 40`."""
+        return f"slowest in {self.slowest:,}" + (f", tied for it in {self.tied:,}" if self.tied else "")
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form."""
         return {"label": self.label, "name": self.name, "events": self.events, "time_s": self.time_s,
-                "mean_s": _num(self.mean_s), "ratio": _num(self.ratio), "slowest": self.slowest}
+                "mean_s": _num(self.mean_s), "ratio": _num(self.ratio), "slowest": self.slowest, "tied": self.tied}
 
 
 @dataclass
@@ -192,8 +209,7 @@ class PeerGroup:
         """The text report's lines for this group."""
         head = (f"peers {self.key} ({len(self.members)} {self.kind}s, {plural(self.contested, 'interval')} of "
                 f"{self.window_s:.3g}s compared):")
-        rows = [f"   {m.name}: mean {dur(m.mean_s)} ({times(m.ratio, self.min_ratio)} its peers), "
-                f"slowest in {m.slowest}"
+        rows = [f"   {m.name}: mean {dur(m.mean_s)} ({times(m.ratio, self.min_ratio)} its peers), {m.slowest_text()}"
                 for m in self.members]
         if not self.finding and self.hidden:  # an undecided beside them: whether the others waited for a rank
             return [head, *rows, *self._hidden_lines(), *([f"   {self.undecided}"] if self.undecided else [])]
@@ -260,8 +276,9 @@ class PeerGroup:
         if c is None:
             return None
         sync = self.kind in SYNCHRONISED or self.datasource in ("training", "spark")
+        tied = f" and tied for it in {c['tied']:,}" if c.get("tied") else ""
         return (f"no {self.kind} ≥{c['min_ratio']:.3g}× its peers, but {c['name']} is consistently slowest "
-                f"({times(c['ratio'], self.min_ratio)} its peers, slowest in {c['slowest']:,} of "
+                f"({times(c['ratio'], self.min_ratio)} its peers, slowest in {c['slowest']:,}{tied} of "
                 f"{plural(c['compared_windows'], 'interval')}, "
                 f"{by_chance(c['expected_slowest'])} expected by chance): a small steady gap, not noise"
                 + (f"; {self.kind}s that wait for each other all run that much slower" if sync else ""))
@@ -363,6 +380,12 @@ def others_median(values: np.ndarray) -> np.ndarray:
     return np.where(left > 0, ref, np.nan).reshape(values.shape)
 
 
+#: How many other peers as slow (by their ratio) a slow peer's finding names; the rest are counted.
+ALSO_NAMED = 3
+#: Two window means this close (relative) are a tie: the same histogram, summed in another order.
+TIE_RTOL = 1e-9
+
+
 def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, str, str]],
             th: Thresholds = DEFAULT_THRESHOLDS) -> PeerGroup:
     """One peer group's comparison and its slow peer, if any (see the module docstring)."""
@@ -378,9 +401,15 @@ def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, 
         wmean = np.where(ev > 0, tm / ev, -np.inf)
     active = (ev > 0).sum(axis=0)
     contested = active >= 2
-    slowest = np.argmax(wmean, axis=0)
+    top = wmean.max(axis=0)
+    with np.errstate(invalid="ignore"):
+        at_top = (ev > 0) & (wmean >= top - TIE_RTOL * np.abs(top)) & contested
+    sharing = at_top.sum(axis=0)
+    share = np.where(sharing > 1, 1.0 / np.maximum(sharing, 1), 0.0)
     for k, m in enumerate(members):
-        m.slowest = int((contested & (slowest == k)).sum())
+        m.slowest = int((at_top[k] & (sharing == 1)).sum())
+        m.tied = int((at_top[k] & (sharing > 1)).sum())
+        m.tied_share = float(share[at_top[k]].sum())
     out = PeerGroup(key, group[0][2], datasource, unit, width, ev.shape[1], origin, members,
                     contested=int(contested.sum()), min_ratio=th.peer_min_ratio, grid=(ev, tm))
     _judge(out, ev, tm, wmean, active, contested, th)
@@ -424,7 +453,7 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
     if m.ratio < th.peer_min_ratio:
         _consistent_below(g, ok, chance, th)
         return
-    p = binomial_sf(m.slowest, g.contested, chance)
+    p = binomial_sf(m.wins, g.contested, chance)
     others = np.delete(wmean, k, axis=0)
     overall = m.mean_s / m.ratio
     alone = ~np.isfinite(others).any(axis=0)  # no peer had events: compared with their mean over the range
@@ -447,7 +476,7 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
         if best > th.peer_max_p and 0 < chance < 1:
             need = math.ceil(math.log(th.peer_max_p / len(g.members)) / math.log(chance))
             g.undecided = (f"too few intervals to tell: {m.name} is {times(m.ratio, th.peer_min_ratio)} its peers' "
-                           f"mean and slowest in {m.slowest} of {g.contested}, but "
+                           f"mean and {m.slowest_text()} of {g.contested}, but "
                            f"{plural(g.contested, 'interval')} cannot rule out chance (p >= {best:.2g} even if "
                            f"slowest in all; {need} or more needed: a longer run or shorter intervals)")
         return
@@ -459,11 +488,14 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
              "intervals": int(slow_at[-1] - slow_at[0] + 1), "slow_intervals": int(slow_at.size), "excess_s": held,
              "ratio": float(median_of(wmean[k, far] / ref_w[far])),
              "against": _against(int(alone[far].sum()), int(far.sum()))} if stalled and lasting else None
+    also = [g.members[i].name for i in ok if i != k and g.members[i].ratio >= th.peer_min_ratio]
     g.slow = {"label": m.label, "name": m.name, "ratio": m.ratio, "consistent": consistent, "slowest": m.slowest,
+              "tied": m.tied,
               "compared_windows": g.contested, "chance": chance, "p_value": p, "excess_s": excess,
-              "stalls": spans if stalled else [], "phase": phase}
-    how = (f"slowest in {m.slowest:,} of {g.contested:,} intervals ({by_chance(chance * g.contested)} expected by "
-           "chance)"
+              "stalls": spans if stalled else [], "phase": phase, "also": also}
+    tied = f" and tied for it in {m.tied:,}" if m.tied else ""
+    how = (f"slowest in {m.slowest:,}{tied} of {g.contested:,} intervals ({by_chance(chance * g.contested)} "
+           "expected by chance)"
            + ("" if consistent else ": not consistently"))
     if phase is not None:
         mean, note = _mean_words(phase["against"], int(alone[far].sum()))
@@ -476,6 +508,9 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
         how += (f"; {pct(sum(s['excess_s'] for s in spans) / excess)} of its extra {dur(excess)} in "
                 f"{len(spans)} interval{'s' if len(spans) > 1 else ''} ({where}), up to "
                 f"{times(max(s['ratio'] for s in spans))} {mean}{f' ({note})' if note else ''}")
+    if also:
+        how += (f"; also ≥{th.peer_min_ratio:.3g}× their peers: {', '.join(also[:ALSO_NAMED])}"
+                + (f" +{len(also) - ALSO_NAMED:,} more" if len(also) > ALSO_NAMED else ""))
     what = (f"slow {g.kind}: {m.name} ({m.label}), mean {dur(m.mean_s)}, {times(m.ratio, th.peer_min_ratio)} its "
             f"peers'; {how}")
     first, last = (phase, phase) if phase is not None else (spans[0], spans[-1]) if stalled else (None, None)
@@ -551,11 +586,11 @@ def _consistent_below(g: PeerGroup, ok: list[int], chance: float, th: Thresholds
     a small but steady gap (a rank 10% slow slows every step of the job), not noise. The peer picked is the one
     slowest most often, so its p is taken times the number of peers (Bonferroni): among 8 identical peers one
     would otherwise reach p <= 0.01 in ~8% of runs."""
-    k = max(ok, key=lambda i: (g.members[i].slowest, g.members[i].ratio))
+    k = max(ok, key=lambda i: (g.members[i].wins, g.members[i].ratio))
     m = g.members[k]
-    p = binomial_sf(m.slowest, g.contested, chance)
+    p = binomial_sf(m.wins, g.contested, chance)
     if m.ratio > 1 and p * len(g.members) <= th.peer_max_p:
-        g.consistent = {"label": m.label, "name": m.name, "ratio": m.ratio, "slowest": m.slowest,
+        g.consistent = {"label": m.label, "name": m.name, "ratio": m.ratio, "slowest": m.slowest, "tied": m.tied,
                         "compared_windows": g.contested, "expected_slowest": chance * g.contested, "p_value": p,
                         "min_ratio": th.peer_min_ratio}
 

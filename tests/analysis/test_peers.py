@@ -205,6 +205,49 @@ def test_identical_peers_have_no_consistently_slowest_one(n: int) -> None:
         assert group.consistent is None and group.lines()[-1].endswith("no slow peer: they differ by noise")
 
 
+def _identical_windows(slower: dict[str, list[int]], n: int = 8, windows: int = 60) -> list[PeerStream]:
+    """`n` ranks with the same histogram (100 events of 64 µs, 20 of 128 µs) in each of `windows` 1 s columns, as
+    estimated times give (every tie exact); `slower[name]`: the windows where that rank has 20 events of 256 µs more."""
+    out = []
+    for r in range(n):
+        counts = np.zeros((windows, 64), dtype=np.int64)
+        counts[:, 6], counts[:, 7] = 100, 20
+        for w in slower.get(f"rank{r}", []):
+            counts[w, 8] += 20
+        time = counts * (1.5 * 2.0 ** np.arange(64) * 1e-6)
+        starts = np.arange(windows, dtype=np.float64)
+        out.append(PeerStream(f"train/rank{r}/step", "training", "microsec", counts, time, starts, starts + 1))
+    return out
+
+
+def test_peers_tied_for_the_slowest_share_the_window() -> None:
+    """8 identical ranks but for 20 slow events every 10th second on one: the ties went to the first rank, which
+    was "consistently slowest (slowest in 60 of 60)"; rank5 the odd one, rank0 still "slowest in 54"."""
+    for odd in ("rank0", "rank5"):
+        (group,) = find_peers(_identical_windows({odd: list(range(0, 60, 10))}))
+        by_name = {m.name: m for m in group.members}
+        assert by_name[odd].slowest == 6 and all(m.slowest == 0 for name, m in by_name.items() if name != odd)
+        assert all(m.tied == 54 for m in group.members)
+        assert group.consistent is None and group.slow is None, group.lines()
+        assert f"{odd}: mean " in "\n".join(group.lines()) and "slowest in 6, tied for it in 54" in group.lines()[
+            1 + int(odd[4:])]
+
+
+def test_peers_equally_slow_are_named_beside_the_slow_one() -> None:
+    """Six hosts of sixty 2.24x the others in every interval, with the same histograms: the first was "slowest in 40
+    of 40", the others "slowest in 0", and only it was named (here 4 ranks of 24)."""
+    streams = _identical_windows({}, n=24, windows=40)
+    for k in (0, 3, 6, 9):
+        streams[k].counts[:, 9] += 60
+        streams[k].time[:, 9] = streams[k].counts[:, 9] * 1.5 * 2.0 ** 9 * 1e-6
+    (group,) = find_peers(streams)
+    assert group.slow is not None and group.finding is not None
+    assert group.slow["name"] == "rank0" and group.slow["tied"] == 40
+    assert group.slow["also"] == ["rank3", "rank6", "rank9"]
+    assert "slowest in 0 and tied for it in 40 of 40 intervals" in group.finding.what
+    assert "also ≥1.25× their peers: rank3, rank6, rank9" in group.finding.what
+
+
 def test_a_slow_peer_s_why_fits_what_the_peers_are() -> None:
     """Ranks wait for each other at collectives; disks do not: a slow disk gets a device's causes."""
     streams = synthetic.ranks(1, n=4, slow=2, factor=1.5)

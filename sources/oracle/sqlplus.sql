@@ -8,7 +8,9 @@
 -- SQL*Plus asks for the password (do not write user/password on the command line: it shows in `ps`).
 -- Needs SELECT on SYS.GV_$EVENT_HISTOGRAM_MICRO / SYS.GV_$EVENT_HISTOGRAM (or SELECT_CATALOG_ROLE), and
 -- EXECUTE on DBMS_LOCK before 18c (from 18c on DBMS_SESSION.SLEEP needs no grant).
--- Counts are summed over RAC instances; the event name reaches the server only as a bind value.
+-- Counts are summed over RAC instances. SQL*Plus substitutes the event name as text, once, into the q'[...]'
+-- literal assigned to :event below (a name containing ]' would end that literal early: do not pass one); the
+-- histogram query takes it only as that bind variable.
 -- It writes latencymap_oracle_repeat.sql (one "/" per sample) in the current directory.
 
 set echo off feedback off heading off pagesize 0 linesize 300 trimspool on verify off

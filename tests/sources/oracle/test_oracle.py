@@ -389,7 +389,7 @@ def test_sqlplus_script_prints_records_latencymap_reads_back_exactly(kind: str) 
     column = view.bucket_column.lower()
     assert got.query == (f"select {column}, sum(wait_count) from {view.name.lower()} where event = :ev "
                          f"group by {column} order by 1")
-    # The event name reaches the server only as a bind value: it is in the script once, assigned to :event.
+    # The event name is substituted once, into the literal assigned to :event; the query takes it only as a bind.
     text = substitute(script, {1: event, 2: "3", 3: "4", 4: kind})
     assert text.count(event) == 1 and f":event := q'[{event}]';" in text and "using :event" in text
     # SQL*Plus prints a blank line after each block's output (feedback is off: no 'PL/SQL procedure ...').

@@ -383,14 +383,15 @@ def describe(
     need (without it there is no `surge`); `exact`: the times are the source's, which place the medians inside
     their buckets."""
     p, pt = _baseline_shares(base), _shares(base_t)
+    base_share = _shares(base)  # what a region usually holds, as said: `p`'s half events in empty slots are no data
     ep, ep_t = _shares(ep_counts), _shares(ep_time)
     expected = ep_counts.sum() * p
     z = (ep_counts - expected) / np.sqrt(np.maximum(expected, 1.0))
     up, down = z > SLOT_Z, z < -SLOT_Z
     diff = ep_counts - expected
-    gained = _region(up, int(np.argmax(np.where(up, diff, -np.inf))), ep, ep_t, p, pt, low_s, high_s) \
+    gained = _region(up, int(np.argmax(np.where(up, diff, -np.inf))), ep, ep_t, base_share, pt, low_s, high_s) \
         if up.any() else None
-    lost = _region(down, int(np.argmin(np.where(down, diff, np.inf))), ep, ep_t, p, pt, low_s, high_s) \
+    lost = _region(down, int(np.argmin(np.where(down, diff, np.inf))), ep, ep_t, base_share, pt, low_s, high_s) \
         if down.any() else None
     shift = _median_log2(ep_counts, low_s, high_s, ep_time if exact else None) - \
         _median_log2(base, low_s, high_s, base_t if exact else None)
@@ -400,7 +401,7 @@ def describe(
         total = ep_counts.sum()
         if _thin_slow(held, total, share, new_band_time_share) and excess_z(held, total * usual) > SLOT_Z:
             band = (np.arange(len(p)) >= first) & (np.arange(len(p)) <= last)
-            gained, appeared = _region(band, int(first), ep, ep_t, p, pt, low_s, high_s), True
+            gained, appeared = _region(band, int(first), ep, ep_t, base_share, pt, low_s, high_s), True
     gone = lost is not None and lost.events_share <= APPEAR_RATIO * lost.baseline_share
     rates = None
     if gained is not None and seconds is not None and min(seconds) > 0:

@@ -118,11 +118,35 @@ def scale_heading(low: float, high: float, width: int, at_least: bool = False) -
     return None
 
 
+def shown_labels(rows: list[StreamRow]) -> tuple[str, ...]:
+    """Each row's label, with its datasource and unit where another row has the same label (`sda [bpf, nanosec]`, as
+    the report heads it): three `sda` lines could not be told apart."""
+    seen: dict[str, int] = {}
+    for r in rows:
+        seen[r.label] = seen.get(r.label, 0) + 1
+    return tuple(f"{r.label} [{r.hist.stream.datasource}, {r.hist.stream.unit}]" if seen[r.label] > 1 else r.label
+                 for r in rows)
+
+
+def _first_fitting(texts: tuple[str, ...], cells: int) -> str:
+    """The first of `texts` that fits in `cells`, else the last cut at its end (a number is never cut in its middle
+    while a shorter wording fits)."""
+    for text in texts:
+        if cell_width(text) <= cells:
+            return text
+    return texts[-1][:cells]
+
+
+def _ratio(ratio: float) -> str:
+    """`1.1`, `39`, `112`, `9,876`, `1.5e+09`: two digits, whole numbers up to 10,000 (never `1.1e+02`)."""
+    return f"{ratio:.2g}" if ratio < 10 else f"{ratio:,.0f}" if ratio < 9999.5 else f"{ratio:.2g}"
+
+
 def _values(row: StreamRow) -> tuple[str, ...]:
     """The numbers of a line as shown (of every column in `COLUMNS`): durations as the report writes them, in their
     column's width (`fit_duration`), `≥low` where a percentile is a lower bound only (`StreamRow.open`)."""
     vs = "stale" if row.stale else "-" if not math.isfinite(row.vs_peers) else (
-        "≥" if "vs peers" in row.open else "") + f"×{row.vs_peers:.2g}" + (" ▲" if row.slow else "")
+        "≥" if "vs peers" in row.open else "") + f"×{_ratio(row.vs_peers)}" + (" ▲" if row.slow else "")
     widths = dict(COLUMNS)
     return (*(_figure(v, widths[name], "≥" if name in row.open else "≤" if name in row.at_most else "") for name, v in
               (("p50 now", row.p50_now), ("p99 now", row.p99_now), ("p99 all", row.p99_all), ("waited", row.waited_s))),
@@ -263,7 +287,7 @@ class OverviewList(Widget, can_focus=True):
         levels, low, high = p99_levels([v for v, _ in p99], LEVELS, fleet)
         opens = [at_least for _, at_least in p99]
         self._scale, self._open = (low, high), any(o.any() for o in opens)
-        named = (tuple(r.label for r in self.rows), name_width(width))
+        named = (shown_labels(self.rows), name_width(width))
         if named != self._named:  # cut around what tells the names listed apart
             self._names = dict(zip((r.index for r in self.rows), distinct_names(*named), strict=True))
             self._named = named
@@ -294,8 +318,9 @@ class OverviewList(Widget, can_focus=True):
     def _head(self, width: int, cells: int) -> Strip:
         low, high = self._scale
         name_w, n, shown = name_width(width), len(self.rows), min(self.lines_shown, len(self.rows) - self.top)
-        title = "stream" if n <= self.lines_shown else cut_middle(f"streams {self.top + 1}–{self.top + shown} of {n}",
-                                                                   name_w)
+        title = "stream" if n <= self.lines_shown else _first_fitting(
+            (f"streams {self.top + 1}–{self.top + shown} of {n}", f"{self.top + 1}–{self.top + shown} of {n}",
+             f"{self.top + 1}–{self.top + shown}/{n}"), name_w)
         segs = [Segment(" " * MARK_W + title + " " * (name_w - cell_width(title)) + " ", HEAD)]
         room = cells - LEVELS - 1
         heading = scale_heading(low, high, room, self._open) if math.isfinite(low) else None
@@ -379,18 +404,22 @@ def overview_head(state: str, streams: int, rows: list[StreamRow], needle: str, 
                Field("  a/b: mark", rank=7), Field("  d: A−B", rank=6)]
     slow = [clean_text(r.label, 60) for r in rows if r.slow]
     stale = [clean_text(r.label, 60) for r in rows if r.stale]
+    # how many, in the group's head: the names after the first go first on a narrow line, the count stays
     if stale:
-        fields.append(Field("  stale:", "bold yellow", group="stale", head=True))
+        fields.append(Field(f"  stale{_how_many(stale)}:", "bold yellow", group="stale", head=True))
         fields.append(Field(f" {stale[0]}", "bold yellow", 65, shrink=12, group="stale"))
-        if len(stale) > 1:
-            fields.append(Field(f" +{len(stale) - 1} more", "bold yellow", 64, group="stale"))
     if slow:
-        fields.append(Field("  slow now:", "bold red", group="slow", head=True))
+        fields.append(Field(f"  slow now{_how_many(slow)}:", "bold red", group="slow", head=True))
         fields.append(Field(f" {slow[0]}", "bold red", 70, shrink=12, group="slow"))
         fields += [Field(f", {label}", "bold red", 50 - k, group="slow") for k, label in enumerate(slow[1:3])]
         if len(slow) > 3:
-            fields.append(Field(f" +{len(slow) - 3} more", "bold red", 48, group="slow"))
+            fields.append(Field(", …", "bold red", 48, group="slow"))
     return fields
+
+
+def _how_many(labels: list[str]) -> str:
+    """` (6)` before a list of 6 names; empty for one."""
+    return f" ({len(labels):,})" if len(labels) > 1 else ""
 
 
 class OverviewScreen(Screen[None]):

@@ -531,3 +531,49 @@ def test_difference_map_follows_live_data_after_the_cursor_was_moved_and_stays_w
             await pilot.press("q")
 
     asyncio.run(main())
+
+
+def _slow_rows(labels: list[str], slow: int) -> list[StreamRow]:
+    """Rows of an overview (no history needed for its header): the first `slow` of `labels` slow now (10× their
+    peers)."""
+    return [StreamRow(k, None, label, vs_peers=10.0 if k < slow else 1.0)  # type: ignore[arg-type]
+            for k, label in enumerate(labels)]
+
+
+def test_the_overview_head_keeps_how_many_are_slow_on_a_narrow_terminal() -> None:
+    """At 80 columns the head read `slow now: host000/sda` for six slow hosts: the `+3 more` went first, then the
+    names, so one name looked like all."""
+    from latencymap.tui.fit import fit_fields
+    from latencymap.tui.overview import overview_head
+
+    rows = _slow_rows([f"host{k:03d}/sda" for k in range(0, 600, 10)], 6)
+    wide = "".join(f.text for f in fit_fields(overview_head("ended", 60, rows, "", "p99 now", 0), 200))
+    assert "slow now (6): host000/sda, host010/sda, host020/sda, …" in wide, wide
+    for width in (80, 60):
+        narrow = "".join(f.text for f in fit_fields(overview_head("ended", 60, rows, "", "p99 now", 0), width))
+        assert "slow now (6): host000/sda" in narrow, narrow
+    one = "".join(f.text for f in fit_fields(overview_head("ended", 60, rows[5:], "", "p99 now", 0), 200))
+    assert "slow now: host050/sda" in one, one
+
+
+def test_a_ratio_to_the_peers_is_written_whole_and_the_list_title_is_never_cut_through_a_number() -> None:
+    from latencymap.tui.overview import _first_fitting, _ratio
+
+    assert [_ratio(r) for r in (1.14, 9.96, 39.2, 112.4, 9876.0, 1.5e9)] == ["1.1", "10", "39", "112", "9,876",
+                                                                            "1.5e+09"]
+    titles = ("streams 1–21 of 60", "1–21 of 60", "1–21/60")
+    assert [_first_fitting(titles, w) for w in (26, 14, 8)] == ["streams 1–21 of 60", "1–21 of 60", "1–21/60"]
+
+
+def test_streams_of_one_label_are_told_apart_by_datasource_and_unit() -> None:
+    from latencymap.tui.overview import shown_labels as overview_labels
+
+    acc = Accumulator()
+    for ds, unit in (("bpf", "microsec"), ("bpf", "nanosec"), ("oracle", "microsec")):
+        counts = np.zeros(64, dtype=np.int64)
+        counts[10] = 5
+        acc.add([Interval(StreamId("sda", ds, unit), 0.0, 1.0, counts)])
+    acc.add([Interval(StreamId("sdb", "bpf", "microsec"), 0.0, 1.0, np.ones(64, dtype=np.int64))])
+    rows = OverviewStats().rows(list(acc.streams.values()), sources=acc.sources)
+    assert sorted(overview_labels(rows)) == ["sda [bpf, microsec]", "sda [bpf, nanosec]", "sda [oracle, microsec]",
+                                              "sdb"]

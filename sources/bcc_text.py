@@ -3,7 +3,7 @@
 Text: a header `     usecs   : count     distribution` (its first word gives the unit: `nsecs`,
 `usecs`, `msecs`), then rows `lo -> hi : count |***|` with `hi` inclusive; an optional section
 line just before it (`disk = sda`) names the stream, else the stream is `bcc <unit>`. `-T` prints a
-`14:03:21` line before each interval. `-j` prints one Python dict repr per histogram
+`14:03:21` line before each interval (argdist `[14:03:21]`). `-j` prints one Python dict repr per histogram
 (`{'ts': '2024-05-01 14:03:21', 'val_type': 'usecs', 'data': [{'interval-start': 0,
 'interval-end': 1, 'count': 5}, ...]}`), read with `ast.literal_eval` (never `eval`).
 
@@ -111,7 +111,7 @@ class BccTextFormat(PrintedHistogramFormat):
         return _announced(head) and not _printed(head)
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
-        reader = PrintReader(name, self.options)
+        reader = PrintReader(name, self.options, live=self.live)
         section, section_line = "", 0
         block: PrintedRows | None = None
         header_word = ""  # the block's header word: its values' unit (`usecs`)
@@ -129,6 +129,7 @@ class BccTextFormat(PrintedHistogramFormat):
                 continue
             header = _HEADER.match(text)
             if header is not None:
+                reader.begins()
                 header_word = clean_label(header.group(1))  # labels whole: the reader names their streams
                 label = section if section and section_line == n - 1 else f"bcc {header_word}"
                 block = PrintedRows(_SYNTAX, label, n)

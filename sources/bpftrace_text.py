@@ -79,7 +79,7 @@ class BpftraceTextFormat(PrintedHistogramFormat):
         return _attached(head) and not _printed(head)
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
-        reader = PrintReader(name, self.options)
+        reader = PrintReader(name, self.options, live=self.live)
         block: PrintedRows | None = None
         n = 0
         for n, raw in enumerate(lines, 1):
@@ -98,6 +98,7 @@ class BpftraceTextFormat(PrintedHistogramFormat):
                 continue
             header = _HEADER.match(text)
             if header is not None:
+                reader.begins()
                 block = PrintedRows(_SYNTAX, clean_label(header.group(1)), n)  # whole: the reader names its stream
                 continue
             stamp = parse_time_line(text)

@@ -1,10 +1,10 @@
 """Shared pieces of the text-format readers: options, time lines, bucket ranges, columns, print groups.
 
 bpftrace and bcc print a histogram per map every interval, each group of prints after a time line
-(or, without time lines, until a map is printed again). Whether the printed counts are per interval
-(the map is cleared after each print) or cumulative (never cleared) is declared (`--cumulative` /
-`--per-interval`) or detected per map (see `print_modes`): `PrintReader` tells it which streams
-each closed group printed and which it did not.
+(or, without time lines, until a map is printed again or, read live, a print arrives after a pause).
+Whether the printed counts are per interval (the map is cleared after each print) or cumulative (never
+cleared) is declared (`--cumulative` / `--per-interval`) or detected per map (see `print_modes`):
+`PrintReader` tells it which streams each closed group printed and which it did not.
 """
 
 from __future__ import annotations
@@ -40,8 +40,13 @@ EARLIEST, LATEST = DAY, 253_402_128_000.0
 _TIME_OF_DAY = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
 _DATE_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
 _EPOCH = re.compile(r"^1\d{9}(?:\.\d{1,9})?$")
+#: argdist (and bcc's dbstat, dbslower) print their time line in brackets: `print("[%s]" % strftime("%H:%M:%S"))`.
+_BRACKETED = re.compile(r"^\[([^\[\]]+)\]$")
 _UNIT_WORD = re.compile(r"[a-zµ]+")
 _WALL_EPOCH = datetime(1970, 1, 1)
+#: Read live, input that arrives after a pause this long (seconds; at most half `--interval`) is a later print: the
+#: prints of one interval (every key of a map, every section of a bcc table) arrive within milliseconds.
+PAUSE = 0.5
 
 
 def column_spans(current: int, upto: int) -> list[tuple[int, int]]:
@@ -125,8 +130,14 @@ def local_zone() -> tzinfo | None:
 
 def parse_time_line(text: str) -> tuple[str, float] | None:
     """`("tod", seconds after midnight)`, `("date", local wall-clock seconds since 1970-01-01)` or `("abs", epoch
-    seconds)` for a printed timestamp line: local times become instants in the clock, which knows what came before."""
+    seconds)` for a printed timestamp line: local times become instants in the clock, which knows what came before.
+    A time of day or a date and time may stand in brackets (`[14:03:21]`, as argdist prints it); epoch seconds not
+    (`[1700000000]` is a bpftrace row label)."""
     text = text.strip()
+    bracketed = _BRACKETED.match(text)
+    if bracketed is not None:
+        stamp = parse_time_line(bracketed.group(1))
+        return stamp if stamp is not None and stamp[0] != "abs" else None
     m = _TIME_OF_DAY.match(text)
     if m:
         hours, minutes, seconds = int(m.group(1)), int(m.group(2)), int(m.group(3))
@@ -160,12 +171,16 @@ class PrintedHistogramFormat(TextFormat):
 class PrintClock:
     """Start and end times of successive print groups: from printed time lines, else arrival order.
 
-    A time line opens a group. Without time lines, a map printed again opens the next group, at
-    its arrival time but at least `interval` seconds after the previous group (so a file read at
-    once gets one group per `interval`, and a live pipe its real times); the first group is when
-    reading starts, and covers back to the program's banner when that arrived earlier (`attached`).
+    A time line opens a group. Without time lines, a map printed again opens the next group, and so
+    does, read `live`, a print that arrives after a pause (a key first printed seconds after the
+    others: the prints of one interval arrive within milliseconds); at its arrival time but at least
+    `interval` seconds after the previous group (so a file read at once gets one group per
+    `interval`, and a live pipe its real times); the first group is when reading starts, and covers
+    back to the program's banner when that arrived earlier (`attached`).
     After a time line, a map printed twice (`again`) is at the same time when a time line follows
     (`stamp(same=True)`), else bpftrace's print at exit: `interval` seconds later (see `PrintReader`).
+    A time line that repeats the group's (`repeated`, of whole seconds: printed more often) before anything
+    was printed since is a later print in that second: what it prints is `again` too.
     Times of day (`14:03:21`) take the date on which reading started (the day before if that puts them in
     the future) and roll over at midnight.
     Local times go through the local zone: one skipped when clocks go forward is moved on as the zone
@@ -175,9 +190,15 @@ class PrintClock:
     as the next group (once the next time line says it: `settled`), else `interval` seconds.
     """
 
-    def __init__(self, interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] = time.time,
+                 live: bool = False) -> None:
         self.interval = interval
         self._clock = clock
+        self._pause = min(PAUSE, interval / 2) if live else None  # read at rest, arrival tells nothing
+        self._arrived: float | None = None  # when the last print arrived
+        self._began: float | None = None  # when the print being read started to arrive (`begins`)
+        self.repeated = False  # whether a time line of whole seconds repeated the current group's
+        self._later = False  # whether it repeated it before anything was printed since
         self.zone = local_zone()
         self.current: float | None = None
         self.previous: float | None = None
@@ -231,34 +252,51 @@ class PrintClock:
             return None
         if self.current is not None and when <= self.current:
             if when == self.current:
+                self.repeated, self._later = when.is_integer(), not self._seen
                 return None
             return f"timestamp goes backwards ({self._fmt(when)} after {self._fmt(self.current)})"
         if self.current is not None and self.previous is None and self._timed:
             self._lead = when - self.current
         self.previous, self.current = self.current, when
         self._seen = set()
+        self.repeated = self._later = False
         self._tod = kind == "tod"
         self._timed = True
         self.group += 1
         return None
 
     def again(self, key: Hashable) -> bool:
-        """Whether `key` was printed in the current group, which a time line opened."""
-        return self._timed and key in self._seen
+        """Whether `key` was printed in the current group, which a time line opened, or is printed after that time
+        line repeated with nothing printed in between."""
+        return self._timed and (key in self._seen or self._later)
+
+    def begins(self) -> None:
+        """A print starts (its header arrived): it arrived now, not when the line that ends it does (bcc's next
+        print, an interval later)."""
+        self._began = self._clock()
 
     def stamp(self, key: Hashable, same: bool = False) -> tuple[float, float]:
-        """(start, end) of the print of `key` (a stream) in the current group; printed again, in the next one unless
-        it is at the `same` time."""
+        """(start, end) of the print of `key` (a stream) in the current group; printed again, or read live after a
+        pause, in the next one unless it is at the `same` time."""
+        now = self._clock() if self._began is None else self._began
+        self._began = None
         if self.current is None:
-            self.current = self._clock()
+            self.current = now
             self.group += 1
-        elif key in self._seen and not same:
+        elif ((key in self._seen or self._later) and not same) or self._paused(now):
             after = self.current + self.interval
-            self.previous, self.current = self.current, after if self._timed else max(after, self._clock())
+            self.previous, self.current = self.current, after if self._timed else max(after, now)
             self._seen = set()
+            self._later = False
             self.group += 1
         self._seen.add(key)
+        self._arrived = now
         return self._start(), self.current
+
+    def _paused(self, now: float) -> bool:
+        """Whether a print that arrives `now`, read live without time lines, came after a pause."""
+        return self._pause is not None and not self._timed and self._arrived is not None \
+            and now - self._arrived >= self._pause
 
     def _start(self) -> float:
         assert self.current is not None
@@ -313,11 +351,12 @@ class PrintReader:
     """One input of printed histograms: its clock, cumulative detection, per-map units and notes."""
 
     def __init__(self, name: str, options: dict[str, Any], datasource: str = "bpf",
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, live: bool = False) -> None:
         self.name = name
         self.datasource = datasource
         self.unit = options.get("unit")
-        self.clock = PrintClock(float(options.get("interval") or DEFAULT_INTERVAL), clock)
+        self.clock = PrintClock(float(options.get("interval") or DEFAULT_INTERVAL), clock, live)
+        self._finer = False  # whether the note that time lines repeat their second was given
         self.prints = PrintedHistograms(options.get("cumulative"), name)
         self._units: dict[str, str] = {}
         self._negative: set[str] = set()
@@ -445,7 +484,7 @@ class PrintReader:
         if same is None and (self._holding or self.clock.again(stream)):
             self._again.append((stream, partial(self.histogram, label, counts, line_no, unit, negative, named, family,
                                                 unknown)))
-            return out
+            return out + self._finer_than_time_lines(shown, line_no)
         start, end = self.clock.stamp(stream, same=bool(same))
         out += self._sync(line_no)
         family = label.split("[", 1)[0] if family is None else family
@@ -460,6 +499,16 @@ class PrintReader:
         self._held.append(add)
         return out
 
+    def _finer_than_time_lines(self, shown: str, line_no: int) -> list[Item]:
+        """The note, once, that a map is printed again under a time line that repeated its second: the program prints
+        more often than its time lines can tell apart."""
+        if self._finer or not self.clock.repeated:
+            return []
+        self._finer = True
+        return [Notice(f"{self.name}: line {line_no}: {shown}: printed more often than once a second, but the time "
+                       "lines show whole seconds (the same second repeated): prints within one second cannot be told "
+                       "apart, and are added together in 1 s columns", skipped=0)]
+
     def _release(self) -> list[Item]:
         """The held prints of the first timed group, now that its start is known (`interval` if the input ends)."""
         held, self._held = self._held, []
@@ -468,6 +517,10 @@ class PrintReader:
     def shown(self, label: str) -> str:
         """The stream name of `label` (whole, cleaned), as streams and notices show it: the same for the same label."""
         return self._names.name(label)
+
+    def begins(self) -> None:
+        """A print's first line (its header) was read: read live, the print arrived then (see `PrintClock.begins`)."""
+        self.clock.begins()
 
     def unreadable(self, label: str) -> None:
         """A print of `label` that could not be read (skipped with a notice): it was printed, not missing."""

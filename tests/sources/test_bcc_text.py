@@ -4,9 +4,10 @@ import ast
 import itertools
 import re
 from collections import defaultdict
+from datetime import datetime
 
 import pytest
-from formats_support import FIXTURES, intervals, notices, read_items, report_json, totals_by_label
+from formats_support import FIXTURES, intervals, notices, read_items, read_live, report_json, totals_by_label
 
 from latencymap.core.buckets import bounds_in_unit
 from latencymap.sources.bcc_text import BccTextFormat, bcc_slot
@@ -201,3 +202,77 @@ def test_bad_dict_lines_say_what_is_wrong_in_the_inputs_terms(tmp_path) -> None:
         f"the line was cut at {MAX_LINE:,} characters, the longest read); line skipped"]
     assert re.search(r"\(not a Python dict at column \d+: ':' expected after dictionary key\); line skipped$", said[3])
     assert [m.split(": ", 2)[1] for m in said] == ["line 2", "line 3", "line 4", "line 5"]
+
+
+def usecs_table(counts: dict[int, int]) -> list[str]:
+    """bcc's print_log2_hist of usecs (as bcc 0.26 prints it) up to the highest non-empty row: its lines."""
+    top = max(counts)
+    rows = [(0, 1)] + [(1 << k, (2 << k) - 1) for k in range(1, top.bit_length())]
+    return ["     usecs               : count     distribution"] + [
+        f"{lo:>10} -> {hi:<10}: {counts.get(lo, 0):<8} |{'*' * 40 if counts.get(lo) else ' ' * 40}|" for lo, hi in rows]
+
+
+#: argdist-bpfcc -i 1 -H 'r::...:u64:$latency/1000#lat_us' (bcc 0.26): a `[%H:%M:%S]` line every interval, the
+#: histogram under it when it holds events, and no blank line between a histogram and the next time line.
+ARGDIST = """[18:04:54]
+[18:04:55]
+[18:04:56]
+[18:04:57]
+     lat_us              : count     distribution
+         0 -> 1          : 0        |                                        |
+         2 -> 3          : 0        |                                        |
+         4 -> 7          : 0        |                                        |
+         8 -> 15         : 0        |                                        |
+        16 -> 31         : 0        |                                        |
+        32 -> 63         : 0        |                                        |
+        64 -> 127        : 0        |                                        |
+       128 -> 255        : 0        |                                        |
+       256 -> 511        : 0        |                                        |
+       512 -> 1023       : 0        |                                        |
+      1024 -> 2047       : 2        |                                        |
+      2048 -> 4095       : 97       |****************************************|
+      4096 -> 8191       : 1        |                                        |
+[18:04:58]
+[18:04:59]
+"""
+
+
+def test_argdist_bracketed_time_lines_time_the_prints() -> None:
+    """argdist prints `[18:04:57]`: they were rows that did not parse (two records skipped), the print was timed
+    when read, and the idle second after it was lost."""
+    items = read_items(BccTextFormat, ARGDIST, "ad.txt")
+    assert not [m for m in notices(items) if "expected a row" in m], notices(items)
+    cols = intervals(items)
+    assert [int(c.counts.sum()) for c in cols] == [100, 0], notices(items)
+    assert [c.end - cols[0].start for c in cols] == [1.0, 2.0]
+    assert datetime.fromtimestamp(cols[0].end).strftime("%H:%M:%S") == "18:04:57"
+
+
+def test_read_live_a_new_section_printed_later_takes_its_own_arrival_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """funclatency -u -i 1 (no -T) on a function of short-lived processes: pid 21960's first print came 5 s after
+    21588's (an empty `print()` line each second between); read live, it was stamped with 21588's time."""
+    def section(at: float, pid: int, counts: dict[int, int]) -> list[tuple[float, str]]:
+        lines = [f"Function = [unknown] [{pid}]", *usecs_table(counts), "",
+                 f"avg = 1086 usecs, total: 108671 usecs, count: {sum(counts.values())}", ""]
+        return [(at, line) for line in lines]
+    arrivals = [(100.0, 'Tracing 1 functions for "fl:work_a"... Hit Ctrl-C to end.'), (101.0, "")]
+    arrivals += section(101.0, 21588, {1024: 100}) + [(102.0 + k, "") for k in range(4)]
+    arrivals += [*section(106.0, 21960, {1024: 99, 2048: 1}), (107.0, ""), (108.0, "Detaching...")]
+    items = read_live(monkeypatch, BccTextFormat, arrivals)
+    ends = {c.stream.label: c.end for c in intervals(items) if c.counts.sum()}
+    assert ends == {"Function [unknown] [21588]": 101.0, "Function [unknown] [21960]": 106.0}, notices(items)
+
+
+def test_read_live_each_section_takes_the_time_its_print_arrived(monkeypatch: pytest.MonkeyPatch) -> None:
+    """biolatency -D 1 prints `disk = sda`, `disk = sdb` each second, and nothing after sdb's last row until the next
+    print: sdb's print ends when the next one arrives, but it arrived with sda's, and is timed with it."""
+    def disks(at: float) -> list[tuple[float, str]]:
+        lines = ["", "", "disk = 'sda'", *usecs_table({1024: 5}), "", "disk = 'sdb'", *usecs_table({2048: 7})]
+        return [(at, line) for line in lines]
+    arrivals = [(100.0, "Tracing block device I/O... Hit Ctrl-C to end."), *disks(101.0), *disks(102.0),
+                *disks(103.0), (103.5, "")]
+    items = read_live(monkeypatch, BccTextFormat, arrivals, cumulative=False)
+    ends: dict[str, list[float]] = defaultdict(list)
+    for col in intervals(items):
+        ends[col.stream.label].append(col.end)
+    assert ends == {"disk sda": [101.0, 102.0, 103.0], "disk sdb": [101.0, 102.0, 103.0]}, notices(items)

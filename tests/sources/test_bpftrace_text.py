@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import pytest
-from formats_support import FIXTURES, intervals, notices, read_items, registry, report_json, totals_by_label
+from formats_support import FIXTURES, intervals, notices, read_items, read_live, registry, report_json, totals_by_label
 
 from latencymap.core.buckets import bounds_in_unit
 from latencymap.core.model import Interval, Snapshot
@@ -367,3 +368,65 @@ def test_a_process_name_holding_what_splitlines_takes_for_a_line_end_loses_no_pr
         totals[i.stream.label] += int(i.counts.sum())
     assert totals == {"@us[ff?name]": 783 + 7 + 700 + 9, "@us[python]": 12 + 14}
     assert [m.split(" expected")[0] for m in notices(items) if "expected" in m] == [f"{path}: line 14: @us[ff?name]:"]
+
+
+BAR = "|@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|"
+#: bpftrace 0.17, `interval:s:1 { print(@usecs); clear(@usecs); }` over `@usecs[comm] = hist(...)`, no time(), read
+#: live: slA slept at 18:08:26, slB only at 18:08:32; the map printed empty (a blank line) each second between.
+KEYED_LATE = ([(100.0, "Attaching 3 probes..."), (100.0, ""), (100.0, ""),
+               (103.0, "@usecs[slA]: "), (103.0, f"[1K, 2K)               1 {BAR}"),
+               (103.0, f"[2K, 4K)              99 {BAR}"), (103.0, "")]
+              + [(104.0 + k, "") for k in range(5)]
+              + [(109.0, "@usecs[slB]: "), (109.0, f"[2K, 4K)              48 {BAR}"),
+                 (109.0, f"[4K, 8K)               2 {BAR}"), (109.0, "")]
+              + [(110.0 + k, "") for k in range(3)])
+
+
+def test_read_live_a_key_first_printed_later_takes_its_own_arrival_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """slB's first print arrived 6 s after slA's: it was stamped with slA's time (and the map read as printed
+    once). Read live, it is a print of its own, at its arrival; read from a file at once, one print as before."""
+    items = read_live(monkeypatch, BpftraceTextFormat, KEYED_LATE)
+    ends = {c.stream.label: c.end for c in intervals(items) if c.counts.sum()}
+    assert ends == {"@usecs[slA]": 103.0, "@usecs[slB]": 109.0}, notices(items)
+    assert not any("a single print" in m for m in notices(items)), notices(items)
+    at_rest = intervals(read_items(BpftraceTextFormat, "\n".join(line for _, line in KEYED_LATE) + "\n"))
+    assert len({c.end for c in at_rest}) == 1
+
+
+def test_read_live_the_keys_of_one_print_stay_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keys of one print arrive within milliseconds: one print group per second, every key at its time."""
+    def keyed(at: float) -> list[tuple[float, str]]:
+        return [(at, "@usecs[slA]: "), (at, f"[2K, 4K)              99 {BAR}"), (at, ""),
+                (at + 0.002, "@usecs[slB]: "), (at + 0.002, f"[2K, 4K)              48 {BAR}"), (at + 0.002, "")]
+    arrivals = [(100.0, "Attaching 3 probes..."), *keyed(101.0), *keyed(102.0), *keyed(103.0)]
+    items = read_live(monkeypatch, BpftraceTextFormat, arrivals)
+    ends: dict[str, list[float]] = defaultdict(list)
+    for col in intervals(items):
+        ends[col.stream.label].append(col.end)
+    assert ends == {"@usecs[slA]": [101.0, 102.0, 103.0], "@usecs[slB]": [101.0, 102.0, 103.0]}, notices(items)
+
+
+#: bpftrace 0.17, `interval:ms:500 { time("%H:%M:%S\n"); print(@usecs); clear(@usecs); }`: two prints a second,
+#: both stamped with the second (trimmed: the first prints found the map empty and printed nothing).
+HALF_PRINTS: list[tuple[str, list[tuple[str, int]]]] = [
+    ("18:09:50", []), ("18:09:51", []), ("18:09:51", [("[4K, 8K)", 10)]), ("18:09:52", [("[4K, 8K)", 97)]),
+    ("18:09:52", [("[4K, 8K)", 95), ("[8K, 16K)", 2)]), ("18:09:53", [("[4K, 8K)", 96), ("[8K, 16K)", 1)]),
+    ("18:09:53", [("[4K, 8K)", 93), ("[8K, 16K)", 2)]), ("18:09:54", [("[4K, 8K)", 3)]), ("18:09:54", []),
+    ("18:09:55", []), ("18:09:55", []), ("18:09:56", [])]
+HALF = "Attaching 3 probes...\n" + "".join(
+    f"{stamp}\n" + ("@usecs: \n" + "".join(f"{label:<18}{n:>6} {BAR}\n" for label, n in rows) if rows else "") + "\n"
+    for stamp, rows in HALF_PRINTS)
+
+
+def test_prints_under_a_repeated_time_line_are_after_its_second() -> None:
+    """Two prints a second, stamped with whole seconds: the 10 events printed under the second `18:09:51` line came
+    after 18:09:51, not in the second before it (the first print landed a column early); and the note says that
+    the time lines cannot tell half seconds apart, so that 1 s columns are no surprise."""
+    items = read_items(BpftraceTextFormat, HALF)
+    cols = intervals(items)
+    assert [int(c.counts.sum()) for c in cols] == [107, 194, 98, 0], notices(items)
+    assert [c.end - cols[0].start for c in cols] == [1.0, 2.0, 3.0, 4.0]
+    assert all(a.end == b.start for a, b in pairwise(cols))
+    assert datetime.fromtimestamp(cols[0].start).strftime("%H:%M:%S") == "18:09:51"
+    said = [m for m in notices(items) if "whole seconds" in m]
+    assert len(said) == 1 and "line 7: @usecs: printed more often than once a second" in said[0], notices(items)

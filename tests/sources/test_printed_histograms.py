@@ -393,3 +393,44 @@ def test_time_lines_closer_than_their_second_do_not_swallow_the_next(fmt: type) 
     cols = intervals(read_items(fmt, getppid_prints(fmt, [run])))
     assert [int(c.counts.sum()) for c in cols] == [1000, 2000, 0]
     assert [c.end - cols[0].end for c in cols] == [0.0, 1.0, 2.0]
+
+
+def test_read_live_a_print_after_a_pause_opens_a_print_group_at_its_arrival() -> None:
+    """Read live without time lines, a key first printed after a pause (a new key of a cleared map, a new pid) is a
+    later print, at its arrival, not the earlier print's; keys printed together (milliseconds apart) stay one print.
+    Read at rest (a file), arrival says nothing: the key joins the print before, as before."""
+    now = [100.0]
+    live = PrintClock(1.0, clock=lambda: now[0], live=True)
+    assert live.stamp("a") == (99.0, 100.0)
+    now[0] = 100.004
+    assert live.stamp("b") == (99.0, 100.0) and live.group == 1
+    now[0] = 105.0
+    assert live.stamp("c") == (100.0, 105.0) and live.group == 2
+    now[0] = 105.002
+    assert live.stamp("a") == (100.0, 105.0) and live.group == 2
+    now[0] = 100.0
+    at_rest = PrintClock(1.0, clock=lambda: now[0])
+    assert at_rest.stamp("a") == (99.0, 100.0)
+    now[0] = 105.0
+    assert at_rest.stamp("c") == (99.0, 100.0) and at_rest.group == 1
+
+
+def test_a_pause_is_at_most_half_the_interval() -> None:
+    """With `--interval 0.2` (a program printing every 200 ms), 150 ms between prints is a pause."""
+    now = [100.0]
+    clock = PrintClock(0.2, clock=lambda: now[0], live=True)
+    clock.stamp("a")
+    now[0] = 100.15
+    assert clock.stamp("b") == (100.0, 100.2) and clock.group == 2  # at least `interval` after the previous
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("[18:04:58]", ("tod", 18 * 3600 + 4 * 60 + 58)),  # argdist, dbstat, dbslower: print("[%s]" % strftime(...))
+    ("  [18:04:58]  ", ("tod", 18 * 3600 + 4 * 60 + 58)),
+    ("18:04:58  ", ("tod", 18 * 3600 + 4 * 60 + 58)),  # biolatency -T and most bcc tools: "%-8s\n"
+    ("[2024-05-01 14:03:21]", ("date", (datetime(2024, 5, 1, 14, 3, 21) - datetime(1970, 1, 1)).total_seconds())),
+    ("[1700000000]", None),  # a bpftrace row label cut short, not an epoch time line
+    ("[18:04:58", None), ("18:04:58]", None), ("[[18:04:58]]", None),
+])
+def test_time_lines_in_brackets_are_read(line: str, expected: tuple[str, float] | None) -> None:
+    assert parse_time_line(line) == expected

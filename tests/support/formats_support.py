@@ -7,6 +7,9 @@ entry points, else through the same pipeline in process (input_flow → Accumula
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +79,23 @@ def totals_by_label(report: dict[str, Any]) -> dict[str, int]:
 def read_items(fmt: type[TextFormat], text: str, name: str = "t.txt", **options: Any) -> list[Interval | Notice]:
     """Items of a small input, snapshots diffed."""
     return list(Differ(name=name).run(fmt(**options).read(text.splitlines(keepends=True), name)))
+
+
+def read_live(monkeypatch: Any, fmt: type[TextFormat], arrivals: list[tuple[float, str]], name: str = "<stdin>",
+              **options: Any) -> list[Interval | Notice]:
+    """Items of an input read live (a pipe) in a printed-histogram format: each line arrives at its time (epoch
+    seconds), which the reader's clock reads when the line is read."""
+    module = sys.modules[fmt.__module__]
+    now = [arrivals[0][0]]
+    monkeypatch.setattr(module, "PrintReader", partial(module.PrintReader, clock=lambda: now[0]))
+
+    def lines() -> Iterator[str]:
+        for when, line in arrivals:
+            now[0] = when
+            yield line + "\n"
+    reader = fmt(**options)
+    reader.live = True
+    return list(Differ(name=name).run(reader.read(lines(), name)))
 
 
 def intervals(items: list[Any]) -> list[Interval]:

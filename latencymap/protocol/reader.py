@@ -238,7 +238,9 @@ class ProtocolReader:
     @staticmethod
     def may_note(stream: StreamId, guessed: bool) -> bool:
         """Whether a record of `stream` (`guessed`: it has no datasource line) can give a note (`record_notes`)."""
-        return stream.datasource in _NOT_RECORDED if not guessed else _ORACLE_LABEL.search(stream.label) is not None
+        if guessed:
+            return _ORACLE_LABEL.search(stream.label) is not None
+        return stream.datasource in _NOT_RECORDED or misspelt_upper_bound(stream.datasource) is not None
 
     def record_notes(self, stream: StreamId, guessed: bool) -> list[Notice]:
         """The notes to give before the items of a record of `stream` that is read (`guessed`: it has no datasource
@@ -250,6 +252,16 @@ class ProtocolReader:
                 return []
             self._told = True
             return [self._datasource_notice(stream)]
+        meant = misspelt_upper_bound(stream.datasource)
+        if meant is not None:
+            if stream.datasource in self._said:
+                return []
+            self._said.add(stream.datasource)
+            return [Notice(
+                f"{self.name}: '{clean_text(stream.label, 200)}': datasource '{clean_text(stream.datasource, 40)}' is "
+                f"not '{meant}': read as lower bounds ([v, 2v)), as any datasource but {meant}; if these are "
+                f"{meant}'s (upper bounds, [v/2, v)), correct the records' datasource line or pass --datasource "
+                f"{meant}, which puts every row one octave lower", skipped=0)]
         lost = _NOT_RECORDED.get(stream.datasource)
         if lost is None or self.recording is None or stream.datasource in self._said:
             return []
@@ -592,3 +604,24 @@ def _recorded_from(header: dict[str, Any]) -> str:
     if isinstance(source, str) and isinstance(target, str) and target:  # a source subcommand: `spark LOG`
         return shlex.join([clean_text(source, 40), clean_text(target, 200)])
     return "LOG"
+
+
+def misspelt_upper_bound(datasource: str) -> str | None:
+    """The datasource whose buckets are upper bounds (`oracle`) that `datasource`, not one, is a letter from (`orcale`,
+    `oracel`, `orace`) or a longer name of (`oracle19c`): it is read as lower bounds, one octave off if it meant that;
+    None otherwise (`trace`, two letters from it, is no misspelling)."""
+    if datasource in UPPER_BOUND_SOURCES:
+        return None
+    return next((name for name in sorted(UPPER_BOUND_SOURCES)
+                 if _edits(datasource, name) <= 1 or datasource.startswith(name)), None)
+
+
+def _edits(a: str, b: str) -> int:
+    """The Damerau-Levenshtein distance of two short words (a swap of neighbours is one edit)."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]

@@ -666,3 +666,15 @@ def test_records_repeating_their_header_are_read_without_parsing_it_again(monkey
     items = list(ProtocolReader("t").read_chunks([text[:3000], text[3000:]]))
     assert len(items) == 200 and len(seen) <= 3
     assert by_chunks(text, [3000]) == by_lines(text)
+
+
+def test_a_datasource_a_letter_from_oracle_is_said_once_read_in_bulk_or_line_by_line() -> None:
+    """`datasource, orcale` was read as lower bounds, one octave off Oracle's upper bounds, without a word."""
+    text = "".join(f"<begin record>\ntimestamp, microsec, {1_700_000_000_000_000 + k * 1_000_000}\ndatasource, "
+                   f"{ds}\n" + ORACLE_LABEL + f"1, {5 + k}\n<end record>\n" for k, ds in enumerate(
+                       ("orcale", "orcale", "trace", "oracle19c")))
+    items = by_chunks(text, [])
+    notes = [i[1] for i in items if i[0] == "notice"]
+    assert len(notes) == 2 and items == by_lines(text)
+    assert "datasource 'orcale' is not 'oracle': read as lower bounds ([v, 2v))" in notes[0]
+    assert "datasource 'oracle19c' is not 'oracle'" in notes[1]  # `trace` is no misspelling of it

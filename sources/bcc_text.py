@@ -1,14 +1,15 @@
 """bcc `print_log2_hist` output (biolatency and friends) and biolatency `-j` dict lines.
 
-Text: a header `     usecs   : count     distribution` (its first word gives the unit: `nsecs`,
-`usecs`, `msecs`), then rows `lo -> hi : count |***|` with `hi` inclusive; an optional section
-line just before it (`disk = sda`) names the stream, else the stream is `bcc <unit>`. `-T` prints a
-`14:03:21` line before each interval (argdist `[14:03:21]`). `-j` prints one Python dict repr per histogram
-(`{'ts': '2024-05-01 14:03:21', 'val_type': 'usecs', 'data': [{'interval-start': 0,
+Text: a header `     usecs   : count     distribution` (its label gives the unit: `nsecs`,
+`usecs`, `msecs`, or a unit in a label of several words: `age (ms)`), then rows `lo -> hi : count |***|` with `hi`
+inclusive; an optional section line just before it (`disk = sda`) names the stream, else the stream is
+`bcc <unit>`. `-T` prints a `14:03:21` line before each interval (argdist `[14:03:21]`). `-j` prints one Python
+dict repr per histogram (`{'ts': '2024-05-01 14:03:21', 'val_type': 'usecs', 'data': [{'interval-start': 0,
 'interval-end': 1, 'count': 5}, ...]}`), read with `ast.literal_eval` (never `eval`).
 
 Buckets: bcc stores `bpf_log2l(v)`, so row `2^(k-1) -> 2^k - 1` is slot k; the first row
-`0 -> 1` holds the values 0 and 1 together and is read as slot 1 (`[1, 2)`), like bcc's index.
+`0 -> 1` holds the values 0 and 1 together (`[0, 2)`): its events are spread evenly over slots 0 and 1
+(`spread_first_row`), with a note.
 Prints are timed and counts read as cumulative or per-interval as for bpftrace
 (see `print_modes`); biolatency clears its map, so its prints are per-interval. A run with no event
 prints only the tool's banner, time lines and `Detaching...`: no data. A line inside a histogram that is no row (a
@@ -38,10 +39,12 @@ from latencymap.sources.printed_histograms import (
     is_int,
     parse_time_line,
     slot_of_range,
+    unit_from_name,
 )
 from latencymap.sources.printed_rows import PrintedRows, RowSyntax
 
-_HEADER = re.compile(r"^(\S+)\s*:\s*count\s+distribution$")
+#: `     usecs               : count     distribution`; the label may be several words (readahead's `age (ms)`).
+_HEADER = re.compile(r"^(\S(?:.*?\S)?)\s*:\s*count\s+distribution$")
 _ROW = re.compile(r"^(\d+)\s*->\s*(\d+)\s*:\s*(\d+)\s*\|")
 _DICT = re.compile(r"^\{\s*'(ts|val_type|data)'\s*:")
 #: What is left of a row cut short (a writer killed mid-line, a copy of a file still being written): no bar.
@@ -77,12 +80,27 @@ _SYNTAX = RowSyntax(_ROW, _CUT_ROW, _LABEL, _row_slot, _ends_print, _EXPECTED)
 
 
 def time_unit(val_type: str) -> str | None:
-    """The unit a bcc header word names (`usecs` → microsec), None for `kbytes` and the like."""
+    """The unit a bcc header label names (`usecs` → microsec, `age (ms)` → millisec), None for `kbytes` and the
+    like."""
     try:
         unit = normalize_unit(val_type)
     except ValueError:
-        return None
+        return unit_from_name(val_type)
     return None if unit == "sec" and val_type.lower() not in ("secs", "sec") else unit
+
+
+def spread_first_row(counts: np.ndarray, unknown: np.ndarray | None = None) -> int:
+    """Spread the first row `0 -> 1` (slot 1, as bcc indexes it) evenly over the slots of its values, `[0, 1)` and
+    `[1, 2)` (the odd event in the first), its bucket's count unknown in both when it is unknown; the events it held.
+
+    It holds the values 0 and 1 of the printed unit together (`bpf_log2l` gives both index 1), so `[0, 2)`: how they
+    divide is not known."""
+    held = int(counts[1])
+    counts[0] += held - held // 2
+    counts[1] = held // 2
+    if unknown is not None and unknown[1]:
+        unknown[0] = True
+    return held
 
 
 def _printed(head: Sequence[str]) -> bool:
@@ -112,6 +130,7 @@ class BccTextFormat(PrintedHistogramFormat):
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options, live=self.live)
+        self._spread_said: set[str] = set()  # labels whose first row's spreading was said
         section, section_line = "", 0
         block: PrintedRows | None = None
         header_word = ""  # the block's header word: its values' unit (`usecs`)
@@ -123,7 +142,7 @@ class BccTextFormat(PrintedHistogramFormat):
                 if skipped is not None:
                     yield from skipped
                     continue
-                yield from _emit(reader, block, header_word)
+                yield from self._emit(reader, block, header_word)
                 block = None
             if not text:
                 continue
@@ -149,8 +168,25 @@ class BccTextFormat(PrintedHistogramFormat):
                 yield Notice(f"{name}: line {n}: a row outside a histogram (expected a '<unit> : count "
                              f"distribution' header before it), got {excerpt(text)}; line skipped")
         if block is not None:
-            yield from _emit(reader, block, header_word)
+            yield from self._emit(reader, block, header_word)
         yield from reader.finish(n)
+
+    def _histogram(self, reader: PrintReader, label: str, counts: np.ndarray, n: int, word: str,
+                   unknown: np.ndarray | None = None) -> list[Item]:
+        """The items of one print of `label` (header at line `n`, its values `word`), its first row spread
+        (`spread_first_row`), said the first time it held events in a histogram of latencies."""
+        held = spread_first_row(counts, unknown)
+        items = reader.histogram(label, counts, n, unit=time_unit(word), named=word, family=word, unknown=unknown)
+        if not held or label in self._spread_said or reader.left_out(label):
+            return items
+        self._spread_said.add(label)
+        return [Notice(f"{reader.name}: line {n}: {reader.shown(label)}: bcc's first row `0 -> 1` holds the values 0 "
+                       "and 1 together ([0, 2) in its unit): its events are spread evenly over [0, 1) and [1, 2)",
+                       skipped=0), *items]
+
+    def _emit(self, reader: PrintReader, block: PrintedRows, word: str) -> list[Item]:
+        """The items of a finished histogram whose header says `word` (`usecs`)."""
+        return self._histogram(reader, block.label, block.counts, block.line, word, block.finish())
 
     def _dict_line(self, reader: PrintReader, text: str, n: int, name: str) -> Iterator[Item]:
         try:
@@ -164,7 +200,7 @@ class BccTextFormat(PrintedHistogramFormat):
         stamp = parse_time_line(str(obj.get("ts", "")))
         if stamp is not None:
             yield from reader.time_line(*stamp, n)
-        yield from reader.histogram(label, counts, n, unit=time_unit(val_type), named=val_type, family=val_type)
+        yield from self._histogram(reader, label, counts, n, val_type)
 
 
 #: What a `-j` line may hold: a Python literal of dicts, lists, strings and numbers (and tuples, sets, negatives).
@@ -206,10 +242,7 @@ def dict_literal(text: str) -> Any:
         raise ValueError("a value that is no plain literal (a string, a number, a dict or a list)") from None
 
 
-def _emit(reader: PrintReader, block: PrintedRows, word: str) -> list[Item]:
-    """The items of a finished histogram whose header says `word` (`usecs`)."""
-    return reader.histogram(block.label, block.counts, block.line, unit=time_unit(word), named=word, family=word,
-                            unknown=block.finish())
+
 
 
 def dict_histogram(obj: Any) -> tuple[np.ndarray, str, str]:

@@ -1,12 +1,13 @@
 """bpftrace `-f json` output: `{"type": "hist", "data": {"@map": [{"min": 8, "max": 15, "count": n}]}}` lines.
 
-`max` is inclusive; the negative bucket has no `min` and is dropped with a note; bpftrace before 0.20 prints its
-`[2G, 4G)` row as `{"min": -2147483648, "max": 0}` (see OVERFLOWED_BOUNDS). A row that cannot be read is left out
-with a note, not the rest of its print. Keyed maps
-(`{"@map": {"key": [...]}}`) give one stream per key, labelled `@map[key]`; a hist line is one whole print of its
-map, so its keys share one column in whatever order bpftrace lists them (it changes between prints). `{"type": "time"}`
-lines time the prints that follow; other line types are skipped. Timing, units and
-cumulative/per-interval counts work as for the text output (see `bpftrace_text`).
+`max` is inclusive; the negative bucket has no `min` and is dropped with a note; a map whose rows are an
+`lhist()`'s (linear bounds, a `{"min": 20}` row past its max) is left out whole, with one note; bpftrace
+before 0.20 prints its `[2G, 4G)` row as `{"min": -2147483648, "max": 0}` (see OVERFLOWED_BOUNDS). A row that
+cannot be read is left out with a note, not the rest of its print. Keyed maps (`{"@map": {"key": [...]}}`) give one
+stream per key, labelled `@map[key]`; a hist line is one whole print of its map, so its keys share one column in
+whatever order bpftrace lists them (it changes between prints). `{"type": "time"}` lines time the prints that
+follow; other line types are skipped. Timing, units and cumulative/per-interval counts work as for the text output
+(see `bpftrace_text`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from latencymap.sources.printed_histograms import (
     PrintReader,
     add_count,
     is_int,
+    lhist_layout,
     parse_time_line,
     slot_of_range,
 )
@@ -111,6 +113,13 @@ class HistRows:
     read: int = 0  # rows read
     bad: list[str] = field(default_factory=list)
     unknown: np.ndarray | None = None  # slots of rows left out for their count: not known
+    ranges: list[tuple[int, int]] = field(default_factory=list)  # `[min, max + 1)` of the rows that have both
+    linear: bool = False  # a row no hist() prints: an lhist()'s past its max (`{"min": 20}`) or below its min
+
+    @property
+    def is_linear(self) -> bool:
+        """Whether the rows are an `lhist()`'s (`lhist_layout`)."""
+        return self.linear or lhist_layout(self.ranges)
 
     def leave_out(self, why: str, slot: int | None = None) -> None:
         """A row left out (`why` it could not be read); its bucket's count unknown (none of it counted) when `slot`
@@ -146,6 +155,10 @@ def _add_row(out: HistRows, row: Any) -> None:
         slot = OVERFLOWED_SLOT
     elif bounds is not None:
         slot = slot_of_range(bounds[0], bounds[1] + 1)
+    if bounds is not None and bounds != OVERFLOWED_BOUNDS:
+        out.ranges.append((bounds[0], bounds[1] + 1))
+    elif ("min" in row) != ("max" in row) and is_int(row.get("min", row.get("max"))) and row.get("max") != -1:
+        out.linear = True  # lhist()'s rows past its max (`{"min": 20}`) and below a min above 0 (`{"max": 9}`)
     if not is_int(count) or not 0 <= count <= MAX_COUNT:
         out.leave_out(f"expected a bucket with an integer count in [0, 2**62], got {excerpt(str(row))}", slot)
         return
@@ -217,6 +230,10 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
                 except HistRowError as err:
                     read = HistRows(bad=[str(err)])
                 shown = reader.shown(label)
+                family = clean_label(str(map_name))
+                if reader.is_linear(family) or read.is_linear:
+                    yield from reader.linear(label, family, n)
+                    continue
                 if read.bad and not read.read:  # nothing of it could be read: no print, and no sign of a cleared map
                     reader.unreadable(label)
                     more = f" (and {len(read.bad) - 1} more unreadable rows)" if len(read.bad) > 1 else ""

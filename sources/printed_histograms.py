@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from datetime import date, datetime, timedelta, tzinfo
 from functools import partial
 from typing import Any, TypeGuard
@@ -30,7 +30,7 @@ from latencymap.sources.format_options import DEFAULT_INTERVAL, cumulative_optio
 from latencymap.sources.print_modes import DETECT_PRINTS, MAX_EMPTY_COLUMNS, PrintedHistograms
 
 __all__ = ["DETECT_PRINTS", "MAX_EMPTY_COLUMNS", "PrintClock", "PrintReader", "PrintedHistograms", "column_spans",
-           "parse_time_line"]
+           "lhist_layout", "log2_layout", "parse_time_line"]
 
 FALLBACK_UNIT = "microsec"
 DAY = 86400.0
@@ -101,15 +101,47 @@ def add_count(counts: np.ndarray, slot: int, count: int) -> bool:
 
 
 def slot_of_range(low: int, high: int) -> int | None:
-    """Slot holding the integer range `[low, high)`; None when it is not inside one log2 bucket."""
-    if low < 0 or high <= low:
+    """Slot holding the integer range `[low, high)`: a log2 bucket or an aligned power-of-two part of one (a row of
+    bpftrace's `hist(n, k)`, which splits each power of two into 2**k); None for any other range (an `lhist()` row)."""
+    width = high - low
+    if low < 0 or width <= 0 or width & (width - 1) or low % width:
         return None
     if low == 0:
-        return 0 if high <= 1 else None
+        return 0 if high == 1 else None
     slot = low.bit_length()
     if high > (1 << slot):
         return None
     return min(slot, NSLOTS - 1)
+
+
+def log2_layout(rows: Iterable[tuple[int, int]]) -> bool:
+    """Whether integer ranges `[low, high)` are rows of one bpftrace `hist(n, k)`: each in one slot, and each power of
+    two `[2^j, 2^(j+1))` split into the same 2**k rows (single values below 2**k): not `lhist()`'s equal steps."""
+    split: int | None = None  # k, once a row wider than one value says it
+    least = 0  # k is at least this (a single value in [2^j, 2^(j+1)) says k >= j)
+    for low, high in rows:
+        if slot_of_range(low, high) is None:
+            return False
+        if low == 0:
+            continue
+        octave, step = low.bit_length() - 1, (high - low).bit_length() - 1
+        if step:
+            if split is not None and split != octave - step:
+                return False
+            split = octave - step
+        else:
+            least = max(least, octave)
+    return split is None or split >= least
+
+
+def lhist_layout(rows: Sequence[tuple[int, int]]) -> bool:
+    """Whether integer ranges `[low, high)` (one print's rows) are an `lhist()`'s: no log2 layout (`log2_layout`), and
+    two rows or more of one width on one grid. A hist() print with one row mangled (`[8, 17)`) is none, nor is one row
+    alone: that row alone is skipped."""
+    if len(rows) < 2 or log2_layout(rows):
+        return False
+    start, step = rows[0][0], rows[0][1] - rows[0][0]
+    return step > 0 and all(high - low == step and (low - start) % step == 0 for low, high in rows)
 
 
 def local_zone() -> tzinfo | None:
@@ -361,6 +393,7 @@ class PrintReader:
         self._units: dict[str, str] = {}
         self._negative: set[str] = set()
         self._left_out: set[str] = set()
+        self._linear: set[str] = set()  # maps found to be lhist() (`linear`)
         self._group = 0  # the print group being read (the clock's count when it was synced)
         self._span: tuple[float, float] | None = None
         self._printed: set[str] = set()  # labels of the streams printed (or printed unreadably) in the group being read
@@ -525,6 +558,24 @@ class PrintReader:
     def unreadable(self, label: str) -> None:
         """A print of `label` that could not be read (skipped with a notice): it was printed, not missing."""
         self._printed.add(label)
+
+    def left_out(self, label: str) -> bool:
+        """Whether `label`'s histograms are left out (of sizes, not latencies: see `histogram`)."""
+        return label in self._left_out
+
+    def is_linear(self, family: str) -> bool:
+        """Whether map `family` was found to be an `lhist()` (see `linear`): every print of it is left out."""
+        return family in self._linear
+
+    def linear(self, label: str, family: str, line_no: int) -> list[Item]:
+        """A print of `label`, a key of map `family`, whose rows are an `lhist()`'s (`lhist_layout`): left out whole,
+        this print and every later one of the map (see `is_linear`), with one notice per map."""
+        self.unreadable(label)
+        if family in self._linear:
+            return []
+        self._linear.add(family)
+        return [Notice(f"{self.name}: line {line_no}: {self.shown(family)}: a linear histogram (lhist): its rows are "
+                       "not log2 buckets; left out", skipped=0)]
 
     def finish(self, line_no: int = 0) -> list[Item]:
         """Items held back for detection, at the end of the input. The last group counts as closed when it printed

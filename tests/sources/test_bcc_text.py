@@ -66,7 +66,7 @@ def test_timestamp_lines_time_the_intervals() -> None:
 
 
 @pytest.mark.parametrize(("low", "high", "range_"), [
-    (0, 1, (1.0, 2.0)),  # bpf_log2l puts 0 and 1 in index 1
+    (0, 1, (1.0, 2.0)),  # bpf_log2l puts 0 and 1 in index 1 (the reader spreads it over [0, 2))
     (2, 3, (2.0, 4.0)), (1024, 2047, (1024.0, 2048.0)), (1048576, 2097151, (2.0**20, 2.0**21)),
 ])
 def test_rows_map_to_bcc_log2_slots(low: int, high: int, range_: tuple[float, float]) -> None:
@@ -202,6 +202,74 @@ def test_bad_dict_lines_say_what_is_wrong_in_the_inputs_terms(tmp_path) -> None:
         f"the line was cut at {MAX_LINE:,} characters, the longest read); line skipped"]
     assert re.search(r"\(not a Python dict at column \d+: ':' expected after dictionary key\); line skipped$", said[3])
     assert [m.split(": ", 2)[1] for m in said] == ["line 2", "line 3", "line 4", "line 5"]
+
+
+#: funclatency -m (bcc 0.26) of calls of about 0.4 ms: `avg = 0 msecs, total: 159 msecs, count: 400`.
+FUNCLATENCY_MSECS = """Tracing 1 functions for "fl:work_a"... Hit Ctrl-C to end.
+
+18:05:53
+
+Function = [unknown] [17532]
+     msecs               : count     distribution
+         0 -> 1          : 399      |****************************************|
+         2 -> 3          : 0        |                                        |
+         4 -> 7          : 1        |                                        |
+
+avg = 0 msecs, total: 159 msecs, count: 400
+
+"""
+
+
+def test_the_first_row_holds_0_and_1_spread_over_0_to_2_with_a_note() -> None:
+    """bcc's `0 -> 1` row holds the values 0 and 1 (bpf_log2l(0) = bpf_log2l(1) = 1): [0, 2) in the printed unit,
+    not [1, 2); its events are spread evenly over [0, 1) and [1, 2), said once per stream."""
+    text = FUNCLATENCY_MSECS + FUNCLATENCY_MSECS.split("\n", 2)[2].replace("18:05:53", "18:05:54")
+    items = read_items(BccTextFormat, text, "m.txt", cumulative=False)
+    cols = intervals(items)
+    assert [(c.stream.label, c.stream.unit) for c in cols] == [("Function [unknown] [17532]", "millisec")] * 2
+    assert [(int(c.counts[0]), int(c.counts[1]), int(c.counts[3]), int(c.counts.sum())) for c in cols] == [
+        (200, 199, 1, 400)] * 2
+    said = [m for m in notices(items) if "0 -> 1" in m]
+    assert said == ["m.txt: line 6: Function [unknown] [17532]: bcc's first row `0 -> 1` holds the values 0 and 1 "
+                    "together ([0, 2) in its unit): its events are spread evenly over [0, 1) and [1, 2)"]
+
+
+def test_the_first_row_of_a_dict_line_is_spread_too() -> None:
+    text = ("{'ts': '2024-05-01 10:00:00', 'val_type': 'msecs', 'data': [{'interval-start': 0, 'interval-end': 1, "
+            "'count': 5}, {'interval-start': 2, 'interval-end': 3, 'count': 2}]}\n")
+    items = read_items(BccTextFormat, text, "j.txt")
+    (col,) = intervals(items)
+    assert (int(col.counts[0]), int(col.counts[1]), int(col.counts[2])) == (3, 2, 2)
+    assert any("`0 -> 1`" in m for m in notices(items))
+
+
+#: readahead-bpfcc and dbstat-bpfcc print a header of several words (`age (ms)`, `query latency (ms)`).
+READAHEAD = """Tracing... Hit Ctrl-C to end.
+
+18:10:00
+     age (ms)            : count     distribution
+         0 -> 1          : 0        |                                        |
+         2 -> 3          : 0        |                                        |
+         4 -> 7          : 0        |                                        |
+         8 -> 15         : 0        |                                        |
+        16 -> 31         : 10       |****************************************|
+        32 -> 63         : 0        |                                        |
+        64 -> 127        : 0        |                                        |
+       128 -> 255        : 3        |************                            |
+
+18:10:01
+     query latency (ms)  : count     distribution
+        16 -> 31         : 10       |****************************************|
+"""
+
+
+def test_a_header_of_several_words_is_read_and_names_its_unit() -> None:
+    items = read_items(BccTextFormat, READAHEAD, "r.txt")
+    totals: dict[tuple[str, str], int] = defaultdict(int)
+    for col in intervals(items):
+        totals[col.stream.label, col.stream.unit] += int(col.counts.sum())
+    assert totals == {("bcc age (ms)", "millisec"): 13, ("bcc query latency (ms)", "millisec"): 10}
+    assert not [m for m in notices(items) if "outside a histogram" in m or "unit is not evident" in m]
 
 
 def usecs_table(counts: dict[int, int]) -> list[str]:

@@ -259,3 +259,26 @@ def test_a_line_cut_short_or_past_the_longest_read_is_said_so(tmp_path) -> None:
     assert said[0].endswith(" (the line ends early, inside its JSON: cut short); line skipped")
     assert said[-1].startswith(f"{path}: line {len(lines)}: expected one JSON object per line")
     assert said[-1].endswith(f" (the line was cut at {MAX_LINE:,} characters, the longest read); line skipped")
+
+
+def test_an_lhist_map_is_left_out_whole_with_one_note_and_other_maps_read() -> None:
+    """bpftrace 0.17 `-f json`, `@lin_ms = lhist(ms, 0, 20, 2)` beside `@ns = hist(ns)`: [2, 3] and [4, 5] are
+    linear rows (not 2-4 ms and 4-8 ms), and its overflow row {"min": 20} has no max: the map is left out with one
+    note, every print of it; @ns is read."""
+    text = "\n".join([
+        '{"type": "attached_probes", "data": {"probes": 3}}',
+        '{"type": "time", "data": "18:03:21\\n"}',
+        '{"type": "hist", "data": {"@ns": [{"min": 2097152, "max": 4194303, "count": 3}, '
+        '{"min": 4194304, "max": 8388607, "count": 3}]}}',
+        '{"type": "hist", "data": {"@lin_ms": [{"min": 2, "max": 3, "count": 3}, {"min": 4, "max": 5, "count": 3}]}}',
+        '{"type": "time", "data": "18:03:22\\n"}',
+        '{"type": "hist", "data": {"@lin_ms": [{"min": 20, "count": 1}]}}',
+        '{"type": "hist", "data": {"@ns": [{"min": 1073741824, "max": 2147483647, "count": 1}]}}',
+    ]) + "\n"
+    items = read_items(BpftraceJsonFormat, text, "m.json")
+    assert [(c.stream.label, int(c.counts.sum())) for c in intervals(items)] == [("@ns", 6), ("@ns", 1)]
+    assert [m for m in notices(items) if m.startswith("m.json: line")] == [
+        "m.json: line 4: @lin_ms: a linear histogram (lhist): its rows are not log2 buckets; left out"]
+    alone = read_items(BpftraceJsonFormat, text.splitlines()[5] + "\n", "o.json")
+    assert not intervals(alone) and notices(alone) == [
+        "o.json: line 1: @lin_ms: a linear histogram (lhist): its rows are not log2 buckets; left out"]

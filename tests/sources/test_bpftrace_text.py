@@ -370,6 +370,99 @@ def test_a_process_name_holding_what_splitlines_takes_for_a_line_end_loses_no_pr
     assert [m.split(" expected")[0] for m in notices(items) if "expected" in m] == [f"{path}: line 14: @us[ff?name]:"]
 
 
+#: bpftrace 0.17, `@ms = lhist(ms, 0, 100, 10)` printed every second beside a hist() map (`@us`, added); `@n = count()`
+#: says 25 events.
+LHIST_TXT = """Attaching 3 probes...
+18:03:35
+
+18:03:36
+@ms:\x20
+[10, 20)              10 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[20, 30)              10 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[30, 40)               0 |                                                    |
+[40, 50)               3 |@@@@@@@@@@@@@@@                                     |
+
+@us:\x20
+[8K, 16K)              4 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+18:03:37
+@ms:\x20
+[40, 50)               2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+18:03:38
+
+
+
+@n: 25
+
+"""
+
+
+def totals_by_stream(items: list) -> dict[str, int]:
+    totals: dict[str, int] = defaultdict(int)
+    for col in intervals(items):
+        totals[col.stream.label] += int(col.counts.sum())
+    return dict(totals)
+
+
+def test_an_lhist_map_is_left_out_whole_with_one_note_and_other_maps_read() -> None:
+    """lhist() rows are linear: not one of them is read as a log2 bucket (that would count [20, 30) as 16-32 ms and
+    skip [10, 20)); the map is left out with one note, the hist() map beside it read."""
+    items = read_items(BpftraceTextFormat, LHIST_TXT, "l.txt")
+    assert totals_by_stream(items) == {"@us": 4}
+    msgs = notices(items)
+    assert [m for m in msgs if "@ms" in m] == [
+        "l.txt: line 5: @ms: a linear histogram (lhist): its rows are not log2 buckets; left out"]
+    assert not any("skipped" in m for m in msgs), msgs
+
+
+@pytest.mark.parametrize(("rows", "linear"), [
+    (["[2, 4)", "[4, 6)"], True),  # lhist(x, 0, 20, 2): the first row alone would fit a log2 bucket
+    (["[1]", "[2, 4)", "[4, 8)", "[8, 16)"], False),
+    (["[4, 5)", "[5, 6)", "[6, 7)", "[7, 8)", "[8, 10)", "[10, 12)"], False),  # hist(x, 2)
+    (["[8, 10)", "[10, 12)", "[16, 32)"], False),  # steps of two widths: read in their buckets
+    (["[0, 10)", "[10, 20)"], True), (["[100, ...)"], True), (["(..., 10)", "[10, 20)"], True),
+    (["[10, 20)", "[30, 40)"], True),
+])
+def test_a_map_is_linear_when_its_rows_are_no_log2_layout(rows: list[str], linear: bool) -> None:
+    text = "@us: \n" + "".join(f"{row}  3 |@@@|\n" for row in rows) + "\n"
+    items = read_items(BpftraceTextFormat, text, "k.txt")
+    assert (not intervals(items)) is linear
+    assert any("a linear histogram (lhist)" in m for m in notices(items)) is linear
+
+
+#: bpftrace 0.17: `@usecs[comm] = hist(...)` where a process named itself `x]:\n[1G, 2G) 9|` (15 characters).
+FORGED_KEY_TXT = """Attaching 3 probes...
+18:10:16
+
+18:10:17
+@usecs[x]:
+[1G, 2G) 9|]:\x20
+[1K, 2K)               3 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+@usecs[slA]:\x20
+[512, 1K)              1 |@@                                                  |
+[1K, 2K)              19 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+"""
+
+
+def test_a_key_that_spans_lines_is_one_key_never_a_row() -> None:
+    items = read_items(BpftraceTextFormat, FORGED_KEY_TXT, "f.txt")
+    got = [(c.stream.label, {int(k): int(v) for k, v in enumerate(c.counts) if v}) for c in intervals(items)]
+    assert got == [("@usecs[x]:?[1G, 2G) 9|]", {11: 3}), ("@usecs[slA]", {10: 1, 11: 19})]
+    assert not [m for m in notices(items) if "line" in m], notices(items)
+
+
+def test_a_key_whose_first_line_does_not_close_is_joined_with_the_lines_up_to_its_end() -> None:
+    text = "10:00:00\n@usecs[a\n[8, 16)   9 |@@@@|\nb]: \n[1K, 2K)   3 |@@@|\n\n@usecs[c]: \n[8, 16)   1 |@|\n\n" \
+           "@n[d\ne]: 5\n\n"
+    items = read_items(BpftraceTextFormat, text, "f.txt")
+    got = [(c.stream.label, {int(k): int(v) for k, v in enumerate(c.counts) if v}) for c in intervals(items)]
+    assert got == [("@usecs[a?[8, 16)   9 |@@@@|?b]", {11: 3}), ("@usecs[c]", {4: 1})]
+    assert not [m for m in notices(items) if "line" in m], notices(items)
+
+
 BAR = "|@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|"
 #: bpftrace 0.17, `interval:s:1 { print(@usecs); clear(@usecs); }` over `@usecs[comm] = hist(...)`, no time(), read
 #: live: slA slept at 18:08:26, slB only at 18:08:32; the map printed empty (a blank line) each second between.

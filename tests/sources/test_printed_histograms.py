@@ -17,7 +17,14 @@ from latencymap.sources import bcc_text, bpftrace_text
 from latencymap.sources.bcc_text import BccTextFormat
 from latencymap.sources.bpftrace_json import BpftraceJsonFormat
 from latencymap.sources.bpftrace_text import BpftraceTextFormat
-from latencymap.sources.printed_histograms import PrintClock, PrintReader, parse_time_line
+from latencymap.sources.printed_histograms import (
+    PrintClock,
+    PrintReader,
+    lhist_layout,
+    log2_layout,
+    parse_time_line,
+    slot_of_range,
+)
 
 BAR = "|@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|"
 
@@ -393,6 +400,39 @@ def test_time_lines_closer_than_their_second_do_not_swallow_the_next(fmt: type) 
     cols = intervals(read_items(fmt, getppid_prints(fmt, [run])))
     assert [int(c.counts.sum()) for c in cols] == [1000, 2000, 0]
     assert [c.end - cols[0].end for c in cols] == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize(("rows", "log2"), [
+    ([(0, 1), (1, 2), (2, 4), (4, 8), (1 << 30, 1 << 31)], True),  # hist(): [0], [1], [2, 4)...
+    ([(4, 5), (5, 6), (8, 10), (14, 16), (16, 20)], True),  # hist(x, 2): 4 rows an octave
+    ([(2, 3), (3, 4), (4, 5), (8, 10)], True),  # hist(x, 2): single values below 4
+    ([(2, 4), (4, 6)], False),  # lhist(x, 0, 20, 2)
+    ([(8, 10), (16, 32)], False), ([(10, 20)], False), ([(40, 50)], False), ([(0, 2)], False), ([(6, 10)], False),
+])
+def test_log2_layout_tells_hist_rows_from_lhist_rows(rows: list[tuple[int, int]], log2: bool) -> None:
+    assert log2_layout(rows) is log2
+
+
+@pytest.mark.parametrize(("rows", "linear"), [
+    ([(2, 4), (4, 6)], True), ([(10, 20), (20, 30), (40, 50)], True), ([(0, 2), (2, 4)], True),
+    ([(40, 50)], False), ([(0, 2)], False),  # one row alone: a mangled hist() row as likely
+    ([(4, 8), (8, 17), (16, 32)], False),  # a hist() print with one row mangled: that row alone is skipped
+    ([(8, 10), (16, 32)], False), ([(1, 2), (2, 4)], False), ([], False), ([(10, 20), (25, 35)], False),
+    ([(1, 1), (0, 1)], False), ([(5, 3), (3, 1)], False),  # bounds that are no range
+])
+def test_lhist_layout_is_rows_of_one_width_on_one_grid_that_are_no_log2_layout(rows: list[tuple[int, int]],
+                                                                                 linear: bool) -> None:
+    assert lhist_layout(rows) is linear
+
+
+@pytest.mark.parametrize(("low", "high", "slot"), [
+    (0, 1, 0), (1, 2, 1), (2, 4, 2), (4, 5, 3), (6, 8, 3), (1 << 40, 1 << 41, 41),
+    (0, 2, None), (10, 20, None), (40, 50, None), (6, 10, None), (5, 7, None), (4, 7, None), (3, 2, None),
+])
+def test_slot_of_range_takes_log2_buckets_and_their_aligned_power_of_two_parts(low: int, high: int,
+                                                                                slot: int | None) -> None:
+    """A row inside one power of two but of no width a hist() prints (lhist's [40, 50)) is no log2 bucket."""
+    assert slot_of_range(low, high) == slot
 
 
 def test_read_live_a_print_after_a_pause_opens_a_print_group_at_its_arrival() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from latencymap.core.errors import note_said
 from latencymap.core.model import Notice
-from latencymap.core.sanitize import clean_message, clean_text
+from latencymap.core.sanitize import clean_message
 
 _AT_EXIT: list[Callable[[], None]] = []
 
@@ -34,12 +34,18 @@ def say_at_exit(notices: Callable[[], Iterable[Notice]]) -> Callable[[], None]:
 
     def say() -> None:
         for notice in notices():
-            note_said(notice.message)
             with contextlib.suppress(OSError):  # stderr is gone (the terminal hung up): the other hooks still run
-                print(f"latencymap: {clean_message(clean_text(notice.message, 600))}", file=sys.stderr, flush=True)
+                say_notice(notice)
 
     close_at_exit(say)
     return say
+
+
+def say_notice(notice: Notice) -> None:
+    """Say a notice on stderr as the commands say one as it comes (`latencymap: ...`, each line through
+    `clean_text`), remembered as said (a failure it says is not said again)."""
+    note_said(notice.message)
+    print(f"latencymap: {clean_message(notice.message)}", file=sys.stderr, flush=True)
 
 
 def run_at_exit() -> None:

@@ -18,6 +18,7 @@ from latencymap.tui.findings import FindingsPanel
 from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector
 from latencymap.tui.keys import HelpScreen
+from latencymap.tui.notes import NotesScreen
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.percentiles import PercentileStrip
 from latencymap.tui.save import save_frame
@@ -40,7 +41,7 @@ def column_of(starts: np.ndarray, ends: np.ndarray, when: float) -> int | None:
 
 
 #: The app's actions that also work on the overview and the difference map (they follow the pause and the zoom).
-ELSEWHERE = frozenset({"quit", "interrupt", "pause", "zoom", "save", "help", "replay", "command_palette",
+ELSEWHERE = frozenset({"quit", "interrupt", "pause", "zoom", "save", "help", "notes", "replay", "command_palette",
                        "pop_screen"})
 
 #: The exit code of an interrupt (Ctrl-C as a key, or SIGINT), as the CLI documents it.
@@ -272,6 +273,13 @@ class MapActions(App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    def action_notes(self) -> None:
+        """What reading said, every message (again: closed)."""
+        if isinstance(self.screen, NotesScreen):
+            self.screen.dismiss()
+        else:
+            self.push_screen(NotesScreen(self.acc))
 
     def action_save(self) -> None:
         """Save an SVG screenshot and a plain-text frame of the screen shown; say where.

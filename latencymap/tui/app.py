@@ -21,7 +21,7 @@ from textual.widgets import Footer
 
 from latencymap.core import stopping
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, StreamHistory
-from latencymap.core.at_exit import say_at_exit
+from latencymap.core.at_exit import forget_at_exit, say_at_exit
 from latencymap.core.model import Flow, Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import REAL_EPOCH
@@ -37,6 +37,7 @@ from latencymap.tui.ingest import Ingest
 from latencymap.tui.inspector import Inspector, inspect_columns
 from latencymap.tui.keys import BINDINGS
 from latencymap.tui.layout import CHROME_H, INSPECTOR_W, STRIP_MIN_ROWS, TALL, inspector_width, rows_per_map
+from latencymap.tui.notes import NotesScreen, NoteToasts, said_after
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.palette import detect_mode
 from latencymap.tui.peer_findings import PeerFindings
@@ -86,6 +87,8 @@ class LatencyMapApp(MapActions):
         self.acc = Accumulator(cap=history,
                                on_notice=lambda n: self.notify(clean_text(n.message, 300), title="history"))
         self.ingest = Ingest(flow)
+        #: Toasts of what reading says, as it comes (the first few, then a count; `w` lists every one).
+        self.toasts = NoteToasts(self.notify)
         self.view = ViewState()
         self.ended = False
         self.saved: list[Path] = []
@@ -108,7 +111,8 @@ class LatencyMapApp(MapActions):
         #: Since when the app waits for a source asked to end (a signal only noted, or `q` with a recording).
         self.stopping_since: float | None = None
         self.recording = recording  # `q` first lets a source that ends itself take in what it acknowledged
-        #: What the source said as it ended (requests it left unread), said on stderr once the app is gone.
+        #: What the source said as it ended (requests it left unread), after the app was asked to stop: said on
+        #: stderr once the app is gone, with what reading said before (`said_after`), though past the messages kept.
         self.last_words: list[Notice] = []
         self.profiler = ProfileController(self, profile) if profile is not None else None
         self.replay = ReplayController(self, replay, bursts) if replay is not None else None
@@ -201,16 +205,23 @@ class LatencyMapApp(MapActions):
             return
         items = self.ingest.drain()
         busy = 0.0
+        notices: list[Notice] = []
         if items:
             started = time.perf_counter()
             self.acc.add(items)
             busy = time.perf_counter() - started
             self._dirty = True
             for item in items:
-                if isinstance(item, Interval) and item.end < REAL_EPOCH and item.date:
-                    learn_clock(self.acc.history(item.stream), item.end, item.date)
-                elif isinstance(item, Notice) and self.stopping_since is not None:
-                    self.last_words.append(item)
+                if isinstance(item, Interval):
+                    if item.end < REAL_EPOCH and item.date:
+                        learn_clock(self.acc.history(item.stream), item.end, item.date)
+                elif isinstance(item, Notice):
+                    notices.append(item)
+            if self.stopping_since is not None:
+                self.last_words += notices
+        self.toasts.said(notices)
+        if isinstance(self.screen, NotesScreen):
+            self.screen.update()  # nothing to do unless something was said
         if self.replay is not None and (items or self.ingest.finished):
             self.replay.arrived(self.ingest.finished)
         if self.profiler is not None and self.profiler.poll():
@@ -262,10 +273,9 @@ class LatencyMapApp(MapActions):
 
     def _stop_asked(self) -> float:
         """Since when a source was asked to end (now, the first time): what it says from then on is said once the
-        app is gone."""
+        app is gone (`said_after`), whatever the number of messages before."""
         if self.stopping_since is None:
             self.stopping_since = time.monotonic()
-            say_at_exit(lambda: self.last_words)
         return self.stopping_since
 
     def wait_for_source(self) -> None:
@@ -273,7 +283,13 @@ class LatencyMapApp(MapActions):
         the source asked to end, for what is left of STOP_WAIT_S, keeping what it says."""
         self.ingest.wait(self._stop_asked() + STOP_WAIT_S - time.monotonic())
         while items := self.ingest.drain():
-            self.last_words += [item for item in items if isinstance(item, Notice)]
+            notices = [item for item in items if isinstance(item, Notice)]
+            self.acc.add(notices)
+            self.last_words += notices
+
+    def said_after(self) -> list[Notice]:
+        """What reading said, to be said on stderr once the app is gone (`notes.said_after`)."""
+        return said_after(self.acc, self.last_words)
 
     async def action_quit(self) -> None:
         """q: quit. With a recording, a source that ends itself (a live OTLP receiver) first takes in what it
@@ -404,7 +420,7 @@ class LatencyMapApp(MapActions):
         self.view.fit_window(n, self.map_cells())  # after a zoom or a resize: the cursor in view, the window full
         stop = self.view.stop(n)
         self.maps.query_one(StatusBar).update(status_lines(
-            hist, self.view.visible_n(n), state=self.state_name, skipped=self.acc.skipped,
+            hist, self.view.visible_n(n), state=self.state_name, skipped=self.acc.skipped, notes=self.acc.messages_said,
             stream_index=self.view.stream % max(1, len(self.acc.streams)), streams=len(self.acc.streams),
             ingest_rate=self.ingest.rate, source=self.acc.sources.get(hist.stream) if hist else None))
         if status_only:
@@ -498,6 +514,7 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFA
         handlers[signal.SIGHUP] = on_stop
     main_thread = threading.current_thread() is threading.main_thread()
     previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()} if main_thread else {}
+    say = say_at_exit(app.said_after)  # what reading said, once the app is gone, however the command ends
     try:
         app.run()
     finally:
@@ -508,6 +525,8 @@ def run_tui(flow: Flow, opts: ViewOptions, *, history: HistoryLimit | int = DEFA
             stopping.ending(app.stopped_by)  # the signal that ended the app ends the command: its exit code
     if app.wait_after:
         app.wait_for_source()
+    forget_at_exit(say)
+    say()  # before a failure is told: one that these messages said already is not said again
     if app.ingest.error is not None:
         raise app.ingest.error
     return app.return_code or 0

@@ -42,6 +42,7 @@ BINDINGS: list[Binding] = [
     Binding("tab", "stream(1)", "Stream", priority=True),
     Binding("shift+tab", "stream(-1)", "Stream", show=False, priority=True),
     Binding("s", "save", "Save"),
+    Binding("w", "notes", "Notes", show=False),
     Binding("question_mark", "help", "Help"),
 ]
 
@@ -63,6 +64,9 @@ HELP: list[tuple[str, str]] = [
     ("Esc", "overview of every stream (several streams)"),
     ("overview", "↑↓ select, Enter open, o sort order, / filter, a b mark, d difference map A − B"),
     ("s", "save an SVG screenshot and a plain-text frame in the current directory"),
+    ("w", "what reading said: every message in order (records skipped, with their file and line; what it assumed; "
+          "where --duration stopped it); the header counts them (3 notes (w)), each comes as a toast, and q says "
+          "them on stderr"),
     ("click", "select a column and a latency bucket"),
     *PROFILE_HELP,
     *REPLAY_HELP,

@@ -33,6 +33,7 @@ from latencymap.core.sanitize import cell_width, clean_text, cut_middle
 from latencymap.core.units import fit_duration, format_duration
 from latencymap.tui.axis import times_strip
 from latencymap.tui.fit import Field, FittedText
+from latencymap.tui.notes import notes_field
 from latencymap.tui.overview_names import distinct_names
 from latencymap.tui.overview_stats import (
     ORDERS,
@@ -388,13 +389,15 @@ def _heat(levels: np.ndarray, mode: str, at_least: np.ndarray | None = None) -> 
 
 
 def overview_head(state: str, streams: int, rows: list[StreamRow], needle: str, order: str,
-                  skipped: int) -> list[Field]:
-    """The overview's header line: state, streams, skipped records, order, filter, whether p50/p99 now come from the
-    rows (rebinned streams), slow streams, then key hints (the first to go when the line is too long)."""
+                  skipped: int, notes: int = 0) -> list[Field]:
+    """The overview's header line: state, streams, skipped records, messages reading said (`notes`), order, filter,
+    whether p50/p99 now come from the rows (rebinned streams), slow streams, then key hints (the first to go when the
+    line is too long)."""
     fields = [Field(f" OVERVIEW · {state.upper()} ", "bold reverse", 100), Field(f"  {streams} streams", rank=90)]
     if needle:
         fields.append(Field(f" ({len(rows)} match “{clean_text(needle, 40)}”)", rank=80))
     fields.append(Field(f"  skipped {skipped}", "bold yellow" if skipped else "", rank=85 if skipped else 5))
+    fields += notes_field(notes, 84)
     fields.append(Field(f"  sorted by {order}", rank=60))
     rows_now = sum(1 for r in rows if r.now_rows and math.isfinite(r.p99_now))
     if rows_now:  # as the header's "latest (rows)": their source's buckets are whole-stream sums
@@ -505,7 +508,7 @@ class OverviewScreen(Screen[None]):
         # A run that has ended has no "now" to follow: its whole time is on the axis, each stream's cells with it.
         listing.set_rows(rows, self._stops, SharedClock.of(self._all, app.view.zoom, whole=app.ended))
         self.query_one("#overview-head", FittedText).update([overview_head(
-            app.state_name, len(self._all), rows, self.needle, self.order, app.acc.skipped)])
+            app.state_name, len(self._all), rows, self.needle, self.order, app.acc.skipped, app.acc.messages_said)])
 
     def _chosen(self) -> OverviewList:
         """The list, with the user's pick to be kept from now on."""

@@ -21,9 +21,12 @@ from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number
 from latencymap.outputs.report import percentile_text, shown_total, source_use, stream_total
 from latencymap.tui.fit import Field, FittedText, fit_lines
+from latencymap.tui.notes import notes_field
 
 STATE_STYLES = {"live": "bold green", "paused": "bold yellow", "ended": "bold cyan", "waiting": "bold"}
 P50, P99 = PERCENTILES.index(0.50), PERCENTILES.index(0.99)
+#: The rank of the count of messages reading said: kept longer than the skipped records' count.
+NOTES_RANK = 72
 #: The fewest cells the stream's label is cut to before more important fields go.
 LABEL_MIN = 16
 #: The header's interval is the median length of this many columns up to the newest shown.
@@ -35,8 +38,10 @@ _WHOLE: weakref.WeakKeyDictionary[StreamHistory, tuple[int, dict[str, float | No
 
 
 def status_lines(hist: StreamHistory | None, stop: int, *, state: str, skipped: int, stream_index: int,
-                 streams: int, ingest_rate: float, source: SourceTotals | None = None) -> list[list[Field]]:
-    """Two lines of status fields for the stream shown, its columns up to history index `stop` (frozen when paused).
+                 streams: int, ingest_rate: float, source: SourceTotals | None = None,
+                 notes: int = 0) -> list[list[Field]]:
+    """Two lines of status fields for the stream shown, its columns up to history index `stop` (frozen when paused);
+    `notes`: the messages reading said (the key that lists them follows their count).
 
     "latest" is the newest column and "overall" every column: the stream's own numbers, whatever the view shows;
     `source` is the stream's own buckets when it was rebinned (`Accumulator.sources`), whose percentiles and time
@@ -44,21 +49,23 @@ def status_lines(hist: StreamHistory | None, stop: int, *, state: str, skipped: 
     """
     first = [Field(f" {state.upper()} ", STATE_STYLES.get(state, "bold"), 100)]
     if hist is None:
-        return [[*first, Field("  waiting for data…", rank=40), Field(f"  skipped records: {skipped}", rank=70)]]
+        return [[*first, Field("  waiting for data…", rank=40), Field(f"  skipped records: {skipped}", rank=70),
+                 *notes_field(notes, NOTES_RANK)]]
     s = hist.stream
     first.append(Field(f"  {clean_text(s.label, 1000) or '(no label)'}", "bold", 50, shrink=LABEL_MIN))
     first.append(Field(f"  [{stream_index + 1}/{streams}]", rank=60 if streams > 1 else 5))
     first += [Field(f"  {clean_text(s.datasource, 20)}", rank=20), Field(f"  unit {s.unit}", rank=30)]
     if stop == 0 and hist.dropped and not hist.n:  # an ended stream whose columns went to the --history budget
         first += [Field(f"  columns {hist.dropped}, all dropped (it ended: --history budget)", rank=40),
-                  Field(f"  skipped {skipped}", rank=70 if skipped else 3)]
+                  Field(f"  skipped {skipped}", rank=70 if skipped else 3), *notes_field(notes, NOTES_RANK)]
         whole = hist.totals(slice(0, 0), fast=True, all_seen=True)
         return [first, _overall_fields(hist, 0, whole, source)]
     if stop == 0:
-        return [[*first, Field("  waiting for the second record (the first is the baseline)", rank=40)]]
+        return [[*first, Field("  waiting for the second record (the first is the baseline)", rank=40),
+                 *notes_field(notes, NOTES_RANK)]]
     first += [Field(f"  interval {format_duration(typical_interval(hist, stop), long_units=True)}", rank=25),
               Field(f"  columns {hist.n + hist.dropped}" + (f" ({hist.n} kept)" if hist.dropped else ""), rank=15),
-              Field(f"  skipped {skipped}", rank=70 if skipped else 3)]
+              Field(f"  skipped {skipped}", rank=70 if skipped else 3), *notes_field(notes, NOTES_RANK)]
     if state == "live":
         first.append(Field(f"  ingest {format_number(ingest_rate)}/s", rank=1))
     return [first, _numbers(hist, stop, source)]
@@ -130,10 +137,11 @@ def _overall_fields(hist: StreamHistory, stop: int, whole: Totals, source: Sourc
 
 
 def status_text(hist: StreamHistory | None, stop: int, *, state: str, skipped: int, stream_index: int,
-                streams: int, ingest_rate: float, width: int = 10_000, source: SourceTotals | None = None) -> Text:
+                streams: int, ingest_rate: float, width: int = 10_000, source: SourceTotals | None = None,
+                notes: int = 0) -> Text:
     """The status lines as text, fitted to `width` cells."""
     return fit_lines(status_lines(hist, stop, state=state, skipped=skipped, stream_index=stream_index,
-                                  streams=streams, ingest_rate=ingest_rate, source=source), width)
+                                  streams=streams, ingest_rate=ingest_rate, source=source, notes=notes), width)
 
 
 class StatusBar(FittedText):

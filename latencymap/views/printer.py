@@ -5,14 +5,12 @@ from __future__ import annotations
 import codecs
 import contextlib
 import os
-import sys
 import time
 from typing import TextIO
 
 from latencymap.core.accumulator import Accumulator, HistoryLimit, accumulate
-from latencymap.core.errors import note_said
+from latencymap.core.at_exit import say_notice
 from latencymap.core.model import Flow, Interval, Notice
-from latencymap.core.sanitize import clean_message
 from latencymap.views.options import ViewOptions, color_enabled
 from latencymap.views.plain import CLEAR, PlainRenderer
 
@@ -24,7 +22,7 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
               out: TextIO) -> int:
     """A frame per interval (like PyLatencyMap), or only the last one with `once`."""
     opts.color = opts.color and color_enabled()
-    acc = Accumulator(cap=history, on_notice=_say)
+    acc = Accumulator(cap=history, on_notice=say_notice)
     renderer = PlainRenderer(opts)
     render = renderer.render
     clear = CLEAR if out.isatty() else ""
@@ -36,13 +34,13 @@ def run_plain(flow: Flow, opts: ViewOptions, *, once: bool, screen_delay: float,
         out.flush()
     try:
         if once:
-            accumulate(flow, acc, on_notice=_say)
+            accumulate(flow, acc, on_notice=say_notice)
         elif screen_delay <= 0:
             stale = _frames_in_bulk(flow, acc, renderer, out, clear)
         else:
             for item in flow:
                 if isinstance(item, Notice):
-                    _say(item)
+                    say_notice(item)
                     acc.add([item])
                     stale = stale or item.skipped > 0
                     continue
@@ -90,7 +88,7 @@ def _frames_in_bulk(flow: Flow, acc: Accumulator, renderer: PlainRenderer, out: 
             while at < size:
                 item = batch[at]
                 if isinstance(item, Notice):
-                    _say(item)
+                    say_notice(item)
                     acc.add([item])
                     stale = stale or item.skipped > 0
                     at += 1
@@ -140,7 +138,3 @@ def _scatter_fd(out: TextIO) -> int | None:
 
     return fd if utf8 and os.linesep == "\n" and can_scatter() else None
 
-
-def _say(notice: Notice) -> None:
-    note_said(notice.message)
-    print(f"latencymap: {clean_message(notice.message)}", file=sys.stderr)

@@ -1,0 +1,237 @@
+"""What reading said, in the TUI: a toast as each message comes (the first few, then a count), the status line's
+count and its key, the messages screen (`w`) listing them in order with the records skipped, and stderr once the app
+is gone; text from the input never reaches the screen or stderr with its control characters."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.widgets import Static
+from tui_support import EXAMPLE, fixture_items, synthetic, wait_ended, wait_until
+from tui_support import run_ended as run
+
+from latencymap.core.accumulator import MAX_MESSAGES, Accumulator
+from latencymap.core.model import Interval, Notice
+from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.keys import HELP
+from latencymap.tui.notes import TOASTS, NotesScreen
+from latencymap.tui.status import StatusBar, status_text
+
+RANKS = Path(__file__).resolve().parents[2] / "fixtures" / "training" / "ranks12.txt"
+README = Path(__file__).resolve().parents[2] / "README.md"
+BAD = Notice("in.txt: line 218: expected an integer of microseconds, got 'x\x1b[2J\x07y'; record skipped")
+CUT = Notice("--duration 0.3: reading stopped after 0.3 s (wall-clock time), before the input's end, 30 intervals in: "
+             "what came after is not read", skipped=0)
+
+
+def toasts(app: LatencyMapApp) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+def shown(app: LatencyMapApp) -> str:
+    """What the messages screen on top shows, as text (its widgets' content, not the accumulator's)."""
+    screen = app.screen
+    assert isinstance(screen, NotesScreen)
+    console = Console(width=200, record=True, file=io.StringIO())
+    for static in screen.query(Static):
+        console.print(static.content)
+    return console.export_text()
+
+
+def noted_flow() -> list[Interval | Notice]:
+    items: list[Interval | Notice] = list(synthetic(30))
+    return [*items[:5], BAD, *items[5:], CUT]
+
+
+def test_each_message_is_a_toast_and_the_status_line_counts_them_with_their_key() -> None:
+    app = LatencyMapApp(iter(noted_flow()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        said = toasts(app)
+        assert any("line 218" in m and "x?[2J?y" in m for m in said), said
+        assert any("reading stopped after 0.3 s" in m for m in said), said
+        assert not any("\x1b" in m or "\x07" in m for m in said)
+        status = str(app.query_one(StatusBar).render())
+        assert "2 notes (w)" in status and "skipped 1" in status, status
+
+    run(app, scenario)
+
+
+def test_on_a_narrow_terminal_the_count_of_notes_outlasts_the_other_fields() -> None:
+    acc = Accumulator()
+    acc.add(synthetic(3))
+    hist = next(iter(acc.streams.values()))
+    text = status_text(hist, hist.n, state="ended", skipped=1, stream_index=0, streams=1, ingest_rate=0.0, notes=2,
+                       width=60)
+    first = text.plain.split("\n")[0]
+    assert "2 notes (w)" in first and "skipped 1" in first and "interval" not in first, first
+    assert "note" not in status_text(hist, hist.n, state="ended", skipped=0, stream_index=0, streams=1,
+                                     ingest_rate=0.0).plain
+
+
+def test_w_lists_every_message_in_order_with_the_records_skipped_and_closes_again() -> None:
+    app = LatencyMapApp(iter(noted_flow()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        await pilot.press("w")
+        assert isinstance(app.screen, NotesScreen)
+        text = shown(app)
+        assert "2 messages" in text and "1 record skipped" in text, text
+        assert text.index("line 218") < text.index("reading stopped"), text
+        assert "x?[2J?y" in text and "\x1b" not in text
+        await pilot.press("w")
+        assert not isinstance(app.screen, NotesScreen)
+        await pilot.press("w", "escape")
+        assert not isinstance(app.screen, NotesScreen)
+
+    run(app, scenario)
+
+
+def test_the_key_is_in_the_help_and_the_readme() -> None:
+    assert any(key == "w" and "reading said" in what for key, what in HELP)
+    assert "| w | what reading said" in README.read_text()
+
+
+def test_a_flood_of_bad_records_is_a_few_toasts_then_a_count_and_the_screen_keeps_the_first() -> None:
+    bad = [Notice(f"in.txt: line {k}: expected integers, got 'x'; record skipped") for k in range(1, 501)]
+    app = LatencyMapApp(iter([*synthetic(10), *bad]), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        said = [m for m in toasts(app) if "in.txt" in m or "more message" in m]
+        assert len(said) <= TOASTS + 1, said
+        assert said[:TOASTS] == [f"in.txt: line {k}: expected integers, got 'x'; record skipped"
+                                 for k in range(1, TOASTS + 1)], said
+        assert "more message" in said[-1] and "w lists what was said" in said[-1], said
+        assert "500 notes (w)" in str(app.query_one(StatusBar).render())
+        await pilot.press("w")
+        text = shown(app)
+        assert "500 messages" in text and "500 records skipped" in text, text
+        assert "line 100:" in text and "line 101:" not in text, text
+        assert f"… and 400 more (the first {MAX_MESSAGES} are kept" in text, text
+
+    run(app, scenario)
+
+
+def test_the_count_held_back_is_said_later_though_nothing_else_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Messages held back in a flood are said once the window has passed, even when the input has gone quiet."""
+    monkeypatch.setattr("latencymap.tui.notes.TOAST_WINDOW_S", 0.5)
+    bad = [Notice(f"in.txt: line {k}: bad; record skipped") for k in range(1, 21)]
+    app = LatencyMapApp(iter([*synthetic(10), *bad[:10], *synthetic(5, start=1_700_000_010.0), *bad[10:]]),
+                        color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        def said() -> int:  # each message shown or counted
+            return sum(int(m.split()[0]) if "more message" in m else "in.txt" in m for m in toasts(app))
+
+        await wait_until(pilot, lambda: said() == 20, timeout=5)
+        assert any("more message" in m for m in toasts(app))
+
+    run(app, scenario)
+
+
+def test_the_overview_counts_the_messages_and_w_opens_them_there() -> None:
+    app = LatencyMapApp(iter([*fixture_items(RANKS), CUT]), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        assert app.screen.id == "overview"
+        assert "1 note (w)" in app.screen.plain_lines()[0]
+        await pilot.press("w")
+        assert isinstance(app.screen, NotesScreen) and "reading stopped" in shown(app)
+        await pilot.press("escape")
+        assert app.screen.id == "overview"
+
+    run(app, scenario, size=(180, 50))
+
+
+def test_the_messages_screen_follows_messages_as_they_come() -> None:
+    import threading
+
+    gate = threading.Event()
+
+    def flow():
+        yield from synthetic(10)
+        yield BAD
+        gate.wait(10)
+        yield CUT
+
+    app = LatencyMapApp(flow(), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        await wait_until(pilot, lambda: app.acc.messages_said == 1)
+        await pilot.press("w")
+        assert "reading stopped" not in shown(app)
+        gate.set()
+        await wait_until(pilot, lambda: "reading stopped" in shown(app))
+        assert "2 messages" in shown(app)
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await scenario(pilot)
+
+    asyncio.run(main())
+
+
+def quit_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run_tui` as on a terminal, its app headless: `q` once its flow has ended."""
+
+    def run_app(self: LatencyMapApp) -> None:
+        async def main() -> None:
+            async with self.run_test(size=(160, 50)) as pilot:
+                await wait_ended(pilot)
+                await pilot.press("q")
+                await pilot.pause(0.1)
+
+        asyncio.run(main())
+
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+        def write(self, text: str) -> int:
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr("latencymap.tui.app.take_terminal", lambda: lambda: None)
+    monkeypatch.setattr(LatencyMapApp, "run", run_app)
+    monkeypatch.setattr(sys, "stdout", Terminal())
+
+
+def test_after_q_the_messages_are_said_on_stderr_once_as_the_plain_view_says_them(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from latencymap.cli.main import main
+
+    quit_at_once(monkeypatch)
+    with pytest.raises(SystemExit) as done:
+        main.main([str(EXAMPLE)], prog_name="latencymap")
+    assert done.value.code == 0
+    err = capsys.readouterr().err
+    monkeypatch.undo()
+    with pytest.raises(SystemExit):
+        main.main(["--plain", str(EXAMPLE)], prog_name="latencymap")
+    plain = capsys.readouterr().err
+    assert "has no 'datasource' line: read as bpf" in plain
+    assert err == plain, (err, plain)
+
+
+def test_after_q_a_skipped_record_is_said_cleaned(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from latencymap.cli.main import main
+
+    data = tmp_path / "bad.txt"
+    rows = {k: "64, a\x1b[2Jb" if k == 3 else "64, 5" for k in range(1, 7)}
+    data.write_text("".join(f"<begin record>\ntimestamp, microsec, {k * 1_000_000}, x\nlabel, a\n{row}\n"
+                            "<end record>\n" for k, row in rows.items()))
+    quit_at_once(monkeypatch)
+    with pytest.raises(SystemExit) as done:
+        main.main([str(data)], prog_name="latencymap")
+    assert done.value.code == 0
+    err = capsys.readouterr().err
+    assert "line 14" in err and "a?[2Jb" in err and "\x1b" not in err, err
+    assert err.count("record skipped") == 1, err

@@ -1,7 +1,7 @@
 """Shared pieces of the text-format readers: options, time lines, bucket ranges, columns, print groups.
 
 bpftrace and bcc print a histogram per map every interval, each group of prints after a time line
-(or, without time lines, until a map is printed again or, read live, a print arrives after a pause).
+(or, without time lines, until a map is printed again or, read live, a new key's print arrives after a pause).
 Whether the printed counts are per interval (the map is cleared after each print) or cumulative (never
 cleared) is declared (`--cumulative` / `--per-interval`) or detected per map (see `print_modes`):
 `PrintReader` tells it which streams each closed group printed and which it did not.
@@ -44,8 +44,8 @@ _EPOCH = re.compile(r"^1\d{9}(?:\.\d{1,9})?$")
 _BRACKETED = re.compile(r"^\[([^\[\]]+)\]$")
 _UNIT_WORD = re.compile(r"[a-zµ]+")
 _WALL_EPOCH = datetime(1970, 1, 1)
-#: Read live, input that arrives after a pause this long (seconds; at most half `--interval`) is a later print: the
-#: prints of one interval (every key of a map, every section of a bcc table) arrive within milliseconds.
+#: Read live, a key's first print that arrives after a pause this long (seconds; at most half `--interval`) is a later
+#: print: the prints of one interval (every key of a map, every section of a bcc table) arrive within milliseconds.
 PAUSE = 0.5
 
 
@@ -204,8 +204,9 @@ class PrintClock:
     """Start and end times of successive print groups: from printed time lines, else arrival order.
 
     A time line opens a group. Without time lines, a map printed again opens the next group, and so
-    does, read `live`, a print that arrives after a pause (a key first printed seconds after the
-    others: the prints of one interval arrive within milliseconds); at its arrival time but at least
+    does, read `live`, the first print of a key that arrives after a pause (a key first printed seconds
+    after the others: the prints of one interval arrive within milliseconds; a known key's after a pause is
+    the same print, handed on in blocks by a pipe stage that buffers); at its arrival time but at least
     `interval` seconds after the previous group (so a file read at once gets one group per
     `interval`, and a live pipe its real times); the first group is when reading starts, and covers
     back to the program's banner when that arrived earlier (`attached`).
@@ -235,6 +236,9 @@ class PrintClock:
         self.current: float | None = None
         self.previous: float | None = None
         self._seen: set[Hashable] = set()
+        #: Every key printed so far: only one printed for the first time opens a group after a pause (a pipe stage that
+        #: buffers, `grep`, hands on a print in blocks seconds apart: a known key after such a pause is the same print).
+        self._known: set[Hashable] = set()
         self._tod = False
         self._timed = False
         self._lead: float | None = None  # the first group's length, once a second time line has told it
@@ -315,13 +319,14 @@ class PrintClock:
         if self.current is None:
             self.current = now
             self.group += 1
-        elif ((key in self._seen or self._later) and not same) or self._paused(now):
+        elif ((key in self._seen or self._later) and not same) or (key not in self._known and self._paused(now)):
             after = self.current + self.interval
             self.previous, self.current = self.current, after if self._timed else max(after, now)
             self._seen = set()
             self._later = False
             self.group += 1
         self._seen.add(key)
+        self._known.add(key)
         self._arrived = now
         return self._start(), self.current
 

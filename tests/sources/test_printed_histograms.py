@@ -455,6 +455,20 @@ def test_read_live_a_print_after_a_pause_opens_a_print_group_at_its_arrival() ->
     assert at_rest.stamp("c") == (99.0, 100.0) and at_rest.group == 1
 
 
+def test_read_live_a_known_key_after_a_pause_is_the_same_print() -> None:
+    """A pipe stage that buffers (`bpftrace ... | grep -v Attaching | latencymap`) hands a print on in 4 KiB blocks,
+    the rest of a print a whole interval later: its known keys opened a print group there, the keys before the
+    block's end were "missing" from it, and a cumulative map was read as per-interval (50x the events)."""
+    now = [100.0]
+    live = PrintClock(0.1, clock=lambda: now[0], live=True)
+    for key in "abc":
+        live.stamp(key)
+    now[0] = 100.1
+    live.stamp("a")  # printed again: the next print
+    now[0] = 101.1  # the block ended after `a`: `b` and `c` of the same print come a second later
+    assert live.stamp("b") == live.stamp("c") == (100.0, 100.1) and live.group == 2
+
+
 def test_a_pause_is_at_most_half_the_interval() -> None:
     """With `--interval 0.2` (a program printing every 200 ms), 150 ms between prints is a pause."""
     now = [100.0]

@@ -14,9 +14,10 @@ usual column (a column goes to the window holding its middle). Per peer: its mea
 over the whole range and its `ratio` to the median of the other peers' means; per window where at least two
 peers have events, the peer with the highest mean is that window's slowest (as trace analysers count the
 rank that is slowest or latest at each collective). Where several peers share the highest mean (identical histograms:
-common where times are estimated from the buckets) none is that window's slowest: each is *tied* for it, and counts
-its share of the window (1/k of k tied) towards how often it was slowest (`tied` in JSON); the first of them was
-credited with the whole window, which made rank0 "consistently slowest" among 8 identical ranks.
+common where times are estimated from the buckets), each of them is *tied* for the slowest and counts the window as
+one it was slowest in (`tied` in JSON: two of three disks 1.38x the third in every window are each slowest in all),
+unless every peer with events shares it: such a window has no slowest (`tied_windows`; the first peer was credited
+with it, which made rank0 "consistently slowest" among 8 identical ranks).
 
 **A slow peer** (a `slow_peer` finding) has `ratio >= peer_min_ratio` (1.25) and at least
 `peer_min_events` (20) events, and either
@@ -147,14 +148,13 @@ class Member:
     mean_s: float
     ratio: float = float("nan")
     slowest: int = 0
-    #: Windows whose highest mean it shared with other peers, and its share of them (1/k of a window k shared).
+    #: Windows whose highest mean it shared with some of the other peers (not all of those with events).
     tied: int = 0
-    tied_share: float = 0.0
 
     @property
     def wins(self) -> int:
-        """The windows it counts as slowest in, for the test against chance: its own, and its whole shares of ties."""
-        return self.slowest + math.floor(self.tied_share + 1e-9)
+        """The windows it counts as slowest in, for the test against chance: alone or tied."""
+        return self.slowest + self.tied
 
     def slowest_text(self) -> str:
         """`slowest in 6`, `slowest in 0, tied for it in 40`."""
@@ -181,6 +181,8 @@ class PeerGroup:
     slow: dict[str, Any] | None = None
     finding: Finding | None = None
     contested: int = 0
+    #: Windows whose highest mean every peer with events shared (identical histograms): no peer's slowest.
+    tied: int = 0
     stalls: list[dict[str, Any]] = field(default_factory=list)
     undecided: str | None = None  # why a peer that looks slow is not named: too few intervals to tell
     #: A peer slowest in more intervals than chance, but by less than `peer_min_ratio`: not named slow, not noise
@@ -198,6 +200,7 @@ class PeerGroup:
         """The report's peer-group object."""
         out = {"key": self.key, "field": self.kind, "datasource": self.datasource, "unit": self.unit,
                "window_s": self.window_s, "windows": self.windows, "compared_windows": self.contested,
+               "tied_windows": self.tied,
                "members": [m.to_json() for m in self.members], "slow": self.slow,
                "finding": self.finding.to_json() if self.finding else None, "undecided": self.undecided,
                "consistently_slowest": self.consistent}
@@ -207,8 +210,9 @@ class PeerGroup:
 
     def lines(self) -> list[str]:
         """The text report's lines for this group."""
+        tied = f", all tied in {self.tied:,}" if self.tied else ""
         head = (f"peers {self.key} ({len(self.members)} {self.kind}s, {plural(self.contested, 'interval')} of "
-                f"{self.window_s:.3g}s compared):")
+                f"{self.window_s:.3g}s compared{tied}):")
         rows = [f"   {m.name}: mean {dur(m.mean_s)} ({times(m.ratio, self.min_ratio)} its peers), {m.slowest_text()}"
                 for m in self.members]
         if not self.finding and self.hidden:  # an undecided beside them: whether the others waited for a rank
@@ -405,13 +409,13 @@ def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, 
     with np.errstate(invalid="ignore"):
         at_top = (ev > 0) & (wmean >= top - TIE_RTOL * np.abs(top)) & contested
     sharing = at_top.sum(axis=0)
-    share = np.where(sharing > 1, 1.0 / np.maximum(sharing, 1), 0.0)
+    all_tied = contested & (sharing == active)
     for k, m in enumerate(members):
         m.slowest = int((at_top[k] & (sharing == 1)).sum())
-        m.tied = int((at_top[k] & (sharing > 1)).sum())
-        m.tied_share = float(share[at_top[k]].sum())
+        m.tied = int((at_top[k] & (sharing > 1) & ~all_tied).sum())
     out = PeerGroup(key, group[0][2], datasource, unit, width, ev.shape[1], origin, members,
-                    contested=int(contested.sum()), min_ratio=th.peer_min_ratio, grid=(ev, tm))
+                    contested=int(contested.sum()), tied=int(all_tied.sum()), min_ratio=th.peer_min_ratio,
+                    grid=(ev, tm))
     _judge(out, ev, tm, wmean, active, contested, th)
     return out
 

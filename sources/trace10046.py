@@ -114,7 +114,13 @@ class _Reader:
                 self.past_top.add(key)
                 yield Notice(f"{self.name}: line {n}: {self.streams[key].label}: "
                              f"{past_top_note(ela, 'microsec')}", skipped=0)
+            unplaced = self.offset is None and int(tim.group(1)) / 1e6 < _EPOCH_FLOOR and self.anchor_tim is None
             column = self._column(int(tim.group(1)))
+            if unplaced:
+                yield Notice(f"{self.name}: line {n}: tim {tim.group(1)} is not epoch microseconds (an older release "
+                             "counts it from an arbitrary origin) and no '*** YYYY-MM-DD HH:MM:SS' line came before "
+                             "this first wait to date it: the waits' times are counted from 1970-01-01 (lengths and "
+                             "counts are right)", skipped=0)
             if self.column is None:
                 self.column = column
             elif column > self.column:

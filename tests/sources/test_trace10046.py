@@ -11,6 +11,7 @@ import pytest
 from formats_support import FIXTURES, intervals, notices, read_items, registry, report_json, totals_by_label
 
 from latencymap.core.buckets import bounds_in_unit
+from latencymap.core.model import Notice
 from latencymap.flow.pipeline import input_flow
 from latencymap.sources.trace10046 import Trace10046Format
 
@@ -122,6 +123,19 @@ def test_a_non_epoch_tim_counts_from_the_first_tim_after_the_stamp_line(events: 
     at = math.floor(OLD_STAMP + 100)
     assert reads == [(at, at + 1.0, 1), (at + 1.0, at + 2.0, 1)]
     assert datetime.fromtimestamp(at, UTC).strftime("%H:%M:%S") == "14:42:03"
+
+
+def test_a_non_epoch_tim_before_any_stamp_line_is_said() -> None:
+    """The first wait of an older release's trace before its `***` line has nothing to date it: its times count from
+    1970, which was silent (a report starting at 1970-01-01)."""
+    text = ("WAIT #5: nam='db file sequential read' ela= 5000 file#=7 block#=1 blocks=1 obj#=1 tim=1000000000\n"
+            "*** 2013-08-26 14:40:23.035\n"
+            "WAIT #5: nam='db file sequential read' ela= 6000 file#=7 block#=1 blocks=1 obj#=1 tim=1010000000\n")
+    items = read_items(Trace10046Format, text)
+    (note,) = [i.message for i in items if isinstance(i, Notice)]
+    assert "line 1: tim 1000000000 is not epoch microseconds" in note and "counted from 1970-01-01" in note
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == 2
+    assert not [i for i in read_items(Trace10046Format, OLD_TRACE) if isinstance(i, Notice)]
 
 
 @pytest.mark.parametrize("zone", ["UTC", "Europe/Zurich", "America/New_York", "EST5EDT,M3.2.0,M11.1.0"],

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from latencymap import __version__
+from latencymap.core.sanitize import clean_label
 from latencymap.profiling.samples import Sample, split_frame
 from latencymap.profiling.store import ProfileStore
 
@@ -23,7 +24,9 @@ FORMATS = ("collapsed", "speedscope")
 
 
 def _clean(frame: str) -> str:
-    return frame.replace(";", ",").replace("\r", " ").replace("\n", " ")
+    """A frame as a collapsed line holds it: no `;` (the separator), no line end, no control character (a function
+    named with an escape sequence would drive the terminal the export is written to)."""
+    return clean_label(frame.replace(";", ",").replace("\r", " ").replace("\n", " "))
 
 
 def collapsed_text(counts: Mapping[tuple[str, ...], int]) -> str:

@@ -55,6 +55,8 @@ def test_collapsed_lines_split_back_into_the_same_counts() -> None:
 def test_collapsed_frames_cannot_break_the_line_format() -> None:
     text = collapsed_text({("a;b (x.py:1)", "c\nd (y.py:2)"): 3, (): 4, ("z",): 0})
     assert text == "a,b (x.py:1);c d (y.py:2) 3\n"
+    # a function named with an escape sequence and a bell turned the terminal red and rang it (`profile-export`)
+    assert collapsed_text({("ev\x1b[31mil\x07 (t.py:14)",): 1}) == "ev?[31mil? (t.py:14) 1\n"
 
 
 def test_speedscope_is_valid_time_ordered_and_weighted_in_seconds() -> None:

@@ -11,6 +11,7 @@ from collections.abc import Generator, Iterator
 from latencymap.core.json_input import json_input
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import clean_label
+from latencymap.core.units import plural
 from latencymap.plugins import Item
 from latencymap.protocol import ProtocolReader
 from latencymap.sinks import DROPPED_PREFIX, WRITER_PREFIX, parse_label
@@ -40,7 +41,7 @@ class Writer:
         self.identity: tuple[str, int] | None = None
         self.pid = 0
         self.rename: str | None = None
-        self.intervals = 0
+        self.intervals: dict[StreamId, int] = {}  # intervals received, per stream (a phase of a rank)
         self.shift = 0.0  # seconds added to this writer's stamps: the listener's clock less its own
         self._labels: dict[StreamId, StreamId] = {}  # as sent -> as shown
         self._partial = b""
@@ -77,7 +78,7 @@ class Writer:
     def _records(self, lines: list[str]) -> Iterator[Item]:
         for item in self.reader.feed(lines):
             if isinstance(item, Interval):
-                self.intervals += 1
+                self.intervals[item.stream] = self.intervals.get(item.stream, 0) + 1
                 shown = self._labels.get(item.stream)
                 if shown is None:
                     shown = yield from self._own(item.stream)
@@ -147,4 +148,6 @@ class Writer:
     def finish(self) -> Iterator[Item]:
         """The connection closed: report an unterminated record and say goodbye."""
         yield from self.reader.close()
-        yield Notice(f"listen: {self.name} disconnected after {self.intervals} intervals", skipped=0)
+        most, streams = max(self.intervals.values(), default=0), len(self.intervals)
+        of = f" of {plural(streams, 'stream')}" if streams > 1 else ""
+        yield Notice(f"listen: {self.name} disconnected after {plural(most, 'interval')}{of}", skipped=0)

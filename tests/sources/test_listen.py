@@ -270,7 +270,7 @@ def test_a_second_listener_checking_the_socket_is_no_writer(tmp_path: Path) -> N
     assert not thread.is_alive()
     messages = [n.message for n in items if isinstance(n, Notice)]
     assert [m for m in messages if "disconnected" in m] == [
-        f"listen: job/rank0 (pid {os.getpid()}) disconnected after 1 intervals"], messages
+        f"listen: job/rank0 (pid {os.getpid()}) disconnected after 1 interval"], messages
     assert sum(int(iv.counts.sum()) for iv in items if isinstance(iv, Interval)) == 1
 
 
@@ -366,13 +366,15 @@ def test_stopped_in_process_the_listener_passes_on_what_was_sent_and_counts_what
     timings = Timings(SocketSink(str(path), hello={"run": "job", "rank": 0}), run="job", rank=0, interval=60)
     for _ in range(3):
         timings.record("step", 0.001)
+        timings.record("data_wait", 0.001)
         timings.flush()  # one interval each, sent before the listener reads any
     stopping = threading.Thread(target=source.stop)  # the command ending, from its main thread
     stopping.start()
     items = list(flow)
     stopping.join(10)
-    assert sum(int(iv.counts.sum()) for iv in items if isinstance(iv, Interval)) == 3
-    assert any("disconnected after 3 intervals" in n.message for n in items if isinstance(n, Notice))
+    assert sum(int(iv.counts.sum()) for iv in items if isinstance(iv, Interval)) == 6
+    # 3 intervals of 2 phases are 6 records: it said "after 6 intervals"
+    assert any("disconnected after 3 intervals of 2 streams" in n.message for n in items if isinstance(n, Notice))
     timings.record("step", 0.001)
     timings.flush()  # the listener shut its reading side: the send fails and the writer keeps the record
     assert not timings.sink.connected and timings.sink.dropped_events == 0

@@ -39,8 +39,10 @@ reported). When no peer reaches the ratio but the
 one slowest most often is so in more windows than chance (p x peers <= `peer_max_p`), the group says so with its
 ratio (`consistently_slowest` in JSON: a rank 10% slower in every interval slows the whole job 10%): that is not
 noise. When the peer with the highest ratio was slowest in so few windows that even "every one of them" could be
-chance (p x peers > `peer_max_p` at best), the group says it has too few intervals to tell, and how many it would need.
-Else they differ by noise.
+chance (p x peers > `peer_max_p` at best), the group says it has too few intervals to tell, and how many it would need;
+so it does when the peer is `peer_min_ratio` or more above its peers in some windows but fewer than `MIN_REST` others
+are left to measure their noise by (a short run: 81x in 5 of 7 windows is no verdict of noise). Else they differ by
+noise.
 
 **Why it matters** depends on the peers: ranks of a training job and Spark executors wait for each other (a
 collective, a barrier, the end of a stage), so the slow one holds them all up; disks and other devices do not (a
@@ -384,6 +386,10 @@ def others_median(values: np.ndarray) -> np.ndarray:
     return np.where(left > 0, ref, np.nan).reshape(values.shape)
 
 
+#: A slow peer's intervals risen above its peers are judged against at least this many others: with fewer, a peer
+#: 81x its peers in 5 of 7 intervals cannot pass the test (Bonferroni over peers and intervals) and is undecided,
+#: not "noise".
+MIN_REST = 5
 #: How many other peers as slow (by their ratio) a slow peer's finding names; the rest are counted.
 ALSO_NAMED = 3
 #: Two window means this close (relative) are a tie: the same histogram, summed in another order.
@@ -483,6 +489,18 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, acti
                            f"mean and {m.slowest_text()} of {g.contested}, but "
                            f"{plural(g.contested, 'interval')} cannot rule out chance (p >= {best:.2g} even if "
                            f"slowest in all; {need} or more needed: a longer run or shorter intervals)")
+            return
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rw = wmean[k] / ref_w
+        seen = np.isfinite(rw) & (ref_w > 0)
+        risen = seen & (rw >= th.peer_min_ratio)
+        rest = int((seen & ~risen).sum())
+        if risen.any() and rest < MIN_REST:  # the phase test has too little to measure noise by: no verdict of noise
+            g.undecided = (f"too few intervals to tell: {m.name} is {times(m.ratio, th.peer_min_ratio)} its peers' "
+                           f"mean, {times(th.peer_min_ratio)} or more above them in {int(risen.sum())} of "
+                           f"{plural(int(seen.sum()), 'interval')}, but {rest} other{'s' if rest != 1 else ''} "
+                           f"cannot tell that from how much its and its peers' intervals differ by chance (a longer "
+                           "run or shorter intervals)")
         return
     spans: list[dict[str, Any]] = [
         {"start": g.start + w * g.window_s, "end": g.start + (w + 1) * g.window_s, "excess_s": float(excess_w[w]),
@@ -822,10 +840,10 @@ def _waited_for(g: PeerGroup, wm: np.ndarray, th: Thresholds) -> dict[str, Any] 
     if not _concentrated(far, short, valid, ev[k]):
         return None
     beyond = _beyond_noise(g, ev, k, wm, far, valid, ref, th)
-    if beyond is None and far.sum() > STALL_WINDOWS:  # not a wait in a few intervals: a rank faster by chance
-        return None
-    if beyond is None:
-        at = ", ".join(f"t+{since(w * g.window_s)}" for w in np.flatnonzero(far)[:STALL_WINDOWS])
+    if beyond is None:  # too few other intervals to judge it by: a short run says it cannot tell, not "noise"
+        rose = np.flatnonzero(far)
+        at = ", ".join(f"t+{since(w * g.window_s)}" for w in rose[:STALL_WINDOWS]) + (
+            f" and {plural(rose.size - STALL_WINDOWS, 'more interval')}" if rose.size > STALL_WINDOWS else "")
         return {"how": "undecided", "name": m.name, "why": (
             f"too few intervals to tell: {m.name} is {times(m.ratio)} its peers' mean here, and they rose "
             f"{times(th.peer_min_ratio)} or more above it at {at}, as ranks do that wait for it, but "

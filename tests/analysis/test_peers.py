@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -801,3 +802,30 @@ def test_a_rank_slow_after_its_peers_stopped_says_it_was_compared_with_their_mea
     (inside,) = find_peers(_lognormal_ranks(4, 4, 12, 20, 0.05, (1, 6, 6, 2.0)))
     assert inside.slow is not None and inside.slow["phase"] is not None and inside.finding is not None
     assert inside.slow["phase"]["against"] == "interval" and "its peers' mean there (the median)" in inside.finding.what
+
+
+def _short_run(name: str) -> dict[str, dict[str, Any]]:
+    """The peer groups of a 4-rank DDP run (gloo, CPU) of 7 intervals, recorded in fixtures/training/`name`: rank 1
+    slept 30 ms in its DataLoader's `__getitem__` for items 100-199 of 300."""
+    record = Path(__file__).resolve().parents[2] / "fixtures" / "training" / name
+    doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", str(record)]).output)
+    return {g["key"]: g for g in doc["peers"]["groups"]}
+
+
+def test_a_rank_far_slower_in_too_few_intervals_to_judge_is_undecided_not_noise() -> None:
+    """Rank 1 81x its peers' data waits, 230x in 4 of 7 intervals: with 2 other intervals the test against their
+    noise could not pass, and the report said "no slow peer: they differ by noise"."""
+    group = _short_run("ddp_short_slow_loader.txt")["ddp/rank*/data_wait"]
+    assert group["slow"] is None
+    assert group["undecided"].startswith("too few intervals to tell: rank1 is 81× its peers' mean, 1.25× or more "
+                                         "above them in 5 of 7 intervals, but 2 others cannot tell"), group
+
+
+def test_ranks_that_rose_above_one_in_too_few_intervals_to_judge_are_undecided_not_noise() -> None:
+    """The same run's step times: the other ranks rose to 40 ms above rank 1's 12 ms for 5 intervals, waiting for
+    it, and the report said "no slow peer: they differ by noise" (a run of 12 intervals says they waited for it)."""
+    groups = _short_run("ddp_short_waited_for.txt")
+    assert groups["ddp/rank*/data_wait"]["slow"]["name"] == "rank1"
+    step = groups["ddp/rank*/step"]["undecided"]
+    assert step.startswith("too few intervals to tell: rank1 is 0.54× its peers' mean here, and they rose 1.25× or "
+                           "more above it at t+1.005s, t+2.009s, t+3.014s and 2 more intervals"), step

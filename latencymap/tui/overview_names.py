@@ -58,8 +58,10 @@ def _around(before: str, part: str, after: str, width: int) -> str:
     if cell_width(whole) <= width:
         return whole
     room = width - cell_width(part)
-    if room < 2:
-        return cut_middle(part, width)
+    if room < 2:  # no room for an ellipsis on each side: one says the label is cut, where it is
+        if cell_width(part) < width:
+            return (ELLIPSIS + part) if before else (part + ELLIPSIS)
+        return cut_middle(part, width) if cell_width(part) > width else ELLIPSIS + _last(part, width - 1)
     right = min(cell_width(after), room // 2)
     left = min(cell_width(before), room - right)
     right = min(cell_width(after), room - left)

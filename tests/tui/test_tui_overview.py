@@ -577,3 +577,13 @@ def test_streams_of_one_label_are_told_apart_by_datasource_and_unit() -> None:
     rows = OverviewStats().rows(list(acc.streams.values()), sources=acc.sources)
     assert sorted(overview_labels(rows)) == ["sda [bpf, microsec]", "sda [bpf, nanosec]", "sda [oracle, microsec]",
                                               "sdb"]
+
+
+@pytest.mark.parametrize("width", [12, 14, 16, 18, 20])
+def test_a_cut_name_always_shows_where_it_was_cut(width: int) -> None:
+    """At 16 cells `sda [oracle, microsec]` read `oracle, microsec`, a label of its own, beside `…[bpf, microsec]`."""
+    from latencymap.tui.overview_names import distinct_names
+
+    labels = ["sda [bpf, microsec]", "sda [oracle, microsec]", "sda [bpf, nanosec]"]
+    for label, name in zip(labels, distinct_names(labels, width), strict=True):
+        assert cell_width(name) <= width and (name == label or "…" in name), (label, name)

@@ -139,11 +139,13 @@ class Differ:
     def push_items(self, snap: Snapshot) -> list[Interval | Notice]:
         """What one snapshot gives: nothing (a baseline), its interval, a notice, or a rollover notice and its
         interval."""
+        prev = self._last.get(snap.stream)
         if snap.timestamp is None:
             snap.timestamp = self._clock()
         elif snap.stream in self._days:
             _shift(snap, self._days[snap.stream])
-        prev = self._last.get(snap.stream)
+            if _before_midnight(snap, prev):
+                _shift(snap, -DAY_US)
         if prev is None and self._carried:
             prev = self._resumed(snap.stream, snap.timestamp)
         if prev is None or snap.stream in self._pending:
@@ -315,6 +317,8 @@ class Differ:
         counts, present, micros = run.counts[pick], run.present[pick], run.micros[pick]
         if stream in self._days:
             micros = micros + self._days[stream]
+            if micros.size and float(micros.max() - micros.min()) > DAY_US / 2:
+                return False  # a time before the midnight passed, maybe (`_before_midnight`): one by one
         prev = self._last.get(stream)
         if prev is None and self._carried:
             prev = self._resumed(stream, float(micros[0]) / 1e6)
@@ -495,6 +499,15 @@ def _diffed(prev: Snapshot, snap: Snapshot, stream: StreamId, first: bool) -> In
     exact_dt = (snap.micros - prev.micros) / 1e6 if snap.micros is not None and prev.micros is not None else 0.0
     return Interval(stream, prev.timestamp, snap.timestamp, counts, spent, reset=reset, date=snap.date,
                     duration=exact_dt, start_date=prev.date if first else "")
+
+
+def _before_midnight(snap: Snapshot, prev: Snapshot | None) -> bool:
+    """Whether `snap`, a time of day moved past the midnight its stream passed, is more than half a day after `prev`
+    there but not after it where it stands: a time before that midnight, earlier records again (a capture across
+    midnight joined to itself read as a day later, with a silence of a day), not a record of the next day."""
+    if prev is None or prev.timestamp is None or snap.timestamp is None:
+        return False
+    return snap.timestamp - prev.timestamp > DAY_US / 2e6 and snap.timestamp - DAY_US / 1e6 <= prev.timestamp
 
 
 def _shift(snap: Snapshot, micros: int) -> None:

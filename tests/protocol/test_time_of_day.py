@@ -144,6 +144,17 @@ def test_a_cumulative_run_joined_to_itself_is_shown_apart_never_counted_twice() 
            "'x [t.txt, from line 31]'" in note.message
 
 
+def test_a_capture_across_midnight_joined_to_itself_is_another_run_not_a_day_later() -> None:
+    """`cat mid.txt mid.txt`, times of day 23:59:57 to 00:00:02: the second copy's 23:59:57 took the day the first
+    copy's midnight added, and read as a day later (11 intervals over 1 day, a silence of a day)."""
+    once = "".join(record((86_397 + k) * 1_000_000 % 86_400_000_000, [10 * k]) for k in range(6))
+    items = both(once + once)
+    intervals = [i for i in items if isinstance(i, Interval)]
+    assert [iv.stream.label for iv in intervals] == ["x"] * 5 + ["x [t.txt, from line 31]"] * 5
+    assert [iv.end - iv.start for iv in intervals] == [1.0] * 10
+    assert [(iv.start, iv.end) for iv in intervals[5:]] == [(iv.start, iv.end) for iv in intervals[:5]]
+
+
 def test_runs_of_one_stream_past_the_most_shown_apart_are_skipped_and_counted() -> None:
     from latencymap.core.deltas import MAX_RUNS
 

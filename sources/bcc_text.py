@@ -14,11 +14,20 @@ Prints are timed and counts read as cumulative or per-interval as for bpftrace
 (see `print_modes`); biolatency clears its map, so its prints are per-interval. A run with no event
 prints only the tool's banner, time lines and `Detaching...`: no data. A line inside a histogram that is no row (a
 stray line, a row cut short or unreadable) is reported and skipped, and the histogram goes on (see `printed_rows`).
+
+funclatency (and biolatency `-e`) print a summary line under a table, after a blank line: `avg = 398 usecs, total:
+159335 usecs, count: 400`, the exact sum of the interval's values, truncated to whole units by `%ld` (nsecs: exact),
+taken as the middle of that unit. Where its count is the table's, its unit the header's and its total one the rows
+allow (every row read), it is the print's exact time (`PrintReader.histogram`'s `total`; its column keeps it as a
+source's sum, see `print_modes`), and places the first row's events inside `[0, 2)` by `core.rebin`'s rule for a
+first bucket from 0 (`placed_rows`). Otherwise it is not used, said once per stream. (It sums every section of a
+table of several: funclatency's per-function tables differ from it in count.)
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -26,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from latencymap.core.buckets import MAX_COUNT
+from latencymap.core.buckets import MAX_COUNT, NSLOTS
 from latencymap.core.model import Notice, empty_counts
+from latencymap.core.rebin import rebin_columns
 from latencymap.core.sanitize import clean_label, clean_text, excerpt
 from latencymap.core.units import normalize_unit
 from latencymap.plugins import Item
@@ -56,6 +66,8 @@ _BANNER = re.compile(r"^Tracing .*Hit Ctrl-C to end\.$")
 _EXPECTED = "expected a row 'lo -> hi : count |***|'"
 #: funcinterval prints it right after its last histogram, with no blank line between.
 _DETACHING = "Detaching..."
+#: funclatency's (and biolatency -e's) line under a table: `avg = 398 usecs, total: 159335 usecs, count: 400`.
+_SUMMARY = re.compile(r"^avg = (\d{1,40}) (\S.*?), total: (\d{1,40}) (\S.*?), count: (\d{1,40})$")
 
 
 def bcc_slot(low: int, high: int) -> int | None:
@@ -103,6 +115,59 @@ def spread_first_row(counts: np.ndarray, unknown: np.ndarray | None = None) -> i
     return held
 
 
+def _bcc_layout() -> tuple[np.ndarray, np.ndarray]:
+    """bcc's buckets (its slots 1 to NSLOTS - 1): their upper bounds in the printed unit (the first row's 2, the top
+    one open) and their shares of latencymap's slots, the first row spread evenly over slots 0 and 1."""
+    uppers = np.exp2(np.arange(1, NSLOTS, dtype=np.float64))
+    uppers[-1] = np.inf
+    matrix = np.zeros((NSLOTS - 1, NSLOTS))
+    matrix[np.arange(1, NSLOTS - 1), np.arange(2, NSLOTS)] = 1.0
+    matrix[0, :2] = 0.5
+    return uppers, matrix
+
+
+_BCC_UPPERS, _BCC_MATRIX = _bcc_layout()
+
+
+def placed_rows(counts: np.ndarray, total: float) -> np.ndarray:
+    """The slots of a print's counts (as bcc indexes them) whose values sum to `total` (printed unit): the first row's
+    events placed inside `[0, 2)` where the total proves them faster (or slower) than spread evenly, as
+    `core.rebin` places a first bucket from 0 by a Prometheus `_sum`; every other row is its slot (the rule may put a
+    bucket's events at its upper bound, which bcc's rows exclude: the next slot's lower bound)."""
+    placed = counts.copy()
+    placed[:2] = rebin_columns(_BCC_MATRIX, counts[None, 1:], _BCC_UPPERS, np.array([total]))[0][:2]
+    placed[1] += counts[1] - placed[:2].sum()
+    return placed
+
+
+def row_sums(counts: np.ndarray) -> tuple[int, float]:
+    """The least and the most that the values of a print's rows (as bcc indexes them) can sum to, printed unit: each
+    row's events at its lower bound, or its upper one (which they stay below; the top row open: no most)."""
+    events = [(slot, int(n)) for slot, n in enumerate(counts.tolist()) if n]
+    least = sum(n << (slot - 1) for slot, n in events if slot > 1)
+    most = math.inf if counts[NSLOTS - 1] else sum(n << slot for slot, n in events)  # (an int: exact)
+    return least, most
+
+
+def summary_total(match: re.Match[str], counts: np.ndarray, word: str) -> tuple[float | None, str]:
+    """The exact sum of a print's values (printed unit) that bcc's summary line (`match`) says, and why not when it
+    cannot be: a count other than the rows', a unit other than the header's `word`, a total the rows cannot make.
+    `%ld` truncated it to a whole unit: its middle, but for nsecs (then exact)."""
+    avg_unit, printed, total_unit, said = match.group(2), int(match.group(3)), match.group(4), int(match.group(5))
+    events = sum(counts.tolist())
+    if said != events:
+        return None, f"counts {said} events, the histogram above it {events}"
+    if clean_label(avg_unit) != word or clean_label(total_unit) != word:
+        return None, f"is in {clean_label(total_unit)}, the histogram in {word}"
+    least, most = row_sums(counts)
+    if printed > most or printed == most > 0:  # (its values lie below their rows' upper bounds)
+        return None, f"totals {printed} {word}, more than its rows allow (under {most:.0f})"
+    if printed + 1 <= least:
+        return None, f"totals {printed} {word}, less than its rows allow ({least})"
+    exact = time_unit(word) == "nanosec"
+    return min(max(printed + (0.0 if exact else 0.5), least), most), ""
+
+
 def _printed(head: Sequence[str]) -> bool:
     """Whether `head` holds a histogram's header or row, or a `-j` line."""
     return any(_HEADER.match(s := line.strip()) or _ROW.match(s) or _DICT.match(s) for line in head)
@@ -130,10 +195,12 @@ class BccTextFormat(PrintedHistogramFormat):
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
         reader = PrintReader(name, self.options, live=self.live)
-        self._spread_said: set[str] = set()  # labels whose first row's spreading was said
+        self._first_said: set[tuple[str, bool]] = set()  # (label, placed by a total) whose first row was said
+        self._summary_said: set[str] = set()  # labels whose summary line was said to be unused
         section, section_line = "", 0
         block: PrintedRows | None = None
         header_word = ""  # the block's header word: its values' unit (`usecs`)
+        ended: PrintedRows | None = None  # a block ended by a blank line: bcc's summary line may follow
         n = 0
         for n, raw in enumerate(lines, 1):
             text = raw.strip()
@@ -142,10 +209,21 @@ class BccTextFormat(PrintedHistogramFormat):
                 if skipped is not None:
                     yield from skipped
                     continue
-                yield from self._emit(reader, block, header_word)
+                if text:
+                    yield from self._emit(reader, block, header_word)
+                else:
+                    ended = block
                 block = None
             if not text:
                 continue
+            if ended is not None:
+                summary = _SUMMARY.match(text)
+                yield from self._emit(reader, ended, header_word, summary, n)
+                ended = None
+                if summary is not None:
+                    continue
+            if _SUMMARY.match(text):
+                continue  # under no table (an old funclatency prints its never-cleared sums after an idle second)
             header = _HEADER.match(text)
             if header is not None:
                 reader.begins()
@@ -167,26 +245,48 @@ class BccTextFormat(PrintedHistogramFormat):
             elif _ROW.match(text):
                 yield Notice(f"{name}: line {n}: a row outside a histogram (expected a '<unit> : count "
                              f"distribution' header before it), got {excerpt(text)}; line skipped")
-        if block is not None:
-            yield from self._emit(reader, block, header_word)
+        last = block if block is not None else ended
+        if last is not None:
+            yield from self._emit(reader, last, header_word)
         yield from reader.finish(n)
 
     def _histogram(self, reader: PrintReader, label: str, counts: np.ndarray, n: int, word: str,
-                   unknown: np.ndarray | None = None) -> list[Item]:
-        """The items of one print of `label` (header at line `n`, its values `word`), its first row spread
-        (`spread_first_row`), said the first time it held events in a histogram of latencies."""
+                   unknown: np.ndarray | None = None, summary: re.Match[str] | None = None,
+                   summary_line: int = 0) -> list[Item]:
+        """The items of one print of `label` (header at line `n`, its values `word`), with bcc's summary line under it
+        (`summary`, at `summary_line`) if any: its total the print's exact time where it can be (`summary_total`),
+        placing the first row (`placed_rows`), else that row spread (`spread_first_row`); each said once per
+        stream in a histogram of latencies."""
+        total, why = None, ""
+        if summary is not None:
+            total, why = (None, "comes under a histogram with a row not read") if unknown is not None else \
+                summary_total(summary, counts, word)
+        placed = None if total is None else placed_rows(counts, total)
         held = spread_first_row(counts, unknown)
-        items = reader.histogram(label, counts, n, unit=time_unit(word), named=word, family=word, unknown=unknown)
-        if not held or label in self._spread_said or reader.left_out(label):
+        items = reader.histogram(label, counts, n, unit=time_unit(word), named=word, family=word, unknown=unknown,
+                                 total=total, placed=placed)
+        if reader.left_out(label):
             return items
-        self._spread_said.add(label)
-        return [Notice(f"{reader.name}: line {n}: {reader.shown(label)}: bcc's first row `0 -> 1` holds the values 0 "
-                       "and 1 together ([0, 2) in its unit): its events are spread evenly over [0, 1) and [1, 2)",
-                       skipped=0), *items]
+        notes = []
+        shown = reader.shown(label)
+        if why and label not in self._summary_said:
+            self._summary_said.add(label)
+            notes.append(Notice(f"{reader.name}: line {summary_line}: {shown}: bcc's summary line {why}: its total is "
+                                "not used (said once per stream)", skipped=0))
+        if held and (label, total is not None) not in self._first_said:
+            self._first_said.add((label, total is not None))
+            how = ("placed inside it by the exact total of bcc's summary line (avg = ..., total: ..., count: ...), as "
+                   "a first bucket from 0 is by its sum (per-interval counts; else spread evenly over [0, 1) and "
+                   "[1, 2))") if total is not None else "spread evenly over [0, 1) and [1, 2)"
+            notes.append(Notice(f"{reader.name}: line {n}: {shown}: bcc's first row `0 -> 1` holds the values 0 and 1 "
+                                f"together ([0, 2) in its unit): its events are {how}", skipped=0))
+        return [*notes, *items]
 
-    def _emit(self, reader: PrintReader, block: PrintedRows, word: str) -> list[Item]:
-        """The items of a finished histogram whose header says `word` (`usecs`)."""
-        return self._histogram(reader, block.label, block.counts, block.line, word, block.finish())
+    def _emit(self, reader: PrintReader, block: PrintedRows, word: str, summary: re.Match[str] | None = None,
+              summary_line: int = 0) -> list[Item]:
+        """The items of a finished histogram whose header says `word` (`usecs`), with bcc's summary line under it."""
+        return self._histogram(reader, block.label, block.counts, block.line, word, block.finish(), summary,
+                               summary_line)
 
     def _dict_line(self, reader: PrintReader, text: str, n: int, name: str) -> Iterator[Item]:
         try:

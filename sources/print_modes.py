@@ -28,6 +28,13 @@ sign of a cleared map. A map printed again at the time of its print before (`aga
 the next print counts its events; per-interval, they are added to its next column (or, at the end, one as long after
 it). A bucket whose row was not read is absent from its Snapshot (its last count holds: no reset, no jump); one the
 baseline print left unread counts from its first count read (what it held before is unknown).
+
+A print may come with the exact time of its events (`total`: bcc's summary line `avg = ..., total: ..., count: ...`)
+and its counts as that time places them (`placed`). Per-interval, its column counts those and keeps the time as a
+source's sum (`SourceBuckets.sum_only`, as a Prometheus column whose buckets fold onto the rows keeps its `_sum`), and
+so do, as 0, the empty columns of a stream that had one; cumulative, the columns are differences of prints, and the
+totals are not used (said once per stream): detection and Snapshots read `counts`, whose buckets only grow as a
+cumulative map does (placed ones need not).
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from latencymap.core.model import Interval, Notice, Snapshot, StreamId, empty_counts
+from latencymap.core.model import Interval, Notice, Snapshot, SourceBuckets, StreamId, empty_counts
 
 #: Print groups per map looked at before deciding, without evidence, that its counts are cumulative.
 DETECT_PRINTS = 10
@@ -55,6 +62,14 @@ class _Print:
     from_zero: bool = False  # first print of a key whose map started empty: its events are all new
     unknown: np.ndarray | None = None  # slots whose row was cut short (count unknown: 0 here, absent from a Snapshot)
     again: bool = False  # printed again at the same time line as the print before it
+    total: float | None = None  # the exact seconds of its events, when the source printed them
+    placed: np.ndarray | None = None  # its counts as `total` places them, read per-interval (else `counts`)
+
+
+    @property
+    def interval_counts(self) -> np.ndarray:
+        """Its counts as its column counts them, read per-interval."""
+        return self.counts if self.placed is None else self.placed
 
 
 @dataclass(slots=True)
@@ -91,6 +106,8 @@ class PrintedHistograms:
         #: they count from once read), None when it read them all
         self._rebase: dict[StreamId, tuple[np.ndarray, np.ndarray] | None] = {}
         self._carried: dict[StreamId, _Print] = {}  # per-interval streams' prints `again`: counts for their next column
+        self._summed: set[StreamId] = set()  # per-interval streams a print of which gave its exact time
+        self._unsummed: set[StreamId] = set()  # cumulative streams whose totals were said to be left unused
 
     def restart(self) -> None:
         """The program started again (its banner mid-input), its maps empty: counts that go down from a print before
@@ -100,13 +117,15 @@ class PrintedHistograms:
 
     def add(self, stream: StreamId, start: float, end: float, counts: np.ndarray, line: int = 0, *,
             family: Hashable | None = None, group: int = 0, from_zero: bool = False,
-            unknown: np.ndarray | None = None, again: bool = False) -> list[Interval | Snapshot | Notice]:
+            unknown: np.ndarray | None = None, again: bool = False,
+            total: float | None = None, placed: np.ndarray | None = None) -> list[Interval | Snapshot | Notice]:
         """Items for one printed histogram of `stream` (a key of map `family`) in print group `group`; none while
         the map's mode is still being detected. `from_zero`: the key's first print since its map started empty
         (counted from zero if cumulative). `unknown`: slots whose count was not read (their row was cut). `again`:
-        printed again at the time line of its print before."""
+        printed again at the time line of its print before. `total`: the exact seconds of its events, if known, and
+        `placed` its counts as that places them (per-interval)."""
         fam = self._family(stream if family is None else family)
-        item = _Print(stream, start, end, counts, line, from_zero, unknown, again)
+        item = _Print(stream, start, end, counts, line, from_zero, unknown, again, total, placed)
         if fam.last_group != group:
             fam.last_group = group
             fam.groups += 1
@@ -162,7 +181,8 @@ class PrintedHistograms:
             else:
                 out += self._release(fam, first, True, None)
         for p in self._carried.values():
-            out += [*self._flush(p.stream), Interval(p.stream, p.end, 2 * p.end - p.start, p.counts)]
+            out += [*self._flush(p.stream), Interval(p.stream, p.end, 2 * p.end - p.start, p.counts,
+                                                     source_buckets=_sum(p.total))]
         self._carried = {}
         for stream in list(self._idle):
             out += self._flush(stream)
@@ -194,21 +214,28 @@ class PrintedHistograms:
 
     def _items(self, p: _Print | _Gap, cumulative: bool) -> list[Interval | Snapshot | Notice]:
         if not cumulative and isinstance(p, _Print) and p.again:
-            held = self._carried.setdefault(p.stream, _Print(p.stream, p.start, p.end, empty_counts(), p.line))
-            held.counts = held.counts + p.counts
+            held = self._carried.setdefault(p.stream, _Print(p.stream, p.start, p.end, empty_counts(), p.line,
+                                                             total=0.0))
+            held.counts = held.counts + p.interval_counts
+            held.total = _added(held.total, p.total)
             return []
         carried = None if cumulative else self._carried.pop(p.stream, None)
         if isinstance(p, _Gap):
             if carried is not None:
-                return [*self._flush(p.stream), Interval(p.stream, p.start, p.end, carried.counts)]
+                return [*self._flush(p.stream), Interval(p.stream, p.start, p.end, carried.counts,
+                                                         source_buckets=_sum(carried.total))]
             if not cumulative:
                 self._hold(p)
             return []
         if not cumulative:
-            counts = p.counts if carried is None else p.counts + carried.counts
-            return [*self._flush(p.stream), Interval(p.stream, p.start, p.end, counts)]
+            counts, total = (p.interval_counts, p.total) if carried is None else (
+                p.interval_counts + carried.counts, _added(p.total, carried.total))
+            if total is not None:
+                self._summed.add(p.stream)
+            return [*self._flush(p.stream), Interval(p.stream, p.start, p.end, counts, source_buckets=_sum(total))]
+        unused = self._unused_totals(p)
         if p.again:  # at the time of the Snapshot before: the next one counts its events
-            return []
+            return unused
         present = None if p.unknown is None else ~p.unknown
         # a stream with a baseline already (it gave a Snapshot) starting from zero: the program started again, a reset
         restarted = p.from_zero and p.stream in self._rebase
@@ -216,8 +243,17 @@ class PrintedHistograms:
             del self._rebase[p.stream]
         last = Snapshot(p.stream, p.end, self._rebased(p), line=p.line, present=present, restart=restarted)
         if p.from_zero and not restarted:
-            return [Snapshot(p.stream, p.start, empty_counts(), line=p.line), last]
-        return [last]
+            return [*unused, Snapshot(p.stream, p.start, empty_counts(), line=p.line), last]
+        return [*unused, last]
+
+    def _unused_totals(self, p: _Print) -> list[Interval | Snapshot | Notice]:
+        """The note, once per stream, that a cumulative print's exact total is not used: its column is the difference
+        of two prints."""
+        if p.total is None or p.stream in self._unsummed:
+            return []
+        self._unsummed.add(p.stream)
+        return [Notice(f"{self.name}: {p.stream.label}: its counts are cumulative: the exact totals printed with its "
+                       "histograms are not used", skipped=0)]
 
     def _rebased(self, p: _Print) -> np.ndarray:
         """The counts of a cumulative print, each bucket its stream's baseline print left unread (a row skipped)
@@ -249,4 +285,16 @@ class PrintedHistograms:
     def _flush(self, stream: StreamId) -> list[Interval | Snapshot | Notice]:
         """The held empty columns of `stream`."""
         self._merged.discard(stream)
-        return [Interval(stream, start, end, empty_counts()) for start, end in self._idle.pop(stream, [])]
+        idle = _sum(0.0) if stream in self._summed else None  # an empty column of a stream that gives its time
+        return [Interval(stream, start, end, empty_counts(), source_buckets=idle)
+                for start, end in self._idle.pop(stream, [])]
+
+
+def _sum(total: float | None) -> SourceBuckets | None:
+    """A column's exact seconds as a source's sum (its rows are the source's buckets), None when not known."""
+    return None if total is None else SourceBuckets.sum_only(total)
+
+
+def _added(a: float | None, b: float | None) -> float | None:
+    """Two prints' exact seconds added; None unless both are known."""
+    return None if a is None or b is None else a + b

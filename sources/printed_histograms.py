@@ -24,7 +24,7 @@ import numpy as np
 from latencymap.core.buckets import MAX_COUNT, NSLOTS
 from latencymap.core.model import Interval, Notice, Snapshot, StreamId
 from latencymap.core.sanitize import StreamNames
-from latencymap.core.units import normalize_unit
+from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import DEFAULT_INTERVAL, cumulative_option, interval_option, unit_option
 from latencymap.sources.print_modes import DETECT_PRINTS, MAX_EMPTY_COLUMNS, PrintedHistograms
@@ -492,10 +492,13 @@ class PrintReader:
 
     def histogram(self, label: str, counts: np.ndarray, line_no: int, unit: str | None = None,
                   negative: int = 0, named: str | None = None, family: Hashable | None = None,
-                  unknown: np.ndarray | None = None, same: bool | None = None) -> list[Item]:
+                  unknown: np.ndarray | None = None, same: bool | None = None,
+                  total: float | None = None, placed: np.ndarray | None = None) -> list[Item]:
         """Items for one printed histogram of `label` (whole, cleaned; first line `line_no`); `unit` when the input
         says it, `named` the word it gives its values (bcc's header), when not the label; `family` the map it is a
-        key of (default: the label before `[`); `unknown` the slots whose row was cut short. A histogram of sizes is
+        key of (default: the label before `[`); `unknown` the slots whose row was cut short; `total` the exact sum of
+        its values, in the unit its rows are printed in (bcc's summary line), when known, and `placed` its counts as
+        that places them, read per-interval (see `print_modes`). A histogram of sizes is
         left out, with a notice, unless `--unit` says to read it as latencies. A map printed again after a time
         line is held (see `_printed_again`; `same`: its time, once known)."""
         out: list[Item] = []
@@ -521,7 +524,7 @@ class PrintReader:
         stream = StreamId(shown, self.datasource, self._units[label])
         if same is None and (self._holding or self.clock.again(stream)):
             self._again.append((stream, partial(self.histogram, label, counts, line_no, unit, negative, named, family,
-                                                unknown)))
+                                                unknown, total=total, placed=placed)))
             return out + self._finer_than_time_lines(shown, line_no)
         start, end = self.clock.stamp(stream, same=bool(same))
         out += self._sync(line_no)
@@ -530,8 +533,9 @@ class PrintReader:
         from_zero = label not in self._streams and (self._group > 1 or self.prints.started)
         self._streams.setdefault(label, (stream, family))
         self._printed.add(label)
+        seconds = None if total is None else total * unit_seconds(stream.unit)
         add = partial(self.prints.add, stream, end=end, counts=counts, line=line_no, family=family, group=self._group,
-                      from_zero=from_zero, unknown=unknown, again=bool(same))
+                      from_zero=from_zero, unknown=unknown, again=bool(same), total=seconds, placed=placed)
         if self.clock.settled:
             return out + add(start=start)
         self._held.append(add)

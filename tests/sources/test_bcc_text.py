@@ -222,8 +222,10 @@ avg = 0 msecs, total: 159 msecs, count: 400
 
 def test_the_first_row_holds_0_and_1_spread_over_0_to_2_with_a_note() -> None:
     """bcc's `0 -> 1` row holds the values 0 and 1 (bpf_log2l(0) = bpf_log2l(1) = 1): [0, 2) in the printed unit,
-    not [1, 2); its events are spread evenly over [0, 1) and [1, 2), said once per stream."""
-    text = FUNCLATENCY_MSECS + FUNCLATENCY_MSECS.split("\n", 2)[2].replace("18:05:53", "18:05:54")
+    not [1, 2); without bcc's summary line, its events are spread evenly over [0, 1) and [1, 2), said once per
+    stream."""
+    alone = FUNCLATENCY_MSECS.replace("avg = 0 msecs, total: 159 msecs, count: 400\n", "")
+    text = alone + alone.split("\n", 2)[2].replace("18:05:53", "18:05:54")
     items = read_items(BccTextFormat, text, "m.txt", cumulative=False)
     cols = intervals(items)
     assert [(c.stream.label, c.stream.unit) for c in cols] == [("Function [unknown] [17532]", "millisec")] * 2
@@ -232,6 +234,111 @@ def test_the_first_row_holds_0_and_1_spread_over_0_to_2_with_a_note() -> None:
     said = [m for m in notices(items) if "0 -> 1" in m]
     assert said == ["m.txt: line 6: Function [unknown] [17532]: bcc's first row `0 -> 1` holds the values 0 and 1 "
                     "together ([0, 2) in its unit): its events are spread evenly over [0, 1) and [1, 2)"]
+
+
+def sums(items: list) -> list[float | None]:
+    """Each interval's exact seconds from its source (`SourceBuckets.sum_only`), None where it has none."""
+    out: list[float | None] = []
+    for col in intervals(items):
+        source = col.source_buckets
+        assert source is None or not len(source.bounds)  # the rows are bcc's buckets: only the sum is kept
+        out.append(None if source is None else source.total_time)
+    return out
+
+
+def test_the_summary_line_gives_its_print_exact_time_and_places_the_first_row() -> None:
+    """funclatency prints `avg = 0 msecs, total: 159 msecs, count: 400` under its table: the exact time of that
+    interval, truncated to whole msecs by `%ld` (taken as its middle, 159.5 ms). With it, the 399 events of `0 -> 1`
+    average at most (159.5 - 4) / 399 = 0.39 ms (the event of `4 -> 7` at 4 ms): placed in [0, 0.78] ms, row [0, 1),
+    as Prometheus' first bucket is placed by its `_sum`; -u on the same calls put 394 of them in 256-511 µs."""
+    items = read_items(BccTextFormat, FUNCLATENCY_MSECS, "m.txt", cumulative=False)
+    (col,) = intervals(items)
+    assert sums(items) == [pytest.approx(0.1595)]
+    assert (int(col.counts[0]), int(col.counts[1]), int(col.counts[3]), int(col.counts.sum())) == (399, 0, 1, 400)
+    said = [m for m in notices(items) if "0 -> 1" in m]
+    assert said == ["m.txt: line 6: Function [unknown] [17532]: bcc's first row `0 -> 1` holds the values 0 and 1 "
+                    "together ([0, 2) in its unit): its events are placed inside it by the exact total of bcc's "
+                    "summary line (avg = ..., total: ..., count: ...), as a first bucket from 0 is by its sum "
+                    "(per-interval counts; else spread evenly over [0, 1) and [1, 2))"]
+    assert not [m for m in notices(items) if "avg" in m and "0 -> 1" not in m]
+
+
+def test_a_report_takes_time_and_mean_from_the_summary_line(tmp_path) -> None:
+    """fm.txt (funclatency -T -m -i 1): the mean was 1.01 ms from the rows spread evenly; the summary line says
+    159 ms for 400 calls. The same calls in µs (-u): total 159335 µs, 394 of 400 in 256-511 µs."""
+    path = tmp_path / "fm.txt"
+    path.write_text(FUNCLATENCY_MSECS + "\n18:05:54\n\n18:05:55\nDetaching...\n")
+    (stream,) = report_json(path)["streams"]
+    total = stream["total"]
+    assert total["events"] == 400 and stream["columns"] == 2
+    assert total["time_s"] == pytest.approx(0.1595) and total["mean_s"] == pytest.approx(0.1595 / 400)
+    assert 0.2e-3 <= total["p50_s"] <= 0.6e-3
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    text = CliRunner().invoke(main, ["report", str(path)]).output
+    assert "160ms waited (the source's exact sum)" in text, text
+
+
+def test_a_summary_line_whose_count_differs_from_the_histogram_is_not_used() -> None:
+    """funclatency_T.txt: the first print's rows hold 262 calls, its summary line 263 (a call that ended between
+    reading the table and its sums): that total is not the rows' time. The second's agree (47); the idle second
+    after them took no time."""
+    items = read_items(BccTextFormat, FUNCLATENCY_T.read_text(), "f.txt")
+    assert sums(items) == [None, pytest.approx(0.2425915), 0.0]
+    assert [int(c.counts.sum()) for c in intervals(items)] == [262, 47, 0]
+    said = [m for m in notices(items) if "summary line" in m]
+    assert said == ["f.txt: line 25: Function work [7809]: bcc's summary line counts 263 events, the histogram above "
+                    "it 262: its total is not used (said once per stream)"]
+
+
+@pytest.mark.parametrize(("was", "line", "why"), [
+    ("total: 159 msecs", "total: 15900 msecs", "totals 15900 msecs, more than its rows allow (under 806)"),
+    ("avg = 0 msecs, total: 159 msecs", "avg = 0 usecs, total: 159 usecs", "is in usecs, the histogram in msecs"),
+    ("2 -> 3          : 0 ", "2 -> 3          : x ", "comes under a histogram with a row not read"),
+])
+def test_a_summary_line_at_odds_with_its_histogram_is_not_used(was: str, line: str, why: str) -> None:
+    text = FUNCLATENCY_MSECS.replace(was, line)
+    items = read_items(BccTextFormat, text, "m.txt", cumulative=False)
+    (col,) = intervals(items)
+    assert sums(items) == [None] and (int(col.counts[0]), int(col.counts[1])) == (200, 199)
+    assert [m for m in notices(items) if "summary line" in m] == [
+        f"m.txt: line 11: Function [unknown] [17532]: bcc's summary line {why}: its total is not used (said once "
+        "per stream)"]
+
+
+def test_cumulative_counts_leave_the_summary_totals_unused_with_a_note() -> None:
+    """Declared cumulative, each print is a Snapshot whose column is the difference of two: the summary lines' totals
+    (cumulative too, or not) are no column's time."""
+    text = FUNCLATENCY_MSECS + FUNCLATENCY_MSECS.split("\n", 2)[2].replace("18:05:53", "18:05:54").replace(
+        "399 ", "799 ").replace("count: 400", "count: 800")
+    items = read_items(BccTextFormat, text, "m.txt", cumulative=True)
+    assert sums(items) == [None]
+    assert [(int(c.counts[0]), int(c.counts[1])) for c in intervals(items)] == [(200, 200)]  # spread, both prints
+    assert [m for m in notices(items) if "total" in m and "0 -> 1" not in m] == [
+        "m.txt: Function [unknown] [17532]: its counts are cumulative: the exact totals printed with its histograms "
+        "are not used"]
+
+
+def test_a_summary_line_with_no_histogram_above_it_is_ignored() -> None:
+    """An old funclatency that never cleared its sums prints the line after an idle second too (no table)."""
+    text = FUNCLATENCY_MSECS + "\n18:05:54\n\navg = 0 msecs, total: 159 msecs, count: 400\n\n18:05:55\n"
+    items = read_items(BccTextFormat, text, "m.txt", cumulative=False)
+    assert sums(items) == [pytest.approx(0.1595), 0.0]
+    assert not [m for m in notices(items) if "0 -> 1" not in m and ("avg" in m or "summary" in m)]
+
+
+def test_a_recording_keeps_the_summary_total_as_sourcetime(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    path, rec = tmp_path / "fm.txt", tmp_path / "rec.txt"
+    path.write_text(FUNCLATENCY_MSECS)
+    assert CliRunner().invoke(main, ["--plain", "--once", "--record", str(rec), str(path)]).exit_code == 0
+    assert "sourcetime, 0.1595" in rec.read_text()
+    assert report_json(rec)["streams"][0]["total"]["time_s"] == pytest.approx(0.1595)
 
 
 def test_the_first_row_of_a_dict_line_is_spread_too() -> None:

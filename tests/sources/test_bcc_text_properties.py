@@ -56,7 +56,9 @@ DICTS = st.one_of(
     st.sampled_from(["{'data': " + "[" * 5000, "{'ts': 1" + "0" * 6000 + "}", "{'data': [" + "(1," * 3000 + "]}",
                      "{'data': __import__('os').system('true')}", "{'data': [], 'ts': 1e400}"]),
 )
-LINES = hostile_lines(HEADERS, ROWS, SECTIONS, TIMES, DICTS, max_size=40)
+SUMMARIES = st.builds(lambda a, u, t, v, c: f"avg = {a} {u}, total: {t} {v}, count: {c}", NUMERALS, UNITS, NUMERALS,
+                      UNITS, NUMERALS)
+LINES = hostile_lines(HEADERS, ROWS, SECTIONS, TIMES, DICTS, SUMMARIES, max_size=40)
 OPTIONS = st.fixed_dictionaries({"cumulative": st.sampled_from([None, True, False])})
 PRINT = st.dictionaries(st.integers(1, NSLOTS - 1), st.integers(0, 2**40), min_size=1)
 
@@ -133,6 +135,31 @@ def test_per_interval_text_prints_round_trip(prints: list[dict[int, int]], unit:
     assert [iv.counts.tolist() for iv in got] == [read_as(p).tolist() for p in prints]
     assert {iv.stream.label for iv in got} == {"disk sda" if section else f"bcc {unit}"}
     assert {iv.stream.unit for iv in got} == {{"usecs": "microsec", "nsecs": "nanosec", "msecs": "millisec"}[unit]}
+
+
+@ROUNDTRIP
+@given(st.lists(st.tuples(PRINT, st.floats(0.0, 1.0)), min_size=1, max_size=8), st.sampled_from(["usecs", "nsecs"]))
+def test_summary_lines_give_each_print_its_time_and_keep_its_rows(prints: list[tuple[dict[int, int], float]],
+                                                                  unit: str) -> None:
+    """A print with funclatency's summary line (a count that is its rows', a total they allow) is a column whose exact
+    time is that total, every row but the first its own slot, the first's events within slots 0 and 1."""
+    lines: list[str] = []
+    expected = []
+    for k, (counts, where) in enumerate(prints):
+        low = sum(n << (s - 1) for s, n in counts.items() if s > 1)
+        high = sum(n << s for s, n in counts.items())
+        total = max(0, min(high - 1, low + int(where * (high - low))))  # values lie below their rows' upper bounds
+        events = sum(counts.values())
+        lines += [f"10:00:{k:02d}\n", *render(counts, unit), f"avg = {total // max(events, 1)} {unit}, total: {total} "
+                  f"{unit}, count: {events}\n", "\n"]
+        half = 0.0 if unit == "nsecs" or not events else 0.5  # `%ld` truncated it: the middle of its unit
+        expected.append(pytest.approx((total + half) * (1e-9 if unit == "nsecs" else 1e-6)))
+    got = intervals_of(read_checked(BccTextFormat, lines, cumulative=False))
+    assert [iv.source_buckets.total_time if iv.source_buckets else None for iv in got] == expected
+    for iv, (counts, _) in zip(got, prints, strict=True):
+        vector = as_vector(counts)
+        assert iv.counts[2:].tolist() == vector[2:].tolist()
+        assert int(iv.counts[0] + iv.counts[1]) == int(vector[1])
 
 
 @ROUNDTRIP

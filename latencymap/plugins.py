@@ -120,9 +120,6 @@ class TextFormat(ABC):
     priority: ClassVar[int] = 0
     #: The Source this format read through, once `open_path`/`read` has started (None: none).
     source: Source | None = None
-    #: Whether its input arrives as it is written (a pipe, a FIFO: not `at_rest`), so that the time a line is read
-    #: is when it arrived: the flow that reads the input sets it.
-    live: bool = False
     #: How its data starts, for inputs read in another format (shipped formats give theirs in SHIPPED_FORMATS).
     markers: ClassVar[tuple[DataMarker, ...]] = ()
     #: The lines it cannot read that it reports itself, each counted skipped: "all", "non-json" (the lines that are

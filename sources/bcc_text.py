@@ -194,7 +194,7 @@ class BccTextFormat(PrintedHistogramFormat):
         return _announced(head) and not _printed(head)
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
-        reader = PrintReader(name, self.options, live=self.live)
+        reader = PrintReader(name, self.options)
         self._first_said: set[tuple[str, bool]] = set()  # (label, placed by a total) whose first row was said
         self._summary_said: set[str] = set()  # labels whose summary line was said to be unused
         section, section_line = "", 0

@@ -189,7 +189,7 @@ class BpftraceJsonFormat(PrintedHistogramFormat):
         return any((m := _TYPED.match(line.strip())) is not None and m.group(1) in _KNOWN_TYPES for line in head)
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
-        reader = PrintReader(name, self.options, live=self.live)
+        reader = PrintReader(name, self.options)
         overflowed: set[str] = set()  # labels whose overflowed [2G, 4G) row was said
         n = 0
         for n, raw in enumerate(lines, 1):

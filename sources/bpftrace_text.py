@@ -152,7 +152,7 @@ class BpftraceTextFormat(PrintedHistogramFormat):
         return _attached(head) and not _printed(head)
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
-        reader = PrintReader(name, self.options, live=self.live)
+        reader = PrintReader(name, self.options)
         block: _Print | None = None
         key: list[str] = []  # the lines of a map key that spans lines, read so far
         key_line = 0

@@ -1,7 +1,7 @@
 """Shared pieces of the text-format readers: options, time lines, bucket ranges, columns, print groups.
 
 bpftrace and bcc print a histogram per map every interval, each group of prints after a time line
-(or, without time lines, until a map is printed again or, read live, a new key's print arrives after a pause).
+(or, without time lines, until a map is printed again).
 Whether the printed counts are per interval (the map is cleared after each print) or cumulative (never
 cleared) is declared (`--cumulative` / `--per-interval`) or detected per map (see `print_modes`):
 `PrintReader` tells it which streams each closed group printed and which it did not.
@@ -44,9 +44,6 @@ _EPOCH = re.compile(r"^1\d{9}(?:\.\d{1,9})?$")
 _BRACKETED = re.compile(r"^\[([^\[\]]+)\]$")
 _UNIT_WORD = re.compile(r"[a-zµ]+")
 _WALL_EPOCH = datetime(1970, 1, 1)
-#: Read live, a key's first print that arrives after a pause this long (seconds; at most half `--interval`) is a later
-#: print: the prints of one interval (every key of a map, every section of a bcc table) arrive within milliseconds.
-PAUSE = 0.5
 
 
 def column_spans(current: int, upto: int) -> list[tuple[int, int]]:
@@ -203,13 +200,13 @@ class PrintedHistogramFormat(TextFormat):
 class PrintClock:
     """Start and end times of successive print groups: from printed time lines, else arrival order.
 
-    A time line opens a group. Without time lines, a map printed again opens the next group, and so
-    does, read `live`, the first print of a key that arrives after a pause (a key first printed seconds
-    after the others: the prints of one interval arrive within milliseconds; a known key's after a pause is
-    the same print, handed on in blocks by a pipe stage that buffers); at its arrival time but at least
-    `interval` seconds after the previous group (so a file read at once gets one group per
-    `interval`, and a live pipe its real times); the first group is when reading starts, and covers
-    back to the program's banner when that arrived earlier (`attached`).
+    A time line opens a group. Without time lines, a map printed again opens the next group, at its
+    arrival time (that of its first line: `begins`) but at least `interval` seconds after the previous
+    group (so a file read at once gets one group per `interval`, and a live pipe its real times); the
+    first group is when reading starts, and covers back to the program's banner when that arrived
+    earlier (`attached`). Arrival opens no group by itself: a pipe stage that buffers (`| grep`, a bcc
+    tool without `-u`) hands a print on in blocks seconds apart, and a cumulative map read as cleared
+    then counts 50x its events.
     After a time line, a map printed twice (`again`) is at the same time when a time line follows
     (`stamp(same=True)`), else bpftrace's print at exit: `interval` seconds later (see `PrintReader`).
     A time line that repeats the group's (`repeated`, of whole seconds: printed more often) before anything
@@ -223,12 +220,9 @@ class PrintClock:
     as the next group (once the next time line says it: `settled`), else `interval` seconds.
     """
 
-    def __init__(self, interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] = time.time,
-                 live: bool = False) -> None:
+    def __init__(self, interval: float = DEFAULT_INTERVAL, clock: Callable[[], float] = time.time) -> None:
         self.interval = interval
         self._clock = clock
-        self._pause = min(PAUSE, interval / 2) if live else None  # read at rest, arrival tells nothing
-        self._arrived: float | None = None  # when the last print arrived
         self._began: float | None = None  # when the print being read started to arrive (`begins`)
         self.repeated = False  # whether a time line of whole seconds repeated the current group's
         self._later = False  # whether it repeated it before anything was printed since
@@ -236,9 +230,6 @@ class PrintClock:
         self.current: float | None = None
         self.previous: float | None = None
         self._seen: set[Hashable] = set()
-        #: Every key printed so far: only one printed for the first time opens a group after a pause (a pipe stage that
-        #: buffers, `grep`, hands on a print in blocks seconds apart: a known key after such a pause is the same print).
-        self._known: set[Hashable] = set()
         self._tod = False
         self._timed = False
         self._lead: float | None = None  # the first group's length, once a second time line has told it
@@ -312,28 +303,21 @@ class PrintClock:
         self._began = self._clock()
 
     def stamp(self, key: Hashable, same: bool = False) -> tuple[float, float]:
-        """(start, end) of the print of `key` (a stream) in the current group; printed again, or read live after a
-        pause, in the next one unless it is at the `same` time."""
+        """(start, end) of the print of `key` (a stream) in the current group; printed again, in the next one unless it
+        is at the `same` time."""
         now = self._clock() if self._began is None else self._began
         self._began = None
         if self.current is None:
             self.current = now
             self.group += 1
-        elif ((key in self._seen or self._later) and not same) or (key not in self._known and self._paused(now)):
+        elif (key in self._seen or self._later) and not same:
             after = self.current + self.interval
             self.previous, self.current = self.current, after if self._timed else max(after, now)
             self._seen = set()
             self._later = False
             self.group += 1
         self._seen.add(key)
-        self._known.add(key)
-        self._arrived = now
         return self._start(), self.current
-
-    def _paused(self, now: float) -> bool:
-        """Whether a print that arrives `now`, read live without time lines, came after a pause."""
-        return self._pause is not None and not self._timed and self._arrived is not None \
-            and now - self._arrived >= self._pause
 
     def _start(self) -> float:
         assert self.current is not None
@@ -388,11 +372,11 @@ class PrintReader:
     """One input of printed histograms: its clock, cumulative detection, per-map units and notes."""
 
     def __init__(self, name: str, options: dict[str, Any], datasource: str = "bpf",
-                 clock: Callable[[], float] = time.time, live: bool = False) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         self.name = name
         self.datasource = datasource
         self.unit = options.get("unit")
-        self.clock = PrintClock(float(options.get("interval") or DEFAULT_INTERVAL), clock, live)
+        self.clock = PrintClock(float(options.get("interval") or DEFAULT_INTERVAL), clock)
         self._finer = False  # whether the note that time lines repeat their second was given
         self.prints = PrintedHistograms(options.get("cumulative"), name)
         self._units: dict[str, str] = {}

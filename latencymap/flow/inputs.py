@@ -479,7 +479,6 @@ def read_input(
         limit[0] = getattr(fmt, "max_line", MAX_LINE)
         seen = [_cap(c, limit[0]) if _has_long_line(c, limit[0]) else c for c in seen]
     reader = fmt(**(options or {}))
-    reader.live = not at_rest(path, stdin)
     chosen = fmt.name
     if readers is not None:
         readers.append(reader)

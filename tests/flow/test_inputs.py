@@ -377,21 +377,3 @@ def test_parts_of_one_whole_are_one_input_read_where_the_first_of_them_is_named(
     assert inputs.read_once([other, other], registry) == [(other, None), (other, None)]  # no parts: as named
     # read in a format chosen that reads no path itself, they are files like any other
     assert inputs.read_once([parts[0], parts[1]], registry, "raw") == [(parts[0], None), (parts[1], None)]
-
-
-def test_a_format_knows_whether_its_input_arrives_as_it_is_written(tmp_path: Path) -> None:
-    """`read_input` says to the format whether the input is live (a pipe), where the time a line is read is when it
-    arrived (bpftrace and bcc prints without time lines are timed by it), or at rest (a file, read at once)."""
-    import os
-
-    text = b"@usecs: \n[1K, 2K)  10 |@@@@|\n\n"
-    path = tmp_path / "prints.txt"
-    path.write_bytes(text)
-    readers: list[Any] = []
-    list(inputs.read_input(str(path), load_registry(), readers=readers))
-    read, write = os.pipe()
-    os.write(write, text)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        list(inputs.read_input("-", load_registry(), stdin=pipe, readers=readers))
-    assert [(r.name, r.live) for r in readers] == [("bpftrace", False), ("bpftrace", True)]

@@ -423,21 +423,6 @@ def test_argdist_bracketed_time_lines_time_the_prints() -> None:
     assert datetime.fromtimestamp(cols[0].end).strftime("%H:%M:%S") == "18:04:57"
 
 
-def test_read_live_a_new_section_printed_later_takes_its_own_arrival_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """funclatency -u -i 1 (no -T) on a function of short-lived processes: pid 21960's first print came 5 s after
-    21588's (an empty `print()` line each second between); read live, it was stamped with 21588's time."""
-    def section(at: float, pid: int, counts: dict[int, int]) -> list[tuple[float, str]]:
-        lines = [f"Function = [unknown] [{pid}]", *usecs_table(counts), "",
-                 f"avg = 1086 usecs, total: 108671 usecs, count: {sum(counts.values())}", ""]
-        return [(at, line) for line in lines]
-    arrivals = [(100.0, 'Tracing 1 functions for "fl:work_a"... Hit Ctrl-C to end.'), (101.0, "")]
-    arrivals += section(101.0, 21588, {1024: 100}) + [(102.0 + k, "") for k in range(4)]
-    arrivals += [*section(106.0, 21960, {1024: 99, 2048: 1}), (107.0, ""), (108.0, "Detaching...")]
-    items = read_live(monkeypatch, BccTextFormat, arrivals)
-    ends = {c.stream.label: c.end for c in intervals(items) if c.counts.sum()}
-    assert ends == {"Function [unknown] [21588]": 101.0, "Function [unknown] [21960]": 106.0}, notices(items)
-
-
 def test_read_live_each_section_takes_the_time_its_print_arrived(monkeypatch: pytest.MonkeyPatch) -> None:
     """biolatency -D 1 prints `disk = sda`, `disk = sdb` each second, and nothing after sdb's last row until the next
     print: sdb's print ends when the next one arrives, but it arrived with sda's, and is timed with it."""

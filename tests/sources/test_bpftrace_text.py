@@ -475,17 +475,6 @@ KEYED_LATE = ([(100.0, "Attaching 3 probes..."), (100.0, ""), (100.0, ""),
               + [(110.0 + k, "") for k in range(3)])
 
 
-def test_read_live_a_key_first_printed_later_takes_its_own_arrival_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """slB's first print arrived 6 s after slA's: it was stamped with slA's time (and the map read as printed
-    once). Read live, it is a print of its own, at its arrival; read from a file at once, one print as before."""
-    items = read_live(monkeypatch, BpftraceTextFormat, KEYED_LATE)
-    ends = {c.stream.label: c.end for c in intervals(items) if c.counts.sum()}
-    assert ends == {"@usecs[slA]": 103.0, "@usecs[slB]": 109.0}, notices(items)
-    assert not any("a single print" in m for m in notices(items)), notices(items)
-    at_rest = intervals(read_items(BpftraceTextFormat, "\n".join(line for _, line in KEYED_LATE) + "\n"))
-    assert len({c.end for c in at_rest}) == 1
-
-
 def test_read_live_the_keys_of_one_print_stay_together(monkeypatch: pytest.MonkeyPatch) -> None:
     """The keys of one print arrive within milliseconds: one print group per second, every key at its time."""
     def keyed(at: float) -> list[tuple[float, str]]:

@@ -435,49 +435,6 @@ def test_slot_of_range_takes_log2_buckets_and_their_aligned_power_of_two_parts(l
     assert slot_of_range(low, high) == slot
 
 
-def test_read_live_a_print_after_a_pause_opens_a_print_group_at_its_arrival() -> None:
-    """Read live without time lines, a key first printed after a pause (a new key of a cleared map, a new pid) is a
-    later print, at its arrival, not the earlier print's; keys printed together (milliseconds apart) stay one print.
-    Read at rest (a file), arrival says nothing: the key joins the print before, as before."""
-    now = [100.0]
-    live = PrintClock(1.0, clock=lambda: now[0], live=True)
-    assert live.stamp("a") == (99.0, 100.0)
-    now[0] = 100.004
-    assert live.stamp("b") == (99.0, 100.0) and live.group == 1
-    now[0] = 105.0
-    assert live.stamp("c") == (100.0, 105.0) and live.group == 2
-    now[0] = 105.002
-    assert live.stamp("a") == (100.0, 105.0) and live.group == 2
-    now[0] = 100.0
-    at_rest = PrintClock(1.0, clock=lambda: now[0])
-    assert at_rest.stamp("a") == (99.0, 100.0)
-    now[0] = 105.0
-    assert at_rest.stamp("c") == (99.0, 100.0) and at_rest.group == 1
-
-
-def test_read_live_a_known_key_after_a_pause_is_the_same_print() -> None:
-    """A pipe stage that buffers (`bpftrace ... | grep -v Attaching | latencymap`) hands a print on in 4 KiB blocks,
-    the rest of a print a whole interval later: its known keys opened a print group there, the keys before the
-    block's end were "missing" from it, and a cumulative map was read as per-interval (50x the events)."""
-    now = [100.0]
-    live = PrintClock(0.1, clock=lambda: now[0], live=True)
-    for key in "abc":
-        live.stamp(key)
-    now[0] = 100.1
-    live.stamp("a")  # printed again: the next print
-    now[0] = 101.1  # the block ended after `a`: `b` and `c` of the same print come a second later
-    assert live.stamp("b") == live.stamp("c") == (100.0, 100.1) and live.group == 2
-
-
-def test_a_pause_is_at_most_half_the_interval() -> None:
-    """With `--interval 0.2` (a program printing every 200 ms), 150 ms between prints is a pause."""
-    now = [100.0]
-    clock = PrintClock(0.2, clock=lambda: now[0], live=True)
-    clock.stamp("a")
-    now[0] = 100.15
-    assert clock.stamp("b") == (100.0, 100.2) and clock.group == 2  # at least `interval` after the previous
-
-
 @pytest.mark.parametrize(("line", "expected"), [
     ("[18:04:58]", ("tod", 18 * 3600 + 4 * 60 + 58)),  # argdist, dbstat, dbslower: print("[%s]" % strftime(...))
     ("  [18:04:58]  ", ("tod", 18 * 3600 + 4 * 60 + 58)),

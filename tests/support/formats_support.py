@@ -94,7 +94,6 @@ def read_live(monkeypatch: Any, fmt: type[TextFormat], arrivals: list[tuple[floa
             now[0] = when
             yield line + "\n"
     reader = fmt(**options)
-    reader.live = True
     return list(Differ(name=name).run(reader.read(lines(), name)))
 
 

@@ -464,15 +464,6 @@ def test_a_key_whose_first_line_does_not_close_is_joined_with_the_lines_up_to_it
 
 
 BAR = "|@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|"
-#: bpftrace 0.17, `interval:s:1 { print(@usecs); clear(@usecs); }` over `@usecs[comm] = hist(...)`, no time(), read
-#: live: slA slept at 18:08:26, slB only at 18:08:32; the map printed empty (a blank line) each second between.
-KEYED_LATE = ([(100.0, "Attaching 3 probes..."), (100.0, ""), (100.0, ""),
-               (103.0, "@usecs[slA]: "), (103.0, f"[1K, 2K)               1 {BAR}"),
-               (103.0, f"[2K, 4K)              99 {BAR}"), (103.0, "")]
-              + [(104.0 + k, "") for k in range(5)]
-              + [(109.0, "@usecs[slB]: "), (109.0, f"[2K, 4K)              48 {BAR}"),
-                 (109.0, f"[4K, 8K)               2 {BAR}"), (109.0, "")]
-              + [(110.0 + k, "") for k in range(3)])
 
 
 def test_read_live_the_keys_of_one_print_stay_together(monkeypatch: pytest.MonkeyPatch) -> None:

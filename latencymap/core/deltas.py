@@ -144,7 +144,7 @@ class Differ:
             snap.timestamp = self._clock()
         elif snap.stream in self._days:
             _shift(snap, self._days[snap.stream])
-            if _before_midnight(snap, prev):
+            if _before_midnight(snap, prev, self._first.get(snap.stream)):
                 _shift(snap, -DAY_US)
         if prev is None and self._carried:
             prev = self._resumed(snap.stream, snap.timestamp)
@@ -501,13 +501,15 @@ def _diffed(prev: Snapshot, snap: Snapshot, stream: StreamId, first: bool) -> In
                     duration=exact_dt, start_date=prev.date if first else "")
 
 
-def _before_midnight(snap: Snapshot, prev: Snapshot | None) -> bool:
+def _before_midnight(snap: Snapshot, prev: Snapshot | None, first: float | None) -> bool:
     """Whether `snap`, a time of day moved past the midnight its stream passed, is more than half a day after `prev`
-    there but not after it where it stands: a time before that midnight, earlier records again (a capture across
-    midnight joined to itself read as a day later, with a silence of a day), not a record of the next day."""
-    if prev is None or prev.timestamp is None or snap.timestamp is None:
+    there, while where it stands it falls in the time already read (from the stream's `first` record to `prev`): a
+    time before that midnight, earlier records again (a capture across midnight joined to itself read as a day later,
+    with a silence of a day), not a record of the next day (a capture that paused 13 hours after midnight)."""
+    if prev is None or prev.timestamp is None or snap.timestamp is None or first is None:
         return False
-    return snap.timestamp - prev.timestamp > DAY_US / 2e6 and snap.timestamp - DAY_US / 1e6 <= prev.timestamp
+    before = snap.timestamp - DAY_US / 1e6
+    return snap.timestamp - prev.timestamp > DAY_US / 2e6 and first <= before <= prev.timestamp
 
 
 def _shift(snap: Snapshot, micros: int) -> None:

@@ -155,6 +155,17 @@ def test_a_capture_across_midnight_joined_to_itself_is_another_run_not_a_day_lat
     assert [(iv.start, iv.end) for iv in intervals[5:]] == [(iv.start, iv.end) for iv in intervals[:5]]
 
 
+def test_a_capture_that_pauses_half_a_day_after_midnight_goes_on_in_the_next_day() -> None:
+    """23:59:55 to 00:00:05, then 13:00:00 on: the 13:00 record was taken for one before that midnight (a capture
+    joined to itself) and skipped, and its column made a day long."""
+    times = [86_395 + k for k in range(11)] + [46_800 + k for k in range(5)]
+    items = both("".join(record(t % 86_400 * 1_000_000, [10 * k]) for k, t in enumerate(times)))
+    intervals = [i for i in items if isinstance(i, Interval)]
+    assert len(intervals) == 15 and sum(int(iv.counts[1]) for iv in intervals) == 150
+    assert intervals[10].end - intervals[10].start == 46_800 + 86_400 - 86_405
+    assert not [i for i in items if isinstance(i, Notice) and i.skipped]
+
+
 def test_runs_of_one_stream_past_the_most_shown_apart_are_skipped_and_counted() -> None:
     from latencymap.core.deltas import MAX_RUNS
 

@@ -16,13 +16,14 @@ peers have events, the peer with the highest mean is that window's slowest (as t
 rank that is slowest or latest at each collective). Where several peers share the highest mean (identical histograms:
 common where times are estimated from the buckets), each of them is *tied* for the slowest and counts the window as
 one it was slowest in (`tied` in JSON: two of three disks 1.38x the third in every window are each slowest in all),
-unless every peer with events shares it: such a window has no slowest (`tied_windows`; the first peer was credited
-with it, which made rank0 "consistently slowest" among 8 identical ranks).
+unless every peer with events shares it: such a window has no slowest and is not compared (`tied_windows`; the first
+peer was credited with it, which made rank0 "consistently slowest" among 8 identical ranks).
 
 **A slow peer** (a `slow_peer` finding) has `ratio >= peer_min_ratio` (1.25) and at least
 `peer_min_events` (20) events, and either
 - is *consistently* slowest: slowest in more windows than chance, one-sided binomial p x peers <= `peer_max_p`
-  (0.01) against 1 / (peers active in the window) (it was picked among the peers); or
+  (0.01) against 1 / (peers active in the window), or k / (peers active) where k tie for it (it was picked among
+  the peers; 16 identical ranks of a few events each tie often, and each tie would otherwise count against 1/16); or
 - lost its extra time in a few intervals: at most three windows, where its mean was at least
   2**`stall_gap_octaves` (4x) its peers' (or `peer_min_ratio` for a slow phase short of that gap), hold at least
   half of its excess time (time - events x the peers' mean in each window, or their mean over the range in a window
@@ -416,13 +417,15 @@ def compare(key: str, datasource: str, unit: str, group: list[tuple[PeerStream, 
         at_top = (ev > 0) & (wmean >= top - TIE_RTOL * np.abs(top)) & contested
     sharing = at_top.sum(axis=0)
     all_tied = contested & (sharing == active)
+    contested &= ~all_tied  # no one's slowest: no evidence for or against any peer
     for k, m in enumerate(members):
         m.slowest = int((at_top[k] & (sharing == 1)).sum())
-        m.tied = int((at_top[k] & (sharing > 1) & ~all_tied).sum())
+        m.tied = int((at_top[k] & (sharing > 1) & contested).sum())
     out = PeerGroup(key, group[0][2], datasource, unit, width, ev.shape[1], origin, members,
                     contested=int(contested.sum()), tied=int(all_tied.sum()), min_ratio=th.peer_min_ratio,
                     grid=(ev, tm))
-    _judge(out, ev, tm, wmean, active, contested, th)
+    # a peer's chance of being among a window's slowest: one of `active`, or `sharing` of them where that many tie
+    _judge(out, ev, tm, wmean, sharing / np.maximum(active, 1), contested, th)
     return out
 
 
@@ -451,15 +454,16 @@ def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part)
 
 
-def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, active: np.ndarray,
+def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, top_chance: np.ndarray,
            contested: np.ndarray, th: Thresholds) -> None:
-    """Name the slow peer of a group when there is one (sets `slow` and `finding`)."""
+    """Name the slow peer of a group when there is one (sets `slow` and `finding`); `top_chance`: per window, the
+    chance that a peer is among its slowest, as many as tie for it of the peers with events."""
     ok = [k for k, m in enumerate(g.members) if m.events >= th.peer_min_events and math.isfinite(m.ratio)]
     if len(ok) < 1 or g.contested == 0:
         return
     k = max(ok, key=lambda i: g.members[i].ratio)
     m = g.members[k]
-    chance = float(np.mean(1.0 / active[contested]))
+    chance = float(np.mean(top_chance[contested]))
     if m.ratio < th.peer_min_ratio:
         _consistent_below(g, ok, chance, th)
         return

@@ -44,8 +44,9 @@ _ATTACHING = re.compile(r"^Attaching \d+ probes?\.\.\.$")
 _KEY_START = re.compile(r"^@\w*\[")
 #: The line that ends a key printed with a value on the same line (`@n[comm]: 5`, not a hist()).
 _VALUE_ENTRY = re.compile(r"\]: \S")
-#: The most lines a key may span (bpftrace's default string size is 64 bytes).
-MAX_KEY_LINES = 64
+#: The most lines a key may span: a stack key (`@[ustack]`, `@[kstack, ustack]`) prints a line a frame, up to 127
+#: frames each (perf_event_max_stack); a string key at most 64 bytes, so a few lines.
+MAX_KEY_LINES = 320
 _SUFFIX = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40, "P": 50, "E": 60}
 _EXPECTED = "expected a hist() row '[lo, hi)  count |@@@|', '[0]', '[1]' or '(..., 0)'"
 

@@ -463,6 +463,16 @@ def test_a_key_whose_first_line_does_not_close_is_joined_with_the_lines_up_to_it
     assert not [m for m in notices(items) if "line" in m], notices(items)
 
 
+def test_a_stack_key_of_a_hundred_frames_is_one_key() -> None:
+    """`@usecs[ustack] = hist(...)` over a recursion 80 deep (bpftrace 0.17 prints a line a frame): a key of more than
+    64 lines was skipped with its 30 events, and each of its rows said "expected a hist() row"."""
+    frames = "".join(f"    0x5570aa7221{k % 100:02d}\n" for k in range(100))
+    text = f"10:00:00\n@usecs[\n{frames}]: \n[128, 256)   10 |@@@@|\n[256, 512)   20 |@@@@|\n\n"
+    items = read_items(BpftraceTextFormat, text, "f.txt")
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == 30
+    assert not [m for m in notices(items) if "line" in m], notices(items)
+
+
 BAR = "|@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|"
 
 

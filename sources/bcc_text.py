@@ -15,9 +15,10 @@ Prints are timed and counts read as cumulative or per-interval as for bpftrace
 prints only the tool's banner, time lines and `Detaching...`: no data. A line inside a histogram that is no row (a
 stray line, a row cut short or unreadable) is reported and skipped, and the histogram goes on (see `printed_rows`).
 
-funclatency (and biolatency `-e`) print a summary line under a table, after a blank line: `avg = 398 usecs, total:
-159335 usecs, count: 400`, the exact sum of the interval's values, truncated to whole units by `%ld` (nsecs: exact),
-taken as the middle of that unit. Where its count is the table's, its unit the header's and its total one the rows
+funclatency prints a summary line under a table, after a blank line: `avg = 398 usecs, total: 159335 usecs, count:
+400`, the exact sum of the interval's values, truncated to whole units by `%ld` (nsecs: exact), taken as the middle
+of that unit; it is read under funclatency's banner only (`_FUNCLATENCY`: biolatency `-e` sums values already cut to
+whole units, and a table held for a summary line that never comes would reach a live view an interval late). Where its count is the table's, its unit the header's and its total one the rows
 allow (every row read), it is the print's exact time (`PrintReader.histogram`'s `total`; its column keeps it as a
 source's sum, see `print_modes`), and places the first row's events inside `[0, 2)` by `core.rebin`'s rule for a
 first bucket from 0 (`placed_rows`). Otherwise it is not used, said once per stream. (It sums every section of a
@@ -63,6 +64,10 @@ _LABEL = re.compile(r"^(\d+)\s*->\s*(\d+)")
 #: The line a bcc tool prints once attached (`Tracing block device I/O... Hit Ctrl-C to end.`): a run that saw no
 #: event prints only this, time lines and `Detaching...`, and is no data, not an unknown format.
 _BANNER = re.compile(r"^Tracing .*Hit Ctrl-C to end\.$")
+#: funclatency's banner (`Tracing 1 functions for "..."... Hit Ctrl-C to end.`): its summary lines sum the raw
+#: nanoseconds before dividing, so their totals are exact to a unit; biolatency `-e` sums values already cut to whole
+#: units (a total up to one unit an I/O short: "total: 0 msecs" for 1,000 I/Os of 0.4 ms).
+_FUNCLATENCY = re.compile(r"^Tracing \d+ functions? for ")
 _EXPECTED = "expected a row 'lo -> hi : count |***|'"
 #: funcinterval prints it right after its last histogram, with no blank line between.
 _DETACHING = "Detaching..."
@@ -201,6 +206,8 @@ class BccTextFormat(PrintedHistogramFormat):
         block: PrintedRows | None = None
         header_word = ""  # the block's header word: its values' unit (`usecs`)
         ended: PrintedRows | None = None  # a block ended by a blank line: bcc's summary line may follow
+        exact = False  # funclatency's banner was read: its summary lines' totals are exact (`_FUNCLATENCY`)
+        told_unused = False
         n = 0
         for n, raw in enumerate(lines, 1):
             text = raw.strip()
@@ -209,7 +216,7 @@ class BccTextFormat(PrintedHistogramFormat):
                 if skipped is not None:
                     yield from skipped
                     continue
-                if text:
+                if text or not exact:  # a table held for a summary that never comes would reach a live view late
                     yield from self._emit(reader, block, header_word)
                 else:
                     ended = block
@@ -223,7 +230,15 @@ class BccTextFormat(PrintedHistogramFormat):
                 if summary is not None:
                     continue
             if _SUMMARY.match(text):
+                if not exact and not told_unused:
+                    told_unused = True
+                    yield Notice(f"{name}: line {n}: bcc's summary lines (avg = ..., total: ..., count: ...) are read "
+                                 "under funclatency's banner only: another tool's (biolatency -e) sums values already "
+                                 "cut to whole units, a total up to one unit an event short; its times are estimated "
+                                 "from the rows", skipped=0)
                 continue  # under no table (an old funclatency prints its never-cleared sums after an idle second)
+            if _FUNCLATENCY.match(text):
+                exact = True
             header = _HEADER.match(text)
             if header is not None:
                 reader.begins()

@@ -436,3 +436,18 @@ def test_read_live_each_section_takes_the_time_its_print_arrived(monkeypatch: py
     for col in intervals(items):
         ends[col.stream.label].append(col.end)
     assert ends == {"disk sda": [101.0, 102.0, 103.0], "disk sdb": [101.0, 102.0, 103.0]}, notices(items)
+
+
+def test_biolatency_e_summary_lines_are_not_taken_for_exact_totals() -> None:
+    """biolatency `-e` sums values already cut to whole units: 1,000 I/Os of 0.4 ms print `total: 0 msecs`, read as
+    the exact sum (1.5 ms waited, mean 500 ns, where 0.4 s were). funclatency's banner alone makes them exact."""
+    text = "Tracing block device I/O... Hit Ctrl-C to end.\n\n" + "".join(
+        f"10:00:0{k}\n     msecs               : count     distribution\n"
+        f"         0 -> 1          : 1000     |****************************************|\n\n"
+        "avg = 0 msecs, total: 0 msecs, count: 1000\n\n\n" for k in range(3))
+    items = read_items(BccTextFormat, text, "bio.txt", cumulative=False)
+    assert all(iv.source_buckets is None for iv in intervals(items))
+    assert sum(int(iv.counts.sum()) for iv in intervals(items)) == 3000
+    (note,) = [m for m in notices(items) if "summary lines" in m]
+    assert note.startswith("bio.txt: line 7: bcc's summary lines (avg = ..., total: ..., count: ...) are read under "
+                           "funclatency's banner only")

@@ -143,7 +143,7 @@ def test_summary_lines_give_each_print_its_time_and_keep_its_rows(prints: list[t
                                                                   unit: str) -> None:
     """A print with funclatency's summary line (a count that is its rows', a total they allow) is a column whose exact
     time is that total, every row but the first its own slot, the first's events within slots 0 and 1."""
-    lines: list[str] = []
+    lines: list[str] = ['Tracing 1 functions for "work"... Hit Ctrl-C to end.\n', "\n"]
     expected = []
     for k, (counts, where) in enumerate(prints):
         low = sum(n << (s - 1) for s, n in counts.items() if s > 1)

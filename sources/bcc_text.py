@@ -18,11 +18,12 @@ stray line, a row cut short or unreadable) is reported and skipped, and the hist
 funclatency prints a summary line under a table, after a blank line: `avg = 398 usecs, total: 159335 usecs, count:
 400`, the exact sum of the interval's values, truncated to whole units by `%ld` (nsecs: exact), taken as the middle
 of that unit; it is read under funclatency's banner only (`_FUNCLATENCY`: biolatency `-e` sums values already cut to
-whole units, and a table held for a summary line that never comes would reach a live view an interval late). Where its count is the table's, its unit the header's and its total one the rows
-allow (every row read), it is the print's exact time (`PrintReader.histogram`'s `total`; its column keeps it as a
-source's sum, see `print_modes`), and places the first row's events inside `[0, 2)` by `core.rebin`'s rule for a
-first bucket from 0 (`placed_rows`). Otherwise it is not used, said once per stream. (It sums every section of a
-table of several: funclatency's per-function tables differ from it in count.)
+whole units, and a table held for a summary line that never comes would reach a live view an interval late).
+Where its count is the table's, its unit the header's and its total one the rows allow (every row read), it is the
+print's exact time (`PrintReader.histogram`'s `total`; its column keeps it as a source's sum, see `print_modes`), and
+places the first row's events inside `[0, 2)` by `core.rebin`'s rule for a first bucket from 0 (`placed_rows`).
+Otherwise it is not used, said once per stream. (It sums every section of a table of several: funclatency's
+per-function tables differ from it in count.)
 """
 
 from __future__ import annotations

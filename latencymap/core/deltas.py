@@ -503,13 +503,14 @@ def _diffed(prev: Snapshot, snap: Snapshot, stream: StreamId, first: bool) -> In
 
 def _before_midnight(snap: Snapshot, prev: Snapshot | None, first: float | None) -> bool:
     """Whether `snap`, a time of day moved past the midnight its stream passed, is more than half a day after `prev`
-    there, while where it stands it falls in the time already read (from the stream's `first` record to `prev`): a
-    time before that midnight, earlier records again (a capture across midnight joined to itself read as a day later,
-    with a silence of a day), not a record of the next day (a capture that paused 13 hours after midnight)."""
+    there, while where it stands it falls in the time already read (from the stream's `first` record to `prev`) and
+    some counter of it is lower than `prev`'s: earlier records again (a capture across midnight joined to itself read
+    as a day later, with a silence of a day), not a record of the next day (a capture that paused 13 hours after
+    midnight, or till the next evening: its counters went on up)."""
     if prev is None or prev.timestamp is None or snap.timestamp is None or first is None:
         return False
     before = snap.timestamp - DAY_US / 1e6
-    return snap.timestamp - prev.timestamp > DAY_US / 2e6 and first <= before <= prev.timestamp
+    return snap.timestamp - prev.timestamp > DAY_US / 2e6 and first <= before <= prev.timestamp and _lower(snap, prev)
 
 
 def _shift(snap: Snapshot, micros: int) -> None:

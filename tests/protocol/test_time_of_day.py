@@ -3,6 +3,7 @@ increase skips at most its own record."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,18 @@ def test_a_capture_that_pauses_half_a_day_after_midnight_goes_on_in_the_next_day
     assert len(intervals) == 15 and sum(int(iv.counts[1]) for iv in intervals) == 150
     assert intervals[10].end - intervals[10].start == 46_800 + 86_400 - 86_405
     assert not [i for i in items if isinstance(i, Notice) and i.skipped]
+
+
+def test_a_capture_across_midnight_that_resumes_the_next_evening_goes_on_there() -> None:
+    """23:59:50 to 00:00:10, then 23:59:55 the next day, counters going on up: it was taken for the capture joined to
+    itself, a record skipped, a column put in the past and one of 24 h."""
+    times = [86_390 + k for k in range(21)] + [86_395 + k for k in range(5)]
+    items = both("".join(record(t % 86_400 * 1_000_000, [10 * k]) for k, t in enumerate(times)))
+    intervals = [i for i in items if isinstance(i, Interval)]
+    assert len(intervals) == 25 and not [i for i in items if isinstance(i, Notice) and i.skipped]
+    assert [iv.start < iv.end for iv in intervals] == [True] * 25
+    assert intervals[20].end - intervals[20].start == 86_400 + 86_395 - 86_410
+    assert all(a.end == b.start for a, b in pairwise(intervals))
 
 
 def test_runs_of_one_stream_past_the_most_shown_apart_are_skipped_and_counted() -> None:

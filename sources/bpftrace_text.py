@@ -161,6 +161,10 @@ class BpftraceTextFormat(PrintedHistogramFormat):
         for n, raw in enumerate(lines, 1):
             raw = raw.rstrip("\r\n")
             text = raw.strip()
+            if key and (_HEADER.match(text) or _KEY_START.match(text)):  # no frame starts a map: the key was cut
+                yield Notice(f"{name}: line {key_line}: a map key that does not end before the next map (line {n}), "
+                             f"got {excerpt(key[0].strip())}; lines {key_line}-{n - 1} skipped", skipped=len(key))
+                key = []
             if key:
                 key.append(raw)
                 if text.endswith("]:"):

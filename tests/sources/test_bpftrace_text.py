@@ -513,3 +513,16 @@ def test_prints_under_a_repeated_time_line_are_after_its_second() -> None:
     assert datetime.fromtimestamp(cols[0].start).strftime("%H:%M:%S") == "18:09:51"
     said = [m for m in notices(items) if "whole seconds" in m]
     assert len(said) == 1 and "line 7: @usecs: printed more often than once a second" in said[0], notices(items)
+
+
+def test_a_key_cut_short_ends_at_the_next_map() -> None:
+    """A stack key cut mid-way (a capture cut, a stray `@u[` line) took the next 64, then 320, lines with it: the two
+    whole prints after it too ("No data.", exit 1)."""
+    frames = "".join(f"    0x5570aa7221{k:02d}\n" for k in range(5))
+    prints = "".join(f"{t}\n@usecs: \n[128, 256)   10 |@@@@|\n[256, 512)   35 |@@@@|\n\n"
+                     for t in ("10:00:01", "10:00:02"))
+    items = read_items(BpftraceTextFormat, f"10:00:00\n@u[\n{frames}{prints}", "f.txt", cumulative=False)
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == 90
+    (note,) = [m for m in notices(items) if "does not end" in m]
+    assert note == ("f.txt: line 2: a map key that does not end before the next map (line 9), got '@u['; lines 2-8 "
+                    "skipped")

@@ -220,8 +220,9 @@ class LatencyMapApp(MapActions):
             if self.stopping_since is not None:
                 self.last_words += notices
         self.toasts.said(notices)
-        if isinstance(self.screen, NotesScreen):
-            self.screen.update()  # nothing to do unless something was said
+        shown = self.screen_stack  # empty while the app closes (a tick may come then)
+        if shown and isinstance(shown[-1], NotesScreen):
+            shown[-1].update()  # nothing to do unless something was said
         if self.replay is not None and (items or self.ingest.finished):
             self.replay.arrived(self.ingest.finished)
         if self.profiler is not None and self.profiler.poll():

@@ -399,8 +399,10 @@ class Differ:
         yield from self.baselines_only()
 
     def baselines_only(self) -> list[Notice]:
-        """A note (skipping nothing) for each stream read that has given no interval: its records were only the
-        baseline of its cumulative counters (and, when there are more, ones not later than it)."""
+        """At the input's end: the notice of each record skipped for going back in time that no later record of its
+        stream followed (`_held`), then a note (skipping nothing) for each stream read that has given no interval: its
+        records were only the baseline of its cumulative counters (and, when there are more, ones not later than
+        it)."""
         # skipped: no later record of their stream came (in the order of their lines, however the streams were read)
         out = [self._held[stream] for stream in sorted(self._held, key=lambda stream: self._behind[stream].line or 0)]
         self._held.clear()

@@ -112,11 +112,9 @@ def scale_heading(low: float, high: float, width: int, at_least: bool = False) -
               f"p99 per cell, one scale: {scale}; {OPEN_MARK}: at least",
               f"p99, one scale: {scale}; {OPEN_MARK}: at least",
               f"p99 {scale}; {OPEN_MARK} at least") if at_least else ()
-    for text in (*marked, f"p99 per cell, one scale for all streams: {scale}", f"p99 per cell, one scale: {scale}",
-                 f"p99, one scale: {scale}", f"p99 {scale}", scale, "…".join(ends)):
-        if cell_width(text) <= width:
-            return text
-    return None
+    return _first_fitting((*marked, f"p99 per cell, one scale for all streams: {scale}",
+                           f"p99 per cell, one scale: {scale}", f"p99, one scale: {scale}", f"p99 {scale}", scale,
+                           "…".join(ends)), width)
 
 
 def shown_labels(rows: list[StreamRow]) -> tuple[str, ...]:
@@ -129,13 +127,9 @@ def shown_labels(rows: list[StreamRow]) -> tuple[str, ...]:
                  for r in rows)
 
 
-def _first_fitting(texts: tuple[str, ...], cells: int) -> str:
-    """The first of `texts` that fits in `cells`, else the last cut at its end (a number is never cut in its middle
-    while a shorter wording fits)."""
-    for text in texts:
-        if cell_width(text) <= cells:
-            return text
-    return texts[-1][:cells]
+def _first_fitting(texts: tuple[str, ...], cells: int) -> str | None:
+    """The first of `texts` (the longest wording first) that fits in `cells`; None when none does."""
+    return next((text for text in texts if cell_width(text) <= cells), None)
 
 
 def _ratio(ratio: float) -> str:
@@ -319,9 +313,10 @@ class OverviewList(Widget, can_focus=True):
     def _head(self, width: int, cells: int) -> Strip:
         low, high = self._scale
         name_w, n, shown = name_width(width), len(self.rows), min(self.lines_shown, len(self.rows) - self.top)
-        title = "stream" if n <= self.lines_shown else _first_fitting(
-            (f"streams {self.top + 1}–{self.top + shown} of {n}", f"{self.top + 1}–{self.top + shown} of {n}",
-             f"{self.top + 1}–{self.top + shown}/{n}"), name_w)
+        # a number is never cut in its middle while a shorter wording fits
+        titles = (f"streams {self.top + 1}–{self.top + shown} of {n}", f"{self.top + 1}–{self.top + shown} of {n}",
+                  f"{self.top + 1}–{self.top + shown}/{n}")
+        title = "stream" if n <= self.lines_shown else _first_fitting(titles, name_w) or titles[-1][:name_w]
         segs = [Segment(" " * MARK_W + title + " " * (name_w - cell_width(title)) + " ", HEAD)]
         room = cells - LEVELS - 1
         heading = scale_heading(low, high, room, self._open) if math.isfinite(low) else None

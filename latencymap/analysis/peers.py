@@ -34,16 +34,16 @@ peer was credited with it, which made rank0 "consistently slowest" among 8 ident
   the peer's ratio to its peers varies in its other windows, its peers' ratios varying over the same windows pooled
   in (a Student-t prediction test, Bonferroni-corrected over peers and windows; of at most 4 degrees of freedom where
   events are heavy-tailed): heavy-tailed events put some peer 4x its peers in some window by chance.
-The finding names the other peers at or past `peer_min_ratio` too (`also` in JSON: five hosts equally slow, tied
-for the slowest in every interval, are not one). Otherwise no peer is named slow (the members' numbers are still
-reported). When no peer reaches the ratio but the
-one slowest most often is so in more windows than chance (p x peers <= `peer_max_p`), the group says so with its
-ratio (`consistently_slowest` in JSON: a rank 10% slower in every interval slows the whole job 10%): that is not
-noise. When the peer with the highest ratio was slowest in so few windows that even "every one of them" could be
-chance (p x peers > `peer_max_p` at best), the group says it has too few intervals to tell, and how many it would need;
-so it does when the peer is `peer_min_ratio` or more above its peers in some windows but fewer than `MIN_REST` others
-are left to measure their noise by (a short run: 81x in 5 of 7 windows is no verdict of noise). Else they differ by
-noise.
+The finding names the other peers at or past `peer_min_ratio` too (`also` in JSON: five hosts equally slow, tied for
+the slowest in every interval, are not one). Otherwise no peer is named slow (the members' numbers are still
+reported). When no peer reaches the ratio but the one slowest most often is so in more windows than chance (p x
+peers <= `peer_max_p`), the group says so with its ratio (`consistently_slowest` in JSON: a rank 10% slower in every
+interval slows the whole job 10%): that is not noise; other peers that pass the same test are named with it (`so is
+rank5`; `also` in JSON: peers tied for the slowest are not one). When the peer with the highest ratio was slowest in
+so few windows that even "every one of them" could be chance (p x peers > `peer_max_p` at best), the group says it
+has too few intervals to tell, and how many it would need; so it does when the peer is `peer_min_ratio` or more
+above its peers in some windows but fewer than `MIN_REST` others are left to measure their noise by (a short run:
+81x in 5 of 7 windows is no verdict of noise). Else they differ by noise.
 
 **Why it matters** depends on the peers: ranks of a training job and Spark executors wait for each other (a
 collective, a barrier, the end of a stage), so the slow one holds them all up; disks and other devices do not (a
@@ -287,8 +287,19 @@ class PeerGroup:
         return (f"no {self.kind} ≥{c['min_ratio']:.3g}× its peers, but {c['name']} is consistently slowest "
                 f"({times(c['ratio'], self.min_ratio)} its peers, slowest in {c['slowest']:,}{tied} of "
                 f"{plural(c['compared_windows'], 'interval')}, "
-                f"{by_chance(c['expected_slowest'])} expected by chance): a small steady gap, not noise"
+                f"{by_chance(c['expected_slowest'])} expected by chance){_so_are(c.get('also', []))}: a small "
+                "steady gap, not noise"
                 + (f"; {self.kind}s that wait for each other all run that much slower" if sync else ""))
+
+
+def _names(names: list[str]) -> str:
+    """`rank5, rank6, rank7 +2 more`: the first `ALSO_NAMED` names and a count of the rest."""
+    return ", ".join(names[:ALSO_NAMED]) + (f" +{len(names) - ALSO_NAMED:,} more" if len(names) > ALSO_NAMED else "")
+
+
+def _so_are(also: list[str]) -> str:
+    """`; so are rank5, rank6`: the other peers as consistently slowest (tied ones, most often)."""
+    return f"; so {'is' if len(also) == 1 else 'are'} {_names(also)}" if also else ""
 
 
 def _num(v: float) -> float | None:
@@ -535,8 +546,7 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, top_
                 f"{len(spans)} interval{'s' if len(spans) > 1 else ''} ({where}), up to "
                 f"{times(max(s['ratio'] for s in spans))} {mean}{f' ({note})' if note else ''}")
     if also:
-        how += (f"; also ≥{th.peer_min_ratio:.3g}× their peers: {', '.join(also[:ALSO_NAMED])}"
-                + (f" +{len(also) - ALSO_NAMED:,} more" if len(also) > ALSO_NAMED else ""))
+        how += f"; also ≥{th.peer_min_ratio:.3g}× their peers: {_names(also)}"
     what = (f"slow {g.kind}: {m.name} ({m.label}), mean {dur(m.mean_s)}, {times(m.ratio, th.peer_min_ratio)} its "
             f"peers'; {how}")
     first, last = (phase, phase) if phase is not None else (spans[0], spans[-1]) if stalled else (None, None)
@@ -612,13 +622,18 @@ def _consistent_below(g: PeerGroup, ok: list[int], chance: float, th: Thresholds
     a small but steady gap (a rank 10% slow slows every step of the job), not noise. The peer picked is the one
     slowest most often, so its p is taken times the number of peers (Bonferroni): among 8 identical peers one
     would otherwise reach p <= 0.01 in ~8% of runs."""
+    def passes(i: int) -> bool:
+        m = g.members[i]
+        return m.ratio > 1 and binomial_sf(m.wins, g.contested, chance) * len(g.members) <= th.peer_max_p
+
     k = max(ok, key=lambda i: (g.members[i].wins, g.members[i].ratio))
     m = g.members[k]
-    p = binomial_sf(m.wins, g.contested, chance)
-    if m.ratio > 1 and p * len(g.members) <= th.peer_max_p:
+    if passes(k):
+        also = [g.members[i].name for i in ok if i != k and passes(i)]
         g.consistent = {"label": m.label, "name": m.name, "ratio": m.ratio, "slowest": m.slowest, "tied": m.tied,
-                        "compared_windows": g.contested, "expected_slowest": chance * g.contested, "p_value": p,
-                        "min_ratio": th.peer_min_ratio}
+                        "compared_windows": g.contested, "expected_slowest": chance * g.contested,
+                        "p_value": binomial_sf(m.wins, g.contested, chance), "min_ratio": th.peer_min_ratio,
+                        "also": also}
 
 
 def find_peers(streams: list[PeerStream], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[PeerGroup]:

@@ -856,3 +856,23 @@ def test_ranks_that_rose_above_one_in_too_few_intervals_to_judge_are_undecided_n
     step = groups["ddp/rank*/step"]["undecided"]
     assert step.startswith("too few intervals to tell: rank1 is 0.54× its peers' mean here, and they rose 1.25× or "
                            "more above it at t+1.005s, t+2.009s, t+3.014s and 2 more intervals"), step
+
+
+def test_peers_tied_for_consistently_slowest_are_all_named() -> None:
+    """Two of 8 ranks 6% slower in every interval, each tied for the slowest in all 60: only rank2 was named
+    "consistently slowest", as if rank5 were like the others."""
+    out = []
+    for r in range(8):
+        counts = np.zeros((60, 64), dtype=np.int64)
+        counts[:, 6], counts[:, 7] = 100, 20
+        if r in (2, 5, 6):
+            counts[:, 8] += 3 if r != 6 else 1
+        time = counts * (1.5 * 2.0 ** np.arange(64) * 1e-6)
+        starts = np.arange(60, dtype=np.float64)
+        out.append(PeerStream(f"train/rank{r}/step", "training", "microsec", counts, time, starts, starts + 1))
+    (group,) = find_peers(out)
+    c = group.consistent
+    assert group.slow is None and c is not None and c["name"] == "rank2" and c["also"] == ["rank5"]
+    assert "rank2 is consistently slowest (1.06× its peers, slowest in 0 and tied for it in 60 of 60 intervals, " \
+           "15 expected by chance); so is rank5: a small steady gap" in group.lines()[-1]
+    assert group.to_json()["consistently_slowest"]["also"] == ["rank5"]

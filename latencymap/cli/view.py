@@ -47,7 +47,7 @@ def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int |
         found = InputAnalyses(readers)
         with session as profile:
             flow = prepare(input_flow(list(inputs), REGISTRY, input_format, fmt_opts, readers=readers),
-                           {**kw, "inputs": inputs}, profile=profile)
+                           {**kw, "inputs": inputs, "input_format": input_format, **fmt_opts}, profile=profile)
             if (not inputs or "-" in inputs) and tui:
                 # the TUI takes the terminal: leave it to the producer until it writes (or the run's time is up)
                 wait_for_pipe(most=kw["duration"])

@@ -157,6 +157,19 @@ def test_the_recording_header_says_how_much_history_was_kept(tmp_path: Path, giv
     assert header["options"]["history"] == (said or str(DEFAULT_HISTORY))
 
 
+def test_the_recording_header_says_how_the_inputs_were_read(tmp_path: Path) -> None:
+    """`--datasource oracle` moves every row an octave: the header lacked it, so nobody could tell how the recorded
+    columns were read from the input it names."""
+    rec = tmp_path / "d.rec"
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap" / "example_latency_data.txt"
+    ran = CliRunner().invoke(main, ["--plain", "--once", "--datasource", "oracle", "--format", "pylatencymap",
+                                    "--record", str(rec), str(fixture)])
+    assert ran.exit_code == 0, ran.output
+    options = json.loads(rec.read_text().splitlines()[0].split(" ", 2)[2])["options"]
+    assert options["datasource"] == "oracle" and options["input_format"] == "pylatencymap"
+    assert options["inputs"] == [str(fixture)]
+
+
 @pytest.mark.parametrize("args", [[], ["--plain"], ["report"], ["report", "--format", "json"]])
 def test_no_input_and_a_terminal_on_stdin_is_a_usage_error_not_a_silent_wait(args: list[str]) -> None:
     main_fd, terminal = os.openpty()

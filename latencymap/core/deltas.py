@@ -9,19 +9,20 @@ the column counts the new snapshot's values and it is the new baseline, a missin
 A snapshot without a timestamp takes its arrival time. A stream's first interval keeps its baseline's date text
 (`start_date`), which `--compat` writes back.
 
-Timestamps that are times of day (PyLatencyMap's Oracle scripts write microseconds since midnight) roll over: a
-drop of more than 23 hours where both values are below one day is midnight passing, so a day is added to that
-snapshot and the stream's later ones (said once per input). Any other timestamp that does not increase skips
-its own snapshot only, with a notice that counts it: the baseline stays, so a repeated or stale snapshot costs
-nothing; when the next snapshot is again not past the baseline but is past the skipped one, the clock went back
-and the skipped snapshot is its baseline (one column lost, none counted twice) -- when the skipped snapshot's
-counters went on up. When some counter of it is lower than the baseline's (it counts from an earlier time: a capture
-joined to itself with `cat`, old snapshots sent again), or none is higher and it is not later than the stream's
-first snapshot (a run without events read again), it and the next one are another run, shown apart as
-`LABEL [INPUT, from line N]` (N: the skipped snapshot's line; it is the run's baseline) with a note, as the protocol
-reader's `Timeline` does for interval records; later snapshots go on in the first run whose last one they follow,
-and past `MAX_RUNS` runs of a stream such a snapshot is skipped and counted. A counter that goes down while time goes
-forward is a reset, as above.
+Timestamps that are times of day (PyLatencyMap's Oracle scripts write microseconds since midnight) roll over: a drop
+of more than 23 hours where both values are below one day is midnight passing, so a day is added to that snapshot
+and the stream's later ones (said once per input). Any other timestamp that does not increase skips its own snapshot
+only, with a notice that counts it: the baseline stays, so a repeated or stale snapshot costs nothing; when the next
+snapshot is again not past the baseline but is past the skipped one, the clock went back and the skipped snapshot is
+its baseline (one column lost, none counted twice), placed at the baseline's time and the stream's later snapshots
+as far after it, with a note (`_stepped`: its columns stay in time order) -- when the skipped snapshot's counters
+went on up. When some counter of it is lower than the baseline's (it counts from an earlier time: a capture joined
+to itself with `cat`, old snapshots sent again), or none is higher and it is not later than the stream's first
+snapshot (a run without events read again), it and the next one are another run, shown apart as `LABEL [INPUT, from
+line N]` (N: the skipped snapshot's line; it is the run's baseline) with a note, as the protocol reader's `Timeline`
+does for interval records; later snapshots go on in the first run whose last one they follow, and past `MAX_RUNS`
+runs of a stream such a snapshot is skipped and counted. A counter that goes down while time goes forward is a
+reset, as above.
 
 A stream whose input ends before it gave a column (one record: only the baseline) was still read: when the items
 run out, a note names it (`'io': 1 record, the baseline of cumulative counters; a column needs a second record`),
@@ -56,6 +57,7 @@ from latencymap.core.model import (
 )
 from latencymap.core.sanitize import clean_text
 from latencymap.core.timebase import TIME_OF_DAY_BELOW_S
+from latencymap.core.units import format_duration
 
 DAY_US = 86_400_000_000
 #: A stream's first snapshot in an input continues its last one in the input before when it comes at most this
@@ -98,7 +100,9 @@ class Differ:
         self._clock = clock
         self._name = name
         self._last: dict[StreamId, Snapshot] = {}
-        self._days: dict[StreamId, int] = {}  # microseconds added to a stream's times of day
+        #: Microseconds added to a stream's timestamps from a record on: a day at each midnight its times of day
+        #: passed, and each step back of its clock (`_stepped`).
+        self._offset: dict[StreamId, int] = {}
         self._behind: dict[StreamId, Snapshot] = {}  # the last snapshot skipped for going back in time
         #: The notice that `_behind`'s snapshot is skipped, said once its fate is known: not when it turns out the
         #: baseline of another run (a capture joined to itself: nothing skipped), else at the next record or the end.
@@ -142,8 +146,8 @@ class Differ:
         prev = self._last.get(snap.stream)
         if snap.timestamp is None:
             snap.timestamp = self._clock()
-        elif snap.stream in self._days:
-            _shift(snap, self._days[snap.stream])
+        elif snap.stream in self._offset:
+            _shift(snap, self._offset[snap.stream])
             if _before_midnight(snap, prev, self._first.get(snap.stream)):
                 _shift(snap, -DAY_US)
         if prev is None and self._carried:
@@ -220,9 +224,9 @@ class Differ:
             return passed
         if not self._another_run(prev, behind):
             _fill(snap, prev)  # the clock went back: the skipped snapshot is the baseline
-            said = self._passed(stream)
-            self._last[stream] = snap
             self._step[stream] = ts - behind.timestamp
+            said: list[Interval | Notice] = [*self._passed(stream), self._stepped(prev, behind, snap)]
+            self._last[stream] = snap
             return [*said, _diffed(behind, snap, stream, self._pending.pop(stream, None) is not None)]
         if len(runs) >= MAX_RUNS:
             return [Notice(f"{self._name}: {where}'{stream.label}' goes back into the time of its earlier records "
@@ -246,6 +250,27 @@ class Differ:
                              f"apart, as '{shown.label}'", stream, shown, self._measures),
                 _diffed(base, snap, shown, True)]
 
+    def _stepped(self, prev: Snapshot, behind: Snapshot, snap: Snapshot) -> Notice:
+        """The clock of `snap`'s stream went back at `behind` (skipped), its counters on up: `behind` is placed at
+        `prev`'s time and `snap` and the stream's later records as far after it, so that its columns follow its
+        earlier ones (a column in the past, or a run whose time ran backwards, was what the history and a recording
+        read again took for another run); the note says by how much."""
+        assert prev.timestamp is not None and behind.timestamp is not None and snap.timestamp is not None
+        if prev.micros is not None and behind.micros is not None:
+            step = prev.micros - behind.micros
+        else:
+            step = round((prev.timestamp - behind.timestamp) * 1e6)
+        self._offset[snap.stream] = self._offset.get(snap.stream, 0) + step
+        _shift(behind, step)
+        _shift(snap, step)
+        where = f"line {behind.line}: " if behind.line else ""
+        by = format_duration(step / 1e6, long_units=True)
+        return Notice(f"{self._name}: {where}'{clean_text(snap.stream.label, 200)}': the clock went back {by} "
+                      f"(timestamp {behind.timestamp - step / 1e6:.6f} after {prev.timestamp:.6f}) while its counters "
+                      "went on up: a clock step, not another run; the events up to that record are lost (it is the "
+                      f"next column's baseline), and its records from there are placed after the earlier ones (their "
+                      f"timestamps +{by})", skipped=0)
+
     def _passed(self, stream: StreamId) -> list[Notice]:
         """The held notice of `stream`'s snapshot skipped for going back in time, now that a later record of the
         stream is diffed without it (it stays skipped); empty when none is held."""
@@ -266,13 +291,13 @@ class Differ:
 
     def _rollover(self, prev: Snapshot, snap: Snapshot) -> Notice | None:
         """When `snap` is `prev`'s time of day past midnight: shift it (and the stream) by a day, and say so."""
-        offset = self._days.get(snap.stream, 0)
+        offset = self._offset.get(snap.stream, 0)
         if prev.micros is None or snap.micros is None:
             return None
         before, now = prev.micros - offset, snap.micros - offset
         if not (0 <= now < DAY_US and 0 <= before < DAY_US and before - now > DAY_US - ROLLOVER_SLACK_US):
             return None
-        self._days[snap.stream] = offset + DAY_US
+        self._offset[snap.stream] = offset + DAY_US
         _shift(snap, DAY_US)
         where = f"line {snap.line}: " if snap.line else ""
         return Notice(f"{self._name}: {where}timestamp {now / 1e6:.6f} after {before / 1e6:.6f}: times of day "
@@ -315,8 +340,8 @@ class Differ:
         """Diff one stream's rows of a run in bulk; False (nothing done) when a row needs the one-by-one path."""
         pick = slice(rows[0], rows[-1] + 1) if len(rows) == rows[-1] - rows[0] + 1 else rows
         counts, present, micros = run.counts[pick], run.present[pick], run.micros[pick]
-        if stream in self._days:
-            micros = micros + self._days[stream]
+        if stream in self._offset:
+            micros = micros + self._offset[stream]
             if micros.size and float(micros.max() - micros.min()) > DAY_US / 2:
                 return False  # a time before the midnight passed, maybe (`_before_midnight`): one by one
         prev = self._last.get(stream)

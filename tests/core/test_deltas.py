@@ -275,3 +275,29 @@ def test_a_run_shown_apart_measures_what_its_stream_does() -> None:
     assert len(apart) == 1
     measures = [n.measures for n in out if isinstance(n, Notice) and n.measures is not None]
     assert measures == [(S, "jhiccup"), (apart.pop(), "jhiccup")]
+
+
+def test_a_recording_of_a_clock_step_back_reads_again_as_the_one_stream_it_was(tmp_path) -> None:
+    """The columns after a step back of the clock were recorded in the past: `report` of the recording showed them
+    apart as another run, where the view of the input kept one stream (with a span of -59.7min)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from latencymap.cli.main import main
+
+    text = ""
+    for k in range(20):
+        micros = 1_700_000_000_000_000 + k * 1_000_000 - (3_600_000_000 if k >= 10 else 0)
+        text += (f"<begin record>\ntimestamp, microsec, {micros}, d\nlabel, io\ndatasource, systemtap\n"
+                 f"latencyunit, microsec\n64, {100 * k}\n1024, {k}\n<end record>\n")
+    src, rec = tmp_path / "step.txt", tmp_path / "step.rec"
+    src.write_text(text)
+    ran = CliRunner().invoke(main, ["--plain", "--once", "--record", str(rec), str(src)])
+    assert ran.exit_code == 0, ran.output
+    reports = [json.loads(CliRunner().invoke(main, ["report", "--format", "json", str(p)]).output) for p in (src, rec)]
+    for report in reports:
+        (stream,) = report["streams"]
+        assert stream["stream"]["label"] == "io" and stream["columns"] == 18
+        assert stream["total"]["events"] == 18 * 101
+        assert stream["end"] - stream["start"] == 18.0

@@ -85,9 +85,25 @@ def test_a_clock_stepped_back_skips_one_record_and_the_stream_goes_on() -> None:
     items = both(text)
     intervals = [i for i in items if isinstance(i, Interval)]
     notes = [i for i in items if isinstance(i, Notice)]
-    assert len(intervals) == 8 and [n.skipped for n in notes] == [1]
+    assert len(intervals) == 8 and [n.skipped for n in notes] == [1, 0]
     assert "does not increase" in notes[0].message and "line 26" in notes[0].message
     assert [int(iv.counts[1]) for iv in intervals] == [10] * 8  # 10 per record; the step's 10 is the one lost
+
+
+def test_a_clock_stepped_back_keeps_the_stream_in_time_order_and_says_by_how_much() -> None:
+    """The columns after the step were put an hour in the past, in the same stream: `report` said "8 intervals over
+    -59.9min", and a recording of it, read again, showed them apart as another run. They follow on now, said."""
+    hour, start = 3_600_000_000, 50_000_000_000
+    stamps = [start + k * 1_000_000 for k in range(5)] + [start - hour + k * 1_000_000 for k in range(5)]
+    items = both("".join(record(t, [10 * k]) for k, t in enumerate(stamps)))
+    intervals = [i for i in items if isinstance(i, Interval)]
+    # the step's record is placed at the time of the one before it (its column lost), the later ones as far after
+    assert [iv.end for iv in intervals] == [(start + k * 1_000_000) / 1e6 for k in range(1, 9)]
+    assert intervals[4].start == (start + 4_000_000) / 1e6
+    (step,) = [n for n in items if isinstance(n, Notice) and "clock went back" in n.message]
+    assert step.skipped == 0 and "line 26" in step.message
+    assert "went back 1h (timestamp 46400.000000 after 50004.000000)" in step.message
+    assert "not another run" in step.message and "timestamps +1h)" in step.message
 
 
 def test_a_stale_or_repeated_record_is_skipped_without_counting_twice() -> None:
@@ -200,4 +216,6 @@ def test_a_run_without_events_joined_to_itself_is_shown_apart_and_a_clock_step_i
     items = both("".join(record(int(t * 1_000_000), [10 * k]) for k, t in enumerate(seconds)))
     intervals = [i for i in items if isinstance(i, Interval)]
     assert {iv.stream.label for iv in intervals} == {"x"} and len(intervals) == 8
-    assert [n.skipped for n in items if isinstance(n, Notice)] == [1]
+    assert [n.skipped for n in items if isinstance(n, Notice)] == [1, 0]
+    # the step's record is placed at the time of the one before it, and the stream's later ones as far after it
+    assert [iv.end for iv in intervals] == [2, 3, 4, 5, 6, 7, 8.5, 9.5]

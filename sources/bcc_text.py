@@ -10,10 +10,13 @@ dict repr per histogram (`{'ts': '2024-05-01 14:03:21', 'val_type': 'usecs', 'da
 Buckets: bcc stores `bpf_log2l(v)`, so row `2^(k-1) -> 2^k - 1` is slot k; the first row
 `0 -> 1` holds the values 0 and 1 together (`[0, 2)`): its events are spread evenly over slots 0 and 1
 (`spread_first_row`), with a note.
-Prints are timed and counts read as cumulative or per-interval as for bpftrace
-(see `print_modes`); biolatency clears its map, so its prints are per-interval. A run with no event
-prints only the tool's banner, time lines and `Detaching...`: no data. A line inside a histogram that is no row (a
-stray line, a row cut short or unreadable) is reported and skipped, and the histogram goes on (see `printed_rows`).
+Prints are timed and counts read as cumulative or per-interval as for bpftrace (see `print_modes`), but for the
+banner of a bcc tool known to clear its map after each print (biolatency, runqlat, funclatency...: `bcc_tools`): its
+maps are per-interval, with a note naming it. Without one (a snippet, argdist, `-j`) the mode is detected: the text is
+bcc's library's, which cumulative programs print too (argdist `-c`), so it is no evidence; an undecided map's note
+says what bcc's tools do. A run with no event prints only the tool's banner, time lines and `Detaching...`: no data.
+A line inside a histogram that is no row (a stray line, a row cut short or unreadable) is reported and skipped, and
+the histogram goes on (see `printed_rows`).
 
 funclatency prints a summary line under a table, after a blank line: `avg = 398 usecs, total: 159335 usecs, count:
 400`, the exact sum of the interval's values, truncated to whole units by `%ld` (nsecs: exact), taken as the middle
@@ -43,6 +46,7 @@ from latencymap.core.rebin import rebin_columns
 from latencymap.core.sanitize import clean_label, clean_text, excerpt
 from latencymap.core.units import normalize_unit
 from latencymap.plugins import Item
+from latencymap.sources.bcc_tools import clearing_tool
 from latencymap.sources.printed_histograms import (
     PrintedHistogramFormat,
     PrintReader,
@@ -70,6 +74,9 @@ _BANNER = re.compile(r"^Tracing .*Hit Ctrl-C to end\.$")
 #: units (a total up to one unit an I/O short: "total: 0 msecs" for 1,000 I/Os of 0.4 ms).
 _FUNCLATENCY = re.compile(r"^Tracing \d+ functions? for ")
 _EXPECTED = "expected a row 'lo -> hi : count |***|'"
+#: What the note on an undecided map adds: the input shows no banner of a bcc tool known to clear (`bcc_tools`).
+_UNDECIDED = ("; no banner of a bcc tool that clears its map after each print (biolatency, runqlat, funclatency, "
+              "cpudist...) was read: such output is per-interval, argdist's with -c (it prints no banner) cumulative")
 #: funcinterval prints it right after its last histogram, with no blank line between.
 _DETACHING = "Detaching..."
 #: funclatency's (and biolatency -e's) line under a table: `avg = 398 usecs, total: 159335 usecs, count: 400`.
@@ -200,7 +207,7 @@ class BccTextFormat(PrintedHistogramFormat):
         return _announced(head) and not _printed(head)
 
     def read(self, lines: Iterable[str], name: str) -> Iterator[Item]:
-        reader = PrintReader(name, self.options)
+        reader = PrintReader(name, self.options, hint=_UNDECIDED)
         self._first_said: set[tuple[str, bool]] = set()  # (label, placed by a total) whose first row was said
         self._summary_said: set[str] = set()  # labels whose summary line was said to be unused
         section, section_line = "", 0
@@ -240,6 +247,11 @@ class BccTextFormat(PrintedHistogramFormat):
                 continue  # under no table (an old funclatency prints its never-cleared sums after an idle second)
             if _FUNCLATENCY.match(text):
                 exact = True
+            tool = clearing_tool(text)
+            if tool is not None or _BANNER.match(text):  # (a tool not known to clear: its maps are detected)
+                reader.produced_by(None if tool is None else False, f"per-interval: line {n} is the banner of bcc's "
+                                   f"{tool}, which clears its map after each print")
+                continue
             header = _HEADER.match(text)
             if header is not None:
                 reader.begins()

@@ -1,7 +1,9 @@
 """Cumulative or per-interval: how the printed counts of one map (bpftrace, bcc) become Intervals or Snapshots.
 
 The mode is a property of a map, shared by all its keys (`@usecs[sda]`, `@usecs[vdb]`: one `clear()` clears
-them all), declared with `--cumulative` / `--per-interval` or detected from evidence:
+them all), declared with `--cumulative` / `--per-interval` (over everything else), else known from the program that
+printed it where the input shows which (`known`: the banner of a bcc tool that clears its map after each print, see
+`bcc_tools`; each map not decided by then is read so, with a note saying why), else detected from evidence:
 
 - per-interval, certainly: a count goes down between two prints of one stream, or a stream printed once is
   missing from a later print group (after the next time line): `clear()` empties a map, and bpftrace and bcc
@@ -10,8 +12,8 @@ them all), declared with `--cumulative` / `--per-interval` or detected from evid
   periodic print, cut by Ctrl-C, is followed by the print at exit, which lists the keys in another order.
 - cumulative is never certain: counts that keep growing are also what a cleared map prints while its load
   rises. A map whose first `DETECT_PRINTS` print groups show neither sign is read as cumulative, and the note
-  says that it was undecided and which option forces the mode. Should it go missing later, it was cleared:
-  a note says so, and it is read as per-interval from there on.
+  says that it was undecided and which option forces the mode (and the format's `hint`: what its producers do).
+  Should it go missing later, it was cleared: a note says so, and it is read as per-interval from there on.
 
 Per-interval: a print is an Interval; a print group without it is an empty Interval (an idle second that was
 observed), written when the stream prints again or the input ends (a run of more than `MAX_EMPTY_COLUMNS` as one
@@ -94,9 +96,12 @@ class _Family:
 class PrintedHistograms:
     """Printed histograms → Intervals (per-interval counts) or Snapshots (cumulative counts), per map."""
 
-    def __init__(self, cumulative: bool | None, name: str, window: int = DETECT_PRINTS) -> None:
+    def __init__(self, cumulative: bool | None, name: str, window: int = DETECT_PRINTS, hint: str = "") -> None:
         self.declared = cumulative
         self.name = name
+        #: the mode the input's program is known to print its maps in (its banner) and why, once the input shows it
+        self.known: tuple[bool, str] | None = None
+        self.hint = hint  # what the note on an undecided map adds: what the format's producers do
         self.window = max(2, window)
         self.started = False  # the input showed the program start before any print: every key counts from zero
         self._families: dict[Hashable, _Family] = {}
@@ -137,6 +142,8 @@ class PrintedHistograms:
         if mode is not None:
             return self._items(item, mode)
         fam.pending.append(item)
+        if self.known is not None:
+            return self._release(fam, stream, *self.known)
         if before is not None and (counts < before).any():
             return self._release(fam, stream, False, f"per-interval: counts go down between prints (line {line})")
         if fam.groups >= self.window:
@@ -203,7 +210,7 @@ class PrintedHistograms:
             note = (f"{self.name}: {label}: undecided whether counts are cumulative or per-interval: no count went "
                     f"down and the map was never missing over {fam.groups} print(s); read as cumulative ({since}), as "
                     "a map cleared after each print under rising load would print the same — say --per-interval or "
-                    "--cumulative")
+                    f"--cumulative{self.hint}")
         else:
             note = f"{self.name}: {label}: counts read as {how} (declare with --cumulative or --per-interval)"
         out: list[Interval | Snapshot | Notice] = [Notice(note, skipped=0)]

@@ -372,13 +372,13 @@ class PrintReader:
     """One input of printed histograms: its clock, cumulative detection, per-map units and notes."""
 
     def __init__(self, name: str, options: dict[str, Any], datasource: str = "bpf",
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, hint: str = "") -> None:
         self.name = name
         self.datasource = datasource
         self.unit = options.get("unit")
         self.clock = PrintClock(float(options.get("interval") or DEFAULT_INTERVAL), clock)
         self._finer = False  # whether the note that time lines repeat their second was given
-        self.prints = PrintedHistograms(options.get("cumulative"), name)
+        self.prints = PrintedHistograms(options.get("cumulative"), name, hint=hint)
         self._units: dict[str, str] = {}
         self._negative: set[str] = set()
         self._left_out: set[str] = set()
@@ -458,6 +458,11 @@ class PrintReader:
         self._streams, self._printed, self._lacked = {}, set(), set()
         return [*out, Notice(f"{self.name}: line {line_no}: bpftrace's banner again: the program restarted, its maps "
                              "empty; their prints count from zero again", skipped=0)]
+
+    def produced_by(self, cumulative: bool | None, why: str = "") -> None:
+        """The input shows the program printing it (its banner): the mode it prints its maps in when known (None:
+        not known), and why; each map not decided yet is read so (`--cumulative` / `--per-interval` still rule)."""
+        self.prints.known = None if cumulative is None else (cumulative, why)
 
     def whole_print(self, family: str, line_no: int, same: bool | None = None) -> list[Item]:
         """Start one print of every key of map `family` (a `-f json` hist line): a map printed again opens the next

@@ -451,3 +451,115 @@ def test_biolatency_e_summary_lines_are_not_taken_for_exact_totals() -> None:
     (note,) = [m for m in notices(items) if "summary lines" in m]
     assert note.startswith("bio.txt: line 7: bcc's summary lines (avg = ..., total: ..., count: ...) are read under "
                            "funclatency's banner only")
+
+
+FUNCLATENCY_STEADY = BCC / "funclatency_steady_T.txt"
+
+
+def printed_rows_total(text: str) -> int:
+    """The events of every `lo -> hi : count` row of a capture: what the tool printed."""
+    return sum(int(n) for n in re.findall(r"^\s+\d+ -> \d+\s+: (\d+)\s+\|", text, re.M))
+
+
+def test_a_tool_known_to_clear_is_read_per_interval_though_no_count_ever_goes_down() -> None:
+    """funclatency_steady_T.txt (real funclatency -T under a steady load): every row holds as many calls as in the print
+    before, or more, for 15 prints, as a never-cleared table would print: read as cumulative (undecided), 5 of its 59
+    calls were counted. Its banner says funclatency, which clears its table after each print."""
+    text = FUNCLATENCY_STEADY.read_text()
+    items = read_items(BccTextFormat, text, "s.txt")
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == printed_rows_total(text) == 59
+    assert not [m for m in notices(items) if "undecided" in m]
+    assert ("s.txt: bcc usecs: counts read as per-interval: line 1 is the banner of bcc's funclatency, which clears "
+            "its map after each print (declare with --cumulative or --per-interval)") in notices(items)
+
+
+def steady_biolatency(banner: str | None, prints: int = 12) -> str:
+    """biolatency -T under a steady load (a dd loop): about 5,000 I/Os a second in the same rows, each row a few more
+    each second, never fewer, and `banner` (if any) first."""
+    lines = [] if banner is None else [banner]
+    for k in range(prints):
+        lines += ["", f"10:00:{k:02d}", *usecs_table({8: 1000 + k, 16: 3000 + 5 * k, 32: 900 + k, 64: 100})]
+    return "\n".join(lines) + "\n"
+
+
+BIOLATENCY_BANNER = "Tracing block device I/O... Hit Ctrl-C to end."
+
+
+def test_biolatency_under_a_steady_load_keeps_every_io() -> None:
+    """12 prints of about 5,000 I/Os each: all of them are read, not the differences of the prints (about 10)."""
+    text = steady_biolatency(BIOLATENCY_BANNER)
+    items = read_items(BccTextFormat, text, "bio.txt")
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == printed_rows_total(text) == 60_462
+    assert [m for m in notices(items) if "counts read as" in m] == [
+        "bio.txt: bcc usecs: counts read as per-interval: line 1 is the banner of bcc's biolatency, which clears its "
+        "map after each print (declare with --cumulative or --per-interval)"]
+
+
+@pytest.mark.parametrize("banner", [None, "Tracing... Hit Ctrl-C to end."])
+def test_without_the_banner_of_a_tool_known_to_clear_the_mode_is_detected(banner: str | None) -> None:
+    """A snippet (no banner), or a banner bcc's examples and scripts copied from them print (some never clear): the
+    text is bcc's library's, which argdist -c prints too, cumulative: undecided, read as cumulative, and the note says
+    what bcc's tools do."""
+    items = read_items(BccTextFormat, steady_biolatency(banner), "bio.txt")
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == 11 * 7  # the last print less the first
+    (note,) = [m for m in notices(items) if "undecided" in m]
+    assert note.endswith("say --per-interval or --cumulative; no banner of a bcc tool that clears its map after each "
+                         "print (biolatency, runqlat, funclatency, cpudist...) was read: such output is per-interval, "
+                         "argdist's with -c (it prints no banner) cumulative")
+
+
+@pytest.mark.parametrize(("cumulative", "events"), [(True, 11 * 7), (False, 60_462)])
+def test_the_declared_mode_rules_over_the_tools_banner(cumulative: bool, events: int) -> None:
+    items = read_items(BccTextFormat, steady_biolatency(BIOLATENCY_BANNER), "bio.txt", cumulative=cumulative)
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == events
+    assert not [m for m in notices(items) if "counts read as" in m or "undecided" in m]
+
+
+#: A periodic job: 3 sleeps of 5 ms (clock_nanosleep, traced) each second, the rest of the second waited in select().
+PERIODIC_JOB = """
+import select, sys, time
+start = time.monotonic()
+for second in range(1, int(sys.argv[1]) + 1):
+    for _ in range(3):
+        time.sleep(0.005)
+    select.select([], [], [], max(0.0, start + second - time.monotonic()))
+"""
+
+
+@pytest.mark.slow
+def test_real_funclatency_under_a_steady_load_counts_every_call_it_printed(tmp_path) -> None:
+    """Real funclatency-bpfcc -u -T -i 1 -d 12 on a periodic job's sleeps: each print holds about 3 calls, a row's
+    count seldom lower than the print before; every call the tool printed is read, with the note naming funclatency."""
+    import os
+    import subprocess
+    import sys
+
+    from process_support import bpf_unavailable
+    from skips_support import need_binary
+
+    from latencymap.sources.bpf import preconditions
+
+    skip = bpf_unavailable()
+    if skip is not None:
+        pytest.skip(skip)
+    exe = need_binary("funclatency-bpfcc", remedy="apt-get install bpfcc-tools (.ci/install-system.sh)")
+    env = dict(os.environ)
+    headers = preconditions.kernel_headers_dir()
+    if headers and not env.get("BCC_KERNEL_SOURCE"):
+        env["BCC_KERNEL_SOURCE"] = headers
+    job_file = tmp_path / "job.py"
+    job_file.write_text(PERIODIC_JOB)
+    job = subprocess.Popen([sys.executable, str(job_file), "60"])
+    try:
+        out = subprocess.run([exe, "-u", "-T", "-i", "1", "-d", "12", "-p", str(job.pid), "c:clock_nanosleep"],
+                             capture_output=True, text=True, timeout=120, env=env)
+    finally:
+        job.kill()
+        job.wait()
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith('Tracing 1 functions for "c:clock_nanosleep"... Hit Ctrl-C to end.\n'), out.stdout
+    printed = printed_rows_total(out.stdout)
+    assert printed >= 30, out.stdout
+    items = read_items(BccTextFormat, out.stdout, "f.txt")
+    assert sum(int(c.counts.sum()) for c in intervals(items)) == printed, notices(items)
+    assert any("line 1 is the banner of bcc's funclatency" in m for m in notices(items)), notices(items)

@@ -161,8 +161,11 @@ def parse_time_line(text: str) -> tuple[str, float] | None:
     """`("tod", seconds after midnight)`, `("date", local wall-clock seconds since 1970-01-01)` or `("abs", epoch
     seconds)` for a printed timestamp line: local times become instants in the clock, which knows what came before.
     A time of day or a date and time may stand in brackets (`[14:03:21]`, as argdist prints it); epoch seconds not
-    (`[1700000000]` is a bpftrace row label)."""
+    (`[1700000000]` is a bpftrace row label); a time of day may end in a colon (`14:03:21:`, as bcc's ext4dist,
+    xfsdist, nfsdist... print it)."""
     text = text.strip()
+    if text.endswith(":") and _TIME_OF_DAY.match(text[:-1]):
+        text = text[:-1]
     bracketed = _BRACKETED.match(text)
     if bracketed is not None:
         stamp = parse_time_line(bracketed.group(1))

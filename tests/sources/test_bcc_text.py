@@ -563,3 +563,14 @@ def test_real_funclatency_under_a_steady_load_counts_every_call_it_printed(tmp_p
     items = read_items(BccTextFormat, out.stdout, "f.txt")
     assert sum(int(c.counts.sum()) for c in intervals(items)) == printed, notices(items)
     assert any("line 1 is the banner of bcc's funclatency" in m for m in notices(items)), notices(items)
+
+
+def test_time_lines_ending_in_a_colon_time_the_file_system_tools_prints() -> None:
+    """ext4dist and its kin print `14:03:21:`: it was no time line, so `ext4dist 5` read as 1 s prints (5x the rate)."""
+    report = report_json(BCC / "ext4dist_5.txt")
+    by_label = {s["stream"]["label"]: s for s in report["streams"]}
+    assert sorted(by_label) == ["operation read", "operation write"]
+    for label, events in (("operation read", 1500), ("operation write", 150)):
+        s = by_label[label]
+        assert s["columns"] == 3 and s["total"]["events"] == events
+        assert s["end"] - s["start"] == 15.0

@@ -30,6 +30,7 @@ CASES = [
     ("bcc/biolatency_usecs_jD.txt", "bcc"),
     ("bcc/funclatency_T.txt", "bcc"),
     ("bcc/funclatency_steady_T.txt", "bcc"),
+    ("bcc/ext4dist_5.txt", "bcc"),
     ("bcc/funclatency_idle_T.txt", "bcc"),  # the banner and time lines only: no data, not an unknown format
     ("bcc/funclatency_idle.txt", "bcc"),
     ("bpftrace/sleeps_ramp_cleared.txt", "bpftrace"),

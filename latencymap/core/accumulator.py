@@ -26,6 +26,7 @@ from latencymap.core.history import ColumnStats, DroppedSums, StreamHistory, Tot
 from latencymap.core.lean import dataclass
 from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, Status, StreamId, rows_by_stream
 from latencymap.core.patterns import lazy_pattern
+from latencymap.core.row_times import unheld_note
 from latencymap.core.source_totals import ROWS_INSIDE_SOURCES, SEEN_BOUNDS_SOURCES, SourceTotals, seen_range
 from latencymap.core.units import format_bytes, plural, unit_seconds
 
@@ -127,6 +128,7 @@ class Accumulator:
     #: `_other` past which growing blocks are sealed early (set after each such pass).
     _reseal_at: int = 0
     _said_small: bool = False
+    _said_unheld: bool = False  # whether a column's exact time its rows cannot hold was said (once, for every stream)
     #: The streams whose every column `_empty` dropped, until columns come again: they hold none.
     _emptied: set[StreamId] = field(default_factory=set, repr=False)
     #: What the values of streams measure, as notices said it (`Notice.measures`), for histories made after them.
@@ -209,11 +211,14 @@ class Accumulator:
         """Append intervals (or the rows `rows` of a run) to the stream's history, counting what it holds now."""
         hist = self.history(stream)
         self._emptied.discard(stream)
-        before, dropped = hist.sealed_bytes, hist.dropped
+        before, dropped, unheld = hist.sealed_bytes, hist.dropped, hist.unheld
         if isinstance(columns, IntervalRun):
             hist.extend_run(columns, rows)
         else:
             hist.extend(columns)
+        if hist.unheld and not unheld and not self._said_unheld:
+            self._said_unheld = True
+            self._tell(unheld_note(stream.label))
         self._sealed += hist.sealed_bytes - before
         self._recount(hist)
         if hist.last_end > self._new_clock:

@@ -51,6 +51,7 @@ from latencymap.core.percentiles import (
     percentile_estimates,
     safe_ratio,
 )
+from latencymap.core.row_times import fit_to_totals
 from latencymap.core.source_totals import SEEN_BOUNDS_SOURCES, open_overflow, seen_range
 from latencymap.core.units import unit_seconds
 
@@ -101,6 +102,8 @@ class StreamHistory:
         #: End of the first and of the newest column seen, and the newest column's duration (s): how long a stream
         #: has been silent, in its own columns (`idle_columns`).
         self.first_end = self.last_end = self.last_dur = float("nan")
+        #: Columns whose exact time (a source's sum) their rows could not hold (`row_times`): their rows at one bound.
+        self.unheld = 0
 
     # -- appending and dropping
 
@@ -121,7 +124,7 @@ class StreamHistory:
             for j, iv in enumerate(intervals):
                 if iv.time is not None:
                     time[j] = iv.time
-            _scaled_to(time, summed)
+            self._fit(time, counts, summed)
         bare = np.fromiter((iv.extremes is None for iv in intervals), dtype=bool, count=k)
         for iv in intervals:
             if iv.extremes is not None:
@@ -156,10 +159,17 @@ class StreamHistory:
             summed = [(j, total) for j, source in enumerate(sources) if (total := _exact_sum(source)) is not None]
             if summed:
                 time, timed = np.multiply(counts, self._mid), np.zeros(k, dtype=bool)
-                _scaled_to(time, summed)
+                self._fit(time, counts, summed)
         self.extend_columns(counts, time, timed, run.start[pick], run.end[pick], run.duration[pick],
                             run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]],
                             over)
+
+    def _fit(self, time: np.ndarray, counts: np.ndarray, summed: list[tuple[int, float]]) -> None:
+        """Fit the estimated times of the columns `summed` names to their exact times (`row_times`), counting those
+        with events their rows cannot hold (a column of none, such as one whose events rounding carried on, has no
+        time to place)."""
+        missed = ~fit_to_totals(time, counts, self.low, self.high, summed)
+        self.unheld += int((missed & counts[[j for j, _ in summed]].any(axis=1)).sum())
 
     def _overflows(self, sources: Sequence[SourceBuckets | None],
                    extremes: Sequence[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -751,15 +761,6 @@ def _overflow_sums(block: Block, rows: slice) -> tuple[float, float]:
     return _overflow_of(block.over[rows], block.over_at[rows])
 
 
-def _scaled_to(time: np.ndarray, summed: list[tuple[int, float]]) -> None:
-    """Scale each row `j` of estimated times to the source's exact sum `total` of its column: the rows' split stays an
-    estimate."""
-    for j, total in summed:
-        estimated = float(time[j].sum())
-        if estimated > 0:
-            time[j] *= total / estimated
-
-
 def _exact_sum(source: SourceBuckets | None) -> float | None:
     """The exact seconds of a column whose source gave only their sum (a rebinned stream's), or None."""
     if source is None or source.total_time is None or not 0 <= source.total_time < float("inf"):
@@ -768,14 +769,16 @@ def _exact_sum(source: SourceBuckets | None) -> float | None:
 
 
 def interval_time(iv: Interval) -> np.ndarray:
-    """One interval's seconds per slot as a history keeps them: the source's own, else the midpoints' estimate scaled
-    to the source's exact sum where it gave one (a rebinned stream's)."""
+    """One interval's seconds per slot as a history keeps them: the source's own, else the midpoints' estimate fitted
+    to the source's exact sum where it gave one (`row_times`)."""
     if iv.time is not None:
         return np.asarray(iv.time, dtype=np.float64)
     time: np.ndarray = np.multiply(iv.counts, midpoints_seconds(iv.stream.datasource, iv.stream.unit),
                                    dtype=np.float64)
     total = _exact_sum(iv.source_buckets)
-    _scaled_to(time[None], [] if total is None else [(0, total)])
+    if total is not None:
+        fit_to_totals(time[None], np.asarray(iv.counts)[None], *bounds_seconds(iv.stream.datasource, iv.stream.unit),
+                      [(0, total)])
     return time
 
 

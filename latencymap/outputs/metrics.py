@@ -95,8 +95,9 @@ def latest_of_history(hist: StreamHistory) -> Latest | None:
 
 
 def latest_of_interval(iv: Interval) -> Latest:
-    """An interval as it arrives, its time as a history keeps it (`interval_time`: a rebinned stream's rows scaled to
-    its source's exact sum), so that the served `_sum` is the report's."""
+    """An interval as it arrives, its time as a history keeps it (`interval_time`: a rebinned stream's rows fitted to
+    its source's exact sum), so that the served `_sum` is the report's (but where the rows cannot take that sum,
+    `core.row_times`: then the nearest they can)."""
     _, high = bounds_seconds(iv.stream.datasource, iv.stream.unit)
     return Latest(iv.stream, np.asarray(iv.counts).copy(), interval_time(iv).copy(), high, iv.start, iv.end,
                   iv.duration)

@@ -228,7 +228,7 @@ def bounded_first_bucket(total: dict[str, Any], source: SourceTotals | None, uni
 def time_words(exact: bool, source: SourceTotals | None, events: int, columns: int) -> str:
     """How a stream's time waited is known, as the report's header says it: "exact" (per-bucket times, whatever
     buckets of its own the source keeps: HdrHistogram logs), "estimated from bucket midpoints", or for a rebinned
-    stream "the source's exact sum" (its rows scaled to it) or "estimated"; `exact` is whether the columns carry their
+    stream "the source's exact sum" (its rows fitted to it) or "estimated"; `exact` is whether the columns carry their
     times."""
     if source is not None and not exact:
         return "the source's exact sum" if source_use(source, events, columns)[1] else "estimated"

@@ -582,7 +582,7 @@ def test_source_buckets_read_in_bulk_as_line_by_line(text: str, cuts: list[int])
 
 def test_recordings_of_rebinned_sources_take_the_bulk_path_and_accumulate_alike(tmp_path: Path) -> None:
     """A recording of Prometheus columns (source buckets and exact sums) is read in bulk, as one run, and the report
-    made of it is the report made of the same intervals one by one (source totals, times scaled to the sums)."""
+    made of it is the report made of the same intervals one by one (source totals, times fitted to the sums)."""
     from latencymap.cli.common import REGISTRY
     from latencymap.core.accumulator import accumulate
     from latencymap.flow.pipeline import column_flow, input_flow

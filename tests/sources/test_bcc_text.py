@@ -6,9 +6,11 @@ import re
 from collections import defaultdict
 from datetime import datetime
 
+import numpy as np
 import pytest
 from formats_support import FIXTURES, intervals, notices, read_items, read_live, report_json, totals_by_label
 
+from latencymap.core.accumulator import Accumulator
 from latencymap.core.buckets import bounds_in_unit
 from latencymap.sources.bcc_text import BccTextFormat, bcc_slot
 
@@ -279,6 +281,42 @@ def test_a_report_takes_time_and_mean_from_the_summary_line(tmp_path) -> None:
 
     text = CliRunner().invoke(main, ["report", str(path)]).output
     assert "160ms waited (the source's exact sum)" in text, text
+
+
+#: funclatency -m -d 9 (bcc 0.26) on a uprobe of a C program's work(), which nanosleeps 100 µs 400 times and 5 ms 40
+#: times; the program timed each call (CLOCK_MONOTONIC): 399 calls under 1 ms (69.6 ms), 40 in 4-8 ms (206.9 ms, mean
+#: 5.17 ms) and one short sleep late by 8 ms (8.2 ms): 284.6 ms, 72.7% of it in the 4-8 ms row.
+FUNCLATENCY_MIX = """Tracing 1 functions for "prog:work"... Hit Ctrl-C to end.
+
+
+Function = [unknown] [14397]
+     msecs               : count     distribution
+         0 -> 1          : 399      |****************************************|
+         2 -> 3          : 0        |                                        |
+         4 -> 7          : 40       |****                                    |
+         8 -> 15         : 1        |                                        |
+
+avg = 0 msecs, total: 283 msecs, count: 440
+
+Detaching...
+"""
+
+
+def test_the_summary_lines_total_leaves_each_rows_mean_inside_it_and_nearer_the_calls_timed() -> None:
+    """The rows' midpoints estimate 450.5 ms for the 283.5 ms bcc sums. Scaled by one factor, the 4-8 ms row took
+    53.2% of the time, a mean of 3.77 ms (outside it), where the calls took 72.7%; each row's events moved alike
+    inside their rows, 67.9% (4.81 ms), and the zero row 28.7% where it took 24.4% (44.2% before)."""
+    items = read_items(BccTextFormat, FUNCLATENCY_MIX, "m.txt", cumulative=False)
+    acc = Accumulator()
+    acc.add(items)
+    (hist,) = acc.streams.values()
+    counts, spent = hist.counts_in()[0], hist.time_in()[0].astype(np.float64)
+    assert counts[[0, 1, 3, 4]].tolist() == [399, 0, 40, 1] and spent.sum() == pytest.approx(0.2835, rel=1e-9)
+    mean = spent[counts > 0] / counts[counts > 0]
+    assert (mean >= hist.low[counts > 0]).all() and (mean < hist.high[counts > 0]).all()
+    timed = {0: 0.069576, 3: 0.206868, 4: 0.008151}  # the program's own timing of the calls in each row
+    share = spent / spent.sum()
+    assert abs(share[3] - timed[3] / 0.284595) < 0.06 and abs(share[0] - timed[0] / 0.284595) < 0.06
 
 
 def test_a_summary_line_whose_count_differs_from_the_histogram_is_not_used() -> None:

@@ -112,7 +112,7 @@ def test_pinned_intensity_colours_match_real_pylatencymap(tmp_path: Path) -> Non
 
 
 def test_intensity_titles_say_how_the_reports_header_says_the_time_is_known() -> None:
-    """A rebinned stream scaled to its source's exact `_sum` (a real scrape) is not "estimated from bucket
+    """A rebinned stream fitted to its source's exact `_sum` (a real scrape) is not "estimated from bucket
     midpoints" in the plain frame , SVG or HTML; PyLatencyMap's example still is."""
     bounds = (*DEFAULT_BUCKETS, math.inf)
     pages = [histogram_page("svc_seconds", bounds, [0, 0, 30 * k, *[40 * k] * (len(bounds) - 3)], 0.7 * k)

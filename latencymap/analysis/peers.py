@@ -23,7 +23,9 @@ peer was credited with it, which made rank0 "consistently slowest" among 8 ident
 `peer_min_events` (20) events, and either
 - is *consistently* slowest: slowest in more windows than chance, one-sided binomial p x peers <= `peer_max_p`
   (0.01) against 1 / (peers active in the window), or k / (peers active) where k tie for it (it was picked among
-  the peers; 16 identical ranks of a few events each tie often, and each tie would otherwise count against 1/16); or
+  the peers; 16 identical ranks of a few events each tie often, and each tie would otherwise count against 1/16),
+  over the windows it had events in (a disk that joined halfway, slowest in all 15 of its 15, was "too few
+  intervals to tell" as if it had lost the other 15); or
 - lost its extra time in a few intervals: at most three windows, where its mean was at least
   2**`stall_gap_octaves` (4x) its peers' (or `peer_min_ratio` for a slow phase short of that gap), hold at least
   half of its excess time (time - events x the peers' mean in each window, or their mean over the range in a window
@@ -286,7 +288,7 @@ class PeerGroup:
         tied = f" and tied for it in {c['tied']:,}" if c.get("tied") else ""
         return (f"no {self.kind} ≥{c['min_ratio']:.3g}× its peers, but {c['name']} is consistently slowest "
                 f"({times(c['ratio'], self.min_ratio)} its peers, slowest in {c['slowest']:,}{tied} of "
-                f"{plural(c['compared_windows'], 'interval')}, "
+                f"{_of(c['compared_windows'], self.contested)}, "
                 f"{by_chance(c['expected_slowest'])} expected by chance){_so_are(c.get('also', []))}: a small "
                 "steady gap, not noise"
                 + (f"; {self.kind}s that wait for each other all run that much slower" if sync else ""))
@@ -472,13 +474,14 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, top_
     ok = [k for k, m in enumerate(g.members) if m.events >= th.peer_min_events and math.isfinite(m.ratio)]
     if len(ok) < 1 or g.contested == 0:
         return
+    trials = [_trials(ev[i], contested, top_chance) for i in range(len(g.members))]
     k = max(ok, key=lambda i: g.members[i].ratio)
     m = g.members[k]
-    chance = float(np.mean(top_chance[contested]))
+    n, chance = trials[k]
     if m.ratio < th.peer_min_ratio:
-        _consistent_below(g, ok, chance, th)
+        _consistent_below(g, ok, trials, th)
         return
-    p = binomial_sf(m.wins, g.contested, chance)
+    p = binomial_sf(m.wins, n, chance)
     others = np.delete(wmean, k, axis=0)
     overall = m.mean_s / m.ratio
     alone = ~np.isfinite(others).any(axis=0)  # no peer had events: compared with their mean over the range
@@ -497,12 +500,12 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, top_
     stalled = excess > 0 and held >= 0.5 * excess
     consistent = p * len(g.members) <= th.peer_max_p  # the peer was picked among them (as `_consistent_below`)
     if not (consistent or stalled):
-        best = chance ** g.contested * len(g.members)  # slowest in every compared interval, picked among the peers
+        best = chance ** n * len(g.members)  # slowest in every interval it was compared in, picked among the peers
         if best > th.peer_max_p and 0 < chance < 1:
             need = math.ceil(math.log(th.peer_max_p / len(g.members)) / math.log(chance))
             g.undecided = (f"too few intervals to tell: {m.name} is {times(m.ratio, th.peer_min_ratio)} its peers' "
-                           f"mean and {m.slowest_text()} of {g.contested}, but "
-                           f"{plural(g.contested, 'interval')} cannot rule out chance (p >= {best:.2g} even if "
+                           f"mean and {m.slowest_text()} of {_of(n, g.contested)}, but "
+                           f"{plural(n, 'interval')} cannot rule out chance (p >= {best:.2g} even if "
                            f"slowest in all; {need} or more needed: a longer run or shorter intervals)")
             return
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -528,11 +531,10 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, top_
     also = [g.members[i].name for i in ok if i != k and g.members[i].ratio >= th.peer_min_ratio]
     g.slow = {"label": m.label, "name": m.name, "ratio": m.ratio, "consistent": consistent, "slowest": m.slowest,
               "tied": m.tied,
-              "compared_windows": g.contested, "chance": chance, "p_value": p, "excess_s": excess,
+              "compared_windows": n, "chance": chance, "p_value": p, "excess_s": excess,
               "stalls": spans if stalled else [], "phase": phase, "also": also}
     tied = f" and tied for it in {m.tied:,}" if m.tied else ""
-    how = (f"slowest in {m.slowest:,}{tied} of {g.contested:,} intervals ({by_chance(chance * g.contested)} "
-           "expected by chance)"
+    how = (f"slowest in {m.slowest:,}{tied} of {_of(n, g.contested)} ({by_chance(chance * n)} expected by chance)"
            + ("" if consistent else ": not consistently"))
     if phase is not None:
         mean, note = _mean_words(phase["against"], int(alone[far].sum()))
@@ -547,7 +549,8 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, top_
                 f"{times(max(s['ratio'] for s in spans))} {mean}{f' ({note})' if note else ''}")
     if also:
         how += f"; also ≥{th.peer_min_ratio:.3g}× their peers: {_names(also)}"
-    what = (f"slow {g.kind}: {m.name} ({m.label}), mean {dur(m.mean_s)}, {times(m.ratio, th.peer_min_ratio)} its "
+    named = m.name if m.label == m.name else f"{m.name} ({m.label})"
+    what = (f"slow {g.kind}: {named}, mean {dur(m.mean_s)}, {times(m.ratio, th.peer_min_ratio)} its "
             f"peers'; {how}")
     first, last = (phase, phase) if phase is not None else (spans[0], spans[-1]) if stalled else (None, None)
     total_t = float(tm.sum())
@@ -617,23 +620,40 @@ def _rose(g: PeerGroup, ev: np.ndarray, k: int, wmean: np.ndarray, ref_w: np.nda
     return alone | risen & _significant(p, g, risen if most is not None else seen, th)
 
 
-def _consistent_below(g: PeerGroup, ok: list[int], chance: float, th: Thresholds) -> None:
+def _trials(ev: np.ndarray, contested: np.ndarray, top_chance: np.ndarray) -> tuple[int, float]:
+    """A peer's test against chance: the compared intervals it had events in (a peer that joined late or left early
+    is slowest in none of the others by its absence, not by chance) and its mean chance of being slowest in them."""
+    mine = contested & (ev > 0)
+    n = int(mine.sum())
+    return n, float(np.mean(top_chance[mine])) if n else 0.0
+
+
+def _of(n: int, contested: int) -> str:
+    """`30 intervals`, or `the 15 intervals it had events in, of 30` for a peer without events in some of them."""
+    if n == contested:
+        return plural(n, "interval")
+    return f"the {plural(n, 'interval')} it had events in, of {contested:,}"
+
+
+def _consistent_below(g: PeerGroup, ok: list[int], trials: list[tuple[int, float]], th: Thresholds) -> None:
     """Set `consistent` when a peer is slowest in more intervals than chance though no peer reaches `peer_min_ratio`:
     a small but steady gap (a rank 10% slow slows every step of the job), not noise. The peer picked is the one
-    slowest most often, so its p is taken times the number of peers (Bonferroni): among 8 identical peers one
-    would otherwise reach p <= 0.01 in ~8% of runs."""
-    def passes(i: int) -> bool:
-        m = g.members[i]
-        return m.ratio > 1 and binomial_sf(m.wins, g.contested, chance) * len(g.members) <= th.peer_max_p
+    least likely slowest so often by chance, so its p is taken times the number of peers (Bonferroni): among 8
+    identical peers one would otherwise reach p <= 0.01 in ~8% of runs."""
+    def p_of(i: int) -> float:
+        return binomial_sf(g.members[i].wins, *trials[i])
 
-    k = max(ok, key=lambda i: (g.members[i].wins, g.members[i].ratio))
+    def passes(i: int) -> bool:
+        return g.members[i].ratio > 1 and p_of(i) * len(g.members) <= th.peer_max_p
+
+    k = min(ok, key=lambda i: (p_of(i), -g.members[i].wins, -g.members[i].ratio))
     m = g.members[k]
     if passes(k):
+        n, chance = trials[k]
         also = [g.members[i].name for i in ok if i != k and passes(i)]
         g.consistent = {"label": m.label, "name": m.name, "ratio": m.ratio, "slowest": m.slowest, "tied": m.tied,
-                        "compared_windows": g.contested, "expected_slowest": chance * g.contested,
-                        "p_value": binomial_sf(m.wins, g.contested, chance), "min_ratio": th.peer_min_ratio,
-                        "also": also}
+                        "compared_windows": n, "expected_slowest": chance * n, "p_value": p_of(k),
+                        "min_ratio": th.peer_min_ratio, "also": also}
 
 
 def find_peers(streams: list[PeerStream], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[PeerGroup]:

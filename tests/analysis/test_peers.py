@@ -876,3 +876,34 @@ def test_peers_tied_for_consistently_slowest_are_all_named() -> None:
     assert "rank2 is consistently slowest (1.06× its peers, slowest in 0 and tied for it in 60 of 60 intervals, " \
            "15 expected by chance); so is rank5: a small steady gap" in group.lines()[-1]
     assert group.to_json()["consistently_slowest"]["also"] == ["rank5"]
+
+
+def _disks(late: int, windows: int = 30, seed: int = 12) -> list[PeerStream]:
+    """Three disks of ~500 µs over `windows` 1 s intervals (sdc only the first 10) and sdd, 1.5x slower, from
+    interval `late` on: each 200 lognormal events an interval, times exact."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for name, mult, cols in (("sda", 1, range(windows)), ("sdb", 1, range(windows)), ("sdc", 1, range(10)),
+                             ("sdd", 1.5, range(late, windows))):
+        counts, time = np.zeros((windows, 64), dtype=np.int64), np.zeros((windows, 64))
+        for c in cols:
+            us = rng.lognormal(np.log(500 * mult), 0.4, 200)
+            slots = np.floor(np.log2(us)).astype(int) + 1
+            np.add.at(counts[c], slots, 1)
+            np.add.at(time[c], slots, us * 1e-6)
+        starts = np.arange(windows, dtype=np.float64)
+        out.append(PeerStream(name, "bpf", "microsec", counts, time, starts, starts + 1))
+    return out
+
+
+@pytest.mark.parametrize("late", [10, 15, 20])
+def test_a_peer_that_joined_late_is_tested_over_its_own_intervals(late: int) -> None:
+    """sdd, 1.5x slower in every one of its intervals, joined at interval 15 of 30: its 15 wins were tested against
+    all 30 intervals ("too few intervals to tell ... but 0 others"); from interval 10 it was "slowest in 20 of 30
+    (10 expected by chance)", its absent intervals counted as chances."""
+    (group,) = find_peers(_disks(late))
+    n = 30 - late
+    assert group.slow is not None and group.slow["name"] == "sdd" and group.slow["consistent"], group.lines()
+    assert group.slow["compared_windows"] == n and group.undecided is None
+    assert f"slowest in {n} of the {n} intervals it had events in, of 30 (" in group.lines()[-1]
+    assert "slow disk: sdd, mean" in group.lines()[-1]  # its label is its name: not said twice

@@ -21,7 +21,10 @@ keep their own boundaries. Their counts are placed on the display rows by one do
   fractional `increase()`), the column's own fractional counts, so that an event carried into a column whose time
   does not hold it cannot push the first bucket's events down; a bucket whose upper bound is 0 (OpenTelemetry's
   default first bucket, `(-inf, 0]`) goes to slot 0;
-- an overflow bucket (`high` infinite, Prometheus' `+Inf`) goes whole into the slot holding its lower bound;
+- an overflow bucket (`high` infinite, Prometheus' `+Inf`) goes whole into the slot holding its lower bound, unless
+  the column's time proves its events slower on average (every other event at its bucket's upper bound): then over
+  the widest range from that bound up whose mean is the one proven, log-uniform (with no top, the widest keeps the
+  bound), so that their time is not spread into the fast rows when the rows' times are scaled to the exact sum;
 - each bucket's fractional counts are rounded to integers by largest remainder among the slots that bucket
   overlaps, so every event stays in its own bucket's range and the total of events is exact.
 
@@ -129,12 +132,14 @@ def time_bounds(lows: np.ndarray, highs: np.ndarray, counts: np.ndarray,
 
     `lows` and `highs` are each bucket's range (a bucket of one value, `low == high`, is itself: never moved),
     `counts` per-bucket counts (columns x buckets, fractional where they are a step's own `increase()`: the counts
-    `times` is the time of), `times` each column's time (NaN: unknown), all in the same unit. Only a bucket above 0,
-    wider than one value and finite, is moved.
+    `times` is the time of), `times` each column's time (NaN: unknown), all in the same unit. Only a bucket above 0
+    and wider than one value is moved: a finite one either way, an overflow bucket (`+Inf`, from a bound above 0,
+    placed at that bound) only up, where the time proves its events slower than that bound on average.
     """
     counts = np.asarray(counts, dtype=np.float64)
     lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
-    movable = (highs > 0) & (highs > lows) & np.isfinite(highs)
+    finite = np.isfinite(highs)
+    movable = (highs > 0) & (highs > lows) & (finite | (lows > 0))
     held = counts > 0
     spread = held & (highs > lows)
     any_spread = spread.any(axis=1)
@@ -144,13 +149,13 @@ def time_bounds(lows: np.ndarray, highs: np.ndarray, counts: np.ndarray,
     times = np.asarray(times, dtype=np.float64)
     out = []
     cols = np.arange(len(counts))
-    for at, ends, faster in ((lowest, lows, True), (highest, highs, False)):
-        j = np.maximum(at, 0)
-        n = counts[cols, j]
+    for at, ends, faster in ((lowest, lows, True), (highest, np.where(finite, highs, 0.0), False)):
+        j = np.maximum(at, 0)  # the highest bucket is the only one holding events that may be the overflow: its
+        n = counts[cols, j]  # upper end, counted out again, is 0 here
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             rest = np.where(held, counts * ends, 0.0).sum(axis=1) - n * ends[j]
             mean = (times - rest) / n
-        proves = (at >= 0) & movable[j] & (n > 0) & (mean > 0)
+        proves = (at >= 0) & movable[j] & (n > 0) & (mean > 0) & (finite[j] | (not faster))
         proves &= (mean < means[j]) if faster else (mean > means[j])
         out.append((np.where(proves, at, -1), np.where(proves, mean, np.nan)))
     return out
@@ -169,12 +174,16 @@ _BISECTIONS = 80
 
 
 def widest_ranges(lows: np.ndarray, highs: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, stops): per range `[low, high]` (finite, `low >= 0`), the widest part of it over which values spread
-    as `core.rebin`'s rule spreads them (log-uniform above 0, uniform from 0) average `mean`: its top lowered when
-    `mean` is below the whole range's mean, its bottom raised when above; a `mean` outside `(low, high)`, its nearest
-    end (`start == stop`)."""
+    """(starts, stops): per range `[low, high]` (`low >= 0`; finite, or from `low > 0` up), the widest part of it
+    over which values spread as `core.rebin`'s rule spreads them (log-uniform above 0, uniform from 0) average
+    `mean`: its top lowered when `mean` is below the whole range's mean (always, for a range without a top), its
+    bottom raised when above; a `mean` outside `(low, high)`, its nearest end (`start == stop`)."""
     lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
     means = np.clip(np.asarray(means, dtype=np.float64), lows, highs)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ratio = means / lows  # a top past which [low, top] averages more than `mean`, for a range without one
+        highs = np.where(np.isinf(highs) & (lows > 0) & np.isfinite(means),
+                         lows * (2.0 * ratio * (1.0 + np.log(ratio)) + 1.0), highs)
     below = means < log_uniform_means(lows, highs)
     # Above 0, a log-uniform [low, low e^u] averages low (e^u - 1)/u, increasing in u, and [high e^-u, high] averages
     # high (1 - e^-u)/u, decreasing: bisect u within [0, ln(high/low)].
@@ -216,17 +225,35 @@ def range_shares(start: float, stop: float, uniform: bool) -> np.ndarray:
     return uniform_fractions(start, stop) if uniform else spread_fractions(start, stop)
 
 
-def timed_rows(lows: np.ndarray, highs: np.ndarray, counts: np.ndarray,
-               times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def within_octaves(starts: np.ndarray, stops: np.ndarray, means: np.ndarray,
+                   octaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ranges `[start, stop]` (above 0, log-uniform, averaging `mean`) wider than `octaves` (NaN: any width) narrowed
+    to that many octaves with the same mean: `[a, a 2**octaves]`, where `a = mean w / (e**w - 1)`, `w = octaves ln 2`
+    (inside the range: a narrower log-uniform range of the same mean lies within a wider one)."""
+    starts, stops = np.asarray(starts, dtype=np.float64), np.asarray(stops, dtype=np.float64)
+    octaves = np.asarray(octaves, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        wider = (starts > 0) & (octaves >= 0) & (np.log2(stops / starts) > octaves)
+        w = octaves * math.log(2.0)
+        low = np.where(w > 0, means * w / np.expm1(w), means)
+        high = low * np.exp2(octaves)
+    return (np.where(wider, np.clip(low, starts, stops), starts),
+            np.where(wider, np.clip(high, starts, stops), stops))
+
+
+def timed_rows(lows: np.ndarray, highs: np.ndarray, counts: np.ndarray, times: np.ndarray,
+               octaves: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(columns, buckets, rows of slot shares): the buckets whose events the columns' exact times place (see
     `time_bounds`), each over the widest part of the bucket whose mean is the one the time leaves them
-    (`widest_ranges`)."""
+    (`widest_ranges`), at most `octaves` (per column; NaN: no limit) wide (`within_octaves`)."""
     lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
     found = [(np.flatnonzero(at >= 0), at, mean) for at, mean in time_bounds(lows, highs, counts, times)]
     cols = np.concatenate([col for col, _, _ in found]).astype(np.int64)
     buckets = np.concatenate([at[col] for col, at, _ in found]).astype(np.int64)
     means = np.concatenate([mean[col] for col, _, mean in found])
     starts, stops = widest_ranges(lows[buckets], highs[buckets], means)
+    if octaves is not None:
+        starts, stops = within_octaves(starts, stops, means, np.asarray(octaves, dtype=np.float64)[cols])
     rows = [range_shares(start, stop, low <= 0)
             for start, stop, low in zip(starts.tolist(), stops.tolist(), lows[buckets].tolist(), strict=True)]
     return cols, buckets, np.array(rows, dtype=np.float64).reshape(-1, NSLOTS)
@@ -287,14 +314,15 @@ _ROWS_AT_ONCE = 8192
 
 def rebin_columns(matrix: np.ndarray, counts: np.ndarray, uppers: Sequence[float] | np.ndarray | None = None,
                   times: np.ndarray | None = None, measured: np.ndarray | None = None,
-                  lows: np.ndarray | None = None) -> np.ndarray:
+                  lows: np.ndarray | None = None, octaves: np.ndarray | None = None) -> np.ndarray:
     """Whole slot counts (columns x slots) of integer per-bucket `counts` (columns x buckets) spread by `matrix`.
 
     Each bucket's events are rounded among the slots its own row overlaps (largest remainder within the bucket),
     so none leaves its bucket's range and every column's total is exact. With `uppers` (the buckets' upper bounds;
     `lows` their lower ones where they are not the bound below, `bucket_ranges`) and `times` (the columns' exact
     times, NaN: unknown), the buckets those times prove placed too slow or too fast go where `timed_rows` says (with
-    `measured`, the counts those times are of, when `counts` carry remainders between columns).
+    `measured`, the counts those times are of, when `counts` carry remainders between columns; with `octaves`, per
+    column, at most that wide).
     """
     counts = np.asarray(counts, dtype=np.int64)
     columns, buckets = counts.shape
@@ -303,7 +331,7 @@ def rebin_columns(matrix: np.ndarray, counts: np.ndarray, uppers: Sequence[float
     if uppers is not None and times is not None:
         ranges = bucket_ranges(uppers)
         low = ranges[0] if lows is None else np.asarray(lows, dtype=np.float64)
-        placed = timed_rows(low, ranges[1], counts if measured is None else measured, times)
+        placed = timed_rows(low, ranges[1], counts if measured is None else measured, times, octaves)
     held = matrix.any(axis=0) if placed is None else matrix.any(axis=0) | placed[2].any(axis=0)
     used = np.flatnonzero(held)  # the slots any bucket overlaps
     if not used.size:

@@ -82,6 +82,7 @@ class Recorder:
             self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
             self._flush_block, self._finish = zstandard.COMPRESSOBJ_FLUSH_BLOCK, zstandard.COMPRESSOBJ_FLUSH_FINISH
         self._totals: dict[StreamId, np.ndarray] = {}
+        self._ends: dict[StreamId, float] = {}  # each stream's latest interval end written
         #: With `compat`: the first two stream labels written, once there are two (PyLatencyMap reads one stream).
         self.mixed: tuple[str, str] | None = None
         self.written = 0
@@ -171,11 +172,16 @@ class Recorder:
         raise RecordingError(f"{self.path}: recording stopped: {err.strerror}{kept}", exit_code=1) from None
 
     def write(self, iv: Interval) -> None:
-        """Append one interval."""
+        """Append one interval. One that ends no later than an interval of its stream written before (delta points of
+        processes that share an OpenTelemetry series) is flagged `overlap`: it is in that stream as the run had it,
+        where a reader would take a record going back in time for another run's."""
         if self.compat:
             self._write(self._compat_record(iv), record=True)
         else:
-            flags = [name for name, on in (("reset", iv.reset), ("gap", iv.gap)) if on]
+            last = self._ends.get(iv.stream)
+            self._ends[iv.stream] = iv.end if last is None else max(last, iv.end)
+            flags = [name for name, on in (("reset", iv.reset), ("gap", iv.gap),
+                                           ("overlap", last is not None and iv.end <= last)) if on]
             self._write(format_record(iv.stream, iv.end, iv.counts, iv.time, date=iv.date, start=iv.start,
                                       per_interval=True, flags=flags, source=iv.source_buckets,
                                       extremes=iv.extremes), record=True)

@@ -483,7 +483,8 @@ class FastPath:
                         spans = []
                     run.append(entry)
                     continue
-                if header[4] and micros is not None and -_EXACT < interval_start(micros, header[5]) < micros < _EXACT:
+                if header[4] and micros is not None and -_EXACT < interval_start(micros, header[5]) < micros < _EXACT \
+                        and "overlap" not in header[6]:  # one that goes back into its run's time: one by one
                     noted(header)
                     if run:
                         items.append(self._run(run, batch, counts, present))

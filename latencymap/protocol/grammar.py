@@ -12,7 +12,8 @@ datasource, <oracle|bpf|systemtap|dtrace|...>
 
 Extensions written only by latencymap: a third column (exact time in the bucket, in
 `latencyunit`), `counts, interval` (the record holds one interval, not cumulative counters),
-`start, microsec, <epoch_usecs>` (the interval's start), `flags, reset|gap`, and in per-interval records the
+`start, microsec, <epoch_usecs>` (the interval's start), `flags, reset|gap|overlap` (`overlap`: it ends no later than an
+interval of its stream written earlier, and is in that stream all the same: `Timeline`), and in per-interval records the
 source's own buckets (`sourcebuckets`, `sourcecounts`, `sourcetime`) and the values seen per bucket (`extremes`).
 SystemTap `@hist_log` and DTrace `quantize` rows (`  value |@@@  count`) are read as data rows; a line right
 above a histogram header (`value  ---- Distribution ---- count`) is the aggregation's key, as `dtrace`'s `printa`

@@ -436,7 +436,8 @@ class ProtocolReader:
             guessed = rec.datasource is None
             for item in items:
                 out += self.record_notes(item.stream, guessed)
-                out += self.timeline.placed(item, rec.first_line) if isinstance(item, Interval) else [item]
+                out += self.timeline.placed(item, rec.first_line, "overlap" in rec.flags) \
+                    if isinstance(item, Interval) else [item]
         except RecordError as err:
             out.append(Notice(f"{self.name}: {err}; record skipped"))
         return out
@@ -469,7 +470,7 @@ class ProtocolReader:
         out: list[Snapshot | Interval | Notice] = []
         if guessed is not None:
             out += self.record_notes(stream, guessed)
-        out += self.timeline.placed(item, first_line) if isinstance(item, Interval) else [item]
+        out += self.timeline.placed(item, first_line, "overlap" in flags) if isinstance(item, Interval) else [item]
         return out
 
     def placed_run(self, run: IntervalRun, lines: list[int]) -> list[IntervalRun | Interval | Notice]:
@@ -533,25 +534,35 @@ class Timeline:
     over each other. It starts a run of its own, shown apart as `LABEL [INPUT, from line N]` with a note, and the
     records after it go on in the first run whose last interval they come after (the stream's own first): a
     record repeated costs a one-column run, a later part of the first run goes on in it. Past `MAX_RUNS` runs of a
-    stream, such a record is skipped and counted."""
+    stream, such a record is skipped and counted. A record flagged `overlap` (its recording had it in the stream
+    it had come back into, as the delta points of processes that share an OpenTelemetry series are) goes on in the
+    run of its stream's record before it, whatever its time."""
 
     def __init__(self, name: str, streams: StreamCache) -> None:
         self._name, self._streams = name, streams
         self._runs: dict[StreamId, list[tuple[float, StreamId]]] = {}  # a stream's runs: (last end, shown as)
+        self._latest: dict[StreamId, int] = {}  # the run of each stream's last record, where it is not the first
         #: What the recording's notes said streams measure (`Notice.measures`), so far: their runs apart do too.
         self.measures: dict[StreamId, str] = {}
 
-    def placed(self, interval: Interval, line: int) -> list[Interval | Notice]:
-        """`interval` (of the record at `line`) in its run, after the note that it starts one; or the Notice that
-        skips it."""
+    def placed(self, interval: Interval, line: int, overlap: bool = False) -> list[Interval | Notice]:
+        """`interval` (of the record at `line`; `overlap`: flagged so) in its run, after the note that it starts one;
+        or the Notice that skips it."""
         stream, end = interval.stream, interval.end
         runs = self._runs.get(stream)
         if runs is None:
             self._runs[stream] = [(end, stream)]
             return [interval]
+        if overlap:
+            k = self._latest.get(stream, 0)
+            last, shown = runs[k]
+            runs[k] = (max(last, end), shown)
+            interval.stream = shown
+            return [interval]
         for k, (last, shown) in enumerate(runs):
             if end > last:
                 runs[k] = (end, shown)
+                self._remember(stream, k)
                 interval.stream = shown
                 return [interval]
         if len(runs) >= MAX_RUNS:
@@ -560,6 +571,7 @@ class Timeline:
                            "shown apart already; record skipped")]
         shown = self._streams.get(apart_label(stream.label, self._name, line), stream.datasource, stream.unit)
         runs.append((end, shown))
+        self._remember(stream, len(runs) - 1)
         interval.stream = shown
         return [apart_notice(f"{self._name}: line {line}: '{stream.label}' goes back into the time of its earlier "
                              f"records (its interval ends at {end:.6f}, not after its last one, {runs[0][0]:.6f}): "
@@ -582,6 +594,13 @@ class Timeline:
         for stream, rows in groups.items():
             self._runs[stream] = [(float(end[rows][-1]), stream)]
         return [run]
+
+    def _remember(self, stream: StreamId, k: int) -> None:
+        """The run `k` took the stream's last record."""
+        if k:
+            self._latest[stream] = k
+        else:
+            self._latest.pop(stream, None)
 
 
 def _one_stream(streams: list[StreamId]) -> bool:

@@ -4,14 +4,16 @@ Bucket `j` is `(bounds[j-1], bounds[j]]`, the first `(-inf, bounds[0]]`, the las
 A bucket that ends at or below 0 goes to slot 0; one that starts below 0 is read as starting at 0 (so the
 first bucket of bounds `5, 10, ...` is taken as the octave `[2.5, 5)`, like Prometheus' first bucket, or lower when
 the point's `sum` proves its events faster); the
-overflow bucket goes whole into the slot of its lower bound. A point without buckets (count and sum only)
+overflow bucket goes whole into the slot of its lower bound, or above it where the point's `sum` proves its events
+slower. A point without buckets (count and sum only)
 puts its count in the slot of its mean, or in slot 0 without a sum.
 
 A point's `min` and `max` (`least`, `most`) narrow its lowest bucket holding events to start at its smallest value
 and its highest to end at its largest (both ends in one bucket: the bucket is `[min, max]`): those are spread by the
 same rule over what is left of them (the overflow bucket too), the first bucket's octave no longer assumed; the
 point's `sum` still places the lowest and the highest of them where it proves their events faster or slower (a
-cumulative point's min and max are since its start: loose bounds on one column, which its own sum places).
+cumulative point's min and max are since its start: loose bounds on one column, which its own sum places, over no
+more octaves than `octaves` where both are loose: `points.PointStreams._width`).
 """
 
 from __future__ import annotations
@@ -104,10 +106,10 @@ def spread_matrix(bounds: tuple[float, ...], factor: float) -> np.ndarray:
 
 def spread_explicit(bounds: tuple[float, ...], counts: np.ndarray, factor: float, total_sum: float | None,
                     least: float | None = None, most: float | None = None,
-                    held_ends: tuple[bool, bool] = (True, True)) -> np.ndarray:
+                    held_ends: tuple[bool, bool] = (True, True), octaves: float | None = None) -> np.ndarray:
     """Per-slot integer counts (totals exact) for one interval's per-bucket `counts`; `least` and `most` (stream unit,
     both or neither) are the smallest and the largest value (`held_ends`: which of them the interval holds), else
-    bounds on them."""
+    bounds on them; `octaves`: how wide a range the sum places a bucket's events over, at most."""
     held = np.asarray(counts, dtype=np.int64)[None, :]
     if not bounds:
         slots = np.zeros(NSLOTS, dtype=np.int64)
@@ -123,5 +125,6 @@ def spread_explicit(bounds: tuple[float, ...], counts: np.ndarray, factor: float
     if least is not None and most is not None:
         rows, parts, (lows, highs) = narrowed_ranges(matrix, np.array([-math.inf, *uppers[:-1]]), np.array(uppers),
                                                      held[0], least, most, held_ends)
-        return rebin_columns(rows, parts[None, :], highs, times, lows=lows)[0]
+        return rebin_columns(rows, parts[None, :], highs, times, lows=lows,
+                             octaves=None if octaves is None else np.array([octaves]))[0]
     return rebin_columns(matrix, held, uppers, times)[0]

@@ -15,9 +15,10 @@ Temporality:
   said as a count, now and then (SAY_AGAIN_S, then at doubling spans) and when the input ends (`finish`). But a
   delta point with a start time of its own is a column of its own however late it comes: processes that share a
   resource (pre-forked workers with one service.instance.id) send one series, and the network or a shared file
-  puts one's point after another's later one. Only a point of the same end time as one of the series' last RECENT
-  is not counted again (no two processes end a point at the same nanosecond): silently when it is that point resent
-  (an exporter's retry), else skipped (one instrument under two Views: their points' start times may differ).
+  puts one's point after another's later one. Only a point of the same end time as one the series had within RESEND_S
+  of its newest point (no two processes end a point at the same nanosecond) is not counted again: silently when it is
+  that point resent (an exporter's retry, however many other points came between), else skipped (one instrument
+  under two Views: their points' start times may differ).
 
 Units (UCUM, case-sensitive: `MS` or `S` is no duration): rows start at 1 unit of the stream, so streams are in
 microseconds (nanoseconds for `ns`). `us` and `ns` streams keep the metric's unit, so exponential scales >= 0 fold
@@ -29,8 +30,9 @@ the rows inside a bucket wider than they are (`SourceTotals.rows_within`).
 
 A point's optional `min` and `max` bound its column: those of a delta point are its column's; those of a cumulative
 point, the smallest and largest since its start time, bound the column diffed from it too (where the max grew, the
-column holds it; where it did not, the column's values are at most it). They narrow the lowest and the highest bucket
-holding events when spread onto the rows (one event at the min, one at the max, where the column holds them), and
+column holds it; where it did not, the column's values are at most it; where neither moved, its sum places its events
+over no more octaves than its series' first column that held both: `_width`). They narrow the lowest and the highest
+bucket holding events when spread onto the rows (one event at the min, one at the max, where the column holds them), and
 the column's values seen (`Interval.extremes`) say so: in its lowest
 row the smallest value at least the min, in its highest the largest at most the max (every other row its own range),
 so that percentiles, from the rows or from the source's buckets, stay within them. Bounds that the buckets contradict
@@ -94,9 +96,18 @@ EVICT_EVERY = 1024
 LEAP_S = IDLE_S / 4
 #: Earlier start times (restarts, or other processes with the same resource) a cumulative series keeps a point of.
 MAX_WRITERS = 8
-#: Delta points of a series whose end times (and content) are remembered, to tell a resend from a point of another
-#: process with the same resource.
-RECENT = 32
+#: How long (the series' own clock: its newest point's end) a delta point's end time and content are remembered, to
+#: tell a resend from a point of another process with the same resource. The SDKs' exporters send a request again
+#: only within their export timeout (10 s by default: OTEL_EXPORTER_OTLP_TIMEOUT) of sending it first, blocking the
+#: next export meanwhile; a Collector within its retry_on_failure.max_elapsed_time (300 s by default); a series
+#: silent for IDLE_S lets go of what it kept anyway.
+RESEND_S = IDLE_S
+#: The most delta points of one series remembered at once (the oldest forgotten first): a bound on memory however
+#: many processes share the series (65,536 in RESEND_S is 73 points a second).
+RESEND_MAX = 1 << 16
+#: The fewest events of a column whose min and max (both its own) tell how wide a series' columns are: a cumulative
+#: column whose min and max are bounds only (since the start) has its events placed by its sum over no wider a range.
+WIDTH_EVENTS = 10
 #: Start times of let-go cumulative series remembered at most (their comeback is a baseline).
 GONE_MAX = 100_000
 #: Duration symbols, in the only case UCUM reads as durations.
@@ -190,6 +201,7 @@ class PointStreams:
         self._every: dict[StreamKey, int] = {}  # each series' last interval (ns)
         self._writers: dict[StreamKey, dict[int, Point]] = {}  # cumulative series' earlier start times' points
         self._recent: dict[StreamKey, dict[int, int]] = {}  # delta series' last points: their end, what they hold
+        self._widths: dict[StreamKey, float] = {}  # octaves: a series' first column that held its min and max
         self._seen: dict[StreamKey, int] = {}  # each series' last point on the shared (aligned) clock (ns)
         self._senders: dict[Attrs, _Sender] = {}
         self._now_ns: int | None = None  # the shared clock: the newest aligned point
@@ -243,6 +255,7 @@ class PointStreams:
             seen.pop(key, None)
             self._writers.pop(key, None)
             self._recent.pop(key, None)
+            self._widths.pop(key, None)
             if last.temporality != DELTA:
                 self._gone[key] = last.start_ns
         if idle:
@@ -334,9 +347,7 @@ class PointStreams:
             if seen != what:  # another point of that end time: one instrument under two Views
                 yield from self._skip(point, point.time_ns, stream, origin)
             return  # else that point resent (an exporter's retry)
-        recent[point.time_ns] = what
-        while len(recent) > RECENT:
-            del recent[next(iter(recent))]
+        _remember(recent, point.time_ns, what, point.time_ns if prev is None else max(prev.time_ns, point.time_ns))
         if late:
             yield from self._once(("overlap", stream.label), f"{origin}: {stream.label}: delta points that overlap "
                                   "the series' later ones, each with its own start and end time: processes with the "
@@ -450,7 +461,8 @@ class PointStreams:
         own: SourceBuckets | None = None
         least, most = _bounds(point, factor)
         if not point.key.exponential:
-            counts = spread_explicit(point.bounds, point.counts, factor, point.sum, least, most, point.held_ends)
+            counts = spread_explicit(point.bounds, point.counts, factor, point.sum, least, most, point.held_ends,
+                                     self._width(point, least, most))
             bounds = (*(b * factor for b in point.bounds), math.inf)
             own = SourceBuckets(bounds, point.counts.astype(np.int64), seconds)
         else:
@@ -467,6 +479,20 @@ class PointStreams:
         seen = None if least is None or most is None else row_extremes(counts, least, most, stream.unit)
         return Interval(stream, start, end, counts, None, reset=reset, duration=(end_ns - start_ns) / 1e9,
                         source_buckets=own, extremes=seen)
+
+    def _width(self, point: Point, least: float | None, most: float | None) -> float | None:
+        """How wide (octaves) a range the sum may place `point`'s events over, at most, when its min and max are bounds
+        only (a cumulative column's, since the start: the widest range between them averaging the column's mean
+        spread a burst over the fast rows): as wide as its series' first column of WIDTH_EVENTS or more that held both
+        its own (a cumulative series' first, since its start; a later one that held both widened the range seen
+        since the start at both ends at once, wider than the columns it is taken for); None until one has."""
+        if least is None or most is None or not least > 0:
+            return None
+        if point.held_ends == (True, True):
+            if point.count >= WIDTH_EVENTS and not point.key.exponential:
+                self._widths.setdefault(point.key, math.log2(most / least))
+            return None
+        return self._widths.get(point.key) if point.held_ends == (False, False) else None
 
     def _stream(self, key: StreamKey, unit: str) -> StreamId:
         stream = self._streams.get(key)
@@ -515,6 +541,17 @@ def _resent(point: Point, prev: Point) -> bool:
             and point.offset == prev.offset and point.zero_count == prev.zero_count
             and point.zero_threshold == prev.zero_threshold and point.negative == prev.negative
             and np.array_equal(point.counts, prev.counts))
+
+
+def _remember(recent: dict[int, int], end_ns: int, what: int, newest_ns: int) -> None:
+    """Remember a delta point (its end time, and `what` it holds) among its series' `recent` ones, and forget those
+    that ended more than RESEND_S before the series' newest point (`newest_ns`), or past RESEND_MAX: kept in the order
+    they came, which is about the order of their times, so the oldest are found first."""
+    horizon = newest_ns - int(RESEND_S * 1e9)
+    if end_ns >= horizon:
+        recent[end_ns] = what
+    while recent and (len(recent) > RESEND_MAX or next(iter(recent)) < horizon):
+        del recent[next(iter(recent))]
 
 
 def _content(point: Point) -> int:

@@ -21,6 +21,7 @@ from latencymap.core.rebin import (
     timed_rows,
     uniform_fractions,
     widest_ranges,
+    within_octaves,
 )
 
 PROMETHEUS_DEFAULT_US = [5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6, 2.5e6, 5e6, 1e7, math.inf]
@@ -250,3 +251,40 @@ def test_a_range_too_narrow_for_log2_to_tell_its_ends_apart_is_one_value() -> No
     and the shares divided by that width (ZeroDivisionError on a real Prometheus restart in CI)."""
     shares = spread_fractions(9999.99999999999, 10000.0)
     assert shares.sum() == 1.0 and shares[slot_of_value(9999.99999999999)] == 1.0
+
+
+def test_an_overflow_the_time_proves_slower_than_its_bound_is_placed_above_it() -> None:
+    """900 events of 3 ms and 100 of 30 s past the last bound, 10 s, with no max: the overflow went whole into the
+    row of 10 s, and the 3,000 s its events took beyond the rows' estimate went, scaled, into the fast rows too. The
+    time leaves the overflow's events at least 29.98 s on average (every other at its bucket's top): they go over
+    the widest range from 10 s up whose mean that is, log-uniform; a time that proves nothing leaves them at 10 s."""
+    bounds = [5e3, 1e4, 1e7, math.inf]  # µs
+    counts = np.array([[900, 0, 0, 100], [900, 0, 0, 100]])
+    times = np.array([900 * 3e3 + 100 * 3e7, 900 * 3e3 + 100 * 1e7])
+    slots = rebin_columns(spread_matrix(bounds), counts, bounds, times)
+    (start,), (stop,) = widest_ranges(np.array([1e7]), np.array([math.inf]), np.array([(times[0] - 900 * 5e3) / 100]))
+    assert start == 1e7 and log_uniform_mean(start, stop) == pytest.approx((times[0] - 900 * 5e3) / 100, rel=1e-9)
+    fractions = spread_fractions(1e7, stop)
+    assert (np.flatnonzero(slots[0][20:]) + 20).tolist() == np.flatnonzero(fractions).tolist() == [24, 25, 26]
+    assert slots[0][24:].sum() == 100 and slots[0][24:] == pytest.approx(100 * fractions[24:], abs=1)
+    assert slots[1][24] == 100 and slots[1][25:].sum() == 0  # its mean at most 10 s: at its bound
+    assert slots[0][:14].sum() == slots[1][:14].sum() == 900  # the fast events stay in their bucket (rows to 8.19 ms)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(1e-6, 1e9), st.floats(0.5, 60.0), st.floats(1e-3, 1 - 1e-3), st.floats(0.05, 1.0))
+def test_a_range_narrowed_to_fewer_octaves_keeps_its_mean_and_lies_within_it(low: float, octaves: float, where: float,
+                                                                               part: float) -> None:
+    """The widest range averaging a mean, narrowed to `part` of its octaves (a cumulative column's width, from its
+    series' first column): log-uniform over the part found, the events average the same mean, inside the range."""
+    high = low * 2.0**octaves
+    mean = low * (high / low) ** where
+    (start,), (stop,) = widest_ranges(np.array([low]), np.array([high]), np.array([mean]))
+    width = math.log2(stop / start) * part
+    (a,), (b,) = within_octaves(np.array([start]), np.array([stop]), np.array([mean]), np.array([width]))
+    assert start <= a <= mean <= b <= stop
+    if part < 1 and width > 1e-6:
+        assert math.log2(b / a) == pytest.approx(width, rel=1e-6)
+        assert log_uniform_mean(a, b) == pytest.approx(mean, rel=1e-6)
+    (c,), (d,) = within_octaves(np.array([start]), np.array([stop]), np.array([mean]), np.array([math.nan]))
+    assert (c, d) == (start, stop)  # no limit

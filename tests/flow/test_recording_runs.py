@@ -314,3 +314,17 @@ def test_report_of_a_spark_recording_says_where_the_stragglers_are(tmp_path: Pat
     assert "Stragglers:" not in text
     assert "a recording keeps the histograms, not Spark's per-task analysis (the stragglers and the per-stage " \
            f"summaries); for them, report what was recorded: latencymap report {log}" in text
+
+
+def test_an_interval_that_ends_before_one_of_its_stream_written_earlier_is_flagged_overlap(tmp_path: Path) -> None:
+    """The run had it in that stream (processes sharing an OpenTelemetry series send overlapping columns): read back
+    without a flag it went back into the stream's time, another run shown apart. Flagged `overlap`, it stays in the
+    stream; an interval of another stream, or one after every earlier one of its stream, is not flagged."""
+    path = tmp_path / "r.txt"
+    a = run_of(A, 4)
+    flow = [a[0], a[2], a[1], *run_of(B, 1, t0=100.5), a[3], Interval(A, 101.5, 102.0, a[0].counts)]
+    list(recorded(iter(flow), Recorder(str(path))))
+    records = path.read_text().split("<begin record>")[1:]
+    assert ["flags, overlap" in r for r in records] == [False, False, True, False, False, True]
+    code, doc = report(path)
+    assert code == 0 and [(s["stream"]["label"], s["columns"]) for s in doc["streams"]] == [("a", 5), ("b", 1)]

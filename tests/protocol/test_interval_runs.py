@@ -19,9 +19,10 @@ from latencymap.protocol.reader import MAX_RUNS
 from tests.protocol.test_protocol_bulk import by_chunks, by_lines
 
 
-def record(end: float, label: str = "io", count: int = 1) -> str:
+def record(end: float, label: str = "io", count: int = 1, overlap: bool = False) -> str:
     return (f"<begin record>\ntimestamp, microsec, {int(end * 1e6)}\ncounts, interval\nstart, microsec, "
-            f"{int((end - 1) * 1e6)}\nlatencyunit, microsec\nlabel, {label}\n16, {count}\n<end record>\n")
+            f"{int((end - 1) * 1e6)}\n{'flags, overlap' + chr(10) if overlap else ''}latencyunit, microsec\n"
+            f"label, {label}\n16, {count}\n<end record>\n")
 
 
 def run_of(first: int, n: int, label: str = "io") -> str:
@@ -63,10 +64,27 @@ def test_past_the_most_runs_a_record_that_goes_back_is_skipped_and_counted() -> 
     assert skipped[0][1].endswith("; record skipped")
 
 
+def test_a_record_flagged_overlap_goes_on_in_its_streams_run_whatever_its_time() -> None:
+    """A recording of processes sharing an OpenTelemetry series writes columns that end before columns written
+    earlier: read back, each started another run (a stream apart) where the recorded run had one stream. Flagged
+    `overlap` (the recorder flags them), such a record goes on in the run of its stream's record before it: in the
+    first run, and in a second copy joined to the first (`cat`), in that copy's run."""
+    one = run_of(1, 3) + record(1_700_000_002.5, overlap=True) + run_of(4, 2) + record(1_700_000_001, overlap=True)
+    text = one + one + record(1_700_000_000.5, "disk", overlap=True)  # a stream's first record: as any
+    for got in (by_lines(text), by_chunks(text, [len(text)]), by_chunks(text, [len(one) + 7, 2 * len(one) - 3])):
+        labels = [g[1].label for g in got if g[0] == "iv"]
+        apart = f"io [t, from line {line_of(text, 7)}]"
+        assert labels == ["io"] * 7 + [apart] * 7 + ["disk"], labels
+        assert len([g for g in got if g[0] == "notice"]) == 1  # the second copy only
+        assert [g[3] for g in got if g[0] == "iv"][:7] == [1_700_000_000 + t for t in (1, 2, 3, 2.5, 4, 5, 1)]
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_the_bulk_reader_places_intervals_as_the_line_reader_does(seed: int) -> None:
     rng = random.Random(seed)
     parts = [run_of(rng.randrange(30), rng.randrange(1, 6), rng.choice(["io", "disk"])) for _ in range(8)]
+    parts += [record(1_700_000_000 + rng.randrange(30), rng.choice(["io", "disk"]), overlap=True) for _ in range(3)]
+    rng.shuffle(parts)
     if seed % 2:
         parts.insert(3, "<begin record>\ntimestamp, microsec, 1700000003000000\nlabel, io\n8, 1\n<end record>\n")
     text = "".join(parts)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -186,8 +188,6 @@ def test_a_run_stopped_before_the_files_end_still_says_the_count_of_points_skipp
     """The count of a series' further skipped points was said only at the input's end: `report --count 4` of a
     two-Views file said the first one and never the 2 after it. The run's end says them (stderr), however it ends;
     read whole, the file says them once, in the report, and nothing more at the end."""
-    import subprocess
-    import sys
 
     path = tmp_path / "views.jsonl"
     write_two_views(path, "delta")
@@ -202,10 +202,10 @@ def test_a_run_stopped_before_the_files_end_still_says_the_count_of_points_skipp
     assert whole.returncode == 0 and "more points" not in whole.stderr and "9 more points" in whole.stdout
 
 
-def test_workers_of_one_resource_appending_to_one_file_are_each_counted(tmp_path: Path) -> None:
-    """h3's finding 4 in a file: pre-forked workers with one resource (the same service.instance.id), each with the
-    SDK's file exporter appending delta points to one file; a worker's line lands after a line another worker
-    collected later. Those points were skipped as "not after the previous one" (7,800 of 8,000). Every one counts."""
+def workers_file(tmp_path: Path) -> tuple[Path, int]:
+    """A file of delta points of pre-forked workers with one resource (the same service.instance.id), each with the
+    SDK's file exporter, appended so that a worker's line lands after a line another worker collected later; and
+    how many values the workers recorded."""
     from opentelemetry.sdk.metrics import Histogram, MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
     from opentelemetry.sdk.resources import Resource
@@ -230,12 +230,45 @@ def test_workers_of_one_resource_appending_to_one_file_are_each_counted(tmp_path
     with path.open("w") as out:  # ... appended in the reverse order, each round
         for k in range(5):
             out.writelines(f"{worker[k]}\n" for worker in reversed(lines))
+    return path, recorded
+
+
+def test_workers_of_one_resource_appending_to_one_file_are_each_counted(tmp_path: Path) -> None:
+    """h3's finding 4 in a file: a worker's line lands after a line another worker collected later. Those points
+    were skipped as "not after the previous one" (7,800 of 8,000). Every one counts."""
+    path, recorded = workers_file(tmp_path)
     result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert [s["total"]["events"] for s in doc["streams"]] == [recorded]
     assert doc["errors"]["skipped_records"] == 0
     assert len(doc["errors"]["messages"]) == 1 and "delta points that overlap" in doc["errors"]["messages"][0]
+
+
+@pytest.mark.parametrize("name", ["run.lmr", "run.lmr.zst"])
+def test_a_recording_of_workers_of_one_resource_reads_back_as_the_one_stream_it_was(tmp_path: Path,
+                                                                                   name: str) -> None:
+    """The workers' series is one stream, its columns overlapping; recorded, a column that ends before one written
+    earlier read back as another run, shown apart: four streams of 60 events where the live view had one of 240.
+    Such a record is flagged `overlap` and goes on in its stream: the report of the recording is the file's."""
+    path, recorded = workers_file(tmp_path)
+    recording = tmp_path / name
+    made = subprocess.run([sys.executable, "-m", "latencymap", "--plain", "--once", "--record", str(recording),
+                           str(path)], capture_output=True, text=True, timeout=60, check=False)
+    assert made.returncode == 0, made.stderr
+
+    def report(of: Path) -> dict[str, Any]:
+        result = CliRunner().invoke(cli.main, ["report", "--format", "json", str(of)])
+        assert result.exit_code == 0, result.output
+        doc: dict[str, Any] = json.loads(result.output)
+        return doc
+
+    live, again = report(path), report(recording)
+    assert [(s["stream"]["label"], s["total"]["events"], s["columns"]) for s in again["streams"]] == \
+        [(s["stream"]["label"], s["total"]["events"], s["columns"]) for s in live["streams"]] == \
+        [("w/rpc.duration", recorded, 20)]
+    assert again["streams"][0]["total"] == live["streams"][0]["total"]
+    assert not [m for m in again["errors"]["messages"] if "goes back" in m]
 
 
 def test_a_file_without_a_latency_histogram_says_why_and_fails(tmp_path: Path) -> None:

@@ -217,19 +217,23 @@ def sdk_columns(temporality: str) -> tuple[list[Interval], list[float]]:
     return recorded_columns(temporality, exports), [value for export in exports for value in export]
 
 
-def recorded_columns(temporality: str, exports: list[list[float]]) -> list[Interval]:
-    """The columns latencymap makes of the real SDK's exports of a histogram in seconds (default bounds), one export
-    after recording each list of `exports`."""
+def recorded_columns(temporality: str, exports: list[list[float]], unit: str = "s",
+                     min_max: bool = True) -> list[Interval]:
+    """The columns latencymap makes of the real SDK's exports of a histogram in `unit` (default bounds, and points
+    without min and max unless `min_max`), one export after recording each list of `exports`."""
     from opentelemetry.sdk.metrics import Histogram, MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
     from opentelemetry.sdk.resources import Resource
     from otlp_support import TEMPORALITY, protobuf_request
 
     from latencymap.sources.otlp.points import PointStreams
 
     reader = InMemoryMetricReader(preferred_temporality={Histogram: TEMPORALITY[temporality]})
-    provider = MeterProvider(metric_readers=[reader], resource=Resource.create({"service.name": "svc"}))
-    histogram = provider.get_meter("t").create_histogram("http.server.request.duration", unit="s")
+    views = [] if min_max else [View(instrument_name="*", aggregation=ExplicitBucketHistogramAggregation(
+        record_min_max=False))]
+    provider = MeterProvider(metric_readers=[reader], resource=Resource.create({"service.name": "svc"}), views=views)
+    histogram = provider.get_meter("t").create_histogram("http.server.request.duration", unit=unit)
     streams, columns = PointStreams(), []
     for export in exports:
         for value in export:
@@ -294,3 +298,55 @@ def test_events_spread_widely_inside_one_bucket_keep_their_spread(temporality: s
     (hist,) = acc.streams.values()
     total = stream_report(hist, acc)["total"]
     assert total["p90_s"] >= 0.15 and total["p99_s"] >= 0.25 and total["p50_s"] <= 0.05
+
+
+@pytest.mark.parametrize("temporality", ["delta", "cumulative"])
+def test_an_overflow_without_a_max_goes_where_the_sum_proves_its_events_are(temporality: str) -> None:
+    """An SDK View that records no min and max (`record_min_max=False`), the default bounds in ms (the last 10 s):
+    900 requests of about 3 ms and 100 of about 30 s an export. The overflow (+Inf) went whole into the row of 10 s;
+    the 2,000 s more its events took went into every row's time, the fast rows' 3.2x theirs (0.29% of the time for
+    0.09%). The sum proves the overflow's events 29.9 s on average at least: they are placed from 10 s up, and the
+    fast rows keep about their own time."""
+    rng = np.random.default_rng(11)
+    exports = [(np.concatenate([rng.lognormal(math.log(3.0), 0.3, 900), rng.lognormal(math.log(30_000.0), 0.2, 100)])
+                ).tolist() for _ in range(3)]
+    columns = recorded_columns(temporality, exports, unit="ms", min_max=False)
+    assert [c.extremes for c in columns] == [None] * 3
+    acc = Accumulator()
+    acc.add(columns)
+    (hist,) = acc.streams.values()
+    report = stream_report(hist, acc)
+    values = np.concatenate(exports) / 1e3
+    assert report["total"]["events"] == len(values) and report["total"]["time_s"] == pytest.approx(values.sum())
+    events, spent, _ = hist.slot_sums()  # microsecond rows: row r holds [2 ** (r - 1), 2 ** r) µs
+    fast = values[values < 10].sum() / values.sum()
+    assert spent[:24].sum() / spent.sum() == pytest.approx(fast, rel=0.3)  # the rows below 8.39 s
+    assert events[24:].sum() == 300 and events[25:].sum() >= 150  # from 8.39 s, and from 16.8 s
+    assert report["total"]["p99_s"] == 10.0 and "p99_s" in report["total"]["open"]  # still only "at least 10 s"
+
+
+def burst_findings(temporality: str) -> list[dict[str, Any]]:
+    """The report's findings of ten exports of 200 requests of about 3 ms in a histogram in seconds (the SDK's default
+    bounds: every value in (0, 5 s]), one of 1 s in export 1, and export 5's twenty times slower."""
+    rng = np.random.default_rng(5)
+    exports = [(rng.lognormal(math.log(0.003), 0.3, 200) * (20 if export == 5 else 1)).tolist()
+               for export in range(10)]
+    exports[1][0] = 1.0
+    acc = Accumulator()
+    acc.add(recorded_columns(temporality, exports))
+    (hist,) = acc.streams.values()
+    findings: list[dict[str, Any]] = stream_report(hist, acc)["findings"]
+    return findings
+
+
+def test_a_cumulative_burst_after_an_outlier_is_named_as_its_delta_twin_names_it() -> None:
+    """A cumulative column's min and max are since the start: after one request of 1 s, [1.1 ms, 1 s] for every
+    later column. The burst's 200 requests of 33-126 ms (mean 65 ms) were spread over the widest part of that range
+    averaging 65 ms, 1.1-379 ms, into the fast rows: "unimodal ... tail dominates", where the delta twin (each
+    column's own min and max) names the burst in col 5. A column whose min and max are bounds only is placed over no
+    more octaves than the series' first column (since its start, its min and max its own): the burst is named."""
+    for temporality in ("delta", "cumulative"):
+        bands = [f for f in burst_findings(temporality) if f["kind"] == "band"]
+        assert len(bands) == 1, (temporality, bands)
+        assert bands[0]["where"]["first_col"] == bands[0]["where"]["last_col"] == 5
+        assert bands[0]["events"] == pytest.approx(201, abs=2) and bands[0]["where"]["low_s"] >= 0.016

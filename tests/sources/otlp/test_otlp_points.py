@@ -425,6 +425,33 @@ def test_delta_points_of_processes_that_share_a_resource_are_each_counted_and_a_
     assert len(said) == 1 and said[0].startswith("peer: svc/rpc{route=/a}: delta points that overlap"), said
 
 
+def test_a_resend_is_counted_once_however_many_points_came_between_within_a_bounded_memory() -> None:
+    """The receiver remembered a series' last 32 delta points: workers sharing a resource, one of them resending its
+    point after 32 of the others' (an exporter's retry), counted that point twice. A point is remembered for RESEND_S
+    of its series' clock: resent after 460 later points (450 s) it is silent, every distinct point counted once; and
+    the series keeps only the points of its last RESEND_S."""
+    streams = PointStreams()
+    workers = 10
+    first = explicit(110, [0, 3, 1], start_s=100, temporality=DELTA)
+    got = run(first, streams=streams)
+    counted = first.count
+    for k in range(50):  # 10 workers, each every 10 s (a point each 0.25 s of the series' clock), for 500 s
+        batch = [replace(explicit(110, [0, 1 + w % 3, 1], temporality=DELTA), start_ns=(100 + 10 * k) * S + w * S // 4,
+                         time_ns=(110 + 10 * k) * S + w * S // 4 + 1) for w in range(workers)]
+        got += run(*batch, streams=streams)
+        counted += sum(p.count for p in batch)
+        if k == 45:
+            got += run(first, streams=streams)  # resent after 460 later points, 450 s later
+    assert sum(int(c.counts.sum()) for c in intervals(got)) == counted
+    assert _skipped(got) == 0
+    (recent,) = streams._recent.values()
+    assert len(recent) == 50 * workers + 1  # all within RESEND_S of the newest
+    for k in range(50, 145):  # 950 s more
+        run(*[replace(explicit(110, [0, 1, 0], temporality=DELTA), start_ns=(100 + 10 * k) * S + w * S // 4,
+                      time_ns=(110 + 10 * k) * S + w * S // 4 + 1) for w in range(workers)], streams=streams)
+    assert len(recent) <= 91 * workers  # the points of the last 900 s only
+
+
 def test_a_second_delta_point_of_the_same_end_time_is_still_skipped() -> None:
     """Distinct points of one series with the same end time (one instrument under two Views; the second View's first
     point starts a few µs later) are not two processes: the second is skipped and counted, as before, even after a

@@ -4,7 +4,10 @@ two processes with the same resource writing one cumulative series are each diff
 from __future__ import annotations
 
 import json
+import threading
 import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +172,86 @@ def test_two_processes_with_one_resource_are_each_diffed_against_their_own_point
     assert sum(c.reset for c in columns) == 1  # the second process's first point, counted since its start
     said = [m for m in messages(got) if "two start times" in m]
     assert len(said) == 1 and "web/http.duration" in said[0] and "service.instance.id" in said[0]
+
+
+class _LosesFirstAnswer(ThreadingHTTPServer):
+    """A proxy in front of `listen --otlp` that passes every request on, but answers the first one 503 (Retry-After:
+    `retry_s`) after the receiver took it: a gateway that lost the receiver's answer. The SDK's exporter sends that
+    request again, as its retry code does, while other exporters go on."""
+
+    daemon_threads = True
+
+    def __init__(self, target: str, retry_s: int) -> None:
+        super().__init__(("127.0.0.1", 0), _LosingHandler)
+        self.target, self.retry_s, self.lock, self.answered = target, retry_s, threading.Lock(), 0
+
+
+class _LosingHandler(BaseHTTPRequestHandler):
+    server: _LosesFirstAnswer
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        headers = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "content-encoding")}
+        with urllib.request.urlopen(urllib.request.Request(self.server.target, body, headers), timeout=10) as answer:
+            status, reply = answer.status, answer.read()
+        with self.server.lock:
+            first, self.server.answered = self.server.answered == 0, self.server.answered + 1
+        assert status == 200
+        self.send_response(503 if first else 200)
+        if first:
+            self.send_header("Retry-After", str(self.server.retry_s))
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.slow
+def test_a_retry_after_many_later_points_of_other_processes_of_the_resource_is_counted_once() -> None:
+    """Defect: pre-forked workers with one resource send one delta series; the receiver remembered the last 32 points
+    of a series to tell a retry from another worker's point, so a worker's retry (the SDK sends the request again
+    after its backoff, here the 2 s a lost answer's Retry-After asked for) that came after 40 other workers' points
+    was counted twice. Every value the workers recorded is counted once."""
+    port = free_port()
+    items = receive(f"127.0.0.1:{port}", idle_timeout=3.0)
+    got = [next(items)]
+    proxy = _LosesFirstAnswer(f"http://127.0.0.1:{port}/v1/metrics", retry_s=2)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{proxy.server_address[1]}/v1/metrics"
+    resource = Resource.create({"service.name": "web", "service.instance.id": "web-host-1"})
+    workers = []
+    for _ in range(41):
+        reader = PeriodicExportingMetricReader(exporter("protobuf", url, "delta"), export_interval_millis=3_600_000)
+        provider = MeterProvider(metric_readers=[reader], resource=resource)
+        workers.append((provider, reader, provider.get_meter("t").create_histogram("http.duration", unit="ms")))
+    rng = np.random.default_rng(5)
+    values: list[float] = []
+    try:
+        def record(histogram: Any) -> None:
+            for value in rng.lognormal(1.0, 0.5, 10).tolist():
+                histogram.record(value)
+                values.append(value)
+
+        first = workers[0]
+        record(first[2])
+        retried = threading.Thread(target=first[1].force_flush, args=(10_000,))
+        retried.start()  # answered 503 after the receiver took it: sent again in 2 s
+        while not proxy.answered:
+            time.sleep(0.01)
+        for _, reader, histogram in workers[1:]:  # 40 later points of the series before the retry
+            record(histogram)
+            assert reader.force_flush(10_000)
+        retried.join(10)
+        assert proxy.answered == 42  # the retry came, after the others
+    finally:
+        for provider, _, _ in workers:
+            provider.shutdown()
+        proxy.shutdown()
+    got += items
+    (columns,) = by_label(got).values()
+    assert int(slot_totals(columns).sum()) == len(values) == 410
+    assert sum(c.source_buckets.total_time for c in columns) == pytest.approx(sum(values) / 1e3, rel=1e-9)
+    assert not [m for m in messages(got) if "skipped" in m], messages(got)

@@ -2,7 +2,9 @@
 
 Streams are paired by identity (label, datasource, unit); when each side has exactly one stream
 they are paired whatever their labels. Each side's whole history is pooled into one histogram.
-Buckets are matched by their range in seconds (streams of different units rarely share ranges).
+Buckets are matched by their range in seconds; a pair in two units (whose rows never line up: `[1 ms, 2 ms)` against
+`[1.024 ms, 2.048 ms)`) has the candidate's buckets cut at the baseline's rows (`onto_rows`: log-uniform, the bucket
+shares estimates; tested only beyond where its values may lie, JSON `candidate_rebinned`).
 
 Per pair: each bucket's share of the events (frequency share) and of the time (time share) on
 both sides and the change in percentage points; percentile and mean deltas and ratios (the report's: a rebinned or
@@ -13,13 +15,14 @@ one in a single bucket of the source's on both sides, equal: `same_bucket_s`);
 the shift
 in octaves (`log2(candidate / baseline)`) of the median and of the mean log2 latency (`locations`: the source's own
 buckets where finer than the rows, else rows placed by the exact sums, else exact bucket means, else the rows'
-centres); bands found
+centres; `shift_test` counts the spread each bucket leaves its events); bands found
 in the candidate near no baseline band (`_near`: within an octave) ("appeared"), and the reverse ("vanished"); a
 band present on both sides (each side's one band near the other's one) whose share of the events or of the time
 changed a lot
 ("changed": at least ×`BAND_CHANGE_RATIO` either way, by at least `BAND_MIN_EVENTS_CHANGE` of the events or
 `BAND_MIN_TIME_CHANGE` of the time), such as a slow band that went from 1% to 4% of the events; and one whose values
-moved (`bands_moved`: `BAND_MIN_MOVE_OCTAVES` or more beyond chance), such as a slow band from 3.5 ms to 7 ms.
+moved (`bands_moved`: `BAND_MIN_MOVE_OCTAVES` or more beyond chance), such as a slow band from 3.5 ms to 7 ms. The
+bands are listed for a changed pair only: an unchanged one's differ within chance, or by too little.
 Each side says what its values measure where its reader knows them to be something else than its datasource's
 (`measures`: "jhiccup", a jHiccup log's hiccups, whose time is jHiccup's sum of them, not time waited; null otherwise,
 also where its input says nothing of it, as a `--compat` recording): a pair whose sides differ says so.
@@ -28,7 +31,7 @@ also where its input says nothing of it, as a `--compat` recording): a pair whos
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,6 +46,7 @@ from latencymap.core.percentiles import PERCENTILE_NAMES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals, bound_seconds
 from latencymap.core.units import format_duration, format_number, plural, unit_seconds
+from latencymap.outputs.compare_rows import onto_rows, same_rows
 from latencymap.outputs.report import gap_count, intervals_words, read_errors, read_notes, source_use, stream_total
 
 #: Share changes below this (absolute, as a fraction) count as no change.
@@ -76,9 +80,21 @@ MIN_TIME_SHARE_CHANGE = 0.05
 MIN_RATE_RATIO = 1.1
 
 
-def g_test(base: list[int], cand: list[int]) -> tuple[float, int, float]:
+#: Where a bucket expects fewer events than this on a side (Cochran's rule), G's chi-square tail is too thin to trust
+#: (10 events a side in 3 buckets read p = 0.0004, beyond chance): `g_test` then draws ...
+FEW_EXPECTED = 5
+#: ... this many tables of the same bucket totals and sides (seeded: the same counts give the same p), its p the
+#: share of them whose G is as large (no less than 1 / (DRAWS + 1)).
+DRAWS = 10_000
+#: Tables of more events than this are drawn no more (float sums; such a table's few sparse buckets hardly matter).
+MOST_DRAWN = 10**9
+
+
+def g_test(base: Sequence[float], cand: Sequence[float]) -> tuple[float, int, float]:
     """(G, degrees of freedom, p): whether two sides' events per bucket come from one distribution (the likelihood
-    ratio test of a 2 x K table; buckets empty on both sides left out)."""
+    ratio test of a 2 x K table; buckets empty on both sides left out). Its p is G's chi-square tail, or where a
+    bucket expects few events (`FEW_EXPECTED`) and the counts are whole, that of tables drawn with the same totals
+    (`DRAWS`). Counts may be fractions (a side's on the other's rows, `onto_rows`)."""
     rows = [(b, c) for b, c in zip(base, cand, strict=True) if b or c]
     nb, nc = sum(b for b, _ in rows), sum(c for _, c in rows)
     if len(rows) < 2 or not nb or not nc:
@@ -92,7 +108,25 @@ def g_test(base: list[int], cand: list[int]) -> tuple[float, int, float]:
                 g += seen * math.log(seen * n / (total * side))
     g = max(2 * g, 0.0)
     df = len(rows) - 1
+    totals = [b + c for b, c in rows]
+    few = min(totals) * min(nb, nc) / n < FEW_EXPECTED
+    if few and n <= MOST_DRAWN and all(float(v).is_integer() for row in rows for v in row):
+        return g, df, _drawn_p(g, [int(t) for t in totals], int(nb))
     return g, df, chi2_sf(g, df)
+
+
+def _drawn_p(g: float, totals: list[int], base: int) -> float:
+    """The share of `DRAWS` tables of these bucket `totals`, `base` events of them the baseline's (hypergeometric: the
+    two sides one distribution), whose G is at least `g` (one more on both sides: the table itself)."""
+    col = np.asarray(totals, dtype=np.int64)
+    drawn = np.random.default_rng(0).multivariate_hypergeometric(col, base, size=DRAWS).astype(np.float64)
+    n, cand = float(col.sum()), float(col.sum()) - base
+    # G = 2 (sum of x ln x over the table's cells - sum of C ln C over buckets - each side's N ln (N / n)): with the
+    # margins fixed only the cells' x ln x vary from table to table
+    cells = drawn * np.log(np.maximum(drawn, 1)) + (col - drawn) * np.log(np.maximum(col - drawn, 1))
+    fixed = float((col * np.log(np.maximum(col, 1))).sum()) + base * math.log(base / n) + cand * math.log(cand / n)
+    beyond = int((2 * (cells.sum(axis=1) - fixed) >= g * (1 - 1e-9)).sum())
+    return (beyond + 1) / (DRAWS + 1)
 
 
 def rate_test(events: tuple[int, int], seconds: tuple[float, float]) -> float:
@@ -172,10 +206,24 @@ def _centres(low: np.ndarray, high: np.ndarray) -> np.ndarray:
     return np.where(low > 0, np.sqrt(low * high), high / 2)
 
 
-def locations(hist: StreamHistory, source: SourceTotals | None, events: int) -> tuple[np.ndarray, np.ndarray]:
-    """(values in seconds, events at each): where the stream's `events` lie, as finely as it says. Its source's own
-    buckets where they hold every event (as its percentiles come from them) and are finer than the rows: each one
-    holding events (within the values seen; an overflow bucket at its low) no wider than the row its low end lies in
+def _octaves_wide(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """How many octaves buckets `[low, high)` span: one from 0 as one octave (`_centres` puts it at half its top, as
+    `core.rebin`'s rule reads it), one of a single value none."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wide = np.log2(high / low)
+    return np.where(low > 0, wide, np.where(high > 0, 1.0, 0.0))
+
+
+#: Where a side's events lie (`locations`): values (s), the events at each, and how many octaves of its buckets each
+#: value's events may spread over (its bucket, or the part of it they are known to lie in).
+Where = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def locations(hist: StreamHistory, source: SourceTotals | None, events: int) -> Where:
+    """(values in seconds, events at each, octaves wide): where the stream's `events` lie, as finely as it says, and
+    how wide the buckets they lie in are (`_octaves_wide`: what the values cannot tell). Its source's own buckets
+    where they hold every event (as its percentiles come from them) and are finer than the rows: each one holding
+    events (within the values seen; an overflow bucket at its low) no wider than the row its low end lies in
     (HdrHistogram's sub-buckets; an OpenTelemetry bucket narrowed by its min and max), each at its geometric centre.
     Coarser ones, with every interval's exact sum, place each column's rows by that sum (`_placed_by_sums`): a bucket
     (250 ms, 1 s] holding 280–320 ms or 850–950 ms has one centre and spreads over the same rows, but not the same
@@ -194,10 +242,12 @@ def locations(hist: StreamHistory, source: SourceTotals | None, events: int) -> 
         finer = ((high[held] - low[held]) * scale <= hist.high[row] - hist.low[row]).all()
         if (high[held] > 0).all():  # (a first bucket up to 0 or below: no log2 of it; the rows say where)
             if finer:
-                return _centres(low, high)[held] * scale, source.counts[held].astype(np.float64)
+                return (_centres(low, high)[held] * scale, source.counts[held].astype(np.float64),
+                        _octaves_wide(low, high)[held])
             if source.timed:
-                value = _placed_by_sums(hist, low[held] * scale, upper[held] * scale)
-                return value[counts > 0], counts[counts > 0].astype(np.float64)
+                value, wide = _placed_by_sums(hist, low[held] * scale, upper[held] * scale)
+                return (value[counts > 0], counts[counts > 0].astype(np.float64),
+                        np.broadcast_to(wide, counts.shape)[counts > 0])
     held = counts > 0
     value = np.broadcast_to(_centres(hist.low, hist.high), counts.shape)
     exact = hist.exact_columns()
@@ -205,14 +255,16 @@ def locations(hist: StreamHistory, source: SourceTotals | None, events: int) -> 
         with np.errstate(divide="ignore", invalid="ignore"):
             mean = np.clip(hist.time / counts, hist.low, hist.high)
         value = np.where(exact[:, None] & held & (mean > 0), mean, value)
-    return value[held], counts[held].astype(np.float64)
+    wide = np.broadcast_to(_octaves_wide(hist.low, hist.high), counts.shape)
+    return value[held], counts[held].astype(np.float64), wide[held]
 
 
-def _placed_by_sums(hist: StreamHistory, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """(columns, rows) values (s): each column's rows' geometric centres moved by one factor, each kept within the
-    source's buckets holding events that its row overlaps (`low`, `high`, s), the factor the one whose values add up
-    to the column's exact time (bisection of its log2, which the sum grows with); the centres where a column has no
-    time. What the column's sum says of where its events lie, and no more: each still in its own buckets."""
+def _placed_by_sums(hist: StreamHistory, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """((columns, rows) values (s), octaves wide per row): each column's rows' geometric centres moved by one factor,
+    each kept within the source's buckets holding events that its row overlaps (`low`, `high`, s), the factor the one
+    whose values add up to the column's exact time (bisection of its log2, which the sum grows with); the centres
+    where a column has no time. What the column's sum says of where its events lie, and no more: each still in its
+    own buckets, anywhere in the part of its row they overlap (how wide that is)."""
     counts, time = hist.counts.astype(np.float64), hist.time.sum(axis=1)
     centre = _centres(hist.low, hist.high)
     over = (low[:, None] < hist.high[None, :]) & (high[:, None] > hist.low[None, :])
@@ -225,31 +277,81 @@ def _placed_by_sums(hist: StreamHistory, low: np.ndarray, high: np.ndarray) -> n
         total = (counts * np.clip(centre * np.exp2(mid)[:, None], floor, top)).sum(axis=1)
         lo, hi = np.where(total < time, mid, lo), np.where(total < time, hi, mid)
     moved = np.where((time > 0) & (counts.sum(axis=1) > 0), (lo + hi) / 2, 0.0)
-    return np.clip(centre * np.exp2(moved)[:, None], np.maximum(floor, 1e-300), top)
+    wide = _octaves_wide(np.maximum(hist.low, floor), np.minimum(hist.high, top))
+    return np.clip(centre * np.exp2(moved)[:, None], np.maximum(floor, 1e-300), top), wide
 
 
-def _log2_location(where: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
-    """(mean, squared standard error) of the events' log2 latency (`locations`); NaN with no events."""
-    values, events = where
+def _log2_location(where: Where) -> tuple[float, float, float]:
+    """(mean, sum of squares, events) of the events' log2 latency (`locations`); NaN with no events. Each event's
+    square is its value's from the mean plus the most its bucket's spread can add (`(octaves wide / 2)²`: half its
+    events at either end): the mean says where a bucket's events lie on average, not how far apart."""
+    values, events, wide = where
     total = float(events.sum())
     if total <= 0:
-        return math.nan, math.nan
+        return math.nan, math.nan, 0.0
     log2 = np.log2(values)
     mean = float((events * log2).sum() / total)
-    return mean, float((events * (log2 - mean) ** 2).sum() / total / total)
+    return mean, float((events * ((log2 - mean) ** 2 + (wide / 2) ** 2)).sum()), total
 
 
-def shift_test(base: tuple[np.ndarray, np.ndarray], cand: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+def shift_test(base: Where, cand: Where) -> tuple[float, float]:
     """(shift in octaves, p): how far the candidate's mean log2 latency moved from the baseline's (`locations`), and
-    the p of it being chance (two samples' means, normal, two-sided). Sides of one value each differ beyond chance as
-    soon as they differ."""
-    (mb, vb), (mc, vc) = _log2_location(base), _log2_location(cand)
+    the p of it being chance (two samples' means, Student's t with the two sides' pooled variance, each bucket's
+    spread in it: `_log2_location`; two-sided). Two events, one a side, tell no spread: p 1. Sides of exact values
+    (buckets of one value), each all one value, differ beyond chance as soon as they differ."""
+    (mb, sb, nb), (mc, sc, nc) = _log2_location(base), _log2_location(cand)
     shift = mc - mb
-    if math.isnan(shift):
-        return math.nan, 1.0
-    if vb + vc <= 0:
+    df = nb + nc - 2
+    if math.isnan(shift) or df <= 0:
+        return shift, 1.0
+    var = (sb + sc) / df * (1 / nb + 1 / nc)
+    if var <= 0:
         return shift, 0.0 if abs(shift) > EPSILON else 1.0
-    return shift, math.erfc(abs(shift) / math.sqrt(2 * (vb + vc)))
+    return shift, t_test_p(abs(shift) / math.sqrt(var), df)
+
+
+#: Past this many degrees of freedom Student's t is the normal distribution (its p 0.02% more at t = 5, 0.1% at 8).
+_NORMAL_DF = 1e6
+
+
+def t_test_p(t: float, df: float) -> float:
+    """Two-sided p of Student's t with `df` degrees of freedom, P(|T| >= t): the regularised incomplete beta function
+    `I_x(df/2, 1/2)`, `x = df / (df + t²)`; the normal distribution's past `_NORMAL_DF`."""
+    if df > _NORMAL_DF:
+        return math.erfc(t / math.sqrt(2))
+    return beta_inc(df / 2, 0.5, df / (df + t * t))
+
+
+def beta_inc(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function `I_x(a, b)` (its continued fraction, on the side where it converges
+    fast)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return min(1.0, front * _beta_fraction(a, b, x) / a)
+    return max(0.0, 1 - front * _beta_fraction(b, a, 1 - x) / b)
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of `I_x(a, b)` (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (tiny if abs(d) < tiny else d)
+    f = d
+    for m in range(1, 100_000):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1 + num * d
+            d = 1 / (tiny if abs(d) < tiny else d)
+            c = 1 + num / c
+            c = tiny if abs(c) < tiny else c
+            f *= c * d
+        if abs(c * d - 1) < 1e-15:
+            break
+    return f
 
 
 def _stats(hist: StreamHistory, source: SourceTotals | None) -> tuple[dict[str, float], set[str],
@@ -311,13 +413,13 @@ def _octaves(new: float, old: float) -> float:
     return math.log2(new / old)
 
 
-def _in_band(band: Band, where: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The values of `where` (`locations`) that a band's range holds, and the events at each."""
+def _in_band(band: Band, where: Where) -> Where:
+    """The values of `where` (`locations`) that a band's range holds, the events at each and their octaves wide."""
     inside = (where[0] >= band.low_s) & (where[0] < band.high_s)
-    return where[0][inside], where[1][inside]
+    return where[0][inside], where[1][inside], where[2][inside]
 
 
-def _extent(band: Band, where: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+def _extent(band: Band, where: Where) -> tuple[float, float]:
     """(smallest, largest) of the values a band's range holds (`locations`); the range itself where none is known."""
     values = _in_band(band, where)[0]
     return (float(values.min()), float(values.max())) if values.size else (band.low_s, band.high_s)
@@ -347,10 +449,17 @@ def _matched(base: list[Band], cand: list[Band], near: dict[tuple[int, int], boo
     return out
 
 
+def _unmatched(base: list[Band], cand: list[Band],
+               near: dict[tuple[int, int], bool]) -> tuple[list[Band], list[Band]]:
+    """(appeared, vanished): the candidate's bands near no baseline band, and the baseline's near no candidate band."""
+    return ([c for j, c in enumerate(cand) if not any(near[i, j] for i in range(len(base)))],
+            [b for i, b in enumerate(base) if not any(near[i, j] for j in range(len(cand)))])
+
+
 def bands_changed(base: list[Band], cand: list[Band], near: dict[tuple[int, int], bool]) -> list[dict[str, Any]]:
     """The bands present on both sides (`_matched`) whose share of the events or of the time changed a lot
     (`_share_changed`), the largest change of the time share first. The band of most events on both sides is left
-    out when another is said: its shares only make room for the others'."""
+    out when another band changed, appeared or vanished: its shares only make room for that one's."""
     out, main = [], None
     for b, c in _matched(base, cand, near):
         if _share_changed(b.events_share, c.events_share, BAND_MIN_EVENTS_CHANGE) or \
@@ -360,13 +469,13 @@ def bands_changed(base: list[Band], cand: list[Band], near: dict[tuple[int, int]
                         "time_share_change": c.time_share - b.time_share})
             if b is max(base, key=lambda x: x.events) and c is max(cand, key=lambda x: x.events):
                 main = out[-1]
-    if main is not None and len(out) > 1:
+    if main is not None and (len(out) > 1 or any(_unmatched(base, cand, near))):
         out.remove(main)
     return sorted(out, key=lambda x: -abs(x["time_share_change"]))
 
 
 def bands_moved(base: list[Band], cand: list[Band], near: dict[tuple[int, int], bool],
-                where: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]) -> list[dict[str, Any]]:
+                where: tuple[Where, Where]) -> list[dict[str, Any]]:
     """The bands present on both sides (`_matched`) whose mean log2 latency (of the values each one's range holds,
     `locations`) moved `BAND_MIN_MOVE_OCTAVES` or more beyond chance (`shift_test`, p below `ALPHA`): `octaves`,
     `ratio` (2 ** octaves) and `p`, the largest move first."""
@@ -399,6 +508,12 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
     has them (`Accumulator.sources`); `untimed`, whether a side's columns carry no time of their own (no rates)."""
     pb, pc = _pooled(base), _pooled(cand)
     (eb, tb), (ec, tc) = _sums(pb), _sums(pc)
+    rebinned = not same_rows(base, cand)  # another unit: the candidate's buckets on the baseline's rows
+    closest = None
+    if rebinned:
+        on = onto_rows(cand, base)
+        pc = {(float(base.low[r]), float(base.high[r])): (k, float(on.time[r])) for r, k in enumerate(on.events) if k}
+        closest = on.closest_events, on.closest_time
     buckets = []
     for key in sorted(set(pb) | set(pc)):
         cb, sb = pb.get(key, (0, 0.0))
@@ -416,24 +531,36 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
     db, dc = stream_diagnosis(base, sources[0]), stream_diagnosis(cand, sources[1])
     near = {(i, j): _near(_extent(b, where[0]), _extent(c, where[1]))
             for i, b in enumerate(db.bands) for j, c in enumerate(dc.bands)}
-    appeared = [c.to_json() for j, c in enumerate(dc.bands) if not any(near[i, j] for i in range(len(db.bands)))]
-    vanished = [b.to_json() for i, b in enumerate(db.bands) if not any(near[i, j] for j in range(len(dc.bands)))]
+    came, went = _unmatched(db.bands, dc.bands, near)
+    appeared, vanished = [c.to_json() for c in came], [b.to_json() for b in went]
     grown = bands_changed(db.bands, dc.bands, near)
     moved = bands_moved(db.bands, dc.bands, near, where)
     shift, shift_p = shift_test(*where)
-    g, df, p = g_test([int(b["baseline_events"]) for b in buckets], [int(b["candidate_events"]) for b in buckets])
+    if closest is None:
+        tested = ([int(b["baseline_events"]) for b in buckets], [int(b["candidate_events"]) for b in buckets])
+        events_change = [abs(b["events_share_change"]) for b in buckets]
+        time_change = [abs(b["time_share_change"]) for b in buckets]
+    else:  # the candidate's counts on the baseline's rows as near the baseline's as its buckets allow
+        counts, times = base.counts.sum(axis=0), base.time.sum(axis=0)
+        tested = (counts.tolist(), closest[0].tolist())
+        events_change = np.abs(closest[0] / (ec or 1) - counts / (eb or 1)).tolist()
+        time_change = np.abs(closest[1] / (tc or 1) - times / (tb or 1)).tolist()
+    g, df, p = g_test(*tested)
     effect = [what for what, big in (
         ("shift", abs(shift) >= MIN_SHIFT_OCTAVES),
-        ("events_share", any(abs(b["events_share_change"]) >= MIN_EVENTS_SHARE_CHANGE for b in buckets)),
-        ("time_share", any(abs(b["time_share_change"]) >= MIN_TIME_SHARE_CHANGE for b in buckets)),
+        ("events_share", max(events_change, default=0.0) >= MIN_EVENTS_SHARE_CHANGE),
+        ("time_share", max(time_change, default=0.0) >= MIN_TIME_SHARE_CHANGE),
         ("bands", bool(appeared or vanished or grown or moved))) if big]
     rate = _rate(base, cand, (eb, ec), untimed)
     # a shift inside one row leaves the rows' counts alike: its own test (of the mean log2 latency) tells it too, and
     # a band's move its own (`bands_moved`)
     changed = ((p < ALPHA and bool(effect)) or ("shift" in effect and shift_p < ALPHA) or bool(moved)
                or bool(rate and rate["changed"]))
+    if not changed:  # an unchanged pair's bands differ within chance or by too little: none came, went or changed
+        appeared, vanished, grown = [], [], []
     return {
         "baseline": _identity(base, eb, tb), "candidate": _identity(cand, ec, tc),
+        "candidate_rebinned": rebinned,
         "changed": changed,
         "test": {"g": g, "df": df, "p": p, "shift_p": shift_p, "alpha": ALPHA, "effects": effect},
         "rate": rate,
@@ -606,8 +733,12 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
         ratio = f" ({_times(rate['ratio'])})" if rate["ratio"] is not None else ""
         out.append(f"   rate {_per_s(rate['baseline_per_s'])} → {_per_s(rate['candidate_per_s'])}{ratio}"
                    f"{': changed' if rate['changed'] else ''}")
-    if not pair["changed"]:
-        out.append(f"   {_unchanged(pair)}")
+    if pair.get("candidate_rebinned"):
+        b, c = pair["baseline"], pair["candidate"]
+        out.append(f"   units differ: the candidate's {clean_text(c['unit'])} buckets cut at the baseline's "
+                   f"{clean_text(b['unit'])} rows (log-uniform within each); tested only beyond where their values "
+                   "may lie")
+    out.append(f"   {_unchanged(pair) if not pair['changed'] else _changed(pair)}")
     shift = pair["shift_octaves"]
     if shift is not None and round(abs(shift), 2) > 0:
         out.append(f"   latency shifted {shift:+.2f} octaves ({_times(2 ** shift)}, event-weighted log2 mean)")
@@ -664,6 +795,28 @@ def _who(side: dict[str, Any], other: dict[str, Any]) -> str:
     differ = [clean_text(side[key]) for key in ("datasource", "unit") if side[key] != other[key]]
     label = f"'{clean_text(side['label'])}'"
     return f"{label} [{', '.join(differ)}]" if differ else label
+
+
+#: How `_changed` names each effect of a pair's test (`test.effects`).
+_EFFECTS = {"shift": "the shift", "events_share": "events' shares", "time_share": "time's shares", "bands": "bands"}
+
+
+def _changed(pair: dict[str, Any]) -> str:
+    """Why a changed pair reads so: its bucket counts differ beyond chance by what matters (`test.effects`), its
+    latency moved beyond chance, a band moved, or its rate changed."""
+    test, why = pair["test"], []
+    if test["p"] < test["alpha"] and test["effects"]:
+        what = [_EFFECTS[e] for e in test["effects"]]
+        why.append(f"bucket shares beyond chance (G-test p = {test['p']:.2g}) by "
+                   + (" and ".join(what) if len(what) < 3 else ", ".join(what[:-1]) + " and " + what[-1]))
+    if "shift" in test["effects"] and test["shift_p"] < test["alpha"]:
+        why.append(f"shift beyond chance (p = {test['shift_p']:.2g})")
+    if pair["bands_moved"]:
+        why.append(f"{plural(len(pair['bands_moved']), 'band')} moved")
+    rate = pair.get("rate")
+    if rate is not None and rate["changed"]:
+        why.append(f"rate beyond chance (p = {rate['p']:.2g})")
+    return "changed: " + "; ".join(why)
 
 
 def _unchanged(pair: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from prometheus_support import scraped_intervals
@@ -702,3 +703,173 @@ def test_a_shift_inside_one_coarse_bucket_of_the_source_is_read_from_its_exact_s
     assert pair["percentiles"]["mean"]["ratio"] == pytest.approx(3, rel=0.02)
     result = CliRunner().invoke(main, ["diff", "--fail-on-change", str(base), str(cand)])
     assert result.exit_code == 1, result.output
+
+
+def sampled(columns: list[list[float]] | list, unit: str = "microsec", label: str = "io") -> Accumulator:
+    """An accumulator of one bpf stream in `unit`: per 1-second column, its raw values (in `unit`) binned with their
+    exact sums, as a reader of raw values gives them."""
+    from latencymap.core.buckets import bin_values
+    from latencymap.core.model import Interval, StreamId
+    from latencymap.core.units import unit_seconds
+
+    stream, acc = StreamId(label, "bpf", unit), Accumulator()
+    for k, values in enumerate(columns):
+        counts, sums = bin_values(np.asarray(values, dtype=np.float64))
+        acc.add([Interval(stream, 1.7e9 + k, 1.7e9 + k + 1, counts, sums * unit_seconds(unit))])
+    return acc
+
+
+def test_the_same_values_in_two_units_read_no_change() -> None:
+    """9,000 values in ms against the same values in µs (or ns) read changed, G = 24,953, p = 0, and
+    `--fail-on-change` failed: a stream's rows are powers of two of its unit, `[1 ms, 2 ms)` against `[1.024 ms,
+    2.048 ms)`, and no bucket of one side was a bucket of the other. The candidate's buckets are cut at the
+    baseline's rows now, tested only beyond where their values may lie: the same values read unchanged, said so."""
+    rng = np.random.default_rng(3)
+    ms = [rng.lognormal(np.log(5), 0.5, 300) for _ in range(30)]
+    spike = [np.full(300, 1.01) for _ in range(3)]  # 1.01 ms: [1, 2) ms, but [512, 1024) µs
+    for values in (ms, spike):
+        for unit, scale in (("microsec", 1e3), ("nanosec", 1e6)):
+            for base, cand in ((sampled(values, "millisec"), sampled([v * scale for v in values], unit)),
+                               (sampled([v * scale for v in values], unit), sampled(values, "millisec"))):
+                result = compare(base, cand)
+                (pair,) = result["pairs"]
+                assert pair["changed"] is False, (unit, pair["test"])
+                assert pair["candidate_rebinned"] is True and pair["test"]["p"] > 0.5
+                assert sum(row["candidate_events"] for row in pair["buckets"]) == pair["candidate"]["events"]
+    (pair,) = compare(sampled(ms, "millisec"), sampled(ms, "millisec"))["pairs"]
+    assert pair["candidate_rebinned"] is False
+    text = compare_text(compare(sampled(ms, "millisec"), sampled([v * 1e3 for v in ms], "microsec")))
+    assert "   units differ: the candidate's microsec buckets cut at the baseline's millisec rows (log-uniform " \
+           "within each); tested only beyond where their values may lie\n" in text
+    assert "   no change beyond chance: " in text
+
+
+def test_a_change_in_two_units_still_reads_changed() -> None:
+    """The same regressions in another unit are still told: ×1.1 and a 2% band at 20 ms beside 5 ms."""
+    rng = np.random.default_rng(4)
+    base = [rng.lognormal(np.log(5), 0.5, 3000) for _ in range(10)]
+    other = [rng.lognormal(np.log(5), 0.5, 3000) for _ in range(10)]
+    band = [np.concatenate([v[:2940], rng.lognormal(np.log(20), 0.2, 60)]) for v in other]
+    for cand in ([v * 1.1 for v in other], band):
+        (pair,) = compare(sampled(base, "millisec"), sampled([v * 1e3 for v in cand], "microsec"))["pairs"]
+        assert pair["changed"] is True and pair["test"]["p"] < 0.001, pair["test"]
+    (pair,) = compare(sampled(base, "millisec"), sampled([v * 1e3 for v in other], "microsec"))["pairs"]
+    assert pair["changed"] is False
+
+
+def one_row(rng: np.random.Generator, n: int) -> list:
+    """One column of `n` values all within 64–128 µs (one row): the hunter's one-bucket samples."""
+    return [np.clip(rng.lognormal(np.log(90), 0.5, n), 64.5, 127.5)]
+
+
+def lognormal(rng: np.random.Generator, n: int) -> list:
+    """One column of `n` values around 300 µs over several rows."""
+    return [rng.lognormal(np.log(300), 0.5, n)]
+
+
+def slow_band(rng: np.random.Generator, n: int) -> list:
+    """Two columns of `n` values, 5% of them in a band at 8 ms."""
+    return [np.where(rng.random(n) < 0.05, rng.lognormal(np.log(8000), 0.3, n), rng.lognormal(np.log(300), 0.5, n))
+            for _ in range(2)]
+
+
+SMALL_SAMPLES = [(one_row, n) for n in (1, 3, 10, 30)] + [(lognormal, n) for n in (1, 10)] \
+    + [(slow_band, n) for n in (5, 10)]
+
+
+def test_small_samples_of_one_distribution_differ_within_chance() -> None:
+    """Over 20 seeds of 1 column of 10 events, 6 pairs of samples of one distribution read changed: every event of a
+    column's bucket was put at its exact mean, so one bucket had no spread and the shift test read p = 0 ("sides of
+    one value each differ beyond chance"), as did a band's move (the same test); and G's chi-square tail read 10
+    events a side in 3 buckets p = 0.0004. The spread its bucket leaves each event counts now (Student's t, degrees
+    of freedom from the events), and a sparse table's G is tested by drawing tables: over 60 seeds of each of these
+    tiny and small samples the shift is never beyond chance (p < 0.001), and G no more often than chance has it."""
+    from latencymap.outputs.compare import ALPHA, g_test, locations, shift_test
+
+    shifted, spread = [], []
+    for draw, n in SMALL_SAMPLES:
+        for seed in range(60):
+            hists = [next(iter(sampled(draw(np.random.default_rng(2 * seed + side), n)).streams.values()))
+                     for side in (0, 1)]
+            where = [locations(h, None, int(h.counts.sum())) for h in hists]
+            shift, shift_p = shift_test(*where)
+            if shift_p < ALPHA:
+                shifted.append((draw.__name__, n, seed, shift, shift_p))
+            g_p = g_test(*(h.counts.sum(axis=0).tolist() for h in hists))[2]
+            if g_p < ALPHA:
+                spread.append((draw.__name__, n, seed, g_p))
+    assert shifted == []
+    assert len(spread) <= 2, spread  # of 480 tables, 0.48 by chance at p < 0.001
+
+
+@pytest.mark.slow
+def test_small_samples_of_one_distribution_read_unchanged() -> None:
+    """The whole diff of 20 seeds of each of those samples: none reads changed (6 of 20 pairs of 1 column of 10 events
+    did; bands moved by chance)."""
+    changed = []
+    for draw, n in SMALL_SAMPLES:
+        for seed in range(20):
+            (pair,) = compare(*(sampled(draw(np.random.default_rng(1000 + 2 * seed + side), n))
+                                for side in (0, 1)))["pairs"]
+            if pair["changed"]:
+                changed.append((draw.__name__, n, seed, pair["test"], len(pair["bands_moved"])))
+    assert changed == []
+
+
+def test_an_unchanged_pair_lists_no_band_and_a_changed_one_says_changed(tmp_path: Path) -> None:
+    """32 events a side, 2 of them at 5 ms, then at 12 ms: `no change beyond chance` (G-test p = 0.11), and right
+    under it `band appeared` and `band vanished` (JSON `bands_appeared` and `bands_vanished` too): what differs by
+    chance is no band that came or went. A changed pair never said `changed`; it says why now."""
+    rng = np.random.default_rng(1)
+    main_b, main_c = rng.lognormal(np.log(300), 0.3, 30), rng.lognormal(np.log(300), 0.3, 30)
+    result = compare(sampled([np.concatenate([main_b, [5000, 5200]])]),
+                     sampled([np.concatenate([main_c, [12000, 12500]])]))
+    (pair,) = result["pairs"]
+    assert pair["changed"] is False and "bands" in pair["test"]["effects"]
+    assert pair["bands_appeared"] == pair["bands_vanished"] == pair["bands_changed"] == pair["bands_moved"] == []
+    text = compare_text(result)
+    assert "   no change beyond chance: " in text and "band" not in text and "changed" not in text
+
+    base = write_records(tmp_path / "base.txt", {1: 100, 2: 50})
+    slower = write_records(tmp_path / "slower.txt", {4: 100, 8: 50})
+    lines = diff(str(base), str(slower))[1].splitlines()
+    assert re.fullmatch(r"   changed: bucket shares beyond chance \(G-test p = \S+\) by the shift, events' shares, "
+                        r"time's shares and bands; shift beyond chance \(p = \S+\)", lines[3]), lines
+    halved = write_records(tmp_path / "half.txt", {1: 50, 2: 25}, n=3)
+    assert re.search(r"^   changed: rate beyond chance \(p = \S+\)$", diff(str(base), str(halved))[1], re.M)
+
+
+def test_the_main_band_that_made_room_for_a_new_one_is_not_said_to_have_changed(tmp_path: Path) -> None:
+    """A band at 512 ms appeared beside 1 ms (10% of the events, 98% of the time): the 1 ms band read `band changed:
+    1ms–2ms: 100.0% → 90.0% (×0.90) of events, 100.0% → 1.7% (×0.02) of the time`, though it only made room. The band
+    of most events is left out when another band changed, appeared or vanished; and the other way round."""
+    one = write_records(tmp_path / "one.txt", {1: 1000})
+    two = write_records(tmp_path / "two.txt", {1: 900, 512: 100})
+    for base, cand, key in ((one, two, "bands_appeared"), (two, one, "bands_vanished")):
+        (pair,) = diff_json(base, cand)["pairs"]
+        assert pair["changed"] is True and len(pair[key]) == 1 and pair["bands_changed"] == []
+        assert "band changed" not in diff(str(base), str(cand))[1]
+
+
+@pytest.mark.parametrize("t", [0.01, 0.5, 1.0, 2.0, 3.3, 10.0, 100.0])
+def test_t_tail_agrees_with_its_closed_forms(t: float) -> None:
+    """The hand-written Student's t tail behind the shift test (no SciPy) against the closed forms of 1 and 2 degrees
+    of freedom, and the normal tail it nears with many."""
+    from latencymap.outputs.compare import t_test_p
+
+    assert t_test_p(t, 1) == pytest.approx(1 - 2 * math.atan(t) / math.pi, rel=1e-9)
+    assert t_test_p(t, 2) == pytest.approx(1 - t / math.sqrt(2 + t * t), rel=1e-9)
+    if t < 5:
+        assert t_test_p(t, 200_000) == pytest.approx(math.erfc(t / math.sqrt(2)), rel=1e-3)
+
+
+def test_a_sparse_g_test_draws_its_p() -> None:
+    """4 events a side, all apart: G's chi-square tail says p = 0.00087, beyond chance, where 2 tables of 70 are as far
+    apart (the exact p, Fisher's: 0.029). Tables with every bucket expecting 5 events or more keep the tail."""
+    from latencymap.outputs.compare import chi2_sf, g_test
+
+    g, df, p = g_test([4, 0], [0, 4])
+    assert chi2_sf(g, df) < 0.001 and p == pytest.approx(2 / 70, abs=0.005)
+    assert g_test([4, 0], [0, 4]) == (g, df, p)  # seeded: the same counts, the same p
+    g, df, p = g_test([60, 40], [40, 60])
+    assert p == chi2_sf(g, df)

@@ -18,6 +18,7 @@ from latencymap.tui.findings import FindingsPanel
 from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector
 from latencymap.tui.keys import HelpScreen
+from latencymap.tui.note_line import NoteLines
 from latencymap.tui.notes import NotesScreen
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.percentiles import PercentileStrip
@@ -59,6 +60,7 @@ class MapActions(App[int]):
     saved: list[Path]
     profiler: ProfileController | None
     replay: ReplayController | None
+    note_lines: NoteLines
     #: Whether a whole repaint is due while toasts are up (`notify`).
     _repainting_toasts = False
 
@@ -279,6 +281,7 @@ class MapActions(App[int]):
         if isinstance(self.screen, NotesScreen):
             self.screen.dismiss()
         else:
+            self.note_lines.clear()  # the screen lists them whole
             self.push_screen(NotesScreen(self.acc))
 
     def action_save(self) -> None:

@@ -37,6 +37,7 @@ from latencymap.tui.ingest import Ingest
 from latencymap.tui.inspector import Inspector, inspect_columns
 from latencymap.tui.keys import BINDINGS
 from latencymap.tui.layout import CHROME_H, INSPECTOR_W, STRIP_MIN_ROWS, TALL, inspector_width, rows_per_map
+from latencymap.tui.note_line import NoteLine, NoteLines
 from latencymap.tui.notes import NotesScreen, NoteToasts, said_after
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.palette import detect_mode
@@ -87,8 +88,10 @@ class LatencyMapApp(MapActions):
         self.acc = Accumulator(cap=history,
                                on_notice=lambda n: self.notify(clean_text(n.message, 300), title="history"))
         self.ingest = Ingest(flow)
-        #: Toasts of what reading says, as it comes (the first few, then a count; `w` lists every one).
-        self.toasts = NoteToasts(self.notify)
+        #: What reading says, as it comes, on the note line in the footer's place (the first few, then a count; `w`
+        #: lists every one).
+        self.note_lines = NoteLines()
+        self.toasts = NoteToasts(self.note_lines.say)
         self.view = ViewState()
         self.ended = False
         self.saved: list[Path] = []
@@ -141,6 +144,7 @@ class LatencyMapApp(MapActions):
                     yield self.profiler.panel
             yield Inspector()
         yield Footer()
+        yield NoteLine()
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver for this platform, its output guarded: a terminal gone ends the app (`terminal_gone`)."""
@@ -223,6 +227,9 @@ class LatencyMapApp(MapActions):
         shown = self.screen_stack  # empty while the app closes (a tick may come then)
         if shown and isinstance(shown[-1], NotesScreen):
             shown[-1].update()  # nothing to do unless something was said
+            self.note_lines.clear()  # listed there
+        if shown:
+            self.note_lines.show_on(shown[-1])
         if self.replay is not None and (items or self.ingest.finished):
             self.replay.arrived(self.ingest.finished)
         if self.profiler is not None and self.profiler.poll():

@@ -1,5 +1,5 @@
 """The time axis every panel under the maps shares: one cell per column (or per `zoom` columns), labels every few
-cells, and the cursor on a line of its own."""
+cells, and the cursor on a line of its own; the overview's over runs far apart (`runs_strip`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from textual.strip import Strip
 from latencymap.core.accumulator import StreamHistory
 from latencymap.core.percentiles import median_of
 from latencymap.core.units import REAL_EPOCH
+from latencymap.tui.overview_axis import GAP, Runs, gap_cells, run_cell_ends, run_widths
 from latencymap.tui.window import Window
 
 #: Label steps (seconds); the axis takes the smallest that leaves `LABEL_GAP` cells between labels.
@@ -236,3 +237,54 @@ def _put(line: list[str], at: int, text: str) -> None:
     for i, ch in enumerate(text):
         if 0 <= at + i < len(line):
             line[at + i] = ch
+
+
+def _start_labels(hist: StreamHistory, runs: Runs) -> list[tuple[str, ...]]:
+    """Each run's start as its first label, the longest wording first: its date where the runs are on different days
+    (`2026-11-23`, `2026-11`, `2026`, `'26`), else its time of day."""
+    real = [a >= REAL_EPOCH for a, _ in runs]
+    days = {time.strftime("%Y-%m-%d", time.localtime(a)) for (a, _), r in zip(runs, real, strict=True) if r}
+    out: list[tuple[str, ...]] = []
+    for (a, _), r in zip(runs, real, strict=True):
+        if r and len(days) > 1:
+            day = time.localtime(a)
+            out.append(tuple(time.strftime(f, day) for f in ("%Y-%m-%d", "%Y-%m", "%Y", "'%y")))
+        else:
+            text = time_of_day(hist, a)
+            out.append((text, text[:5]) if len(text) == 8 else (text,))
+    return out
+
+
+def runs_strip(hist: StreamHistory, runs: Runs, allotted: tuple[int, ...], width: int, offset: int) -> Strip:
+    """The axis of a strip over runs apart: `GAP` in the cell of each silence; at each run's first cell its start
+    (`_start_labels`: its date where the runs are on different days), then time labels at round times where they fit
+    in the run's cells (the last run's may run on past the strip: nothing else is on that line)."""
+    line = [" "] * width
+    ends = run_cell_ends(runs, allotted)
+    gaps = gap_cells(allotted)
+    for c in gaps:
+        _put(line, offset + c, GAP)
+    firsts = [0, *(c + 1 for c in gaps)]
+    origin = float(hist.start[0]) if hist.n else 0.0
+    shift = clock_shift(hist)
+    for k, (first, n, w, wordings) in enumerate(zip(firsts, allotted, run_widths(runs, allotted),
+                                                    _start_labels(hist, runs), strict=True)):
+        room = (gaps[k] - first) if k < len(gaps) else width - offset - first
+        text = next((t for t in wordings if len(t) + 1 <= room), None)
+        if text is None:
+            continue
+        _put(line, offset + first, TICK + text)
+        taken = first + len(text) + 2
+        real = runs[k][0] >= REAL_EPOCH
+        utc_offset = _utc_offset(runs[k][1]) if real else -origin if shift is None else shift
+        run_ends = ends[first: first + n]
+        for step in STEPS[_step_index(max(w, 1e-3))::-1]:
+            labels = [(first + c, t) for c, t in _labels(run_ends, step, utc_offset, origin,
+                                                          None if real else shift) if first + c >= taken]
+            if labels:
+                break
+        for at, label in labels:
+            if at >= taken:
+                _put(line, offset + at, label)
+                taken = at + len(label) + 1
+    return Strip([Segment("".join(line), DIM)], width)

@@ -26,6 +26,7 @@ from latencymap.core.units import format_number
 from latencymap.tui.axis import LABEL_W, axis_strip
 from latencymap.tui.fit import Field, FittedText
 from latencymap.tui.heatmap import RIGHT_W, map_cells
+from latencymap.tui.note_line import NoteLine
 from latencymap.tui.palette import cell_style
 from latencymap.tui.window import Window
 from latencymap.views.frame import LEVELS, edge_folds, fit_rows, fold_rows, row_labels
@@ -153,6 +154,7 @@ class DiffScreen(Screen[None]):
             id="diff-head")
         yield DiffMap(self.a, self.b)
         yield Footer()
+        yield NoteLine()
 
     def on_mount(self) -> None:
         self.query_one(DiffMap).mode = self.host.color_mode

@@ -14,7 +14,8 @@ from latencymap.core.sanitize import cell_width, cut_middle
 class Field:
     """A piece of a line (with its leading spaces); the lowest `rank` is dropped first.
 
-    `shrink` > 0: cut in the middle down to that many cells instead of being dropped (a label);
+    `shrink` > 0: cut in the middle down to that many cells instead of being dropped (a label), and dropped only at
+    rank `drop_at` (0: never), where fields ranked above its own must go but not above that;
     `group`: a `head` field (a heading) goes when the last other field of its group does.
     """
 
@@ -24,6 +25,7 @@ class Field:
     shrink: int = 0
     group: str = ""
     head: bool = False
+    drop_at: int = 0
 
 
 def _width(fields: list[Field]) -> int:
@@ -34,8 +36,8 @@ def _shrunk(field: Field, cells: int) -> Field:
     """`field` cut in the middle to `cells` cells (its leading spaces kept)."""
     body = field.text.lstrip(" ")
     lead = field.text[: len(field.text) - len(body)]
-    return Field(lead + cut_middle(body, max(1, cells - len(lead))), field.style, field.rank, 0, field.group,
-                 field.head)
+    return Field(lead + cut_middle(body, max(1, cells - len(lead))), field.style, field.rank, field.shrink, field.group,
+                 field.head, field.drop_at)
 
 
 def _headed(fields: list[Field]) -> list[Field]:
@@ -47,17 +49,18 @@ def _headed(fields: list[Field]) -> list[Field]:
 def fit_fields(fields: list[Field], width: int) -> list[Field]:
     """The fields that fit in `width` cells, in their order: by rank, the lowest are dropped (or shrunk) first."""
     kept = list(fields)
-    for rank in sorted({f.rank for f in fields if not f.head}):
+    ranks = {f.rank for f in fields if not f.head} | {f.drop_at for f in fields if f.shrink and f.drop_at}
+    for rank in sorted(ranks):
         if _width(_headed(kept)) <= width:
             break
         for k in range(len(kept) - 1, -1, -1):
             field = kept[k]
             over = _width(_headed(kept)) - width
-            if field.rank != rank or field.head or over <= 0:
+            if field.head or over <= 0:
                 continue
-            if field.shrink:
+            if field.shrink and field.rank == rank:
                 kept[k] = _shrunk(field, max(field.shrink, cell_width(field.text) - over))
-            else:
+            elif (field.rank == rank and not field.shrink) or (field.shrink and field.drop_at == rank):
                 del kept[k]
     return _headed(kept)
 

@@ -9,8 +9,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
+from latencymap.tui.note_line import NoteLine
 from latencymap.tui.profile_panel import PROFILE_HELP
 from latencymap.tui.replay_keys import REPLAY_HELP
 
@@ -65,8 +66,8 @@ HELP: list[tuple[str, str]] = [
     ("overview", "↑↓ select, Enter open, o sort order, / filter, a b mark, d difference map A − B"),
     ("s", "save an SVG screenshot and a plain-text frame in the current directory"),
     ("w", "what reading said: every message in order (records skipped, with their file and line; what it assumed; "
-          "where --duration stopped it); the header counts them (3 notes (w)), each comes as a toast, and q says "
-          "them on stderr"),
+          "where --duration stopped it); the header counts them (3 notes (w)), each is said on the bottom line in "
+          "the footer's place as it comes (w clears it), and q says them on stderr"),
     ("click", "select a column and a latency bucket"),
     *PROFILE_HELP,
     *REPLAY_HELP,
@@ -75,9 +76,14 @@ HELP: list[tuple[str, str]] = [
     ("Ctrl-C", "interrupt: quit with exit code 130, as SIGINT to the process does"),
 ]
 
+#: The help screen's title.
+TITLE = "latencymap keys"
+
 
 class HelpScreen(ModalScreen[None]):
-    """Every key, one line each; scrolls when the terminal is small."""
+    """Every key, one line each; scrolls when the terminal is small. Its own footer lists the keys that work on it
+    (the map screen's, under it, would offer keys a modal screen does not pass on); `s` saves it as the app's `s`
+    saves a screen."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
@@ -86,6 +92,7 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "close", "Close"),
+        Binding("s", "app.save", "Save"),
         Binding("up", "scroll('up')", "Up", show=False),
         Binding("down", "scroll('down')", "Down", show=False),
         Binding("pageup", "scroll('page_up')", "Page up", show=False),
@@ -101,8 +108,15 @@ class HelpScreen(ModalScreen[None]):
         for key, what in HELP:
             table.add_row(key, what)
         with VerticalScroll():
-            yield Static("latencymap keys", classes="title")
+            yield Static(TITLE, classes="title")
             yield Static(table)
+        yield Footer()
+        yield NoteLine()
+
+    def plain_lines(self) -> list[str]:
+        """The screen as text, for the saved plain-text frame."""
+        width = max(len(key) for key, _ in HELP)
+        return [TITLE, *(f"  {key:<{width}}  {what}" for key, what in HELP)]
 
     def action_close(self) -> None:
         self.dismiss()

@@ -1,6 +1,12 @@
 """What reading said (records skipped with their file and line, what it assumed, where a `--duration` stopped it), as
-the TUI says it: a toast as each message comes (`NoteToasts`: the first few, then a count), a count on the status
-line, the messages screen (`w`), and stderr once the app is gone (`said_after`), as the plain view says them."""
+the TUI says it: a line in the footer's place as each message comes (`NoteToasts`: the first few, then a count; a
+`NoteLine`), a count on the status line, the messages screen (`w`), and stderr once the app is gone (`said_after`),
+as the plain view says them.
+
+The messages are said in the footer's place, not in toasts: on a small terminal the maps span the screen and a toast
+of a message hid a third of them for seconds (15 lines of 40 cells at 80x24), the newest columns first; the footer
+only lists keys (`?` has them all). Each message is there `LINE_S`, or `BUSY_LINE_S` while others wait; the header
+keeps the count, and `w` lists them whole (opening it clears the line)."""
 
 from __future__ import annotations
 
@@ -14,8 +20,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.notifications import SeverityLevel
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from latencymap.core.accumulator import MAX_MESSAGES, Accumulator
 from latencymap.core.model import Notice, Status
@@ -26,29 +31,28 @@ from latencymap.tui.keys import HelpScreen
 
 #: The key that opens the messages screen, as the status line names it.
 KEY = "w"
-#: At most this many toasts of single messages in TOAST_WINDOW_S; the messages past them are counted, and the count
-#: said in one toast, at most once a window (a stream of thousands of bad lines is a few toasts).
+#: At most this many single messages are said in TOAST_WINDOW_S; the messages past them are counted, and the count
+#: said once, at most once a window (a stream of thousands of bad lines is a few lines said).
 TOASTS = 3
 TOAST_WINDOW_S = 10.0
-#: How long a message's toast stays up.
-TOAST_S = 10.0
 #: The characters of a message shown (the report's notes' limit).
 MESSAGE_CHARS = 600
 
-Toast = Callable[..., None]
+Say = Callable[[str, bool], None]
 
 
 class NoteToasts:
-    """Toasts of what reading said, as it comes: each message while there are few, a count of them in a flood."""
+    """What reading says, as it comes: each message while there are few, a count of them in a flood (`say`: the
+    message, and whether it is a warning: records skipped)."""
 
-    def __init__(self, notify: Toast) -> None:
-        self._notify = notify
+    def __init__(self, say: Say) -> None:
+        self._say = say
         self._shown: deque[float] = deque()  # when the single messages of the window were shown
         self._held = 0  # messages not shown, to be counted
         self._counted_at: float | None = None
 
     def said(self, notices: Iterable[Notice], now: float | None = None) -> None:
-        """Toast `notices` (just read), or count them; say the count held back once its window has passed (called
+        """Say `notices` (just read), or count them; say the count held back once its window has passed (called
         every tick, with no notice too)."""
         now = time.monotonic() if now is None else now
         while self._shown and now - self._shown[0] >= TOAST_WINDOW_S:
@@ -58,12 +62,9 @@ class NoteToasts:
                 self._held += 1
                 continue
             self._shown.append(now)
-            severity: SeverityLevel = "warning" if notice.skipped else "information"
-            self._notify(clean_text(notice.message, MESSAGE_CHARS), title="reading", severity=severity,
-                         timeout=TOAST_S)
+            self._say(clean_text(notice.message, MESSAGE_CHARS), bool(notice.skipped))
         if self._held and (self._counted_at is None or now - self._counted_at >= TOAST_WINDOW_S):
-            self._notify(f"{plural(self._held, 'more message')}: {KEY} lists what was said",
-                         title="reading", severity="warning", timeout=TOAST_S)
+            self._say(f"{plural(self._held, 'more message')}: {KEY} lists what was said", True)
             self._held = 0
             self._counted_at = now
 
@@ -87,14 +88,13 @@ def notes_lines(acc: Accumulator) -> tuple[str, list[str], str]:
 
 class NotesScreen(HelpScreen):
     """Every message reading said, in order, numbered; follows new ones while open (Esc, q or w closes it; s saves
-    it as the app's `s` saves a screen)."""
+    it as the app's `s` saves a screen). It has no note line: what is said while it is open is listed there."""
 
     DEFAULT_CSS = """
     NotesScreen > VerticalScroll { width: 120; }
     NotesScreen #notes-heading { text-style: bold; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding(KEY, "close", "Close", show=False),
-                                              Binding("s", "app.save", "Save", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding(KEY, "close", "Close", show=False)]
 
     def __init__(self, acc: Accumulator) -> None:
         super().__init__()
@@ -107,6 +107,7 @@ class NotesScreen(HelpScreen):
             yield Static(id="notes-heading", classes="title", markup=False)
             yield Static(id="notes-list")
             yield Static(id="notes-more", markup=False)
+        yield Footer()
 
     def on_mount(self) -> None:
         self.update()

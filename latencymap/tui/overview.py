@@ -5,7 +5,8 @@ The strips share one time axis (`SharedClock`): the newest column of any stream 
 stopped shows its columns where they were and its "now" empty; one that stopped while its peers go on (a hung rank)
 shows `stale` in place of a comparison with them. Once the input has ended the axis spans the whole run (columns
 merged as by the zoom; a run shorter than the strips stretched over them), so a stream that ended early (a Spark
-stage) shows its cells too. Names that share a long start
+stage) shows its cells too; recordings far apart in time each get a part of it, the silence between them cut out
+(`overview_axis`). Names that share a long start
 and end are cut around the part that tells them apart (`distinct_names`).
 
 Only the lines on screen are drawn, so hundreds of streams stay responsive.
@@ -31,9 +32,11 @@ from textual.widgets import Footer, Input
 from latencymap.core.model import StreamId
 from latencymap.core.sanitize import cell_width, clean_text, cut_middle
 from latencymap.core.units import fit_duration, format_duration
-from latencymap.tui.axis import times_strip
+from latencymap.tui.axis import runs_strip, times_strip
 from latencymap.tui.fit import Field, FittedText
+from latencymap.tui.note_line import NoteLine
 from latencymap.tui.notes import notes_field
+from latencymap.tui.overview_axis import GAP
 from latencymap.tui.overview_names import distinct_names
 from latencymap.tui.overview_stats import (
     ORDERS,
@@ -189,6 +192,8 @@ class OverviewList(Widget, can_focus=True):
         self._scale = (math.nan, math.nan)
         #: whether a strip on screen has a cell whose p99 is a lower bound only (the heading then says its mark)
         self._open = False
+        #: the cells of the silences cut out of the time axis (`SharedClock.gaps`)
+        self._gaps = np.zeros(0, dtype=bool)
         self._strips: dict[int, Strip] = {}
         self._header: Strip | None = None
         #: what each row's name shows (by stream index), and the labels and width it was cut for
@@ -276,6 +281,9 @@ class OverviewList(Widget, can_focus=True):
         shown = self.rows[self.top: self.top + self.lines_shown]
         stops = [self.stops.get(r.index, r.hist.n) for r in shown]
         clock = self.clock.fitted(cells) if self.clock is not None else None
+        self._gaps = np.zeros(cells, dtype=bool)
+        if clock is not None:
+            self._gaps[clock.gaps(cells)] = True
         p99 = self._p99.get([r.hist for r in shown], stops, clock.edges(cells)) if clock is not None else \
             [(np.full(cells, np.nan), np.zeros(cells, dtype=bool)) for _ in shown]
         fleet = np.array([v for r in self.rows for v in (r.p99_now, r.p99_all)], dtype=np.float64)
@@ -300,15 +308,16 @@ class OverviewList(Widget, can_focus=True):
         self._strips = {self.top + k: lines[r.hist.stream][1] for k, r in enumerate(shown)}
         row = self.current()
         if row is not None and clock is not None and len(shown) < self.lines_shown:  # the shared time axis
-            self._strips[self.top + len(shown)] = times_strip(row.hist, clock.cell_ends(cells), clock.span, width,
-                                                              MARK_W + name_width(width) + 1)
+            at = MARK_W + name_width(width) + 1
+            self._strips[self.top + len(shown)] = runs_strip(row.hist, clock.runs, clock.allotted, width, at) \
+                if self._gaps.any() else times_strip(row.hist, clock.cell_ends(cells), clock.span, width, at)
 
     def _key(self, row: StreamRow, values: tuple[str, ...], levels: np.ndarray, at_least: np.ndarray,
              selected: bool) -> tuple[object, ...]:
         """Everything a stream's line shows: the line is drawn again only when this changes."""
         mark = self.marks.get(row.index, "")
         return (self._names.get(row.index, row.label), values, row.slow, row.ended, levels.tobytes(),
-                at_least.tobytes(), selected, mark, self.size.width, self.mode)
+                at_least.tobytes(), self._gaps.tobytes(), selected, mark, self.size.width, self.mode)
 
     def _head(self, width: int, cells: int) -> Strip:
         low, high = self._scale
@@ -342,7 +351,7 @@ class OverviewList(Widget, can_focus=True):
         name = self._names.get(row.index) or cut_middle(row.label, name_w)
         segs.append(Segment(name + " " * (name_w - cell_width(name)), name_style))
         segs.append(Segment(" ", PLAIN))
-        segs += _heat(levels, self.mode, at_least)
+        segs += _heat(levels, self.mode, at_least, self._gaps)
         segs += _numbers(row, values, width)
         return Strip(segs).adjust_cell_length(width, PLAIN)
 
@@ -363,20 +372,25 @@ class OverviewList(Widget, can_focus=True):
             self.mode, self._header = mode, None
 
 
-def _heat(levels: np.ndarray, mode: str, at_least: np.ndarray | None = None) -> list[Segment]:
+def _heat(levels: np.ndarray, mode: str, at_least: np.ndarray | None = None,
+          gaps: np.ndarray | None = None) -> list[Segment]:
     """A heat strip: runs of equal levels merged into one segment each; a cell `at_least` (p99 a lower bound only)
-    coloured as that bound, with `OPEN_MARK` in place of its shade (bold, dark on a colour)."""
+    coloured as that bound, with `OPEN_MARK` in place of its shade (bold, dark on a colour); a cell of `gaps` (a
+    silence cut out of the time axis) `GAP`."""
     segs: list[Segment] = []
     if levels.size == 0:
         return segs
     open_ = np.zeros(levels.shape, dtype=bool) if at_least is None else at_least
-    kinds = levels.astype(np.int64) * 2 + open_
+    gap = np.zeros(levels.shape, dtype=bool) if gaps is None or gaps.shape != levels.shape else gaps
+    kinds = levels.astype(np.int64) * 4 + open_ + 2 * gap
     bounds = np.flatnonzero(kinds[1:] != kinds[:-1]) + 1
     starts = [0, *bounds.tolist()]
     ends = [*bounds.tolist(), len(levels)]
     for a, b in zip(starts, ends, strict=True):
         v, style = int(levels[a]), cell_style(mode, "intensity", int(levels[a]))
-        if open_[a]:
+        if gap[a]:
+            segs.append(Segment(GAP * (b - a), DIM))
+        elif open_[a]:
             segs.append(Segment(OPEN_MARK * (b - a), style + (HEAD if mode == "mono" else OPEN_INK)))
         else:
             segs.append(Segment(cell_char(mode, v) * (b - a), style))
@@ -392,7 +406,7 @@ def overview_head(state: str, streams: int, rows: list[StreamRow], needle: str, 
     if needle:
         fields.append(Field(f" ({len(rows)} match “{clean_text(needle, 40)}”)", rank=80))
     fields.append(Field(f"  skipped {skipped}", "bold yellow" if skipped else "", rank=85 if skipped else 5))
-    fields += notes_field(notes, 84)
+    fields += notes_field(notes, 95)  # kept longest but for the state: a narrow terminal still says there are notes
     fields.append(Field(f"  sorted by {order}", rank=60))
     rows_now = sum(1 for r in rows if r.now_rows and math.isfinite(r.p99_now))
     if rows_now:  # as the header's "latest (rows)": their source's buckets are whole-stream sums
@@ -402,13 +416,14 @@ def overview_head(state: str, streams: int, rows: list[StreamRow], needle: str, 
                Field("  a/b: mark", rank=7), Field("  d: A−B", rank=6)]
     slow = [clean_text(r.label, 60) for r in rows if r.slow]
     stale = [clean_text(r.label, 60) for r in rows if r.stale]
-    # how many, in the group's head: the names after the first go first on a narrow line, the count stays
+    # how many, in the group's head: the names after the first go first on a narrow line, the count stays (until the
+    # first name cut to its least goes: after the count of streams, which the list's title says too, before the notes)
     if stale:
         fields.append(Field(f"  stale{_how_many(stale)}:", "bold yellow", group="stale", head=True))
-        fields.append(Field(f" {stale[0]}", "bold yellow", 65, shrink=12, group="stale"))
+        fields.append(Field(f" {stale[0]}", "bold yellow", 65, shrink=12, group="stale", drop_at=91))
     if slow:
         fields.append(Field(f"  slow now{_how_many(slow)}:", "bold red", group="slow", head=True))
-        fields.append(Field(f" {slow[0]}", "bold red", 70, shrink=12, group="slow"))
+        fields.append(Field(f" {slow[0]}", "bold red", 70, shrink=12, group="slow", drop_at=92))
         fields += [Field(f", {label}", "bold red", 50 - k, group="slow") for k, label in enumerate(slow[1:3])]
         if len(slow) > 3:
             fields.append(Field(", …", "bold red", 48, group="slow"))
@@ -454,6 +469,7 @@ class OverviewScreen(Screen[None]):
         self.painted = True
         self._all: list[StreamRow] = []  # every stream's row, in arrival order, as of the last update
         self._stops: dict[int, int] = {}
+        self._clock: SharedClock | None = None  # the time axis of every stream, as of the last update
 
     @property
     def host(self) -> LatencyMapApp:
@@ -464,6 +480,7 @@ class OverviewScreen(Screen[None]):
         yield OverviewList()
         yield Input(placeholder="filter streams by label (Enter keeps it, Esc clears it)", id="overview-filter")
         yield Footer()
+        yield NoteLine()
 
     def on_mount(self) -> None:
         self.query_one(OverviewList).mode = self.host.color_mode
@@ -492,6 +509,8 @@ class OverviewScreen(Screen[None]):
         histories = list(app.acc.streams.values())
         stops = [app.view.stop(h.n) for h in histories]
         self._all, self._stops = self.stats.rows(histories, stops, app.acc.sources), dict(enumerate(stops))
+        # A run that has ended has no "now" to follow: its whole time is on the axis, each stream's cells with it.
+        self._clock = SharedClock.of(self._all, app.view.zoom, whole=app.ended, stops=self._stops)
         self._show()
 
     def _show(self) -> None:
@@ -500,8 +519,7 @@ class OverviewScreen(Screen[None]):
         rows = sort_rows(self._all, self.order, self.needle)
         listing = self.query_one(OverviewList)
         listing.zoom = app.view.zoom
-        # A run that has ended has no "now" to follow: its whole time is on the axis, each stream's cells with it.
-        listing.set_rows(rows, self._stops, SharedClock.of(self._all, app.view.zoom, whole=app.ended))
+        listing.set_rows(rows, self._stops, self._clock)
         self.query_one("#overview-head", FittedText).update([overview_head(
             app.state_name, len(self._all), rows, self.needle, self.order, app.acc.skipped, app.acc.messages_said)])
 

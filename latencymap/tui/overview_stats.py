@@ -34,6 +34,16 @@ from latencymap.core.source_totals import SourceTotals
 from latencymap.outputs.report import shown_total, source_use
 from latencymap.tui.estimates import bounded_estimates
 from latencymap.tui.inspector import whole_from_source
+from latencymap.tui.overview_axis import (
+    SILENT_INTERVALS,
+    allot,
+    cut_runs,
+    gap_cells,
+    run_cell_ends,
+    run_edges,
+    run_widths,
+    stream_runs,
+)
 
 SHOWN = (0.50, 0.99)
 #: The overview's names of `_Stream.pct`'s figures, in order.
@@ -269,42 +279,69 @@ def _mark_ended(rows: list[StreamRow]) -> None:
 class SharedClock:
     """The overview's one time axis: cells of `span` seconds, the last centred on `newest` (the newest column of any
     stream); a stream's column goes in the cell its end falls in. With `oldest` (the start of the oldest column of
-    all: a run that has ended), `fitted` spans the whole run over the cells."""
+    all: a run that has ended), `fitted` spans the whole run over the cells; with `runs` (the times with columns,
+    apart where long silences are cut out: `overview_axis.cut_runs`), each run over its `allotted` cells, a cell for
+    each silence between them."""
 
     newest: float
     span: float
     oldest: float = math.nan
+    runs: tuple[tuple[float, float], ...] = ()
+    allotted: tuple[int, ...] = ()
 
     @staticmethod
-    def of(rows: list[StreamRow], zoom: int = 1, whole: bool = False) -> SharedClock | None:
+    def of(rows: list[StreamRow], zoom: int = 1, whole: bool = False,
+           stops: Mapping[int, int] | None = None) -> SharedClock | None:
         """The clock of `rows`: the newest column of all, the median interval times `zoom` (`whole`: and the start of
-        the oldest column of all, for `fitted`); None without columns."""
+        the oldest column of all, for `fitted`, and the runs apart in time of the columns before each row's stop in
+        `stops`, default: all); None without columns."""
         ends = np.array([r.end_s for r in rows])
         spans = np.array([r.interval_s for r in rows])
         spans = spans[np.isfinite(spans) & (spans > 0)]
         if not np.isfinite(ends).any() or not spans.size:
             return None
-        shown = [r.hist for r in rows if whole and r.hist.n and math.isfinite(r.end_s)]
-        oldest = min((float(h.meta_in("start", slice(0, 1))[0]) for h in shown), default=math.nan)
-        return SharedClock(float(np.nanmax(ends)), float(median_of(spans)) * max(1, zoom), oldest)
+        interval = float(median_of(spans))
+        shown = [r for r in rows if whole and r.hist.n and math.isfinite(r.end_s)]
+        oldest = min((float(r.hist.meta_in("start", slice(0, 1))[0]) for r in shown), default=math.nan)
+        runs = cut_runs([stream_runs(r.hist, r.hist.n if stops is None else stops.get(r.index, r.hist.n),
+                                     SILENT_INTERVALS * (r.interval_s if r.interval_s > 0 else interval))
+                         for r in shown], interval) if shown else ()
+        return SharedClock(float(np.nanmax(ends)), interval * max(1, zoom), oldest, runs)
 
     def fitted(self, cells: int) -> SharedClock:
         """This clock on `cells` cells: when it knows the oldest column, the run from its start to `newest` over all
         the cells, so no part of the strip is left before its start. A run shorter than the cells: a column over
         several cells; a longer one: each cell the columns that end in it (`cells_by_time`), one or two where the
-        run is a little longer than the strip (a whole number of columns per cell left up to half of it empty)."""
+        run is a little longer than the strip (a whole number of columns per cell left up to half of it empty).
+        Runs apart in time each get their cells (`overview_axis.allot`), a cell between them for the silence."""
         run = self.newest - self.oldest
         if not (math.isfinite(run) and run > 0) or cells < 2:
             return self
+        runs, allotted = allot(self.runs, cells) if self.runs else ((), ())
+        if len(runs) > 1:
+            return SharedClock(self.newest, float(np.median(run_widths(runs, allotted))), self.oldest, runs, allotted)
         return SharedClock(self.newest, run / (cells - 0.5), self.oldest)
+
+    def _apart(self, cells: int) -> bool:
+        """Whether the cells are runs apart (`fitted` for these cells)."""
+        return bool(self.allotted) and sum(self.allotted) + len(self.allotted) - 1 == cells
 
     def edges(self, cells: int) -> np.ndarray:
         """(cells + 1) ascending times: cell k holds the columns whose end falls in (edges[k], edges[k + 1]]."""
+        if self._apart(cells):
+            return run_edges(self.runs, self.allotted)
         return self.newest + self.span / 2 - self.span * np.arange(cells, -1, -1, dtype=np.float64)
 
     def cell_ends(self, cells: int) -> np.ndarray:
-        """The time each cell stands for (the column end it is centred on), for the time axis."""
+        """The time each cell stands for (the column end it is centred on; NaN in a silence cut out), for the time
+        axis."""
+        if self._apart(cells):
+            return run_cell_ends(self.runs, self.allotted)
         return self.edges(cells)[1:] - self.span / 2
+
+    def gaps(self, cells: int) -> list[int]:
+        """The cells of the silences cut out of the axis (none unless `fitted` found runs apart)."""
+        return gap_cells(self.allotted) if self._apart(cells) else []
 
 
 def _compare_peers(peers: list[StreamRow]) -> None:

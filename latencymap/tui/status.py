@@ -25,10 +25,13 @@ from latencymap.tui.notes import notes_field
 
 STATE_STYLES = {"live": "bold green", "paused": "bold yellow", "ended": "bold cyan", "waiting": "bold"}
 P50, P99 = PERCENTILES.index(0.50), PERCENTILES.index(0.99)
-#: The rank of the count of messages reading said: kept longer than the skipped records' count.
+#: The rank of the count of messages reading said: kept longer than any field but the state (the label too: a
+#: terminal too narrow for both keeps the count, how a user learns that a record was skipped).
 NOTES_RANK = 72
-#: The fewest cells the stream's label is cut to before more important fields go.
+#: The fewest cells the stream's label is cut to before more important fields go; below them it goes, before the
+#: count of notes.
 LABEL_MIN = 16
+LABEL_DROP = NOTES_RANK - 1
 #: The header's interval is the median length of this many columns up to the newest shown.
 INTERVAL_COLUMNS = 512
 #: Per history: (columns, figures, whether from the source's buckets) as last computed over every column, kept for
@@ -52,7 +55,8 @@ def status_lines(hist: StreamHistory | None, stop: int, *, state: str, skipped: 
         return [[*first, Field("  waiting for data…", rank=40), Field(f"  skipped records: {skipped}", rank=70),
                  *notes_field(notes, NOTES_RANK)]]
     s = hist.stream
-    first.append(Field(f"  {clean_text(s.label, 1000) or '(no label)'}", "bold", 50, shrink=LABEL_MIN))
+    first.append(Field(f"  {clean_text(s.label, 1000) or '(no label)'}", "bold", 50, shrink=LABEL_MIN,
+                       drop_at=LABEL_DROP))
     first.append(Field(f"  [{stream_index + 1}/{streams}]", rank=60 if streams > 1 else 5))
     first += [Field(f"  {clean_text(s.datasource, 20)}", rank=20), Field(f"  unit {s.unit}", rank=30)]
     if stop == 0 and hist.dropped and not hist.n:  # an ended stream whose columns went to the --history budget

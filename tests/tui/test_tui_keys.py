@@ -184,6 +184,33 @@ def test_s_saves_svg_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     run(app, scenario)
 
 
+def test_s_on_the_help_saves_it_and_its_footer_offers_only_what_works_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The footer under the help offered `s Save` (and `space Pause`, `q Quit`) where `s` did nothing: a modal
+    screen passes no key on to the app. The help saves itself, and its footer lists its own keys."""
+    monkeypatch.chdir(tmp_path)
+    app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, HelpScreen)
+        offered = {key: bound.binding.action for key, bound in app.screen.active_bindings.items()
+                   if bound.binding.show and bound.enabled}
+        assert offered.get("s") == "app.save" and offered.get("q") == "close" and "space" not in offered, offered
+        footers = list(app.screen.query("Footer"))
+        assert len(footers) == 1 and footers[0].screen is app.screen
+        await pilot.press("s")
+        await pilot.pause()
+        svg, txt = app.saved
+        assert svg.parent == tmp_path and "<svg" in svg.read_text()
+        text = txt.read_text()
+        assert text.startswith("latencymap keys") and "save an SVG screenshot" in text, text
+        assert isinstance(app.screen, HelpScreen)  # still open
+
+    run(app, scenario, size=(100, 30))
+
+
 def test_s_brings_the_panels_to_the_maps_before_saving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The strip and the findings repaint at most every PLOT_EVERY_S (the inspector with the maps, every time); a
     frame saved in between still shows one column everywhere."""

@@ -1,26 +1,31 @@
-"""What reading said, in the TUI: a toast as each message comes (the first few, then a count), the status line's
-count and its key, the messages screen (`w`) listing them in order with the records skipped, and stderr once the app
-is gone; text from the input never reaches the screen or stderr with its control characters."""
+"""What reading said, in the TUI: a note line in the footer's place as each message comes (the first few, then a
+count), the status line's count and its key, the messages screen (`w`) listing them in order with the records
+skipped, and stderr once the app is gone; text from the input never reaches the screen or stderr with its control
+characters."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from rich.console import Console
-from textual.widgets import Static
-from tui_support import EXAMPLE, fixture_items, synthetic, wait_ended, wait_until
+from textual.widgets import Footer, Static
+from tui_support import EXAMPLE, example_items, fixture_items, ranks, synthetic, wait_ended, wait_until
 from tui_support import run_ended as run
 
 from latencymap.core.accumulator import MAX_MESSAGES, Accumulator
 from latencymap.core.model import Interval, Notice
 from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.fit import fit_line
 from latencymap.tui.keys import HELP
-from latencymap.tui.notes import TOASTS, NotesScreen
-from latencymap.tui.status import StatusBar, status_text
+from latencymap.tui.note_line import BUSY_LINE_S, LINE_S, WAITING, NoteLine, NoteLines
+from latencymap.tui.notes import TOASTS, NotesScreen, NoteToasts
+from latencymap.tui.overview import OverviewList, OverviewScreen, overview_head
+from latencymap.tui.status import StatusBar, status_lines, status_text
 
 RANKS = Path(__file__).resolve().parents[2] / "fixtures" / "training" / "ranks12.txt"
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -29,8 +34,24 @@ CUT = Notice("--duration 0.3: reading stopped after 0.3 s (wall-clock time), bef
              "what came after is not read", skipped=0)
 
 
-def toasts(app: LatencyMapApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+def recorded(app: LatencyMapApp) -> list[str]:
+    """The messages `app` says on its note line from now on, in order (as said, not as they fit the line)."""
+    said: list[str] = []
+    say = app.note_lines.say
+
+    def keep(message: str, warning: bool) -> None:
+        said.append(message)
+        say(message, warning)
+
+    app.toasts = NoteToasts(keep)
+    return said
+
+
+def note_line(app: LatencyMapApp) -> str:
+    """What the screen on top shows in its footer's place: the note line's text, or "" with the footer shown."""
+    line, footer = app.screen.query_one(NoteLine), app.screen.query_one(Footer)
+    assert line.display != footer.display
+    return line.render().plain if line.display else ""
 
 
 def shown(app: LatencyMapApp) -> str:
@@ -48,11 +69,12 @@ def noted_flow() -> list[Interval | Notice]:
     return [*items[:5], BAD, *items[5:], CUT]
 
 
-def test_each_message_is_a_toast_and_the_status_line_counts_them_with_their_key() -> None:
+def test_each_message_is_said_on_the_note_line_and_the_status_line_counts_them_with_their_key() -> None:
     app = LatencyMapApp(iter(noted_flow()), color_mode="truecolor")
+    said = recorded(app)
 
     async def scenario(pilot) -> None:
-        said = toasts(app)
+        assert note_line(app).startswith(" reading (w)  in.txt: line 218: expected an integer"), note_line(app)
         assert any("line 218" in m and "x?[2J?y" in m for m in said), said
         assert any("reading stopped after 0.3 s" in m for m in said), said
         assert not any("\x1b" in m or "\x07" in m for m in said)
@@ -60,6 +82,53 @@ def test_each_message_is_a_toast_and_the_status_line_counts_them_with_their_key(
         assert "2 notes (w)" in status and "skipped 1" in status, status
 
     run(app, scenario)
+
+
+def test_on_a_small_terminal_a_note_hides_no_data_and_goes_when_w_opens() -> None:
+    """At 80x24 the maps span the screen: a toast of the sample's datasource note hid 15 lines of 40 cells of them
+    (the newest columns and the legend) for 10 s, and the first toasts covered the `w` list for seconds. A note is
+    said in the footer's place, and opening `w`, which lists them whole, clears it."""
+    app = LatencyMapApp(iter([*example_items(), BAD, CUT]), color_mode="truecolor")
+
+    def over_data() -> list[str]:
+        """The widgets showing data that a toast covers (toasts drawn, as in a terminal)."""
+        toasts = [t.region for t in app.screen.query("Toast")]
+        data = [w for w in app.screen.query("StatusBar, HeatMap, PercentileStrip, FindingsPanel, Inspector, "
+                                            "#notes-list") if w.display]
+        assert data
+        return [str(w) for w in data for t in toasts if w.region.overlaps(t)]
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await wait_ended(pilot)
+            assert not over_data()
+            line = app.screen.query_one(NoteLine)
+            assert line.display and line.region.y == 23 and line.region.height == 1, line.region
+            assert "has no 'datasource' line: read as bpf" in app.note_lines.current[0]  # the first one first,
+            assert note_line(app).startswith(" reading (w)  example_latency_data.txt: 'db file"), note_line(app)
+            await pilot.press("w")
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, NotesScreen) and not over_data()
+            await pilot.press("w")
+            await pilot.pause(0.2)
+            assert note_line(app) == ""  # the footer is back: the list said them all
+            assert app.note_lines.current is None and not app.note_lines.waiting
+
+    asyncio.run(main())
+
+
+def test_the_note_line_says_each_message_in_turn_then_gives_the_footer_back() -> None:
+    lines = NoteLines()
+    lines.say("first", False)
+    lines.say("second", True)
+    assert lines.due(0.0) == ("first", False)
+    assert lines.due(BUSY_LINE_S - 0.1) == ("first", False)  # another waits: shorter, but long enough to read
+    assert lines.due(BUSY_LINE_S) == ("second", True)
+    assert lines.due(BUSY_LINE_S + LINE_S - 0.1) == ("second", True)
+    assert lines.due(BUSY_LINE_S + LINE_S) is None
+    for k in range(2 * WAITING):
+        lines.say(f"m{k}", True)
+    assert len(lines.waiting) == WAITING  # the oldest go: `w` lists every one
 
 
 def test_on_a_narrow_terminal_the_count_of_notes_outlasts_the_other_fields() -> None:
@@ -72,6 +141,41 @@ def test_on_a_narrow_terminal_the_count_of_notes_outlasts_the_other_fields() -> 
     assert "2 notes (w)" in first and "skipped 1" in first and "interval" not in first, first
     assert "note" not in status_text(hist, hist.n, state="ended", skipped=0, stream_index=0, streams=1,
                                      ingest_rate=0.0).plain
+
+
+def test_the_count_of_notes_stays_at_every_width_on_the_maps_and_the_overview() -> None:
+    """At 50 columns the overview's header kept its slow stream's name (a label cut, never dropped) and dropped
+    `1 note (w)`, how a user learns that a record was skipped; the stream view's header lost it under 37 columns. The
+    count goes last, before the state only."""
+    items: list = [*ranks(), Notice("in.txt: line 9: expected integers, got 'x'; record skipped")]
+    app = LatencyMapApp(iter(items), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        assert isinstance(app.screen, OverviewScreen)
+        listing = app.screen.query_one(OverviewList)
+        assert any(r.slow for r in listing.rows)
+        for needle, stale in (("", False), ("rank", False), ("", True)):
+            rows = [replace(r, behind_s=30.0, stopped_alone=True) if stale and r.index == 3 else r
+                    for r in listing.rows]
+            fields = overview_head("ended", 12, rows, needle, "p99 now", skipped=1, notes=1)
+            for width in range(30, 200):
+                assert "1 note (w)" in fit_line(fields, width).plain, (width, fit_line(fields, width).plain)
+        at_60 = fit_line(overview_head("ended", 12, listing.rows, "", "p99 now", skipped=1, notes=1), 60).plain
+        assert "1 note (w)  slow now: rank7/step" in at_60, at_60  # the slow one outlasts the count of streams
+        await pilot.resize_terminal(50, 24)
+        await pilot.pause(0.3)
+        assert "1 note (w)" in app.screen.plain_lines()[0], app.screen.plain_lines()[0]
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        for streams in (1, 12):
+            for skipped in (0, 1):
+                hist = app.current()
+                first = status_lines(hist, hist.n, state="ended", skipped=skipped, stream_index=0, streams=streams,
+                                     ingest_rate=0.0, notes=1)[0]
+                for width in range(20, 200):
+                    assert "1 note (w)" in fit_line(first, width).plain, (width, fit_line(first, width).plain)
+
+    run(app, scenario, size=(120, 40))
 
 
 def test_w_lists_every_message_in_order_with_the_records_skipped_and_closes_again() -> None:
@@ -101,8 +205,10 @@ def test_a_flood_of_bad_records_is_a_few_toasts_then_a_count_and_the_screen_keep
     bad = [Notice(f"in.txt: line {k}: expected integers, got 'x'; record skipped") for k in range(1, 501)]
     app = LatencyMapApp(iter([*synthetic(10), *bad]), color_mode="truecolor")
 
+    noted = recorded(app)
+
     async def scenario(pilot) -> None:
-        said = [m for m in toasts(app) if "in.txt" in m or "more message" in m]
+        said = [m for m in noted if "in.txt" in m or "more message" in m]
         assert len(said) <= TOASTS + 1, said
         assert said[:TOASTS] == [f"in.txt: line {k}: expected integers, got 'x'; record skipped"
                                  for k in range(1, TOASTS + 1)], said
@@ -123,13 +229,14 @@ def test_the_count_held_back_is_said_later_though_nothing_else_comes(monkeypatch
     bad = [Notice(f"in.txt: line {k}: bad; record skipped") for k in range(1, 21)]
     app = LatencyMapApp(iter([*synthetic(10), *bad[:10], *synthetic(5, start=1_700_000_010.0), *bad[10:]]),
                         color_mode="truecolor")
+    noted = recorded(app)
 
     async def scenario(pilot) -> None:
         def said() -> int:  # each message shown or counted
-            return sum(int(m.split()[0]) if "more message" in m else "in.txt" in m for m in toasts(app))
+            return sum(int(m.split()[0]) if "more message" in m else "in.txt" in m for m in noted)
 
         await wait_until(pilot, lambda: said() == 20, timeout=5)
-        assert any("more message" in m for m in toasts(app))
+        assert any("more message" in m for m in noted)
 
     run(app, scenario)
 
@@ -140,6 +247,7 @@ def test_the_overview_counts_the_messages_and_w_opens_them_there() -> None:
     async def scenario(pilot) -> None:
         assert app.screen.id == "overview"
         assert "1 note (w)" in app.screen.plain_lines()[0]
+        assert "reading stopped after 0.3 s" in note_line(app)  # said on the overview too
         await pilot.press("w")
         assert isinstance(app.screen, NotesScreen) and "reading stopped" in shown(app)
         await pilot.press("escape")

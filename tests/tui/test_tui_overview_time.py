@@ -1,15 +1,17 @@
 """The overview's strips share one time axis: a stream that stopped is drawn where its columns were and marked stale,
-not compared with its live peers; once the input has ended the axis spans the whole run; the saved plain-text overview
-draws its strips in shade characters."""
+not compared with its live peers; once the input has ended the axis spans the whole run, less the silences far longer
+than the time read (recordings years apart); the saved plain-text overview draws its strips in shade characters."""
 
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-from tui_support import fixture_items, ranks, run_ended
+from tui_support import fixture_items, ranks, run_ended, synthetic
 
 from latencymap.core.accumulator import Accumulator
 from latencymap.flow.pipeline import diffed
@@ -17,6 +19,7 @@ from latencymap.sources.spark.source import SparkSource
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.axis import TICK
 from latencymap.tui.overview import MARK_W, OverviewList, OverviewScreen, name_width, strip_cells
+from latencymap.tui.overview_axis import GAP, RUN_CELLS, SILENT_INTERVALS, allot, cut_runs, stream_runs
 from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, SharedClock
 from latencymap.tui.overview_strips import cells_by_time, strip_p99
 from latencymap.tui.window import Window
@@ -231,3 +234,73 @@ def test_an_80x24_overview_has_its_time_axis_under_the_strips() -> None:
         assert any(TICK in line for line in app.screen.plain_lines())
 
     run_ended(app, scenario, size=(80, 24))
+
+
+YEARS = 6 * 365 * 86400.0  # two recordings this far apart
+
+
+def years_apart() -> list:
+    """An `old/read` recording of 40 one-second columns, and 3 ranks of 20 one-second columns six years later."""
+    return [*synthetic(40, label="old/read", start=1_700_000_000.0 - YEARS), *ranks(streams=3, columns=20)]
+
+
+def test_recordings_years_apart_each_get_their_part_of_the_axis_and_a_gap_between() -> None:
+    """Years over 40-odd cells: each stream's columns fell in one cell (its strip one dot), the axis labels all
+    `00:00:00`. The silence between them is cut out: one cell marked `┆` in every strip, each recording over cells
+    in proportion to its length, and each one's date at its first cell."""
+    app = LatencyMapApp(iter(years_apart()), color_mode="mono")
+
+    async def scenario(pilot) -> None:
+        assert isinstance(app.screen, OverviewScreen)
+        listing = app.screen.query_one(OverviewList)
+        width = listing.size.width
+        cells = strip_cells(width)
+        clock = listing.clock.fitted(cells)
+        gap = clock.gaps(cells)
+        assert len(gap) == 1 and 40 / 60 * cells - 3 <= gap[0] <= 40 / 60 * cells + 3, (gap, cells)
+        edges = clock.edges(cells)
+        assert len(edges) == cells + 1 and (np.diff(edges) > 0).all()
+        for r in listing.rows:
+            counts = cells_by_time(r.hist, r.hist.n, edges)[0]
+            assert counts.sum() == r.hist.counts.sum()  # every column on the axis
+            filled = np.flatnonzero(counts.sum(axis=1))
+            old = r.label == "old/read"
+            assert len(filled) >= (gap[0] - 2 if old else cells - gap[0] - 3), (r.label, filled)
+            assert (filled < gap[0]).all() if old else (filled > gap[0]).all()
+        start = MARK_W + name_width(width) + 1
+        lines = app.screen.plain_lines()
+        strips = [t for t in lines if "/read" in t or "/step" in t]
+        assert len(strips) == 4 and all(t[start + gap[0]] == GAP for t in strips), strips
+        axis = next(t for t in lines[len(strips) + 1:] if TICK in t)
+        day = {label: time.strftime("%Y-%m-%d", time.localtime(at))
+               for label, at in (("old", 1_700_000_000.0 - YEARS), ("new", 1_700_000_000.0))}
+        assert axis.index(TICK + day["old"]) == start and axis[start + gap[0]] == GAP, axis
+        assert axis.index(TICK + day["new"]) == start + gap[0] + 1, axis
+
+    run_ended(app, scenario, size=(120, 30))
+
+
+def test_a_silence_is_cut_only_when_longer_than_the_time_with_columns() -> None:
+    one = np.array([[0.0, 100.0]])
+    assert cut_runs([one, np.array([[150.0, 250.0]])], 1.0) == ()  # a pause shorter than the runs: empty cells
+    assert cut_runs([one, np.array([[350.0, 450.0]])], 1.0) == ((0.0, 100.0), (350.0, 450.0))
+    assert cut_runs([one, np.array([[150.0, 160.0]])], 10.0) == ()  # and longer than SILENT_INTERVALS intervals
+    assert cut_runs([np.array([[0.0, 10.0], [50.0, 60.0]]), np.array([[5.0, 55.0]])], 1.0) == ()  # a peer fills it
+    runs = ((0.0, 100.0), (1e9, 1e9 + 50.0), (2e9, 2e9 + 10.0))
+    kept, allotted = allot(runs, 40)
+    assert kept == runs and sum(allotted) + 2 == 40 and allotted[0] > allotted[1] > allotted[2] >= RUN_CELLS
+    kept, allotted = allot(runs, 7)  # too narrow for three: the runs closest in time go together
+    assert kept == ((0.0, 1e9 + 50.0), (2e9, 2e9 + 10.0)) and sum(allotted) + 1 == 7
+
+
+def test_a_column_across_the_silence_counts_at_its_end() -> None:
+    """One stream read before and after years of silence: its first column after it spans the years (a counter's
+    difference), and is no reason to keep them on the axis."""
+    before, after = synthetic(30, label="disk", start=1_700_000_000.0 - YEARS), synthetic(30, label="disk")
+    across = replace(after[0], start=before[-1].end, duration=0.0)  # a cumulative source's first one after it
+    acc = Accumulator()
+    acc.add([*before, across, *after[1:]])
+    hist = next(iter(acc.streams.values()))
+    assert hist.durations.max() > YEARS / 2
+    runs = stream_runs(hist, hist.n, SILENT_INTERVALS * 1.0)
+    assert len(runs) == 2 and runs[1][0] == pytest.approx(1_700_000_000.0 - SILENT_INTERVALS)

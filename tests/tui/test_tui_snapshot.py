@@ -24,11 +24,12 @@ def utc(monkeypatch: pytest.MonkeyPatch):
 
 
 async def ended_without_toasts(pilot) -> None:
-    """Until the flow has ended, its toasts gone: the sample's datasource note names its path, which is the
-    checkout's (the header's count of notes stays)."""
+    """Until the flow has ended, its notes no longer said on the note line (the footer back): the sample's
+    datasource note names its path, which is the checkout's (the header's count of notes stays)."""
     await wait_ended(pilot)
     pilot.app.clear_notifications()
-    await pilot.pause(0.1)
+    pilot.app.note_lines.clear()
+    await pilot.pause(0.2)
 
 
 def test_main_screen_snapshot(snap_compare, utc) -> None:

@@ -17,6 +17,8 @@ from skips_support import requires_binary
 from tmux_support import Pane
 from tui_support import EXAMPLE
 
+from latencymap.tui.overview_axis import GAP
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 pytestmark = [pytest.mark.slow, requires_binary("tmux", remedy="apt-get install tmux (.ci/install-system.sh)")]
@@ -180,9 +182,10 @@ def test_spark_source_shows_its_stragglers_panel(pane_factory) -> None:
 def test_80x24_terminal_keeps_both_maps_whole_and_the_help_scrolls(pane_factory) -> None:
     """A real 80x24 terminal: no inspector (`v` shows a compact one), both maps with their rows and axes, the
     status lines unwrapped; the help fits, scrolls, and `q` closes it rather than the app."""
-    # (as Oracle's, as it is: a note that it was read as bpf would come as a toast over the lower map's legend)
+    # (as Oracle's, as it is: no note that it was read as bpf in the footer's place)
     pane = pane_factory(f"TERM=xterm-256color COLORTERM=truecolor {latencymap_command()} --datasource oracle "
                         f"{shlex.quote(str(EXAMPLE))}", size=(80, 24))
+    pane.wait_for("ENDED", timeout=60)  # "findings" is on the screen while it waits for data too (a loaded machine)
     lines = pane.wait_for("findings").splitlines()
     assert lines[0].startswith(" ENDED ") and lines[1].startswith(" latest ") and "overall" in lines[1]
     assert sum(line.startswith((" Frequency:", " Intensity:")) for line in lines) == 2
@@ -235,3 +238,61 @@ def test_a_burst_of_toasts_under_load_leaves_nothing_over_the_header(pane_factor
     assert "▌" not in "".join(head), head
     # the note that the sample was read as bpf is counted there (it ranks above the columns' count, which goes)
     assert "1 note (w)" in head[0] and "overall 5.77k ev/s  mean 22.5ms  p50 14.9ms  p99 100ms" in head[1], head
+
+
+def test_80x24_a_note_is_said_in_the_footers_place_and_the_help_saves_itself(pane_factory, tmp_path: Path) -> None:
+    """A real 80x24 terminal: the sample's datasource note was a toast of 15 lines over both maps' newest columns and
+    legends for 10 s. It is said on the bottom line, in the footer's place, the maps whole around it; `w` lists it
+    and gives the footer back. On the help, `s` saves it, as its own footer says."""
+    pane = pane_factory(f"cd {shlex.quote(str(tmp_path))} && TERM=xterm-256color COLORTERM=truecolor "
+                        f"{latencymap_command()} {shlex.quote(str(EXAMPLE))}", size=(80, 24))
+    pane.wait_for("reading (w)", timeout=60)
+    lines = pane.wait_for("ENDED").splitlines()  # the note comes with the data, and stays 6 s
+    assert lines[-1].startswith(" reading (w)  example_latency_data.txt: 'db file"), lines[-1]
+    assert "1 note (w)" in lines[0] and "▌" not in "".join(lines)  # no toast's edge anywhere
+    assert sum(line.startswith((" Frequency:", " Intensity:")) for line in lines) == 2
+    assert sum("max " in line for line in lines) == 2 and all(line.index("max ") > 60 for line in lines
+                                                             if "max " in line)  # the legends, not covered
+    assert sum(bool(re.match(r" +[<≥]?\d+ms +│ ", line)) for line in lines) == 12, lines  # every row of both maps
+    pane.keys("w")
+    pane.wait_for("What reading said: 1 message")
+    pane.keys("w")
+    assert pane.wait_for("Quit").splitlines()[-1].startswith(" tab Stream  q Quit")
+    pane.keys("?")
+    pane.wait_for("latencymap keys")
+    footer = pane.wait_for("Close").splitlines()[-1]
+    assert "Close" in footer and "s Save" in footer and "Pause" not in footer, footer
+    pane.keys("s")
+    deadline = time.monotonic() + 20
+    while not list(tmp_path.glob("latencymap-*.txt")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    saved = list(tmp_path.glob("latencymap-*.txt"))
+    assert len(saved) == 1 and saved[0].read_text().startswith("latencymap keys")
+    assert saved[0].with_suffix(".svg").exists()
+    pane.keys("q")
+    pane.wait_gone("latencymap keys")
+    pane.keys("q")
+    pane.wait_for("EXIT=0")
+
+
+def test_overview_of_recordings_years_apart_in_a_real_terminal(pane_factory, tmp_path: Path) -> None:
+    """The SystemTap sample (2015) read with the 12-rank recording (2026): every strip was one cell of an axis
+    labelled `00:00:00` three times. Each recording has its part of the strips, its date under its first cell, and
+    the silence between them one cell marked in every strip."""
+    both = tmp_path / "years.txt"
+    both.write_text((FIXTURES / "pylatencymap" / "test_SystemTap_data.txt").read_text()
+                    + (FIXTURES / "training" / "ranks12.txt").read_text())
+    pane = pane_factory(f"TZ=UTC TERM=xterm-256color COLORTERM=truecolor {latencymap_command()} "
+                        f"{shlex.quote(str(both))}", size=(120, 30))
+    pane.wait_for("OVERVIEW · ENDED", timeout=60)
+    lines = pane.wait_for("2026-11-23").splitlines()
+    strips = [line for line in lines[2:] if "train/rank" in line or "SystemTap" in line]
+    assert len(strips) == 13
+    gap = {line.index(GAP) for line in strips}
+    assert len(gap) == 1, strips  # the same cell in every strip
+    axis = next(line for line in lines if "2026-11-23" in line)
+    assert axis.index("╵2015-03-14") < gap.pop() == axis.index(GAP) < axis.index("╵2026-11-23"), axis
+    coloured = next(line for line in pane.capture(escapes=True).splitlines() if "SystemTap" in line)
+    assert len(set(re.findall("\x1b\\[48;[25];[0-9;]+m", coloured))) >= 3, coloured  # its cells, in several colours
+    pane.keys("q")
+    pane.wait_for("EXIT=0")

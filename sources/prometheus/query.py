@@ -20,8 +20,10 @@ where a known stream has no value (fewer than two samples in it) is a gap column
 series differs from the step before (a redeploy with new bounds: old series stop, new ones start, `+Inf` runs on), which
 cannot be split into buckets: counting starts again from the next step. A histogram with only its `+Inf` bucket is
 left out with a note (histogram_quantile gives NaN). A step in which the histogram's count went down (`resets()` in
-the step, or a count lower at its end than at its start), or its `NAME_created` series changed (the server has one
-when its targets write `_created`, as prometheus_client does), is marked reset. Where the count went down it counts
+the step, or a series' count lower at its end than at its last sample before the step, which `offset` cannot see once
+an outage made the series stale; a native one's compared at step ends), or its `NAME_created` series changed since its
+last sample before the step (the server has one when its targets write `_created`, as prometheus_client does), is
+marked reset. Where the count went down it counts
 what `increase()` counts (the old process's rise and the value after the restart whole). Where `_created` changed in
 the step or just before it, `increase()` may see no restart (the new counts already above the old ones) and count the
 rise alone, missing the old process's count: a classic histogram's step is then counted from its raw samples
@@ -29,8 +31,13 @@ rise alone, missing the old process's count: a classic histogram's step is then 
 to the step's edges as `increase()` does (steps shorter than two samples' spacing keep `increase()`'s count, and so
 do native histograms: a server scrapes them from the protobuf exposition, whose created timestamps it keeps as no
 `_created` series (Prometheus 2.42 keeps none there, for native or classic histograms), so such a restart is not seen;
-`latencymap scrape` reads the created timestamp from the target itself). What was observed between the last sample
-before the restart and the restart itself is in no sample, and no reader of the samples counts it. Times are sent to
+`latencymap scrape` reads the created timestamp from the target itself). A classic series that began counting in a
+step (a new label set, or a process back after an outage that made its series stale: no sample in the step before,
+its `_created` in the step or the one before) holds at its first sample what `increase()`, which counts rises between
+samples, never counts (an error burst, 150 events, read as none; the first step after the outage, one sample, a gap):
+that step is counted from its raw samples, the series from zero, even from one sample (`restarts`), and is not marked
+reset for it. What was observed between the last sample before the restart and the restart itself is in no sample,
+and no reader of the samples counts it. Times are sent to
 the millisecond, the step as a duration (`2500ms`), so the answers' times are the columns' own; a window that is not a
 whole number of steps says what it leaves out. A window where no step has a value is an error that says why, as far
 as the API tells (no such name, and the histograms it has; another type; series that `--match` skips; a step too
@@ -165,6 +172,7 @@ class PrometheusSource(Source):
         self._left_out: dict[Labels, Notice] = {}  # series with no finite bucket, and the note said about each
         self._changing: set[Labels] = set()  # series whose last step was a gap because their le series changed
         self._native_carry: dict[Labels, Carry] = {}  # per native series: what its buckets carry to its next step
+        self._last_count: dict[Labels, float] = {}  # per raw native series: its count at the last step end it had one
         self._negative: set[Labels] = set()  # native series found holding negative values (noted once)
         self._reach: float | None = None  # increase()'s range where the step is shorter than two samples' spacing
         self._spacing_known = False  # the samples' spacing was measured (when some steps had no value)
@@ -214,26 +222,37 @@ class PrometheusSource(Source):
             sums = f"sum by ({by}) ({sums})"
         return buckets, sums
 
-    def _resets_promql(self, kind: str, step: float) -> str:
-        """The series (per stream label set) whose count was reset in a step: `resets()` in it, or a count lower at
-        its end than at its start (a restart between two steps' samples, which neither step's `resets()` sees), or a
-        `NAME_created` that changed in it or since the step before (where the server has that series: a restart whose
-        new counts are already higher than the old ones when first scraped)."""
+    def _total(self, expr: str) -> str:
+        """`expr` summed per stream label set (`--sum-by`, `--sum`), or as it is."""
         by = ", ".join(self.builder.sum_by)
-        grouped = self.builder.sum_all or bool(by)
-        ago = promql_duration(step)
+        return f"sum by ({by}) ({expr})" if self.builder.sum_all or by else expr
 
-        def total(expr: str) -> str:
-            return f"sum by ({by}) ({expr})" if grouped else expr
+    def _resets_promql(self, kind: str, step: float) -> str:
+        """The series (per stream label set) whose count was reset in a step: `resets()` in it, or a series' count
+        lower at its end than its last sample before the step (a restart between two steps' samples, which neither
+        step's `resets()` sees, or across an outage that made the series stale), or a `NAME_created` that changed in
+        it or since the last sample before it (where the server has that series: a restart whose new counts are
+        already higher than the old ones when first scraped). A native histogram's count is compared in `_drops`:
+        `last_over_time()` reads no native histogram in Prometheus 2.42."""
+        ago, total = promql_duration(step), self._total
+
+        def before(expr: str) -> str:  # its last sample before the step: `offset` alone has none once it was stale
+            return f"last_over_time({expr}[{promql_duration(LOOKBACK)}] offset {ago})"
 
         created = selector(self.metric + "_created", self.matchers)
-        new = f"{total(f'changes({created}[{ago}])')} > 0 or {total(f'{created} != {created} offset {ago}')}"
+        new = f"{total(f'changes({created}[{ago}])')} > 0 or {total(f'{created} != {before(created)}')}"
         if kind == "native":
-            native = selector(self.metric, self.matchers)
-            return f"{total(f'histogram_count({native})')} < {total(f'histogram_count({native} offset {ago})')} " \
-                   f"or {new}"
+            return new
         count = selector(self.metric + "_count", self.matchers)
-        return f"{total(f'resets({count}[{ago}])')} > 0 or {total(count)} < {total(f'{count} offset {ago}')} or {new}"
+        return f"{total(f'resets({count}[{ago}])')} > 0 or {total(f'{count} < {before(count)}')} or {new}"
+
+    def _born_promql(self, step: float) -> str:
+        """The series (per stream label set) that began counting in a step: a `NAME_created` with no sample before
+        the step (a new label set, or one back after an outage long enough to make it stale) whose value is in the
+        step or the one before: all it holds at its first sample was counted since (`restarts`)."""
+        created, ago = selector(self.metric + "_created", self.matchers), promql_duration(step)
+        earlier = f"last_over_time({created}[{promql_duration(LOOKBACK)}] offset {ago})"
+        return self._total(f"({created} unless {earlier}) > time() - {round(2 * step, 3)!r}")
 
     def _fetch(self, step: float, times: list[float]) -> Fetched:
         """The answers for the steps ending at `times`. The first time some of them have no value, the samples'
@@ -286,14 +305,39 @@ class PrometheusSource(Source):
                 spent = self._ask(sums, step, times) if sums else []
                 if kind == "classic" and not spent:
                     self._no_gauge_histogram(times[0] - step, times[-1])
-                reset = self._ask(self._resets_promql(kind, step), step, times)
-                resets = frozenset((_key(t), labels_key(s.labels, ("le", "__name__")))
-                                   for s in reset for t, _ in s.floats)
-                if kind == "classic" and resets and self._reach is None:
-                    found, spent = recount(self.api, self.metric, self.matchers, self._group, step, resets, found,
-                                           spent)
+                resets = self._steps_of(self._resets_promql(kind, step), step, times)
+                if kind == "native":
+                    resets |= self._drops(step, times)
+                recounted = kind == "classic" and self._reach is None  # steps counted from their raw samples
+                born = self._steps_of(self._born_promql(step), step, times) if recounted else frozenset()
+                if recounted and (resets or born):
+                    found, spent = recount(self.api, self.metric, self.matchers, self._group, step, resets | born,
+                                           found, spent)
                 return Fetched(kind, found, spent, resets)
         raise AssertionError("unreachable")
+
+    def _drops(self, step: float, times: list[float]) -> frozenset[tuple[float, Labels]]:
+        """The (step time, label set) pairs where a native series' count at the step's end is lower than at the last
+        step end before it where it had one (from the step before these, and from earlier queries: across steps
+        where it was stale, after an outage, as `offset` cannot see)."""
+        counts = self._ask(f"histogram_count({selector(self.metric, self.matchers)})", step, [times[0] - step, *times])
+        asked = {_key(t) for t in times}
+        out = set()
+        for s in counts:
+            ident = labels_key(s.labels, ())
+            last = self._last_count.get(ident)
+            for t, v in sorted(s.floats):
+                if last is not None and v < last and _key(t) in asked:
+                    out.add((_key(t), self._group(s.labels)))
+                last = v
+            if last is not None:
+                self._last_count[ident] = last
+        return frozenset(out)
+
+    def _steps_of(self, promql: str, step: float, times: list[float]) -> frozenset[tuple[float, Labels]]:
+        """The (step time, label set) pairs where `promql` has a value."""
+        return frozenset((_key(t), labels_key(s.labels, ("le", "__name__")))
+                         for s in self._ask(promql, step, times) for t, _ in s.floats)
 
     def _no_gauge_histogram(self, t0: float, t1: float) -> None:
         """SourceError when the histogram is a gauge histogram (`_bucket`, `_gcount`, `_gsum`; no `_sum`, so asked

@@ -7,11 +7,13 @@ the old value, which can be the old process's whole lifetime. Where its `NAME_cr
 step is counted from its raw samples (`NAME_bucket[step]`, `NAME_sum[step]` and `NAME_created[step]` at the step's
 end; the step before's for the last sample before it): the samples split into processes where `_created` changes (or
 a value goes down, as `increase()` splits them); each process counts its rise in the step, from zero where it started
-in the step (its `_created` differs from the sample before's, in the step or just before it); the first process's
-rise is extrapolated to the step's start and the last one's to its end at their own rates, by `increase()`'s rules
-(no further than half the samples' spacing past a sample farther than 1.1 spacings from the edge, nor below zero).
-A step without a restart counts exactly what `increase()` does. What the old process counted after its last sample
-is in no sample and stays missed. PromQL cannot do this itself: range functions see one series, and nothing adds
+in the step (its `_created` differs from the sample before's, in the step or just before it; or, born, it has no
+sample in the step before and its `_created` is in the step or that one: a new label set, or one back after an outage
+that made it stale, whose first sample already holds what it counted, even when it is its only one); the first
+process's rise is extrapolated to the step's start and the last one's to its end at their own rates, by `increase()`'s
+rules (no further than half the samples' spacing past a sample farther than 1.1 spacings from the edge, nor below zero).
+A step without a restart or a birth counts exactly what `increase()` does. What the old process counted after its last
+sample is in no sample and stays missed. PromQL cannot do this itself: range functions see one series, and nothing adds
 the value before a `_created` change as a drop's value is added.
 """
 
@@ -44,12 +46,13 @@ def _rate(segment: Sequence[Sample]) -> float:
 
 
 def step_increase(samples: Sequence[Sample], before: Sample | None, after: Sample | None,
-                  created: Mapping[int, float], start: float, end: float) -> float | None:
+                  created: Mapping[int, float], start: float, end: float, born: bool = False) -> float | None:
     """The events of one counter series in the step (start, end] from its samples in it (sorted), the samples just
-    before and after it, and its `_created` value per sample time in milliseconds; None under two samples in the step
-    (`increase()` has no value there). A process with one sample in the step takes its rate at the edge from that
-    sample and its neighbour outside the step."""
-    if len(samples) < 2:
+    before and after it, and its `_created` value per sample time in milliseconds; `born`: the series has no sample
+    before the step and began counting just before it or in it, so its first sample counts whole. None under two
+    samples in the step (`increase()` has no value there) unless born. A process with one sample in the step takes its
+    rate at the edge from that sample and its neighbour outside the step."""
+    if len(samples) < (1 if born and before is None else 2):
         return None
     # to the millisecond from the step's start, as the server keeps times: epoch seconds lose digits in differences
     base = _ms(start)
@@ -64,9 +67,12 @@ def step_increase(samples: Sequence[Sample], before: Sample | None, after: Sampl
             segments.append([b])
         else:
             segments[-1].append(b)
-    fresh = before is not None and _restarted(before, samples[0], created)
+    fresh = (born and before is None) or (before is not None and _restarted(before, samples[0], created))
     total = sum(seg[-1][1] - (0.0 if i or fresh else seg[0][1]) for i, seg in enumerate(segments))
-    spacing = (samples[-1][0] - samples[0][0]) / (len(samples) - 1)
+    if len(samples) > 1:
+        spacing = (samples[-1][0] - samples[0][0]) / (len(samples) - 1)
+    else:  # born, one sample: the spacing to the next one, if any
+        spacing = 0.0 if after is None else after[0] - samples[0][0]
 
     def reach(gap: float) -> float:
         return spacing / 2 if gap >= 1.1 * spacing else gap
@@ -101,8 +107,8 @@ def recount(api: PrometheusAPI, metric: str, matchers: Sequence[Matcher], group:
                 created.setdefault(labels_key(s.labels, _OWN), {}).update((_ms(t), v) for t, v in s.floats)
         last = {labels_key(s.labels, ()): s.floats[-1] for s in earlier if s.floats}
         first = {labels_key(s.labels, ()): s.floats[0] for s in later if s.floats}
-        steps = []  # (series, its samples just before and after the step, its `_created` by time) of reset keys
-        changed: set[Labels] = set()  # the keys with a `_created` change in the step or just before it
+        steps = []  # (series, its samples just before and after the step, its `_created` by time, born) of reset keys
+        changed: set[Labels] = set()  # the keys with a `_created` change in the step or just before it, or born
         for s in now:
             key, ident = group(s.labels), labels_key(s.labels, _OWN)
             if s.labels.get("__name__") == names[2] or (end, key) not in resets or not s.floats:
@@ -112,12 +118,15 @@ def recount(api: PrometheusAPI, metric: str, matchers: Sequence[Matcher], group:
             after = first.get(labels_key(s.labels, ()))
             after = after if after is not None and after[0] > s.floats[-1][0] else None
             stamps = created.get(ident, {})
-            steps.append((s, before, after, stamps))
-            if len({stamps[_ms(t)] for t, _ in (*([before] if before else []), *s.floats) if _ms(t) in stamps}) > 1:
+            since = stamps.get(_ms(s.floats[0][0]))
+            born = before is None and since is not None and since > end - 2 * step
+            steps.append((s, before, after, stamps, born))
+            if born or len({stamps[_ms(t)] for t, _ in (*([before] if before else []), *s.floats)
+                            if _ms(t) in stamps}) > 1:
                 changed.add(key)
-        for s, before, after, stamps in steps:
+        for s, before, after, stamps, born in steps:
             key = group(s.labels)
-            value = step_increase(s.floats, before, after, stamps, end - step, end) if key in changed else None
+            value = step_increase(s.floats, before, after, stamps, end - step, end, born) if key in changed else None
             if value is not None:
                 at = (end, key, s.labels.get("__name__", ""), s.labels.get("le", ""))
                 counted[at] = counted.get(at, 0.0) + value
@@ -127,10 +136,18 @@ def recount(api: PrometheusAPI, metric: str, matchers: Sequence[Matcher], group:
 
 
 def _replaced(series: list[Series], counted: dict[tuple[float, Labels, str, str], float], name: str) -> list[Series]:
-    """`series` with the values at the counted steps replaced."""
+    """`series` with the values at the counted steps replaced, and added where `increase()` had none (a series born
+    with one sample in its step), as new series where the answer had none of that label set."""
+    adding: dict[tuple[Labels, str], dict[float, float]] = {}
+    for (t, key, counted_name, le), v in counted.items():
+        if counted_name == name:
+            adding.setdefault((key, le), {})[t] = v
     out = []
     for s in series:
         key, le = labels_key(s.labels, ("le", "__name__")), s.labels.get("le", "")
-        out.append(Series(s.labels, [(t, counted.get((round(t, 3), key, name, le), v)) for t, v in s.floats],
-                          s.histograms))
+        mine = adding.pop((key, le), {})
+        points = {round(t, 3): v for t, v in s.floats} | mine
+        out.append(Series(s.labels, sorted(points.items()), s.histograms))
+    for (key, le), points in adding.items():
+        out.append(Series({**dict(key), **({"le": le} if le else {})}, sorted(points.items())))
     return out

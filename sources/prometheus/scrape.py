@@ -4,8 +4,12 @@ Every `--interval` seconds the source GETs the page (the protobuf exposition, Op
 whichever the endpoint answers; protobuf only unless `--histogram classic`, since only it carries native histograms),
 reads the cumulative `NAME_bucket{le=...}`, `NAME_sum` and `NAME_count` of every label set (or its native histogram:
 `protobuf.py`), and diffs each against the previous scrape: one column per scrape, one stream per label set (or per
-value of the `--sum-by` labels). The first scrape is the baseline. A histogram whose counts went down, or whose
-`_created` changed (a restart whose new counts already exceed the old ones), was reset (its process restarted): that
+value of the `--sum-by` labels). The first scrape is the baseline. A label set first seen after it (a new status or
+handler, an error burst) whose `_created` (or created timestamp) is after the scrape before was asked for counts from
+zero: its first column, from the scrape before, holds all it counted; without one (client_golang's text page), or with
+one from before that scrape, nothing tells its counts from those of a long life, and its first reading is its baseline,
+said once. A histogram whose counts went down, or whose `_created` changed (a restart whose new counts already exceed
+the old ones), was reset (its process restarted): that
 column counts what it holds now, its `_sum` the exact time, and is marked reset, whatever its buckets (a redeploy with
 new `le` bounds too). Buckets that changed while the counts went on cannot be diffed: that column is a gap, and
 counting starts again from its scrape (a native histogram's zero bucket widened over whole buckets, as client_golang
@@ -15,7 +19,8 @@ its buckets, said once per series. A gauge histogram (OpenMetrics `gaugehistogra
 protobuf type 5; in the text format 0.0.4, which has no such type, its `_gcount` without a `_count`) is a distribution
 as it stands at each scrape (such as the ages of the items queued now), not counters: each column holds what its scrape
 read (buckets still cumulative over `le`), `_gsum` its time, never diffed nor reset, said once; the first scrape only
-starts the first column. An incomplete reading (a page cut short: no `+Inf` bucket, the known buckets' strict prefix, or
+starts the first column (a label set new after it has one from its first scrape). An incomplete reading (a page cut
+short: no `+Inf` bucket, the known buckets' strict prefix, or
 without the `_count` or `_sum` the series had) is skipped for its series with a note: the next complete scrape's column
 covers its time. Unreadable lines are named once per kind, with their count. A histogram with only its `+Inf` bucket
 holds no latency (histogram_quantile gives NaN): it is left out with a note saying what it holds (the source stops when
@@ -24,10 +29,12 @@ exposition, the metric missing) gives a notice naming the URL and what was expec
 since the counters are cumulative nothing is lost: the next answer's column spans the outage and is marked as a gap. A
 run bounded by `--count` gives up (exit 1) after `GIVE_UP` (5) failed scrapes in a row (a page that declares the
 histogram, waited for, is no failure there); one bounded by `--duration` at its end. An answer that asking again will
-not change (HTTP 4xx but 408 and 429: not found, unauthorized, forbidden) before the first good scrape stops the source
-at once with an error naming the URL and the status (exit 1); after one, it is asked again as any failure (a route gone
-for a moment during a redeploy). Before the first good scrape, a page that answers without any histogram of that name
-(or has it as another type) stops the source with an error naming the histograms it has: waiting will not bring it (a
+not change (HTTP 4xx but 408 and 429: not found, unauthorized, forbidden; the histogram only of the kind that
+`--histogram native|classic` does not read, or a text page for `native`) before the first good scrape stops the source
+at once with an error naming the URL and the status or the kind (exit 1); after one, it is asked again as any failure
+(a route gone for a moment during a redeploy). Before the first good scrape, a page that answers without any
+histogram of that name (or has it as another type) stops the source with an error naming the histograms it has:
+waiting will not bring it (a
 declared histogram without series yet, or series that `--match` skips, is waited for). Columns end when a scrape's
 answer arrives; timestamps in the page (a /federate endpoint's) are read but not used. `--count N` and `--duration S`
 stop the source itself at a whole scrape (`Source.own_limits`), so every stream ends on the same one: after the Nth
@@ -159,6 +166,10 @@ class ScrapeSource(Source):
         self._negative: set[Labels] = set()  # native series found holding negative values, noted once
         self._sum_down: set[Labels] = set()  # series whose _sum went down while no bucket did, noted once
         self._diffable = 0  # series of the last scrape that had a reading before it
+        self._seen: set[Labels] = set()  # every label set any good scrape had (cut short too)
+        self._since: float | None = None  # when the last good scrape was asked for (None before the first)
+        self._begun: float | None = None  # when its answer came: where a new series' first column starts
+        self._baseline_said: set[str] = set()  # why new series were taken as baselines, said once each
         self.gauge = False  # the last scrape's histogram is a gauge histogram: each scrape's counts are a column's
 
     def describe(self) -> dict[str, Any]:
@@ -175,7 +186,8 @@ class ScrapeSource(Source):
             return self._from_protobuf(resp.body)
         if self.kind == "native":
             raise EndpointError(f"{self.shown}: answered {resp.content_type or 'text'}, not the protobuf exposition; "
-                                "native histograms come only in protobuf (--histogram classic reads this page)")
+                                "native histograms come only in protobuf (--histogram classic reads this page)",
+                                transient=False)
         text = resp.body.decode("utf-8", "replace")
         openmetrics = is_openmetrics(resp.content_type) or text.rstrip().endswith("\n# EOF")
         page = parse_exposition(text, openmetrics, keep=lambda line: self.metric in line)
@@ -241,10 +253,10 @@ class ScrapeSource(Source):
             return _error(f"{self.shown}: {problems[0]}")
         if self.kind == "classic" and had_native:
             return _error(f"{self.shown}: {self.metric} is served as a native histogram only (--histogram native "
-                          "reads it)", missing=True)
+                          "reads it)", final=True)
         if self.kind == "native" and any(s.name == f"{self.metric}_bucket" for s in page.samples):
-            return _error(f"{self.shown}: {self.metric} has no native histogram here, only classic buckets",
-                          missing=True)
+            return _error(f"{self.shown}: {self.metric} has no native histogram here, only classic buckets "
+                          "(--histogram classic reads them)", final=True)
         return _error(self._no_match() if self.matchers else f"{self.shown}: {self.metric} has no series yet",
                       waiting=True)
 
@@ -297,6 +309,7 @@ class ScrapeSource(Source):
             return
         deadline = None if self.duration is None else self.clock() + self.duration
         while True:
+            asked = self.clock()
             try:
                 readings, problems, native = self.scrape()
             except EndpointError as err:
@@ -344,6 +357,7 @@ class ScrapeSource(Source):
             for item in self._columns(readings, previous, last_end, t, gap, native, natives):
                 gave = gave or isinstance(item, Interval)
                 yield item
+            self._since, self._begun = asked, t
             rounds += gave or self._diffable > 0  # a scrape whose series are all left out counts too
             if (self.count is not None and rounds >= self.count) or (deadline is not None and t >= deadline):
                 return  # after a whole scrape: every stream has its column of it
@@ -361,8 +375,9 @@ class ScrapeSource(Source):
     def _columns(self, readings: dict[Labels, Reading], previous: dict[Labels, Reading],
                  last_end: dict[StreamId, float], t: float, gap: bool, native: dict[Labels, NativeReading],
                  natives: dict[Labels, NativeReading]) -> Iterator[Item]:
-        """The columns ending at this scrape, one per stream that has a baseline; a gap column for a stream with a
-        series that cannot be diffed (its buckets changed while its counts went on), counted again from here."""
+        """The columns ending at this scrape, one per stream that has a baseline or a series counted from zero (new
+        since the scrape before: `_fresh`); a gap column for a stream with a series that cannot be diffed (its
+        buckets changed while its counts went on), counted again from here."""
         parts: dict[StreamId, list[Part]] = {}
         present: list[StreamId] = []
         lost: dict[StreamId, str] = {}
@@ -378,10 +393,17 @@ class ScrapeSource(Source):
             present.append(stream)
             before = natives.get(key)
             natives[key] = now
+            new = self._since is not None and key not in self._seen
+            self._seen.add(key)
             if before is None:
-                continue
+                fresh, said = self._fresh(key, now.created) if new else (False, [])
+                yield from said
+                if not fresh:
+                    continue
+                last_end.setdefault(stream, t if self._begun is None else self._begun)
             self._diffable += 1
-            native_diff = (api_histogram(now, None), False) if self.gauge else diff_native(before, now)
+            native_diff = (api_histogram(now, None), False) if self.gauge or before is None else \
+                diff_native(before, now)
             if native_diff is None:
                 lost.setdefault(stream, "the zero bucket's width changed")
                 continue
@@ -396,12 +418,14 @@ class ScrapeSource(Source):
                 yield negative_note("scrape", describe_labels(self.metric, key))
             spent = folded.spent
             if spent is not None and spent < 0:
-                yield from self._sum_went_down(key, before, now)
+                yield from self._sum_went_down(key, 0.0 if before is None else before.total, now.total)
                 spent = None
             seconds = None if spent is None else self.builder.seconds(spent)
             parts.setdefault(stream, []).append(Part(folded.layout, folded.counts, seconds, reset))
         for key, cur in sorted(readings.items()):
             old = previous.get(key)
+            new = self._since is not None and key not in self._seen
+            self._seen.add(key)
             lacks = incomplete(cur, old)
             if lacks is not None:
                 yield from self._tell(f"{self.shown}: {describe_labels(self.metric, key)}: an incomplete reading, "
@@ -418,14 +442,19 @@ class ScrapeSource(Source):
             stream = self.builder.stream(self.builder.out_key(key), [self.builder.seconds(b) for b in cur.bounds])
             present.append(stream)
             if old is None:
-                continue
-            diffed = (per_bucket(cur.cumulative), cur.total, False) if self.gauge else diff_readings(old, cur)
+                fresh, said = self._fresh(key, cur.created) if new else (False, [])
+                yield from said
+                if not fresh:
+                    continue
+                last_end.setdefault(stream, t if self._begun is None else self._begun)
+            diffed = (per_bucket(cur.cumulative), cur.total, False) if self.gauge or old is None else \
+                diff_readings(old, cur)
             if diffed is None:
                 lost.setdefault(stream, "the buckets changed (new le bounds)")
                 continue
             counts, spent, reset = diffed
             if spent is not None and spent < 0:
-                yield from self._sum_went_down(key, old, cur)
+                yield from self._sum_went_down(key, 0.0 if old is None else old.total, cur.total)
                 spent = None
             layout = layout_of(cur.bounds, self.builder.factor(stream))
             seconds = None if spent is None else self.builder.seconds(spent)
@@ -442,17 +471,44 @@ class ScrapeSource(Source):
         yield from self.builder.notices
         self.builder.notices.clear()
 
-    def _sum_went_down(self, key: Labels, old: Reading | NativeReading, cur: Reading | NativeReading) -> \
-            Iterator[Notice]:
+    def _fresh(self, key: Labels, created: float | None) -> tuple[bool, list[Notice]]:
+        """Whether a series first read after the first scrape counts from zero (its first column holds all it
+        counted), and what to say (once per reason) where it is its baseline instead. It does when its `_created` (or
+        created timestamp) is after the scrape before was asked for: it began counting since (a new label set, an
+        error burst; a label set that a restarted process made). A gauge histogram's does: each column is what its
+        scrape reads. Without a created timestamp nothing tells a new series from one that counted long before (as
+        `increase()` does, its first reading is its baseline); nor with one from before the scrape before (a page that
+        left it out, or clocks apart)."""
+        if self._since is None:
+            return False, []
+        if self.gauge or (created is not None and created > self._since):
+            return True, []
+        series = describe_labels(self.metric, key)
+        if created is None:
+            why, text = "none", (f"{series} first appeared after the first scrape, with no _created (nor created "
+                                 "timestamp) to tell when it began counting: its first reading is its baseline, so "
+                                 "what it counted before it is not shown (the same for any label set that appears "
+                                 "later without one)")
+        else:
+            why, text = "before", (f"{series} first appeared after the first scrape, but its _created "
+                                   f"({created:.3f}) is before the scrape before ({self._since:.3f}; a page that left "
+                                   "it out, or clocks apart): what it counted before it may predate that scrape, so "
+                                   "its first reading is its baseline (the same for any other such label set)")
+        if why in self._baseline_said:
+            return False, []
+        self._baseline_said.add(why)
+        return False, [Notice(clean_text(f"scrape: {self.shown}: {text}", 400), skipped=0)]
+
+    def _sum_went_down(self, key: Labels, old: float | None, cur: float | None) -> Iterator[Notice]:
         """The note, once per series, for a `_sum` that went down while no bucket did: negative observations (which
         Prometheus allows) or a reset the buckets do not show; either way no time to place latencies by."""
         if key in self._sum_down or len(self._sum_down) >= MAX_TOLD:
             return
         self._sum_down.add(key)
         yield Notice(clean_text(f"scrape: {self.shown}: {describe_labels(self.metric, key)}: _sum went down (from "
-                                f"{old.total:g} to {cur.total:g}) while no bucket count did (negative observations?): "
-                                "a negative time is no latency, so the time of a column where it does is unknown, "
-                                "estimated from its buckets", 400), skipped=0)
+                                f"{old or 0.0:g} to {cur or 0.0:g}) while no bucket count did (negative "
+                                "observations?): a negative time is no latency, so the time of a column where it does "
+                                "is unknown, estimated from its buckets", 400), skipped=0)
 
     def _no_latency(self, key: Labels, reading: Reading) -> Notice:
         """The note for a series with only its `+Inf` bucket: what it holds so far."""
@@ -473,9 +529,12 @@ class ScrapeSource(Source):
         return due
 
 
-def _error(message: str, missing: bool = False, waiting: bool = False) -> EndpointError:
+def _error(message: str, missing: bool = False, waiting: bool = False, final: bool = False) -> EndpointError:
     """The error for a page without the histogram; `missing`: it answers, but the name is no histogram there (not
-    worth waiting for before the first good scrape); `waiting`: it declares the histogram, without series to map yet
-    (`NoSeries`)."""
+    worth waiting for before the first good scrape, unless `--wait-for-metric`); `waiting`: it declares the
+    histogram, without series to map yet (`NoSeries`); `final`: it has the histogram, of the kind `--histogram` does
+    not read (no wait brings the other kind: asking again would get the same answer)."""
     text = clean_text(message, 400)
+    if final:
+        return EndpointError(text, transient=False)
     return MetricMissing(text) if missing else NoSeries(text) if waiting else EndpointError(text)

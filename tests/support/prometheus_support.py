@@ -85,11 +85,12 @@ class Exporter(Serving):
     """A prometheus_client histogram the test drives; each scrape records the counts it served.
 
     `form` picks the exposition: `negotiate` (as prometheus_client does, by the Accept header), `text`, or
-    `openmetrics`. Observing and serving share one lock, so a scrape sees whole observations only.
+    `openmetrics`. Observing and serving share one lock, so a scrape sees whole observations only. `port`: 0 for a
+    free one, or an old one's (a process restarted after an outage).
     """
 
     def __init__(self, name: str = "app_request_duration_seconds", labels: Sequence[str] = ("method",),
-                 buckets: Sequence[float] = DEFAULT_BUCKETS, form: str = "negotiate") -> None:
+                 buckets: Sequence[float] = DEFAULT_BUCKETS, form: str = "negotiate", port: int = 0) -> None:
         self.name, self.labels, self.buckets = name, tuple(labels), tuple(buckets)
         self.registry = CollectorRegistry()
         self.histogram = self._histogram()
@@ -112,7 +113,7 @@ class Exporter(Serving):
             def log_message(self, *args: object) -> None:
                 pass
 
-        super().__init__(Handler)
+        super().__init__(Handler, port=port)
 
     def render(self, accept: str) -> tuple[bytes, str]:
         if self.form == "text":
@@ -236,10 +237,11 @@ def _side(buckets: dict[int, int], spans_at: int, deltas_at: int) -> bytes:
 
 
 class NativeExporter(Serving):
-    """Serves one native histogram in the protobuf exposition (what Prometheus scrapes native histograms from)."""
+    """Serves one native histogram in the protobuf exposition (what Prometheus scrapes native histograms from), on
+    `port` (0: a free one)."""
 
     def __init__(self, name: str, schema: int, labels: dict[str, str] | None = None,
-                 zero_threshold: float = 2.0**-128) -> None:
+                 zero_threshold: float = 2.0**-128, port: int = 0) -> None:
         self.name = name
         self.state = NativeHistogramState(schema, zero_threshold)
         self.labels = labels or {}
@@ -255,7 +257,7 @@ class NativeExporter(Serving):
             def log_message(self, *args: object) -> None:
                 pass
 
-        super().__init__(Handler)
+        super().__init__(Handler, port=port)
 
     def family(self) -> bytes:
         """One delimited MetricFamily holding the histogram."""

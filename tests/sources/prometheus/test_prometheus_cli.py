@@ -151,7 +151,8 @@ def test_duration_ends_every_series_on_the_same_scrape() -> None:
     for iv in intervals_of(done.stdout):
         columns.setdefault(iv.stream.label, []).append(iv)
     assert len(columns) == 40
-    assert len({len(v) for v in columns.values()}) == 1 and len(next(iter(columns.values()))) >= 5
+    # 5 scrapes in 1.1 s unloaded; a loaded machine (CI beside other jobs) gets fewer in: the same count for each
+    assert len({len(v) for v in columns.values()}) == 1 and len(next(iter(columns.values()))) >= 3
     assert len({v[-1].end for v in columns.values()}) == 1
 
 

@@ -27,6 +27,7 @@ from prometheus_support import (
 from test_prometheus_scrape import run
 
 from latencymap.core.buckets import bin_values
+from latencymap.plugins import SourceError
 from latencymap.sources.prometheus.exposition import parse_exposition
 from latencymap.sources.prometheus.protobuf import (
     ACCEPT,
@@ -456,3 +457,80 @@ def test_a_native_gauge_histogram_column_is_the_distribution_read_at_its_end() -
         assert own is not None and own.total_time == pytest.approx(sum(values))
         assert not column.reset and not column.gap
     assert len(said) == 1 and "queue_age_seconds is a gauge histogram" in said[0]
+
+
+class TwoRoutes(NativeExporter):
+    """`job_seconds{route="a"}` from the start, and `route="b"` once the test sets `late`: two metrics, one family."""
+
+    def __init__(self, first: CreatedNative | CreatedClassic) -> None:
+        super().__init__("job_seconds", schema=2)
+        self.state = first  # type: ignore[assignment]
+        self.late: CreatedNative | CreatedClassic | None = None
+
+    def family(self) -> bytes:
+        metrics = b"".join(_message(4, _message(1, _string(1, "route") + _string(2, route)) + _message(7, h.protobuf()))
+                           for route, h in (("a", self.state), ("b", self.late)) if h is not None)
+        family = _string(1, self.name) + _string(2, "Test latency.") + _field(3, 0, _varint(4)) + metrics
+        return _varint(len(family)) + family
+
+
+@pytest.mark.parametrize("kind", ["native", "classic"])
+def test_a_series_new_after_the_first_scrape_counts_from_zero_by_its_created_timestamp(kind: str) -> None:
+    """A label set first served after the first scrape whose created timestamp is after the scrape before (asked at
+    1.7e9 + 1 s here) holds all it counted since then: its first column has it (it was its baseline: lost)."""
+    def make(created: float) -> CreatedNative | CreatedClassic:
+        return CreatedNative(2, created) if kind == "native" else CreatedClassic((0.005, 0.01, 0.1), created)
+
+    exporter = TwoRoutes(make(1.7e9 - 100.0))
+    exporter.state.observe(0.01)
+    step = itertools.count(1)
+
+    def act(_: float) -> None:
+        k = next(step)
+        with exporter.lock:
+            exporter.state.observe(0.01)
+            if k == 2:
+                exporter.late = make(1.7e9 + 1.5)
+                for _ in range(40):
+                    exporter.late.observe(0.05)
+
+    try:
+        columns, said = run(ScrapeSource(url=exporter.url, metric="job_seconds", interval=1.0), act, 3)
+    finally:
+        exporter.close()
+    assert said == []
+    assert [(c.stream.label, int(c.counts.sum())) for c in columns] == [
+        ('job_seconds{route="a"}', 1), ('job_seconds{route="a"}', 1), ('job_seconds{route="b"}', 40)]
+    late = columns[2]
+    assert (late.start, late.end) == (columns[1].start, columns[1].end) and not late.reset and not late.gap
+    assert late.source_buckets is not None and late.source_buckets.total_time == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("wait", [False, True])
+def test_a_histogram_of_the_kind_that_histogram_does_not_read_stops_the_source_at_once(native: NativeExporter,
+                                                                                      wait: bool) -> None:
+    """`--histogram native` on a text page or a classic-only one, `classic` on a native-only one: asking again cannot
+    bring the other kind. The first was asked again 5 times (15 s) before `--count` gave up; the others stopped saying
+    `--wait-for-metric waits for it`, which then waited for ever."""
+    native.observe(3.0)
+    text = Scripted([(200, "text/plain; version=0.0.4", f"# TYPE {NATIVE} histogram\n{NATIVE}_bucket{{le=\"+Inf\"}} 1\n"
+                                                        f"{NATIVE}_count 1\n{NATIVE}_sum 2\n")])
+    classic = NativeExporter(NATIVE, schema=2)
+    classic.state = CreatedClassic((0.005, 0.01), 1.7e9)  # type: ignore[assignment]
+    classic.observe(0.004)
+    cases = [(native.url, "classic", "is served as a native histogram only (--histogram native reads it)"),
+             (text.url, "native", "not the protobuf exposition; native histograms come only in protobuf"),
+             (classic.url, "native", "has no native histogram here, only classic buckets (--histogram classic")]
+    try:
+        for url, kind, words in cases:
+            source = ScrapeSource(url=url, metric=NATIVE, kind=kind, count=3, wait_for_metric=wait)
+            slept: list[float] = []
+            source.sleep = slept.append
+            with pytest.raises(SourceError) as stopped:
+                list(source.items())
+            message = str(stopped.value)
+            assert words in message and message.endswith("stopped: asking again would get the same answer")
+            assert "--wait-for-metric" not in message and slept == []
+    finally:
+        text.close()
+        classic.close()

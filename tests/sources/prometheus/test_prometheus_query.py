@@ -70,6 +70,8 @@ class Api(Serving):
         labels = {"job": "j"}
         if query.startswith("increase(h_seconds{") or query.startswith("increase(h_seconds["):
             result: list[dict[str, Any]] = []  # no native histogram of that name
+        elif " unless " in query:  # no series began counting in any step
+            result = []
         elif query.startswith("resets(h_seconds_count"):  # the process restarted in the step ending at RESET_AT
             result = [{"metric": labels, "values": [[t, "1"] for t in times if t == RESET_AT]}]
         elif "_sum" in query:
@@ -121,9 +123,9 @@ def live(source: PrometheusSource, start: float, columns: int) -> tuple[list[Int
 
 
 def test_live_polls_each_step_then_catches_up_after_an_outage(api_factory) -> None:
-    # three queries a step (buckets, sum, resets); the second poll's first one fails, and the retries' first ones
-    outage = {4: (500, "text/plain", "boom"), 5: (200, "text/html", "<!DOCTYPE html><p>proxy</p>"),
-              6: (200, JSON, "{not json"), 7: (200, JSON, '{"data": 1}')}
+    # four queries a step (buckets, sum, resets, born); the second poll's first one fails, and the retries' first ones
+    outage = {5: (500, "text/plain", "boom"), 6: (200, "text/html", "<!DOCTYPE html><p>proxy</p>"),
+              7: (200, JSON, "{not json"), 8: (200, JSON, '{"data": 1}')}
     api = api_factory(fail=lambda n: outage.get(n))
     source = PrometheusSource(url=api.url + "/api/v1", metric="h_seconds", step=10.0, delay=1.0, kind="classic")
     columns, said, sleeps = live(source, start=951.0, columns=8)
@@ -147,10 +149,14 @@ def test_live_polls_each_step_then_catches_up_after_an_outage(api_factory) -> No
     assert said[4] == f"prometheus: {api.url} answered again after 4 failed attempts; caught up on 10 steps"
     assert [c.end for c in columns if c.reset] == [RESET_AT]  # the server's resets(), caught up on
     ranges = [p for path, p in api.requests if path == "/api/v1/query_range"]
-    assert ranges[-2:] == [
+    assert ranges[-3:] == [
         {"query": "increase(h_seconds_sum[10s])", "start": "960", "end": "1050", "step": "10s"},
-        {"query": "resets(h_seconds_count[10s]) > 0 or h_seconds_count < h_seconds_count offset 10s or "
-                  "changes(h_seconds_created[10s]) > 0 or h_seconds_created != h_seconds_created offset 10s",
+        {"query": "resets(h_seconds_count[10s]) > 0 or "
+                  "h_seconds_count < last_over_time(h_seconds_count[600s] offset 10s) or "
+                  "changes(h_seconds_created[10s]) > 0 or "
+                  "h_seconds_created != last_over_time(h_seconds_created[600s] offset 10s)",
+         "start": "960", "end": "1050", "step": "10s"},
+        {"query": "(h_seconds_created unless last_over_time(h_seconds_created[600s] offset 10s)) > time() - 20.0",
          "start": "960", "end": "1050", "step": "10s"}]
     assert sleeps == [10.0, 10.0, 20.0, 30.0, 30.0]  # to the next step, then backoff
 

@@ -31,3 +31,16 @@ def test_a_process_with_one_sample_in_the_step_takes_its_rate_from_its_neighbour
     assert step_increase(samples, None, (4.5, 440.0), created, 0.0, 4.0) == pytest.approx(445.0)
     assert step_increase(samples, None, None, created, 0.0, 4.0) == pytest.approx(425.0)  # no neighbour: no rate
     assert step_increase(samples[:1], None, None, created, 0.0, 4.0) is None  # no increase() either
+
+
+def test_a_series_born_in_the_step_counts_its_first_sample_whole() -> None:
+    # a label set created in the step (0, 4] (no sample before it): its first sample at 2.5 already holds 150
+    samples = [(2.5, 150.0), (3.5, 160.0)]
+    created = {2500: 7.0, 3500: 7.0}
+    # all 160 since its creation, and 0.5 s at 10/s after the last sample; nothing before its creation
+    assert step_increase(samples, None, None, created, 0.0, 4.0, born=True) == pytest.approx(165.0)
+    assert step_increase(samples, None, None, created, 0.0, 4.0) == pytest.approx(20.0)  # increase()'s: the rise
+    # one sample in the step (no increase() at all): 150, and 1.5 s at the 10/s its next sample gives
+    assert step_increase(samples[:1], None, (4.5, 170.0), created, 0.0, 4.0, born=True) == pytest.approx(165.0)
+    assert step_increase(samples[:1], None, None, created, 0.0, 4.0, born=True) == pytest.approx(150.0)
+    assert step_increase([], None, None, created, 0.0, 4.0, born=True) is None

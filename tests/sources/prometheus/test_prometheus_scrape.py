@@ -6,6 +6,7 @@ import bisect
 import itertools
 import math
 import random
+import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -13,6 +14,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Metric
 from prometheus_client.core import GaugeHistogramMetricFamily
 from prometheus_client.exposition import generate_latest
+from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPENMETRICS_TYPE
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.registry import Collector
 from prometheus_support import (
     DEFAULT_BUCKETS,
@@ -50,10 +53,12 @@ def exporters() -> Iterator[Callable[..., Exporter]]:
         e.close()
 
 
-def run(source: ScrapeSource, sleep: Callable[[float], None], intervals: int) -> tuple[list[Interval], list[str]]:
+def run(source: ScrapeSource, sleep: Callable[[float], None], intervals: int,
+        real_time: bool = False) -> tuple[list[Interval], list[str]]:
     """Run a source with `sleep` between scrapes until it gave `intervals` columns; (columns, notice messages).
 
-    The source's clock only moves when it sleeps, so every pause between scrapes is a call to `sleep`.
+    The source's clock only moves when it sleeps, so every pause between scrapes is a call to `sleep`; with
+    `real_time` it is the real clock (the one prometheus_client's `_created` reads), and each pause really sleeps.
     """
     now = [1.7e9]
 
@@ -61,7 +66,14 @@ def run(source: ScrapeSource, sleep: Callable[[float], None], intervals: int) ->
         now[0] += seconds
         sleep(seconds)
 
-    source.sleep, source.clock = sleeping, lambda: now[0]
+    def real_sleep(seconds: float) -> None:
+        sleep(seconds)
+        time.sleep(seconds)
+
+    if real_time:
+        source.sleep = real_sleep
+    else:
+        source.sleep, source.clock = sleeping, lambda: now[0]
     got: list[Interval] = []
     said: list[str] = []
     items = source.items()
@@ -197,6 +209,76 @@ def test_sum_by_and_sum(exporters) -> None:
     summed, _ = run(ScrapeSource(url=exporter.url, metric=METRIC, interval=0.001, sum_all=True), observe, 2)
     assert [c.stream.label for c in summed] == [METRIC, METRIC]
     assert [int(c.counts[3]) for c in summed] == [6, 6]  # 5 ms: row [4, 8) ms
+
+
+@pytest.mark.parametrize("form", ["negotiate", "text", "openmetrics"])
+@pytest.mark.parametrize("sum_all", [False, True])
+def test_a_label_set_new_after_the_first_scrape_counts_from_zero_by_its_created(exporters, form: str,
+                                                                                sum_all: bool) -> None:
+    """A label set that first appears mid-run (a new status, an error burst) holds at its first scrape all it counted
+    since its `_created`, which is after the scrape before: its first column has all of it, from that scrape on (it
+    was taken as its baseline: 150 errors of 0.9 s read as no events, and `--sum` as 300 events, 0.9 s)."""
+    exporter = exporters(buckets=(0.005, 0.1, 1.0), form=form)
+    for _ in range(100):
+        exporter.observe(0.003, "GET")
+    pauses = itertools.count(1)
+
+    def act(_: float) -> None:
+        k = next(pauses)
+        for _ in range(100):
+            exporter.observe(0.003, "GET")
+        if k == 2:
+            for _ in range(150):
+                exporter.observe(0.9, "ERR")
+
+    source = ScrapeSource(url=exporter.url, metric=METRIC, interval=0.05, sum_all=sum_all)
+    columns, said = run(source, act, 3 if sum_all else 5, real_time=True)
+    assert said == []
+    assert all(not c.gap and not c.reset for c in columns)
+    events = [int(c.counts.sum()) for c in columns]
+    times = [c.source_buckets.total_time if c.source_buckets else None for c in columns]
+    if sum_all:
+        assert events == [100, 250, 100]
+        assert times == pytest.approx([0.3, 135.3, 0.3])
+        return
+    err = [c for c in columns if c.stream.label.endswith('"ERR"}')]
+    get = [c for c in columns if c.stream.label.endswith('"GET"}')]
+    assert [int(c.counts.sum()) for c in err] == [150, 0] and [int(c.counts.sum()) for c in get] == [100] * 3
+    assert (err[0].start, err[0].end) == (get[1].start, get[1].end)  # since the scrape before
+    assert err[0].source_buckets is not None and err[0].source_buckets.total_time == pytest.approx(135.0)
+    assert err[0].source_buckets.counts.tolist() == [0, 0, 150, 0]
+
+
+def _labelled_page(series: dict[str, tuple[int, float | None]]) -> str:
+    """A text page of `h_seconds` per `method`: (events of 1 ms, `_created` or None) each."""
+    lines = ["# TYPE h_seconds histogram"]
+    for method, (events, _) in series.items():
+        lab = f'method="{method}"'
+        lines += [f'h_seconds_bucket{{{lab},le="0.002"}} {events}', f'h_seconds_bucket{{{lab},le="+Inf"}} {events}',
+                  f"h_seconds_sum{{{lab}}} {0.001 * events!r}", f"h_seconds_count{{{lab}}} {events}"]
+    lines += [f'h_seconds_created{{method="{m}"}} {c!r}' for m, (_, c) in series.items() if c is not None]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("created", [None, 1.7e9 - 60.0])
+def test_a_label_set_new_after_the_first_scrape_without_a_later_created_is_its_baseline_said_once(
+        created: float | None) -> None:
+    """Without a `_created` (client_golang's text page), or with one from before the scrape before, nothing says
+    whether a new label set's counts are recent or as old as its process: its first reading is its baseline, as
+    `increase()` takes it, said once for all such label sets."""
+    first = {"GET": (10, created)}
+    pages = [first, {**first, "ERR": (50, created)}, {**first, "ERR": (60, created), "PUT": (7, created)},
+             {**first, "ERR": (61, created), "PUT": (9, created)}]
+    endpoint = Scripted([(200, TEXT_TYPE, _labelled_page(p)) for p in pages])
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="h_seconds", interval=1.0), lambda _: None, 6)
+    finally:
+        endpoint.close()
+    assert [(c.stream.label.split('"')[1], int(c.counts.sum())) for c in columns] == [
+        ("GET", 0), ("ERR", 10), ("GET", 0), ("ERR", 1), ("GET", 0), ("PUT", 2)]
+    assert len(said) == 1 and 'h_seconds{method="ERR"} first appeared after the first scrape' in said[0]
+    assert "its first reading is its baseline" in said[0]
+    assert ("no _created" in said[0]) == (created is None)
 
 
 def test_a_restarted_exporter_is_a_reset_column_not_a_negative_count() -> None:
@@ -805,3 +887,28 @@ def test_a_gauge_histogram_in_the_text_format_is_read_as_one_too() -> None:
     assert [(int(c.counts.sum()), c.reset) for c in columns] == [(6, False), (9, False), (0, False)]
     assert [c.source_buckets.total_time for c in columns if c.source_buckets] == pytest.approx([0.03, 0.025, 0.0])
     assert len(said) == 1 and "queue_wait_seconds is a gauge histogram" in said[0]
+
+
+def test_a_gauge_histograms_label_set_new_after_the_first_scrape_has_a_column_of_what_it_reads() -> None:
+    """Each column of a gauge histogram is what its scrape read: a queue that first appears mid-run has one from its
+    first scrape on (it had none until the next, as if its first reading were a baseline)."""
+    def page(queues: dict[str, list[int]]) -> str:
+        family = GaugeHistogramMetricFamily("queue_wait_seconds", "Ages of the items queued now.", labels=["queue"])
+        for queue, cumulative in queues.items():
+            family.add_metric([queue], list(zip(("0.001", "0.002", "+Inf"), cumulative, strict=True)),
+                              gsum_value=0.001 * cumulative[-1])
+        registry = CollectorRegistry()
+        registry.register(Queue(family))
+        return generate_openmetrics(registry).decode()
+
+    pages = [{"a": [1, 2, 2]}, {"a": [0, 1, 1]}, {"a": [0, 1, 1], "b": [3, 4, 5]}, {"a": [0, 0, 0], "b": [0, 2, 2]}]
+    endpoint = Scripted([(200, OPENMETRICS_TYPE, page(p)) for p in pages])
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="queue_wait_seconds", interval=0.3),
+                            lambda _: None, 5)
+    finally:
+        endpoint.close()
+    assert [(c.stream.label.split('"')[1], int(c.counts.sum())) for c in columns] == [
+        ("a", 1), ("a", 1), ("b", 5), ("a", 0), ("b", 2)]
+    assert (columns[2].start, columns[2].end) == (columns[1].start, columns[1].end)
+    assert len(said) == 1 and "gauge histogram" in said[0]

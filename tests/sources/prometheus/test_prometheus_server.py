@@ -783,3 +783,139 @@ def test_a_step_counted_from_its_raw_samples_without_a_restart_is_what_increase_
             assert got == pytest.approx(want[le], rel=1e-9, abs=1e-9), (c.end, le)
             checked += 1
     assert checked >= 3 * 4
+
+
+# -- a label set new mid-window, and a process restarted after an outage long enough to make its series stale ------
+
+OUTAGE = "outage_seconds"
+OUTAGE_NATIVE = "outage_native_milliseconds"
+NEW_AT, DOWN_AT, UP_AT, OUTAGE_RUN = 5.3, 12.0, 18.0, 28.0  # seconds after the window's start
+
+
+@dataclass
+class Outage:
+    """What the targets really observed: (time, method, seconds) per classic event, and when things happened."""
+
+    server: PrometheusServer
+    events: list[tuple[float, str, float]]
+    start: float
+    new: float  # when the ERR label set was created (its burst observed)
+    up: float  # when the restarted processes began serving
+
+    def count(self, method: str, start: float, end: float) -> int:
+        return sum(1 for t, m, _ in self.events if m == method and start < t <= end)
+
+
+@pytest.fixture(scope="module")
+def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outage]:
+    """A prometheus_client target (text, with `_created`) observing GET, 3 ms, 20 times a second; at NEW_AT a new label
+    set ERR opens with a burst of 150 observations of 0.9 s (then none); at DOWN_AT the process stops (refused: its
+    series go stale) and at UP_AT a new one serves on its port, GET going on. A native histogram target stops and
+    restarts with it. Scraped every second."""
+    binary = prometheus_or_skip()
+    made = {"classic": Exporter(OUTAGE, buckets=(0.005, 0.1, 1.0), form="text"),
+            "native": NativeExporter(OUTAGE_NATIVE, schema=2)}
+    ports = {k: e.port for k, e in made.items()}
+    server = PrometheusServer(binary, tmp_path_factory.mktemp("outage"), [e.url for e in made.values()],
+                              scrape_interval=1.0, native=True)
+    events: list[tuple[float, str, float]] = []
+    when: dict[str, float] = {}
+    stop = threading.Event()
+    start = math.inf
+
+    def drive() -> None:
+        while not stop.wait(0.05):
+            t = time.time() - start
+            if DOWN_AT <= t < UP_AT:
+                if "down" not in when:
+                    when["down"] = time.time()
+                    for e in made.values():
+                        e.close()
+                continue
+            if t >= UP_AT and "up" not in when:
+                made["classic"] = Exporter(OUTAGE, buckets=(0.005, 0.1, 1.0), form="text", port=ports["classic"])
+                made["native"] = NativeExporter(OUTAGE_NATIVE, schema=2, port=ports["native"])
+                when["up"] = time.time()
+            classic, native = made["classic"], made["native"]
+            assert isinstance(classic, Exporter) and isinstance(native, NativeExporter)
+            if t >= NEW_AT and "new" not in when:
+                when["new"] = time.time()
+                for _ in range(150):
+                    classic.observe(0.9, "ERR")
+                    events.append((time.time(), "ERR", 0.9))
+            classic.observe(0.003, "GET")
+            events.append((time.time(), "GET", 0.003))
+            native.observe(12.0)
+
+    thread = threading.Thread(target=drive, daemon=True)
+    try:
+        server.wait_ready()
+        server.wait_until("count(up == 1) == 3", lambda r: bool(r))  # scraping: the window's first step has samples
+        start = math.ceil(time.time()) + 1.0
+        thread.start()
+        end = start + OUTAGE_RUN
+        time.sleep(max(0.0, end + 1.5 - time.time()))
+        server.wait_until(f"min(timestamp({OUTAGE}_count))", lambda r: bool(r) and float(r[0]["value"][1]) > end)
+        server.wait_until(f"timestamp({OUTAGE_NATIVE})", lambda r: bool(r) and float(r[0]["value"][1]) > end)
+        yield Outage(server, events, start, when["new"], when["up"])
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.stop()
+        for e in made.values():
+            e.close()
+
+
+def _outage_columns(outage: Outage, metric: str = OUTAGE, start: float | None = None, steps: int = 14,
+                    **options: object) -> list[Interval]:
+    begin = outage.start if start is None else start
+    items = PrometheusSource(url=outage.server.url, metric=metric, start=str(begin), end=str(begin + steps * STEP),
+                             step=STEP, **options).items()
+    return [i for i in items if isinstance(i, Interval)]
+
+
+def _first_sample_after(outage: Outage, selector: str, after: float) -> float:
+    """When the server took its first sample of `selector` after the time `after`."""
+    doc = outage.server.get("/api/v1/query", {"query": f"{selector}[{OUTAGE_RUN + 5:g}s]",
+                                              "time": outage.start + OUTAGE_RUN})
+    series = doc["data"]["result"][0]
+    return min(float(t) for t, _ in (*series.get("values", []), *series.get("histograms", [])) if float(t) > after)
+
+
+def test_a_label_set_new_mid_window_counts_all_it_holds_from_its_created(outage: Outage) -> None:
+    """ERR's first samples already hold its whole burst: `increase()` saw no rise (the step with its first sample has
+    no value, the next a flat 150) and ERR read as no events, `--sum` without them. Its `_created` is in the step (or
+    the one before): its first step counts it from zero, all 150 and their 135 s, not marked reset."""
+    columns = _outage_columns(outage)
+    err = [c for c in columns if 'method="ERR"' in c.stream.label]
+    (burst,) = [c for c in err if c.counts.sum()]
+    assert int(burst.counts.sum()) == 150 and not burst.reset and not burst.gap
+    assert burst.start - STEP < outage.new <= burst.end
+    assert burst.source_buckets is not None and burst.source_buckets.total_time == pytest.approx(135.0)
+    get = next(c for c in columns if 'method="GET"' in c.stream.label and c.end == burst.end)
+    summed = next(c for c in _outage_columns(outage, sum_all=True) if c.end == burst.end)
+    assert int(summed.counts.sum()) - int(get.counts.sum()) == 150
+
+
+def test_a_restart_after_an_outage_counts_its_first_step_from_its_created_and_is_a_reset(outage: Outage) -> None:
+    """After an outage that made its series stale, the restarted process's first sample alone in its step gave no
+    `increase()`: a gap, and the events it counted since its `_created` were lost, with no reset marked (`offset`
+    has no value for a stale series). Counted from zero, that step holds them, marked reset."""
+    first = _first_sample_after(outage, f'{OUTAGE}_count{{method="GET"}}', outage.up)
+    end = round(first + 0.2, 3)  # the step ending here holds that one sample
+    columns = _outage_columns(outage, start=end - 4 * STEP, steps=6)
+    get = {c.end: c for c in columns if 'method="GET"' in c.stream.label}
+    column = get[end]
+    truth = outage.count("GET", end - STEP, end)
+    assert not column.gap and column.reset
+    assert abs(int(column.counts.sum()) - truth) <= 3, (int(column.counts.sum()), truth)
+    after = get[end + STEP]
+    assert not after.reset and abs(int(after.counts.sum()) - outage.count("GET", end, end + STEP)) <= 3
+
+
+def test_a_native_restart_after_an_outage_is_a_reset(outage: Outage) -> None:
+    """A native histogram's restart across an outage was marked neither reset nor gap (`offset` has no value for a
+    stale series); its count is lower than its last sample before: a reset."""
+    columns = _outage_columns(outage, OUTAGE_NATIVE)
+    first = _first_sample_after(outage, OUTAGE_NATIVE, outage.up)
+    assert [c.end for c in columns if c.reset] == [_holding(columns, first)]

@@ -13,16 +13,21 @@ again and again, while the valley between them is
 - not significant: smaller peak - valley < `min_valley_z` (3) x sqrt(peak + valley), i.e. within
   Poisson noise of a flat run (counts are event counts, so sparse tails do not split into bands),
 
-unless the valley is a deep gap below the smaller peak (a thin band *above* a gap; a few fast events
-below one stay noise, they own no time): slots holding at most `deep_valley_ratio` (0.1) of the smaller peak (empty
+unless the valley is a deep gap: slots holding at most `deep_valley_ratio` (0.1) of the smaller peak (empty
 octaves), so many of them that a tail decaying monotonically would leave them that empty with probability
 <= `gap_alpha` (0.05; each gap slot expects at least the smaller peak's count: P = Poisson CDF of the gap's
 events at gap slots x smaller peak). One far event needs three empty octaves, two need two. So a few far
 events (two 1.5 s stalls three empty octaves above an 80 ms band, one 2.5 s task above 64-256 ms tasks)
 are not swallowed as their neighbour's tail; whether they stay a band is left to the share rule below.
-Of peaks of equal height (a handful of events) the upper is a thin band above the gap when its band holds
-fewer events than the lower one: two 1 s waits above eight faster ones, not four waits of 8-500 us above
-one at 0. The gap is looked for in the longest run of the lowest slots between two peaks.
+That is for a thin band *above* the gap, which owns time. A fast group below one owns none, and the low tail
+of a wide population (a Weibull of shape 0.5 halves only every two octaves) leaves a few fast events scattered
+below empty octaves: it needs more than one event (a lone fast event is no mode) and a gap improbable at
+`fast_gap_alpha` (1e-4: two events in a bucket need five empty octaves, three four, five two). So three fast
+events one empty octave below the bulk stay its tail, while 8 events at 100 us and 8 at 1 s, or 2 and 3, twelve
+empty octaves apart, are two bands. Of peaks of equal height (a handful of events) the upper is a thin band
+above the gap when its band holds fewer events than the lower one: two 1 s waits above eight faster ones; else
+the lower is the fast group: four waits of 8-500 us above one at 0 stay one band. The gap is looked for in the
+longest run of the lowest slots between two peaks.
 
 The log2 scale is already coarse (a lognormal spans a few slots), so no smoothing is applied:
 it would fill the one-slot valleys that real bimodal data shows. Finally a band holding less than
@@ -56,6 +61,7 @@ MAX_VALLEY_RATIO = _T.max_valley_ratio
 MIN_VALLEY_Z = _T.min_valley_z
 DEEP_VALLEY_RATIO = _T.deep_valley_ratio
 GAP_ALPHA = _T.gap_alpha
+FAST_GAP_ALPHA = _T.fast_gap_alpha
 MIN_BAND_SHARE = _T.min_band_share
 MIN_BAND_TIME_SHARE = _T.min_band_time_share
 MIN_EVENTS_SHARE = _T.band_events_share
@@ -165,19 +171,24 @@ def poisson_cdf(k: float, lam: float) -> float:
 
 def _separation(c: np.ndarray, left: int, valley: int, right: int, max_ratio: float, min_z: float,
                 deep_ratio: float = DEEP_VALLEY_RATIO, gap_alpha: float = GAP_ALPHA,
-                right_thinner: bool = False) -> float:
+                right_thinner: bool = False, lower_events: float = np.inf,
+                fast_gap_alpha: float = FAST_GAP_ALPHA) -> float:
     """How shallow a valley is (valley / smaller peak); +inf when within Poisson noise and no improbable gap.
 
-    `right_thinner`: the upper band holds fewer events than the lower (it decides between peaks of equal height).
+    `right_thinner`: the upper band holds fewer events than the lower (it decides between peaks of equal height);
+    `lower_events`: the events of the lower peak's band (a fast group below the gap needs more than one).
     """
     peak = min(c[left], c[right])
     depth = c[valley] / peak
     noise = peak - c[valley] < min_z * np.sqrt(peak + c[valley])
-    # only a thin band above a gap owns time: a few fast events stay noise
-    far = c[right] < c[left] or (c[right] == c[left] and right_thinner)
-    if noise and (not far or depth > deep_ratio or gap_evidence(c, left, valley, right, deep_ratio) > gap_alpha):
+    if not noise:
+        return float(depth) if depth <= max_ratio else float(depth) + 1.0
+    far = c[right] < c[left] or (c[right] == c[left] and right_thinner)  # a thin band above the gap: it owns time
+    if depth > deep_ratio or (not far and lower_events < 2):
         return np.inf
-    return float(depth) if depth <= max_ratio else float(depth) + 1.0
+    if gap_evidence(c, left, valley, right, deep_ratio) > (gap_alpha if far else fast_gap_alpha):
+        return np.inf
+    return float(depth)
 
 
 def zero_slot_octave(c: np.ndarray) -> float:
@@ -206,7 +217,7 @@ def per_octave(c: np.ndarray) -> np.ndarray:
 
 def split_points(c: np.ndarray, *, max_valley_ratio: float = MAX_VALLEY_RATIO,
                  min_valley_z: float = MIN_VALLEY_Z, deep_valley_ratio: float = DEEP_VALLEY_RATIO,
-                 gap_alpha: float = GAP_ALPHA) -> list[int]:
+                 gap_alpha: float = GAP_ALPHA, fast_gap_alpha: float = FAST_GAP_ALPHA) -> list[int]:
     """Valley slots that separate bands after merging shallow or insignificant valleys (slot 0 read per octave)."""
     cum = np.concatenate(([0.0], np.cumsum(c)))
     c = per_octave(c)
@@ -219,15 +230,16 @@ def split_points(c: np.ndarray, *, max_valley_ratio: float = MAX_VALLEY_RATIO,
         return _lowest(c, a + 1, b) if b > a + 1 else a
 
     @cache
-    def separation(a: int, v: int, b: int, right_thinner: bool) -> float:
+    def separation(a: int, v: int, b: int, right_thinner: bool, lower_events: float) -> float:
         """`_separation` of the valley `v` between peaks `a` and `b`."""
-        return _separation(c, a, v, b, max_valley_ratio, min_valley_z, deep_valley_ratio, gap_alpha, right_thinner)
+        return _separation(c, a, v, b, max_valley_ratio, min_valley_z, deep_valley_ratio, gap_alpha, right_thinner,
+                           lower_events, fast_gap_alpha)
 
     while len(peaks) > 1:
         valleys = [valley(a, b) for a, b in pairwise(peaks)]
         cuts = [0, *(v + 1 for v in valleys), len(c)]
         mass = [cum[b] - cum[a] for a, b in pairwise(cuts)]  # events of each peak's band, valleys to the left
-        shallow = [separation(a, v, b, bool(mass[i + 1] < mass[i]))
+        shallow = [separation(a, v, b, bool(mass[i + 1] < mass[i]), float(mass[i]))
                    for i, ((a, b), v) in enumerate(zip(pairwise(peaks), valleys, strict=True))]
         worst = int(np.argmax(shallow))
         if shallow[worst] <= max_valley_ratio:
@@ -285,13 +297,15 @@ def find_bands(
     deep_valley_ratio: float = DEEP_VALLEY_RATIO,
     min_band_time_share: float = MIN_BAND_TIME_SHARE,
     gap_alpha: float = GAP_ALPHA,
+    fast_gap_alpha: float = FAST_GAP_ALPHA,
 ) -> list[Band]:
     """Bands of one histogram, fastest first; `time_1d` None estimates time from bucket midpoints."""
     c, t, total_c, total_t = counts_and_time(counts_1d, time_1d, low_s, high_s)
     if total_c <= 0:
         return []
     ranges = _ranges(c, split_points(c, max_valley_ratio=max_valley_ratio, min_valley_z=min_valley_z,
-                                     deep_valley_ratio=deep_valley_ratio, gap_alpha=gap_alpha))
+                                     deep_valley_ratio=deep_valley_ratio, gap_alpha=gap_alpha,
+                                     fast_gap_alpha=fast_gap_alpha))
     while len(ranges) > 1:
         ev = np.array([c[a:b + 1].sum() for a, b in ranges]) / total_c
         tm = np.array([t[a:b + 1].sum() for a, b in ranges]) / (total_t if total_t > 0 else 1.0)

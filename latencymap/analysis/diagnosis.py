@@ -389,7 +389,7 @@ def diagnose(
     bands = find_bands(pooled, pooled_t, low_s, high_s, max_valley_ratio=th.max_valley_ratio,
                        min_valley_z=th.min_valley_z, min_band_share=th.min_band_share,
                        deep_valley_ratio=th.deep_valley_ratio, min_band_time_share=th.min_band_time_share,
-                       gap_alpha=th.gap_alpha)
+                       gap_alpha=th.gap_alpha, fast_gap_alpha=th.fast_gap_alpha)
     major = significant_bands(bands, min_events_share=th.band_events_share, min_time_share=th.band_time_share)
     timed = not estimated if exact is None else exact
     episodes = find_episodes(

@@ -27,6 +27,11 @@ class Thresholds:
     #: ... that splits, noise test or not, when a monotonically decaying tail would leave it that empty with
     #: at most this probability: a few far events after empty octaves are a band, not their neighbour's tail.
     gap_alpha: float = 0.05
+    #: ... and a gap *below* the smaller peak (a fast group, which owns no time) with at most this one, the fast group
+    #: holding more than one event (two in a bucket need five empty octaves, five two): a wide population's low tail
+    #: scatters a few fast events below empty octaves, and at this value samples of 30-100 events of a Weibull of
+    #: shape 0.5 gain almost no false band.
+    fast_gap_alpha: float = 1e-4
     #: A band with less than this share of the events ...
     min_band_share: float = 0.005
     #: ... and less than this share of the time is folded into its closer neighbour (noise in a sparse tail).

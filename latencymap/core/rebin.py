@@ -8,8 +8,9 @@ keep their own boundaries. Their counts are placed on the display rows by one do
 - a first bucket whose lower bound is 0 (Prometheus' `(0, le]`) is taken as one octave, `[high/2, high)`, unless
   the column's exact time (`_sum`) proves its events faster: the mean that time leaves them once every other event
   is put at its bucket's lower bound is the most they can average. So is the lowest bucket holding events wherever
-  it is (its placed mean the log-uniform one), and the highest, at the least mean the time leaves them (every other
-  event at its bucket's upper bound), when that is more than placed (`time_bounds`). Such a bucket `[low, high]`
+  it is (its placed mean the log-uniform one) and the highest, and either, at the least mean the time leaves them
+  (every other event at its bucket's upper bound), when that is more than placed (`time_bounds`). Such a bucket
+  `[low, high]`
   (narrowed to a min and a max where known) is placed over the widest part of it whose mean is the one the time
   proves (`widest_ranges`): log-uniform over `[low, b]` when that mean is below `[low, high]`'s own, over
   `[a, high]` when above; a range from 0 uniform (`[0, 2 mean]`, as percentiles read a bucket from 0); a mean
@@ -26,7 +27,10 @@ keep their own boundaries. Their counts are placed on the display rows by one do
   the widest range from that bound up whose mean is the one proven, log-uniform (with no top, the widest keeps the
   bound), so that their time is not spread into the fast rows when the rows' times are scaled to the exact sum;
 - each bucket's fractional counts are rounded to integers by largest remainder among the slots that bucket
-  overlaps, so every event stays in its own bucket's range and the total of events is exact.
+  overlaps, so every event stays in its own bucket's range and the total of events is exact;
+- where the rows so rounded cannot hold the column's exact time (of its own whole counts), each event in its row
+  and its bucket, a few events are moved a row at a time within their bucket until they can
+  (`core.rebin_hold`): none is left where the time rules it out.
 
 Streams built this way are *rebinned*: views and reports must say so, and only the totals are exact.
 """
@@ -40,6 +44,7 @@ from itertools import pairwise
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
+from latencymap.core.rebin_hold import cells, hold_time, time_range
 
 
 def slot_edges() -> np.ndarray:
@@ -126,15 +131,18 @@ def placed_means(lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
 def time_bounds(lows: np.ndarray, highs: np.ndarray, counts: np.ndarray,
                 times: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per column, where its exact time proves events placed too slow or too fast by the rule: (bucket, mean) for
-    the lowest bucket holding events, the most their mean can be (every other event at its bucket's lower bound)
-    where that is less than their placed mean, and for the highest, the least (every other at its upper bound) where
-    that is more; bucket -1 and NaN where the time proves nothing (unknown, or within what the rule places).
+    the lowest and for the highest bucket holding events, the most their mean can be (every other event at its
+    bucket's lower bound) where that is less than their placed mean, and the least (every other at its upper bound)
+    where that is more; bucket -1 and NaN where the time proves nothing (unknown, or within what the rule places).
+    Four entries: the lowest bucket faster, the highest slower, the lowest slower, the highest faster (the last two
+    only where the lowest is not the highest: the first two say it).
 
     `lows` and `highs` are each bucket's range (a bucket of one value, `low == high`, is itself: never moved),
     `counts` per-bucket counts (columns x buckets, fractional where they are a step's own `increase()`: the counts
     `times` is the time of), `times` each column's time (NaN: unknown), all in the same unit. Only a bucket above 0
     and wider than one value is moved: a finite one either way, an overflow bucket (`+Inf`, from a bound above 0,
-    placed at that bound) only up, where the time proves its events slower than that bound on average.
+    placed at that bound) only up, where the time proves its events slower than that bound on average; an overflow
+    holding events leaves no least mean to the others.
     """
     counts = np.asarray(counts, dtype=np.float64)
     lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
@@ -147,16 +155,27 @@ def time_bounds(lows: np.ndarray, highs: np.ndarray, counts: np.ndarray,
     highest = np.where(any_spread, counts.shape[1] - 1 - spread[:, ::-1].argmax(axis=1), -1)
     means = placed_means(lows, highs)
     times = np.asarray(times, dtype=np.float64)
-    out = []
     cols = np.arange(len(counts))
-    for at, ends, faster in ((lowest, lows, True), (highest, np.where(finite, highs, 0.0), False)):
-        j = np.maximum(at, 0)  # the highest bucket is the only one holding events that may be the overflow: its
-        n = counts[cols, j]  # upper end, counted out again, is 0 here
+    tops = np.where(finite, highs, 0.0)
+    floor = np.where(held, counts * lows, 0.0).sum(axis=1)  # every event at its bucket's lower bound
+    ceiling = np.where(held, counts * tops, 0.0).sum(axis=1)  # ... at its upper bound, but an overflow's
+    open_top = (held & ~finite).sum(axis=1)  # overflow buckets holding events: no upper bound to their time
+    out = []
+    for at, faster, alone in ((lowest, True, True), (highest, False, True), (lowest, False, False),
+                              (highest, True, False)):
+        j = np.maximum(at, 0)
+        n = counts[cols, j]
+        if faster:
+            rest = floor - n * lows[j]
+        else:
+            others_open = open_top - (held[cols, j] & ~finite[j]) > 0
+            rest = np.where(others_open, math.inf, ceiling - n * tops[j])
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            rest = np.where(held, counts * ends, 0.0).sum(axis=1) - n * ends[j]
             mean = (times - rest) / n
         proves = (at >= 0) & movable[j] & (n > 0) & (mean > 0) & (finite[j] | (not faster))
         proves &= (mean < means[j]) if faster else (mean > means[j])
+        if not alone:
+            proves &= lowest != highest
         out.append((np.where(proves, at, -1), np.where(proves, mean, np.nan)))
     return out
 
@@ -322,18 +341,20 @@ def rebin_columns(matrix: np.ndarray, counts: np.ndarray, uppers: Sequence[float
     `lows` their lower ones where they are not the bound below, `bucket_ranges`) and `times` (the columns' exact
     times, NaN: unknown), the buckets those times prove placed too slow or too fast go where `timed_rows` says (with
     `measured`, the counts those times are of, when `counts` carry remainders between columns; with `octaves`, per
-    column, at most that wide).
+    column, at most that wide), and rows that still cannot hold their column's time are moved until they can
+    (`held_rows`).
     """
     counts = np.asarray(counts, dtype=np.int64)
     columns, buckets = counts.shape
     out = np.zeros((columns, NSLOTS), dtype=np.int64)
-    placed = None
+    placed, held = None, None
     if uppers is not None and times is not None:
         ranges = bucket_ranges(uppers)
         low = ranges[0] if lows is None else np.asarray(lows, dtype=np.float64)
         placed = timed_rows(low, ranges[1], counts if measured is None else measured, times, octaves)
-    held = matrix.any(axis=0) if placed is None else matrix.any(axis=0) | placed[2].any(axis=0)
-    used = np.flatnonzero(held)  # the slots any bucket overlaps
+        held = (low, ranges[1], np.asarray(times, dtype=np.float64))
+    overlapped = matrix.any(axis=0) if placed is None else matrix.any(axis=0) | placed[2].any(axis=0)
+    used = np.flatnonzero(overlapped)  # the slots any bucket overlaps
     if not used.size:
         return out
     step = max(1, _ROWS_AT_ONCE // max(buckets, 1))
@@ -344,9 +365,29 @@ def rebin_columns(matrix: np.ndarray, counts: np.ndarray, uppers: Sequence[float
             cols, at, shares = placed
             here = (cols >= start) & (cols < start + len(n))
             rows[cols[here] - start, at[here]] = shares[here][:, used]
-        whole = whole_rows((n[:, :, None] * rows).reshape(-1, len(used)), n.reshape(-1))
-        out[start:start + step, used] = whole.reshape(len(n), buckets, len(used)).sum(axis=1)
+        whole = whole_rows((n[:, :, None] * rows).reshape(-1, len(used)), n.reshape(-1)).reshape(len(n), buckets, -1)
+        out[start:start + step, used] = whole.sum(axis=1)
+        if held is not None:
+            own = None if measured is None else measured[start:start + step]
+            held_rows(out[start:start + step], whole, used, held[0], held[1], held[2][start:start + step], own)
     return out
+
+
+def held_rows(out: np.ndarray, whole: np.ndarray, used: np.ndarray, lows: np.ndarray, highs: np.ndarray,
+              times: np.ndarray, measured: np.ndarray | None) -> None:
+    """Replace in `out` (columns x slots) the rows of the columns whose whole events per bucket (`whole`: columns x
+    buckets x the slots `used`) cannot hold their time (`core.rebin_hold`) by rows that can; only the columns whose
+    time is of their whole counts (`measured`, where given, the same)."""
+    low, high, _ = cells(lows, highs, _EDGES)
+    least, most = time_range(whole, low[:, used], high[:, used])
+    with np.errstate(invalid="ignore"):
+        outside = np.isfinite(times) & ((times < least) | (times > most))
+    if measured is not None:
+        outside &= (np.asarray(measured, dtype=np.float64) == whole.sum(axis=2)).all(axis=1)
+    for col in np.flatnonzero(outside):
+        full = np.zeros((whole.shape[1], NSLOTS), dtype=np.int64)
+        full[:, used] = whole[col]
+        out[col] = hold_time(full, lows, highs, _EDGES, float(times[col])).sum(axis=0)
 
 
 def rebin_counts(bounds: Sequence[float], counts: Sequence[int] | np.ndarray,

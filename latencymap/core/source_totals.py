@@ -189,7 +189,7 @@ class SourceTotals:
         if self.rows_inside:
             return None  # its percentiles come from the rows, which place it by the exact sum (`rows_within`)
         lows, highs = bucket_ranges(self.bounds)
-        (at, most), _ = time_bounds(lows, highs, self.counts[None, :], np.array([self.buckets_time_s / unit_s]))
+        at, most = time_bounds(lows, highs, self.counts[None, :], np.array([self.buckets_time_s / unit_s]))[0]
         first = int(at[0])
         if first < 0 or lows[first] > 0:
             return None  # (a faster lowest bucket above the first: the rows place it; histogram_quantile's line too)

@@ -15,11 +15,14 @@ from latencymap.core.rebin import (
     largest_remainder,
     rebin_columns,
     rebin_counts,
+    slot_edges,
     slot_of_value,
     spread_fractions,
     spread_matrix,
+    time_bounds,
     timed_rows,
     uniform_fractions,
+    whole_rows,
     widest_ranges,
     within_octaves,
 )
@@ -96,7 +99,7 @@ def test_the_first_bucket_goes_as_low_as_the_columns_time_proves() -> None:
     assert 2 not in rows and 3 not in rows and 4 not in rows  # the rule's rows
     slots = rebin_columns(matrix, counts, bounds, times)
     assert slots.sum(axis=1).tolist() == counts.sum(axis=1).tolist()
-    assert slots[0][10:12].tolist() == [1, 1] and slots[0].sum() == 2  # [512, 2048) µs, not 75 ms
+    assert slots[0][10] == 2 and slots[0].sum() == 2  # [512, 1024) µs, not 75 ms (nor one in [1024, 2048): 1.5 ms+)
     assert slots[1][10:12].tolist() == [1, 2] and slots[1][19] == 1  # [0.5, 2) ms, and 400 ms in [262, 524) ms
     assert slots[2].tolist() == rebin_counts(bounds, counts[2]).tolist()
 
@@ -144,18 +147,67 @@ def _histograms(draw: st.DrawFn) -> tuple[list[float], np.ndarray, np.ndarray | 
     return bounds, counts, times
 
 
+def _bucket_slots(lows: np.ndarray, highs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last slot holding values of each bucket `[low, high]` (the slot of `high` itself included)."""
+    edges = slot_edges()
+    return (np.searchsorted(edges, lows, side="right") - 1,
+            np.minimum(np.searchsorted(edges, highs, side="right") - 1, NSLOTS - 1))
+
+
+def _matched(row: np.ndarray, n: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether the events of `row` can be matched to the buckets (`n` events each) whose slots `[start, end]` hold
+    them. The buckets' slots are intervals ordered by both ends, so that matching exists exactly when, for every row
+    k, the events up to k are at least those of the buckets that end by k and at most those of the buckets that
+    start by k."""
+    upto = np.cumsum(row)
+    return all(n[ends <= k].sum() <= upto[k] <= n[starts <= k].sum() for k in range(NSLOTS))
+
+
+def time_range(row: np.ndarray, n: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> tuple[float, float]:
+    """The least and the most time the events of `row` can take, each in its row and in a bucket (`n` events each,
+    over `[lows, highs]`): the rows' events matched to the buckets in order, which gives both (larger lower bounds
+    and smaller upper ones of row and bucket are Monge: the matching in order is the best for each)."""
+    edges = slot_edges()
+    left = n.astype(np.int64).copy()
+    least = most = 0.0
+    bucket = 0
+    for slot in np.flatnonzero(row):
+        events = int(row[slot])
+        while events:
+            while not left[bucket]:
+                bucket += 1
+            take = min(events, int(left[bucket]))
+            assert edges[slot] <= highs[bucket] and edges[slot + 1] > lows[bucket]  # the row holds its values
+            least += take * max(edges[slot], lows[bucket])
+            most += take * min(edges[slot + 1], highs[bucket])
+            events -= take
+            left[bucket] -= take
+    return least, most
+
+
+def _bucket_range(n: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> tuple[float, float]:
+    """The least and the most time `n` events per bucket `[lows, highs]` can take (no most past an overflow's)."""
+    with np.errstate(invalid="ignore"):
+        return float((n * lows).sum()), float(np.where(n > 0, n * highs, 0.0).sum())
+
+
+def _holds(bounds: tuple[float, float], time: float) -> bool:
+    """Whether `time` lies between the least and the most time `bounds`, but for float rounding."""
+    return bounds[0] * (1 - 1e-9) <= time <= bounds[1] * (1 + 1e-9)
+
+
 @settings(max_examples=400, deadline=None)
 @given(_histograms())
 def test_every_bucket_keeps_its_events_in_the_rows_it_overlaps(case: tuple[list[float], np.ndarray,
                                                                            np.ndarray | None]) -> None:
-    """Per column: the total is kept, each row is within one event per bucket of its share, and the events can be
-    matched to buckets whose range overlaps their row. The buckets' rows are intervals ordered by both ends, so
-    that matching exists exactly when, for every row k, the events up to k are at least those of the buckets that
-    end by k and at most those of the buckets that start by k."""
+    """Per column: the total is kept, the events can be matched to buckets whose range overlaps their row, and each
+    row is within one event per bucket of its share, with the events matched to the buckets whose rows of shares
+    overlap it; but where those rows cannot hold the column's time and the buckets can: then the rows hold it."""
     bounds, counts, times = case
     matrix = spread_matrix(bounds)
     slots = rebin_columns(matrix, counts, bounds, times)
-    placed = None if times is None else timed_rows(*bucket_ranges(bounds), counts, times)
+    lows, highs = bucket_ranges(bounds)
+    placed = None if times is None else timed_rows(lows, highs, counts, times)
     for col, (row, n) in enumerate(zip(slots, counts, strict=True)):
         rows = matrix.copy()
         if placed is not None:
@@ -163,11 +215,19 @@ def test_every_bucket_keeps_its_events_in_the_rows_it_overlaps(case: tuple[list[
         starts, ends = _supports(rows)
         assert (np.diff(starts) >= 0).all() and (np.diff(ends) >= 0).all()
         assert (row >= 0).all() and int(row.sum()) == int(n.sum())
+        assert _matched(row, n, *_bucket_slots(lows, highs)), row.tolist()
+        rounded = whole_rows(n[:, None] * rows, n).sum(axis=0)  # each bucket's shares rounded, nothing moved
+        if times is not None and row.tolist() != rounded.tolist():
+            least, most = time_range(rounded, n, lows, highs)
+            assert not least * (1 + 1e-9) <= times[col] <= most * (1 - 1e-9)  # moved: they could not hold it
+            assert _holds(time_range(row, n, lows, highs), times[col])
+            continue
+        if times is not None and _holds(_bucket_range(n, lows, highs), times[col]):
+            assert _holds(time_range(row, n, lows, highs), times[col])
+        assert row.tolist() == rounded.tolist()
         spread = n[:, None] * rows
         assert (row >= np.floor(spread).sum(axis=0) - 1e-6).all() and (row <= np.ceil(spread).sum(axis=0)).all()
-        upto = np.cumsum(row)
-        for k in range(NSLOTS):
-            assert n[ends <= k].sum() <= upto[k] <= n[starts <= k].sum(), (k, row.tolist())
+        assert _matched(row, n, starts, ends), row.tolist()
         if placed is None:
             assert row.tolist() == rebin_counts(bounds, n).tolist()
 
@@ -234,6 +294,64 @@ def test_the_columns_time_places_its_lowest_and_highest_buckets_within_their_ran
     (_, _, (row,)) = timed_rows(np.array([4000.0, 10_000.0]), np.array([9000.0, 20_000.0]), one, np.array([4300.0]))
     (_,), (top,) = widest_ranges(np.array([4000.0]), np.array([9000.0]), np.array([4300.0]))
     assert row == pytest.approx(spread_fractions(4000.0, top)) and log_uniform_mean(4000.0, top) == pytest.approx(4300)
+
+
+def test_the_lowest_bucket_goes_as_high_as_the_columns_time_proves() -> None:
+    """A prometheus_client exporter's default buckets: 100 values in 4.5-5 ms, 100 in 9.5-10 ms, `_sum` 1.4485 s.
+    Even with the other 100 at 10 ms, the first bucket's average at least 4.485 ms: they are over [3.97, 5] ms
+    (uniform, from 0), 12 below 4.1 ms. The lowest bucket was only ever moved down: 71 in 2.05-4.1 ms, which the
+    sum rules out (71 at 4.1 ms or less leave at most 1.436 s), read as a faster band 3.55x sooner."""
+    bounds = [5e3, 1e4, 2.5e4, math.inf]  # µs
+    counts = np.array([[100, 100, 0, 0]])
+    total = 1_448_537.1915773428
+    lows, highs = bucket_ranges(bounds)
+    least = (total - 100 * 1e4) / 100
+    assert time_bounds(lows, highs, counts, np.array([total]))[2] == (np.array([0]), pytest.approx([least]))
+    slots = rebin_columns(spread_matrix(bounds), counts, bounds, np.array([total]))[0]
+    below = 100 * uniform_fractions(2 * least - 5e3, 5e3)[12]  # [2 * 4.485 - 5, 5] ms: 12.2% below 4.1 ms
+    assert slots[12:15].tolist() == [round(below), 100 - round(below), 100] and slots.sum() == 200
+    assert _holds(time_range(slots, counts[0], lows, highs), total)
+
+
+def test_the_highest_bucket_goes_as_low_as_the_columns_time_proves() -> None:
+    """100 events in (0, 5] ms and 100 in (5, 10] ms, 0.6 s: even with the first 100 at 0, the others average at
+    most 6 ms, below (5, 10] ms spread log-uniformly (7.2 ms): they are over [5, 7.25] ms, all in 4.1-8.19 ms (the
+    rule put 29 in 8.19-16.4 ms: at least 0.64 s)."""
+    bounds = [5e3, 1e4, math.inf]  # µs
+    counts = np.array([[100, 100, 0]])
+    lows, highs = bucket_ranges(bounds)
+    entries = time_bounds(lows, highs, counts, np.array([6e5]))
+    assert entries[0] == (np.array([0]), pytest.approx([1e3])) and entries[3] == (np.array([1]), pytest.approx([6e3]))
+    slots = rebin_columns(spread_matrix(bounds), counts, bounds, np.array([6e5]))[0]
+    assert slots[13] == 100 and slots[14:].sum() == 0
+    assert _holds(time_range(slots, counts[0], lows, highs), 6e5)
+
+
+@st.composite
+def _held_times(draw: st.DrawFn) -> tuple[list[float], np.ndarray, float]:
+    """Ascending upper bounds (µs, the last maybe +Inf), one column's counts, and a time its buckets can hold: from
+    every event at its bucket's lower bound (0, at 0) to every one at its upper bound, and both ends."""
+    edges = draw(st.lists(st.floats(-1.0, 8.0), min_size=1, max_size=10, unique=True))
+    bounds = sorted({float(10.0 ** e) for e in edges})
+    if draw(st.booleans()):
+        bounds.append(math.inf)
+    counts = np.array(draw(st.lists(st.one_of(st.integers(0, 3), st.integers(0, 10**5)), min_size=len(bounds),
+                                    max_size=len(bounds))), dtype=np.int64)
+    floor, ceiling = _bucket_range(counts, *bucket_ranges(bounds))
+    where = draw(st.one_of(st.just(0.0), st.just(1.0), st.floats(0.0, 1.0)))
+    top = ceiling if math.isfinite(ceiling) else 100.0 * (floor + 1.0)
+    return bounds, counts, floor + where * (top - floor)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_held_times())
+def test_no_placement_contradicts_the_columns_time(case: tuple[list[float], np.ndarray, float]) -> None:
+    """Whatever its buckets, counts, and a time they can hold: the rebinned rows can hold it too, each event in its
+    row and in its bucket (a row the time rules out would show events where none can be)."""
+    bounds, counts, total = case
+    row = rebin_columns(spread_matrix(bounds), counts[None, :], bounds, np.array([total]))[0]
+    assert int(row.sum()) == int(counts.sum())
+    assert _holds(time_range(row, counts, *bucket_ranges(bounds)), total), row.tolist()
 
 
 def test_a_bucket_the_time_proves_near_its_floor_gets_no_events_above_what_the_time_allows() -> None:

@@ -169,10 +169,11 @@ def test_a_sum_over_power_of_two_buckets_leaves_each_rows_mean_inside_it_and_nea
     assert abs(spent[3] / spent.sum() - 0.85) < 0.08  # 0.78
 
 
-def test_a_sum_its_spread_rows_cannot_hold_leaves_them_at_their_bounds_and_says_so(exporters) -> None:
-    """Default buckets, 1,000 observations of 25.1 ms (in (25, 50] ms, spread over the rows 16-32 and 32-64 ms: at
-    least 26.4 s) and 10 each of 1 and 110 ms: a `_sum` of 26.2 s, less than the rows can take. They stay at their
-    lower bounds; the stream's own totals keep the sum, and the report's time and mean are it."""
+def test_a_sum_the_spread_rows_could_not_hold_moves_the_fewest_events_until_they_can(exporters) -> None:
+    """Default buckets, 1,000 observations of 25.1 ms (in (25, 50] ms, spread log-uniformly 415 in the row 16-32 ms
+    and 585 in 32-64 ms: at least 29.5 s) and 10 each of 1 and 110 ms: a `_sum` of 26.2 s, less than those rows
+    can take. Moved down a row, the fewest that make the rows hold it (until 2026-11-28 the rows stayed, every one
+    at its lower bound, with a note that the sum was out of their reach); each row's time inside it."""
     exporter = exporters(labels=())
 
     def observe_batch(_: float) -> None:
@@ -186,10 +187,52 @@ def test_a_sum_its_spread_rows_cannot_hold_leaves_them_at_their_bounds_and_says_
     acc.add(columns)
     (hist,) = acc.streams.values()
     counts, spent = hist.counts_in()[0], hist.time_in()[0].astype(np.float64)
-    assert said == [] and spent == pytest.approx(counts * hist.low, rel=1e-9) and spent.sum() > 26.21 * 1.04
+    assert said == [] and hist.unheld == 0 and not [m for m in acc.messages if "exact time" in m]
+    assert spent.sum() == pytest.approx(26.21, rel=1e-9)
+    assert (spent >= counts * hist.low * (1 - 1e-9)).all() and (spent <= counts * hist.high * (1 + 1e-9)).all()
+    assert counts[15] + counts[16] == 1000 and counts[15] * 0.025 + counts[16] * 0.032768 + 10 * 0.1 <= 26.21
+
+
+def test_a_sum_the_buckets_cannot_hold_leaves_the_rows_at_their_bounds_and_says_so() -> None:
+    """1,000 events in (25, 50] ms and a `_sum` of 10 s, less than every one at 25 ms, and than their row, 16-32 ms,
+    can take: they stay at its lower bound; the stream's own totals keep the sum, and the report's time and mean
+    are it."""
+    endpoint = _pages((DEFAULT_LE, {}, 0.0), (DEFAULT_LE, {0.05: 1000}, 10.0))
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="svc_seconds", interval=0.3), lambda _: None, 1)
+    finally:
+        endpoint.close()
+    acc = Accumulator()
+    acc.add(columns)
+    (hist,) = acc.streams.values()
+    counts, spent = hist.counts_in()[0], hist.time_in()[0].astype(np.float64)
+    assert said == [] and int(counts.sum()) == 1000 and spent == pytest.approx(counts * hist.low, rel=1e-9)
     assert hist.unheld == 1
-    assert acc.sources[hist.stream].time_s == pytest.approx(26.21, rel=1e-9)
-    assert [m for m in acc.messages if "exact time" in m] == [unheld_note(METRIC)]
+    assert acc.sources[hist.stream].time_s == pytest.approx(10.0, rel=1e-9)
+    assert [m for m in acc.messages if "exact time" in m] == [unheld_note("svc_seconds")]
+
+
+def test_the_first_bucket_goes_no_lower_than_a_real_exporters_sum_allows(exporters) -> None:
+    """A prometheus_client exporter's default buckets: 100 observations in 4.5-5 ms and 100 in 9.5-10 ms, 1.45 s.
+    With 56 or more below 4.1 ms the sum could not reach 1.45 s (the others at 5 and at 10 ms): the rows put 10
+    there, the first bucket over [4, 5] ms (they put 71 there, a faster band, while it was only ever moved down)."""
+    exporter = exporters(labels=())
+
+    def observe_batch(_: float) -> None:
+        for i in range(100):
+            exporter.observe(0.0045 + 0.0005 * i / 99)
+            exporter.observe(0.0095 + 0.0005 * i / 99)
+
+    exporter.observe(0.02)
+    columns, said = run(ScrapeSource(url=exporter.url, metric=METRIC, interval=0.001), observe_batch, 1)
+    (column,) = columns
+    assert said == [] and column.source_buckets is not None
+    assert column.source_buckets.total_time == pytest.approx(1.45, rel=1e-9)
+    assert column.counts[12:15].tolist() == [10, 90, 100] and column.counts.sum() == 200  # rows 2.05, 4.1, 8.19 ms
+    acc = Accumulator()
+    acc.add(columns)
+    (hist,) = acc.streams.values()
+    assert hist.unheld == 0 and hist.time_in()[0].sum() == pytest.approx(1.45, rel=1e-9)
 
 
 def test_sum_by_and_sum(exporters) -> None:

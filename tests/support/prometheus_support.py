@@ -325,6 +325,13 @@ class PrometheusServer:
             time.sleep(0.2)
         raise TimeoutError(f"{promql}: never satisfied within {deadline_s}s; last result {result}")
 
+    def wait_past(self, end: float, *timestamps: str) -> None:
+        """Sleep until just past `end` (Unix s), then until each of `timestamps` (`timestamp(...)` queries, the first
+        sample of each result) is past it: the server has scraped everything up to `end`."""
+        time.sleep(max(0.0, end + 1.5 - time.time()))
+        for promql in timestamps:
+            self.wait_until(promql, lambda r: bool(r) and float(r[0]["value"][1]) > end)
+
     def log_text(self) -> str:
         self.log.flush()
         return Path(self.log.name).read_text(errors="replace")[-2000:]

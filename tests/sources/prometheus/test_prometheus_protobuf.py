@@ -6,7 +6,8 @@ from __future__ import annotations
 import itertools
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ from prometheus_support import (
 from test_prometheus_scrape import run
 
 from latencymap.core.buckets import bin_values
+from latencymap.core.model import Interval
 from latencymap.plugins import SourceError
 from latencymap.sources.prometheus.exposition import parse_exposition
 from latencymap.sources.prometheus.protobuf import (
@@ -41,6 +43,15 @@ from latencymap.sources.prometheus.series import histogram_readings, labels_key
 from latencymap.sources.prometheus.transport import EndpointError
 
 NATIVE = "app_latency_milliseconds"
+
+
+def scraped(exporter: Any, metric: str, act: Callable[[float], None], intervals: int, interval: float = 1.0
+            ) -> tuple[list[Interval], list[str]]:
+    """`run` of a scrape of `exporter`'s `metric` every `interval` s, the exporter closed after."""
+    try:
+        return run(ScrapeSource(url=exporter.url, metric=metric, interval=interval), act, intervals)
+    finally:
+        exporter.close()
 
 
 @pytest.fixture
@@ -328,10 +339,7 @@ def test_negative_native_values_are_left_out_with_one_note_and_their_columns_sum
         for value in next(made, []):
             exporter.observe(value)
 
-    try:
-        columns, said = run(ScrapeSource(url=exporter.url, metric=NATIVE, interval=0.001), observe, 3)
-    finally:
-        exporter.close()
+    columns, said = scraped(exporter, NATIVE, observe, 3, interval=0.001)
     negative = [m for m in said if "negative values are not latencies" in m]
     assert len(negative) == 1 and f'{NATIVE}{{svc="n"}}' in negative[0]
     for column, values in zip(columns, batches, strict=True):
@@ -401,10 +409,7 @@ def test_a_restart_whose_counts_are_already_higher_is_a_reset_told_by_the_create
                 for _ in range(500):
                     exporter.state.observe(0.01)
 
-    try:
-        columns, said = run(ScrapeSource(url=exporter.url, metric="job_seconds", interval=1.0), act, 2)
-    finally:
-        exporter.close()
+    columns, said = scraped(exporter, "job_seconds", act, 2, interval=1.0)
     assert said == []
     assert [int(c.counts.sum()) for c in columns] == [10, 500]
     assert [c.reset for c in columns] == [False, True] and not any(c.gap for c in columns)
@@ -447,10 +452,7 @@ def test_a_native_gauge_histogram_column_is_the_distribution_read_at_its_end() -
                 exporter.state.observe(v)
 
     exporter.state.observe(1.5)
-    try:
-        columns, said = run(ScrapeSource(url=exporter.url, metric="queue_age_seconds", interval=1.0), act, 3)
-    finally:
-        exporter.close()
+    columns, said = scraped(exporter, "queue_age_seconds", act, 3, interval=1.0)
     for column, values in zip(columns, states, strict=True):
         assert int(column.counts.sum()) == len(values)
         own = column.source_buckets
@@ -494,10 +496,7 @@ def test_a_series_new_after_the_first_scrape_counts_from_zero_by_its_created_tim
                 for _ in range(40):
                     exporter.late.observe(0.05)
 
-    try:
-        columns, said = run(ScrapeSource(url=exporter.url, metric="job_seconds", interval=1.0), act, 3)
-    finally:
-        exporter.close()
+    columns, said = scraped(exporter, "job_seconds", act, 3, interval=1.0)
     assert said == []
     assert [(c.stream.label, int(c.counts.sum())) for c in columns] == [
         ('job_seconds{route="a"}', 1), ('job_seconds{route="a"}', 1), ('job_seconds{route="b"}', 40)]

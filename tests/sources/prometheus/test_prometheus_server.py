@@ -427,8 +427,7 @@ def deploys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Promethe
         server.wait_until("count(svc_seconds_count) + count(svc_native_milliseconds)", lambda r: bool(r))
         t0 = exporter.start()
         end = math.floor(t0 + RUN_FOR)
-        time.sleep(max(0.0, end + 1.5 - time.time()))
-        server.wait_until("min(timestamp(svc_seconds_count))", lambda r: bool(r) and float(r[0]["value"][1]) > end)
+        server.wait_past(end, "min(timestamp(svc_seconds_count))")
         yield server, t0
     finally:
         server.stop()
@@ -644,8 +643,7 @@ def restarts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prometh
     try:
         server.wait_ready()
         end = math.floor(exporter.t0 + 2 * RESTARTED_AT)
-        time.sleep(max(0.0, end + 1.5 - time.time()))
-        server.wait_until("timestamp(job_seconds_count)", lambda r: bool(r) and float(r[0]["value"][1]) > end)
+        server.wait_past(end, "timestamp(job_seconds_count)")
         yield server, exporter.t0
     finally:
         server.stop()
@@ -719,8 +717,7 @@ def higher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
         start = math.ceil(time.time()) + 1.0
         thread.start()
         end = start + 4 * HIGHER_STEP
-        time.sleep(max(0.0, end + 1.5 - time.time()))
-        server.wait_until(f"timestamp({HIGHER}_count)", lambda r: bool(r) and float(r[0]["value"][1]) > end)
+        server.wait_past(end, f"timestamp({HIGHER}_count)")
         yield Recorded(server, events, restarted[0], start)
     finally:
         stop.set()
@@ -854,9 +851,7 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outage]:
         start = math.ceil(time.time()) + 1.0
         thread.start()
         end = start + OUTAGE_RUN
-        time.sleep(max(0.0, end + 1.5 - time.time()))
-        server.wait_until(f"min(timestamp({OUTAGE}_count))", lambda r: bool(r) and float(r[0]["value"][1]) > end)
-        server.wait_until(f"timestamp({OUTAGE_NATIVE})", lambda r: bool(r) and float(r[0]["value"][1]) > end)
+        server.wait_past(end, f"min(timestamp({OUTAGE}_count))", f"timestamp({OUTAGE_NATIVE})")
         yield Outage(server, events, start, when["new"], when["up"])
     finally:
         stop.set()

@@ -6,7 +6,9 @@ Usage: `python cause_job.py LOG_DIR WORK_DIR UI_PORT`. On `local-cluster[2,1,768
 - stage 1: the small text files read once (the executors' first reads are slow: warm-up of its own);
 - stage 2: 16 text files read, one task each, file HEAVY holding HEAVY_TIMES the lines of the others (a skewed
   partition: its task reads that many times the bytes and works through that many times the lines);
-- stage 3: TASKS tasks on like inputs: those on executor SLOW sleep SLOW_S, the others FAST_S (a slow executor);
+- stage 3: EXECUTOR_TASKS tasks on like inputs: those on executor SLOW sleep SLOW_S, the others FAST_S (a slow
+  executor; enough tasks that the fast executor's keep it busy for several SLOW_S: its first task is warm-up, and
+  an executor is slow over at least two more);
 - stage 4: TASKS tasks on like inputs, partition LATE sleeping LATE_S, the others FAST_S (a cause the log does not
   give);
 - stage 5: MILD_FILES text files, one task each, file MILD holding MILD_TIMES the lines of the others and its task
@@ -27,8 +29,8 @@ HEAVY = 5
 HEAVY_TIMES = 320
 LINES = 1000
 SLOW = "1"
-TASKS = 60
-SLOW_S, FAST_S = 2.5, 0.02
+TASKS, EXECUTOR_TASKS = 60, 150
+SLOW_S, FAST_S = 2.2, 0.02
 LATE, LATE_S = 17, 8.0
 MILD_FILES, MILD, MILD_TIMES = 32, 7, 1.6
 MILD_S, MILD_FAST_S = 6.0, 0.1
@@ -52,7 +54,7 @@ def main() -> int:
         time.sleep(SLOW_S if jvm is not None and jvm[1] == SLOW else FAST_S)
         return [i]
 
-    sc.parallelize(range(TASKS), TASKS).mapPartitionsWithIndex(slowed).collect()
+    sc.parallelize(range(EXECUTOR_TASKS), EXECUTOR_TASKS).mapPartitionsWithIndex(slowed).collect()
 
     def late(i: int, rows: object) -> object:
         time.sleep(LATE_S if i == LATE else FAST_S)

@@ -84,9 +84,9 @@ def skewed(tasks: list[dict]) -> bool:
 
 
 def slowed(tasks: list[dict]) -> bool:
-    from cause_job import SLOW, TASKS
+    from cause_job import EXECUTOR_TASKS, SLOW
 
-    return len(tasks) == TASKS and median(t["s"] for t in tasks if t["executor"] == SLOW) > 5 * median(
+    return len(tasks) == EXECUTOR_TASKS and median(t["s"] for t in tasks if t["executor"] == SLOW) > 5 * median(
         t["s"] for t in tasks if t["executor"] != SLOW)
 
 

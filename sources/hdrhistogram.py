@@ -18,6 +18,10 @@ stream, its values scaled from `--unit`, so that fractions keep their own rows; 
 that nanoseconds are only the default (fractions of one are no time a clock takes: 0.4 was likely 0.4 ms).
 A bad line or payload is reported with its line number; a payload that cannot be decoded still gives its
 column, empty and marked as a gap, so the time line stays true.
+An interval shorter than the log's resolution (Java writes `2.000,0.000,...` for one that starts and ends in one
+millisecond; Java's reader keeps its events) has no length to be a column of its own: its histogram joins its
+stream's next interval (which then starts where it did), or, when none follows, it gets half the resolution (the
+smallest length float precision allows, if that is too short); a note names its line(s) and says which.
 A log whose header says `#[Logged with jHiccup version ...]` holds the platform's hiccups (how late a thread that
 only sleeps woke): a note at each stream's first line says so, and tells what its values measure (`Notice.measures`),
 which words its findings; its streams keep their names and datasource.
@@ -40,6 +44,7 @@ from latencymap.core.lines import text_lines
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
 from latencymap.core.patterns import lazy_pattern
 from latencymap.core.sanitize import StreamNames, clean_label, clean_text, cut_label, excerpt
+from latencymap.core.source_totals import coarsen_buckets, combine_buckets
 from latencymap.core.units import normalize_unit, unit_seconds
 from latencymap.plugins import Item, TextFormat
 from latencymap.sources.format_options import unit_option
@@ -103,11 +108,13 @@ class HdrHistogramFormat(TextFormat):
                 yield from reader.batch(batch)
                 batch = []
         yield from reader.batch(batch)
+        yield from reader.finish()
 
     def read_text(self, chunks: Iterable[str], name: str) -> Iterator[Item]:
         reader = self._reader(name)
         for chunk in chunks:  # whole lines, as they arrive: a live log's columns show at once
             yield from reader.batch(text_lines(chunk))
+        yield from reader.finish()
 
     def _reader(self, name: str) -> HlogReader:
         given = self.options.get("unit")
@@ -126,6 +133,10 @@ class _Pending:
     hint: str  # why a payload may not decode: the line was cut (at MAX_HLOG_LINE, or the input ended in it)
     scale: int  # stream units per value unit (1, or 1000**k for a DoubleHistogram's nanosecond stream)
     double: bool  # a DoubleHistogram's payload
+    #: Intervals too short to be columns (`HlogReader.held`) whose histograms this column's adds up.
+    joined: tuple[_Pending, ...] = ()
+    written: str = ""  # the length as the line writes it
+    resolution: float = 0.0  # the smallest length the line's length field can say (`resolution`)
 
 
 class HlogReader:
@@ -152,6 +163,8 @@ class HlogReader:
         #: hiccups, said once per stream as it comes; None: logged by another tool.
         self.jhiccup: str | None = None
         self.ends: dict[StreamId, float] = {}
+        #: Per stream, its intervals shorter than the log's resolution, in line order, waiting for its next one.
+        self.held: dict[StreamId, list[_Pending]] = {}
         self.lines = 0
 
     def batch(self, lines: list[str]) -> Iterator[Item]:
@@ -168,21 +181,30 @@ class HlogReader:
             hint = (f" (the line was cut at {MAX_HLOG_LINE} characters)" if len(raw.rstrip("\r\n")) >= MAX_HLOG_LINE
                     else "" if raw.endswith("\n") else " (the input ends in this line, without a line end: cut short?)")
             out.extend(self._data(line, self.lines, hint))
+        yield from self._decoded(out)
+
+    def finish(self) -> Iterator[Item]:
+        """Items of the intervals still held at the end of the input (no later interval of their stream came)."""
+        yield from self._decoded(list(self._release()))
+
+    def _decoded(self, out: list[Notice | Interval | _Pending]) -> Iterator[Item]:
+        """`out` with its pending columns decoded (all payloads together), in order."""
         from latencymap.sources.hdrhistogram_codec import fold_payloads  # the decoder, not needed to sniff
 
-        pending = [p for p in out if isinstance(p, _Pending)]
+        pending = [q for p in out if isinstance(p, _Pending) for q in (p, *p.joined)]
         folded = fold_payloads([p.payload for p in pending], [p.scale for p in pending])
         row = 0
         for item in out:
             if not isinstance(item, _Pending):
                 yield item
                 continue
-            yield from self._column(item, folded, row)
-            row += 1
+            yield from self._column(item, folded, range(row, row + 1 + len(item.joined)))
+            row += 1 + len(item.joined)
 
-    def _comment(self, line: str, n: int) -> Iterator[Notice]:
+    def _comment(self, line: str, n: int) -> Iterator[Notice | Interval | _Pending]:
         if (m := _START().match(line)) and (value := finite_number(m.group(1))) is not None:
             if self.data_seen:  # logs written one after another into one file: the next one's times are its own
+                yield from self._release()  # held intervals do not join the next log's
                 self.base_time = self.base_time if self.base_ahead else None
                 self.data_seen = self.base_ahead = False
                 origin = f"its BaseTime {self.base_time:.3f}" if self.base_time is not None else "it"
@@ -200,8 +222,8 @@ class HlogReader:
         if m is None or stamp is None or length is None or peak is None:
             yield Notice(f"{self.name}: line {n}: {_EXPECTED}, got {excerpt(line)}; line skipped")
             return
-        if length <= 0:
-            yield Notice(f"{self.name}: line {n}: expected a positive interval length, got {length:g}; "
+        if length < 0:
+            yield Notice(f"{self.name}: line {n}: expected an interval length of 0 or more, got {length:g}; "
                          "line skipped")
             return
         double = m.group(5).startswith(DOUBLE_PREFIX)
@@ -219,41 +241,89 @@ class HlogReader:
                          "platform's hiccups (how late a thread that only sleeps woke), not requests' latencies",
                          skipped=0, measures=(stream, JHICCUP))
         self.data_seen, self.base_ahead = True, False
-        start, end, notice = self._placed(stream, self._absolute(stamp), length, n)
-        if not (math.isfinite(end) and end > start):
-            yield Notice(f"{self.name}: line {n}: expected an interval that ends after it starts, got start "
-                         f"{start:g} s and length {length:g} (too short for float precision); line skipped")
-            return
+        stamped = self._absolute(stamp)
+        scale = round(unit_seconds(self.unit) / unit_seconds(stream.unit))
+        pending = _Pending(n, stream, stamped, stamped, m.group(5), hint, scale, double,
+                           written=m.group(3).strip(), resolution=resolution(m.group(3)))
+        short = not stamped + length > stamped
+        start, end, notice = (stamped, stamped, None) if short else self._placed(stream, stamped, length, n)
         if notice is not None:
             yield notice
+        if not math.isfinite(end):
+            yield Notice(f"{self.name}: line {n}: expected an interval that ends at a finite time, got start "
+                         f"{start:g} s and length {length:g}; line skipped")
+            return
+        if not end > start:  # no length to be a column: its histogram waits for its stream's next interval
+            self.held.setdefault(stream, []).append(pending)
+            return
+        held = self.held.pop(stream, [])
         previous = self.ends.get(stream)
+        if held:
+            start = max(min(held[0].start, start), -math.inf if previous is None else previous)
+            whose = "its" if len(held) == 1 else "their"
+            yield Notice(f"{self.name}: {_lines(held)}: {self._who(stream)}{_too_short(held)}: {whose} events join "
+                         f"the stream's next interval (line {n}), whose column starts at {self._logged(start)}",
+                         skipped=0)
         if previous is not None and start - previous > max(HOLE_S, length):
             yield Interval(stream, previous, start, empty_counts(), np.zeros(NSLOTS), gap=True)
         self.ends[stream] = end
-        scale = round(unit_seconds(self.unit) / unit_seconds(stream.unit))
-        yield _Pending(n, stream, start, end, m.group(5), hint, scale, double)
+        pending.start, pending.end, pending.joined = start, end, tuple(held)
+        yield pending
 
-    def _column(self, p: _Pending, folded: Folded, row: int) -> Iterator[Item]:
-        error = folded.errors[row]
-        if error is not None:
-            yield Notice(f"{self.name}: line {p.line}: {self._who(p.stream)}{error}{p.hint}; the column is left empty "
-                         "(gap)")
+    def _release(self) -> Iterator[Notice | Interval | _Pending]:
+        """The held intervals of every stream as columns of their own, half the log's resolution long each."""
+        for stream, held in self.held.items():
+            first = held[0]
+            previous = self.ends.get(stream)
+            start = first.start if previous is None else max(first.start, previous)
+            end, how = start + min(p.resolution for p in held) / 2, "half the log's resolution"
+            if not end > start:
+                end, how = math.nextafter(start, math.inf), "the least length float precision allows there"
+            if not math.isfinite(end):  # the largest float: the column ends there instead
+                start, end = math.nextafter(start, -math.inf), start
+            yield Notice(f"{self.name}: {_lines(held)}: {self._who(stream)}{_too_short(held)}, and no later interval "
+                         f"of its stream follows: its column starts at {self._logged(start)} and lasts "
+                         f"{end - start:.3g} s ({how})", skipped=0)
+            if previous is not None and start - previous > HOLE_S:
+                yield Interval(stream, previous, start, empty_counts(), np.zeros(NSLOTS), gap=True)
+            self.ends[stream] = end
+            first.start, first.end, first.joined = start, end, tuple(held[1:])
+            yield first
+        self.held.clear()
+
+    def _column(self, p: _Pending, folded: Folded, rows: range) -> Iterator[Item]:
+        """The column of `p` from its rows of `folded`: its own payload's, then those of the intervals it joins."""
+        good = []
+        for row, q in zip(rows, (p, *p.joined), strict=True):
+            error = folded.errors[row]
+            if error is None:
+                good.append(row)
+                continue
+            where = "the column is left empty (gap)" if q is p and not p.joined else (
+                f"its events are missing from the column of line {p.line}")
+            yield Notice(f"{self.name}: line {q.line}: {self._who(q.stream)}{error}{q.hint}; {where}")
+        if not good:
             yield Interval(p.stream, p.start, p.end, empty_counts(), np.zeros(NSLOTS), gap=True)
             return
-        settings = folded.settings[row]
-        assert settings is not None
         if p.double and not self.said_double and not self.unit_given:  # decoded: its values are read as the default's
             self.said_double = True
             yield Notice(f"{self.name}: line {p.line}: DoubleHistogram values read as {self.unit}, --unit's default "
                          "(the log does not say its unit): a DoubleHistogram holds fractions of its unit (0.4 for 0.4 "
                          "ms), and fractions of a nanosecond are shorter than any clock times; if these are ms or µs, "
                          "say --unit ms or --unit us", skipped=0)
-        yield from self._approximations(settings, int(folded.below_lowest[row]), int(folded.straddling[row]), p)
+        for row in good:
+            settings = folded.settings[row]
+            assert settings is not None
+            yield from self._approximations(settings, int(folded.below_lowest[row]), int(folded.straddling[row]), p)
         per = unit_seconds(p.stream.unit)
-        bounds, counts = folded.own.of(row)
-        own = SourceBuckets(bounds, counts, None) if len(bounds) else None
-        yield Interval(p.stream, p.start, p.end, folded.counts[row].copy(), folded.values[row] * per,
-                       extremes=folded.extremes[row] * per, source_buckets=own)
+        yield Interval(p.stream, p.start, p.end, folded.counts[good].sum(axis=0), folded.values[good].sum(axis=0) * per,
+                       extremes=np.stack((np.fmin.reduce(folded.extremes[good, 0], axis=0),
+                                          np.fmax.reduce(folded.extremes[good, 1], axis=0))) * per,
+                       source_buckets=_own_buckets(folded, good))
+
+    def _logged(self, start: float) -> str:
+        """A time as the log writes it (relative to its base time, if any), for messages."""
+        return f"{start - (self.base_time or 0.0):.3f}"
 
     def _absolute(self, stamp: float) -> float:
         """Epoch seconds of a logged timestamp, by Java's HistogramLogReader rules."""
@@ -316,6 +386,46 @@ class HlogReader:
                    f"{self.unit} values shown in {p.stream.unit} ({p.scale:,} to one) do not keep powers of two")
             yield Notice(f"{self.name}: line {n}: {why}: {straddling} count(s) whose range crosses a power of two are "
                          "placed by their median", skipped=0)
+
+
+def _own_buckets(folded: Folded, rows: list[int]) -> SourceBuckets | None:
+    """The occupied sub-buckets of `rows` of `folded` added up; None when none holds a value, or when two cannot be
+    added exactly (histograms of different settings: the column's percentiles then come from its rows)."""
+    bounds, counts = folded.own.of(rows[0])
+    for row in rows[1:]:
+        more, more_counts = folded.own.of(row)
+        if not len(more):
+            continue
+        if not len(bounds):
+            bounds, counts = more, more_counts
+            continue
+        pair = (tuple(map(float, bounds)), counts, tuple(map(float, more)), more_counts)
+        combined = combine_buckets(*pair) or coarsen_buckets(*pair)
+        if combined is None:
+            return None
+        bounds, counts = np.array(combined[0]), combined[1]
+    return SourceBuckets(bounds, counts, None) if len(bounds) else None
+
+
+def _lines(held: Sequence[_Pending]) -> str:
+    """`line 7` or `lines 7, 9`: the lines of some held intervals."""
+    return f"line {held[0].line}" if len(held) == 1 else "lines " + ", ".join(str(p.line) for p in held)
+
+
+def _too_short(held: Sequence[_Pending]) -> str:
+    """What is wrong with some held intervals: no length to be a column of their own."""
+    what = "an interval" if len(held) == 1 else "intervals"
+    lengths = "/".join(dict.fromkeys(p.written for p in held))
+    if any(float(p.written) for p in held):
+        return f"{what} of length {lengths} s, too short for float precision at {held[0].start:g} s"
+    return f"{what} of length {lengths} s (shorter than the log's resolution, {min(p.resolution for p in held):g} s)"
+
+
+def resolution(text: str) -> float:
+    """The smallest length a logged number's digits can say: 0.001 s for `0.000` (Java's `%.3f`), 1 s for `0`."""
+    mantissa, _, exponent = text.strip().lower().partition("e")
+    power = int(exponent) if exponent.lstrip("+-").isdigit() and len(exponent) < 6 else 0
+    return 10.0 ** max(-300, min(300, power - len(mantissa.partition(".")[2])))
 
 
 #: Longest number read: Java prints an empty DoubleHistogram's max (6.5e237 / 1e6) with "%.3f", 235 characters.

@@ -170,8 +170,10 @@ class _ReportCommand(click.Command):
 @click.command("report", cls=_ReportCommand, epilog=EXIT_CODES, context_settings={"ignore_unknown_options": True})
 @click.argument("inputs", nargs=-1, metavar="[INPUT]... | SOURCE [SOURCE OPTIONS]", type=click.UNPROCESSED)
 @click.option("--format", "out_format", default="text", show_default=True,
-              type=click.Choice(["text", "json", "svg", "html", "parquet", "openmetrics"]),
-              help="Report format (parquet needs -o and the [export] extra).")
+              type=click.Choice(["text", "json", "svg", "html", "parquet", "openmetrics", "prometheus"]),
+              help="Report format (parquet needs -o and the [export] extra). openmetrics: the OpenMetrics 1.0 "
+                   "exposition; prometheus: the same samples in the Prometheus text format 0.0.4, which has no gauge "
+                   "histogram (what node_exporter's textfile collector and promtool read).")
 @click.option("--input-format", default=None, metavar="NAME",
               help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats.names()))}.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
@@ -386,9 +388,9 @@ def report_source_options(args: list[str]) -> tuple[type[Source], dict[str, Any]
 
 def write_report(acc: Accumulator, out_format: str, output: str | None, stragglers: Stragglers | None = None,
                  unplaced: Unplaced | None = None, notes: Notes | None = None, causes: Causes | None = None) -> None:
-    """Render `acc` as svg/html/parquet/openmetrics to `output` (stdout for text formats when None); SVG and HTML
-    with the stragglers on their streams (the findings naming their `causes`), those of no stream shown apart, and
-    the sources' other `notes` after."""
+    """Render `acc` as svg/html/parquet/openmetrics/prometheus to `output` (stdout for text formats when None); SVG
+    and HTML with the stragglers on their streams (the findings naming their `causes`), those of no stream shown
+    apart, and the sources' other `notes` after."""
     if out_format == "parquet":
         if not output:
             raise InputError(PARQUET_NEEDS_OUTPUT)
@@ -405,10 +407,10 @@ def write_report(acc: Accumulator, out_format: str, output: str | None, straggle
         from latencymap.views.html import render_html
 
         text = render_html(acc, stragglers, unplaced=unplaced, notes=notes, causes=causes)
-    elif out_format == "openmetrics":
+    elif out_format in ("openmetrics", "prometheus"):
         from latencymap.outputs.metrics import report_openmetrics
 
-        text = report_openmetrics(acc)
+        text = report_openmetrics(acc, openmetrics=out_format == "openmetrics")
     else:
         raise ValueError(f"unknown report format {out_format!r}")
     write_text(text, output)

@@ -23,7 +23,8 @@ from latencymap.profiling.wanted import profile_wanted
 @click.option("--format", "--input-format", "input_format", default=None, metavar="NAME",
               help=f"Input format instead of auto-detection: {', '.join(sorted(REGISTRY.formats.names()))}.")
 @click.option("--serve-metrics", type=click.IntRange(0, 65535), default=None, metavar="PORT",
-              help="Serve the latest interval as OpenMetrics on http://127.0.0.1:PORT/metrics.")
+              help="Serve the latest interval as OpenMetrics on http://127.0.0.1:PORT/metrics (in the Prometheus "
+                   "text format 0.0.4 to a scraper that asks for text/plain and not OpenMetrics).")
 @view_options
 @format_options
 def view(inputs: tuple[str, ...], input_format: str | None, serve_metrics: int | None, **kw: Any) -> None:

@@ -1,4 +1,4 @@
-"""Report formats beyond text/json: svg, html, parquet, openmetrics; and the Parquet table.
+"""Report formats beyond text/json: svg, html, parquet, openmetrics, prometheus; and the Parquet table.
 
 Parquet (optional extra `latencymap[export]`, pyarrow imported only here): one row per column x
 bucket of every stream, buckets being the report's (the slots from the fastest to the slowest ever
@@ -18,7 +18,7 @@ from latencymap.core.accumulator import Accumulator
 from latencymap.core.errors import InputError
 
 BINARY_FORMATS = ("parquet",)
-STATIC_FORMATS = ("svg", "html", "parquet", "openmetrics")
+STATIC_FORMATS = ("svg", "html", "parquet", "openmetrics", "prometheus")
 
 
 def parquet_columns(acc: Accumulator) -> dict[str, list[Any] | np.ndarray]:

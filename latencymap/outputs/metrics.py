@@ -1,5 +1,12 @@
 """OpenMetrics / Prometheus exposition of latencymap's streams, and a tiny loopback server for it.
 
+Two encodings of the same families: OpenMetrics 1.0 (`report --format openmetrics`; served by default) and the
+Prometheus text format 0.0.4 (`report --format prometheus`, for what reads only that: node_exporter's textfile
+collector, `promtool check metrics`; served to a scraper whose Accept header asks for `text/plain` and not
+OpenMetrics). The text format has no `# UNIT`, no `# EOF` and no gauge histogram: the latest interval's histogram
+is written as prometheus_client writes a gauge histogram there, a `histogram` family of `_bucket` lines alone
+(`histogram_quantile()` reads them) and the gauges `_gcount` and `_gsum`.
+
 Per stream (labels `label`, `datasource`, `unit`):
 - `latencymap_latency_seconds`, a histogram: counters since the start (of the input for `report`, of the server
   for `--serve-metrics`): `_bucket{le="<bucket high in seconds>"}` cumulative counts, `le="+Inf"`, `_count`, and
@@ -41,6 +48,7 @@ from latencymap.core.units import REAL_EPOCH
 FAMILY = "latencymap_latency_seconds"
 INTERVAL_FAMILY = "latencymap_interval_latency_seconds"
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: The end gauge's HELP: why a stream may have no sample.
 END_HELP = ("End of the latest interval, Unix time. No sample for a stream whose input times are not dates "
             "(a time of day, as PyLatencyMap's Oracle scripts write, or seconds since a start): its day is not "
@@ -124,49 +132,72 @@ def _float(v: float) -> str:
     return repr(float(v))
 
 
-def _histogram_lines(family: str, stream: StreamId, counts: np.ndarray, high_s: np.ndarray, time_s: float,
-                     gauge: bool) -> list[str]:
-    """`_bucket` lines up to the highest used bucket, `+Inf`, and the count and sum (`_gcount`, `_gsum` for a gauge
-    histogram)."""
+def _histogram_lines(family: str, stream: StreamId, counts: np.ndarray, high_s: np.ndarray,
+                     time_s: float) -> tuple[list[str], str, str]:
+    """`_bucket` lines up to the highest used bucket and `+Inf`; the count and the sum, as values."""
     counts = np.asarray(counts, dtype=np.int64)
     used = np.flatnonzero(counts)
     top = int(used[-1]) if used.size else -1
     cum = np.cumsum(counts)
     out = [f"{family}_bucket{_labels(stream, _le(_float(high_s[s])))} {int(cum[s])}" for s in range(top + 1)]
     total = int(counts.sum())
-    g = "g" if gauge else ""
     out.append(f"{family}_bucket{_labels(stream, _le('+Inf'))} {total}")
-    out.append(f"{family}_{g}count{_labels(stream)} {total}")
-    out.append(f"{family}_{g}sum{_labels(stream)} {_float(time_s)}")
-    return out
+    return out, str(total), _float(time_s)
 
 
-def openmetrics_text(latest: list[Latest]) -> str:
-    """The exposition, ending in `# EOF`."""
-    out = [f"# HELP {FAMILY} Latency histogram of each stream since the start.",
-           f"# TYPE {FAMILY} histogram", f"# UNIT {FAMILY} seconds"]
+def _header(name: str, help_text: str, kind: str, openmetrics: bool) -> list[str]:
+    """A family's `# HELP`, `# TYPE` and (OpenMetrics only: the text format has none) `# UNIT` lines."""
+    return [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *([f"# UNIT {name} seconds"] if openmetrics else [])]
+
+
+def openmetrics_text(latest: list[Latest], openmetrics: bool = True) -> str:
+    """The exposition: OpenMetrics, ending in `# EOF`; or (`openmetrics` false) the Prometheus text format 0.0.4."""
+    out = _header(FAMILY, "Latency histogram of each stream since the start.", "histogram", openmetrics)
     for item in latest:
         counts = item.counts if item.total_counts is None else item.total_counts
         spent = float(np.asarray(item.time_s).sum()) if item.total_time_s is None else item.total_time_s
-        out += _histogram_lines(FAMILY, item.stream, counts, item.high_s, spent, gauge=False)
-    out += [f"# HELP {INTERVAL_FAMILY} Latency histogram of the latest interval of each stream.",
-            f"# TYPE {INTERVAL_FAMILY} gaugehistogram", f"# UNIT {INTERVAL_FAMILY} seconds"]
-    for item in latest:
-        out += _histogram_lines(INTERVAL_FAMILY, item.stream, item.counts, item.high_s,
-                                float(np.asarray(item.time_s).sum()), gauge=True)
-    for name, help_text, values in (
+        buckets, count, total = _histogram_lines(FAMILY, item.stream, counts, item.high_s, spent)
+        out += [*buckets, f"{FAMILY}_count{_labels(item.stream)} {count}",
+                f"{FAMILY}_sum{_labels(item.stream)} {total}"]
+    help_text = "Latency histogram of the latest interval of each stream."
+    newest = [_histogram_lines(INTERVAL_FAMILY, x.stream, x.counts, x.high_s, float(np.asarray(x.time_s).sum()))
+              for x in latest]
+    if openmetrics:
+        out += _header(INTERVAL_FAMILY, help_text, "gaugehistogram", openmetrics)
+        for item, (buckets, count, total) in zip(latest, newest, strict=True):
+            out += [*buckets, f"{INTERVAL_FAMILY}_gcount{_labels(item.stream)} {count}",
+                    f"{INTERVAL_FAMILY}_gsum{_labels(item.stream)} {total}"]
+    else:  # as prometheus_client writes a gauge histogram in the text format
+        out += _header(INTERVAL_FAMILY, help_text, "histogram", openmetrics)
+        out += [line for buckets, _, _ in newest for line in buckets]
+        for suffix, gauge_help, k in (("gcount", "Events in the latest interval of each stream.", 1),
+                                      ("gsum", "Time waited in the latest interval of each stream.", 2)):
+            out += _header(f"{INTERVAL_FAMILY}_{suffix}", gauge_help, "gauge", openmetrics)
+            out += [f"{INTERVAL_FAMILY}_{suffix}{_labels(item.stream)} {lines[k]}"
+                    for item, lines in zip(latest, newest, strict=True)]
+    for name, gauge_help, values in (
             ("latencymap_interval_seconds", "Length of the latest interval.", [x.duration for x in latest]),
             ("latencymap_interval_end_timestamp_seconds", END_HELP, [x.end_timestamp() for x in latest])):
-        out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"# UNIT {name} seconds"]
+        out += _header(name, gauge_help, "gauge", openmetrics)
         out += [f"{name}{_labels(item.stream)} {_float(v)}" for item, v in zip(latest, values, strict=True)
                 if v is not None]
-    out.append("# EOF")
+    if openmetrics:
+        out.append("# EOF")
     return "\n".join(out) + "\n"
 
 
-def report_openmetrics(acc: Accumulator) -> str:
-    """`report --format openmetrics`: every stream's counters over the whole input, and its last interval."""
-    return openmetrics_text([x for x in (latest_of_history(h) for h in acc.streams.values()) if x is not None])
+def report_openmetrics(acc: Accumulator, openmetrics: bool = True) -> str:
+    """`report --format openmetrics` (or `prometheus`: the text format 0.0.4): every stream's counters over the
+    whole input, and its last interval."""
+    return openmetrics_text([x for x in (latest_of_history(h) for h in acc.streams.values()) if x is not None],
+                            openmetrics)
+
+
+def wants_text_format(accept: str | None) -> bool:
+    """Whether a scraper's Accept header asks for the Prometheus text format and not OpenMetrics (which is served
+    otherwise, an empty or `*/*` Accept included)."""
+    accept = (accept or "").lower()
+    return "text/plain" in accept and "application/openmetrics-text" not in accept
 
 
 class MetricsServer:
@@ -184,9 +215,10 @@ class MetricsServer:
                 if self.path.split("?")[0] not in ("/", "/metrics"):
                     self.send_error(404)
                     return
-                body = server_self.text().encode("utf-8")
+                text = wants_text_format(self.headers.get("Accept"))
+                body = server_self.text(openmetrics=not text).encode("utf-8")
                 self.send_response(200)
-                self.send_header("Content-Type", CONTENT_TYPE)
+                self.send_header("Content-Type", TEXT_CONTENT_TYPE if text else CONTENT_TYPE)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -208,11 +240,11 @@ class MetricsServer:
             item.to_epoch = _live_shift(iv.end, self._clock()) if before is None else before.to_epoch
             self._latest[iv.stream] = item.add_to(before)
 
-    def text(self) -> str:
-        """The current exposition."""
+    def text(self, openmetrics: bool = True) -> str:
+        """The current exposition (`openmetrics` false: in the Prometheus text format 0.0.4)."""
         with self._lock:
             items = list(self._latest.values())
-        return openmetrics_text(items)
+        return openmetrics_text(items, openmetrics)
 
     def close(self) -> None:
         """Stop serving."""

@@ -1,23 +1,48 @@
 """The OpenMetrics exposition: `--serve-metrics` serves what `report --format openmetrics` writes for the same input,
-a rebinned stream's `_sum` and `_gsum` included (its source's exact sum, not its rows' midpoints)."""
+a rebinned stream's `_sum` and `_gsum` included (its source's exact sum, not its rows' midpoints); and the same
+samples in the Prometheus text format 0.0.4 (`--format prometheus`), checked by the real promtool and Prometheus."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import math
+import subprocess
+import urllib.request
 from pathlib import Path
 
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from skips_support import need_binary
+
+from latencymap.cli.main import main
 from latencymap.core.accumulator import Accumulator
-from latencymap.core.model import Interval
+from latencymap.core.buckets import NSLOTS
+from latencymap.core.model import Interval, StreamId
 from latencymap.flow.pipeline import input_flow
-from latencymap.outputs.metrics import FAMILY, INTERVAL_FAMILY, MetricsServer, report_openmetrics, served
+from latencymap.outputs.metrics import (
+    CONTENT_TYPE,
+    FAMILY,
+    INTERVAL_FAMILY,
+    TEXT_CONTENT_TYPE,
+    MetricsServer,
+    report_openmetrics,
+    served,
+)
 from latencymap.plugins import load_registry
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 REGISTRY = load_registry()
 #: Differs by design: a served stream whose input has no dates is timed by the clock.
 END = "latencymap_interval_end_timestamp_seconds"
+PROMETHEUS_HINT = "apt-get install prometheus (.ci/install-system.sh)"
+#: Inputs of several streams: rebinned (OTLP), HdrHistogram (tags), PyLatencyMap records of Oracle's waits.
+EXPOSED = [FIXTURES / "otlp" / "checkout_metrics.jsonl", FIXTURES / "hdrhistogram" / "java" / "int_tagged_us.hlog",
+           FIXTURES / "pylatencymap" / "test_SystemTap_data.txt"]
+#: Prometheus 2.42's Accept header when it scrapes (it prefers OpenMetrics).
+PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+                     "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -26,6 +51,89 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for f in text_string_to_metric_families(text) for s in f.samples if s.name != END}
+
+
+def text_samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """{(sample name, labels): value} of a Prometheus text format 0.0.4 exposition, read by prometheus_client."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for f in text_string_to_metric_families(text) for s in f.samples if s.name != END}
+
+
+def reported(fmt: str, path: Path) -> str:
+    """`latencymap report --format FMT PATH`'s output."""
+    result = CliRunner().invoke(main, ["report", "--format", fmt, str(path)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def promtool_check(promtool: str, text: str) -> subprocess.CompletedProcess[str]:
+    """`promtool check metrics` (it reads the Prometheus text format 0.0.4, and lints) of an exposition."""
+    return subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("path", EXPOSED, ids=lambda p: p.name)
+def test_prometheus_format_passes_promtool_with_the_openmetrics_samples(path: Path) -> None:
+    """node_exporter's textfile collector and `promtool check metrics` read the text format 0.0.4 only, which has no
+    gauge histogram: they rejected `--format openmetrics` (`unknown metric type "gaugehistogram"`), and there was no
+    other. `--format prometheus` passes promtool's parse and lint, and holds the same samples."""
+    promtool = need_binary("promtool", remedy=PROMETHEUS_HINT)
+    openmetrics, text = reported("openmetrics", path), reported("prometheus", path)
+    rejected = promtool_check(promtool, openmetrics)
+    assert rejected.returncode == 1 and 'unknown metric type "gaugehistogram"' in rejected.stderr, rejected
+    checked = promtool_check(promtool, text)
+    assert (checked.returncode, checked.stdout, checked.stderr) == (0, "", "")
+    assert not [line for line in text.splitlines() if line.startswith(("# UNIT", "# EOF"))]
+    assert f"# TYPE {INTERVAL_FAMILY} histogram\n" in text and "gaugehistogram" not in text
+    assert text_samples(text) == samples(openmetrics)
+
+
+def test_the_server_serves_the_text_format_to_a_scraper_that_asks_for_it_only() -> None:
+    promtool = need_binary("promtool", remedy=PROMETHEUS_HINT)
+    server = MetricsServer(0)
+    counts = np.zeros(NSLOTS, dtype=np.int64)
+    counts[[4, 7]] = [3, 2]
+    server.update(Interval(StreamId("disk", "bpf", "microsec"), 1_700_000_000.0, 1_700_000_002.0, counts))
+    got = {}
+    try:
+        for accept in (None, "text/plain;version=0.0.4", PROMETHEUS_ACCEPT, "*/*"):
+            request = urllib.request.Request(f"http://127.0.0.1:{server.port}/metrics",
+                                             headers={"Accept": accept} if accept else {})
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                got[accept] = (resp.headers["Content-Type"], resp.read().decode())
+    finally:
+        server.close()
+    assert {k: v[0] for k, v in got.items()} == {None: CONTENT_TYPE, "text/plain;version=0.0.4": TEXT_CONTENT_TYPE,
+                                                 PROMETHEUS_ACCEPT: CONTENT_TYPE, "*/*": CONTENT_TYPE}
+    text = got["text/plain;version=0.0.4"][1]
+    assert promtool_check(promtool, text).returncode == 0
+    assert text_samples(text) == samples(got[None][1])
+
+
+@pytest.mark.slow
+def test_prometheus_reads_the_text_format_as_it_reads_openmetrics(tmp_path: Path) -> None:
+    """A real Prometheus scraping the two reports of one input (as two jobs) stores the same series, and
+    `histogram_quantile` reads the latest interval's buckets of the text format as those of the gauge histogram."""
+    from prometheus_support import OPENMETRICS_TYPE, TEXT_TYPE, Scripted, prometheus_or_skip, running_prometheus
+
+    binary = prometheus_or_skip()
+    path = EXPOSED[1]  # two tags, whose latest intervals hold events
+    endpoints = [Scripted([(200, TEXT_TYPE, reported("prometheus", path))]),
+                 Scripted([(200, OPENMETRICS_TYPE, reported("openmetrics", path))])]
+    try:
+        with running_prometheus(binary, tmp_path / "prom", [e.url for e in endpoints], scrape_interval=0.5) as prom:
+            for query in (f"histogram_quantile(0.9, {INTERVAL_FAMILY}_bucket)", f"{INTERVAL_FAMILY}_gcount",
+                          f"{INTERVAL_FAMILY}_gsum", f"histogram_quantile(0.5, {FAMILY}_bucket)"):
+                result = prom.wait_until(query, lambda r: {x["metric"].get("job") for x in r} == {"t0", "t1"})
+                by_job: dict[str, dict[str, float]] = {}
+                for x in result:
+                    by_job.setdefault(x["metric"]["job"], {})[x["metric"]["label"]] = float(x["value"][1])
+                assert by_job["t0"] == by_job["t1"] and len(by_job["t0"]) == 2, (query, by_job)
+                assert all(math.isfinite(v) and v > 0 for v in by_job["t0"].values()), (query, by_job)
+    finally:
+        for endpoint in endpoints:
+            endpoint.close()
 
 
 def served_and_reported(path: Path, intervals: int | None = None) -> tuple[dict, dict]:

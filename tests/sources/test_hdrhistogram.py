@@ -350,6 +350,7 @@ def test_bad_lines_are_reported_with_their_line_number_and_reading_goes_on(tmp_p
         f"Tag=read,5.000,1.000,0.005,{hand_payload(b'', outer=0x0C72124F)}",
         f"Tag=read,abc,1.000,0.005,{good}",
         "garbage, not a histogram",
+        f"Tag=read,6.000,-1,0.005,{good}",
         f"Tag=read,6.000,0,0.005,{good}",
         f"Tag=read,7.000,1.000,0.005,{good}",
     ]
@@ -366,15 +367,42 @@ def test_bad_lines_are_reported_with_their_line_number_and_reading_goes_on(tmp_p
         (first + 5, "expected a DoubleHistogram of 0 to 5 significant digits"),
         (first + 6, "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>', got"),
         (first + 7, "expected '[Tag=NAME,]<start s>,<length s>,<max>,<base64 histogram>', got"),
-        (first + 8, "expected a positive interval length, got 0"),
+        (first + 8, "expected an interval length of 0 or more, got -1; line skipped"),
+        (first + 9, "read: an interval of length 0 s (shorter than the log's resolution, 1 s): its events join the "
+                    f"stream's next interval (line {first + 10}), whose column starts at 6.000"),
     ]
     assert len(msgs) == len(expected)
     for msg, (line, text) in zip(msgs, expected, strict=True):
         assert msg.startswith(f"bad.hlog: line {line}: ") and text in msg, msg
     cols = intervals(items)
-    assert [round(c.start - START) for c in cols] == [0, 1, 2, 3, 4, 5, 7]
+    assert [round(c.start - START) for c in cols] == [0, 1, 2, 3, 4, 5, 6]
     assert [c.gap for c in cols] == [False, True, True, True, True, True, False]
-    assert [int(c.counts.sum()) for c in cols] == [6, 0, 0, 0, 0, 0, 6]
+    assert [int(c.counts.sum()) for c in cols] == [6, 0, 0, 0, 0, 0, 12]  # the 0 s long interval's 6 are not lost
+
+
+def test_intervals_too_short_for_a_column_keep_their_events() -> None:
+    """A 0 s interval whose stream goes on joins its next interval; one whose log ends (or a new log starts) gets half
+    the resolution its digits say; one too short for float precision at its time, the least length there."""
+    good = payloads(HLOG / "tagged_java_layout.hlog")[0]  # 6 events
+    lines = [start_time_line(START), f"0.000,1.000,0,{good}\n", f"1.0,0,0,{good}\n",  # log 1 ends: 0.5 s (res 1 s)
+             start_time_line(START + 100), f"0.000,0.000,0,{good}\n", f"0.000,1.000,0,{good}\n",  # joined
+             f"Tag=far,1e16,0.001,0,{good}\n", f"Tag=far,1e16,0.000,0,{good}\n"]  # both held, then 1 ulp
+    items = read_items(HdrHistogramFormat, "".join(lines), "t.hlog")
+    live = list(HdrHistogramFormat().read_text(["".join(lines[:6]), "".join(lines[6:])], "t.hlog"))
+    for got in (items, live):
+        cols = [(c.stream.label, c.start, c.end, int(c.counts.sum())) for c in intervals(got) if not c.gap]
+        assert cols == [("t.hlog", START, START + 1, 6), ("t.hlog", START + 1, START + 1.5, 6),
+                        ("t.hlog", START + 100, START + 101, 12),
+                        ("far", START + 100 + 1e16, np.nextafter(START + 100 + 1e16, np.inf), 12)]
+        assert notices(got) == [
+            "t.hlog: line 3: an interval of length 0 s (shorter than the log's resolution, 1 s), and no later interval "
+            "of its stream follows: its column starts at 1.000 and lasts 0.5 s (half the log's resolution)",
+            "t.hlog: line 4: a new log starts here (StartTime 1700000100.000); its times count from it",
+            "t.hlog: line 5: an interval of length 0.000 s (shorter than the log's resolution, 0.001 s): its events "
+            "join the stream's next interval (line 6), whose column starts at 0.000",
+            "t.hlog: lines 7, 8: far: intervals of length 0.001/0.000 s, too short for float precision at "
+            f"{START + 100 + 1e16:g} s, and no later interval of its stream follows: its column starts at "
+            "10000000000000000.000 and lasts 2 s (the least length float precision allows there)"]
 
 
 def test_time_rules_of_the_java_reader() -> None:

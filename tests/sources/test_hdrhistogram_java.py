@@ -36,6 +36,8 @@ JAVA = FIXTURES / "hdrhistogram" / "java"
 #: The unit each log's values were recorded in (LogWriter.java).
 UNITS = {"double_ms": "millisec", "double_tagged": "millisec", "double_corrected": "millisec",
          "double_int_counts": "millisec", "int_tagged_us": "microsec"}
+#: LogWriter.java's START_MS: every log's StartTime.
+START_S = 1_795_651_200.25
 JAR_HINT = "apt-get install libhdrhistogram-java (.ci/install-system.sh), or set HDRHISTOGRAM_JAR"
 
 
@@ -93,6 +95,41 @@ def _check_against_java(log: Path, reference: dict[str, Any], unit: str) -> list
 def test_java_written_logs_read_as_javas_own_reader_reads_them(name: str) -> None:
     reference = json.loads((JAVA / f"{name}.reference.json").read_text())
     _check_against_java(JAVA / f"{name}.hlog", reference, UNITS[name])
+
+
+def _check_zero_lengths_against_java(log: Path, reference: dict[str, Any]) -> None:
+    """zero_length.hlog (LogWriter.java): each stream's events, per slot, and time spent are Java's, its intervals of
+    length 0.000 joined to the stream's next one (or, the last, given half a millisecond), each said."""
+    items = read_items(HdrHistogramFormat, log.read_text(), "z.hlog")
+    got = intervals(items)
+    for tag, label, spans in ((None, "z.hlog", [(0, 1), (1, 2), (2, 3), (3, 3.0005)]), ("gc", "gc", [(0, 1), (1, 2)])):
+        java = [i for i in reference["intervals"] if i["tag"] == tag]
+        columns = [c for c in got if c.stream.label == label]
+        got_spans = [t - START_S for c in columns for t in (c.start, c.end)]
+        assert got_spans == pytest.approx([t for span in spans for t in span], abs=1e-6), label
+        assert not any(c.gap for c in columns)
+        expected = [_expected(i, 1) for i in java]
+        assert sum(c.counts for c in columns).tolist() == sum(e[0] for e in expected).tolist(), label
+        assert sum(int(c.counts.sum()) for c in columns) == sum(i["total_count"] for i in java) > 0, label
+        spent = sum(float(c.time.sum()) for c in columns if c.time is not None)
+        assert spent == pytest.approx(sum(e[1] for e in expected) * 1e-9, rel=1e-12), label
+        assert spent == pytest.approx(sum(i["mean"] * i["total_count"] for i in java) * 1e-9, rel=1e-9), label
+        for c in columns:  # each column's own sub-buckets hold its events
+            assert c.source_buckets is not None and int(c.source_buckets.counts.sum()) == int(c.counts.sum())
+    assert notices(items) == [
+        "z.hlog: line 7: an interval of length 0.000 s (shorter than the log's resolution, 0.001 s): its events join "
+        "the stream's next interval (line 9), whose column starts at 1.000",
+        "z.hlog: lines 8, 10, 12: gc: intervals of length 0.000 s (shorter than the log's resolution, 0.001 s): their "
+        "events join the stream's next interval (line 14), whose column starts at 1.000",
+        "z.hlog: line 13: an interval of length 0.000 s (shorter than the log's resolution, 0.001 s), and no later "
+        "interval of its stream follows: its column starts at 3.000 and lasts 0.0005 s (half the log's resolution)"]
+
+
+def test_intervals_java_writes_with_length_zero_lose_no_event() -> None:
+    """Java writes `1.000,0.000,...` for an interval that starts and ends in one millisecond, and its reader reads
+    its events; latencymap skipped such lines ("expected a positive interval length"), and lost 25 of gc's 55."""
+    _check_zero_lengths_against_java(JAVA / "zero_length.hlog",
+                                     json.loads((JAVA / "zero_length.reference.json").read_text()))
 
 
 @pytest.mark.parametrize("name", sorted(UNITS))
@@ -225,12 +262,14 @@ def test_logs_written_now_by_the_installed_java_library_read_as_it_reads_them(tm
     classpath = f"{jar}{os.pathsep}{tmp_path / 'classes'}"
     flags = ["-Duser.timezone=UTC", "-Duser.language=en", "-Duser.country=US", "-cp", classpath]
     subprocess.run([java, *flags, "LogWriter", str(tmp_path)], check=True, env=env, cwd=tmp_path)
-    logs = [f"{name}.hlog" for name in sorted(UNITS)]
+    logs = [f"{name}.hlog" for name in (*sorted(UNITS), "zero_length")]
     subprocess.run([java, *flags, "Reference", *logs], check=True, env=env, cwd=tmp_path)
     for name, unit in UNITS.items():
         reference = json.loads((tmp_path / f"{name}.reference.json").read_text())
         assert reference["intervals"], name
         _check_against_java(tmp_path / f"{name}.hlog", reference, unit)
+    _check_zero_lengths_against_java(tmp_path / "zero_length.hlog",
+                                     json.loads((tmp_path / "zero_length.reference.json").read_text()))
 
 
 def test_javas_logs_and_printouts_are_told_apart() -> None:

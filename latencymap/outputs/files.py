@@ -6,7 +6,9 @@ import contextlib
 import errno
 import io
 import os
+import stat
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -118,9 +120,38 @@ class GuardedStdout:
 
 
 def write_text(text: str, output: str | None) -> None:
-    """`text` into the file `output` (UTF-8), or onto stdout when there is none."""
+    """`text` into the file `output` (UTF-8, `replaced`), or onto stdout when there is none."""
     if not output:
         sys.stdout.write(text)
         return
-    with writing(output), open(output, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    with writing(output):
+        replaced(Path(os.path.realpath(output)), text)
+
+
+def replaced(path: Path, text: str) -> None:
+    """Write `text` to a file beside `path`, then rename it over `path`: a reader (node_exporter's textfile
+    collector, a job polling the report) sees the old file or the new one whole, never half of it, and a write that
+    fails leaves the old one. Its mode is the old file's, else what the umask gives a new file. What is not a
+    regular file (a FIFO, /dev/stdout) is written in place."""
+    if path.exists() and not path.is_file():
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o666 & ~_umask()
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -35,6 +35,31 @@ def test_a_write_that_fails_is_one_line_and_exit_code_1(example_data: Path, tmp_
                               capture_output=True)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr == f"latencymap: {out}: cannot write the output: File too large\n"
+    assert [p.name for p in tmp_path.iterdir()] == []  # nothing half-written left, not even the temporary file
+
+
+def test_a_file_output_is_replaced_whole_and_keeps_its_mode(tmp_path: Path) -> None:
+    """`-o` writes beside the file and renames over it: one who had the old file open (or a hard link: a reader
+    mid-read) keeps the old text whole, and never sees half of the new one (node_exporter's textfile collector
+    reads `*.prom` files so). Its mode stays; a FIFO is written in place."""
+    out = tmp_path / "latencymap.prom"
+    out.write_text("old\n")
+    out.chmod(0o640)
+    held = tmp_path / "held"
+    os.link(out, held)
+    write_text("new\n", str(out))
+    assert out.read_text() == "new\n" and held.read_text() == "old\n"
+    assert out.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["held", "latencymap.prom"]
+    link = tmp_path / "link.prom"
+    link.symlink_to(out)
+    write_text("newer\n", str(link))
+    assert link.is_symlink() and out.read_text() == "newer\n"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    write_text("through\n", str(fifo))
+    assert reader.communicate(timeout=10)[0] == "through\n"
 
 
 @pytest.mark.parametrize("command", [["report"], ["report", "--format", "parquet"], ["diff", "a.txt"]])

@@ -22,7 +22,7 @@ from latencymap.tui.note_line import NoteLines
 from latencymap.tui.notes import NotesScreen
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.percentiles import PercentileStrip
-from latencymap.tui.save import save_frame
+from latencymap.tui.save import NotSaved, save_frame, saved_words
 from latencymap.tui.state import ViewState
 from latencymap.tui.status import StatusBar
 from latencymap.tui.stragglers import StragglersPanel, finished_at
@@ -49,6 +49,8 @@ ELSEWHERE = frozenset({"quit", "interrupt", "pause", "zoom", "save", "help", "no
 EXIT_INTERRUPTED = 130
 #: While toasts are up, the screen is painted whole this often (`MapActions.notify`).
 TOAST_REPAINT_S = 1.0
+#: How many repaints `s` waits at most for the screen to be laid out (`MapActions._save_shown`).
+SAVE_HOPS = 5
 
 
 class MapActions(App[int]):
@@ -63,6 +65,8 @@ class MapActions(App[int]):
     note_lines: NoteLines
     #: Whether a whole repaint is due while toasts are up (`notify`).
     _repainting_toasts = False
+    #: Whether `s` waits for the screen to be laid out before saving it (`action_save`).
+    saving = False
 
     @property
     def maps(self) -> Screen[Any]:
@@ -285,13 +289,28 @@ class MapActions(App[int]):
             self.push_screen(NotesScreen(self.acc))
 
     def action_save(self) -> None:
-        """Save an SVG screenshot and a plain-text frame of the screen shown; say where.
+        """Save an SVG screenshot and a plain-text frame of the screen shown, once it is laid out (`_save_shown`); say
+        where (or why not) on the note line, in the footer's place: a toast covered the maps for seconds.
 
         The panels (percentile strip, inspector, findings) follow the maps at most every PLOT_EVERY_S: in a fast
         replay they may be columns behind. They are brought to the maps' column first, so the saved frame agrees.
         """
+        if self.saving:
+            return  # the frame of the `s` before is being saved: this one would be the same
         if self.on_maps:
             self.refresh_view(force=True)
+        self.saving = True  # the app repaints nothing until the frame is saved (`tick`): the text is the picture's
+        self.call_after_refresh(self._save_shown)
+
+    def _save_shown(self, hops: int = 0) -> None:
+        """Save the screen shown once it is laid out: `s` pressed as the first columns came saved the maps at the
+        height of the "waiting for data" screen (3 rows of 6, the screen's lower half blank). Repaints asked for
+        before `s` (a resize's) run first, in the same turn, and may show the data that changes the layout: the save
+        then waits for the next layout (SAVE_HOPS at most)."""
+        if hops < SAVE_HOPS and not self._laid_out():
+            self.call_after_refresh(self._save_shown, hops + 1)
+            return
+        self.saving = False
         if not self.on_maps:
             plain = getattr(self.screen, "plain_lines", None)
             lines = plain() if callable(plain) else []
@@ -302,9 +321,18 @@ class MapActions(App[int]):
                            *maps.query(StragglersPanel), maps.query_one(Inspector)]:
                 if widget.display:
                     lines += [*widget.plain_lines(), ""]
-        svg, txt = save_frame(self, lines)
-        self.saved += [svg, txt]
-        self.notify(f"saved {svg.name} and {txt.name}", title="latencymap")
+        try:
+            svg, txt = save_frame(self, lines)
+        except NotSaved as err:
+            self.note_lines.tell(str(err), failed=True)
+        else:
+            self.saved += [svg, txt]
+            self.note_lines.tell(saved_words((svg, txt)))
+        self.note_lines.show_on(self.screen)
+
+    def _laid_out(self) -> bool:
+        """Whether the maps shown are as tall as what they show needs (True on the other screens)."""
+        return not self.on_maps or all(m.size.height == m.lines_wanted for m in self.maps.query(HeatMap) if m.display)
 
     def on_heat_map_selected(self, message: HeatMap.Selected) -> None:
         """A click picked a column and a bucket."""

@@ -252,7 +252,7 @@ class LatencyMapApp(MapActions):
             self._postponed = True  # a long append (a burst of many streams): keys pressed meanwhile go first
             return
         self._postponed = False
-        if self._dirty:
+        if self._dirty and not self.saving:  # a frame `s` saves once it is laid out is kept as it is until then
             self._dirty = False
             try:
                 self.refresh_view(status_only=self.view.paused)
@@ -422,6 +422,8 @@ class LatencyMapApp(MapActions):
                 screen.update()
             elif not status_only:
                 self._dirty = True  # new data is listed at the plots' pace (keys repaint at once)
+            elif isinstance(screen, DiffScreen):
+                screen.show_notes()  # paused: the map stays, the count of notes follows (as the map screen's header)
             return
         hist = self.current()
         n = hist.n if hist else 0

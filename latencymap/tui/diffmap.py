@@ -27,6 +27,7 @@ from latencymap.tui.axis import LABEL_W, axis_strip
 from latencymap.tui.fit import Field, FittedText
 from latencymap.tui.heatmap import RIGHT_W, map_cells
 from latencymap.tui.note_line import NoteLine
+from latencymap.tui.notes import notes_field
 from latencymap.tui.palette import cell_style
 from latencymap.tui.window import Window
 from latencymap.views.frame import LEVELS, edge_folds, fit_rows, fold_rows, row_labels
@@ -130,8 +131,20 @@ class DiffMap(Widget):
         return self._lines[y] if y < len(self._lines) else Strip.blank(width, PLAIN)
 
 
+def diff_head(a: StreamHistory, b: StreamHistory, notes: int) -> list[list[Field]]:
+    """The difference screen's two header lines: the streams, with the count of what reading said (`notes`: kept
+    longest but for the title, as on the other screens), then what the map is."""
+    return [[Field(" DIFFERENCE ", "bold reverse", 100),
+             Field(f"  A: {clean_text(a.stream.label, 200)}", "bold red", 50, shrink=12),
+             Field(f"   B: {clean_text(b.stream.label, 200)}", "bold blue", 50, shrink=12),
+             *notes_field(notes, 95)],
+            [Field(f" unit {a.stream.unit};", rank=20),
+             Field(" B's columns matched to A's cells by time;", rank=10), Field(" Esc: back", rank=30)]]
+
+
 class DiffScreen(Screen[None]):
-    """A − B of two streams marked in the overview; Esc goes back."""
+    """A − B of two streams marked in the overview; Esc goes back. As the other screens, it counts what reading said
+    in its header and says each message on its note line (the app's tick); `w` lists them."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
     DEFAULT_CSS = "DiffScreen #diff-head { height: 2; background: $boost; }"
@@ -145,19 +158,18 @@ class DiffScreen(Screen[None]):
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
-        yield FittedText([
-            [Field(" DIFFERENCE ", "bold reverse", 100),
-             Field(f"  A: {clean_text(self.a.stream.label, 200)}", "bold red", 50, shrink=12),
-             Field(f"   B: {clean_text(self.b.stream.label, 200)}", "bold blue", 50, shrink=12)],
-            [Field(f" unit {self.a.stream.unit};", rank=20),
-             Field(" B's columns matched to A's cells by time;", rank=10), Field(" Esc: back", rank=30)]],
-            id="diff-head")
+        yield FittedText(diff_head(self.a, self.b, self.host.acc.messages_said), id="diff-head")
         yield DiffMap(self.a, self.b)
         yield Footer()
         yield NoteLine()
 
     def on_mount(self) -> None:
         self.query_one(DiffMap).mode = self.host.color_mode
+
+    def show_notes(self) -> None:
+        """The header's count of what reading said, as it grows (paused too, as the map screen's header)."""
+        if self.is_mounted:
+            self.query_one("#diff-head", FittedText).update(diff_head(self.a, self.b, self.host.acc.messages_said))
 
     def plain_lines(self) -> list[str]:
         """The screen as text, for the saved plain-text frame: the cells drawn as in mono (`+` A has more, `-` B has
@@ -178,3 +190,4 @@ class DiffScreen(Screen[None]):
         diffmap.stop = view.stop(self.a.n)
         diffmap.zoom = self.host.view.zoom
         diffmap.refresh()
+        self.show_notes()

@@ -107,6 +107,11 @@ class HeatMap(Widget):
         return map_cells(self.size.width)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return self.lines_wanted
+
+    @property
+    def lines_wanted(self) -> int:
+        """The lines the map needs for what it shows (its height once the screen is laid out)."""
         return (self.spec.rows if self.spec else 1) + CHROME_LINES + self.marked
 
     def render_line(self, y: int) -> Strip:

@@ -64,7 +64,8 @@ HELP: list[tuple[str, str]] = [
     ("tab", "next stream (shift+tab: previous)"),
     ("Esc", "overview of every stream (several streams)"),
     ("overview", "↑↓ select, Enter open, o sort order, / filter, a b mark, d difference map A − B"),
-    ("s", "save an SVG screenshot and a plain-text frame in the current directory"),
+    ("s", "save an SVG screenshot and a plain-text frame in the current directory; the bottom line names them, or "
+          "says why it could not"),
     ("w", "what reading said: every message in order (records skipped, with their file and line; what it assumed; "
           "where --duration stopped it); the header counts them (3 notes (w)), each is said on the bottom line in "
           "the footer's place as it comes (w clears it), and q says them on stderr"),

@@ -1,4 +1,5 @@
-"""The note line: what reading said, one message at a time, on the bottom line in the footer's place (`notes`)."""
+"""The note line: what reading said, one message at a time, on the bottom line in the footer's place (`notes`); and
+what a key did there first (`s`: the files saved, or why not), rather than in a toast over the maps."""
 
 from __future__ import annotations
 
@@ -20,49 +21,72 @@ WAITING = 8
 #: How the note line heads a message, and its style by whether it skipped records.
 HEAD = " reading (w) "
 HEAD_STYLES = {True: "bold black on yellow", False: "bold black on green"}
+#: How the line heads what the app itself tells (`NoteLines.tell`: `s` saved, or could not), by whether it failed.
+TOLD_HEADS = {False: (" saved ", "bold black on green"), True: (" not saved ", "bold white on red")}
 #: The folders of a path that begins a message (`/data/run3/in.txt: line 9: …`): the line names the file only, so
 #: that more of what was said fits (`w` lists it whole).
 FOLDERS = re.compile(r"^(?:[^\s:/]*/)+(?=[^\s/:]+:)")
 
 
+#: What the line shows: its head, the head's style, and the message.
+Shown = tuple[str, str, str]
+
+
+def reading_note(note: tuple[str, bool]) -> Shown:
+    """A message reading said (and whether it is a warning), as the line shows it: its file named without folders."""
+    message, warning = note
+    return HEAD, HEAD_STYLES[warning], FOLDERS.sub("", message)
+
+
 class NoteLine(Widget):
-    """A message reading said, on the bottom line in the footer's place (`NoteLines` shows and hides it)."""
+    """A message on the bottom line in the footer's place (`NoteLines` shows and hides it)."""
 
     DEFAULT_CSS = "NoteLine { dock: bottom; height: 1; display: none; background: $boost; }"
 
     def __init__(self) -> None:
         super().__init__()
-        self.note: tuple[str, bool] = ("", False)
+        self.note: Shown = (HEAD, HEAD_STYLES[False], "")
 
-    def show(self, note: tuple[str, bool]) -> None:
-        """Say `note` (a message, and whether it is a warning)."""
+    def show(self, note: Shown) -> None:
+        """Say `note` (its head, the head's style, the message)."""
         if note != self.note:
             self.note = note
             self.refresh()
 
     def render(self) -> Text:
-        message, warning = self.note
-        text = Text.assemble((HEAD, HEAD_STYLES[warning]), " ", FOLDERS.sub("", message), no_wrap=True,
-                             overflow="ellipsis", end="")
+        head, style, message = self.note
+        text = Text.assemble((head, style), " ", message, no_wrap=True, overflow="ellipsis", end="")
         text.truncate(max(1, self.size.width), overflow="ellipsis")
         return text
 
 
 class NoteLines:
-    """The messages to say on the note line of the screen shown, in turn (`NoteToasts` says them here)."""
+    """The messages to say on the note line of the screen shown, in turn (`NoteToasts` says them here); what the app
+    tells (`tell`) goes first."""
 
     def __init__(self) -> None:
         self.waiting: deque[tuple[str, bool]] = deque(maxlen=WAITING)
         self.current: tuple[str, bool] | None = None
         self._since = 0.0
-        self._drawn: tuple[Screen[object] | None, tuple[str, bool] | None] = (None, None)
+        #: What the app told (`tell`), and since when; shown LINE_S before reading's messages go on.
+        self.told: Shown | None = None
+        self._told_at = 0.0
+        self._drawn: tuple[Screen[object] | None, Shown | None] = (None, None)
 
     def say(self, message: str, warning: bool) -> None:
         """Say `message` once the ones before it have been said."""
         self.waiting.append((message, warning))
 
+    def tell(self, message: str, failed: bool = False, now: float | None = None) -> None:
+        """Say `message` now, whatever reading's messages wait (the one on the line waits again, first): what a key
+        did (`s`: saved where, or why not), said where the footer was so that no toast covers the maps."""
+        if self.current is not None:
+            self.waiting.appendleft(self.current)
+            self.current = None
+        self.told, self._told_at = (*TOLD_HEADS[failed], message), time.monotonic() if now is None else now
+
     def clear(self) -> None:
-        """Say nothing more of what came so far (the messages screen lists it)."""
+        """Say nothing more of what reading said so far (the messages screen lists it); what was told stays."""
         self.waiting.clear()
         self.current = None
 
@@ -74,9 +98,17 @@ class NoteLines:
             self.current, self._since = self.waiting.popleft(), now
         return self.current
 
+    def shown(self, now: float) -> Shown | None:
+        """What the line shows at `now`: what was told, for LINE_S, else reading's message due (None: the footer)."""
+        if self.told is not None and now - self._told_at < LINE_S:
+            return self.told
+        self.told = None
+        note = self.due(now)
+        return None if note is None else reading_note(note)
+
     def show_on(self, screen: Screen[object], now: float | None = None) -> None:
         """Say what is due on `screen`'s note line, in its footer's place (its footer again once nothing is)."""
-        note = self.due(time.monotonic() if now is None else now)
+        note = self.shown(time.monotonic() if now is None else now)
         if self._drawn == (screen, note):
             return
         self._drawn = (screen, note)

@@ -28,6 +28,7 @@ from latencymap.core.sanitize import clean_text
 from latencymap.core.units import plural
 from latencymap.tui.fit import Field
 from latencymap.tui.keys import HelpScreen
+from latencymap.tui.note_line import NoteLine
 
 #: The key that opens the messages screen, as the status line names it.
 KEY = "w"
@@ -88,7 +89,8 @@ def notes_lines(acc: Accumulator) -> tuple[str, list[str], str]:
 
 class NotesScreen(HelpScreen):
     """Every message reading said, in order, numbered; follows new ones while open (Esc, q or w closes it; s saves
-    it as the app's `s` saves a screen). It has no note line: what is said while it is open is listed there."""
+    it as the app's `s` saves a screen). Its note line says only where `s` saved: what reading says while it is open
+    is listed there."""
 
     DEFAULT_CSS = """
     NotesScreen > VerticalScroll { width: 120; }
@@ -101,6 +103,7 @@ class NotesScreen(HelpScreen):
         self.acc = acc
         self._listed = -1  # messages listed (the list changes only while fewer than MAX_MESSAGES are kept)
         self._said = -1
+        self._ready = False  # composed: the app's tick may come between `w` and the screen's widgets
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -108,13 +111,16 @@ class NotesScreen(HelpScreen):
             yield Static(id="notes-list")
             yield Static(id="notes-more", markup=False)
         yield Footer()
+        yield NoteLine()
 
     def on_mount(self) -> None:
+        self._ready = True
         self.update()
 
     def update(self) -> None:
-        """Show what was said since the last update (nothing to do when nothing was)."""
-        if self.acc.messages_said == self._said:
+        """Show what was said since the last update (nothing to do when nothing was, or before the screen's widgets
+        are there)."""
+        if not self._ready or self.acc.messages_said == self._said:
             return
         self._said = self.acc.messages_said
         heading, messages, more = notes_lines(self.acc)

@@ -17,6 +17,7 @@ from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector
 from latencymap.tui.keys import HelpScreen
+from latencymap.tui.note_line import NoteLine
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.percentiles import PercentileStrip
 from latencymap.views.options import ViewOptions
@@ -179,7 +180,8 @@ def test_s_saves_svg_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         assert svg.parent == tmp_path and svg.suffix == ".svg" and "<svg" in svg.read_text()
         text = txt.read_text()
         assert "Frequency" in text and "Intensity" in text and "█" in text
-        assert any(svg.name in n.message for n in app._notifications)
+        said = app.screen.query_one(NoteLine).render().plain  # where the footer was: no toast over the maps
+        assert said == f" saved  {svg.name} and {txt.name}" and not app._notifications, said
 
     run(app, scenario)
 

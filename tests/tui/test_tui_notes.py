@@ -22,7 +22,7 @@ from latencymap.core.model import Interval, Notice
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.fit import fit_line
 from latencymap.tui.keys import HELP
-from latencymap.tui.note_line import BUSY_LINE_S, LINE_S, WAITING, NoteLine, NoteLines
+from latencymap.tui.note_line import BUSY_LINE_S, HEAD, HEAD_STYLES, LINE_S, TOLD_HEADS, WAITING, NoteLine, NoteLines
 from latencymap.tui.notes import TOASTS, NotesScreen, NoteToasts
 from latencymap.tui.overview import OverviewList, OverviewScreen, overview_head
 from latencymap.tui.status import StatusBar, status_lines, status_text
@@ -254,6 +254,80 @@ def test_the_overview_counts_the_messages_and_w_opens_them_there() -> None:
         assert app.screen.id == "overview"
 
     run(app, scenario, size=(180, 50))
+
+
+def test_the_difference_screen_counts_the_notes_says_them_and_w_lists_them() -> None:
+    """The A − B screen had no count of notes (the overview and the map screen have one): a record skipped while it
+    was open was said on its note line and nowhere else once that went. It counts them too, paused as well."""
+    import threading
+
+    gate = threading.Event()
+
+    def flow():
+        yield from ranks(streams=3, columns=20)
+        yield BAD
+        gate.wait(10)
+        yield CUT
+
+    app = LatencyMapApp(flow(), color_mode="truecolor")
+
+    def head() -> str:
+        return str(app.screen.query_one("#diff-head").render()).splitlines()[0]
+
+    async def scenario(pilot) -> None:
+        await wait_until(pilot, lambda: app.screen.id == "overview" and app.acc.messages_said == 1)
+        await pilot.press("a", "down", "b", "d")
+        await wait_until(pilot, lambda: app.screen.id == "difference")
+        assert head().endswith("1 note (w)"), head()
+        assert "in.txt: line 218" in note_line(app)  # said there too
+        await pilot.press("space")
+        gate.set()
+        await wait_until(pilot, lambda: "2 notes (w)" in head())  # paused: the count follows still
+        await wait_until(pilot, lambda: "reading stopped" in note_line(app))
+        await pilot.press("w")
+        assert isinstance(app.screen, NotesScreen) and "reading stopped" in shown(app)
+        await pilot.press("w")
+        assert app.screen.id == "difference"
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await scenario(pilot)
+
+    asyncio.run(main())
+
+
+def test_w_pressed_as_the_app_ticks_opens_the_list() -> None:
+    """In a terminal `w` ended the app (NoMatches: '#notes-heading'): the tick that came between the key and the
+    messages screen's widgets updated a list not there yet."""
+    app = LatencyMapApp(iter(noted_flow()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        def press_then_tick() -> None:
+            app.action_notes()
+            app.tick()
+
+        app.call_later(press_then_tick)
+        await wait_until(pilot, lambda: isinstance(app.screen, NotesScreen) and "line 218" in shown(app))
+        assert app.is_running
+
+    run(app, scenario)
+
+
+def test_what_the_app_tells_goes_first_and_reading_says_its_message_after() -> None:
+    """`s` says where it saved at once (a reading message on the line waits, and comes back first); the messages
+    screen, which lists reading's messages, leaves it."""
+    lines = NoteLines()
+    lines.say("first", False)
+    lines.say("second", True)
+    assert lines.shown(0.0) == (HEAD, HEAD_STYLES[False], "first")
+    lines.tell("a.svg and a.txt", now=1.0)
+    assert lines.shown(1.0) == (*TOLD_HEADS[False], "a.svg and a.txt")
+    assert lines.shown(1.0 + LINE_S - 0.1) == (*TOLD_HEADS[False], "a.svg and a.txt")
+    assert lines.shown(1.0 + LINE_S) == (HEAD, HEAD_STYLES[False], "first")  # back, whole
+    lines.tell("Permission denied: cannot write in here", failed=True, now=10.0)
+    lines.clear()  # `w` opened: its list says reading's messages
+    assert lines.shown(10.0 + LINE_S - 0.1) == (*TOLD_HEADS[True], "Permission denied: cannot write in here")
+    assert lines.shown(10.0 + LINE_S) is None
 
 
 def test_the_messages_screen_follows_messages_as_they_come() -> None:

@@ -12,12 +12,15 @@ timings and sends its own through the sink's `after_fork` (see `latencymap.sinks
 from its own first timing of it to the end of the parent's interval under way; a Timings is kept alive until
 closed when its sink leaves the process, so a dropped, unclosed one still sends on time and at exit.
 
-The first wait of an epoch includes `iter(loader)` (where a DataLoader starts its workers) and its last is the
-`next()` that ends it (`StopIteration`, where a DataLoader without persistent workers shuts them down): an epoch of
-n items is n + 1 waits; a `next()` that raises is recorded, then the error goes on unchanged. Two phases that
-clean to the same label name stay apart (the later one gets `.2`, with a warning); `record` drops a value that
-is not a finite duration >= 0 (counted in `invalid_dropped`, with one warning); a duration past the top bucket's
-nominal end (2**63 ns) is counted in that open bucket, with one warning per phase.
+An epoch's waits for its items are one population, the epoch's start and end phases of their own (their costs,
+worker start-up and shut-down, are no batch's wait): `<phase>.epoch_start` from `iter(loader)` to the first item
+(a DataLoader starts its workers and fills its prefetch queue there), `<phase>.epoch_end` the `next()` that raises
+`StopIteration` (a DataLoader without persistent workers shuts them down there). An epoch of n items is one start,
+n - 1 `<phase>` waits and one end; an empty one is one end. A `next()` that raises is recorded in the phase it was
+in, then the error goes on unchanged. Two phases that clean to the same label name stay apart (the later one gets
+`.2`, with a warning); `record` drops a value that is not a finite duration >= 0 (counted in `invalid_dropped`, with
+one warning); a duration past the top bucket's nominal end (2**63 ns) is counted in that open bucket, with one
+warning per phase.
 
 CUDA (opt-in): `cuda=True` records a pair of CUDA events on the current stream per step (a few µs of CPU, no
 synchronization; durations are read at a later flush, once the GPU passed them). `cuda="sync"` calls
@@ -173,7 +176,8 @@ class Timings:
         return Timer(self, phase)
 
     def timed_iter(self, iterable: Iterable[Any], phase: str = "data_wait") -> TimedIterable:
-        """`iterable` with each `next()` timed as `phase`; iterate it again for each epoch."""
+        """`iterable` with each `next()` timed as `phase`, an epoch's first and last as `<phase>.epoch_start` and
+        `<phase>.epoch_end`; iterate it again for each epoch."""
         return TimedIterable(self, iterable, phase)
 
     def flush(self, wait: bool = True) -> list[Interval]:
@@ -491,28 +495,37 @@ class CudaTimer(Timer):
 
 
 class TimedIterable:
-    """Wraps an iterable (a DataLoader): each iteration times every blocking `next()`, the one that ends it too;
-    other attributes pass through."""
+    """Wraps an iterable (a DataLoader): each iteration times every blocking `next()`, in three phases (see the
+    module docstring); other attributes pass through."""
 
     def __init__(self, timings: Timings, iterable: Iterable[Any], phase: str) -> None:
         self.timings = timings
         self.iterable = iterable
         self.phase = phase
+        self.start_phase = f"{phase}.epoch_start"
+        self.end_phase = f"{phase}.epoch_end"
 
     def __iter__(self) -> Iterator[Any]:
-        timings, append = self.timings, self.timings.values(self.phase).append
-        start = _clock()  # the first wait includes iter(): a DataLoader starts its workers there
-        timings.began(self.phase, start)
+        start = _clock()  # the epoch's start: iter() (a DataLoader starts its workers there) to its first item
         try:
             it = iter(self.iterable)
-        except BaseException:
-            append(_clock() - start)
+            item = next(it)
+        except StopIteration:  # an empty epoch: its start and end in one wait
+            self._timed(self.end_phase, start)
+            return
+        except BaseException:  # the wait that ended in the error counts too
+            self._timed(self.start_phase, start)
             raise
+        self._timed(self.start_phase, start)
+        yield item
+        timings, append = self.timings, self.timings.values(self.phase).append
+        start = _clock()
+        timings.began(self.phase, start)
         while True:
             try:
                 item = next(it)
-            except StopIteration:  # the epoch's last wait: a DataLoader shuts its workers down in it
-                append(_clock() - start)
+            except StopIteration:  # the epoch's end: a DataLoader shuts its workers down in it
+                self._timed(self.end_phase, start)
                 return
             except BaseException:  # the wait that ended in the error (a Dataset's, DataLoader's timeout) counts too
                 append(_clock() - start)
@@ -523,6 +536,14 @@ class TimedIterable:
                 timings.flush(wait=False)
             yield item
             start = _clock()
+
+    def _timed(self, phase: str, start: int) -> None:
+        """Record a wait of `phase` that started at `start` and ends now (once an epoch: no hurry)."""
+        end, timings = _clock(), self.timings
+        timings.began(phase, start)
+        timings.values(phase).append(end - start)
+        if end >= timings.deadline_ns:
+            timings.flush(wait=False)
 
     def __len__(self) -> int:
         return len(self.iterable)  # type: ignore[arg-type]
@@ -578,7 +599,7 @@ def configure(sink: Sink | str | None = None, **options: Any) -> Timings:
 
 
 def timed_iter(iterable: Iterable[Any], phase: str = "data_wait", sink: Sink | str | None = None) -> TimedIterable:
-    """Wrap `iterable` (a DataLoader) so each blocking `next()` is timed as `phase`."""
+    """Wrap `iterable` (a DataLoader) so each blocking `next()` is timed as `phase` (an epoch's start and end apart)."""
     return get_timings(sink).timed_iter(iterable, phase)
 
 

@@ -190,6 +190,8 @@ class PeerGroup:
     tied: int = 0
     stalls: list[dict[str, Any]] = field(default_factory=list)
     undecided: str | None = None  # why a peer that looks slow is not named: too few intervals to tell
+    #: Why no peer could be judged at all (too few intervals or events, nothing compared): no verdict of noise.
+    unjudged: str | None = None
     #: A peer slowest in more intervals than chance, but by less than `peer_min_ratio`: not named slow, not noise
     #: either (`{"label", "name", "ratio", "slowest", "compared_windows", "expected_slowest", "p_value", "min_ratio"}`).
     consistent: dict[str, Any] | None = None
@@ -207,7 +209,8 @@ class PeerGroup:
                "window_s": self.window_s, "windows": self.windows, "compared_windows": self.contested,
                "tied_windows": self.tied,
                "members": [m.to_json() for m in self.members], "slow": self.slow,
-               "finding": self.finding.to_json() if self.finding else None, "undecided": self.undecided,
+               "finding": self.finding.to_json() if self.finding else None,
+               "undecided": self.undecided or (None if self.hidden else self.unjudged),
                "consistently_slowest": self.consistent}
         if self.hidden is not None:
             out["hidden"] = self.hidden
@@ -222,7 +225,7 @@ class PeerGroup:
                 for m in self.members]
         if not self.finding and self.hidden:  # an undecided beside them: whether the others waited for a rank
             return [head, *rows, *self._hidden_lines(), *([f"   {self.undecided}"] if self.undecided else [])]
-        verdict = self.finding.line() if self.finding else self.undecided or self._below() or \
+        verdict = self.finding.line() if self.finding else self.undecided or self._below() or self.unjudged or \
             "no slow peer: they differ by noise"
         return [head, *rows, f"   {verdict}"]
 
@@ -472,7 +475,12 @@ def _judge(g: PeerGroup, ev: np.ndarray, tm: np.ndarray, wmean: np.ndarray, top_
     """Name the slow peer of a group when there is one (sets `slow` and `finding`); `top_chance`: per window, the
     chance that a peer is among its slowest, as many as tie for it of the peers with events."""
     ok = [k for k, m in enumerate(g.members) if m.events >= th.peer_min_events and math.isfinite(m.ratio)]
-    if len(ok) < 1 or g.contested == 0:
+    if g.contested == 0:  # no verdict of noise where nothing was compared
+        g.unjudged = ("no slow peer: they were the same in every interval" if g.tied else
+                       f"nothing to compare: no interval held events of two {g.kind}s")
+        return
+    if len(ok) < 1:
+        g.unjudged = f"too few events to tell: no {g.kind} has {th.peer_min_events:,} or more"
         return
     trials = [_trials(ev[i], contested, top_chance) for i in range(len(g.members))]
     k = max(ok, key=lambda i: g.members[i].ratio)
@@ -648,6 +656,14 @@ def _consistent_below(g: PeerGroup, ok: list[int], trials: list[tuple[int, float
 
     k = min(ok, key=lambda i: (p_of(i), -g.members[i].wins, -g.members[i].ratio))
     m = g.members[k]
+    best = min(trials[i][1] ** trials[i][0] for i in ok) * len(g.members)  # slowest in all its intervals
+    if best > th.peer_max_p:  # no peer could be told consistently slowest: no verdict of noise either
+        n, chance = trials[k]
+        need = math.ceil(math.log(th.peer_max_p / len(g.members)) / math.log(chance)) if 0 < chance < 1 else None
+        g.unjudged = (f"too few intervals to tell: no {g.kind} is {times(th.peer_min_ratio)} its peers' mean, and "
+                      f"{plural(n, 'interval')} cannot tell a small steady gap from noise (p >= {best:.2g} even "
+                      f"if one were slowest in all{f'; {need} or more needed' if need else ''})")
+        return
     if passes(k):
         n, chance = trials[k]
         also = [g.members[i].name for i in ok if i != k and passes(i)]

@@ -141,17 +141,19 @@ def test_two_real_ranks_one_stalled_the_report_names_it(tmp_path: Path) -> None:
     for p in procs:
         out, _ = p.communicate(timeout=60)
         assert p.returncode == 0
-        waits.append(np.array(json.loads(out)))
+        waits.append(np.array(json.loads(out))[1:])  # the first item's wait is the loop's start, a phase apart
     files = [str(tmp_path / "r0.txt"), str(tmp_path / "r1.txt")]
     doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", *files]).output)
-    (group,) = doc["peers"]["groups"]
-    assert group["key"] == "job/rank*/data_wait" and group["field"] == "rank"
+    groups = {g["key"]: g for g in doc["peers"]["groups"]}  # the loop's start and end are peers apart
+    assert set(groups) == {"job/rank*/data_wait", "job/rank*/data_wait.epoch_start", "job/rank*/data_wait.epoch_end"}
+    group = groups["job/rank*/data_wait"]
+    assert group["field"] == "rank"
     assert group["slow"]["label"] == "job/rank1/data_wait" and group["slow"]["name"] == "rank1"
     # The ranks' own measurements: rank 1 waited two 0.75 s sleeps more.
     measured = {f"rank{k}": float(w.mean()) for k, w in enumerate(waits)}
     for m in group["members"]:
         assert m["mean_s"] == pytest.approx(measured[m["name"]], rel=0.1)
-        assert m["events"] == len(waits[int(m["name"][-1])]) + 1  # and the next() that ended the loop
+        assert m["events"] == len(waits[int(m["name"][-1])])  # the next() that ended the loop is a phase apart too
     assert group["slow"]["ratio"] == pytest.approx(measured["rank1"] / measured["rank0"], rel=0.15)
     assert group["slow"]["excess_s"] == pytest.approx(waits[1].sum() - len(waits[1]) * measured["rank0"], rel=0.2)
     assert group["slow"]["stalls"]
@@ -569,11 +571,14 @@ def test_real_ddp_ranks_with_no_slow_rank_differ_by_noise(tmp_path: Path) -> Non
     record = str(ddp_recording(tmp_path))
     doc = json.loads(CliRunner().invoke(main, ["report", "--format", "json", record]).output)
     groups = {g["key"]: g for g in doc["peers"]["groups"]}
-    assert len(groups) == 4
+    assert len(groups) == 6  # data_wait (and the loop's start and end, each a phase), compute, step; step alone
     for g in groups.values():
         assert g["finding"] is None and g["hidden"] == [] and g["consistently_slowest"] is None
     blocks = _blocks(CliRunner().invoke(main, ["report", record]).output)
-    assert len(blocks) == 4 and all(b[-1] == "   no slow peer: they differ by noise" for b in blocks.values())
+    assert len(blocks) == 6
+    for key, block in blocks.items():  # an epoch's start and end, one a rank: too few to say even "noise"
+        assert block[-1] == "   no slow peer: they differ by noise" if ".epoch_" not in key else \
+            block[-1].startswith("   too few "), (key, block)
 
 
 def test_training_streams_are_reported_by_rank_number_not_connection_order() -> None:
@@ -907,3 +912,28 @@ def test_a_peer_that_joined_late_is_tested_over_its_own_intervals(late: int) -> 
     assert group.slow["compared_windows"] == n and group.undecided is None
     assert f"slowest in {n} of the {n} intervals it had events in, of 30 (" in group.lines()[-1]
     assert "slow disk: sdd, mean" in group.lines()[-1]  # its label is its name: not said twice
+
+
+def _small(events: int, intervals: int, spread: float = 0.07) -> list[PeerStream]:
+    """Four ranks with `events` events an interval over `intervals` intervals, rank r's mean (1 + r x `spread`) x
+    100 ms in each."""
+    streams = []
+    for r in range(4):
+        counts = np.full((intervals, 1), float(events))
+        streams.append(PeerStream(f"job/rank{r}/data_wait.epoch_start", "training", "sec", counts,
+                                  counts * 0.1 * (1 + spread * r), np.arange(float(intervals)),
+                                  np.arange(1.0, intervals + 1)))
+    return streams
+
+
+@pytest.mark.parametrize(("events", "intervals", "spread", "said"), [
+    (1, 1, 0.07, "too few events to tell: no rank has 20 or more"),
+    (1, 1, 0.0, "no slow peer: they were the same in every interval"),
+    (30, 2, 0.07, "too few intervals to tell: no rank is 1.25× its peers' mean, and 2 intervals cannot tell a small "
+                  "steady gap from noise (p >= 0.25 even if one were slowest in all; 5 or more needed)")])
+def test_peers_too_few_to_judge_are_no_verdict_of_noise(events: int, intervals: int, spread: float, said: str) -> None:
+    """Each rank's one epoch start (`timed_iter`'s `data_wait.epoch_start`) was "no slow peer: they differ by noise":
+    a claim nothing here could support. The group says why it cannot judge, in the text and JSON `undecided`."""
+    (group,) = find_peers(_small(events, intervals, spread))
+    assert group.finding is None and group.consistent is None
+    assert group.lines()[-1] == f"   {said}" and group.to_json()["undecided"] == said

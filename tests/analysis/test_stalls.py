@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -234,8 +235,10 @@ def test_far_values_of_a_power_law_at_a_steady_rate_are_no_stall(seed: int) -> N
 
 
 def _epoch_loop(epochs: int) -> tuple[Any, list[tuple[float, int]]]:
-    """A real training loop (a torch DataLoader, 2 workers taking 1 s to start each epoch, 4 ms steps), timed into
-    0.5 s columns: its diagnosis, and each epoch's first wait as the loop measured it (when it ended, ns)."""
+    """A real training loop (a torch DataLoader, 2 workers taking 1 s to start each epoch, 4 ms steps), each `next()`
+    timed as the loop saw it, an epoch's first from `iter()` on, into 0.5 s columns (a loop timed by hand, or a
+    recording made before `timed_iter` kept each epoch's start and end apart): its diagnosis, and each epoch's first
+    wait as the loop measured it (when it ended, ns)."""
     from torch.utils.data import DataLoader
 
     sink = MemorySink()
@@ -244,10 +247,19 @@ def _epoch_loop(epochs: int) -> tuple[Any, list[tuple[float, int]]]:
     firsts = []
     for _epoch in range(epochs):
         start = time.perf_counter_ns()
-        for i, _batch in enumerate(timings.timed_iter(loader)):
+        it = iter(loader)
+        for i in itertools.count():
+            try:
+                next(it)
+            except StopIteration:
+                timings.record("data_wait", (time.perf_counter_ns() - start) / 1e9)
+                break
+            waited = time.perf_counter_ns() - start
+            timings.record("data_wait", waited / 1e9)
             if i == 0:
-                firsts.append((time.time(), time.perf_counter_ns() - start))
+                firsts.append((time.time(), waited))
             time.sleep(0.004)
+            start = time.perf_counter_ns()
     timings.close()
     return diagnose_phase(sink.intervals)["loop/rank0/data_wait"], firsts
 

@@ -51,7 +51,7 @@ from latencymap.core.percentiles import (
     percentile_estimates,
     safe_ratio,
 )
-from latencymap.core.row_times import fit_to_totals
+from latencymap.core.row_times import fit_to_totals, source_covers
 from latencymap.core.source_totals import SEEN_BOUNDS_SOURCES, open_overflow, seen_range
 from latencymap.core.units import unit_seconds
 
@@ -124,7 +124,7 @@ class StreamHistory:
             for j, iv in enumerate(intervals):
                 if iv.time is not None:
                     time[j] = iv.time
-            self._fit(time, counts, summed)
+            self._fit(time, counts, summed, [iv.source_buckets for iv in intervals])
         bare = np.fromiter((iv.extremes is None for iv in intervals), dtype=bool, count=k)
         for iv in intervals:
             if iv.extremes is not None:
@@ -159,17 +159,23 @@ class StreamHistory:
             summed = [(j, total) for j, source in enumerate(sources) if (total := _exact_sum(source)) is not None]
             if summed:
                 time, timed = np.multiply(counts, self._mid), np.zeros(k, dtype=bool)
-                self._fit(time, counts, summed)
+                self._fit(time, counts, summed, sources)
         self.extend_columns(counts, time, timed, run.start[pick], run.end[pick], run.duration[pick],
                             run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]],
                             over)
 
-    def _fit(self, time: np.ndarray, counts: np.ndarray, summed: list[tuple[int, float]]) -> None:
-        """Fit the estimated times of the columns `summed` names to their exact times (`row_times`), counting those
-        with events their rows cannot hold (a column of none, such as one whose events rounding carried on, has no
-        time to place)."""
-        missed = ~fit_to_totals(time, counts, self.low, self.high, summed)
-        self.unheld += int((missed & counts[[j for j, _ in summed]].any(axis=1)).sum())
+    def _fit(self, time: np.ndarray, counts: np.ndarray, summed: list[tuple[int, float]],
+             sources: Sequence[SourceBuckets | None]) -> None:
+        """Fit the estimated times of the columns `summed` names to their exact times (`row_times`), each row within
+        the part of it its column's source buckets (`sources`, per column) cover, counting those with events their
+        rows cannot hold (a column of none, such as one whose events rounding carried on, has no time to place)."""
+        if not summed:
+            return
+        cols = [j for j, _ in summed]
+        cover = source_covers([sources[j] for j in cols], unit_seconds(self.stream.unit), counts[cols], self.low,
+                              self.high)
+        missed = ~fit_to_totals(time, counts, self.low, self.high, summed, cover)
+        self.unheld += int((missed & counts[cols].any(axis=1)).sum())
 
     def _overflows(self, sources: Sequence[SourceBuckets | None],
                    extremes: Sequence[np.ndarray | None]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -777,8 +783,10 @@ def interval_time(iv: Interval) -> np.ndarray:
                                    dtype=np.float64)
     total = _exact_sum(iv.source_buckets)
     if total is not None:
-        fit_to_totals(time[None], np.asarray(iv.counts)[None], *bounds_seconds(iv.stream.datasource, iv.stream.unit),
-                      [(0, total)])
+        low, high = bounds_seconds(iv.stream.datasource, iv.stream.unit)
+        counts = np.asarray(iv.counts)[None]
+        cover = source_covers([iv.source_buckets], unit_seconds(iv.stream.unit), counts, low, high)
+        fit_to_totals(time[None], counts, low, high, [(0, total)], cover)
     return time
 
 

@@ -43,8 +43,9 @@ from itertools import pairwise
 
 import numpy as np
 
+from latencymap.core.bucket_cells import cells
 from latencymap.core.buckets import NSLOTS
-from latencymap.core.rebin_hold import cells, hold_time, time_range
+from latencymap.core.rebin_hold import hold_time, time_range
 
 
 def slot_edges() -> np.ndarray:

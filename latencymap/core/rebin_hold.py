@@ -21,18 +21,10 @@ import math
 
 import numpy as np
 
+from latencymap.core.bucket_cells import cells
+
 #: How far, relatively, a time may pass what the buckets hold and still be held at their bound (float sums).
 _ROUNDING = 1e-9
-
-
-def cells(lows: np.ndarray, highs: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(low, high, allowed) per bucket `[lows[b], highs[b]]` and row `[edges[s], edges[s + 1])`: the range of values
-    an event of that bucket in that row can have, and whether the row holds any value of the bucket."""
-    lows, highs = np.asarray(lows, dtype=np.float64)[:, None], np.asarray(highs, dtype=np.float64)[:, None]
-    low = np.maximum(edges[None, :-1], lows)
-    high = np.minimum(edges[None, 1:], highs)
-    allowed = (edges[None, :-1] <= highs) & (edges[None, 1:] > lows)
-    return low, high, allowed
 
 
 def time_range(whole: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -40,6 +40,7 @@ from latencymap.analysis.bands import Band
 from latencymap.analysis.findings import why
 from latencymap.analysis.summary import stream_diagnosis
 from latencymap.core.accumulator import Accumulator, StreamHistory
+from latencymap.core.bucket_cells import reached
 from latencymap.core.buckets import percentile_duration
 from latencymap.core.model import StreamId
 from latencymap.core.percentiles import PERCENTILE_NAMES
@@ -277,7 +278,7 @@ def _placed_by_sums(hist: StreamHistory, low: np.ndarray, high: np.ndarray) -> t
         total = (counts * np.clip(centre * np.exp2(mid)[:, None], floor, top)).sum(axis=1)
         lo, hi = np.where(total < time, mid, lo), np.where(total < time, hi, mid)
     moved = np.where((time > 0) & (counts.sum(axis=1) > 0), (lo + hi) / 2, 0.0)
-    wide = _octaves_wide(np.maximum(hist.low, floor), np.minimum(hist.high, top))
+    wide = _octaves_wide(*reached(low, high, np.ones(len(low), dtype=bool), np.append(hist.low, hist.high[-1])))
     return np.clip(centre * np.exp2(moved)[:, None], np.maximum(floor, 1e-300), top), wide
 
 

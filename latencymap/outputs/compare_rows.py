@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from latencymap.core.accumulator import StreamHistory
+from latencymap.core.rebin import log_uniform_means
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,7 @@ def _cut(a: float, b: float, x: float, mean: float, single: bool) -> tuple[float
 def _time_below(a: float, b: float, x: float, share: float) -> float:
     """The share of a bucket `[a, b)`'s time below `x` when `share` of its events are: each part's events at the
     log-uniform mean of its own range (from 0, at its middle)."""
-    low = (x - a) / math.log(x / a) if a > 0 else x / 2
-    high = (b - x) / math.log(b / x)
+    low, high = (float(m) for m in log_uniform_means(np.array([a, x]), np.array([x, b])))
     part = share * low
     whole = part + (1 - share) * high
     return part / whole if whole > 0 else share

@@ -172,9 +172,11 @@ def test_a_stream_is_exact_when_every_column_with_events_carries_its_time() -> N
 
 
 def test_a_column_whose_source_gave_only_its_sum_spends_it_each_rows_events_moved_alike_inside_their_rows() -> None:
-    """362.5 µs for 10 events in 0-1 µs, 40 in 4-8 µs and 2 in 64-128 µs (437 µs at the midpoints, 288 at the lower
-    bounds): each row's events go half way from their midpoint to their row's lower bound (scaled by one factor, the
-    zero row's would keep 83% of its estimate, where its events' midpoint says least about them)."""
+    """362.5 µs for 10 events in 0-1 µs, 40 in 4-8 µs and 2 in 64-100 µs (the part of the 64-128 µs row their bucket,
+    (10, 100] µs, covers): 409 µs at their middles, 288 at their lower bounds, so each row's events go 38% of the way
+    from their middle to their lower bound (scaled by one factor, the zero row's would keep 89% of its estimate, where
+    its events' midpoint says least about them). (Until 2026-11-29 the 64-128 µs row's events were estimated at its
+    midpoint, 96 µs, outside their bucket.)"""
     counts = np.zeros(NSLOTS, dtype=np.int64)
     counts[[0, 3, 7]] = (10, 40, 2)
     source = SourceBuckets((10.0, 100.0, 1000.0), np.array([50, 2, 0]), 362.5e-6)
@@ -185,8 +187,9 @@ def test_a_column_whose_source_gave_only_its_sum_spends_it_each_rows_events_move
     spent = hist.time_in()
     estimate = counts * MID
     low = bounds_seconds("bpf", "microsec")[0]
+    middle = counts * np.where(np.arange(NSLOTS) == 7, 82e-6, MID)
     assert spent[0].sum() == pytest.approx(362.5e-6, rel=1e-12)  # the column's total is the source's sum
-    assert spent[0] == pytest.approx(estimate - (estimate - counts * low) / 2, rel=1e-12)
+    assert spent[0] == pytest.approx(middle - (middle - counts * low) * 46.5 / 121, rel=1e-12)
     assert same_bits(spent[1], estimate) and same_bits(spent[2], estimate)
     assert not hist.exact and not hist.exact_columns()[0]  # the split is still an estimate
     plain = StreamHistory(S)

@@ -6,9 +6,10 @@ import math
 
 import numpy as np
 
+from latencymap.core.bucket_cells import cells
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.rebin import bucket_ranges, rebin_columns, slot_edges, spread_matrix
-from latencymap.core.rebin_hold import cells, hold_time, time_range
+from latencymap.core.rebin_hold import hold_time, time_range
 
 PROMETHEUS_DEFAULT_US = [5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6, 2.5e6, 5e6, 1e7, math.inf]
 

@@ -9,8 +9,11 @@ from hypothesis import strategies as st
 
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.buckets import NSLOTS, TOP_SLOT, bounds_seconds, midpoints_seconds
+from latencymap.core.history import interval_time
 from latencymap.core.model import Interval, SourceBuckets, StreamId
+from latencymap.core.rebin import rebin_columns, spread_matrix
 from latencymap.core.row_times import fit_to_totals
+from latencymap.protocol import ProtocolReader, format_record
 
 MS = StreamId("fl", "bpf", "millisec")
 LOW, HIGH = bounds_seconds("bpf", "millisec")
@@ -51,6 +54,31 @@ def test_calls_of_0_1_and_5_ms_give_the_4_8_ms_row_a_mean_inside_it() -> None:
     assert spent[3] / spent.sum() == pytest.approx(0.780, abs=1e-3)
     assert spent[0] / 880 == pytest.approx(0.147e-3, rel=1e-2)
     assert hist.unheld == 0
+
+
+def test_a_recorded_rebinned_columns_rows_stay_in_the_buckets_their_events_came_from() -> None:
+    """A PyLatencyMap recording (`sourcebuckets`, `sourcecounts`, `sourcetime` lines) of Prometheus' default buckets:
+    1000 requests of 4 ms and 10 of 9 ms, a `_sum` of 4.09 s. The rows 2.05-4.1, 4.1-8.19 and 8.19-16.4 ms hold 552,
+    455 and 3: the last only (5, 10] ms's events, the middle 448 of (0, 5] ms and 7 of (5, 10] ms, so up to 10 ms and
+    5.05 ms on average. Fitted within their rows, they took 11.1 ms and 5.55 ms; within those cells, 9.42 and 4.75."""
+    stream = StreamId("req_seconds", "prometheus", "microsec")
+    bounds = (5000.0, 10000.0, 25000.0, math.inf)
+    counts = np.array([1000, 10, 0, 0])
+    rows = rebin_columns(spread_matrix(bounds), counts[None], bounds, np.array([4.09e6]))[0]
+    assert rows[12:15].tolist() == [552, 455, 3]
+    text = format_record(stream, 101.0, rows, start=100.0, per_interval=True,
+                         source=SourceBuckets(bounds, counts, 4.09))
+    assert "sourcebuckets, 5000.0, 10000.0, 25000.0, inf\nsourcecounts, 1000, 10, 0, 0\nsourcetime, 4.09\n" in text
+    acc = Accumulator()
+    acc.add(list(ProtocolReader("rec").read_chunks([text])))
+    hist = acc.streams[stream]
+    spent, held = hist.time_in()[0].astype(np.float64)[12:15], rows[12:15]
+    assert spent.sum() == pytest.approx(4.09, rel=REL) and hist.unheld == 0
+    mean = spent / held
+    assert 2.048e-3 <= mean[0] <= 4.096e-3 and 4.096e-3 <= mean[1] <= (448 * 5e-3 + 7 * 8.192e-3) / 455
+    assert 8.192e-3 <= mean[2] <= 10e-3
+    assert mean[1:].tolist() == pytest.approx([4.75e-3, 9.42e-3], rel=1e-3)
+    assert interval_time(next(iter(ProtocolReader("again").read_chunks([text]))))[12:15] == pytest.approx(spent)
 
 
 @st.composite

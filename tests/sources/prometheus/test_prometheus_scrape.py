@@ -195,8 +195,8 @@ def test_a_sum_the_spread_rows_could_not_hold_moves_the_fewest_events_until_they
 
 def test_a_sum_the_buckets_cannot_hold_leaves_the_rows_at_their_bounds_and_says_so() -> None:
     """1,000 events in (25, 50] ms and a `_sum` of 10 s, less than every one at 25 ms, and than their row, 16-32 ms,
-    can take: they stay at its lower bound; the stream's own totals keep the sum, and the report's time and mean
-    are it."""
+    can take: they stay at the lower bound of their bucket's part of the row, 25 ms (until 2026-11-29, at the row's,
+    16.4 ms, below their bucket); the stream's own totals keep the sum, and the report's time and mean are it."""
     endpoint = _pages((DEFAULT_LE, {}, 0.0), (DEFAULT_LE, {0.05: 1000}, 10.0))
     try:
         columns, said = run(ScrapeSource(url=endpoint.url, metric="svc_seconds", interval=0.3), lambda _: None, 1)
@@ -206,7 +206,7 @@ def test_a_sum_the_buckets_cannot_hold_leaves_the_rows_at_their_bounds_and_says_
     acc.add(columns)
     (hist,) = acc.streams.values()
     counts, spent = hist.counts_in()[0], hist.time_in()[0].astype(np.float64)
-    assert said == [] and int(counts.sum()) == 1000 and spent == pytest.approx(counts * hist.low, rel=1e-9)
+    assert said == [] and int(counts.sum()) == 1000 and spent == pytest.approx(counts * 0.025, rel=1e-9)
     assert hist.unheld == 1
     assert acc.sources[hist.stream].time_s == pytest.approx(10.0, rel=1e-9)
     assert [m for m in acc.messages if "exact time" in m] == [unheld_note("svc_seconds")]
@@ -233,6 +233,34 @@ def test_the_first_bucket_goes_no_lower_than_a_real_exporters_sum_allows(exporte
     acc.add(columns)
     (hist,) = acc.streams.values()
     assert hist.unheld == 0 and hist.time_in()[0].sum() == pytest.approx(1.45, rel=1e-9)
+    spent = hist.time_in()[0].astype(np.float64)[12:15] / column.counts[12:15]
+    assert 2.048e-3 <= spent[0] <= 4.096e-3 and 4.096e-3 <= spent[1] <= 5e-3 and 8.192e-3 <= spent[2] <= 1e-2
+
+
+def test_a_sum_keeps_each_rows_mean_inside_the_buckets_its_events_came_from(exporters) -> None:
+    """Default buckets, 1000 observations of 4 ms and 10 of 9 ms (4.09 s): the rows 4.1-8.19 and 8.19-16.4 ms hold 455
+    and 3, the first 448 of (0, 5] ms and 7 of (5, 10] ms (5.05 ms on average at most), the second only (5, 10] ms's
+    (10 ms at most). Fitted to the `_sum` within their rows alone, they took 5.55 and 11.1 ms (until 2026-11-29);
+    within the cells of their buckets, 4.75 and 9.42 ms (the truth: 4 and 9 ms)."""
+    exporter = exporters(labels=())
+
+    def observe_batch(_: float) -> None:
+        for value, times in ((0.004, 1000), (0.009, 10)):
+            for _ in range(times):
+                exporter.observe(value)
+
+    exporter.observe(0.02)
+    columns, said = run(ScrapeSource(url=exporter.url, metric=METRIC, interval=0.001), observe_batch, 1)
+    (column,) = columns
+    assert said == [] and column.counts[12:15].tolist() == [552, 455, 3] and column.counts.sum() == 1010
+    acc = Accumulator()
+    acc.add(columns)
+    (hist,) = acc.streams.values()
+    spent = hist.time_in()[0].astype(np.float64)
+    assert hist.unheld == 0 and spent.sum() == pytest.approx(4.09, rel=1e-9)
+    mean = spent[12:15] / column.counts[12:15]
+    assert 2.048e-3 <= mean[0] <= 4.096e-3
+    assert 4.096e-3 <= mean[1] <= (448 * 5e-3 + 7 * 8.192e-3) / 455 and 8.192e-3 <= mean[2] <= 1e-2
 
 
 def test_sum_by_and_sum(exporters) -> None:

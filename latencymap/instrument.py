@@ -8,8 +8,9 @@ and a SIGTERM flushes before the process dies (both in `latencymap.instrument_fl
 `<run>/rank<rank>/<phase>` (run: `$LATENCYMAP_RUN` or the script name; rank: `$RANK`, else `$LOCAL_RANK`, else 0).
 A phase's first column starts where its first timing did; a phase with nothing timed in an interval gets no column
 (its next column spans the gap). A forked child (a multiprocessing or DataLoader worker) drops the parent's
-timings and sends its own through the sink's `after_fork` (see `latencymap.sinks`), its first column of a phase
-from its own first timing of it to the end of the parent's interval under way; a Timings is kept alive until
+timings and sends its own, labelled `<run>/rank<rank>.pid<pid>/<phase>`, through the sink's `after_fork` (see
+`latencymap.sinks`), at exit too, SIGTERM from its parent included (`latencymap.instrument_flush`); its first column
+of a phase from its own first timing of it to the end of the parent's interval under way; a Timings is kept alive until
 closed when its sink leaves the process, so a dropped, unclosed one still sends on time and at exit.
 
 An epoch's waits for its items are one population, the epoch's start and end phases of their own (their costs,
@@ -106,6 +107,7 @@ class Timings:
         self.events = 0
         self.closed = False
         self._forked = False
+        self._child_pid = 0  # in a forked child, its pid: its labels are `run/rank<N>.pid<M>/phase`
         _live.add(self)
         self._reach_out()
 
@@ -124,14 +126,21 @@ class Timings:
             with self._phase_lock:
                 lst = self._values.get(phase)
                 if lst is None:
-                    label = stream_label(self.run, self.rank, self._label_name(phase))
+                    label = stream_label(self.run, self.rank, self._label_name(phase), self._child_pid)
                     self._streams[phase] = StreamId(label, DATASOURCE, UNIT)
                     lst = self._values[phase] = []
         return lst
 
     def began(self, phase: str, start_ns: int) -> None:
         """Note that a timing of `phase` started at `start_ns` (`perf_counter_ns`): the first one starts its column."""
-        self._first_ns.setdefault(phase, start_ns)
+        if phase in self._first_ns:
+            return
+        self._first_ns[phase] = start_ns
+        if self._forked:  # a forked child's first timing: its own flusher and SIGTERM handling
+            self._forked = False
+            self._reach_out()
+        elif self in _kept:  # a DataLoader worker's: ours takes the place of torch's SIGTERM handler
+            _catch_sigterm()
 
     def _label_name(self, phase: str) -> str:
         """`phase` cleaned for its label, plus `.2`, `.3`... when another phase already cleaned to that name."""
@@ -280,6 +289,10 @@ class Timings:
         if self.deadline_ns <= now:  # the parent's interval is over (it flushes now): the next one starts here
             self.deadline_ns = now + self.interval_ns
         self.intervals = self.events = self.cuda_dropped = self.invalid_dropped = 0
+        self._child_pid = self._pid  # labelled apart from the parent (`listen` labels its connection so too)
+        for phase, stream in self._streams.items():
+            name = stream.label.rsplit("/", 1)[1]
+            self._streams[phase] = StreamId(stream_label(self.run, self.rank, name, self._pid), DATASOURCE, UNIT)
         self.sink = self.sink.after_fork()
         self._forked = not self.closed
 

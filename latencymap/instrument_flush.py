@@ -3,14 +3,21 @@
 On time without a timing: one daemon thread per process flushes an interval its program left (idle or hung), and
 a SIGTERM flushes before the process dies. Neither holds a lock across user code; the thread wakes once per
 interval (LATE_S after its end) and flushes only a Timings that no timing flushed since.
+
+A DataLoader worker gets SIGTERM from its parent at the parent's exit (persistent workers are daemons) and torch's
+handler, set in C where Python cannot see it, `_exit(0)`s then. At the worker's first timing ours takes its place:
+it flushes, then ends as torch's would: exit 0 when the parent sent it (known by a flag the parent sets as it exits:
+`_parent_exiting`), else torch's handler again, which dies of the signal.
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import select
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -37,7 +44,14 @@ _wake_r, _wake_w = -1, -1  # the thread waits on this pipe: byte 0 wakes it, a s
 _sigterm_next: Any = None  # what our SIGTERM handler does after flushing: the user's handler, or SIG_DFL (die)
 _sigterm_caught = False  # once per process: a handler the user sets later stays theirs
 _pending_call: Any = None  # the main thread's call to `_catch_sigterm` asked from another thread (kept alive)
+_asked = False  # that call is queued and has not run yet
 _dying = threading.Lock()
+_TORCH_WORKER = "torch-worker"  # `_sigterm_next` in a DataLoader worker: end as torch's C handler would
+_worker_caught = False  # `_catch_sigterm` ran in this process as a DataLoader worker
+_at_fork: Any = None  # the SIGTERM handler Python knew of when this process was forked (torch's hides behind it)
+_exit_flag: mmap.mmap | None = None  # shared with this process's forked children: byte 1 once it exits
+_exit_flag_pid = 0  # the process that owns `_exit_flag`
+_parents_flag: mmap.mmap | None = None  # the parent's `_exit_flag`, in a forked child
 
 
 def _start_flusher() -> None:
@@ -93,21 +107,29 @@ def _catch_sigterm() -> None:
     """Flush at SIGTERM. Our handler takes the place of the default action (then dies as it would) or of the
     user's own Python handler (then calls it); SIG_IGN, a handler set outside Python, and one the user sets after
     are left alone (an exit through `sys.exit` then flushes at exit). Once; `signal.signal` works only in the main
-    thread, so from another thread the main thread is asked to do it as soon as it runs Python."""
-    global _sigterm_next, _sigterm_caught
-    if _sigterm_caught:
+    thread, so from another thread the main thread is asked to do it as soon as it runs Python. Again once in a
+    DataLoader worker (at its first timing): see the module docstring."""
+    global _sigterm_next, _sigterm_caught, _worker_caught
+    worker = _in_dataloader_worker()
+    if _sigterm_caught and (_worker_caught or not worker):
         return
     if threading.current_thread() is not threading.main_thread():
         _ask_main_thread()
         return
     _sigterm_caught = True
     current = signal.getsignal(signal.SIGTERM)
-    if current is signal.SIG_IGN or current is None:
+    if worker:
+        _worker_caught = True
+    if worker and (current is signal.SIG_DFL or current is _on_sigterm or current is _at_fork):
+        # none set in this worker since it forked: torch's runs, set in C after the fork (Python still names the old)
+        _sigterm_next = _TORCH_WORKER
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    elif current is signal.SIG_IGN or current is None:
         return
-    if current is not _on_sigterm:  # (ours already in a forked child)
+    elif current is not _on_sigterm:  # (ours already in a forked child)
         _sigterm_next = current
         signal.signal(signal.SIGTERM, _on_sigterm)
-    if _sigterm_next is signal.SIG_DFL and _wake_w >= 0:
+    if _sigterm_next in (signal.SIG_DFL, _TORCH_WORKER) and _wake_w >= 0:
         # The handler runs only once the main thread is back in Python: the wakeup fd lets the flusher thread
         # end the process when it is not (blocked in C code); taken only when nobody else uses one (asyncio's
         # for its own signal handlers: then a SIGTERM is still caught, whenever the main thread runs Python).
@@ -118,22 +140,24 @@ def _catch_sigterm() -> None:
 
 def _ask_main_thread() -> None:
     """Have the main thread run `_catch_sigterm` at its next Python instruction (CPython's pending calls)."""
-    global _pending_call
-    if _pending_call is not None:
+    global _pending_call, _asked
+    if _asked:
         return
     try:
         import ctypes
 
-        def call(_: Any) -> int:
-            with contextlib.suppress(Exception):
-                _catch_sigterm()
-            return 0
+        if _pending_call is None:
+            def call(_: Any) -> int:
+                global _asked
+                _asked = False
+                with contextlib.suppress(Exception):
+                    _catch_sigterm()
+                return 0
 
-        _pending_call = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(call)
-        if ctypes.pythonapi.Py_AddPendingCall(_pending_call, None) != 0:
-            _pending_call = None  # the queue was full: the next Timings asks again
+            _pending_call = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(call)
+        _asked = ctypes.pythonapi.Py_AddPendingCall(_pending_call, None) == 0  # the queue full: asked again later
     except Exception:  # not CPython: SIGTERM is caught if a Timings is made in the main thread
-        _pending_call = None
+        _asked = False
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -148,6 +172,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
         return
     for t in list(_live):
         t._flush_and_close(close=True, timeout=0.5)
+    if _sigterm_next is _TORCH_WORKER:
+        _end_as_torch_worker()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
 
@@ -155,7 +181,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def _terminated_while_blocked() -> None:
     """The flusher thread saw a SIGTERM: unless the main thread's handler runs within SIGTERM_GRACE_S (it cannot
     while blocked in C code), flush and close here and end the process with the signal's default action."""
-    if _sigterm_next is not signal.SIG_DFL or signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+    if _sigterm_next not in (signal.SIG_DFL, _TORCH_WORKER) or signal.getsignal(signal.SIGTERM) is not _on_sigterm:
         return
     time.sleep(SIGTERM_GRACE_S)
     if not _dying.acquire(blocking=False):
@@ -172,6 +198,8 @@ def _die_of_sigterm() -> None:
     import ctypes
 
     try:
+        if _sigterm_next is _TORCH_WORKER:
+            _end_as_torch_worker()
         libc = ctypes.CDLL(None, use_errno=True)
         libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
         libc.signal(int(signal.SIGTERM), None)  # SIG_DFL: signal.signal works only in the main thread
@@ -181,9 +209,61 @@ def _die_of_sigterm() -> None:
         os._exit(128 + int(signal.SIGTERM))
 
 
+def _in_dataloader_worker() -> bool:
+    """True inside a DataLoader worker's loop (torch set its SIGTERM handler there)."""
+    worker = sys.modules.get("torch.utils.data._utils.worker")
+    return worker is not None and getattr(worker, "_worker_info", None) is not None
+
+
+def _end_as_torch_worker() -> None:
+    """After flushing, end as torch's handler does: exit 0 when the parent sent SIGTERM (it ends its workers so at
+    exit, and reports a worker killed by a signal as an error), else die of it through torch's handler."""
+    if _parent_exiting():
+        os._exit(0)
+    from torch.utils.data._utils import signal_handling
+
+    signal_handling._set_worker_signal_handlers()
+    os.kill(os.getpid(), signal.SIGTERM)  # sent by this process, not the parent: torch's handler dies of it
+    time.sleep(1.0)
+    os._exit(128 + int(signal.SIGTERM))
+
+
+def _parent_exiting() -> bool:
+    """Whether the parent has begun to exit (its daemonic children are then SIGTERMed); True when it cannot be known
+    (a spawned worker): the parent's SIGTERM at exit is the usual one."""
+    flag = _parents_flag
+    try:
+        return flag is None or flag[0] == 1
+    except ValueError:
+        return True
+
+
+def _before_fork() -> None:
+    """A multiprocessing parent about to fork: its children get a flag it sets as it exits (see `_parent_exiting`)."""
+    global _exit_flag, _exit_flag_pid
+    mp_util = sys.modules.get("multiprocessing.util")
+    if _exit_flag_pid == os.getpid() or mp_util is None:
+        return
+    with contextlib.suppress(Exception):
+        _exit_flag, _exit_flag_pid = mmap.mmap(-1, 1), os.getpid()
+        # run by multiprocessing's exit before it SIGTERMs the daemonic children (finalizers of priority >= 0)
+        mp_util.Finalize(None, _exiting, args=(os.getpid(),), exitpriority=0)
+
+
+def _exiting(pid: int) -> None:
+    """Set this process's exit flag (not a forked child's: it inherits the finalizer)."""
+    if os.getpid() == pid and _exit_flag is not None:
+        with contextlib.suppress(ValueError):
+            _exit_flag[0] = 1
+
+
 def _after_fork_in_child() -> None:
     """A forked child shares the parent's pipe: the child stops writing signals to it and starts its own thread."""
-    global _flusher, _wake_r, _wake_w, _dying, _sigterm_caught
+    global _flusher, _wake_r, _wake_w, _dying, _sigterm_caught, _worker_caught, _at_fork, _asked
+    global _exit_flag, _exit_flag_pid, _parents_flag
+    _parents_flag = _exit_flag if _exit_flag_pid == os.getppid() else None
+    _exit_flag, _exit_flag_pid = None, 0
+    _at_fork, _worker_caught, _asked = signal.getsignal(signal.SIGTERM), False, False
     if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # inherited: the child's first Timings takes its wakeup fd
         _sigterm_caught = False
     if _wake_r >= 0:
@@ -197,4 +277,4 @@ def _after_fork_in_child() -> None:
     _flusher, _wake_r, _wake_w, _dying = None, -1, -1, threading.Lock()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)

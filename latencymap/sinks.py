@@ -64,9 +64,9 @@ def clean_name(text: str) -> str:
     return re.sub(r"[/,\s\x00-\x1f\x7f]+", "_", str(text)).strip("_")
 
 
-def stream_label(run: str, rank: int, phase: str) -> str:
-    """`run/rank3/data_wait`."""
-    return f"{run}/rank{rank}/{phase}"
+def stream_label(run: str, rank: int, phase: str, pid: int = 0) -> str:
+    """`run/rank3/data_wait`; with `pid`, a forked child's: `run/rank3.pid4242/data_wait`."""
+    return f"{run}/rank{rank}.pid{pid}/{phase}" if pid else f"{run}/rank{rank}/{phase}"
 
 
 def parse_label(label: str) -> tuple[str, int, str] | None:
@@ -348,9 +348,10 @@ class SocketSink(Sink):
             self._reported = self.dropped_intervals
 
     def after_fork(self) -> Sink:
-        """A forked child connects on its own (its hello names its pid: the viewer keeps it apart)."""
+        """A forked child connects on its own; its hello names its pid and its parent's (`parent`): the viewer
+        labels it `rank<N>.pid<M>`, whichever of them connects first."""
         self._sock = None  # the child's copy of the descriptor closes with the object, the parent's stays
-        return SocketSink(self.path, hello=self.hello, buffer_bytes=self.buffer_bytes)
+        return SocketSink(self.path, hello={**self.hello, "parent": os.getppid()}, buffer_bytes=self.buffer_bytes)
 
 
 def open_sink(spec: Sink | str | None, *, rank: int = 0, hello: dict[str, Any] | None = None) -> Sink:

@@ -127,7 +127,12 @@ class ListenSource(Source):
                          help="Stop once N writers have connected and all have disconnected."),
             click.Option(["--idle-timeout", "idle_timeout"], type=click.FloatRange(min=0, min_open=True), default=None,
                          metavar="S",
-                         help="Stop after S seconds with no writer connected (--otlp, --otlp-grpc: with no request)."),
+                         help="Stop S seconds after the last writer left, if none connected since; before the first "
+                              "writer it waits (see --start-timeout). --otlp, --otlp-grpc: after S seconds with no "
+                              "request, counted from the start."),
+            click.Option(["--start-timeout", "start_timeout"], type=click.FloatRange(min=0, min_open=True),
+                         default=None, metavar="S",
+                         help="Stop if no writer has connected S seconds after the start (default: wait)."),
             click.Option(["--otlp"], is_flag=False, flag_value=DEFAULT_ADDRESS, default=None, metavar="[HOST:PORT]",
                          help=f"Receive OpenTelemetry histograms at POST /v1/metrics (OTLP/HTTP, protobuf or JSON) "
                               f"instead of the socket; bound only there, {DEFAULT_ADDRESS} when no address is given. "
@@ -155,15 +160,19 @@ class ListenSource(Source):
             raise click.BadParameter("expected octal permissions such as 600", param_hint="--mode") from None
         self.writers: int | None = options.get("writers")
         self.idle_timeout: float | None = options.get("idle_timeout")
+        self.start_timeout: float | None = options.get("start_timeout")
         self.otlp: str | None = options.get("otlp")
         self.otlp_grpc: str | None = options.get("otlp_grpc")
         if self.otlp and self.otlp_grpc:
             raise click.UsageError("--otlp (HTTP) and --otlp-grpc: give one of them")
-        if self.otlp and (self.path or self.writers is not None):
-            raise click.UsageError("--otlp receives over HTTP: give no socket PATH and no --writers with it")
+        socket_only = self.path or self.writers is not None or self.start_timeout is not None
+        if self.otlp and socket_only:
+            raise click.UsageError("--otlp receives over HTTP: give no socket PATH, --writers or --start-timeout "
+                                   "with it")
         if self.otlp_grpc:
-            if self.path or self.writers is not None:
-                raise click.UsageError("--otlp-grpc receives over gRPC: give no socket PATH and no --writers with it")
+            if socket_only:
+                raise click.UsageError("--otlp-grpc receives over gRPC: give no socket PATH, --writers or "
+                                       "--start-timeout with it")
             _check_grpc()
         self.accepted = 0
         self._stopping = threading.Event()
@@ -246,7 +255,8 @@ class ListenSource(Source):
         writers: dict[socket.socket, Writer] = {}
         owners: dict[str, object] = {}
         closed = 0
-        idle_since = time.monotonic()
+        started = time.monotonic()
+        idle_since: float | None = None  # when the last writer left: idle from then while none is connected
         try:
             while True:
                 if self._stopping.is_set():
@@ -254,7 +264,13 @@ class ListenSource(Source):
                     return
                 if self.writers is not None and closed >= self.writers and not writers:
                     return
-                if self.idle_timeout is not None and not writers and time.monotonic() - idle_since >= self.idle_timeout:
+                now = time.monotonic()
+                if (self.idle_timeout is not None and idle_since is not None and not writers
+                        and now - idle_since >= self.idle_timeout):
+                    return
+                if (self.start_timeout is not None and not self.accepted and not writers
+                        and now - started >= self.start_timeout):
+                    yield Notice(f"listen: no writer connected within {self.start_timeout:g}s (--start-timeout)")
                     return
                 for key, _ in sel.select(timeout=POLL_S):
                     if key.data is _WAKE:

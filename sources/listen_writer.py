@@ -26,8 +26,10 @@ class Writer:
 
     A label that another connection sends (or sent) is that connection's: this one's records of it get their own
     label (`run/rankN.pid<PID>/phase` when it said who it is, `LABEL [writer N]` when not), with a note, so two
-    connections' counts never add up in one stream. A writer of the same run and rank connecting after the last
-    one left (a restarted rank) continues its streams.
+    connections' counts never add up in one stream. A writer whose hello names the process it was forked from
+    (`parent`: a DataLoader or multiprocessing worker) is always labelled by its pid, and never takes its rank's
+    plain label from its parent, whichever connects first. A writer of the same run and rank connecting after the
+    last one left (a restarted rank) continues its streams.
     """
 
     def __init__(self, conn: socket.socket, others: dict[socket.socket, Writer],
@@ -40,6 +42,7 @@ class Writer:
         self.owners = owners  # label -> who sends it: a (run, rank) identity, or an unidentified connection
         self.identity: tuple[str, int] | None = None
         self.pid = 0
+        self.parent = 0  # the pid of the process it was forked from, when its hello says so
         self.rename: str | None = None
         self.intervals: dict[StreamId, int] = {}  # intervals received, per stream (a phase of a rank)
         self.shift = 0.0  # seconds added to this writer's stamps: the listener's clock less its own
@@ -122,13 +125,16 @@ class Writer:
                          f"({int(info.get('events', 0))} events) so far: the viewer was absent or slow", skipped=0)
             return
         pid = self.pid = int(info.get("pid", 0))
+        parent = info.get("parent")
+        parent = self.parent = parent if isinstance(parent, int) and not isinstance(parent, bool) else 0
         self.identity = (str(info.get("run", "")), int(info.get("rank", 0)))
-        taken = any(w.identity == self.identity for w in self.others.values() if w is not self)
-        self.rename = f"pid{pid}" if taken else None
+        taken = any(w.identity == self.identity and not w.parent for w in self.others.values() if w is not self)
+        self.rename = f"pid{pid}" if taken or parent else None
         self.name = f"{self.identity[0]}/rank{self.identity[1]} (pid {pid})"
         self.reader.name = self.name
         again = f", reconnect {int(info['connects']) - 1}" if int(info.get("connects", 1)) > 1 else ""
-        also = "; same run and rank as another writer: its streams are labelled by pid" if taken else ""
+        also = (f"; forked from pid {parent}: its streams are labelled by pid" if parent else
+                "; same run and rank as another writer: its streams are labelled by pid" if taken else "")
         yield Notice(f"listen: {self.name} connected{again}{also}", skipped=0)
         yield from self._clock(info.get("time"))
 

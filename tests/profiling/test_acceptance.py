@@ -152,7 +152,7 @@ def test_the_tui_panel_shows_the_replayed_profile_at_the_cursor(run: Run) -> Non
 def test_a_live_source_subcommand_profiles_and_records_too(tmp_path: Path) -> None:
     rec = tmp_path / "listen.txt"
     with phase_child(tmp_path / "log", seconds=0.5) as child:
-        result = latencymap("listen", str(tmp_path / "s.sock"), "--idle-timeout", "3", "--plain", "--once",
+        result = latencymap("listen", str(tmp_path / "s.sock"), "--start-timeout", "3", "--plain", "--once",
                             "--record", str(rec), "--profile", str(child.pid), "--profile-rate", "50")
     assert result.returncode == 0, result.stderr
     with profile_session({}, [str(rec)]) as session:

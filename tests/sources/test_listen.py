@@ -50,9 +50,9 @@ def listen_cmd(sock: Path, *args: str) -> list[str]:
 
 def recording_viewer(sock: Path, rec: Path, writers: int) -> subprocess.Popen[str]:
     """A `listen --plain --once` process recording `writers` writers to `rec`, once its socket is there."""
-    viewer = subprocess.Popen(listen_cmd(sock, "--writers", str(writers), "--idle-timeout", "30", "--record", str(rec),
-                                         "--plain", "--once"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
+    viewer = subprocess.Popen(listen_cmd(sock, "--writers", str(writers), "--idle-timeout", "30", "--start-timeout",
+                                         "30", "--record", str(rec), "--plain", "--once"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: is_socket(sock))
     return viewer
 
@@ -198,8 +198,8 @@ def test_training_survives_a_viewer_killed_mid_run(tmp_path: Path) -> None:
         viewer.send_signal(signal.SIGKILL)
         viewer.wait(5)
         assert training.poll() is None  # still training after its viewer died
-        viewer = subprocess.Popen(listen_cmd(sock, "--writers", "1", "--idle-timeout", "30", "--record",
-                                             str(second), "--plain", "--once"),
+        viewer = subprocess.Popen(listen_cmd(sock, "--writers", "1", "--idle-timeout", "30", "--start-timeout", "30",
+                                             "--record", str(second), "--plain", "--once"),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _, err = training.communicate(timeout=60)
         assert training.returncode == 0, err
@@ -339,8 +339,8 @@ def test_a_listener_ended_by_sigterm_records_what_its_writer_had_sent(tmp_path: 
         viewer.send_signal(signal.SIGCONT)
         _, said = viewer.communicate(timeout=10)
         assert viewer.returncode == 143, said
-        viewer = subprocess.Popen(listen_cmd(sock, "--writers", "1", "--idle-timeout", "30", "--record",
-                                             str(second), "--plain", "--once"),
+        viewer = subprocess.Popen(listen_cmd(sock, "--writers", "1", "--idle-timeout", "30", "--start-timeout", "30",
+                                             "--record", str(second), "--plain", "--once"),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         out, _ = writer.communicate(timeout=60)
         viewer.communicate(timeout=30)
@@ -398,3 +398,35 @@ def test_stopped_in_process_the_listener_passes_on_what_was_sent_and_counts_what
         " ".join(n.message for n in source._lost_notices(True))
     late.close()
     timings.close()
+
+
+def test_the_idle_timeout_waits_for_the_first_writer_and_counts_from_the_last_one_leaving(tmp_path: Path) -> None:
+    """`--idle-timeout 1` counted from the listener's start: a program that connected 2 s later (torch imports for
+    3 s) found no listener ("No data.") and lost its whole run."""
+    sock, rec = tmp_path / "lm.sock", tmp_path / "rec.txt"
+    viewer = subprocess.Popen(listen_cmd(sock, "--idle-timeout", "1", "--record", str(rec), "--plain", "--once"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: is_socket(sock))
+        time.sleep(2)  # twice the idle timeout, before any writer
+        writer = subprocess.run([sys.executable, "-c", WRITER, str(sock), "0", "30"], capture_output=True, text=True,
+                                timeout=30)
+        left = time.monotonic()
+        assert writer.returncode == 0 and writer.stdout.strip() == "dropped 0", writer.stderr
+        _, err = viewer.communicate(timeout=30)
+        after = time.monotonic() - left
+    finally:
+        viewer.kill()
+    assert viewer.returncode == 0, err
+    assert 0.7 <= after < 3.0, after  # the idle timeout, from the writer leaving
+    assert {label: s["total"]["events"] for label, s in report(rec).items()} == {"two/rank0/step": 30}
+
+
+def test_a_start_timeout_stops_a_listener_no_writer_came_to_and_says_so(tmp_path: Path) -> None:
+    sock = tmp_path / "lm.sock"
+    began = time.monotonic()
+    done = subprocess.run(listen_cmd(sock, "--start-timeout", "1", "--idle-timeout", "0.2", "--plain", "--once"),
+                          capture_output=True, text=True, timeout=30)
+    assert 1.0 <= time.monotonic() - began < 15, done.stderr
+    assert "listen: no writer connected within 1s (--start-timeout)" in done.stderr, done.stderr
+    assert not sock.exists()

@@ -22,7 +22,7 @@ def ddp_recording(directory: Path, *, slow_rank: int = -1, data_rank: int = -1, 
     """Run the job (SLOW_RANK and DATA_RANK as ddp_child.py says) and return the recording `listen` wrote."""
     sock, record = directory / "lm.sock", directory / "run.txt"
     listen = subprocess.Popen([sys.executable, "-m", "latencymap", "listen", str(sock), "--record", str(record),
-                               "--writers", str(2 * RANKS), "--idle-timeout", "60"],
+                               "--writers", str(2 * RANKS), "--idle-timeout", "60", "--start-timeout", "60"],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "WORLD_SIZE": str(RANKS),

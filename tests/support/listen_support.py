@@ -29,7 +29,7 @@ def is_socket(path: Path) -> bool:
 def listening(source: ListenSource, path: Path) -> tuple[threading.Thread, list[Any]]:
     """`source` run in a thread (its items collected), once its socket is there."""
     items: list[Any] = []
-    thread = threading.Thread(target=lambda: items.extend(source.items()))
+    thread = threading.Thread(target=lambda: items.extend(source.items()), daemon=True)  # no writer: pytest ends
     thread.start()
     wait_for(lambda: is_socket(path))
     return thread, items

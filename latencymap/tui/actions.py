@@ -12,14 +12,16 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from latencymap.core.accumulator import Accumulator, StreamHistory
-from latencymap.core.model import StreamId
+from latencymap.core.model import Notice, StreamId
+from latencymap.core.sanitize import clean_text
 from latencymap.tui.diffmap import DiffScreen
 from latencymap.tui.findings import FindingsPanel
 from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector
 from latencymap.tui.keys import HelpScreen
-from latencymap.tui.note_line import NoteLines
-from latencymap.tui.notes import NotesScreen
+from latencymap.tui.note_line import LINE_S, NoteLines
+from latencymap.tui.notes import KEY as NOTES_KEY
+from latencymap.tui.notes import MESSAGE_CHARS, NotesScreen
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.percentiles import PercentileStrip
 from latencymap.tui.save import NotSaved, save_frame, saved_words
@@ -47,8 +49,6 @@ ELSEWHERE = frozenset({"quit", "interrupt", "pause", "zoom", "save", "help", "no
 
 #: The exit code of an interrupt (Ctrl-C as a key, or SIGINT), as the CLI documents it.
 EXIT_INTERRUPTED = 130
-#: While toasts are up, the screen is painted whole this often (`MapActions.notify`).
-TOAST_REPAINT_S = 1.0
 #: How many repaints `s` waits at most for the screen to be laid out (`MapActions._save_shown`).
 SAVE_HOPS = 5
 
@@ -63,8 +63,6 @@ class MapActions(App[int]):
     profiler: ProfileController | None
     replay: ReplayController | None
     note_lines: NoteLines
-    #: Whether a whole repaint is due while toasts are up (`notify`).
-    _repainting_toasts = False
     #: Whether `s` waits for the screen to be laid out before saving it (`action_save`).
     saving = False
 
@@ -80,25 +78,22 @@ class MapActions(App[int]):
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
-        """A toast, its text shown as written: labels, paths and notices from the input hold brackets that Textual's
-        markup would eat or refuse (`[/]` raises).
+        """Say `message` on the note line of the screen shown, in the footer's place, headed by `title`, red for a
+        warning or an error, for `timeout` seconds (LINE_S by default); reading's messages wait meanwhile and come
+        back (`NoteLines.tell`). Not a toast: at 80x24 toasts covered the maps' newest columns and legends for
+        seconds. Every notice of the app and of its screens and controllers comes here (the overview's, a replay's
+        speed, the profile's). The text is shown as written (`markup` is not heeded): labels, paths and notices
+        from the input hold brackets."""
+        self.note_lines.tell(clean_text(message, MESSAGE_CHARS), title, severity != "information",
+                             LINE_S if timeout is None else timeout)
+        if self.screen_stack:
+            self.note_lines.show_on(self.screen)
 
-        While toasts are up, the screen is painted whole every `TOAST_REPAINT_S`, and once more when the last has
-        gone: Textual (8.2) lays a stack of toasts taller than the screen out above its top edge (a dozen on 40
-        lines: the first at line -32), and on a loaded machine the part of one left on screen, over the header, was
-        not painted over when it went; nothing else repaints the header, so it stayed for good."""
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
-        if not self._repainting_toasts:
-            self._repainting_toasts = True
-            self.set_timer(TOAST_REPAINT_S, self._repaint_under_toasts)
-
-    def _repaint_under_toasts(self) -> None:
-        """Paint the whole screen; again in `TOAST_REPAINT_S` while a toast is up."""
-        self.screen.refresh()
-        if self.screen.query("Toast"):
-            self.set_timer(TOAST_REPAINT_S, self._repaint_under_toasts)
-        else:
-            self._repainting_toasts = False
+    def say_kept(self, message: str, *, title: str, severity: SeverityLevel = "warning") -> None:
+        """Say `message` on the note line, and keep it with what reading said (`w` lists it, the header counts it,
+        stderr says it once the app is gone): it matters beyond the seconds it is on the line."""
+        self.acc.note(Notice(f"{title}: {message}", skipped=0))
+        self.notify(message, title=f"{title} ({NOTES_KEY})", severity=severity)
 
     def current(self) -> StreamHistory | None:
         """The stream on screen (the app's)."""
@@ -324,11 +319,10 @@ class MapActions(App[int]):
         try:
             svg, txt = save_frame(self, lines)
         except NotSaved as err:
-            self.note_lines.tell(str(err), failed=True)
+            self.notify(str(err), title="not saved", severity="error")
         else:
             self.saved += [svg, txt]
-            self.note_lines.tell(saved_words((svg, txt)))
-        self.note_lines.show_on(self.screen)
+            self.notify(saved_words((svg, txt)), title="saved")
 
     def _laid_out(self) -> bool:
         """Whether the maps shown are as tall as what they show needs (True on the other screens)."""

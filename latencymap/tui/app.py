@@ -38,7 +38,7 @@ from latencymap.tui.inspector import Inspector, inspect_columns
 from latencymap.tui.keys import BINDINGS
 from latencymap.tui.layout import CHROME_H, INSPECTOR_W, STRIP_MIN_ROWS, TALL, inspector_width, rows_per_map
 from latencymap.tui.note_line import NoteLine, NoteLines
-from latencymap.tui.notes import NotesScreen, NoteToasts, said_after
+from latencymap.tui.notes import KEY, NotesScreen, NoteToasts, said_after
 from latencymap.tui.overview import OverviewScreen
 from latencymap.tui.palette import detect_mode
 from latencymap.tui.peer_findings import PeerFindings
@@ -85,8 +85,9 @@ class LatencyMapApp(MapActions):
                  recording: bool = False) -> None:
         super().__init__()
         self.opts = opts or ViewOptions()
-        self.acc = Accumulator(cap=history,
-                               on_notice=lambda n: self.notify(clean_text(n.message, 300), title="history"))
+        # what the accumulator says (the history limit drops columns) is kept with what reading said (`w` lists it)
+        self.acc = Accumulator(cap=history, on_notice=lambda n: self.notify(
+            clean_text(n.message.removeprefix("history: "), 300), title=f"history ({KEY})"))
         self.ingest = Ingest(flow)
         #: What reading says, as it comes, on the note line in the footer's place (the first few, then a count; `w`
         #: lists every one).
@@ -125,6 +126,8 @@ class LatencyMapApp(MapActions):
         self.straggler_stream = straggler_stream
         self.causes: Causes = {}
         self._analysed_at = 0.0
+        #: What the analysis' last failure said (said once until it fails otherwise; None: it did not fail).
+        self._analysis_failed: str | None = None
         #: What the peers comparison says of the stream shown (a rank, disk or instance), as the report says it.
         self.peer_findings = PeerFindings()
 
@@ -324,16 +327,21 @@ class LatencyMapApp(MapActions):
             return True
 
     def _analyse(self) -> None:
-        """The source's own analysis (Spark stragglers) into its panel, shown from its first answer; a failure is a
-        notice."""
+        """The source's own analysis (Spark stragglers) into its panel, shown from its first answer; a failure is said
+        on the note line and kept with what reading said (`w`), once while it fails the same way (it is asked again
+        every ANALYSE_EVERY_S)."""
         if self.analysis is None:
             return
         self._analysed_at = time.monotonic()
         try:
             found = self.analysis()
         except Exception as err:  # the maps go on without it
-            self.notify(f"analysis failed: {err}", title="stragglers", severity="warning")
+            said = f"analysis failed: {err}"
+            if said != self._analysis_failed:
+                self._analysis_failed = said
+                self.say_kept(said, title="stragglers")
             return
+        self._analysis_failed = None
         if found is None:
             return
         panel = self.maps.query_one(StragglersPanel)
@@ -422,7 +430,7 @@ class LatencyMapApp(MapActions):
                 screen.update()
             elif not status_only:
                 self._dirty = True  # new data is listed at the plots' pace (keys repaint at once)
-            elif isinstance(screen, DiffScreen):
+            else:
                 screen.show_notes()  # paused: the map stays, the count of notes follows (as the map screen's header)
             return
         hist = self.current()

@@ -25,7 +25,7 @@ class MapHost(Protocol):
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
-        """A toast message."""
+        """Say `message` on the note line, in the footer's place (`MapActions.notify`)."""
 
     def push_screen(self, screen: Any, callback: Callable[[Any], None] | None = None) -> Any:
         """Open a modal screen; `callback` gets its answer."""

@@ -67,8 +67,9 @@ HELP: list[tuple[str, str]] = [
     ("s", "save an SVG screenshot and a plain-text frame in the current directory; the bottom line names them, or "
           "says why it could not"),
     ("w", "what reading said: every message in order (records skipped, with their file and line; what it assumed; "
-          "where --duration stopped it); the header counts them (3 notes (w)), each is said on the bottom line in "
-          "the footer's place as it comes (w clears it), and q says them on stderr"),
+          "where --duration stopped it; the history limit dropping columns, a failed analysis); the header counts "
+          "them (3 notes (w)), each is said on the bottom line in the footer's place as it comes (w clears it), and "
+          "q says them on stderr"),
     ("click", "select a column and a latency bucket"),
     *PROFILE_HELP,
     *REPLAY_HELP,

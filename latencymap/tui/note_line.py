@@ -1,5 +1,6 @@
 """The note line: what reading said, one message at a time, on the bottom line in the footer's place (`notes`); and
-what a key did there first (`s`: the files saved, or why not), rather than in a toast over the maps."""
+what the app tells there first (`s`: the files saved, or why not; `e` with no finding; a replay's speed; the history
+limit dropping columns), rather than in a toast: toasts covered the maps and their legends for seconds at 80x24."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ WAITING = 8
 #: How the note line heads a message, and its style by whether it skipped records.
 HEAD = " reading (w) "
 HEAD_STYLES = {True: "bold black on yellow", False: "bold black on green"}
-#: How the line heads what the app itself tells (`NoteLines.tell`: `s` saved, or could not), by whether it failed.
-TOLD_HEADS = {False: (" saved ", "bold black on green"), True: (" not saved ", "bold white on red")}
+#: The style of the head of what the app itself tells (`NoteLines.tell`), by whether it is a warning (or an error).
+TOLD_STYLES = {False: "bold black on green", True: "bold white on red"}
 #: The folders of a path that begins a message (`/data/run3/in.txt: line 9: …`): the line names the file only, so
 #: that more of what was said fits (`w` lists it whole).
 FOLDERS = re.compile(r"^(?:[^\s:/]*/)+(?=[^\s/:]+:)")
@@ -36,6 +37,11 @@ def reading_note(note: tuple[str, bool]) -> Shown:
     """A message reading said (and whether it is a warning), as the line shows it: its file named without folders."""
     message, warning = note
     return HEAD, HEAD_STYLES[warning], FOLDERS.sub("", message)
+
+
+def told_note(message: str, title: str, warning: bool = False) -> Shown:
+    """What the app tells, as the line shows it: headed by its title (what told it), red for a warning."""
+    return f" {title or 'latencymap'} ", TOLD_STYLES[warning], message
 
 
 class NoteLine(Widget):
@@ -68,22 +74,26 @@ class NoteLines:
         self.waiting: deque[tuple[str, bool]] = deque(maxlen=WAITING)
         self.current: tuple[str, bool] | None = None
         self._since = 0.0
-        #: What the app told (`tell`), and since when; shown LINE_S before reading's messages go on.
-        self.told: Shown | None = None
-        self._told_at = 0.0
+        #: What the app told (`tell`), oldest first, each with the time it is shown until: the newest is shown; one
+        #: told for longer (`stopping`) comes back once those told after it have gone. Reading's messages wait.
+        self.told: list[tuple[Shown, float]] = []
         self._drawn: tuple[Screen[object] | None, Shown | None] = (None, None)
 
     def say(self, message: str, warning: bool) -> None:
         """Say `message` once the ones before it have been said."""
         self.waiting.append((message, warning))
 
-    def tell(self, message: str, failed: bool = False, now: float | None = None) -> None:
-        """Say `message` now, whatever reading's messages wait (the one on the line waits again, first): what a key
-        did (`s`: saved where, or why not), said where the footer was so that no toast covers the maps."""
+    def tell(self, message: str, title: str = "", warning: bool = False, seconds: float = LINE_S,
+             now: float | None = None) -> None:
+        """Say `message` now, for `seconds`, headed by `title`, whatever reading's messages wait (the one on the line
+        waits again, first): what a key did (`s`: saved where, or why not), what the app has to say (`MapActions.
+        notify`), said where the footer was so that no toast covers the maps."""
+        now = time.monotonic() if now is None else now
         if self.current is not None:
             self.waiting.appendleft(self.current)
             self.current = None
-        self.told, self._told_at = (*TOLD_HEADS[failed], message), time.monotonic() if now is None else now
+        self.told = [*(t for t in self.told if t[1] > now), (told_note(message, title, warning), now + seconds)]
+        del self.told[:-WAITING]
 
     def clear(self) -> None:
         """Say nothing more of what reading said so far (the messages screen lists it); what was told stays."""
@@ -99,10 +109,11 @@ class NoteLines:
         return self.current
 
     def shown(self, now: float) -> Shown | None:
-        """What the line shows at `now`: what was told, for LINE_S, else reading's message due (None: the footer)."""
-        if self.told is not None and now - self._told_at < LINE_S:
-            return self.told
-        self.told = None
+        """What the line shows at `now`: the newest of what was told still due, else reading's message due (None: the
+        footer)."""
+        self.told = [t for t in self.told if t[1] > now]
+        if self.told:
+            return self.told[-1][0]
         note = self.due(now)
         return None if note is None else reading_note(note)
 

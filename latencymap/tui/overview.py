@@ -470,6 +470,7 @@ class OverviewScreen(Screen[None]):
         self._all: list[StreamRow] = []  # every stream's row, in arrival order, as of the last update
         self._stops: dict[int, int] = {}
         self._clock: SharedClock | None = None  # the time axis of every stream, as of the last update
+        self._rows: list[StreamRow] = []  # the rows listed, sorted and filtered
 
     @property
     def host(self) -> LatencyMapApp:
@@ -520,8 +521,18 @@ class OverviewScreen(Screen[None]):
         listing = self.query_one(OverviewList)
         listing.zoom = app.view.zoom
         listing.set_rows(rows, self._stops, self._clock)
+        self._rows = rows
+        self.show_notes()
+
+    def show_notes(self) -> None:
+        """The header, with the count of what reading said as it grows (paused too, the list kept as it is: as the
+        map screen's header)."""
+        if not self.ready:
+            return
+        app = self.host
         self.query_one("#overview-head", FittedText).update([overview_head(
-            app.state_name, len(self._all), rows, self.needle, self.order, app.acc.skipped, app.acc.messages_said)])
+            app.state_name, len(self._all), self._rows, self.needle, self.order, app.acc.skipped,
+            app.acc.messages_said)])
 
     def _chosen(self) -> OverviewList:
         """The list, with the user's pick to be kept from now on."""

@@ -58,7 +58,7 @@ class ReplayController:
         self.app = app
         self.clock = clock
         self.scan = scan
-        #: (end time, `starting`, what the toast says it is) of a seek ahead whose column is not read yet (`go`)
+        #: (end time, `starting`, what the note line says it is) of a seek ahead whose column is not read yet (`go`)
         self.pending: tuple[float, bool, str] | None = None
 
     def act(self, what: str) -> None:
@@ -105,7 +105,7 @@ class ReplayController:
 
         A time is the end of the column it names (`g 30`: the column that ends at 30 s, or the first one after);
         `starting`: `target` is a start time (a burst's), so the column that starts there, the first one whose end
-        is past it; `about`: what the toast says it went to (`burst of read`), before its time.
+        is past it; `about`: what the note line says it went to (`burst of read`), before its time.
         """
         hist = self.app.current()
         target_end = float(np.nextafter(target, np.inf)) if starting else target
@@ -131,7 +131,7 @@ class ReplayController:
             self._show(hist, target_end, starting, about)
 
     def _show(self, hist: StreamHistory, target_end: float, starting: bool, about: str = "") -> None:
-        """The cursor on the first column whose end is at or after `target_end` (the last one: none), and a toast
+        """The cursor on the first column whose end is at or after `target_end` (the last one: none), and the note line
         saying where it went: the column's start for a burst, else its end (a time names the column it ends)."""
         column = min(hist.n - 1, int(np.searchsorted(hist.end[: hist.n], target_end, side="left")))
         self.app.view.goto(hist.n, self.app.map_cells(), column)
@@ -144,7 +144,7 @@ class ReplayController:
             self._say(at)
 
     def next_burst(self) -> None:
-        """The cursor on the next burst of the stream shown after the cursor; the toast names the stream, and where
+        """The cursor on the next burst of the stream shown after the cursor; the note line names the stream, and where
         it has none left, the stream whose burst comes next (the bursts of a recording whose streams the scan could
         not tell apart: of any stream)."""
         if self.scan is None or (self.scan.bursts is None and self.scan.error is None):

@@ -18,6 +18,7 @@ from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.flow.pipeline import input_flow
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.heatmap import HeatMap
+from latencymap.tui.note_line import NoteLine
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "pylatencymap" / "example_latency_data.txt"
 
@@ -106,6 +107,19 @@ def run_ended(app: LatencyMapApp, scenario, size: tuple[int, int] = (160, 50)) -
             await scenario(pilot)
 
     asyncio.run(main())
+
+
+def note_line(app: LatencyMapApp) -> str:
+    """What the screen on top says on its note line, in the footer's place ("" while its footer is shown)."""
+    line = app.screen.query_one(NoteLine)
+    return line.render().plain if line.display else ""
+
+
+def told(app: LatencyMapApp) -> list[str]:
+    """What the app told on the note line that is still due, head and message as the line says them, the newest
+    (the one shown) last; none was a toast: toasts covered the maps and their legends for seconds at 80x24."""
+    assert not app._notifications and not app.screen.query("Toast"), [n.message for n in app._notifications]
+    return [f"{head} {message}" for (head, _, message), _ in app.note_lines.told]
 
 
 def frequency_map(app: LatencyMapApp) -> HeatMap:

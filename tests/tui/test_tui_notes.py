@@ -22,7 +22,7 @@ from latencymap.core.model import Interval, Notice
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.fit import fit_line
 from latencymap.tui.keys import HELP
-from latencymap.tui.note_line import BUSY_LINE_S, HEAD, HEAD_STYLES, LINE_S, TOLD_HEADS, WAITING, NoteLine, NoteLines
+from latencymap.tui.note_line import BUSY_LINE_S, HEAD, HEAD_STYLES, LINE_S, TOLD_STYLES, WAITING, NoteLine, NoteLines
 from latencymap.tui.notes import TOASTS, NotesScreen, NoteToasts
 from latencymap.tui.overview import OverviewList, OverviewScreen, overview_head
 from latencymap.tui.status import StatusBar, status_lines, status_text
@@ -320,13 +320,14 @@ def test_what_the_app_tells_goes_first_and_reading_says_its_message_after() -> N
     lines.say("first", False)
     lines.say("second", True)
     assert lines.shown(0.0) == (HEAD, HEAD_STYLES[False], "first")
-    lines.tell("a.svg and a.txt", now=1.0)
-    assert lines.shown(1.0) == (*TOLD_HEADS[False], "a.svg and a.txt")
-    assert lines.shown(1.0 + LINE_S - 0.1) == (*TOLD_HEADS[False], "a.svg and a.txt")
+    lines.tell("a.svg and a.txt", "saved", now=1.0)
+    assert lines.shown(1.0) == (" saved ", TOLD_STYLES[False], "a.svg and a.txt")
+    assert lines.shown(1.0 + LINE_S - 0.1) == (" saved ", TOLD_STYLES[False], "a.svg and a.txt")
     assert lines.shown(1.0 + LINE_S) == (HEAD, HEAD_STYLES[False], "first")  # back, whole
-    lines.tell("Permission denied: cannot write in here", failed=True, now=10.0)
+    lines.tell("Permission denied: cannot write in here", "not saved", warning=True, now=10.0)
     lines.clear()  # `w` opened: its list says reading's messages
-    assert lines.shown(10.0 + LINE_S - 0.1) == (*TOLD_HEADS[True], "Permission denied: cannot write in here")
+    denied = "Permission denied: cannot write in here"
+    assert lines.shown(10.0 + LINE_S - 0.1) == (" not saved ", TOLD_STYLES[True], denied)
     assert lines.shown(10.0 + LINE_S) is None
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tui_support import ranks, run_ended, synthetic
+from tui_support import note_line, ranks, run_ended, synthetic, told
 
 from latencymap.core.accumulator import Accumulator
 from latencymap.core.model import Interval, StreamId
@@ -21,6 +21,7 @@ from latencymap.tui.actions import not_comparable
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.diffmap import DiffMap, DiffScreen
 from latencymap.tui.heatmap import HeatMap
+from latencymap.tui.note_line import TOLD_STYLES, NoteLine
 from latencymap.tui.overview import COLUMNS, MARK_W, NAME_W, OverviewList, OverviewScreen, name_width, strip_cells
 from latencymap.tui.overview_stats import NOW_COLUMNS, OverviewStats, StreamRow, sort_rows
 from latencymap.tui.overview_strips import strip_p99
@@ -137,7 +138,7 @@ def test_a_b_d_show_the_difference_map() -> None:
 
     async def scenario(pilot) -> None:
         await pilot.press("d")
-        assert any("mark two streams" in str(n.message) for n in app._notifications)
+        assert note_line(app) == " difference map  mark two streams first: a on one, b on the other"
         await pilot.press("a", "down", "b", "d")  # A: rank7 (slowest), B: the next one
         assert isinstance(app.screen, DiffScreen)
         diff = app.screen.query_one(DiffMap)
@@ -164,7 +165,7 @@ def test_streams_of_two_datasources_with_the_same_buckets_have_a_difference_map(
 
     async def scenario(pilot) -> None:
         await pilot.press("a", "down", "b", "d")
-        assert isinstance(app.screen, DiffScreen), [str(n.message) for n in app._notifications]
+        assert isinstance(app.screen, DiffScreen), told(app)
 
     run(app, scenario)
 
@@ -181,12 +182,13 @@ def test_streams_whose_rows_differ_are_refused_with_the_reason_as_written() -> N
     async def scenario(pilot) -> None:
         await pilot.press("a", "down", "b", "d")
         assert isinstance(app.screen, OverviewScreen)
+        said = note_line(app)
+        assert said.startswith(" difference map  A is in m") and said.endswith("their rows are not the same buckets")
+        assert app.screen.query_one(NoteLine).note[1] == TOLD_STYLES[True]  # a warning: red
         app.notify("x.txt line 3: expected [begin record]; label [/]")  # input's brackets are text, not markup
-        await pilot.pause(0.3)  # the toast is drawn
-        said = [str(n.message) for n in app._notifications]
-        assert any("in millisec and B in microsec" in m or "in microsec and B in millisec" in m for m in said), said
-        assert "x.txt line 3: expected [begin record]; label [/]" in said
-        assert not any(n.markup for n in app._notifications)  # Textual's markup eats "[begin record]" and "[/]"
+        await pilot.pause(0.3)
+        assert note_line(app) == " latencymap  x.txt line 3: expected [begin record]; label [/]"
+        assert told(app)[0] == said  # said before: it comes back if its time is not up
 
     run(app, scenario)
 
@@ -212,7 +214,7 @@ def test_one_stream_has_no_overview() -> None:
         assert not isinstance(app.screen, OverviewScreen)
         await pilot.press("escape")
         assert not isinstance(app.screen, OverviewScreen)
-        assert any("one stream" in str(n.message) for n in app._notifications)
+        assert told(app)[-1].startswith(" overview  one stream only")
 
     run(app, scenario)
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tui_support import synthetic, wait_ended
+from tui_support import synthetic, told, wait_ended
 
 from latencymap.profiling.samples import Sample
 from latencymap.profiling.session import ProfileSession, profiled
@@ -56,7 +56,7 @@ def test_no_profile_no_panel_and_profile_keys_only_say_so() -> None:
     async def scenario(pilot) -> None:
         assert not app.query(ProfilePanel)
         await pilot.press("x", "m", "a")
-        assert any("no profile" in str(n.message) for n in app._notifications)
+        assert any("no profile" in m for m in told(app))
 
     run(app, scenario)
 
@@ -139,7 +139,7 @@ def test_x_exports_the_selection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         doc = json.loads(speedscope.read_text())
         assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
         assert abs(sum(doc["profiles"][0]["weights"]) - 2.0) < 1e-6
-        assert any("saved" in str(n.message) for n in app._notifications)
+        assert told(app)[-1] == f" profile  saved {collapsed.name} and {speedscope.name}"
 
     run(app, scenario)
 
@@ -153,7 +153,7 @@ def test_pyspy_missing_is_a_notice_and_the_view_goes_on(monkeypatch: pytest.Monk
         assert app.acc.intervals_seen == 10 and app.return_code is None
         await pilot.pause(0.2)
         assert "py-spy not found" in panel_rows(app)[0]
-        assert any("py-spy not found" in str(n.message) for n in app._notifications)
+        assert any("py-spy not found" in m for m in told(app))
         assert "0 samples" in panel_rows(app)[0]
         await pilot.press("x")
 

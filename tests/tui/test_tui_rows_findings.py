@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
-from tui_support import episode_items, example_items, fixture_items, gated, ranks, synthetic, wait_until
+from tui_support import episode_items, example_items, fixture_items, gated, ranks, synthetic, told, wait_until
 from tui_support import frequency_map as freq
 from tui_support import run_ended as run
 
@@ -194,7 +194,7 @@ def test_a_finding_without_columns_is_selected_and_the_cursor_stays() -> None:
         await pilot.press("e")
         await pilot.pause(0.3)
         assert app.view.finding == 0 and app.view.cursor is None
-        assert not any("no finding" in str(n.message) for n in app._notifications)
+        assert not any("no finding" in m for m in told(app))
         assert panel.items[0].text in " ".join(line[LABEL_W + 1:] for line in panel.plain_lines()[1:])
 
     run(app, scenario)

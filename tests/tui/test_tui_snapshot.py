@@ -23,25 +23,25 @@ def utc(monkeypatch: pytest.MonkeyPatch):
     time.tzset()
 
 
-async def ended_without_toasts(pilot) -> None:
+async def ended_with_the_footer(pilot) -> None:
     """Until the flow has ended, its notes no longer said on the note line (the footer back): the sample's
     datasource note names its path, which is the checkout's (the header's count of notes stays)."""
     await wait_ended(pilot)
-    pilot.app.clear_notifications()
     pilot.app.note_lines.clear()
+    pilot.app.note_lines.told.clear()
     await pilot.pause(0.2)
 
 
 def test_main_screen_snapshot(snap_compare, utc) -> None:
     app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
-    assert snap_compare(app, terminal_size=(160, 50), run_before=ended_without_toasts)
+    assert snap_compare(app, terminal_size=(160, 50), run_before=ended_with_the_footer)
 
 
 def test_cursor_and_log_scale_snapshot(snap_compare, utc) -> None:
     app = LatencyMapApp(iter(example_items()), color_mode="256")
 
     async def before(pilot) -> None:
-        await ended_without_toasts(pilot)
+        await ended_with_the_footer(pilot)
         await pilot.press("left", "left", "l", "right_square_bracket")
         await pilot.pause(0.4)
 
@@ -52,7 +52,7 @@ def test_inspector_on_an_empty_column_snapshot(snap_compare, utc) -> None:
     app = LatencyMapApp(iter(example_items()), color_mode="truecolor")
 
     async def before(pilot) -> None:
-        await ended_without_toasts(pilot)
+        await ended_with_the_footer(pilot)
         await pilot.press("right")  # the newest columns of the fixture are empty
         await pilot.pause(0.4)
         assert app.query_one("#inspector").inspection.empty

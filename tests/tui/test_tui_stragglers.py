@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from frames_support import generated
-from tui_support import analysis_shown, wait_ended
+from tui_support import analysis_shown, told, wait_ended
 
 from latencymap.flow.pipeline import diffed
 from latencymap.sources.spark.source import SparkSource
@@ -86,7 +86,7 @@ def test_no_analysis_no_panel_and_a_failing_one_is_a_notice() -> None:
         async with app.run_test(size=(160, 50)) as pilot:
             await wait_ended(pilot)
             assert app.query_one(StragglersPanel).found is None
-            assert any("analysis failed: boom" in str(n.message) for n in app._notifications)
+            assert any("analysis failed: boom" in m for m in told(app))
 
     asyncio.run(main())
 
@@ -128,7 +128,7 @@ def test_t_without_stragglers_says_so() -> None:
             await pilot.press("t")
             await pilot.pause()
             assert app.view.cursor == cursor
-            assert any("no straggler" in str(n.message) for n in app._notifications)
+            assert any("no straggler" in m for m in told(app))
 
     asyncio.run(main())
 

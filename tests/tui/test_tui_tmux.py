@@ -208,11 +208,12 @@ def test_80x24_terminal_keeps_both_maps_whole_and_the_help_scrolls(pane_factory)
     pane.wait_for("EXIT=0")
 
 
-def test_a_burst_of_toasts_under_load_leaves_nothing_over_the_header(pane_factory, tmp_path: Path) -> None:
-    """`plus minus bracketleft bracketright` typed as letters pop a dozen toasts in 4 s (`t` stragglers, `m a b c`
-    profile, `g n` replay, `s` saves): more than the screen holds, the first laid out above its top. On a loaded
-    machine (busy processes here, as on the machine it was found on) the end of one stayed over the header for
-    good once they had all gone; the screen is painted whole after toasts, so the header reads again."""
+def test_a_burst_of_notices_under_load_leaves_nothing_over_the_header(pane_factory, tmp_path: Path) -> None:
+    """`plus minus bracketleft bracketright` typed as letters say a dozen notices in 4 s (`t` stragglers, `m a b c`
+    profile, `g n` replay, `s` saves). As toasts they were more than the screen holds, the first laid out above its
+    top, and on a loaded machine (busy processes here, as on the machine it was found on) the end of one stayed
+    over the header for good once they had all gone. They are said on the bottom line now, one after another: the
+    header reads whole."""
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                for _ in range(min(24, 3 * (os.cpu_count() or 1)))]
     try:
@@ -229,7 +230,7 @@ def test_a_burst_of_toasts_under_load_leaves_nothing_over_the_header(pane_factor
         for key in ("l", "l", "Left", "Left", "Left", "Left"):
             pane.keys(key)
             time.sleep(1)
-        time.sleep(12)  # every toast gone (5 s each), with time to spare under load
+        time.sleep(12)  # every notice gone (6 s each), with time to spare under load
         head = pane.capture().splitlines()[:2]
     finally:
         for burner in burners:

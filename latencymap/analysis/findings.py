@@ -13,8 +13,9 @@ seconds, latencies seconds; a key is null where it does not apply).
 A finding's why names the causes its datasource's slow events usually have (or, where a reader knows the values are
 something else, those of what they measure: a jHiccup log's hiccups, `Scope.measures`); a band that is (mostly) the
 recording's start-up says so. Where a source's own analysis knows what made them slow (Spark: its stragglers'
-executor slow in their stage, or partitions that read many times their stage's median bytes), the report words that
-instead (`with_cause`, `Finding.holds`: which events a finding is about); a minor band keeps saying so before it.
+executor slow in their stage, or partitions that read many times their stage's median bytes; tasks it keeps apart as
+warm-up, the executors or their stage starting), the report words that instead (`with_cause`, `Finding.holds`: which
+events a finding is about); a minor band keeps saying so before it.
 """
 
 from __future__ import annotations

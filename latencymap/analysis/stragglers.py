@@ -12,8 +12,10 @@ An item is a straggler when both hold, against its group (e.g. a Spark stage):
   `spark.speculation.minTaskRuntime`, 100 ms: a 70 ms task in a stage of 40 ms ones is no task to chase).
 
 `reference` is the group median (`reference="median"`), or for warm-up items the fastest of their wave
-(`reference="wave"`, below). Median and MAD ignore a few extreme items, so a couple of slow items (stragglers
-or warm-up) neither shift the reference nor hide each other.
+(`reference="wave"`, below). Median and MAD are those of the items past warm-up (below), all of them when fewer
+than `min_group` are: a first wave several times slower than the rest neither shifts the reference nor widens
+the MAD (hiding a straggler among the rest); and median and MAD ignore a few extreme items, so a couple of slow
+items neither shift the reference nor hide each other.
 
 Warm-up: an item that pays a start-up cost its group's other items do not is *warm-up*, judged against
 the other warm-up items of its group, not against the median:
@@ -27,9 +29,12 @@ the other warm-up items of its group, not against the median:
 
 If the warm-up items are at most half of the group, they are judged against the fastest of them (it paid
 the same start-up cost, so it is the best estimate of "normal + warm-up"): a uniformly slow first wave is
-not flagged, a warm-up item much slower than its wave-mates still is. A lone warm-up item cannot be told
-from a straggler and is never flagged as one. Warm-up items slow against the median (>= the same ratio and
-score) are reported with `warmup=True`, and only when `include_warmup=True`: they are not what to chase.
+not flagged, a warm-up item much slower than its wave-mates still is. Cold items pay more than a wave's
+warm items, so they are judged against the fastest cold item (`reference="cold"`; `"wave"` when every
+warm-up item is cold), the others against the fastest warm-up item. A lone warm-up item, or a lone cold
+one, cannot be told from a straggler and is never flagged as one. Warm-up items slow against the median
+(>= the same ratio and score) are reported with `warmup=True`, and only when `include_warmup=True`: they
+are not what to chase.
 Without start/end times or cold flags every item is judged against the median.
 """
 
@@ -84,8 +89,11 @@ class Straggler:
     warmup: bool = False
     #: Why a warm-up item is warm-up: "cold" (the caller said so) or "first wave".
     warmup_reason: str | None = None
-    #: What `reference_s` is: "median" (the group's) or "wave" (the fastest item of its warm-up wave).
+    #: What `reference_s` is: "median" (the group's), "wave" (the fastest item of its warm-up wave) or "cold" (the
+    #: fastest cold item of its group, where the wave has warm items too).
     reference: str = "median"
+    #: Whether `group_median_s` is the median of the group's items past warm-up (not of all its items).
+    median_past_warmup: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form."""
@@ -96,6 +104,7 @@ class Straggler:
             "start": self.item.start,
             "end": self.item.end,
             "group_median_s": self.group_median_s,
+            "median_past_warmup": self.median_past_warmup,
             "reference_s": self.reference_s,
             "reference": self.reference,
             "ratio": _finite(self.ratio),
@@ -143,16 +152,22 @@ def group_stragglers(
     ok = np.isfinite(durations) & (durations >= 0)
     if int(ok.sum()) < min_group:
         return []
-    median, mad = _spread(durations[ok])
-    reference = np.full(len(items), median)
     cold = np.array([i.cold for i in items], dtype=bool) & ok
     wave = (first_wave(items, slots) | cold) & ok
-    by_wave = np.zeros(len(items), dtype=bool)
-    if 1 < wave.sum() <= ok.sum() // 2:
-        reference[wave] = max(median, float(durations[wave].min()))
-        by_wave = wave & (reference > median)
-    elif wave.sum() == 1:
-        reference[wave] = np.inf  # a lone warm-up item: never a straggler
+    settled = ok & ~wave
+    past_warmup = bool(wave.any()) and int(settled.sum()) >= min_group
+    median, mad = _spread(durations[settled] if past_warmup else durations[ok])
+    reference = np.full(len(items), median)
+    label = np.full(len(items), "median", dtype=object)
+    if wave.sum() <= ok.sum() // 2:
+        warm_wave = wave & ~cold
+        classes = ((warm_wave, wave, "wave"), (cold, cold, "cold" if warm_wave.any() else "wave"))
+        for members, peers, name in classes:  # cold items against the fastest cold one: they paid the same cost
+            if peers.sum() == 1:
+                reference[members] = np.inf  # a lone warm-up item: never a straggler
+            elif members.any():
+                reference[members] = max(median, float(durations[peers].min()))
+                label[members & (reference > median)] = name
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(reference > 0, durations / reference, np.inf)
         score = np.where(np.isfinite(reference), _MAD_TO_SIGMA * (durations - reference) / mad, -np.inf)
@@ -164,13 +179,13 @@ def group_stragglers(
     warm = wave & ~slow & (median_ratio >= min_ratio) & (median_score >= min_mad_score) & (durations >= min_duration_s)
     out = [
         Straggler(items[k], median, float(reference[k]), float(ratio[k]), float(score[k]), int(ok.sum()),
-                  reference="wave" if by_wave[k] else "median")
+                  reference=str(label[k]), median_past_warmup=past_warmup)
         for k in np.flatnonzero(slow)
     ]
     if include_warmup:
         out += [
             Straggler(items[k], median, median, float(median_ratio[k]), float(median_score[k]), int(ok.sum()), True,
-                      "cold" if cold[k] else "first wave")
+                      "cold" if cold[k] else "first wave", median_past_warmup=past_warmup)
             for k in np.flatnonzero(warm)
         ]
     return out

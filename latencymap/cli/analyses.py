@@ -44,31 +44,35 @@ class InputAnalyses:
 
     def analysis(self) -> dict[str, Any] | None:
         """None while no input is read through a source with an analysis; one input's analysis as its source gives
-        it; several's stragglers (slowest ratio first, each group named by its input) and stages."""
+        it; several's stragglers (slowest ratio first, each group named by its input), warm-up tasks kept apart (so
+        named) and stages."""
         done = [(s, shown, s.analysis()) for s, shown in analysed_sources(self.readers) if hasattr(s, "analysis")]
         self._whose = {}
         if not done:
             return None
         if len(done) == 1:
             source, shown, found = done[0]
-            self._whose = {id(s): (s, source, shown) for s in found.get("stragglers") or []}
+            self._whose = {id(s): (s, source, shown) for key in ("stragglers", "warmup") for s in found.get(key) or []}
             return found
         stragglers: list[dict[str, Any]] = []
+        warmup: list[dict[str, Any]] = []
         stages: list[dict[str, Any]] = []
         for source, shown, found in done:
             run = source.options.get("target", "")
-            for s in found.get("stragglers") or []:
-                named = {**s, "group": f"{run} stage {s.get('stage')}.{s.get('attempt', 0)}"}
-                self._whose[id(named)] = (named, source, shown)
-                stragglers.append(named)
+            for key, into in (("stragglers", stragglers), ("warmup", warmup)):
+                for s in found.get(key) or []:
+                    named = {**s, "group": f"{run} stage {s.get('stage')}.{s.get('attempt', 0)}"}
+                    self._whose[id(named)] = (named, source, shown)
+                    into.append(named)
             stages += found.get("stages") or []
         stragglers.sort(key=_ratio, reverse=True)
         first = done[0][2]
-        return {"stragglers": stragglers, "stages": stages,
+        return {"stragglers": stragglers, "warmup": warmup, "stages": stages,
                 **{k: first[k] for k in ("metric", "analysed") if all(f.get(k) == first.get(k) for *_, f in done)}}
 
     def straggler_stream(self, straggler: dict[str, Any]) -> StreamId | None:
-        """The stream shown that counted a straggler of the last analysis; None where none did."""
+        """The stream shown that counted a straggler (or a warm-up task kept apart) of the last analysis; None where
+        none did."""
         kept = self._whose.get(id(straggler))
         return shown_stream(kept[1], kept[2], straggler) if kept is not None and kept[0] is straggler else None
 

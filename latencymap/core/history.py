@@ -28,7 +28,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from latencymap.core import chunked, columns
-from latencymap.core.buckets import NSLOTS, bounds_seconds, midpoints_seconds
+from latencymap.core.buckets import NSLOTS, TOP_SLOT, bounds_seconds, midpoints_seconds
 from latencymap.core.columns import (
     EXACT,
     GAP,
@@ -659,8 +659,8 @@ class StreamHistory:
         events = counts.sum(axis=1, dtype=np.float64)  # a rate: no int64 wrap where slots sum past 2**63
         total_time = spent.sum(axis=1)
         means = np.where(self.exact_columns(cols)[:, None], spent, np.nan)
-        pct, at_least = overflow_bounds(percentile_estimates(counts, self.low, self.high, times=means, seen=self.seen),
-                                        open_percentiles(counts, seen=self.seen), events, *self.overflow_in(cols))
+        pct, at_least = overflow_bounds(self.estimates(counts, means), open_percentiles(counts, seen=self.seen),
+                                        events, *self.overflow_in(cols))
         return ColumnStats(
             events_per_s=events / dur,
             time_per_s=total_time / dur,
@@ -668,6 +668,27 @@ class StreamHistory:
             percentiles=pct,
             open=at_least,
         )
+
+    def estimates(self, counts: np.ndarray, times: np.ndarray | None = None,
+                  seen: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """`PERCENTILES` (s) of histogram rows of this stream's slots (`counts`) as every view reads them
+        (`percentile_estimates`): between the values seen in each slot (`seen`: per slot or per row and slot as
+        `percentile_estimates` takes them; None: those seen over the run so far), and with `times` (the rows'
+        exact seconds per slot, NaN where not exact; None: none is) where those place the events inside their
+        buckets. Slots empty in every row are left out of the computation (they change no percentile) unless the
+        open top slot is used."""
+        counts = np.asarray(counts)
+        used = np.flatnonzero(counts.reshape(-1, counts.shape[-1]).any(axis=0))
+        a, b = (int(used[0]), int(used[-1]) + 1) if used.size and counts.min() >= 0 else (0, counts.shape[-1])
+        if b > TOP_SLOT:
+            a, b = 0, counts.shape[-1]
+        if seen is None:
+            seen = self.seen
+        part = slice(a, b)
+        out: np.ndarray = percentile_estimates(
+            counts[..., part], self.low[part], self.high[part], times=None if times is None else times[..., part],
+            seen=None if seen is None else (seen[0][..., part], seen[1][..., part]))
+        return out
 
     def totals(self, cols: slice = slice(None), *, fast: bool = False, all_seen: bool = False) -> Totals:
         """Aggregate over columns; `fast` takes whole chunks' sums without decoding them (time may then differ
@@ -699,7 +720,7 @@ class StreamHistory:
             exact = (exact or self._range(cols)[1] == 0) and gone.exact and self.timed
         events = sum(counts.tolist())  # Python integers: a stream's total may pass 2**63 where no slot's does
         # exact times say where inside each bucket its events lie (estimated ones would say the midpoint)
-        pct = percentile_estimates(counts, self.low, self.high, times=times if exact else None, seen=self.seen)
+        pct = self.estimates(counts, times if exact else None)
         at_least = open_percentiles(counts, seen=self.seen)
         over, bound = self.overflow(cols, all_seen=all_seen)
         if over:
@@ -707,7 +728,7 @@ class StreamHistory:
                                                             np.array([over]), np.array([bound])))
         return Totals(events, spent, float(safe_ratio(spent, events)), dur, counts,
                       dict(zip(PERCENTILES, (float(p) for p in pct), strict=True)),
-                      tuple(q for q, bound in zip(PERCENTILES, at_least.tolist(), strict=True) if bound))
+                      tuple(q for q, bound in zip(PERCENTILES, at_least.tolist(), strict=True) if bound), times, exact)
 
     def slot_sums(self, cols: slice = slice(None), *, all_seen: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
         """Per-slot counts and time, and duration (s, gap columns left out) of columns `cols`: whole chunks from
@@ -824,3 +845,6 @@ class Totals:
     percentiles: dict[float, float]
     #: The percentiles that are a lower bound only (`open_percentiles`): in the open top slot, its values not known.
     open: tuple[float, ...] = ()
+    #: The seconds per slot, exact where `exact` (every column's time given by the source), else estimated.
+    times: np.ndarray | None = None
+    exact: bool = False

@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from latencymap.analysis.peers import PeerGroup
 
 
-#: The stragglers a source's own analysis found, by the stream that counted their tasks, where it measured them by the
-#: values that stream maps (Spark: task durations): the findings about them say their cause where the log gives it.
+#: The stragglers a source's own analysis found (and the warm-up tasks it keeps apart), by the stream that counted their
+#: tasks, where it measured them by the values that stream maps (Spark: task durations): the findings about them say
+#: their cause where the log gives it.
 Causes = dict[StreamId, list[dict[str, Any]]]
 
 
@@ -587,30 +588,49 @@ def straggler_lines(stragglers: list[dict[str, Any]], by: str = "") -> list[str]
 
 def _straggler_text(s: dict[str, Any]) -> str:
     """One straggler: which, how slow against which reference, and what became of a task attempt."""
-    spark = s.get("key") is None and "task_id" in s
-    if spark:
-        again = f", attempt {s['task_attempt']}" if s.get("task_attempt") else ""
-        name = f"task {s.get('index')} (id {s.get('task_id')}{again})"
-        group = f"stage {s.get('stage')}.{s.get('attempt', 0)}"
-    else:
-        name, group = str(s.get("key")), str(s.get("group"))
-    median = s.get("group_median_s", s.get("stage_median_s"))
-    reference = s.get("reference_s") if s.get("reference_s") is not None else median
-    if s.get("reference") == "wave":
-        against = "its warm-up wave's fastest"
-    elif s.get("reference") == "median" or reference == median:
-        against = "the stage median" if spark else "the group median"
-    else:
-        against = "the reference"
-    ratio = s.get("ratio") or float("inf")
     warm = f" (warm-up: {s.get('warmup_reason') or 'first wave'})" if s.get("warmup") else ""
     fate = "; ".join(f"{flag} attempt" for flag in ("failed", "killed", "speculative") if s.get(flag))
     if fate and s.get("end_reason") and (s.get("failed") or s.get("killed")):
         fate += f" ({s['end_reason']})"
-    so_far = " so far, still running (no end logged)" if s.get("running") else ""
     said = "; ".join(part for part in (_straggler_cause(s), fate) if part)
-    return clean_text(f"{name} in {group}: {duration_text(s['duration_s'])}{so_far}, {ratio:.1f}x {against} "
-                      f"({duration_text(reference)}){warm}{' — ' + said if said else ''}", 600)
+    return clean_text(f"{straggler_head(s)}{warm}{' — ' + said if said else ''}", 600)
+
+
+def straggler_head(s: dict[str, Any], sign: str = "x") -> str:
+    """`task 5 (id 9) in stage 2.0: 2.55s, 7.5x the stage median (340ms)`: which straggler, how long (a task still
+    running: so far, to the log's last event or to the clock), how many times (`sign`) which reference; the words
+    every view of a straggler uses."""
+    spark = s.get("key") is None and "task_id" in s
+    name, group = _task_name(s).split(" in ", 1) if spark else (str(s.get("key")), str(s.get("group")))
+    median = s.get("group_median_s", s.get("stage_median_s"))
+    reference = s.get("reference_s") if s.get("reference_s") is not None else median
+    if s.get("reference") == "wave":
+        against = "its warm-up wave's fastest"
+    elif s.get("reference") == "cold":
+        against = "its stage's fastest cold task" if spark else "its group's fastest cold item"
+    elif s.get("reference") == "median" or reference == median:
+        against = ("the stage median" if spark else "the group median") + \
+            (" without warm-up" if s.get("median_past_warmup") else "")
+    else:
+        against = "the reference"
+    ratio = s.get("ratio") or float("inf")
+    return clean_text(f"{name} in {group}: {duration_text(s.get('duration_s'))}{_so_far(s)}, {ratio:.1f}{sign} "
+                      f"{against} ({duration_text(reference)})", 600)
+
+
+def _so_far(s: dict[str, Any]) -> str:
+    """` so far, still running (...)` for a task with no end logged: its time to the log's last event, or, when the
+    log is followed live, to the clock now."""
+    if not s.get("running"):
+        return ""
+    return " so far, still running (by the clock)" if s.get("so_far_to") == "clock" else \
+        " so far, still running (no end logged)"
+
+
+def _task_name(s: dict[str, Any]) -> str:
+    """`task 7 (id 16, attempt 1) in stage 1.0`: a Spark task attempt of a source's analysis."""
+    again = f", attempt {s['task_attempt']}" if s.get("task_attempt") else ""
+    return f"task {s.get('index')} (id {s.get('task_id')}{again}) in stage {s.get('stage')}.{s.get('attempt', 0)}"
 
 
 #: The stage with the most core-s wasted is marked when it wasted at least this share of its available core time.
@@ -646,15 +666,24 @@ def measures_mapped(found: dict[str, Any]) -> bool:
 
 
 def analysis_causes(found: dict[str, Any], stream_of: Callable[[dict[str, Any]], StreamId | None]) -> Causes:
-    """The stragglers of a source's analysis (`found`, as the report's "source") by the stream that counted their
-    tasks (`stream_of`; those of none left out), where it measured the values those streams map: see `Causes`."""
+    """The stragglers and warm-up tasks of a source's analysis (`found`, as the report's "source": its `stragglers`
+    and the `warmup` it keeps apart, each once) by the stream that counted their tasks (`stream_of`; those of none
+    left out), where it measured the values those streams map: see `Causes`."""
     causes: Causes = {}
     if measures_mapped(found):
-        for straggler in found.get("stragglers") or []:
-            stream = stream_of(straggler)
+        stragglers = found.get("stragglers") or []
+        listed = {_task_key(s) for s in stragglers if s.get("warmup")}  # --include-warmup lists them there too
+        for task in [*stragglers, *(w for w in found.get("warmup") or [] if _task_key(w) not in listed)]:
+            stream = stream_of(task)
             if stream is not None:
-                causes.setdefault(stream, []).append(straggler)
+                causes.setdefault(stream, []).append(task)
     return causes
+
+
+def _task_key(s: dict[str, Any]) -> tuple[Any, ...]:
+    """Which task attempt of which input a task of a source's analysis is (`group` names the input where several
+    inputs' analyses are one)."""
+    return s.get("group"), s.get("stage"), s.get("attempt"), s.get("task_id"), s.get("task_attempt")
 
 
 def explained_diagnosis(hist: StreamHistory, causes: list[dict[str, Any]] | None = None,
@@ -674,8 +703,10 @@ def explained_diagnosis(hist: StreamHistory, causes: list[dict[str, Any]] | None
 def finding_causes(diag: Diagnosis, hist: StreamHistory, first: int, stop: int,
                    causes: list[dict[str, Any]] | None) -> list[str | None]:
     """Per finding of `diag`, the diagnosis of columns [first, stop) of `hist`: what the log says made the stragglers
-    among its events slow (`findings_cause`; of `causes`, see `Causes`: those that ended in these columns), where its
-    why may name it (`with_cause`); None elsewhere."""
+    and warm-up tasks among its events slow (`findings_cause`; of `causes`, see `Causes`: those that ended in these
+    columns), where its why may name it (`with_cause`); None elsewhere. A finding whose tasks of the analysis are all
+    warm-up also names the stream's stragglers that no finding is about (`_unfound`): past the warm-up, those are
+    the tasks to chase."""
     none: list[str | None] = [None] * len(diag.findings)
     if not causes or stop <= first:
         return none
@@ -686,37 +717,117 @@ def finding_causes(diag: Diagnosis, hist: StreamHistory, first: int, stop: int,
     if not ended:
         return none
     datasource = hist.stream.datasource
-    return [cause if cause and with_cause(f, cause, datasource) is not f else None
-            for f in diag.findings for cause in (_cause(f, ended),)]
+    unfound = _unfound(diag.findings, ended)
+    out: list[str | None] = []
+    for f in diag.findings:
+        found = _found(f, ended)
+        cause = findings_cause(found, round(f.events)) if found else None
+        if cause and unfound and all(s.get("warmup") for s in found):
+            cause += f"; {unfound}"
+        out.append(cause if cause and with_cause(f, cause, datasource) is not f else None)
+    return out
 
 
-def _cause(f: Finding, stragglers: list[dict[str, Any]]) -> str | None:
-    """What the log says made the `stragglers` among `f`'s events slow (`findings_cause`); None where it says none."""
-    if not f.key:
-        return None
-    return findings_cause([s for s in stragglers if f.holds(s["duration_s"], s["end"])], round(f.events))
+def _found(f: Finding, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tasks of a source's analysis (stragglers, warm-up) among `f`'s events, where its why may name their cause
+    (`Finding.key`)."""
+    return [s for s in tasks if f.holds(s["duration_s"], s["end"])] if f.key else []
+
+
+def _unfound(findings: list[Finding], tasks: list[dict[str, Any]]) -> str:
+    """`the stream's 2 stragglers are in no finding (...), the slowest task 7 (id 16) in stage 1.0 (5.54s)`: the
+    stragglers among `tasks` (warm-up left out) that none of `findings` is about; "" where there are none."""
+    left = [s for s in tasks if not s.get("warmup") and not any(f.holds(s["duration_s"], s["end"]) for f in findings)]
+    if not left:
+        return ""
+    slowest = max(left, key=lambda s: s["duration_s"])
+    named = f"{_task_name(slowest)} ({duration_text(slowest['duration_s'])})"
+    why_none = "too few to shape the stream; see Stragglers"
+    if len(left) == 1:
+        return f"the stream's straggler, {named}, is in no finding ({why_none})"
+    return f"the stream's {len(left)} stragglers are in no finding ({why_none}), the slowest {named}"
 
 
 def findings_cause(found: list[dict[str, Any]], events: int) -> str | None:
-    """What a finding about `events` tasks says of the stragglers among them (`found`): which are, then what made
-    them slow (`known_cause`), `all 4 are stragglers on executor 1, slow in their stage (see Stragglers and
-    Stages)`; None where the log gives no cause for any."""
-    known = [known_cause(s) for s in found]
+    """What a finding about `events` tasks says of the stragglers and warm-up tasks among them (`found`): which are,
+    then what made them slow (`_known`), `all 4 are stragglers on executor 1, slow in their stage (see Stragglers and
+    Stages)`, `all 3 are warm-up tasks, the first on their executors' slots: ...`; failed or killed attempts of no
+    other cause by their end reason, the rest as of no cause the log gives. None where the log gives no cause of
+    their slowness for any (a failed attempt's end says what became of it, not what made it slow)."""
+    known = [_known(s) for s in found]
     if not any(known):
         return None
     k = len(found)
-    subject = f"{k} of these {events:,} tasks {'is a straggler' if k == 1 else 'are stragglers'}" if k < events else \
-        "it is a straggler" if k == 1 else "both are stragglers" if k == 2 else f"all {k} are stragglers"
+    warm = [s for s, c in zip(found, known, strict=True) if c == "warmup"]
     slow = [s for s, c in zip(found, known, strict=True) if c == "executor"]
     larger = [s for s, c in zip(found, known, strict=True) if c == "input"]
+    if len(warm) == k:
+        return f"{_subject(k, events, 'a warm-up task', 'warm-up tasks')}, {_warmup_said(warm)}: start-up, not the " \
+            "run's work"
+    noun = ("a warm-up task or straggler", "warm-up tasks or stragglers") if warm else ("a straggler", "stragglers")
+    subject = _subject(k, events, *noun)
     if len(slow) == k:
         return f"{subject} on {_slow_executors(slow)} (see Stragglers and Stages)"
     if len(larger) == k:
         return f"{subject} that read {_read_more(larger)} (see Stragglers)"
-    parts = [f"{len(slow)} on {_slow_executors(slow)}" if slow else "",
+    rest = [s for s, c in zip(found, known, strict=True) if c is None]
+    unknown = [s for s in rest if not s.get("failed") and not s.get("killed")]
+    parts = [f"{len(warm)} warm-up ({_warmup_said(warm, why_too=False)})" if warm else "",
+             f"{len(slow)} on {_slow_executors(slow)}" if slow else "",
              f"{len(larger)} read {_read_more(larger)}" if larger else "",
-             f"{k - len(slow) - len(larger)} of another cause" if len(slow) + len(larger) < k else ""]
+             _ended("failed", [s for s in rest if s.get("failed")]),
+             _ended("killed", [s for s in rest if s.get("killed") and not s.get("failed")]),
+             f"{len(unknown)} of no cause the log gives" if unknown else ""]
     return f"{subject} (see Stragglers and Stages): {'; '.join(p for p in parts if p)}"
+
+
+def _ended(fate: str, attempts: list[dict[str, Any]]) -> str:
+    """`2 failed attempts (ExceptionFailure, FetchFailed)`: attempts that failed or were killed (`fate`), by the end
+    reasons the log gives them; "" for none."""
+    if not attempts:
+        return ""
+    reasons = sorted({str(s.get("end_reason") or "no reason logged") for s in attempts})
+    return f"{plural(len(attempts), f'{fate} attempt')} ({', '.join(reasons)})"
+
+
+def _known(s: dict[str, Any]) -> str | None:
+    """What the log says made a task of a source's analysis slow: "warmup" (the analysis keeps it apart as warm-up:
+    slow only against its stage's median, not against its warm-up wave), else its straggler cause (`known_cause`)."""
+    return "warmup" if s.get("warmup") else known_cause(s)
+
+
+def _subject(k: int, events: int, one: str, several: str) -> str:
+    """`it is a straggler`, `both are ...`, `all 4 are ...`, `3 of these 12 tasks are ...`: `k` of a finding's
+    `events` tasks."""
+    if k < events:
+        return f"{k} of these {events:,} tasks {'is ' + one if k == 1 else 'are ' + several}"
+    return f"it is {one}" if k == 1 else f"both are {several}" if k == 2 else f"all {k} are {several}"
+
+
+#: What warm-up tasks paid, by why the analysis calls them warm-up (`warmup_reason`): where they ran, then what slowed
+#: them (a finding's why says both; a part of its why, among other causes, only where).
+WARMUP_PAID = {
+    "cold": (("the first on its executor's slot", "the first on their executors' slots"),
+             ("the executor's start", "the executors' start"),
+             "the JVM's JIT, Python workers starting, the first deserialisation"),
+    "first wave": (("in its stage's first wave", "in their stage's first wave"),
+                   ("the stage's start on its executor", "the stage's start on each executor"),
+                   "its code deserialised and first run: class loading, JIT, broadcasts fetched"),
+}
+
+
+def _warmup_said(found: list[dict[str, Any]], why_too: bool = True) -> str:
+    """Where the warm-up tasks `found` ran (`WARMUP_PAID`, by their `warmup_reason`: cold executor slots, their
+    stage's first wave, or both), and (`why_too`) what slowed them."""
+    reasons = {s.get("warmup_reason") or "first wave" for s in found}
+    several = len(found) != 1
+    if len(reasons) == 1 and (paid := WARMUP_PAID.get(next(iter(reasons)))):
+        where, start, what = paid[0][several], paid[1][several], paid[2]
+    else:
+        where = "the first on their executors' slots or in their stage's first wave"
+        start, what = "the executors' or the stages' start", "the JVM's JIT, Python workers starting, the first " \
+            "deserialisation"
+    return f"{where}, slowed by {start} ({what})" if why_too else where
 
 
 def _slow_executors(found: list[dict[str, Any]]) -> str:
@@ -775,6 +886,20 @@ def _warmup_hides(st: dict[str, Any]) -> bool:
     """True when a stage's slowest task is warm-up and its skew reads otherwise without it (by 10% or more)."""
     after, skew = st.get("skew_after_warmup"), st.get("skew")
     return after is not None and skew is not None and st["max_after_warmup_s"] < st["max_s"] and after <= 0.9 * skew
+
+
+def skew_read(st: dict[str, Any]) -> float | None:
+    """A stage's skew as the report reads it: without its warm-up tasks where they hide it (`_warmup_hides`)."""
+    return st["skew_after_warmup"] if _warmup_hides(st) else st.get("skew")
+
+
+def without_warmup(st: dict[str, Any], sign: str = "x") -> str:
+    """`; without its 3 warm-up tasks: skew 1.6x, max 420ms` where warm-up hides a stage's skew; nothing otherwise."""
+    if not _warmup_hides(st):
+        return ""
+    n = st["warmup_tasks"]
+    return (f"; without its {n} warm-up task{'s' if n != 1 else ''}: skew {st['skew_after_warmup']:.1f}{sign}, "
+            f"max {duration_text(st['max_after_warmup_s'])}")
 
 
 def source_lines(extra: dict[str, Any]) -> list[str]:
@@ -841,10 +966,7 @@ def _stage_notes(extra: dict[str, Any]) -> list[str]:
             line += f" (skew {st['skew']:.1f}x"
             line += f", {100 * st['max_over_wall']:.0f}% of the wall {duration_text(st['wall_s'])})" \
                 if st.get("max_over_wall") is not None else ")"
-        if _warmup_hides(st):
-            n = st["warmup_tasks"]
-            line += (f"; without its {n} warm-up task{'s' if n != 1 else ''}: skew {st['skew_after_warmup']:.1f}x, "
-                     f"max {duration_text(st['max_after_warmup_s'])}")
+        line += without_warmup(st)
         if st.get("wasted_core_s") is not None:
             line += f"; {plural(st['cores'], 'core')}{_cores_there(st)}, {_waste(st)}"
         if st is costliest:

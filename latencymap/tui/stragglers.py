@@ -20,6 +20,7 @@ from latencymap.core.model import StreamId
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_duration
 from latencymap.outputs.report import _stage_counts as stage_counts
+from latencymap.outputs.report import skew_read, straggler_head, without_warmup
 
 MAX_STRAGGLERS = 4
 MAX_STAGES = 2
@@ -32,28 +33,29 @@ StragglerStream = Callable[[dict[str, Any]], StreamId | None]
 
 
 def straggler_line(s: dict[str, Any]) -> str:
-    """`task 5 (id 9) stage 2.0: 2.55s, 7.5× the median 340ms · executor driver`, or the straggler API's form."""
-    name = s.get("key") or f"task {s.get('index')} (id {s.get('task_id')})"
-    group = s.get("group") or f"stage {s.get('stage')}.{s.get('attempt', 0)}"
-    median = s.get("reference_s") or s.get("group_median_s", s.get("stage_median_s"))
-    ratio = s.get("ratio")
-    median_text = format_duration(median, long_units=True)
-    times = f"{ratio:.1f}× the median {median_text}" if isinstance(ratio, int | float) and math.isfinite(ratio) \
-        else f"median {median_text}"
+    """The report's words (`straggler_head`), `task 5 (id 9) in stage 2.0: 2.55s, 7.5× the stage median (340ms)`,
+    then where it ran and what became of it: `· executor 1 · speculative`."""
     where = f" · executor {s['executor']}" if s.get("executor") is not None else ""
     flags = "".join(f" · {flag}" for flag in ("failed", "killed", "speculative", "warmup") if s.get(flag))
-    took = format_duration(s.get("duration_s"), long_units=True)
-    return clean_text(f"{name} in {group}: {took}, {times}{where}{flags}", 300)
+    return clean_text(f"{straggler_head(s, '×')}{where}{flags}", 300)
 
 
 def stage_line(st: dict[str, Any]) -> str:
     """`stage 2.0: 32 tasks, 1 failed attempt, median 340ms, max 2.55s, skew 7.5×`: tasks counted as the report
-    counts them (those that succeeded, then the failed, killed and speculative attempts)."""
+    counts them (those that succeeded, then the failed, killed and speculative attempts); where its warm-up tasks
+    hide its skew, that without them, as the report says it."""
     skew = st.get("skew")
     skew_text = f", skew {skew:.1f}×" if isinstance(skew, int | float) and math.isfinite(skew) else ""
     median, longest = (format_duration(st.get(key), long_units=True) for key in ("median_s", "max_s"))
     return clean_text(f"stage {st.get('stage')}.{st.get('attempt', 0)}: {_counts(st)}, median {median}, max {longest}"
-                      f"{skew_text}", 300)
+                      f"{skew_text}{without_warmup(st, '×')}", 300)
+
+
+def skewed(found: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stages the panel lists, the most skewed first, by their skew as the report reads it (`skew_read`: without
+    warm-up tasks where they hide it)."""
+    stages = [st for st in found.get("stages") or [] if st.get("skew")]
+    return sorted(stages, key=lambda st: -float(skew_read(st) or 0.0))
 
 
 def _counts(st: dict[str, Any]) -> str:
@@ -80,7 +82,7 @@ def stragglers_text(found: dict[str, Any] | None, selected: int | None = None) -
         text.append("  the source's analysis comes when it has read its input")
         return text
     stragglers = list(found.get("stragglers") or [])
-    stages = sorted((s for s in found.get("stages") or [] if s.get("skew")), key=lambda s: -float(s["skew"]))
+    stages = skewed(found)
     text.append(f"  {len(stragglers)} straggler{'s' if len(stragglers) != 1 else ''}{_where(stragglers, found)}")
     shown = listed(found)
     if any(finished_at(s) is not None for s in shown):

@@ -8,13 +8,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from latencymap.core.accumulator import StreamHistory
-from latencymap.core.columns import observed
+from latencymap.core.columns import EXACT, observed
 from latencymap.core.model import Interval
-from latencymap.core.percentiles import PERCENTILES, percentile_estimates
+from latencymap.core.percentiles import PERCENTILES
 from latencymap.core.sanitize import MAX_TEXT
 from latencymap.views.bulk_rows import Span
 from latencymap.views.numbers import TextCache
-from latencymap.views.plain import PlainRenderer, column_dates
+from latencymap.views.plain import PlainRenderer, column_dates, footer_percentiles, seen_by_frame
 from latencymap.views.scatter import Buffers
 
 _PNAMES = tuple(f"{q * 100:g}".replace(".", "") for q in PERCENTILES)
@@ -61,11 +61,12 @@ class Footer:
             run_events = run_counts.sum(axis=1)
             rate_total = np.where(run_dur != 0, run_events / np.where(run_dur != 0, run_dur, 1.0), nan)
             mean_total = np.where(run_events != 0, run_spent / np.where(run_events != 0, run_events, 1), nan)
-        both = np.concatenate((counts, run_counts))
-        used = np.flatnonzero(both.any(axis=0))
-        # Slots empty in every histogram change no percentile (their cumulative counts stay 0 or the total).
-        a, b = (int(used[0]), int(used[-1]) + 1) if used.size and both.min() >= 0 else (0, both.shape[1])
-        pct = percentile_estimates(both[:, a:b], hist.low[a:b], hist.high[a:b])
+        spent_slots = span.spent[new]
+        exact = ((span.flags[new] & EXACT) > 0) & hist.timed
+        run_times = totals.times + np.cumsum(spent_slots, axis=0)
+        run_exact = totals.exact & np.logical_and.accumulate(exact)
+        seen = seen_by_frame(totals.least, totals.most, intervals, counts)
+        pct = footer_percentiles(hist, counts, spent_slots, exact, run_counts, run_times, run_exact, seen)
         k = len(new)
         shape = (FOOTER_PIECES, k)
         src, off, size = np.zeros(shape, dtype=np.int64), np.empty(shape, dtype=np.int64), np.empty(shape, np.int64)
@@ -94,6 +95,9 @@ class Footer:
         src[_NUMBERS] = sources.buffer(numbers.arena)
         src[_DURATIONS] = sources.buffer(durations.arena)
         totals.counts = run_counts[-1].copy()
+        totals.times = run_times[-1].copy()
+        totals.exact = bool(run_exact[-1])
+        totals.least, totals.most = (None, None) if seen is None else (seen[0][-1].copy(), seen[1][-1].copy())
         totals.spent = float(run_spent[-1])
         totals.duration = float(run_dur[-1])
         totals.seen, totals.dropped = hist.n, hist.dropped

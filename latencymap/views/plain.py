@@ -8,10 +8,8 @@ cells of both maps with a few NumPy calls per frame.
 from __future__ import annotations
 
 import time
-from bisect import bisect_left
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from itertools import accumulate
 
 import numpy as np
 
@@ -20,7 +18,7 @@ from latencymap.core.accumulator import RESET as RESET_FLAG
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.columns import observed_s
 from latencymap.core.model import Interval, StreamId
-from latencymap.core.percentiles import PERCENTILES, percentile_estimates
+from latencymap.core.percentiles import PERCENTILES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import format_duration, format_number
@@ -99,69 +97,66 @@ def _run_table(width: int, color: bool) -> list[str]:
     return table
 
 
-class _Scale:
-    """A stream's per-slot numbers that percentile estimates use, as Python floats."""
+def footer_percentiles(hist: StreamHistory, latest: np.ndarray, latest_times: np.ndarray, latest_exact: np.ndarray,
+                       overall: np.ndarray, overall_times: np.ndarray, overall_exact: np.ndarray,
+                       seen: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """The footers' `PERCENTILES` (s): of latest columns (`latest`, (k, slots) counts; `latest_times` their seconds per
+    slot, exact in the rows `latest_exact`) then of running totals (`overall`, `overall_times`, `overall_exact`
+    likewise), (2k, len(PERCENTILES)), read as the report reads them (`StreamHistory.estimates`: between the values
+    seen in each slot as of each frame, `seen` (k, slots) each, by the exact times where the source gave them)."""
+    exact = np.concatenate((latest_exact, overall_exact))
+    rows = np.concatenate((latest, overall))
+    times = np.where(exact[:, None], np.concatenate((latest_times, overall_times)), np.nan) if exact.any() else None
+    both = None if seen is None else (np.concatenate((seen[0], seen[0])), np.concatenate((seen[1], seen[1])))
+    if both is None and hist.seen is not None:  # none seen by then: none known
+        both = (np.full(rows.shape, np.nan), np.full(rows.shape, np.nan))
+    return hist.estimates(rows, times, both)
 
-    __slots__ = ("low", "positive", "ratio", "span")
 
-    def __init__(self, low: np.ndarray, high: np.ndarray) -> None:
-        positive = low > 0
-        self.low: list[float] = low.tolist()
-        self.positive: list[bool] = positive.tolist()
-        self.ratio: list[float] = np.where(positive, high / np.where(positive, low, 1.0), 1.0).tolist()
-        self.span: list[float] = (high - low).tolist()
-
-
-def _percentiles(rows: list[np.ndarray], scale: _Scale) -> list[list[float]]:
-    """`percentile_estimates` of a few histograms (`PERCENTILES` of each), with the same results.
-
-    The same IEEE operations on the same numbers, in plain Python (NumPy's cumsum is a running sum;
-    the first cumulative count reaching the rank is found by bisection), except the power, which
-    NumPy computes for every value at once as `percentile_estimates` does.
-    """
-    picks: list[tuple[float, float, int, bool]] = []
-    for counts in rows:
-        c = counts.astype(np.float64).tolist()
-        cum = list(accumulate(c))
-        total = cum[-1]
-        for q in PERCENTILES:
-            target = q * total
-            idx = bisect_left(cum, target - 1e-9 * total)
-            if idx == len(cum):
-                idx = 0  # np.argmax of no True
-            before = cum[idx - 1] if idx > 0 else 0.0
-            inside = c[idx]
-            frac = (target - before) / inside if inside > 0 else 0.0
-            picks.append((min(max(frac, 0.0), 1.0), scale.ratio[idx], idx, total > 0))
-    powers = np.power([p[1] for p in picks], [p[0] for p in picks]).tolist()
-    out = []
-    for (frac, _, idx, ok), power in zip(picks, powers, strict=True):
-        lo = scale.low[idx]
-        value = lo * power if scale.positive[idx] else lo + frac * scale.span[idx]
-        out.append(value if ok else float("nan"))
-    n = len(PERCENTILES)
-    return [out[k: k + n] for k in range(0, len(out), n)]
+def seen_by_frame(least: np.ndarray | None, most: np.ndarray | None, intervals: Sequence[Interval],
+                  counts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The values seen per slot as of each of the frames drawn for `intervals` (their `counts`), from those seen
+    before them (`least`, `most`; None: none), as the history widens its own (`StreamHistory.seen`): each interval's
+    extremes, and a slot an interval without them put events in no longer known (-inf, inf). None where none is."""
+    ext = [iv.extremes for iv in intervals]
+    if least is None and all(e is None for e in ext):
+        return None
+    k = len(ext)
+    lo, hi = np.full((k + 1, counts.shape[1]), np.nan), np.full((k + 1, counts.shape[1]), np.nan)
+    if least is not None and most is not None:
+        lo[0], hi[0] = least, most
+    for j, e in enumerate(ext):
+        if e is not None:
+            lo[j + 1], hi[j + 1] = e[0], e[1]
+        else:
+            used = counts[j] != 0
+            lo[j + 1, used], hi[j + 1, used] = -np.inf, np.inf
+    return np.fmin.accumulate(lo, axis=0)[1:], np.fmax.accumulate(hi, axis=0)[1:]
 
 
 class RunningTotals:
     """Running totals of every column of one stream seen so far, kept or dropped (`StreamHistory.totals` with
     `all_seen`), updated with the columns added since the last frame.
 
-    Counts are exact; `spent` and `duration` are running float sums, which may differ from one NumPy
-    sum over the whole history in the last bits (never in the 3 digits shown, bar an exact tie).
+    Counts are exact; `spent`, `times` (per slot) and `duration` are running float sums, which may differ from one
+    NumPy sum over the whole history in the last bits (never in the 3 digits shown, bar an exact tie). `exact`: every
+    column's time was given by the source (the percentiles then read `times`, as the report's do).
     """
 
-    __slots__ = ("counts", "dropped", "duration", "hist", "scale", "seen", "spent")
+    __slots__ = ("counts", "dropped", "duration", "exact", "hist", "least", "most", "seen", "spent", "times")
 
     def __init__(self, hist: StreamHistory) -> None:
         self.hist = hist
-        self.scale: _Scale | None = None
         self.seen = hist.n
         self.dropped = hist.dropped
         whole = hist.totals(fast=True, all_seen=True)
         self.counts = whole.counts
         self.spent = whole.time_s
         self.duration = whole.duration_s
+        self.times = whole.times if whole.times is not None else np.zeros(len(whole.counts))
+        self.exact = whole.exact
+        #: The values seen per slot as of the last frame (`StreamHistory.seen` then; None: none).
+        self.least, self.most = _copies(hist.seen)
 
     def update(self) -> bool:
         """Add the new columns; False when some of them were dropped before they were counted (then start over).
@@ -173,11 +168,20 @@ class RunningTotals:
         if added:
             new = slice(hist.n - added, hist.n)
             columns = hist.counts_in(new)
+            spent = hist.time_in(new)
             self.counts = self.counts + columns.sum(axis=0)
-            self.spent += float(hist.time_in(new).sum())
+            self.times = self.times + spent.sum(axis=0)
+            self.spent += float(spent.sum())
             self.duration += observed_s(hist.meta_in("dur", new), hist.meta_in("flags", new), columns)
+            self.exact = self.exact and bool(hist.exact_columns(new).all())
         self.seen, self.dropped = hist.n, hist.dropped
+        self.least, self.most = _copies(hist.seen)
         return True
+
+
+def _copies(seen: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Copies of a history's values seen (it widens them in place)."""
+    return (None, None) if seen is None else (seen[0].copy(), seen[1].copy())
 
 
 def time_note(exact: bool, source: SourceTotals | None, hist: StreamHistory) -> str:
@@ -372,12 +376,10 @@ class PlainRenderer:
         spent = float(hist.time_in(last).sum(axis=1)[0])
         dur = float(hist.meta_in("dur", last)[0])
         date = self._text(hist.dates) if hist.dates else column_date(float(hist.meta_in("end", last)[0]))
-        if totals.scale is None:
-            totals.scale = _Scale(hist.low, hist.high)
-        if counts.min() >= 0 and totals.counts.min() >= 0:  # running sums: bisection applies
-            pct = _percentiles([counts[0], totals.counts], totals.scale)
-        else:
-            pct = percentile_estimates(np.concatenate((counts, totals.counts[None, :])), hist.low, hist.high).tolist()
+        seen = hist.seen
+        pct = footer_percentiles(hist, counts, hist.time_in(last), hist.exact_columns(last), totals.counts[None, :],
+                                 totals.times[None, :], np.array([totals.exact]),
+                                 None if seen is None else (seen[0][None, :], seen[1][None, :])).tolist()
         pct_latest = "  ".join([f"p{name} {format_duration(v)}" for name, v in zip(_PNAMES, pct[0], strict=True)])
         pct_total = "  ".join([f"p{name} {format_duration(v)}" for name, v in zip(_PNAMES, pct[1], strict=True)])
         nan = float("nan")

@@ -180,9 +180,9 @@ def _task_of_row(row: Any) -> SparkTask:
     return task_from_event(row.asDict(recursive=True))
 
 
-def _group_stragglers(members: Any, cold: set[int], cores: dict[tuple[int, int], int],
+def _group_stragglers(members: Any, cold: set[int], cores: dict[tuple[int, int], int], running: list[RunningTask],
                       options: dict[str, Any]) -> list[dict[str, Any]]:
-    return find_task_stragglers(list(members), cold, cores, include_warmup=True, **options)
+    return find_task_stragglers(list(members), cold, cores, running, include_warmup=True, **options)
 
 
 def _group_summary(key: tuple[int, int], members: Any, cores: dict[tuple[int, int], int],
@@ -360,15 +360,15 @@ def _engine_job(spark: Any, logs: Sequence[EventLog], metric: str, stages: froze
     placed = all_tasks.filter(plausible).map(lambda t: metricless_reason(t, metric)).countByValue()
     metricless = metrics_note(metric, placed, sum(placed.values()))
     used = all_tasks.map(lambda t: ((t.stage, t.stage_attempt), t.executor)).distinct().collect()
-    cores = stage_cores([_placeholder(key, executor) for key, executor in used], executors)
+    cores = stage_cores([_placeholder(key, executor) for key, executor in used], executors, running)
     by_stage = all_tasks.keyBy(lambda t: (t.stage, t.stage_attempt)).groupByKey()
     opts = dict(straggler_options or {})
     include_warmup = bool(opts.pop("include_warmup", False))
-    found = by_stage.flatMap(lambda kv: _group_stragglers(kv[1], cold, cores, opts)).collect()
+    found = by_stage.flatMap(lambda kv: _group_stragglers(kv[1], cold, cores, running, opts)).collect()
     if running and now is not None:
         groups = {(r.stage, r.stage_attempt) for r in running}
         found += running_stragglers(all_tasks.filter(lambda t: (t.stage, t.stage_attempt) in groups).collect(),
-                                    running, now, **opts)
+                                    running, now, cold, cores, **opts)
     found.sort(key=lambda s: (s["warmup"], -(s["ratio"] if s["ratio"] is not None else math.inf)))
     ends, stage_names = read.ends, read.names
     slow = {s["task_id"] for s in found if not s["warmup"] and not s["running"]}

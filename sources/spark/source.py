@@ -13,7 +13,7 @@ import click
 from latencymap.core.errors import InputError, SourceError
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.core.sanitize import StreamNames, clean_text
-from latencymap.core.units import plural
+from latencymap.core.units import format_duration, plural
 from latencymap.plugins import Item, Source
 
 from .binning import (
@@ -117,6 +117,8 @@ class SparkSource(Source):
         #: Parts of the log that are missing or could not be decoded: (the index of the events file, what).
         self._holes: list[tuple[int, str]] = []
         self._stage_files: dict[int, str] = {}
+        #: Whether tasks still running run to the clock now (a live log followed), not to the log's last time.
+        self._clock = False
 
     @property
     def _stages(self) -> frozenset[int] | None:
@@ -162,6 +164,7 @@ class SparkSource(Source):
 
     def _batch(self, target: str) -> Iterator[Item]:
         from .ingest import read_tasks
+        from .summary import last_time_ms
 
         log = find_event_log(target, self.options.get("app"))
         yield from self._chosen(log, target)
@@ -180,7 +183,8 @@ class SparkSource(Source):
         yield from self._batch_of(parser, tasks, log.app_id)
         if self._holes:
             yield from _lost_tasks(tasks, self.running)
-        yield from self._log_state(log, parser.app, {Path(d.path) for d in parser.damage if d.resumed is None})
+        yield from self._log_state(log, parser.app, last_time_ms(self.all_tasks, self.running),
+                                   {Path(d.path) for d in parser.damage if d.resumed is None})
 
     def _missing_parts(self, log: EventLog) -> Iterator[Notice]:
         """The events files of a rolling log that are missing (a gap in the numbering) or empty though others follow:
@@ -219,15 +223,17 @@ class SparkSource(Source):
             known = ", ".join(str(s) for s in sorted(have)) or "none: no task ended"
             raise InputError(f"--stage {missing}: no such stage in {log.app_id} (its stages: {known})")
 
-    def _log_state(self, log: EventLog, app: AppInfo, unread: set[Path] | None = None) -> Iterator[Notice]:
-        """What the log's state says about its last stage: still written, cut short, or started (ApplicationStart)
+    def _log_state(self, log: EventLog, app: AppInfo, last_ms: int | None,
+                   unread: set[Path] | None = None) -> Iterator[Notice]:
+        """What the log's state says about its last stage: no end logged yet (still written or its driver dead: how
+        long ago its last event was, from its tasks' last time `last_ms`), cut short, or started (ApplicationStart)
         and never ended. `unread`: files whose end was not read as they are damaged (told already)."""
         from .codecs import ends_early
 
         running = not log.finished()
         if running:
-            yield Notice("spark: the application is still running (in-progress log): the last stage may be partial",
-                         0)
+            yield Notice(f"spark: no application end logged yet (in-progress log): it is still running, or its driver "
+                         f"died{self._last_event(last_ms)}; the last stage may be partial", 0)
         files, cut = log.files(), False
         for path in files[:-1] if running else files:
             early = ends_early(path) if path not in (unread or ()) else None
@@ -237,6 +243,17 @@ class SparkSource(Source):
         if not running and not app.ended and app.start_ms is not None and not cut:
             yield Notice("spark: the log has no application end (SparkListenerApplicationEnd): it is cut short, or "
                          "its driver died; the last stage may be partial", 0)
+
+    def _last_event(self, tasks_ms: int | None) -> str:
+        """` (its last event 9.6min ago)`: how long before now the log's last time (its tasks' last end or launch,
+        `tasks_ms`; a job's submission or end; the application's start) was; "" where it has none."""
+        times = [tasks_ms, self.app.start_ms, *(t for span in self.jobs.values() for t in span)]
+        last = max((t for t in times if t is not None), default=None)
+        if last is None:
+            return ""
+        ago = time.time() - last / 1000
+        return f" (its last event {format_duration(ago, long_units=True)} ago)" if ago >= 1 else \
+            " (its last event under a second ago)"
 
     def batch_items(self, batches: Iterable[list[bytes]], fallback_name: str,
                     where: str | None = None) -> Iterator[Item]:
@@ -314,7 +331,7 @@ class SparkSource(Source):
             yield _implausible(result.implausible)
         if result.metricless is not None:
             yield result.metricless
-        yield from self._log_state(log, result.app)
+        yield from self._log_state(log, result.app, result.last_ms)
 
     def _app_name(self, fallback: str = "") -> str:
         return self.app.name or self.app.app_id or fallback
@@ -325,8 +342,12 @@ class SparkSource(Source):
         parser = self._parser = EventParser()
         self.app, self.executors, self.stage_ends = parser.app, parser.executors, parser.stage_ends
         self.stage_names, self.jobs = parser.stage_names, parser.jobs
-        yield from follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser,
-                                note=self._notes.append)
+        for tasks, ended in follow_tasks(target, self.options.get("app"), self._opt("poll", 1.0), parser=parser,
+                                         note=self._notes.append):
+            # (the analysis reads these from another thread: each is replaced whole, never changed in place)
+            self.running = [] if parser.app.ended else parser.running()
+            self._clock = not ended
+            yield tasks, ended
 
     def _rest_batches(self, url: str) -> Iterator[tuple[list[SparkTask], bool]]:
         from .rest import RestPoller, rest_tasks
@@ -388,10 +409,11 @@ class SparkSource(Source):
             return self._analysis
         from .summary import last_time_ms, spark_analysis
 
-        running = [r for r in self.running if self._stages is None or r.stage in self._stages]
+        every, now = self.running, int(time.time() * 1000) if self._clock else None
+        running = [r for r in every if self._stages is None or r.stage in self._stages]
         out = {**spark_analysis(self.tasks, self.executors, all_tasks=self.all_tasks, ends=self.stage_ends,
-                                names=self.stage_names, running=running, **self.straggler_options()),
-               **self._measured(last_time_ms(self.all_tasks, self.running))}
+                                names=self.stage_names, running=running, now_ms=now, **self.straggler_options()),
+               **self._measured(last_time_ms(self.all_tasks, every))}
         for stage in out["stages"] if self._holes else ():
             why = self._lost_end(stage["stage"]) if stage.get("status") == "unfinished" else None
             if why:

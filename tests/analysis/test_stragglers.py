@@ -109,7 +109,8 @@ def test_to_json_round_trips() -> None:
     data = json.loads(json.dumps(stragglers_to_json(found)))
     assert data == [{
         "key": "z", "group": "g", "duration_s": 4.0, "start": 30.0, "end": 34.0, "group_median_s": 1.0,
-        "reference_s": 1.0, "reference": "median", "ratio": 4.0, "mad_score": pytest.approx(0.6745 * 3.0 / 0.01),
+        "median_past_warmup": True, "reference_s": 1.0, "reference": "median", "ratio": 4.0,
+        "mad_score": pytest.approx(0.6745 * 3.0 / 0.01),
         "group_size": 11, "warmup": False, "warmup_reason": None,
     }]
 
@@ -144,3 +145,41 @@ def test_cold_items_are_warmup_and_a_lone_one_is_never_a_straggler() -> None:
     assert [s.item.key for s in find_stragglers(lone)] == ["11"]  # 11 is not known to be cold: a straggler
     assert [(s.item.key, s.warmup) for s in find_stragglers(lone, include_warmup=True)] == [("11", False),
                                                                                              ("4", True)]
+
+
+def test_a_slow_first_wave_neither_shifts_the_median_nor_hides_a_straggler() -> None:
+    # A real stage's shape (hunter's logs-a, stage 1): a first wave of 3.6-4.4 s on 3 cores, then tasks of ~0.6 s,
+    # one of which read 30x the bytes and took 2.45 s. With the wave in the median and MAD it scored 2.97 < 3.5.
+    durations = np.array([3.599, 3.559, 4.407, 0.940, 0.538, 0.595, 0.922, 2.448, 0.665, 0.453, 0.384, 0.367])
+    items = schedule("s", durations, cores=3)
+    assert first_wave(items, slots=3).sum() == 3
+    (found,) = find_stragglers(items, slots={"s": 3})
+    rest = np.sort(durations[3:])
+    assert found.item.key == "s.7" and found.median_past_warmup and found.group_median_s == float(np.median(rest))
+    assert found.mad_score >= 3.5 and found.to_json()["median_past_warmup"]
+    # no warm-up known (no times): the median of them all, said so
+    (plain,) = find_stragglers([Item(i.key, i.group, i.duration_s) for i in items[3:]])
+    assert plain.item.key == "s.7" and not plain.median_past_warmup
+
+
+def test_a_cold_item_is_judged_against_cold_ones_not_its_warm_wave() -> None:
+    # A new executor's first task (it starts a Python worker, ~2.6 s) in a first wave whose other tasks ran on warm
+    # executors (~0.35 s): against their 0.35 s it looked 8.5x slow.
+    rng = np.random.default_rng(3)
+    durations = 0.2 * rng.lognormal(0.0, 0.1, 12)
+    durations[:3] = [2.96, 0.359, 0.349]
+    items = [Item(i.key, i.group, i.duration_s, i.start, i.end, cold=i.key == "s.0")
+             for i in schedule("s", durations, cores=3)]
+    assert find_stragglers(items, slots={"s": 3}) == []
+    warm = {s.item.key: s for s in find_stragglers(items, slots={"s": 3}, include_warmup=True)}
+    assert (warm["s.0"].warmup, warm["s.0"].warmup_reason) == (True, "cold")
+    # two cold items: each against the faster of them; the warm wave-mates against the wave's fastest
+    durations[3] = 2.5
+    two = [Item(i.key, i.group, i.duration_s, i.start, i.end, cold=i.key in ("t.0", "t.3"))
+           for i in schedule("t", durations, cores=3)]
+    assert find_stragglers(two, slots={"t": 3}) == []
+    durations[0] = 9.0  # a cold task far slower than the other cold one is still a straggler
+    slow = [Item(i.key, i.group, i.duration_s, i.start, i.end, cold=i.key in ("u.0", "u.3"))
+            for i in schedule("u", durations, cores=3)]
+    (found,) = find_stragglers(slow, slots={"u": 3})
+    assert (found.item.key, found.reference, found.reference_s) == ("u.0", "cold", 2.5)

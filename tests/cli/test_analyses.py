@@ -3,6 +3,7 @@ through one (a Spark event log) has given its columns; several inputs' straggler
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from latencymap.cli.analyses import InputAnalyses, analysed_sources
@@ -14,7 +15,7 @@ from latencymap.plugins import TextFormat
 from latencymap.sources.spark.source import SparkSource
 
 ROOT = Path(__file__).resolve().parents[2]
-PLAIN, ZSTD = (str(ROOT / "fixtures" / "spark" / kind) for kind in ("plain", "zstd"))
+PLAIN, ZSTD, WARMUP = (str(ROOT / "fixtures" / "spark" / kind) for kind in ("plain", "zstd", "warmup"))
 OTHER = str(ROOT / "fixtures" / "pylatencymap" / "example_latency_data.txt")
 
 
@@ -57,3 +58,23 @@ def test_several_logs_list_each_ones_stragglers_on_its_own_stream() -> None:
         on.setdefault(found.straggler_stream(s), []).append(s["group"].split(" stage ")[0])
     assert set(on) == streams and sorted(map(sorted, on.values())) == [[PLAIN] * 2, [ZSTD] * 2]
     assert set(analysis_causes(analysis, found.straggler_stream)) == streams
+
+
+def test_the_warm_up_tasks_of_each_log_are_among_the_causes_of_its_stream(tmp_path: Path) -> None:
+    """The view's findings name warm-up tasks as the report's do (`analysis_causes`): one log's, and of two logs each
+    one's on the stream its input gave. They were left out: the findings guessed at their cause."""
+    source = SparkSource(target=WARMUP)
+    list(source.items())
+    warmup = source.analysis()["warmup"]
+    cold = sorted(w["task_id"] for w in warmup)
+    assert sorted(w["task_id"] for w in warmup if w["warmup_reason"] == "cold") == [0, 1, 2]  # an executor's first
+    again = tmp_path / "again"
+    shutil.copytree(WARMUP, again)
+    for inputs in ((WARMUP,), (WARMUP, str(again))):
+        found, streams = read(*inputs)
+        analysis = found.analysis()
+        assert analysis is not None and len(streams) == len(inputs)
+        causes = analysis_causes(analysis, found.straggler_stream)
+        assert set(causes) == streams
+        for stream in streams:
+            assert sorted(s["task_id"] for s in causes[stream] if s["warmup"]) == cold

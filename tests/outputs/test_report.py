@@ -483,7 +483,7 @@ def test_a_finding_names_its_stragglers_cause_where_the_log_gives_one() -> None:
          "Stragglers)")
     assert findings_cause([on_1, spark_straggler("2", read_ratio=9.0), spark_straggler("2", read_ratio=1.1)], 3) == \
         ("all 3 are stragglers (see Stragglers and Stages): 1 on executor 1, slow in its stage; 1 read 9.00× its "
-         "stage's median task's bytes: a skewed, larger partition; 1 of another cause")
+         "stage's median task's bytes: a skewed, larger partition; 1 of no cause the log gives")
 
 
 def test_a_finding_whose_stragglers_have_no_cause_in_the_log_keeps_its_own() -> None:
@@ -507,7 +507,7 @@ def test_a_straggler_whose_extra_bytes_explain_little_of_its_time_is_not_a_large
                                    "of its 8.7x the stage median's time")
     assert findings_cause([s, spark_straggler(read_ratio=40.0)], 2) == \
         ("both are stragglers (see Stragglers and Stages): 1 read 40× its stage's median task's bytes: a skewed, "
-         "larger partition; 1 of another cause")
+         "larger partition; 1 of no cause the log gives")
     scaled = spark_straggler(read_ratio=1.6, time_ratio=3.0)
     assert findings_cause([scaled], 1) == \
         "it is a straggler that read 1.60× its stage's median task's bytes: a skewed, larger partition (see Stragglers)"

@@ -53,8 +53,9 @@ def cause_in(why: str, cause: str) -> bool:
 
 
 def named(why: str) -> bool:
-    """Whether a finding's why says its tasks are stragglers of a cause the log gives (`report.findings_cause`)."""
-    return "is a straggler" in why or "are stragglers" in why
+    """Whether a finding's why says its tasks are stragglers (or warm-up tasks) of a cause the log gives
+    (`report.findings_cause`)."""
+    return "is a straggler" in why or "are stragglers" in why or "warm-up task" in why
 
 
 @pytest.mark.timeout(300)
@@ -118,7 +119,9 @@ def test_latencymap_log_names_the_stragglers_and_causes_latencymap_spark_log_nam
     assert displayed and found["stragglers"] and " straggler" in lines[0]
     told = [text.split(" — ", 1)[1] for label, texts in spark.items() if label != "stragglers" for text in texts
             if " — " in text]
-    assert any(" on executor " in cause for cause in told), told  # the slow executor, in the report's words
+    # a cause the log gives, in the report's words: the slow executor, or the skewed partition (which findings of
+    # the whole run take in depends on how the job's timing shaped its tail: the partition is always in it)
+    assert any(" on executor " in cause or "its stage's median task's bytes" in cause for cause in told), told
     assert view == spark
 
 

@@ -11,6 +11,7 @@ from frames_support import generated
 from tui_support import analysis_shown, told, wait_ended
 
 from latencymap.flow.pipeline import diffed
+from latencymap.outputs.report import straggler_lines
 from latencymap.sources.spark.source import SparkSource
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.stragglers import MAX_STRAGGLERS, StragglersPanel, straggler_line, stragglers_text
@@ -48,7 +49,7 @@ def test_panel_lists_the_reports_stragglers_when_the_log_is_read(tmp_path: Path,
             assert f"{len(found['stragglers'])} straggler" in lines[0]
             first = found["stragglers"][0]
             assert lines[1].strip() == straggler_line(first)
-            assert f"task {first['index']} (id {first['task_id']})" in lines[1] and "× the median" in lines[1]
+            assert f"task {first['index']} (id {first['task_id']})" in lines[1] and "× the stage median" in lines[1]
             assert any(line.strip().startswith("stage ") and "skew" in line for line in lines)
             await pilot.press("s")  # saved frames hold the panel too
             await pilot.pause()
@@ -146,8 +147,9 @@ def test_column_of_a_time() -> None:
 
 def test_hostile_fields_are_cleaned() -> None:
     text = stragglers_text({"stragglers": [{"key": "t\x1b[31m1", "group": "g\x07", "duration_s": 2.0,
-                                            "reference_s": 1.0, "ratio": 2.0}], "stages": []}).plain
-    assert "\x1b" not in text and "\x07" not in text and "2× the median" in text.replace("2.0×", "2×")
+                                            "reference_s": 1.0, "group_median_s": 1.0, "ratio": 2.0}],
+                            "stages": []}).plain
+    assert "\x1b" not in text and "\x07" not in text and "2.0× the group median (1s)" in text
 
 
 def test_spark_stragglers_panel_snapshot(snap_compare, utc) -> None:
@@ -189,3 +191,31 @@ def test_the_header_counts_the_stage_attempts_the_stragglers_are_in() -> None:
     one = stragglers_text(analysis).plain.splitlines()[0]
     held = {(s["stage"], s["attempt"]) for s in analysis["stragglers"]}
     assert f"{len(analysis['stragglers'])} stragglers in {len(held)} of {len(stages)} stage attempts" in one
+
+
+#: The analysis of a real PySpark 4 application on local-cluster[3,1,768] (speculation on; partition 7 of stage 1
+#: slow): a straggler measured against its warm-up wave's fastest task, and a stage whose skew is its warm-up's.
+WAVE = {"stage": 1, "attempt": 0, "index": 2, "task_id": 11, "task_attempt": 0, "executor": "1", "duration_s": 2.807,
+        "ratio": 2.683556405353728, "reference_s": 1.046, "reference": "wave", "stage_median_s": 0.8035,
+        "warmup": False}
+STAGES = [{"stage": 0, "attempt": 0, "tasks": 9, "succeeded": 9, "median_s": 0.51, "max_s": 16.834, "skew": 33.0078,
+           "warmup_tasks": 3, "skew_after_warmup": 1.3831, "max_after_warmup_s": 0.63},
+          {"stage": 1, "attempt": 0, "tasks": 18, "succeeded": 18, "median_s": 0.8035, "max_s": 5.545, "skew": 6.9011,
+           "warmup_tasks": 2, "skew_after_warmup": 7.1595, "max_after_warmup_s": 5.545}]
+
+
+def test_a_straggler_against_its_warm_up_wave_reads_as_the_report_says_it() -> None:
+    """Not `2.7× the median 1.05s` (the stage median is 804ms): the report's words, from the same code."""
+    line = straggler_line(WAVE)
+    assert line.startswith("task 2 (id 11) in stage 1.0: 2.81s, 2.7× its warm-up wave's fastest (1.05s)"), line
+    assert "median" not in line
+    (_, reported) = straggler_lines([WAVE])
+    assert reported.strip().startswith(line.split(" · ")[0].replace("2.7×", "2.7x")), (reported, line)
+
+
+def test_the_most_skewed_stages_are_so_without_their_warm_up_as_the_report_reads_them() -> None:
+    """Stage 0's 33× is its 3 warm-up tasks' (1.4× without them): stage 1 (6.9×) is the most skewed, listed first."""
+    lines = stragglers_text({"stragglers": [], "stages": STAGES}).plain.splitlines()
+    assert lines[1].strip() == "stage 1.0: 18 tasks, median 804ms, max 5.54s, skew 6.9×", lines
+    assert lines[2].strip() == ("stage 0.0: 9 tasks, median 510ms, max 16.8s, skew 33.0×; without its 3 warm-up "
+                                "tasks: skew 1.4×, max 630ms"), lines

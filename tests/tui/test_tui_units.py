@@ -97,15 +97,15 @@ def test_overview_and_stream_screens_of_days_write_days(tmp_path: Path, monkeypa
 
 
 def test_straggler_and_stage_lines_of_hour_long_tasks_read_as_the_report() -> None:
-    """A Spark task of 2 hours against a median of 10 minutes read `7200s, 12.0× the median 600s`."""
+    """A Spark task of 2 hours against a median of 10 minutes read `2h, 12.0× the stage median (10min)`."""
     line = straggler_line({"index": 5, "task_id": 9, "stage": 2, "duration_s": 7200.0, "reference_s": 600.0,
-                           "ratio": 12.0})
-    assert line == "task 5 (id 9) in stage 2.0: 2h, 12.0× the median 10min"
+                           "reference": "median", "stage_median_s": 600.0, "ratio": 12.0})
+    assert line == "task 5 (id 9) in stage 2.0: 2h, 12.0× the stage median (10min)"
     stage = stage_line({"stage": 2, "tasks": 40, "median_s": 600.0, "max_s": 3 * 86400.0, "skew": 432.0})
     assert stage == "stage 2.0: 40 tasks, median 10min, max 3 days, skew 432.0×"
     short = straggler_line({"index": 5, "task_id": 9, "stage": 2, "duration_s": 2.55, "reference_s": 0.34,
-                            "ratio": 7.5})
-    assert short == "task 5 (id 9) in stage 2.0: 2.55s, 7.5× the median 340ms"
+                            "reference": "median", "stage_median_s": 0.34, "ratio": 7.5})
+    assert short == "task 5 (id 9) in stage 2.0: 2.55s, 7.5× the stage median (340ms)"
 
 
 RECORD = """<begin record>

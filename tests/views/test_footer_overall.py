@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 from latencymap.core.accumulator import Accumulator, HistoryLimit, set_chunk_columns
+from latencymap.core.buckets import bin_extremes, bin_values
 from latencymap.core.model import Interval, StreamId
 from latencymap.views.options import ViewOptions
 from latencymap.views.plain import PlainRenderer
@@ -70,3 +73,52 @@ def test_the_column_limit_of_the_plain_view_says_so_once(capsys: pytest.CaptureF
     whole = Accumulator(cap=None)
     whole.add(rising(120))
     assert footer(whole)[2] in out.getvalue().splitlines()
+
+
+SPARK = StreamId("spark hunt-c task duration", "spark", "millisec")
+#: Task durations (ms) of a real PySpark job's log (per column): a stage of fast tasks, then the warm-up's slow ones.
+TASKS_MS = [[697, 520, 775], [25400, 25500, 24000], [536, 593, 1090, 480], [508, 513]]
+
+
+def spark_columns() -> list[Interval]:
+    """Columns as the Spark source makes them: exact sums and the smallest and largest value per slot."""
+    out = []
+    for i, ms in enumerate(TASKS_MS):
+        counts, sums = bin_values(np.array(ms, dtype=np.float64))
+        out.append(Interval(SPARK, 1e9 + i, 1e9 + i + 1, counts, sums / 1000.0,
+                            extremes=bin_extremes(np.array(ms, dtype=np.float64)) / 1000.0))
+    return out
+
+
+def shown(line: str) -> dict[str, str]:
+    """`p99 25.5s` pieces of a footer line, by name."""
+    words = line.split()
+    return {w: words[i + 1] for i, w in enumerate(words) if w.startswith("p") and w[1:].isdigit()}
+
+
+@pytest.mark.parametrize("delay", [0.0, 1e-9])
+def test_percentiles_of_the_frames_are_the_reports_none_past_the_longest_task(
+        delay: float, capsys: pytest.CaptureFixture[str]) -> None:
+    """`spark LOG --plain` said `p99 30.8s p999 32.6s` where the longest task took 25.5s: frame after frame and in
+    bulk, the footer reads the exact sums and the values seen as the report does (its totals, its columns')."""
+    from latencymap.core.units import format_duration
+
+    items = spark_columns()
+    run_plain(iter(items), ViewOptions(color=False), once=False, screen_delay=delay, history=1000, out=sys.stdout)
+    out = capsys.readouterr().out
+    overall = [line for line in out.splitlines() if line.startswith("Overall: ")]
+    latest = [line for line in out.splitlines() if line.startswith("Latest: ")]
+    assert len(overall) == len(TASKS_MS) == len(latest)
+    acc = Accumulator(cap=None)
+    for k, iv in enumerate(items):
+        acc.add([iv])
+        hist = acc.streams[SPARK]
+        want = {f"p{name}": format_duration(v) for name, v in
+                zip(("50", "90", "99", "999"), hist.totals().percentiles.values(), strict=True)}
+        assert shown(overall[k]) == want, (k, overall[k])
+        longest = max(max(ms) for ms in TASKS_MS[: k + 1]) / 1000.0
+        assert max(hist.totals().percentiles.values()) <= longest
+        column = {f"p{name}": format_duration(v) for name, v in
+                  zip(("50", "90", "99", "999"), hist.column_stats(slice(k, k + 1)).percentiles[0], strict=True)}
+        assert shown(latest[k]) == column, (k, latest[k])
+    assert shown(overall[-1])["p999"] == "25.5s" == shown(overall[-1])["p99"], overall[-1]

@@ -75,8 +75,9 @@ def stage_where(log: Path, test: Callable[[list[dict]], bool]) -> tuple[int, lis
 
 
 def named(why: str) -> bool:
-    """Whether a finding's why says its tasks are stragglers of a cause the log gives (`report.findings_cause`)."""
-    return "is a straggler" in why or "are stragglers" in why
+    """Whether a finding's why says its tasks are stragglers (or warm-up tasks) of a cause the log gives
+    (`report.findings_cause`)."""
+    return "is a straggler" in why or "are stragglers" in why or "warm-up task" in why
 
 
 def skewed(tasks: list[dict]) -> bool:
@@ -147,6 +148,34 @@ def test_a_straggler_of_no_cause_the_log_gives_keeps_the_usual_causes(log: Path)
         assert f["why"] in (WHY["spark"]["outliers"], spark_why("tail", "spark"), spark_why("heavy", "spark")), f
 
 
+def first_on_each_executor(log: Path) -> dict[int, float]:
+    """The first task each executor ran (it started the executor's Python worker), from the log's TaskEnd lines:
+    their durations by task id."""
+    ends = [json.loads(line) for line in log.read_text().splitlines() if '"SparkListenerTaskEnd"' in line]
+    first: dict[str, dict] = {}
+    for i in sorted((e["Task Info"] for e in ends), key=lambda i: i["Launch Time"]):
+        first.setdefault(i["Executor ID"], i)
+    return {i["Task ID"]: (i["Finish Time"] - i["Launch Time"]) / 1000 for i in first.values()}
+
+
+@pytest.mark.timeout(300)
+def test_the_finding_of_the_warm_up_stage_s_cold_tasks_says_they_are_warm_up(log: Path) -> None:
+    """Stage 0 warms the executors up (their Python workers start): a finding about its slow first tasks said what
+    sends tasks there (skewed partitions, a spill, a slow executor) was the cause to find."""
+    cold = first_on_each_executor(log)
+    doc = report(log)
+    warm = {w["task_id"]: w for w in doc["source"]["warmup"]}
+    assert set(cold) <= set(warm) and all(warm[k]["warmup_reason"] == "cold" and warm[k]["stage"] == 0 for k in cold)
+    said = about(findings(log)[0], max(cold.values()))
+    assert said, findings(log)[0]
+    for f in said:
+        k = sum(f["where"]["low_s"] <= s <= f["where"]["high_s"] for s in cold.values())
+        who = {1: r"(it is|1 of these \d+ tasks is) a warm-up task, the first on its executor's slot",
+               2: r"(both are|2 of these \d+ tasks are) warm-up tasks, the first on their executors' slots"}[k]
+        assert re.search(who + re.escape(", slowed by the"), f["why"]), f
+        assert GUESS not in f["why"] and "skewed partitions, a spill" not in f["why"]
+
+
 def mild(tasks: list[dict]) -> bool:
     from cause_job import MILD_FILES
 
@@ -172,7 +201,8 @@ def test_a_partition_whose_extra_bytes_explain_little_of_its_time_is_not_called_
     text = CliRunner().invoke(main, ["report", "spark", "--include-warmup", str(log)])
     line = next(line for line in text.stdout.splitlines() if f"(id {s['task_id']}) in stage {stage}.0:" in line)
     assert (f"— read {read:.1f}x its stage's median bytes" in line and
-            f"which explains little of its {took:.1f}x the stage median's time" in line), line
+            f"which explains little of its {s['ratio']:.1f}x the stage median's time" in line), line  # (its median
+    # leaves the stage's warm-up out)
     assert "larger partition" not in line
 
 

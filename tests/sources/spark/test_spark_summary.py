@@ -4,16 +4,20 @@ still running in a log cut short. Every figure checked is recomputed here from t
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 from statistics import median
+from typing import Any
 
+import pytest
+import zstandard
 from click.testing import CliRunner
-from spark_support import PLAIN, current, write_log
+from spark_support import PLAIN, SPARK, current, write_log
 
 from latencymap.cli.main import main
 from latencymap.outputs.report import duration_text
 from latencymap.sources.spark.parse import SparkTask
-from latencymap.sources.spark.summary import SLOW_EXECUTOR_RATIO, stage_name, stage_summary
+from latencymap.sources.spark.summary import SLOW_EXECUTOR_RATIO, cold_tasks, stage_name, stage_summary
 
 STRAGGLER_ID = 9  # stage 2, partition 5: sleeps 2.5 s where its siblings sleep 0.3 s
 #: The last stage of a run of cause_job.py on 2 executors of one core, its TaskEnd lines as `launch:executor:ms`
@@ -84,7 +88,12 @@ def test_a_straggler_still_running_is_listed_and_its_core_is_busy(tmp_path: Path
               for e in before if e["Event"] in ("SparkListenerTaskEnd", "SparkListenerTaskStart"))
     so_far = now - start["Task Info"]["Launch Time"]
     stage2 = sorted(e["Task Info"]["Finish Time"] - e["Task Info"]["Launch Time"] for e in ends if e["Stage ID"] == 2)
-    median = (stage2[(len(stage2) - 1) // 2] + stage2[len(stage2) // 2]) / 2
+    # judged against the stage's tasks past its first wave (its first two launched: 2 cores)
+    by_launch = sorted((e["Task Info"] for e in ends if e["Stage ID"] == 2), key=lambda i: i["Launch Time"])
+    settled = sorted(i["Finish Time"] - i["Launch Time"] for i in by_launch[2:])
+    assert max(i["Launch Time"] for i in by_launch[:2]) < min(i["Finish Time"] for i in by_launch) <= \
+        by_launch[2]["Launch Time"]
+    median = (settled[(len(settled) - 1) // 2] + settled[len(settled) // 2]) / 2
     assert so_far > 5 * median
 
     source, _ = current(log)
@@ -92,6 +101,7 @@ def test_a_straggler_still_running_is_listed_and_its_core_is_busy(tmp_path: Path
     (running,) = [s for s in analysis["stragglers"] if s["running"]]
     assert (running["task_id"], running["stage"], running["index"], running["end"]) == (STRAGGLER_ID, 2, 5, None)
     assert running["duration_s"] == so_far / 1000 and running["ratio"] == so_far / median
+    assert running["median_past_warmup"] and running["stage_median_s"] == median / 1000
     (stage,) = [st for st in analysis["stages"] if st["stage"] == 2]
     starts = [e["Task Info"]["Launch Time"] for e in before
               if e["Event"] == "SparkListenerTaskStart" and e["Stage ID"] == 2]
@@ -106,7 +116,7 @@ def test_a_straggler_still_running_is_listed_and_its_core_is_busy(tmp_path: Path
 
     text = CliRunner().invoke(main, ["report", str(log)]).output
     assert (f"task 5 (id {STRAGGLER_ID}) in stage 2.0: {duration_text(so_far / 1000)} so far, still running (no end "
-            f"logged), {so_far / median:.1f}x the stage median") in text
+            f"logged), {so_far / median:.1f}x the stage median without warm-up") in text
 
 
 def test_a_finished_log_has_nothing_running() -> None:
@@ -181,3 +191,92 @@ def test_a_removed_executor_s_cores_count_in_its_stage_only_until_it_was_removed
     st = stage_summary(2, 0, tasks, 4, executors=late)
     assert st["available_core_s"] == 20.036 and st["wasted_core_s"] == 9.303  # 2 x 5.509 + 2 x 4.509
     assert stage_summary(2, 0, tasks, 4)["available_core_s"] == 4 * 5.509  # executors' times unknown: the whole wall
+
+
+#: Real logs of local-cluster[3,1,768] runs (fixtures/spark/README.md, "cluster"): per-task truth in the comments.
+CLUSTER = SPARK / "cluster"
+
+
+@cache
+def cluster(name: str) -> dict[str, Any]:
+    """The analysis of the cluster fixture `name`, read once."""
+    source, _ = current(CLUSTER / name)
+    return source.analysis()
+
+
+def by_task(found: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    return {s["task_id"]: s for s in found}
+
+
+def test_a_straggler_and_a_warmup_task_do_not_make_their_executor_slow() -> None:
+    """b, stage 1: partition 7 (task 16) slept 5 s, the others 0.2 s, on every executor. Executor 1 ran only task 16
+    and a first-wave task (2.81 s, 1.35 s deserialising): neither is evidence that executor 1 is slow."""
+    analysis = cluster("b")
+    (stage,) = [st for st in analysis["stages"] if (st["stage"], st["attempt"]) == (1, 0)]
+    assert stage["slow_executors"] == []
+    task = by_task(analysis["stragglers"])[16]
+    assert (task["executor"], task["index"]) == ("1", 7)
+    assert task["slow_executor"] is False and task["cause"] is None
+
+
+def test_an_executor_slow_by_its_other_tasks_is_slow_whichever_straggler_it_explains() -> None:
+    """LATE_STAGE with executor 1's tasks 3x as long, two of them named stragglers: leaving either out, its other
+    tasks still show it slow; leaving out the one task that made it look slow (a two-task executor) does not."""
+    tasks = late_stage(3.0)
+    ids = [t.task_id for t in tasks if t.executor == "1"][2:4]  # past the first wave, also without the others
+    (slow,) = stage_summary(4, 0, tasks, cores=2, stragglers=set(ids))["slow_executors"]
+    assert slow["executor"] == "1" and slow["stragglers"] == 2
+    two = [t for t in tasks if t.executor == "0" or t.task_id in ids]  # executor 1: two tasks, 3x as long
+    assert stage_summary(4, 0, two, cores=2)["slow_executors"] != []
+    assert stage_summary(4, 0, two, cores=2, stragglers={ids[1]})["slow_executors"] == []
+
+
+def test_a_skewed_partition_is_found_past_a_slow_first_wave() -> None:
+    """a, stage 1: partition 4's file has 30x the rows (task 16 read 1,620,000 B vs 54,000 B; 2.45 s vs 595 ms, the
+    median of the tasks past the 3.6-4.4 s first wave). With the first wave in the median and MAD it scored 2.97."""
+    analysis = cluster("a")
+    task = by_task(analysis["stragglers"])[16]
+    assert task["median_past_warmup"] and task["stage_median_s"] == 0.595 and task["cause"] == "input"
+    assert task["read_bytes"] == 1_620_000 and task["read_ratio"] == 30.0
+    text = CliRunner().invoke(main, ["report", str(CLUSTER / "a")]).output
+    assert "task 7 (id 16) in stage 1.0: 2.45s, 4.1x the stage median without warm-up (595ms) — read 30.0x" in text
+
+
+def test_a_new_executor_s_first_task_is_cold() -> None:
+    """d: a task SIGKILLed executor 0's JVM, Spark added executor 3; stage 2's task 28 was the first task ever on
+    executor 3 (2.96 s, 1.1 s deserialising; every task of the stage does nothing): cold, not a straggler against
+    its wave's tasks on warm executors (349 ms)."""
+    analysis = cluster("d")
+    assert not [s for s in analysis["stragglers"] if s["stage"] == 2]
+    first = by_task(analysis["warmup"])[28]
+    assert (first["executor"], first["warmup_reason"]) == ("3", "cold")
+
+
+def test_the_first_task_after_a_python_task_failed_on_its_executor_is_cold() -> None:
+    """a: a Python task that raises ends its worker (PySpark's worker exits; Spark reuses only a worker whose task
+    ended its output), so the next task there starts one: stage 3's task 63 (retry of partition 3, on executor 0,
+    after task 54 failed there) took 2.11 s, stage 4's task 66 (executor 1, after task 58 failed there) 2.78 s, where
+    each slept 0.3 s and 0.15 s like their stages' others."""
+    analysis = cluster("a")
+    assert not {63, 66} & set(by_task(analysis["stragglers"]))
+    warm = by_task(analysis["warmup"])
+    assert warm[63]["warmup_reason"] == warm[66]["warmup_reason"] == "cold"
+    failed = SparkTask(0, 0, 1, 0, 0, 1_000, 1_500, "0", "h", failed=True, reason="ExceptionFailure")
+    after = SparkTask(0, 0, 2, 1, 0, 1_520, 1_900, "0", "h")
+    assert cold_tasks([SparkTask(0, 0, 0, 0, 0, 0, 900, "0", "h"), failed, after]) == {0, 2}
+    ok = SparkTask(0, 0, 1, 0, 0, 1_000, 1_500, "0", "h")
+    assert cold_tasks([SparkTask(0, 0, 0, 0, 0, 0, 900, "0", "h"), ok, after]) == {0}
+
+
+def test_an_executor_running_only_unfinished_tasks_counts_in_its_stage_s_cores(tmp_path: Path) -> None:
+    """b cut before the first TaskEnd of executor 1 in stage 1 (tasks 11 and 16 running there): the stage ran on
+    3 one-core executors, not the 2 whose tasks ended."""
+    lines = zstandard.ZstdDecompressor().decompressobj().decompress(
+        next((CLUSTER / "b").iterdir()).read_bytes()).splitlines()
+    cut = next(k for k, line in enumerate(lines) if b'"SparkListenerTaskEnd"' in line and b'"Task ID":11,' in line)
+    log = write_log(tmp_path / "app-cut", lines[:cut])
+    source, _ = current(log)
+    analysis = source.analysis()
+    (stage,) = [st for st in analysis["stages"] if (st["stage"], st["attempt"]) == (1, 0)]
+    assert stage["running"] >= 2 and stage["cores"] == 3
+    assert stage["available_core_s"] == pytest.approx(3 * stage["wall_s"])  # not 2 cores: task time 1.5x of them

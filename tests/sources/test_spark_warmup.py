@@ -116,8 +116,13 @@ def test_real_spark_stragglers_warmup_and_skew(event_log: Path) -> None:
     assert {(s["stage"], s["index"]) for s in with_warm["stragglers"] if not s["warmup"]} == listed
     # The skewed key's reduce task is found, with its ratio to the stage median.
     (hot,) = [t for t in stages[reduce] if t["index"] == HOT]
-    median_r = float(np.median([t["d"] for t in stages[reduce]]))
     (found,) = [s for s in src["stragglers"] if (s["stage"], s["index"]) == (reduce[0], HOT)]
+    # against the median of the stage's tasks past its first wave (launched before any ended, at most its cores)
+    ended = min(t["finish"] for t in stages[reduce])
+    wave = sorted((t for t in stages[reduce] if t["launch"] < ended), key=lambda t: (t["launch"], t["id"]))
+    wave_ids = {t["id"] for t in wave[:cores["driver"]]}
+    median_r = float(np.median([t["d"] for t in stages[reduce] if t["id"] not in wave_ids]))
+    assert found["median_past_warmup"] and found["stage_median_s"] == pytest.approx(median_r, rel=1e-9)
     assert found["ratio"] == pytest.approx(hot["d"] / median_r, rel=1e-9) and found["ratio"] >= 3
     # Per-stage skew, as Sparklens and Dr. Elephant give it.
     for summary in src["stages"]:

@@ -406,9 +406,11 @@ def spark_analysis(tasks: list[SparkTask], executors: dict[str, ExecutorInfo] | 
     now = max(now_ms, last) if now_ms is not None and last is not None else last
     found = find_task_stragglers(tasks, cold, cores, running or (), include_warmup=True, **options)
     if running and last is not None:
-        slow = {s["task_id"] for s in running_stragglers(tasks, running, last, cold, cores, **options)}
-        found += [{**s, "so_far_to": "clock" if now_ms is not None else "log"}
-                  for s in running_stragglers(tasks, running, now or last, cold, cores, **options)
+        at_last = running_stragglers(tasks, running, last, cold, cores, **options)
+        slow = {s["task_id"] for s in at_last}
+        clocked = at_last if now_ms is None else running_stragglers(tasks, running, now or last, cold, cores,
+                                                                     **options)
+        found += [{**s, "so_far_to": "clock" if now_ms is not None else "log"} for s in clocked
                   if s["task_id"] in slow]
         found.sort(key=lambda s: (s["warmup"], -(s["ratio"] if s["ratio"] is not None else float("inf"))))
     slow = {s["task_id"] for s in found if not s["warmup"] and not s["running"]}

@@ -5,7 +5,8 @@ runs and goes away with it. So a driver that refuses the connection after it has
 application: the stream ends there (with a notice), keeping every task read up to that moment.
 
 Each poll asks the application (its start, and its end once completed), its stages, the task lists of stages with
-newly finished tasks, and its jobs (their submission and completion: the time in and outside jobs).
+newly finished tasks, the tasks still running in active stages (`taskList?status=RUNNING`: a hung task is a straggler
+while it runs, as `--follow` shows it), and its jobs (their submission and completion: the time in and outside jobs).
 
 Credentials in the URL (`http://user:password@host:18080`) are sent as basic auth, and a query
 (`?token=...`, as a gateway in front of the History Server may want) is kept on every request; messages show the URL
@@ -28,7 +29,7 @@ from latencymap.core.json_input import json_input
 from latencymap.core.sanitize import redact_address
 from latencymap.sources.http_client import EndpointError, basic_auth, open_url
 
-from .parse import AppInfo, ExecutorInfo, SparkTask, StageEnd, bytes_read, failure_cause
+from .parse import AppInfo, ExecutorInfo, RunningTask, SparkTask, StageEnd, bytes_read, failure_cause
 
 PAGE = 1000
 FINISHED = {"SUCCESS": (False, False), "FAILED": (True, False), "KILLED": (False, True)}
@@ -121,6 +122,21 @@ def attempt_times(app: dict[str, Any]) -> tuple[int | None, int | None]:
     return start, end if end is not None and start is not None and end >= start else None
 
 
+def app_clock_ms(app: dict[str, Any]) -> int | None:
+    """The driver's clock when it answered `/applications/ID` (epoch ms): its running attempt's start plus the
+    `duration` a live driver gives it (its time so far); None where it gives none (0: a History Server, an older
+    Spark) or the attempt completed."""
+    attempts = [a for a in app.get("attempts") or () if isinstance(a, dict)]
+    if not attempts:
+        return None
+    latest = max(attempts, key=lambda a: str(a.get("startTime", "")))
+    start, duration = stamp_ms(latest.get("startTime")), latest.get("duration")
+    if latest.get("completed") is True or start is None or isinstance(duration, bool) or \
+            not isinstance(duration, int) or duration <= 0:
+        return None
+    return start + duration
+
+
 def job_from_rest(job: Any) -> tuple[int, list[int | None]] | None:
     """A `/jobs` entry as (job id, [submission, completion]) in epoch ms, as the event log's JobStart and JobEnd give
     them (None where not given: a running job has no completion); None for an entry without a job id."""
@@ -159,6 +175,22 @@ def task_from_rest(stage: int, attempt: int, t: dict[str, Any]) -> SparkTask | N
         bytes_read((m.get("inputMetrics") or {}).get("bytesRead"), read.get("remoteBytesRead"),
                    read.get("localBytesRead")),
     )
+
+
+def running_from_rest(stage: int, attempt: int, t: Any) -> tuple[RunningTask, int | None] | None:
+    """A taskList entry still running as a RunningTask (as the event log's TaskStart gives it), with the time until
+    which the API saw it running (its launch plus the `duration` so far it gives it: None when it gives none); None
+    for an entry that is not a running task."""
+    if not isinstance(t, dict) or t.get("status") != "RUNNING":
+        return None
+    try:
+        launch = epoch_ms(t["launchTime"])
+        task = RunningTask(stage, attempt, int(t["taskId"]), int(t["index"]), int(t["attempt"]), launch,
+                           str(t.get("executorId") or ""), str(t.get("host") or ""), bool(t.get("speculative")))
+    except (KeyError, TypeError, ValueError):
+        return None
+    duration = t.get("duration")
+    return task, launch + duration if isinstance(duration, int) and not isinstance(duration, bool) else None
 
 
 def executor_from_rest(e: dict[str, Any]) -> ExecutorInfo:
@@ -204,7 +236,8 @@ def _completed(app: dict[str, Any]) -> bool:
 
 
 class RestPoller:
-    """New finished tasks at each `poll()`, each task once; stages seen complete are not asked again."""
+    """New finished tasks at each `poll()`, each task once; stages seen complete are not asked again; the tasks
+    running at the poll (`running`), and until when the API saw them running (`seen_ms`)."""
 
     def __init__(self, url: str, app: str | None = None, fetch: Fetch = fetch_json) -> None:
         self.base, self.query, self._fetch = api_base(url), urllib.parse.urlsplit(url).query, fetch
@@ -226,6 +259,15 @@ class RestPoller:
         #: and no longer asked when the API does not give them (the time in jobs is then unknown).
         self.jobs: dict[int, list[int | None]] = {}
         self._jobs_known = True
+        #: The tasks running at the last poll (none of them finished then), by task id; replaced whole at each poll.
+        self.running: list[RunningTask] = []
+        #: The driver's clock at the last answer to `app_completed` (None where it gives none: `app_clock_ms`), and
+        #: how far it is ahead of this machine's then (ms; 0 where it gives none).
+        self.clock_ms: int | None = None
+        self.clock_ahead_ms = 0
+        #: Until when the API saw `running` running (epoch ms, its clock): the driver's clock at the poll, or the
+        #: latest time so far it gave a running task (a History Server's: its log's last update); None: unknown.
+        self.seen_ms: int | None = None
 
     def fetch(self, url: str) -> Any:
         """The answer at `url`, the query of the URL given kept on it."""
@@ -233,14 +275,19 @@ class RestPoller:
 
     def app_completed(self) -> bool:
         """True once the API says every attempt of the application completed; takes in its start and end."""
+        asked = time.time()
         answer = self.fetch(f"{self.base}/applications/{urllib.parse.quote(self.app.app_id)}")
+        self.clock_ms = app_clock_ms(answer) if isinstance(answer, dict) else None
         if isinstance(answer, dict):
             self.app.start_ms, self.app.end_ms = attempt_times(answer)
+            if self.clock_ms is not None:
+                self.clock_ahead_ms = self.clock_ms - round((asked + time.time()) * 500)
         return _completed(answer)
 
     def poll(self) -> list[SparkTask]:
-        """Tasks finished since the last poll."""
+        """Tasks finished since the last poll (and `running`: those running now)."""
         app_path = f"{self.base}/applications/{urllib.parse.quote(self.app.app_id)}"
+        running: list[tuple[RunningTask, int | None]] = []
         for stage in self.fetch(f"{app_path}/stages"):
             key = (int(stage["stageId"]), int(stage["attemptId"]))
             if key in self._done:
@@ -251,11 +298,16 @@ class RestPoller:
             if finished and finished != self._finished_counts.get(key):
                 self._stage_tasks(app_path, *key)
                 self._finished_counts[key] = finished
+            if stage.get("status") == "ACTIVE" and stage.get("numActiveTasks"):
+                running += self._running_tasks(app_path, *key)
             end = stage_end_from_rest(stage)
             if end is not None:
                 self.stage_ends[key] = end
             if stage.get("status") in DONE_STAGE:
                 self._done.add(key)
+        seen = [s for s in [self.clock_ms, *(s for _, s in running)] if s is not None]
+        self.running = sorted((r for r, _ in running if r.task_id not in self._seen), key=lambda r: r.task_id)
+        self.seen_ms = max(seen, default=None)
         if self._jobs_known:
             self._ask_jobs(app_path)
         new, self.unreturned = self.unreturned, []
@@ -294,6 +346,26 @@ class RestPoller:
         for job in map(job_from_rest, answer):
             if job is not None:
                 self.jobs[job[0]] = job[1]
+
+    def _running_tasks(self, app_path: str, stage: int, attempt: int) -> list[tuple[RunningTask, int | None]]:
+        """A stage attempt's running tasks (`running_from_rest`; an API that does not filter by status gives them
+        all, of which those running are kept); an answer that is not a task list leaves the rest unknown."""
+        out: list[tuple[RunningTask, int | None]] = []
+        offset = 0
+        while True:
+            try:
+                page = self.fetch(f"{app_path}/stages/{stage}/{attempt}/taskList?status=RUNNING&offset={offset}"
+                                  f"&length={PAGE}")
+            except DriverGone:
+                raise
+            except RestError:  # (its finished tasks are read apart: only what runs now is unknown)
+                return out
+            if not isinstance(page, list):
+                return out
+            out += [r for r in (running_from_rest(stage, attempt, t) for t in page) if r is not None]
+            if len(page) < PAGE:
+                return out
+            offset += PAGE
 
     def _stage_tasks(self, app_path: str, stage: int, attempt: int) -> None:
         offset = 0

@@ -117,8 +117,11 @@ class SparkSource(Source):
         #: Parts of the log that are missing or could not be decoded: (the index of the events file, what).
         self._holes: list[tuple[int, str]] = []
         self._stage_files: dict[int, str] = {}
-        #: Whether tasks still running run to the clock now (a live log followed), not to the log's last time.
+        #: Whether tasks still running run to the clock now (a live log followed, a driver polled), not to the log's
+        #: last time; a polled REST API's: until when it saw them running (`RestPoller.seen_ms`), and how far its clock
+        #: is ahead of this machine's (ms).
         self._clock = False
+        self._seen: tuple[int | None, int] = (None, 0)
 
     @property
     def _stages(self) -> frozenset[int] | None:
@@ -352,13 +355,20 @@ class SparkSource(Source):
     def _rest_batches(self, url: str) -> Iterator[tuple[list[SparkTask], bool]]:
         from .rest import RestPoller, rest_tasks
 
+        polled: list[RestPoller] = []
+
         def poller(made: RestPoller) -> None:
             self.executors, self.stage_ends, self.stage_names = made.executors, made.stage_ends, made.stage_names
             self.jobs = made.jobs
+            polled.append(made)
 
         for tasks, ended, app in rest_tasks(url, self.options.get("app"), self._opt("poll", 1.0),
                                             note=self._notes.append, on_poller=poller):
-            self.app = app
+            # (as with --follow: each replaced whole, for the analysis in another thread)
+            self.app, (made,) = app, polled
+            self._seen = (made.seen_ms, made.clock_ahead_ms)
+            self.running = [] if ended else made.running
+            self._clock = not ended
             yield tasks, ended
 
     def _live(self, batches: Iterator[tuple[list[SparkTask], bool]]) -> Iterator[Item]:
@@ -409,10 +419,12 @@ class SparkSource(Source):
             return self._analysis
         from .summary import last_time_ms, spark_analysis
 
-        every, now = self.running, int(time.time() * 1000) if self._clock else None
+        (seen, ahead), every = self._seen, self.running
+        now = int(time.time() * 1000) + ahead if self._clock else None
         running = [r for r in every if self._stages is None or r.stage in self._stages]
         out = {**spark_analysis(self.tasks, self.executors, all_tasks=self.all_tasks, ends=self.stage_ends,
-                                names=self.stage_names, running=running, now_ms=now, **self.straggler_options()),
+                                names=self.stage_names, running=running, now_ms=now,
+                                seen_ms=seen if self._clock else None, **self.straggler_options()),
                **self._measured(last_time_ms(self.all_tasks, every))}
         for stage in out["stages"] if self._holes else ():
             why = self._lost_end(stage["stage"]) if stage.get("status") == "unfinished" else None

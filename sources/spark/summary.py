@@ -388,7 +388,7 @@ def spark_analysis(tasks: list[SparkTask], executors: dict[str, ExecutorInfo] | 
                    include_warmup: bool = False, all_tasks: list[SparkTask] | None = None,
                    ends: dict[tuple[int, int], StageEnd] | None = None, names: dict[int, str] | None = None,
                    running: list[RunningTask] | None = None, now_ms: int | None = None,
-                   **options: Any) -> dict[str, Any]:
+                   seen_ms: int | None = None, **options: Any) -> dict[str, Any]:
     """What `report --format json` adds for Spark: `stragglers`, `warmup` (kept apart) and `stages`.
 
     `all_tasks` (default `tasks`): every task of the application, when `tasks` keeps only some stages, so
@@ -399,10 +399,14 @@ def spark_analysis(tasks: list[SparkTask], executors: dict[str, ExecutorInfo] | 
     stragglers' time so far, and their stage's, run to it (`so_far_to`: "clock", else "log"). Only those slow at the
     log's last time: Spark buffers the events it logs (spark.eventLog.buffer.kb), so a task whose end is still in
     that buffer would look slower and slower by the clock; one slow already at the log's last time was that slow.
+    `seen_ms`: until when the source saw `running` running, where it knows it (a Spark REST API's answer: the
+    driver's clock at its last poll): the log's last time is then that time, where it is later.
     """
     every = all_tasks if all_tasks is not None else tasks
     cold, cores = cold_tasks(every, executors), stage_cores(tasks, executors, running or ())
     last = last_time_ms(every, running or ())
+    if running and seen_ms is not None:
+        last = seen_ms if last is None else max(last, seen_ms)
     now = max(now_ms, last) if now_ms is not None and last is not None else last
     found = find_task_stragglers(tasks, cold, cores, running or (), include_warmup=True, **options)
     if running and last is not None:

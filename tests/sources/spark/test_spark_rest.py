@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -225,3 +226,60 @@ def test_a_redirect_to_another_host_gets_no_credentials() -> None:
     assert str(caught.value) == (f"{redirect.url}/api/v1/applications: answered HTTP 401 Unauthorized at "
                                  f"http://localhost:{target.port}/api/v1/applications, where a redirect led: "
                                  "credentials are not sent on to another scheme, host or port (give that URL instead)")
+
+
+def test_the_poller_gives_the_tasks_running_and_until_when_the_driver_saw_them_running() -> None:
+    """A running task (status RUNNING, its duration so far) is listed running, not as a task, until it finishes: then
+    it is read once as a finished task. An API that does not filter the task list by status gives every task: only
+    those running are kept. The driver's clock is its running attempt's start plus its duration (0: none given)."""
+    base = "http://driver:4040/api/v1/applications/app-1"
+    start = epoch_ms("2026-11-21T01:23:50.000GMT")
+    app = {"id": "app-1", "attempts": [{"startTime": "2026-11-21T01:23:50.000GMT", "duration": 9000,
+                                        "completed": False}]}
+
+    def task(task_id: int, status: str, duration: int) -> dict[str, object]:
+        return {"taskId": task_id, "index": task_id - 10, "attempt": 0, "launchTime": "2026-11-21T01:23:51.000GMT",
+                "duration": duration, "executorId": "driver", "host": "h", "status": status, "speculative": False}
+
+    tasks = [task(10, "SUCCESS", 200), task(11, "RUNNING", 7500), task(12, "RUNNING", 7500)]
+    stage = {"stageId": 3, "attemptId": 0, "status": "ACTIVE", "numActiveTasks": 2, "numCompleteTasks": 1}
+    asked: list[str] = []
+    broken = False
+
+    def fetch(url: str) -> object:
+        path = url.removeprefix(base)
+        asked.append(path)
+        if path == "/stages":
+            return [stage]
+        if "taskList" in path:
+            if broken and "status=RUNNING" in path:
+                raise RestError(f"{url}: HTTP Error 500: Server Error")
+            return tasks  # every task, whatever the status asked (as an API that does not filter)
+        return [app] if url.endswith("/applications") else app if path == "" else []
+
+    poller = RestPoller("http://driver:4040", fetch=fetch)
+    assert not poller.app_completed()
+    assert [t.task_id for t in poller.poll()] == [10]
+    assert [(r.task_id, r.stage, r.index, r.launch_ms, r.executor) for r in poller.running] == \
+        [(11, 3, 1, start + 1000, "driver"), (12, 3, 2, start + 1000, "driver")]
+    assert poller.clock_ms == poller.seen_ms == start + 9000
+    assert abs(poller.clock_ahead_ms - (start + 9000 - time.time() * 1000)) < 60_000
+    assert "/stages/3/0/taskList?status=RUNNING&offset=0&length=1000" in asked
+
+    tasks[1] = task(11, "SUCCESS", 8000)
+    stage.update(numActiveTasks=1, numCompleteTasks=2)
+    app["attempts"][0]["duration"] = 0  # no clock given: the latest time so far given a running task
+    tasks[2] = task(12, "RUNNING", 8500)
+    assert not poller.app_completed()
+    assert [t.task_id for t in poller.poll()] == [11]  # once, as a finished task
+    assert [r.task_id for r in poller.running] == [12]
+    assert poller.clock_ms is None and poller.seen_ms == start + 1000 + 8500
+
+    broken = True  # the running tasks cannot be asked: none known running, the stream goes on
+    assert poller.poll() == [] and poller.running == []
+
+    stage.update(status="COMPLETE", numActiveTasks=0, numCompleteTasks=3)
+    tasks[2] = task(12, "SUCCESS", 9000)
+    asked.clear()
+    assert [t.task_id for t in poller.poll()] == [12] and poller.running == []
+    assert not any("status=RUNNING" in path for path in asked)

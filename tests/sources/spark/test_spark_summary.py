@@ -16,8 +16,14 @@ from spark_support import PLAIN, SPARK, current, write_log
 
 from latencymap.cli.main import main
 from latencymap.outputs.report import duration_text
-from latencymap.sources.spark.parse import SparkTask
-from latencymap.sources.spark.summary import SLOW_EXECUTOR_RATIO, cold_tasks, stage_name, stage_summary
+from latencymap.sources.spark.parse import RunningTask, SparkTask
+from latencymap.sources.spark.summary import (
+    SLOW_EXECUTOR_RATIO,
+    cold_tasks,
+    spark_analysis,
+    stage_name,
+    stage_summary,
+)
 
 STRAGGLER_ID = 9  # stage 2, partition 5: sleeps 2.5 s where its siblings sleep 0.3 s
 #: The last stage of a run of cause_job.py on 2 executors of one core, its TaskEnd lines as `launch:executor:ms`
@@ -165,6 +171,20 @@ def test_an_executor_of_two_tasks_one_a_straggler_is_not_slow() -> None:
     assert [t.duration_ms for t in tasks if t.executor == "1"] == [244, 8116]
     assert stage_summary(4, 0, tasks, cores=2)["slow_executors"] == []
 
+
+
+def test_a_task_seen_running_until_a_later_time_is_slow_by_then() -> None:
+    """A task launched at the stage's last end: slow by the clock only, not by the log's last time (an end still in
+    Spark's event-log buffer), it is no straggler; seen running 5 s later (a driver's REST answer, `seen_ms`), it is
+    one, its time so far run to the clock."""
+    tasks = late_stage()
+    last = max(t.finish_ms for t in tasks)
+    hung = RunningTask(4, 0, 200, 60, 0, last, "0", "host")
+    by_log = spark_analysis(tasks, running=[hung], now_ms=last + 6000)
+    assert not any(s["running"] for s in by_log["stragglers"])
+    (seen,) = [s for s in spark_analysis(tasks, running=[hung], now_ms=last + 6000, seen_ms=last + 5000)["stragglers"]
+               if s["running"]]
+    assert (seen["task_id"], seen["duration_s"], seen["so_far_to"], seen["end"]) == (200, 6.0, "clock", None)
 
 #: Stage 2.0 of a real run on 2 executors of 2 cores (local-cluster[2,2,1024]) whose reduce task 1 SIGKILLed its
 #: executor's JVM: TaskEnd lines as `task:executor:launch:finish` (ms from the stage's first launch), two failed

@@ -138,5 +138,21 @@ class Thresholds:
     #: Groups with fewer items have no meaningful median.
     straggler_min_group: int = 4
 
+    # Epoch start-up (epochs.py): a `timed_iter` loop's epoch starts against its batches' waits.
+    #: The epochs' starts hold at least this share of the time waiting for data (starts and batch waits), with and
+    #: without the slowest start (the first epoch's, paid once even where workers persist): a quarter of the waiting,
+    #: so that sparing them would cut it by about that much; less, and the batches' own waits are the larger part.
+    epoch_start_share: float = 0.25
+    #: ... and the starts after the slowest hold at least this share of the writer's wall time (the stall's 1%): a
+    #: few ms of them in a long run matter to nobody.
+    epoch_min_wall_share: float = 0.01
+    #: The workers start anew every epoch when the epochs' ends (the `next()` that raises StopIteration, where a
+    #: DataLoader without persistent workers shuts them down) take at least this long at the median (2 workers: ~9 ms
+    #: here; an end that shuts nothing down: 50-200 µs) ...
+    epoch_shutdown_s: float = 1e-3
+    #: ... and the starts after the slowest are at least this many times a batch wait (two octaves, as a stall's gap):
+    #: the start is more than the first batch's load.
+    epoch_restart_ratio: float = 4.0
+
 
 DEFAULT_THRESHOLDS = Thresholds()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from latencymap.analysis.diagnosis import Diagnosis
+from latencymap.analysis.epochs import EpochStartup, PhaseSums, epoch_groups, epoch_startup
 from latencymap.analysis.findings import Finding, times, why, with_cause, words_for
 from latencymap.analysis.stragglers import READ_RATIO, known_cause, time_ratio
 from latencymap.analysis.summary import stream_diagnosis
@@ -325,6 +326,37 @@ def overlapping(hist: StreamHistory, start: float, end: float) -> slice:
     return slice(int(np.searchsorted(hist.end, start, side="right")), int(np.searchsorted(hist.start, end)))
 
 
+def epoch_startups(acc: Accumulator, hists: Iterable[StreamHistory] | None = None,
+                   span: tuple[float, float] | None = None) -> list[EpochStartup]:
+    """The epochs of each `timed_iter` phase among `hists` (default: every stream) whose starts were timed
+    (analysis/epochs.py): their starts against their batches' waits, over their columns that overlap `span` (epoch
+    seconds; default: all)."""
+    out = []
+    for ids in epoch_groups(h.stream for h in (acc.streams.values() if hists is None else hists) if h.n):
+        starts, waits, ends = (_phase_sums(acc.streams.get(stream), span) for stream in ids)
+        if starts is not None and starts[0].events:
+            bounds = [t for sums in (starts, waits, ends) if sums is not None for t in sums[1]]
+            out.append(epoch_startup(ids[1].label, starts[0], waits and waits[0], ends and ends[0],
+                                     max(bounds) - min(bounds), starts[1]))
+    return out
+
+
+def _phase_sums(hist: StreamHistory | None, span: tuple[float, float] | None
+                ) -> tuple[PhaseSums, tuple[float, float]] | None:
+    """A stream's slot sums over its columns that overlap `span` (all: None), and the time they cover (epoch
+    seconds); None without columns there."""
+    cols = slice(0, 0) if hist is None else slice(0, hist.n) if span is None else overlapping(hist, *span)
+    if hist is None or cols.stop <= cols.start:
+        return None
+    counts, spent, _ = hist.slot_sums(cols)
+    return PhaseSums(counts, spent), (float(hist.meta_in("start", cols)[0]), float(hist.meta_in("end", cols)[-1]))
+
+
+def epoch_lines(acc: Accumulator) -> list[str]:
+    """The epoch start-up findings (analysis/epochs.py) as the text report words them: none where there are none."""
+    return [clean_text(line, 2000) for e in epoch_startups(acc) if (line := e.line()) is not None]
+
+
 def peer_lines(acc: Accumulator) -> list[str]:
     """The peer groups' comparison (ranks, disks, instances) as the text report words it."""
     return [clean_text(line, 2000) for group in peer_groups(acc) for line in group.lines()]
@@ -363,13 +395,15 @@ def marks_lines(hist: StreamHistory, limit: int = 20) -> list[str]:
 
 
 def build_report(acc: Accumulator, arrays: bool = False, causes: Causes | None = None) -> dict[str, Any]:
-    """The whole report: one object per stream, and the peer groups among them (`arrays`: see `stream_report`;
+    """The whole report: one object per stream, the peer groups among them, and the epochs of each `timed_iter` phase
+    where its epochs' starts were timed (`epochs`, only then: analysis/epochs.py) (`arrays`: see `stream_report`;
     `causes`: see `Causes`)."""
     return {
         "streams": [stream_report(h, acc, arrays, (causes or {}).get(h.stream)) for h in report_streams(acc)],
         "errors": read_errors(acc),
         **history_json(acc),
         "peers": {"groups": [g.to_json() for g in peer_groups(acc)]},
+        **({"epochs": [e.to_json() for e in epochs]} if (epochs := epoch_startups(acc)) else {}),
     }
 
 
@@ -490,6 +524,7 @@ def report_text(acc: Accumulator, untimed: Collection[StreamId] = (), causes: Ca
         with _read_whole(hist):
             out += _stream_text(hist, acc, hist.stream in untimed, (causes or {}).get(hist.stream))
     out += peer_lines(acc)
+    out += epoch_lines(acc)
     messages = acc.messages
     if any(h.dropped for h in acc.streams.values()):  # each stream's summary says what was dropped, with the counts
         messages = [m for m in messages if not (m.startswith("history: ") and m.endswith("dropped from now on"))]

@@ -31,7 +31,7 @@ from latencymap.tui.actions import MapActions
 from latencymap.tui.axis import learn_clock, view_digits
 from latencymap.tui.diffmap import DiffScreen
 from latencymap.tui.driver import guarded_driver, terminal_hung_up
-from latencymap.tui.findings import MAX_LINES, FindingsPanel, window_findings
+from latencymap.tui.findings import MAX_LINES, FindingsPanel, epoch_findings, window_findings
 from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec, map_cells
 from latencymap.tui.ingest import Ingest
 from latencymap.tui.inspector import Inspector, inspect_columns
@@ -481,6 +481,7 @@ class LatencyMapApp(MapActions):
             strip.show(hist, win, cursor, source)
         panel = self.maps.query_one(FindingsPanel)
         panel.show(window_findings(hist, win.first, stop, self.causes.get(hist.stream), source)
+                   + epoch_findings(self.acc, hist, win.first, stop)
                    + self.peer_findings.items(self.acc, hist, win.first, stop), win, self.view.finding,
                    self._findings_room())
         self._dirty |= self.peer_findings.held  # kept from other columns: shown again once it is due

@@ -16,11 +16,12 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from latencymap.analysis.diagnosis import diagnose
+from latencymap.analysis.epochs import starts_of
 from latencymap.analysis.summary import header_p50
-from latencymap.core.accumulator import StreamHistory
+from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.sanitize import cell_width, clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.outputs.report import finding_causes, first_bucket_note
+from latencymap.outputs.report import epoch_startups, finding_causes, first_bucket_note
 from latencymap.tui.axis import LABEL_W
 from latencymap.tui.heatmap import map_cells
 from latencymap.tui.window import Window
@@ -112,6 +113,18 @@ def window_findings(hist: StreamHistory, first: int, stop: int, causes: list[dic
     items = finding_items(diag, finding_causes(diag, hist, first, stop, causes))
     note = first_bucket_note(source, hist.stream.unit) if whole else None
     return [items[0], FindingItem(note), *items[1:]] if items and note else items
+
+
+def epoch_findings(acc: Accumulator, hist: StreamHistory, first: int, stop: int) -> list[FindingItem]:
+    """The epoch start-up finding (analysis/epochs.py) of the `timed_iter` phase `hist` is one of (its epochs' starts,
+    batch waits or ends), over the time of history columns [first, stop) (all of them: the report's, over every column
+    of the three); nothing where it has none."""
+    starts = acc.streams.get(key) if stop > first and (key := starts_of(hist.stream)) is not None else None
+    if starts is None:
+        return []
+    span = None if (first, stop, hist.dropped) == (0, hist.n, 0) else \
+        (float(hist.meta_in("start", slice(first, first + 1))[0]), float(hist.meta_in("end", slice(stop - 1, stop))[0]))
+    return [FindingItem(e.finding.line()) for e in epoch_startups(acc, [starts], span) if e.finding is not None]
 
 
 class FindingsPanel(Widget):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from latencymap import __version__
 from latencymap.core.accumulator import Accumulator
-from latencymap.outputs.report import Causes, peer_lines
+from latencymap.outputs.report import Causes, epoch_lines, peer_lines
 from latencymap.views.svg import (
+    EPOCHS_TITLE,
     FONT,
     NOTES_TITLE,
     PEERS_TITLE,
@@ -38,11 +39,12 @@ ul.findings li {{ white-space: pre-wrap; }}
 
 def render_html(acc: Accumulator, stragglers: Stragglers | None = None, title: str = "latencymap report",
                 unplaced: Unplaced | None = None, notes: Notes | None = None, causes: Causes | None = None) -> str:
-    """The page: the peer comparison, then a section per stream (stragglers keyed by stream; `causes`: see
-    `report.Causes`), then the stragglers of no stream shown, then the sources' other `notes` (stages, application
-    time)."""
+    """The page: the peer comparison, the epoch start-up findings (analysis/epochs.py), then a section per stream
+    (stragglers keyed by stream; `causes`: see `report.Causes`), then the stragglers of no stream shown, then the
+    sources' other `notes` (stages, application time)."""
     body: list[str] = [f"<h1>{esc(title)}</h1>"]
     body += _lines_section(peer_lines(acc), PEERS_TITLE, "peers")
+    body += _lines_section(epoch_lines(acc), EPOCHS_TITLE, "epochs")
     for hist in acc.streams.values():
         found = (stragglers or {}).get(hist.stream)
         elems, width, height = panel(hist, with_findings=False, acc=acc)

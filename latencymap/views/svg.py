@@ -37,6 +37,7 @@ from latencymap.core.source_totals import SourceTotals
 from latencymap.core.units import REAL_EPOCH, format_duration, format_number
 from latencymap.outputs.report import (
     Causes,
+    epoch_lines,
     gap_count,
     intervals_words,
     peer_lines,
@@ -414,6 +415,8 @@ def svg_element(elements: list[str], width: float, height: float) -> str:
 
 #: The heading of the peer comparison in SVG and HTML reports.
 PEERS_TITLE = "Peers: streams doing the same work, compared interval by interval"
+#: The heading of the epoch start-up findings (analysis/epochs.py) in SVG and HTML reports.
+EPOCHS_TITLE = "Epoch start-up: a DataLoader's epochs starting, against its batches' waits"
 
 
 def lines_panel(lines: list[str], width: float, title: str, kind: str) -> tuple[list[str], float]:
@@ -433,9 +436,9 @@ def lines_panel(lines: list[str], width: float, title: str, kind: str) -> tuple[
 
 def render_svg(acc: Accumulator, stragglers: Stragglers | None = None, unplaced: Unplaced | None = None,
                notes: Notes | None = None, causes: Causes | None = None) -> str:
-    """The whole standalone SVG: the peer comparison first, then one panel per stream, stacked (stragglers keyed by
-    stream; `causes`: see `report.Causes`), then the stragglers of no stream shown, then the sources' other `notes`
-    (stages, application time)."""
+    """The whole standalone SVG: the peer comparison first, the epoch start-up findings (analysis/epochs.py) after it,
+    then one panel per stream, stacked (stragglers keyed by stream; `causes`: see `report.Causes`), then the
+    stragglers of no stream shown, then the sources' other `notes` (stages, application time)."""
     parts: list[str] = []
     y, width = 0.0, 400.0
     panels = []
@@ -446,6 +449,10 @@ def render_svg(acc: Accumulator, stragglers: Stragglers | None = None, unplaced:
     elems, y = lines_panel(peer_lines(acc), width, PEERS_TITLE, "peers")
     if elems:
         parts += ['<g class="peers">', *elems, "</g>"]
+    elems, h = lines_panel(epoch_lines(acc), width, EPOCHS_TITLE, "epochs")
+    if elems:
+        parts += [f'<g class="epochs" transform="translate(0 {y:.0f})">', *elems, "</g>"]
+        y += h
     for hist, elems, _, h in panels:
         label = esc(hist.stream.label)
         parts.append(f'<g class="panel" data-stream="{label}" transform="translate(0 {y:.0f})">')

@@ -40,10 +40,14 @@ reset for it. What was observed between the last sample before the restart and t
 and no reader of the samples counts it. Times are sent to
 the millisecond, the step as a duration (`2500ms`), so the answers' times are the columns' own; a window that is not a
 whole number of steps says what it leaves out. A window where no step has a value is an error that says why, as far
-as the API tells (no such name, and the histograms it has; another type; series that `--match` skips; a step too
-short for the scrape interval whose spacing could not be measured). A gauge histogram (the targets' metadata says
-`gaugehistogram`, or its `_gcount` series are there; asked when buckets come without a `_sum`) is no counter that
-`increase()` can read: an error says so, and that `latencymap scrape` reads it.
+as the API tells (no such name, and the histograms it has; another type, as the targets' metadata declares it or as
+a name's series of plain numbers, not native histograms, show it: a counter's `reqs_total`, whose metadata Prometheus
+files under `reqs`, or `up`, which has none; series that `--match` skips; a step too short for the scrape interval
+whose spacing could not be measured). A `--sum-by` label that no series of the histogram has (in the window, or the
+last 10 minutes live) is an error at the first answer with series, naming the labels they have: the server's sum
+would put every series in one stream; one that only some have is said once. A gauge histogram (the targets'
+metadata says `gaugehistogram`, or its `_gcount` series are there; asked when buckets come without a `_sum`) is no
+counter that `increase()` can read: an error says so, and that `latencymap scrape` reads it.
 """
 
 from __future__ import annotations
@@ -78,7 +82,10 @@ from .streams import (
     kind_option,
     no_finite_bound,
     no_latency_note,
+    no_sum_by_label,
     parse_matchers,
+    partial_sum_by_note,
+    sum_by_coverage,
 )
 from .transport import EndpointError, backoff, check_url, public_url, retry_message
 
@@ -177,6 +184,7 @@ class PrometheusSource(Source):
         self._reach: float | None = None  # increase()'s range where the step is shorter than two samples' spacing
         self._spacing_known = False  # the samples' spacing was measured (when some steps had no value)
         self._gauge_checked = False  # the targets' metadata was asked whether the histogram is a gauge histogram
+        self._sum_by_checked = False  # the series were looked at for the `--sum-by` labels
 
     def _window_options(self) -> tuple[float, float, float] | None:
         """(start, end, step) of a past window from the options, checked now; None when live."""
@@ -302,6 +310,7 @@ class PrometheusSource(Source):
                     self.kind = kind
                 if not found:
                     return Fetched(kind, [], [])
+                self._check_sum_by(kind, found, times)
                 spent = self._ask(sums, step, times) if sums else []
                 if kind == "classic" and not spent:
                     self._no_gauge_histogram(times[0] - step, times[-1])
@@ -315,6 +324,29 @@ class PrometheusSource(Source):
                                            found, spent)
                 return Fetched(kind, found, spent, resets)
         raise AssertionError("unreachable")
+
+    def _check_sum_by(self, kind: str, found: list[Series], times: list[float]) -> None:
+        """Once, at the first answer with series: SourceError when no series of the histogram has a `--sum-by` label
+        (a typo would sum them all into one stream), naming the labels they have; a note for labels that only some
+        have. The server's sums drop labels no series has; those are looked for in the raw series of the whole window
+        (the last LOOKBACK seconds, live) before it is an error."""
+        if not self.builder.sum_by or self._sum_by_checked:
+            return
+        self._sum_by_checked = True
+        absent, partial = sum_by_coverage(self.builder.sum_by, (s.labels for s in found))
+        if absent:
+            t0, t1 = self.window[:2] if self.window is not None else (times[-1] - LOOKBACK, times[-1])
+            pick = f'__name__="{self.metric if kind == "native" else self.metric + "_bucket"}"'
+            try:
+                raw = self.api.series("{" + ",".join([pick, *(m.promql() for m in self.matchers)]) + "}", t0, t1)
+            except EndpointError:
+                raw = []
+            have = {k for labels in raw for k, v in labels.items() if v}
+            absent = [name for name in absent if name not in have]
+            if absent and raw:
+                raise SourceError(f"prometheus: {self.api.shown}: {no_sum_by_label(self.metric, absent, have)}")
+        if partial:
+            self.builder.notices.append(partial_sum_by_note("prometheus", self.metric, partial))
 
     def _drops(self, step: float, times: list[float]) -> frozenset[tuple[float, Labels]]:
         """The (step time, label set) pairs where a native series' count at the step's end is lower than at the last
@@ -555,8 +587,11 @@ class PrometheusSource(Source):
         pick = f'__name__=~"{name}|{name}_bucket"'
         found = self.api.series("{" + ",".join([pick, *(m.promql() for m in self.matchers)]) + "}", t0, t1)
         types = self.api.metadata(name).get(name, set()) - {"unknown", ""}
-        if types and not types & _HISTOGRAM_TYPES and not any(s.get("__name__") == f"{name}_bucket" for s in found):
+        buckets = any(s.get("__name__") == f"{name}_bucket" for s in found)
+        if types and not types & _HISTOGRAM_TYPES and not buckets:
             return f"{where}: {name} is a {'/'.join(sorted(types))}, not a histogram (the targets' metadata)", True
+        if not buckets and any(s.get("__name__") == name for s in found) and self._plain(t0, t1, step):
+            return f"{where}: {self._plain_type()}{self._histograms_there()}", True
         mine = [s for s in found if s.get("__name__") in wanted]
         if mine:
             return self._too_short(mine[0], t1, step, f"{where}: {what} has series {span}")
@@ -571,6 +606,29 @@ class PrometheusSource(Source):
         if types:
             return f"{where}: no {what} {span} (the targets declare {name}: the window is before or after it)", False
         return f"{where}: no {what} {span}{self._histograms_there()}", True
+
+    def _plain(self, t0: float, t1: float, step: float) -> bool:
+        """Whether series named `--metric` have plain numbers between t0 and t1 (a counter's or a gauge's), not native
+        histograms: the API answers those as `value`s, these as `histogram`s, and `histogram_count()` has none of
+        them. One range query of one count per step, at most MAX_POINTS steps of at most a minute (longer in windows
+        over a week, under the server's 5 minute lookback up to 38 days)."""
+        every = max(min(step, 60.0), (t1 - t0) / (MAX_POINTS - 1))
+        named = selector(self.metric, self.matchers)
+        got = self.api.query_range(f"count({named} unless histogram_count({named}))", t0, t1, round(every, 3))
+        return any(v > 0 for s in got for _, v in s.floats)
+
+    def _plain_type(self) -> str:
+        """What a metric of plain numbers is, as the targets' metadata declares it (a counter's under its name without
+        `_total`, as OpenMetrics names the family), or that it declares no type."""
+        name = self.metric
+        family = name.removesuffix("_total")
+        kinds = self.api.metadata(family).get(family, set()) - {"unknown", ""} if family != name else set()
+        if kinds:
+            kind = "/".join(sorted(kinds))
+            return (f"{name} is a {kind}, not a histogram: its samples are plain numbers, and the targets' metadata "
+                    f"declares {family} a {kind}")
+        return (f"{name} is not a histogram: its samples are plain numbers (a counter's or a gauge's; the targets' "
+                f"metadata gives it no type), not native histograms, and it has no {name}_bucket series")
 
     def _histograms_there(self) -> str:
         """`; did you mean x?` or ` (histograms there: a, b)` from the server's metadata (or its series names)."""

@@ -35,7 +35,10 @@ at once with an error naming the URL and the status or the kind (exit 1); after 
 (a route gone for a moment during a redeploy). Before the first good scrape, a page that answers without any
 histogram of that name (or has it as another type) stops the source with an error naming the histograms it has:
 waiting will not bring it (a
-declared histogram without series yet, or series that `--match` skips, is waited for). Columns end when a scrape's
+declared histogram without series yet, or series that `--match` skips, is waited for; `--wait-for-metric` waits for a
+name the page lacks, never for one it has as another type, such as a counter). A `--sum-by` label that no series of
+the first good scrape has stops the source, naming the labels they have (a typo would sum them all into one stream);
+one that only some have is said once. Columns end when a scrape's
 answer arrives; timestamps in the page (a /federate endpoint's) are read but not used. `--count N` and `--duration S`
 stop the source itself at a whole scrape (`Source.own_limits`), so every stream ends on the same one: after the Nth
 scrape that gave columns, or at `S` seconds after the source started, the last scrape before it ending every stream (a
@@ -77,7 +80,10 @@ from .streams import (
     kind_option,
     no_finite_bound,
     no_latency_note,
+    no_sum_by_label,
     parse_matchers,
+    partial_sum_by_note,
+    sum_by_coverage,
 )
 from .transport import EndpointError, backoff, check_url, http_get, public_url, retry_message
 
@@ -94,10 +100,12 @@ default_clock: Callable[[], float] = time.time
 
 
 class MetricMissing(EndpointError):
-    """A page that answers but has no histogram of that name (or has it as another type, or of the other kind)."""
+    """A page that answers but has no histogram of that name (or has it as another type, or of the other kind);
+    `other_type`: the name is there, as another type of metric (no wait turns it into a histogram)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, other_type: bool = False) -> None:
         super().__init__(message, transient=False)
+        self.other_type = other_type
 
 
 class NoSeries(EndpointError):
@@ -243,12 +251,14 @@ class ScrapeSource(Source):
             return _error(f"{self.shown}: not the protobuf exposition ({page.errors[0]}); expected {EXPECTED}")
         if kind is None and any(s.name == f"{self.metric}_bucket" for s in page.samples):
             return _error(self._no_match(), waiting=True)  # /federate's untyped _bucket families, none matching
+        if kind is None and (other := self._other_type(page)) is not None:
+            return _error(other, missing=True, other=True)
         if kind is None:
             declared = (n.removesuffix("_bucket") for n, k in page.types.items() if k == "histogram" or
                         n.endswith("_bucket"))  # /federate gives a classic histogram as untyped families
             return _error(self._no_histogram(declared), missing=True)
         if kind not in ("histogram", "gaugehistogram"):
-            return _error(self._not_histogram(kind), missing=True)
+            return _error(self._not_histogram(kind), missing=True, other=True)
         if problems:
             return _error(f"{self.shown}: {problems[0]}")
         if self.kind == "classic" and had_native:
@@ -269,7 +279,11 @@ class ScrapeSource(Source):
         kind = full.types.get(self.metric)
         if kind not in (None, "histogram", "gaugehistogram"):
             return _error(f"{self._not_histogram(kind)}; only histograms ({self.metric}_bucket with le labels) can be "
-                          "mapped", missing=True)
+                          "mapped", missing=True, other=True)
+        other = self._other_type(full) if kind is None else None
+        if other is not None:
+            return _error(f"{other}; only histograms ({self.metric}_bucket with le labels) can be mapped", missing=True,
+                          other=True)
         if problems:
             return _error(f"{self.shown}: {problems[0]}")
         if any(s.name == f"{self.metric}_bucket" for s in full.samples):
@@ -281,6 +295,24 @@ class ScrapeSource(Source):
 
     def _not_histogram(self, kind: str) -> str:
         return f"{self.shown}: {self.metric} is a {kind}, not a histogram"
+
+    def _other_type(self, page: Exposition) -> str | None:
+        """What `--metric` is where the page has it as no family of that name: a sample of a counter's or another
+        family's (OpenMetrics declares `# TYPE reqs counter` for `reqs_total`), an untyped sample, or a counter whose
+        family is `NAME_total` (the text format's and protobuf's spelling); None where it is none of these (or where
+        `NAME_bucket` samples are there: /federate's untyped families of a classic histogram)."""
+        name, types = self.metric, page.types
+        if any(s.name == f"{name}_bucket" for s in page.samples):
+            return None
+        if types.get(f"{name}_total") == "counter":
+            return f"{self.shown}: {name} is a counter ({name}_total), not a histogram"
+        if not any(s.name == name for s in page.samples):
+            return None
+        for suffix in ("_total", "_created", "_info"):
+            family = name.removesuffix(suffix)
+            if family != name and types.get(family) not in (None, "histogram", "gaugehistogram"):
+                return f"{self.shown}: {name} is a sample of the {types[family]} {family}, not a histogram"
+        return f"{self.shown}: {name} is an untyped sample (no # TYPE line), not a histogram"
 
     def _no_match(self) -> str:
         wanted = " ".join(f"{m.label}{m.op}{m.value}" for m in self.matchers)
@@ -314,6 +346,8 @@ class ScrapeSource(Source):
                 readings, problems, native = self.scrape()
             except EndpointError as err:
                 if isinstance(err, MetricMissing) and not self.scrapes:
+                    if err.other_type:  # waiting never turns a counter into a histogram
+                        raise SourceError(f"scrape: {err}") from None
                     if not self.wait_for_metric:
                         raise SourceError(f"scrape: {err} (--wait-for-metric waits for it to appear)") from None
                     yield from self._tell(f"{err}; waiting for it (--wait-for-metric), scraping every "
@@ -339,6 +373,8 @@ class ScrapeSource(Source):
                     return
                 due = None
                 continue
+            if self.scrapes == 1:
+                yield from self._sum_by_checked([*readings, *native])
             if self.scrapes == 1 and readings and not native and all(no_finite_bound(r.bounds)
                                                                      for r in readings.values()):
                 key, only = min(readings.items())
@@ -364,6 +400,16 @@ class ScrapeSource(Source):
             due = self._pace(due, deadline)
             if due is None:
                 return  # the next scrape would come after the deadline: this one was the last whole scrape
+
+    def _sum_by_checked(self, keys: list[Labels]) -> Iterator[Notice]:
+        """At the first good scrape: SourceError when no series has a `--sum-by` label (a typo would sum them all
+        into one stream), naming the labels they have; a note for labels that only some have."""
+        absent, partial = sum_by_coverage(self.builder.sum_by, ([k for k, v in key if v] for key in keys))
+        if absent:
+            have = {k for key in keys for k, v in key if v}
+            raise SourceError(f"scrape: {self.shown}: {no_sum_by_label(self.metric, absent, have)}")
+        if partial:
+            yield partial_sum_by_note("scrape", self.metric, partial)
 
     def _rest(self, seconds: float, deadline: float | None) -> bool:
         """Sleep `seconds`, or until `deadline` when that comes first; False when the deadline has passed."""
@@ -529,12 +575,14 @@ class ScrapeSource(Source):
         return due
 
 
-def _error(message: str, missing: bool = False, waiting: bool = False, final: bool = False) -> EndpointError:
+def _error(message: str, missing: bool = False, waiting: bool = False, final: bool = False,
+           other: bool = False) -> EndpointError:
     """The error for a page without the histogram; `missing`: it answers, but the name is no histogram there (not
-    worth waiting for before the first good scrape, unless `--wait-for-metric`); `waiting`: it declares the
+    worth waiting for before the first good scrape, unless `--wait-for-metric`; never when `other`: the name is
+    another type of metric there, which no wait changes); `waiting`: it declares the
     histogram, without series to map yet (`NoSeries`); `final`: it has the histogram, of the kind `--histogram` does
     not read (no wait brings the other kind: asking again would get the same answer)."""
     text = clean_text(message, 400)
     if final:
         return EndpointError(text, transient=False)
-    return MetricMissing(text) if missing else NoSeries(text) if waiting else EndpointError(text)
+    return MetricMissing(text, other) if missing else NoSeries(text) if waiting else EndpointError(text)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import click
@@ -59,6 +60,33 @@ def split_labels(values: Sequence[str]) -> tuple[str, ...]:
         if name == "le" or not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", name):
             raise click.BadParameter(f"expected label names, got {name!r}", param_hint="--sum-by")
     return tuple(dict.fromkeys(out))
+
+
+def sum_by_coverage(sum_by: Sequence[str], label_sets: Iterable[Iterable[str]]) -> tuple[list[str], list[str]]:
+    """The `--sum-by` labels that no series has, and those that only some have (`label_sets`: each series' label
+    names; Prometheus holds an empty label as none)."""
+    sets = [frozenset(names) for names in label_sets]
+    absent = [name for name in sum_by if not any(name in s for s in sets)]
+    partial = [name for name in sum_by if name not in absent and not all(name in s for s in sets)]
+    return absent, partial
+
+
+def no_sum_by_label(metric: str, absent: Sequence[str], have: Iterable[str]) -> str:
+    """Why `--sum-by` cannot group: the labels no series of `metric` has, the labels they have, and the closest."""
+    names = sorted(set(have) - {"le", "__name__"})
+    empty = ", ".join(f'{name}=""' for name in absent)
+    told = f"no series of {metric} has a label {' or '.join(absent)}: --sum-by would group every series as {empty}"
+    there = f"; their labels: {', '.join(names[:20])}{', ...' * (len(names) > 20)}" if names else \
+        "; they have no labels"
+    close = [c for name in absent for c in difflib.get_close_matches(name, names, n=1, cutoff=0.6)]
+    return clean_text(told + there + (f"; did you mean {' and '.join(close)}?" if close else ""), 600)
+
+
+def partial_sum_by_note(source: str, metric: str, partial: Sequence[str]) -> Notice:
+    """The note, once, for `--sum-by` labels that only some series have: the others are summed with them empty."""
+    which = " or ".join(partial)
+    return Notice(clean_text(f"{source}: some series of {metric} have no {which} label (--sum-by): they are summed "
+                             f"into streams where {which} is empty", 400), skipped=0)
 
 
 def parse_matchers(values: Sequence[str]) -> tuple[Matcher, ...]:

@@ -38,7 +38,7 @@ from latencymap.sources.prometheus.protobuf import (
     diff_native,
     parse_protobuf,
 )
-from latencymap.sources.prometheus.scrape import ScrapeSource
+from latencymap.sources.prometheus.scrape import MetricMissing, ScrapeSource
 from latencymap.sources.prometheus.series import histogram_readings, labels_key
 from latencymap.sources.prometheus.transport import EndpointError
 
@@ -136,6 +136,10 @@ def test_prometheus_own_classic_histograms_read_the_same_from_protobuf_and_text(
         ScrapeSource(url=metrics, metric="nope_seconds").scrape()
     with pytest.raises(EndpointError, match="prometheus_build_info is a gauge, not a histogram"):
         ScrapeSource(url=metrics, metric="prometheus_build_info").scrape()
+    counter_said = r"prometheus_http_requests is a counter \(prometheus_http_requests_total\), not a histogram"
+    with pytest.raises(MetricMissing, match=counter_said) as counter:  # not "no histogram": no wait helps
+        ScrapeSource(url=metrics, metric="prometheus_http_requests").scrape()
+    assert counter.value.other_type
 
 
 @pytest.mark.slow

@@ -6,12 +6,13 @@ import bisect
 import itertools
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-from prometheus_client import CollectorRegistry, Metric
+from prometheus_client import CollectorRegistry, Counter, Gauge, Metric
 from prometheus_client.core import GaugeHistogramMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPENMETRICS_TYPE
@@ -280,6 +281,32 @@ def test_sum_by_and_sum(exporters) -> None:
     summed, _ = run(ScrapeSource(url=exporter.url, metric=METRIC, interval=0.001, sum_all=True), observe, 2)
     assert [c.stream.label for c in summed] == [METRIC, METRIC]
     assert [int(c.counts[3]) for c in summed] == [6, 6]  # 5 ms: row [4, 8) ms
+
+
+def test_a_sum_by_label_no_series_has_stops_the_source_naming_the_labels_they_have(exporters) -> None:
+    """`--sum-by methd` summed every series into one stream `{methd=""}` with no word; a label only some series have
+    groups them as before, said once."""
+    exporter = exporters(labels=("method", "status"))
+    exporter.observe(0.01, "GET", "200")
+    exporter.observe(0.9, "POST", "500")
+    source = ScrapeSource(url=exporter.url, metric=METRIC, interval=0.001, sum_by=("methd",), count=2)
+    expected = (f'scrape: {exporter.url}: no series of {METRIC} has a label methd: --sum-by would group every series '
+                'as methd=""; their labels: method, status; did you mean method?')
+    with pytest.raises(SourceError, match=re.escape(expected)):
+        run(source, lambda _: None, 2)
+    page = (histogram_page("h_seconds", (0.1, math.inf), [1, 2], 0.3, 'method="GET",pod="a"')
+            + histogram_page("h_seconds", (0.1, math.inf), [1, 1], 0.05, 'method="GET"').split("\n", 1)[1])
+    more = page.replace(" 1\n", " 4\n").replace(" 2\n", " 5\n")
+    endpoint = Scripted([(200, TEXT_TYPE, page), (200, TEXT_TYPE, more)])
+    try:
+        columns, said = run(ScrapeSource(url=endpoint.url, metric="h_seconds", interval=0.001, sum_by=("pod",)),
+                            lambda _: None, 2)
+    finally:
+        endpoint.close()
+    assert said == ['scrape: some series of h_seconds have no pod label (--sum-by): they are summed into streams '
+                    'where pod is empty']
+    assert {c.stream.label: int(c.counts.sum()) for c in columns} == {'h_seconds{pod="a"}': 3,
+                                                                      'h_seconds{pod=""}': 3}
 
 
 @pytest.mark.parametrize("form", ["negotiate", "text", "openmetrics"])
@@ -651,11 +678,12 @@ def test_a_page_without_the_histogram_stops_the_source_naming_the_ones_it_has(ex
     try:
         wrong = rf"scrape: {exporter.url}: no histogram app_request_duration_secs \(histograms there: {METRIC}\)"
         for url, metric, expected in (
-                (exporter.url, "app_request_duration_secs", wrong),
-                (summary.url, "h_seconds", rf"scrape: {summary.url}: h_seconds is a summary, not a histogram")):
+                (exporter.url, "app_request_duration_secs", wrong + r".*\(--wait-for-metric waits for it to appear\)"),
+                (summary.url, "h_seconds", rf"scrape: {summary.url}: h_seconds is a summary, not a histogram; only "
+                                           r"histograms \(h_seconds_bucket with le labels\) can be mapped$")):
             source = ScrapeSource(url=url, metric=metric, interval=0.001)
             source.sleep = lambda _: None
-            with pytest.raises(SourceError, match=expected + r".*\(--wait-for-metric waits for it to appear\)"):
+            with pytest.raises(SourceError, match=expected):
                 next(iter(source.items()))
         waiting = ScrapeSource(url=declared.url, metric="other_seconds", interval=0.001)
         waiting.sleep = lambda _: None
@@ -663,6 +691,31 @@ def test_a_page_without_the_histogram_stops_the_source_naming_the_ones_it_has(ex
         assert isinstance(first, Notice) and "other_seconds has no series yet; asking again" in first.message
     finally:
         summary.close()
+
+
+@pytest.mark.parametrize("form", ["negotiate", "text"])
+@pytest.mark.parametrize("wait", [False, True])
+def test_a_counter_or_a_gauge_stops_the_source_without_a_wait_that_cannot_help(exporters, form: str,
+                                                                               wait: bool) -> None:
+    """A real prometheus_client counter and gauge beside the histogram: the error ended "(--wait-for-metric waits
+    for it to appear)", and `--wait-for-metric` then waited for ever; no wait turns a counter into a histogram.
+    OpenMetrics (what `negotiate` gets) declares the counter as `reqs`, its sample `reqs_total`; the text format
+    declares `reqs_total`."""
+    exporter = exporters(form=form)
+    exporter.observe(0.01, "GET")
+    Counter("reqs", "Requests.", registry=exporter.registry).inc()
+    Gauge("temp_celsius", "A gauge.", registry=exporter.registry).set(21.5)
+    counter, total = ("is a counter", "is a sample of the counter reqs") if form == "negotiate" else \
+        ("is a counter (reqs_total)", "is a counter")
+    for metric, said in (("reqs", counter), ("temp_celsius", "is a gauge"), ("reqs_total", total)):
+        source = ScrapeSource(url=exporter.url, metric=metric, interval=0.5, wait_for_metric=wait)
+        slept: list[float] = []
+        source.sleep = slept.append
+        with pytest.raises(SourceError) as stopped:
+            next(iter(source.items()))
+        assert str(stopped.value) == (f"scrape: {exporter.url}: {metric} {said}, not a histogram; only histograms "
+                                      f"({metric}_bucket with le labels) can be mapped")
+        assert slept == []
 
 
 def test_wait_for_metric_scrapes_until_the_histogram_appears_and_counts_from_its_first_page() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import subprocess
 import sys
 import threading
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from prometheus_client import Counter
 from prometheus_support import (
     DEFAULT_BUCKETS,
     PROTOBUF_TYPE,
@@ -50,6 +52,7 @@ NATIVE = "native_latency_milliseconds"
 STEP = 2.0
 NATIVE_VALUES_MS = (0.6, 3.3, 5.7, 12.1, 50.5, 230.0)
 VARIED = "varied_latency_seconds"
+COUNTER = "app_requests"  # a prometheus_client counter beside the classic histogram: its samples are app_requests_total
 
 
 @dataclass
@@ -64,6 +67,7 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     binary = prometheus_or_skip()
     classic = Exporter(buckets=DEFAULT_BUCKETS)
+    requests = Counter(COUNTER, "Requests.", registry=classic.registry)
     native = NativeExporter(NATIVE, schema=2, labels={"svc": "a"})
     varied = NativeExporter(VARIED, schema=3, labels={"svc": "v"})
     started = time.time()
@@ -76,6 +80,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         while not stop.is_set():
             k += 1
             classic.observe(0.002 * (1 + k % 97), "GET" if k % 4 else "POST")
+            requests.inc()
             native.observe(NATIVE_VALUES_MS[k % len(NATIVE_VALUES_MS)])
             varied.observe(0.05)  # (48.2, 52.6] ms, inside the row [32.8, 65.5) ms
             if int(time.time()) % 6 == 2:
@@ -87,6 +92,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         server.wait_ready()
         thread.start()
         server.wait_until(f"count({CLASSIC}_count)", lambda r: bool(r) and float(r[0]["value"][1]) == 2)
+        server.wait_until(f"{COUNTER}_total > 0", lambda r: bool(r))
         server.wait_until(f"count({NATIVE})", lambda r: bool(r))
         server.wait_until(f"count({VARIED})", lambda r: bool(r))
         t0 = math.ceil(time.time())
@@ -330,6 +336,43 @@ def test_a_name_the_server_does_not_have_as_a_histogram_is_an_error(served: Serv
     live.clock, live.sleep = (lambda: served.t1 + 1.5), (lambda _: None)
     with pytest.raises(SourceError, match=f"did you mean {CLASSIC}"):
         next(iter(live.items()))
+
+
+def test_a_counter_or_a_gauge_is_named_for_what_it_is_and_live_stops_at_once(served: Served) -> None:
+    """A prometheus_client counter's `_total` series (its metadata filed under app_requests, as OpenMetrics names the
+    family) and `up` (no metadata at all) were taken for native histograms: "has series, but increase() over 2s has
+    no value at any step", `--histogram classic` said "only a native histogram", and live waited for ever."""
+    def window_of(metric: str, **options: object) -> list[object]:
+        return list(PrometheusSource(url=served.server.url, metric=metric, start=str(served.t0),
+                                     end=str(served.t1), step=STEP, **options).items())
+
+    counter = (f"{COUNTER}_total is a counter, not a histogram: its samples are plain numbers, and the targets' "
+               f"metadata declares {COUNTER} a counter")
+    for kind in ("auto", "native", "classic"):
+        with pytest.raises(SourceError, match=counter):
+            window_of(f"{COUNTER}_total", kind=kind)
+    with pytest.raises(SourceError, match=r"up is not a histogram: its samples are plain numbers \(a counter's or a "
+                                          r"gauge's; the targets' metadata gives it no type\), not native histograms, "
+                                          rf"and it has no up_bucket series \(histograms there: .*{CLASSIC}"):
+        window_of("up")
+    for metric, said in ((f"{COUNTER}_total", counter), ("up", "up is not a histogram")):
+        live = PrometheusSource(url=served.server.url, metric=metric, step=STEP)
+        live.clock, live.sleep = (lambda: served.t1 + 1.5), (lambda _: None)
+        with pytest.raises(SourceError, match=said):  # not "...; asking every step"
+            next(iter(live.items()))
+
+
+def test_a_sum_by_label_no_series_has_is_an_error_naming_the_labels_they_have(served: Served) -> None:
+    """`--sum-by methd` summed every series into one stream `{methd=""}`, with no word."""
+    for metric, given, said in ((CLASSIC, "methd", "their labels: instance, job, method; did you mean method?"),
+                                (NATIVE, "sv", "their labels: instance, job, svc; did you mean svc?")):
+        expected = f'no series of {metric} has a label {given}: --sum-by would group every series as {given}=""; '
+        with pytest.raises(SourceError, match=re.escape(expected + said)):
+            window(served, metric=metric, sum_by=(given,))
+        live = PrometheusSource(url=served.server.url, metric=metric, step=STEP, sum_by=(given,))
+        live.clock, live.sleep = (lambda: served.t1 + 1.5), (lambda _: None)
+        with pytest.raises(SourceError, match=re.escape(expected + said)):  # before any column
+            next(iter(live.items()))
 
 
 def test_parts_of_a_long_window_before_the_data_are_gaps_not_a_notice(served: Served,

@@ -132,19 +132,26 @@ class MapActions(App[int]):
             self.notify(why, title="difference map", severity="warning")
             return
         self.push_screen(DiffScreen(ha, hb))
+        self.call_after_refresh(self.refresh_view, force=True)  # its window the view's: held back, or paused
 
     def _n(self) -> int:
+        """Columns of the stream shown that the display may use (`ViewState.shown_n`)."""
         hist = self.current()
-        return hist.n if hist else 0
+        return self.view.shown_n(hist) if hist else 0
 
     def _changed(self) -> None:
         self.refresh_view(force=True)
 
     def action_pause(self) -> None:
-        """Freeze or unfreeze the display; ingest goes on (a replay pauses too)."""
-        self.view.toggle_pause(self._n())
+        """Freeze or unfreeze the display, each stream at the columns it has now; ingest goes on (a replay pauses
+        too). The overview lists its numbers of this moment until the display is resumed, whichever screen is on
+        top."""
+        self.view.toggle_pause(self.acc.streams.values())
         if self.replay is not None:
             self.replay.toggle_pause()
+        overview = self.get_screen("overview") if self.view.paused and self.is_screen_installed("overview") else None
+        if isinstance(overview, OverviewScreen):
+            overview.update()
         self._changed()
 
     def action_cursor(self, step: int) -> None:
@@ -202,7 +209,7 @@ class MapActions(App[int]):
         self.view.finding = placed[(pos + step) % len(placed)]
         item = panel.items[self.view.finding]
         if item.first_col is not None:
-            self.view.goto(hist.n, self.map_cells(), item.first_col)
+            self.view.goto(self._n(), self.map_cells(), item.first_col)
         self._changed()
 
     def action_straggler(self, step: int) -> None:
@@ -222,7 +229,7 @@ class MapActions(App[int]):
         if column is None:
             self.notify("the column it finished in is not in the history kept", title="stragglers")
         else:
-            self.view.goto(hist.n, self.map_cells(), column)
+            self.view.goto(self._n(), self.map_cells(), column)
         self._changed()
 
     def action_log(self) -> None:
@@ -334,7 +341,7 @@ class MapActions(App[int]):
         self.view.end = self.view.stop(n)
         self.view.cursor = message.column
         self.view.selected_slot = message.slot
-        self.view._settle(self.view.visible_n(n))
+        self.view._settle(n)
         self._changed()
 
 

@@ -434,11 +434,11 @@ class LatencyMapApp(MapActions):
                 screen.show_notes()  # paused: the map stays, the count of notes follows (as the map screen's header)
             return
         hist = self.current()
-        n = hist.n if hist else 0
+        n = self.view.shown_n(hist) if hist else 0
         self.view.fit_window(n, self.map_cells())  # after a zoom or a resize: the cursor in view, the window full
         stop = self.view.stop(n)
         self.maps.query_one(StatusBar).update(status_lines(
-            hist, self.view.visible_n(n), state=self.state_name, skipped=self.acc.skipped, notes=self.acc.messages_said,
+            hist, n, state=self.state_name, skipped=self.acc.skipped, notes=self.acc.messages_said,
             stream_index=self.view.stream % max(1, len(self.acc.streams)), streams=len(self.acc.streams),
             ingest_rate=self.ingest.rate, source=self.acc.sources.get(hist.stream) if hist else None))
         if status_only:

@@ -186,8 +186,9 @@ class DiffScreen(Screen[None]):
             return
         diffmap = self.query_one(DiffMap)
         view = replace(self.host.view)
-        view.fit_window(self.a.n, map_cells(diffmap.size.width or self.host.size.width))
-        diffmap.stop = view.stop(self.a.n)
+        n = view.shown_n(self.a)
+        view.fit_window(n, map_cells(diffmap.size.width or self.host.size.width))
+        diffmap.stop = view.stop(n)
         diffmap.zoom = self.host.view.zoom
         diffmap.refresh()
         self.show_notes()

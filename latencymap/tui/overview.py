@@ -469,6 +469,9 @@ class OverviewScreen(Screen[None]):
         self.painted = True
         self._all: list[StreamRow] = []  # every stream's row, in arrival order, as of the last update
         self._stops: dict[int, int] = {}
+        #: Paused: the pause whose numbers `_all` holds (`ViewState.pauses`), each stream's stop counted from its first
+        #: column seen (a memory budget drops the oldest meanwhile), and whether the input had ended then
+        self._frozen: tuple[int, dict[int, int], bool] | None = None
         self._clock: SharedClock | None = None  # the time axis of every stream, as of the last update
         self._rows: list[StreamRow] = []  # the rows listed, sorted and filtered
 
@@ -503,15 +506,25 @@ class OverviewScreen(Screen[None]):
         self.update()
 
     def update(self) -> None:
-        """Numbers of every stream (of the streams that changed), sorted and filtered, and the lines on screen."""
+        """Numbers of every stream (of the streams that changed), sorted and filtered, and the lines on screen.
+        Paused, those of the moment of the pause (computed once, of the streams there were then), only laid out
+        again (a resize, a zoom): nothing read since shows, in the strips, "waited" or "p99 all", nor a new stream."""
         if not self.ready:
             return
         app = self.host
-        histories = list(app.acc.streams.values())
-        stops = [app.view.stop(h.n) for h in histories]
-        self._all, self._stops = self.stats.rows(histories, stops, app.acc.sources), dict(enumerate(stops))
+        view = app.view
+        frozen = self._frozen if view.paused and self._frozen is not None and self._frozen[0] == view.pauses else None
+        if frozen is None:
+            histories = [h for h in app.acc.streams.values() if not view.paused or h.stream in view.frozen]
+            stops = [view.stop(view.shown_n(h)) for h in histories]
+            self._all, self._stops = self.stats.rows(histories, stops, app.acc.sources), dict(enumerate(stops))
+            self._frozen = (view.pauses, {i: stop + h.dropped for i, (h, stop) in enumerate(zip(
+                histories, stops, strict=True))}, app.ended) if view.paused else None
+        else:
+            self._stops = {r.index: max(0, min(r.hist.n, frozen[1][r.index] - r.hist.dropped)) for r in self._all}
         # A run that has ended has no "now" to follow: its whole time is on the axis, each stream's cells with it.
-        self._clock = SharedClock.of(self._all, app.view.zoom, whole=app.ended, stops=self._stops)
+        ended = app.ended if self._frozen is None else self._frozen[2]
+        self._clock = SharedClock.of(self._all, view.zoom, whole=ended, stops=self._stops)
         self._show()
 
     def _show(self) -> None:

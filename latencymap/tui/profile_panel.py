@@ -210,7 +210,7 @@ class ProfileController:
         hist = app.current()
         if hist is None:
             return None
-        n = hist.n
+        n = app.view.shown_n(hist)
         stop = app.view.stop(n)
         cursor = app.view.cursor_at(n)
         if cursor < 0:

@@ -83,7 +83,7 @@ class ReplayController:
         hist = self.app.current()
         if hist is None or hist.n == 0:
             return None
-        return float((hist.start if start else hist.end)[self.app.view.cursor_at(hist.n)])
+        return float((hist.start if start else hist.end)[self.app.view.cursor_at(self.app.view.shown_n(hist))])
 
     def _seek_answer(self, text: str | None) -> None:
         if not text:
@@ -134,7 +134,7 @@ class ReplayController:
         """The cursor on the first column whose end is at or after `target_end` (the last one: none), and the note line
         saying where it went: the column's start for a burst, else its end (a time names the column it ends)."""
         column = min(hist.n - 1, int(np.searchsorted(hist.end[: hist.n], target_end, side="left")))
-        self.app.view.goto(hist.n, self.app.map_cells(), column)
+        self.app.view.goto(self.app.view.shown_n(hist), self.app.map_cells(), column)
         at = (about + " at " if about else "at ") + clock_text(float((hist.start if starting else hist.end)[column]))
         if column == 0 and target_end < float(hist.start[0]):
             self._say(f"{at}: the {'start' if hist.dropped == 0 else 'oldest column kept'}")

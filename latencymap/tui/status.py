@@ -65,10 +65,12 @@ def status_lines(hist: StreamHistory | None, stop: int, *, state: str, skipped: 
         whole = hist.totals(slice(0, 0), fast=True, all_seen=True)
         return [first, _overall_fields(hist, 0, whole, source)]
     if stop == 0:
-        return [[*first, Field("  waiting for the second record (the first is the baseline)", rank=40),
+        why = "its columns came after the pause (space: resume)" if hist.n else \
+            "waiting for the second record (the first is the baseline)"
+        return [[*first, Field(f"  {why}", rank=40),
                  *notes_field(notes, NOTES_RANK)]]
     first += [Field(f"  interval {format_duration(typical_interval(hist, stop), long_units=True)}", rank=25),
-              Field(f"  columns {hist.n + hist.dropped}" + (f" ({hist.n} kept)" if hist.dropped else ""), rank=15),
+              Field(f"  columns {stop + hist.dropped}" + (f" ({stop} kept)" if hist.dropped else ""), rank=15),
               Field(f"  skipped {skipped}", rank=70 if skipped else 3), *notes_field(notes, NOTES_RANK)]
     if state == "live":
         first.append(Field(f"  ingest {format_number(ingest_rate)}/s", rank=1))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
-from tui_support import example_items, gated, synthetic, wait_until
+from tui_support import example_items, gated, ranks, synthetic, wait_until
 from tui_support import frequency_map as freq
 from tui_support import run_ended as run
 
@@ -18,7 +19,7 @@ from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector
 from latencymap.tui.keys import HelpScreen
 from latencymap.tui.note_line import NoteLine
-from latencymap.tui.overview import OverviewScreen
+from latencymap.tui.overview import OverviewList, OverviewScreen, _values
 from latencymap.tui.percentiles import PercentileStrip
 from latencymap.views.options import ViewOptions
 
@@ -44,6 +45,91 @@ def test_space_freezes_display_while_ingest_continues() -> None:
             await pilot.press("space")
             assert freq(app).spec.stop == len(items)
             assert app.state_name == "ended"
+
+    asyncio.run(main())
+
+
+def hung_rank(columns: int = 60, stopped: int = 3, stop_at: int = 20) -> list[Interval]:
+    """Six peers `rank<i>/step`, `columns` one-second columns, rank `stopped` silent after its first `stop_at`."""
+    return [item for k, item in enumerate(ranks(streams=6, columns=columns, slow=-1))
+            if item.stream.label != f"rank{stopped}/step" or k // 6 < stop_at]
+
+
+def test_space_freezes_every_stream_at_its_own_columns() -> None:
+    """Paused after a look at a rank that stopped at column 20 of 60: every other rank keeps its 60 columns (streams
+    do not share column indexes), in the overview (its "now", no `stale`) and in its map (the cursor goes to 59)."""
+    app = LatencyMapApp(iter(hung_rank()), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        overview = app.screen
+        assert isinstance(overview, OverviewScreen)
+        app.open_stream(3)
+        await pilot.pause()
+        assert freq(app).hist.stream.label == "rank3/step" and freq(app).spec.stop == 20
+        await pilot.press("escape", "space")
+        await pilot.pause(0.2)
+        assert app.screen is overview and app.state_name == "paused"
+        listing = overview.query_one(OverviewList)
+        assert listing.stops == {r.index: r.hist.n for r in listing.rows} and len(listing.rows) == 6
+        assert [r.label for r in listing.rows if r.stale] == ["rank3/step"]
+        assert all(math.isfinite(r.p99_now) for r in listing.rows if r.label != "rank3/step")
+        app.open_stream(0)
+        await pilot.pause()
+        assert freq(app).spec.stop == 60 and "columns 60" in str(app.query_one("#status").render())
+        await pilot.press("home", "end")
+        assert freq(app).spec.cursor == 59
+        await pilot.press("left")
+        assert app.view.cursor == 58
+
+    run(app, scenario)
+
+
+def test_paused_overview_stays_the_moment_of_the_pause() -> None:
+    """Paused on the overview while columns (and a new stream) go on arriving: a resize, a stream opened and left
+    lay the numbers of the pause out again, never live ones ("waited" and "p99 all" included); the stream's map
+    counts the columns it had then; resumed, the overview follows the data again."""
+    items = [*ranks(streams=6, columns=40, slow=-1), *synthetic(10, "late/step")]
+    gate = threading.Event()
+    app = LatencyMapApp(gated(items, 6 * 20, gate), color_mode="truecolor")
+
+    def seen(listing: OverviewList) -> list[tuple[str, tuple[str, ...]]]:
+        return [(r.label, _values(r)) for r in listing.rows]
+
+    def drawn(listing: OverviewList) -> list[list[object]]:
+        return [list(listing.render_line(y)) for y in range(len(listing.rows) + 2)]
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.acc.intervals_seen == 6 * 20 and isinstance(app.screen, OverviewScreen))
+            await pilot.pause(0.4)
+            overview = app.screen
+            listing = overview.query_one(OverviewList)
+            await pilot.press("space")
+            await pilot.pause(0.1)
+            numbers, lines = seen(listing), drawn(listing)
+            assert len(numbers) == 6 and listing.stops == dict.fromkeys(range(6), 20)
+            gate.set()
+            await wait_until(pilot, lambda: app.ended)
+            await pilot.pause(0.3)
+            await pilot.resize_terminal(120, 40)
+            await pilot.pause(0.3)
+            assert seen(listing) == numbers and listing.stops == dict.fromkeys(range(6), 20)
+            await pilot.resize_terminal(*SIZE)
+            await pilot.pause(0.3)
+            assert drawn(listing) == lines
+            assert "6 streams" in str(overview.query_one("#overview-head").render())
+            await pilot.press("enter")
+            await pilot.pause(0.2)
+            assert freq(app).hist.n == 40 and freq(app).spec.stop == 20
+            assert "columns 20" in str(app.query_one("#status").render())
+            await pilot.press("escape")
+            await pilot.pause(0.3)
+            assert app.screen is overview and seen(listing) == numbers and drawn(listing) == lines
+            await pilot.press("space")
+            await pilot.pause(0.3)
+            assert len(listing.rows) == 7 and listing.stops[0] == 40
+            now = dict(seen(listing))
+            assert all(now[label] != values for label, values in numbers)  # "waited" grew at least
 
     asyncio.run(main())
 

@@ -157,6 +157,41 @@ def test_a_b_d_show_the_difference_map() -> None:
     run(app, scenario)
 
 
+def test_a_paused_difference_map_shows_each_stream_s_own_columns() -> None:
+    """Paused after a look at a rank that stopped at column 20 of 60, the difference map of two other ranks shows
+    their 60 columns (streams do not share column indexes: each is frozen at its own), opened and resized; opened
+    while paused, none of A's columns read since."""
+    import asyncio
+    import threading
+
+    from tui_support import gated, wait_until
+
+    items = ranks(streams=4, columns=60, slow=-1)
+    items = [item for k, item in enumerate(items) if item.stream.label != "rank3/step" or k // 4 < 20]
+    gate = threading.Event()
+    app = LatencyMapApp(gated(items, len(items) - 3 * 10, gate), color_mode="truecolor")
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.acc.intervals_seen == len(items) - 30)
+            app.open_stream(3)
+            await pilot.pause(0.2)
+            await pilot.press("escape", "space")
+            gate.set()
+            await wait_until(pilot, lambda: app.ended)
+            await pilot.press("o", "o", "o", "home", "a", "down", "b", "d")  # sorted by label
+            assert isinstance(app.screen, DiffScreen) and app.state_name == "paused"
+            await pilot.pause(0.2)
+            diff = app.screen.query_one(DiffMap)
+            assert (app.screen.a.stream.label, app.screen.b.stream.label) == ("rank0/step", "rank1/step")
+            assert app.screen.a.n == 60 and diff.stop == 50
+            await pilot.resize_terminal(150, 40)
+            await pilot.pause(0.2)
+            assert diff.stop == 50
+
+    asyncio.run(main())
+
+
 def test_streams_of_two_datasources_with_the_same_buckets_have_a_difference_map() -> None:
     """PyLatencyMap records name their disk in `datasource`: diskA and diskB share the lower-bound buckets."""
     intervals = [replace(iv, stream=StreamId(iv.stream.label, "disk" + "AB"[int(iv.stream.label[4:5]) % 2],

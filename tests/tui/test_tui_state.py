@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 
+from tui_support import synthetic
+
+from latencymap.core.accumulator import Accumulator, HistoryLimit
+from latencymap.core.model import StreamId
 from latencymap.flow.inputs import open_text, set_stdin_data
 from latencymap.tui.state import ViewState
 from latencymap.tui.window import Window
@@ -22,10 +26,28 @@ def test_cursor_scrolls_the_window_and_returns_to_live() -> None:
 
 def test_pause_freezes_the_visible_columns() -> None:
     view = ViewState()
-    view.toggle_pause(40)
-    assert view.stop(90) == 40 and view.cursor_at(90) == 39
-    view.toggle_pause(90)
+    view.toggle_pause([])
+    assert view.stop(40) == 40 and view.cursor_at(40) == 39
+    view.toggle_pause([])
     assert view.stop(90) == 90
+
+
+def test_pause_freezes_each_stream_at_its_own_columns() -> None:
+    """Streams do not share column indexes: one that stopped at column 20 of 60 freezes none of the others there;
+    columns dropped meanwhile (a column limit) do not let newer ones in; a stream that came after shows none."""
+    acc = Accumulator(cap=HistoryLimit(columns=50))
+    acc.add([*synthetic(60, "long"), *synthetic(20, "short")])
+    long, short = acc.streams.values()
+    view = ViewState()
+    view.toggle_pause(acc.streams.values())
+    assert view.paused and (view.shown_n(long), view.shown_n(short)) == (50, 20)
+    acc.add([*synthetic(70, "long")[60:], *synthetic(25, "short")[20:], *synthetic(5, "late")])
+    assert (long.n, long.dropped, short.n) == (50, 20, 25)
+    late = acc.streams[StreamId("late", "bpf", "microsec")]
+    assert (view.shown_n(long), view.shown_n(short), view.shown_n(late)) == (40, 20, 0)
+    assert view.cursor_at(view.shown_n(long)) == 39
+    view.toggle_pause(acc.streams.values())
+    assert not view.paused and (view.shown_n(long), view.shown_n(short), view.shown_n(late)) == (50, 25, 5)
 
 
 def test_zoom_and_window_cells() -> None:

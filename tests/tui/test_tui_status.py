@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-from tui_support import run_ended
+from tui_support import run_ended, synthetic
 
-from latencymap.core.accumulator import MIN_STREAM_BYTES, HistoryLimit
+from latencymap.core.accumulator import MIN_STREAM_BYTES, Accumulator, HistoryLimit
 from latencymap.core.model import Interval, StreamId
 from latencymap.core.units import format_duration, format_number
 from latencymap.outputs.report import percentile_text, stream_total
 from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.status import status_lines
 
 
 def pods(n: int = 12, life: int = 400, alive: int = 2) -> list[Interval]:
@@ -50,3 +51,16 @@ def test_a_stream_whose_columns_were_all_dropped_says_so_with_its_whole_run_figu
     assert f"mean {format_duration(total['mean_s'], long_units=True)}" in overall
     assert f"p50 {percentile_text(total, 0.5)}" in overall and f"p99 {percentile_text(total, 0.99)}" in overall
     assert overall.startswith(f" {format_number(events / 400)} ev/s")  # 400 one-second columns
+
+
+def test_a_paused_header_counts_the_columns_of_the_pause() -> None:
+    """Paused (`stop` short of the history: the columns each stream had at the pause), the header counts those, not
+    the columns read since (`columns 10` grew to 14 while paused); a stream with none then says why it shows none."""
+    acc = Accumulator(cap=HistoryLimit(columns=8))
+    acc.add(synthetic(14))
+    hist, = acc.streams.values()
+    kw = dict(state="paused", skipped=0, stream_index=0, streams=1, ingest_rate=0.0)
+    first = " ".join(f.text for f in status_lines(hist, 5, **kw)[0])  # 11 seen at the pause: 6 dropped since
+    assert "columns 11 (5 kept)" in first, first
+    first = " ".join(f.text for f in status_lines(hist, 0, **kw)[0])
+    assert "came after the pause" in first and "waiting" not in first, first

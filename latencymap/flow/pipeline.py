@@ -113,13 +113,27 @@ def _column_flow(paths: Sequence[str], registry: Registry, forced_format: str | 
         counted = tally.count(items)
         flow = differ.run_columns(gathered(counted) if gather and at_rest(path, stdin) else counted)
         yield from _apart(flow, "<stdin>" if path in ("-", "") else path, seen, shown_as) if len(inputs) > 1 else flow
-        name = "<stdin>" if path in ("-", "") else path
-        if tally.cut and not tally.read:  # whatever the compressor, and whether a piece of a record came out or not
-            unreadable.append(f"{name}: {NOTHING_DECOMPRESSED}")
-        elif tally.skipped and not tally.read:
-            unreadable.append(f"{name}: no record could be read ({tally.skipped} skipped); the first: {tally.first}")
+        why = tally.unreadable("<stdin>" if path in ("-", "") else path)
+        if why is not None:
+            unreadable.append(why)
     if unreadable:
         raise NothingReadable(unreadable)
+
+
+def failing_if_unread(items: Iterator[Item], name: str) -> Iterator[Item]:
+    """The items of a source's one input (an OTLP receiver's requests), then NothingReadable when they skipped
+    something and read nothing: the rule `column_flow` applies to each input, in its words (`name` for the input's).
+    Closed early, it closes `items`."""
+    tally = _Tally()
+    try:
+        yield from tally.count(items)
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+    why = tally.unreadable(name)
+    if why is not None:
+        raise NothingReadable([why])
 
 
 class Reading:
@@ -281,6 +295,14 @@ class _Tally:
                 self.skipped += item.skipped
                 self.first = self.first or item.message
             yield item
+
+    def unreadable(self, name: str) -> str | None:
+        """What input `name` was, when nothing in it could be read (a failure: `NothingReadable`); else None."""
+        if self.cut and not self.read:  # whatever the compressor, and whether a piece of a record came out or not
+            return f"{name}: {NOTHING_DECOMPRESSED}"
+        if self.skipped and not self.read:
+            return f"{name}: no record could be read ({self.skipped} skipped); the first: {self.first}"
+        return None
 
 
 def _holds_data(item: Item) -> bool:

@@ -25,6 +25,7 @@ import grpc
 from latencymap.core.model import Status
 from latencymap.core.sanitize import clean_text
 from latencymap.flow.inputs import InputError
+from latencymap.flow.pipeline import failing_if_unread
 from latencymap.plugins import Item
 from latencymap.sources.otlp import DEFAULT_GRPC_ADDRESS
 from latencymap.sources.otlp.decode import DecodeError, decode_protobuf, protobuf_available
@@ -152,4 +153,4 @@ def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[
 
     shown = f"[{host}]:{bound}" if ":" in host else f"{host}:{bound}"
     greeting = [Status(f"{NAME}: receiving OpenTelemetry metrics over OTLP/gRPC at {shown}", skipped=0)]
-    yield from consume(inbox, greeting, idle_timeout, stop, NAME)
+    yield from failing_if_unread(consume(inbox, greeting, idle_timeout, stop, NAME), NAME)

@@ -1,7 +1,14 @@
 """OTLP histogram points to Intervals: one stream per resource, scope, metric and attribute set.
 
 Temporality:
-- DELTA: each point is one column, from its `start_time_unix_nano` to its `time_unix_nano`.
+- DELTA: each point is one column, from its `start_time_unix_nano` to its `time_unix_nano`. A point that starts after
+  its series' previous one ended (by half its own span or more) follows a stretch with no event: the SDKs send no
+  delta point for a collection that recorded nothing, and start the next point at the collection before it. That
+  stretch is empty columns, as many as the point's span fits in it (QUIET_MAX at most), as cumulative points would
+  have given, so that the rate, the silences and the maps see it. An export lost on its way (an exporter that gave
+  up its retries) leaves the same hole, its events unknown; the times cannot tell it from a quiet stretch (the
+  cumulative temporality loses nothing there). Not filled: a stretch longer than its series is kept without a point
+  (IDLE_S, IDLE_INTERVALS: it went away and came back), nor in a series that several processes write (below).
 - CUMULATIVE: consecutive points of a stream are diffed. The first point counts everything since its start
   time (OTel says when counting began, so nothing is lost or counted twice); without a start time it is only a
   baseline. A start time that changes, or a count or bucket that goes down, is a reset: the column is marked
@@ -20,13 +27,14 @@ Temporality:
   that point resent (an exporter's retry, however many other points came between), else skipped (one instrument
   under two Views: their points' start times may differ).
 
-Units (UCUM, case-sensitive: `MS` or `S` is no duration): rows start at 1 unit of the stream, so streams are in
-microseconds (nanoseconds for `ns`). `us` and `ns` streams keep the metric's unit, so exponential scales >= 0 fold
-exactly; `s` and `ms` are read as microseconds, their buckets scaled and spread (in milliseconds, ten octaves of
-sub-millisecond values shared one row); a histogram without a unit is read as milliseconds (the unit the SDKs'
-default bounds 0, 5, 10, 25 ... 10000 are meant for); any other unit is not a duration and the metric is skipped
-with a notice. Every interval keeps its point's own buckets (`source_buckets`): percentiles come from them, or from
-the rows inside a bucket wider than they are (`SourceTotals.rows_within`).
+Units (UCUM, case-sensitive: `MS` or `S` is no duration, `H` no hour): rows start at 1 unit of the stream, so
+streams are in microseconds (nanoseconds for `ns`). `us` and `ns` streams keep the metric's unit, so exponential scales
+>= 0 fold exactly; `s`, `ms`, `min`, `h` and `d` are read as microseconds, their buckets scaled and spread (in
+milliseconds, ten octaves of sub-millisecond values shared one row); a histogram without a unit is read as
+milliseconds (the unit the SDKs' default bounds 0, 5, 10, 25 ... 10000 are meant for); any other unit (`By`,
+`{request}`, `1`; UCUM's `wk`, `mo` and `a` too) is not read and the metric is skipped with a notice. Every
+interval keeps its point's own buckets (`source_buckets`): percentiles come from them, or from the rows inside a
+bucket wider than they are (`SourceTotals.rows_within`).
 
 A point's optional `min` and `max` bound its column: those of a delta point are its column's; those of a cumulative
 point, the smallest and largest since its start time, bound the column diffed from it too (where the max grew, the
@@ -110,8 +118,15 @@ RESEND_MAX = 1 << 16
 WIDTH_EVENTS = 10
 #: Start times of let-go cumulative series remembered at most (their comeback is a baseline).
 GONE_MAX = 100_000
+#: Empty columns at most for one stretch between two delta points of a series (past it, each is wider).
+QUIET_MAX = 256
 #: Duration symbols, in the only case UCUM reads as durations.
 _SYMBOLS = frozenset({"s", "ms", "us", "ns", "µs", "μs"})
+#: Longer durations, read as microseconds: their UCUM symbols (in that case only) and their names (in any), in seconds.
+_LONG_SYMBOLS = {"min": 60.0, "h": 3600.0, "d": 86400.0}
+_LONG_NAMES = {"minute": 60.0, "minutes": 60.0, "hour": 3600.0, "hours": 3600.0, "day": 86400.0, "days": 86400.0}
+#: What a metric's unit must be, said when it is not.
+UNITS_READ = "s, ms, us, ns, min, h, d"
 _SERVICE = ("service.namespace", "service.name")
 _TELL_APART = ("service.instance.id", "host.name", "process.pid")
 #: Longest stream name.
@@ -175,10 +190,13 @@ class Decoded:
 
 
 def stream_unit(unit: str) -> tuple[str, float] | None:
-    """(stream unit, factor from the metric's unit) for a metric unit; None when it is not a duration. OTel units
-    are UCUM, which is case-sensitive: `Ms` is a megasecond, `mS` a millisiemens, `S` a siemens, none of them a
-    latency unit (spelled-out names such as `milliseconds` are taken in any case)."""
+    """(stream unit, factor from the metric's unit) for a metric unit; None when it is not a duration read. OTel units
+    are UCUM, which is case-sensitive: `Ms` is a megasecond, `mS` a millisiemens, `S` a siemens, `H` a henry, none of
+    them a latency unit (spelled-out names such as `milliseconds` are taken in any case)."""
     text = unit.strip() or DEFAULT_UNIT
+    long = _long_seconds(text)
+    if long is not None:
+        return "microsec", long * 1e6
     if text.lower() in _SYMBOLS and text not in _SYMBOLS:
         return None
     try:
@@ -186,6 +204,18 @@ def stream_unit(unit: str) -> tuple[str, float] | None:
     except ValueError:
         return None
     return {"sec": ("microsec", 1e6), "millisec": ("microsec", 1e3)}.get(name, (name, 1.0))
+
+
+def _long_seconds(text: str) -> float | None:
+    """Seconds in a minute, hour or day unit (`min`, `h`, `d`, `minutes` ...); None for any other."""
+    return _LONG_SYMBOLS.get(text, _LONG_NAMES.get(text.lower()))
+
+
+def _metric_seconds(unit: str) -> float:
+    """Seconds in one of a metric's unit (one `stream_unit` reads)."""
+    text = unit.strip() or DEFAULT_UNIT
+    long = _long_seconds(text)
+    return unit_seconds(text) if long is None else long
 
 
 class PointStreams:
@@ -201,6 +231,7 @@ class PointStreams:
         self._every: dict[StreamKey, int] = {}  # each series' last interval (ns)
         self._writers: dict[StreamKey, dict[int, Point]] = {}  # cumulative series' earlier start times' points
         self._recent: dict[StreamKey, dict[int, int]] = {}  # delta series' last points: their end, what they hold
+        self._shared: set[StreamKey] = set()  # delta series with points that overlap (several processes write them)
         self._widths: dict[StreamKey, float] = {}  # octaves: a series' first column that held its min and max
         self._seen: dict[StreamKey, int] = {}  # each series' last point on the shared (aligned) clock (ns)
         self._senders: dict[Attrs, _Sender] = {}
@@ -228,11 +259,12 @@ class PointStreams:
             self._taken = 0
             self.let_go_idle()
 
-    def none_taken(self, name: str) -> Iterator[Notice]:
+    def none_taken(self, name: str, where: str = "in it") -> Iterator[Notice]:
         """At the end of an input that gave no latency histogram but skipped something else: why, as one skipped
-        record (so that an input with nothing readable fails as one whose every record was skipped)."""
+        record (so that an input with nothing readable fails as one whose every record was skipped); `where`: "in
+        it" (a file), "received" (a receiver)."""
         if not self._streams and self._passed_over:
-            yield Notice(f"{name}: no latency histogram in it: {self._passed_over}; skipped")
+            yield Notice(f"{name}: no latency histogram {where}: {self._passed_over}; skipped")
 
     def finish(self) -> Iterator[Notice]:
         """At the end of the input: the count of each series' skipped points not said yet (also from another thread as
@@ -255,6 +287,7 @@ class PointStreams:
             seen.pop(key, None)
             self._writers.pop(key, None)
             self._recent.pop(key, None)
+            self._shared.discard(key)
             self._widths.pop(key, None)
             if last.temporality != DELTA:
                 self._gone[key] = last.start_ns
@@ -308,7 +341,8 @@ class PointStreams:
         unit = stream_unit(point.unit)
         if unit is None:
             yield from self._passing_over(("unit", point.key.metric, point.unit), origin, f"metric {metric!r} has unit "
-                                          f"{clean_text(point.unit, 40)!r}, not a duration (s, ms, us, ns)")
+                                          f"{clean_text(point.unit, 40)!r}, not a time unit latencymap reads "
+                                          f"({UNITS_READ})")
             return
         if not point.unit.strip():
             yield from self._once(("nounit", point.key.metric),
@@ -349,14 +383,30 @@ class PointStreams:
             return  # else that point resent (an exporter's retry)
         _remember(recent, point.time_ns, what, point.time_ns if prev is None else max(prev.time_ns, point.time_ns))
         if late:
+            self._shared.add(point.key)
             yield from self._once(("overlap", stream.label), f"{origin}: {stream.label}: delta points that overlap "
                                   "the series' later ones, each with its own start and end time: processes with the "
                                   "same resource attributes (the same service.instance.id) send this series; every "
                                   "point is counted (give each process its own service.instance.id to see them "
                                   "apart)", 0)
         else:
+            if prev is not None and point.key not in self._shared:
+                yield from self._quiet(point, prev.time_ns, start, stream, factor)
             self._keep(point)
         yield self._interval(stream, factor, point, start, point.time_ns, reset=False)
+
+    def _quiet(self, point: Point, after_ns: int, start_ns: int, stream: StreamId, factor: float) -> Iterator[Interval]:
+        """Empty columns from `after_ns`, where a delta series' previous point ended, to `start_ns`, where `point`
+        starts: as many as `point`'s span fits in that time (none under half of it), QUIET_MAX at most; none when the
+        series would have been let go meanwhile (see the module docstring)."""
+        quiet, span = start_ns - after_ns, point.time_ns - start_ns
+        if quiet <= 0 or span <= 0 or quiet > max(IDLE_S * 1e9, IDLE_INTERVALS * span):
+            return
+        n = min(round(quiet / span), QUIET_MAX)
+        empty = _empty(point)
+        for k in range(n):
+            yield self._interval(stream, factor, empty, after_ns + quiet * k // n, after_ns + quiet * (k + 1) // n,
+                                 reset=False)
 
     def _cumulative(self, point: Point, stream: StreamId, factor: float, origin: str) -> Iterator[Item]:
         prev = self._last.get(point.key)
@@ -453,7 +503,7 @@ class PointStreams:
 
     def _interval(self, stream: StreamId, factor: float, point: Point, start_ns: int, end_ns: int,
                   reset: bool) -> Interval:
-        seconds = None if point.sum is None else point.sum * unit_seconds(point.unit.strip() or DEFAULT_UNIT)
+        seconds = None if point.sum is None else point.sum * _metric_seconds(point.unit)
         if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
             seconds = None  # a negative or endless sum is no time spent (and no recording could hold it)
         if point.negative:
@@ -532,6 +582,13 @@ def _late_notice(label: str, late: _Skipped) -> Notice:
     more, late.pending = late.pending, 0
     return Notice(f"{late.origin}: {label}: {more} more point{'s' * (more > 1)} not after the previous one "
                   f"({late.total} in all); skipped", skipped=more)
+
+
+def _empty(point: Point) -> Point:
+    """A point of `point`'s series and buckets that counts no event (a column of a stretch with none)."""
+    counts = point.counts[:0] if point.key.exponential else np.zeros_like(point.counts)
+    return Point(point.key, point.unit, DELTA, 0, 0, 0, None if point.sum is None else 0.0, counts, point.bounds,
+                 point.scale, point.offset, zero_threshold=point.zero_threshold)
 
 
 def _resent(point: Point, prev: Point) -> bool:

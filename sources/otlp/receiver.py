@@ -9,7 +9,9 @@ port, loopback only); it has no authentication, so bind another address only on 
 
 The HTTP server runs in daemon threads that only decode; a queue (`Inbox`) hands the points to the source's worker
 thread, which turns them into Intervals (all stream state lives there) and shuts the server down when the
-source stops. `consume` is that worker side, shared with the gRPC transport (`grpc_receiver`).
+source stops. `consume` is that worker side, shared with the gRPC transport (`grpc_receiver`). A run that got no
+latency histogram but skipped something (other metrics, other units, requests it could not decode) ends as an input
+with nothing readable does (`flow.pipeline.failing_if_unread`: exit code 1); one that got no request, `No data.`.
 
 A request answered 200 was queued, and is in the run of a command that reads its flow to the end (`report`, the
 plain view, `--emit`; the TUI at SIGTERM or SIGHUP). When a signal stops it (only noted: `latencymap.core.stopping`)
@@ -42,6 +44,7 @@ from latencymap.core.model import Notice, Status
 from latencymap.core.sanitize import clean_text
 from latencymap.core.stopping import DRAIN_S
 from latencymap.flow.inputs import InputError
+from latencymap.flow.pipeline import failing_if_unread
 from latencymap.plugins import Item
 from latencymap.sources.otlp import DEFAULT_ADDRESS
 from latencymap.sources.otlp.decode import DecodeError, decode_json, decode_protobuf, protobuf_available
@@ -197,6 +200,7 @@ def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None
             else:
                 yield from worker.drain(streams)
             yield from streams.finish()
+            yield from streams.none_taken(name, "received")
             forget_at_exit(rest)
     finally:
         forget_at_exit(worker.end)
@@ -446,4 +450,4 @@ def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[
     if not server.protobuf:
         greeting.append(Notice(f"{NAME}: protobuf requests are refused (415) without the opentelemetry-proto "
                                "package: pip install 'latencymap[otlp]'; JSON works", skipped=0))
-    yield from consume(server.inbox, greeting, idle_timeout, stop)
+    yield from failing_if_unread(consume(server.inbox, greeting, idle_timeout, stop), NAME)

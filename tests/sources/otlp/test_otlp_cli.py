@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from otlp_support import Pusher, exporter, free_port, post, push_job_durations, report_of_pushes
@@ -125,3 +126,76 @@ def test_the_receivers_greeting_is_said_not_filed_among_the_reports_messages() -
     doc = json.loads(out)
     assert [s["total"]["events"] for s in doc["streams"]] == [len(values)]
     assert doc["errors"] == {"skipped_records": 0, "messages": []}
+
+
+def _greeted(child: subprocess.Popen[str]) -> None:
+    """The receiver listens: it said so."""
+    assert child.stderr is not None
+    assert "receiving OpenTelemetry metrics at" in child.stderr.readline()
+
+
+@pytest.mark.slow
+def test_a_receiver_that_got_no_latency_histogram_fails_as_a_file_of_the_same_metrics_does(tmp_path: Path) -> None:
+    """hprom's finding 2: the SDK's requests holding a counter (a Sum) and a histogram of `{request}` made a run of
+    `report listen --otlp` say "No data." with exit code 0, where the same metrics in a file (the SDK's file
+    exporter) say why and exit 1 ("Nothing readable is a failure"). The receiver's run ends as the file's does: the
+    report written, the same reason, one line on stderr, exit code 1."""
+    from opentelemetry.exporter.otlp.json.file.metric_exporter import FileMetricExporter
+    from opentelemetry.sdk.metrics import Histogram, MeterProvider
+    from opentelemetry.sdk.metrics.export import AggregationTemporality, PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+
+    port, path = free_port(), tmp_path / "counts.jsonl"
+
+    def push() -> np.ndarray:
+        exporters = [exporter("protobuf", f"http://127.0.0.1:{port}/v1/metrics", "delta"),
+                     FileMetricExporter(path, preferred_temporality={Histogram: AggregationTemporality.DELTA})]
+        readers = [PeriodicExportingMetricReader(e, export_interval_millis=3_600_000) for e in exporters]
+        provider = MeterProvider(metric_readers=readers, resource=Resource.create({"service.name": "counts"}))
+        meter = provider.get_meter("t")
+        requests, depth = meter.create_counter("http.requests"), meter.create_histogram("queue.depth", unit="{request}")
+        for k in range(3):
+            requests.add(5)
+            depth.record(3.0 + k)
+            assert all(reader.force_flush(10_000) for reader in readers)
+        provider.shutdown()
+        return np.zeros(0)
+
+    code, out, err, _ = report_of_pushes(["--otlp", f"127.0.0.1:{port}", "--idle-timeout", "3"], _greeted, push)
+    filed = CliRunner().invoke(cli.main, ["report", "--format", "json", str(path)])
+    assert code == filed.exit_code == 1, err
+    received, read = json.loads(out), json.loads(filed.stdout)
+    assert received["streams"] == read["streams"] == []
+    assert received["errors"]["skipped_records"] == read["errors"]["skipped_records"] == 1
+    why = "metric 'http.requests' is a Sum, not a Histogram or ExponentialHistogram; skipped"
+    assert received["errors"]["messages"][-1] == f"listen --otlp: no latency histogram received: {why}"
+    assert read["errors"]["messages"][-1] == f"{path}: no latency histogram in it: {why}"
+    assert err.splitlines()[-1] == ("latencymap: listen --otlp: no record could be read (1 skipped); the first: "
+                                    f"listen --otlp: no latency histogram received: {why}")
+    assert filed.stderr.splitlines()[-1] == (f"latencymap: {path}: no record could be read (1 skipped); the first: "
+                                             f"{path}: no latency histogram in it: {why}")
+
+
+@pytest.mark.slow
+def test_a_receiver_whose_every_request_was_skipped_fails_and_one_that_got_none_does_not() -> None:
+    """Requests that cannot be decoded (400), and nothing else: nothing readable, exit code 1, naming the first. A run
+    that received no request at all read nothing and skipped nothing: "No data.", exit code 0, as an empty file."""
+    port = free_port()
+
+    def invalid() -> np.ndarray:
+        for body in (b"{", b"not json"):
+            assert post(f"http://127.0.0.1:{port}/v1/metrics", body, "application/json")[0] == 400
+        return np.zeros(0)
+
+    code, out, err, _ = report_of_pushes(["--otlp", f"127.0.0.1:{port}", "--idle-timeout", "2"], _greeted, invalid)
+    assert code == 1, err
+    assert json.loads(out)["errors"]["skipped_records"] == 2
+    last = err.splitlines()[-1]
+    assert last.startswith("latencymap: listen --otlp: no record could be read (2 skipped); the first: listen --otlp: "
+                           "127.0.0.1:"), last
+    assert last.endswith("POST /v1/metrics: invalid JSON at line 1 column 2; expected an OTLP/JSON "
+                         "ExportMetricsServiceRequest"), last
+    code, out, err, _ = report_of_pushes(["--otlp", f"127.0.0.1:{free_port()}", "--idle-timeout", "0.5"], _greeted,
+                                         lambda: np.zeros(0))
+    assert code == 0, err
+    assert json.loads(out)["streams"] == [] and json.loads(out)["errors"]["skipped_records"] == 0

@@ -292,5 +292,6 @@ def test_a_file_without_a_latency_histogram_says_why_and_fails(tmp_path: Path) -
     doc = json.loads(result.stdout)
     assert doc["streams"] == [] and doc["errors"]["skipped_records"] == 1
     assert doc["errors"]["messages"][-1] == (f"{path}: no latency histogram in it: metric 'http.request.body.size' "
-                                             "has unit 'By', not a duration (s, ms, us, ns); skipped")
+                                             "has unit 'By', not a time unit latencymap reads (s, ms, us, ns, min, "
+                                             "h, d); skipped")
     assert result.stderr.startswith(f"latencymap: {path}: no record could be read (1 skipped)"), result.stderr

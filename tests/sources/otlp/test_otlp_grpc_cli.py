@@ -101,3 +101,34 @@ def test_without_grpcio_otlp_grpc_says_how_to_get_it_and_http_still_works(monkey
     body = protobuf_request(sdk_collect([2.0, 20.0], name="rpc.duration"))
     assert post(f"http://127.0.0.1:{port}/v1/metrics", body, "application/x-protobuf")[0] == 200
     assert sum(int(item.counts.sum()) for item in items if hasattr(item, "counts")) == 2
+
+
+@pytest.mark.slow
+def test_a_run_that_received_no_latency_histogram_fails_as_over_http() -> None:
+    """hprom's finding 2, over gRPC: a counter alone is nothing readable (as in a file, or over HTTP): the report is
+    written, then one line says why and the exit code is 1 (it was "No data." and 0)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+
+    port = free_port()
+
+    def listening(_: subprocess.Popen[str]) -> None:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=60)
+
+    def push() -> Any:
+        reader = PeriodicExportingMetricReader(exporter("grpc", f"127.0.0.1:{port}", "delta"),
+                                               export_interval_millis=3_600_000)
+        provider = MeterProvider(metric_readers=[reader], resource=Resource.create({"service.name": "counts"}))
+        provider.get_meter("t").create_counter("http.requests").add(5)
+        assert reader.force_flush(10_000)
+        provider.shutdown()
+        return None
+
+    code, out, err, _ = report_of_pushes(["--otlp-grpc", f"127.0.0.1:{port}", "--idle-timeout", "3"], listening, push)
+    assert code == 1, err
+    assert json.loads(out)["streams"] == []
+    assert err.splitlines()[-1] == (
+        "latencymap: listen --otlp-grpc: no record could be read (1 skipped); the first: listen --otlp-grpc: no "
+        "latency histogram received: metric 'http.requests' is a Sum, not a Histogram or ExponentialHistogram; skipped")

@@ -177,7 +177,7 @@ def test_a_unit_that_is_not_a_duration_is_skipped_once() -> None:
     streams = PointStreams()
     items = run(explicit(110, [0, 4, 1], unit="By"), explicit(120, [0, 5, 1], unit="By"), streams=streams)
     assert not intervals(items)
-    assert sum("not a duration" in m for m in notes(items)) == 1
+    assert sum("not a time unit latencymap reads" in m for m in notes(items)) == 1
 
 
 def test_units_are_case_sensitive_as_ucum_is() -> None:
@@ -191,7 +191,7 @@ def test_units_are_case_sensitive_as_ucum_is() -> None:
         ("microsec", 1e3), ("microsec", 1e6)]
     items = run(explicit(110, [0, 4, 1], unit="mS"), explicit(110, [0, 4, 1], unit="Ms", k=key("other")))
     assert not intervals(items)
-    assert sum("not a duration" in m for m in notes(items)) == 2
+    assert sum("not a time unit latencymap reads" in m for m in notes(items)) == 2
 
 
 def test_default_bounds_rebin_with_totals_exact() -> None:
@@ -463,3 +463,65 @@ def test_a_second_delta_point_of_the_same_end_time_is_still_skipped() -> None:
               explicit(110, [0, 2, 2], start_s=100, temporality=DELTA), one, streams=streams)
     got += list(streams.finish())
     assert [int(c.counts.sum()) for c in intervals(got)] == [5, 1] and _skipped(got) == 2
+
+
+def test_a_quiet_stretch_between_delta_points_is_empty_columns() -> None:
+    """hprom's finding 1: an SDK sends no delta point for a collection that recorded nothing, and starts the next one
+    at the collection before it; each column started at its own point's start, so 30 s without events between two
+    points was no column at all (the rate counted only the columns' time, no silence was found). The stretch is
+    empty columns now, as many as the next point's span fits in it: none under half of it (a clock's jitter)."""
+    cols = intervals(run(explicit(110, [0, 4, 1], start_s=100, temporality=DELTA, total=20.0),
+                         explicit(120, [0, 2, 0], start_s=110, temporality=DELTA, total=8.0),
+                         explicit(160, [0, 3, 0], start_s=150, temporality=DELTA, total=9.0),  # 30 s: 3 columns
+                         explicit(170, [0, 1, 0], start_s=164, temporality=DELTA, total=3.0),  # 4 s of 6: one
+                         explicit(180, [0, 1, 0], start_s=172, temporality=DELTA, total=3.0)))  # 2 s of 8: none
+    assert [(c.start, c.end, int(c.counts.sum())) for c in cols] == [
+        (100, 110, 5), (110, 120, 2), (120, 130, 0), (130, 140, 0), (140, 150, 0), (150, 160, 3), (160, 164, 0),
+        (164, 170, 1), (172, 180, 1)]
+    quiet = [c for c in cols if not c.counts.any()]
+    assert all(c.source_buckets.counts.tolist() == [0, 0, 0] and c.source_buckets.total_time == 0.0 for c in quiet)
+    assert all(c.duration == c.end - c.start and not c.gap and not c.reset for c in quiet)
+
+
+def test_no_quiet_columns_for_a_shared_series_a_series_let_go_or_an_exponential_one_out_of_buckets() -> None:
+    """A stretch is not filled in a series that several processes write (one's quiet time is another's busy one),
+    nor past the time a series is kept without a point (it went away and came back); an exponential series' quiet
+    columns keep its scale and count nothing."""
+    shared = intervals(run(explicit(111, [0, 1, 0], start_s=101, temporality=DELTA),
+                           explicit(110, [0, 1, 0], start_s=100, temporality=DELTA),  # the other process's, late
+                           explicit(150, [0, 1, 0], start_s=140, temporality=DELTA)))
+    assert [(c.start, c.end) for c in shared] == [(101, 111), (100, 110), (140, 150)]
+    gone = intervals(run(explicit(110, [0, 1, 0], start_s=100, temporality=DELTA),
+                         explicit(2000, [0, 1, 0], start_s=1990, temporality=DELTA)))
+    assert [(c.start, c.end) for c in gone] == [(100, 110), (1990, 2000)]
+    expo_cols = intervals(run(expo(110, 2, 8, [1, 2], start_s=100, temporality=DELTA),
+                              expo(140, 2, 9, [3], start_s=130, temporality=DELTA)))
+    assert [(c.start, c.end, int(c.counts.sum())) for c in expo_cols] == [
+        (100, 110, 3), (110, 120, 0), (120, 130, 0), (130, 140, 3)]
+    assert [int(c.source_buckets.counts.sum()) for c in expo_cols] == [3, 0, 0, 3]
+
+
+@pytest.mark.parametrize(("unit", "seconds"), [("min", 60.0), ("h", 3600.0), ("d", 86400.0), ("minutes", 60.0),
+                                               ("Hours", 3600.0)])
+def test_minutes_hours_and_days_are_read_as_microseconds(unit: str, seconds: float) -> None:
+    """hprom's finding 3: the SDK's histograms in `min` or `h` were skipped as "not a duration (s, ms, us, ns)"; a
+    minute is one. They are read as µs: the time waited is the sum's, the events in the rows of their values."""
+    from latencymap.core.buckets import bin_values
+
+    values = [0.5, 2.0, 3.0]
+    [col] = intervals(run(*decode_protobuf(protobuf_request(sdk_collect(values, name="job", unit=unit))).points))
+    assert col.stream.unit == "microsec" and int(col.counts.sum()) == 3
+    assert col.source_buckets.total_time == pytest.approx(sum(values) * seconds, rel=1e-12)
+    assert col.source_buckets.bounds[1] == 5.0 * seconds * 1e6  # the SDK's default bounds, in µs
+    rows = np.flatnonzero(bin_values(np.array(values) * seconds * 1e6)[0])
+    assert set(np.flatnonzero(col.counts)) <= set(range(rows[0], rows[-1] + 1))  # within the min and the max
+
+
+def test_a_unit_not_read_says_which_are() -> None:
+    """UCUM is case-sensitive: `H` is a henry, `MIN` nothing; `{request}` counts. Each is said not to be a time unit
+    latencymap reads, naming those it reads."""
+    items = run(*(explicit(110, [0, 4, 1], unit=u, k=key(u)) for u in ("H", "MIN", "{request}")))
+    assert not intervals(items)
+    assert [m.split("has unit ", 1)[1] for m in notes(items)] == [
+        f"{u!r}, not a time unit latencymap reads (s, ms, us, ns, min, h, d); skipped" for u in ("H", "MIN",
+                                                                                                  "{request}")]

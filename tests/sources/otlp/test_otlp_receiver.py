@@ -23,6 +23,7 @@ from otlp_support import (
     sdk_collect,
 )
 
+from latencymap.core.errors import NothingReadable
 from latencymap.flow.inputs import InputError
 from latencymap.sources.otlp import receiver
 from latencymap.sources.otlp.receiver import parse_address, receive
@@ -141,6 +142,15 @@ def test_bad_addresses(text: str) -> None:
         parse_address(text)
 
 
+def taken_in(items: Iterator[Any], got: list[Any]) -> str:
+    """The receiver's items put in `got` until it ends as a run that read nothing and skipped something ends
+    (NothingReadable, exit code 1 as for a file); its message."""
+    with pytest.raises(NothingReadable) as ended:
+        for item in items:
+            got.append(item)
+    return str(ended.value)
+
+
 def _raw(port: int, data: bytes) -> bytes:
     """What the receiver answers to `data` sent as is on a new connection (until it closes it)."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
@@ -171,7 +181,8 @@ def test_what_is_no_otlp_http_request_is_told_once_per_peer_with_a_hint(otlp: An
     _raw(port, CLIENT_HELLO)
     negative = _raw(port, b"POST /v1/metrics HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: -1\r\n\r\n")
     assert negative.startswith(b"HTTP/1.0 400") and b"is not a length" in negative
-    got += items
+    assert taken_in(items, got).startswith("listen --otlp: no record could be read (5 skipped); the first: "
+                                           "listen --otlp: 127.0.0.1:")
     said = messages(got)[1:]
     assert all(m.startswith("listen --otlp: 127.0.0.1:") for m in said)
     assert [m.split(": ", 2)[2] for m in said] == [
@@ -192,7 +203,7 @@ def test_an_sdk_exporter_with_https_is_told_to_use_http(otlp: Any) -> None:
     https = OTLPMetricExporter(endpoint=base.replace("http://", "https://") + "/v1/metrics", timeout=2)
     https.export(sdk_collect([3.0], name="rpc.duration"))
     https.shutdown()
-    got += items
+    taken_in(items, got)
     assert [m for m in messages(got) if "a TLS handshake on a plain-HTTP port: use http://" in m]
 
 
@@ -204,5 +215,5 @@ def test_an_sdk_grpc_exporter_at_the_http_port_is_told_to_use_otlp_grpc(otlp: An
     swapped = OTLPMetricExporter(endpoint=base.removeprefix("http://"), insecure=True, timeout=2)
     swapped.export(sdk_collect([3.0], name="rpc.duration"))
     swapped.shutdown()
-    got += items
+    taken_in(items, got)
     assert [m for m in messages(got) if "an OTLP/gRPC client is talking to the OTLP/HTTP port: use --otlp-grpc" in m]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -245,3 +246,48 @@ def test_every_second_point_of_an_instrument_under_two_views_counts_as_skipped(t
     said = [m for m in messages(got) if "views/rpc.duration" in m]
     assert report["errors"]["skipped_records"] == len(columns) >= 12  # one second point per export
     assert len(said) == 2 and said[1].endswith(f"({len(columns)} in all); skipped")
+
+
+class QuietMiddle:
+    """`sil.duration` (ms): 40 requests before each export but the QUIET ones, each export 0.1 s after the last."""
+
+    QUIET = range(5, 10)
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(9)
+        self.values: list[float] = []
+
+    def setup(self, meter: Any) -> Any:
+        return meter.create_histogram("sil.duration", unit="ms")
+
+    def __call__(self, histogram: Any, n: int) -> None:
+        if n not in self.QUIET:
+            for value in self.rng.lognormal(1.0, 0.3, 40).tolist():
+                histogram.record(value)
+                self.values.append(value)
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("temporality", ["delta", "cumulative"])
+def test_a_stretch_without_events_is_empty_columns_and_a_silence_whatever_the_temporality(temporality: str) -> None:
+    """hprom's finding 1: the SDK sends no delta point for a collection that recorded nothing, and starts the next
+    one at the collection before it. 3 s of requests, 4 s of none and 3 s more read "13 intervals over 10s: 289
+    events (44.7/s)", 6.5 s of columns back to back and no silence; sent cumulative, 7 empty columns and a silence.
+    Delta points now give the quiet stretch as empty columns too: the columns tile the time (the rate is over all
+    of it) and the report finds the silence, as with cumulative points."""
+    from latencymap.core.accumulator import accumulate
+    from latencymap.outputs.report import build_report
+
+    record = QuietMiddle()
+    got, _ = push_and_receive("protobuf", temporality, record, pushes=16)
+    (columns,) = by_label(got).values()
+    assert all(b.start == a.end for a, b in itertools.pairwise(columns))  # no time left out
+    held = [k for k, c in enumerate(columns) if c.counts.any()]
+    before, after = held[len(QuietMiddle.QUIET) - 1], held[len(QuietMiddle.QUIET)]  # around the quiet exports
+    assert 4 <= after - before - 1 <= 6  # about one empty column per quiet export
+    [stream] = build_report(accumulate(got))["streams"]
+    assert stream["total"]["events"] == len(record.values)
+    assert sum(stream["column_s"]) == pytest.approx(stream["end"] - stream["start"], abs=1e-4)  # the rate's time
+    [silence] = [f["where"] for f in stream["findings"] if f["kind"] == "silence"]
+    assert (silence["start"], silence["end"]) == (columns[before].end, columns[after].start)

@@ -9,7 +9,9 @@ and a SIGTERM flushes before the process dies (both in `latencymap.instrument_fl
 A phase's first column starts where its first timing did; a phase with nothing timed in an interval gets no column
 (its next column spans the gap). A forked child (a multiprocessing or DataLoader worker) drops the parent's
 timings and sends its own, labelled `<run>/rank<rank>.pid<pid>/<phase>`, through the sink's `after_fork` (see
-`latencymap.sinks`), at exit too, SIGTERM from its parent included (`latencymap.instrument_flush`); its first column
+`latencymap.sinks`), at exit too, SIGTERM from its parent included (`latencymap.instrument_flush`); a Timings made in a
+multiprocessing child (spawned too) of a process that times is labelled so, with its parent's run and rank unless
+given (`instrument_flush.timing_parent`), and its hello names its parent too; a forked child's first column
 of a phase from its own first timing of it to the end of the parent's interval under way; a Timings is kept alive until
 closed when its sink leaves the process, so a dropped, unclosed one still sends on time and at exit.
 
@@ -54,7 +56,15 @@ from latencymap.core.buckets import TOP_SLOT, bin_extremes, bin_values, bounds_s
 from latencymap.core.model import Interval, StreamId
 from latencymap.instrument_flush import LATE_S as LATE_S
 from latencymap.instrument_flush import SIGTERM_GRACE_S as SIGTERM_GRACE_S
-from latencymap.instrument_flush import _catch_sigterm, _kept, _live, _registry_lock, _start_flusher
+from latencymap.instrument_flush import (
+    _catch_sigterm,
+    _kept,
+    _live,
+    _registry_lock,
+    _start_flusher,
+    mark_children,
+    timing_parent,
+)
 from latencymap.sinks import (
     MemorySink,
     NullSink,
@@ -82,9 +92,14 @@ class Timings:
 
     def __init__(self, sink: Sink | str | None = None, *, run: str | None = None, rank: int | None = None,
                  interval: float = 1.0) -> None:
-        self.run = clean_name(run) if run else default_run()
-        self.rank = env_rank() if rank is None else int(rank)
-        self.sink = open_sink(sink, rank=self.rank, hello={"run": self.run, "rank": self.rank})
+        parent = timing_parent()  # a spawned child of a process that times is labelled as a forked one
+        self.run = clean_name(run) if run else parent["run"] if parent else default_run()
+        self.rank = int(rank) if rank is not None else parent["rank"] if parent else env_rank()
+        self._child_pid = os.getpid() if parent else 0  # in a child: its labels are `run/rank<N>.pid<M>/phase`
+        hello: dict[str, Any] = {"run": self.run, "rank": self.rank}
+        if parent:
+            hello["parent"] = parent["pid"]
+        self.sink = open_sink(sink, rank=self.rank, hello=hello)
         self.interval_ns = max(1, int(interval * 1e9))
         self._values: dict[str, list[int]] = {}
         self._streams: dict[str, StreamId] = {}
@@ -107,7 +122,6 @@ class Timings:
         self.events = 0
         self.closed = False
         self._forked = False
-        self._child_pid = 0  # in a forked child, its pid: its labels are `run/rank<N>.pid<M>/phase`
         _live.add(self)
         self._reach_out()
 
@@ -118,6 +132,7 @@ class Timings:
             _kept.add(self)
             _start_flusher()
             _catch_sigterm()
+            mark_children(self.run, self.rank)
 
     def values(self, phase: str) -> list[int]:
         """The list a timer appends its nanosecond durations to (created on first use)."""

@@ -8,11 +8,16 @@ A DataLoader worker gets SIGTERM from its parent at the parent's exit (persisten
 handler, set in C where Python cannot see it, `_exit(0)`s then. At the worker's first timing ours takes its place:
 it flushes, then ends as torch's would: exit 0 when the parent sent it (known by a flag the parent sets as it exits:
 `_parent_exiting`), else torch's handler again, which dies of the signal.
+
+A process that times to a socket or a recording tells the processes it starts with multiprocessing that they are its
+children (`mark_children`, in `$LATENCYMAP_PARENT`): a spawned one (spawn, forkserver) gets no copy of its memory, so
+it learns there its parent's run and rank, to be labelled as a forked child is, and where the parent's exit flag is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import mmap
 import os
 import select
@@ -49,9 +54,12 @@ _dying = threading.Lock()
 _TORCH_WORKER = "torch-worker"  # `_sigterm_next` in a DataLoader worker: end as torch's C handler would
 _worker_caught = False  # `_catch_sigterm` ran in this process as a DataLoader worker
 _at_fork: Any = None  # the SIGTERM handler Python knew of when this process was forked (torch's hides behind it)
-_exit_flag: mmap.mmap | None = None  # shared with this process's forked children: byte 1 once it exits
+_exit_flag: mmap.mmap | None = None  # shared with this process's children: byte 1 once it exits
 _exit_flag_pid = 0  # the process that owns `_exit_flag`
-_parents_flag: mmap.mmap | None = None  # the parent's `_exit_flag`, in a forked child
+_exit_flag_fd = -1  # its memfd, which a spawned child opens through /proc (-1: none, an anonymous mapping)
+_parents_flag: mmap.mmap | None = None  # the parent's `_exit_flag`, in a child
+#: Set by a process that times (see the module docstring): {"pid", "run", "rank", "flag": its exit flag's memfd}.
+PARENT_ENV = "LATENCYMAP_PARENT"
 
 
 def _start_flusher() -> None:
@@ -230,7 +238,8 @@ def _end_as_torch_worker() -> None:
 
 def _parent_exiting() -> bool:
     """Whether the parent has begun to exit (its daemonic children are then SIGTERMed); True when it cannot be known
-    (a spawned worker): the parent's SIGTERM at exit is the usual one."""
+    (a spawned worker of a parent that did not time, or where /proc could not reach its flag): the parent's SIGTERM at
+    exit is the usual one."""
     flag = _parents_flag
     try:
         return flag is None or flag[0] == 1
@@ -240,14 +249,89 @@ def _parent_exiting() -> bool:
 
 def _before_fork() -> None:
     """A multiprocessing parent about to fork: its children get a flag it sets as it exits (see `_parent_exiting`)."""
-    global _exit_flag, _exit_flag_pid
     mp_util = sys.modules.get("multiprocessing.util")
-    if _exit_flag_pid == os.getpid() or mp_util is None:
+    if mp_util is not None:
+        _make_exit_flag(mp_util)
+
+
+def _make_exit_flag(mp_util: Any) -> None:
+    """This process's exit flag, once: a memfd where there is one (a spawned child maps it through /proc), else an
+    anonymous mapping (shared with forked children only); set by a finalizer as multiprocessing's exit begins."""
+    global _exit_flag, _exit_flag_pid, _exit_flag_fd
+    if _exit_flag_pid == os.getpid():
         return
+    fd = -1
     with contextlib.suppress(Exception):
-        _exit_flag, _exit_flag_pid = mmap.mmap(-1, 1), os.getpid()
+        try:
+            fd = os.memfd_create(f"latencymap-exit-{os.getpid()}")
+            os.ftruncate(fd, 1)
+            flag = mmap.mmap(fd, 1)
+        except (AttributeError, OSError):  # no memfd here (not Linux)
+            if fd >= 0:
+                os.close(fd)
+            fd, flag = -1, mmap.mmap(-1, 1)
+        _exit_flag, _exit_flag_pid, _exit_flag_fd = flag, os.getpid(), fd
         # run by multiprocessing's exit before it SIGTERMs the daemonic children (finalizers of priority >= 0)
         mp_util.Finalize(None, _exiting, args=(os.getpid(),), exitpriority=0)
+
+
+def mark_children(run: str, rank: int) -> None:
+    """Tell the processes this one starts with multiprocessing that they are children of a process that times `run`'s
+    rank `rank`, and where its exit flag is (`PARENT_ENV`); a spawned child reads it (`timing_parent`)."""
+    if "multiprocessing" in sys.modules:  # a DataLoader's: torch imported it (a spawned worker needs the flag)
+        with contextlib.suppress(Exception):
+            import multiprocessing.util
+
+            _make_exit_flag(multiprocessing.util)
+    told: dict[str, Any] = {"pid": os.getpid(), "run": run, "rank": rank}
+    if _exit_flag_pid == os.getpid() and _exit_flag_fd >= 0:
+        told["flag"] = _exit_flag_fd
+    with contextlib.suppress(Exception):
+        os.environ[PARENT_ENV] = json.dumps(told, sort_keys=True)
+
+
+def timing_parent() -> dict[str, Any] | None:
+    """In a multiprocessing child (fork, spawn, forkserver) of a process that times (`mark_children`): its pid, run
+    and rank, its exit flag mapped for `_parent_exiting`; None in any other process."""
+    global _parents_flag
+    mp = sys.modules.get("multiprocessing")
+    try:
+        parent = mp.parent_process() if mp is not None else None
+        if parent is not None:
+            pid = parent.pid
+        elif mp is not None and getattr(mp.current_process(), "_inheriting", False):
+            pid = os.getppid()  # a spawned child importing its parent's main module: parent_process() comes after
+        else:
+            return None
+        told = json.loads(os.environ.get(PARENT_ENV, ""))
+    except Exception:
+        return None
+    if not isinstance(told, dict) or told.get("pid") != pid:
+        return None
+    run, rank, flag = told.get("run"), told.get("rank"), told.get("flag")
+    if not isinstance(run, str) or not isinstance(rank, int) or isinstance(rank, bool):
+        return None
+    if _parents_flag is None and isinstance(flag, int) and not isinstance(flag, bool):
+        _parents_flag = _reach_flag(pid, flag)
+    return {"pid": pid, "run": run, "rank": rank}
+
+
+def _reach_flag(pid: int, fd: int) -> mmap.mmap | None:
+    """Process `pid`'s exit flag, its memfd `fd` mapped through /proc; None where that cannot be (no /proc, no right
+    to it, the descriptor closed or another file now)."""
+    path = f"/proc/{pid}/fd/{fd}"
+    try:
+        if os.readlink(path) != f"/memfd:latencymap-exit-{pid} (deleted)":
+            return None
+        opened = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return mmap.mmap(opened, 1, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(opened)
 
 
 def _exiting(pid: int) -> None:
@@ -260,9 +344,12 @@ def _exiting(pid: int) -> None:
 def _after_fork_in_child() -> None:
     """A forked child shares the parent's pipe: the child stops writing signals to it and starts its own thread."""
     global _flusher, _wake_r, _wake_w, _dying, _sigterm_caught, _worker_caught, _at_fork, _asked
-    global _exit_flag, _exit_flag_pid, _parents_flag
+    global _exit_flag, _exit_flag_pid, _exit_flag_fd, _parents_flag
     _parents_flag = _exit_flag if _exit_flag_pid == os.getppid() else None
-    _exit_flag, _exit_flag_pid = None, 0
+    if _exit_flag_fd >= 0:  # the parent's memfd: the mapping stays
+        with contextlib.suppress(OSError):
+            os.close(_exit_flag_fd)
+    _exit_flag, _exit_flag_pid, _exit_flag_fd = None, 0, -1
     _at_fork, _worker_caught, _asked = signal.getsignal(signal.SIGTERM), False, False
     if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # inherited: the child's first Timings takes its wakeup fd
         _sigterm_caught = False

@@ -42,6 +42,7 @@ from latencymap.core.errors import InputError
 from latencymap.core.model import Interval, Notice, Status
 from latencymap.plugins import Item, Source
 from latencymap.sinks import default_socket_path
+from latencymap.sources.listen_wait import Waiting
 from latencymap.sources.listen_writer import Writer
 from latencymap.sources.otlp import DEFAULT_ADDRESS, DEFAULT_GRPC_ADDRESS
 
@@ -127,12 +128,13 @@ class ListenSource(Source):
                          help="Stop once N writers have connected and all have disconnected."),
             click.Option(["--idle-timeout", "idle_timeout"], type=click.FloatRange(min=0, min_open=True), default=None,
                          metavar="S",
-                         help="Stop S seconds after the last writer left, if none connected since; before the first "
-                              "writer it waits (see --start-timeout). --otlp, --otlp-grpc: after S seconds with no "
-                              "request, counted from the start."),
+                         help="Stop S seconds after the last writer left, if none connected since (--otlp, "
+                              "--otlp-grpc: S seconds after the last request); before the first writer or request "
+                              "it waits (see --start-timeout)."),
             click.Option(["--start-timeout", "start_timeout"], type=click.FloatRange(min=0, min_open=True),
                          default=None, metavar="S",
-                         help="Stop if no writer has connected S seconds after the start (default: wait)."),
+                         help="Stop if no writer has connected (--otlp, --otlp-grpc: no request has come) S "
+                              "seconds after the start, saying so (default: wait)."),
             click.Option(["--otlp"], is_flag=False, flag_value=DEFAULT_ADDRESS, default=None, metavar="[HOST:PORT]",
                          help=f"Receive OpenTelemetry histograms at POST /v1/metrics (OTLP/HTTP, protobuf or JSON) "
                               f"instead of the socket; bound only there, {DEFAULT_ADDRESS} when no address is given. "
@@ -165,14 +167,12 @@ class ListenSource(Source):
         self.otlp_grpc: str | None = options.get("otlp_grpc")
         if self.otlp and self.otlp_grpc:
             raise click.UsageError("--otlp (HTTP) and --otlp-grpc: give one of them")
-        socket_only = self.path or self.writers is not None or self.start_timeout is not None
+        socket_only = self.path or self.writers is not None
         if self.otlp and socket_only:
-            raise click.UsageError("--otlp receives over HTTP: give no socket PATH, --writers or --start-timeout "
-                                   "with it")
+            raise click.UsageError("--otlp receives over HTTP: give no socket PATH or --writers with it")
         if self.otlp_grpc:
             if socket_only:
-                raise click.UsageError("--otlp-grpc receives over gRPC: give no socket PATH, --writers or "
-                                       "--start-timeout with it")
+                raise click.UsageError("--otlp-grpc receives over gRPC: give no socket PATH or --writers with it")
             _check_grpc()
         self.accepted = 0
         self._stopping = threading.Event()
@@ -193,12 +193,12 @@ class ListenSource(Source):
         if self.otlp:
             from latencymap.sources.otlp.receiver import receive
 
-            yield from receive(self.otlp, self.idle_timeout)
+            yield from receive(self.otlp, self.idle_timeout, self.start_timeout)
             return
         if self.otlp_grpc:
             from latencymap.sources.otlp.grpc_receiver import receive as receive_grpc
 
-            yield from receive_grpc(self.otlp_grpc, self.idle_timeout)
+            yield from receive_grpc(self.otlp_grpc, self.idle_timeout, self.start_timeout)
             return
         if self.path is None:
             try:
@@ -255,8 +255,7 @@ class ListenSource(Source):
         writers: dict[socket.socket, Writer] = {}
         owners: dict[str, object] = {}
         closed = 0
-        started = time.monotonic()
-        idle_since: float | None = None  # when the last writer left: idle from then while none is connected
+        waiting = Waiting(self.idle_timeout, self.start_timeout, "listen: no writer connected")
         try:
             while True:
                 if self._stopping.is_set():
@@ -264,13 +263,9 @@ class ListenSource(Source):
                     return
                 if self.writers is not None and closed >= self.writers and not writers:
                     return
-                now = time.monotonic()
-                if (self.idle_timeout is not None and idle_since is not None and not writers
-                        and now - idle_since >= self.idle_timeout):
-                    return
-                if (self.start_timeout is not None and not self.accepted and not writers
-                        and now - started >= self.start_timeout):
-                    yield Notice(f"listen: no writer connected within {self.start_timeout:g}s (--start-timeout)")
+                if over := waiting.over(busy=bool(writers)):
+                    if isinstance(over, Notice):
+                        yield over
                     return
                 for key, _ in sel.select(timeout=POLL_S):
                     if key.data is _WAKE:
@@ -295,7 +290,7 @@ class ListenSource(Source):
                         continue
                     yield from writer.finish()
                     closed += 1
-                    idle_since = time.monotonic()
+                    waiting.left()
         finally:
             for conn in writers:
                 conn.close()

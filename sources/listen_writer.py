@@ -26,10 +26,10 @@ class Writer:
 
     A label that another connection sends (or sent) is that connection's: this one's records of it get their own
     label (`run/rankN.pid<PID>/phase` when it said who it is, `LABEL [writer N]` when not), with a note, so two
-    connections' counts never add up in one stream. A writer whose hello names the process it was forked from
-    (`parent`: a DataLoader or multiprocessing worker) is always labelled by its pid, and never takes its rank's
-    plain label from its parent, whichever connects first. A writer of the same run and rank connecting after the
-    last one left (a restarted rank) continues its streams.
+    connections' counts never add up in one stream. A writer whose hello names the process that started it
+    (`parent`: a DataLoader or multiprocessing worker, forked or spawned) is always labelled by its pid, and never
+    takes its rank's plain label from its parent, whichever connects first. A writer of the same run and rank
+    connecting after the last one left (a restarted rank) continues its streams.
     """
 
     def __init__(self, conn: socket.socket, others: dict[socket.socket, Writer],
@@ -42,7 +42,7 @@ class Writer:
         self.owners = owners  # label -> who sends it: a (run, rank) identity, or an unidentified connection
         self.identity: tuple[str, int] | None = None
         self.pid = 0
-        self.parent = 0  # the pid of the process it was forked from, when its hello says so
+        self.parent = 0  # the pid of the process that started it (forked or spawned), when its hello says so
         self.rename: str | None = None
         self.intervals: dict[StreamId, int] = {}  # intervals received, per stream (a phase of a rank)
         self.shift = 0.0  # seconds added to this writer's stamps: the listener's clock less its own
@@ -133,7 +133,7 @@ class Writer:
         self.name = f"{self.identity[0]}/rank{self.identity[1]} (pid {pid})"
         self.reader.name = self.name
         again = f", reconnect {int(info['connects']) - 1}" if int(info.get("connects", 1)) > 1 else ""
-        also = (f"; forked from pid {parent}: its streams are labelled by pid" if parent else
+        also = (f"; a child of pid {parent}: its streams are labelled by pid" if parent else
                 "; same run and rank as another writer: its streams are labelled by pid" if taken else "")
         yield Notice(f"listen: {self.name} connected{again}{also}", skipped=0)
         yield from self._clock(info.get("time"))

@@ -975,7 +975,11 @@ if __name__ == "__main__":
 def test_multiprocessing_children_send_all_they_timed_under_fork_as_under_spawn(
         tmp_path: Path, method: str, mode: str) -> None:
     """A fork child returning normally ends with os._exit (no atexit): its own Timings lost its last interval;
-    the module-level timer, inherited from the parent, sent nothing from a fork child, silently."""
+    the module-level timer, inherited from the parent, sent nothing from a fork child, silently.
+
+    Labels agree too: a child of a process that times (`module`) is labelled by its pid, spawned as forked (a spawned
+    one was `multi/rank0/work`, as its parent); children of a process that times nothing (`own`: ranks started by
+    `torch.multiprocessing.spawn`) keep their plain labels."""
     sink = f"file:{tmp_path}/w-{{pid}}.txt"
     script = tmp_path / "multi.py"  # a file: a spawned child imports its target from it
     script.write_text(MULTI)
@@ -983,9 +987,38 @@ def test_multiprocessing_children_send_all_they_timed_under_fork_as_under_spawn(
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.endswith("[0, 0]\n"), done.stderr
     assert "RuntimeWarning" not in done.stderr, done.stderr
-    for pid in json.loads(done.stdout.split("]")[0] + "]"):
+    for i, pid in enumerate(json.loads(done.stdout.split("]")[0] + "]")):
         truth = json.loads((tmp_path / f"truth.{pid}.json").read_text())
         assert_timed_as(tmp_path / f"w-{pid}.txt", "work", truth)
+        labels = {iv.stream.label for iv in recorded_steps(tmp_path / f"w-{pid}.txt")}
+        assert labels == {f"multi/rank0.pid{pid}/work" if mode == "module" else f"mp/rank{i}/work"}
+
+
+SPAWNED_OF_A_RANK = """
+import multiprocessing as mp, sys
+from latencymap import instrument
+sink = sys.argv[1]
+def child():
+    with instrument.timer("work", sink=sink):  # the child's own Timings: run and rank not given
+        pass
+if __name__ == "__main__":
+    ddp = instrument.Timings(sink, run="exp", rank=3)  # a rank started by torch.multiprocessing.spawn says its rank
+    p = mp.get_context("spawn").Process(target=child); p.start(); p.join()
+    print(p.pid, p.exitcode)
+"""
+
+
+def test_a_spawned_child_of_a_rank_that_times_gets_its_run_and_rank(tmp_path: Path) -> None:
+    """A forked child inherits its parent's Timings, with its run and rank; a spawned one made its own from `$RANK`
+    and the script's name: `spawned/rank0/work`, taken for rank 0's."""
+    script = tmp_path / "spawned.py"  # a file: a spawned child imports its target from it
+    script.write_text(SPAWNED_OF_A_RANK)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK")}
+    done = subprocess.run([sys.executable, str(script), f"file:{tmp_path}/w-{{pid}}.txt"], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.returncode == 0 and done.stdout.split()[1] == "0", done.stderr
+    pid = int(done.stdout.split()[0])
+    assert {iv.stream.label for iv in recorded_steps(tmp_path / f"w-{pid}.txt")} == {f"exp/rank3.pid{pid}/work"}
 
 
 FORKED_TO_PARENTS_FILE = """
@@ -1016,27 +1049,34 @@ def test_a_forked_child_that_cannot_reach_the_parents_recording_says_so(tmp_path
 POOL = """
 import json, multiprocessing as mp, os, sys, time
 from latencymap import instrument
-step = instrument.timer("work", sink="unix:" + sys.argv[1])
+step = instrument.timer("work", sink="unix:" + sys.argv[1])  # a spawned worker makes its own as it imports this
 def work(ms):
     with step:
         s = time.perf_counter_ns(); time.sleep(ms / 1000); took = time.perf_counter_ns() - s
     return os.getpid(), took
 if __name__ == "__main__":
-    with mp.get_context("fork").Pool(2) as pool:
-        done = pool.map(work, [1, 3] * 20, chunksize=1)
-        pool.close(); pool.join()
+    with instrument.timer("dispatch", sink="unix:" + sys.argv[1]):
+        with mp.get_context(sys.argv[2]).Pool(2) as pool:
+            done = pool.map(work, [1, 3] * 20, chunksize=1)
+            pool.close(); pool.join()
     print(json.dumps(done))
 """
 
 
 @pytest.mark.slow
-def test_a_fork_pools_workers_timing_with_the_module_timer_reach_listen_as_their_own_writers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_pools_workers_timing_with_the_module_timer_reach_listen_as_their_own_writers(tmp_path: Path,
+                                                                                       method: str) -> None:
+    """Each worker is its own writer, labelled by its pid, forked or spawned (a spawned one was `pool/rank0/work`,
+    taken for the process that started the pool); that process keeps its plain label."""
     from latencymap.sources.listen import ListenSource
 
-    path = tmp_path / "lm.sock"
-    source = ListenSource(path=str(path), writers=2, idle_timeout=20)
+    path, script = tmp_path / "lm.sock", tmp_path / "pool.py"  # a file: a spawned worker imports it
+    script.write_text(POOL)
+    source = ListenSource(path=str(path), idle_timeout=2)  # a worker that got no task (one slow to start) sends none
     thread, items = listening(source, path)
-    done = subprocess.run([sys.executable, "-c", POOL, str(path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, str(script), str(path), method], capture_output=True, text=True,
+                          timeout=120)
     thread.join(30)
     assert done.returncode == 0 and not thread.is_alive(), done.stderr
     truth: dict[int, list[int]] = {}
@@ -1045,10 +1085,13 @@ def test_a_fork_pools_workers_timing_with_the_module_timer_reach_listen_as_their
     got = [iv for iv in items if isinstance(iv, Interval)]
     connected = {int(m) for n in items if isinstance(n, Notice)
                  for m in re.findall(r"\(pid (\d+)\) connected", n.message)}
-    assert connected == set(truth)  # each worker its own writer; one after the other, they share a label
-    assert totals(got, "work") == 40
+    assert len(connected - set(truth)) == 1 and set(truth) <= connected  # each worker its own writer, and the parent
+    assert {iv.stream.label for iv in got} == {"pool/rank0/dispatch", *(f"pool/rank0.pid{pid}/work" for pid in truth)}
+    for pid, took in truth.items():
+        assert totals([iv for iv in got if f".pid{pid}/" in iv.stream.label], "work") == len(took)
     for iv in got:
-        assert iv.extremes is not None and np.nanmin(iv.extremes[0]) >= 0.001
+        if iv.stream.label.endswith("/work"):
+            assert iv.extremes is not None and np.nanmin(iv.extremes[0]) >= 0.001
 
 
 FORK_LATER = """
@@ -1195,8 +1238,8 @@ PERSISTENT = """
 import json, os, sys, time
 from torch.utils.data import DataLoader, Dataset
 from latencymap.instrument import timed_iter, timer
-sink, out, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-fetch = timer("fetch", sink=sink)
+sink, out, epochs, context = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+fetch = timer("fetch", sink=sink)  # a spawned worker makes its own as it imports this
 class Items(Dataset):
     def __len__(self): return 24
     def __getitem__(self, i):
@@ -1205,26 +1248,30 @@ class Items(Dataset):
         with open(f"{out}.{os.getpid()}", "a") as f:
             f.write("x\\n")  # the truth: one line per item timed
         return i
-# batches as lists: a tensor comes through a descriptor the worker hands over, lost with a worker killed meanwhile
-loader = DataLoader(Items(), batch_size=2, num_workers=2, persistent_workers=True, collate_fn=list)
-try:
-    for _ in range(epochs):
-        for _batch in timed_iter(loader, sink=sink):
-            pass
-except RuntimeError as err:  # a worker ended by someone else: the loop is told, as torch tells it
-    for w in loader._iterator._workers:
-        w.join(10)
-    print(json.dumps([w.exitcode for w in loader._iterator._workers]), err)
+if __name__ == "__main__":
+    # batches as lists: a tensor comes through a descriptor the worker hands over, lost with a worker killed meanwhile
+    loader = DataLoader(Items(), batch_size=2, num_workers=2, persistent_workers=True, collate_fn=list,
+                        multiprocessing_context=context)
+    try:
+        for _ in range(epochs):
+            for _batch in timed_iter(loader, sink=sink):
+                pass
+    except RuntimeError as err:  # a worker ended by someone else: the loop is told, as torch tells it
+        for w in loader._iterator._workers:
+            w.join(10)
+        print(json.dumps([w.exitcode for w in loader._iterator._workers]), err)
 """
 TORCH_CI = ".ci/install-system.sh installs torch==2.13.0 (CPU)"
+CONTEXTS = ["fork", "spawn"]
 
 
-def persistent_workers(tmp_path: Path, epochs: int) -> subprocess.Popen[str]:
-    """The PERSISTENT loop (2 persistent workers, each item timed as `fetch` in the worker), recording per process."""
+def persistent_workers(tmp_path: Path, epochs: int, context: str) -> subprocess.Popen[str]:
+    """The PERSISTENT loop (2 persistent workers started by `context`, each item timed as `fetch` in the worker),
+    recording per process."""
     script = tmp_path / "persist.py"  # the run's name: persist
     script.write_text(PERSISTENT)
     return subprocess.Popen([sys.executable, str(script), f"file:{tmp_path}/w-{{pid}}.txt", str(tmp_path / "truth"),
-                             str(epochs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             str(epochs), context], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def workers_timed(tmp_path: Path) -> dict[int, int]:
@@ -1234,11 +1281,14 @@ def workers_timed(tmp_path: Path) -> dict[int, int]:
 
 @pytest.mark.slow
 @requires_module("torch", remedy=TORCH_CI)
-def test_persistent_dataloader_workers_send_their_last_interval_when_the_program_exits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_persistent_dataloader_workers_send_their_last_interval_when_the_program_exits(tmp_path: Path,
+                                                                                      context: str) -> None:
     """At exit the parent SIGTERMs its persistent workers, and torch's handler in a worker `_exit(0)`s in C: the
     timings of a worker's last interval were lost unsaid (all of them in a run under an interval; 13 of 240 items
-    in the hunter's 3 s run)."""
-    proc = persistent_workers(tmp_path, epochs=2)
+    in the hunter's 3 s run). A spawned worker is labelled by its pid as a forked one is (it was `persist/rank0/fetch`,
+    as its parent), and ends with exit code 0 too (its parent's exit flag reached through /proc)."""
+    proc = persistent_workers(tmp_path, epochs=2, context=context)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and not err.strip(), err  # nothing said: no worker reported killed by a signal
     timed = workers_timed(tmp_path)
@@ -1251,11 +1301,13 @@ def test_persistent_dataloader_workers_send_their_last_interval_when_the_program
 
 @pytest.mark.slow
 @requires_module("torch", remedy=TORCH_CI)
+@pytest.mark.parametrize("context", CONTEXTS)
 def test_a_dataloader_worker_sigtermed_by_another_process_sends_its_timings_and_dies_of_it_as_under_torch(
-        tmp_path: Path) -> None:
+        tmp_path: Path, context: str) -> None:
     """Ours takes the place of torch's handler in a worker: one that another process (not its parent) SIGTERMs
-    still dies of the signal, as torch's handler has it die, and the loop is told; what it timed is recorded."""
-    proc = persistent_workers(tmp_path, epochs=10_000)
+    still dies of the signal, as torch's handler has it die, and the loop is told; what it timed is recorded. A
+    spawned worker exited 0 instead (it had no copy of its parent's exit flag: taken as set)."""
+    proc = persistent_workers(tmp_path, epochs=10_000, context=context)
     deadline = time.monotonic() + 60
     while not (timed := workers_timed(tmp_path)) or max(timed.values()) < 30:
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""

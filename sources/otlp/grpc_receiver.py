@@ -125,8 +125,10 @@ def _check_free(host: str, port: int, shown: str) -> None:
                 raise InputError(f"--otlp-grpc {shown}: cannot listen: {err.strerror or err}") from None
 
 
-def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[Item]:
-    """Intervals and notices from OTLP/gRPC exporters, until closed (or `idle_timeout` s without a request)."""
+def receive(address: str | None, idle_timeout: float | None = None,
+            start_timeout: float | None = None) -> Iterator[Item]:
+    """Intervals and notices from OTLP/gRPC exporters, until closed (or `idle_timeout` s after the last request, or
+    `start_timeout` s with none)."""
     try:
         host, port = parse_address(address or DEFAULT_GRPC_ADDRESS, DEFAULT_GRPC_ADDRESS)
     except ValueError as err:
@@ -153,4 +155,4 @@ def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[
 
     shown = f"[{host}]:{bound}" if ":" in host else f"{host}:{bound}"
     greeting = [Status(f"{NAME}: receiving OpenTelemetry metrics over OTLP/gRPC at {shown}", skipped=0)]
-    yield from failing_if_unread(consume(inbox, greeting, idle_timeout, stop, NAME), NAME)
+    yield from failing_if_unread(consume(inbox, greeting, idle_timeout, stop, NAME, start_timeout), NAME)

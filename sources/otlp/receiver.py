@@ -46,6 +46,7 @@ from latencymap.core.stopping import DRAIN_S
 from latencymap.flow.inputs import InputError
 from latencymap.flow.pipeline import failing_if_unread
 from latencymap.plugins import Item
+from latencymap.sources.listen_wait import Waiting
 from latencymap.sources.otlp import DEFAULT_ADDRESS
 from latencymap.sources.otlp.decode import DecodeError, decode_json, decode_protobuf, protobuf_available
 from latencymap.sources.otlp.points import Decoded, PointStreams
@@ -175,8 +176,9 @@ class _Worker:
 
 
 def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None, stop: Callable[[], None],
-            name: str = NAME) -> Iterator[Item]:
-    """`greeting`, then Intervals and notices of what arrives on `inbox` until idle, or until a stop is asked (by a
+            name: str = NAME, start_timeout: float | None = None) -> Iterator[Item]:
+    """`greeting`, then Intervals and notices of what arrives on `inbox` until idle (`idle_timeout` s after the last
+    request, none before the first: `listen_wait.Waiting`, with `start_timeout`), or until a stop is asked (by a
     signal: `stopping`; or by the command's end): then the intake is closed and what it had acknowledged is taken
     in first. Then `stop()`."""
     streams = PointStreams()
@@ -187,16 +189,18 @@ def consume(inbox: Inbox, greeting: Iterable[Notice], idle_timeout: float | None
     try:
         with stopping.ends_itself():
             yield from greeting
-            last = time.monotonic()
+            waiting = Waiting(idle_timeout, start_timeout, f"{name}: no request came")
             while not (worker.asked.is_set() or stopping.to_stop()):
                 try:
                     origin, what = inbox.queue.get(timeout=POLL_S)
                 except queue.Empty:
-                    if idle_timeout is not None and time.monotonic() - last >= idle_timeout:
+                    if over := waiting.over():
+                        if isinstance(over, Notice):
+                            yield over
                         break
                     continue
-                last = time.monotonic()
                 yield from worker.take(streams, origin, what)
+                waiting.left()
             else:
                 yield from worker.drain(streams)
             yield from streams.finish()
@@ -421,8 +425,10 @@ def _decode_json_body(body: bytes) -> Decoded:
     return decode_json(doc)
 
 
-def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[Item]:
-    """Intervals and notices from OTLP/HTTP exporters, until closed (or `idle_timeout` s without a request)."""
+def receive(address: str | None, idle_timeout: float | None = None,
+            start_timeout: float | None = None) -> Iterator[Item]:
+    """Intervals and notices from OTLP/HTTP exporters, until closed (or `idle_timeout` s after the last request, or
+    `start_timeout` s with none)."""
     try:
         host, port = parse_address(address or DEFAULT_ADDRESS)
     except ValueError as err:
@@ -450,4 +456,4 @@ def receive(address: str | None, idle_timeout: float | None = None) -> Iterator[
     if not server.protobuf:
         greeting.append(Notice(f"{NAME}: protobuf requests are refused (415) without the opentelemetry-proto "
                                "package: pip install 'latencymap[otlp]'; JSON works", skipped=0))
-    yield from failing_if_unread(consume(server.inbox, greeting, idle_timeout, stop), NAME)
+    yield from failing_if_unread(consume(server.inbox, greeting, idle_timeout, stop, start_timeout=start_timeout), NAME)

@@ -423,10 +423,15 @@ def test_the_idle_timeout_waits_for_the_first_writer_and_counts_from_the_last_on
 
 
 def test_a_start_timeout_stops_a_listener_no_writer_came_to_and_says_so(tmp_path: Path) -> None:
-    sock = tmp_path / "lm.sock"
+    """It said so as one skipped record (`no data yet (skipped records: 1)`, `skipped_records: 1` in a report):
+    nothing was skipped. The run ends as an input with nothing in it does (exit code 0), its recording saying why."""
+    sock, rec = tmp_path / "lm.sock", tmp_path / "rec.txt"
     began = time.monotonic()
-    done = subprocess.run(listen_cmd(sock, "--start-timeout", "1", "--idle-timeout", "0.2", "--plain", "--once"),
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(listen_cmd(sock, "--start-timeout", "1", "--idle-timeout", "0.2", "--plain", "--once",
+                                     "--record", str(rec)), capture_output=True, text=True, timeout=30)
     assert 1.0 <= time.monotonic() - began < 15, done.stderr
-    assert "listen: no writer connected within 1s (--start-timeout)" in done.stderr, done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "latencymap: listen: no writer connected within 1s (--start-timeout)" in done.stderr.splitlines()
+    assert "no data yet (skipped records: 0)" in done.stdout + done.stderr
     assert not sock.exists()
+    assert '"listen: no writer connected within 1s (--start-timeout)", "skipped": 0}' in rec.read_text()

@@ -41,7 +41,7 @@ WORKERS_FIRST = """
 import sys, time
 from torch.utils.data import DataLoader, Dataset
 from latencymap.instrument import Timings
-timings = Timings("unix:" + sys.argv[1], run="dl", rank=0, interval=0.2)
+timings = Timings("unix:" + sys.argv[1], run="dl", rank=0, interval=0.2)  # a spawned worker makes its own here
 fetch, step = timings.timer("fetch"), timings.timer("step")
 class Items(Dataset):
     def __len__(self): return 80
@@ -49,29 +49,37 @@ class Items(Dataset):
         with fetch:
             time.sleep(0.01)
         return i
-loader = DataLoader(Items(), batch_size=2, num_workers=2, persistent_workers=True)
-batches = list(loader)  # the workers time and connect; this process times nothing yet
-with step:
-    pass
-timings.close()  # the parent connects last
+if __name__ == "__main__":
+    loader = DataLoader(Items(), batch_size=2, num_workers=2, persistent_workers=True,
+                        multiprocessing_context=sys.argv[2])
+    batches = list(loader)  # the workers time and connect; this process times nothing yet
+    with step:
+        pass
+    timings.close()  # the parent connects last
 """
 
 
 @pytest.mark.slow
 @requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
-def test_a_dataloader_worker_connecting_before_its_parent_is_the_one_labelled_by_pid(tmp_path: Path) -> None:
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_a_dataloader_worker_connecting_before_its_parent_is_the_one_labelled_by_pid(tmp_path: Path,
+                                                                                     context: str) -> None:
     """The first connection of a run and rank took its plain label: a DataLoader worker connecting first was
-    `dl/rank0/fetch` and the training process `dl/rank0.pid<N>/step`. A forked writer's hello names its parent."""
-    path = tmp_path / "lm.sock"
+    `dl/rank0/fetch` and the training process `dl/rank0.pid<N>/step`. A forked writer's hello names its parent; a
+    spawned one's did not (it has no copy of its parent's Timings: it made its own), and it was taken for the
+    training process."""
+    path, script = tmp_path / "lm.sock", tmp_path / "workers_first.py"  # a file: a spawned worker imports it
+    script.write_text(WORKERS_FIRST)
     thread, items = listening(ListenSource(path=str(path), writers=3, idle_timeout=20), path)
-    done = subprocess.run([sys.executable, "-c", WORKERS_FIRST, str(path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, str(script), str(path), context], capture_output=True, text=True,
+                          timeout=120)
     thread.join(30)
     assert done.returncode == 0 and not thread.is_alive(), done.stderr
     said = [n.message for n in items if isinstance(n, Notice)]
     connected = [re.search(r"\(pid (\d+)\) connected(.*)", m) for m in said]
     order = [(int(m.group(1)), m.group(2)) for m in connected if m]
     parent = next(pid for pid, note in order if not note)
-    workers = [pid for pid, note in order if note == f"; forked from pid {parent}: its streams are labelled by pid"]
+    workers = [pid for pid, note in order if note == f"; a child of pid {parent}: its streams are labelled by pid"]
     assert len(order) == 3 and order[-1][0] == parent and len(workers) == 2, said  # the workers came first
     got = [iv for iv in items if isinstance(iv, Interval)]
     assert {iv.stream.label for iv in got} == {"dl/rank0/step", *(f"dl/rank0.pid{w}/fetch" for w in workers)}

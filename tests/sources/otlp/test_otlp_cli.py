@@ -179,7 +179,8 @@ def test_a_receiver_that_got_no_latency_histogram_fails_as_a_file_of_the_same_me
 @pytest.mark.slow
 def test_a_receiver_whose_every_request_was_skipped_fails_and_one_that_got_none_does_not() -> None:
     """Requests that cannot be decoded (400), and nothing else: nothing readable, exit code 1, naming the first. A run
-    that received no request at all read nothing and skipped nothing: "No data.", exit code 0, as an empty file."""
+    that received no request at all (ended by --start-timeout: --idle-timeout counts from the last request) read
+    nothing and skipped nothing: "No data.", exit code 0, as an empty file."""
     port = free_port()
 
     def invalid() -> np.ndarray:
@@ -195,7 +196,8 @@ def test_a_receiver_whose_every_request_was_skipped_fails_and_one_that_got_none_
                            "127.0.0.1:"), last
     assert last.endswith("POST /v1/metrics: invalid JSON at line 1 column 2; expected an OTLP/JSON "
                          "ExportMetricsServiceRequest"), last
-    code, out, err, _ = report_of_pushes(["--otlp", f"127.0.0.1:{free_port()}", "--idle-timeout", "0.5"], _greeted,
+    code, out, err, _ = report_of_pushes(["--otlp", f"127.0.0.1:{free_port()}", "--idle-timeout", "0.5",
+                                          "--start-timeout", "1"], _greeted,
                                          lambda: np.zeros(0))
     assert code == 0, err
     assert json.loads(out)["streams"] == [] and json.loads(out)["errors"]["skipped_records"] == 0

@@ -726,8 +726,15 @@ def explained_diagnosis(hist: StreamHistory, causes: list[dict[str, Any]] | None
     """`stream_diagnosis` of `hist` (`source`: its own buckets, `Accumulator.sources`), its findings about stragglers
     naming what made them slow where the log says it (`finding_causes`), instead of the causes such tasks usually
     have."""
-    diag = stream_diagnosis(hist, source)
-    said = finding_causes(diag, hist, 0, hist.n, causes)
+    return explained(stream_diagnosis(hist, source), hist, 0, hist.n, causes)
+
+
+def explained(diag: Diagnosis, hist: StreamHistory, first: int, stop: int,
+              causes: list[dict[str, Any]] | None) -> Diagnosis:
+    """`diag`, the diagnosis of columns [first, stop) of `hist`, its findings about stragglers naming what made them
+    slow where the log says it (`finding_causes`, `with_cause`): the whys the report writes (the TUI's findings panel
+    says the same of the columns on screen)."""
+    said = finding_causes(diag, hist, first, stop, causes)
     if not any(said):
         return diag
     datasource = hist.stream.datasource

@@ -255,8 +255,17 @@ class MapActions(App[int]):
         return self.on_maps or action in ELSEWHERE
 
     def action_stream(self, step: int) -> None:
+        """The next (`step` -1: previous) stream: of the overview's list where it has one (its filter and order, as
+        last shown: Tab goes where the list the stream was opened from goes), else in arrival order."""
         if self.acc.streams:
-            self.view.stream = (self.view.stream + step) % len(self.acc.streams)
+            current = self.view.stream % len(self.acc.streams)
+            overview = self.get_screen("overview") if self.is_screen_installed("overview") else None
+            listed = overview.listed() if isinstance(overview, OverviewScreen) else []
+            if listed:
+                at = listed.index(current) if current in listed else -1 if step > 0 else 0
+                self.view.stream = listed[(at + step) % len(listed)]
+            else:
+                self.view.stream = (current + step) % len(self.acc.streams)
             self.view.end_key()
             self.view.finding = self.view.rows = None  # rows pinned for one stream are not another's
             self._changed()

@@ -17,7 +17,6 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.driver import Driver
-from textual.widgets import Footer
 
 from latencymap.core import stopping
 from latencymap.core.accumulator import DEFAULT_HISTORY, Accumulator, HistoryLimit, StreamHistory
@@ -32,6 +31,7 @@ from latencymap.tui.axis import learn_clock, view_digits
 from latencymap.tui.diffmap import DiffScreen
 from latencymap.tui.driver import guarded_driver, terminal_hung_up
 from latencymap.tui.findings import MAX_LINES, FindingsPanel, epoch_findings, window_findings
+from latencymap.tui.footer import KeyFooter
 from latencymap.tui.heatmap import CHROME_LINES, HeatMap, MapSpec, map_cells
 from latencymap.tui.ingest import Ingest
 from latencymap.tui.inspector import Inspector, inspect_columns
@@ -146,7 +146,7 @@ class LatencyMapApp(MapActions):
                 if self.profiler is not None:
                     yield self.profiler.panel
             yield Inspector()
-        yield Footer()
+        yield KeyFooter()
         yield NoteLine()
 
     def get_driver_class(self) -> type[Driver]:

@@ -1,7 +1,8 @@
 """The difference map of two streams: events per second of A minus B in each (bucket, time cell), on A's time axis.
 
 B's columns are matched to A's cells by time (a B column belongs to the A cell its end falls in), so two streams
-read at different moments still compare like for like. Yellow to red: A has more; blue: B has more.
+read at different moments still compare like for like. Yellow to red: A has more; blue: B has more; `·`: only one
+of them has a column in that cell (nothing to compare there, which is no zero difference).
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from textual.geometry import Size
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Footer
 
 from latencymap.core.accumulator import StreamHistory
+from latencymap.core.columns import observed
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import format_number
 from latencymap.tui.axis import LABEL_W, axis_strip
 from latencymap.tui.fit import Field, FittedText
+from latencymap.tui.footer import KeyFooter
 from latencymap.tui.heatmap import RIGHT_W, map_cells
 from latencymap.tui.note_line import NoteLine
 from latencymap.tui.notes import notes_field
@@ -38,24 +40,34 @@ if TYPE_CHECKING:
 PLAIN = Style()
 DIM = Style(dim=True)
 TITLE = Style(bold=True)
+#: Which of the two streams has a column in a cell (`difference`).
+ONLY_A, ONLY_B, BOTH = 1, 2, 3
+#: The mark of a cell where only one of the two streams has a column: nothing to compare there.
+MISSING = "·"
 
 
 def rates_by_time(hist: StreamHistory, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Events per second per (cell, slot) of the columns whose end falls in (edges[k], edges[k+1]]; covered seconds."""
+    """Events per second per (cell, slot) of the columns whose end falls in (edges[k], edges[k+1]]; the seconds they
+    cover with data (`observed`: a column of no events counts, an empty gap column does not: its data is missing)."""
     idx = np.searchsorted(hist.end, edges, side="right")
     first, stop = int(idx.min()), int(idx.max())  # only the columns on screen are read (whole counts are exact)
-    window = hist.counts_in(slice(first, stop))
+    cols = slice(first, stop)
+    window = hist.counts_in(cols)
     cum = np.zeros((stop - first + 1, window.shape[1]))
     np.cumsum(window, axis=0, out=cum[1:])
-    dur = np.concatenate(([0.0], np.cumsum(hist.durations)))
+    seen = observed(hist.meta_in("dur", cols), hist.meta_in("flags", cols), window)
+    dur = np.concatenate(([0.0], np.cumsum(seen)))
     counts = cum[idx[1:] - first] - cum[idx[:-1] - first]
-    seconds = dur[idx[1:]] - dur[idx[:-1]]
+    seconds = dur[idx[1:] - first] - dur[idx[:-1] - first]
     rates = np.divide(counts, seconds[:, None], out=np.zeros_like(counts), where=seconds[:, None] > 0)
     return rates, seconds
 
 
-def difference(a: StreamHistory, b: StreamHistory, win: Window) -> tuple[np.ndarray, int, int, tuple[bool, bool]]:
-    """(rows, cells) A − B events/s on A's window, the rows (lo, hi) fitted to both, and their folds."""
+def difference(a: StreamHistory, b: StreamHistory, win: Window
+               ) -> tuple[np.ndarray, int, int, tuple[bool, bool], np.ndarray]:
+    """(rows, cells) A − B events/s on A's window (NaN in a cell where A or B has no column: nothing to compare, not
+    no difference; a column of no events is data, a rate of 0), the rows (lo, hi) fitted to both, their folds, and
+    per cell which of them has a column there (`ONLY_A`, `ONLY_B`, `BOTH`; 0: neither)."""
     first, last = win.cell_bounds()
     ok = last > first
     edges = np.full(win.cells + 1, -np.inf)
@@ -70,8 +82,19 @@ def difference(a: StreamHistory, b: StreamHistory, win: Window) -> tuple[np.ndar
     got = fit_rows(counts, counts * a.high)
     lo, hi = got if got is not None else (0, 7)
     diff = fold_rows(ra, lo, hi) - fold_rows(rb, lo, hi)
-    diff[(sa <= 0) | (sb <= 0)] = 0.0
-    return diff.T, lo, hi, edge_folds(counts, lo, hi)
+    sides = (sa > 0) * ONLY_A + (sb > 0) * ONLY_B
+    diff[sides != BOTH] = np.nan
+    return diff.T, lo, hi, edge_folds(counts, lo, hi), sides
+
+
+def missing_legend(sides: np.ndarray) -> str:
+    """What the mark of a cell where one stream has no column says: which of them has none there ("" where none
+    lacks one)."""
+    lacking = {int(s) for s in np.unique(sides)} & {ONLY_A, ONLY_B}
+    if not lacking:
+        return ""
+    who = "one" if len(lacking) == 2 else "B" if ONLY_A in lacking else "A"
+    return f"  {MISSING} {who} has no column"
 
 
 class DiffMap(Widget):
@@ -95,26 +118,35 @@ class DiffMap(Widget):
 
     def render_lines_all(self, width: int, mode: str | None = None) -> list[Strip]:
         """Every line: title, rows (slowest on top), time axis; in `mode` (default: the screen's; "mono": `+` where
-        A has more, `-` where B has more, for text)."""
+        A has more, `-` where B has more, for text). A cell where only one of them has a column is marked `MISSING`
+        (nothing to compare), one where neither has any is left blank; the largest difference is of the cells where
+        both have one."""
         mode = self.mode if mode is None else mode
         win = Window(min(self.stop, self.a.n), map_cells(width), self.zoom)
-        diff, lo, hi, folds = difference(self.a, self.b, win)
+        diff, lo, hi, folds, sides = difference(self.a, self.b, win)
         self.values, self.rows = diff, hi - lo + 1
-        top = float(np.abs(diff).max()) if diff.size else 0.0
+        both = bool((sides == BOTH).any())
+        top = float(np.nanmax(np.abs(diff))) if both and diff.size else 0.0
         labels = row_labels(self.a, lo, hi, folds, LABEL_W - 1)
         title = " A − B: events per second (yellow to red: A has more; blue: B has more)"
+        one = (sides == ONLY_A) | (sides == ONLY_B)
+        legends = [f"  max |A−B| {format_number(top)}/s" if both else "  no cell with both",
+                   *(["  (where both have one)"] if both and one.any() else []), missing_legend(sides)]
         out = [Strip([Segment(title, TITLE)]).adjust_cell_length(width, PLAIN)]
         for r in range(hi - lo, -1, -1):
-            row = diff[r]
+            row = np.nan_to_num(diff[r], nan=0.0)
             level = np.zeros(row.shape, dtype=np.int64)
             if top > 0:
                 level = np.where(row != 0, np.clip(1 + (np.abs(row) * LEVELS / top).astype(np.int64), 1, LEVELS), 0)
             segs = [Segment(" " + labels[r][: LABEL_W - 1].rjust(LABEL_W - 1) + " ", PLAIN)]
-            for v, sign in zip(level.tolist(), np.sign(row).tolist(), strict=True):
+            for v, sign, lone in zip(level.tolist(), np.sign(row).tolist(), one.tolist(), strict=True):
+                if lone:
+                    segs.append(Segment(MISSING, DIM))
+                    continue
                 kind = "intensity" if sign > 0 else "frequency"
                 char = (" " if mode != "mono" else "+" if sign > 0 else "-" if sign < 0 else " ")
                 segs.append(Segment(char, cell_style(mode, kind, v)))
-            legend = f"  max |A−B| {format_number(top)}/s" if r == hi - lo else ""
+            legend = legends[hi - lo - r] if hi - lo - r < len(legends) else ""
             segs.append(Segment(legend[:RIGHT_W].ljust(RIGHT_W), DIM))
             out.append(Strip(Segment.simplify(segs)).adjust_cell_length(width, PLAIN))
         out.append(axis_strip(self.a, win, width))
@@ -160,7 +192,7 @@ class DiffScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield FittedText(diff_head(self.a, self.b, self.host.acc.messages_said), id="diff-head")
         yield DiffMap(self.a, self.b)
-        yield Footer()
+        yield KeyFooter()
         yield NoteLine()
 
     def on_mount(self) -> None:

@@ -21,7 +21,7 @@ from latencymap.analysis.summary import header_p50
 from latencymap.core.accumulator import Accumulator, StreamHistory
 from latencymap.core.sanitize import cell_width, clean_text
 from latencymap.core.source_totals import SourceTotals
-from latencymap.outputs.report import epoch_startups, finding_causes, first_bucket_note
+from latencymap.outputs.report import epoch_startups, explained, first_bucket_note
 from latencymap.tui.axis import LABEL_W
 from latencymap.tui.heatmap import map_cells
 from latencymap.tui.window import Window
@@ -55,19 +55,20 @@ class FindingItem:
         return [(self.first_col, self.last_col if self.last_col is not None else self.first_col)]
 
 
-def finding_items(diag: Any, causes: list[str | None] | None = None) -> list[FindingItem]:
-    """The diagnosis as items: the modes line, then each finding (episodes with their columns, a band that came in
-    bursts with the columns of its bursts; a steady band is over every column: it has none to go to), after it what
-    made its events slow where a source's analysis says (`causes`, per finding: `report.finding_causes`)."""
+def finding_items(diag: Any) -> list[FindingItem]:
+    """The diagnosis as items, each line in the report's words (`Diagnosis.summary_lines`, `Finding.line`: what,
+    then why, with its qualifiers: a band that is the two sides of a shift, the start-up's): the modes line, then each
+    finding (episodes with their columns, a band that came in bursts with the columns of its bursts; a steady band is
+    over every column: it has none to go to)."""
     lines = diag.summary_lines()
     if not lines or diag.events <= 0:
         return []
-    head = FindingItem(lines[0].partition(" — ")[0])
+    head = FindingItem(lines[0])
     found = getattr(diag, "findings", None)
     if found is not None:  # a diagnosis that names its findings with where they are
         items = [head]
-        for f, cause in zip(found, causes or [None] * len(found), strict=True):
-            text = f"{f.what} — {cause}" if cause else f.what
+        for f in found:
+            text = f.line()
             if f.kind != "band":
                 items.append(FindingItem(text, f.first_col, f.last_col))
             elif getattr(f, "bursts", False):
@@ -96,8 +97,8 @@ def _burst_columns(diag: Any, finding: Any) -> tuple[int, ...]:
 
 def window_findings(hist: StreamHistory, first: int, stop: int, causes: list[dict[str, Any]] | None = None,
                     source: SourceTotals | None = None) -> list[FindingItem]:
-    """Findings of history columns [first, stop); those about stragglers of a source's analysis (`causes`, see
-    `report.Causes`) naming what made them slow where it says, in the report's words (`report.finding_causes`).
+    """Findings of history columns [first, stop) in the report's words; those about stragglers of a source's analysis
+    (`causes`, see `report.Causes`) naming what made them slow where it says (`report.explained`).
     `source`: the stream's own buckets, whose p50 a stall is compared with where the columns are the whole stream and
     that is the p50 the header prints (`header_p50`); a part of it, with that part's."""
     if stop <= first:
@@ -110,7 +111,7 @@ def window_findings(hist: StreamHistory, first: int, stop: int, causes: list[dic
                     seen_max=(hist.seen or (None, None))[1], seen_min=(hist.seen or (None, None))[0],
                     dropped=hist.dropped,
                     median_s=header_p50(hist, source) if whole else None)
-    items = finding_items(diag, finding_causes(diag, hist, first, stop, causes))
+    items = finding_items(explained(diag, hist, first, stop, causes))
     note = first_bucket_note(source, hist.stream.unit) if whole else None
     return [items[0], FindingItem(note), *items[1:]] if items and note else items
 
@@ -214,16 +215,17 @@ class FindingsPanel(Widget):
         return rows
 
     def _marks(self, width: int) -> Strip:
-        """` findings ` and each finding's mark over the cells of its columns."""
+        """` findings ` and each finding's mark over the cells of its columns; where findings share cells, the
+        selected one's mark is drawn there (else the last one's)."""
         win = self.win
         cells = map_cells(width)
         line = [" "] * cells
         styles = [PLAIN] * cells
         if win is not None:
             win = Window(win.stop, cells, win.zoom)
-            for k, item in enumerate(self.items):
-                if k >= len(MARKS):
-                    continue
+            order = sorted(range(min(len(self.items), len(MARKS))), key=lambda k: k == self.selected)
+            for k in order:
+                item = self.items[k]
                 for first, last in item.columns():  # a run of columns, or each burst on its own
                     a = max(0, win.cell_of(first))
                     b = min(cells - 1, win.cell_of(last))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 from textual.widget import Widget
 
-from latencymap.core.sanitize import cell_width, cut_middle
+from latencymap.core.sanitize import cell_width, clean_text, cut_middle
+from latencymap.tui.overview_names import distinct_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,7 +17,9 @@ class Field:
 
     `shrink` > 0: cut in the middle down to that many cells instead of being dropped (a label), and dropped only at
     rank `drop_at` (0: never), where fields ranked above its own must go but not above that;
-    `group`: a `head` field (a heading) goes when the last other field of its group does.
+    `group`: a `head` field (a heading) goes when the last other field of its group does;
+    `among`, `named`: the labels a label (`among[named]`, shown cleaned) is to be told apart from: shrunk, it is cut
+    around what tells it apart from them (`distinct_name`, as the overview's list cuts them), not in its middle.
     """
 
     text: str
@@ -26,6 +29,8 @@ class Field:
     group: str = ""
     head: bool = False
     drop_at: int = 0
+    among: tuple[str, ...] = ()
+    named: int = -1
 
 
 def _width(fields: list[Field]) -> int:
@@ -33,11 +38,13 @@ def _width(fields: list[Field]) -> int:
 
 
 def _shrunk(field: Field, cells: int) -> Field:
-    """`field` cut in the middle to `cells` cells (its leading spaces kept)."""
+    """`field` cut to `cells` cells (its leading spaces kept): in the middle, or around what tells it apart from the
+    labels it is among (`Field.among`)."""
     body = field.text.lstrip(" ")
     lead = field.text[: len(field.text) - len(body)]
-    return Field(lead + cut_middle(body, max(1, cells - len(lead))), field.style, field.rank, field.shrink, field.group,
-                 field.head, field.drop_at)
+    room = max(1, cells - len(lead))
+    cut = clean_text(distinct_name(field.among, field.named, room)) if field.among else cut_middle(body, room)
+    return replace(field, text=lead + cut)
 
 
 def _headed(fields: list[Field]) -> list[Field]:

@@ -9,8 +9,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from latencymap.tui.footer import KeyFooter
 from latencymap.tui.note_line import NoteLine
 from latencymap.tui.profile_panel import PROFILE_HELP
 from latencymap.tui.replay_keys import REPLAY_HELP
@@ -61,7 +62,7 @@ HELP: list[tuple[str, str]] = [
     ("v", "show / hide the inspector (shown by default from 96 columns; compact below 120)"),
     ("e / E", "next / previous finding, shown whole: the cursor goes to its columns"),
     ("t / T", "next / previous straggler task (Spark): the cursor goes to the column it finished in"),
-    ("tab", "next stream (shift+tab: previous)"),
+    ("tab", "next stream in the overview's list, its filter and order (shift+tab: previous)"),
     ("Esc", "overview of every stream (several streams)"),
     ("overview", "↑↓ select, Enter open, o sort order, / filter, a b mark, d difference map A − B"),
     ("s", "save an SVG screenshot and a plain-text frame in the current directory; the bottom line names them, or "
@@ -112,7 +113,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll():
             yield Static(TITLE, classes="title")
             yield Static(table)
-        yield Footer()
+        yield KeyFooter()
         yield NoteLine()
 
     def plain_lines(self) -> list[str]:

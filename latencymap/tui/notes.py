@@ -20,13 +20,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from latencymap.core.accumulator import MAX_MESSAGES, Accumulator
 from latencymap.core.model import Notice, Status
 from latencymap.core.sanitize import clean_text
 from latencymap.core.units import plural
 from latencymap.tui.fit import Field
+from latencymap.tui.footer import KeyFooter
 from latencymap.tui.keys import HelpScreen
 from latencymap.tui.note_line import NoteLine
 
@@ -110,7 +111,7 @@ class NotesScreen(HelpScreen):
             yield Static(id="notes-heading", classes="title", markup=False)
             yield Static(id="notes-list")
             yield Static(id="notes-more", markup=False)
-        yield Footer()
+        yield KeyFooter()
         yield NoteLine()
 
     def on_mount(self) -> None:

@@ -27,13 +27,14 @@ from textual.geometry import Region
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from latencymap.core.model import StreamId
 from latencymap.core.sanitize import cell_width, clean_text, cut_middle
 from latencymap.core.units import fit_duration, format_duration
 from latencymap.tui.axis import runs_strip, times_strip
 from latencymap.tui.fit import Field, FittedText
+from latencymap.tui.footer import KeyFooter
 from latencymap.tui.note_line import NoteLine
 from latencymap.tui.notes import notes_field
 from latencymap.tui.overview_axis import GAP
@@ -414,25 +415,30 @@ def overview_head(state: str, streams: int, rows: list[StreamRow], needle: str, 
                             rank=58))
     fields += [Field(" (o)", rank=10), Field("  filter (/)", rank=9), Field("  Enter: open", rank=8),
                Field("  a/b: mark", rank=7), Field("  d: A−B", rank=6)]
-    slow = [clean_text(r.label, 60) for r in rows if r.slow]
-    stale = [clean_text(r.label, 60) for r in rows if r.stale]
+    slow = [k for k, r in enumerate(rows) if r.slow]
+    stale = [k for k, r in enumerate(rows) if r.stale]
+    # a name cut to fit is cut around what tells it apart from the others listed, as the list cuts them
+    among = tuple(r.label for r in rows) if slow or stale else ()
     # how many, in the group's head: the names after the first go first on a narrow line, the count stays (until the
     # first name cut to its least goes: after the count of streams, which the list's title says too, before the notes)
     if stale:
         fields.append(Field(f"  stale{_how_many(stale)}:", "bold yellow", group="stale", head=True))
-        fields.append(Field(f" {stale[0]}", "bold yellow", 65, shrink=12, group="stale", drop_at=91))
+        fields.append(Field(f" {clean_text(among[stale[0]], 60)}", "bold yellow", 65, shrink=12, group="stale",
+                            drop_at=91, among=among, named=stale[0]))
     if slow:
         fields.append(Field(f"  slow now{_how_many(slow)}:", "bold red", group="slow", head=True))
-        fields.append(Field(f" {slow[0]}", "bold red", 70, shrink=12, group="slow", drop_at=92))
-        fields += [Field(f", {label}", "bold red", 50 - k, group="slow") for k, label in enumerate(slow[1:3])]
+        fields.append(Field(f" {clean_text(among[slow[0]], 60)}", "bold red", 70, shrink=12, group="slow", drop_at=92,
+                            among=among, named=slow[0]))
+        fields += [Field(f", {clean_text(among[k], 60)}", "bold red", 50 - n, group="slow")
+                   for n, k in enumerate(slow[1:3])]
         if len(slow) > 3:
             fields.append(Field(", …", "bold red", 48, group="slow"))
     return fields
 
 
-def _how_many(labels: list[str]) -> str:
+def _how_many(named: list[int]) -> str:
     """` (6)` before a list of 6 names; empty for one."""
-    return f" ({len(labels):,})" if len(labels) > 1 else ""
+    return f" ({len(named):,})" if len(named) > 1 else ""
 
 
 class OverviewScreen(Screen[None]):
@@ -483,7 +489,7 @@ class OverviewScreen(Screen[None]):
         yield FittedText(id="overview-head")
         yield OverviewList()
         yield Input(placeholder="filter streams by label (Enter keeps it, Esc clears it)", id="overview-filter")
-        yield Footer()
+        yield KeyFooter()
         yield NoteLine()
 
     def on_mount(self) -> None:
@@ -536,6 +542,10 @@ class OverviewScreen(Screen[None]):
         listing.set_rows(rows, self._stops, self._clock)
         self._rows = rows
         self.show_notes()
+
+    def listed(self) -> list[int]:
+        """The streams listed (indexes in arrival order), filtered and sorted as last shown."""
+        return [r.index for r in self._rows]
 
     def show_notes(self) -> None:
         """The header, with the count of what reading said as it grows (paused too, the list kept as it is: as the

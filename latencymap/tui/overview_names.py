@@ -45,10 +45,25 @@ def distinct_names(labels: Sequence[str], width: int) -> list[str]:
     return names
 
 
+def distinct_name(labels: Sequence[str], k: int, width: int) -> str:
+    """`distinct_names(labels, width)[k]`, without cutting every label: only those that hold what the name of
+    `labels[k]` shows may have the same name (and be cut again among themselves)."""
+    p, s = common_ends(labels)
+    name = _around_ends(labels[k], p, s, width)
+    pieces = [piece for piece in name.split(ELLIPSIS) if piece]
+    alike = sorted({y for y in labels if all(piece in y for piece in pieces) and _around_ends(y, p, s, width) == name})
+    return _cut(alike, width)[alike.index(labels[k])] if len(alike) > 1 else name
+
+
 def _cut(labels: Sequence[str], width: int) -> list[str]:
     """`distinct_names` of one set of labels, from their common ends."""
     p, s = common_ends(labels)
-    return [_around(x[:p], x[p:len(x) - s], x[len(x) - s:], width) for x in labels]
+    return [_around_ends(x, p, s, width) for x in labels]
+
+
+def _around_ends(label: str, p: int, s: int, width: int) -> str:
+    """`label` in `width` cells around what follows its first `p` characters and precedes its last `s`."""
+    return _around(label[:p], label[p:len(label) - s], label[len(label) - s:], width)
 
 
 def _around(before: str, part: str, after: str, width: int) -> str:

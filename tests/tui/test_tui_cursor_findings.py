@@ -145,7 +145,7 @@ def test_every_finding_is_selectable_and_the_slow_band_is_listed() -> None:
         await pilot.pause(0.3)
         assert item_text(panel, slow) == panel.items[slow].text
 
-    run_ended(app, scenario, size=(120, 40))
+    run_ended(app, scenario, size=(160, 50))  # room for the band's line whole, its why too (three lines)
 
 
 def test_the_selected_finding_wraps_onto_the_room_there_is_or_ends_with_an_ellipsis() -> None:

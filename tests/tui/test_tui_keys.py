@@ -13,7 +13,7 @@ from tui_support import example_items, gated, ranks, synthetic, wait_until
 from tui_support import frequency_map as freq
 from tui_support import run_ended as run
 
-from latencymap.core.model import Interval
+from latencymap.core.model import Interval, StreamId
 from latencymap.tui.app import LatencyMapApp
 from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.inspector import Inspector
@@ -359,6 +359,37 @@ def test_tab_switches_streams() -> None:
         assert freq(app).hist.stream.label == "beta"
         await pilot.press("escape")
         assert isinstance(app.screen, OverviewScreen)
+
+    run(app, scenario)
+
+
+def test_tab_goes_through_the_overviews_list_its_filter_and_order() -> None:
+    """The hunt's names.txt: with `/write` filtering the overview, Tab from the last stream listed
+    (host019/nvme1n1/write) opened host000/nvme0n1/read, the next in arrival order, outside the filter. Tab and
+    shift+tab now go through the list as the overview shows it: filtered, sorted (slowest first)."""
+    labels = [f"host{h:03d}/nvme{d}n1/{op}" for h in range(4) for d in (0, 1) for op in ("read", "write")]
+    items = []
+    for k in range(20):
+        for label in labels:
+            counts = np.zeros(64, dtype=np.int64)
+            counts[14 if label == "host002/nvme1n1/write" else 6] = 100
+            items.append(Interval(StreamId(label, "bpf", "microsec"), 1000.0 + k, 1001.0 + k, counts))
+    app = LatencyMapApp(iter(items), color_mode="truecolor")
+
+    async def scenario(pilot) -> None:
+        assert isinstance(app.screen, OverviewScreen)
+        await pilot.press("slash", *"write", "enter", "end")
+        listed = [row.label for row in app.screen.query_one(OverviewList).rows]
+        assert len(listed) == 8 and all(label.endswith("/write") for label in listed)
+        assert listed[0] == "host002/nvme1n1/write"  # the slowest first
+        await pilot.press("enter")
+        shown = [freq(app).hist.stream.label]
+        for _ in range(len(listed)):
+            await pilot.press("tab")
+            shown.append(freq(app).hist.stream.label)
+        assert shown == [*listed[-1:], *listed], shown  # from the last one listed round to it again
+        await pilot.press("shift+tab", "shift+tab")
+        assert freq(app).hist.stream.label == listed[-3]
 
     run(app, scenario)
 

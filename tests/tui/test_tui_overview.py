@@ -150,7 +150,7 @@ def test_a_b_d_show_the_difference_map() -> None:
         col = win.cell_of(lo)
         rates = (a.counts[lo] / a.durations[lo]) - (b.counts[lo] / b.durations[lo])
         assert diff.values[:, col].sum() == pytest.approx(rates.sum())
-        assert diff.values.max() > 0 and diff.values.min() < 0  # A slower: more in the slow rows, fewer in fast
+        assert np.nanmax(diff.values) > 0 and np.nanmin(diff.values) < 0  # A slower: more in slow rows, fewer in fast
         await pilot.press("escape")
         assert isinstance(app.screen, OverviewScreen)
 
@@ -624,3 +624,32 @@ def test_a_cut_name_always_shows_where_it_was_cut(width: int) -> None:
     labels = ["sda [bpf, microsec]", "sda [oracle, microsec]", "sda [bpf, nanosec]"]
     for label, name in zip(labels, distinct_names(labels, width), strict=True):
         assert cell_width(name) <= width and (name == label or "…" in name), (label, name)
+
+
+def test_a_stale_or_slow_name_cut_in_the_head_keeps_what_tells_it_apart() -> None:
+    """stale300.txt at 80 columns: the head read `stale (2): /cluster/…77/nvme0n1/read`, which host077 and host177
+    (both stale) match alike; the list cuts names around the part that tells them apart, and the head now does too."""
+    from latencymap.tui.fit import fit_fields
+    from latencymap.tui.overview import overview_head
+
+    labels = [f"/cluster/eu-west-1/host{k:03d}/nvme0n1/read" for k in range(300)]
+    rows = [StreamRow(k, None, label, vs_peers=10.0 if k == 205 else 1.0,  # type: ignore[arg-type]
+                      behind_s=15.0 if k in (77, 177) else math.nan, stopped_alone=k in (77, 177))
+            for k, label in enumerate(labels)]
+    for width in (70, 80, 100):
+        head = "".join(f.text for f in fit_fields(overview_head("ended", 300, rows, "", "p99 now", 0), width))
+        stale = head.partition("stale (2): ")[2].partition("  ")[0]
+        slow = head.partition("slow now: ")[2]
+        assert "host077" in stale and "host205" in slow, (width, head)
+
+
+@pytest.mark.parametrize("width", [1, 4, 12, 16, 20, 26, 40])
+def test_one_label_is_cut_as_the_list_cuts_it_among_all(width: int) -> None:
+    """The head cuts one name (`distinct_name`, not every label of a thousand-stream list at each repaint) exactly as
+    `distinct_names` cuts it among all of them, labels alike as first cut included."""
+    from latencymap.tui.overview_names import distinct_name, distinct_names
+
+    for labels in ([f"/cluster/eu-west-{k % 3}/host{k:05d}/nvme{k % 4}n1/read" for k in range(300)],
+                   ["sda [bpf, microsec]", "sda [oracle, microsec]", "sda [bpf, nanosec]", "sda [bpf, nanosec]"],
+                   ["spark app stage 17 task duration", "spark app stage 1 task duration", "a…b", "a", ""]):
+        assert [distinct_name(labels, k, width) for k in range(len(labels))] == distinct_names(labels, width)

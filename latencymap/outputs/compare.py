@@ -4,7 +4,9 @@ Streams are paired by identity (label, datasource, unit); when each side has exa
 they are paired whatever their labels. Each side's whole history is pooled into one histogram.
 Buckets are matched by their range in seconds; a pair in two units (whose rows never line up: `[1 ms, 2 ms)` against
 `[1.024 ms, 2.048 ms)`) has the candidate's buckets cut at the baseline's rows (`onto_rows`: log-uniform, the bucket
-shares estimates; tested only beyond where its values may lie, JSON `candidate_rebinned`).
+shares estimates; tested only beyond where its values may lie, JSON `candidate_rebinned`). A side whose rows are placed
+within its source's own buckets (a `.hgrm`'s percentile points, Prometheus' bounds) is tested on what those buckets
+observe (`compare_cells`, JSON `rows_placed`), its bucket shares estimates.
 
 Per pair: each bucket's share of the events (frequency share) and of the time (time share) on
 both sides and the change in percentage points; percentile and mean deltas and ratios (the report's: a rebinned or
@@ -47,6 +49,7 @@ from latencymap.core.percentiles import PERCENTILE_NAMES
 from latencymap.core.sanitize import clean_text
 from latencymap.core.source_totals import SourceTotals, bound_seconds
 from latencymap.core.units import format_duration, format_number, plural, unit_seconds
+from latencymap.outputs.compare_cells import observed_test
 from latencymap.outputs.compare_rows import onto_rows, same_rows
 from latencymap.outputs.report import gap_count, intervals_words, read_errors, read_notes, source_use, stream_total
 
@@ -511,10 +514,12 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
     (eb, tb), (ec, tc) = _sums(pb), _sums(pc)
     rebinned = not same_rows(base, cand)  # another unit: the candidate's buckets on the baseline's rows
     closest = None
+    on_rows = cand.counts.sum(axis=0), cand.time.sum(axis=0)  # the candidate's events and time per baseline row
     if rebinned:
         on = onto_rows(cand, base)
         pc = {(float(base.low[r]), float(base.high[r])): (k, float(on.time[r])) for r, k in enumerate(on.events) if k}
         closest = on.closest_events, on.closest_time
+        on_rows = np.asarray(on.events), on.time
     buckets = []
     for key in sorted(set(pb) | set(pc)):
         cb, sb = pb.get(key, (0, 0.0))
@@ -537,7 +542,12 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
     grown = bands_changed(db.bands, dc.bands, near)
     moved = bands_moved(db.bands, dc.bands, near, where)
     shift, shift_p = shift_test(*where)
-    if closest is None:
+    observed = observed_test(base, cand, sources)
+    if observed is not None:  # a side's rows placed within its source's buckets: what those observe is tested
+        tested = observed.cells
+        estimated = (base.counts.sum(axis=0), base.time.sum(axis=0)), on_rows
+        events_change, time_change = _changes(observed.rows, estimated, _centres(base.low, base.high))
+    elif closest is None:
         tested = ([int(b["baseline_events"]) for b in buckets], [int(b["candidate_events"]) for b in buckets])
         events_change = [abs(b["events_share_change"]) for b in buckets]
         time_change = [abs(b["time_share_change"]) for b in buckets]
@@ -562,6 +572,7 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
     return {
         "baseline": _identity(base, eb, tb), "candidate": _identity(cand, ec, tc),
         "candidate_rebinned": rebinned,
+        "rows_placed": [] if observed is None else observed.placed,
         "changed": changed,
         "test": {"g": g, "df": df, "p": p, "shift_p": shift_p, "alpha": ALPHA, "effects": effect},
         "rate": rate,
@@ -575,6 +586,21 @@ def compare_streams(base: StreamHistory, cand: StreamHistory,
         "bands_moved": moved,
         "bimodal": {"baseline": db.bimodal, "candidate": dc.bimodal},
     }
+
+
+def _changes(rows: tuple[np.ndarray, np.ndarray], estimated: tuple[tuple[np.ndarray, np.ndarray], ...],
+             centres: np.ndarray) -> tuple[list[float], list[float]]:
+    """(events' share change, time's share change) per row of the two sides' events taken as near as their buckets
+    allow (`Observed.rows`): each row's events at its estimated time per event (`estimated`: each side's events and
+    time per row; a row it puts none in, its centre)."""
+    shares, times = [], []
+    for taken, (events, time) in zip(rows, estimated, strict=True):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            each = np.where(events > 0, time / events, centres)
+        spent = taken * each
+        shares.append(taken / (taken.sum() or 1))
+        times.append(spent / (spent.sum() or 1))
+    return np.abs(shares[1] - shares[0]).tolist(), np.abs(times[1] - times[0]).tolist()
 
 
 def _identity(hist: StreamHistory, events: int, time_s: float) -> dict[str, Any]:
@@ -739,6 +765,11 @@ def _pair_lines(pair: dict[str, Any]) -> list[str]:
         out.append(f"   units differ: the candidate's {clean_text(c['unit'])} buckets cut at the baseline's "
                    f"{clean_text(b['unit'])} rows (log-uniform within each); tested only beyond where their values "
                    "may lie")
+    placed = pair.get("rows_placed") or []
+    if placed:
+        whose = " and ".join(f"the {side}'s" for side in placed)
+        out.append(f"   rows placed within {whose} own buckets (percentile points, bounds): tested only beyond where "
+                   "their events may lie")
     out.append(f"   {_unchanged(pair) if not pair['changed'] else _changed(pair)}")
     shift = pair["shift_octaves"]
     if shift is not None and round(abs(shift), 2) > 0:

@@ -9,7 +9,9 @@ is written as prometheus_client writes a gauge histogram there, a `histogram` fa
 
 Per stream (labels `label`, `datasource`, `unit`):
 - `latencymap_latency_seconds`, a histogram: counters since the start (of the input for `report`, of the server
-  for `--serve-metrics`): `_bucket{le="<bucket high in seconds>"}` cumulative counts, `le="+Inf"`, `_count`, and
+  for `--serve-metrics`): `_bucket{le="<bucket high in seconds>"}` cumulative counts of every slot of the stream's
+  layout but the open top one (63 bounds, empty ones too: the same set in every exposition, as a client library's),
+  `le="+Inf"` (the top slot's events counted there only: its values may pass any bound), `_count`, and
   `_sum` (time waited, seconds: exact or estimated like the intensity map). They only grow, so Prometheus'
   `rate()` and `histogram_quantile()` work on them as on any client library's histogram.
 - `latencymap_interval_latency_seconds`, a gauge histogram: the latest interval alone (`_bucket`, `_gcount`,
@@ -37,7 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 
 from latencymap.core.accumulator import Accumulator, StreamHistory
-from latencymap.core.buckets import bounds_seconds
+from latencymap.core.buckets import TOP_SLOT, bounds_seconds
 from latencymap.core.errors import InputError
 from latencymap.core.history import interval_time
 from latencymap.core.model import Interval, Notice, StreamId
@@ -134,12 +136,14 @@ def _float(v: float) -> str:
 
 def _histogram_lines(family: str, stream: StreamId, counts: np.ndarray, high_s: np.ndarray,
                      time_s: float) -> tuple[list[str], str, str]:
-    """`_bucket` lines up to the highest used bucket and `+Inf`; the count and the sum, as values."""
+    """`_bucket` lines of every slot but the open top one, whatever their counts, and `+Inf`; the count and the sum,
+    as values. The `le` set is the stream's whole layout, the same in every exposition: one that grew as slower rows
+    filled read as new buckets to a scraper (latencymap's own said `buckets changed` and lost the interval), and
+    `rate()` and `histogram_quantile()` take a histogram's buckets as fixed. The top slot counts every longer value
+    too (`core.buckets`): its events are under `+Inf` only, not under its nominal upper bound."""
     counts = np.asarray(counts, dtype=np.int64)
-    used = np.flatnonzero(counts)
-    top = int(used[-1]) if used.size else -1
     cum = np.cumsum(counts)
-    out = [f"{family}_bucket{_labels(stream, _le(_float(high_s[s])))} {int(cum[s])}" for s in range(top + 1)]
+    out = [f"{family}_bucket{_labels(stream, _le(_float(high_s[s])))} {int(cum[s])}" for s in range(TOP_SLOT)]
     total = int(counts.sum())
     out.append(f"{family}_bucket{_labels(stream, _le('+Inf'))} {total}")
     return out, str(total), _float(time_s)

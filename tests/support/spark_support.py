@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -206,3 +208,41 @@ def cluster_job_log(job: Path, out: Path) -> Path:
     assert done.returncode == 0, done.stderr[-3000:]
     (found,) = [p for p in events.iterdir() if p.is_file()]
     return found
+
+
+def hung(source: SparkSource) -> dict[str, Any] | None:
+    """The straggler still running in the source's analysis now, if any."""
+    return next((s for s in source.analysis()["stragglers"] if s.get("running")), None)
+
+
+def wait_for(what: str, timeout: float, check: Any) -> Any:
+    """What `check()` gives once it is true; fails naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+    return found
+
+
+def answers(url: str) -> bool:
+    """True once the URL answers (a busy machine's fresh JVM can take seconds for its first answer)."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            return bool(json.loads(resp.read()))
+    except OSError:
+        return False
+
+
+def grows_with_the_clock(source: SparkSource, first: dict[str, Any]) -> dict[str, Any]:
+    """The running straggler `first` 3 s later: the same task, its time so far the clock's (grown by the 3 s while
+    its source says nothing new of it), worded so."""
+    from latencymap.outputs.report import straggler_lines
+
+    time.sleep(3.0)
+    later = hung(source)
+    assert later is not None and later["task_id"] == first["task_id"]
+    assert later["duration_s"] >= first["duration_s"] + 2.5, (first, later)
+    assert abs(later["duration_s"] - (time.time() - later["start"])) < 2.0, later
+    assert later["ratio"] > first["ratio"]
+    assert "so far, still running (by the clock)" in straggler_lines([later])[1], straggler_lines([later])
+    return later

@@ -17,6 +17,7 @@ from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, Notice, StreamId
 from latencymap.flow.pipeline import input_flow
 from latencymap.tui.app import LatencyMapApp
+from latencymap.tui.findings import FindingItem, FindingsPanel
 from latencymap.tui.heatmap import HeatMap
 from latencymap.tui.note_line import NoteLine
 
@@ -107,6 +108,20 @@ def run_ended(app: LatencyMapApp, scenario, size: tuple[int, int] = (160, 50)) -
             await scenario(pilot)
 
     asyncio.run(main())
+
+
+def panel_items(app: LatencyMapApp) -> dict[str, list[FindingItem]]:
+    """Each stream's findings panel items once the flow has ended, by label."""
+    seen: dict[str, list[FindingItem]] = {}
+
+    async def scenario(pilot) -> None:
+        for k, hist in enumerate(app.acc.streams.values()):
+            app.open_stream(k)
+            await pilot.pause()
+            seen[hist.stream.label] = list(app.query_one(FindingsPanel).items)
+
+    run_ended(app, scenario, size=(160, 50))
+    return seen
 
 
 def note_line(app: LatencyMapApp) -> str:

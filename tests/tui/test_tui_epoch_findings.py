@@ -10,28 +10,18 @@ import pytest
 from epochs_support import record_loop
 from formats_support import report_json
 from skips_support import requires_module
-from tui_support import fixture_items, run_ended
+from tui_support import fixture_items, panel_items
 
 from latencymap.core.accumulator import accumulate
 from latencymap.tui.app import LatencyMapApp
-from latencymap.tui.findings import FindingItem, FindingsPanel, epoch_findings
+from latencymap.tui.findings import FindingItem, epoch_findings
 
 TORCH = requires_module("torch", remedy=".ci/install-system.sh installs torch==2.13.0 (CPU)")
 
 
-def panel_items(path: Path) -> dict[str, list[FindingItem]]:
+def panel_items_of(path: Path) -> dict[str, list[FindingItem]]:
     """Each stream's findings panel items, by label, once the recording at `path` is read."""
-    app = LatencyMapApp(iter(fixture_items(path)), color_mode="truecolor")
-    seen: dict[str, list[FindingItem]] = {}
-
-    async def scenario(pilot) -> None:
-        for k, hist in enumerate(app.acc.streams.values()):
-            app.open_stream(k)
-            await pilot.pause()
-            seen[hist.stream.label] = list(app.query_one(FindingsPanel).items)
-
-    run_ended(app, scenario, size=(160, 50))
-    return seen
+    return panel_items(LatencyMapApp(iter(fixture_items(path)), color_mode="truecolor"))
 
 
 @pytest.mark.slow
@@ -45,11 +35,11 @@ def test_each_stream_of_a_loop_whose_workers_start_anew_shows_the_reports_epoch_
     finding = report_json(restarting)["epochs"][0]["finding"]
     line = f"{finding['what']} — {finding['why']}"
     assert "persistent_workers=True" in line
-    seen = panel_items(restarting)
+    seen = panel_items_of(restarting)
     assert set(seen) == {"dl/rank0/data_wait.epoch_start", "dl/rank0/data_wait", "dl/rank0/data_wait.epoch_end"}
     for label, items in seen.items():
         assert [item.text for item in items if "epoch start-up" in item.text] == [line], label
-    assert not any("epoch start-up" in item.text for items in panel_items(persisting).values() for item in items)
+    assert not any("epoch start-up" in item.text for items in panel_items_of(persisting).values() for item in items)
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from tui_support import fixture_items, ranks, run_ended
+from tui_support import fixture_items, panel_items, ranks, run_ended
 
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.buckets import NSLOTS
@@ -22,19 +22,6 @@ from latencymap.tui.peer_findings import PeerFindings
 
 RANKS12 = Path(__file__).resolve().parents[2] / "fixtures" / "training" / "ranks12.txt"
 
-
-def panel_items(app: LatencyMapApp) -> dict[str, list]:
-    """Each stream's findings panel items once the flow has ended, by label."""
-    seen: dict[str, list] = {}
-
-    async def scenario(pilot) -> None:
-        for k, hist in enumerate(app.acc.streams.values()):
-            app.open_stream(k)
-            await pilot.pause()
-            seen[hist.stream.label] = list(app.query_one(FindingsPanel).items)
-
-    run_ended(app, scenario, size=(160, 50))
-    return seen
 
 
 def test_the_slow_rank_of_ranks12_shows_the_reports_slow_rank_line_marked_on_its_slow_phase() -> None:

@@ -13,14 +13,12 @@ import os
 import re
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from skips_support import requires_module
-from spark_support import free_port
+from spark_support import answers, free_port, wait_for
 
 pytestmark = [pytest.mark.slow, requires_module("pyspark")]
 
@@ -47,20 +45,6 @@ def tasks_in(buckets: dict[int, tuple[int, float]]) -> int:
     return sum(n for n, _ in buckets.values())
 
 
-def wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
-def answers(url: str) -> bool:
-    """True once the URL answers (a busy machine's fresh JVM can take seconds for its first answer)."""
-    try:
-        with urllib.request.urlopen(url, timeout=30) as resp:
-            return bool(json.loads(resp.read()))
-    except OSError:
-        return False
 
 
 @pytest.fixture
@@ -76,7 +60,7 @@ def job(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, str, Path]]:
         assert proc.stdout is not None
         hello = json.loads(proc.stdout.readline())
         assert hello["ui"] == f"http://127.0.0.1:{port}"
-        wait_for(lambda: answers(f"{hello['ui']}/api/v1/applications"), 60, "the driver's REST API")
+        wait_for("the driver's REST API", 60, lambda: answers(f"{hello['ui']}/api/v1/applications"))
         yield proc, hello["ui"], logs
     finally:
         proc.kill()
@@ -95,13 +79,13 @@ def test_rest_follows_a_running_driver_and_counts_every_task_of_its_event_log(
                                  "0.5", "--record", str(rec), "--once"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
     try:
-        wait_for(rec.exists, 30, "the follower to start its recording")
+        wait_for("the follower to start its recording", 30, rec.exists)
         proc.stdin.write("go\n")
         proc.stdin.flush()
         assert proc.stdout.readline().strip() == "done"
         while_running = tasks_in(recorded(rec))
         total = sum(map(len, SLEEPS))
-        wait_for(lambda: tasks_in(recorded(rec)) >= total, 30, f"the follower to record all {total} tasks")
+        wait_for(f"the follower to record all {total} tasks", 30, lambda: tasks_in(recorded(rec)) >= total)
         proc.stdin.write("stop\n")
         proc.stdin.flush()
         assert proc.wait(60) == 0

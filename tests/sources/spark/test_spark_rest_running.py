@@ -9,16 +9,13 @@ import os
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 from skips_support import requires_module
-from spark_support import free_port
+from spark_support import answers, free_port, grows_with_the_clock, hung, wait_for
 
-from latencymap.outputs.report import straggler_lines
 from latencymap.sources.spark.source import SparkSource
 
 pytestmark = [pytest.mark.slow, requires_module("pyspark")]
@@ -28,26 +25,7 @@ JOB = Path(__file__).with_name("hang_job.py")
 TASKS = 4 + 12
 
 
-def hung(source: SparkSource) -> dict[str, Any] | None:
-    """The straggler still running in the source's analysis now, if any."""
-    return next((s for s in source.analysis()["stragglers"] if s.get("running")), None)
 
-
-def wait_for(what: str, timeout: float, check: Any) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-    return found
-
-
-def answers(url: str) -> bool:
-    """True once the URL answers (a busy machine's fresh JVM can take seconds for its first answer)."""
-    try:
-        with urllib.request.urlopen(url, timeout=30) as resp:
-            return bool(json.loads(resp.read()))
-    except OSError:
-        return False
 
 
 def test_a_hung_task_is_a_running_straggler_over_rest_then_a_finished_task_counted_once(tmp_path: Path) -> None:
@@ -67,14 +45,7 @@ def test_a_hung_task_is_a_running_straggler_over_rest_then_a_finished_task_count
         reader.start()
         first = wait_for("the hung task as a running straggler", 120, lambda: hung(source))
         assert (first["stage"], first["index"], first["so_far_to"], first["end"]) == (1, 0, "clock", None), first
-        time.sleep(3.0)
-        later = hung(source)
-        assert later is not None and later["task_id"] == first["task_id"]
-        # its time so far runs with the (driver's) clock while the API says nothing new of it
-        assert later["duration_s"] >= first["duration_s"] + 2.5, (first, later)
-        assert abs(later["duration_s"] - (time.time() - later["start"])) < 2.0, later
-        assert later["ratio"] > first["ratio"]
-        assert "so far, still running (by the clock)" in straggler_lines([later])[1], straggler_lines([later])
+        later = grows_with_the_clock(source, first)
         (stage,) = [s for s in source.analysis()["stages"] if s["stage"] == 1]
         assert stage["running"] == 1 and stage["running_max_s"] >= later["duration_s"], stage
         assert first["task_id"] not in {t.task_id for t in source.all_tasks}  # not counted while it runs

@@ -2,13 +2,15 @@
 
 Run: .venv/bin/python bench/bench_core.py   (`fleet`: the interleaved-streams line only; `recording`: the zstd
 recording line only; `seen`: recordings of exact sums without and with the values seen per bucket, and of a
-rebinned source's own buckets)
+rebinned source's own buckets; `hlog`: the HdrHistogram log line only)
 Prints protocol ingest (records/s, 26 buckets each; as `report` reads, intervals in columns, and as the views read,
 one by one) vs a plain Python line-reading loop over the same file; ingest of 1,000 streams interleaved record by
 record (a fleet's collector, 6 buckets each) as a ratio to one stream of the same records in the same run; a zstd
 recording of 200 such streams (bytes a record, write rate, `report`'s ingest against the same text uncompressed);
-raw-value binning (values/s) vs np.histogram on log2 edges, and the accumulator's memory for a day of 1 s
-columns. Times are this process's CPU time (steadier than wall time on a shared machine); best of 3.
+HdrHistogram logs (lines/s: busy ones, whose columns list many sub-buckets of their own, against decoding their
+payloads alone and against narrow ones); raw-value binning (values/s) vs np.histogram on log2 edges, and the
+accumulator's memory for a day of 1 s columns. Times are this process's CPU time (steadier than wall time on a
+shared machine); best of 3.
 No assertions: targets are in the README's performance section.
 """
 
@@ -188,6 +190,60 @@ def bench_recording(streams: int = 200, records: int = 100_000) -> None:
           f"(of the text: {read['rec.txt']:,.0f}; ratio {read['rec.zst'] / read['rec.txt']:.1%})")
 
 
+def write_hlog(path: Path, lines: int, values: int, seed: int = 42) -> bool:
+    """An HdrHistogram log written by the library (PyPI `hdrhistogram`, the dev extra): `lines` one-second intervals
+    of `values` log-normal values each (median 300 µs in ns, sigma 1, 3 digits), as a busy service's; False without
+    the library."""
+    try:
+        from hdrh.histogram import HdrHistogram
+        from hdrh.log import HistogramLogWriter
+    except ImportError:
+        return False
+    rng = np.random.default_rng(seed)
+    t0 = 1_795_651_200.25
+    with path.open("w") as fh:
+        writer = HistogramLogWriter(fh)
+        writer.output_log_format_version()
+        fh.write(f"#[StartTime: {t0:.3f} (seconds since epoch)]\n")
+        writer.output_legend()
+        for i in range(lines):
+            hist = HdrHistogram(1, 3_600_000_000_000, 3)
+            for v in np.rint(rng.lognormal(np.log(300e3), 1.0, values)).astype(np.int64).tolist():
+                hist.record_value(max(1, v))
+            hist.set_start_time_stamp((t0 + i) * 1000)
+            hist.set_end_time_stamp((t0 + i + 1) * 1000)
+            writer.output_interval_histogram(hist)
+    return True
+
+
+def bench_hlog(lines: int = 2000) -> None:
+    """Lines/s of `report`'s ingest of HdrHistogram logs, busy (40 values a line over a wide range: each column lists
+    its occupied sub-buckets, the stream's own buckets their union, thousands) and narrow (8 values a line), against
+    decoding the busy log's payloads alone (`fold_payloads`), in the same run."""
+    from latencymap.sources.hdrhistogram_codec import fold_payloads
+
+    registry = load_registry()
+    rates = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for values in (40, 8):
+            path = Path(tmp) / f"run{values}.hlog"
+            if not write_hlog(path, lines, values):
+                print("HdrHistogram log ingest: skipped (PyPI hdrhistogram, the dev extra, is not installed)")
+                return
+
+            def ingest(path: Path = path) -> None:
+                assert accumulate(column_flow([str(path)], registry)).intervals_seen == lines
+
+            rates[values] = lines / best(ingest)
+            if values == 40:
+                payloads = [line.rsplit(",", 1)[1].strip() for line in path.read_text().splitlines()
+                            if line and line[0] not in '#"']
+                decode = lines / best(lambda payloads=payloads: fold_payloads(payloads))
+    print(f"HdrHistogram log ingest, {lines:,} lines of 40 values each: {rates[40]:,.0f} lines/s  (decoding its "
+          f"payloads alone: {decode:,.0f} lines/s, ratio {rates[40] / decode:.1%}; lines of 8 values: "
+          f"{rates[8]:,.0f} lines/s, ratio {rates[40] / rates[8]:.1%})")
+
+
 def bench_binning(n: int = 10_000_000) -> None:
     values = np.random.default_rng(1).lognormal(np.log(300e3), 1.0, n)
     edges = np.concatenate(([0.0], np.exp2(np.arange(0, 63))))
@@ -223,13 +279,15 @@ if __name__ == "__main__":
 
     from bench_common import arguments
 
-    mode = arguments(__doc__, ("memory", "fleet", "recording", "seen"))
+    mode = arguments(__doc__, ("memory", "fleet", "recording", "seen", "hlog"))
     if mode == ["memory"]:
         bench_memory()
     elif mode == ["fleet"]:
         bench_fleet()
     elif mode == ["recording"]:
         bench_recording()
+    elif mode == ["hlog"]:
+        bench_hlog()
     elif mode == ["seen"]:
         bench_ingest(recording=True)
         bench_ingest(recording=True, seen=True)
@@ -242,5 +300,6 @@ if __name__ == "__main__":
         bench_ingest(recording=True, source=True)
         bench_fleet()
         bench_recording()
+        bench_hlog()
         bench_binning()
         subprocess.run([sys.executable, __file__, "memory"], check=True)  # a fresh process: its own peak RSS

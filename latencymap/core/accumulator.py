@@ -111,7 +111,8 @@ class Accumulator:
     #: Every message said, those past the first MAX_MESSAGES (the ones `messages` keeps) too.
     messages_said: int = 0
     intervals_seen: int = 0
-    #: Rebinned streams' own buckets (Prometheus, OpenTelemetry explicit bounds), summed.
+    #: Rebinned streams' own buckets (Prometheus, OpenTelemetry explicit bounds), summed over every column seen, kept
+    #: or dropped, as the views' whole-run figures; a report's over the columns kept are `kept_source`'s.
     sources: dict[StreamId, SourceTotals] = field(default_factory=dict)
     dropped_for_budget: int = 0
     #: Columns dropped past the column limit (`--history N`), all streams together.
@@ -190,6 +191,13 @@ class Accumulator:
         if extremes is not None and stream.datasource in SEEN_BOUNDS_SOURCES:
             seen = seen_range(extremes, unit_seconds(stream.unit))
         totals.add(source, seen)
+
+    def kept_source(self, hist: StreamHistory) -> SourceTotals | None:
+        """A stream's own source buckets over the columns its history keeps, which a report's figures cover: its
+        `sources` (the whole run) while it dropped none, else those of its columns kept (`StreamHistory.kept_source`;
+        None where those are not known)."""
+        whole = self.sources.get(hist.stream)
+        return whole if whole is None or not hist.dropped else hist.kept_source()
 
     def _add_run(self, run: IntervalRun, batches: dict[StreamId, list[Interval]]) -> None:
         """Append a run's rows stream by stream, after the intervals of this batch that came before it."""

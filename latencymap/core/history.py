@@ -42,6 +42,7 @@ from latencymap.core.columns import (
     observed_s,
     plus,
 )
+from latencymap.core.kept_sources import KeptSources
 from latencymap.core.lean import dataclass
 from latencymap.core.model import Interval, IntervalRun, SourceBuckets, StreamId
 from latencymap.core.percentiles import (
@@ -52,7 +53,13 @@ from latencymap.core.percentiles import (
     safe_ratio,
 )
 from latencymap.core.row_times import fit_to_totals, source_covers
-from latencymap.core.source_totals import SEEN_BOUNDS_SOURCES, open_overflow, seen_range
+from latencymap.core.source_totals import (
+    ROWS_INSIDE_SOURCES,
+    SEEN_BOUNDS_SOURCES,
+    SourceTotals,
+    open_overflow,
+    seen_range,
+)
 from latencymap.core.units import unit_seconds
 
 _CACHED_CHUNKS = 2
@@ -104,6 +111,8 @@ class StreamHistory:
         self.first_end = self.last_end = self.last_dur = float("nan")
         #: Columns whose exact time (a source's sum) their rows could not hold (`row_times`): their rows at one bound.
         self.unheld = 0
+        #: The source buckets of the columns kept, once a column brought some (`kept_source`).
+        self._sources: KeptSources | None = None
 
     # -- appending and dropping
 
@@ -130,11 +139,12 @@ class StreamHistory:
             if iv.extremes is not None:
                 self._see(iv.extremes)
         self._unseen(counts if bare.all() else counts[bare])
-        over = self._overflows([iv.source_buckets for iv in intervals], [iv.extremes for iv in intervals])
+        sources, extremes = [iv.source_buckets for iv in intervals], [iv.extremes for iv in intervals]
+        over = self._overflows(sources, extremes)
         marks = np.array([(iv.reset, iv.gap) for iv in intervals], dtype=bool).reshape(k, 2)
         spans = np.array([(iv.start, iv.end, iv.duration) for iv in intervals], dtype=np.float64).T
         self.extend_columns(counts, time, timed, spans[0], spans[1], spans[2], marks[:, 0], marks[:, 1],
-                            intervals[-1].date, over)
+                            intervals[-1].date, over, (sources, extremes))
 
     def extend_run(self, run: IntervalRun, rows: list[int] | None = None) -> None:
         """Append the rows `rows` of `run` (None: all of them) in bulk."""
@@ -149,9 +159,11 @@ class StreamHistory:
             seen = run.extremes[pick]
             self._see(np.stack([np.fmin.reduce(seen[:, 0], axis=0), np.fmax.reduce(seen[:, 1], axis=0)]))
         over = None
+        own: tuple[Sequence[SourceBuckets | None], Sequence[np.ndarray | None]] | None = None
         if run.source_buckets is not None:
             sources = run.source_buckets if rows is None else [run.source_buckets[i] for i in rows]
-            over = self._overflows(sources, [None] * k if run.extremes is None else list(run.extremes[pick]))
+            own = (sources, [None] * k if run.extremes is None else list(run.extremes[pick]))
+            over = self._overflows(*own)
         time = None if run.time is None else run.time[pick]
         timed = None if time is None else np.ones(len(time), dtype=bool)
         if time is None and run.source_buckets is not None:  # as `extend` does for a rebinned source's sums
@@ -162,7 +174,7 @@ class StreamHistory:
                 self._fit(time, counts, summed, sources)
         self.extend_columns(counts, time, timed, run.start[pick], run.end[pick], run.duration[pick],
                             run.reset[pick], run.gap[pick], run.dates[-1] if rows is None else run.dates[rows[-1]],
-                            over)
+                            over, own)
 
     def _fit(self, time: np.ndarray, counts: np.ndarray, summed: list[tuple[int, float]],
              sources: Sequence[SourceBuckets | None]) -> None:
@@ -245,14 +257,25 @@ class StreamHistory:
         stream's source gives no extremes."""
         return (self._least, self._most) if self._any_seen else None
 
+    def kept_source(self) -> SourceTotals | None:
+        """The source buckets of the columns kept, added up (`core.kept_sources`): None when none of them had any,
+        or when they are not known."""
+        return None if self._sources is None else self._sources.totals()
+
     def extend_columns(self, counts: np.ndarray, time: np.ndarray | None, timed: np.ndarray | None,
                        start: np.ndarray, end: np.ndarray, dur: np.ndarray, reset: np.ndarray, gap: np.ndarray,
-                       date: str, over: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                       date: str, over: tuple[np.ndarray, np.ndarray] | None = None,
+                       sources: tuple[Sequence[SourceBuckets | None], Sequence[np.ndarray | None]] | None = None,
+                       ) -> None:
         """Append columns given as arrays: counts per slot, times per slot (exact in the rows `timed`, estimates
-        elsewhere; None: no row has them), spans, reset and gap marks, the last date, and their overflow events and
-        bounds (`overflow_in`; None: none). Past `cap` columns, only the sums of the oldest are kept
-        (`dropped_sums`)."""
+        elsewhere; None: no row has them), spans, reset and gap marks, the last date, their overflow events and
+        bounds (`overflow_in`; None: none), and their source buckets and values seen (`kept_source`; None: none).
+        Past `cap` columns, only the sums of the oldest are kept (`dropped_sums`)."""
         k = len(counts)
+        if sources is not None and self._sources is None and any(s is not None for s in sources[0]):
+            datasource = self.stream.datasource
+            self._sources = KeptSources(unit_seconds(self.stream.unit), datasource in ROWS_INSIDE_SOURCES,
+                                        datasource in SEEN_BOUNDS_SOURCES, self.cap is not None, self.n)
         self._dense = None
         if k and self.first_end != self.first_end:  # NaN: the first columns
             self.first_end = float(end[0])
@@ -275,12 +298,15 @@ class StreamHistory:
                 over = over[0][keep], over[1][keep]
             counts, start, end, dur, flags = counts[keep], start[keep], end[keep], dur[keep], flags[keep]
             time = None if time is None else time[keep]
+            sources = None if sources is None else (sources[0][keep], sources[1][keep])
             k = self.cap
         meta: dict[str, np.ndarray] = {"start": start, "end": end, "dur": dur, "flags": flags}
         done = 0
         while done < k:
             take = min(self._size - self._hot.n, k - done)
             rows = slice(done, done + take)
+            if self._sources is not None:
+                self._sources.add(take, *((None, None) if sources is None else (sources[0][rows], sources[1][rows])))
             self._hot.append(counts[rows], None if time is None else time[rows], start[rows], end[rows], dur[rows],
                              flags[rows], self._mid, self._size,
                              None if over is None else (over[0][rows], over[1][rows]))
@@ -301,7 +327,7 @@ class StreamHistory:
         chunk.seq = next(_SEQUENCE)
         self._ends.append(self._hot_start + chunk.n)
         self._chunks.append(chunk)
-        self.sealed_bytes += chunk.nbytes
+        self.sealed_bytes += chunk.nbytes + (self._sources.seal() if self._sources is not None else 0)
         self._hot = Block(min(capacity, self._size))
         if self.on_seal is not None:
             self.on_seal(self, chunk)
@@ -326,6 +352,8 @@ class StreamHistory:
         self._skip += k
         self.n -= k
         self.dropped += k
+        if self._sources is not None:
+            self.sealed_bytes -= self._sources.drop(k)
         if self._meta is not None:
             self._meta.drop(k)
         while self._chunks and self._skip >= self._chunks[0].n:

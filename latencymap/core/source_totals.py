@@ -23,6 +23,11 @@ Where the rows place each interval's events by its exact sum (`rows_inside`: Ope
 bucket is wider than the rows there comes from the rows, bounded to that bucket (`rows_within`, `estimate`):
 a histogram in seconds with the SDK's default bounds holds every request in (0, 5 s].
 
+Merging an interval's buckets costs Python work in proportion to its own buckets, and array operations over the
+totals' (a busy HdrHistogram log's stream holds thousands of sub-buckets, of which each column lists a few): only
+the bounds the totals lack are placed and checked, the totals' arrays copied around them (`_placed_rising`), and the
+tuple of `bounds` is made again only when read.
+
 The exact time does not depend on the layout: `time_s` adds every interval's sum, mixed or not (`timed` says
 whether every interval had one); `buckets_time_s` is the time of the intervals whose events the buckets hold.
 """
@@ -30,7 +35,7 @@ whether every interval had one); `buckets_time_s` is the time of the intervals w
 from __future__ import annotations
 
 import math
-from dataclasses import field
+from dataclasses import field, replace
 
 import numpy as np
 
@@ -83,7 +88,8 @@ def open_overflow(source: SourceBuckets | None, seen: tuple[float, float] | None
 class SourceTotals:
     """Per-bucket counts of one stream's source buckets over all its intervals (bounds in the stream unit)."""
 
-    bounds: tuple[float, ...]
+    #: The upper bounds (`bounds`); None once a merge changed them, until `bounds` makes them again from `_arrays`.
+    _bounds: tuple[float, ...] | None
     counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     #: Exact seconds of every interval added (`timed`: every one had a sum), whatever its bounds.
     time_s: float = 0.0
@@ -101,12 +107,21 @@ class SourceTotals:
     #: Whether the rows (`rows_within`) estimate a percentile in a bucket wider than themselves better than the
     #: bucket does: a source that places each interval's events on the rows by its exact sum and values seen.
     rows_inside: bool = False
-    #: `bounds` (the tuple itself), as an array of upper bounds and one of lower bounds (`_within`).
-    _arrays: tuple[tuple[float, ...], np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    #: The bounds as an array, and whether they rise strictly, made with them: merging columns (`_put`) changes
+    #: these alone, the Python work of a column growing with its own buckets, not the stream's.
+    _arrays: tuple[np.ndarray, bool] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not len(self.counts):
             self.counts = np.zeros(len(self.bounds), dtype=np.int64)
+
+    @property
+    def bounds(self) -> tuple[float, ...]:
+        """The upper bounds of the buckets, ascending, in the stream unit (the last may be +Inf)."""
+        if self._bounds is None:
+            assert self._arrays is not None
+            self._bounds = tuple(self._arrays[0].tolist())
+        return self._bounds
 
     def add(self, source: SourceBuckets, seen: tuple[float, float] | None = None) -> None:
         """One interval: its sum to the time; its buckets on the union of the bounds, or on a coarser layout of the
@@ -122,23 +137,68 @@ class SourceTotals:
         counts = np.asarray(source.counts, dtype=np.int64)
         if counts.any():
             self._see(seen)
-        at = None if self.mixed else self._within(np.asarray(source.bounds, dtype=np.float64), counts)
-        if at is not None:
-            np.add.at(self.counts, at, counts)
-        else:
-            bounds = tuple(map(float, source.bounds))
-            if self.mixed and bounds != self.bounds:
-                return
-            combined = combine_buckets(self.bounds, self.counts, bounds, counts)
-            if combined is None:
-                combined = coarsen_buckets(self.bounds, self.counts, bounds, counts)
-            if combined is None:
-                self.mixed = True
-                return
-            self.bounds, self.counts = combined
-        if self.buckets_time_s is not None:
+        if self._put(_floats(source.bounds), counts) and self.buckets_time_s is not None:
             self.buckets_time_s = None if source.total_time is None else self.buckets_time_s + float(
                 source.total_time)
+
+    def merge(self, other: SourceTotals) -> None:
+        """Add the totals of later intervals of the same stream (`core.kept_sources`' chunks), as `add` adds each: on
+        a layout of the two when that is exact, else the totals are mixed; mixed when `other` is."""
+        self.intervals += other.intervals
+        self.time_s += other.time_s
+        self.timed = self.timed and other.timed
+        if not other.bounded:
+            self._see(None)
+        elif other.least is not None and other.most is not None:
+            self._see((other.least, other.most))
+        theirs = other._bounds_array()
+        held = bool(len(theirs)) and self._put(theirs, other.counts)
+        self.mixed = self.mixed or other.mixed
+        if held and self.buckets_time_s is not None:
+            self.buckets_time_s = None if other.buckets_time_s is None else self.buckets_time_s + other.buckets_time_s
+
+    def copy(self) -> SourceTotals:
+        """A copy whose counts are its own."""
+        return replace(self, counts=self.counts.copy())
+
+    def compact(self) -> None:
+        """Hold the bounds as arrays alone (totals kept a while unread: `core.kept_sources`); `bounds` makes the tuple
+        again when read."""
+        if len(self._bounds_array()):
+            self._bounds = None
+
+    def _put(self, bounds: np.ndarray, counts: np.ndarray) -> bool:
+        """Add one interval's `counts` on `bounds`: on the totals' own buckets, on the union of the bounds, or on a
+        coarser layout of the two, when that is exact; False when they are left out (the totals are mixed)."""
+        at = None if self.mixed else self._within(bounds, counts)
+        if at is not None:
+            np.add.at(self.counts, at, counts)
+            return True
+        ours = self._bounds_array()
+        if self.mixed and not np.array_equal(bounds, ours):
+            return False
+        assert self._arrays is not None or not len(ours)
+        rising = self._arrays is not None and self._arrays[1]
+        combined = _combined(ours, self.counts, bounds, counts, rising) or \
+            _coarsened(ours, self.counts, bounds, counts)
+        if combined is None:
+            self.mixed = True
+            return False
+        layout, self.counts = combined
+        if layout is not None and len(layout):
+            self._bounds, self._arrays = None, (layout, _ascending(layout))
+        elif layout is not None:
+            self._bounds, self._arrays = (), None
+        return True
+
+    def _bounds_array(self) -> np.ndarray:
+        """`bounds` as a float array (made once for a layout)."""
+        if self._arrays is None:
+            if not self.bounds:
+                return np.zeros(0)
+            array = np.asarray(self.bounds, dtype=np.float64)
+            self._arrays = (array, _ascending(array))
+        return self._arrays[0]
 
     def _see(self, seen: tuple[float, float] | None) -> None:
         """Widen the smallest and largest value known by an interval's holding events (None: it did not say them)."""
@@ -153,18 +213,15 @@ class SourceTotals:
         when every one that holds events is one of the totals' buckets or lies inside one that holds events (exact: a
         coarser bucket of a nested layout); None otherwise (the layouts are then merged). A source whose columns list
         only their occupied buckets, finer or coarser from column to column (HdrHistogram logs), adds most so."""
-        if not self.bounds or math.isinf(highs[-1]) != math.isinf(self.bounds[-1]):
+        ours = self._bounds_array()
+        if not len(ours) or math.isinf(highs[-1]) != math.isinf(ours[-1]):
             return None
-        if self._arrays is None or self._arrays[0] is not self.bounds:
-            array = np.asarray(self.bounds, dtype=np.float64)
-            self._arrays = (self.bounds, array, _lowers(array))
-        _, ours, our_lows = self._arrays
         at = np.searchsorted(ours, highs)
         held = counts > 0
         if int(at[held].max(initial=0)) >= len(ours):
             return None
         at = np.minimum(at, len(ours) - 1)
-        low, our_low = _lowers(highs), our_lows[at]
+        low, our_low = _lowers(highs), np.where(at > 0, ours[at - 1], 0.0 if ours[0] > 0 else -math.inf)
         same = (ours[at] == highs) & (our_low == low)
         inside = (our_low <= low) & (self.counts[at] > 0)
         return at if (same | inside | ~held).all() else None
@@ -267,27 +324,104 @@ def _lowers(bounds: np.ndarray) -> np.ndarray:
     return np.concatenate(([0.0 if bounds[0] > 0 else -math.inf], bounds[:-1]))
 
 
-def _holds(bounds: tuple[float, ...], counts: np.ndarray) -> list[tuple[float, float]]:
-    """(lower, upper) of each bucket holding events; a first bucket above 0 starts at 0, one at or below 0 at -inf."""
-    lowers = [0.0 if bounds[0] > 0 else -math.inf, *bounds[:-1]]
-    return [(low, high) for low, high, n in zip(lowers, bounds, counts.tolist(), strict=True) if n]
+def _floats(bounds: tuple[float, ...] | np.ndarray) -> np.ndarray:
+    """Bounds as a float array (the array itself when it is one)."""
+    return np.asarray(bounds, dtype=np.float64)
+
+
+def _holds(bounds: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lowers, uppers) of the buckets holding events; a first bucket above 0 starts at 0, one at or below 0 at -inf."""
+    held = np.asarray(counts) != 0
+    return _lowers(bounds)[held], bounds[held]
+
+
+def _merged(bounds_a: np.ndarray, counts_a: np.ndarray, bounds_b: np.ndarray,
+            counts_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """`merge_buckets` on float arrays, the union as an array."""
+    placed = _placed(bounds_a, counts_a, bounds_b, counts_b)
+    if placed is None:
+        return None
+    union, moved_a, at = placed
+    moved_b = np.zeros(len(union), dtype=np.int64)
+    moved_b[at] = counts_b
+    return union, moved_a, moved_b
+
+
+def _placed(bounds_a: np.ndarray, counts_a: np.ndarray, bounds_b: np.ndarray, counts_b: np.ndarray,
+            rising: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(the union of two layouts, `counts_a` on it, where each of `bounds_b` is in it), as `merge_buckets` makes
+    them, or None; `rising`: `bounds_a` are known to rise strictly."""
+    if not len(bounds_a) or not len(bounds_b) or math.isinf(bounds_a[-1]) != math.isinf(bounds_b[-1]):
+        return None
+    if (rising or _ascending(bounds_a)) and _ascending(bounds_b):
+        return _placed_rising(bounds_a, np.asarray(counts_a, dtype=np.int64), bounds_b, counts_b)
+    union = np.union1d(bounds_a, bounds_b)
+    if _split(union, bounds_a, counts_a).any() or _split(union, bounds_b, counts_b).any():
+        return None
+    moved_a = np.zeros(len(union), dtype=np.int64)
+    moved_a[np.searchsorted(union, bounds_a)] = counts_a
+    return union, moved_a, np.searchsorted(union, bounds_b)
+
+
+def _ascending(bounds: np.ndarray) -> bool:
+    """Whether bounds rise strictly (a layout of buckets, as sources give them)."""
+    return bool((bounds[1:] > bounds[:-1]).all())
+
+
+def _placed_rising(bounds_a: np.ndarray, counts_a: np.ndarray, bounds_b: np.ndarray,
+                   counts_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """`_placed` of two rising layouts, its checks in time proportional to the second's bounds (a column's, the
+    first being a stream's totals): only the bounds the first lacks are placed and checked, the first's arrays copied
+    around them."""
+    n = len(bounds_a)
+    at = np.searchsorted(bounds_a, bounds_b)
+    new = ~((at < n) & (bounds_a[np.minimum(at, n - 1)] == bounds_b))
+    added, where = bounds_b[new], at[new]
+    i = where[where < n]  # the bucket of the first each added bound falls in: strictly, as it is none of its bounds
+    lows = np.where(i > 0, bounds_a[i - 1], 0.0 if bounds_a[0] > 0 else -math.inf)
+    if ((counts_a[i] != 0) & (lows < added[: len(i)])).any():
+        return None
+    held = counts_b != 0
+    if (np.searchsorted(bounds_a, _lowers(bounds_b)[held], side="right") <
+            np.searchsorted(bounds_a, bounds_b[held], side="left")).any():
+        return None  # a bound of the first strictly inside a bucket of the second that holds events
+    if not len(added):
+        return bounds_a, counts_a.copy(), at
+    slots = where + np.arange(len(added))  # where each added bound lands in the union
+    union = np.empty(n + len(added))
+    moved = np.zeros(n + len(added), dtype=np.int64)
+    keep = np.ones(n + len(added), dtype=bool)
+    keep[slots] = False
+    union[keep], union[slots], moved[keep] = bounds_a, added, counts_a
+    at += np.searchsorted(where, at, side="right")  # each of the second's bounds past the added ones before it
+    at[new] = slots
+    return union, moved, at
 
 
 def merge_buckets(bounds_a: tuple[float, ...], counts_a: np.ndarray, bounds_b: tuple[float, ...],
                   counts_b: np.ndarray) -> tuple[tuple[float, ...], np.ndarray, np.ndarray] | None:
     """(the union of two bucket layouts, `counts_a` and `counts_b` on it) when no bound of the union falls strictly
     inside a bucket holding events; None when one would, or when only one of them has an overflow (+Inf) bucket."""
-    if not bounds_a or not bounds_b or math.isinf(bounds_a[-1]) != math.isinf(bounds_b[-1]):
+    merged = _merged(_floats(bounds_a), counts_a, _floats(bounds_b), counts_b)
+    return None if merged is None else (tuple(merged[0].tolist()), merged[1], merged[2])
+
+
+def _combined(bounds_a: np.ndarray, counts_a: np.ndarray, bounds_b: np.ndarray, counts_b: np.ndarray,
+              rising: bool = False) -> tuple[np.ndarray | None, np.ndarray] | None:
+    """`combine_buckets` on float arrays, None for the layout when it is `bounds_a` as it was; `rising`: `bounds_a`
+    are known to rise strictly."""
+    if len(bounds_a) == len(bounds_b) and np.array_equal(bounds_a, bounds_b):
+        return None, counts_a + counts_b
+    if not counts_b.any():
+        return None, counts_a.copy()
+    if not counts_a.any():
+        return bounds_b, counts_b.copy()
+    placed = _placed(bounds_a, counts_a, bounds_b, counts_b, rising)
+    if placed is None:
         return None
-    union = np.array(sorted(set(bounds_a) | set(bounds_b)), dtype=np.float64)
-    out = []
-    for bounds, counts in ((bounds_a, counts_a), (bounds_b, counts_b)):
-        if _split(union, bounds, counts).any():
-            return None
-        moved = np.zeros(len(union), dtype=np.int64)
-        moved[np.searchsorted(union, np.asarray(bounds, dtype=np.float64))] = counts
-        out.append(moved)
-    return tuple(union.tolist()), out[0], out[1]
+    union, moved, at = placed
+    moved[at] += counts_b
+    return (None if union is bounds_a else union), moved
 
 
 def combine_buckets(bounds_a: tuple[float, ...], counts_a: np.ndarray, bounds_b: tuple[float, ...],
@@ -304,20 +438,35 @@ def combine_buckets(bounds_a: tuple[float, ...], counts_a: np.ndarray, bounds_b:
     return None if merged is None else (merged[0], merged[1] + merged[2])
 
 
-def _every_bucket(bounds: tuple[float, ...]) -> set[tuple[float, float]]:
-    """(lower, upper) of every bucket, as `_holds` bounds them."""
-    return set(zip([0.0 if bounds[0] > 0 else -math.inf, *bounds[:-1]], bounds, strict=True))
+def _pairs(lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
+    """Buckets as complex numbers (lower + upper j): compared whole, -inf and inf included."""
+    out = np.empty(len(highs), dtype=np.complex128)
+    out.real, out.imag = lows, highs
+    return out
 
 
-def _split(union: np.ndarray, bounds: tuple[float, ...], counts: np.ndarray) -> np.ndarray:
+def _split(union: np.ndarray, bounds: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Which bounds of `union` fall strictly inside a bucket of `bounds` that holds events."""
-    held = _holds(bounds, counts)
-    if not held:
+    lows, highs = _holds(bounds, counts)
+    if not len(highs):
         return np.zeros(len(union), dtype=bool)
-    lows = np.array([low for low, _ in held])
-    highs = np.array([high for _, high in held])
     i = np.minimum(np.searchsorted(highs, union, side="left"), len(highs) - 1)
     return (lows[i] < union) & (union < highs[i])
+
+
+def _coarsened(bounds_a: np.ndarray, counts_a: np.ndarray, bounds_b: np.ndarray,
+               counts_b: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """`coarsen_buckets` on float arrays, the layout as an array."""
+    if not len(bounds_a) or not len(bounds_b) or math.isinf(bounds_a[-1]) != math.isinf(bounds_b[-1]):
+        return None
+    union = np.union1d(bounds_a, bounds_b)
+    kept = union[~(_split(union, bounds_a, counts_a) | _split(union, bounds_b, counts_b))]
+    out = np.zeros(len(kept), dtype=np.int64)
+    for bounds, counts in ((bounds_a, counts_a), (bounds_b, counts_b)):
+        np.add.at(out, np.searchsorted(kept, bounds, side="left"), counts)
+    held = _pairs(*_holds(kept, out))
+    own = np.concatenate((_pairs(_lowers(bounds_a), bounds_a), _pairs(_lowers(bounds_b), bounds_b)))
+    return (kept, out) if np.isin(held, own).all() else None
 
 
 def coarsen_buckets(bounds_a: tuple[float, ...], counts_a: np.ndarray, bounds_b: tuple[float, ...],
@@ -325,15 +474,5 @@ def coarsen_buckets(bounds_a: tuple[float, ...], counts_a: np.ndarray, bounds_b:
     """Two buckets' counts added up on the union of their bounds less those that would split a bucket holding
     events, when every bucket that then holds events is a bucket of one layout or the other (nested layouts: a
     coarser exponential scale, a coarser native schema); None otherwise, or when only one has an overflow bucket."""
-    if not bounds_a or not bounds_b or math.isinf(bounds_a[-1]) != math.isinf(bounds_b[-1]):
-        return None
-    union = np.array(sorted(set(bounds_a) | set(bounds_b)), dtype=np.float64)
-    kept = union[~(_split(union, bounds_a, counts_a) | _split(union, bounds_b, counts_b))]
-    out = np.zeros(len(kept), dtype=np.int64)
-    for bounds, counts in ((bounds_a, counts_a), (bounds_b, counts_b)):
-        np.add.at(out, np.searchsorted(kept, np.asarray(bounds, dtype=np.float64), side="left"), counts)
-    layout = tuple(kept.tolist())
-    own = _every_bucket(bounds_a) | _every_bucket(bounds_b)
-    if any(bucket not in own for bucket in _holds(layout, out)):
-        return None
-    return layout, out
+    coarse = _coarsened(_floats(bounds_a), counts_a, _floats(bounds_b), counts_b)
+    return None if coarse is None else (tuple(coarse[0].tolist()), coarse[1])

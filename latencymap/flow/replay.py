@@ -165,7 +165,7 @@ def stream_bursts(acc: Accumulator) -> dict[StreamId, list[float]]:
     for hist in acc.streams.values():
         if hist.n == 0:
             continue
-        episodes = stream_diagnosis(hist, acc.sources.get(hist.stream)).episodes
+        episodes = stream_diagnosis(hist, acc.kept_source(hist)).episodes
         if episodes:
             out[hist.stream] = sorted({e.start for e in episodes})
             continue

@@ -509,7 +509,8 @@ def _rate(base: StreamHistory, cand: StreamHistory, events: tuple[int, int], unt
 def compare_streams(base: StreamHistory, cand: StreamHistory,
                     sources: tuple[SourceTotals | None, SourceTotals | None], untimed: bool = False) -> dict[str, Any]:
     """The JSON object of one pair (see the module docstring); `sources`, each side's own buckets where its source
-    has them (`Accumulator.sources`); `untimed`, whether a side's columns carry no time of their own (no rates)."""
+    has them, over its columns kept (`Accumulator.kept_source`); `untimed`, whether a side's columns carry no time of
+    their own (no rates)."""
     pb, pc = _pooled(base), _pooled(cand)
     (eb, tb), (ec, tc) = _sums(pb), _sums(pc)
     rebinned = not same_rows(base, cand)  # another unit: the candidate's buckets on the baseline's rows
@@ -618,7 +619,7 @@ def compare(base: Accumulator, cand: Accumulator,
     pairs, only_b, only_c = pair_streams(base, cand)
     out = []
     for b, c in pairs:
-        pair = compare_streams(b, c, (base.sources.get(b.stream), cand.sources.get(c.stream)),
+        pair = compare_streams(b, c, (base.kept_source(b), cand.kept_source(c)),
                                untimed=b.stream in untimed[0] or c.stream in untimed[1])
         if b.stream != c.stream:
             pair["paired_as"] = "the only stream of each side"

@@ -432,7 +432,7 @@ def check_gates(acc: Accumulator, gates: list[Gate], untimed: Collection[StreamI
     failures: list[str] = []
     names = stream_names(list(acc.streams))
     for stream, hist in acc.streams.items():  # each read a chunk of columns at a time: no dense matrix of a long stream
-        m = stream_metrics(hist, acc.sources.get(hist.stream), stream in untimed)
+        m = stream_metrics(hist, acc.kept_source(hist), stream in untimed)
         for gate in gates:
             result = evaluate(gate.node, m)
             if result is False:

@@ -85,6 +85,7 @@ def _stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool,
     lo, hi = used if used else (0, -1)
     slots = slice(lo, hi + 1)
     total = hist.totals()
+    source = acc.kept_source(hist)
     start = float(hist.meta_in("start", slice(0, 1))[0]) if hist.n else None
     end = float(hist.meta_in("end", slice(hist.n - 1, None))[0]) if hist.n else None
     return {
@@ -98,10 +99,10 @@ def _stream_report(hist: StreamHistory, acc: Accumulator, arrays: bool,
         "frequency": rows(hist.frequency(slots=slots)),
         "intensity": rows(hist.intensity(slots=slots)),
         "intensity_exact": hist.exact,
-        "total": stream_total(total, acc.sources.get(hist.stream), hist.stream.unit, hist.n),
+        "total": stream_total(total, source, hist.stream.unit, hist.n),
         "errors": stream_errors(acc),
-        **explained_diagnosis(hist, causes, acc.sources.get(hist.stream)).to_json(),
-        **_source_buckets(acc.sources.get(hist.stream), hist),
+        **explained_diagnosis(hist, causes, source).to_json(),
+        **_source_buckets(source, hist),
         "resets": marked_columns(hist, RESET),
         "gaps": marked_columns(hist, GAP),
     }
@@ -269,8 +270,9 @@ def folded_exactly(source: SourceTotals, rows: np.ndarray) -> bool:
 
 def _source_buckets(source: SourceTotals | None, hist: StreamHistory) -> dict[str, Any]:
     """`source_buckets` of a rebinned stream: its own bounds (s), counts, percentiles and exact time; else nothing.
-    `events` and `time_s` are those the buckets hold; `whole_stream` says whether that is the whole stream
-    (`stream_events`): not when its bounds changed beyond adding up exactly (`mixed_bounds`)."""
+    `events` and `time_s` are those the buckets hold (of the columns kept, `Accumulator.kept_source`, as every figure
+    of the report); `whole_stream` says whether that is the whole stream (`stream_events`, kept): not when its bounds
+    changed beyond adding up exactly (`mixed_bounds`)."""
     if source is None or not source.bounds:
         return {}
     scale = unit_seconds(hist.stream.unit)
@@ -470,7 +472,7 @@ def _kept_summary(hist: StreamHistory, acc: Accumulator | None, untimed: bool,
     t = hist.totals()
     span = float(hist.meta_in("end", slice(hist.n - 1, None))[0] - hist.meta_in("start", slice(0, 1))[0])
     rate = t.events / t.duration_s if t.duration_s else float("nan")
-    source = acc.sources.get(hist.stream) if acc is not None else None
+    source = acc.kept_source(hist) if acc is not None else None
     how = time_words(hist.exact, source, t.events, hist.n)
     total = stream_total(t, source, s.unit, hist.n)
     own_percentiles = source_use(source, t.events, hist.n)[0]

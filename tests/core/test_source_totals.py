@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import sys
+from collections.abc import Callable
+from types import FrameType
 
 import numpy as np
 import pytest
@@ -178,3 +181,40 @@ def test_a_percentile_in_a_bucket_wider_than_a_row_is_the_rows_where_the_source_
         totals.add(SourceBuckets((1e5, math.inf), np.array([4, 0]), 4 * 300e-6))  # four 300 µs in (0, 100 ms]
         faster[rows_inside] = totals.first_bucket_faster(1e-6)
     assert faster == {True: None, False: (4, 1e5, pytest.approx(300.0))}
+
+
+def _lines_run(fn: Callable[[], object]) -> int:
+    """How many lines of Python `fn` runs (every frame's, the libraries' too)."""
+    count = 0
+
+    def tracer(frame: FrameType, event: str, arg: object) -> Callable[..., object]:
+        nonlocal count
+        count += event == "line"
+        return tracer
+
+    before = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(before)
+    return count
+
+
+def test_a_columns_python_work_does_not_grow_with_the_streams_buckets() -> None:
+    """A busy HdrHistogram log's stream holds thousands of sub-buckets, and each column lists a few of its own, often
+    inside one of the stream's empty buckets (a merge): the Python work of adding a column grows with its buckets,
+    not the stream's (a Python loop over them per column read some 240 lines a second). Counted in lines run, not
+    time."""
+    def lines_for(n: int) -> int:
+        bounds = np.arange(1.0, n + 1.0)
+        counts = np.where(np.arange(n) % 2, 1, 0).astype(np.int64)  # every other bucket empty: room to merge into
+        totals = SourceTotals(tuple(bounds.tolist()))
+        totals.add(SourceBuckets(bounds, counts))
+        column = SourceBuckets(np.array([10.25, 10.5, 20.5, 30.5]), np.array([0, 3, 4, 2]))  # inside (9, 10], ...
+        lines = _lines_run(lambda: totals.add(column))
+        assert totals.events == counts.sum() + 9 and 10.5 in totals.bounds
+        return lines
+
+    small, large = lines_for(2_000), lines_for(40_000)
+    assert large <= small + 10, (small, large)

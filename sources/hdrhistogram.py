@@ -6,6 +6,8 @@ interval: `[Tag=NAME,]<start s>,<length s>,<max>,<base64 compressed histogram>`.
 (start = base time + start, end = start + length); each tag is a stream (untagged lines: the file's name).
 Times follow Java's HistogramLogReader: without a StartTime line the first timestamp is the start time;
 without a BaseTime line, timestamps more than a year before the start time are relative to it, others absolute.
+A header line after interval lines starts another log (logs joined with `cat`), with its own times: a stream's
+intervals in it that go back into time already read are another run, shown apart (`HlogReader._run`).
 
 Counts fold exactly into the log2 slots (HdrHistogram sub-buckets nest inside powers of two) and time spent is
 Σ count x the sub-bucket's median equivalent value, exact to the histogram's significant digits. Each column also
@@ -39,6 +41,7 @@ import click
 import numpy as np
 
 from latencymap.core.buckets import NSLOTS
+from latencymap.core.deltas import MAX_RUNS, apart_label, apart_notice
 from latencymap.core.lean import dataclass
 from latencymap.core.lines import text_lines
 from latencymap.core.model import Interval, Notice, SourceBuckets, StreamId, empty_counts
@@ -69,6 +72,9 @@ _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _START = lazy_pattern(rf"^#\[StartTime:\s*({_NUMBER})")
 _BASE = lazy_pattern(rf"^#\[BaseTime:\s*({_NUMBER})")
 _JHICCUP = lazy_pattern(r"^#\[Logged with jHiccup version\s*([^\]]*)")
+#: A log's header lines (the writer's `outputLogFormatVersion`, `outputStartTime`, `outputBaseTime`, `outputLegend`):
+#: after interval lines, another log starts.
+_HEADER = lazy_pattern(r'^(?:#\[(?:StartTime:|BaseTime:|Histogram log format version)|"StartTimestamp")')
 #: What a jHiccup log's values measure (`Notice.measures`): the `WHY` entry of `latencymap.analysis.findings` that
 #: words its findings (the platform's pauses, not requests').
 JHICCUP = "jhiccup"
@@ -166,6 +172,15 @@ class HlogReader:
         #: Per stream, its intervals shorter than the log's resolution, in line order, waiting for its next one.
         self.held: dict[StreamId, list[_Pending]] = {}
         self.lines = 0
+        self.intervals_read = False
+        self.after_data: int | None = None  # the first comment or legend line after the last interval line
+        self.next_log: int | None = None  # the first line of a log whose header came after interval lines
+        self.log_line: int | None = None  # the first line of the log being read, when it is not the input's first
+        #: Per stream, its runs (itself first, then those shown apart), and the one each tag's intervals go in in
+        #: the log being read (`_run`).
+        self.runs: dict[StreamId, list[StreamId]] = {}
+        self.shown: dict[StreamId, StreamId] = {}
+        self.measures: dict[StreamId, str] = {}  # what notes said streams measure (`Notice.measures`)
 
     def batch(self, lines: list[str]) -> Iterator[Item]:
         """Items of some consecutive lines, in line order; their payloads are decoded together."""
@@ -173,9 +188,10 @@ class HlogReader:
         for raw in lines:
             self.lines += 1
             line = raw.strip()
-            if not line or line.startswith('"StartTimestamp"'):
+            if not line:
                 continue
-            if line.startswith("#"):
+            if line.startswith(("#", '"StartTimestamp"')):
+                out.extend(self._header(line, self.lines))
                 out.extend(self._comment(line, self.lines))
                 continue
             hint = (f" (the line was cut at {MAX_HLOG_LINE} characters)" if len(raw.rstrip("\r\n")) >= MAX_HLOG_LINE
@@ -201,10 +217,17 @@ class HlogReader:
             yield from self._column(item, folded, range(row, row + 1 + len(item.joined)))
             row += 1 + len(item.joined)
 
+    def _header(self, line: str, n: int) -> Iterator[Notice | Interval | _Pending]:
+        """Note where a log starts whose header comes after interval lines (another log joined to this one)."""
+        if self.intervals_read and self.after_data is None:
+            self.after_data = n
+        if self.after_data is not None and self.next_log is None and _HEADER().match(line):
+            self.next_log = self.after_data
+            yield from self._release()  # held intervals do not join the next log's
+
     def _comment(self, line: str, n: int) -> Iterator[Notice | Interval | _Pending]:
         if (m := _START().match(line)) and (value := finite_number(m.group(1))) is not None:
             if self.data_seen:  # logs written one after another into one file: the next one's times are its own
-                yield from self._release()  # held intervals do not join the next log's
                 self.base_time = self.base_time if self.base_ahead else None
                 self.data_seen = self.base_ahead = False
                 origin = f"its BaseTime {self.base_time:.3f}" if self.base_time is not None else "it"
@@ -237,11 +260,22 @@ class HlogReader:
             yield Notice(f"{self.name}: line {n}: {renamed}", skipped=0)
         if self.jhiccup is not None and len(self.streams) > known:  # a new stream of a jHiccup log
             version = f" {self.jhiccup}" if self.jhiccup else ""
+            self.measures[stream] = JHICCUP
             yield Notice(f"{self.name}: {self._who(stream)}logged by jHiccup{version}: its values are the "
                          "platform's hiccups (how late a thread that only sleeps woke), not requests' latencies",
                          skipped=0, measures=(stream, JHICCUP))
         self.data_seen, self.base_ahead = True, False
+        self.intervals_read, self.after_data = True, None
+        if self.next_log is not None:  # the first interval of a log joined to the one before
+            self.log_line, self.next_log = self.next_log, None
+            self.shown.clear()
         stamped = self._absolute(stamp)
+        if self.log_line is not None:
+            run, notices = self._run(stream, stamped, n)
+            yield from notices
+            if run is None:
+                return
+            stream = run
         scale = round(unit_seconds(self.unit) / unit_seconds(stream.unit))
         pending = _Pending(n, stream, stamped, stamped, m.group(5), hint, scale, double,
                            written=m.group(3).strip(), resolution=resolution(m.group(3)))
@@ -351,6 +385,37 @@ class HlogReader:
                             f"previous one ends ({previous:.3f}); it and any later such interval are placed after "
                             "the previous one", skipped=0)
         return previous, previous + length, notice
+
+    def _run(self, stream: StreamId, start: float, n: int) -> tuple[StreamId | None, list[Notice]]:
+        """The run of `stream` that an interval of a log joined to an earlier one (at `start`, line `n`) goes in.
+
+        A log whose intervals come after the stream's last column (the recorder restarted) goes on in it; one that
+        goes back into time already read (two hosts' logs joined with `cat`, a log twice) is another run, shown apart
+        as `LABEL [INPUT, from line N]` (N: the log's first line), as a recording's `counts, interval` records are;
+        a later log goes on in the first run it follows. Past `MAX_RUNS` runs, None: the line is skipped.
+        """
+        if (shown := self.shown.get(stream)) is not None:
+            return shown, []
+        runs = self.runs.setdefault(stream, [stream])
+        for run in runs:
+            end = self.ends.get(run)
+            if end is None or start >= end - OVERLAP:
+                self.shown[stream] = run
+                return run, []
+        last = self.ends[stream]
+        if len(runs) >= MAX_RUNS:
+            return None, [Notice(f"{self.name}: line {n}: '{stream.label}' goes back in time again (its interval "
+                                 f"starts at {start:.3f}, before its last one ends, {last:.3f}), and {MAX_RUNS} runs "
+                                 "of it are shown apart already; line skipped")]
+        assert self.log_line is not None
+        label = self.names.name(clean_label(apart_label(stream.label, self.name, self.log_line)), stream.unit,
+                                key=(stream.label, self.log_line))
+        shown = self.shown[stream] = StreamId(label, DATASOURCE, stream.unit)
+        runs.append(shown)
+        return shown, [apart_notice(
+            f"{self.name}: line {n}: '{stream.label}' goes back into the time of its earlier intervals (the log that "
+            f"starts at line {self.log_line} has it start at {start:.3f}, before its last one ends, {last:.3f}): "
+            f"another run (logs joined with cat?), shown apart, as '{label}'", stream, shown, self.measures)]
 
     def _who(self, stream: StreamId) -> str:
         """`LABEL: ` naming a tag's stream in a message; nothing for the untagged lines' (the file, named already)."""

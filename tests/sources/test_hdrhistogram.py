@@ -654,6 +654,104 @@ def test_logs_written_one_after_another_keep_their_own_times_and_a_hole_is_a_gap
     assert not [n for n in notices(items) if "placed after" in n]
 
 
+def _payloads(values: np.ndarray) -> str:
+    """The payload of a library histogram of some values (rounded to whole ns)."""
+    return library_histogram([round(v) for v in values]).encode().decode()
+
+
+def _log(header: list[str], stamps: list[int], payload: str, tag: str = "") -> str:
+    """A log: its header lines, then one 1 s interval at each of `stamps` (relative to its StartTime/BaseTime)."""
+    return "".join([*header, *(f"{tag}{t}.000,1.000,0.200,{payload}\n" for t in stamps)])
+
+
+def test_a_joined_log_that_goes_back_in_time_is_another_run_and_one_that_follows_goes_on() -> None:
+    """Four logs in one file: the second an hour later (the recorder restarted) goes on in the stream; the third,
+    5 minutes after the first's start, goes back into time already read: it was moved to follow the second (3,300 s
+    late), and is now a run apart with its own times, `LABEL [INPUT, from line N]`; the fourth follows the third and
+    goes on in its run. Read at once or as it arrives, in two chunks that split a header."""
+    payload = _payload(200_000, 1000)
+    logs = [_log([HEADER[0], start_time_line(START + at), HEADER[2]], [0, 1, 2], payload)
+            for at in (0, 3600, 300, 310)]
+    text = "".join(logs)
+    third = 1 + sum(log.count("\n") for log in logs[:2])
+    apart = f"x.hlog [x.hlog, from line {third}]"
+    cut = text.index("\n", len(logs[0]) + len(HEADER[0])) + 1  # within the second log's header
+    for got in (read_items(HdrHistogramFormat, text, "x.hlog"),
+                list(HdrHistogramFormat().read_text([text[:cut], text[cut:]], "x.hlog"))):
+        cols = [(c.stream.label, c.start - START, c.end - START, c.gap) for c in intervals(got)]
+        assert cols == [("x.hlog", 0, 1, False), ("x.hlog", 1, 2, False), ("x.hlog", 2, 3, False),
+                        ("x.hlog", 3, 3600, True), ("x.hlog", 3600, 3601, False), ("x.hlog", 3601, 3602, False),
+                        ("x.hlog", 3602, 3603, False), (apart, 300, 301, False), (apart, 301, 302, False),
+                        (apart, 302, 303, False), (apart, 303, 310, True), (apart, 310, 311, False),
+                        (apart, 311, 312, False), (apart, 312, 313, False)]
+        said = notices(got)
+        assert not [n for n in said if "placed after" in n]
+        assert [n for n in said if "goes back" in n] == [
+            f"x.hlog: line {third + 3}: 'x.hlog' goes back into the time of its earlier intervals (the log that "
+            f"starts at line {third} has it start at {START + 300:.3f}, before its last one ends, {START + 3603:.3f}): "
+            f"another run (logs joined with cat?), shown apart, as '{apart}'"]
+
+
+def test_any_log_header_after_intervals_starts_another_log() -> None:
+    """Logs without a StartTime line (a BaseTime line, or only the legend) joined to themselves: the second copy is a
+    run apart, per tag, from its first line (a comment written before its header counts). A comment alone between
+    intervals is no header: an interval that goes back after it is placed after the previous one, as before."""
+    payload = _payload(200_000, 1000)
+    base = ["#[Histogram log format version 1.3]\n", f"#[BaseTime: {START:.3f} (seconds since epoch)]\n", HEADER[2]]
+    absolute = [int(START), int(START) + 1]  # no StartTime, no BaseTime: absolute timestamps
+    for header, stamps in ((base, [0, 1]), (["#[Logged by a test]\n", *base], [0, 1]), ([HEADER[2]], absolute)):
+        one = _log(header, stamps, payload) + _log([], stamps, payload, "Tag=t,")
+        cols = intervals(read_items(HdrHistogramFormat, one + one, "x.hlog"))
+        second = one.count("\n") + 1
+        labels = [c.stream.label for c in cols]
+        half = len(labels) // 2
+        assert labels[half:] == [f"{label} [x.hlog, from line {second}]" for label in labels[:half]], header
+        assert [c.start for c in cols[half:]] == [c.start for c in cols[:half]] and cols[0].start == START, header
+    cols_said = read_items(HdrHistogramFormat, _log(HEADER, [0, 1], payload) + "#[a comment]\n" +
+                           _log([], [0], payload), "x.hlog")
+    assert {c.stream.label for c in intervals(cols_said)} == {"x.hlog"}
+    assert [n for n in notices(cols_said) if "placed after the previous one" in n]
+
+
+def test_past_the_most_runs_a_joined_log_that_goes_back_is_skipped_and_counted() -> None:
+    from latencymap.core.deltas import MAX_RUNS
+
+    one = _log(HEADER, [0, 1], _payload(200_000, 1000))
+    items = read_items(HdrHistogramFormat, one * (MAX_RUNS + 2), "x.hlog")
+    assert len({c.stream.label for c in intervals(items)}) == MAX_RUNS
+    skipped = [n for n in items if isinstance(n, Notice) and n.skipped]
+    assert len(skipped) == 4 and all("runs of it are shown apart already; line skipped" in n.message for n in skipped)
+
+
+def test_a_jhiccup_log_joined_to_itself_measures_hiccups_in_both_runs() -> None:
+    """The run shown apart is of a jHiccup log too: its findings are worded for hiccups, as the first run's are."""
+    text = (HLOG / "jHiccup-2.0.7S.logV2.hlog").read_text()
+    items = read_items(HdrHistogramFormat, text + text, "j.hlog")
+    second = text.count("\n") + 1
+    measures = {n.measures[0].label: n.measures[1] for n in items if isinstance(n, Notice) and n.measures}
+    assert measures == {"j.hlog": "jhiccup", f"j.hlog [j.hlog, from line {second}]": "jhiccup"}
+
+
+def test_two_hosts_logs_joined_with_cat_report_two_runs_over_the_same_minute(tmp_path: Path) -> None:
+    """A log of 1,000/s at 200 µs and one of 1,000/s at 400 µs over the same 60 s, joined with `cat`: the report
+    showed one stream of 120 intervals over 2 min and found a "shift at col 60" (a deploy, a failover) where the
+    second was moved to follow the first; now two runs of 60 intervals over one minute each, no shift."""
+    from latencymap.cli import main as cli
+
+    path = tmp_path / "two_hosts.hlog"
+    rng = np.random.default_rng(7)
+    lines = []
+    for median in (200_000, 400_000):  # each second's 1,000 values lognormal around the median
+        lines += [*HEADER, *(f"{t}.000,1.000,0.0,{_payloads(rng.lognormal(np.log(median), 0.3, 1000))}\n"
+                             for t in range(60))]
+    path.write_text("".join(lines))
+    result = CliRunner().invoke(cli.main, ["report", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "shift at col" not in result.output
+    assert result.output.count("   60 intervals over 1min: 60,000 events (1k/s)") == 2
+    assert f"== two_hosts.hlog [{path}, from line {len(HEADER) + 61}]  [hdrhistogram, nanosec]" in result.output
+
+
 def test_the_report_counts_a_holes_gap_column_apart_from_the_logs_intervals(tmp_path: Path) -> None:
     """5 interval lines around a 7.5 s hole: `5 intervals and 1 gap` (it said `6 intervals`); the rate is per second
     observed (13.1 s), as before."""

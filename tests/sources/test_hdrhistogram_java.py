@@ -24,6 +24,7 @@ from skips_support import need_binary, skip_missing
 from latencymap.cli.common import REGISTRY
 from latencymap.core.accumulator import Accumulator, accumulate
 from latencymap.core.buckets import NSLOTS
+from latencymap.core.deltas import apart_label
 from latencymap.core.errors import InputError
 from latencymap.core.model import Interval
 from latencymap.core.source_totals import SourceTotals
@@ -66,8 +67,11 @@ def _expected(interval: dict[str, Any], scale: float) -> tuple[np.ndarray, float
     return counts, total
 
 
-def _check_against_java(log: Path, reference: dict[str, Any], unit: str) -> list[Interval]:
-    """Read `log` as a user does (`--unit`) and compare every interval with Java's reading of it."""
+def _check_against_java(log: Path, reference: dict[str, Any], unit: str,
+                        joined: tuple[int, int] | None = None) -> list[Interval]:
+    """Read `log` as a user does (`--unit`) and compare every interval with Java's reading of it. `joined`: (k, N),
+    the log is two joined with `cat`, the second's first interval Java's k-th, its first line N: its intervals are
+    another run of their stream, `LABEL [LOG, from line N]`."""
     items = read_items(HdrHistogramFormat, log.read_text(), str(log), unit=unit)
     assert not [m for m in notices(items) if "line skipped" in m or "left empty" in m], notices(items)
     got = intervals(items)
@@ -76,7 +80,9 @@ def _check_against_java(log: Path, reference: dict[str, Any], unit: str) -> list
     for column, interval in zip(got, java, strict=True):
         stream_unit = column.stream.unit
         assert stream_unit == ("nanosec" if interval["class"].endswith("DoubleHistogram") else unit)
-        assert column.stream.label == (interval["tag"] or log.name)
+        label = interval["tag"] or log.name
+        apart = joined is not None and interval["index"] >= joined[0]
+        assert column.stream.label == (apart_label(label, str(log), joined[1]) if joined and apart else label)
         scale = round(unit_seconds(unit) / unit_seconds(stream_unit))
         counts, total = _expected(interval, scale)
         where = f"{log.name} interval {interval['index']}"
@@ -95,6 +101,42 @@ def _check_against_java(log: Path, reference: dict[str, Any], unit: str) -> list
 def test_java_written_logs_read_as_javas_own_reader_reads_them(name: str) -> None:
     reference = json.loads((JAVA / f"{name}.reference.json").read_text())
     _check_against_java(JAVA / f"{name}.hlog", reference, UNITS[name])
+
+
+#: Logs joined with `cat` (the first's name, the second's): the same log twice (tagged, StartTime only), and two
+#: logs of the same 10 s (StartTime and BaseTime lines).
+JOINED = {"twice_us": ("int_tagged_us", "int_tagged_us"), "ms_and_corrected": ("double_ms", "double_corrected")}
+
+
+def _joined(folder: Path, name: str) -> tuple[Path, tuple[int, int]]:
+    """The logs of `JOINED[name]` in `folder` joined in one file there, and where the second starts: (its first
+    interval's index, its first line)."""
+    first, second = ((folder / f"{log}.hlog").read_text() for log in JOINED[name])
+    path = folder / f"{name}.hlog"
+    path.write_text(first + second)
+    lines = first.splitlines()
+    return path, (sum(1 for line in lines if line[:1].isdigit() or line.startswith("Tag=")), len(lines) + 1)
+
+
+@pytest.mark.parametrize("name", sorted(JOINED))
+def test_java_logs_joined_with_cat_keep_their_own_times_in_runs_apart(name: str, tmp_path: Path) -> None:
+    """Two Java-written logs of the same time joined with `cat` (two hosts' logs, a log twice): Java's reader reads
+    each interval at its own time; latencymap moved the second log's after the first's (one stream twice as long).
+    Its intervals now keep Java's times, in a run of their own per stream, said.
+    Both logs here have the same StartTime and BaseTime, so Java reads the joined file as each alone."""
+    for log in JOINED[name]:
+        shutil.copy(JAVA / f"{log}.hlog", tmp_path)
+    path, joined = _joined(tmp_path, name)
+    references = [json.loads((JAVA / f"{log}.reference.json").read_text()) for log in JOINED[name]]
+    java = [*references[0]["intervals"], *references[1]["intervals"]]
+    for k, interval in enumerate(java):
+        interval["index"] = k
+    unit = UNITS[JOINED[name][0]]
+    _check_against_java(path, {"intervals": java}, unit, joined)
+    said = notices(read_items(HdrHistogramFormat, path.read_text(), str(path), unit=unit))
+    assert not [n for n in said if "placed after" in n]
+    apart = [n for n in said if "goes back into the time of its earlier intervals" in n]
+    assert len(apart) == len({i["tag"] for i in java}) and all(f"from line {joined[1]}]'" in n for n in apart)
 
 
 def _check_zero_lengths_against_java(log: Path, reference: dict[str, Any]) -> None:
@@ -262,8 +304,12 @@ def test_logs_written_now_by_the_installed_java_library_read_as_it_reads_them(tm
     classpath = f"{jar}{os.pathsep}{tmp_path / 'classes'}"
     flags = ["-Duser.timezone=UTC", "-Duser.language=en", "-Duser.country=US", "-cp", classpath]
     subprocess.run([java, *flags, "LogWriter", str(tmp_path)], check=True, env=env, cwd=tmp_path)
-    logs = [f"{name}.hlog" for name in (*sorted(UNITS), "zero_length")]
+    joined = {name: _joined(tmp_path, name) for name in JOINED}
+    logs = [f"{name}.hlog" for name in (*sorted(UNITS), "zero_length", *JOINED)]
     subprocess.run([java, *flags, "Reference", *logs], check=True, env=env, cwd=tmp_path)
+    for name, (path, where) in joined.items():  # Java's own reading of the joined file: each interval at its time
+        _check_against_java(path, json.loads((tmp_path / f"{name}.reference.json").read_text()),
+                            UNITS[JOINED[name][0]], where)
     for name, unit in UNITS.items():
         reference = json.loads((tmp_path / f"{name}.reference.json").read_text())
         assert reference["intervals"], name

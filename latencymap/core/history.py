@@ -24,6 +24,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,7 +43,6 @@ from latencymap.core.columns import (
     observed_s,
     plus,
 )
-from latencymap.core.kept_sources import KeptSources
 from latencymap.core.lean import dataclass
 from latencymap.core.model import Interval, IntervalRun, SourceBuckets, StreamId
 from latencymap.core.percentiles import (
@@ -61,6 +61,9 @@ from latencymap.core.source_totals import (
     seen_range,
 )
 from latencymap.core.units import unit_seconds
+
+if TYPE_CHECKING:
+    from latencymap.core.kept_sources import KeptSources
 
 _CACHED_CHUNKS = 2
 _SEQUENCE = itertools.count()
@@ -273,6 +276,8 @@ class StreamHistory:
         Past `cap` columns, only the sums of the oldest are kept (`dropped_sums`)."""
         k = len(counts)
         if sources is not None and self._sources is None and any(s is not None for s in sources[0]):
+            from latencymap.core.kept_sources import KeptSources  # only for a stream with source buckets
+
             datasource = self.stream.datasource
             self._sources = KeptSources(unit_seconds(self.stream.unit), datasource in ROWS_INSIDE_SOURCES,
                                         datasource in SEEN_BOUNDS_SOURCES, self.cap is not None, self.n)

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from latencymap.analysis.diagnosis import Diagnosis
-from latencymap.analysis.epochs import EpochStartup, PhaseSums, epoch_groups, epoch_startup
 from latencymap.analysis.findings import Finding, times, why, with_cause, words_for
 from latencymap.analysis.stragglers import READ_RATIO, known_cause, time_ratio
 from latencymap.analysis.summary import stream_diagnosis
@@ -26,6 +25,7 @@ from latencymap.core.source_totals import SourceTotals, bound_seconds, source_us
 from latencymap.core.units import format_bytes, format_duration, format_number, plural, unit_seconds
 
 if TYPE_CHECKING:
+    from latencymap.analysis.epochs import EpochStartup, PhaseSums
     from latencymap.analysis.peers import PeerGroup
 
 
@@ -333,8 +333,13 @@ def epoch_startups(acc: Accumulator, hists: Iterable[StreamHistory] | None = Non
     """The epochs of each `timed_iter` phase among `hists` (default: every stream) whose starts were timed
     (analysis/epochs.py): their starts against their batches' waits, over their columns that overlap `span` (epoch
     seconds; default: all)."""
+    chosen = [h for h in (acc.streams.values() if hists is None else hists) if h.n]
+    if not any(h.stream.datasource == "training" for h in chosen):
+        return []  # (no instrument's stream: the analysis is not even imported)
+    from latencymap.analysis.epochs import epoch_groups, epoch_startup
+
     out = []
-    for ids in epoch_groups(h.stream for h in (acc.streams.values() if hists is None else hists) if h.n):
+    for ids in epoch_groups(h.stream for h in chosen):
         starts, waits, ends = (_phase_sums(acc.streams.get(stream), span) for stream in ids)
         if starts is not None and starts[0].events:
             bounds = [t for sums in (starts, waits, ends) if sums is not None for t in sums[1]]
@@ -350,6 +355,8 @@ def _phase_sums(hist: StreamHistory | None, span: tuple[float, float] | None
     cols = slice(0, 0) if hist is None else slice(0, hist.n) if span is None else overlapping(hist, *span)
     if hist is None or cols.stop <= cols.start:
         return None
+    from latencymap.analysis.epochs import PhaseSums
+
     counts, spent, _ = hist.slot_sums(cols)
     return PhaseSums(counts, spent), (float(hist.meta_in("start", cols)[0]), float(hist.meta_in("end", cols)[-1]))
 

@@ -69,10 +69,12 @@ def test_version_help_and_report_import_only_what_they_run(example_data: Path) -
 @pytest.mark.slow
 def test_a_report_of_one_stream_loads_no_peer_comparison_or_spelling_aid(example_data: Path) -> None:
     """Peers are two streams or more, and difflib only guesses what a mistyped option meant: a report of one stream
-    loads neither."""
+    loads neither; nor the epoch start-up analysis (training loops' streams only), nor the kept columns' source
+    buckets (streams that carry their source's buckets only)."""
     loaded = loaded_after("report", "--format", "json", str(example_data))
     assert "latencymap.outputs.report" in loaded
-    assert not {"latencymap.analysis.peers", "difflib"} & loaded
+    assert not {"latencymap.analysis.peers", "difflib", "latencymap.analysis.epochs",
+                "latencymap.core.kept_sources"} & loaded
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from latencymap.core.accumulator import Accumulator, StreamHistory
@@ -107,6 +107,7 @@ def columns(draw: st.DrawFn) -> tuple[np.ndarray, float, float, float]:
 
 @settings(max_examples=300, deadline=None)
 @given(col=columns())
+@example(col=(np.eye(1, NSLOTS, 0, dtype=np.int64)[0], 1.1528451484873579e-84, 0.0, 0.001))  # found by Hypothesis
 def test_each_rows_mean_stays_inside_it_and_the_exact_time_is_kept_where_the_rows_can_hold_it(
         col: tuple[np.ndarray, float, float, float]) -> None:
     """Each row's time is within [events x low, events x high] (its events lie in the row), whatever the exact time;

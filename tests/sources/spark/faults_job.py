@@ -4,7 +4,7 @@ Usage: `python faults_job.py LOG_DIR UI_PORT REST_OUT`. On `local[2,2]` (a task 
 
 - stage 0, run cold (each core's first task starts a Python worker): partition HOT holds 20 times the rows;
 - stage 1: tasks sleep 0.2 s, partition 1 0.5 s, partition 0 (with 1, the stage's first wave) 3 s;
-- stage 2: tasks sleep 0.25 s; partitions FAILING sleep 1.5 s and raise on their first attempt (retried);
+- stage 2: tasks sleep 0.25 s; partitions FAILING sleep 4 s and raise on their first attempt (retried);
 - stage 3: both tasks raise on every attempt: the stage fails, its job is aborted.
 
 Then it copies its log while the application runs (`<LOG_DIR>/snapshot/<app>.inprogress`), writes the REST API's
@@ -47,7 +47,7 @@ def main() -> int:
 
     def retried(i: int, it: object) -> object:
         if i in FAILING and TaskContext.get().attemptNumber() == 0:
-            time.sleep(1.5)
+            time.sleep(4.0)
             raise RuntimeError("first attempt fails")
         time.sleep(0.25)
         return it

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from chunks_support import chunk_columns
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from latencymap.core import chunked, columns
-from latencymap.core.accumulator import Accumulator, HistoryLimit, StreamHistory, parse_history, set_chunk_columns
+from latencymap.core.accumulator import Accumulator, HistoryLimit, StreamHistory, parse_history
 from latencymap.core.buckets import NSLOTS, bin_extremes, bin_values, bounds_seconds, midpoints_seconds
 from latencymap.core.columns import Block, Chunk, count_dtype, observed_s
 from latencymap.core.model import Interval, IntervalRun, Notice, SourceBuckets, StreamId
@@ -22,15 +21,6 @@ from latencymap.core.rebin import rebin_counts
 S = StreamId("s", "bpf", "microsec")
 MID = midpoints_seconds("bpf", "microsec")
 
-
-@contextmanager
-def chunk_columns(n: int) -> Iterator[None]:
-    before = columns.CHUNK_COLUMNS
-    set_chunk_columns(n)
-    try:
-        yield
-    finally:
-        columns.CHUNK_COLUMNS = before
 
 
 class Dense:

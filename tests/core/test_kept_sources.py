@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
+from chunks_support import chunk_columns
 
-from latencymap.core import columns
-from latencymap.core.accumulator import Accumulator, HistoryLimit, set_chunk_columns
+from latencymap.core.accumulator import Accumulator, HistoryLimit
 from latencymap.core.buckets import NSLOTS
 from latencymap.core.model import Interval, SourceBuckets, StreamId
 from latencymap.core.source_totals import SourceTotals
@@ -22,10 +22,8 @@ GRID = [0.001 * 2 ** (i / 4) for i in range(40)]
 
 @pytest.fixture
 def small_chunks():  # type: ignore[no-untyped-def]
-    before = columns.CHUNK_COLUMNS
-    set_chunk_columns(16)
-    yield
-    columns.CHUNK_COLUMNS = before
+    with chunk_columns(16):
+        yield
 
 
 def column(stream: StreamId, k: int, rng: np.random.Generator) -> Interval:

@@ -6,8 +6,9 @@ import sys
 
 import numpy as np
 import pytest
+from chunks_support import chunk_columns
 
-from latencymap.core.accumulator import Accumulator, HistoryLimit, set_chunk_columns
+from latencymap.core.accumulator import Accumulator, HistoryLimit
 from latencymap.core.buckets import bin_extremes, bin_values
 from latencymap.core.model import Interval, StreamId
 from latencymap.views.options import ViewOptions
@@ -34,12 +35,8 @@ def footer(acc: Accumulator, renderer: PlainRenderer | None = None) -> list[str]
 
 @pytest.fixture
 def small_chunks():  # type: ignore[no-untyped-def]
-    from latencymap.core import columns
-
-    before = columns.CHUNK_COLUMNS
-    set_chunk_columns(32)
-    yield
-    columns.CHUNK_COLUMNS = before
+    with chunk_columns(32):
+        yield
 
 
 @pytest.mark.parametrize("cap", [HistoryLimit(columns=50), HistoryLimit(budget=40_000)])
